@@ -1,0 +1,80 @@
+# attngraph — one Makefile, readable top to bottom.
+#   make run     install missing packages, build, run the shipped example
+#   make check   install missing packages, build, run every test
+#   make bench   time the kernel (1 and 2 threads)
+#   NO_OMP=1     build without OpenMP (kernels then run on one thread)
+
+PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config
+
+CC      ?= cc
+BUILD   := build
+PKGS    := igraph openblas libxml-2.0
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Iinclude -Isrc
+CFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+ifndef NO_OMP
+CFLAGS  += -fopenmp
+LDFLAGS += -fopenmp
+endif
+
+LIB_SRC := $(wildcard src/*.c)
+CLI_SRC := $(wildcard src/cli/*.c)
+TEST_SRC := $(wildcard tests/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+
+LIB_A  := $(BUILD)/libattngraph.a
+LIB_SO := $(BUILD)/libattngraph.so
+CLI    := $(BUILD)/attngraph
+TESTS  := $(BUILD)/test_attngraph
+BENCH  := $(BUILD)/bench_kernel
+
+.PHONY: all deps run check bench clean
+all: $(LIB_A) $(LIB_SO) $(CLI)
+
+# Installs only what is missing; does nothing when every package is present.
+deps:
+	@missing=""; for p in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing:$$missing"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
+	fi
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	$(CLI) run graphs/sentence.gml --dim 16 --heads 2 --rounds 2 --seed 7
+
+check: deps
+	@$(MAKE) --no-print-directory all $(TESTS)
+	$(TESTS)
+
+bench: deps
+	@$(MAKE) --no-print-directory $(BENCH)
+	$(BENCH)
+
+$(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/cli/*.h tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJ)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(CLI): $(CLI_OBJ) $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check)
+
+$(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+clean:
+	rm -rf $(BUILD)

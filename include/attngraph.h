@@ -1,0 +1,274 @@
+/*
+ * attngraph — attention as message passing on graphs.
+ *
+ * Conventions (see README.md):
+ *   - Edge u -> v: v receives from u (v's query meets u's key; u's value flows
+ *     to v). Undirected edges count in both directions; an undirected
+ *     self-loop is one message. Each multi-edge is its own message.
+ *   - N nodes, E messages, H heads of width d, model width D.
+ *   - Q, K, V and messages are row-major float32 [N, H*d]; head h is columns
+ *     h*d .. (h+1)*d-1.
+ *   - Weight matrices are [out, in] like torch.nn.Linear.weight: y = x W^T.
+ *
+ * Errors: every fallible function returns AG_OK (0) or an ag_status_t and,
+ * when err is not NULL, fills it with one line naming the file, the value and
+ * what was expected. The library never prints, never exits and never lets
+ * igraph abort: it swaps in its own igraph error handler for the duration of
+ * each igraph call and restores the host's afterwards.
+ *
+ * Threads: kernels run with OpenMP over destinations (omp_set_num_threads
+ * chooses how many); results are bitwise identical for any thread count.
+ * igraph is not thread-safe: call the functions that take an igraph_t from
+ * one thread at a time.
+ */
+#ifndef ATTNGRAPH_H
+#define ATTNGRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <igraph.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AG_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum {
+    AG_OK = 0,
+    AG_ENOMEM,   /* out of memory */
+    AG_EIO,      /* a file could not be opened, read or written */
+    AG_EFORMAT,  /* a file's contents are malformed */
+    AG_EINVAL,   /* a value is out of range or shapes disagree */
+    AG_ELIMIT,   /* the input asks for more than the configured limit */
+    AG_EIGRAPH   /* igraph reported an error */
+} ag_status_t;
+
+typedef struct {
+    ag_status_t status;
+    char msg[512];
+} ag_error_t;
+
+/* Name of a status, e.g. "bad format". */
+const char *ag_status_str(ag_status_t status);
+
+/* ---------------------------------------------------------------- .npy */
+
+typedef enum {
+    AG_DTYPE_F32, AG_DTYPE_F64,
+    AG_DTYPE_I8, AG_DTYPE_I16, AG_DTYPE_I32, AG_DTYPE_I64,
+    AG_DTYPE_U8, AG_DTYPE_U16, AG_DTYPE_U32, AG_DTYPE_U64,
+    AG_DTYPE_BOOL
+} ag_dtype_t;
+
+#define AG_NPY_MAX_DIMS 4
+
+/* A 2-D float32 matrix, row-major. */
+typedef struct {
+    int64_t rows, cols;
+    float *data;          /* [rows, cols], owned; free with ag_matrix_destroy */
+} ag_matrix_t;
+
+/*
+ * Reads a 2-D .npy file into *m (uninitialised; initialised on success).
+ * Accepts float32/float64 and integer/bool dtypes of either byte order, in C or
+ * Fortran order; values are converted to float32 in row-major layout. A value
+ * that does not fit float32 (|x| > FLT_MAX), NaN or Inf is refused, naming its
+ * row and column. Anything else (other dtypes, other ranks, truncated data) is
+ * refused with a message saying what was found.
+ */
+int ag_matrix_read_npy(ag_matrix_t *m, const char *path, ag_error_t *err);
+
+/*
+ * Reads a 1-D integer .npy file (any integer dtype, either byte order) into
+ * *values, a malloc'ed int64_t array of *n elements (free() it).
+ */
+int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t *err);
+
+/* Writes data [rows, cols] as a little-endian float32 C-order .npy file. */
+int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t cols,
+                     ag_error_t *err);
+
+/* Allocates an uninitialised matrix [rows, cols]; zero-filled. */
+int ag_matrix_init(ag_matrix_t *m, int64_t rows, int64_t cols, ag_error_t *err);
+void ag_matrix_destroy(ag_matrix_t *m);
+
+/* Fails (naming what, the row and the column) unless every value is finite. */
+int ag_check_finite(const char *what, const float *data, int64_t rows, int64_t cols,
+                    ag_error_t *err);
+
+/* ---------------------------------------------------------------- graphs */
+
+typedef enum {
+    AG_FORMAT_AUTO = 0,   /* from the file name's extension */
+    AG_FORMAT_EDGELIST,   /* .edges .el .txt .edgelist: "src dst" per line, 0-based */
+    AG_FORMAT_NCOL,       /* .ncol: "name name [weight]" per line */
+    AG_FORMAT_LGL,        /* .lgl */
+    AG_FORMAT_GRAPHML,    /* .graphml .xml */
+    AG_FORMAT_GML,        /* .gml */
+    AG_FORMAT_PAJEK       /* .net .pajek */
+} ag_format_t;
+
+/* "edgelist", "ncol", "lgl", "graphml", "gml", "pajek" -> format. */
+int ag_format_parse(ag_format_t *format, const char *name, ag_error_t *err);
+/* Format of a path from its extension. */
+int ag_format_from_path(ag_format_t *format, const char *path, ag_error_t *err);
+const char *ag_format_name(ag_format_t format);
+
+#define AG_DEFAULT_MAX_NODES ((int64_t)20000000)
+
+typedef struct {
+    ag_format_t format;   /* AG_FORMAT_AUTO: from the extension */
+    int64_t max_nodes;    /* refuse larger graphs before allocating; 0: AG_DEFAULT_MAX_NODES */
+} ag_load_opts_t;
+
+/*
+ * Loads a graph file into graph, a pointer to an *uninitialised* igraph_t
+ * (initialised on success, left uninitialised on failure). Attributes are
+ * kept (this sets igraph's attribute table to igraph_cattribute_table when
+ * none is set). Edge lists, NCOL and LGL are read as directed; GraphML, GML and
+ * Pajek say themselves. Graphs with no nodes, more than max_nodes nodes, GraphML
+ * edges to undeclared nodes and duplicate GraphML node ids are refused.
+ * Time: O(N + E) plus igraph's reader.
+ */
+int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
+                  ag_error_t *err);
+
+/* Node labels: one UTF-8 string per node. */
+typedef struct {
+    int64_t n;
+    char **str;           /* [n] */
+} ag_labels_t;
+
+/*
+ * Labels from the vertex attribute `label`, else `name`, else `id` (strings,
+ * or numbers printed with %g), else the node number. labels is uninitialised.
+ */
+int ag_labels_from_graph(ag_labels_t *labels, const igraph_t *graph, ag_error_t *err);
+/* Labels "0", "1", ... "n-1". */
+int ag_labels_numbered(ag_labels_t *labels, int64_t n, ag_error_t *err);
+void ag_labels_destroy(ag_labels_t *labels);
+
+/* ------------------------------------------------ compiled neighbourhoods */
+
+/*
+ * The kernel's view of the graph: for each destination i, its in-edges as
+ * runs of consecutive sources, sources ascending (a repeated source of a
+ * multi-edge starts a new run). Edge slots are numbered destination by
+ * destination in that order: slot s of destination i lies in
+ * edge_ptr[i] .. edge_ptr[i+1]-1.
+ */
+typedef struct {
+    int64_t n_nodes;      /* N */
+    int64_t n_edges;      /* E: messages (slots) */
+    int64_t n_runs;       /* R */
+    int64_t *edge_ptr;    /* [N+1] first slot of each destination */
+    int64_t *run_ptr;     /* [N+1] first run of each destination */
+    int64_t *run_src;     /* [R]   first source of each run */
+    int64_t *run_len;     /* [R]   sources in each run (>= 1) */
+    int64_t *edge_id;     /* [E]   igraph edge id of each slot, or NULL */
+} ag_nbhd_t;
+
+/*
+ * Compiles graph into nb (uninitialised). Undirected edges give a message
+ * each way (a self-loop one); multi-edges one message each. This is the only
+ * place that walks igraph adjacency. Time and memory O(N + E).
+ */
+int ag_nbhd_from_graph(ag_nbhd_t *nb, const igraph_t *graph, ag_error_t *err);
+
+/*
+ * Builds nb from a CSR of in-neighbours: indptr [N+1] (non-decreasing, from 0
+ * to E), indices [E] (sources in 0..N-1, ascending within each destination).
+ * Validated; edge_id is NULL.
+ */
+int ag_nbhd_from_csr(ag_nbhd_t *nb, int64_t n_nodes, const int64_t *indptr,
+                     const int64_t *indices, ag_error_t *err);
+
+void ag_nbhd_destroy(ag_nbhd_t *nb);
+
+/* Writes the source of every slot of destinations lo..hi-1 into src
+   [edge_ptr[hi] - edge_ptr[lo]]. */
+void ag_nbhd_sources(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t *src);
+
+/* ---------------------------------------------------------------- kernel */
+
+/*
+ * One message round of attention over nb. Q, K, V, M are [N, H*d].
+ * For each destination i and head h: s_ij = q_i . k_j / sqrt(d) over its
+ * in-edges j -> i, a = softmax over those edges, m_i = sum_j a_ij v_j.
+ * A node with no in-edges gets zeros. Online softmax in one pass; O(H*d)
+ * scratch per thread. Time O(E*H*d).
+ */
+int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                 int64_t H, int64_t d, float *M, ag_error_t *err);
+
+/*
+ * The attention weights of the edges of destinations lo..hi-1:
+ * W[(s - edge_ptr[lo])*H + h] for slot s and head h. Each destination's
+ * weights sum to 1 per head.
+ */
+int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
+                         int64_t H, int64_t d, int64_t lo, int64_t hi, float *W,
+                         ag_error_t *err);
+
+/* One per-edge weight in the graph's edge order (see ag_edge_weights). */
+typedef struct {
+    int64_t edge_id;      /* igraph edge id */
+    int64_t src, dst;
+} ag_edge_msg_t;
+
+/*
+ * The messages of nb in the graph's edge order (by edge id; an undirected
+ * edge u-v gives u->v then v->u with u < v), with their slots: msgs[k]
+ * travels in slot slot[k]. Both arrays are malloc'ed, of nb->n_edges entries.
+ * Requires nb->edge_id (a graph-compiled nbhd).
+ */
+int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs, int64_t **slot, ag_error_t *err);
+
+/* ---------------------------------------------------------------- rounds */
+
+/* Projection weights, [out, in] as torch.nn.Linear.weight. */
+typedef struct {
+    int64_t D, H, d;      /* model width, heads, head width */
+    float *wq, *wk, *wv;  /* [H*d, D] */
+    float *wo;            /* [D, H*d] */
+} ag_weights_t;
+
+/* Gaussian weights with standard deviation 1/sqrt(fan_in), from seed. */
+int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, uint64_t seed,
+                      ag_error_t *err);
+/*
+ * Reads dir/wq.npy, wk.npy, wv.npy, wo.npy. D comes from wq's columns, H*d
+ * from its rows (which H must divide); every shape is checked.
+ */
+int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err);
+void ag_weights_destroy(ag_weights_t *w);
+
+/* Buffers of one round, kept so that the last round's Q, K, V, M can be read. */
+typedef struct {
+    int64_t N, HD;        /* rows, H*d */
+    float *Q, *K, *V, *M; /* [N, H*d] */
+} ag_workspace_t;
+
+int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, ag_error_t *err);
+void ag_workspace_destroy(ag_workspace_t *ws);
+
+/*
+ * Runs `rounds` message rounds on states X [N, D] in place:
+ *   Q = X Wq^T, K = X Wk^T, V = X Wv^T, M = attention(Q, K, V), X <- X + M Wo^T.
+ * Weights are shared across rounds. ws must be sized [N, H*d]; afterwards it
+ * holds the last round's Q, K, V, M.
+ */
+int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *w, float *X, int rounds,
+                  ag_workspace_t *ws, ag_error_t *err);
+
+/* n standard-normal floats from (seed, stream): the same for the same pair. */
+void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNGRAPH_H */

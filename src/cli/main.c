@@ -1,0 +1,49 @@
+/* attngraph: attention as message passing on graphs — command-line entry. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: attngraph COMMAND [options]\n"
+    "\n"
+    "Attention as message passing on graphs: nodes are tokens, an edge u -> v lets\n"
+    "v attend to u.\n"
+    "\n"
+    "commands:\n"
+    "  run GRAPH [options]   run attention message rounds on a graph file\n"
+    "\n"
+    "  attngraph COMMAND --help   options of a command\n"
+    "  attngraph --version        version of attngraph and igraph\n";
+
+/* The library guards its own igraph calls; this handler makes sure no other
+   igraph call in the tool can abort the process either. */
+static void igraph_error_quiet(const char *reason, const char *file, int line,
+                               igraph_error_t code)
+{
+    (void)reason, (void)file, (void)line, (void)code;
+    IGRAPH_FINALLY_FREE();
+}
+
+int main(int argc, char **argv)
+{
+    igraph_set_error_handler(igraph_error_quiet);
+    igraph_set_warning_handler(igraph_warning_handler_ignore);
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("attngraph %s (igraph %s)\n", AG_VERSION, IGRAPH_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 1, argv + 1);
+    fprintf(stderr, "attngraph: unknown command '%s'\nsee 'attngraph --help'\n", cmd);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,30 @@
+/* Private helpers shared by the library's modules. */
+#ifndef AG_INTERNAL_H
+#define AG_INTERNAL_H
+
+#include "attngraph.h"
+
+#if defined(__GNUC__)
+#define AG_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define AG_PRINTF(f, a)
+#endif
+
+/* Records a failure in err (if not NULL) and returns status. */
+int ag_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...) AG_PRINTF(3, 4);
+
+/* malloc of n elements of size bytes each, failing cleanly on overflow. */
+void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what);
+void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
+
+/*
+ * igraph calls: between ag_igraph_enter() and ag_igraph_leave() igraph errors
+ * are recorded instead of aborting, and warnings are dropped. The host's
+ * handlers are restored on leave. Not reentrant, like igraph itself.
+ */
+void ag_igraph_enter(void);
+void ag_igraph_leave(void);
+/* The reason of the last igraph error inside the guard ("" if none). */
+const char *ag_igraph_reason(void);
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * Compiling a graph into the kernel's in-neighbourhoods: for each destination,
+ * its sources ascending, stored as runs of consecutive sources. This is the
+ * only module that walks igraph adjacency; it reads the edge arrays directly
+ * (IGRAPH_FROM/IGRAPH_TO), so no igraph function runs here.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void ag_nbhd_destroy(ag_nbhd_t *nb)
+{
+    if (!nb)
+        return;
+    free(nb->edge_ptr);
+    free(nb->run_ptr);
+    free(nb->run_src);
+    free(nb->run_len);
+    free(nb->edge_id);
+    memset(nb, 0, sizeof *nb);
+}
+
+/* Fills the runs of nb from edge_ptr and the source of every slot. */
+static int build_runs(ag_nbhd_t *nb, const int64_t *slot_src, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes;
+    int64_t R = 0;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t s = nb->edge_ptr[i]; s < nb->edge_ptr[i + 1]; s++)
+            R += s == nb->edge_ptr[i] || slot_src[s] != slot_src[s - 1] + 1;
+    nb->n_runs = R;
+    nb->run_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "neighbourhood runs");
+    nb->run_src = ag_alloc(R, sizeof(int64_t), err, "neighbourhood runs");
+    nb->run_len = ag_alloc(R, sizeof(int64_t), err, "neighbourhood runs");
+    if (!nb->run_ptr || !nb->run_src || !nb->run_len)
+        return AG_ENOMEM;
+    int64_t r = 0;
+    for (int64_t i = 0; i < N; i++) {
+        nb->run_ptr[i] = r;
+        for (int64_t s = nb->edge_ptr[i]; s < nb->edge_ptr[i + 1]; s++) {
+            if (s == nb->edge_ptr[i] || slot_src[s] != slot_src[s - 1] + 1) {
+                nb->run_src[r] = slot_src[s];
+                nb->run_len[r++] = 0;
+            }
+            nb->run_len[r - 1]++;
+        }
+    }
+    nb->run_ptr[N] = r;
+    return AG_OK;
+}
+
+/* Stable counting sort of idx[0..n) by key[idx[k]] into out; keys in 0..K-1. */
+static void counting_sort(int64_t *out, const int64_t *idx, const int64_t *key, int64_t n,
+                         int64_t K, int64_t *offsets /* [K+1] */)
+{
+    memset(offsets, 0, (size_t)(K + 1) * sizeof *offsets);
+    for (int64_t k = 0; k < n; k++)
+        offsets[key[idx ? idx[k] : k] + 1]++;
+    for (int64_t v = 0; v < K; v++)
+        offsets[v + 1] += offsets[v];
+    for (int64_t k = 0; k < n; k++) {
+        int64_t m = idx ? idx[k] : k;
+        out[offsets[key[m]]++] = m;
+    }
+    /* offsets[v] now ends bucket v; shift back so offsets[v] starts it */
+    memmove(offsets + 1, offsets, (size_t)K * sizeof *offsets);
+    offsets[0] = 0;
+}
+
+int ag_nbhd_from_graph(ag_nbhd_t *nb, const igraph_t *graph, ag_error_t *err)
+{
+    memset(nb, 0, sizeof *nb);
+    const int64_t N = igraph_vcount(graph), E_graph = igraph_ecount(graph);
+    const int directed = igraph_is_directed(graph);
+
+    /* Messages in edge-id order: u->v, and for undirected edges also v->u. */
+    int64_t M = E_graph;
+    if (!directed)
+        for (int64_t e = 0; e < E_graph; e++)
+            M += IGRAPH_FROM(graph, e) != IGRAPH_TO(graph, e);
+    int64_t *src = ag_alloc(M, sizeof *src, err, "messages");
+    int64_t *dst = ag_alloc(M, sizeof *dst, err, "messages");
+    int64_t *eid = ag_alloc(M, sizeof *eid, err, "messages");
+    int64_t *by_src = ag_alloc(M, sizeof *by_src, err, "messages");
+    int64_t *order = ag_alloc(M, sizeof *order, err, "messages");
+    int64_t *slot_src = ag_alloc(M, sizeof *slot_src, err, "messages");
+    nb->edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "neighbourhoods");
+    nb->edge_id = ag_alloc(M, sizeof(int64_t), err, "neighbourhoods");
+    int rc = AG_ENOMEM;
+    if (!src || !dst || !eid || !by_src || !order || !slot_src || !nb->edge_ptr || !nb->edge_id)
+        goto done;
+
+    int64_t k = 0;
+    for (int64_t e = 0; e < E_graph; e++) {
+        int64_t u = IGRAPH_FROM(graph, e), v = IGRAPH_TO(graph, e);
+        src[k] = u, dst[k] = v, eid[k++] = e;
+        if (!directed && u != v)
+            src[k] = v, dst[k] = u, eid[k++] = e;
+    }
+    /* Sort by source, then stably by destination: sources ascend in each
+       destination, ties (multi-edges) in edge-id order. */
+    nb->n_nodes = N;
+    nb->n_edges = M;
+    counting_sort(by_src, NULL, src, M, N, nb->edge_ptr);
+    counting_sort(order, by_src, dst, M, N, nb->edge_ptr);
+    nb->edge_ptr[N] = M;
+    for (int64_t s = 0; s < M; s++) {
+        slot_src[s] = src[order[s]];
+        nb->edge_id[s] = eid[order[s]];
+    }
+    rc = build_runs(nb, slot_src, err);
+done:
+    free(src);
+    free(dst);
+    free(eid);
+    free(by_src);
+    free(order);
+    free(slot_src);
+    if (rc)
+        ag_nbhd_destroy(nb);
+    return rc;
+}
+
+int ag_nbhd_from_csr(ag_nbhd_t *nb, int64_t n_nodes, const int64_t *indptr,
+                     const int64_t *indices, ag_error_t *err)
+{
+    memset(nb, 0, sizeof *nb);
+    if (n_nodes <= 0)
+        return ag_fail(err, AG_EINVAL, "CSR: %lld nodes; expected at least 1",
+                       (long long)n_nodes);
+    if (indptr[0] != 0)
+        return ag_fail(err, AG_EINVAL, "CSR: indptr[0] is %lld; expected 0", (long long)indptr[0]);
+    for (int64_t i = 0; i < n_nodes; i++) {
+        if (indptr[i + 1] < indptr[i])
+            return ag_fail(err, AG_EINVAL, "CSR: indptr decreases at %lld (%lld then %lld)",
+                           (long long)i, (long long)indptr[i], (long long)indptr[i + 1]);
+        for (int64_t s = indptr[i]; s < indptr[i + 1]; s++) {
+            if (indices[s] < 0 || indices[s] >= n_nodes)
+                return ag_fail(err, AG_EINVAL, "CSR: indices[%lld] is %lld; expected a node "
+                               "in 0..%lld", (long long)s, (long long)indices[s],
+                               (long long)n_nodes - 1);
+            if (s > indptr[i] && indices[s] < indices[s - 1])
+                return ag_fail(err, AG_EINVAL, "CSR: sources of node %lld are not ascending "
+                               "(indices[%lld] = %lld after %lld)", (long long)i, (long long)s,
+                               (long long)indices[s], (long long)indices[s - 1]);
+        }
+    }
+    nb->n_nodes = n_nodes;
+    nb->n_edges = indptr[n_nodes];
+    nb->edge_ptr = ag_alloc(n_nodes + 1, sizeof(int64_t), err, "neighbourhoods");
+    if (!nb->edge_ptr)
+        return AG_ENOMEM;
+    memcpy(nb->edge_ptr, indptr, (size_t)(n_nodes + 1) * sizeof(int64_t));
+    int rc = build_runs(nb, indices, err);
+    if (rc)
+        ag_nbhd_destroy(nb);
+    return rc;
+}
+
+void ag_nbhd_sources(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t *src)
+{
+    int64_t k = 0;
+    for (int64_t r = nb->run_ptr[lo]; r < nb->run_ptr[hi]; r++)
+        for (int64_t j = 0; j < nb->run_len[r]; j++)
+            src[k++] = nb->run_src[r] + j;
+}
+
+int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **slot_out,
+                  ag_error_t *err)
+{
+    if (!nb->edge_id)
+        return ag_fail(err, AG_EINVAL, "edge order: the neighbourhoods were not compiled "
+                       "from a graph, so they have no edge ids");
+    const int64_t E = nb->n_edges, N = nb->n_nodes;
+    int64_t max_eid = -1;
+    for (int64_t s = 0; s < E; s++)
+        if (nb->edge_id[s] > max_eid)
+            max_eid = nb->edge_id[s];
+    int64_t *slot_src = ag_alloc(E, sizeof *slot_src, err, "edge order");
+    int64_t *offsets = ag_alloc(max_eid + 2, sizeof *offsets, err, "edge order");
+    int64_t *slot = ag_alloc(E, sizeof *slot, err, "edge order");
+    ag_edge_msg_t *msgs = ag_alloc(E, sizeof *msgs, err, "edge order");
+    if (!slot_src || !offsets || !slot || !msgs) {
+        free(slot_src);
+        free(offsets);
+        free(slot);
+        free(msgs);
+        return AG_ENOMEM;
+    }
+    ag_nbhd_sources(nb, 0, N, slot_src);
+    counting_sort(slot, NULL, nb->edge_id, E, max_eid + 1, offsets);
+    for (int64_t k = 0; k < E; k++) {
+        /* destination of a slot: binary search in edge_ptr */
+        int64_t s = slot[k], a = 0, b = N;
+        while (b - a > 1) {
+            int64_t mid = (a + b) / 2;
+            if (nb->edge_ptr[mid] <= s)
+                a = mid;
+            else
+                b = mid;
+        }
+        msgs[k] = (ag_edge_msg_t){nb->edge_id[s], slot_src[s], a};
+    }
+    /* An undirected edge's two messages: the one from the smaller node first. */
+    for (int64_t k = 1; k < E; k++)
+        if (msgs[k].edge_id == msgs[k - 1].edge_id && msgs[k].src < msgs[k - 1].src) {
+            ag_edge_msg_t t = msgs[k];
+            msgs[k] = msgs[k - 1];
+            msgs[k - 1] = t;
+            int64_t ts = slot[k];
+            slot[k] = slot[k - 1];
+            slot[k - 1] = ts;
+        }
+    free(slot_src);
+    free(offsets);
+    *msgs_out = msgs;
+    *slot_out = slot;
+    return AG_OK;
+}

@@ -1,0 +1,407 @@
+/*
+ * .npy files (NumPy format versions 1.0, 2.0 and 3.0).
+ * Reading accepts float, integer and bool dtypes of either byte order, in C or
+ * Fortran order, and converts to what the caller wants (float32 matrices,
+ * int64 indices). Writing produces little-endian float32 in C order.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct {
+    ag_dtype_t dtype;
+    size_t itemsize;
+    int swap;             /* stored in the other byte order than ours */
+    int fortran;
+    int ndim;
+    int64_t shape[AG_NPY_MAX_DIMS];
+    int64_t count;        /* product of shape */
+} npy_header_t;
+
+static int host_is_little(void)
+{
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+static const char *dtype_name(ag_dtype_t t)
+{
+    static const char *names[] = {"float32", "float64", "int8", "int16", "int32", "int64",
+                                  "uint8", "uint16", "uint32", "uint64", "bool"};
+    return names[t];
+}
+
+/* Parses a descr string such as '<f4' or '|u1'. */
+static int parse_descr(npy_header_t *h, const char *descr, const char *path, ag_error_t *err)
+{
+    char order = descr[0];
+    char kind = order ? descr[1] : 0;
+    if (!strchr("<>|=", order) || !kind)
+        return ag_fail(err, AG_EFORMAT, "%s: dtype '%s' is not understood; expected e.g. '<f4'",
+                       path, descr);
+    char *end;
+    long size = strtol(descr + 2, &end, 10);
+    if (*end != '\0')
+        return ag_fail(err, AG_EFORMAT, "%s: dtype '%s' is not supported; expected a float, "
+                       "integer or bool dtype", path, descr);
+    static const struct { char kind; long size; ag_dtype_t t; } table[] = {
+        {'f', 4, AG_DTYPE_F32}, {'f', 8, AG_DTYPE_F64},
+        {'i', 1, AG_DTYPE_I8}, {'i', 2, AG_DTYPE_I16}, {'i', 4, AG_DTYPE_I32}, {'i', 8, AG_DTYPE_I64},
+        {'u', 1, AG_DTYPE_U8}, {'u', 2, AG_DTYPE_U16}, {'u', 4, AG_DTYPE_U32}, {'u', 8, AG_DTYPE_U64},
+        {'b', 1, AG_DTYPE_BOOL},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (table[i].kind == kind && table[i].size == size) {
+            h->dtype = table[i].t;
+            h->itemsize = (size_t)size;
+            int little = order == '<' || (order == '=' && host_is_little());
+            h->swap = size > 1 && order != '|' && little != host_is_little();
+            return AG_OK;
+        }
+    }
+    return ag_fail(err, AG_EFORMAT, "%s: dtype '%s' is not supported; expected float32, "
+                   "float64, an integer or bool dtype", path, descr);
+}
+
+/* Finds 'key': in a header dict and returns the text after the colon. */
+static const char *dict_value(const char *dict, const char *key)
+{
+    char quoted[32];
+    snprintf(quoted, sizeof quoted, "'%s'", key);
+    const char *p = strstr(dict, quoted);
+    if (!p) {
+        snprintf(quoted, sizeof quoted, "\"%s\"", key);
+        p = strstr(dict, quoted);
+    }
+    if (!p)
+        return NULL;
+    p = strchr(p + strlen(quoted), ':');
+    if (!p)
+        return NULL;
+    p++;
+    while (isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+static int parse_dict(npy_header_t *h, const char *dict, const char *path, ag_error_t *err)
+{
+    const char *v = dict_value(dict, "descr");
+    if (!v || (*v != '\'' && *v != '"'))
+        return ag_fail(err, AG_EFORMAT, "%s: .npy header has no 'descr' string", path);
+    const char *close = strchr(v + 1, *v);
+    if (!close || close - v > 16)
+        return ag_fail(err, AG_EFORMAT, "%s: .npy header's 'descr' is malformed", path);
+    char descr[20];
+    memcpy(descr, v + 1, (size_t)(close - v - 1));
+    descr[close - v - 1] = '\0';
+    int rc = parse_descr(h, descr, path, err);
+    if (rc)
+        return rc;
+
+    v = dict_value(dict, "fortran_order");
+    if (v && strncmp(v, "True", 4) == 0)
+        h->fortran = 1;
+    else if (v && strncmp(v, "False", 5) == 0)
+        h->fortran = 0;
+    else
+        return ag_fail(err, AG_EFORMAT, "%s: .npy header has no 'fortran_order' True/False", path);
+
+    v = dict_value(dict, "shape");
+    if (!v || *v != '(')
+        return ag_fail(err, AG_EFORMAT, "%s: .npy header has no 'shape' tuple", path);
+    v++;
+    h->ndim = 0;
+    h->count = 1;
+    for (;;) {
+        while (isspace((unsigned char)*v) || *v == ',')
+            v++;
+        if (*v == ')')
+            break;
+        if (!isdigit((unsigned char)*v))
+            return ag_fail(err, AG_EFORMAT, "%s: .npy header's shape is malformed", path);
+        if (h->ndim == AG_NPY_MAX_DIMS)
+            return ag_fail(err, AG_EFORMAT, "%s: array has more than %d dimensions", path,
+                           AG_NPY_MAX_DIMS);
+        errno = 0;
+        char *end;
+        long long dim = strtoll(v, &end, 10);
+        if (errno || dim < 0 || (dim > 0 && h->count > INT64_MAX / 16 / dim))
+            return ag_fail(err, AG_EFORMAT, "%s: shape dimension %.20s is too large", path, v);
+        h->shape[h->ndim++] = dim;
+        h->count *= dim;
+        v = end;
+    }
+    return AG_OK;
+}
+
+/* Reads the header; leaves f positioned at the data. */
+static int read_header(npy_header_t *h, FILE *f, const char *path, ag_error_t *err)
+{
+    unsigned char pre[10];
+    if (fread(pre, 1, 8, f) != 8 || memcmp(pre, "\x93NUMPY", 6) != 0)
+        return ag_fail(err, AG_EFORMAT, "%s: not a .npy file (no \\x93NUMPY magic)", path);
+    size_t len;
+    if (pre[6] == 1) {
+        if (fread(pre + 8, 1, 2, f) != 2)
+            return ag_fail(err, AG_EFORMAT, "%s: truncated .npy header", path);
+        len = (size_t)pre[8] | (size_t)pre[9] << 8;
+    } else if (pre[6] == 2 || pre[6] == 3) {
+        unsigned char b[4];
+        if (fread(b, 1, 4, f) != 4)
+            return ag_fail(err, AG_EFORMAT, "%s: truncated .npy header", path);
+        len = (size_t)b[0] | (size_t)b[1] << 8 | (size_t)b[2] << 16 | (size_t)b[3] << 24;
+    } else {
+        return ag_fail(err, AG_EFORMAT, "%s: .npy format version %d.%d is not supported", path,
+                       pre[6], pre[7]);
+    }
+    if (len > (1u << 20))
+        return ag_fail(err, AG_EFORMAT, "%s: .npy header of %zu bytes is implausible", path, len);
+    char *dict = malloc(len + 1);
+    if (!dict)
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+    int rc = AG_OK;
+    if (fread(dict, 1, len, f) != len)
+        rc = ag_fail(err, AG_EFORMAT, "%s: truncated .npy header", path);
+    else {
+        dict[len] = '\0';
+        memset(h, 0, sizeof *h);
+        rc = parse_dict(h, dict, path, err);
+    }
+    free(dict);
+    return rc;
+}
+
+/* Reads the whole data block, byte-swapped to host order. */
+static int read_data(unsigned char **out, const npy_header_t *h, FILE *f, const char *path,
+                     ag_error_t *err)
+{
+    unsigned char *buf = ag_alloc(h->count, h->itemsize, err, path);
+    if (!buf)
+        return err ? err->status : AG_ENOMEM;
+    size_t want = (size_t)h->count * h->itemsize;
+    size_t got = fread(buf, 1, want, f);
+    if (got != want) {
+        free(buf);
+        return ag_fail(err, AG_EFORMAT, "%s: truncated: the shape needs %zu bytes of data, "
+                       "the file has %zu", path, want, got);
+    }
+    if (h->swap) {
+        for (size_t i = 0; i < want; i += h->itemsize)
+            for (size_t a = i, b = i + h->itemsize - 1; a < b; a++, b--) {
+                unsigned char t = buf[a];
+                buf[a] = buf[b];
+                buf[b] = t;
+            }
+    }
+    *out = buf;
+    return AG_OK;
+}
+
+static int open_and_read(npy_header_t *h, unsigned char **data, const char *path, ag_error_t *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    int rc = read_header(h, f, path, err);
+    if (!rc)
+        rc = read_data(data, h, f, path, err);
+    fclose(f);
+    return rc;
+}
+
+/* Element i (in storage order) as a double; integers beyond 2^53 round. */
+static double element(const unsigned char *p, ag_dtype_t t)
+{
+    switch (t) {
+    case AG_DTYPE_F32: { float v; memcpy(&v, p, 4); return v; }
+    case AG_DTYPE_F64: { double v; memcpy(&v, p, 8); return v; }
+    case AG_DTYPE_I8: return (int8_t)p[0];
+    case AG_DTYPE_I16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case AG_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case AG_DTYPE_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case AG_DTYPE_U8: case AG_DTYPE_BOOL: return p[0];
+    case AG_DTYPE_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case AG_DTYPE_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case AG_DTYPE_U64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
+    }
+    return 0;
+}
+
+int ag_matrix_init(ag_matrix_t *m, int64_t rows, int64_t cols, ag_error_t *err)
+{
+    m->rows = rows;
+    m->cols = cols;
+    if (rows < 0 || cols < 0 || (cols > 0 && rows > INT64_MAX / cols))
+        return ag_fail(err, AG_EINVAL, "matrix of %lld x %lld is too large", (long long)rows,
+                       (long long)cols);
+    m->data = ag_calloc(rows * cols, sizeof(float), err, "matrix");
+    return m->data ? AG_OK : AG_ENOMEM;
+}
+
+void ag_matrix_destroy(ag_matrix_t *m)
+{
+    if (m) {
+        free(m->data);
+        m->data = NULL;
+    }
+}
+
+static const char *describe_value(char *buf, size_t n, double x)
+{
+    if (isnan(x))
+        return "NaN";
+    if (isinf(x))
+        return x > 0 ? "Inf" : "-Inf";
+    snprintf(buf, n, "%g, outside float32's range", x);
+    return buf;
+}
+
+int ag_matrix_read_npy(ag_matrix_t *m, const char *path, ag_error_t *err)
+{
+    npy_header_t h;
+    unsigned char *raw = NULL;
+    int rc = open_and_read(&h, &raw, path, err);
+    if (rc)
+        return rc;
+    if (h.ndim != 2) {
+        free(raw);
+        return ag_fail(err, AG_EFORMAT, "%s: array has %d dimension%s; expected 2 (rows, columns)",
+                       path, h.ndim, h.ndim == 1 ? "" : "s");
+    }
+    const int64_t rows = h.shape[0], cols = h.shape[1];
+    if (!h.fortran && h.dtype == AG_DTYPE_F32) {
+        m->rows = rows;
+        m->cols = cols;
+        m->data = (float *)raw;    /* already float32, row-major, host order */
+    } else {
+        rc = ag_matrix_init(m, rows, cols, err);
+        if (rc) {
+            free(raw);
+            return rc;
+        }
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) {
+                int64_t at = h.fortran ? c * rows + r : r * cols + c;
+                double x = element(raw + (size_t)at * h.itemsize, h.dtype);
+                if (!isfinite(x) || fabs(x) > FLT_MAX) {
+                    char buf[64];
+                    free(raw);
+                    ag_matrix_destroy(m);
+                    return ag_fail(err, AG_EINVAL, "%s: row %lld, column %lld is %s; expected "
+                                   "finite values", path, (long long)r, (long long)c,
+                                   describe_value(buf, sizeof buf, x));
+                }
+                m->data[r * cols + c] = (float)x;
+            }
+        free(raw);
+    }
+    rc = ag_check_finite(path, m->data, rows, cols, err);
+    if (rc)
+        ag_matrix_destroy(m);
+    return rc;
+}
+
+int ag_check_finite(const char *what, const float *data, int64_t rows, int64_t cols,
+                    ag_error_t *err)
+{
+    for (int64_t i = 0; i < rows * cols; i++)
+        if (!isfinite(data[i])) {
+            char buf[64];
+            return ag_fail(err, AG_EINVAL, "%s: row %lld, column %lld is %s; expected finite "
+                           "values", what, (long long)(i / cols), (long long)(i % cols),
+                           describe_value(buf, sizeof buf, data[i]));
+        }
+    return AG_OK;
+}
+
+int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t *err)
+{
+    npy_header_t h;
+    unsigned char *raw = NULL;
+    int rc = open_and_read(&h, &raw, path, err);
+    if (rc)
+        return rc;
+    if (h.ndim != 1) {
+        free(raw);
+        return ag_fail(err, AG_EFORMAT, "%s: array has %d dimensions; expected 1", path, h.ndim);
+    }
+    if (h.dtype == AG_DTYPE_F32 || h.dtype == AG_DTYPE_F64 || h.dtype == AG_DTYPE_BOOL) {
+        free(raw);
+        return ag_fail(err, AG_EFORMAT, "%s: dtype is %s; expected an integer dtype (int64)",
+                       path, dtype_name(h.dtype));
+    }
+    if (h.dtype == AG_DTYPE_I64) {
+        *values = (int64_t *)raw;
+    } else {
+        int64_t *v = ag_alloc(h.count, sizeof *v, err, path);
+        if (!v) {
+            free(raw);
+            return AG_ENOMEM;
+        }
+        for (int64_t i = 0; i < h.count; i++) {
+            const unsigned char *p = raw + (size_t)i * h.itemsize;
+            if (h.dtype == AG_DTYPE_U64) {
+                uint64_t u;
+                memcpy(&u, p, 8);
+                if (u > INT64_MAX) {
+                    free(raw);
+                    free(v);
+                    return ag_fail(err, AG_EINVAL, "%s: element %lld is %llu, too large", path,
+                                   (long long)i, (unsigned long long)u);
+                }
+                v[i] = (int64_t)u;
+            } else {
+                v[i] = (int64_t)element(p, h.dtype);   /* exact below 2^53 */
+            }
+        }
+        free(raw);
+        *values = v;
+    }
+    *n = h.count;
+    return AG_OK;
+}
+
+int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t cols,
+                     ag_error_t *err)
+{
+    char dict[128];
+    int len = snprintf(dict, sizeof dict,
+                       "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }",
+                       (long long)rows, (long long)cols);
+    /* Pad with spaces so that the data starts at a multiple of 64 bytes. */
+    int total = 10 + len + 1;
+    int pad = (64 - total % 64) % 64;
+    unsigned header_len = (unsigned)(len + pad + 1);
+
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s", path, strerror(errno));
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                             (unsigned char)(header_len & 0xff), (unsigned char)(header_len >> 8)};
+    fwrite(pre, 1, 10, f);
+    fwrite(dict, 1, (size_t)len, f);
+    for (int i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    if (host_is_little()) {
+        fwrite(data, sizeof(float), (size_t)(rows * cols), f);
+    } else {
+        for (int64_t i = 0; i < rows * cols; i++) {
+            unsigned char b[4];
+            memcpy(b, &data[i], 4);
+            unsigned char s[4] = {b[3], b[2], b[1], b[0]};
+            fwrite(s, 1, 4, f);
+        }
+    }
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+    return AG_OK;
+}
