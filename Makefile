@@ -7,15 +7,16 @@
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config
 
 CC      ?= cc
-BUILD   := build
+BUILD   ?= build
 PKGS    := igraph openblas libxml-2.0
+# CFLAGS and LDFLAGS are yours to set (e.g. sanitizers); the rest is required.
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Iinclude -Isrc
-CFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+AG_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Iinclude -Isrc \
+             -DAG_CLI_PATH='"$(BUILD)/attngraph"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 ifndef NO_OMP
-CFLAGS  += -fopenmp
-LDFLAGS += -fopenmp
+AG_CFLAGS += -fopenmp
+AG_LDFLAGS := -fopenmp
 endif
 
 LIB_SRC := $(wildcard src/*.c)
@@ -59,22 +60,22 @@ bench: deps
 
 $(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/cli/*.h tests/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(AG_CFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LIB_A): $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(LIB_SO): $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(CLI): $(CLI_OBJ) $(LIB_A)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check)
+	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check)
 
 $(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o $(LIB_A)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 clean:
 	rm -rf $(BUILD)

@@ -245,13 +245,15 @@ static int check_graphml_ids(const char *path, int64_t max_nodes, ag_error_t *er
     }
     xmlFreeTextReader(reader);
     if (!rc) {
-        qsort(nodes.ids, (size_t)nodes.n, sizeof(char *), compare_str);
+        if (nodes.n > 1)
+            qsort(nodes.ids, (size_t)nodes.n, sizeof(char *), compare_str);
         for (int64_t i = 1; i < nodes.n && !rc; i++)
             if (strcmp(nodes.ids[i - 1], nodes.ids[i]) == 0)
                 rc = ag_fail(err, AG_EFORMAT, "%s: node id '%s' is declared twice", path,
                              nodes.ids[i]);
         for (int64_t i = 0; i < ends.n && !rc; i++)
-            if (!bsearch(&ends.ids[i], nodes.ids, (size_t)nodes.n, sizeof(char *), compare_str))
+            if (nodes.n == 0 ||
+                !bsearch(&ends.ids[i], nodes.ids, (size_t)nodes.n, sizeof(char *), compare_str))
                 rc = ag_fail(err, AG_EFORMAT, "%s: edge %lld refers to node '%s', which is not "
                              "declared", path, (long long)(i / 2), ends.ids[i]);
     }

@@ -1,0 +1,106 @@
+/* Dense masked attention in double precision: the tests' ground truth. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reference.h"
+
+/*
+ * The core: count[i*N + j] is the number of edges j -> i (a mask with
+ * multiplicities); q, k, v, m are double [N, H*d]. W as in ref_attention.
+ */
+static void dense_attention(int64_t N, const double *count, const int64_t *src,
+                            const int64_t *dst, int64_t E, const double *q, const double *k,
+                            const double *v, int64_t H, int64_t d, double *m, double *W)
+{
+    const int64_t HD = H * d;
+    double *s = malloc((size_t)N * sizeof *s);
+    memset(m, 0, (size_t)(N * HD) * sizeof *m);
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < N; i++) {
+            double mx = -INFINITY, z = 0;
+            for (int64_t j = 0; j < N; j++) {
+                double dotp = 0;
+                for (int64_t c = 0; c < d; c++)
+                    dotp += q[i * HD + h * d + c] * k[j * HD + h * d + c];
+                s[j] = dotp / sqrt((double)d);
+                if (count[i * N + j] > 0 && s[j] > mx)
+                    mx = s[j];
+            }
+            for (int64_t j = 0; j < N; j++)
+                if (count[i * N + j] > 0)
+                    z += count[i * N + j] * exp(s[j] - mx);
+            for (int64_t j = 0; z > 0 && j < N; j++) {
+                if (count[i * N + j] == 0)
+                    continue;
+                double a = count[i * N + j] * exp(s[j] - mx) / z;
+                for (int64_t c = 0; c < d; c++)
+                    m[i * HD + h * d + c] += a * v[j * HD + h * d + c];
+            }
+            if (W)
+                for (int64_t e = 0; e < E; e++)
+                    if (dst[e] == i)
+                        W[e * H + h] = exp(s[src[e]] - mx) / z;
+        }
+    free(s);
+}
+
+static double *edge_counts(int64_t N, const int64_t *src, const int64_t *dst, int64_t E)
+{
+    double *count = calloc((size_t)(N * N), sizeof *count);
+    for (int64_t e = 0; e < E; e++)
+        count[dst[e] * N + src[e]] += 1;
+    return count;
+}
+
+static double *to_double(const float *x, int64_t n)
+{
+    double *y = malloc((size_t)n * sizeof *y);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i];
+    return y;
+}
+
+void ref_attention(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                   const float *Q, const float *K, const float *V, int64_t H, int64_t d,
+                   double *M, double *W)
+{
+    double *count = edge_counts(N, src, dst, E);
+    double *q = to_double(Q, N * H * d), *k = to_double(K, N * H * d), *v = to_double(V, N * H * d);
+    dense_attention(N, count, src, dst, E, q, k, v, H, d, M, W);
+    free(count), free(q), free(k), free(v);
+}
+
+/* Y [N, out] = X [N, in] W^T, W float [out, in]. */
+static void project(double *Y, const double *X, const float *W, int64_t N, int64_t in,
+                    int64_t out)
+{
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t o = 0; o < out; o++) {
+            double acc = 0;
+            for (int64_t c = 0; c < in; c++)
+                acc += X[i * in + c] * (double)W[o * in + c];
+            Y[i * out + o] = acc;
+        }
+}
+
+void ref_rounds(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                const float *wq, const float *wk, const float *wv, const float *wo,
+                int64_t D, int64_t H, int64_t d, int rounds, double *X)
+{
+    const int64_t HD = H * d;
+    double *count = edge_counts(N, src, dst, E);
+    double *q = malloc((size_t)(N * HD) * sizeof *q), *k = malloc((size_t)(N * HD) * sizeof *k);
+    double *v = malloc((size_t)(N * HD) * sizeof *v), *m = malloc((size_t)(N * HD) * sizeof *m);
+    double *y = malloc((size_t)(N * D) * sizeof *y);
+    for (int r = 0; r < rounds; r++) {
+        project(q, X, wq, N, D, HD);
+        project(k, X, wk, N, D, HD);
+        project(v, X, wv, N, D, HD);
+        dense_attention(N, count, src, dst, E, q, k, v, H, d, m, NULL);
+        project(y, m, wo, N, HD, D);
+        for (int64_t x = 0; x < N * D; x++)
+            X[x] += y[x];
+    }
+    free(count), free(q), free(k), free(v), free(m), free(y);
+}

@@ -1,0 +1,28 @@
+/*
+ * Dense double-precision reference for attention, independent of the code
+ * under test: it takes a plain list of (src, dst) messages, builds the N x N
+ * matrix of edge multiplicities and does masked softmax in double.
+ */
+#ifndef AG_TEST_REFERENCE_H
+#define AG_TEST_REFERENCE_H
+
+#include <stdint.h>
+
+/*
+ * M [N, H*d] (double) = attention over the messages (src[e] -> dst[e]).
+ * W, if not NULL: W[e*H + h] is the weight of message e, head h.
+ * Q, K, V: float [N, H*d]. Scores are q.k / sqrt(d) in double.
+ */
+void ref_attention(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                   const float *Q, const float *K, const float *V, int64_t H, int64_t d,
+                   double *M, double *W);
+
+/*
+ * `rounds` rounds in double: Q = X Wq^T, K = X Wk^T, V = X Wv^T,
+ * X += attention(Q, K, V) Wo^T. X: [N, D] in/out (double).
+ */
+void ref_rounds(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                const float *wq, const float *wk, const float *wv, const float *wo,
+                int64_t D, int64_t H, int64_t d, int rounds, double *X);
+
+#endif

@@ -1,0 +1,287 @@
+/* The built binary, end to end: outputs, exit codes and messages. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "reference.h"
+#include "testutil.h"
+
+/* Asserts the CLI exits with `code` and that `needle` appears in stream (1 out, 2 err). */
+static void expect_cli(const char *args, int code, int stream, const char *needle)
+{
+    char *out, *err;
+    int rc = run_cli(args, &out, &err);
+    const char *text = stream == 1 ? out : err;
+    ck_assert_msg(rc == code, "'%s' exited %d, expected %d; stderr: %s", args, rc, code, err);
+    ck_assert_msg(strstr(text, needle), "'%s': output lacks '%s':\n%s", args, needle, text);
+    if (code != 0)   /* failures say one clear line on stderr */
+        ck_assert_msg(strchr(err, '\n') && (code == 2 || strchr(err, '\n')[1] == '\0'),
+                      "'%s': stderr is not one line: %s", args, err);
+    free(out), free(err);
+}
+
+START_TEST(help_and_version)
+{
+    expect_cli("--version", 0, 1, "attngraph " AG_VERSION);
+    expect_cli("--help", 0, 1, "run GRAPH");
+    expect_cli("run --help", 0, 1, "--max-nodes");
+    expect_cli("", 2, 2, "usage");
+    expect_cli("frobnicate", 2, 2, "unknown command 'frobnicate'");
+}
+END_TEST
+
+START_TEST(usage_errors_exit_2)
+{
+    expect_cli("run", 2, 2, "no GRAPH");
+    expect_cli("run graphs/sentence.gml --bogus", 2, 2, "unknown option '--bogus'");
+    expect_cli("run graphs/sentence.gml --heads x", 2, 2, "--heads 'x' is not an integer");
+    expect_cli("run graphs/sentence.gml --heads 0", 2, 2, "--heads '0'");
+    expect_cli("run graphs/sentence.gml --q a.npy", 2, 2, "go together");
+    expect_cli("run graphs/sentence.gml --format dot", 2, 2, "unknown graph format 'dot'");
+    expect_cli("run graphs/sentence.gml --out", 2, 2, "needs a value");
+}
+END_TEST
+
+START_TEST(summary_of_the_shipped_example)
+{
+    char *out;
+    ck_assert_int_eq(run_cli("run graphs/sentence.gml --dim 16 --heads 2 --rounds 2", &out, NULL),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "4 nodes, 10 edges"));
+    ck_assert_ptr_nonnull(strstr(out, "'nah' attends 'nah': 100.0%"));   /* causal: only itself */
+    ck_assert_ptr_nonnull(strstr(out, "'win' attends "));
+    free(out);
+    ck_assert_int_eq(run_cli("run graphs/sentence.gml --quiet", &out, NULL), 0);
+    ck_assert_str_eq(out, "");
+    free(out);
+}
+END_TEST
+
+/* Writes a float32 matrix for the CLI to read. */
+static const char *save(const char *name, const float *x, int64_t rows, int64_t cols)
+{
+    const char *p = tmp_path(name);
+    ag_error_t err;
+    ck_assert_int_eq(ag_npy_write_f32(p, x, rows, cols, &err), AG_OK);
+    return p;
+}
+
+START_TEST(raw_attention_matches_reference)
+{
+    /* graphs/random10.edges: repeated edges, self-loops, node 9 receives nothing */
+    igraph_t g;
+    ag_error_t err;
+    ck_assert_int_eq(ag_graph_load(&g, "graphs/random10.edges", NULL, &err), AG_OK);
+    const int64_t N = 10, E = igraph_ecount(&g), H = 2, d = 3, HD = 6;
+    int64_t src[64], dst[64];
+    for (int64_t e = 0; e < E; e++)
+        src[e] = IGRAPH_FROM(&g, e), dst[e] = IGRAPH_TO(&g, e);
+    igraph_destroy(&g);
+    float Q[60], K[60], V[60];
+    fill_uniform(Q, 60, 1, 1.0f), fill_uniform(K, 60, 2, 1.0f), fill_uniform(V, 60, 3, 1.0f);
+    double Mref[60], Wref[128];
+    ref_attention(N, src, dst, E, Q, K, V, H, d, Mref, Wref);
+    char args[2048];
+    snprintf(args, sizeof args, "run graphs/random10.edges --heads 2 --q %s --k %s --v %s "
+             "--out %s --attn %s", save("q.npy", Q, N, HD), save("k.npy", K, N, HD),
+             save("v.npy", V, N, HD), tmp_path("m.npy"), tmp_path("a.csv"));
+    ck_assert_int_eq(run_cli(args, NULL, NULL), 0);
+    ag_matrix_t M;
+    ck_assert_int_eq(ag_matrix_read_npy(&M, tmp_path("m.npy"), &err), AG_OK);
+    ck_assert_int_eq(M.rows, N);
+    ck_assert_int_eq(M.cols, HD);
+    ck_assert_double_le(max_abs_diff_fd(M.data, Mref, N * HD), 2e-5);
+    for (int c = 0; c < HD; c++)
+        ck_assert_float_eq(M.data[9 * HD + c], 0.0f);
+    ag_matrix_destroy(&M);
+
+    /* CSV: header, then edge e head h in the graph's edge order */
+    char *csv = read_text(tmp_path("a.csv"));
+    char *line = strtok(csv, "\n");
+    ck_assert_str_eq(line, "src,dst,src_label,dst_label,head,weight");
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t h = 0; h < H; h++) {
+            line = strtok(NULL, "\n");
+            ck_assert_ptr_nonnull(line);
+            long long s, t, hh;
+            char ls[16], lt[16];
+            double w;
+            ck_assert_int_eq(sscanf(line, "%lld,%lld,%15[^,],%15[^,],%lld,%lf", &s, &t, ls, lt,
+                                    &hh, &w), 6);
+            ck_assert_int_eq(s, src[e]);
+            ck_assert_int_eq(t, dst[e]);
+            ck_assert_int_eq(hh, h);
+            ck_assert_int_eq(atoll(ls), s);              /* numbered labels */
+            ck_assert_double_le(fabs(w - Wref[e * H + h]), 1e-5);
+        }
+    ck_assert_ptr_null(strtok(NULL, "\n"));
+    free(csv);
+}
+END_TEST
+
+START_TEST(rounds_with_weights_match_reference)
+{
+    const int64_t N = 4, D = 6, H = 2, d = 2, HD = 4;
+    float X[24], wq[24], wk[24], wv[24], wo[24];
+    fill_uniform(X, 24, 1, 1.0f), fill_uniform(wq, 24, 2, 0.5f), fill_uniform(wk, 24, 3, 0.5f);
+    fill_uniform(wv, 24, 4, 0.5f), fill_uniform(wo, 24, 5, 0.5f);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s", tmp_path("weights"));
+    mkdir(dir, 0755);
+    ag_error_t err;
+    const char *names[] = {"wq", "wk", "wv", "wo"};
+    const float *mats[] = {wq, wk, wv, wo};
+    for (int m = 0; m < 4; m++) {
+        char p[700];
+        snprintf(p, sizeof p, "%s/%s.npy", dir, names[m]);
+        ck_assert_int_eq(ag_npy_write_f32(p, mats[m], m < 3 ? HD : D, m < 3 ? D : HD, &err), 0);
+    }
+    /* graphs/sentence.gml is causal over 4 tokens */
+    int64_t src[10], dst[10], E = 0;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t j = 0; j <= i; j++)
+            src[E] = j, dst[E++] = i;
+    double Xref[24];
+    for (int i = 0; i < 24; i++)
+        Xref[i] = X[i];
+    ref_rounds(N, src, dst, E, wq, wk, wv, wo, D, H, d, 3, Xref);
+    char args[2048];
+    snprintf(args, sizeof args, "run graphs/sentence.gml --heads 2 --rounds 3 --features %s "
+             "--weights %s --out %s --quiet", save("x.npy", X, N, D), dir, tmp_path("x3.npy"));
+    ck_assert_int_eq(run_cli(args, NULL, NULL), 0);
+    ag_matrix_t out;
+    ck_assert_int_eq(ag_matrix_read_npy(&out, tmp_path("x3.npy"), &err), AG_OK);
+    ck_assert_int_eq(out.cols, D);
+    ck_assert_double_le(max_abs_diff_fd(out.data, Xref, N * D), 1e-4);
+    ag_matrix_destroy(&out);
+}
+END_TEST
+
+START_TEST(bad_inputs_exit_1_with_a_clear_message)
+{
+    float x[12] = {0};
+    char args[2048];
+    snprintf(args, sizeof args, "run graphs/sentence.gml --q %s --k %s --v %s",
+             save("q3.npy", x, 3, 4), save("k3.npy", x, 3, 4), save("v3.npy", x, 3, 4));
+    expect_cli(args, 1, 2, "q3.npy has 3 rows, the graph has 4 nodes");
+
+    x[6] = NAN;
+    snprintf(args, sizeof args, "run graphs/sentence.gml --features %s", save("xn.npy", x, 4, 3));
+    expect_cli(args, 1, 2, "xn.npy: row 2, column 0 is NaN");
+
+    x[6] = 0;
+    expect_cli("run graphs/sentence.gml --dim 4 --heads 3", 1, 2,
+               "width D=4 is not a multiple of 3 heads");
+    snprintf(args, sizeof args, "run graphs/sentence.gml --features %s --weights %s",
+             save("x4.npy", x, 4, 3), tmp_path("no-such-dir"));
+    expect_cli(args, 1, 2, "no-such-dir/wq.npy: cannot open");
+}
+END_TEST
+
+START_TEST(bad_graphs_exit_1)
+{
+    const char *p = tmp_path("huge.edges");
+    write_text(p, "0 1\n1 900000000\n");
+    char args[1024];
+    snprintf(args, sizeof args, "run %s", p);
+    expect_cli(args, 1, 2, "node id 900000000");
+    expect_cli(args, 1, 2, "--max-nodes");
+    write_text(p, "0 1\n1 20\n");
+    snprintf(args, sizeof args, "run %s --max-nodes 20", p);
+    expect_cli(args, 1, 2, "node id 20");
+    snprintf(args, sizeof args, "run %s --max-nodes 21 --quiet", p);
+    expect_cli(args, 0, 1, "");
+    expect_cli("run graphs/nothing.gml", 1, 2, "graphs/nothing.gml: cannot open");
+    p = tmp_path("bad.graphml");
+    write_text(p, "<graphml><graph><node id=\"a\"/><edge source=\"a\" target=\"b\"/></graph>"
+                  "</graphml>");
+    snprintf(args, sizeof args, "run %s", p);
+    expect_cli(args, 1, 2, "node 'b', which is not declared");
+}
+END_TEST
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.' || strncmp(e->d_name, ".out", 4) == 0;
+    closedir(d);
+    return n;
+}
+
+START_TEST(failed_run_leaves_no_output)
+{
+    char dir[600], out[700], attn[700], args[2048];
+    snprintf(dir, sizeof dir, "%s", tmp_path("outs"));
+    mkdir(dir, 0755);
+    snprintf(out, sizeof out, "%s/out.npy", dir);
+    snprintf(attn, sizeof attn, "%s/attn.csv", dir);
+    write_text(out, "stale");
+    write_text(attn, "stale");
+    float x[12] = {0};
+    x[11] = INFINITY;
+    snprintf(args, sizeof args, "run graphs/sentence.gml --features %s --out %s --attn %s",
+             save("xi.npy", x, 4, 3), out, attn);
+    expect_cli(args, 1, 2, "row 3, column 2 is Inf");
+    ck_assert(!file_exists(out));
+    ck_assert(!file_exists(attn));
+    ck_assert_int_eq(count_entries(dir), 0);   /* no temporary files either */
+
+    /* success writes both, and leaves nothing else */
+    snprintf(args, sizeof args, "run graphs/sentence.gml --out %s --attn %s --quiet", out, attn);
+    expect_cli(args, 0, 1, "");
+    ck_assert(file_exists(out) && file_exists(attn));
+    ck_assert_int_eq(count_entries(dir), 2);
+    /* an output in a missing folder fails before any work */
+    expect_cli("run graphs/sentence.gml --out /nonexistent/dir/x.npy", 1, 2,
+               "/nonexistent/dir/x.npy: cannot create");
+}
+END_TEST
+
+START_TEST(csv_quotes_labels)
+{
+    const char *p = tmp_path("quoted.gml");
+    write_text(p, "graph [ directed 1 node [ id 0 label \"a,b\" ] node [ id 1 label \"say "
+                  "&quot;hi&quot;\" ] edge [ source 0 target 1 ] ]");
+    char args[1024];
+    snprintf(args, sizeof args, "run %s --attn %s --quiet", p, tmp_path("q.csv"));
+    expect_cli(args, 0, 1, "");
+    char *csv = read_text(tmp_path("q.csv"));
+    ck_assert_msg(strstr(csv, "0,1,\"a,b\",\"say \"\"hi\"\"\",0,1\n"), "csv was:\n%s", csv);
+    free(csv);
+}
+END_TEST
+
+START_TEST(utf8_labels_in_summary)
+{
+    char *out;
+    ck_assert_int_eq(run_cli("run graphs/en_ja_cross.graphml", &out, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(out, "'いいえ' attends nothing"));
+    ck_assert_ptr_nonnull(strstr(out, "'nah' attends '"));
+    free(out);
+}
+END_TEST
+
+Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, help_and_version);
+    tcase_add_test(tc, usage_errors_exit_2);
+    tcase_add_test(tc, summary_of_the_shipped_example);
+    tcase_add_test(tc, raw_attention_matches_reference);
+    tcase_add_test(tc, rounds_with_weights_match_reference);
+    tcase_add_test(tc, bad_inputs_exit_1_with_a_clear_message);
+    tcase_add_test(tc, bad_graphs_exit_1);
+    tcase_add_test(tc, failed_run_leaves_no_output);
+    tcase_add_test(tc, csv_quotes_labels);
+    tcase_add_test(tc, utf8_labels_in_summary);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,38 @@
+#define _XOPEN_SOURCE 700   /* nftw */
+/*
+ * The Check runner. Tests fork (so a crash is a failure, not the end of the
+ * run); the runner itself must never run OpenMP, or forked tests that use it
+ * hang (libgomp's threads do not survive fork).
+ */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "testutil.h"
+
+char test_scratch_dir[256] = "/tmp/attngraph-test-XXXXXX";
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+int main(void)
+{
+    if (!mkdtemp(test_scratch_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    igraph_set_attribute_table(&igraph_cattribute_table);
+    SRunner *sr = srunner_create(npy_suite());
+    srunner_add_suite(sr, graph_suite());
+    srunner_add_suite(sr, kernel_suite());
+    srunner_add_suite(sr, model_suite());
+    srunner_add_suite(sr, cli_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    nftw(test_scratch_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return failed ? 1 : 0;
+}

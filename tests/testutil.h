@@ -1,0 +1,45 @@
+/* Helpers shared by the Check suites. */
+#ifndef AG_TESTUTIL_H
+#define AG_TESTUTIL_H
+
+#include <check.h>
+#include <stdint.h>
+
+#include "attngraph.h"
+
+/* A file name inside the run's scratch folder (made by the runner). */
+const char *tmp_path(const char *name);
+/* Writes text to path. */
+void write_text(const char *path, const char *text);
+/* Reads a whole file into a malloc'ed string (NULL if it does not exist). */
+char *read_text(const char *path);
+int file_exists(const char *path);
+
+/* Deterministic uniform values in [-scale, scale] (the tests' own generator). */
+void fill_uniform(float *x, int64_t n, uint64_t seed, float scale);
+
+/* igraph graph from message arrays. */
+void build_graph(igraph_t *g, int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                 int directed);
+
+/* Largest |a - b|. */
+double max_abs_diff_fd(const float *a, const double *b, int64_t n);
+
+/* Runs `build/attngraph ARGS`, stdout and stderr captured; returns the exit code. */
+int run_cli(const char *args, char **out, char **err);
+
+/* Asserts that rc is the expected failure and that the message mentions `needle`. */
+#define ck_assert_fails_with(rc, err, code, needle)                                        \
+    do {                                                                                   \
+        ck_assert_int_eq((rc), (code));                                                    \
+        ck_assert_msg(strstr((err).msg, (needle)) != NULL, "message '%s' lacks '%s'",      \
+                      (err).msg, (needle));                                                \
+    } while (0)
+
+Suite *npy_suite(void);
+Suite *graph_suite(void);
+Suite *kernel_suite(void);
+Suite *model_suite(void);
+Suite *cli_suite(void);
+
+#endif
