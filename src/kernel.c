@@ -59,6 +59,30 @@ static int thread_id(void)
 #endif
 }
 
+/*
+ * Per-thread scratch: the running max and sum of each head. Each thread's
+ * slot is padded to whole cache lines, or the threads' writes to neighbouring
+ * slots would bounce one line between cores (false sharing).
+ */
+typedef struct {
+    float *buf;
+    int64_t stride;       /* floats per thread */
+} scratch_t;
+
+static int scratch_init(scratch_t *s, int64_t H, ag_error_t *err)
+{
+    const int64_t line = 64 / sizeof(float);
+    s->stride = (2 * H + line - 1) / line * line;
+    s->buf = ag_alloc((int64_t)max_threads() * s->stride, sizeof(float), err,
+                      "attention scratch");
+    return s->buf ? AG_OK : AG_ENOMEM;
+}
+
+static float *scratch_mine(const scratch_t *s)
+{
+    return s->buf + (int64_t)thread_id() * s->stride;
+}
+
 static int check_args(const ag_nbhd_t *nb, int64_t H, int64_t d, ag_error_t *err)
 {
     if (H <= 0 || d <= 0)
@@ -122,17 +146,16 @@ int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const floa
         return rc;
     const int64_t N = nb->n_nodes;
     const float scale = 1.0f / sqrtf((float)d);
-    float *scratch = ag_alloc((int64_t)max_threads() * 2 * H, sizeof(float), err,
-                              "attention scratch");
-    if (!scratch)
-        return AG_ENOMEM;
+    scratch_t scratch;
+    if ((rc = scratch_init(&scratch, H, err)))
+        return rc;
     /* In-degrees vary (causal: i+1), so hand out small chunks dynamically. */
 #pragma omp parallel for schedule(dynamic, 16)
     for (int64_t i = 0; i < N; i++) {
-        float *mx = scratch + (int64_t)thread_id() * 2 * H;
+        float *mx = scratch_mine(&scratch);
         attend_row(nb, i, Q, K, V, H, d, scale, M + i * H * d, mx, mx + H);
     }
-    free(scratch);
+    free(scratch.buf);
     return AG_OK;
 }
 
@@ -176,16 +199,15 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
         return ag_fail(err, AG_EINVAL, "attention weights: destinations %lld..%lld are outside "
                        "0..%lld", (long long)lo, (long long)hi, (long long)nb->n_nodes);
     const float scale = 1.0f / sqrtf((float)d);
-    float *scratch = ag_alloc((int64_t)max_threads() * 2 * H, sizeof(float), err,
-                              "attention scratch");
-    if (!scratch)
-        return AG_ENOMEM;
+    scratch_t scratch;
+    if ((rc = scratch_init(&scratch, H, err)))
+        return rc;
     const int64_t base = nb->edge_ptr[lo];
 #pragma omp parallel for schedule(dynamic, 16)
     for (int64_t i = lo; i < hi; i++) {
-        float *mx = scratch + (int64_t)thread_id() * 2 * H;
+        float *mx = scratch_mine(&scratch);
         weights_row(nb, i, Q, K, H, d, scale, W + (nb->edge_ptr[i] - base) * H, mx, mx + H);
     }
-    free(scratch);
+    free(scratch.buf);
     return AG_OK;
 }
