@@ -31,6 +31,7 @@ LIB_SO := $(BUILD)/libattngraph.so
 CLI    := $(BUILD)/attngraph
 TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
+EXAMPLE := $(BUILD)/example_embed
 
 .PHONY: all deps run check bench clean
 all: $(LIB_A) $(LIB_SO) $(CLI)
@@ -51,8 +52,9 @@ run: deps
 	$(CLI) run graphs/sentence.gml --dim 16 --heads 2 --rounds 2 --seed 7
 
 check: deps
-	@$(MAKE) --no-print-directory all $(TESTS)
+	@$(MAKE) --no-print-directory all $(TESTS) $(EXAMPLE)
 	$(TESTS)
+	$(EXAMPLE) >/dev/null
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCH)
@@ -76,6 +78,10 @@ $(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
 
 $(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o $(LIB_A)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The README's embedding example, linked against the shared library like a user would.
+$(EXAMPLE): tools/example_embed.c $(LIB_SO) include/attngraph.h
+	$(CC) $(AG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) -Wl,-rpath,'$$ORIGIN' -lattngraph $(LDLIBS)
 
 clean:
 	rm -rf $(BUILD)
