@@ -108,7 +108,8 @@ typedef enum {
     AG_FORMAT_LGL,        /* .lgl */
     AG_FORMAT_GRAPHML,    /* .graphml .xml */
     AG_FORMAT_GML,        /* .gml */
-    AG_FORMAT_PAJEK       /* .net .pajek */
+    AG_FORMAT_PAJEK,      /* .net .pajek */
+    AG_FORMAT_DOT         /* .dot .gv (writing only) */
 } ag_format_t;
 
 /* "edgelist", "ncol", "lgl", "graphml", "gml", "pajek" -> format. */
@@ -151,6 +152,16 @@ int ag_labels_from_graph(ag_labels_t *labels, const igraph_t *graph, ag_error_t 
 int ag_labels_numbered(ag_labels_t *labels, int64_t n, ag_error_t *err);
 void ag_labels_destroy(ag_labels_t *labels);
 
+/*
+ * Writes graph to path in format (AG_FORMAT_AUTO: from the extension; DOT
+ * is write-only). Labels, if not NULL, are written as the vertex attributes
+ * `label` and `name` (`id` too for Pajek), so every reader finds them; the
+ * graph must then have been created while igraph's attribute table was set
+ * (as every graph this library makes is).
+ */
+int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
+                   const ag_labels_t *labels, ag_error_t *err);
+
 /* ------------------------------------------------ compiled neighbourhoods */
 
 /*
@@ -188,9 +199,49 @@ int ag_nbhd_from_csr(ag_nbhd_t *nb, int64_t n_nodes, const int64_t *indptr,
 
 void ag_nbhd_destroy(ag_nbhd_t *nb);
 
+/*
+ * Materialises nb as a directed igraph graph (uninitialised on entry) whose
+ * edge k is message k in the order of ag_edge_order. Refuses (AG_ELIMIT) more
+ * than max_edges edges (0: no limit): igraph takes ~32 bytes an edge.
+ */
+int ag_graph_from_nbhd(igraph_t *graph, const ag_nbhd_t *nb, int64_t max_edges,
+                       ag_error_t *err);
+
 /* Writes the source of every slot of destinations lo..hi-1 into src
    [edge_ptr[hi] - edge_ptr[lo]]. */
 void ag_nbhd_sources(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t *src);
+
+/* ---------------------------------------------------------------- patterns */
+
+/*
+ * A parsed connectivity pattern, e.g. "causal", "window:3", "docs:5,3&window:2",
+ * "causal&!strided:4+global:1" (README "Studying masks" defines every atom).
+ * i is the destination (query), j the source (key).
+ */
+typedef struct ag_pattern ag_pattern_t;
+
+/* Parses spec into *pattern (free with ag_pattern_free). Errors name the
+   offending part of the spec. */
+int ag_pattern_parse(ag_pattern_t **pattern, const char *spec, ag_error_t *err);
+void ag_pattern_free(ag_pattern_t *pattern);
+const char *ag_pattern_spec(const ag_pattern_t *pattern);
+/* The node count the pattern implies (blocks, docs, cross, grid, axial), or 0. */
+int64_t ag_pattern_size(const ag_pattern_t *pattern);
+
+typedef enum {
+    AG_SELF_KEEP = 0,     /* self edges as the pattern says */
+    AG_SELF_ON,           /* every node also attends to itself */
+    AG_SELF_OFF           /* no node attends to itself */
+} ag_self_loops_t;
+
+/*
+ * Compiles the pattern on N nodes straight into runs (nb uninitialised; its
+ * edge_id is NULL: edge k is slot k). No igraph edge is made: memory is
+ * O(N + runs), so causal on 65,536 nodes (2.1e9 edges) takes 65,536 runs.
+ * Time O(N + runs) for interval atoms; random and bigbird sample per node.
+ */
+int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
+                         ag_self_loops_t self, ag_error_t *err);
 
 /* ---------------------------------------------------------------- kernel */
 
@@ -213,7 +264,16 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
                          int64_t H, int64_t d, int64_t lo, int64_t hi, float *W,
                          ag_error_t *err);
 
-/* One per-edge weight in the graph's edge order (see ag_edge_weights). */
+/*
+ * Per node i, averaged over heads: the entropy of its attention,
+ * -sum_j a_ij ln a_ij (nats), and the mean distance sum_j a_ij |i - j|.
+ * Nodes without in-edges get NAN in both. entropy and distance are [N].
+ * Memory: the largest in-degree times H floats per thread.
+ */
+int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
+                       int64_t d, double *entropy, double *distance, ag_error_t *err);
+
+/* One message in the graph's edge order (see ag_edge_order). */
 typedef struct {
     int64_t edge_id;      /* igraph edge id */
     int64_t src, dst;
@@ -223,7 +283,7 @@ typedef struct {
  * The messages of nb in the graph's edge order (by edge id; an undirected
  * edge u-v gives u->v then v->u with u < v), with their slots: msgs[k]
  * travels in slot slot[k]. Both arrays are malloc'ed, of nb->n_edges entries.
- * Requires nb->edge_id (a graph-compiled nbhd).
+ * Without edge ids (patterns, CSR), edge k is slot k.
  */
 int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs, int64_t **slot, ag_error_t *err);
 

@@ -100,3 +100,9 @@ const char *ag_igraph_reason(void)
 {
     return igraph_reason;
 }
+
+void ag_igraph_use_attributes(void)
+{
+    if (!igraph_has_attribute_table())
+        igraph_set_attribute_table(&igraph_cattribute_table);
+}

@@ -21,13 +21,15 @@
 static const struct { const char *name; ag_format_t format; } format_names[] = {
     {"edgelist", AG_FORMAT_EDGELIST}, {"ncol", AG_FORMAT_NCOL}, {"lgl", AG_FORMAT_LGL},
     {"graphml", AG_FORMAT_GRAPHML}, {"gml", AG_FORMAT_GML}, {"pajek", AG_FORMAT_PAJEK},
+    {"dot", AG_FORMAT_DOT},
 };
 
 static const struct { const char *ext; ag_format_t format; } format_exts[] = {
     {"edges", AG_FORMAT_EDGELIST}, {"el", AG_FORMAT_EDGELIST}, {"txt", AG_FORMAT_EDGELIST},
     {"edgelist", AG_FORMAT_EDGELIST}, {"ncol", AG_FORMAT_NCOL}, {"lgl", AG_FORMAT_LGL},
     {"graphml", AG_FORMAT_GRAPHML}, {"xml", AG_FORMAT_GRAPHML}, {"gml", AG_FORMAT_GML},
-    {"net", AG_FORMAT_PAJEK}, {"pajek", AG_FORMAT_PAJEK},
+    {"net", AG_FORMAT_PAJEK}, {"pajek", AG_FORMAT_PAJEK}, {"dot", AG_FORMAT_DOT},
+    {"gv", AG_FORMAT_DOT},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -40,7 +42,7 @@ int ag_format_parse(ag_format_t *format, const char *name, ag_error_t *err)
             return AG_OK;
         }
     return ag_fail(err, AG_EINVAL, "unknown graph format '%s'; expected edgelist, ncol, lgl, "
-                   "graphml, gml or pajek", name);
+                   "graphml, gml, pajek or dot", name);
 }
 
 int ag_format_from_path(ag_format_t *format, const char *path, ag_error_t *err)
@@ -54,7 +56,7 @@ int ag_format_from_path(ag_format_t *format, const char *path, ag_error_t *err)
                 return AG_OK;
             }
     return ag_fail(err, AG_EINVAL, "%s: cannot tell the graph format from the extension; "
-                   "expected .edges/.el/.txt, .ncol, .lgl, .graphml, .gml or .net "
+                   "expected .edges/.el/.txt, .ncol, .lgl, .graphml, .gml, .net or .dot "
                    "(or name the format)", path);
 }
 
@@ -291,8 +293,10 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
     int rc = AG_OK;
     if (format == AG_FORMAT_AUTO && (rc = ag_format_from_path(&format, path, err)))
         return rc;
-    if (!igraph_has_attribute_table())
-        igraph_set_attribute_table(&igraph_cattribute_table);
+    if (format == AG_FORMAT_DOT)
+        return ag_fail(err, AG_EINVAL, "%s: DOT files can be written, not read; use GraphML, "
+                       "GML, Pajek, NCOL, LGL or an edge list", path);
+    ag_igraph_use_attributes();
 
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -327,6 +331,65 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
                        "%lld (--max-nodes)", path, n, (long long)max_nodes);
     }
     return AG_OK;
+}
+
+/* ---- writing ---- */
+
+static igraph_error_t write_with_igraph(const igraph_t *g, FILE *f, ag_format_t format,
+                                        int labelled)
+{
+    switch (format) {
+    case AG_FORMAT_EDGELIST: return igraph_write_graph_edgelist(g, f);
+    case AG_FORMAT_NCOL: return igraph_write_graph_ncol(g, f, labelled ? "name" : NULL, NULL);
+    case AG_FORMAT_LGL: return igraph_write_graph_lgl(g, f, labelled ? "name" : NULL, NULL, 1);
+    case AG_FORMAT_GRAPHML: return igraph_write_graph_graphml(g, f, 0);
+    case AG_FORMAT_GML:
+        return igraph_write_graph_gml(g, f, IGRAPH_WRITE_GML_DEFAULT_SW, NULL,
+                                      "attngraph " AG_VERSION);
+    case AG_FORMAT_PAJEK: return igraph_write_graph_pajek(g, f);
+    case AG_FORMAT_DOT: return igraph_write_graph_dot(g, f);
+    default: return IGRAPH_EINVAL;
+    }
+}
+
+int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
+                   const ag_labels_t *labels, ag_error_t *err)
+{
+    int rc = AG_OK;
+    if (format == AG_FORMAT_AUTO && (rc = ag_format_from_path(&format, path, err)))
+        return rc;
+    if (labels && labels->n != igraph_vcount(graph))
+        return ag_fail(err, AG_EINVAL, "%s: %lld labels for %" IGRAPH_PRId " nodes", path,
+                       (long long)labels->n, igraph_vcount(graph));
+    ag_igraph_use_attributes();
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s", path, strerror(errno));
+    ag_igraph_enter();
+    igraph_t copy;
+    const igraph_t *g = graph;
+    if (labels) {
+        /* labels go on a copy: the caller's graph stays as it was */
+        if (igraph_copy(&copy, graph)) {
+            rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+        } else {
+            g = &copy;
+            for (int64_t i = 0; i < labels->n && !rc; i++)
+                if (SETVAS(&copy, "label", i, labels->str[i]) ||
+                    SETVAS(&copy, "name", i, labels->str[i]) ||
+                    (format == AG_FORMAT_PAJEK && SETVAS(&copy, "id", i, labels->str[i])))
+                    rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+        }
+    }
+    if (!rc && write_with_igraph(g, f, format, labels != NULL))
+        rc = ag_fail(err, AG_EIGRAPH, "%s: cannot write as %s: %s", path, ag_format_name(format),
+                     ag_igraph_reason());
+    if (g == &copy)
+        igraph_destroy(&copy);
+    ag_igraph_leave();
+    if (fclose(f) != 0 && !rc)
+        rc = ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+    return rc;
 }
 
 /* ---- labels ---- */

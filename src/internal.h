@@ -24,6 +24,9 @@ void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
  */
 void ag_igraph_enter(void);
 void ag_igraph_leave(void);
+/* Sets igraph's C attribute table unless one is set: a graph created
+   before it has no attribute storage, and setting attributes on it crashes. */
+void ag_igraph_use_attributes(void);
 /* The reason of the last igraph error inside the guard ("" if none). */
 const char *ag_igraph_reason(void);
 

@@ -211,3 +211,48 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
     free(scratch.buf);
     return AG_OK;
 }
+
+int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
+                       int64_t d, double *entropy, double *distance, ag_error_t *err)
+{
+    int rc = check_args(nb, H, d, err);
+    if (rc)
+        return rc;
+    const int64_t N = nb->n_nodes;
+    int64_t max_deg = 0;
+    for (int64_t i = 0; i < N; i++)
+        if (nb->edge_ptr[i + 1] - nb->edge_ptr[i] > max_deg)
+            max_deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
+    const float scale = 1.0f / sqrtf((float)d);
+    const int64_t stride = max_deg * H + 64;   /* weights, padded apart */
+    float *wbuf = ag_alloc((int64_t)max_threads() * stride, sizeof(float), err, "attention stats");
+    scratch_t scratch;
+    if (!wbuf || (rc = scratch_init(&scratch, H, err))) {
+        free(wbuf);
+        return wbuf ? rc : AG_ENOMEM;
+    }
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int64_t i = 0; i < N; i++) {
+        float *W = wbuf + (int64_t)thread_id() * stride, *mx = scratch_mine(&scratch);
+        if (nb->edge_ptr[i + 1] == nb->edge_ptr[i]) {
+            entropy[i] = distance[i] = NAN;
+            continue;
+        }
+        weights_row(nb, i, Q, K, H, d, scale, W, mx, mx + H);
+        double ent = 0, dist = 0;
+        int64_t slot = 0;
+        for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+            for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, slot++)
+                for (int64_t h = 0; h < H; h++) {
+                    const double a = W[slot * H + h];
+                    if (a > 0)
+                        ent -= a * log(a);
+                    dist += a * (double)(i > j ? i - j : j - i);
+                }
+        entropy[i] = ent / (double)H;
+        distance[i] = dist / (double)H;
+    }
+    free(wbuf);
+    free(scratch.buf);
+    return AG_OK;
+}

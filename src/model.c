@@ -11,27 +11,17 @@
 #include <cblas.h>
 
 #include "internal.h"
-
-/* ---- seeded random numbers (splitmix64; independent of igraph's RNG) ---- */
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+#include "rng.h"
 
 /* Uniform in (0, 1): 53 random bits, never 0. */
 static double uniform01(uint64_t *state)
 {
-    return ((double)(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53;
+    return ((double)(rng_next(state) >> 11) + 0.5) * 0x1.0p-53;
 }
 
 void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale)
 {
-    uint64_t mix = seed ^ (stream * 0xD1B54A32D192ED03ull);
-    uint64_t state = splitmix64(&mix);
+    uint64_t state = rng_seed(seed, stream);
     for (int64_t i = 0; i < n; i += 2) {   /* Box-Muller, two values per draw */
         double r = sqrt(-2.0 * log(uniform01(&state)));
         double t = 6.283185307179586 * uniform01(&state);   /* 2 pi */

@@ -166,12 +166,35 @@ void ag_nbhd_sources(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t *src)
             src[k++] = nb->run_src[r] + j;
 }
 
+/* Slot order: edge k is slot k. */
+static int slot_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **slot_out,
+                      ag_error_t *err)
+{
+    const int64_t E = nb->n_edges;
+    int64_t *src = ag_alloc(E, sizeof *src, err, "edge order");
+    int64_t *slot = ag_alloc(E, sizeof *slot, err, "edge order");
+    ag_edge_msg_t *msgs = ag_alloc(E, sizeof *msgs, err, "edge order");
+    if (!src || !slot || !msgs) {
+        free(src), free(slot), free(msgs);
+        return AG_ENOMEM;
+    }
+    ag_nbhd_sources(nb, 0, nb->n_nodes, src);
+    for (int64_t i = 0; i < nb->n_nodes; i++)
+        for (int64_t s = nb->edge_ptr[i]; s < nb->edge_ptr[i + 1]; s++) {
+            msgs[s] = (ag_edge_msg_t){s, src[s], i};
+            slot[s] = s;
+        }
+    free(src);
+    *msgs_out = msgs;
+    *slot_out = slot;
+    return AG_OK;
+}
+
 int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **slot_out,
                   ag_error_t *err)
 {
     if (!nb->edge_id)
-        return ag_fail(err, AG_EINVAL, "edge order: the neighbourhoods were not compiled "
-                       "from a graph, so they have no edge ids");
+        return slot_order(nb, msgs_out, slot_out, err);
     const int64_t E = nb->n_edges, N = nb->n_nodes;
     int64_t max_eid = -1;
     for (int64_t s = 0; s < E; s++)
@@ -217,4 +240,38 @@ int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **slot_
     *msgs_out = msgs;
     *slot_out = slot;
     return AG_OK;
+}
+
+int ag_graph_from_nbhd(igraph_t *graph, const ag_nbhd_t *nb, int64_t max_edges,
+                       ag_error_t *err)
+{
+    const int64_t E = nb->n_edges;
+    if (max_edges > 0 && E > max_edges)
+        return ag_fail(err, AG_ELIMIT, "%lld edges are too many to materialise as a graph "
+                       "(igraph needs ~32 bytes an edge: %.3g GB); the limit is %lld edges",
+                       (long long)E, 32e-9 * (double)E, (long long)max_edges);
+    ag_edge_msg_t *msgs;
+    int64_t *slot;
+    int rc = ag_edge_order(nb, &msgs, &slot, err);
+    if (rc)
+        return rc;
+    igraph_vector_int_t edges;
+    ag_igraph_use_attributes();
+    ag_igraph_enter();
+    if (igraph_vector_int_init(&edges, 2 * E)) {
+        rc = ag_fail(err, AG_ENOMEM, "graph of %lld edges: out of memory", (long long)E);
+    } else {
+        for (int64_t k = 0; k < E; k++) {
+            VECTOR(edges)[2 * k] = msgs[k].src;
+            VECTOR(edges)[2 * k + 1] = msgs[k].dst;
+        }
+        if (igraph_create(graph, &edges, nb->n_nodes, IGRAPH_DIRECTED))
+            rc = ag_fail(err, AG_EIGRAPH, "graph of %lld edges: %s", (long long)E,
+                         ag_igraph_reason());
+        igraph_vector_int_destroy(&edges);
+    }
+    ag_igraph_leave();
+    free(msgs);
+    free(slot);
+    return rc;
 }

@@ -40,7 +40,7 @@ START_TEST(usage_errors_exit_2)
     expect_cli("run graphs/sentence.gml --heads x", 2, 2, "--heads 'x' is not an integer");
     expect_cli("run graphs/sentence.gml --heads 0", 2, 2, "--heads '0'");
     expect_cli("run graphs/sentence.gml --q a.npy", 2, 2, "go together");
-    expect_cli("run graphs/sentence.gml --format dot", 2, 2, "unknown graph format 'dot'");
+    expect_cli("run graphs/sentence.gml --format xyz", 2, 2, "unknown graph format 'xyz'");
     expect_cli("run graphs/sentence.gml --out", 2, 2, "needs a value");
 }
 END_TEST

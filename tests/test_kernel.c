@@ -328,7 +328,15 @@ START_TEST(csr_input_is_validated)
     ck_assert_ptr_null(nb.edge_id);
     ag_edge_msg_t *o;
     int64_t *s;
-    ck_assert_fails_with(ag_edge_order(&nb, &o, &s, &err), err, AG_EINVAL, "no edge ids");
+    ck_assert_int_eq(ag_edge_order(&nb, &o, &s, &err), AG_OK);   /* no edge ids: slot order */
+    const int64_t want_src[] = {0, 1, 2, 0, 2}, want_dst[] = {0, 0, 1, 2, 2};
+    for (int k = 0; k < 5; k++) {
+        ck_assert_int_eq(o[k].edge_id, k);
+        ck_assert_int_eq(s[k], k);
+        ck_assert_int_eq(o[k].src, want_src[k]);
+        ck_assert_int_eq(o[k].dst, want_dst[k]);
+    }
+    free(o), free(s);
     ag_nbhd_destroy(&nb);
 
     const int64_t bad_start[] = {1, 2, 3, 5};

@@ -12,6 +12,11 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  run GRAPH [options]   run attention message rounds on a graph file\n"
+    "  run --pattern SPEC    ... or on a connectivity pattern (no graph file needed)\n"
+    "  pattern SPEC          write a connectivity pattern as a graph file\n"
+    "  compare --pattern A --pattern B ...\n"
+    "                        run the same inputs under several connectivities and\n"
+    "                        compare what changes\n"
     "\n"
     "  attngraph COMMAND --help   options of a command\n"
     "  attngraph --version        version of attngraph and igraph\n";
@@ -44,6 +49,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "pattern") == 0)
+        return cmd_pattern(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare") == 0)
+        return cmd_compare(argc - 1, argv + 1);
     fprintf(stderr, "attngraph: unknown command '%s'\nsee 'attngraph --help'\n", cmd);
     return EXIT_USAGE;
 }

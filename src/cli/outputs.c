@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "internal.h"
 
 int out_open(out_file_t *o, const char *target, ag_error_t *err)
 {
@@ -19,14 +20,12 @@ int out_open(out_file_t *o, const char *target, ag_error_t *err)
     if (snprintf(o->tmp, sizeof o->tmp, "%.*s.%s.XXXXXX", dir_len, target,
                  slash ? slash + 1 : target) >= (int)sizeof o->tmp) {
         o->tmp[0] = '\0';
-        snprintf(err->msg, sizeof err->msg, "%s: path is too long", target);
-        return err->status = AG_EIO;
+        return ag_fail(err, AG_EIO, "%s: path is too long", target);
     }
     int fd = mkstemp(o->tmp);
     if (fd < 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot create: %s", target, strerror(errno));
         o->tmp[0] = '\0';
-        return err->status = AG_EIO;
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s", target, strerror(errno));
     }
     /* mkstemp makes 0600; give the file the permissions a plain fopen would. */
     mode_t mask = umask(0);
@@ -40,11 +39,9 @@ int out_commit(out_file_t *o, ag_error_t *err)
 {
     if (!o->target || !o->tmp[0])
         return AG_OK;
-    if (rename(o->tmp, o->target) != 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot rename into place: %s", o->target,
-                 strerror(errno));
-        return err->status = AG_EIO;
-    }
+    if (rename(o->tmp, o->target) != 0)
+        return ag_fail(err, AG_EIO, "%s: cannot rename into place: %s", o->target,
+                       strerror(errno));
     o->tmp[0] = '\0';
     return AG_OK;
 }

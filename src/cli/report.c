@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "internal.h"
 
 void csv_field(FILE *f, const char *s)
 {
@@ -31,8 +32,7 @@ static int mean_weights(const ag_nbhd_t *nb, const float *Q, const float *K, int
     if (!W || !src) {
         free(W);
         free(src);
-        snprintf(err->msg, sizeof err->msg, "summary: out of memory");
-        return err->status = AG_ENOMEM;
+        return ag_fail(err, AG_ENOMEM, "summary: out of memory");
     }
     int rc = ag_attention_weights(nb, Q, K, H, d, 0, show, W, err);
     if (!rc) {
@@ -99,17 +99,15 @@ int report_attention_csv(const char *path, const ag_nbhd_t *nb, const ag_labels_
     int64_t *slot = NULL;
     float *W = malloc((size_t)(E * H + 1) * sizeof *W);
     if (!W) {
-        snprintf(err->msg, sizeof err->msg, "%s: out of memory for %lld weights", path,
-                 (long long)(E * H));
-        return err->status = AG_ENOMEM;
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory for %lld weights", path,
+                       (long long)(E * H));
     }
     int rc = ag_attention_weights(nb, Q, K, H, d, 0, nb->n_nodes, W, err);
     if (!rc)
         rc = ag_edge_order(nb, &msgs, &slot, err);
     FILE *f = rc ? NULL : fopen(path, "w");
     if (!rc && !f) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot write: %s", path, strerror(errno));
-        rc = err->status = AG_EIO;
+        rc = ag_fail(err, AG_EIO, "%s: cannot write: %s", path, strerror(errno));
     }
     if (f) {
         fputs("src,dst,src_label,dst_label,head,weight\n", f);
@@ -123,8 +121,7 @@ int report_attention_csv(const char *path, const ag_nbhd_t *nb, const ag_labels_
             }
         int bad = ferror(f);
         if (fclose(f) != 0 || bad) {
-            snprintf(err->msg, sizeof err->msg, "%s: write failed: %s", path, strerror(errno));
-            rc = err->status = AG_EIO;
+            rc = ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
         }
     }
     free(W);

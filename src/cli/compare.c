@@ -1,0 +1,354 @@
+/*
+ * `attngraph compare`: the masking study. The same inputs (features, weights,
+ * seed) run under each connectivity; a table says what changed against the
+ * first: attention entropy and distance, and how far the outputs moved.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "internal.h"
+
+#define MAX_SOURCES 64
+#define TOP_CHANGED 3
+
+static const char compare_usage[] =
+    "usage: attngraph compare (--pattern SPEC | --graph FILE)... [options]\n"
+    "\n"
+    "Runs identical inputs under each connectivity (the first is the baseline) and\n"
+    "prints, for each: edges, density, mean and min attention entropy (nats), mean\n"
+    "attention distance |i-j|, and against the baseline: relative L2 difference of the\n"
+    "outputs, mean cosine similarity per node, and the nodes that changed most.\n"
+    "Every connectivity must have the same number of nodes.\n"
+    "\n"
+    "  --pattern SPEC      a pattern (see 'attngraph pattern --help'); repeatable\n"
+    "  --graph FILE        a graph file; repeatable, mixable with --pattern\n"
+    "\n" INPUT_OPTIONS_HELP
+    "\n"
+    "Outputs:\n"
+    "  --csv FILE          the table as CSV\n"
+    "  --per-node FILE     per-node figures as CSV: connectivity,node,label,in_degree,\n"
+    "                      entropy,distance,change,cosine\n"
+    "  --quiet             print nothing on success\n";
+
+typedef struct {
+    const char *name;         /* the spec or file, as given */
+    int is_graph;
+} conn_t;
+
+/* Figures of one connectivity. */
+typedef struct {
+    int64_t edges;
+    double density, ent_mean, ent_min, dist_mean, rel_l2, cos_mean;
+    int64_t changed[TOP_CHANGED];
+    double changed_by[TOP_CHANGED];
+    int n_changed;
+} figures_t;
+
+/* Mean and min over the finite entries of x [n]. */
+static void mean_min(const double *x, int64_t n, double *mean, double *min)
+{
+    double s = 0, m = INFINITY;
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(x[i])) {
+            s += x[i];
+            m = fmin(m, x[i]);
+            k++;
+        }
+    *mean = k ? s / (double)k : NAN;
+    *min = k ? m : NAN;
+}
+
+/* Per node: |y_i - y0_i| and cos(y_i, y0_i); totals into f. */
+static void compare_outputs(figures_t *f, const float *y, const float *y0, int64_t N,
+                            int64_t cols, double *change, double *cosine)
+{
+    double diff2 = 0, base2 = 0, cos_sum = 0;
+    for (int64_t i = 0; i < N; i++) {
+        double dd = 0, yy = 0, bb = 0, yb = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            const double a = y[i * cols + c], b = y0[i * cols + c];
+            dd += (a - b) * (a - b);
+            yy += a * a, bb += b * b, yb += a * b;
+        }
+        change[i] = sqrt(dd);
+        /* two zero rows agree; a zero row against a non-zero one does not */
+        cosine[i] = yy == 0 && bb == 0 ? 1.0 : yy == 0 || bb == 0 ? 0.0 : yb / sqrt(yy * bb);
+        diff2 += dd, base2 += bb, cos_sum += cosine[i];
+        /* keep the TOP_CHANGED largest changes, largest first */
+        int at = f->n_changed < TOP_CHANGED ? f->n_changed++ : TOP_CHANGED;
+        while (at > 0 && f->changed_by[at - 1] < change[i]) {
+            if (at < TOP_CHANGED)
+                f->changed[at] = f->changed[at - 1], f->changed_by[at] = f->changed_by[at - 1];
+            at--;
+        }
+        if (at < TOP_CHANGED)
+            f->changed[at] = i, f->changed_by[at] = change[i];
+    }
+    f->rel_l2 = base2 > 0 ? sqrt(diff2 / base2) : (diff2 > 0 ? INFINITY : 0);
+    f->cos_mean = cos_sum / (double)N;
+}
+
+static void print_number(FILE *f, double x, int width, int prec)
+{
+    if (isnan(x))
+        fprintf(f, " %*s", width, "-");
+    else
+        fprintf(f, " %*.*f", width, prec, x);
+}
+
+static void print_row(const conn_t *c, const figures_t *f, const ag_labels_t *labels, int first)
+{
+    printf("%-28.28s %12lld %8.4f", c->name, (long long)f->edges, f->density);
+    print_number(stdout, f->ent_mean, 7, 3);
+    print_number(stdout, f->ent_min, 7, 3);
+    print_number(stdout, f->dist_mean, 9, 2);
+    print_number(stdout, first ? NAN : f->rel_l2, 7, 4);
+    print_number(stdout, first ? NAN : f->cos_mean, 7, 4);
+    printf("  ");
+    for (int k = 0; !first && k < f->n_changed; k++)
+        printf("%s'%s' %.3g", k ? ", " : "", labels->str[f->changed[k]], f->changed_by[k]);
+    printf("%s\n", first ? "(baseline)" : "");
+}
+
+static void csv_number(FILE *f, double x)
+{
+    if (isnan(x))
+        fputs(",", f);
+    else
+        fprintf(f, ",%.9g", x);
+}
+
+static void csv_row(FILE *f, const conn_t *c, const figures_t *fig, const ag_labels_t *labels,
+                    int64_t N, int first)
+{
+    csv_field(f, c->name);
+    fprintf(f, ",%lld,%lld,%.9g", (long long)N, (long long)fig->edges, fig->density);
+    csv_number(f, fig->ent_mean);
+    csv_number(f, fig->ent_min);
+    csv_number(f, fig->dist_mean);
+    csv_number(f, first ? NAN : fig->rel_l2);
+    csv_number(f, first ? NAN : fig->cos_mean);
+    fputc(',', f);
+    char changed[1024] = "";
+    for (int k = 0; !first && k < fig->n_changed; k++) {
+        size_t len = strlen(changed);
+        snprintf(changed + len, sizeof changed - len, "%s%s", k ? " " : "",
+                 labels->str[fig->changed[k]]);
+    }
+    csv_field(f, changed);
+    fputc('\n', f);
+}
+
+typedef struct {
+    run_opts_t o;
+    conn_t conns[MAX_SOURCES];
+    int n_conns;
+    const char *csv, *per_node;
+} compare_opts_t;
+
+static int parse_compare(compare_opts_t *co, int argc, char **argv)
+{
+    static struct option longopts[64];
+    static const struct option own[] = {
+        {"pattern", required_argument, 0, OPT_PATTERN}, {"graph", required_argument, 0, OPT_GRAPH},
+        {"csv", required_argument, 0, OPT_CSV}, {"per-node", required_argument, 0, OPT_PER_NODE},
+        {0, 0, 0, 0},
+    };
+    int n = 0;
+    for (int k = 0; input_options[k].name; k++)
+        longopts[n++] = input_options[k];
+    for (int k = 0; own[k].name; k++)
+        longopts[n++] = own[k];
+    longopts[n] = (struct option){0, 0, 0, 0};
+
+    memset(co, 0, sizeof *co);
+    run_opts_init(&co->o);
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        int rc = input_option(&co->o, c, optarg, "compare");
+        if (rc == 0)
+            continue;
+        if (rc != 1)
+            return rc;
+        switch (c) {
+        case OPT_PATTERN:
+        case OPT_GRAPH:
+            if (co->n_conns == MAX_SOURCES)
+                return usage_error("compare", "more than %d connectivities", MAX_SOURCES);
+            co->conns[co->n_conns++] = (conn_t){optarg, c == OPT_GRAPH};
+            break;
+        case OPT_CSV: co->csv = optarg; break;
+        case OPT_PER_NODE: co->per_node = optarg; break;
+        case OPT_HELP: fputs(compare_usage, stdout); return 0;
+        default: return getopt_error("compare", c, argv);
+        }
+    }
+    if (optind < argc)
+        return usage_error("compare", "unexpected argument '%s'; connectivities are given with "
+                           "--pattern or --graph", argv[optind]);
+    if (co->n_conns < 2)
+        return usage_error("compare", "give at least two connectivities (--pattern, --graph)");
+    return input_options_check(&co->o, "compare") ? EXIT_USAGE : -1;
+}
+
+/* Everything compare owns, released in one place. */
+typedef struct {
+    source_t src;
+    inputs_t in;
+    result_t base, cur;
+    ag_labels_t labels;          /* the first connectivity's, naming the nodes */
+    double *entropy, *distance, *change, *cosine;
+    figures_t fig[MAX_SOURCES];
+    out_file_t csv, per_node;
+    FILE *per_node_f;
+} compare_state_t;
+
+/* Runs connectivity k: figures into st->fig[k], per-node rows if asked. */
+static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *usage,
+                   ag_error_t *err)
+{
+    source_opts_t so = co->o.src;
+    so.graph = co->conns[k].is_graph ? co->conns[k].name : NULL;
+    so.pattern = co->conns[k].is_graph ? NULL : co->conns[k].name;
+    if (so.graph) {               /* pattern options mean nothing to a graph file */
+        so.self = AG_SELF_KEEP;
+        so.tokens = so.labels_file = NULL;
+        so.nodes = 0;
+    }
+    int rc = source_open(&st->src, &so, usage, err);
+    if (rc)
+        return rc;
+    const int64_t N = st->src.nb.n_nodes;
+    if (k == 0) {
+        st->labels = st->src.labels;      /* keep the first labels */
+        st->src.labels = (ag_labels_t){0, NULL};
+        st->entropy = ag_alloc(4 * N, sizeof(double), err, "compare");
+        if (!st->entropy || (rc = inputs_load(&st->in, &co->o, N, err)))
+            return st->entropy ? rc : AG_ENOMEM;
+        st->distance = st->entropy + N, st->change = st->entropy + 2 * N;
+        st->cosine = st->entropy + 3 * N;
+    } else if (N != st->in.N) {
+        return ag_fail(err, AG_EINVAL, "'%s' has %lld nodes; the first connectivity ('%s') has "
+                       "%lld", co->conns[k].name, (long long)N, co->conns[0].name,
+                       (long long)st->in.N);
+    }
+    result_t *r = k == 0 ? &st->base : &st->cur;
+    if (k > 0)
+        result_free(r);
+    if ((rc = compute(r, &st->in, &st->src.nb, co->o.rounds, err)))
+        return rc;
+    figures_t *f = &st->fig[k];
+    f->edges = st->src.nb.n_edges;
+    f->density = (double)f->edges / ((double)N * (double)N);
+    if (r->Q) {
+        if ((rc = ag_attention_stats(&st->src.nb, r->Q, r->K, st->in.H, st->in.d, st->entropy,
+                                     st->distance, err)))
+            return rc;
+    } else {
+        for (int64_t i = 0; i < N; i++)
+            st->entropy[i] = st->distance[i] = NAN;
+    }
+    double ignored;
+    mean_min(st->entropy, N, &f->ent_mean, &f->ent_min);
+    mean_min(st->distance, N, &f->dist_mean, &ignored);
+    compare_outputs(f, r->y, st->base.y, N, r->cols, st->change, st->cosine);
+    if (st->per_node_f)
+        for (int64_t i = 0; i < N; i++) {
+            csv_field(st->per_node_f, co->conns[k].name);
+            fprintf(st->per_node_f, ",%lld,", (long long)i);
+            csv_field(st->per_node_f, st->labels.str[i]);
+            fprintf(st->per_node_f, ",%lld", (long long)(st->src.nb.edge_ptr[i + 1] -
+                                                         st->src.nb.edge_ptr[i]));
+            csv_number(st->per_node_f, st->entropy[i]);
+            csv_number(st->per_node_f, st->distance[i]);
+            fprintf(st->per_node_f, ",%.9g,%.9g\n", st->change[i], st->cosine[i]);
+        }
+    source_close(&st->src);
+    return AG_OK;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    compare_opts_t co;
+    int status = parse_compare(&co, argc, argv);
+    if (status >= 0)
+        return status;
+    const int threads = set_threads(co.o.threads);
+
+    compare_state_t st;
+    memset(&st, 0, sizeof st);
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0;
+    int rc = out_open(&st.csv, co.csv, &err);
+    if (!rc)
+        rc = out_open(&st.per_node, co.per_node, &err);
+    if (!rc && co.per_node && !(st.per_node_f = fopen(st.per_node.tmp, "w")))
+        rc = ag_fail(&err, AG_EIO, "%s: cannot write", co.per_node);
+    if (st.per_node_f)
+        fputs("connectivity,node,label,in_degree,entropy,distance,change,cosine\n",
+              st.per_node_f);
+    for (int k = 0; k < co.n_conns && !rc; k++)
+        rc = run_one(&st, &co, k, &usage, &err);
+    if (st.per_node_f && fclose(st.per_node_f) != 0 && !rc)
+        rc = ag_fail(&err, AG_EIO, "%s: write failed", co.per_node);
+    if (!rc && co.csv) {
+        FILE *f = fopen(st.csv.tmp, "w");
+        if (!f) {
+            rc = ag_fail(&err, AG_EIO, "%s: cannot write", co.csv);
+        } else {
+            fputs("connectivity,nodes,edges,density,entropy_mean,entropy_min,distance_mean,"
+                  "rel_l2,cosine_mean,most_changed\n", f);
+            for (int k = 0; k < co.n_conns; k++)
+                csv_row(f, &co.conns[k], &st.fig[k], &st.labels, st.in.N, k == 0);
+            if (fclose(f) != 0)
+                rc = ag_fail(&err, AG_EIO, "%s: write failed", co.csv);
+        }
+    }
+    if (!rc)
+        rc = out_commit(&st.csv, &err);
+    if (!rc)
+        rc = out_commit(&st.per_node, &err);
+    if (!rc && !co.o.quiet) {
+        const inputs_t *in = &st.in;
+        printf("compare: %d connectivities on %lld nodes, ", co.n_conns, (long long)in->N);
+        if (in->raw)
+            printf("raw attention (%lld head%s of width %lld)", (long long)in->H,
+                   in->H > 1 ? "s" : "", (long long)in->d);
+        else
+            printf("%lld round%s (D=%lld, %lld head%s of width %lld, %s, seed %llu)",
+                   (long long)co.o.rounds, co.o.rounds == 1 ? "" : "s", (long long)in->x0.cols,
+                   (long long)in->H, in->H > 1 ? "s" : "", (long long)in->d,
+                   co.o.weights ? "weights from file" : "random weights",
+                   (unsigned long long)co.o.seed);
+        printf(", %d thread%s\n", threads, threads > 1 ? "s" : "");
+        printf("%-28s %12s %8s %7s %7s %9s %7s %7s  %s\n", "connectivity", "edges", "density",
+               "H_mean", "H_min", "dist_mean", "rel_L2", "cos", "most changed (L2)");
+        for (int k = 0; k < co.n_conns; k++)
+            print_row(&co.conns[k], &st.fig[k], &st.labels, k == 0);
+        if (co.csv)
+            printf("wrote %s\n", co.csv);
+        if (co.per_node)
+            printf("wrote %s\n", co.per_node);
+    }
+    if (rc) {
+        out_abort(&st.csv);
+        out_abort(&st.per_node);
+        if (usage)
+            usage_error("compare", "%s", err.msg);
+        else
+            fprintf(stderr, "attngraph: %s\n", err.msg);
+    }
+    source_close(&st.src);
+    result_free(&st.base);
+    result_free(&st.cur);
+    inputs_free(&st.in);
+    ag_labels_destroy(&st.labels);
+    free(st.entropy);
+    return rc ? (usage ? EXIT_USAGE : EXIT_BAD_INPUT) : 0;
+}

@@ -1,0 +1,152 @@
+/* Connectivity for a command: a graph file, or a pattern compiled on N nodes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "internal.h"
+#include "source.h"
+
+/* Appends a copy of s[0..len) to labels (grown by doubling). */
+static int labels_push(ag_labels_t *l, int64_t *cap, const char *s, size_t len)
+{
+    if (l->n == *cap) {
+        int64_t c = *cap ? 2 * *cap : 16;
+        char **p = realloc(l->str, (size_t)c * sizeof *p);
+        if (!p)
+            return -1;
+        l->str = p;
+        *cap = c;
+    }
+    if (!(l->str[l->n] = strndup(s, len)))
+        return -1;
+    l->n++;
+    return 0;
+}
+
+int labels_from_tokens(ag_labels_t *labels, const char *tokens, ag_error_t *err)
+{
+    *labels = (ag_labels_t){0, NULL};
+    int64_t cap = 0;
+    for (const char *p = tokens;;) {
+        p += strspn(p, " \t\n");
+        if (!*p)
+            break;
+        size_t len = strcspn(p, " \t\n");
+        if (labels_push(labels, &cap, p, len)) {
+            ag_labels_destroy(labels);
+            return ag_fail(err, AG_ENOMEM, "--tokens: out of memory");
+        }
+        p += len;
+    }
+    if (labels->n == 0)
+        return ag_fail(err, AG_EINVAL, "--tokens '%s' has no tokens", tokens);
+    return AG_OK;
+}
+
+int labels_from_file(ag_labels_t *labels, const char *path, ag_error_t *err)
+{
+    *labels = (ag_labels_t){0, NULL};
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t n = 0;
+    ssize_t len;
+    int64_t cap = 0;
+    int rc = AG_OK;
+    while ((len = getline(&line, &n, f)) != -1) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (labels_push(labels, &cap, line, (size_t)len)) {
+            rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+            break;
+        }
+    }
+    free(line);
+    fclose(f);
+    if (!rc && labels->n == 0)
+        rc = ag_fail(err, AG_EINVAL, "%s: no labels (expected one a line)", path);
+    if (rc)
+        ag_labels_destroy(labels);
+    return rc;
+}
+
+static int open_graph(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err)
+{
+    ag_load_opts_t load = {AG_FORMAT_AUTO, o->max_nodes};
+    int rc = o->format ? ag_format_parse(&load.format, o->format, err)
+                       : ag_format_from_path(&load.format, o->graph, err);
+    if (rc) {
+        *usage = o->format != NULL;
+        return rc;
+    }
+    if ((rc = ag_graph_load(&s->graph, o->graph, &load, err)))
+        return rc;
+    s->have_graph = 1;
+    snprintf(s->desc, sizeof s->desc, "%s (%s, %s)", o->graph, ag_format_name(load.format),
+             igraph_is_directed(&s->graph) ? "directed" : "undirected");
+    if ((rc = ag_labels_from_graph(&s->labels, &s->graph, err)))
+        return rc;
+    return ag_nbhd_from_graph(&s->nb, &s->graph, err);
+}
+
+static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err)
+{
+    ag_pattern_t *pat;
+    int rc = ag_pattern_parse(&pat, o->pattern, err);
+    if (rc) {
+        *usage = 1;
+        return rc;
+    }
+    int64_t N = o->nodes;
+    if (o->tokens)
+        rc = labels_from_tokens(&s->labels, o->tokens, err);
+    else if (o->labels_file)
+        rc = labels_from_file(&s->labels, o->labels_file, err);
+    if (!rc && s->labels.str) {
+        if (N && N != s->labels.n)
+            rc = ag_fail(err, AG_EINVAL, "%s has %lld labels, but --nodes is %lld",
+                         o->tokens ? "--tokens" : o->labels_file, (long long)s->labels.n,
+                         (long long)N);
+        N = s->labels.n;
+    }
+    if (!rc && N == 0 && !(N = ag_pattern_size(pat))) {
+        *usage = 1;
+        rc = ag_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
+                     o->pattern);
+    }
+    if (!rc && N > o->max_nodes)
+        rc = ag_fail(err, AG_ELIMIT, "%lld nodes is more than the limit of %lld (--max-nodes)",
+                     (long long)N, (long long)o->max_nodes);
+    if (!rc)
+        rc = ag_nbhd_from_pattern(&s->nb, pat, N, o->self, err);
+    if (!rc && !s->labels.str)
+        rc = ag_labels_numbered(&s->labels, N, err);
+    if (!rc)
+        snprintf(s->desc, sizeof s->desc, "pattern '%s'", o->pattern);
+    ag_pattern_free(pat);
+    return rc;
+}
+
+int source_open(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err)
+{
+    memset(s, 0, sizeof *s);
+    *usage = 0;
+    if (o->graph && (o->self != AG_SELF_KEEP || o->tokens || o->labels_file || o->nodes)) {
+        *usage = 1;
+        return ag_fail(err, AG_EINVAL, "--self-loops, --tokens, --labels-file and --nodes are "
+                       "for patterns; '%s' is a graph file", o->graph);
+    }
+    return o->graph ? open_graph(s, o, usage, err) : open_pattern(s, o, usage, err);
+}
+
+void source_close(source_t *s)
+{
+    if (s->have_graph)
+        igraph_destroy(&s->graph);
+    s->have_graph = 0;
+    ag_labels_destroy(&s->labels);
+    ag_nbhd_destroy(&s->nb);
+}

@@ -1,0 +1,35 @@
+/* Where a run's connectivity comes from: a graph file or a pattern. */
+#ifndef AG_CLI_SOURCE_H
+#define AG_CLI_SOURCE_H
+
+#include "attngraph.h"
+
+typedef struct {
+    const char *graph;          /* a graph file, or */
+    const char *pattern;        /* a pattern spec */
+    const char *format;         /* graph file format name, or NULL */
+    int64_t nodes;              /* pattern size (0: from --tokens or the pattern) */
+    const char *tokens;         /* "nah I d win": sets N and labels */
+    const char *labels_file;    /* one label a line */
+    ag_self_loops_t self;
+    int64_t max_nodes;
+} source_opts_t;
+
+typedef struct {
+    char desc[512];             /* e.g. "graphs/x.gml (gml, directed)" or "pattern 'causal'" */
+    igraph_t graph;             /* only for graph files */
+    int have_graph;
+    ag_nbhd_t nb;
+    ag_labels_t labels;
+} source_t;
+
+/* Opens the source: loads or compiles it, with labels. Returns AG_OK or a
+   status with err filled; usage problems are AG_EINVAL with *usage set. */
+int source_open(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err);
+void source_close(source_t *s);
+
+/* Labels from "a b c" (whitespace-separated) or a file (one a line). */
+int labels_from_tokens(ag_labels_t *labels, const char *tokens, ag_error_t *err);
+int labels_from_file(ag_labels_t *labels, const char *path, ag_error_t *err);
+
+#endif

@@ -1,0 +1,29 @@
+/* splitmix64 (Steele, Lea & Flood 2014): the library's seeded generator,
+   independent of igraph's process-wide RNG. */
+#ifndef AG_RNG_H
+#define AG_RNG_H
+
+#include <stdint.h>
+
+static inline uint64_t rng_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A state for stream `stream` of `seed`: distinct streams are independent. */
+static inline uint64_t rng_seed(uint64_t seed, uint64_t stream)
+{
+    uint64_t mix = seed ^ (stream * 0xD1B54A32D192ED03ull);
+    return rng_next(&mix);
+}
+
+/* Uniform in 0..n-1 (n >= 1; the modulo bias is below n / 2^64). */
+static inline int64_t rng_below(uint64_t *state, int64_t n)
+{
+    return (int64_t)(rng_next(state) % (uint64_t)n);
+}
+
+#endif
