@@ -39,6 +39,7 @@ int run_cli(const char *args, char **out, char **err);
 Suite *npy_suite(void);
 Suite *graph_suite(void);
 Suite *kernel_suite(void);
+Suite *pattern_suite(void);
 Suite *model_suite(void);
 Suite *cli_suite(void);
 
