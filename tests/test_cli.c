@@ -267,6 +267,154 @@ START_TEST(utf8_labels_in_summary)
 }
 END_TEST
 
+START_TEST(pattern_export_and_reload)
+{
+    char args[1024];
+    const char *g = tmp_path("causal.graphml");
+    snprintf(args, sizeof args, "pattern causal --tokens 'nah I d win' --out %s", g);
+    expect_cli(args, 0, 1, "pattern 'causal' on 4 nodes: 10 edges");
+    igraph_t graph;
+    ag_error_t err;
+    ck_assert_int_eq(ag_graph_load(&graph, g, NULL, &err), AG_OK);
+    ck_assert_int_eq(igraph_ecount(&graph), 10);
+    ag_labels_t labels;
+    ck_assert_int_eq(ag_labels_from_graph(&labels, &graph, &err), AG_OK);
+    ck_assert_str_eq(labels.str[3], "win");
+    ag_labels_destroy(&labels);
+    igraph_destroy(&graph);
+
+    snprintf(args, sizeof args, "pattern causal --nodes 65536 --out %s", tmp_path("big.graphml"));
+    expect_cli(args, 1, 2, "2147516416 edges are too many to materialise");
+    ck_assert(!file_exists(tmp_path("big.graphml")));
+    snprintf(args, sizeof args, "pattern 'window:-1' --nodes 4 --out %s", tmp_path("x.gml"));
+    expect_cli(args, 2, 2, "pattern 'window:-1': 'window:-1': '-1' is not");
+    snprintf(args, sizeof args, "pattern causal --out %s", tmp_path("x.gml"));
+    expect_cli(args, 2, 2, "needs a size");
+    snprintf(args, sizeof args, "pattern 'docs:2,2' --nodes 5 --out %s", tmp_path("x.gml"));
+    expect_cli(args, 1, 2, "'docs:2,2' covers 4 nodes, but there are 5");
+    snprintf(args, sizeof args, "pattern 'docs:2,2' --out %s --format pajek --quiet",
+             tmp_path("docs.txt"));
+    expect_cli(args, 0, 1, "");
+    char *text = read_text(tmp_path("docs.txt"));
+    ck_assert_ptr_nonnull(strstr(text, "*Vertices 4"));
+    free(text);
+}
+END_TEST
+
+/* The causal pattern and the shipped causal graph are the same connectivity:
+   identical inputs must give identical bits. */
+START_TEST(run_on_a_pattern_equals_the_same_graph)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "run --pattern causal --tokens 'nah I d win' --dim 8 --heads 2 "
+             "--rounds 3 --out %s --quiet", tmp_path("p.npy"));
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run graphs/sentence.gml --dim 8 --heads 2 --rounds 3 --out %s "
+             "--quiet", tmp_path("g.npy"));
+    expect_cli(args, 0, 1, "");
+    ag_matrix_t a, b;
+    ag_error_t err;
+    ck_assert_int_eq(ag_matrix_read_npy(&a, tmp_path("p.npy"), &err), AG_OK);
+    ck_assert_int_eq(ag_matrix_read_npy(&b, tmp_path("g.npy"), &err), AG_OK);
+    ck_assert_mem_eq(a.data, b.data, 4 * 8 * sizeof(float));
+    ag_matrix_destroy(&a), ag_matrix_destroy(&b);
+    expect_cli("run --pattern causal --tokens 'nah I d win'", 0, 1, "'win' attends");
+    expect_cli("run --pattern causal", 2, 2, "needs a size");
+    expect_cli("run graphs/sentence.gml --pattern causal", 2, 2, "not both");
+    expect_cli("run graphs/sentence.gml --self-loops on", 2, 2, "are for patterns");
+    expect_cli("run --pattern causal --nodes 3 --tokens 'a b'", 1, 2,
+               "--tokens has 2 labels, but --nodes is 3");
+}
+END_TEST
+
+/* Reads per-edge weights of a --attn CSV: w[dst*N + src] (single head). */
+static void read_attn(const char *path, int64_t N, double *w)
+{
+    char *csv = read_text(path), *save = NULL;
+    memset(w, 0, N * N * sizeof *w);
+    strtok_r(csv, "\n", &save);   /* header */
+    for (char *line; (line = strtok_r(NULL, "\n", &save));) {
+        long long s, t, h;
+        double x;
+        char a[64], b[64];
+        ck_assert_int_eq(sscanf(line, "%lld,%lld,%63[^,],%63[^,],%lld,%lf", &s, &t, a, b, &h, &x), 6);
+        w[t * N + s] += x;
+    }
+    free(csv);
+}
+
+START_TEST(compare_table_and_csv)
+{
+    const int64_t N = 6;
+    const char *tokens = "--tokens 'the cat sat on the mat'";
+    char args[2048];
+    snprintf(args, sizeof args, "compare --pattern causal --pattern window:2 --pattern "
+             "'window:2+global:1' %s --rounds 2 --csv %s --per-node %s", tokens,
+             tmp_path("cmp.csv"), tmp_path("nodes.csv"));
+    expect_cli(args, 0, 1, "(baseline)");
+    char *csv = read_text(tmp_path("cmp.csv"));
+    ck_assert_ptr_nonnull(strstr(csv, "connectivity,nodes,edges,density,entropy_mean,"));
+    ck_assert_ptr_nonnull(strstr(csv, "\ncausal,6,21,"));
+    ck_assert_ptr_nonnull(strstr(csv, "\nwindow:2,6,11,"));
+    ck_assert_ptr_nonnull(strstr(csv, "\nwindow:2+global:1,6,20,"));
+    free(csv);
+
+    /* recompute the window:2 entropies and distances from its --attn export */
+    snprintf(args, sizeof args, "run --pattern window:2 %s --rounds 2 --attn %s --quiet", tokens,
+             tmp_path("w.csv"));
+    expect_cli(args, 0, 1, "");
+    double w[36];
+    read_attn(tmp_path("w.csv"), N, w);
+    char *nodes = read_text(tmp_path("nodes.csv")), *save = NULL;
+    int rows = 0;
+    strtok_r(nodes, "\n", &save);
+    for (char *line; (line = strtok_r(NULL, "\n", &save)); rows++) {
+        char name[64], label[64];
+        long long i, deg;
+        double ent, dist, change, cosine;
+        ck_assert_int_eq(sscanf(line, "%63[^,],%lld,%63[^,],%lld,%lf,%lf,%lf,%lf", name, &i,
+                                label, &deg, &ent, &dist, &change, &cosine), 8);
+        if (strcmp(name, "causal") == 0) {
+            ck_assert_int_eq(deg, i + 1);
+            ck_assert_double_eq(change, 0);      /* the baseline against itself */
+            ck_assert_double_eq_tol(cosine, 1, 1e-12);
+        }
+        if (strcmp(name, "window:2") != 0)
+            continue;
+        double e = 0, dd = 0;
+        for (int64_t j = 0; j < N; j++)
+            if (w[i * N + j] > 0)
+                e -= w[i * N + j] * log(w[i * N + j]), dd += w[i * N + j] * fabs((double)(i - j));
+        ck_assert_double_eq_tol(ent, e, 1e-6);
+        ck_assert_double_eq_tol(dist, dd, 1e-6);
+        ck_assert_int_eq(deg, i == 0 ? 1 : 2);
+    }
+    ck_assert_int_eq(rows, 3 * N);
+    free(nodes);
+
+    /* a pattern and the graph it equals: no change at all */
+    expect_cli("compare --graph graphs/sentence.gml --pattern causal --nodes 4", 0, 1,
+               "causal                                 10   0.6250");
+    char *out;
+    run_cli("compare --graph graphs/sentence.gml --pattern causal --nodes 4", &out, NULL);
+    ck_assert_msg(strstr(out, " 0.0000  1.0000"), "expected rel_L2 0 and cos 1:\n%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(compare_errors)
+{
+    expect_cli("compare --pattern causal --nodes 4", 2, 2, "at least two");
+    expect_cli("compare --graph graphs/sentence.gml --graph graphs/random10.edges", 1, 2,
+               "'graphs/random10.edges' has 10 nodes; the first connectivity "
+               "('graphs/sentence.gml') has 4");
+    expect_cli("compare --pattern causal --pattern 'causal&' --nodes 4", 2, 2,
+               "pattern 'causal&'");
+    expect_cli("compare --pattern causal --pattern window:2 --nodes 4 extra", 2, 2,
+               "unexpected argument 'extra'");
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -282,6 +430,10 @@ Suite *cli_suite(void)
     tcase_add_test(tc, failed_run_leaves_no_output);
     tcase_add_test(tc, csv_quotes_labels);
     tcase_add_test(tc, utf8_labels_in_summary);
+    tcase_add_test(tc, pattern_export_and_reload);
+    tcase_add_test(tc, run_on_a_pattern_equals_the_same_graph);
+    tcase_add_test(tc, compare_table_and_csv);
+    tcase_add_test(tc, compare_errors);
     suite_add_tcase(s, tc);
     return s;
 }
