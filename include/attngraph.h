@@ -51,6 +51,9 @@ typedef struct {
     char msg[512];
 } ag_error_t;
 
+/* A round callback's request to stop early (see ag_round_opts_t). */
+#define AG_STOP (-1)
+
 /* Name of a status, e.g. "bad format". */
 const char *ag_status_str(ag_status_t status);
 
@@ -70,6 +73,18 @@ typedef struct {
     int64_t rows, cols;
     float *data;          /* [rows, cols], owned; free with ag_matrix_destroy */
 } ag_matrix_t;
+
+/* A float32 array of 1 to AG_NPY_MAX_DIMS dimensions, row-major. */
+typedef struct {
+    int ndim;
+    int64_t shape[AG_NPY_MAX_DIMS];
+    float *data;          /* owned; free with ag_array_destroy */
+} ag_array_t;
+
+/* Reads a .npy array of any rank with the conversions and checks of
+   ag_matrix_read_npy (a non-finite value is named by its index). */
+int ag_array_read_npy(ag_array_t *a, const char *path, ag_error_t *err);
+void ag_array_destroy(ag_array_t *a);
 
 /*
  * Reads a 2-D .npy file into *m (uninitialised; initialised on success).
@@ -211,6 +226,15 @@ int ag_graph_from_nbhd(igraph_t *graph, const ag_nbhd_t *nb, int64_t max_edges,
    [edge_ptr[hi] - edge_ptr[lo]]. */
 void ag_nbhd_sources(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t *src);
 
+/*
+ * The numeric edge attribute `attr` of graph for every slot of nb (compiled
+ * from that graph): values[s] is the attribute of edge nb->edge_id[s]. A
+ * malloc'ed array of nb->n_edges floats. Missing, non-numeric and non-finite
+ * attributes are refused.
+ */
+int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb,
+                      const char *attr, ag_error_t *err);
+
 /* ---------------------------------------------------------------- patterns */
 
 /*
@@ -245,33 +269,64 @@ int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
 
 /* ---------------------------------------------------------------- kernel */
 
+/* How a destination i weighs an in-edge j -> i (README "Score functions"). */
+typedef enum {
+    AG_SCORE_SCALED_DOT = 0,  /* q.k / sqrt(d), softmax */
+    AG_SCORE_DOT,             /* q.k, softmax */
+    AG_SCORE_COSINE,          /* cos(q, k), softmax (scaled by beta) */
+    AG_SCORE_ADDITIVE,        /* GAT: LeakyReLU(a_dst.q_i + a_src.k_j), softmax */
+    AG_SCORE_GATV2,           /* GATv2: a.LeakyReLU(q_i + k_j), softmax */
+    AG_SCORE_SIGMOID,         /* a_ij = sigmoid(s_ij + b_i), s = q.k / sqrt(d); no normalisation */
+    AG_SCORE_LINEAR           /* a_ij = phi(q_i).phi(k_j) / sum_j' phi(q_i).phi(k_j'), phi = elu + 1 */
+} ag_score_kind_t;
+
+typedef struct {
+    ag_score_kind_t kind;
+    float beta;               /* inverse temperature on softmax scores (0 means 1) */
+    float softcap;            /* > 0: s <- softcap * tanh(s / softcap) (softmax scores) */
+    float slope;              /* LeakyReLU slope of additive and gatv2 (0 means 0.2) */
+    const float *a_src;       /* additive: [H, d]; gatv2: the vector a [H, d] */
+    const float *a_dst;       /* additive: [H, d] */
+    const float *edge_bias;   /* [E] added to the score of each slot, or NULL */
+    int alibi;                /* add slope_h * (j - i), slope_h = 2^(-8(h+1)/H) (ALiBi) */
+    int has_sigmoid_bias;     /* sigmoid: use sigmoid_bias instead of -ln(in-degree) */
+    float sigmoid_bias;
+} ag_score_t;
+
+/* Checks a score description against H, d and nb (vectors given, options that
+   apply to the kind). */
+int ag_score_check(const ag_score_t *score, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                   ag_error_t *err);
+
 /*
  * One message round of attention over nb. Q, K, V, M are [N, H*d].
- * For each destination i and head h: s_ij = q_i . k_j / sqrt(d) over its
- * in-edges j -> i, a = softmax over those edges, m_i = sum_j a_ij v_j.
- * A node with no in-edges gets zeros. Online softmax in one pass; O(H*d)
- * scratch per thread. Time O(E*H*d).
+ * For each destination i and head h, over its in-edges j -> i: scores s_ij
+ * (score; NULL is scaled-dot: q_i . k_j / sqrt(d)), weights a_ij (softmax over
+ * the in-edges, or as the kind says), m_i = sum_j a_ij v_j. A node with no
+ * in-edges gets zeros. Plain dot-product scores take a one-pass online softmax
+ * with O(H) scratch per thread; the other kinds score a destination's edges
+ * into a buffer first (largest in-degree x H floats per thread). Time O(E*H*d).
  */
 int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                 int64_t H, int64_t d, float *M, ag_error_t *err);
+                 int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err);
 
 /*
  * The attention weights of the edges of destinations lo..hi-1:
- * W[(s - edge_ptr[lo])*H + h] for slot s and head h. Each destination's
- * weights sum to 1 per head.
+ * W[(s - edge_ptr[lo])*H + h] for slot s and head h. For softmax and linear
+ * scores each destination's weights sum to 1 per head.
  */
 int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
-                         int64_t H, int64_t d, int64_t lo, int64_t hi, float *W,
-                         ag_error_t *err);
+                         int64_t H, int64_t d, const ag_score_t *score, int64_t lo, int64_t hi,
+                         float *W, ag_error_t *err);
 
 /*
  * Per node i, averaged over heads: the entropy of its attention,
- * -sum_j a_ij ln a_ij (nats), and the mean distance sum_j a_ij |i - j|.
- * Nodes without in-edges get NAN in both. entropy and distance are [N].
- * Memory: the largest in-degree times H floats per thread.
+ * -sum_j a_ij ln a_ij (nats), the mean distance sum_j a_ij |i - j| and the
+ * largest weight. Nodes without in-edges get NAN. Each output is [N] or NULL.
  */
 int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
-                       int64_t d, double *entropy, double *distance, ag_error_t *err);
+                       int64_t d, const ag_score_t *score, double *entropy, double *distance,
+                       double *max_weight, ag_error_t *err);
 
 /* One message in the graph's edge order (see ag_edge_order). */
 typedef struct {
@@ -289,40 +344,96 @@ int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs, int64_t **slot, ag_
 
 /* ---------------------------------------------------------------- rounds */
 
-/* Projection weights, [out, in] as torch.nn.Linear.weight. */
+/* One layer's weights, [out, in] as torch.nn.Linear.weight. */
 typedef struct {
     int64_t D, H, d;      /* model width, heads, head width */
-    float *wq, *wk, *wv;  /* [H*d, D] */
+    int64_t per_node;     /* 0: shared; else N, and wq, wk, wv are [N, H*d, D]: node i
+                             projects with its own matrices */
+    float *wq, *wk, *wv;  /* [H*d, D] (or [N, H*d, D]) */
     float *wo;            /* [D, H*d] */
+    float *ln_weight, *ln_bias;     /* [D] pre-norm LayerNorm, or NULL: 1 and 0 */
+    float *attn_src, *attn_dst;     /* [H, d] additive (GAT) vectors, or NULL */
+    float *attn;                    /* [H, d] the gatv2 vector a, or NULL */
 } ag_weights_t;
 
-/* Gaussian weights with standard deviation 1/sqrt(fan_in), from seed. */
-int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, uint64_t seed,
-                      ag_error_t *err);
+/* Gaussian weights, standard deviation 1/sqrt(fan_in) (attention vectors
+   1/sqrt(d)), from seed; per_node > 0 gives each of per_node nodes its own
+   wq, wk, wv. */
+int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_node,
+                      uint64_t seed, ag_error_t *err);
 /*
- * Reads dir/wq.npy, wk.npy, wv.npy, wo.npy. D comes from wq's columns, H*d
- * from its rows (which H must divide); every shape is checked.
+ * Reads dir/wq.npy, wk.npy, wv.npy ([H*d, D], or [N, H*d, D] per node) and
+ * wo.npy [D, H*d]; and, when present, ln_weight.npy and ln_bias.npy ([D]),
+ * attn_src.npy and attn_dst.npy ([H, d]), attn.npy ([H, d]). D comes from wq's
+ * columns, H*d from its rows (which H must divide); every shape is checked.
  */
 int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err);
 void ag_weights_destroy(ag_weights_t *w);
 
 /* Buffers of one round, kept so that the last round's Q, K, V, M can be read. */
 typedef struct {
-    int64_t N, HD;        /* rows, H*d */
+    int64_t N, HD, D;     /* rows, H*d, model width */
     float *Q, *K, *V, *M; /* [N, H*d] */
+    float *Xn;            /* [N, D] what the projections read (LayerNorm output) */
+    float *X_prev;        /* [N, D] the states before the round */
 } ag_workspace_t;
 
-int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, ag_error_t *err);
+int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_error_t *err);
 void ag_workspace_destroy(ag_workspace_t *ws);
 
+typedef enum { AG_NORM_NONE = 0, AG_NORM_LAYER } ag_norm_t;
+
+/* What a round callback sees, right after round `round` (1-based). */
+typedef struct {
+    int round;
+    const ag_nbhd_t *nb;
+    const ag_weights_t *w;        /* the round's layer */
+    const ag_score_t *score;      /* the round's score (attention vectors filled in) */
+    const float *X, *X_prev;      /* [N, D] after and before the round */
+    const ag_workspace_t *ws;     /* Q, K, V, M of the round */
+} ag_round_t;
+
+typedef struct {
+    const ag_score_t *score;      /* NULL: scaled-dot; attention vectors default to the layer's */
+    int no_residual;              /* X <- M Wo^T instead of X + M Wo^T */
+    ag_norm_t norm;               /* AG_NORM_LAYER: projections read LayerNorm(X) (pre-norm) */
+    float ln_eps;                 /* 0 means 1e-5 */
+    /* Called after every round: return AG_OK to go on, AG_STOP to end the
+       rounds early (ag_rounds_run then returns AG_OK), or an error status to
+       fail with it. */
+    int (*on_round)(const ag_round_t *round, void *ctx);
+    void *ctx;
+} ag_round_opts_t;
+
 /*
- * Runs `rounds` message rounds on states X [N, D] in place:
- *   Q = X Wq^T, K = X Wk^T, V = X Wv^T, M = attention(Q, K, V), X <- X + M Wo^T.
- * Weights are shared across rounds. ws must be sized [N, H*d]; afterwards it
- * holds the last round's Q, K, V, M.
+ * Runs up to `rounds` message rounds on states X [N, D] in place. Round r uses
+ * layers[r-1] (n_layers >= rounds) or layers[0] for all (n_layers == 1):
+ *   Xn = LayerNorm(X) or X; Q = Xn Wq^T, K = Xn Wk^T, V = Xn Wv^T;
+ *   M = attention(Q, K, V); X <- X + M Wo^T (or M Wo^T without residual).
+ * opts may be NULL. ws must be sized [N, H*d, D]; afterwards it holds the last
+ * round's buffers. *done (if not NULL) is the number of rounds run.
  */
-int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *w, float *X, int rounds,
-                  ag_workspace_t *ws, ag_error_t *err);
+int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
+                  int rounds, const ag_round_opts_t *opts, ag_workspace_t *ws, int *done,
+                  ag_error_t *err);
+
+/* Convergence figures of a round. */
+typedef struct {
+    double change;                /* ||X - X_prev|| / ||X_prev|| (Frobenius) */
+    double entropy;               /* mean attention entropy over nodes with in-edges (nats) */
+    double max_weight;            /* largest attention weight of the round */
+} ag_round_figures_t;
+
+int ag_round_figures(const ag_round_t *round, ag_round_figures_t *f, ag_error_t *err);
+
+/* LayerNorm of each row of X [N, D] into Y: (x - mean) / sqrt(var + eps) * weight + bias
+   (weight, bias [D] or NULL for 1 and 0; var is the biased variance). */
+void ag_layer_norm(float *Y, const float *X, int64_t N, int64_t D, const float *weight,
+                   const float *bias, float eps);
+
+/* Adds sinusoidal positions to X [N, D] (node id = position): column 2k gets
+   sin(pos / 10000^(2k/D)), column 2k+1 cos of the same. */
+void ag_posenc_sinusoidal(float *X, int64_t N, int64_t D);
 
 /* n standard-normal floats from (seed, stream): the same for the same pair. */
 void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale);

@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,11 +426,10 @@ int ag_labels_numbered(ag_labels_t *labels, int64_t n, ag_error_t *err)
     return rc;
 }
 
-/* The type of vertex attribute `name`, or -1 when the graph has none. */
-static int vertex_attr_type(const igraph_t *graph, const char *name)
+/* The type of the vertex or edge attribute `name`, or -1 when the graph has none. */
+static int attr_type(const igraph_t *graph, igraph_attribute_elemtype_t elem, const char *name)
 {
-    if (!igraph_has_attribute_table() ||
-        !igraph_cattribute_has_attr(graph, IGRAPH_ATTRIBUTE_VERTEX, name))
+    if (!igraph_has_attribute_table() || !igraph_cattribute_has_attr(graph, elem, name))
         return -1;
     igraph_strvector_t gn, vn, en;
     igraph_vector_int_t gt, vt, et;
@@ -440,10 +440,12 @@ static int vertex_attr_type(const igraph_t *graph, const char *name)
     igraph_vector_int_init(&gt, 0);
     igraph_vector_int_init(&vt, 0);
     igraph_vector_int_init(&et, 0);
+    const igraph_strvector_t *names = elem == IGRAPH_ATTRIBUTE_VERTEX ? &vn : &en;
+    const igraph_vector_int_t *types = elem == IGRAPH_ATTRIBUTE_VERTEX ? &vt : &et;
     if (!igraph_cattribute_list(graph, &gn, &gt, &vn, &vt, &en, &et))
-        for (igraph_integer_t i = 0; i < igraph_strvector_size(&vn); i++)
-            if (strcmp(igraph_strvector_get(&vn, i), name) == 0)
-                type = (int)VECTOR(vt)[i];
+        for (igraph_integer_t i = 0; i < igraph_strvector_size(names); i++)
+            if (strcmp(igraph_strvector_get(names, i), name) == 0)
+                type = (int)VECTOR(*types)[i];
     igraph_strvector_destroy(&gn);
     igraph_strvector_destroy(&vn);
     igraph_strvector_destroy(&en);
@@ -461,7 +463,7 @@ int ag_labels_from_graph(ag_labels_t *labels, const igraph_t *graph, ag_error_t 
     const char *attr = NULL;
     int type = -1;
     for (size_t k = 0; k < COUNT(names) && !attr; k++) {
-        type = vertex_attr_type(graph, names[k]);
+        type = attr_type(graph, IGRAPH_ATTRIBUTE_VERTEX, names[k]);
         if (type == IGRAPH_ATTRIBUTE_STRING || type == IGRAPH_ATTRIBUTE_NUMERIC)
             attr = names[k];
     }
@@ -481,5 +483,37 @@ int ag_labels_from_graph(ag_labels_t *labels, const igraph_t *graph, ag_error_t 
         return ag_labels_numbered(labels, n, err);
     if (rc)
         ag_labels_destroy(labels);
+    return rc;
+}
+
+int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb,
+                      const char *attr, ag_error_t *err)
+{
+    *values = NULL;
+    if (!nb->edge_id)
+        return ag_fail(err, AG_EINVAL, "edge attribute '%s': the connectivity is not a graph "
+                       "file, so its edges have no attributes", attr);
+    ag_igraph_enter();
+    const int type = attr_type(graph, IGRAPH_ATTRIBUTE_EDGE, attr);
+    int rc = AG_OK;
+    if (type != IGRAPH_ATTRIBUTE_NUMERIC)
+        rc = ag_fail(err, AG_EINVAL, "edge attribute '%s' %s", attr,
+                     type < 0 ? "is not in the graph" : "is not numeric");
+    float *v = rc ? NULL : ag_alloc(nb->n_edges, sizeof *v, err, "edge attribute");
+    if (!rc && !v)
+        rc = AG_ENOMEM;
+    for (int64_t s = 0; !rc && s < nb->n_edges; s++) {
+        const double x = EAN(graph, attr, nb->edge_id[s]);
+        if (!isfinite(x) || fabs(x) > 1e30)
+            rc = ag_fail(err, AG_EINVAL, "edge attribute '%s' of edge %lld is %g; expected a "
+                         "finite number", attr, (long long)nb->edge_id[s], x);
+        else
+            v[s] = (float)x;
+    }
+    ag_igraph_leave();
+    if (rc)
+        free(v);
+    else
+        *values = v;
     return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * Message rounds: projections (OpenBLAS sgemm), attention, output projection
- * and residual. Weights are [out, in] like torch.nn.Linear.weight, so every
- * projection is y = x W^T: cblas_sgemm(RowMajor, NoTrans, Trans, ...).
+ * and residual; LayerNorm, positions and the seeded generator. Weights are
+ * [out, in] like torch.nn.Linear.weight, so every projection is y = x W^T:
+ * cblas_sgemm(RowMajor, NoTrans, Trans, ...).
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "internal.h"
 #include "rng.h"
+#include "vec.h"
 
 /* Uniform in (0, 1): 53 random bits, never 0. */
 static double uniform01(uint64_t *state)
@@ -33,59 +35,86 @@ void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float
 
 /* ---- weights ---- */
 
+/* The weight arrays of w, for loops that treat them alike. */
+#define N_MATS 9
+static float **mats_of(ag_weights_t *w, int m)
+{
+    float **all[N_MATS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->ln_weight, &w->ln_bias,
+                           &w->attn_src, &w->attn_dst, &w->attn};
+    return all[m];
+}
+
 void ag_weights_destroy(ag_weights_t *w)
 {
     if (!w)
         return;
-    free(w->wq);
-    free(w->wk);
-    free(w->wv);
-    free(w->wo);
-    w->wq = w->wk = w->wv = w->wo = NULL;
+    for (int m = 0; m < N_MATS; m++) {
+        free(*mats_of(w, m));
+        *mats_of(w, m) = NULL;
+    }
 }
 
-int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, uint64_t seed,
-                      ag_error_t *err)
+int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_node,
+                      uint64_t seed, ag_error_t *err)
 {
     memset(w, 0, sizeof *w);
-    if (D <= 0 || H <= 0 || d <= 0)
+    if (D <= 0 || H <= 0 || d <= 0 || per_node < 0)
         return ag_fail(err, AG_EINVAL, "weights: D=%lld, H=%lld, d=%lld; expected all >= 1",
                        (long long)D, (long long)H, (long long)d);
-    const int64_t HD = H * d;
-    w->D = D, w->H = H, w->d = d;
-    float **mats[4] = {&w->wq, &w->wk, &w->wv, &w->wo};
-    for (int m = 0; m < 4; m++) {
-        *mats[m] = ag_alloc(HD * D, sizeof(float), err, "weights");
-        if (!*mats[m]) {
+    const int64_t HD = H * d, copies = per_node ? per_node : 1;
+    w->D = D, w->H = H, w->d = d, w->per_node = per_node;
+    /* wq wk wv wo, then attn_src attn_dst attn; LayerNorm stays the identity */
+    const int mats[] = {0, 1, 2, 3, 6, 7, 8};
+    for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
+        const int m = mats[k];
+        const int64_t n = m < 3 ? copies * HD * D : m == 3 ? D * HD : HD;
+        const int64_t fan_in = m < 3 ? D : m == 3 ? HD : d;
+        float **p = mats_of(w, m);
+        if (!(*p = ag_alloc(n, sizeof(float), err, "weights"))) {
             ag_weights_destroy(w);
             return AG_ENOMEM;
         }
-        const int64_t fan_in = m < 3 ? D : HD;
-        ag_random_normal(*mats[m], HD * D, seed, (uint64_t)m + 1, 1.0f / sqrtf((float)fan_in));
+        ag_random_normal(*p, n, seed, (uint64_t)m + 1, 1.0f / sqrtf((float)fan_in));
     }
     return AG_OK;
 }
 
-/* Reads dir/name.npy and checks it is [rows, cols] (a dimension < 0: any). */
-static int load_matrix(float **out, int64_t *rows, int64_t *cols, const char *dir,
-                       const char *name, ag_error_t *err)
+/*
+ * Reads dir/name.npy into *out and checks its shape is want[0..ndim).
+ * optional: a missing file leaves *out NULL.
+ */
+static int load_array(float **out, const char *dir, const char *name, int ndim,
+                      const int64_t *want, int optional, ag_error_t *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    ag_matrix_t m;
-    int rc = ag_matrix_read_npy(&m, path, err);
+    *out = NULL;
+    FILE *probe = fopen(path, "rb");
+    if (!probe && optional)
+        return AG_OK;
+    if (probe)
+        fclose(probe);
+    ag_array_t a;
+    int rc = ag_array_read_npy(&a, path, err);
     if (rc)
         return rc;
-    if ((*rows >= 0 && m.rows != *rows) || (*cols >= 0 && m.cols != *cols)) {
-        rc = ag_fail(err, AG_EINVAL, "%s is [%lld, %lld]; expected [%lld, %lld] ([out, in] like "
-                     "torch.nn.Linear.weight)", path, (long long)m.rows, (long long)m.cols,
-                     (long long)*rows, (long long)*cols);
-        ag_matrix_destroy(&m);
-        return rc;
+    int ok = a.ndim == ndim;
+    for (int k = 0; ok && k < ndim; k++)
+        ok = a.shape[k] == want[k];
+    if (!ok) {
+        char got[96] = "", exp[96] = "";
+        for (int k = 0; k < a.ndim; k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "",
+                     (long long)a.shape[k]);
+        for (int k = 0; k < ndim; k++)
+            snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%lld", k ? ", " : "",
+                     (long long)want[k]);
+        ag_array_destroy(&a);
+        return ag_fail(err, AG_EINVAL, "%s is [%s]; expected [%s]%s", path, got, exp,
+                       ndim == 2 && strncmp(name, "attn", 4) ? " ([out, in] like "
+                       "torch.nn.Linear.weight)" : "");
     }
-    *rows = m.rows;
-    *cols = m.cols;
-    *out = m.data;
+    *out = a.data;
     return AG_OK;
 }
 
@@ -94,53 +123,77 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
     memset(w, 0, sizeof *w);
     if (H <= 0)
         return ag_fail(err, AG_EINVAL, "weights: %lld heads; expected >= 1", (long long)H);
-    int64_t HD = -1, D = -1;
-    int rc = load_matrix(&w->wq, &HD, &D, dir, "wq", err);
-    if (!rc && HD % H != 0)
-        rc = ag_fail(err, AG_EINVAL, "%s/wq.npy has %lld rows, not a multiple of %lld heads",
-                     dir, (long long)HD, (long long)H);
+    /* wq decides: [H*d, D] shared, or [N, H*d, D] per node */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/wq.npy", dir);
+    ag_array_t a;
+    int rc = ag_array_read_npy(&a, path, err);
+    if (rc)
+        return rc;
+    if (a.ndim != 2 && a.ndim != 3) {
+        ag_array_destroy(&a);
+        return ag_fail(err, AG_EINVAL, "%s has %d dimensions; expected [H*d, D] or per node "
+                       "[N, H*d, D]", path, a.ndim);
+    }
+    const int per_node = a.ndim == 3;
+    int64_t shape[3];
+    memcpy(shape, a.shape, sizeof shape);
+    w->wq = a.data;
+    w->per_node = per_node ? shape[0] : 0;
+    const int64_t HD = shape[per_node], D = shape[per_node + 1];
+    if (HD % H != 0)
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld rows, not a multiple of %lld heads", path,
+                     (long long)HD, (long long)H);
+    const int64_t d = HD / H;
+    const int64_t wo[2] = {D, HD}, vec[1] = {D}, hd[2] = {H, d};
     if (!rc)
-        rc = load_matrix(&w->wk, &HD, &D, dir, "wk", err);
+        rc = load_array(&w->wk, dir, "wk", a.ndim, shape, 0, err);
     if (!rc)
-        rc = load_matrix(&w->wv, &HD, &D, dir, "wv", err);
+        rc = load_array(&w->wv, dir, "wv", a.ndim, shape, 0, err);
     if (!rc)
-        rc = load_matrix(&w->wo, &D, &HD, dir, "wo", err);
+        rc = load_array(&w->wo, dir, "wo", 2, wo, 0, err);
+    if (!rc)
+        rc = load_array(&w->ln_weight, dir, "ln_weight", 1, vec, 1, err);
+    if (!rc)
+        rc = load_array(&w->ln_bias, dir, "ln_bias", 1, vec, 1, err);
+    const char *vecs[] = {"attn_src", "attn_dst", "attn"};
+    for (int k = 0; k < 3 && !rc; k++)
+        rc = load_array(mats_of(w, 6 + k), dir, vecs[k], 2, hd, 1, err);
     if (rc) {
         ag_weights_destroy(w);
         return rc;
     }
-    w->D = D, w->H = H, w->d = HD / H;
+    w->D = D, w->H = H, w->d = d;
     return AG_OK;
 }
 
-/* ---- rounds ---- */
+/* ---- buffers ---- */
 
 void ag_workspace_destroy(ag_workspace_t *ws)
 {
     if (!ws)
         return;
-    free(ws->Q);
-    free(ws->K);
-    free(ws->V);
-    free(ws->M);
+    free(ws->Q), free(ws->K), free(ws->V), free(ws->M), free(ws->Xn), free(ws->X_prev);
     memset(ws, 0, sizeof *ws);
 }
 
-int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, ag_error_t *err)
+int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_error_t *err)
 {
     memset(ws, 0, sizeof *ws);
-    if (N <= 0 || HD <= 0 || N > INT64_MAX / HD)
-        return ag_fail(err, AG_EINVAL, "workspace: [%lld, %lld] is not a valid size",
-                       (long long)N, (long long)HD);
-    ws->N = N, ws->HD = HD;
-    float **bufs[4] = {&ws->Q, &ws->K, &ws->V, &ws->M};
-    for (int b = 0; b < 4; b++)
-        if (!(*bufs[b] = ag_calloc(N * HD, sizeof(float), err, "workspace"))) {
+    if (N <= 0 || HD <= 0 || D <= 0 || N > INT64_MAX / (HD > D ? HD : D))
+        return ag_fail(err, AG_EINVAL, "workspace: [%lld, %lld, %lld] is not a valid size",
+                       (long long)N, (long long)HD, (long long)D);
+    ws->N = N, ws->HD = HD, ws->D = D;
+    float **bufs[6] = {&ws->Q, &ws->K, &ws->V, &ws->M, &ws->Xn, &ws->X_prev};
+    for (int b = 0; b < 6; b++)
+        if (!(*bufs[b] = ag_calloc(N * (b < 4 ? HD : D), sizeof(float), err, "workspace"))) {
             ag_workspace_destroy(ws);
             return AG_ENOMEM;
         }
     return AG_OK;
 }
+
+/* ---- one round ---- */
 
 /* Y [N, out] = beta Y + X [N, in] W^T, with W [out, in]. */
 static void project(float *Y, const float *X, const float *W, int64_t N, int64_t in,
@@ -150,25 +203,167 @@ static void project(float *Y, const float *X, const float *W, int64_t N, int64_t
                 (int)in, W, (int)in, beta, Y, (int)out);
 }
 
-int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *w, float *X, int rounds,
-                  ag_workspace_t *ws, ag_error_t *err)
+/* Y_i = W_i x_i for every node, W [N, out, in]: a matrix-vector product per node. */
+static void project_per_node(float *Y, const float *X, const float *W, int64_t N, int64_t in,
+                             int64_t out)
 {
-    const int64_t N = nb->n_nodes, D = w->D, HD = w->H * w->d;
-    if (rounds < 0)
-        return ag_fail(err, AG_EINVAL, "rounds: %d; expected >= 0", rounds);
-    if (ws->N != N || ws->HD != HD)
-        return ag_fail(err, AG_EINVAL, "rounds: workspace is [%lld, %lld]; expected [%lld, %lld]",
-                       (long long)ws->N, (long long)ws->HD, (long long)N, (long long)HD);
-    if (N > INT32_MAX || D > INT32_MAX || HD > INT32_MAX)
-        return ag_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not supported by BLAS");
-    for (int r = 0; r < rounds; r++) {
-        project(ws->Q, X, w->wq, N, D, HD, 0.0f);
-        project(ws->K, X, w->wk, N, D, HD, 0.0f);
-        project(ws->V, X, w->wv, N, D, HD, 0.0f);
-        int rc = ag_attention(nb, ws->Q, ws->K, ws->V, w->H, w->d, ws->M, err);
-        if (rc)
-            return rc;
-        project(X, ws->M, w->wo, N, HD, D, 1.0f);   /* residual: X += M Wo^T */
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t o = 0; o < out; o++)
+            Y[i * out + o] = dot(W + (i * out + o) * in, X + i * in, in);
+}
+
+void ag_layer_norm(float *Y, const float *X, int64_t N, int64_t D, const float *weight,
+                   const float *bias, float eps)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < N; i++) {
+        const float *x = X + i * D;
+        double mean = 0, var = 0;
+        for (int64_t c = 0; c < D; c++)
+            mean += x[c];
+        mean /= (double)D;
+        for (int64_t c = 0; c < D; c++)
+            var += (x[c] - mean) * (x[c] - mean);
+        const double inv = 1.0 / sqrt(var / (double)D + eps);
+        for (int64_t c = 0; c < D; c++)
+            Y[i * D + c] = (float)((x[c] - mean) * inv) * (weight ? weight[c] : 1.0f) +
+                           (bias ? bias[c] : 0.0f);
+    }
+}
+
+void ag_posenc_sinusoidal(float *X, int64_t N, int64_t D)
+{
+    for (int64_t pos = 0; pos < N; pos++)
+        for (int64_t c = 0; c < D; c++) {
+            const double angle = (double)pos / pow(10000.0, (double)(c / 2 * 2) / (double)D);
+            X[pos * D + c] += (float)(c % 2 == 0 ? sin(angle) : cos(angle));
+        }
+}
+
+static int check_layer(const ag_weights_t *w, const ag_weights_t *first, int k,
+                       const ag_nbhd_t *nb, const ag_workspace_t *ws, ag_error_t *err)
+{
+    if (w->D != first->D || w->H * w->d != first->H * first->d || w->H != first->H)
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has D=%lld, %lld heads of %lld; layer "
+                       "1 has D=%lld, %lld heads of %lld", k + 1, (long long)w->D,
+                       (long long)w->H, (long long)w->d, (long long)first->D,
+                       (long long)first->H, (long long)first->d);
+    if (w->per_node && w->per_node != nb->n_nodes)
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld nodes; the "
+                       "graph has %lld", k + 1, (long long)w->per_node, (long long)nb->n_nodes);
+    if (ws->N != nb->n_nodes || ws->HD != w->H * w->d || ws->D != w->D)
+        return ag_fail(err, AG_EINVAL, "rounds: workspace is [%lld, %lld, %lld]; expected "
+                       "[%lld, %lld, %lld]", (long long)ws->N, (long long)ws->HD,
+                       (long long)ws->D, (long long)nb->n_nodes, (long long)(w->H * w->d),
+                       (long long)w->D);
+    return AG_OK;
+}
+
+/* The round's score: the options' with the layer's attention vectors. */
+static int round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w, int k,
+                       ag_error_t *err)
+{
+    *sc = o && o->score ? *o->score : (ag_score_t){0};
+    if (sc->kind == AG_SCORE_ADDITIVE && !sc->a_src) {
+        sc->a_src = w->attn_src, sc->a_dst = w->attn_dst;
+        if (!sc->a_src || !sc->a_dst)
+            return ag_fail(err, AG_EINVAL, "rounds: additive scores need attn_src and attn_dst "
+                           "[H, d] in layer %d's weights", k + 1);
+    }
+    if (sc->kind == AG_SCORE_GATV2 && !sc->a_src) {
+        sc->a_src = w->attn;
+        if (!sc->a_src)
+            return ag_fail(err, AG_EINVAL, "rounds: gatv2 scores need attn [H, d] in layer %d's "
+                           "weights", k + 1);
     }
     return AG_OK;
+}
+
+int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
+                  int rounds, const ag_round_opts_t *opts, ag_workspace_t *ws, int *done,
+                  ag_error_t *err)
+{
+    if (done)
+        *done = 0;
+    if (rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
+        return ag_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
+                       "for all rounds or one per round", rounds, n_layers);
+    const int64_t N = nb->n_nodes, D = layers[0].D, HD = layers[0].H * layers[0].d;
+    if (N > INT32_MAX || D > INT32_MAX || HD > INT32_MAX)
+        return ag_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not supported by BLAS");
+    for (int k = 0; k < n_layers; k++) {
+        int rc = check_layer(&layers[k], &layers[0], k, nb, ws, err);
+        if (rc)
+            return rc;
+    }
+    const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
+    const float eps = opts && opts->ln_eps > 0 ? opts->ln_eps : 1e-5f;
+    for (int r = 0; r < rounds; r++) {
+        const int k = n_layers == 1 ? 0 : r;
+        const ag_weights_t *w = &layers[k];
+        ag_score_t sc;
+        int rc = round_score(&sc, opts, w, k, err);
+        if (rc)
+            return rc;
+        const float *Xin = X;
+        if (layer_norm) {
+            ag_layer_norm(ws->Xn, X, N, D, w->ln_weight, w->ln_bias, eps);
+            Xin = ws->Xn;
+        }
+        if (w->per_node) {
+            project_per_node(ws->Q, Xin, w->wq, N, D, HD);
+            project_per_node(ws->K, Xin, w->wk, N, D, HD);
+            project_per_node(ws->V, Xin, w->wv, N, D, HD);
+        } else {
+            project(ws->Q, Xin, w->wq, N, D, HD, 0.0f);
+            project(ws->K, Xin, w->wk, N, D, HD, 0.0f);
+            project(ws->V, Xin, w->wv, N, D, HD, 0.0f);
+        }
+        if ((rc = ag_attention(nb, ws->Q, ws->K, ws->V, w->H, w->d, &sc, ws->M, err)))
+            return rc;
+        memcpy(ws->X_prev, X, (size_t)(N * D) * sizeof *X);
+        const int residual = !(opts && opts->no_residual);
+        project(X, ws->M, w->wo, N, HD, D, residual ? 1.0f : 0.0f);
+        if (done)
+            *done = r + 1;
+        if (opts && opts->on_round) {
+            ag_round_t info = {r + 1, nb, w, &sc, X, ws->X_prev, ws};
+            rc = opts->on_round(&info, opts->ctx);
+            if (rc == AG_STOP)
+                return AG_OK;
+            if (rc)
+                return rc;
+        }
+    }
+    return AG_OK;
+}
+
+int ag_round_figures(const ag_round_t *round, ag_round_figures_t *f, ag_error_t *err)
+{
+    const ag_workspace_t *ws = round->ws;
+    const int64_t N = ws->N, D = ws->D;
+    double diff = 0, base = 0;
+    for (int64_t x = 0; x < N * D; x++) {
+        const double a = round->X[x], b = round->X_prev[x];
+        diff += (a - b) * (a - b);
+        base += b * b;
+    }
+    f->change = base > 0 ? sqrt(diff / base) : (diff > 0 ? INFINITY : 0);
+    double *stats = ag_alloc(2 * N, sizeof *stats, err, "round figures");
+    if (!stats)
+        return AG_ENOMEM;
+    int rc = ag_attention_stats(round->nb, ws->Q, ws->K, round->w->H, round->w->d, round->score,
+                                stats, NULL, stats + N, err);
+    double sum = 0;
+    int64_t n = 0;
+    f->max_weight = 0;
+    for (int64_t i = 0; !rc && i < N; i++)
+        if (isfinite(stats[i])) {
+            sum += stats[i], n++;
+            f->max_weight = fmax(f->max_weight, stats[N + i]);
+        }
+    f->entropy = n ? sum / (double)n : NAN;
+    free(stats);
+    return rc;
 }

@@ -263,49 +263,113 @@ static const char *describe_value(char *buf, size_t n, double x)
     return buf;
 }
 
-int ag_matrix_read_npy(ag_matrix_t *m, const char *path, ag_error_t *err)
+/* Names element `at` (row-major) of an array of this rank for messages. */
+static void describe_index(char *buf, size_t n, const ag_array_t *a, int64_t at)
+{
+    if (a->ndim == 2) {
+        snprintf(buf, n, "row %lld, column %lld", (long long)(at / a->shape[1]),
+                 (long long)(at % a->shape[1]));
+        return;
+    }
+    int64_t idx[AG_NPY_MAX_DIMS];
+    for (int k = a->ndim - 1; k >= 0; k--) {
+        idx[k] = a->shape[k] ? at % a->shape[k] : 0;
+        at = a->shape[k] ? at / a->shape[k] : 0;
+    }
+    int len = snprintf(buf, n, "element [");
+    for (int k = 0; k < a->ndim && len < (int)n; k++)
+        len += snprintf(buf + len, n - (size_t)len, "%s%lld", k ? ", " : "", (long long)idx[k]);
+    if (len < (int)n)
+        snprintf(buf + len, n - (size_t)len, "]");
+}
+
+/* Where element `at` of the row-major result lies in Fortran (first index
+   fastest) storage. */
+static int64_t fortran_offset(const npy_header_t *h, int64_t at)
+{
+    int64_t idx[AG_NPY_MAX_DIMS], src = 0;
+    for (int k = h->ndim - 1; k >= 0; k--) {
+        idx[k] = at % h->shape[k];
+        at /= h->shape[k];
+    }
+    for (int k = h->ndim - 1; k >= 0; k--)
+        src = src * h->shape[k] + idx[k];
+    return src;
+}
+
+int ag_array_read_npy(ag_array_t *a, const char *path, ag_error_t *err)
 {
     npy_header_t h;
     unsigned char *raw = NULL;
     int rc = open_and_read(&h, &raw, path, err);
     if (rc)
         return rc;
-    if (h.ndim != 2) {
+    if (h.ndim < 1) {
         free(raw);
-        return ag_fail(err, AG_EFORMAT, "%s: array has %d dimension%s; expected 2 (rows, columns)",
-                       path, h.ndim, h.ndim == 1 ? "" : "s");
+        return ag_fail(err, AG_EFORMAT, "%s: array is a scalar; expected an array", path);
     }
-    const int64_t rows = h.shape[0], cols = h.shape[1];
+    a->ndim = h.ndim;
+    memcpy(a->shape, h.shape, sizeof a->shape);
     if (!h.fortran && h.dtype == AG_DTYPE_F32) {
-        m->rows = rows;
-        m->cols = cols;
-        m->data = (float *)raw;    /* already float32, row-major, host order */
+        a->data = (float *)raw;    /* already float32, row-major, host order */
     } else {
-        rc = ag_matrix_init(m, rows, cols, err);
-        if (rc) {
+        a->data = ag_alloc(h.count, sizeof(float), err, path);
+        if (!a->data) {
             free(raw);
+            return AG_ENOMEM;
+        }
+        for (int64_t at = 0; at < h.count; at++) {
+            const int64_t src = h.fortran ? fortran_offset(&h, at) : at;
+            double x = element(raw + (size_t)src * h.itemsize, h.dtype);
+            if (!isfinite(x) || fabs(x) > FLT_MAX) {
+                char where[96], what[64];
+                describe_index(where, sizeof where, a, at);
+                free(raw);
+                ag_array_destroy(a);
+                return ag_fail(err, AG_EINVAL, "%s: %s is %s; expected finite values", path,
+                               where, describe_value(what, sizeof what, x));
+            }
+            a->data[at] = (float)x;
+        }
+        free(raw);
+    }
+    int64_t count = h.count;
+    for (int64_t at = 0; at < count; at++)
+        if (!isfinite(a->data[at])) {
+            char where[96], what[64];
+            describe_index(where, sizeof where, a, at);
+            rc = ag_fail(err, AG_EINVAL, "%s: %s is %s; expected finite values", path, where,
+                         describe_value(what, sizeof what, a->data[at]));
+            ag_array_destroy(a);
             return rc;
         }
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < cols; c++) {
-                int64_t at = h.fortran ? c * rows + r : r * cols + c;
-                double x = element(raw + (size_t)at * h.itemsize, h.dtype);
-                if (!isfinite(x) || fabs(x) > FLT_MAX) {
-                    char buf[64];
-                    free(raw);
-                    ag_matrix_destroy(m);
-                    return ag_fail(err, AG_EINVAL, "%s: row %lld, column %lld is %s; expected "
-                                   "finite values", path, (long long)r, (long long)c,
-                                   describe_value(buf, sizeof buf, x));
-                }
-                m->data[r * cols + c] = (float)x;
-            }
-        free(raw);
+    return AG_OK;
+}
+
+void ag_array_destroy(ag_array_t *a)
+{
+    if (a) {
+        free(a->data);
+        a->data = NULL;
     }
-    rc = ag_check_finite(path, m->data, rows, cols, err);
+}
+
+int ag_matrix_read_npy(ag_matrix_t *m, const char *path, ag_error_t *err)
+{
+    ag_array_t a;
+    int rc = ag_array_read_npy(&a, path, err);
     if (rc)
-        ag_matrix_destroy(m);
-    return rc;
+        return rc;
+    if (a.ndim != 2) {
+        rc = ag_fail(err, AG_EFORMAT, "%s: array has %d dimension%s; expected 2 (rows, columns)",
+                     path, a.ndim, a.ndim == 1 ? "" : "s");
+        ag_array_destroy(&a);
+        return rc;
+    }
+    m->rows = a.shape[0];
+    m->cols = a.shape[1];
+    m->data = a.data;
+    return AG_OK;
 }
 
 int ag_check_finite(const char *what, const float *data, int64_t rows, int64_t cols,

@@ -98,8 +98,8 @@ static void check_against_reference(const msgs_t *m, const ag_nbhd_t *nb, int64_
     fill_uniform(K, N * HD, seed + 1, scale);
     fill_uniform(V, N * HD, seed + 2, 1.0f);
     ag_error_t err;
-    ck_assert_int_eq(ag_attention(nb, Q, K, V, H, d, M, &err), AG_OK);
-    ck_assert_int_eq(ag_attention_weights(nb, Q, K, H, d, 0, N, W, &err), AG_OK);
+    ck_assert_int_eq(ag_attention(nb, Q, K, V, H, d, NULL, M, &err), AG_OK);
+    ck_assert_int_eq(ag_attention_weights(nb, Q, K, H, d, NULL, 0, N, W, &err), AG_OK);
     ref_attention(N, m->src, m->dst, E, Q, K, V, H, d, Mref, Wref);
 
     double diff = max_abs_diff_fd(M, Mref, N * HD);
@@ -220,7 +220,7 @@ START_TEST(undirected_counts_both_ways)
     float Q[24], K[24], V[24], M[24];
     double Mref[24];
     fill_uniform(Q, 24, 1, 1.0f), fill_uniform(K, 24, 2, 1.0f), fill_uniform(V, 24, 3, 1.0f);
-    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, M, &err), AG_OK);
+    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, NULL, M, &err), AG_OK);
     ref_attention(4, m.src, m.dst, m.E, Q, K, V, H, d, Mref, NULL);
     ck_assert_double_le(max_abs_diff_fd(M, Mref, 4 * HD), TOL_M);
     ag_nbhd_destroy(&nb);
@@ -253,8 +253,8 @@ START_TEST(huge_logits)
     ag_nbhd_t nb;
     compile(&nb, &m);
     ag_error_t err;
-    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, M, &err), AG_OK);
-    ck_assert_int_eq(ag_attention_weights(&nb, Q, K, H, d, 0, N, W, &err), AG_OK);
+    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, NULL, M, &err), AG_OK);
+    ck_assert_int_eq(ag_attention_weights(&nb, Q, K, H, d, NULL, 0, N, W, &err), AG_OK);
     ref_attention(N, m.src, m.dst, m.E, Q, K, V, H, d, Mref, Wref);
     for (int i = 0; i < 48; i++)
         ck_assert(isfinite(M[i]));
@@ -279,11 +279,11 @@ START_TEST(threads_give_identical_bits)
     fill_uniform(V, N * HD, 3, 1.0f);
     ag_error_t err;
     omp_set_num_threads(1);
-    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, M1, &err), AG_OK);
-    ck_assert_int_eq(ag_attention_weights(&nb, Q, K, H, d, 0, N, W1, &err), AG_OK);
+    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, NULL, M1, &err), AG_OK);
+    ck_assert_int_eq(ag_attention_weights(&nb, Q, K, H, d, NULL, 0, N, W1, &err), AG_OK);
     omp_set_num_threads(2);
-    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, M2, &err), AG_OK);
-    ck_assert_int_eq(ag_attention_weights(&nb, Q, K, H, d, 0, N, W2, &err), AG_OK);
+    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, NULL, M2, &err), AG_OK);
+    ck_assert_int_eq(ag_attention_weights(&nb, Q, K, H, d, NULL, 0, N, W2, &err), AG_OK);
     ck_assert_mem_eq(M1, M2, N * HD * 4);
     ck_assert_mem_eq(W1, W2, nb.n_edges * H * 4);
     ag_nbhd_destroy(&nb);
@@ -362,8 +362,8 @@ START_TEST(bad_kernel_arguments)
     compile(&nb, &m);
     float x[9] = {0};
     ag_error_t err;
-    ck_assert_fails_with(ag_attention(&nb, x, x, x, 0, 3, x, &err), err, AG_EINVAL, "0 heads");
-    ck_assert_fails_with(ag_attention_weights(&nb, x, x, 1, 3, 2, 9, x, &err), err, AG_EINVAL,
+    ck_assert_fails_with(ag_attention(&nb, x, x, x, 0, 3, NULL, x, &err), err, AG_EINVAL, "0 heads");
+    ck_assert_fails_with(ag_attention_weights(&nb, x, x, 1, 3, NULL, 2, 9, x, &err), err, AG_EINVAL,
                          "outside");
     ag_nbhd_destroy(&nb);
 }

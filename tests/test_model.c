@@ -39,15 +39,15 @@ static void check_rounds(int64_t N, int64_t D, int64_t H, int64_t d, int rounds)
     igraph_destroy(&g);
 
     ag_weights_t w;
-    ck_assert_int_eq(ag_weights_random(&w, D, H, d, 5, &err), AG_OK);
+    ck_assert_int_eq(ag_weights_random(&w, D, H, d, 0, 5, &err), AG_OK);
     float *X = malloc(N * D * sizeof *X);
     double *Xref = malloc(N * D * sizeof *Xref);
     fill_uniform(X, N * D, 17, 1.0f);
     for (int64_t i = 0; i < N * D; i++)
         Xref[i] = X[i];
     ag_workspace_t ws;
-    ck_assert_int_eq(ag_workspace_init(&ws, N, H * d, &err), AG_OK);
-    ck_assert_int_eq(ag_rounds_run(&nb, &w, X, rounds, &ws, &err), AG_OK);
+    ck_assert_int_eq(ag_workspace_init(&ws, N, H * d, D, &err), AG_OK);
+    ck_assert_int_eq(ag_rounds_run(&nb, &w, 1, X, rounds, NULL, &ws, NULL, &err), AG_OK);
     ref_rounds(N, src, dst, E, w.wq, w.wk, w.wv, w.wo, D, H, d, rounds, Xref);
     for (int64_t i = 0; i < N * D; i++)
         ck_assert_msg(fabs(X[i] - Xref[i]) <= 1e-4 * (1 + fabs(Xref[i])),
@@ -76,17 +76,17 @@ START_TEST(zero_rounds_leave_states_alone)
     ck_assert_int_eq(ag_nbhd_from_graph(&nb, &g, &err), AG_OK);
     igraph_destroy(&g);
     ag_weights_t w;
-    ag_weights_random(&w, 4, 1, 4, 1, &err);
+    ag_weights_random(&w, 4, 1, 4, 0, 1, &err);
     float X[8], X0[8];
     fill_uniform(X, 8, 3, 1.0f);
     memcpy(X0, X, sizeof X);
     ag_workspace_t ws;
-    ag_workspace_init(&ws, 2, 4, &err);
-    ck_assert_int_eq(ag_rounds_run(&nb, &w, X, 0, &ws, &err), AG_OK);
+    ag_workspace_init(&ws, 2, 4, 4, &err);
+    ck_assert_int_eq(ag_rounds_run(&nb, &w, 1, X, 0, NULL, &ws, NULL, &err), AG_OK);
     ck_assert_mem_eq(X, X0, sizeof X);
     ag_workspace_t small;
-    ag_workspace_init(&small, 2, 3, &err);
-    ck_assert_fails_with(ag_rounds_run(&nb, &w, X, 1, &small, &err), err, AG_EINVAL, "workspace");
+    ag_workspace_init(&small, 2, 3, 4, &err);
+    ck_assert_fails_with(ag_rounds_run(&nb, &w, 1, X, 1, NULL, &small, NULL, &err), err, AG_EINVAL, "workspace");
     ag_workspace_destroy(&small);
     ag_workspace_destroy(&ws);
     ag_weights_destroy(&w);
@@ -99,9 +99,9 @@ START_TEST(random_weights_are_reproducible_and_scaled)
     ag_weights_t a, b, c;
     ag_error_t err;
     const int64_t D = 256, H = 4, d = 64;
-    ck_assert_int_eq(ag_weights_random(&a, D, H, d, 7, &err), AG_OK);
-    ck_assert_int_eq(ag_weights_random(&b, D, H, d, 7, &err), AG_OK);
-    ck_assert_int_eq(ag_weights_random(&c, D, H, d, 8, &err), AG_OK);
+    ck_assert_int_eq(ag_weights_random(&a, D, H, d, 0, 7, &err), AG_OK);
+    ck_assert_int_eq(ag_weights_random(&b, D, H, d, 0, 7, &err), AG_OK);
+    ck_assert_int_eq(ag_weights_random(&c, D, H, d, 0, 8, &err), AG_OK);
     ck_assert_mem_eq(a.wq, b.wq, D * H * d * sizeof(float));
     ck_assert_mem_eq(a.wo, b.wo, D * H * d * sizeof(float));
     ck_assert(memcmp(a.wq, c.wq, D * H * d * sizeof(float)) != 0);
@@ -185,18 +185,18 @@ START_TEST(rounds_identical_for_1_and_2_threads)
     ag_nbhd_from_graph(&nb, &g, &err);
     igraph_destroy(&g);
     ag_weights_t w;
-    ag_weights_random(&w, D, H, d, 2, &err);
+    ag_weights_random(&w, D, H, d, 0, 2, &err);
     float *X1 = malloc(N * D * 4), *X2 = malloc(N * D * 4);
     fill_uniform(X1, N * D, 4, 1.0f);
     memcpy(X2, X1, N * D * 4);
     ag_workspace_t ws;
-    ag_workspace_init(&ws, N, H * d, &err);
+    ag_workspace_init(&ws, N, H * d, D, &err);
     omp_set_num_threads(1);
     openblas_set_num_threads(1);
-    ck_assert_int_eq(ag_rounds_run(&nb, &w, X1, 3, &ws, &err), AG_OK);
+    ck_assert_int_eq(ag_rounds_run(&nb, &w, 1, X1, 3, NULL, &ws, NULL, &err), AG_OK);
     omp_set_num_threads(2);
     openblas_set_num_threads(2);
-    ck_assert_int_eq(ag_rounds_run(&nb, &w, X2, 3, &ws, &err), AG_OK);
+    ck_assert_int_eq(ag_rounds_run(&nb, &w, 1, X2, 3, NULL, &ws, NULL, &err), AG_OK);
     ck_assert_mem_eq(X1, X2, N * D * 4);
     ag_workspace_destroy(&ws);
     ag_weights_destroy(&w);

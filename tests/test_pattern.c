@@ -302,7 +302,7 @@ START_TEST(attention_on_patterns_matches_masked_reference)
     ag_nbhd_t nb;
     compile(&nb, c->spec, N, AG_SELF_KEEP);
     ag_error_t err;
-    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, M, &err), AG_OK);
+    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, NULL, M, &err), AG_OK);
     ref_attention(N, src, dst, E, Q, K, V, H, d, Mref, NULL);
     double diff = max_abs_diff_fd(M, Mref, N * HD);
     ck_assert_msg(diff <= 2e-5, "%s: differs from the masked reference by %g", c->spec, diff);
@@ -318,13 +318,13 @@ START_TEST(blocks_equal_each_block_alone)
     ag_nbhd_t nb;
     compile(&nb, "blocks:5,3,8", N, AG_SELF_KEEP);
     ag_error_t err;
-    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, M, &err), AG_OK);
+    ck_assert_int_eq(ag_attention(&nb, Q, K, V, H, d, NULL, M, &err), AG_OK);
     ag_nbhd_destroy(&nb);
     int64_t start = 0;
     for (int b = 0; b < 3; b++) {
         compile(&nb, "complete", lens[b], AG_SELF_KEEP);
         const int64_t at = start * HD;
-        ck_assert_int_eq(ag_attention(&nb, Q + at, K + at, V + at, H, d, Mb, &err), AG_OK);
+        ck_assert_int_eq(ag_attention(&nb, Q + at, K + at, V + at, H, d, NULL, Mb, &err), AG_OK);
         ck_assert_mem_eq(Mb, M + at, lens[b] * HD * sizeof(float));   /* bitwise */
         ag_nbhd_destroy(&nb);
         start += lens[b];

@@ -27,9 +27,9 @@ int main(int argc, char **argv)
     ag_random_normal(X, N * D, 42, 0, 1.0f);
     ag_weights_t w;
     ag_workspace_t ws;
-    if (ag_weights_random(&w, D, H, d, 42, &err) ||
-        ag_workspace_init(&ws, N, H * d, &err) ||
-        ag_rounds_run(&nb, &w, X, 2, &ws, &err)) {
+    if (ag_weights_random(&w, D, H, d, 0, 42, &err) ||
+        ag_workspace_init(&ws, N, H * d, D, &err) ||
+        ag_rounds_run(&nb, &w, 1, X, 2, NULL, &ws, NULL, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
@@ -38,7 +38,7 @@ int main(int argc, char **argv)
     float *W = malloc(nb.n_edges * H * sizeof *W);
     ag_edge_msg_t *msgs;
     int64_t *slot;
-    if (ag_attention_weights(&nb, ws.Q, ws.K, H, d, 0, N, W, &err) ||
+    if (ag_attention_weights(&nb, ws.Q, ws.K, H, d, NULL, 0, N, W, &err) ||
         ag_edge_order(&nb, &msgs, &slot, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;

@@ -13,15 +13,27 @@
 #define SUMMARY_NODES 20
 #define DEFAULT_DIM 16
 
-/* ---- options shared by run and compare ---- */
+/* ---- options shared by run, compare and inspect ---- */
 
 typedef struct {
     source_opts_t src;                 /* connectivity (run: one; compare: see compare.c) */
     const char *q, *k, *v;             /* raw attention mode */
     const char *features, *weights;    /* rounds mode */
     int64_t dim, head_dim, rounds, heads, threads;
+    int rounds_given;
     uint64_t seed;
-    const char *out, *attn;
+    /* scores */
+    ag_score_t score;
+    const char *edge_bias;             /* numeric edge attribute added to the scores */
+    /* rounds */
+    int no_residual, per_node, posenc;
+    ag_norm_t norm;
+    const char *trace, *save_rounds;
+    double until;                      /* > 0: stop when the relative change falls below */
+    /* outputs */
+    const char *out, *attn, *messages;
+    int64_t attn_round;                /* 0: the last round */
+    int64_t max_export;
     int quiet;
 } run_opts_t;
 
@@ -30,10 +42,13 @@ enum {
     OPT_Q = 256, OPT_K, OPT_V, OPT_FEATURES, OPT_DIM, OPT_HEAD_DIM, OPT_WEIGHTS, OPT_ROUNDS,
     OPT_HEADS, OPT_SEED, OPT_THREADS, OPT_FORMAT, OPT_MAX_NODES, OPT_OUT, OPT_ATTN, OPT_QUIET,
     OPT_HELP, OPT_PATTERN, OPT_NODES, OPT_TOKENS, OPT_LABELS_FILE, OPT_SELF_LOOPS, OPT_GRAPH,
-    OPT_CSV, OPT_PER_NODE, OPT_LABELS, OPT_MAX_EDGES
+    OPT_CSV, OPT_PER_NODE, OPT_LABELS, OPT_MAX_EDGES, OPT_SCORE, OPT_BETA, OPT_SOFTCAP,
+    OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_EDGE_BIAS, OPT_ALIBI, OPT_NO_RESIDUAL, OPT_NORM,
+    OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_TRACE, OPT_UNTIL, OPT_SAVE_ROUNDS, OPT_ATTN_ROUND,
+    OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP
 };
 
-/* getopt_long entries of the input options (run and compare), ending {0}. */
+/* getopt_long entries of the input options (run, compare, inspect), ending {0}. */
 extern const struct option input_options[];
 #define INPUT_OPTIONS_HELP                                                                  \
     "Raw attention (one round on given messages; the output is M [N, H*d]):\n"            \
@@ -42,10 +57,28 @@ extern const struct option input_options[];
     "Rounds with projections (the output is the final X [N, D]):\n"                       \
     "  --features X.npy    node states [N, D]\n"                                           \
     "  --dim D             seeded random features of width D instead (default 16)\n"     \
-    "  --weights DIR       DIR/wq.npy wk.npy wv.npy [H*d, D], wo.npy [D, H*d]\n"          \
+    "  --weights DIR       DIR/wq.npy wk.npy wv.npy [H*d, D] (or [N, H*d, D]: per node),\n"\
+    "                      wo.npy [D, H*d]; optional ln_weight.npy ln_bias.npy [D],\n"    \
+    "                      attn_src.npy attn_dst.npy attn.npy [H, d]; or DIR/round-1/,\n" \
+    "                      round-2/, ...: one layer per round\n"                          \
     "                      (default: seeded random, std 1/sqrt(fan_in))\n"               \
     "  --head-dim d        head width for random weights (default D/H)\n"                 \
-    "  --rounds R          message rounds (default 1)\n"                                   \
+    "  --per-node-weights  random weights: each node its own Wq, Wk, Wv\n"               \
+    "  --rounds R          message rounds (default 1, or one per round-N/ folder)\n"     \
+    "  --until TOL         stop once the relative change falls below TOL\n"              \
+    "  --no-residual       X <- M Wo^T instead of X + M Wo^T\n"                           \
+    "  --norm layer|none   pre-norm LayerNorm before the projections (default none)\n"   \
+    "  --posenc sinusoidal|none   add sinusoidal positions to the features\n"            \
+    "\n"                                                                                   \
+    "Scores:\n"                                                                            \
+    "  --score KIND        scaled-dot (default), dot, cosine, additive, gatv2, sigmoid,\n"\
+    "                      linear\n"                                                      \
+    "  --beta B            inverse temperature of softmax scores (default 1)\n"          \
+    "  --softcap C         s <- C tanh(s / C)\n"                                          \
+    "  --slope S           LeakyReLU slope of additive and gatv2 (default 0.2)\n"        \
+    "  --sigmoid-bias B    sigmoid: a = sigmoid(s + B) (default -ln(in-degree))\n"       \
+    "  --edge-bias ATTR    add a numeric edge attribute of the graph file to the scores\n"\
+    "  --alibi             add ALiBi's per-head slope times (j - i)\n"                   \
     "\n"                                                                                   \
     "Common:\n"                                                                            \
     "  --heads H           attention heads (default 1)\n"                                  \
@@ -66,6 +99,8 @@ void run_opts_init(run_opts_t *o);
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd);
 /* Checks option combinations; 0 or EXIT_USAGE (message printed). */
 int input_options_check(const run_opts_t *o, const char *cmd);
+/* Fills longopts with input_options followed by own (both ending {0}). */
+void merge_options(struct option *longopts, size_t cap, const struct option *own);
 /* Prints "attngraph CMD: MESSAGE" and the help hint; returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...);
 /* getopt_long's complaint about argv[optind - 1] as a usage error. */
@@ -78,24 +113,45 @@ int set_threads(int64_t threads);
 typedef struct {
     int raw;                  /* 1: q, k, v given; 0: rounds on x0 */
     ag_matrix_t q, k, v, x0;
-    ag_weights_t w;
-    int64_t N, H, d;
+    ag_weights_t *layers;     /* [n_layers] */
+    int n_layers;
+    float *vectors;           /* raw mode: seeded attention vectors, 3 x [H, d] */
+    ag_score_t score;         /* the options' score */
+    int64_t N, H, d, rounds;
 } inputs_t;
 
 /* Loads or draws the inputs for N nodes. */
 int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err);
 void inputs_free(inputs_t *in);
 
+/* One row of the convergence trace. */
+typedef struct {
+    int round;
+    ag_round_figures_t f;
+} trace_row_t;
+
 typedef struct {
     float *y;                 /* the output [N, cols]: M (raw) or the final X */
     int64_t cols;
-    const float *Q, *K;       /* the last round's queries and keys (NULL after 0 rounds) */
+    int rounds_done;
+    /* the round whose attention is reported: its queries, keys and score */
+    const float *Q, *K;       /* NULL when no round ran */
+    ag_score_t score;
+    float *Q_kept, *K_kept;   /* copies of --attn-round's queries and keys */
+    ag_score_t kept_score;
+    float *edge_bias;         /* per slot, from --edge-bias */
+    trace_row_t *trace;       /* [rounds_done] when figures were asked for */
     ag_workspace_t ws;
 } result_t;
 
-/* Runs the inputs on nb: raw attention, or `rounds` rounds from x0. */
-int compute(result_t *r, const inputs_t *in, const ag_nbhd_t *nb, int64_t rounds,
-            ag_error_t *err);
+/*
+ * Runs the inputs on a source: raw attention, or the rounds from x0 with
+ * the options' trace (--trace, --until, --save-rounds, --attn-round; figures
+ * when `figures` is set). The trace CSV and round files go to paths given in
+ * trace_tmp and rounds_dir (NULL: none).
+ */
+int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts_t *o,
+            int figures, const char *trace_tmp, ag_error_t *err);
 void result_free(result_t *r);
 
 /* ---- outputs: written under a temporary name, renamed when all succeeded ---- */
@@ -114,15 +170,24 @@ void out_abort(out_file_t *o);
 
 /* ---- reports ---- */
 
-/* The readable summary: for the first `show` nodes, the top sources they
-   attend to (mean over heads). Q, K: [N, H*d] of the round to report. */
-int report_summary(FILE *f, const ag_nbhd_t *nb, const ag_labels_t *labels, const float *Q,
-                   const float *K, int64_t H, int64_t d, int64_t show, ag_error_t *err);
+/* Attention weights of the reported round for destinations lo..hi-1. */
+int result_weights(const result_t *r, const inputs_t *in, const source_t *s, int64_t lo,
+                   int64_t hi, float *W, ag_error_t *err);
 
-/* Per-edge attention as CSV: src,dst,src_label,dst_label,head,weight in the
-   graph's edge order. */
-int report_attention_csv(const char *path, const ag_nbhd_t *nb, const ag_labels_t *labels,
-                         const float *Q, const float *K, int64_t H, int64_t d, ag_error_t *err);
+/* The readable summary: for the first `show` nodes, the top sources they
+   attend to (mean over heads). */
+int report_summary(FILE *f, const result_t *r, const inputs_t *in, const source_t *s,
+                   int64_t show, ag_error_t *err);
+
+/*
+ * Per-edge attention of the reported round, in the graph's edge order, to
+ * path (written as is; the caller handles temporaries) in the format of
+ * `name`'s extension: .csv (src,dst,src_label,dst_label,head,weight), .npy
+ * [E, H], or .graphml (the graph with edge attributes attn_h0.. and attn_mean).
+ */
+int report_attention(const char *path, const char *name, const result_t *r,
+                     const inputs_t *in, const source_t *s, int64_t max_export,
+                     ag_error_t *err);
 
 /* Writes s as a CSV field, quoted when it holds a comma, quote or line break. */
 void csv_field(FILE *f, const char *s);
@@ -132,5 +197,6 @@ void csv_field(FILE *f, const char *s);
 int cmd_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_pattern(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 
 #endif

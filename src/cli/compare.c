@@ -152,18 +152,13 @@ typedef struct {
 
 static int parse_compare(compare_opts_t *co, int argc, char **argv)
 {
-    static struct option longopts[64];
+    static struct option longopts[96];
     static const struct option own[] = {
         {"pattern", required_argument, 0, OPT_PATTERN}, {"graph", required_argument, 0, OPT_GRAPH},
         {"csv", required_argument, 0, OPT_CSV}, {"per-node", required_argument, 0, OPT_PER_NODE},
         {0, 0, 0, 0},
     };
-    int n = 0;
-    for (int k = 0; input_options[k].name; k++)
-        longopts[n++] = input_options[k];
-    for (int k = 0; own[k].name; k++)
-        longopts[n++] = own[k];
-    longopts[n] = (struct option){0, 0, 0, 0};
+    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
 
     memset(co, 0, sizeof *co);
     run_opts_init(&co->o);
@@ -241,14 +236,14 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
     result_t *r = k == 0 ? &st->base : &st->cur;
     if (k > 0)
         result_free(r);
-    if ((rc = compute(r, &st->in, &st->src.nb, co->o.rounds, err)))
+    if ((rc = compute(r, &st->in, &st->src, &co->o, 0, NULL, err)))
         return rc;
     figures_t *f = &st->fig[k];
     f->edges = st->src.nb.n_edges;
     f->density = (double)f->edges / ((double)N * (double)N);
     if (r->Q) {
-        if ((rc = ag_attention_stats(&st->src.nb, r->Q, r->K, st->in.H, st->in.d, st->entropy,
-                                     st->distance, err)))
+        if ((rc = ag_attention_stats(&st->src.nb, r->Q, r->K, st->in.H, st->in.d, &r->score,
+                                     st->entropy, st->distance, NULL, err)))
             return rc;
     } else {
         for (int64_t i = 0; i < N; i++)
@@ -322,7 +317,7 @@ int cmd_compare(int argc, char **argv)
                    in->H > 1 ? "s" : "", (long long)in->d);
         else
             printf("%lld round%s (D=%lld, %lld head%s of width %lld, %s, seed %llu)",
-                   (long long)co.o.rounds, co.o.rounds == 1 ? "" : "s", (long long)in->x0.cols,
+                   (long long)in->rounds, in->rounds == 1 ? "" : "s", (long long)in->x0.cols,
                    (long long)in->H, in->H > 1 ? "s" : "", (long long)in->d,
                    co.o.weights ? "weights from file" : "random weights",
                    (unsigned long long)co.o.seed);

@@ -1,6 +1,7 @@
-/* Options shared by run and compare, and the computation they share. */
+/* Options shared by run, compare and inspect, and loading the inputs they name. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,27 @@ const struct option input_options[] = {
     {"tokens", required_argument, 0, OPT_TOKENS},
     {"labels-file", required_argument, 0, OPT_LABELS_FILE},
     {"self-loops", required_argument, 0, OPT_SELF_LOOPS},
+    {"score", required_argument, 0, OPT_SCORE}, {"beta", required_argument, 0, OPT_BETA},
+    {"softcap", required_argument, 0, OPT_SOFTCAP}, {"slope", required_argument, 0, OPT_SLOPE},
+    {"sigmoid-bias", required_argument, 0, OPT_SIGMOID_BIAS},
+    {"edge-bias", required_argument, 0, OPT_EDGE_BIAS}, {"alibi", no_argument, 0, OPT_ALIBI},
+    {"no-residual", no_argument, 0, OPT_NO_RESIDUAL}, {"norm", required_argument, 0, OPT_NORM},
+    {"posenc", required_argument, 0, OPT_POSENC},
+    {"per-node-weights", no_argument, 0, OPT_PER_NODE_WEIGHTS},
+    {"until", required_argument, 0, OPT_UNTIL},
     {"quiet", no_argument, 0, OPT_QUIET}, {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
+
+void merge_options(struct option *longopts, size_t cap, const struct option *own)
+{
+    size_t n = 0;
+    for (int k = 0; input_options[k].name && n + 1 < cap; k++)
+        longopts[n++] = input_options[k];
+    for (int k = 0; own[k].name && n + 1 < cap; k++)
+        longopts[n++] = own[k];
+    longopts[n] = (struct option){0, 0, 0, 0};
+}
 
 void run_opts_init(run_opts_t *o)
 {
@@ -35,6 +54,7 @@ void run_opts_init(run_opts_t *o)
     o->heads = 1;
     o->seed = 1;
     o->src.max_nodes = AG_DEFAULT_MAX_NODES;
+    o->max_export = 50000000;
 }
 
 int usage_error(const char *cmd, const char *fmt, ...)
@@ -69,6 +89,83 @@ static int parse_int(int64_t *out, const char *cmd, const char *name, const char
     return 0;
 }
 
+/* A finite number option value >= min; 0 on success. */
+static int parse_real(double *out, const char *cmd, const char *name, const char *text,
+                      double min)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v) || v < min)
+        return usage_error(cmd, "--%s '%s' is not a number >= %g", name, text, min);
+    *out = v;
+    return 0;
+}
+
+static const char *const score_names[] = {"scaled-dot", "dot", "cosine", "additive", "gatv2",
+                                          "sigmoid", "linear"};
+
+/* Handles the score and round options; 1 when the code is not one of them. */
+static int model_option(run_opts_t *o, int code, const char *arg, const char *cmd)
+{
+    double x;
+    switch (code) {
+    case OPT_SCORE:
+        for (size_t k = 0; k < sizeof score_names / sizeof score_names[0]; k++)
+            if (strcmp(arg, score_names[k]) == 0) {
+                o->score.kind = (ag_score_kind_t)k;
+                return 0;
+            }
+        return usage_error(cmd, "--score '%s': expected scaled-dot, dot, cosine, additive, "
+                           "gatv2, sigmoid or linear", arg);
+    case OPT_BETA:
+        if (parse_real(&x, cmd, "beta", arg, 0))
+            return EXIT_USAGE;
+        if (x == 0)
+            return usage_error(cmd, "--beta must be > 0");
+        o->score.beta = (float)x;
+        return 0;
+    case OPT_SOFTCAP:
+        if (parse_real(&x, cmd, "softcap", arg, 0))
+            return EXIT_USAGE;
+        o->score.softcap = (float)x;
+        return 0;
+    case OPT_SLOPE:
+        if (parse_real(&x, cmd, "slope", arg, -1e30))
+            return EXIT_USAGE;
+        o->score.slope = x == 0 ? 1e-30f : (float)x;   /* 0 in the struct means the default */
+        return 0;
+    case OPT_SIGMOID_BIAS:
+        if (parse_real(&x, cmd, "sigmoid-bias", arg, -1e30))
+            return EXIT_USAGE;
+        o->score.has_sigmoid_bias = 1;
+        o->score.sigmoid_bias = (float)x;
+        return 0;
+    case OPT_EDGE_BIAS: o->edge_bias = arg; return 0;
+    case OPT_ALIBI: o->score.alibi = 1; return 0;
+    case OPT_NO_RESIDUAL: o->no_residual = 1; return 0;
+    case OPT_PER_NODE_WEIGHTS: o->per_node = 1; return 0;
+    case OPT_NORM:
+        if (strcmp(arg, "layer") != 0 && strcmp(arg, "none") != 0)
+            return usage_error(cmd, "--norm '%s': expected layer or none", arg);
+        o->norm = arg[0] == 'l' ? AG_NORM_LAYER : AG_NORM_NONE;
+        return 0;
+    case OPT_POSENC:
+        if (strcmp(arg, "sinusoidal") != 0 && strcmp(arg, "none") != 0)
+            return usage_error(cmd, "--posenc '%s': expected sinusoidal or none", arg);
+        o->posenc = arg[0] == 's';
+        return 0;
+    case OPT_UNTIL:
+        if (parse_real(&o->until, cmd, "until", arg, 0))
+            return EXIT_USAGE;
+        if (o->until == 0)
+            return usage_error(cmd, "--until must be > 0");
+        return 0;
+    default:
+        return 1;
+    }
+}
+
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
 {
     int64_t v;
@@ -84,7 +181,9 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
     case OPT_QUIET: o->quiet = 1; return 0;
     case OPT_DIM: return parse_int(&o->dim, cmd, "dim", arg, 1, 1 << 20);
     case OPT_HEAD_DIM: return parse_int(&o->head_dim, cmd, "head-dim", arg, 1, 1 << 20);
-    case OPT_ROUNDS: return parse_int(&o->rounds, cmd, "rounds", arg, 0, 1000000);
+    case OPT_ROUNDS:
+        o->rounds_given = 1;
+        return parse_int(&o->rounds, cmd, "rounds", arg, 0, 1000000);
     case OPT_HEADS: return parse_int(&o->heads, cmd, "heads", arg, 1, 4096);
     case OPT_THREADS: return parse_int(&o->threads, cmd, "threads", arg, 1, 1024);
     case OPT_NODES: return parse_int(&o->src.nodes, cmd, "nodes", arg, 1, INT64_MAX / 64);
@@ -106,7 +205,7 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
             return usage_error(cmd, "--self-loops '%s': expected on, off or keep", arg);
         return 0;
     default:
-        return 1;
+        return model_option(o, code, arg, cmd);
     }
 }
 
@@ -118,12 +217,19 @@ int input_options_check(const run_opts_t *o, const char *cmd)
     if (n_qkv && (o->features || o->dim || o->weights || o->head_dim))
         return usage_error(cmd, "--q/--k/--v run raw attention; they do not mix with "
                            "--features, --dim, --head-dim or --weights");
-    if (n_qkv && o->rounds != 1)
-        return usage_error(cmd, "--q/--k/--v run exactly one round");
+    if (n_qkv && (o->rounds_given || o->until || o->no_residual || o->norm || o->posenc ||
+                  o->per_node || o->save_rounds || o->trace || o->attn_round))
+        return usage_error(cmd, "--q/--k/--v run exactly one round of attention; round "
+                           "options (--rounds, --until, --no-residual, --norm, --posenc, "
+                           "--per-node-weights, --trace, --save-rounds, --attn-round) do "
+                           "not apply");
     if (o->features && o->dim)
         return usage_error(cmd, "give --features or --dim, not both");
     if (o->weights && o->head_dim)
         return usage_error(cmd, "--head-dim is for random weights; --weights sets its own");
+    if (o->weights && o->per_node)
+        return usage_error(cmd, "--per-node-weights is for random weights; per-node weights "
+                           "from --weights are [N, H*d, D] arrays");
     if (o->src.tokens && o->src.labels_file)
         return usage_error(cmd, "give --tokens or --labels-file, not both");
     return 0;
@@ -179,6 +285,47 @@ static int load_raw(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     return AG_OK;
 }
 
+/* Does dir/round-k/wq.npy exist? */
+static int has_round_dir(const char *dir, int k)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/round-%d/wq.npy", dir, k);
+    FILE *f = fopen(path, "rb");
+    if (f)
+        fclose(f);
+    return f != NULL;
+}
+
+/* One shared layer from --weights DIR, or DIR/round-1/, round-2/, ... */
+static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
+{
+    int n = 0;
+    while (has_round_dir(o->weights, n + 1))
+        n++;
+    in->n_layers = n ? n : 1;
+    in->layers = ag_calloc(in->n_layers, sizeof *in->layers, err, "weights");
+    if (!in->layers)
+        return AG_ENOMEM;
+    for (int k = 0; k < in->n_layers; k++) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, n ? "%s/round-%d" : "%s", o->weights, k + 1);
+        int rc = ag_weights_load(&in->layers[k], dir, o->heads, err);
+        if (rc)
+            return rc;
+        if (in->layers[k].D != in->x0.cols)
+            return ag_fail(err, AG_EINVAL, "%s/wq.npy has %lld columns (D); the features have "
+                           "%lld", dir, (long long)in->layers[k].D, (long long)in->x0.cols);
+        if (in->layers[k].per_node && in->layers[k].per_node != in->N)
+            return ag_fail(err, AG_EINVAL, "%s/wq.npy holds weights for %lld nodes; the graph "
+                           "has %lld", dir, (long long)in->layers[k].per_node, (long long)in->N);
+    }
+    if (n && o->rounds_given && o->rounds > n)
+        return ag_fail(err, AG_EINVAL, "--rounds %lld, but %s has layers for %d rounds "
+                       "(round-1/ .. round-%d/)", (long long)o->rounds, o->weights, n, n);
+    in->rounds = n && !o->rounds_given ? n : o->rounds;
+    return AG_OK;
+}
+
 static int load_rounds(inputs_t *in, const run_opts_t *o, ag_error_t *err)
 {
     int rc;
@@ -190,22 +337,27 @@ static int load_rounds(inputs_t *in, const run_opts_t *o, ag_error_t *err)
             return rc;
         ag_random_normal(in->x0.data, in->x0.rows * in->x0.cols, o->seed, 0, 1.0f);
     }
+    if (o->posenc)
+        ag_posenc_sinusoidal(in->x0.data, in->N, in->x0.cols);
     const int64_t D = in->x0.cols;
+    in->rounds = o->rounds;
     if (o->weights) {
-        if ((rc = ag_weights_load(&in->w, o->weights, o->heads, err)))
+        if ((rc = load_layers(in, o, err)))
             return rc;
-        if (in->w.D != D)
-            return ag_fail(err, AG_EINVAL, "%s/wq.npy has %lld columns (D); the features have "
-                           "%lld", o->weights, (long long)in->w.D, (long long)D);
     } else {
         if (!o->head_dim && D % o->heads)
             return ag_fail(err, AG_EINVAL, "width D=%lld is not a multiple of %lld heads; set "
                            "--head-dim", (long long)D, (long long)o->heads);
-        int64_t d = o->head_dim ? o->head_dim : D / o->heads;
-        if ((rc = ag_weights_random(&in->w, D, o->heads, d, o->seed, err)))
+        const int64_t d = o->head_dim ? o->head_dim : D / o->heads;
+        in->n_layers = 1;
+        in->layers = ag_calloc(1, sizeof *in->layers, err, "weights");
+        if (!in->layers)
+            return AG_ENOMEM;
+        if ((rc = ag_weights_random(in->layers, D, o->heads, d, o->per_node ? in->N : 0,
+                                    o->seed, err)))
             return rc;
     }
-    in->d = in->w.d;
+    in->d = in->layers[0].d;
     return AG_OK;
 }
 
@@ -215,7 +367,21 @@ int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err)
     in->raw = o->q != NULL;
     in->N = N;
     in->H = o->heads;
+    in->score = o->score;
     int rc = in->raw ? load_raw(in, o, err) : load_rounds(in, o, err);
+    if (!rc && in->raw) {
+        /* raw attention has no layer: additive and gatv2 get seeded vectors */
+        const int64_t n = in->H * in->d;
+        if (!(in->vectors = ag_alloc(3 * n, sizeof(float), err, "attention vectors")))
+            rc = AG_ENOMEM;
+        else
+            ag_random_normal(in->vectors, 3 * n, o->seed, 7, 1.0f / sqrtf((float)in->d));
+        if (!rc && in->score.kind == AG_SCORE_ADDITIVE)
+            in->score.a_src = in->vectors, in->score.a_dst = in->vectors + n;
+        if (!rc && in->score.kind == AG_SCORE_GATV2)
+            in->score.a_src = in->vectors + 2 * n;
+        in->rounds = 1;
+    }
     if (rc)
         inputs_free(in);
     return rc;
@@ -227,43 +393,10 @@ void inputs_free(inputs_t *in)
     ag_matrix_destroy(&in->k);
     ag_matrix_destroy(&in->v);
     ag_matrix_destroy(&in->x0);
-    ag_weights_destroy(&in->w);
-}
-
-/* ---- compute ---- */
-
-int compute(result_t *r, const inputs_t *in, const ag_nbhd_t *nb, int64_t rounds,
-            ag_error_t *err)
-{
-    memset(r, 0, sizeof *r);
-    const int64_t N = in->N, HD = in->H * in->d;
-    r->cols = in->raw ? HD : in->x0.cols;
-    r->y = ag_alloc(N * r->cols, sizeof(float), err, "output");
-    if (!r->y)
-        return AG_ENOMEM;
-    int rc;
-    if (in->raw) {
-        r->Q = in->q.data;
-        r->K = in->k.data;
-        rc = ag_attention(nb, in->q.data, in->k.data, in->v.data, in->H, in->d, r->y, err);
-    } else {
-        memcpy(r->y, in->x0.data, (size_t)(N * r->cols) * sizeof(float));
-        rc = ag_workspace_init(&r->ws, N, HD, err);
-        if (!rc)
-            rc = ag_rounds_run(nb, &in->w, r->y, (int)rounds, &r->ws, err);
-        if (rounds > 0) {
-            r->Q = r->ws.Q;
-            r->K = r->ws.K;
-        }
-    }
-    if (rc)
-        result_free(r);
-    return rc;
-}
-
-void result_free(result_t *r)
-{
-    free(r->y);
-    r->y = NULL;
-    ag_workspace_destroy(&r->ws);
+    for (int k = 0; in->layers && k < in->n_layers; k++)
+        ag_weights_destroy(&in->layers[k]);
+    free(in->layers);
+    free(in->vectors);
+    in->layers = NULL;
+    in->vectors = NULL;
 }

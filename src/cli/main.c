@@ -14,6 +14,8 @@ static const char usage[] =
     "  run GRAPH [options]   run attention message rounds on a graph file\n"
     "  run --pattern SPEC    ... or on a connectivity pattern (no graph file needed)\n"
     "  pattern SPEC          write a connectivity pattern as a graph file\n"
+    "  inspect GRAPH --who A [--to B] | --top K\n"
+    "                        what a run's attention says about nodes and edges\n"
     "  compare --pattern A --pattern B ...\n"
     "                        run the same inputs under several connectivities and\n"
     "                        compare what changes\n"
@@ -53,6 +55,8 @@ int main(int argc, char **argv)
         return cmd_pattern(argc - 1, argv + 1);
     if (strcmp(cmd, "compare") == 0)
         return cmd_compare(argc - 1, argv + 1);
+    if (strcmp(cmd, "inspect") == 0)
+        return cmd_inspect(argc - 1, argv + 1);
     fprintf(stderr, "attngraph: unknown command '%s'\nsee 'attngraph --help'\n", cmd);
     return EXIT_USAGE;
 }

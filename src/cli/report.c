@@ -1,4 +1,4 @@
-/* What a run shows a person: the summary on stdout and per-edge CSV. */
+/* What a run shows a person: the summary on stdout and per-edge attention files. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,53 +21,56 @@ void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Weights of destinations 0..show-1, mean over heads, with each slot's source. */
-static int mean_weights(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
-                        int64_t d, int64_t show, float **w_out, int64_t **src_out,
-                        ag_error_t *err)
+int result_weights(const result_t *r, const inputs_t *in, const source_t *s, int64_t lo,
+                   int64_t hi, float *W, ag_error_t *err)
 {
-    const int64_t E = nb->edge_ptr[show];
-    float *W = malloc((size_t)(E * H + 1) * sizeof *W);
-    int64_t *src = malloc((size_t)(E + 1) * sizeof *src);
-    if (!W || !src) {
-        free(W);
-        free(src);
-        return ag_fail(err, AG_ENOMEM, "summary: out of memory");
-    }
-    int rc = ag_attention_weights(nb, Q, K, H, d, 0, show, W, err);
+    if (!r->Q)
+        return ag_fail(err, AG_EINVAL, "no attention to report: no round ran");
+    return ag_attention_weights(&s->nb, r->Q, r->K, in->H, in->d, &r->score, lo, hi, W, err);
+}
+
+/* Weights of destinations 0..show-1, mean over heads, with each slot's source. */
+static int mean_weights(const result_t *r, const inputs_t *in, const source_t *s, int64_t show,
+                        float **w_out, int64_t **src_out, ag_error_t *err)
+{
+    const int64_t E = s->nb.edge_ptr[show], H = in->H;
+    float *W = *w_out = ag_alloc(E * H + 1, sizeof *W, err, "summary");
+    int64_t *src = *src_out = ag_alloc(E + 1, sizeof *src, err, "summary");
+    if (!W || !src)
+        return AG_ENOMEM;
+    int rc = result_weights(r, in, s, 0, show, W, err);
     if (!rc) {
-        ag_nbhd_sources(nb, 0, show, src);
-        for (int64_t s = 0; s < E; s++) {
+        ag_nbhd_sources(&s->nb, 0, show, src);
+        for (int64_t e = 0; e < E; e++) {
             double m = 0;
             for (int64_t h = 0; h < H; h++)
-                m += W[s * H + h];
-            W[s] = (float)(m / (double)H);
+                m += W[e * H + h];
+            W[e] = (float)(m / (double)H);
         }
     }
-    *w_out = W;
-    *src_out = src;
     return rc;
 }
 
-int report_summary(FILE *f, const ag_nbhd_t *nb, const ag_labels_t *labels, const float *Q,
-                   const float *K, int64_t H, int64_t d, int64_t show, ag_error_t *err)
+int report_summary(FILE *f, const result_t *r, const inputs_t *in, const source_t *s,
+                   int64_t show, ag_error_t *err)
 {
     enum { TOP = 3 };
+    const ag_nbhd_t *nb = &s->nb;
     if (show > nb->n_nodes)
         show = nb->n_nodes;
     float *w = NULL;
     int64_t *src = NULL;
-    int rc = mean_weights(nb, Q, K, H, d, show, &w, &src, err);
+    int rc = mean_weights(r, in, s, show, &w, &src, err);
     for (int64_t i = 0; !rc && i < show; i++) {
         /* Sources ascend, so a multi-edge's slots are adjacent: sum them. */
         int64_t best[TOP];
         double best_w[TOP];
         int n_best = 0;
-        for (int64_t s = nb->edge_ptr[i]; s < nb->edge_ptr[i + 1];) {
-            int64_t j = src[s];
+        for (int64_t e = nb->edge_ptr[i]; e < nb->edge_ptr[i + 1];) {
+            int64_t j = src[e];
             double total = 0;
-            for (; s < nb->edge_ptr[i + 1] && src[s] == j; s++)
-                total += w[s];
+            for (; e < nb->edge_ptr[i + 1] && src[e] == j; e++)
+                total += w[e];
             int at = n_best < TOP ? n_best++ : TOP;
             while (at > 0 && best_w[at - 1] < total) {
                 if (at < TOP)
@@ -77,11 +80,12 @@ int report_summary(FILE *f, const ag_nbhd_t *nb, const ag_labels_t *labels, cons
             if (at < TOP)
                 best[at] = j, best_w[at] = total;
         }
-        fprintf(f, "  '%s' attends ", labels->str[i]);
+        fprintf(f, "  '%s' attends ", s->labels.str[i]);
         if (n_best == 0)
             fputs("nothing (no in-edges)", f);
         for (int b = 0; b < n_best; b++)
-            fprintf(f, "%s'%s': %.1f%%", b ? ", " : "", labels->str[best[b]], 100.0 * best_w[b]);
+            fprintf(f, "%s'%s': %.1f%%", b ? ", " : "", s->labels.str[best[b]],
+                    100.0 * best_w[b]);
         fputc('\n', f);
     }
     if (!rc && nb->n_nodes > show)
@@ -91,40 +95,122 @@ int report_summary(FILE *f, const ag_nbhd_t *nb, const ag_labels_t *labels, cons
     return rc;
 }
 
-int report_attention_csv(const char *path, const ag_nbhd_t *nb, const ag_labels_t *labels,
-                         const float *Q, const float *K, int64_t H, int64_t d, ag_error_t *err)
+/* ---- per-edge exports ---- */
+
+static int write_csv(const char *path, const ag_edge_msg_t *msgs, const int64_t *slot,
+                     const float *W, int64_t E, int64_t H, const ag_labels_t *labels,
+                     ag_error_t *err)
 {
-    const int64_t E = nb->n_edges;
-    ag_edge_msg_t *msgs = NULL;
-    int64_t *slot = NULL;
-    float *W = malloc((size_t)(E * H + 1) * sizeof *W);
-    if (!W) {
-        return ag_fail(err, AG_ENOMEM, "%s: out of memory for %lld weights", path,
-                       (long long)(E * H));
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return ag_fail(err, AG_EIO, "%s: cannot write: %s", path, strerror(errno));
+    fputs("src,dst,src_label,dst_label,head,weight\n", f);
+    for (int64_t k = 0; k < E; k++)
+        for (int64_t h = 0; h < H; h++) {
+            fprintf(f, "%lld,%lld,", (long long)msgs[k].src, (long long)msgs[k].dst);
+            csv_field(f, labels->str[msgs[k].src]);
+            fputc(',', f);
+            csv_field(f, labels->str[msgs[k].dst]);
+            fprintf(f, ",%lld,%.9g\n", (long long)h, W[slot[k] * H + h]);
+        }
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+    return AG_OK;
+}
+
+/* The graph (a copy, or the pattern materialised) with attn_h<h> and attn_mean on
+   its edges. An undirected edge's two messages become two attributes each way:
+   its attributes hold the message from the smaller node, the other direction
+   goes to attn_back_h<h>. */
+static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int64_t *slot,
+                         const float *W, int64_t E, int64_t H, const source_t *s,
+                         int64_t max_export, ag_error_t *err)
+{
+    igraph_t g;
+    int rc = s->have_graph ? (igraph_copy(&g, &s->graph) ? ag_fail(err, AG_ENOMEM, "%s: out of "
+                                                                  "memory", path) : AG_OK)
+                           : ag_graph_from_nbhd(&g, &s->nb, max_export, err);
+    if (rc)
+        return rc;
+    const int64_t n_edges = igraph_ecount(&g);
+    igraph_vector_t col;
+    if (igraph_vector_init(&col, n_edges)) {
+        igraph_destroy(&g);
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
     }
-    int rc = ag_attention_weights(nb, Q, K, H, d, 0, nb->n_nodes, W, err);
-    if (!rc)
-        rc = ag_edge_order(nb, &msgs, &slot, err);
-    FILE *f = rc ? NULL : fopen(path, "w");
-    if (!rc && !f) {
-        rc = ag_fail(err, AG_EIO, "%s: cannot write: %s", path, strerror(errno));
-    }
-    if (f) {
-        fputs("src,dst,src_label,dst_label,head,weight\n", f);
-        for (int64_t k = 0; k < E; k++)
-            for (int64_t h = 0; h < H; h++) {
-                fprintf(f, "%lld,%lld,", (long long)msgs[k].src, (long long)msgs[k].dst);
-                csv_field(f, labels->str[msgs[k].src]);
-                fputc(',', f);
-                csv_field(f, labels->str[msgs[k].dst]);
-                fprintf(f, ",%lld,%.9g\n", (long long)h, W[slot[k] * H + h]);
+    char name[64];
+    for (int64_t h = 0; h <= H && !rc; h++) {
+        /* h == H: the mean over heads */
+        for (int back = 0; back < 2 && !rc; back++) {
+            int any = 0;
+            igraph_vector_fill(&col, 0);
+            for (int64_t k = 0; k < E; k++) {
+                const int is_back = k > 0 && msgs[k].edge_id == msgs[k - 1].edge_id;
+                if (is_back != back)
+                    continue;
+                double x = 0;
+                for (int64_t c = h == H ? 0 : h; c < (h == H ? H : h + 1); c++)
+                    x += W[slot[k] * H + c];
+                VECTOR(col)[msgs[k].edge_id] = h == H ? x / (double)H : x;
+                any = 1;
             }
-        int bad = ferror(f);
-        if (fclose(f) != 0 || bad) {
-            rc = ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+            if (!any)
+                continue;
+            if (h == H)
+                snprintf(name, sizeof name, back ? "attn_back_mean" : "attn_mean");
+            else
+                snprintf(name, sizeof name, back ? "attn_back_h%lld" : "attn_h%lld", (long long)h);
+            if (igraph_cattribute_EAN_setv(&g, name, &col))
+                rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
         }
     }
+    igraph_vector_destroy(&col);
+    if (!rc)
+        rc = ag_graph_write(&g, path, AG_FORMAT_GRAPHML, &s->labels, err);
+    igraph_destroy(&g);
+    return rc;
+}
+
+static const char *extension(const char *name)
+{
+    const char *dot = strrchr(name, '.'), *slash = strrchr(name, '/');
+    return dot && (!slash || dot > slash) ? dot + 1 : "";
+}
+
+int report_attention(const char *path, const char *name, const result_t *r,
+                     const inputs_t *in, const source_t *s, int64_t max_export,
+                     ag_error_t *err)
+{
+    const char *ext = extension(name);
+    if (strcmp(ext, "csv") && strcmp(ext, "npy") && strcmp(ext, "graphml"))
+        return ag_fail(err, AG_EINVAL, "%s: the attention export is .csv, .npy or .graphml", name);
+    const int64_t E = s->nb.n_edges, H = in->H;
+    if (E * H > max_export)
+        return ag_fail(err, AG_ELIMIT, "%s would hold %lld weights (%lld messages x %lld heads), "
+                       "more than --max-edges %lld", name, (long long)(E * H), (long long)E,
+                       (long long)H, (long long)max_export);
+    ag_edge_msg_t *msgs = NULL;
+    int64_t *slot = NULL;
+    float *W = ag_alloc(E * H + 1, sizeof *W, err, name), *ordered = NULL;
+    int rc = W ? result_weights(r, in, s, 0, s->nb.n_nodes, W, err) : AG_ENOMEM;
+    if (!rc)
+        rc = ag_edge_order(&s->nb, &msgs, &slot, err);
+    if (!rc && strcmp(ext, "csv") == 0) {
+        rc = write_csv(path, msgs, slot, W, E, H, &s->labels, err);
+    } else if (!rc && strcmp(ext, "npy") == 0) {
+        /* [E, H] in the graph's edge order */
+        if (!(ordered = ag_alloc(E * H + 1, sizeof *ordered, err, name)))
+            rc = AG_ENOMEM;
+        for (int64_t k = 0; !rc && k < E; k++)
+            memcpy(ordered + k * H, W + slot[k] * H, (size_t)H * sizeof *W);
+        if (!rc)
+            rc = ag_npy_write_f32(path, ordered, E, H, err);
+    } else if (!rc) {
+        rc = write_graphml(path, msgs, slot, W, E, H, s, max_export, err);
+    }
     free(W);
+    free(ordered);
     free(msgs);
     free(slot);
     return rc;

@@ -6,8 +6,6 @@
 #include "cli.h"
 #include "internal.h"
 
-#define DEFAULT_MAX_EXPORT ((int64_t)50000000)
-
 static const char run_usage[] =
     "usage: attngraph run GRAPH [options]\n"
     "       attngraph run --pattern SPEC (--nodes N | --tokens \"a b c\") [options]\n"
@@ -20,30 +18,32 @@ static const char run_usage[] =
     "\n"
     "Outputs:\n"
     "  --out FILE.npy      write the output (float32)\n"
-    "  --attn FILE.csv     write per-edge attention of the last round:\n"
-    "                      src,dst,src_label,dst_label,head,weight\n"
-    "  --max-edges N       refuse an --attn export of more than N rows (default 50000000)\n"
+    "  --messages FILE.npy write the last round's messages M [N, H*d] (head h: columns\n"
+    "                      h*d .. h*d+d-1)\n"
+    "  --attn FILE         per-edge attention of the last round: .csv (src,dst,src_label,\n"
+    "                      dst_label,head,weight), .npy [E, H] in the graph's edge order,\n"
+    "                      or .graphml (the graph with edge attributes attn_h0.., attn_mean)\n"
+    "  --attn-round R      report the attention of round R instead of the last\n"
+    "  --trace FILE.csv    per-round figures: round,change,entropy,max_weight\n"
+    "  --save-rounds DIR   keep every round's states as DIR/round-R.npy\n"
+    "  --max-edges N       refuse an --attn export of more than N weights (default 50000000)\n"
     "  --quiet             print nothing on success\n"
     "  --help              this text\n";
 
 /* Returns -1 to go on, else an exit status. */
-static int parse_run(run_opts_t *o, int64_t *max_export, int argc, char **argv)
+static int parse_run(run_opts_t *o, int argc, char **argv)
 {
-    static struct option longopts[64];
+    static struct option longopts[96];
     static const struct option own[] = {
         {"pattern", required_argument, 0, OPT_PATTERN}, {"out", required_argument, 0, OPT_OUT},
         {"attn", required_argument, 0, OPT_ATTN}, {"max-edges", required_argument, 0, OPT_MAX_EDGES},
-        {0, 0, 0, 0},
+        {"messages", required_argument, 0, OPT_MESSAGES},
+        {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
+        {"trace", required_argument, 0, OPT_TRACE},
+        {"save-rounds", required_argument, 0, OPT_SAVE_ROUNDS}, {0, 0, 0, 0},
     };
-    int n = 0;
-    for (int k = 0; input_options[k].name; k++)
-        longopts[n++] = input_options[k];
-    for (int k = 0; own[k].name; k++)
-        longopts[n++] = own[k];
-    longopts[n] = (struct option){0, 0, 0, 0};
-
+    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     run_opts_init(o);
-    *max_export = DEFAULT_MAX_EXPORT;
     optind = 1;
     opterr = 0;
     int c;
@@ -53,16 +53,21 @@ static int parse_run(run_opts_t *o, int64_t *max_export, int argc, char **argv)
             continue;
         if (rc != 1)
             return rc;
+        char *end;
         switch (c) {
         case OPT_PATTERN: o->src.pattern = optarg; break;
         case OPT_OUT: o->out = optarg; break;
         case OPT_ATTN: o->attn = optarg; break;
-        case OPT_MAX_EDGES: {
-            char *end;
+        case OPT_MESSAGES: o->messages = optarg; break;
+        case OPT_TRACE: o->trace = optarg; break;
+        case OPT_SAVE_ROUNDS: o->save_rounds = optarg; break;
+        case OPT_MAX_EDGES:
+        case OPT_ATTN_ROUND: {
             long long v = strtoll(optarg, &end, 10);
             if (*end || end == optarg || v < 1)
-                return usage_error("run", "--max-edges '%s' is not a positive integer", optarg);
-            *max_export = v;
+                return usage_error("run", "--%s '%s' is not a positive integer",
+                                   c == OPT_MAX_EDGES ? "max-edges" : "attn-round", optarg);
+            *(c == OPT_MAX_EDGES ? &o->max_export : &o->attn_round) = v;
             break;
         }
         case OPT_HELP: fputs(run_usage, stdout); return 0;
@@ -76,10 +81,20 @@ static int parse_run(run_opts_t *o, int64_t *max_export, int argc, char **argv)
     if (!o->src.graph == !o->src.pattern)
         return usage_error("run", o->src.graph ? "give a GRAPH file or --pattern, not both"
                                                : "no GRAPH file or --pattern given");
+    if (o->attn_round && !o->attn)
+        return usage_error("run", "--attn-round says which round --attn reports; give --attn");
     return input_options_check(o, "run") ? EXIT_USAGE : -1;
 }
 
-static void print_header(const run_opts_t *o, const source_t *s, const inputs_t *in, int threads)
+static const char *score_name(ag_score_kind_t kind)
+{
+    static const char *const names[] = {"scaled-dot", "dot", "cosine", "additive", "gatv2",
+                                        "sigmoid", "linear"};
+    return names[kind];
+}
+
+static void print_header(const run_opts_t *o, const source_t *s, const inputs_t *in,
+                         int threads)
 {
     const ag_nbhd_t *nb = &s->nb;
     const double N = (double)nb->n_nodes;
@@ -91,20 +106,36 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
                (long long)nb->n_nodes, (long long)nb->n_edges, 100.0 * nb->n_edges / (N * N));
     const char *plural = in->H > 1 ? "s" : "", *tplural = threads > 1 ? "s" : "";
     if (in->raw)
-        printf("raw attention: 1 round, %lld head%s of width %lld, %d thread%s\n",
-               (long long)in->H, plural, (long long)in->d, threads, tplural);
+        printf("raw attention: 1 round, %lld head%s of width %lld, %s scores, %d thread%s\n",
+               (long long)in->H, plural, (long long)in->d, score_name(in->score.kind), threads,
+               tplural);
     else
-        printf("rounds: %lld (D=%lld, %lld head%s of width %lld, %s, seed %llu, %d thread%s)\n",
-               (long long)o->rounds, (long long)in->x0.cols, (long long)in->H, plural,
-               (long long)in->d, o->weights ? "weights from file" : "random weights",
+        printf("rounds: %lld (D=%lld, %lld head%s of width %lld, %s scores, %s, seed %llu, "
+               "%d thread%s)\n", (long long)in->rounds, (long long)in->x0.cols,
+               (long long)in->H, plural, (long long)in->d, score_name(in->score.kind),
+               o->weights ? (in->n_layers > 1 ? "a layer per round" : "weights from file")
+                          : (o->per_node ? "random per-node weights" : "random weights"),
                (unsigned long long)o->seed, threads, tplural);
+}
+
+static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
+{
+    printf("round      change   entropy  max_weight\n");
+    for (int k = 0; k < r->rounds_done; k++)
+        printf("%5d  %10.4g  %8.4f  %10.4f\n", r->trace[k].round, r->trace[k].f.change,
+               r->trace[k].f.entropy, r->trace[k].f.max_weight);
+    if (o->until > 0 && r->rounds_done < rounds)
+        printf("converged after round %d: change %.3g < --until %g\n", r->rounds_done,
+               r->trace[r->rounds_done - 1].f.change, o->until);
+    else if (o->until > 0)
+        printf("not converged in %lld rounds: change %.3g >= --until %g\n", (long long)rounds,
+               r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
 }
 
 int cmd_run(int argc, char **argv)
 {
     run_opts_t o;
-    int64_t max_export;
-    int status = parse_run(&o, &max_export, argc, argv);
+    int status = parse_run(&o, argc, argv);
     if (status >= 0)
         return status;
     const int threads = set_threads(o.threads);
@@ -112,53 +143,50 @@ int cmd_run(int argc, char **argv)
     source_t s;
     inputs_t in;
     result_t r;
-    out_file_t out, attn;
+    enum { OUT, MESSAGES, ATTN, TRACE, N_OUTS };
+    out_file_t outs[N_OUTS];
+    const char *targets[N_OUTS] = {o.out, o.messages, o.attn, o.trace};
     memset(&s, 0, sizeof s), memset(&in, 0, sizeof in), memset(&r, 0, sizeof r);
-    memset(&out, 0, sizeof out), memset(&attn, 0, sizeof attn);
+    memset(outs, 0, sizeof outs);
     ag_error_t err = {AG_OK, ""};
-    int usage = 0;
+    int usage = 0, rc = AG_OK;
     /* Create the outputs first: a bad path fails before any work. */
-    int rc = out_open(&out, o.out, &err);
-    if (!rc)
-        rc = out_open(&attn, o.attn, &err);
+    for (int k = 0; k < N_OUTS && !rc; k++)
+        rc = out_open(&outs[k], targets[k], &err);
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
     if (!rc)
         rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
-    if (!rc && o.attn && (o.rounds == 0 || s.nb.n_edges * in.H > max_export))
-        rc = o.rounds == 0
-                 ? ag_fail(&err, AG_EINVAL, "--attn needs at least one round (--rounds 0 given)")
-                 : ag_fail(&err, AG_ELIMIT, "--attn would write %lld rows (%lld messages x %lld "
-                           "heads), more than --max-edges %lld", (long long)(s.nb.n_edges * in.H),
-                           (long long)s.nb.n_edges, (long long)in.H, (long long)max_export);
+    const int figures = !o.quiet && in.rounds > 1;
     if (!rc)
-        rc = compute(&r, &in, &s.nb, o.rounds, &err);
+        rc = compute(&r, &in, &s, &o, figures, o.trace ? outs[TRACE].tmp : NULL, &err);
     if (!rc && o.out)
-        rc = ag_npy_write_f32(out.tmp, r.y, s.nb.n_nodes, r.cols, &err);
+        rc = ag_npy_write_f32(outs[OUT].tmp, r.y, s.nb.n_nodes, r.cols, &err);
+    if (!rc && o.messages)
+        rc = r.rounds_done ? ag_npy_write_f32(outs[MESSAGES].tmp, in.raw ? r.y : r.ws.M,
+                                              s.nb.n_nodes, in.H * in.d, &err)
+                           : ag_fail(&err, AG_EINVAL, "--messages needs at least one round");
     if (!rc && o.attn)
-        rc = report_attention_csv(attn.tmp, &s.nb, &s.labels, r.Q, r.K, in.H, in.d, &err);
+        rc = report_attention(outs[ATTN].tmp, o.attn, &r, &in, &s, o.max_export, &err);
     if (!rc && !o.quiet) {
         print_header(&o, &s, &in, threads);
+        if (r.trace && (figures || o.trace || o.until > 0) && !in.raw)
+            print_trace(&r, &o, in.rounds);
         if (r.Q) {
-            printf("attention in the last round (mean over heads, top 3 sources):\n");
-            rc = report_summary(stdout, &s.nb, &s.labels, r.Q, r.K, in.H, in.d, SUMMARY_NODES,
-                                &err);
+            printf("attention in %s (mean over heads, top 3 sources):\n",
+                   o.attn_round ? "the --attn-round" : "the last round");
+            rc = report_summary(stdout, &r, &in, &s, SUMMARY_NODES, &err);
         }
     }
-    if (!rc)
-        rc = out_commit(&out, &err);
-    if (!rc)
-        rc = out_commit(&attn, &err);
-    if (!rc && !o.quiet) {
-        if (o.out)
-            printf("wrote %s [%lld, %lld] float32\n", o.out, (long long)s.nb.n_nodes,
-                   (long long)r.cols);
-        if (o.attn)
-            printf("wrote %s (%lld rows)\n", o.attn, (long long)(s.nb.n_edges * in.H));
-    }
+    for (int k = 0; k < N_OUTS && !rc; k++)
+        rc = out_commit(&outs[k], &err);
+    if (!rc && !o.quiet)
+        for (int k = 0; k < N_OUTS; k++)
+            if (targets[k])
+                printf("wrote %s\n", targets[k]);
     if (rc) {
-        out_abort(&out);
-        out_abort(&attn);
+        for (int k = 0; k < N_OUTS; k++)
+            out_abort(&outs[k]);
         if (usage)
             usage_error("run", "%s", err.msg);
         else

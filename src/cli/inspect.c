@@ -1,0 +1,253 @@
+/* `attngraph inspect`: questions about a run's attention, answered without rerunning by hand. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "internal.h"
+
+static const char inspect_usage[] =
+    "usage: attngraph inspect (GRAPH | --pattern SPEC ...) [run options]\n"
+    "                         (--who NODE [--to NODE] | --top K)\n"
+    "\n"
+    "Runs like 'attngraph run', then answers about the last round's attention (or\n"
+    "--attn-round R's). NODE is a label or a node id.\n"
+    "  --who A --to B      how much A attends B, per head and mean\n"
+    "  --who A             everything A attends, strongest first\n"
+    "  --top K             the K strongest edges of the graph (mean over heads)\n"
+    "  --attn-round R      ask about round R instead of the last\n"
+    "\n" INPUT_OPTIONS_HELP
+    "  --pattern SPEC      run on a pattern instead of a graph file\n";
+
+/* A node named by its label (which must be unique) or its id. */
+static int resolve(int64_t *node, const char *name, const ag_labels_t *labels, ag_error_t *err)
+{
+    int64_t found = -1, second = -1;
+    for (int64_t i = 0; i < labels->n && second < 0; i++)
+        if (strcmp(labels->str[i], name) == 0) {
+            if (found < 0)
+                found = i;
+            else
+                second = i;
+        }
+    if (second >= 0)
+        return ag_fail(err, AG_EINVAL, "label '%s' names nodes %lld and %lld (at least); give "
+                       "a node id", name, (long long)found, (long long)second);
+    if (found >= 0) {
+        *node = found;
+        return AG_OK;
+    }
+    char *end;
+    errno = 0;
+    long long id = strtoll(name, &end, 10);
+    if (*name && !*end && !errno && id >= 0 && id < labels->n) {
+        *node = id;
+        return AG_OK;
+    }
+    return ag_fail(err, AG_EINVAL, "no node is labelled '%s', and it is not a node id in "
+                   "0..%lld", name, (long long)labels->n - 1);
+}
+
+/* Prints "(head 0: 15.0%, head 1: 25.0%)" for per-head weights w[0..H). */
+static void print_heads(const double *w, int64_t H)
+{
+    if (H == 1)
+        return;
+    printf(" (");
+    for (int64_t h = 0; h < H; h++)
+        printf("%shead %lld: %.1f%%", h ? ", " : "", (long long)h, 100.0 * w[h]);
+    printf(")");
+}
+
+/* One source of a destination, its weights summed over parallel edges. */
+typedef struct {
+    int64_t src;
+    double mean, *heads;
+} pick_t;
+
+static int by_mean_desc(const void *a, const void *b)
+{
+    const pick_t *x = a, *y = b;
+    return (x->mean < y->mean) - (x->mean > y->mean);
+}
+
+/* --who A [--to B]: A's sources with their weights, strongest first. */
+static int answer_who(const result_t *r, const inputs_t *in, const source_t *s, int64_t a,
+                      int64_t b, int have_b, ag_error_t *err)
+{
+    const ag_nbhd_t *nb = &s->nb;
+    const int64_t lo = nb->edge_ptr[a], deg = nb->edge_ptr[a + 1] - lo, H = in->H;
+    float *W = ag_alloc(deg * H + 1, sizeof *W, err, "inspect");
+    int64_t *src = ag_alloc(deg + 1, sizeof *src, err, "inspect");
+    pick_t *picks = ag_calloc(deg + 1, sizeof *picks, err, "inspect");
+    double *heads = ag_calloc(deg * H + 1, sizeof *heads, err, "inspect");
+    int rc = W && src && picks && heads ? result_weights(r, in, s, a, a + 1, W, err) : AG_ENOMEM;
+    int64_t n = 0;
+    if (!rc) {
+        ag_nbhd_sources(nb, a, a + 1, src);
+        for (int64_t e = 0; e < deg; e++) {
+            if (n == 0 || picks[n - 1].src != src[e])   /* sources ascend: merge multi-edges */
+                picks[n] = (pick_t){src[e], 0, heads + n * H}, n++;
+            for (int64_t h = 0; h < H; h++) {
+                picks[n - 1].heads[h] += W[e * H + h];
+                picks[n - 1].mean += W[e * H + h] / (double)H;
+            }
+        }
+        qsort(picks, (size_t)n, sizeof *picks, by_mean_desc);
+    }
+    const char *la = s->labels.str[a];
+    if (!rc && have_b) {
+        int64_t k = 0;
+        while (k < n && picks[k].src != b)
+            k++;
+        if (k == n) {
+            printf("'%s' does not attend '%s': there is no edge %s -> %s\n", la,
+                   s->labels.str[b], s->labels.str[b], la);
+        } else {
+            printf("'%s' attends '%s': %.1f%%", la, s->labels.str[b], 100.0 * picks[k].mean);
+            print_heads(picks[k].heads, H);
+            printf("\n");
+        }
+    } else if (!rc) {
+        printf("'%s' attends %s\n", la, n ? "(mean over heads, strongest first):"
+                                          : "nothing (no in-edges)");
+        for (int64_t k = 0; k < n; k++) {
+            printf("  '%s': %.1f%%", s->labels.str[picks[k].src], 100.0 * picks[k].mean);
+            print_heads(picks[k].heads, H);
+            printf("\n");
+        }
+    }
+    free(W), free(src), free(picks), free(heads);
+    return rc;
+}
+
+/* --top K: the strongest messages, mean over heads. */
+static int answer_top(const result_t *r, const inputs_t *in, const source_t *s, int64_t K,
+                      int64_t max_export, ag_error_t *err)
+{
+    const ag_nbhd_t *nb = &s->nb;
+    const int64_t E = nb->n_edges, H = in->H, N = nb->n_nodes;
+    if (E * H > max_export)
+        return ag_fail(err, AG_ELIMIT, "--top needs all %lld weights, more than --max-edges %lld",
+                       (long long)(E * H), (long long)max_export);
+    if (K > E)
+        K = E;
+    float *W = ag_alloc(E * H + 1, sizeof *W, err, "inspect");
+    int64_t *src = ag_alloc(E + 1, sizeof *src, err, "inspect");
+    pick_t *best = ag_calloc(K + 1, sizeof *best, err, "inspect");
+    int64_t *best_dst = ag_calloc(K + 1, sizeof *best_dst, err, "inspect");
+    int rc = W && src && best && best_dst ? result_weights(r, in, s, 0, N, W, err) : AG_ENOMEM;
+    int64_t n = 0;
+    if (!rc) {
+        ag_nbhd_sources(nb, 0, N, src);
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t e = nb->edge_ptr[i]; e < nb->edge_ptr[i + 1]; e++) {
+                double m = 0;
+                for (int64_t h = 0; h < H; h++)
+                    m += W[e * H + h] / (double)H;
+                /* insert into the sorted best-K (ties keep the earlier edge) */
+                int64_t at = n < K ? n++ : K;
+                while (at > 0 && best[at - 1].mean < m) {
+                    if (at < K)
+                        best[at] = best[at - 1], best_dst[at] = best_dst[at - 1];
+                    at--;
+                }
+                if (at < K)
+                    best[at] = (pick_t){src[e], m, NULL}, best_dst[at] = i;
+            }
+        printf("the %lld strongest edges (mean over heads):\n", (long long)n);
+        for (int64_t k = 0; k < n; k++)
+            printf("  '%s' attends '%s': %.1f%%\n", s->labels.str[best_dst[k]],
+                   s->labels.str[best[k].src], 100.0 * best[k].mean);
+    }
+    free(W), free(src), free(best), free(best_dst);
+    return rc;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    static struct option longopts[96];
+    static const struct option own[] = {
+        {"pattern", required_argument, 0, OPT_PATTERN}, {"who", required_argument, 0, OPT_WHO},
+        {"to", required_argument, 0, OPT_TO}, {"top", required_argument, 0, OPT_TOP},
+        {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
+        {"max-edges", required_argument, 0, OPT_MAX_EDGES}, {0, 0, 0, 0},
+    };
+    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
+    run_opts_t o;
+    run_opts_init(&o);
+    const char *who = NULL, *to = NULL;
+    int64_t top = 0;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        int rc = input_option(&o, c, optarg, "inspect");
+        if (rc == 0)
+            continue;
+        if (rc != 1)
+            return rc;
+        char *end;
+        long long v;
+        switch (c) {
+        case OPT_PATTERN: o.src.pattern = optarg; break;
+        case OPT_WHO: who = optarg; break;
+        case OPT_TO: to = optarg; break;
+        case OPT_TOP:
+        case OPT_ATTN_ROUND:
+        case OPT_MAX_EDGES:
+            v = strtoll(optarg, &end, 10);
+            if (*end || end == optarg || v < 1)
+                return usage_error("inspect", "'%s' is not a positive integer", optarg);
+            *(c == OPT_TOP ? &top : c == OPT_ATTN_ROUND ? &o.attn_round : &o.max_export) = v;
+            break;
+        case OPT_HELP: fputs(inspect_usage, stdout); return 0;
+        default: return getopt_error("inspect", c, argv);
+        }
+    }
+    if (optind < argc)
+        o.src.graph = argv[optind++];
+    if (optind < argc)
+        return usage_error("inspect", "unexpected argument '%s'", argv[optind]);
+    if (!o.src.graph == !o.src.pattern)
+        return usage_error("inspect", o.src.graph ? "give a GRAPH file or --pattern, not both"
+                                                  : "no GRAPH file or --pattern given");
+    if (!who == !top || (to && !who))
+        return usage_error("inspect", "ask one question: --who A [--to B], or --top K");
+    if (input_options_check(&o, "inspect"))
+        return EXIT_USAGE;
+    set_threads(o.threads);
+
+    source_t s;
+    inputs_t in;
+    result_t r;
+    memset(&s, 0, sizeof s), memset(&in, 0, sizeof in), memset(&r, 0, sizeof r);
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0;
+    int64_t a = 0, b = 0;
+    int rc = source_open(&s, &o.src, &usage, &err);
+    if (!rc && who)
+        rc = resolve(&a, who, &s.labels, &err);
+    if (!rc && to)
+        rc = resolve(&b, to, &s.labels, &err);
+    if (!rc)
+        rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
+    if (!rc)
+        rc = compute(&r, &in, &s, &o, 0, NULL, &err);
+    if (!rc && !r.Q)
+        rc = ag_fail(&err, AG_EINVAL, "no attention to inspect: --rounds 0");
+    if (!rc)
+        rc = who ? answer_who(&r, &in, &s, a, b, to != NULL, &err)
+                 : answer_top(&r, &in, &s, top, o.max_export, &err);
+    if (rc) {
+        if (usage)
+            usage_error("inspect", "%s", err.msg);
+        else
+            fprintf(stderr, "attngraph: %s\n", err.msg);
+    }
+    result_free(&r);
+    inputs_free(&in);
+    source_close(&s);
+    return rc ? (usage ? EXIT_USAGE : EXIT_BAD_INPUT) : 0;
+}

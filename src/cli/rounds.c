@@ -1,0 +1,161 @@
+/*
+ * Running the inputs on a connectivity: raw attention or message rounds, with
+ * what the options ask of each round (convergence figures, --until, saved
+ * states, the attention of one round kept for reporting).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "internal.h"
+
+typedef struct {
+    result_t *r;
+    const run_opts_t *o;
+    int figures;
+    FILE *trace;              /* CSV, or NULL */
+    ag_error_t *err;
+} tracer_t;
+
+/* Writes X [N, D] as DIR/round-R.npy, whole or not at all. */
+static int save_round(const char *dir, int round, const float *X, int64_t N, int64_t D,
+                      ag_error_t *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/round-%d.npy", dir, round);
+    out_file_t f;
+    int rc = out_open(&f, path, err);
+    if (!rc)
+        rc = ag_npy_write_f32(f.tmp, X, N, D, err);
+    if (!rc)
+        rc = out_commit(&f, err);
+    if (rc)
+        out_abort(&f);
+    return rc;
+}
+
+static int on_round(const ag_round_t *round, void *ctx)
+{
+    tracer_t *t = ctx;
+    result_t *r = t->r;
+    const ag_workspace_t *ws = round->ws;
+    r->score = *round->score;            /* the last round's, unless kept below */
+    if (round->round == t->o->attn_round) {
+        memcpy(r->Q_kept, ws->Q, (size_t)(ws->N * ws->HD) * sizeof(float));
+        memcpy(r->K_kept, ws->K, (size_t)(ws->N * ws->HD) * sizeof(float));
+        r->Q = r->Q_kept;
+        r->K = r->K_kept;
+        r->kept_score = r->score;
+    }
+    int rc = AG_OK;
+    trace_row_t *row = &r->trace[round->round - 1];
+    row->round = round->round;
+    if (t->figures && (rc = ag_round_figures(round, &row->f, t->err)))
+        return rc;
+    if (t->trace)
+        fprintf(t->trace, "%d,%.9g,%.9g,%.9g\n", round->round, row->f.change, row->f.entropy,
+                row->f.max_weight);
+    if (t->o->save_rounds &&
+        (rc = save_round(t->o->save_rounds, round->round, round->X, ws->N, ws->D, t->err)))
+        return rc;
+    if (t->o->until > 0 && row->f.change < t->o->until)
+        return AG_STOP;
+    return AG_OK;
+}
+
+static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, const run_opts_t *o,
+                      int figures, const char *trace_tmp, ag_error_t *err)
+{
+    const ag_nbhd_t *nb = &src->nb;
+    const int64_t N = in->N, HD = in->H * in->d;
+    if (o->attn_round > in->rounds)
+        return ag_fail(err, AG_EINVAL, "--attn-round %lld, but the run has %lld rounds",
+                       (long long)o->attn_round, (long long)in->rounds);
+    memcpy(r->y, in->x0.data, (size_t)(N * r->cols) * sizeof(float));
+    int rc = ag_workspace_init(&r->ws, N, HD, r->cols, err);
+    r->trace = ag_calloc(in->rounds + 1, sizeof *r->trace, err, "trace");
+    if (!rc && !r->trace)
+        rc = AG_ENOMEM;
+    if (!rc && o->attn_round) {
+        r->Q_kept = ag_alloc(N * HD, sizeof(float), err, "--attn-round");
+        r->K_kept = ag_alloc(N * HD, sizeof(float), err, "--attn-round");
+        if (!r->Q_kept || !r->K_kept)
+            rc = AG_ENOMEM;
+    }
+    if (!rc && o->save_rounds && mkdir(o->save_rounds, 0777) != 0 && errno != EEXIST)
+        rc = ag_fail(err, AG_EIO, "%s: cannot create the folder: %s", o->save_rounds,
+                     strerror(errno));
+    tracer_t t = {r, o, figures || o->trace || o->until > 0, NULL, err};
+    if (!rc && trace_tmp && !(t.trace = fopen(trace_tmp, "w")))
+        rc = ag_fail(err, AG_EIO, "%s: cannot write: %s", o->trace, strerror(errno));
+    if (t.trace)
+        fputs("round,change,entropy,max_weight\n", t.trace);
+    if (rc) {
+        if (t.trace)
+            fclose(t.trace);
+        return rc;
+    }
+    ag_score_t score = in->score;
+    score.edge_bias = r->edge_bias;
+    const ag_round_opts_t ro = {&score, o->no_residual, o->norm, 0, on_round, &t};
+    rc = ag_rounds_run(nb, in->layers, in->n_layers, r->y, (int)in->rounds, &ro, &r->ws,
+                       &r->rounds_done, err);
+    if (t.trace && fclose(t.trace) != 0 && !rc)
+        rc = ag_fail(err, AG_EIO, "%s: write failed", o->trace);
+    if (!rc && o->attn_round && o->attn_round > r->rounds_done)
+        rc = ag_fail(err, AG_EINVAL, "--attn-round %lld, but --until stopped after round %d",
+                     (long long)o->attn_round, r->rounds_done);
+    if (!rc && r->rounds_done > 0 && !o->attn_round) {
+        r->Q = r->ws.Q;
+        r->K = r->ws.K;
+    } else if (!rc && o->attn_round) {
+        r->score = r->kept_score;
+    }
+    return rc;
+}
+
+int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts_t *o,
+            int figures, const char *trace_tmp, ag_error_t *err)
+{
+    memset(r, 0, sizeof *r);
+    const int64_t N = in->N, HD = in->H * in->d;
+    r->cols = in->raw ? HD : in->x0.cols;
+    r->y = ag_alloc(N * r->cols, sizeof(float), err, "output");
+    if (!r->y)
+        return AG_ENOMEM;
+    int rc = AG_OK;
+    if (o->edge_bias) {
+        if (!src->have_graph)
+            rc = ag_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "
+                         "attribute; %s has none", o->edge_bias, src->desc);
+        else
+            rc = ag_edge_attribute(&r->edge_bias, &src->graph, &src->nb, o->edge_bias, err);
+    }
+    if (!rc && in->raw) {
+        r->score = in->score;
+        r->score.edge_bias = r->edge_bias;
+        r->Q = in->q.data;
+        r->K = in->k.data;
+        r->rounds_done = 1;
+        rc = ag_attention(&src->nb, in->q.data, in->k.data, in->v.data, in->H, in->d, &r->score,
+                          r->y, err);
+    } else if (!rc) {
+        rc = run_rounds(r, in, src, o, figures, trace_tmp, err);
+    }
+    if (rc)
+        result_free(r);
+    return rc;
+}
+
+void result_free(result_t *r)
+{
+    free(r->y);
+    free(r->Q_kept);
+    free(r->K_kept);
+    free(r->edge_bias);
+    free(r->trace);
+    ag_workspace_destroy(&r->ws);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,358 @@
+/*
+ * Score functions and the generic attention path.
+ *
+ * For destination i, head h and in-edge j -> i (slot s):
+ *   raw score   scaled-dot q.k/sqrt(d) | dot q.k | cosine cos(q,k)
+ *               | additive LeakyReLU(a_dst.q_i + a_src.k_j) | gatv2 a.LeakyReLU(q_i + k_j)
+ *               | sigmoid q.k/sqrt(d) | linear phi(q).phi(k), phi(x) = elu(x) + 1
+ *   softmax kinds: s <- beta * s, then softcap C: s <- C tanh(s / C)
+ *   all but linear: s <- s + edge_bias[slot] + alibi_h * (j - i)
+ *   weights     softmax over i's in-edges | sigmoid(s + b_i), b_i = -ln(in-degree)
+ *               | linear: s / sum of s over i's in-edges
+ *
+ * The generic path scores a destination's edges into a per-thread buffer,
+ * normalises them, then accumulates V: two passes over the edges. Plain
+ * dot-product softmax goes to the one-pass kernel in kernel.c instead.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kernel.h"
+#include "vec.h"
+
+static int is_softmax(ag_score_kind_t kind)
+{
+    return kind != AG_SCORE_SIGMOID && kind != AG_SCORE_LINEAR;
+}
+
+int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                   ag_error_t *err)
+{
+    if (H <= 0 || d <= 0)
+        return ag_fail(err, AG_EINVAL, "attention: %lld heads of width %lld; expected both >= 1",
+                       (long long)H, (long long)d);
+    if (!nb || !nb->edge_ptr || !nb->run_ptr)
+        return ag_fail(err, AG_EINVAL, "attention: neighbourhoods are not compiled");
+    if (!sc)
+        return AG_OK;
+    if (sc->kind < AG_SCORE_SCALED_DOT || sc->kind > AG_SCORE_LINEAR)
+        return ag_fail(err, AG_EINVAL, "score: unknown kind %d", (int)sc->kind);
+    if (!(sc->beta >= 0) || !isfinite(sc->beta))
+        return ag_fail(err, AG_EINVAL, "score: beta %g; expected a finite value >= 0", sc->beta);
+    if (!(sc->softcap >= 0) || !isfinite(sc->softcap))
+        return ag_fail(err, AG_EINVAL, "score: softcap %g; expected a finite value >= 0",
+                       sc->softcap);
+    if (!isfinite(sc->slope))
+        return ag_fail(err, AG_EINVAL, "score: slope %g; expected a finite value", sc->slope);
+    if (!is_softmax(sc->kind) && ((sc->beta != 0 && sc->beta != 1) || sc->softcap > 0))
+        return ag_fail(err, AG_EINVAL, "score: beta and softcap apply to softmax scores, not "
+                       "to %s", sc->kind == AG_SCORE_LINEAR ? "linear" : "sigmoid");
+    if (sc->kind == AG_SCORE_LINEAR && (sc->edge_bias || sc->alibi))
+        return ag_fail(err, AG_EINVAL, "score: linear attention takes no edge bias or ALiBi");
+    if (sc->kind == AG_SCORE_ADDITIVE && (!sc->a_src || !sc->a_dst))
+        return ag_fail(err, AG_EINVAL, "score: additive needs the vectors a_src and a_dst [H, d]");
+    if (sc->kind == AG_SCORE_GATV2 && !sc->a_src)
+        return ag_fail(err, AG_EINVAL, "score: gatv2 needs the vector a [H, d] (a_src)");
+    (void)H;
+    return AG_OK;
+}
+
+/* Can the one-pass kernel run it? Then *scale is its score multiplier. */
+static int plain_dot(const ag_score_t *sc, int64_t d, float *scale)
+{
+    const float beta = sc && sc->beta != 0 ? sc->beta : 1.0f;
+    if (sc && (sc->kind > AG_SCORE_DOT || sc->softcap > 0 || sc->edge_bias || sc->alibi))
+        return 0;
+    *scale = beta * (sc && sc->kind == AG_SCORE_DOT ? 1.0f : 1.0f / sqrtf((float)d));
+    return 1;
+}
+
+/* ---- scoring context: per-node precomputations, made before the parallel region ---- */
+
+typedef struct {
+    ag_score_t sc;            /* with defaults filled in */
+    int64_t H, d;
+    float scale;              /* multiplier of q.k */
+    const float *Q, *K;       /* what dot products read (phi(Q), phi(K) for linear) */
+    float *owned;             /* one allocation behind the arrays below */
+    float *e_src, *e_dst;     /* additive: a_src.k_j and a_dst.q_i [N, H] */
+    float *norm_q, *norm_k;   /* cosine: |q_i|, |k_j| per head [N, H] */
+    float *alibi;             /* [H] */
+} sctx_t;
+
+static float elu1(float x)
+{
+    return x > 0 ? x + 1.0f : expf(x);
+}
+
+static float leaky(float x, float slope)
+{
+    return x > 0 ? x : slope * x;
+}
+
+static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, const float *Q,
+                     const float *K, int64_t H, int64_t d, ag_error_t *err)
+{
+    memset(c, 0, sizeof *c);
+    c->sc = score ? *score : (ag_score_t){0};
+    if (c->sc.beta == 0)
+        c->sc.beta = 1;
+    if (c->sc.slope == 0)
+        c->sc.slope = 0.2f;
+    c->H = H, c->d = d, c->Q = Q, c->K = K;
+    const ag_score_kind_t kind = c->sc.kind;
+    c->scale = kind == AG_SCORE_DOT || kind == AG_SCORE_LINEAR || kind == AG_SCORE_COSINE
+                   ? 1.0f : 1.0f / sqrtf((float)d);
+    const int64_t N = nb->n_nodes, HD = H * d;
+    int64_t need = H;                                       /* alibi */
+    if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_COSINE)
+        need += 2 * N * H;
+    if (kind == AG_SCORE_LINEAR)
+        need += 2 * N * HD;
+    c->owned = ag_alloc(need, sizeof(float), err, "score");
+    if (!c->owned)
+        return AG_ENOMEM;
+    c->alibi = c->owned;
+    for (int64_t h = 0; h < H; h++)   /* ALiBi's geometric slopes, 2^(-8(h+1)/H) */
+        c->alibi[h] = c->sc.alibi ? exp2f(-8.0f * (float)(h + 1) / (float)H) : 0.0f;
+    float *more = c->owned + H;
+    if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_COSINE) {
+        float *a = more, *b = more + N * H;
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t h = 0; h < H; h++) {
+                const float *q = Q + i * HD + h * d, *k = K + i * HD + h * d;
+                if (kind == AG_SCORE_ADDITIVE) {
+                    a[i * H + h] = dot(c->sc.a_src + h * d, k, d);
+                    b[i * H + h] = dot(c->sc.a_dst + h * d, q, d);
+                } else {
+                    a[i * H + h] = sqrtf(dot(q, q, d));
+                    b[i * H + h] = sqrtf(dot(k, k, d));
+                }
+            }
+        if (kind == AG_SCORE_ADDITIVE)
+            c->e_src = a, c->e_dst = b;
+        else
+            c->norm_q = a, c->norm_k = b;
+    }
+    if (kind == AG_SCORE_LINEAR) {
+        float *pq = more, *pk = more + N * HD;
+#pragma omp parallel for schedule(static)
+        for (int64_t x = 0; x < N * HD; x++) {
+            pq[x] = elu1(Q[x]);
+            pk[x] = elu1(K[x]);
+        }
+        c->Q = pq, c->K = pk;
+    }
+    return AG_OK;
+}
+
+/* The score of edge j -> i, slot s, head h (before normalisation). */
+static inline float score_edge(const sctx_t *c, int64_t i, int64_t j, int64_t s, int64_t h)
+{
+    const int64_t H = c->H, d = c->d, HD = H * d;
+    const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
+    float x;
+    switch (c->sc.kind) {
+    case AG_SCORE_COSINE: {
+        const float n = c->norm_q[i * H + h] * c->norm_k[j * H + h];
+        x = n > 0 ? dot(q, k, d) / n : 0.0f;
+        break;
+    }
+    case AG_SCORE_ADDITIVE:
+        x = leaky(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
+        break;
+    case AG_SCORE_GATV2: {
+        const float *a = c->sc.a_src + h * d;
+        x = 0;
+        for (int64_t t = 0; t < d; t++)
+            x += a[t] * leaky(q[t] + k[t], c->sc.slope);
+        break;
+    }
+    default:
+        x = dot(q, k, d) * c->scale;
+    }
+    if (c->sc.kind == AG_SCORE_LINEAR)
+        return x;
+    if (is_softmax(c->sc.kind)) {
+        x *= c->sc.beta;
+        if (c->sc.softcap > 0)
+            x = c->sc.softcap * tanhf(x / c->sc.softcap);
+    }
+    if (c->sc.edge_bias)
+        x += c->sc.edge_bias[s];
+    return x + c->alibi[h] * (float)(j - i);
+}
+
+/* Scores of i's slots into W[slot * H + h] (slots counted from i's first). */
+static void score_row(const sctx_t *c, const ag_nbhd_t *nb, int64_t i, float *W)
+{
+    int64_t slot = 0, s0 = nb->edge_ptr[i];
+    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, slot++)
+            for (int64_t h = 0; h < c->H; h++)
+                W[slot * c->H + h] = score_edge(c, i, j, s0 + slot, h);
+}
+
+/* Scores -> weights, in place, for `deg` slots of one destination. */
+static void normalise_row(const sctx_t *c, float *W, int64_t deg)
+{
+    const int64_t H = c->H;
+    for (int64_t h = 0; h < H; h++) {
+        if (c->sc.kind == AG_SCORE_SIGMOID) {
+            const float b = c->sc.has_sigmoid_bias ? c->sc.sigmoid_bias : -logf((float)deg);
+            for (int64_t e = 0; e < deg; e++)
+                W[e * H + h] = 1.0f / (1.0f + expf(-(W[e * H + h] + b)));
+            continue;
+        }
+        if (c->sc.kind == AG_SCORE_LINEAR) {
+            float sum = 0;
+            for (int64_t e = 0; e < deg; e++)
+                sum += W[e * H + h];
+            for (int64_t e = 0; e < deg; e++)
+                W[e * H + h] = sum > 0 ? W[e * H + h] / sum : 0.0f;
+            continue;
+        }
+        float mx = -INFINITY, sum = 0;
+        for (int64_t e = 0; e < deg; e++)
+            mx = fmaxf(mx, W[e * H + h]);
+        for (int64_t e = 0; e < deg; e++)
+            sum += (W[e * H + h] = exp_or_zero(W[e * H + h] - mx));
+        for (int64_t e = 0; e < deg; e++)
+            W[e * H + h] /= sum;
+    }
+}
+
+static int64_t max_in_degree(const ag_nbhd_t *nb)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < nb->n_nodes; i++)
+        if (nb->edge_ptr[i + 1] - nb->edge_ptr[i] > m)
+            m = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
+    return m;
+}
+
+/* A context and per-thread buffers of the largest in-degree x H floats. */
+static int generic_begin(sctx_t *c, scratch_t *buf, const ag_score_t *score,
+                         const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
+                         int64_t d, ag_error_t *err)
+{
+    int rc = ag_score_check(score, nb, H, d, err);
+    if (rc || (rc = sctx_init(c, score, nb, Q, K, H, d, err)))
+        return rc;
+    buf->stride = scratch_stride(max_in_degree(nb) * H);
+    buf->buf = ag_alloc((int64_t)max_threads() * buf->stride, sizeof(float), err,
+                        "attention buffer");
+    if (!buf->buf) {
+        free(c->owned);
+        return AG_ENOMEM;
+    }
+    return AG_OK;
+}
+
+static void generic_end(sctx_t *c, scratch_t *buf)
+{
+    free(c->owned);
+    free(buf->buf);
+}
+
+int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                 int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err)
+{
+    float scale;
+    int rc = ag_score_check(score, nb, H, d, err);
+    if (rc)
+        return rc;
+    if (plain_dot(score, d, &scale))
+        return ag_i_attention_online(nb, Q, K, V, H, d, scale, M, err);
+    sctx_t c;
+    scratch_t buf;
+    if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, err)))
+        return rc;
+    const int64_t HD = H * d;
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int64_t i = 0; i < nb->n_nodes; i++) {
+        float *W = scratch_mine(&buf), *m_i = M + i * HD;
+        score_row(&c, nb, i, W);
+        normalise_row(&c, W, nb->edge_ptr[i + 1] - nb->edge_ptr[i]);
+        memset(m_i, 0, (size_t)HD * sizeof *m_i);
+        int64_t slot = 0;
+        for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+            for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, slot++)
+                for (int64_t h = 0; h < H; h++) {
+                    const float a = W[slot * H + h], *v = V + j * HD + h * d;
+                    float *acc = m_i + h * d;
+#pragma omp simd
+                    for (int64_t k = 0; k < d; k++)
+                        acc[k] += a * v[k];
+                }
+    }
+    generic_end(&c, &buf);
+    return AG_OK;
+}
+
+int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
+                         int64_t H, int64_t d, const ag_score_t *score, int64_t lo, int64_t hi,
+                         float *W, ag_error_t *err)
+{
+    int rc = ag_score_check(score, nb, H, d, err);
+    if (rc)
+        return rc;
+    if (lo < 0 || hi > nb->n_nodes || lo > hi)
+        return ag_fail(err, AG_EINVAL, "attention weights: destinations %lld..%lld are outside "
+                       "0..%lld", (long long)lo, (long long)hi, (long long)nb->n_nodes);
+    sctx_t c;
+    if ((rc = sctx_init(&c, score, nb, Q, K, H, d, err)))
+        return rc;
+    const int64_t base = nb->edge_ptr[lo];
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int64_t i = lo; i < hi; i++) {
+        float *W_i = W + (nb->edge_ptr[i] - base) * H;
+        score_row(&c, nb, i, W_i);
+        normalise_row(&c, W_i, nb->edge_ptr[i + 1] - nb->edge_ptr[i]);
+    }
+    free(c.owned);
+    return AG_OK;
+}
+
+int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
+                       int64_t d, const ag_score_t *score, double *entropy, double *distance,
+                       double *max_weight, ag_error_t *err)
+{
+    sctx_t c;
+    scratch_t buf;
+    int rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, err);
+    if (rc)
+        return rc;
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int64_t i = 0; i < nb->n_nodes; i++) {
+        const int64_t deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
+        double ent = NAN, dist = NAN, top = NAN;
+        if (deg > 0) {
+            float *W = scratch_mine(&buf);
+            score_row(&c, nb, i, W);
+            normalise_row(&c, W, deg);
+            ent = dist = top = 0;
+            int64_t slot = 0;
+            for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+                for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, slot++)
+                    for (int64_t h = 0; h < H; h++) {
+                        const double a = W[slot * H + h];
+                        if (a > 0)
+                            ent -= a * log(a);
+                        dist += a * (double)(i > j ? i - j : j - i);
+                        top = fmax(top, a);
+                    }
+            ent /= (double)H, dist /= (double)H;
+        }
+        if (entropy)
+            entropy[i] = ent;
+        if (distance)
+            distance[i] = dist;
+        if (max_weight)
+            max_weight[i] = top;
+    }
+    generic_end(&c, &buf);
+    return AG_OK;
+}

@@ -1,0 +1,69 @@
+/* Small inline helpers shared by the kernels, so the kernels read as math. */
+#ifndef AG_VEC_H
+#define AG_VEC_H
+
+#include <math.h>
+#include <stdint.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/*
+ * exp(x) for x <= 0, with exact zeros below -87: such a term weighs less than
+ * 1e-38 of the largest, and expf would return denormals there, which are slow.
+ */
+#define AG_EXP_CUTOFF (-87.0f)
+
+static inline float exp_or_zero(float x)
+{
+    return x < AG_EXP_CUTOFF ? 0.0f : expf(x);
+}
+
+/* gcc vectorises a float reduction only when told it may reorder it. */
+static inline float dot(const float *a, const float *b, int64_t n)
+{
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int64_t k = 0; k < n; k++)
+        s += a[k] * b[k];
+    return s;
+}
+
+static inline int max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static inline int thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* Per-thread slots of `per_thread` floats each, padded to whole cache lines
+   so that threads writing their own slots do not share a line. */
+typedef struct {
+    float *buf;
+    int64_t stride;
+} scratch_t;
+
+static inline int64_t scratch_stride(int64_t per_thread)
+{
+    const int64_t line = 64 / (int64_t)sizeof(float);
+    return (per_thread + line - 1) / line * line + line;
+}
+
+static inline float *scratch_mine(const scratch_t *s)
+{
+    return s->buf + (int64_t)thread_id() * s->stride;
+}
+
+#endif
