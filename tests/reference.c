@@ -104,3 +104,94 @@ void ref_rounds(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
     }
     free(count), free(q), free(k), free(v), free(m), free(y);
 }
+
+static double ref_leaky(double x, double slope)
+{
+    return x > 0 ? x : slope * x;
+}
+
+static double ref_phi(double x)   /* elu(x) + 1 */
+{
+    return x > 0 ? x + 1 : exp(x);
+}
+
+/* The score of message e (j -> i) for head h, before normalisation. */
+static double ref_score(const ref_score_t *sc, const float *Q, const float *K, int64_t H,
+                        int64_t d, int64_t i, int64_t j, int64_t e, int64_t h)
+{
+    const float *q = Q + (i * H + h) * d, *k = K + (j * H + h) * d;
+    double qk = 0, qq = 0, kk = 0, s;
+    for (int64_t c = 0; c < d; c++)
+        qk += (double)q[c] * k[c], qq += (double)q[c] * q[c], kk += (double)k[c] * k[c];
+    switch (sc->kind) {
+    case 1: s = qk; break;
+    case 2: s = qq > 0 && kk > 0 ? qk / sqrt(qq * kk) : 0; break;
+    case 3: {
+        double a = 0;
+        for (int64_t c = 0; c < d; c++)
+            a += (double)sc->a_dst[h * d + c] * q[c] + (double)sc->a_src[h * d + c] * k[c];
+        s = ref_leaky(a, sc->slope);
+        break;
+    }
+    case 4:
+        s = 0;
+        for (int64_t c = 0; c < d; c++)
+            s += (double)sc->a_src[h * d + c] * ref_leaky((double)q[c] + k[c], sc->slope);
+        break;
+    case 6:
+        s = 0;
+        for (int64_t c = 0; c < d; c++)
+            s += ref_phi(q[c]) * ref_phi(k[c]);
+        return s;
+    default: s = qk / sqrt((double)d);   /* scaled-dot and sigmoid */
+    }
+    if (sc->kind != 5) {
+        s *= sc->beta;
+        if (sc->softcap > 0)
+            s = sc->softcap * tanh(s / sc->softcap);
+    }
+    if (sc->bias)
+        s += sc->bias[e];
+    if (sc->alibi)
+        s += pow(2.0, -8.0 * (double)(h + 1) / (double)H) * (double)(j - i);
+    return s;
+}
+
+void ref_attention_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                          const float *Q, const float *K, const float *V, int64_t H, int64_t d,
+                          const ref_score_t *sc, double *M, double *W)
+{
+    double *s = malloc((size_t)(E + 1) * sizeof *s);
+    memset(M, 0, (size_t)(N * H * d) * sizeof *M);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t h = 0; h < H; h++) {
+            int64_t deg = 0;
+            double mx = -INFINITY, z = 0;
+            for (int64_t e = 0; e < E; e++)
+                if (dst[e] == i) {
+                    s[e] = ref_score(sc, Q, K, H, d, i, src[e], e, h);
+                    mx = fmax(mx, s[e]);
+                    deg++;
+                }
+            for (int64_t e = 0; e < E; e++)
+                if (dst[e] == i)
+                    z += sc->kind == 6 ? s[e] : exp(s[e] - mx);
+            for (int64_t e = 0; e < E; e++) {
+                if (dst[e] != i)
+                    continue;
+                double a;
+                if (sc->kind == 5)
+                    a = 1 / (1 + exp(-(s[e] + (sc->has_sigmoid_bias ? sc->sigmoid_bias
+                                                                    : -log((double)deg)))));
+                else if (sc->kind == 6)
+                    a = z > 0 ? s[e] / z : 0;
+                else
+                    a = exp(s[e] - mx) / z;
+                if (W)
+                    W[e * H + h] = a;
+                for (int64_t c = 0; c < d; c++)
+                    M[(i * H + h) * d + c] += a * V[(src[e] * H + h) * d + c];
+            }
+        }
+    free(s);
+}

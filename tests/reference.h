@@ -26,3 +26,23 @@ void ref_rounds(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                 int64_t D, int64_t H, int64_t d, int rounds, double *X);
 
 #endif
+
+/* Score description for ref_attention_scored; kind numbers as ag_score_kind_t. */
+typedef struct {
+    int kind;                 /* 0 scaled-dot, 1 dot, 2 cosine, 3 additive, 4 gatv2, 5 sigmoid, 6 linear */
+    double beta, softcap, slope;
+    const float *a_src, *a_dst;   /* [H, d]; gatv2 uses a_src as a */
+    const double *bias;       /* [E] per message, or NULL */
+    int alibi;
+    int has_sigmoid_bias;
+    double sigmoid_bias;
+} ref_score_t;
+
+/*
+ * Attention with any score, in double, straight from the formulas: for each
+ * destination its messages (from the list), their scores, the normalisation,
+ * the weighted sum. M [N, H*d]; W [E*H] or NULL.
+ */
+void ref_attention_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                          const float *Q, const float *K, const float *V, int64_t H, int64_t d,
+                          const ref_score_t *sc, double *M, double *W);

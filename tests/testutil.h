@@ -40,6 +40,7 @@ Suite *npy_suite(void);
 Suite *graph_suite(void);
 Suite *kernel_suite(void);
 Suite *pattern_suite(void);
+Suite *score_suite(void);
 Suite *model_suite(void);
 Suite *cli_suite(void);
 
