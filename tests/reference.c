@@ -71,38 +71,60 @@ void ref_attention(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
     free(count), free(q), free(k), free(v);
 }
 
-/* Y [N, out] = X [N, in] W^T, W float [out, in]. */
+/* Y [N, out] = X [N, in] W^T, W float [out, in], or W_i per node ([N, out, in]). */
 static void project(double *Y, const double *X, const float *W, int64_t N, int64_t in,
-                    int64_t out)
+                    int64_t out, int per_node)
 {
-    for (int64_t i = 0; i < N; i++)
+    for (int64_t i = 0; i < N; i++) {
+        const float *Wi = per_node ? W + i * out * in : W;
         for (int64_t o = 0; o < out; o++) {
             double acc = 0;
             for (int64_t c = 0; c < in; c++)
-                acc += X[i * in + c] * (double)W[o * in + c];
+                acc += X[i * in + c] * (double)Wi[o * in + c];
             Y[i * out + o] = acc;
         }
+    }
+}
+
+void ref_rounds_layers(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                       const ref_layer_t *layers, int n_layers, int64_t D, int64_t H, int64_t d,
+                       int rounds, int residual, int layer_norm, double *X)
+{
+    const int64_t HD = H * d;
+    double *count = edge_counts(N, src, dst, E);
+    double *q = malloc((size_t)(N * HD) * sizeof *q), *k = malloc((size_t)(N * HD) * sizeof *k);
+    double *v = malloc((size_t)(N * HD) * sizeof *v), *m = malloc((size_t)(N * HD) * sizeof *m);
+    double *y = malloc((size_t)(N * D) * sizeof *y), *xn = malloc((size_t)(N * D) * sizeof *xn);
+    for (int r = 0; r < rounds; r++) {
+        const ref_layer_t *L = &layers[n_layers == 1 ? 0 : r];
+        for (int64_t i = 0; i < N; i++) {
+            double mean = 0, var = 0;
+            for (int64_t c = 0; c < D; c++)
+                mean += X[i * D + c] / (double)D;
+            for (int64_t c = 0; c < D; c++)
+                var += (X[i * D + c] - mean) * (X[i * D + c] - mean) / (double)D;
+            for (int64_t c = 0; c < D; c++)
+                xn[i * D + c] = !layer_norm ? X[i * D + c]
+                    : (X[i * D + c] - mean) / sqrt(var + 1e-5) * (L->ln_w ? L->ln_w[c] : 1.0) +
+                      (L->ln_b ? L->ln_b[c] : 0.0);
+        }
+        project(q, xn, L->wq, N, D, HD, L->per_node);
+        project(k, xn, L->wk, N, D, HD, L->per_node);
+        project(v, xn, L->wv, N, D, HD, L->per_node);
+        dense_attention(N, count, src, dst, E, q, k, v, H, d, m, NULL);
+        project(y, m, L->wo, N, HD, D, 0);
+        for (int64_t x = 0; x < N * D; x++)
+            X[x] = (residual ? X[x] : 0.0) + y[x];
+    }
+    free(count), free(q), free(k), free(v), free(m), free(y), free(xn);
 }
 
 void ref_rounds(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                 const float *wq, const float *wk, const float *wv, const float *wo,
                 int64_t D, int64_t H, int64_t d, int rounds, double *X)
 {
-    const int64_t HD = H * d;
-    double *count = edge_counts(N, src, dst, E);
-    double *q = malloc((size_t)(N * HD) * sizeof *q), *k = malloc((size_t)(N * HD) * sizeof *k);
-    double *v = malloc((size_t)(N * HD) * sizeof *v), *m = malloc((size_t)(N * HD) * sizeof *m);
-    double *y = malloc((size_t)(N * D) * sizeof *y);
-    for (int r = 0; r < rounds; r++) {
-        project(q, X, wq, N, D, HD);
-        project(k, X, wk, N, D, HD);
-        project(v, X, wv, N, D, HD);
-        dense_attention(N, count, src, dst, E, q, k, v, H, d, m, NULL);
-        project(y, m, wo, N, HD, D);
-        for (int64_t x = 0; x < N * D; x++)
-            X[x] += y[x];
-    }
-    free(count), free(q), free(k), free(v), free(m), free(y);
+    const ref_layer_t layer = {wq, wk, wv, wo, 0, NULL, NULL};
+    ref_rounds_layers(N, src, dst, E, &layer, 1, D, H, d, rounds, 1, 0, X);
 }
 
 static double ref_leaky(double x, double slope)

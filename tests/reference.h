@@ -25,6 +25,20 @@ void ref_rounds(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                 const float *wq, const float *wk, const float *wv, const float *wo,
                 int64_t D, int64_t H, int64_t d, int rounds, double *X);
 
+/* One layer for ref_rounds_layers: [out, in] matrices; per_node: wq, wk, wv
+   are [N, H*d, D]; ln_w, ln_b [D] or NULL. */
+typedef struct {
+    const float *wq, *wk, *wv, *wo;
+    int per_node;
+    const float *ln_w, *ln_b;
+} ref_layer_t;
+
+/* Rounds in double with layer r (or layer 0 when n_layers == 1), optional
+   pre-norm LayerNorm (eps 1e-5) and residual. */
+void ref_rounds_layers(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                       const ref_layer_t *layers, int n_layers, int64_t D, int64_t H, int64_t d,
+                       int rounds, int residual, int layer_norm, double *X);
+
 #endif
 
 /* Score description for ref_attention_scored; kind numbers as ag_score_kind_t. */

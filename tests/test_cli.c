@@ -415,6 +415,228 @@ START_TEST(compare_errors)
 }
 END_TEST
 
+/* Messages of graphs/random10.edges (edge e: src[e] -> dst[e]). */
+static int64_t random10(int64_t *src, int64_t *dst)
+{
+    igraph_t g;
+    ag_error_t err;
+    ck_assert_int_eq(ag_graph_load(&g, "graphs/random10.edges", NULL, &err), AG_OK);
+    const int64_t E = igraph_ecount(&g);
+    for (int64_t e = 0; e < E; e++)
+        src[e] = IGRAPH_FROM(&g, e), dst[e] = IGRAPH_TO(&g, e);
+    igraph_destroy(&g);
+    return E;
+}
+
+START_TEST(attention_exports_agree)
+{
+    int64_t src[64], dst[64];
+    const int64_t E = random10(src, dst), N = 10, H = 2, d = 3, HD = 6;
+    float Q[60], K[60], V[60];
+    fill_uniform(Q, 60, 21, 1.5f), fill_uniform(K, 60, 22, 1.5f), fill_uniform(V, 60, 23, 1.0f);
+    double M[60], W[128];
+    const ref_score_t rs = {.kind = 1, .beta = 2, .slope = 0.2};   /* dot, beta 2 */
+    ref_attention_scored(N, src, dst, E, Q, K, V, H, d, &rs, M, W);
+    char q[512], k[512], v[512];   /* tmp_path's buffers get reused: keep copies */
+    snprintf(q, sizeof q, "%s", save("eq.npy", Q, N, HD));
+    snprintf(k, sizeof k, "%s", save("ek.npy", K, N, HD));
+    snprintf(v, sizeof v, "%s", save("ev.npy", V, N, HD));
+    const char *ext[] = {"csv", "npy", "graphml"};
+    for (int x = 0; x < 3; x++) {
+        char args[2048], name[32];
+        snprintf(name, sizeof name, "w.%s", ext[x]);
+        snprintf(args, sizeof args, "run graphs/random10.edges --heads 2 --score dot --beta 2 "
+                 "--q %s --k %s --v %s --attn %s --quiet", q, k, v, tmp_path(name));
+        expect_cli(args, 0, 1, "");
+    }
+    /* .npy: [E, H] in edge order */
+    ag_matrix_t a;
+    ag_error_t err;
+    ck_assert_int_eq(ag_matrix_read_npy(&a, tmp_path("w.npy"), &err), AG_OK);
+    ck_assert_int_eq(a.rows, E);
+    ck_assert_int_eq(a.cols, H);
+    ck_assert_double_le(max_abs_diff_fd(a.data, W, E * H), 1e-5);
+    /* .csv: the same numbers, row e*H + h */
+    char *csv = read_text(tmp_path("w.csv")), *save_ptr = NULL, *line;
+    strtok_r(csv, "\n", &save_ptr);
+    for (int64_t r = 0; (line = strtok_r(NULL, "\n", &save_ptr)); r++) {
+        double w = atof(strrchr(line, ',') + 1);
+        ck_assert_double_eq_tol(w, a.data[r], 1e-8);
+    }
+    free(csv);
+    /* .graphml: edge attributes per head and their mean */
+    igraph_t g;
+    ck_assert_int_eq(ag_graph_load(&g, tmp_path("w.graphml"), NULL, &err), AG_OK);
+    ck_assert_int_eq(igraph_ecount(&g), E);
+    for (int64_t e = 0; e < E; e++) {
+        ck_assert_double_eq_tol(EAN(&g, "attn_h0", e), a.data[e * H], 1e-7);
+        ck_assert_double_eq_tol(EAN(&g, "attn_h1", e), a.data[e * H + 1], 1e-7);
+        ck_assert_double_eq_tol(EAN(&g, "attn_mean", e), (a.data[e * H] + a.data[e * H + 1]) / 2,
+                                1e-7);
+    }
+    igraph_destroy(&g);
+    ag_matrix_destroy(&a);
+}
+END_TEST
+
+START_TEST(inspect_answers_from_the_same_weights)
+{
+    char args[1024], *out;
+    snprintf(args, sizeof args, "run graphs/sentence.gml --heads 2 --rounds 2 --attn %s --quiet",
+             tmp_path("s.csv"));
+    expect_cli(args, 0, 1, "");
+    double w[16];   /* mean over heads, w[dst*4 + src] */
+    memset(w, 0, sizeof w);
+    char *csv = read_text(tmp_path("s.csv")), *sp = NULL, *line;
+    strtok_r(csv, "\n", &sp);
+    while ((line = strtok_r(NULL, "\n", &sp))) {
+        long long s, t, h;
+        char a[16], b[16];
+        double x;
+        ck_assert_int_eq(sscanf(line, "%lld,%lld,%15[^,],%15[^,],%lld,%lf", &s, &t, a, b, &h, &x), 6);
+        w[t * 4 + s] += x / 2;
+    }
+    free(csv);
+    ck_assert_int_eq(run_cli("inspect graphs/sentence.gml --heads 2 --rounds 2 --who I --to nah",
+                             &out, NULL), 0);
+    char want[128];
+    snprintf(want, sizeof want, "'I' attends 'nah': %.1f%% (head 0: ", 100 * w[1 * 4 + 0]);
+    ck_assert_msg(strstr(out, want), "expected '%s' in:\n%s", want, out);
+    free(out);
+    ck_assert_int_eq(run_cli("inspect graphs/sentence.gml --heads 2 --rounds 2 --who 3", &out,
+                             NULL), 0);   /* node id 3 is 'win' */
+    ck_assert_ptr_nonnull(strstr(out, "'win' attends (mean over heads, strongest first):"));
+    free(out);
+    /* --top 1: the largest mean weight of all; node 0 attends only itself: 100% */
+    expect_cli("inspect graphs/sentence.gml --top 1", 0, 1, "'nah' attends 'nah': 100.0%");
+    expect_cli("inspect graphs/sentence.gml --who nah --to win", 0, 1,
+               "'nah' does not attend 'win': there is no edge win -> nah");
+    expect_cli("inspect graphs/sentence.gml --who zzz", 1, 2, "no node is labelled 'zzz'");
+    expect_cli("inspect --pattern causal --tokens 'a b a' --who a", 1, 2,
+               "label 'a' names nodes 0 and 2");
+    expect_cli("inspect graphs/sentence.gml", 2, 2, "ask one question");
+    expect_cli("inspect graphs/en_ja_cross.graphml --who 勝つ", 0, 1,
+               "'勝つ' attends nothing (no in-edges)");
+}
+END_TEST
+
+START_TEST(rounds_outputs_are_consistent)
+{
+    char args[2048];
+    /* the attention of round 2 of 3 is the attention of a 2-round run */
+    snprintf(args, sizeof args, "run graphs/random10.edges --heads 2 --dim 8 --rounds 3 "
+             "--attn-round 2 --attn %s --save-rounds %s --trace %s --messages %s --quiet",
+             tmp_path("r2of3.csv"), tmp_path("rounds"), tmp_path("trace.csv"),
+             tmp_path("m3.npy"));
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run graphs/random10.edges --heads 2 --dim 8 --rounds 2 "
+             "--attn %s --out %s --quiet", tmp_path("r2.csv"), tmp_path("x2.npy"));
+    expect_cli(args, 0, 1, "");
+    char *a = read_text(tmp_path("r2of3.csv")), *b = read_text(tmp_path("r2.csv"));
+    ck_assert_str_eq(a, b);
+    free(a), free(b);
+    ag_matrix_t x2, saved, m3;
+    ag_error_t err;
+    ck_assert_int_eq(ag_matrix_read_npy(&x2, tmp_path("x2.npy"), &err), AG_OK);
+    char path[700];
+    snprintf(path, sizeof path, "%s/round-2.npy", tmp_path("rounds"));
+    ck_assert_int_eq(ag_matrix_read_npy(&saved, path, &err), AG_OK);
+    ck_assert_mem_eq(saved.data, x2.data, 10 * 8 * sizeof(float));
+    ck_assert_int_eq(ag_matrix_read_npy(&m3, tmp_path("m3.npy"), &err), AG_OK);
+    ck_assert_int_eq(m3.cols, 8);   /* H*d */
+    ag_matrix_destroy(&x2), ag_matrix_destroy(&saved), ag_matrix_destroy(&m3);
+    char *trace = read_text(tmp_path("trace.csv"));
+    ck_assert_ptr_nonnull(strstr(trace, "round,change,entropy,max_weight\n1,"));
+    ck_assert_ptr_nonnull(strstr(trace, "\n3,"));
+    ck_assert_ptr_null(strstr(trace, "\n4,"));
+    free(trace);
+    /* --until stops early and says so */
+    expect_cli("run graphs/hopfield.gml --features graphs/hopfield/x.npy --weights "
+               "graphs/hopfield --score dot --beta 0.25 --no-residual --rounds 20 --until 1e-6",
+               0, 1, "converged after round 5");
+    expect_cli("run graphs/sentence.gml --rounds 3 --attn-round 4 --attn x.csv", 1, 2,
+               "--attn-round 4, but the run has 3 rounds");
+}
+END_TEST
+
+START_TEST(edge_bias_from_a_graph_attribute)
+{
+    const char *p = tmp_path("biased.gml");
+    write_text(p, "graph [ directed 1 node [ id 0 ] node [ id 1 ] node [ id 2 ]\n"
+                  "edge [ source 0 target 2 dist 0.5 ] edge [ source 1 target 2 dist -3 ]\n"
+                  "edge [ source 2 target 2 dist 1.25 ] edge [ source 0 target 1 dist 2 ] ]");
+    const int64_t src[] = {0, 1, 2, 0}, dst[] = {2, 2, 2, 1};
+    const double bias[] = {0.5, -3, 1.25, 2};
+    float Q[6], K[6], V[6];
+    fill_uniform(Q, 6, 1, 1.0f), fill_uniform(K, 6, 2, 1.0f), fill_uniform(V, 6, 3, 1.0f);
+    double M[6];
+    const ref_score_t rs = {.kind = 0, .beta = 1, .slope = 0.2, .bias = bias};
+    ref_attention_scored(3, src, dst, 4, Q, K, V, 1, 2, &rs, M, NULL);
+    char args[2048];
+    snprintf(args, sizeof args, "run %s --edge-bias dist --q %s --k %s --v %s --out %s --quiet",
+             p, save("bq.npy", Q, 3, 2), save("bk.npy", K, 3, 2), save("bv.npy", V, 3, 2),
+             tmp_path("bm.npy"));
+    expect_cli(args, 0, 1, "");
+    ag_matrix_t m;
+    ag_error_t err;
+    ck_assert_int_eq(ag_matrix_read_npy(&m, tmp_path("bm.npy"), &err), AG_OK);
+    ck_assert_double_le(max_abs_diff_fd(m.data, M, 6), 2e-5);
+    ag_matrix_destroy(&m);
+    snprintf(args, sizeof args, "run %s --edge-bias nope", p);
+    expect_cli(args, 1, 2, "edge attribute 'nope' is not in the graph");
+    expect_cli("run --pattern causal --nodes 3 --edge-bias dist", 1, 2, "needs a graph file");
+}
+END_TEST
+
+START_TEST(per_round_weight_folders)
+{
+    char dir[600], sub[700];
+    snprintf(dir, sizeof dir, "%s", tmp_path("layers"));
+    mkdir(dir, 0755);
+    ag_error_t err;
+    for (int r = 1; r <= 2; r++) {
+        ag_weights_t w;
+        ck_assert_int_eq(ag_weights_random(&w, 4, 1, 4, 0, 10 + r, &err), AG_OK);
+        snprintf(sub, sizeof sub, "%s/round-%d", dir, r);
+        mkdir(sub, 0755);
+        const char *names[] = {"wq", "wk", "wv", "wo"};
+        const float *mats[] = {w.wq, w.wk, w.wv, w.wo};
+        for (int m = 0; m < 4; m++) {
+            char path[800];
+            snprintf(path, sizeof path, "%s/%s.npy", sub, names[m]);
+            ck_assert_int_eq(ag_npy_write_f32(path, mats[m], 4, 4, &err), AG_OK);
+        }
+        ag_weights_destroy(&w);
+    }
+    char args[1024];
+    snprintf(args, sizeof args, "run graphs/sentence.gml --dim 4 --weights %s", dir);
+    expect_cli(args, 0, 1, "rounds: 2 (D=4, 1 head of width 4, scaled-dot scores, a layer per "
+                           "round");
+    snprintf(args, sizeof args, "run graphs/sentence.gml --dim 4 --weights %s --rounds 3", dir);
+    expect_cli(args, 1, 2, "--rounds 3, but");
+}
+END_TEST
+
+START_TEST(score_option_errors)
+{
+    expect_cli("run graphs/sentence.gml --score foo", 2, 2, "--score 'foo': expected");
+    expect_cli("run graphs/sentence.gml --beta 0", 2, 2, "--beta must be > 0");
+    expect_cli("run graphs/sentence.gml --beta x", 2, 2, "--beta 'x' is not a number");
+    expect_cli("run graphs/sentence.gml --score linear --beta 2", 1, 2, "not to linear");
+    expect_cli("run graphs/sentence.gml --norm batch", 2, 2, "--norm 'batch'");
+    expect_cli("run graphs/sentence.gml --q a --k b --v c --rounds 2", 2, 2,
+               "round options");
+    for (int k = 0; k < 7; k++) {
+        static const char *kinds[] = {"scaled-dot", "dot", "cosine", "additive", "gatv2",
+                                      "sigmoid", "linear"};
+        char args[256];
+        snprintf(args, sizeof args, "run graphs/patches16.net --score %s --heads 2 --rounds 2 "
+                 "--norm layer --posenc sinusoidal --quiet", kinds[k]);
+        expect_cli(args, 0, 1, "");
+    }
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -434,6 +656,12 @@ Suite *cli_suite(void)
     tcase_add_test(tc, run_on_a_pattern_equals_the_same_graph);
     tcase_add_test(tc, compare_table_and_csv);
     tcase_add_test(tc, compare_errors);
+    tcase_add_test(tc, attention_exports_agree);
+    tcase_add_test(tc, inspect_answers_from_the_same_weights);
+    tcase_add_test(tc, rounds_outputs_are_consistent);
+    tcase_add_test(tc, edge_bias_from_a_graph_attribute);
+    tcase_add_test(tc, per_round_weight_folders);
+    tcase_add_test(tc, score_option_errors);
     suite_add_tcase(s, tc);
     return s;
 }

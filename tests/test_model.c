@@ -206,6 +206,307 @@ START_TEST(rounds_identical_for_1_and_2_threads)
 END_TEST
 #endif
 
+/* A compiled random graph for the round tests; src/dst hold its messages. */
+typedef struct {
+    int64_t N, E, src[300], dst[300];
+    ag_nbhd_t nb;
+} graph_t;
+
+static void make_graph(graph_t *g, int64_t N)
+{
+    g->N = N;
+    g->E = random_edges(N, 40, g->src, g->dst);
+    igraph_t ig;
+    build_graph(&ig, N, g->src, g->dst, g->E, 1);
+    ag_error_t err;
+    ck_assert_int_eq(ag_nbhd_from_graph(&g->nb, &ig, &err), AG_OK);
+    igraph_destroy(&ig);
+}
+
+static ref_layer_t as_ref(const ag_weights_t *w)
+{
+    return (ref_layer_t){w->wq, w->wk, w->wv, w->wo, w->per_node != 0, w->ln_weight, w->ln_bias};
+}
+
+/* Runs `rounds` rounds with opts and compares with ref_rounds_layers. */
+static void check_layers(graph_t *g, ag_weights_t *layers, int n_layers, int rounds,
+                         const ag_round_opts_t *opts)
+{
+    const int64_t N = g->N, D = layers[0].D, H = layers[0].H, d = layers[0].d;
+    float *X = malloc(N * D * sizeof *X);
+    double *Xref = malloc(N * D * sizeof *Xref);
+    fill_uniform(X, N * D, 23, 1.0f);
+    for (int64_t i = 0; i < N * D; i++)
+        Xref[i] = X[i];
+    ag_workspace_t ws;
+    ag_error_t err;
+    int done;
+    ck_assert_int_eq(ag_workspace_init(&ws, N, H * d, D, &err), AG_OK);
+    ck_assert_msg(ag_rounds_run(&g->nb, layers, n_layers, X, rounds, opts, &ws, &done, &err) ==
+                  AG_OK, "%s", err.msg);
+    ck_assert_int_eq(done, rounds);
+    ref_layer_t ref[8];
+    for (int k = 0; k < n_layers; k++)
+        ref[k] = as_ref(&layers[k]);
+    ref_rounds_layers(N, g->src, g->dst, g->E, ref, n_layers, D, H, d, rounds,
+                      !(opts && opts->no_residual), opts && opts->norm == AG_NORM_LAYER, Xref);
+    for (int64_t i = 0; i < N * D; i++)
+        ck_assert_msg(fabs(X[i] - Xref[i]) <= 1e-4 * (1 + fabs(Xref[i])),
+                      "X[%lld] = %.9g, reference %.9g", (long long)i, X[i], Xref[i]);
+    ag_workspace_destroy(&ws);
+    free(X), free(Xref);
+}
+
+START_TEST(per_round_layers_norm_and_no_residual)
+{
+    graph_t g;
+    make_graph(&g, 11);
+    ag_weights_t layers[3];
+    ag_error_t err;
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(ag_weights_random(&layers[k], 12, 2, 5, 0, 100 + k, &err), AG_OK);
+        layers[k].ln_weight = malloc(12 * sizeof(float));
+        layers[k].ln_bias = malloc(12 * sizeof(float));
+        fill_uniform(layers[k].ln_weight, 12, 40 + k, 2.0f);
+        fill_uniform(layers[k].ln_bias, 12, 50 + k, 1.0f);
+    }
+    check_layers(&g, layers, 3, 3, NULL);                       /* one layer per round */
+    ag_round_opts_t opts = {.norm = AG_NORM_LAYER};
+    check_layers(&g, layers, 3, 2, &opts);                      /* pre-norm */
+    opts.no_residual = 1;
+    check_layers(&g, layers, 1, 3, &opts);                      /* shared, no residual */
+    ag_workspace_t ws;
+    float X[11 * 12] = {0};
+    ag_workspace_init(&ws, 11, 10, 12, &err);
+    ck_assert_fails_with(ag_rounds_run(&g.nb, layers, 3, X, 4, NULL, &ws, NULL, &err), err,
+                         AG_EINVAL, "4 rounds with 3 layers");
+    ag_workspace_destroy(&ws);
+    for (int k = 0; k < 3; k++)
+        ag_weights_destroy(&layers[k]);
+    ag_nbhd_destroy(&g.nb);
+}
+END_TEST
+
+START_TEST(per_node_weights)
+{
+    graph_t g;
+    make_graph(&g, 9);
+    ag_weights_t w;
+    ag_error_t err;
+    ck_assert_int_eq(ag_weights_random(&w, 6, 2, 3, 9, 4, &err), AG_OK);
+    ck_assert_int_eq(w.per_node, 9);
+    /* node 0 and node 1 project with different matrices */
+    ck_assert(memcmp(w.wq, w.wq + 6 * 6, 6 * 6 * sizeof(float)) != 0);
+    check_layers(&g, &w, 1, 2, NULL);
+    ag_weights_destroy(&w);
+    ck_assert_int_eq(ag_weights_random(&w, 6, 2, 3, 8, 4, &err), AG_OK);   /* wrong N */
+    ag_workspace_t ws;
+    float X[9 * 6] = {0};
+    ag_workspace_init(&ws, 9, 6, 6, &err);
+    ck_assert_fails_with(ag_rounds_run(&g.nb, &w, 1, X, 1, NULL, &ws, NULL, &err), err,
+                         AG_EINVAL, "per-node weights for 8 nodes; the graph has 9");
+    ag_workspace_destroy(&ws);
+    ag_weights_destroy(&w);
+    ag_nbhd_destroy(&g.nb);
+}
+END_TEST
+
+START_TEST(layer_norm_and_positions_formulas)
+{
+    float X[2 * 4] = {1, 2, 3, 4, -1, 0, 0, 5}, Y[8];
+    const float wgt[4] = {1, 2, 0.5f, 1}, bias[4] = {0, 1, 0, -1};
+    ag_layer_norm(Y, X, 2, 4, wgt, bias, 1e-5f);
+    for (int i = 0; i < 2; i++) {
+        double mean = 0, var = 0;
+        for (int c = 0; c < 4; c++)
+            mean += X[i * 4 + c] / 4.0;
+        for (int c = 0; c < 4; c++)
+            var += (X[i * 4 + c] - mean) * (X[i * 4 + c] - mean) / 4.0;
+        for (int c = 0; c < 4; c++)
+            ck_assert_double_eq_tol(Y[i * 4 + c],
+                                    (X[i * 4 + c] - mean) / sqrt(var + 1e-5) * wgt[c] + bias[c],
+                                    1e-5);
+    }
+    float P[5 * 6] = {0};
+    ag_posenc_sinusoidal(P, 5, 6);
+    for (int pos = 0; pos < 5; pos++)
+        for (int k = 0; k < 3; k++) {
+            double angle = pos / pow(10000.0, 2.0 * k / 6.0);
+            ck_assert_double_eq_tol(P[pos * 6 + 2 * k], sin(angle), 1e-6);
+            ck_assert_double_eq_tol(P[pos * 6 + 2 * k + 1], cos(angle), 1e-6);
+        }
+}
+END_TEST
+
+/* The callback's figures, recomputed here from X, X_prev and the reference weights. */
+typedef struct {
+    graph_t *g;
+    int calls, stop_at;
+} trace_ctx_t;
+
+static int check_figures(const ag_round_t *round, void *p)
+{
+    trace_ctx_t *t = p;
+    const ag_workspace_t *ws = round->ws;
+    const int64_t N = ws->N, D = ws->D, H = round->w->H, d = round->w->d, E = t->g->E;
+    ag_round_figures_t f;
+    ag_error_t err;
+    ck_assert_int_eq(ag_round_figures(round, &f, &err), AG_OK);
+    double diff = 0, base = 0;
+    for (int64_t x = 0; x < N * D; x++)
+        diff += pow(round->X[x] - round->X_prev[x], 2), base += pow(round->X_prev[x], 2);
+    ck_assert_double_eq_tol(f.change, sqrt(diff / base), 1e-7 * f.change);
+    double *M = malloc(N * H * d * sizeof *M), *W = malloc(E * H * sizeof *W);
+    const ref_score_t rs = {.kind = 0, .beta = 1, .slope = 0.2};
+    ref_attention_scored(N, t->g->src, t->g->dst, E, ws->Q, ws->K, ws->V, H, d, &rs, M, W);
+    double ent_sum = 0, top = 0;
+    int64_t with_edges = 0;
+    for (int64_t i = 0; i < N; i++) {
+        double ent = 0;
+        int any = 0;
+        for (int64_t e = 0; e < E; e++)
+            if (t->g->dst[e] == i)
+                for (int64_t h = 0; h < H; h++) {
+                    ent -= W[e * H + h] * log(W[e * H + h]) / H;
+                    top = fmax(top, W[e * H + h]);
+                    any = 1;
+                }
+        ent_sum += any ? ent : 0;
+        with_edges += any;
+    }
+    ck_assert_double_eq_tol(f.entropy, ent_sum / with_edges, 1e-5);
+    ck_assert_double_eq_tol(f.max_weight, top, 1e-5);
+    free(M), free(W);
+    t->calls++;
+    return round->round == t->stop_at ? AG_STOP : AG_OK;
+}
+
+START_TEST(round_callback_figures_and_stop)
+{
+    graph_t g;
+    make_graph(&g, 10);
+    ag_weights_t w;
+    ag_error_t err;
+    ag_weights_random(&w, 8, 2, 4, 0, 9, &err);
+    float X[80], X2[80];
+    fill_uniform(X, 80, 3, 1.0f);
+    memcpy(X2, X, sizeof X);
+    ag_workspace_t ws;
+    ag_workspace_init(&ws, 10, 8, 8, &err);
+    trace_ctx_t t = {&g, 0, 3};
+    ag_round_opts_t opts = {.on_round = check_figures, .ctx = &t};
+    int done;
+    ck_assert_int_eq(ag_rounds_run(&g.nb, &w, 1, X, 10, &opts, &ws, &done, &err), AG_OK);
+    ck_assert_int_eq(done, 3);          /* stopped by the callback */
+    ck_assert_int_eq(t.calls, 3);
+    ck_assert_int_eq(ag_rounds_run(&g.nb, &w, 1, X2, 3, NULL, &ws, NULL, &err), AG_OK);
+    ck_assert_mem_eq(X, X2, sizeof X);  /* the same three rounds */
+    ag_workspace_destroy(&ws);
+    ag_weights_destroy(&w);
+    ag_nbhd_destroy(&g.nb);
+}
+END_TEST
+
+static int stop_when_still(const ag_round_t *round, void *p)
+{
+    ag_round_figures_t f;
+    ag_error_t err;
+    ck_assert_int_eq(ag_round_figures(round, &f, &err), AG_OK);
+    *(double *)p = f.change;
+    return f.change < 1e-6 ? AG_STOP : AG_OK;
+}
+
+/* The shipped Hopfield example retrieves the stored pattern from the noisy probe. */
+START_TEST(hopfield_example_retrieves_the_pattern)
+{
+    igraph_t g;
+    ag_nbhd_t nb;
+    ag_matrix_t x;
+    ag_weights_t w;
+    ag_error_t err;
+    ck_assert_int_eq(ag_graph_load(&g, "graphs/hopfield.gml", NULL, &err), AG_OK);
+    ck_assert_int_eq(ag_nbhd_from_graph(&nb, &g, &err), AG_OK);
+    ck_assert_int_eq(ag_matrix_read_npy(&x, "graphs/hopfield/x.npy", &err), AG_OK);
+    ck_assert_int_eq(ag_weights_load(&w, "graphs/hopfield", 1, &err), AG_OK);
+    const int64_t N = x.rows, D = x.cols, probe = N - 1, target = 2;
+    float *stored = malloc(N * D * sizeof *stored);
+    memcpy(stored, x.data, N * D * sizeof *stored);
+    int flipped = 0;
+    for (int64_t c = 0; c < D; c++)
+        flipped += x.data[probe * D + c] != x.data[target * D + c];
+    ck_assert_int_eq(flipped, 8);                 /* the probe starts 8 signs away */
+    ag_workspace_t ws;
+    ag_workspace_init(&ws, N, D, D, &err);
+    const ag_score_t sc = {.kind = AG_SCORE_DOT, .beta = 0.25f};
+    double last_change = 1;
+    ag_round_opts_t opts = {.score = &sc, .no_residual = 1, .on_round = stop_when_still,
+                            .ctx = &last_change};
+    int done;
+    ck_assert_int_eq(ag_rounds_run(&nb, &w, 1, x.data, 20, &opts, &ws, &done, &err), AG_OK);
+    ck_assert_int_lt(done, 20);                   /* converged */
+    ck_assert_double_lt(last_change, 1e-6);
+    ck_assert_mem_eq(x.data, stored, probe * D * sizeof(float));   /* stored rows stay */
+    for (int64_t c = 0; c < D; c++)
+        ck_assert_double_eq_tol(x.data[probe * D + c], stored[target * D + c], 0.02);
+    free(stored);
+    ag_workspace_destroy(&ws);
+    ag_weights_destroy(&w);
+    ag_matrix_destroy(&x);
+    ag_nbhd_destroy(&nb);
+    igraph_destroy(&g);
+}
+END_TEST
+
+static void save3(const char *dir, const char *name, int64_t a, int64_t b, int64_t c)
+{
+    /* a 3-D float32 .npy of zeros: [a, b, c] */
+    char path[600], dict[128];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': "
+                       "(%lld, %lld, %lld), }", (long long)a, (long long)b, (long long)c);
+    int pad = (64 - (10 + len + 1) % 64) % 64;
+    unsigned hl = (unsigned)(len + pad + 1);
+    FILE *f = fopen(path, "wb");
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, hl & 0xff, hl >> 8};
+    fwrite(pre, 1, 10, f);
+    fwrite(dict, 1, (size_t)len, f);
+    for (int i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    float *z = calloc(a * b * c, sizeof *z);
+    fwrite(z, sizeof *z, a * b * c, f);
+    free(z);
+    fclose(f);
+}
+
+START_TEST(weights_load_optional_and_per_node)
+{
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s", tmp_path("wdir2"));
+    mkdir(dir, 0755);
+    ag_weights_t w;
+    ag_error_t err;
+    save3(dir, "wq", 5, 8, 6);
+    save3(dir, "wk", 5, 8, 6);
+    save3(dir, "wv", 5, 8, 6);
+    save(dir, "wo", 6, 8);
+    ck_assert_int_eq(ag_weights_load(&w, dir, 2, &err), AG_OK);
+    ck_assert_int_eq(w.per_node, 5);
+    ck_assert_int_eq(w.D, 6);
+    ck_assert_int_eq(w.d, 4);
+    ck_assert_ptr_null(w.ln_weight);
+    ck_assert_ptr_null(w.attn_src);
+    ag_weights_destroy(&w);
+    save3(dir, "wk", 4, 8, 6);
+    ck_assert_fails_with(ag_weights_load(&w, dir, 2, &err), err, AG_EINVAL,
+                         "wk.npy is [4, 8, 6]; expected [5, 8, 6]");
+    save3(dir, "wk", 5, 8, 6);
+    save(dir, "attn_src", 2, 3);
+    ck_assert_fails_with(ag_weights_load(&w, dir, 2, &err), err, AG_EINVAL,
+                         "attn_src.npy is [2, 3]; expected [2, 4]");
+}
+END_TEST
+
 Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -216,6 +517,12 @@ Suite *model_suite(void)
     tcase_add_test(tc, random_weights_are_reproducible_and_scaled);
     tcase_add_test(tc, weights_load_checks_shapes);
     tcase_add_test(tc, random_normal_is_standard);
+    tcase_add_test(tc, per_round_layers_norm_and_no_residual);
+    tcase_add_test(tc, per_node_weights);
+    tcase_add_test(tc, layer_norm_and_positions_formulas);
+    tcase_add_test(tc, round_callback_figures_and_stop);
+    tcase_add_test(tc, hopfield_example_retrieves_the_pattern);
+    tcase_add_test(tc, weights_load_optional_and_per_node);
 #ifdef _OPENMP
     tcase_add_test(tc, rounds_identical_for_1_and_2_threads);
 #endif
