@@ -1,7 +1,7 @@
 /*
  * Embedding attngraph in your own code: load a graph, run two message rounds
- * with random weights, and read the per-edge attention of the last round in
- * the graph's edge order. Built and run by `make check`.
+ * with random weights and cosine scores, and read the per-edge attention of the
+ * last round in the graph's edge order. Built and run by `make check`.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +25,13 @@ int main(int argc, char **argv)
 
     float *X = malloc(N * D * sizeof *X);            /* node states [N, D] */
     ag_random_normal(X, N * D, 42, 0, 1.0f);
-    ag_weights_t w;
+    ag_weights_t w;                                  /* one layer shared by all rounds */
     ag_workspace_t ws;
+    const ag_score_t score = {.kind = AG_SCORE_COSINE, .beta = 4};
+    const ag_round_opts_t opts = {.score = &score};
     if (ag_weights_random(&w, D, H, d, 0, 42, &err) ||
         ag_workspace_init(&ws, N, H * d, D, &err) ||
-        ag_rounds_run(&nb, &w, 1, X, 2, NULL, &ws, NULL, &err)) {
+        ag_rounds_run(&nb, &w, 1, X, 2, &opts, &ws, NULL, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
@@ -38,7 +40,7 @@ int main(int argc, char **argv)
     float *W = malloc(nb.n_edges * H * sizeof *W);
     ag_edge_msg_t *msgs;
     int64_t *slot;
-    if (ag_attention_weights(&nb, ws.Q, ws.K, H, d, NULL, 0, N, W, &err) ||
+    if (ag_attention_weights(&nb, ws.Q, ws.K, H, d, &score, 0, N, W, &err) ||
         ag_edge_order(&nb, &msgs, &slot, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
