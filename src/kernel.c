@@ -82,3 +82,13 @@ int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, c
     free(scratch.buf);
     return AG_OK;
 }
+
+int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                        int64_t H, int64_t d, float scale, float *M, ag_error_t *err)
+{
+    /* Runs long enough to fill tiles go to the fused tiled kernel. */
+    const int64_t N = nb->n_nodes;
+    if (N > 0 && nb->n_edges / N >= 16 && ag_i_tiled_applies(nb))
+        return ag_i_attention_tiled(nb, Q, K, V, H, d, scale, M, err);
+    return ag_i_attention_online(nb, Q, K, V, H, d, scale, M, err);
+}

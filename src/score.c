@@ -265,7 +265,7 @@ int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const floa
     if (rc)
         return rc;
     if (plain_dot(score, d, &scale))
-        return ag_i_attention_online(nb, Q, K, V, H, d, scale, M, err);
+        return ag_i_attention_auto(nb, Q, K, V, H, d, scale, M, err);
     sctx_t c;
     scratch_t buf;
     if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, err)))

@@ -41,6 +41,7 @@ Suite *graph_suite(void);
 Suite *kernel_suite(void);
 Suite *pattern_suite(void);
 Suite *score_suite(void);
+Suite *fast_suite(void);
 Suite *model_suite(void);
 Suite *cli_suite(void);
 

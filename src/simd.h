@@ -1,0 +1,76 @@
+/*
+ * Portable 16-lane float vectors (GCC vector extensions). Functions that use
+ * them are compiled once per instruction set with
+ * __attribute__((target_clones(AG_SIMD_TARGETS))): AVX-512 runs one register
+ * per vector, AVX2 two, the x86-64 baseline four; glibc picks the clone at
+ * load time. Other architectures build the generic version.
+ */
+#ifndef AG_SIMD_H
+#define AG_SIMD_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define AG_LANES 16
+
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+/* for loads and stores at any float alignment */
+typedef float v16f_u __attribute__((vector_size(64), aligned(4), may_alias));
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AG_NO_CLONES)
+#define AG_SIMD_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
+#else
+#define AG_SIMD_CLONES
+#endif
+
+#define AG_INLINE static inline __attribute__((always_inline))
+
+/* Vectors never cross a call boundary here (everything is inlined), so the
+   note that passing them changed ABI in GCC 4.6 does not apply. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+AG_INLINE v16f v_load(const float *p) { return *(const v16f_u *)p; }
+AG_INLINE void v_store(float *p, v16f x) { *(v16f_u *)p = x; }
+/* All lanes x: a shuffle of lane 0, which compiles to one broadcast ("0 + x"
+   would cost an add, as -0 + 0 is +0; a 16-element initializer, 16 inserts). */
+AG_INLINE v16f v_set1(float x)
+{
+    const v16f v = {x};
+    return __builtin_shuffle(v, (v16i){0});
+}
+/* mask lanes are -1 (all bits) or 0, as vector comparisons give them */
+AG_INLINE v16f v_select(v16i mask, v16f a, v16f b)
+{
+    return (v16f)((mask & (v16i)a) | (~mask & (v16i)b));
+}
+AG_INLINE v16f v_max(v16f a, v16f b) { return v_select(a > b, a, b); }
+
+/*
+ * 2^x for x <= 0 (and -INFINITY), in float: x = n + f with n = round(x) and
+ * f in [-0.5, 0.5]; 2^f by a degree-5 polynomial (relative error below 2.5e-7
+ * in float, measured by the tests); 2^n by building the exponent bits. Below -126
+ * the result is exactly 0: no denormals, which would make the kernels slow.
+ */
+AG_INLINE v16f v_exp2(v16f x)
+{
+    const v16f lo = v_set1(-126.0f);
+    const v16i tiny = x < lo;
+    x = v_max(x, lo);
+    const v16f magic = v_set1(12582912.0f);           /* 1.5 * 2^23: rounds to integers */
+    const v16f n = (x + magic) - magic;
+    const v16f f = x - n;
+    /* near-minimax for relative error on [-0.5, 0.5] (Lawson-weighted least
+       squares; 7.5e-8 in exact arithmetic) */
+    v16f p = v_set1(1.32763742e-3f);
+    p = p * f + 9.67553332e-3f;
+    p = p * f + 5.55071347e-2f;
+    p = p * f + 2.40221199e-1f;
+    p = p * f + 6.93146967e-1f;
+    p = p * f + 1.00000007f;
+    const v16i bits = (__builtin_convertvector(n, v16i) + 127) << 23;
+    const v16f scale = (v16f)bits;
+    return v_select(tiny, v_set1(0.0f), p * scale);
+}
+
+#endif

@@ -1,0 +1,341 @@
+/*
+ * The fused tiled kernel for destinations with one run of consecutive
+ * sources each (complete, causal, window, prefix, blocks, docs): the
+ * flash-attention idea (Dao et al. 2022) on graph neighbourhoods.
+ *
+ * A block of BQ = QV*16 destinations meets tiles of up to BK sources. Per
+ * block and head:
+ *   1. pack   Qt [d][BQ] = Q rows of the block, times log2(e)/sqrt(d), transposed;
+ *   2. score  S [bk][BQ] = K_tile Qt: sources are rows, destinations are lanes,
+ *             so the running max, the sum and the masks are plain vector
+ *             operations, with no horizontal reductions;
+ *   3. mask   only tiles that cross a lane's run boundary; tiles outside every
+ *             lane's run are skipped;
+ *   4. online softmax per lane in base 2 (exp2 of scores already in log2 units),
+ *             rescaling the accumulator when a lane's max grows;
+ *   5. P.V    acc [d][BQ] += V_tile^T P, register-blocked 4 channels x QV vectors;
+ *   6. store  M rows = acc^T / l.
+ * Each (block, head) is one task: no atomics, and the bits do not depend on
+ * the thread count. Blocks are handed out heaviest first (causal: the last),
+ * one at a time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kernel.h"
+#include "simd.h"
+#include "vec.h"
+
+#define BK 64        /* sources per tile */
+#define QV_MAX 4     /* vectors of destinations per block */
+#define BQ_MAX (QV_MAX * AG_LANES)
+#define LOG2E 1.4426950408889634f
+
+typedef struct {
+    float *qt;       /* [d][BQ] */
+    float *s;        /* [BK][BQ] */
+    float *acc;      /* [d][BQ] */
+    float *m, *l;    /* [BQ] */
+    int32_t *lo, *hi;/* [BQ] each lane's run [lo, hi) */
+} tile_buf_t;
+
+/*
+ * The micro-kernels keep their accumulators in named variables: GCC does not
+ * keep an array of vectors in registers, and a spill per step halved the speed.
+ * A "4x4" block is 4 rows (or channels) times 4 vectors of destinations, the
+ * "8x1" block 8 times 1; both need 16-20 of AVX-512's 32 vector registers.
+ */
+
+/* S rows jj..jj+3, 4 vectors of lanes: s_rv = sum_c K[j+r][c] * Qt[c][v]. */
+AG_INLINE void score_4x4(float *restrict S, const float *restrict qt, const float *k0,
+                         int64_t HD, int64_t d)
+{
+    v16f s00 = {0}, s01 = {0}, s02 = {0}, s03 = {0}, s10 = {0}, s11 = {0}, s12 = {0}, s13 = {0};
+    v16f s20 = {0}, s21 = {0}, s22 = {0}, s23 = {0}, s30 = {0}, s31 = {0}, s32 = {0}, s33 = {0};
+    for (int64_t c = 0; c < d; c++) {
+        const float *q = qt + c * 4 * AG_LANES;
+        const v16f q0 = v_load(q), q1 = v_load(q + 16), q2 = v_load(q + 32), q3 = v_load(q + 48);
+        v16f k = v_set1(k0[c]);
+        s00 += k * q0, s01 += k * q1, s02 += k * q2, s03 += k * q3;
+        k = v_set1(k0[HD + c]);
+        s10 += k * q0, s11 += k * q1, s12 += k * q2, s13 += k * q3;
+        k = v_set1(k0[2 * HD + c]);
+        s20 += k * q0, s21 += k * q1, s22 += k * q2, s23 += k * q3;
+        k = v_set1(k0[3 * HD + c]);
+        s30 += k * q0, s31 += k * q1, s32 += k * q2, s33 += k * q3;
+    }
+    v_store(S, s00), v_store(S + 16, s01), v_store(S + 32, s02), v_store(S + 48, s03);
+    v_store(S + 64, s10), v_store(S + 80, s11), v_store(S + 96, s12), v_store(S + 112, s13);
+    v_store(S + 128, s20), v_store(S + 144, s21), v_store(S + 160, s22), v_store(S + 176, s23);
+    v_store(S + 192, s30), v_store(S + 208, s31), v_store(S + 224, s32), v_store(S + 240, s33);
+}
+
+/* S rows jj..jj+7, 1 vector of lanes. */
+AG_INLINE void score_8x1(float *restrict S, const float *restrict qt, const float *k0,
+                         int64_t HD, int64_t d)
+{
+    v16f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};
+    for (int64_t c = 0; c < d; c++) {
+        const v16f q = v_load(qt + c * AG_LANES);
+        s0 += v_set1(k0[c]) * q, s1 += v_set1(k0[HD + c]) * q;
+        s2 += v_set1(k0[2 * HD + c]) * q, s3 += v_set1(k0[3 * HD + c]) * q;
+        s4 += v_set1(k0[4 * HD + c]) * q, s5 += v_set1(k0[5 * HD + c]) * q;
+        s6 += v_set1(k0[6 * HD + c]) * q, s7 += v_set1(k0[7 * HD + c]) * q;
+    }
+    v_store(S, s0), v_store(S + 16, s1), v_store(S + 32, s2), v_store(S + 48, s3);
+    v_store(S + 64, s4), v_store(S + 80, s5), v_store(S + 96, s6), v_store(S + 112, s7);
+}
+
+/* Scores of rows [0, bk) of the tile starting at source j0: S = K_tile Qt. */
+AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const float *K,
+                          int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
+                          const int QV)
+{
+    const int RB = QV == 4 ? 4 : 8;
+    const int64_t BQ = QV * AG_LANES;
+    int64_t jj = 0;
+    for (; jj + RB <= bk; jj += RB) {
+        const float *k0 = K + (j0 + jj) * HD + off;
+        if (QV == 4)
+            score_4x4(S + jj * BQ, qt, k0, HD, d);
+        else
+            score_8x1(S + jj * BQ, qt, k0, HD, d);
+    }
+    for (; jj < bk; jj++) {   /* the last rows, one at a time */
+        const float *k0 = K + (j0 + jj) * HD + off;
+        for (int v = 0; v < QV; v++) {
+            v16f acc = {0};
+            for (int64_t c = 0; c < d; c++)
+                acc += v_set1(k0[c]) * v_load(qt + c * BQ + v * AG_LANES);
+            v_store(S + jj * BQ + v * AG_LANES, acc);
+        }
+    }
+}
+
+/* acc channels c..c+3, 4 vectors: a_kv += sum_jj V[j0+jj][c+k] * P[jj][v]. */
+AG_INLINE void accumulate_4x4(float *restrict acc, const float *restrict P, const float *v0,
+                              int64_t HD, int64_t bk)
+{
+    float *a = acc;
+    v16f a00 = v_load(a), a01 = v_load(a + 16), a02 = v_load(a + 32), a03 = v_load(a + 48);
+    v16f a10 = v_load(a + 64), a11 = v_load(a + 80), a12 = v_load(a + 96), a13 = v_load(a + 112);
+    v16f a20 = v_load(a + 128), a21 = v_load(a + 144), a22 = v_load(a + 160);
+    v16f a23 = v_load(a + 176), a30 = v_load(a + 192), a31 = v_load(a + 208);
+    v16f a32 = v_load(a + 224), a33 = v_load(a + 240);
+    for (int64_t jj = 0; jj < bk; jj++) {
+        const float *p = P + jj * 4 * AG_LANES, *v = v0 + jj * HD;
+        const v16f p0 = v_load(p), p1 = v_load(p + 16), p2 = v_load(p + 32), p3 = v_load(p + 48);
+        v16f x = v_set1(v[0]);
+        a00 += x * p0, a01 += x * p1, a02 += x * p2, a03 += x * p3;
+        x = v_set1(v[1]);
+        a10 += x * p0, a11 += x * p1, a12 += x * p2, a13 += x * p3;
+        x = v_set1(v[2]);
+        a20 += x * p0, a21 += x * p1, a22 += x * p2, a23 += x * p3;
+        x = v_set1(v[3]);
+        a30 += x * p0, a31 += x * p1, a32 += x * p2, a33 += x * p3;
+    }
+    v_store(a, a00), v_store(a + 16, a01), v_store(a + 32, a02), v_store(a + 48, a03);
+    v_store(a + 64, a10), v_store(a + 80, a11), v_store(a + 96, a12), v_store(a + 112, a13);
+    v_store(a + 128, a20), v_store(a + 144, a21), v_store(a + 160, a22), v_store(a + 176, a23);
+    v_store(a + 192, a30), v_store(a + 208, a31), v_store(a + 224, a32), v_store(a + 240, a33);
+}
+
+/* acc channels c..c+7, 1 vector. */
+AG_INLINE void accumulate_8x1(float *restrict acc, const float *restrict P, const float *v0,
+                              int64_t HD, int64_t bk)
+{
+    float *a = acc;
+    v16f a0 = v_load(a), a1 = v_load(a + 16), a2 = v_load(a + 32), a3 = v_load(a + 48);
+    v16f a4 = v_load(a + 64), a5 = v_load(a + 80), a6 = v_load(a + 96), a7 = v_load(a + 112);
+    for (int64_t jj = 0; jj < bk; jj++) {
+        const v16f p = v_load(P + jj * AG_LANES);
+        const float *v = v0 + jj * HD;
+        a0 += v_set1(v[0]) * p, a1 += v_set1(v[1]) * p, a2 += v_set1(v[2]) * p;
+        a3 += v_set1(v[3]) * p, a4 += v_set1(v[4]) * p, a5 += v_set1(v[5]) * p;
+        a6 += v_set1(v[6]) * p, a7 += v_set1(v[7]) * p;
+    }
+    v_store(a, a0), v_store(a + 16, a1), v_store(a + 32, a2), v_store(a + 48, a3);
+    v_store(a + 64, a4), v_store(a + 80, a5), v_store(a + 96, a6), v_store(a + 112, a7);
+}
+
+/* acc [d][BQ] += V_tile^T P for rows [0, bk) of the tile at j0. */
+AG_INLINE void accumulate_tile(float *restrict acc, const float *restrict P, const float *V,
+                               int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
+                               const int QV)
+{
+    const int KB = QV == 4 ? 4 : 8;
+    const int64_t BQ = QV * AG_LANES;
+    int64_t c = 0;
+    for (; c + KB <= d; c += KB) {
+        if (QV == 4)
+            accumulate_4x4(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk);
+        else
+            accumulate_8x1(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk);
+    }
+    for (; c < d; c++)        /* the last channels, one at a time */
+        for (int v = 0; v < QV; v++) {
+            v16f a = v_load(acc + c * BQ + v * AG_LANES);
+            for (int64_t jj = 0; jj < bk; jj++)
+                a += v_set1(V[(j0 + jj) * HD + off + c]) * v_load(P + jj * BQ + v * AG_LANES);
+            v_store(acc + c * BQ + v * AG_LANES, a);
+        }
+}
+
+/* One block of destinations i0 .. i0+nq-1 and one head; see the file comment. */
+AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,
+                            const float *K, const float *V, int64_t H, int64_t d, int64_t h,
+                            float scale2, float *M, const tile_buf_t *b, const int QV)
+{
+    const int BQ = QV * AG_LANES;
+    const int64_t HD = H * d, off = h * d;
+    /* 1. lanes: runs and packed queries */
+    int64_t jmin = INT64_MAX, jmax = 0, max_lo = 0, min_hi = INT64_MAX;
+    for (int i = 0; i < BQ; i++) {
+        int64_t lo = 0, hi = 0;
+        if (i < nq && nb->run_ptr[i0 + i + 1] > nb->run_ptr[i0 + i]) {
+            const int64_t r = nb->run_ptr[i0 + i];
+            lo = nb->run_src[r], hi = lo + nb->run_len[r];
+            jmin = lo < jmin ? lo : jmin, jmax = hi > jmax ? hi : jmax;
+        }
+        b->lo[i] = (int32_t)lo, b->hi[i] = (int32_t)hi;
+        max_lo = lo > max_lo ? lo : max_lo, min_hi = hi < min_hi ? hi : min_hi;
+        for (int64_t c = 0; c < d; c++)
+            b->qt[c * BQ + i] = i < nq ? Q[(i0 + i) * HD + off + c] * scale2 : 0.0f;
+    }
+    v16f m[QV_MAX], l[QV_MAX];
+#pragma GCC unroll 4
+    for (int v = 0; v < QV; v++)
+        m[v] = v_set1(-__builtin_inff()), l[v] = v_set1(0.0f);
+    memset(b->acc, 0, (size_t)(d * BQ) * sizeof(float));
+
+    for (int64_t j0 = jmin; j0 < jmax; j0 += BK) {
+        const int64_t bk = jmax - j0 < BK ? jmax - j0 : BK;
+        const int full = j0 >= max_lo && j0 + bk <= min_hi;   /* inside every lane's run */
+        if (!full) {   /* 3a. skip tiles no lane reaches */
+            int any = 0;
+            for (int i = 0; i < BQ && !any; i++)
+                any = b->lo[i] < j0 + bk && b->hi[i] > j0;
+            if (!any)
+                continue;
+        }
+        /* 2. scores */
+        score_tile(b->s, b->qt, K, HD, off, d, j0, bk, QV);
+        /* 3b. masks on boundary tiles */
+        if (!full)
+            for (int64_t jj = 0; jj < bk; jj++) {
+                const v16i j = (v16i){0} + (int32_t)(j0 + jj);
+#pragma GCC unroll 4
+                for (int v = 0; v < QV; v++) {
+                    const v16i lo = *(const v16i *)(b->lo + v * AG_LANES);
+                    const v16i hi = *(const v16i *)(b->hi + v * AG_LANES);
+                    float *row = b->s + jj * BQ + v * AG_LANES;
+                    v_store(row, v_select((j >= lo) & (j < hi), v_load(row),
+                                          v_set1(-__builtin_inff())));
+                }
+            }
+        /* 4. online softmax per lane */
+#pragma GCC unroll 4
+        for (int v = 0; v < QV; v++) {
+            v16f mt = v_set1(-__builtin_inff());
+            for (int64_t jj = 0; jj < bk; jj++)
+                mt = v_max(mt, v_load(b->s + jj * BQ + v * AG_LANES));
+            const v16f m_new = v_max(m[v], mt);
+            /* a lane with nothing yet has m_new = -inf: subtract 0 instead (gives 0s) */
+            const v16f m_use = v_select(m_new == v_set1(-__builtin_inff()), v_set1(0.0f), m_new);
+            const v16f alpha = v_exp2(m[v] - m_use);
+            v16f sum = v_set1(0.0f);
+            for (int64_t jj = 0; jj < bk; jj++) {
+                float *row = b->s + jj * BQ + v * AG_LANES;
+                const v16f p = v_exp2(v_load(row) - m_use);
+                v_store(row, p);
+                sum += p;
+            }
+            l[v] = l[v] * alpha + sum;
+            m[v] = m_new;
+            for (int64_t c = 0; c < d; c++) {
+                float *a = b->acc + c * BQ + v * AG_LANES;
+                v_store(a, v_load(a) * alpha);
+            }
+        }
+        /* 5. P.V */
+        accumulate_tile(b->acc, b->s, V, HD, off, d, j0, bk, QV);
+    }
+    /* 6. store */
+#pragma GCC unroll 4
+    for (int v = 0; v < QV; v++)
+        v_store(b->l + v * AG_LANES, l[v]);
+    for (int64_t i = 0; i < nq; i++) {
+        const float inv = b->l[i] > 0 ? 1.0f / b->l[i] : 0.0f;
+        float *out = M + (i0 + i) * HD + off;
+        for (int64_t c = 0; c < d; c++)
+            out[c] = b->acc[c * BQ + i] * inv;
+    }
+}
+
+/* Per instruction set, the block loop for QV vectors of destinations. */
+AG_SIMD_CLONES
+static void attend_block_q4(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,
+                            const float *K, const float *V, int64_t H, int64_t d, int64_t h,
+                            float scale2, float *M, const tile_buf_t *b)
+{
+    attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, 4);
+}
+
+AG_SIMD_CLONES
+static void attend_block_q1(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,
+                            const float *K, const float *V, int64_t H, int64_t d, int64_t h,
+                            float scale2, float *M, const tile_buf_t *b)
+{
+    attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, 1);
+}
+
+int ag_i_tiled_applies(const ag_nbhd_t *nb)
+{
+    if (nb->n_nodes >= INT32_MAX)
+        return 0;
+    for (int64_t i = 0; i < nb->n_nodes; i++)
+        if (nb->run_ptr[i + 1] - nb->run_ptr[i] > 1)
+            return 0;
+    return 1;
+}
+
+int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                         int64_t H, int64_t d, float scale, float *M, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes;
+    if (!ag_i_tiled_applies(nb))
+        return ag_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run of "
+                       "sources");
+    /* Narrow blocks (16 destinations) waste less on a band such as a window;
+       wide ones (64) reuse each K and V row more on long runs. */
+    const int QV = N > 0 && nb->n_edges / N < 256 ? 1 : 4;
+    const int64_t BQ = QV * AG_LANES;
+    const int64_t per_thread = 2 * d * BQ + BK * BQ + 4 * BQ + 64;
+    float *buf = ag_alloc((int64_t)max_threads() * per_thread, sizeof(float), err,
+                          "tiled kernel buffers");
+    if (!buf)
+        return AG_ENOMEM;
+    const int64_t n_blocks = (N + BQ - 1) / BQ, n_tasks = n_blocks * H;
+    const float scale2 = scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
+#pragma omp parallel
+    {
+        float *mine = buf + (int64_t)thread_id() * per_thread;
+        const tile_buf_t b = {mine, mine + d * BQ, mine + d * BQ + BK * BQ,
+                              mine + 2 * d * BQ + BK * BQ, mine + 2 * d * BQ + BK * BQ + BQ,
+                              (int32_t *)(mine + 2 * d * BQ + BK * BQ + 2 * BQ),
+                              (int32_t *)(mine + 2 * d * BQ + BK * BQ + 3 * BQ)};
+        /* heaviest first: for causal, the last blocks have the longest runs */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < n_tasks; t++) {
+            const int64_t blk = n_blocks - 1 - t / H, h = t % H, i0 = blk * BQ;
+            const int64_t nq = N - i0 < BQ ? N - i0 : BQ;
+            if (QV == 4)
+                attend_block_q4(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b);
+            else
+                attend_block_q1(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b);
+        }
+    }
+    free(buf);
+    return AG_OK;
+}
