@@ -14,7 +14,7 @@ CFLAGS  ?= -O2 -g
 # -ffp-contract=fast: ISO C mode would otherwise forbid fusing a*b + c into one FMA,
 # which the kernels are built on (and which rounds once instead of twice).
 AG_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Iinclude -Isrc \
-             -ffp-contract=fast \
+             -ffp-contract=fast -Wno-psabi \
              -DAG_CLI_PATH='"$(BUILD)/attngraph"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 ifndef NO_OMP

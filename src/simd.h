@@ -26,9 +26,9 @@ typedef float v16f_u __attribute__((vector_size(64), aligned(4), may_alias));
 
 #define AG_INLINE static inline __attribute__((always_inline))
 
-/* Vectors never cross a call boundary here (everything is inlined), so the
-   note that passing them changed ABI in GCC 4.6 does not apply. */
-#pragma GCC diagnostic ignored "-Wpsabi"
+/* Vectors never cross a call boundary here (everything is inlined), so GCC's
+   note that passing them changed ABI in GCC 4.6 does not apply: the Makefile
+   builds with -Wno-psabi. */
 
 AG_INLINE v16f v_load(const float *p) { return *(const v16f_u *)p; }
 AG_INLINE void v_store(float *p, v16f x) { *(v16f_u *)p = x; }
@@ -45,6 +45,22 @@ AG_INLINE v16f v_select(v16i mask, v16f a, v16f b)
     return (v16f)((mask & (v16i)a) | (~mask & (v16i)b));
 }
 AG_INLINE v16f v_max(v16f a, v16f b) { return v_select(a > b, a, b); }
+
+AG_INLINE float v_sum(v16f x)
+{
+    float s = 0;
+    for (int i = 0; i < AG_LANES; i++)
+        s += x[i];
+    return s;
+}
+
+AG_INLINE float v_hmax(v16f x)
+{
+    float m = x[0];
+    for (int i = 1; i < AG_LANES; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
 
 /*
  * 2^x for x <= 0 (and -INFINITY), in float: x = n + f with n = round(x) and

@@ -104,6 +104,43 @@ START_TEST(tiled_matches_reference)
 }
 END_TEST
 
+START_TEST(gather_matches_reference)
+{
+    check_kernel(ag_i_attention_gather, shapes[_i].spec, shapes[_i].N, shapes[_i].H,
+                 shapes[_i].d, 1.0f);
+    check_kernel(ag_i_attention_gather, shapes[_i].spec, shapes[_i].N, shapes[_i].H,
+                 shapes[_i].d, 30.0f);
+}
+END_TEST
+
+/* Irregular neighbourhoods: several runs, random sources, degrees that do
+   not fill a vector, a node without in-edges. */
+START_TEST(gather_on_irregular_graphs)
+{
+    check_kernel(ag_i_attention_gather, "random:16,3+window:1", 500, 1, 64, 1.0f);
+    check_kernel(ag_i_attention_gather, "random:5,4", 90, 3, 7, 3.0f);
+    check_kernel(ag_i_attention_gather, "causal&!strided:3+global:2", 77, 2, 33, 1.0f);
+    check_kernel(ag_i_attention_gather, "bigbird:8,3,1,2", 96, 2, 16, 2.0f);
+    /* multi-edges through igraph: random10 has repeated edges and self-loops */
+    igraph_t g;
+    ag_nbhd_t nb;
+    ag_error_t err;
+    ck_assert_int_eq(ag_graph_load(&g, "graphs/random10.edges", NULL, &err), AG_OK);
+    ck_assert_int_eq(ag_nbhd_from_graph(&nb, &g, &err), AG_OK);
+    float Q[60], K[60], V[60], M[60];
+    double Mref[60];
+    fill_uniform(Q, 60, 1, 2.0f), fill_uniform(K, 60, 2, 2.0f), fill_uniform(V, 60, 3, 1.0f);
+    int64_t src[64], dst[64];
+    for (int64_t e = 0; e < igraph_ecount(&g); e++)
+        src[e] = IGRAPH_FROM(&g, e), dst[e] = IGRAPH_TO(&g, e);
+    ck_assert_int_eq(ag_i_attention_gather(&nb, Q, K, V, 2, 3, 1 / sqrtf(3), M, &err), AG_OK);
+    ref_attention(10, src, dst, igraph_ecount(&g), Q, K, V, 2, 3, Mref, NULL);
+    ck_assert_double_le(max_abs_diff_fd(M, Mref, 60), 2e-5);
+    ag_nbhd_destroy(&nb);
+    igraph_destroy(&g);
+}
+END_TEST
+
 START_TEST(tiled_refuses_several_runs)
 {
     ag_nbhd_t nb;
@@ -159,6 +196,11 @@ START_TEST(fast_kernels_identical_for_1_and_2_threads)
     omp_set_num_threads(2);
     ck_assert_int_eq(ag_i_attention_tiled(&nb, Q, K, V, H, d, 0.2f, M2, &err), AG_OK);
     ck_assert_mem_eq(M1, M2, N * HD * 4);
+    omp_set_num_threads(1);
+    ck_assert_int_eq(ag_i_attention_gather(&nb, Q, K, V, H, d, 0.2f, M1, &err), AG_OK);
+    omp_set_num_threads(2);
+    ck_assert_int_eq(ag_i_attention_gather(&nb, Q, K, V, H, d, 0.2f, M2, &err), AG_OK);
+    ck_assert_mem_eq(M1, M2, N * HD * 4);
     free(Q), free(K), free(V), free(M1), free(M2);
     ag_nbhd_destroy(&nb);
 }
@@ -208,6 +250,8 @@ Suite *fast_suite(void)
     TCase *tc = tcase_create("fast");
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, tiled_matches_reference, 0, N_SHAPES);
+    tcase_add_loop_test(tc, gather_matches_reference, 0, N_SHAPES);
+    tcase_add_test(tc, gather_on_irregular_graphs);
     tcase_add_test(tc, tiled_refuses_several_runs);
     tcase_add_test(tc, tiled_huge_logits);
 #ifdef _OPENMP
