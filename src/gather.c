@@ -48,10 +48,9 @@ AG_INLINE void prefetch_rows(const ag_nbhd_t *nb, int64_t i, const float *X, int
                 __builtin_prefetch(X + j * HD + off + c);
 }
 
-AG_SIMD_CLONES
-static void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const float *K,
-                       const float *V, int64_t H, int64_t d, float scale2, float *M,
-                       float *s, int64_t *src, float *q)
+AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const float *K,
+                          const float *V, int64_t H, int64_t d, float scale2, float *M,
+                          float *s, int64_t *src, float *q)
 {
     const int64_t HD = H * d, deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
     float *m_i = M + i * HD;
@@ -117,6 +116,19 @@ static void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const flo
     }
 }
 
+/* Destinations lo..hi-1, compiled per instruction set. */
+#define ROWS_VARIANT(name, target)                                                          \
+    target static void name(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,     \
+                            const float *K, const float *V, int64_t H, int64_t d,            \
+                            float scale2, float *M, float *s, int64_t *src, float *q)         \
+    {                                                                                       \
+        for (int64_t i = lo; i < hi; i++)                                                   \
+            gather_row(nb, i, Q, K, V, H, d, scale2, M, s, src, q);                         \
+    }
+ROWS_VARIANT(rows_avx512, AG_TARGET_AVX512)
+ROWS_VARIANT(rows_avx2, AG_TARGET_AVX2)
+ROWS_VARIANT(rows_base, )
+
 int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                           int64_t H, int64_t d, float scale, float *M, ag_error_t *err)
 {
@@ -137,9 +149,15 @@ int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, c
         float *s = buf + (int64_t)thread_id() * per_thread;
         int64_t *src = (int64_t *)(s + max_deg + AG_LANES + (max_deg & 1));
         float *q = (float *)(src + max_deg);
-#pragma omp for schedule(dynamic, 64)
-        for (int64_t i = 0; i < N; i++)
-            gather_row(nb, i, Q, K, V, H, d, scale2, M, s, src, q);
+        static void (*const variants[3])(const ag_nbhd_t *, int64_t, int64_t, const float *,
+                                         const float *, const float *, int64_t, int64_t, float,
+                                         float *, float *, int64_t *, float *) = {
+            rows_base, rows_avx2, rows_avx512};
+        const ag_simd_level_t level = ag_simd_level();
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t i0 = 0; i0 < N; i0 += 64)
+            variants[level](nb, i0, i0 + 64 < N ? i0 + 64 : N, Q, K, V, H, d, scale2, M, s, src,
+                            q);
     }
     free(buf);
     return AG_OK;

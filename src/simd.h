@@ -1,9 +1,9 @@
 /*
- * Portable 16-lane float vectors (GCC vector extensions). Functions that use
- * them are compiled once per instruction set with
- * __attribute__((target_clones(AG_SIMD_TARGETS))): AVX-512 runs one register
- * per vector, AVX2 two, the x86-64 baseline four; glibc picks the clone at
- * load time. Other architectures build the generic version.
+ * Portable 16-lane float vectors (GCC vector extensions). A kernel is written
+ * once as an always-inline body and compiled three times, for AVX-512
+ * (F, CD, BW, DQ, VL: one register per vector), AVX2 + FMA (two) and the
+ * x86-64 baseline (four); ag_simd_level() picks one at run time. Other
+ * architectures build the baseline only.
  */
 #ifndef AG_SIMD_H
 #define AG_SIMD_H
@@ -18,11 +18,22 @@ typedef int32_t v16i __attribute__((vector_size(64)));
 /* for loads and stores at any float alignment */
 typedef float v16f_u __attribute__((vector_size(64), aligned(4), may_alias));
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AG_NO_CLONES)
-#define AG_SIMD_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
+#if defined(__x86_64__) && defined(__GNUC__)
+#define AG_HAVE_VARIANTS 1
+#define AG_TARGET_AVX512 __attribute__((target("avx512f,avx512cd,avx512bw,avx512dq,avx512vl,fma")))
+#define AG_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #else
-#define AG_SIMD_CLONES
+#define AG_HAVE_VARIANTS 0
+#define AG_TARGET_AVX512
+#define AG_TARGET_AVX2
 #endif
+
+typedef enum { AG_SIMD_BASE = 0, AG_SIMD_AVX2, AG_SIMD_AVX512 } ag_simd_level_t;
+
+/* The best level this CPU runs, or the one forced by ag_simd_force. */
+ag_simd_level_t ag_simd_level(void);
+/* Forces a level (tests compare every variant); AG_SIMD_AVX512 + 1 resets. */
+void ag_simd_force(int level);
 
 #define AG_INLINE static inline __attribute__((always_inline))
 

@@ -27,7 +27,7 @@
 #include "simd.h"
 #include "vec.h"
 
-#define BK 64        /* sources per tile */
+#define BK 64        /* at most this many sources per tile */
 #define QV_MAX 4     /* vectors of destinations per block */
 #define BQ_MAX (QV_MAX * AG_LANES)
 #define LOG2E 1.4426950408889634f
@@ -209,8 +209,16 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
         m[v] = v_set1(-__builtin_inff()), l[v] = v_set1(0.0f);
     memset(b->acc, 0, (size_t)(d * BQ) * sizeof(float));
 
-    for (int64_t j0 = jmin; j0 < jmax; j0 += BK) {
-        const int64_t bk = jmax - j0 < BK ? jmax - j0 : BK;
+    /* Tiles: the block's span, widened to whole register blocks of rows (rows
+       outside a lane's run are masked anyway), cut into equal tiles. */
+    const int64_t RB = QV == 4 ? 4 : 8, N = nb->n_nodes;
+    jmin -= jmin % RB;
+    jmax = jmax + (RB - jmax % RB) % RB > N ? jmax : jmax + (RB - jmax % RB) % RB;
+    const int64_t span = jmax - jmin, n_tiles = (span + BK - 1) / BK;
+    int64_t tile = n_tiles ? (span + n_tiles - 1) / n_tiles : BK;
+    tile = (tile + RB - 1) / RB * RB;
+    for (int64_t j0 = jmin; j0 < jmax; j0 += tile) {
+        const int64_t bk = jmax - j0 < tile ? jmax - j0 : tile;
         const int full = j0 >= max_lo && j0 + bk <= min_hi;   /* inside every lane's run */
         if (!full) {   /* 3a. skip tiles no lane reaches */
             int any = 0;
@@ -221,18 +229,16 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
         }
         /* 2. scores */
         score_tile(b->s, b->qt, K, HD, off, d, j0, bk, QV);
-        /* 3b. masks on boundary tiles */
+        /* 3b. masks on boundary tiles: each lane's run is one interval, so
+           only the rows before its start and after its end are written */
         if (!full)
-            for (int64_t jj = 0; jj < bk; jj++) {
-                const v16i j = (v16i){0} + (int32_t)(j0 + jj);
-#pragma GCC unroll 4
-                for (int v = 0; v < QV; v++) {
-                    const v16i lo = *(const v16i *)(b->lo + v * AG_LANES);
-                    const v16i hi = *(const v16i *)(b->hi + v * AG_LANES);
-                    float *row = b->s + jj * BQ + v * AG_LANES;
-                    v_store(row, v_select((j >= lo) & (j < hi), v_load(row),
-                                          v_set1(-__builtin_inff())));
-                }
+            for (int i = 0; i < BQ; i++) {
+                const int64_t lo = b->lo[i] > j0 ? b->lo[i] - j0 : 0;
+                const int64_t hi = b->hi[i] > j0 ? b->hi[i] - j0 : 0;
+                for (int64_t jj = 0; jj < bk && jj < lo; jj++)
+                    b->s[jj * BQ + i] = -__builtin_inff();
+                for (int64_t jj = hi > lo ? hi : lo; jj < bk; jj++)
+                    b->s[jj * BQ + i] = -__builtin_inff();
             }
         /* 4. online softmax per lane */
 #pragma GCC unroll 4
@@ -273,22 +279,24 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
     }
 }
 
-/* Per instruction set, the block loop for QV vectors of destinations. */
-AG_SIMD_CLONES
-static void attend_block_q4(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,
-                            const float *K, const float *V, int64_t H, int64_t d, int64_t h,
-                            float scale2, float *M, const tile_buf_t *b)
-{
-    attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, 4);
-}
+/* The block loop compiled per instruction set and block width. */
+#define BLOCK_VARIANT(name, target, qv)                                                     \
+    target static void name(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,     \
+                            const float *K, const float *V, int64_t H, int64_t d, int64_t h,  \
+                            float scale2, float *M, const tile_buf_t *b)                      \
+    {                                                                                       \
+        attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, qv);                       \
+    }
+BLOCK_VARIANT(block_q4_avx512, AG_TARGET_AVX512, 4)
+BLOCK_VARIANT(block_q1_avx512, AG_TARGET_AVX512, 1)
+BLOCK_VARIANT(block_q4_avx2, AG_TARGET_AVX2, 4)
+BLOCK_VARIANT(block_q1_avx2, AG_TARGET_AVX2, 1)
+BLOCK_VARIANT(block_q4_base, , 4)
+BLOCK_VARIANT(block_q1_base, , 1)
 
-AG_SIMD_CLONES
-static void attend_block_q1(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,
-                            const float *K, const float *V, int64_t H, int64_t d, int64_t h,
-                            float scale2, float *M, const tile_buf_t *b)
-{
-    attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, 1);
-}
+typedef void (*block_fn)(const ag_nbhd_t *, int64_t, int64_t, const float *, const float *,
+                         const float *, int64_t, int64_t, int64_t, float, float *,
+                         const tile_buf_t *);
 
 int ag_i_tiled_applies(const ag_nbhd_t *nb)
 {
@@ -318,6 +326,10 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
         return AG_ENOMEM;
     const int64_t n_blocks = (N + BQ - 1) / BQ, n_tasks = n_blocks * H;
     const float scale2 = scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
+    static const block_fn variants[3][2] = {{block_q1_base, block_q4_base},
+                                            {block_q1_avx2, block_q4_avx2},
+                                            {block_q1_avx512, block_q4_avx512}};
+    const block_fn block = variants[ag_simd_level()][QV == 4];
 #pragma omp parallel
     {
         float *mine = buf + (int64_t)thread_id() * per_thread;
@@ -330,10 +342,7 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
         for (int64_t t = 0; t < n_tasks; t++) {
             const int64_t blk = n_blocks - 1 - t / H, h = t % H, i0 = blk * BQ;
             const int64_t nq = N - i0 < BQ ? N - i0 : BQ;
-            if (QV == 4)
-                attend_block_q4(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b);
-            else
-                attend_block_q1(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b);
+            block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b);
         }
     }
     free(buf);

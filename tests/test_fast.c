@@ -207,11 +207,22 @@ START_TEST(fast_kernels_identical_for_1_and_2_threads)
 END_TEST
 #endif
 
-AG_SIMD_CLONES
+/* The vector exp2 as each variant compiles it. */
+#define EXP2_VARIANT(name, target)                                                          \
+    target static void name(const float *x, float *y, int64_t n)                            \
+    {                                                                                       \
+        for (int64_t i = 0; i < n; i += AG_LANES)                                           \
+            v_store(y + i, v_exp2(v_load(x + i)));                                          \
+    }
+EXP2_VARIANT(exp2_avx512, AG_TARGET_AVX512)
+EXP2_VARIANT(exp2_avx2, AG_TARGET_AVX2)
+EXP2_VARIANT(exp2_base, )
+
 static void exp2_all(const float *x, float *y, int64_t n)
 {
-    for (int64_t i = 0; i < n; i += AG_LANES)
-        v_store(y + i, v_exp2(v_load(x + i)));
+    static void (*const variants[3])(const float *, float *, int64_t) = {exp2_base, exp2_avx2,
+                                                                         exp2_avx512};
+    variants[ag_simd_level()](x, y, n);
 }
 
 /* The vector exp2 over [-126, 0] against libm in double: relative error

@@ -45,7 +45,7 @@ enum {
     OPT_CSV, OPT_PER_NODE, OPT_LABELS, OPT_MAX_EDGES, OPT_SCORE, OPT_BETA, OPT_SOFTCAP,
     OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_EDGE_BIAS, OPT_ALIBI, OPT_NO_RESIDUAL, OPT_NORM,
     OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_TRACE, OPT_UNTIL, OPT_SAVE_ROUNDS, OPT_ATTN_ROUND,
-    OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP
+    OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP, OPT_CSR, OPT_REPS, OPT_WARMUP, OPT_JSON, OPT_KERNEL
 };
 
 /* getopt_long entries of the input options (run, compare, inspect), ending {0}. */
@@ -99,6 +99,9 @@ void run_opts_init(run_opts_t *o);
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd);
 /* Checks option combinations; 0 or EXIT_USAGE (message printed). */
 int input_options_check(const run_opts_t *o, const char *cmd);
+/* Takes GRAPH from argv[optind] if present, then checks that exactly one of
+   GRAPH, --pattern and --csr was given; 0 or EXIT_USAGE (message printed). */
+int source_args(run_opts_t *o, int argc, char **argv, const char *cmd);
 /* Fills longopts with input_options followed by own (both ending {0}). */
 void merge_options(struct option *longopts, size_t cap, const struct option *own);
 /* Prints "attngraph CMD: MESSAGE" and the help hint; returns EXIT_USAGE. */
@@ -198,5 +201,6 @@ int cmd_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_pattern(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

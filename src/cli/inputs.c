@@ -235,6 +235,20 @@ int input_options_check(const run_opts_t *o, const char *cmd)
     return 0;
 }
 
+int source_args(run_opts_t *o, int argc, char **argv, const char *cmd)
+{
+    if (optind < argc)
+        o->src.graph = argv[optind++];
+    if (optind < argc)
+        return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    const int given = !!o->src.graph + !!o->src.pattern + !!o->src.csr;
+    if (given == 0)
+        return usage_error(cmd, "no GRAPH file, --pattern or --csr given");
+    if (given > 1)
+        return usage_error(cmd, "give one of a GRAPH file, --pattern and --csr");
+    return 0;
+}
+
 int set_threads(int64_t threads)
 {
 #ifdef _OPENMP

@@ -170,6 +170,7 @@ int cmd_inspect(int argc, char **argv)
     static struct option longopts[96];
     static const struct option own[] = {
         {"pattern", required_argument, 0, OPT_PATTERN}, {"who", required_argument, 0, OPT_WHO},
+        {"csr", required_argument, 0, OPT_CSR},
         {"to", required_argument, 0, OPT_TO}, {"top", required_argument, 0, OPT_TOP},
         {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
         {"max-edges", required_argument, 0, OPT_MAX_EDGES}, {0, 0, 0, 0},
@@ -192,6 +193,7 @@ int cmd_inspect(int argc, char **argv)
         long long v;
         switch (c) {
         case OPT_PATTERN: o.src.pattern = optarg; break;
+        case OPT_CSR: o.src.csr = optarg; break;
         case OPT_WHO: who = optarg; break;
         case OPT_TO: to = optarg; break;
         case OPT_TOP:
@@ -206,13 +208,8 @@ int cmd_inspect(int argc, char **argv)
         default: return getopt_error("inspect", c, argv);
         }
     }
-    if (optind < argc)
-        o.src.graph = argv[optind++];
-    if (optind < argc)
-        return usage_error("inspect", "unexpected argument '%s'", argv[optind]);
-    if (!o.src.graph == !o.src.pattern)
-        return usage_error("inspect", o.src.graph ? "give a GRAPH file or --pattern, not both"
-                                                  : "no GRAPH file or --pattern given");
+    if (source_args(&o, argc, argv, "inspect"))
+        return EXIT_USAGE;
     if (!who == !top || (to && !who))
         return usage_error("inspect", "ask one question: --who A [--to B], or --top K");
     if (input_options_check(&o, "inspect"))

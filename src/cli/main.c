@@ -2,7 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cblas.h>
+
 #include "cli.h"
+#include "openblas_fix.h"
 
 static const char usage[] =
     "usage: attngraph COMMAND [options]\n"
@@ -16,6 +19,8 @@ static const char usage[] =
     "  pattern SPEC          write a connectivity pattern as a graph file\n"
     "  inspect GRAPH --who A [--to B] | --top K\n"
     "                        what a run's attention says about nodes and edges\n"
+    "  bench GRAPH | --pattern SPEC | --csr ...\n"
+    "                        time the attention computation alone\n"
     "  compare --pattern A --pattern B ...\n"
     "                        run the same inputs under several connectivities and\n"
     "                        compare what changes\n"
@@ -34,6 +39,7 @@ static void igraph_error_quiet(const char *reason, const char *file, int line,
 
 int main(int argc, char **argv)
 {
+    openblas_fix_coretype(argv);
     igraph_set_error_handler(igraph_error_quiet);
     igraph_set_warning_handler(igraph_warning_handler_ignore);
     if (argc < 2) {
@@ -46,7 +52,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf("attngraph %s (igraph %s)\n", AG_VERSION, IGRAPH_VERSION);
+        printf("attngraph %s (igraph %s, %s)\n", AG_VERSION, IGRAPH_VERSION,
+               openblas_get_config());
         return 0;
     }
     if (strcmp(cmd, "run") == 0)
@@ -57,6 +64,8 @@ int main(int argc, char **argv)
         return cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "inspect") == 0)
         return cmd_inspect(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0)
+        return cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "attngraph: unknown command '%s'\nsee 'attngraph --help'\n", cmd);
     return EXIT_USAGE;
 }

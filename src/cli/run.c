@@ -8,6 +8,7 @@
 
 static const char run_usage[] =
     "usage: attngraph run GRAPH [options]\n"
+    "       attngraph run --csr INDPTR.npy,INDICES.npy [options]\n"
     "       attngraph run --pattern SPEC (--nodes N | --tokens \"a b c\") [options]\n"
     "\n"
     "Runs attention message rounds on GRAPH (edge u -> v: v attends to u), or on a\n"
@@ -15,6 +16,8 @@ static const char run_usage[] =
     "--help' for patterns).\n"
     "\n" INPUT_OPTIONS_HELP
     "  --pattern SPEC      run on a pattern instead of a graph file\n"
+    "  --csr IP.npy,IX.npy run on an in-neighbour CSR (int64 indptr [N+1], indices [E],\n"
+    "                      sources ascending): the fast path for huge graphs\n"
     "\n"
     "Outputs:\n"
     "  --out FILE.npy      write the output (float32)\n"
@@ -36,6 +39,7 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
     static struct option longopts[96];
     static const struct option own[] = {
         {"pattern", required_argument, 0, OPT_PATTERN}, {"out", required_argument, 0, OPT_OUT},
+        {"csr", required_argument, 0, OPT_CSR},
         {"attn", required_argument, 0, OPT_ATTN}, {"max-edges", required_argument, 0, OPT_MAX_EDGES},
         {"messages", required_argument, 0, OPT_MESSAGES},
         {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
@@ -56,6 +60,7 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         char *end;
         switch (c) {
         case OPT_PATTERN: o->src.pattern = optarg; break;
+        case OPT_CSR: o->src.csr = optarg; break;
         case OPT_OUT: o->out = optarg; break;
         case OPT_ATTN: o->attn = optarg; break;
         case OPT_MESSAGES: o->messages = optarg; break;
@@ -74,13 +79,8 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         default: return getopt_error("run", c, argv);
         }
     }
-    if (optind < argc)
-        o->src.graph = argv[optind++];
-    if (optind < argc)
-        return usage_error("run", "unexpected argument '%s'", argv[optind]);
-    if (!o->src.graph == !o->src.pattern)
-        return usage_error("run", o->src.graph ? "give a GRAPH file or --pattern, not both"
-                                               : "no GRAPH file or --pattern given");
+    if (source_args(o, argc, argv, "run"))
+        return EXIT_USAGE;
     if (o->attn_round && !o->attn)
         return usage_error("run", "--attn-round says which round --attn reports; give --attn");
     return input_options_check(o, "run") ? EXIT_USAGE : -1;

@@ -130,15 +130,55 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
     return rc;
 }
 
+/* The fast path for huge graphs: CSR arrays straight into runs, no igraph. */
+static int open_csr(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err)
+{
+    const char *comma = strchr(o->csr, ',');
+    if (!comma || comma == o->csr || !comma[1]) {
+        *usage = 1;
+        return ag_fail(err, AG_EINVAL, "--csr '%s': expected INDPTR.npy,INDICES.npy", o->csr);
+    }
+    char *indptr_path = strndup(o->csr, (size_t)(comma - o->csr));
+    int64_t *indptr = NULL, *indices = NULL, n_ptr = 0, n_idx = 0;
+    int rc = indptr_path ? ag_index_read_npy(&indptr, &n_ptr, indptr_path, err)
+                         : ag_fail(err, AG_ENOMEM, "out of memory");
+    if (!rc && n_ptr < 2)
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld entries; expected N+1 >= 2", indptr_path,
+                     (long long)n_ptr);
+    if (!rc && n_ptr - 1 > o->max_nodes)
+        rc = ag_fail(err, AG_ELIMIT, "%s describes %lld nodes, more than the limit of %lld "
+                     "(--max-nodes)", indptr_path, (long long)(n_ptr - 1),
+                     (long long)o->max_nodes);
+    if (!rc)
+        rc = ag_index_read_npy(&indices, &n_idx, comma + 1, err);
+    if (!rc && indptr[n_ptr - 1] != n_idx)
+        rc = ag_fail(err, AG_EINVAL, "%s ends at %lld, but %s has %lld entries", indptr_path,
+                     (long long)indptr[n_ptr - 1], comma + 1, (long long)n_idx);
+    if (!rc)
+        rc = ag_nbhd_from_csr(&s->nb, n_ptr - 1, indptr, indices, err);
+    if (!rc)
+        rc = ag_labels_numbered(&s->labels, n_ptr - 1, err);
+    if (!rc)
+        snprintf(s->desc, sizeof s->desc, "CSR %s", o->csr);
+    free(indptr_path);
+    free(indptr);
+    free(indices);
+    return rc;
+}
+
 int source_open(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err)
 {
     memset(s, 0, sizeof *s);
     *usage = 0;
-    if (o->graph && (o->self != AG_SELF_KEEP || o->tokens || o->labels_file || o->nodes)) {
+    if ((o->graph || o->csr) && (o->self != AG_SELF_KEEP || o->tokens || o->labels_file ||
+                                 o->nodes)) {
         *usage = 1;
         return ag_fail(err, AG_EINVAL, "--self-loops, --tokens, --labels-file and --nodes are "
-                       "for patterns; '%s' is a graph file", o->graph);
+                       "for patterns; '%s' is a %s", o->graph ? o->graph : o->csr,
+                       o->graph ? "graph file" : "CSR");
     }
+    if (o->csr)
+        return open_csr(s, o, usage, err);
     return o->graph ? open_graph(s, o, usage, err) : open_pattern(s, o, usage, err);
 }
 

@@ -6,7 +6,8 @@
 
 typedef struct {
     const char *graph;          /* a graph file, or */
-    const char *pattern;        /* a pattern spec */
+    const char *pattern;        /* a pattern spec, or */
+    const char *csr;            /* "INDPTR.npy,INDICES.npy": in-neighbour CSR, int64 */
     const char *format;         /* graph file format name, or NULL */
     int64_t nodes;              /* pattern size (0: from --tokens or the pattern) */
     const char *tokens;         /* "nah I d win": sets N and labels */

@@ -1,0 +1,190 @@
+/*
+ * `attngraph bench`: times the attention computation alone (the interface
+ * other tools are compared through). Warm-up runs are untimed; the median of
+ * --reps timed runs is reported, with useful GFLOP/s = 4*E*d*H / time.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "internal.h"
+#include "kernel.h"
+
+static const char bench_usage[] =
+    "usage: attngraph bench (GRAPH | --pattern SPEC --nodes N | --csr INDPTR.npy,INDICES.npy)\n"
+    "                       [--q Q.npy --k K.npy --v V.npy] [--heads H] [--head-dim d]\n"
+    "                       [--threads T] [--reps R] [--warmup W] [--kernel K]\n"
+    "                       [--out OUT.npy] [--json]\n"
+    "\n"
+    "Times one round of scaled-dot attention (nothing else): W untimed warm-up runs,\n"
+    "then R timed runs (default 3 and 1). Without --q/--k/--v, seeded random inputs of\n"
+    "H heads of width --head-dim (default 64). --kernel: auto (default), simple, tiled,\n"
+    "gather. --json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
+    "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\"}.\n";
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef int (*kernel_fn)(const ag_nbhd_t *, const float *, const float *, const float *,
+                         int64_t, int64_t, float, float *, ag_error_t *);
+
+static int pick_kernel(kernel_fn *fn, const char *name)
+{
+    static const struct {
+        const char *name;
+        kernel_fn fn;
+    } kernels[] = {{"auto", ag_i_attention_auto}, {"simple", ag_i_attention_online},
+                   {"tiled", ag_i_attention_tiled}, {"gather", ag_i_attention_gather}};
+    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
+        if (strcmp(name, kernels[k].name) == 0) {
+            *fn = kernels[k].fn;
+            return 0;
+        }
+    return usage_error("bench", "--kernel '%s': expected auto, simple, tiled or gather", name);
+}
+
+/* A positive integer option value; 0 on success. */
+static int positive(int64_t *out, const char *name, const char *text)
+{
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (*end || end == text || v < 0)
+        return usage_error("bench", "--%s '%s' is not a non-negative integer", name, text);
+    *out = v;
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    static struct option longopts[96];
+    static const struct option own[] = {
+        {"pattern", required_argument, 0, OPT_PATTERN}, {"csr", required_argument, 0, OPT_CSR},
+        {"reps", required_argument, 0, OPT_REPS}, {"warmup", required_argument, 0, OPT_WARMUP},
+        {"json", no_argument, 0, OPT_JSON}, {"kernel", required_argument, 0, OPT_KERNEL},
+        {"out", required_argument, 0, OPT_OUT}, {0, 0, 0, 0},
+    };
+    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
+    run_opts_t o;
+    run_opts_init(&o);
+    int64_t reps = 3, warmup = 1;
+    int json = 0;
+    kernel_fn kernel = ag_i_attention_auto;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        int rc = input_option(&o, c, optarg, "bench");
+        if (rc == 0)
+            continue;
+        if (rc != 1)
+            return rc;
+        switch (c) {
+        case OPT_PATTERN: o.src.pattern = optarg; break;
+        case OPT_CSR: o.src.csr = optarg; break;
+        case OPT_OUT: o.out = optarg; break;
+        case OPT_JSON: json = 1; break;
+        case OPT_REPS:
+            if (positive(&reps, "reps", optarg))
+                return EXIT_USAGE;
+            break;
+        case OPT_WARMUP:
+            if (positive(&warmup, "warmup", optarg))
+                return EXIT_USAGE;
+            break;
+        case OPT_KERNEL:
+            if (pick_kernel(&kernel, optarg))
+                return EXIT_USAGE;
+            break;
+        case OPT_HELP: fputs(bench_usage, stdout); return 0;
+        default: return getopt_error("bench", c, argv);
+        }
+    }
+    if (source_args(&o, argc, argv, "bench") || input_options_check(&o, "bench"))
+        return EXIT_USAGE;
+    if (reps < 1)
+        return usage_error("bench", "--reps must be at least 1");
+    const int threads = set_threads(o.threads);
+
+    source_t s;
+    ag_matrix_t q = {0}, k = {0}, v = {0};
+    float *M = NULL;
+    double *t = NULL;
+    out_file_t out;
+    memset(&s, 0, sizeof s), memset(&out, 0, sizeof out);
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0;
+    int rc = out_open(&out, o.out, &err);
+    const double t0 = now();
+    if (!rc)
+        rc = source_open(&s, &o.src, &usage, &err);
+    const double prep = now() - t0;
+    const int64_t N = s.nb.n_nodes, H = o.heads;
+    int64_t d = o.head_dim ? o.head_dim : 64;
+    if (!rc && o.q) {
+        inputs_t in;
+        if (!(rc = inputs_load(&in, &o, N, &err))) {
+            q = in.q, k = in.k, v = in.v, d = in.d;
+            in.q.data = in.k.data = in.v.data = NULL;
+            inputs_free(&in);
+        }
+    } else if (!rc) {
+        ag_matrix_t *m[3] = {&q, &k, &v};
+        for (int x = 0; x < 3 && !rc; x++)
+            if (!(rc = ag_matrix_init(m[x], N, H * d, &err)))
+                ag_random_normal(m[x]->data, N * H * d, o.seed, 10 + (uint64_t)x, 1.0f);
+    }
+    if (!rc && !(M = ag_alloc(N * H * d, sizeof *M, &err, "output")))
+        rc = AG_ENOMEM;
+    if (!rc && !(t = ag_alloc(reps, sizeof *t, &err, "timings")))
+        rc = AG_ENOMEM;
+    const float scale = 1.0f / sqrtf((float)d);
+    for (int64_t r = 0; !rc && r < warmup + reps; r++) {
+        const double a = now();
+        rc = kernel(&s.nb, q.data, k.data, v.data, H, d, scale, M, &err);
+        if (r >= warmup)
+            t[r - warmup] = now() - a;
+    }
+    if (!rc && o.out)
+        rc = ag_npy_write_f32(out.tmp, M, N, H * d, &err);
+    if (!rc)
+        rc = out_commit(&out, &err);
+    if (!rc) {
+        qsort(t, (size_t)reps, sizeof *t, cmp_double);
+        const double median = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
+        const double gflops = 4.0 * (double)s.nb.n_edges * (double)d * (double)H / median / 1e9;
+        if (json)
+            printf("{\"peer\": \"attngraph\", \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": "
+                   "%.6g, \"prep_s\": %.6g, \"gflops_useful\": %.4g, \"threads\": %d, \"N\": "
+                   "%lld, \"E\": %lld, \"H\": %lld, \"d\": %lld}\n", median, t[0],
+                   t[reps - 1], prep, gflops, threads, (long long)N, (long long)s.nb.n_edges,
+                   (long long)H, (long long)d);
+        else
+            printf("%s: N=%lld E=%lld H=%lld d=%lld, %d thread%s: median %.4g s (min %.4g, "
+                   "max %.4g), %.2f GFLOP/s useful; prep %.3g s\n", s.desc, (long long)N,
+                   (long long)s.nb.n_edges, (long long)H, (long long)d, threads,
+                   threads > 1 ? "s" : "", median, t[0], t[reps - 1], gflops, prep);
+    } else {
+        out_abort(&out);
+        if (usage)
+            usage_error("bench", "%s", err.msg);
+        else
+            fprintf(stderr, "attngraph: %s\n", err.msg);
+    }
+    free(M), free(t);
+    ag_matrix_destroy(&q), ag_matrix_destroy(&k), ag_matrix_destroy(&v);
+    source_close(&s);
+    return rc ? (usage ? EXIT_USAGE : EXIT_BAD_INPUT) : 0;
+}
