@@ -113,16 +113,19 @@ AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const flo
     }
 }
 
-/* acc channels c..c+3, 4 vectors: a_kv += sum_jj V[j0+jj][c+k] * P[jj][v]. */
+/* acc channels c..c+3, 4 vectors: a_kv = alpha_v a_kv + sum_jj V[j0+jj][c+k] P[jj][v]
+   (the rescale of the online softmax, done as the accumulators are loaded). */
 AG_INLINE void accumulate_4x4(float *restrict acc, const float *restrict P, const float *v0,
-                              int64_t HD, int64_t bk)
+                              int64_t HD, int64_t bk, const v16f *alpha)
 {
     float *a = acc;
-    v16f a00 = v_load(a), a01 = v_load(a + 16), a02 = v_load(a + 32), a03 = v_load(a + 48);
-    v16f a10 = v_load(a + 64), a11 = v_load(a + 80), a12 = v_load(a + 96), a13 = v_load(a + 112);
-    v16f a20 = v_load(a + 128), a21 = v_load(a + 144), a22 = v_load(a + 160);
-    v16f a23 = v_load(a + 176), a30 = v_load(a + 192), a31 = v_load(a + 208);
-    v16f a32 = v_load(a + 224), a33 = v_load(a + 240);
+    const v16f x0 = alpha[0], x1 = alpha[1], x2 = alpha[2], x3 = alpha[3];
+    v16f a00 = v_load(a) * x0, a01 = v_load(a + 16) * x1, a02 = v_load(a + 32) * x2;
+    v16f a03 = v_load(a + 48) * x3, a10 = v_load(a + 64) * x0, a11 = v_load(a + 80) * x1;
+    v16f a12 = v_load(a + 96) * x2, a13 = v_load(a + 112) * x3, a20 = v_load(a + 128) * x0;
+    v16f a21 = v_load(a + 144) * x1, a22 = v_load(a + 160) * x2, a23 = v_load(a + 176) * x3;
+    v16f a30 = v_load(a + 192) * x0, a31 = v_load(a + 208) * x1, a32 = v_load(a + 224) * x2;
+    v16f a33 = v_load(a + 240) * x3;
     for (int64_t jj = 0; jj < bk; jj++) {
         const float *p = P + jj * 4 * AG_LANES, *v = v0 + jj * HD;
         const v16f p0 = v_load(p), p1 = v_load(p + 16), p2 = v_load(p + 32), p3 = v_load(p + 48);
@@ -143,11 +146,13 @@ AG_INLINE void accumulate_4x4(float *restrict acc, const float *restrict P, cons
 
 /* acc channels c..c+7, 1 vector. */
 AG_INLINE void accumulate_8x1(float *restrict acc, const float *restrict P, const float *v0,
-                              int64_t HD, int64_t bk)
+                              int64_t HD, int64_t bk, const v16f *alpha)
 {
     float *a = acc;
-    v16f a0 = v_load(a), a1 = v_load(a + 16), a2 = v_load(a + 32), a3 = v_load(a + 48);
-    v16f a4 = v_load(a + 64), a5 = v_load(a + 80), a6 = v_load(a + 96), a7 = v_load(a + 112);
+    const v16f x = alpha[0];
+    v16f a0 = v_load(a) * x, a1 = v_load(a + 16) * x, a2 = v_load(a + 32) * x;
+    v16f a3 = v_load(a + 48) * x, a4 = v_load(a + 64) * x, a5 = v_load(a + 80) * x;
+    v16f a6 = v_load(a + 96) * x, a7 = v_load(a + 112) * x;
     for (int64_t jj = 0; jj < bk; jj++) {
         const v16f p = v_load(P + jj * AG_LANES);
         const float *v = v0 + jj * HD;
@@ -159,23 +164,23 @@ AG_INLINE void accumulate_8x1(float *restrict acc, const float *restrict P, cons
     v_store(a + 64, a4), v_store(a + 80, a5), v_store(a + 96, a6), v_store(a + 112, a7);
 }
 
-/* acc [d][BQ] += V_tile^T P for rows [0, bk) of the tile at j0. */
+/* acc [d][BQ] = alpha acc + V_tile^T P for rows [0, bk) of the tile at j0. */
 AG_INLINE void accumulate_tile(float *restrict acc, const float *restrict P, const float *V,
                                int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
-                               const int QV)
+                               const v16f *alpha, const int QV)
 {
     const int KB = QV == 4 ? 4 : 8;
     const int64_t BQ = QV * AG_LANES;
     int64_t c = 0;
     for (; c + KB <= d; c += KB) {
         if (QV == 4)
-            accumulate_4x4(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk);
+            accumulate_4x4(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk, alpha);
         else
-            accumulate_8x1(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk);
+            accumulate_8x1(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk, alpha);
     }
     for (; c < d; c++)        /* the last channels, one at a time */
         for (int v = 0; v < QV; v++) {
-            v16f a = v_load(acc + c * BQ + v * AG_LANES);
+            v16f a = v_load(acc + c * BQ + v * AG_LANES) * alpha[v];
             for (int64_t jj = 0; jj < bk; jj++)
                 a += v_set1(V[(j0 + jj) * HD + off + c]) * v_load(P + jj * BQ + v * AG_LANES);
             v_store(acc + c * BQ + v * AG_LANES, a);
@@ -200,8 +205,13 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
         }
         b->lo[i] = (int32_t)lo, b->hi[i] = (int32_t)hi;
         max_lo = lo > max_lo ? lo : max_lo, min_hi = hi < min_hi ? hi : min_hi;
-        for (int64_t c = 0; c < d; c++)
-            b->qt[c * BQ + i] = i < nq ? Q[(i0 + i) * HD + off + c] * scale2 : 0.0f;
+    }
+    for (int64_t c = 0; c < d; c++) {   /* Qt: lanes along the vector */
+        float *row = b->qt + c * BQ;
+        const float *col = Q + i0 * HD + off + c;
+#pragma omp simd
+        for (int i = 0; i < BQ; i++)
+            row[i] = i < nq ? col[i * HD] * scale2 : 0.0f;
     }
     v16f m[QV_MAX], l[QV_MAX];
 #pragma GCC unroll 4
@@ -241,6 +251,7 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
                     b->s[jj * BQ + i] = -__builtin_inff();
             }
         /* 4. online softmax per lane */
+        v16f alpha[QV_MAX];
 #pragma GCC unroll 4
         for (int v = 0; v < QV; v++) {
             v16f mt = v_set1(-__builtin_inff());
@@ -249,7 +260,7 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
             const v16f m_new = v_max(m[v], mt);
             /* a lane with nothing yet has m_new = -inf: subtract 0 instead (gives 0s) */
             const v16f m_use = v_select(m_new == v_set1(-__builtin_inff()), v_set1(0.0f), m_new);
-            const v16f alpha = v_exp2(m[v] - m_use);
+            alpha[v] = v_exp2(m[v] - m_use);
             v16f sum = v_set1(0.0f);
             for (int64_t jj = 0; jj < bk; jj++) {
                 float *row = b->s + jj * BQ + v * AG_LANES;
@@ -257,15 +268,11 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
                 v_store(row, p);
                 sum += p;
             }
-            l[v] = l[v] * alpha + sum;
+            l[v] = l[v] * alpha[v] + sum;
             m[v] = m_new;
-            for (int64_t c = 0; c < d; c++) {
-                float *a = b->acc + c * BQ + v * AG_LANES;
-                v_store(a, v_load(a) * alpha);
-            }
         }
-        /* 5. P.V */
-        accumulate_tile(b->acc, b->s, V, HD, off, d, j0, bk, QV);
+        /* 5. P.V, rescaling the accumulator by alpha on the way */
+        accumulate_tile(b->acc, b->s, V, HD, off, d, j0, bk, alpha, QV);
     }
     /* 6. store */
 #pragma GCC unroll 4
