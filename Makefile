@@ -79,7 +79,7 @@ $(CLI): $(CLI_OBJ) $(LIB_A)
 $(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check)
 
-$(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o $(LIB_A)
+$(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o $(BUILD)/src/cli/openblas_fix.o $(LIB_A)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The README's embedding example, linked against the shared library like a user would.

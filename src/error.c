@@ -46,6 +46,20 @@ void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
     return p;
 }
 
+void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what)
+{
+    if (n < 0 || (n > 0 && (uint64_t)n > (SIZE_MAX - 64) / size)) {
+        ag_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
+                what, (long long)n, size);
+        return NULL;
+    }
+    const size_t bytes = ((size_t)n * size + 63) / 64 * 64;
+    void *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (!p)
+        ag_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what, (double)bytes / 1e6);
+    return p;
+}
+
 void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what)
 {
     void *p = ag_alloc(n, size, err, what);

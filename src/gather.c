@@ -139,7 +139,7 @@ int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, c
             max_deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
     /* per thread: scores, sources (as int64) and the scaled query, padded apart */
     const int64_t per_thread = scratch_stride(3 * max_deg + d + AG_LANES);
-    float *buf = ag_alloc((int64_t)max_threads() * per_thread, sizeof(float), err,
+    float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
                           "gather kernel buffers");
     if (!buf)
         return AG_ENOMEM;

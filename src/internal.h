@@ -16,6 +16,9 @@ int ag_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...) AG_PRINTF
 /* malloc of n elements of size bytes each, failing cleanly on overflow. */
 void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what);
 void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
+/* ag_alloc aligned to a 64-byte cache line (free with free()): vectors then
+   never straddle two lines. */
+void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
 
 /*
  * igraph calls: between ag_igraph_enter() and ag_igraph_leave() igraph errors

@@ -74,6 +74,41 @@ AG_INLINE float v_hmax(v16f x)
 }
 
 /*
+ * Transposes the 16 x 16 matrix held in r[0..15] (row k in r[k]). Stage b
+ * swaps bit b of the row index with bit b of the column index, pairing rows
+ * k and k + 2^b: 4 stages of 8 pairs of two-input shuffles (vpermt2ps).
+ */
+AG_INLINE void v_transpose16(v16f r[AG_LANES])
+{
+    /* For the pair (a, c) of stage b, with idx < 16 from a and >= 16 from c:
+       new a[x] = x_b ? c[x ^ 2^b] : a[x];  new c[x] = x_b ? c[x] : a[x ^ 2^b]. */
+#define AG_LO(x, b) ((x) >> (b) & 1 ? 16 + ((x) ^ (1 << (b))) : (x))
+#define AG_HI(x, b) ((x) >> (b) & 1 ? 16 + (x) : ((x) ^ (1 << (b))))
+#define AG_MASK(F, b)                                                                       \
+    {F(0, b), F(1, b), F(2, b), F(3, b), F(4, b), F(5, b), F(6, b), F(7, b),                \
+     F(8, b), F(9, b), F(10, b), F(11, b), F(12, b), F(13, b), F(14, b), F(15, b)}
+    static const v16i lo[4] = {AG_MASK(AG_LO, 0), AG_MASK(AG_LO, 1), AG_MASK(AG_LO, 2),
+                               AG_MASK(AG_LO, 3)};
+    static const v16i hi[4] = {AG_MASK(AG_HI, 0), AG_MASK(AG_HI, 1), AG_MASK(AG_HI, 2),
+                               AG_MASK(AG_HI, 3)};
+#undef AG_MASK
+#undef AG_HI
+#undef AG_LO
+#pragma GCC unroll 4
+    for (int b = 3; b >= 0; b--) {
+        const int half = 1 << b;
+#pragma GCC unroll 16
+        for (int k = 0; k < AG_LANES; k++) {
+            if (k & half)
+                continue;
+            const v16f a = r[k], c = r[k + half];
+            r[k] = __builtin_shuffle(a, c, lo[b]);
+            r[k + half] = __builtin_shuffle(a, c, hi[b]);
+        }
+    }
+}
+
+/*
  * 2^x for x <= 0 (and -INFINITY), in float: x = n + f with n = round(x) and
  * f in [-0.5, 0.5]; 2^f by a degree-5 polynomial (relative error below 2.5e-7
  * in float, measured by the tests); 2^n by building the exponent bits. Below -126

@@ -187,6 +187,61 @@ AG_INLINE void accumulate_tile(float *restrict acc, const float *restrict P, con
         }
 }
 
+/* Qt [d][BQ] = scale2 * (the nq rows at Q, stride HD)^T, zero beyond nq:
+   16 x 16 blocks transposed in registers, leftover channels one by one. */
+AG_INLINE void pack_queries(float *restrict qt, const float *Q, int64_t HD, int64_t d,
+                            int64_t nq, float scale2, const int QV)
+{
+    const int64_t BQ = QV * AG_LANES;
+    const v16f scale = v_set1(scale2);
+    int64_t c0 = 0;
+    for (; c0 + AG_LANES <= d; c0 += AG_LANES)
+        for (int v = 0; v < QV; v++) {
+            v16f r[AG_LANES];
+#pragma GCC unroll 16
+            for (int k = 0; k < AG_LANES; k++) {
+                const int64_t lane = v * AG_LANES + k;
+                r[k] = lane < nq ? v_load(Q + lane * HD + c0) * scale : v_set1(0.0f);
+            }
+            v_transpose16(r);
+#pragma GCC unroll 16
+            for (int k = 0; k < AG_LANES; k++)
+                v_store(qt + (c0 + k) * BQ + v * AG_LANES, r[k]);
+        }
+    for (; c0 < d; c0++)
+        for (int64_t i = 0; i < BQ; i++)
+            qt[c0 * BQ + i] = i < nq ? Q[i * HD + c0] * scale2 : 0.0f;
+}
+
+/* The nq rows at M (stride HD) = (acc [d][BQ] / l)^T, the same way round. */
+AG_INLINE void store_messages(float *M, const float *restrict acc, const float *l, int64_t HD,
+                              int64_t d, int64_t nq, const int QV)
+{
+    const int64_t BQ = QV * AG_LANES;
+    for (int v = 0; v < QV; v++) {
+        const v16f sum = v_load(l + v * AG_LANES);
+        /* a lane with no in-edges has sum 0 and a zero row */
+        const v16f inv = v_select(sum > v_set1(0.0f), v_set1(1.0f) / sum, v_set1(0.0f));
+        int64_t c0 = 0;
+        for (; c0 + AG_LANES <= d; c0 += AG_LANES) {
+            v16f r[AG_LANES];
+#pragma GCC unroll 16
+            for (int k = 0; k < AG_LANES; k++)
+                r[k] = v_load(acc + (c0 + k) * BQ + v * AG_LANES) * inv;
+            v_transpose16(r);
+#pragma GCC unroll 16
+            for (int k = 0; k < AG_LANES; k++)
+                if (v * AG_LANES + k < nq)
+                    v_store(M + (v * AG_LANES + k) * HD + c0, r[k]);
+        }
+        for (; c0 < d; c0++)
+            for (int k = 0; k < AG_LANES && v * AG_LANES + k < nq; k++) {
+                const float s = l[v * AG_LANES + k];
+                M[(v * AG_LANES + k) * HD + c0] = s > 0 ? acc[c0 * BQ + v * AG_LANES + k] / s : 0;
+            }
+    }
+}
+
 /* One block of destinations i0 .. i0+nq-1 and one head; see the file comment. */
 AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,
                             const float *K, const float *V, int64_t H, int64_t d, int64_t h,
@@ -206,13 +261,7 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
         b->lo[i] = (int32_t)lo, b->hi[i] = (int32_t)hi;
         max_lo = lo > max_lo ? lo : max_lo, min_hi = hi < min_hi ? hi : min_hi;
     }
-    for (int64_t c = 0; c < d; c++) {   /* Qt: lanes along the vector */
-        float *row = b->qt + c * BQ;
-        const float *col = Q + i0 * HD + off + c;
-#pragma omp simd
-        for (int i = 0; i < BQ; i++)
-            row[i] = i < nq ? col[i * HD] * scale2 : 0.0f;
-    }
+    pack_queries(b->qt, Q + i0 * HD + off, HD, d, nq, scale2, QV);
     v16f m[QV_MAX], l[QV_MAX];
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
@@ -278,12 +327,7 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
         v_store(b->l + v * AG_LANES, l[v]);
-    for (int64_t i = 0; i < nq; i++) {
-        const float inv = b->l[i] > 0 ? 1.0f / b->l[i] : 0.0f;
-        float *out = M + (i0 + i) * HD + off;
-        for (int64_t c = 0; c < d; c++)
-            out[c] = b->acc[c * BQ + i] * inv;
-    }
+    store_messages(M + i0 * HD + off, b->acc, b->l, HD, d, nq, QV);
 }
 
 /* The block loop compiled per instruction set and block width. */
@@ -326,8 +370,8 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
        wide ones (64) reuse each K and V row more on long runs. */
     const int QV = N > 0 && nb->n_edges / N < 256 ? 1 : 4;
     const int64_t BQ = QV * AG_LANES;
-    const int64_t per_thread = 2 * d * BQ + BK * BQ + 4 * BQ + 64;
-    float *buf = ag_alloc((int64_t)max_threads() * per_thread, sizeof(float), err,
+    const int64_t per_thread = scratch_stride(2 * d * BQ + BK * BQ + 4 * BQ);
+    float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
                           "tiled kernel buffers");
     if (!buf)
         return AG_ENOMEM;

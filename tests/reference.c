@@ -217,3 +217,42 @@ void ref_attention_scored(int64_t N, const int64_t *src, const int64_t *dst, int
         }
     free(s);
 }
+
+void ref_attention_sparse(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                          const float *Q, const float *K, const float *V, int64_t H, int64_t d,
+                          double *M)
+{
+    const int64_t HD = H * d;
+    int64_t max_deg = 0;
+    for (int64_t e = 0, start = 0; e <= E; e++)
+        if (e == E || (e > start && dst[e] != dst[start])) {
+            max_deg = e - start > max_deg ? e - start : max_deg;
+            start = e;
+        }
+    double *s = malloc((size_t)(max_deg + 1) * sizeof *s);
+    memset(M, 0, (size_t)(N * HD) * sizeof *M);
+    for (int64_t lo = 0; lo < E;) {
+        int64_t hi = lo, i = dst[lo];
+        while (hi < E && dst[hi] == i)
+            hi++;
+        for (int64_t h = 0; h < H; h++) {
+            double mx = -INFINITY, z = 0;
+            for (int64_t e = lo; e < hi; e++) {
+                double dotp = 0;
+                for (int64_t c = 0; c < d; c++)
+                    dotp += (double)Q[i * HD + h * d + c] * K[src[e] * HD + h * d + c];
+                s[e - lo] = dotp / sqrt((double)d);
+                mx = fmax(mx, s[e - lo]);
+            }
+            for (int64_t e = lo; e < hi; e++)
+                z += exp(s[e - lo] - mx);
+            for (int64_t e = lo; e < hi; e++) {
+                const double a = exp(s[e - lo] - mx) / z;
+                for (int64_t c = 0; c < d; c++)
+                    M[i * HD + h * d + c] += a * V[src[e] * HD + h * d + c];
+            }
+        }
+        lo = hi;
+    }
+    free(s);
+}

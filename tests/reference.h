@@ -60,3 +60,10 @@ typedef struct {
 void ref_attention_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                           const float *Q, const float *K, const float *V, int64_t H, int64_t d,
                           const ref_score_t *sc, double *M, double *W);
+
+/* The same as ref_attention (scaled-dot softmax, double) without the N x N
+   mask, for large graphs: messages must be grouped by destination in
+   ascending order (dst non-decreasing). M [N, H*d]. */
+void ref_attention_sparse(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                          const float *Q, const float *K, const float *V, int64_t H, int64_t d,
+                          double *M);

@@ -1,8 +1,15 @@
 /*
- * make bench: times the attention kernel on 1 and 2 threads (median of 5
- * after one warm-up run) and compares with the dense double reference where
- * it fits. Useful GFLOP/s = 4*E*d*H / time (a multiply-add on q.k and on
- * a*v per edge, head and channel).
+ * make bench: the speed table. On 1 and 2 threads:
+ *   - the sgemm rate (cblas_sgemm 4096 x 4096 x 4096), the yardstick of the
+ *     dense cases, and the rate of a projection-shaped GEMM (X W^T);
+ *   - the random-row read bandwidth (256-byte rows in random order, prefetched
+ *     as the gather kernel does), the yardstick of the random graph;
+ *   - each case of the table: median of its timed runs after a warm-up, useful
+ *     GFLOP/s = 4*E*d*H / time, the ratio to its yardstick, and the largest
+ *     error against the double reference (|m - m_ref| / max |m_ref|).
+ * This machine is shared and its speed drifts, so each case's runs are
+ * interleaved with runs of its yardstick and the ratio is of the two medians:
+ * both saw the same machine. Inputs come from a fixed seed.
  */
 #include <math.h>
 #include <stdio.h>
@@ -10,12 +17,15 @@
 #include <string.h>
 #include <time.h>
 
+#include <cblas.h>
 #include <omp.h>
 
 #include "attngraph.h"
+#include "../src/cli/openblas_fix.h"
 #include "../tests/reference.h"
 
-#define REPS 5
+#define ROUNDS 5       /* yardstick runs interleaved with each case */
+#define PER_ROUND 4    /* case runs per yardstick run */
 
 static double now(void)
 {
@@ -26,8 +36,14 @@ static double now(void)
 
 static int cmp_double(const void *a, const void *b)
 {
-    double x = *(const double *)a, y = *(const double *)b;
+    const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
 static void die(const ag_error_t *err)
@@ -36,114 +52,192 @@ static void die(const ag_error_t *err)
     exit(1);
 }
 
-/* Median seconds of REPS runs after a warm-up. */
-static double time_kernel(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, float *M)
+static void set_threads(int t)
 {
-    ag_error_t err;
-    double t[REPS];
-    if (ag_attention(nb, Q, K, V, H, d, NULL, M, &err))
-        die(&err);
-    for (int r = 0; r < REPS; r++) {
-        double t0 = now();
-        ag_attention(nb, Q, K, V, H, d, NULL, M, &err);
-        t[r] = now() - t0;
-    }
-    qsort(t, REPS, sizeof t[0], cmp_double);
-    return t[REPS / 2];
+    omp_set_num_threads(t);
+    openblas_set_num_threads(t);
 }
 
-static void run_case(const char *name, int64_t N, const int64_t *indptr, const int64_t *indices,
-                     int64_t H, int64_t d)
+/* One GEMM C [m, n] = A [m, k] B (B^T when trans) with its buffers. */
+typedef struct {
+    int m, n, k, trans;
+    float *a, *b, *c;
+} gemm_t;
+
+static void gemm_init(gemm_t *g, int m, int n, int k, int trans)
 {
+    *g = (gemm_t){m, n, k, trans, malloc((size_t)m * k * 4), malloc((size_t)k * n * 4),
+                  malloc((size_t)m * n * 4)};
+    ag_random_normal(g->a, (int64_t)m * k, 1, 1, 1.0f);
+    ag_random_normal(g->b, (int64_t)k * n, 1, 2, 1.0f);
+}
+
+/* GFLOP/s of one run. */
+static double gemm_run(const gemm_t *g)
+{
+    const double t0 = now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, g->trans ? CblasTrans : CblasNoTrans, g->m, g->n,
+                g->k, 1.0f, g->a, g->k, g->b, g->trans ? g->k : g->n, 0.0f, g->c, g->n);
+    return 2.0 * g->m * g->n * (double)g->k / (now() - t0) / 1e9;
+}
+
+static void gemm_free(gemm_t *g)
+{
+    free(g->a), free(g->b), free(g->c);
+}
+
+/* Median GFLOP/s of a few runs after a warm-up. */
+static double gemm_rate(int m, int n, int k, int trans)
+{
+    gemm_t g;
+    gemm_init(&g, m, n, k, trans);
+    double r[5];
+    gemm_run(&g);
+    for (int i = 0; i < 5; i++)
+        r[i] = gemm_run(&g);
+    gemm_free(&g);
+    return median(r, 5);
+}
+
+/* Reading 64-float rows of a 200,000-row array in random order, 16 at a time
+   with the next 16 prefetched (the gather kernel's access pattern). */
+typedef struct {
+    int64_t rows, reads, d;
+    float *x;
+    int64_t *idx;
+} rows_t;
+
+static void rows_init(rows_t *b)
+{
+    *b = (rows_t){200000, 16 * 200000, 64, NULL, NULL};
+    b->x = malloc((size_t)(b->rows * b->d) * sizeof *b->x);
+    b->idx = malloc((size_t)(b->reads + 16) * sizeof *b->idx);
+    ag_random_normal(b->x, b->rows * b->d, 1, 3, 1.0f);
+    uint64_t s = 99;
+    for (int64_t r = 0; r < b->reads + 16; r++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        b->idx[r] = (int64_t)(s % (uint64_t)b->rows);
+    }
+}
+
+/* GB/s of one pass. */
+static double rows_run(const rows_t *b)
+{
+    const int64_t d = b->d;
+    const double t0 = now();
+    float total = 0;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+    for (int64_t q = 0; q < b->reads; q += 16) {
+        float acc[64] = {0};
+        for (int64_t e = q + 16; e < q + 32; e++)
+            for (int64_t c = 0; c < d; c += 16)
+                __builtin_prefetch(b->x + b->idx[e] * d + c);
+        for (int64_t e = q; e < q + 16; e++)
+#pragma omp simd
+            for (int64_t c = 0; c < d; c++)
+                acc[c] += b->x[b->idx[e] * d + c];
+        total += acc[0] + acc[63];
+    }
+    const double t = now() - t0;
+    volatile float sink = total;
+    (void)sink;
+    return (double)b->reads * d * 4 / t / 1e9;
+}
+
+typedef struct {
+    const char *name, *spec;
+    int64_t N, H, d;
+    ag_self_loops_t self;
+    int memory_bound;     /* ratio against the row bandwidth, not sgemm */
+} case_t;
+
+static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
+{
+    ag_pattern_t *p;
     ag_nbhd_t nb;
     ag_error_t err;
-    if (ag_nbhd_from_csr(&nb, N, indptr, indices, &err))
+    if (ag_pattern_parse(&p, c->spec, &err) ||
+        ag_nbhd_from_pattern(&nb, p, c->N, c->self, &err))
         die(&err);
-    const int64_t HD = H * d, E = nb.n_edges;
-    float *Q = malloc((size_t)(N * HD) * sizeof *Q), *K = malloc((size_t)(N * HD) * sizeof *K);
-    float *V = malloc((size_t)(N * HD) * sizeof *V), *M = malloc((size_t)(N * HD) * sizeof *M);
-    ag_random_normal(Q, N * HD, 1, 1, 1.0f);
-    ag_random_normal(K, N * HD, 1, 2, 1.0f);
-    ag_random_normal(V, N * HD, 1, 3, 1.0f);
+    ag_pattern_free(p);
+    const int64_t N = c->N, H = c->H, d = c->d, HD = H * d, E = nb.n_edges;
+    float *Q = malloc((size_t)(N * HD) * 4), *K = malloc((size_t)(N * HD) * 4);
+    float *V = malloc((size_t)(N * HD) * 4), *M = malloc((size_t)(N * HD) * 4);
+    ag_random_normal(Q, N * HD, 7, 1, 1.0f);
+    ag_random_normal(K, N * HD, 7, 2, 1.0f);
+    ag_random_normal(V, N * HD, 7, 3, 1.0f);
     const double flops = 4.0 * (double)E * (double)d * (double)H;
-
-    printf("%s: N=%lld E=%lld H=%lld d=%lld\n", name, (long long)N, (long long)E, (long long)H,
-           (long long)d);
-    double t1 = 0;
     for (int threads = 1; threads <= 2; threads++) {
-        omp_set_num_threads(threads);
-        double t = time_kernel(&nb, Q, K, V, H, d, M);
-        if (threads == 1)
-            t1 = t;
-        printf("  kernel, %d thread%s: median %8.4f s  %6.2f GFLOP/s  (x%.2f vs 1 thread)\n",
-               threads, threads > 1 ? "s" : "", t, flops / t / 1e9, t1 / t);
+        set_threads(threads);
+        double t[ROUNDS * PER_ROUND], yard[ROUNDS];
+        if (ag_attention(&nb, Q, K, V, H, d, NULL, M, &err))   /* warm-up */
+            die(&err);
+        for (int r = 0; r < ROUNDS; r++) {
+            yard[r] = c->memory_bound ? rows_run(rows) : gemm_run(sgemm);
+            for (int k = 0; k < PER_ROUND; k++) {
+                const double t0 = now();
+                ag_attention(&nb, Q, K, V, H, d, NULL, M, &err);
+                t[r * PER_ROUND + k] = now() - t0;
+            }
+        }
+        const double tm = median(t, ROUNDS * PER_ROUND), gf = flops / tm / 1e9;
+        const double y = median(yard, ROUNDS);
+        if (c->memory_bound) {
+            /* bytes the kernel must read: a K and a V row per edge */
+            const double gbs = (double)E * 2.0 * HD * 4 / tm / 1e9;
+            printf("  %-32s %d  %8.4f s %7.2f GFLOP/s  %5.1f GB/s = %4.2f of rows at %4.1f GB/s\n",
+                   c->name, threads, tm, gf, gbs, gbs / y, y);
+        } else {
+            printf("  %-32s %d  %8.4f s %7.2f GFLOP/s  %4.2f of sgemm at %5.1f GFLOP/s\n",
+                   c->name, threads, tm, gf, gf / y, y);
+        }
+        fflush(stdout);
     }
-    if (N <= 8192) {
-        int64_t *src = malloc((size_t)E * sizeof *src), *dst = malloc((size_t)E * sizeof *dst);
-        for (int64_t i = 0; i < N; i++)
-            for (int64_t s = indptr[i]; s < indptr[i + 1]; s++)
-                src[s] = indices[s], dst[s] = i;
-        double *Mref = malloc((size_t)(N * HD) * sizeof *Mref);
-        double t0 = now();
-        ref_attention(N, src, dst, E, Q, K, V, H, d, Mref, NULL);
-        double tref = now() - t0, worst = 0;
-        for (int64_t x = 0; x < N * HD; x++)
-            worst = fmax(worst, fabs(M[x] - Mref[x]) / (1 + fabs(Mref[x])));
-        printf("  dense double reference, 1 thread: %8.4f s  (kernel on 2 threads is x%.1f "
-               "faster); largest error %.2e\n", tref, tref / time_kernel(&nb, Q, K, V, H, d, M),
-               worst);
-        free(src), free(dst), free(Mref);
-    } else {
-        printf("  dense double reference: does not fit (N x N = %.1e entries)\n",
-               (double)N * (double)N);
+    /* error against the double reference */
+    int64_t *src = malloc((size_t)(E + 1) * sizeof *src), *dst = malloc((size_t)(E + 1) * sizeof *dst);
+    ag_nbhd_sources(&nb, 0, N, src);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t s = nb.edge_ptr[i]; s < nb.edge_ptr[i + 1]; s++)
+            dst[s] = i;
+    double *Mref = malloc((size_t)(N * HD) * sizeof *Mref), worst = 0, scale = 0;
+    ref_attention_sparse(N, src, dst, E, Q, K, V, H, d, Mref);
+    for (int64_t x = 0; x < N * HD; x++) {
+        worst = fmax(worst, fabs(M[x] - Mref[x]));
+        scale = fmax(scale, fabs(Mref[x]));
     }
-    free(Q), free(K), free(V), free(M);
+    printf("  %-32s    error against the double reference: %.2e relative\n", "",
+           worst / scale);
+    free(src), free(dst), free(Mref), free(Q), free(K), free(V), free(M);
     ag_nbhd_destroy(&nb);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    /* causal N=4096: node i attends 0..i */
-    const int64_t Nc = 4096;
-    int64_t *indptr = malloc((size_t)(Nc + 1) * sizeof *indptr);
-    int64_t *indices = malloc((size_t)(Nc * (Nc + 1) / 2) * sizeof *indices);
-    indptr[0] = 0;
-    for (int64_t i = 0, e = 0; i < Nc; i++) {
-        for (int64_t j = 0; j <= i; j++)
-            indices[e++] = j;
-        indptr[i + 1] = e;
+    (void)argc;
+    openblas_fix_coretype(argv);
+    printf("attngraph benchmark (%s; %s)\n", AG_VERSION, openblas_get_config());
+    for (int t = 1; t <= 2; t++) {
+        set_threads(t);
+        const double sg = gemm_rate(4096, 4096, 4096, 0), pr = gemm_rate(16384, 1024, 1024, 1);
+        printf("  %d thread%s: sgemm 4096^3 %6.1f GFLOP/s; projection X W^T [16384x1024]x"
+               "[1024x1024]^T %6.1f GFLOP/s = %.2f of sgemm\n", t, t > 1 ? "s" : " ", sg, pr,
+               pr / sg);
     }
-    run_case("causal", Nc, indptr, indices, 1, 64);
-    free(indptr), free(indices);
-
-    /* random: 200,000 nodes, 16 distinct random sources each (sorted) */
-    const int64_t Nr = 200000, deg = 16;
-    indptr = malloc((size_t)(Nr + 1) * sizeof *indptr);
-    indices = malloc((size_t)(Nr * deg) * sizeof *indices);
-    uint64_t s = 12345;
-    indptr[0] = 0;
-    for (int64_t i = 0; i < Nr; i++) {
-        int64_t *row = indices + i * deg;
-        for (int64_t k = 0; k < deg; k++) {
-            int fresh;
-            do {   /* xorshift; redraw duplicates */
-                s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-                row[k] = (int64_t)(s % (uint64_t)Nr);
-                fresh = 1;
-                for (int64_t m = 0; m < k; m++)
-                    fresh &= row[m] != row[k];
-            } while (!fresh);
-        }
-        for (int64_t a = 1; a < deg; a++)   /* insertion sort: sources ascending */
-            for (int64_t b = a; b > 0 && row[b] < row[b - 1]; b--) {
-                int64_t t = row[b];
-                row[b] = row[b - 1];
-                row[b - 1] = t;
-            }
-        indptr[i + 1] = (i + 1) * deg;
-    }
-    run_case("random 16 in-edges", Nr, indptr, indices, 1, 64);
-    free(indptr), free(indices);
+    gemm_t sgemm;
+    rows_t rows;
+    gemm_init(&sgemm, 4096, 4096, 4096, 0);
+    rows_init(&rows);
+    printf("  case                         threads  median    useful rate\n");
+    const case_t cases[] = {
+        {"complete N=2048 d=64 H=1", "complete", 2048, 1, 64, AG_SELF_KEEP, 0},
+        {"causal N=4096 d=64 H=1", "causal", 4096, 1, 64, AG_SELF_KEEP, 0},
+        {"causal N=2048 d=64 H=8", "causal", 2048, 8, 64, AG_SELF_KEEP, 0},
+        {"window W=128 N=32768 d=64", "window:128", 32768, 1, 64, AG_SELF_KEEP, 0},
+        {"random 16 + self N=200000 d=64", "random:16,1", 200000, 1, 64, AG_SELF_ON, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        run_case(&cases[k], &sgemm, &rows);
+    gemm_free(&sgemm);
+    free(rows.x), free(rows.idx);
     return 0;
 }
