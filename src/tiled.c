@@ -262,6 +262,11 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
         max_lo = lo > max_lo ? lo : max_lo, min_hi = hi < min_hi ? hi : min_hi;
     }
     pack_queries(b->qt, Q + i0 * HD + off, HD, d, nq, scale2, QV);
+    /* the block's output rows are written once, at the end: ask for them now
+       so their lines are owned by then (a large output misses every cache) */
+    for (int64_t i = 0; i < nq; i++)
+        for (int64_t c = 0; c < d; c += AG_LANES)
+            __builtin_prefetch(M + (i0 + i) * HD + off + c, 1);
     v16f m[QV_MAX], l[QV_MAX];
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
@@ -388,10 +393,12 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
                               mine + 2 * d * BQ + BK * BQ, mine + 2 * d * BQ + BK * BQ + BQ,
                               (int32_t *)(mine + 2 * d * BQ + BK * BQ + 2 * BQ),
                               (int32_t *)(mine + 2 * d * BQ + BK * BQ + 3 * BQ)};
-        /* heaviest first: for causal, the last blocks have the longest runs */
+        /* head by head, so that consecutive tasks share that head's K and V
+           (all heads' rows together can overflow L2); within a head, heaviest
+           first: for causal, the last blocks have the longest runs */
 #pragma omp for schedule(dynamic, 1)
         for (int64_t t = 0; t < n_tasks; t++) {
-            const int64_t blk = n_blocks - 1 - t / H, h = t % H, i0 = blk * BQ;
+            const int64_t h = t / n_blocks, blk = n_blocks - 1 - t % n_blocks, i0 = blk * BQ;
             const int64_t nq = N - i0 < BQ ? N - i0 : BQ;
             block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b);
         }
