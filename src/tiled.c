@@ -47,9 +47,10 @@ typedef struct {
  * "8x1" block 8 times 1; both need 16-20 of AVX-512's 32 vector registers.
  */
 
-/* S rows jj..jj+3, 4 vectors of lanes: s_rv = sum_c K[j+r][c] * Qt[c][v]. */
+/* S rows jj..jj+3, 4 vectors of lanes: s_rv = sum_c K[j+r][c] * Qt[c][v];
+   mx[v] takes the largest of each lane while the scores are in registers. */
 AG_INLINE void score_4x4(float *restrict S, const float *restrict qt, const float *k0,
-                         int64_t HD, int64_t d)
+                         int64_t HD, int64_t d, v16f *mx)
 {
     v16f s00 = {0}, s01 = {0}, s02 = {0}, s03 = {0}, s10 = {0}, s11 = {0}, s12 = {0}, s13 = {0};
     v16f s20 = {0}, s21 = {0}, s22 = {0}, s23 = {0}, s30 = {0}, s31 = {0}, s32 = {0}, s33 = {0};
@@ -69,11 +70,15 @@ AG_INLINE void score_4x4(float *restrict S, const float *restrict qt, const floa
     v_store(S + 64, s10), v_store(S + 80, s11), v_store(S + 96, s12), v_store(S + 112, s13);
     v_store(S + 128, s20), v_store(S + 144, s21), v_store(S + 160, s22), v_store(S + 176, s23);
     v_store(S + 192, s30), v_store(S + 208, s31), v_store(S + 224, s32), v_store(S + 240, s33);
+    mx[0] = v_max(mx[0], v_max(v_max(s00, s10), v_max(s20, s30)));
+    mx[1] = v_max(mx[1], v_max(v_max(s01, s11), v_max(s21, s31)));
+    mx[2] = v_max(mx[2], v_max(v_max(s02, s12), v_max(s22, s32)));
+    mx[3] = v_max(mx[3], v_max(v_max(s03, s13), v_max(s23, s33)));
 }
 
 /* S rows jj..jj+7, 1 vector of lanes. */
 AG_INLINE void score_8x1(float *restrict S, const float *restrict qt, const float *k0,
-                         int64_t HD, int64_t d)
+                         int64_t HD, int64_t d, v16f *mx)
 {
     v16f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};
     for (int64_t c = 0; c < d; c++) {
@@ -85,12 +90,15 @@ AG_INLINE void score_8x1(float *restrict S, const float *restrict qt, const floa
     }
     v_store(S, s0), v_store(S + 16, s1), v_store(S + 32, s2), v_store(S + 48, s3);
     v_store(S + 64, s4), v_store(S + 80, s5), v_store(S + 96, s6), v_store(S + 112, s7);
+    mx[0] = v_max(mx[0], v_max(v_max(v_max(s0, s1), v_max(s2, s3)),
+                               v_max(v_max(s4, s5), v_max(s6, s7))));
 }
 
-/* Scores of rows [0, bk) of the tile starting at source j0: S = K_tile Qt. */
+/* Scores of rows [0, bk) of the tile starting at source j0: S = K_tile Qt;
+   mx[v] = the largest score of each lane (before masking). */
 AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const float *K,
                           int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
-                          const int QV)
+                          v16f *mx, const int QV)
 {
     const int RB = QV == 4 ? 4 : 8;
     const int64_t BQ = QV * AG_LANES;
@@ -98,9 +106,9 @@ AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const flo
     for (; jj + RB <= bk; jj += RB) {
         const float *k0 = K + (j0 + jj) * HD + off;
         if (QV == 4)
-            score_4x4(S + jj * BQ, qt, k0, HD, d);
+            score_4x4(S + jj * BQ, qt, k0, HD, d, mx);
         else
-            score_8x1(S + jj * BQ, qt, k0, HD, d);
+            score_8x1(S + jj * BQ, qt, k0, HD, d, mx);
     }
     for (; jj < bk; jj++) {   /* the last rows, one at a time */
         const float *k0 = K + (j0 + jj) * HD + off;
@@ -109,6 +117,7 @@ AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const flo
             for (int64_t c = 0; c < d; c++)
                 acc += v_set1(k0[c]) * v_load(qt + c * BQ + v * AG_LANES);
             v_store(S + jj * BQ + v * AG_LANES, acc);
+            mx[v] = v_max(mx[v], acc);
         }
     }
 }
@@ -291,8 +300,12 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
             if (!any)
                 continue;
         }
-        /* 2. scores */
-        score_tile(b->s, b->qt, K, HD, off, d, j0, bk, QV);
+        /* 2. scores, and each lane's largest */
+        v16f tile_max[QV_MAX];
+#pragma GCC unroll 4
+        for (int v = 0; v < QV; v++)
+            tile_max[v] = v_set1(-__builtin_inff());
+        score_tile(b->s, b->qt, K, HD, off, d, j0, bk, tile_max, QV);
         /* 3b. masks on boundary tiles: each lane's run is one interval, so
            only the rows before its start and after its end are written */
         if (!full)
@@ -308,9 +321,13 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
         v16f alpha[QV_MAX];
 #pragma GCC unroll 4
         for (int v = 0; v < QV; v++) {
-            v16f mt = v_set1(-__builtin_inff());
-            for (int64_t jj = 0; jj < bk; jj++)
-                mt = v_max(mt, v_load(b->s + jj * BQ + v * AG_LANES));
+            /* masking removed scores: then the largest is found again */
+            v16f mt = tile_max[v];
+            if (!full) {
+                mt = v_set1(-__builtin_inff());
+                for (int64_t jj = 0; jj < bk; jj++)
+                    mt = v_max(mt, v_load(b->s + jj * BQ + v * AG_LANES));
+            }
             const v16f m_new = v_max(m[v], mt);
             /* a lane with nothing yet has m_new = -inf: subtract 0 instead (gives 0s) */
             const v16f m_use = v_select(m_new == v_set1(-__builtin_inff()), v_set1(0.0f), m_new);
