@@ -36,7 +36,7 @@ TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: all deps run check bench clean
+.PHONY: all deps run check bench scale clean
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
 # Installs only what is missing; does nothing when every package is present.
@@ -81,6 +81,28 @@ $(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
 
 $(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o $(BUILD)/src/cli/openblas_fix.o $(LIB_A)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The scale runs of the README: a causal pattern of 131,072 nodes (8.6e9 edges)
+# and a random graph of 10,000,000 nodes x 16 in-edges through the CSR path,
+# with time and peak memory from /usr/bin/time (Debian package "time").
+SCALE_DIR ?= /tmp/attngraph-scale
+scale: deps
+	@$(MAKE) --no-print-directory $(CLI) $(BUILD)/make_random_csr
+	@command -v /usr/bin/time >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get install -y -qq time; }
+	mkdir -p $(SCALE_DIR)
+	/usr/bin/time -f "causal 131072: %e s, peak %M KB" $(CLI) run --pattern causal \
+	  --nodes 131072 --dim 64 --quiet
+	/usr/bin/time -f "CSR written: %e s" $(BUILD)/make_random_csr 10000000 16 1 \
+	  $(SCALE_DIR)/indptr.npy $(SCALE_DIR)/indices.npy
+	/usr/bin/time -f "random 10M x 16, run: %e s, peak %M KB" $(CLI) run \
+	  --csr $(SCALE_DIR)/indptr.npy,$(SCALE_DIR)/indices.npy --dim 64 --quiet
+	$(CLI) bench --csr $(SCALE_DIR)/indptr.npy,$(SCALE_DIR)/indices.npy --reps 3
+	rm -rf $(SCALE_DIR)
+
+$(BUILD)/make_random_csr: tools/make_random_csr.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
 
 # The README's embedding example, linked against the shared library like a user would.
 $(EXAMPLE): tools/example_embed.c $(LIB_SO) include/attngraph.h

@@ -375,8 +375,8 @@ typedef struct {
     int64_t N, HD, D;     /* rows, H*d, model width */
     float *Q, *K, *V, *M; /* [N, H*d] */
     float *Xn;            /* [N, D] what the projections read (LayerNorm output) */
-    float *X_prev;        /* [N, D] the states before the round */
-} ag_workspace_t;
+    float *X_prev;        /* [N, D] the states before the round (for callbacks) */
+} ag_workspace_t;         /* Xn and X_prev are made by ag_rounds_run when needed */
 
 int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_error_t *err);
 void ag_workspace_destroy(ag_workspace_t *ws);

@@ -15,21 +15,24 @@
 #include "rng.h"
 #include "vec.h"
 
-/* Uniform in (0, 1): 53 random bits, never 0. */
-static double uniform01(uint64_t *state)
+/* Uniform in (0, 1) from 64 random bits: 53 of them, never 0. */
+static double uniform01(uint64_t bits)
 {
-    return ((double)(rng_next(state) >> 11) + 0.5) * 0x1.0p-53;
+    return ((double)(bits >> 11) + 0.5) * 0x1.0p-53;
 }
 
 void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale)
 {
-    uint64_t state = rng_seed(seed, stream);
-    for (int64_t i = 0; i < n; i += 2) {   /* Box-Muller, two values per draw */
-        double r = sqrt(-2.0 * log(uniform01(&state)));
-        double t = 6.283185307179586 * uniform01(&state);   /* 2 pi */
-        x[i] = (float)(r * cos(t)) * scale;
-        if (i + 1 < n)
-            x[i + 1] = (float)(r * sin(t)) * scale;
+    const uint64_t state = rng_seed(seed, stream);
+    /* Box-Muller, two values per pair of draws; pair p uses draws 2p and 2p+1,
+       so the numbers are the same for any thread count */
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < (n + 1) / 2; p++) {
+        const double r = sqrt(-2.0 * log(uniform01(rng_at(state, (uint64_t)(2 * p)))));
+        const double t = 6.283185307179586 * uniform01(rng_at(state, (uint64_t)(2 * p + 1)));
+        x[2 * p] = (float)(r * cos(t)) * scale;
+        if (2 * p + 1 < n)
+            x[2 * p + 1] = (float)(r * sin(t)) * scale;
     }
 }
 
@@ -184,13 +187,13 @@ int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_e
         return ag_fail(err, AG_EINVAL, "workspace: [%lld, %lld, %lld] is not a valid size",
                        (long long)N, (long long)HD, (long long)D);
     ws->N = N, ws->HD = HD, ws->D = D;
-    float **bufs[6] = {&ws->Q, &ws->K, &ws->V, &ws->M, &ws->Xn, &ws->X_prev};
-    for (int b = 0; b < 6; b++)
-        if (!(*bufs[b] = ag_calloc(N * (b < 4 ? HD : D), sizeof(float), err, "workspace"))) {
+    float **bufs[4] = {&ws->Q, &ws->K, &ws->V, &ws->M};
+    for (int b = 0; b < 4; b++)
+        if (!(*bufs[b] = ag_alloc(N * HD, sizeof(float), err, "workspace"))) {
             ag_workspace_destroy(ws);
             return AG_ENOMEM;
         }
-    return AG_OK;
+    return AG_OK;   /* Xn and X_prev: by ag_rounds_run, when a run needs them */
 }
 
 /* ---- one round ---- */
@@ -298,7 +301,14 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
             return rc;
     }
     const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
+    const int callback = opts && opts->on_round;
     const float eps = opts && opts->ln_eps > 0 ? opts->ln_eps : 1e-5f;
+    /* the buffers only some runs need, made once and kept in ws */
+    if (layer_norm && !ws->Xn && !(ws->Xn = ag_alloc(N * D, sizeof(float), err, "workspace")))
+        return AG_ENOMEM;
+    if (callback && !ws->X_prev &&
+        !(ws->X_prev = ag_alloc(N * D, sizeof(float), err, "workspace")))
+        return AG_ENOMEM;
     for (int r = 0; r < rounds; r++) {
         const int k = n_layers == 1 ? 0 : r;
         const ag_weights_t *w = &layers[k];
@@ -322,12 +332,13 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         }
         if ((rc = ag_attention(nb, ws->Q, ws->K, ws->V, w->H, w->d, &sc, ws->M, err)))
             return rc;
-        memcpy(ws->X_prev, X, (size_t)(N * D) * sizeof *X);
+        if (callback)
+            memcpy(ws->X_prev, X, (size_t)(N * D) * sizeof *X);
         const int residual = !(opts && opts->no_residual);
         project(X, ws->M, w->wo, N, HD, D, residual ? 1.0f : 0.0f);
         if (done)
             *done = r + 1;
-        if (opts && opts->on_round) {
+        if (callback) {
             ag_round_t info = {r + 1, nb, w, &sc, X, ws->X_prev, ws};
             rc = opts->on_round(&info, opts->ctx);
             if (rc == AG_STOP)

@@ -5,12 +5,25 @@
 
 #include <stdint.h>
 
-static inline uint64_t rng_next(uint64_t *state)
+#define AG_RNG_GAMMA 0x9E3779B97F4A7C15ull
+
+static inline uint64_t rng_mix(uint64_t z)
 {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+static inline uint64_t rng_next(uint64_t *state)
+{
+    return rng_mix(*state += AG_RNG_GAMMA);
+}
+
+/* The k-th output (k = 0, 1, ...) after `state`, without the k before it: the
+   state is a Weyl sequence, so draws can be made in parallel, in any order. */
+static inline uint64_t rng_at(uint64_t state, uint64_t k)
+{
+    return rng_mix(state + (k + 1) * AG_RNG_GAMMA);
 }
 
 /* A state for stream `stream` of `seed`: distinct streams are independent. */

@@ -20,7 +20,7 @@ static const char bench_usage[] =
     "                       [--out OUT.npy] [--json]\n"
     "\n"
     "Times one round of scaled-dot attention (nothing else): W untimed warm-up runs,\n"
-    "then R timed runs (default 3 and 1). Without --q/--k/--v, seeded random inputs of\n"
+    "then R timed runs (default 2 and 5). Without --q/--k/--v, seeded random inputs of\n"
     "H heads of width --head-dim (default 64). --kernel: auto (default), simple, tiled,\n"
     "gather. --json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
     "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\"}.\n";
@@ -79,7 +79,7 @@ int cmd_bench(int argc, char **argv)
     merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     run_opts_t o;
     run_opts_init(&o);
-    int64_t reps = 3, warmup = 1;
+    int64_t reps = 5, warmup = 2;
     int json = 0;
     kernel_fn kernel = ag_i_attention_auto;
     optind = 1;
