@@ -20,6 +20,9 @@ LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 ifndef NO_OMP
 AG_CFLAGS += -fopenmp
 AG_LDFLAGS := -fopenmp
+else
+# one thread, but "omp simd" still vectorises the reductions
+AG_CFLAGS += -fopenmp-simd -Wno-unknown-pragmas
 endif
 
 LIB_SRC := $(wildcard src/*.c)

@@ -255,6 +255,27 @@ START_TEST(vector_exp2_accuracy)
 }
 END_TEST
 
+/* Every compiled variant (x86-64 baseline, AVX2, AVX-512) computes the same
+   attention: forced one by one (this CPU runs them all when it has AVX-512). */
+START_TEST(every_instruction_set_variant)
+{
+    const ag_simd_level_t best = ag_simd_level();
+    for (int level = AG_SIMD_BASE; level <= (int)best; level++) {
+        ag_simd_force(level);
+        check_kernel(ag_i_attention_tiled, "causal", 150, 2, 20, 1.0f);
+        check_kernel(ag_i_attention_tiled, "window:40", 300, 1, 64, 3.0f);
+        check_kernel(ag_i_attention_gather, "random:9,2+window:2", 200, 2, 24, 1.0f);
+        float x[32] = {-126.0f, -3.5f, -0.25f, 0.0f, -INFINITY, -200.0f}, y[32];
+        exp2_all(x, y, 16);
+        ck_assert_float_eq_tol(y[1], exp2f(-3.5f), 2.5e-7f * exp2f(-3.5f));
+        ck_assert_float_eq(y[4], 0.0f);
+        ck_assert_float_eq(y[5], 0.0f);
+    }
+    ag_simd_force(-1);
+    ck_assert_int_eq(ag_simd_level(), best);
+}
+END_TEST
+
 Suite *fast_suite(void)
 {
     Suite *s = suite_create("fast");
@@ -269,6 +290,7 @@ Suite *fast_suite(void)
     tcase_add_test(tc, fast_kernels_identical_for_1_and_2_threads);
 #endif
     tcase_add_test(tc, vector_exp2_accuracy);
+    tcase_add_test(tc, every_instruction_set_variant);
     suite_add_tcase(s, tc);
     return s;
 }
