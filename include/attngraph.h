@@ -105,6 +105,9 @@ int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t
 /* Writes data [rows, cols] as a little-endian float32 C-order .npy file. */
 int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t cols,
                      ag_error_t *err);
+/* The same for an array of ndim (1..AG_NPY_MAX_DIMS) dimensions. */
+int ag_npy_write_f32_nd(const char *path, const float *data, int ndim, const int64_t *shape,
+                        ag_error_t *err);
 
 /* Allocates an uninitialised matrix [rows, cols]; zero-filled. */
 int ag_matrix_init(ag_matrix_t *m, int64_t rows, int64_t cols, ag_error_t *err);

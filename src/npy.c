@@ -432,13 +432,24 @@ int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t
     return AG_OK;
 }
 
-int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t cols,
-                     ag_error_t *err)
+int ag_npy_write_f32_nd(const char *path, const float *data, int ndim, const int64_t *shape,
+                        ag_error_t *err)
 {
-    char dict[128];
+    if (ndim < 1 || ndim > AG_NPY_MAX_DIMS)
+        return ag_fail(err, AG_EINVAL, "%s: %d dimensions; expected 1 to %d", path, ndim,
+                       AG_NPY_MAX_DIMS);
+    char dims[128] = "";
+    int64_t count = 1;
+    for (int k = 0; k < ndim; k++) {
+        snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%lld,%s",
+                 (long long)shape[k], k + 1 < ndim ? " " : "");
+        count *= shape[k];
+    }
+    if (ndim > 1)
+        dims[strlen(dims) - 1] = '\0';   /* a 1-tuple keeps its comma: (n,) */
+    char dict[192];
     int len = snprintf(dict, sizeof dict,
-                       "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }",
-                       (long long)rows, (long long)cols);
+                       "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", dims);
     /* Pad with spaces so that the data starts at a multiple of 64 bytes. */
     int total = 10 + len + 1;
     int pad = (64 - total % 64) % 64;
@@ -455,17 +466,24 @@ int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t 
         fputc(' ', f);
     fputc('\n', f);
     if (host_is_little()) {
-        fwrite(data, sizeof(float), (size_t)(rows * cols), f);
+        fwrite(data, sizeof(float), (size_t)count, f);
     } else {
-        for (int64_t i = 0; i < rows * cols; i++) {
+        for (int64_t i = 0; i < count; i++) {
             unsigned char b[4];
             memcpy(b, &data[i], 4);
-            unsigned char s[4] = {b[3], b[2], b[1], b[0]};
-            fwrite(s, 1, 4, f);
+            unsigned char sw[4] = {b[3], b[2], b[1], b[0]};
+            fwrite(sw, 1, 4, f);
         }
     }
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
         return ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
     return AG_OK;
+}
+
+int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t cols,
+                     ag_error_t *err)
+{
+    const int64_t shape[2] = {rows, cols};
+    return ag_npy_write_f32_nd(path, data, 2, shape, err);
 }

@@ -544,6 +544,19 @@ START_TEST(rounds_outputs_are_consistent)
     ck_assert_mem_eq(saved.data, x2.data, 10 * 8 * sizeof(float));
     ck_assert_int_eq(ag_matrix_read_npy(&m3, tmp_path("m3.npy"), &err), AG_OK);
     ck_assert_int_eq(m3.cols, 8);   /* H*d */
+    snprintf(args, sizeof args, "run graphs/random10.edges --heads 2 --dim 8 --rounds 3 "
+             "--head-messages %s --quiet", tmp_path("h3.npy"));
+    expect_cli(args, 0, 1, "");
+    ag_array_t h3;
+    ck_assert_int_eq(ag_array_read_npy(&h3, tmp_path("h3.npy"), &err), AG_OK);
+    ck_assert_int_eq(h3.ndim, 3);
+    ck_assert_int_eq(h3.shape[0], 2);     /* [H, N, d] */
+    ck_assert_int_eq(h3.shape[1], 10);
+    ck_assert_int_eq(h3.shape[2], 4);
+    for (int h = 0; h < 2; h++)           /* head h of node i = columns h*d.. of row i */
+        for (int i = 0; i < 10; i++)
+            ck_assert_mem_eq(h3.data + (h * 10 + i) * 4, m3.data + i * 8 + h * 4, 16);
+    ag_array_destroy(&h3);
     ag_matrix_destroy(&x2), ag_matrix_destroy(&saved), ag_matrix_destroy(&m3);
     char *trace = read_text(tmp_path("trace.csv"));
     ck_assert_ptr_nonnull(strstr(trace, "round,change,entropy,max_weight\n1,"));

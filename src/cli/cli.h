@@ -31,7 +31,7 @@ typedef struct {
     const char *trace, *save_rounds;
     double until;                      /* > 0: stop when the relative change falls below */
     /* outputs */
-    const char *out, *attn, *messages;
+    const char *out, *attn, *messages, *head_messages;
     int64_t attn_round;                /* 0: the last round */
     int64_t max_export;
     int quiet;
@@ -45,7 +45,8 @@ enum {
     OPT_CSV, OPT_PER_NODE, OPT_LABELS, OPT_MAX_EDGES, OPT_SCORE, OPT_BETA, OPT_SOFTCAP,
     OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_EDGE_BIAS, OPT_ALIBI, OPT_NO_RESIDUAL, OPT_NORM,
     OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_TRACE, OPT_UNTIL, OPT_SAVE_ROUNDS, OPT_ATTN_ROUND,
-    OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP, OPT_CSR, OPT_REPS, OPT_WARMUP, OPT_JSON, OPT_KERNEL
+    OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP, OPT_CSR, OPT_REPS, OPT_WARMUP, OPT_JSON, OPT_KERNEL,
+    OPT_HEAD_MESSAGES
 };
 
 /* getopt_long entries of the input options (run, compare, inspect), ending {0}. */

@@ -23,6 +23,7 @@ static const char run_usage[] =
     "  --out FILE.npy      write the output (float32)\n"
     "  --messages FILE.npy write the last round's messages M [N, H*d] (head h: columns\n"
     "                      h*d .. h*d+d-1)\n"
+    "  --head-messages FILE.npy  the same per head, [H, N, d]\n"
     "  --attn FILE         per-edge attention of the last round: .csv (src,dst,src_label,\n"
     "                      dst_label,head,weight), .npy [E, H] in the graph's edge order,\n"
     "                      or .graphml (the graph with edge attributes attn_h0.., attn_mean)\n"
@@ -42,6 +43,7 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         {"csr", required_argument, 0, OPT_CSR},
         {"attn", required_argument, 0, OPT_ATTN}, {"max-edges", required_argument, 0, OPT_MAX_EDGES},
         {"messages", required_argument, 0, OPT_MESSAGES},
+        {"head-messages", required_argument, 0, OPT_HEAD_MESSAGES},
         {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
         {"trace", required_argument, 0, OPT_TRACE},
         {"save-rounds", required_argument, 0, OPT_SAVE_ROUNDS}, {0, 0, 0, 0},
@@ -64,6 +66,7 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         case OPT_OUT: o->out = optarg; break;
         case OPT_ATTN: o->attn = optarg; break;
         case OPT_MESSAGES: o->messages = optarg; break;
+        case OPT_HEAD_MESSAGES: o->head_messages = optarg; break;
         case OPT_TRACE: o->trace = optarg; break;
         case OPT_SAVE_ROUNDS: o->save_rounds = optarg; break;
         case OPT_MAX_EDGES:
@@ -118,6 +121,22 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
                (unsigned long long)o->seed, threads, tplural);
 }
 
+/* The messages M [N, H*d] as [H, N, d]: one array per head. */
+static int write_head_messages(const char *path, const float *M, int64_t N, int64_t H,
+                               int64_t d, ag_error_t *err)
+{
+    float *per_head = ag_alloc(N * H * d, sizeof *per_head, err, "head messages");
+    if (!per_head)
+        return AG_ENOMEM;
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < N; i++)
+            memcpy(per_head + (h * N + i) * d, M + i * H * d + h * d, (size_t)d * sizeof *M);
+    const int64_t shape[3] = {H, N, d};
+    int rc = ag_npy_write_f32_nd(path, per_head, 3, shape, err);
+    free(per_head);
+    return rc;
+}
+
 static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
 {
     printf("round      change   entropy  max_weight\n");
@@ -143,9 +162,9 @@ int cmd_run(int argc, char **argv)
     source_t s;
     inputs_t in;
     result_t r;
-    enum { OUT, MESSAGES, ATTN, TRACE, N_OUTS };
+    enum { OUT, MESSAGES, HEAD_MESSAGES, ATTN, TRACE, N_OUTS };
     out_file_t outs[N_OUTS];
-    const char *targets[N_OUTS] = {o.out, o.messages, o.attn, o.trace};
+    const char *targets[N_OUTS] = {o.out, o.messages, o.head_messages, o.attn, o.trace};
     memset(&s, 0, sizeof s), memset(&in, 0, sizeof in), memset(&r, 0, sizeof r);
     memset(outs, 0, sizeof outs);
     ag_error_t err = {AG_OK, ""};
@@ -162,10 +181,14 @@ int cmd_run(int argc, char **argv)
         rc = compute(&r, &in, &s, &o, figures, o.trace ? outs[TRACE].tmp : NULL, &err);
     if (!rc && o.out)
         rc = ag_npy_write_f32(outs[OUT].tmp, r.y, s.nb.n_nodes, r.cols, &err);
+    const float *messages = in.raw ? r.y : r.ws.M;
+    if (!rc && (o.messages || o.head_messages) && !r.rounds_done)
+        rc = ag_fail(&err, AG_EINVAL, "--messages needs at least one round");
     if (!rc && o.messages)
-        rc = r.rounds_done ? ag_npy_write_f32(outs[MESSAGES].tmp, in.raw ? r.y : r.ws.M,
-                                              s.nb.n_nodes, in.H * in.d, &err)
-                           : ag_fail(&err, AG_EINVAL, "--messages needs at least one round");
+        rc = ag_npy_write_f32(outs[MESSAGES].tmp, messages, s.nb.n_nodes, in.H * in.d, &err);
+    if (!rc && o.head_messages)
+        rc = write_head_messages(outs[HEAD_MESSAGES].tmp, messages, s.nb.n_nodes, in.H, in.d,
+                                 &err);
     if (!rc && o.attn)
         rc = report_attention(outs[ATTN].tmp, o.attn, &r, &in, &s, o.max_export, &err);
     if (!rc && !o.quiet) {
