@@ -457,26 +457,16 @@ START_TEST(hopfield_example_retrieves_the_pattern)
 }
 END_TEST
 
+/* A 3-D float32 .npy of zeros: [a, b, c]. */
 static void save3(const char *dir, const char *name, int64_t a, int64_t b, int64_t c)
 {
-    /* a 3-D float32 .npy of zeros: [a, b, c] */
-    char path[600], dict[128];
+    char path[600];
     snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': "
-                       "(%lld, %lld, %lld), }", (long long)a, (long long)b, (long long)c);
-    int pad = (64 - (10 + len + 1) % 64) % 64;
-    unsigned hl = (unsigned)(len + pad + 1);
-    FILE *f = fopen(path, "wb");
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, hl & 0xff, hl >> 8};
-    fwrite(pre, 1, 10, f);
-    fwrite(dict, 1, (size_t)len, f);
-    for (int i = 0; i < pad; i++)
-        fputc(' ', f);
-    fputc('\n', f);
     float *z = calloc(a * b * c, sizeof *z);
-    fwrite(z, sizeof *z, a * b * c, f);
+    const int64_t shape[3] = {a, b, c};
+    ag_error_t err;
+    ck_assert_int_eq(ag_npy_write_f32_nd(path, z, 3, shape, &err), AG_OK);
     free(z);
-    fclose(f);
 }
 
 START_TEST(weights_load_optional_and_per_node)

@@ -51,6 +51,27 @@ START_TEST(roundtrip_f32)
 }
 END_TEST
 
+START_TEST(roundtrip_any_rank)
+{
+    float x[24];
+    fill_uniform(x, 24, 5, 3.0f);
+    ag_error_t err;
+    const int64_t shapes[3][3] = {{24}, {4, 6}, {2, 3, 4}};
+    for (int ndim = 1; ndim <= 3; ndim++) {
+        const char *p = tmp_path("nd.npy");
+        ck_assert_int_eq(ag_npy_write_f32_nd(p, x, ndim, shapes[ndim - 1], &err), AG_OK);
+        ag_array_t a;
+        ck_assert_int_eq(ag_array_read_npy(&a, p, &err), AG_OK);
+        ck_assert_int_eq(a.ndim, ndim);
+        for (int k = 0; k < ndim; k++)
+            ck_assert_int_eq(a.shape[k], shapes[ndim - 1][k]);
+        ck_assert_mem_eq(a.data, x, sizeof x);
+        ag_array_destroy(&a);
+    }
+    ck_assert_int_eq(ag_npy_write_f32_nd(tmp_path("bad.npy"), x, 5, shapes[0], &err), AG_EINVAL);
+}
+END_TEST
+
 START_TEST(reads_f64_and_fortran_order)
 {
     const double x[6] = {1.5, -2.0, 3.25, 4.0, 1e30, -6.5};   /* Fortran order of [2, 3] */
@@ -158,6 +179,7 @@ Suite *npy_suite(void)
     Suite *s = suite_create("npy");
     TCase *tc = tcase_create("npy");
     tcase_add_test(tc, roundtrip_f32);
+    tcase_add_test(tc, roundtrip_any_rank);
     tcase_add_test(tc, reads_f64_and_fortran_order);
     tcase_add_test(tc, reads_integers_and_big_endian);
     tcase_add_test(tc, reads_index_arrays);

@@ -178,13 +178,9 @@ int cmd_bench(int argc, char **argv)
                    threads > 1 ? "s" : "", median, t[0], t[reps - 1], gflops, prep);
     } else {
         out_abort(&out);
-        if (usage)
-            usage_error("bench", "%s", err.msg);
-        else
-            fprintf(stderr, "attngraph: %s\n", err.msg);
     }
     free(M), free(t);
     ag_matrix_destroy(&q), ag_matrix_destroy(&k), ag_matrix_destroy(&v);
     source_close(&s);
-    return rc ? (usage ? EXIT_USAGE : EXIT_BAD_INPUT) : 0;
+    return finish("bench", rc, usage, &err);
 }

@@ -107,6 +107,9 @@ int source_args(run_opts_t *o, int argc, char **argv, const char *cmd);
 void merge_options(struct option *longopts, size_t cap, const struct option *own);
 /* Prints "attngraph CMD: MESSAGE" and the help hint; returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...);
+/* A command's exit status for rc: 0 on success; else the error on stderr, as a
+   usage error (exit 2) when `usage`, or as bad input (exit 1). */
+int finish(const char *cmd, int rc, int usage, const ag_error_t *err);
 /* getopt_long's complaint about argv[optind - 1] as a usage error. */
 int getopt_error(const char *cmd, int c, char **argv);
 /* Sets OpenMP and OpenBLAS threads (0: all cores); returns the count in use. */

@@ -334,10 +334,6 @@ int cmd_compare(int argc, char **argv)
     if (rc) {
         out_abort(&st.csv);
         out_abort(&st.per_node);
-        if (usage)
-            usage_error("compare", "%s", err.msg);
-        else
-            fprintf(stderr, "attngraph: %s\n", err.msg);
     }
     source_close(&st.src);
     result_free(&st.base);
@@ -345,5 +341,5 @@ int cmd_compare(int argc, char **argv)
     inputs_free(&st.in);
     ag_labels_destroy(&st.labels);
     free(st.entropy);
-    return rc ? (usage ? EXIT_USAGE : EXIT_BAD_INPUT) : 0;
+    return finish("compare", rc, usage, &err);
 }

@@ -68,6 +68,16 @@ int usage_error(const char *cmd, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
+int finish(const char *cmd, int rc, int usage, const ag_error_t *err)
+{
+    if (!rc)
+        return 0;
+    if (usage)
+        return usage_error(cmd, "%s", err->msg);
+    fprintf(stderr, "attngraph: %s\n", err->msg);
+    return EXIT_BAD_INPUT;
+}
+
 int getopt_error(const char *cmd, int c, char **argv)
 {
     if (c == ':')

@@ -237,14 +237,8 @@ int cmd_inspect(int argc, char **argv)
     if (!rc)
         rc = who ? answer_who(&r, &in, &s, a, b, to != NULL, &err)
                  : answer_top(&r, &in, &s, top, o.max_export, &err);
-    if (rc) {
-        if (usage)
-            usage_error("inspect", "%s", err.msg);
-        else
-            fprintf(stderr, "attngraph: %s\n", err.msg);
-    }
     result_free(&r);
     inputs_free(&in);
     source_close(&s);
-    return rc ? (usage ? EXIT_USAGE : EXIT_BAD_INPUT) : 0;
+    return finish("inspect", rc, usage, &err);
 }

@@ -124,15 +124,10 @@ int cmd_pattern(int argc, char **argv)
     if (!rc && !o.quiet)
         printf("pattern '%s' on %lld nodes: %lld edges -> %s (%s)\n", o.src.pattern,
                (long long)s.nb.n_nodes, (long long)s.nb.n_edges, o.out, fmt_name);
-    if (rc) {
+    if (rc)
         out_abort(&out);
-        if (usage)
-            usage_error("pattern", "%s", err.msg);
-        else
-            fprintf(stderr, "attngraph: %s\n", err.msg);
-    }
     if (have_g)
         igraph_destroy(&g);
     source_close(&s);
-    return rc ? (usage ? EXIT_USAGE : EXIT_BAD_INPUT) : 0;
+    return finish("pattern", rc, usage, &err);
 }

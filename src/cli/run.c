@@ -207,16 +207,10 @@ int cmd_run(int argc, char **argv)
         for (int k = 0; k < N_OUTS; k++)
             if (targets[k])
                 printf("wrote %s\n", targets[k]);
-    if (rc) {
-        for (int k = 0; k < N_OUTS; k++)
-            out_abort(&outs[k]);
-        if (usage)
-            usage_error("run", "%s", err.msg);
-        else
-            fprintf(stderr, "attngraph: %s\n", err.msg);
-    }
+    for (int k = 0; rc && k < N_OUTS; k++)
+        out_abort(&outs[k]);
     result_free(&r);
     inputs_free(&in);
     source_close(&s);
-    return rc ? (usage ? EXIT_USAGE : EXIT_BAD_INPUT) : 0;
+    return finish("run", rc, usage, &err);
 }
