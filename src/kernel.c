@@ -1,6 +1,8 @@
 /*
- * The fast path of the attention kernel: dot-product scores with softmax, in
- * one pass (score.c holds every other score function).
+ * The simple attention kernel, and the choice among the kernels. The simple
+ * one handles dot-product softmax in one pass per destination; it is the
+ * reference the tests hold the fast kernels (tiled.c, gather.c) to. score.c
+ * holds every other score function.
  *
  * Shapes: Q, K, V, M [N, H*d] row-major; head h is columns h*d .. h*d+d-1.
  *

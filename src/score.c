@@ -54,7 +54,6 @@ int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t
         return ag_fail(err, AG_EINVAL, "score: additive needs the vectors a_src and a_dst [H, d]");
     if (sc->kind == AG_SCORE_GATV2 && !sc->a_src)
         return ag_fail(err, AG_EINVAL, "score: gatv2 needs the vector a [H, d] (a_src)");
-    (void)H;
     return AG_OK;
 }
 
