@@ -82,7 +82,8 @@ $(CLI): $(CLI_OBJ) $(LIB_A)
 $(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check)
 
-$(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o $(BUILD)/src/cli/openblas_fix.o $(LIB_A)
+$(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o \
+          $(BUILD)/src/cli/openblas_fix.o $(BUILD)/src/cli/timing.o $(LIB_A)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The scale runs of the README: a causal pattern of 131,072 nodes (8.6e9 edges)

@@ -15,36 +15,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cblas.h>
 #include <omp.h>
 
 #include "attngraph.h"
 #include "../src/cli/openblas_fix.h"
+#include "../src/cli/timing.h"
 #include "../tests/reference.h"
 
 #define ROUNDS 5       /* yardstick runs interleaved with each case */
 #define PER_ROUND 4    /* case runs per yardstick run */
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
 
 static void die(const ag_error_t *err)
 {
@@ -75,10 +56,10 @@ static void gemm_init(gemm_t *g, int m, int n, int k, int trans)
 /* GFLOP/s of one run. */
 static double gemm_run(const gemm_t *g)
 {
-    const double t0 = now();
+    const double t0 = now_s();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, g->trans ? CblasTrans : CblasNoTrans, g->m, g->n,
                 g->k, 1.0f, g->a, g->k, g->b, g->trans ? g->k : g->n, 0.0f, g->c, g->n);
-    return 2.0 * g->m * g->n * (double)g->k / (now() - t0) / 1e9;
+    return 2.0 * g->m * g->n * (double)g->k / (now_s() - t0) / 1e9;
 }
 
 static void gemm_free(gemm_t *g)
@@ -96,7 +77,7 @@ static double gemm_rate(int m, int n, int k, int trans)
     for (int i = 0; i < 5; i++)
         r[i] = gemm_run(&g);
     gemm_free(&g);
-    return median(r, 5);
+    return median_s(r, 5);
 }
 
 /* Reading 64-float rows of a 200,000-row array in random order, 16 at a time
@@ -124,7 +105,7 @@ static void rows_init(rows_t *b)
 static double rows_run(const rows_t *b)
 {
     const int64_t d = b->d;
-    const double t0 = now();
+    const double t0 = now_s();
     float total = 0;
 #pragma omp parallel for reduction(+ : total) schedule(static)
     for (int64_t q = 0; q < b->reads; q += 16) {
@@ -138,7 +119,7 @@ static double rows_run(const rows_t *b)
                 acc[c] += b->x[b->idx[e] * d + c];
         total += acc[0] + acc[63];
     }
-    const double t = now() - t0;
+    const double t = now_s() - t0;
     volatile float sink = total;
     (void)sink;
     return (double)b->reads * d * 4 / t / 1e9;
@@ -175,13 +156,13 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
         for (int r = 0; r < ROUNDS; r++) {
             yard[r] = c->memory_bound ? rows_run(rows) : gemm_run(sgemm);
             for (int k = 0; k < PER_ROUND; k++) {
-                const double t0 = now();
+                const double t0 = now_s();
                 ag_attention(&nb, Q, K, V, H, d, NULL, M, &err);
-                t[r * PER_ROUND + k] = now() - t0;
+                t[r * PER_ROUND + k] = now_s() - t0;
             }
         }
-        const double tm = median(t, ROUNDS * PER_ROUND), gf = flops / tm / 1e9;
-        const double y = median(yard, ROUNDS);
+        const double tm = median_s(t, ROUNDS * PER_ROUND), gf = flops / tm / 1e9;
+        const double y = median_s(yard, ROUNDS);
         if (c->memory_bound) {
             /* bytes the kernel must read: a K and a V row per edge */
             const double gbs = (double)E * 2.0 * HD * 4 / tm / 1e9;

@@ -7,11 +7,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "internal.h"
 #include "kernel.h"
+#include "timing.h"
 
 static const char bench_usage[] =
     "usage: attngraph bench (GRAPH | --pattern SPEC --nodes N | --csr INDPTR.npy,INDICES.npy)\n"
@@ -24,19 +24,6 @@ static const char bench_usage[] =
     "H heads of width --head-dim (default 64). --kernel: auto (default), simple, tiled,\n"
     "gather. --json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
     "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\"}.\n";
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef int (*kernel_fn)(const ag_nbhd_t *, const float *, const float *, const float *,
                          int64_t, int64_t, float, float *, ag_error_t *);
@@ -127,10 +114,10 @@ int cmd_bench(int argc, char **argv)
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
     int rc = out_open(&out, o.out, &err);
-    const double t0 = now();
+    const double t0 = now_s();
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
-    const double prep = now() - t0;
+    const double prep = now_s() - t0;
     const int64_t N = s.nb.n_nodes, H = o.heads;
     int64_t d = o.head_dim ? o.head_dim : 64;
     if (!rc && o.q) {
@@ -152,18 +139,17 @@ int cmd_bench(int argc, char **argv)
         rc = AG_ENOMEM;
     const float scale = 1.0f / sqrtf((float)d);
     for (int64_t r = 0; !rc && r < warmup + reps; r++) {
-        const double a = now();
+        const double a = now_s();
         rc = kernel(&s.nb, q.data, k.data, v.data, H, d, scale, M, &err);
         if (r >= warmup)
-            t[r - warmup] = now() - a;
+            t[r - warmup] = now_s() - a;
     }
     if (!rc && o.out)
         rc = ag_npy_write_f32(out.tmp, M, N, H * d, &err);
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc) {
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
-        const double median = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
+        const double median = median_s(t, (int)reps);   /* sorts t: t[0] is the least */
         const double gflops = 4.0 * (double)s.nb.n_edges * (double)d * (double)H / median / 1e9;
         if (json)
             printf("{\"peer\": \"attngraph\", \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": "
