@@ -54,6 +54,7 @@ AG_INLINE void score_4x4(float *restrict S, const float *restrict qt, const floa
 {
     v16f s00 = {0}, s01 = {0}, s02 = {0}, s03 = {0}, s10 = {0}, s11 = {0}, s12 = {0}, s13 = {0};
     v16f s20 = {0}, s21 = {0}, s22 = {0}, s23 = {0}, s30 = {0}, s31 = {0}, s32 = {0}, s33 = {0};
+#pragma GCC unroll 4
     for (int64_t c = 0; c < d; c++) {
         const float *q = qt + c * 4 * AG_LANES;
         const v16f q0 = v_load(q), q1 = v_load(q + 16), q2 = v_load(q + 32), q3 = v_load(q + 48);
@@ -81,6 +82,7 @@ AG_INLINE void score_8x1(float *restrict S, const float *restrict qt, const floa
                          int64_t HD, int64_t d, v16f *mx)
 {
     v16f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};
+#pragma GCC unroll 4
     for (int64_t c = 0; c < d; c++) {
         const v16f q = v_load(qt + c * AG_LANES);
         s0 += v_set1(k0[c]) * q, s1 += v_set1(k0[HD + c]) * q;
@@ -135,6 +137,7 @@ AG_INLINE void accumulate_4x4(float *restrict acc, const float *restrict P, cons
     v16f a21 = v_load(a + 144) * x1, a22 = v_load(a + 160) * x2, a23 = v_load(a + 176) * x3;
     v16f a30 = v_load(a + 192) * x0, a31 = v_load(a + 208) * x1, a32 = v_load(a + 224) * x2;
     v16f a33 = v_load(a + 240) * x3;
+#pragma GCC unroll 4
     for (int64_t jj = 0; jj < bk; jj++) {
         const float *p = P + jj * 4 * AG_LANES, *v = v0 + jj * HD;
         const v16f p0 = v_load(p), p1 = v_load(p + 16), p2 = v_load(p + 32), p3 = v_load(p + 48);
@@ -162,6 +165,7 @@ AG_INLINE void accumulate_8x1(float *restrict acc, const float *restrict P, cons
     v16f a0 = v_load(a) * x, a1 = v_load(a + 16) * x, a2 = v_load(a + 32) * x;
     v16f a3 = v_load(a + 48) * x, a4 = v_load(a + 64) * x, a5 = v_load(a + 80) * x;
     v16f a6 = v_load(a + 96) * x, a7 = v_load(a + 112) * x;
+#pragma GCC unroll 4
     for (int64_t jj = 0; jj < bk; jj++) {
         const v16f p = v_load(P + jj * AG_LANES);
         const float *v = v0 + jj * HD;
