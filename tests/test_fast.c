@@ -94,22 +94,15 @@ static void check_kernel(kernel_fn kernel, const char *spec, int64_t N, int64_t 
     ag_nbhd_destroy(&nb);
 }
 
-START_TEST(tiled_matches_reference)
+/* Both fast kernels on every single-run shape, with ordinary and sharp scores
+   (|s| up to ~30 * sqrt(d), far past the cut-off of exp2). */
+START_TEST(fast_kernels_match_reference)
 {
-    check_kernel(ag_i_attention_tiled, shapes[_i].spec, shapes[_i].N, shapes[_i].H,
-                 shapes[_i].d, 1.0f);
-    /* sharp scores: |s| up to ~30 * sqrt(d), far past the cut-off of exp2 */
-    check_kernel(ag_i_attention_tiled, shapes[_i].spec, shapes[_i].N, shapes[_i].H,
-                 shapes[_i].d, 30.0f);
-}
-END_TEST
-
-START_TEST(gather_matches_reference)
-{
-    check_kernel(ag_i_attention_gather, shapes[_i].spec, shapes[_i].N, shapes[_i].H,
-                 shapes[_i].d, 1.0f);
-    check_kernel(ag_i_attention_gather, shapes[_i].spec, shapes[_i].N, shapes[_i].H,
-                 shapes[_i].d, 30.0f);
+    const kernel_fn kernels[] = {ag_i_attention_tiled, ag_i_attention_gather};
+    for (int k = 0; k < 2; k++)
+        for (int sharp = 0; sharp < 2; sharp++)
+            check_kernel(kernels[k], shapes[_i].spec, shapes[_i].N, shapes[_i].H,
+                         shapes[_i].d, sharp ? 30.0f : 1.0f);
 }
 END_TEST
 
@@ -281,8 +274,7 @@ Suite *fast_suite(void)
     Suite *s = suite_create("fast");
     TCase *tc = tcase_create("fast");
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, tiled_matches_reference, 0, N_SHAPES);
-    tcase_add_loop_test(tc, gather_matches_reference, 0, N_SHAPES);
+    tcase_add_loop_test(tc, fast_kernels_match_reference, 0, N_SHAPES);
     tcase_add_test(tc, gather_on_irregular_graphs);
     tcase_add_test(tc, tiled_refuses_several_runs);
     tcase_add_test(tc, tiled_huge_logits);
