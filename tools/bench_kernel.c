@@ -4,7 +4,8 @@
  *     dense cases, and the rate of a projection-shaped GEMM (X W^T);
  *   - the random-row read bandwidth (256-byte rows in random order, prefetched
  *     as the gather kernel does), the yardstick of the random graph;
- *   - each case of the table: median of its timed runs after a warm-up, useful
+ *   - each case of the table: median of its timed runs (each group of them after
+ *     untimed warm-up runs, as the yardstick flushes the caches), useful
  *     GFLOP/s = 4*E*d*H / time, the ratio to its yardstick, and the largest
  *     error against the double reference (|m - m_ref| / max |m_ref|).
  * This machine is shared and its speed drifts, so each case's runs are
@@ -26,6 +27,7 @@
 
 #define ROUNDS 5       /* yardstick runs interleaved with each case */
 #define PER_ROUND 4    /* case runs per yardstick run */
+#define WARM_S 0.05    /* untimed runs after each yardstick run, at least */
 
 static void die(const ag_error_t *err)
 {
@@ -155,6 +157,11 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
             die(&err);
         for (int r = 0; r < ROUNDS; r++) {
             yard[r] = c->memory_bound ? rows_run(rows) : gemm_run(sgemm);
+            /* the yardstick flushed the caches; time warm runs, as attngraph
+               bench does (the first 3-4 runs after an sgemm are up to 30% slower) */
+            const double warm0 = now_s();
+            for (int k = 0; k < 3 || now_s() - warm0 < WARM_S; k++)
+                ag_attention(&nb, Q, K, V, H, d, NULL, M, &err);
             for (int k = 0; k < PER_ROUND; k++) {
                 const double t0 = now_s();
                 ag_attention(&nb, Q, K, V, H, d, NULL, M, &err);
