@@ -407,6 +407,8 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
                                             {block_q1_avx2, block_q4_avx2},
                                             {block_q1_avx512, block_q4_avx512}};
     const block_fn block = variants[ag_simd_level()][QV == 4];
+    const int64_t runs = n_blocks / (8 * max_threads());
+    const int chunk = QV == 4 || runs < 1 ? 1 : runs > 8 ? 8 : (int)runs;
 #pragma omp parallel
     {
         float *mine = buf + (int64_t)thread_id() * per_thread;
@@ -416,8 +418,10 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
                               (int32_t *)(mine + 2 * d * BQ + BK * BQ + 3 * BQ)};
         /* head by head, so that consecutive tasks share that head's K and V
            (all heads' rows together can overflow L2); within a head, heaviest
-           first: for causal, the last blocks have the longest runs */
-#pragma omp for schedule(dynamic, 1)
+           first: for causal, the last blocks have the longest runs. Narrow
+           blocks go in runs of consecutive ones (a band's next block reuses
+           most of its K and V rows), short enough to balance the threads. */
+#pragma omp for schedule(dynamic, chunk)
         for (int64_t t = 0; t < n_tasks; t++) {
             const int64_t h = t / n_blocks, blk = n_blocks - 1 - t % n_blocks, i0 = blk * BQ;
             const int64_t nq = N - i0 < BQ ? N - i0 : BQ;
