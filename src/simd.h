@@ -113,14 +113,15 @@ AG_INLINE void v_transpose16(v16f r[AG_LANES])
  * f in [-0.5, 0.5]; 2^f by a degree-5 polynomial (relative error below 2.5e-7
  * in float, measured by the tests); 2^n by building the exponent bits. Below -126
  * the result is exactly 0: no denormals, which would make the kernels slow.
+ * 13 operations: n's bits are read off the rounding sum itself, and x < -126
+ * (-INFINITY included, which makes NaNs on the way) is simply replaced by 0.
  */
 AG_INLINE v16f v_exp2(v16f x)
 {
-    const v16f lo = v_set1(-126.0f);
-    const v16i tiny = x < lo;
-    x = v_max(x, lo);
+    const v16i tiny = x < v_set1(-126.0f);
     const v16f magic = v_set1(12582912.0f);           /* 1.5 * 2^23: rounds to integers */
-    const v16f n = (x + magic) - magic;
+    const v16f t = x + magic;                          /* n in the low mantissa bits */
+    const v16f n = t - magic;
     const v16f f = x - n;
     /* near-minimax for relative error on [-0.5, 0.5] (Lawson-weighted least
        squares; 7.5e-8 in exact arithmetic) */
@@ -130,8 +131,8 @@ AG_INLINE v16f v_exp2(v16f x)
     p = p * f + 2.40221199e-1f;
     p = p * f + 6.93146967e-1f;
     p = p * f + 1.00000007f;
-    const v16i bits = (__builtin_convertvector(n, v16i) + 127) << 23;
-    const v16f scale = (v16f)bits;
+    /* t's bits are those of 1.5 * 2^23 plus n; shifted up by 23, only n's survive */
+    const v16f scale = (v16f)(((v16i)t << 23) + (127 << 23));
     return v_select(tiny, v_set1(0.0f), p * scale);
 }
 
