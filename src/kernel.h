@@ -8,8 +8,6 @@
 int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                           int64_t H, int64_t d, float scale, float *M, ag_error_t *err);
 
-
-
 /* Does every destination have at most one run (the tiled kernel's shape)? */
 int ag_i_tiled_applies(const ag_nbhd_t *nb);
 
