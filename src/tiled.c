@@ -99,7 +99,7 @@ AG_INLINE void score_8x1(float *restrict S, const float *restrict qt, const floa
 /* Scores of rows [0, bk) of the tile starting at source j0: S = K_tile Qt;
    mx[v] = the largest score of each lane (before masking). */
 AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const float *K,
-                          const float *V, int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
+                          int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
                           v16f *mx, const int QV)
 {
     const int RB = QV == 4 ? 4 : 8;
@@ -108,13 +108,12 @@ AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const flo
     for (; jj + RB <= bk; jj += RB) {
         const float *k0 = K + (j0 + jj) * HD + off;
         /* one head's rows among several lie H*d apart, a pattern the hardware
-           prefetchers miss: ask for K two blocks of rows ahead, V for P.V */
+           prefetchers miss: ask for the next block of K rows (V's, or blocks
+           further ahead, measured slower) */
         if (HD != d)
             for (int r = 0; r < RB; r++)
-                for (int64_t c = 0; c < d; c += AG_LANES) {
-                    __builtin_prefetch(k0 + (2 * RB + r) * HD + c, 0, 3);
-                    __builtin_prefetch(V + (j0 + jj + r) * HD + off + c, 0, 2);
-                }
+                for (int64_t c = 0; c < d; c += AG_LANES)
+                    __builtin_prefetch(k0 + (RB + r) * HD + c, 0, 3);
         if (QV == 4)
             score_4x4(S + jj * BQ, qt, k0, HD, d, mx);
         else
@@ -319,7 +318,7 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
 #pragma GCC unroll 4
         for (int v = 0; v < QV; v++)
             tile_max[v] = v_set1(-__builtin_inff());
-        score_tile(b->s, b->qt, K, V, HD, off, d, j0, bk, tile_max, QV);
+        score_tile(b->s, b->qt, K, HD, off, d, j0, bk, tile_max, QV);
         /* 3b. masks on boundary tiles: each lane's run is one interval, so
            only the rows before its start and after its end are written */
         if (!full)
