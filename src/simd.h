@@ -15,6 +15,7 @@
 
 typedef float v16f __attribute__((vector_size(64)));
 typedef int32_t v16i __attribute__((vector_size(64)));
+typedef uint32_t v16u __attribute__((vector_size(64)));   /* for bit patterns */
 /* for loads and stores at any float alignment */
 typedef float v16f_u __attribute__((vector_size(64), aligned(4), may_alias));
 
@@ -131,8 +132,9 @@ AG_INLINE v16f v_exp2(v16f x)
     p = p * f + 2.40221199e-1f;
     p = p * f + 6.93146967e-1f;
     p = p * f + 1.00000007f;
-    /* t's bits are those of 1.5 * 2^23 plus n; shifted up by 23, only n's survive */
-    const v16f scale = (v16f)(((v16i)t << 23) + (127 << 23));
+    /* t's bits are those of 1.5 * 2^23 plus n; shifted up by 23, only n's survive
+       (unsigned: the shift and the sum wrap, as intended, where x < -126) */
+    const v16f scale = (v16f)(((v16u)t << 23) + (127u << 23));
     return v_select(tiny, v_set1(0.0f), p * scale);
 }
 

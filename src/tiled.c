@@ -281,6 +281,8 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
         b->lo[i] = (int32_t)lo, b->hi[i] = (int32_t)hi;
         max_lo = lo > max_lo ? lo : max_lo, min_hi = hi < min_hi ? hi : min_hi;
     }
+    if (jmax == 0)   /* no lane has a source: no tiles (and no overflow below) */
+        jmin = 0;
     pack_queries(b->qt, Q + i0 * HD + off, HD, d, nq, scale2, QV);
     /* the block's output rows are written once, at the end: ask for them now
        so their lines are owned by then (a large output misses every cache) */
