@@ -108,9 +108,9 @@ AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const flo
     for (; jj + RB <= bk; jj += RB) {
         const float *k0 = K + (j0 + jj) * HD + off;
         /* one head's rows among several lie H*d apart, a pattern the hardware
-           prefetchers miss: ask for the next block of K rows (V's, or blocks
-           further ahead, measured slower) */
-        if (HD != d)
+           prefetchers miss: ask for the tile's next block of K rows (V's, or
+           blocks further ahead, measured slower) */
+        if (HD != d && jj + 2 * RB <= bk)
             for (int r = 0; r < RB; r++)
                 for (int64_t c = 0; c < d; c += AG_LANES)
                     __builtin_prefetch(k0 + (RB + r) * HD + c, 0, 3);
