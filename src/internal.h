@@ -20,6 +20,20 @@ void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
    never straddle two lines. */
 void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
 
+/* In a sorted a[0..n), the index of the last element <= x (0 if there is none). */
+static inline int64_t ag_last_at_most(const int64_t *a, int64_t n, int64_t x)
+{
+    int64_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /*
  * igraph calls: between ag_igraph_enter() and ag_igraph_leave() igraph errors
  * are recorded instead of aborting, and warnings are dropped. The host's

@@ -214,16 +214,9 @@ int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **slot_
     ag_nbhd_sources(nb, 0, N, slot_src);
     counting_sort(slot, NULL, nb->edge_id, E, max_eid + 1, offsets);
     for (int64_t k = 0; k < E; k++) {
-        /* destination of a slot: binary search in edge_ptr */
-        int64_t s = slot[k], a = 0, b = N;
-        while (b - a > 1) {
-            int64_t mid = (a + b) / 2;
-            if (nb->edge_ptr[mid] <= s)
-                a = mid;
-            else
-                b = mid;
-        }
-        msgs[k] = (ag_edge_msg_t){nb->edge_id[s], slot_src[s], a};
+        /* destination of a slot: the last node whose slots start at or before it */
+        const int64_t s = slot[k];
+        msgs[k] = (ag_edge_msg_t){nb->edge_id[s], slot_src[s], ag_last_at_most(nb->edge_ptr, N, s)};
     }
     /* An undirected edge's two messages: the one from the smaller node first. */
     for (int64_t k = 1; k < E; k++)

@@ -178,20 +178,6 @@ static int bigbird_sources(pnode_t *n, int64_t N, int64_t qb)
     return bad ? -1 : 0;
 }
 
-/* Index of the block holding i: starts[b] <= i < starts[b+1]. */
-static int64_t block_of(const pnode_t *n, int64_t i)
-{
-    int64_t lo = 0, hi = n->n_list;
-    while (hi - lo > 1) {
-        int64_t mid = (lo + hi) / 2;
-        if (n->list[mid] <= i)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static int in_list(const pnode_t *n, int64_t i)
 {
     return bsearch(&i, n->list, (size_t)n->n_list, sizeof i, cmp_i64) != NULL;
@@ -239,7 +225,7 @@ static int eval(pnode_t *n, int64_t i, int64_t N)
     case P_BIGBIRD: bad = bigbird_sources(n, N, i / a[0]); break;
     case P_BLOCKS:
     case P_DOCS: {
-        int64_t b = block_of(n, i);
+        const int64_t b = ag_last_at_most(n->list, n->n_list, i);   /* the block holding i */
         bad = ivl_push(o, n->list[b], n->kind == P_DOCS ? i + 1 : n->list[b + 1], N);
         break;
     }
