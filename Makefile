@@ -2,6 +2,8 @@
 #   make run     install missing packages, build, run the shipped example
 #   make check   install missing packages, build, run every test
 #   make bench   time the kernel (1 and 2 threads)
+#   make check-sanitize   every test under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make check-noomp      every test built without OpenMP
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config
@@ -13,8 +15,11 @@ PKGS    := igraph openblas libxml-2.0
 CFLAGS  ?= -O2 -g
 # -ffp-contract=fast: ISO C mode would otherwise forbid fusing a*b + c into one FMA,
 # which the kernels are built on (and which rounds once instead of twice).
+# -fvisibility=hidden: the shared library exports only what include/attngraph.h
+# declares (the header marks its declarations visible). -MMD -MP: each object
+# depends on the headers it includes.
 AG_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Iinclude -Isrc \
-             -ffp-contract=fast -Wno-psabi \
+             -ffp-contract=fast -Wno-psabi -fvisibility=hidden -MMD -MP \
              -DAG_CLI_PATH='"$(BUILD)/attngraph"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 ifndef NO_OMP
@@ -32,14 +37,16 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
+SONAME := libattngraph.so.0
 LIB_A  := $(BUILD)/libattngraph.a
 LIB_SO := $(BUILD)/libattngraph.so
+LIB_SO_REAL := $(BUILD)/libattngraph.so.$(patsubst "%",%,$(shell sed -n 's/^\#define AG_VERSION //p' include/attngraph.h))
 CLI    := $(BUILD)/attngraph
 TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: all deps run check bench scale clean
+.PHONY: all deps run check check-sanitize check-noomp check-exports bench scale clean
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
 # Installs only what is missing; does nothing when every package is present.
@@ -61,20 +68,46 @@ check: deps
 	@$(MAKE) --no-print-directory all $(TESTS) $(EXAMPLE)
 	$(TESTS)
 	$(EXAMPLE) >/dev/null
+	@$(MAKE) --no-print-directory check-exports
+
+# The shared library has its SONAME and exports only ag_ symbols.
+check-exports: $(LIB_SO)
+	@readelf -d $(LIB_SO) | grep -q 'SONAME.*\[$(SONAME)\]' || \
+	  { echo "$(LIB_SO): SONAME is not $(SONAME)"; exit 1; }
+	@bad=$$(nm -D --defined-only $(LIB_SO) | awk '$$3 !~ /^ag_/ && $$2 ~ /[TDBRW]/ {print $$3}'); \
+	  if [ -n "$$bad" ]; then echo "$(LIB_SO) exports non-ag_ symbols:" $$bad; exit 1; fi; \
+	  echo "$(LIB_SO): SONAME $(SONAME), $$(nm -D --defined-only $(LIB_SO) | grep -c ' ag_') ag_ symbols, nothing else"
+
+# The same tests in separate build folders: sanitizers (any error fails the
+# run: no recovery, no leak allowed) and a build without OpenMP.
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+             -fno-omit-frame-pointer
+check-sanitize: deps
+	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan CFLAGS="$(SAN_FLAGS) $(CFLAGS)" \
+	  LDFLAGS="-fsanitize=address,undefined $(LDFLAGS)"
+check-noomp: deps
+	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/noomp NO_OMP=1
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCH)
 	$(BENCH)
 
-$(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/cli/*.h tests/*.h)
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(AG_CFLAGS) $(CFLAGS) -c $< -o $@
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/bench_kernel.d
 
 $(LIB_A): $(LIB_OBJ)
 	ar rcs $@ $^
 
-$(LIB_SO): $(LIB_OBJ)
-	$(CC) -shared $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# libattngraph.so -> libattngraph.so.0 -> libattngraph.so.X.Y.Z (the file).
+$(LIB_SO): $(LIB_SO_REAL)
+	ln -sf $(notdir $<) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
+
+$(LIB_SO_REAL): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(CLI): $(CLI_OBJ) $(LIB_A)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -83,7 +116,7 @@ $(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check)
 
 $(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o \
-          $(BUILD)/src/cli/openblas_fix.o $(BUILD)/src/cli/timing.o $(LIB_A)
+          $(BUILD)/src/cli/timing.o $(LIB_A)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The scale runs of the README: a causal pattern of 131,072 nodes (8.6e9 edges)

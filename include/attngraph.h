@@ -16,10 +16,20 @@
  * igraph abort: it swaps in its own igraph error handler for the duration of
  * each igraph call and restores the host's afterwards.
  *
- * Threads: kernels run with OpenMP over destinations (omp_set_num_threads
- * chooses how many); results are bitwise identical for any thread count.
- * igraph is not thread-safe: call the functions that take an igraph_t from
- * one thread at a time.
+ * Initialisation: a function that initialises an out-parameter (a struct,
+ * or a pointer it allocates) leaves it zeroed (NULL pointers, zero sizes)
+ * when it fails, so calling its _destroy / free on it is always safe,
+ * whether the call succeeded or not. The one exception is an igraph_t, which
+ * is igraph's: on failure it is left uninitialised and must not be destroyed.
+ *
+ * Threads: kernels run with OpenMP over destinations (ag_set_threads chooses
+ * how many, for OpenBLAS too); results are bitwise identical for any thread
+ * count. igraph is not thread-safe: call the functions that take an igraph_t
+ * from one thread at a time.
+ *
+ * Speed: OpenBLAS 0.3.21 picks slow kernels on some current CPUs (see
+ * ag_blas_check); a program should call ag_blas_fix(argv) first thing in
+ * main, or be started with OPENBLAS_CORETYPE set.
  */
 #ifndef ATTNGRAPH_H
 #define ATTNGRAPH_H
@@ -30,6 +40,11 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* The shared library exports what this header declares and nothing else. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
 #endif
 
 #define AG_VERSION "0.1.0"
@@ -56,6 +71,42 @@ typedef struct {
 
 /* Name of a status, e.g. "bad format". */
 const char *ag_status_str(ag_status_t status);
+
+/* ---------------------------------------------------------------- machine */
+
+/* OpenBLAS's kernel choice against what the CPU can run. */
+typedef struct {
+    char chosen[32];      /* the core type OpenBLAS uses, e.g. "Haswell" */
+    char best[32];        /* the fastest core type this CPU runs, e.g. "SkylakeX" */
+    int slow;             /* 1: chosen uses an older instruction set than best */
+    int forced;           /* 1: OPENBLAS_CORETYPE is set in the environment */
+} ag_blas_info_t;
+
+/*
+ * Fills info. OpenBLAS 0.3.21 picks its kernels from the CPU model when it
+ * loads and misses some current CPUs (Intel Emerald Rapids gets "Prescott",
+ * SSE3: 5x slower projections); an OPENBLAS_CORETYPE inherited from the
+ * environment can also name older kernels than the CPU runs (AMD EPYC Zen 5
+ * machines here start programs with "Haswell": AVX2, 2x slower). Only
+ * OPENBLAS_CORETYPE, set before OpenBLAS loads, changes the choice.
+ */
+void ag_blas_check(ag_blas_info_t *info);
+
+/*
+ * When ag_blas_check finds OpenBLAS slow, sets OPENBLAS_CORETYPE to the best
+ * core type and restarts the program once (execv of /proc/self/exe with
+ * argv); otherwise returns AG_OK at once. It leaves OpenBLAS alone when the
+ * environment has AG_BLAS_KEEP set. Call it first thing in main, before any
+ * other work: in the slow case it does not return. Returns an error only if
+ * the restart failed (the program can go on, slower). Programs that cannot
+ * restart (an interpreter, say) should start with OPENBLAS_CORETYPE=SkylakeX
+ * on AVX-512 CPUs (ag_blas_check's `best`).
+ */
+int ag_blas_fix(char **argv, ag_error_t *err);
+
+/* Sets the threads of the kernels (OpenMP) and of OpenBLAS together; 0 or
+   less: all cores. Returns the count in use (1 without OpenMP). */
+int ag_set_threads(int threads);
 
 /* ---------------------------------------------------------------- .npy */
 
@@ -440,6 +491,10 @@ void ag_posenc_sinusoidal(float *X, int64_t N, int64_t D);
 
 /* n standard-normal floats from (seed, stream): the same for the same pair. */
 void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

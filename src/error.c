@@ -1,6 +1,7 @@
 /* Error reporting, checked allocation and the igraph error guard. */
 #define _DEFAULT_SOURCE   /* MADV_HUGEPAGE */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@
 
 static void *alloc_bytes(size_t bytes, size_t align)
 {
+    if (bytes > SIZE_MAX / 2)   /* no machine has it; and the rounding below must not wrap */
+        return NULL;
 #ifdef MADV_HUGEPAGE
     if (bytes >= HUGE_FROM) {
         bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;

@@ -402,14 +402,16 @@ void ag_labels_destroy(ag_labels_t *labels)
     for (int64_t i = 0; i < labels->n; i++)
         free(labels->str[i]);
     free(labels->str);
-    labels->str = NULL;
+    memset(labels, 0, sizeof *labels);
 }
 
 static int labels_alloc(ag_labels_t *labels, int64_t n, ag_error_t *err)
 {
+    memset(labels, 0, sizeof *labels);
+    if (!(labels->str = ag_calloc(n, sizeof(char *), err, "labels")))
+        return AG_ENOMEM;
     labels->n = n;
-    labels->str = ag_calloc(n, sizeof(char *), err, "labels");
-    return labels->str ? AG_OK : AG_ENOMEM;
+    return AG_OK;
 }
 
 int ag_labels_numbered(ag_labels_t *labels, int64_t n, ag_error_t *err)
@@ -457,6 +459,7 @@ static int attr_type(const igraph_t *graph, igraph_attribute_elemtype_t elem, co
 
 int ag_labels_from_graph(ag_labels_t *labels, const igraph_t *graph, ag_error_t *err)
 {
+    memset(labels, 0, sizeof *labels);
     static const char *const names[] = {"label", "name", "id"};
     int64_t n = igraph_vcount(graph);
     ag_igraph_enter();

@@ -51,10 +51,9 @@ void ag_weights_destroy(ag_weights_t *w)
 {
     if (!w)
         return;
-    for (int m = 0; m < N_MATS; m++) {
+    for (int m = 0; m < N_MATS; m++)
         free(*mats_of(w, m));
-        *mats_of(w, m) = NULL;
-    }
+    memset(w, 0, sizeof *w);
 }
 
 int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_node,

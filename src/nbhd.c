@@ -193,6 +193,8 @@ static int slot_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **s
 int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **slot_out,
                   ag_error_t *err)
 {
+    *msgs_out = NULL;
+    *slot_out = NULL;
     if (!nb->edge_id)
         return slot_order(nb, msgs_out, slot_out, err);
     const int64_t E = nb->n_edges, N = nb->n_nodes;

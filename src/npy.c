@@ -236,20 +236,22 @@ static double element(const unsigned char *p, ag_dtype_t t)
 
 int ag_matrix_init(ag_matrix_t *m, int64_t rows, int64_t cols, ag_error_t *err)
 {
-    m->rows = rows;
-    m->cols = cols;
+    memset(m, 0, sizeof *m);
     if (rows < 0 || cols < 0 || (cols > 0 && rows > INT64_MAX / cols))
         return ag_fail(err, AG_EINVAL, "matrix of %lld x %lld is too large", (long long)rows,
                        (long long)cols);
-    m->data = ag_calloc(rows * cols, sizeof(float), err, "matrix");
-    return m->data ? AG_OK : AG_ENOMEM;
+    if (!(m->data = ag_calloc(rows * cols, sizeof(float), err, "matrix")))
+        return AG_ENOMEM;
+    m->rows = rows;
+    m->cols = cols;
+    return AG_OK;
 }
 
 void ag_matrix_destroy(ag_matrix_t *m)
 {
     if (m) {
         free(m->data);
-        m->data = NULL;
+        memset(m, 0, sizeof *m);
     }
 }
 
@@ -299,6 +301,7 @@ static int64_t fortran_offset(const npy_header_t *h, int64_t at)
 
 int ag_array_read_npy(ag_array_t *a, const char *path, ag_error_t *err)
 {
+    memset(a, 0, sizeof *a);
     npy_header_t h;
     unsigned char *raw = NULL;
     int rc = open_and_read(&h, &raw, path, err);
@@ -350,12 +353,13 @@ void ag_array_destroy(ag_array_t *a)
 {
     if (a) {
         free(a->data);
-        a->data = NULL;
+        memset(a, 0, sizeof *a);
     }
 }
 
 int ag_matrix_read_npy(ag_matrix_t *m, const char *path, ag_error_t *err)
 {
+    memset(m, 0, sizeof *m);
     ag_array_t a;
     int rc = ag_array_read_npy(&a, path, err);
     if (rc)
@@ -387,6 +391,8 @@ int ag_check_finite(const char *what, const float *data, int64_t rows, int64_t c
 
 int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t *err)
 {
+    *values = NULL;
+    *n = 0;
     npy_header_t h;
     unsigned char *raw = NULL;
     int rc = open_and_read(&h, &raw, path, err);

@@ -6,26 +6,6 @@
 
 #include "testutil.h"
 
-/* Writes a version-1.0 .npy file with the given header fields and raw data. */
-static void write_npy_raw(const char *path, const char *descr, int fortran, const char *shape,
-                          const void *data, size_t nbytes)
-{
-    char dict[256];
-    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }",
-                       descr, fortran ? "True" : "False", shape);
-    int pad = (64 - (10 + len + 1) % 64) % 64;
-    unsigned hl = (unsigned)(len + pad + 1);
-    FILE *f = fopen(path, "wb");
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, hl & 0xff, hl >> 8};
-    fwrite(pre, 1, 10, f);
-    fwrite(dict, 1, (size_t)len, f);
-    for (int i = 0; i < pad; i++)
-        fputc(' ', f);
-    fputc('\n', f);
-    fwrite(data, 1, nbytes, f);
-    fclose(f);
-}
-
 START_TEST(roundtrip_f32)
 {
     float x[12];

@@ -14,6 +14,9 @@ void write_text(const char *path, const char *text);
 /* Reads a whole file into a malloc'ed string (NULL if it does not exist). */
 char *read_text(const char *path);
 int file_exists(const char *path);
+/* Writes a version-1.0 .npy file with the given header fields and raw data. */
+void write_npy_raw(const char *path, const char *descr, int fortran, const char *shape,
+                   const void *data, size_t nbytes);
 
 /* Deterministic uniform values in [-scale, scale] (the tests' own generator). */
 void fill_uniform(float *x, int64_t n, uint64_t seed, float scale);
@@ -44,5 +47,6 @@ Suite *score_suite(void);
 Suite *fast_suite(void);
 Suite *model_suite(void);
 Suite *cli_suite(void);
+Suite *runtime_suite(void);
 
 #endif

@@ -22,7 +22,6 @@
 
 #include "attngraph.h"
 #include "internal.h"
-#include "../src/cli/openblas_fix.h"
 #include "../src/cli/timing.h"
 #include "../tests/reference.h"
 
@@ -45,12 +44,6 @@ static float *floats(int64_t n)
     if (!p)
         die(&err);
     return p;
-}
-
-static void set_threads(int t)
-{
-    omp_set_num_threads(t);
-    openblas_set_num_threads(t);
 }
 
 /* One GEMM C [m, n] = A [m, k] B (B^T when trans) with its buffers. */
@@ -162,7 +155,7 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
     ag_random_normal(V, N * HD, 7, 3, 1.0f);
     const double flops = 4.0 * (double)E * (double)d * (double)H;
     for (int threads = 1; threads <= 2; threads++) {
-        set_threads(threads);
+        ag_set_threads(threads);
         double t[ROUNDS * PER_ROUND], yard[ROUNDS];
         if (ag_attention(&nb, Q, K, V, H, d, NULL, M, &err))   /* warm-up */
             die(&err);
@@ -213,10 +206,16 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
 int main(int argc, char **argv)
 {
     (void)argc;
-    openblas_fix_coretype(argv);
+    ag_error_t err;
+    if (ag_blas_fix(argv, &err))
+        fprintf(stderr, "warning: %s\n", err.msg);
+    ag_blas_info_t blas;
+    ag_blas_check(&blas);
     printf("attngraph benchmark (%s; %s)\n", AG_VERSION, openblas_get_config());
+    printf("  OpenBLAS kernels: %s (best for this CPU: %s%s)\n", blas.chosen, blas.best,
+           blas.slow ? "; SLOW: OPENBLAS_CORETYPE is set to an older core" : "");
     for (int t = 1; t <= 2; t++) {
-        set_threads(t);
+        ag_set_threads(t);
         const double sg = gemm_rate(4096, 4096, 4096, 0), pr = gemm_rate(16384, 1024, 1024, 1);
         printf("  %d thread%s: sgemm 4096^3 %6.1f GFLOP/s; projection X W^T [16384x1024]x"
                "[1024x1024]^T %6.1f GFLOP/s = %.2f of sgemm\n", t, t > 1 ? "s" : " ", sg, pr,

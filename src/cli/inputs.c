@@ -6,11 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-#include <cblas.h>
-
 #include "cli.h"
 #include "internal.h"
 
@@ -261,16 +256,7 @@ int source_args(run_opts_t *o, int argc, char **argv, const char *cmd)
 
 int set_threads(int64_t threads)
 {
-#ifdef _OPENMP
-    if (threads > 0)
-        omp_set_num_threads((int)threads);
-    int n = omp_get_max_threads();
-#else
-    int n = 1;
-    (void)threads;
-#endif
-    openblas_set_num_threads(n);
-    return n;
+    return ag_set_threads((int)threads);
 }
 
 /* ---- inputs ---- */

@@ -5,7 +5,6 @@
 #include <cblas.h>
 
 #include "cli.h"
-#include "openblas_fix.h"
 
 static const char usage[] =
     "usage: attngraph COMMAND [options]\n"
@@ -39,7 +38,9 @@ static void igraph_error_quiet(const char *reason, const char *file, int line,
 
 int main(int argc, char **argv)
 {
-    openblas_fix_coretype(argv);
+    ag_error_t err;
+    if (ag_blas_fix(argv, &err))   /* returns only if no restart was needed, or it failed */
+        fprintf(stderr, "attngraph: warning: %s\n", err.msg);
     igraph_set_error_handler(igraph_error_quiet);
     igraph_set_warning_handler(igraph_warning_handler_ignore);
     if (argc < 2) {
@@ -52,8 +53,14 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
+        ag_blas_info_t blas;
+        ag_blas_check(&blas);
         printf("attngraph %s (igraph %s, %s)\n", AG_VERSION, IGRAPH_VERSION,
                openblas_get_config());
+        printf("OpenBLAS kernels: %s", blas.chosen);
+        if (blas.slow)
+            printf(" (slower than this CPU's %s)", blas.best);
+        putchar('\n');
         return 0;
     }
     if (strcmp(cmd, "run") == 0)

@@ -1,0 +1,207 @@
+/* The library's contract around its calls: OpenBLAS's kernels, threads, and
+   what a failed init leaves behind. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cblas.h>
+
+#include "testutil.h"
+
+static int all_zero(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t k = 0; k < n; k++)
+        if (b[k])
+            return 0;
+    return 1;
+}
+
+/* Fills x with garbage, as an uninitialised variable may hold. */
+#define GARBAGE(x) memset(&(x), 0xAB, sizeof(x))
+#define ASSERT_ZEROED(x) ck_assert_msg(all_zero(&(x), sizeof(x)), #x " is not zeroed")
+
+/* Every init function, made to fail on garbage-filled out-parameters, leaves
+   them zeroed so that destroying them is safe (an ASan build checks the
+   destroy). Failures are made both before and after the first allocation. */
+START_TEST(failed_init_leaves_zeroed_out_parameters)
+{
+    ag_error_t err;
+    ag_array_t a;
+    ag_matrix_t m;
+    GARBAGE(a);
+    ck_assert_int_ne(ag_array_read_npy(&a, tmp_path("missing.npy"), &err), AG_OK);
+    ASSERT_ZEROED(a);
+    ag_array_destroy(&a);
+
+    /* a NaN is found after the data was read and converted */
+    const double bad[2] = {1.0, NAN};
+    write_npy_raw(tmp_path("nan.npy"), "<f8", 0, "(1, 2)", bad, sizeof bad);
+    GARBAGE(m);
+    ck_assert_int_eq(ag_matrix_read_npy(&m, tmp_path("nan.npy"), &err), AG_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "NaN"));
+    ASSERT_ZEROED(m);
+    ag_matrix_destroy(&m);
+
+    /* a 3-D array is refused after it was read whole */
+    const float cube[8] = {0};
+    const int64_t shape[3] = {2, 2, 2};
+    ck_assert_int_eq(ag_npy_write_f32_nd(tmp_path("cube.npy"), cube, 3, shape, &err), AG_OK);
+    GARBAGE(m);
+    ck_assert_int_eq(ag_matrix_read_npy(&m, tmp_path("cube.npy"), &err), AG_EFORMAT);
+    ASSERT_ZEROED(m);
+    ag_matrix_destroy(&m);
+
+    int64_t *idx, n;
+    GARBAGE(idx), GARBAGE(n);
+    ck_assert_int_ne(ag_index_read_npy(&idx, &n, tmp_path("cube.npy"), &err), AG_OK);
+    ck_assert_ptr_null(idx);
+    ck_assert_int_eq(n, 0);
+
+    GARBAGE(m);
+    ck_assert_int_eq(ag_matrix_init(&m, -1, 4, &err), AG_EINVAL);
+    ASSERT_ZEROED(m);
+    ag_matrix_destroy(&m);
+
+    ag_labels_t labels;
+    GARBAGE(labels);
+    ck_assert_int_ne(ag_labels_numbered(&labels, INT64_MAX / 4, &err), AG_OK);
+    ASSERT_ZEROED(labels);
+    ag_labels_destroy(&labels);
+
+    ag_nbhd_t nb;
+    const int64_t indptr[3] = {1, 1, 1}, indices[1] = {0};
+    GARBAGE(nb);
+    ck_assert_int_eq(ag_nbhd_from_csr(&nb, 2, indptr, indices, &err), AG_EINVAL);
+    ASSERT_ZEROED(nb);
+    ag_nbhd_destroy(&nb);
+
+    ag_pattern_t *pat;
+    GARBAGE(pat);
+    ck_assert_int_ne(ag_pattern_parse(&pat, "causal&", &err), AG_OK);
+    ck_assert_ptr_null(pat);
+    ag_pattern_free(pat);
+    ck_assert_int_eq(ag_pattern_parse(&pat, "causal", &err), AG_OK);
+    GARBAGE(nb);
+    ck_assert_int_ne(ag_nbhd_from_pattern(&nb, pat, 0, AG_SELF_KEEP, &err), AG_OK);
+    ASSERT_ZEROED(nb);
+    ag_nbhd_destroy(&nb);
+
+    /* edge order and edge attributes of a compiled pattern */
+    ck_assert_int_eq(ag_nbhd_from_pattern(&nb, pat, 3, AG_SELF_KEEP, &err), AG_OK);
+    igraph_t g;
+    ck_assert_int_eq(ag_graph_load(&g, "graphs/sentence.gml", NULL, &err), AG_OK);
+    float *values;
+    GARBAGE(values);
+    ck_assert_int_ne(ag_edge_attribute(&values, &g, &nb, "weight", &err), AG_OK);
+    ck_assert_ptr_null(values);
+    igraph_destroy(&g);
+    ag_nbhd_destroy(&nb);
+    ag_pattern_free(pat);
+
+    ag_weights_t w;
+    GARBAGE(w);
+    ck_assert_int_eq(ag_weights_random(&w, 0, 1, 4, 0, 1, &err), AG_EINVAL);
+    ASSERT_ZEROED(w);
+    ag_weights_destroy(&w);
+    GARBAGE(w);
+    ck_assert_int_ne(ag_weights_load(&w, tmp_path("no-such-folder"), 1, &err), AG_OK);
+    ASSERT_ZEROED(w);
+    ag_weights_destroy(&w);
+    /* wq loads, then wk has the wrong shape: fails after allocating */
+    mkdir(tmp_path("wbad"), 0777);
+    const float wq[2 * 3] = {0};
+    ck_assert_int_eq(ag_npy_write_f32(tmp_path("wbad/wq.npy"), wq, 2, 3, &err), AG_OK);
+    ck_assert_int_eq(ag_npy_write_f32(tmp_path("wbad/wk.npy"), wq, 3, 2, &err), AG_OK);
+    GARBAGE(w);
+    ck_assert_int_ne(ag_weights_load(&w, tmp_path("wbad"), 1, &err), AG_OK);
+    ASSERT_ZEROED(w);
+    ag_weights_destroy(&w);
+
+    ag_workspace_t ws;
+    GARBAGE(ws);
+    ck_assert_int_eq(ag_workspace_init(&ws, 0, 4, 4, &err), AG_EINVAL);
+    ASSERT_ZEROED(ws);
+    ag_workspace_destroy(&ws);
+}
+END_TEST
+
+/* A destroy after a successful init leaves the struct zeroed, so a second
+   destroy is harmless too. */
+START_TEST(destroy_twice_is_safe)
+{
+    ag_error_t err;
+    ag_matrix_t m;
+    ck_assert_int_eq(ag_matrix_init(&m, 3, 2, &err), AG_OK);
+    ag_matrix_destroy(&m);
+    ASSERT_ZEROED(m);
+    ag_matrix_destroy(&m);
+    ag_labels_t labels;
+    ck_assert_int_eq(ag_labels_numbered(&labels, 5, &err), AG_OK);
+    ag_labels_destroy(&labels);
+    ASSERT_ZEROED(labels);
+    ag_labels_destroy(&labels);
+    ag_weights_t w;
+    ck_assert_int_eq(ag_weights_random(&w, 4, 2, 2, 0, 1, &err), AG_OK);
+    ag_weights_destroy(&w);
+    ASSERT_ZEROED(w);
+    ag_weights_destroy(&w);
+}
+END_TEST
+
+START_TEST(set_threads_sets_both)
+{
+#ifdef _OPENMP
+    ck_assert_int_eq(ag_set_threads(1), 1);
+    ck_assert_int_eq(openblas_get_num_threads(), 1);
+    ck_assert_int_eq(ag_set_threads(2), 2);
+    ck_assert_int_eq(openblas_get_num_threads(), 2);
+#else
+    ck_assert_int_eq(ag_set_threads(2), 1);
+#endif
+}
+END_TEST
+
+/* The CLI (like every program the project ships) runs OpenBLAS's best kernels
+   for this CPU, whatever OPENBLAS_CORETYPE the environment gave it, unless
+   AG_BLAS_KEEP asks to keep it. */
+START_TEST(cli_runs_the_best_blas_kernels)
+{
+    ag_blas_info_t here;
+    ag_blas_check(&here);
+    if (!strcmp(here.best, here.chosen) && !here.slow && strcmp(here.best, "SkylakeX") != 0)
+        return;   /* not an AVX-512 x86 machine: nothing to fix */
+    char expect[64], *out;
+    snprintf(expect, sizeof expect, "OpenBLAS kernels: %s\n", here.best);
+    /* an older core type from the environment is replaced */
+    setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+    ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
+    ck_assert_msg(strstr(out, expect) || strstr(out, "OpenBLAS kernels: Cooperlake\n"),
+                  "expected the %s kernels:\n%s", here.best, out);
+    free(out);
+    /* OpenBLAS's own choice is checked too */
+    unsetenv("OPENBLAS_CORETYPE");
+    ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
+    ck_assert_msg(!strstr(out, "slower than"), "%s", out);
+    free(out);
+    /* AG_BLAS_KEEP keeps the slow choice, and --version says it is slow */
+    setenv("OPENBLAS_CORETYPE", "Prescott", 1);
+    setenv("AG_BLAS_KEEP", "1", 1);
+    ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
+    ck_assert_msg(strstr(out, "OpenBLAS kernels: Prescott (slower than this CPU's"), "%s", out);
+    free(out);
+}
+END_TEST
+
+Suite *runtime_suite(void)
+{
+    Suite *s = suite_create("runtime");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, failed_init_leaves_zeroed_out_parameters);
+    tcase_add_test(tc, destroy_twice_is_safe);
+    tcase_add_test(tc, set_threads_sets_both);
+    tcase_add_test(tc, cli_runs_the_best_blas_kernels);
+    suite_add_tcase(s, tc);
+    return s;
+}
