@@ -10,8 +10,10 @@
 
 int main(int argc, char **argv)
 {
-    const char *path = argc > 1 ? argv[1] : "graphs/sentence.gml";
     ag_error_t err;
+    if (ag_blas_fix(argv, &err))      /* first thing: OpenBLAS's best kernels for this CPU */
+        fprintf(stderr, "warning: %s\n", err.msg);
+    const char *path = argc > 1 ? argv[1] : "graphs/sentence.gml";
     igraph_t graph;
     ag_nbhd_t nb;
     ag_labels_t labels;
