@@ -131,10 +131,13 @@ int ag_nbhd_from_csr(ag_nbhd_t *nb, int64_t n_nodes, const int64_t *indptr,
                        (long long)n_nodes);
     if (indptr[0] != 0)
         return ag_fail(err, AG_EINVAL, "CSR: indptr[0] is %lld; expected 0", (long long)indptr[0]);
-    for (int64_t i = 0; i < n_nodes; i++) {
+    /* indptr whole first: only a non-decreasing indptr bounds the reads of indices
+       (indices has indptr[N] entries) */
+    for (int64_t i = 0; i < n_nodes; i++)
         if (indptr[i + 1] < indptr[i])
             return ag_fail(err, AG_EINVAL, "CSR: indptr decreases at %lld (%lld then %lld)",
                            (long long)i, (long long)indptr[i], (long long)indptr[i + 1]);
+    for (int64_t i = 0; i < n_nodes; i++) {
         for (int64_t s = indptr[i]; s < indptr[i + 1]; s++) {
             if (indices[s] < 0 || indices[s] >= n_nodes)
                 return ag_fail(err, AG_EINVAL, "CSR: indices[%lld] is %lld; expected a node "

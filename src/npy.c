@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 
@@ -182,6 +183,19 @@ static int read_header(npy_header_t *h, FILE *f, const char *path, ag_error_t *e
 static int read_data(unsigned char **out, const npy_header_t *h, FILE *f, const char *path,
                      ag_error_t *err)
 {
+    /* A header can declare any shape: check that a regular file holds the data
+       before allocating for it. */
+    struct stat st;
+    const long at = ftell(f);
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && at >= 0) {
+        const double need = (double)h->count * (double)h->itemsize;
+        const int64_t have = (int64_t)st.st_size - at;
+        if (need > (double)have)
+            return ag_fail(err, AG_EFORMAT, "%s: truncated: the header declares %lld values "
+                           "(%.4g bytes); the file holds %lld bytes of data (%lld values)", path,
+                           (long long)h->count, need, (long long)have,
+                           (long long)(have / (int64_t)h->itemsize));
+    }
     unsigned char *buf = ag_alloc(h->count, h->itemsize, err, path);
     if (!buf)
         return err ? err->status : AG_ENOMEM;

@@ -195,10 +195,16 @@ static int eval(pnode_t *n, int64_t i, int64_t N)
     case P_CAUSAL: bad = ivl_push(o, 0, i + 1, N); break;
     case P_WINDOW: bad = ivl_push(o, i - a[0] + 1, i + 1, N); break;
     case P_WINDOW2: bad = ivl_push(o, i - a[0], i + a[1] + 1, N); break;
-    case P_DILATED:
-        for (int64_t j = i - a[0] / a[1] * a[1]; j <= i + a[0] && !bad; j += a[1])
+    case P_DILATED: {
+        /* j = i + k*D, |j - i| <= W, clamped to 0..N-1 so the work is bounded by N */
+        int64_t j = i - a[0] / a[1] * a[1];
+        const int64_t last = i + a[0] < N - 1 ? i + a[0] : N - 1;
+        if (j < 0)
+            j = i % a[1];
+        for (; j <= last && !bad; j += a[1])
             bad = ivl_push(o, j, j + 1, N);
         break;
+    }
     case P_STRIDED:
         for (int64_t j = i % a[0]; j <= i && !bad; j += a[0])
             bad = ivl_push(o, j, j + 1, N);

@@ -11,10 +11,16 @@
 
 #include "pattern_ast.h"
 
+/* Limits that keep every recursion over the tree (parsing, compiling,
+   freeing) far from the end of the stack, whatever the spec. */
+#define MAX_DEPTH 64        /* nested '(' and '!' */
+#define MAX_NODES 4096      /* atoms and operators in one spec */
+
 typedef struct {
     const char *spec, *p;
     ag_error_t *err;
     int rc;
+    int depth, nodes;
 } parser_t;
 
 static int parse_fail(parser_t *ps, ag_status_t status, const char *fmt, ...) AG_PRINTF(3, 4);
@@ -28,7 +34,10 @@ static int parse_fail(parser_t *ps, ag_status_t status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    return ps->rc = ag_fail(ps->err, status, "pattern '%s': %s", ps->spec, why);
+    /* a long spec is shortened, so the reason always fits the message */
+    const int long_spec = strlen(ps->spec) > 60;
+    return ps->rc = ag_fail(ps->err, status, "pattern '%.*s%s': %s", long_spec ? 48 : 60,
+                            ps->spec, long_spec ? "..." : "", why);
 }
 
 void pattern_node_free(pnode_t *n)
@@ -46,6 +55,11 @@ void pattern_node_free(pnode_t *n)
 
 static pnode_t *node_new(parser_t *ps, kind_t kind)
 {
+    if (++ps->nodes > MAX_NODES) {
+        parse_fail(ps, AG_ELIMIT, "more than %d atoms and operators; expected fewer",
+                   MAX_NODES);
+        return NULL;
+    }
     pnode_t *n = calloc(1, sizeof *n);
     if (!n)
         parse_fail(ps, AG_ENOMEM, "out of memory");
@@ -295,9 +309,27 @@ static pnode_t *parse_atom(parser_t *ps)
 
 static pnode_t *parse_union(parser_t *ps);
 
+static pnode_t *parse_nested(parser_t *ps);
+
 static pnode_t *parse_factor(parser_t *ps)
 {
     skip_space(ps);
+    if (*ps->p != '!' && *ps->p != '(')
+        return parse_atom(ps);
+    if (ps->depth == MAX_DEPTH) {
+        parse_fail(ps, AG_ELIMIT, "nesting of '(' and '!' deeper than %d levels at '%.20s'",
+                   MAX_DEPTH, ps->p);
+        return NULL;
+    }
+    ps->depth++;
+    pnode_t *n = parse_nested(ps);
+    ps->depth--;
+    return n;
+}
+
+/* '!' FACTOR or '(' UNION ')', at ps->p. */
+static pnode_t *parse_nested(parser_t *ps)
+{
     if (*ps->p == '!') {
         ps->p++;
         pnode_t *n = node_new(ps, P_NOT);
@@ -307,19 +339,18 @@ static pnode_t *parse_factor(parser_t *ps)
         }
         return n;
     }
-    if (*ps->p == '(') {
-        const char *open = ps->p++;
-        pnode_t *n = parse_union(ps);
-        skip_space(ps);
-        if (n && *ps->p != ')') {
-            parse_fail(ps, AG_EINVAL, "the '(' at '%s' is never closed", open);
-            pattern_node_free(n);
-            return NULL;
-        }
-        ps->p++;
-        return n;
+    const char *open = ps->p++;
+    pnode_t *n = parse_union(ps);
+    if (!n)
+        return NULL;   /* ps->p may be at the end: never step past it */
+    skip_space(ps);
+    if (*ps->p != ')') {
+        parse_fail(ps, AG_EINVAL, "the '(' at '%s' is never closed", open);
+        pattern_node_free(n);
+        return NULL;
     }
-    return parse_atom(ps);
+    ps->p++;
+    return n;
 }
 
 static pnode_t *parse_binary(parser_t *ps, char op, kind_t kind, pnode_t *(*next)(parser_t *))
@@ -356,7 +387,7 @@ static pnode_t *parse_union(parser_t *ps)
 int ag_pattern_parse(ag_pattern_t **out, const char *spec, ag_error_t *err)
 {
     *out = NULL;
-    parser_t ps = {spec, spec, err, AG_OK};
+    parser_t ps = {spec, spec, err, AG_OK, 0, 0};
     pnode_t *root = parse_union(&ps);
     skip_space(&ps);
     if (root && *ps.p) {

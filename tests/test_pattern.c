@@ -21,6 +21,8 @@ static int p_window_2_1(int64_t i, int64_t j, int64_t N) { (void)N; return i - 2
 static int p_window_0_0(int64_t i, int64_t j, int64_t N) { (void)N; return j == i; }
 static int p_dilated_4_2(int64_t i, int64_t j, int64_t N) { (void)N; return iabs(i - j) <= 4 && iabs(i - j) % 2 == 0; }
 static int p_dilated_5_3(int64_t i, int64_t j, int64_t N) { (void)N; return iabs(i - j) <= 5 && iabs(i - j) % 3 == 0; }
+/* a window far wider than any N: the work must stay bounded by N (it once took 2W/D steps) */
+static int p_dilated_huge_3(int64_t i, int64_t j, int64_t N) { (void)N; return iabs(i - j) % 3 == 0; }
 static int p_strided3(int64_t i, int64_t j, int64_t N) { (void)N; return j <= i && (i - j) % 3 == 0; }
 static int p_strided50(int64_t i, int64_t j, int64_t N) { (void)N; return j <= i && (i - j) % 50 == 0; }
 static int p_fixed_4_1(int64_t i, int64_t j, int64_t N) { (void)N; return j <= i && (j / 4 == i / 4 || j % 4 >= 3); }
@@ -43,6 +45,7 @@ static const case_t cases[] = {
     {"complete", p_complete, 1}, {"causal", p_causal, 1}, {"window:3", p_window3, 1},
     {"window:100", p_window100, 1}, {"window:2,1", p_window_2_1, 1}, {"window:0,0", p_window_0_0, 1},
     {"dilated:4,2", p_dilated_4_2, 1}, {"dilated:5,3", p_dilated_5_3, 1},
+    {"dilated:1000000000000,3", p_dilated_huge_3, 1},
     {"strided:3", p_strided3, 1}, {"strided:50", p_strided50, 1}, {"fixed:4,1", p_fixed_4_1, 1},
     {"fixed:3,3", p_fixed_3_3, 1}, {"fixed:5,0", p_fixed_5_0, 1}, {"prefix:3", p_prefix3, 1},
     {"prefix:40", p_prefix40, 1}, {"global:2", p_global2, 1}, {"global:1,4", p_global_ids, 5},

@@ -48,5 +48,6 @@ Suite *fast_suite(void);
 Suite *model_suite(void);
 Suite *cli_suite(void);
 Suite *runtime_suite(void);
+Suite *hostile_suite(void);
 
 #endif

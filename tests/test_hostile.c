@@ -1,0 +1,105 @@
+/* Inputs made to break the parsers: each once crashed, hung or misreported. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* An unclosed '(' at the end of the spec once stepped the parser past the end
+   of the string, one byte per '('; deep nesting overflowed the stack. */
+START_TEST(pattern_parser_stays_inside_the_spec)
+{
+    ag_error_t err;
+    ag_pattern_t *p;
+    ck_assert_fails_with(ag_pattern_parse(&p, "(", &err), err, AG_EINVAL, "ends where a name");
+    ck_assert_fails_with(ag_pattern_parse(&p, "((", &err), err, AG_EINVAL, "ends where a name");
+    ck_assert_fails_with(ag_pattern_parse(&p, "(causal", &err), err, AG_EINVAL,
+                         "never closed");
+    ck_assert_fails_with(ag_pattern_parse(&p, "!(!", &err), err, AG_EINVAL, "ends where a name");
+
+    /* 64 levels parse; 65 are refused with the limit named */
+    char spec[20000];
+    int n = 0;
+    for (int k = 0; k < 64; k++)
+        spec[n++] = k % 2 ? '(' : '!';
+    n += sprintf(spec + n, "causal");
+    for (int k = 0; k < 64; k++)
+        if (k % 2 == 0)
+            spec[n++] = ')';
+    spec[n] = '\0';
+    ck_assert_int_eq(ag_pattern_parse(&p, spec, &err), AG_OK);
+    ag_pattern_free(p);
+    memset(spec, '(', 3000);
+    spec[3000] = '\0';
+    ck_assert_fails_with(ag_pattern_parse(&p, spec, &err), err, AG_ELIMIT, "deeper than 64");
+    ck_assert_ptr_null(p);
+
+    /* a long chain of operators is refused before it makes a deep tree */
+    n = 0;
+    for (int k = 0; k < 2100; k++)
+        n += sprintf(spec + n, "causal+");
+    sprintf(spec + n, "causal");
+    ck_assert_fails_with(ag_pattern_parse(&p, spec, &err), err, AG_ELIMIT, "more than 4096");
+    ck_assert_msg(strlen(err.msg) < 200, "the long spec is shortened: %s", err.msg);
+}
+END_TEST
+
+START_TEST(cli_refuses_deep_nesting)
+{
+    char args[3200] = "run --nodes 4 --pattern '";
+    size_t n = strlen(args);
+    memset(args + n, '(', 3000);
+    strcpy(args + n + 3000, "'");
+    char *err;
+    ck_assert_int_eq(run_cli(args, NULL, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "deeper than 64 levels"));
+    free(err);
+}
+END_TEST
+
+/* indptr = [0, 162, 0] with no indices: every node's indices were read before
+   the later indptr values were checked. */
+START_TEST(csr_checks_indptr_before_reading_indices)
+{
+    ag_error_t err;
+    ag_nbhd_t nb;
+    const int64_t indptr[3] = {0, 162, 0};
+    int64_t *no_indices = malloc(sizeof(int64_t));   /* ASan sees any read past it */
+    ck_assert_fails_with(ag_nbhd_from_csr(&nb, 2, indptr, no_indices, &err), err, AG_EINVAL,
+                         "indptr decreases at 1 (162 then 0)");
+    free(no_indices);
+}
+END_TEST
+
+/* A 128-byte file claiming shape (2, 999999999999999) once made the reader
+   allocate for the shape ("out of memory allocating 4e+06 MB"). */
+START_TEST(npy_shape_is_checked_against_the_file)
+{
+    const char *path = tmp_path("liar.npy");
+    const float two[2] = {1, 2};
+    write_npy_raw(path, "<f4", 0, "(2, 999999999999999)", two, sizeof two);
+    ag_error_t err;
+    ag_matrix_t m;
+    ck_assert_fails_with(ag_matrix_read_npy(&m, path, &err), err, AG_EFORMAT,
+                         "declares 1999999999999998 values");
+    ck_assert_ptr_nonnull(strstr(err.msg, "holds 8 bytes of data (2 values)"));
+    int64_t *idx, n;
+    write_npy_raw(path, "<i8", 0, "(999999999999,)", two, sizeof two);
+    ck_assert_fails_with(ag_index_read_npy(&idx, &n, path, &err), err, AG_EFORMAT,
+                         "declares 999999999999 values");
+    /* one value short is still refused */
+    write_npy_raw(path, "<f4", 0, "(3,)", two, sizeof two);
+    ck_assert_fails_with(ag_matrix_read_npy(&m, path, &err), err, AG_EFORMAT, "(2 values)");
+}
+END_TEST
+
+Suite *hostile_suite(void)
+{
+    Suite *s = suite_create("hostile");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, pattern_parser_stays_inside_the_spec);
+    tcase_add_test(tc, cli_refuses_deep_nesting);
+    tcase_add_test(tc, csr_checks_indptr_before_reading_indices);
+    tcase_add_test(tc, npy_shape_is_checked_against_the_file);
+    suite_add_tcase(s, tc);
+    return s;
+}
