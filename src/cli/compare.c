@@ -3,7 +3,6 @@
  * seed) run under each connectivity; a table says what changed against the
  * first: attention entropy and distance, and how far the outputs moved.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +30,8 @@ static const char compare_usage[] =
     "  --csv FILE          the table as CSV\n"
     "  --per-node FILE     per-node figures as CSV: connectivity,node,label,in_degree,\n"
     "                      entropy,distance,change,cosine\n"
-    "  --quiet             print nothing on success\n";
+    "  --quiet             print nothing on success\n"
+    "  -h, --help          this text\n";
 
 typedef struct {
     const char *name;         /* the spec or file, as given */
@@ -160,13 +160,14 @@ static int parse_compare(compare_opts_t *co, int argc, char **argv)
     };
     merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
 
+    static const int repeatable[] = {OPT_PATTERN, OPT_GRAPH, 0};
     memset(co, 0, sizeof *co);
     run_opts_init(&co->o);
-    optind = 1;
-    opterr = 0;
+    opt_parser_t p;
+    opt_begin(&p, "compare", compare_usage, longopts, repeatable, argc, argv);
     int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        int rc = input_option(&co->o, c, optarg, "compare");
+    while ((c = opt_next(&p)) > 0) {
+        int rc = input_option(&co->o, c, p.arg, "compare");
         if (rc == 0)
             continue;
         if (rc != 1)
@@ -176,17 +177,17 @@ static int parse_compare(compare_opts_t *co, int argc, char **argv)
         case OPT_GRAPH:
             if (co->n_conns == MAX_SOURCES)
                 return usage_error("compare", "more than %d connectivities", MAX_SOURCES);
-            co->conns[co->n_conns++] = (conn_t){optarg, c == OPT_GRAPH};
+            co->conns[co->n_conns++] = (conn_t){p.arg, c == OPT_GRAPH};
             break;
-        case OPT_CSV: co->csv = optarg; break;
-        case OPT_PER_NODE: co->per_node = optarg; break;
-        case OPT_HELP: fputs(compare_usage, stdout); return 0;
-        default: return getopt_error("compare", c, argv);
+        case OPT_CSV: co->csv = p.arg; break;
+        case OPT_PER_NODE: co->per_node = p.arg; break;
         }
     }
-    if (optind < argc)
+    if (c < 0)
+        return p.status;
+    if (p.n_pos)
         return usage_error("compare", "unexpected argument '%s'; connectivities are given with "
-                           "--pattern or --graph", argv[optind]);
+                           "--pattern or --graph", p.pos[0]);
     if (co->n_conns < 2)
         return usage_error("compare", "give at least two connectivities (--pattern, --graph)");
     return input_options_check(&co->o, "compare") ? EXIT_USAGE : -1;
