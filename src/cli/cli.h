@@ -13,6 +13,9 @@
 #define SUMMARY_NODES 20
 #define DEFAULT_DIM 16
 
+/* "s" unless n is 1: printf("%lld edge%s", n, PLURAL(n)). */
+#define PLURAL(n) ((n) == 1 ? "" : "s")
+
 /* Option codes for getopt_long shared by the commands. */
 enum {
     OPT_Q = 256, OPT_K, OPT_V, OPT_FEATURES, OPT_DIM, OPT_HEAD_DIM, OPT_WEIGHTS, OPT_ROUNDS,

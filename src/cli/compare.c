@@ -230,8 +230,8 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
         st->distance = st->entropy + N, st->change = st->entropy + 2 * N;
         st->cosine = st->entropy + 3 * N;
     } else if (N != st->in.N) {
-        return ag_fail(err, AG_EINVAL, "'%s' has %lld nodes; the first connectivity ('%s') has "
-                       "%lld", co->conns[k].name, (long long)N, co->conns[0].name,
+        return ag_fail(err, AG_EINVAL, "'%s' has %lld node%s; the first connectivity ('%s') has "
+                       "%lld", co->conns[k].name, (long long)N, PLURAL(N), co->conns[0].name,
                        (long long)st->in.N);
     }
     result_t *r = k == 0 ? &st->base : &st->cur;
@@ -312,10 +312,11 @@ int cmd_compare(int argc, char **argv)
         rc = out_commit(&st.per_node, &err);
     if (!rc && !co.o.quiet) {
         const inputs_t *in = &st.in;
-        printf("compare: %d connectivities on %lld nodes, ", co.n_conns, (long long)in->N);
+        printf("compare: %d connectivities on %lld node%s, ", co.n_conns, (long long)in->N,
+               PLURAL(in->N));
         if (in->raw)
             printf("raw attention (%lld head%s of width %lld)", (long long)in->H,
-                   in->H > 1 ? "s" : "", (long long)in->d);
+                   PLURAL(in->H), (long long)in->d);
         else
             printf("%lld round%s (D=%lld, %lld head%s of width %lld, %s, seed %llu)",
                    (long long)in->rounds, in->rounds == 1 ? "" : "s", (long long)in->x0.cols,

@@ -320,8 +320,8 @@ static int read_rows(ag_matrix_t *m, const char *path, int64_t N, ag_error_t *er
 {
     int rc = ag_matrix_read_npy(m, path, err);
     if (!rc && m->rows != N) {
-        rc = ag_fail(err, AG_EINVAL, "%s has %lld rows, the graph has %lld nodes", path,
-                     (long long)m->rows, (long long)N);
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld row%s, the graph has %lld node%s", path,
+                     (long long)m->rows, PLURAL(m->rows), (long long)N, PLURAL(N));
         ag_matrix_destroy(m);
     }
     return rc;
@@ -338,14 +338,15 @@ static int load_raw(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         return rc;
     const int64_t HD = in->q.cols;
     if (in->k.cols != HD)
-        return ag_fail(err, AG_EINVAL, "%s has %lld columns; %s has %lld", o->k,
-                       (long long)in->k.cols, o->q, (long long)HD);
+        return ag_fail(err, AG_EINVAL, "%s has %lld column%s; %s has %lld", o->k,
+                       (long long)in->k.cols, PLURAL(in->k.cols), o->q, (long long)HD);
     if (in->v.cols != HD)
-        return ag_fail(err, AG_EINVAL, "%s has %lld columns; %s has %lld", o->v,
-                       (long long)in->v.cols, o->q, (long long)HD);
+        return ag_fail(err, AG_EINVAL, "%s has %lld column%s; %s has %lld", o->v,
+                       (long long)in->v.cols, PLURAL(in->v.cols), o->q, (long long)HD);
     if (HD == 0 || HD % o->heads)
-        return ag_fail(err, AG_EINVAL, "%s has %lld columns, not a positive multiple of %lld "
-                       "heads", o->q, (long long)HD, (long long)o->heads);
+        return ag_fail(err, AG_EINVAL, "%s has %lld column%s, not a positive multiple of %lld "
+                       "head%s", o->q, (long long)HD, PLURAL(HD), (long long)o->heads,
+                       PLURAL(o->heads));
     in->d = HD / o->heads;
     return AG_OK;
 }
@@ -378,15 +379,18 @@ static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         if (rc)
             return rc;
         if (in->layers[k].D != in->x0.cols)
-            return ag_fail(err, AG_EINVAL, "%s/wq.npy has %lld columns (D); the features have "
-                           "%lld", dir, (long long)in->layers[k].D, (long long)in->x0.cols);
+            return ag_fail(err, AG_EINVAL, "%s/wq.npy has %lld column%s (D); the features "
+                           "have %lld", dir, (long long)in->layers[k].D,
+                           PLURAL(in->layers[k].D), (long long)in->x0.cols);
         if (in->layers[k].per_node && in->layers[k].per_node != in->N)
-            return ag_fail(err, AG_EINVAL, "%s/wq.npy holds weights for %lld nodes; the graph "
-                           "has %lld", dir, (long long)in->layers[k].per_node, (long long)in->N);
+            return ag_fail(err, AG_EINVAL, "%s/wq.npy holds weights for %lld node%s; the "
+                           "graph has %lld", dir, (long long)in->layers[k].per_node,
+                           PLURAL(in->layers[k].per_node), (long long)in->N);
     }
     if (n && o->rounds_given && o->rounds > n)
-        return ag_fail(err, AG_EINVAL, "--rounds %lld, but %s has layers for %d rounds "
-                       "(round-1/ .. round-%d/)", (long long)o->rounds, o->weights, n, n);
+        return ag_fail(err, AG_EINVAL, "--rounds %lld, but %s has layers for %d round%s "
+                       "(round-1/ .. round-%d/)", (long long)o->rounds, o->weights, n,
+                       PLURAL(n), n);
     in->rounds = n && !o->rounds_given ? n : o->rounds;
     return AG_OK;
 }
@@ -411,8 +415,8 @@ static int load_rounds(inputs_t *in, const run_opts_t *o, ag_error_t *err)
             return rc;
     } else {
         if (!o->head_dim && D % o->heads)
-            return ag_fail(err, AG_EINVAL, "width D=%lld is not a multiple of %lld heads; set "
-                           "--head-dim", (long long)D, (long long)o->heads);
+            return ag_fail(err, AG_EINVAL, "width D=%lld is not a multiple of %lld head%s; set "
+                           "--head-dim", (long long)D, (long long)o->heads, PLURAL(o->heads));
         const int64_t d = o->head_dim ? o->head_dim : D / o->heads;
         in->n_layers = 1;
         in->layers = ag_calloc(1, sizeof *in->layers, err, "weights");

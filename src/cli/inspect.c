@@ -158,7 +158,10 @@ static int answer_top(const result_t *r, const inputs_t *in, const source_t *s, 
                 if (at < K)
                     best[at] = (pick_t){src[e], m, NULL}, best_dst[at] = i;
             }
-        printf("the %lld strongest edges (mean over heads):\n", (long long)n);
+        if (n == 1)
+            printf("the strongest edge (mean over heads):\n");
+        else
+            printf("the %lld strongest edges (mean over heads):\n", (long long)n);
         for (int64_t k = 0; k < n; k++)
             printf("  '%s' attends '%s': %.1f%%\n", s->labels.str[best_dst[k]],
                    s->labels.str[best[k].src], 100.0 * best[k].mean);

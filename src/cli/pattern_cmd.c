@@ -117,8 +117,9 @@ int cmd_pattern(int argc, char **argv)
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc && !o.quiet)
-        printf("pattern '%s' on %lld nodes: %lld edges -> %s (%s)\n", o.src.pattern,
-               (long long)s.nb.n_nodes, (long long)s.nb.n_edges, o.out, fmt_name);
+        printf("pattern '%s' on %lld node%s: %lld edge%s -> %s (%s)\n", o.src.pattern,
+               (long long)s.nb.n_nodes, PLURAL(s.nb.n_nodes), (long long)s.nb.n_edges,
+               PLURAL(s.nb.n_edges), o.out, fmt_name);
     if (rc)
         out_abort(&out);
     if (have_g)

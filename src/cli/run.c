@@ -71,6 +71,11 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
                     return usage_error("run", "--attn '%s' given twice", p.arg);
             if (o->n_attn == MAX_ATTN)
                 return usage_error("run", "more than %d --attn files", MAX_ATTN);
+            if (!strrchr(p.arg, '.') || (strcmp(strrchr(p.arg, '.'), ".csv") &&
+                                         strcmp(strrchr(p.arg, '.'), ".npy") &&
+                                         strcmp(strrchr(p.arg, '.'), ".graphml")))
+                return usage_error("run", "--attn '%s': the attention export is .csv, .npy or "
+                                   ".graphml", p.arg);
             o->attn[o->n_attn++] = p.arg;
             break;
         case OPT_MESSAGES: o->messages = p.arg; break;
@@ -93,6 +98,9 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         return EXIT_USAGE;
     if (o->attn_round && !o->n_attn)
         return usage_error("run", "--attn-round says which round --attn reports; give --attn");
+    if (o->attn_round > o->rounds && !o->weights)   /* --weights DIR may set the rounds */
+        return usage_error("run", "--attn-round %lld, but the run has %lld round%s",
+                           (long long)o->attn_round, (long long)o->rounds, PLURAL(o->rounds));
     return input_options_check(o, "run") ? EXIT_USAGE : -1;
 }
 
@@ -109,12 +117,14 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
     const ag_nbhd_t *nb = &s->nb;
     const double N = (double)nb->n_nodes;
     if (s->have_graph)
-        printf("graph: %s: %lld nodes, %" IGRAPH_PRId " edges, %lld messages\n", s->desc,
-               (long long)nb->n_nodes, igraph_ecount(&s->graph), (long long)nb->n_edges);
+        printf("graph: %s: %lld node%s, %" IGRAPH_PRId " edge%s, %lld message%s\n", s->desc,
+               (long long)nb->n_nodes, PLURAL(nb->n_nodes), igraph_ecount(&s->graph),
+               PLURAL(igraph_ecount(&s->graph)), (long long)nb->n_edges, PLURAL(nb->n_edges));
     else
-        printf("graph: %s on %lld nodes: %lld messages (%.3g%% of all pairs)\n", s->desc,
-               (long long)nb->n_nodes, (long long)nb->n_edges, 100.0 * nb->n_edges / (N * N));
-    const char *plural = in->H > 1 ? "s" : "", *tplural = threads > 1 ? "s" : "";
+        printf("graph: %s on %lld node%s: %lld message%s (%.3g%% of all pairs)\n", s->desc,
+               (long long)nb->n_nodes, PLURAL(nb->n_nodes), (long long)nb->n_edges,
+               PLURAL(nb->n_edges), 100.0 * nb->n_edges / (N * N));
+    const char *plural = PLURAL(in->H), *tplural = PLURAL(threads);
     if (in->raw)
         printf("raw attention: 1 round, %lld head%s of width %lld, %s scores, %d thread%s\n",
                (long long)in->H, plural, (long long)in->d, score_name(in->score.kind), threads,
@@ -154,8 +164,8 @@ static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
         printf("converged after round %d: change %.3g < --until %g\n", r->rounds_done,
                r->trace[r->rounds_done - 1].f.change, o->until);
     else if (o->until > 0)
-        printf("not converged in %lld rounds: change %.3g >= --until %g\n", (long long)rounds,
-               r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
+        printf("not converged in %lld round%s: change %.3g >= --until %g\n",
+               (long long)rounds, PLURAL(rounds), r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
 }
 
 int cmd_run(int argc, char **argv)
