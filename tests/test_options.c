@@ -87,6 +87,20 @@ START_TEST(options_that_do_not_apply_are_refused)
                "--score does not apply: bench times one round of scaled-dot attention");
     expect_cli("bench --pattern causal --nodes 8 --rounds 2", 2, 2, "--rounds does not apply");
     expect_cli("inspect graphs/sentence.gml --top 1 --quiet", 2, 2, "--quiet does not apply");
+    /* options that only qualify another option, or a kind of source */
+    expect_cli("run graphs/sentence.gml --max-edges 10", 2, 2,
+               "--max-edges limits the --attn export; give --attn");
+    expect_cli("inspect graphs/sentence.gml --who 0 --max-edges 10", 2, 2,
+               "--max-edges limits --top");
+    expect_cli("inspect graphs/sentence.gml --top 1 --attn-round 2", 2, 2,
+               "--attn-round 2, but the run has 1 round\n");
+    expect_cli("run --pattern causal --nodes 4 --format gml", 2, 2,
+               "--format names the format of a GRAPH file");
+    expect_cli("bench --pattern causal --nodes 4 --format gml", 2, 2, "--format names");
+    expect_cli("compare --pattern causal --pattern complete --nodes 4 --format gml", 2, 2,
+               "--format names the format of --graph files");
+    expect_cli("compare --graph graphs/sentence.gml --graph graphs/sentence.gml --nodes 4", 2, 2,
+               "every connectivity is a --graph file");
     /* --rounds 0 did nothing at all */
     expect_cli("run graphs/sentence.gml --rounds 0", 2, 2,
                "--rounds '0' is not an integer in 1..1000000");

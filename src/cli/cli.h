@@ -54,6 +54,7 @@ typedef struct {
     int n_attn;
     int64_t attn_round;                /* 0: the last round */
     int64_t max_export;
+    int max_export_given;
     int quiet;
     const char *nodes_text;            /* --nodes as given: checked against --max-nodes */
     unsigned char given[OPT_COUNT];    /* which input options were given (by code - OPT_Q) */

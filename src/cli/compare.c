@@ -190,6 +190,17 @@ static int parse_compare(compare_opts_t *co, int argc, char **argv)
                            "--pattern or --graph", p.pos[0]);
     if (co->n_conns < 2)
         return usage_error("compare", "give at least two connectivities (--pattern, --graph)");
+    int graphs = 0;
+    for (int k = 0; k < co->n_conns; k++)
+        graphs += co->conns[k].is_graph;
+    const source_opts_t *so = &co->o.src;
+    if (co->o.src.format && !graphs)
+        return usage_error("compare", "--format names the format of --graph files; none was "
+                           "given");
+    if (graphs == co->n_conns && (so->tokens || so->labels_file || co->o.nodes_text ||
+                                  so->self != AG_SELF_KEEP))
+        return usage_error("compare", "--nodes, --tokens, --labels-file and --self-loops are "
+                           "for patterns; every connectivity is a --graph file");
     return input_options_check(&co->o, "compare") ? EXIT_USAGE : -1;
 }
 

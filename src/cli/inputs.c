@@ -272,6 +272,9 @@ int input_options_check(run_opts_t *o, const char *cmd)
                            "from --weights are [N, H*d, D] arrays");
     if (o->src.tokens && o->src.labels_file)
         return usage_error(cmd, "give --tokens or --labels-file, not both");
+    if (o->attn_round > o->rounds && !o->weights)   /* --weights DIR may set the rounds */
+        return usage_error(cmd, "--attn-round %lld, but the run has %lld round%s",
+                           (long long)o->attn_round, (long long)o->rounds, PLURAL(o->rounds));
     return 0;
 }
 
@@ -292,6 +295,8 @@ int source_args(run_opts_t *o, const opt_parser_t *p, const char *cmd)
         return EXIT_USAGE;
     if (p->n_pos)
         o->src.graph = p->pos[0];
+    if (o->src.format && !o->src.graph)
+        return usage_error(cmd, "--format names the format of a GRAPH file; none was given");
     const int given = !!o->src.graph + !!o->src.pattern + !!o->src.csr;
     if (given == 0)
         return usage_error(cmd, "no GRAPH file, --pattern or --csr given");

@@ -208,6 +208,7 @@ int cmd_inspect(int argc, char **argv)
             if (*end || end == p.arg || v < 1)
                 return usage_error("inspect", "--%s '%s' is not an integer >= 1", p.name, p.arg);
             *(c == OPT_TOP ? &top : c == OPT_ATTN_ROUND ? &o.attn_round : &o.max_export) = v;
+            o.max_export_given |= c == OPT_MAX_EDGES;
             break;
         }
     }
@@ -220,6 +221,8 @@ int cmd_inspect(int argc, char **argv)
         return EXIT_USAGE;
     if (!who == !top || (to && !who))
         return usage_error("inspect", "ask one question: --who A [--to B], or --top K");
+    if (o.max_export_given && !top)
+        return usage_error("inspect", "--max-edges limits --top; it does not apply to --who");
     if (input_options_check(&o, "inspect"))
         return EXIT_USAGE;
     set_threads(o.threads);

@@ -83,6 +83,8 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         case OPT_TRACE: o->trace = p.arg; break;
         case OPT_SAVE_ROUNDS: o->save_rounds = p.arg; break;
         case OPT_MAX_EDGES:
+            o->max_export_given = 1;
+            /* fall through */
         case OPT_ATTN_ROUND: {
             long long v = strtoll(p.arg, &end, 10);
             if (*end || end == p.arg || v < 1)
@@ -98,9 +100,8 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         return EXIT_USAGE;
     if (o->attn_round && !o->n_attn)
         return usage_error("run", "--attn-round says which round --attn reports; give --attn");
-    if (o->attn_round > o->rounds && !o->weights)   /* --weights DIR may set the rounds */
-        return usage_error("run", "--attn-round %lld, but the run has %lld round%s",
-                           (long long)o->attn_round, (long long)o->rounds, PLURAL(o->rounds));
+    if (o->max_export_given && !o->n_attn)
+        return usage_error("run", "--max-edges limits the --attn export; give --attn");
     return input_options_check(o, "run") ? EXIT_USAGE : -1;
 }
 
@@ -165,7 +166,8 @@ static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
                r->trace[r->rounds_done - 1].f.change, o->until);
     else if (o->until > 0)
         printf("not converged in %lld round%s: change %.3g >= --until %g\n",
-               (long long)rounds, PLURAL(rounds), r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
+               (long long)rounds, PLURAL(rounds),
+               r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
 }
 
 int cmd_run(int argc, char **argv)
