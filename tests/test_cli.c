@@ -277,7 +277,7 @@ START_TEST(pattern_export_and_reload)
     snprintf(args, sizeof args, "pattern causal --out %s", tmp_path("x.gml"));
     expect_cli(args, 2, 2, "needs a size");
     snprintf(args, sizeof args, "pattern 'docs:2,2' --nodes 5 --out %s", tmp_path("x.gml"));
-    expect_cli(args, 1, 2, "'docs:2,2' covers 4 nodes, but there are 5");
+    expect_cli(args, 2, 2, "'docs:2,2' covers 4 nodes, but there are 5");
     snprintf(args, sizeof args, "pattern 'docs:2,2' --out %s --format pajek --quiet",
              tmp_path("docs.txt"));
     expect_cli(args, 0, 1, "");

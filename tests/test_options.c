@@ -184,6 +184,8 @@ START_TEST(same_mistake_same_exit_code)
     expect_cli("pattern causal --tokens ' ' --out x.graphml", 2, 2, "has no tokens");
     expect_cli("pattern causal --nodes 3 --tokens 'a b' --out x.graphml", 2, 2,
                "--tokens has 2 labels, but --nodes is 3");
+    expect_cli("run --pattern blocks:1 --nodes 3", 2, 2, "'blocks:1' covers 1 node, but there "
+               "are 3");
     expect_cli("inspect graphs/sentence.gml --top x", 2, 2, "--top 'x' is not an integer >= 1");
     expect_cli("bench --pattern causal --nodes 8 --reps 0", 2, 2,
                "--reps '0' is not an integer >= 1");

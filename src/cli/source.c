@@ -133,8 +133,8 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
         rc = ag_fail(err, AG_ELIMIT, "%lld nodes is more than the limit of %lld (--max-nodes)",
                      (long long)N, (long long)o->max_nodes);
     }
-    if (!rc)
-        rc = ag_nbhd_from_pattern(&s->nb, pat, N, o->self, err);
+    if (!rc && (rc = ag_nbhd_from_pattern(&s->nb, pat, N, o->self, err)) == AG_EINVAL)
+        *usage = !o->labels_file;   /* the spec does not fit --nodes or --tokens */
     if (!rc && !s->labels.str)
         rc = ag_labels_numbered(&s->labels, N, err);
     if (!rc)
