@@ -16,7 +16,7 @@
 /* "s" unless n is 1: printf("%lld edge%s", n, PLURAL(n)). */
 #define PLURAL(n) ((n) == 1 ? "" : "s")
 
-/* Option codes for getopt_long shared by the commands. */
+/* Option codes (struct option .val) shared by the commands; see options.c. */
 enum {
     OPT_Q = 256, OPT_K, OPT_V, OPT_FEATURES, OPT_DIM, OPT_HEAD_DIM, OPT_WEIGHTS, OPT_ROUNDS,
     OPT_HEADS, OPT_SEED, OPT_THREADS, OPT_FORMAT, OPT_MAX_NODES, OPT_OUT, OPT_ATTN, OPT_QUIET,
