@@ -43,7 +43,7 @@ int ag_format_parse(ag_format_t *format, const char *name, ag_error_t *err)
             return AG_OK;
         }
     return ag_fail(err, AG_EINVAL, "unknown graph format '%s'; expected edgelist, ncol, lgl, "
-                   "graphml, gml, pajek or dot", name);
+                   "graphml, gml or pajek (dot: written, not read)", name);
 }
 
 int ag_format_from_path(ag_format_t *format, const char *path, ag_error_t *err)
@@ -57,8 +57,8 @@ int ag_format_from_path(ag_format_t *format, const char *path, ag_error_t *err)
                 return AG_OK;
             }
     return ag_fail(err, AG_EINVAL, "%s: cannot tell the graph format from the extension; "
-                   "expected .edges/.el/.txt, .ncol, .lgl, .graphml, .gml, .net or .dot "
-                   "(or name the format)", path);
+                   "expected .edges/.el/.txt, .ncol, .lgl, .graphml, .gml or .net "
+                   "(or name the format with --format)", path);
 }
 
 const char *ag_format_name(ag_format_t format)

@@ -144,8 +144,8 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
     w->per_node = per_node ? shape[0] : 0;
     const int64_t HD = shape[per_node], D = shape[per_node + 1];
     if (HD % H != 0)
-        rc = ag_fail(err, AG_EINVAL, "%s has %lld rows, not a multiple of %lld heads", path,
-                     (long long)HD, (long long)H);
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld row%s, not a multiple of %lld head%s",
+                     path, (long long)HD, HD == 1 ? "" : "s", (long long)H, H == 1 ? "" : "s");
     const int64_t d = HD / H;
     const int64_t wo[2] = {D, HD}, vec[1] = {D}, hd[2] = {H, d};
     if (!rc)
@@ -252,8 +252,9 @@ static int check_layer(const ag_weights_t *w, const ag_weights_t *first, int k,
                        (long long)w->H, (long long)w->d, (long long)first->D,
                        (long long)first->H, (long long)first->d);
     if (w->per_node && w->per_node != nb->n_nodes)
-        return ag_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld nodes; the "
-                       "graph has %lld", k + 1, (long long)w->per_node, (long long)nb->n_nodes);
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld node%s; "
+                       "the graph has %lld", k + 1, (long long)w->per_node,
+                       w->per_node == 1 ? "" : "s", (long long)nb->n_nodes);
     if (ws->N != nb->n_nodes || ws->HD != w->H * w->d || ws->D != w->D)
         return ag_fail(err, AG_EINVAL, "rounds: workspace is [%lld, %lld, %lld]; expected "
                        "[%lld, %lld, %lld]", (long long)ws->N, (long long)ws->HD,

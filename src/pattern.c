@@ -73,8 +73,9 @@ static int check_size(const ag_pattern_t *pat, const pnode_t *n, int64_t N, ag_e
     default: {
         int64_t s = natural_size(n, &who);
         if (s && s != N)
-            return ag_fail(err, AG_EINVAL, "pattern '%s': '%s' covers %lld nodes, but there are "
-                           "%lld", pat->spec, who->text, (long long)s, (long long)N);
+            return ag_fail(err, AG_EINVAL, "pattern '%s': '%s' covers %lld node%s, but there "
+                           "%s %lld", pat->spec, who->text, (long long)s, s == 1 ? "" : "s",
+                           N == 1 ? "is" : "are", (long long)N);
         return AG_OK;
     }
     }

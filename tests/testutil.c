@@ -97,7 +97,7 @@ int run_cli(const char *args, char **out, char **err)
 
 /* Writes a version-1.0 .npy file with the given header fields and raw data. */
 void write_npy_raw(const char *path, const char *descr, int fortran, const char *shape,
-                          const void *data, size_t nbytes)
+                   const void *data, size_t nbytes)
 {
     char dict[256];
     int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }",
@@ -113,4 +113,17 @@ void write_npy_raw(const char *path, const char *descr, int fortran, const char 
     fputc('\n', f);
     fwrite(data, 1, nbytes, f);
     fclose(f);
+}
+
+void expect_cli(const char *args, int code, int stream, const char *needle)
+{
+    char *out, *err;
+    int rc = run_cli(args, &out, &err);
+    const char *text = stream == 1 ? out : err;
+    ck_assert_msg(rc == code, "'%s' exited %d, expected %d; stderr: %s", args, rc, code, err);
+    ck_assert_msg(strstr(text, needle), "'%s': output lacks '%s':\n%s", args, needle, text);
+    if (code != 0)   /* failures say one clear line on stderr */
+        ck_assert_msg(strchr(err, '\n') && (code == 2 || strchr(err, '\n')[1] == '\0'),
+                      "'%s': stderr is not one line: %s", args, err);
+    free(out), free(err);
 }

@@ -31,6 +31,11 @@ double max_abs_diff_fd(const float *a, const double *b, int64_t n);
 /* Runs `build/attngraph ARGS`, stdout and stderr captured; returns the exit code. */
 int run_cli(const char *args, char **out, char **err);
 
+/* Runs `build/attngraph ARGS` and asserts that it exits with `code` and that
+   `needle` appears in stream (1 stdout, 2 stderr); a failure says one line (exit 1)
+   or a line and the help hint (exit 2) on stderr. */
+void expect_cli(const char *args, int code, int stream, const char *needle);
+
 /* Asserts that rc is the expected failure and that the message mentions `needle`. */
 #define ck_assert_fails_with(rc, err, code, needle)                                        \
     do {                                                                                   \
@@ -49,5 +54,6 @@ Suite *model_suite(void);
 Suite *cli_suite(void);
 Suite *runtime_suite(void);
 Suite *hostile_suite(void);
+Suite *options_suite(void);
 
 #endif

@@ -3,7 +3,6 @@
  * other tools are compared through). Warm-up runs are untimed; the median of
  * --reps timed runs is reported, with useful GFLOP/s = 4*E*d*H / time.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +22,8 @@ static const char bench_usage[] =
     "then R timed runs (default 2 and 5). Without --q/--k/--v, seeded random inputs of\n"
     "H heads of width --head-dim (default 64). --kernel: auto (default), simple, tiled,\n"
     "gather. --json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
-    "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\"}.\n";
+    "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\"}.\n"
+    "  -h, --help          this text\n";
 
 typedef int (*kernel_fn)(const ag_nbhd_t *, const float *, const float *, const float *,
                          int64_t, int64_t, float, float *, ag_error_t *);
@@ -43,13 +43,14 @@ static int pick_kernel(kernel_fn *fn, const char *name)
     return usage_error("bench", "--kernel '%s': expected auto, simple, tiled or gather", name);
 }
 
-/* A positive integer option value; 0 on success. */
-static int positive(int64_t *out, const char *name, const char *text)
+/* An integer option value >= min; 0 on success. */
+static int count(int64_t *out, const char *name, const char *text, int64_t min)
 {
     char *end;
     long long v = strtoll(text, &end, 10);
-    if (*end || end == text || v < 0)
-        return usage_error("bench", "--%s '%s' is not a non-negative integer", name, text);
+    if (*end || end == text || v < min)
+        return usage_error("bench", "--%s '%s' is not an integer >= %lld", name, text,
+                           (long long)min);
     *out = v;
     return 0;
 }
@@ -69,40 +70,46 @@ int cmd_bench(int argc, char **argv)
     int64_t reps = 5, warmup = 2;
     int json = 0;
     kernel_fn kernel = ag_i_attention_auto;
-    optind = 1;
-    opterr = 0;
+    opt_parser_t p;
+    opt_begin(&p, "bench", bench_usage, longopts, NULL, argc, argv);
     int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        int rc = input_option(&o, c, optarg, "bench");
+    while ((c = opt_next(&p)) > 0) {
+        int rc = input_option(&o, c, p.arg, "bench");
         if (rc == 0)
             continue;
         if (rc != 1)
             return rc;
         switch (c) {
-        case OPT_PATTERN: o.src.pattern = optarg; break;
-        case OPT_CSR: o.src.csr = optarg; break;
-        case OPT_OUT: o.out = optarg; break;
+        case OPT_PATTERN: o.src.pattern = p.arg; break;
+        case OPT_CSR: o.src.csr = p.arg; break;
+        case OPT_OUT: o.out = p.arg; break;
         case OPT_JSON: json = 1; break;
         case OPT_REPS:
-            if (positive(&reps, "reps", optarg))
+            if (count(&reps, "reps", p.arg, 1))
                 return EXIT_USAGE;
             break;
         case OPT_WARMUP:
-            if (positive(&warmup, "warmup", optarg))
+            if (count(&warmup, "warmup", p.arg, 0))
                 return EXIT_USAGE;
             break;
         case OPT_KERNEL:
-            if (pick_kernel(&kernel, optarg))
+            if (pick_kernel(&kernel, p.arg))
                 return EXIT_USAGE;
             break;
-        case OPT_HELP: fputs(bench_usage, stdout); return 0;
-        default: return getopt_error("bench", c, argv);
         }
     }
-    if (source_args(&o, argc, argv, "bench") || input_options_check(&o, "bench"))
+    if (c < 0)
+        return p.status;
+    /* bench times one round of scaled-dot attention: the model's options have no effect */
+    static const int not_bench[] = {
+        OPT_FEATURES, OPT_DIM, OPT_WEIGHTS, OPT_ROUNDS, OPT_SCORE, OPT_BETA, OPT_SOFTCAP,
+        OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_EDGE_BIAS, OPT_ALIBI, OPT_NO_RESIDUAL, OPT_NORM,
+        OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_UNTIL, OPT_QUIET, 0};
+    if (source_args(&o, &p, "bench") ||
+        refuse_options(&o, not_bench, "bench", "bench times one round of scaled-dot "
+                       "attention on Q, K, V") ||
+        input_options_check(&o, "bench"))
         return EXIT_USAGE;
-    if (reps < 1)
-        return usage_error("bench", "--reps must be at least 1");
     const int threads = set_threads(o.threads);
 
     source_t s;

@@ -13,6 +13,24 @@
 #define SUMMARY_NODES 20
 #define DEFAULT_DIM 16
 
+/* "s" unless n is 1: printf("%lld edge%s", n, PLURAL(n)). */
+#define PLURAL(n) ((n) == 1 ? "" : "s")
+
+/* Option codes (struct option .val) shared by the commands; see options.c. */
+enum {
+    OPT_Q = 256, OPT_K, OPT_V, OPT_FEATURES, OPT_DIM, OPT_HEAD_DIM, OPT_WEIGHTS, OPT_ROUNDS,
+    OPT_HEADS, OPT_SEED, OPT_THREADS, OPT_FORMAT, OPT_MAX_NODES, OPT_OUT, OPT_ATTN, OPT_QUIET,
+    OPT_HELP, OPT_PATTERN, OPT_NODES, OPT_TOKENS, OPT_LABELS_FILE, OPT_SELF_LOOPS, OPT_GRAPH,
+    OPT_CSV, OPT_PER_NODE, OPT_LABELS, OPT_MAX_EDGES, OPT_SCORE, OPT_BETA, OPT_SOFTCAP,
+    OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_EDGE_BIAS, OPT_ALIBI, OPT_NO_RESIDUAL, OPT_NORM,
+    OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_TRACE, OPT_UNTIL, OPT_SAVE_ROUNDS, OPT_ATTN_ROUND,
+    OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP, OPT_CSR, OPT_REPS, OPT_WARMUP, OPT_JSON, OPT_KERNEL,
+    OPT_HEAD_MESSAGES,
+    OPT_END
+};
+#define OPT_COUNT (OPT_END - OPT_Q)
+#define MAX_ATTN 8              /* run --attn: files written at once */
+
 /* ---- options shared by run, compare and inspect ---- */
 
 typedef struct {
@@ -31,23 +49,17 @@ typedef struct {
     const char *trace, *save_rounds;
     double until;                      /* > 0: stop when the relative change falls below */
     /* outputs */
-    const char *out, *attn, *messages, *head_messages;
+    const char *out, *messages, *head_messages;
+    const char *attn[MAX_ATTN];        /* run --attn, repeatable: one file per format */
+    int n_attn;
     int64_t attn_round;                /* 0: the last round */
     int64_t max_export;
+    int max_export_given;
     int quiet;
+    const char *nodes_text;            /* --nodes as given: checked against --max-nodes */
+    unsigned char given[OPT_COUNT];    /* which input options were given (by code - OPT_Q) */
 } run_opts_t;
 
-/* Option codes for getopt_long shared by the commands. */
-enum {
-    OPT_Q = 256, OPT_K, OPT_V, OPT_FEATURES, OPT_DIM, OPT_HEAD_DIM, OPT_WEIGHTS, OPT_ROUNDS,
-    OPT_HEADS, OPT_SEED, OPT_THREADS, OPT_FORMAT, OPT_MAX_NODES, OPT_OUT, OPT_ATTN, OPT_QUIET,
-    OPT_HELP, OPT_PATTERN, OPT_NODES, OPT_TOKENS, OPT_LABELS_FILE, OPT_SELF_LOOPS, OPT_GRAPH,
-    OPT_CSV, OPT_PER_NODE, OPT_LABELS, OPT_MAX_EDGES, OPT_SCORE, OPT_BETA, OPT_SOFTCAP,
-    OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_EDGE_BIAS, OPT_ALIBI, OPT_NO_RESIDUAL, OPT_NORM,
-    OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_TRACE, OPT_UNTIL, OPT_SAVE_ROUNDS, OPT_ATTN_ROUND,
-    OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP, OPT_CSR, OPT_REPS, OPT_WARMUP, OPT_JSON, OPT_KERNEL,
-    OPT_HEAD_MESSAGES
-};
 
 /* getopt_long entries of the input options (run, compare, inspect), ending {0}. */
 extern const struct option input_options[];
@@ -98,11 +110,44 @@ void run_opts_init(run_opts_t *o);
 /* Handles an input option: 0 done, 1 not an input option, EXIT_USAGE bad value
    (message printed). */
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd);
-/* Checks option combinations; 0 or EXIT_USAGE (message printed). */
-int input_options_check(const run_opts_t *o, const char *cmd);
-/* Takes GRAPH from argv[optind] if present, then checks that exactly one of
-   GRAPH, --pattern and --csr was given; 0 or EXIT_USAGE (message printed). */
-int source_args(run_opts_t *o, int argc, char **argv, const char *cmd);
+/* Checks option combinations and the options that need others (--nodes against
+   --max-nodes, score options against --score); 0 or EXIT_USAGE (message printed). */
+int input_options_check(run_opts_t *o, const char *cmd);
+/* ---- parsing argv: one parser for every command (options.c) ---- */
+
+#define OPT_MAX_POSITIONAL 4
+typedef struct {
+    const char *cmd;                    /* "run": messages say "attngraph run: ..." */
+    const char *help;                   /* printed by -h and --help */
+    const struct option *longopts;      /* ending {0} */
+    const int *repeatable;              /* codes that may be given twice, ending 0; or NULL */
+    int argc;
+    char **argv;
+    int next, after_dashes;
+    const char *arg;                    /* the value of the option just returned, or NULL */
+    const char *name;                   /* its name, without "--" */
+    const char *pos[OPT_MAX_POSITIONAL];   /* positional arguments, in order */
+    int n_pos;                          /* how many (may exceed OPT_MAX_POSITIONAL) */
+    unsigned char seen[OPT_COUNT];
+    const char *seen_arg[OPT_COUNT];
+    int status;                         /* after opt_next returned -1: the exit status */
+} opt_parser_t;
+
+void opt_begin(opt_parser_t *p, const char *cmd, const char *help,
+               const struct option *longopts, const int *repeatable, int argc, char **argv);
+/* The next option's code (its value in p->arg); 0 when argv is done; -1 when the
+   command should stop with p->status: 0 after printing help, EXIT_USAGE after a
+   message (unknown or abbreviated name, missing value, option given twice). */
+int opt_next(opt_parser_t *p);
+/* 0, or EXIT_USAGE (message printed) when more than max positional arguments came. */
+int opt_positional(const opt_parser_t *p, int max);
+
+/* Takes GRAPH from the first positional argument if present, then checks that
+   exactly one of GRAPH, --pattern and --csr was given; 0 or EXIT_USAGE. */
+int source_args(run_opts_t *o, const opt_parser_t *p, const char *cmd);
+/* EXIT_USAGE (message printed) when one of the input options codes[] (ending 0)
+   was given: they do not apply to cmd, for the reason `why`; else 0. */
+int refuse_options(const run_opts_t *o, const int *codes, const char *cmd, const char *why);
 /* Fills longopts with input_options followed by own (both ending {0}). */
 void merge_options(struct option *longopts, size_t cap, const struct option *own);
 /* Prints "attngraph CMD: MESSAGE" and the help hint; returns EXIT_USAGE. */
@@ -110,8 +155,6 @@ int usage_error(const char *cmd, const char *fmt, ...);
 /* A command's exit status for rc: 0 on success; else the error on stderr, as a
    usage error (exit 2) when `usage`, or as bad input (exit 1). */
 int finish(const char *cmd, int rc, int usage, const ag_error_t *err);
-/* getopt_long's complaint about argv[optind - 1] as a usage error. */
-int getopt_error(const char *cmd, int c, char **argv);
 /* Sets OpenMP and OpenBLAS threads (0: all cores); returns the count in use. */
 int set_threads(int64_t threads);
 

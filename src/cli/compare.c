@@ -3,7 +3,6 @@
  * seed) run under each connectivity; a table says what changed against the
  * first: attention entropy and distance, and how far the outputs moved.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +30,8 @@ static const char compare_usage[] =
     "  --csv FILE          the table as CSV\n"
     "  --per-node FILE     per-node figures as CSV: connectivity,node,label,in_degree,\n"
     "                      entropy,distance,change,cosine\n"
-    "  --quiet             print nothing on success\n";
+    "  --quiet             print nothing on success\n"
+    "  -h, --help          this text\n";
 
 typedef struct {
     const char *name;         /* the spec or file, as given */
@@ -160,13 +160,14 @@ static int parse_compare(compare_opts_t *co, int argc, char **argv)
     };
     merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
 
+    static const int repeatable[] = {OPT_PATTERN, OPT_GRAPH, 0};
     memset(co, 0, sizeof *co);
     run_opts_init(&co->o);
-    optind = 1;
-    opterr = 0;
+    opt_parser_t p;
+    opt_begin(&p, "compare", compare_usage, longopts, repeatable, argc, argv);
     int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        int rc = input_option(&co->o, c, optarg, "compare");
+    while ((c = opt_next(&p)) > 0) {
+        int rc = input_option(&co->o, c, p.arg, "compare");
         if (rc == 0)
             continue;
         if (rc != 1)
@@ -176,19 +177,30 @@ static int parse_compare(compare_opts_t *co, int argc, char **argv)
         case OPT_GRAPH:
             if (co->n_conns == MAX_SOURCES)
                 return usage_error("compare", "more than %d connectivities", MAX_SOURCES);
-            co->conns[co->n_conns++] = (conn_t){optarg, c == OPT_GRAPH};
+            co->conns[co->n_conns++] = (conn_t){p.arg, c == OPT_GRAPH};
             break;
-        case OPT_CSV: co->csv = optarg; break;
-        case OPT_PER_NODE: co->per_node = optarg; break;
-        case OPT_HELP: fputs(compare_usage, stdout); return 0;
-        default: return getopt_error("compare", c, argv);
+        case OPT_CSV: co->csv = p.arg; break;
+        case OPT_PER_NODE: co->per_node = p.arg; break;
         }
     }
-    if (optind < argc)
+    if (c < 0)
+        return p.status;
+    if (p.n_pos)
         return usage_error("compare", "unexpected argument '%s'; connectivities are given with "
-                           "--pattern or --graph", argv[optind]);
+                           "--pattern or --graph", p.pos[0]);
     if (co->n_conns < 2)
         return usage_error("compare", "give at least two connectivities (--pattern, --graph)");
+    int graphs = 0;
+    for (int k = 0; k < co->n_conns; k++)
+        graphs += co->conns[k].is_graph;
+    const source_opts_t *so = &co->o.src;
+    if (co->o.src.format && !graphs)
+        return usage_error("compare", "--format names the format of --graph files; none was "
+                           "given");
+    if (graphs == co->n_conns && (so->tokens || so->labels_file || co->o.nodes_text ||
+                                  so->self != AG_SELF_KEEP))
+        return usage_error("compare", "--nodes, --tokens, --labels-file and --self-loops are "
+                           "for patterns; every connectivity is a --graph file");
     return input_options_check(&co->o, "compare") ? EXIT_USAGE : -1;
 }
 
@@ -229,8 +241,8 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
         st->distance = st->entropy + N, st->change = st->entropy + 2 * N;
         st->cosine = st->entropy + 3 * N;
     } else if (N != st->in.N) {
-        return ag_fail(err, AG_EINVAL, "'%s' has %lld nodes; the first connectivity ('%s') has "
-                       "%lld", co->conns[k].name, (long long)N, co->conns[0].name,
+        return ag_fail(err, AG_EINVAL, "'%s' has %lld node%s; the first connectivity ('%s') has "
+                       "%lld", co->conns[k].name, (long long)N, PLURAL(N), co->conns[0].name,
                        (long long)st->in.N);
     }
     result_t *r = k == 0 ? &st->base : &st->cur;
@@ -311,10 +323,11 @@ int cmd_compare(int argc, char **argv)
         rc = out_commit(&st.per_node, &err);
     if (!rc && !co.o.quiet) {
         const inputs_t *in = &st.in;
-        printf("compare: %d connectivities on %lld nodes, ", co.n_conns, (long long)in->N);
+        printf("compare: %d connectivities on %lld node%s, ", co.n_conns, (long long)in->N,
+               PLURAL(in->N));
         if (in->raw)
             printf("raw attention (%lld head%s of width %lld)", (long long)in->H,
-                   in->H > 1 ? "s" : "", (long long)in->d);
+                   PLURAL(in->H), (long long)in->d);
         else
             printf("%lld round%s (D=%lld, %lld head%s of width %lld, %s, seed %llu)",
                    (long long)in->rounds, in->rounds == 1 ? "" : "s", (long long)in->x0.cols,

@@ -73,13 +73,6 @@ int finish(const char *cmd, int rc, int usage, const ag_error_t *err)
     return EXIT_BAD_INPUT;
 }
 
-int getopt_error(const char *cmd, int c, char **argv)
-{
-    if (c == ':')
-        return usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-    return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-}
-
 /* An integer option value in [min, max]; 0 on success. */
 static int parse_int(int64_t *out, const char *cmd, const char *name, const char *text,
                      int64_t min, int64_t max)
@@ -87,22 +80,30 @@ static int parse_int(int64_t *out, const char *cmd, const char *name, const char
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > max)
+    if (errno || end == text || *end || v < min || v > max) {
+        if (max >= INT64_MAX / 64)   /* no real upper limit: do not print a huge number */
+            return usage_error(cmd, "--%s '%s' is not an integer >= %lld", name, text,
+                               (long long)min);
         return usage_error(cmd, "--%s '%s' is not an integer in %lld..%lld", name, text,
                            (long long)min, (long long)max);
+    }
     *out = v;
     return 0;
 }
 
-/* A finite number option value >= min; 0 on success. */
+/* A finite number option value >= min (> min when `above`); 0 on success. */
 static int parse_real(double *out, const char *cmd, const char *name, const char *text,
-                      double min)
+                      double min, int above)
 {
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (errno || end == text || *end || !isfinite(v) || v < min)
-        return usage_error(cmd, "--%s '%s' is not a number >= %g", name, text, min);
+    if (errno || end == text || *end || !isfinite(v) || v < min || (above && v == min)) {
+        if (min <= -1e30)
+            return usage_error(cmd, "--%s '%s' is not a number", name, text);
+        return usage_error(cmd, "--%s '%s' is not a number %s %g", name, text,
+                           above ? ">" : ">=", min);
+    }
     *out = v;
     return 0;
 }
@@ -124,24 +125,22 @@ static int model_option(run_opts_t *o, int code, const char *arg, const char *cm
         return usage_error(cmd, "--score '%s': expected scaled-dot, dot, cosine, additive, "
                            "gatv2, sigmoid or linear", arg);
     case OPT_BETA:
-        if (parse_real(&x, cmd, "beta", arg, 0))
+        if (parse_real(&x, cmd, "beta", arg, 0, 1))
             return EXIT_USAGE;
-        if (x == 0)
-            return usage_error(cmd, "--beta must be > 0");
         o->score.beta = (float)x;
         return 0;
     case OPT_SOFTCAP:
-        if (parse_real(&x, cmd, "softcap", arg, 0))
+        if (parse_real(&x, cmd, "softcap", arg, 0, 1))
             return EXIT_USAGE;
         o->score.softcap = (float)x;
         return 0;
     case OPT_SLOPE:
-        if (parse_real(&x, cmd, "slope", arg, -1e30))
+        if (parse_real(&x, cmd, "slope", arg, -1e30, 0))
             return EXIT_USAGE;
         o->score.slope = x == 0 ? 1e-30f : (float)x;   /* 0 in the struct means the default */
         return 0;
     case OPT_SIGMOID_BIAS:
-        if (parse_real(&x, cmd, "sigmoid-bias", arg, -1e30))
+        if (parse_real(&x, cmd, "sigmoid-bias", arg, -1e30, 0))
             return EXIT_USAGE;
         o->score.has_sigmoid_bias = 1;
         o->score.sigmoid_bias = (float)x;
@@ -161,11 +160,7 @@ static int model_option(run_opts_t *o, int code, const char *arg, const char *cm
         o->posenc = arg[0] == 's';
         return 0;
     case OPT_UNTIL:
-        if (parse_real(&o->until, cmd, "until", arg, 0))
-            return EXIT_USAGE;
-        if (o->until == 0)
-            return usage_error(cmd, "--until must be > 0");
-        return 0;
+        return parse_real(&o->until, cmd, "until", arg, 0, 1);
     default:
         return 1;
     }
@@ -174,6 +169,8 @@ static int model_option(run_opts_t *o, int code, const char *arg, const char *cm
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
 {
     int64_t v;
+    if (code >= OPT_Q && code < OPT_END)
+        o->given[code - OPT_Q] = 1;
     switch (code) {
     case OPT_Q: o->q = arg; return 0;
     case OPT_K: o->k = arg; return 0;
@@ -188,10 +185,10 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
     case OPT_HEAD_DIM: return parse_int(&o->head_dim, cmd, "head-dim", arg, 1, 1 << 20);
     case OPT_ROUNDS:
         o->rounds_given = 1;
-        return parse_int(&o->rounds, cmd, "rounds", arg, 0, 1000000);
+        return parse_int(&o->rounds, cmd, "rounds", arg, 1, 1000000);
     case OPT_HEADS: return parse_int(&o->heads, cmd, "heads", arg, 1, 4096);
     case OPT_THREADS: return parse_int(&o->threads, cmd, "threads", arg, 1, 1024);
-    case OPT_NODES: return parse_int(&o->src.nodes, cmd, "nodes", arg, 1, INT64_MAX / 64);
+    case OPT_NODES: o->nodes_text = arg; return 0;   /* checked against --max-nodes later */
     case OPT_MAX_NODES:
         return parse_int(&o->src.max_nodes, cmd, "max-nodes", arg, 1, INT64_MAX / 64);
     case OPT_SEED:
@@ -214,8 +211,41 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
     }
 }
 
-int input_options_check(const run_opts_t *o, const char *cmd)
+/* Is a score kind normalised by a softmax (beta and softcap apply)? */
+static int softmax_kind(ag_score_kind_t kind)
 {
+    return kind != AG_SCORE_SIGMOID && kind != AG_SCORE_LINEAR;
+}
+
+int input_options_check(run_opts_t *o, const char *cmd)
+{
+    if (o->nodes_text) {   /* here, once --max-nodes is known, so the message names it */
+        char *end;
+        errno = 0;
+        long long v = strtoll(o->nodes_text, &end, 10);
+        if (errno || end == o->nodes_text || *end || v < 1 || v > o->src.max_nodes)
+            return usage_error(cmd, "--nodes '%s' is not an integer in 1..%lld (%s)",
+                               o->nodes_text, (long long)o->src.max_nodes,
+                               o->given[OPT_MAX_NODES - OPT_Q] ? "--max-nodes"
+                                                              : "the default --max-nodes");
+        o->src.nodes = v;
+    }
+    const ag_score_kind_t kind = o->score.kind;
+    const char *kind_name = score_names[kind];
+    if (o->given[OPT_SLOPE - OPT_Q] && kind != AG_SCORE_ADDITIVE && kind != AG_SCORE_GATV2)
+        return usage_error(cmd, "--slope is the LeakyReLU slope of --score additive and "
+                           "gatv2; it does not apply to %s", kind_name);
+    if (o->given[OPT_SIGMOID_BIAS - OPT_Q] && kind != AG_SCORE_SIGMOID)
+        return usage_error(cmd, "--sigmoid-bias is for --score sigmoid; it does not apply to "
+                           "%s", kind_name);
+    for (int k = 0; k < 2; k++)
+        if (o->given[(k ? OPT_SOFTCAP : OPT_BETA) - OPT_Q] && !softmax_kind(kind))
+            return usage_error(cmd, "--%s applies to softmax scores; %s scores are not "
+                               "normalised by a softmax", k ? "softcap" : "beta", kind_name);
+    if (kind == AG_SCORE_LINEAR && (o->given[OPT_EDGE_BIAS - OPT_Q] ||
+                                    o->given[OPT_ALIBI - OPT_Q]))
+        return usage_error(cmd, "--%s adds to scores; linear attention has none",
+                           o->given[OPT_ALIBI - OPT_Q] ? "alibi" : "edge-bias");
     int n_qkv = !!o->q + !!o->k + !!o->v;
     if (n_qkv != 0 && n_qkv != 3)
         return usage_error(cmd, "--q, --k and --v go together");
@@ -237,15 +267,31 @@ int input_options_check(const run_opts_t *o, const char *cmd)
                            "from --weights are [N, H*d, D] arrays");
     if (o->src.tokens && o->src.labels_file)
         return usage_error(cmd, "give --tokens or --labels-file, not both");
+    if (o->attn_round > o->rounds && !o->weights)   /* --weights DIR may set the rounds */
+        return usage_error(cmd, "--attn-round %lld, but the run has %lld round%s",
+                           (long long)o->attn_round, (long long)o->rounds, PLURAL(o->rounds));
     return 0;
 }
 
-int source_args(run_opts_t *o, int argc, char **argv, const char *cmd)
+int refuse_options(const run_opts_t *o, const int *codes, const char *cmd, const char *why)
 {
-    if (optind < argc)
-        o->src.graph = argv[optind++];
-    if (optind < argc)
-        return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    for (int k = 0; codes[k]; k++)
+        if (o->given[codes[k] - OPT_Q])
+            for (int x = 0; input_options[x].name; x++)
+                if (input_options[x].val == codes[k])
+                    return usage_error(cmd, "--%s does not apply: %s", input_options[x].name,
+                                       why);
+    return 0;
+}
+
+int source_args(run_opts_t *o, const opt_parser_t *p, const char *cmd)
+{
+    if (opt_positional(p, 1))
+        return EXIT_USAGE;
+    if (p->n_pos)
+        o->src.graph = p->pos[0];
+    if (o->src.format && !o->src.graph)
+        return usage_error(cmd, "--format names the format of a GRAPH file; none was given");
     const int given = !!o->src.graph + !!o->src.pattern + !!o->src.csr;
     if (given == 0)
         return usage_error(cmd, "no GRAPH file, --pattern or --csr given");
@@ -265,8 +311,8 @@ static int read_rows(ag_matrix_t *m, const char *path, int64_t N, ag_error_t *er
 {
     int rc = ag_matrix_read_npy(m, path, err);
     if (!rc && m->rows != N) {
-        rc = ag_fail(err, AG_EINVAL, "%s has %lld rows, the graph has %lld nodes", path,
-                     (long long)m->rows, (long long)N);
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld row%s, the graph has %lld node%s", path,
+                     (long long)m->rows, PLURAL(m->rows), (long long)N, PLURAL(N));
         ag_matrix_destroy(m);
     }
     return rc;
@@ -283,14 +329,15 @@ static int load_raw(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         return rc;
     const int64_t HD = in->q.cols;
     if (in->k.cols != HD)
-        return ag_fail(err, AG_EINVAL, "%s has %lld columns; %s has %lld", o->k,
-                       (long long)in->k.cols, o->q, (long long)HD);
+        return ag_fail(err, AG_EINVAL, "%s has %lld column%s; %s has %lld", o->k,
+                       (long long)in->k.cols, PLURAL(in->k.cols), o->q, (long long)HD);
     if (in->v.cols != HD)
-        return ag_fail(err, AG_EINVAL, "%s has %lld columns; %s has %lld", o->v,
-                       (long long)in->v.cols, o->q, (long long)HD);
+        return ag_fail(err, AG_EINVAL, "%s has %lld column%s; %s has %lld", o->v,
+                       (long long)in->v.cols, PLURAL(in->v.cols), o->q, (long long)HD);
     if (HD == 0 || HD % o->heads)
-        return ag_fail(err, AG_EINVAL, "%s has %lld columns, not a positive multiple of %lld "
-                       "heads", o->q, (long long)HD, (long long)o->heads);
+        return ag_fail(err, AG_EINVAL, "%s has %lld column%s, not a positive multiple of %lld "
+                       "head%s", o->q, (long long)HD, PLURAL(HD), (long long)o->heads,
+                       PLURAL(o->heads));
     in->d = HD / o->heads;
     return AG_OK;
 }
@@ -323,15 +370,18 @@ static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         if (rc)
             return rc;
         if (in->layers[k].D != in->x0.cols)
-            return ag_fail(err, AG_EINVAL, "%s/wq.npy has %lld columns (D); the features have "
-                           "%lld", dir, (long long)in->layers[k].D, (long long)in->x0.cols);
+            return ag_fail(err, AG_EINVAL, "%s/wq.npy has %lld column%s (D); the features "
+                           "have %lld", dir, (long long)in->layers[k].D,
+                           PLURAL(in->layers[k].D), (long long)in->x0.cols);
         if (in->layers[k].per_node && in->layers[k].per_node != in->N)
-            return ag_fail(err, AG_EINVAL, "%s/wq.npy holds weights for %lld nodes; the graph "
-                           "has %lld", dir, (long long)in->layers[k].per_node, (long long)in->N);
+            return ag_fail(err, AG_EINVAL, "%s/wq.npy holds weights for %lld node%s; the "
+                           "graph has %lld", dir, (long long)in->layers[k].per_node,
+                           PLURAL(in->layers[k].per_node), (long long)in->N);
     }
     if (n && o->rounds_given && o->rounds > n)
-        return ag_fail(err, AG_EINVAL, "--rounds %lld, but %s has layers for %d rounds "
-                       "(round-1/ .. round-%d/)", (long long)o->rounds, o->weights, n, n);
+        return ag_fail(err, AG_EINVAL, "--rounds %lld, but %s has layers for %d round%s "
+                       "(round-1/ .. round-%d/)", (long long)o->rounds, o->weights, n,
+                       PLURAL(n), n);
     in->rounds = n && !o->rounds_given ? n : o->rounds;
     return AG_OK;
 }
@@ -356,8 +406,8 @@ static int load_rounds(inputs_t *in, const run_opts_t *o, ag_error_t *err)
             return rc;
     } else {
         if (!o->head_dim && D % o->heads)
-            return ag_fail(err, AG_EINVAL, "width D=%lld is not a multiple of %lld heads; set "
-                           "--head-dim", (long long)D, (long long)o->heads);
+            return ag_fail(err, AG_EINVAL, "width D=%lld is not a multiple of %lld head%s; set "
+                           "--head-dim", (long long)D, (long long)o->heads, PLURAL(o->heads));
         const int64_t d = o->head_dim ? o->head_dim : D / o->heads;
         in->n_layers = 1;
         in->layers = ag_calloc(1, sizeof *in->layers, err, "weights");

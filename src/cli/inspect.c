@@ -1,6 +1,5 @@
 /* `attngraph inspect`: questions about a run's attention, answered without rerunning by hand. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +17,10 @@ static const char inspect_usage[] =
     "  --top K             the K strongest edges of the graph (mean over heads)\n"
     "  --attn-round R      ask about round R instead of the last\n"
     "\n" INPUT_OPTIONS_HELP
-    "  --pattern SPEC      run on a pattern instead of a graph file\n";
+    "  --pattern SPEC      run on a pattern instead of a graph file\n"
+    "  --csr IP.npy,IX.npy run on an in-neighbour CSR (see 'attngraph run --help')\n"
+    "  --max-edges N       refuse --top over more than N weights (default 50000000)\n"
+    "  -h, --help          this text\n";
 
 /* A node named by its label (which must be unique) or its id. */
 static int resolve(int64_t *node, const char *name, const ag_labels_t *labels, ag_error_t *err)
@@ -156,7 +158,10 @@ static int answer_top(const result_t *r, const inputs_t *in, const source_t *s, 
                 if (at < K)
                     best[at] = (pick_t){src[e], m, NULL}, best_dst[at] = i;
             }
-        printf("the %lld strongest edges (mean over heads):\n", (long long)n);
+        if (n == 1)
+            printf("the strongest edge (mean over heads):\n");
+        else
+            printf("the %lld strongest edges (mean over heads):\n", (long long)n);
         for (int64_t k = 0; k < n; k++)
             printf("  '%s' attends '%s': %.1f%%\n", s->labels.str[best_dst[k]],
                    s->labels.str[best[k].src], 100.0 * best[k].mean);
@@ -180,11 +185,11 @@ int cmd_inspect(int argc, char **argv)
     run_opts_init(&o);
     const char *who = NULL, *to = NULL;
     int64_t top = 0;
-    optind = 1;
-    opterr = 0;
+    opt_parser_t p;
+    opt_begin(&p, "inspect", inspect_usage, longopts, NULL, argc, argv);
     int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        int rc = input_option(&o, c, optarg, "inspect");
+    while ((c = opt_next(&p)) > 0) {
+        int rc = input_option(&o, c, p.arg, "inspect");
         if (rc == 0)
             continue;
         if (rc != 1)
@@ -192,26 +197,32 @@ int cmd_inspect(int argc, char **argv)
         char *end;
         long long v;
         switch (c) {
-        case OPT_PATTERN: o.src.pattern = optarg; break;
-        case OPT_CSR: o.src.csr = optarg; break;
-        case OPT_WHO: who = optarg; break;
-        case OPT_TO: to = optarg; break;
+        case OPT_PATTERN: o.src.pattern = p.arg; break;
+        case OPT_CSR: o.src.csr = p.arg; break;
+        case OPT_WHO: who = p.arg; break;
+        case OPT_TO: to = p.arg; break;
         case OPT_TOP:
         case OPT_ATTN_ROUND:
         case OPT_MAX_EDGES:
-            v = strtoll(optarg, &end, 10);
-            if (*end || end == optarg || v < 1)
-                return usage_error("inspect", "'%s' is not a positive integer", optarg);
+            v = strtoll(p.arg, &end, 10);
+            if (*end || end == p.arg || v < 1)
+                return usage_error("inspect", "--%s '%s' is not an integer >= 1", p.name, p.arg);
             *(c == OPT_TOP ? &top : c == OPT_ATTN_ROUND ? &o.attn_round : &o.max_export) = v;
+            o.max_export_given |= c == OPT_MAX_EDGES;
             break;
-        case OPT_HELP: fputs(inspect_usage, stdout); return 0;
-        default: return getopt_error("inspect", c, argv);
         }
     }
-    if (source_args(&o, argc, argv, "inspect"))
+    if (c < 0)
+        return p.status;
+    if (source_args(&o, &p, "inspect"))
+        return EXIT_USAGE;
+    static const int not_inspect[] = {OPT_QUIET, 0};
+    if (refuse_options(&o, not_inspect, "inspect", "inspect prints only its answer"))
         return EXIT_USAGE;
     if (!who == !top || (to && !who))
         return usage_error("inspect", "ask one question: --who A [--to B], or --top K");
+    if (o.max_export_given && !top)
+        return usage_error("inspect", "--max-edges limits --top; it does not apply to --who");
     if (input_options_check(&o, "inspect"))
         return EXIT_USAGE;
     set_threads(o.threads);

@@ -24,7 +24,7 @@ static const char usage[] =
     "                        run the same inputs under several connectivities and\n"
     "                        compare what changes\n"
     "\n"
-    "  attngraph COMMAND --help   options of a command\n"
+    "  attngraph COMMAND --help   options of a command (also -h, or attngraph help COMMAND)\n"
     "  attngraph --version        version of attngraph and igraph\n";
 
 /* The library guards its own igraph calls; this handler makes sure no other
@@ -48,7 +48,13 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    if (strcmp(cmd, "help") == 0 && argc == 3) {   /* attngraph help run = attngraph run -h */
+        static char help_opt[] = "--help";
+        static char *help_argv[4];
+        help_argv[0] = argv[0], help_argv[1] = argv[2], help_argv[2] = help_opt;
+        argv = help_argv;
+        cmd = argv[1];
+    } else if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage, stdout);
         return 0;
     }

@@ -1,5 +1,4 @@
 /* `attngraph pattern`: write a connectivity pattern as a graph file. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +45,8 @@ static const char pattern_usage[] =
     "  --format F          its format (default: from the extension, else graphml)\n"
     "  --self-loops MODE   on: every node attends to itself; off: none does; keep\n"
     "  --max-edges N       refuse to write more edges (default 50000000)\n"
-    "  --quiet             print nothing on success\n";
+    "  --quiet             print nothing on success\n"
+    "  -h, --help          this text\n";
 
 int cmd_pattern(int argc, char **argv)
 {
@@ -61,41 +61,36 @@ int cmd_pattern(int argc, char **argv)
     run_opts_t o;
     run_opts_init(&o);
     int64_t max_edges = DEFAULT_MAX_EXPORT;
-    optind = 1;
-    opterr = 0;
+    opt_parser_t p;
+    opt_begin(&p, "pattern", pattern_usage, longopts, NULL, argc, argv);
     int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        if (c == OPT_HELP) {
-            fputs(pattern_usage, stdout);
-            return 0;
-        }
+    while ((c = opt_next(&p)) > 0) {
         if (c == OPT_OUT) {
-            o.out = optarg;
+            o.out = p.arg;
         } else if (c == OPT_FORMAT) {
-            o.src.format = optarg;
+            o.src.format = p.arg;
         } else if (c == OPT_MAX_EDGES) {
             char *end;
-            max_edges = strtoll(optarg, &end, 10);
-            if (*end || end == optarg || max_edges < 1)
-                return usage_error("pattern", "--max-edges '%s' is not a positive integer",
-                                   optarg);
+            max_edges = strtoll(p.arg, &end, 10);
+            if (*end || end == p.arg || max_edges < 1)
+                return usage_error("pattern", "--max-edges '%s' is not an integer >= 1", p.arg);
         } else {
-            int rc = input_option(&o, c, optarg, "pattern");
-            if (rc == 1)
-                return getopt_error("pattern", c, argv);
+            int rc = input_option(&o, c, p.arg, "pattern");
             if (rc)
                 return rc;
         }
     }
-    if (optind >= argc)
+    if (c < 0)
+        return p.status;
+    if (p.n_pos == 0)
         return usage_error("pattern", "no pattern SPEC given");
-    if (optind + 1 < argc)
-        return usage_error("pattern", "unexpected argument '%s'", argv[optind + 1]);
+    if (opt_positional(&p, 1))
+        return EXIT_USAGE;
     if (!o.out)
         return usage_error("pattern", "no --out FILE given");
-    if (o.src.tokens && o.src.labels_file)
-        return usage_error("pattern", "give --tokens or --labels-file, not both");
-    o.src.pattern = argv[optind];
+    if (input_options_check(&o, "pattern"))
+        return EXIT_USAGE;
+    o.src.pattern = p.pos[0];
 
     ag_error_t err = {AG_OK, ""};
     ag_format_t format = AG_FORMAT_GRAPHML;
@@ -122,8 +117,9 @@ int cmd_pattern(int argc, char **argv)
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc && !o.quiet)
-        printf("pattern '%s' on %lld nodes: %lld edges -> %s (%s)\n", o.src.pattern,
-               (long long)s.nb.n_nodes, (long long)s.nb.n_edges, o.out, fmt_name);
+        printf("pattern '%s' on %lld node%s: %lld edge%s -> %s (%s)\n", o.src.pattern,
+               (long long)s.nb.n_nodes, PLURAL(s.nb.n_nodes), (long long)s.nb.n_edges,
+               PLURAL(s.nb.n_edges), o.out, fmt_name);
     if (rc)
         out_abort(&out);
     if (have_g)

@@ -187,9 +187,9 @@ int report_attention(const char *path, const char *name, const result_t *r,
         return ag_fail(err, AG_EINVAL, "%s: the attention export is .csv, .npy or .graphml", name);
     const int64_t E = s->nb.n_edges, H = in->H;
     if (E * H > max_export)
-        return ag_fail(err, AG_ELIMIT, "%s would hold %lld weights (%lld messages x %lld heads), "
+        return ag_fail(err, AG_ELIMIT, "%s would hold %lld weights (%lld message%s x %lld head%s), "
                        "more than --max-edges %lld", name, (long long)(E * H), (long long)E,
-                       (long long)H, (long long)max_export);
+                       PLURAL(E), (long long)H, PLURAL(H), (long long)max_export);
     ag_edge_msg_t *msgs = NULL;
     int64_t *slot = NULL;
     float *W = ag_alloc(E * H + 1, sizeof *W, err, name), *ordered = NULL;

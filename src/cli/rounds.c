@@ -71,8 +71,8 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     const ag_nbhd_t *nb = &src->nb;
     const int64_t N = in->N, HD = in->H * in->d;
     if (o->attn_round > in->rounds)
-        return ag_fail(err, AG_EINVAL, "--attn-round %lld, but the run has %lld rounds",
-                       (long long)o->attn_round, (long long)in->rounds);
+        return ag_fail(err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
+                       (long long)o->attn_round, (long long)in->rounds, PLURAL(in->rounds));
     memcpy(r->y, in->x0.data, (size_t)(N * r->cols) * sizeof(float));
     int rc = ag_workspace_init(&r->ws, N, HD, r->cols, err);
     r->trace = ag_calloc(in->rounds + 1, sizeof *r->trace, err, "trace");

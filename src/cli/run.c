@@ -1,5 +1,4 @@
 /* `attngraph run`: message rounds on a graph file or a pattern; report and write outputs. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,13 +25,14 @@ static const char run_usage[] =
     "  --head-messages FILE.npy  the same per head, [H, N, d]\n"
     "  --attn FILE         per-edge attention of the last round: .csv (src,dst,src_label,\n"
     "                      dst_label,head,weight), .npy [E, H] in the graph's edge order,\n"
-    "                      or .graphml (the graph with edge attributes attn_h0.., attn_mean)\n"
+    "                      or .graphml (the graph with edge attributes attn_h0.., attn_mean);\n"
+    "                      repeat it to write several formats: --attn a.csv --attn a.npy\n"
     "  --attn-round R      report the attention of round R instead of the last\n"
     "  --trace FILE.csv    per-round figures: round,change,entropy,max_weight\n"
     "  --save-rounds DIR   keep every round's states as DIR/round-R.npy\n"
     "  --max-edges N       refuse an --attn export of more than N weights (default 50000000)\n"
     "  --quiet             print nothing on success\n"
-    "  --help              this text\n";
+    "  -h, --help          this text\n";
 
 /* Returns -1 to go on, else an exit status. */
 static int parse_run(run_opts_t *o, int argc, char **argv)
@@ -48,44 +48,60 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         {"trace", required_argument, 0, OPT_TRACE},
         {"save-rounds", required_argument, 0, OPT_SAVE_ROUNDS}, {0, 0, 0, 0},
     };
+    static const int repeatable[] = {OPT_ATTN, 0};
     merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     run_opts_init(o);
-    optind = 1;
-    opterr = 0;
+    opt_parser_t p;
+    opt_begin(&p, "run", run_usage, longopts, repeatable, argc, argv);
     int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        int rc = input_option(o, c, optarg, "run");
+    while ((c = opt_next(&p)) > 0) {
+        int rc = input_option(o, c, p.arg, "run");
         if (rc == 0)
             continue;
         if (rc != 1)
             return rc;
         char *end;
         switch (c) {
-        case OPT_PATTERN: o->src.pattern = optarg; break;
-        case OPT_CSR: o->src.csr = optarg; break;
-        case OPT_OUT: o->out = optarg; break;
-        case OPT_ATTN: o->attn = optarg; break;
-        case OPT_MESSAGES: o->messages = optarg; break;
-        case OPT_HEAD_MESSAGES: o->head_messages = optarg; break;
-        case OPT_TRACE: o->trace = optarg; break;
-        case OPT_SAVE_ROUNDS: o->save_rounds = optarg; break;
+        case OPT_PATTERN: o->src.pattern = p.arg; break;
+        case OPT_CSR: o->src.csr = p.arg; break;
+        case OPT_OUT: o->out = p.arg; break;
+        case OPT_ATTN:
+            for (int k = 0; k < o->n_attn; k++)
+                if (strcmp(o->attn[k], p.arg) == 0)
+                    return usage_error("run", "--attn '%s' given twice", p.arg);
+            if (o->n_attn == MAX_ATTN)
+                return usage_error("run", "more than %d --attn files", MAX_ATTN);
+            if (!strrchr(p.arg, '.') || (strcmp(strrchr(p.arg, '.'), ".csv") &&
+                                         strcmp(strrchr(p.arg, '.'), ".npy") &&
+                                         strcmp(strrchr(p.arg, '.'), ".graphml")))
+                return usage_error("run", "--attn '%s': the attention export is .csv, .npy or "
+                                   ".graphml", p.arg);
+            o->attn[o->n_attn++] = p.arg;
+            break;
+        case OPT_MESSAGES: o->messages = p.arg; break;
+        case OPT_HEAD_MESSAGES: o->head_messages = p.arg; break;
+        case OPT_TRACE: o->trace = p.arg; break;
+        case OPT_SAVE_ROUNDS: o->save_rounds = p.arg; break;
         case OPT_MAX_EDGES:
+            o->max_export_given = 1;
+            /* fall through */
         case OPT_ATTN_ROUND: {
-            long long v = strtoll(optarg, &end, 10);
-            if (*end || end == optarg || v < 1)
-                return usage_error("run", "--%s '%s' is not a positive integer",
-                                   c == OPT_MAX_EDGES ? "max-edges" : "attn-round", optarg);
+            long long v = strtoll(p.arg, &end, 10);
+            if (*end || end == p.arg || v < 1)
+                return usage_error("run", "--%s '%s' is not an integer >= 1", p.name, p.arg);
             *(c == OPT_MAX_EDGES ? &o->max_export : &o->attn_round) = v;
             break;
         }
-        case OPT_HELP: fputs(run_usage, stdout); return 0;
-        default: return getopt_error("run", c, argv);
         }
     }
-    if (source_args(o, argc, argv, "run"))
+    if (c < 0)
+        return p.status;
+    if (source_args(o, &p, "run"))
         return EXIT_USAGE;
-    if (o->attn_round && !o->attn)
+    if (o->attn_round && !o->n_attn)
         return usage_error("run", "--attn-round says which round --attn reports; give --attn");
+    if (o->max_export_given && !o->n_attn)
+        return usage_error("run", "--max-edges limits the --attn export; give --attn");
     return input_options_check(o, "run") ? EXIT_USAGE : -1;
 }
 
@@ -102,12 +118,14 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
     const ag_nbhd_t *nb = &s->nb;
     const double N = (double)nb->n_nodes;
     if (s->have_graph)
-        printf("graph: %s: %lld nodes, %" IGRAPH_PRId " edges, %lld messages\n", s->desc,
-               (long long)nb->n_nodes, igraph_ecount(&s->graph), (long long)nb->n_edges);
+        printf("graph: %s: %lld node%s, %" IGRAPH_PRId " edge%s, %lld message%s\n", s->desc,
+               (long long)nb->n_nodes, PLURAL(nb->n_nodes), igraph_ecount(&s->graph),
+               PLURAL(igraph_ecount(&s->graph)), (long long)nb->n_edges, PLURAL(nb->n_edges));
     else
-        printf("graph: %s on %lld nodes: %lld messages (%.3g%% of all pairs)\n", s->desc,
-               (long long)nb->n_nodes, (long long)nb->n_edges, 100.0 * nb->n_edges / (N * N));
-    const char *plural = in->H > 1 ? "s" : "", *tplural = threads > 1 ? "s" : "";
+        printf("graph: %s on %lld node%s: %lld message%s (%.3g%% of all pairs)\n", s->desc,
+               (long long)nb->n_nodes, PLURAL(nb->n_nodes), (long long)nb->n_edges,
+               PLURAL(nb->n_edges), 100.0 * nb->n_edges / (N * N));
+    const char *plural = PLURAL(in->H), *tplural = PLURAL(threads);
     if (in->raw)
         printf("raw attention: 1 round, %lld head%s of width %lld, %s scores, %d thread%s\n",
                (long long)in->H, plural, (long long)in->d, score_name(in->score.kind), threads,
@@ -147,7 +165,8 @@ static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
         printf("converged after round %d: change %.3g < --until %g\n", r->rounds_done,
                r->trace[r->rounds_done - 1].f.change, o->until);
     else if (o->until > 0)
-        printf("not converged in %lld rounds: change %.3g >= --until %g\n", (long long)rounds,
+        printf("not converged in %lld round%s: change %.3g >= --until %g\n",
+               (long long)rounds, PLURAL(rounds),
                r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
 }
 
@@ -162,9 +181,12 @@ int cmd_run(int argc, char **argv)
     source_t s;
     inputs_t in;
     result_t r;
-    enum { OUT, MESSAGES, HEAD_MESSAGES, ATTN, TRACE, N_OUTS };
+    enum { OUT, MESSAGES, HEAD_MESSAGES, ATTN, TRACE = ATTN + MAX_ATTN, N_OUTS };
     out_file_t outs[N_OUTS];
-    const char *targets[N_OUTS] = {o.out, o.messages, o.head_messages, o.attn, o.trace};
+    const char *targets[N_OUTS] = {o.out, o.messages, o.head_messages};
+    for (int k = 0; k < o.n_attn; k++)
+        targets[ATTN + k] = o.attn[k];
+    targets[TRACE] = o.trace;
     memset(&s, 0, sizeof s), memset(&in, 0, sizeof in), memset(&r, 0, sizeof r);
     memset(outs, 0, sizeof outs);
     ag_error_t err = {AG_OK, ""};
@@ -189,8 +211,8 @@ int cmd_run(int argc, char **argv)
     if (!rc && o.head_messages)
         rc = write_head_messages(outs[HEAD_MESSAGES].tmp, messages, s.nb.n_nodes, in.H, in.d,
                                  &err);
-    if (!rc && o.attn)
-        rc = report_attention(outs[ATTN].tmp, o.attn, &r, &in, &s, o.max_export, &err);
+    for (int k = 0; k < o.n_attn && !rc; k++)
+        rc = report_attention(outs[ATTN + k].tmp, o.attn[k], &r, &in, &s, o.max_export, &err);
     if (!rc && !o.quiet) {
         print_header(&o, &s, &in, threads);
         if (r.trace && (figures || o.trace || o.until > 0) && !in.raw)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "internal.h"
@@ -75,15 +76,20 @@ int labels_from_file(ag_labels_t *labels, const char *path, ag_error_t *err)
 
 static int open_graph(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err)
 {
+    struct stat st;
+    if (stat(o->graph, &st) == 0 && S_ISDIR(st.st_mode))
+        return ag_fail(err, AG_EIO, "%s is a directory, not a graph file", o->graph);
     ag_load_opts_t load = {AG_FORMAT_AUTO, o->max_nodes};
     int rc = o->format ? ag_format_parse(&load.format, o->format, err)
                        : ag_format_from_path(&load.format, o->graph, err);
-    if (rc) {
-        *usage = o->format != NULL;
+    if (rc) {   /* an unknown --format, or a name whose extension says nothing */
+        *usage = 1;
         return rc;
     }
-    if ((rc = ag_graph_load(&s->graph, o->graph, &load, err)))
+    if ((rc = ag_graph_load(&s->graph, o->graph, &load, err))) {
+        *usage = load.format == AG_FORMAT_DOT;   /* refused by its format, unread */
         return rc;
+    }
     s->have_graph = 1;
     snprintf(s->desc, sizeof s->desc, "%s (%s, %s)", o->graph, ag_format_name(load.format),
              igraph_is_directed(&s->graph) ? "directed" : "undirected");
@@ -101,15 +107,20 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
         return rc;
     }
     int64_t N = o->nodes;
-    if (o->tokens)
+    /* mistakes in --tokens, --nodes or the spec are usage (exit 2); a labels file is input */
+    if (o->tokens) {
         rc = labels_from_tokens(&s->labels, o->tokens, err);
-    else if (o->labels_file)
+        *usage = rc != AG_OK;
+    } else if (o->labels_file) {
         rc = labels_from_file(&s->labels, o->labels_file, err);
+    }
     if (!rc && s->labels.str) {
-        if (N && N != s->labels.n)
-            rc = ag_fail(err, AG_EINVAL, "%s has %lld labels, but --nodes is %lld",
+        if (N && N != s->labels.n) {
+            *usage = o->tokens != NULL;
+            rc = ag_fail(err, AG_EINVAL, "%s has %lld label%s, but --nodes is %lld",
                          o->tokens ? "--tokens" : o->labels_file, (long long)s->labels.n,
-                         (long long)N);
+                         PLURAL(s->labels.n), (long long)N);
+        }
         N = s->labels.n;
     }
     if (!rc && N == 0 && !(N = ag_pattern_size(pat))) {
@@ -117,11 +128,13 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
         rc = ag_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
                      o->pattern);
     }
-    if (!rc && N > o->max_nodes)
+    if (!rc && N > o->max_nodes) {
+        *usage = !o->labels_file;
         rc = ag_fail(err, AG_ELIMIT, "%lld nodes is more than the limit of %lld (--max-nodes)",
                      (long long)N, (long long)o->max_nodes);
-    if (!rc)
-        rc = ag_nbhd_from_pattern(&s->nb, pat, N, o->self, err);
+    }
+    if (!rc && (rc = ag_nbhd_from_pattern(&s->nb, pat, N, o->self, err)) == AG_EINVAL)
+        *usage = !o->labels_file;   /* the spec does not fit --nodes or --tokens */
     if (!rc && !s->labels.str)
         rc = ag_labels_numbered(&s->labels, N, err);
     if (!rc)
@@ -143,8 +156,8 @@ static int open_csr(source_t *s, const source_opts_t *o, int *usage, ag_error_t 
     int rc = indptr_path ? ag_index_read_npy(&indptr, &n_ptr, indptr_path, err)
                          : ag_fail(err, AG_ENOMEM, "out of memory");
     if (!rc && n_ptr < 2)
-        rc = ag_fail(err, AG_EINVAL, "%s has %lld entries; expected N+1 >= 2", indptr_path,
-                     (long long)n_ptr);
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld entr%s; expected N+1 >= 2", indptr_path,
+                     (long long)n_ptr, n_ptr == 1 ? "y" : "ies");
     if (!rc && n_ptr - 1 > o->max_nodes)
         rc = ag_fail(err, AG_ELIMIT, "%s describes %lld nodes, more than the limit of %lld "
                      "(--max-nodes)", indptr_path, (long long)(n_ptr - 1),
@@ -152,8 +165,9 @@ static int open_csr(source_t *s, const source_opts_t *o, int *usage, ag_error_t 
     if (!rc)
         rc = ag_index_read_npy(&indices, &n_idx, comma + 1, err);
     if (!rc && indptr[n_ptr - 1] != n_idx)
-        rc = ag_fail(err, AG_EINVAL, "%s ends at %lld, but %s has %lld entries", indptr_path,
-                     (long long)indptr[n_ptr - 1], comma + 1, (long long)n_idx);
+        rc = ag_fail(err, AG_EINVAL, "%s ends at %lld, but %s has %lld entr%s", indptr_path,
+                     (long long)indptr[n_ptr - 1], comma + 1, (long long)n_idx,
+                     n_idx == 1 ? "y" : "ies");
     if (!rc)
         rc = ag_nbhd_from_csr(&s->nb, n_ptr - 1, indptr, indices, err);
     if (!rc)
