@@ -110,10 +110,11 @@ int cmd_bench(int argc, char **argv)
     float *M = NULL;
     double *t = NULL;
     out_file_t out;
-    memset(&s, 0, sizeof s), memset(&out, 0, sizeof out);
+    memset(&s, 0, sizeof s);
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
-    int rc = out_open(&out, o.out, &err);
+    out_init(&out, o.out, "--out", "npy");
+    int rc = out_open_all(&out, 1, &usage, &err);
     const double t0 = now_s();
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
@@ -145,7 +146,7 @@ int cmd_bench(int argc, char **argv)
             t[r - warmup] = now_s() - a;
     }
     if (!rc && o.out)
-        rc = ag_npy_write_f32(out.tmp, M, N, H * d, &err);
+        rc = ag_npy_write_f32(out.path, M, N, H * d, &err);
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc) {

@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "internal.h"
@@ -98,27 +99,42 @@ int cmd_pattern(int argc, char **argv)
     o.src.pattern = argv[optind];
 
     ag_error_t err = {AG_OK, ""};
-    ag_format_t format = AG_FORMAT_GRAPHML;
-    if (o.src.format && ag_format_parse(&format, o.src.format, &err))
-        return usage_error("pattern", "%s", err.msg);
-    if (!o.src.format && ag_format_from_path(&format, o.out, NULL))
-        format = AG_FORMAT_GRAPHML;   /* unknown extension: the default */
-    const char *fmt_name = ag_format_name(format);
-    o.src.format = NULL;              /* it names the output here, not an input */
-
     source_t s;
     igraph_t g;
     out_file_t out;
-    memset(&out, 0, sizeof out);
     memset(&s, 0, sizeof s);
     int usage = 0, have_g = 0;
-    int rc = out_open(&out, o.out, &err);
+    out_init(&out, o.out, "--out", NULL);
+    int rc = out_open_all(&out, 1, &usage, &err);
+    /* The format follows the extension; --format must agree with it. Standard
+       output, a FIFO or a device has none: --format, else GraphML. A file
+       without an extension is GraphML unless --format says otherwise; .txt is
+       plain text, any format (an edge list unless --format says otherwise). */
+    ag_format_t format = AG_FORMAT_GRAPHML, by_ext;
+    const char *ext = out_extension(&out);
+    if (!rc && o.src.format && ag_format_parse(&format, o.src.format, &err))
+        usage = 1, rc = AG_EINVAL;
+    if (!rc && !out.direct && *ext) {
+        if (ag_format_from_path(&by_ext, o.out, NULL))
+            usage = 1, rc = ag_fail(&err, AG_EINVAL, "--out %s: .%s is not a graph format; "
+                                    "use .graphml, .gml, .net, .ncol, .lgl, .edges or .dot",
+                                    o.out, ext);
+        else if (o.src.format && by_ext != format && strcasecmp(ext, "txt") != 0)
+            usage = 1, rc = ag_fail(&err, AG_EINVAL, "--out %s is %s by its extension, but "
+                                    "--format says %s", o.out, ag_format_name(by_ext),
+                                    ag_format_name(format));
+        else if (!o.src.format)
+            format = by_ext;
+    }
+    const char *fmt_name = ag_format_name(format);
+    o.src.format = NULL;              /* it names the output here, not an input */
+
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
     if (!rc && !(rc = ag_graph_from_nbhd(&g, &s.nb, max_edges, &err)))
         have_g = 1;
     if (!rc)
-        rc = ag_graph_write(&g, out.tmp, format, &s.labels, &err);
+        rc = ag_graph_write(&g, out.path, format, &s.labels, &err);
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc && !o.quiet)

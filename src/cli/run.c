@@ -164,33 +164,36 @@ int cmd_run(int argc, char **argv)
     result_t r;
     enum { OUT, MESSAGES, HEAD_MESSAGES, ATTN, TRACE, N_OUTS };
     out_file_t outs[N_OUTS];
-    const char *targets[N_OUTS] = {o.out, o.messages, o.head_messages, o.attn, o.trace};
+    out_init(&outs[OUT], o.out, "--out", "npy");
+    out_init(&outs[MESSAGES], o.messages, "--messages", "npy");
+    out_init(&outs[HEAD_MESSAGES], o.head_messages, "--head-messages", "npy");
+    out_init(&outs[ATTN], o.attn, "--attn", "csv,npy,graphml");
+    out_init(&outs[TRACE], o.trace, "--trace", "csv");
     memset(&s, 0, sizeof s), memset(&in, 0, sizeof in), memset(&r, 0, sizeof r);
-    memset(outs, 0, sizeof outs);
     ag_error_t err = {AG_OK, ""};
-    int usage = 0, rc = AG_OK;
-    /* Create the outputs first: a bad path fails before any work. */
-    for (int k = 0; k < N_OUTS && !rc; k++)
-        rc = out_open(&outs[k], targets[k], &err);
+    int usage = 0;
+    /* Check and create the outputs first: a bad path fails before any work.
+       When one is standard output, the report goes to stderr from here on. */
+    int rc = out_open_all(outs, N_OUTS, &usage, &err);
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
     if (!rc)
         rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
     const int figures = !o.quiet && in.rounds > 1;
     if (!rc)
-        rc = compute(&r, &in, &s, &o, figures, o.trace ? outs[TRACE].tmp : NULL, &err);
+        rc = compute(&r, &in, &s, &o, figures, o.trace ? outs[TRACE].path : NULL, &err);
     if (!rc && o.out)
-        rc = ag_npy_write_f32(outs[OUT].tmp, r.y, s.nb.n_nodes, r.cols, &err);
+        rc = ag_npy_write_f32(outs[OUT].path, r.y, s.nb.n_nodes, r.cols, &err);
     const float *messages = in.raw ? r.y : r.ws.M;
     if (!rc && (o.messages || o.head_messages) && !r.rounds_done)
         rc = ag_fail(&err, AG_EINVAL, "--messages needs at least one round");
     if (!rc && o.messages)
-        rc = ag_npy_write_f32(outs[MESSAGES].tmp, messages, s.nb.n_nodes, in.H * in.d, &err);
+        rc = ag_npy_write_f32(outs[MESSAGES].path, messages, s.nb.n_nodes, in.H * in.d, &err);
     if (!rc && o.head_messages)
-        rc = write_head_messages(outs[HEAD_MESSAGES].tmp, messages, s.nb.n_nodes, in.H, in.d,
+        rc = write_head_messages(outs[HEAD_MESSAGES].path, messages, s.nb.n_nodes, in.H, in.d,
                                  &err);
     if (!rc && o.attn)
-        rc = report_attention(outs[ATTN].tmp, o.attn, &r, &in, &s, o.max_export, &err);
+        rc = report_attention(&outs[ATTN], &r, &in, &s, o.max_export, &err);
     if (!rc && !o.quiet) {
         print_header(&o, &s, &in, threads);
         if (r.trace && (figures || o.trace || o.until > 0) && !in.raw)
@@ -205,8 +208,8 @@ int cmd_run(int argc, char **argv)
         rc = out_commit(&outs[k], &err);
     if (!rc && !o.quiet)
         for (int k = 0; k < N_OUTS; k++)
-            if (targets[k])
-                printf("wrote %s\n", targets[k]);
+            if (outs[k].target)
+                printf("wrote %s\n", outs[k].target);
     for (int k = 0; rc && k < N_OUTS; k++)
         out_abort(&outs[k]);
     result_free(&r);
