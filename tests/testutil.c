@@ -94,3 +94,17 @@ int run_cli(const char *args, char **out, char **err)
         *err = read_text(e);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+/* Asserts the CLI exits with `code` and that `needle` appears in stream (1 out, 2 err). */
+void expect_cli(const char *args, int code, int stream, const char *needle)
+{
+    char *out, *err;
+    int rc = run_cli(args, &out, &err);
+    const char *text = stream == 1 ? out : err;
+    ck_assert_msg(rc == code, "'%s' exited %d, expected %d; stderr: %s", args, rc, code, err);
+    ck_assert_msg(strstr(text, needle), "'%s': output lacks '%s':\n%s", args, needle, text);
+    if (code != 0)   /* failures say one clear line on stderr */
+        ck_assert_msg(strchr(err, '\n') && (code == 2 || strchr(err, '\n')[1] == '\0'),
+                      "'%s': stderr is not one line: %s", args, err);
+    free(out), free(err);
+}

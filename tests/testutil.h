@@ -28,6 +28,10 @@ double max_abs_diff_fd(const float *a, const double *b, int64_t n);
 /* Runs `build/attngraph ARGS`, stdout and stderr captured; returns the exit code. */
 int run_cli(const char *args, char **out, char **err);
 
+/* Asserts the CLI exits with `code` and that `needle` appears in stream (1 out, 2 err);
+   a failure says one line on stderr (a usage error adds the help hint). */
+void expect_cli(const char *args, int code, int stream, const char *needle);
+
 /* Asserts that rc is the expected failure and that the message mentions `needle`. */
 #define ck_assert_fails_with(rc, err, code, needle)                                        \
     do {                                                                                   \
@@ -44,5 +48,6 @@ Suite *score_suite(void);
 Suite *fast_suite(void);
 Suite *model_suite(void);
 Suite *cli_suite(void);
+Suite *outputs_suite(void);
 
 #endif
