@@ -363,6 +363,70 @@ START_TEST(extension_must_match)
 }
 END_TEST
 
+/* run_cli with standard input from a file. */
+static int run_cli_stdin(const char *args, const char *input, char **err)
+{
+    char cmd[4096];
+    const char *e = tmp_path("cli.stderr");
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " %s >/dev/null 2>'%s' <'%s'", args, e, input);
+    int status = system(cmd);
+    if (err)
+        *err = read_text(e);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Are the two files byte for byte the same? */
+static int same_bytes(const char *a, const char *b)
+{
+    char *x, *y;
+    long n = read_bytes(a, &x), m = read_bytes(b, &y);
+    int same = n > 0 && n == m && memcmp(x, y, (size_t)n) == 0;
+    free(x), free(y);
+    return same;
+}
+
+START_TEST(dash_is_standard_input)
+{
+    const char *dir = fresh_dir("in-dash");
+    char ref[700], got[700], feat[700], graphml[700], args[2048];
+    snprintf(ref, sizeof ref, "%s/ref.npy", dir);
+    snprintf(got, sizeof got, "%s/got.npy", dir);
+    snprintf(feat, sizeof feat, "%s/x.npy", dir);
+    snprintf(graphml, sizeof graphml, "%s/p.graphml", dir);
+    /* a graph file on stdin, its format named */
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --quiet", ref);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run - --format edgelist --out %s --quiet", got);
+    ck_assert_int_eq(run_cli_stdin(args, GRAPH, NULL), 0);
+    ck_assert(same_bytes(ref, got));
+    /* GraphML (checked, then read: both from the one copy of stdin) */
+    snprintf(args, sizeof args, "pattern causal --nodes 5 --out %s --quiet", graphml);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run %s --out %s --quiet", graphml, ref);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run - --format graphml --out %s --quiet", got);
+    ck_assert_int_eq(run_cli_stdin(args, graphml, NULL), 0);
+    ck_assert(same_bytes(ref, got));
+    /* without a format: a usage error */
+    char *err;
+    ck_assert_int_eq(run_cli_stdin("run - --quiet", GRAPH, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "needs --format"));
+    free(err);
+    /* features on stdin */
+    snprintf(args, sizeof args, "run " GRAPH " --dim 4 --out %s --quiet", feat);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run " GRAPH " --features %s --out %s --quiet", feat, ref);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run " GRAPH " --features - --out %s --quiet", got);
+    ck_assert_int_eq(run_cli_stdin(args, feat, NULL), 0);
+    ck_assert(same_bytes(ref, got));
+    /* one stdin for two inputs: refused */
+    ck_assert_int_eq(run_cli_stdin("run - --format edgelist --features -", feat, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "only one input"));
+    free(err);
+}
+END_TEST
+
 /* Starts a long run writing DIR/big.npy, sends sig once its temporary exists;
    returns the exit status as a shell reports it. */
 static int interrupted_run(const char *dir, int sig)
@@ -411,6 +475,7 @@ Suite *outputs_suite(void)
     tcase_add_test(tc, char_device_is_written_not_replaced);
     tcase_add_test(tc, symlink_is_followed);
     tcase_add_test(tc, dash_is_standard_output);
+    tcase_add_test(tc, dash_is_standard_input);
     tcase_add_test(tc, failed_run_keeps_the_old_file);
     tcase_add_test(tc, two_outputs_one_file_refused);
     tcase_add_test(tc, extension_must_match);

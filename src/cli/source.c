@@ -76,6 +76,10 @@ int labels_from_file(ag_labels_t *labels, const char *path, ag_error_t *err)
 static int open_graph(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err)
 {
     ag_load_opts_t load = {AG_FORMAT_AUTO, o->max_nodes};
+    if (strcmp(o->graph, "-") == 0 && !o->format) {
+        *usage = 1;
+        return ag_fail(err, AG_EINVAL, "a graph on standard input (-) needs --format");
+    }
     int rc = o->format ? ag_format_parse(&load.format, o->format, err)
                        : ag_format_from_path(&load.format, o->graph, err);
     if (rc) {
