@@ -31,7 +31,8 @@ static const char compare_usage[] =
     "  --csv FILE          the table as CSV\n"
     "  --per-node FILE     per-node figures as CSV: connectivity,node,label,in_degree,\n"
     "                      entropy,distance,change,cosine\n"
-    "  --quiet             print nothing on success\n";
+    "  --quiet             print nothing on success\n"
+    "A FILE of - is standard output (the table then goes to stderr).\n";
 
 typedef struct {
     const char *name;         /* the spec or file, as given */

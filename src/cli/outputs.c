@@ -13,9 +13,9 @@
  * there, the human report moves to standard error so it never mixes with the
  * data.
  *
- * Temporaries are kept in a small registry that a SIGINT/SIGTERM/SIGHUP
+ * Temporaries are kept in a small registry that a SIGINT/SIGTERM/SIGHUP/SIGPIPE
  * handler unlinks before the signal takes its default course (exit status
- * 130/143/129 in a shell).
+ * 130/143/129/141 in a shell); a signal the caller ignores stays ignored.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,7 +54,7 @@ static void install_handlers(void)
     if (handlers_installed)
         return;
     handlers_installed = 1;
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
     for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++) {
         struct sigaction old, sa;
         memset(&sa, 0, sizeof sa);
@@ -74,6 +74,7 @@ static void block_signals(sigset_t *old)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGPIPE);
     sigprocmask(SIG_BLOCK, &set, old);
 }
 

@@ -32,7 +32,12 @@ static const char run_usage[] =
     "  --save-rounds DIR   keep every round's states as DIR/round-R.npy\n"
     "  --max-edges N       refuse an --attn export of more than N weights (default 50000000)\n"
     "  --quiet             print nothing on success\n"
-    "  --help              this text\n";
+    "  --help              this text\n"
+    "\n"
+    "An output FILE of - is standard output (the report then goes to stderr);\n"
+    "a device or FIFO is written in place, a symlink through to its file. Files\n"
+    "appear whole when the run succeeds; a failed run leaves old files as they were.\n"
+    "GRAPH, --features, --q, --k or --v may be - (standard input; a graph needs --format).\n";
 
 /* Returns -1 to go on, else an exit status. */
 static int parse_run(run_opts_t *o, int argc, char **argv)
