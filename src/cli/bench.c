@@ -164,6 +164,7 @@ int cmd_bench(int argc, char **argv)
                    (long long)s.nb.n_edges, (long long)H, (long long)d, threads,
                    threads > 1 ? "s" : "", median, t[0], t[reps - 1], gflops, prep);
     } else {
+        out_name_errors(&out, 1, &err);
         out_abort(&out);
     }
     free(M), free(t);

@@ -201,6 +201,9 @@ int out_open(out_file_t *o, const char *target, const char *option, const char *
 int out_commit(out_file_t *o, ag_error_t *err);
 /* Removes the temporary file; the target itself is never touched. */
 void out_abort(out_file_t *o);
+/* Puts the user's names back into an error message that names a temporary
+   (or standard output's descriptor). Call before out_abort. */
+void out_name_errors(const out_file_t *outs, int n, ag_error_t *err);
 /* The extension of the target's name ("" when none). */
 const char *out_extension(const out_file_t *o);
 

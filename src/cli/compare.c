@@ -334,6 +334,7 @@ int cmd_compare(int argc, char **argv)
             printf("wrote %s\n", co.per_node);
     }
     if (rc) {
+        out_name_errors(st.outs, 2, &err);
         out_abort(&st.outs[0]);
         out_abort(&st.outs[1]);
     }

@@ -164,7 +164,9 @@ static int resolve(out_file_t *o, ag_error_t *err)
         o->have_id = 1, o->dev = st.st_dev, o->ino = st.st_ino;
         if (S_ISDIR(st.st_mode))
             return ag_fail(err, AG_EIO, "%s: is a folder; give a file name", o->target);
-        o->is_stdout = have1 && st.st_dev == st1.st_dev && st.st_ino == st1.st_ino;
+        /* the same file as standard output; /dev/null there mixes nothing */
+        o->is_stdout = have1 && st.st_dev == st1.st_dev && st.st_ino == st1.st_ino &&
+                       !(S_ISCHR(st.st_mode) && !isatty(1));
         if (o->is_stdout || !S_ISREG(st.st_mode)) {
             o->direct = 1;
             snprintf(o->final, sizeof o->final, "%s", o->target);
@@ -346,4 +348,19 @@ void out_abort(out_file_t *o)
     unlink(o->path);
     forget(o);
     o->path[0] = '\0';
+}
+
+void out_name_errors(const out_file_t *outs, int n, ag_error_t *err)
+{
+    for (int k = 0; k < n; k++) {
+        const out_file_t *o = &outs[k];
+        if (!o->target || !o->path[0] || strcmp(o->path, o->target) == 0)
+            continue;
+        char *at = strstr(err->msg, o->path);
+        if (!at)
+            continue;
+        char tail[sizeof err->msg];
+        snprintf(tail, sizeof tail, "%s", at + strlen(o->path));
+        snprintf(at, sizeof err->msg - (size_t)(at - err->msg), "%s%s", o->target, tail);
+    }
 }

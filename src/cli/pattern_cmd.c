@@ -116,6 +116,9 @@ int cmd_pattern(int argc, char **argv)
     const char *ext = out_extension(&out);
     if (!rc && o.src.format && ag_format_parse(&format, o.src.format, &err))
         usage = 1, rc = AG_EINVAL;
+    if (!rc && out.direct && *ext && !o.src.format &&
+        !ag_format_from_path(&by_ext, o.out, NULL))
+        format = by_ext;              /* a FIFO named p.gml: a hint, not a rule */
     if (!rc && !out.direct && *ext) {
         if (ag_format_from_path(&by_ext, o.out, NULL))
             usage = 1, rc = ag_fail(&err, AG_EINVAL, "--out %s: .%s is not a graph format; "
@@ -142,8 +145,10 @@ int cmd_pattern(int argc, char **argv)
     if (!rc && !o.quiet)
         printf("pattern '%s' on %lld nodes: %lld edges -> %s (%s)\n", o.src.pattern,
                (long long)s.nb.n_nodes, (long long)s.nb.n_edges, o.out, fmt_name);
-    if (rc)
+    if (rc) {
+        out_name_errors(&out, 1, &err);
         out_abort(&out);
+    }
     if (have_g)
         igraph_destroy(&g);
     source_close(&s);

@@ -31,8 +31,10 @@ static int save_round(const char *dir, int round, const float *X, int64_t N, int
         rc = ag_npy_write_f32(f.path, X, N, D, err);
     if (!rc)
         rc = out_commit(&f, err);
-    if (rc)
+    if (rc) {
+        out_name_errors(&f, 1, err);
         out_abort(&f);
+    }
     return rc;
 }
 

@@ -232,6 +232,8 @@ int cmd_run(int argc, char **argv)
         for (int k = 0; k < N_OUTS; k++)
             if (outs[k].target)
                 printf("wrote %s\n", outs[k].target);
+    if (rc)
+        out_name_errors(outs, N_OUTS, &err);
     for (int k = 0; rc && k < N_OUTS; k++)
         out_abort(&outs[k]);
     result_free(&r);
