@@ -143,7 +143,8 @@ void ag_array_destroy(ag_array_t *a);
  * Fortran order; values are converted to float32 in row-major layout. A value
  * that does not fit float32 (|x| > FLT_MAX), NaN or Inf is refused, naming its
  * row and column. Anything else (other dtypes, other ranks, truncated data) is
- * refused with a message saying what was found.
+ * refused with a message saying what was found. The path "-" reads standard
+ * input (in one pass; so do ag_array_read_npy and ag_index_read_npy).
  */
 int ag_matrix_read_npy(ag_matrix_t *m, const char *path, ag_error_t *err);
 
@@ -201,6 +202,8 @@ typedef struct {
  * none is set). Edge lists, NCOL and LGL are read as directed; GraphML, GML and
  * Pajek say themselves. Graphs with no nodes, more than max_nodes nodes, GraphML
  * edges to undeclared nodes and duplicate GraphML node ids are refused.
+ * The path "-" reads standard input, whole into memory first; its format must
+ * then be given (AG_FORMAT_AUTO is refused: there is no extension).
  * Time: O(N + E) plus igraph's reader.
  */
 int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,

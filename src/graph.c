@@ -207,11 +207,12 @@ static void strset_free(strset_t *s)
  * igraph's GraphML reader silently adds a vertex for an edge to an
  * undeclared node and merges duplicate ids; both are mistakes in the file.
  */
-static int check_graphml_ids(const char *path, int64_t max_nodes, ag_error_t *err)
+static int check_graphml_ids(const char *path, const char *mem, size_t mem_len,
+                             int64_t max_nodes, ag_error_t *err)
 {
-    xmlTextReaderPtr reader = xmlReaderForFile(path, NULL,
-                                               XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
-                                               XML_PARSE_NONET);
+    const int options = XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NONET;
+    xmlTextReaderPtr reader = mem ? xmlReaderForMemory(mem, (int)mem_len, NULL, NULL, options)
+                                  : xmlReaderForFile(path, NULL, options);
     if (!reader)
         return ag_fail(err, AG_EFORMAT, "%s: not readable as XML", path);
     strset_t nodes = {0}, ends = {0};
@@ -267,6 +268,32 @@ static int check_graphml_ids(const char *path, int64_t max_nodes, ag_error_t *er
 
 /* ---- loading ---- */
 
+/* All of f into a malloc'ed buffer (one spare byte, zeroed). */
+static int read_all(FILE *f, char **data, size_t *len, ag_error_t *err)
+{
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap + 1);
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *bigger = realloc(buf, (cap *= 2) + 1);
+            if (!bigger)
+                free(buf);
+            buf = bigger;
+        }
+    }
+    if (!buf)
+        return ag_fail(err, AG_ENOMEM, "-: out of memory reading standard input");
+    if (ferror(f)) {
+        free(buf);
+        return ag_fail(err, AG_EIO, "-: cannot read standard input: %s", strerror(errno));
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return AG_OK;
+}
+
 static int read_with_igraph(igraph_t *graph, FILE *f, ag_format_t format)
 {
     switch (format) {
@@ -299,15 +326,35 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
                        "GML, Pajek, NCOL, LGL or an edge list", path);
     ag_igraph_use_attributes();
 
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* "-": standard input, read whole into memory (the checks read it twice) */
+    char *mem = NULL;
+    size_t mem_len = 0;
+    FILE *f;
+    if (strcmp(path, "-") == 0) {
+        if (format == AG_FORMAT_AUTO)
+            return ag_fail(err, AG_EINVAL, "-: a graph on standard input needs its format "
+                           "named");
+        if ((rc = read_all(stdin, &mem, &mem_len, err)))
+            return rc;
+        if (mem_len == 0) {
+            free(mem);
+            return ag_fail(err, AG_EFORMAT, "-: standard input is empty");
+        }
+        f = fmemopen(mem, mem_len, "rb");
+    } else {
+        f = fopen(path, "rb");
+    }
+    if (!f) {
+        free(mem);
         return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    }
     if (format == AG_FORMAT_PAJEK)
         rc = check_pajek_size(f, path, max_nodes, err);
     else if (format == AG_FORMAT_GRAPHML)
-        rc = check_graphml_ids(path, max_nodes, err);
+        rc = check_graphml_ids(path, mem, mem_len, max_nodes, err);
     if (rc) {
         fclose(f);
+        free(mem);
         return rc;
     }
 
@@ -320,6 +367,7 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
     }
     ag_igraph_leave();
     fclose(f);
+    free(mem);
     if (rc)
         return rc;   /* graph stays uninitialised */
 

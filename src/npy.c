@@ -218,15 +218,18 @@ static int read_data(unsigned char **out, const npy_header_t *h, FILE *f, const 
     return AG_OK;
 }
 
+/* Path "-" is standard input (read in one pass: the reader never seeks). */
 static int open_and_read(npy_header_t *h, unsigned char **data, const char *path, ag_error_t *err)
 {
-    FILE *f = fopen(path, "rb");
+    const int is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f)
         return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
     int rc = read_header(h, f, path, err);
     if (!rc)
         rc = read_data(data, h, f, path, err);
-    fclose(f);
+    if (!is_stdin)
+        fclose(f);
     return rc;
 }
 

@@ -200,7 +200,7 @@ static int count_entries(const char *dir)
     return n;
 }
 
-START_TEST(failed_run_leaves_no_output)
+START_TEST(failed_run_leaves_old_outputs_alone)
 {
     char dir[600], out[700], attn[700], args[2048];
     snprintf(dir, sizeof dir, "%s", tmp_path("outs"));
@@ -214,9 +214,11 @@ START_TEST(failed_run_leaves_no_output)
     snprintf(args, sizeof args, "run graphs/sentence.gml --features %s --out %s --attn %s",
              save("xi.npy", x, 4, 3), out, attn);
     expect_cli(args, 1, 2, "row 3, column 2 is Inf");
-    ck_assert(!file_exists(out));
-    ck_assert(!file_exists(attn));
-    ck_assert_int_eq(count_entries(dir), 0);   /* no temporary files either */
+    char *old_out = read_text(out), *old_attn = read_text(attn);   /* as they were */
+    ck_assert_str_eq(old_out, "stale");
+    ck_assert_str_eq(old_attn, "stale");
+    free(old_out), free(old_attn);
+    ck_assert_int_eq(count_entries(dir), 2);   /* no temporary files either */
 
     /* success writes both, and leaves nothing else */
     snprintf(args, sizeof args, "run graphs/sentence.gml --out %s --attn %s --quiet", out, attn);
@@ -649,7 +651,7 @@ Suite *cli_suite(void)
     tcase_add_test(tc, rounds_with_weights_match_reference);
     tcase_add_test(tc, bad_inputs_exit_1_with_a_clear_message);
     tcase_add_test(tc, bad_graphs_exit_1);
-    tcase_add_test(tc, failed_run_leaves_no_output);
+    tcase_add_test(tc, failed_run_leaves_old_outputs_alone);
     tcase_add_test(tc, csv_quotes_labels);
     tcase_add_test(tc, utf8_labels_in_summary);
     tcase_add_test(tc, pattern_export_and_reload);

@@ -63,7 +63,7 @@ START_TEST(csr_checks_indptr_before_reading_indices)
     ag_error_t err;
     ag_nbhd_t nb;
     const int64_t indptr[3] = {0, 162, 0};
-    int64_t *no_indices = malloc(sizeof(int64_t));   /* ASan sees any read past it */
+    int64_t *no_indices = calloc(1, sizeof(int64_t));   /* ASan sees any read past it */
     ck_assert_fails_with(ag_nbhd_from_csr(&nb, 2, indptr, no_indices, &err), err, AG_EINVAL,
                          "indptr decreases at 1 (162 then 0)");
     free(no_indices);

@@ -42,9 +42,8 @@ START_TEST(attn_repeats_to_write_several_formats)
     ck_assert(strncmp(text, "src,dst,src_label,dst_label,head,weight\n", 40) == 0);
     free(text);
     snprintf(args, sizeof args, "run graphs/sentence.gml --attn %s --attn %s", csv, csv);
-    expect_cli(args, 2, 2, "given twice");
-    expect_cli("run graphs/sentence.gml --attn a.txt", 2, 2,
-               "--attn 'a.txt': the attention export is .csv, .npy or .graphml");
+    expect_cli(args, 2, 2, "name the same file");
+    expect_cli("run graphs/sentence.gml --attn a.txt", 2, 2, "--attn a.txt: this output is .csv, .npy or .graphml");
 }
 END_TEST
 

@@ -55,5 +55,6 @@ Suite *cli_suite(void);
 Suite *runtime_suite(void);
 Suite *hostile_suite(void);
 Suite *options_suite(void);
+Suite *outputs_suite(void);
 
 #endif

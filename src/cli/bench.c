@@ -117,10 +117,11 @@ int cmd_bench(int argc, char **argv)
     float *M = NULL;
     double *t = NULL;
     out_file_t out;
-    memset(&s, 0, sizeof s), memset(&out, 0, sizeof out);
+    memset(&s, 0, sizeof s);
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
-    int rc = out_open(&out, o.out, &err);
+    out_init(&out, o.out, "--out", "npy");
+    int rc = out_open_all(&out, 1, &usage, &err);
     const double t0 = now_s();
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
@@ -152,7 +153,7 @@ int cmd_bench(int argc, char **argv)
             t[r - warmup] = now_s() - a;
     }
     if (!rc && o.out)
-        rc = ag_npy_write_f32(out.tmp, M, N, H * d, &err);
+        rc = ag_npy_write_f32(out.path, M, N, H * d, &err);
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc) {
@@ -170,6 +171,7 @@ int cmd_bench(int argc, char **argv)
                    (long long)s.nb.n_edges, (long long)H, (long long)d, threads,
                    threads > 1 ? "s" : "", median, t[0], t[reps - 1], gflops, prep);
     } else {
+        out_name_errors(&out, 1, &err);
         out_abort(&out);
     }
     free(M), free(t);

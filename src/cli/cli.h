@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "attngraph.h"
 #include "source.h"
@@ -206,17 +207,48 @@ void result_free(result_t *r);
 
 /* ---- outputs: written under a temporary name, renamed when all succeeded ---- */
 
+/*
+ * An output file. A regular file (or a new name; symlinks followed) is written
+ * to a temporary beside it and renamed onto it by out_commit; a device, FIFO or
+ * socket is written in place (`direct`); `-` (or a name for the same file as
+ * standard output) is standard output, and then the report lines go to stderr.
+ */
 typedef struct {
     const char *target;   /* the user's path, or NULL when unused */
-    char tmp[4096];       /* where it is written meanwhile */
+    const char *option;   /* "--out": names it in messages */
+    const char *exts;     /* accepted extensions, "npy" or "csv,npy"; NULL: any */
+    char path[4096];      /* where the writer writes: the temporary, or the file itself */
+    char final[4096];     /* the file the temporary is renamed onto */
+    int direct;           /* written in place: never renamed over, never removed */
+    int is_stdout;
+    int have_id;          /* the file exists: dev and ino identify it */
+    dev_t dev;
+    ino_t ino;
+    mode_t mode;          /* the permissions the result gets */
+    int slot;             /* 1 + its place in the registry of temporaries; 0: none */
 } out_file_t;
 
-/* Creates the temporary file beside target (so the rename stays on one disk). */
-int out_open(out_file_t *o, const char *target, ag_error_t *err);
-/* Renames the temporary file onto the target. */
+/* Fills o without touching the disk. */
+void out_init(out_file_t *o, const char *target, const char *option, const char *exts);
+/*
+ * Opens the outputs (those with a target): refuses, as usage errors (*usage
+ * set), an extension not in exts and two outputs naming the same file, all
+ * before creating anything; then creates the temporaries. On failure nothing
+ * is left behind.
+ */
+int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err);
+/* out_init and out_open_all for one output. */
+int out_open(out_file_t *o, const char *target, const char *option, const char *exts,
+             ag_error_t *err);
+/* Renames the temporary file onto the target (nothing to do when direct). */
 int out_commit(out_file_t *o, ag_error_t *err);
-/* Removes the temporary file and any stale target: a failed run leaves nothing. */
+/* Removes the temporary file; the target itself is never touched. */
 void out_abort(out_file_t *o);
+/* Puts the user's names back into an error message that names a temporary
+   (or standard output's descriptor). Call before out_abort. */
+void out_name_errors(const out_file_t *outs, int n, ag_error_t *err);
+/* The extension of the target's name ("" when none). */
+const char *out_extension(const out_file_t *o);
 
 /* ---- reports ---- */
 
@@ -231,11 +263,12 @@ int report_summary(FILE *f, const result_t *r, const inputs_t *in, const source_
 
 /*
  * Per-edge attention of the reported round, in the graph's edge order, to
- * path (written as is; the caller handles temporaries) in the format of
- * `name`'s extension: .csv (src,dst,src_label,dst_label,head,weight), .npy
- * [E, H], or .graphml (the graph with edge attributes attn_h0.. and attn_mean).
+ * out->path (the caller commits it) in the format of the target's extension:
+ * .csv (src,dst,src_label,dst_label,head,weight), .npy [E, H], or .graphml
+ * (the graph with edge attributes attn_h0.. and attn_mean); CSV for an output
+ * without one (standard output, a FIFO, a device).
  */
-int report_attention(const char *path, const char *name, const result_t *r,
+int report_attention(const out_file_t *out, const result_t *r,
                      const inputs_t *in, const source_t *s, int64_t max_export,
                      ag_error_t *err);
 

@@ -31,7 +31,8 @@ static const char compare_usage[] =
     "  --per-node FILE     per-node figures as CSV: connectivity,node,label,in_degree,\n"
     "                      entropy,distance,change,cosine\n"
     "  --quiet             print nothing on success\n"
-    "  -h, --help          this text\n";
+    "  -h, --help          this text\n"
+    "A FILE of - is standard output (the table then goes to stderr).\n";
 
 typedef struct {
     const char *name;         /* the spec or file, as given */
@@ -212,7 +213,7 @@ typedef struct {
     ag_labels_t labels;          /* the first connectivity's, naming the nodes */
     double *entropy, *distance, *change, *cosine;
     figures_t fig[MAX_SOURCES];
-    out_file_t csv, per_node;
+    out_file_t outs[2];          /* --csv, --per-node */
     FILE *per_node_f;
 } compare_state_t;
 
@@ -292,10 +293,11 @@ int cmd_compare(int argc, char **argv)
     memset(&st, 0, sizeof st);
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
-    int rc = out_open(&st.csv, co.csv, &err);
-    if (!rc)
-        rc = out_open(&st.per_node, co.per_node, &err);
-    if (!rc && co.per_node && !(st.per_node_f = fopen(st.per_node.tmp, "w")))
+    out_file_t *outs = st.outs;
+    out_init(&outs[0], co.csv, "--csv", "csv");
+    out_init(&outs[1], co.per_node, "--per-node", "csv");
+    int rc = out_open_all(outs, 2, &usage, &err);
+    if (!rc && co.per_node && !(st.per_node_f = fopen(st.outs[1].path, "w")))
         rc = ag_fail(&err, AG_EIO, "%s: cannot write", co.per_node);
     if (st.per_node_f)
         fputs("connectivity,node,label,in_degree,entropy,distance,change,cosine\n",
@@ -305,7 +307,7 @@ int cmd_compare(int argc, char **argv)
     if (st.per_node_f && fclose(st.per_node_f) != 0 && !rc)
         rc = ag_fail(&err, AG_EIO, "%s: write failed", co.per_node);
     if (!rc && co.csv) {
-        FILE *f = fopen(st.csv.tmp, "w");
+        FILE *f = fopen(st.outs[0].path, "w");
         if (!f) {
             rc = ag_fail(&err, AG_EIO, "%s: cannot write", co.csv);
         } else {
@@ -318,9 +320,9 @@ int cmd_compare(int argc, char **argv)
         }
     }
     if (!rc)
-        rc = out_commit(&st.csv, &err);
+        rc = out_commit(&st.outs[0], &err);
     if (!rc)
-        rc = out_commit(&st.per_node, &err);
+        rc = out_commit(&st.outs[1], &err);
     if (!rc && !co.o.quiet) {
         const inputs_t *in = &st.in;
         printf("compare: %d connectivities on %lld node%s, ", co.n_conns, (long long)in->N,
@@ -345,8 +347,9 @@ int cmd_compare(int argc, char **argv)
             printf("wrote %s\n", co.per_node);
     }
     if (rc) {
-        out_abort(&st.csv);
-        out_abort(&st.per_node);
+        out_name_errors(st.outs, 2, &err);
+        out_abort(&st.outs[0]);
+        out_abort(&st.outs[1]);
     }
     source_close(&st.src);
     result_free(&st.base);

@@ -1,57 +1,366 @@
-/* Output files that appear whole or not at all. */
+#define _XOPEN_SOURCE 700   /* realpath */
+/*
+ * Output files that appear whole or not at all, and never clobber what is
+ * not theirs.
+ *
+ * A regular file (or a name not there yet) is written to a temporary beside
+ * it and renamed into place when the whole run succeeded, so a reader never
+ * sees half a file and a failed run leaves the old one exactly as it was. A
+ * symlink is followed: the temporary goes beside the file it names and the
+ * link stays a link. Anything else (a character device such as /dev/null, a
+ * FIFO, a socket) is written in place: renaming over it would replace the
+ * device node with a plain file. `-` is standard output; when an output goes
+ * there, the human report moves to standard error so it never mixes with the
+ * data.
+ *
+ * Temporaries are kept in a small registry that a SIGINT/SIGTERM/SIGHUP/SIGPIPE
+ * handler unlinks before the signal takes its default course (exit status
+ * 130/143/129/141 in a shell); a signal the caller ignores stays ignored.
+ */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "internal.h"
 
-int out_open(out_file_t *o, const char *target, ag_error_t *err)
+/* ---- the registry of live temporaries (read by the signal handler) ---- */
+
+#define MAX_LIVE 64
+static const char *volatile live[MAX_LIVE];
+static int handlers_installed;
+
+static void remove_temporaries(int sig)
 {
-    o->target = target;
-    o->tmp[0] = '\0';
-    if (!target)
+    for (int i = 0; i < MAX_LIVE; i++) {
+        const char *p = live[i];
+        if (p)
+            unlink(p);
+    }
+    /* SA_RESETHAND restored the default action; the signal is blocked until we
+       return, then it ends the process as if we had never caught it. */
+    raise(sig);
+}
+
+static void install_handlers(void)
+{
+    if (handlers_installed)
+        return;
+    handlers_installed = 1;
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++) {
+        struct sigaction old, sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = remove_temporaries;
+        sa.sa_flags = SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+        /* an ignored signal (nohup, a background job) stays ignored */
+        if (sigaction(sigs[k], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[k], &sa, NULL);
+    }
+}
+
+static void block_signals(sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &set, old);
+}
+
+static void forget(out_file_t *o)
+{
+    if (o->slot > 0)
+        live[o->slot - 1] = NULL;
+    o->slot = 0;
+}
+
+/* ---- standard output ---- */
+
+static int stdout_fd = -1;   /* the real standard output once fd 1 went to stderr */
+
+/* Moves fd 1 to stderr (so every report goes there) and keeps the real
+   standard output on a fresh descriptor for the data. */
+static int take_stdout(ag_error_t *err)
+{
+    if (stdout_fd >= 0)
         return AG_OK;
-    const char *slash = strrchr(target, '/');
-    int dir_len = slash ? (int)(slash - target + 1) : 0;
-    if (snprintf(o->tmp, sizeof o->tmp, "%.*s.%s.XXXXXX", dir_len, target,
-                 slash ? slash + 1 : target) >= (int)sizeof o->tmp) {
-        o->tmp[0] = '\0';
-        return ag_fail(err, AG_EIO, "%s: path is too long", target);
+    fflush(stdout);
+    int fd = dup(1);
+    if (fd < 0 || dup2(2, 1) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return ag_fail(err, AG_EIO, "standard output: cannot redirect the report: %s",
+                       strerror(errno));
     }
-    int fd = mkstemp(o->tmp);
-    if (fd < 0) {
-        o->tmp[0] = '\0';
-        return ag_fail(err, AG_EIO, "%s: cannot create: %s", target, strerror(errno));
+    stdout_fd = fd;
+    return AG_OK;
+}
+
+/* ---- naming ---- */
+
+static const char *extension(const char *name)
+{
+    const char *dot = strrchr(name, '.'), *slash = strrchr(name, '/');
+    return dot && (!slash || dot > slash) && dot[1] ? dot + 1 : "";
+}
+
+const char *out_extension(const out_file_t *o)
+{
+    return o->target ? extension(o->target) : "";
+}
+
+/* Is ext one of the comma-separated exts? */
+static int ext_listed(const char *ext, const char *exts)
+{
+    size_t n = strlen(ext);
+    for (const char *p = exts; *p;) {
+        size_t len = strcspn(p, ",");
+        if (n && len == n && strncasecmp(p, ext, n) == 0)
+            return 1;
+        p += len + (p[len] == ',');
     }
-    /* mkstemp makes 0600; give the file the permissions a plain fopen would. */
+    return 0;
+}
+
+/* "dir" + "/" + "base" into out (cap 4096). */
+static int join(char *out, const char *dir, const char *base)
+{
+    int n = snprintf(out, 4096, "%s%s%s", dir, *dir && dir[strlen(dir) - 1] == '/' ? "" : "/",
+                     base);
+    return n >= 4096;
+}
+
+/*
+ * Finds what the target names: standard output, a non-regular file written in
+ * place, or the regular file (existing or not, symlinks followed) that a
+ * temporary will replace. Creates nothing.
+ */
+static int resolve(out_file_t *o, ag_error_t *err)
+{
+    struct stat st, st1;
+    const int have1 = fstat(1, &st1) == 0;
+    o->have_id = 0;
+    o->direct = o->is_stdout = 0;
+    if (strcmp(o->target, "-") == 0) {
+        if (!have1)
+            return ag_fail(err, AG_EIO, "%s -: standard output is closed", o->option);
+        o->is_stdout = o->direct = 1;
+        o->have_id = 1, o->dev = st1.st_dev, o->ino = st1.st_ino;
+        snprintf(o->final, sizeof o->final, "-");
+        return AG_OK;
+    }
+    if (stat(o->target, &st) == 0) {
+        o->have_id = 1, o->dev = st.st_dev, o->ino = st.st_ino;
+        if (S_ISDIR(st.st_mode))
+            return ag_fail(err, AG_EIO, "%s: is a folder; give a file name", o->target);
+        /* the same file as standard output; /dev/null there mixes nothing */
+        o->is_stdout = have1 && st.st_dev == st1.st_dev && st.st_ino == st1.st_ino &&
+                       !(S_ISCHR(st.st_mode) && !isatty(1));
+        if (o->is_stdout || !S_ISREG(st.st_mode)) {
+            o->direct = 1;
+            snprintf(o->final, sizeof o->final, "%s", o->target);
+            return AG_OK;
+        }
+        char real[PATH_MAX];
+        if (!realpath(o->target, real))
+            return ag_fail(err, AG_EIO, "%s: %s", o->target, strerror(errno));
+        snprintf(o->final, sizeof o->final, "%s", real);
+        o->mode = st.st_mode & 07777;
+        return AG_OK;
+    }
+    if (errno != ENOENT)
+        return ag_fail(err, AG_EIO, "%s: %s", o->target, strerror(errno));
+    /* Not there: a new name, or a symlink to a file not yet there. */
+    char cur[4096], link[4096], next[4096];
+    snprintf(cur, sizeof cur, "%s", o->target);
+    for (int hops = 0;; hops++) {
+        struct stat ls;
+        if (lstat(cur, &ls) != 0 || !S_ISLNK(ls.st_mode))
+            break;
+        ssize_t n = readlink(cur, link, sizeof link - 1);
+        if (hops == 40 || n < 0)
+            return ag_fail(err, AG_EIO, "%s: %s", o->target, strerror(hops == 40 ? ELOOP : errno));
+        link[n] = '\0';
+        char *slash = strrchr(cur, '/');
+        if (link[0] == '/' || !slash) {
+            snprintf(next, sizeof next, "%s", link);
+        } else {
+            slash[1] = '\0';
+            if (join(next, cur, link))
+                return ag_fail(err, AG_EIO, "%s: path is too long", o->target);
+        }
+        memcpy(cur, next, sizeof cur);
+    }
+    char dir[4096], real[PATH_MAX];
+    const char *slash = strrchr(cur, '/'), *base = slash ? slash + 1 : cur;
+    if (!*base)
+        return ag_fail(err, AG_EIO, "%s: is a folder; give a file name", o->target);
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - cur) + 1 : 1, slash ? cur : ".");
+    if (!realpath(dir, real))
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s", o->target, strerror(errno));
+    if (join(o->final, real, base))
+        return ag_fail(err, AG_EIO, "%s: path is too long", o->target);
     mode_t mask = umask(0);
     umask(mask);
-    fchmod(fd, 0666 & ~mask);
+    o->mode = 0666 & ~mask;   /* what a plain fopen would give */
+    return AG_OK;
+}
+
+/* Creates the temporary beside o->final (so the rename stays on one disk). */
+static int create(out_file_t *o, ag_error_t *err)
+{
+    if (o->is_stdout) {
+        int rc = take_stdout(err);
+        if (!rc)
+            snprintf(o->path, sizeof o->path, "/dev/fd/%d", stdout_fd);
+        return rc;
+    }
+    if (o->direct) {
+        snprintf(o->path, sizeof o->path, "%s", o->final);
+        return AG_OK;
+    }
+    const char *slash = strrchr(o->final, '/');   /* final is absolute */
+    if (snprintf(o->path, sizeof o->path, "%.*s.%s.XXXXXX", (int)(slash - o->final + 1),
+                 o->final, slash + 1) >= (int)sizeof o->path) {
+        o->path[0] = '\0';
+        return ag_fail(err, AG_EIO, "%s: path is too long", o->target);
+    }
+    int slot = 0;
+    for (int i = 0; i < MAX_LIVE && !slot; i++)
+        if (!live[i])
+            slot = i + 1;
+    if (!slot)
+        return ag_fail(err, AG_ELIMIT, "%s: too many outputs at once", o->target);
+    install_handlers();
+    sigset_t old;
+    block_signals(&old);        /* a signal now would find the file unregistered */
+    int fd = mkstemp(o->path);
+    if (fd >= 0) {
+        live[slot - 1] = o->path;
+        o->slot = slot;
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (fd < 0) {
+        o->path[0] = '\0';
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s", o->target, strerror(errno));
+    }
+    fchmod(fd, o->mode);        /* mkstemp makes 0600 */
     close(fd);
     return AG_OK;
 }
 
+static int same_file(const out_file_t *a, const out_file_t *b)
+{
+    if (a->have_id && b->have_id)
+        return a->dev == b->dev && a->ino == b->ino;
+    return !a->have_id && !b->have_id && strcmp(a->final, b->final) == 0;
+}
+
+void out_init(out_file_t *o, const char *target, const char *option, const char *exts)
+{
+    memset(o, 0, sizeof *o);
+    o->target = target;
+    o->option = option;
+    o->exts = exts;
+}
+
+int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err)
+{
+    int rc = AG_OK;
+    for (int k = 0; k < n && !rc; k++) {
+        out_file_t *o = &outs[k];
+        o->path[0] = '\0';
+        o->slot = 0;
+        if (!o->target)
+            continue;
+        if (!*o->target) {
+            *usage = 1;
+            return ag_fail(err, AG_EINVAL, "%s: the file name is empty", o->option);
+        }
+        if ((rc = resolve(o, err)))
+            return rc;
+        if (o->exts && !o->direct && !ext_listed(extension(o->target), o->exts)) {
+            *usage = 1;
+            char list[128] = "";
+            for (const char *p = o->exts; *p;) {
+                size_t len = strcspn(p, ",");
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s.%.*s",
+                         *list ? (p[len] ? ", " : " or ") : "", (int)len, p);
+                p += len + (p[len] == ',');
+            }
+            return ag_fail(err, AG_EINVAL, "%s %s: this output is %s data; give it a name "
+                           "ending in %s", o->option, o->target, list, list);
+        }
+        for (int j = 0; j < k; j++)
+            if (outs[j].target && same_file(&outs[j], o)) {
+                *usage = 1;
+                return ag_fail(err, AG_EINVAL, "%s %s and %s %s name the same file; give each "
+                               "output its own", outs[j].option, outs[j].target, o->option,
+                               o->target);
+            }
+    }
+    for (int k = 0; k < n && !rc; k++)
+        if (outs[k].target)
+            rc = create(&outs[k], err);
+    if (rc)
+        for (int k = 0; k < n; k++)
+            out_abort(&outs[k]);
+    return rc;
+}
+
+int out_open(out_file_t *o, const char *target, const char *option, const char *exts,
+             ag_error_t *err)
+{
+    int usage = 0;
+    out_init(o, target, option, exts);
+    return out_open_all(o, 1, &usage, err);
+}
+
 int out_commit(out_file_t *o, ag_error_t *err)
 {
-    if (!o->target || !o->tmp[0])
+    if (!o->target || o->direct || !o->path[0])
         return AG_OK;
-    if (rename(o->tmp, o->target) != 0)
+    if (rename(o->path, o->final) != 0)
         return ag_fail(err, AG_EIO, "%s: cannot rename into place: %s", o->target,
                        strerror(errno));
-    o->tmp[0] = '\0';
+    forget(o);
+    o->path[0] = '\0';
     return AG_OK;
 }
 
 void out_abort(out_file_t *o)
 {
-    if (!o->target)
+    /* The target is never touched: an old file stays as it was, and a device
+       or FIFO written in place cannot be taken back. */
+    if (!o->target || o->direct || !o->path[0])
         return;
-    if (o->tmp[0])
-        unlink(o->tmp);
-    o->tmp[0] = '\0';
-    unlink(o->target);
+    unlink(o->path);
+    forget(o);
+    o->path[0] = '\0';
+}
+
+void out_name_errors(const out_file_t *outs, int n, ag_error_t *err)
+{
+    for (int k = 0; k < n; k++) {
+        const out_file_t *o = &outs[k];
+        if (!o->target || !o->path[0] || strcmp(o->path, o->target) == 0)
+            continue;
+        char *at = strstr(err->msg, o->path);
+        if (!at)
+            continue;
+        char tail[sizeof err->msg];
+        snprintf(tail, sizeof tail, "%s", at + strlen(o->path));
+        snprintf(at, sizeof err->msg - (size_t)(at - err->msg), "%s%s", o->target, tail);
+    }
 }

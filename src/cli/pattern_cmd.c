@@ -1,6 +1,7 @@
 /* `attngraph pattern`: write a connectivity pattern as a graph file. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "internal.h"
@@ -11,8 +12,9 @@ static const char pattern_usage[] =
     "usage: attngraph pattern SPEC (--nodes N | --tokens \"a b c\" | --labels-file F)\n"
     "                         --out FILE [--format F] [--self-loops on|off|keep]\n"
     "\n"
-    "Writes a connectivity pattern as a graph file (GraphML unless the extension or\n"
-    "--format says otherwise: graphml, gml, pajek, ncol, lgl, edgelist, dot), with labels.\n"
+    "Writes a connectivity pattern as a graph file in the format of its extension\n"
+    "(or --format: graphml, gml, pajek, ncol, lgl, edgelist, dot; GraphML for a name\n"
+    "without one), with labels. A name whose extension is not a graph format is refused.\n"
     "Edge j -> i means destination i attends to source j.\n"
     "\n"
     "Patterns (i = destination/query, j = source/key):\n"
@@ -41,8 +43,9 @@ static const char pattern_usage[] =
     "  --nodes N           number of nodes (default: from --tokens or the pattern)\n"
     "  --tokens \"a b c\"    nodes and their labels at once\n"
     "  --labels-file F     labels, one a line\n"
-    "  --out FILE          the graph file to write\n"
-    "  --format F          its format (default: from the extension, else graphml)\n"
+    "  --out FILE          the graph file to write (-: standard output)\n"
+    "  --format F          its format (default: from the extension, else graphml);\n"
+    "                      it must agree with the extension (.txt fits any)\n"
     "  --self-loops MODE   on: every node attends to itself; off: none does; keep\n"
     "  --max-edges N       refuse to write more edges (default 50000000)\n"
     "  --quiet             print nothing on success\n"
@@ -93,35 +96,55 @@ int cmd_pattern(int argc, char **argv)
     o.src.pattern = p.pos[0];
 
     ag_error_t err = {AG_OK, ""};
-    ag_format_t format = AG_FORMAT_GRAPHML;
-    if (o.src.format && ag_format_parse(&format, o.src.format, &err))
-        return usage_error("pattern", "%s", err.msg);
-    if (!o.src.format && ag_format_from_path(&format, o.out, NULL))
-        format = AG_FORMAT_GRAPHML;   /* unknown extension: the default */
-    const char *fmt_name = ag_format_name(format);
-    o.src.format = NULL;              /* it names the output here, not an input */
-
     source_t s;
     igraph_t g;
     out_file_t out;
-    memset(&out, 0, sizeof out);
     memset(&s, 0, sizeof s);
     int usage = 0, have_g = 0;
-    int rc = out_open(&out, o.out, &err);
+    out_init(&out, o.out, "--out", NULL);
+    int rc = out_open_all(&out, 1, &usage, &err);
+    /* The format follows the extension; --format must agree with it. Standard
+       output, a FIFO or a device has none: --format, else GraphML. A file
+       without an extension is GraphML unless --format says otherwise; .txt is
+       plain text, any format (an edge list unless --format says otherwise). */
+    ag_format_t format = AG_FORMAT_GRAPHML, by_ext;
+    const char *ext = out_extension(&out);
+    if (!rc && o.src.format && ag_format_parse(&format, o.src.format, &err))
+        usage = 1, rc = AG_EINVAL;
+    if (!rc && out.direct && *ext && !o.src.format &&
+        !ag_format_from_path(&by_ext, o.out, NULL))
+        format = by_ext;              /* a FIFO named p.gml: a hint, not a rule */
+    if (!rc && !out.direct && *ext) {
+        if (ag_format_from_path(&by_ext, o.out, NULL))
+            usage = 1, rc = ag_fail(&err, AG_EINVAL, "--out %s: .%s is not a graph format; "
+                                    "use .graphml, .gml, .net, .ncol, .lgl, .edges or .dot",
+                                    o.out, ext);
+        else if (o.src.format && by_ext != format && strcasecmp(ext, "txt") != 0)
+            usage = 1, rc = ag_fail(&err, AG_EINVAL, "--out %s is %s by its extension, but "
+                                    "--format says %s", o.out, ag_format_name(by_ext),
+                                    ag_format_name(format));
+        else if (!o.src.format)
+            format = by_ext;
+    }
+    const char *fmt_name = ag_format_name(format);
+    o.src.format = NULL;              /* it names the output here, not an input */
+
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
     if (!rc && !(rc = ag_graph_from_nbhd(&g, &s.nb, max_edges, &err)))
         have_g = 1;
     if (!rc)
-        rc = ag_graph_write(&g, out.tmp, format, &s.labels, &err);
+        rc = ag_graph_write(&g, out.path, format, &s.labels, &err);
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc && !o.quiet)
         printf("pattern '%s' on %lld node%s: %lld edge%s -> %s (%s)\n", o.src.pattern,
                (long long)s.nb.n_nodes, PLURAL(s.nb.n_nodes), (long long)s.nb.n_edges,
                PLURAL(s.nb.n_edges), o.out, fmt_name);
-    if (rc)
+    if (rc) {
+        out_name_errors(&out, 1, &err);
         out_abort(&out);
+    }
     if (have_g)
         igraph_destroy(&g);
     source_close(&s);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "internal.h"
@@ -172,18 +173,15 @@ static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int6
     return rc;
 }
 
-static const char *extension(const char *name)
-{
-    const char *dot = strrchr(name, '.'), *slash = strrchr(name, '/');
-    return dot && (!slash || dot > slash) ? dot + 1 : "";
-}
-
-int report_attention(const char *path, const char *name, const result_t *r,
+int report_attention(const out_file_t *out, const result_t *r,
                      const inputs_t *in, const source_t *s, int64_t max_export,
                      ag_error_t *err)
 {
-    const char *ext = extension(name);
-    if (strcmp(ext, "csv") && strcmp(ext, "npy") && strcmp(ext, "graphml"))
+    const char *path = out->path, *name = out->target;
+    const char *ext = out_extension(out);
+    if (!*ext && out->direct)
+        ext = "csv";
+    if (strcasecmp(ext, "csv") && strcasecmp(ext, "npy") && strcasecmp(ext, "graphml"))
         return ag_fail(err, AG_EINVAL, "%s: the attention export is .csv, .npy or .graphml", name);
     const int64_t E = s->nb.n_edges, H = in->H;
     if (E * H > max_export)
@@ -196,9 +194,9 @@ int report_attention(const char *path, const char *name, const result_t *r,
     int rc = W ? result_weights(r, in, s, 0, s->nb.n_nodes, W, err) : AG_ENOMEM;
     if (!rc)
         rc = ag_edge_order(&s->nb, &msgs, &slot, err);
-    if (!rc && strcmp(ext, "csv") == 0) {
+    if (!rc && strcasecmp(ext, "csv") == 0) {
         rc = write_csv(path, msgs, slot, W, E, H, &s->labels, err);
-    } else if (!rc && strcmp(ext, "npy") == 0) {
+    } else if (!rc && strcasecmp(ext, "npy") == 0) {
         /* [E, H] in the graph's edge order */
         if (!(ordered = ag_alloc(E * H + 1, sizeof *ordered, err, name)))
             rc = AG_ENOMEM;

@@ -26,13 +26,15 @@ static int save_round(const char *dir, int round, const float *X, int64_t N, int
     char path[4096];
     snprintf(path, sizeof path, "%s/round-%d.npy", dir, round);
     out_file_t f;
-    int rc = out_open(&f, path, err);
+    int rc = out_open(&f, path, "--save-rounds", NULL, err);
     if (!rc)
-        rc = ag_npy_write_f32(f.tmp, X, N, D, err);
+        rc = ag_npy_write_f32(f.path, X, N, D, err);
     if (!rc)
         rc = out_commit(&f, err);
-    if (rc)
+    if (rc) {
+        out_name_errors(&f, 1, err);
         out_abort(&f);
+    }
     return rc;
 }
 

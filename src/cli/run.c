@@ -32,7 +32,12 @@ static const char run_usage[] =
     "  --save-rounds DIR   keep every round's states as DIR/round-R.npy\n"
     "  --max-edges N       refuse an --attn export of more than N weights (default 50000000)\n"
     "  --quiet             print nothing on success\n"
-    "  -h, --help          this text\n";
+    "  -h, --help          this text\n"
+    "\n"
+    "An output FILE of - is standard output (the report then goes to stderr);\n"
+    "a device or FIFO is written in place, a symlink through to its file. Files\n"
+    "appear whole when the run succeeds; a failed run leaves old files as they were.\n"
+    "GRAPH, --features, --q, --k or --v may be - (standard input; a graph needs --format).\n";
 
 /* Returns -1 to go on, else an exit status. */
 static int parse_run(run_opts_t *o, int argc, char **argv)
@@ -66,16 +71,10 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         case OPT_CSR: o->src.csr = p.arg; break;
         case OPT_OUT: o->out = p.arg; break;
         case OPT_ATTN:
-            for (int k = 0; k < o->n_attn; k++)
-                if (strcmp(o->attn[k], p.arg) == 0)
-                    return usage_error("run", "--attn '%s' given twice", p.arg);
+            /* one file named twice is refused with the other outputs (out_open_all) */
             if (o->n_attn == MAX_ATTN)
                 return usage_error("run", "more than %d --attn files", MAX_ATTN);
-            if (!strrchr(p.arg, '.') || (strcmp(strrchr(p.arg, '.'), ".csv") &&
-                                         strcmp(strrchr(p.arg, '.'), ".npy") &&
-                                         strcmp(strrchr(p.arg, '.'), ".graphml")))
-                return usage_error("run", "--attn '%s': the attention export is .csv, .npy or "
-                                   ".graphml", p.arg);
+            /* the extension is checked with the other outputs (out_open_all) */
             o->attn[o->n_attn++] = p.arg;
             break;
         case OPT_MESSAGES: o->messages = p.arg; break;
@@ -170,12 +169,29 @@ static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
                r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
 }
 
+/* How many inputs are read from standard input ("-"); more than one cannot be. */
+static int stdin_inputs(const run_opts_t *o)
+{
+    const char *paths[] = {o->src.graph, o->q, o->k, o->v, o->features};
+    int n = 0;
+    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
+        n += paths[k] && strcmp(paths[k], "-") == 0;
+    if (o->src.csr) {
+        const char *comma = strchr(o->src.csr, ',');
+        n += comma && comma == o->src.csr + 1 && o->src.csr[0] == '-';
+        n += comma && strcmp(comma + 1, "-") == 0;
+    }
+    return n;
+}
+
 int cmd_run(int argc, char **argv)
 {
     run_opts_t o;
     int status = parse_run(&o, argc, argv);
     if (status >= 0)
         return status;
+    if (stdin_inputs(&o) > 1)
+        return usage_error("run", "only one input can be read from standard input (-)");
     const int threads = set_threads(o.threads);
 
     source_t s;
@@ -183,36 +199,37 @@ int cmd_run(int argc, char **argv)
     result_t r;
     enum { OUT, MESSAGES, HEAD_MESSAGES, ATTN, TRACE = ATTN + MAX_ATTN, N_OUTS };
     out_file_t outs[N_OUTS];
-    const char *targets[N_OUTS] = {o.out, o.messages, o.head_messages};
-    for (int k = 0; k < o.n_attn; k++)
-        targets[ATTN + k] = o.attn[k];
-    targets[TRACE] = o.trace;
+    out_init(&outs[OUT], o.out, "--out", "npy");
+    out_init(&outs[MESSAGES], o.messages, "--messages", "npy");
+    out_init(&outs[HEAD_MESSAGES], o.head_messages, "--head-messages", "npy");
+    for (int k = 0; k < MAX_ATTN; k++)
+        out_init(&outs[ATTN + k], k < o.n_attn ? o.attn[k] : NULL, "--attn", "csv,npy,graphml");
+    out_init(&outs[TRACE], o.trace, "--trace", "csv");
     memset(&s, 0, sizeof s), memset(&in, 0, sizeof in), memset(&r, 0, sizeof r);
-    memset(outs, 0, sizeof outs);
     ag_error_t err = {AG_OK, ""};
-    int usage = 0, rc = AG_OK;
-    /* Create the outputs first: a bad path fails before any work. */
-    for (int k = 0; k < N_OUTS && !rc; k++)
-        rc = out_open(&outs[k], targets[k], &err);
+    int usage = 0;
+    /* Check and create the outputs first: a bad path fails before any work.
+       When one is standard output, the report goes to stderr from here on. */
+    int rc = out_open_all(outs, N_OUTS, &usage, &err);
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
     if (!rc)
         rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
     const int figures = !o.quiet && in.rounds > 1;
     if (!rc)
-        rc = compute(&r, &in, &s, &o, figures, o.trace ? outs[TRACE].tmp : NULL, &err);
+        rc = compute(&r, &in, &s, &o, figures, o.trace ? outs[TRACE].path : NULL, &err);
     if (!rc && o.out)
-        rc = ag_npy_write_f32(outs[OUT].tmp, r.y, s.nb.n_nodes, r.cols, &err);
+        rc = ag_npy_write_f32(outs[OUT].path, r.y, s.nb.n_nodes, r.cols, &err);
     const float *messages = in.raw ? r.y : r.ws.M;
     if (!rc && (o.messages || o.head_messages) && !r.rounds_done)
         rc = ag_fail(&err, AG_EINVAL, "--messages needs at least one round");
     if (!rc && o.messages)
-        rc = ag_npy_write_f32(outs[MESSAGES].tmp, messages, s.nb.n_nodes, in.H * in.d, &err);
+        rc = ag_npy_write_f32(outs[MESSAGES].path, messages, s.nb.n_nodes, in.H * in.d, &err);
     if (!rc && o.head_messages)
-        rc = write_head_messages(outs[HEAD_MESSAGES].tmp, messages, s.nb.n_nodes, in.H, in.d,
+        rc = write_head_messages(outs[HEAD_MESSAGES].path, messages, s.nb.n_nodes, in.H, in.d,
                                  &err);
     for (int k = 0; k < o.n_attn && !rc; k++)
-        rc = report_attention(outs[ATTN + k].tmp, o.attn[k], &r, &in, &s, o.max_export, &err);
+        rc = report_attention(&outs[ATTN + k], &r, &in, &s, o.max_export, &err);
     if (!rc && !o.quiet) {
         print_header(&o, &s, &in, threads);
         if (r.trace && (figures || o.trace || o.until > 0) && !in.raw)
@@ -227,8 +244,10 @@ int cmd_run(int argc, char **argv)
         rc = out_commit(&outs[k], &err);
     if (!rc && !o.quiet)
         for (int k = 0; k < N_OUTS; k++)
-            if (targets[k])
-                printf("wrote %s\n", targets[k]);
+            if (outs[k].target)
+                printf("wrote %s\n", outs[k].target);
+    if (rc)
+        out_name_errors(outs, N_OUTS, &err);
     for (int k = 0; rc && k < N_OUTS; k++)
         out_abort(&outs[k]);
     result_free(&r);

@@ -80,6 +80,10 @@ static int open_graph(source_t *s, const source_opts_t *o, int *usage, ag_error_
     if (stat(o->graph, &st) == 0 && S_ISDIR(st.st_mode))
         return ag_fail(err, AG_EIO, "%s is a directory, not a graph file", o->graph);
     ag_load_opts_t load = {AG_FORMAT_AUTO, o->max_nodes};
+    if (strcmp(o->graph, "-") == 0 && !o->format) {
+        *usage = 1;
+        return ag_fail(err, AG_EINVAL, "a graph on standard input (-) needs --format");
+    }
     int rc = o->format ? ag_format_parse(&load.format, o->format, err)
                        : ag_format_from_path(&load.format, o->graph, err);
     if (rc) {   /* an unknown --format, or a name whose extension says nothing */

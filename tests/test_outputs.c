@@ -1,0 +1,485 @@
+#define _XOPEN_SOURCE 700   /* mknod */
+/*
+ * Where outputs go: FIFOs, devices and standard output are written in place,
+ * symlinks are followed, a failed or interrupted run leaves every existing
+ * file as it was and no temporaries, and outputs that clash or whose name
+ * says another format are refused before any work. Everything happens in the
+ * run's scratch folder, never in the real /dev.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define GRAPH "graphs/random10.edges"
+
+/* A fresh folder in the scratch folder (the name stays valid for the test). */
+static const char *fresh_dir(const char *name)
+{
+    static char dir[600];
+    snprintf(dir, sizeof dir, "%s", tmp_path(name));
+    ck_assert_msg(mkdir(dir, 0755) == 0 || errno == EEXIST, "mkdir %s", dir);
+    return dir;
+}
+
+static const char *in_dir(const char *dir, const char *name)
+{
+    static char buf[8][1024];
+    static int next;
+    char *p = buf[next++ % 8];
+    snprintf(p, sizeof buf[0], "%s/%s", dir, name);
+    return p;
+}
+
+/* A whole file (binary) into *data; returns its size, -1 if it cannot be read. */
+static long read_bytes(const char *path, char **data)
+{
+    FILE *f = fopen(path, "rb");
+    *data = NULL;
+    if (!f)
+        return -1;
+    long n = 0, cap = 1 << 16;
+    char *buf = malloc((size_t)cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, (size_t)(cap - n), f)) > 0)
+        if ((n += (long)got) == cap)
+            buf = realloc(buf, (size_t)(cap *= 2));
+    fclose(f);
+    *data = buf;
+    return n;
+}
+
+/* Entries of dir, "." and ".." aside; names starting with `prefix` counted in *hidden. */
+static int count_entries(const char *dir, const char *prefix, int *hidden)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    if (hidden)
+        *hidden = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        n++;
+        if (hidden && prefix && strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+            (*hidden)++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The bytes `run GRAPH --out FILE.npy --quiet` writes to a regular file. */
+static long expected_npy(const char *dir, char **data)
+{
+    char args[1024];
+    const char *ref = in_dir(dir, "reference.npy");
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --quiet", ref);
+    expect_cli(args, 0, 1, "");
+    long n = read_bytes(ref, data);
+    ck_assert_int_gt(n, 10);
+    ck_assert(memcmp(*data, "\x93NUMPY", 6) == 0);
+    unlink(ref);
+    return n;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+START_TEST(fifo_is_written_not_replaced)
+{
+    const char *dir = fresh_dir("out-fifo");
+    char *want;
+    const long n_want = expected_npy(dir, &want);
+    const char *fifo = in_dir(dir, "pipe.npy"), *got_path = in_dir(dir, "got.bin");
+    ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+
+    /* the reader: copies what comes through the FIFO to got.bin */
+    pid_t reader = fork();
+    ck_assert_int_ge(reader, 0);
+    if (reader == 0) {
+        int in = open(fifo, O_RDONLY), out = open(got_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        char buf[4096];
+        ssize_t n;
+        while (in >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)n) != n)
+                _exit(2);
+        _exit(in >= 0 ? 0 : 1);
+    }
+    char args[1024];
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --quiet", fifo);
+    int rc = run_cli(args, NULL, NULL);
+    int status = 0, done = 0;
+    for (int k = 0; k < 100 && !(done = waitpid(reader, &status, WNOHANG) == reader); k++)
+        sleep_ms(10);
+    if (!done) {                /* the old code renamed a file over the FIFO */
+        kill(reader, SIGKILL);
+        waitpid(reader, &status, 0);
+    }
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(done, "the FIFO's reader got no end of data");
+    struct stat st;
+    ck_assert_int_eq(lstat(fifo, &st), 0);
+    ck_assert_msg(S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    char *got;
+    const long n_got = read_bytes(got_path, &got);
+    ck_assert_int_eq(n_got, n_want);
+    ck_assert(memcmp(got, "\x93NUMPY", 6) == 0);
+    ck_assert(memcmp(got, want, (size_t)n_want) == 0);
+    free(got), free(want);
+}
+END_TEST
+
+START_TEST(char_device_is_written_not_replaced)
+{
+    const char *dir = fresh_dir("out-dev");
+    const char *dev = in_dir(dir, "null");
+    if (mknod(dev, S_IFCHR | 0666, makedev(1, 3)) != 0) {
+        fprintf(stderr, "char_device_is_written_not_replaced: mknod: %s (skipped)\n",
+                strerror(errno));
+        return;
+    }
+    char args[1024];
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --quiet", dev);
+    expect_cli(args, 0, 1, "");
+    struct stat st;
+    ck_assert_int_eq(lstat(dev, &st), 0);
+    ck_assert_msg(S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3),
+                  "the device node was replaced");
+    ck_assert_int_eq(count_entries(dir, ".", NULL), 1);   /* no temporaries */
+
+    /* a failed run does not remove it either */
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --features %s", dev,
+             in_dir(dir, "nosuch.npy"));
+    expect_cli(args, 1, 2, "nosuch.npy");
+    ck_assert_int_eq(lstat(dev, &st), 0);
+    ck_assert(S_ISCHR(st.st_mode));
+
+    /* every writer: --attn (CSV without an extension), --trace, pattern */
+    snprintf(args, sizeof args, "run " GRAPH " --rounds 2 --attn %s --quiet", dev);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "pattern causal --nodes 4 --out %s --quiet", dev);
+    expect_cli(args, 0, 1, "");
+    ck_assert_int_eq(lstat(dev, &st), 0);
+    ck_assert(S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3));
+    ck_assert_int_eq(count_entries(dir, ".", NULL), 1);
+}
+END_TEST
+
+START_TEST(symlink_is_followed)
+{
+    const char *dir = fresh_dir("out-link");
+    char *want;
+    const long n_want = expected_npy(dir, &want);
+    const char *real = in_dir(dir, "real.npy"), *link = in_dir(dir, "link.npy");
+    write_text(real, "old");
+    ck_assert_int_eq(symlink("real.npy", link), 0);
+    char args[1024];
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --quiet", link);
+    expect_cli(args, 0, 1, "");
+    struct stat st;
+    ck_assert_int_eq(lstat(link, &st), 0);
+    ck_assert_msg(S_ISLNK(st.st_mode), "the link was replaced");
+    char *got;
+    ck_assert_int_eq(read_bytes(real, &got), n_want);
+    ck_assert(memcmp(got, want, (size_t)n_want) == 0);
+    free(got);
+
+    /* a link to a file not there yet creates that file */
+    char sub[700];
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    const char *dangling = in_dir(dir, "dangling.npy");
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    ck_assert_int_eq(symlink("sub/new.npy", dangling), 0);
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --quiet", dangling);
+    expect_cli(args, 0, 1, "");
+    ck_assert_int_eq(lstat(dangling, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(read_bytes(in_dir(sub, "new.npy"), &got), n_want);
+    free(got);
+
+    /* a failed run leaves both the link and its file */
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --features %s", link,
+             in_dir(dir, "nosuch.npy"));
+    expect_cli(args, 1, 2, "nosuch.npy");
+    ck_assert_int_eq(lstat(link, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(read_bytes(real, &got), n_want);
+    ck_assert(memcmp(got, want, (size_t)n_want) == 0);
+    free(got), free(want);
+    int hidden;
+    ck_assert_int_eq(count_entries(dir, ".", &hidden), 4);   /* real, link, sub, dangling */
+    ck_assert_int_eq(hidden, 0);
+}
+END_TEST
+
+START_TEST(dash_is_standard_output)
+{
+    const char *dir = fresh_dir("out-dash");
+    char *want;
+    const long n_want = expected_npy(dir, &want);
+    /* stdout holds exactly the .npy; the report went to stderr */
+    char *out, *err;
+    ck_assert_int_eq(run_cli("run " GRAPH " --out -", &out, &err), 0);
+    free(out);
+    char *got;
+    ck_assert_int_eq(read_bytes(tmp_path("cli.stdout"), &got), n_want);
+    ck_assert(memcmp(got, want, (size_t)n_want) == 0);
+    free(got);
+    ck_assert_ptr_nonnull(strstr(err, "attends"));
+    ck_assert_ptr_nonnull(strstr(err, "wrote -"));
+    free(err);
+
+    /* a name for the same file as stdout counts as stdout (here a link in the
+       scratch folder to /proc/self/fd/1, not the system's /dev/stdout) */
+    const char *alias = in_dir(dir, "stdout");
+    ck_assert_int_eq(symlink("/proc/self/fd/1", alias), 0);
+    char args[1024];
+    snprintf(args, sizeof args, "run " GRAPH " --out %s", alias);
+    ck_assert_int_eq(run_cli(args, &out, &err), 0);
+    free(out);
+    ck_assert_int_eq(read_bytes(tmp_path("cli.stdout"), &got), n_want);
+    ck_assert(memcmp(got, want, (size_t)n_want) == 0);
+    free(got), free(err);
+    struct stat st;
+    ck_assert_int_eq(lstat(alias, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+
+    /* a graph file to stdout, with its report on stderr */
+    ck_assert_int_eq(run_cli("pattern causal --nodes 3 --out - --format gml", &out, &err), 0);
+    ck_assert_msg(strncmp(out, "Creator", 7) == 0, "stdout: %s", out);
+    ck_assert_ptr_nonnull(strstr(err, "-> - (gml)"));
+    free(out), free(err);
+    /* a CSV to stdout */
+    ck_assert_int_eq(run_cli("run " GRAPH " --attn - --quiet", &out, &err), 0);
+    ck_assert_msg(strncmp(out, "src,dst,", 8) == 0, "stdout: %s", out);
+    free(out), free(err);
+    /* "-" twice is the same file */
+    expect_cli("run " GRAPH " --out - --messages -", 2, 2, "name the same file");
+    free(want);
+}
+END_TEST
+
+START_TEST(failed_run_keeps_the_old_file)
+{
+    const char *dir = fresh_dir("out-fail");
+    const char *precious = in_dir(dir, "precious.npy"), *csv = in_dir(dir, "attn.csv");
+    char args[1024];
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --attn %s --quiet", precious, csv);
+    expect_cli(args, 0, 1, "");
+    char *before, *before_csv, *after;
+    const long n = read_bytes(precious, &before), n_csv = read_bytes(csv, &before_csv);
+    ck_assert_int_gt(n, 0);
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --attn %s --features %s",
+             precious, csv, in_dir(dir, "nosuch.npy"));
+    expect_cli(args, 1, 2, "nosuch.npy");
+    ck_assert_int_eq(read_bytes(precious, &after), n);
+    ck_assert(memcmp(before, after, (size_t)n) == 0);
+    free(after);
+    ck_assert_int_eq(read_bytes(csv, &after), n_csv);
+    ck_assert(memcmp(before_csv, after, (size_t)n_csv) == 0);
+    free(after), free(before), free(before_csv);
+    int hidden;
+    ck_assert_int_eq(count_entries(dir, ".", &hidden), 2);
+    ck_assert_int_eq(hidden, 0);
+}
+END_TEST
+
+START_TEST(two_outputs_one_file_refused)
+{
+    const char *dir = fresh_dir("out-same");
+    const char *x = in_dir(dir, "x.npy"), *nosuch = in_dir(dir, "nosuch.npy");
+    char args[2048];
+    /* refused before any work: the missing features are never looked at */
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --messages %s --features %s", x, x,
+             nosuch);
+    expect_cli(args, 2, 2, "name the same file");
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --head-messages %s/../out-same/x.npy",
+             x, dir);
+    expect_cli(args, 2, 2, "name the same file");
+    ck_assert(!file_exists(x));
+    /* through a link to an existing file */
+    write_text(x, "old");
+    const char *link = in_dir(dir, "alias.npy");
+    ck_assert_int_eq(symlink("x.npy", link), 0);
+    snprintf(args, sizeof args, "run " GRAPH " --messages %s --out %s", x, link);
+    expect_cli(args, 2, 2, "name the same file");
+    char *text = read_text(x);
+    ck_assert_str_eq(text, "old");
+    free(text);
+    /* compare's two CSVs */
+    const char *c = in_dir(dir, "c.csv");
+    snprintf(args, sizeof args, "compare --pattern causal --pattern complete --nodes 4 "
+             "--csv %s --per-node %s", c, c);
+    expect_cli(args, 2, 2, "name the same file");
+    int hidden;
+    ck_assert_int_eq(count_entries(dir, ".", &hidden), 2);   /* x.npy, alias.npy */
+    ck_assert_int_eq(hidden, 0);
+}
+END_TEST
+
+START_TEST(extension_must_match)
+{
+    const char *dir = fresh_dir("out-ext");
+    char args[1024];
+    snprintf(args, sizeof args, "run " GRAPH " --out %s", in_dir(dir, "x.csv"));
+    expect_cli(args, 2, 2, "--out");
+    snprintf(args, sizeof args, "run " GRAPH " --messages %s", in_dir(dir, "m"));
+    expect_cli(args, 2, 2, ".npy");
+    snprintf(args, sizeof args, "run " GRAPH " --attn %s", in_dir(dir, "a.txt"));
+    expect_cli(args, 2, 2, ".csv, .npy or .graphml");
+    snprintf(args, sizeof args, "run " GRAPH " --rounds 2 --trace %s", in_dir(dir, "t.npy"));
+    expect_cli(args, 2, 2, ".csv");
+    snprintf(args, sizeof args, "compare --pattern causal --pattern complete --nodes 4 --csv %s",
+             in_dir(dir, "c.npy"));
+    expect_cli(args, 2, 2, ".csv");
+    snprintf(args, sizeof args, "pattern causal --nodes 4 --out %s", in_dir(dir, "p.npy"));
+    expect_cli(args, 2, 2, "not a graph format");
+    snprintf(args, sizeof args, "pattern causal --nodes 4 --out %s --format pajek",
+             in_dir(dir, "p.gml"));
+    expect_cli(args, 2, 2, "--format says pajek");
+    ck_assert_int_eq(count_entries(dir, ".", NULL), 0);   /* nothing was written */
+    /* agreeing names still work */
+    snprintf(args, sizeof args, "pattern causal --nodes 4 --out %s --format gml --quiet",
+             in_dir(dir, "p.gml"));
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --attn %s --quiet", in_dir(dir, "X.NPY"),
+             in_dir(dir, "a.graphml"));
+    expect_cli(args, 0, 1, "");
+    ck_assert_int_eq(count_entries(dir, ".", NULL), 3);
+}
+END_TEST
+
+/* run_cli with standard input from a file. */
+static int run_cli_stdin(const char *args, const char *input, char **err)
+{
+    char cmd[4096];
+    const char *e = tmp_path("cli.stderr");
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " %s >/dev/null 2>'%s' <'%s'", args, e, input);
+    int status = system(cmd);
+    if (err)
+        *err = read_text(e);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Are the two files byte for byte the same? */
+static int same_bytes(const char *a, const char *b)
+{
+    char *x, *y;
+    long n = read_bytes(a, &x), m = read_bytes(b, &y);
+    int same = n > 0 && n == m && memcmp(x, y, (size_t)n) == 0;
+    free(x), free(y);
+    return same;
+}
+
+START_TEST(dash_is_standard_input)
+{
+    const char *dir = fresh_dir("in-dash");
+    char ref[700], got[700], feat[700], graphml[700], args[2048];
+    snprintf(ref, sizeof ref, "%s/ref.npy", dir);
+    snprintf(got, sizeof got, "%s/got.npy", dir);
+    snprintf(feat, sizeof feat, "%s/x.npy", dir);
+    snprintf(graphml, sizeof graphml, "%s/p.graphml", dir);
+    /* a graph file on stdin, its format named */
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --quiet", ref);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run - --format edgelist --out %s --quiet", got);
+    ck_assert_int_eq(run_cli_stdin(args, GRAPH, NULL), 0);
+    ck_assert(same_bytes(ref, got));
+    /* GraphML (checked, then read: both from the one copy of stdin) */
+    snprintf(args, sizeof args, "pattern causal --nodes 5 --out %s --quiet", graphml);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run %s --out %s --quiet", graphml, ref);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run - --format graphml --out %s --quiet", got);
+    ck_assert_int_eq(run_cli_stdin(args, graphml, NULL), 0);
+    ck_assert(same_bytes(ref, got));
+    /* without a format: a usage error */
+    char *err;
+    ck_assert_int_eq(run_cli_stdin("run - --quiet", GRAPH, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "needs --format"));
+    free(err);
+    /* features on stdin */
+    snprintf(args, sizeof args, "run " GRAPH " --dim 4 --out %s --quiet", feat);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run " GRAPH " --features %s --out %s --quiet", feat, ref);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run " GRAPH " --features - --out %s --quiet", got);
+    ck_assert_int_eq(run_cli_stdin(args, feat, NULL), 0);
+    ck_assert(same_bytes(ref, got));
+    /* one stdin for two inputs: refused */
+    ck_assert_int_eq(run_cli_stdin("run - --format edgelist --features -", feat, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "only one input"));
+    free(err);
+}
+END_TEST
+
+/* Starts a long run writing DIR/big.npy, sends sig once its temporary exists;
+   returns the exit status as a shell reports it. */
+static int interrupted_run(const char *dir, int sig)
+{
+    const char *big = in_dir(dir, "big.npy");
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);    /* as a shell would leave them */
+        signal(SIGTERM, SIG_DFL);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        execl(AG_CLI_PATH, AG_CLI_PATH, "run", "--pattern", "complete", "--nodes", "30000",
+              "--dim", "64", "--threads", "1", "--out", big, "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    int hidden = 0;
+    for (int k = 0; k < 200 && !hidden; k++) {     /* up to 2 s for the start */
+        sleep_ms(10);
+        count_entries(dir, ".big.npy.", &hidden);
+    }
+    sleep_ms(300);
+    kill(pid, sig);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(hidden, "the run never created its temporary");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+START_TEST(signal_removes_temporaries)
+{
+    const char *dir = fresh_dir("out-signal");
+    ck_assert_int_eq(interrupted_run(dir, SIGTERM), 143);
+    ck_assert_int_eq(count_entries(dir, ".", NULL), 0);
+    ck_assert_int_eq(interrupted_run(dir, SIGINT), 130);
+    ck_assert_int_eq(count_entries(dir, ".", NULL), 0);
+}
+END_TEST
+
+Suite *outputs_suite(void)
+{
+    Suite *s = suite_create("outputs");
+    TCase *tc = tcase_create("outputs");
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, fifo_is_written_not_replaced);
+    tcase_add_test(tc, char_device_is_written_not_replaced);
+    tcase_add_test(tc, symlink_is_followed);
+    tcase_add_test(tc, dash_is_standard_output);
+    tcase_add_test(tc, dash_is_standard_input);
+    tcase_add_test(tc, failed_run_keeps_the_old_file);
+    tcase_add_test(tc, two_outputs_one_file_refused);
+    tcase_add_test(tc, extension_must_match);
+    tcase_add_test(tc, signal_removes_temporaries);
+    suite_add_tcase(s, tc);
+    return s;
+}
