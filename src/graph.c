@@ -148,9 +148,11 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
 
 /* ---- pre-checks for igraph's readers ---- */
 
-/* Pajek declares its vertex count up front; igraph would allocate it blindly. */
+/* Pajek declares its vertex count up front; igraph would allocate it blindly.
+   Reads from f's position (after any byte-order mark) and returns there. */
 static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_error_t *err)
 {
+    const long start = ftell(f);
     char buf[256];
     int rc = AG_OK;
     while (fgets(buf, sizeof buf, f)) {
@@ -166,7 +168,7 @@ static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_err
             break;
         }
     }
-    rewind(f);
+    fseek(f, start, SEEK_SET);
     return rc;
 }
 
@@ -267,6 +269,16 @@ static int check_graphml_ids(const char *path, int64_t max_nodes, ag_error_t *er
 
 /* ---- loading ---- */
 
+int ag_skip_bom(FILE *f)
+{
+    unsigned char b[3];
+    size_t got = fread(b, 1, 3, f);
+    if (got == 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF)
+        return 1;
+    fseek(f, 0, SEEK_SET);
+    return 0;
+}
+
 static int read_with_igraph(igraph_t *graph, FILE *f, ag_format_t format)
 {
     switch (format) {
@@ -302,6 +314,7 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
     FILE *f = fopen(path, "rb");
     if (!f)
         return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    ag_skip_bom(f);   /* igraph's text readers would take it for part of a name */
     if (format == AG_FORMAT_PAJEK)
         rc = check_pajek_size(f, path, max_nodes, err);
     else if (format == AG_FORMAT_GRAPHML)

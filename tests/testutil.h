@@ -44,5 +44,6 @@ Suite *score_suite(void);
 Suite *fast_suite(void);
 Suite *model_suite(void);
 Suite *cli_suite(void);
+Suite *graph_files_suite(void);
 
 #endif

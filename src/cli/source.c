@@ -51,6 +51,7 @@ int labels_from_file(ag_labels_t *labels, const char *path, ag_error_t *err)
     FILE *f = fopen(path, "r");
     if (!f)
         return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    ag_skip_bom(f);
     char *line = NULL;
     size_t n = 0;
     ssize_t len;
