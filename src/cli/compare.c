@@ -215,6 +215,8 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
         so.self = AG_SELF_KEEP;
         so.tokens = so.labels_file = NULL;
         so.nodes = 0;
+    } else {
+        so.direction = AG_EDGES_AUTO;   /* and edge directions nothing to a pattern */
     }
     int rc = source_open(&st->src, &so, usage, err);
     if (rc)

@@ -13,6 +13,7 @@ typedef struct {
     const char *tokens;         /* "nah I d win": sets N and labels */
     const char *labels_file;    /* one label a line */
     ag_self_loops_t self;
+    ag_direction_t direction;   /* graph files: --directed / --undirected */
     int64_t max_nodes;
 } source_opts_t;
 
