@@ -176,6 +176,8 @@ typedef struct {
 /*
  * Labels from the vertex attribute `label`, else `name`, else `id` (strings,
  * or numbers printed with %g), else the node number. labels is uninitialised.
+ * (GraphML node ids n0, n1, ... in order are not labels: ag_graph_load drops
+ * them, so such a file is numbered 0, 1, ... like the other formats.)
  */
 int ag_labels_from_graph(ag_labels_t *labels, const igraph_t *graph, ag_error_t *err);
 /* Labels "0", "1", ... "n-1". */
@@ -187,7 +189,9 @@ void ag_labels_destroy(ag_labels_t *labels);
  * is write-only). Labels, if not NULL, are written as the vertex attributes
  * `label` and `name` (`id` too for Pajek), so every reader finds them; the
  * graph must then have been created while igraph's attribute table was set
- * (as every graph this library makes is).
+ * (as every graph this library makes is). GraphML gets no `id` vertex
+ * attribute (its node ids are n0, n1, ...; a string `id` without labels, label
+ * or name is written as `name`), so python-igraph reads it without a warning.
  */
 int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
                    const ag_labels_t *labels, ag_error_t *err);

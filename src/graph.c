@@ -269,6 +269,28 @@ static int check_graphml_ids(const char *path, int64_t max_nodes, ag_error_t *er
 
 /* ---- loading ---- */
 
+static int attr_type(const igraph_t *graph, igraph_attribute_elemtype_t elem, const char *name);
+
+/*
+ * igraph's GraphML reader stores every node's XML id in the vertex attribute
+ * `id`. Ids n0, n1, ... in order (what igraph and this library write) say
+ * nothing: they are dropped, so such a file's nodes are numbered 0, 1, ...
+ * like every other format's. Other ids are kept and serve as labels when the
+ * file has no label or name.
+ */
+static void drop_default_graphml_ids(igraph_t *graph)
+{
+    if (attr_type(graph, IGRAPH_ATTRIBUTE_VERTEX, "id") != IGRAPH_ATTRIBUTE_STRING)
+        return;
+    char buf[32];
+    for (igraph_integer_t i = 0; i < igraph_vcount(graph); i++) {
+        snprintf(buf, sizeof buf, "n%" IGRAPH_PRId, i);
+        if (strcmp(VAS(graph, "id", i), buf) != 0)
+            return;
+    }
+    igraph_cattribute_remove_v(graph, "id");
+}
+
 int ag_skip_bom(FILE *f)
 {
     unsigned char b[3];
@@ -334,6 +356,8 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
         rc = ag_fail(err, AG_EFORMAT, "%s: not a valid %s file: %s", path,
                      ag_format_name(format), ag_igraph_reason());
     }
+    if (!rc && format == AG_FORMAT_GRAPHML)
+        drop_default_graphml_ids(graph);
     ag_igraph_leave();
     fclose(f);
     if (rc)
@@ -396,17 +420,30 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
     ag_igraph_enter();
     igraph_t copy;
     const igraph_t *g = graph;
-    if (labels) {
-        /* labels go on a copy: the caller's graph stays as it was */
+    /* GraphML writes node ids itself; an `id` attribute beside them makes
+       readers (python-igraph) warn that they cannot add the ids */
+    const int id_type = format == AG_FORMAT_GRAPHML ?
+                        attr_type(graph, IGRAPH_ATTRIBUTE_VERTEX, "id") : -1;
+    if (labels || id_type >= 0) {
+        /* changes go on a copy: the caller's graph stays as it was */
         if (igraph_copy(&copy, graph)) {
             rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
         } else {
             g = &copy;
-            for (int64_t i = 0; i < labels->n && !rc; i++)
+            for (int64_t i = 0; labels && i < labels->n && !rc; i++)
                 if (SETVAS(&copy, "label", i, labels->str[i]) ||
                     SETVAS(&copy, "name", i, labels->str[i]) ||
                     (format == AG_FORMAT_PAJEK && SETVAS(&copy, "id", i, labels->str[i])))
                     rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+            /* without labels, string ids that name the nodes move to `name` */
+            if (!labels && id_type == IGRAPH_ATTRIBUTE_STRING &&
+                attr_type(graph, IGRAPH_ATTRIBUTE_VERTEX, "label") < 0 &&
+                attr_type(graph, IGRAPH_ATTRIBUTE_VERTEX, "name") < 0)
+                for (int64_t i = 0; i < igraph_vcount(graph) && !rc; i++)
+                    if (SETVAS(&copy, "name", i, VAS(graph, "id", i)))
+                        rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+            if (id_type >= 0)
+                igraph_cattribute_remove_v(&copy, "id");
         }
     }
     if (!rc && write_with_igraph(g, f, format, labels != NULL))

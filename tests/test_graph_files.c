@@ -32,13 +32,13 @@ static const struct {
                   "</graph>\n</graphml>\n"},
 };
 
-/* Loads name (in the scratch folder) and returns its labels joined by spaces. */
-static char *load_summary(const char *name, int64_t *n_nodes, int64_t *n_edges)
+/* Loads path and returns its labels joined by spaces. */
+static char *load_summary(const char *path, int64_t *n_nodes, int64_t *n_edges)
 {
     igraph_t g;
     ag_error_t err;
-    int rc = ag_graph_load(&g, tmp_path(name), NULL, &err);
-    ck_assert_msg(rc == AG_OK, "%s: %s", name, err.msg);
+    int rc = ag_graph_load(&g, path, NULL, &err);
+    ck_assert_msg(rc == AG_OK, "%s: %s", path, err.msg);
     *n_nodes = igraph_vcount(&g);
     *n_edges = igraph_ecount(&g);
     ag_labels_t labels;
@@ -61,8 +61,8 @@ START_TEST(bom_is_skipped_in_every_text_format)
         write_text(tmp_path(samples[k].name), samples[k].text);
         write_text(tmp_path(bom_name), text);
         int64_t n0, e0, n1, e1;
-        char *plain = load_summary(samples[k].name, &n0, &e0);
-        char *bom = load_summary(bom_name, &n1, &e1);
+        char *plain = load_summary(tmp_path(samples[k].name), &n0, &e0);
+        char *bom = load_summary(tmp_path(bom_name), &n1, &e1);
         ck_assert_int_eq(n0, 3);
         ck_assert_int_eq(e0, 2);
         ck_assert_msg(n1 == n0 && e1 == e0, "%s: %lld nodes, %lld edges with a BOM; %lld, %lld "
@@ -356,6 +356,81 @@ START_TEST(cli_self_loops_on_a_graph_file)
 }
 END_TEST
 
+/* ---- GraphML round trips ---- */
+
+static void assert_joined_labels(const char *name, const char *expected)
+{
+    int64_t n, e;
+    char *got = load_summary(tmp_path(name), &n, &e);
+    ck_assert_msg(strcmp(got, expected) == 0, "%s: labels '%s', expected '%s'", name, got,
+                  expected);
+    free(got);
+}
+
+/* Asserts a GraphML file declares no `id` vertex attribute. */
+static void assert_no_id_key(const char *path)
+{
+    char *text = read_text(path);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(!strstr(text, "attr.name=\"id\""), "%s declares an id attribute:\n%s", path,
+                  text);
+    free(text);
+}
+
+START_TEST(graphml_round_trip_without_id)
+{
+    /* ids n0, n1, n2 and no labels: numbered like an edge list */
+    write_text(tmp_path("plain.graphml"),
+               "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\">\n"
+               "<graph edgedefault=\"directed\">\n"
+               "<node id=\"n0\"/><node id=\"n1\"/><node id=\"n2\"/>\n"
+               "<edge source=\"n0\" target=\"n1\"/><edge source=\"n1\" target=\"n2\"/>\n"
+               "</graph>\n</graphml>\n");
+    assert_joined_labels("plain.graphml", "0 1 2");
+    write_text(tmp_path("plain.edges"), "0 1\n1 2\n");
+    assert_joined_labels("plain.edges", "0 1 2");
+
+    /* ids that mean something name the nodes, and survive a write without labels */
+    write_text(tmp_path("named.graphml"),
+               "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\">\n"
+               "<graph edgedefault=\"directed\">\n"
+               "<node id=\"alice\"/><node id=\"bob\"/>\n"
+               "<edge source=\"alice\" target=\"bob\"/>\n"
+               "</graph>\n</graphml>\n");
+    assert_joined_labels("named.graphml", "alice bob");
+    const char *inputs[][2] = {{"named.graphml", "alice bob"}, {"plain.graphml", "0 1 2"}};
+    for (int k = 0; k < 2; k++) {
+        igraph_t g;
+        ag_error_t err;
+        ck_assert_int_eq(ag_graph_load(&g, tmp_path(inputs[k][0]), NULL, &err), AG_OK);
+        char out[64];
+        snprintf(out, sizeof out, "rt_%s", inputs[k][0]);
+        ck_assert_int_eq(ag_graph_write(&g, tmp_path(out), AG_FORMAT_GRAPHML, NULL, &err), AG_OK);
+        igraph_destroy(&g);
+        assert_no_id_key(tmp_path(out));
+        assert_joined_labels(out, inputs[k][1]);
+    }
+
+    /* the CLI's GraphML exports carry labels, not ids */
+    char args[1024];
+    snprintf(args, sizeof args, "run graphs/en_ja_cross.graphml --dim 4 --quiet --attn %s",
+             tmp_path("cross_attn.graphml"));
+    expect_cli(args, 0, "");
+    assert_no_id_key(tmp_path("cross_attn.graphml"));
+    int64_t n, e;
+    char *orig = load_summary("graphs/en_ja_cross.graphml", &n, &e);
+    char *back = load_summary(tmp_path("cross_attn.graphml"), &n, &e);
+    ck_assert_str_eq(back, orig);
+    free(orig), free(back);
+    snprintf(args, sizeof args, "pattern causal --nodes 3 --out %s", tmp_path("c.graphml"));
+    expect_cli(args, 0, "");
+    assert_no_id_key(tmp_path("c.graphml"));
+    assert_joined_labels("c.graphml", "0 1 2");
+}
+END_TEST
+
 Suite *graph_files_suite(void)
 {
     Suite *s = suite_create("graph_files");
@@ -368,6 +443,7 @@ Suite *graph_files_suite(void)
     tcase_add_test(tc, cli_undirected_and_directed);
     tcase_add_test(tc, self_loops_on_and_off_on_a_graph_file);
     tcase_add_test(tc, cli_self_loops_on_a_graph_file);
+    tcase_add_test(tc, graphml_round_trip_without_id);
     suite_add_tcase(s, tc);
     return s;
 }
