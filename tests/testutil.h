@@ -45,5 +45,6 @@ Suite *fast_suite(void);
 Suite *model_suite(void);
 Suite *cli_suite(void);
 Suite *graph_files_suite(void);
+Suite *compare_suite(void);
 
 #endif

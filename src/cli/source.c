@@ -117,7 +117,7 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
                          (long long)N);
         N = s->labels.n;
     }
-    if (!rc && N == 0 && !(N = ag_pattern_size(pat))) {
+    if (!rc && N == 0 && !(N = ag_pattern_size(pat)) && !(N = o->size_hint)) {
         *usage = 1;
         rc = ag_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
                      o->pattern);
