@@ -296,6 +296,7 @@ END_TEST
 
 START_TEST(cli_self_loops_on_a_graph_file)
 {
+    ag_error_t err;
     expect_cli("run graphs/random10.edges --self-loops on --dim 4", 0,
                "(edgelist, directed, self-loops on): 10 nodes, 40 edges, 47 messages");
     expect_cli("run graphs/random10.edges --self-loops off --dim 4", 0,
@@ -335,7 +336,6 @@ START_TEST(cli_self_loops_on_a_graph_file)
              "--attn %s", gml);
     expect_cli(args, 0, "");
     igraph_t g;
-    ag_error_t err;
     ck_assert_int_eq(ag_graph_load(&g, gml, NULL, &err), AG_OK);
     ck_assert_int_eq(igraph_ecount(&g), 47);
     for (int64_t e = 0; e < 47; e++) {
@@ -344,6 +344,18 @@ START_TEST(cli_self_loops_on_a_graph_file)
             ck_assert_int_eq(IGRAPH_FROM(&g, e), IGRAPH_TO(&g, e));
     }
     igraph_destroy(&g);
+
+    /* .npy: [E, H], the added loops' rows last */
+    const char *npy = tmp_path("loops_attn.npy");
+    snprintf(args, sizeof args, "run graphs/random10.edges --self-loops on --dim 4 --heads 2 "
+             "--quiet --attn %s", npy);
+    expect_cli(args, 0, "");
+    ag_matrix_t m;
+    ck_assert_int_eq(ag_matrix_read_npy(&m, npy, &err), AG_OK);
+    ck_assert_int_eq(m.rows, 47);
+    ck_assert_int_eq(m.cols, 2);
+    ck_assert_float_eq(m.data[2 * 46], 1.0f);   /* node 9 has only its added loop */
+    ag_matrix_destroy(&m);
 
     /* an edge bias still works: the added loops get none */
     write_text(tmp_path("w.ncol"), "a b 0.5\nb c 1.5\n");
