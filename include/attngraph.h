@@ -190,18 +190,30 @@ const char *ag_format_name(ag_format_t format);
 
 #define AG_DEFAULT_MAX_NODES ((int64_t)20000000)
 
+/* How the edges of a file are read. */
+typedef enum {
+    AG_EDGES_AUTO = 0,    /* edge lists, NCOL, LGL: directed; GraphML, GML, Pajek: as they say */
+    AG_EDGES_DIRECTED,    /* u v is the message u -> v */
+    AG_EDGES_UNDIRECTED   /* u v is two messages, u -> v and v -> u (SNAP, KONECT) */
+} ag_direction_t;
+
 typedef struct {
     ag_format_t format;   /* AG_FORMAT_AUTO: from the extension */
     int64_t max_nodes;    /* refuse larger graphs before allocating; 0: AG_DEFAULT_MAX_NODES */
+    ag_direction_t direction;
 } ag_load_opts_t;
 
 /*
  * Loads a graph file into graph, a pointer to an *uninitialised* igraph_t
  * (initialised on success, left uninitialised on failure). Attributes are
  * kept (this sets igraph's attribute table to igraph_cattribute_table when
- * none is set). Edge lists, NCOL and LGL are read as directed; GraphML, GML and
- * Pajek say themselves. Graphs with no nodes, more than max_nodes nodes, GraphML
- * edges to undeclared nodes and duplicate GraphML node ids are refused.
+ * none is set). Edge lists, NCOL and LGL are read as opts->direction says
+ * (directed unless AG_EDGES_UNDIRECTED). GraphML, GML and Pajek state it
+ * themselves (edgedefault, `directed 1`, *Arcs or *Edges): a direction that
+ * agrees is accepted, one that contradicts the file is refused (AG_EINVAL),
+ * never converted. A UTF-8 byte-order mark at the start is skipped. Graphs
+ * with no nodes, more than max_nodes nodes, GraphML edges to undeclared nodes
+ * and duplicate GraphML node ids are refused.
  * The path "-" reads standard input, whole into memory first; its format must
  * then be given (AG_FORMAT_AUTO is refused: there is no extension).
  * Time: O(N + E) plus igraph's reader.
@@ -218,6 +230,8 @@ typedef struct {
 /*
  * Labels from the vertex attribute `label`, else `name`, else `id` (strings,
  * or numbers printed with %g), else the node number. labels is uninitialised.
+ * (GraphML node ids n0, n1, ... in order are not labels: ag_graph_load drops
+ * them, so such a file is numbered 0, 1, ... like the other formats.)
  */
 int ag_labels_from_graph(ag_labels_t *labels, const igraph_t *graph, ag_error_t *err);
 /* Labels "0", "1", ... "n-1". */
@@ -229,7 +243,9 @@ void ag_labels_destroy(ag_labels_t *labels);
  * is write-only). Labels, if not NULL, are written as the vertex attributes
  * `label` and `name` (`id` too for Pajek), so every reader finds them; the
  * graph must then have been created while igraph's attribute table was set
- * (as every graph this library makes is).
+ * (as every graph this library makes is). GraphML gets no `id` vertex
+ * attribute (its node ids are n0, n1, ...; a string `id` without labels, label
+ * or name is written as `name`), so python-igraph reads it without a warning.
  */
 int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
                    const ag_labels_t *labels, ag_error_t *err);
@@ -251,7 +267,8 @@ typedef struct {
     int64_t *run_ptr;     /* [N+1] first run of each destination */
     int64_t *run_src;     /* [R]   first source of each run */
     int64_t *run_len;     /* [R]   sources in each run (>= 1) */
-    int64_t *edge_id;     /* [E]   igraph edge id of each slot, or NULL */
+    int64_t *edge_id;     /* [E]   igraph edge id of each slot (-1: a self-loop added by
+                                   ag_nbhd_self_loops), or NULL */
 } ag_nbhd_t;
 
 /*
@@ -271,6 +288,24 @@ int ag_nbhd_from_csr(ag_nbhd_t *nb, int64_t n_nodes, const int64_t *indptr,
 
 void ag_nbhd_destroy(ag_nbhd_t *nb);
 
+typedef enum {
+    AG_SELF_KEEP = 0,     /* self edges as the pattern or graph says */
+    AG_SELF_ON,           /* every node also attends to itself */
+    AG_SELF_OFF           /* no node attends to itself */
+} ag_self_loops_t;
+
+/*
+ * Applies self to compiled neighbourhoods nb (initialised), in place, for
+ * graph files and CSR (patterns take it in ag_nbhd_from_pattern):
+ * AG_SELF_ON gives every node that has no self edge one message from itself,
+ * in its ascending place (like PyG's add_self_loops for a graph without
+ * loops; a node's existing self edges are kept, not merged into one);
+ * its slot's edge_id is -1, as it is no igraph edge. AG_SELF_OFF removes
+ * every self edge. AG_SELF_KEEP does nothing. Runs are rebuilt; on failure
+ * nb is unchanged. Time and memory O(N + E).
+ */
+int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err);
+
 /*
  * Materialises nb as a directed igraph graph (uninitialised on entry) whose
  * edge k is message k in the order of ag_edge_order. Refuses (AG_ELIMIT) more
@@ -286,8 +321,10 @@ void ag_nbhd_sources(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t *src);
 /*
  * The numeric edge attribute `attr` of graph for every slot of nb (compiled
  * from that graph): values[s] is the attribute of edge nb->edge_id[s]. A
- * malloc'ed array of nb->n_edges floats. Missing, non-numeric and non-finite
- * attributes are refused.
+ * malloc'ed array of nb->n_edges floats. A self-loop added by
+ * ag_nbhd_self_loops (edge_id -1) gets 0: it adds nothing to its score. Missing,
+ * non-numeric and non-finite attributes are refused; a missing one's message
+ * lists the graph's numeric edge attributes.
  */
 int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb,
                       const char *attr, ag_error_t *err);
@@ -308,12 +345,6 @@ void ag_pattern_free(ag_pattern_t *pattern);
 const char *ag_pattern_spec(const ag_pattern_t *pattern);
 /* The node count the pattern implies (blocks, docs, cross, grid, axial), or 0. */
 int64_t ag_pattern_size(const ag_pattern_t *pattern);
-
-typedef enum {
-    AG_SELF_KEEP = 0,     /* self edges as the pattern says */
-    AG_SELF_ON,           /* every node also attends to itself */
-    AG_SELF_OFF           /* no node attends to itself */
-} ag_self_loops_t;
 
 /*
  * Compiles the pattern on N nodes straight into runs (nb uninitialised; its
@@ -387,13 +418,14 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
 
 /* One message in the graph's edge order (see ag_edge_order). */
 typedef struct {
-    int64_t edge_id;      /* igraph edge id */
+    int64_t edge_id;      /* igraph edge id (-1: a self-loop added by ag_nbhd_self_loops) */
     int64_t src, dst;
 } ag_edge_msg_t;
 
 /*
  * The messages of nb in the graph's edge order (by edge id; an undirected
- * edge u-v gives u->v then v->u with u < v), with their slots: msgs[k]
+ * edge u-v gives u->v then v->u with u < v; self-loops added by
+ * ag_nbhd_self_loops follow all of them, by node), with their slots: msgs[k]
  * travels in slot slot[k]. Both arrays are malloc'ed, of nb->n_edges entries.
  * Without edge ids (patterns, CSR), edge k is slot k.
  */

@@ -73,7 +73,7 @@ const char *ag_format_name(ag_format_t format)
 
 /* Reads "src dst" pairs (0-based; '#' starts a comment) into edges. */
 static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max_nodes,
-                         ag_error_t *err)
+                         igraph_bool_t directed, ag_error_t *err)
 {
     igraph_vector_int_t edges;
     if (igraph_vector_int_init(&edges, 0))
@@ -140,7 +140,7 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
         rc = ag_fail(err, AG_EIO, "%s: read error", path);
     if (!rc && max_id < 0)
         rc = ag_fail(err, AG_EFORMAT, "%s: no edges; expected 'src dst' lines", path);
-    if (!rc && igraph_create(graph, &edges, max_id + 1, IGRAPH_DIRECTED))
+    if (!rc && igraph_create(graph, &edges, max_id + 1, directed))
         rc = ag_fail(err, AG_EIGRAPH, "%s: %s", path, ag_igraph_reason());
     igraph_vector_int_destroy(&edges);
     return rc;
@@ -148,9 +148,11 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
 
 /* ---- pre-checks for igraph's readers ---- */
 
-/* Pajek declares its vertex count up front; igraph would allocate it blindly. */
+/* Pajek declares its vertex count up front; igraph would allocate it blindly.
+   Reads from f's position (after any byte-order mark) and returns there. */
 static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_error_t *err)
 {
+    const long start = ftell(f);
     char buf[256];
     int rc = AG_OK;
     while (fgets(buf, sizeof buf, f)) {
@@ -166,7 +168,7 @@ static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_err
             break;
         }
     }
-    rewind(f);
+    fseek(f, start, SEEK_SET);
     return rc;
 }
 
@@ -294,14 +296,47 @@ static int read_all(FILE *f, char **data, size_t *len, ag_error_t *err)
     return AG_OK;
 }
 
-static int read_with_igraph(igraph_t *graph, FILE *f, ag_format_t format)
+static int attr_type(const igraph_t *graph, igraph_attribute_elemtype_t elem, const char *name);
+
+/*
+ * igraph's GraphML reader stores every node's XML id in the vertex attribute
+ * `id`. Ids n0, n1, ... in order (what igraph and this library write) say
+ * nothing: they are dropped, so such a file's nodes are numbered 0, 1, ...
+ * like every other format's. Other ids are kept and serve as labels when the
+ * file has no label or name.
+ */
+static void drop_default_graphml_ids(igraph_t *graph)
+{
+    if (attr_type(graph, IGRAPH_ATTRIBUTE_VERTEX, "id") != IGRAPH_ATTRIBUTE_STRING)
+        return;
+    char buf[32];
+    for (igraph_integer_t i = 0; i < igraph_vcount(graph); i++) {
+        snprintf(buf, sizeof buf, "n%" IGRAPH_PRId, i);
+        if (strcmp(VAS(graph, "id", i), buf) != 0)
+            return;
+    }
+    igraph_cattribute_remove_v(graph, "id");
+}
+
+int ag_skip_bom(FILE *f)
+{
+    unsigned char b[3];
+    size_t got = fread(b, 1, 3, f);
+    if (got == 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF)
+        return 1;
+    fseek(f, 0, SEEK_SET);
+    return 0;
+}
+
+static int read_with_igraph(igraph_t *graph, FILE *f, ag_format_t format,
+                            igraph_bool_t directed)
 {
     switch (format) {
     case AG_FORMAT_NCOL:
         return igraph_read_graph_ncol(graph, f, NULL, 1, IGRAPH_ADD_WEIGHTS_IF_PRESENT,
-                                      IGRAPH_DIRECTED);
+                                      directed);
     case AG_FORMAT_LGL:
-        return igraph_read_graph_lgl(graph, f, 1, IGRAPH_ADD_WEIGHTS_IF_PRESENT, IGRAPH_DIRECTED);
+        return igraph_read_graph_lgl(graph, f, 1, IGRAPH_ADD_WEIGHTS_IF_PRESENT, directed);
     case AG_FORMAT_GRAPHML:
         return igraph_read_graph_graphml(graph, f, 0);
     case AG_FORMAT_GML:
@@ -348,6 +383,7 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
         free(mem);
         return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
     }
+    ag_skip_bom(f);   /* igraph's text readers would take it for part of a name */
     if (format == AG_FORMAT_PAJEK)
         rc = check_pajek_size(f, path, max_nodes, err);
     else if (format == AG_FORMAT_GRAPHML)
@@ -358,19 +394,34 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
         return rc;
     }
 
+    const ag_direction_t direction = opts ? opts->direction : AG_EDGES_AUTO;
+    const igraph_bool_t directed = direction != AG_EDGES_UNDIRECTED;
     ag_igraph_enter();
     if (format == AG_FORMAT_EDGELIST) {
-        rc = read_edgelist(graph, f, path, max_nodes, err);
-    } else if (read_with_igraph(graph, f, format)) {
+        rc = read_edgelist(graph, f, path, max_nodes, directed, err);
+    } else if (read_with_igraph(graph, f, format, directed)) {
         rc = ag_fail(err, AG_EFORMAT, "%s: not a valid %s file: %s", path,
                      ag_format_name(format), ag_igraph_reason());
     }
+    if (!rc && format == AG_FORMAT_GRAPHML)
+        drop_default_graphml_ids(graph);
     ag_igraph_leave();
     fclose(f);
     free(mem);
     if (rc)
         return rc;   /* graph stays uninitialised */
 
+    const int says_itself = format == AG_FORMAT_GRAPHML || format == AG_FORMAT_GML ||
+                            format == AG_FORMAT_PAJEK;
+    if (says_itself && direction != AG_EDGES_AUTO &&
+        (direction == AG_EDGES_DIRECTED) != igraph_is_directed(graph)) {
+        const int is_directed = igraph_is_directed(graph);
+        igraph_destroy(graph);
+        return ag_fail(err, AG_EINVAL, "%s: the %s file says its edges are %s; --%s applies "
+                       "to edge lists, NCOL and LGL (a %s file states its own direction)",
+                       path, ag_format_name(format), is_directed ? "directed" : "undirected",
+                       is_directed ? "undirected" : "directed", ag_format_name(format));
+    }
     igraph_integer_t n = igraph_vcount(graph);
     if (n == 0 || n > max_nodes) {
         igraph_destroy(graph);
@@ -417,17 +468,30 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
     ag_igraph_enter();
     igraph_t copy;
     const igraph_t *g = graph;
-    if (labels) {
-        /* labels go on a copy: the caller's graph stays as it was */
+    /* GraphML writes node ids itself; an `id` attribute beside them makes
+       readers (python-igraph) warn that they cannot add the ids */
+    const int id_type = format == AG_FORMAT_GRAPHML ?
+                        attr_type(graph, IGRAPH_ATTRIBUTE_VERTEX, "id") : -1;
+    if (labels || id_type >= 0) {
+        /* changes go on a copy: the caller's graph stays as it was */
         if (igraph_copy(&copy, graph)) {
             rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
         } else {
             g = &copy;
-            for (int64_t i = 0; i < labels->n && !rc; i++)
+            for (int64_t i = 0; labels && i < labels->n && !rc; i++)
                 if (SETVAS(&copy, "label", i, labels->str[i]) ||
                     SETVAS(&copy, "name", i, labels->str[i]) ||
                     (format == AG_FORMAT_PAJEK && SETVAS(&copy, "id", i, labels->str[i])))
                     rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+            /* without labels, string ids that name the nodes move to `name` */
+            if (!labels && id_type == IGRAPH_ATTRIBUTE_STRING &&
+                attr_type(graph, IGRAPH_ATTRIBUTE_VERTEX, "label") < 0 &&
+                attr_type(graph, IGRAPH_ATTRIBUTE_VERTEX, "name") < 0)
+                for (int64_t i = 0; i < igraph_vcount(graph) && !rc; i++)
+                    if (SETVAS(&copy, "name", i, VAS(graph, "id", i)))
+                        rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+            if (id_type >= 0)
+                igraph_cattribute_remove_v(&copy, "id");
         }
     }
     if (!rc && write_with_igraph(g, f, format, labels != NULL))
@@ -537,6 +601,37 @@ int ag_labels_from_graph(ag_labels_t *labels, const igraph_t *graph, ag_error_t 
     return rc;
 }
 
+/* "; its numeric edge attributes: a, b" or "; it has no numeric edge attributes". */
+static void numeric_edge_attrs(const igraph_t *graph, char *buf, size_t cap)
+{
+    igraph_strvector_t gn, vn, en;
+    igraph_vector_int_t gt, vt, et;
+    igraph_strvector_init(&gn, 0);
+    igraph_strvector_init(&vn, 0);
+    igraph_strvector_init(&en, 0);
+    igraph_vector_int_init(&gt, 0);
+    igraph_vector_int_init(&vt, 0);
+    igraph_vector_int_init(&et, 0);
+    int n = 0;
+    snprintf(buf, cap, "; its numeric edge attributes:");
+    if (igraph_has_attribute_table() &&
+        !igraph_cattribute_list(graph, &gn, &gt, &vn, &vt, &en, &et))
+        for (igraph_integer_t i = 0; i < igraph_strvector_size(&en); i++)
+            if (VECTOR(et)[i] == IGRAPH_ATTRIBUTE_NUMERIC) {
+                size_t len = strlen(buf);
+                snprintf(buf + len, cap - len, "%s %s", n++ ? "," : "",
+                         igraph_strvector_get(&en, i));
+            }
+    if (n == 0)
+        snprintf(buf, cap, "; it has no numeric edge attributes");
+    igraph_strvector_destroy(&gn);
+    igraph_strvector_destroy(&vn);
+    igraph_strvector_destroy(&en);
+    igraph_vector_int_destroy(&gt);
+    igraph_vector_int_destroy(&vt);
+    igraph_vector_int_destroy(&et);
+}
+
 int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb,
                       const char *attr, ag_error_t *err)
 {
@@ -547,14 +642,18 @@ int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb
     ag_igraph_enter();
     const int type = attr_type(graph, IGRAPH_ATTRIBUTE_EDGE, attr);
     int rc = AG_OK;
-    if (type != IGRAPH_ATTRIBUTE_NUMERIC)
-        rc = ag_fail(err, AG_EINVAL, "edge attribute '%s' %s", attr,
-                     type < 0 ? "is not in the graph" : "is not numeric");
+    if (type != IGRAPH_ATTRIBUTE_NUMERIC) {
+        char have[256];
+        numeric_edge_attrs(graph, have, sizeof have);
+        rc = ag_fail(err, AG_EINVAL, "edge attribute '%s' %s%s", attr,
+                     type < 0 ? "is not in the graph" : "is not numeric", have);
+    }
     float *v = rc ? NULL : ag_alloc(nb->n_edges, sizeof *v, err, "edge attribute");
     if (!rc && !v)
         rc = AG_ENOMEM;
     for (int64_t s = 0; !rc && s < nb->n_edges; s++) {
-        const double x = EAN(graph, attr, nb->edge_id[s]);
+        /* a self-loop added by ag_nbhd_self_loops has no edge: no bias */
+        const double x = nb->edge_id[s] < 0 ? 0.0 : EAN(graph, attr, nb->edge_id[s]);
         if (!isfinite(x) || fabs(x) > 1e30)
             rc = ag_fail(err, AG_EINVAL, "edge attribute '%s' of edge %lld is %g; expected a "
                          "finite number", attr, (long long)nb->edge_id[s], x);

@@ -2,6 +2,8 @@
 #ifndef AG_INTERNAL_H
 #define AG_INTERNAL_H
 
+#include <stdio.h>
+
 #include "attngraph.h"
 
 #if defined(__GNUC__)
@@ -19,6 +21,10 @@ void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
 /* ag_alloc aligned to a 64-byte cache line (free with free()): vectors then
    never straddle two lines. */
 void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
+
+/* Skips a UTF-8 byte-order mark at the start of f (1 if there was one);
+   otherwise f stays at its start. */
+int ag_skip_bom(FILE *f);
 
 /* In a sorted a[0..n), the index of the last element <= x (0 if there is none). */
 static inline int64_t ag_last_at_most(const int64_t *a, int64_t n, int64_t x)

@@ -122,6 +122,69 @@ done:
     return rc;
 }
 
+int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
+{
+    if (self == AG_SELF_KEEP)
+        return AG_OK;
+    const int64_t N = nb->n_nodes, E = nb->n_edges;
+    int64_t *src = ag_alloc(E + 1, sizeof *src, err, "self-loops");
+    if (!src)
+        return AG_ENOMEM;
+    ag_nbhd_sources(nb, 0, N, src);
+    /* the new size: one slot more for each node without a self edge (on), or
+       one less for each self edge (off) */
+    int64_t E_new = self == AG_SELF_ON ? E + N : E;
+    for (int64_t i = 0; i < N; i++) {
+        int64_t selfs = 0;
+        for (int64_t s = nb->edge_ptr[i]; s < nb->edge_ptr[i + 1]; s++)
+            selfs += src[s] == i;
+        E_new -= self == AG_SELF_ON ? (selfs > 0) : selfs;
+    }
+    ag_nbhd_t out = {.n_nodes = N, .n_edges = E_new};
+    int64_t *out_src = ag_alloc(E_new + 1, sizeof *out_src, err, "self-loops");
+    out.edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "self-loops");
+    if (nb->edge_id)
+        out.edge_id = ag_alloc(E_new + 1, sizeof(int64_t), err, "self-loops");
+    int rc = AG_ENOMEM;
+    if (!out_src || !out.edge_ptr || (nb->edge_id && !out.edge_id))
+        goto done;
+    int64_t t = 0;
+    for (int64_t i = 0; i < N; i++) {
+        out.edge_ptr[i] = t;
+        int placed = self != AG_SELF_ON;   /* on: the added loop still to place */
+        for (int64_t s = nb->edge_ptr[i]; s <= nb->edge_ptr[i + 1]; s++) {
+            const int end = s == nb->edge_ptr[i + 1];
+            if (!placed && (end || src[s] >= i)) {
+                placed = 1;
+                if (end || src[s] != i) {   /* sources ascend: the loop goes here */
+                    out_src[t] = i;
+                    if (out.edge_id)
+                        out.edge_id[t] = -1;
+                    t++;
+                }
+            }
+            if (end || (self == AG_SELF_OFF && src[s] == i))
+                continue;
+            out_src[t] = src[s];
+            if (out.edge_id)
+                out.edge_id[t] = nb->edge_id[s];
+            t++;
+        }
+    }
+    out.edge_ptr[N] = t;
+    rc = build_runs(&out, out_src, err);
+done:
+    free(src);
+    free(out_src);
+    if (rc) {
+        ag_nbhd_destroy(&out);
+        return rc;
+    }
+    ag_nbhd_destroy(nb);
+    *nb = out;
+    return AG_OK;
+}
+
 int ag_nbhd_from_csr(ag_nbhd_t *nb, int64_t n_nodes, const int64_t *indptr,
                      const int64_t *indices, ag_error_t *err)
 {
@@ -206,18 +269,24 @@ int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **slot_
         if (nb->edge_id[s] > max_eid)
             max_eid = nb->edge_id[s];
     int64_t *slot_src = ag_alloc(E, sizeof *slot_src, err, "edge order");
-    int64_t *offsets = ag_alloc(max_eid + 2, sizeof *offsets, err, "edge order");
+    int64_t *offsets = ag_alloc(max_eid + 3, sizeof *offsets, err, "edge order");
     int64_t *slot = ag_alloc(E, sizeof *slot, err, "edge order");
+    int64_t *key = ag_alloc(E, sizeof *key, err, "edge order");
     ag_edge_msg_t *msgs = ag_alloc(E, sizeof *msgs, err, "edge order");
-    if (!slot_src || !offsets || !slot || !msgs) {
+    if (!slot_src || !offsets || !slot || !key || !msgs) {
         free(slot_src);
         free(offsets);
         free(slot);
+        free(key);
         free(msgs);
         return AG_ENOMEM;
     }
     ag_nbhd_sources(nb, 0, N, slot_src);
-    counting_sort(slot, NULL, nb->edge_id, E, max_eid + 1, offsets);
+    /* added self-loops (edge id -1) come after the graph's edges, by node */
+    for (int64_t s = 0; s < E; s++)
+        key[s] = nb->edge_id[s] >= 0 ? nb->edge_id[s] : max_eid + 1;
+    counting_sort(slot, NULL, key, E, max_eid + 2, offsets);
+    free(key);
     for (int64_t k = 0; k < E; k++) {
         /* destination of a slot: the last node whose slots start at or before it */
         const int64_t s = slot[k];
@@ -225,7 +294,8 @@ int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **slot_
     }
     /* An undirected edge's two messages: the one from the smaller node first. */
     for (int64_t k = 1; k < E; k++)
-        if (msgs[k].edge_id == msgs[k - 1].edge_id && msgs[k].src < msgs[k - 1].src) {
+        if (msgs[k].edge_id >= 0 && msgs[k].edge_id == msgs[k - 1].edge_id &&
+            msgs[k].src < msgs[k - 1].src) {
             ag_edge_msg_t t = msgs[k];
             msgs[k] = msgs[k - 1];
             msgs[k - 1] = t;

@@ -115,7 +115,7 @@ START_TEST(format_override_and_names)
     const char *p = tmp_path("noext");
     write_text(p, "0 1\n");
     ck_assert_fails_with(ag_graph_load(&g, p, NULL, &err), err, AG_EINVAL, "extension");
-    ag_load_opts_t opts = {AG_FORMAT_EDGELIST, 0};
+    ag_load_opts_t opts = {.format = AG_FORMAT_EDGELIST};
     ck_assert_int_eq(ag_graph_load(&g, p, &opts, &err), AG_OK);
     igraph_destroy(&g);
     ag_format_t f;
@@ -215,7 +215,7 @@ START_TEST(max_nodes_limit)
     ag_error_t err;
     const char *p = tmp_path("ten.edges");
     write_text(p, "0 9\n");
-    ag_load_opts_t opts = {AG_FORMAT_AUTO, 9};
+    ag_load_opts_t opts = {.format = AG_FORMAT_AUTO, .max_nodes = 9};
     ck_assert_fails_with(ag_graph_load(&g, p, &opts, &err), err, AG_ELIMIT, "node id 9");
     opts.max_nodes = 10;
     ck_assert_int_eq(ag_graph_load(&g, p, &opts, &err), AG_OK);

@@ -37,6 +37,8 @@ int main(void)
     srunner_add_suite(sr, hostile_suite());
     srunner_add_suite(sr, options_suite());
     srunner_add_suite(sr, outputs_suite());
+    srunner_add_suite(sr, graph_files_suite());
+    srunner_add_suite(sr, compare_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -56,5 +56,7 @@ Suite *runtime_suite(void);
 Suite *hostile_suite(void);
 Suite *options_suite(void);
 Suite *outputs_suite(void);
+Suite *graph_files_suite(void);
+Suite *compare_suite(void);
 
 #endif

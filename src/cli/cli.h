@@ -26,7 +26,7 @@ enum {
     OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_EDGE_BIAS, OPT_ALIBI, OPT_NO_RESIDUAL, OPT_NORM,
     OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_TRACE, OPT_UNTIL, OPT_SAVE_ROUNDS, OPT_ATTN_ROUND,
     OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP, OPT_CSR, OPT_REPS, OPT_WARMUP, OPT_JSON, OPT_KERNEL,
-    OPT_HEAD_MESSAGES,
+    OPT_HEAD_MESSAGES, OPT_DIRECTED, OPT_UNDIRECTED,
     OPT_END
 };
 #define OPT_COUNT (OPT_END - OPT_Q)
@@ -100,11 +100,14 @@ extern const struct option input_options[];
     "  --threads T         OpenMP and OpenBLAS threads (default: all cores)\n"            \
     "  --format F          graph file format: edgelist, ncol, lgl, graphml, gml, pajek\n"\
     "                      (default: from the extension)\n"                               \
+    "  --undirected        edge list, NCOL, LGL: each line is a message both ways\n"   \
+    "  --directed          ... one way, from the first node to the second (default)\n"  \
     "  --max-nodes N       refuse graphs with more nodes (default 20000000)\n"           \
     "  --nodes N           pattern size (default: from --tokens or the pattern)\n"       \
     "  --tokens \"a b c\"    pattern nodes and their labels at once\n"                   \
     "  --labels-file F     pattern labels, one a line\n"                                  \
-    "  --self-loops on|off|keep   force or remove self edges of patterns (default keep)\n"
+    "  --self-loops on|off|keep   on: every node also attends to itself (graph files:\n"\
+    "                      added loops have no edge id); off: none does (default keep)\n"
 
 /* Defaults for run_opts_t. */
 void run_opts_init(run_opts_t *o);
@@ -266,7 +269,10 @@ int report_summary(FILE *f, const result_t *r, const inputs_t *in, const source_
  * out->path (the caller commits it) in the format of the target's extension:
  * .csv (src,dst,src_label,dst_label,head,weight), .npy [E, H], or .graphml
  * (the graph with edge attributes attn_h0.. and attn_mean); CSV for an output
- * without one (standard output, a FIFO, a device).
+ * without one (standard output, a FIFO, a device). Self-loops added by
+ * --self-loops on come after the graph's edges: the CSV then has a last column
+ * `added` (1 on them), the GraphML an edge attribute `added`, the .npy their
+ * rows last.
  */
 int report_attention(const out_file_t *out, const result_t *r,
                      const inputs_t *in, const source_t *s, int64_t max_export,

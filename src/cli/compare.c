@@ -18,9 +18,12 @@ static const char compare_usage[] =
     "\n"
     "Runs identical inputs under each connectivity (the first is the baseline) and\n"
     "prints, for each: edges, density, mean and min attention entropy (nats), mean\n"
-    "attention distance |i-j|, and against the baseline: relative L2 difference of the\n"
-    "outputs, mean cosine similarity per node, and the nodes that changed most.\n"
-    "Every connectivity must have the same number of nodes.\n"
+    "attention distance |i-j| (patterns only: a graph file's node ids are not\n"
+    "positions), and against the baseline: relative L2 difference of the outputs,\n"
+    "mean cosine similarity per node, and the nodes that changed most.\n"
+    "Every connectivity must have the same number of nodes, matched by node id; a\n"
+    "pattern without --nodes, --tokens or a size of its own takes the first graph\n"
+    "file's. Connectivities that label a node id differently are refused.\n"
     "\n"
     "  --pattern SPEC      a pattern (see 'attngraph pattern --help'); repeatable\n"
     "  --graph FILE        a graph file; repeatable, mixable with --pattern\n"
@@ -211,40 +214,115 @@ typedef struct {
     inputs_t in;
     result_t base, cur;
     ag_labels_t labels;          /* the first connectivity's, naming the nodes */
+    const char *labels_from;     /* whose they are */
+    int64_t graph_nodes;         /* the first graph file's size, for unsized patterns */
     double *entropy, *distance, *change, *cosine;
     figures_t fig[MAX_SOURCES];
     out_file_t outs[2];          /* --csv, --per-node */
     FILE *per_node_f;
 } compare_state_t;
 
+/* Are these labels just the numbering 0, 1, ...? (Then they name nothing.) */
+static int numbered(const ag_labels_t *l)
+{
+    char buf[24];
+    for (int64_t i = 0; i < l->n; i++) {
+        snprintf(buf, sizeof buf, "%lld", (long long)i);
+        if (strcmp(l->str[i], buf) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* A graph file's options: the pattern options mean nothing to it. */
+static source_opts_t graph_opts(const compare_opts_t *co, const char *path)
+{
+    source_opts_t so = co->o.src;
+    so.graph = path;
+    so.pattern = NULL;
+    so.self = AG_SELF_KEEP;
+    so.tokens = so.labels_file = NULL;
+    so.nodes = 0;
+    return so;
+}
+
+/* When the baseline is a pattern that no option sizes or labels, the first
+   graph file among the connectivities gives its size and the node names. */
+static int size_from_graph(compare_state_t *st, const compare_opts_t *co, int *usage,
+                           ag_error_t *err)
+{
+    const source_opts_t *o = &co->o.src;
+    if (co->conns[0].is_graph || o->nodes || o->tokens || o->labels_file)
+        return AG_OK;
+    for (int k = 1; k < co->n_conns; k++)
+        if (co->conns[k].is_graph) {
+            source_opts_t so = graph_opts(co, co->conns[k].name);
+            int rc = source_open(&st->src, &so, usage, err);
+            if (!rc) {
+                st->graph_nodes = st->src.nb.n_nodes;
+                if (!numbered(&st->src.labels)) {
+                    st->labels = st->src.labels;
+                    st->labels_from = co->conns[k].name;
+                    st->src.labels = (ag_labels_t){0, NULL};
+                }
+            }
+            source_close(&st->src);
+            return rc;
+        }
+    return AG_OK;
+}
+
+/* Keeps the labels that name the nodes; refuses a connectivity that names a
+   node id otherwise (compare matches nodes by id, not by label). */
+static int check_labels(compare_state_t *st, const compare_opts_t *co, int k, ag_error_t *err)
+{
+    ag_labels_t *l = &st->src.labels;
+    if (!st->labels.str || (numbered(&st->labels) && !numbered(l))) {
+        ag_labels_destroy(&st->labels);
+        st->labels = *l;
+        st->labels_from = co->conns[k].name;
+        *l = (ag_labels_t){0, NULL};
+        return AG_OK;
+    }
+    if (numbered(l) || l->n != st->labels.n)
+        return AG_OK;   /* sizes are checked by the caller */
+    for (int64_t i = 0; i < l->n; i++)
+        if (strcmp(l->str[i], st->labels.str[i]) != 0)
+            return ag_fail(err, AG_EINVAL, "'%s' calls node %lld '%s', but '%s' calls it '%s'; "
+                           "compare matches nodes by id, so every connectivity must list the "
+                           "same nodes in the same order", co->conns[k].name, (long long)i,
+                           l->str[i], st->labels_from, st->labels.str[i]);
+    return AG_OK;
+}
+
 /* Runs connectivity k: figures into st->fig[k], per-node rows if asked. */
 static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *usage,
                    ag_error_t *err)
 {
     source_opts_t so = co->o.src;
-    so.graph = co->conns[k].is_graph ? co->conns[k].name : NULL;
-    so.pattern = co->conns[k].is_graph ? NULL : co->conns[k].name;
-    if (so.graph) {               /* pattern options mean nothing to a graph file */
-        so.self = AG_SELF_KEEP;
-        so.tokens = so.labels_file = NULL;
-        so.nodes = 0;
+    if (co->conns[k].is_graph) {
+        so = graph_opts(co, co->conns[k].name);
+    } else {
+        so.pattern = co->conns[k].name;
+        so.direction = AG_EDGES_AUTO;   /* edge directions mean nothing to a pattern */
+        so.size_hint = k == 0 ? st->graph_nodes : st->in.N;
     }
     int rc = source_open(&st->src, &so, usage, err);
     if (rc)
         return rc;
     const int64_t N = st->src.nb.n_nodes;
+    if (k > 0 && N != st->in.N)
+        return ag_fail(err, AG_EINVAL, "'%s' has %lld node%s; the first connectivity ('%s') has "
+                       "%lld", co->conns[k].name, (long long)N, PLURAL(N), co->conns[0].name,
+                       (long long)st->in.N);
+    if ((rc = check_labels(st, co, k, err)))
+        return rc;
     if (k == 0) {
-        st->labels = st->src.labels;      /* keep the first labels */
-        st->src.labels = (ag_labels_t){0, NULL};
         st->entropy = ag_alloc(4 * N, sizeof(double), err, "compare");
         if (!st->entropy || (rc = inputs_load(&st->in, &co->o, N, err)))
             return st->entropy ? rc : AG_ENOMEM;
         st->distance = st->entropy + N, st->change = st->entropy + 2 * N;
         st->cosine = st->entropy + 3 * N;
-    } else if (N != st->in.N) {
-        return ag_fail(err, AG_EINVAL, "'%s' has %lld node%s; the first connectivity ('%s') has "
-                       "%lld", co->conns[k].name, (long long)N, PLURAL(N), co->conns[0].name,
-                       (long long)st->in.N);
     }
     result_t *r = k == 0 ? &st->base : &st->cur;
     if (k > 0)
@@ -262,6 +340,9 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
         for (int64_t i = 0; i < N; i++)
             st->entropy[i] = st->distance[i] = NAN;
     }
+    if (co->conns[k].is_graph)    /* |i - j| means something only where ids are positions */
+        for (int64_t i = 0; i < N; i++)
+            st->distance[i] = NAN;
     double ignored;
     mean_min(st->entropy, N, &f->ent_mean, &f->ent_min);
     mean_min(st->distance, N, &f->dist_mean, &ignored);
@@ -302,6 +383,8 @@ int cmd_compare(int argc, char **argv)
     if (st.per_node_f)
         fputs("connectivity,node,label,in_degree,entropy,distance,change,cosine\n",
               st.per_node_f);
+    if (!rc)
+        rc = size_from_graph(&st, &co, &usage, &err);
     for (int k = 0; k < co.n_conns && !rc; k++)
         rc = run_one(&st, &co, k, &usage, &err);
     if (st.per_node_f && fclose(st.per_node_f) != 0 && !rc)

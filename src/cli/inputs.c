@@ -20,6 +20,7 @@ const struct option input_options[] = {
     {"tokens", required_argument, 0, OPT_TOKENS},
     {"labels-file", required_argument, 0, OPT_LABELS_FILE},
     {"self-loops", required_argument, 0, OPT_SELF_LOOPS},
+    {"directed", no_argument, 0, OPT_DIRECTED}, {"undirected", no_argument, 0, OPT_UNDIRECTED},
     {"score", required_argument, 0, OPT_SCORE}, {"beta", required_argument, 0, OPT_BETA},
     {"softcap", required_argument, 0, OPT_SOFTCAP}, {"slope", required_argument, 0, OPT_SLOPE},
     {"sigmoid-bias", required_argument, 0, OPT_SIGMOID_BIAS},
@@ -181,6 +182,8 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
     case OPT_TOKENS: o->src.tokens = arg; return 0;
     case OPT_LABELS_FILE: o->src.labels_file = arg; return 0;
     case OPT_QUIET: o->quiet = 1; return 0;
+    case OPT_DIRECTED: o->src.direction = AG_EDGES_DIRECTED; return 0;
+    case OPT_UNDIRECTED: o->src.direction = AG_EDGES_UNDIRECTED; return 0;
     case OPT_DIM: return parse_int(&o->dim, cmd, "dim", arg, 1, 1 << 20);
     case OPT_HEAD_DIM: return parse_int(&o->head_dim, cmd, "head-dim", arg, 1, 1 << 20);
     case OPT_ROUNDS:

@@ -105,14 +105,18 @@ static int write_csv(const char *path, const ag_edge_msg_t *msgs, const int64_t 
     FILE *f = fopen(path, "w");
     if (!f)
         return ag_fail(err, AG_EIO, "%s: cannot write: %s", path, strerror(errno));
-    fputs("src,dst,src_label,dst_label,head,weight\n", f);
+    /* self-loops added by --self-loops on (edge id -1) come last, marked added=1 */
+    const int added = E > 0 && msgs[E - 1].edge_id < 0;
+    fputs(added ? "src,dst,src_label,dst_label,head,weight,added\n"
+                : "src,dst,src_label,dst_label,head,weight\n", f);
     for (int64_t k = 0; k < E; k++)
         for (int64_t h = 0; h < H; h++) {
             fprintf(f, "%lld,%lld,", (long long)msgs[k].src, (long long)msgs[k].dst);
             csv_field(f, labels->str[msgs[k].src]);
             fputc(',', f);
             csv_field(f, labels->str[msgs[k].dst]);
-            fprintf(f, ",%lld,%.9g\n", (long long)h, W[slot[k] * H + h]);
+            fprintf(f, ",%lld,%.9g", (long long)h, W[slot[k] * H + h]);
+            fputs(!added ? "\n" : msgs[k].edge_id < 0 ? ",1\n" : ",0\n", f);
         }
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
@@ -123,7 +127,34 @@ static int write_csv(const char *path, const ag_edge_msg_t *msgs, const int64_t 
 /* The graph (a copy, or the pattern materialised) with attn_h<h> and attn_mean on
    its edges. An undirected edge's two messages become two attributes each way:
    its attributes hold the message from the smaller node, the other direction
-   goes to attn_back_h<h>. */
+   goes to attn_back_h<h>. Self-loops added by --self-loops on become edges after
+   the graph's own, with the edge attribute added = 1 (0 on the others). */
+static int add_loops(igraph_t *g, const ag_edge_msg_t *msgs, int64_t E, int64_t *eid,
+                     const char *path, ag_error_t *err)
+{
+    const int64_t n_graph = igraph_ecount(g);
+    int64_t n_added = 0;
+    for (int64_t k = 0; k < E; k++)
+        eid[k] = msgs[k].edge_id >= 0 ? msgs[k].edge_id : n_graph + n_added++;
+    if (n_added == 0)
+        return AG_OK;
+    igraph_vector_int_t pairs;
+    igraph_vector_t flag;
+    if (igraph_vector_int_init(&pairs, 2 * n_added))
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+    for (int64_t k = E - n_added, t = 0; k < E; k++, t += 2)
+        VECTOR(pairs)[t] = VECTOR(pairs)[t + 1] = msgs[k].src;
+    int rc = igraph_add_edges(g, &pairs, NULL) || igraph_vector_init(&flag, n_graph + n_added);
+    igraph_vector_int_destroy(&pairs);
+    if (!rc) {
+        for (int64_t e = n_graph; e < n_graph + n_added; e++)
+            VECTOR(flag)[e] = 1;
+        rc = igraph_cattribute_EAN_setv(g, "added", &flag);
+        igraph_vector_destroy(&flag);
+    }
+    return rc ? ag_fail(err, AG_ENOMEM, "%s: out of memory", path) : AG_OK;
+}
+
 static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int64_t *slot,
                          const float *W, int64_t E, int64_t H, const source_t *s,
                          int64_t max_export, ag_error_t *err)
@@ -134,9 +165,16 @@ static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int6
                            : ag_graph_from_nbhd(&g, &s->nb, max_export, err);
     if (rc)
         return rc;
+    int64_t *eid = ag_alloc(E + 1, sizeof *eid, err, path);
+    if (!eid || (rc = add_loops(&g, msgs, E, eid, path, err))) {
+        free(eid);
+        igraph_destroy(&g);
+        return eid ? rc : AG_ENOMEM;
+    }
     const int64_t n_edges = igraph_ecount(&g);
     igraph_vector_t col;
     if (igraph_vector_init(&col, n_edges)) {
+        free(eid);
         igraph_destroy(&g);
         return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
     }
@@ -147,13 +185,13 @@ static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int6
             int any = 0;
             igraph_vector_fill(&col, 0);
             for (int64_t k = 0; k < E; k++) {
-                const int is_back = k > 0 && msgs[k].edge_id == msgs[k - 1].edge_id;
+                const int is_back = k > 0 && eid[k] == eid[k - 1];
                 if (is_back != back)
                     continue;
                 double x = 0;
                 for (int64_t c = h == H ? 0 : h; c < (h == H ? H : h + 1); c++)
                     x += W[slot[k] * H + c];
-                VECTOR(col)[msgs[k].edge_id] = h == H ? x / (double)H : x;
+                VECTOR(col)[eid[k]] = h == H ? x / (double)H : x;
                 any = 1;
             }
             if (!any)
@@ -167,6 +205,7 @@ static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int6
         }
     }
     igraph_vector_destroy(&col);
+    free(eid);
     if (!rc)
         rc = ag_graph_write(&g, path, AG_FORMAT_GRAPHML, &s->labels, err);
     igraph_destroy(&g);

@@ -134,6 +134,11 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
                          "attribute; %s has none", o->edge_bias, src->desc);
         else
             rc = ag_edge_attribute(&r->edge_bias, &src->graph, &src->nb, o->edge_bias, err);
+        if (rc && src->have_graph && err) {   /* name the file */
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            ag_fail(err, (ag_status_t)rc, "%s: --edge-bias: %s", src->desc, why);
+        }
     }
     if (!rc && in->raw) {
         r->score = in->score;

@@ -52,6 +52,7 @@ int labels_from_file(ag_labels_t *labels, const char *path, ag_error_t *err)
     FILE *f = fopen(path, "r");
     if (!f)
         return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    ag_skip_bom(f);
     char *line = NULL;
     size_t n = 0;
     ssize_t len;
@@ -79,7 +80,7 @@ static int open_graph(source_t *s, const source_opts_t *o, int *usage, ag_error_
     struct stat st;
     if (stat(o->graph, &st) == 0 && S_ISDIR(st.st_mode))
         return ag_fail(err, AG_EIO, "%s is a directory, not a graph file", o->graph);
-    ag_load_opts_t load = {AG_FORMAT_AUTO, o->max_nodes};
+    ag_load_opts_t load = {AG_FORMAT_AUTO, o->max_nodes, o->direction};
     if (strcmp(o->graph, "-") == 0 && !o->format) {
         *usage = 1;
         return ag_fail(err, AG_EINVAL, "a graph on standard input (-) needs --format");
@@ -95,11 +96,15 @@ static int open_graph(source_t *s, const source_opts_t *o, int *usage, ag_error_
         return rc;
     }
     s->have_graph = 1;
-    snprintf(s->desc, sizeof s->desc, "%s (%s, %s)", o->graph, ag_format_name(load.format),
-             igraph_is_directed(&s->graph) ? "directed" : "undirected");
+    snprintf(s->desc, sizeof s->desc, "%s (%s, %s%s)", o->graph, ag_format_name(load.format),
+             igraph_is_directed(&s->graph) ? "directed" : "undirected",
+             o->self == AG_SELF_ON ? ", self-loops on" : o->self == AG_SELF_OFF ?
+             ", self-loops off" : "");
     if ((rc = ag_labels_from_graph(&s->labels, &s->graph, err)))
         return rc;
-    return ag_nbhd_from_graph(&s->nb, &s->graph, err);
+    if ((rc = ag_nbhd_from_graph(&s->nb, &s->graph, err)))
+        return rc;
+    return ag_nbhd_self_loops(&s->nb, o->self, err);
 }
 
 static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err)
@@ -127,7 +132,7 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
         }
         N = s->labels.n;
     }
-    if (!rc && N == 0 && !(N = ag_pattern_size(pat))) {
+    if (!rc && N == 0 && !(N = ag_pattern_size(pat)) && !(N = o->size_hint)) {
         *usage = 1;
         rc = ag_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
                      o->pattern);
@@ -175,6 +180,8 @@ static int open_csr(source_t *s, const source_opts_t *o, int *usage, ag_error_t 
     if (!rc)
         rc = ag_nbhd_from_csr(&s->nb, n_ptr - 1, indptr, indices, err);
     if (!rc)
+        rc = ag_nbhd_self_loops(&s->nb, o->self, err);
+    if (!rc)
         rc = ag_labels_numbered(&s->labels, n_ptr - 1, err);
     if (!rc)
         snprintf(s->desc, sizeof s->desc, "CSR %s", o->csr);
@@ -188,12 +195,17 @@ int source_open(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err
 {
     memset(s, 0, sizeof *s);
     *usage = 0;
-    if ((o->graph || o->csr) && (o->self != AG_SELF_KEEP || o->tokens || o->labels_file ||
-                                 o->nodes)) {
+    if ((o->graph || o->csr) && (o->tokens || o->labels_file || o->nodes)) {
         *usage = 1;
-        return ag_fail(err, AG_EINVAL, "--self-loops, --tokens, --labels-file and --nodes are "
-                       "for patterns; '%s' is a %s", o->graph ? o->graph : o->csr,
+        return ag_fail(err, AG_EINVAL, "--tokens, --labels-file and --nodes are for patterns; "
+                       "'%s' is a %s", o->graph ? o->graph : o->csr,
                        o->graph ? "graph file" : "CSR");
+    }
+    if (!o->graph && o->direction != AG_EDGES_AUTO) {
+        *usage = 1;
+        return ag_fail(err, AG_EINVAL, "--directed and --undirected are for graph files (edge "
+                       "lists, NCOL, LGL); '%s' is a %s", o->csr ? o->csr : o->pattern,
+                       o->csr ? "CSR" : "pattern");
     }
     if (o->csr)
         return open_csr(s, o, usage, err);

@@ -10,9 +10,11 @@ typedef struct {
     const char *csr;            /* "INDPTR.npy,INDICES.npy": in-neighbour CSR, int64 */
     const char *format;         /* graph file format name, or NULL */
     int64_t nodes;              /* pattern size (0: from --tokens or the pattern) */
+    int64_t size_hint;          /* size of a pattern nothing else sizes (compare: a graph's) */
     const char *tokens;         /* "nah I d win": sets N and labels */
     const char *labels_file;    /* one label a line */
     ag_self_loops_t self;
+    ag_direction_t direction;   /* graph files: --directed / --undirected */
     int64_t max_nodes;
 } source_opts_t;
 
