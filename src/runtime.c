@@ -29,6 +29,7 @@
 /* Instruction-set tiers of OpenBLAS's x86 core types: what their kernels use. */
 enum { TIER_OLD = 0, TIER_AVX, TIER_AVX2, TIER_AVX512 };
 
+#if defined(__x86_64__)
 static int core_tier(const char *core)
 {
     static const char *const avx512[] = {"SkylakeX", "CooperLake", "SapphireRapids"};
@@ -46,6 +47,7 @@ static int core_tier(const char *core)
             return TIER_AVX;
     return TIER_OLD;
 }
+#endif
 
 /* The best tier this CPU runs, and the core type that names it. */
 static int cpu_tier(const char **core)
@@ -80,8 +82,9 @@ void ag_blas_check(ag_blas_info_t *info)
     const int tier = cpu_tier(&best);
     snprintf(info->best, sizeof info->best, "%s", best ? best : info->chosen);
 #if defined(__x86_64__)
-    /* Other architectures: OpenBLAS's own choice stands. */
     info->slow = best && core_tier(info->chosen) < tier;
+#else
+    (void)tier;   /* other architectures: OpenBLAS's own choice stands */
 #endif
 }
 
@@ -95,12 +98,21 @@ int ag_blas_fix(char **argv, ag_error_t *err)
     ag_blas_check(&info);
     if (!info.slow || getenv("AG_BLAS_KEEP") || getenv(RESTARTED))
         return AG_OK;
-    if (setenv("OPENBLAS_CORETYPE", info.best, 1) != 0 || setenv(RESTARTED, "1", 1) != 0)
-        return ag_fail(err, AG_ENOMEM, "cannot set OPENBLAS_CORETYPE: %s", strerror(errno));
-    execv("/proc/self/exe", argv);   /* returns only on failure */
+    /* the environment as it was, should the restart fail */
+    const char *old = getenv("OPENBLAS_CORETYPE");
+    char *was = old ? strdup(old) : NULL;
+    if (setenv("OPENBLAS_CORETYPE", info.best, 1) == 0 && setenv(RESTARTED, "1", 1) == 0)
+        execv("/proc/self/exe", argv);   /* returns only on failure */
+    const int e = errno;
+    if (was)
+        setenv("OPENBLAS_CORETYPE", was, 1);
+    else
+        unsetenv("OPENBLAS_CORETYPE");
+    unsetenv(RESTARTED);
+    free(was);
     return ag_fail(err, AG_EIO, "OpenBLAS chose its %s kernels on a CPU that runs %s; "
                    "restarting with OPENBLAS_CORETYPE=%s failed: %s", info.chosen, info.best,
-                   info.best, strerror(errno));
+                   info.best, strerror(e));
 }
 
 int ag_set_threads(int threads)

@@ -170,8 +170,9 @@ START_TEST(cli_runs_the_best_blas_kernels)
 {
     ag_blas_info_t here;
     ag_blas_check(&here);
-    if (!strcmp(here.best, here.chosen) && !here.slow && strcmp(here.best, "SkylakeX") != 0)
-        return;   /* not an AVX-512 x86 machine: nothing to fix */
+#if !defined(__x86_64__)
+    return;   /* OpenBLAS's own choice stands elsewhere */
+#endif
     char expect[64], *out;
     snprintf(expect, sizeof expect, "OpenBLAS kernels: %s\n", here.best);
     /* an older core type from the environment is replaced */
@@ -191,6 +192,8 @@ START_TEST(cli_runs_the_best_blas_kernels)
     ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
     ck_assert_msg(strstr(out, "OpenBLAS kernels: Prescott (slower than this CPU's"), "%s", out);
     free(out);
+    unsetenv("AG_BLAS_KEEP");   /* later tests (CK_FORK=no) run with the usual environment */
+    unsetenv("OPENBLAS_CORETYPE");
 }
 END_TEST
 
