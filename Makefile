@@ -4,6 +4,7 @@
 #   make bench   time the kernel (1 and 2 threads)
 #   make check-sanitize   every test under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-noomp      every test built without OpenMP
+#   make check-clang      every test built with clang (without OpenMP: clang's runtime is libomp)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config
@@ -46,7 +47,7 @@ TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: all deps run check check-sanitize check-noomp check-exports bench scale clean
+.PHONY: all deps run check check-sanitize check-noomp check-clang check-exports bench scale clean
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
 # Installs only what is missing; does nothing when every package is present.
@@ -87,6 +88,10 @@ check-sanitize: deps
 	  LDFLAGS="-fsanitize=address,undefined $(LDFLAGS)"
 check-noomp: deps
 	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/noomp NO_OMP=1
+check-clang: deps
+	@command -v clang >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get install -y -qq clang; }
+	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/clang CC=clang NO_OMP=1
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCH)

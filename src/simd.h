@@ -49,7 +49,11 @@ AG_INLINE void v_store(float *p, v16f x) { *(v16f_u *)p = x; }
 AG_INLINE v16f v_set1(float x)
 {
     const v16f v = {x};
+#if defined(__clang__)
+    return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+#else
     return __builtin_shuffle(v, (v16i){0});
+#endif
 }
 /* mask lanes are -1 (all bits) or 0, as vector comparisons give them */
 AG_INLINE v16f v_select(v16i mask, v16f a, v16f b)
@@ -93,8 +97,24 @@ AG_INLINE void v_transpose16(v16f r[AG_LANES])
     static const v16i hi[4] = {AG_MASK(AG_HI, 0), AG_MASK(AG_HI, 1), AG_MASK(AG_HI, 2),
                                AG_MASK(AG_HI, 3)};
 #undef AG_MASK
-#undef AG_HI
-#undef AG_LO
+#if defined(__clang__)
+    /* clang's shuffle takes its indices as constants only: one stage a literal b */
+    (void)lo, (void)hi;
+#define AG_SHUF(a, c, F, b)                                                                 \
+    __builtin_shufflevector(a, c, F(0, b), F(1, b), F(2, b), F(3, b), F(4, b), F(5, b),     \
+                            F(6, b), F(7, b), F(8, b), F(9, b), F(10, b), F(11, b),         \
+                            F(12, b), F(13, b), F(14, b), F(15, b))
+#define AG_STAGE(b)                                                                         \
+    for (int k = 0; k < AG_LANES; k++)                                                      \
+        if (!(k & (1 << (b)))) {                                                            \
+            const v16f a = r[k], c = r[k + (1 << (b))];                                     \
+            r[k] = AG_SHUF(a, c, AG_LO, b);                                                 \
+            r[k + (1 << (b))] = AG_SHUF(a, c, AG_HI, b);                                    \
+        }
+    AG_STAGE(3) AG_STAGE(2) AG_STAGE(1) AG_STAGE(0)
+#undef AG_STAGE
+#undef AG_SHUF
+#else
 #pragma GCC unroll 4
     for (int b = 3; b >= 0; b--) {
         const int half = 1 << b;
@@ -107,6 +127,9 @@ AG_INLINE void v_transpose16(v16f r[AG_LANES])
             r[k + half] = __builtin_shuffle(a, c, hi[b]);
         }
     }
+#endif
+#undef AG_HI
+#undef AG_LO
 }
 
 /*
