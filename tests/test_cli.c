@@ -159,8 +159,8 @@ START_TEST(bad_inputs_exit_1_with_a_clear_message)
     expect_cli(args, 1, 2, "xn.npy: row 2, column 0 is NaN");
 
     x[6] = 0;
-    expect_cli("run graphs/sentence.gml --dim 4 --heads 3", 1, 2,
-               "width D=4 is not a multiple of 3 heads");
+    expect_cli("run graphs/sentence.gml --dim 4 --heads 3", 2, 2,   /* the command line alone */
+               "width D=4 (--dim) is not a multiple of 3 heads");
     snprintf(args, sizeof args, "run graphs/sentence.gml --features %s --weights %s",
              save("x4.npy", x, 4, 3), tmp_path("no-such-dir"));
     expect_cli(args, 1, 2, "no-such-dir/wq.npy: cannot open");

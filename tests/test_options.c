@@ -212,6 +212,28 @@ START_TEST(counts_of_one_are_singular)
 }
 END_TEST
 
+/* Mistakes a newcomer made: each once ran with a silent guess. */
+START_TEST(newcomer_mistakes_are_named)
+{
+    /* a forgotten value is not filled with the next option */
+    expect_cli("run graphs/sentence.gml --out --quiet", 2, 2,
+               "option '--out' needs a value; '--quiet' is the next option");
+    expect_cli("run graphs/sentence.gml --heads --quiet", 2, 2, "option '--heads' needs a value");
+    expect_cli("run graphs/sentence.gml --directed --undirected", 2, 2,
+               "give --directed or --undirected, not both");
+    expect_cli("run graphs/sentence.gml --heads 3", 2, 2,
+               "width D=16 (the default) is not a multiple of 3 heads");
+    expect_cli("run graphs/sentence.gml --dim 10 --heads 4", 2, 2, "width D=10 (--dim)");
+    expect_cli("run graphs/sentence.gml --features graphs/hopfield/x.npy --weights "
+               "graphs/hopfield --seed 3", 2, 2, "--seed does not apply");
+    expect_cli("run graphs/sentence.gml --q a.npy --k a.npy --v a.npy --seed 3", 2, 2,
+               "--seed does not apply");
+    expect_cli("help run extra", 2, 2, "unexpected argument 'extra' after 'help'");
+    expect_cli("--version x", 2, 2, "unexpected argument 'x'");
+    expect_cli("--help run", 0, 1, "usage: attngraph run");
+}
+END_TEST
+
 Suite *options_suite(void)
 {
     Suite *s = suite_create("options");
@@ -226,6 +248,7 @@ Suite *options_suite(void)
     tcase_add_test(tc, input_mistakes_say_what_is_wrong);
     tcase_add_test(tc, same_mistake_same_exit_code);
     tcase_add_test(tc, counts_of_one_are_singular);
+    tcase_add_test(tc, newcomer_mistakes_are_named);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -270,6 +270,20 @@ int input_options_check(run_opts_t *o, const char *cmd)
                            "from --weights are [N, H*d, D] arrays");
     if (o->src.tokens && o->src.labels_file)
         return usage_error(cmd, "give --tokens or --labels-file, not both");
+    if (o->given[OPT_DIRECTED - OPT_Q] && o->given[OPT_UNDIRECTED - OPT_Q])
+        return usage_error(cmd, "give --directed or --undirected, not both");
+    /* --seed draws random features, weights or raw mode's attention vectors */
+    const int vectors = kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_GATV2;
+    if (o->given[OPT_SEED - OPT_Q] && ((n_qkv && !vectors) || (o->features && o->weights)))
+        return usage_error(cmd, "--seed does not apply: %s, so nothing is random",
+                           n_qkv ? "--q/--k/--v give every input of the scores"
+                                 : "--features and --weights give every input");
+    /* a width from the command line alone that the heads do not divide */
+    const int64_t D = o->dim ? o->dim : DEFAULT_DIM;
+    if (!n_qkv && !o->features && !o->weights && !o->head_dim && D % o->heads)
+        return usage_error(cmd, "width D=%lld (%s) is not a multiple of %lld heads; set --dim "
+                           "or --head-dim", (long long)D, o->dim ? "--dim" : "the default",
+                           (long long)o->heads);
     if (o->attn_round > o->rounds && !o->weights)   /* --weights DIR may set the rounds */
         return usage_error(cmd, "--attn-round %lld, but the run has %lld round%s",
                            (long long)o->attn_round, (long long)o->rounds, PLURAL(o->rounds));

@@ -25,7 +25,7 @@ static const char usage[] =
     "                        compare what changes\n"
     "\n"
     "  attngraph COMMAND --help   options of a command (also -h, or attngraph help COMMAND)\n"
-    "  attngraph --version        version of attngraph and igraph\n";
+    "  attngraph --version        versions of attngraph, igraph and OpenBLAS (and its kernels)\n";
 
 /* The library guards its own igraph calls; this handler makes sure no other
    igraph call in the tool can abort the process either. */
@@ -48,13 +48,19 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "help") == 0 && argc == 3) {   /* attngraph help run = attngraph run -h */
+    const int asks_help = !strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h");
+    if ((asks_help && argc > 3) || (!strcmp(cmd, "--version") && argc > 2)) {
+        fprintf(stderr, "attngraph: unexpected argument '%s' after '%s'\nsee 'attngraph "
+                "--help'\n", argv[asks_help ? 3 : 2], cmd);
+        return EXIT_USAGE;
+    }
+    if (asks_help && argc == 3) {   /* attngraph help run = attngraph run -h */
         static char help_opt[] = "--help";
         static char *help_argv[4];
         help_argv[0] = argv[0], help_argv[1] = argv[2], help_argv[2] = help_opt;
         argv = help_argv;
         cmd = argv[1];
-    } else if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    } else if (asks_help) {
         fputs(usage, stdout);
         return 0;
     }

@@ -10,6 +10,8 @@
  *   it repeatable (run --attn, compare --pattern/--graph).
  * - -h and --help print the command's help to stdout and exit 0.
  * - "--" ends the options; everything else is a positional argument, in order.
+ * - An option's value never is another option of the command ("--out --quiet"
+ *   forgot the file); "--out=--quiet" says it is meant.
  */
 #include <stdio.h>
 #include <string.h>
@@ -58,6 +60,21 @@ static int candidates(const opt_parser_t *p, const char *name, size_t len, char 
                  found[k]);
     }
     return n;
+}
+
+/* Is a an option of this command ("--name", "--name=...", "-h")? Such a word
+   after an option that needs a value means the value was forgotten. */
+static int is_option(const opt_parser_t *p, const char *a)
+{
+    if (strcmp(a, "-h") == 0)
+        return 1;
+    if (strncmp(a, "--", 2) != 0)
+        return 0;
+    const size_t len = strcspn(a + 2, "=");
+    for (int k = 0; p->longopts[k].name; k++)
+        if (strlen(p->longopts[k].name) == len && strncmp(p->longopts[k].name, a + 2, len) == 0)
+            return 1;
+    return strcmp(a, "--help") == 0;
 }
 
 static int repeatable(const opt_parser_t *p, int code)
@@ -113,8 +130,13 @@ int opt_next(opt_parser_t *p)
         if (opt->has_arg != no_argument) {
             if (eq)
                 arg = eq + 1;
-            else if (p->next < p->argc)
+            else if (p->next < p->argc && !is_option(p, p->argv[p->next]))
                 arg = p->argv[p->next++];
+            else if (p->next < p->argc)
+                return stop(p, usage_error(p->cmd, "option '--%s' needs a value; '%s' is the "
+                                           "next option (write --%s=%s for a value that "
+                                           "looks like one)", opt->name, p->argv[p->next],
+                                           opt->name, p->argv[p->next]));
             else
                 return stop(p, usage_error(p->cmd, "option '--%s' needs a value", opt->name));
         }
