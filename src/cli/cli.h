@@ -214,13 +214,19 @@ void result_free(result_t *r);
  * An output file. A regular file (or a new name; symlinks followed) is written
  * to a temporary beside it and renamed onto it by out_commit; a device, FIFO or
  * socket is written in place (`direct`); `-` (or a name for the same file as
- * standard output) is standard output, and then the report lines go to stderr.
+ * standard output) is standard output: written to a temporary in $TMPDIR (or
+ * /tmp) whose bytes out_commit copies to descriptor 1 (so `>> log` appends and
+ * a pipe or socket works), and then the report lines go to stderr. Writers open
+ * `path`, which names the temporary's open descriptor, not its name.
  */
 typedef struct {
     const char *target;   /* the user's path, or NULL when unused */
     const char *option;   /* "--out": names it in messages */
     const char *exts;     /* accepted extensions, "npy" or "csv,npy"; NULL: any */
-    char path[4096];      /* where the writer writes: the temporary, or the file itself */
+    char path[4096];      /* where the writer writes: /dev/fd/<fd> (the temporary, by its
+                             open descriptor, never by name), or the direct file itself */
+    char tmp[4096];       /* the temporary's name ("" when none) */
+    int fd;               /* the temporary, open from creation to commit or abort; -1: none */
     char final[4096];     /* the file the temporary is renamed onto */
     int direct;           /* written in place: never renamed over, never removed */
     int is_stdout;
