@@ -363,6 +363,126 @@ START_TEST(extension_must_match)
 }
 END_TEST
 
+/* `sh -c cmd`, as an unprivileged user when the tests run as root (so that
+   permissions mean what they say); returns the exit status. */
+static int run_shell(const char *cmd, int unprivileged)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (unprivileged && geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(126);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+START_TEST(standard_output_appends)
+{
+    const char *dir = fresh_dir("out-append");
+    char *want, *got, cmd[2048];
+    const long n_want = expected_npy(dir, &want);
+    const char *log = in_dir(dir, "log");
+    /* `>> log` keeps what was there: the old code reopened /dev/fd/1 with O_TRUNC */
+    write_text(log, "KEEP\n");
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " --out - >>'%s' 2>/dev/null", log);
+    ck_assert_int_eq(run_shell(cmd, 0), 0);
+    ck_assert_int_eq(read_bytes(log, &got), 5 + n_want);
+    ck_assert(memcmp(got, "KEEP\n", 5) == 0);
+    ck_assert(memcmp(got + 5, want, (size_t)n_want) == 0);
+    free(got);
+    /* --attn - too, twice in a row */
+    write_text(log, "KEEP\n");
+    snprintf(cmd, sizeof cmd, "for k in 1 2; do " AG_CLI_PATH " run " GRAPH " --attn - --quiet "
+             ">>'%s' || exit 1; done", log);
+    ck_assert_int_eq(run_shell(cmd, 0), 0);
+    char *text = read_text(log);
+    ck_assert_msg(strncmp(text, "KEEP\nsrc,dst,", 13) == 0, "log: %.40s", text);
+    const char *second = strstr(text + 13, "src,dst,");
+    ck_assert_ptr_nonnull(second);
+    ck_assert_ptr_null(strstr(second + 1, "src,dst,"));
+    free(text);
+    /* a pipe: all of it comes through */
+    const char *piped = in_dir(dir, "piped.npy");
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " --out - --quiet | cat >'%s'", piped);
+    ck_assert_int_eq(run_shell(cmd, 0), 0);
+    ck_assert_int_eq(read_bytes(piped, &got), n_want);
+    ck_assert(memcmp(got, want, (size_t)n_want) == 0);
+    free(got), free(want);
+}
+END_TEST
+
+START_TEST(read_only_target_refused)
+{
+    const char *dir = fresh_dir("out-readonly");
+    extern char test_scratch_dir[];
+    /* the unprivileged user must reach the directory, not the files in it */
+    ck_assert_int_eq(chmod(test_scratch_dir, 0711), 0);
+    ck_assert_int_eq(chmod(dir, 0777), 0);
+    const char *ro = in_dir(dir, "ro.npy");
+    write_text(ro, "old");
+    ck_assert_int_eq(chmod(ro, 0444), 0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " --out '%s' --quiet 2>'%s'", ro,
+             in_dir(dir, "err"));
+    const int rc = run_shell(cmd, 1);
+    /* the same user can write a new file there: only the mode refused it */
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " --out '%s' --quiet",
+             in_dir(dir, "new.npy"));
+    const int rc_new = run_shell(cmd, 1);
+    ck_assert_int_eq(chmod(test_scratch_dir, 0700), 0);
+    ck_assert_int_eq(rc_new, 0);
+    ck_assert_int_eq(rc, 1);
+    char *err = read_text(in_dir(dir, "err")), *text = read_text(ro);
+    ck_assert_msg(strstr(err, "ro.npy: cannot write: Permission denied"), "stderr: %s", err);
+    ck_assert_str_eq(text, "old");
+    struct stat st;
+    ck_assert_int_eq(stat(ro, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0444);
+    free(err), free(text);
+    int hidden;
+    ck_assert_int_eq(count_entries(dir, ".", &hidden), 3);   /* ro.npy, err, new.npy */
+    ck_assert_int_eq(hidden, 0);
+}
+END_TEST
+
+/* The writer writes the temporary it created, not whatever its name means
+   later: a temporary swapped for a symlink mid-run does not redirect it. */
+START_TEST(temporary_not_reopened_by_name)
+{
+    const char *dir = fresh_dir("out-swap");
+    const char *big = in_dir(dir, "big.npy"), *victim = in_dir(dir, "victim");
+    write_text(victim, "victim");
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        execl(AG_CLI_PATH, AG_CLI_PATH, "run", "--pattern", "complete", "--nodes", "30000",
+              "--dim", "64", "--threads", "1", "--out", big, "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    char tmp[1200] = "";
+    for (int k = 0; k < 200 && !tmp[0]; k++) {     /* up to 2 s for the start */
+        sleep_ms(10);
+        DIR *d = opendir(dir);
+        for (struct dirent *e; d && (e = readdir(d));)
+            if (strncmp(e->d_name, ".big.npy.", 9) == 0)
+                snprintf(tmp, sizeof tmp, "%s/%s", dir, e->d_name);
+        if (d)
+            closedir(d);
+    }
+    int swapped = tmp[0] && unlink(tmp) == 0 && symlink(victim, tmp) == 0;
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(swapped, "could not swap the temporary");
+    char *text = read_text(victim);
+    ck_assert_msg(strcmp(text, "victim") == 0, "the symlink's target was written");
+    free(text);
+}
+END_TEST
+
 /* run_cli with standard input from a file. */
 static int run_cli_stdin(const char *args, const char *input, char **err)
 {
@@ -480,6 +600,9 @@ Suite *outputs_suite(void)
     tcase_add_test(tc, two_outputs_one_file_refused);
     tcase_add_test(tc, extension_must_match);
     tcase_add_test(tc, signal_removes_temporaries);
+    tcase_add_test(tc, standard_output_appends);
+    tcase_add_test(tc, read_only_target_refused);
+    tcase_add_test(tc, temporary_not_reopened_by_name);
     suite_add_tcase(s, tc);
     return s;
 }
