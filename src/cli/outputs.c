@@ -277,10 +277,6 @@ static int create(out_file_t *o, ag_error_t *err)
     }
     o->fd = fd;
     snprintf(o->path, sizeof o->path, "/dev/fd/%d", fd);
-    /* mkstemp makes 0600; standard output's temporary stays so */
-    if (!o->is_stdout && fchmod(fd, o->mode) != 0)
-        return ag_fail(err, AG_EIO, "%s: cannot set its permissions: %s", o->target,
-                       strerror(errno));
     return AG_OK;
 }
 
@@ -401,6 +397,11 @@ int out_commit(out_file_t *o, ag_error_t *err)
                            strerror(saved));
         return AG_OK;
     }
+    /* mkstemp made it 0600; the mode is set only now, so that a mode without
+       the owner's write bit does not stop the writers reopening it */
+    if (fchmod(o->fd, o->mode) != 0)
+        return ag_fail(err, AG_EIO, "%s: cannot set its permissions: %s", o->target,
+                       strerror(errno));
     if (rename(o->tmp, o->final) != 0)
         return ag_fail(err, AG_EIO, "%s: cannot rename into place: %s", o->target,
                        strerror(errno));
