@@ -483,6 +483,28 @@ START_TEST(temporary_not_reopened_by_name)
 }
 END_TEST
 
+/* A reader that closes the pipe early ends the run with SIGPIPE while it prints
+   its report: the outputs are committed before, so they are there. */
+START_TEST(early_reader_keeps_outputs)
+{
+    const char *dir = fresh_dir("out-head");
+    const char *x = in_dir(dir, "x.npy"), *t = in_dir(dir, "t.csv");
+    char cmd[2048];
+    /* 3000 trace lines: far more than a pipe holds */
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " --rounds 3000 --out '%s' --trace '%s' "
+             "| head -c1 >/dev/null", x, t);
+    ck_assert_int_eq(run_shell(cmd, 0), 0);
+    char *data;
+    ck_assert_int_gt(read_bytes(x, &data), 10);
+    ck_assert(memcmp(data, "\x93NUMPY", 6) == 0);
+    free(data);
+    ck_assert(file_exists(t));
+    int hidden;
+    ck_assert_int_eq(count_entries(dir, ".", &hidden), 2);
+    ck_assert_int_eq(hidden, 0);
+}
+END_TEST
+
 /* run_cli with standard input from a file. */
 static int run_cli_stdin(const char *args, const char *input, char **err)
 {
@@ -603,6 +625,7 @@ Suite *outputs_suite(void)
     tcase_add_test(tc, standard_output_appends);
     tcase_add_test(tc, read_only_target_refused);
     tcase_add_test(tc, temporary_not_reopened_by_name);
+    tcase_add_test(tc, early_reader_keeps_outputs);
     suite_add_tcase(s, tc);
     return s;
 }

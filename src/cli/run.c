@@ -230,6 +230,10 @@ int cmd_run(int argc, char **argv)
                                  &err);
     for (int k = 0; k < o.n_attn && !rc; k++)
         rc = report_attention(&outs[ATTN + k], &r, &in, &s, o.max_export, &err);
+    /* Commit before the report: a reader that closes the pipe early (| head)
+       ends us with SIGPIPE while printing, and the files must be there by then. */
+    for (int k = 0; k < N_OUTS && !rc; k++)
+        rc = out_commit(&outs[k], &err);
     if (!rc && !o.quiet) {
         print_header(&o, &s, &in, threads);
         if (r.trace && (figures || o.trace || o.until > 0) && !in.raw)
@@ -240,8 +244,6 @@ int cmd_run(int argc, char **argv)
             rc = report_summary(stdout, &r, &in, &s, SUMMARY_NODES, &err);
         }
     }
-    for (int k = 0; k < N_OUTS && !rc; k++)
-        rc = out_commit(&outs[k], &err);
     if (!rc && !o.quiet)
         for (int k = 0; k < N_OUTS; k++)
             if (outs[k].target)
