@@ -569,6 +569,28 @@ START_TEST(dash_is_standard_input)
 }
 END_TEST
 
+/* Standard input is one input, for every command that reads inputs. */
+START_TEST(one_stdin_input_per_command)
+{
+    static const char *const args[] = {
+        "run - --format edgelist --features -",
+        "run --csr -,-",
+        "inspect - --format gml --q - --k - --v - --top 1",
+        "inspect " GRAPH " --q - --k - --v x.npy --top 1",
+        "compare --graph - --graph - --format edgelist",
+        "compare --graph - --pattern causal --features -",
+        "bench --csr -,-",
+    };
+    for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
+        char *err;
+        ck_assert_int_eq(run_cli_stdin(args[k], GRAPH, &err), 2);
+        ck_assert_msg(strstr(err, "only one input can be read from standard input"),
+                      "'%s': %s", args[k], err);
+        free(err);
+    }
+}
+END_TEST
+
 /* Starts a long run writing DIR/big.npy, sends sig once its temporary exists;
    returns the exit status as a shell reports it. */
 static int interrupted_run(const char *dir, int sig)
@@ -626,6 +648,7 @@ Suite *outputs_suite(void)
     tcase_add_test(tc, read_only_target_refused);
     tcase_add_test(tc, temporary_not_reopened_by_name);
     tcase_add_test(tc, early_reader_keeps_outputs);
+    tcase_add_test(tc, one_stdin_input_per_command);
     suite_add_tcase(s, tc);
     return s;
 }

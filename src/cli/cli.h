@@ -117,6 +117,11 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd);
 /* Checks option combinations and the options that need others (--nodes against
    --max-nodes, score options against --score); 0 or EXIT_USAGE (message printed). */
 int input_options_check(run_opts_t *o, const char *cmd);
+/* Refuses (EXIT_USAGE, message printed) more than one input read from standard
+   input: o's graph, --features, --q/--k/--v, --csr parts, plus `more` the
+   caller reads (compare's --graph files); 0 when at most one. Called by
+   input_options_check with more = 0. */
+int one_stdin_input(const run_opts_t *o, int more, const char *cmd);
 /* ---- parsing argv: one parser for every command (options.c) ---- */
 
 #define OPT_MAX_POSITIONAL 4

@@ -169,29 +169,12 @@ static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
                r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
 }
 
-/* How many inputs are read from standard input ("-"); more than one cannot be. */
-static int stdin_inputs(const run_opts_t *o)
-{
-    const char *paths[] = {o->src.graph, o->q, o->k, o->v, o->features};
-    int n = 0;
-    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
-        n += paths[k] && strcmp(paths[k], "-") == 0;
-    if (o->src.csr) {
-        const char *comma = strchr(o->src.csr, ',');
-        n += comma && comma == o->src.csr + 1 && o->src.csr[0] == '-';
-        n += comma && strcmp(comma + 1, "-") == 0;
-    }
-    return n;
-}
-
 int cmd_run(int argc, char **argv)
 {
     run_opts_t o;
     int status = parse_run(&o, argc, argv);
     if (status >= 0)
         return status;
-    if (stdin_inputs(&o) > 1)
-        return usage_error("run", "only one input can be read from standard input (-)");
     const int threads = set_threads(o.threads);
 
     source_t s;
