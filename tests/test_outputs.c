@@ -143,6 +143,43 @@ START_TEST(fifo_is_written_not_replaced)
 }
 END_TEST
 
+/* A FIFO's name is a hint, not a rule: --attn to a FIFO named x.txt is CSV,
+   refused neither before nor after the work. */
+START_TEST(direct_attn_falls_back_to_csv)
+{
+    const char *dir = fresh_dir("out-fifo-txt");
+    const char *fifo = in_dir(dir, "attn.txt"), *got_path = in_dir(dir, "got.csv");
+    ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+    pid_t reader = fork();
+    ck_assert_int_ge(reader, 0);
+    if (reader == 0) {
+        int in = open(fifo, O_RDONLY), out = open(got_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        char buf[4096];
+        ssize_t n;
+        while (in >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)n) != n)
+                _exit(2);
+        _exit(in >= 0 ? 0 : 1);
+    }
+    char args[1024];
+    snprintf(args, sizeof args, "run " GRAPH " --attn %s --quiet", fifo);
+    char *out, *err;
+    int rc = run_cli(args, &out, &err);
+    int status = 0, done = 0;
+    for (int k = 0; k < 100 && !(done = waitpid(reader, &status, WNOHANG) == reader); k++)
+        sleep_ms(10);
+    if (!done) {                /* the old code never opened the FIFO */
+        kill(reader, SIGKILL);
+        waitpid(reader, &status, 0);
+    }
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert(done);
+    char *text = read_text(got_path);
+    ck_assert_msg(strncmp(text, "src,dst,", 8) == 0, "got: %.40s", text);
+    free(text), free(out), free(err);
+}
+END_TEST
+
 START_TEST(char_device_is_written_not_replaced)
 {
     const char *dir = fresh_dir("out-dev");
@@ -347,7 +384,8 @@ START_TEST(extension_must_match)
              in_dir(dir, "c.npy"));
     expect_cli(args, 2, 2, ".csv");
     snprintf(args, sizeof args, "pattern causal --nodes 4 --out %s", in_dir(dir, "p.npy"));
-    expect_cli(args, 2, 2, "not a graph format");
+    expect_cli(args, 2, 2, ".gml, .net, .pajek, .ncol, .lgl, .edges, .el, .txt, .edgelist, "
+               ".dot or .gv (or no extension); .npy is none of them");
     snprintf(args, sizeof args, "pattern causal --nodes 4 --out %s --format pajek",
              in_dir(dir, "p.gml"));
     expect_cli(args, 2, 2, "--format says pajek");
@@ -649,6 +687,7 @@ Suite *outputs_suite(void)
     tcase_add_test(tc, temporary_not_reopened_by_name);
     tcase_add_test(tc, early_reader_keeps_outputs);
     tcase_add_test(tc, one_stdin_input_per_command);
+    tcase_add_test(tc, direct_attn_falls_back_to_csv);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -127,10 +127,13 @@ const char *out_extension(const out_file_t *o)
     return o->target ? extension(o->target) : "";
 }
 
-/* Is ext one of the comma-separated exts? */
+/* Is ext one of the comma-separated exts? A trailing comma accepts a name
+   without an extension. */
 static int ext_listed(const char *ext, const char *exts)
 {
     size_t n = strlen(ext);
+    if (!n)
+        return *exts && exts[strlen(exts) - 1] == ',';
     for (const char *p = exts; *p;) {
         size_t len = strcspn(p, ",");
         if (n && len == n && strncasecmp(p, ext, n) == 0)
@@ -314,15 +317,23 @@ int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err)
             return rc;
         if (o->exts && !o->direct && !ext_listed(extension(o->target), o->exts)) {
             *usage = 1;
-            char list[128] = "";
+            char list[256] = "";
             for (const char *p = o->exts; *p;) {
                 size_t len = strcspn(p, ",");
+                const int last = !p[len] || !p[len + 1];
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s.%.*s",
-                         *list ? (p[len] ? ", " : " or ") : "", (int)len, p);
+                         *list ? (last ? " or " : ", ") : "", (int)len, p);
                 p += len + (p[len] == ',');
             }
-            return ag_fail(err, AG_EINVAL, "%s %s: this output is %s data; give it a name "
-                           "ending in %s", o->option, o->target, list, list);
+            const char *ext = extension(o->target);
+            char why[96] = "the name has no extension";
+            if (*ext && strchr(list, ' '))
+                snprintf(why, sizeof why, ".%s is none of them", ext);
+            else if (*ext)
+                snprintf(why, sizeof why, ".%s is not %s", ext, list);
+            return ag_fail(err, AG_EINVAL, "%s %s: this output is %s%s; %s", o->option,
+                           o->target, list, ext_listed("", o->exts) ? " (or no extension)" : "",
+                           why);
         }
         for (int j = 0; j < k; j++)
             if (outs[j].target && same_file(&outs[j], o)) {
