@@ -335,6 +335,35 @@ START_TEST(failed_run_keeps_the_old_file)
 }
 END_TEST
 
+/* A run that fails after --out was written (the --attn export is over
+   --max-edges) leaves the old --out file byte for byte, and no temporaries. */
+START_TEST(failure_after_writing_keeps_old_files)
+{
+    const char *dir = fresh_dir("out-fail-late");
+    const char *precious = in_dir(dir, "precious.npy"), *csv = in_dir(dir, "attn.csv");
+    const char *msgs = in_dir(dir, "m.npy");
+    write_text(precious, "old bytes");
+    write_text(msgs, "old messages");
+    char args[2048];
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --messages %s --attn %s --max-edges 1",
+             precious, msgs, csv);
+    expect_cli(args, 1, 2, "more than --max-edges 1");
+    char *text = read_text(precious);
+    ck_assert_str_eq(text, "old bytes");
+    free(text);
+    text = read_text(msgs);
+    ck_assert_str_eq(text, "old messages");
+    free(text);
+    ck_assert(!file_exists(csv));
+    int hidden;
+    ck_assert_int_eq(count_entries(dir, ".", &hidden), 2);
+    ck_assert_int_eq(hidden, 0);
+    /* the help says what --save-rounds files and the final renames do */
+    expect_cli("run --help", 0, 1, "written whole as its round ends (kept if the run fails");
+    expect_cli("run --help", 0, 1, "may have replaced some only");
+}
+END_TEST
+
 START_TEST(two_outputs_one_file_refused)
 {
     const char *dir = fresh_dir("out-same");
@@ -688,6 +717,7 @@ Suite *outputs_suite(void)
     tcase_add_test(tc, early_reader_keeps_outputs);
     tcase_add_test(tc, one_stdin_input_per_command);
     tcase_add_test(tc, direct_attn_falls_back_to_csv);
+    tcase_add_test(tc, failure_after_writing_keeps_old_files);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -29,14 +29,18 @@ static const char run_usage[] =
     "                      repeat it to write several formats: --attn a.csv --attn a.npy\n"
     "  --attn-round R      report the attention of round R instead of the last\n"
     "  --trace FILE.csv    per-round figures: round,change,entropy,max_weight\n"
-    "  --save-rounds DIR   keep every round's states as DIR/round-R.npy\n"
+    "  --save-rounds DIR   keep every round's states as DIR/round-R.npy, each file\n"
+    "                      written whole as its round ends (kept if the run fails later)\n"
     "  --max-edges N       refuse an --attn export of more than N weights (default 50000000)\n"
     "  --quiet             print nothing on success\n"
     "  -h, --help          this text\n"
     "\n"
     "An output FILE of - is standard output (the report then goes to stderr);\n"
     "a device or FIFO is written in place, a symlink through to its file. Files\n"
-    "appear whole when the run succeeds; a failed run leaves old files as they were.\n"
+    "appear whole when the run succeeds; a failed run leaves old files as they were\n"
+    "(--save-rounds files aside). They are renamed into place one after another at\n"
+    "the end: a run interrupted during those renames may have replaced some only.\n"
+    "An existing file that is not writable is refused.\n"
     "GRAPH, --features, --q, --k or --v may be - (standard input; a graph needs --format).\n";
 
 /* Returns -1 to go on, else an exit status. */
