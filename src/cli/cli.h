@@ -254,7 +254,14 @@ int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err);
 /* out_init and out_open_all for one output. */
 int out_open(out_file_t *o, const char *target, const char *option, const char *exts,
              ag_error_t *err);
-/* Renames the temporary file onto the target (nothing to do when direct). */
+/*
+ * Puts the outputs in place: sets every temporary's mode (nothing is replaced
+ * if that fails), renames each onto its file, then copies standard output's.
+ * A rename that fails leaves the outputs before it replaced. Nothing to do
+ * for a direct output.
+ */
+int out_commit_all(out_file_t *outs, int n, ag_error_t *err);
+/* out_commit_all for one output. */
 int out_commit(out_file_t *o, ag_error_t *err);
 /* Removes the temporary file; the target itself is never touched. */
 void out_abort(out_file_t *o);

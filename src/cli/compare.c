@@ -408,9 +408,7 @@ int cmd_compare(int argc, char **argv)
         }
     }
     if (!rc)
-        rc = out_commit(&st.outs[0], &err);
-    if (!rc)
-        rc = out_commit(&st.outs[1], &err);
+        rc = out_commit_all(st.outs, 2, &err);
     if (!rc && !co.o.quiet) {
         const inputs_t *in = &st.in;
         printf("compare: %d connectivities on %lld node%s, ", co.n_conns, (long long)in->N,

@@ -395,10 +395,9 @@ static void release(out_file_t *o, int remove)
     o->tmp[0] = o->path[0] = '\0';
 }
 
-int out_commit(out_file_t *o, ag_error_t *err)
+/* Renames o's temporary onto its file, or copies it to standard output. */
+static int place(out_file_t *o, ag_error_t *err)
 {
-    if (!o->target || !o->tmp[0])
-        return AG_OK;
     if (o->is_stdout) {
         int rc = copy_fd(o->fd, stdout_fd);
         int saved = errno;
@@ -408,16 +407,38 @@ int out_commit(out_file_t *o, ag_error_t *err)
                            strerror(saved));
         return AG_OK;
     }
-    /* mkstemp made it 0600; the mode is set only now, so that a mode without
-       the owner's write bit does not stop the writers reopening it */
-    if (fchmod(o->fd, o->mode) != 0)
-        return ag_fail(err, AG_EIO, "%s: cannot set its permissions: %s", o->target,
-                       strerror(errno));
     if (rename(o->tmp, o->final) != 0)
         return ag_fail(err, AG_EIO, "%s: cannot rename into place: %s", o->target,
                        strerror(errno));
     release(o, 0);
     return AG_OK;
+}
+
+int out_commit_all(out_file_t *outs, int n, ag_error_t *err)
+{
+    /* First what can fail while nothing is replaced yet: the modes. mkstemp
+       made 0600; the mode is set only now, so that a mode without the owner's
+       write bit does not stop the writers reopening the temporary. */
+    for (int k = 0; k < n; k++) {
+        out_file_t *o = &outs[k];
+        if (o->target && o->tmp[0] && !o->is_stdout && fchmod(o->fd, o->mode) != 0)
+            return ag_fail(err, AG_EIO, "%s: cannot set its permissions: %s", o->target,
+                           strerror(errno));
+    }
+    /* Then the renames, and standard output last (a closed pipe fails it). */
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < n; k++) {
+            out_file_t *o = &outs[k];
+            int rc;
+            if (o->target && o->tmp[0] && o->is_stdout == pass && (rc = place(o, err)))
+                return rc;
+        }
+    return AG_OK;
+}
+
+int out_commit(out_file_t *o, ag_error_t *err)
+{
+    return out_commit_all(o, 1, err);
 }
 
 void out_abort(out_file_t *o)

@@ -219,8 +219,8 @@ int cmd_run(int argc, char **argv)
         rc = report_attention(&outs[ATTN + k], &r, &in, &s, o.max_export, &err);
     /* Commit before the report: a reader that closes the pipe early (| head)
        ends us with SIGPIPE while printing, and the files must be there by then. */
-    for (int k = 0; k < N_OUTS && !rc; k++)
-        rc = out_commit(&outs[k], &err);
+    if (!rc)
+        rc = out_commit_all(outs, N_OUTS, &err);
     if (!rc && !o.quiet) {
         print_header(&o, &s, &in, threads);
         if (r.trace && (figures || o.trace || o.until > 0) && !in.raw)
