@@ -143,6 +143,43 @@ START_TEST(fifo_is_written_not_replaced)
 }
 END_TEST
 
+/* A FIFO's name is a hint, not a rule: --attn to a FIFO named x.txt is CSV,
+   refused neither before nor after the work. */
+START_TEST(direct_attn_falls_back_to_csv)
+{
+    const char *dir = fresh_dir("out-fifo-txt");
+    const char *fifo = in_dir(dir, "attn.txt"), *got_path = in_dir(dir, "got.csv");
+    ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+    pid_t reader = fork();
+    ck_assert_int_ge(reader, 0);
+    if (reader == 0) {
+        int in = open(fifo, O_RDONLY), out = open(got_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        char buf[4096];
+        ssize_t n;
+        while (in >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)n) != n)
+                _exit(2);
+        _exit(in >= 0 ? 0 : 1);
+    }
+    char args[1024];
+    snprintf(args, sizeof args, "run " GRAPH " --attn %s --quiet", fifo);
+    char *out, *err;
+    int rc = run_cli(args, &out, &err);
+    int status = 0, done = 0;
+    for (int k = 0; k < 100 && !(done = waitpid(reader, &status, WNOHANG) == reader); k++)
+        sleep_ms(10);
+    if (!done) {                /* the old code never opened the FIFO */
+        kill(reader, SIGKILL);
+        waitpid(reader, &status, 0);
+    }
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert(done);
+    char *text = read_text(got_path);
+    ck_assert_msg(strncmp(text, "src,dst,", 8) == 0, "got: %.40s", text);
+    free(text), free(out), free(err);
+}
+END_TEST
+
 START_TEST(char_device_is_written_not_replaced)
 {
     const char *dir = fresh_dir("out-dev");
@@ -298,6 +335,35 @@ START_TEST(failed_run_keeps_the_old_file)
 }
 END_TEST
 
+/* A run that fails after --out was written (the --attn export is over
+   --max-edges) leaves the old --out file byte for byte, and no temporaries. */
+START_TEST(failure_after_writing_keeps_old_files)
+{
+    const char *dir = fresh_dir("out-fail-late");
+    const char *precious = in_dir(dir, "precious.npy"), *csv = in_dir(dir, "attn.csv");
+    const char *msgs = in_dir(dir, "m.npy");
+    write_text(precious, "old bytes");
+    write_text(msgs, "old messages");
+    char args[2048];
+    snprintf(args, sizeof args, "run " GRAPH " --out %s --messages %s --attn %s --max-edges 1",
+             precious, msgs, csv);
+    expect_cli(args, 1, 2, "more than --max-edges 1");
+    char *text = read_text(precious);
+    ck_assert_str_eq(text, "old bytes");
+    free(text);
+    text = read_text(msgs);
+    ck_assert_str_eq(text, "old messages");
+    free(text);
+    ck_assert(!file_exists(csv));
+    int hidden;
+    ck_assert_int_eq(count_entries(dir, ".", &hidden), 2);
+    ck_assert_int_eq(hidden, 0);
+    /* the help says what --save-rounds files and the final renames do */
+    expect_cli("run --help", 0, 1, "written whole as its round ends (kept if the run fails");
+    expect_cli("run --help", 0, 1, "may have replaced some only");
+}
+END_TEST
+
 START_TEST(two_outputs_one_file_refused)
 {
     const char *dir = fresh_dir("out-same");
@@ -347,7 +413,8 @@ START_TEST(extension_must_match)
              in_dir(dir, "c.npy"));
     expect_cli(args, 2, 2, ".csv");
     snprintf(args, sizeof args, "pattern causal --nodes 4 --out %s", in_dir(dir, "p.npy"));
-    expect_cli(args, 2, 2, "not a graph format");
+    expect_cli(args, 2, 2, ".gml, .net, .pajek, .ncol, .lgl, .edges, .el, .txt, .edgelist, "
+               ".dot or .gv (or no extension); .npy is none of them");
     snprintf(args, sizeof args, "pattern causal --nodes 4 --out %s --format pajek",
              in_dir(dir, "p.gml"));
     expect_cli(args, 2, 2, "--format says pajek");
@@ -360,6 +427,148 @@ START_TEST(extension_must_match)
              in_dir(dir, "a.graphml"));
     expect_cli(args, 0, 1, "");
     ck_assert_int_eq(count_entries(dir, ".", NULL), 3);
+}
+END_TEST
+
+/* `sh -c cmd`, as an unprivileged user when the tests run as root (so that
+   permissions mean what they say); returns the exit status. */
+static int run_shell(const char *cmd, int unprivileged)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (unprivileged && geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(126);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+START_TEST(standard_output_appends)
+{
+    const char *dir = fresh_dir("out-append");
+    char *want, *got, cmd[2048];
+    const long n_want = expected_npy(dir, &want);
+    const char *log = in_dir(dir, "log");
+    /* `>> log` keeps what was there: the old code reopened /dev/fd/1 with O_TRUNC */
+    write_text(log, "KEEP\n");
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " --out - >>'%s' 2>/dev/null", log);
+    ck_assert_int_eq(run_shell(cmd, 0), 0);
+    ck_assert_int_eq(read_bytes(log, &got), 5 + n_want);
+    ck_assert(memcmp(got, "KEEP\n", 5) == 0);
+    ck_assert(memcmp(got + 5, want, (size_t)n_want) == 0);
+    free(got);
+    /* --attn - too, twice in a row */
+    write_text(log, "KEEP\n");
+    snprintf(cmd, sizeof cmd, "for k in 1 2; do " AG_CLI_PATH " run " GRAPH " --attn - --quiet "
+             ">>'%s' || exit 1; done", log);
+    ck_assert_int_eq(run_shell(cmd, 0), 0);
+    char *text = read_text(log);
+    ck_assert_msg(strncmp(text, "KEEP\nsrc,dst,", 13) == 0, "log: %.40s", text);
+    const char *second = strstr(text + 13, "src,dst,");
+    ck_assert_ptr_nonnull(second);
+    ck_assert_ptr_null(strstr(second + 1, "src,dst,"));
+    free(text);
+    /* a pipe: all of it comes through */
+    const char *piped = in_dir(dir, "piped.npy");
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " --out - --quiet | cat >'%s'", piped);
+    ck_assert_int_eq(run_shell(cmd, 0), 0);
+    ck_assert_int_eq(read_bytes(piped, &got), n_want);
+    ck_assert(memcmp(got, want, (size_t)n_want) == 0);
+    free(got), free(want);
+}
+END_TEST
+
+START_TEST(read_only_target_refused)
+{
+    const char *dir = fresh_dir("out-readonly");
+    extern char test_scratch_dir[];
+    /* the unprivileged user must reach the directory, not the files in it */
+    ck_assert_int_eq(chmod(test_scratch_dir, 0711), 0);
+    ck_assert_int_eq(chmod(dir, 0777), 0);
+    const char *ro = in_dir(dir, "ro.npy");
+    write_text(ro, "old");
+    ck_assert_int_eq(chmod(ro, 0444), 0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " --out '%s' --quiet 2>'%s'", ro,
+             in_dir(dir, "err"));
+    const int rc = run_shell(cmd, 1);
+    /* the same user can write a new file there: only the mode refused it */
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " --out '%s' --quiet",
+             in_dir(dir, "new.npy"));
+    const int rc_new = run_shell(cmd, 1);
+    ck_assert_int_eq(chmod(test_scratch_dir, 0700), 0);
+    ck_assert_int_eq(rc_new, 0);
+    ck_assert_int_eq(rc, 1);
+    char *err = read_text(in_dir(dir, "err")), *text = read_text(ro);
+    ck_assert_msg(strstr(err, "ro.npy: cannot write: Permission denied"), "stderr: %s", err);
+    ck_assert_str_eq(text, "old");
+    struct stat st;
+    ck_assert_int_eq(stat(ro, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0444);
+    free(err), free(text);
+    int hidden;
+    ck_assert_int_eq(count_entries(dir, ".", &hidden), 3);   /* ro.npy, err, new.npy */
+    ck_assert_int_eq(hidden, 0);
+}
+END_TEST
+
+/* The writer writes the temporary it created, not whatever its name means
+   later: a temporary swapped for a symlink mid-run does not redirect it. */
+START_TEST(temporary_not_reopened_by_name)
+{
+    const char *dir = fresh_dir("out-swap");
+    const char *big = in_dir(dir, "big.npy"), *victim = in_dir(dir, "victim");
+    write_text(victim, "victim");
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        execl(AG_CLI_PATH, AG_CLI_PATH, "run", "--pattern", "complete", "--nodes", "30000",
+              "--dim", "64", "--threads", "1", "--out", big, "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    char tmp[1200] = "";
+    for (int k = 0; k < 200 && !tmp[0]; k++) {     /* up to 2 s for the start */
+        sleep_ms(10);
+        DIR *d = opendir(dir);
+        for (struct dirent *e; d && (e = readdir(d));)
+            if (strncmp(e->d_name, ".big.npy.", 9) == 0)
+                snprintf(tmp, sizeof tmp, "%s/%s", dir, e->d_name);
+        if (d)
+            closedir(d);
+    }
+    int swapped = tmp[0] && unlink(tmp) == 0 && symlink(victim, tmp) == 0;
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(swapped, "could not swap the temporary");
+    char *text = read_text(victim);
+    ck_assert_msg(strcmp(text, "victim") == 0, "the symlink's target was written");
+    free(text);
+}
+END_TEST
+
+/* A reader that closes the pipe early ends the run with SIGPIPE while it prints
+   its report: the outputs are committed before, so they are there. */
+START_TEST(early_reader_keeps_outputs)
+{
+    const char *dir = fresh_dir("out-head");
+    const char *x = in_dir(dir, "x.npy"), *t = in_dir(dir, "t.csv");
+    char cmd[2048];
+    /* 3000 trace lines: far more than a pipe holds */
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " --rounds 3000 --out '%s' --trace '%s' "
+             "| head -c1 >/dev/null", x, t);
+    ck_assert_int_eq(run_shell(cmd, 0), 0);
+    char *data;
+    ck_assert_int_gt(read_bytes(x, &data), 10);
+    ck_assert(memcmp(data, "\x93NUMPY", 6) == 0);
+    free(data);
+    ck_assert(file_exists(t));
+    int hidden;
+    ck_assert_int_eq(count_entries(dir, ".", &hidden), 2);
+    ck_assert_int_eq(hidden, 0);
 }
 END_TEST
 
@@ -427,6 +636,28 @@ START_TEST(dash_is_standard_input)
 }
 END_TEST
 
+/* Standard input is one input, for every command that reads inputs. */
+START_TEST(one_stdin_input_per_command)
+{
+    static const char *const args[] = {
+        "run - --format edgelist --features -",
+        "run --csr -,-",
+        "inspect - --format gml --q - --k - --v - --top 1",
+        "inspect " GRAPH " --q - --k - --v x.npy --top 1",
+        "compare --graph - --graph - --format edgelist",
+        "compare --graph - --pattern causal --features -",
+        "bench --csr -,-",
+    };
+    for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
+        char *err;
+        ck_assert_int_eq(run_cli_stdin(args[k], GRAPH, &err), 2);
+        ck_assert_msg(strstr(err, "only one input can be read from standard input"),
+                      "'%s': %s", args[k], err);
+        free(err);
+    }
+}
+END_TEST
+
 /* Starts a long run writing DIR/big.npy, sends sig once its temporary exists;
    returns the exit status as a shell reports it. */
 static int interrupted_run(const char *dir, int sig)
@@ -480,6 +711,13 @@ Suite *outputs_suite(void)
     tcase_add_test(tc, two_outputs_one_file_refused);
     tcase_add_test(tc, extension_must_match);
     tcase_add_test(tc, signal_removes_temporaries);
+    tcase_add_test(tc, standard_output_appends);
+    tcase_add_test(tc, read_only_target_refused);
+    tcase_add_test(tc, temporary_not_reopened_by_name);
+    tcase_add_test(tc, early_reader_keeps_outputs);
+    tcase_add_test(tc, one_stdin_input_per_command);
+    tcase_add_test(tc, direct_attn_falls_back_to_csv);
+    tcase_add_test(tc, failure_after_writing_keeps_old_files);
     suite_add_tcase(s, tc);
     return s;
 }

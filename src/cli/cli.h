@@ -117,6 +117,11 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd);
 /* Checks option combinations and the options that need others (--nodes against
    --max-nodes, score options against --score); 0 or EXIT_USAGE (message printed). */
 int input_options_check(run_opts_t *o, const char *cmd);
+/* Refuses (EXIT_USAGE, message printed) more than one input read from standard
+   input: o's graph, --features, --q/--k/--v, --csr parts, plus `more` the
+   caller reads (compare's --graph files); 0 when at most one. Called by
+   input_options_check with more = 0. */
+int one_stdin_input(const run_opts_t *o, int more, const char *cmd);
 /* ---- parsing argv: one parser for every command (options.c) ---- */
 
 #define OPT_MAX_POSITIONAL 4
@@ -214,13 +219,19 @@ void result_free(result_t *r);
  * An output file. A regular file (or a new name; symlinks followed) is written
  * to a temporary beside it and renamed onto it by out_commit; a device, FIFO or
  * socket is written in place (`direct`); `-` (or a name for the same file as
- * standard output) is standard output, and then the report lines go to stderr.
+ * standard output) is standard output: written to a temporary in $TMPDIR (or
+ * /tmp) whose bytes out_commit copies to descriptor 1 (so `>> log` appends and
+ * a pipe or socket works), and then the report lines go to stderr. Writers open
+ * `path`, which names the temporary's open descriptor, not its name.
  */
 typedef struct {
     const char *target;   /* the user's path, or NULL when unused */
     const char *option;   /* "--out": names it in messages */
     const char *exts;     /* accepted extensions, "npy" or "csv,npy"; NULL: any */
-    char path[4096];      /* where the writer writes: the temporary, or the file itself */
+    char path[4096];      /* where the writer writes: /dev/fd/<fd> (the temporary, by its
+                             open descriptor, never by name), or the direct file itself */
+    char tmp[4096];       /* the temporary's name ("" when none) */
+    int fd;               /* the temporary, open from creation to commit or abort; -1: none */
     char final[4096];     /* the file the temporary is renamed onto */
     int direct;           /* written in place: never renamed over, never removed */
     int is_stdout;
@@ -243,7 +254,14 @@ int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err);
 /* out_init and out_open_all for one output. */
 int out_open(out_file_t *o, const char *target, const char *option, const char *exts,
              ag_error_t *err);
-/* Renames the temporary file onto the target (nothing to do when direct). */
+/*
+ * Puts the outputs in place: sets every temporary's mode (nothing is replaced
+ * if that fails), renames each onto its file, then copies standard output's.
+ * A rename that fails leaves the outputs before it replaced. Nothing to do
+ * for a direct output.
+ */
+int out_commit_all(out_file_t *outs, int n, ag_error_t *err);
+/* out_commit_all for one output. */
 int out_commit(out_file_t *o, ag_error_t *err);
 /* Removes the temporary file; the target itself is never touched. */
 void out_abort(out_file_t *o);

@@ -205,6 +205,11 @@ static int parse_compare(compare_opts_t *co, int argc, char **argv)
                                   so->self != AG_SELF_KEEP))
         return usage_error("compare", "--nodes, --tokens, --labels-file and --self-loops are "
                            "for patterns; every connectivity is a --graph file");
+    int from_stdin = 0;
+    for (int k = 0; k < co->n_conns; k++)
+        from_stdin += co->conns[k].is_graph && strcmp(co->conns[k].name, "-") == 0;
+    if (one_stdin_input(&co->o, from_stdin, "compare"))
+        return EXIT_USAGE;
     return input_options_check(&co->o, "compare") ? EXIT_USAGE : -1;
 }
 
@@ -403,9 +408,7 @@ int cmd_compare(int argc, char **argv)
         }
     }
     if (!rc)
-        rc = out_commit(&st.outs[0], &err);
-    if (!rc)
-        rc = out_commit(&st.outs[1], &err);
+        rc = out_commit_all(st.outs, 2, &err);
     if (!rc && !co.o.quiet) {
         const inputs_t *in = &st.in;
         printf("compare: %d connectivities on %lld node%s, ", co.n_conns, (long long)in->N,

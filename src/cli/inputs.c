@@ -220,8 +220,32 @@ static int softmax_kind(ag_score_kind_t kind)
     return kind != AG_SCORE_SIGMOID && kind != AG_SCORE_LINEAR;
 }
 
+/* How many of o's inputs are read from standard input ("-"). */
+static int stdin_inputs(const run_opts_t *o)
+{
+    const char *paths[] = {o->src.graph, o->q, o->k, o->v, o->features};
+    int n = 0;
+    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
+        n += paths[k] && strcmp(paths[k], "-") == 0;
+    if (o->src.csr) {
+        const char *comma = strchr(o->src.csr, ',');
+        n += comma && comma == o->src.csr + 1 && o->src.csr[0] == '-';
+        n += comma && strcmp(comma + 1, "-") == 0;
+    }
+    return n;
+}
+
+int one_stdin_input(const run_opts_t *o, int more, const char *cmd)
+{
+    if (stdin_inputs(o) + more > 1)
+        return usage_error(cmd, "only one input can be read from standard input (-)");
+    return 0;
+}
+
 int input_options_check(run_opts_t *o, const char *cmd)
 {
+    if (one_stdin_input(o, 0, cmd))
+        return EXIT_USAGE;
     if (o->nodes_text) {   /* here, once --max-nodes is known, so the message names it */
         char *end;
         errno = 0;

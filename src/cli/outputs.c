@@ -11,7 +11,14 @@
  * FIFO, a socket) is written in place: renaming over it would replace the
  * device node with a plain file. `-` is standard output; when an output goes
  * there, the human report moves to standard error so it never mixes with the
- * data.
+ * data, and the data goes to a temporary in $TMPDIR (or /tmp) whose bytes are
+ * copied to standard output at commit: whole or not at all, appended under
+ * `>> log`, and fine on a pipe or a socket.
+ *
+ * A temporary stays open from mkstemp to commit or abort, and writers open it
+ * as /dev/fd/<fd>, the same inode: a name swapped for a symlink in a shared
+ * directory in between is never followed. An existing target that is not
+ * writable is refused, as a plain write would refuse it.
  *
  * Temporaries are kept in a small registry that a SIGINT/SIGTERM/SIGHUP/SIGPIPE
  * handler unlinks before the signal takes its default course (exit status
@@ -120,10 +127,13 @@ const char *out_extension(const out_file_t *o)
     return o->target ? extension(o->target) : "";
 }
 
-/* Is ext one of the comma-separated exts? */
+/* Is ext one of the comma-separated exts? A trailing comma accepts a name
+   without an extension. */
 static int ext_listed(const char *ext, const char *exts)
 {
     size_t n = strlen(ext);
+    if (!n)
+        return *exts && exts[strlen(exts) - 1] == ',';
     for (const char *p = exts; *p;) {
         size_t len = strcspn(p, ",");
         if (n && len == n && strncasecmp(p, ext, n) == 0)
@@ -163,7 +173,7 @@ static int resolve(out_file_t *o, ag_error_t *err)
     if (stat(o->target, &st) == 0) {
         o->have_id = 1, o->dev = st.st_dev, o->ino = st.st_ino;
         if (S_ISDIR(st.st_mode))
-            return ag_fail(err, AG_EIO, "%s: is a folder; give a file name", o->target);
+            return ag_fail(err, AG_EIO, "%s: is a directory; give a file name", o->target);
         /* the same file as standard output; /dev/null there mixes nothing */
         o->is_stdout = have1 && st.st_dev == st1.st_dev && st.st_ino == st1.st_ino &&
                        !(S_ISCHR(st.st_mode) && !isatty(1));
@@ -172,6 +182,9 @@ static int resolve(out_file_t *o, ag_error_t *err)
             snprintf(o->final, sizeof o->final, "%s", o->target);
             return AG_OK;
         }
+        /* rename ignores the file's mode: refuse what a plain write would */
+        if (access(o->target, W_OK) != 0)
+            return ag_fail(err, AG_EIO, "%s: cannot write: %s", o->target, strerror(errno));
         char real[PATH_MAX];
         if (!realpath(o->target, real))
             return ag_fail(err, AG_EIO, "%s: %s", o->target, strerror(errno));
@@ -205,7 +218,7 @@ static int resolve(out_file_t *o, ag_error_t *err)
     char dir[4096], real[PATH_MAX];
     const char *slash = strrchr(cur, '/'), *base = slash ? slash + 1 : cur;
     if (!*base)
-        return ag_fail(err, AG_EIO, "%s: is a folder; give a file name", o->target);
+        return ag_fail(err, AG_EIO, "%s: is a directory; give a file name", o->target);
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - cur) + 1 : 1, slash ? cur : ".");
     if (!realpath(dir, real))
         return ag_fail(err, AG_EIO, "%s: cannot create: %s", o->target, strerror(errno));
@@ -217,46 +230,56 @@ static int resolve(out_file_t *o, ag_error_t *err)
     return AG_OK;
 }
 
-/* Creates the temporary beside o->final (so the rename stays on one disk). */
+/* Creates the temporary, beside o->final (so the rename stays on one disk),
+   or in $TMPDIR (or /tmp) for standard output; keeps it open in o->fd. */
 static int create(out_file_t *o, ag_error_t *err)
 {
-    if (o->is_stdout) {
-        int rc = take_stdout(err);
-        if (!rc)
-            snprintf(o->path, sizeof o->path, "/dev/fd/%d", stdout_fd);
-        return rc;
-    }
-    if (o->direct) {
+    if (o->direct && !o->is_stdout) {
         snprintf(o->path, sizeof o->path, "%s", o->final);
         return AG_OK;
     }
-    const char *slash = strrchr(o->final, '/');   /* final is absolute */
-    if (snprintf(o->path, sizeof o->path, "%.*s.%s.XXXXXX", (int)(slash - o->final + 1),
-                 o->final, slash + 1) >= (int)sizeof o->path) {
-        o->path[0] = '\0';
+    int n;
+    if (o->is_stdout) {
+        int rc = take_stdout(err);
+        if (rc)
+            return rc;
+        const char *dir = getenv("TMPDIR");
+        if (!dir || !*dir)
+            dir = "/tmp";
+        n = snprintf(o->tmp, sizeof o->tmp, "%s%sattngraph-stdout.XXXXXX", dir,
+                     dir[strlen(dir) - 1] == '/' ? "" : "/");
+    } else {
+        const char *slash = strrchr(o->final, '/');   /* final is absolute */
+        n = snprintf(o->tmp, sizeof o->tmp, "%.*s.%s.XXXXXX", (int)(slash - o->final + 1),
+                     o->final, slash + 1);
+    }
+    if (n >= (int)sizeof o->tmp) {
+        o->tmp[0] = '\0';
         return ag_fail(err, AG_EIO, "%s: path is too long", o->target);
     }
     int slot = 0;
     for (int i = 0; i < MAX_LIVE && !slot; i++)
         if (!live[i])
             slot = i + 1;
-    if (!slot)
+    if (!slot) {
+        o->tmp[0] = '\0';
         return ag_fail(err, AG_ELIMIT, "%s: too many outputs at once", o->target);
+    }
     install_handlers();
     sigset_t old;
     block_signals(&old);        /* a signal now would find the file unregistered */
-    int fd = mkstemp(o->path);
+    int fd = mkstemp(o->tmp);
     if (fd >= 0) {
-        live[slot - 1] = o->path;
+        live[slot - 1] = o->tmp;
         o->slot = slot;
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (fd < 0) {
-        o->path[0] = '\0';
+        o->tmp[0] = '\0';
         return ag_fail(err, AG_EIO, "%s: cannot create: %s", o->target, strerror(errno));
     }
-    fchmod(fd, o->mode);        /* mkstemp makes 0600 */
-    close(fd);
+    o->fd = fd;
+    snprintf(o->path, sizeof o->path, "/dev/fd/%d", fd);
     return AG_OK;
 }
 
@@ -273,6 +296,7 @@ void out_init(out_file_t *o, const char *target, const char *option, const char 
     o->target = target;
     o->option = option;
     o->exts = exts;
+    o->fd = -1;
 }
 
 int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err)
@@ -280,8 +304,9 @@ int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err)
     int rc = AG_OK;
     for (int k = 0; k < n && !rc; k++) {
         out_file_t *o = &outs[k];
-        o->path[0] = '\0';
+        o->path[0] = o->tmp[0] = '\0';
         o->slot = 0;
+        o->fd = -1;
         if (!o->target)
             continue;
         if (!*o->target) {
@@ -292,15 +317,23 @@ int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err)
             return rc;
         if (o->exts && !o->direct && !ext_listed(extension(o->target), o->exts)) {
             *usage = 1;
-            char list[128] = "";
+            char list[256] = "";
             for (const char *p = o->exts; *p;) {
                 size_t len = strcspn(p, ",");
+                const int last = !p[len] || !p[len + 1];
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s.%.*s",
-                         *list ? (p[len] ? ", " : " or ") : "", (int)len, p);
+                         *list ? (last ? " or " : ", ") : "", (int)len, p);
                 p += len + (p[len] == ',');
             }
-            return ag_fail(err, AG_EINVAL, "%s %s: this output is %s data; give it a name "
-                           "ending in %s", o->option, o->target, list, list);
+            const char *ext = extension(o->target);
+            char why[96] = "the name has no extension";
+            if (*ext && strchr(list, ' '))
+                snprintf(why, sizeof why, ".%s is none of them", ext);
+            else if (*ext)
+                snprintf(why, sizeof why, ".%s is not %s", ext, list);
+            return ag_fail(err, AG_EINVAL, "%s %s: this output is %s%s; %s", o->option,
+                           o->target, list, ext_listed("", o->exts) ? " (or no extension)" : "",
+                           why);
         }
         for (int j = 0; j < k; j++)
             if (outs[j].target && same_file(&outs[j], o)) {
@@ -327,27 +360,94 @@ int out_open(out_file_t *o, const char *target, const char *option, const char *
     return out_open_all(o, 1, &usage, err);
 }
 
-int out_commit(out_file_t *o, ag_error_t *err)
+/* Copies the whole of file from to descriptor to (partial writes and EINTR
+   handled); returns 0 or -1 with errno set. */
+static int copy_fd(int from, int to)
 {
-    if (!o->target || o->direct || !o->path[0])
+    char buf[1 << 16];
+    for (off_t off = 0;;) {
+        ssize_t n = pread(from, buf, sizeof buf, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return (int)n;
+        off += n;
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = write(to, buf + done, (size_t)(n - done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                return -1;
+            done += w;
+        }
+    }
+}
+
+/* Closes and forgets the temporary, removing it first when `remove`. */
+static void release(out_file_t *o, int remove)
+{
+    if (remove)
+        unlink(o->tmp);
+    forget(o);
+    if (o->fd >= 0)
+        close(o->fd);
+    o->fd = -1;
+    o->tmp[0] = o->path[0] = '\0';
+}
+
+/* Renames o's temporary onto its file, or copies it to standard output. */
+static int place(out_file_t *o, ag_error_t *err)
+{
+    if (o->is_stdout) {
+        int rc = copy_fd(o->fd, stdout_fd);
+        int saved = errno;
+        release(o, 1);
+        if (rc != 0)
+            return ag_fail(err, AG_EIO, "%s: cannot write to standard output: %s", o->option,
+                           strerror(saved));
         return AG_OK;
-    if (rename(o->path, o->final) != 0)
+    }
+    if (rename(o->tmp, o->final) != 0)
         return ag_fail(err, AG_EIO, "%s: cannot rename into place: %s", o->target,
                        strerror(errno));
-    forget(o);
-    o->path[0] = '\0';
+    release(o, 0);
     return AG_OK;
+}
+
+int out_commit_all(out_file_t *outs, int n, ag_error_t *err)
+{
+    /* First what can fail while nothing is replaced yet: the modes. mkstemp
+       made 0600; the mode is set only now, so that a mode without the owner's
+       write bit does not stop the writers reopening the temporary. */
+    for (int k = 0; k < n; k++) {
+        out_file_t *o = &outs[k];
+        if (o->target && o->tmp[0] && !o->is_stdout && fchmod(o->fd, o->mode) != 0)
+            return ag_fail(err, AG_EIO, "%s: cannot set its permissions: %s", o->target,
+                           strerror(errno));
+    }
+    /* Then the renames, and standard output last (a closed pipe fails it). */
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < n; k++) {
+            out_file_t *o = &outs[k];
+            int rc;
+            if (o->target && o->tmp[0] && o->is_stdout == pass && (rc = place(o, err)))
+                return rc;
+        }
+    return AG_OK;
+}
+
+int out_commit(out_file_t *o, ag_error_t *err)
+{
+    return out_commit_all(o, 1, err);
 }
 
 void out_abort(out_file_t *o)
 {
     /* The target is never touched: an old file stays as it was, and a device
        or FIFO written in place cannot be taken back. */
-    if (!o->target || o->direct || !o->path[0])
+    if (!o->target || !o->tmp[0])
         return;
-    unlink(o->path);
-    forget(o);
-    o->path[0] = '\0';
+    release(o, 1);
 }
 
 void out_name_errors(const out_file_t *outs, int n, ag_error_t *err)
@@ -356,7 +456,11 @@ void out_name_errors(const out_file_t *outs, int n, ag_error_t *err)
         const out_file_t *o = &outs[k];
         if (!o->target || !o->path[0] || strcmp(o->path, o->target) == 0)
             continue;
+        /* /dev/fd/3 is not the start of /dev/fd/31 */
+        const size_t len = strlen(o->path);
         char *at = strstr(err->msg, o->path);
+        while (at && at[len] >= '0' && at[len] <= '9')
+            at = strstr(at + 1, o->path);
         if (!at)
             continue;
         char tail[sizeof err->msg];

@@ -101,7 +101,10 @@ int cmd_pattern(int argc, char **argv)
     out_file_t out;
     memset(&s, 0, sizeof s);
     int usage = 0, have_g = 0;
-    out_init(&out, o.out, "--out", NULL);
+    /* the graph formats ag_graph_write writes, by extension (ag_format_from_path);
+       the trailing comma: a name without one is fine (GraphML) */
+    out_init(&out, o.out, "--out", "graphml,xml,gml,net,pajek,ncol,lgl,edges,el,txt,edgelist,"
+             "dot,gv,");
     int rc = out_open_all(&out, 1, &usage, &err);
     /* The format follows the extension; --format must agree with it. Standard
        output, a FIFO or a device has none: --format, else GraphML. A file
@@ -114,12 +117,9 @@ int cmd_pattern(int argc, char **argv)
     if (!rc && out.direct && *ext && !o.src.format &&
         !ag_format_from_path(&by_ext, o.out, NULL))
         format = by_ext;              /* a FIFO named p.gml: a hint, not a rule */
-    if (!rc && !out.direct && *ext) {
-        if (ag_format_from_path(&by_ext, o.out, NULL))
-            usage = 1, rc = ag_fail(&err, AG_EINVAL, "--out %s: .%s is not a graph format; "
-                                    "use .graphml, .gml, .net, .ncol, .lgl, .edges or .dot",
-                                    o.out, ext);
-        else if (o.src.format && by_ext != format && strcasecmp(ext, "txt") != 0)
+    /* out_open_all refused an extension that is not a graph format */
+    if (!rc && !out.direct && *ext && !ag_format_from_path(&by_ext, o.out, NULL)) {
+        if (o.src.format && by_ext != format && strcasecmp(ext, "txt") != 0)
             usage = 1, rc = ag_fail(&err, AG_EINVAL, "--out %s is %s by its extension, but "
                                     "--format says %s", o.out, ag_format_name(by_ext),
                                     ag_format_name(format));

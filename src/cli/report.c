@@ -217,11 +217,11 @@ int report_attention(const out_file_t *out, const result_t *r,
                      ag_error_t *err)
 {
     const char *path = out->path, *name = out->target;
+    /* out_open_all checked a file's extension; standard output, a device or a
+       FIFO takes .npy or .graphml as a hint and is CSV otherwise */
     const char *ext = out_extension(out);
-    if (!*ext && out->direct)
+    if (strcasecmp(ext, "npy") && strcasecmp(ext, "graphml"))
         ext = "csv";
-    if (strcasecmp(ext, "csv") && strcasecmp(ext, "npy") && strcasecmp(ext, "graphml"))
-        return ag_fail(err, AG_EINVAL, "%s: the attention export is .csv, .npy or .graphml", name);
     const int64_t E = s->nb.n_edges, H = in->H;
     if (E * H > max_export)
         return ag_fail(err, AG_ELIMIT, "%s would hold %lld weights (%lld message%s x %lld head%s), "

@@ -87,7 +87,7 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
             rc = AG_ENOMEM;
     }
     if (!rc && o->save_rounds && mkdir(o->save_rounds, 0777) != 0 && errno != EEXIST)
-        rc = ag_fail(err, AG_EIO, "%s: cannot create the folder: %s", o->save_rounds,
+        rc = ag_fail(err, AG_EIO, "%s: cannot create the directory: %s", o->save_rounds,
                      strerror(errno));
     tracer_t t = {r, o, figures || o->trace || o->until > 0, NULL, err};
     if (!rc && trace_tmp && !(t.trace = fopen(trace_tmp, "w")))

@@ -29,14 +29,18 @@ static const char run_usage[] =
     "                      repeat it to write several formats: --attn a.csv --attn a.npy\n"
     "  --attn-round R      report the attention of round R instead of the last\n"
     "  --trace FILE.csv    per-round figures: round,change,entropy,max_weight\n"
-    "  --save-rounds DIR   keep every round's states as DIR/round-R.npy\n"
+    "  --save-rounds DIR   keep every round's states as DIR/round-R.npy, each file\n"
+    "                      written whole as its round ends (kept if the run fails later)\n"
     "  --max-edges N       refuse an --attn export of more than N weights (default 50000000)\n"
     "  --quiet             print nothing on success\n"
     "  -h, --help          this text\n"
     "\n"
     "An output FILE of - is standard output (the report then goes to stderr);\n"
     "a device or FIFO is written in place, a symlink through to its file. Files\n"
-    "appear whole when the run succeeds; a failed run leaves old files as they were.\n"
+    "appear whole when the run succeeds; a failed run leaves old files as they were\n"
+    "(--save-rounds files aside). They are renamed into place one after another at\n"
+    "the end: a run interrupted during those renames may have replaced some only.\n"
+    "An existing file that is not writable is refused.\n"
     "GRAPH, --features, --q, --k or --v may be - (standard input; a graph needs --format).\n";
 
 /* Returns -1 to go on, else an exit status. */
@@ -169,29 +173,12 @@ static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
                r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
 }
 
-/* How many inputs are read from standard input ("-"); more than one cannot be. */
-static int stdin_inputs(const run_opts_t *o)
-{
-    const char *paths[] = {o->src.graph, o->q, o->k, o->v, o->features};
-    int n = 0;
-    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
-        n += paths[k] && strcmp(paths[k], "-") == 0;
-    if (o->src.csr) {
-        const char *comma = strchr(o->src.csr, ',');
-        n += comma && comma == o->src.csr + 1 && o->src.csr[0] == '-';
-        n += comma && strcmp(comma + 1, "-") == 0;
-    }
-    return n;
-}
-
 int cmd_run(int argc, char **argv)
 {
     run_opts_t o;
     int status = parse_run(&o, argc, argv);
     if (status >= 0)
         return status;
-    if (stdin_inputs(&o) > 1)
-        return usage_error("run", "only one input can be read from standard input (-)");
     const int threads = set_threads(o.threads);
 
     source_t s;
@@ -230,6 +217,10 @@ int cmd_run(int argc, char **argv)
                                  &err);
     for (int k = 0; k < o.n_attn && !rc; k++)
         rc = report_attention(&outs[ATTN + k], &r, &in, &s, o.max_export, &err);
+    /* Commit before the report: a reader that closes the pipe early (| head)
+       ends us with SIGPIPE while printing, and the files must be there by then. */
+    if (!rc)
+        rc = out_commit_all(outs, N_OUTS, &err);
     if (!rc && !o.quiet) {
         print_header(&o, &s, &in, threads);
         if (r.trace && (figures || o.trace || o.until > 0) && !in.raw)
@@ -240,8 +231,6 @@ int cmd_run(int argc, char **argv)
             rc = report_summary(stdout, &r, &in, &s, SUMMARY_NODES, &err);
         }
     }
-    for (int k = 0; k < N_OUTS && !rc; k++)
-        rc = out_commit(&outs[k], &err);
     if (!rc && !o.quiet)
         for (int k = 0; k < N_OUTS; k++)
             if (outs[k].target)
