@@ -97,9 +97,17 @@ bench: deps
 	@$(MAKE) --no-print-directory $(BENCH)
 	$(BENCH)
 
-$(BUILD)/%.o: %.c
+# A build folder remembers its compiler and flags: objects are rebuilt when they
+# change (a CFLAGS or NO_OMP change used to leave stale objects behind).
+COMPILE := $(CC) $(AG_CFLAGS) $(CFLAGS)
+ifneq ($(file <$(BUILD)/.flags),$(COMPILE))
+$(shell mkdir -p $(BUILD))
+$(file >$(BUILD)/.flags,$(COMPILE))
+endif
+
+$(BUILD)/%.o: %.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(AG_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(COMPILE) -c $< -o $@
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/bench_kernel.d
 
