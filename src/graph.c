@@ -648,6 +648,14 @@ int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb
         rc = ag_fail(err, AG_EINVAL, "edge attribute '%s' %s%s", attr,
                      type < 0 ? "is not in the graph" : "is not numeric", have);
     }
+    /* ids from another graph, or a CSR's slot indices, would read past the edges */
+    const int64_t E_graph = igraph_ecount(graph);
+    for (int64_t s = 0; !rc && s < nb->n_edges; s++)
+        if (nb->edge_id[s] >= E_graph)
+            rc = ag_fail(err, AG_EINVAL, "edge attribute '%s': slot %lld names edge %lld, but "
+                         "the graph has %lld edge%s; compile the neighbourhoods from this graph",
+                         attr, (long long)s, (long long)nb->edge_id[s], (long long)E_graph,
+                         E_graph == 1 ? "" : "s");
     float *v = rc ? NULL : ag_alloc(nb->n_edges, sizeof *v, err, "edge attribute");
     if (!rc && !v)
         rc = AG_ENOMEM;

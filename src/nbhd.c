@@ -140,13 +140,15 @@ int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
             selfs += src[s] == i;
         E_new -= self == AG_SELF_ON ? (selfs > 0) : selfs;
     }
+    /* Every result has edge ids, so exports keep the input's edge order with the
+       added loops last: a graph's edge ids, or without them (CSR) the input's
+       slot indices, which are the user's edge numbers. */
     ag_nbhd_t out = {.n_nodes = N, .n_edges = E_new};
     int64_t *out_src = ag_alloc(E_new + 1, sizeof *out_src, err, "self-loops");
     out.edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "self-loops");
-    if (nb->edge_id)
-        out.edge_id = ag_alloc(E_new + 1, sizeof(int64_t), err, "self-loops");
+    out.edge_id = ag_alloc(E_new + 1, sizeof(int64_t), err, "self-loops");
     int rc = AG_ENOMEM;
-    if (!out_src || !out.edge_ptr || (nb->edge_id && !out.edge_id))
+    if (!out_src || !out.edge_ptr || !out.edge_id)
         goto done;
     int64_t t = 0;
     for (int64_t i = 0; i < N; i++) {
@@ -158,16 +160,14 @@ int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
                 placed = 1;
                 if (end || src[s] != i) {   /* sources ascend: the loop goes here */
                     out_src[t] = i;
-                    if (out.edge_id)
-                        out.edge_id[t] = -1;
+                    out.edge_id[t] = -1;
                     t++;
                 }
             }
             if (end || (self == AG_SELF_OFF && src[s] == i))
                 continue;
             out_src[t] = src[s];
-            if (out.edge_id)
-                out.edge_id[t] = nb->edge_id[s];
+            out.edge_id[t] = nb->edge_id ? nb->edge_id[s] : s;
             t++;
         }
     }
