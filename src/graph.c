@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include <libxml/xmlreader.h>
 
@@ -153,6 +154,9 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
 static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_error_t *err)
 {
     const long start = ftell(f);
+    if (start < 0)
+        return ag_fail(err, AG_EIO, "%s: cannot tell the read position: %s", path,
+                       strerror(errno));
     char buf[256];
     int rc = AG_OK;
     while (fgets(buf, sizeof buf, f)) {
@@ -168,7 +172,8 @@ static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_err
             break;
         }
     }
-    fseek(f, start, SEEK_SET);
+    if (fseek(f, start, SEEK_SET) != 0 && !rc)
+        rc = ag_fail(err, AG_EIO, "%s: cannot seek: %s", path, strerror(errno));
     return rc;
 }
 
@@ -270,8 +275,10 @@ static int check_graphml_ids(const char *path, const char *mem, size_t mem_len,
 
 /* ---- loading ---- */
 
-/* All of f into a malloc'ed buffer (one spare byte, zeroed). */
-static int read_all(FILE *f, char **data, size_t *len, ag_error_t *err)
+/* All of f into a malloc'ed buffer (one spare byte, zeroed); path and what
+   (e.g. "standard input") name it in messages. */
+static int read_all(FILE *f, const char *path, const char *what, char **data, size_t *len,
+                    ag_error_t *err)
 {
     size_t cap = 1 << 16, n = 0, got;
     char *buf = malloc(cap + 1);
@@ -285,10 +292,10 @@ static int read_all(FILE *f, char **data, size_t *len, ag_error_t *err)
         }
     }
     if (!buf)
-        return ag_fail(err, AG_ENOMEM, "-: out of memory reading standard input");
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory reading %s", path, what);
     if (ferror(f)) {
         free(buf);
-        return ag_fail(err, AG_EIO, "-: cannot read standard input: %s", strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot read %s: %s", path, what, strerror(errno));
     }
     buf[n] = '\0';
     *data = buf;
@@ -324,8 +331,61 @@ int ag_skip_bom(FILE *f)
     size_t got = fread(b, 1, 3, f);
     if (got == 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF)
         return 1;
-    fseek(f, 0, SEEK_SET);
-    return 0;
+    return fseek(f, 0, SEEK_SET) == 0 ? 0 : -1;
+}
+
+/*
+ * Opens path for reading, after any byte-order mark. A regular file is read
+ * in place. Anything else (standard input "-", a FIFO, a process
+ * substitution, a device) gives its bytes once and cannot seek back, so it is
+ * read whole into *mem (malloc'ed; the caller frees it), which the checks and
+ * igraph then read through fmemopen.
+ */
+static int open_input(FILE **f, char **mem, size_t *mem_len, const char *path,
+                      ag_error_t *err)
+{
+    *f = NULL;
+    *mem = NULL;
+    *mem_len = 0;
+    const int is_stdin = strcmp(path, "-") == 0;
+    FILE *in = is_stdin ? stdin : fopen(path, "rb");
+    if (!in)
+        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (!is_stdin && fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode)) {
+        if (ag_skip_bom(in) < 0) {   /* igraph's text readers would take it for a name */
+            const int e = errno;
+            fclose(in);
+            return ag_fail(err, AG_EIO, "%s: cannot seek: %s", path, strerror(e));
+        }
+        *f = in;
+        return AG_OK;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = read_all(in, path, is_stdin ? "standard input" : "the input", &buf, &len, err);
+    if (!is_stdin)
+        fclose(in);
+    if (rc)
+        return rc;
+    static const char bom[3] = {'\xEF', '\xBB', '\xBF'};
+    if (len >= 3 && memcmp(buf, bom, 3) == 0) {
+        memmove(buf, buf + 3, len - 3 + 1);   /* with the spare zero byte */
+        len -= 3;
+    }
+    if (len == 0) {
+        free(buf);
+        return ag_fail(err, AG_EFORMAT, "%s: %s is empty", path,
+                       is_stdin ? "standard input" : "the input");
+    }
+    if (!(*f = fmemopen(buf, len, "rb"))) {
+        const int e = errno;
+        free(buf);
+        return ag_fail(err, AG_EIO, "%s: cannot read from memory: %s", path, strerror(e));
+    }
+    *mem = buf;
+    *mem_len = len;
+    return AG_OK;
 }
 
 static int read_with_igraph(igraph_t *graph, FILE *f, ag_format_t format,
@@ -354,6 +414,8 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
     ag_format_t format = opts ? opts->format : AG_FORMAT_AUTO;
     int64_t max_nodes = opts && opts->max_nodes > 0 ? opts->max_nodes : AG_DEFAULT_MAX_NODES;
     int rc = AG_OK;
+    if (format == AG_FORMAT_AUTO && strcmp(path, "-") == 0)
+        return ag_fail(err, AG_EINVAL, "-: a graph on standard input needs its format named");
     if (format == AG_FORMAT_AUTO && (rc = ag_format_from_path(&format, path, err)))
         return rc;
     if (format == AG_FORMAT_DOT)
@@ -361,29 +423,11 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
                        "GML, Pajek, NCOL, LGL or an edge list", path);
     ag_igraph_use_attributes();
 
-    /* "-": standard input, read whole into memory (the checks read it twice) */
-    char *mem = NULL;
-    size_t mem_len = 0;
+    char *mem;
+    size_t mem_len;
     FILE *f;
-    if (strcmp(path, "-") == 0) {
-        if (format == AG_FORMAT_AUTO)
-            return ag_fail(err, AG_EINVAL, "-: a graph on standard input needs its format "
-                           "named");
-        if ((rc = read_all(stdin, &mem, &mem_len, err)))
-            return rc;
-        if (mem_len == 0) {
-            free(mem);
-            return ag_fail(err, AG_EFORMAT, "-: standard input is empty");
-        }
-        f = fmemopen(mem, mem_len, "rb");
-    } else {
-        f = fopen(path, "rb");
-    }
-    if (!f) {
-        free(mem);
-        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
-    }
-    ag_skip_bom(f);   /* igraph's text readers would take it for part of a name */
+    if ((rc = open_input(&f, &mem, &mem_len, path, err)))
+        return rc;
     if (format == AG_FORMAT_PAJEK)
         rc = check_pajek_size(f, path, max_nodes, err);
     else if (format == AG_FORMAT_GRAPHML)
@@ -456,6 +500,8 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
                    const ag_labels_t *labels, ag_error_t *err)
 {
     int rc = AG_OK;
+    if (format == AG_FORMAT_AUTO && strcmp(path, "-") == 0)
+        return ag_fail(err, AG_EINVAL, "-: a graph on standard input needs its format named");
     if (format == AG_FORMAT_AUTO && (rc = ag_format_from_path(&format, path, err)))
         return rc;
     if (labels && labels->n != igraph_vcount(graph))

@@ -87,6 +87,59 @@ START_TEST(bom_is_skipped_in_labels_file)
 }
 END_TEST
 
+START_TEST(graph_and_labels_from_a_fifo)
+{
+    /* a FIFO cannot seek back: nothing before or after a byte-order mark is lost */
+    const char *texts[] = {"0 1\n1 2\n", BOM "0 1\n1 2\n"};
+    for (int k = 0; k < 2; k++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s", tmp_path("pipe.edges"));
+        int pid = fifo_writer(path, texts[k]);
+        igraph_t g;
+        ag_error_t err;
+        int rc = ag_graph_load(&g, path, NULL, &err);
+        fifo_wait(pid);
+        ck_assert_msg(rc == AG_OK, "%s", err.msg);
+        ck_assert_int_eq(igraph_vcount(&g), 3);
+        ck_assert_int_eq(igraph_ecount(&g), 2);
+        igraph_destroy(&g);
+
+        /* GraphML too: its id check and igraph read the same bytes */
+        char text[2048];
+        snprintf(text, sizeof text, "%s%s", k ? BOM : "", samples[5].text);
+        snprintf(path, sizeof path, "%s", tmp_path("pipe.graphml"));
+        pid = fifo_writer(path, text);
+        int64_t n, e;
+        char *labels = load_summary(path, &n, &e);
+        fifo_wait(pid);
+        ck_assert_str_eq(labels, "a b c");
+        ck_assert_int_eq(e, 2);
+        free(labels);
+
+        /* the CLI: like `attngraph run <(printf '10 1\n1 2\n') --format edgelist` */
+        snprintf(path, sizeof path, "%s", tmp_path("pipe_cli"));
+        pid = fifo_writer(path, k ? BOM "10 1\n1 2\n" : "10 1\n1 2\n");
+        char args[1024];
+        snprintf(args, sizeof args, "run %s --format edgelist --dim 4", path);
+        char *out, *errs;
+        rc = run_cli(args, &out, &errs);
+        fifo_wait(pid);
+        ck_assert_msg(rc == 0 && strstr(out, ": 11 nodes, 2 edges"), "%s%s", out, errs);
+        free(out), free(errs);
+
+        /* a labels file */
+        snprintf(path, sizeof path, "%s", tmp_path("pipe_labels"));
+        pid = fifo_writer(path, k ? BOM "first\nsecond\nthird\n" : "first\nsecond\nthird\n");
+        snprintf(args, sizeof args, "run --pattern causal --labels-file %s --dim 4", path);
+        rc = run_cli(args, &out, &errs);
+        fifo_wait(pid);
+        ck_assert_msg(rc == 0 && strstr(out, "'first' attends 'first'") &&
+                      strstr(out, "'third' attends"), "%s%s", out, errs);
+        free(out), free(errs);
+    }
+}
+END_TEST
+
 /* ---- directions ---- */
 
 static int load_as(igraph_t *g, const char *name, const char *text, ag_direction_t direction,
@@ -586,6 +639,7 @@ Suite *graph_files_suite(void)
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, bom_is_skipped_in_every_text_format);
     tcase_add_test(tc, bom_is_skipped_in_labels_file);
+    tcase_add_test(tc, graph_and_labels_from_a_fifo);
     tcase_add_test(tc, undirected_edge_list_gives_two_messages_per_edge);
     tcase_add_test(tc, formats_that_state_direction_refuse_a_contradiction);
     tcase_add_test(tc, cli_undirected_and_directed);
