@@ -5,7 +5,8 @@
  * parse ourselves so that errors name the line, and so that a huge node id is
  * refused before igraph sizes a graph by it. Inputs igraph accepts too
  * quietly (GraphML edges to undeclared nodes, duplicate GraphML ids, Pajek
- * vertex counts beyond the limit) are checked before igraph sees them.
+ * vertex counts beyond the limit) are checked before igraph sees them (the
+ * GraphML checks in graphml.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -16,8 +17,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include <libxml/xmlreader.h>
-
+#include "graphml.h"
 #include "internal.h"
 
 static const struct { const char *name; ag_format_t format; } format_names[] = {
@@ -174,102 +174,6 @@ static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_err
     }
     if (fseek(f, start, SEEK_SET) != 0 && !rc)
         rc = ag_fail(err, AG_EIO, "%s: cannot seek: %s", path, strerror(errno));
-    return rc;
-}
-
-static int compare_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-typedef struct {
-    char **ids;
-    int64_t n, cap;
-} strset_t;
-
-static int strset_push(strset_t *s, const char *v)
-{
-    if (s->n == s->cap) {
-        int64_t cap = s->cap ? 2 * s->cap : 64;
-        char **ids = realloc(s->ids, (size_t)cap * sizeof *ids);
-        if (!ids)
-            return -1;
-        s->ids = ids;
-        s->cap = cap;
-    }
-    if (!(s->ids[s->n] = strdup(v)))
-        return -1;
-    s->n++;
-    return 0;
-}
-
-static void strset_free(strset_t *s)
-{
-    for (int64_t i = 0; i < s->n; i++)
-        free(s->ids[i]);
-    free(s->ids);
-}
-
-/*
- * igraph's GraphML reader silently adds a vertex for an edge to an
- * undeclared node and merges duplicate ids; both are mistakes in the file.
- */
-static int check_graphml_ids(const char *path, const char *mem, size_t mem_len,
-                             int64_t max_nodes, ag_error_t *err)
-{
-    const int options = XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NONET;
-    xmlTextReaderPtr reader = mem ? xmlReaderForMemory(mem, (int)mem_len, NULL, NULL, options)
-                                  : xmlReaderForFile(path, NULL, options);
-    if (!reader)
-        return ag_fail(err, AG_EFORMAT, "%s: not readable as XML", path);
-    strset_t nodes = {0}, ends = {0};
-    int rc = AG_OK, ret;
-    while ((ret = xmlTextReaderRead(reader)) == 1 && !rc) {
-        if (xmlTextReaderNodeType(reader) != XML_READER_TYPE_ELEMENT)
-            continue;
-        const char *name = (const char *)xmlTextReaderConstLocalName(reader);
-        int is_node = strcmp(name, "node") == 0, is_edge = strcmp(name, "edge") == 0;
-        if (!is_node && !is_edge)
-            continue;
-        static const char *const attrs[] = {"id", "source", "target"};
-        for (int a = is_node ? 0 : 1; a < (is_node ? 1 : 3); a++) {
-            xmlChar *v = xmlTextReaderGetAttribute(reader, (const xmlChar *)attrs[a]);
-            if (!v) {
-                rc = ag_fail(err, AG_EFORMAT, "%s:%d: <%s> has no '%s' attribute", path,
-                             xmlTextReaderGetParserLineNumber(reader), name, attrs[a]);
-                break;
-            }
-            if (strset_push(is_node ? &nodes : &ends, (const char *)v))
-                rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
-            xmlFree(v);
-        }
-        if (!rc && nodes.n > max_nodes)
-            rc = ag_fail(err, AG_ELIMIT, "%s: more than %lld nodes; raise the limit "
-                         "(--max-nodes) if this is intended", path, (long long)max_nodes);
-    }
-    if (!rc && ret != 0) {
-        const xmlError *e = xmlGetLastError();
-        const char *why = e && e->message ? e->message : "parse error";
-        int len = (int)strcspn(why, "\n");
-        rc = ag_fail(err, AG_EFORMAT, "%s:%d: malformed XML: %.*s", path,
-                     e ? e->line : xmlTextReaderGetParserLineNumber(reader), len, why);
-    }
-    xmlFreeTextReader(reader);
-    if (!rc) {
-        if (nodes.n > 1)
-            qsort(nodes.ids, (size_t)nodes.n, sizeof(char *), compare_str);
-        for (int64_t i = 1; i < nodes.n && !rc; i++)
-            if (strcmp(nodes.ids[i - 1], nodes.ids[i]) == 0)
-                rc = ag_fail(err, AG_EFORMAT, "%s: node id '%s' is declared twice", path,
-                             nodes.ids[i]);
-        for (int64_t i = 0; i < ends.n && !rc; i++)
-            if (nodes.n == 0 ||
-                !bsearch(&ends.ids[i], nodes.ids, (size_t)nodes.n, sizeof(char *), compare_str))
-                rc = ag_fail(err, AG_EFORMAT, "%s: edge %lld refers to node '%s', which is not "
-                             "declared", path, (long long)(i / 2), ends.ids[i]);
-    }
-    strset_free(&nodes);
-    strset_free(&ends);
     return rc;
 }
 
@@ -431,7 +335,7 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
     if (format == AG_FORMAT_PAJEK)
         rc = check_pajek_size(f, path, max_nodes, err);
     else if (format == AG_FORMAT_GRAPHML)
-        rc = check_graphml_ids(path, mem, mem_len, max_nodes, err);
+        rc = ag_graphml_check_ids(path, mem, mem_len, max_nodes, err);
     if (rc) {
         fclose(f);
         free(mem);
@@ -586,32 +490,59 @@ int ag_labels_numbered(ag_labels_t *labels, int64_t n, ag_error_t *err)
     return rc;
 }
 
+/* A graph's attribute names and types, by element: IGRAPH_ATTRIBUTE_GRAPH,
+   _VERTEX and _EDGE index the arrays. */
+typedef struct {
+    igraph_strvector_t names[3];
+    igraph_vector_int_t types[3];
+} attr_list_t;
+
+/* Lists graph's attributes into a (uninitialised; initialised only on success).
+   Returns 0, or an igraph error code (no attribute table, out of memory). */
+static int attr_list_init(attr_list_t *a, const igraph_t *graph)
+{
+    if (!igraph_has_attribute_table())
+        return IGRAPH_FAILURE;
+    int s = 0, t = 0, rc = IGRAPH_SUCCESS;
+    /* s and t count what is initialised, for the cleanup */
+    for (; s < 3; s++)
+        if ((rc = igraph_strvector_init(&a->names[s], 0)))
+            break;
+    for (; !rc && t < 3; t++)
+        if ((rc = igraph_vector_int_init(&a->types[t], 0)))
+            break;
+    if (!rc)
+        rc = igraph_cattribute_list(graph, &a->names[0], &a->types[0], &a->names[1],
+                                    &a->types[1], &a->names[2], &a->types[2]);
+    if (rc) {
+        while (s > 0)
+            igraph_strvector_destroy(&a->names[--s]);
+        while (t > 0)
+            igraph_vector_int_destroy(&a->types[--t]);
+    }
+    return rc;
+}
+
+static void attr_list_destroy(attr_list_t *a)
+{
+    for (int k = 0; k < 3; k++) {
+        igraph_strvector_destroy(&a->names[k]);
+        igraph_vector_int_destroy(&a->types[k]);
+    }
+}
+
 /* The type of the vertex or edge attribute `name`, or -1 when the graph has none. */
 static int attr_type(const igraph_t *graph, igraph_attribute_elemtype_t elem, const char *name)
 {
-    if (!igraph_has_attribute_table() || !igraph_cattribute_has_attr(graph, elem, name))
+    attr_list_t a;
+    if (!igraph_has_attribute_table() || !igraph_cattribute_has_attr(graph, elem, name) ||
+        attr_list_init(&a, graph))
         return -1;
-    igraph_strvector_t gn, vn, en;
-    igraph_vector_int_t gt, vt, et;
     int type = -1;
-    igraph_strvector_init(&gn, 0);
-    igraph_strvector_init(&vn, 0);
-    igraph_strvector_init(&en, 0);
-    igraph_vector_int_init(&gt, 0);
-    igraph_vector_int_init(&vt, 0);
-    igraph_vector_int_init(&et, 0);
-    const igraph_strvector_t *names = elem == IGRAPH_ATTRIBUTE_VERTEX ? &vn : &en;
-    const igraph_vector_int_t *types = elem == IGRAPH_ATTRIBUTE_VERTEX ? &vt : &et;
-    if (!igraph_cattribute_list(graph, &gn, &gt, &vn, &vt, &en, &et))
-        for (igraph_integer_t i = 0; i < igraph_strvector_size(names); i++)
-            if (strcmp(igraph_strvector_get(names, i), name) == 0)
-                type = (int)VECTOR(*types)[i];
-    igraph_strvector_destroy(&gn);
-    igraph_strvector_destroy(&vn);
-    igraph_strvector_destroy(&en);
-    igraph_vector_int_destroy(&gt);
-    igraph_vector_int_destroy(&vt);
-    igraph_vector_int_destroy(&et);
+    for (igraph_integer_t i = 0; i < igraph_strvector_size(&a.names[elem]); i++)
+        if (strcmp(igraph_strvector_get(&a.names[elem], i), name) == 0)
+            type = (int)VECTOR(a.types[elem])[i];
+    attr_list_destroy(&a);
     return type;
 }
 
@@ -650,32 +581,21 @@ int ag_labels_from_graph(ag_labels_t *labels, const igraph_t *graph, ag_error_t 
 /* "; its numeric edge attributes: a, b" or "; it has no numeric edge attributes". */
 static void numeric_edge_attrs(const igraph_t *graph, char *buf, size_t cap)
 {
-    igraph_strvector_t gn, vn, en;
-    igraph_vector_int_t gt, vt, et;
-    igraph_strvector_init(&gn, 0);
-    igraph_strvector_init(&vn, 0);
-    igraph_strvector_init(&en, 0);
-    igraph_vector_int_init(&gt, 0);
-    igraph_vector_int_init(&vt, 0);
-    igraph_vector_int_init(&et, 0);
+    attr_list_t a;
     int n = 0;
     snprintf(buf, cap, "; its numeric edge attributes:");
-    if (igraph_has_attribute_table() &&
-        !igraph_cattribute_list(graph, &gn, &gt, &vn, &vt, &en, &et))
-        for (igraph_integer_t i = 0; i < igraph_strvector_size(&en); i++)
-            if (VECTOR(et)[i] == IGRAPH_ATTRIBUTE_NUMERIC) {
+    if (!attr_list_init(&a, graph)) {
+        const igraph_strvector_t *names = &a.names[IGRAPH_ATTRIBUTE_EDGE];
+        for (igraph_integer_t i = 0; i < igraph_strvector_size(names); i++)
+            if (VECTOR(a.types[IGRAPH_ATTRIBUTE_EDGE])[i] == IGRAPH_ATTRIBUTE_NUMERIC) {
                 size_t len = strlen(buf);
                 snprintf(buf + len, cap - len, "%s %s", n++ ? "," : "",
-                         igraph_strvector_get(&en, i));
+                         igraph_strvector_get(names, i));
             }
+        attr_list_destroy(&a);
+    }
     if (n == 0)
         snprintf(buf, cap, "; it has no numeric edge attributes");
-    igraph_strvector_destroy(&gn);
-    igraph_strvector_destroy(&vn);
-    igraph_strvector_destroy(&en);
-    igraph_vector_int_destroy(&gt);
-    igraph_vector_int_destroy(&vt);
-    igraph_vector_int_destroy(&et);
 }
 
 int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb,

@@ -2,10 +2,12 @@
  * Graph files as people bring them: byte-order marks, undirected edge lists,
  * self-loops added or removed, GraphML round trips, edge attributes.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "graphml.h"   /* private: the GraphML checks */
 #include "testutil.h"
 
 #define BOM "\xEF\xBB\xBF"
@@ -632,6 +634,20 @@ START_TEST(graphml_round_trip_without_id)
 }
 END_TEST
 
+START_TEST(graphml_in_memory_over_int_max_is_refused)
+{
+    /* libxml2 takes the length as an int: 4 GiB + n would be read as n bytes */
+    const char *text = samples[5].text;
+    ag_error_t err;
+    ck_assert_int_eq(ag_graphml_check_ids("-", text, strlen(text), 100, &err), AG_OK);
+    const size_t huge = ((size_t)1 << 32) + strlen(text);
+    ck_assert_fails_with(ag_graphml_check_ids("-", text, huge, 100, &err), err, AG_ELIMIT,
+                         "at most 2147483647 can be checked in memory");
+    ck_assert_fails_with(ag_graphml_check_ids("-", text, (size_t)INT_MAX + 1, 100, &err), err,
+                         AG_ELIMIT, "2147483648 bytes of GraphML");
+}
+END_TEST
+
 Suite *graph_files_suite(void)
 {
     Suite *s = suite_create("graph_files");
@@ -648,6 +664,7 @@ Suite *graph_files_suite(void)
     tcase_add_test(tc, cli_self_loops_on_csr_keep_the_edge_order);
     tcase_add_test(tc, csr_self_loops_give_slot_ids);
     tcase_add_test(tc, graphml_round_trip_without_id);
+    tcase_add_test(tc, graphml_in_memory_over_int_max_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }
