@@ -108,8 +108,8 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
             }
             if (v >= max_nodes) {
                 rc = ag_fail(err, AG_ELIMIT, "%s:%lld: node id %lld implies more than %lld "
-                             "nodes; raise the limit (--max-nodes) if this is intended", path,
-                             (long long)lineno, v, (long long)max_nodes);
+                             "node%s; raise the limit (--max-nodes) if this is intended", path,
+                             (long long)lineno, v, (long long)max_nodes, AG_PLURAL(max_nodes));
                 break;
             }
             if (k == 2) {
@@ -166,9 +166,9 @@ static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_err
         if (strncasecmp(p, "*vertices", 9) == 0) {
             long long n = strtoll(p + 9, NULL, 10);
             if (n > max_nodes)
-                rc = ag_fail(err, AG_ELIMIT, "%s: *Vertices %lld is more than %lld nodes; raise "
-                             "the limit (--max-nodes) if this is intended", path, n,
-                             (long long)max_nodes);
+                rc = ag_fail(err, AG_ELIMIT, "%s: *Vertices %lld is more than %lld node%s; "
+                             "raise the limit (--max-nodes) if this is intended", path, n,
+                             (long long)max_nodes, AG_PLURAL(max_nodes));
             break;
         }
     }
@@ -409,8 +409,9 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
     if (format == AG_FORMAT_AUTO && (rc = ag_format_from_path(&format, path, err)))
         return rc;
     if (labels && labels->n != igraph_vcount(graph))
-        return ag_fail(err, AG_EINVAL, "%s: %lld labels for %" IGRAPH_PRId " nodes", path,
-                       (long long)labels->n, igraph_vcount(graph));
+        return ag_fail(err, AG_EINVAL, "%s: %lld label%s for %" IGRAPH_PRId " node%s", path,
+                       (long long)labels->n, AG_PLURAL(labels->n), igraph_vcount(graph),
+                       AG_PLURAL(igraph_vcount(graph)));
     ag_igraph_use_attributes();
     FILE *f = fopen(path, "wb");
     if (!f)
@@ -621,7 +622,7 @@ int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb
             rc = ag_fail(err, AG_EINVAL, "edge attribute '%s': slot %lld names edge %lld, but "
                          "the graph has %lld edge%s; compile the neighbourhoods from this graph",
                          attr, (long long)s, (long long)nb->edge_id[s], (long long)E_graph,
-                         E_graph == 1 ? "" : "s");
+                         AG_PLURAL(E_graph));
     float *v = rc ? NULL : ag_alloc(nb->n_edges, sizeof *v, err, "edge attribute");
     if (!rc && !v)
         rc = AG_ENOMEM;

@@ -80,8 +80,9 @@ int ag_graphml_check_ids(const char *path, const char *mem, size_t mem_len, int6
             xmlFree(v);
         }
         if (!rc && nodes.n > max_nodes)
-            rc = ag_fail(err, AG_ELIMIT, "%s: more than %lld nodes; raise the limit "
-                         "(--max-nodes) if this is intended", path, (long long)max_nodes);
+            rc = ag_fail(err, AG_ELIMIT, "%s: more than %lld node%s; raise the limit "
+                         "(--max-nodes) if this is intended", path, (long long)max_nodes,
+                         AG_PLURAL(max_nodes));
     }
     if (!rc && ret != 0) {
         const xmlError *e = xmlGetLastError();

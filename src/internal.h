@@ -12,6 +12,9 @@
 #define AG_PRINTF(f, a)
 #endif
 
+/* "s" unless n is 1, for counts in messages: "%lld node%s", n, AG_PLURAL(n). */
+#define AG_PLURAL(n) ((n) == 1 ? "" : "s")
+
 /* Records a failure in err (if not NULL) and returns status. */
 int ag_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...) AG_PRINTF(3, 4);
 

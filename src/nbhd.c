@@ -316,8 +316,9 @@ int ag_graph_from_nbhd(igraph_t *graph, const ag_nbhd_t *nb, int64_t max_edges,
     const int64_t E = nb->n_edges;
     if (max_edges > 0 && E > max_edges)
         return ag_fail(err, AG_ELIMIT, "%lld edges are too many to materialise as a graph "
-                       "(igraph needs ~32 bytes an edge: %.3g GB); the limit is %lld edges",
-                       (long long)E, 32e-9 * (double)E, (long long)max_edges);
+                       "(igraph needs ~32 bytes an edge: %.3g GB); the limit is %lld edge%s",
+                       (long long)E, 32e-9 * (double)E, (long long)max_edges,
+                       AG_PLURAL(max_edges));
     ag_edge_msg_t *msgs;
     int64_t *slot;
     int rc = ag_edge_order(nb, &msgs, &slot, err);
@@ -327,15 +328,16 @@ int ag_graph_from_nbhd(igraph_t *graph, const ag_nbhd_t *nb, int64_t max_edges,
     ag_igraph_use_attributes();
     ag_igraph_enter();
     if (igraph_vector_int_init(&edges, 2 * E)) {
-        rc = ag_fail(err, AG_ENOMEM, "graph of %lld edges: out of memory", (long long)E);
+        rc = ag_fail(err, AG_ENOMEM, "graph of %lld edge%s: out of memory", (long long)E,
+                     AG_PLURAL(E));
     } else {
         for (int64_t k = 0; k < E; k++) {
             VECTOR(edges)[2 * k] = msgs[k].src;
             VECTOR(edges)[2 * k + 1] = msgs[k].dst;
         }
         if (igraph_create(graph, &edges, nb->n_nodes, IGRAPH_DIRECTED))
-            rc = ag_fail(err, AG_EIGRAPH, "graph of %lld edges: %s", (long long)E,
-                         ag_igraph_reason());
+            rc = ag_fail(err, AG_EIGRAPH, "graph of %lld edge%s: %s", (long long)E,
+                         AG_PLURAL(E), ag_igraph_reason());
         igraph_vector_int_destroy(&edges);
     }
     ag_igraph_leave();

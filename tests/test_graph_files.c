@@ -648,6 +648,49 @@ START_TEST(graphml_in_memory_over_int_max_is_refused)
 }
 END_TEST
 
+START_TEST(counts_of_one_are_singular)
+{
+    igraph_t g;
+    ag_error_t err;
+    ag_load_opts_t one = {.max_nodes = 1};
+    write_text(tmp_path("two.edges"), "0 1\n");
+    ck_assert_fails_with(ag_graph_load(&g, tmp_path("two.edges"), &one, &err), err, AG_ELIMIT,
+                         "implies more than 1 node;");
+    write_text(tmp_path("two.net"), "*Vertices 2\n*Arcs\n1 2\n");
+    ck_assert_fails_with(ag_graph_load(&g, tmp_path("two.net"), &one, &err), err, AG_ELIMIT,
+                         "is more than 1 node;");
+    write_text(tmp_path("two.graphml"), samples[5].text);
+    ck_assert_fails_with(ag_graph_load(&g, tmp_path("two.graphml"), &one, &err), err,
+                         AG_ELIMIT, "more than 1 node;");
+
+    /* labels against nodes, each side one */
+    const int64_t src[] = {0}, dst[] = {1};
+    build_graph(&g, 2, src, dst, 1, 1);
+    ag_labels_t labels;
+    ck_assert_int_eq(ag_labels_numbered(&labels, 1, &err), AG_OK);
+    ck_assert_fails_with(ag_graph_write(&g, tmp_path("w.gml"), AG_FORMAT_GML, &labels, &err),
+                         err, AG_EINVAL, ": 1 label for 2 nodes");
+    ag_labels_destroy(&labels);
+    igraph_destroy(&g);
+    build_graph(&g, 1, src, src, 1, 1);
+    ck_assert_int_eq(ag_labels_numbered(&labels, 2, &err), AG_OK);
+    ck_assert_fails_with(ag_graph_write(&g, tmp_path("w.gml"), AG_FORMAT_GML, &labels, &err),
+                         err, AG_EINVAL, ": 2 labels for 1 node");
+    ag_labels_destroy(&labels);
+
+    /* an edge limit of one */
+    ag_nbhd_t nb;
+    const int64_t ptr[] = {0, 2}, idx[] = {0, 0};
+    ck_assert_int_eq(ag_nbhd_from_csr(&nb, 1, ptr, idx, &err), AG_OK);
+    igraph_t big;
+    ck_assert_fails_with(ag_graph_from_nbhd(&big, &nb, 1, &err), err, AG_ELIMIT,
+                         "the limit is 1 edge");
+    ck_assert_msg(!strstr(err.msg, "1 edges"), "%s", err.msg);
+    ag_nbhd_destroy(&nb);
+    igraph_destroy(&g);
+}
+END_TEST
+
 Suite *graph_files_suite(void)
 {
     Suite *s = suite_create("graph_files");
@@ -665,6 +708,7 @@ Suite *graph_files_suite(void)
     tcase_add_test(tc, csr_self_loops_give_slot_ids);
     tcase_add_test(tc, graphml_round_trip_without_id);
     tcase_add_test(tc, graphml_in_memory_over_int_max_is_refused);
+    tcase_add_test(tc, counts_of_one_are_singular);
     suite_add_tcase(s, tc);
     return s;
 }
