@@ -26,7 +26,8 @@ void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
 void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
 
 /* Skips a UTF-8 byte-order mark at the start of f (1 if there was one);
-   otherwise f stays at its start. */
+   otherwise f goes back to its start (0), or -1 with errno set where it
+   cannot seek (a pipe: read such input into memory instead). */
 int ag_skip_bom(FILE *f);
 
 /* In a sorted a[0..n), the index of the last element <= x (0 if there is none). */
