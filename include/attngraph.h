@@ -268,7 +268,8 @@ typedef struct {
     int64_t *run_src;     /* [R]   first source of each run */
     int64_t *run_len;     /* [R]   sources in each run (>= 1) */
     int64_t *edge_id;     /* [E]   igraph edge id of each slot (-1: a self-loop added by
-                                   ag_nbhd_self_loops), or NULL */
+                                   ag_nbhd_self_loops; for a CSR that ag_nbhd_self_loops
+                                   changed, the slot's index in the CSR given), or NULL */
 } ag_nbhd_t;
 
 /*
@@ -302,7 +303,9 @@ typedef enum {
  * loops; a node's existing self edges are kept, not merged into one);
  * its slot's edge_id is -1, as it is no igraph edge. AG_SELF_OFF removes
  * every self edge. AG_SELF_KEEP does nothing. Runs are rebuilt; on failure
- * nb is unchanged. Time and memory O(N + E).
+ * nb is unchanged. Without edge ids (CSR), ON and OFF give nb edge ids: each
+ * kept slot's index in the CSR given, so ag_edge_order keeps the CSR's edge
+ * order with the added loops last. Time and memory O(N + E).
  */
 int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err);
 

@@ -5,7 +5,8 @@
  * parse ourselves so that errors name the line, and so that a huge node id is
  * refused before igraph sizes a graph by it. Inputs igraph accepts too
  * quietly (GraphML edges to undeclared nodes, duplicate GraphML ids, Pajek
- * vertex counts beyond the limit) are checked before igraph sees them.
+ * vertex counts beyond the limit) are checked before igraph sees them (the
+ * GraphML checks in graphml.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -14,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
-#include <libxml/xmlreader.h>
-
+#include "graphml.h"
 #include "internal.h"
 
 static const struct { const char *name; ag_format_t format; } format_names[] = {
@@ -107,8 +108,8 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
             }
             if (v >= max_nodes) {
                 rc = ag_fail(err, AG_ELIMIT, "%s:%lld: node id %lld implies more than %lld "
-                             "nodes; raise the limit (--max-nodes) if this is intended", path,
-                             (long long)lineno, v, (long long)max_nodes);
+                             "node%s; raise the limit (--max-nodes) if this is intended", path,
+                             (long long)lineno, v, (long long)max_nodes, AG_PLURAL(max_nodes));
                 break;
             }
             if (k == 2) {
@@ -153,6 +154,9 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
 static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_error_t *err)
 {
     const long start = ftell(f);
+    if (start < 0)
+        return ag_fail(err, AG_EIO, "%s: cannot tell the read position: %s", path,
+                       strerror(errno));
     char buf[256];
     int rc = AG_OK;
     while (fgets(buf, sizeof buf, f)) {
@@ -162,116 +166,23 @@ static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_err
         if (strncasecmp(p, "*vertices", 9) == 0) {
             long long n = strtoll(p + 9, NULL, 10);
             if (n > max_nodes)
-                rc = ag_fail(err, AG_ELIMIT, "%s: *Vertices %lld is more than %lld nodes; raise "
-                             "the limit (--max-nodes) if this is intended", path, n,
-                             (long long)max_nodes);
+                rc = ag_fail(err, AG_ELIMIT, "%s: *Vertices %lld is more than %lld node%s; "
+                             "raise the limit (--max-nodes) if this is intended", path, n,
+                             (long long)max_nodes, AG_PLURAL(max_nodes));
             break;
         }
     }
-    fseek(f, start, SEEK_SET);
-    return rc;
-}
-
-static int compare_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-typedef struct {
-    char **ids;
-    int64_t n, cap;
-} strset_t;
-
-static int strset_push(strset_t *s, const char *v)
-{
-    if (s->n == s->cap) {
-        int64_t cap = s->cap ? 2 * s->cap : 64;
-        char **ids = realloc(s->ids, (size_t)cap * sizeof *ids);
-        if (!ids)
-            return -1;
-        s->ids = ids;
-        s->cap = cap;
-    }
-    if (!(s->ids[s->n] = strdup(v)))
-        return -1;
-    s->n++;
-    return 0;
-}
-
-static void strset_free(strset_t *s)
-{
-    for (int64_t i = 0; i < s->n; i++)
-        free(s->ids[i]);
-    free(s->ids);
-}
-
-/*
- * igraph's GraphML reader silently adds a vertex for an edge to an
- * undeclared node and merges duplicate ids; both are mistakes in the file.
- */
-static int check_graphml_ids(const char *path, const char *mem, size_t mem_len,
-                             int64_t max_nodes, ag_error_t *err)
-{
-    const int options = XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NONET;
-    xmlTextReaderPtr reader = mem ? xmlReaderForMemory(mem, (int)mem_len, NULL, NULL, options)
-                                  : xmlReaderForFile(path, NULL, options);
-    if (!reader)
-        return ag_fail(err, AG_EFORMAT, "%s: not readable as XML", path);
-    strset_t nodes = {0}, ends = {0};
-    int rc = AG_OK, ret;
-    while ((ret = xmlTextReaderRead(reader)) == 1 && !rc) {
-        if (xmlTextReaderNodeType(reader) != XML_READER_TYPE_ELEMENT)
-            continue;
-        const char *name = (const char *)xmlTextReaderConstLocalName(reader);
-        int is_node = strcmp(name, "node") == 0, is_edge = strcmp(name, "edge") == 0;
-        if (!is_node && !is_edge)
-            continue;
-        static const char *const attrs[] = {"id", "source", "target"};
-        for (int a = is_node ? 0 : 1; a < (is_node ? 1 : 3); a++) {
-            xmlChar *v = xmlTextReaderGetAttribute(reader, (const xmlChar *)attrs[a]);
-            if (!v) {
-                rc = ag_fail(err, AG_EFORMAT, "%s:%d: <%s> has no '%s' attribute", path,
-                             xmlTextReaderGetParserLineNumber(reader), name, attrs[a]);
-                break;
-            }
-            if (strset_push(is_node ? &nodes : &ends, (const char *)v))
-                rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
-            xmlFree(v);
-        }
-        if (!rc && nodes.n > max_nodes)
-            rc = ag_fail(err, AG_ELIMIT, "%s: more than %lld nodes; raise the limit "
-                         "(--max-nodes) if this is intended", path, (long long)max_nodes);
-    }
-    if (!rc && ret != 0) {
-        const xmlError *e = xmlGetLastError();
-        const char *why = e && e->message ? e->message : "parse error";
-        int len = (int)strcspn(why, "\n");
-        rc = ag_fail(err, AG_EFORMAT, "%s:%d: malformed XML: %.*s", path,
-                     e ? e->line : xmlTextReaderGetParserLineNumber(reader), len, why);
-    }
-    xmlFreeTextReader(reader);
-    if (!rc) {
-        if (nodes.n > 1)
-            qsort(nodes.ids, (size_t)nodes.n, sizeof(char *), compare_str);
-        for (int64_t i = 1; i < nodes.n && !rc; i++)
-            if (strcmp(nodes.ids[i - 1], nodes.ids[i]) == 0)
-                rc = ag_fail(err, AG_EFORMAT, "%s: node id '%s' is declared twice", path,
-                             nodes.ids[i]);
-        for (int64_t i = 0; i < ends.n && !rc; i++)
-            if (nodes.n == 0 ||
-                !bsearch(&ends.ids[i], nodes.ids, (size_t)nodes.n, sizeof(char *), compare_str))
-                rc = ag_fail(err, AG_EFORMAT, "%s: edge %lld refers to node '%s', which is not "
-                             "declared", path, (long long)(i / 2), ends.ids[i]);
-    }
-    strset_free(&nodes);
-    strset_free(&ends);
+    if (fseek(f, start, SEEK_SET) != 0 && !rc)
+        rc = ag_fail(err, AG_EIO, "%s: cannot seek: %s", path, strerror(errno));
     return rc;
 }
 
 /* ---- loading ---- */
 
-/* All of f into a malloc'ed buffer (one spare byte, zeroed). */
-static int read_all(FILE *f, char **data, size_t *len, ag_error_t *err)
+/* All of f into a malloc'ed buffer (one spare byte, zeroed); path and what
+   (e.g. "standard input") name it in messages. */
+static int read_all(FILE *f, const char *path, const char *what, char **data, size_t *len,
+                    ag_error_t *err)
 {
     size_t cap = 1 << 16, n = 0, got;
     char *buf = malloc(cap + 1);
@@ -285,10 +196,10 @@ static int read_all(FILE *f, char **data, size_t *len, ag_error_t *err)
         }
     }
     if (!buf)
-        return ag_fail(err, AG_ENOMEM, "-: out of memory reading standard input");
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory reading %s", path, what);
     if (ferror(f)) {
         free(buf);
-        return ag_fail(err, AG_EIO, "-: cannot read standard input: %s", strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot read %s: %s", path, what, strerror(errno));
     }
     buf[n] = '\0';
     *data = buf;
@@ -324,8 +235,61 @@ int ag_skip_bom(FILE *f)
     size_t got = fread(b, 1, 3, f);
     if (got == 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF)
         return 1;
-    fseek(f, 0, SEEK_SET);
-    return 0;
+    return fseek(f, 0, SEEK_SET) == 0 ? 0 : -1;
+}
+
+/*
+ * Opens path for reading, after any byte-order mark. A regular file is read
+ * in place. Anything else (standard input "-", a FIFO, a process
+ * substitution, a device) gives its bytes once and cannot seek back, so it is
+ * read whole into *mem (malloc'ed; the caller frees it), which the checks and
+ * igraph then read through fmemopen.
+ */
+static int open_input(FILE **f, char **mem, size_t *mem_len, const char *path,
+                      ag_error_t *err)
+{
+    *f = NULL;
+    *mem = NULL;
+    *mem_len = 0;
+    const int is_stdin = strcmp(path, "-") == 0;
+    FILE *in = is_stdin ? stdin : fopen(path, "rb");
+    if (!in)
+        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (!is_stdin && fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode)) {
+        if (ag_skip_bom(in) < 0) {   /* igraph's text readers would take it for a name */
+            const int e = errno;
+            fclose(in);
+            return ag_fail(err, AG_EIO, "%s: cannot seek: %s", path, strerror(e));
+        }
+        *f = in;
+        return AG_OK;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = read_all(in, path, is_stdin ? "standard input" : "the input", &buf, &len, err);
+    if (!is_stdin)
+        fclose(in);
+    if (rc)
+        return rc;
+    static const char bom[3] = {'\xEF', '\xBB', '\xBF'};
+    if (len >= 3 && memcmp(buf, bom, 3) == 0) {
+        memmove(buf, buf + 3, len - 3 + 1);   /* with the spare zero byte */
+        len -= 3;
+    }
+    if (len == 0) {
+        free(buf);
+        return ag_fail(err, AG_EFORMAT, "%s: %s is empty", path,
+                       is_stdin ? "standard input" : "the input");
+    }
+    if (!(*f = fmemopen(buf, len, "rb"))) {
+        const int e = errno;
+        free(buf);
+        return ag_fail(err, AG_EIO, "%s: cannot read from memory: %s", path, strerror(e));
+    }
+    *mem = buf;
+    *mem_len = len;
+    return AG_OK;
 }
 
 static int read_with_igraph(igraph_t *graph, FILE *f, ag_format_t format,
@@ -354,6 +318,8 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
     ag_format_t format = opts ? opts->format : AG_FORMAT_AUTO;
     int64_t max_nodes = opts && opts->max_nodes > 0 ? opts->max_nodes : AG_DEFAULT_MAX_NODES;
     int rc = AG_OK;
+    if (format == AG_FORMAT_AUTO && strcmp(path, "-") == 0)
+        return ag_fail(err, AG_EINVAL, "-: a graph on standard input needs its format named");
     if (format == AG_FORMAT_AUTO && (rc = ag_format_from_path(&format, path, err)))
         return rc;
     if (format == AG_FORMAT_DOT)
@@ -361,33 +327,15 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
                        "GML, Pajek, NCOL, LGL or an edge list", path);
     ag_igraph_use_attributes();
 
-    /* "-": standard input, read whole into memory (the checks read it twice) */
-    char *mem = NULL;
-    size_t mem_len = 0;
+    char *mem;
+    size_t mem_len;
     FILE *f;
-    if (strcmp(path, "-") == 0) {
-        if (format == AG_FORMAT_AUTO)
-            return ag_fail(err, AG_EINVAL, "-: a graph on standard input needs its format "
-                           "named");
-        if ((rc = read_all(stdin, &mem, &mem_len, err)))
-            return rc;
-        if (mem_len == 0) {
-            free(mem);
-            return ag_fail(err, AG_EFORMAT, "-: standard input is empty");
-        }
-        f = fmemopen(mem, mem_len, "rb");
-    } else {
-        f = fopen(path, "rb");
-    }
-    if (!f) {
-        free(mem);
-        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
-    }
-    ag_skip_bom(f);   /* igraph's text readers would take it for part of a name */
+    if ((rc = open_input(&f, &mem, &mem_len, path, err)))
+        return rc;
     if (format == AG_FORMAT_PAJEK)
         rc = check_pajek_size(f, path, max_nodes, err);
     else if (format == AG_FORMAT_GRAPHML)
-        rc = check_graphml_ids(path, mem, mem_len, max_nodes, err);
+        rc = ag_graphml_check_ids(path, mem, mem_len, max_nodes, err);
     if (rc) {
         fclose(f);
         free(mem);
@@ -456,11 +404,14 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
                    const ag_labels_t *labels, ag_error_t *err)
 {
     int rc = AG_OK;
+    if (format == AG_FORMAT_AUTO && strcmp(path, "-") == 0)
+        return ag_fail(err, AG_EINVAL, "-: a graph on standard input needs its format named");
     if (format == AG_FORMAT_AUTO && (rc = ag_format_from_path(&format, path, err)))
         return rc;
     if (labels && labels->n != igraph_vcount(graph))
-        return ag_fail(err, AG_EINVAL, "%s: %lld labels for %" IGRAPH_PRId " nodes", path,
-                       (long long)labels->n, igraph_vcount(graph));
+        return ag_fail(err, AG_EINVAL, "%s: %lld label%s for %" IGRAPH_PRId " node%s", path,
+                       (long long)labels->n, AG_PLURAL(labels->n), igraph_vcount(graph),
+                       AG_PLURAL(igraph_vcount(graph)));
     ag_igraph_use_attributes();
     FILE *f = fopen(path, "wb");
     if (!f)
@@ -540,32 +491,59 @@ int ag_labels_numbered(ag_labels_t *labels, int64_t n, ag_error_t *err)
     return rc;
 }
 
+/* A graph's attribute names and types, by element: IGRAPH_ATTRIBUTE_GRAPH,
+   _VERTEX and _EDGE index the arrays. */
+typedef struct {
+    igraph_strvector_t names[3];
+    igraph_vector_int_t types[3];
+} attr_list_t;
+
+/* Lists graph's attributes into a (uninitialised; initialised only on success).
+   Returns 0, or an igraph error code (no attribute table, out of memory). */
+static int attr_list_init(attr_list_t *a, const igraph_t *graph)
+{
+    if (!igraph_has_attribute_table())
+        return IGRAPH_FAILURE;
+    int s = 0, t = 0, rc = IGRAPH_SUCCESS;
+    /* s and t count what is initialised, for the cleanup */
+    for (; s < 3; s++)
+        if ((rc = igraph_strvector_init(&a->names[s], 0)))
+            break;
+    for (; !rc && t < 3; t++)
+        if ((rc = igraph_vector_int_init(&a->types[t], 0)))
+            break;
+    if (!rc)
+        rc = igraph_cattribute_list(graph, &a->names[0], &a->types[0], &a->names[1],
+                                    &a->types[1], &a->names[2], &a->types[2]);
+    if (rc) {
+        while (s > 0)
+            igraph_strvector_destroy(&a->names[--s]);
+        while (t > 0)
+            igraph_vector_int_destroy(&a->types[--t]);
+    }
+    return rc;
+}
+
+static void attr_list_destroy(attr_list_t *a)
+{
+    for (int k = 0; k < 3; k++) {
+        igraph_strvector_destroy(&a->names[k]);
+        igraph_vector_int_destroy(&a->types[k]);
+    }
+}
+
 /* The type of the vertex or edge attribute `name`, or -1 when the graph has none. */
 static int attr_type(const igraph_t *graph, igraph_attribute_elemtype_t elem, const char *name)
 {
-    if (!igraph_has_attribute_table() || !igraph_cattribute_has_attr(graph, elem, name))
+    attr_list_t a;
+    if (!igraph_has_attribute_table() || !igraph_cattribute_has_attr(graph, elem, name) ||
+        attr_list_init(&a, graph))
         return -1;
-    igraph_strvector_t gn, vn, en;
-    igraph_vector_int_t gt, vt, et;
     int type = -1;
-    igraph_strvector_init(&gn, 0);
-    igraph_strvector_init(&vn, 0);
-    igraph_strvector_init(&en, 0);
-    igraph_vector_int_init(&gt, 0);
-    igraph_vector_int_init(&vt, 0);
-    igraph_vector_int_init(&et, 0);
-    const igraph_strvector_t *names = elem == IGRAPH_ATTRIBUTE_VERTEX ? &vn : &en;
-    const igraph_vector_int_t *types = elem == IGRAPH_ATTRIBUTE_VERTEX ? &vt : &et;
-    if (!igraph_cattribute_list(graph, &gn, &gt, &vn, &vt, &en, &et))
-        for (igraph_integer_t i = 0; i < igraph_strvector_size(names); i++)
-            if (strcmp(igraph_strvector_get(names, i), name) == 0)
-                type = (int)VECTOR(*types)[i];
-    igraph_strvector_destroy(&gn);
-    igraph_strvector_destroy(&vn);
-    igraph_strvector_destroy(&en);
-    igraph_vector_int_destroy(&gt);
-    igraph_vector_int_destroy(&vt);
-    igraph_vector_int_destroy(&et);
+    for (igraph_integer_t i = 0; i < igraph_strvector_size(&a.names[elem]); i++)
+        if (strcmp(igraph_strvector_get(&a.names[elem], i), name) == 0)
+            type = (int)VECTOR(a.types[elem])[i];
+    attr_list_destroy(&a);
     return type;
 }
 
@@ -604,32 +582,21 @@ int ag_labels_from_graph(ag_labels_t *labels, const igraph_t *graph, ag_error_t 
 /* "; its numeric edge attributes: a, b" or "; it has no numeric edge attributes". */
 static void numeric_edge_attrs(const igraph_t *graph, char *buf, size_t cap)
 {
-    igraph_strvector_t gn, vn, en;
-    igraph_vector_int_t gt, vt, et;
-    igraph_strvector_init(&gn, 0);
-    igraph_strvector_init(&vn, 0);
-    igraph_strvector_init(&en, 0);
-    igraph_vector_int_init(&gt, 0);
-    igraph_vector_int_init(&vt, 0);
-    igraph_vector_int_init(&et, 0);
+    attr_list_t a;
     int n = 0;
     snprintf(buf, cap, "; its numeric edge attributes:");
-    if (igraph_has_attribute_table() &&
-        !igraph_cattribute_list(graph, &gn, &gt, &vn, &vt, &en, &et))
-        for (igraph_integer_t i = 0; i < igraph_strvector_size(&en); i++)
-            if (VECTOR(et)[i] == IGRAPH_ATTRIBUTE_NUMERIC) {
+    if (!attr_list_init(&a, graph)) {
+        const igraph_strvector_t *names = &a.names[IGRAPH_ATTRIBUTE_EDGE];
+        for (igraph_integer_t i = 0; i < igraph_strvector_size(names); i++)
+            if (VECTOR(a.types[IGRAPH_ATTRIBUTE_EDGE])[i] == IGRAPH_ATTRIBUTE_NUMERIC) {
                 size_t len = strlen(buf);
                 snprintf(buf + len, cap - len, "%s %s", n++ ? "," : "",
-                         igraph_strvector_get(&en, i));
+                         igraph_strvector_get(names, i));
             }
+        attr_list_destroy(&a);
+    }
     if (n == 0)
         snprintf(buf, cap, "; it has no numeric edge attributes");
-    igraph_strvector_destroy(&gn);
-    igraph_strvector_destroy(&vn);
-    igraph_strvector_destroy(&en);
-    igraph_vector_int_destroy(&gt);
-    igraph_vector_int_destroy(&vt);
-    igraph_vector_int_destroy(&et);
 }
 
 int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb,
@@ -648,6 +615,14 @@ int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb
         rc = ag_fail(err, AG_EINVAL, "edge attribute '%s' %s%s", attr,
                      type < 0 ? "is not in the graph" : "is not numeric", have);
     }
+    /* ids from another graph, or a CSR's slot indices, would read past the edges */
+    const int64_t E_graph = igraph_ecount(graph);
+    for (int64_t s = 0; !rc && s < nb->n_edges; s++)
+        if (nb->edge_id[s] >= E_graph)
+            rc = ag_fail(err, AG_EINVAL, "edge attribute '%s': slot %lld names edge %lld, but "
+                         "the graph has %lld edge%s; compile the neighbourhoods from this graph",
+                         attr, (long long)s, (long long)nb->edge_id[s], (long long)E_graph,
+                         AG_PLURAL(E_graph));
     float *v = rc ? NULL : ag_alloc(nb->n_edges, sizeof *v, err, "edge attribute");
     if (!rc && !v)
         rc = AG_ENOMEM;

@@ -12,6 +12,9 @@
 #define AG_PRINTF(f, a)
 #endif
 
+/* "s" unless n is 1, for counts in messages: "%lld node%s", n, AG_PLURAL(n). */
+#define AG_PLURAL(n) ((n) == 1 ? "" : "s")
+
 /* Records a failure in err (if not NULL) and returns status. */
 int ag_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...) AG_PRINTF(3, 4);
 
@@ -23,7 +26,8 @@ void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
 void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
 
 /* Skips a UTF-8 byte-order mark at the start of f (1 if there was one);
-   otherwise f stays at its start. */
+   otherwise f goes back to its start (0), or -1 with errno set where it
+   cannot seek (a pipe: read such input into memory instead). */
 int ag_skip_bom(FILE *f);
 
 /* In a sorted a[0..n), the index of the last element <= x (0 if there is none). */

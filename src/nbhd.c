@@ -140,13 +140,15 @@ int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
             selfs += src[s] == i;
         E_new -= self == AG_SELF_ON ? (selfs > 0) : selfs;
     }
+    /* Every result has edge ids, so exports keep the input's edge order with the
+       added loops last: a graph's edge ids, or without them (CSR) the input's
+       slot indices, which are the user's edge numbers. */
     ag_nbhd_t out = {.n_nodes = N, .n_edges = E_new};
     int64_t *out_src = ag_alloc(E_new + 1, sizeof *out_src, err, "self-loops");
     out.edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "self-loops");
-    if (nb->edge_id)
-        out.edge_id = ag_alloc(E_new + 1, sizeof(int64_t), err, "self-loops");
+    out.edge_id = ag_alloc(E_new + 1, sizeof(int64_t), err, "self-loops");
     int rc = AG_ENOMEM;
-    if (!out_src || !out.edge_ptr || (nb->edge_id && !out.edge_id))
+    if (!out_src || !out.edge_ptr || !out.edge_id)
         goto done;
     int64_t t = 0;
     for (int64_t i = 0; i < N; i++) {
@@ -158,16 +160,14 @@ int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
                 placed = 1;
                 if (end || src[s] != i) {   /* sources ascend: the loop goes here */
                     out_src[t] = i;
-                    if (out.edge_id)
-                        out.edge_id[t] = -1;
+                    out.edge_id[t] = -1;
                     t++;
                 }
             }
             if (end || (self == AG_SELF_OFF && src[s] == i))
                 continue;
             out_src[t] = src[s];
-            if (out.edge_id)
-                out.edge_id[t] = nb->edge_id[s];
+            out.edge_id[t] = nb->edge_id ? nb->edge_id[s] : s;
             t++;
         }
     }
@@ -316,8 +316,9 @@ int ag_graph_from_nbhd(igraph_t *graph, const ag_nbhd_t *nb, int64_t max_edges,
     const int64_t E = nb->n_edges;
     if (max_edges > 0 && E > max_edges)
         return ag_fail(err, AG_ELIMIT, "%lld edges are too many to materialise as a graph "
-                       "(igraph needs ~32 bytes an edge: %.3g GB); the limit is %lld edges",
-                       (long long)E, 32e-9 * (double)E, (long long)max_edges);
+                       "(igraph needs ~32 bytes an edge: %.3g GB); the limit is %lld edge%s",
+                       (long long)E, 32e-9 * (double)E, (long long)max_edges,
+                       AG_PLURAL(max_edges));
     ag_edge_msg_t *msgs;
     int64_t *slot;
     int rc = ag_edge_order(nb, &msgs, &slot, err);
@@ -327,15 +328,16 @@ int ag_graph_from_nbhd(igraph_t *graph, const ag_nbhd_t *nb, int64_t max_edges,
     ag_igraph_use_attributes();
     ag_igraph_enter();
     if (igraph_vector_int_init(&edges, 2 * E)) {
-        rc = ag_fail(err, AG_ENOMEM, "graph of %lld edges: out of memory", (long long)E);
+        rc = ag_fail(err, AG_ENOMEM, "graph of %lld edge%s: out of memory", (long long)E,
+                     AG_PLURAL(E));
     } else {
         for (int64_t k = 0; k < E; k++) {
             VECTOR(edges)[2 * k] = msgs[k].src;
             VECTOR(edges)[2 * k + 1] = msgs[k].dst;
         }
         if (igraph_create(graph, &edges, nb->n_nodes, IGRAPH_DIRECTED))
-            rc = ag_fail(err, AG_EIGRAPH, "graph of %lld edges: %s", (long long)E,
-                         ag_igraph_reason());
+            rc = ag_fail(err, AG_EIGRAPH, "graph of %lld edge%s: %s", (long long)E,
+                         AG_PLURAL(E), ag_igraph_reason());
         igraph_vector_int_destroy(&edges);
     }
     ag_igraph_leave();

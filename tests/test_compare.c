@@ -102,6 +102,62 @@ START_TEST(distance_only_for_patterns)
 }
 END_TEST
 
+/* The edges field (3rd) of the CSV row that starts with name, or -1. */
+static long long edges_field(const char *csv, const char *name)
+{
+    char start[256];
+    snprintf(start, sizeof start, "\n%s,", name);
+    const char *p = strstr(csv, start);
+    long long nodes, edges;
+    if (!p || sscanf(p + strlen(start), "%lld,%lld", &nodes, &edges) != 2)
+        return -1;
+    return edges;
+}
+
+START_TEST(graph_on_standard_input_is_read_once)
+{
+    const char *in = tmp_path("stdin.edges");
+    write_text(in, "0 1\n1 2\n");
+    /* the pattern first: the graph sizes it, and its own run reuses what was read */
+    const char *orders[] = {"compare --pattern complete --graph - --format edgelist --csv -",
+                            "compare --graph - --format edgelist --pattern complete --csv -"};
+    for (int k = 0; k < 2; k++) {
+        char *out, *err;
+        int rc = run_cli_input(orders[k], in, &out, &err);
+        ck_assert_msg(rc == 0, "'%s' exited %d: %s", orders[k], rc, err);
+        ck_assert_msg(strstr(err, "compare: 2 connectivities on 3 nodes"), "%s", err);
+        ck_assert_int_eq(edges_field(out, "complete"), 9);
+        ck_assert_int_eq(edges_field(out, "-"), 2);
+        free(out), free(err);
+    }
+}
+END_TEST
+
+START_TEST(self_loops_apply_to_graph_files)
+{
+    /* sentence.gml: 10 edges, 4 of them self-loops; loops4.edges: 4 edges, 1 a loop */
+    const char *other = tmp_path("loops4.edges");
+    write_text(other, "0 1\n1 2\n2 3\n3 3\n");
+    char args[1024], *out;
+    snprintf(args, sizeof args, "compare --graph graphs/sentence.gml --graph %s "
+             "--self-loops off --csv -", other);
+    out = cli_stdout(args, 0, "graphs/sentence.gml,4,6,");
+    ck_assert_int_eq(edges_field(out, other), 3);
+    free(out);
+    snprintf(args, sizeof args, "compare --graph graphs/sentence.gml --graph %s "
+             "--self-loops on --csv -", other);
+    out = cli_stdout(args, 0, "graphs/sentence.gml,4,10,");
+    ck_assert_int_eq(edges_field(out, other), 7);
+    free(out);
+    /* mixed: the pattern and the graph file both lose their loops, as in run */
+    out = cli_stdout("compare --pattern causal --graph graphs/sentence.gml --self-loops off "
+                     "--csv -", 0, "causal,4,6,");
+    ck_assert_int_eq(edges_field(out, "graphs/sentence.gml"), 6);
+    free(out);
+    expect_cli("run graphs/sentence.gml --self-loops off --dim 4", 0, 1, "10 edges, 6 messages");
+}
+END_TEST
+
 Suite *compare_suite(void)
 {
     Suite *s = suite_create("compare");
@@ -110,6 +166,8 @@ Suite *compare_suite(void)
     tcase_add_test(tc, pattern_takes_its_size_from_the_graph);
     tcase_add_test(tc, different_labels_for_a_node_id_are_refused);
     tcase_add_test(tc, distance_only_for_patterns);
+    tcase_add_test(tc, graph_on_standard_input_is_read_once);
+    tcase_add_test(tc, self_loops_apply_to_graph_files);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -2,10 +2,12 @@
  * Graph files as people bring them: byte-order marks, undirected edge lists,
  * self-loops added or removed, GraphML round trips, edge attributes.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "graphml.h"   /* private: the GraphML checks */
 #include "testutil.h"
 
 #define BOM "\xEF\xBB\xBF"
@@ -84,6 +86,59 @@ START_TEST(bom_is_skipped_in_labels_file)
     ck_assert_int_eq(run_cli(args, &out, NULL), 0);
     ck_assert_msg(strstr(out, "'first' attends 'first'"), "%s", out);
     free(out);
+}
+END_TEST
+
+START_TEST(graph_and_labels_from_a_fifo)
+{
+    /* a FIFO cannot seek back: nothing before or after a byte-order mark is lost */
+    const char *texts[] = {"0 1\n1 2\n", BOM "0 1\n1 2\n"};
+    for (int k = 0; k < 2; k++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s", tmp_path("pipe.edges"));
+        int pid = fifo_writer(path, texts[k]);
+        igraph_t g;
+        ag_error_t err;
+        int rc = ag_graph_load(&g, path, NULL, &err);
+        fifo_wait(pid);
+        ck_assert_msg(rc == AG_OK, "%s", err.msg);
+        ck_assert_int_eq(igraph_vcount(&g), 3);
+        ck_assert_int_eq(igraph_ecount(&g), 2);
+        igraph_destroy(&g);
+
+        /* GraphML too: its id check and igraph read the same bytes */
+        char text[2048];
+        snprintf(text, sizeof text, "%s%s", k ? BOM : "", samples[5].text);
+        snprintf(path, sizeof path, "%s", tmp_path("pipe.graphml"));
+        pid = fifo_writer(path, text);
+        int64_t n, e;
+        char *labels = load_summary(path, &n, &e);
+        fifo_wait(pid);
+        ck_assert_str_eq(labels, "a b c");
+        ck_assert_int_eq(e, 2);
+        free(labels);
+
+        /* the CLI: like `attngraph run <(printf '10 1\n1 2\n') --format edgelist` */
+        snprintf(path, sizeof path, "%s", tmp_path("pipe_cli"));
+        pid = fifo_writer(path, k ? BOM "10 1\n1 2\n" : "10 1\n1 2\n");
+        char args[1024];
+        snprintf(args, sizeof args, "run %s --format edgelist --dim 4", path);
+        char *out, *errs;
+        rc = run_cli(args, &out, &errs);
+        fifo_wait(pid);
+        ck_assert_msg(rc == 0 && strstr(out, ": 11 nodes, 2 edges"), "%s%s", out, errs);
+        free(out), free(errs);
+
+        /* a labels file */
+        snprintf(path, sizeof path, "%s", tmp_path("pipe_labels"));
+        pid = fifo_writer(path, k ? BOM "first\nsecond\nthird\n" : "first\nsecond\nthird\n");
+        snprintf(args, sizeof args, "run --pattern causal --labels-file %s --dim 4", path);
+        rc = run_cli(args, &out, &errs);
+        fifo_wait(pid);
+        ck_assert_msg(rc == 0 && strstr(out, "'first' attends 'first'") &&
+                      strstr(out, "'third' attends"), "%s%s", out, errs);
+        free(out), free(errs);
+    }
 }
 END_TEST
 
@@ -357,6 +412,153 @@ START_TEST(cli_self_loops_on_a_graph_file)
 }
 END_TEST
 
+/* Writes a 1-D int64 .npy. */
+static void write_index_npy(const char *path, const int64_t *v, int64_t n)
+{
+    char shape[32];
+    snprintf(shape, sizeof shape, "(%lld,)", (long long)n);
+    write_npy_raw(path, "<i8", 0, shape, v, (size_t)n * sizeof *v);
+}
+
+/* Reads an --attn CSV's rows as "src,dst,added" triples (added -1 without the column). */
+static int64_t attn_rows(const char *path, int64_t rows[][3], int64_t cap)
+{
+    char *text = read_text(path);
+    ck_assert_ptr_nonnull(text);
+    const int has_added = strncmp(text, "src,dst,src_label,dst_label,head,weight,added\n", 46) == 0;
+    int64_t n = 0;
+    for (char *p = strchr(text, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
+        ck_assert_int_lt(n, cap);
+        long long u, v;
+        ck_assert_int_eq(sscanf(p + 1, "%lld,%lld", &u, &v), 2);
+        const char *end = strchr(p + 1, '\n');
+        rows[n][0] = u, rows[n][1] = v;
+        rows[n][2] = has_added ? end[-1] - '0' : -1;
+        n++;
+    }
+    free(text);
+    return n;
+}
+
+START_TEST(cli_self_loops_on_csr_keep_the_edge_order)
+{
+    /* edges in the user's order: 1->0, 2->1, 0->2 (node 0's source first) */
+    const int64_t indptr[] = {0, 1, 2, 3}, indices[] = {1, 2, 0};
+    write_index_npy(tmp_path("loops_ptr.npy"), indptr, 4);
+    write_index_npy(tmp_path("loops_idx.npy"), indices, 3);
+    char csr[1024], args[2048];
+    snprintf(csr, sizeof csr, "%s,%s", tmp_path("loops_ptr.npy"), tmp_path("loops_idx.npy"));
+
+    /* on: the three edges as given, then the added loops by node, marked added=1 */
+    char csv[512];   /* tmp_path's buffers are reused */
+    snprintf(csv, sizeof csv, "%s", tmp_path("csr_loops.csv"));
+    snprintf(args, sizeof args, "run --csr %s --self-loops on --dim 4 --quiet --attn %s", csr,
+             csv);
+    expect_cli(args, 0, 1, "");
+    static const int64_t on[6][3] = {{1, 0, 0}, {2, 1, 0}, {0, 2, 0},
+                                     {0, 0, 1}, {1, 1, 1}, {2, 2, 1}};
+    int64_t rows[16][3];
+    ck_assert_int_eq(attn_rows(csv, rows, 16), 6);
+    for (int k = 0; k < 6; k++)
+        ck_assert_msg(rows[k][0] == on[k][0] && rows[k][1] == on[k][1] && rows[k][2] == on[k][2],
+                      "row %d: %lld,%lld added=%lld; expected %lld,%lld added=%lld", k,
+                      (long long)rows[k][0], (long long)rows[k][1], (long long)rows[k][2],
+                      (long long)on[k][0], (long long)on[k][1], (long long)on[k][2]);
+
+    /* .npy: the same rows; node 2's only other source is 0, and its loop is last */
+    const char *npy = tmp_path("csr_loops.npy");
+    snprintf(args, sizeof args, "run --csr %s --self-loops on --dim 4 --quiet --attn %s", csr,
+             npy);
+    expect_cli(args, 0, 1, "");
+    ag_matrix_t m;
+    ag_error_t err;
+    ck_assert_int_eq(ag_matrix_read_npy(&m, npy, &err), AG_OK);
+    ck_assert_int_eq(m.rows, 6);
+    for (int k = 0; k < 3; k++)   /* each node: its edge's and its loop's weights sum to 1 */
+        ck_assert_float_eq_tol(m.data[on[k][1]] + m.data[3 + on[k][1]], 1.0f, 1e-5f);
+    char *text = read_text(csv);
+    float w0;
+    ck_assert_int_eq(sscanf(strchr(text, '\n') + 1, "%*d,%*d,%*[^,],%*[^,],%*d,%g", &w0),
+                     1);
+    ck_assert_float_eq_tol(m.data[0], w0, 1e-6f);   /* row 0 is the edge 1->0 in both */
+    free(text);
+    ag_matrix_destroy(&m);
+
+    /* GraphML: three edges, then three loops with added = 1 */
+    const char *gml = tmp_path("csr_loops.graphml");
+    snprintf(args, sizeof args, "run --csr %s --self-loops on --dim 4 --quiet --attn %s", csr,
+             gml);
+    expect_cli(args, 0, 1, "");
+    igraph_t g;
+    ck_assert_int_eq(ag_graph_load(&g, gml, NULL, &err), AG_OK);
+    ck_assert_int_eq(igraph_ecount(&g), 6);
+    for (int64_t e = 0; e < 6; e++) {
+        ck_assert_int_eq(IGRAPH_FROM(&g, e), on[e][0]);
+        ck_assert_int_eq(IGRAPH_TO(&g, e), on[e][1]);
+        ck_assert_int_eq(EAN(&g, "added", e), on[e][2]);
+    }
+    igraph_destroy(&g);
+
+    /* off: a CSR with loops (slots 0 and 3) loses them; the rest keep their order */
+    const int64_t ptr2[] = {0, 2, 3, 5}, idx2[] = {0, 1, 2, 0, 2};
+    write_index_npy(tmp_path("loops_ptr2.npy"), ptr2, 4);
+    write_index_npy(tmp_path("loops_idx2.npy"), idx2, 5);
+    snprintf(args, sizeof args, "run --csr %s,%s --self-loops off --dim 4 --quiet --attn %s",
+             tmp_path("loops_ptr2.npy"), tmp_path("loops_idx2.npy"), csv);
+    expect_cli(args, 0, 1, "");
+    static const int64_t off[3][2] = {{1, 0}, {2, 1}, {0, 2}};
+    ck_assert_int_eq(attn_rows(csv, rows, 16), 3);
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(rows[k][0], off[k][0]);
+        ck_assert_int_eq(rows[k][1], off[k][1]);
+        ck_assert_int_eq(rows[k][2], -1);   /* nothing added: no added column */
+    }
+    /* and --self-loops off on the loop-free CSR changes nothing */
+    snprintf(args, sizeof args, "run --csr %s --self-loops off --dim 4 --quiet --attn %s", csr,
+             csv);
+    expect_cli(args, 0, 1, "");
+    ck_assert_int_eq(attn_rows(csv, rows, 16), 3);
+    for (int k = 0; k < 3; k++)
+        ck_assert(rows[k][0] == on[k][0] && rows[k][1] == on[k][1] && rows[k][2] == -1);
+}
+END_TEST
+
+START_TEST(csr_self_loops_give_slot_ids)
+{
+    /* the library: kept slots keep their CSR index, added loops get -1 */
+    const int64_t indptr[] = {0, 2, 3, 5}, indices[] = {0, 1, 2, 0, 2};
+    ag_nbhd_t nb;
+    ag_error_t err;
+    ck_assert_int_eq(ag_nbhd_from_csr(&nb, 3, indptr, indices, &err), AG_OK);
+    ck_assert_ptr_null(nb.edge_id);
+    ck_assert_int_eq(ag_nbhd_self_loops(&nb, AG_SELF_OFF, &err), AG_OK);
+    ck_assert_ptr_nonnull(nb.edge_id);
+    static const int64_t kept[] = {1, 2, 3};
+    ck_assert_int_eq(nb.n_edges, 3);
+    for (int s = 0; s < 3; s++)
+        ck_assert_int_eq(nb.edge_id[s], kept[s]);
+    /* an edge attribute needs the graph the ids belong to: a CSR has none */
+    igraph_t g;
+    const int64_t src[] = {0}, dst[] = {1};
+    build_graph(&g, 3, src, dst, 1, 1);
+    SETEAN(&g, "w", 0, 1.0);
+    float *bias;
+    ck_assert_fails_with(ag_edge_attribute(&bias, &g, &nb, "w", &err), err, AG_EINVAL,
+                         "has 1 edge");
+    igraph_destroy(&g);
+    ag_nbhd_destroy(&nb);
+
+    const int64_t ptr1[] = {0, 1, 2, 3}, idx1[] = {1, 2, 0};
+    ck_assert_int_eq(ag_nbhd_from_csr(&nb, 3, ptr1, idx1, &err), AG_OK);
+    ck_assert_int_eq(ag_nbhd_self_loops(&nb, AG_SELF_ON, &err), AG_OK);
+    static const int64_t ids[] = {-1, 0, -1, 1, 2, -1};   /* slots: 0<-0,1 1<-1,2 2<-0,2 */
+    ck_assert_int_eq(nb.n_edges, 6);
+    for (int s = 0; s < 6; s++)
+        ck_assert_int_eq(nb.edge_id[s], ids[s]);
+    ag_nbhd_destroy(&nb);
+}
+END_TEST
+
 /* ---- GraphML round trips ---- */
 
 static void assert_joined_labels(const char *name, const char *expected)
@@ -432,6 +634,63 @@ START_TEST(graphml_round_trip_without_id)
 }
 END_TEST
 
+START_TEST(graphml_in_memory_over_int_max_is_refused)
+{
+    /* libxml2 takes the length as an int: 4 GiB + n would be read as n bytes */
+    const char *text = samples[5].text;
+    ag_error_t err;
+    ck_assert_int_eq(ag_graphml_check_ids("-", text, strlen(text), 100, &err), AG_OK);
+    const size_t huge = ((size_t)1 << 32) + strlen(text);
+    ck_assert_fails_with(ag_graphml_check_ids("-", text, huge, 100, &err), err, AG_ELIMIT,
+                         "at most 2147483647 can be checked in memory");
+    ck_assert_fails_with(ag_graphml_check_ids("-", text, (size_t)INT_MAX + 1, 100, &err), err,
+                         AG_ELIMIT, "2147483648 bytes of GraphML");
+}
+END_TEST
+
+START_TEST(counts_of_one_are_singular)
+{
+    igraph_t g;
+    ag_error_t err;
+    ag_load_opts_t one = {.max_nodes = 1};
+    write_text(tmp_path("two.edges"), "0 1\n");
+    ck_assert_fails_with(ag_graph_load(&g, tmp_path("two.edges"), &one, &err), err, AG_ELIMIT,
+                         "implies more than 1 node;");
+    write_text(tmp_path("two.net"), "*Vertices 2\n*Arcs\n1 2\n");
+    ck_assert_fails_with(ag_graph_load(&g, tmp_path("two.net"), &one, &err), err, AG_ELIMIT,
+                         "is more than 1 node;");
+    write_text(tmp_path("two.graphml"), samples[5].text);
+    ck_assert_fails_with(ag_graph_load(&g, tmp_path("two.graphml"), &one, &err), err,
+                         AG_ELIMIT, "more than 1 node;");
+
+    /* labels against nodes, each side one */
+    const int64_t src[] = {0}, dst[] = {1};
+    build_graph(&g, 2, src, dst, 1, 1);
+    ag_labels_t labels;
+    ck_assert_int_eq(ag_labels_numbered(&labels, 1, &err), AG_OK);
+    ck_assert_fails_with(ag_graph_write(&g, tmp_path("w.gml"), AG_FORMAT_GML, &labels, &err),
+                         err, AG_EINVAL, ": 1 label for 2 nodes");
+    ag_labels_destroy(&labels);
+    igraph_destroy(&g);
+    build_graph(&g, 1, src, src, 1, 1);
+    ck_assert_int_eq(ag_labels_numbered(&labels, 2, &err), AG_OK);
+    ck_assert_fails_with(ag_graph_write(&g, tmp_path("w.gml"), AG_FORMAT_GML, &labels, &err),
+                         err, AG_EINVAL, ": 2 labels for 1 node");
+    ag_labels_destroy(&labels);
+
+    /* an edge limit of one */
+    ag_nbhd_t nb;
+    const int64_t ptr[] = {0, 2}, idx[] = {0, 0};
+    ck_assert_int_eq(ag_nbhd_from_csr(&nb, 1, ptr, idx, &err), AG_OK);
+    igraph_t big;
+    ck_assert_fails_with(ag_graph_from_nbhd(&big, &nb, 1, &err), err, AG_ELIMIT,
+                         "the limit is 1 edge");
+    ck_assert_msg(!strstr(err.msg, "1 edges"), "%s", err.msg);
+    ag_nbhd_destroy(&nb);
+    igraph_destroy(&g);
+}
+END_TEST
+
 Suite *graph_files_suite(void)
 {
     Suite *s = suite_create("graph_files");
@@ -439,12 +698,17 @@ Suite *graph_files_suite(void)
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, bom_is_skipped_in_every_text_format);
     tcase_add_test(tc, bom_is_skipped_in_labels_file);
+    tcase_add_test(tc, graph_and_labels_from_a_fifo);
     tcase_add_test(tc, undirected_edge_list_gives_two_messages_per_edge);
     tcase_add_test(tc, formats_that_state_direction_refuse_a_contradiction);
     tcase_add_test(tc, cli_undirected_and_directed);
     tcase_add_test(tc, self_loops_on_and_off_on_a_graph_file);
     tcase_add_test(tc, cli_self_loops_on_a_graph_file);
+    tcase_add_test(tc, cli_self_loops_on_csr_keep_the_edge_order);
+    tcase_add_test(tc, csr_self_loops_give_slot_ids);
     tcase_add_test(tc, graphml_round_trip_without_id);
+    tcase_add_test(tc, graphml_in_memory_over_int_max_is_refused);
+    tcase_add_test(tc, counts_of_one_are_singular);
     suite_add_tcase(s, tc);
     return s;
 }

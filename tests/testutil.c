@@ -1,7 +1,9 @@
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,9 +86,14 @@ double max_abs_diff_fd(const float *a, const double *b, int64_t n)
 
 int run_cli(const char *args, char **out, char **err)
 {
+    return run_cli_input(args, "/dev/null", out, err);
+}
+
+int run_cli_input(const char *args, const char *stdin_path, char **out, char **err)
+{
     const char *o = tmp_path("cli.stdout"), *e = tmp_path("cli.stderr");
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, AG_CLI_PATH " %s >'%s' 2>'%s' </dev/null", args, o, e);
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " %s >'%s' 2>'%s' <'%s'", args, o, e, stdin_path);
     int status = system(cmd);
     if (out)
         *out = read_text(o);
@@ -126,4 +133,32 @@ void expect_cli(const char *args, int code, int stream, const char *needle)
         ck_assert_msg(strchr(err, '\n') && (code == 2 || strchr(err, '\n')[1] == '\0'),
                       "'%s': stderr is not one line: %s", args, err);
     free(out), free(err);
+}
+
+int fifo_writer(const char *path, const char *text)
+{
+    unlink(path);
+    ck_assert_msg(mkfifo(path, 0600) == 0, "mkfifo %s", path);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(10);   /* nobody opened it: give up rather than hang the test */
+        int fd = open(path, O_WRONLY);
+        size_t len = strlen(text), done = 0;
+        while (fd >= 0 && done < len) {
+            ssize_t n = write(fd, text + done, len - done);
+            if (n <= 0)
+                break;
+            done += (size_t)n;
+        }
+        _exit(fd >= 0 && done == len ? 0 : 1);
+    }
+    return (int)pid;
+}
+
+void fifo_wait(int pid)
+{
+    int status;
+    ck_assert_int_eq(waitpid((pid_t)pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the FIFO writer failed");
 }

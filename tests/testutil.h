@@ -31,6 +31,16 @@ double max_abs_diff_fd(const float *a, const double *b, int64_t n);
 /* Runs `build/attngraph ARGS`, stdout and stderr captured; returns the exit code. */
 int run_cli(const char *args, char **out, char **err);
 
+/* Like run_cli, with standard input read from stdin_path (test_outputs.c keeps
+   a static run_cli_stdin of its own). */
+int run_cli_input(const char *args, const char *stdin_path, char **out, char **err);
+
+/* Makes a FIFO at path and starts a child that writes text into it once a
+   reader opens it (the child gives up after 10 s); returns the child's pid. */
+int fifo_writer(const char *path, const char *text);
+/* Waits for a fifo_writer child; asserts that it wrote everything. */
+void fifo_wait(int pid);
+
 /* Runs `build/attngraph ARGS` and asserts that it exits with `code` and that
    `needle` appears in stream (1 stdout, 2 stderr); a failure says one line (exit 1)
    or a line and the help hint (exit 2) on stderr. */

@@ -24,6 +24,7 @@ static const char compare_usage[] =
     "Every connectivity must have the same number of nodes, matched by node id; a\n"
     "pattern without --nodes, --tokens or a size of its own takes the first graph\n"
     "file's. Connectivities that label a node id differently are refused.\n"
+    "--self-loops applies to every connectivity, graph files included (as in run).\n"
     "\n"
     "  --pattern SPEC      a pattern (see 'attngraph pattern --help'); repeatable\n"
     "  --graph FILE        a graph file; repeatable, mixable with --pattern\n"
@@ -201,10 +202,9 @@ static int parse_compare(compare_opts_t *co, int argc, char **argv)
     if (co->o.src.format && !graphs)
         return usage_error("compare", "--format names the format of --graph files; none was "
                            "given");
-    if (graphs == co->n_conns && (so->tokens || so->labels_file || co->o.nodes_text ||
-                                  so->self != AG_SELF_KEEP))
-        return usage_error("compare", "--nodes, --tokens, --labels-file and --self-loops are "
-                           "for patterns; every connectivity is a --graph file");
+    if (graphs == co->n_conns && (so->tokens || so->labels_file || co->o.nodes_text))
+        return usage_error("compare", "--nodes, --tokens and --labels-file are for patterns; "
+                           "every connectivity is a --graph file");
     int from_stdin = 0;
     for (int k = 0; k < co->n_conns; k++)
         from_stdin += co->conns[k].is_graph && strcmp(co->conns[k].name, "-") == 0;
@@ -216,6 +216,8 @@ static int parse_compare(compare_opts_t *co, int argc, char **argv)
 /* Everything compare owns, released in one place. */
 typedef struct {
     source_t src;
+    source_t sizer;              /* the graph file that sized the baseline, kept for its run */
+    int sizer_k;                 /* its connectivity (0: none; the baseline is never one) */
     inputs_t in;
     result_t base, cur;
     ag_labels_t labels;          /* the first connectivity's, naming the nodes */
@@ -239,20 +241,22 @@ static int numbered(const ag_labels_t *l)
     return 1;
 }
 
-/* A graph file's options: the pattern options mean nothing to it. */
+/* A graph file's options: the pattern options mean nothing to it; --self-loops
+   applies to it as it does in run. */
 static source_opts_t graph_opts(const compare_opts_t *co, const char *path)
 {
     source_opts_t so = co->o.src;
     so.graph = path;
     so.pattern = NULL;
-    so.self = AG_SELF_KEEP;
     so.tokens = so.labels_file = NULL;
     so.nodes = 0;
     return so;
 }
 
 /* When the baseline is a pattern that no option sizes or labels, the first
-   graph file among the connectivities gives its size and the node names. */
+   graph file among the connectivities gives its size and the node names. That
+   file stays open for its own run: it is read once (standard input can be read
+   only once, and a big graph should not load twice). */
 static int size_from_graph(compare_state_t *st, const compare_opts_t *co, int *usage,
                            ag_error_t *err)
 {
@@ -262,17 +266,17 @@ static int size_from_graph(compare_state_t *st, const compare_opts_t *co, int *u
     for (int k = 1; k < co->n_conns; k++)
         if (co->conns[k].is_graph) {
             source_opts_t so = graph_opts(co, co->conns[k].name);
-            int rc = source_open(&st->src, &so, usage, err);
-            if (!rc) {
-                st->graph_nodes = st->src.nb.n_nodes;
-                if (!numbered(&st->src.labels)) {
-                    st->labels = st->src.labels;
-                    st->labels_from = co->conns[k].name;
-                    st->src.labels = (ag_labels_t){0, NULL};
-                }
+            int rc = source_open(&st->sizer, &so, usage, err);
+            if (rc)
+                return rc;
+            st->sizer_k = k;
+            st->graph_nodes = st->sizer.nb.n_nodes;
+            if (!numbered(&st->sizer.labels)) {   /* they name the baseline's nodes too */
+                st->labels = st->sizer.labels;
+                st->labels_from = co->conns[k].name;
+                st->sizer.labels = (ag_labels_t){0, NULL};
             }
-            source_close(&st->src);
-            return rc;
+            return AG_OK;
         }
     return AG_OK;
 }
@@ -312,9 +316,13 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
         so.direction = AG_EDGES_AUTO;   /* edge directions mean nothing to a pattern */
         so.size_hint = k == 0 ? st->graph_nodes : st->in.N;
     }
-    int rc = source_open(&st->src, &so, usage, err);
-    if (rc)
+    int rc = AG_OK;
+    if (k > 0 && k == st->sizer_k) {   /* opened already: its labels are st->labels */
+        st->src = st->sizer;
+        memset(&st->sizer, 0, sizeof st->sizer);
+    } else if ((rc = source_open(&st->src, &so, usage, err))) {
         return rc;
+    }
     const int64_t N = st->src.nb.n_nodes;
     if (k > 0 && N != st->in.N)
         return ag_fail(err, AG_EINVAL, "'%s' has %lld node%s; the first connectivity ('%s') has "
@@ -438,6 +446,7 @@ int cmd_compare(int argc, char **argv)
         out_abort(&st.outs[1]);
     }
     source_close(&st.src);
+    source_close(&st.sizer);
     result_free(&st.base);
     result_free(&st.cur);
     inputs_free(&st.in);

@@ -128,14 +128,17 @@ static int write_csv(const char *path, const ag_edge_msg_t *msgs, const int64_t 
    its edges. An undirected edge's two messages become two attributes each way:
    its attributes hold the message from the smaller node, the other direction
    goes to attn_back_h<h>. Self-loops added by --self-loops on become edges after
-   the graph's own, with the edge attribute added = 1 (0 on the others). */
+   the graph's own, with the edge attribute added = 1 (0 on the others). A graph
+   materialised from the messages (materialised) has them already: edge k is message k. */
 static int add_loops(igraph_t *g, const ag_edge_msg_t *msgs, int64_t E, int64_t *eid,
-                     const char *path, ag_error_t *err)
+                     int materialised, const char *path, ag_error_t *err)
 {
-    const int64_t n_graph = igraph_ecount(g);
-    int64_t n_added = 0;
+    int64_t n_graph = igraph_ecount(g), n_added = 0;
     for (int64_t k = 0; k < E; k++)
-        eid[k] = msgs[k].edge_id >= 0 ? msgs[k].edge_id : n_graph + n_added++;
+        eid[k] = materialised ? k : msgs[k].edge_id >= 0 ? msgs[k].edge_id : n_graph + n_added++;
+    for (int64_t k = 0; materialised && k < E; k++)
+        n_added += msgs[k].edge_id < 0;
+    n_graph -= materialised ? n_added : 0;
     if (n_added == 0)
         return AG_OK;
     igraph_vector_int_t pairs;
@@ -144,7 +147,8 @@ static int add_loops(igraph_t *g, const ag_edge_msg_t *msgs, int64_t E, int64_t 
         return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
     for (int64_t k = E - n_added, t = 0; k < E; k++, t += 2)
         VECTOR(pairs)[t] = VECTOR(pairs)[t + 1] = msgs[k].src;
-    int rc = igraph_add_edges(g, &pairs, NULL) || igraph_vector_init(&flag, n_graph + n_added);
+    int rc = (!materialised && igraph_add_edges(g, &pairs, NULL)) ||
+             igraph_vector_init(&flag, n_graph + n_added);
     igraph_vector_int_destroy(&pairs);
     if (!rc) {
         for (int64_t e = n_graph; e < n_graph + n_added; e++)
@@ -166,7 +170,7 @@ static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int6
     if (rc)
         return rc;
     int64_t *eid = ag_alloc(E + 1, sizeof *eid, err, path);
-    if (!eid || (rc = add_loops(&g, msgs, E, eid, path, err))) {
+    if (!eid || (rc = add_loops(&g, msgs, E, eid, !s->have_graph, path, err))) {
         free(eid);
         igraph_destroy(&g);
         return eid ? rc : AG_ENOMEM;

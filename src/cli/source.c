@@ -52,7 +52,6 @@ int labels_from_file(ag_labels_t *labels, const char *path, ag_error_t *err)
     FILE *f = fopen(path, "r");
     if (!f)
         return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
-    ag_skip_bom(f);
     char *line = NULL;
     size_t n = 0;
     ssize_t len;
@@ -61,12 +60,18 @@ int labels_from_file(ag_labels_t *labels, const char *path, ag_error_t *err)
     while ((len = getline(&line, &n, f)) != -1) {
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             len--;
-        if (labels_push(labels, &cap, line, (size_t)len)) {
+        /* a byte-order mark: stripped from the first line, not sought past, so
+           a FIFO or a pipe loses nothing */
+        const size_t bom =
+            labels->n == 0 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+        if (labels_push(labels, &cap, line + bom, (size_t)len - bom)) {
             rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
             break;
         }
     }
     free(line);
+    if (!rc && ferror(f))
+        rc = ag_fail(err, AG_EIO, "%s: read error", path);
     fclose(f);
     if (!rc && labels->n == 0)
         rc = ag_fail(err, AG_EINVAL, "%s: no labels (expected one a line)", path);
