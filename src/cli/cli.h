@@ -230,8 +230,10 @@ typedef struct {
     const char *exts;     /* accepted extensions, "npy" or "csv,npy"; NULL: any */
     char path[4096];      /* where the writer writes: /dev/fd/<fd> (the temporary, by its
                              open descriptor, never by name), or the direct file itself */
-    char tmp[4096];       /* the temporary's name ("" when none) */
+    char tmp[4096];       /* the temporary's name ("" when none; a template when anon) */
     int fd;               /* the temporary, open from creation to commit or abort; -1: none */
+    int anon;             /* the temporary has no name until it is placed (O_TMPFILE): a
+                             run killed by any signal, even SIGKILL, leaves nothing */
     char final[4096];     /* the file the temporary is renamed onto */
     int direct;           /* written in place: never renamed over, never removed */
     int is_stdout;

@@ -1,4 +1,4 @@
-#define _XOPEN_SOURCE 700   /* realpath */
+#define _GNU_SOURCE   /* O_TMPFILE; realpath */
 /*
  * Output files that appear whole or not at all, and never clobber what is
  * not theirs.
@@ -33,6 +33,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -43,9 +44,15 @@
 #define MAX_LIVE 64
 static const char *volatile live[MAX_LIVE];
 static int handlers_installed;
+/* Set by the handler before it unlinks: the handler may run on another thread
+   (OpenBLAS's and OpenMP's take signals too) while this one is creating a
+   temporary, so a file made after the unlinks must remove itself. */
+static volatile sig_atomic_t dying;
 
 static void remove_temporaries(int sig)
 {
+    dying = 1;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     for (int i = 0; i < MAX_LIVE; i++) {
         const char *p = live[i];
         if (p)
@@ -72,17 +79,6 @@ static void install_handlers(void)
         if (sigaction(sigs[k], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
             sigaction(sigs[k], &sa, NULL);
     }
-}
-
-static void block_signals(sigset_t *old)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGPIPE);
-    sigprocmask(SIG_BLOCK, &set, old);
 }
 
 static void forget(out_file_t *o)
@@ -230,6 +226,52 @@ static int resolve(out_file_t *o, ag_error_t *err)
     return AG_OK;
 }
 
+/* Registers o->tmp in slot, then makes it: with mkstemp, or (fd >= 0 given)
+   by linking the unnamed file fd under a fresh name from the template. Returns
+   the descriptor (mkstemp's, or fd), or -1 with errno. */
+static int name_temporary(out_file_t *o, int slot, int fd)
+{
+    live[slot - 1] = o->tmp;
+    o->slot = slot;
+    int made;
+    if (fd < 0) {
+        made = fd = mkstemp(o->tmp);
+    } else {
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        const size_t x = strlen(o->tmp) - 6;   /* the template's XXXXXX */
+        static const char abc[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        unsigned long r = (unsigned long)getpid() * 2654435761u ^ (unsigned long)time(NULL);
+        made = -1;
+        for (int tries = 0; tries < 100 && made < 0; tries++) {
+            for (size_t k = 0; k < 6; k++, r = r * 6364136223846793005u + 1442695040888963407u)
+                o->tmp[x + k] = abc[(r >> 33) % (sizeof abc - 1)];
+            made = linkat(AT_FDCWD, proc, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW);
+            if (made < 0 && errno != EEXIST)
+                break;
+        }
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (dying) {                /* the handler may have unlinked before the name existed */
+        if (made >= 0)
+            unlink(o->tmp);
+        for (;;)
+            pause();            /* the handler is ending the process */
+    }
+    if (made < 0) {
+        const int e = errno;
+        forget(o);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+static int register_and_make(out_file_t *o, int slot)
+{
+    return name_temporary(o, slot, -1);
+}
+
 /* Creates the temporary, beside o->final (so the rename stays on one disk),
    or in $TMPDIR (or /tmp) for standard output; keeps it open in o->fd. */
 static int create(out_file_t *o, ag_error_t *err)
@@ -266,14 +308,24 @@ static int create(out_file_t *o, ag_error_t *err)
         return ag_fail(err, AG_ELIMIT, "%s: too many outputs at once", o->target);
     }
     install_handlers();
-    sigset_t old;
-    block_signals(&old);        /* a signal now would find the file unregistered */
-    int fd = mkstemp(o->tmp);
-    if (fd >= 0) {
-        live[slot - 1] = o->tmp;
-        o->slot = slot;
+#ifdef O_TMPFILE
+    /* An unnamed file in the target's directory: it vanishes with the process,
+       whatever ends it; place() gives it a name only to rename it into place. */
+    const char *slash = strrchr(o->tmp, '/');
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->tmp) + 1 : 1, slash ? o->tmp : ".");
+    const int anon = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (anon >= 0) {
+        o->anon = 1;
+        o->fd = anon;
+        snprintf(o->path, sizeof o->path, "/dev/fd/%d", anon);
+        return AG_OK;
     }
-    sigprocmask(SIG_SETMASK, &old, NULL);
+#endif
+    /* No O_TMPFILE here (some file systems): a named temporary, registered
+       before it exists (unlinking a name not yet created is harmless); blocking
+       the signals would not do, as other threads may take them. */
+    int fd = register_and_make(o, slot);
     if (fd < 0) {
         o->tmp[0] = '\0';
         return ag_fail(err, AG_EIO, "%s: cannot create: %s", o->target, strerror(errno));
@@ -386,12 +438,13 @@ static int copy_fd(int from, int to)
 /* Closes and forgets the temporary, removing it first when `remove`. */
 static void release(out_file_t *o, int remove)
 {
-    if (remove)
+    if (remove && !o->anon)   /* an unnamed temporary goes with its descriptor */
         unlink(o->tmp);
     forget(o);
     if (o->fd >= 0)
         close(o->fd);
     o->fd = -1;
+    o->anon = 0;
     o->tmp[0] = o->path[0] = '\0';
 }
 
@@ -406,6 +459,16 @@ static int place(out_file_t *o, ag_error_t *err)
             return ag_fail(err, AG_EIO, "%s: cannot write to standard output: %s", o->option,
                            strerror(saved));
         return AG_OK;
+    }
+    if (o->anon) {   /* a name for the unnamed file, only to rename it into place */
+        int slot = 0;
+        for (int i = 0; i < MAX_LIVE && !slot; i++)
+            if (!live[i])
+                slot = i + 1;
+        if (!slot || name_temporary(o, slot, o->fd) < 0)
+            return ag_fail(err, AG_EIO, "%s: cannot link the finished file: %s", o->target,
+                           slot ? strerror(errno) : "too many outputs at once");
+        o->anon = 0;     /* from here on it has a name that release() must remove */
     }
     if (rename(o->tmp, o->final) != 0)
         return ag_fail(err, AG_EIO, "%s: cannot rename into place: %s", o->target,
