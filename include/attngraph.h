@@ -314,6 +314,33 @@ int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const floa
                  int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err);
 
 /*
+ * What ag_attention_ex adds to a round, all optional (NULL: not wanted).
+ *
+ * entropy, max_weight [N, H]: for destination i and head h, the entropy
+ * -sum_j a_ij ln a_ij of its weights (nats) and its largest weight, NAN for a
+ * node without in-edges: the figures of ag_attention_stats per head, computed
+ * in the kernel's own pass from the softmax state it holds (running max and
+ * sum), at a few percent of the round. They agree with ag_attention_stats to
+ * float rounding (the fast kernels' exp2 is good to 2.5e-7).
+ *
+ * progress: called with the work done and the total (messages x heads) about
+ * every thousandth of the work and at the end, on the calling thread (OpenMP
+ * thread 0, between its tasks): it must not use OpenMP nor call igraph, and
+ * should return quickly.
+ */
+typedef struct {
+    float *entropy, *max_weight;
+    void (*progress)(int64_t done, int64_t total, void *ctx);
+    void *progress_ctx;
+} ag_attention_opts_t;
+
+/* ag_attention with opts (NULL: exactly ag_attention). M is bitwise the same
+   with and without opts. */
+int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                    int64_t H, int64_t d, const ag_score_t *score, float *M,
+                    const ag_attention_opts_t *opts, ag_error_t *err);
+
+/*
  * The attention weights of the edges of destinations lo..hi-1:
  * W[(s - edge_ptr[lo])*H + h] for slot s and head h. For softmax and linear
  * scores each destination's weights sum to 1 per head.

@@ -44,5 +44,6 @@ Suite *score_suite(void);
 Suite *fast_suite(void);
 Suite *model_suite(void);
 Suite *cli_suite(void);
+Suite *figures_suite(void);
 
 #endif
