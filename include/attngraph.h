@@ -406,7 +406,8 @@ typedef struct {
     float *Q, *K, *V, *M; /* [N, H*d] */
     float *Xn;            /* [N, D] what the projections read (LayerNorm output) */
     float *X_prev;        /* [N, D] the states before the round (for callbacks) */
-} ag_workspace_t;         /* Xn and X_prev are made by ag_rounds_run when needed */
+    float *entropy, *max_weight;   /* [N, H] the round's attention figures (figures) */
+} ag_workspace_t;         /* Xn, X_prev and the figures are made by ag_rounds_run when needed */
 
 int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_error_t *err);
 void ag_workspace_destroy(ag_workspace_t *ws);
@@ -421,6 +422,10 @@ typedef struct {
     const ag_score_t *score;      /* the round's score (attention vectors filled in) */
     const float *X, *X_prev;      /* [N, D] after and before the round */
     const ag_workspace_t *ws;     /* Q, K, V, M of the round */
+    /* [N, H] per node and head, the entropy (nats) and largest weight of the
+       round's attention (NAN without in-edges), from the kernel's own pass;
+       NULL unless the options ask for figures */
+    const float *entropy, *max_weight;
 } ag_round_t;
 
 typedef struct {
@@ -433,6 +438,11 @@ typedef struct {
        fail with it. */
     int (*on_round)(const ag_round_t *round, void *ctx);
     void *ctx;
+    int figures;                  /* fill ag_round_t's entropy and max_weight (for
+                                     ag_round_figures) in the attention's own pass */
+    /* Progress within round `round` (1-based): work done and total in messages x
+       heads, as ag_attention_opts_t's progress (thread 0, no OpenMP, no igraph). */
+    void (*on_progress)(int round, int64_t done, int64_t total, void *ctx);
 } ag_round_opts_t;
 
 /*
@@ -447,7 +457,9 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
                   int rounds, const ag_round_opts_t *opts, ag_workspace_t *ws, int *done,
                   ag_error_t *err);
 
-/* Convergence figures of a round. */
+/* Convergence figures of a round: from round->entropy and max_weight when the
+   round has them (opts->figures), else by scoring the round's edges again
+   (ag_attention_stats). Time O(N D + N H), or O(E H d) without them. */
 typedef struct {
     double change;                /* ||X - X_prev|| / ||X_prev|| (Frobenius) */
     double entropy;               /* mean attention entropy over nodes with in-edges (nats) */

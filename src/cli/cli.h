@@ -35,6 +35,7 @@ typedef struct {
     int64_t attn_round;                /* 0: the last round */
     int64_t max_export;
     int quiet;
+    int progress;                      /* -1: on a terminal; 0: --no-progress; 1: --progress */
 } run_opts_t;
 
 /* Option codes for getopt_long shared by the commands. */
@@ -46,7 +47,7 @@ enum {
     OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_EDGE_BIAS, OPT_ALIBI, OPT_NO_RESIDUAL, OPT_NORM,
     OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_TRACE, OPT_UNTIL, OPT_SAVE_ROUNDS, OPT_ATTN_ROUND,
     OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP, OPT_CSR, OPT_REPS, OPT_WARMUP, OPT_JSON, OPT_KERNEL,
-    OPT_HEAD_MESSAGES
+    OPT_HEAD_MESSAGES, OPT_PROGRESS, OPT_NO_PROGRESS
 };
 
 /* getopt_long entries of the input options (run, compare, inspect), ending {0}. */

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "internal.h"
+#include "progress.h"
 
 typedef struct {
     result_t *r;
@@ -17,6 +18,7 @@ typedef struct {
     int figures;
     FILE *trace;              /* CSV, or NULL */
     ag_error_t *err;
+    progress_t *progress;
 } tracer_t;
 
 /* Writes X [N, D] as DIR/round-R.npy, whole or not at all. */
@@ -50,6 +52,7 @@ static int on_round(const ag_round_t *round, void *ctx)
         r->kept_score = r->score;
     }
     int rc = AG_OK;
+    progress_round(t->progress, round->round);
     trace_row_t *row = &r->trace[round->round - 1];
     row->round = round->round;
     if (t->figures && (rc = ag_round_figures(round, &row->f, t->err)))
@@ -65,8 +68,18 @@ static int on_round(const ag_round_t *round, void *ctx)
     return AG_OK;
 }
 
+static void rounds_progress(int round, int64_t done, int64_t total, void *ctx)
+{
+    progress_attention(round, done, total, ((tracer_t *)ctx)->progress);
+}
+
+static void raw_progress(int64_t done, int64_t total, void *ctx)
+{
+    progress_attention(1, done, total, ctx);
+}
+
 static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, const run_opts_t *o,
-                      int figures, const char *trace_tmp, ag_error_t *err)
+                      int figures, const char *trace_tmp, progress_t *progress, ag_error_t *err)
 {
     const ag_nbhd_t *nb = &src->nb;
     const int64_t N = in->N, HD = in->H * in->d;
@@ -87,7 +100,7 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     if (!rc && o->save_rounds && mkdir(o->save_rounds, 0777) != 0 && errno != EEXIST)
         rc = ag_fail(err, AG_EIO, "%s: cannot create the folder: %s", o->save_rounds,
                      strerror(errno));
-    tracer_t t = {r, o, figures || o->trace || o->until > 0, NULL, err};
+    tracer_t t = {r, o, figures || o->trace || o->until > 0, NULL, err, progress};
     if (!rc && trace_tmp && !(t.trace = fopen(trace_tmp, "w")))
         rc = ag_fail(err, AG_EIO, "%s: cannot write: %s", o->trace, strerror(errno));
     if (t.trace)
@@ -99,7 +112,10 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     }
     ag_score_t score = in->score;
     score.edge_bias = r->edge_bias;
-    const ag_round_opts_t ro = {&score, o->no_residual, o->norm, 0, on_round, &t};
+    /* the figures come from the kernels' own pass (ag_round_t's entropy) */
+    const ag_round_opts_t ro = {&score,   o->no_residual, o->norm,         0,
+                                on_round, &t,             t.figures,
+                                progress->show ? rounds_progress : NULL};
     rc = ag_rounds_run(nb, in->layers, in->n_layers, r->y, (int)in->rounds, &ro, &r->ws,
                        &r->rounds_done, err);
     if (t.trace && fclose(t.trace) != 0 && !rc)
@@ -126,6 +142,10 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
     if (!r->y)
         return AG_ENOMEM;
     int rc = AG_OK;
+    progress_t progress;
+    progress_begin(&progress, o->progress, o->quiet, in->raw ? 1 : (int)in->rounds);
+    estimate_print(o->progress, o->quiet, &src->nb, in->H, in->d, in->raw ? 0 : in->x0.cols,
+                   in->raw ? 1 : in->rounds, &in->score);
     if (o->edge_bias) {
         if (!src->have_graph)
             rc = ag_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "
@@ -139,11 +159,15 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
         r->Q = in->q.data;
         r->K = in->k.data;
         r->rounds_done = 1;
-        rc = ag_attention(&src->nb, in->q.data, in->k.data, in->v.data, in->H, in->d, &r->score,
-                          r->y, err);
+        const ag_attention_opts_t ao = {NULL, NULL, progress.show ? raw_progress : NULL,
+                                        &progress};
+        rc = ag_attention_ex(&src->nb, in->q.data, in->k.data, in->v.data, in->H, in->d,
+                             &r->score, r->y, &ao, err);
+        progress_round(&progress, 1);
     } else if (!rc) {
-        rc = run_rounds(r, in, src, o, figures, trace_tmp, err);
+        rc = run_rounds(r, in, src, o, figures, trace_tmp, &progress, err);
     }
+    progress_end(&progress);
     if (rc)
         result_free(r);
     return rc;

@@ -32,6 +32,8 @@ static const char run_usage[] =
     "  --save-rounds DIR   keep every round's states as DIR/round-R.npy\n"
     "  --max-edges N       refuse an --attn export of more than N weights (default 50000000)\n"
     "  --quiet             print nothing on success\n"
+    "  --progress, --no-progress  show progress on standard error, or not (default: when\n"
+    "                      it is a terminal); runs of over a minute say so before starting\n"
     "  --help              this text\n";
 
 /* Returns -1 to go on, else an exit status. */
@@ -46,7 +48,9 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         {"head-messages", required_argument, 0, OPT_HEAD_MESSAGES},
         {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
         {"trace", required_argument, 0, OPT_TRACE},
-        {"save-rounds", required_argument, 0, OPT_SAVE_ROUNDS}, {0, 0, 0, 0},
+        {"save-rounds", required_argument, 0, OPT_SAVE_ROUNDS},
+        {"progress", no_argument, 0, OPT_PROGRESS}, {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+        {0, 0, 0, 0},
     };
     merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     run_opts_init(o);
@@ -69,6 +73,7 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         case OPT_HEAD_MESSAGES: o->head_messages = optarg; break;
         case OPT_TRACE: o->trace = optarg; break;
         case OPT_SAVE_ROUNDS: o->save_rounds = optarg; break;
+        case OPT_PROGRESS: case OPT_NO_PROGRESS: o->progress = c == OPT_PROGRESS; break;
         case OPT_MAX_EDGES:
         case OPT_ATTN_ROUND: {
             long long v = strtoll(optarg, &end, 10);
