@@ -313,6 +313,115 @@ START_TEST(test_progress)
 }
 END_TEST
 
+/* ag_round_figures from the round's own figures equals the figures scored again,
+   and asking for them changes no bit of X. */
+typedef struct {
+    int calls;
+} rounds_ctx_t;
+
+static int compare_figures(const ag_round_t *round, void *p)
+{
+    rounds_ctx_t *c = p;
+    ck_assert_ptr_nonnull(round->entropy);
+    ck_assert_ptr_nonnull(round->max_weight);
+    ag_round_figures_t fast, slow;
+    ag_error_t err;
+    ck_assert_int_eq(ag_round_figures(round, &fast, &err), AG_OK);
+    ag_round_t again = *round;
+    again.entropy = again.max_weight = NULL;
+    ck_assert_int_eq(ag_round_figures(&again, &slow, &err), AG_OK);
+    ck_assert_double_eq(fast.change, slow.change);
+    ck_assert_double_eq_tol(fast.entropy, slow.entropy, 1e-5 * fmax(1, slow.entropy));
+    ck_assert_double_eq_tol(fast.max_weight, slow.max_weight, 1e-5);
+    c->calls++;
+    return AG_OK;
+}
+
+START_TEST(test_rounds)
+{
+    static const char *const specs[] = {"causal", "random:7,2+window:1", "cross:30,170"};
+    const ag_score_t scores[] = {{.kind = AG_SCORE_SCALED_DOT}, {.kind = AG_SCORE_ADDITIVE},
+                                 {.kind = AG_SCORE_LINEAR}};
+    for (int k = 0; k < 3; k++) {
+        ag_nbhd_t nb;
+        compile(&nb, specs[k], 200, AG_SELF_KEEP);
+        const int64_t N = nb.n_nodes, D = 24, H = 2, d = 12;
+        ag_weights_t w;
+        ag_error_t err;
+        ck_assert_int_eq(ag_weights_random(&w, D, H, d, 0, 4, &err), AG_OK);
+        float *X = malloc(N * D * sizeof *X), *X2 = malloc(N * D * sizeof *X2);
+        fill_uniform(X, N * D, 5, 1.0f);
+        memcpy(X2, X, N * D * sizeof *X);
+        ag_workspace_t ws;
+        ck_assert_int_eq(ag_workspace_init(&ws, N, H * d, D, &err), AG_OK);
+        rounds_ctx_t c = {0};
+        const ag_round_opts_t with = {.score = &scores[k], .on_round = compare_figures, .ctx = &c,
+                                      .figures = 1};
+        const ag_round_opts_t without = {.score = &scores[k]};
+        ck_assert_msg(ag_rounds_run(&nb, &w, 1, X, 3, &with, &ws, NULL, &err) == AG_OK, "%s",
+                      err.msg);
+        ck_assert_int_eq(c.calls, 3);
+        ck_assert_int_eq(ag_rounds_run(&nb, &w, 1, X2, 3, &without, &ws, NULL, &err), AG_OK);
+        ck_assert(memcmp(X, X2, N * D * sizeof *X) == 0);
+        ag_workspace_destroy(&ws);
+        ag_weights_destroy(&w);
+        free(X), free(X2);
+        ag_nbhd_destroy(&nb);
+    }
+}
+END_TEST
+
+/* The CLI: progress on standard error only when asked (the tests' stderr is a
+   file, not a terminal); the report on stdout is the same either way. */
+START_TEST(test_cli_progress)
+{
+    char *out0, *err0, *out1, *err1;
+    const char *run = "run --pattern causal --nodes 300 --rounds 2 --dim 8";
+    char args[256];
+    ck_assert_int_eq(run_cli(run, &out0, &err0), 0);
+    ck_assert_str_eq(err0, "");
+    snprintf(args, sizeof args, "%s --progress", run);
+    ck_assert_int_eq(run_cli(args, &out1, &err1), 0);
+    ck_assert_str_eq(out0, out1);
+    ck_assert_msg(strstr(err1, "progress: round 1/2 done") && strstr(err1, "round 2/2 done"),
+                  "stderr: %s", err1);
+    free(out1), free(err1);
+    snprintf(args, sizeof args, "%s --progress --no-progress", run);
+    ck_assert_int_eq(run_cli(args, &out1, &err1), 0);
+    ck_assert_str_eq(out0, out1);
+    ck_assert_str_eq(err1, "");
+    free(out1), free(err1);
+    /* forced even with --quiet (stdout stays empty) */
+    snprintf(args, sizeof args, "%s --quiet --progress", run);
+    ck_assert_int_eq(run_cli(args, &out1, &err1), 0);
+    ck_assert_str_eq(out1, "");
+    ck_assert_ptr_nonnull(strstr(err1, "round 2/2 done"));
+    free(out0), free(err0), free(out1), free(err1);
+}
+END_TEST
+
+/* A run of minutes says so before it starts (it is stopped after 3 s), and
+   --no-progress keeps it silent. */
+START_TEST(test_cli_estimate)
+{
+    for (int quiet = 0; quiet < 2; quiet++) {
+        char cmd[512];
+        const char *e = tmp_path("estimate.stderr");
+        snprintf(cmd, sizeof cmd, "timeout 3 " AG_CLI_PATH " run --pattern complete "
+                 "--nodes 1000000 --dim 64 %s >/dev/null 2>'%s'", quiet ? "--no-progress" : "", e);
+        ck_assert_int_ne(system(cmd), 0);   /* killed */
+        char *text = read_text(e);
+        ck_assert_ptr_nonnull(text);
+        if (quiet)
+            ck_assert_str_eq(text, "");
+        else
+            ck_assert_msg(strstr(text, "this run should take about") &&
+                          strstr(text, "1e+12 messages x 1 head of width 64"), "%s", text);
+        free(text);
+    }
+}
+END_TEST
+
 Suite *figures_suite(void)
 {
     Suite *s = suite_create("figures");
@@ -324,6 +433,12 @@ Suite *figures_suite(void)
     tcase_add_test(tc, test_random_csr);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_progress);
+    tcase_add_test(tc, test_rounds);
     suite_add_tcase(s, tc);
+    TCase *cli = tcase_create("cli");
+    tcase_set_timeout(cli, 60);
+    tcase_add_test(cli, test_cli_progress);
+    tcase_add_test(cli, test_cli_estimate);
+    suite_add_tcase(s, cli);
     return s;
 }

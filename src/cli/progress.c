@@ -3,6 +3,7 @@
  * standard output stays the report. Lines are rewritten on a terminal; when
  * --progress forces them elsewhere (a log), each is a line of its own.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -66,13 +67,18 @@ void progress_end(progress_t *p)
 }
 
 /* Seconds per flop of the kernel that would run nb's shape, measured on a
-   small case: one run per destination (the tiled kernel: complete on 1,024
-   nodes) or scattered sources (the gather kernel: random:16 on 100,000). */
+   small case: one run per destination (the tiled kernel: complete on about
+   1e9 flops' worth of nodes) or scattered sources (the gather kernel:
+   random:16 on rows of K and V larger than a cache). The fastest of as many
+   runs as fit 0.1 s: the machine is shared, and a run whose thread waited for
+   a core says nothing about the kernel. */
 static double seconds_per_flop(const ag_nbhd_t *nb, int64_t H, int64_t d,
                                const ag_score_t *score)
 {
     const int dense = nb->n_runs <= nb->n_nodes && nb->n_edges >= 16 * nb->n_nodes;
-    const int64_t n = dense ? 1024 : 100000;
+    const double width = (double)(H * d);
+    int64_t n = dense ? (int64_t)sqrt(2.5e8 / width) : (int64_t)(6.4e6 / width);
+    n = n < 256 ? 256 : n > 200000 ? 200000 : n;
     ag_pattern_t *pat = NULL;
     ag_nbhd_t small = {0};
     ag_error_t err;
@@ -91,7 +97,8 @@ static double seconds_per_flop(const ag_nbhd_t *nb, int64_t H, int64_t d,
                                      !score->alibi && !score->edge_bias);
         const ag_score_t generic = {.kind = AG_SCORE_COSINE};
         double fastest = 0;
-        for (int k = 0; k < 3; k++) {   /* the fastest of three */
+        const double start = now_s();
+        for (int k = 0; k < 100 && (k < 3 || now_s() - start < 0.1); k++) {
             const double t0 = now_s();
             if (ag_attention(&small, x, x, x, H, d, plain ? NULL : &generic, m, &err))
                 break;
@@ -119,16 +126,16 @@ static void print_duration(double s)
         fprintf(stderr, "%.0f years", s / (365 * 86400));
 }
 
-void estimate_print(int mode, int quiet, const ag_nbhd_t *nb, int64_t H, int64_t d, int64_t D,
-                    int64_t rounds, const ag_score_t *score)
+static void estimate_print(const run_opts_t *o, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                           int64_t D, int64_t rounds, const ag_score_t *score)
 {
-    if (mode == 0 || (mode < 0 && quiet) || rounds < 1)
+    if (o->progress == 0 || (o->progress < 0 && o->quiet) || rounds < 1 || H < 1 || d < 1)
         return;
     const double messages = (double)nb->n_edges * (double)rounds;
     const double attn = 4.0 * messages * (double)d * (double)H;
     const double proj = 8.0 * (double)nb->n_nodes * (double)D * (double)(H * d) * (double)rounds;
-    /* no kernel here goes faster than 2e12 flop/s, and none slower than 2e9:
-       below a minute at the slow rate, there is nothing to measure */
+    /* no kernel here runs slower than about 2e9 flop/s: below a minute at
+       that rate, there is nothing to measure */
     if ((attn + proj) / 2e9 < LONG_S)
         return;
     const double per_flop = seconds_per_flop(nb, H, d, score);
@@ -138,8 +145,31 @@ void estimate_print(int mode, int quiet, const ag_nbhd_t *nb, int64_t H, int64_t
         return;
     fprintf(stderr, "attngraph: this run should take about ");
     print_duration(s);
-    fprintf(stderr, " (%.3g messages x %lld heads of width %lld at %.3g GFLOP/s measured "
-            "here); Ctrl-C stops it\n", messages, (long long)H, (long long)d,
+    fprintf(stderr, " (%.3g messages x %lld head%s of width %lld at %.3g GFLOP/s measured "
+            "here); Ctrl-C stops it\n", messages, (long long)H, H > 1 ? "s" : "", (long long)d,
             1e-9 / per_flop);
     fflush(stderr);
+}
+
+/* Shapes that come from the options alone (no file decides them). */
+static int shape_from_options(const run_opts_t *o)
+{
+    return !o->weights && !o->features && !o->q;
+}
+
+void estimate_early(const run_opts_t *o, const ag_nbhd_t *nb)
+{
+    if (!shape_from_options(o))
+        return;
+    const int64_t D = o->dim ? o->dim : DEFAULT_DIM, H = o->heads;
+    if (!o->head_dim && D % H)
+        return;                       /* refused later */
+    estimate_print(o, nb, H, o->head_dim ? o->head_dim : D / H, D, o->rounds, &o->score);
+}
+
+void estimate_late(const run_opts_t *o, const inputs_t *in, const ag_nbhd_t *nb)
+{
+    if (!shape_from_options(o))
+        estimate_print(o, nb, in->H, in->d, in->raw ? 0 : in->x0.cols,
+                       in->raw ? 1 : in->rounds, &in->score);
 }

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "attngraph.h"
+#include "cli.h"
 
 typedef struct {
     int show;           /* progress lines at all */
@@ -28,10 +28,12 @@ void progress_end(progress_t *p);
 /*
  * The time the run's attention and projections should take at this machine's
  * rate, measured on a small case of the same kind of kernel when the work is
- * large; printed on standard error when above about a minute (mode as above,
- * but a terminal is not needed).
+ * large; printed on standard error when above about a minute (unless
+ * --no-progress, or --quiet without --progress). estimate_early runs right
+ * after the connectivity is known, for shapes the options decide;
+ * estimate_late once the inputs are loaded, for shapes files decide.
  */
-void estimate_print(int mode, int quiet, const ag_nbhd_t *nb, int64_t H, int64_t d, int64_t D,
-                    int64_t rounds, const ag_score_t *score);
+void estimate_early(const run_opts_t *o, const ag_nbhd_t *nb);
+void estimate_late(const run_opts_t *o, const inputs_t *in, const ag_nbhd_t *nb);
 
 #endif

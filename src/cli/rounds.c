@@ -144,8 +144,7 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
     int rc = AG_OK;
     progress_t progress;
     progress_begin(&progress, o->progress, o->quiet, in->raw ? 1 : (int)in->rounds);
-    estimate_print(o->progress, o->quiet, &src->nb, in->H, in->d, in->raw ? 0 : in->x0.cols,
-                   in->raw ? 1 : in->rounds, &in->score);
+    estimate_late(o, in, &src->nb);
     if (o->edge_bias) {
         if (!src->have_graph)
             rc = ag_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "

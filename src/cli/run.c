@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "internal.h"
+#include "progress.h"
 
 static const char run_usage[] =
     "usage: attngraph run GRAPH [options]\n"
@@ -179,6 +180,8 @@ int cmd_run(int argc, char **argv)
         rc = out_open(&outs[k], targets[k], &err);
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
+    if (!rc)
+        estimate_early(&o, &s.nb);   /* a run of hours says so before its setup */
     if (!rc)
         rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
     const int figures = !o.quiet && in.rounds > 1;
