@@ -158,8 +158,15 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
 /* Node labels: one UTF-8 string per node. */
 typedef struct {
     int64_t n;
-    char **str;           /* [n] */
+    char **str;           /* [n], or NULL: node i is labelled by its number (no strings
+                             made: a pattern or CSR of 10 million nodes prints 20) */
 } ag_labels_t;
+
+/* Room for a node number as text (ag_label's buf). */
+#define AG_LABEL_NUMBER_SIZE 24
+/* Node i's label: labels->str[i], or i written into buf [size] when the labels
+   are numbers (str NULL). */
+const char *ag_label(const ag_labels_t *labels, int64_t i, char *buf, size_t size);
 
 /*
  * Labels from the vertex attribute `label`, else `name`, else `id` (strings,

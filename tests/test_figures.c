@@ -422,6 +422,38 @@ START_TEST(test_cli_estimate)
 }
 END_TEST
 
+/* Numbered sources keep no label strings: ag_label writes the number. */
+START_TEST(test_lazy_labels)
+{
+    char buf[AG_LABEL_NUMBER_SIZE];
+    const ag_labels_t numbers = {12345678901, NULL};
+    ck_assert_str_eq(ag_label(&numbers, 12345678900, buf, sizeof buf), "12345678900");
+    char *strs[] = {"a", "b"};
+    const ag_labels_t named = {2, strs};
+    ck_assert_str_eq(ag_label(&named, 1, buf, sizeof buf), "b");
+    /* the CLI prints and exports the numbers as before */
+    char *out, *err;
+    const char *csv = tmp_path("lazy.csv"), *gml = tmp_path("lazy.graphml");
+    char args[512];
+    snprintf(args, sizeof args, "run --pattern causal --nodes 30 --attn %s", csv);
+    ck_assert_int_eq(run_cli(args, &out, &err), 0);
+    ck_assert_msg(strstr(out, "  '19' attends '"), "%s", out);
+    free(out), free(err);
+    char *text = read_text(csv);
+    ck_assert_ptr_nonnull(strstr(text, "\n3,7,3,7,0,"));
+    free(text);
+    snprintf(args, sizeof args, "run --pattern window:2 --nodes 30 --attn %s --quiet", gml);
+    ck_assert_int_eq(run_cli(args, &out, &err), 0);
+    free(out), free(err);
+    text = read_text(gml);
+    ck_assert_ptr_nonnull(strstr(text, ">29</data>"));
+    free(text);
+    ck_assert_int_eq(run_cli("inspect --pattern causal --nodes 30 --who 7 --to 3", &out, &err), 0);
+    ck_assert_msg(strstr(out, "'7' attends '3': "), "%s %s", out, err);
+    free(out), free(err);
+}
+END_TEST
+
 Suite *figures_suite(void)
 {
     Suite *s = suite_create("figures");
@@ -439,6 +471,7 @@ Suite *figures_suite(void)
     tcase_set_timeout(cli, 60);
     tcase_add_test(cli, test_cli_progress);
     tcase_add_test(cli, test_cli_estimate);
+    tcase_add_test(cli, test_lazy_labels);
     suite_add_tcase(s, cli);
     return s;
 }

@@ -109,8 +109,11 @@ static void print_row(const conn_t *c, const figures_t *f, const ag_labels_t *la
     print_number(stdout, first ? NAN : f->rel_l2, 7, 4);
     print_number(stdout, first ? NAN : f->cos_mean, 7, 4);
     printf("  ");
-    for (int k = 0; !first && k < f->n_changed; k++)
-        printf("%s'%s' %.3g", k ? ", " : "", labels->str[f->changed[k]], f->changed_by[k]);
+    for (int k = 0; !first && k < f->n_changed; k++) {
+        char buf[AG_LABEL_NUMBER_SIZE];
+        printf("%s'%s' %.3g", k ? ", " : "", ag_label(labels, f->changed[k], buf, sizeof buf),
+               f->changed_by[k]);
+    }
     printf("%s\n", first ? "(baseline)" : "");
 }
 
@@ -136,8 +139,9 @@ static void csv_row(FILE *f, const conn_t *c, const figures_t *fig, const ag_lab
     char changed[1024] = "";
     for (int k = 0; !first && k < fig->n_changed; k++) {
         size_t len = strlen(changed);
+        char buf[AG_LABEL_NUMBER_SIZE];
         snprintf(changed + len, sizeof changed - len, "%s%s", k ? " " : "",
-                 labels->str[fig->changed[k]]);
+                 ag_label(labels, fig->changed[k], buf, sizeof buf));
     }
     csv_field(f, changed);
     fputc('\n', f);
@@ -257,7 +261,8 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
         for (int64_t i = 0; i < N; i++) {
             csv_field(st->per_node_f, co->conns[k].name);
             fprintf(st->per_node_f, ",%lld,", (long long)i);
-            csv_field(st->per_node_f, st->labels.str[i]);
+            char buf[AG_LABEL_NUMBER_SIZE];
+            csv_field(st->per_node_f, ag_label(&st->labels, i, buf, sizeof buf));
             fprintf(st->per_node_f, ",%lld", (long long)(st->src.nb.edge_ptr[i + 1] -
                                                          st->src.nb.edge_ptr[i]));
             csv_number(st->per_node_f, st->entropy[i]);

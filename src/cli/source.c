@@ -123,7 +123,7 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
     if (!rc)
         rc = ag_nbhd_from_pattern(&s->nb, pat, N, o->self, err);
     if (!rc && !s->labels.str)
-        rc = ag_labels_numbered(&s->labels, N, err);
+        s->labels = (ag_labels_t){N, NULL};   /* node numbers, made when printed */
     if (!rc)
         snprintf(s->desc, sizeof s->desc, "pattern '%s'", o->pattern);
     ag_pattern_free(pat);
@@ -157,7 +157,7 @@ static int open_csr(source_t *s, const source_opts_t *o, int *usage, ag_error_t 
     if (!rc)
         rc = ag_nbhd_from_csr(&s->nb, n_ptr - 1, indptr, indices, err);
     if (!rc)
-        rc = ag_labels_numbered(&s->labels, n_ptr - 1, err);
+        s->labels = (ag_labels_t){n_ptr - 1, NULL};   /* node numbers, made when printed */
     if (!rc)
         snprintf(s->desc, sizeof s->desc, "CSR %s", o->csr);
     free(indptr_path);
