@@ -339,6 +339,8 @@ typedef struct {
     float *entropy, *max_weight;
     void (*progress)(int64_t done, int64_t total, void *ctx);
     void *progress_ctx;
+    float *distance;      /* [N, H] the mean distance sum_j a_ij |i - j|, or NULL (a few
+                             more operations an edge) */
 } ag_attention_opts_t;
 
 /* ag_attention with opts (NULL: exactly ag_attention). M is bitwise the same
@@ -414,6 +416,7 @@ typedef struct {
     float *Xn;            /* [N, D] what the projections read (LayerNorm output) */
     float *X_prev;        /* [N, D] the states before the round (for callbacks) */
     float *entropy, *max_weight;   /* [N, H] the round's attention figures (figures) */
+    float *distance;               /* [N, H] (figures == 2) */
 } ag_workspace_t;         /* Xn, X_prev and the figures are made by ag_rounds_run when needed */
 
 int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_error_t *err);
@@ -433,6 +436,7 @@ typedef struct {
        round's attention (NAN without in-edges), from the kernel's own pass;
        NULL unless the options ask for figures */
     const float *entropy, *max_weight;
+    const float *distance;        /* [N, H] sum_j a_ij |i - j| when figures is 2, else NULL */
 } ag_round_t;
 
 typedef struct {
@@ -445,8 +449,9 @@ typedef struct {
        fail with it. */
     int (*on_round)(const ag_round_t *round, void *ctx);
     void *ctx;
-    int figures;                  /* fill ag_round_t's entropy and max_weight (for
-                                     ag_round_figures) in the attention's own pass */
+    int figures;                  /* 1: fill ag_round_t's entropy and max_weight (for
+                                     ag_round_figures) in the attention's own pass;
+                                     2: its distance too */
     /* Progress within round `round` (1-based): work done and total in messages x
        heads, as ag_attention_opts_t's progress (thread 0, no OpenMP, no igraph). */
     void (*on_progress)(int round, int64_t done, int64_t total, void *ctx);

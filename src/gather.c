@@ -58,7 +58,7 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
     if (deg == 0) {
         memset(m_i, 0, (size_t)HD * sizeof *m_i);
         for (int64_t h = 0; stats && h < H; h++)
-            kext_put(x, i, h, H, 0.0f, 0.0f, 0.0f);
+            kext_put(x, i, h, H, 0.0f, 0.0f, 0.0f, 0.0f);
         return;
     }
     int64_t e = 0;
@@ -100,8 +100,12 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
                 s[e + t] = p[t], l += p[t];
             }
         }
-        if (stats)
-            kext_put(x, i, h, H, l, ul, 0.69314718f);
+        if (stats) {
+            float t = 0;
+            for (e = 0; kext_distance(x) && e < deg; e++)
+                t += s[e] * (float)(i > src[e] ? i - src[e] : src[e] - i);
+            kext_put(x, i, h, H, l, ul, t, 0.69314718f);
+        }
         const float inv = 1.0f / l;
         /* 3. P.V, 16 channels at a time */
         int64_t c = 0;

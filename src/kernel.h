@@ -20,6 +20,8 @@
  */
 typedef struct {
     float *entropy, *max_weight;   /* [N, H], or NULL */
+    float *distance;               /* [N, H] sum_j a_ij |i - j|, or NULL (kept as
+                                      t = sum_j p_j |i - j|, rescaled by alpha as l is) */
     void (*progress)(int64_t done, int64_t total, void *ctx);
     void *ctx;
     int64_t total;                 /* E * H */
@@ -30,13 +32,22 @@ typedef struct {
 /* Does the kernel need to keep u? */
 static inline int kext_stats(const kext_t *x)
 {
-    return x && (x->entropy || x->max_weight);
+    return x && (x->entropy || x->max_weight || x->distance);
 }
 
-/* The figures of destination i, head h from l and u (ln_base: ln of the score units' base). */
-static inline void kext_put(const kext_t *x, int64_t i, int64_t h, int64_t H, float l, float u,
-                            float ln_base)
+/* Does the kernel need to keep t (the distance)? */
+static inline int kext_distance(const kext_t *x)
 {
+    return x && x->distance;
+}
+
+/* The figures of destination i, head h from l, u and t (ln_base: ln of the
+   score units' base). */
+static inline void kext_put(const kext_t *x, int64_t i, int64_t h, int64_t H, float l, float u,
+                            float t, float ln_base)
+{
+    if (x->distance)
+        x->distance[i * H + h] = l > 0 ? t / l : NAN;
     if (x->entropy)
         x->entropy[i * H + h] = l > 0 ? logf(l) - ln_base * u / l : NAN;
     if (x->max_weight)

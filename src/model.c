@@ -177,7 +177,7 @@ void ag_workspace_destroy(ag_workspace_t *ws)
     if (!ws)
         return;
     free(ws->Q), free(ws->K), free(ws->V), free(ws->M), free(ws->Xn), free(ws->X_prev);
-    free(ws->entropy), free(ws->max_weight);
+    free(ws->entropy), free(ws->max_weight), free(ws->distance);
     memset(ws, 0, sizeof *ws);
 }
 
@@ -322,19 +322,17 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
     if (callback && !ws->X_prev &&
         !(ws->X_prev = ag_alloc(N * D, sizeof(float), err, "workspace")))
         return AG_ENOMEM;
-    const int figures = callback && opts->figures;
+    const int figures = callback && opts->figures, distance = figures && opts->figures == 2;
     const int64_t H = layers[0].H;
-    if (figures && !ws->entropy &&
-        !(ws->entropy = ag_alloc(N * H, sizeof(float), err, "workspace")))
-        return AG_ENOMEM;
-    if (figures && !ws->max_weight &&
-        !(ws->max_weight = ag_alloc(N * H, sizeof(float), err, "workspace")))
-        return AG_ENOMEM;
+    float **bufs[3] = {&ws->entropy, &ws->max_weight, &ws->distance};
+    for (int b = 0; b < (distance ? 3 : figures ? 2 : 0); b++)
+        if (!*bufs[b] && !(*bufs[b] = ag_alloc(N * H, sizeof(float), err, "workspace")))
+            return AG_ENOMEM;
     round_progress_t progress = {opts, 0};
-    const ag_attention_opts_t attn = {figures ? ws->entropy : NULL,
-                                      figures ? ws->max_weight : NULL,
-                                      opts && opts->on_progress ? round_progress : NULL,
-                                      &progress};
+    const ag_attention_opts_t attn = {
+        .entropy = figures ? ws->entropy : NULL, .max_weight = figures ? ws->max_weight : NULL,
+        .distance = distance ? ws->distance : NULL,
+        .progress = opts && opts->on_progress ? round_progress : NULL, .progress_ctx = &progress};
     for (int r = 0; r < rounds; r++) {
         const int k = n_layers == 1 ? 0 : r;
         const ag_weights_t *w = &layers[k];
@@ -367,7 +365,8 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
             *done = r + 1;
         if (callback) {
             ag_round_t info = {r + 1, nb, w, &sc, X, ws->X_prev, ws,
-                               figures ? ws->entropy : NULL, figures ? ws->max_weight : NULL};
+                               figures ? ws->entropy : NULL, figures ? ws->max_weight : NULL,
+                               distance ? ws->distance : NULL};
             rc = opts->on_round(&info, opts->ctx);
             if (rc == AG_STOP)
                 return AG_OK;

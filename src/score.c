@@ -206,6 +206,8 @@ static void direct_figures(const kext_t *x, int64_t i, int64_t h, int64_t H, con
             ent -= a * logf(a);
         top = fmaxf(top, a);
     }
+    if (x->distance)
+        x->distance[i * H + h] = deg ? 0.0f : NAN;   /* summed by the caller */
     if (x->entropy)
         x->entropy[i * H + h] = deg ? ent : NAN;
     if (x->max_weight)
@@ -249,7 +251,7 @@ static void normalise_row(const sctx_t *c, float *W, int64_t i, int64_t deg, con
         for (int64_t e = 0; e < deg; e++)
             W[e * H + h] /= sum;
         if (stats)
-            kext_put(x, i, h, H, sum, u, 1.0f);
+            kext_put(x, i, h, H, sum, u, 0.0f, 1.0f);   /* the distance: by the caller */
     }
 }
 
@@ -302,8 +304,8 @@ int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const f
         return rc;
     kext_t x = {0};
     if (opts)
-        x = (kext_t){opts->entropy, opts->max_weight, opts->progress, opts->progress_ctx,
-                     nb->n_edges * H, 0, 0};
+        x = (kext_t){opts->entropy, opts->max_weight, opts->distance, opts->progress,
+                     opts->progress_ctx, nb->n_edges * H, 0, 0};
     kext_t *xp = opts ? &x : NULL;
     if (plain_dot(score, d, &scale)) {
         rc = ag_i_attention_auto(nb, Q, K, V, H, d, scale, M, xp, err);
@@ -331,6 +333,8 @@ int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const f
 #pragma omp simd
                     for (int64_t k = 0; k < d; k++)
                         acc[k] += a * v[k];
+                    if (kext_distance(xp))   /* normalise_row left 0 (or NAN) */
+                        x.distance[i * H + h] += a * (float)(i > j ? i - j : j - i);
                 }
         kext_done(xp, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
     }

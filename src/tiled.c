@@ -292,10 +292,10 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
     for (int64_t i = 0; i < nq; i++)
         for (int64_t c = 0; c < d; c += AG_LANES)
             __builtin_prefetch(M + (i0 + i) * HD + off + c, 1);
-    v16f m[QV_MAX], l[QV_MAX], u[QV_MAX];
+    v16f m[QV_MAX], l[QV_MAX], u[QV_MAX], dist[QV_MAX];
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
-        m[v] = v_set1(-__builtin_inff()), l[v] = u[v] = v_set1(0.0f);
+        m[v] = v_set1(-__builtin_inff()), l[v] = u[v] = dist[v] = v_set1(0.0f);
     memset(b->acc, 0, (size_t)(d * BQ) * sizeof(float));
 
     /* Tiles: the block's span, widened to whole register blocks of rows (rows
@@ -373,6 +373,16 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
                     us += p * v_max(y, v_set1(-1000.0f));
                 }
                 u[v] = alpha[v] * (u[v] + shift) + us;
+                if (kext_distance(x)) {   /* t' = alpha t + sum p |i - j| */
+                    const v16f lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+                    const v16f iv = v_set1((float)(i0 + v * AG_LANES)) + lane;
+                    v16f ts = v_set1(0.0f);
+                    for (int64_t jj = 0; jj < bk; jj++) {
+                        const v16f gap = iv - v_set1((float)(j0 + jj));
+                        ts += v_load(b->s + jj * BQ + v * AG_LANES) * v_max(gap, -gap);
+                    }
+                    dist[v] = alpha[v] * dist[v] + ts;
+                }
             }
             l[v] = l[v] * alpha[v] + sum;
             m[v] = m_new;
@@ -386,12 +396,12 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
         v_store(b->l + v * AG_LANES, l[v]);
     store_messages(M + i0 * HD + off, b->acc, b->l, HD, d, nq, QV);
     if (stats) {
-        float ub[BQ_MAX];
+        float ub[BQ_MAX], tb[BQ_MAX];
 #pragma GCC unroll 4
         for (int v = 0; v < QV; v++)
-            v_store(ub + v * AG_LANES, u[v]);
+            v_store(ub + v * AG_LANES, u[v]), v_store(tb + v * AG_LANES, dist[v]);
         for (int64_t i = 0; i < nq; i++)
-            kext_put(x, i0 + i, h, H, b->l[i], ub[i], 0.69314718f);
+            kext_put(x, i0 + i, h, H, b->l[i], ub[i], tb[i], 0.69314718f);
     }
 }
 

@@ -55,30 +55,34 @@ static void fix_free(fix_t *f)
 
 /* Per-head figures [N, H] against ag_attention_stats (mean / largest over heads). */
 static void check_against_stats(const fix_t *f, const ag_score_t *sc, const float *ent,
-                                const float *top, const char *what)
+                                const float *top, const float *dist, const char *what)
 {
     const int64_t N = f->N, H = f->H;
     double *ref_ent = malloc((size_t)N * sizeof(double)), *ref_top = malloc((size_t)N * sizeof(double));
+    double *ref_dist = malloc((size_t)N * sizeof(double));
     ag_error_t err;
-    ck_assert_msg(ag_attention_stats(&f->nb, f->Q, f->K, H, f->d, sc, ref_ent, NULL, ref_top,
+    ck_assert_msg(ag_attention_stats(&f->nb, f->Q, f->K, H, f->d, sc, ref_ent, ref_dist, ref_top,
                                      &err) == AG_OK, "%s", err.msg);
-    double worst_ent = 0, worst_top = 0;
+    double worst_ent = 0, worst_top = 0, worst_dist = 0;
     for (int64_t i = 0; i < N; i++) {
-        double e = 0, t = 0;
+        double e = 0, t = 0, g = 0;
         for (int64_t h = 0; h < H; h++)
-            e += ent[i * H + h], t = h ? fmax(t, top[i * H + h]) : top[i * H + h];
-        e /= (double)H;
+            e += ent[i * H + h], t = h ? fmax(t, top[i * H + h]) : top[i * H + h],
+            g += dist[i * H + h];
+        e /= (double)H, g /= (double)H;
         if (isnan(ref_ent[i])) {
-            ck_assert_msg(isnan(e) && isnan(t), "%s: node %lld has no in-edges, figures %g %g",
-                          what, (long long)i, e, t);
+            ck_assert_msg(isnan(e) && isnan(t) && isnan(g), "%s: node %lld has no in-edges, "
+                          "figures %g %g %g", what, (long long)i, e, t, g);
             continue;
         }
         worst_ent = fmax(worst_ent, fabs(e - ref_ent[i]) / fmax(1.0, fabs(ref_ent[i])));
         worst_top = fmax(worst_top, fabs(t - ref_top[i]));
+        worst_dist = fmax(worst_dist, fabs(g - ref_dist[i]) / fmax(1.0, fabs(ref_dist[i])));
     }
     ck_assert_msg(worst_ent < 5e-5, "%s: entropy off by %g", what, worst_ent);
     ck_assert_msg(worst_top < 1e-5, "%s: largest weight off by %g", what, worst_top);
-    free(ref_ent), free(ref_top);
+    ck_assert_msg(worst_dist < 5e-5, "%s: distance off by %g", what, worst_dist);
+    free(ref_ent), free(ref_top), free(ref_dist);
 }
 
 /* ag_attention_ex on one score: M bitwise as ag_attention's, figures as the stats'. */
@@ -87,15 +91,16 @@ static void check_public(const fix_t *f, const ag_score_t *sc, const char *what)
     const int64_t n = f->N * f->H * f->d, NH = f->N * f->H;
     float *M0 = malloc((size_t)n * sizeof(float)), *M1 = malloc((size_t)n * sizeof(float));
     float *ent = malloc((size_t)NH * sizeof(float)), *top = malloc((size_t)NH * sizeof(float));
+    float *dist = malloc((size_t)NH * sizeof(float));
     ag_error_t err;
     ck_assert_msg(ag_attention(&f->nb, f->Q, f->K, f->V, f->H, f->d, sc, M0, &err) == AG_OK,
                   "%s", err.msg);
-    const ag_attention_opts_t opts = {ent, top, NULL, NULL};
+    const ag_attention_opts_t opts = {.entropy = ent, .max_weight = top, .distance = dist};
     ck_assert_msg(ag_attention_ex(&f->nb, f->Q, f->K, f->V, f->H, f->d, sc, M1, &opts, &err) ==
                   AG_OK, "%s", err.msg);
     ck_assert_msg(memcmp(M0, M1, (size_t)n * sizeof(float)) == 0, "%s: M changed", what);
-    check_against_stats(f, sc, ent, top, what);
-    free(M0), free(M1), free(ent), free(top);
+    check_against_stats(f, sc, ent, top, dist, what);
+    free(M0), free(M1), free(ent), free(top), free(dist);
 }
 
 typedef int (*kernel_fn)(const ag_nbhd_t *, const float *, const float *, const float *,
@@ -107,14 +112,15 @@ static void check_kernel(const fix_t *f, kernel_fn kernel, const char *what)
     const int64_t n = f->N * f->H * f->d, NH = f->N * f->H;
     float *M0 = malloc((size_t)n * sizeof(float)), *M1 = malloc((size_t)n * sizeof(float));
     float *ent = malloc((size_t)NH * sizeof(float)), *top = malloc((size_t)NH * sizeof(float));
+    float *dist = malloc((size_t)NH * sizeof(float));
     const float scale = 1.0f / sqrtf((float)f->d);
     ag_error_t err;
     ck_assert_int_eq(kernel(&f->nb, f->Q, f->K, f->V, f->H, f->d, scale, M0, NULL, &err), AG_OK);
-    kext_t x = {ent, top, NULL, NULL, 0, 0, 0};
+    kext_t x = {ent, top, dist, NULL, NULL, 0, 0, 0};
     ck_assert_int_eq(kernel(&f->nb, f->Q, f->K, f->V, f->H, f->d, scale, M1, &x, &err), AG_OK);
     ck_assert_msg(memcmp(M0, M1, (size_t)n * sizeof(float)) == 0, "%s: M changed", what);
-    check_against_stats(f, NULL, ent, top, what);
-    free(M0), free(M1), free(ent), free(top);
+    check_against_stats(f, NULL, ent, top, dist, what);
+    free(M0), free(M1), free(ent), free(top), free(dist);
 }
 
 static const char *const atoms[] = {
@@ -241,15 +247,17 @@ START_TEST(test_threads)
         fix_t f;
         fix_init(&f, specs[k], 333, 2, 32, 2.0f, AG_SELF_KEEP);
         const int64_t n = f.N * f.H * f.d, NH = f.N * f.H;
-        float *M[2], *ent[2], *top[2];
+        float *M[2], *ent[2], *top[2], *dist[2];
         for (int t = 0; t < 2; t++) {
             M[t] = malloc((size_t)n * sizeof(float));
+            dist[t] = malloc((size_t)NH * sizeof(float));
             ent[t] = malloc((size_t)NH * sizeof(float));
             top[t] = malloc((size_t)NH * sizeof(float));
 #ifdef _OPENMP
             omp_set_num_threads(t + 1);
 #endif
-            const ag_attention_opts_t o = {ent[t], top[t], NULL, NULL};
+            const ag_attention_opts_t o = {.entropy = ent[t], .max_weight = top[t],
+                                           .distance = dist[t]};
             ag_error_t err;
             ck_assert_int_eq(ag_attention_ex(&f.nb, f.Q, f.K, f.V, f.H, f.d, NULL, M[t], &o,
                                              &err), AG_OK);
@@ -257,8 +265,9 @@ START_TEST(test_threads)
         ck_assert(memcmp(M[0], M[1], (size_t)n * sizeof(float)) == 0);
         ck_assert(memcmp(ent[0], ent[1], (size_t)NH * sizeof(float)) == 0);
         ck_assert(memcmp(top[0], top[1], (size_t)NH * sizeof(float)) == 0);
+        ck_assert(memcmp(dist[0], dist[1], (size_t)NH * sizeof(float)) == 0);
         for (int t = 0; t < 2; t++)
-            free(M[t]), free(ent[t]), free(top[t]);
+            free(M[t]), free(ent[t]), free(top[t]), free(dist[t]);
         fix_free(&f);
     }
 }
@@ -292,7 +301,7 @@ START_TEST(test_progress)
         fix_init(&f, specs[k % 3], 2000, 2, 16, 1.0f, AG_SELF_KEEP);
         float *M = malloc((size_t)(f.N * f.H * f.d) * sizeof(float));
         progress_log_t log = {0, 0, 0, 0};
-        const ag_attention_opts_t o = {NULL, NULL, log_progress, &log};
+        const ag_attention_opts_t o = {.progress = log_progress, .progress_ctx = &log};
         ag_error_t err;
 #ifdef _OPENMP
         omp_set_num_threads(threads);

@@ -195,7 +195,7 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
         }
         /* figures: with and without, alternating */
         float *ent = floats(N * H), *top = floats(N * H);
-        const ag_attention_opts_t fig = {ent, top, NULL, NULL};
+        const ag_attention_opts_t fig = {.entropy = ent, .max_weight = top};
         double plain[2 * ROUNDS * PER_ROUND], with[2 * ROUNDS * PER_ROUND];
         for (int k = 0; k < 2 * ROUNDS * PER_ROUND; k++) {
             double t0 = now_s();

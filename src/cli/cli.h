@@ -150,12 +150,20 @@ typedef struct {
     float *edge_bias;         /* per slot, from --edge-bias */
     trace_row_t *trace;       /* [rounds_done] when figures were asked for */
     ag_workspace_t ws;
+    /* per node and head, the reported round's entropy and mean distance from
+       the kernel's own pass (FIGURES_PER_NODE), else NULL */
+    const float *entropy, *distance;
+    float *entropy_kept, *distance_kept;   /* --attn-round's, or raw attention's */
 } result_t;
+
+/* compute's `figures`: the per-round trace (printed), and the reported
+   round's per-node figures in result_t (compare). */
+enum { FIGURES_TRACE = 1, FIGURES_PER_NODE = 2 };
 
 /*
  * Runs the inputs on a source: raw attention, or the rounds from x0 with
  * the options' trace (--trace, --until, --save-rounds, --attn-round; figures
- * when `figures` is set). The trace CSV and round files go to paths given in
+ * as `figures` asks: FIGURES_TRACE, FIGURES_PER_NODE). The trace CSV and round files go to paths given in
  * trace_tmp and rounds_dir (NULL: none).
  */
 int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts_t *o,

@@ -240,12 +240,21 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
     result_t *r = k == 0 ? &st->base : &st->cur;
     if (k > 0)
         result_free(r);
-    if ((rc = compute(r, &st->in, &st->src, &co->o, 0, NULL, err)))
+    /* the reported round's per-node figures come from its own pass */
+    if ((rc = compute(r, &st->in, &st->src, &co->o, FIGURES_PER_NODE, NULL, err)))
         return rc;
     figures_t *f = &st->fig[k];
     f->edges = st->src.nb.n_edges;
     f->density = (double)f->edges / ((double)N * (double)N);
-    if (r->Q) {
+    if (r->entropy && r->distance) {   /* means over heads */
+        const int64_t H = st->in.H;
+        for (int64_t i = 0; i < N; i++) {
+            double e = 0, g = 0;
+            for (int64_t h = 0; h < H; h++)
+                e += r->entropy[i * H + h], g += r->distance[i * H + h];
+            st->entropy[i] = e / (double)H, st->distance[i] = g / (double)H;
+        }
+    } else if (r->Q) {
         if ((rc = ag_attention_stats(&st->src.nb, r->Q, r->K, st->in.H, st->in.d, &r->score,
                                      st->entropy, st->distance, NULL, err)))
             return rc;

@@ -15,7 +15,7 @@
 typedef struct {
     result_t *r;
     const run_opts_t *o;
-    int figures;
+    int figures, per_node;
     FILE *trace;              /* CSV, or NULL */
     ag_error_t *err;
     progress_t *progress;
@@ -50,6 +50,11 @@ static int on_round(const ag_round_t *round, void *ctx)
         r->Q = r->Q_kept;
         r->K = r->K_kept;
         r->kept_score = r->score;
+        if (t->per_node) {
+            memcpy(r->entropy_kept, round->entropy, (size_t)(ws->N * round->w->H) * sizeof(float));
+            memcpy(r->distance_kept, round->distance,
+                   (size_t)(ws->N * round->w->H) * sizeof(float));
+        }
     }
     int rc = AG_OK;
     progress_round(t->progress, round->round);
@@ -91,16 +96,23 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     r->trace = ag_calloc(in->rounds + 1, sizeof *r->trace, err, "trace");
     if (!rc && !r->trace)
         rc = AG_ENOMEM;
+    const int per_node = (figures & FIGURES_PER_NODE) != 0;
     if (!rc && o->attn_round) {
         r->Q_kept = ag_alloc(N * HD, sizeof(float), err, "--attn-round");
         r->K_kept = ag_alloc(N * HD, sizeof(float), err, "--attn-round");
         if (!r->Q_kept || !r->K_kept)
             rc = AG_ENOMEM;
+        if (!rc && per_node && (!(r->entropy_kept = ag_alloc(N * in->H, sizeof(float), err,
+                                                              "--attn-round")) ||
+                                !(r->distance_kept = ag_alloc(N * in->H, sizeof(float), err,
+                                                               "--attn-round"))))
+            rc = AG_ENOMEM;
     }
     if (!rc && o->save_rounds && mkdir(o->save_rounds, 0777) != 0 && errno != EEXIST)
         rc = ag_fail(err, AG_EIO, "%s: cannot create the folder: %s", o->save_rounds,
                      strerror(errno));
-    tracer_t t = {r, o, figures || o->trace || o->until > 0, NULL, err, progress};
+    tracer_t t = {r, o, (figures & FIGURES_TRACE) || o->trace || o->until > 0, per_node, NULL,
+                  err, progress};
     if (!rc && trace_tmp && !(t.trace = fopen(trace_tmp, "w")))
         rc = ag_fail(err, AG_EIO, "%s: cannot write: %s", o->trace, strerror(errno));
     if (t.trace)
@@ -113,9 +125,9 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     ag_score_t score = in->score;
     score.edge_bias = r->edge_bias;
     /* the figures come from the kernels' own pass (ag_round_t's entropy) */
-    const ag_round_opts_t ro = {&score,   o->no_residual, o->norm,         0,
-                                on_round, &t,             t.figures,
-                                progress->show ? rounds_progress : NULL};
+    const ag_round_opts_t ro = {&score,   o->no_residual, o->norm,
+                                0,        on_round,       &t,
+                                per_node ? 2 : t.figures, progress->show ? rounds_progress : NULL};
     rc = ag_rounds_run(nb, in->layers, in->n_layers, r->y, (int)in->rounds, &ro, &r->ws,
                        &r->rounds_done, err);
     if (t.trace && fclose(t.trace) != 0 && !rc)
@@ -126,8 +138,12 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     if (!rc && r->rounds_done > 0 && !o->attn_round) {
         r->Q = r->ws.Q;
         r->K = r->ws.K;
+        r->entropy = per_node ? r->ws.entropy : NULL;
+        r->distance = per_node ? r->ws.distance : NULL;
     } else if (!rc && o->attn_round) {
         r->score = r->kept_score;
+        r->entropy = r->entropy_kept;
+        r->distance = r->distance_kept;
     }
     return rc;
 }
@@ -158,9 +174,17 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
         r->Q = in->q.data;
         r->K = in->k.data;
         r->rounds_done = 1;
-        const ag_attention_opts_t ao = {NULL, NULL, progress.show ? raw_progress : NULL,
-                                        &progress};
-        rc = ag_attention_ex(&src->nb, in->q.data, in->k.data, in->v.data, in->H, in->d,
+        if ((figures & FIGURES_PER_NODE) &&
+            (!(r->entropy_kept = ag_alloc(N * in->H, sizeof(float), err, "figures")) ||
+             !(r->distance_kept = ag_alloc(N * in->H, sizeof(float), err, "figures"))))
+            rc = AG_ENOMEM;
+        r->entropy = r->entropy_kept, r->distance = r->distance_kept;
+        const ag_attention_opts_t ao = {.entropy = r->entropy_kept,
+                                        .distance = r->distance_kept,
+                                        .progress = progress.show ? raw_progress : NULL,
+                                        .progress_ctx = &progress};
+        if (!rc)
+            rc = ag_attention_ex(&src->nb, in->q.data, in->k.data, in->v.data, in->H, in->d,
                              &r->score, r->y, &ao, err);
         progress_round(&progress, 1);
     } else if (!rc) {
@@ -179,6 +203,8 @@ void result_free(result_t *r)
     free(r->K_kept);
     free(r->edge_bias);
     free(r->trace);
+    free(r->entropy_kept);
+    free(r->distance_kept);
     ag_workspace_destroy(&r->ws);
     memset(r, 0, sizeof *r);
 }
