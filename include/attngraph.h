@@ -323,24 +323,25 @@ int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const floa
 /*
  * What ag_attention_ex adds to a round, all optional (NULL: not wanted).
  *
- * entropy, max_weight [N, H]: for destination i and head h, the entropy
- * -sum_j a_ij ln a_ij of its weights (nats) and its largest weight, NAN for a
- * node without in-edges: the figures of ag_attention_stats per head, computed
- * in the kernel's own pass from the softmax state it holds (running max and
- * sum), at a few percent of the round. They agree with ag_attention_stats to
- * float rounding (the fast kernels' exp2 is good to 2.5e-7).
+ * entropy, max_weight, distance [N, H]: for destination i and head h, the
+ * entropy -sum_j a_ij ln a_ij of its weights (nats), its largest weight and
+ * its mean distance sum_j a_ij |i - j|; NAN for a node without in-edges. The
+ * figures of ag_attention_stats per head, computed in the kernel's own pass
+ * from the softmax state it holds (running max and sum, with sum_j p_j s_j
+ * beside them), at 1-5% of the round (distance: a few operations an edge
+ * more). They agree with ag_attention_stats to float rounding; like M, they
+ * are bitwise the same for any thread count.
  *
  * progress: called with the work done and the total (messages x heads) about
  * every thousandth of the work and at the end, on the calling thread (OpenMP
  * thread 0, between its tasks): it must not use OpenMP nor call igraph, and
- * should return quickly.
+ * should return quickly. On a short run the other threads may do every task
+ * before thread 0 reports: then only the final call comes.
  */
 typedef struct {
-    float *entropy, *max_weight;
+    float *entropy, *max_weight, *distance;
     void (*progress)(int64_t done, int64_t total, void *ctx);
     void *progress_ctx;
-    float *distance;      /* [N, H] the mean distance sum_j a_ij |i - j|, or NULL (a few
-                             more operations an edge) */
 } ag_attention_opts_t;
 
 /* ag_attention with opts (NULL: exactly ag_attention). M is bitwise the same
