@@ -224,8 +224,15 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
 /* Node labels: one UTF-8 string per node. */
 typedef struct {
     int64_t n;
-    char **str;           /* [n] */
+    char **str;           /* [n], or NULL: node i is labelled by its number (no strings
+                             made: a pattern or CSR of 10 million nodes prints 20) */
 } ag_labels_t;
+
+/* Room for a node number as text (ag_label's buf). */
+#define AG_LABEL_NUMBER_SIZE 24
+/* Node i's label: labels->str[i], or i written into buf [size] when the labels
+   are numbers (str NULL). */
+const char *ag_label(const ag_labels_t *labels, int64_t i, char *buf, size_t size);
 
 /*
  * Labels from the vertex attribute `label`, else `name`, else `id` (strings,
@@ -402,6 +409,36 @@ int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const floa
                  int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err);
 
 /*
+ * What ag_attention_ex adds to a round, all optional (NULL: not wanted).
+ *
+ * entropy, max_weight, distance [N, H]: for destination i and head h, the
+ * entropy -sum_j a_ij ln a_ij of its weights (nats), its largest weight and
+ * its mean distance sum_j a_ij |i - j|; NAN for a node without in-edges. The
+ * figures of ag_attention_stats per head, computed in the kernel's own pass
+ * from the softmax state it holds (running max and sum, with sum_j p_j s_j
+ * beside them), at 1-5% of the round (distance: a few operations an edge
+ * more). They agree with ag_attention_stats to float rounding; like M, they
+ * are bitwise the same for any thread count.
+ *
+ * progress: called with the work done and the total (messages x heads) about
+ * every thousandth of the work and at the end, on the calling thread (OpenMP
+ * thread 0, between its tasks): it must not use OpenMP nor call igraph, and
+ * should return quickly. On a short run the other threads may do every task
+ * before thread 0 reports: then only the final call comes.
+ */
+typedef struct {
+    float *entropy, *max_weight, *distance;
+    void (*progress)(int64_t done, int64_t total, void *ctx);
+    void *progress_ctx;
+} ag_attention_opts_t;
+
+/* ag_attention with opts (NULL: exactly ag_attention). M is bitwise the same
+   with and without opts. */
+int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                    int64_t H, int64_t d, const ag_score_t *score, float *M,
+                    const ag_attention_opts_t *opts, ag_error_t *err);
+
+/*
  * The attention weights of the edges of destinations lo..hi-1:
  * W[(s - edge_ptr[lo])*H + h] for slot s and head h. For softmax and linear
  * scores each destination's weights sum to 1 per head.
@@ -468,7 +505,9 @@ typedef struct {
     float *Q, *K, *V, *M; /* [N, H*d] */
     float *Xn;            /* [N, D] what the projections read (LayerNorm output) */
     float *X_prev;        /* [N, D] the states before the round (for callbacks) */
-} ag_workspace_t;         /* Xn and X_prev are made by ag_rounds_run when needed */
+    float *entropy, *max_weight;   /* [N, H] the round's attention figures (figures) */
+    float *distance;               /* [N, H] (figures == 2) */
+} ag_workspace_t;         /* Xn, X_prev and the figures are made by ag_rounds_run when needed */
 
 int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_error_t *err);
 void ag_workspace_destroy(ag_workspace_t *ws);
@@ -483,6 +522,11 @@ typedef struct {
     const ag_score_t *score;      /* the round's score (attention vectors filled in) */
     const float *X, *X_prev;      /* [N, D] after and before the round */
     const ag_workspace_t *ws;     /* Q, K, V, M of the round */
+    /* [N, H] per node and head, the entropy (nats) and largest weight of the
+       round's attention (NAN without in-edges), from the kernel's own pass;
+       NULL unless the options ask for figures */
+    const float *entropy, *max_weight;
+    const float *distance;        /* [N, H] sum_j a_ij |i - j| when figures is 2, else NULL */
 } ag_round_t;
 
 typedef struct {
@@ -495,6 +539,12 @@ typedef struct {
        fail with it. */
     int (*on_round)(const ag_round_t *round, void *ctx);
     void *ctx;
+    int figures;                  /* 1: fill ag_round_t's entropy and max_weight (for
+                                     ag_round_figures) in the attention's own pass;
+                                     2: its distance too */
+    /* Progress within round `round` (1-based): work done and total in messages x
+       heads, as ag_attention_opts_t's progress (thread 0, no OpenMP, no igraph). */
+    void (*on_progress)(int round, int64_t done, int64_t total, void *ctx);
 } ag_round_opts_t;
 
 /*
@@ -509,7 +559,9 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
                   int rounds, const ag_round_opts_t *opts, ag_workspace_t *ws, int *done,
                   ag_error_t *err);
 
-/* Convergence figures of a round. */
+/* Convergence figures of a round: from round->entropy and max_weight when the
+   round has them (opts->figures), else by scoring the round's edges again
+   (ag_attention_stats). Time O(N D + N H), or O(E H d) without them. */
 typedef struct {
     double change;                /* ||X - X_prev|| / ||X_prev|| (Frobenius) */
     double entropy;               /* mean attention entropy over nodes with in-edges (nats) */

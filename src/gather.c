@@ -50,12 +50,15 @@ AG_INLINE void prefetch_rows(const ag_nbhd_t *nb, int64_t i, const float *X, int
 
 AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const float *K,
                           const float *V, int64_t H, int64_t d, float scale2, float *M,
-                          float *s, int64_t *src, float *q)
+                          float *s, int64_t *src, float *q, const kext_t *x)
 {
     const int64_t HD = H * d, deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
+    const int stats = kext_stats(x);
     float *m_i = M + i * HD;
     if (deg == 0) {
         memset(m_i, 0, (size_t)HD * sizeof *m_i);
+        for (int64_t h = 0; stats && h < H; h++)
+            kext_put(x, i, h, H, 0.0f, 0.0f, 0.0f, 0.0f);
         return;
     }
     int64_t e = 0;
@@ -74,25 +77,34 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
                 __builtin_prefetch(V + src[e] * HD + off + c);
             s[e] = dot_v(q, K + src[e] * HD + off, d);
         }
-        /* 2. exact softmax in base 2 */
+        /* 2. exact softmax in base 2 (and u = sum p (s - mx) for the figures) */
         float mx = s[0];
         for (e = 1; e < deg; e++)
             mx = s[e] > mx ? s[e] : mx;
-        v16f sum = {0};
+        v16f sum = {0}, u = {0};
         for (e = 0; e + AG_LANES <= deg; e += AG_LANES) {
-            const v16f p = v_exp2(v_load(s + e) - v_set1(mx));
+            const v16f y = v_load(s + e) - v_set1(mx), p = v_exp2(y);
             v_store(s + e, p);
             sum += p;
+            if (stats)
+                u += p * y;
         }
-        float l = v_sum(sum);
+        float l = v_sum(sum), ul = stats ? v_sum(u) : 0.0f;
         if (e < deg) {   /* the last partial vector, padded with -inf (weight 0) */
             float tail[AG_LANES];
             for (int64_t t = 0; t < AG_LANES; t++)
                 tail[t] = e + t < deg ? s[e + t] - mx : -__builtin_inff();
             const v16f p = v_exp2(v_load(tail));
-            v_store(tail, p);
-            for (int64_t t = 0; e + t < deg; t++)
-                s[e + t] = tail[t], l += tail[t];
+            for (int64_t t = 0; e + t < deg; t++) {
+                ul += p[t] * tail[t];
+                s[e + t] = p[t], l += p[t];
+            }
+        }
+        if (stats) {
+            float t = 0;
+            for (e = 0; kext_distance(x) && e < deg; e++)
+                t += s[e] * (float)(i > src[e] ? i - src[e] : src[e] - i);
+            kext_put(x, i, h, H, l, ul, t, 0.69314718f);
         }
         const float inv = 1.0f / l;
         /* 3. P.V, 16 channels at a time */
@@ -120,17 +132,19 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
 #define ROWS_VARIANT(name, target)                                                          \
     target static void name(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,     \
                             const float *K, const float *V, int64_t H, int64_t d,            \
-                            float scale2, float *M, float *s, int64_t *src, float *q)         \
+                            float scale2, float *M, float *s, int64_t *src, float *q,         \
+                            const kext_t *x)                                                  \
     {                                                                                       \
         for (int64_t i = lo; i < hi; i++)                                                   \
-            gather_row(nb, i, Q, K, V, H, d, scale2, M, s, src, q);                         \
+            gather_row(nb, i, Q, K, V, H, d, scale2, M, s, src, q, x);                      \
     }
 ROWS_VARIANT(rows_avx512, AG_TARGET_AVX512)
 ROWS_VARIANT(rows_avx2, AG_TARGET_AVX2)
 ROWS_VARIANT(rows_base, )
 
 int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, float scale, float *M, ag_error_t *err)
+                          int64_t H, int64_t d, float scale, float *M, kext_t *x,
+                          ag_error_t *err)
 {
     const int64_t N = nb->n_nodes;
     int64_t max_deg = 0;
@@ -151,13 +165,16 @@ int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, c
         float *q = (float *)(src + max_deg);
         static void (*const variants[3])(const ag_nbhd_t *, int64_t, int64_t, const float *,
                                          const float *, const float *, int64_t, int64_t, float,
-                                         float *, float *, int64_t *, float *) = {
+                                         float *, float *, int64_t *, float *,
+                                         const kext_t *) = {
             rows_base, rows_avx2, rows_avx512};
         const ag_simd_level_t level = ag_simd_level();
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t i0 = 0; i0 < N; i0 += 64)
-            variants[level](nb, i0, i0 + 64 < N ? i0 + 64 : N, Q, K, V, H, d, scale2, M, s, src,
-                            q);
+        for (int64_t i0 = 0; i0 < N; i0 += 64) {
+            const int64_t i1 = i0 + 64 < N ? i0 + 64 : N;
+            variants[level](nb, i0, i1, Q, K, V, H, d, scale2, M, s, src, q, x);
+            kext_done(x, (nb->edge_ptr[i1] - nb->edge_ptr[i0]) * H);
+        }
     }
     free(buf);
     return AG_OK;

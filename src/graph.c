@@ -429,11 +429,13 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
             rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
         } else {
             g = &copy;
-            for (int64_t i = 0; labels && i < labels->n && !rc; i++)
-                if (SETVAS(&copy, "label", i, labels->str[i]) ||
-                    SETVAS(&copy, "name", i, labels->str[i]) ||
-                    (format == AG_FORMAT_PAJEK && SETVAS(&copy, "id", i, labels->str[i])))
+            for (int64_t i = 0; labels && i < labels->n && !rc; i++) {
+                char buf[AG_LABEL_NUMBER_SIZE];
+                const char *l = ag_label(labels, i, buf, sizeof buf);
+                if (SETVAS(&copy, "label", i, l) || SETVAS(&copy, "name", i, l) ||
+                    (format == AG_FORMAT_PAJEK && SETVAS(&copy, "id", i, l)))
                     rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+            }
             /* without labels, string ids that name the nodes move to `name` */
             if (!labels && id_type == IGRAPH_ATTRIBUTE_STRING &&
                 attr_type(graph, IGRAPH_ATTRIBUTE_VERTEX, "label") < 0 &&
@@ -457,6 +459,14 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
 }
 
 /* ---- labels ---- */
+
+const char *ag_label(const ag_labels_t *labels, int64_t i, char *buf, size_t size)
+{
+    if (labels && labels->str)
+        return labels->str[i];
+    snprintf(buf, size, "%lld", (long long)i);
+    return buf;
+}
 
 void ag_labels_destroy(ag_labels_t *labels)
 {

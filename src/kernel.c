@@ -22,17 +22,20 @@
 #include "kernel.h"
 #include "vec.h"
 
-/* Row i of M over i's in-edges, every head; mx, sum: [H] scratch. */
+/* Row i of M over i's in-edges, every head; mx, sum, u, t: [H] scratch (u, t:
+   the figures' sums of p (s - mx) and p |i - j|, kept when x asks for
+   figures; see kernel.h). */
 static void attend_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const float *K,
                        const float *V, int64_t H, int64_t d, float scale, float *m_i,
-                       float *mx, float *sum)
+                       float *mx, float *sum, float *u, float *t, const kext_t *x)
 {
+    const int stats = kext_stats(x);
     const int64_t HD = H * d;
     const float *q_i = Q + i * HD;
     memset(m_i, 0, (size_t)HD * sizeof *m_i);
     for (int64_t h = 0; h < H; h++) {
         mx[h] = -INFINITY;
-        sum[h] = 0.0f;
+        sum[h] = u[h] = t[h] = 0.0f;
     }
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++) {
         const int64_t j_end = nb->run_src[r] + nb->run_len[r];
@@ -43,6 +46,10 @@ static void attend_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const flo
                 float *acc = m_i + h * d;
                 if (s > mx[h]) {
                     const float c = exp_or_zero(mx[h] - s);
+                    if (stats) {
+                        u[h] = sum[h] > 0 ? c * (u[h] + (mx[h] - s) * sum[h]) : 0.0f;
+                        t[h] *= c;
+                    }
                     sum[h] *= c;
                     for (int64_t k = 0; k < d; k++)
                         acc[k] *= c;
@@ -50,6 +57,10 @@ static void attend_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const flo
                 }
                 const float p = exp_or_zero(s - mx[h]);
                 sum[h] += p;
+                if (stats) {
+                    u[h] += p * (s - mx[h]);
+                    t[h] += p * (float)(i > j ? i - j : j - i);
+                }
                 const float *v = v_j + h * d;
 #pragma omp simd
                 for (int64_t k = 0; k < d; k++)
@@ -58,6 +69,8 @@ static void attend_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const flo
         }
     }
     for (int64_t h = 0; h < H; h++) {
+        if (stats)
+            kext_put(x, i, h, H, sum[h], u[h], t[h], 1.0f);
         if (sum[h] == 0.0f)
             continue;                 /* no in-edges: the row stays zero */
         const float inv = 1.0f / sum[h];
@@ -67,10 +80,11 @@ static void attend_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const flo
 }
 
 int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, float scale, float *M, ag_error_t *err)
+                          int64_t H, int64_t d, float scale, float *M, kext_t *x,
+                          ag_error_t *err)
 {
     const int64_t N = nb->n_nodes;
-    scratch_t scratch = {NULL, scratch_stride(2 * H)};
+    scratch_t scratch = {NULL, scratch_stride(4 * H)};
     scratch.buf = ag_alloc((int64_t)max_threads() * scratch.stride, sizeof(float), err,
                            "attention scratch");
     if (!scratch.buf)
@@ -79,20 +93,23 @@ int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, c
 #pragma omp parallel for schedule(dynamic, 16)
     for (int64_t i = 0; i < N; i++) {
         float *mx = scratch_mine(&scratch);
-        attend_row(nb, i, Q, K, V, H, d, scale, M + i * H * d, mx, mx + H);
+        attend_row(nb, i, Q, K, V, H, d, scale, M + i * H * d, mx, mx + H, mx + 2 * H,
+                   mx + 3 * H, x);
+        kext_done(x, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
     }
     free(scratch.buf);
     return AG_OK;
 }
 
 int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                        int64_t H, int64_t d, float scale, float *M, ag_error_t *err)
+                        int64_t H, int64_t d, float scale, float *M, kext_t *x,
+                        ag_error_t *err)
 {
     /* One run per destination, long enough to fill tiles: the fused tiled
        kernel; anything else: the gather kernel. The one-pass kernel above is
        the simple reference the tests hold both to. */
     const int64_t N = nb->n_nodes;
     if (N > 0 && nb->n_edges / N >= 16 && ag_i_tiled_applies(nb))
-        return ag_i_attention_tiled(nb, Q, K, V, H, d, scale, M, err);
-    return ag_i_attention_gather(nb, Q, K, V, H, d, scale, M, err);
+        return ag_i_attention_tiled(nb, Q, K, V, H, d, scale, M, x, err);
+    return ag_i_attention_gather(nb, Q, K, V, H, d, scale, M, x, err);
 }

@@ -2,11 +2,76 @@
 #ifndef AG_KERNEL_H
 #define AG_KERNEL_H
 
+#include <math.h>
+
 #include "attngraph.h"
+#include "vec.h"
+
+/*
+ * What a kernel adds to M in the same pass (ag_attention_ex): per destination
+ * and head, figures from the softmax state it already holds, and progress.
+ * With scores s in units where p = base^(s - m) (base e, or 2 for the kernels
+ * that use exp2), the running max m, the sum l = sum_j p_j and
+ * u = sum_j p_j (s_j - m):
+ *   a_ij = p_j / l,  max_j a_ij = 1 / l (the largest p is base^0 = 1),
+ *   entropy = -sum_j a_ij ln a_ij = ln l - ln(base) u / l.
+ * u is kept relative to the running max (no cancellation against a large m);
+ * when the max grows from m to m', u' = alpha (u + (m - m') l), alpha = base^(m - m').
+ */
+typedef struct {
+    float *entropy, *max_weight;   /* [N, H], or NULL */
+    float *distance;               /* [N, H] sum_j a_ij |i - j|, or NULL (kept as
+                                      t = sum_j p_j |i - j|, rescaled by alpha as l is) */
+    void (*progress)(int64_t done, int64_t total, void *ctx);
+    void *ctx;
+    int64_t total;                 /* E * H */
+    int64_t done;                  /* messages x heads done (atomic) */
+    int64_t next;                  /* thread 0's next report */
+} kext_t;
+
+/* Does the kernel need to keep u? */
+static inline int kext_stats(const kext_t *x)
+{
+    return x && (x->entropy || x->max_weight || x->distance);
+}
+
+/* Does the kernel need to keep t (the distance)? */
+static inline int kext_distance(const kext_t *x)
+{
+    return x && x->distance;
+}
+
+/* The figures of destination i, head h from l, u and t (ln_base: ln of the
+   score units' base). */
+static inline void kext_put(const kext_t *x, int64_t i, int64_t h, int64_t H, float l, float u,
+                            float t, float ln_base)
+{
+    if (x->distance)
+        x->distance[i * H + h] = l > 0 ? t / l : NAN;
+    if (x->entropy)
+        x->entropy[i * H + h] = l > 0 ? logf(l) - ln_base * u / l : NAN;
+    if (x->max_weight)
+        x->max_weight[i * H + h] = l > 0 ? 1.0f / l : NAN;
+}
+
+/* `work` messages x heads done; thread 0 reports about every 1/1000 of the
+   total (the callback runs on the calling thread, between tasks). */
+static inline void kext_done(kext_t *x, int64_t work)
+{
+    if (!x || !x->progress)
+        return;
+    const int64_t done = __atomic_add_fetch(&x->done, work, __ATOMIC_RELAXED);
+    if (thread_id() == 0 && done >= x->next) {
+        x->next = done + x->total / 1000 + 1;
+        x->progress(done, x->total, x->ctx);
+    }
+}
 
 /* Softmax attention with scores q.k * scale, one pass (kernel.c). */
 int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, float scale, float *M, ag_error_t *err);
+                          int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
+
+/* Every kernel below takes x (NULL: M only). */
 
 /* Does every destination have at most one run (the tiled kernel's shape)? */
 int ag_i_tiled_applies(const ag_nbhd_t *nb);
@@ -14,14 +79,14 @@ int ag_i_tiled_applies(const ag_nbhd_t *nb);
 /* Softmax attention with scores q.k * scale, fused and tiled (tiled.c);
    every destination must have at most one run. */
 int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                         int64_t H, int64_t d, float scale, float *M, ag_error_t *err);
+                         int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
 /* Softmax attention with scores q.k * scale for any neighbourhoods, reading
    scattered rows with prefetching (gather.c). */
 int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, float scale, float *M, ag_error_t *err);
+                          int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
 
 /* The fastest kernel that applies to nb's shape. */
 int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                        int64_t H, int64_t d, float scale, float *M, ag_error_t *err);
+                        int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
 
 #endif

@@ -176,6 +176,7 @@ void ag_workspace_destroy(ag_workspace_t *ws)
     if (!ws)
         return;
     free(ws->Q), free(ws->K), free(ws->V), free(ws->M), free(ws->Xn), free(ws->X_prev);
+    free(ws->entropy), free(ws->max_weight), free(ws->distance);
     memset(ws, 0, sizeof *ws);
 }
 
@@ -283,6 +284,18 @@ static int round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weight
     return AG_OK;
 }
 
+/* ag_attention_ex's progress, told the round. */
+typedef struct {
+    const ag_round_opts_t *opts;
+    int round;
+} round_progress_t;
+
+static void round_progress(int64_t done, int64_t total, void *ctx)
+{
+    const round_progress_t *p = ctx;
+    p->opts->on_progress(p->round, done, total, p->opts->ctx);
+}
+
 int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
                   int rounds, const ag_round_opts_t *opts, ag_workspace_t *ws, int *done,
                   ag_error_t *err)
@@ -309,6 +322,17 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
     if (callback && !ws->X_prev &&
         !(ws->X_prev = ag_alloc(N * D, sizeof(float), err, "workspace")))
         return AG_ENOMEM;
+    const int figures = callback && opts->figures, distance = figures && opts->figures == 2;
+    const int64_t H = layers[0].H;
+    float **bufs[3] = {&ws->entropy, &ws->max_weight, &ws->distance};
+    for (int b = 0; b < (distance ? 3 : figures ? 2 : 0); b++)
+        if (!*bufs[b] && !(*bufs[b] = ag_alloc(N * H, sizeof(float), err, "workspace")))
+            return AG_ENOMEM;
+    round_progress_t progress = {opts, 0};
+    const ag_attention_opts_t attn = {
+        .entropy = figures ? ws->entropy : NULL, .max_weight = figures ? ws->max_weight : NULL,
+        .distance = distance ? ws->distance : NULL,
+        .progress = opts && opts->on_progress ? round_progress : NULL, .progress_ctx = &progress};
     for (int r = 0; r < rounds; r++) {
         const int k = n_layers == 1 ? 0 : r;
         const ag_weights_t *w = &layers[k];
@@ -330,7 +354,8 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
             project(ws->K, Xin, w->wk, N, D, HD, 0.0f);
             project(ws->V, Xin, w->wv, N, D, HD, 0.0f);
         }
-        if ((rc = ag_attention(nb, ws->Q, ws->K, ws->V, w->H, w->d, &sc, ws->M, err)))
+        progress.round = r + 1;
+        if ((rc = ag_attention_ex(nb, ws->Q, ws->K, ws->V, w->H, w->d, &sc, ws->M, &attn, err)))
             return rc;
         if (callback)
             memcpy(ws->X_prev, X, (size_t)(N * D) * sizeof *X);
@@ -339,7 +364,9 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         if (done)
             *done = r + 1;
         if (callback) {
-            ag_round_t info = {r + 1, nb, w, &sc, X, ws->X_prev, ws};
+            ag_round_t info = {r + 1, nb, w, &sc, X, ws->X_prev, ws,
+                               figures ? ws->entropy : NULL, figures ? ws->max_weight : NULL,
+                               distance ? ws->distance : NULL};
             rc = opts->on_round(&info, opts->ctx);
             if (rc == AG_STOP)
                 return AG_OK;
@@ -350,25 +377,58 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
     return AG_OK;
 }
 
+/* Sum of squares of a - b and of b over n values, the same bits for any
+   thread count: fixed chunks summed in parallel, then in order. */
+#define FIG_CHUNKS 256
+static void change_sums(const float *a, const float *b, int64_t n, double *diff, double *base)
+{
+    double part[2 * FIG_CHUNKS];
+    const int64_t per = (n + FIG_CHUNKS - 1) / FIG_CHUNKS;
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < FIG_CHUNKS; c++) {
+        double dd = 0, bb = 0;
+        const int64_t lo = c * per, hi = lo + per < n ? lo + per : n;
+        for (int64_t x = lo; x < hi; x++) {
+            const double u = a[x], v = b[x];
+            dd += (u - v) * (u - v);
+            bb += v * v;
+        }
+        part[2 * c] = dd, part[2 * c + 1] = bb;
+    }
+    *diff = *base = 0;
+    for (int c = 0; c < FIG_CHUNKS; c++)
+        *diff += part[2 * c], *base += part[2 * c + 1];
+}
+
 int ag_round_figures(const ag_round_t *round, ag_round_figures_t *f, ag_error_t *err)
 {
     const ag_workspace_t *ws = round->ws;
-    const int64_t N = ws->N, D = ws->D;
-    double diff = 0, base = 0;
-    for (int64_t x = 0; x < N * D; x++) {
-        const double a = round->X[x], b = round->X_prev[x];
-        diff += (a - b) * (a - b);
-        base += b * b;
-    }
+    const int64_t N = ws->N, D = ws->D, H = round->w->H;
+    double diff, base;
+    change_sums(round->X, round->X_prev, N * D, &diff, &base);
     f->change = base > 0 ? sqrt(diff / base) : (diff > 0 ? INFINITY : 0);
-    double *stats = ag_alloc(2 * N, sizeof *stats, err, "round figures");
-    if (!stats)
-        return AG_ENOMEM;
-    int rc = ag_attention_stats(round->nb, ws->Q, ws->K, round->w->H, round->w->d, round->score,
-                                stats, NULL, stats + N, err);
     double sum = 0;
     int64_t n = 0;
     f->max_weight = 0;
+    if (round->entropy && round->max_weight) {   /* the kernel's own figures */
+        for (int64_t i = 0; i < N; i++) {
+            if (isnan(round->entropy[i * H]))
+                continue;                           /* no in-edges */
+            double e = 0;
+            for (int64_t h = 0; h < H; h++) {
+                e += round->entropy[i * H + h];
+                f->max_weight = fmax(f->max_weight, round->max_weight[i * H + h]);
+            }
+            sum += e / (double)H, n++;
+        }
+        f->entropy = n ? sum / (double)n : NAN;
+        return AG_OK;
+    }
+    double *stats = ag_alloc(2 * N, sizeof *stats, err, "round figures");
+    if (!stats)
+        return AG_ENOMEM;
+    int rc = ag_attention_stats(round->nb, ws->Q, ws->K, H, round->w->d, round->score,
+                                stats, NULL, stats + N, err);
     for (int64_t i = 0; !rc && i < N; i++)
         if (isfinite(stats[i])) {
             sum += stats[i], n++;

@@ -194,15 +194,40 @@ static void score_row(const sctx_t *c, const ag_nbhd_t *nb, int64_t i, float *W)
                 W[slot * c->H + h] = score_edge(c, i, j, s0 + slot, h);
 }
 
-/* Scores -> weights, in place, for `deg` slots of one destination. */
-static void normalise_row(const sctx_t *c, float *W, int64_t deg)
+/* -sum a ln a and the largest a over `deg` weights of head h (weights that
+   are not a softmax: sigmoid, linear). */
+static void direct_figures(const kext_t *x, int64_t i, int64_t h, int64_t H, const float *W,
+                           int64_t deg)
+{
+    float ent = 0, top = 0;
+    for (int64_t e = 0; e < deg; e++) {
+        const float a = W[e * H + h];
+        if (a > 0)
+            ent -= a * logf(a);
+        top = fmaxf(top, a);
+    }
+    if (x->distance)
+        x->distance[i * H + h] = deg ? 0.0f : NAN;   /* summed by the caller */
+    if (x->entropy)
+        x->entropy[i * H + h] = deg ? ent : NAN;
+    if (x->max_weight)
+        x->max_weight[i * H + h] = deg ? top : NAN;
+}
+
+/* Scores -> weights, in place, for the `deg` slots of destination i; with x
+   asking for figures, also i's figures per head (kernel.h: a softmax's come
+   from its max and sum, with u = sum p (s - max)). */
+static void normalise_row(const sctx_t *c, float *W, int64_t i, int64_t deg, const kext_t *x)
 {
     const int64_t H = c->H;
+    const int stats = kext_stats(x);
     for (int64_t h = 0; h < H; h++) {
         if (c->sc.kind == AG_SCORE_SIGMOID) {
             const float b = c->sc.has_sigmoid_bias ? c->sc.sigmoid_bias : -logf((float)deg);
             for (int64_t e = 0; e < deg; e++)
                 W[e * H + h] = 1.0f / (1.0f + expf(-(W[e * H + h] + b)));
+            if (stats)
+                direct_figures(x, i, h, H, W, deg);
             continue;
         }
         if (c->sc.kind == AG_SCORE_LINEAR) {
@@ -211,15 +236,22 @@ static void normalise_row(const sctx_t *c, float *W, int64_t deg)
                 sum += W[e * H + h];
             for (int64_t e = 0; e < deg; e++)
                 W[e * H + h] = sum > 0 ? W[e * H + h] / sum : 0.0f;
+            if (stats)
+                direct_figures(x, i, h, H, W, deg);
             continue;
         }
-        float mx = -INFINITY, sum = 0;
+        float mx = -INFINITY, sum = 0, u = 0;
         for (int64_t e = 0; e < deg; e++)
             mx = fmaxf(mx, W[e * H + h]);
-        for (int64_t e = 0; e < deg; e++)
-            sum += (W[e * H + h] = exp_or_zero(W[e * H + h] - mx));
+        for (int64_t e = 0; e < deg; e++) {
+            const float y = W[e * H + h] - mx, p = exp_or_zero(y);
+            sum += (W[e * H + h] = p);
+            u += p * y;
+        }
         for (int64_t e = 0; e < deg; e++)
             W[e * H + h] /= sum;
+        if (stats)
+            kext_put(x, i, h, H, sum, u, 0.0f, 1.0f);   /* the distance: by the caller */
     }
 }
 
@@ -259,12 +291,28 @@ static void generic_end(sctx_t *c, scratch_t *buf)
 int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                  int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err)
 {
+    return ag_attention_ex(nb, Q, K, V, H, d, score, M, NULL, err);
+}
+
+int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                    int64_t H, int64_t d, const ag_score_t *score, float *M,
+                    const ag_attention_opts_t *opts, ag_error_t *err)
+{
     float scale;
     int rc = ag_score_check(score, nb, H, d, err);
     if (rc)
         return rc;
-    if (plain_dot(score, d, &scale))
-        return ag_i_attention_auto(nb, Q, K, V, H, d, scale, M, err);
+    kext_t x = {0};
+    if (opts)
+        x = (kext_t){opts->entropy, opts->max_weight, opts->distance, opts->progress,
+                     opts->progress_ctx, nb->n_edges * H, 0, 0};
+    kext_t *xp = opts ? &x : NULL;
+    if (plain_dot(score, d, &scale)) {
+        rc = ag_i_attention_auto(nb, Q, K, V, H, d, scale, M, xp, err);
+        if (!rc && x.progress)
+            x.progress(x.total, x.total, x.ctx);
+        return rc;
+    }
     sctx_t c;
     scratch_t buf;
     if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, err)))
@@ -274,7 +322,7 @@ int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const floa
     for (int64_t i = 0; i < nb->n_nodes; i++) {
         float *W = scratch_mine(&buf), *m_i = M + i * HD;
         score_row(&c, nb, i, W);
-        normalise_row(&c, W, nb->edge_ptr[i + 1] - nb->edge_ptr[i]);
+        normalise_row(&c, W, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], xp);
         memset(m_i, 0, (size_t)HD * sizeof *m_i);
         int64_t slot = 0;
         for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
@@ -285,9 +333,14 @@ int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const floa
 #pragma omp simd
                     for (int64_t k = 0; k < d; k++)
                         acc[k] += a * v[k];
+                    if (kext_distance(xp))   /* normalise_row left 0 (or NAN) */
+                        x.distance[i * H + h] += a * (float)(i > j ? i - j : j - i);
                 }
+        kext_done(xp, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
     }
     generic_end(&c, &buf);
+    if (x.progress)
+        x.progress(x.total, x.total, x.ctx);
     return AG_OK;
 }
 
@@ -309,7 +362,7 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
     for (int64_t i = lo; i < hi; i++) {
         float *W_i = W + (nb->edge_ptr[i] - base) * H;
         score_row(&c, nb, i, W_i);
-        normalise_row(&c, W_i, nb->edge_ptr[i + 1] - nb->edge_ptr[i]);
+        normalise_row(&c, W_i, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], NULL);
     }
     free(c.owned);
     return AG_OK;
@@ -331,7 +384,7 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
         if (deg > 0) {
             float *W = scratch_mine(&buf);
             score_row(&c, nb, i, W);
-            normalise_row(&c, W, deg);
+            normalise_row(&c, W, i, deg, NULL);
             ent = dist = top = 0;
             int64_t slot = 0;
             for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)

@@ -14,7 +14,8 @@
  *   4. online softmax per lane in base 2 (exp2 of scores already in log2 units),
  *             rescaling the accumulator when a lane's max grows;
  *   5. P.V    acc [d][BQ] += V_tile^T P, register-blocked 4 channels x QV vectors;
- *   6. store  M rows = acc^T / l.
+ *   6. store  M rows = acc^T / l (and, when asked, each lane's figures from its
+ *             l and u = sum p (s - m), kept in step 4; see kernel.h).
  * Each (block, head) is one task: no atomics, and the bits do not depend on
  * the thread count. Blocks are handed out heaviest first (causal: the last),
  * one at a time.
@@ -265,8 +266,10 @@ AG_INLINE void store_messages(float *M, const float *restrict acc, const float *
 /* One block of destinations i0 .. i0+nq-1 and one head; see the file comment. */
 AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,
                             const float *K, const float *V, int64_t H, int64_t d, int64_t h,
-                            float scale2, float *M, const tile_buf_t *b, const int QV)
+                            float scale2, float *M, const tile_buf_t *b, const kext_t *x,
+                            const int QV)
 {
+    const int stats = kext_stats(x);
     const int BQ = QV * AG_LANES;
     const int64_t HD = H * d, off = h * d;
     /* 1. lanes: runs and packed queries */
@@ -289,10 +292,10 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
     for (int64_t i = 0; i < nq; i++)
         for (int64_t c = 0; c < d; c += AG_LANES)
             __builtin_prefetch(M + (i0 + i) * HD + off + c, 1);
-    v16f m[QV_MAX], l[QV_MAX];
+    v16f m[QV_MAX], l[QV_MAX], u[QV_MAX], dist[QV_MAX];
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
-        m[v] = v_set1(-__builtin_inff()), l[v] = v_set1(0.0f);
+        m[v] = v_set1(-__builtin_inff()), l[v] = u[v] = dist[v] = v_set1(0.0f);
     memset(b->acc, 0, (size_t)(d * BQ) * sizeof(float));
 
     /* Tiles: the block's span, widened to whole register blocks of rows (rows
@@ -348,11 +351,38 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
             const v16f m_use = v_select(m_new == v_set1(-__builtin_inff()), v_set1(0.0f), m_new);
             alpha[v] = v_exp2(m[v] - m_use);
             v16f sum = v_set1(0.0f);
-            for (int64_t jj = 0; jj < bk; jj++) {
-                float *row = b->s + jj * BQ + v * AG_LANES;
-                const v16f p = v_exp2(v_load(row) - m_use);
-                v_store(row, p);
-                sum += p;
+            if (!stats) {
+                for (int64_t jj = 0; jj < bk; jj++) {
+                    float *row = b->s + jj * BQ + v * AG_LANES;
+                    const v16f p = v_exp2(v_load(row) - m_use);
+                    v_store(row, p);
+                    sum += p;
+                }
+            } else {
+                /* u' = alpha (u + (m - m') l) + sum p y; a lane with l = 0 has u = 0
+                   (and m = -inf: the select keeps -inf * 0 out); masked rows have
+                   y = -inf and p = 0, so y is clamped before the product */
+                const v16f shift = v_select(l[v] > v_set1(0.0f), (m[v] - m_use) * l[v],
+                                            v_set1(0.0f));
+                v16f us = v_set1(0.0f);
+                for (int64_t jj = 0; jj < bk; jj++) {
+                    float *row = b->s + jj * BQ + v * AG_LANES;
+                    const v16f y = v_load(row) - m_use, p = v_exp2(y);
+                    v_store(row, p);
+                    sum += p;
+                    us += p * v_max(y, v_set1(-1000.0f));
+                }
+                u[v] = alpha[v] * (u[v] + shift) + us;
+                if (kext_distance(x)) {   /* t' = alpha t + sum p |i - j| */
+                    const v16f lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+                    const v16f iv = v_set1((float)(i0 + v * AG_LANES)) + lane;
+                    v16f ts = v_set1(0.0f);
+                    for (int64_t jj = 0; jj < bk; jj++) {
+                        const v16f gap = iv - v_set1((float)(j0 + jj));
+                        ts += v_load(b->s + jj * BQ + v * AG_LANES) * v_max(gap, -gap);
+                    }
+                    dist[v] = alpha[v] * dist[v] + ts;
+                }
             }
             l[v] = l[v] * alpha[v] + sum;
             m[v] = m_new;
@@ -365,15 +395,23 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
     for (int v = 0; v < QV; v++)
         v_store(b->l + v * AG_LANES, l[v]);
     store_messages(M + i0 * HD + off, b->acc, b->l, HD, d, nq, QV);
+    if (stats) {
+        float ub[BQ_MAX], tb[BQ_MAX];
+#pragma GCC unroll 4
+        for (int v = 0; v < QV; v++)
+            v_store(ub + v * AG_LANES, u[v]), v_store(tb + v * AG_LANES, dist[v]);
+        for (int64_t i = 0; i < nq; i++)
+            kext_put(x, i0 + i, h, H, b->l[i], ub[i], tb[i], 0.69314718f);
+    }
 }
 
 /* The block loop compiled per instruction set and block width. */
 #define BLOCK_VARIANT(name, target, qv)                                                     \
     target static void name(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,     \
                             const float *K, const float *V, int64_t H, int64_t d, int64_t h,  \
-                            float scale2, float *M, const tile_buf_t *b)                      \
+                            float scale2, float *M, const tile_buf_t *b, const kext_t *x)    \
     {                                                                                       \
-        attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, qv);                       \
+        attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, x, qv);                    \
     }
 BLOCK_VARIANT(block_q4_avx512, AG_TARGET_AVX512, 4)
 BLOCK_VARIANT(block_q1_avx512, AG_TARGET_AVX512, 1)
@@ -384,7 +422,7 @@ BLOCK_VARIANT(block_q1_base, , 1)
 
 typedef void (*block_fn)(const ag_nbhd_t *, int64_t, int64_t, const float *, const float *,
                          const float *, int64_t, int64_t, int64_t, float, float *,
-                         const tile_buf_t *);
+                         const tile_buf_t *, const kext_t *);
 
 int ag_i_tiled_applies(const ag_nbhd_t *nb)
 {
@@ -397,7 +435,8 @@ int ag_i_tiled_applies(const ag_nbhd_t *nb)
 }
 
 int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                         int64_t H, int64_t d, float scale, float *M, ag_error_t *err)
+                         int64_t H, int64_t d, float scale, float *M, kext_t *x,
+                         ag_error_t *err)
 {
     const int64_t N = nb->n_nodes;
     if (!ag_i_tiled_applies(nb))
@@ -436,7 +475,8 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
         for (int64_t t = 0; t < n_tasks; t++) {
             const int64_t h = t / n_blocks, blk = n_blocks - 1 - t % n_blocks, i0 = blk * BQ;
             const int64_t nq = N - i0 < BQ ? N - i0 : BQ;
-            block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b);
+            block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b, x);
+            kext_done(x, nb->edge_ptr[i0 + nq] - nb->edge_ptr[i0]);
         }
     }
     free(buf);

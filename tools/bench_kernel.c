@@ -7,7 +7,10 @@
  *   - each case of the table: median of its timed runs (each group of them after
  *     untimed warm-up runs, as the yardstick flushes the caches), useful
  *     GFLOP/s = 4*E*d*H / time, the ratio to its yardstick, and the largest
- *     error against the double reference (|m - m_ref| / max |m_ref|).
+ *     error against the double reference (|m - m_ref| / max |m_ref|);
+ *   - the cost of a round's figures (entropy and largest weight per node and
+ *     head, ag_attention_ex) in the kernel's own pass: runs with and without
+ *     them alternate, and the ratio is of the two medians.
  * This machine is shared and its speed drifts, so each case's runs are
  * interleaved with runs of its yardstick and the ratio is of the two medians:
  * both saw the same machine. Inputs come from a fixed seed.
@@ -183,6 +186,23 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
             printf("  %-32s %d  %8.4f s %7.2f GFLOP/s  %4.2f of sgemm at %5.1f GFLOP/s\n",
                    c->name, threads, tm, gf, gf / y, y);
         }
+        /* figures: with and without, alternating */
+        float *ent = floats(N * H), *top = floats(N * H);
+        const ag_attention_opts_t fig = {.entropy = ent, .max_weight = top};
+        double plain[2 * ROUNDS * PER_ROUND], with[2 * ROUNDS * PER_ROUND];
+        for (int k = 0; k < 2 * ROUNDS * PER_ROUND; k++) {
+            double t0 = now_s();
+            ag_attention(&nb, Q, K, V, H, d, NULL, M, &err);
+            plain[k] = now_s() - t0;
+            t0 = now_s();
+            ag_attention_ex(&nb, Q, K, V, H, d, NULL, M, &fig, &err);
+            with[k] = now_s() - t0;
+        }
+        const double tp = median_s(plain, 2 * ROUNDS * PER_ROUND);
+        const double tw = median_s(with, 2 * ROUNDS * PER_ROUND);
+        printf("  %-32s %d  figures in the pass: %8.4f s = %5.3f of the plain %8.4f s\n", "",
+               threads, tw, tw / tp, tp);
+        free(ent), free(top);
         fflush(stdout);
     }
     /* error against the double reference */

@@ -26,7 +26,7 @@ static const char bench_usage[] =
     "  -h, --help          this text\n";
 
 typedef int (*kernel_fn)(const ag_nbhd_t *, const float *, const float *, const float *,
-                         int64_t, int64_t, float, float *, ag_error_t *);
+                         int64_t, int64_t, float, float *, kext_t *, ag_error_t *);
 
 static int pick_kernel(kernel_fn *fn, const char *name)
 {
@@ -148,7 +148,7 @@ int cmd_bench(int argc, char **argv)
     const float scale = 1.0f / sqrtf((float)d);
     for (int64_t r = 0; !rc && r < warmup + reps; r++) {
         const double a = now_s();
-        rc = kernel(&s.nb, q.data, k.data, v.data, H, d, scale, M, &err);
+        rc = kernel(&s.nb, q.data, k.data, v.data, H, d, scale, M, NULL, &err);
         if (r >= warmup)
             t[r - warmup] = now_s() - a;
     }

@@ -26,7 +26,7 @@ enum {
     OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_EDGE_BIAS, OPT_ALIBI, OPT_NO_RESIDUAL, OPT_NORM,
     OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_TRACE, OPT_UNTIL, OPT_SAVE_ROUNDS, OPT_ATTN_ROUND,
     OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP, OPT_CSR, OPT_REPS, OPT_WARMUP, OPT_JSON, OPT_KERNEL,
-    OPT_HEAD_MESSAGES, OPT_DIRECTED, OPT_UNDIRECTED,
+    OPT_HEAD_MESSAGES, OPT_DIRECTED, OPT_UNDIRECTED, OPT_PROGRESS, OPT_NO_PROGRESS,
     OPT_END
 };
 #define OPT_COUNT (OPT_END - OPT_Q)
@@ -58,6 +58,7 @@ typedef struct {
     int max_export_given;
     int quiet;
     const char *nodes_text;            /* --nodes as given: checked against --max-nodes */
+    int progress;                      /* -1: on a terminal; 0: --no-progress; 1: --progress */
     unsigned char given[OPT_COUNT];    /* which input options were given (by code - OPT_Q) */
 } run_opts_t;
 
@@ -201,12 +202,20 @@ typedef struct {
     float *edge_bias;         /* per slot, from --edge-bias */
     trace_row_t *trace;       /* [rounds_done] when figures were asked for */
     ag_workspace_t ws;
+    /* per node and head, the reported round's entropy and mean distance from
+       the kernel's own pass (FIGURES_PER_NODE), else NULL */
+    const float *entropy, *distance;
+    float *entropy_kept, *distance_kept;   /* --attn-round's, or raw attention's */
 } result_t;
+
+/* compute's `figures`: the per-round trace (printed), and the reported
+   round's per-node figures in result_t (compare). */
+enum { FIGURES_TRACE = 1, FIGURES_PER_NODE = 2 };
 
 /*
  * Runs the inputs on a source: raw attention, or the rounds from x0 with
  * the options' trace (--trace, --until, --save-rounds, --attn-round; figures
- * when `figures` is set). The trace CSV and round files go to paths given in
+ * as `figures` asks: FIGURES_TRACE, FIGURES_PER_NODE). The trace CSV and round files go to paths given in
  * trace_tmp and rounds_dir (NULL: none).
  */
 int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts_t *o,

@@ -114,8 +114,11 @@ static void print_row(const conn_t *c, const figures_t *f, const ag_labels_t *la
     print_number(stdout, first ? NAN : f->rel_l2, 7, 4);
     print_number(stdout, first ? NAN : f->cos_mean, 7, 4);
     printf("  ");
-    for (int k = 0; !first && k < f->n_changed; k++)
-        printf("%s'%s' %.3g", k ? ", " : "", labels->str[f->changed[k]], f->changed_by[k]);
+    for (int k = 0; !first && k < f->n_changed; k++) {
+        char buf[AG_LABEL_NUMBER_SIZE];
+        printf("%s'%s' %.3g", k ? ", " : "", ag_label(labels, f->changed[k], buf, sizeof buf),
+               f->changed_by[k]);
+    }
     printf("%s\n", first ? "(baseline)" : "");
 }
 
@@ -141,8 +144,9 @@ static void csv_row(FILE *f, const conn_t *c, const figures_t *fig, const ag_lab
     char changed[1024] = "";
     for (int k = 0; !first && k < fig->n_changed; k++) {
         size_t len = strlen(changed);
+        char buf[AG_LABEL_NUMBER_SIZE];
         snprintf(changed + len, sizeof changed - len, "%s%s", k ? " " : "",
-                 labels->str[fig->changed[k]]);
+                 ag_label(labels, fig->changed[k], buf, sizeof buf));
     }
     csv_field(f, changed);
     fputc('\n', f);
@@ -232,6 +236,8 @@ typedef struct {
 /* Are these labels just the numbering 0, 1, ...? (Then they name nothing.) */
 static int numbered(const ag_labels_t *l)
 {
+    if (!l->str)        /* numbers, made when printed */
+        return 1;
     char buf[24];
     for (int64_t i = 0; i < l->n; i++) {
         snprintf(buf, sizeof buf, "%lld", (long long)i);
@@ -286,7 +292,7 @@ static int size_from_graph(compare_state_t *st, const compare_opts_t *co, int *u
 static int check_labels(compare_state_t *st, const compare_opts_t *co, int k, ag_error_t *err)
 {
     ag_labels_t *l = &st->src.labels;
-    if (!st->labels.str || (numbered(&st->labels) && !numbered(l))) {
+    if (!st->labels_from || (numbered(&st->labels) && !numbered(l))) {
         ag_labels_destroy(&st->labels);
         st->labels = *l;
         st->labels_from = co->conns[k].name;
@@ -340,12 +346,21 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
     result_t *r = k == 0 ? &st->base : &st->cur;
     if (k > 0)
         result_free(r);
-    if ((rc = compute(r, &st->in, &st->src, &co->o, 0, NULL, err)))
+    /* the reported round's per-node figures come from its own pass */
+    if ((rc = compute(r, &st->in, &st->src, &co->o, FIGURES_PER_NODE, NULL, err)))
         return rc;
     figures_t *f = &st->fig[k];
     f->edges = st->src.nb.n_edges;
     f->density = (double)f->edges / ((double)N * (double)N);
-    if (r->Q) {
+    if (r->entropy && r->distance) {   /* means over heads */
+        const int64_t H = st->in.H;
+        for (int64_t i = 0; i < N; i++) {
+            double e = 0, g = 0;
+            for (int64_t h = 0; h < H; h++)
+                e += r->entropy[i * H + h], g += r->distance[i * H + h];
+            st->entropy[i] = e / (double)H, st->distance[i] = g / (double)H;
+        }
+    } else if (r->Q) {
         if ((rc = ag_attention_stats(&st->src.nb, r->Q, r->K, st->in.H, st->in.d, &r->score,
                                      st->entropy, st->distance, NULL, err)))
             return rc;
@@ -364,7 +379,8 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
         for (int64_t i = 0; i < N; i++) {
             csv_field(st->per_node_f, co->conns[k].name);
             fprintf(st->per_node_f, ",%lld,", (long long)i);
-            csv_field(st->per_node_f, st->labels.str[i]);
+            char buf[AG_LABEL_NUMBER_SIZE];
+            csv_field(st->per_node_f, ag_label(&st->labels, i, buf, sizeof buf));
             fprintf(st->per_node_f, ",%lld", (long long)(st->src.nb.edge_ptr[i + 1] -
                                                          st->src.nb.edge_ptr[i]));
             csv_number(st->per_node_f, st->entropy[i]);

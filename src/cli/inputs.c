@@ -51,6 +51,7 @@ void run_opts_init(run_opts_t *o)
     o->seed = 1;
     o->src.max_nodes = AG_DEFAULT_MAX_NODES;
     o->max_export = 50000000;
+    o->progress = -1;
 }
 
 int usage_error(const char *cmd, const char *fmt, ...)

@@ -26,7 +26,7 @@ static const char inspect_usage[] =
 static int resolve(int64_t *node, const char *name, const ag_labels_t *labels, ag_error_t *err)
 {
     int64_t found = -1, second = -1;
-    for (int64_t i = 0; i < labels->n && second < 0; i++)
+    for (int64_t i = 0; labels->str && i < labels->n && second < 0; i++)   /* NULL: ids */
         if (strcmp(labels->str[i], name) == 0) {
             if (found < 0)
                 found = i;
@@ -98,16 +98,17 @@ static int answer_who(const result_t *r, const inputs_t *in, const source_t *s, 
         }
         qsort(picks, (size_t)n, sizeof *picks, by_mean_desc);
     }
-    const char *la = s->labels.str[a];
+    char buf_a[AG_LABEL_NUMBER_SIZE], buf_b[AG_LABEL_NUMBER_SIZE];
+    const char *la = ag_label(&s->labels, a, buf_a, sizeof buf_a);
+    const char *lb = have_b ? ag_label(&s->labels, b, buf_b, sizeof buf_b) : "";
     if (!rc && have_b) {
         int64_t k = 0;
         while (k < n && picks[k].src != b)
             k++;
         if (k == n) {
-            printf("'%s' does not attend '%s': there is no edge %s -> %s\n", la,
-                   s->labels.str[b], s->labels.str[b], la);
+            printf("'%s' does not attend '%s': there is no edge %s -> %s\n", la, lb, lb, la);
         } else {
-            printf("'%s' attends '%s': %.1f%%", la, s->labels.str[b], 100.0 * picks[k].mean);
+            printf("'%s' attends '%s': %.1f%%", la, lb, 100.0 * picks[k].mean);
             print_heads(picks[k].heads, H);
             printf("\n");
         }
@@ -115,7 +116,8 @@ static int answer_who(const result_t *r, const inputs_t *in, const source_t *s, 
         printf("'%s' attends %s\n", la, n ? "(mean over heads, strongest first):"
                                           : "nothing (no in-edges)");
         for (int64_t k = 0; k < n; k++) {
-            printf("  '%s': %.1f%%", s->labels.str[picks[k].src], 100.0 * picks[k].mean);
+            printf("  '%s': %.1f%%", ag_label(&s->labels, picks[k].src, buf_b, sizeof buf_b),
+                   100.0 * picks[k].mean);
             print_heads(picks[k].heads, H);
             printf("\n");
         }
@@ -162,9 +164,12 @@ static int answer_top(const result_t *r, const inputs_t *in, const source_t *s, 
             printf("the strongest edge (mean over heads):\n");
         else
             printf("the %lld strongest edges (mean over heads):\n", (long long)n);
-        for (int64_t k = 0; k < n; k++)
-            printf("  '%s' attends '%s': %.1f%%\n", s->labels.str[best_dst[k]],
-                   s->labels.str[best[k].src], 100.0 * best[k].mean);
+        for (int64_t k = 0; k < n; k++) {
+            char buf_d[AG_LABEL_NUMBER_SIZE], buf_s[AG_LABEL_NUMBER_SIZE];
+            printf("  '%s' attends '%s': %.1f%%\n",
+                   ag_label(&s->labels, best_dst[k], buf_d, sizeof buf_d),
+                   ag_label(&s->labels, best[k].src, buf_s, sizeof buf_s), 100.0 * best[k].mean);
+        }
     }
     free(W), free(src), free(best), free(best_dst);
     return rc;

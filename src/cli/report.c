@@ -81,12 +81,13 @@ int report_summary(FILE *f, const result_t *r, const inputs_t *in, const source_
             if (at < TOP)
                 best[at] = j, best_w[at] = total;
         }
-        fprintf(f, "  '%s' attends ", s->labels.str[i]);
+        char buf[AG_LABEL_NUMBER_SIZE];
+        fprintf(f, "  '%s' attends ", ag_label(&s->labels, i, buf, sizeof buf));
         if (n_best == 0)
             fputs("nothing (no in-edges)", f);
         for (int b = 0; b < n_best; b++)
-            fprintf(f, "%s'%s': %.1f%%", b ? ", " : "", s->labels.str[best[b]],
-                    100.0 * best_w[b]);
+            fprintf(f, "%s'%s': %.1f%%", b ? ", " : "",
+                    ag_label(&s->labels, best[b], buf, sizeof buf), 100.0 * best_w[b]);
         fputc('\n', f);
     }
     if (!rc && nb->n_nodes > show)
@@ -112,9 +113,10 @@ static int write_csv(const char *path, const ag_edge_msg_t *msgs, const int64_t 
     for (int64_t k = 0; k < E; k++)
         for (int64_t h = 0; h < H; h++) {
             fprintf(f, "%lld,%lld,", (long long)msgs[k].src, (long long)msgs[k].dst);
-            csv_field(f, labels->str[msgs[k].src]);
+            char buf[AG_LABEL_NUMBER_SIZE];
+            csv_field(f, ag_label(labels, msgs[k].src, buf, sizeof buf));
             fputc(',', f);
-            csv_field(f, labels->str[msgs[k].dst]);
+            csv_field(f, ag_label(labels, msgs[k].dst, buf, sizeof buf));
             fprintf(f, ",%lld,%.9g", (long long)h, W[slot[k] * H + h]);
             fputs(!added ? "\n" : msgs[k].edge_id < 0 ? ",1\n" : ",0\n", f);
         }

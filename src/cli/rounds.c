@@ -10,13 +10,15 @@
 
 #include "cli.h"
 #include "internal.h"
+#include "progress.h"
 
 typedef struct {
     result_t *r;
     const run_opts_t *o;
-    int figures;
+    int figures, per_node;
     FILE *trace;              /* CSV, or NULL */
     ag_error_t *err;
+    progress_t *progress;
 } tracer_t;
 
 /* Writes X [N, D] as DIR/round-R.npy, whole or not at all. */
@@ -50,8 +52,14 @@ static int on_round(const ag_round_t *round, void *ctx)
         r->Q = r->Q_kept;
         r->K = r->K_kept;
         r->kept_score = r->score;
+        if (t->per_node) {
+            memcpy(r->entropy_kept, round->entropy, (size_t)(ws->N * round->w->H) * sizeof(float));
+            memcpy(r->distance_kept, round->distance,
+                   (size_t)(ws->N * round->w->H) * sizeof(float));
+        }
     }
     int rc = AG_OK;
+    progress_round(t->progress, round->round);
     trace_row_t *row = &r->trace[round->round - 1];
     row->round = round->round;
     if (t->figures && (rc = ag_round_figures(round, &row->f, t->err)))
@@ -67,8 +75,18 @@ static int on_round(const ag_round_t *round, void *ctx)
     return AG_OK;
 }
 
+static void rounds_progress(int round, int64_t done, int64_t total, void *ctx)
+{
+    progress_attention(round, done, total, ((tracer_t *)ctx)->progress);
+}
+
+static void raw_progress(int64_t done, int64_t total, void *ctx)
+{
+    progress_attention(1, done, total, ctx);
+}
+
 static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, const run_opts_t *o,
-                      int figures, const char *trace_tmp, ag_error_t *err)
+                      int figures, const char *trace_tmp, progress_t *progress, ag_error_t *err)
 {
     const ag_nbhd_t *nb = &src->nb;
     const int64_t N = in->N, HD = in->H * in->d;
@@ -80,16 +98,23 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     r->trace = ag_calloc(in->rounds + 1, sizeof *r->trace, err, "trace");
     if (!rc && !r->trace)
         rc = AG_ENOMEM;
+    const int per_node = (figures & FIGURES_PER_NODE) != 0;
     if (!rc && o->attn_round) {
         r->Q_kept = ag_alloc(N * HD, sizeof(float), err, "--attn-round");
         r->K_kept = ag_alloc(N * HD, sizeof(float), err, "--attn-round");
         if (!r->Q_kept || !r->K_kept)
             rc = AG_ENOMEM;
+        if (!rc && per_node && (!(r->entropy_kept = ag_alloc(N * in->H, sizeof(float), err,
+                                                              "--attn-round")) ||
+                                !(r->distance_kept = ag_alloc(N * in->H, sizeof(float), err,
+                                                               "--attn-round"))))
+            rc = AG_ENOMEM;
     }
     if (!rc && o->save_rounds && mkdir(o->save_rounds, 0777) != 0 && errno != EEXIST)
         rc = ag_fail(err, AG_EIO, "%s: cannot create the directory: %s", o->save_rounds,
                      strerror(errno));
-    tracer_t t = {r, o, figures || o->trace || o->until > 0, NULL, err};
+    tracer_t t = {r, o, (figures & FIGURES_TRACE) || o->trace || o->until > 0, per_node, NULL,
+                  err, progress};
     if (!rc && trace_tmp && !(t.trace = fopen(trace_tmp, "w")))
         rc = ag_fail(err, AG_EIO, "%s: cannot write: %s", o->trace, strerror(errno));
     if (t.trace)
@@ -101,7 +126,10 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     }
     ag_score_t score = in->score;
     score.edge_bias = r->edge_bias;
-    const ag_round_opts_t ro = {&score, o->no_residual, o->norm, 0, on_round, &t};
+    /* the figures come from the kernels' own pass (ag_round_t's entropy) */
+    const ag_round_opts_t ro = {&score,   o->no_residual, o->norm,
+                                0,        on_round,       &t,
+                                per_node ? 2 : t.figures, progress->show ? rounds_progress : NULL};
     rc = ag_rounds_run(nb, in->layers, in->n_layers, r->y, (int)in->rounds, &ro, &r->ws,
                        &r->rounds_done, err);
     if (t.trace && fclose(t.trace) != 0 && !rc)
@@ -112,8 +140,12 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     if (!rc && r->rounds_done > 0 && !o->attn_round) {
         r->Q = r->ws.Q;
         r->K = r->ws.K;
+        r->entropy = per_node ? r->ws.entropy : NULL;
+        r->distance = per_node ? r->ws.distance : NULL;
     } else if (!rc && o->attn_round) {
         r->score = r->kept_score;
+        r->entropy = r->entropy_kept;
+        r->distance = r->distance_kept;
     }
     return rc;
 }
@@ -128,6 +160,9 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
     if (!r->y)
         return AG_ENOMEM;
     int rc = AG_OK;
+    progress_t progress;
+    progress_begin(&progress, o->progress, o->quiet, in->raw ? 1 : (int)in->rounds);
+    estimate_late(o, in, &src->nb);
     if (o->edge_bias) {
         if (!src->have_graph)
             rc = ag_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "
@@ -146,11 +181,23 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
         r->Q = in->q.data;
         r->K = in->k.data;
         r->rounds_done = 1;
-        rc = ag_attention(&src->nb, in->q.data, in->k.data, in->v.data, in->H, in->d, &r->score,
-                          r->y, err);
+        if ((figures & FIGURES_PER_NODE) &&
+            (!(r->entropy_kept = ag_alloc(N * in->H, sizeof(float), err, "figures")) ||
+             !(r->distance_kept = ag_alloc(N * in->H, sizeof(float), err, "figures"))))
+            rc = AG_ENOMEM;
+        r->entropy = r->entropy_kept, r->distance = r->distance_kept;
+        const ag_attention_opts_t ao = {.entropy = r->entropy_kept,
+                                        .distance = r->distance_kept,
+                                        .progress = progress.show ? raw_progress : NULL,
+                                        .progress_ctx = &progress};
+        if (!rc)
+            rc = ag_attention_ex(&src->nb, in->q.data, in->k.data, in->v.data, in->H, in->d,
+                             &r->score, r->y, &ao, err);
+        progress_round(&progress, 1);
     } else if (!rc) {
-        rc = run_rounds(r, in, src, o, figures, trace_tmp, err);
+        rc = run_rounds(r, in, src, o, figures, trace_tmp, &progress, err);
     }
+    progress_end(&progress);
     if (rc)
         result_free(r);
     return rc;
@@ -163,6 +210,8 @@ void result_free(result_t *r)
     free(r->K_kept);
     free(r->edge_bias);
     free(r->trace);
+    free(r->entropy_kept);
+    free(r->distance_kept);
     ag_workspace_destroy(&r->ws);
     memset(r, 0, sizeof *r);
 }

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "internal.h"
+#include "progress.h"
 
 static const char run_usage[] =
     "usage: attngraph run GRAPH [options]\n"
@@ -33,6 +34,8 @@ static const char run_usage[] =
     "                      written whole as its round ends (kept if the run fails later)\n"
     "  --max-edges N       refuse an --attn export of more than N weights (default 50000000)\n"
     "  --quiet             print nothing on success\n"
+    "  --progress, --no-progress  show progress on standard error, or not (default: when\n"
+    "                      it is a terminal); runs of over a minute say so before starting\n"
     "  -h, --help          this text\n"
     "\n"
     "An output FILE of - is standard output (the report then goes to stderr);\n"
@@ -55,7 +58,9 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         {"head-messages", required_argument, 0, OPT_HEAD_MESSAGES},
         {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
         {"trace", required_argument, 0, OPT_TRACE},
-        {"save-rounds", required_argument, 0, OPT_SAVE_ROUNDS}, {0, 0, 0, 0},
+        {"save-rounds", required_argument, 0, OPT_SAVE_ROUNDS},
+        {"progress", no_argument, 0, OPT_PROGRESS}, {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+        {0, 0, 0, 0},
     };
     static const int repeatable[] = {OPT_ATTN, 0};
     merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
@@ -85,6 +90,7 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         case OPT_HEAD_MESSAGES: o->head_messages = p.arg; break;
         case OPT_TRACE: o->trace = p.arg; break;
         case OPT_SAVE_ROUNDS: o->save_rounds = p.arg; break;
+        case OPT_PROGRESS: case OPT_NO_PROGRESS: o->progress = c == OPT_PROGRESS; break;
         case OPT_MAX_EDGES:
             o->max_export_given = 1;
             /* fall through */
@@ -200,6 +206,8 @@ int cmd_run(int argc, char **argv)
     int rc = out_open_all(outs, N_OUTS, &usage, &err);
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
+    if (!rc)
+        estimate_early(&o, &s.nb);   /* a run of hours says so before its setup */
     if (!rc)
         rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
     const int figures = !o.quiet && in.rounds > 1;

@@ -150,7 +150,7 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
     if (!rc && (rc = ag_nbhd_from_pattern(&s->nb, pat, N, o->self, err)) == AG_EINVAL)
         *usage = !o->labels_file;   /* the spec does not fit --nodes or --tokens */
     if (!rc && !s->labels.str)
-        rc = ag_labels_numbered(&s->labels, N, err);
+        s->labels = (ag_labels_t){N, NULL};   /* node numbers, made when printed */
     if (!rc)
         snprintf(s->desc, sizeof s->desc, "pattern '%s'", o->pattern);
     ag_pattern_free(pat);
@@ -187,7 +187,7 @@ static int open_csr(source_t *s, const source_opts_t *o, int *usage, ag_error_t 
     if (!rc)
         rc = ag_nbhd_self_loops(&s->nb, o->self, err);
     if (!rc)
-        rc = ag_labels_numbered(&s->labels, n_ptr - 1, err);
+        s->labels = (ag_labels_t){n_ptr - 1, NULL};   /* node numbers, made when printed */
     if (!rc)
         snprintf(s->desc, sizeof s->desc, "CSR %s", o->csr);
     free(indptr_path);
