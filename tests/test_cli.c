@@ -585,7 +585,8 @@ START_TEST(edge_bias_from_a_graph_attribute)
     ag_matrix_destroy(&m);
     snprintf(args, sizeof args, "run %s --edge-bias nope", p);
     expect_cli(args, 1, 2, "edge attribute 'nope' is not in the graph");
-    expect_cli("run --pattern causal --nodes 3 --edge-bias dist", 1, 2, "needs a graph file");
+    expect_cli("run --pattern causal --nodes 3 --edge-bias dist", 2, 2,
+               "a pattern has no edge attributes");
 }
 END_TEST
 

@@ -92,6 +92,21 @@ START_TEST(npy_shape_is_checked_against_the_file)
 }
 END_TEST
 
+/* Features of 1e30 are finite, but their scores overflow float32: the run
+   once wrote NaN everywhere with exit 0. */
+START_TEST(overflow_is_refused_not_written)
+{
+    float x[4 * 16];
+    fill_uniform(x, 4 * 16, 3, 1e30f);
+    const char *feat = tmp_path("huge_features.npy"), *out = tmp_path("huge_out.npy");
+    ck_assert_int_eq(ag_npy_write_f32(feat, x, 4, 16, &(ag_error_t){0}), AG_OK);
+    char args[1024];
+    snprintf(args, sizeof args, "run graphs/sentence.gml --features %s --out %s", feat, out);
+    expect_cli(args, 1, 2, "the computation overflowed float32");
+    ck_assert(!file_exists(out));
+}
+END_TEST
+
 Suite *hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
@@ -100,6 +115,7 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, cli_refuses_deep_nesting);
     tcase_add_test(tc, csr_checks_indptr_before_reading_indices);
     tcase_add_test(tc, npy_shape_is_checked_against_the_file);
+    tcase_add_test(tc, overflow_is_refused_not_written);
     suite_add_tcase(s, tc);
     return s;
 }

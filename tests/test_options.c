@@ -231,6 +231,12 @@ START_TEST(newcomer_mistakes_are_named)
     expect_cli("help run extra", 2, 2, "unexpected argument 'extra' after 'help'");
     expect_cli("--version x", 2, 2, "unexpected argument 'x'");
     expect_cli("--help run", 0, 1, "usage: attngraph run");
+    expect_cli("run graphs/sentence.gml --save-rounds -", 2, 2, "--save-rounds names a directory");
+    expect_cli("run --pattern causal --nodes 3 --edge-bias w", 2, 2,
+               "a pattern has no edge attributes");
+    /* an export over the limit is refused before the rounds, not after */
+    expect_cli("run --pattern complete --nodes 3000 --dim 64 --rounds 1000 --attn x.csv "
+               "--max-edges 5", 1, 2, "more than --max-edges 5");
 }
 END_TEST
 

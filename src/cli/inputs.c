@@ -295,6 +295,12 @@ int input_options_check(run_opts_t *o, const char *cmd)
                            "from --weights are [N, H*d, D] arrays");
     if (o->src.tokens && o->src.labels_file)
         return usage_error(cmd, "give --tokens or --labels-file, not both");
+    if (o->save_rounds && strcmp(o->save_rounds, "-") == 0)
+        return usage_error(cmd, "--save-rounds names a directory; standard output (-) cannot "
+                           "hold a file per round");
+    if (o->edge_bias && (o->src.pattern || o->src.csr))
+        return usage_error(cmd, "--edge-bias reads an edge attribute of a graph file; a %s has "
+                           "no edge attributes", o->src.pattern ? "pattern" : "CSR");
     if (o->given[OPT_DIRECTED - OPT_Q] && o->given[OPT_UNDIRECTED - OPT_Q])
         return usage_error(cmd, "give --directed or --undirected, not both");
     /* --seed draws random features, weights or raw mode's attention vectors */

@@ -198,6 +198,13 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
         rc = run_rounds(r, in, src, o, figures, trace_tmp, &progress, err);
     }
     progress_end(&progress);
+    /* finite inputs can still overflow float32 on the way (scores of 1e30-sized
+       features): say so rather than write NaN with exit 0 */
+    ag_error_t where;
+    if (!rc && ag_check_finite(in->raw ? "the messages" : "the output states", r->y, N,
+                               r->cols, &where))
+        rc = ag_fail(err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
+                     "inputs down (the largest |value| should be far below 1e18)", where.msg);
     if (rc)
         result_free(r);
     return rc;

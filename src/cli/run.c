@@ -208,6 +208,12 @@ int cmd_run(int argc, char **argv)
         rc = source_open(&s, &o.src, &usage, &err);
     if (!rc)
         estimate_early(&o, &s.nb);   /* a run of hours says so before its setup */
+    const int64_t weights = s.nb.n_edges * o.heads;   /* an --attn export's size */
+    if (!rc && o.n_attn && weights > o.max_export)   /* refused before the work, not after */
+        rc = ag_fail(&err, AG_ELIMIT, "--attn would hold %lld weights (%lld message%s x %lld "
+                     "head%s), more than --max-edges %lld", (long long)weights,
+                     (long long)s.nb.n_edges, PLURAL(s.nb.n_edges), (long long)o.heads,
+                     PLURAL(o.heads), (long long)o.max_export);
     if (!rc)
         rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
     const int figures = !o.quiet && in.rounds > 1;
