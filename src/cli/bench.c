@@ -110,7 +110,7 @@ int cmd_bench(int argc, char **argv)
                        "attention on Q, K, V") ||
         input_options_check(&o, "bench"))
         return EXIT_USAGE;
-    const int threads = set_threads(o.threads);
+    const int threads = ag_set_threads((int)o.threads);
 
     source_t s;
     ag_matrix_t q = {0}, k = {0}, v = {0};

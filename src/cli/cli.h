@@ -39,7 +39,6 @@ typedef struct {
     const char *q, *k, *v;             /* raw attention mode */
     const char *features, *weights;    /* rounds mode */
     int64_t dim, head_dim, rounds, heads, threads;
-    int rounds_given;
     uint64_t seed;
     /* scores */
     ag_score_t score;
@@ -165,8 +164,6 @@ int usage_error(const char *cmd, const char *fmt, ...);
 /* A command's exit status for rc: 0 on success; else the error on stderr, as a
    usage error (exit 2) when `usage`, or as bad input (exit 1). */
 int finish(const char *cmd, int rc, int usage, const ag_error_t *err);
-/* Sets OpenMP and OpenBLAS threads (0: all cores); returns the count in use. */
-int set_threads(int64_t threads);
 
 /* ---- inputs and compute ---- */
 

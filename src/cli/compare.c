@@ -397,7 +397,7 @@ int cmd_compare(int argc, char **argv)
     int status = parse_compare(&co, argc, argv);
     if (status >= 0)
         return status;
-    const int threads = set_threads(co.o.threads);
+    const int threads = ag_set_threads((int)co.o.threads);
 
     compare_state_t st;
     memset(&st, 0, sizeof st);

@@ -187,9 +187,7 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
     case OPT_UNDIRECTED: o->src.direction = AG_EDGES_UNDIRECTED; return 0;
     case OPT_DIM: return parse_int(&o->dim, cmd, "dim", arg, 1, 1 << 20);
     case OPT_HEAD_DIM: return parse_int(&o->head_dim, cmd, "head-dim", arg, 1, 1 << 20);
-    case OPT_ROUNDS:
-        o->rounds_given = 1;
-        return parse_int(&o->rounds, cmd, "rounds", arg, 1, 1000000);
+    case OPT_ROUNDS: return parse_int(&o->rounds, cmd, "rounds", arg, 1, 1000000);
     case OPT_HEADS: return parse_int(&o->heads, cmd, "heads", arg, 1, 4096);
     case OPT_THREADS: return parse_int(&o->threads, cmd, "threads", arg, 1, 1024);
     case OPT_NODES: o->nodes_text = arg; return 0;   /* checked against --max-nodes later */
@@ -280,7 +278,7 @@ int input_options_check(run_opts_t *o, const char *cmd)
     if (n_qkv && (o->features || o->dim || o->weights || o->head_dim))
         return usage_error(cmd, "--q/--k/--v run raw attention; they do not mix with "
                            "--features, --dim, --head-dim or --weights");
-    if (n_qkv && (o->rounds_given || o->until || o->no_residual || o->norm || o->posenc ||
+    if (n_qkv && (o->given[OPT_ROUNDS - OPT_Q] || o->until || o->no_residual || o->norm || o->posenc ||
                   o->per_node || o->save_rounds || o->trace || o->attn_round))
         return usage_error(cmd, "--q/--k/--v run exactly one round of attention; round "
                            "options (--rounds, --until, --no-residual, --norm, --posenc, "
@@ -346,11 +344,6 @@ int source_args(run_opts_t *o, const opt_parser_t *p, const char *cmd)
     if (given > 1)
         return usage_error(cmd, "give one of a GRAPH file, --pattern and --csr");
     return 0;
-}
-
-int set_threads(int64_t threads)
-{
-    return ag_set_threads((int)threads);
 }
 
 /* ---- inputs ---- */
@@ -426,11 +419,11 @@ static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
                            "graph has %lld", dir, (long long)in->layers[k].per_node,
                            PLURAL(in->layers[k].per_node), (long long)in->N);
     }
-    if (n && o->rounds_given && o->rounds > n)
+    if (n && o->given[OPT_ROUNDS - OPT_Q] && o->rounds > n)
         return ag_fail(err, AG_EINVAL, "--rounds %lld, but %s has layers for %d round%s "
                        "(round-1/ .. round-%d/)", (long long)o->rounds, o->weights, n,
                        PLURAL(n), n);
-    in->rounds = n && !o->rounds_given ? n : o->rounds;
+    in->rounds = n && !o->given[OPT_ROUNDS - OPT_Q] ? n : o->rounds;
     return AG_OK;
 }
 

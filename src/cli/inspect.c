@@ -230,7 +230,7 @@ int cmd_inspect(int argc, char **argv)
         return usage_error("inspect", "--max-edges limits --top; it does not apply to --who");
     if (input_options_check(&o, "inspect"))
         return EXIT_USAGE;
-    set_threads(o.threads);
+    ag_set_threads((int)o.threads);
 
     source_t s;
     inputs_t in;

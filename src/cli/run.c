@@ -185,7 +185,7 @@ int cmd_run(int argc, char **argv)
     int status = parse_run(&o, argc, argv);
     if (status >= 0)
         return status;
-    const int threads = set_threads(o.threads);
+    const int threads = ag_set_threads((int)o.threads);
 
     source_t s;
     inputs_t in;
