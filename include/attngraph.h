@@ -401,9 +401,12 @@ int ag_score_check(const ag_score_t *score, const ag_nbhd_t *nb, int64_t H, int6
  * For each destination i and head h, over its in-edges j -> i: scores s_ij
  * (score; NULL is scaled-dot: q_i . k_j / sqrt(d)), weights a_ij (softmax over
  * the in-edges, or as the kind says), m_i = sum_j a_ij v_j. A node with no
- * in-edges gets zeros. Plain dot-product scores take a one-pass online softmax
- * with O(H) scratch per thread; the other kinds score a destination's edges
- * into a buffer first (largest in-degree x H floats per thread). Time O(E*H*d).
+ * in-edges gets zeros. Plain dot-product scores (scaled-dot, dot, beta) go to
+ * a fused kernel chosen from the neighbourhoods' shape: the tiled kernel when
+ * every destination has one run of sources and 16 or more in-edges on
+ * average, else the gather kernel; both keep O(tile) scratch per thread. The
+ * other kinds score a destination's edges into a buffer first (largest
+ * in-degree x H floats per thread). Time O(E*H*d).
  */
 int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                  int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err);

@@ -7,7 +7,8 @@
  *      edge's V row and the next destination's K rows;
  *   2. max, exp2 and sum over the scores, 16 edges per vector (exact softmax);
  *   3. P.V per chunk of 16 channels, two accumulators for alternate edges.
- * One destination is one task, so the bits do not depend on the thread count.
+ * Each destination is computed by one thread alone (tasks are runs of 64
+ * destinations), so the bits do not depend on the thread count.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,7 @@ int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, c
     if (!buf)
         return AG_ENOMEM;
     const float scale2 = scale * LOG2E;
-#pragma omp parallel
+#pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
         float *s = buf + (int64_t)thread_id() * per_thread;
         int64_t *src = (int64_t *)(s + max_deg + AG_LANES + (max_deg & 1));

@@ -108,7 +108,7 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
             }
             if (v >= max_nodes) {
                 rc = ag_fail(err, AG_ELIMIT, "%s:%lld: node id %lld implies more than %lld "
-                             "node%s; raise the limit (--max-nodes) if this is intended", path,
+                             "node%s; raise max_nodes (the tool's --max-nodes) if this is intended", path,
                              (long long)lineno, v, (long long)max_nodes, AG_PLURAL(max_nodes));
                 break;
             }
@@ -167,7 +167,7 @@ static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_err
             long long n = strtoll(p + 9, NULL, 10);
             if (n > max_nodes)
                 rc = ag_fail(err, AG_ELIMIT, "%s: *Vertices %lld is more than %lld node%s; "
-                             "raise the limit (--max-nodes) if this is intended", path, n,
+                             "raise max_nodes (the tool's --max-nodes) if this is intended", path, n,
                              (long long)max_nodes, AG_PLURAL(max_nodes));
             break;
         }
@@ -376,7 +376,7 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
         if (n == 0)
             return ag_fail(err, AG_EFORMAT, "%s: the graph has no nodes", path);
         return ag_fail(err, AG_ELIMIT, "%s: %" IGRAPH_PRId " nodes is more than the limit of "
-                       "%lld (--max-nodes)", path, n, (long long)max_nodes);
+                       "%lld (max_nodes, the tool's --max-nodes)", path, n, (long long)max_nodes);
     }
     return AG_OK;
 }

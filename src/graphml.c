@@ -81,7 +81,7 @@ int ag_graphml_check_ids(const char *path, const char *mem, size_t mem_len, int6
         }
         if (!rc && nodes.n > max_nodes)
             rc = ag_fail(err, AG_ELIMIT, "%s: more than %lld node%s; raise the limit "
-                         "(--max-nodes) if this is intended", path, (long long)max_nodes,
+                         "(max_nodes, the tool's --max-nodes) if this is intended", path, (long long)max_nodes,
                          AG_PLURAL(max_nodes));
     }
     if (!rc && ret != 0) {

@@ -90,7 +90,7 @@ int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, c
     if (!scratch.buf)
         return AG_ENOMEM;
     /* In-degrees vary (causal: i+1), so hand out small chunks dynamically. */
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = 0; i < N; i++) {
         float *mx = scratch_mine(&scratch);
         attend_row(nb, i, Q, K, V, H, d, scale, M + i * H * d, mx, mx + H, mx + 2 * H,

@@ -26,7 +26,7 @@ void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float
     const uint64_t state = rng_seed(seed, stream);
     /* Box-Muller, two values per pair of draws; pair p uses draws 2p and 2p+1,
        so the numbers are the same for any thread count */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t p = 0; p < (n + 1) / 2; p++) {
         const double r = sqrt(-2.0 * log(uniform01(rng_at(state, (uint64_t)(2 * p)))));
         const double t = 6.283185307179586 * uniform01(rng_at(state, (uint64_t)(2 * p + 1)));
@@ -210,7 +210,7 @@ static void project(float *Y, const float *X, const float *W, int64_t N, int64_t
 static void project_per_node(float *Y, const float *X, const float *W, int64_t N, int64_t in,
                              int64_t out)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (N * in * out >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < N; i++)
         for (int64_t o = 0; o < out; o++)
             Y[i * out + o] = dot(W + (i * out + o) * in, X + i * in, in);
@@ -219,7 +219,7 @@ static void project_per_node(float *Y, const float *X, const float *W, int64_t N
 void ag_layer_norm(float *Y, const float *X, int64_t N, int64_t D, const float *weight,
                    const float *bias, float eps)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (N * D * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < N; i++) {
         const float *x = X + i * D;
         double mean = 0, var = 0;
@@ -384,7 +384,7 @@ static void change_sums(const float *a, const float *b, int64_t n, double *diff,
 {
     double part[2 * FIG_CHUNKS];
     const int64_t per = (n + FIG_CHUNKS - 1) / FIG_CHUNKS;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (n >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int c = 0; c < FIG_CHUNKS; c++) {
         double dd = 0, bb = 0;
         const int64_t lo = c * per, hi = lo + per < n ? lo + per : n;

@@ -12,7 +12,8 @@
  *
  * The generic path scores a destination's edges into a per-thread buffer,
  * normalises them, then accumulates V: two passes over the edges. Plain
- * dot-product softmax goes to the one-pass kernel in kernel.c instead.
+ * dot-product softmax goes to the fused kernels instead (kernel.c picks the
+ * tiled or the gather kernel).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -118,7 +119,7 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
     float *more = c->owned + H;
     if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_COSINE) {
         float *a = more, *b = more + N * H;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (N * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t i = 0; i < N; i++)
             for (int64_t h = 0; h < H; h++) {
                 const float *q = Q + i * HD + h * d, *k = K + i * HD + h * d;
@@ -137,7 +138,7 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
     }
     if (kind == AG_SCORE_LINEAR) {
         float *pq = more, *pk = more + N * HD;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (N * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t x = 0; x < N * HD; x++) {
             pq[x] = elu1(Q[x]);
             pk[x] = elu1(K[x]);
@@ -318,7 +319,7 @@ int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const f
     if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, err)))
         return rc;
     const int64_t HD = H * d;
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = 0; i < nb->n_nodes; i++) {
         float *W = scratch_mine(&buf), *m_i = M + i * HD;
         score_row(&c, nb, i, W);
@@ -358,7 +359,7 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
     if ((rc = sctx_init(&c, score, nb, Q, K, H, d, err)))
         return rc;
     const int64_t base = nb->edge_ptr[lo];
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for if ((nb->edge_ptr[hi] - base) * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = lo; i < hi; i++) {
         float *W_i = W + (nb->edge_ptr[i] - base) * H;
         score_row(&c, nb, i, W_i);
@@ -377,7 +378,7 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
     int rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, err);
     if (rc)
         return rc;
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = 0; i < nb->n_nodes; i++) {
         const int64_t deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
         double ent = NAN, dist = NAN, top = NAN;

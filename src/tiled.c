@@ -17,8 +17,8 @@
  *   6. store  M rows = acc^T / l (and, when asked, each lane's figures from its
  *             l and u = sum p (s - m), kept in step 4; see kernel.h).
  * Each (block, head) is one task: no atomics, and the bits do not depend on
- * the thread count. Blocks are handed out heaviest first (causal: the last),
- * one at a time.
+ * the thread count. Blocks are handed out heaviest first (causal: the last);
+ * narrow blocks go in runs of consecutive ones (see ag_i_attention_tiled).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -459,7 +459,7 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
     const block_fn block = variants[ag_simd_level()][QV == 4];
     const int64_t runs = n_blocks / (8 * max_threads());
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > 8 ? 8 : (int)runs;
-#pragma omp parallel
+#pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
         float *mine = buf + (int64_t)thread_id() * per_thread;
         const tile_buf_t b = {mine, mine + d * BQ, mine + d * BQ + BK * BQ,

@@ -14,6 +14,7 @@
 #include <omp.h>
 #endif
 
+#include "internal.h"
 #include "reference.h"
 #include "testutil.h"
 
@@ -268,10 +269,12 @@ END_TEST
 START_TEST(threads_give_identical_bits)
 {
     msgs_t *m = malloc(sizeof *m);
-    make_random(m, 97, 1500, 5);
+    make_random(m, 97, 4000, 5);
     ag_nbhd_t nb;
     compile(&nb, m);
     const int64_t N = 97, H = 3, d = 7, HD = 21;
+    /* enough work that two threads really run (smaller regions run on one) */
+    ck_assert_int_ge(nb.n_edges * HD, AG_PARALLEL_MIN_WORK);
     float *Q = malloc(N * HD * 4), *K = malloc(N * HD * 4), *V = malloc(N * HD * 4);
     float *M1 = malloc(N * HD * 4), *M2 = malloc(N * HD * 4);
     float *W1 = malloc(nb.n_edges * H * 4), *W2 = malloc(nb.n_edges * H * 4);
