@@ -140,12 +140,17 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
                (long long)in->H, plural, (long long)in->d, score_name(in->score.kind), threads,
                tplural);
     else
-        printf("rounds: %lld (D=%lld, %lld head%s of width %lld, %s scores, %s, seed %llu, "
+    {
+        char seed[48] = "";   /* only when something was drawn from it */
+        if (!(o->features && o->weights))
+            snprintf(seed, sizeof seed, ", seed %llu", (unsigned long long)o->seed);
+        printf("rounds: %lld (D=%lld, %lld head%s of width %lld, %s scores, %s%s, "
                "%d thread%s)\n", (long long)in->rounds, (long long)in->x0.cols,
                (long long)in->H, plural, (long long)in->d, score_name(in->score.kind),
                o->weights ? (in->n_layers > 1 ? "a layer per round" : "weights from file")
                           : (o->per_node ? "random per-node weights" : "random weights"),
-               (unsigned long long)o->seed, threads, tplural);
+               seed, threads, tplural);
+    }
 }
 
 /* The messages M [N, H*d] as [H, N, d]: one array per head. */
