@@ -104,6 +104,17 @@ void ag_blas_check(ag_blas_info_t *info);
  */
 int ag_blas_fix(char **argv, ag_error_t *err);
 
+/*
+ * The memory budget: every array the library allocates is checked against it
+ * before the allocation is tried, and one that would need more is refused
+ * (AG_ELIMIT) with a message naming what it was for, the bytes it needs and
+ * the budget. 0 (the default) means the machine's available memory at the
+ * time (MemAvailable). ag_set_memory_budget returns the previous setting;
+ * ag_memory_budget the budget in force now, in bytes.
+ */
+int64_t ag_set_memory_budget(int64_t bytes);
+int64_t ag_memory_budget(void);
+
 /* Sets the threads of the kernels (OpenMP) and of OpenBLAS together; 0 or
    less: all cores. Returns the count in use (1 without OpenMP). */
 int ag_set_threads(int threads);

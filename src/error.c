@@ -63,6 +63,50 @@ int ag_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...)
     return status;
 }
 
+/* ---- the memory budget ---- */
+
+static int64_t budget_set;   /* 0: the machine's available memory */
+
+/* MemAvailable of /proc/meminfo in bytes, or INT64_MAX when it cannot be read. */
+static int64_t available_memory(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    long long kb = -1;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb > 0 ? (int64_t)kb * 1024 : INT64_MAX;
+}
+
+int64_t ag_set_memory_budget(int64_t bytes)
+{
+    const int64_t old = budget_set;
+    budget_set = bytes > 0 ? bytes : 0;
+    return old;
+}
+
+int64_t ag_memory_budget(void)
+{
+    return budget_set > 0 ? budget_set : available_memory();
+}
+
+/* Refuses (AG_ELIMIT) bytes over the budget, before anything is tried. */
+static int within_budget(double bytes, ag_error_t *err, const char *what)
+{
+    if (bytes < (double)((int64_t)64 << 20))   /* small: not worth reading /proc */
+        return 1;
+    const int64_t budget = ag_memory_budget();
+    if (bytes <= (double)budget)
+        return 1;
+    ag_fail(err, AG_ELIMIT, "%s needs %.3g GB; the memory budget is %.3g GB (%s)", what,
+            bytes / 1e9, (double)budget / 1e9,
+            budget_set ? "as set" : "the memory available now; raise --max-memory to try");
+    return 0;
+}
+
 void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
 {
     if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / size)) {
@@ -70,6 +114,8 @@ void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
                 what, (long long)n, size);
         return NULL;
     }
+    if (!within_budget((double)n * (double)size, err, what))
+        return NULL;
     void *p = alloc_bytes((size_t)n * size, 16);
     if (!p)
         ag_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what,
@@ -85,6 +131,8 @@ void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what)
         return NULL;
     }
     const size_t bytes = ((size_t)n * size + 63) / 64 * 64;
+    if (!within_budget((double)bytes, err, what))
+        return NULL;
     void *p = alloc_bytes(bytes ? bytes : 64, 64);
     if (!p)
         ag_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what, (double)bytes / 1e6);

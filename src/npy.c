@@ -258,7 +258,7 @@ int ag_matrix_init(ag_matrix_t *m, int64_t rows, int64_t cols, ag_error_t *err)
         return ag_fail(err, AG_EINVAL, "matrix of %lld x %lld is too large", (long long)rows,
                        (long long)cols);
     if (!(m->data = ag_calloc(rows * cols, sizeof(float), err, "matrix")))
-        return AG_ENOMEM;
+        return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
     m->rows = rows;
     m->cols = cols;
     return AG_OK;

@@ -107,6 +107,31 @@ START_TEST(overflow_is_refused_not_written)
 }
 END_TEST
 
+/* The memory budget: an allocation over it is refused before it is tried,
+   naming what it was for; a run's states are checked before anything large. */
+START_TEST(memory_budget_refuses_before_allocating)
+{
+    ag_error_t err;
+    ag_matrix_t m;
+    const int64_t old = ag_set_memory_budget(100 << 20);
+    ck_assert_int_eq(ag_memory_budget(), 100 << 20);
+    ck_assert_fails_with(ag_matrix_init(&m, 50000, 1000, &err), err, AG_ELIMIT,
+                         "matrix needs 0.2 GB; the memory budget is 0.105 GB");
+    ck_assert_int_eq(ag_matrix_init(&m, 1000, 1000, &err), AG_OK);   /* 4 MB fits */
+    ag_matrix_destroy(&m);
+    ag_set_memory_budget(old);
+    ck_assert_int_gt(ag_memory_budget(), 100 << 20);   /* this machine's available memory */
+
+    expect_cli("run --pattern causal --nodes 20000000 --dim 64 --heads 4 --max-memory 8G", 1, 2,
+               "20000000 nodes with D=64 and 4 heads of width 16 need 41 GB of states; the "
+               "memory budget is 8 GB");
+    expect_cli("run --pattern causal --nodes 4000 --dim 64 --max-memory 1M", 1, 2,
+               "need 0.00819 GB of states");
+    expect_cli("run --pattern causal --nodes 4000 --dim 64 --max-memory 20M --quiet", 0, 1, "");
+    expect_cli("run --pattern causal --nodes 4 --max-memory 8X", 2, 2, "is not a size");
+}
+END_TEST
+
 Suite *hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
@@ -116,6 +141,7 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, csr_checks_indptr_before_reading_indices);
     tcase_add_test(tc, npy_shape_is_checked_against_the_file);
     tcase_add_test(tc, overflow_is_refused_not_written);
+    tcase_add_test(tc, memory_budget_refuses_before_allocating);
     suite_add_tcase(s, tc);
     return s;
 }

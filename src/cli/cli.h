@@ -27,7 +27,7 @@ enum {
     OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_TRACE, OPT_UNTIL, OPT_SAVE_ROUNDS, OPT_ATTN_ROUND,
     OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP, OPT_CSR, OPT_REPS, OPT_WARMUP, OPT_JSON, OPT_KERNEL,
     OPT_HEAD_MESSAGES, OPT_DIRECTED, OPT_UNDIRECTED, OPT_PROGRESS, OPT_NO_PROGRESS,
-    OPT_END
+    OPT_MAX_MEMORY, OPT_END
 };
 #define OPT_COUNT (OPT_END - OPT_Q)
 #define MAX_ATTN 8              /* run --attn: files written at once */
@@ -103,6 +103,8 @@ extern const struct option input_options[];
     "  --undirected        edge list, NCOL, LGL: each line is a message both ways\n"   \
     "  --directed          ... one way, from the first node to the second (default)\n"  \
     "  --max-nodes N       refuse graphs with more nodes (default 20000000)\n"           \
+    "  --max-memory SIZE   refuse a run that needs more memory, e.g. 8G or 500M (default:\n"\
+    "                      the memory available when it starts)\n"                      \
     "  --nodes N           pattern size (default: from --tokens or the pattern)\n"       \
     "  --tokens \"a b c\"    pattern nodes and their labels at once\n"                   \
     "  --labels-file F     pattern labels, one a line\n"                                  \
@@ -177,6 +179,9 @@ typedef struct {
     int64_t N, H, d, rounds;
 } inputs_t;
 
+/* When the options alone decide a run's shape (random features and weights),
+   checks its states against the memory budget; AG_OK otherwise. */
+int inputs_check_memory(const run_opts_t *o, int64_t N, ag_error_t *err);
 /* Loads or draws the inputs for N nodes. */
 int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err);
 void inputs_free(inputs_t *in);

@@ -1,4 +1,5 @@
 /* Options shared by run, compare and inspect, and loading the inputs they name. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -16,7 +17,8 @@ const struct option input_options[] = {
     {"weights", required_argument, 0, OPT_WEIGHTS}, {"rounds", required_argument, 0, OPT_ROUNDS},
     {"heads", required_argument, 0, OPT_HEADS}, {"seed", required_argument, 0, OPT_SEED},
     {"threads", required_argument, 0, OPT_THREADS}, {"format", required_argument, 0, OPT_FORMAT},
-    {"max-nodes", required_argument, 0, OPT_MAX_NODES}, {"nodes", required_argument, 0, OPT_NODES},
+    {"max-nodes", required_argument, 0, OPT_MAX_NODES},
+    {"max-memory", required_argument, 0, OPT_MAX_MEMORY}, {"nodes", required_argument, 0, OPT_NODES},
     {"tokens", required_argument, 0, OPT_TOKENS},
     {"labels-file", required_argument, 0, OPT_LABELS_FILE},
     {"self-loops", required_argument, 0, OPT_SELF_LOOPS},
@@ -193,6 +195,19 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
     case OPT_NODES: o->nodes_text = arg; return 0;   /* checked against --max-nodes later */
     case OPT_MAX_NODES:
         return parse_int(&o->src.max_nodes, cmd, "max-nodes", arg, 1, INT64_MAX / 64);
+    case OPT_MAX_MEMORY: {
+        /* bytes, or a number with K, M, G or T (powers of 1000, as the messages) */
+        char *end;
+        errno = 0;
+        const double x = strtod(arg, &end);
+        const char *units = "KMGT", *u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
+        const double bytes = x * (u ? pow(1000.0, (double)(u - units + 1)) : 1.0);
+        if (errno || end == arg || (*end && (!u || end[1])) || !(bytes >= 1) || bytes > 9e18)
+            return usage_error(cmd, "--max-memory '%s' is not a size: bytes, or a number with K, "
+                               "M, G or T (8G, 500M)", arg);
+        ag_set_memory_budget((int64_t)bytes);
+        return 0;
+    }
     case OPT_SEED:
         if (parse_int(&v, cmd, "seed", arg, 0, INT64_MAX))
             return EXIT_USAGE;
@@ -427,8 +442,34 @@ static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     return AG_OK;
 }
 
+/* The states a run of rounds keeps, against the memory budget, before the
+   workspace is allocated: the features, the output, LayerNorm's input and the
+   previous states [N, D], and Q, K, V, M [N, H*d], all float32. */
+static int check_state_memory(int64_t N, int64_t D, int64_t H, int64_t d, ag_error_t *err)
+{
+    const double bytes = 4.0 * (double)N * (4.0 * (double)D + 4.0 * (double)(H * d));
+    const int64_t budget = ag_memory_budget();
+    if (bytes <= (double)budget)
+        return AG_OK;
+    return ag_fail(err, AG_ELIMIT, "%lld node%s with D=%lld and %lld head%s of width %lld need "
+                   "%.3g GB of states; the memory budget is %.3g GB (the memory available now, "
+                   "or --max-memory)", (long long)N, PLURAL(N), (long long)D, (long long)H,
+                   PLURAL(H), (long long)d, bytes / 1e9, (double)budget / 1e9);
+}
+
+int inputs_check_memory(const run_opts_t *o, int64_t N, ag_error_t *err)
+{
+    if (o->q || o->features || o->weights)
+        return AG_OK;   /* the files decide the shape: checked as they are read */
+    const int64_t D = o->dim ? o->dim : DEFAULT_DIM;
+    return check_state_memory(N, D, o->heads, o->head_dim ? o->head_dim : D / o->heads, err);
+}
+
 static int load_rounds(inputs_t *in, const run_opts_t *o, ag_error_t *err)
 {
+    int rc0 = inputs_check_memory(o, in->N, err);   /* before drawing the features */
+    if (rc0)
+        return rc0;
     int rc;
     if (o->features) {
         if ((rc = read_rows(&in->x0, o->features, in->N, err)))
@@ -459,7 +500,7 @@ static int load_rounds(inputs_t *in, const run_opts_t *o, ag_error_t *err)
             return rc;
     }
     in->d = in->layers[0].d;
-    return AG_OK;
+    return check_state_memory(in->N, in->x0.cols, in->H, in->d, err);
 }
 
 int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err)

@@ -212,6 +212,8 @@ int cmd_run(int argc, char **argv)
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
     if (!rc)
+        rc = inputs_check_memory(&o, s.nb.n_nodes, &err);   /* before saying how long */
+    if (!rc)
         estimate_early(&o, &s.nb);   /* a run of hours says so before its setup */
     const int64_t weights = s.nb.n_edges * o.heads;   /* an --attn export's size */
     if (!rc && o.n_attn && weights > o.max_export)   /* refused before the work, not after */
