@@ -99,6 +99,24 @@ static void sleep_ms(long ms)
     nanosleep(&t, NULL);
 }
 
+/* A child that copies what comes through the FIFO to the file `to`; exits 0
+   when the writer closed it. */
+static pid_t fifo_reader(const char *fifo, const char *to)
+{
+    pid_t reader = fork();
+    ck_assert_int_ge(reader, 0);
+    if (reader == 0) {
+        int in = open(fifo, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        char buf[4096];
+        ssize_t n;
+        while (in >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)n) != n)
+                _exit(2);
+        _exit(in >= 0 ? 0 : 1);
+    }
+    return reader;
+}
+
 START_TEST(fifo_is_written_not_replaced)
 {
     const char *dir = fresh_dir("out-fifo");
@@ -107,18 +125,7 @@ START_TEST(fifo_is_written_not_replaced)
     const char *fifo = in_dir(dir, "pipe.npy"), *got_path = in_dir(dir, "got.bin");
     ck_assert_int_eq(mkfifo(fifo, 0644), 0);
 
-    /* the reader: copies what comes through the FIFO to got.bin */
-    pid_t reader = fork();
-    ck_assert_int_ge(reader, 0);
-    if (reader == 0) {
-        int in = open(fifo, O_RDONLY), out = open(got_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        char buf[4096];
-        ssize_t n;
-        while (in >= 0 && (n = read(in, buf, sizeof buf)) > 0)
-            if (write(out, buf, (size_t)n) != n)
-                _exit(2);
-        _exit(in >= 0 ? 0 : 1);
-    }
+    const pid_t reader = fifo_reader(fifo, got_path);   /* copies the FIFO to got.bin */
     char args[1024];
     snprintf(args, sizeof args, "run " GRAPH " --out %s --quiet", fifo);
     int rc = run_cli(args, NULL, NULL);
@@ -150,17 +157,7 @@ START_TEST(direct_attn_falls_back_to_csv)
     const char *dir = fresh_dir("out-fifo-txt");
     const char *fifo = in_dir(dir, "attn.txt"), *got_path = in_dir(dir, "got.csv");
     ck_assert_int_eq(mkfifo(fifo, 0644), 0);
-    pid_t reader = fork();
-    ck_assert_int_ge(reader, 0);
-    if (reader == 0) {
-        int in = open(fifo, O_RDONLY), out = open(got_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        char buf[4096];
-        ssize_t n;
-        while (in >= 0 && (n = read(in, buf, sizeof buf)) > 0)
-            if (write(out, buf, (size_t)n) != n)
-                _exit(2);
-        _exit(in >= 0 ? 0 : 1);
-    }
+    const pid_t reader = fifo_reader(fifo, got_path);
     char args[1024];
     snprintf(args, sizeof args, "run " GRAPH " --attn %s --quiet", fifo);
     char *out, *err;
