@@ -5,12 +5,15 @@
 #   make check-sanitize   every test under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-noomp      every test built without OpenMP
 #   make check-clang      every test built with clang (without OpenMP: clang's runtime is libomp)
+#   make check-valgrind   the command-line tests with the tool under valgrind memcheck
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config
 
 CC      ?= cc
 BUILD   ?= build
+# How the tests start the tool (check-valgrind puts valgrind in front).
+AG_CLI  ?= $(BUILD)/attngraph
 PKGS    := igraph openblas libxml-2.0
 # CFLAGS and LDFLAGS are yours to set (e.g. sanitizers); the rest is required.
 CFLAGS  ?= -O2 -g
@@ -21,7 +24,7 @@ CFLAGS  ?= -O2 -g
 # depends on the headers it includes.
 AG_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Iinclude -Isrc \
              -ffp-contract=fast -Wno-psabi -fvisibility=hidden -MMD -MP \
-             -DAG_CLI_PATH='"$(BUILD)/attngraph"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+             -DAG_CLI_PATH='"$(AG_CLI)"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 ifndef NO_OMP
 AG_CFLAGS += -fopenmp
@@ -47,7 +50,7 @@ TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: all deps run check check-sanitize check-noomp check-clang check-exports bench scale clean
+.PHONY: all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
 # Installs only what is missing; does nothing when every package is present.
@@ -88,6 +91,16 @@ check-sanitize: deps
 	  LDFLAGS="-fsanitize=address,undefined $(LDFLAGS)"
 check-noomp: deps
 	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/noomp NO_OMP=1
+# Every run of the tool by the cli suite under memcheck: an invalid access or a
+# definite leak makes valgrind exit 99, which fails the test that ran it.
+VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+check-valgrind: deps
+	@command -v valgrind >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get install -y -qq valgrind; }
+	@$(MAKE) --no-print-directory all $(BUILD)/valgrind/test_attngraph BUILD=$(BUILD)/valgrind \
+	  AG_CLI="$(VALGRIND) $(BUILD)/valgrind/attngraph"
+	CK_RUN_SUITE=cli CK_TIMEOUT_MULTIPLIER=40 $(BUILD)/valgrind/test_attngraph
+
 check-clang: deps
 	@command -v clang >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	  $$sudo apt-get install -y -qq clang; }
