@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attngraph.h"
 
@@ -33,8 +34,12 @@ static void remove_dir(void)
 const char *fuzz_dir(void)
 {
     if (!dir[0]) {
+        /* TMPDIR, else /dev/shm (memory: a file per input on a disk made
+           /tmp 40x slower here), else /tmp */
         const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/attngraph-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!tmp || !*tmp)
+            tmp = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+        snprintf(dir, sizeof dir, "%s/attngraph-fuzz-XXXXXX", tmp);
         if (!mkdtemp(dir)) {
             perror("attngraph fuzz: mkdtemp");
             abort();

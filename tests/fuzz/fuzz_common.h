@@ -6,7 +6,7 @@
  *   - with the normal compiler and tests/fuzz/replay.c's main (make check), which
  *     replays the committed corpora and past crash inputs.
  * Readers take paths, so inputs are written to files in a private temporary
- * folder (made once per process, removed at exit).
+ * folder (made once per process under TMPDIR or /dev/shm, removed at exit).
  */
 #ifndef AG_FUZZ_COMMON_H
 #define AG_FUZZ_COMMON_H
