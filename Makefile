@@ -160,7 +160,8 @@ $(EXAMPLE): tools/example_embed.c $(LIB_SO) include/attngraph.h
 # ASan + UBSan (OpenMP off: igraph is not thread-safe and its readers are
 # uninstrumented) and runs each in turn for FUZZ_SECONDS on a copy of its
 # corpus under $(FUZZ_BUILD)/corpus (new finds stay there; crashes go to
-# $(FUZZ_BUILD)/artifacts). `make check` replays the committed corpora and
+# $(FUZZ_BUILD)/artifacts); the past crash inputs (tests/fuzz/crashes/) are read
+# as seeds too. `make check` replays the committed corpora and
 # past crash inputs through the normal build (tests/fuzz/replay.c's main).
 FUZZ_TARGETS := npy graph pattern csr weights labels cli
 FUZZ_SECONDS ?= 60
@@ -223,12 +224,13 @@ fuzz: deps fuzz-deps
 	  corpus=$(abspath $(FUZZ_BUILD))/corpus/$$t; mkdir -p $$corpus $(FUZZ_BUILD)/artifacts/$$t; \
 	  cp -n tests/fuzz/corpus/$$t/* $$corpus/ 2>/dev/null; \
 	  dict=""; [ -f tests/fuzz/$$t.dict ] && dict="-dict=$(abspath tests/fuzz)/$$t.dict"; \
+	  crashes=""; [ -d tests/fuzz/crashes/$$t ] && crashes=$(abspath tests/fuzz/crashes)/$$t; \
 	  case $$t in npy) len=$(FUZZ_LEN_npy);; graph) len=$(FUZZ_LEN_graph);; \
 	    pattern) len=$(FUZZ_LEN_pattern);; csr) len=$(FUZZ_LEN_csr);; weights) len=$(FUZZ_LEN_weights);; \
 	    labels) len=$(FUZZ_LEN_labels);; *) len=$(FUZZ_LEN_cli);; esac; \
 	  log=$(FUZZ_BUILD)/fuzz_$$t.log; \
 	  echo "fuzz_$$t: $(FUZZ_SECONDS) s, -max_len=$$len"; \
-	  if ! $(FUZZ_BUILD)/fuzz_$$t $$corpus $$dict -max_total_time=$(FUZZ_SECONDS) -max_len=$$len \
+	  if ! $(FUZZ_BUILD)/fuzz_$$t $$corpus $$crashes $$dict -max_total_time=$(FUZZ_SECONDS) -max_len=$$len \
 	       -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 \
 	       -artifact_prefix=$(abspath $(FUZZ_BUILD))/artifacts/$$t/ >$$log 2>&1; then \
 	    tail -n 60 $$log; echo "fuzz_$$t FAILED: input in $(FUZZ_BUILD)/artifacts/$$t/"; exit 1; \

@@ -58,5 +58,6 @@ Suite *options_suite(void);
 Suite *outputs_suite(void);
 Suite *graph_files_suite(void);
 Suite *compare_suite(void);
+Suite *fuzz_suite(void);
 
 #endif

@@ -72,6 +72,9 @@ put("crashes", "pattern", "open_paren", b"\x07(")
 put("crashes", "pattern", "two_open_parens", b"\x07((")
 put("crashes", "pattern", "3000_open_parens", b"\x07" + b"(" * 3000)
 put("crashes", "pattern", "dilated_huge_width", b"\x05dilated:9999999999,1")
+# found by fuzz_pattern: the grid's rows y-R..y+R were walked before clamping (hang)
+put("crashes", "pattern", "grid_huge_radius", b"\x0fgrid:51x5,1844674\x00 737095516165")
+put("crashes", "pattern", "grid_max_radius", b"\x0bgrid:3x4,1099511627776")
 
 
 # ---- csr: N-1, self, score kind, H and d, flags, then indptr/indices (a byte
