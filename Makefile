@@ -6,6 +6,9 @@
 #   make check-noomp      every test built without OpenMP
 #   make check-clang      every test built with clang (without OpenMP: clang's runtime is libomp)
 #   make check-valgrind   the command-line tests with the tool under valgrind memcheck
+#   make fuzz             build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
+#   make fuzz-smoke       the same, 20 s each
+#   make fuzz-replay      replay the committed fuzz corpora and past crashes (part of check)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config
@@ -50,7 +53,8 @@ TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean
+.PHONY: all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
+        fuzz fuzz-smoke fuzz-replay fuzz-deps
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
 # Installs only what is missing; does nothing when every package is present.
@@ -73,6 +77,7 @@ check: deps
 	$(TESTS)
 	$(EXAMPLE) >/dev/null
 	@$(MAKE) --no-print-directory check-exports
+	@$(MAKE) --no-print-directory fuzz-replay
 
 # The shared library has its SONAME and exports only ag_ symbols.
 check-exports: $(LIB_SO)
@@ -170,6 +175,96 @@ $(BUILD)/make_random_csr: tools/make_random_csr.c
 # The README's embedding example, linked against the shared library like a user would.
 $(EXAMPLE): tools/example_embed.c $(LIB_SO) include/attngraph.h
 	$(CC) $(AG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) -Wl,-rpath,'$$ORIGIN' -lattngraph $(LDLIBS)
+
+# ---- fuzzing (tests/fuzz/) ----
+# One libFuzzer target per input kind. `make fuzz` builds them with clang under
+# ASan + UBSan (OpenMP off: igraph is not thread-safe and its readers are
+# uninstrumented) and runs each in turn for FUZZ_SECONDS on a copy of its
+# corpus under $(FUZZ_BUILD)/corpus (new finds stay there; crashes go to
+# $(FUZZ_BUILD)/artifacts); the past crash inputs (tests/fuzz/crashes/) are read
+# as seeds too. `make check` replays the committed corpora and
+# past crash inputs through the normal build (tests/fuzz/replay.c's main).
+FUZZ_TARGETS := npy graph pattern csr weights labels cli
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := $(BUILD)/fuzz
+FUZZ_CC      ?= clang
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Wno-pass-failed
+# largest input (-max_len) of each target
+FUZZ_LEN_npy := 4096
+FUZZ_LEN_graph := 4096
+FUZZ_LEN_pattern := 256
+FUZZ_LEN_csr := 1024
+FUZZ_LEN_weights := 8192
+FUZZ_LEN_labels := 2048
+FUZZ_LEN_cli := 512
+# the CLI's main, renamed so a harness can call it
+FUZZ_CLI_OBJ = $(filter-out %/src/cli/main.o,$(CLI_OBJ)) $(BUILD)/tests/fuzz/cli_main.o
+FUZZ_HDR := tests/fuzz/fuzz_common.h
+
+fuzz-deps:
+	@missing=""; for p in clang libclang-rt-14-dev; do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing:$$missing"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
+	fi
+
+$(BUILD)/tests/fuzz/cli_main.o: src/cli/main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(AG_CFLAGS) $(CFLAGS) -Dmain=attngraph_main -c $< -o $@
+
+$(BUILD)/libattngraph_cli.a: $(FUZZ_CLI_OBJ)
+	ar rcs $@ $^
+
+# libFuzzer binaries: built by a nested make with BUILD=$(FUZZ_BUILD) CC=clang.
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.c $(FUZZ_HDR) $(LIB_A) $(BUILD)/libattngraph_cli.a
+	$(CC) $(AG_CFLAGS) $(CFLAGS) -Itests/fuzz -Isrc/cli -fsanitize=fuzzer $(AG_LDFLAGS) $(LDFLAGS) \
+	  -o $@ $< tests/fuzz/fuzz_common.c $(BUILD)/libattngraph_cli.a $(LIB_A) $(LDLIBS)
+
+# Replay binaries: the same harnesses with replay.c's main, in the current build.
+$(BUILD)/fuzz-replay/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.c tests/fuzz/replay.c \
+                               $(FUZZ_HDR) $(LIB_A) $(BUILD)/libattngraph_cli.a
+	@mkdir -p $(dir $@)
+	$(CC) $(AG_CFLAGS) $(CFLAGS) -Itests/fuzz -Isrc/cli $(AG_LDFLAGS) $(LDFLAGS) -o $@ $< \
+	  tests/fuzz/fuzz_common.c tests/fuzz/replay.c $(BUILD)/libattngraph_cli.a $(LIB_A) $(LDLIBS)
+
+fuzz-replay: $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/replay_%)
+	@for t in $(FUZZ_TARGETS); do \
+	  dirs="tests/fuzz/corpus/$$t"; [ -d tests/fuzz/crashes/$$t ] && dirs="$$dirs tests/fuzz/crashes/$$t"; \
+	  $(BUILD)/fuzz-replay/replay_$$t $$dirs || { echo "fuzz replay of $$t failed"; exit 1; }; \
+	done
+
+fuzz: deps fuzz-deps
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) NO_OMP=1 CFLAGS="$(FUZZ_CFLAGS)" \
+	  LDFLAGS="$(FUZZ_SAN)" $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+	@mkdir -p $(FUZZ_BUILD)/artifacts
+	@for t in $(FUZZ_TARGETS); do \
+	  corpus=$(abspath $(FUZZ_BUILD))/corpus/$$t; mkdir -p $$corpus $(FUZZ_BUILD)/artifacts/$$t; \
+	  cp -n tests/fuzz/corpus/$$t/* $$corpus/ 2>/dev/null; \
+	  dict=""; [ -f tests/fuzz/$$t.dict ] && dict="-dict=$(abspath tests/fuzz)/$$t.dict"; \
+	  crashes=""; [ -d tests/fuzz/crashes/$$t ] && crashes=$(abspath tests/fuzz/crashes)/$$t; \
+	  case $$t in npy) len=$(FUZZ_LEN_npy);; graph) len=$(FUZZ_LEN_graph);; \
+	    pattern) len=$(FUZZ_LEN_pattern);; csr) len=$(FUZZ_LEN_csr);; weights) len=$(FUZZ_LEN_weights);; \
+	    labels) len=$(FUZZ_LEN_labels);; *) len=$(FUZZ_LEN_cli);; esac; \
+	  log=$(FUZZ_BUILD)/fuzz_$$t.log; \
+	  echo "fuzz_$$t: $(FUZZ_SECONDS) s, -max_len=$$len"; \
+	  if ! $(FUZZ_BUILD)/fuzz_$$t $$corpus $$crashes $$dict -max_total_time=$(FUZZ_SECONDS) -max_len=$$len \
+	       -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 \
+	       -artifact_prefix=$(abspath $(FUZZ_BUILD))/artifacts/$$t/ >$$log 2>&1; then \
+	    tail -n 60 $$log; echo "fuzz_$$t FAILED: input in $(FUZZ_BUILD)/artifacts/$$t/"; exit 1; \
+	  fi; \
+	  execs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log); \
+	  rate=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $$log); \
+	  cov=$$(grep -o 'cov: [0-9]* ft: [0-9]*' $$log | tail -n 1); \
+	  units=$$(ls $$corpus | wc -l); \
+	  echo "fuzz_$$t: $$execs execs, $$rate exec/s, $$cov, corpus $$units files"; \
+	done
+
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 
 clean:
 	rm -rf $(BUILD)

@@ -239,11 +239,12 @@ static int eval(pnode_t *n, int64_t i, int64_t N)
     case P_PADDING: bad = i < a[0] ? ivl_push(o, 0, a[0], N) : 0; break;
     case P_CROSS: bad = i >= a[0] && i < a[0] + a[1] ? ivl_push(o, 0, a[0], N) : 0; break;
     case P_GRID: {
+        /* rows y-R .. y+R clamped to the grid first: R may be far larger than H */
         const int64_t W = a[1], R = a[2], y = i / W, x = i % W;
-        for (int64_t yy = y - R; yy <= y + R && !bad; yy++)
-            if (yy >= 0 && yy < a[0])
-                bad = ivl_push(o, yy * W + (x - R > 0 ? x - R : 0),
-                               yy * W + (x + R + 1 < W ? x + R + 1 : W), N);
+        const int64_t y_lo = y - R > 0 ? y - R : 0, y_hi = y + R < a[0] - 1 ? y + R : a[0] - 1;
+        for (int64_t yy = y_lo; yy <= y_hi && !bad; yy++)
+            bad = ivl_push(o, yy * W + (x - R > 0 ? x - R : 0),
+                           yy * W + (x + R + 1 < W ? x + R + 1 : W), N);
         break;
     }
     case P_AXIAL: {

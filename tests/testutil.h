@@ -69,5 +69,6 @@ Suite *outputs_suite(void);
 Suite *graph_files_suite(void);
 Suite *compare_suite(void);
 Suite *figures_suite(void);
+Suite *fuzz_suite(void);
 
 #endif

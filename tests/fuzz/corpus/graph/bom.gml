@@ -1,0 +1,1 @@
+﻿graph [ node [ id 0 ] node [ id 1 ] edge [ source 0 target 1 bias 2 ] ]
