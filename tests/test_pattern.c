@@ -341,8 +341,8 @@ static void make_labels(ag_labels_t *labels, int64_t n)
     labels->n = n;
     labels->str = malloc(n * sizeof *labels->str);
     for (int64_t i = 0; i < n; i++) {
-        labels->str[i] = malloc(16);
-        snprintf(labels->str[i], 16, "w%lld-語", (long long)i);
+        labels->str[i] = malloc(32);
+        snprintf(labels->str[i], 32, "w%lld-語", (long long)i);
     }
 }
 

@@ -378,11 +378,11 @@ int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err)
                 p += len + (p[len] == ',');
             }
             const char *ext = extension(o->target);
-            char why[96] = "the name has no extension";
+            char why[sizeof list + 96] = "the name has no extension";
             if (*ext && strchr(list, ' '))
-                snprintf(why, sizeof why, ".%s is none of them", ext);
+                snprintf(why, sizeof why, ".%.60s is none of them", ext);
             else if (*ext)
-                snprintf(why, sizeof why, ".%s is not %s", ext, list);
+                snprintf(why, sizeof why, ".%.60s is not %s", ext, list);
             return ag_fail(err, AG_EINVAL, "%s %s: this output is %s%s; %s", o->option,
                            o->target, list, ext_listed("", o->exts) ? " (or no extension)" : "",
                            why);
