@@ -459,6 +459,7 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
     const block_fn block = variants[ag_simd_level()][QV == 4];
     const int64_t runs = n_blocks / (8 * max_threads());
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > 8 ? 8 : (int)runs;
+    (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
 #pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
         float *mine = buf + (int64_t)thread_id() * per_thread;
