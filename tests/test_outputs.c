@@ -691,6 +691,24 @@ START_TEST(signal_removes_temporaries)
 }
 END_TEST
 
+/* A report that cannot be written (a full disk) fails the run; it once exited 0.
+   The full device is made in the scratch directory (1,7 is /dev/full's number). */
+START_TEST(unwritable_report_fails)
+{
+    const char *dir = fresh_dir("out-full");
+    const char *full = in_dir(dir, "full");
+    if (mknod(full, S_IFCHR | 0666, makedev(1, 7)) != 0) {
+        fprintf(stderr, "unwritable_report_fails: mknod: %s (skipped)\n", strerror(errno));
+        return;
+    }
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " >'%s' 2>/dev/null", full);
+    ck_assert_int_eq(run_shell(cmd, 0), 1);
+    snprintf(cmd, sizeof cmd, AG_CLI_PATH " run " GRAPH " --quiet >'%s'", full);
+    ck_assert_int_eq(run_shell(cmd, 0), 0);   /* nothing to write, nothing lost */
+}
+END_TEST
+
 Suite *outputs_suite(void)
 {
     Suite *s = suite_create("outputs");
@@ -711,6 +729,7 @@ Suite *outputs_suite(void)
     tcase_add_test(tc, one_stdin_input_per_command);
     tcase_add_test(tc, direct_attn_falls_back_to_csv);
     tcase_add_test(tc, failure_after_writing_keeps_old_files);
+    tcase_add_test(tc, unwritable_report_fails);
     suite_add_tcase(s, tc);
     return s;
 }

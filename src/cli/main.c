@@ -1,4 +1,5 @@
 /* attngraph: attention as message passing on graphs — command-line entry. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,17 @@ static void igraph_error_quiet(const char *reason, const char *file, int line,
 {
     (void)reason, (void)file, (void)line, (void)code;
     IGRAPH_FINALLY_FREE();
+}
+
+/* A command's status, unless its report could not be written (a full disk, a
+   closed terminal): then that is said, and the run fails. */
+static int reported(int status)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return status;
+    fprintf(stderr, "attngraph: cannot write the report to standard output: %s\n",
+            strerror(errno));
+    return status ? status : EXIT_BAD_INPUT;
 }
 
 int main(int argc, char **argv)
@@ -75,16 +87,14 @@ int main(int argc, char **argv)
         putchar('\n');
         return 0;
     }
-    if (strcmp(cmd, "run") == 0)
-        return cmd_run(argc - 1, argv + 1);
-    if (strcmp(cmd, "pattern") == 0)
-        return cmd_pattern(argc - 1, argv + 1);
-    if (strcmp(cmd, "compare") == 0)
-        return cmd_compare(argc - 1, argv + 1);
-    if (strcmp(cmd, "inspect") == 0)
-        return cmd_inspect(argc - 1, argv + 1);
-    if (strcmp(cmd, "bench") == 0)
-        return cmd_bench(argc - 1, argv + 1);
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } commands[] = {{"run", cmd_run}, {"pattern", cmd_pattern}, {"compare", cmd_compare},
+                    {"inspect", cmd_inspect}, {"bench", cmd_bench}};
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+        if (strcmp(cmd, commands[k].name) == 0)
+            return reported(commands[k].run(argc - 1, argv + 1));
     fprintf(stderr, "attngraph: unknown command '%s'\nsee 'attngraph --help'\n", cmd);
     return EXIT_USAGE;
 }
