@@ -58,8 +58,10 @@ EXAMPLE := $(BUILD)/example_embed
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
 # Installs only what is missing; does nothing when every package is present.
-deps:
-	@missing=""; for p in $(PACKAGES); do \
+# Installs the Debian packages of the list $(1) that are missing (apt-get update
+# first: a fresh machine's package lists are empty); nothing when all are there.
+define install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -67,6 +69,10 @@ deps:
 	  echo "installing:$$missing"; \
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
 	fi
+endef
+
+deps:
+	$(call install_missing,$(PACKAGES))
 
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -100,15 +106,13 @@ check-noomp: deps
 # definite leak makes valgrind exit 99, which fails the test that ran it.
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 check-valgrind: deps
-	@command -v valgrind >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-	  $$sudo apt-get install -y -qq valgrind; }
+	$(call install_missing,valgrind)
 	@$(MAKE) --no-print-directory all $(BUILD)/valgrind/test_attngraph BUILD=$(BUILD)/valgrind \
 	  AG_CLI="$(VALGRIND) $(BUILD)/valgrind/attngraph"
 	CK_RUN_SUITE=cli CK_TIMEOUT_MULTIPLIER=40 $(BUILD)/valgrind/test_attngraph
 
 check-clang: deps
-	@command -v clang >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-	  $$sudo apt-get install -y -qq clang; }
+	$(call install_missing,clang)
 	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/clang CC=clang NO_OMP=1
 
 bench: deps
@@ -156,8 +160,7 @@ $(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o \
 SCALE_DIR ?= /tmp/attngraph-scale
 scale: deps
 	@$(MAKE) --no-print-directory $(CLI) $(BUILD)/make_random_csr
-	@command -v /usr/bin/time >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-	  $$sudo apt-get install -y -qq time; }
+	$(call install_missing,time)
 	mkdir -p $(SCALE_DIR)
 	/usr/bin/time -f "causal 131072: %e s, peak %M KB" $(CLI) run --pattern causal \
 	  --nodes 131072 --dim 64 --quiet
@@ -203,14 +206,7 @@ FUZZ_CLI_OBJ = $(filter-out %/src/cli/main.o,$(CLI_OBJ)) $(BUILD)/tests/fuzz/cli
 FUZZ_HDR := tests/fuzz/fuzz_common.h
 
 fuzz-deps:
-	@missing=""; for p in clang libclang-rt-14-dev; do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-	  echo "installing:$$missing"; \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
-	fi
+	$(call install_missing,clang libclang-rt-14-dev)
 
 $(BUILD)/tests/fuzz/cli_main.o: src/cli/main.c
 	@mkdir -p $(dir $@)
