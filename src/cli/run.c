@@ -44,7 +44,8 @@ static const char run_usage[] =
     "(--save-rounds files aside). They are renamed into place one after another at\n"
     "the end: a run interrupted during those renames may have replaced some only.\n"
     "An existing file that is not writable is refused.\n"
-    "GRAPH, --features, --q, --k or --v may be - (standard input; a graph needs --format).\n";
+    "GRAPH, --features, --q, --k, --v or a part of --csr may be - (standard input; a graph\n"
+    "needs --format); a graph or labels file may be a FIFO or a pipe.\n";
 
 /* Returns -1 to go on, else an exit status. */
 static int parse_run(run_opts_t *o, int argc, char **argv)
