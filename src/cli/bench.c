@@ -43,18 +43,6 @@ static int pick_kernel(kernel_fn *fn, const char *name)
     return usage_error("bench", "--kernel '%s': expected auto, simple, tiled or gather", name);
 }
 
-/* An integer option value >= min; 0 on success. */
-static int count(int64_t *out, const char *name, const char *text, int64_t min)
-{
-    char *end;
-    long long v = strtoll(text, &end, 10);
-    if (*end || end == text || v < min)
-        return usage_error("bench", "--%s '%s' is not an integer >= %lld", name, text,
-                           (long long)min);
-    *out = v;
-    return 0;
-}
-
 int cmd_bench(int argc, char **argv)
 {
     static struct option longopts[96];
@@ -85,11 +73,11 @@ int cmd_bench(int argc, char **argv)
         case OPT_OUT: o.out = p.arg; break;
         case OPT_JSON: json = 1; break;
         case OPT_REPS:
-            if (count(&reps, "reps", p.arg, 1))
+            if (opt_int(&reps, "bench", "reps", p.arg, 1, INT64_MAX))
                 return EXIT_USAGE;
             break;
         case OPT_WARMUP:
-            if (count(&warmup, "warmup", p.arg, 0))
+            if (opt_int(&warmup, "bench", "warmup", p.arg, 0, INT64_MAX))
                 return EXIT_USAGE;
             break;
         case OPT_KERNEL:

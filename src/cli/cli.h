@@ -54,7 +54,6 @@ typedef struct {
     int n_attn;
     int64_t attn_round;                /* 0: the last round */
     int64_t max_export;
-    int max_export_given;
     int quiet;
     const char *nodes_text;            /* --nodes as given: checked against --max-nodes */
     int progress;                      /* -1: on a terminal; 0: --no-progress; 1: --progress */
@@ -113,6 +112,10 @@ extern const struct option input_options[];
 
 /* Defaults for run_opts_t. */
 void run_opts_init(run_opts_t *o);
+/* An integer option value in min..max (max >= INT64_MAX / 64: no upper limit
+   named); 0, or EXIT_USAGE with the message printed. */
+int opt_int(int64_t *out, const char *cmd, const char *name, const char *text, int64_t min,
+            int64_t max);
 /* Handles an input option: 0 done, 1 not an input option, EXIT_USAGE bad value
    (message printed). */
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd);

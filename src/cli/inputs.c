@@ -78,8 +78,8 @@ int finish(const char *cmd, int rc, int usage, const ag_error_t *err)
 }
 
 /* An integer option value in [min, max]; 0 on success. */
-static int parse_int(int64_t *out, const char *cmd, const char *name, const char *text,
-                     int64_t min, int64_t max)
+int opt_int(int64_t *out, const char *cmd, const char *name, const char *text, int64_t min,
+            int64_t max)
 {
     char *end;
     errno = 0;
@@ -187,14 +187,14 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
     case OPT_QUIET: o->quiet = 1; return 0;
     case OPT_DIRECTED: o->src.direction = AG_EDGES_DIRECTED; return 0;
     case OPT_UNDIRECTED: o->src.direction = AG_EDGES_UNDIRECTED; return 0;
-    case OPT_DIM: return parse_int(&o->dim, cmd, "dim", arg, 1, 1 << 20);
-    case OPT_HEAD_DIM: return parse_int(&o->head_dim, cmd, "head-dim", arg, 1, 1 << 20);
-    case OPT_ROUNDS: return parse_int(&o->rounds, cmd, "rounds", arg, 1, 1000000);
-    case OPT_HEADS: return parse_int(&o->heads, cmd, "heads", arg, 1, 4096);
-    case OPT_THREADS: return parse_int(&o->threads, cmd, "threads", arg, 1, 1024);
+    case OPT_DIM: return opt_int(&o->dim, cmd, "dim", arg, 1, 1 << 20);
+    case OPT_HEAD_DIM: return opt_int(&o->head_dim, cmd, "head-dim", arg, 1, 1 << 20);
+    case OPT_ROUNDS: return opt_int(&o->rounds, cmd, "rounds", arg, 1, 1000000);
+    case OPT_HEADS: return opt_int(&o->heads, cmd, "heads", arg, 1, 4096);
+    case OPT_THREADS: return opt_int(&o->threads, cmd, "threads", arg, 1, 1024);
     case OPT_NODES: o->nodes_text = arg; return 0;   /* checked against --max-nodes later */
     case OPT_MAX_NODES:
-        return parse_int(&o->src.max_nodes, cmd, "max-nodes", arg, 1, INT64_MAX / 64);
+        return opt_int(&o->src.max_nodes, cmd, "max-nodes", arg, 1, INT64_MAX / 64);
     case OPT_MAX_MEMORY: {
         /* bytes, or a number with K, M, G or T (powers of 1000, as the messages) */
         char *end;
@@ -209,7 +209,7 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
         return 0;
     }
     case OPT_SEED:
-        if (parse_int(&v, cmd, "seed", arg, 0, INT64_MAX))
+        if (opt_int(&v, cmd, "seed", arg, 0, INT64_MAX))
             return EXIT_USAGE;
         o->seed = (uint64_t)v;
         return 0;

@@ -199,8 +199,6 @@ int cmd_inspect(int argc, char **argv)
             continue;
         if (rc != 1)
             return rc;
-        char *end;
-        long long v;
         switch (c) {
         case OPT_PATTERN: o.src.pattern = p.arg; break;
         case OPT_CSR: o.src.csr = p.arg; break;
@@ -209,11 +207,9 @@ int cmd_inspect(int argc, char **argv)
         case OPT_TOP:
         case OPT_ATTN_ROUND:
         case OPT_MAX_EDGES:
-            v = strtoll(p.arg, &end, 10);
-            if (*end || end == p.arg || v < 1)
-                return usage_error("inspect", "--%s '%s' is not an integer >= 1", p.name, p.arg);
-            *(c == OPT_TOP ? &top : c == OPT_ATTN_ROUND ? &o.attn_round : &o.max_export) = v;
-            o.max_export_given |= c == OPT_MAX_EDGES;
+            if (opt_int(c == OPT_TOP ? &top : c == OPT_ATTN_ROUND ? &o.attn_round : &o.max_export,
+                        "inspect", p.name, p.arg, 1, INT64_MAX))
+                return EXIT_USAGE;
             break;
         }
     }
@@ -226,7 +222,7 @@ int cmd_inspect(int argc, char **argv)
         return EXIT_USAGE;
     if (!who == !top || (to && !who))
         return usage_error("inspect", "ask one question: --who A [--to B], or --top K");
-    if (o.max_export_given && !top)
+    if (p.seen[OPT_MAX_EDGES - OPT_Q] && !top)
         return usage_error("inspect", "--max-edges limits --top; it does not apply to --who");
     if (input_options_check(&o, "inspect"))
         return EXIT_USAGE;

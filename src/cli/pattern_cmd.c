@@ -73,10 +73,8 @@ int cmd_pattern(int argc, char **argv)
         } else if (c == OPT_FORMAT) {
             o.src.format = p.arg;
         } else if (c == OPT_MAX_EDGES) {
-            char *end;
-            max_edges = strtoll(p.arg, &end, 10);
-            if (*end || end == p.arg || max_edges < 1)
-                return usage_error("pattern", "--max-edges '%s' is not an integer >= 1", p.arg);
+            if (opt_int(&max_edges, "pattern", "max-edges", p.arg, 1, INT64_MAX))
+                return EXIT_USAGE;
         } else {
             int rc = input_option(&o, c, p.arg, "pattern");
             if (rc)

@@ -75,7 +75,6 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
             continue;
         if (rc != 1)
             return rc;
-        char *end;
         switch (c) {
         case OPT_PATTERN: o->src.pattern = p.arg; break;
         case OPT_CSR: o->src.csr = p.arg; break;
@@ -93,15 +92,11 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         case OPT_SAVE_ROUNDS: o->save_rounds = p.arg; break;
         case OPT_PROGRESS: case OPT_NO_PROGRESS: o->progress = c == OPT_PROGRESS; break;
         case OPT_MAX_EDGES:
-            o->max_export_given = 1;
-            /* fall through */
-        case OPT_ATTN_ROUND: {
-            long long v = strtoll(p.arg, &end, 10);
-            if (*end || end == p.arg || v < 1)
-                return usage_error("run", "--%s '%s' is not an integer >= 1", p.name, p.arg);
-            *(c == OPT_MAX_EDGES ? &o->max_export : &o->attn_round) = v;
+        case OPT_ATTN_ROUND:
+            if (opt_int(c == OPT_MAX_EDGES ? &o->max_export : &o->attn_round, "run", p.name,
+                        p.arg, 1, INT64_MAX))
+                return EXIT_USAGE;
             break;
-        }
         }
     }
     if (c < 0)
@@ -110,7 +105,7 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         return EXIT_USAGE;
     if (o->attn_round && !o->n_attn)
         return usage_error("run", "--attn-round says which round --attn reports; give --attn");
-    if (o->max_export_given && !o->n_attn)
+    if (p.seen[OPT_MAX_EDGES - OPT_Q] && !o->n_attn)
         return usage_error("run", "--max-edges limits the --attn export; give --attn");
     return input_options_check(o, "run") ? EXIT_USAGE : -1;
 }
