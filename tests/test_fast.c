@@ -12,9 +12,9 @@
 #include <omp.h>
 #endif
 
-#include "kernel.h"
+#include "kernels/kernels.h"
 #include "reference.h"
-#include "simd.h"
+#include "kernels/simd.h"
 #include "testutil.h"
 
 typedef int (*kernel_fn)(const ag_nbhd_t *, const float *, const float *, const float *,

@@ -13,7 +13,7 @@
 #include <omp.h>
 #endif
 
-#include "kernel.h"
+#include "kernels/kernels.h"
 #include "testutil.h"
 
 static void compile(ag_nbhd_t *nb, const char *spec, int64_t N, ag_self_loops_t self)

@@ -9,7 +9,7 @@
 
 #include "cli.h"
 #include "internal.h"
-#include "kernel.h"
+#include "kernels/kernels.h"
 #include "timing.h"
 
 static const char bench_usage[] =

@@ -1,175 +1,17 @@
 /*
  * Message rounds: projections (OpenBLAS sgemm), attention, output projection
- * and residual; LayerNorm, positions and the seeded generator. Weights are
- * [out, in] like torch.nn.Linear.weight, so every projection is y = x W^T:
+ * and residual, with optional pre-norm LayerNorm; the buffers they keep and
+ * the figures of a round. Every projection is y = x W^T with W [out, in]:
  * cblas_sgemm(RowMajor, NoTrans, Trans, ...).
  */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cblas.h>
 
 #include "internal.h"
-#include "rng.h"
 #include "vec.h"
-
-/* Uniform in (0, 1) from 64 random bits: 53 of them, never 0. */
-static double uniform01(uint64_t bits)
-{
-    return ((double)(bits >> 11) + 0.5) * 0x1.0p-53;
-}
-
-void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale)
-{
-    const uint64_t state = rng_seed(seed, stream);
-    /* Box-Muller, two values per pair of draws; pair p uses draws 2p and 2p+1,
-       so the numbers are the same for any thread count */
-#pragma omp parallel for if (n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t p = 0; p < (n + 1) / 2; p++) {
-        const double r = sqrt(-2.0 * log(uniform01(rng_at(state, (uint64_t)(2 * p)))));
-        const double t = 6.283185307179586 * uniform01(rng_at(state, (uint64_t)(2 * p + 1)));
-        x[2 * p] = (float)(r * cos(t)) * scale;
-        if (2 * p + 1 < n)
-            x[2 * p + 1] = (float)(r * sin(t)) * scale;
-    }
-}
-
-/* ---- weights ---- */
-
-/* The weight arrays of w, for loops that treat them alike. */
-#define N_MATS 9
-static float **mats_of(ag_weights_t *w, int m)
-{
-    float **all[N_MATS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->ln_weight, &w->ln_bias,
-                           &w->attn_src, &w->attn_dst, &w->attn};
-    return all[m];
-}
-
-void ag_weights_destroy(ag_weights_t *w)
-{
-    if (!w)
-        return;
-    for (int m = 0; m < N_MATS; m++)
-        free(*mats_of(w, m));
-    memset(w, 0, sizeof *w);
-}
-
-int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_node,
-                      uint64_t seed, ag_error_t *err)
-{
-    memset(w, 0, sizeof *w);
-    if (D <= 0 || H <= 0 || d <= 0 || per_node < 0)
-        return ag_fail(err, AG_EINVAL, "weights: D=%lld, H=%lld, d=%lld; expected all >= 1",
-                       (long long)D, (long long)H, (long long)d);
-    const int64_t HD = H * d, copies = per_node ? per_node : 1;
-    w->D = D, w->H = H, w->d = d, w->per_node = per_node;
-    /* wq wk wv wo, then attn_src attn_dst attn; LayerNorm stays the identity */
-    const int mats[] = {0, 1, 2, 3, 6, 7, 8};
-    for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
-        const int m = mats[k];
-        const int64_t n = m < 3 ? copies * HD * D : m == 3 ? D * HD : HD;
-        const int64_t fan_in = m < 3 ? D : m == 3 ? HD : d;
-        float **p = mats_of(w, m);
-        if (!(*p = ag_alloc(n, sizeof(float), err, "weights"))) {
-            ag_weights_destroy(w);
-            return AG_ENOMEM;
-        }
-        ag_random_normal(*p, n, seed, (uint64_t)m + 1, 1.0f / sqrtf((float)fan_in));
-    }
-    return AG_OK;
-}
-
-/*
- * Reads dir/name.npy into *out and checks its shape is want[0..ndim).
- * optional: a missing file leaves *out NULL.
- */
-static int load_array(float **out, const char *dir, const char *name, int ndim,
-                      const int64_t *want, int optional, ag_error_t *err)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    *out = NULL;
-    FILE *probe = fopen(path, "rb");
-    if (!probe && optional)
-        return AG_OK;
-    if (probe)
-        fclose(probe);
-    ag_array_t a;
-    int rc = ag_array_read_npy(&a, path, err);
-    if (rc)
-        return rc;
-    int ok = a.ndim == ndim;
-    for (int k = 0; ok && k < ndim; k++)
-        ok = a.shape[k] == want[k];
-    if (!ok) {
-        char got[96] = "", exp[96] = "";
-        for (int k = 0; k < a.ndim; k++)
-            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "",
-                     (long long)a.shape[k]);
-        for (int k = 0; k < ndim; k++)
-            snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%lld", k ? ", " : "",
-                     (long long)want[k]);
-        ag_array_destroy(&a);
-        return ag_fail(err, AG_EINVAL, "%s is [%s]; expected [%s]%s", path, got, exp,
-                       ndim == 2 && strncmp(name, "attn", 4) ? " ([out, in] like "
-                       "torch.nn.Linear.weight)" : "");
-    }
-    *out = a.data;
-    return AG_OK;
-}
-
-int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err)
-{
-    memset(w, 0, sizeof *w);
-    if (H <= 0)
-        return ag_fail(err, AG_EINVAL, "weights: %lld heads; expected >= 1", (long long)H);
-    /* wq decides: [H*d, D] shared, or [N, H*d, D] per node */
-    char path[4096];
-    snprintf(path, sizeof path, "%s/wq.npy", dir);
-    ag_array_t a;
-    int rc = ag_array_read_npy(&a, path, err);
-    if (rc)
-        return rc;
-    if (a.ndim != 2 && a.ndim != 3) {
-        ag_array_destroy(&a);
-        return ag_fail(err, AG_EINVAL, "%s has %d dimensions; expected [H*d, D] or per node "
-                       "[N, H*d, D]", path, a.ndim);
-    }
-    const int per_node = a.ndim == 3;
-    int64_t shape[3];
-    memcpy(shape, a.shape, sizeof shape);
-    w->wq = a.data;
-    w->per_node = per_node ? shape[0] : 0;
-    const int64_t HD = shape[per_node], D = shape[per_node + 1];
-    if (HD % H != 0)
-        rc = ag_fail(err, AG_EINVAL, "%s has %lld row%s, not a multiple of %lld head%s",
-                     path, (long long)HD, HD == 1 ? "" : "s", (long long)H, H == 1 ? "" : "s");
-    const int64_t d = HD / H;
-    const int64_t wo[2] = {D, HD}, vec[1] = {D}, hd[2] = {H, d};
-    if (!rc)
-        rc = load_array(&w->wk, dir, "wk", a.ndim, shape, 0, err);
-    if (!rc)
-        rc = load_array(&w->wv, dir, "wv", a.ndim, shape, 0, err);
-    if (!rc)
-        rc = load_array(&w->wo, dir, "wo", 2, wo, 0, err);
-    if (!rc)
-        rc = load_array(&w->ln_weight, dir, "ln_weight", 1, vec, 1, err);
-    if (!rc)
-        rc = load_array(&w->ln_bias, dir, "ln_bias", 1, vec, 1, err);
-    const char *vecs[] = {"attn_src", "attn_dst", "attn"};
-    for (int k = 0; k < 3 && !rc; k++)
-        rc = load_array(mats_of(w, 6 + k), dir, vecs[k], 2, hd, 1, err);
-    if (rc) {
-        ag_weights_destroy(w);
-        return rc;
-    }
-    w->D = D, w->H = H, w->d = d;
-    return AG_OK;
-}
-
-/* ---- buffers ---- */
 
 void ag_workspace_destroy(ag_workspace_t *ws)
 {
@@ -196,8 +38,6 @@ int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_e
     return AG_OK;   /* Xn and X_prev: by ag_rounds_run, when a run needs them */
 }
 
-/* ---- one round ---- */
-
 /* Y [N, out] = beta Y + X [N, in] W^T, with W [out, in]. */
 static void project(float *Y, const float *X, const float *W, int64_t N, int64_t in,
                     int64_t out, float beta)
@@ -214,34 +54,6 @@ static void project_per_node(float *Y, const float *X, const float *W, int64_t N
     for (int64_t i = 0; i < N; i++)
         for (int64_t o = 0; o < out; o++)
             Y[i * out + o] = dot(W + (i * out + o) * in, X + i * in, in);
-}
-
-void ag_layer_norm(float *Y, const float *X, int64_t N, int64_t D, const float *weight,
-                   const float *bias, float eps)
-{
-#pragma omp parallel for if (N * D * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t i = 0; i < N; i++) {
-        const float *x = X + i * D;
-        double mean = 0, var = 0;
-        for (int64_t c = 0; c < D; c++)
-            mean += x[c];
-        mean /= (double)D;
-        for (int64_t c = 0; c < D; c++)
-            var += (x[c] - mean) * (x[c] - mean);
-        const double inv = 1.0 / sqrt(var / (double)D + eps);
-        for (int64_t c = 0; c < D; c++)
-            Y[i * D + c] = (float)((x[c] - mean) * inv) * (weight ? weight[c] : 1.0f) +
-                           (bias ? bias[c] : 0.0f);
-    }
-}
-
-void ag_posenc_sinusoidal(float *X, int64_t N, int64_t D)
-{
-    for (int64_t pos = 0; pos < N; pos++)
-        for (int64_t c = 0; c < D; c++) {
-            const double angle = (double)pos / pow(10000.0, (double)(c / 2 * 2) / (double)D);
-            X[pos * D + c] += (float)(c % 2 == 0 ? sin(angle) : cos(angle));
-        }
 }
 
 static int check_layer(const ag_weights_t *w, const ag_weights_t *first, int k,

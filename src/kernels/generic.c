@@ -12,60 +12,19 @@
  *
  * The generic path scores a destination's edges into a per-thread buffer,
  * normalises them, then accumulates V: two passes over the edges. Plain
- * dot-product softmax goes to the fused kernels instead (kernel.c picks the
+ * dot-product softmax goes to the fused kernels instead (dispatch.c picks the
  * tiled or the gather kernel).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-#include "kernel.h"
+#include "kernels.h"
 #include "vec.h"
 
-static int is_softmax(ag_score_kind_t kind)
+int ag_i_is_softmax(ag_score_kind_t kind)
 {
     return kind != AG_SCORE_SIGMOID && kind != AG_SCORE_LINEAR;
-}
-
-int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t d,
-                   ag_error_t *err)
-{
-    if (H <= 0 || d <= 0)
-        return ag_fail(err, AG_EINVAL, "attention: %lld heads of width %lld; expected both >= 1",
-                       (long long)H, (long long)d);
-    if (!nb || !nb->edge_ptr || !nb->run_ptr)
-        return ag_fail(err, AG_EINVAL, "attention: neighbourhoods are not compiled");
-    if (!sc)
-        return AG_OK;
-    if (sc->kind < AG_SCORE_SCALED_DOT || sc->kind > AG_SCORE_LINEAR)
-        return ag_fail(err, AG_EINVAL, "score: unknown kind %d", (int)sc->kind);
-    if (!(sc->beta >= 0) || !isfinite(sc->beta))
-        return ag_fail(err, AG_EINVAL, "score: beta %g; expected a finite value >= 0", sc->beta);
-    if (!(sc->softcap >= 0) || !isfinite(sc->softcap))
-        return ag_fail(err, AG_EINVAL, "score: softcap %g; expected a finite value >= 0",
-                       sc->softcap);
-    if (!isfinite(sc->slope))
-        return ag_fail(err, AG_EINVAL, "score: slope %g; expected a finite value", sc->slope);
-    if (!is_softmax(sc->kind) && ((sc->beta != 0 && sc->beta != 1) || sc->softcap > 0))
-        return ag_fail(err, AG_EINVAL, "score: beta and softcap apply to softmax scores, not "
-                       "to %s", sc->kind == AG_SCORE_LINEAR ? "linear" : "sigmoid");
-    if (sc->kind == AG_SCORE_LINEAR && (sc->edge_bias || sc->alibi))
-        return ag_fail(err, AG_EINVAL, "score: linear attention takes no edge bias or ALiBi");
-    if (sc->kind == AG_SCORE_ADDITIVE && (!sc->a_src || !sc->a_dst))
-        return ag_fail(err, AG_EINVAL, "score: additive needs the vectors a_src and a_dst [H, d]");
-    if (sc->kind == AG_SCORE_GATV2 && !sc->a_src)
-        return ag_fail(err, AG_EINVAL, "score: gatv2 needs the vector a [H, d] (a_src)");
-    return AG_OK;
-}
-
-/* Can the one-pass kernel run it? Then *scale is its score multiplier. */
-static int plain_dot(const ag_score_t *sc, int64_t d, float *scale)
-{
-    const float beta = sc && sc->beta != 0 ? sc->beta : 1.0f;
-    if (sc && (sc->kind > AG_SCORE_DOT || sc->softcap > 0 || sc->edge_bias || sc->alibi))
-        return 0;
-    *scale = beta * (sc && sc->kind == AG_SCORE_DOT ? 1.0f : 1.0f / sqrtf((float)d));
-    return 1;
 }
 
 /* ---- scoring context: per-node precomputations, made before the parallel region ---- */
@@ -175,7 +134,7 @@ static inline float score_edge(const sctx_t *c, int64_t i, int64_t j, int64_t s,
     }
     if (c->sc.kind == AG_SCORE_LINEAR)
         return x;
-    if (is_softmax(c->sc.kind)) {
+    if (ag_i_is_softmax(c->sc.kind)) {
         x *= c->sc.beta;
         if (c->sc.softcap > 0)
             x = c->sc.softcap * tanhf(x / c->sc.softcap);
@@ -289,31 +248,11 @@ static void generic_end(sctx_t *c, scratch_t *buf)
     free(buf->buf);
 }
 
-int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                 int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err)
+int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
+                           const float *V, int64_t H, int64_t d, const ag_score_t *score,
+                           float *M, kext_t *xp, ag_error_t *err)
 {
-    return ag_attention_ex(nb, Q, K, V, H, d, score, M, NULL, err);
-}
-
-int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                    int64_t H, int64_t d, const ag_score_t *score, float *M,
-                    const ag_attention_opts_t *opts, ag_error_t *err)
-{
-    float scale;
-    int rc = ag_score_check(score, nb, H, d, err);
-    if (rc)
-        return rc;
-    kext_t x = {0};
-    if (opts)
-        x = (kext_t){opts->entropy, opts->max_weight, opts->distance, opts->progress,
-                     opts->progress_ctx, nb->n_edges * H, 0, 0};
-    kext_t *xp = opts ? &x : NULL;
-    if (plain_dot(score, d, &scale)) {
-        rc = ag_i_attention_auto(nb, Q, K, V, H, d, scale, M, xp, err);
-        if (!rc && x.progress)
-            x.progress(x.total, x.total, x.ctx);
-        return rc;
-    }
+    int rc;
     sctx_t c;
     scratch_t buf;
     if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, err)))
@@ -335,13 +274,11 @@ int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const f
                     for (int64_t k = 0; k < d; k++)
                         acc[k] += a * v[k];
                     if (kext_distance(xp))   /* normalise_row left 0 (or NAN) */
-                        x.distance[i * H + h] += a * (float)(i > j ? i - j : j - i);
+                        xp->distance[i * H + h] += a * (float)(i > j ? i - j : j - i);
                 }
         kext_done(xp, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
     }
     generic_end(&c, &buf);
-    if (x.progress)
-        x.progress(x.total, x.total, x.ctx);
     return AG_OK;
 }
 

@@ -1,8 +1,7 @@
 /*
- * The simple attention kernel, and the choice among the kernels. The simple
- * one handles dot-product softmax in one pass per destination; it is the
- * reference the tests hold the fast kernels (tiled.c, gather.c) to. score.c
- * holds every other score function.
+ * The simple attention kernel: dot-product softmax in one pass per
+ * destination; the reference the tests hold the fast kernels (tiled.c,
+ * gather.c) to. generic.c holds every other score function.
  *
  * Shapes: Q, K, V, M [N, H*d] row-major; head h is columns h*d .. h*d+d-1.
  *
@@ -19,7 +18,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "kernel.h"
+#include "kernels.h"
 #include "vec.h"
 
 /* Row i of M over i's in-edges, every head; mx, sum, u, t: [H] scratch (u, t:
@@ -99,17 +98,4 @@ int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, c
     }
     free(scratch.buf);
     return AG_OK;
-}
-
-int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                        int64_t H, int64_t d, float scale, float *M, kext_t *x,
-                        ag_error_t *err)
-{
-    /* One run per destination, long enough to fill tiles: the fused tiled
-       kernel; anything else: the gather kernel. The one-pass kernel above is
-       the simple reference the tests hold both to. */
-    const int64_t N = nb->n_nodes;
-    if (N > 0 && nb->n_edges / N >= 16 && ag_i_tiled_applies(nb))
-        return ag_i_attention_tiled(nb, Q, K, V, H, d, scale, M, x, err);
-    return ag_i_attention_gather(nb, Q, K, V, H, d, scale, M, x, err);
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "kernel.h"
+#include "kernels.h"
 #include "simd.h"
 #include "vec.h"
 

@@ -1,6 +1,6 @@
 /* Private entry points of the attention kernels. */
-#ifndef AG_KERNEL_H
-#define AG_KERNEL_H
+#ifndef AG_KERNELS_H
+#define AG_KERNELS_H
 
 #include <math.h>
 
@@ -67,7 +67,7 @@ static inline void kext_done(kext_t *x, int64_t work)
     }
 }
 
-/* Softmax attention with scores q.k * scale, one pass (kernel.c). */
+/* Softmax attention with scores q.k * scale, one pass (simple.c). */
 int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                           int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
 
@@ -85,7 +85,16 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
 int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                           int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
 
-/* The fastest kernel that applies to nb's shape. */
+/* Is the score kind normalised by a softmax (all but sigmoid and linear)? */
+int ag_i_is_softmax(ag_score_kind_t kind);
+
+/* Any score function (generic.c): scores a destination's edges into a
+   per-thread buffer, normalises them, then accumulates V. */
+int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
+                           const float *V, int64_t H, int64_t d, const ag_score_t *score,
+                           float *M, kext_t *x, ag_error_t *err);
+
+/* The fastest kernel that applies to nb's shape (dispatch.c). */
 int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                         int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
 

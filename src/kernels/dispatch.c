@@ -1,0 +1,97 @@
+/*
+ * The one entry point of the attention kernels, for both directions: checks
+ * a score description, then sends plain dot-product softmax to the fused
+ * kernel that fits the neighbourhoods' shape (tiled.c or gather.c) and every
+ * other score function to the generic path (generic.c). simple.c holds the
+ * plain one-pass kernel the tests hold the fused ones to.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kernels.h"
+
+int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                   ag_error_t *err)
+{
+    if (H <= 0 || d <= 0)
+        return ag_fail(err, AG_EINVAL, "attention: %lld heads of width %lld; expected both >= 1",
+                       (long long)H, (long long)d);
+    if (!nb || !nb->edge_ptr || !nb->run_ptr)
+        return ag_fail(err, AG_EINVAL, "attention: neighbourhoods are not compiled");
+    if (!sc)
+        return AG_OK;
+    if (sc->kind < AG_SCORE_SCALED_DOT || sc->kind > AG_SCORE_LINEAR)
+        return ag_fail(err, AG_EINVAL, "score: unknown kind %d", (int)sc->kind);
+    if (!(sc->beta >= 0) || !isfinite(sc->beta))
+        return ag_fail(err, AG_EINVAL, "score: beta %g; expected a finite value >= 0", sc->beta);
+    if (!(sc->softcap >= 0) || !isfinite(sc->softcap))
+        return ag_fail(err, AG_EINVAL, "score: softcap %g; expected a finite value >= 0",
+                       sc->softcap);
+    if (!isfinite(sc->slope))
+        return ag_fail(err, AG_EINVAL, "score: slope %g; expected a finite value", sc->slope);
+    if (!ag_i_is_softmax(sc->kind) && ((sc->beta != 0 && sc->beta != 1) || sc->softcap > 0))
+        return ag_fail(err, AG_EINVAL, "score: beta and softcap apply to softmax scores, not "
+                       "to %s", sc->kind == AG_SCORE_LINEAR ? "linear" : "sigmoid");
+    if (sc->kind == AG_SCORE_LINEAR && (sc->edge_bias || sc->alibi))
+        return ag_fail(err, AG_EINVAL, "score: linear attention takes no edge bias or ALiBi");
+    if (sc->kind == AG_SCORE_ADDITIVE && (!sc->a_src || !sc->a_dst))
+        return ag_fail(err, AG_EINVAL, "score: additive needs the vectors a_src and a_dst [H, d]");
+    if (sc->kind == AG_SCORE_GATV2 && !sc->a_src)
+        return ag_fail(err, AG_EINVAL, "score: gatv2 needs the vector a [H, d] (a_src)");
+    return AG_OK;
+}
+
+/* Can the one-pass kernel run it? Then *scale is its score multiplier. */
+static int plain_dot(const ag_score_t *sc, int64_t d, float *scale)
+{
+    const float beta = sc && sc->beta != 0 ? sc->beta : 1.0f;
+    if (sc && (sc->kind > AG_SCORE_DOT || sc->softcap > 0 || sc->edge_bias || sc->alibi))
+        return 0;
+    *scale = beta * (sc && sc->kind == AG_SCORE_DOT ? 1.0f : 1.0f / sqrtf((float)d));
+    return 1;
+}
+
+int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                        int64_t H, int64_t d, float scale, float *M, kext_t *x,
+                        ag_error_t *err)
+{
+    /* One run per destination, long enough to fill tiles: the fused tiled
+       kernel; anything else: the gather kernel. The one-pass kernel above is
+       the simple reference the tests hold both to. */
+    const int64_t N = nb->n_nodes;
+    if (N > 0 && nb->n_edges / N >= 16 && ag_i_tiled_applies(nb))
+        return ag_i_attention_tiled(nb, Q, K, V, H, d, scale, M, x, err);
+    return ag_i_attention_gather(nb, Q, K, V, H, d, scale, M, x, err);
+}
+
+int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                 int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err)
+{
+    return ag_attention_ex(nb, Q, K, V, H, d, score, M, NULL, err);
+}
+
+int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                    int64_t H, int64_t d, const ag_score_t *score, float *M,
+                    const ag_attention_opts_t *opts, ag_error_t *err)
+{
+    float scale;
+    int rc = ag_score_check(score, nb, H, d, err);
+    if (rc)
+        return rc;
+    kext_t x = {0};
+    if (opts)
+        x = (kext_t){opts->entropy, opts->max_weight, opts->distance, opts->progress,
+                     opts->progress_ctx, nb->n_edges * H, 0, 0};
+    kext_t *xp = opts ? &x : NULL;
+    if (plain_dot(score, d, &scale)) {
+        rc = ag_i_attention_auto(nb, Q, K, V, H, d, scale, M, xp, err);
+        if (!rc && x.progress)
+            x.progress(x.total, x.total, x.ctx);
+        return rc;
+    }
+    rc = ag_i_attention_generic(nb, Q, K, V, H, d, score, M, xp, err);
+    if (!rc && x.progress)
+        x.progress(x.total, x.total, x.ctx);
+    return rc;
+}
