@@ -288,6 +288,17 @@ typedef struct {
     int64_t *edge_id;     /* [E]   igraph edge id of each slot (-1: a self-loop added by
                                    ag_nbhd_self_loops; for a CSR that ag_nbhd_self_loops
                                    changed, the slot's index in the CSR given), or NULL */
+    /* The transpose, for the backward (ag_nbhd_transpose; NULL until then): the
+       out-edges of each source j as runs of consecutive destinations, in
+       out_ptr[j] .. out_ptr[j+1]-1. A source's runs come in layers: layer 0
+       holds its first message to each destination, ascending; layer k >= 1 its
+       (k+1)-th message to a destination of a multi-edge. */
+    int64_t n_out_runs;   /* R' */
+    int64_t *out_ptr;     /* [N+1] first out-run of each source */
+    int64_t *out_dst;     /* [R']  first destination of each out-run */
+    int64_t *out_len;     /* [R']  destinations in each out-run (>= 1) */
+    int64_t *out_nth;     /* [R']  its layer: the message j -> i is the (nth+1)-th from j to i */
+    int64_t *run_slot;    /* [R]   first slot of each (in-)run */
 } ag_nbhd_t;
 
 /*
@@ -444,6 +455,11 @@ typedef struct {
     float *entropy, *max_weight, *distance;
     void (*progress)(int64_t done, int64_t total, void *ctx);
     void *progress_ctx;
+    /* [N, H] for softmax scores: the log-sum-exp ln sum_j exp(s_ij) of each
+       destination's scores, the one extra state ag_attention_backward needs
+       (-INFINITY for a node without in-edges); for sigmoid and linear scores
+       it is left untouched. NULL: not wanted. */
+    float *lse;
 } ag_attention_opts_t;
 
 /* ag_attention with opts (NULL: exactly ag_attention). M is bitwise the same
@@ -484,6 +500,47 @@ typedef struct {
  * Without edge ids (patterns, CSR), edge k is slot k.
  */
 int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs, int64_t **slot, ag_error_t *err);
+
+/* ---------------------------------------------------------------- gradients */
+
+/*
+ * Compiles nb's transpose (out_ptr .. run_slot above) in place; does nothing
+ * if it is there. ag_attention_backward needs it: each source owns its dK and
+ * dV rows and walks its out-edges, so no two threads add into one row and the
+ * gradients are bitwise the same for any thread count. Patterns stay compact
+ * (causal on N nodes: N out-runs). ag_nbhd_self_loops drops a transpose (it is
+ * compiled again when needed). Time O(N + R + R' + changes x log), memory O(N + R + R').
+ */
+int ag_nbhd_transpose(ag_nbhd_t *nb, ag_error_t *err);
+
+/* What ag_attention_backward writes. */
+typedef struct {
+    float *dQ, *dK, *dV;          /* [N, H*d], overwritten; each required */
+    float *d_a_src, *d_a_dst;     /* [H, d] overwritten: additive's a_src and a_dst; gatv2's
+                                     vector a in d_a_src; NULL: not wanted */
+    float *d_edge_bias;           /* [E] in slot order (ag_edge_order maps slots to
+                                     edges), overwritten; NULL: not wanted */
+} ag_attention_grads_t;
+
+/*
+ * Gradients of L = sum(dM * M) for M = attention(Q, K, V) as ag_attention
+ * computes it (same nb, H, d, score): dQ, dK, dV and the score's learnable
+ * parameters. M and lse are the forward's (ag_attention_ex with opts->lse);
+ * either may be NULL, and is then computed again here (one forward's time).
+ * nb is transposed if it is not yet (hence not const).
+ *
+ * Destinations own dQ and each slot's edge-bias gradient; sources own dK and
+ * dV, walking the transpose: no atomics, bitwise the same for any thread
+ * count. Plain dot-product softmax goes to fused kernels (FlashAttention-2's
+ * backward: P recomputed from Q, K and lse; D_i = rowsum(dM_i * M_i);
+ * dS = P (dM V^T - D); dQ = dS K, dK = dS^T Q, dV = P^T dM), tiled or
+ * gathered as the forward; other kinds keep 2 x E x H floats of weights
+ * and score gradients. Time O(E H d).
+ */
+int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                          int64_t H, int64_t d, const ag_score_t *score, const float *M,
+                          const float *lse, const float *dM, const ag_attention_grads_t *g,
+                          ag_error_t *err);
 
 /* ---------------------------------------------------------------- rounds */
 
@@ -595,6 +652,105 @@ void ag_posenc_sinusoidal(float *X, int64_t N, int64_t D);
 
 /* n standard-normal floats from (seed, stream): the same for the same pair. */
 void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale);
+
+/* ---------------------------------------------------------------- training */
+
+/*
+ * Zeroed gradients g shaped like w: wq, wk, wv, wo always; ln_weight and
+ * ln_bias when w has them or layer_norm is set; each attention vector w has.
+ * g->D, H, d, per_node are w's. Free with ag_weights_destroy.
+ */
+int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm,
+                          ag_error_t *err);
+
+/*
+ * With layer_norm set, gives w the LayerNorm parameters it lacks (ln_weight
+ * all 1, ln_bias all 0), so that training can learn them; does nothing else.
+ */
+int ag_weights_add_layer_norm(ag_weights_t *w, ag_error_t *err);
+
+/* What a training forward keeps for its backward (opaque). */
+typedef struct ag_tape ag_tape_t;
+
+/*
+ * ag_rounds_run for training: runs `rounds` rounds on X [N, D] in place (opts'
+ * score, residual and norm; on_round, figures and progress are ignored) and
+ * keeps, per round, the activations the backward needs in *tape (made here;
+ * free with ag_tape_free): the round's input X [N, D] and Q, K, V, M [N, H*d]
+ * and the log-sum-exp [N, H] (LayerNorm's output is recomputed). That is
+ * (D + 4 H d + H) x 4 bytes per node and round (ag_tape_bytes), plus nb's
+ * transpose. Projections are blocked so that every result is bitwise the
+ * same for any thread count (OpenBLAS's own threads are not).
+ * layers, nb and opts must stay alive and unchanged until the backward.
+ */
+int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
+                      int rounds, const ag_round_opts_t *opts, ag_tape_t **tape,
+                      ag_error_t *err);
+
+/* Bytes a tape of `rounds` rounds on N nodes takes (ag_rounds_forward's). */
+int64_t ag_tape_bytes(int64_t N, int64_t D, int64_t H, int64_t d, int rounds);
+
+/*
+ * The backward of ag_rounds_forward: given dY = dL/dX_R [N, D], writes
+ * dX0 = dL/dX (the features; NULL: not wanted) and the weights' gradients
+ * into grads (n_layers of them, from ag_weights_grads_init: overwritten;
+ * shared layers get the sum over rounds). A gradient array that is NULL in
+ * grads is skipped. Bitwise the same for any thread count.
+ */
+int ag_rounds_backward(ag_tape_t *tape, const float *dY, float *dX0, ag_weights_t *grads,
+                       ag_error_t *err);
+
+void ag_tape_free(ag_tape_t *tape);
+
+/*
+ * Mean squared error over the nodes of mask (NULL: all): L = sum over masked
+ * rows i and columns c of (X_ic - Y_ic)^2 / (masked rows x D). dX [N, D]
+ * (or NULL) gets dL/dX (0 on unmasked rows). Refuses an empty mask.
+ */
+int ag_loss_mse(const float *X, const float *Y, int64_t N, int64_t D, const uint8_t *mask,
+                double *loss, float *dX, ag_error_t *err);
+
+/*
+ * Cross-entropy over C classes through a linear readout: logits = X Wr^T + br
+ * (Wr [C, D], br [C]); L = mean over masked nodes with a label (labels[i] in
+ * 0..C-1; -1: unlabelled, skipped) of -ln softmax(logits_i)[labels[i]].
+ * dX [N, D], dWr [C, D], dbr [C] (each may be NULL) get the gradients;
+ * *correct (may be NULL) the masked labelled nodes whose largest logit is their
+ * label; *counted how many there were. pred (may be NULL) [N] gets every
+ * node's argmax class. Refuses a label >= C or < -1.
+ */
+int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const float *Wr,
+                          const float *br, int64_t C, const int64_t *labels,
+                          const uint8_t *mask, double *loss, float *dX, float *dWr,
+                          float *dbr, int64_t *correct, int64_t *counted, int64_t *pred,
+                          ag_error_t *err);
+
+typedef enum { AG_OPT_ADAM = 0, AG_OPT_ADAMW, AG_OPT_SGD } ag_optimizer_kind_t;
+
+typedef struct {
+    ag_optimizer_kind_t kind;
+    float lr;                     /* learning rate (> 0) */
+    float momentum;               /* SGD momentum (0: plain SGD) */
+    float beta1, beta2, eps;      /* Adam (0 means 0.9, 0.999, 1e-8) */
+    float weight_decay;           /* Adam and SGD: added to the gradient (L2); AdamW:
+                                     decoupled, p -= lr wd p */
+    float clip;                   /* > 0: scale all gradients so their global L2 norm
+                                     is at most clip */
+} ag_optimizer_opts_t;
+
+typedef struct ag_optimizer ag_optimizer_t;
+
+/* An optimizer over no parameters yet (*opt NULL on failure). */
+int ag_optimizer_init(ag_optimizer_t **opt, const ag_optimizer_opts_t *o, ag_error_t *err);
+/* Adds a parameter array of n floats and the array its gradient will be in
+   (both stay the caller's and must stay alive). */
+int ag_optimizer_add(ag_optimizer_t *opt, float *param, const float *grad, int64_t n,
+                     ag_error_t *err);
+/* One step over every parameter added, in the order added. *grad_norm (may be
+   NULL) gets the global L2 norm of the gradients before clipping. Bitwise the
+   same for any thread count. */
+int ag_optimizer_step(ag_optimizer_t *opt, double *grad_norm, ag_error_t *err);
+void ag_optimizer_free(ag_optimizer_t *opt);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

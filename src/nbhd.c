@@ -18,6 +18,8 @@ void ag_nbhd_destroy(ag_nbhd_t *nb)
     free(nb->run_src);
     free(nb->run_len);
     free(nb->edge_id);
+    free(nb->out_ptr), free(nb->out_dst), free(nb->out_len), free(nb->out_nth);
+    free(nb->run_slot);
     memset(nb, 0, sizeof *nb);
 }
 

@@ -70,5 +70,6 @@ Suite *graph_files_suite(void);
 Suite *compare_suite(void);
 Suite *figures_suite(void);
 Suite *fuzz_suite(void);
+Suite *transpose_suite(void);
 
 #endif
