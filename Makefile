@@ -134,7 +134,7 @@ $(BUILD)/%.o: %.c $(BUILD)/.flags
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/bench_kernel.d
 
 $(LIB_A): $(LIB_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 # libattngraph.so -> libattngraph.so.0 -> libattngraph.so.X.Y.Z (the file).
 $(LIB_SO): $(LIB_SO_REAL)
@@ -213,7 +213,7 @@ $(BUILD)/tests/fuzz/cli_main.o: src/cli/main.c
 	$(CC) $(AG_CFLAGS) $(CFLAGS) -Dmain=attngraph_main -c $< -o $@
 
 $(BUILD)/libattngraph_cli.a: $(FUZZ_CLI_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 # libFuzzer binaries: built by a nested make with BUILD=$(FUZZ_BUILD) CC=clang.
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.c $(FUZZ_HDR) $(LIB_A) $(BUILD)/libattngraph_cli.a

@@ -116,7 +116,7 @@ static void check_kernel(const fix_t *f, kernel_fn kernel, const char *what)
     const float scale = 1.0f / sqrtf((float)f->d);
     ag_error_t err;
     ck_assert_int_eq(kernel(&f->nb, f->Q, f->K, f->V, f->H, f->d, scale, M0, NULL, &err), AG_OK);
-    kext_t x = {ent, top, dist, NULL, NULL, 0, 0, 0};
+    kext_t x = {ent, top, dist, NULL, NULL, 0, 0, 0, NULL};
     ck_assert_int_eq(kernel(&f->nb, f->Q, f->K, f->V, f->H, f->d, scale, M1, &x, &err), AG_OK);
     ck_assert_msg(memcmp(M0, M1, (size_t)n * sizeof(float)) == 0, "%s: M changed", what);
     check_against_stats(f, NULL, ent, top, dist, what);

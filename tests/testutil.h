@@ -71,5 +71,6 @@ Suite *compare_suite(void);
 Suite *figures_suite(void);
 Suite *fuzz_suite(void);
 Suite *transpose_suite(void);
+Suite *backward_suite(void);
 
 #endif

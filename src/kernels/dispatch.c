@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "kernels.h"
+#include "vec.h"
 
 int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t d,
                    ag_error_t *err)
@@ -82,7 +83,7 @@ int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const f
     kext_t x = {0};
     if (opts)
         x = (kext_t){opts->entropy, opts->max_weight, opts->distance, opts->progress,
-                     opts->progress_ctx, nb->n_edges * H, 0, 0};
+                     opts->progress_ctx, nb->n_edges * H, 0, 0, opts->lse};
     kext_t *xp = opts ? &x : NULL;
     if (plain_dot(score, d, &scale)) {
         rc = ag_i_attention_auto(nb, Q, K, V, H, d, scale, M, xp, err);
@@ -93,5 +94,60 @@ int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const f
     rc = ag_i_attention_generic(nb, Q, K, V, H, d, score, M, xp, err);
     if (!rc && x.progress)
         x.progress(x.total, x.total, x.ctx);
+    return rc;
+}
+
+/* ---- backward ---- */
+
+int ag_i_backward_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                       int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
+                       const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes;
+    const ag_i_backward_fn fn = N > 0 && nb->n_edges / N >= 16 && ag_i_tiled_applies(nb)
+                                    ? ag_i_backward_tiled : ag_i_backward_gather;
+    return fn(nb, Q, K, V, H, d, scale, lse, Dd, dM, dQ, dK, dV, err);
+}
+
+int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                          int64_t H, int64_t d, const ag_score_t *score, const float *M,
+                          const float *lse, const float *dM, const ag_attention_grads_t *g,
+                          ag_error_t *err)
+{
+    int rc = ag_score_check(score, nb, H, d, err);
+    if (rc)
+        return rc;
+    if (!g || !g->dQ || !g->dK || !g->dV)
+        return ag_fail(err, AG_EINVAL, "attention backward: dQ, dK and dV are required");
+    if ((rc = ag_nbhd_transpose(nb, err)))
+        return rc;
+    float scale;
+    if (!plain_dot(score, d, &scale))
+        return ag_i_backward_generic(nb, Q, K, V, H, d, score, dM, g, err);
+    if (g->d_edge_bias)   /* a plain score has no bias: its gradient is still asked for */
+        memset(g->d_edge_bias, 0, (size_t)nb->n_edges * sizeof *g->d_edge_bias);
+    const int64_t N = nb->n_nodes, HD = H * d;
+    /* M and lse when not given: one forward; then D_i = rowsum(dM_i * M_i) per head */
+    float *own = ag_alloc(N * H + (M && lse ? 0 : N * HD + N * H), sizeof(float), err,
+                          "attention backward");
+    if (!own)
+        return AG_ENOMEM;
+    float *Dd = own;
+    if (!M || !lse) {
+        float *M2 = own + N * H, *lse2 = M2 + N * HD;
+        kext_t x = {0};
+        x.lse = lse2;
+        if ((rc = ag_i_attention_online(nb, Q, K, V, H, d, scale, M2, &x, err))) {
+            free(own);
+            return rc;
+        }
+        M = M2, lse = lse2;
+    }
+#pragma omp parallel for if (N * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t h = 0; h < H; h++)
+            Dd[i * H + h] = dot(dM + i * HD + h * d, M + i * HD + h * d, d);
+    rc = ag_i_backward_auto(nb, Q, K, V, H, d, scale, lse, Dd, dM, g->dQ, g->dK, g->dV, err);
+    free(own);
     return rc;
 }

@@ -346,3 +346,11 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
     generic_end(&c, &buf);
     return AG_OK;
 }
+
+int ag_i_backward_generic(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                          int64_t H, int64_t d, const ag_score_t *score, const float *dM,
+                          const ag_attention_grads_t *g, ag_error_t *err)
+{
+    (void)nb, (void)Q, (void)K, (void)V, (void)H, (void)d, (void)score, (void)dM, (void)g;
+    return ag_fail(err, AG_EINVAL, "attention backward: not yet for this score");
+}

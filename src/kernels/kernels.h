@@ -27,6 +27,8 @@ typedef struct {
     int64_t total;                 /* E * H */
     int64_t done;                  /* messages x heads done (atomic) */
     int64_t next;                  /* thread 0's next report */
+    float *lse;                    /* [N, H] ln sum_j exp(s_ij) in natural units (-INFINITY
+                                      without in-edges), or NULL */
 } kext_t;
 
 /* Does the kernel need to keep u? */
@@ -39,6 +41,15 @@ static inline int kext_stats(const kext_t *x)
 static inline int kext_distance(const kext_t *x)
 {
     return x && x->distance;
+}
+
+/* The log-sum-exp of destination i, head h from its running max m and sum l
+   in units of base (ln_base: ln of the base), when x asks for it. */
+static inline void kext_lse(const kext_t *x, int64_t i, int64_t h, int64_t H, float m, float l,
+                            float ln_base)
+{
+    if (x && x->lse)
+        x->lse[i * H + h] = l > 0 ? (m + logf(l) / ln_base) * ln_base : -INFINITY;
 }
 
 /* The figures of destination i, head h from l, u and t (ln_base: ln of the
@@ -97,5 +108,35 @@ int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
 /* The fastest kernel that applies to nb's shape (dispatch.c). */
 int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                         int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
+
+/* ---- backward (nb transposed: ag_nbhd_transpose) ----
+ * The plain dot-product softmax kernels' backward: scores q.k * scale as the
+ * forward's; lse [N, H] the forward's log-sum-exp (natural units);
+ * Dd [N, H] = sum_c dM[i, h*d+c] * M[i, h*d+c]. Writes dQ, dK, dV [N, H*d]:
+ * destinations own dQ, sources own dK and dV (walking the out-runs). */
+typedef int (*ag_i_backward_fn)(const ag_nbhd_t *nb, const float *Q, const float *K,
+                                const float *V, int64_t H, int64_t d, float scale,
+                                const float *lse, const float *Dd, const float *dM, float *dQ,
+                                float *dK, float *dV, ag_error_t *err);
+/* One destination, then one source at a time (simple.c): the reference. */
+int ag_i_backward_simple(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                         int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
+                         const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
+/* Tiled (tiled.c): every destination at most one run. */
+int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                        int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
+                        const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
+/* Gathered rows (gather.c): any neighbourhoods. */
+int ag_i_backward_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                         int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
+                         const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
+/* The one the forward would pick (dispatch.c). */
+int ag_i_backward_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                       int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
+                       const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
+/* Any score function (generic.c): dM given, M and lse recomputed here. */
+int ag_i_backward_generic(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                          int64_t H, int64_t d, const ag_score_t *score, const float *dM,
+                          const ag_attention_grads_t *g, ag_error_t *err);
 
 #endif

@@ -70,6 +70,7 @@ static void attend_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const flo
     for (int64_t h = 0; h < H; h++) {
         if (stats)
             kext_put(x, i, h, H, sum[h], u[h], t[h], 1.0f);
+        kext_lse(x, i, h, H, mx[h], sum[h], 1.0f);
         if (sum[h] == 0.0f)
             continue;                 /* no in-edges: the row stays zero */
         const float inv = 1.0f / sum[h];
@@ -97,5 +98,64 @@ int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, c
         kext_done(x, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
     }
     free(scratch.buf);
+    return AG_OK;
+}
+
+/* ---- backward ---- */
+
+/* p_ij and dS_ij = p (dM_i . v_j - D_i) of edge j -> i, head h. */
+static inline float edge_ds(const float *Q, const float *K, const float *V, const float *dM,
+                            const float *lse, const float *Dd, int64_t i, int64_t j, int64_t h,
+                            int64_t H, int64_t d, float scale, float *p)
+{
+    const int64_t HD = H * d, o = h * d;
+    *p = expf(dot(Q + i * HD + o, K + j * HD + o, d) * scale - lse[i * H + h]);
+    return *p * (dot(dM + i * HD + o, V + j * HD + o, d) - Dd[i * H + h]);
+}
+
+int ag_i_backward_simple(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                         int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
+                         const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+{
+    (void)err;
+    const int64_t N = nb->n_nodes, HD = H * d;
+    const int par = nb->n_edges * HD >= AG_PARALLEL_MIN_WORK;
+    /* destinations: dQ_i = scale sum_j dS_ij k_j */
+#pragma omp parallel for if (par) schedule(dynamic, 16)
+    for (int64_t i = 0; i < N; i++) {
+        float *dq = dQ + i * HD;
+        memset(dq, 0, (size_t)HD * sizeof *dq);
+        for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+            for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++)
+                for (int64_t h = 0; h < H; h++) {
+                    float p;
+                    const float ds = edge_ds(Q, K, V, dM, lse, Dd, i, j, h, H, d, scale, &p);
+                    const float *k = K + j * HD + h * d;
+                    for (int64_t c = 0; c < d; c++)
+                        dq[h * d + c] += ds * k[c];
+                }
+        for (int64_t c = 0; c < HD; c++)
+            dq[c] *= scale;
+    }
+    /* sources: dK_j = scale sum_i dS_ij q_i, dV_j = sum_i p_ij dM_i */
+#pragma omp parallel for if (par) schedule(dynamic, 16)
+    for (int64_t j = 0; j < N; j++) {
+        float *dk = dK + j * HD, *dv = dV + j * HD;
+        memset(dk, 0, (size_t)HD * sizeof *dk);
+        memset(dv, 0, (size_t)HD * sizeof *dv);
+        for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++)
+            for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++)
+                for (int64_t h = 0; h < H; h++) {
+                    float p;
+                    const float ds = edge_ds(Q, K, V, dM, lse, Dd, i, j, h, H, d, scale, &p);
+                    const float *q = Q + i * HD + h * d, *g = dM + i * HD + h * d;
+                    for (int64_t c = 0; c < d; c++) {
+                        dk[h * d + c] += ds * q[c];
+                        dv[h * d + c] += p * g[c];
+                    }
+                }
+        for (int64_t c = 0; c < HD; c++)
+            dk[c] *= scale;
+    }
     return AG_OK;
 }

@@ -483,3 +483,11 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
     free(buf);
     return AG_OK;
 }
+
+/* Backward: not written yet; the simple kernel stands in. */
+int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                     int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
+                     const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+{
+    return ag_i_backward_simple(nb, Q, K, V, H, d, scale, lse, Dd, dM, dQ, dK, dV, err);
+}
