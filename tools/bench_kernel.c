@@ -11,6 +11,14 @@
  *   - the cost of a round's figures (entropy and largest weight per node and
  *     head, ag_attention_ex) in the kernel's own pass: runs with and without
  *     them alternate, and the ratio is of the two medians.
+ *   - the FMA peak (a register-only loop of independent multiply-adds, AVX-512
+ *     where the CPU has it, else AVX2, on the same threads), the yardstick of
+ *     the backward rows: median backward time with M and lse given, useful
+ *     GFLOP/s = 10*E*d*H / time (FlashAttention-2's accounting: the scores and
+ *     dP computed again are not counted), its ratio to the FMA peak, and its
+ *     time against the training forward's (ag_attention_ex with lse).
+ *   `bench_kernel backward [NAME]` runs the FMA peak and the backward rows only
+ *   (those whose name contains NAME).
  * This machine is shared and its speed drifts, so each case's runs are
  * interleaved with runs of its yardstick and the ratio is of the two medians:
  * both saw the same machine. Inputs come from a fixed seed.
@@ -25,6 +33,7 @@
 
 #include "attngraph.h"
 #include "internal.h"
+#include "kernels/simd.h"
 #include "../src/cli/timing.h"
 #include "../tests/reference.h"
 
@@ -135,6 +144,69 @@ static double rows_run(const rows_t *b)
     return (double)b->reads * d * 4 / t / 1e9;
 }
 
+/* The FMA peak (AVX-512 where this CPU has it, else AVX2): 12 independent
+   chains of a = a m + c per thread (two FMA units of latency 4 need 8 in
+   flight), nothing but registers; m and c are read from volatiles and the
+   chains start apart, so that the compiler can neither fold nor merge them. */
+static volatile float fma_m = 0.999f, fma_c = 0.001f;   /* unknown to the compiler */
+#define FMA_CHAINS(T, one)                                                                \
+    const T m = (one) * fma_m, c = (one) * fma_c;                                         \
+    T a0 = one * 0.50f, a1 = one * 0.55f, a2 = one * 0.60f, a3 = one * 0.65f;             \
+    T a4 = one * 0.70f, a5 = one * 0.75f, a6 = one * 0.80f, a7 = one * 0.85f;             \
+    T a8 = one * 0.90f, a9 = one * 0.95f, a10 = one * 1.05f, a11 = one * 1.10f;           \
+    for (int64_t k = 0; k < iters; k++) {                                                 \
+        a0 = a0 * m + c, a1 = a1 * m + c, a2 = a2 * m + c, a3 = a3 * m + c;               \
+        a4 = a4 * m + c, a5 = a5 * m + c, a6 = a6 * m + c, a7 = a7 * m + c;               \
+        a8 = a8 * m + c, a9 = a9 * m + c, a10 = a10 * m + c, a11 = a11 * m + c;           \
+    }                                                                                     \
+    const T sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;            \
+    return sum[0];
+
+typedef float v8f __attribute__((vector_size(32)));
+
+AG_TARGET_AVX512 static float fma_avx512(int64_t iters)
+{
+    const v16f one = v_set1(1.0f);
+    FMA_CHAINS(v16f, one)
+}
+
+AG_TARGET_AVX2 static float fma_avx2(int64_t iters)
+{
+    const v8f one = {1, 1, 1, 1, 1, 1, 1, 1};
+    FMA_CHAINS(v8f, one)
+}
+
+/* GFLOP/s of one run on every thread. */
+static volatile int64_t fma_iters = 1 << 23;
+static double fma_peak(void)
+{
+    const int wide = ag_simd_level() == AG_SIMD_AVX512;
+    const int64_t iters = fma_iters;
+    int threads = 1;
+    float total = 0;
+    const double t0 = now_s();
+#pragma omp parallel reduction(+ : total)
+    {
+#pragma omp single
+        threads = omp_get_num_threads();
+        total += wide ? fma_avx512(iters) : fma_avx2(iters);
+    }
+    const double t = now_s() - t0;
+    volatile float sink = total;
+    (void)sink;
+    return (double)threads * (double)iters * 12 * (wide ? 16 : 8) * 2 / t / 1e9;
+}
+
+/* Median of a few FMA-peak runs after a warm-up. */
+static double fma_rate(void)
+{
+    double r[5];
+    fma_peak();
+    for (int k = 0; k < 5; k++)
+        r[k] = fma_peak();
+    return median_s(r, 5);
+}
+
 typedef struct {
     const char *name, *spec;
     int64_t N, H, d;
@@ -223,9 +295,76 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
     ag_nbhd_destroy(&nb);
 }
 
+/* The backward with M and lse given (ag_attention_backward), interleaved with
+   the FMA peak and with the training forward (ag_attention_ex with lse). */
+static void run_backward(const case_t *c)
+{
+    ag_pattern_t *p;
+    ag_nbhd_t nb;
+    ag_error_t err;
+    if (ag_pattern_parse(&p, c->spec, &err) ||
+        ag_nbhd_from_pattern(&nb, p, c->N, c->self, &err) || ag_nbhd_transpose(&nb, &err))
+        die(&err);
+    ag_pattern_free(p);
+    const int64_t N = c->N, H = c->H, d = c->d, HD = H * d, E = nb.n_edges;
+    float *Q = floats(N * HD), *K = floats(N * HD), *V = floats(N * HD), *M = floats(N * HD);
+    float *dM = floats(N * HD), *g = floats(3 * N * HD), *lse = floats(N * H);
+    ag_random_normal(Q, N * HD, 7, 1, 1.0f);
+    ag_random_normal(K, N * HD, 7, 2, 1.0f);
+    ag_random_normal(V, N * HD, 7, 3, 1.0f);
+    ag_random_normal(dM, N * HD, 7, 4, 1.0f);
+    const ag_attention_opts_t fw = {.lse = lse};
+    const ag_attention_grads_t gr = {.dQ = g, .dK = g + N * HD, .dV = g + 2 * N * HD};
+    const double flops = 10.0 * (double)E * (double)d * (double)H;
+    for (int threads = 1; threads <= 2; threads++) {
+        ag_set_threads(threads);
+        double tb[ROUNDS * PER_ROUND], tf[ROUNDS * PER_ROUND], yard[ROUNDS];
+        if (ag_attention_ex(&nb, Q, K, V, H, d, NULL, M, &fw, &err))
+            die(&err);
+        for (int r = 0; r < ROUNDS; r++) {
+            yard[r] = fma_peak();
+            const double warm0 = now_s();
+            for (int k = 0; k < 2 || now_s() - warm0 < WARM_S; k++)
+                if (ag_attention_backward(&nb, Q, K, V, H, d, NULL, M, lse, dM, &gr, &err))
+                    die(&err);
+            for (int k = 0; k < PER_ROUND; k++) {
+                double t0 = now_s();
+                ag_attention_backward(&nb, Q, K, V, H, d, NULL, M, lse, dM, &gr, &err);
+                tb[r * PER_ROUND + k] = now_s() - t0;
+                t0 = now_s();
+                ag_attention_ex(&nb, Q, K, V, H, d, NULL, M, &fw, &err);
+                tf[r * PER_ROUND + k] = now_s() - t0;
+            }
+        }
+        const double t = median_s(tb, ROUNDS * PER_ROUND), f = median_s(tf, ROUNDS * PER_ROUND);
+        const double y = median_s(yard, ROUNDS), gf = flops / t / 1e9;
+        printf("  %-32s %d  %8.4f s %7.2f GFLOP/s  %4.2f of FMA peak at %5.1f; %4.2fx the "
+               "forward's %.4f s\n", c->name, threads, t, gf, gf / y, y, t / f, f);
+        fflush(stdout);
+    }
+    free(Q), free(K), free(V), free(M), free(dM), free(g), free(lse);
+    ag_nbhd_destroy(&nb);
+}
+
+static const case_t backward_cases[] = {
+    {"complete N=2048 d=64 H=1", "complete", 2048, 1, 64, AG_SELF_KEEP, 0},
+    {"causal N=4096 d=64 H=1", "causal", 4096, 1, 64, AG_SELF_KEEP, 0},
+    {"causal N=2048 d=64 H=8", "causal", 2048, 8, 64, AG_SELF_KEEP, 0},
+    {"window W=128 N=32768 d=64", "window:128", 32768, 1, 64, AG_SELF_KEEP, 0},
+    {"random 16 + self N=200000 d=64", "random:16,1", 200000, 1, 64, AG_SELF_ON, 1},
+};
+
+/* The backward rows whose name contains `only` (NULL: all). */
+static void backward_table(const char *only)
+{
+    printf("  backward (10*E*d*H useful flops) threads  median    useful rate\n");
+    for (size_t k = 0; k < sizeof backward_cases / sizeof backward_cases[0]; k++)
+        if (!only || strstr(backward_cases[k].name, only))
+            run_backward(&backward_cases[k]);
+}
+
 int main(int argc, char **argv)
 {
-    (void)argc;
     ag_error_t err;
     if (ag_blas_fix(argv, &err))
         fprintf(stderr, "warning: %s\n", err.msg);
@@ -234,12 +373,22 @@ int main(int argc, char **argv)
     printf("attngraph benchmark (%s; %s)\n", AG_VERSION, openblas_get_config());
     printf("  OpenBLAS kernels: %s (best for this CPU: %s%s)\n", blas.chosen, blas.best,
            blas.slow ? "; SLOW: OPENBLAS_CORETYPE is set to an older core" : "");
+    const int backward_only = argc > 1 && strcmp(argv[1], "backward") == 0;
     for (int t = 1; t <= 2; t++) {
         ag_set_threads(t);
+        const double peak = fma_rate();
+        if (backward_only) {
+            printf("  %d thread%s: FMA peak %6.1f GFLOP/s\n", t, t > 1 ? "s" : " ", peak);
+            continue;
+        }
         const double sg = gemm_rate(4096, 4096, 4096, 0), pr = gemm_rate(16384, 1024, 1024, 1);
-        printf("  %d thread%s: sgemm 4096^3 %6.1f GFLOP/s; projection X W^T [16384x1024]x"
-               "[1024x1024]^T %6.1f GFLOP/s = %.2f of sgemm\n", t, t > 1 ? "s" : " ", sg, pr,
-               pr / sg);
+        printf("  %d thread%s: FMA peak %6.1f GFLOP/s; sgemm 4096^3 %6.1f GFLOP/s = %.2f of it; "
+               "projection X W^T [16384x1024]x[1024x1024]^T %6.1f GFLOP/s = %.2f of sgemm\n", t,
+               t > 1 ? "s" : " ", peak, sg, sg / peak, pr, pr / sg);
+    }
+    if (backward_only) {
+        backward_table(argc > 2 ? argv[2] : NULL);
+        return 0;
     }
     gemm_t sgemm;
     rows_t rows;
@@ -257,5 +406,6 @@ int main(int argc, char **argv)
         run_case(&cases[k], &sgemm, &rows);
     gemm_free(&sgemm);
     free(rows.x), free(rows.idx);
+    backward_table(NULL);
     return 0;
 }

@@ -239,6 +239,40 @@ AG_INLINE void sum_rows(float *out, const float *w, const float *X, const int64_
     }
 }
 
+/* out[e] = x . X[idx[e]] (rows at offset off) for e < n, 16 edges at a time:
+   each edge's products summed over whole vectors of channels, then the 16
+   edges' vectors transposed and added, so that no edge needs a horizontal sum
+   of its own; leftover channels one by one. out has room for n rounded up to
+   a whole vector. */
+AG_INLINE void dots(float *out, const float *x, const float *X, const int64_t *idx, int64_t n,
+                    int64_t HD, int64_t off, int64_t d)
+{
+    const int64_t dv = d - d % AG_LANES;
+    for (int64_t e0 = 0; e0 < n; e0 += AG_LANES) {
+        v16f r[AG_LANES];
+#pragma GCC unroll 16
+        for (int k = 0; k < AG_LANES; k++) {
+            v16f a = {0};
+            if (e0 + k < n) {
+                const float *row = X + idx[e0 + k] * HD + off;
+                for (int64_t c = 0; c < dv; c += AG_LANES)
+                    a += v_load(x + c) * v_load(row + c);
+            }
+            r[k] = a;
+        }
+        v_transpose16(r);
+#pragma GCC unroll 8
+        for (int k = 0; k < AG_LANES / 2; k++)
+            r[k] += r[k + AG_LANES / 2];
+        v_store(out + e0, ((r[0] + r[4]) + (r[2] + r[6])) + ((r[1] + r[5]) + (r[3] + r[7])));
+    }
+    for (int64_t e = 0; dv < d && e < n; e++) {
+        const float *row = X + idx[e] * HD + off;
+        for (int64_t c = dv; c < d; c++)
+            out[e] += x[c] * row[c];
+    }
+}
+
 /* s := P = exp2(s - l2), dp := P (dp - dd) for n edges (padded to whole
    vectors with weight 0). */
 AG_INLINE void edge_ds(float *s, float *dp, const float *l2, const float *dd, int64_t n)
@@ -284,10 +318,8 @@ AG_INLINE void grad_query_row(const gbw_args_t *a, int64_t i, const gbw_buf_t *b
         const float *dm = a->dM + i * HD + off;
         for (int64_t c = 0; c < d; c++)
             b->x[c] = a->Q[i * HD + off + c] * a->scale2;
-        for (int64_t e = 0; e < n; e++) {
-            b->s[e] = dot_v(b->x, a->K + b->idx[e] * HD + off, d);
-            b->dp[e] = dot_v(dm, a->V + b->idx[e] * HD + off, d);
-        }
+        dots(b->s, b->x, a->K, b->idx, n, HD, off, d);
+        dots(b->dp, dm, a->V, b->idx, n, HD, off, d);
         const v16f l2 = v_set1(a->ld[2 * (i * H + h)]), dd = v_set1(a->ld[2 * (i * H + h) + 1]);
         for (int64_t e = 0; e < n; e += AG_LANES)
             v_store(b->l2 + e, l2), v_store(b->dd + e, dd);
@@ -311,18 +343,20 @@ AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, const gbw_buf_t *b)
         const int64_t off = h * d;
         if (j + 1 < nb->n_nodes)   /* the next source's rows */
             for (int64_t r = nb->out_ptr[j + 1]; r < nb->out_ptr[j + 2]; r++)
-                for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++)
+                for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++) {
                     for (int64_t c = 0; c < d; c += 16) {
                         __builtin_prefetch(a->Q + i * HD + off + c);
                         __builtin_prefetch(a->dM + i * HD + off + c);
                     }
+                    __builtin_prefetch(a->ld + 2 * (i * H + h));
+                }
         const float *v = a->V + j * HD + off;
         for (int64_t c = 0; c < d; c++)
             b->x[c] = a->K[j * HD + off + c] * a->scale2;
+        dots(b->s, b->x, a->Q, b->idx, n, HD, off, d);
+        dots(b->dp, v, a->dM, b->idx, n, HD, off, d);
         for (int64_t e = 0; e < n; e++) {
             const int64_t i = b->idx[e];
-            b->s[e] = dot_v(b->x, a->Q + i * HD + off, d);
-            b->dp[e] = dot_v(v, a->dM + i * HD + off, d);
             b->l2[e] = a->ld[2 * (i * H + h)], b->dd[e] = a->ld[2 * (i * H + h) + 1];
         }
         for (int64_t e = n; e % AG_LANES; e++)
