@@ -516,10 +516,6 @@ typedef struct {
     float *dQ, *dK, *dV;
     int64_t H, d;
     float scale, scale2;
-    const int64_t *span;   /* pass B: per aligned tile of rows, 4 numbers: the least
-                              lo and the largest hi of its rows' runs, the largest lo
-                              and the least hi (rows without a run: lo N, hi 0) */
-    int64_t rows;          /* rows per tile in pass B */
 } bw_args_t;
 
 typedef struct {
@@ -702,7 +698,7 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
 {
     const ag_nbhd_t *nb = a->nb;
     const int BQ = QV * AG_LANES;
-    const int64_t d = a->d, HD = a->H * d, off = h * d, N = nb->n_nodes, BR = a->rows;
+    const int64_t d = a->d, HD = a->H * d, off = h * d, N = nb->n_nodes;
     /* the destinations that read the block: their out-runs' span */
     int64_t rmin = INT64_MAX, rmax = 0;
     for (int64_t j = j0; j < j0 + nq; j++)
@@ -720,12 +716,27 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
         one[v] = v_set1(1.0f);
-    for (int64_t t = rmax > 0 ? rmin / BR : 0; rmax > 0 && t <= (rmax - 1) / BR; t++) {
-        const int64_t *sp = a->span + 4 * t;
-        if (sp[0] >= j0 + nq || sp[1] <= j0)   /* no row of the tile reads the block */
+    /* tiles of rows as pass A's tiles of sources: the span widened to whole
+       register blocks, cut evenly */
+    const int64_t RB = QV == 4 ? 4 : 8, bk_max = QV == 4 ? BK : BK / 2;
+    if (rmax == 0)
+        rmin = 0;
+    rmin -= rmin % RB;
+    rmax = rmax + (RB - rmax % RB) % RB > N ? rmax : rmax + (RB - rmax % RB) % RB;
+    const int64_t span = rmax - rmin, n_tiles = (span + bk_max - 1) / bk_max;
+    int64_t tile = n_tiles ? (span + n_tiles - 1) / n_tiles : bk_max;
+    tile = (tile + RB - 1) / RB * RB;
+    for (int64_t r0 = rmin; r0 < rmax; r0 += tile) {
+        const int64_t br = rmax - r0 < tile ? rmax - r0 : tile;
+        int any = 0, full = 1;   /* does a row read the block; does every row read all of it */
+        for (int64_t i = r0; i < r0 + br; i++) {
+            int64_t lo, hi;
+            dest_run(nb, i, &lo, &hi);
+            any |= lo < j0 + nq && hi > j0;
+            full &= lo <= j0 && hi >= j0 + BQ;
+        }
+        if (!any)
             continue;
-        const int64_t r0 = t * BR, br = N - r0 < BR ? N - r0 : BR;
-        const int full = sp[2] <= j0 && sp[3] >= j0 + BQ;
         score_tile(b->s, b->xt, a->Q, HD, off, d, r0, br, NULL, QV);
         score_tile(b->dp, b->gt, a->dM, HD, off, d, r0, br, NULL, QV);
         ds_rows(a, b->s, b->dp, h, r0, br, j0, full, QV);
@@ -754,25 +765,6 @@ GRAD_VARIANT(grad_q4_base, , 4)
 GRAD_VARIANT(grad_q1_base, , 1)
 
 typedef void (*grad_fn)(const bw_args_t *, int, int64_t, int64_t, int64_t, const bw_buf_t *);
-
-/* Per aligned tile of `rows` destinations, the four numbers of bw_args_t.span. */
-static void row_spans(const ag_nbhd_t *nb, int64_t rows, int64_t *span)
-{
-    const int64_t N = nb->n_nodes;
-    for (int64_t t = 0; t * rows < N; t++) {
-        int64_t *sp = span + 4 * t;
-        sp[0] = N, sp[1] = 0, sp[2] = 0, sp[3] = N;
-        for (int64_t i = t * rows; i < N && i < (t + 1) * rows; i++) {
-            int64_t lo, hi;
-            dest_run(nb, i, &lo, &hi);
-            if (hi == lo)
-                lo = N, hi = 0;
-            else
-                sp[0] = lo < sp[0] ? lo : sp[0], sp[1] = hi > sp[1] ? hi : sp[1];
-            sp[2] = lo > sp[2] ? lo : sp[2], sp[3] = hi < sp[3] ? hi : sp[3];
-        }
-    }
-}
 
 /* A block and its messages, for ordering the tasks heaviest first (ties by
    index: a band's neighbouring blocks then follow each other). */
@@ -823,25 +815,21 @@ int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, con
         return ag_fail(err, AG_EINVAL, "tiled backward: the neighbourhoods are not "
                        "transposed (ag_nbhd_transpose)");
     const int QV = N > 0 && nb->n_edges / N < 256 ? 1 : 4;   /* as the forward */
-    const int64_t BQ = QV * AG_LANES, rows = QV == 4 ? BK : BK / 2;
-    const int64_t n_blocks = (N + BQ - 1) / BQ, n_tiles = (N + rows - 1) / rows;
+    const int64_t BQ = QV * AG_LANES, n_blocks = (N + BQ - 1) / BQ;
     const int64_t per_thread = scratch_stride(4 * d * BQ + 2 * BK * BQ + 4 * BQ);
     float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
                                 "tiled backward buffers");
-    int64_t *span = buf ? ag_alloc(4 * n_tiles + 2 * n_blocks + 1, sizeof(int64_t), err,
-                                   "tiled backward spans") : NULL;
-    block_work_t *tmp = span ? ag_alloc(n_blocks + 1, sizeof *tmp, err, "tiled backward "
-                                        "order") : NULL;
+    int64_t *order = buf ? ag_alloc(2 * n_blocks + 1, sizeof(int64_t), err, "tiled backward "
+                                    "order") : NULL;
+    block_work_t *tmp = order ? ag_alloc(n_blocks + 1, sizeof *tmp, err, "tiled backward "
+                                         "order") : NULL;
     if (!tmp) {
-        free(buf), free(span);
+        free(buf), free(order);
         return AG_ENOMEM;
     }
-    int64_t *order = span + 4 * n_tiles;
-    row_spans(nb, rows, span);
     order_blocks(nb, BQ, n_blocks, order, tmp);
     free(tmp);
-    const bw_args_t a = {nb, Q, K, V, dM, lse, Dd, dQ, dK, dV, H, d, scale, scale * LOG2E,
-                         span, rows};
+    const bw_args_t a = {nb, Q, K, V, dM, lse, Dd, dQ, dK, dV, H, d, scale, scale * LOG2E};
     static const grad_fn variants[3][2] = {{grad_q1_base, grad_q4_base},
                                            {grad_q1_avx2, grad_q4_avx2},
                                            {grad_q1_avx512, grad_q4_avx512}};
@@ -868,6 +856,6 @@ int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, con
             }
         }
     }
-    free(buf), free(span);
+    free(buf), free(order);
     return AG_OK;
 }
