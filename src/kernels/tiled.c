@@ -611,6 +611,22 @@ AG_INLINE void ds_lanes(const float *restrict s, float *restrict dp, const bw_bu
     }
 }
 
+/* The rows of X and Y the next block (likely the next task of this thread)
+   packs, and the rows of Z this one writes at its end. */
+AG_INLINE void prefetch_block(const bw_args_t *a, const float *X, const float *Y, float *Z,
+                              int64_t i0, int64_t nq, int64_t off)
+{
+    const int64_t HD = a->H * a->d, N = a->nb->n_nodes;
+    for (int64_t i = i0 + nq; i < i0 + 2 * nq && i < N; i++)
+        for (int64_t c = 0; c < a->d; c += AG_LANES) {
+            __builtin_prefetch(X + i * HD + off + c);
+            __builtin_prefetch(Y + i * HD + off + c);
+        }
+    for (int64_t i = i0; i < i0 + nq; i++)
+        for (int64_t c = 0; c < a->d; c += AG_LANES)
+            __builtin_prefetch(Z + i * HD + off + c, 1);
+}
+
 /* Pass A for destinations i0 .. i0+nq-1 and head h. */
 AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t h,
                             const bw_buf_t *b, const int QV)
@@ -634,6 +650,7 @@ AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t 
         jmin = 0;
     pack_queries(b->xt, a->Q + i0 * HD + off, HD, d, nq, a->scale2, QV);
     pack_queries(b->gt, a->dM + i0 * HD + off, HD, d, nq, 1.0f, QV);
+    prefetch_block(a, a->Q, a->dM, a->dQ, i0, nq, off);
     memset(b->acc1, 0, (size_t)(d * BQ) * sizeof(float));
     v16f one[QV_MAX];
 #pragma GCC unroll 4
@@ -712,6 +729,7 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
         pack_queries(b->xt, a->K + j0 * HD + off, HD, d, nq, a->scale2, QV);
         pack_queries(b->gt, a->V + j0 * HD + off, HD, d, nq, 1.0f, QV);
     }
+    prefetch_block(a, a->K, a->V, a->dK, j0, nq, off);
     v16f one[QV_MAX];
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
