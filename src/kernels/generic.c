@@ -87,7 +87,7 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
         need += 2 * N * HD;
     c->owned = ag_alloc(need, sizeof(float), err, "score");
     if (!c->owned)
-        return AG_ENOMEM;
+        return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
     c->alibi = c->owned;
     for (int64_t h = 0; h < H; h++)   /* ALiBi's geometric slopes, 2^(-8(h+1)/H) */
         c->alibi[h] = c->sc.alibi ? exp2f(-8.0f * (float)(h + 1) / (float)H) : 0.0f;
@@ -271,7 +271,7 @@ static int generic_begin(sctx_t *c, scratch_t *buf, const ag_score_t *score,
                         "attention buffer");
     if (!buf->buf) {
         free(c->owned);
-        return AG_ENOMEM;
+        return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
     }
     return AG_OK;
 }
@@ -577,9 +577,9 @@ static void raw_backward_row(const sctx_t *c, int64_t n, const float *X, const f
     }
 }
 
-/* Destination i: its slots' weights and dr into A and G, row i of dQ, its
-   slots' d_edge_bias (or NULL) and its share of the vector's gradient (part:
-   the chunk's [H*d], or NULL). */
+/* Destination i: its slots' weights and dr into AG, row i of dQ, its slots'
+   d_edge_bias (or NULL) and its share of the vector's gradient (part: the
+   chunk's [H*d], or NULL). */
 static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float *dQ,
                          float *d_bias, float *part)
 {
@@ -738,7 +738,7 @@ int ag_i_backward_generic(const ag_nbhd_t *nb, const float *Q, const float *K, c
     if (!b.AG || (gat && (g->d_a_src || g->d_a_dst) && !b.part)) {
         free(b.AG), free(b.part);
         generic_end(&b.c, &b.buf);
-        return AG_ENOMEM;
+        return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
     }
     /* the vectors' gradients: gatv2's a and additive's a_dst from the
        destinations, additive's a_src from the sources */
