@@ -13,7 +13,7 @@ trap 'rm -rf "$work" "$src_list"' EXIT
 # the source package: a deb-src entry for the duration of the download
 printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >"$src_list"
 apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake bison flex clang libclang-rt-14-dev \
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dpkg-dev cmake bison flex clang libclang-rt-14-dev \
   libarpack2-dev libgmp-dev liblapack-dev libplfit-dev libxml2-dev libopenblas-dev >/dev/null
 cd "$work"
 apt-get source -qq --download-only igraph=0.10.2+ds-2 2>/dev/null
