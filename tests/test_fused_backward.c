@@ -529,6 +529,22 @@ START_TEST(every_instruction_set_variant)
 }
 END_TEST
 
+/* attngraph bench --backward times the backward kernels and says so. */
+START_TEST(cli_bench_backward)
+{
+    expect_cli("bench --pattern causal --nodes 300 --backward --reps 1 --warmup 0 --json", 0, 1,
+               "\"pass\": \"backward\"");
+    expect_cli("bench --pattern random:5 --nodes 300 --backward --kernel gather --reps 1", 0, 1,
+               "backward median");
+    expect_cli("bench --pattern causal --nodes 30 --reps 1 --json", 0, 1,
+               "\"pass\": \"forward\"");
+    expect_cli("bench --pattern causal --nodes 30 --backward --kernel tiled --reps 1", 0, 1,
+               "GFLOP/s useful");
+    expect_cli("bench --pattern causal --nodes 8 --backward --out x.npy", 2, 2,
+               "does not go with --backward");
+}
+END_TEST
+
 Suite *fused_backward_suite(void)
 {
     Suite *s = suite_create("fused_backward");
@@ -541,6 +557,7 @@ Suite *fused_backward_suite(void)
     tcase_add_test(tc, graph_with_multi_edges);
     tcase_add_test(tc, public_backward_for_plain_scores);
     tcase_add_test(tc, fused_backward_refusals);
+    tcase_add_test(tc, cli_bench_backward);
 #ifdef _OPENMP
     tcase_add_test(tc, identical_for_1_and_2_threads);
 #endif

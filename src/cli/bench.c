@@ -1,7 +1,9 @@
 /*
  * `attngraph bench`: times the attention computation alone (the interface
  * other tools are compared through). Warm-up runs are untimed; the median of
- * --reps timed runs is reported, with useful GFLOP/s = 4*E*d*H / time.
+ * --reps timed runs is reported, with useful GFLOP/s = 4*E*d*H / time, or
+ * with --backward the backward kernel's, 10*E*d*H / time (FlashAttention-2's
+ * accounting), given M and lse from one untimed forward.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -16,31 +18,76 @@ static const char bench_usage[] =
     "usage: attngraph bench (GRAPH | --pattern SPEC --nodes N | --csr INDPTR.npy,INDICES.npy)\n"
     "                       [--q Q.npy --k K.npy --v V.npy] [--heads H] [--head-dim d]\n"
     "                       [--threads T] [--reps R] [--warmup W] [--kernel K]\n"
-    "                       [--out OUT.npy] [--json]\n"
+    "                       [--backward] [--out OUT.npy] [--json]\n"
     "\n"
     "Times one round of scaled-dot attention (nothing else): W untimed warm-up runs,\n"
     "then R timed runs (default 2 and 5). Without --q/--k/--v, seeded random inputs of\n"
     "H heads of width --head-dim (default 64). --kernel: auto (default), simple, tiled,\n"
-    "gather. --json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
-    "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\"}.\n"
+    "gather. --backward times the kernel's backward instead (dQ, dK, dV of a seeded\n"
+    "random dM, given M and lse from one untimed forward; useful flops 10*E*d*H).\n"
+    "--json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
+    "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\",\n"
+    "\"pass\"} (pass: \"forward\" or \"backward\").\n"
     "  -h, --help          this text\n";
 
 typedef int (*kernel_fn)(const ag_nbhd_t *, const float *, const float *, const float *,
                          int64_t, int64_t, float, float *, kext_t *, ag_error_t *);
 
-static int pick_kernel(kernel_fn *fn, const char *name)
+static int pick_kernel(kernel_fn *fn, ag_i_backward_fn *bw, const char *name)
 {
     static const struct {
         const char *name;
         kernel_fn fn;
-    } kernels[] = {{"auto", ag_i_attention_auto}, {"simple", ag_i_attention_online},
-                   {"tiled", ag_i_attention_tiled}, {"gather", ag_i_attention_gather}};
+        ag_i_backward_fn bw;
+    } kernels[] = {{"auto", ag_i_attention_auto, ag_i_backward_auto},
+                   {"simple", ag_i_attention_online, ag_i_backward_simple},
+                   {"tiled", ag_i_attention_tiled, ag_i_backward_tiled},
+                   {"gather", ag_i_attention_gather, ag_i_backward_gather}};
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
         if (strcmp(name, kernels[k].name) == 0) {
-            *fn = kernels[k].fn;
+            *fn = kernels[k].fn, *bw = kernels[k].bw;
             return 0;
         }
     return usage_error("bench", "--kernel '%s': expected auto, simple, tiled or gather", name);
+}
+
+/* The backward's inputs, made once before the timed runs: a seeded dM, M and
+   lse from one forward, D = rowsum(dM * M), the transpose; and its outputs. */
+typedef struct {
+    float *dM, *M, *lse, *Dd, *g;
+} bw_state_t;
+
+static int backward_prepare(bw_state_t *b, ag_nbhd_t *nb, const float *Q, const float *K,
+                            const float *V, int64_t H, int64_t d, float scale, uint64_t seed,
+                            ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes, HD = H * d;
+    memset(b, 0, sizeof *b);
+    float *all = ag_alloc(5 * N * HD + 2 * N * H, sizeof(float), err, "backward buffers");
+    if (!all)
+        return AG_ENOMEM;
+    b->dM = all, b->M = all + N * HD, b->g = b->M + N * HD, b->lse = b->g + 3 * N * HD;
+    b->Dd = b->lse + N * H;
+    ag_random_normal(b->dM, N * HD, seed, 13, 1.0f);
+    kext_t x = {0};
+    x.lse = b->lse;
+    int rc = ag_nbhd_transpose(nb, err);
+    if (!rc)
+        rc = ag_i_attention_auto(nb, Q, K, V, H, d, scale, b->M, &x, err);
+    for (int64_t i = 0; !rc && i < N * H; i++)
+        b->Dd[i] = dot(b->dM + i * d, b->M + i * d, d);   /* rows of head h lie i*H+h */
+    if (rc)
+        free(all), b->dM = NULL;
+    return rc;
+}
+
+static int backward_run(const bw_state_t *b, ag_i_backward_fn bw, const ag_nbhd_t *nb,
+                        const float *Q, const float *K, const float *V, int64_t H, int64_t d,
+                        float scale, ag_error_t *err)
+{
+    const int64_t n = nb->n_nodes * H * d;
+    return bw(nb, Q, K, V, H, d, scale, b->lse, b->Dd, b->dM, b->g, b->g + n, b->g + 2 * n,
+              err);
 }
 
 int cmd_bench(int argc, char **argv)
@@ -50,14 +97,16 @@ int cmd_bench(int argc, char **argv)
         {"pattern", required_argument, 0, OPT_PATTERN}, {"csr", required_argument, 0, OPT_CSR},
         {"reps", required_argument, 0, OPT_REPS}, {"warmup", required_argument, 0, OPT_WARMUP},
         {"json", no_argument, 0, OPT_JSON}, {"kernel", required_argument, 0, OPT_KERNEL},
-        {"out", required_argument, 0, OPT_OUT}, {0, 0, 0, 0},
+        {"out", required_argument, 0, OPT_OUT}, {"backward", no_argument, 0, OPT_BACKWARD},
+        {0, 0, 0, 0},
     };
     merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     run_opts_t o;
     run_opts_init(&o);
     int64_t reps = 5, warmup = 2;
-    int json = 0;
+    int json = 0, backward = 0;
     kernel_fn kernel = ag_i_attention_auto;
+    ag_i_backward_fn kernel_bw = ag_i_backward_auto;
     opt_parser_t p;
     opt_begin(&p, "bench", bench_usage, longopts, NULL, argc, argv);
     int c;
@@ -72,6 +121,7 @@ int cmd_bench(int argc, char **argv)
         case OPT_CSR: o.src.csr = p.arg; break;
         case OPT_OUT: o.out = p.arg; break;
         case OPT_JSON: json = 1; break;
+        case OPT_BACKWARD: backward = 1; break;
         case OPT_REPS:
             if (opt_int(&reps, "bench", "reps", p.arg, 1, INT64_MAX))
                 return EXIT_USAGE;
@@ -81,7 +131,7 @@ int cmd_bench(int argc, char **argv)
                 return EXIT_USAGE;
             break;
         case OPT_KERNEL:
-            if (pick_kernel(&kernel, p.arg))
+            if (pick_kernel(&kernel, &kernel_bw, p.arg))
                 return EXIT_USAGE;
             break;
         }
@@ -98,6 +148,9 @@ int cmd_bench(int argc, char **argv)
                        "attention on Q, K, V") ||
         input_options_check(&o, "bench"))
         return EXIT_USAGE;
+    if (backward && o.out)
+        return usage_error("bench", "--out writes the forward's messages; it does not go "
+                           "with --backward");
     const int threads = ag_set_threads((int)o.threads);
 
     source_t s;
@@ -134,30 +187,39 @@ int cmd_bench(int argc, char **argv)
     if (!rc && !(t = ag_alloc(reps, sizeof *t, &err, "timings")))
         rc = AG_ENOMEM;
     const float scale = 1.0f / sqrtf((float)d);
+    bw_state_t bs = {0};
+    if (!rc && backward)
+        rc = backward_prepare(&bs, &s.nb, q.data, k.data, v.data, H, d, scale, o.seed, &err);
     for (int64_t r = 0; !rc && r < warmup + reps; r++) {
         const double a = now_s();
-        rc = kernel(&s.nb, q.data, k.data, v.data, H, d, scale, M, NULL, &err);
+        rc = backward ? backward_run(&bs, kernel_bw, &s.nb, q.data, k.data, v.data, H, d, scale,
+                                     &err)
+                      : kernel(&s.nb, q.data, k.data, v.data, H, d, scale, M, NULL, &err);
         if (r >= warmup)
             t[r - warmup] = now_s() - a;
     }
+    free(bs.dM);
     if (!rc && o.out)
         rc = ag_npy_write_f32(out.path, M, N, H * d, &err);
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc) {
         const double median = median_s(t, (int)reps);   /* sorts t: t[0] is the least */
-        const double gflops = 4.0 * (double)s.nb.n_edges * (double)d * (double)H / median / 1e9;
+        const double flops = (backward ? 10.0 : 4.0) * (double)s.nb.n_edges * (double)d * (double)H;
+        const double gflops = flops / median / 1e9;
         if (json)
             printf("{\"peer\": \"attngraph\", \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": "
                    "%.6g, \"prep_s\": %.6g, \"gflops_useful\": %.4g, \"threads\": %d, \"N\": "
-                   "%lld, \"E\": %lld, \"H\": %lld, \"d\": %lld}\n", median, t[0],
-                   t[reps - 1], prep, gflops, threads, (long long)N, (long long)s.nb.n_edges,
-                   (long long)H, (long long)d);
+                   "%lld, \"E\": %lld, \"H\": %lld, \"d\": %lld, \"pass\": \"%s\"}\n", median,
+                   t[0], t[reps - 1], prep, gflops, threads, (long long)N,
+                   (long long)s.nb.n_edges, (long long)H, (long long)d,
+                   backward ? "backward" : "forward");
         else
-            printf("%s: N=%lld E=%lld H=%lld d=%lld, %d thread%s: median %.4g s (min %.4g, "
+            printf("%s: N=%lld E=%lld H=%lld d=%lld, %d thread%s: %smedian %.4g s (min %.4g, "
                    "max %.4g), %.2f GFLOP/s useful; prep %.3g s\n", s.desc, (long long)N,
                    (long long)s.nb.n_edges, (long long)H, (long long)d, threads,
-                   threads > 1 ? "s" : "", median, t[0], t[reps - 1], gflops, prep);
+                   threads > 1 ? "s" : "", backward ? "backward " : "", median, t[0],
+                   t[reps - 1], gflops, prep);
     } else {
         out_name_errors(&out, 1, &err);
         out_abort(&out);
