@@ -166,7 +166,7 @@ typedef float v8f __attribute__((vector_size(32)));
 
 AG_TARGET_AVX512 static float fma_avx512(int64_t iters)
 {
-    const v16f one = v_set1(1.0f);
+    const v16f one = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     FMA_CHAINS(v16f, one)
 }
 

@@ -411,6 +411,7 @@ int ag_i_backward_gather(const ag_nbhd_t *nb, const float *Q, const float *K, co
         return AG_ENOMEM;
     }
     const int par = nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK;
+    (void)par;   /* read only by the parallel clauses: unused without OpenMP */
 #pragma omp parallel for if (par && N * H >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < N * H; x++) {
         ld[2 * x] = lse[x] > -__builtin_inff() ? lse[x] * LOG2E : 0.0f;
