@@ -526,23 +526,6 @@ typedef struct {
     int32_t *lo, *hi;      /* [BQ] */
 } bw_buf_t;
 
-AG_INLINE v16i v_set1i(int32_t x)
-{
-    v16i v = {x};
-#if defined(__clang__)
-    return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-#else
-    return __builtin_shuffle(v, (v16i){0});
-#endif
-}
-
-AG_INLINE v16i v_loadi(const int32_t *p)
-{
-    v16i x;
-    memcpy(&x, p, sizeof x);
-    return x;
-}
-
 /* The run [lo, hi) of destination i (0, 0 without one). */
 AG_INLINE void dest_run(const ag_nbhd_t *nb, int64_t i, int64_t *lo, int64_t *hi)
 {
@@ -586,25 +569,29 @@ AG_INLINE void store_scaled(float *X, const float *restrict acc, float f, int64_
 }
 
 /* Pass A's dS for rows [0, bk) of the tile at source j0: dp := P (dp - D),
-   P = exp2(s - lse2) where row j0+jj lies in the lane's run, else 0. */
-AG_INLINE void ds_lanes(const float *restrict s, float *restrict dp, const bw_buf_t *b,
-                        int64_t j0, int64_t bk, int full, const int QV)
+   P = exp2(s - lse2) where row j0+jj lies in the lane's run, else 0: as in the
+   forward, each lane's rows before its run and after it get s = -inf (a run is
+   one interval; vector masks here made GCC write scalar code). */
+AG_INLINE void ds_lanes(float *restrict s, float *restrict dp, const bw_buf_t *b, int64_t j0,
+                        int64_t bk, int full, const int QV)
 {
     const int BQ = QV * AG_LANES;
-    v16f lse2[QV_MAX], dd[QV_MAX];
-    v16i lo[QV_MAX], hi[QV_MAX];
-#pragma GCC unroll 4
-    for (int v = 0; v < QV; v++) {
-        lse2[v] = v_load(b->lse2 + v * AG_LANES), dd[v] = v_load(b->dd + v * AG_LANES);
-        lo[v] = v_loadi(b->lo + v * AG_LANES), hi[v] = v_loadi(b->hi + v * AG_LANES);
+    for (int i = 0; !full && i < BQ; i++) {
+        const int64_t lo = b->lo[i] > j0 ? b->lo[i] - j0 : 0;
+        const int64_t hi = b->hi[i] > j0 ? b->hi[i] - j0 : 0;
+        for (int64_t jj = 0; jj < bk && jj < lo; jj++)
+            s[jj * BQ + i] = -__builtin_inff();
+        for (int64_t jj = hi > lo ? hi : lo; jj < bk; jj++)
+            s[jj * BQ + i] = -__builtin_inff();
     }
+    v16f lse2[QV_MAX], dd[QV_MAX];
+#pragma GCC unroll 4
+    for (int v = 0; v < QV; v++)
+        lse2[v] = v_load(b->lse2 + v * AG_LANES), dd[v] = v_load(b->dd + v * AG_LANES);
     for (int64_t jj = 0; jj < bk; jj++) {
-        const v16i j = v_set1i((int32_t)(j0 + jj));
 #pragma GCC unroll 4
         for (int v = 0; v < QV; v++) {
-            v16f p = v_exp2(v_load(s + jj * BQ + v * AG_LANES) - lse2[v]);
-            if (!full)
-                p = v_select((j >= lo[v]) & (j < hi[v]), p, v_set1(0.0f));
+            const v16f p = v_exp2(v_load(s + jj * BQ + v * AG_LANES) - lse2[v]);
             float *g = dp + jj * BQ + v * AG_LANES;
             v_store(g, p * (v_load(g) - dd[v]));
         }
@@ -687,22 +674,23 @@ AG_INLINE void ds_rows(const bw_args_t *a, float *restrict s, float *restrict dp
                        int64_t r0, int64_t br, int64_t j0, int full, const int QV)
 {
     const int BQ = QV * AG_LANES;
-    const v16i iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     for (int64_t rr = 0; rr < br; rr++) {
         const int64_t i = r0 + rr;
         int64_t lo, hi;
         dest_run(a->nb, i, &lo, &hi);
         const v16f lse2 = v_set1(lse_log2(a, i, h)), dd = v_set1(a->Dd[i * a->H + h]);
-        const int row_full = full || (lo <= j0 && hi >= j0 + BQ);
-        const v16i lov = v_set1i((int32_t)lo), hiv = v_set1i((int32_t)hi);
+        if (!full) {   /* the lanes outside the row's run: s = -inf, as in pass A */
+            const int64_t l = lo > j0 ? (lo - j0 < BQ ? lo - j0 : BQ) : 0;
+            const int64_t u = hi > j0 ? (hi - j0 < BQ ? hi - j0 : BQ) : 0;
+            for (int64_t k = 0; k < l; k++)
+                s[rr * BQ + k] = -__builtin_inff();
+            for (int64_t k = u > l ? u : l; k < BQ; k++)
+                s[rr * BQ + k] = -__builtin_inff();
+        }
 #pragma GCC unroll 4
         for (int v = 0; v < QV; v++) {
             float *ps = s + rr * BQ + v * AG_LANES, *g = dp + rr * BQ + v * AG_LANES;
-            v16f p = v_exp2(v_load(ps) - lse2);
-            if (!row_full) {
-                const v16i j = iota + v_set1i((int32_t)(j0 + v * AG_LANES));
-                p = v_select((j >= lov) & (j < hiv), p, v_set1(0.0f));
-            }
+            const v16f p = v_exp2(v_load(ps) - lse2);
             v_store(ps, p);
             v_store(g, p * (v_load(g) - dd));
         }
