@@ -232,7 +232,8 @@ static void make_graph(graph_t *g, int64_t N)
 
 static ref_layer_t as_ref(const ag_weights_t *w)
 {
-    return (ref_layer_t){w->wq, w->wk, w->wv, w->wo, w->per_node != 0, w->ln_weight, w->ln_bias};
+    return (ref_layer_t){w->wq, w->wk, w->wv, w->wo, w->per_node != 0, w->ln_weight, w->ln_bias,
+                         NULL, NULL};
 }
 
 /* Runs `rounds` rounds with opts and compares with ref_rounds_layers. */

@@ -72,5 +72,6 @@ Suite *figures_suite(void);
 Suite *fuzz_suite(void);
 Suite *transpose_suite(void);
 Suite *backward_suite(void);
+Suite *training_suite(void);
 
 #endif
