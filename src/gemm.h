@@ -17,7 +17,7 @@
 
 #include "attngraph.h"
 
-#define AG_GEMM_BLOCK ((int64_t)256)
+#define AG_GEMM_BLOCK ((int64_t)512)
 #define AG_GEMM_CHUNK ((int64_t)1024)
 
 /* Y [N, out] = beta Y + X [N, in] W^T, with W [out, in] (a projection). */
