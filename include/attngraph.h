@@ -679,8 +679,10 @@ typedef struct ag_tape ag_tape_t;
  * free with ag_tape_free): the round's input X [N, D] and Q, K, V, M [N, H*d]
  * and the log-sum-exp [N, H] (LayerNorm's output is recomputed). That is
  * (D + 4 H d + H) x 4 bytes per node and round (ag_tape_bytes), plus nb's
- * transpose. Projections are blocked so that every result is bitwise the
- * same for any thread count (OpenBLAS's own threads are not).
+ * transpose; the backward adds (3 D + 4 H d) x 4 bytes per node whatever the
+ * rounds (causal 65,536 nodes, D = d = 64: a tape of 84 MB a round, 117 MB
+ * more for the backward). Projections are blocked so that every result is
+ * bitwise the same for any thread count (OpenBLAS's own threads are not).
  * layers, nb and opts must stay alive and unchanged until the backward.
  */
 int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,

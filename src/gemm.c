@@ -39,8 +39,8 @@ static void gemm_blocks(float *Y, const float *X, const float *W, int64_t N, int
     int threads;
     const int was = blas_single(&threads);
     const int64_t blocks = (N + AG_GEMM_BLOCK - 1) / AG_GEMM_BLOCK;
-    const int par = blocks > 1 && N * in * out >= AG_PARALLEL_MIN_WORK;
-#pragma omp parallel for if (par) num_threads(threads) schedule(static)
+#pragma omp parallel for if (blocks > 1 && N * in * out >= AG_PARALLEL_MIN_WORK) \
+    num_threads(threads) schedule(static)
     for (int64_t b = 0; b < blocks; b++) {
         const int64_t lo = b * AG_GEMM_BLOCK, rows = N - lo < AG_GEMM_BLOCK ? N - lo : AG_GEMM_BLOCK;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, trans ? CblasTrans : CblasNoTrans, (int)rows,
@@ -82,8 +82,8 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
     const int was = blas_single(&threads);
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
         const int64_t n = chunks - c0 < group ? chunks - c0 : group;
-        const int par = n > 1 && n * AG_GEMM_CHUNK * ab >= AG_PARALLEL_MIN_WORK;
-#pragma omp parallel for if (par) num_threads(threads) schedule(static)
+#pragma omp parallel for if (n > 1 && n * AG_GEMM_CHUNK * ab >= AG_PARALLEL_MIN_WORK) \
+    num_threads(threads) schedule(static)
         for (int64_t c = 0; c < n; c++) {
             const int64_t lo = (c0 + c) * AG_GEMM_CHUNK;
             const int64_t rows = N - lo < AG_GEMM_CHUNK ? N - lo : AG_GEMM_CHUNK;
@@ -141,6 +141,7 @@ void ag_i_project_per_node_backward(float *dX, float *dW, const float *dY, const
 int ag_i_sum_rows(int64_t N, int64_t width, int64_t work, ag_i_rows_fn fn, void *ctx,
                   double *out, ag_error_t *err)
 {
+    (void)work;   /* read by OpenMP only */
     memset(out, 0, (size_t)width * sizeof *out);
     if (N <= 0)
         return AG_OK;

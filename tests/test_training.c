@@ -849,6 +849,32 @@ START_TEST(rounds_training_refuses_mismatches)
 }
 END_TEST
 
+/* No rounds: X unchanged, dX = dY, every gradient zero (even where it held something). */
+START_TEST(zero_rounds_pass_the_gradient_through)
+{
+    tgraph_t g;
+    tgraph_make(&g, 1);
+    const variant_t v = {"zero", 0, 1, 0, 1, 1, 1, AG_SCORE_SCALED_DOT, 0};
+    model_t m;
+    model_make(&m, &v, g.N, 6, 3, 5, 1);
+    float X[TG_N * 6], X0[TG_N * 6], dY[TG_N * 6], dX[TG_N * 6];
+    fill_uniform(X, TG_N * 6, 1, 1.0f);
+    fill_uniform(dY, TG_N * 6, 2, 1.0f);
+    memcpy(X0, X, sizeof X);
+    m.g[0].wq[3] = m.g[0].ln_bias[1] = 7.0f;
+    ag_error_t err;
+    ag_tape_t *tape;
+    ck_assert_int_eq(ag_rounds_forward(&g.nb, m.w, 1, X, 0, &m.opts, &tape, &err), AG_OK);
+    ck_assert_mem_eq(X, X0, sizeof X);
+    ck_assert_int_eq(ag_rounds_backward(tape, dY, dX, m.g, &err), AG_OK);
+    ck_assert_mem_eq(dX, dY, sizeof dX);
+    ck_assert(m.g[0].wq[3] == 0 && m.g[0].ln_bias[1] == 0);
+    ag_tape_free(tape);
+    model_free(&m);
+    ag_nbhd_destroy(&g.nb);
+}
+END_TEST
+
 START_TEST(optimizer_refuses_bad_settings)
 {
     ag_optimizer_t *opt = (ag_optimizer_t *)1;
@@ -915,6 +941,7 @@ Suite *training_suite(void)
     tcase_add_test(errors, losses_refuse_bad_input);
     tcase_add_test(errors, rounds_training_refuses_mismatches);
     tcase_add_test(errors, optimizer_refuses_bad_settings);
+    tcase_add_test(errors, zero_rounds_pass_the_gradient_through);
     suite_add_tcase(s, errors);
     return s;
 }
