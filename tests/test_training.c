@@ -62,8 +62,8 @@ static void tgraph_make(tgraph_t *g, int directed)
 typedef struct {
     const char *name;
     int rounds, n_layers, per_node, layer_norm, residual, directed;
-    ag_score_kind_t kind;
-    float beta;
+    ag_score_t score;         /* kind and options; vectors from the layers */
+    int edge_bias;            /* a random bias per message (data: no gradient) */
 } variant_t;
 
 #define MAX_LAYERS 3
@@ -73,6 +73,8 @@ typedef struct {
     ag_weights_t w[MAX_LAYERS], g[MAX_LAYERS];
     ag_score_t score;
     ag_round_opts_t opts;
+    float *bias;              /* [E] in slot order (the library's), or NULL */
+    double *ref_bias;         /* [E] in the message list's order (the reference's) */
 } model_t;
 
 static void model_make(model_t *m, const variant_t *v, int64_t N, int64_t D, int64_t H,
@@ -94,21 +96,52 @@ static void model_make(model_t *m, const variant_t *v, int64_t N, int64_t D, int
         }
         ck_assert_int_eq(ag_weights_grads_init(&m->g[k], &m->w[k], v->layer_norm, &err), AG_OK);
     }
-    m->score = (ag_score_t){.kind = v->kind, .beta = v->beta};
+    m->score = v->score;
     m->opts = (ag_round_opts_t){.score = &m->score, .no_residual = !v->residual,
                                 .norm = v->layer_norm ? AG_NORM_LAYER : AG_NORM_NONE};
+}
+
+/* A random bias per message of g, as data: the list's message k travels in
+   slot slot[k] (ag_edge_order; directed graphs, whose edge k is message k). */
+static void model_set_bias(model_t *m, tgraph_t *g)
+{
+    ag_edge_msg_t *msgs;
+    int64_t *slot;
+    ag_error_t err;
+    ck_assert_int_eq(ag_edge_order(&g->nb, &msgs, &slot, &err), AG_OK);
+    float *b = malloc((size_t)g->E * sizeof *b);
+    fill_uniform(b, g->E, 44, 1.0f);
+    m->bias = malloc((size_t)g->E * sizeof *m->bias);
+    m->ref_bias = malloc((size_t)g->E * sizeof *m->ref_bias);
+    for (int64_t k = 0; k < g->E; k++) {
+        ck_assert(msgs[k].src == g->src[k] && msgs[k].dst == g->dst[k]);
+        m->bias[slot[k]] = b[k], m->ref_bias[k] = b[k];
+    }
+    m->score.edge_bias = m->bias;
+    free(b), free(msgs), free(slot);
 }
 
 static void model_free(model_t *m)
 {
     for (int k = 0; k < m->n_layers; k++)
         ag_weights_destroy(&m->w[k]), ag_weights_destroy(&m->g[k]);
+    free(m->bias), free(m->ref_bias);
 }
 
-static ref_layer_t ref_of(const ag_weights_t *w)
+/* The reference's layer: gatv2 reads its vector a as a_src. */
+static ref_layer_t ref_of(const ag_weights_t *w, ag_score_kind_t kind)
 {
+    const int gatv2 = kind == AG_SCORE_GATV2;
     return (ref_layer_t){w->wq, w->wk, w->wv, w->wo, w->per_node != 0, w->ln_weight,
-                         w->ln_bias, NULL, NULL};
+                         w->ln_bias, gatv2 ? w->attn : w->attn_src, gatv2 ? NULL : w->attn_dst};
+}
+
+/* The reference's description of the library's score (whose zeros mean defaults). */
+static ref_score_t ref_score_of(const ag_score_t *s, const double *bias)
+{
+    return (ref_score_t){.kind = (int)s->kind, .beta = s->beta != 0 ? s->beta : 1.0,
+                         .softcap = s->softcap, .slope = s->slope != 0 ? s->slope : 0.2,
+                         .bias = bias, .alibi = s->alibi};
 }
 
 /* The reference's final states for features X0 (float) through m's rounds. */
@@ -117,8 +150,8 @@ static void ref_forward(const tgraph_t *g, const model_t *m, const variant_t *v,
 {
     ref_layer_t layers[MAX_LAYERS];
     for (int k = 0; k < m->n_layers; k++)
-        layers[k] = ref_of(&m->w[k]);
-    const ref_score_t sc = {.kind = v->kind, .beta = v->beta != 0 ? v->beta : 1.0};
+        layers[k] = ref_of(&m->w[k], v->score.kind);
+    const ref_score_t sc = ref_score_of(&v->score, m->ref_bias);
     for (int64_t x = 0; x < m->N * m->D; x++)
         X[x] = X0[x];
     ref_rounds_scored(g->N, g->src, g->dst, g->E, layers, m->n_layers, m->D, m->H, m->d,
@@ -152,26 +185,42 @@ static double fd_entry(const tgraph_t *g, const model_t *m, const variant_t *v, 
     return (Lp - Lm) / ((double)up - (double)down);
 }
 
-/* Largest |grad - fd| over an array, relative to the array's largest |fd|
-   (at least 1e-3); asserts it is below tol and returns it. */
+/* Entries skipped at kinks, for the report (AG_TEST_VERBOSE). */
+static int64_t kinks_seen;
+
+/*
+ * Largest |grad - fd| over an array, relative to the array's largest |fd|
+ * (at least 1e-3); asserts it is below tol and returns it. Where they
+ * disagree and the difference with step h/16 moves by more than tol too, the
+ * loss has a kink within h (LeakyReLU at 0 in GAT scores): that entry is
+ * skipped; at most 1 in 20 (and 1 in small arrays) may be.
+ */
 static double check_array(const char *what, const float *grad, int64_t n, const tgraph_t *g,
                           const model_t *m, const variant_t *v, const float *X0,
                           const float *dY, double *X, float *A, double tol)
 {
+    const float h = 1e-3f;
     double *fd = malloc((size_t)n * sizeof *fd), big = 1e-3, worst = 0;
-    int64_t at = 0;
+    int64_t at = 0, skipped = 0;
     for (int64_t x = 0; x < n; x++) {
-        fd[x] = fd_entry(g, m, v, X0, dY, X, A, x, 1e-3f);
+        fd[x] = fd_entry(g, m, v, X0, dY, X, A, x, h);
         big = fmax(big, fabs(fd[x]));
     }
     for (int64_t x = 0; x < n; x++) {
         const double e = fabs(grad[x] - fd[x]) / big;
+        if (e > tol && fabs(fd_entry(g, m, v, X0, dY, X, A, x, h / 16) - fd[x]) / big > tol) {
+            skipped++;
+            continue;
+        }
         if (!(e <= worst))
             worst = e, at = x;
     }
     ck_assert_msg(worst <= tol, "%s: %s[%lld] = %.8g, finite differences %.8g (error %.3g of "
                   "the largest %.3g; tolerance %.1g)", v->name, what, (long long)at, grad[at],
                   fd[at], worst, big, tol);
+    ck_assert_msg(skipped <= (n < 20 ? 1 : n / 20), "%s: %s: %lld of %lld entries at kinks",
+                  v->name, what, (long long)skipped, (long long)n);
+    kinks_seen += skipped;
     free(fd);
     return worst;
 }
@@ -185,6 +234,8 @@ static double check_variant(const variant_t *v)
     tgraph_make(&g, v->directed);
     model_t m;
     model_make(&m, v, g.N, D, H, d, 31);
+    if (v->edge_bias)
+        model_set_bias(&m, &g);
     const int64_t ND = g.N * D;
     float *X0 = malloc((size_t)ND * sizeof *X0), *X = malloc((size_t)ND * sizeof *X);
     float *dY = malloc((size_t)ND * sizeof *dY), *dX = malloc((size_t)ND * sizeof *dX);
@@ -204,17 +255,23 @@ static double check_variant(const variant_t *v)
     ck_assert_msg(ag_rounds_backward(tape, dY, dX, m.g, &err) == AG_OK, "%s: %s", v->name,
                   err.msg);
     ag_tape_free(tape);
-    const double tol = 5e-4;   /* measured worst: 7e-5 (undirected, LayerNorm, no residual) */
+    const double tol = 5e-4;   /* measured worst: 8e-5 (gatv2; undirected, LayerNorm) */
     double worst = check_array("dX", dX, ND, &g, &m, v, X0, dY, Xr, X0, tol);
     for (int k = 0; k < m.n_layers; k++) {
         ag_weights_t *w = &m.w[k], *gr = &m.g[k];
         const int64_t copies = w->per_node ? w->per_node : 1, HD = H * d;
-        float *arrays[6] = {w->wq, w->wk, w->wv, w->wo, w->ln_weight, w->ln_bias};
-        const float *grads[6] = {gr->wq, gr->wk, gr->wv, gr->wo, gr->ln_weight, gr->ln_bias};
-        const int64_t sizes[6] = {copies * HD * D, copies * HD * D, copies * HD * D, D * HD,
-                                  D, D};
-        const char *names[6] = {"dwq", "dwk", "dwv", "dwo", "dln_weight", "dln_bias"};
-        for (int a = 0; a < (v->layer_norm ? 6 : 4); a++) {
+        float *arrays[9] = {w->wq, w->wk, w->wv, w->wo, w->ln_weight, w->ln_bias,
+                            w->attn_src, w->attn_dst, w->attn};
+        const float *grads[9] = {gr->wq, gr->wk, gr->wv, gr->wo, gr->ln_weight, gr->ln_bias,
+                                 gr->attn_src, gr->attn_dst, gr->attn};
+        const int64_t sizes[9] = {copies * HD * D, copies * HD * D, copies * HD * D, D * HD,
+                                  D, D, HD, HD, HD};
+        const char *names[9] = {"dwq", "dwk", "dwv", "dwo", "dln_weight", "dln_bias",
+                                "dattn_src", "dattn_dst", "dattn"};
+        for (int a = 0; a < 9; a++) {
+            if (!arrays[a])
+                continue;   /* no LayerNorm */
+            ck_assert_ptr_nonnull(grads[a]);
             char what[64];
             snprintf(what, sizeof what, "layer %d %s", k + 1, names[a]);
             worst = fmax(worst, check_array(what, grads[a], sizes[a], &g, &m, v, X0, dY, Xr,
@@ -227,22 +284,37 @@ static double check_variant(const variant_t *v)
     return worst;
 }
 
+#define SCALED_DOT {.kind = AG_SCORE_SCALED_DOT}
 static const variant_t variants[] = {
-    {"shared, 1 round", 1, 1, 0, 0, 1, 1, AG_SCORE_SCALED_DOT, 0},
-    {"shared, 2 rounds, LayerNorm", 2, 1, 0, 1, 1, 1, AG_SCORE_SCALED_DOT, 0},
-    {"shared, 3 rounds, no residual", 3, 1, 0, 0, 0, 1, AG_SCORE_SCALED_DOT, 0},
-    {"per-round layers, 3 rounds, LayerNorm", 3, 3, 0, 1, 1, 1, AG_SCORE_SCALED_DOT, 0},
-    {"per-round layers, 2 rounds, dot, beta 0.5", 2, 2, 0, 0, 1, 1, AG_SCORE_DOT, 0.5f},
-    {"per-node weights, 2 rounds, LayerNorm", 2, 1, 1, 1, 1, 1, AG_SCORE_SCALED_DOT, 0},
-    {"per-node per-round, 2 rounds, no residual", 2, 2, 1, 0, 0, 1, AG_SCORE_SCALED_DOT, 0},
-    {"undirected, 2 rounds, LayerNorm, no residual", 2, 1, 0, 1, 0, 0, AG_SCORE_SCALED_DOT, 0},
+    {"shared, 1 round", 1, 1, 0, 0, 1, 1, SCALED_DOT, 0},
+    {"shared, 2 rounds, LayerNorm", 2, 1, 0, 1, 1, 1, SCALED_DOT, 0},
+    {"shared, 3 rounds, no residual", 3, 1, 0, 0, 0, 1, SCALED_DOT, 0},
+    {"per-round layers, 3 rounds, LayerNorm", 3, 3, 0, 1, 1, 1, SCALED_DOT, 0},
+    {"per-round layers, 2 rounds, dot, beta 0.5", 2, 2, 0, 0, 1, 1,
+     {.kind = AG_SCORE_DOT, .beta = 0.5f}, 0},
+    {"per-node weights, 2 rounds, LayerNorm", 2, 1, 1, 1, 1, 1, SCALED_DOT, 0},
+    {"per-node per-round, 2 rounds, no residual", 2, 2, 1, 0, 0, 1, SCALED_DOT, 0},
+    {"undirected, 2 rounds, LayerNorm, no residual", 2, 1, 0, 1, 0, 0, SCALED_DOT, 0},
+    {"scaled-dot, edge bias, 2 rounds", 2, 1, 0, 0, 1, 1, SCALED_DOT, 1},
+    {"additive (GAT), shared, 2 rounds, LayerNorm", 2, 1, 0, 1, 1, 1,
+     {.kind = AG_SCORE_ADDITIVE}, 0},
+    {"additive (GAT), per-round, edge bias", 2, 2, 0, 0, 1, 1,
+     {.kind = AG_SCORE_ADDITIVE, .slope = 0.1f}, 1},
+    {"gatv2, shared, 2 rounds", 2, 1, 0, 0, 1, 1, {.kind = AG_SCORE_GATV2}, 0},
+    {"gatv2, per-round, 2 rounds, LayerNorm, no residual", 2, 2, 0, 1, 0, 1,
+     {.kind = AG_SCORE_GATV2}, 0},
+    {"cosine, softcap, alibi, 2 rounds", 2, 1, 0, 1, 1, 1,
+     {.kind = AG_SCORE_COSINE, .beta = 3.0f, .softcap = 2.0f, .alibi = 1}, 0},
+    {"sigmoid, 2 rounds", 2, 1, 0, 0, 1, 1, {.kind = AG_SCORE_SIGMOID}, 0},
+    {"linear, per-round, 2 rounds", 2, 2, 0, 1, 1, 1, {.kind = AG_SCORE_LINEAR}, 0},
 };
 
 START_TEST(rounds_gradients_match_finite_differences)
 {
     const double worst = check_variant(&variants[_i]);
     if (getenv("AG_TEST_VERBOSE"))
-        fprintf(stderr, "%s: worst %.3g\n", variants[_i].name, worst);
+        fprintf(stderr, "%-52s worst %.3g, %lld entries at kinks\n", variants[_i].name, worst,
+                (long long)kinks_seen);
 }
 END_TEST
 
@@ -416,7 +488,7 @@ static double chain_loss(const chain_t *c, const double *F)
     positions_ref(X, N, D);
     ref_layer_t layers[MAX_LAYERS];
     for (int k = 0; k < c->m->n_layers; k++)
-        layers[k] = ref_of(&c->m->w[k]);
+        layers[k] = ref_of(&c->m->w[k], AG_SCORE_SCALED_DOT);
     const ref_score_t sc = {.kind = 0, .beta = 1};
     ref_rounds_scored(c->g->N, c->g->src, c->g->dst, c->g->E, layers, c->m->n_layers, D,
                       c->m->H, c->m->d, c->v->rounds, c->v->residual, c->v->layer_norm, &sc, X);
@@ -440,7 +512,7 @@ static double chain_fd_float(const chain_t *c, const double *F, float *A, int64_
 
 START_TEST(chain_gradients_match_finite_differences)
 {
-    const variant_t v = {"chain", 2, 2, 0, 1, 1, 1, AG_SCORE_SCALED_DOT, 0};
+    const variant_t v = {"chain", 2, 2, 0, 1, 1, 1, {.kind = AG_SCORE_SCALED_DOT}, 0};
     enum { D = 6, C = 3 };
     tgraph_t g;
     tgraph_make(&g, 1);
@@ -674,7 +746,7 @@ START_TEST(loss_decreases_on_a_tiny_problem)
     uint8_t mask[N];
     for (int64_t i = 0; i < N; i++)
         labels[i] = (i * 7) % C, mask[i] = 1;
-    const variant_t v = {"tiny", 2, 1, 0, 1, 1, 1, AG_SCORE_SCALED_DOT, 0};
+    const variant_t v = {"tiny", 2, 1, 0, 1, 1, 1, {.kind = AG_SCORE_SCALED_DOT}, 0};
     const ag_optimizer_opts_t o = {.kind = AG_OPT_ADAM, .lr = 0.03f};
     trainer_t t;
     trainer_make(&t, &nb, &v, D, 2, 4, C, labels, mask, &o);
@@ -719,7 +791,7 @@ static void train_on_threads(int threads, int steps, float **out, int64_t *n_out
     uint8_t *mask = malloc(N);
     for (int64_t i = 0; i < N; i++)
         labels[i] = i % 7 == 0 ? -1 : (i * 13) % C, mask[i] = i % 3 != 0;
-    const variant_t v = {"threads", 2, 2, 0, 1, 1, 1, AG_SCORE_SCALED_DOT, 0};
+    const variant_t v = {"threads", 2, 2, 0, 1, 1, 1, {.kind = AG_SCORE_SCALED_DOT}, 0};
     const ag_optimizer_opts_t o = {.kind = AG_OPT_ADAMW, .lr = 0.01f, .weight_decay = 0.01f,
                                    .clip = 1.0f};
     trainer_t t;
@@ -810,7 +882,7 @@ START_TEST(rounds_training_refuses_mismatches)
 {
     tgraph_t g;
     tgraph_make(&g, 1);
-    const variant_t v = {"errors", 2, 2, 0, 1, 1, 1, AG_SCORE_SCALED_DOT, 0};
+    const variant_t v = {"errors", 2, 2, 0, 1, 1, 1, {.kind = AG_SCORE_SCALED_DOT}, 0};
     model_t m;
     model_make(&m, &v, g.N, 6, 3, 5, 1);
     float X[TG_N * 6] = {0}, dY[TG_N * 6] = {0};
@@ -854,7 +926,7 @@ START_TEST(zero_rounds_pass_the_gradient_through)
 {
     tgraph_t g;
     tgraph_make(&g, 1);
-    const variant_t v = {"zero", 0, 1, 0, 1, 1, 1, AG_SCORE_SCALED_DOT, 0};
+    const variant_t v = {"zero", 0, 1, 0, 1, 1, 1, {.kind = AG_SCORE_SCALED_DOT}, 0};
     model_t m;
     model_make(&m, &v, g.N, 6, 3, 5, 1);
     float X[TG_N * 6], X0[TG_N * 6], dY[TG_N * 6], dX[TG_N * 6];
