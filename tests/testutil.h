@@ -72,5 +72,6 @@ Suite *figures_suite(void);
 Suite *fuzz_suite(void);
 Suite *transpose_suite(void);
 Suite *backward_suite(void);
+Suite *train_cli_suite(void);
 
 #endif
