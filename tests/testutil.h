@@ -73,5 +73,6 @@ Suite *fuzz_suite(void);
 Suite *transpose_suite(void);
 Suite *backward_suite(void);
 Suite *train_cli_suite(void);
+Suite *training_suite(void);
 
 #endif
