@@ -248,6 +248,25 @@ void ref_attention_scored(int64_t N, const int64_t *src, const int64_t *dst, int
     free(q), free(k), free(v);
 }
 
+void ref_lse_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                    const float *Q, const float *K, int64_t H, int64_t d, const ref_score_t *sc,
+                    double *lse)
+{
+    double *q = to_double(Q, N * H * d), *k = to_double(K, N * H * d);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t h = 0; h < H; h++) {
+            double mx = -INFINITY, z = 0;
+            for (int64_t e = 0; e < E; e++)
+                if (dst[e] == i)
+                    mx = fmax(mx, ref_score(sc, q, k, H, d, i, src[e], e, h));
+            for (int64_t e = 0; e < E; e++)
+                if (dst[e] == i)
+                    z += exp(ref_score(sc, q, k, H, d, i, src[e], e, h) - mx);
+            lse[i * H + h] = z > 0 ? mx + log(z) : -INFINITY;
+        }
+    free(q), free(k);
+}
+
 void ref_attention_sparse(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                           const float *Q, const float *K, const float *V, int64_t H, int64_t d,
                           double *M)

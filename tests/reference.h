@@ -63,6 +63,12 @@ void ref_attention_scored(int64_t N, const int64_t *src, const int64_t *dst, int
                           const float *Q, const float *K, const float *V, int64_t H, int64_t d,
                           const ref_score_t *sc, double *M, double *W);
 
+/* lse [N*H]: ln of the sum over i's messages of exp(score) for head h, in
+   double (-INFINITY for a node without messages). Softmax kinds. */
+void ref_lse_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                    const float *Q, const float *K, int64_t H, int64_t d, const ref_score_t *sc,
+                    double *lse);
+
 /* The same as ref_attention (scaled-dot softmax, double) without the N x N
    mask, for large graphs: messages must be grouped by destination in
    ascending order (dst non-decreasing). M [N, H*d]. */

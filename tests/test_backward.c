@@ -1,12 +1,21 @@
 /*
  * ag_attention_backward against central finite differences of the dense
  * double-precision reference forward (tests/reference.c): the gradient of
- * L = sum(dM * M) with respect to every entry of Q, K and V.
+ * L = sum(dM * M) with respect to every entry of Q, K and V, the edge biases
+ * and the attention vectors, for every score kind, on graphs with multi-edges,
+ * self-loops, isolated nodes and undirected edges; logits of magnitude 1e4;
+ * 1 and 2 threads bitwise the same; the error paths.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "internal.h"
+#include "kernels/kernels.h"
 #include "reference.h"
 #include "testutil.h"
 
@@ -17,6 +26,18 @@ typedef struct {
     ag_nbhd_t nb;
 } bw_graph_t;
 
+/* g's messages in slot order from its compiled neighbourhoods. */
+static void slot_messages(bw_graph_t *g, int64_t N)
+{
+    g->N = N, g->E = g->nb.n_edges;
+    g->src = malloc((size_t)(g->E + 1) * sizeof *g->src);
+    g->dst = malloc((size_t)(g->E + 1) * sizeof *g->dst);
+    ag_nbhd_sources(&g->nb, 0, N, g->src);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t s = g->nb.edge_ptr[i]; s < g->nb.edge_ptr[i + 1]; s++)
+            g->dst[s] = i;
+}
+
 /* Messages of a pattern compiled on N nodes (sources of each destination in
    slot order). */
 static void graph_from_pattern(bw_graph_t *g, const char *spec, int64_t N)
@@ -26,13 +47,20 @@ static void graph_from_pattern(bw_graph_t *g, const char *spec, int64_t N)
     ck_assert_int_eq(ag_pattern_parse(&p, spec, &err), AG_OK);
     ck_assert_int_eq(ag_nbhd_from_pattern(&g->nb, p, N, AG_SELF_KEEP, &err), AG_OK);
     ag_pattern_free(p);
-    g->N = N, g->E = g->nb.n_edges;
-    g->src = malloc((size_t)(g->E + 1) * sizeof *g->src);
-    g->dst = malloc((size_t)(g->E + 1) * sizeof *g->dst);
-    ag_nbhd_sources(&g->nb, 0, N, g->src);
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t s = g->nb.edge_ptr[i]; s < g->nb.edge_ptr[i + 1]; s++)
-            g->dst[s] = i;
+    slot_messages(g, N);
+}
+
+/* The igraph graph of the edges src[e] -> dst[e] (undirected: both ways),
+   compiled; messages in slot order. */
+static void graph_from_edges(bw_graph_t *g, int64_t N, const int64_t *src, const int64_t *dst,
+                             int64_t E, int directed)
+{
+    igraph_t ig;
+    ag_error_t err;
+    build_graph(&ig, N, src, dst, E, directed);
+    ck_assert_int_eq(ag_nbhd_from_graph(&g->nb, &ig, &err), AG_OK);
+    igraph_destroy(&ig);
+    slot_messages(g, N);
 }
 
 static void graph_free(bw_graph_t *g)
@@ -101,12 +129,707 @@ START_TEST(scaled_dot_matches_finite_differences)
 }
 END_TEST
 
+
+/* ---- awkward graphs ---- */
+
+/* A directed multigraph on 13 nodes: 0 -> 3 twice, 2 -> 7 three times,
+   self-loops 5 -> 5 (twice) and 9 -> 9, node 11 sends but receives nothing,
+   node 12 is isolated; then pseudo-random edges. Returns E. */
+static int64_t multigraph_edges(int64_t *src, int64_t *dst, int64_t E_want, int64_t N)
+{
+    static const int64_t fixed[][2] = {{0, 3}, {0, 3}, {2, 7}, {2, 7}, {2, 7},
+                                       {5, 5}, {5, 5}, {9, 9}, {11, 0}, {11, 4}};
+    int64_t E = 0;
+    for (size_t k = 0; k < sizeof fixed / sizeof *fixed; k++)
+        src[E] = fixed[k][0], dst[E++] = fixed[k][1];
+    uint64_t x = 12345;
+    while (E < E_want) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        src[E] = (int64_t)((x >> 33) % (uint64_t)(N - 1));   /* never N-1 */
+        dst[E++] = (int64_t)((x >> 45) % (uint64_t)(N - 2)); /* never N-2, N-1 */
+    }
+    return E;
+}
+
+static void multigraph(bw_graph_t *g)
+{
+    int64_t src[48], dst[48];
+    graph_from_edges(g, 13, src, dst, multigraph_edges(src, dst, 48, 13), 1);
+}
+
+/* An undirected graph on 11 nodes with a self-loop, a double edge, and node
+   10 isolated. */
+static void undirected_graph(bw_graph_t *g)
+{
+    static const int64_t src[] = {0, 1, 1, 4, 2, 3, 5, 6, 7, 8, 9, 0, 3, 6, 2};
+    static const int64_t dst[] = {1, 2, 2, 4, 5, 7, 8, 9, 9, 0, 3, 6, 3, 6, 8};
+    graph_from_edges(g, 11, src, dst, (int64_t)(sizeof src / sizeof *src), 0);
+}
+
+enum { G_PATTERN, G_MULTI, G_UNDIRECTED, G_COUNT };
+
+static void awkward_graph(bw_graph_t *g, int which)
+{
+    if (which == G_PATTERN)
+        graph_from_pattern(g, "random:4,3", 13);
+    else if (which == G_MULTI)
+        multigraph(g);
+    else
+        undirected_graph(g);
+}
+
+/* ---- a problem: a graph, inputs, a score, the gradients ---- */
+
+typedef struct {
+    bw_graph_t g;
+    int64_t H, d;
+    float *Q, *K, *V, *dM;    /* [N, H*d] */
+    float *bias;              /* [E] in slot order; zeros when the score takes none */
+    float *a_src, *a_dst;     /* [H, d] */
+    ag_score_t sc;            /* its edge_bias and vectors point at the arrays above */
+    float *dQ, *dK, *dV, *d_bias, *d_a_src, *d_a_dst;
+    float *mem;
+} problem_t;
+
+/* Score variants: every kind, with and without beta, softcap, edge bias
+   (bias set) and ALiBi. */
+static const struct {
+    const char *name;
+    ag_score_t sc;
+    int bias;
+} variants[] = {
+    {"scaled-dot beta softcap", {.kind = AG_SCORE_SCALED_DOT, .beta = 1.7f, .softcap = 2.5f}, 0},
+    {"dot edge-bias", {.kind = AG_SCORE_DOT}, 1},
+    {"scaled-dot alibi", {.kind = AG_SCORE_SCALED_DOT, .alibi = 1}, 0},
+    {"cosine beta", {.kind = AG_SCORE_COSINE, .beta = 3}, 0},
+    {"cosine beta softcap alibi edge-bias",
+     {.kind = AG_SCORE_COSINE, .beta = 4, .softcap = 3, .alibi = 1}, 1},
+    {"additive", {.kind = AG_SCORE_ADDITIVE}, 0},
+    {"additive slope softcap edge-bias", {.kind = AG_SCORE_ADDITIVE, .slope = 0.1f,
+                                          .softcap = 2}, 1},
+    {"gatv2", {.kind = AG_SCORE_GATV2}, 0},
+    {"gatv2 beta alibi edge-bias", {.kind = AG_SCORE_GATV2, .beta = 0.7f, .alibi = 1}, 1},
+    {"sigmoid", {.kind = AG_SCORE_SIGMOID}, 0},
+    {"sigmoid bias alibi edge-bias", {.kind = AG_SCORE_SIGMOID, .has_sigmoid_bias = 1,
+                                      .sigmoid_bias = -0.5f, .alibi = 1}, 1},
+    {"linear", {.kind = AG_SCORE_LINEAR}, 0},
+};
+#define N_VARIANTS ((int)(sizeof variants / sizeof *variants))
+
+/* Takes g; inputs from seed, Q and K uniform in [-qk, qk]. */
+static void problem_init(problem_t *p, bw_graph_t *g, int64_t H, int64_t d, int variant,
+                         uint64_t seed, float qk)
+{
+    memset(p, 0, sizeof *p);
+    p->g = *g, p->H = H, p->d = d;
+    const int64_t n = g->N * H * d, E = g->E, HD = H * d;
+    p->mem = malloc((size_t)(8 * n + 2 * (E + 1) + 4 * HD) * sizeof *p->mem);
+    float *x = p->mem;
+    p->Q = x, p->K = x + n, p->V = x + 2 * n, p->dM = x + 3 * n;
+    p->dQ = x + 4 * n, p->dK = x + 5 * n, p->dV = x + 6 * n;   /* 7n: spare */
+    p->bias = x + 8 * n, p->d_bias = p->bias + E + 1;
+    p->a_src = p->d_bias + E + 1, p->a_dst = p->a_src + HD;
+    p->d_a_src = p->a_dst + HD, p->d_a_dst = p->d_a_src + HD;
+    fill_uniform(p->Q, n, seed, qk);
+    fill_uniform(p->K, n, seed + 1, qk);
+    fill_uniform(p->V, n, seed + 2, 1.0f);
+    fill_uniform(p->dM, n, seed + 3, 1.0f);
+    fill_uniform(p->a_src, HD, seed + 4, 0.8f);
+    fill_uniform(p->a_dst, HD, seed + 5, 0.8f);
+    memset(p->bias, 0, (size_t)E * sizeof *p->bias);
+    p->sc = variants[variant].sc;
+    if (variants[variant].bias) {
+        fill_uniform(p->bias, E, seed + 6, 1.0f);
+        p->sc.edge_bias = p->bias;
+    }
+    if (p->sc.kind == AG_SCORE_ADDITIVE || p->sc.kind == AG_SCORE_GATV2)
+        p->sc.a_src = p->a_src;
+    if (p->sc.kind == AG_SCORE_ADDITIVE)
+        p->sc.a_dst = p->a_dst;
+}
+
+static void problem_free(problem_t *p)
+{
+    graph_free(&p->g);
+    free(p->mem);
+}
+
+/* The reference's description of p's score, with bias [E] per message. */
+static ref_score_t ref_score_of(const problem_t *p, const double *bias)
+{
+    const ag_score_t *s = &p->sc;
+    return (ref_score_t){(int)s->kind, s->beta != 0 ? s->beta : 1.0, s->softcap,
+                         s->slope != 0 ? s->slope : 0.2, p->a_src, p->a_dst, bias, s->alibi,
+                         s->has_sigmoid_bias, s->sigmoid_bias};
+}
+
+/* L = sum dM * M with M from the double reference (messages in slot order,
+   the bias always given: zeros when the score has none). */
+static double problem_loss(const problem_t *p)
+{
+    const int64_t n = p->g.N * p->H * p->d, E = p->g.E;
+    double *M = malloc((size_t)n * sizeof *M), *bias = malloc((size_t)(E + 1) * sizeof *bias);
+    for (int64_t e = 0; e < E; e++)
+        bias[e] = p->bias[e];
+    const ref_score_t rs = ref_score_of(p, bias);
+    ref_attention_scored(p->g.N, p->g.src, p->g.dst, E, p->Q, p->K, p->V, p->H, p->d, &rs, M,
+                         NULL);
+    double L = 0;
+    for (int64_t x = 0; x < n; x++)
+        L += (double)p->dM[x] * M[x];
+    free(M), free(bias);
+    return L;
+}
+
+/* Central difference of problem_loss in entry x of A (an array of p), step h. */
+static double problem_fd(problem_t *p, float *A, int64_t x, float h)
+{
+    const float keep = A[x];
+    A[x] = keep + h;
+    const float up = A[x];
+    const double Lp = problem_loss(p);
+    A[x] = keep - h;
+    const float down = A[x];
+    const double Lm = problem_loss(p);
+    A[x] = keep;
+    return (Lp - Lm) / ((double)up - (double)down);
+}
+
+/* The largest |analytic - fd| / (1 + |fd|) seen and the entries skipped at
+   kinks, for the report (AG_TEST_VERBOSE). */
+static double worst_seen;
+static int64_t kinks_seen;
+
+/*
+ * Asserts |grad[x] - fd| <= tol (1 + |fd|) for x < n. Where they disagree and
+ * the difference with step h/16 moves by more than tol too, the loss has a
+ * kink within h (LeakyReLU at 0): that entry is skipped; at most 1 in 50 may be.
+ */
+static void check_grad(problem_t *p, const char *what, const char *name, float *A,
+                       const float *grad, int64_t n, float h, double tol)
+{
+    int64_t skipped = 0;
+    for (int64_t x = 0; x < n; x++) {
+        const double want = problem_fd(p, A, x, h);
+        ck_assert_msg(isfinite(grad[x]), "%s: %s[%lld] = %g", what, name, (long long)x,
+                      grad[x]);
+        double e = fabs(grad[x] - want) / (1 + fabs(want));
+        if (e > tol) {
+            const double fine = problem_fd(p, A, x, h / 16);
+            if (fabs(fine - want) / (1 + fabs(want)) > tol) {
+                skipped++;
+                continue;
+            }
+        }
+        ck_assert_msg(e <= tol, "%s: %s[%lld] = %.7g, finite differences %.7g", what, name,
+                      (long long)x, grad[x], want);
+        if (e > worst_seen)
+            worst_seen = e;
+    }
+    ck_assert_msg(skipped <= n / 50, "%s: %s: %lld of %lld entries at kinks", what, name,
+                  (long long)skipped, (long long)n);
+    kinks_seen += skipped;
+}
+
+/* ag_attention_backward on p into its gradient arrays (first filled with NAN:
+   each must be overwritten). */
+static int problem_backward(problem_t *p, ag_error_t *err)
+{
+    const int64_t n = p->g.N * p->H * p->d, HD = p->H * p->d;
+    float *outs[] = {p->dQ, p->dK, p->dV, p->d_bias, p->d_a_src, p->d_a_dst};
+    const int64_t sizes[] = {n, n, n, p->g.E, HD, HD};
+    for (int k = 0; k < 6; k++)
+        for (int64_t x = 0; x < sizes[k]; x++)
+            outs[k][x] = NAN;
+    ag_attention_grads_t gr = {p->dQ, p->dK, p->dV, p->d_a_src, p->d_a_dst, p->d_bias};
+    return ag_attention_backward(&p->g.nb, p->Q, p->K, p->V, p->H, p->d, &p->sc, NULL, NULL,
+                                 p->dM, &gr, err);
+}
+
+/* Every gradient of p against finite differences. */
+static void check_problem(problem_t *p, const char *what, float h, double tol)
+{
+    ag_error_t err;
+    ck_assert_msg(problem_backward(p, &err) == AG_OK, "%s: %s", what, err.msg);
+    const int64_t n = p->g.N * p->H * p->d, HD = p->H * p->d;
+    check_grad(p, what, "dQ", p->Q, p->dQ, n, h, tol);
+    check_grad(p, what, "dK", p->K, p->dK, n, h, tol);
+    check_grad(p, what, "dV", p->V, p->dV, n, h, tol);
+    check_grad(p, what, "d_edge_bias", p->bias, p->d_bias, p->g.E, h, tol);
+    /* vectors a kind does not read get zeros */
+    check_grad(p, what, "d_a_src", p->a_src, p->d_a_src, HD, h, tol);
+    check_grad(p, what, "d_a_dst", p->a_dst, p->d_a_dst, HD, h, tol);
+}
+
+/* Every score variant on one awkward graph, H = 3, d = 5. */
+static void every_kind_on(int which)
+{
+    const char *graphs[] = {"pattern random:4,3", "multigraph", "undirected"};
+    for (int v = 0; v < N_VARIANTS; v++) {
+        bw_graph_t g;
+        awkward_graph(&g, which);
+        problem_t p;
+        problem_init(&p, &g, 3, 5, v, 10 + 7 * (uint64_t)v, 1.5f);
+        char what[160];
+        snprintf(what, sizeof what, "%s on %s", variants[v].name, graphs[which]);
+        worst_seen = 0, kinks_seen = 0;
+        check_problem(&p, what, 1e-3f, 1e-5);
+        if (getenv("AG_TEST_VERBOSE"))
+            fprintf(stderr, "%-36s on %-18s E %3lld: |g - fd| / (1 + |fd|) <= %.2e, %lld kinks\n",
+                    variants[v].name, graphs[which], (long long)p.g.E, worst_seen,
+                    (long long)kinks_seen);
+        problem_free(&p);
+    }
+}
+
+START_TEST(every_kind_on_a_pattern)
+{
+    every_kind_on(G_PATTERN);
+}
+END_TEST
+
+START_TEST(every_kind_on_a_multigraph)
+{
+    every_kind_on(G_MULTI);
+}
+END_TEST
+
+START_TEST(every_kind_on_an_undirected_graph)
+{
+    every_kind_on(G_UNDIRECTED);
+}
+END_TEST
+
+/* ---- the edge bias in the graph's edge order ---- */
+
+/*
+ * d_edge_bias is in slot order; ag_edge_order maps it to the graph's
+ * messages. The reference here takes the messages in the graph's order with a
+ * bias per message, so only that mapping connects the two.
+ */
+static void edge_bias_in_edge_order(bw_graph_t *g, int variant, const int64_t *src,
+                                    const int64_t *dst)
+{
+    problem_t p;
+    problem_init(&p, g, 3, 5, variant, 99, 1.5f);
+    const int64_t E = p.g.E, N = p.g.N, n = N * p.H * p.d;
+    ag_edge_msg_t *msgs;
+    int64_t *slot;
+    ag_error_t err;
+    ck_assert_int_eq(ag_edge_order(&p.g.nb, &msgs, &slot, &err), AG_OK);
+    int64_t *msrc = malloc((size_t)E * sizeof *msrc), *mdst = malloc((size_t)E * sizeof *mdst);
+    double *b = malloc((size_t)E * sizeof *b), *M = malloc((size_t)n * sizeof *M);
+    for (int64_t k = 0; k < E; k++) {
+        if (src)   /* directed: message k is edge k as given */
+            ck_assert(msgs[k].src == src[k] && msgs[k].dst == dst[k]);
+        msrc[k] = msgs[k].src, mdst[k] = msgs[k].dst;
+        b[k] = p.bias[slot[k]];
+    }
+    ck_assert_int_eq(problem_backward(&p, &err), AG_OK);
+    const ref_score_t rs = ref_score_of(&p, b);
+    for (int64_t k = 0; k < E; k++) {
+        double L[2];
+        const double keep = b[k], h = 1e-3;
+        for (int side = 0; side < 2; side++) {
+            b[k] = keep + (side ? -h : h);
+            ref_attention_scored(N, msrc, mdst, E, p.Q, p.K, p.V, p.H, p.d, &rs, M, NULL);
+            L[side] = 0;
+            for (int64_t x = 0; x < n; x++)
+                L[side] += (double)p.dM[x] * M[x];
+        }
+        b[k] = keep;
+        const double want = (L[0] - L[1]) / (2 * h), got = p.d_bias[slot[k]];
+        ck_assert_msg(fabs(got - want) <= 1e-5 * (1 + fabs(want)),
+                      "%s: edge %lld (%lld -> %lld): %.7g, finite differences %.7g",
+                      variants[variant].name, (long long)msgs[k].edge_id,
+                      (long long)msgs[k].src, (long long)msgs[k].dst, got, want);
+    }
+    free(msgs), free(slot), free(msrc), free(mdst), free(b), free(M);
+    problem_free(&p);
+}
+
+START_TEST(edge_bias_gradient_in_graph_edge_order)
+{
+    int64_t src[48], dst[48];
+    const int64_t E = multigraph_edges(src, dst, 48, 13);
+    for (int v = 0; v < N_VARIANTS; v++) {
+        if (!variants[v].bias)
+            continue;
+        bw_graph_t g;
+        graph_from_edges(&g, 13, src, dst, E, 1);
+        edge_bias_in_edge_order(&g, v, src, dst);
+        undirected_graph(&g);
+        edge_bias_in_edge_order(&g, v, NULL, NULL);
+    }
+}
+END_TEST
+
+/* ---- logits of magnitude 1e4 ---- */
+
+/*
+ * Each destination's slots get the same bias of magnitude 1e4 on top of
+ * their own: the softmax does not change, so the gradients must match finite
+ * differences (of the double reference, which keeps the large bias exactly)
+ * and the gradients without the large part; each destination's d_edge_bias
+ * sums to 0 per head, hence over heads.
+ */
+START_TEST(large_logits_that_cancel)
+{
+    for (int v = 0; v < N_VARIANTS; v++) {
+        const ag_score_kind_t kind = variants[v].sc.kind;
+        if (!ag_i_is_softmax(kind))
+            continue;
+        bw_graph_t g;
+        multigraph(&g);
+        problem_t p, small;
+        problem_init(&p, &g, 3, 5, v, 50, 1.5f);
+        multigraph(&g);
+        problem_init(&small, &g, 3, 5, v, 50, 1.5f);
+        ag_error_t err;
+        ck_assert_int_eq(problem_backward(&small, &err), AG_OK);
+        p.sc.edge_bias = p.bias;
+        for (int64_t i = 0; i < p.g.N; i++)
+            for (int64_t s = p.g.nb.edge_ptr[i]; s < p.g.nb.edge_ptr[i + 1]; s++)
+                p.bias[s] += (i % 2 ? 1e4f : -1e4f) * (float)(1 + i % 3);
+        ck_assert_int_eq(problem_backward(&p, &err), AG_OK);
+        const int64_t n = p.g.N * p.H * p.d;
+        char what[160];
+        snprintf(what, sizeof what, "%s, biases of 1e4", variants[v].name);
+        worst_seen = 0;
+        /* float scores near 1e4 are rounded to 2^-11: weights to ~5e-4 */
+        check_grad(&p, what, "dQ", p.Q, p.dQ, n, 1e-3f, 1e-2);
+        check_grad(&p, what, "dK", p.K, p.dK, n, 1e-3f, 1e-2);
+        check_grad(&p, what, "dV", p.V, p.dV, n, 1e-3f, 1e-2);
+        const float *big[] = {p.dQ, p.dK, p.dV, p.d_bias}, *ref[] = {small.dQ, small.dK,
+                                                                      small.dV, small.d_bias};
+        const int64_t sizes[] = {n, n, n, p.g.E};
+        double diff = 0;
+        for (int a = 0; a < 4; a++)
+            for (int64_t x = 0; x < sizes[a]; x++)
+                diff = fmax(diff, fabs(big[a][x] - ref[a][x]));
+        ck_assert_msg(diff <= 1e-2, "%s: %g from the gradients without 1e4", what, diff);
+        for (int64_t i = 0; i < p.g.N; i++) {
+            double sum = 0;
+            for (int64_t s = p.g.nb.edge_ptr[i]; s < p.g.nb.edge_ptr[i + 1]; s++)
+                sum += p.d_bias[s];
+            ck_assert_msg(fabs(sum) <= 1e-5, "%s: node %lld's d_edge_bias sums to %g", what,
+                          (long long)i, sum);
+        }
+        if (getenv("AG_TEST_VERBOSE"))
+            fprintf(stderr, "%-36s biases 1e4: |g - fd| / (1 + |fd|) <= %.2e, "
+                    "|g - g(no 1e4)| <= %.2e\n", variants[v].name, worst_seen, diff);
+        problem_free(&p), problem_free(&small);
+    }
+}
+END_TEST
+
+/*
+ * Scores of magnitude 1e4 (large Q and K, or beta 1e4 on cosine): softmax and
+ * sigmoid weights saturate at 0 and 1. Every gradient must be finite; dV must
+ * be sum_i a_ij dM_i with the reference's weights; for softmax kinds the rows
+ * of dV sum to the sum of dM over nodes with in-edges; dQ, dK against finite
+ * differences (about 0 where saturated; linear attention does not saturate).
+ */
+START_TEST(large_saturated_logits)
+{
+    static const struct {
+        const char *name;
+        ag_score_t sc;
+        float qk, vec;        /* Q and K in [-qk, qk], vectors in [-vec, vec] */
+        float h;              /* the finite differences' step: moves a score by < 1 */
+        int plain;            /* no d_edge_bias asked: the plain dot-product kernels */
+    } cases[] = {
+        {"scaled-dot", {.kind = AG_SCORE_SCALED_DOT}, 170, 0, 1e-2f, 0},
+        {"scaled-dot (plain kernels)", {.kind = AG_SCORE_SCALED_DOT}, 170, 0, 1e-2f, 1},
+        {"scaled-dot softcap 5e3", {.kind = AG_SCORE_SCALED_DOT, .softcap = 5e3f}, 170, 0,
+         1e-2f, 0},
+        {"dot alibi", {.kind = AG_SCORE_DOT, .alibi = 1}, 76, 0, 1e-2f, 0},
+        {"cosine beta 1e4", {.kind = AG_SCORE_COSINE, .beta = 1e4f}, 1.5f, 0, 1e-5f, 0},
+        {"additive", {.kind = AG_SCORE_ADDITIVE}, 3000, 5, 1e-2f, 0},
+        {"gatv2", {.kind = AG_SCORE_GATV2}, 3000, 5, 1e-2f, 0},
+        {"sigmoid", {.kind = AG_SCORE_SIGMOID}, 170, 0, 1e-2f, 0},
+        {"linear", {.kind = AG_SCORE_LINEAR}, 60, 0, 1e-3f, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        bw_graph_t g;
+        multigraph(&g);
+        problem_t p;
+        problem_init(&p, &g, 3, 5, 0, 70 + c, cases[c].qk);
+        p.sc = cases[c].sc;
+        const int64_t HD = p.H * p.d, n = p.g.N * HD, E = p.g.E, H = p.H, d = p.d;
+        if (cases[c].vec > 0) {
+            fill_uniform(p.a_src, HD, 71, cases[c].vec);
+            fill_uniform(p.a_dst, HD, 72, cases[c].vec);
+            p.sc.a_src = p.a_src, p.sc.a_dst = p.a_dst;
+        }
+        ag_error_t err;
+        ck_assert_int_eq(problem_backward(&p, &err), AG_OK);
+        if (cases[c].plain) {
+            ag_attention_grads_t gr = {.dQ = p.dQ, .dK = p.dK, .dV = p.dV};
+            ck_assert_int_eq(ag_attention_backward(&p.g.nb, p.Q, p.K, p.V, H, d, &p.sc, NULL,
+                                                   NULL, p.dM, &gr, &err), AG_OK);
+        }
+        double *M = malloc((size_t)n * sizeof *M), *W = malloc((size_t)E * H * sizeof *W);
+        double *bias = calloc((size_t)E, sizeof *bias), *dV = calloc((size_t)n, sizeof *dV);
+        const ref_score_t rs = ref_score_of(&p, bias);
+        ref_attention_scored(p.g.N, p.g.src, p.g.dst, E, p.Q, p.K, p.V, H, d, &rs, M, W);
+        double top = 0;   /* the largest |dV - sum a dM| */
+        for (int64_t e = 0; e < E; e++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t t = 0; t < d; t++)
+                    dV[p.g.src[e] * HD + h * d + t] += W[e * H + h] * p.dM[p.g.dst[e] * HD + h * d + t];
+        for (int64_t x = 0; x < n; x++) {
+            ck_assert_msg(isfinite(p.dQ[x]) && isfinite(p.dK[x]) && isfinite(p.dV[x]),
+                          "%s: not finite at %lld", cases[c].name, (long long)x);
+            top = fmax(top, fabs(p.dV[x] - dV[x]));
+        }
+        /* scores near 1e4 are rounded to ~1e-3, and so is the plain kernels' float
+           lse in P = exp(s - lse): weights of near ties move by that much */
+        const double tol_v = cases[c].plain ? 2e-3 : 1e-4;
+        ck_assert_msg(top <= tol_v, "%s: dV %g from sum a dM", cases[c].name, top);
+        if (ag_i_is_softmax(p.sc.kind))
+            for (int64_t t = 0; t < HD; t++) {
+                double want = 0, got = 0;
+                for (int64_t i = 0; i < p.g.N; i++) {
+                    got += p.dV[i * HD + t];
+                    if (p.g.nb.edge_ptr[i + 1] > p.g.nb.edge_ptr[i])
+                        want += p.dM[i * HD + t];
+                }
+                ck_assert_msg(fabs(got - want) <= tol_v, "%s: column %lld of dV sums to %g, "
+                              "dM over nodes with in-edges to %g", cases[c].name,
+                              (long long)t, got, want);
+            }
+        for (int64_t e = 0; e < E && !cases[c].plain; e++)
+            ck_assert(isfinite(p.d_bias[e]));
+        worst_seen = 0;
+        check_grad(&p, cases[c].name, "dQ", p.Q, p.dQ, n, cases[c].h, 5e-4);
+        check_grad(&p, cases[c].name, "dK", p.K, p.dK, n, cases[c].h, 5e-4);
+        if (getenv("AG_TEST_VERBOSE"))
+            fprintf(stderr, "%-36s scores 1e4: |dV - sum a dM| <= %.2e, dQ dK |g - fd| / "
+                    "(1 + |fd|) <= %.2e\n", cases[c].name, top, worst_seen);
+        free(M), free(W), free(bias), free(dV);
+        problem_free(&p);
+    }
+}
+END_TEST
+
+/* ---- threads ---- */
+
+#ifdef _OPENMP
+/* Every variant's gradients on 1 and 2 threads: the same bits. */
+START_TEST(threads_give_identical_gradients)
+{
+    for (int which = 0; which < 2; which++)
+        for (int v = 0; v < N_VARIANTS; v++) {
+            bw_graph_t g;
+            if (which == 0) {   /* multi-edges, self-loops, nodes 99 and 100 without in-edges */
+                int64_t *src = malloc(4000 * sizeof *src), *dst = malloc(4000 * sizeof *dst);
+                graph_from_edges(&g, 101, src, dst, multigraph_edges(src, dst, 4000, 101), 1);
+                free(src), free(dst);
+            } else {
+                graph_from_pattern(&g, "causal", 331);
+            }
+            problem_t p;
+            problem_init(&p, &g, 3, 7, v, 5, 1.5f);
+            /* enough work that two threads really run (smaller regions run on one) */
+            ck_assert_int_ge(p.g.E * p.H * p.d, AG_PARALLEL_MIN_WORK);
+            const int64_t n = p.g.N * p.H * p.d, HD = p.H * p.d;
+            float *one = malloc((size_t)(3 * n + p.g.E + 2 * HD) * sizeof *one);
+            float *outs[] = {p.dQ, p.dK, p.dV, p.d_bias, p.d_a_src, p.d_a_dst};
+            const int64_t sizes[] = {n, n, n, p.g.E, HD, HD};
+            ag_error_t err;
+            omp_set_num_threads(1);
+            ck_assert_int_eq(problem_backward(&p, &err), AG_OK);
+            float *at = one;
+            for (int k = 0; k < 6; at += sizes[k++])
+                memcpy(at, outs[k], (size_t)sizes[k] * sizeof *at);
+            omp_set_num_threads(2);
+            ck_assert_int_eq(problem_backward(&p, &err), AG_OK);
+            at = one;
+            for (int k = 0; k < 6; at += sizes[k++])
+                ck_assert_msg(!memcmp(at, outs[k], (size_t)sizes[k] * sizeof *at),
+                              "%s: gradient %d differs on 2 threads", variants[v].name, k);
+            free(one);
+            problem_free(&p);
+        }
+}
+END_TEST
+#endif
+
+/* ---- the plain dot-product kernels on the same graphs ---- */
+
+/*
+ * Plain dot-product softmax (no score, and dot with beta) goes to the fused
+ * kernels; ag_i_backward_simple is called directly too, with lse and D from
+ * the one-pass forward.
+ */
+START_TEST(plain_dot_on_awkward_graphs)
+{
+    const char *graphs[] = {"pattern", "multigraph", "undirected"};
+    for (int which = 0; which < G_COUNT; which++)
+        for (int k = 0; k < 3; k++) {
+            bw_graph_t g;
+            awkward_graph(&g, which);
+            problem_t p;
+            problem_init(&p, &g, 3, 5, 0, 30 + k, 1.5f);
+            p.sc = (ag_score_t){.kind = k == 1 ? AG_SCORE_DOT : AG_SCORE_SCALED_DOT,
+                                .beta = k == 1 ? 0.5f : 0};
+            char what[96];
+            snprintf(what, sizeof what, "%s on %s", k == 0 ? "no score" : k == 1 ? "dot beta 0.5"
+                     : "simple kernel", graphs[which]);
+            worst_seen = 0;
+            if (k < 2) {   /* the plain kernels (no d_edge_bias asked), then the generic */
+                const int64_t n = p.g.N * p.H * p.d;
+                ag_attention_grads_t gr = {.dQ = p.dQ, .dK = p.dK, .dV = p.dV};
+                ag_error_t err;
+                ck_assert_int_eq(ag_attention_backward(&p.g.nb, p.Q, p.K, p.V, p.H, p.d, &p.sc,
+                                                       NULL, NULL, p.dM, &gr, &err), AG_OK);
+                check_grad(&p, what, "dQ", p.Q, p.dQ, n, 1e-3f, 1e-5);
+                check_grad(&p, what, "dK", p.K, p.dK, n, 1e-3f, 1e-5);
+                check_grad(&p, what, "dV", p.V, p.dV, n, 1e-3f, 1e-5);
+                check_problem(&p, what, 1e-3f, 1e-5);
+            } else {
+                const int64_t N = p.g.N, H = p.H, d = p.d, HD = H * d;
+                float *M = malloc((size_t)(N * HD + 2 * N * H) * sizeof *M);
+                float *lse = M + N * HD, *Dd = lse + N * H;
+                kext_t x = {0};
+                x.lse = lse;
+                ag_error_t err;
+                ck_assert_int_eq(ag_nbhd_transpose(&p.g.nb, &err), AG_OK);
+                ck_assert_int_eq(ag_i_attention_online(&p.g.nb, p.Q, p.K, p.V, H, d,
+                                                       1 / sqrtf((float)d), M, &x, &err), AG_OK);
+                for (int64_t i = 0; i < N * H; i++)
+                    Dd[i] = dot(p.dM + i * d, M + i * d, d);
+                ck_assert_int_eq(ag_i_backward_simple(&p.g.nb, p.Q, p.K, p.V, H, d,
+                                                      1 / sqrtf((float)d), lse, Dd, p.dM, p.dQ,
+                                                      p.dK, p.dV, &err), AG_OK);
+                const int64_t n = N * HD;
+                check_grad(&p, what, "dQ", p.Q, p.dQ, n, 1e-3f, 1e-5);
+                check_grad(&p, what, "dK", p.K, p.dK, n, 1e-3f, 1e-5);
+                check_grad(&p, what, "dV", p.V, p.dV, n, 1e-3f, 1e-5);
+                free(M);
+            }
+            if (getenv("AG_TEST_VERBOSE"))
+                fprintf(stderr, "%-36s |g - fd| / (1 + |fd|) <= %.2e\n", what, worst_seen);
+            problem_free(&p);
+        }
+}
+END_TEST
+
+/* ---- the generic forward's log-sum-exp ---- */
+
+START_TEST(generic_forward_writes_lse)
+{
+    for (int v = 0; v < N_VARIANTS; v++) {
+        bw_graph_t g;
+        multigraph(&g);
+        problem_t p;
+        problem_init(&p, &g, 3, 5, v, 40, 1.5f);
+        const int64_t N = p.g.N, H = p.H, HD = H * p.d;
+        float *M1 = malloc((size_t)(2 * N * HD + N * H) * sizeof *M1);
+        float *M2 = M1 + N * HD, *lse = M2 + N * HD;
+        for (int64_t x = 0; x < N * H; x++)
+            lse[x] = 123.0f;
+        ag_attention_opts_t opts = {0};
+        opts.lse = lse;
+        ag_error_t err;
+        ck_assert_int_eq(ag_attention(&p.g.nb, p.Q, p.K, p.V, H, p.d, &p.sc, M1, &err), AG_OK);
+        ck_assert_int_eq(ag_attention_ex(&p.g.nb, p.Q, p.K, p.V, H, p.d, &p.sc, M2, &opts, &err),
+                         AG_OK);
+        ck_assert_mem_eq(M1, M2, (size_t)(N * HD) * sizeof *M1);
+        double *want = malloc((size_t)(N * H) * sizeof *want);
+        double *bias = malloc((size_t)(p.g.E + 1) * sizeof *bias);
+        for (int64_t e = 0; e < p.g.E; e++)
+            bias[e] = p.bias[e];
+        const ref_score_t rs = ref_score_of(&p, bias);
+        ref_lse_scored(N, p.g.src, p.g.dst, p.g.E, p.Q, p.K, H, p.d, &rs, want);
+        for (int64_t x = 0; x < N * H; x++) {
+            if (!ag_i_is_softmax(p.sc.kind))
+                ck_assert_msg(lse[x] == 123.0f, "%s: lse[%lld] written", variants[v].name,
+                              (long long)x);
+            else if (isinf(want[x]))
+                ck_assert_msg(lse[x] == -INFINITY, "%s: lse[%lld] = %g without in-edges",
+                              variants[v].name, (long long)x, lse[x]);
+            else
+                ck_assert_msg(fabs(lse[x] - want[x]) <= 1e-5 * (1 + fabs(want[x])),
+                              "%s: lse[%lld] = %.7g, reference %.7g", variants[v].name,
+                              (long long)x, lse[x], want[x]);
+        }
+        free(M1), free(want), free(bias);
+        problem_free(&p);
+    }
+}
+END_TEST
+
+/* ---- errors ---- */
+
+START_TEST(backward_refuses_what_it_cannot_do)
+{
+    bw_graph_t g;
+    multigraph(&g);
+    problem_t p;
+    problem_init(&p, &g, 3, 5, 5, 1, 1.5f);   /* additive */
+    ag_error_t err;
+    const int64_t H = p.H, d = p.d;
+    float *Q = p.Q, *K = p.K, *V = p.V, *dM = p.dM;
+    ag_attention_grads_t full = {p.dQ, p.dK, p.dV, p.d_a_src, p.d_a_dst, p.d_bias};
+    for (int k = 0; k < 3; k++) {
+        ag_attention_grads_t gr = full;
+        if (k == 0)
+            gr.dQ = NULL;
+        else if (k == 1)
+            gr.dK = NULL;
+        else
+            gr.dV = NULL;
+        ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, H, d, &p.sc, NULL, NULL,
+                                                   dM, &gr, &err), err, AG_EINVAL,
+                             "dQ, dK and dV are required");
+    }
+    ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, H, d, &p.sc, NULL, NULL, dM,
+                                               NULL, &err), err, AG_EINVAL, "required");
+    ag_score_t sc = p.sc;
+    sc.a_dst = NULL;
+    ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, H, d, &sc, NULL, NULL, dM,
+                                               &full, &err), err, AG_EINVAL, "a_src and a_dst");
+    sc = (ag_score_t){.kind = AG_SCORE_GATV2};
+    ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, H, d, &sc, NULL, NULL, dM,
+                                               &full, &err), err, AG_EINVAL, "gatv2 needs");
+    sc = (ag_score_t){.kind = AG_SCORE_LINEAR, .alibi = 1};
+    ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, H, d, &sc, NULL, NULL, dM,
+                                               &full, &err), err, AG_EINVAL, "no edge bias");
+    sc = (ag_score_t){.kind = AG_SCORE_SIGMOID, .softcap = 2};
+    ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, H, d, &sc, NULL, NULL, dM,
+                                               &full, &err), err, AG_EINVAL, "softcap");
+    ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, 0, d, &p.sc, NULL, NULL, dM,
+                                               &full, &err), err, AG_EINVAL, "heads");
+    /* the generic kernel itself wants the transpose */
+    ag_nbhd_t plain;
+    ck_assert_int_eq(ag_nbhd_from_csr(&plain, 1, (int64_t[]){0, 1}, (int64_t[]){0}, &err), AG_OK);
+    ck_assert_fails_with(ag_i_backward_generic(&plain, Q, K, V, H, d, &p.sc, dM, &full, &err),
+                         err, AG_EINVAL, "not transposed");
+    ag_nbhd_destroy(&plain);
+    problem_free(&p);
+}
+END_TEST
+
 Suite *backward_suite(void)
 {
     Suite *s = suite_create("backward");
     TCase *tc = tcase_create("backward");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, scaled_dot_matches_finite_differences);
+    tcase_add_test(tc, every_kind_on_a_pattern);
+    tcase_add_test(tc, every_kind_on_a_multigraph);
+    tcase_add_test(tc, every_kind_on_an_undirected_graph);
+    tcase_add_test(tc, edge_bias_gradient_in_graph_edge_order);
+    tcase_add_test(tc, large_logits_that_cancel);
+    tcase_add_test(tc, large_saturated_logits);
+#ifdef _OPENMP
+    tcase_add_test(tc, threads_give_identical_gradients);
+#endif
+    tcase_add_test(tc, plain_dot_on_awkward_graphs);
+    tcase_add_test(tc, generic_forward_writes_lse);
+    tcase_add_test(tc, backward_refuses_what_it_cannot_do);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -122,10 +122,14 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
     if ((rc = ag_nbhd_transpose(nb, err)))
         return rc;
     float scale;
-    if (!plain_dot(score, d, &scale))
+    /* the edge bias's gradient (sum over heads of dL/ds per slot) is not 0 even
+       where the score has no bias: the generic kernel keeps it per slot */
+    if (!plain_dot(score, d, &scale) || g->d_edge_bias)
         return ag_i_backward_generic(nb, Q, K, V, H, d, score, dM, g, err);
-    if (g->d_edge_bias)   /* a plain score has no bias: its gradient is still asked for */
-        memset(g->d_edge_bias, 0, (size_t)nb->n_edges * sizeof *g->d_edge_bias);
+    if (g->d_a_src)       /* a plain score has no attention vectors */
+        memset(g->d_a_src, 0, (size_t)(H * d) * sizeof *g->d_a_src);
+    if (g->d_a_dst)
+        memset(g->d_a_dst, 0, (size_t)(H * d) * sizeof *g->d_a_dst);
     const int64_t N = nb->n_nodes, HD = H * d;
     /* M and lse when not given: one forward; then D_i = rowsum(dM_i * M_i) per head */
     float *own = ag_alloc(N * H + (M && lse ? 0 : N * HD + N * H), sizeof(float), err,

@@ -107,31 +107,37 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
     return AG_OK;
 }
 
-/* The score of edge j -> i, slot s, head h (before normalisation). */
-static inline float score_edge(const sctx_t *c, int64_t i, int64_t j, int64_t s, int64_t h)
+/* The raw score r of edge j -> i, head h: the kind's formula alone (before
+   beta, softcap, edge bias and ALiBi). */
+static inline float raw_score(const sctx_t *c, int64_t i, int64_t j, int64_t h)
 {
     const int64_t H = c->H, d = c->d, HD = H * d;
     const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
-    float x;
     switch (c->sc.kind) {
     case AG_SCORE_COSINE: {
         const float n = c->norm_q[i * H + h] * c->norm_k[j * H + h];
-        x = n > 0 ? dot(q, k, d) / n : 0.0f;
-        break;
+        return n > 0 ? dot(q, k, d) / n : 0.0f;
     }
     case AG_SCORE_ADDITIVE:
-        x = leaky(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
-        break;
+        return leaky(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
     case AG_SCORE_GATV2: {
         const float *a = c->sc.a_src + h * d;
-        x = 0;
+        float x = 0;
         for (int64_t t = 0; t < d; t++)
             x += a[t] * leaky(q[t] + k[t], c->sc.slope);
-        break;
+        return x;
     }
     default:
-        x = dot(q, k, d) * c->scale;
+        return dot(q, k, d) * c->scale;
     }
+}
+
+/* The score of edge j -> i, slot s, head h from its raw score r (before
+   normalisation). */
+static inline float finish_score(const sctx_t *c, float r, int64_t i, int64_t j, int64_t s,
+                                 int64_t h)
+{
+    float x = r;
     if (c->sc.kind == AG_SCORE_LINEAR)
         return x;
     if (ag_i_is_softmax(c->sc.kind)) {
@@ -142,6 +148,12 @@ static inline float score_edge(const sctx_t *c, int64_t i, int64_t j, int64_t s,
     if (c->sc.edge_bias)
         x += c->sc.edge_bias[s];
     return x + c->alibi[h] * (float)(j - i);
+}
+
+/* The score of edge j -> i, slot s, head h (before normalisation). */
+static inline float score_edge(const sctx_t *c, int64_t i, int64_t j, int64_t s, int64_t h)
+{
+    return finish_score(c, raw_score(c, i, j, h), i, j, s, h);
 }
 
 /* Scores of i's slots into W[slot * H + h] (slots counted from i's first). */
@@ -210,6 +222,7 @@ static void normalise_row(const sctx_t *c, float *W, int64_t i, int64_t deg, con
         }
         for (int64_t e = 0; e < deg; e++)
             W[e * H + h] /= sum;
+        kext_lse(x, i, h, H, mx, sum, 1.0f);
         if (stats)
             kext_put(x, i, h, H, sum, u, 0.0f, 1.0f);   /* the distance: by the caller */
     }
@@ -224,15 +237,16 @@ static int64_t max_in_degree(const ag_nbhd_t *nb)
     return m;
 }
 
-/* A context and per-thread buffers of the largest in-degree x H floats. */
+/* A context and per-thread buffers of the largest in-degree x H floats
+   (and `extra` more). */
 static int generic_begin(sctx_t *c, scratch_t *buf, const ag_score_t *score,
                          const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
-                         int64_t d, ag_error_t *err)
+                         int64_t d, int64_t extra, ag_error_t *err)
 {
     int rc = ag_score_check(score, nb, H, d, err);
     if (rc || (rc = sctx_init(c, score, nb, Q, K, H, d, err)))
         return rc;
-    buf->stride = scratch_stride(max_in_degree(nb) * H);
+    buf->stride = scratch_stride(max_in_degree(nb) * H + extra);
     buf->buf = ag_alloc((int64_t)max_threads() * buf->stride, sizeof(float), err,
                         "attention buffer");
     if (!buf->buf) {
@@ -255,7 +269,7 @@ int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
     int rc;
     sctx_t c;
     scratch_t buf;
-    if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, err)))
+    if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 0, err)))
         return rc;
     const int64_t HD = H * d;
 #pragma omp parallel for if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
@@ -312,7 +326,7 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
 {
     sctx_t c;
     scratch_t buf;
-    int rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, err);
+    int rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 0, err);
     if (rc)
         return rc;
 #pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
@@ -347,10 +361,341 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
     return AG_OK;
 }
 
+/* ---- backward ----
+ *
+ * L = sum(dM * M). For destination i, head h and slot s (edge j -> i, raw
+ * score r, score x, weight a):
+ *   dA_s = dM_i . v_j
+ *   softmax  dx_s = a_s (dA_s - sum_e a_e dA_e)
+ *   sigmoid  dx_s = dA_s a_s (1 - a_s)          (b_i is a constant)
+ *   linear   dr_s = (dA_s - sum_e a_e dA_e) / sum_e r_e   (0 when the sum is <= 0)
+ *   d_edge_bias[s] = sum_h dx_s; dr_s = dx_s beta (1 - tanh^2(beta r_s / C))
+ * then dr flows into q_i and k_j through the raw score's formula.
+ *
+ * Pass 1 over destinations keeps each slot's weight and dr (two E x H float
+ * arrays, the only E-sized scratch) and writes dQ and d_edge_bias: a
+ * destination owns its slots. Pass 2 over sources walks the out-runs, finds
+ * each message's slot among its destination's in-runs and writes dK and dV.
+ * The attention vectors' gradients are sums over every edge: each fixed chunk
+ * of GRAD_CHUNK nodes sums its own share, and the chunks are added in order,
+ * so no thread count changes a bit.
+ */
+
+#define GRAD_CHUNK 16
+
+static float leaky_slope(float x, float slope)
+{
+    return x > 0 ? 1.0f : slope;
+}
+
+static float elu1_slope(float x)
+{
+    return x > 0 ? 1.0f : expf(x);
+}
+
+typedef struct {
+    sctx_t c;
+    const float *Q, *K;       /* the caller's (c.Q, c.K are phi(Q), phi(K) for linear) */
+    const float *V, *dM;
+    float *A, *G;             /* [E, H] each slot's weight and dL/dr */
+    float *part;              /* [chunks, H*d] a vector's partial gradients, or NULL */
+    scratch_t buf;            /* per thread: [largest in-degree, H] dA, then [H] */
+} bctx_t;
+
+/* dA (dL/da of destination i's deg slots) -> dx (dL/dx, the score before the
+   normalisation; linear: dL/dr), in place; R holds the raw scores. */
+static void weights_backward(const sctx_t *c, const float *A, const float *R, float *dA,
+                             int64_t deg)
+{
+    const int64_t H = c->H;
+    for (int64_t h = 0; h < H; h++) {
+        if (c->sc.kind == AG_SCORE_SIGMOID) {
+            for (int64_t e = 0; e < deg; e++)
+                dA[e * H + h] *= A[e * H + h] * (1.0f - A[e * H + h]);
+            continue;
+        }
+        float D = 0, sum = 0;
+        for (int64_t e = 0; e < deg; e++)
+            D += A[e * H + h] * dA[e * H + h], sum += R[e * H + h];
+        for (int64_t e = 0; e < deg; e++) {
+            float *g = &dA[e * H + h];
+            if (c->sc.kind == AG_SCORE_LINEAR)
+                *g = sum > 0 ? (*g - D) / sum : 0.0f;
+            else
+                *g = A[e * H + h] * (*g - D);
+        }
+    }
+}
+
+/* dL/dr from dL/dx for raw score r: beta's and softcap's chain rule (the
+   edge bias and ALiBi only add). */
+static inline float finish_backward(const sctx_t *c, float r, float dx)
+{
+    if (!ag_i_is_softmax(c->sc.kind))
+        return dx;
+    float g = dx * c->sc.beta;
+    if (c->sc.softcap > 0) {
+        const float t = tanhf(r * c->sc.beta / c->sc.softcap);
+        g *= 1.0f - t * t;
+    }
+    return g;
+}
+
+/* dr of edge j -> i, head h (raw score r) into dq [d] of head h; additive:
+   into T, the sum of dL/dt over i's slots; gatv2: a's gradient into part [d]. */
+static inline void raw_backward_q(const sctx_t *c, int64_t i, int64_t j, int64_t h, float r,
+                                  float dr, float *dq, float *T, float *part)
+{
+    const int64_t H = c->H, d = c->d, HD = H * d;
+    const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
+    switch (c->sc.kind) {
+    case AG_SCORE_COSINE: {
+        const float nq = c->norm_q[i * H + h], n = nq * c->norm_k[j * H + h];
+        if (n > 0) {   /* d cos / dq = k / (|q||k|) - cos q / |q|^2 */
+            const float u = dr / n, w = dr * r / (nq * nq);
+            for (int64_t t = 0; t < d; t++)
+                dq[t] += u * k[t] - w * q[t];
+        }
+        break;
+    }
+    case AG_SCORE_ADDITIVE:
+        T[h] += dr * leaky_slope(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
+        break;
+    case AG_SCORE_GATV2: {
+        const float *a = c->sc.a_src + h * d;
+        for (int64_t t = 0; t < d; t++) {
+            const float x = q[t] + k[t];
+            dq[t] += dr * a[t] * leaky_slope(x, c->sc.slope);
+            if (part)
+                part[t] += dr * leaky(x, c->sc.slope);
+        }
+        break;
+    }
+    default:   /* dot products: times the scale (or phi') once per row */
+        for (int64_t t = 0; t < d; t++)
+            dq[t] += dr * k[t];
+    }
+}
+
+/* The same into dk [d] of head h for source j (T: additive's sum of dL/dt). */
+static inline void raw_backward_k(const sctx_t *c, int64_t i, int64_t j, int64_t h, float dr,
+                                  float *dk, float *T)
+{
+    const int64_t H = c->H, d = c->d, HD = H * d;
+    const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
+    switch (c->sc.kind) {
+    case AG_SCORE_COSINE: {
+        const float nk = c->norm_k[j * H + h], n = c->norm_q[i * H + h] * nk;
+        if (n > 0) {   /* as the forward: r = q.k / n */
+            const float r = dot(q, k, d) / n, u = dr / n, w = dr * r / (nk * nk);
+            for (int64_t t = 0; t < d; t++)
+                dk[t] += u * q[t] - w * k[t];
+        }
+        break;
+    }
+    case AG_SCORE_ADDITIVE:
+        T[h] += dr * leaky_slope(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
+        break;
+    case AG_SCORE_GATV2: {
+        const float *a = c->sc.a_src + h * d;
+        for (int64_t t = 0; t < d; t++)
+            dk[t] += dr * a[t] * leaky_slope(q[t] + k[t], c->sc.slope);
+        break;
+    }
+    default:
+        for (int64_t t = 0; t < d; t++)
+            dk[t] += dr * q[t];
+    }
+}
+
+/* A query's or key's gradient g [H*d] of node n after its edges: the dot
+   products' scale, linear's phi'(x) (X: the caller's Q or K), additive's
+   T[h] times its vector (vec: a_dst or a_src) and that vector's share
+   T[h] x (the node's own row) into part. */
+static void raw_backward_row(const sctx_t *c, int64_t n, const float *X, const float *vec,
+                             const float *T, float *g, float *part)
+{
+    const int64_t H = c->H, d = c->d, HD = H * d;
+    const float *x = X + n * HD;
+    switch (c->sc.kind) {
+    case AG_SCORE_COSINE:
+    case AG_SCORE_GATV2:
+        break;
+    case AG_SCORE_ADDITIVE:
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t t = 0; t < d; t++) {
+                g[h * d + t] = T[h] * vec[h * d + t];
+                if (part)
+                    part[h * d + t] += T[h] * x[h * d + t];
+            }
+        break;
+    case AG_SCORE_LINEAR:
+        for (int64_t t = 0; t < HD; t++)
+            g[t] *= elu1_slope(x[t]);
+        break;
+    default:
+        for (int64_t t = 0; t < HD; t++)
+            g[t] *= c->scale;
+    }
+}
+
+/* Destination i: its slots' weights and dr into A and G, row i of dQ, its
+   slots' d_edge_bias (or NULL) and its share of the vector's gradient (part:
+   the chunk's [H*d], or NULL). */
+static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float *dQ,
+                         float *d_bias, float *part)
+{
+    const sctx_t *c = &b->c;
+    const int64_t H = c->H, d = c->d, HD = H * d, s0 = nb->edge_ptr[i];
+    const int64_t deg = nb->edge_ptr[i + 1] - s0;
+    float *A = b->A + s0 * H, *G = b->G + s0 * H, *dA = scratch_mine(&b->buf);
+    float *T = dA + deg * H, *dq = dQ + i * HD;
+    int64_t e = 0;
+    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++)
+            for (int64_t h = 0; h < H; h++) {
+                const float x = raw_score(c, i, j, h);
+                G[e * H + h] = x;
+                A[e * H + h] = finish_score(c, x, i, j, s0 + e, h);
+                dA[e * H + h] = dot(b->dM + i * HD + h * d, b->V + j * HD + h * d, d);
+            }
+    normalise_row(c, A, i, deg, NULL);
+    weights_backward(c, A, G, dA, deg);
+    if (d_bias)
+        for (e = 0; e < deg; e++) {
+            float sum = 0;
+            for (int64_t h = 0; h < H; h++)
+                sum += dA[e * H + h];
+            d_bias[s0 + e] = c->sc.kind == AG_SCORE_LINEAR ? 0.0f : sum;
+        }
+    memset(dq, 0, (size_t)HD * sizeof *dq);
+    memset(T, 0, (size_t)H * sizeof *T);
+    const int gatv2 = c->sc.kind == AG_SCORE_GATV2;
+    e = 0;
+    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++)
+            for (int64_t h = 0; h < H; h++) {
+                const float x = G[e * H + h], dr = finish_backward(c, x, dA[e * H + h]);
+                G[e * H + h] = dr;
+                raw_backward_q(c, i, j, h, x, dr, dq + h * d, T,
+                               gatv2 && part ? part + h * d : NULL);
+            }
+    raw_backward_row(c, i, b->Q, c->sc.a_dst, T, dq, gatv2 ? NULL : part);
+}
+
+/* The slot of the (nth+1)-th message j -> i. i's slots list sources in
+   ascending order, so the runs that hold j are consecutive, from the first
+   run that ends after j. */
+static inline int64_t slot_of(const ag_nbhd_t *nb, int64_t i, int64_t j, int64_t nth)
+{
+    int64_t lo = nb->run_ptr[i], hi = nb->run_ptr[i + 1];
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (nb->run_src[mid] + nb->run_len[mid] > j)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    const int64_t r = lo + nth;
+    return nb->run_slot[r] + (j - nb->run_src[r]);
+}
+
+/* Source j: rows j of dK and dV over its out-edges, and its share of
+   additive's a_src gradient (part, or NULL). */
+static void backward_src(const bctx_t *b, const ag_nbhd_t *nb, int64_t j, float *dK, float *dV,
+                         float *part)
+{
+    const sctx_t *c = &b->c;
+    const int64_t H = c->H, d = c->d, HD = H * d;
+    float *dk = dK + j * HD, *dv = dV + j * HD, *T = scratch_mine(&b->buf);
+    memset(dk, 0, (size_t)HD * sizeof *dk);
+    memset(dv, 0, (size_t)HD * sizeof *dv);
+    memset(T, 0, (size_t)H * sizeof *T);
+    for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++)
+        for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++) {
+            const int64_t s = slot_of(nb, i, j, nb->out_nth[r]);
+            for (int64_t h = 0; h < H; h++) {
+                const float a = b->A[s * H + h], *g = b->dM + i * HD + h * d;
+                float *v = dv + h * d;
+#pragma omp simd
+                for (int64_t t = 0; t < d; t++)
+                    v[t] += a * g[t];
+                raw_backward_k(c, i, j, h, b->G[s * H + h], dk + h * d, T);
+            }
+        }
+    raw_backward_row(c, j, b->K, c->sc.a_src, T, dk, part);
+}
+
+/* out [HD] = the chunks' partial sums [chunks, HD], added chunk by chunk. */
+static void sum_chunks(const float *part, int64_t chunks, int64_t HD, float *out)
+{
+    memset(out, 0, (size_t)HD * sizeof *out);
+    for (int64_t k = 0; k < chunks; k++)
+        for (int64_t x = 0; x < HD; x++)
+            out[x] += part[k * HD + x];
+}
+
+/* Pass 1 (to_src 0: destinations, dQ) or pass 2 (sources, dK and dV) over
+   chunks of GRAD_CHUNK nodes; with `want` set, each chunk's share of a
+   vector's gradient, summed into want. */
+static void backward_pass(bctx_t *b, const ag_nbhd_t *nb, const ag_attention_grads_t *g,
+                          int to_src, float *want)
+{
+    const int64_t N = nb->n_nodes, HD = b->c.H * b->c.d;
+    const int64_t chunks = (N + GRAD_CHUNK - 1) / GRAD_CHUNK;
+    float *part = want ? b->part : NULL;
+#pragma omp parallel for if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 1)
+    for (int64_t k = 0; k < chunks; k++) {
+        float *mine = part ? part + k * HD : NULL;
+        if (mine)
+            memset(mine, 0, (size_t)HD * sizeof *mine);
+        const int64_t end = (k + 1) * GRAD_CHUNK < N ? (k + 1) * GRAD_CHUNK : N;
+        for (int64_t n = k * GRAD_CHUNK; n < end; n++) {
+            if (to_src)
+                backward_src(b, nb, n, g->dK, g->dV, mine);
+            else
+                backward_dst(b, nb, n, g->dQ, g->d_edge_bias, mine);
+        }
+    }
+    if (want)
+        sum_chunks(part, chunks, HD, want);
+}
+
 int ag_i_backward_generic(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                           int64_t H, int64_t d, const ag_score_t *score, const float *dM,
                           const ag_attention_grads_t *g, ag_error_t *err)
 {
-    (void)nb, (void)Q, (void)K, (void)V, (void)H, (void)d, (void)score, (void)dM, (void)g;
-    return ag_fail(err, AG_EINVAL, "attention backward: not yet for this score");
+    if (!nb->out_ptr)
+        return ag_fail(err, AG_EINVAL, "attention backward: neighbourhoods not transposed");
+    bctx_t b = {.Q = Q, .K = K, .V = V, .dM = dM};
+    int rc = generic_begin(&b.c, &b.buf, score, nb, Q, K, H, d, H, err);
+    if (rc)
+        return rc;
+    const int64_t E = nb->n_edges, HD = H * d, N = nb->n_nodes;
+    const ag_score_kind_t kind = b.c.sc.kind;
+    const int gat = kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_GATV2;
+    b.A = ag_alloc(2 * E * H, sizeof(float), err, "attention backward");
+    if (gat && (g->d_a_src || g->d_a_dst))
+        b.part = ag_alloc((N + GRAD_CHUNK - 1) / GRAD_CHUNK * HD, sizeof(float), err,
+                          "attention backward");
+    if (!b.A || (gat && (g->d_a_src || g->d_a_dst) && !b.part)) {
+        free(b.A), free(b.part);
+        generic_end(&b.c, &b.buf);
+        return AG_ENOMEM;
+    }
+    b.G = b.A + E * H;
+    /* the vectors' gradients: gatv2's a and additive's a_dst from the
+       destinations, additive's a_src from the sources */
+    float *want_dst = kind == AG_SCORE_GATV2 ? g->d_a_src
+                      : kind == AG_SCORE_ADDITIVE ? g->d_a_dst : NULL;
+    float *want_src = kind == AG_SCORE_ADDITIVE ? g->d_a_src : NULL;
+    backward_pass(&b, nb, g, 0, want_dst);
+    backward_pass(&b, nb, g, 1, want_src);
+    if (g->d_a_src && !gat)
+        memset(g->d_a_src, 0, (size_t)HD * sizeof *g->d_a_src);
+    if (g->d_a_dst && kind != AG_SCORE_ADDITIVE)
+        memset(g->d_a_dst, 0, (size_t)HD * sizeof *g->d_a_dst);
+    free(b.A), free(b.part);
+    generic_end(&b.c, &b.buf);
+    return AG_OK;
 }
