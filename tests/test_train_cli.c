@@ -239,7 +239,7 @@ START_TEST(grad_rounds_files_are_the_library_gradients)
     for (int64_t i = 0; i < N; i++)
         for (int64_t j = 0; j <= i; j++)
             src[E] = j, dst[E++] = i;
-    const ref_layer_t rl = {w.wq, w.wk, w.wv, w.wo, 0, NULL, NULL};
+    const ref_layer_t rl = {.wq = w.wq, .wk = w.wk, .wv = w.wv, .wo = w.wo};
     for (int64_t x = 0; x < N * D; x += 5) {
         double Xp[24], Xm[24], Lp = 0, Lm = 0;
         for (int k = 0; k < 24; k++)
@@ -541,23 +541,41 @@ START_TEST(train_log_has_a_row_per_epoch)
 }
 END_TEST
 
+/* The final eval accuracy of a connectivity in a --log file. */
+static double final_eval_accuracy(const char *log, const char *conn, int epochs)
+{
+    char *text = read_text(log), key[128];
+    ck_assert_ptr_nonnull(text);
+    snprintf(key, sizeof key, "\n%s,%d,", conn, epochs);
+    const char *row = strstr(text, key);
+    ck_assert_msg(row, "%s has no row '%s'", log, key + 1);
+    double loss, train, eval_loss, eval;
+    ck_assert_int_eq(sscanf(row + strlen(key), "%lf,%lf,%lf,%lf", &loss, &train, &eval_loss,
+                            &eval), 4);
+    free(text);
+    return eval;
+}
+
 START_TEST(train_compares_connectivities)
 {
-    /* the copy task: the label at i is the token at i-3 */
+    /* the copy task: the label at i is the token at i-3; window:8 sees i-3, window:2
+       does not */
+    TMP(log, "cmp.csv");
     char args[2048], *out;
     snprintf(args, sizeof args, "train --pattern window:8 --pattern window:2 --features "
              "graphs/copy/x.npy --labels graphs/copy/labels.npy --train-mask "
-             "graphs/copy/train.npy --no-residual --epochs 20 --log %s", tmp_path("cmp.csv"));
+             "graphs/copy/train.npy --eval-mask graphs/copy/eval.npy --heads 2 --head-dim 8 "
+             "--alibi --no-residual --lr 0.03 --epochs 100 --threads 1 --log %s", log);
     ck_assert_int_eq(run_cli(args, &out, NULL), 0);
-    ck_assert_msg(strstr(out, "trained on 2 connectivities of 256 nodes"), "%s", out);
+    ck_assert_msg(strstr(out, "trained on 2 connectivities of 1024 nodes"), "%s", out);
     ck_assert_msg(strstr(out, "\nwindow:8 "), "%s", out);
     ck_assert_msg(strstr(out, "\nwindow:2 "), "%s", out);
     ck_assert_msg(strstr(out, "at_epoch"), "%s", out);
     free(out);
-    char *text = read_text(tmp_path("cmp.csv"));
-    ck_assert_ptr_nonnull(strstr(text, "\nwindow:8,20,"));
-    ck_assert_ptr_nonnull(strstr(text, "\nwindow:2,20,"));
-    free(text);
+    const double sees = final_eval_accuracy(log, "window:8", 100);
+    const double blind = final_eval_accuracy(log, "window:2", 100);
+    ck_assert_msg(sees >= 0.9, "window:8 held-out accuracy %.3f", sees);
+    ck_assert_msg(blind <= 0.35, "window:2 held-out accuracy %.3f (chance: 0.2)", blind);
 }
 END_TEST
 

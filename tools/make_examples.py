@@ -7,10 +7,11 @@ planted.gml + planted/   node classification on a planted partition: 3 communiti
                          100 nodes; features (one-hot community plus noise) are known for
                          a third of the nodes only; labels, a train mask (half the nodes)
                          and an eval mask (the other half).
-copy/                    a sequence task: the answer at position i is the token at
-                         position i-3 (random tokens of 5 kinds). Features are the token
-                         (one-hot) beside sinusoidal positions; labels -1 where i < 3;
-                         train and eval masks split the positions at random.
+copy/                    a sequence task on 1024 positions: the answer at position i is
+                         the token at position i-3 (random tokens of 5 kinds). Features are
+                         the token (one-hot) beside sin and cos of 2 pi i / P for periods
+                         P = 7, 11, 16; labels -1 where i < 3; train and eval masks split
+                         the positions at random.
 karate.gml + karate/     Zachary's karate club (igraph's Famous("Zachary")); labels are the
                          two factions after the split, the features mark one member of each
                          (the instructor, node 0, and the administrator, node 33), which are
@@ -64,20 +65,17 @@ def planted_partition(seed=11, communities=3, size=100, p_in=0.08, p_out=0.004, 
     save("graphs/planted/eval.npy", ~train)
 
 
-def positions(n, width, base=10000.0):
-    """Sinusoidal positions [n, width]: column 2k sin(i / base^(2k/width)), 2k+1 cos."""
-    pos = np.arange(n)[:, None]
-    freq = base ** (-np.arange(0, width, 2) / width)
-    pe = np.zeros((n, width))
-    pe[:, 0::2] = np.sin(pos * freq)
-    pe[:, 1::2] = np.cos(pos * freq)
-    return pe
+def positions(n, periods):
+    """Sin and cos of 2 pi i / P for each period P: [n, 2 x periods]. Periods whose least
+    common multiple exceeds n tell every pair of positions apart."""
+    angle = 2 * np.pi * np.arange(n)[:, None] / np.array(periods, dtype=float)
+    return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
 
 
-def copy_task(seed=5, n=256, vocab=5, lag=3, width=16):
+def copy_task(seed=5, n=1024, vocab=5, lag=3, periods=(7, 11, 16)):
     rng = np.random.RandomState(seed)
     tokens = rng.randint(vocab, size=n)
-    x = np.concatenate([np.eye(vocab)[tokens], positions(n, width)], axis=1)
+    x = np.concatenate([np.eye(vocab)[tokens], positions(n, periods)], axis=1)
     labels = np.full(n, -1, dtype=np.int64)
     labels[lag:] = tokens[:-lag]
     train = np.zeros(n, dtype=bool)
