@@ -326,8 +326,7 @@ int cmd_grad(int argc, char **argv)
         rc = folder_write(o->out, "--out", st->items, st->n_items, &err);
     if (!rc && !o->quiet) {
         const inputs_t *in = &st->in;
-        printf("graph: %s: %lld node%s, %lld message%s\n", st->src.desc, (long long)N,
-               PLURAL(N), (long long)st->src.nb.n_edges, PLURAL(st->src.nb.n_edges));
+        source_print(&st->src);
         if (in->raw)
             printf("attention: %lld head%s of width %lld; L = sum(dout * M) = %.9g\n",
                    (long long)in->H, PLURAL(in->H), (long long)in->d, st->loss);

@@ -514,16 +514,6 @@ typedef struct {
     out_file_t outs[2];        /* --log, --predict */
 } train_state_t;
 
-static void print_source(const source_t *s)
-{
-    const ag_nbhd_t *nb = &s->nb;
-    printf("graph: %s: %lld node%s, ", s->desc, (long long)nb->n_nodes, PLURAL(nb->n_nodes));
-    if (s->have_graph)
-        printf("%" IGRAPH_PRId " edge%s, ", igraph_ecount(&s->graph),
-               PLURAL(igraph_ecount(&s->graph)));
-    printf("%lld message%s\n", (long long)nb->n_edges, PLURAL(nb->n_edges));
-}
-
 /* Trains on connectivity k; keeps the model of a single connectivity. */
 static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_error_t *err)
 {
@@ -550,7 +540,7 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
         return rc;
     if (k == 0 && !to->o.quiet) {   /* the setup, once the first model is made */
         if (cx->single)
-            print_source(&st->src);
+            source_print(&st->src);
         print_setup(to, &st->in, &st->task, cx->threads);
         fflush(stdout);
     }
