@@ -417,7 +417,7 @@ static void print_table(const train_opts_t *to, const task_t *t, const outcome_t
         printf(" %9s%s", "train_acc", t->eval ? "  eval_acc  best_eval  at_epoch" : "");
     else if (t->eval)
         printf(" %10s %10s  at_epoch", "eval_loss", "best_eval");
-    putchar('\n');
+    printf(" %8s\n", "time_s");
     for (int k = 0; k < to->n_conns; k++) {
         const outcome_t *r = &res[k];
         printf("%-24.24s %10lld %10.4g", to->conns[k].name, (long long)r->edges, r->final.loss);
@@ -429,7 +429,7 @@ static void print_table(const train_opts_t *to, const task_t *t, const outcome_t
         } else if (t->eval) {
             printf(" %10.4g %10.4g %9lld", r->final.eval_loss, r->best, (long long)r->best_epoch);
         }
-        putchar('\n');
+        printf(" %8.2f\n", r->seconds);
     }
 }
 
