@@ -119,12 +119,13 @@ bench: deps
 	@$(MAKE) --no-print-directory $(BENCH)
 	$(BENCH)
 
-# A build folder remembers its compiler and flags: objects are rebuilt when they
-# change (a CFLAGS or NO_OMP change used to leave stale objects behind).
+# A build folder remembers its compiler and flags (and libraries): objects are
+# rebuilt when they change (a CFLAGS or NO_OMP change used to leave stale
+# objects behind; FUZZ_IGRAPH changes the libraries).
 COMPILE := $(CC) $(AG_CFLAGS) $(CFLAGS)
-ifneq ($(file <$(BUILD)/.flags),$(COMPILE))
+ifneq ($(file <$(BUILD)/.flags),$(COMPILE) $(LDLIBS))
 $(shell mkdir -p $(BUILD))
-$(file >$(BUILD)/.flags,$(COMPILE))
+$(file >$(BUILD)/.flags,$(COMPILE) $(LDLIBS))
 endif
 
 $(BUILD)/%.o: %.c $(BUILD)/.flags
@@ -208,6 +209,19 @@ FUZZ_HDR := tests/fuzz/fuzz_common.h
 fuzz-deps:
 	$(call install_missing,clang libclang-rt-14-dev)
 
+# FUZZ_IGRAPH=1: link the fuzzers against igraph built from Debian's source
+# with the same instrumentation (tools/build_fuzz_igraph.sh), so coverage and
+# the sanitizers reach into igraph's readers too.
+FUZZ_IGRAPH_DIR := $(FUZZ_BUILD)/igraph
+ifdef FUZZ_IGRAPH
+FUZZ_LDLIBS := $(abspath $(FUZZ_IGRAPH_DIR))/lib/libigraph.a -larpack -llapack -lgmp -lplfit \
+               $(shell pkg-config --libs openblas libxml-2.0) -lstdc++ -lm
+FUZZ_IGRAPH_STEP := sh tools/build_fuzz_igraph.sh $(FUZZ_IGRAPH_DIR)
+else
+FUZZ_LDLIBS := $(LDLIBS)
+FUZZ_IGRAPH_STEP := true
+endif
+
 $(BUILD)/tests/fuzz/cli_main.o: src/cli/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(AG_CFLAGS) $(CFLAGS) -Dmain=attngraph_main -c $< -o $@
@@ -216,7 +230,7 @@ $(BUILD)/libattngraph_cli.a: $(FUZZ_CLI_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # libFuzzer binaries: built by a nested make with BUILD=$(FUZZ_BUILD) CC=clang.
-$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.c $(FUZZ_HDR) $(LIB_A) $(BUILD)/libattngraph_cli.a
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.c $(FUZZ_HDR) $(LIB_A) $(BUILD)/libattngraph_cli.a $(BUILD)/.flags
 	$(CC) $(AG_CFLAGS) $(CFLAGS) -Itests/fuzz -Isrc/cli -fsanitize=fuzzer $(AG_LDFLAGS) $(LDFLAGS) \
 	  -o $@ $< tests/fuzz/fuzz_common.c $(BUILD)/libattngraph_cli.a $(LIB_A) $(LDLIBS)
 
@@ -234,8 +248,9 @@ fuzz-replay: $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/replay_%)
 	done
 
 fuzz: deps fuzz-deps
+	@$(FUZZ_IGRAPH_STEP)
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) NO_OMP=1 CFLAGS="$(FUZZ_CFLAGS)" \
-	  LDFLAGS="$(FUZZ_SAN)" $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+	  LDFLAGS="$(FUZZ_SAN)" LDLIBS="$(FUZZ_LDLIBS)" $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 	@mkdir -p $(FUZZ_BUILD)/artifacts
 	@for t in $(FUZZ_TARGETS); do \
 	  corpus=$(abspath $(FUZZ_BUILD))/corpus/$$t; mkdir -p $$corpus $(FUZZ_BUILD)/artifacts/$$t; \
