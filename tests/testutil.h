@@ -74,5 +74,6 @@ Suite *transpose_suite(void);
 Suite *backward_suite(void);
 Suite *train_cli_suite(void);
 Suite *training_suite(void);
+Suite *fused_backward_suite(void);
 
 #endif
