@@ -694,6 +694,16 @@ START_TEST(train_refusals)
     snprintf(args, sizeof args, "train graphs/karate.gml --features graphs/karate/x.npy "
              "--labels graphs/karate/labels.npy --weights %s", model);
     expect_cli(args, 1, 2, "wq.npy has 8 columns (D); the features have 2");
+    int64_t six[300];
+    for (int i = 0; i < 300; i++)
+        six[i] = i % 6;
+    write_npy_raw(tmp_path("six.npy"), "<i8", 0, "(300,)", six, sizeof six);
+    snprintf(args, sizeof args, "train graphs/planted.gml --features %s --labels %s --weights %s",
+             x, tmp_path("six.npy"), model);
+    expect_cli(args, 1, 2, "m3/readout.npy has 3 classes; --labels");
+    snprintf(args, sizeof args, "train graphs/planted.gml --features %s --labels %s --lr 1e30 "
+             "--epochs 3", x, labels);
+    expect_cli(args, 1, 2, "training diverged; lower --lr (1e+30) or set --clip");
 }
 END_TEST
 

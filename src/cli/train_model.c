@@ -72,9 +72,10 @@ static int readout_init(model_t *m, const train_opts_t *to, ag_error_t *err)
         if (rc)
             return rc;
         if (r.C != C) {
+            const int64_t has = r.C;
             readout_free(&r);
             return ag_fail(err, AG_EINVAL, "%s has %lld classes; --labels %s has %lld", path,
-                           (long long)r.C, to->labels, (long long)C);
+                           (long long)has, to->labels, (long long)C);
         }
         m->wr = r.w, m->br = r.b;
     } else {
@@ -200,8 +201,8 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
     if (!rc && t->eval)
         rc = loss_on(m, t, t->eval, 0, &f->eval_loss, &f->eval_correct, err);
     if (!rc && !isfinite(f->loss))
-        rc = ag_fail(err, AG_EINVAL, "the loss is %g: training diverged; lower --lr (%g) or "
-                     "set --clip", f->loss, (double)m->lr);
+        rc = ag_fail(err, AG_EINVAL, "the loss is %s: training diverged; lower --lr (%g) or "
+                     "set --clip", isnan(f->loss) ? "NaN" : "infinite", (double)m->lr);
     if (!rc && step && m->rounds > 0)
         rc = ag_rounds_backward(tape, m->dX, NULL, m->grads, err);
     if (!rc && step)
