@@ -697,6 +697,13 @@ START_TEST(train_refusals)
     snprintf(args, sizeof args, "train graphs/karate.gml --features graphs/karate/x.npy "
              "--labels graphs/karate/labels.npy --weights %s", model);
     expect_cli(args, 1, 2, "wq.npy has 8 columns (D); the features have 2");
+    /* a folder whose round-1/ layer run --weights would read in place of the saved one */
+    mkdir(tmp_path("m4"), 0755);
+    mkdir(tmp_path("m4/round-1"), 0755);
+    write_text(tmp_path("m4/round-1/wq.npy"), "old");
+    snprintf(args, sizeof args, "train graphs/planted.gml --features %s --labels %s --epochs 1 "
+             "--save %s", x, labels, tmp_path("m4"));
+    expect_cli(args, 1, 2, "m4 holds round-1/, a layer of an earlier model");
     int64_t six[300];
     for (int i = 0; i < 300; i++)
         six[i] = i % 6;

@@ -514,6 +514,23 @@ typedef struct {
     out_file_t outs[2];        /* --log, --predict */
 } train_state_t;
 
+/* Refuses a --save folder holding round-k/ layers of an earlier model that run
+   --weights would read in place of the ones saved now (it reads round-1/, round-2/,
+   ... as long as they are there). */
+static int save_fits(const char *dir, int n_layers, ag_error_t *err)
+{
+    char path[4096];
+    const int first = n_layers > 1 ? n_layers + 1 : 1;
+    snprintf(path, sizeof path, "%s/round-%d/wq.npy", dir, first);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return AG_OK;
+    fclose(f);
+    return ag_fail(err, AG_EINVAL, "--save %s holds round-%d/, a layer of an earlier model: "
+                   "run --weights would read it as part of this one; save to a new folder", dir,
+                   first);
+}
+
 /* Trains on connectivity k; keeps the model of a single connectivity. */
 static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_error_t *err)
 {
@@ -529,7 +546,8 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
                        PLURAL(st->src.nb.n_nodes), to->o.features, (long long)N, PLURAL(N));
     if (k == 0) {
         if ((rc = inputs_load_features(&st->in, &to->o, &st->x0, err)) ||
-            (rc = task_load(&st->task, to, N, st->in.x0.cols, err)))
+            (rc = task_load(&st->task, to, N, st->in.x0.cols, err)) ||
+            (to->save && (rc = save_fits(to->save, st->in.n_layers, err))))
             return rc;
         cx->task = &st->task;
         cx->x0 = st->in.x0.data;
