@@ -71,4 +71,38 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
    items [n_layers x 9 + 2]; returns how many. */
 int model_items(const model_t *m, folder_item_t *items, char (*names)[64]);
 
+/* ---- options (train_options.c) ---- */
+
+/* Parses argv; -1 to go on, else the exit status (help printed, or a usage error). */
+int parse_train(train_opts_t *t, int argc, char **argv);
+
+/* ---- the report (train_report.c) ---- */
+
+typedef struct {
+    int show, tty, open_line;       /* progress on stderr; rewritten on a terminal */
+    double t0, last;
+} epoch_progress_t;
+
+/* One connectivity's result. */
+typedef struct {
+    int64_t edges;
+    epoch_t final;
+    double best;               /* best eval accuracy (classes) or lowest eval loss */
+    int64_t best_epoch;
+    double seconds;
+} outcome_t;
+
+/* 100 n / of, NAN when of is 0. */
+double pct(int64_t n, int64_t of);
+void progress_line(epoch_progress_t *p, const char *conn, int64_t e, int64_t epochs,
+                   const epoch_t *f, const task_t *t);
+void progress_clear(epoch_progress_t *p);
+void print_row_header(const task_t *t);
+void print_row(const task_t *t, int64_t e, const epoch_t *f);
+void log_row(FILE *f, const char *conn, const task_t *t, int64_t e, const epoch_t *ep);
+void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t, int threads);
+void print_final(const task_t *t, const outcome_t *r, int64_t epochs);
+void print_table(const train_opts_t *to, const task_t *t, const outcome_t *res);
+void print_run_hint(const train_opts_t *to, const inputs_t *in);
+
 #endif
