@@ -519,7 +519,9 @@ typedef struct {
     float *d_a_src, *d_a_dst;     /* [H, d] overwritten: additive's a_src and a_dst; gatv2's
                                      vector a in d_a_src; NULL: not wanted */
     float *d_edge_bias;           /* [E] in slot order (ag_edge_order maps slots to
-                                     edges), overwritten; NULL: not wanted */
+                                     edges), overwritten; NULL: not wanted. Also for a
+                                     score without a bias (the gradient at bias 0;
+                                     linear: 0) */
 } ag_attention_grads_t;
 
 /*
@@ -534,8 +536,8 @@ typedef struct {
  * count. Plain dot-product softmax goes to fused kernels (FlashAttention-2's
  * backward: P recomputed from Q, K and lse; D_i = rowsum(dM_i * M_i);
  * dS = P (dM V^T - D); dQ = dS K, dK = dS^T Q, dV = P^T dM), tiled or
- * gathered as the forward; other kinds keep 2 x E x H floats of weights
- * and score gradients. Time O(E H d).
+ * gathered as the forward; other kinds, and any score when d_edge_bias is
+ * asked for, keep 2 x E x H floats of weights and score gradients. Time O(E H d).
  */
 int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                           int64_t H, int64_t d, const ag_score_t *score, const float *M,

@@ -802,6 +802,19 @@ START_TEST(backward_refuses_what_it_cannot_do)
                                                &full, &err), err, AG_EINVAL, "softcap");
     ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, 0, d, &p.sc, NULL, NULL, dM,
                                                &full, &err), err, AG_EINVAL, "heads");
+    /* its 2 x E x H floats count against the memory budget: complete on 4096
+       nodes (E = 2^24) would take 134 MB */
+    bw_graph_t big;
+    graph_from_pattern(&big, "complete", 4096);
+    float *x = calloc(4 * 4096, sizeof *x);
+    ag_attention_grads_t gx = {x + 4096, x + 2 * 4096, x + 3 * 4096, NULL, NULL, NULL};
+    const ag_score_t cosine = {.kind = AG_SCORE_COSINE};
+    const int64_t budget = ag_set_memory_budget(100 << 20);
+    ck_assert_fails_with(ag_attention_backward(&big.nb, x, x, x, 1, 1, &cosine, NULL, NULL, x,
+                                               &gx, &err), err, AG_ELIMIT, "attention backward");
+    ag_set_memory_budget(budget);
+    free(x);
+    graph_free(&big);
     /* the generic kernel itself wants the transpose */
     ag_nbhd_t plain;
     ck_assert_int_eq(ag_nbhd_from_csr(&plain, 1, (int64_t[]){0, 1}, (int64_t[]){0}, &err), AG_OK);

@@ -136,6 +136,7 @@ Suite *hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
     TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 20);   /* runs of the tool on 4,000 nodes: slow on a busy machine */
     tcase_add_test(tc, pattern_parser_stays_inside_the_spec);
     tcase_add_test(tc, cli_refuses_deep_nesting);
     tcase_add_test(tc, csr_checks_indptr_before_reading_indices);

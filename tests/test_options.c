@@ -239,7 +239,7 @@ START_TEST(newcomer_mistakes_are_named)
                "a pattern has no edge attributes");
     /* an export over the limit is refused before the rounds, not after */
     expect_cli("run --pattern complete --nodes 3000 --dim 64 --rounds 1000 --attn x.csv "
-               "--max-edges 5", 1, 2, "more than --max-edges 5");
+               "--max-edges 5 --no-progress", 1, 2, "more than --max-edges 5");
 }
 END_TEST
 

@@ -50,6 +50,22 @@ static float leaky(float x, float slope)
     return x > 0 ? x : slope * x;
 }
 
+/* LeakyReLU's derivative. */
+static float leaky_slope(float x, float slope)
+{
+    return x > 0 ? 1.0f : slope;
+}
+
+/* pos where x > 0, else neg. The per-channel loops of gatv2 are written
+   (by_sign(u, c, c slope) * a) * u, selecting between values computed before
+   the loop: gcc does not vectorise x > 0 ? x : slope * x (under trapping math
+   it will not compute slope * x speculatively) and keeps a branch that is
+   mispredicted half the time, 4x slower. */
+static inline float by_sign(float x, float pos, float neg)
+{
+    return x > 0 ? pos : neg;
+}
+
 static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, const float *Q,
                      const float *K, int64_t H, int64_t d, ag_error_t *err)
 {
@@ -71,7 +87,7 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
         need += 2 * N * HD;
     c->owned = ag_alloc(need, sizeof(float), err, "score");
     if (!c->owned)
-        return AG_ENOMEM;
+        return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
     c->alibi = c->owned;
     for (int64_t h = 0; h < H; h++)   /* ALiBi's geometric slopes, 2^(-8(h+1)/H) */
         c->alibi[h] = c->sc.alibi ? exp2f(-8.0f * (float)(h + 1) / (float)H) : 0.0f;
@@ -122,9 +138,13 @@ static inline float raw_score(const sctx_t *c, int64_t i, int64_t j, int64_t h)
         return leaky(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
     case AG_SCORE_GATV2: {
         const float *a = c->sc.a_src + h * d;
+        const float one = 1.0f, slope = c->sc.slope;
         float x = 0;
-        for (int64_t t = 0; t < d; t++)
-            x += a[t] * leaky(q[t] + k[t], c->sc.slope);
+#pragma omp simd reduction(+ : x)
+        for (int64_t t = 0; t < d; t++) {   /* a leaky(u), in the form that vectorises */
+            const float u = q[t] + k[t];
+            x += by_sign(u, one, slope) * a[t] * u;
+        }
         return x;
     }
     default:
@@ -237,21 +257,21 @@ static int64_t max_in_degree(const ag_nbhd_t *nb)
     return m;
 }
 
-/* A context and per-thread buffers of the largest in-degree x H floats
-   (and `extra` more). */
+/* A context and per-thread buffers of `arrays` x the largest in-degree x H
+   floats (and `extra` more). */
 static int generic_begin(sctx_t *c, scratch_t *buf, const ag_score_t *score,
                          const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
-                         int64_t d, int64_t extra, ag_error_t *err)
+                         int64_t d, int64_t arrays, int64_t extra, ag_error_t *err)
 {
     int rc = ag_score_check(score, nb, H, d, err);
     if (rc || (rc = sctx_init(c, score, nb, Q, K, H, d, err)))
         return rc;
-    buf->stride = scratch_stride(max_in_degree(nb) * H + extra);
+    buf->stride = scratch_stride(arrays * max_in_degree(nb) * H + extra);
     buf->buf = ag_alloc((int64_t)max_threads() * buf->stride, sizeof(float), err,
                         "attention buffer");
     if (!buf->buf) {
         free(c->owned);
-        return AG_ENOMEM;
+        return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
     }
     return AG_OK;
 }
@@ -269,7 +289,7 @@ int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
     int rc;
     sctx_t c;
     scratch_t buf;
-    if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 0, err)))
+    if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 1, 0, err)))
         return rc;
     const int64_t HD = H * d;
 #pragma omp parallel for if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
@@ -326,7 +346,7 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
 {
     sctx_t c;
     scratch_t buf;
-    int rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 0, err);
+    int rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 1, 0, err);
     if (rc)
         return rc;
 #pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
@@ -381,12 +401,8 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
  * so no thread count changes a bit.
  */
 
-#define GRAD_CHUNK 16
-
-static float leaky_slope(float x, float slope)
-{
-    return x > 0 ? 1.0f : slope;
-}
+#define GRAD_CHUNK 16   /* nodes a chunk: of the loops and of the vectors' partial sums */
+#define SLOT_BATCH 8    /* destinations whose slots pass 2 looks up together */
 
 static float elu1_slope(float x)
 {
@@ -397,9 +413,11 @@ typedef struct {
     sctx_t c;
     const float *Q, *K;       /* the caller's (c.Q, c.K are phi(Q), phi(K) for linear) */
     const float *V, *dM;
-    float *A, *G;             /* [E, H] each slot's weight and dL/dr */
+    float *AG;                /* [E, H, 2] each slot's weight and dL/dr, side by side:
+                                 one cache line a message for pass 2 */
     float *part;              /* [chunks, H*d] a vector's partial gradients, or NULL */
-    scratch_t buf;            /* per thread: [largest in-degree, H] dA, then [H] */
+    scratch_t buf;            /* per thread: weights, raw scores and dA of a destination's
+                                 slots ([largest in-degree, H] each), then [H] */
 } bctx_t;
 
 /* dA (dL/da of destination i's deg slots) -> dx (dL/dx, the score before the
@@ -441,20 +459,22 @@ static inline float finish_backward(const sctx_t *c, float r, float dx)
     return g;
 }
 
-/* dr of edge j -> i, head h (raw score r) into dq [d] of head h; additive:
-   into T, the sum of dL/dt over i's slots; gatv2: a's gradient into part [d]. */
-static inline void raw_backward_q(const sctx_t *c, int64_t i, int64_t j, int64_t h, float r,
-                                  float dr, float *dq, float *T, float *part)
+/* dr (dL/dr) of edge j -> i, head h into dq [d] of head h; additive: into T,
+   the sum of dL/dt over i's slots; gatv2: a's gradient into part [d]. */
+static inline void raw_backward_q(const sctx_t *c, int64_t i, int64_t j, int64_t h, float dr,
+                                  float *dq, float *T, float *part)
 {
     const int64_t H = c->H, d = c->d, HD = H * d;
     const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
     switch (c->sc.kind) {
-    case AG_SCORE_COSINE: {
-        const float nq = c->norm_q[i * H + h], n = nq * c->norm_k[j * H + h];
-        if (n > 0) {   /* d cos / dq = k / (|q||k|) - cos q / |q|^2 */
-            const float u = dr / n, w = dr * r / (nq * nq);
+    case AG_SCORE_COSINE: {   /* d cos / dq = k / (|q||k|) - cos q / |q|^2: the first
+                                 term here, the second once per row (raw_backward_row) */
+        const float n = c->norm_q[i * H + h] * c->norm_k[j * H + h];
+        if (n > 0) {
+            const float u = dr / n;
+#pragma omp simd
             for (int64_t t = 0; t < d; t++)
-                dq[t] += u * k[t] - w * q[t];
+                dq[t] += u * k[t];
         }
         break;
     }
@@ -462,16 +482,20 @@ static inline void raw_backward_q(const sctx_t *c, int64_t i, int64_t j, int64_t
         T[h] += dr * leaky_slope(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
         break;
     case AG_SCORE_GATV2: {
-        const float *a = c->sc.a_src + h * d;
-        for (int64_t t = 0; t < d; t++) {
-            const float x = q[t] + k[t];
-            dq[t] += dr * a[t] * leaky_slope(x, c->sc.slope);
-            if (part)
-                part[t] += dr * leaky(x, c->sc.slope);
-        }
+        const float *a = c->sc.a_src + h * d, neg = dr * c->sc.slope;
+        if (part)
+#pragma omp simd
+            for (int64_t t = 0; t < d; t++) {
+                const float u = q[t] + k[t];
+                part[t] += by_sign(u, dr, neg) * u;
+            }
+#pragma omp simd
+        for (int64_t t = 0; t < d; t++)
+            dq[t] += by_sign(q[t] + k[t], dr, neg) * a[t];
         break;
     }
     default:   /* dot products: times the scale (or phi') once per row */
+#pragma omp simd
         for (int64_t t = 0; t < d; t++)
             dq[t] += dr * k[t];
     }
@@ -485,11 +509,12 @@ static inline void raw_backward_k(const sctx_t *c, int64_t i, int64_t j, int64_t
     const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
     switch (c->sc.kind) {
     case AG_SCORE_COSINE: {
-        const float nk = c->norm_k[j * H + h], n = c->norm_q[i * H + h] * nk;
-        if (n > 0) {   /* as the forward: r = q.k / n */
-            const float r = dot(q, k, d) / n, u = dr / n, w = dr * r / (nk * nk);
+        const float n = c->norm_q[i * H + h] * c->norm_k[j * H + h];
+        if (n > 0) {
+            const float u = dr / n;
+#pragma omp simd
             for (int64_t t = 0; t < d; t++)
-                dk[t] += u * q[t] - w * k[t];
+                dk[t] += u * q[t];
         }
         break;
     }
@@ -497,21 +522,25 @@ static inline void raw_backward_k(const sctx_t *c, int64_t i, int64_t j, int64_t
         T[h] += dr * leaky_slope(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
         break;
     case AG_SCORE_GATV2: {
-        const float *a = c->sc.a_src + h * d;
+        const float *a = c->sc.a_src + h * d, neg = dr * c->sc.slope;
+#pragma omp simd
         for (int64_t t = 0; t < d; t++)
-            dk[t] += dr * a[t] * leaky_slope(q[t] + k[t], c->sc.slope);
+            dk[t] += by_sign(q[t] + k[t], dr, neg) * a[t];
         break;
     }
     default:
+#pragma omp simd
         for (int64_t t = 0; t < d; t++)
             dk[t] += dr * q[t];
     }
 }
 
-/* A query's or key's gradient g [H*d] of node n after its edges: the dot
-   products' scale, linear's phi'(x) (X: the caller's Q or K), additive's
-   T[h] times its vector (vec: a_dst or a_src) and that vector's share
-   T[h] x (the node's own row) into part. */
+/* A query's or key's gradient g [H*d] of node n after its edges (X: the
+   caller's Q or K, x its row): the dot products' scale; linear's phi'(x);
+   additive's T[h] times its vector (vec: a_dst or a_src) and that vector's
+   share T[h] x into part; cosine's second term. With g = sum over edges of
+   dr / (|q||k|) times the other side's row, that term, -sum dr cos x / |x|^2,
+   is -(x.g) x / |x|^2 (dr cos = dr q.k / (|q||k|)): g loses its part along x. */
 static void raw_backward_row(const sctx_t *c, int64_t n, const float *X, const float *vec,
                              const float *T, float *g, float *part)
 {
@@ -519,6 +548,15 @@ static void raw_backward_row(const sctx_t *c, int64_t n, const float *X, const f
     const float *x = X + n * HD;
     switch (c->sc.kind) {
     case AG_SCORE_COSINE:
+        for (int64_t h = 0; h < H; h++) {
+            const float *xh = x + h * d, xx = dot(xh, xh, d);
+            float *gh = g + h * d;
+            const float w = xx > 0 ? dot(xh, gh, d) / xx : 0.0f;
+#pragma omp simd
+            for (int64_t t = 0; t < d; t++)
+                gh[t] -= w * xh[t];
+        }
+        break;
     case AG_SCORE_GATV2:
         break;
     case AG_SCORE_ADDITIVE:
@@ -539,17 +577,17 @@ static void raw_backward_row(const sctx_t *c, int64_t n, const float *X, const f
     }
 }
 
-/* Destination i: its slots' weights and dr into A and G, row i of dQ, its
-   slots' d_edge_bias (or NULL) and its share of the vector's gradient (part:
-   the chunk's [H*d], or NULL). */
+/* Destination i: its slots' weights and dr into AG, row i of dQ, its slots'
+   d_edge_bias (or NULL) and its share of the vector's gradient (part: the
+   chunk's [H*d], or NULL). */
 static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float *dQ,
                          float *d_bias, float *part)
 {
     const sctx_t *c = &b->c;
     const int64_t H = c->H, d = c->d, HD = H * d, s0 = nb->edge_ptr[i];
     const int64_t deg = nb->edge_ptr[i + 1] - s0;
-    float *A = b->A + s0 * H, *G = b->G + s0 * H, *dA = scratch_mine(&b->buf);
-    float *T = dA + deg * H, *dq = dQ + i * HD;
+    float *A = scratch_mine(&b->buf), *G = A + deg * H, *dA = G + deg * H, *T = dA + deg * H;
+    float *AG = b->AG + 2 * s0 * H, *dq = dQ + i * HD;
     int64_t e = 0;
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++)
@@ -576,8 +614,9 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++)
             for (int64_t h = 0; h < H; h++) {
                 const float x = G[e * H + h], dr = finish_backward(c, x, dA[e * H + h]);
-                G[e * H + h] = dr;
-                raw_backward_q(c, i, j, h, x, dr, dq + h * d, T,
+                AG[2 * (e * H + h)] = A[e * H + h];
+                AG[2 * (e * H + h) + 1] = dr;
+                raw_backward_q(c, i, j, h, dr, dq + h * d, T,
                                gatv2 && part ? part + h * d : NULL);
             }
     raw_backward_row(c, i, b->Q, c->sc.a_dst, T, dq, gatv2 ? NULL : part);
@@ -600,30 +639,48 @@ static inline int64_t slot_of(const ag_nbhd_t *nb, int64_t i, int64_t j, int64_t
     return nb->run_slot[r] + (j - nb->run_src[r]);
 }
 
+/* The message j -> i in slot s into source j's dk, dv [H*d] (T: additive's
+   sums of dL/dt). */
+static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t s, float *dk,
+                                  float *dv, float *T)
+{
+    const int64_t H = b->c.H, d = b->c.d, HD = H * d;
+    for (int64_t h = 0; h < H; h++) {
+        const float a = b->AG[2 * (s * H + h)], *g = b->dM + i * HD + h * d;
+        float *v = dv + h * d;
+#pragma omp simd
+        for (int64_t t = 0; t < d; t++)
+            v[t] += a * g[t];
+        raw_backward_k(&b->c, i, j, h, b->AG[2 * (s * H + h) + 1], dk + h * d, T);
+    }
+}
+
 /* Source j: rows j of dK and dV over its out-edges, and its share of
-   additive's a_src gradient (part, or NULL). */
+   additive's a_src gradient (part, or NULL). Destinations come SLOT_BATCH at
+   a time: their slots are found first and their (a, dr) pairs, a cache miss
+   each, fetched ahead (12% of the backward on causal 2048). */
 static void backward_src(const bctx_t *b, const ag_nbhd_t *nb, int64_t j, float *dK, float *dV,
                          float *part)
 {
-    const sctx_t *c = &b->c;
-    const int64_t H = c->H, d = c->d, HD = H * d;
+    const int64_t H = b->c.H, HD = H * b->c.d;
     float *dk = dK + j * HD, *dv = dV + j * HD, *T = scratch_mine(&b->buf);
     memset(dk, 0, (size_t)HD * sizeof *dk);
     memset(dv, 0, (size_t)HD * sizeof *dv);
     memset(T, 0, (size_t)H * sizeof *T);
-    for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++)
-        for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++) {
-            const int64_t s = slot_of(nb, i, j, nb->out_nth[r]);
-            for (int64_t h = 0; h < H; h++) {
-                const float a = b->A[s * H + h], *g = b->dM + i * HD + h * d;
-                float *v = dv + h * d;
-#pragma omp simd
-                for (int64_t t = 0; t < d; t++)
-                    v[t] += a * g[t];
-                raw_backward_k(c, i, j, h, b->G[s * H + h], dk + h * d, T);
+    for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++) {
+        const int64_t end = nb->out_dst[r] + nb->out_len[r];
+        for (int64_t i0 = nb->out_dst[r]; i0 < end; i0 += SLOT_BATCH) {
+            const int64_t n = end - i0 < SLOT_BATCH ? end - i0 : SLOT_BATCH;
+            int64_t slot[SLOT_BATCH];
+            for (int64_t k = 0; k < n; k++) {
+                slot[k] = slot_of(nb, i0 + k, j, nb->out_nth[r]);
+                __builtin_prefetch(b->AG + 2 * slot[k] * H);
             }
+            for (int64_t k = 0; k < n; k++)
+                source_message(b, i0 + k, j, slot[k], dk, dv, T);
         }
-    raw_backward_row(c, j, b->K, c->sc.a_src, T, dk, part);
+    }
+    raw_backward_row(&b->c, j, b->K, b->c.sc.a_src, T, dk, part);
 }
 
 /* out [HD] = the chunks' partial sums [chunks, HD], added chunk by chunk. */
@@ -668,22 +725,21 @@ int ag_i_backward_generic(const ag_nbhd_t *nb, const float *Q, const float *K, c
     if (!nb->out_ptr)
         return ag_fail(err, AG_EINVAL, "attention backward: neighbourhoods not transposed");
     bctx_t b = {.Q = Q, .K = K, .V = V, .dM = dM};
-    int rc = generic_begin(&b.c, &b.buf, score, nb, Q, K, H, d, H, err);
+    int rc = generic_begin(&b.c, &b.buf, score, nb, Q, K, H, d, 3, H, err);
     if (rc)
         return rc;
     const int64_t E = nb->n_edges, HD = H * d, N = nb->n_nodes;
     const ag_score_kind_t kind = b.c.sc.kind;
     const int gat = kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_GATV2;
-    b.A = ag_alloc(2 * E * H, sizeof(float), err, "attention backward");
+    b.AG = ag_alloc(2 * E * H, sizeof(float), err, "attention backward");
     if (gat && (g->d_a_src || g->d_a_dst))
         b.part = ag_alloc((N + GRAD_CHUNK - 1) / GRAD_CHUNK * HD, sizeof(float), err,
                           "attention backward");
-    if (!b.A || (gat && (g->d_a_src || g->d_a_dst) && !b.part)) {
-        free(b.A), free(b.part);
+    if (!b.AG || (gat && (g->d_a_src || g->d_a_dst) && !b.part)) {
+        free(b.AG), free(b.part);
         generic_end(&b.c, &b.buf);
-        return AG_ENOMEM;
+        return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
     }
-    b.G = b.A + E * H;
     /* the vectors' gradients: gatv2's a and additive's a_dst from the
        destinations, additive's a_src from the sources */
     float *want_dst = kind == AG_SCORE_GATV2 ? g->d_a_src
@@ -695,7 +751,7 @@ int ag_i_backward_generic(const ag_nbhd_t *nb, const float *Q, const float *K, c
         memset(g->d_a_src, 0, (size_t)HD * sizeof *g->d_a_src);
     if (g->d_a_dst && kind != AG_SCORE_ADDITIVE)
         memset(g->d_a_dst, 0, (size_t)HD * sizeof *g->d_a_dst);
-    free(b.A), free(b.part);
+    free(b.AG), free(b.part);
     generic_end(&b.c, &b.buf);
     return AG_OK;
 }
