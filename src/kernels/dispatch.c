@@ -141,7 +141,7 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
         float *M2 = own + N * H, *lse2 = M2 + N * HD;
         kext_t x = {0};
         x.lse = lse2;
-        if ((rc = ag_i_attention_online(nb, Q, K, V, H, d, scale, M2, &x, err))) {
+        if ((rc = ag_i_attention_auto(nb, Q, K, V, H, d, scale, M2, &x, err))) {
             free(own);
             return rc;
         }

@@ -58,8 +58,11 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
     float *m_i = M + i * HD;
     if (deg == 0) {
         memset(m_i, 0, (size_t)HD * sizeof *m_i);
-        for (int64_t h = 0; stats && h < H; h++)
-            kext_put(x, i, h, H, 0.0f, 0.0f, 0.0f, 0.0f);
+        for (int64_t h = 0; h < H; h++) {
+            if (stats)
+                kext_put(x, i, h, H, 0.0f, 0.0f, 0.0f, 0.0f);
+            kext_lse(x, i, h, H, -__builtin_inff(), 0.0f, 0.69314718f);
+        }
         return;
     }
     int64_t e = 0;
@@ -107,6 +110,7 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
                 t += s[e] * (float)(i > src[e] ? i - src[e] : src[e] - i);
             kext_put(x, i, h, H, l, ul, t, 0.69314718f);
         }
+        kext_lse(x, i, h, H, mx, l, 0.69314718f);   /* scores in log2 units */
         const float inv = 1.0f / l;
         /* 3. P.V, 16 channels at a time */
         int64_t c = 0;
@@ -181,10 +185,219 @@ int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, c
     return AG_OK;
 }
 
-/* Backward: not written yet; the simple kernel stands in. */
-int ag_i_backward_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                     int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                     const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+/* ---- backward ----
+ *
+ * FlashAttention-2's backward on scattered rows, in two passes that each own
+ * the rows they write (no atomics; the bits do not depend on the thread count):
+ *   1. per destination i and head: s_e = q_i . k_j (log2 units), dp_e = dM_i . v_j
+ *      over its in-edges, then dS_e = exp2(s_e - lse2_i) (dp_e - D_i) 16 edges a
+ *      vector, then dQ_i = scale sum_e dS_e k_j;
+ *   2. per source j and head, over its out-runs: the same s_e and dp_e with the
+ *      roles turned (k_j and v_j fixed, q_i and dM_i gathered), then
+ *      dK_j = scale sum_e dS_e q_i and dV_j = sum_e P_e dM_i.
+ * Each pass prefetches the rows the next node's edges read while it works on
+ * the current one. lse2 and D sit side by side ([N, H, 2]) so that pass 2
+ * gathers one line per edge for them.
+ */
+
+typedef struct {
+    const ag_nbhd_t *nb;
+    const float *Q, *K, *V, *dM;
+    const float *ld;       /* [N, H, 2]: lse in log2 units (0 without in-edges), D */
+    float *dQ, *dK, *dV;
+    int64_t H, d;
+    float scale, scale2;
+} gbw_args_t;
+
+typedef struct {
+    float *s, *dp, *l2, *dd;   /* [max_deg + AG_LANES] each */
+    int64_t *idx;              /* [max_deg] the other ends of the edges */
+    float *x;                  /* [d] the scaled query or key */
+} gbw_buf_t;
+
+/* out [d] = f * sum_e w[e] X[idx[e]] (rows at offset off), 16 channels a
+   vector, alternate edges in two accumulators. */
+AG_INLINE void sum_rows(float *out, const float *w, const float *X, const int64_t *idx,
+                        int64_t n, int64_t HD, int64_t off, int64_t d, float f)
 {
-    return ag_i_backward_simple(nb, Q, K, V, H, d, scale, lse, Dd, dM, dQ, dK, dV, err);
+    int64_t c = 0, e;
+    for (; c + AG_LANES <= d; c += AG_LANES) {
+        v16f a = {0}, b = {0};
+        for (e = 0; e + 1 < n; e += 2) {
+            a += v_set1(w[e]) * v_load(X + idx[e] * HD + off + c);
+            b += v_set1(w[e + 1]) * v_load(X + idx[e + 1] * HD + off + c);
+        }
+        if (e < n)
+            a += v_set1(w[e]) * v_load(X + idx[e] * HD + off + c);
+        v_store(out + c, (a + b) * v_set1(f));
+    }
+    for (; c < d; c++) {
+        float a = 0;
+        for (e = 0; e < n; e++)
+            a += w[e] * X[idx[e] * HD + off + c];
+        out[c] = a * f;
+    }
+}
+
+/* s := P = exp2(s - l2), dp := P (dp - dd) for n edges (padded to whole
+   vectors with weight 0). */
+AG_INLINE void edge_ds(float *s, float *dp, const float *l2, const float *dd, int64_t n)
+{
+    for (int64_t e = n; e % AG_LANES; e++)
+        s[e] = -__builtin_inff(), dp[e] = 0.0f;
+    for (int64_t e = 0; e < n; e += AG_LANES) {
+        const v16f p = v_exp2(v_load(s + e) - v_load(l2 + e));
+        v_store(s + e, p);
+        v_store(dp + e, p * (v_load(dp + e) - v_load(dd + e)));
+    }
+}
+
+/* The out-edges of source j as destinations, in out-run order. */
+AG_INLINE int64_t out_edges(const ag_nbhd_t *nb, int64_t j, int64_t *idx)
+{
+    int64_t n = 0;
+    for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++)
+        for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++)
+            idx[n++] = i;
+    return n;
+}
+
+/* Pass 1: row i of dQ. */
+AG_INLINE void grad_query_row(const gbw_args_t *a, int64_t i, const gbw_buf_t *b)
+{
+    const ag_nbhd_t *nb = a->nb;
+    const int64_t d = a->d, H = a->H, HD = H * d;
+    int64_t n = 0;
+    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++)
+            b->idx[n++] = j;
+    if (n == 0) {
+        memset(a->dQ + i * HD, 0, (size_t)HD * sizeof(float));
+        return;
+    }
+    for (int64_t h = 0; h < H; h++) {
+        const int64_t off = h * d;
+        if (i + 1 < nb->n_nodes) {   /* the next destination's rows */
+            prefetch_rows(nb, i + 1, a->K, HD, off, d);
+            prefetch_rows(nb, i + 1, a->V, HD, off, d);
+        }
+        const float *dm = a->dM + i * HD + off;
+        for (int64_t c = 0; c < d; c++)
+            b->x[c] = a->Q[i * HD + off + c] * a->scale2;
+        for (int64_t e = 0; e < n; e++) {
+            b->s[e] = dot_v(b->x, a->K + b->idx[e] * HD + off, d);
+            b->dp[e] = dot_v(dm, a->V + b->idx[e] * HD + off, d);
+        }
+        const v16f l2 = v_set1(a->ld[2 * (i * H + h)]), dd = v_set1(a->ld[2 * (i * H + h) + 1]);
+        for (int64_t e = 0; e < n; e += AG_LANES)
+            v_store(b->l2 + e, l2), v_store(b->dd + e, dd);
+        edge_ds(b->s, b->dp, b->l2, b->dd, n);
+        sum_rows(a->dQ + i * HD + off, b->dp, a->K, b->idx, n, HD, off, d, a->scale);
+    }
+}
+
+/* Pass 2: rows j of dK and dV. */
+AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, const gbw_buf_t *b)
+{
+    const ag_nbhd_t *nb = a->nb;
+    const int64_t d = a->d, H = a->H, HD = H * d;
+    const int64_t n = out_edges(nb, j, b->idx);
+    if (n == 0) {
+        memset(a->dK + j * HD, 0, (size_t)HD * sizeof(float));
+        memset(a->dV + j * HD, 0, (size_t)HD * sizeof(float));
+        return;
+    }
+    for (int64_t h = 0; h < H; h++) {
+        const int64_t off = h * d;
+        if (j + 1 < nb->n_nodes)   /* the next source's rows */
+            for (int64_t r = nb->out_ptr[j + 1]; r < nb->out_ptr[j + 2]; r++)
+                for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++)
+                    for (int64_t c = 0; c < d; c += 16) {
+                        __builtin_prefetch(a->Q + i * HD + off + c);
+                        __builtin_prefetch(a->dM + i * HD + off + c);
+                    }
+        const float *v = a->V + j * HD + off;
+        for (int64_t c = 0; c < d; c++)
+            b->x[c] = a->K[j * HD + off + c] * a->scale2;
+        for (int64_t e = 0; e < n; e++) {
+            const int64_t i = b->idx[e];
+            b->s[e] = dot_v(b->x, a->Q + i * HD + off, d);
+            b->dp[e] = dot_v(v, a->dM + i * HD + off, d);
+            b->l2[e] = a->ld[2 * (i * H + h)], b->dd[e] = a->ld[2 * (i * H + h) + 1];
+        }
+        for (int64_t e = n; e % AG_LANES; e++)
+            b->l2[e] = b->dd[e] = 0.0f;
+        edge_ds(b->s, b->dp, b->l2, b->dd, n);
+        sum_rows(a->dK + j * HD + off, b->dp, a->Q, b->idx, n, HD, off, d, a->scale);
+        sum_rows(a->dV + j * HD + off, b->s, a->dM, b->idx, n, HD, off, d, 1.0f);
+    }
+}
+
+/* Nodes lo..hi-1 of one pass, compiled per instruction set. */
+#define GRAD_ROWS_VARIANT(name, target)                                                     \
+    target static void name(const gbw_args_t *a, int pass, int64_t lo, int64_t hi,           \
+                            const gbw_buf_t *b)                                             \
+    {                                                                                       \
+        for (int64_t i = lo; i < hi; i++) {                                                 \
+            if (pass == 0)                                                                  \
+                grad_query_row(a, i, b);                                                    \
+            else                                                                            \
+                grad_key_row(a, i, b);                                                      \
+        }                                                                                   \
+    }
+GRAD_ROWS_VARIANT(grad_rows_avx512, AG_TARGET_AVX512)
+GRAD_ROWS_VARIANT(grad_rows_avx2, AG_TARGET_AVX2)
+GRAD_ROWS_VARIANT(grad_rows_base, )
+
+int ag_i_backward_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                         int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
+                         const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes;
+    if (!nb->out_ptr)
+        return ag_fail(err, AG_EINVAL, "gather backward: the neighbourhoods are not "
+                       "transposed (ag_nbhd_transpose)");
+    int64_t max_deg = 0;
+    for (int64_t i = 0; i < N; i++) {
+        int64_t out = 0;
+        for (int64_t r = nb->out_ptr[i]; r < nb->out_ptr[i + 1]; r++)
+            out += nb->out_len[r];
+        const int64_t in = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
+        max_deg = in > max_deg ? in : max_deg;
+        max_deg = out > max_deg ? out : max_deg;
+    }
+    const int64_t pad = max_deg + AG_LANES;
+    /* per thread: s, dp, l2, dd, the edges' other ends (int64), the scaled row */
+    const int64_t per_thread = scratch_stride(4 * pad + 2 * max_deg + d);
+    float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
+                                "gather backward buffers");
+    float *ld = buf ? ag_alloc(2 * N * H + 1, sizeof(float), err, "gather backward lse") : NULL;
+    if (!ld) {
+        free(buf);
+        return AG_ENOMEM;
+    }
+    const int par = nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK;
+#pragma omp parallel for if (par && N * H >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < N * H; x++) {
+        ld[2 * x] = lse[x] > -__builtin_inff() ? lse[x] * LOG2E : 0.0f;
+        ld[2 * x + 1] = Dd[x];
+    }
+    const gbw_args_t a = {nb, Q, K, V, dM, ld, dQ, dK, dV, H, d, scale, scale * LOG2E};
+    static void (*const variants[3])(const gbw_args_t *, int, int64_t, int64_t,
+                                     const gbw_buf_t *) = {grad_rows_base, grad_rows_avx2,
+                                                           grad_rows_avx512};
+    const ag_simd_level_t level = ag_simd_level();
+#pragma omp parallel if (par)
+    {
+        float *mine = buf + (int64_t)thread_id() * per_thread;
+        const gbw_buf_t b = {mine, mine + pad, mine + 2 * pad, mine + 3 * pad,
+                             (int64_t *)(mine + 4 * pad), mine + 4 * pad + 2 * max_deg};
+        for (int pass = 0; pass < 2; pass++) {
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t i0 = 0; i0 < N; i0 += 64)
+                variants[level](&a, pass, i0, i0 + 64 < N ? i0 + 64 : N, &b);
+        }
+    }
+    free(buf), free(ld);
+    return AG_OK;
 }

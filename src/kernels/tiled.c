@@ -49,7 +49,8 @@ typedef struct {
  */
 
 /* S rows jj..jj+3, 4 vectors of lanes: s_rv = sum_c K[j+r][c] * Qt[c][v];
-   mx[v] takes the largest of each lane while the scores are in registers. */
+   mx[v] takes the largest of each lane while the scores are in registers
+   (mx NULL: the backward, which needs no max). */
 AG_INLINE void score_4x4(float *restrict S, const float *restrict qt, const float *k0,
                          int64_t HD, int64_t d, v16f *mx)
 {
@@ -72,6 +73,8 @@ AG_INLINE void score_4x4(float *restrict S, const float *restrict qt, const floa
     v_store(S + 64, s10), v_store(S + 80, s11), v_store(S + 96, s12), v_store(S + 112, s13);
     v_store(S + 128, s20), v_store(S + 144, s21), v_store(S + 160, s22), v_store(S + 176, s23);
     v_store(S + 192, s30), v_store(S + 208, s31), v_store(S + 224, s32), v_store(S + 240, s33);
+    if (!mx)
+        return;
     mx[0] = v_max(mx[0], v_max(v_max(s00, s10), v_max(s20, s30)));
     mx[1] = v_max(mx[1], v_max(v_max(s01, s11), v_max(s21, s31)));
     mx[2] = v_max(mx[2], v_max(v_max(s02, s12), v_max(s22, s32)));
@@ -93,6 +96,8 @@ AG_INLINE void score_8x1(float *restrict S, const float *restrict qt, const floa
     }
     v_store(S, s0), v_store(S + 16, s1), v_store(S + 32, s2), v_store(S + 48, s3);
     v_store(S + 64, s4), v_store(S + 80, s5), v_store(S + 96, s6), v_store(S + 112, s7);
+    if (!mx)
+        return;
     mx[0] = v_max(mx[0], v_max(v_max(v_max(s0, s1), v_max(s2, s3)),
                                v_max(v_max(s4, s5), v_max(s6, s7))));
 }
@@ -127,7 +132,8 @@ AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const flo
             for (int64_t c = 0; c < d; c++)
                 acc += v_set1(k0[c]) * v_load(qt + c * BQ + v * AG_LANES);
             v_store(S + jj * BQ + v * AG_LANES, acc);
-            mx[v] = v_max(mx[v], acc);
+            if (mx)
+                mx[v] = v_max(mx[v], acc);
         }
     }
 }
@@ -393,8 +399,10 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
     /* 6. store */
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
-        v_store(b->l + v * AG_LANES, l[v]);
+        v_store(b->l + v * AG_LANES, l[v]), v_store(b->m + v * AG_LANES, m[v]);
     store_messages(M + i0 * HD + off, b->acc, b->l, HD, d, nq, QV);
+    for (int64_t i = 0; x && x->lse && i < nq; i++)   /* scores in log2 units */
+        kext_lse(x, i0 + i, h, H, b->m[i], b->l[i], 0.69314718f);
     if (stats) {
         float ub[BQ_MAX], tb[BQ_MAX];
 #pragma GCC unroll 4
@@ -484,10 +492,382 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
     return AG_OK;
 }
 
-/* Backward: not written yet; the simple kernel stands in. */
-int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                     int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                     const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+/* ---- backward ----
+ *
+ * FlashAttention-2's backward (Dao 2023) on the same tiles and micro-kernels,
+ * made deterministic by two passes that each own the rows they write:
+ *   A. destinations (lanes) x tiles of their sources, per block and head:
+ *      S = K_tile Qt, P = exp2(S - lse2) masked to each lane's run,
+ *      dP = V_tile dMt, dS = P (dP - D), dQt += K_tile^T dS;  dQ = scale dQt^T.
+ *   B. sources (lanes) x tiles of the destinations that read them:
+ *      S^T = Q_rows Kt, P^T masked by each row's run, dP^T = dM_rows Vt,
+ *      dS^T = P^T (dP^T - D_row), dKt += Q_rows^T dS^T, dVt += dM_rows^T P^T;
+ *      dK = scale dKt^T, dV = dVt^T.
+ * Scores are in log2 units as in the forward (Qt or Kt times scale log2 e;
+ * lse2 = lse log2 e). Seven products of the tile's size against the five of
+ * FlashAttention-2's single pass: S and dP are computed twice, once per owner,
+ * which is what makes atomics unnecessary. Each (block, head) is one task.
+ */
+
+/* Everything a backward task reads and writes. */
+typedef struct {
+    const ag_nbhd_t *nb;
+    const float *Q, *K, *V, *dM, *lse, *Dd;
+    float *dQ, *dK, *dV;
+    int64_t H, d;
+    float scale, scale2;
+    const int64_t *span;   /* pass B: per aligned tile of rows, 4 numbers: the least
+                              lo and the largest hi of its rows' runs, the largest lo
+                              and the least hi (rows without a run: lo N, hi 0) */
+    int64_t rows;          /* rows per tile in pass B */
+} bw_args_t;
+
+typedef struct {
+    float *xt, *gt;        /* [d][BQ]: Qt and dMt (pass A), Kt and Vt (pass B) */
+    float *s, *dp;         /* [BK][BQ] */
+    float *acc1, *acc2;    /* [d][BQ]: dQt (A); dKt and dVt (B) */
+    float *lse2, *dd;      /* [BQ] */
+    int32_t *lo, *hi;      /* [BQ] */
+} bw_buf_t;
+
+AG_INLINE v16i v_set1i(int32_t x)
 {
-    return ag_i_backward_simple(nb, Q, K, V, H, d, scale, lse, Dd, dM, dQ, dK, dV, err);
+    v16i v = {x};
+#if defined(__clang__)
+    return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+#else
+    return __builtin_shuffle(v, (v16i){0});
+#endif
+}
+
+AG_INLINE v16i v_loadi(const int32_t *p)
+{
+    v16i x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+
+/* The run [lo, hi) of destination i (0, 0 without one). */
+AG_INLINE void dest_run(const ag_nbhd_t *nb, int64_t i, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = 0;
+    if (nb->run_ptr[i + 1] > nb->run_ptr[i]) {
+        *lo = nb->run_src[nb->run_ptr[i]];
+        *hi = *lo + nb->run_len[nb->run_ptr[i]];
+    }
+}
+
+/* lse in log2 units, 0 for a node without in-edges (its weights are all masked). */
+AG_INLINE float lse_log2(const bw_args_t *a, int64_t i, int64_t h)
+{
+    const float l = a->lse[i * a->H + h];
+    return l > -__builtin_inff() ? l * LOG2E : 0.0f;
+}
+
+/* The nq rows at X (stride HD) = f * acc^T (acc [d][BQ]). */
+AG_INLINE void store_scaled(float *X, const float *restrict acc, float f, int64_t HD, int64_t d,
+                            int64_t nq, const int QV)
+{
+    const int64_t BQ = QV * AG_LANES;
+    const v16f fv = v_set1(f);
+    for (int v = 0; v < QV; v++) {
+        int64_t c0 = 0;
+        for (; c0 + AG_LANES <= d; c0 += AG_LANES) {
+            v16f r[AG_LANES];
+#pragma GCC unroll 16
+            for (int k = 0; k < AG_LANES; k++)
+                r[k] = v_load(acc + (c0 + k) * BQ + v * AG_LANES) * fv;
+            v_transpose16(r);
+#pragma GCC unroll 16
+            for (int k = 0; k < AG_LANES; k++)
+                if (v * AG_LANES + k < nq)
+                    v_store(X + (v * AG_LANES + k) * HD + c0, r[k]);
+        }
+        for (; c0 < d; c0++)
+            for (int k = 0; k < AG_LANES && v * AG_LANES + k < nq; k++)
+                X[(v * AG_LANES + k) * HD + c0] = acc[c0 * BQ + v * AG_LANES + k] * f;
+    }
+}
+
+/* Pass A's dS for rows [0, bk) of the tile at source j0: dp := P (dp - D),
+   P = exp2(s - lse2) where row j0+jj lies in the lane's run, else 0. */
+AG_INLINE void ds_lanes(const float *restrict s, float *restrict dp, const bw_buf_t *b,
+                        int64_t j0, int64_t bk, int full, const int QV)
+{
+    const int BQ = QV * AG_LANES;
+    v16f lse2[QV_MAX], dd[QV_MAX];
+    v16i lo[QV_MAX], hi[QV_MAX];
+#pragma GCC unroll 4
+    for (int v = 0; v < QV; v++) {
+        lse2[v] = v_load(b->lse2 + v * AG_LANES), dd[v] = v_load(b->dd + v * AG_LANES);
+        lo[v] = v_loadi(b->lo + v * AG_LANES), hi[v] = v_loadi(b->hi + v * AG_LANES);
+    }
+    for (int64_t jj = 0; jj < bk; jj++) {
+        const v16i j = v_set1i((int32_t)(j0 + jj));
+#pragma GCC unroll 4
+        for (int v = 0; v < QV; v++) {
+            v16f p = v_exp2(v_load(s + jj * BQ + v * AG_LANES) - lse2[v]);
+            if (!full)
+                p = v_select((j >= lo[v]) & (j < hi[v]), p, v_set1(0.0f));
+            float *g = dp + jj * BQ + v * AG_LANES;
+            v_store(g, p * (v_load(g) - dd[v]));
+        }
+    }
+}
+
+/* Pass A for destinations i0 .. i0+nq-1 and head h. */
+AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t h,
+                            const bw_buf_t *b, const int QV)
+{
+    const ag_nbhd_t *nb = a->nb;
+    const int BQ = QV * AG_LANES;
+    const int64_t d = a->d, HD = a->H * d, off = h * d, N = nb->n_nodes;
+    int64_t jmin = INT64_MAX, jmax = 0, max_lo = 0, min_hi = INT64_MAX;
+    for (int i = 0; i < BQ; i++) {
+        int64_t lo = 0, hi = 0;
+        if (i < nq)
+            dest_run(nb, i0 + i, &lo, &hi);
+        if (hi > lo)
+            jmin = lo < jmin ? lo : jmin, jmax = hi > jmax ? hi : jmax;
+        b->lo[i] = (int32_t)lo, b->hi[i] = (int32_t)hi;
+        b->lse2[i] = i < nq ? lse_log2(a, i0 + i, h) : 0.0f;
+        b->dd[i] = i < nq ? a->Dd[(i0 + i) * a->H + h] : 0.0f;
+        max_lo = lo > max_lo ? lo : max_lo, min_hi = hi < min_hi ? hi : min_hi;
+    }
+    if (jmax == 0)
+        jmin = 0;
+    pack_queries(b->xt, a->Q + i0 * HD + off, HD, d, nq, a->scale2, QV);
+    pack_queries(b->gt, a->dM + i0 * HD + off, HD, d, nq, 1.0f, QV);
+    memset(b->acc1, 0, (size_t)(d * BQ) * sizeof(float));
+    v16f one[QV_MAX];
+#pragma GCC unroll 4
+    for (int v = 0; v < QV; v++)
+        one[v] = v_set1(1.0f);
+    /* tiles as the forward's: the span widened to whole register blocks, cut evenly */
+    const int64_t RB = QV == 4 ? 4 : 8, bk_max = QV == 4 ? BK : BK / 2;
+    jmin -= jmin % RB;
+    jmax = jmax + (RB - jmax % RB) % RB > N ? jmax : jmax + (RB - jmax % RB) % RB;
+    const int64_t span = jmax - jmin, n_tiles = (span + bk_max - 1) / bk_max;
+    int64_t tile = n_tiles ? (span + n_tiles - 1) / n_tiles : bk_max;
+    tile = (tile + RB - 1) / RB * RB;
+    for (int64_t j0 = jmin; j0 < jmax; j0 += tile) {
+        const int64_t bk = jmax - j0 < tile ? jmax - j0 : tile;
+        const int full = j0 >= max_lo && j0 + bk <= min_hi;
+        if (!full) {
+            int any = 0;
+            for (int i = 0; i < BQ && !any; i++)
+                any = b->lo[i] < j0 + bk && b->hi[i] > j0;
+            if (!any)
+                continue;
+        }
+        score_tile(b->s, b->xt, a->K, HD, off, d, j0, bk, NULL, QV);
+        score_tile(b->dp, b->gt, a->V, HD, off, d, j0, bk, NULL, QV);
+        ds_lanes(b->s, b->dp, b, j0, bk, full, QV);
+        accumulate_tile(b->acc1, b->dp, a->K, HD, off, d, j0, bk, one, QV);
+    }
+    store_scaled(a->dQ + i0 * HD + off, b->acc1, a->scale, HD, d, nq, QV);
+}
+
+/* Pass B's P^T and dS^T for rows (destinations) r0 .. r0+br-1 against the
+   lanes (sources j0 ..): s := P^T, dp := P^T (dp - D_row). */
+AG_INLINE void ds_rows(const bw_args_t *a, float *restrict s, float *restrict dp, int64_t h,
+                       int64_t r0, int64_t br, int64_t j0, int full, const int QV)
+{
+    const int BQ = QV * AG_LANES;
+    const v16i iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    for (int64_t rr = 0; rr < br; rr++) {
+        const int64_t i = r0 + rr;
+        int64_t lo, hi;
+        dest_run(a->nb, i, &lo, &hi);
+        const v16f lse2 = v_set1(lse_log2(a, i, h)), dd = v_set1(a->Dd[i * a->H + h]);
+        const int row_full = full || (lo <= j0 && hi >= j0 + BQ);
+        const v16i lov = v_set1i((int32_t)lo), hiv = v_set1i((int32_t)hi);
+#pragma GCC unroll 4
+        for (int v = 0; v < QV; v++) {
+            float *ps = s + rr * BQ + v * AG_LANES, *g = dp + rr * BQ + v * AG_LANES;
+            v16f p = v_exp2(v_load(ps) - lse2);
+            if (!row_full) {
+                const v16i j = iota + v_set1i((int32_t)(j0 + v * AG_LANES));
+                p = v_select((j >= lov) & (j < hiv), p, v_set1(0.0f));
+            }
+            v_store(ps, p);
+            v_store(g, p * (v_load(g) - dd));
+        }
+    }
+}
+
+/* Pass B for sources j0 .. j0+nq-1 and head h. */
+AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
+                         const bw_buf_t *b, const int QV)
+{
+    const ag_nbhd_t *nb = a->nb;
+    const int BQ = QV * AG_LANES;
+    const int64_t d = a->d, HD = a->H * d, off = h * d, N = nb->n_nodes, BR = a->rows;
+    /* the destinations that read the block: their out-runs' span */
+    int64_t rmin = INT64_MAX, rmax = 0;
+    for (int64_t j = j0; j < j0 + nq; j++)
+        for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++) {
+            rmin = nb->out_dst[r] < rmin ? nb->out_dst[r] : rmin;
+            rmax = nb->out_dst[r] + nb->out_len[r] > rmax ? nb->out_dst[r] + nb->out_len[r] : rmax;
+        }
+    memset(b->acc1, 0, (size_t)(d * BQ) * sizeof(float));
+    memset(b->acc2, 0, (size_t)(d * BQ) * sizeof(float));
+    if (rmax > 0) {
+        pack_queries(b->xt, a->K + j0 * HD + off, HD, d, nq, a->scale2, QV);
+        pack_queries(b->gt, a->V + j0 * HD + off, HD, d, nq, 1.0f, QV);
+    }
+    v16f one[QV_MAX];
+#pragma GCC unroll 4
+    for (int v = 0; v < QV; v++)
+        one[v] = v_set1(1.0f);
+    for (int64_t t = rmax > 0 ? rmin / BR : 0; rmax > 0 && t <= (rmax - 1) / BR; t++) {
+        const int64_t *sp = a->span + 4 * t;
+        if (sp[0] >= j0 + nq || sp[1] <= j0)   /* no row of the tile reads the block */
+            continue;
+        const int64_t r0 = t * BR, br = N - r0 < BR ? N - r0 : BR;
+        const int full = sp[2] <= j0 && sp[3] >= j0 + BQ;
+        score_tile(b->s, b->xt, a->Q, HD, off, d, r0, br, NULL, QV);
+        score_tile(b->dp, b->gt, a->dM, HD, off, d, r0, br, NULL, QV);
+        ds_rows(a, b->s, b->dp, h, r0, br, j0, full, QV);
+        accumulate_tile(b->acc1, b->dp, a->Q, HD, off, d, r0, br, one, QV);
+        accumulate_tile(b->acc2, b->s, a->dM, HD, off, d, r0, br, one, QV);
+    }
+    store_scaled(a->dK + j0 * HD + off, b->acc1, a->scale, HD, d, nq, QV);
+    store_scaled(a->dV + j0 * HD + off, b->acc2, 1.0f, HD, d, nq, QV);
+}
+
+/* Both passes compiled per instruction set and block width. */
+#define GRAD_VARIANT(name, target, qv)                                                      \
+    target static void name(const bw_args_t *a, int pass, int64_t i0, int64_t nq, int64_t h, \
+                            const bw_buf_t *b)                                              \
+    {                                                                                       \
+        if (pass == 0)                                                                      \
+            grad_queries(a, i0, nq, h, b, qv);                                              \
+        else                                                                                \
+            grad_keys(a, i0, nq, h, b, qv);                                                 \
+    }
+GRAD_VARIANT(grad_q4_avx512, AG_TARGET_AVX512, 4)
+GRAD_VARIANT(grad_q1_avx512, AG_TARGET_AVX512, 1)
+GRAD_VARIANT(grad_q4_avx2, AG_TARGET_AVX2, 4)
+GRAD_VARIANT(grad_q1_avx2, AG_TARGET_AVX2, 1)
+GRAD_VARIANT(grad_q4_base, , 4)
+GRAD_VARIANT(grad_q1_base, , 1)
+
+typedef void (*grad_fn)(const bw_args_t *, int, int64_t, int64_t, int64_t, const bw_buf_t *);
+
+/* Per aligned tile of `rows` destinations, the four numbers of bw_args_t.span. */
+static void row_spans(const ag_nbhd_t *nb, int64_t rows, int64_t *span)
+{
+    const int64_t N = nb->n_nodes;
+    for (int64_t t = 0; t * rows < N; t++) {
+        int64_t *sp = span + 4 * t;
+        sp[0] = N, sp[1] = 0, sp[2] = 0, sp[3] = N;
+        for (int64_t i = t * rows; i < N && i < (t + 1) * rows; i++) {
+            int64_t lo, hi;
+            dest_run(nb, i, &lo, &hi);
+            if (hi == lo)
+                lo = N, hi = 0;
+            else
+                sp[0] = lo < sp[0] ? lo : sp[0], sp[1] = hi > sp[1] ? hi : sp[1];
+            sp[2] = lo > sp[2] ? lo : sp[2], sp[3] = hi < sp[3] ? hi : sp[3];
+        }
+    }
+}
+
+/* A block and its messages, for ordering the tasks heaviest first (ties by
+   index: a band's neighbouring blocks then follow each other). */
+typedef struct {
+    int64_t work, blk;
+} block_work_t;
+
+static int heavier(const void *x, const void *y)
+{
+    const block_work_t *a = x, *b = y;
+    if (a->work != b->work)
+        return a->work > b->work ? -1 : 1;
+    return a->blk < b->blk ? -1 : a->blk > b->blk;
+}
+
+/* order[0 .. n_blocks): pass A's blocks by in-edges; order[n_blocks ..): pass
+   B's by out-edges; tmp [n_blocks] scratch. */
+static void order_blocks(const ag_nbhd_t *nb, int64_t BQ, int64_t n_blocks, int64_t *order,
+                         block_work_t *tmp)
+{
+    const int64_t N = nb->n_nodes;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t k = 0; k < n_blocks; k++) {
+            const int64_t j0 = k * BQ, j1 = j0 + BQ < N ? j0 + BQ : N;
+            int64_t work = 0;
+            if (pass == 0)
+                work = nb->edge_ptr[j1] - nb->edge_ptr[j0];
+            else
+                for (int64_t r = nb->out_ptr[j0]; r < nb->out_ptr[j1]; r++)
+                    work += nb->out_len[r];
+            tmp[k] = (block_work_t){work, k};
+        }
+        qsort(tmp, (size_t)n_blocks, sizeof *tmp, heavier);
+        for (int64_t k = 0; k < n_blocks; k++)
+            order[pass * n_blocks + k] = tmp[k].blk;
+    }
+}
+
+int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                        int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
+                        const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes;
+    if (!ag_i_tiled_applies(nb))
+        return ag_fail(err, AG_EINVAL, "tiled backward: a destination has more than one run "
+                       "of sources");
+    if (!nb->out_ptr)
+        return ag_fail(err, AG_EINVAL, "tiled backward: the neighbourhoods are not "
+                       "transposed (ag_nbhd_transpose)");
+    const int QV = N > 0 && nb->n_edges / N < 256 ? 1 : 4;   /* as the forward */
+    const int64_t BQ = QV * AG_LANES, rows = QV == 4 ? BK : BK / 2;
+    const int64_t n_blocks = (N + BQ - 1) / BQ, n_tiles = (N + rows - 1) / rows;
+    const int64_t per_thread = scratch_stride(4 * d * BQ + 2 * BK * BQ + 4 * BQ);
+    float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
+                                "tiled backward buffers");
+    int64_t *span = buf ? ag_alloc(4 * n_tiles + 2 * n_blocks + 1, sizeof(int64_t), err,
+                                   "tiled backward spans") : NULL;
+    block_work_t *tmp = span ? ag_alloc(n_blocks + 1, sizeof *tmp, err, "tiled backward "
+                                        "order") : NULL;
+    if (!tmp) {
+        free(buf), free(span);
+        return AG_ENOMEM;
+    }
+    int64_t *order = span + 4 * n_tiles;
+    row_spans(nb, rows, span);
+    order_blocks(nb, BQ, n_blocks, order, tmp);
+    free(tmp);
+    const bw_args_t a = {nb, Q, K, V, dM, lse, Dd, dQ, dK, dV, H, d, scale, scale * LOG2E,
+                         span, rows};
+    static const grad_fn variants[3][2] = {{grad_q1_base, grad_q4_base},
+                                           {grad_q1_avx2, grad_q4_avx2},
+                                           {grad_q1_avx512, grad_q4_avx512}};
+    const grad_fn grad = variants[ag_simd_level()][QV == 4];
+    const int64_t n_tasks = n_blocks * H, runs = n_blocks / (8 * max_threads());
+    const int chunk = QV == 4 || runs < 1 ? 1 : runs > 8 ? 8 : (int)runs;
+    (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
+#pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
+    {
+        float *mine = buf + (int64_t)thread_id() * per_thread;
+        const int64_t db = d * BQ, sb = BK * BQ;
+        const bw_buf_t b = {mine, mine + db, mine + 2 * db, mine + 2 * db + sb,
+                            mine + 2 * db + 2 * sb, mine + 3 * db + 2 * sb,
+                            mine + 4 * db + 2 * sb, mine + 4 * db + 2 * sb + BQ,
+                            (int32_t *)(mine + 4 * db + 2 * sb + 2 * BQ),
+                            (int32_t *)(mine + 4 * db + 2 * sb + 3 * BQ)};
+        /* pass A writes dQ, pass B dK and dV: each row has one owner */
+        for (int pass = 0; pass < 2; pass++) {
+#pragma omp for schedule(dynamic, chunk)
+            for (int64_t t = 0; t < n_tasks; t++) {
+                const int64_t h = t / n_blocks, blk = order[pass * n_blocks + t % n_blocks];
+                const int64_t i0 = blk * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
+                grad(&a, pass, i0, nq, h, &b);
+            }
+        }
+    }
+    free(buf), free(span);
+    return AG_OK;
 }

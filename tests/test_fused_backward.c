@@ -1,0 +1,550 @@
+/*
+ * The fused backward kernels (tiled.c, gather.c) against the simple backward
+ * (simple.c), against gradients computed in double straight from the formulas
+ * over the message list (independent of the kernels and of the transpose), and
+ * against central finite differences of the double reference forward: on every
+ * pattern atom, on random CSR graphs with multi-edges and isolated nodes, sizes
+ * that fill no block, d in {5, 16, 64}, H in {1, 3}; 1 and 2 threads bitwise
+ * identical; every instruction-set variant. Also the forwards' log-sum-exp.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+#include "reference.h"
+#include "testutil.h"
+
+/* A problem: neighbourhoods (transposed), its messages, inputs. */
+typedef struct {
+    ag_nbhd_t nb;
+    int64_t N, E, H, d;
+    int64_t *src, *dst;               /* messages in slot order (dst ascending) */
+    float *Q, *K, *V, *dM;            /* [N, H*d] */
+    float scale;
+} prob_t;
+
+/* The messages of nb (slots grouped by destination). */
+static void prob_messages(prob_t *p)
+{
+    p->N = p->nb.n_nodes, p->E = p->nb.n_edges;
+    p->src = malloc((size_t)(p->E + 1) * sizeof *p->src);
+    p->dst = malloc((size_t)(p->E + 1) * sizeof *p->dst);
+    ag_nbhd_sources(&p->nb, 0, p->N, p->src);
+    for (int64_t i = 0; i < p->N; i++)
+        for (int64_t s = p->nb.edge_ptr[i]; s < p->nb.edge_ptr[i + 1]; s++)
+            p->dst[s] = i;
+}
+
+/* Inputs with |q| up to q_scale, the rest up to 1; scale 1/sqrt(d). */
+static void prob_inputs(prob_t *p, int64_t H, int64_t d, float q_scale, uint64_t seed)
+{
+    ag_error_t err;
+    ck_assert_msg(ag_nbhd_transpose(&p->nb, &err) == AG_OK, "%s", err.msg);
+    prob_messages(p);
+    p->H = H, p->d = d, p->scale = 1.0f / sqrtf((float)d);
+    const int64_t n = p->N * H * d;
+    float **arrays[4] = {&p->Q, &p->K, &p->V, &p->dM};
+    for (int a = 0; a < 4; a++) {
+        *arrays[a] = malloc((size_t)(n + 1) * sizeof(float));
+        fill_uniform(*arrays[a], n, seed + (uint64_t)a, a == 0 ? q_scale : 1.0f);
+    }
+}
+
+static void prob_pattern(prob_t *p, const char *spec, int64_t N, int64_t H, int64_t d,
+                         float q_scale)
+{
+    ag_pattern_t *pat;
+    ag_error_t err;
+    ck_assert_msg(ag_pattern_parse(&pat, spec, &err) == AG_OK, "%s", err.msg);
+    ck_assert_msg(ag_nbhd_from_pattern(&p->nb, pat, N, AG_SELF_KEEP, &err) == AG_OK, "%s",
+                  err.msg);
+    ag_pattern_free(pat);
+    prob_inputs(p, H, d, q_scale, (uint64_t)N * 31 + (uint64_t)d);
+}
+
+static void prob_free(prob_t *p)
+{
+    ag_nbhd_destroy(&p->nb);
+    free(p->src), free(p->dst), free(p->Q), free(p->K), free(p->V), free(p->dM);
+}
+
+/* Gradients of L = sum dM * M in double from the formulas: per destination and
+   head, p_e = exp(s_e - lse), D = dM_i . M_i, dS_e = p_e (dM_i . v_j - D); also
+   lse [N, H] (-inf without in-edges). */
+static void ref_grads(const prob_t *p, double *gQ, double *gK, double *gV, double *lse)
+{
+    const int64_t H = p->H, d = p->d, HD = H * d, N = p->N;
+    memset(gQ, 0, (size_t)(N * HD) * sizeof *gQ);
+    memset(gK, 0, (size_t)(N * HD) * sizeof *gK);
+    memset(gV, 0, (size_t)(N * HD) * sizeof *gV);
+    double *s = malloc((size_t)(p->E + 1) * sizeof *s), *m = malloc((size_t)d * sizeof *m);
+    int64_t e0 = 0;
+    for (int64_t i = 0; i < N; i++) {
+        int64_t e1 = e0;
+        while (e1 < p->E && p->dst[e1] == i)
+            e1++;
+        for (int64_t h = 0; h < H; h++) {
+            const int64_t o = h * d;
+            double mx = -INFINITY, z = 0, D = 0;
+            for (int64_t e = e0; e < e1; e++) {
+                double qk = 0;
+                for (int64_t c = 0; c < d; c++)
+                    qk += (double)p->Q[i * HD + o + c] * p->K[p->src[e] * HD + o + c];
+                s[e] = qk * p->scale;
+                mx = fmax(mx, s[e]);
+            }
+            for (int64_t e = e0; e < e1; e++)
+                z += exp(s[e] - mx);
+            lse[i * H + h] = e1 > e0 ? mx + log(z) : -INFINITY;
+            memset(m, 0, (size_t)d * sizeof *m);
+            for (int64_t e = e0; e < e1; e++)
+                for (int64_t c = 0; c < d; c++)
+                    m[c] += exp(s[e] - lse[i * H + h]) * p->V[p->src[e] * HD + o + c];
+            for (int64_t c = 0; c < d; c++)
+                D += (double)p->dM[i * HD + o + c] * m[c];
+            for (int64_t e = e0; e < e1; e++) {
+                const int64_t j = p->src[e];
+                const double pe = exp(s[e] - lse[i * H + h]);
+                double dp = 0;
+                for (int64_t c = 0; c < d; c++)
+                    dp += (double)p->dM[i * HD + o + c] * p->V[j * HD + o + c];
+                const double ds = pe * (dp - D);
+                for (int64_t c = 0; c < d; c++) {
+                    gQ[i * HD + o + c] += p->scale * ds * p->K[j * HD + o + c];
+                    gK[j * HD + o + c] += p->scale * ds * p->Q[i * HD + o + c];
+                    gV[j * HD + o + c] += pe * p->dM[i * HD + o + c];
+                }
+            }
+        }
+        e0 = e1;
+    }
+    free(s), free(m);
+}
+
+/* The forward (ag_i_attention_gather or _tiled) with lse; M is bitwise the
+   same as without it. Dd [N, H] = rowsum(dM * M). */
+static void forward(const prob_t *p, int tiled, float *M, float *lse, float *Dd)
+{
+    const int64_t N = p->N, H = p->H, d = p->d, HD = H * d;
+    float *M0 = malloc((size_t)(N * HD + 1) * sizeof *M0);
+    kext_t x = {0};
+    x.lse = lse;
+    ag_error_t err;
+    if (tiled) {
+        ck_assert_int_eq(ag_i_attention_tiled(&p->nb, p->Q, p->K, p->V, H, d, p->scale, M0,
+                                              NULL, &err), AG_OK);
+        ck_assert_int_eq(ag_i_attention_tiled(&p->nb, p->Q, p->K, p->V, H, d, p->scale, M, &x,
+                                              &err), AG_OK);
+    } else {
+        ck_assert_int_eq(ag_i_attention_gather(&p->nb, p->Q, p->K, p->V, H, d, p->scale, M0,
+                                               NULL, &err), AG_OK);
+        ck_assert_int_eq(ag_i_attention_gather(&p->nb, p->Q, p->K, p->V, H, d, p->scale, M,
+                                               &x, &err), AG_OK);
+    }
+    ck_assert_mem_eq(M0, M, (size_t)(N * HD) * sizeof *M);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t h = 0; h < H; h++) {
+            double s = 0;
+            for (int64_t c = 0; c < d; c++)
+                s += (double)p->dM[i * HD + h * d + c] * M[i * HD + h * d + c];
+            Dd[i * H + h] = (float)s;
+        }
+    free(M0);
+}
+
+/* Largest |a - b| over n, relative to max(1, max |b|). */
+static double rel_err(const float *a, const double *b, int64_t n)
+{
+    double worst = 0, big = 1;
+    for (int64_t x = 0; x < n; x++) {
+        worst = fmax(worst, fabs((double)a[x] - b[x]));
+        big = fmax(big, fabs(b[x]));
+    }
+    return worst / big;
+}
+
+/* L = sum dM * M with M from the double reference forward (tests/reference.c). */
+static double ref_loss(const prob_t *p)
+{
+    const int64_t n = p->N * p->H * p->d;
+    double *M = malloc((size_t)n * sizeof *M), L = 0;
+    ref_attention_sparse(p->N, p->src, p->dst, p->E, p->Q, p->K, p->V, p->H, p->d, M);
+    for (int64_t x = 0; x < n; x++)
+        L += (double)p->dM[x] * M[x];
+    free(M);
+    return L;
+}
+
+/* A few entries of each gradient against central differences of ref_loss. */
+static void check_finite_differences(prob_t *p, const float *g[3], const char *what)
+{
+    const int64_t n = p->N * p->H * p->d;
+    float *arrays[3] = {p->Q, p->K, p->V};
+    uint64_t r = 12345;
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 5; k++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            const int64_t x = (int64_t)((r >> 20) % (uint64_t)n);
+            const float keep = arrays[a][x], h = 1e-2f;
+            arrays[a][x] = keep + h;
+            const double up = arrays[a][x], Lp = ref_loss(p);
+            arrays[a][x] = keep - h;
+            const double down = arrays[a][x], Lm = ref_loss(p);
+            arrays[a][x] = keep;
+            const double want = (Lp - Lm) / (up - down);
+            ck_assert_msg(fabs(g[a][x] - want) <= 2e-3 + 2e-3 * fabs(want),
+                          "%s: d%c[%lld] = %g, finite differences %g", what, "QKV"[a],
+                          (long long)x, g[a][x], want);
+        }
+}
+
+/* Tolerances of the float kernels against the double gradients (relative to
+   the largest entry, at least 1), measured well below these. */
+#define TOL_GRAD 1e-5
+#define TOL_LSE 2e-6
+
+/* Every backward that applies to p (simple, gather; tiled on one run per
+   destination), with lse from each forward, against the double gradients,
+   each other and (fd) finite differences. */
+static void check_problem(prob_t *p, const char *what, int fd)
+{
+    const int64_t N = p->N, H = p->H, d = p->d, n = N * H * d;
+    double *gQ = malloc((size_t)(3 * n + N * H + 1) * sizeof *gQ);
+    double *gK = gQ + n, *gV = gK + n, *lse_ref = gV + n;
+    ref_grads(p, gQ, gK, gV, lse_ref);
+    float *M = malloc((size_t)(n + 1) * sizeof *M), *lse = malloc((size_t)(N * H + 1) * 4);
+    float *Dd = malloc((size_t)(N * H + 1) * 4), *g = malloc((size_t)(3 * n + 1) * 4);
+    float *s = malloc((size_t)(3 * n + 1) * 4);
+    const int tiled = ag_i_tiled_applies(&p->nb);
+    const ag_i_backward_fn fns[3] = {ag_i_backward_simple, ag_i_backward_gather,
+                                     ag_i_backward_tiled};
+    const char *names[3] = {"simple", "gather", "tiled"};
+    ag_error_t err;
+    for (int fw = 0; fw <= tiled; fw++) {
+        forward(p, fw, M, lse, Dd);
+        for (int64_t x = 0; x < N * H; x++) {
+            if (isinf(lse_ref[x])) {
+                ck_assert_msg(isinf(lse[x]) && lse[x] < 0, "%s: lse[%lld] = %g, want -inf",
+                              what, (long long)x, lse[x]);
+                continue;
+            }
+            ck_assert_msg(fabs(lse[x] - lse_ref[x]) <= TOL_LSE * fmax(1, fabs(lse_ref[x])),
+                          "%s: %s forward's lse[%lld] = %.9g, reference %.9g", what,
+                          fw ? "tiled" : "gather", (long long)x, lse[x], lse_ref[x]);
+        }
+        ck_assert_int_eq(ag_i_backward_simple(&p->nb, p->Q, p->K, p->V, H, d, p->scale, lse, Dd,
+                                              p->dM, s, s + n, s + 2 * n, &err), AG_OK);
+        for (int k = 0; k < 2 + tiled; k++) {
+            ck_assert_msg(fns[k](&p->nb, p->Q, p->K, p->V, H, d, p->scale, lse, Dd, p->dM, g,
+                                 g + n, g + 2 * n, &err) == AG_OK, "%s", err.msg);
+            const double *want[3] = {gQ, gK, gV};
+            for (int a = 0; a < 3; a++) {
+                const double e = rel_err(g + a * n, want[a], n);
+                ck_assert_msg(e <= TOL_GRAD, "%s N=%lld H=%lld d=%lld: %s backward's d%c is "
+                              "%g from the double gradient", what, (long long)N, (long long)H,
+                              (long long)d, names[k], "QKV"[a], e);
+                double to_simple = 0, big = 1;
+                for (int64_t x = 0; x < n; x++) {
+                    to_simple = fmax(to_simple, fabs(g[a * n + x] - s[a * n + x]));
+                    big = fmax(big, fabs(want[a][x]));
+                }
+                ck_assert_msg(to_simple <= 2 * TOL_GRAD * big, "%s: %s backward's d%c is %g "
+                              "from the simple one's", what, names[k], "QKV"[a], to_simple / big);
+            }
+            if (fd && fw == tiled && k > 0) {
+                const float *gr[3] = {g, g + n, g + 2 * n};
+                check_finite_differences(p, gr, what);
+            }
+        }
+    }
+    free(gQ), free(M), free(lse), free(Dd), free(g), free(s);
+}
+
+static const struct {
+    const char *spec;
+    int64_t N, H, d;
+} atoms[] = {
+    {"complete", 133, 3, 5},
+    {"complete", 300, 1, 64},             /* wide blocks (64 destinations) */
+    {"causal", 150, 1, 16},
+    {"causal", 700, 3, 16},               /* wide blocks, H odd */
+    {"window:7", 140, 3, 64},
+    {"window:128", 300, 1, 64},           /* narrow blocks, tiles inside every run */
+    {"window:5,3", 133, 1, 5},
+    {"dilated:9,2", 133, 3, 16},
+    {"strided:5", 133, 1, 64},
+    {"fixed:8,2", 133, 3, 5},
+    {"prefix:20", 133, 1, 16},
+    {"global:3", 133, 3, 64},
+    {"random:9,2", 133, 1, 5},
+    {"bigbird:8,3,1,1", 133, 3, 16},
+    {"blocks:40,1,60,32", 133, 1, 64},
+    {"docs:50,1,82", 133, 3, 5},
+    {"padding:100", 133, 1, 16},          /* queries from 100 on get nothing */
+    {"causal&padding:100", 133, 3, 64},
+    {"cross:53,80", 133, 1, 5},           /* sources receive nothing */
+    {"grid:7x19,2", 133, 3, 16},
+    {"axial:7x19", 133, 1, 64},
+    {"complete", 1, 1, 4},
+};
+#define N_ATOMS ((int)(sizeof atoms / sizeof atoms[0]))
+
+START_TEST(every_pattern_atom)
+{
+    prob_t p;
+    prob_pattern(&p, atoms[_i].spec, atoms[_i].N, atoms[_i].H, atoms[_i].d, 1.5f);
+    check_problem(&p, atoms[_i].spec, 1);
+    prob_free(&p);
+}
+END_TEST
+
+/* Sharp scores (|s| up to ~20 sqrt(d)): most weights underflow to 0. */
+START_TEST(sharp_scores)
+{
+    const char *specs[] = {"causal", "window:9", "random:7,1+window:1"};
+    for (int k = 0; k < 3; k++) {
+        prob_t p;
+        prob_pattern(&p, specs[k], 200, 2, 16, 20.0f);
+        check_problem(&p, specs[k], 0);
+        prob_free(&p);
+    }
+}
+END_TEST
+
+/* A problem on a CSR of in-neighbours. */
+static void prob_csr(prob_t *p, int64_t N, int64_t *indptr, int64_t *indices,
+                     int64_t H, int64_t d)
+{
+    ag_error_t err;
+    ck_assert_msg(ag_nbhd_from_csr(&p->nb, N, indptr, indices, &err) == AG_OK, "%s", err.msg);
+    prob_inputs(p, H, d, 1.5f, (uint64_t)N);
+}
+
+static uint64_t next_rand(uint64_t *r)
+{
+    *r = *r * 6364136223846793005ull + 1442695040888963407ull;
+    return *r >> 24;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Random sources with repeats (multi-edges), a fifth of the nodes isolated. */
+START_TEST(random_csr_with_multi_edges)
+{
+    const int64_t N = 97;
+    int64_t indptr[98], indices[97 * 14];
+    uint64_t r = 5;
+    indptr[0] = 0;
+    for (int64_t i = 0; i < N; i++) {
+        const int64_t deg = next_rand(&r) % 5 == 0 ? 0 : (int64_t)(next_rand(&r) % 14);
+        for (int64_t k = 0; k < deg; k++)
+            indices[indptr[i] + k] = (int64_t)(next_rand(&r) % 20) * (i % 3 ? 1 : 4) % N;
+        qsort(indices + indptr[i], (size_t)deg, sizeof *indices, cmp_i64);
+        indptr[i + 1] = indptr[i] + deg;
+    }
+    for (int k = 0; k < 2; k++) {
+        prob_t p;
+        prob_csr(&p, N, indptr, indices, k ? 3 : 1, k ? 16 : 5);
+        check_problem(&p, "random CSR", 1);
+        prob_free(&p);
+    }
+}
+END_TEST
+
+/* One run per destination at random places and lengths (the tiled kernel's
+   shape, without the order of a pattern), some nodes isolated; short runs
+   (narrow blocks) and long ones (wide blocks). */
+START_TEST(random_intervals)
+{
+    const int64_t sizes[2] = {211, 401}, H[2] = {3, 1}, d[2] = {16, 64};
+    for (int k = 0; k < 2; k++) {
+        const int64_t N = sizes[k];
+        int64_t *indptr = malloc((size_t)(N + 1) * sizeof *indptr);
+        int64_t *indices = malloc((size_t)(N * N) * sizeof *indices);
+        uint64_t r = 77 + (uint64_t)k;
+        indptr[0] = 0;
+        for (int64_t i = 0; i < N; i++) {
+            int64_t len = 0, lo = 0;
+            if (next_rand(&r) % 6) {
+                len = k ? N / 2 + (int64_t)(next_rand(&r) % (uint64_t)(N / 2))
+                        : 1 + (int64_t)(next_rand(&r) % 40);
+                lo = (int64_t)(next_rand(&r) % (uint64_t)(N - len + 1));
+            }
+            for (int64_t x = 0; x < len; x++)
+                indices[indptr[i] + x] = lo + x;
+            indptr[i + 1] = indptr[i] + len;
+        }
+        prob_t p;
+        prob_csr(&p, N, indptr, indices, H[k], d[k]);
+        ck_assert(ag_i_tiled_applies(&p.nb));
+        check_problem(&p, k ? "long random intervals" : "short random intervals", k == 0);
+        prob_free(&p);
+        free(indptr), free(indices);
+    }
+}
+END_TEST
+
+/* Multi-edges and self-loops through igraph (graphs/random10.edges). */
+START_TEST(graph_with_multi_edges)
+{
+    igraph_t g;
+    prob_t p;
+    ag_error_t err;
+    ck_assert_int_eq(ag_graph_load(&g, "graphs/random10.edges", NULL, &err), AG_OK);
+    ck_assert_int_eq(ag_nbhd_from_graph(&p.nb, &g, &err), AG_OK);
+    igraph_destroy(&g);
+    prob_inputs(&p, 3, 5, 2.0f, 3);
+    check_problem(&p, "random10.edges", 1);
+    prob_free(&p);
+}
+END_TEST
+
+/* The public entry: scaled-dot with beta and plain dot go to the fused kernels
+   (tiled or gather), with M and lse given or recomputed: the same bits. */
+START_TEST(public_backward_for_plain_scores)
+{
+    const char *specs[2] = {"causal", "random:5,3"};
+    const ag_score_kind_t kinds[2] = {AG_SCORE_SCALED_DOT, AG_SCORE_DOT};
+    for (int k = 0; k < 2; k++)
+        for (int kind = 0; kind < 2; kind++) {
+            prob_t p;
+            prob_pattern(&p, specs[k], 300, 2, 16, 1.0f);
+            const ag_score_t sc = {.kind = kinds[kind], .beta = kind ? 0.0f : 0.7f};
+            p.scale = kind ? 1.0f : 0.7f / 4.0f;
+            const int64_t N = p.N, H = p.H, n = N * H * p.d;
+            float *M = malloc((size_t)n * 4), *lse = malloc((size_t)(N * H) * 4);
+            float *g1 = malloc((size_t)(3 * n) * 4), *g2 = malloc((size_t)(3 * n) * 4);
+            double *gQ = malloc((size_t)(3 * n + N * H) * sizeof *gQ);
+            ref_grads(&p, gQ, gQ + n, gQ + 2 * n, gQ + 3 * n);
+            ag_attention_opts_t o = {.lse = lse};
+            ag_error_t err;
+            ck_assert_int_eq(ag_attention_ex(&p.nb, p.Q, p.K, p.V, H, p.d, &sc, M, &o, &err),
+                             AG_OK);
+            ag_attention_grads_t a = {.dQ = g1, .dK = g1 + n, .dV = g1 + 2 * n};
+            ag_attention_grads_t b = {.dQ = g2, .dK = g2 + n, .dV = g2 + 2 * n};
+            ck_assert_int_eq(ag_attention_backward(&p.nb, p.Q, p.K, p.V, H, p.d, &sc, M, lse,
+                                                   p.dM, &a, &err), AG_OK);
+            ck_assert_int_eq(ag_attention_backward(&p.nb, p.Q, p.K, p.V, H, p.d, &sc, NULL,
+                                                   NULL, p.dM, &b, &err), AG_OK);
+            ck_assert_mem_eq(g1, g2, (size_t)(3 * n) * 4);
+            for (int x = 0; x < 3; x++)
+                ck_assert_msg(rel_err(g1 + x * n, gQ + x * n, n) <= TOL_GRAD * 5,
+                              "%s kind %d: d%c %g from the double gradient", specs[k], kind,
+                              "QKV"[x], rel_err(g1 + x * n, gQ + x * n, n));
+            free(M), free(lse), free(g1), free(g2), free(gQ);
+            prob_free(&p);
+        }
+}
+END_TEST
+
+START_TEST(fused_backward_refusals)
+{
+    prob_t p;
+    prob_pattern(&p, "window:2+global:1", 10, 1, 4, 1.0f);
+    float x[40] = {0};
+    ag_error_t err;
+    ck_assert_fails_with(ag_i_backward_tiled(&p.nb, x, x, x, 1, 4, 1.0f, x, x, x, x, x, x,
+                                             &err), err, AG_EINVAL, "more than one run");
+    prob_free(&p);
+    ag_pattern_t *pat;
+    ag_nbhd_t nb;
+    ck_assert_int_eq(ag_pattern_parse(&pat, "causal", &err), AG_OK);
+    ck_assert_int_eq(ag_nbhd_from_pattern(&nb, pat, 10, AG_SELF_KEEP, &err), AG_OK);
+    ag_pattern_free(pat);
+    ck_assert_fails_with(ag_i_backward_tiled(&nb, x, x, x, 1, 4, 1.0f, x, x, x, x, x, x, &err),
+                         err, AG_EINVAL, "not transposed");
+    ck_assert_fails_with(ag_i_backward_gather(&nb, x, x, x, 1, 4, 1.0f, x, x, x, x, x, x, &err),
+                         err, AG_EINVAL, "not transposed");
+    ag_nbhd_destroy(&nb);
+}
+END_TEST
+
+#ifdef _OPENMP
+/* Gradients of one kernel on 1 and 2 threads, bitwise. */
+static void same_on_1_and_2_threads(prob_t *p, ag_i_backward_fn fn)
+{
+    const int64_t N = p->N, H = p->H, d = p->d, n = N * H * d;
+    float *M = malloc((size_t)n * 4), *lse = malloc((size_t)(N * H) * 4);
+    float *Dd = malloc((size_t)(N * H) * 4);
+    float *g1 = malloc((size_t)(3 * n) * 4), *g2 = malloc((size_t)(3 * n) * 4);
+    forward(p, 0, M, lse, Dd);
+    ag_error_t err;
+    omp_set_num_threads(1);
+    ck_assert_int_eq(fn(&p->nb, p->Q, p->K, p->V, H, d, p->scale, lse, Dd, p->dM, g1, g1 + n,
+                        g1 + 2 * n, &err), AG_OK);
+    omp_set_num_threads(2);
+    ck_assert_int_eq(fn(&p->nb, p->Q, p->K, p->V, H, d, p->scale, lse, Dd, p->dM, g2, g2 + n,
+                        g2 + 2 * n, &err), AG_OK);
+    ck_assert_mem_eq(g1, g2, (size_t)(3 * n) * 4);
+    free(M), free(lse), free(Dd), free(g1), free(g2);
+}
+
+START_TEST(identical_for_1_and_2_threads)
+{
+    prob_t p;
+    prob_pattern(&p, "causal", 777, 2, 24, 1.5f);   /* wide blocks */
+    same_on_1_and_2_threads(&p, ag_i_backward_tiled);
+    same_on_1_and_2_threads(&p, ag_i_backward_gather);
+    prob_free(&p);
+    prob_pattern(&p, "window:40", 1000, 1, 64, 1.5f);   /* narrow blocks */
+    same_on_1_and_2_threads(&p, ag_i_backward_tiled);
+    prob_free(&p);
+    prob_pattern(&p, "random:16,1+window:1", 2000, 3, 16, 1.5f);
+    same_on_1_and_2_threads(&p, ag_i_backward_gather);
+    prob_free(&p);
+}
+END_TEST
+#endif
+
+/* Every compiled variant (x86-64 baseline, AVX2, AVX-512), forced one by one. */
+START_TEST(every_instruction_set_variant)
+{
+    const ag_simd_level_t best = ag_simd_level();
+    for (int level = AG_SIMD_BASE; level <= (int)best; level++) {
+        ag_simd_force(level);
+        const struct {
+            const char *spec;
+            int64_t N, H, d;
+        } cases[] = {{"causal", 150, 2, 20}, {"complete", 300, 1, 64}, {"window:40", 300, 3, 5},
+                     {"random:9,2+window:2", 200, 2, 16}};
+        for (int k = 0; k < 4; k++) {
+            prob_t p;
+            prob_pattern(&p, cases[k].spec, cases[k].N, cases[k].H, cases[k].d, 1.5f);
+            check_problem(&p, cases[k].spec, 0);
+            prob_free(&p);
+        }
+    }
+    ag_simd_force(-1);
+    ck_assert_int_eq(ag_simd_level(), best);
+}
+END_TEST
+
+Suite *fused_backward_suite(void)
+{
+    Suite *s = suite_create("fused_backward");
+    TCase *tc = tcase_create("fused_backward");
+    tcase_set_timeout(tc, 20);
+    tcase_add_loop_test(tc, every_pattern_atom, 0, N_ATOMS);
+    tcase_add_test(tc, sharp_scores);
+    tcase_add_test(tc, random_csr_with_multi_edges);
+    tcase_add_test(tc, random_intervals);
+    tcase_add_test(tc, graph_with_multi_edges);
+    tcase_add_test(tc, public_backward_for_plain_scores);
+    tcase_add_test(tc, fused_backward_refusals);
+#ifdef _OPENMP
+    tcase_add_test(tc, identical_for_1_and_2_threads);
+#endif
+    tcase_add_test(tc, every_instruction_set_variant);
+    suite_add_tcase(s, tc);
+    return s;
+}
