@@ -176,6 +176,11 @@ $(BUILD)/make_random_csr: tools/make_random_csr.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $<
 
+# One training round (forward + backward) of causal attention, for its time and
+# peak memory: /usr/bin/time -v build/train_round 65536
+$(BUILD)/train_round: tools/train_round.c $(LIB_A)
+	$(CC) $(AG_CFLAGS) $(CFLAGS) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # The README's embedding example, linked against the shared library like a user would.
 $(EXAMPLE): tools/example_embed.c $(LIB_SO) include/attngraph.h
 	$(CC) $(AG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) -Wl,-rpath,'$$ORIGIN' -lattngraph $(LDLIBS)

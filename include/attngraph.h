@@ -537,7 +537,11 @@ typedef struct {
  * backward: P recomputed from Q, K and lse; D_i = rowsum(dM_i * M_i);
  * dS = P (dM V^T - D); dQ = dS K, dK = dS^T Q, dV = P^T dM), tiled or
  * gathered as the forward; other kinds, and any score when d_edge_bias is
- * asked for, keep 2 x E x H floats of weights and score gradients. Time O(E H d).
+ * asked for, go through the generic backward, which keeps 3 x N x H floats
+ * (each destination's softmax max and sum, or sigmoid's or linear's
+ * normaliser, and D_i) and per thread 3 x H floats per in-edge of the largest
+ * in-degree, nothing per edge, and computes each message's weight again on
+ * the way through the sources. Time O(E H d).
  */
 int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                           int64_t H, int64_t d, const ag_score_t *score, const float *M,
@@ -681,8 +685,10 @@ typedef struct ag_tape ag_tape_t;
  * free with ag_tape_free): the round's input X [N, D] and Q, K, V, M [N, H*d]
  * and the log-sum-exp [N, H] (LayerNorm's output is recomputed). That is
  * (D + 4 H d + H) x 4 bytes per node and round (ag_tape_bytes), plus nb's
- * transpose. Projections are blocked so that every result is bitwise the
- * same for any thread count (OpenBLAS's own threads are not).
+ * transpose; the backward adds (3 D + 4 H d) x 4 bytes per node whatever the
+ * rounds (causal 65,536 nodes, D = d = 64: a tape of 84 MB a round, 117 MB
+ * more for the backward). Projections are blocked so that every result is
+ * bitwise the same for any thread count (OpenBLAS's own threads are not).
  * layers, nb and opts must stay alive and unchanged until the backward.
  */
 int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,

@@ -1,16 +1,16 @@
 /*
- * Message rounds: projections (OpenBLAS sgemm), attention, output projection
- * and residual, with optional pre-norm LayerNorm; the buffers they keep and
- * the figures of a round. Every projection is y = x W^T with W [out, in]:
- * cblas_sgemm(RowMajor, NoTrans, Trans, ...).
+ * Message rounds: projections, attention, output projection and residual,
+ * with optional pre-norm LayerNorm; the buffers they keep and the figures of
+ * a round. Every projection is y = x W^T with W [out, in], through gemm.c's
+ * fixed row blocks (the same bits for any thread count).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
-
+#include "gemm.h"
 #include "internal.h"
+#include "rounds.h"
 #include "vec.h"
 
 void ag_workspace_destroy(ag_workspace_t *ws)
@@ -38,36 +38,34 @@ int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_e
     return AG_OK;   /* Xn and X_prev: by ag_rounds_run, when a run needs them */
 }
 
-/* Y [N, out] = beta Y + X [N, in] W^T, with W [out, in]. */
-static void project(float *Y, const float *X, const float *W, int64_t N, int64_t in,
-                    int64_t out, float beta)
+int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
+                      int rounds, ag_error_t *err)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)out, (int)in, 1.0f, X,
-                (int)in, W, (int)in, beta, Y, (int)out);
+    if (rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
+        return ag_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
+                       "for all rounds or one per round", rounds, n_layers);
+    const ag_weights_t *first = &layers[0];
+    const int64_t N = nb->n_nodes, D = first->D, HD = first->H * first->d;
+    if (N > INT32_MAX || D > INT32_MAX || HD > INT32_MAX)
+        return ag_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not supported by BLAS");
+    for (int k = 0; k < n_layers; k++) {
+        const ag_weights_t *w = &layers[k];
+        if (w->D != first->D || w->H * w->d != first->H * first->d || w->H != first->H)
+            return ag_fail(err, AG_EINVAL, "rounds: layer %d has D=%lld, %lld heads of %lld; "
+                           "layer 1 has D=%lld, %lld heads of %lld", k + 1, (long long)w->D,
+                           (long long)w->H, (long long)w->d, (long long)first->D,
+                           (long long)first->H, (long long)first->d);
+        if (w->per_node && w->per_node != N)
+            return ag_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
+                           "node%s; the graph has %lld", k + 1, (long long)w->per_node,
+                           AG_PLURAL(w->per_node), (long long)N);
+    }
+    return AG_OK;
 }
 
-/* Y_i = W_i x_i for every node, W [N, out, in]: a matrix-vector product per node. */
-static void project_per_node(float *Y, const float *X, const float *W, int64_t N, int64_t in,
-                             int64_t out)
+static int check_workspace(const ag_workspace_t *ws, const ag_nbhd_t *nb,
+                           const ag_weights_t *w, ag_error_t *err)
 {
-#pragma omp parallel for if (N * in * out >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t o = 0; o < out; o++)
-            Y[i * out + o] = dot(W + (i * out + o) * in, X + i * in, in);
-}
-
-static int check_layer(const ag_weights_t *w, const ag_weights_t *first, int k,
-                       const ag_nbhd_t *nb, const ag_workspace_t *ws, ag_error_t *err)
-{
-    if (w->D != first->D || w->H * w->d != first->H * first->d || w->H != first->H)
-        return ag_fail(err, AG_EINVAL, "rounds: layer %d has D=%lld, %lld heads of %lld; layer "
-                       "1 has D=%lld, %lld heads of %lld", k + 1, (long long)w->D,
-                       (long long)w->H, (long long)w->d, (long long)first->D,
-                       (long long)first->H, (long long)first->d);
-    if (w->per_node && w->per_node != nb->n_nodes)
-        return ag_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld node%s; "
-                       "the graph has %lld", k + 1, (long long)w->per_node,
-                       w->per_node == 1 ? "" : "s", (long long)nb->n_nodes);
     if (ws->N != nb->n_nodes || ws->HD != w->H * w->d || ws->D != w->D)
         return ag_fail(err, AG_EINVAL, "rounds: workspace is [%lld, %lld, %lld]; expected "
                        "[%lld, %lld, %lld]", (long long)ws->N, (long long)ws->HD,
@@ -76,9 +74,8 @@ static int check_layer(const ag_weights_t *w, const ag_weights_t *first, int k,
     return AG_OK;
 }
 
-/* The round's score: the options' with the layer's attention vectors. */
-static int round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w, int k,
-                       ag_error_t *err)
+int ag_i_round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w, int k,
+                     ag_error_t *err)
 {
     *sc = o && o->score ? *o->score : (ag_score_t){0};
     if (sc->kind == AG_SCORE_ADDITIVE && !sc->a_src) {
@@ -94,6 +91,20 @@ static int round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weight
                            "weights", k + 1);
     }
     return AG_OK;
+}
+
+void ag_i_project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *Q, float *K,
+                      float *V)
+{
+    const int64_t D = w->D, HD = w->H * w->d;
+    const float *mats[3] = {w->wq, w->wk, w->wv};
+    float *outs[3] = {Q, K, V};
+    for (int m = 0; m < 3; m++) {
+        if (w->per_node)
+            ag_i_project_per_node(outs[m], Xn, mats[m], N, D, HD);
+        else
+            ag_i_gemm_xwt(outs[m], Xn, mats[m], N, D, HD, 0.0f);
+    }
 }
 
 /* ag_attention_ex's progress, told the round. */
@@ -114,17 +125,12 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
 {
     if (done)
         *done = 0;
-    if (rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
-        return ag_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
-                       "for all rounds or one per round", rounds, n_layers);
+    int rc = ag_i_rounds_check(nb, layers, n_layers, rounds, err);
+    if (!rc)
+        rc = check_workspace(ws, nb, &layers[0], err);
+    if (rc)
+        return rc;
     const int64_t N = nb->n_nodes, D = layers[0].D, HD = layers[0].H * layers[0].d;
-    if (N > INT32_MAX || D > INT32_MAX || HD > INT32_MAX)
-        return ag_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not supported by BLAS");
-    for (int k = 0; k < n_layers; k++) {
-        int rc = check_layer(&layers[k], &layers[0], k, nb, ws, err);
-        if (rc)
-            return rc;
-    }
     const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
     const int callback = opts && opts->on_round;
     const float eps = opts && opts->ln_eps > 0 ? opts->ln_eps : 1e-5f;
@@ -149,7 +155,7 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         const int k = n_layers == 1 ? 0 : r;
         const ag_weights_t *w = &layers[k];
         ag_score_t sc;
-        int rc = round_score(&sc, opts, w, k, err);
+        rc = ag_i_round_score(&sc, opts, w, k, err);
         if (rc)
             return rc;
         const float *Xin = X;
@@ -157,22 +163,14 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
             ag_layer_norm(ws->Xn, X, N, D, w->ln_weight, w->ln_bias, eps);
             Xin = ws->Xn;
         }
-        if (w->per_node) {
-            project_per_node(ws->Q, Xin, w->wq, N, D, HD);
-            project_per_node(ws->K, Xin, w->wk, N, D, HD);
-            project_per_node(ws->V, Xin, w->wv, N, D, HD);
-        } else {
-            project(ws->Q, Xin, w->wq, N, D, HD, 0.0f);
-            project(ws->K, Xin, w->wk, N, D, HD, 0.0f);
-            project(ws->V, Xin, w->wv, N, D, HD, 0.0f);
-        }
+        ag_i_project_qkv(w, Xin, N, ws->Q, ws->K, ws->V);
         progress.round = r + 1;
         if ((rc = ag_attention_ex(nb, ws->Q, ws->K, ws->V, w->H, w->d, &sc, ws->M, &attn, err)))
             return rc;
         if (callback)
             memcpy(ws->X_prev, X, (size_t)(N * D) * sizeof *X);
         const int residual = !(opts && opts->no_residual);
-        project(X, ws->M, w->wo, N, HD, D, residual ? 1.0f : 0.0f);
+        ag_i_gemm_xwt(X, ws->M, w->wo, N, HD, D, residual ? 1.0f : 0.0f);
         if (done)
             *done = r + 1;
         if (callback) {

@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "rng.h"
+#include "rounds.h"
 
 /* Uniform in (0, 1) from 64 random bits: 53 of them, never 0. */
 static double uniform01(uint64_t bits)
@@ -32,7 +33,7 @@ void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float
 }
 
 /* The weight arrays of w, for loops that treat them alike. */
-#define N_MATS 9
+#define N_MATS AG_I_WEIGHT_ARRAYS
 static float **mats_of(ag_weights_t *w, int m)
 {
     float **all[N_MATS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->ln_weight, &w->ln_bias,
@@ -162,3 +163,55 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
     return AG_OK;
 }
 
+
+/* Floats in array m of w (mats_of's numbering). */
+static int64_t mat_size(const ag_weights_t *w, int m)
+{
+    const int64_t HD = w->H * w->d, copies = w->per_node ? w->per_node : 1;
+    return m < 3 ? copies * HD * w->D : m == 3 ? w->D * HD : m < 6 ? w->D : HD;
+}
+
+int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm,
+                          ag_error_t *err)
+{
+    memset(g, 0, sizeof *g);
+    if (w->D <= 0 || w->H <= 0 || w->d <= 0 || w->per_node < 0)
+        return ag_fail(err, AG_EINVAL, "gradients: weights of D=%lld, H=%lld, d=%lld; expected "
+                       "all >= 1", (long long)w->D, (long long)w->H, (long long)w->d);
+    g->D = w->D, g->H = w->H, g->d = w->d, g->per_node = w->per_node;
+    /* wq wk wv wo always, LayerNorm's when asked, the rest where w has them */
+    const float *has[N_MATS] = {w->wq, w->wk, w->wv, w->wo, w->ln_weight, w->ln_bias,
+                                w->attn_src, w->attn_dst, w->attn};
+    for (int m = 0; m < N_MATS; m++) {
+        const int wanted = m < 4 || has[m] || (m < 6 && layer_norm);
+        if (wanted && !(*mats_of(g, m) = ag_calloc(mat_size(w, m), sizeof(float), err,
+                                                   "gradients"))) {
+            ag_weights_destroy(g);
+            return AG_ENOMEM;
+        }
+    }
+    return AG_OK;
+}
+
+int ag_weights_add_layer_norm(ag_weights_t *w, ag_error_t *err)
+{
+    if (w->D <= 0)
+        return ag_fail(err, AG_EINVAL, "weights: D=%lld; expected >= 1", (long long)w->D);
+    if (!w->ln_weight) {
+        if (!(w->ln_weight = ag_alloc(w->D, sizeof(float), err, "LayerNorm weight")))
+            return AG_ENOMEM;
+        for (int64_t c = 0; c < w->D; c++)
+            w->ln_weight[c] = 1.0f;
+    }
+    if (!w->ln_bias && !(w->ln_bias = ag_calloc(w->D, sizeof(float), err, "LayerNorm bias")))
+        return AG_ENOMEM;
+    return AG_OK;
+}
+
+int ag_i_weights_arrays(ag_weights_t *w, float **arrays[AG_I_WEIGHT_ARRAYS],
+                        int64_t sizes[AG_I_WEIGHT_ARRAYS])
+{
+    for (int m = 0; m < N_MATS; m++)
+        arrays[m] = mats_of(w, m), sizes[m] = mat_size(w, m);
+    return N_MATS;
+}

@@ -86,9 +86,22 @@ static void project(double *Y, const double *X, const float *W, int64_t N, int64
     }
 }
 
+static void scored_attention(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                             const double *Q, const double *K, const double *V, int64_t H,
+                             int64_t d, const ref_score_t *sc, double *M, double *W);
+
 void ref_rounds_layers(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                        const ref_layer_t *layers, int n_layers, int64_t D, int64_t H, int64_t d,
                        int rounds, int residual, int layer_norm, double *X)
+{
+    ref_rounds_scored(N, src, dst, E, layers, n_layers, D, H, d, rounds, residual, layer_norm,
+                      NULL, X);
+}
+
+void ref_rounds_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                       const ref_layer_t *layers, int n_layers, int64_t D, int64_t H,
+                       int64_t d, int rounds, int residual, int layer_norm,
+                       const ref_score_t *sc, double *X)
 {
     const int64_t HD = H * d;
     double *count = edge_counts(N, src, dst, E);
@@ -111,7 +124,14 @@ void ref_rounds_layers(int64_t N, const int64_t *src, const int64_t *dst, int64_
         project(q, xn, L->wq, N, D, HD, L->per_node);
         project(k, xn, L->wk, N, D, HD, L->per_node);
         project(v, xn, L->wv, N, D, HD, L->per_node);
-        dense_attention(N, count, src, dst, E, q, k, v, H, d, m, NULL);
+        if (sc) {   /* the layer's vectors, where it has them */
+            ref_score_t round_sc = *sc;
+            if (L->a_src)
+                round_sc.a_src = L->a_src, round_sc.a_dst = L->a_dst;
+            scored_attention(N, src, dst, E, q, k, v, H, d, &round_sc, m, NULL);
+        } else {
+            dense_attention(N, count, src, dst, E, q, k, v, H, d, m, NULL);
+        }
         project(y, m, L->wo, N, HD, D, 0);
         for (int64_t x = 0; x < N * D; x++)
             X[x] = (residual ? X[x] : 0.0) + y[x];
@@ -123,7 +143,7 @@ void ref_rounds(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                 const float *wq, const float *wk, const float *wv, const float *wo,
                 int64_t D, int64_t H, int64_t d, int rounds, double *X)
 {
-    const ref_layer_t layer = {wq, wk, wv, wo, 0, NULL, NULL};
+    const ref_layer_t layer = {wq, wk, wv, wo, 0, NULL, NULL, NULL, NULL};
     ref_rounds_layers(N, src, dst, E, &layer, 1, D, H, d, rounds, 1, 0, X);
 }
 
@@ -138,13 +158,13 @@ static double ref_phi(double x)   /* elu(x) + 1 */
 }
 
 /* The score of message e (j -> i) for head h, before normalisation. */
-static double ref_score(const ref_score_t *sc, const float *Q, const float *K, int64_t H,
+static double ref_score(const ref_score_t *sc, const double *Q, const double *K, int64_t H,
                         int64_t d, int64_t i, int64_t j, int64_t e, int64_t h)
 {
-    const float *q = Q + (i * H + h) * d, *k = K + (j * H + h) * d;
+    const double *q = Q + (i * H + h) * d, *k = K + (j * H + h) * d;
     double qk = 0, qq = 0, kk = 0, s;
     for (int64_t c = 0; c < d; c++)
-        qk += (double)q[c] * k[c], qq += (double)q[c] * q[c], kk += (double)k[c] * k[c];
+        qk += q[c] * k[c], qq += q[c] * q[c], kk += k[c] * k[c];
     switch (sc->kind) {
     case 1: s = qk; break;
     case 2: s = qq > 0 && kk > 0 ? qk / sqrt(qq * kk) : 0; break;
@@ -158,7 +178,7 @@ static double ref_score(const ref_score_t *sc, const float *Q, const float *K, i
     case 4:
         s = 0;
         for (int64_t c = 0; c < d; c++)
-            s += (double)sc->a_src[h * d + c] * ref_leaky((double)q[c] + k[c], sc->slope);
+            s += (double)sc->a_src[h * d + c] * ref_leaky(q[c] + k[c], sc->slope);
         break;
     case 6:
         s = 0;
@@ -179,9 +199,10 @@ static double ref_score(const ref_score_t *sc, const float *Q, const float *K, i
     return s;
 }
 
-void ref_attention_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
-                          const float *Q, const float *K, const float *V, int64_t H, int64_t d,
-                          const ref_score_t *sc, double *M, double *W)
+/* ref_attention_scored on double Q, K, V. */
+static void scored_attention(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                             const double *Q, const double *K, const double *V, int64_t H,
+                             int64_t d, const ref_score_t *sc, double *M, double *W)
 {
     double *s = malloc((size_t)(E + 1) * sizeof *s);
     memset(M, 0, (size_t)(N * H * d) * sizeof *M);
@@ -218,21 +239,32 @@ void ref_attention_scored(int64_t N, const int64_t *src, const int64_t *dst, int
     free(s);
 }
 
+void ref_attention_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                          const float *Q, const float *K, const float *V, int64_t H, int64_t d,
+                          const ref_score_t *sc, double *M, double *W)
+{
+    double *q = to_double(Q, N * H * d), *k = to_double(K, N * H * d), *v = to_double(V, N * H * d);
+    scored_attention(N, src, dst, E, q, k, v, H, d, sc, M, W);
+    free(q), free(k), free(v);
+}
+
 void ref_lse_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                     const float *Q, const float *K, int64_t H, int64_t d, const ref_score_t *sc,
                     double *lse)
 {
+    double *q = to_double(Q, N * H * d), *k = to_double(K, N * H * d);
     for (int64_t i = 0; i < N; i++)
         for (int64_t h = 0; h < H; h++) {
             double mx = -INFINITY, z = 0;
             for (int64_t e = 0; e < E; e++)
                 if (dst[e] == i)
-                    mx = fmax(mx, ref_score(sc, Q, K, H, d, i, src[e], e, h));
+                    mx = fmax(mx, ref_score(sc, q, k, H, d, i, src[e], e, h));
             for (int64_t e = 0; e < E; e++)
                 if (dst[e] == i)
-                    z += exp(ref_score(sc, Q, K, H, d, i, src[e], e, h) - mx);
+                    z += exp(ref_score(sc, q, k, H, d, i, src[e], e, h) - mx);
             lse[i * H + h] = z > 0 ? mx + log(z) : -INFINITY;
         }
+    free(q), free(k);
 }
 
 void ref_attention_sparse(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
@@ -272,4 +304,43 @@ void ref_attention_sparse(int64_t N, const int64_t *src, const int64_t *dst, int
         lo = hi;
     }
     free(s);
+}
+
+double ref_loss_mse(const double *X, const float *Y, int64_t N, int64_t D, const uint8_t *mask)
+{
+    double sum = 0;
+    int64_t rows = 0;
+    for (int64_t i = 0; i < N; i++) {
+        if (mask && !mask[i])
+            continue;
+        rows++;
+        for (int64_t c = 0; c < D; c++)
+            sum += (X[i * D + c] - Y[i * D + c]) * (X[i * D + c] - Y[i * D + c]);
+    }
+    return sum / (double)(rows * D);
+}
+
+double ref_loss_cross_entropy(const double *X, int64_t N, int64_t D, const float *Wr,
+                              const float *br, int64_t C, const int64_t *labels,
+                              const uint8_t *mask)
+{
+    double *z = malloc((size_t)C * sizeof *z), sum = 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < N; i++) {
+        if ((mask && !mask[i]) || labels[i] < 0)
+            continue;
+        double mx = -INFINITY, total = 0;
+        for (int64_t c = 0; c < C; c++) {
+            z[c] = br ? br[c] : 0.0;
+            for (int64_t k = 0; k < D; k++)
+                z[c] += X[i * D + k] * Wr[c * D + k];
+            mx = fmax(mx, z[c]);
+        }
+        for (int64_t c = 0; c < C; c++)
+            total += exp(z[c] - mx);
+        sum += mx + log(total) - z[labels[i]];
+        n++;
+    }
+    free(z);
+    return sum / (double)n;
 }

@@ -26,11 +26,14 @@ void ref_rounds(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                 int64_t D, int64_t H, int64_t d, int rounds, double *X);
 
 /* One layer for ref_rounds_layers: [out, in] matrices; per_node: wq, wk, wv
-   are [N, H*d, D]; ln_w, ln_b [D] or NULL. */
+   are [N, H*d, D]; ln_w, ln_b [D] or NULL; a_src, a_dst [H, d]: the layer's
+   attention vectors for ref_rounds_scored (additive both, gatv2 a_src as a),
+   or NULL: the score's. */
 typedef struct {
     const float *wq, *wk, *wv, *wo;
     int per_node;
     const float *ln_w, *ln_b;
+    const float *a_src, *a_dst;
 } ref_layer_t;
 
 /* Rounds in double with layer r (or layer 0 when n_layers == 1), optional
@@ -39,7 +42,6 @@ void ref_rounds_layers(int64_t N, const int64_t *src, const int64_t *dst, int64_
                        const ref_layer_t *layers, int n_layers, int64_t D, int64_t H, int64_t d,
                        int rounds, int residual, int layer_norm, double *X);
 
-#endif
 
 /* Score description for ref_attention_scored; kind numbers as ag_score_kind_t. */
 typedef struct {
@@ -73,3 +75,20 @@ void ref_lse_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E
 void ref_attention_sparse(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                           const float *Q, const float *K, const float *V, int64_t H, int64_t d,
                           double *M);
+
+/* ref_rounds_layers with any score (NULL: scaled-dot), every round's Q, K, V
+   in double; a layer's vectors (when not NULL) replace the score's. */
+void ref_rounds_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                       const ref_layer_t *layers, int n_layers, int64_t D, int64_t H,
+                       int64_t d, int rounds, int residual, int layer_norm,
+                       const ref_score_t *sc, double *X);
+
+/* The losses of the library (ag_loss_mse, ag_loss_cross_entropy) in double,
+   straight from their definitions; mask NULL: every node. */
+double ref_loss_mse(const double *X, const float *Y, int64_t N, int64_t D,
+                    const uint8_t *mask);
+double ref_loss_cross_entropy(const double *X, int64_t N, int64_t D, const float *Wr,
+                              const float *br, int64_t C, const int64_t *labels,
+                              const uint8_t *mask);
+
+#endif

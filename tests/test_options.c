@@ -124,6 +124,9 @@ START_TEST(help_for_every_command)
         snprintf(args, sizeof args, "%s --hel", commands[k]);
         expect_cli(args, 2, 2, "did you mean --help?");
     }
+    expect_cli("grad -h", 0, 1, "usage: attngraph grad");
+    expect_cli("help train", 0, 1, "usage: attngraph train");
+    expect_cli("train --epoch 3", 2, 2, "did you mean --epochs?");
     expect_cli("help", 0, 1, "commands:");
     expect_cli("help frobnicate", 2, 2, "unknown command 'frobnicate'");
 }

@@ -72,6 +72,8 @@ Suite *figures_suite(void);
 Suite *fuzz_suite(void);
 Suite *transpose_suite(void);
 Suite *backward_suite(void);
+Suite *train_cli_suite(void);
+Suite *training_suite(void);
 Suite *fused_backward_suite(void);
 
 #endif

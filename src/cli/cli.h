@@ -27,7 +27,9 @@ enum {
     OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_TRACE, OPT_UNTIL, OPT_SAVE_ROUNDS, OPT_ATTN_ROUND,
     OPT_MESSAGES, OPT_WHO, OPT_TO, OPT_TOP, OPT_CSR, OPT_REPS, OPT_WARMUP, OPT_JSON, OPT_KERNEL,
     OPT_HEAD_MESSAGES, OPT_DIRECTED, OPT_UNDIRECTED, OPT_PROGRESS, OPT_NO_PROGRESS,
-    OPT_MAX_MEMORY, OPT_BACKWARD, OPT_END
+    OPT_MAX_MEMORY, OPT_DOUT, OPT_TARGETS, OPT_TRAIN_MASK, OPT_EVAL_MASK, OPT_EPOCHS, OPT_LR,
+    OPT_OPTIMIZER, OPT_WEIGHT_DECAY, OPT_CLIP, OPT_MOMENTUM, OPT_SAVE, OPT_LOG, OPT_PREDICT,
+    OPT_EVERY, OPT_BACKWARD, OPT_END
 };
 #define OPT_COUNT (OPT_END - OPT_Q)
 #define MAX_ATTN 8              /* run --attn: files written at once */
@@ -50,6 +52,7 @@ typedef struct {
     double until;                      /* > 0: stop when the relative change falls below */
     /* outputs */
     const char *out, *messages, *head_messages;
+    const char *predict;               /* run --predict: classes from the readout */
     const char *attn[MAX_ATTN];        /* run --attn, repeatable: one file per format */
     int n_attn;
     int64_t attn_round;                /* 0: the last round */
@@ -116,6 +119,10 @@ void run_opts_init(run_opts_t *o);
    named); 0, or EXIT_USAGE with the message printed. */
 int opt_int(int64_t *out, const char *cmd, const char *name, const char *text, int64_t min,
             int64_t max);
+/* A finite number option value >= min (> min when `above`; min <= -1e30: any
+   number); 0, or EXIT_USAGE with the message printed. */
+int opt_real(double *out, const char *cmd, const char *name, const char *text, double min,
+             int above);
 /* Handles an input option: 0 done, 1 not an input option, EXIT_USAGE bad value
    (message printed). */
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd);
@@ -187,6 +194,9 @@ typedef struct {
 int inputs_check_memory(const run_opts_t *o, int64_t N, ag_error_t *err);
 /* Loads or draws the inputs for N nodes. */
 int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err);
+/* Rounds inputs on features already read (x0 is taken over: zeroed here, freed
+   by inputs_free): positions, then the layers from --weights or the seed. */
+int inputs_load_features(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, ag_error_t *err);
 void inputs_free(inputs_t *in);
 
 /* One row of the convergence trace. */
@@ -287,6 +297,45 @@ void out_name_errors(const out_file_t *outs, int n, ag_error_t *err);
 /* The extension of the target's name ("" when none). */
 const char *out_extension(const out_file_t *o);
 
+/* ---- folders of outputs (folder.c) ---- */
+
+/* One array of a folder: float32 of ndim dimensions, or (i64 set) int64 [shape[0]]. */
+typedef struct {
+    const char *name;          /* "dwq.npy", or in a subfolder "round-2/dwq.npy" */
+    const float *f32;
+    const int64_t *i64;
+    int ndim;
+    int64_t shape[3];
+} folder_item_t;
+
+/* Refuses, before any work, a folder that cannot be written or created (its
+   parent missing), a file in its place, and "-". */
+int folder_check(const char *dir, const char *option, ag_error_t *err);
+/*
+ * Writes items into dir (created if missing, with the subfolders the names
+ * have): each file through a temporary, all renamed into place once all are
+ * written. On failure nothing is replaced and the folders it made are removed.
+ */
+int folder_write(const char *dir, const char *option, const folder_item_t *items, int n,
+                 ag_error_t *err);
+
+/* ---- class predictions from a linear readout (predict.c) ---- */
+
+typedef struct {
+    int64_t C, D;
+    float *w;                  /* [C, D] readout.npy */
+    float *b;                  /* [C] readout_bias.npy (zeros when the folder has none) */
+} readout_t;
+
+/* Reads dir/readout.npy [C, D] and, if there, dir/readout_bias.npy [C]; D must be
+   the states' width. */
+int readout_load(readout_t *r, const char *dir, int64_t D, ag_error_t *err);
+void readout_free(readout_t *r);
+/* pred[i] = argmax_c (X_i . w_c + b_c), the first on ties (double sums). */
+void readout_predict(const readout_t *r, const float *X, int64_t N, int64_t *pred);
+/* Writes v [n] as a little-endian int64 .npy file. */
+int npy_write_i64(const char *path, const int64_t *v, int64_t n, ag_error_t *err);
+
 /* ---- reports ---- */
 
 /* Attention weights of the reported round for destinations lo..hi-1. */
@@ -322,5 +371,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_pattern(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_grad(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 #endif

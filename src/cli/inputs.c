@@ -95,9 +95,8 @@ int opt_int(int64_t *out, const char *cmd, const char *name, const char *text, i
     return 0;
 }
 
-/* A finite number option value >= min (> min when `above`); 0 on success. */
-static int parse_real(double *out, const char *cmd, const char *name, const char *text,
-                      double min, int above)
+int opt_real(double *out, const char *cmd, const char *name, const char *text, double min,
+             int above)
 {
     char *end;
     errno = 0;
@@ -129,22 +128,22 @@ static int model_option(run_opts_t *o, int code, const char *arg, const char *cm
         return usage_error(cmd, "--score '%s': expected scaled-dot, dot, cosine, additive, "
                            "gatv2, sigmoid or linear", arg);
     case OPT_BETA:
-        if (parse_real(&x, cmd, "beta", arg, 0, 1))
+        if (opt_real(&x, cmd, "beta", arg, 0, 1))
             return EXIT_USAGE;
         o->score.beta = (float)x;
         return 0;
     case OPT_SOFTCAP:
-        if (parse_real(&x, cmd, "softcap", arg, 0, 1))
+        if (opt_real(&x, cmd, "softcap", arg, 0, 1))
             return EXIT_USAGE;
         o->score.softcap = (float)x;
         return 0;
     case OPT_SLOPE:
-        if (parse_real(&x, cmd, "slope", arg, -1e30, 0))
+        if (opt_real(&x, cmd, "slope", arg, -1e30, 0))
             return EXIT_USAGE;
         o->score.slope = x == 0 ? 1e-30f : (float)x;   /* 0 in the struct means the default */
         return 0;
     case OPT_SIGMOID_BIAS:
-        if (parse_real(&x, cmd, "sigmoid-bias", arg, -1e30, 0))
+        if (opt_real(&x, cmd, "sigmoid-bias", arg, -1e30, 0))
             return EXIT_USAGE;
         o->score.has_sigmoid_bias = 1;
         o->score.sigmoid_bias = (float)x;
@@ -164,7 +163,7 @@ static int model_option(run_opts_t *o, int code, const char *arg, const char *cm
         o->posenc = arg[0] == 's';
         return 0;
     case OPT_UNTIL:
-        return parse_real(&o->until, cmd, "until", arg, 0, 1);
+        return opt_real(&o->until, cmd, "until", arg, 0, 1);
     default:
         return 1;
     }
@@ -465,6 +464,8 @@ int inputs_check_memory(const run_opts_t *o, int64_t N, ag_error_t *err)
     return check_state_memory(N, D, o->heads, o->head_dim ? o->head_dim : D / o->heads, err);
 }
 
+static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err);
+
 static int load_rounds(inputs_t *in, const run_opts_t *o, ag_error_t *err)
 {
     int rc0 = inputs_check_memory(o, in->N, err);   /* before drawing the features */
@@ -479,6 +480,13 @@ static int load_rounds(inputs_t *in, const run_opts_t *o, ag_error_t *err)
             return rc;
         ag_random_normal(in->x0.data, in->x0.rows * in->x0.cols, o->seed, 0, 1.0f);
     }
+    return layers_for(in, o, err);
+}
+
+/* Positions added to in->x0, then the layers: from --weights, or seeded. */
+static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
+{
+    int rc;
     if (o->posenc)
         ag_posenc_sinusoidal(in->x0.data, in->N, in->x0.cols);
     const int64_t D = in->x0.cols;
@@ -524,6 +532,20 @@ int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err)
             in->score.a_src = in->vectors + 2 * n;
         in->rounds = 1;
     }
+    if (rc)
+        inputs_free(in);
+    return rc;
+}
+
+int inputs_load_features(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, ag_error_t *err)
+{
+    memset(in, 0, sizeof *in);
+    in->N = x0->rows;
+    in->H = o->heads;
+    in->score = o->score;
+    in->x0 = *x0;
+    memset(x0, 0, sizeof *x0);
+    int rc = layers_for(in, o, err);
     if (rc)
         inputs_free(in);
     return rc;

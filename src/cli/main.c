@@ -24,6 +24,12 @@ static const char usage[] =
     "  compare --pattern A --pattern B ...\n"
     "                        run the same inputs under several connectivities and\n"
     "                        compare what changes\n"
+    "  grad GRAPH --q Q --k K --v V --dout DM --out DIR\n"
+    "  grad GRAPH --features X --weights W --dout DX --out DIR\n"
+    "                        gradients of attention, or of rounds and their weights\n"
+    "  train GRAPH --features X (--labels L | --targets Y) [--pattern A --pattern B ...]\n"
+    "                        train a model of rounds (and a readout); compare what it\n"
+    "                        learns under several connectivities\n"
     "\n"
     "  attngraph COMMAND --help   options of a command (also -h, or attngraph help COMMAND)\n"
     "  attngraph --version        versions of attngraph, igraph and OpenBLAS (and its kernels)\n";
@@ -91,7 +97,8 @@ int main(int argc, char **argv)
         const char *name;
         int (*run)(int, char **);
     } commands[] = {{"run", cmd_run}, {"pattern", cmd_pattern}, {"compare", cmd_compare},
-                    {"inspect", cmd_inspect}, {"bench", cmd_bench}};
+                    {"inspect", cmd_inspect}, {"bench", cmd_bench},
+                    {"grad", cmd_grad}, {"train", cmd_train}};
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
         if (strcmp(cmd, commands[k].name) == 0)
             return reported(commands[k].run(argc - 1, argv + 1));

@@ -29,6 +29,10 @@ static const char run_usage[] =
     "                      or .graphml (the graph with edge attributes attn_h0.., attn_mean);\n"
     "                      repeat it to write several formats: --attn a.csv --attn a.npy\n"
     "  --attn-round R      report the attention of round R instead of the last\n"
+    "  --predict FILE.npy  the class of every node (int64 [N]): the argmax of a linear\n"
+    "                      readout of the final states, --weights DIR/readout.npy [C, D]\n"
+    "                      and readout_bias.npy [C] (as train --save writes them);\n"
+    "                      --rounds 0 then means the readout alone\n"
     "  --trace FILE.csv    per-round figures: round,change,entropy,max_weight\n"
     "  --save-rounds DIR   keep every round's states as DIR/round-R.npy, each file\n"
     "                      written whole as its round ends (kept if the run fails later)\n"
@@ -61,6 +65,7 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         {"trace", required_argument, 0, OPT_TRACE},
         {"save-rounds", required_argument, 0, OPT_SAVE_ROUNDS},
         {"progress", no_argument, 0, OPT_PROGRESS}, {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+        {"predict", required_argument, 0, OPT_PREDICT},
         {0, 0, 0, 0},
     };
     static const int repeatable[] = {OPT_ATTN, 0};
@@ -69,7 +74,14 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
     opt_parser_t p;
     opt_begin(&p, "run", run_usage, longopts, repeatable, argc, argv);
     int c;
+    const char *rounds_text = NULL;
     while ((c = opt_next(&p)) > 0) {
+        if (c == OPT_ROUNDS && strcmp(p.arg, "0") == 0) {   /* the readout alone: --predict */
+            rounds_text = p.arg;
+            o->given[OPT_ROUNDS - OPT_Q] = 1;
+            o->rounds = 0;
+            continue;
+        }
         int rc = input_option(o, c, p.arg, "run");
         if (rc == 0)
             continue;
@@ -90,6 +102,7 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         case OPT_HEAD_MESSAGES: o->head_messages = p.arg; break;
         case OPT_TRACE: o->trace = p.arg; break;
         case OPT_SAVE_ROUNDS: o->save_rounds = p.arg; break;
+        case OPT_PREDICT: o->predict = p.arg; break;
         case OPT_PROGRESS: case OPT_NO_PROGRESS: o->progress = c == OPT_PROGRESS; break;
         case OPT_MAX_EDGES:
         case OPT_ATTN_ROUND:
@@ -103,6 +116,15 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
         return p.status;
     if (source_args(o, &p, "run"))
         return EXIT_USAGE;
+    if (rounds_text && !o->predict)
+        return usage_error("run", "--rounds '0' is not an integer in 1..1000000 (0, the "
+                           "readout alone, goes with --predict)");
+    if (o->predict && !o->weights)
+        return usage_error("run", "--predict reads the readout of a trained model: give "
+                           "--weights DIR with readout.npy (attngraph train --save DIR)");
+    if (o->predict && o->q)
+        return usage_error("run", "--predict reads the final states of rounds; --q/--k/--v "
+                           "run raw attention");
     if (o->attn_round && !o->n_attn)
         return usage_error("run", "--attn-round says which round --attn reports; give --attn");
     if (p.seen[OPT_MAX_EDGES - OPT_Q] && !o->n_attn)
@@ -165,6 +187,26 @@ static int write_head_messages(const char *path, const float *M, int64_t N, int6
     return rc;
 }
 
+/* --predict: the argmax of the weights folder's readout of the final states. */
+static int write_predictions(const char *path, const run_opts_t *o, const float *X, int64_t N,
+                             int64_t D, ag_error_t *err)
+{
+    readout_t ro;
+    int rc = readout_load(&ro, o->weights, D, err);
+    if (rc)
+        return rc;
+    int64_t *pred = ag_alloc(N, sizeof *pred, err, "predictions");
+    if (!pred) {
+        readout_free(&ro);
+        return AG_ENOMEM;
+    }
+    readout_predict(&ro, X, N, pred);
+    rc = npy_write_i64(path, pred, N, err);
+    free(pred);
+    readout_free(&ro);
+    return rc;
+}
+
 static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
 {
     printf("round      change   entropy  max_weight\n");
@@ -191,7 +233,7 @@ int cmd_run(int argc, char **argv)
     source_t s;
     inputs_t in;
     result_t r;
-    enum { OUT, MESSAGES, HEAD_MESSAGES, ATTN, TRACE = ATTN + MAX_ATTN, N_OUTS };
+    enum { OUT, MESSAGES, HEAD_MESSAGES, ATTN, TRACE = ATTN + MAX_ATTN, PREDICT, N_OUTS };
     out_file_t outs[N_OUTS];
     out_init(&outs[OUT], o.out, "--out", "npy");
     out_init(&outs[MESSAGES], o.messages, "--messages", "npy");
@@ -199,6 +241,7 @@ int cmd_run(int argc, char **argv)
     for (int k = 0; k < MAX_ATTN; k++)
         out_init(&outs[ATTN + k], k < o.n_attn ? o.attn[k] : NULL, "--attn", "csv,npy,graphml");
     out_init(&outs[TRACE], o.trace, "--trace", "csv");
+    out_init(&outs[PREDICT], o.predict, "--predict", "npy");
     memset(&s, 0, sizeof s), memset(&in, 0, sizeof in), memset(&r, 0, sizeof r);
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
@@ -234,6 +277,8 @@ int cmd_run(int argc, char **argv)
                                  &err);
     for (int k = 0; k < o.n_attn && !rc; k++)
         rc = report_attention(&outs[ATTN + k], &r, &in, &s, o.max_export, &err);
+    if (!rc && o.predict)
+        rc = write_predictions(outs[PREDICT].path, &o, r.y, s.nb.n_nodes, r.cols, &err);
     /* Commit before the report: a reader that closes the pipe early (| head)
        ends us with SIGPIPE while printing, and the files must be there by then. */
     if (!rc)

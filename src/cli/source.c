@@ -225,3 +225,13 @@ void source_close(source_t *s)
     ag_labels_destroy(&s->labels);
     ag_nbhd_destroy(&s->nb);
 }
+
+void source_print(const source_t *s)
+{
+    const ag_nbhd_t *nb = &s->nb;
+    printf("graph: %s: %lld node%s, ", s->desc, (long long)nb->n_nodes, PLURAL(nb->n_nodes));
+    if (s->have_graph)
+        printf("%" IGRAPH_PRId " edge%s, ", igraph_ecount(&s->graph),
+               PLURAL(igraph_ecount(&s->graph)));
+    printf("%lld message%s\n", (long long)nb->n_edges, PLURAL(nb->n_edges));
+}

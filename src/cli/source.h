@@ -30,6 +30,8 @@ typedef struct {
    status with err filled; usage problems are AG_EINVAL with *usage set. */
 int source_open(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err);
 void source_close(source_t *s);
+/* "graph: DESC: N nodes, E edges, M messages" on stdout (edges: graph files). */
+void source_print(const source_t *s);
 
 /* Labels from "a b c" (whitespace-separated) or a file (one a line). */
 int labels_from_tokens(ag_labels_t *labels, const char *tokens, ag_error_t *err);

@@ -13,7 +13,9 @@
  * The generic path scores a destination's edges into a per-thread buffer,
  * normalises them, then accumulates V: two passes over the edges. Plain
  * dot-product softmax goes to the fused kernels instead (dispatch.c picks the
- * tiled or the gather kernel).
+ * tiled or the gather kernel). Its backward (below) keeps no memory per edge
+ * either: per destination, the normalisers and D (3 x N x H floats), from
+ * which the pass over sources computes every message's weight again.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +125,22 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
     return AG_OK;
 }
 
+/* Is the raw score a function of q_i.k_j (all kinds but the GAT ones)? */
+static inline int raw_is_dot(const sctx_t *c)
+{
+    return c->sc.kind != AG_SCORE_ADDITIVE && c->sc.kind != AG_SCORE_GATV2;
+}
+
+/* The raw score of edge j -> i, head h from qk = q_i.k_j (raw_is_dot kinds). */
+static inline float raw_of_dot(const sctx_t *c, int64_t i, int64_t j, int64_t h, float qk)
+{
+    if (c->sc.kind == AG_SCORE_COSINE) {
+        const float n = c->norm_q[i * c->H + h] * c->norm_k[j * c->H + h];
+        return n > 0 ? qk / n : 0.0f;
+    }
+    return qk * c->scale;
+}
+
 /* The raw score r of edge j -> i, head h: the kind's formula alone (before
    beta, softcap, edge bias and ALiBi). */
 static inline float raw_score(const sctx_t *c, int64_t i, int64_t j, int64_t h)
@@ -130,10 +148,6 @@ static inline float raw_score(const sctx_t *c, int64_t i, int64_t j, int64_t h)
     const int64_t H = c->H, d = c->d, HD = H * d;
     const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
     switch (c->sc.kind) {
-    case AG_SCORE_COSINE: {
-        const float n = c->norm_q[i * H + h] * c->norm_k[j * H + h];
-        return n > 0 ? dot(q, k, d) / n : 0.0f;
-    }
     case AG_SCORE_ADDITIVE:
         return leaky(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
     case AG_SCORE_GATV2: {
@@ -148,7 +162,7 @@ static inline float raw_score(const sctx_t *c, int64_t i, int64_t j, int64_t h)
         return x;
     }
     default:
-        return dot(q, k, d) * c->scale;
+        return raw_of_dot(c, i, j, h, dot(q, k, d));
     }
 }
 
@@ -206,10 +220,18 @@ static void direct_figures(const kext_t *x, int64_t i, int64_t h, int64_t H, con
         x->max_weight[i * H + h] = deg ? top : NAN;
 }
 
+/* What normalise_row keeps of destination i, head h for the backward
+   (st: [H, ST_N] per destination): softmax: the max score and the sum of
+   exp(x - max); sigmoid: the bias b_i (in ST_SHIFT); linear: the sum of the
+   scores; and D = sum_e a_e dA_e (weights_backward). */
+enum { ST_SHIFT, ST_SUM, ST_D, ST_N };
+
 /* Scores -> weights, in place, for the `deg` slots of destination i; with x
    asking for figures, also i's figures per head (kernel.h: a softmax's come
-   from its max and sum, with u = sum p (s - max)). */
-static void normalise_row(const sctx_t *c, float *W, int64_t i, int64_t deg, const kext_t *x)
+   from its max and sum, with u = sum p (s - max)); with st, i's normalisers
+   (ST_SHIFT, ST_SUM), from which weight_of gives each weight again. */
+static void normalise_row(const sctx_t *c, float *W, int64_t i, int64_t deg, const kext_t *x,
+                          float *st)
 {
     const int64_t H = c->H;
     const int stats = kext_stats(x);
@@ -218,6 +240,8 @@ static void normalise_row(const sctx_t *c, float *W, int64_t i, int64_t deg, con
             const float b = c->sc.has_sigmoid_bias ? c->sc.sigmoid_bias : -logf((float)deg);
             for (int64_t e = 0; e < deg; e++)
                 W[e * H + h] = 1.0f / (1.0f + expf(-(W[e * H + h] + b)));
+            if (st)
+                st[h * ST_N + ST_SHIFT] = b;
             if (stats)
                 direct_figures(x, i, h, H, W, deg);
             continue;
@@ -228,6 +252,8 @@ static void normalise_row(const sctx_t *c, float *W, int64_t i, int64_t deg, con
                 sum += W[e * H + h];
             for (int64_t e = 0; e < deg; e++)
                 W[e * H + h] = sum > 0 ? W[e * H + h] / sum : 0.0f;
+            if (st)
+                st[h * ST_N + ST_SUM] = sum;
             if (stats)
                 direct_figures(x, i, h, H, W, deg);
             continue;
@@ -242,9 +268,25 @@ static void normalise_row(const sctx_t *c, float *W, int64_t i, int64_t deg, con
         }
         for (int64_t e = 0; e < deg; e++)
             W[e * H + h] /= sum;
+        if (st)
+            st[h * ST_N + ST_SHIFT] = mx, st[h * ST_N + ST_SUM] = sum;
         kext_lse(x, i, h, H, mx, sum, 1.0f);
         if (stats)
             kext_put(x, i, h, H, sum, u, 0.0f, 1.0f);   /* the distance: by the caller */
+    }
+}
+
+/* The weight of score x from its destination's normalisers (st: one head's
+   [ST_N]): normalise_row's arithmetic, so the same bits. */
+static inline float weight_of(const sctx_t *c, float x, const float *st)
+{
+    switch (c->sc.kind) {
+    case AG_SCORE_SIGMOID:
+        return 1.0f / (1.0f + expf(-(x + st[ST_SHIFT])));
+    case AG_SCORE_LINEAR:
+        return st[ST_SUM] > 0 ? x / st[ST_SUM] : 0.0f;
+    default:
+        return exp_or_zero(x - st[ST_SHIFT]) / st[ST_SUM];
     }
 }
 
@@ -296,7 +338,7 @@ int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
     for (int64_t i = 0; i < nb->n_nodes; i++) {
         float *W = scratch_mine(&buf), *m_i = M + i * HD;
         score_row(&c, nb, i, W);
-        normalise_row(&c, W, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], xp);
+        normalise_row(&c, W, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], xp, NULL);
         memset(m_i, 0, (size_t)HD * sizeof *m_i);
         int64_t slot = 0;
         for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
@@ -334,7 +376,7 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
     for (int64_t i = lo; i < hi; i++) {
         float *W_i = W + (nb->edge_ptr[i] - base) * H;
         score_row(&c, nb, i, W_i);
-        normalise_row(&c, W_i, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], NULL);
+        normalise_row(&c, W_i, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], NULL, NULL);
     }
     free(c.owned);
     return AG_OK;
@@ -356,7 +398,7 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
         if (deg > 0) {
             float *W = scratch_mine(&buf);
             score_row(&c, nb, i, W);
-            normalise_row(&c, W, i, deg, NULL);
+            normalise_row(&c, W, i, deg, NULL, NULL);
             ent = dist = top = 0;
             int64_t slot = 0;
             for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
@@ -392,17 +434,22 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
  *   d_edge_bias[s] = sum_h dx_s; dr_s = dx_s beta (1 - tanh^2(beta r_s / C))
  * then dr flows into q_i and k_j through the raw score's formula.
  *
- * Pass 1 over destinations keeps each slot's weight and dr (two E x H float
- * arrays, the only E-sized scratch) and writes dQ and d_edge_bias: a
- * destination owns its slots. Pass 2 over sources walks the out-runs, finds
- * each message's slot among its destination's in-runs and writes dK and dV.
- * The attention vectors' gradients are sums over every edge: each fixed chunk
- * of GRAD_CHUNK nodes sums its own share, and the chunks are added in order,
- * so no thread count changes a bit.
+ * Pass 1 over destinations scores each destination's slots into per-thread
+ * scratch (as the forward), writes dQ and d_edge_bias (a destination owns its
+ * slots) and keeps, per destination and head, the normalisers (max and sum of
+ * the softmax, sigmoid's b_i, linear's sum of scores) and D = sum_e a_e dA_e:
+ * ST_N x N x H floats, nothing per edge. Pass 2 over sources walks the
+ * out-runs and, per message j -> i, computes its score, weight a, dA and dr
+ * again from those with pass 1's formulas (gcc gives the same bits), and
+ * writes dK and dV. That costs pass 1's two dot products again per message
+ * and saves an E x H buffer (on causal 65,536 nodes, 17 GB a head). Only a
+ * score with an edge bias needs the message's slot (a binary search among i's
+ * in-runs). The attention vectors' gradients are
+ * sums over every edge: each fixed chunk of GRAD_CHUNK nodes sums its own
+ * share, and the chunks are added in order, so no thread count changes a bit.
  */
 
 #define GRAD_CHUNK 16   /* nodes a chunk: of the loops and of the vectors' partial sums */
-#define SLOT_BATCH 8    /* destinations whose slots pass 2 looks up together */
 
 static float elu1_slope(float x)
 {
@@ -413,35 +460,39 @@ typedef struct {
     sctx_t c;
     const float *Q, *K;       /* the caller's (c.Q, c.K are phi(Q), phi(K) for linear) */
     const float *V, *dM;
-    float *AG;                /* [E, H, 2] each slot's weight and dL/dr, side by side:
-                                 one cache line a message for pass 2 */
+    float *state;             /* [N, H, ST_N] pass 1's normalisers and D per destination */
     float *part;              /* [chunks, H*d] a vector's partial gradients, or NULL */
     scratch_t buf;            /* per thread: weights, raw scores and dA of a destination's
                                  slots ([largest in-degree, H] each), then [H] */
 } bctx_t;
 
-/* dA (dL/da of destination i's deg slots) -> dx (dL/dx, the score before the
-   normalisation; linear: dL/dr), in place; R holds the raw scores. */
-static void weights_backward(const sctx_t *c, const float *A, const float *R, float *dA,
-                             int64_t deg)
+/* dL/dx (the score before the normalisation; linear: dL/dr) of a message
+   with weight a and dA = dL/da, from its destination's st (one head's [ST_N]). */
+static inline float score_grad(const sctx_t *c, float a, float dA, const float *st)
+{
+    switch (c->sc.kind) {
+    case AG_SCORE_SIGMOID:   /* b_i is a constant */
+        return dA * (a * (1.0f - a));
+    case AG_SCORE_LINEAR:
+        return st[ST_SUM] > 0 ? (dA - st[ST_D]) / st[ST_SUM] : 0.0f;
+    default:
+        return a * (dA - st[ST_D]);
+    }
+}
+
+/* dA (dL/da of destination i's deg slots, weights A) -> dL/dx, in place;
+   D = sum_e a_e dA_e into st (st's normalisers from normalise_row). */
+static void weights_backward(const sctx_t *c, const float *A, float *dA, int64_t deg, float *st)
 {
     const int64_t H = c->H;
     for (int64_t h = 0; h < H; h++) {
-        if (c->sc.kind == AG_SCORE_SIGMOID) {
+        float D = 0;
+        if (c->sc.kind != AG_SCORE_SIGMOID)
             for (int64_t e = 0; e < deg; e++)
-                dA[e * H + h] *= A[e * H + h] * (1.0f - A[e * H + h]);
-            continue;
-        }
-        float D = 0, sum = 0;
+                D += A[e * H + h] * dA[e * H + h];
+        st[h * ST_N + ST_D] = D;
         for (int64_t e = 0; e < deg; e++)
-            D += A[e * H + h] * dA[e * H + h], sum += R[e * H + h];
-        for (int64_t e = 0; e < deg; e++) {
-            float *g = &dA[e * H + h];
-            if (c->sc.kind == AG_SCORE_LINEAR)
-                *g = sum > 0 ? (*g - D) / sum : 0.0f;
-            else
-                *g = A[e * H + h] * (*g - D);
-        }
+            dA[e * H + h] = score_grad(c, A[e * H + h], dA[e * H + h], st + h * ST_N);
     }
 }
 
@@ -577,7 +628,7 @@ static void raw_backward_row(const sctx_t *c, int64_t n, const float *X, const f
     }
 }
 
-/* Destination i: its slots' weights and dr into AG, row i of dQ, its slots'
+/* Destination i: its normalisers and D into state, row i of dQ, its slots'
    d_edge_bias (or NULL) and its share of the vector's gradient (part: the
    chunk's [H*d], or NULL). */
 static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float *dQ,
@@ -587,7 +638,7 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
     const int64_t H = c->H, d = c->d, HD = H * d, s0 = nb->edge_ptr[i];
     const int64_t deg = nb->edge_ptr[i + 1] - s0;
     float *A = scratch_mine(&b->buf), *G = A + deg * H, *dA = G + deg * H, *T = dA + deg * H;
-    float *AG = b->AG + 2 * s0 * H, *dq = dQ + i * HD;
+    float *st = b->state + i * H * ST_N, *dq = dQ + i * HD;
     int64_t e = 0;
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++)
@@ -597,8 +648,8 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
                 A[e * H + h] = finish_score(c, x, i, j, s0 + e, h);
                 dA[e * H + h] = dot(b->dM + i * HD + h * d, b->V + j * HD + h * d, d);
             }
-    normalise_row(c, A, i, deg, NULL);
-    weights_backward(c, A, G, dA, deg);
+    normalise_row(c, A, i, deg, NULL, st);
+    weights_backward(c, A, dA, deg, st);
     if (d_bias)
         for (e = 0; e < deg; e++) {
             float sum = 0;
@@ -613,9 +664,7 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++)
             for (int64_t h = 0; h < H; h++) {
-                const float x = G[e * H + h], dr = finish_backward(c, x, dA[e * H + h]);
-                AG[2 * (e * H + h)] = A[e * H + h];
-                AG[2 * (e * H + h) + 1] = dr;
+                const float dr = finish_backward(c, G[e * H + h], dA[e * H + h]);
                 raw_backward_q(c, i, j, h, dr, dq + h * d, T,
                                gatv2 && part ? part + h * d : NULL);
             }
@@ -639,47 +688,52 @@ static inline int64_t slot_of(const ag_nbhd_t *nb, int64_t i, int64_t j, int64_t
     return nb->run_slot[r] + (j - nb->run_src[r]);
 }
 
-/* The message j -> i in slot s into source j's dk, dv [H*d] (T: additive's
-   sums of dL/dt). */
+/* The message j -> i in slot s (used only with an edge bias) into source j's
+   dk, dv [H*d] (T: additive's sums of dL/dt): its score, weight, dA and dr
+   from i's state, as pass 1 had them. */
 static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t s, float *dk,
                                   float *dv, float *T)
 {
-    const int64_t H = b->c.H, d = b->c.d, HD = H * d;
+    const sctx_t *c = &b->c;
+    const int64_t H = c->H, d = c->d, HD = H * d;
     for (int64_t h = 0; h < H; h++) {
-        const float a = b->AG[2 * (s * H + h)], *g = b->dM + i * HD + h * d;
-        float *v = dv + h * d;
+        const float *st = b->state + (i * H + h) * ST_N, *g = b->dM + i * HD + h * d;
+        const float *v = b->V + j * HD + h * d;
+        float r, dA;
+        if (raw_is_dot(c)) {   /* both dot products in one loop: two chains, not one */
+            const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
+            float qk = 0, gv = 0;
+#pragma omp simd reduction(+ : qk, gv)
+            for (int64_t t = 0; t < d; t++)
+                qk += q[t] * k[t], gv += g[t] * v[t];
+            r = raw_of_dot(c, i, j, h, qk), dA = gv;
+        } else {
+            r = raw_score(c, i, j, h), dA = dot(g, v, d);
+        }
+        const float a = weight_of(c, finish_score(c, r, i, j, s, h), st);
+        const float dr = finish_backward(c, r, score_grad(c, a, dA, st));
+        float *dvh = dv + h * d;
 #pragma omp simd
         for (int64_t t = 0; t < d; t++)
-            v[t] += a * g[t];
-        raw_backward_k(&b->c, i, j, h, b->AG[2 * (s * H + h) + 1], dk + h * d, T);
+            dvh[t] += a * g[t];
+        raw_backward_k(c, i, j, h, dr, dk + h * d, T);
     }
 }
 
 /* Source j: rows j of dK and dV over its out-edges, and its share of
-   additive's a_src gradient (part, or NULL). Destinations come SLOT_BATCH at
-   a time: their slots are found first and their (a, dr) pairs, a cache miss
-   each, fetched ahead (12% of the backward on causal 2048). */
+   additive's a_src gradient (part, or NULL). */
 static void backward_src(const bctx_t *b, const ag_nbhd_t *nb, int64_t j, float *dK, float *dV,
                          float *part)
 {
     const int64_t H = b->c.H, HD = H * b->c.d;
+    const int biased = b->c.sc.edge_bias != NULL;
     float *dk = dK + j * HD, *dv = dV + j * HD, *T = scratch_mine(&b->buf);
     memset(dk, 0, (size_t)HD * sizeof *dk);
     memset(dv, 0, (size_t)HD * sizeof *dv);
     memset(T, 0, (size_t)H * sizeof *T);
-    for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++) {
-        const int64_t end = nb->out_dst[r] + nb->out_len[r];
-        for (int64_t i0 = nb->out_dst[r]; i0 < end; i0 += SLOT_BATCH) {
-            const int64_t n = end - i0 < SLOT_BATCH ? end - i0 : SLOT_BATCH;
-            int64_t slot[SLOT_BATCH];
-            for (int64_t k = 0; k < n; k++) {
-                slot[k] = slot_of(nb, i0 + k, j, nb->out_nth[r]);
-                __builtin_prefetch(b->AG + 2 * slot[k] * H);
-            }
-            for (int64_t k = 0; k < n; k++)
-                source_message(b, i0 + k, j, slot[k], dk, dv, T);
-        }
-    }
+    for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++)
+        for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++)
+            source_message(b, i, j, biased ? slot_of(nb, i, j, nb->out_nth[r]) : 0, dk, dv, T);
     raw_backward_row(&b->c, j, b->K, b->c.sc.a_src, T, dk, part);
 }
 
@@ -728,15 +782,15 @@ int ag_i_backward_generic(const ag_nbhd_t *nb, const float *Q, const float *K, c
     int rc = generic_begin(&b.c, &b.buf, score, nb, Q, K, H, d, 3, H, err);
     if (rc)
         return rc;
-    const int64_t E = nb->n_edges, HD = H * d, N = nb->n_nodes;
+    const int64_t HD = H * d, N = nb->n_nodes;
     const ag_score_kind_t kind = b.c.sc.kind;
     const int gat = kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_GATV2;
-    b.AG = ag_alloc(2 * E * H, sizeof(float), err, "attention backward");
+    b.state = ag_alloc(N * H * ST_N, sizeof(float), err, "attention backward");
     if (gat && (g->d_a_src || g->d_a_dst))
         b.part = ag_alloc((N + GRAD_CHUNK - 1) / GRAD_CHUNK * HD, sizeof(float), err,
                           "attention backward");
-    if (!b.AG || (gat && (g->d_a_src || g->d_a_dst) && !b.part)) {
-        free(b.AG), free(b.part);
+    if (!b.state || (gat && (g->d_a_src || g->d_a_dst) && !b.part)) {
+        free(b.state), free(b.part);
         generic_end(&b.c, &b.buf);
         return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
     }
@@ -751,7 +805,7 @@ int ag_i_backward_generic(const ag_nbhd_t *nb, const float *Q, const float *K, c
         memset(g->d_a_src, 0, (size_t)HD * sizeof *g->d_a_src);
     if (g->d_a_dst && kind != AG_SCORE_ADDITIVE)
         memset(g->d_a_dst, 0, (size_t)HD * sizeof *g->d_a_dst);
-    free(b.AG), free(b.part);
+    free(b.state), free(b.part);
     generic_end(&b.c, &b.buf);
     return AG_OK;
 }

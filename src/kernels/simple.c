@@ -120,6 +120,7 @@ int ag_i_backward_simple(const ag_nbhd_t *nb, const float *Q, const float *K, co
     (void)err;
     const int64_t N = nb->n_nodes, HD = H * d;
     const int par = nb->n_edges * HD >= AG_PARALLEL_MIN_WORK;
+    (void)par;   /* read by the pragmas only */
     /* destinations: dQ_i = scale sum_j dS_ij k_j */
 #pragma omp parallel for if (par) schedule(dynamic, 16)
     for (int64_t i = 0; i < N; i++) {

@@ -1,0 +1,134 @@
+/*
+ * A folder of outputs (grad --out DIR, train --save DIR): every file is
+ * written to a temporary beside it and all are renamed into place only when
+ * every one of them was written, as the single-file outputs are (outputs.c).
+ * Folders the run had to create are removed again when it fails, so a failed
+ * run leaves the disk as it found it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "internal.h"
+
+int folder_check(const char *dir, const char *option, ag_error_t *err)
+{
+    if (!*dir)
+        return ag_fail(err, AG_EINVAL, "%s: the folder name is empty", option);
+    if (strcmp(dir, "-") == 0)
+        return ag_fail(err, AG_EINVAL, "%s names a folder; standard output (-) cannot hold "
+                       "several files", option);
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return ag_fail(err, AG_EIO, "%s %s: exists and is not a folder", option, dir);
+        if (access(dir, W_OK) != 0)
+            return ag_fail(err, AG_EIO, "%s %s: cannot write: %s", option, dir, strerror(errno));
+        return AG_OK;
+    }
+    if (errno != ENOENT)
+        return ag_fail(err, AG_EIO, "%s %s: %s", option, dir, strerror(errno));
+    /* not there yet: its parent must be a folder we can write */
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", dir);
+    size_t len = strlen(parent);
+    while (len > 1 && parent[len - 1] == '/')
+        parent[--len] = '\0';
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        snprintf(parent, sizeof parent, ".");
+    else
+        slash[slash == parent] = '\0';
+    if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
+        return ag_fail(err, AG_EIO, "%s %s: cannot create it: %s is not a folder", option, dir,
+                       parent);
+    if (access(parent, W_OK) != 0)
+        return ag_fail(err, AG_EIO, "%s %s: cannot create it in %s: %s", option, dir, parent,
+                       strerror(errno));
+    return AG_OK;
+}
+
+/* Folders created by this write, to remove again if it fails. */
+typedef struct {
+    char **path;
+    int n;
+} made_t;
+
+static int make_dir(made_t *made, const char *path, const char *option, ag_error_t *err)
+{
+    if (mkdir(path, 0777) == 0) {
+        char **grown = realloc(made->path, (size_t)(made->n + 1) * sizeof *grown);
+        if (grown && (grown[made->n] = strdup(path)))
+            made->n++;
+        if (grown)
+            made->path = grown;
+        return AG_OK;
+    }
+    struct stat st;
+    if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return AG_OK;
+    return ag_fail(err, AG_EIO, "%s: cannot create the folder %s: %s", option, path,
+                   errno == EEXIST ? "a file has that name" : strerror(errno));
+}
+
+/* Makes dir and every subfolder an item's name has ("round-2/dwq.npy"). */
+static int make_dirs(made_t *made, const char *dir, const char *option,
+                     const folder_item_t *items, int n, ag_error_t *err)
+{
+    int rc = make_dir(made, dir, option, err);
+    for (int k = 0; k < n && !rc; k++) {
+        const char *slash = strchr(items[k].name, '/');
+        if (!slash)
+            continue;
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/%.*s", dir, (int)(slash - items[k].name), items[k].name);
+        rc = make_dir(made, sub, option, err);
+    }
+    return rc;
+}
+
+static int write_item(const char *path, const folder_item_t *it, ag_error_t *err)
+{
+    if (it->i64)
+        return npy_write_i64(path, it->i64, it->shape[0], err);
+    return ag_npy_write_f32_nd(path, it->f32, it->ndim, it->shape, err);
+}
+
+int folder_write(const char *dir, const char *option, const folder_item_t *items, int n,
+                 ag_error_t *err)
+{
+    out_file_t *outs = calloc((size_t)(n > 0 ? n : 1), sizeof *outs);
+    char (*paths)[4096] = calloc((size_t)(n > 0 ? n : 1), sizeof *paths);
+    made_t made = {NULL, 0};
+    if (!outs || !paths) {
+        free(outs), free(paths);
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory", option);
+    }
+    int rc = make_dirs(&made, dir, option, items, n, err), usage = 0;
+    for (int k = 0; k < n; k++) {
+        snprintf(paths[k], sizeof paths[k], "%s%s%s", dir,
+                 dir[strlen(dir) - 1] == '/' ? "" : "/", items[k].name);
+        out_init(&outs[k], paths[k], option, "npy");
+    }
+    if (!rc)
+        rc = out_open_all(outs, n, &usage, err);
+    for (int k = 0; k < n && !rc; k++)
+        rc = write_item(outs[k].path, &items[k], err);
+    if (!rc)
+        rc = out_commit_all(outs, n, err);
+    if (rc) {
+        out_name_errors(outs, n, err);
+        for (int k = 0; k < n; k++)
+            out_abort(&outs[k]);
+        for (int k = made.n - 1; k >= 0; k--)   /* only folders this write made, if empty */
+            rmdir(made.path[k]);
+    }
+    for (int k = 0; k < made.n; k++)
+        free(made.path[k]);
+    free(made.path);
+    free(outs), free(paths);
+    return rc;
+}

@@ -1,0 +1,121 @@
+/* Class predictions: a linear readout of the final states (train --predict, run --predict). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "internal.h"
+
+/* Reads dir/name.npy, which must have ndim dimensions; NULL data when optional
+   and missing. */
+static int read_array(ag_array_t *a, const char *dir, const char *name, int ndim, int optional,
+                      char *path, size_t cap, ag_error_t *err)
+{
+    memset(a, 0, sizeof *a);
+    snprintf(path, cap, "%s/%s.npy", dir, name);
+    FILE *probe = fopen(path, "rb");
+    if (!probe && optional && errno == ENOENT)
+        return AG_OK;
+    if (probe)
+        fclose(probe);
+    int rc = ag_array_read_npy(a, path, err);
+    if (!rc && a->ndim != ndim) {
+        rc = ag_fail(err, AG_EINVAL, "%s has %d dimension%s; expected %s", path, a->ndim,
+                     PLURAL(a->ndim), ndim == 2 ? "[C, D]: a row of weights per class"
+                                                : "[C]: a bias per class");
+        ag_array_destroy(a);
+    }
+    return rc;
+}
+
+int readout_load(readout_t *r, const char *dir, int64_t D, ag_error_t *err)
+{
+    memset(r, 0, sizeof *r);
+    char path[4096], bias_path[4096];
+    ag_array_t w, b;
+    int rc = read_array(&w, dir, "readout", 2, 0, path, sizeof path, err);
+    if (rc)
+        return rc;
+    if (w.shape[1] != D) {
+        ag_array_destroy(&w);
+        return ag_fail(err, AG_EINVAL, "%s is [%lld, %lld]; the states have width D=%lld, so "
+                       "expected [C, %lld]", path, (long long)w.shape[0], (long long)w.shape[1],
+                       (long long)D, (long long)D);
+    }
+    if ((rc = read_array(&b, dir, "readout_bias", 1, 1, bias_path, sizeof bias_path, err))) {
+        ag_array_destroy(&w);
+        return rc;
+    }
+    const int64_t C = w.shape[0];
+    if (C < 1)
+        rc = ag_fail(err, AG_EINVAL, "%s has no rows; expected one per class", path);
+    else if (b.data && b.shape[0] != C)
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld entr%s; %s has %lld classes", bias_path,
+                     (long long)b.shape[0], b.shape[0] == 1 ? "y" : "ies", path, (long long)C);
+    if (rc) {
+        ag_array_destroy(&w), ag_array_destroy(&b);
+        return rc;
+    }
+    if (!b.data && !(b.data = ag_calloc(C, sizeof(float), err, "readout bias"))) {
+        ag_array_destroy(&w);
+        return AG_ENOMEM;
+    }
+    r->C = C, r->D = D, r->w = w.data, r->b = b.data;
+    return AG_OK;
+}
+
+void readout_free(readout_t *r)
+{
+    free(r->w);
+    free(r->b);
+    memset(r, 0, sizeof *r);
+}
+
+void readout_predict(const readout_t *r, const float *X, int64_t N, int64_t *pred)
+{
+    for (int64_t i = 0; i < N; i++) {
+        const float *x = X + i * r->D;
+        int64_t best = 0;
+        double best_logit = 0;
+        for (int64_t c = 0; c < r->C; c++) {
+            double logit = r->b[c];
+            for (int64_t k = 0; k < r->D; k++)
+                logit += (double)x[k] * r->w[c * r->D + k];
+            if (c == 0 || logit > best_logit)
+                best = c, best_logit = logit;
+        }
+        pred[i] = best;
+    }
+}
+
+int npy_write_i64(const char *path, const int64_t *v, int64_t n, ag_error_t *err)
+{
+    char dict[128];
+    int len = snprintf(dict, sizeof dict,
+                       "{'descr': '<i8', 'fortran_order': False, 'shape': (%lld,), }",
+                       (long long)n);
+    const int pad = (64 - (10 + len + 1) % 64) % 64;   /* data at a multiple of 64 bytes */
+    const unsigned header_len = (unsigned)(len + pad + 1);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s", path, strerror(errno));
+    const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                                   (unsigned char)(header_len & 0xff),
+                                   (unsigned char)(header_len >> 8)};
+    fwrite(pre, 1, 10, f);
+    fwrite(dict, 1, (size_t)len, f);
+    for (int k = 0; k < pad; k++)
+        fputc(' ', f);
+    fputc('\n', f);
+    for (int64_t i = 0; i < n; i++) {   /* little-endian whatever the host */
+        unsigned char b[8];
+        const uint64_t u = (uint64_t)v[i];
+        for (int k = 0; k < 8; k++)
+            b[k] = (unsigned char)(u >> (8 * k));
+        fwrite(b, 1, 8, f);
+    }
+    const int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+    return AG_OK;
+}

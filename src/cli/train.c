@@ -1,0 +1,266 @@
+/*
+ * `attngraph train`: learns the rounds' weights (and, for classes, a linear
+ * readout) by gradient descent; under several connectivities, the same initial
+ * model is trained under each and one table compares what each learnt.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "timing.h"
+#include "train.h"
+
+/* Better eval figure: more correct, or a lower loss. */
+static int better(const task_t *t, const epoch_t *f, double best)
+{
+    return t->C ? (double)f->eval_correct > best : f->eval_loss < best;
+}
+
+/* ---- one training run ---- */
+
+typedef struct {
+    const train_opts_t *to;
+    const task_t *task;
+    const float *x0;
+    int single, threads;
+    FILE *log;
+    epoch_progress_t progress;
+} run_ctx_t;
+
+static int train_one(run_ctx_t *cx, model_t *m, ag_nbhd_t *nb, const char *conn, outcome_t *out,
+                     ag_error_t *err)
+{
+    const train_opts_t *to = cx->to;
+    const task_t *t = cx->task;
+    const int64_t E = to->epochs;
+    const int64_t every = to->every ? to->every : (E >= 10 ? E / 10 : 1);
+    const int rows = cx->single && !to->o.quiet;
+    memset(out, 0, sizeof *out);
+    out->edges = nb->n_edges;
+    out->best = t->C ? -1 : INFINITY;
+    const double t0 = now_s();
+    cx->progress.t0 = t0;
+    if (rows)
+        print_row_header(t);
+    int rc = AG_OK;
+    epoch_t f;
+    for (int64_t e = 0; e <= E && !rc; e++) {
+        /* epoch e: the figures of the model after e steps; then step e+1 */
+        if ((rc = model_epoch(m, nb, cx->x0, t, e < E, &f, err)))
+            break;
+        if (t->eval && better(t, &f, out->best))
+            out->best = t->C ? (double)f.eval_correct : f.eval_loss, out->best_epoch = e;
+        if (cx->log)
+            log_row(cx->log, conn, t, e, &f);
+        if (rows && (e % every == 0 || e == E)) {
+            progress_clear(&cx->progress);
+            print_row(t, e, &f);
+            fflush(stdout);
+        } else {
+            progress_line(&cx->progress, cx->single ? NULL : conn, e, E, &f, t);
+        }
+    }
+    progress_clear(&cx->progress);
+    out->final = f;
+    out->seconds = now_s() - t0;
+    return rc;
+}
+
+/* ---- the command ---- */
+
+/* A connectivity's source options (as compare makes them). */
+static source_opts_t conn_source(const train_opts_t *to, int k, int64_t N)
+{
+    source_opts_t so = to->o.src;
+    so.graph = so.pattern = so.csr = NULL;
+    const train_conn_t *c = &to->conns[k];
+    if (c->kind == 1) {
+        so.pattern = c->name;
+        so.direction = AG_EDGES_AUTO;   /* edge directions mean nothing to a pattern */
+        so.size_hint = N;
+    } else {
+        *(c->kind == 0 ? &so.graph : &so.csr) = c->name;
+        so.tokens = so.labels_file = NULL;
+        so.nodes = 0;
+    }
+    return so;
+}
+
+/* The per-slot edge bias of --edge-bias on a graph file. */
+static int edge_bias_of(float **bias, const source_t *s, const char *attr, ag_error_t *err)
+{
+    *bias = NULL;
+    if (!attr)
+        return AG_OK;
+    if (!s->have_graph)
+        return ag_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "
+                       "attribute; %s has none", attr, s->desc);
+    int rc = ag_edge_attribute(bias, &s->graph, &s->nb, attr, err);
+    if (rc && err) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        ag_fail(err, (ag_status_t)rc, "%s: --edge-bias: %s", s->desc, why);
+    }
+    return rc;
+}
+
+typedef struct {
+    source_t src;
+    inputs_t in;
+    task_t task;
+    model_t model;
+    ag_matrix_t x0;
+    float *edge_bias;
+    int64_t *pred;
+    outcome_t res[TRAIN_MAX_CONNS];
+    folder_item_t items[9 * 64 + 2];
+    char names[9 * 64 + 2][64];
+    int n_items;
+    out_file_t outs[2];        /* --log, --predict */
+} train_state_t;
+
+/* Refuses a --save folder holding round-k/ layers of an earlier model that run
+   --weights would read in place of the ones saved now (it reads round-1/, round-2/,
+   ... as long as they are there). */
+static int save_fits(const char *dir, int n_layers, ag_error_t *err)
+{
+    char path[4096];
+    const int first = n_layers > 1 ? n_layers + 1 : 1;
+    snprintf(path, sizeof path, "%s/round-%d/wq.npy", dir, first);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return AG_OK;
+    fclose(f);
+    return ag_fail(err, AG_EINVAL, "--save %s holds round-%d/, a layer of an earlier model: "
+                   "run --weights would read it as part of this one; save to a new folder", dir,
+                   first);
+}
+
+/* Trains on connectivity k; keeps the model of a single connectivity. */
+static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_error_t *err)
+{
+    const train_opts_t *to = cx->to;
+    const int64_t N = k == 0 ? st->x0.rows : st->in.N;
+    source_opts_t so = conn_source(to, k, N);
+    int rc = source_open(&st->src, &so, usage, err);
+    if (rc)
+        return rc;
+    if (st->src.nb.n_nodes != N)
+        return ag_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s has %lld row%s",
+                       st->src.desc, (long long)st->src.nb.n_nodes,
+                       PLURAL(st->src.nb.n_nodes), to->o.features, (long long)N, PLURAL(N));
+    if (k == 0) {
+        if ((rc = inputs_load_features(&st->in, &to->o, &st->x0, err)) ||
+            (rc = task_load(&st->task, to, N, st->in.x0.cols, err)) ||
+            (to->save && (rc = save_fits(to->save, st->in.n_layers, err))))
+            return rc;
+        cx->task = &st->task;
+        cx->x0 = st->in.x0.data;
+    }
+    if ((rc = edge_bias_of(&st->edge_bias, &st->src, to->o.edge_bias, err)))
+        return rc;
+    if ((rc = model_init(&st->model, &st->in, to, &st->task, st->edge_bias, err)))
+        return rc;
+    if (k == 0 && !to->o.quiet) {   /* the setup, once the first model is made */
+        if (cx->single)
+            source_print(&st->src);
+        print_setup(to, &st->in, &st->task, cx->threads);
+        fflush(stdout);
+    }
+    rc = train_one(cx, &st->model, &st->src.nb, to->conns[k].name, &st->res[k], err);
+    if (!rc && cx->single && !to->o.quiet)
+        print_final(&st->task, &st->res[k], to->epochs);
+    if (!rc && cx->single) {   /* the outputs of the one model */
+        if (to->predict) {
+            readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};
+            if (!(st->pred = ag_alloc(N, sizeof *st->pred, err, "predictions")))
+                return AG_ENOMEM;
+            readout_predict(&r, st->model.X, N, st->pred);
+            rc = npy_write_i64(st->outs[1].path, st->pred, N, err);
+        }
+        if (!rc && to->save)
+            st->n_items = model_items(&st->model, st->items, st->names);
+        return rc;
+    }
+    model_free(&st->model);
+    free(st->edge_bias);
+    st->edge_bias = NULL;
+    source_close(&st->src);
+    return rc;
+}
+
+
+
+int cmd_train(int argc, char **argv)
+{
+    train_opts_t to;
+    int status = parse_train(&to, argc, argv);
+    if (status >= 0)
+        return status;
+    const int threads = ag_set_threads((int)to.o.threads);
+    train_state_t *st = calloc(1, sizeof *st);
+    if (!st) {
+        fprintf(stderr, "attngraph: out of memory\n");
+        return EXIT_BAD_INPUT;
+    }
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0;
+    out_init(&st->outs[0], to.log, "--log", "csv");
+    out_init(&st->outs[1], to.predict, "--predict", "npy");
+    /* outputs first: a bad path fails before any work */
+    int rc = to.save ? folder_check(to.save, "--save", &err) : AG_OK;
+    if (!rc)
+        rc = out_open_all(st->outs, 2, &usage, &err);
+    run_ctx_t cx = {&to, NULL, NULL, to.n_conns == 1, threads, NULL, {0}};
+    if (!rc && to.log && !(cx.log = fopen(st->outs[0].path, "w")))
+        rc = ag_fail(&err, AG_EIO, "%s: cannot write", to.log);
+    if (cx.log)
+        fputs("connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,grad_norm\n",
+              cx.log);
+    cx.progress.tty = isatty(STDERR_FILENO);
+    cx.progress.show = to.o.progress == 1 || (to.o.progress < 0 && !to.o.quiet &&
+                                               cx.progress.tty);
+    if (!rc)
+        rc = ag_matrix_read_npy(&st->x0, to.o.features, &err);
+    for (int k = 0; k < to.n_conns && !rc; k++)
+        rc = run_conn(st, &cx, k, &usage, &err);
+    if (cx.log && fclose(cx.log) != 0 && !rc)
+        rc = ag_fail(&err, AG_EIO, "%s: write failed", to.log);
+    if (!rc && to.save)
+        rc = folder_write(to.save, "--save", st->items, st->n_items, &err);
+    if (!rc)
+        rc = out_commit_all(st->outs, 2, &err);
+    if (!rc && !to.o.quiet && !cx.single) {
+        printf("trained on %d connectivities of %lld nodes\n", to.n_conns, (long long)st->in.N);
+        print_table(&to, &st->task, st->res);
+    }
+    if (!rc && !to.o.quiet) {
+        if (to.save) {
+            printf("wrote %s:", to.save);
+            for (int k = 0; k < st->n_items; k++)
+                printf(" %s", st->items[k].name);
+            putchar('\n');
+        }
+        for (int k = 0; k < 2; k++)
+            if (st->outs[k].target)
+                printf("wrote %s\n", st->outs[k].target);
+        if (to.save && st->task.C)
+            print_run_hint(&to, &st->in);
+    }
+    if (rc) {
+        out_name_errors(st->outs, 2, &err);
+        for (int k = 0; k < 2; k++)
+            out_abort(&st->outs[k]);
+    }
+    model_free(&st->model);
+    free(st->edge_bias);
+    free(st->pred);
+    source_close(&st->src);
+    task_free(&st->task);
+    inputs_free(&st->in);
+    ag_matrix_destroy(&st->x0);
+    free(st);
+    return finish("train", rc, usage, &err);
+}

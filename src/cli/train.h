@@ -1,0 +1,108 @@
+/* `attngraph train`: options, the task (labels or targets, masks) and the model. */
+#ifndef AG_CLI_TRAIN_H
+#define AG_CLI_TRAIN_H
+
+#include "cli.h"
+
+#define TRAIN_MAX_CONNS 16
+
+typedef struct {
+    const char *name;               /* the spec or file, as given */
+    int kind;                       /* 0 graph file, 1 pattern, 2 CSR */
+} train_conn_t;
+
+typedef struct {
+    run_opts_t o;                   /* inputs, scores, rounds (o.rounds may be 0), seed */
+    train_conn_t conns[TRAIN_MAX_CONNS];
+    int n_conns;
+    const char *targets, *labels, *train_mask, *eval_mask;
+    int64_t epochs, every;          /* every 0: about ten lines */
+    ag_optimizer_opts_t opt;
+    const char *save, *log, *predict;
+} train_opts_t;
+
+/* What is learnt: classes (labels) or states (targets), on which nodes. */
+typedef struct {
+    int64_t N, C;                   /* C: classes (0: targets, mean squared error) */
+    int64_t *labels;                /* [N], -1 unlabelled */
+    ag_matrix_t targets;            /* [N, D] */
+    uint8_t *train, *eval;          /* [N] masks; eval NULL: nothing held out */
+    int64_t n_train, n_eval;        /* nodes that count: in the mask (and labelled) */
+} task_t;
+
+/* Reads --labels or --targets and the masks for N nodes of width D, checking
+   every value; the default train mask is every (labelled) node, the default
+   eval mask the labelled nodes outside --train-mask when one is given. */
+int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t *err);
+void task_free(task_t *t);
+
+/* Figures of the model after a number of steps. */
+typedef struct {
+    double loss, eval_loss, grad_norm;   /* NAN when there is none */
+    int64_t train_correct, eval_correct;
+} epoch_t;
+
+/* The model being trained: the rounds' layers and, for classes, a readout. */
+typedef struct {
+    ag_weights_t *layers, *grads;
+    int n_layers, rounds;
+    int64_t N, D, C;
+    float *wr, *br, *dwr, *dbr;     /* readout [C, D] and [C] with gradients */
+    float *X, *dX;                  /* [N, D] states and their gradient */
+    ag_optimizer_t *opt;
+    float lr;                       /* for messages */
+    ag_round_opts_t ro;
+    ag_score_t score;
+} model_t;
+
+/*
+ * A model from the initial layers (copied) and, for classes, a readout from
+ * --weights DIR/readout.npy or drawn from the seed. Registers with the
+ * optimizer exactly the arrays the loss depends on.
+ */
+int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const task_t *t,
+               const float *edge_bias, ag_error_t *err);
+void model_free(model_t *m);
+/* The figures of the model now; with `step`, then one optimizer step. m->X holds
+   the final states afterwards. */
+int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int step,
+                epoch_t *f, ag_error_t *err);
+/* The model's arrays as files of a weights folder (run --weights reads them):
+   items [n_layers x 9 + 2]; returns how many. */
+int model_items(const model_t *m, folder_item_t *items, char (*names)[64]);
+
+/* ---- options (train_options.c) ---- */
+
+/* Parses argv; -1 to go on, else the exit status (help printed, or a usage error). */
+int parse_train(train_opts_t *t, int argc, char **argv);
+
+/* ---- the report (train_report.c) ---- */
+
+typedef struct {
+    int show, tty, open_line;       /* progress on stderr; rewritten on a terminal */
+    double t0, last;
+} epoch_progress_t;
+
+/* One connectivity's result. */
+typedef struct {
+    int64_t edges;
+    epoch_t final;
+    double best;               /* best eval accuracy (classes) or lowest eval loss */
+    int64_t best_epoch;
+    double seconds;
+} outcome_t;
+
+/* 100 n / of, NAN when of is 0. */
+double pct(int64_t n, int64_t of);
+void progress_line(epoch_progress_t *p, const char *conn, int64_t e, int64_t epochs,
+                   const epoch_t *f, const task_t *t);
+void progress_clear(epoch_progress_t *p);
+void print_row_header(const task_t *t);
+void print_row(const task_t *t, int64_t e, const epoch_t *f);
+void log_row(FILE *f, const char *conn, const task_t *t, int64_t e, const epoch_t *ep);
+void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t, int threads);
+void print_final(const task_t *t, const outcome_t *r, int64_t epochs);
+void print_table(const train_opts_t *to, const task_t *t, const outcome_t *res);
+void print_run_hint(const train_opts_t *to, const inputs_t *in);
+
+#endif

@@ -1,0 +1,248 @@
+/* The model `train` learns: rounds of attention layers and a linear readout,
+   one forward, loss, backward and optimizer step per epoch. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "train.h"
+
+#define N_ARRAYS 9
+static const char *const array_names[N_ARRAYS] = {"wq", "wk", "wv", "wo", "ln_weight",
+                                                  "ln_bias", "attn_src", "attn_dst", "attn"};
+
+/* The arrays of a layer in array_names' order, and their sizes. */
+static float **array_of(ag_weights_t *w, int k)
+{
+    float **all[N_ARRAYS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->ln_weight, &w->ln_bias,
+                             &w->attn_src, &w->attn_dst, &w->attn};
+    return all[k];
+}
+
+static int64_t array_size(const ag_weights_t *w, int k)
+{
+    const int64_t HD = w->H * w->d, copies = w->per_node ? w->per_node : 1;
+    return k < 3 ? copies * HD * w->D : k == 3 ? w->D * HD : k < 6 ? w->D : HD;
+}
+
+static int weights_copy(ag_weights_t *dst, const ag_weights_t *src, ag_error_t *err)
+{
+    *dst = *src;
+    for (int k = 0; k < N_ARRAYS; k++)
+        *array_of(dst, k) = NULL;
+    for (int k = 0; k < N_ARRAYS; k++) {
+        const float *from = *array_of((ag_weights_t *)src, k);
+        if (!from)
+            continue;
+        const int64_t n = array_size(src, k);
+        float *to = ag_alloc(n, sizeof(float), err, "weights");
+        if (!to) {
+            ag_weights_destroy(dst);
+            return AG_ENOMEM;
+        }
+        memcpy(to, from, (size_t)n * sizeof(float));
+        *array_of(dst, k) = to;
+    }
+    return AG_OK;
+}
+
+/* Does the loss depend on array k of a layer under this score and norm? */
+static int array_used(int k, ag_score_kind_t kind, ag_norm_t norm)
+{
+    if (k < 4)
+        return 1;
+    if (k < 6)
+        return norm == AG_NORM_LAYER;
+    if (k < 8)
+        return kind == AG_SCORE_ADDITIVE;
+    return kind == AG_SCORE_GATV2;
+}
+
+/* The readout: from the weights folder when it has one, else seeded. */
+static int readout_init(model_t *m, const train_opts_t *to, ag_error_t *err)
+{
+    const int64_t C = m->C, D = m->D;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/readout.npy", to->o.weights ? to->o.weights : "");
+    FILE *f = to->o.weights ? fopen(path, "rb") : NULL;
+    if (f) {
+        fclose(f);
+        readout_t r;
+        int rc = readout_load(&r, to->o.weights, D, err);
+        if (rc)
+            return rc;
+        if (r.C != C) {
+            const int64_t has = r.C;
+            readout_free(&r);
+            return ag_fail(err, AG_EINVAL, "%s has %lld classes; --labels %s has %lld", path,
+                           (long long)has, to->labels, (long long)C);
+        }
+        m->wr = r.w, m->br = r.b;
+    } else {
+        m->wr = ag_alloc(C * D, sizeof(float), err, "readout");
+        m->br = ag_calloc(C, sizeof(float), err, "readout");
+        if (!m->wr || !m->br)
+            return AG_ENOMEM;
+        ag_random_normal(m->wr, C * D, to->o.seed, 101, 1.0f / sqrtf((float)D));
+    }
+    m->dwr = ag_alloc(C * D, sizeof(float), err, "readout gradient");
+    m->dbr = ag_alloc(C, sizeof(float), err, "readout gradient");
+    return m->dwr && m->dbr ? AG_OK : AG_ENOMEM;
+}
+
+/* Registers the arrays the loss depends on; 0 of them is nothing to learn. */
+static int register_params(model_t *m, const train_opts_t *to, ag_error_t *err)
+{
+    /* the layers the rounds use: the shared one, or one per round */
+    const int used = m->rounds == 0 ? 0 : m->n_layers == 1 ? 1 : m->rounds;
+    int n = 0, rc = AG_OK;
+    for (int l = 0; l < used && !rc; l++)
+        for (int k = 0; k < N_ARRAYS && !rc; k++) {
+            float *p = *array_of(&m->layers[l], k), *g = *array_of(&m->grads[l], k);
+            if (!p || !g || !array_used(k, m->score.kind, to->o.norm))
+                continue;
+            rc = ag_optimizer_add(m->opt, p, g, array_size(&m->layers[l], k), err);
+            n++;
+        }
+    if (!rc && m->C) {
+        rc = ag_optimizer_add(m->opt, m->wr, m->dwr, m->C * m->D, err);
+        if (!rc)
+            rc = ag_optimizer_add(m->opt, m->br, m->dbr, m->C, err);
+        n += 2;
+    }
+    if (!rc && n == 0)
+        return ag_fail(err, AG_EINVAL, "nothing to learn: with --rounds 0 and --targets no "
+                       "weight touches the loss (the targets are compared with the features "
+                       "themselves); give --rounds 1 or more");
+    return rc;
+}
+
+int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const task_t *t,
+               const float *edge_bias, ag_error_t *err)
+{
+    memset(m, 0, sizeof *m);
+    const run_opts_t *o = &to->o;
+    m->N = in->N, m->D = in->x0.cols, m->C = t->C;
+    m->rounds = (int)in->rounds;
+    m->lr = to->opt.lr;
+    m->score = in->score;
+    m->score.edge_bias = edge_bias;
+    m->ro = (ag_round_opts_t){.score = &m->score, .no_residual = o->no_residual,
+                              .norm = o->norm};
+    m->layers = ag_calloc(in->n_layers, sizeof *m->layers, err, "weights");
+    m->grads = ag_calloc(in->n_layers, sizeof *m->grads, err, "gradients");
+    if (!m->layers || !m->grads)
+        return AG_ENOMEM;
+    m->n_layers = in->n_layers;
+    int rc = AG_OK;
+    for (int l = 0; l < m->n_layers && !rc; l++) {
+        ag_weights_t *w = &m->layers[l];
+        if ((rc = weights_copy(w, &in->layers[l], err)))
+            break;
+        if (!o->weights)   /* seeded: keep only the vectors this score has */
+            for (int k = 6; k < N_ARRAYS; k++)
+                if (!array_used(k, m->score.kind, o->norm)) {
+                    free(*array_of(w, k));
+                    *array_of(w, k) = NULL;
+                }
+        if (o->norm == AG_NORM_LAYER && (rc = ag_weights_add_layer_norm(w, err)))
+            break;
+        rc = ag_weights_grads_init(&m->grads[l], w, o->norm == AG_NORM_LAYER, err);
+    }
+    if (rc)
+        return rc;
+    if (m->C && (rc = readout_init(m, to, err)))
+        return rc;
+    m->X = ag_alloc(m->N * m->D, sizeof(float), err, "states");
+    m->dX = ag_alloc(m->N * m->D, sizeof(float), err, "state gradients");
+    if (!m->X || !m->dX)
+        return AG_ENOMEM;
+    if ((rc = ag_optimizer_init(&m->opt, &to->opt, err)))
+        return rc;
+    return register_params(m, to, err);
+}
+
+void model_free(model_t *m)
+{
+    for (int l = 0; l < m->n_layers; l++) {
+        ag_weights_destroy(&m->layers[l]);
+        ag_weights_destroy(&m->grads[l]);
+    }
+    free(m->layers), free(m->grads);
+    free(m->wr), free(m->br), free(m->dwr), free(m->dbr);
+    free(m->X), free(m->dX);
+    ag_optimizer_free(m->opt);
+    memset(m, 0, sizeof *m);
+}
+
+/* The loss on mask, its gradients when `grads`, and the correct count. */
+static int loss_on(model_t *m, const task_t *t, const uint8_t *mask, int grads, double *loss,
+                   int64_t *correct, ag_error_t *err)
+{
+    if (!m->C)
+        return ag_loss_mse(m->X, t->targets.data, m->N, m->D, mask, loss,
+                           grads ? m->dX : NULL, err);
+    return ag_loss_cross_entropy(m->X, m->N, m->D, m->wr, m->br, m->C, t->labels, mask, loss,
+                                 grads ? m->dX : NULL, grads ? m->dwr : NULL,
+                                 grads ? m->dbr : NULL, correct, NULL, NULL, err);
+}
+
+int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int step,
+                epoch_t *f, ag_error_t *err)
+{
+    *f = (epoch_t){NAN, NAN, NAN, 0, 0};
+    memcpy(m->X, x0, (size_t)(m->N * m->D) * sizeof(float));
+    ag_tape_t *tape = NULL;
+    int rc = AG_OK;
+    if (m->rounds > 0)
+        rc = ag_rounds_forward(nb, m->layers, m->n_layers, m->X, m->rounds, &m->ro, &tape, err);
+    if (!rc)
+        rc = loss_on(m, t, t->train, step, &f->loss, &f->train_correct, err);
+    if (!rc && t->eval)
+        rc = loss_on(m, t, t->eval, 0, &f->eval_loss, &f->eval_correct, err);
+    if (!rc && !isfinite(f->loss))
+        rc = ag_fail(err, AG_EINVAL, "the loss is %s: training diverged; lower --lr (%g) or "
+                     "set --clip", isnan(f->loss) ? "NaN" : "infinite", (double)m->lr);
+    if (!rc && step && m->rounds > 0)
+        rc = ag_rounds_backward(tape, m->dX, NULL, m->grads, err);
+    if (!rc && step)
+        rc = ag_optimizer_step(m->opt, &f->grad_norm, err);
+    ag_tape_free(tape);
+    return rc;
+}
+
+int model_items(const model_t *m, folder_item_t *items, char (*names)[64])
+{
+    int n = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        ag_weights_t *w = &m->layers[l];
+        const int64_t HD = w->H * w->d;
+        for (int k = 0; k < N_ARRAYS; k++) {
+            const float *p = *array_of(w, k);
+            if (!p)
+                continue;
+            if (m->n_layers > 1)
+                snprintf(names[n], 64, "round-%d/%s.npy", l + 1, array_names[k]);
+            else
+                snprintf(names[n], 64, "%s.npy", array_names[k]);
+            folder_item_t *it = &items[n];
+            *it = (folder_item_t){names[n], p, NULL, 2, {0, 0, 0}};
+            if (k < 3 && w->per_node)
+                it->ndim = 3, it->shape[0] = w->per_node, it->shape[1] = HD, it->shape[2] = w->D;
+            else if (k < 3)
+                it->shape[0] = HD, it->shape[1] = w->D;
+            else if (k == 3)
+                it->shape[0] = w->D, it->shape[1] = HD;
+            else if (k < 6)
+                it->ndim = 1, it->shape[0] = w->D;
+            else
+                it->shape[0] = w->H, it->shape[1] = w->d;
+            n++;
+        }
+    }
+    if (m->C) {
+        items[n++] = (folder_item_t){"readout.npy", m->wr, NULL, 2, {m->C, m->D, 0}};
+        items[n++] = (folder_item_t){"readout_bias.npy", m->br, NULL, 1, {m->C, 0, 0}};
+    }
+    return n;
+}

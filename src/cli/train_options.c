@@ -1,0 +1,237 @@
+/* `attngraph train`'s options: the help text, the parser and the combinations refused. */
+#include <stdio.h>
+#include <string.h>
+
+#include "train.h"
+
+static const char train_usage[] =
+    "usage: attngraph train (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --features X.npy\n"
+    "                       (--labels L.npy | --targets Y.npy) [options]\n"
+    "       attngraph train --pattern A --pattern B [--graph FILE] ... [options]\n"
+    "\n"
+    "Trains R rounds of attention with projections (as 'attngraph run' computes them) from\n"
+    "the features: with --labels, the classes of the nodes through a linear readout of\n"
+    "the final states (logits = X Wr^T + br, cross-entropy); with --targets, the final\n"
+    "states themselves (mean squared error). Prints the loss and accuracies every few\n"
+    "epochs. Under several connectivities (--pattern and --graph, repeated) the same\n"
+    "initial model is trained under each, and one table compares them.\n"
+    "\n"
+    "Task:\n"
+    "  --features X.npy    node states [N, D]: the model width D is theirs\n"
+    "  --labels L.npy      integer class per node [N], 0..C-1 (-1: unlabelled)\n"
+    "  --targets Y.npy     target states [N, D] instead\n"
+    "  --train-mask M.npy  the nodes the loss is taken on (bool, 0/1 integers) [N]\n"
+    "                      (default: every labelled node)\n"
+    "  --eval-mask M.npy   held-out nodes for the eval figures (default: the labelled\n"
+    "                      nodes outside --train-mask, when it is given)\n"
+    "\n"
+    "Model (as in run): --rounds R (default 1; 0: the readout alone), --heads H,\n"
+    "--head-dim d, --score ..., --no-residual, --norm layer (LayerNorm weights are\n"
+    "learnt), --posenc sinusoidal, --per-node-weights; --weights DIR starts from a\n"
+    "weights folder (with readout.npy and readout_bias.npy, if there), else the\n"
+    "weights are drawn from --seed (default 1).\n"
+    "\n"
+    "Training:\n"
+    "  --epochs E          optimizer steps on the whole graph (default 100)\n"
+    "  --lr LR             learning rate (default 0.01)\n"
+    "  --optimizer NAME    adam (default), adamw or sgd\n"
+    "  --momentum M        sgd's momentum (default 0)\n"
+    "  --weight-decay W    L2 penalty (adam, sgd) or decoupled decay (adamw) (default 0)\n"
+    "  --clip C            scale the gradients to a global L2 norm of at most C\n"
+    "  --every K           a line every K epochs (default: about ten lines)\n"
+    "  --progress, --no-progress  the current epoch on standard error (default: when\n"
+    "                      it is a terminal)\n"
+    "\n"
+    "Outputs (one connectivity; --log also with several):\n"
+    "  --save DIR          the trained weights, in the layout run --weights reads, plus\n"
+    "                      readout.npy [C, D] and readout_bias.npy [C]\n"
+    "  --predict FILE.npy  the class of every node (int64 [N]) from the trained model\n"
+    "  --log FILE.csv      per epoch: connectivity,epoch,loss,train_accuracy,eval_loss,\n"
+    "                      eval_accuracy,grad_norm (epoch e: the model after e steps)\n"
+    "  --quiet             print nothing on success\n"
+    "\n"
+    "Connectivity:\n"
+    "  GRAPH, --graph FILE a graph file (--graph: repeatable)\n"
+    "  --pattern SPEC      a pattern, sized by --nodes or the features (repeatable)\n"
+    "  --csr IP.npy,IX.npy an in-neighbour CSR\n"
+    "\n" INPUT_OPTIONS_HELP
+    "  -h, --help          this text\n"
+    "Same seed, same result: training is bitwise reproducible for any --threads.\n";
+
+/* Options of run that train refuses, and why. */
+static int refuse_for_train(const run_opts_t *o)
+{
+    static const int raw[] = {OPT_Q, OPT_K, OPT_V, 0};
+    static const int others[] = {OPT_DIM, OPT_UNTIL, 0};
+    if (refuse_options(o, raw, "train", "train learns rounds with projections from "
+                       "--features; --q/--k/--v are fixed attention inputs"))
+        return EXIT_USAGE;
+    return refuse_options(o, others, "train", "the model starts from --features and runs "
+                          "exactly --rounds rounds");
+}
+
+static int add_conn(train_opts_t *t, const char *name, int kind)
+{
+    if (t->n_conns == TRAIN_MAX_CONNS)
+        return usage_error("train", "more than %d connectivities", TRAIN_MAX_CONNS);
+    t->conns[t->n_conns++] = (train_conn_t){name, kind};
+    return 0;
+}
+
+/* Options of train's own; 1 when c is none of them. */
+static int train_option(train_opts_t *t, int c, const char *arg, const char *name)
+{
+    double x;
+    int64_t v;
+    switch (c) {
+    case OPT_PATTERN: return add_conn(t, arg, 1);
+    case OPT_GRAPH: return add_conn(t, arg, 0);
+    case OPT_CSR: return add_conn(t, arg, 2);
+    case OPT_LABELS: t->labels = arg; return 0;
+    case OPT_TARGETS: t->targets = arg; return 0;
+    case OPT_TRAIN_MASK: t->train_mask = arg; return 0;
+    case OPT_EVAL_MASK: t->eval_mask = arg; return 0;
+    case OPT_SAVE: t->save = arg; return 0;
+    case OPT_LOG: t->log = arg; return 0;
+    case OPT_PREDICT: t->predict = arg; return 0;
+    case OPT_PROGRESS: case OPT_NO_PROGRESS: t->o.progress = c == OPT_PROGRESS; return 0;
+    case OPT_EPOCHS: return opt_int(&t->epochs, "train", name, arg, 1, 100000000);
+    case OPT_EVERY: return opt_int(&t->every, "train", name, arg, 1, INT64_MAX);
+    case OPT_ROUNDS:   /* 0 is the readout alone */
+        t->o.given[OPT_ROUNDS - OPT_Q] = 1;
+        if (opt_int(&v, "train", name, arg, 0, 1000000))
+            return EXIT_USAGE;
+        t->o.rounds = v;
+        return 0;
+    case OPT_OPTIMIZER:
+        if (strcmp(arg, "adam") == 0)
+            t->opt.kind = AG_OPT_ADAM;
+        else if (strcmp(arg, "adamw") == 0)
+            t->opt.kind = AG_OPT_ADAMW;
+        else if (strcmp(arg, "sgd") == 0)
+            t->opt.kind = AG_OPT_SGD;
+        else
+            return usage_error("train", "--optimizer '%s': expected adam, adamw or sgd", arg);
+        return 0;
+    case OPT_LR: case OPT_CLIP:
+        if (opt_real(&x, "train", name, arg, 0, 1))
+            return EXIT_USAGE;
+        *(c == OPT_LR ? &t->opt.lr : &t->opt.clip) = (float)x;
+        return 0;
+    case OPT_WEIGHT_DECAY: case OPT_MOMENTUM:
+        if (opt_real(&x, "train", name, arg, 0, 0))
+            return EXIT_USAGE;
+        if (c == OPT_MOMENTUM && x >= 1)
+            return usage_error("train", "--momentum '%s' is not a number in 0..1 (1 excluded)",
+                               arg);
+        *(c == OPT_MOMENTUM ? &t->opt.momentum : &t->opt.weight_decay) = (float)x;
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* Combinations train refuses; 0 or EXIT_USAGE. */
+static int train_checks(train_opts_t *t, const opt_parser_t *p)
+{
+    run_opts_t *o = &t->o;
+    if (!t->n_conns)
+        return usage_error("train", "no GRAPH file, --pattern or --csr given");
+    int graphs = 0, csrs = 0, stdin_files = 0;
+    for (int k = 0; k < t->n_conns; k++) {
+        graphs += t->conns[k].kind == 0, csrs += t->conns[k].kind == 2;
+        stdin_files += t->conns[k].kind == 0 && strcmp(t->conns[k].name, "-") == 0;
+    }
+    if (csrs > 1 || (csrs && t->n_conns > 1))
+        return usage_error("train", "--csr trains on one connectivity; compare several with "
+                           "--pattern and --graph");
+    if (o->src.format && !graphs)
+        return usage_error("train", "--format names the format of a GRAPH file; none was given");
+    if (!o->features)
+        return usage_error("train", "give --features X.npy, the node states [N, D] the model "
+                           "starts from");
+    if (!!t->labels == !!t->targets)
+        return usage_error("train", t->labels ? "give --labels or --targets, not both"
+                                              : "give --labels L.npy (a class per node) or "
+                                                "--targets Y.npy (target states)");
+    if (t->predict && !t->labels)
+        return usage_error("train", "--predict writes classes; it needs --labels");
+    if (t->n_conns > 1 && (t->save || t->predict))
+        return usage_error("train", "--%s keeps one trained model; give one connectivity",
+                           t->save ? "save" : "predict");
+    if (p->seen[OPT_MOMENTUM - OPT_Q] && t->opt.kind != AG_OPT_SGD)
+        return usage_error("train", "--momentum is sgd's; --optimizer is %s",
+                           t->opt.kind == AG_OPT_ADAM ? "adam" : "adamw");
+    if (t->save && strcmp(t->save, "-") == 0)
+        return usage_error("train", "--save names a folder; standard output (-) cannot hold "
+                           "the weight files");
+    const char *more[] = {t->labels, t->targets, t->train_mask, t->eval_mask};
+    for (size_t k = 0; k < sizeof more / sizeof more[0]; k++)
+        stdin_files += more[k] && strcmp(more[k], "-") == 0;
+    if (one_stdin_input(o, stdin_files, "train"))
+        return EXIT_USAGE;
+    if (refuse_for_train(o))
+        return EXIT_USAGE;
+    /* the readout is drawn from --seed even when --features and --weights are given */
+    const unsigned char seed_given = o->given[OPT_SEED - OPT_Q];
+    o->given[OPT_SEED - OPT_Q] = 0;
+    const int64_t rounds = o->rounds;
+    o->rounds = rounds ? rounds : 1;   /* run's checks know no --rounds 0 */
+    int rc = input_options_check(o, "train");
+    o->given[OPT_SEED - OPT_Q] = seed_given;
+    o->rounds = rounds;
+    return rc ? EXIT_USAGE : 0;
+}
+
+int parse_train(train_opts_t *t, int argc, char **argv)
+{
+    static struct option longopts[112];
+    static const struct option own[] = {
+        {"pattern", required_argument, 0, OPT_PATTERN}, {"graph", required_argument, 0, OPT_GRAPH},
+        {"csr", required_argument, 0, OPT_CSR}, {"labels", required_argument, 0, OPT_LABELS},
+        {"targets", required_argument, 0, OPT_TARGETS},
+        {"train-mask", required_argument, 0, OPT_TRAIN_MASK},
+        {"eval-mask", required_argument, 0, OPT_EVAL_MASK},
+        {"epochs", required_argument, 0, OPT_EPOCHS}, {"lr", required_argument, 0, OPT_LR},
+        {"optimizer", required_argument, 0, OPT_OPTIMIZER},
+        {"momentum", required_argument, 0, OPT_MOMENTUM},
+        {"weight-decay", required_argument, 0, OPT_WEIGHT_DECAY},
+        {"clip", required_argument, 0, OPT_CLIP}, {"every", required_argument, 0, OPT_EVERY},
+        {"save", required_argument, 0, OPT_SAVE}, {"log", required_argument, 0, OPT_LOG},
+        {"predict", required_argument, 0, OPT_PREDICT},
+        {"progress", no_argument, 0, OPT_PROGRESS}, {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+        {0, 0, 0, 0},
+    };
+    static const int repeatable[] = {OPT_PATTERN, OPT_GRAPH, 0};
+    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
+    memset(t, 0, sizeof *t);
+    run_opts_init(&t->o);
+    t->epochs = 100;
+    t->opt = (ag_optimizer_opts_t){.kind = AG_OPT_ADAM, .lr = 0.01f};
+    opt_parser_t p;
+    opt_begin(&p, "train", train_usage, longopts, repeatable, argc, argv);
+    int c;
+    while ((c = opt_next(&p)) > 0) {
+        int rc = train_option(t, c, p.arg, p.name);
+        if (rc == 1)
+            rc = input_option(&t->o, c, p.arg, "train");
+        if (rc != 0)
+            return rc;
+    }
+    if (c < 0)
+        return p.status;
+    if (opt_positional(&p, 1))
+        return EXIT_USAGE;
+    if (p.n_pos) {   /* GRAPH comes first, whatever the order on the line */
+        memmove(t->conns + 1, t->conns, (size_t)t->n_conns * sizeof t->conns[0]);
+        t->conns[0] = (train_conn_t){p.pos[0], 0};
+        if (t->n_conns++ == TRAIN_MAX_CONNS)
+            return usage_error("train", "more than %d connectivities", TRAIN_MAX_CONNS);
+    }
+    if (t->n_conns == 1) {   /* run's checks see the one source */
+        const train_conn_t *c0 = &t->conns[0];
+        *(c0->kind == 0 ? &t->o.src.graph : c0->kind == 1 ? &t->o.src.pattern : &t->o.src.csr) =
+            c0->name;
+    }
+    return train_checks(t, &p) ? EXIT_USAGE : -1;
+}

@@ -1,0 +1,192 @@
+/* What `attngraph train` says: the epoch lines, progress, the log, the final figures,
+   the comparison table and the run command that predicts with the saved model. */
+#include <math.h>
+#include <stdio.h>
+
+#include "timing.h"
+#include "train.h"
+
+double pct(int64_t n, int64_t of)
+{
+    return of ? 100.0 * (double)n / (double)of : NAN;
+}
+
+/* "epoch 37/200: loss 0.51, train 85.0%, eval 80.2%, 1.2 s", at most every 0.1 s
+   (rewritten on a terminal; a line a second with --progress elsewhere). */
+void progress_line(epoch_progress_t *p, const char *conn, int64_t e, int64_t epochs,
+                          const epoch_t *f, const task_t *t)
+{
+    const double now = now_s();
+    if (!p->show || now - p->last < (p->tty ? 0.1 : 1.0))
+        return;
+    p->last = now;
+    fprintf(stderr, "%s%s%sepoch %lld/%lld: loss %.4g", p->tty ? "\r\033[K" : "progress: ",
+            conn ? conn : "", conn ? ": " : "", (long long)e, (long long)epochs, f->loss);
+    if (t->C)
+        fprintf(stderr, ", train %.1f%%", pct(f->train_correct, t->n_train));
+    if (t->C && t->eval)
+        fprintf(stderr, ", eval %.1f%%", pct(f->eval_correct, t->n_eval));
+    fprintf(stderr, ", %.1f s%s", now - p->t0, p->tty ? "" : "\n");
+    p->open_line = p->tty;
+    fflush(stderr);
+}
+
+void progress_clear(epoch_progress_t *p)
+{
+    if (p->open_line)
+        fputs("\r\033[K", stderr);
+    p->open_line = 0;
+}
+
+void print_row(const task_t *t, int64_t e, const epoch_t *f)
+{
+    printf("%5lld  %10.4g", (long long)e, f->loss);
+    if (t->C) {
+        printf("  %8.1f%%", pct(f->train_correct, t->n_train));
+        if (t->eval)
+            printf("  %8.1f%%", pct(f->eval_correct, t->n_eval));
+    } else if (t->eval) {
+        printf("  %10.4g", f->eval_loss);
+    }
+    putchar('\n');
+}
+
+void print_row_header(const task_t *t)
+{
+    printf("epoch        loss");
+    if (t->C)
+        printf("  train_acc%s", t->eval ? "   eval_acc" : "");
+    else if (t->eval)
+        printf("   eval_loss");
+    putchar('\n');
+}
+
+static void csv_value(FILE *f, double x)
+{
+    if (isnan(x))
+        fputc(',', f);
+    else
+        fprintf(f, ",%.9g", x);
+}
+
+void log_row(FILE *f, const char *conn, const task_t *t, int64_t e, const epoch_t *ep)
+{
+    csv_field(f, conn);
+    fprintf(f, ",%lld", (long long)e);
+    csv_value(f, ep->loss);
+    csv_value(f, t->C ? pct(ep->train_correct, t->n_train) / 100 : NAN);
+    csv_value(f, ep->eval_loss);
+    csv_value(f, t->C && t->eval ? pct(ep->eval_correct, t->n_eval) / 100 : NAN);
+    csv_value(f, ep->grad_norm);
+    fputc('\n', f);
+}
+
+void print_final(const task_t *t, const outcome_t *r, int64_t epochs)
+{
+    printf("final (epoch %lld): loss %.4g", (long long)epochs, r->final.loss);
+    if (t->C) {
+        printf(", train accuracy %.1f%% (%lld/%lld)", pct(r->final.train_correct, t->n_train),
+               (long long)r->final.train_correct, (long long)t->n_train);
+        if (t->eval)
+            printf(", eval accuracy %.1f%% (%lld/%lld); best eval accuracy %.1f%% at epoch %lld",
+                   pct(r->final.eval_correct, t->n_eval), (long long)r->final.eval_correct,
+                   (long long)t->n_eval, pct((int64_t)r->best, t->n_eval),
+                   (long long)r->best_epoch);
+    } else if (t->eval) {
+        printf(", eval loss %.4g; best eval loss %.4g at epoch %lld", r->final.eval_loss,
+               r->best, (long long)r->best_epoch);
+    }
+    printf("\n%lld epochs in %.2f s (%.1f epochs/s)\n", (long long)epochs, r->seconds,
+           r->seconds > 0 ? (double)epochs / r->seconds : 0.0);
+}
+
+void print_table(const train_opts_t *to, const task_t *t, const outcome_t *res)
+{
+    printf("%-24s %10s %10s", "connectivity", "edges", "loss");
+    if (t->C)
+        printf(" %9s%s", "train_acc", t->eval ? "  eval_acc  best_eval  at_epoch" : "");
+    else if (t->eval)
+        printf(" %10s %10s  at_epoch", "eval_loss", "best_eval");
+    printf(" %8s\n", "time_s");
+    for (int k = 0; k < to->n_conns; k++) {
+        const outcome_t *r = &res[k];
+        printf("%-24.24s %10lld %10.4g", to->conns[k].name, (long long)r->edges, r->final.loss);
+        if (t->C) {
+            printf(" %8.1f%%", pct(r->final.train_correct, t->n_train));
+            if (t->eval)
+                printf(" %8.1f%% %9.1f%% %9lld", pct(r->final.eval_correct, t->n_eval),
+                       pct((int64_t)r->best, t->n_eval), (long long)r->best_epoch);
+        } else if (t->eval) {
+            printf(" %10.4g %10.4g %9lld", r->final.eval_loss, r->best, (long long)r->best_epoch);
+        }
+        printf(" %8.2f\n", r->seconds);
+    }
+}
+
+static const char *score_name(ag_score_kind_t kind)
+{
+    static const char *const names[] = {"scaled-dot", "dot", "cosine", "additive", "gatv2",
+                                        "sigmoid", "linear"};
+    return names[kind];
+}
+
+void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
+                        int threads)
+{
+    static const char *const opt_names[] = {"adam", "adamw", "sgd"};
+    const run_opts_t *o = &to->o;
+    printf("train: %lld round%s (D=%lld, %lld head%s of width %lld, %s scores, %s, seed %llu); ",
+           (long long)in->rounds, PLURAL(in->rounds), (long long)in->x0.cols, (long long)in->H,
+           PLURAL(in->H), (long long)in->d, score_name(in->score.kind),
+           o->weights ? "weights from file" : "random weights", (unsigned long long)o->seed);
+    if (t->C)
+        printf("%lld classes, %lld train", (long long)t->C, (long long)t->n_train);
+    else
+        printf("targets, %lld train", (long long)t->n_train);
+    if (t->eval)
+        printf(" and %lld eval", (long long)t->n_eval);
+    printf(" node%s; %s, lr %g, %lld epoch%s, %d thread%s\n",
+           PLURAL(t->eval ? t->n_eval : t->n_train), opt_names[to->opt.kind],
+           (double)to->opt.lr, (long long)to->epochs, PLURAL(to->epochs), threads,
+           PLURAL(threads));
+}
+
+/* The run command that predicts with the saved model. */
+void print_run_hint(const train_opts_t *to, const inputs_t *in)
+{
+    const run_opts_t *o = &to->o;
+    const train_conn_t *c = &to->conns[0];
+    printf("predict with: attngraph run %s%s%s", c->kind == 1 ? "--pattern '" : c->kind == 2 ?
+           "--csr " : "", c->name, c->kind == 1 ? "'" : "");
+    if (c->kind == 1)
+        printf(" --nodes %lld", (long long)in->N);
+    printf(" --features %s --weights %s --heads %lld --rounds %lld", o->features, to->save,
+           (long long)in->H, (long long)in->rounds);
+    if (in->score.kind)
+        printf(" --score %s", score_name(in->score.kind));
+    if (o->given[OPT_BETA - OPT_Q])
+        printf(" --beta %g", (double)o->score.beta);
+    if (o->given[OPT_SOFTCAP - OPT_Q])
+        printf(" --softcap %g", (double)o->score.softcap);
+    if (o->given[OPT_SLOPE - OPT_Q])
+        printf(" --slope %g", (double)o->score.slope);
+    if (o->score.has_sigmoid_bias)
+        printf(" --sigmoid-bias %g", (double)o->score.sigmoid_bias);
+    if (o->score.alibi)
+        printf(" --alibi");
+    if (o->edge_bias)
+        printf(" --edge-bias %s", o->edge_bias);
+    if (o->no_residual)
+        printf(" --no-residual");
+    if (o->norm == AG_NORM_LAYER)
+        printf(" --norm layer");
+    if (o->posenc)
+        printf(" --posenc sinusoidal");
+    if (o->src.self != AG_SELF_KEEP)
+        printf(" --self-loops %s", o->src.self == AG_SELF_ON ? "on" : "off");
+    if (o->src.direction != AG_EDGES_AUTO)
+        printf(" --%s", o->src.direction == AG_EDGES_UNDIRECTED ? "undirected" : "directed");
+    if (o->src.format)
+        printf(" --format %s", o->src.format);
+    printf(" --predict FILE.npy\n");
+}
