@@ -19,6 +19,8 @@
  * Each (block, head) is one task: no atomics, and the bits do not depend on
  * the thread count. Blocks are handed out heaviest first (causal: the last);
  * narrow blocks go in runs of consecutive ones (see ag_i_attention_tiled).
+ * The backward (the second half of the file) runs on the same tiles and
+ * micro-kernels.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +271,20 @@ AG_INLINE void store_messages(float *M, const float *restrict acc, const float *
     }
 }
 
+/* Tiles of rows over [*lo, *hi): the span widened to whole register blocks
+   of rows (rows outside a lane's run are masked anyway), cut into equal tiles;
+   returns their size. Narrow blocks take at most 32 rows a tile: then most of
+   a window's tiles lie inside every lane's run and need no masks (+1-2%). */
+AG_INLINE int64_t cut_tiles(int64_t *lo, int64_t *hi, int64_t N, const int QV)
+{
+    const int64_t RB = QV == 4 ? 4 : 8, bk_max = QV == 4 ? BK : BK / 2;
+    *lo -= *lo % RB;
+    *hi = *hi + (RB - *hi % RB) % RB > N ? *hi : *hi + (RB - *hi % RB) % RB;
+    const int64_t span = *hi - *lo, n_tiles = (span + bk_max - 1) / bk_max;
+    const int64_t tile = n_tiles ? (span + n_tiles - 1) / n_tiles : bk_max;
+    return (tile + RB - 1) / RB * RB;
+}
+
 /* One block of destinations i0 .. i0+nq-1 and one head; see the file comment. */
 AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,
                             const float *K, const float *V, int64_t H, int64_t d, int64_t h,
@@ -304,16 +320,7 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
         m[v] = v_set1(-__builtin_inff()), l[v] = u[v] = dist[v] = v_set1(0.0f);
     memset(b->acc, 0, (size_t)(d * BQ) * sizeof(float));
 
-    /* Tiles: the block's span, widened to whole register blocks of rows (rows
-       outside a lane's run are masked anyway), cut into equal tiles. Narrow
-       blocks take at most 32 rows a tile: then most of a window's tiles lie
-       inside every lane's run and need no masks (+1-2%). */
-    const int64_t RB = QV == 4 ? 4 : 8, N = nb->n_nodes, bk_max = QV == 4 ? BK : BK / 2;
-    jmin -= jmin % RB;
-    jmax = jmax + (RB - jmax % RB) % RB > N ? jmax : jmax + (RB - jmax % RB) % RB;
-    const int64_t span = jmax - jmin, n_tiles = (span + bk_max - 1) / bk_max;
-    int64_t tile = n_tiles ? (span + n_tiles - 1) / n_tiles : bk_max;
-    tile = (tile + RB - 1) / RB * RB;
+    const int64_t tile = cut_tiles(&jmin, &jmax, nb->n_nodes, QV);
     for (int64_t j0 = jmin; j0 < jmax; j0 += tile) {
         const int64_t bk = jmax - j0 < tile ? jmax - j0 : tile;
         const int full = j0 >= max_lo && j0 + bk <= min_hi;   /* inside every lane's run */
@@ -643,13 +650,7 @@ AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t 
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
         one[v] = v_set1(1.0f);
-    /* tiles as the forward's: the span widened to whole register blocks, cut evenly */
-    const int64_t RB = QV == 4 ? 4 : 8, bk_max = QV == 4 ? BK : BK / 2;
-    jmin -= jmin % RB;
-    jmax = jmax + (RB - jmax % RB) % RB > N ? jmax : jmax + (RB - jmax % RB) % RB;
-    const int64_t span = jmax - jmin, n_tiles = (span + bk_max - 1) / bk_max;
-    int64_t tile = n_tiles ? (span + n_tiles - 1) / n_tiles : bk_max;
-    tile = (tile + RB - 1) / RB * RB;
+    const int64_t tile = cut_tiles(&jmin, &jmax, N, QV);   /* as the forward's */
     for (int64_t j0 = jmin; j0 < jmax; j0 += tile) {
         const int64_t bk = jmax - j0 < tile ? jmax - j0 : tile;
         const int full = j0 >= max_lo && j0 + bk <= min_hi;
@@ -708,8 +709,9 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
     int64_t rmin = INT64_MAX, rmax = 0;
     for (int64_t j = j0; j < j0 + nq; j++)
         for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++) {
+            const int64_t end = nb->out_dst[r] + nb->out_len[r];
             rmin = nb->out_dst[r] < rmin ? nb->out_dst[r] : rmin;
-            rmax = nb->out_dst[r] + nb->out_len[r] > rmax ? nb->out_dst[r] + nb->out_len[r] : rmax;
+            rmax = end > rmax ? end : rmax;
         }
     memset(b->acc1, 0, (size_t)(d * BQ) * sizeof(float));
     memset(b->acc2, 0, (size_t)(d * BQ) * sizeof(float));
@@ -722,16 +724,9 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
         one[v] = v_set1(1.0f);
-    /* tiles of rows as pass A's tiles of sources: the span widened to whole
-       register blocks, cut evenly */
-    const int64_t RB = QV == 4 ? 4 : 8, bk_max = QV == 4 ? BK : BK / 2;
     if (rmax == 0)
         rmin = 0;
-    rmin -= rmin % RB;
-    rmax = rmax + (RB - rmax % RB) % RB > N ? rmax : rmax + (RB - rmax % RB) % RB;
-    const int64_t span = rmax - rmin, n_tiles = (span + bk_max - 1) / bk_max;
-    int64_t tile = n_tiles ? (span + n_tiles - 1) / n_tiles : bk_max;
-    tile = (tile + RB - 1) / RB * RB;
+    const int64_t tile = cut_tiles(&rmin, &rmax, N, QV);   /* tiles of rows, as pass A's */
     for (int64_t r0 = rmin; r0 < rmax; r0 += tile) {
         const int64_t br = rmax - r0 < tile ? rmax - r0 : tile;
         int any = 0, full = 1;   /* does a row read the block; does every row read all of it */
