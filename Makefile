@@ -22,7 +22,7 @@ PKGS    := igraph openblas libxml-2.0
 CFLAGS  ?= -O2 -g
 # -ffp-contract=fast: ISO C mode would otherwise forbid fusing a*b + c into one FMA,
 # which the kernels are built on (and which rounds once instead of twice).
-# -fvisibility=hidden: the shared library exports only what include/attngraph.h
+# -fvisibility=hidden: the shared library exports only what include/attngraph/*.h
 # declares (the header marks its declarations visible). -MMD -MP: each object
 # depends on the headers it includes.
 AG_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Iinclude -Isrc \
@@ -47,7 +47,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 SONAME := libattngraph.so.0
 LIB_A  := $(BUILD)/libattngraph.a
 LIB_SO := $(BUILD)/libattngraph.so
-LIB_SO_REAL := $(BUILD)/libattngraph.so.$(patsubst "%",%,$(shell sed -n 's/^\#define AG_VERSION //p' include/attngraph.h))
+LIB_SO_REAL := $(BUILD)/libattngraph.so.$(patsubst "%",%,$(shell sed -n 's/^\#define AG_VERSION //p' include/attngraph/core.h))
 CLI    := $(BUILD)/attngraph
 TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
@@ -182,7 +182,7 @@ $(BUILD)/train_round: tools/train_round.c $(LIB_A)
 	$(CC) $(AG_CFLAGS) $(CFLAGS) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The README's embedding example, linked against the shared library like a user would.
-$(EXAMPLE): tools/example_embed.c $(LIB_SO) include/attngraph.h
+$(EXAMPLE): tools/example_embed.c $(LIB_SO) $(wildcard include/*.h include/attngraph/*.h)
 	$(CC) $(AG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) -Wl,-rpath,'$$ORIGIN' -lattngraph $(LDLIBS)
 
 # ---- fuzzing (tests/fuzz/) ----

@@ -1,0 +1,679 @@
+/*
+ * attngraph — attention as message passing on graphs: the core.
+ *
+ * Everything that works on arrays (CSR, patterns, attention, rounds, gradients,
+ * training, .npy) and needs no igraph header; attngraph/igraph.h adds graph
+ * files. A program that only has CSR arrays includes this header alone.
+ *
+ * Conventions (see README.md):
+ *   - Edge u -> v: v receives from u (v's query meets u's key; u's value flows
+ *     to v). Undirected edges count in both directions; an undirected
+ *     self-loop is one message. Each multi-edge is its own message.
+ *   - N nodes, E messages, H heads of width d, model width D.
+ *   - Q, K, V and messages are row-major float32 [N, H*d]; head h is columns
+ *     h*d .. (h+1)*d-1.
+ *   - Weight matrices are [out, in] like torch.nn.Linear.weight: y = x W^T.
+ *
+ * Errors: every fallible function returns AG_OK (0) or an ag_status_t and,
+ * when err is not NULL, fills it with one line naming the file, the value and
+ * what was expected. The library never prints, never exits and never lets
+ * igraph abort: it swaps in its own igraph error handler for the duration of
+ * each igraph call and restores the host's afterwards.
+ *
+ * Initialisation: a function that initialises an out-parameter (a struct,
+ * or a pointer it allocates) leaves it zeroed (NULL pointers, zero sizes)
+ * when it fails, so calling its _destroy / free on it is always safe,
+ * whether the call succeeded or not. The one exception is an igraph_t, which
+ * is igraph's: on failure it is left uninitialised and must not be destroyed.
+ *
+ * Threads: kernels run with OpenMP over destinations (ag_set_threads chooses
+ * how many, for OpenBLAS too); results are bitwise identical for any thread
+ * count. igraph is not thread-safe: call the functions that take an igraph_t
+ * from one thread at a time.
+ *
+ * Speed: OpenBLAS 0.3.21 picks slow kernels on some current CPUs (see
+ * ag_blas_check); a program should call ag_blas_fix(argv) first thing in
+ * main, or be started with OPENBLAS_CORETYPE set.
+ */
+#ifndef ATTNGRAPH_CORE_H
+#define ATTNGRAPH_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The shared library exports what this header declares and nothing else. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+#define AG_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum {
+    AG_OK = 0,
+    AG_ENOMEM,   /* out of memory */
+    AG_EIO,      /* a file could not be opened, read or written */
+    AG_EFORMAT,  /* a file's contents are malformed */
+    AG_EINVAL,   /* a value is out of range or shapes disagree */
+    AG_ELIMIT,   /* the input asks for more than the configured limit */
+    AG_EIGRAPH   /* igraph reported an error */
+} ag_status_t;
+
+typedef struct {
+    ag_status_t status;
+    char msg[512];
+} ag_error_t;
+
+/* A round callback's request to stop early (see ag_round_opts_t). */
+#define AG_STOP (-1)
+
+/* Name of a status, e.g. "bad format". */
+const char *ag_status_str(ag_status_t status);
+
+/* ---------------------------------------------------------------- machine */
+
+/* OpenBLAS's kernel choice against what the CPU can run. */
+typedef struct {
+    char chosen[32];      /* the core type OpenBLAS uses, e.g. "Haswell" */
+    char best[32];        /* the fastest core type this CPU runs, e.g. "SkylakeX" */
+    int slow;             /* 1: chosen uses an older instruction set than best */
+    int forced;           /* 1: OPENBLAS_CORETYPE is set in the environment */
+} ag_blas_info_t;
+
+/*
+ * Fills info. OpenBLAS 0.3.21 picks its kernels from the CPU model when it
+ * loads and misses some current CPUs (Intel Emerald Rapids gets "Prescott",
+ * SSE3: 5x slower projections); an OPENBLAS_CORETYPE inherited from the
+ * environment can also name older kernels than the CPU runs (AMD EPYC Zen 5
+ * machines here start programs with "Haswell": AVX2, 2x slower). Only
+ * OPENBLAS_CORETYPE, set before OpenBLAS loads, changes the choice.
+ */
+void ag_blas_check(ag_blas_info_t *info);
+
+/*
+ * When ag_blas_check finds OpenBLAS slow, sets OPENBLAS_CORETYPE to the best
+ * core type and restarts the program once (execv of /proc/self/exe with
+ * argv); otherwise returns AG_OK at once. It leaves OpenBLAS alone when the
+ * environment has AG_BLAS_KEEP set. Call it first thing in main, before any
+ * other work: in the slow case it does not return. Returns an error only if
+ * the restart failed (the program can go on, slower). Programs that cannot
+ * restart (an interpreter, say) should start with OPENBLAS_CORETYPE=SkylakeX
+ * on AVX-512 CPUs (ag_blas_check's `best`).
+ */
+int ag_blas_fix(char **argv, ag_error_t *err);
+
+/*
+ * The memory budget: every array the library allocates is checked against it
+ * before the allocation is tried, and one that would need more is refused
+ * (AG_ELIMIT) with a message naming what it was for, the bytes it needs and
+ * the budget. 0 (the default) means the machine's available memory at the
+ * time (MemAvailable). ag_set_memory_budget returns the previous setting;
+ * ag_memory_budget the budget in force now, in bytes.
+ */
+int64_t ag_set_memory_budget(int64_t bytes);
+int64_t ag_memory_budget(void);
+
+/* Sets the threads of the kernels (OpenMP) and of OpenBLAS together; 0 or
+   less: all cores. Returns the count in use (1 without OpenMP). */
+int ag_set_threads(int threads);
+
+/* ---------------------------------------------------------------- .npy */
+
+typedef enum {
+    AG_DTYPE_F32, AG_DTYPE_F64,
+    AG_DTYPE_I8, AG_DTYPE_I16, AG_DTYPE_I32, AG_DTYPE_I64,
+    AG_DTYPE_U8, AG_DTYPE_U16, AG_DTYPE_U32, AG_DTYPE_U64,
+    AG_DTYPE_BOOL
+} ag_dtype_t;
+
+#define AG_NPY_MAX_DIMS 4
+
+/* A 2-D float32 matrix, row-major. */
+typedef struct {
+    int64_t rows, cols;
+    float *data;          /* [rows, cols], owned; free with ag_matrix_destroy */
+} ag_matrix_t;
+
+/* A float32 array of 1 to AG_NPY_MAX_DIMS dimensions, row-major. */
+typedef struct {
+    int ndim;
+    int64_t shape[AG_NPY_MAX_DIMS];
+    float *data;          /* owned; free with ag_array_destroy */
+} ag_array_t;
+
+/* Reads a .npy array of any rank with the conversions and checks of
+   ag_matrix_read_npy (a non-finite value is named by its index). */
+int ag_array_read_npy(ag_array_t *a, const char *path, ag_error_t *err);
+void ag_array_destroy(ag_array_t *a);
+
+/*
+ * Reads a 2-D .npy file into *m (uninitialised; initialised on success).
+ * Accepts float32/float64 and integer/bool dtypes of either byte order, in C or
+ * Fortran order; values are converted to float32 in row-major layout. A value
+ * that does not fit float32 (|x| > FLT_MAX), NaN or Inf is refused, naming its
+ * row and column. Anything else (other dtypes, other ranks, truncated data) is
+ * refused with a message saying what was found. The path "-" reads standard
+ * input (in one pass; so do ag_array_read_npy and ag_index_read_npy).
+ */
+int ag_matrix_read_npy(ag_matrix_t *m, const char *path, ag_error_t *err);
+
+/*
+ * Reads a 1-D integer .npy file (any integer dtype, either byte order) into
+ * *values, a malloc'ed int64_t array of *n elements (free() it).
+ */
+int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t *err);
+
+/* Writes data [rows, cols] as a little-endian float32 C-order .npy file. */
+int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t cols,
+                     ag_error_t *err);
+/* The same for an array of ndim (1..AG_NPY_MAX_DIMS) dimensions. */
+int ag_npy_write_f32_nd(const char *path, const float *data, int ndim, const int64_t *shape,
+                        ag_error_t *err);
+
+/* Allocates an uninitialised matrix [rows, cols]; zero-filled. */
+int ag_matrix_init(ag_matrix_t *m, int64_t rows, int64_t cols, ag_error_t *err);
+void ag_matrix_destroy(ag_matrix_t *m);
+
+/* Fails (naming what, the row and the column) unless every value is finite. */
+int ag_check_finite(const char *what, const float *data, int64_t rows, int64_t cols,
+                    ag_error_t *err);
+
+/* ---------------------------------------------------------------- labels */
+
+/* Node labels: one UTF-8 string per node. */
+typedef struct {
+    int64_t n;
+    char **str;           /* [n], or NULL: node i is labelled by its number (no strings
+                             made: a pattern or CSR of 10 million nodes prints 20) */
+} ag_labels_t;
+
+/* Room for a node number as text (ag_label's buf). */
+#define AG_LABEL_NUMBER_SIZE 24
+/* Node i's label: labels->str[i], or i written into buf [size] when the labels
+   are numbers (str NULL). */
+const char *ag_label(const ag_labels_t *labels, int64_t i, char *buf, size_t size);
+
+/* Labels "0", "1", ... "n-1". */
+int ag_labels_numbered(ag_labels_t *labels, int64_t n, ag_error_t *err);
+void ag_labels_destroy(ag_labels_t *labels);
+
+/* ------------------------------------------------ compiled neighbourhoods */
+
+/*
+ * The kernel's view of the graph: for each destination i, its in-edges as
+ * runs of consecutive sources, sources ascending (a repeated source of a
+ * multi-edge starts a new run). Edge slots are numbered destination by
+ * destination in that order: slot s of destination i lies in
+ * edge_ptr[i] .. edge_ptr[i+1]-1.
+ */
+typedef struct {
+    int64_t n_nodes;      /* N */
+    int64_t n_edges;      /* E: messages (slots) */
+    int64_t n_runs;       /* R */
+    int64_t *edge_ptr;    /* [N+1] first slot of each destination */
+    int64_t *run_ptr;     /* [N+1] first run of each destination */
+    int64_t *run_src;     /* [R]   first source of each run */
+    int64_t *run_len;     /* [R]   sources in each run (>= 1) */
+    int64_t *edge_id;     /* [E]   igraph edge id of each slot (-1: a self-loop added by
+                                   ag_nbhd_self_loops; for a CSR that ag_nbhd_self_loops
+                                   changed, the slot's index in the CSR given), or NULL */
+    /* The transpose, for the backward (ag_nbhd_transpose; NULL until then): the
+       out-edges of each source j as runs of consecutive destinations, in
+       out_ptr[j] .. out_ptr[j+1]-1. A source's runs come in layers: layer 0
+       holds its first message to each destination, ascending; layer k >= 1 its
+       (k+1)-th message to a destination of a multi-edge. */
+    int64_t n_out_runs;   /* R' */
+    int64_t *out_ptr;     /* [N+1] first out-run of each source */
+    int64_t *out_dst;     /* [R']  first destination of each out-run */
+    int64_t *out_len;     /* [R']  destinations in each out-run (>= 1) */
+    int64_t *out_nth;     /* [R']  its layer: the message j -> i is the (nth+1)-th from j to i */
+    int64_t *run_slot;    /* [R]   first slot of each (in-)run */
+} ag_nbhd_t;
+
+/*
+ * Builds nb from a CSR of in-neighbours: indptr [N+1] (non-decreasing, from 0
+ * to E), indices [E] (sources in 0..N-1, ascending within each destination).
+ * Validated; edge_id is NULL.
+ */
+int ag_nbhd_from_csr(ag_nbhd_t *nb, int64_t n_nodes, const int64_t *indptr,
+                     const int64_t *indices, ag_error_t *err);
+
+void ag_nbhd_destroy(ag_nbhd_t *nb);
+
+typedef enum {
+    AG_SELF_KEEP = 0,     /* self edges as the pattern or graph says */
+    AG_SELF_ON,           /* every node also attends to itself */
+    AG_SELF_OFF           /* no node attends to itself */
+} ag_self_loops_t;
+
+/*
+ * Applies self to compiled neighbourhoods nb (initialised), in place, for
+ * graph files and CSR (patterns take it in ag_nbhd_from_pattern):
+ * AG_SELF_ON gives every node that has no self edge one message from itself,
+ * in its ascending place (like PyG's add_self_loops for a graph without
+ * loops; a node's existing self edges are kept, not merged into one);
+ * its slot's edge_id is -1, as it is no igraph edge. AG_SELF_OFF removes
+ * every self edge. AG_SELF_KEEP does nothing. Runs are rebuilt; on failure
+ * nb is unchanged. Without edge ids (CSR), ON and OFF give nb edge ids: each
+ * kept slot's index in the CSR given, so ag_edge_order keeps the CSR's edge
+ * order with the added loops last. Time and memory O(N + E).
+ */
+int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err);
+
+/* Writes the source of every slot of destinations lo..hi-1 into src
+   [edge_ptr[hi] - edge_ptr[lo]]. */
+void ag_nbhd_sources(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t *src);
+
+/* ---------------------------------------------------------------- patterns */
+
+/*
+ * A parsed connectivity pattern, e.g. "causal", "window:3", "docs:5,3&window:2",
+ * "causal&!strided:4+global:1" (README "Studying masks" defines every atom).
+ * i is the destination (query), j the source (key).
+ */
+typedef struct ag_pattern ag_pattern_t;
+
+/* Parses spec into *pattern (free with ag_pattern_free). Errors name the
+   offending part of the spec. */
+int ag_pattern_parse(ag_pattern_t **pattern, const char *spec, ag_error_t *err);
+void ag_pattern_free(ag_pattern_t *pattern);
+const char *ag_pattern_spec(const ag_pattern_t *pattern);
+/* The node count the pattern implies (blocks, docs, cross, grid, axial), or 0. */
+int64_t ag_pattern_size(const ag_pattern_t *pattern);
+
+/*
+ * Compiles the pattern on N nodes straight into runs (nb uninitialised; its
+ * edge_id is NULL: edge k is slot k). No igraph edge is made: memory is
+ * O(N + runs), so causal on 65,536 nodes (2.1e9 edges) takes 65,536 runs.
+ * Time O(N + runs) for interval atoms; random and bigbird sample per node.
+ */
+int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
+                         ag_self_loops_t self, ag_error_t *err);
+
+/* ---------------------------------------------------------------- kernel */
+
+/* How a destination i weighs an in-edge j -> i (README "Score functions"). */
+typedef enum {
+    AG_SCORE_SCALED_DOT = 0,  /* q.k / sqrt(d), softmax */
+    AG_SCORE_DOT,             /* q.k, softmax */
+    AG_SCORE_COSINE,          /* cos(q, k), softmax (scaled by beta) */
+    AG_SCORE_ADDITIVE,        /* GAT: LeakyReLU(a_dst.q_i + a_src.k_j), softmax */
+    AG_SCORE_GATV2,           /* GATv2: a.LeakyReLU(q_i + k_j), softmax */
+    AG_SCORE_SIGMOID,         /* a_ij = sigmoid(s_ij + b_i), s = q.k / sqrt(d); no normalisation */
+    AG_SCORE_LINEAR           /* a_ij = phi(q_i).phi(k_j) / sum_j' phi(q_i).phi(k_j'), phi = elu + 1 */
+} ag_score_kind_t;
+
+typedef struct {
+    ag_score_kind_t kind;
+    float beta;               /* inverse temperature on softmax scores (0 means 1) */
+    float softcap;            /* > 0: s <- softcap * tanh(s / softcap) (softmax scores) */
+    float slope;              /* LeakyReLU slope of additive and gatv2 (0 means 0.2) */
+    const float *a_src;       /* additive: [H, d]; gatv2: the vector a [H, d] */
+    const float *a_dst;       /* additive: [H, d] */
+    const float *edge_bias;   /* [E] added to the score of each slot, or NULL */
+    int alibi;                /* add slope_h * (j - i), slope_h = 2^(-8(h+1)/H) (ALiBi) */
+    int has_sigmoid_bias;     /* sigmoid: use sigmoid_bias instead of -ln(in-degree) */
+    float sigmoid_bias;
+} ag_score_t;
+
+/* Checks a score description against H, d and nb (vectors given, options that
+   apply to the kind). */
+int ag_score_check(const ag_score_t *score, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                   ag_error_t *err);
+
+/*
+ * One message round of attention over nb. Q, K, V, M are [N, H*d].
+ * For each destination i and head h, over its in-edges j -> i: scores s_ij
+ * (score; NULL is scaled-dot: q_i . k_j / sqrt(d)), weights a_ij (softmax over
+ * the in-edges, or as the kind says), m_i = sum_j a_ij v_j. A node with no
+ * in-edges gets zeros. Plain dot-product scores (scaled-dot, dot, beta) go to
+ * a fused kernel chosen from the neighbourhoods' shape: the tiled kernel when
+ * every destination has one run of sources and 16 or more in-edges on
+ * average, else the gather kernel; both keep O(tile) scratch per thread. The
+ * other kinds score a destination's edges into a buffer first (largest
+ * in-degree x H floats per thread). Time O(E*H*d).
+ */
+int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                 int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err);
+
+/*
+ * What ag_attention_ex adds to a round, all optional (NULL: not wanted).
+ *
+ * entropy, max_weight, distance [N, H]: for destination i and head h, the
+ * entropy -sum_j a_ij ln a_ij of its weights (nats), its largest weight and
+ * its mean distance sum_j a_ij |i - j|; NAN for a node without in-edges. The
+ * figures of ag_attention_stats per head, computed in the kernel's own pass
+ * from the softmax state it holds (running max and sum, with sum_j p_j s_j
+ * beside them), at 1-5% of the round (distance: a few operations an edge
+ * more). They agree with ag_attention_stats to float rounding; like M, they
+ * are bitwise the same for any thread count.
+ *
+ * progress: called with the work done and the total (messages x heads) about
+ * every thousandth of the work and at the end, on the calling thread (OpenMP
+ * thread 0, between its tasks): it must not use OpenMP nor call igraph, and
+ * should return quickly. On a short run the other threads may do every task
+ * before thread 0 reports: then only the final call comes.
+ */
+typedef struct {
+    float *entropy, *max_weight, *distance;
+    void (*progress)(int64_t done, int64_t total, void *ctx);
+    void *progress_ctx;
+    /* [N, H] for softmax scores: the log-sum-exp ln sum_j exp(s_ij) of each
+       destination's scores, the one extra state ag_attention_backward needs
+       (-INFINITY for a node without in-edges); for sigmoid and linear scores
+       it is left untouched. NULL: not wanted. */
+    float *lse;
+} ag_attention_opts_t;
+
+/* ag_attention with opts (NULL: exactly ag_attention). M is bitwise the same
+   with and without opts. */
+int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                    int64_t H, int64_t d, const ag_score_t *score, float *M,
+                    const ag_attention_opts_t *opts, ag_error_t *err);
+
+/*
+ * The attention weights of the edges of destinations lo..hi-1:
+ * W[(s - edge_ptr[lo])*H + h] for slot s and head h. For softmax and linear
+ * scores each destination's weights sum to 1 per head.
+ */
+int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
+                         int64_t H, int64_t d, const ag_score_t *score, int64_t lo, int64_t hi,
+                         float *W, ag_error_t *err);
+
+/*
+ * Per node i, averaged over heads: the entropy of its attention,
+ * -sum_j a_ij ln a_ij (nats), the mean distance sum_j a_ij |i - j| and the
+ * largest weight. Nodes without in-edges get NAN. Each output is [N] or NULL.
+ */
+int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
+                       int64_t d, const ag_score_t *score, double *entropy, double *distance,
+                       double *max_weight, ag_error_t *err);
+
+/* One message in the graph's edge order (see ag_edge_order). */
+typedef struct {
+    int64_t edge_id;      /* igraph edge id (-1: a self-loop added by ag_nbhd_self_loops) */
+    int64_t src, dst;
+} ag_edge_msg_t;
+
+/*
+ * The messages of nb in the graph's edge order (by edge id; an undirected
+ * edge u-v gives u->v then v->u with u < v; self-loops added by
+ * ag_nbhd_self_loops follow all of them, by node), with their slots: msgs[k]
+ * travels in slot slot[k]. Both arrays are malloc'ed, of nb->n_edges entries.
+ * Without edge ids (patterns, CSR), edge k is slot k.
+ */
+int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs, int64_t **slot, ag_error_t *err);
+
+/* ---------------------------------------------------------------- gradients */
+
+/*
+ * Compiles nb's transpose (out_ptr .. run_slot above) in place; does nothing
+ * if it is there. ag_attention_backward needs it: each source owns its dK and
+ * dV rows and walks its out-edges, so no two threads add into one row and the
+ * gradients are bitwise the same for any thread count. Patterns stay compact
+ * (causal on N nodes: N out-runs). ag_nbhd_self_loops drops a transpose (it is
+ * compiled again when needed). Time O(N + R + R' + changes x log), memory O(N + R + R').
+ */
+int ag_nbhd_transpose(ag_nbhd_t *nb, ag_error_t *err);
+
+/* What ag_attention_backward writes. */
+typedef struct {
+    float *dQ, *dK, *dV;          /* [N, H*d], overwritten; each required */
+    float *d_a_src, *d_a_dst;     /* [H, d] overwritten: additive's a_src and a_dst; gatv2's
+                                     vector a in d_a_src; NULL: not wanted */
+    float *d_edge_bias;           /* [E] in slot order (ag_edge_order maps slots to
+                                     edges), overwritten; NULL: not wanted. Also for a
+                                     score without a bias (the gradient at bias 0;
+                                     linear: 0) */
+} ag_attention_grads_t;
+
+/*
+ * Gradients of L = sum(dM * M) for M = attention(Q, K, V) as ag_attention
+ * computes it (same nb, H, d, score): dQ, dK, dV and the score's learnable
+ * parameters. M and lse are the forward's (ag_attention_ex with opts->lse);
+ * either may be NULL, and is then computed again here (one forward's time).
+ * nb is transposed if it is not yet (hence not const).
+ *
+ * Destinations own dQ and each slot's edge-bias gradient; sources own dK and
+ * dV, walking the transpose: no atomics, bitwise the same for any thread
+ * count. Plain dot-product softmax goes to fused kernels (FlashAttention-2's
+ * backward: P recomputed from Q, K and lse; D_i = rowsum(dM_i * M_i);
+ * dS = P (dM V^T - D); dQ = dS K, dK = dS^T Q, dV = P^T dM), tiled or
+ * gathered as the forward; other kinds, and any score when d_edge_bias is
+ * asked for, go through the generic backward, which keeps 3 x N x H floats
+ * (each destination's softmax max and sum, or sigmoid's or linear's
+ * normaliser, and D_i) and per thread 3 x H floats per in-edge of the largest
+ * in-degree, nothing per edge, and computes each message's weight again on
+ * the way through the sources. Time O(E H d).
+ */
+int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                          int64_t H, int64_t d, const ag_score_t *score, const float *M,
+                          const float *lse, const float *dM, const ag_attention_grads_t *g,
+                          ag_error_t *err);
+
+/* ---------------------------------------------------------------- rounds */
+
+/* One layer's weights, [out, in] as torch.nn.Linear.weight. */
+typedef struct {
+    int64_t D, H, d;      /* model width, heads, head width */
+    int64_t per_node;     /* 0: shared; else N, and wq, wk, wv are [N, H*d, D]: node i
+                             projects with its own matrices */
+    float *wq, *wk, *wv;  /* [H*d, D] (or [N, H*d, D]) */
+    float *wo;            /* [D, H*d] */
+    float *ln_weight, *ln_bias;     /* [D] pre-norm LayerNorm, or NULL: 1 and 0 */
+    float *attn_src, *attn_dst;     /* [H, d] additive (GAT) vectors, or NULL */
+    float *attn;                    /* [H, d] the gatv2 vector a, or NULL */
+} ag_weights_t;
+
+/* Gaussian weights, standard deviation 1/sqrt(fan_in) (attention vectors
+   1/sqrt(d)), from seed; per_node > 0 gives each of per_node nodes its own
+   wq, wk, wv. */
+int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_node,
+                      uint64_t seed, ag_error_t *err);
+/*
+ * Reads dir/wq.npy, wk.npy, wv.npy ([H*d, D], or [N, H*d, D] per node) and
+ * wo.npy [D, H*d]; and, when present, ln_weight.npy and ln_bias.npy ([D]),
+ * attn_src.npy and attn_dst.npy ([H, d]), attn.npy ([H, d]). D comes from wq's
+ * columns, H*d from its rows (which H must divide); every shape is checked.
+ */
+int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err);
+void ag_weights_destroy(ag_weights_t *w);
+
+/* Buffers of one round, kept so that the last round's Q, K, V, M can be read. */
+typedef struct {
+    int64_t N, HD, D;     /* rows, H*d, model width */
+    float *Q, *K, *V, *M; /* [N, H*d] */
+    float *Xn;            /* [N, D] what the projections read (LayerNorm output) */
+    float *X_prev;        /* [N, D] the states before the round (for callbacks) */
+    float *entropy, *max_weight;   /* [N, H] the round's attention figures (figures) */
+    float *distance;               /* [N, H] (figures == 2) */
+} ag_workspace_t;         /* Xn, X_prev and the figures are made by ag_rounds_run when needed */
+
+int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_error_t *err);
+void ag_workspace_destroy(ag_workspace_t *ws);
+
+typedef enum { AG_NORM_NONE = 0, AG_NORM_LAYER } ag_norm_t;
+
+/* What a round callback sees, right after round `round` (1-based). */
+typedef struct {
+    int round;
+    const ag_nbhd_t *nb;
+    const ag_weights_t *w;        /* the round's layer */
+    const ag_score_t *score;      /* the round's score (attention vectors filled in) */
+    const float *X, *X_prev;      /* [N, D] after and before the round */
+    const ag_workspace_t *ws;     /* Q, K, V, M of the round */
+    /* [N, H] per node and head, the entropy (nats) and largest weight of the
+       round's attention (NAN without in-edges), from the kernel's own pass;
+       NULL unless the options ask for figures */
+    const float *entropy, *max_weight;
+    const float *distance;        /* [N, H] sum_j a_ij |i - j| when figures is 2, else NULL */
+} ag_round_t;
+
+typedef struct {
+    const ag_score_t *score;      /* NULL: scaled-dot; attention vectors default to the layer's */
+    int no_residual;              /* X <- M Wo^T instead of X + M Wo^T */
+    ag_norm_t norm;               /* AG_NORM_LAYER: projections read LayerNorm(X) (pre-norm) */
+    float ln_eps;                 /* 0 means 1e-5 */
+    /* Called after every round: return AG_OK to go on, AG_STOP to end the
+       rounds early (ag_rounds_run then returns AG_OK), or an error status to
+       fail with it. */
+    int (*on_round)(const ag_round_t *round, void *ctx);
+    void *ctx;
+    int figures;                  /* 1: fill ag_round_t's entropy and max_weight (for
+                                     ag_round_figures) in the attention's own pass;
+                                     2: its distance too */
+    /* Progress within round `round` (1-based): work done and total in messages x
+       heads, as ag_attention_opts_t's progress (thread 0, no OpenMP, no igraph). */
+    void (*on_progress)(int round, int64_t done, int64_t total, void *ctx);
+} ag_round_opts_t;
+
+/*
+ * Runs up to `rounds` message rounds on states X [N, D] in place. Round r uses
+ * layers[r-1] (n_layers >= rounds) or layers[0] for all (n_layers == 1):
+ *   Xn = LayerNorm(X) or X; Q = Xn Wq^T, K = Xn Wk^T, V = Xn Wv^T;
+ *   M = attention(Q, K, V); X <- X + M Wo^T (or M Wo^T without residual).
+ * opts may be NULL. ws must be sized [N, H*d, D]; afterwards it holds the last
+ * round's buffers. *done (if not NULL) is the number of rounds run.
+ */
+int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
+                  int rounds, const ag_round_opts_t *opts, ag_workspace_t *ws, int *done,
+                  ag_error_t *err);
+
+/* Convergence figures of a round: from round->entropy and max_weight when the
+   round has them (opts->figures), else by scoring the round's edges again
+   (ag_attention_stats). Time O(N D + N H), or O(E H d) without them. */
+typedef struct {
+    double change;                /* ||X - X_prev|| / ||X_prev|| (Frobenius) */
+    double entropy;               /* mean attention entropy over nodes with in-edges (nats) */
+    double max_weight;            /* largest attention weight of the round */
+} ag_round_figures_t;
+
+int ag_round_figures(const ag_round_t *round, ag_round_figures_t *f, ag_error_t *err);
+
+/* LayerNorm of each row of X [N, D] into Y: (x - mean) / sqrt(var + eps) * weight + bias
+   (weight, bias [D] or NULL for 1 and 0; var is the biased variance). */
+void ag_layer_norm(float *Y, const float *X, int64_t N, int64_t D, const float *weight,
+                   const float *bias, float eps);
+
+/* Adds sinusoidal positions to X [N, D] (node id = position): column 2k gets
+   sin(pos / 10000^(2k/D)), column 2k+1 cos of the same. */
+void ag_posenc_sinusoidal(float *X, int64_t N, int64_t D);
+
+/* n standard-normal floats from (seed, stream): the same for the same pair. */
+void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale);
+
+/* ---------------------------------------------------------------- training */
+
+/*
+ * Zeroed gradients g shaped like w: wq, wk, wv, wo always; ln_weight and
+ * ln_bias when w has them or layer_norm is set; each attention vector w has.
+ * g->D, H, d, per_node are w's. Free with ag_weights_destroy.
+ */
+int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm,
+                          ag_error_t *err);
+
+/*
+ * With layer_norm set, gives w the LayerNorm parameters it lacks (ln_weight
+ * all 1, ln_bias all 0), so that training can learn them; does nothing else.
+ */
+int ag_weights_add_layer_norm(ag_weights_t *w, ag_error_t *err);
+
+/* What a training forward keeps for its backward (opaque). */
+typedef struct ag_tape ag_tape_t;
+
+/*
+ * ag_rounds_run for training: runs `rounds` rounds on X [N, D] in place (opts'
+ * score, residual and norm; on_round, figures and progress are ignored) and
+ * keeps, per round, the activations the backward needs in *tape (made here;
+ * free with ag_tape_free): the round's input X [N, D] and Q, K, V, M [N, H*d]
+ * and the log-sum-exp [N, H] (LayerNorm's output is recomputed). That is
+ * (D + 4 H d + H) x 4 bytes per node and round (ag_tape_bytes), plus nb's
+ * transpose; the backward adds (3 D + 4 H d) x 4 bytes per node whatever the
+ * rounds (causal 65,536 nodes, D = d = 64: a tape of 84 MB a round, 117 MB
+ * more for the backward). Projections are blocked so that every result is
+ * bitwise the same for any thread count (OpenBLAS's own threads are not).
+ * layers, nb and opts must stay alive and unchanged until the backward.
+ */
+int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
+                      int rounds, const ag_round_opts_t *opts, ag_tape_t **tape,
+                      ag_error_t *err);
+
+/* Bytes a tape of `rounds` rounds on N nodes takes (ag_rounds_forward's). */
+int64_t ag_tape_bytes(int64_t N, int64_t D, int64_t H, int64_t d, int rounds);
+
+/*
+ * The backward of ag_rounds_forward: given dY = dL/dX_R [N, D], writes
+ * dX0 = dL/dX (the features; NULL: not wanted) and the weights' gradients
+ * into grads (n_layers of them, from ag_weights_grads_init: overwritten;
+ * shared layers get the sum over rounds). A gradient array that is NULL in
+ * grads is skipped. Bitwise the same for any thread count.
+ */
+int ag_rounds_backward(ag_tape_t *tape, const float *dY, float *dX0, ag_weights_t *grads,
+                       ag_error_t *err);
+
+void ag_tape_free(ag_tape_t *tape);
+
+/*
+ * Mean squared error over the nodes of mask (NULL: all): L = sum over masked
+ * rows i and columns c of (X_ic - Y_ic)^2 / (masked rows x D). dX [N, D]
+ * (or NULL) gets dL/dX (0 on unmasked rows). Refuses an empty mask.
+ */
+int ag_loss_mse(const float *X, const float *Y, int64_t N, int64_t D, const uint8_t *mask,
+                double *loss, float *dX, ag_error_t *err);
+
+/*
+ * Cross-entropy over C classes through a linear readout: logits = X Wr^T + br
+ * (Wr [C, D], br [C]); L = mean over masked nodes with a label (labels[i] in
+ * 0..C-1; -1: unlabelled, skipped) of -ln softmax(logits_i)[labels[i]].
+ * dX [N, D], dWr [C, D], dbr [C] (each may be NULL) get the gradients;
+ * *correct (may be NULL) the masked labelled nodes whose largest logit is their
+ * label; *counted how many there were. pred (may be NULL) [N] gets every
+ * node's argmax class. Refuses a label >= C or < -1.
+ */
+int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const float *Wr,
+                          const float *br, int64_t C, const int64_t *labels,
+                          const uint8_t *mask, double *loss, float *dX, float *dWr,
+                          float *dbr, int64_t *correct, int64_t *counted, int64_t *pred,
+                          ag_error_t *err);
+
+typedef enum { AG_OPT_ADAM = 0, AG_OPT_ADAMW, AG_OPT_SGD } ag_optimizer_kind_t;
+
+typedef struct {
+    ag_optimizer_kind_t kind;
+    float lr;                     /* learning rate (> 0) */
+    float momentum;               /* SGD momentum (0: plain SGD) */
+    float beta1, beta2, eps;      /* Adam (0 means 0.9, 0.999, 1e-8) */
+    float weight_decay;           /* Adam and SGD: added to the gradient (L2); AdamW:
+                                     decoupled, p -= lr wd p */
+    float clip;                   /* > 0: scale all gradients so their global L2 norm
+                                     is at most clip */
+} ag_optimizer_opts_t;
+
+typedef struct ag_optimizer ag_optimizer_t;
+
+/* An optimizer over no parameters yet (*opt NULL on failure). */
+int ag_optimizer_init(ag_optimizer_t **opt, const ag_optimizer_opts_t *o, ag_error_t *err);
+/* Adds a parameter array of n floats and the array its gradient will be in
+   (both stay the caller's and must stay alive). */
+int ag_optimizer_add(ag_optimizer_t *opt, float *param, const float *grad, int64_t n,
+                     ag_error_t *err);
+/* One step over every parameter added, in the order added. *grad_norm (may be
+   NULL) gets the global L2 norm of the gradients before clipping. Bitwise the
+   same for any thread count. */
+int ag_optimizer_step(ag_optimizer_t *opt, double *grad_norm, ag_error_t *err);
+void ag_optimizer_free(ag_optimizer_t *opt);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNGRAPH_CORE_H */
