@@ -9,9 +9,11 @@
 #   make fuzz             build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 #   make fuzz-smoke       the same, 20 s each
 #   make fuzz-replay      replay the committed fuzz corpora and past crashes (part of check)
+#   make mpi     the MPI layer: build/libattngraph_mpi.a/.so and build/attngraph-mpi
+#   make check-mpi        the MPI tests (part of check): 1-4 processes against one
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 
-PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config
+PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config openmpi-bin libopenmpi-dev
 
 CC      ?= cc
 BUILD   ?= build
@@ -53,7 +55,7 @@ TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
+.PHONY: mpi check-mpi scale-mpi all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
@@ -84,6 +86,7 @@ check: deps
 	$(EXAMPLE) >/dev/null
 	@$(MAKE) --no-print-directory check-exports
 	@$(MAKE) --no-print-directory fuzz-replay
+	@$(MAKE) --no-print-directory check-mpi
 
 # The shared library has its SONAME and exports only ag_ symbols.
 check-exports: $(LIB_SO)
@@ -154,6 +157,45 @@ $(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
 $(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o \
           $(BUILD)/src/cli/timing.o $(LIB_A)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- the MPI layer (src/mpi/, include/attngraph/mpi.h) ----
+# Its own library, compiled with mpicc (told to use $(CC)); the core above has
+# no MPI dependency. The shared library carries the core's objects too (the
+# layer calls the core's internal blocked products and kernels).
+MPICC   ?= mpicc
+MPI_LIB_SRC := $(wildcard src/mpi/*.c)
+MPI_CLI_SRC := $(wildcard src/mpi/cli/*.c)
+MPI_LIB_OBJ := $(MPI_LIB_SRC:%.c=$(BUILD)/%.o)
+MPI_CLI_OBJ := $(MPI_CLI_SRC:%.c=$(BUILD)/%.o)
+MPI_LIB_A  := $(BUILD)/libattngraph_mpi.a
+MPI_SONAME := libattngraph_mpi.so.0
+MPI_LIB_SO := $(BUILD)/libattngraph_mpi.so
+MPI_CLI    := $(BUILD)/attngraph-mpi
+MPI_COMPILE := OMPI_CC=$(CC) $(MPICC) $(AG_CFLAGS) $(CFLAGS) -Isrc/cli
+-include $(MPI_LIB_OBJ:.o=.d) $(MPI_CLI_OBJ:.o=.d)
+
+mpi: $(MPI_LIB_A) $(MPI_LIB_SO) $(MPI_CLI)
+
+$(BUILD)/src/mpi/%.o: src/mpi/%.c $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(MPI_COMPILE) -c $< -o $@
+
+$(MPI_LIB_A): $(MPI_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(MPI_LIB_SO): $(MPI_LIB_OBJ) $(LIB_OBJ)
+	OMPI_CC=$(CC) $(MPICC) -shared -Wl,-soname,$(MPI_SONAME) $(AG_LDFLAGS) $(LDFLAGS) -o $@.0 $^ $(LDLIBS)
+	ln -sf $(notdir $@).0 $@
+
+# the command-line tool's objects but its main
+$(MPI_CLI): $(MPI_CLI_OBJ) $(filter-out %/src/cli/main.o,$(CLI_OBJ)) $(MPI_LIB_A) $(LIB_A)
+	OMPI_CC=$(CC) $(MPICC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# 1, 2, 3 and 4 processes against the one-process tool, byte for byte
+# (tests/mpi/check.sh; every mpirun under timeout).
+check-mpi: deps
+	@$(MAKE) --no-print-directory $(CLI) $(MPI_CLI)
+	AG_CLI="$(AG_CLI)" AG_MPI_CLI=$(MPI_CLI) sh tests/mpi/check.sh
 
 # The scale runs of the README: a causal pattern of 131,072 nodes (8.6e9 edges)
 # and a random graph of 10,000,000 nodes x 16 in-edges through the CSR path,

@@ -34,6 +34,11 @@ void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
    never straddle two lines. */
 void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
 
+/* Entries first .. first+count-1 of a 1-D integer .npy file (a seek, not the
+   whole file) into *values (malloc'ed); *total gets the file's length. */
+int ag_i_index_read_npy_part(int64_t **values, int64_t *total, const char *path, int64_t first,
+                             int64_t count, ag_error_t *err);
+
 /* Skips a UTF-8 byte-order mark at the start of f (1 if there was one);
    otherwise f goes back to its start (0), or -1 with errno set where it
    cannot seek (a pipe: read such input into memory instead). */

@@ -406,6 +406,37 @@ int ag_check_finite(const char *what, const float *data, int64_t rows, int64_t c
     return AG_OK;
 }
 
+/* count integers at raw (dtype h->dtype, host order) as int64 into v; element
+   numbers in messages start at first. */
+static int to_int64(int64_t *v, const unsigned char *raw, const npy_header_t *h, int64_t count,
+                    int64_t first, const char *path, ag_error_t *err)
+{
+    for (int64_t i = 0; i < count; i++) {
+        const unsigned char *p = raw + (size_t)i * h->itemsize;
+        if (h->dtype == AG_DTYPE_U64) {
+            uint64_t u;
+            memcpy(&u, p, 8);
+            if (u > INT64_MAX)
+                return ag_fail(err, AG_EINVAL, "%s: element %lld is %llu, too large", path,
+                               (long long)(first + i), (unsigned long long)u);
+            v[i] = (int64_t)u;
+        } else {
+            v[i] = (int64_t)element(p, h->dtype);   /* exact below 2^53 */
+        }
+    }
+    return AG_OK;
+}
+
+static int check_index_header(const npy_header_t *h, const char *path, ag_error_t *err)
+{
+    if (h->ndim != 1)
+        return ag_fail(err, AG_EFORMAT, "%s: array has %d dimensions; expected 1", path, h->ndim);
+    if (h->dtype == AG_DTYPE_F32 || h->dtype == AG_DTYPE_F64 || h->dtype == AG_DTYPE_BOOL)
+        return ag_fail(err, AG_EFORMAT, "%s: dtype is %s; expected an integer dtype (int64)",
+                       path, dtype_name(h->dtype));
+    return AG_OK;
+}
+
 int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t *err)
 {
     *values = NULL;
@@ -415,14 +446,9 @@ int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t
     int rc = open_and_read(&h, &raw, path, err);
     if (rc)
         return rc;
-    if (h.ndim != 1) {
+    if ((rc = check_index_header(&h, path, err))) {
         free(raw);
-        return ag_fail(err, AG_EFORMAT, "%s: array has %d dimensions; expected 1", path, h.ndim);
-    }
-    if (h.dtype == AG_DTYPE_F32 || h.dtype == AG_DTYPE_F64 || h.dtype == AG_DTYPE_BOOL) {
-        free(raw);
-        return ag_fail(err, AG_EFORMAT, "%s: dtype is %s; expected an integer dtype (int64)",
-                       path, dtype_name(h.dtype));
+        return rc;
     }
     if (h.dtype == AG_DTYPE_I64) {
         *values = (int64_t *)raw;
@@ -432,26 +458,58 @@ int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t
             free(raw);
             return AG_ENOMEM;
         }
-        for (int64_t i = 0; i < h.count; i++) {
-            const unsigned char *p = raw + (size_t)i * h.itemsize;
-            if (h.dtype == AG_DTYPE_U64) {
-                uint64_t u;
-                memcpy(&u, p, 8);
-                if (u > INT64_MAX) {
-                    free(raw);
-                    free(v);
-                    return ag_fail(err, AG_EINVAL, "%s: element %lld is %llu, too large", path,
-                                   (long long)i, (unsigned long long)u);
-                }
-                v[i] = (int64_t)u;
-            } else {
-                v[i] = (int64_t)element(p, h.dtype);   /* exact below 2^53 */
-            }
-        }
+        rc = to_int64(v, raw, &h, h.count, 0, path, err);
         free(raw);
+        if (rc) {
+            free(v);
+            return rc;
+        }
         *values = v;
     }
     *n = h.count;
+    return AG_OK;
+}
+
+int ag_i_index_read_npy_part(int64_t **values, int64_t *total, const char *path, int64_t first,
+                             int64_t count, ag_error_t *err)
+{
+    *values = NULL;
+    *total = 0;
+    npy_header_t h;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    int rc = read_header(&h, f, path, err);
+    if (!rc)
+        rc = check_index_header(&h, path, err);
+    if (!rc && (first < 0 || count < 0 || first > h.count - count))
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld entries; expected at least %lld", path,
+                     (long long)h.count, (long long)(first + count));
+    unsigned char *raw = rc ? NULL : ag_alloc(count ? count : 1, h.itemsize, err, path);
+    int64_t *v = rc || !raw ? NULL : ag_alloc(count ? count : 1, sizeof *v, err, path);
+    if (!rc && !v)
+        rc = AG_ENOMEM;
+    if (!rc && fseek(f, (long)((size_t)first * h.itemsize), SEEK_CUR) != 0)
+        rc = ag_fail(err, AG_EIO, "%s: cannot seek to entry %lld", path, (long long)first);
+    if (!rc && fread(raw, h.itemsize, (size_t)count, f) != (size_t)count)
+        rc = ag_fail(err, AG_EFORMAT, "%s: truncated: entries %lld..%lld are missing", path,
+                     (long long)first, (long long)(first + count - 1));
+    for (size_t i = 0; !rc && h.swap && i < (size_t)count * h.itemsize; i += h.itemsize)
+        for (size_t a = i, b = i + h.itemsize - 1; a < b; a++, b--) {
+            unsigned char t = raw[a];
+            raw[a] = raw[b];
+            raw[b] = t;
+        }
+    if (!rc)
+        rc = to_int64(v, raw, &h, count, first, path, err);
+    fclose(f);
+    free(raw);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *values = v;
+    *total = h.count;
     return AG_OK;
 }
 

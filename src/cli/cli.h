@@ -366,6 +366,10 @@ void csv_field(FILE *f, const char *s);
 
 /* ---- commands ---- */
 
+/* Parses `attngraph run`'s options into o: -1 to go on, else the exit status
+   (help printed, or a usage message). attngraph-mpi run reads the same. */
+int run_parse(run_opts_t *o, int argc, char **argv);
+
 int cmd_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_pattern(int argc, char **argv);

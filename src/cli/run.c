@@ -52,7 +52,7 @@ static const char run_usage[] =
     "needs --format); a graph or labels file may be a FIFO or a pipe.\n";
 
 /* Returns -1 to go on, else an exit status. */
-static int parse_run(run_opts_t *o, int argc, char **argv)
+int run_parse(run_opts_t *o, int argc, char **argv)
 {
     static struct option longopts[96];
     static const struct option own[] = {
@@ -225,7 +225,7 @@ static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
 int cmd_run(int argc, char **argv)
 {
     run_opts_t o;
-    int status = parse_run(&o, argc, argv);
+    int status = run_parse(&o, argc, argv);
     if (status >= 0)
         return status;
     const int threads = ag_set_threads((int)o.threads);

@@ -66,6 +66,27 @@ int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, con
     return ag_i_attention_gather(nb, Q, K, V, H, d, scale, M, x, err);
 }
 
+int ag_i_attention_part(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int one_run,
+                        const float *Q, const float *K, const float *V, int64_t H, int64_t d,
+                        const ag_score_t *score, float *M, float *lse, ag_error_t *err)
+{
+    float scale;
+    int rc = ag_score_check(score, nb, H, d, err);
+    if (rc)
+        return rc;
+    if (!plain_dot(score, d, &scale))
+        return ag_fail(err, AG_EINVAL, "attention on a part of the graph: only plain "
+                       "dot-product scores (scaled-dot, dot, --beta) so far");
+    kext_t x = {0};
+    x.lse = lse;
+    const int64_t N = nb->n_nodes;
+    if (N > 0 && nb->n_edges / N >= 16 && one_run)
+        return ag_i_attention_tiled_range(nb, lo, hi, Q, K, V, H, d, scale, M, lse ? &x : NULL,
+                                          err);
+    return ag_i_attention_gather_range(nb, lo, hi, Q, K, V, H, d, scale, M, lse ? &x : NULL,
+                                       err);
+}
+
 int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                  int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err)
 {

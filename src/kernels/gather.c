@@ -51,7 +51,7 @@ AG_INLINE void prefetch_rows(const ag_nbhd_t *nb, int64_t i, const float *X, int
 
 AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const float *K,
                           const float *V, int64_t H, int64_t d, float scale2, float *M,
-                          float *s, int64_t *src, float *q, const kext_t *x)
+                          float *s, int64_t *src, float *q, const kext_t *x, int64_t end)
 {
     const int64_t HD = H * d, deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
     const int stats = kext_stats(x);
@@ -71,7 +71,7 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
             src[e++] = j;
     for (int64_t h = 0; h < H; h++) {
         const int64_t off = h * d;
-        if (i + 1 < nb->n_nodes)
+        if (i + 1 < end)
             prefetch_rows(nb, i + 1, K, HD, off, d);
         /* 1. scores */
         for (int64_t c = 0; c < d; c++)
@@ -138,22 +138,21 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
     target static void name(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,     \
                             const float *K, const float *V, int64_t H, int64_t d,            \
                             float scale2, float *M, float *s, int64_t *src, float *q,         \
-                            const kext_t *x)                                                  \
+                            const kext_t *x, int64_t end)                                     \
     {                                                                                       \
         for (int64_t i = lo; i < hi; i++)                                                   \
-            gather_row(nb, i, Q, K, V, H, d, scale2, M, s, src, q, x);                      \
+            gather_row(nb, i, Q, K, V, H, d, scale2, M, s, src, q, x, end);                 \
     }
 ROWS_VARIANT(rows_avx512, AG_TARGET_AVX512)
 ROWS_VARIANT(rows_avx2, AG_TARGET_AVX2)
 ROWS_VARIANT(rows_base, )
 
-int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, float scale, float *M, kext_t *x,
-                          ag_error_t *err)
+int ag_i_attention_gather_range(const ag_nbhd_t *nb, int64_t lo, int64_t N, const float *Q,
+                          const float *K, const float *V, int64_t H, int64_t d, float scale,
+                          float *M, kext_t *x, ag_error_t *err)
 {
-    const int64_t N = nb->n_nodes;
     int64_t max_deg = 0;
-    for (int64_t i = 0; i < N; i++)
+    for (int64_t i = lo; i < N; i++)
         if (nb->edge_ptr[i + 1] - nb->edge_ptr[i] > max_deg)
             max_deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
     /* per thread: scores, sources (as int64) and the scaled query, padded apart */
@@ -171,18 +170,25 @@ int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, c
         static void (*const variants[3])(const ag_nbhd_t *, int64_t, int64_t, const float *,
                                          const float *, const float *, int64_t, int64_t, float,
                                          float *, float *, int64_t *, float *,
-                                         const kext_t *) = {
+                                         const kext_t *, int64_t) = {
             rows_base, rows_avx2, rows_avx512};
         const ag_simd_level_t level = ag_simd_level();
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t i0 = 0; i0 < N; i0 += 64) {
+        for (int64_t i0 = lo; i0 < N; i0 += 64) {
             const int64_t i1 = i0 + 64 < N ? i0 + 64 : N;
-            variants[level](nb, i0, i1, Q, K, V, H, d, scale2, M, s, src, q, x);
+            variants[level](nb, i0, i1, Q, K, V, H, d, scale2, M, s, src, q, x, N);
             kext_done(x, (nb->edge_ptr[i1] - nb->edge_ptr[i0]) * H);
         }
     }
     free(buf);
     return AG_OK;
+}
+
+int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                          int64_t H, int64_t d, float scale, float *M, kext_t *x,
+                          ag_error_t *err)
+{
+    return ag_i_attention_gather_range(nb, 0, nb->n_nodes, Q, K, V, H, d, scale, M, x, err);
 }
 
 /* ---- backward ----

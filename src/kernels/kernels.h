@@ -96,6 +96,30 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
 int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                           int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
 
+/* The same for destinations lo..hi-1 only (tiled: lo a multiple of 64, and hi
+   too unless it is the last destination); nb->n_nodes still bounds the sources. */
+int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,
+                               const float *K, const float *V, int64_t H, int64_t d,
+                               float scale, float *M, kext_t *x, ag_error_t *err);
+int ag_i_attention_gather_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,
+                                const float *K, const float *V, int64_t H, int64_t d,
+                                float scale, float *M, kext_t *x, ag_error_t *err);
+/* The tiled kernel's block width in vectors (1 or 4), from the whole graph's shape. */
+int ag_i_tiled_width(const ag_nbhd_t *nb);
+
+/*
+ * Destinations lo..hi-1 of a graph, bitwise as ag_attention_ex computes them
+ * on the whole graph, for a process that holds only a part (the MPI layer):
+ * nb->n_nodes and n_edges are the whole graph's (they choose the kernel),
+ * one_run says whether every destination of the whole graph has at most one
+ * run, and every array (nb's, Q, K, V, M, lse [N, H] or NULL) is indexed by
+ * global node number, only the rows the part reads being there. Plain
+ * dot-product softmax only.
+ */
+int ag_i_attention_part(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int one_run,
+                        const float *Q, const float *K, const float *V, int64_t H, int64_t d,
+                        const ag_score_t *score, float *M, float *lse, ag_error_t *err);
+
 /* Is the score kind normalised by a softmax (all but sigmoid and linear)? */
 int ag_i_is_softmax(ag_score_kind_t kind);
 

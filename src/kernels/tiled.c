@@ -439,6 +439,11 @@ typedef void (*block_fn)(const ag_nbhd_t *, int64_t, int64_t, const float *, con
                          const float *, int64_t, int64_t, int64_t, float, float *,
                          const tile_buf_t *, const kext_t *);
 
+int ag_i_tiled_width(const ag_nbhd_t *nb)
+{
+    return nb->n_nodes > 0 && nb->n_edges / nb->n_nodes < 256 ? 1 : 4;
+}
+
 int ag_i_tiled_applies(const ag_nbhd_t *nb)
 {
     if (nb->n_nodes >= INT32_MAX)
@@ -449,24 +454,26 @@ int ag_i_tiled_applies(const ag_nbhd_t *nb)
     return 1;
 }
 
-int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                         int64_t H, int64_t d, float scale, float *M, kext_t *x,
-                         ag_error_t *err)
+int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,
+                         const float *K, const float *V, int64_t H, int64_t d, float scale,
+                         float *M, kext_t *x, ag_error_t *err)
 {
-    const int64_t N = nb->n_nodes;
-    if (!ag_i_tiled_applies(nb))
-        return ag_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run of "
-                       "sources");
+    const int64_t N = hi;   /* the blocks end there; nb->n_nodes bounds the sources */
     /* Narrow blocks (16 destinations) waste less on a band such as a window;
        wide ones (64) reuse each K and V row more on long runs. */
-    const int QV = N > 0 && nb->n_edges / N < 256 ? 1 : 4;
+    const int QV = ag_i_tiled_width(nb);
     const int64_t BQ = QV * AG_LANES;
     const int64_t per_thread = scratch_stride(2 * d * BQ + BK * BQ + 4 * BQ);
     float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
                           "tiled kernel buffers");
     if (!buf)
         return AG_ENOMEM;
-    const int64_t n_blocks = (N + BQ - 1) / BQ, n_tasks = n_blocks * H;
+    if (lo >= hi)
+        return AG_OK;
+    if (lo % BQ)
+        return ag_fail(err, AG_EINVAL, "tiled kernel: destinations from %lld, not a multiple "
+                       "of %lld", (long long)lo, (long long)BQ);
+    const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0, n_tasks = n_blocks * H;
     const float scale2 = scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
     static const block_fn variants[3][2] = {{block_q1_base, block_q4_base},
                                             {block_q1_avx2, block_q4_avx2},
@@ -489,14 +496,24 @@ int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, co
            most of its K and V rows), short enough to balance the threads. */
 #pragma omp for schedule(dynamic, chunk)
         for (int64_t t = 0; t < n_tasks; t++) {
-            const int64_t h = t / n_blocks, blk = n_blocks - 1 - t % n_blocks, i0 = blk * BQ;
-            const int64_t nq = N - i0 < BQ ? N - i0 : BQ;
+            const int64_t h = t / n_blocks, blk = b0 + n_blocks - 1 - t % n_blocks;
+            const int64_t i0 = blk * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
             block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b, x);
             kext_done(x, nb->edge_ptr[i0 + nq] - nb->edge_ptr[i0]);
         }
     }
     free(buf);
     return AG_OK;
+}
+
+int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                         int64_t H, int64_t d, float scale, float *M, kext_t *x,
+                         ag_error_t *err)
+{
+    if (!ag_i_tiled_applies(nb))
+        return ag_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run of "
+                       "sources");
+    return ag_i_attention_tiled_range(nb, 0, nb->n_nodes, Q, K, V, H, d, scale, M, x, err);
 }
 
 /* ---- backward ----

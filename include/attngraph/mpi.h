@@ -1,0 +1,136 @@
+/*
+ * attngraph on MPI: message rounds over P processes, bitwise identical to one
+ * process.
+ *
+ * The core library (attngraph/core.h) has no MPI dependency; this layer is
+ * its own library, libattngraph_mpi (built with mpicc). A program calls
+ * MPI_Init itself and passes a communicator.
+ *
+ * Ownership: the destinations are split into P contiguous parts, balanced by
+ * work (in-edges plus rows), cut at multiples of AG_MPI_ROW_ALIGN rows. Each
+ * process owns the states X of its rows, projects them, receives the K and V
+ * rows its destinations read from their owners (the halo), computes their
+ * attention, output projection and residual. Weights are replicated.
+ *
+ * Why the cuts are aligned: the projections run in fixed blocks of rows and
+ * the tiled kernel in fixed blocks of destinations (attngraph's results are
+ * the same for any thread count because these blocks do not move). A part
+ * that starts on a block boundary runs exactly the blocks one process runs,
+ * so every float is the same on 1 to P processes.
+ *
+ * Long runs of consecutive sources (causal and window patterns over long
+ * sequences): instead of a halo of nearly every row, K and V travel in blocks
+ * from process to process (ag_mpi_path_t AG_MPI_RING), each destination
+ * merging them into its online-softmax state in ascending source order, on
+ * the one-process kernel's own tiles: O(N/P) rows a process plus a block in
+ * flight, and the same bits.
+ *
+ * Errors: every function returns the same status on every process of the
+ * communicator (they agree before returning), with err holding the message
+ * of the lowest-ranked process that failed; none of them hangs when one
+ * process fails. Collective: every process of comm calls them together.
+ */
+#ifndef ATTNGRAPH_MPI_H
+#define ATTNGRAPH_MPI_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "attngraph/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* Parts start at multiples of this many rows (the projections' blocks of 512
+   and the weight gradients' chunks of 1024). */
+#define AG_MPI_ROW_ALIGN ((int64_t)1024)
+
+/* One process's part of a graph. */
+typedef struct {
+    int ranks, rank;            /* P and this process's rank */
+    int64_t n_nodes, n_edges;   /* the whole graph's N and E (messages) */
+    int one_run;                /* every destination of the whole graph has <= 1 run */
+    int64_t *bounds;            /* [P+1]: process p owns rows bounds[p] .. bounds[p+1]-1 */
+    int64_t lo, hi;             /* this process's rows: bounds[rank], bounds[rank+1] */
+    /* destinations lo..hi-1 as 0..hi-lo-1 (edge_ptr from 0); sources keep their
+       global numbers; edge_id NULL */
+    ag_nbhd_t nb;
+} ag_mpi_part_t;
+
+/*
+ * Parts of nb (the whole neighbourhoods, given on `root` only; NULL elsewhere):
+ * root cuts them and sends each process its part.
+ */
+int ag_mpi_part_scatter(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb, int root,
+                        ag_error_t *err);
+
+/* A process's part cut out of the whole neighbourhoods that every process holds
+   (a pattern each compiles, a CSR each reads): no communication beyond agreeing. */
+int ag_mpi_part_local(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
+                      ag_error_t *err);
+
+/*
+ * Each process reads only its part of an in-neighbour CSR (as ag_nbhd_from_csr):
+ * all of indptr [N+1] (to cut the parts), and of indices [E] only the entries
+ * of its destinations, by an offset read of the .npy file. self as
+ * ag_nbhd_self_loops.
+ */
+int ag_mpi_part_from_csr(ag_mpi_part_t *part, MPI_Comm comm, const char *indptr_path,
+                         const char *indices_path, ag_self_loops_t self, ag_error_t *err);
+
+void ag_mpi_part_destroy(ag_mpi_part_t *part);
+
+/* How K and V reach the destinations. */
+typedef enum {
+    AG_MPI_AUTO = 0,    /* the ring for one run per destination when the halo would hold
+                           more than half the rows on some process; else the halo */
+    AG_MPI_HALO,        /* each process receives the rows it reads, once a round */
+    AG_MPI_RING         /* blocks of K and V pass from process to process (one run per
+                           destination only) */
+} ag_mpi_path_t;
+
+/* What a run measured on this process. */
+typedef struct {
+    ag_mpi_path_t path;         /* the path taken */
+    double seconds;             /* the rounds */
+    double seconds_comm;        /* of which waiting for or moving rows */
+    int64_t bytes_sent, bytes_received;   /* K and V rows (and weight sums) */
+    int64_t halo_rows;          /* rows received a round (halo), or rows passed on (ring) */
+} ag_mpi_stats_t;
+
+/*
+ * ag_rounds_run on P processes: X [hi-lo, D] holds this process's rows (in
+ * place). opts as ag_rounds_run's, but only score (plain dot-product
+ * softmax: scaled-dot, dot, beta), no_residual, norm and ln_eps are read;
+ * shared weights only (no per-node weights). M (NULL: not wanted) gets the
+ * last round's messages of this process's rows [hi-lo, H*d].
+ */
+int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,
+                      int n_layers, float *X, int rounds, const ag_round_opts_t *opts,
+                      ag_mpi_path_t path, float *M, ag_mpi_stats_t *stats, ag_error_t *err);
+
+/* Rows [hi-lo, cols] of every process into all [N, cols] on root (NULL elsewhere). */
+int ag_mpi_gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,
+                       int64_t cols, float *all, int root, ag_error_t *err);
+
+/*
+ * Agreement after a step that may fail on some processes: returns the same
+ * status everywhere (the lowest failing rank's) and puts that process's
+ * message into err on every process. rc is this process's status.
+ */
+int ag_mpi_agree(MPI_Comm comm, int rc, ag_error_t *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNGRAPH_MPI_H */

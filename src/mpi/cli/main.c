@@ -1,0 +1,63 @@
+/*
+ * attngraph-mpi: `mpirun -np P attngraph-mpi run ...` runs what `attngraph run`
+ * runs, on P processes, with the same options and the same output bits.
+ * Only rank 0 speaks: the other ranks' standard output and error are closed
+ * to /dev/null, so a failure says one line, not P.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mpi_cli.h"
+
+static const char usage[] =
+    "usage: mpirun -np P attngraph-mpi run [attngraph run's options] [--path auto|halo|ring]\n"
+    "\n"
+    "Runs attngraph's message rounds on P MPI processes; the outputs are bitwise those\n"
+    "of `attngraph run` on one process. See 'attngraph-mpi run --help'.\n";
+
+static void igraph_error_quiet(const char *reason, const char *file, int line,
+                               igraph_error_t code)
+{
+    (void)reason, (void)file, (void)line, (void)code;
+    IGRAPH_FINALLY_FREE();
+}
+
+/* Ranks other than 0 write nothing. */
+static void silence(void)
+{
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+        dup2(null, 1);
+        dup2(null, 2);
+        close(null);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    ag_error_t err;
+    /* before MPI_Init: the restart (execv) keeps the process MPI started */
+    if (ag_blas_fix(argv, &err))
+        fprintf(stderr, "attngraph-mpi: warning: %s\n", err.msg);
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank != 0)
+        silence();
+    igraph_set_error_handler(igraph_error_quiet);
+    igraph_set_warning_handler(igraph_warning_handler_ignore);
+    int status = EXIT_USAGE;
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        status = argc < 2 ? EXIT_USAGE : 0;
+    } else if (!strcmp(argv[1], "run")) {
+        status = mpi_run(MPI_COMM_WORLD, argc - 1, argv + 1);
+    } else {
+        fprintf(stderr, "attngraph-mpi: unknown command '%s' (run)\n", argv[1]);
+    }
+    fflush(stdout);
+    MPI_Finalize();
+    return status;
+}

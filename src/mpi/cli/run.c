@@ -1,0 +1,216 @@
+/*
+ * attngraph-mpi run: `attngraph run` on P processes. The options are
+ * attngraph run's (the same parser); what needs the whole graph in one place
+ * (per-edge exports, traces, per-node weights, scores other than plain
+ * dot-product softmax) is refused with a usage error. The outputs (--out,
+ * --messages, --head-messages) are the one-process files, gathered and
+ * written by rank 0 through the same temporaries and renames.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "mpi_cli.h"
+
+int take_path_option(int *argc, char **argv, ag_mpi_path_t *path, const char *cmd)
+{
+    *path = AG_MPI_AUTO;
+    int out = 0, k = 0;
+    for (; k < *argc; k++) {
+        const char *value = NULL;
+        if (!strcmp(argv[k], "--"))
+            break;
+        if (!strcmp(argv[k], "--path")) {
+            if (k + 1 >= *argc)
+                return usage_error(cmd, "--path needs a value: auto, halo or ring");
+            value = argv[++k];
+        } else if (!strncmp(argv[k], "--path=", 7)) {
+            value = argv[k] + 7;
+        } else {
+            argv[out++] = argv[k];
+            continue;
+        }
+        if (!strcmp(value, "auto"))
+            *path = AG_MPI_AUTO;
+        else if (!strcmp(value, "halo"))
+            *path = AG_MPI_HALO;
+        else if (!strcmp(value, "ring"))
+            *path = AG_MPI_RING;
+        else
+            return usage_error(cmd, "--path '%s': expected auto, halo or ring", value);
+    }
+    for (; k < *argc; k++)   /* "--" and what follows it */
+        argv[out++] = argv[k];
+    *argc = out;
+    argv[out] = NULL;
+    return 0;
+}
+
+/* Usage errors for what a run on several processes does not do. */
+static int refuse_unsupported(const run_opts_t *o)
+{
+    const char *what = o->n_attn ? "--attn" : o->trace ? "--trace" : o->save_rounds ?
+                       "--save-rounds" : o->until > 0 ? "--until" : o->predict ? "--predict" :
+                       o->q ? "--q/--k/--v (raw attention)" : o->edge_bias ? "--edge-bias" :
+                       o->per_node ? "--per-node-weights" : NULL;
+    if (what)
+        return usage_error("run", "%s is not supported by attngraph-mpi (it needs the whole "
+                           "graph in one process): run attngraph run", what);
+    if (o->score.kind != AG_SCORE_SCALED_DOT && o->score.kind != AG_SCORE_DOT)
+        return usage_error("run", "attngraph-mpi runs plain dot-product softmax scores "
+                           "(scaled-dot, dot, --beta); run the others with attngraph run");
+    if (o->score.softcap > 0 || o->score.alibi)
+        return usage_error("run", "attngraph-mpi runs plain dot-product softmax scores: no "
+                           "--softcap or --alibi");
+    return 0;
+}
+
+/* Gathers rows [n, cols] to rank 0 and writes them there as path (rank 0's). */
+static int write_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,
+                          int64_t cols, const char *path, int per_head, int64_t H,
+                          ag_error_t *err)
+{
+    float *all = NULL;
+    int rc = AG_OK;
+    if (part->rank == 0 && !(all = ag_alloc(part->n_nodes * cols, sizeof *all, err, "output")))
+        rc = AG_ENOMEM;
+    if ((rc = ag_mpi_agree(comm, rc, err)))
+        return rc;
+    rc = ag_mpi_gather_rows(comm, part, mine, cols, all, 0, err);
+    if (!rc && part->rank == 0) {
+        if (!per_head) {
+            rc = ag_npy_write_f32(path, all, part->n_nodes, cols, err);
+        } else {   /* [N, H*d] as [H, N, d] */
+            const int64_t N = part->n_nodes, d = cols / H;
+            float *t = ag_alloc(N * cols, sizeof *t, err, "head messages");
+            if (!t)
+                rc = AG_ENOMEM;
+            for (int64_t h = 0; !rc && h < H; h++)
+                for (int64_t i = 0; i < N; i++)
+                    memcpy(t + (h * N + i) * d, all + i * cols + h * d, (size_t)d * sizeof *t);
+            const int64_t shape[3] = {H, N, d};
+            if (!rc)
+                rc = ag_npy_write_f32_nd(path, t, 3, shape, err);
+            free(t);
+        }
+    }
+    free(all);
+    return ag_mpi_agree(comm, rc, err);
+}
+
+static const char *path_name(ag_mpi_path_t p)
+{
+    return p == AG_MPI_RING ? "ring" : p == AG_MPI_HALO ? "halo" : "auto";
+}
+
+static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
+                   const inputs_t *in, const ag_mpi_stats_t *st, int threads)
+{
+    double comm_s = st->seconds_comm, max_s;
+    double sums[3] = {(double)st->bytes_sent, (double)st->bytes_received, comm_s}, all[3];
+    MPI_Reduce(sums, all, 3, MPI_DOUBLE, MPI_SUM, 0, comm);
+    MPI_Reduce(&st->seconds, &max_s, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    if (part->rank != 0)
+        return;
+    const int P = part->ranks;
+    printf("graph: %s: %lld node%s, %lld message%s\n", desc, (long long)part->n_nodes,
+           PLURAL(part->n_nodes), (long long)part->n_edges, PLURAL(part->n_edges));
+    printf("rounds: %lld (D=%lld, %lld head%s of width %lld) on %d process%s x %d thread%s, "
+           "%s path\n", (long long)in->rounds, (long long)in->x0.cols, (long long)in->H,
+           PLURAL(in->H), (long long)in->d, P, P == 1 ? "" : "es", threads, PLURAL(threads),
+           path_name(st->path));
+    for (int p = 0; p < P; p++)
+        printf("  process %d: rows %lld..%lld\n", p, (long long)part->bounds[p],
+               (long long)part->bounds[p + 1] - 1);
+    const double per_round = in->rounds ? max_s / (double)in->rounds : 0;
+    printf("time per round: %.4g s; communicating: %.1f%% (mean over processes); "
+           "exchanged: %.4g MB a round\n", per_round,
+           max_s > 0 ? 100.0 * all[2] / P / max_s : 0.0,
+           in->rounds ? all[0] / 1e6 / (double)in->rounds : 0.0);
+}
+
+int mpi_run(MPI_Comm comm, int argc, char **argv)
+{
+    ag_mpi_path_t path;
+    if (take_path_option(&argc, argv, &path, "run"))
+        return EXIT_USAGE;
+    run_opts_t o;
+    int status = run_parse(&o, argc, argv);
+    if (status >= 0)
+        return status;
+    if (refuse_unsupported(&o))
+        return EXIT_USAGE;
+    const int threads = ag_set_threads((int)o.threads);
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    enum { OUT, MESSAGES, HEAD_MESSAGES, N_OUTS };
+    out_file_t outs[N_OUTS];
+    out_init(&outs[OUT], o.out, "--out", "npy");
+    out_init(&outs[MESSAGES], o.messages, "--messages", "npy");
+    out_init(&outs[HEAD_MESSAGES], o.head_messages, "--head-messages", "npy");
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0, u;
+    int rc = rank == 0 ? out_open_all(outs, N_OUTS, &usage, &err) : AG_OK;
+    MPI_Bcast(&usage, 1, MPI_INT, 0, comm);
+    rc = ag_mpi_agree(comm, rc, &err);
+    ag_mpi_part_t part;
+    memset(&part, 0, sizeof part);
+    char desc[512] = "";
+    if (!rc) {
+        rc = open_part(&part, comm, &o.src, desc, sizeof desc, &u, &err);
+        usage = usage || u;
+    }
+    inputs_t in;
+    memset(&in, 0, sizeof in);
+    ag_matrix_t x0;
+    memset(&x0, 0, sizeof x0);
+    if (!rc)
+        rc = own_features(&x0, comm, &part, &o, &err);
+    if (!rc) {
+        run_opts_t lo = o;
+        lo.posenc = 0;   /* own_features placed the rows at their positions */
+        rc = ag_mpi_agree(comm, inputs_load_features(&in, &lo, &x0, &err), &err);
+    }
+    float *M = NULL;
+    const int64_t n = part.hi - part.lo, HD = in.H * in.d;
+    if (!rc && (o.messages || o.head_messages) &&
+        !(M = ag_alloc(n ? n * HD : 1, sizeof *M, &err, "messages")))
+        rc = AG_ENOMEM;
+    rc = ag_mpi_agree(comm, rc, &err);
+    ag_score_t score = in.score;
+    const ag_round_opts_t ro = {.score = &score, .no_residual = o.no_residual, .norm = o.norm};
+    ag_mpi_stats_t st;
+    memset(&st, 0, sizeof st);
+    if (!rc)
+        rc = ag_mpi_rounds_run(comm, &part, in.layers, in.n_layers, in.x0.data,
+                               (int)in.rounds, &ro, path, M, &st, &err);
+    ag_error_t where;
+    if (!rc && ag_check_finite("the output states", in.x0.data, n, in.x0.cols, &where))
+        rc = ag_fail(&err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
+                     "inputs down (the largest |value| should be far below 1e18)", where.msg);
+    rc = ag_mpi_agree(comm, rc, &err);
+    if (!rc && o.out)
+        rc = write_gathered(comm, &part, in.x0.data, in.x0.cols, outs[OUT].path, 0, 0, &err);
+    if (!rc && o.messages)
+        rc = write_gathered(comm, &part, M, HD, outs[MESSAGES].path, 0, 0, &err);
+    if (!rc && o.head_messages)
+        rc = write_gathered(comm, &part, M, HD, outs[HEAD_MESSAGES].path, 1, in.H, &err);
+    if (!rc)
+        rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(outs, N_OUTS, &err) : AG_OK, &err);
+    if (!rc && !o.quiet)
+        report(comm, &part, desc, &in, &st, threads);
+    if (!rc && !o.quiet && rank == 0)
+        for (int k = 0; k < N_OUTS; k++)
+            if (outs[k].target)
+                printf("wrote %s\n", outs[k].target);
+    if (rc && rank == 0) {
+        out_name_errors(outs, N_OUTS, &err);
+        for (int k = 0; k < N_OUTS; k++)
+            out_abort(&outs[k]);
+    }
+    free(M);
+    ag_matrix_destroy(&x0);
+    inputs_free(&in);
+    ag_mpi_part_destroy(&part);
+    return finish("run", rc, usage, &err);
+}

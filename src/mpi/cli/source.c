@@ -1,0 +1,152 @@
+/*
+ * Where a process's part comes from: a pattern each process compiles, a CSR
+ * each process reads its slice of, or a graph file rank 0 reads and cuts; and
+ * the rows of the features each process starts from.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "mpi_cli.h"
+#include "rng.h"
+
+static int open_csr_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o,
+                         int *usage, ag_error_t *err)
+{
+    const char *comma = strchr(o->csr, ',');
+    if (!comma || comma == o->csr || !comma[1]) {
+        *usage = 1;
+        return ag_fail(err, AG_EINVAL, "--csr '%s': expected INDPTR.npy,INDICES.npy", o->csr);
+    }
+    char *indptr = strndup(o->csr, (size_t)(comma - o->csr));
+    if (!indptr)
+        return ag_fail(err, AG_ENOMEM, "out of memory");
+    int rc = ag_mpi_part_from_csr(part, comm, indptr, comma + 1, o->self, err);
+    if (!rc && part->n_nodes > o->max_nodes)
+        rc = ag_fail(err, AG_ELIMIT, "%s describes %lld nodes, more than the limit of %lld "
+                     "(--max-nodes)", indptr, (long long)part->n_nodes, (long long)o->max_nodes);
+    free(indptr);
+    return rc;
+}
+
+int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, char *desc,
+              size_t desc_size, int *usage, ag_error_t *err)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    memset(part, 0, sizeof *part);
+    *usage = 0;
+    int rc;
+    if (o->csr) {
+        rc = open_csr_part(part, comm, o, usage, err);
+        snprintf(desc, desc_size, "CSR %s", o->csr);
+    } else {
+        /* a pattern: every process compiles it (O(N + runs)); a graph file: rank 0 */
+        source_t s;
+        memset(&s, 0, sizeof s);
+        const int here = o->pattern || rank == 0;
+        rc = here ? source_open(&s, o, usage, err) : AG_OK;
+        int flags[2] = {rc != 0 && *usage, 0}, any[2];
+        MPI_Allreduce(flags, any, 2, MPI_INT, MPI_MAX, comm);
+        if ((rc = ag_mpi_agree(comm, rc, err))) {
+            *usage = any[0];
+            if (here)
+                source_close(&s);
+            return rc;
+        }
+        snprintf(desc, desc_size, "%s", s.desc);
+        rc = o->pattern ? ag_mpi_part_local(part, comm, &s.nb, err)
+                        : ag_mpi_part_scatter(part, comm, rank == 0 ? &s.nb : NULL, 0, err);
+        if (here)
+            source_close(&s);
+        MPI_Bcast(desc, (int)desc_size, MPI_CHAR, 0, comm);
+    }
+    int u = *usage, any_usage;
+    MPI_Allreduce(&u, &any_usage, 1, MPI_INT, MPI_MAX, comm);
+    *usage = any_usage;
+    return rc;
+}
+
+/* Element k of ag_random_normal(x, n, seed, 0, 1): Box-Muller pair k / 2. */
+static float normal_at(uint64_t state, int64_t k)
+{
+    const int64_t p = k / 2;
+    const double r = sqrt(-2.0 * log(((double)(rng_at(state, (uint64_t)(2 * p)) >> 11) + 0.5) *
+                                     0x1.0p-53));
+    const double t = 6.283185307179586 *
+                     (((double)(rng_at(state, (uint64_t)(2 * p + 1)) >> 11) + 0.5) * 0x1.0p-53);
+    return (float)(k % 2 == 0 ? r * cos(t) : r * sin(t)) * 1.0f;
+}
+
+/* ag_posenc_sinusoidal for rows lo..lo+n-1 (their positions). */
+static void posenc_rows(float *X, int64_t lo, int64_t n, int64_t D)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t c = 0; c < D; c++) {
+            const double angle = (double)(lo + i) / pow(10000.0, (double)(c / 2 * 2) / (double)D);
+            X[i * D + c] += (float)(c % 2 == 0 ? sin(angle) : cos(angle));
+        }
+}
+
+/* --features: rank 0 reads the file and sends each process its rows. */
+static int scatter_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
+                            const char *path, ag_error_t *err)
+{
+    ag_matrix_t all;
+    memset(&all, 0, sizeof all);
+    int rc = part->rank == 0 ? ag_matrix_read_npy(&all, path, err) : AG_OK;
+    if (!rc && part->rank == 0 && all.rows != part->n_nodes)
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld rows; the graph has %lld nodes", path,
+                     (long long)all.rows, (long long)part->n_nodes);
+    if (!rc && part->rank == 0 && all.cols > INT32_MAX / 2)
+        rc = ag_fail(err, AG_ELIMIT, "%s: %lld columns are too many", path, (long long)all.cols);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        ag_matrix_destroy(&all);
+        return rc;
+    }
+    int64_t D = all.cols;
+    MPI_Bcast(&D, 1, MPI_INT64_T, 0, comm);
+    rc = ag_matrix_init(x0, part->hi - part->lo, D, err);
+    int *count = ag_alloc(part->ranks, sizeof(int), err, "features");
+    int *displ = ag_alloc(part->ranks, sizeof(int), err, "features");
+    if (!rc && (!count || !displ))
+        rc = AG_ENOMEM;
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        free(count), free(displ), ag_matrix_destroy(&all), ag_matrix_destroy(x0);
+        return rc;
+    }
+    for (int p = 0; p < part->ranks; p++)
+        count[p] = (int)(part->bounds[p + 1] - part->bounds[p]), displ[p] = (int)part->bounds[p];
+    MPI_Datatype row;
+    MPI_Type_contiguous((int)D, MPI_FLOAT, &row);
+    MPI_Type_commit(&row);
+    MPI_Scatterv(all.data, count, displ, row, x0->data, count[part->rank], row, 0, comm);
+    MPI_Type_free(&row);
+    free(count), free(displ);
+    ag_matrix_destroy(&all);
+    return AG_OK;
+}
+
+int own_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
+                 const run_opts_t *o, ag_error_t *err)
+{
+    int rc;
+    const int64_t n = part->hi - part->lo;
+    if (o->features) {
+        if ((rc = scatter_features(x0, comm, part, o->features, err)))
+            return rc;
+    } else {
+        const int64_t D = o->dim ? o->dim : DEFAULT_DIM;
+        rc = ag_mpi_agree(comm, ag_matrix_init(x0, n, D, err), err);
+        if (rc)
+            return rc;
+        const uint64_t state = rng_seed(o->seed, 0);
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < n * D; k++)
+            x0->data[k] = normal_at(state, part->lo * D + k);
+    }
+    if (o->posenc)
+        posenc_rows(x0->data, part->lo, n, x0->cols);
+    return AG_OK;
+}

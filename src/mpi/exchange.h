@@ -1,0 +1,42 @@
+/* What the MPI layer's files share (src/mpi/). */
+#ifndef AG_MPI_EXCHANGE_H
+#define AG_MPI_EXCHANGE_H
+
+#include "attngraph/mpi.h"
+
+/*
+ * The rows of K and V a process holds during a round: a window of global rows
+ * [wlo, whi) (its own rows and every source its destinations read), each row
+ * H*d floats; rows of the window that nobody sends stay zero (the tiled
+ * kernel may read them under a mask).
+ */
+typedef struct {
+    int64_t wlo, whi;
+    float *K, *V;               /* [whi - wlo, HD] */
+    /* the halo: rows this process receives, and sends, per peer */
+    int *recv_count, *recv_displ;   /* [P] in rows */
+    int *send_count, *send_displ;   /* [P] in rows */
+    int64_t *recv_rows;         /* [sum recv_count] global rows, ascending per peer */
+    int64_t *send_rows;         /* [sum send_count] own global rows the peers asked for */
+    float *send_buf, *recv_buf; /* [rows, 2 HD]: K then V of each row */
+    int64_t n_recv, n_send;
+    MPI_Datatype row2;          /* 2 HD floats */
+} ag_halo_t;
+
+/* Plans the halo of part for rows of HD floats: every process tells the owners
+   which of their rows it reads. Collective; agrees on failure. */
+int ag_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64_t HD,
+                 ag_error_t *err);
+/* Sends the own rows (already in the window) that the peers read and receives
+   the rows this process reads, into the window. */
+void ag_halo_exchange(ag_halo_t *h, MPI_Comm comm, int64_t HD, ag_mpi_stats_t *stats);
+void ag_halo_destroy(ag_halo_t *h);
+
+/* The neighbourhoods of part as the kernels index them: by global destination
+   (offset pointers; only lo..hi-1 may be read) with the whole graph's N and E. */
+ag_nbhd_t ag_part_view(const ag_mpi_part_t *part);
+
+/* Seconds since some fixed point. */
+double ag_mpi_now(void);
+
+#endif

@@ -1,0 +1,162 @@
+/*
+ * The halo: each process receives, once a round, the K and V rows of the
+ * sources its destinations read that other processes own, in one
+ * MPI_Alltoallv of whole rows (K and V side by side).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "exchange.h"
+#include "internal.h"
+
+double ag_mpi_now(void)
+{
+    return MPI_Wtime();
+}
+
+ag_nbhd_t ag_part_view(const ag_mpi_part_t *part)
+{
+    ag_nbhd_t v = part->nb;
+    v.n_nodes = part->n_nodes, v.n_edges = part->n_edges;
+    v.edge_ptr = part->nb.edge_ptr - part->lo;
+    v.run_ptr = part->nb.run_ptr - part->lo;
+    v.edge_id = NULL;
+    return v;
+}
+
+void ag_halo_destroy(ag_halo_t *h)
+{
+    free(h->K), free(h->V);
+    free(h->recv_count), free(h->recv_displ), free(h->send_count), free(h->send_displ);
+    free(h->recv_rows), free(h->send_rows), free(h->send_buf), free(h->recv_buf);
+    if (h->row2 != MPI_DATATYPE_NULL && h->row2 != 0)
+        MPI_Type_free(&h->row2);
+    memset(h, 0, sizeof *h);
+}
+
+/* The window: own rows and every source read, widened to whole groups of 8
+   rows (the tiled kernel's register blocks start there), within 0..N. */
+static void window_of(const ag_mpi_part_t *part, int64_t *wlo, int64_t *whi)
+{
+    int64_t lo = part->lo, hi = part->hi;
+    const ag_nbhd_t *nb = &part->nb;
+    for (int64_t r = 0; r < nb->n_runs; r++) {
+        lo = nb->run_src[r] < lo ? nb->run_src[r] : lo;
+        hi = nb->run_src[r] + nb->run_len[r] > hi ? nb->run_src[r] + nb->run_len[r] : hi;
+    }
+    lo -= lo % 8;
+    hi = hi + (8 - hi % 8) % 8 > part->n_nodes ? part->n_nodes : hi + (8 - hi % 8) % 8;
+    *wlo = lo, *whi = hi > lo ? hi : lo;
+}
+
+/* The remote rows read, ascending, into h->recv_rows; counts per owner. */
+static int list_reads(ag_halo_t *h, const ag_mpi_part_t *part, ag_error_t *err)
+{
+    const int64_t w = h->whi - h->wlo;
+    int32_t *cover = ag_calloc(w + 1, sizeof *cover, err, "halo");
+    if (!cover)
+        return AG_ENOMEM;
+    const ag_nbhd_t *nb = &part->nb;
+    for (int64_t r = 0; r < nb->n_runs; r++) {   /* +1 where a run starts, -1 past its end */
+        cover[nb->run_src[r] - h->wlo]++;
+        cover[nb->run_src[r] + nb->run_len[r] - h->wlo]--;
+    }
+    int64_t n = 0, depth = 0;
+    for (int64_t j = 0; j < w; j++) {
+        depth += cover[j];
+        const int64_t g = h->wlo + j;
+        cover[j] = depth > 0 && (g < part->lo || g >= part->hi);
+        n += cover[j];
+    }
+    h->recv_rows = ag_alloc(n + 1, sizeof *h->recv_rows, err, "halo");
+    if (!h->recv_rows) {
+        free(cover);
+        return AG_ENOMEM;
+    }
+    int p = 0;
+    for (int64_t j = 0, k = 0; j < w; j++)
+        if (cover[j]) {
+            const int64_t g = h->wlo + j;
+            while (g >= part->bounds[p + 1])
+                p++;
+            h->recv_rows[k++] = g;
+            h->recv_count[p]++;
+        }
+    h->n_recv = n;
+    free(cover);
+    return n > INT32_MAX ? ag_fail(err, AG_ELIMIT, "a halo of %lld rows is beyond what one "
+                                   "MPI message carries (2^31)", (long long)n) : AG_OK;
+}
+
+static void displacements(const int *count, int *displ, int P)
+{
+    displ[0] = 0;
+    for (int p = 1; p < P; p++)
+        displ[p] = displ[p - 1] + count[p - 1];
+}
+
+int ag_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64_t HD,
+                 ag_error_t *err)
+{
+    memset(h, 0, sizeof *h);
+    h->row2 = MPI_DATATYPE_NULL;
+    const int P = part->ranks;
+    window_of(part, &h->wlo, &h->whi);
+    const int64_t w = h->whi - h->wlo;
+    int rc = AG_OK;
+    h->K = ag_calloc((w ? w : 1) * HD, sizeof(float), err, "K rows");
+    h->V = ag_calloc((w ? w : 1) * HD, sizeof(float), err, "V rows");
+    h->recv_count = ag_calloc(P, sizeof(int), err, "halo");
+    h->recv_displ = ag_calloc(P, sizeof(int), err, "halo");
+    h->send_count = ag_calloc(P, sizeof(int), err, "halo");
+    h->send_displ = ag_calloc(P, sizeof(int), err, "halo");
+    if (!h->K || !h->V || !h->recv_count || !h->recv_displ || !h->send_count || !h->send_displ)
+        rc = AG_ENOMEM;
+    if (!rc)
+        rc = list_reads(h, part, err);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        ag_halo_destroy(h);
+        return rc;
+    }
+    MPI_Alltoall(h->recv_count, 1, MPI_INT, h->send_count, 1, MPI_INT, comm);
+    displacements(h->recv_count, h->recv_displ, P);
+    displacements(h->send_count, h->send_displ, P);
+    h->n_send = h->send_displ[P - 1] + (int64_t)h->send_count[P - 1];
+    h->send_rows = ag_alloc(h->n_send + 1, sizeof *h->send_rows, err, "halo");
+    h->send_buf = ag_alloc((h->n_send + 1) * 2 * HD, sizeof(float), err, "halo");
+    h->recv_buf = ag_alloc((h->n_recv + 1) * 2 * HD, sizeof(float), err, "halo");
+    rc = h->send_rows && h->send_buf && h->recv_buf ? AG_OK : AG_ENOMEM;
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        ag_halo_destroy(h);
+        return rc;
+    }
+    MPI_Alltoallv(h->recv_rows, h->recv_count, h->recv_displ, MPI_INT64_T, h->send_rows,
+                  h->send_count, h->send_displ, MPI_INT64_T, comm);
+    MPI_Type_contiguous((int)(2 * HD), MPI_FLOAT, &h->row2);
+    MPI_Type_commit(&h->row2);
+    return AG_OK;
+}
+
+void ag_halo_exchange(ag_halo_t *h, MPI_Comm comm, int64_t HD, ag_mpi_stats_t *stats)
+{
+    const double t0 = ag_mpi_now();
+    for (int64_t k = 0; k < h->n_send; k++) {
+        const int64_t r = h->send_rows[k] - h->wlo;
+        memcpy(h->send_buf + k * 2 * HD, h->K + r * HD, (size_t)HD * sizeof(float));
+        memcpy(h->send_buf + k * 2 * HD + HD, h->V + r * HD, (size_t)HD * sizeof(float));
+    }
+    MPI_Alltoallv(h->send_buf, h->send_count, h->send_displ, h->row2, h->recv_buf,
+                  h->recv_count, h->recv_displ, h->row2, comm);
+    for (int64_t k = 0; k < h->n_recv; k++) {
+        const int64_t r = h->recv_rows[k] - h->wlo;
+        memcpy(h->K + r * HD, h->recv_buf + k * 2 * HD, (size_t)HD * sizeof(float));
+        memcpy(h->V + r * HD, h->recv_buf + k * 2 * HD + HD, (size_t)HD * sizeof(float));
+    }
+    if (stats) {
+        stats->seconds_comm += ag_mpi_now() - t0;
+        stats->bytes_sent += h->n_send * 2 * HD * (int64_t)sizeof(float);
+        stats->bytes_received += h->n_recv * 2 * HD * (int64_t)sizeof(float);
+        stats->halo_rows = h->n_recv;
+    }
+}

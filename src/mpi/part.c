@@ -1,0 +1,286 @@
+/*
+ * Parts of a graph: contiguous ranges of destinations balanced by work
+ * (in-edges plus one per row), cut at multiples of AG_MPI_ROW_ALIGN rows, and
+ * the neighbourhoods of each part with sources kept in global numbers.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "attngraph/mpi.h"
+#include "internal.h"
+
+void ag_mpi_part_destroy(ag_mpi_part_t *part)
+{
+    if (!part)
+        return;
+    free(part->bounds);
+    ag_nbhd_destroy(&part->nb);
+    memset(part, 0, sizeof *part);
+}
+
+/* The first row i with work edge_ptr[i] + i >= target. */
+static int64_t row_of_work(const int64_t *edge_ptr, int64_t N, double target)
+{
+    int64_t lo = 0, hi = N;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if ((double)(edge_ptr[mid] + mid) >= target)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* bounds [P+1] from the whole graph's edge_ptr [N+1]: equal work, aligned cuts. */
+static void cut_bounds(const int64_t *edge_ptr, int64_t N, int P, int64_t *bounds)
+{
+    const double total = (double)(edge_ptr[N] + N);
+    bounds[0] = 0;
+    for (int p = 1; p < P; p++) {
+        int64_t b = row_of_work(edge_ptr, N, total * p / P);
+        b = (b + AG_MPI_ROW_ALIGN / 2) / AG_MPI_ROW_ALIGN * AG_MPI_ROW_ALIGN;
+        b = b > N ? N : b < bounds[p - 1] ? bounds[p - 1] : b;
+        bounds[p] = b;
+    }
+    bounds[P] = N;
+}
+
+static int one_run(const ag_nbhd_t *nb, int64_t lo, int64_t hi)
+{
+    for (int64_t i = lo; i < hi; i++)
+        if (nb->run_ptr[i + 1] - nb->run_ptr[i] > 1)
+            return 0;
+    return 1;
+}
+
+/* out: destinations lo..hi-1 of nb, renumbered from 0, sources global. */
+static int slice(ag_nbhd_t *out, const ag_nbhd_t *nb, int64_t lo, int64_t hi, ag_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    const int64_t n = hi - lo, e0 = nb->edge_ptr[lo], r0 = nb->run_ptr[lo];
+    out->n_nodes = n;
+    out->n_edges = nb->edge_ptr[hi] - e0;
+    out->n_runs = nb->run_ptr[hi] - r0;
+    out->edge_ptr = ag_alloc(n + 1, sizeof(int64_t), err, "part");
+    out->run_ptr = ag_alloc(n + 1, sizeof(int64_t), err, "part");
+    out->run_src = ag_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
+    out->run_len = ag_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
+    if (!out->edge_ptr || !out->run_ptr || !out->run_src || !out->run_len) {
+        ag_nbhd_destroy(out);
+        return AG_ENOMEM;
+    }
+    for (int64_t i = 0; i <= n; i++) {
+        out->edge_ptr[i] = nb->edge_ptr[lo + i] - e0;
+        out->run_ptr[i] = nb->run_ptr[lo + i] - r0;
+    }
+    memcpy(out->run_src, nb->run_src + r0, (size_t)out->n_runs * sizeof(int64_t));
+    memcpy(out->run_len, nb->run_len + r0, (size_t)out->n_runs * sizeof(int64_t));
+    return AG_OK;
+}
+
+static int part_begin(ag_mpi_part_t *part, MPI_Comm comm, ag_error_t *err)
+{
+    memset(part, 0, sizeof *part);
+    MPI_Comm_size(comm, &part->ranks);
+    MPI_Comm_rank(comm, &part->rank);
+    part->bounds = ag_alloc(part->ranks + 1, sizeof(int64_t), err, "part bounds");
+    return part->bounds ? AG_OK : AG_ENOMEM;
+}
+
+int ag_mpi_part_local(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
+                      ag_error_t *err)
+{
+    int rc = part_begin(part, comm, err);
+    if (!rc) {
+        part->n_nodes = nb->n_nodes, part->n_edges = nb->n_edges;
+        part->one_run = one_run(nb, 0, nb->n_nodes);
+        cut_bounds(nb->edge_ptr, nb->n_nodes, part->ranks, part->bounds);
+        part->lo = part->bounds[part->rank], part->hi = part->bounds[part->rank + 1];
+        rc = slice(&part->nb, nb, part->lo, part->hi, err);
+    }
+    if ((rc = ag_mpi_agree(comm, rc, err)))
+        ag_mpi_part_destroy(part);
+    return rc;
+}
+
+/* ---- root sends the parts ---- */
+
+enum { TAG_SIZES = 71, TAG_ARRAYS };
+
+static int too_large(int64_t n, ag_error_t *err)
+{
+    return n > INT32_MAX ? ag_fail(err, AG_ELIMIT, "a part of %lld entries is beyond what one "
+                                   "MPI message carries (2^31)", (long long)n) : AG_OK;
+}
+
+/* Sends part p's arrays (sizes first: n, E, R; n = -1 when root failed to cut it). */
+static int send_part(const ag_nbhd_t *nb, const int64_t *bounds, int p, MPI_Comm comm,
+                     ag_error_t *err)
+{
+    ag_nbhd_t s;
+    int rc = slice(&s, nb, bounds[p], bounds[p + 1], err);
+    if (!rc)
+        rc = too_large(s.n_runs, err);
+    int64_t sizes[3] = {rc ? -1 : s.n_nodes, s.n_edges, s.n_runs};
+    MPI_Send(sizes, 3, MPI_INT64_T, p, TAG_SIZES, comm);
+    if (!rc) {
+        MPI_Send(s.edge_ptr, (int)(s.n_nodes + 1), MPI_INT64_T, p, TAG_ARRAYS, comm);
+        MPI_Send(s.run_ptr, (int)(s.n_nodes + 1), MPI_INT64_T, p, TAG_ARRAYS, comm);
+        MPI_Send(s.run_src, (int)s.n_runs, MPI_INT64_T, p, TAG_ARRAYS, comm);
+        MPI_Send(s.run_len, (int)s.n_runs, MPI_INT64_T, p, TAG_ARRAYS, comm);
+    }
+    ag_nbhd_destroy(&s);
+    return rc;
+}
+
+static int receive_part(ag_nbhd_t *out, int root, MPI_Comm comm, ag_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    int64_t sizes[3];
+    MPI_Recv(sizes, 3, MPI_INT64_T, root, TAG_SIZES, comm, MPI_STATUS_IGNORE);
+    if (sizes[0] < 0)
+        return ag_fail(err, AG_EINVAL, "the root process could not cut this part");
+    out->n_nodes = sizes[0], out->n_edges = sizes[1], out->n_runs = sizes[2];
+    out->edge_ptr = ag_alloc(out->n_nodes + 1, sizeof(int64_t), err, "part");
+    out->run_ptr = ag_alloc(out->n_nodes + 1, sizeof(int64_t), err, "part");
+    out->run_src = ag_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
+    out->run_len = ag_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
+    if (!out->edge_ptr || !out->run_ptr || !out->run_src || !out->run_len) {
+        /* the root sends anyway: there is no way to take the messages back */
+        MPI_Abort(comm, 1);
+    }
+    MPI_Recv(out->edge_ptr, (int)(out->n_nodes + 1), MPI_INT64_T, root, TAG_ARRAYS, comm,
+             MPI_STATUS_IGNORE);
+    MPI_Recv(out->run_ptr, (int)(out->n_nodes + 1), MPI_INT64_T, root, TAG_ARRAYS, comm,
+             MPI_STATUS_IGNORE);
+    MPI_Recv(out->run_src, (int)out->n_runs, MPI_INT64_T, root, TAG_ARRAYS, comm,
+             MPI_STATUS_IGNORE);
+    MPI_Recv(out->run_len, (int)out->n_runs, MPI_INT64_T, root, TAG_ARRAYS, comm,
+             MPI_STATUS_IGNORE);
+    return AG_OK;
+}
+
+int ag_mpi_part_scatter(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb, int root,
+                        ag_error_t *err)
+{
+    int rc = part_begin(part, comm, err);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        ag_mpi_part_destroy(part);
+        return rc;
+    }
+    const int P = part->ranks, me = part->rank;
+    int64_t head[3] = {0, 0, 0};
+    if (me == root) {
+        head[0] = nb->n_nodes, head[1] = nb->n_edges, head[2] = one_run(nb, 0, nb->n_nodes);
+        cut_bounds(nb->edge_ptr, nb->n_nodes, P, part->bounds);
+    }
+    MPI_Bcast(head, 3, MPI_INT64_T, root, comm);
+    MPI_Bcast(part->bounds, P + 1, MPI_INT64_T, root, comm);
+    part->n_nodes = head[0], part->n_edges = head[1], part->one_run = (int)head[2];
+    part->lo = part->bounds[me], part->hi = part->bounds[me + 1];
+    if (me == root) {
+        for (int p = 0; p < P; p++)
+            if (p != root) {
+                ag_error_t e;
+                send_part(nb, part->bounds, p, comm, &e);   /* p reports the failure */
+            }
+        rc = slice(&part->nb, nb, part->lo, part->hi, err);
+    } else {
+        rc = receive_part(&part->nb, root, comm, err);
+    }
+    if ((rc = ag_mpi_agree(comm, rc, err)))
+        ag_mpi_part_destroy(part);
+    return rc;
+}
+
+/* ---- each process reads its part of a CSR ---- */
+
+/* indptr [N+1] as a whole graph's with only lo..hi-1 having in-edges: the
+   form ag_nbhd_from_csr checks and compiles. */
+static int64_t *own_indptr(const int64_t *indptr, int64_t N, int64_t lo, int64_t hi,
+                           ag_error_t *err)
+{
+    int64_t *p = ag_alloc(N + 1, sizeof *p, err, "CSR part");
+    if (!p)
+        return NULL;
+    for (int64_t i = 0; i <= N; i++) {
+        const int64_t at = i < lo ? lo : i > hi ? hi : i;
+        p[i] = indptr[at] - indptr[lo];
+    }
+    return p;
+}
+
+static int check_indptr(const int64_t *indptr, int64_t n_ptr, const char *path, ag_error_t *err)
+{
+    if (n_ptr < 2)
+        return ag_fail(err, AG_EINVAL, "%s has %lld entr%s; expected N+1 >= 2", path,
+                       (long long)n_ptr, n_ptr == 1 ? "y" : "ies");
+    if (indptr[0] != 0)
+        return ag_fail(err, AG_EINVAL, "%s starts at %lld; expected 0", path, (long long)indptr[0]);
+    for (int64_t i = 0; i + 1 < n_ptr; i++)
+        if (indptr[i + 1] < indptr[i])
+            return ag_fail(err, AG_EINVAL, "%s decreases at entry %lld (%lld after %lld); "
+                           "expected non-decreasing", path, (long long)(i + 1),
+                           (long long)indptr[i + 1], (long long)indptr[i]);
+    return AG_OK;
+}
+
+/* The part of rows lo..hi-1 as a whole-graph nbhd (other rows empty), self applied. */
+static int read_own(ag_nbhd_t *whole, const int64_t *indptr, int64_t N, int64_t lo, int64_t hi,
+                    const char *indices_path, ag_self_loops_t self, ag_error_t *err)
+{
+    int64_t *idx = NULL, total = 0, *ptr = NULL;
+    int rc = ag_i_index_read_npy_part(&idx, &total, indices_path, indptr[lo],
+                                      indptr[hi] - indptr[lo], err);
+    if (!rc && total != indptr[N])
+        rc = ag_fail(err, AG_EINVAL, "the indptr file ends at %lld, but %s has %lld entr%s",
+                     (long long)indptr[N], indices_path, (long long)total,
+                     total == 1 ? "y" : "ies");
+    if (!rc && !(ptr = own_indptr(indptr, N, lo, hi, err)))
+        rc = AG_ENOMEM;
+    if (!rc)
+        rc = ag_nbhd_from_csr(whole, N, ptr, idx, err);
+    if (!rc && self != AG_SELF_KEEP)
+        rc = ag_nbhd_self_loops(whole, self, err);
+    free(idx);
+    free(ptr);
+    return rc;
+}
+
+int ag_mpi_part_from_csr(ag_mpi_part_t *part, MPI_Comm comm, const char *indptr_path,
+                         const char *indices_path, ag_self_loops_t self, ag_error_t *err)
+{
+    int rc = part_begin(part, comm, err);
+    int64_t *indptr = NULL, n_ptr = 0;
+    if (!rc)
+        rc = ag_index_read_npy(&indptr, &n_ptr, indptr_path, err);
+    if (!rc)
+        rc = check_indptr(indptr, n_ptr, indptr_path, err);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        free(indptr);
+        ag_mpi_part_destroy(part);
+        return rc;
+    }
+    const int64_t N = n_ptr - 1;
+    part->n_nodes = N;
+    /* the cut counts the file's edges: self-loops change them by at most one a row */
+    cut_bounds(indptr, N, part->ranks, part->bounds);
+    part->lo = part->bounds[part->rank], part->hi = part->bounds[part->rank + 1];
+    ag_nbhd_t whole;
+    memset(&whole, 0, sizeof whole);
+    rc = read_own(&whole, indptr, N, part->lo, part->hi, indices_path, self, err);
+    free(indptr);
+    if (!rc)
+        rc = slice(&part->nb, &whole, part->lo, part->hi, err);
+    ag_nbhd_destroy(&whole);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        ag_mpi_part_destroy(part);
+        return rc;
+    }
+    MPI_Allreduce(&part->nb.n_edges, &part->n_edges, 1, MPI_INT64_T, MPI_SUM, comm);
+    int64_t runs = one_run(&part->nb, 0, part->nb.n_nodes), every;
+    MPI_Allreduce(&runs, &every, 1, MPI_INT64_T, MPI_MIN, comm);
+    part->one_run = (int)every;
+    return AG_OK;
+}

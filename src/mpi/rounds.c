@@ -1,0 +1,171 @@
+/*
+ * Message rounds on P processes (ag_rounds_run's loop on a part): each
+ * process normalises and projects its own rows, receives the K and V rows it
+ * reads (halo.c) or streams them (ring.c), computes its destinations'
+ * attention and applies the output projection and residual to its rows.
+ * Every step is the one-process step on the same rows in the same blocks
+ * (parts start at multiples of AG_MPI_ROW_ALIGN), so the bits do not change
+ * with P.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exchange.h"
+#include "gemm.h"
+#include "internal.h"
+#include "kernels/kernels.h"
+#include "ring.h"
+#include "rounds.h"
+
+static int check_layers(const ag_weights_t *layers, int n_layers, ag_error_t *err)
+{
+    for (int k = 0; k < n_layers; k++)
+        if (layers[k].per_node)
+            return ag_fail(err, AG_EINVAL, "per-node weights are not supported on several "
+                           "processes (layer %d)", k + 1);
+    return AG_OK;
+}
+
+/* Halo or ring: the ring when forced, or (auto) when every destination has one
+   run and some process would receive more than half of all rows. */
+static ag_mpi_path_t choose_path(MPI_Comm comm, const ag_mpi_part_t *part, ag_mpi_path_t path,
+                                 const ag_halo_t *h)
+{
+    if (path != AG_MPI_AUTO)
+        return path;
+    if (!part->one_run || part->ranks == 1)
+        return AG_MPI_HALO;
+    int64_t most;
+    MPI_Allreduce(&h->n_recv, &most, 1, MPI_INT64_T, MPI_MAX, comm);
+    return 2 * most > part->n_nodes ? AG_MPI_RING : AG_MPI_HALO;
+}
+
+typedef struct {
+    MPI_Comm comm;
+    const ag_mpi_part_t *part;
+    ag_nbhd_t view;
+    int64_t n, D, HD, H, d;
+    float *Xn, *Q, *M;          /* [n, D], [n, HD], [n, HD] own rows */
+    ag_halo_t halo;             /* halo path: the window of K and V rows */
+    ag_ring_t ring;             /* ring path */
+    ag_mpi_path_t path;
+} run_t;
+
+static void run_free(run_t *r)
+{
+    free(r->Xn), free(r->Q), free(r->M);
+    ag_halo_destroy(&r->halo);
+    ag_ring_destroy(&r->ring);
+}
+
+static int one_round(run_t *r, const ag_weights_t *w, const ag_round_opts_t *opts, float *X,
+                     ag_mpi_stats_t *stats, ag_error_t *err)
+{
+    const ag_mpi_part_t *part = r->part;
+    ag_score_t sc;
+    int rc = ag_i_round_score(&sc, opts, w, 0, err);
+    if (rc)
+        return rc;
+    const float *Xin = X;
+    if (opts && opts->norm == AG_NORM_LAYER) {
+        ag_layer_norm(r->Xn, X, r->n, r->D, w->ln_weight, w->ln_bias,
+                      opts->ln_eps > 0 ? opts->ln_eps : 1e-5f);
+        Xin = r->Xn;
+    }
+    float *Mv = r->M - part->lo * r->HD;
+    const float *Qv = r->Q - part->lo * r->HD;
+    if (r->path == AG_MPI_HALO) {
+        ag_halo_t *h = &r->halo;
+        const int64_t own = (part->lo - h->wlo) * r->HD;
+        ag_i_project_qkv(w, Xin, r->n, r->Q, h->K + own, h->V + own);
+        ag_halo_exchange(h, r->comm, r->HD, stats);
+        rc = ag_i_attention_part(&r->view, part->lo, part->hi, part->one_run, Qv,
+                                 h->K - h->wlo * r->HD, h->V - h->wlo * r->HD, r->H, r->d, &sc,
+                                 Mv, NULL, err);
+    } else {
+        ag_ring_t *g = &r->ring;
+        ag_i_project_qkv(w, Xin, r->n, r->Q, g->K_own, g->V_own);
+        rc = ag_ring_attention(g, r->comm, &r->view, part, Qv, r->H, r->d, &sc, Mv, stats, err);
+    }
+    if (rc)
+        return rc;
+    const int residual = !(opts && opts->no_residual);
+    ag_i_gemm_xwt(X, r->M, w->wo, r->n, r->HD, r->D, residual ? 1.0f : 0.0f);
+    return AG_OK;
+}
+
+int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,
+                      int n_layers, float *X, int rounds, const ag_round_opts_t *opts,
+                      ag_mpi_path_t path, float *M, ag_mpi_stats_t *stats, ag_error_t *err)
+{
+    ag_mpi_stats_t own_stats;
+    if (!stats)
+        stats = &own_stats;
+    memset(stats, 0, sizeof *stats);
+    run_t r;
+    memset(&r, 0, sizeof r);
+    r.comm = comm, r.part = part, r.view = ag_part_view(part);
+    r.n = part->hi - part->lo, r.D = layers[0].D, r.H = layers[0].H, r.d = layers[0].d;
+    r.HD = r.H * r.d;
+    int rc = rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds)
+                 ? ag_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one "
+                           "layer for all rounds or one per round", rounds, n_layers)
+                 : check_layers(layers, n_layers, err);
+    if (!rc && path == AG_MPI_RING && !part->one_run)
+        rc = ag_fail(err, AG_EINVAL, "the ring path needs one run of consecutive sources per "
+                     "destination (causal, window, ... patterns); this graph has more");
+    const int64_t rows = r.n ? r.n : 1;
+    if (!rc && (!(r.Q = ag_alloc(rows * r.HD, sizeof(float), err, "queries")) ||
+                !(r.M = ag_alloc(rows * r.HD, sizeof(float), err, "messages")) ||
+                (opts && opts->norm == AG_NORM_LAYER &&
+                 !(r.Xn = ag_alloc(rows * r.D, sizeof(float), err, "normalised states")))))
+        rc = AG_ENOMEM;
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        run_free(&r);
+        return rc;
+    }
+    /* the halo is planned anyway: its size decides the path */
+    if ((rc = ag_halo_plan(&r.halo, comm, part, r.HD, err))) {
+        run_free(&r);
+        return rc;
+    }
+    r.path = stats->path = choose_path(comm, part, path, &r.halo);
+    if (r.path == AG_MPI_RING) {
+        ag_halo_destroy(&r.halo);
+        rc = ag_mpi_agree(comm, ag_ring_init(&r.ring, comm, part, r.HD, err), err);
+    }
+    const double t0 = ag_mpi_now();
+    for (int k = 0; !rc && k < rounds; k++)
+        rc = ag_mpi_agree(comm, one_round(&r, &layers[n_layers == 1 ? 0 : k], opts, X, stats,
+                                          err), err);
+    stats->seconds = ag_mpi_now() - t0;
+    if (!rc && M && rounds > 0)
+        memcpy(M, r.M, (size_t)(r.n * r.HD) * sizeof(float));
+    run_free(&r);
+    return rc;
+}
+
+int ag_mpi_gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,
+                       int64_t cols, float *all, int root, ag_error_t *err)
+{
+    const int P = part->ranks;
+    int *count = ag_alloc(P, sizeof(int), err, "gather"), *displ = ag_alloc(P, sizeof(int), err,
+                                                                          "gather");
+    int rc = count && displ ? AG_OK : AG_ENOMEM;
+    if (!rc && part->n_nodes > INT32_MAX)
+        rc = ag_fail(err, AG_ELIMIT, "%lld rows are beyond what MPI_Gatherv counts (2^31)",
+                     (long long)part->n_nodes);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        free(count), free(displ);
+        return rc;
+    }
+    for (int p = 0; p < P; p++)
+        count[p] = (int)(part->bounds[p + 1] - part->bounds[p]), displ[p] = (int)part->bounds[p];
+    MPI_Datatype row;
+    MPI_Type_contiguous((int)cols, MPI_FLOAT, &row);
+    MPI_Type_commit(&row);
+    MPI_Gatherv(mine, count[part->rank], row, all, count, displ, row, root, comm);
+    MPI_Type_free(&row);
+    free(count), free(displ);
+    return AG_OK;
+}
