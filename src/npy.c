@@ -413,7 +413,9 @@ static int to_int64(int64_t *v, const unsigned char *raw, const npy_header_t *h,
 {
     for (int64_t i = 0; i < count; i++) {
         const unsigned char *p = raw + (size_t)i * h->itemsize;
-        if (h->dtype == AG_DTYPE_U64) {
+        if (h->dtype == AG_DTYPE_I64) {
+            memcpy(&v[i], p, 8);
+        } else if (h->dtype == AG_DTYPE_U64) {
             uint64_t u;
             memcpy(&u, p, 8);
             if (u > INT64_MAX)

@@ -53,6 +53,11 @@ static int plain_dot(const ag_score_t *sc, int64_t d, float *scale)
     return 1;
 }
 
+int ag_i_plain_scale(const ag_score_t *score, int64_t d, float *scale)
+{
+    return plain_dot(score, d, scale);
+}
+
 int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                         int64_t H, int64_t d, float scale, float *M, kext_t *x,
                         ag_error_t *err)

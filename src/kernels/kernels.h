@@ -120,6 +120,26 @@ int ag_i_attention_part(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int one_run
                         const float *Q, const float *K, const float *V, int64_t H, int64_t d,
                         const ag_score_t *score, float *M, float *lse, ag_error_t *err);
 
+/*
+ * The tiled forward with its sources streamed in (tiled_stream.c): begin
+ * for destinations lo..hi-1 (nb, Q indexed as ag_i_attention_part's); then
+ * feed windows of consecutive source rows, ascending, each starting at most
+ * 64 rows before the previous one ended (K, V indexed by global source; the
+ * window ends at b); first says where the earliest tile still waiting starts
+ * (INT64_MAX when every tile ran); end writes M and lse (NULL: not wanted)
+ * bitwise as ag_i_attention_tiled_range would.
+ */
+typedef struct ag_tiled_stream ag_tiled_stream_t;
+int ag_i_tiled_stream_begin(ag_tiled_stream_t **st, const ag_nbhd_t *nb, int64_t lo,
+                            int64_t hi, const float *Q, int64_t H, int64_t d, float scale,
+                            ag_error_t *err);
+void ag_i_tiled_stream_feed(ag_tiled_stream_t *st, const float *K, const float *V, int64_t b);
+int64_t ag_i_tiled_stream_first(const ag_tiled_stream_t *st);
+void ag_i_tiled_stream_end(ag_tiled_stream_t *st, float *M, float *lse);
+void ag_i_tiled_stream_free(ag_tiled_stream_t *st);
+/* The scale of plain dot-product scores (1 when score is not one: then 0). */
+int ag_i_plain_scale(const ag_score_t *score, int64_t d, float *scale);
+
 /* Is the score kind normalised by a softmax (all but sigmoid and linear)? */
 int ag_i_is_softmax(ag_score_kind_t kind);
 

@@ -29,267 +29,122 @@
 #include "kernels.h"
 #include "simd.h"
 #include "vec.h"
+#include "tiled_micro.h"
 
-#define BK 64        /* at most this many sources per tile */
-#define QV_MAX 4     /* vectors of destinations per block */
-#define BQ_MAX (QV_MAX * AG_LANES)
-#define LOG2E 1.4426950408889634f
-
-typedef struct {
-    float *qt;       /* [d][BQ] */
-    float *s;        /* [BK][BQ] */
-    float *acc;      /* [d][BQ] */
-    float *m, *l;    /* [BQ] */
-    int32_t *lo, *hi;/* [BQ] each lane's run [lo, hi) */
-} tile_buf_t;
-
-/*
- * The micro-kernels keep their accumulators in named variables: GCC does not
- * keep an array of vectors in registers, and a spill per step halved the speed.
- * A "4x4" block is 4 rows (or channels) times 4 vectors of destinations, the
- * "8x1" block 8 times 1; both need 16-20 of AVX-512's 32 vector registers.
- */
-
-/* S rows jj..jj+3, 4 vectors of lanes: s_rv = sum_c K[j+r][c] * Qt[c][v];
-   mx[v] takes the largest of each lane while the scores are in registers
-   (mx NULL: the backward, which needs no max). */
-AG_INLINE void score_4x4(float *restrict S, const float *restrict qt, const float *k0,
-                         int64_t HD, int64_t d, v16f *mx)
+/* Steps 2-5 for one tile [j0, j0+bk) of a block, on the lanes' state in ls:
+   compiled once per instruction set and block width (ag_i_tile_step) and
+   called by this kernel and by the streamed one (tiled_stream.c), so both run
+   the same instructions and give the same bits. */
+AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *V, int64_t HD,
+                         int64_t off, int64_t d, int64_t i0, int64_t j0, int64_t bk, int full,
+                         const int32_t *lane_lo, const int32_t *lane_hi, float *restrict S,
+                         float *restrict acc, ag_i_lanes_t *ls, const kext_t *x, const int QV)
 {
-    v16f s00 = {0}, s01 = {0}, s02 = {0}, s03 = {0}, s10 = {0}, s11 = {0}, s12 = {0}, s13 = {0};
-    v16f s20 = {0}, s21 = {0}, s22 = {0}, s23 = {0}, s30 = {0}, s31 = {0}, s32 = {0}, s33 = {0};
+    const int stats = kext_stats(x);
+    const int BQ = QV * AG_LANES;
+    v16f *m = ls->m, *l = ls->l, *u = ls->u, *dist = ls->dist;
+    /* 2. scores, and each lane's largest */
+    v16f tile_max[QV_MAX];
 #pragma GCC unroll 4
-    for (int64_t c = 0; c < d; c++) {
-        const float *q = qt + c * 4 * AG_LANES;
-        const v16f q0 = v_load(q), q1 = v_load(q + 16), q2 = v_load(q + 32), q3 = v_load(q + 48);
-        v16f k = v_set1(k0[c]);
-        s00 += k * q0, s01 += k * q1, s02 += k * q2, s03 += k * q3;
-        k = v_set1(k0[HD + c]);
-        s10 += k * q0, s11 += k * q1, s12 += k * q2, s13 += k * q3;
-        k = v_set1(k0[2 * HD + c]);
-        s20 += k * q0, s21 += k * q1, s22 += k * q2, s23 += k * q3;
-        k = v_set1(k0[3 * HD + c]);
-        s30 += k * q0, s31 += k * q1, s32 += k * q2, s33 += k * q3;
-    }
-    v_store(S, s00), v_store(S + 16, s01), v_store(S + 32, s02), v_store(S + 48, s03);
-    v_store(S + 64, s10), v_store(S + 80, s11), v_store(S + 96, s12), v_store(S + 112, s13);
-    v_store(S + 128, s20), v_store(S + 144, s21), v_store(S + 160, s22), v_store(S + 176, s23);
-    v_store(S + 192, s30), v_store(S + 208, s31), v_store(S + 224, s32), v_store(S + 240, s33);
-    if (!mx)
-        return;
-    mx[0] = v_max(mx[0], v_max(v_max(s00, s10), v_max(s20, s30)));
-    mx[1] = v_max(mx[1], v_max(v_max(s01, s11), v_max(s21, s31)));
-    mx[2] = v_max(mx[2], v_max(v_max(s02, s12), v_max(s22, s32)));
-    mx[3] = v_max(mx[3], v_max(v_max(s03, s13), v_max(s23, s33)));
-}
-
-/* S rows jj..jj+7, 1 vector of lanes. */
-AG_INLINE void score_8x1(float *restrict S, const float *restrict qt, const float *k0,
-                         int64_t HD, int64_t d, v16f *mx)
-{
-    v16f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};
-#pragma GCC unroll 4
-    for (int64_t c = 0; c < d; c++) {
-        const v16f q = v_load(qt + c * AG_LANES);
-        s0 += v_set1(k0[c]) * q, s1 += v_set1(k0[HD + c]) * q;
-        s2 += v_set1(k0[2 * HD + c]) * q, s3 += v_set1(k0[3 * HD + c]) * q;
-        s4 += v_set1(k0[4 * HD + c]) * q, s5 += v_set1(k0[5 * HD + c]) * q;
-        s6 += v_set1(k0[6 * HD + c]) * q, s7 += v_set1(k0[7 * HD + c]) * q;
-    }
-    v_store(S, s0), v_store(S + 16, s1), v_store(S + 32, s2), v_store(S + 48, s3);
-    v_store(S + 64, s4), v_store(S + 80, s5), v_store(S + 96, s6), v_store(S + 112, s7);
-    if (!mx)
-        return;
-    mx[0] = v_max(mx[0], v_max(v_max(v_max(s0, s1), v_max(s2, s3)),
-                               v_max(v_max(s4, s5), v_max(s6, s7))));
-}
-
-/* Scores of rows [0, bk) of the tile starting at source j0: S = K_tile Qt;
-   mx[v] = the largest score of each lane (before masking). */
-AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const float *K,
-                          int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
-                          v16f *mx, const int QV)
-{
-    const int RB = QV == 4 ? 4 : 8;
-    const int64_t BQ = QV * AG_LANES;
-    int64_t jj = 0;
-    for (; jj + RB <= bk; jj += RB) {
-        const float *k0 = K + (j0 + jj) * HD + off;
-        /* one head's rows among several lie H*d apart, a pattern the hardware
-           prefetchers miss: ask for the tile's next block of K rows (V's, or
-           blocks further ahead, measured slower) */
-        if (HD != d && jj + 2 * RB <= bk)
-            for (int r = 0; r < RB; r++)
-                for (int64_t c = 0; c < d; c += AG_LANES)
-                    __builtin_prefetch(k0 + (RB + r) * HD + c, 0, 3);
-        if (QV == 4)
-            score_4x4(S + jj * BQ, qt, k0, HD, d, mx);
-        else
-            score_8x1(S + jj * BQ, qt, k0, HD, d, mx);
-    }
-    for (; jj < bk; jj++) {   /* the last rows, one at a time */
-        const float *k0 = K + (j0 + jj) * HD + off;
-        for (int v = 0; v < QV; v++) {
-            v16f acc = {0};
-            for (int64_t c = 0; c < d; c++)
-                acc += v_set1(k0[c]) * v_load(qt + c * BQ + v * AG_LANES);
-            v_store(S + jj * BQ + v * AG_LANES, acc);
-            if (mx)
-                mx[v] = v_max(mx[v], acc);
+    for (int v = 0; v < QV; v++)
+        tile_max[v] = v_set1(-__builtin_inff());
+    score_tile(S, qt, K, HD, off, d, j0, bk, tile_max, QV);
+    /* 3b. masks on boundary tiles: each lane's run is one interval, so
+       only the rows before its start and after its end are written */
+    if (!full)
+        for (int i = 0; i < BQ; i++) {
+            const int64_t lo = lane_lo[i] > j0 ? lane_lo[i] - j0 : 0;
+            const int64_t hi = lane_hi[i] > j0 ? lane_hi[i] - j0 : 0;
+            for (int64_t jj = 0; jj < bk && jj < lo; jj++)
+                S[jj * BQ + i] = -__builtin_inff();
+            for (int64_t jj = hi > lo ? hi : lo; jj < bk; jj++)
+                S[jj * BQ + i] = -__builtin_inff();
         }
-    }
-}
-
-/* acc channels c..c+3, 4 vectors: a_kv = alpha_v a_kv + sum_jj V[j0+jj][c+k] P[jj][v]
-   (the rescale of the online softmax, done as the accumulators are loaded). */
-AG_INLINE void accumulate_4x4(float *restrict acc, const float *restrict P, const float *v0,
-                              int64_t HD, int64_t bk, const v16f *alpha)
-{
-    float *a = acc;
-    const v16f x0 = alpha[0], x1 = alpha[1], x2 = alpha[2], x3 = alpha[3];
-    v16f a00 = v_load(a) * x0, a01 = v_load(a + 16) * x1, a02 = v_load(a + 32) * x2;
-    v16f a03 = v_load(a + 48) * x3, a10 = v_load(a + 64) * x0, a11 = v_load(a + 80) * x1;
-    v16f a12 = v_load(a + 96) * x2, a13 = v_load(a + 112) * x3, a20 = v_load(a + 128) * x0;
-    v16f a21 = v_load(a + 144) * x1, a22 = v_load(a + 160) * x2, a23 = v_load(a + 176) * x3;
-    v16f a30 = v_load(a + 192) * x0, a31 = v_load(a + 208) * x1, a32 = v_load(a + 224) * x2;
-    v16f a33 = v_load(a + 240) * x3;
+    /* 4. online softmax per lane */
+    v16f alpha[QV_MAX];
 #pragma GCC unroll 4
-    for (int64_t jj = 0; jj < bk; jj++) {
-        const float *p = P + jj * 4 * AG_LANES, *v = v0 + jj * HD;
-        const v16f p0 = v_load(p), p1 = v_load(p + 16), p2 = v_load(p + 32), p3 = v_load(p + 48);
-        v16f x = v_set1(v[0]);
-        a00 += x * p0, a01 += x * p1, a02 += x * p2, a03 += x * p3;
-        x = v_set1(v[1]);
-        a10 += x * p0, a11 += x * p1, a12 += x * p2, a13 += x * p3;
-        x = v_set1(v[2]);
-        a20 += x * p0, a21 += x * p1, a22 += x * p2, a23 += x * p3;
-        x = v_set1(v[3]);
-        a30 += x * p0, a31 += x * p1, a32 += x * p2, a33 += x * p3;
-    }
-    v_store(a, a00), v_store(a + 16, a01), v_store(a + 32, a02), v_store(a + 48, a03);
-    v_store(a + 64, a10), v_store(a + 80, a11), v_store(a + 96, a12), v_store(a + 112, a13);
-    v_store(a + 128, a20), v_store(a + 144, a21), v_store(a + 160, a22), v_store(a + 176, a23);
-    v_store(a + 192, a30), v_store(a + 208, a31), v_store(a + 224, a32), v_store(a + 240, a33);
-}
-
-/* acc channels c..c+7, 1 vector. */
-AG_INLINE void accumulate_8x1(float *restrict acc, const float *restrict P, const float *v0,
-                              int64_t HD, int64_t bk, const v16f *alpha)
-{
-    float *a = acc;
-    const v16f x = alpha[0];
-    v16f a0 = v_load(a) * x, a1 = v_load(a + 16) * x, a2 = v_load(a + 32) * x;
-    v16f a3 = v_load(a + 48) * x, a4 = v_load(a + 64) * x, a5 = v_load(a + 80) * x;
-    v16f a6 = v_load(a + 96) * x, a7 = v_load(a + 112) * x;
-#pragma GCC unroll 4
-    for (int64_t jj = 0; jj < bk; jj++) {
-        const v16f p = v_load(P + jj * AG_LANES);
-        const float *v = v0 + jj * HD;
-        a0 += v_set1(v[0]) * p, a1 += v_set1(v[1]) * p, a2 += v_set1(v[2]) * p;
-        a3 += v_set1(v[3]) * p, a4 += v_set1(v[4]) * p, a5 += v_set1(v[5]) * p;
-        a6 += v_set1(v[6]) * p, a7 += v_set1(v[7]) * p;
-    }
-    v_store(a, a0), v_store(a + 16, a1), v_store(a + 32, a2), v_store(a + 48, a3);
-    v_store(a + 64, a4), v_store(a + 80, a5), v_store(a + 96, a6), v_store(a + 112, a7);
-}
-
-/* acc [d][BQ] = alpha acc + V_tile^T P for rows [0, bk) of the tile at j0. */
-AG_INLINE void accumulate_tile(float *restrict acc, const float *restrict P, const float *V,
-                               int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
-                               const v16f *alpha, const int QV)
-{
-    const int KB = QV == 4 ? 4 : 8;
-    const int64_t BQ = QV * AG_LANES;
-    int64_t c = 0;
-    for (; c + KB <= d; c += KB) {
-        if (QV == 4)
-            accumulate_4x4(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk, alpha);
-        else
-            accumulate_8x1(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk, alpha);
-    }
-    for (; c < d; c++)        /* the last channels, one at a time */
-        for (int v = 0; v < QV; v++) {
-            v16f a = v_load(acc + c * BQ + v * AG_LANES) * alpha[v];
-            for (int64_t jj = 0; jj < bk; jj++)
-                a += v_set1(V[(j0 + jj) * HD + off + c]) * v_load(P + jj * BQ + v * AG_LANES);
-            v_store(acc + c * BQ + v * AG_LANES, a);
-        }
-}
-
-/* Qt [d][BQ] = scale2 * (the nq rows at Q, stride HD)^T, zero beyond nq:
-   16 x 16 blocks transposed in registers, leftover channels one by one. */
-AG_INLINE void pack_queries(float *restrict qt, const float *Q, int64_t HD, int64_t d,
-                            int64_t nq, float scale2, const int QV)
-{
-    const int64_t BQ = QV * AG_LANES;
-    const v16f scale = v_set1(scale2);
-    int64_t c0 = 0;
-    for (; c0 + AG_LANES <= d; c0 += AG_LANES)
-        for (int v = 0; v < QV; v++) {
-            v16f r[AG_LANES];
-#pragma GCC unroll 16
-            for (int k = 0; k < AG_LANES; k++) {
-                const int64_t lane = v * AG_LANES + k;
-                r[k] = lane < nq ? v_load(Q + lane * HD + c0) * scale : v_set1(0.0f);
-            }
-            v_transpose16(r);
-#pragma GCC unroll 16
-            for (int k = 0; k < AG_LANES; k++)
-                v_store(qt + (c0 + k) * BQ + v * AG_LANES, r[k]);
-        }
-    for (; c0 < d; c0++)
-        for (int64_t i = 0; i < BQ; i++)
-            qt[c0 * BQ + i] = i < nq ? Q[i * HD + c0] * scale2 : 0.0f;
-}
-
-/* The nq rows at M (stride HD) = (acc [d][BQ] / l)^T, the same way round. */
-AG_INLINE void store_messages(float *M, const float *restrict acc, const float *l, int64_t HD,
-                              int64_t d, int64_t nq, const int QV)
-{
-    const int64_t BQ = QV * AG_LANES;
     for (int v = 0; v < QV; v++) {
-        const v16f sum = v_load(l + v * AG_LANES);
-        /* a lane with no in-edges has sum 0 and a zero row */
-        const v16f inv = v_select(sum > v_set1(0.0f), v_set1(1.0f) / sum, v_set1(0.0f));
-        int64_t c0 = 0;
-        for (; c0 + AG_LANES <= d; c0 += AG_LANES) {
-            v16f r[AG_LANES];
-#pragma GCC unroll 16
-            for (int k = 0; k < AG_LANES; k++)
-                r[k] = v_load(acc + (c0 + k) * BQ + v * AG_LANES) * inv;
-            v_transpose16(r);
-#pragma GCC unroll 16
-            for (int k = 0; k < AG_LANES; k++)
-                if (v * AG_LANES + k < nq)
-                    v_store(M + (v * AG_LANES + k) * HD + c0, r[k]);
+        /* masking removed scores: then the largest is found again */
+        v16f mt = tile_max[v];
+        if (!full) {
+            mt = v_set1(-__builtin_inff());
+            for (int64_t jj = 0; jj < bk; jj++)
+                mt = v_max(mt, v_load(S + jj * BQ + v * AG_LANES));
         }
-        for (; c0 < d; c0++)
-            for (int k = 0; k < AG_LANES && v * AG_LANES + k < nq; k++) {
-                const float s = l[v * AG_LANES + k];
-                M[(v * AG_LANES + k) * HD + c0] = s > 0 ? acc[c0 * BQ + v * AG_LANES + k] / s : 0;
+        const v16f m_new = v_max(m[v], mt);
+        /* a lane with nothing yet has m_new = -inf: subtract 0 instead (gives 0s) */
+        const v16f m_use = v_select(m_new == v_set1(-__builtin_inff()), v_set1(0.0f), m_new);
+        alpha[v] = v_exp2(m[v] - m_use);
+        v16f sum = v_set1(0.0f);
+        if (!stats) {
+            for (int64_t jj = 0; jj < bk; jj++) {
+                float *row = S + jj * BQ + v * AG_LANES;
+                const v16f p = v_exp2(v_load(row) - m_use);
+                v_store(row, p);
+                sum += p;
             }
+        } else {
+            /* u' = alpha (u + (m - m') l) + sum p y; a lane with l = 0 has u = 0
+               (and m = -inf: the select keeps -inf * 0 out); masked rows have
+               y = -inf and p = 0, so y is clamped before the product */
+            const v16f shift = v_select(l[v] > v_set1(0.0f), (m[v] - m_use) * l[v],
+                                        v_set1(0.0f));
+            v16f us = v_set1(0.0f);
+            for (int64_t jj = 0; jj < bk; jj++) {
+                float *row = S + jj * BQ + v * AG_LANES;
+                const v16f y = v_load(row) - m_use, p = v_exp2(y);
+                v_store(row, p);
+                sum += p;
+                us += p * v_max(y, v_set1(-1000.0f));
+            }
+            u[v] = alpha[v] * (u[v] + shift) + us;
+            if (kext_distance(x)) {   /* t' = alpha t + sum p |i - j| */
+                const v16f lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+                const v16f iv = v_set1((float)(i0 + v * AG_LANES)) + lane;
+                v16f ts = v_set1(0.0f);
+                for (int64_t jj = 0; jj < bk; jj++) {
+                    const v16f gap = iv - v_set1((float)(j0 + jj));
+                    ts += v_load(S + jj * BQ + v * AG_LANES) * v_max(gap, -gap);
+                }
+                dist[v] = alpha[v] * dist[v] + ts;
+            }
+        }
+        l[v] = l[v] * alpha[v] + sum;
+        m[v] = m_new;
     }
+    /* 5. P.V, rescaling the accumulator by alpha on the way */
+    accumulate_tile(acc, S, V, HD, off, d, j0, bk, alpha, QV);
 }
 
-/* Tiles of rows over [*lo, *hi): the span widened to whole register blocks
-   of rows (rows outside a lane's run are masked anyway), cut into equal tiles;
-   returns their size. Narrow blocks take at most 32 rows a tile: then most of
-   a window's tiles lie inside every lane's run and need no masks (+1-2%). */
-AG_INLINE int64_t cut_tiles(int64_t *lo, int64_t *hi, int64_t N, const int QV)
+#define TILE_VARIANT(name, target, qv)                                                      \
+    target __attribute__((noinline)) static void name(                                       \
+        const float *qt, const float *K, const float *V, int64_t HD, int64_t off, int64_t d,  \
+        int64_t i0, int64_t j0, int64_t bk, int full, const int32_t *lane_lo,                 \
+        const int32_t *lane_hi, float *S, float *acc, ag_i_lanes_t *ls, const kext_t *x)     \
+    {                                                                                       \
+        tile_body(qt, K, V, HD, off, d, i0, j0, bk, full, lane_lo, lane_hi, S, acc, ls, x,   \
+                  qv);                                                                      \
+    }
+TILE_VARIANT(tile_q4_avx512, AG_TARGET_AVX512, 4)
+TILE_VARIANT(tile_q1_avx512, AG_TARGET_AVX512, 1)
+TILE_VARIANT(tile_q4_avx2, AG_TARGET_AVX2, 4)
+TILE_VARIANT(tile_q1_avx2, AG_TARGET_AVX2, 1)
+TILE_VARIANT(tile_q4_base, , 4)
+TILE_VARIANT(tile_q1_base, , 1)
+
+ag_i_tile_fn ag_i_tile_step(int QV)
 {
-    const int64_t RB = QV == 4 ? 4 : 8, bk_max = QV == 4 ? BK : BK / 2;
-    *lo -= *lo % RB;
-    *hi = *hi + (RB - *hi % RB) % RB > N ? *hi : *hi + (RB - *hi % RB) % RB;
-    const int64_t span = *hi - *lo, n_tiles = (span + bk_max - 1) / bk_max;
-    const int64_t tile = n_tiles ? (span + n_tiles - 1) / n_tiles : bk_max;
-    return (tile + RB - 1) / RB * RB;
+    static const ag_i_tile_fn variants[3][2] = {{tile_q1_base, tile_q4_base},
+                                                {tile_q1_avx2, tile_q4_avx2},
+                                                {tile_q1_avx512, tile_q4_avx512}};
+    return variants[ag_simd_level()][QV == 4];
 }
 
 /* One block of destinations i0 .. i0+nq-1 and one head; see the file comment. */
 AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,
                             const float *K, const float *V, int64_t H, int64_t d, int64_t h,
                             float scale2, float *M, const tile_buf_t *b, const kext_t *x,
-                            const int QV)
+                            ag_i_tile_fn step, const int QV)
 {
     const int stats = kext_stats(x);
     const int BQ = QV * AG_LANES;
@@ -314,10 +169,10 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
     for (int64_t i = 0; i < nq; i++)
         for (int64_t c = 0; c < d; c += AG_LANES)
             __builtin_prefetch(M + (i0 + i) * HD + off + c, 1);
-    v16f m[QV_MAX], l[QV_MAX], u[QV_MAX], dist[QV_MAX];
+    ag_i_lanes_t ls;
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
-        m[v] = v_set1(-__builtin_inff()), l[v] = u[v] = dist[v] = v_set1(0.0f);
+        ls.m[v] = v_set1(-__builtin_inff()), ls.l[v] = ls.u[v] = ls.dist[v] = v_set1(0.0f);
     memset(b->acc, 0, (size_t)(d * BQ) * sizeof(float));
 
     const int64_t tile = cut_tiles(&jmin, &jmax, nb->n_nodes, QV);
@@ -331,82 +186,12 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
             if (!any)
                 continue;
         }
-        /* 2. scores, and each lane's largest */
-        v16f tile_max[QV_MAX];
-#pragma GCC unroll 4
-        for (int v = 0; v < QV; v++)
-            tile_max[v] = v_set1(-__builtin_inff());
-        score_tile(b->s, b->qt, K, HD, off, d, j0, bk, tile_max, QV);
-        /* 3b. masks on boundary tiles: each lane's run is one interval, so
-           only the rows before its start and after its end are written */
-        if (!full)
-            for (int i = 0; i < BQ; i++) {
-                const int64_t lo = b->lo[i] > j0 ? b->lo[i] - j0 : 0;
-                const int64_t hi = b->hi[i] > j0 ? b->hi[i] - j0 : 0;
-                for (int64_t jj = 0; jj < bk && jj < lo; jj++)
-                    b->s[jj * BQ + i] = -__builtin_inff();
-                for (int64_t jj = hi > lo ? hi : lo; jj < bk; jj++)
-                    b->s[jj * BQ + i] = -__builtin_inff();
-            }
-        /* 4. online softmax per lane */
-        v16f alpha[QV_MAX];
-#pragma GCC unroll 4
-        for (int v = 0; v < QV; v++) {
-            /* masking removed scores: then the largest is found again */
-            v16f mt = tile_max[v];
-            if (!full) {
-                mt = v_set1(-__builtin_inff());
-                for (int64_t jj = 0; jj < bk; jj++)
-                    mt = v_max(mt, v_load(b->s + jj * BQ + v * AG_LANES));
-            }
-            const v16f m_new = v_max(m[v], mt);
-            /* a lane with nothing yet has m_new = -inf: subtract 0 instead (gives 0s) */
-            const v16f m_use = v_select(m_new == v_set1(-__builtin_inff()), v_set1(0.0f), m_new);
-            alpha[v] = v_exp2(m[v] - m_use);
-            v16f sum = v_set1(0.0f);
-            if (!stats) {
-                for (int64_t jj = 0; jj < bk; jj++) {
-                    float *row = b->s + jj * BQ + v * AG_LANES;
-                    const v16f p = v_exp2(v_load(row) - m_use);
-                    v_store(row, p);
-                    sum += p;
-                }
-            } else {
-                /* u' = alpha (u + (m - m') l) + sum p y; a lane with l = 0 has u = 0
-                   (and m = -inf: the select keeps -inf * 0 out); masked rows have
-                   y = -inf and p = 0, so y is clamped before the product */
-                const v16f shift = v_select(l[v] > v_set1(0.0f), (m[v] - m_use) * l[v],
-                                            v_set1(0.0f));
-                v16f us = v_set1(0.0f);
-                for (int64_t jj = 0; jj < bk; jj++) {
-                    float *row = b->s + jj * BQ + v * AG_LANES;
-                    const v16f y = v_load(row) - m_use, p = v_exp2(y);
-                    v_store(row, p);
-                    sum += p;
-                    us += p * v_max(y, v_set1(-1000.0f));
-                }
-                u[v] = alpha[v] * (u[v] + shift) + us;
-                if (kext_distance(x)) {   /* t' = alpha t + sum p |i - j| */
-                    const v16f lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-                    const v16f iv = v_set1((float)(i0 + v * AG_LANES)) + lane;
-                    v16f ts = v_set1(0.0f);
-                    for (int64_t jj = 0; jj < bk; jj++) {
-                        const v16f gap = iv - v_set1((float)(j0 + jj));
-                        ts += v_load(b->s + jj * BQ + v * AG_LANES) * v_max(gap, -gap);
-                    }
-                    dist[v] = alpha[v] * dist[v] + ts;
-                }
-            }
-            l[v] = l[v] * alpha[v] + sum;
-            m[v] = m_new;
-        }
-        /* 5. P.V, rescaling the accumulator by alpha on the way */
-        accumulate_tile(b->acc, b->s, V, HD, off, d, j0, bk, alpha, QV);
+        step(b->qt, K, V, HD, off, d, i0, j0, bk, full, b->lo, b->hi, b->s, b->acc, &ls, x);
     }
     /* 6. store */
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
-        v_store(b->l + v * AG_LANES, l[v]), v_store(b->m + v * AG_LANES, m[v]);
+        v_store(b->l + v * AG_LANES, ls.l[v]), v_store(b->m + v * AG_LANES, ls.m[v]);
     store_messages(M + i0 * HD + off, b->acc, b->l, HD, d, nq, QV);
     for (int64_t i = 0; x && x->lse && i < nq; i++)   /* scores in log2 units */
         kext_lse(x, i0 + i, h, H, b->m[i], b->l[i], 0.69314718f);
@@ -414,7 +199,7 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
         float ub[BQ_MAX], tb[BQ_MAX];
 #pragma GCC unroll 4
         for (int v = 0; v < QV; v++)
-            v_store(ub + v * AG_LANES, u[v]), v_store(tb + v * AG_LANES, dist[v]);
+            v_store(ub + v * AG_LANES, ls.u[v]), v_store(tb + v * AG_LANES, ls.dist[v]);
         for (int64_t i = 0; i < nq; i++)
             kext_put(x, i0 + i, h, H, b->l[i], ub[i], tb[i], 0.69314718f);
     }
@@ -424,9 +209,10 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
 #define BLOCK_VARIANT(name, target, qv)                                                     \
     target static void name(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,     \
                             const float *K, const float *V, int64_t H, int64_t d, int64_t h,  \
-                            float scale2, float *M, const tile_buf_t *b, const kext_t *x)    \
+                            float scale2, float *M, const tile_buf_t *b, const kext_t *x,    \
+                            ag_i_tile_fn step)                                                \
     {                                                                                       \
-        attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, x, qv);                    \
+        attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, x, step, qv);              \
     }
 BLOCK_VARIANT(block_q4_avx512, AG_TARGET_AVX512, 4)
 BLOCK_VARIANT(block_q1_avx512, AG_TARGET_AVX512, 1)
@@ -437,7 +223,7 @@ BLOCK_VARIANT(block_q1_base, , 1)
 
 typedef void (*block_fn)(const ag_nbhd_t *, int64_t, int64_t, const float *, const float *,
                          const float *, int64_t, int64_t, int64_t, float, float *,
-                         const tile_buf_t *, const kext_t *);
+                         const tile_buf_t *, const kext_t *, ag_i_tile_fn);
 
 int ag_i_tiled_width(const ag_nbhd_t *nb)
 {
@@ -479,6 +265,7 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
                                             {block_q1_avx2, block_q4_avx2},
                                             {block_q1_avx512, block_q4_avx512}};
     const block_fn block = variants[ag_simd_level()][QV == 4];
+    const ag_i_tile_fn step = ag_i_tile_step(QV);
     const int64_t runs = n_blocks / (8 * max_threads());
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > 8 ? 8 : (int)runs;
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
@@ -498,7 +285,7 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
         for (int64_t t = 0; t < n_tasks; t++) {
             const int64_t h = t / n_blocks, blk = b0 + n_blocks - 1 - t % n_blocks;
             const int64_t i0 = blk * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
-            block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b, x);
+            block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b, x, step);
             kext_done(x, nb->edge_ptr[i0 + nq] - nb->edge_ptr[i0]);
         }
     }

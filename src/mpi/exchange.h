@@ -23,6 +23,10 @@ typedef struct {
     MPI_Datatype row2;          /* 2 HD floats */
 } ag_halo_t;
 
+/* The window of rows a process reads: its own and every source of its
+   destinations, widened to groups of 8 rows (the tiled kernel's blocks). */
+void ag_halo_window(const ag_mpi_part_t *part, int64_t *wlo, int64_t *whi);
+
 /* Plans the halo of part for rows of HD floats: every process tells the owners
    which of their rows it reads. Collective; agrees on failure. */
 int ag_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64_t HD,

@@ -37,7 +37,7 @@ void ag_halo_destroy(ag_halo_t *h)
 
 /* The window: own rows and every source read, widened to whole groups of 8
    rows (the tiled kernel's register blocks start there), within 0..N. */
-static void window_of(const ag_mpi_part_t *part, int64_t *wlo, int64_t *whi)
+void ag_halo_window(const ag_mpi_part_t *part, int64_t *wlo, int64_t *whi)
 {
     int64_t lo = part->lo, hi = part->hi;
     const ag_nbhd_t *nb = &part->nb;
@@ -102,7 +102,7 @@ int ag_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64_t
     memset(h, 0, sizeof *h);
     h->row2 = MPI_DATATYPE_NULL;
     const int P = part->ranks;
-    window_of(part, &h->wlo, &h->whi);
+    ag_halo_window(part, &h->wlo, &h->whi);
     const int64_t w = h->whi - h->wlo;
     int rc = AG_OK;
     h->K = ag_calloc((w ? w : 1) * HD, sizeof(float), err, "K rows");

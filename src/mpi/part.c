@@ -3,6 +3,7 @@
  * (in-edges plus one per row), cut at multiples of AG_MPI_ROW_ALIGN rows, and
  * the neighbourhoods of each part with sources kept in global numbers.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,8 +240,12 @@ static int read_own(ag_nbhd_t *whole, const int64_t *indptr, int64_t N, int64_t 
                      total == 1 ? "y" : "ies");
     if (!rc && !(ptr = own_indptr(indptr, N, lo, hi, err)))
         rc = AG_ENOMEM;
-    if (!rc)
-        rc = ag_nbhd_from_csr(whole, N, ptr, idx, err);
+    if (!rc && (rc = ag_nbhd_from_csr(whole, N, ptr, idx, err)) && err) {
+        char why[sizeof err->msg];   /* its indices count from this part's first entry */
+        snprintf(why, sizeof why, "%s", err->msg);
+        ag_fail(err, (ag_status_t)rc, "%s, entries from %lld on (destinations %lld..%lld): %s",
+                indices_path, (long long)indptr[lo], (long long)lo, (long long)hi - 1, why);
+    }
     if (!rc && self != AG_SELF_KEEP)
         rc = ag_nbhd_self_loops(whole, self, err);
     free(idx);

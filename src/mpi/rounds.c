@@ -26,17 +26,24 @@ static int check_layers(const ag_weights_t *layers, int n_layers, ag_error_t *er
     return AG_OK;
 }
 
-/* Halo or ring: the ring when forced, or (auto) when every destination has one
-   run and some process would receive more than half of all rows. */
-static ag_mpi_path_t choose_path(MPI_Comm comm, const ag_mpi_part_t *part, ag_mpi_path_t path,
-                                 const ag_halo_t *h)
+/* Can the ring run it? Every destination one run, on the tiled kernel. */
+static int ring_applies(const ag_mpi_part_t *part)
+{
+    return part->one_run && part->n_nodes > 0 && part->n_edges / part->n_nodes >= 16;
+}
+
+/* Halo or ring: the ring when forced, or (auto) when it applies and some
+   process's window of rows (own and read) would span more than half the rows. */
+static ag_mpi_path_t choose_path(MPI_Comm comm, const ag_mpi_part_t *part, ag_mpi_path_t path)
 {
     if (path != AG_MPI_AUTO)
         return path;
-    if (!part->one_run || part->ranks == 1)
+    if (!ring_applies(part) || part->ranks == 1)
         return AG_MPI_HALO;
-    int64_t most;
-    MPI_Allreduce(&h->n_recv, &most, 1, MPI_INT64_T, MPI_MAX, comm);
+    int64_t wlo, whi, most;
+    ag_halo_window(part, &wlo, &whi);
+    const int64_t rows = whi - wlo;
+    MPI_Allreduce(&rows, &most, 1, MPI_INT64_T, MPI_MAX, comm);
     return 2 * most > part->n_nodes ? AG_MPI_RING : AG_MPI_HALO;
 }
 
@@ -111,9 +118,10 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
                  ? ag_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one "
                            "layer for all rounds or one per round", rounds, n_layers)
                  : check_layers(layers, n_layers, err);
-    if (!rc && path == AG_MPI_RING && !part->one_run)
+    if (!rc && path == AG_MPI_RING && !ring_applies(part))
         rc = ag_fail(err, AG_EINVAL, "the ring path needs one run of consecutive sources per "
-                     "destination (causal, window, ... patterns); this graph has more");
+                     "destination and 16 or more in-edges on average (causal, window, ... "
+                     "patterns: the tiled kernel); this graph has not");
     const int64_t rows = r.n ? r.n : 1;
     if (!rc && (!(r.Q = ag_alloc(rows * r.HD, sizeof(float), err, "queries")) ||
                 !(r.M = ag_alloc(rows * r.HD, sizeof(float), err, "messages")) ||
@@ -124,16 +132,10 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
         run_free(&r);
         return rc;
     }
-    /* the halo is planned anyway: its size decides the path */
-    if ((rc = ag_halo_plan(&r.halo, comm, part, r.HD, err))) {
-        run_free(&r);
-        return rc;
-    }
-    r.path = stats->path = choose_path(comm, part, path, &r.halo);
-    if (r.path == AG_MPI_RING) {
-        ag_halo_destroy(&r.halo);
-        rc = ag_mpi_agree(comm, ag_ring_init(&r.ring, comm, part, r.HD, err), err);
-    }
+    r.path = stats->path = choose_path(comm, part, path);
+    rc = r.path == AG_MPI_RING
+             ? ag_mpi_agree(comm, ag_ring_init(&r.ring, comm, part, r.HD, err), err)
+             : ag_halo_plan(&r.halo, comm, part, r.HD, err);
     const double t0 = ag_mpi_now();
     for (int k = 0; !rc && k < rounds; k++)
         rc = ag_mpi_agree(comm, one_round(&r, &layers[n_layers == 1 ? 0 : k], opts, X, stats,

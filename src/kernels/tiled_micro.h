@@ -1,0 +1,288 @@
+/*
+ * The tiled kernel's tiles and micro-kernels (tiled.c's file comment explains
+ * them), shared with the streamed form of its forward (tiled_stream.c), which
+ * must run the very same operations to give the same bits.
+ */
+#ifndef AG_TILED_MICRO_H
+#define AG_TILED_MICRO_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kernels.h"
+#include "simd.h"
+#include "vec.h"
+
+#define BK 64        /* at most this many sources per tile */
+#define QV_MAX 4     /* vectors of destinations per block */
+#define BQ_MAX (QV_MAX * AG_LANES)
+#define LOG2E 1.4426950408889634f
+
+typedef struct {
+    float *qt;       /* [d][BQ] */
+    float *s;        /* [BK][BQ] */
+    float *acc;      /* [d][BQ] */
+    float *m, *l;    /* [BQ] */
+    int32_t *lo, *hi;/* [BQ] each lane's run [lo, hi) */
+} tile_buf_t;
+
+/*
+ * The micro-kernels keep their accumulators in named variables: GCC does not
+ * keep an array of vectors in registers, and a spill per step halved the speed.
+ * A "4x4" block is 4 rows (or channels) times 4 vectors of destinations, the
+ * "8x1" block 8 times 1; both need 16-20 of AVX-512's 32 vector registers.
+ */
+
+/* S rows jj..jj+3, 4 vectors of lanes: s_rv = sum_c K[j+r][c] * Qt[c][v];
+   mx[v] takes the largest of each lane while the scores are in registers
+   (mx NULL: the backward, which needs no max). */
+AG_INLINE void score_4x4(float *restrict S, const float *restrict qt, const float *k0,
+                         int64_t HD, int64_t d, v16f *mx)
+{
+    v16f s00 = {0}, s01 = {0}, s02 = {0}, s03 = {0}, s10 = {0}, s11 = {0}, s12 = {0}, s13 = {0};
+    v16f s20 = {0}, s21 = {0}, s22 = {0}, s23 = {0}, s30 = {0}, s31 = {0}, s32 = {0}, s33 = {0};
+#pragma GCC unroll 4
+    for (int64_t c = 0; c < d; c++) {
+        const float *q = qt + c * 4 * AG_LANES;
+        const v16f q0 = v_load(q), q1 = v_load(q + 16), q2 = v_load(q + 32), q3 = v_load(q + 48);
+        v16f k = v_set1(k0[c]);
+        s00 += k * q0, s01 += k * q1, s02 += k * q2, s03 += k * q3;
+        k = v_set1(k0[HD + c]);
+        s10 += k * q0, s11 += k * q1, s12 += k * q2, s13 += k * q3;
+        k = v_set1(k0[2 * HD + c]);
+        s20 += k * q0, s21 += k * q1, s22 += k * q2, s23 += k * q3;
+        k = v_set1(k0[3 * HD + c]);
+        s30 += k * q0, s31 += k * q1, s32 += k * q2, s33 += k * q3;
+    }
+    v_store(S, s00), v_store(S + 16, s01), v_store(S + 32, s02), v_store(S + 48, s03);
+    v_store(S + 64, s10), v_store(S + 80, s11), v_store(S + 96, s12), v_store(S + 112, s13);
+    v_store(S + 128, s20), v_store(S + 144, s21), v_store(S + 160, s22), v_store(S + 176, s23);
+    v_store(S + 192, s30), v_store(S + 208, s31), v_store(S + 224, s32), v_store(S + 240, s33);
+    if (!mx)
+        return;
+    mx[0] = v_max(mx[0], v_max(v_max(s00, s10), v_max(s20, s30)));
+    mx[1] = v_max(mx[1], v_max(v_max(s01, s11), v_max(s21, s31)));
+    mx[2] = v_max(mx[2], v_max(v_max(s02, s12), v_max(s22, s32)));
+    mx[3] = v_max(mx[3], v_max(v_max(s03, s13), v_max(s23, s33)));
+}
+
+/* S rows jj..jj+7, 1 vector of lanes. */
+AG_INLINE void score_8x1(float *restrict S, const float *restrict qt, const float *k0,
+                         int64_t HD, int64_t d, v16f *mx)
+{
+    v16f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};
+#pragma GCC unroll 4
+    for (int64_t c = 0; c < d; c++) {
+        const v16f q = v_load(qt + c * AG_LANES);
+        s0 += v_set1(k0[c]) * q, s1 += v_set1(k0[HD + c]) * q;
+        s2 += v_set1(k0[2 * HD + c]) * q, s3 += v_set1(k0[3 * HD + c]) * q;
+        s4 += v_set1(k0[4 * HD + c]) * q, s5 += v_set1(k0[5 * HD + c]) * q;
+        s6 += v_set1(k0[6 * HD + c]) * q, s7 += v_set1(k0[7 * HD + c]) * q;
+    }
+    v_store(S, s0), v_store(S + 16, s1), v_store(S + 32, s2), v_store(S + 48, s3);
+    v_store(S + 64, s4), v_store(S + 80, s5), v_store(S + 96, s6), v_store(S + 112, s7);
+    if (!mx)
+        return;
+    mx[0] = v_max(mx[0], v_max(v_max(v_max(s0, s1), v_max(s2, s3)),
+                               v_max(v_max(s4, s5), v_max(s6, s7))));
+}
+
+/* Scores of rows [0, bk) of the tile starting at source j0: S = K_tile Qt;
+   mx[v] = the largest score of each lane (before masking). */
+AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const float *K,
+                          int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
+                          v16f *mx, const int QV)
+{
+    const int RB = QV == 4 ? 4 : 8;
+    const int64_t BQ = QV * AG_LANES;
+    int64_t jj = 0;
+    for (; jj + RB <= bk; jj += RB) {
+        const float *k0 = K + (j0 + jj) * HD + off;
+        /* one head's rows among several lie H*d apart, a pattern the hardware
+           prefetchers miss: ask for the tile's next block of K rows (V's, or
+           blocks further ahead, measured slower) */
+        if (HD != d && jj + 2 * RB <= bk)
+            for (int r = 0; r < RB; r++)
+                for (int64_t c = 0; c < d; c += AG_LANES)
+                    __builtin_prefetch(k0 + (RB + r) * HD + c, 0, 3);
+        if (QV == 4)
+            score_4x4(S + jj * BQ, qt, k0, HD, d, mx);
+        else
+            score_8x1(S + jj * BQ, qt, k0, HD, d, mx);
+    }
+    for (; jj < bk; jj++) {   /* the last rows, one at a time */
+        const float *k0 = K + (j0 + jj) * HD + off;
+        for (int v = 0; v < QV; v++) {
+            v16f acc = {0};
+            for (int64_t c = 0; c < d; c++)
+                acc += v_set1(k0[c]) * v_load(qt + c * BQ + v * AG_LANES);
+            v_store(S + jj * BQ + v * AG_LANES, acc);
+            if (mx)
+                mx[v] = v_max(mx[v], acc);
+        }
+    }
+}
+
+/* acc channels c..c+3, 4 vectors: a_kv = alpha_v a_kv + sum_jj V[j0+jj][c+k] P[jj][v]
+   (the rescale of the online softmax, done as the accumulators are loaded). */
+AG_INLINE void accumulate_4x4(float *restrict acc, const float *restrict P, const float *v0,
+                              int64_t HD, int64_t bk, const v16f *alpha)
+{
+    float *a = acc;
+    const v16f x0 = alpha[0], x1 = alpha[1], x2 = alpha[2], x3 = alpha[3];
+    v16f a00 = v_load(a) * x0, a01 = v_load(a + 16) * x1, a02 = v_load(a + 32) * x2;
+    v16f a03 = v_load(a + 48) * x3, a10 = v_load(a + 64) * x0, a11 = v_load(a + 80) * x1;
+    v16f a12 = v_load(a + 96) * x2, a13 = v_load(a + 112) * x3, a20 = v_load(a + 128) * x0;
+    v16f a21 = v_load(a + 144) * x1, a22 = v_load(a + 160) * x2, a23 = v_load(a + 176) * x3;
+    v16f a30 = v_load(a + 192) * x0, a31 = v_load(a + 208) * x1, a32 = v_load(a + 224) * x2;
+    v16f a33 = v_load(a + 240) * x3;
+#pragma GCC unroll 4
+    for (int64_t jj = 0; jj < bk; jj++) {
+        const float *p = P + jj * 4 * AG_LANES, *v = v0 + jj * HD;
+        const v16f p0 = v_load(p), p1 = v_load(p + 16), p2 = v_load(p + 32), p3 = v_load(p + 48);
+        v16f x = v_set1(v[0]);
+        a00 += x * p0, a01 += x * p1, a02 += x * p2, a03 += x * p3;
+        x = v_set1(v[1]);
+        a10 += x * p0, a11 += x * p1, a12 += x * p2, a13 += x * p3;
+        x = v_set1(v[2]);
+        a20 += x * p0, a21 += x * p1, a22 += x * p2, a23 += x * p3;
+        x = v_set1(v[3]);
+        a30 += x * p0, a31 += x * p1, a32 += x * p2, a33 += x * p3;
+    }
+    v_store(a, a00), v_store(a + 16, a01), v_store(a + 32, a02), v_store(a + 48, a03);
+    v_store(a + 64, a10), v_store(a + 80, a11), v_store(a + 96, a12), v_store(a + 112, a13);
+    v_store(a + 128, a20), v_store(a + 144, a21), v_store(a + 160, a22), v_store(a + 176, a23);
+    v_store(a + 192, a30), v_store(a + 208, a31), v_store(a + 224, a32), v_store(a + 240, a33);
+}
+
+/* acc channels c..c+7, 1 vector. */
+AG_INLINE void accumulate_8x1(float *restrict acc, const float *restrict P, const float *v0,
+                              int64_t HD, int64_t bk, const v16f *alpha)
+{
+    float *a = acc;
+    const v16f x = alpha[0];
+    v16f a0 = v_load(a) * x, a1 = v_load(a + 16) * x, a2 = v_load(a + 32) * x;
+    v16f a3 = v_load(a + 48) * x, a4 = v_load(a + 64) * x, a5 = v_load(a + 80) * x;
+    v16f a6 = v_load(a + 96) * x, a7 = v_load(a + 112) * x;
+#pragma GCC unroll 4
+    for (int64_t jj = 0; jj < bk; jj++) {
+        const v16f p = v_load(P + jj * AG_LANES);
+        const float *v = v0 + jj * HD;
+        a0 += v_set1(v[0]) * p, a1 += v_set1(v[1]) * p, a2 += v_set1(v[2]) * p;
+        a3 += v_set1(v[3]) * p, a4 += v_set1(v[4]) * p, a5 += v_set1(v[5]) * p;
+        a6 += v_set1(v[6]) * p, a7 += v_set1(v[7]) * p;
+    }
+    v_store(a, a0), v_store(a + 16, a1), v_store(a + 32, a2), v_store(a + 48, a3);
+    v_store(a + 64, a4), v_store(a + 80, a5), v_store(a + 96, a6), v_store(a + 112, a7);
+}
+
+/* acc [d][BQ] = alpha acc + V_tile^T P for rows [0, bk) of the tile at j0. */
+AG_INLINE void accumulate_tile(float *restrict acc, const float *restrict P, const float *V,
+                               int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
+                               const v16f *alpha, const int QV)
+{
+    const int KB = QV == 4 ? 4 : 8;
+    const int64_t BQ = QV * AG_LANES;
+    int64_t c = 0;
+    for (; c + KB <= d; c += KB) {
+        if (QV == 4)
+            accumulate_4x4(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk, alpha);
+        else
+            accumulate_8x1(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk, alpha);
+    }
+    for (; c < d; c++)        /* the last channels, one at a time */
+        for (int v = 0; v < QV; v++) {
+            v16f a = v_load(acc + c * BQ + v * AG_LANES) * alpha[v];
+            for (int64_t jj = 0; jj < bk; jj++)
+                a += v_set1(V[(j0 + jj) * HD + off + c]) * v_load(P + jj * BQ + v * AG_LANES);
+            v_store(acc + c * BQ + v * AG_LANES, a);
+        }
+}
+
+/* Qt [d][BQ] = scale2 * (the nq rows at Q, stride HD)^T, zero beyond nq:
+   16 x 16 blocks transposed in registers, leftover channels one by one. */
+AG_INLINE void pack_queries(float *restrict qt, const float *Q, int64_t HD, int64_t d,
+                            int64_t nq, float scale2, const int QV)
+{
+    const int64_t BQ = QV * AG_LANES;
+    const v16f scale = v_set1(scale2);
+    int64_t c0 = 0;
+    for (; c0 + AG_LANES <= d; c0 += AG_LANES)
+        for (int v = 0; v < QV; v++) {
+            v16f r[AG_LANES];
+#pragma GCC unroll 16
+            for (int k = 0; k < AG_LANES; k++) {
+                const int64_t lane = v * AG_LANES + k;
+                r[k] = lane < nq ? v_load(Q + lane * HD + c0) * scale : v_set1(0.0f);
+            }
+            v_transpose16(r);
+#pragma GCC unroll 16
+            for (int k = 0; k < AG_LANES; k++)
+                v_store(qt + (c0 + k) * BQ + v * AG_LANES, r[k]);
+        }
+    for (; c0 < d; c0++)
+        for (int64_t i = 0; i < BQ; i++)
+            qt[c0 * BQ + i] = i < nq ? Q[i * HD + c0] * scale2 : 0.0f;
+}
+
+/* The nq rows at M (stride HD) = (acc [d][BQ] / l)^T, the same way round. */
+AG_INLINE void store_messages(float *M, const float *restrict acc, const float *l, int64_t HD,
+                              int64_t d, int64_t nq, const int QV)
+{
+    const int64_t BQ = QV * AG_LANES;
+    for (int v = 0; v < QV; v++) {
+        const v16f sum = v_load(l + v * AG_LANES);
+        /* a lane with no in-edges has sum 0 and a zero row */
+        const v16f inv = v_select(sum > v_set1(0.0f), v_set1(1.0f) / sum, v_set1(0.0f));
+        int64_t c0 = 0;
+        for (; c0 + AG_LANES <= d; c0 += AG_LANES) {
+            v16f r[AG_LANES];
+#pragma GCC unroll 16
+            for (int k = 0; k < AG_LANES; k++)
+                r[k] = v_load(acc + (c0 + k) * BQ + v * AG_LANES) * inv;
+            v_transpose16(r);
+#pragma GCC unroll 16
+            for (int k = 0; k < AG_LANES; k++)
+                if (v * AG_LANES + k < nq)
+                    v_store(M + (v * AG_LANES + k) * HD + c0, r[k]);
+        }
+        for (; c0 < d; c0++)
+            for (int k = 0; k < AG_LANES && v * AG_LANES + k < nq; k++) {
+                const float s = l[v * AG_LANES + k];
+                M[(v * AG_LANES + k) * HD + c0] = s > 0 ? acc[c0 * BQ + v * AG_LANES + k] / s : 0;
+            }
+    }
+}
+
+/* Tiles of rows over [*lo, *hi): the span widened to whole register blocks
+   of rows (rows outside a lane's run are masked anyway), cut into equal tiles;
+   returns their size. Narrow blocks take at most 32 rows a tile: then most of
+   a window's tiles lie inside every lane's run and need no masks (+1-2%). */
+AG_INLINE int64_t cut_tiles(int64_t *lo, int64_t *hi, int64_t N, const int QV)
+{
+    const int64_t RB = QV == 4 ? 4 : 8, bk_max = QV == 4 ? BK : BK / 2;
+    *lo -= *lo % RB;
+    *hi = *hi + (RB - *hi % RB) % RB > N ? *hi : *hi + (RB - *hi % RB) % RB;
+    const int64_t span = *hi - *lo, n_tiles = (span + bk_max - 1) / bk_max;
+    const int64_t tile = n_tiles ? (span + n_tiles - 1) / n_tiles : bk_max;
+    return (tile + RB - 1) / RB * RB;
+}
+
+
+/* The online-softmax state of a block's lanes between tiles. */
+typedef struct {
+    v16f m[QV_MAX], l[QV_MAX], u[QV_MAX], dist[QV_MAX];
+} ag_i_lanes_t;
+
+/* One tile [j0, j0+bk) of the block of destinations at i0 (tiled.c): scores
+   against Qt (qt), masks unless full, online softmax into ls and the
+   accumulator acc [d][BQ]; S [BK][BQ] scratch; x: figures (or NULL). */
+typedef void (*ag_i_tile_fn)(const float *qt, const float *K, const float *V, int64_t HD,
+                             int64_t off, int64_t d, int64_t i0, int64_t j0, int64_t bk,
+                             int full, const int32_t *lane_lo, const int32_t *lane_hi, float *S,
+                             float *acc, ag_i_lanes_t *ls, const kext_t *x);
+/* The compiled step for this CPU and block width QV (1 or 4). */
+ag_i_tile_fn ag_i_tile_step(int QV);
+
+#endif

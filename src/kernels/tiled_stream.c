@@ -1,0 +1,218 @@
+/*
+ * The tiled forward with its sources streamed in: for a process that holds a
+ * part of the destinations and receives the K and V rows in windows of
+ * consecutive sources, ascending (the MPI layer's ring path).
+ *
+ * Each (block of destinations, head) keeps its online-softmax state between
+ * windows (accumulator, running max and sum: O(destinations x H x d)) and the
+ * start of its next tile. A window [a, b) runs every tile of every block that
+ * lies inside it, in ascending order; a tile that reaches past b waits for the
+ * next window, which starts at most BK rows before b (the caller keeps them).
+ * The tiles, masks and micro-kernels are attend_block's (tiled.c), in the same
+ * order, so M and the log-sum-exp are bitwise what ag_i_attention_tiled gives
+ * on the whole graph.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tiled_micro.h"
+
+/* A block's lanes and tiles, the same for every head. */
+typedef struct {
+    int64_t i0, nq, jmin, jmax, tile, max_lo, min_hi;
+    int32_t lo[BQ_MAX], hi[BQ_MAX];
+} stream_block_t;
+
+struct ag_tiled_stream {
+    const ag_nbhd_t *nb;
+    const float *Q;
+    int64_t H, d, n_blocks;
+    int QV;
+    float scale2;
+    ag_i_tile_fn step;          /* the whole-graph kernel's tile step */
+    stream_block_t *blocks;     /* [n_blocks] */
+    int64_t *next;              /* [n_blocks * H] next tile of each task (jmax: done) */
+    float *acc;                 /* [n_blocks * H][d][BQ] */
+    float *m, *l;               /* [n_blocks * H][BQ] */
+    float *scratch;             /* per thread: qt [d][BQ], s [BK][BQ] */
+    int64_t per_thread;
+};
+
+/* attend_block's step 1: the lanes' runs and the tiles of the block at i0. */
+static void block_geometry(stream_block_t *g, const ag_nbhd_t *nb, int64_t i0, int64_t nq,
+                           int QV)
+{
+    const int BQ = QV * AG_LANES;
+    int64_t jmin = INT64_MAX, jmax = 0, max_lo = 0, min_hi = INT64_MAX;
+    for (int i = 0; i < BQ; i++) {
+        int64_t lo = 0, hi = 0;
+        if (i < nq && nb->run_ptr[i0 + i + 1] > nb->run_ptr[i0 + i]) {
+            const int64_t r = nb->run_ptr[i0 + i];
+            lo = nb->run_src[r], hi = lo + nb->run_len[r];
+            jmin = lo < jmin ? lo : jmin, jmax = hi > jmax ? hi : jmax;
+        }
+        g->lo[i] = (int32_t)lo, g->hi[i] = (int32_t)hi;
+        max_lo = lo > max_lo ? lo : max_lo, min_hi = hi < min_hi ? hi : min_hi;
+    }
+    if (jmax == 0)
+        jmin = 0;
+    g->tile = QV == 4 ? cut_tiles(&jmin, &jmax, nb->n_nodes, 4)
+                      : cut_tiles(&jmin, &jmax, nb->n_nodes, 1);
+    g->i0 = i0, g->nq = nq, g->jmin = jmin, g->jmax = jmax;
+    g->max_lo = max_lo, g->min_hi = min_hi;
+}
+
+/* The tiles of one task (block g, head h) that end by b, through the whole-graph
+   kernel's own compiled tile step; K and V are indexed by global source. */
+AG_INLINE void stream_task(const struct ag_tiled_stream *st, const stream_block_t *g,
+                           int64_t h, int64_t *next, float *acc, float *ml_m, float *ml_l,
+                           const float *K, const float *V, int64_t b, float *qt, float *S,
+                           const int QV)
+{
+    const int BQ = QV * AG_LANES;
+    const int64_t d = st->d, HD = st->H * d, off = h * d;
+    int64_t j0 = *next;
+    if (j0 >= g->jmax || j0 + (g->jmax - j0 < g->tile ? g->jmax - j0 : g->tile) > b)
+        return;
+    pack_queries(qt, st->Q + g->i0 * HD + off, HD, d, g->nq, st->scale2, QV);
+    ag_i_lanes_t ls;
+    memset(&ls, 0, sizeof ls);
+#pragma GCC unroll 4
+    for (int v = 0; v < QV; v++)
+        ls.m[v] = v_load(ml_m + v * AG_LANES), ls.l[v] = v_load(ml_l + v * AG_LANES);
+    for (; j0 < g->jmax; j0 += g->tile) {
+        const int64_t bk = g->jmax - j0 < g->tile ? g->jmax - j0 : g->tile;
+        if (j0 + bk > b)
+            break;   /* the next window has it */
+        const int full = j0 >= g->max_lo && j0 + bk <= g->min_hi;
+        if (!full) {
+            int any = 0;
+            for (int i = 0; i < BQ && !any; i++)
+                any = g->lo[i] < j0 + bk && g->hi[i] > j0;
+            if (!any)
+                continue;
+        }
+        st->step(qt, K, V, HD, off, d, g->i0, j0, bk, full, g->lo, g->hi, S, acc, &ls, NULL);
+    }
+    *next = j0;
+#pragma GCC unroll 4
+    for (int v = 0; v < QV; v++)
+        v_store(ml_m + v * AG_LANES, ls.m[v]), v_store(ml_l + v * AG_LANES, ls.l[v]);
+}
+
+#define TASK_VARIANT(name, target, qv)                                                      \
+    target static void name(const struct ag_tiled_stream *st, const stream_block_t *g,       \
+                            int64_t h, int64_t *next, float *acc, float *m, float *l,         \
+                            const float *K, const float *V, int64_t b, float *qt, float *S)   \
+    {                                                                                       \
+        stream_task(st, g, h, next, acc, m, l, K, V, b, qt, S, qv);                          \
+    }
+TASK_VARIANT(task_q4_avx512, AG_TARGET_AVX512, 4)
+TASK_VARIANT(task_q1_avx512, AG_TARGET_AVX512, 1)
+TASK_VARIANT(task_q4_avx2, AG_TARGET_AVX2, 4)
+TASK_VARIANT(task_q1_avx2, AG_TARGET_AVX2, 1)
+TASK_VARIANT(task_q4_base, , 4)
+TASK_VARIANT(task_q1_base, , 1)
+
+typedef void (*task_fn)(const struct ag_tiled_stream *, const stream_block_t *, int64_t,
+                        int64_t *, float *, float *, float *, const float *, const float *,
+                        int64_t, float *, float *);
+
+void ag_i_tiled_stream_free(ag_tiled_stream_t *st)
+{
+    if (!st)
+        return;
+    free(st->blocks), free(st->next), free(st->acc), free(st->m), free(st->l);
+    free(st->scratch);
+    free(st);
+}
+
+int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_t lo,
+                            int64_t hi, const float *Q, int64_t H, int64_t d, float scale,
+                            ag_error_t *err)
+{
+    *out = NULL;
+    ag_tiled_stream_t *st = ag_calloc(1, sizeof *st, err, "streamed attention");
+    if (!st)
+        return AG_ENOMEM;
+    st->nb = nb, st->Q = Q, st->H = H, st->d = d;
+    st->QV = ag_i_tiled_width(nb);
+    st->step = ag_i_tile_step(st->QV);
+    st->scale2 = scale * LOG2E;
+    const int64_t BQ = st->QV * AG_LANES;
+    if (lo < hi && lo % BQ) {
+        ag_i_tiled_stream_free(st);
+        return ag_fail(err, AG_EINVAL, "streamed attention: destinations from %lld, not a "
+                       "multiple of %lld", (long long)lo, (long long)BQ);
+    }
+    st->n_blocks = hi > lo ? (hi - lo + BQ - 1) / BQ : 0;
+    const int64_t tasks = st->n_blocks * H;
+    st->per_thread = scratch_stride(d * BQ + BK * BQ);
+    st->blocks = ag_alloc(st->n_blocks + 1, sizeof *st->blocks, err, "streamed attention");
+    st->next = ag_alloc(tasks + 1, sizeof *st->next, err, "streamed attention");
+    st->acc = ag_alloc_lines((tasks + 1) * d * BQ, sizeof(float), err, "streamed attention");
+    st->m = ag_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
+    st->l = ag_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
+    st->scratch = ag_alloc_lines((int64_t)max_threads() * st->per_thread, sizeof(float), err,
+                                 "streamed attention");
+    if (!st->blocks || !st->next || !st->acc || !st->m || !st->l || !st->scratch) {
+        ag_i_tiled_stream_free(st);
+        return AG_ENOMEM;
+    }
+    for (int64_t k = 0; k < st->n_blocks; k++) {
+        const int64_t i0 = lo + k * BQ;
+        block_geometry(&st->blocks[k], nb, i0, hi - i0 < BQ ? hi - i0 : BQ, st->QV);
+    }
+    memset(st->acc, 0, (size_t)(tasks * d * BQ) * sizeof(float));
+    for (int64_t t = 0; t < tasks; t++) {
+        st->next[t] = st->blocks[t / H].jmin;
+        for (int64_t i = 0; i < BQ; i++)
+            st->m[t * BQ + i] = -__builtin_inff(), st->l[t * BQ + i] = 0.0f;
+    }
+    *out = st;
+    return AG_OK;
+}
+
+int64_t ag_i_tiled_stream_first(const ag_tiled_stream_t *st)
+{
+    int64_t first = INT64_MAX;
+    for (int64_t t = 0; t < st->n_blocks * st->H; t++)
+        if (st->next[t] < st->blocks[t / st->H].jmax && st->next[t] < first)
+            first = st->next[t];
+    return first;
+}
+
+void ag_i_tiled_stream_feed(ag_tiled_stream_t *st, const float *K, const float *V, int64_t b)
+{
+    static const task_fn variants[3][2] = {{task_q1_base, task_q4_base},
+                                           {task_q1_avx2, task_q4_avx2},
+                                           {task_q1_avx512, task_q4_avx512}};
+    const task_fn task = variants[ag_simd_level()][st->QV == 4];
+    const int64_t BQ = st->QV * AG_LANES, d = st->d, H = st->H, tasks = st->n_blocks * H;
+#pragma omp parallel if (tasks > 1)
+    {
+        float *qt = st->scratch + (int64_t)thread_id() * st->per_thread, *S = qt + d * BQ;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < tasks; t++)
+            task(st, &st->blocks[t / H], t % H, &st->next[t], st->acc + t * d * BQ,
+                 st->m + t * BQ, st->l + t * BQ, K, V, b, qt, S);
+    }
+}
+
+void ag_i_tiled_stream_end(ag_tiled_stream_t *st, float *M, float *lse)
+{
+    const int64_t BQ = st->QV * AG_LANES, d = st->d, H = st->H, HD = H * d;
+    for (int64_t t = 0; t < st->n_blocks * H; t++) {
+        const stream_block_t *g = &st->blocks[t / H];
+        const int64_t h = t % H;
+        if (st->QV == 4)
+            store_messages(M + g->i0 * HD + h * d, st->acc + t * d * BQ, st->l + t * BQ, HD, d,
+                           g->nq, 4);
+        else
+            store_messages(M + g->i0 * HD + h * d, st->acc + t * d * BQ, st->l + t * BQ, HD, d,
+                           g->nq, 1);
+        const kext_t x = {.lse = lse};
+        for (int64_t i = 0; lse && i < g->nq; i++)
+            kext_lse(&x, g->i0 + i, h, H, st->m[t * BQ + i], st->l[t * BQ + i], 0.69314718f);
+    }
+}

@@ -1,0 +1,120 @@
+#!/bin/sh
+# attngraph-mpi against the one-process tool, byte for byte: every input kind
+# (patterns on the tiled and gather kernels, CSR, graph files with multi-edges,
+# isolated nodes, self-loops, undirected), features from a file, the halo and
+# ring paths, on 1, 2, 3 and 4 processes; a bad input met by one process; usage
+# errors. Every mpirun runs under timeout: a hang fails the test.
+# Environment: AG_CLI (build/attngraph), AG_MPI_CLI (build/attngraph-mpi).
+set -u
+CLI=${AG_CLI:-build/attngraph}
+MPI=${AG_MPI_CLI:-build/attngraph-mpi}
+RANDOM_CSR=${AG_RANDOM_CSR:-build/make_random_csr}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Open MPI's own allocations are not ours to report under AddressSanitizer
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
+T=$(mktemp -d /tmp/attngraph-mpi-check.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+mpi() {   # mpi P ARGS...: attngraph-mpi on P processes, one thread each
+    p=$1
+    shift
+    timeout 60 mpirun --oversubscribe -np "$p" "$MPI" "$@" --threads 1
+}
+
+# same NAME "ONE-PROCESS ARGS" "MPI-ONLY ARGS" P...: the outputs of attngraph run
+# and of attngraph-mpi run on each P, compared byte for byte (--out, --messages)
+same() {
+    name=$1 args=$2 extra=$3
+    shift 3
+    # shellcheck disable=SC2086
+    if ! $CLI run $args --out "$T/$name.1.npy" --messages "$T/$name.1.m.npy" --quiet \
+         --threads 1 >"$T/log" 2>&1; then
+        bad "$name: attngraph run failed: $(cat "$T/log")"
+        return
+    fi
+    for p in "$@"; do
+        # shellcheck disable=SC2086
+        if ! mpi "$p" run $args $extra --out "$T/$name.$p.npy" \
+             --messages "$T/$name.$p.m.npy" --quiet >"$T/log" 2>&1; then
+            bad "$name on $p processes: exit $?: $(head -n 3 "$T/log")"
+        elif ! cmp -s "$T/$name.1.npy" "$T/$name.$p.npy" ||
+             ! cmp -s "$T/$name.1.m.npy" "$T/$name.$p.m.npy"; then
+            bad "$name on $p processes: the outputs differ from one process's"
+        else
+            ok
+        fi
+    done
+}
+
+common="--dim 16 --heads 2 --rounds 2 --seed 3"
+
+# patterns: causal (tiled kernel, wide blocks), window (narrow blocks), random (gather)
+same causal "--pattern causal --nodes 3000 $common --norm layer" "" 1 2 3 4
+same window "--pattern window:40 --nodes 3000 $common" "--path halo" 2 3 4
+same random "--pattern random:8,5+window:2 --nodes 2600 $common --no-residual" "" 2 3 4
+same selfoff "--pattern causal --nodes 2100 --dim 8 --self-loops off --posenc sinusoidal" "" 2 3
+
+# CSR: each process reads its slice of indices
+"$RANDOM_CSR" 4100 10 7 "$T/ip.npy" "$T/ix.npy" >/dev/null
+same csr "--csr $T/ip.npy,$T/ix.npy $common" "" 1 2 3 4
+same csr-self "--csr $T/ip.npy,$T/ix.npy --dim 8 --self-loops on --beta 0.5 --score dot" "" 3
+
+# a graph file read by rank 0: multi-edges (repeated lines), self-loops, and
+# isolated nodes (ids that no line names), directed and undirected
+awk 'BEGIN { x = 12345; for (i = 0; i < 2600; i++) { if (i % 7 == 3) continue;
+       for (k = 0; k < 5; k++) { x = (x * 1103515245 + 12345) % 2147483648;
+         j = x % 2700; if (j % 7 == 3) j++; print j, i; if (k == 0 && i % 5 == 0) print j, i } }
+       print 0, 0; print 5, 5 }' >"$T/g.edgelist"
+same graph "$T/g.edgelist $common" "" 1 2 3 4
+same graph-undirected "$T/g.edgelist --undirected $common" "" 2 4
+same graph-loops "$T/g.edgelist --self-loops on --dim 8" "" 3
+
+# features from a file (read by rank 0, rows sent out), weights from a folder
+same features "--pattern causal --nodes 3000 --features $T/causal.1.npy --heads 2" "" 2 3
+
+# the ring path: forced, and chosen by auto for a long causal run
+same ring "--pattern causal --nodes 3000 $common --norm layer" "--path ring" 2 3 4
+same ring-window "--pattern window:300 --nodes 4500 $common" "--path ring" 2 4
+
+# a bad input that only the last process meets: an index out of range at the
+# end of the indices file. One message, exit 1, no output, no hang.
+cp "$T/ix.npy" "$T/bad.npy"
+size=$(wc -c <"$T/bad.npy")
+printf '\377\377\377\377\377\377\377\177' |
+    dd of="$T/bad.npy" bs=1 seek=$((size - 8)) conv=notrunc 2>/dev/null
+mpi 4 run --csr "$T/ip.npy,$T/bad.npy" --dim 8 --out "$T/bad.out.npy" --quiet \
+    >"$T/out" 2>"$T/err"
+status=$?
+if [ $status -ne 1 ]; then
+    bad "bad input: exit $status, expected 1: $(head -n 3 "$T/err")"
+elif [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] || ! grep -q 'ix.npy\|bad.npy\|source\|4100' "$T/err"; then
+    bad "bad input: expected one message naming the problem, got: $(cat "$T/err")"
+elif [ -e "$T/bad.out.npy" ]; then
+    bad "bad input: an output was written"
+else
+    ok
+fi
+
+# usage errors: exit 2 with one message
+mpi 2 run --pattern causal --nodes 100 --attn "$T/a.csv" >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 2 ] || [ "$(grep -c 'not supported' "$T/err")" -ne 1 ]; then
+    bad "--attn: exit $status, expected 2 and one message: $(cat "$T/err")"
+else
+    ok
+fi
+mpi 2 run --pattern random:4 --nodes 3000 --path ring >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 1 ] || [ "$(grep -c 'ring' "$T/err")" -ne 1 ]; then
+    bad "--path ring on a graph of several runs: exit $status: $(cat "$T/err")"
+else
+    ok
+fi
+
+echo "mpi: $passed passed, $failed failed"
+[ $failed -eq 0 ]
