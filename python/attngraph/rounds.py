@@ -53,7 +53,10 @@ def rounds(graph, x, layers, rounds=1, score="scaled-dot", residual=True, norm=N
     w = layers[0]
     X = _features(graph, x, w.D).copy()
     opts, keep = _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps)
-    opts.figures = 2 if return_last else 0
+    if return_last:
+        # the library fills the figures only for a round callback: a no-op one
+        opts.figures = 2
+        opts.on_round = keep_cb = S.ON_ROUND_FN(lambda r, ctx: 0)  # noqa: F841 (kept alive)
     ws = S.ag_workspace_t()
     e = err()
     check(lib.ag_workspace_init(C.byref(ws), graph.N, w.heads * w.d, w.D, C.byref(e)), e)
