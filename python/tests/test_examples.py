@@ -22,5 +22,5 @@ def test_karate():
 
 def test_masks():
     out = run_example("masks.py")
-    assert "(baseline)" in out and out.count("'it' attends") == 0
+    assert "(baseline)" in out and out.count("'it' attends to") == 1
     assert len(re.findall(r"^causal&!strided:4\+global:1 ", out, re.M)) == 2
