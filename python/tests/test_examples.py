@@ -23,4 +23,4 @@ def test_karate():
 def test_masks():
     out = run_example("masks.py")
     assert "(baseline)" in out and out.count("'it' attends to") == 1
-    assert len(re.findall(r"^causal&!strided:4\+global:1 ", out, re.M)) == 2
+    assert out.count("causal&!strided:4+global:1") == 2     # a table row and a line below
