@@ -11,8 +11,9 @@
 #   make fuzz-replay      replay the committed fuzz corpora and past crashes (part of check)
 #   make check-python     the Python package's tests (python/tests, Debian's /usr/bin/python3)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
+#   NO_METIS=1   build without METIS (--partition metis then refuses)
 
-PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config \
+PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-dev \
             python3-numpy python3-pytest python3-torch python3-igraph
 # Debian's interpreter, which has python3-numpy, -torch, -igraph: a python3 found
 # first on PATH (a virtualenv, conda, pyenv) may lack them.
@@ -36,6 +37,13 @@ AG_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Ii
              -ffp-contract=fast -Wno-psabi -fvisibility=hidden -MMD -MP \
              -DAG_CLI_PATH='"$(AG_CLI)"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+# METIS (Debian's libmetis-dev has no .pc file) for ag_partition_metis, in
+# src/partition_metis.c alone; NO_METIS=1 builds without it (that call then fails).
+ifndef NO_METIS
+LDLIBS  += -lmetis
+else
+AG_CFLAGS += -DAG_NO_METIS
+endif
 ifndef NO_OMP
 AG_CFLAGS += -fopenmp
 AG_LDFLAGS := -fopenmp
@@ -235,7 +243,7 @@ fuzz-deps:
 FUZZ_IGRAPH_DIR := $(FUZZ_BUILD)/igraph
 ifdef FUZZ_IGRAPH
 FUZZ_LDLIBS := $(abspath $(FUZZ_IGRAPH_DIR))/lib/libigraph.a -larpack -llapack -lgmp -lplfit \
-               $(shell pkg-config --libs openblas libxml-2.0) -lstdc++ -lm
+               $(shell pkg-config --libs openblas libxml-2.0) -lmetis -lstdc++ -lm
 FUZZ_IGRAPH_STEP := sh tools/build_fuzz_igraph.sh $(FUZZ_IGRAPH_DIR)
 else
 FUZZ_LDLIBS := $(LDLIBS)
