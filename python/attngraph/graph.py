@@ -2,11 +2,16 @@
 the edges the graph was made from, so that per-edge results come back in it."""
 import ctypes as C
 import os
+import threading
 
 import numpy as np
 
 from . import _structs as S
 from ._lib import lib, igraph, check, err, c_free, Error
+
+# igraph is not thread-safe (its error handler and cleanup stack are process-wide),
+# and ctypes lets other Python threads run during a call: one igraph call at a time
+_IGRAPH_LOCK = threading.Lock()
 
 _SELF = {"keep": 0, "on": 1, "off": 2, None: 0, True: 1, False: 2}
 _FORMATS = ("edgelist", "ncol", "lgl", "graphml", "gml", "pajek")
@@ -47,6 +52,7 @@ class Graph:
         g.kind = kind          # "file", "pattern", "csr", "edge_index"
         g.labels = None
         g.name = None
+        g.edge_attrs = {}
         return g
 
     def __del__(self):
@@ -57,12 +63,15 @@ class Graph:
     # ------------------------------------------------------------ makers
 
     @classmethod
-    def load(cls, path, format=None, directed=None, self_loops="keep", max_nodes=0):
+    def load(cls, path, format=None, directed=None, self_loops="keep", max_nodes=0,
+             edge_attrs=()):
         """Reads a graph file with the library's readers (ag_graph_load): format
         is "edgelist", "ncol", "lgl", "graphml", "gml", "pajek" or None (from
         the extension); directed None (as the file says; edge lists directed),
         True or False (edge lists: each line is both directions). Labels come
-        from the label/name/id attributes."""
+        from the label/name/id attributes. edge_attrs names numeric edge
+        attributes to keep in g.edge_attrs[name], float32 [E] in edge order
+        (e.g. an edge bias; 0 on self-loops self_loops="on" adds)."""
         opts = S.ag_load_opts_t(0, int(max_nodes), 0 if directed is None else
                                 (1 if directed else 2))
         e = err()
@@ -73,20 +82,36 @@ class Graph:
         g = cls._new("file")
         g.name = os.fspath(path)
         buf = C.create_string_buffer(S.IGRAPH_T_BYTES)
-        check(lib.ag_graph_load(buf, os.fsencode(path), C.byref(opts), C.byref(e)), e)
-        try:
-            check(lib.ag_nbhd_from_graph(C.byref(g._nb), buf, C.byref(e)), e)
-            labels = S.ag_labels_t()
-            check(lib.ag_labels_from_graph(C.byref(labels), buf, C.byref(e)), e)
+        with _IGRAPH_LOCK:
+            check(lib.ag_graph_load(buf, os.fsencode(path), C.byref(opts), C.byref(e)), e)
             try:
-                if labels.str:
-                    g.labels = [labels.str[i].decode("utf-8", "replace") for i in range(labels.n)]
+                g._from_igraph(buf, self_loops, edge_attrs)
             finally:
-                lib.ag_labels_destroy(C.byref(labels))
-        finally:
-            igraph.igraph_destroy(buf)
-        g._finish(self_loops, None)
+                igraph.igraph_destroy(buf)
         return g
+
+    def _from_igraph(self, buf, self_loops, edge_attrs):
+        e = err()
+        check(lib.ag_nbhd_from_graph(C.byref(self._nb), buf, C.byref(e)), e)
+        labels = S.ag_labels_t()
+        check(lib.ag_labels_from_graph(C.byref(labels), buf, C.byref(e)), e)
+        try:
+            if labels.str:
+                self.labels = [labels.str[i].decode("utf-8", "replace") for i in range(labels.n)]
+        finally:
+            lib.ag_labels_destroy(C.byref(labels))
+        self._finish(self_loops, None)
+        self.edge_attrs = {}
+        for name in ([edge_attrs] if isinstance(edge_attrs, str) else edge_attrs):
+            values = C.c_void_p()
+            check(lib.ag_edge_attribute(C.byref(values), buf, C.byref(self._nb), name.encode(),
+                                        C.byref(e)), e)
+            try:
+                per_slot = np.ctypeslib.as_array((C.c_float * self.E).from_address(values.value)) \
+                    if self.E else np.zeros(0, np.float32)
+                self.edge_attrs[name] = np.array(self.from_slots(per_slot), np.float32)
+            finally:
+                c_free(values)
 
     @classmethod
     def pattern(cls, spec, n=None, self_loops="keep", labels=None):

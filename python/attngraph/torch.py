@@ -7,6 +7,7 @@ import os
 import numpy as np
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from . import ops
 from ._lib import Error
@@ -31,26 +32,34 @@ def _np(t, name):
 class _GraphAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, graph, heads, kind, kw, q, k, v, a_src, a_dst, edge_bias):
-        arrays = [_np(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v"), (a_src, "a_src"),
-                                         (a_dst, "a_dst"), (edge_bias, "edge_bias"))]
-        qn, kn, vn, asn, adn, ebn = arrays
+        qn, kn, vn, asn, adn, ebn = (_np(t, n) for t, n in (
+            (q, "q"), (k, "k"), (v, "v"), (a_src, "a_src"), (a_dst, "a_dst"),
+            (edge_bias, "edge_bias")))
         vec = dict(a=asn) if kind == "gatv2" else dict(a_src=asn, a_dst=adn)
-        score = ops.Score(kind, edge_bias=ebn, **vec, **kw)
-        m, lse = ops.attention(graph, qn, kn, vn, heads, score, lse=True)
-        ctx.graph, ctx.heads, ctx.score = graph, heads, score
-        ctx.arrays = (qn, kn, vn, m, lse if kind in _SOFTMAX else None)
-        ctx.has = (a_src is not None, a_dst is not None, edge_bias is not None)
-        return torch.from_numpy(m)
+        m, lse = ops.attention(graph, qn, kn, vn, heads, ops.Score(kind, edge_bias=ebn, **vec, **kw),
+                               lse=True)
+        mt = torch.from_numpy(m)
+        # saved as tensors, so autograd refuses a backward after they were changed in place
+        ctx.save_for_backward(q, k, v, a_src, a_dst, edge_bias, mt,
+                              torch.from_numpy(lse) if kind in _SOFTMAX else None)
+        ctx.graph, ctx.heads, ctx.kind, ctx.kw = graph, heads, kind, kw
+        return mt
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, dm):
-        qn, kn, vn, m, lse = ctx.arrays
-        g = ops.attention_backward(ctx.graph, qn, kn, vn, _np(dm, "grad"), ctx.heads, ctx.score,
-                                   m=m, lse=lse, edge_bias_grad=ctx.has[2])
-        t = lambda a, want: torch.from_numpy(a) if want and a is not None else None
+        q, k, v, a_src, a_dst, edge_bias, m, lse = ctx.saved_tensors
+        asn, adn, ebn = _np(a_src, "a_src"), _np(a_dst, "a_dst"), _np(edge_bias, "edge_bias")
+        vec = dict(a=asn) if ctx.kind == "gatv2" else dict(a_src=asn, a_dst=adn)
+        score = ops.Score(ctx.kind, edge_bias=ebn, **vec, **ctx.kw)
+        g = ops.attention_backward(ctx.graph, _np(q, "q"), _np(k, "k"), _np(v, "v"),
+                                   _np(dm, "grad"), ctx.heads, score, m=m.numpy(),
+                                   lse=lse.numpy() if lse is not None else None,
+                                   edge_bias_grad=edge_bias is not None)
         need = ctx.needs_input_grad
-        return (None, None, None, None, t(g.dq, need[4]), t(g.dk, need[5]), t(g.dv, need[6]),
-                t(g.d_a_src, ctx.has[0]), t(g.d_a_dst, ctx.has[1]), t(g.d_edge_bias, ctx.has[2]))
+        t = lambda a, i: torch.from_numpy(a) if need[i] and a is not None else None
+        return (None, None, None, None, t(g.dq, 4), t(g.dk, 5), t(g.dv, 6), t(g.d_a_src, 7),
+                t(g.d_a_dst, 8), t(g.d_edge_bias, 9))
 
 
 def graph_attention(q, k, v, graph, heads=1, score="scaled-dot", a_src=None, a_dst=None,

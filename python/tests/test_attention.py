@@ -148,3 +148,40 @@ def test_pattern_matches_its_edges(rng):
     Mr, Ar = reference.attention(g.src, g.dst, N, *ref_tensors([q, k, v]), H)
     np.testing.assert_allclose(ag.attention(g, q, k, v, heads=H), Mr.numpy(), atol=2e-5)
     np.testing.assert_allclose(ag.attention_weights(g, q, k, heads=H), Ar.numpy(), atol=1e-5)
+
+
+def test_edge_attribute_as_bias_matches_the_cli(tmp_path, rng):
+    """An undirected GML file with a numeric edge attribute, self-loops added:
+    the attribute in edge order, and attention_weights with it as edge bias equal
+    to `attngraph run --edge-bias w --attn a.npy`."""
+    from conftest import cli
+    edges = [(0, 1, 0.5), (1, 2, -1.0), (2, 0, 2.0), (0, 1, 1.5), (3, 3, 0.25), (4, 2, -0.5)]
+    text = "graph [ directed 0\n" + "".join("node [ id %d ]\n" % i for i in range(6)) + \
+        "".join("edge [ source %d target %d w %g ]\n" % e for e in edges) + "]\n"
+    (tmp_path / "g.gml").write_text(text)
+    g = ag.Graph.load(str(tmp_path / "g.gml"), self_loops="on", edge_attrs=["w"])
+    want_src, want_dst, want_w = [], [], []
+    for u, v, w in edges:
+        a, b = sorted((u, v))
+        for s, t in [(a, b)] + ([(b, a)] if a != b else []):
+            want_src.append(s), want_dst.append(t), want_w.append(w)
+    loops = [i for i in range(6) if i != 3]
+    want_src += loops
+    want_dst += loops
+    want_w += [0.0] * len(loops)
+    np.testing.assert_array_equal(g.edge_index, [want_src, want_dst])
+    np.testing.assert_array_equal(g.edge_attrs["w"], np.float32(want_w))
+    H, d = 2, 3
+    q, k, v = (rng.standard_normal((6, H * d)).astype(np.float32) for _ in range(3))
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        np.save(tmp_path / (name + ".npy"), a)
+    cli("run", tmp_path / "g.gml", "--q", tmp_path / "q.npy", "--k", tmp_path / "k.npy",
+        "--v", tmp_path / "v.npy", "--heads", H, "--self-loops", "on", "--edge-bias", "w",
+        "--attn", tmp_path / "a.npy", "--quiet")
+    W = ag.attention_weights(g, q, k, heads=H, edge_bias=g.edge_attrs["w"])
+    np.testing.assert_array_equal(W, np.load(tmp_path / "a.npy"))
+    _, Ar = reference.attention(g.src, g.dst, 6, *ref_tensors([q, k, v]), H,
+                                edge_bias=torch.tensor(want_w, dtype=torch.float64))
+    np.testing.assert_allclose(W, Ar.numpy(), atol=1e-5)
+    with pytest.raises(ag.Error, match="nope"):
+        ag.Graph.load(str(tmp_path / "g.gml"), edge_attrs=["nope"])
