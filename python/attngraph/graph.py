@@ -150,11 +150,18 @@ class Graph:
             raise Error("indptr has shape %s; expected [N+1] with N >= 1" % (indptr.shape,),
                         "invalid value")
         n = indptr.size - 1
-        dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr.astype(np.int64)))
-        if indices.ndim != 1 or indices.size != dst.size or (n and indptr[0] != 0):
-            raise Error("indices has shape %s; indptr (from %d to %d) expects [%d]"
-                        % (indices.shape, indptr[0], indptr[-1], indptr[-1] - indptr[0]),
-                        "invalid value")
+        if not np.issubdtype(indptr.dtype, np.integer):
+            raise Error("indptr has dtype %s; expected integers" % indptr.dtype, "invalid value")
+        indptr = indptr.astype(np.int64)
+        steps = np.diff(indptr)
+        if indptr[0] != 0 or (steps < 0).any():
+            at = 0 if indptr[0] != 0 else int(np.flatnonzero(steps < 0)[0]) + 1
+            raise Error("indptr[%d] is %d; expected indptr to start at 0 and never decrease"
+                        % (at, indptr[at]), "invalid value")
+        if indices.ndim != 1 or indices.size != indptr[-1]:
+            raise Error("indices has shape %s; indptr ends at %d: expected [%d]"
+                        % (list(indices.shape), indptr[-1], indptr[-1]), "invalid value")
+        dst = np.repeat(np.arange(n, dtype=np.int64), steps)
         return cls._from_pairs(indices, dst, n, self_loops, "csr")
 
     @classmethod
@@ -168,7 +175,9 @@ class Graph:
         if ei.ndim != 2 or ei.shape[0] != 2:
             raise Error("edge_index has shape %s; expected [2, E]" % (ei.shape,), "invalid value")
         if num_nodes is None:
-            num_nodes = int(ei.max()) + 1 if ei.size else 0
+            if not ei.size:
+                raise Error("edge_index has no edges; give num_nodes", "invalid value")
+            num_nodes = int(ei.max()) + 1
         return cls._from_pairs(ei[0], ei[1], int(num_nodes), self_loops, "edge_index")
 
     @classmethod
@@ -182,8 +191,10 @@ class Graph:
         for what, ids in (("source", src), ("target", dst)):
             bad = np.flatnonzero((ids < 0) | (ids >= n))
             if bad.size:
-                raise Error("edge %d has %s %d; expected 0..%d" % (bad[0], what, ids[bad[0]], n - 1),
-                            "invalid value")
+                b = bad[0]
+                where = "indices[%d] is %d" % (b, ids[b]) if kind == "csr" else \
+                    "edge %d has %s %d" % (b, what, ids[b])
+                raise Error("%s; expected a node id 0..%d" % (where, n - 1), "invalid value")
         # the library wants sources ascending within each destination: sort,
         # stably, and remember where each given edge went
         perm = np.lexsort((src, dst))

@@ -32,8 +32,22 @@ def test_error_is_an_exception_with_the_message(tmp_path):
         ag.Graph.pattern("windw:3", 5)
     with pytest.raises(ag.Error, match="size"):
         ag.Graph.pattern("causal")
-    with pytest.raises(ag.Error, match="edge 1 has target 9; expected 0..3"):
+    with pytest.raises(ag.Error, match="edge 1 has target 9; expected a node id 0..3"):
         ag.Graph.from_edge_index(np.array([[0, 1], [1, 9]]), 4)
+    with pytest.raises(ag.Error, match="no edges; give num_nodes"):
+        ag.Graph.from_edge_index(np.zeros((2, 0), np.int64))
+    with pytest.raises(ag.Error, match="dtype float64; expected integers"):
+        ag.Graph.from_edge_index(np.array([[0.5], [1.0]]), 3)
+    with pytest.raises(ag.Error, match="indptr.2. is 1; expected indptr to start at 0 and never"):
+        ag.Graph.from_csr([0, 2, 1], [0, 1])
+    with pytest.raises(ag.Error, match=r"indices has shape \[1\]; indptr ends at 2"):
+        ag.Graph.from_csr([0, 2], [0])
+    with pytest.raises(ag.Error, match=r"indices\[1\] is 5; expected a node id 0..0"):
+        ag.Graph.from_csr([0, 2], [0, 5])
+    with pytest.raises(ag.Error, match="pattern 'causal': 0 nodes"):
+        ag.Graph.pattern("causal", 0)
+    with pytest.raises(ag.Error, match="self_loops is 'yes'"):
+        ag.Graph.pattern("causal", 3, self_loops="yes")
     with pytest.raises(ag.Error, match=r"expected \[2, E\]"):
         ag.Graph.from_edge_index(np.zeros((3, 4), np.int64), 4)
 
