@@ -53,7 +53,7 @@ def _cpu_best():
 def _openblas_loaded():
     try:
         with open("/proc/self/maps") as f:
-            return "libopenblas" in f.read()
+            return "openblas" in f.read()
     except OSError:
         return False
 
