@@ -232,8 +232,6 @@ class Graph:
             # given edge j sits at sorted position inv[j]
             if mode == 2:     # "off" dropped self edges: given order of what is left
                 keep = m[:, 0]
-                inv = np.empty_like(perm)
-                inv[perm] = np.arange(perm.size)
                 given = perm[keep[keep >= 0]]
                 rank = np.argsort(given, kind="stable")
                 order_slot = order_slot[rank]

@@ -9,6 +9,9 @@ from ._lib import lib, check, err, Error
 from .ops import f32, score_of
 from .weights import Weights
 
+# a round callback that lets every round run
+_GO_ON = S.ON_ROUND_FN(lambda round_, ctx: 0)
+
 _NORMS = {None: 0, "none": 0, False: 0, "layer": 1, True: 1}
 
 
@@ -56,7 +59,7 @@ def rounds(graph, x, layers, rounds=1, score="scaled-dot", residual=True, norm=N
     if return_last:
         # the library fills the figures only for a round callback: a no-op one
         opts.figures = 2
-        opts.on_round = keep_cb = S.ON_ROUND_FN(lambda r, ctx: 0)  # noqa: F841 (kept alive)
+        opts.on_round = _GO_ON
     ws = S.ag_workspace_t()
     e = err()
     check(lib.ag_workspace_init(C.byref(ws), graph.N, w.heads * w.d, w.D, C.byref(e)), e)
