@@ -209,12 +209,24 @@ class Graph:
         return g
 
     def _finish(self, self_loops, perm):
-        """Applies self_loops and records the edge order: _slot[k] is the slot of
-        edge k (given perm, the sorted position of each given edge)."""
+        """Applies self_loops and records the edge order. perm: the sorted
+        position of each given edge (edge_index, CSR), or None."""
         e = err()
         mode = _self_loops(self_loops)
         if mode:
             check(lib.ag_nbhd_self_loops(C.byref(self._nb), mode, C.byref(e)), e)
+        self._perm, self._mode = perm, mode
+        self._slot = self._ends = None
+        # Without edge ids or a permutation (patterns), edge k is slot k: nothing
+        # to record, and the ends wait until asked for (causal on 65,536 nodes
+        # has 2.1e9 edges but 65,536 runs).
+        if self._nb.edge_id or perm is not None:
+            self._order()
+
+    def _order(self):
+        """_slot[k], the slot of edge k (None: slot k), and _ends: edge ids,
+        sources and targets [3, E] in edge order."""
+        e = err()
         msgs = C.POINTER(S.ag_edge_msg_t)()
         slot = C.POINTER(C.c_int64)()
         check(lib.ag_edge_order(C.byref(self._nb), C.byref(msgs), C.byref(slot), C.byref(e)), e)
@@ -227,27 +239,47 @@ class Graph:
         finally:
             c_free(C.cast(msgs, C.c_void_p))
             c_free(C.cast(slot, C.c_void_p))
+        perm = self._perm
         if perm is not None:
-            # library edge k is sorted position k (self_loops: the kept ones, added last);
-            # given edge j sits at sorted position inv[j]
-            if mode == 2:     # "off" dropped self edges: given order of what is left
-                keep = m[:, 0]
-                given = perm[keep[keep >= 0]]
+            # library edge k is sorted position k (self_loops: the kept ones, added last)
+            if self._mode == 2:     # "off" dropped self edges: given order of what is left
+                given = perm[m[:, 0]]
                 rank = np.argsort(given, kind="stable")
                 order_slot = order_slot[rank]
                 m = m[rank]
                 m[:, 0] = given[rank]
-            else:
+            else:                   # given edge j sits at sorted position inv[j]
                 inv = np.empty_like(perm)
                 inv[perm] = np.arange(perm.size)
                 e0 = perm.size
                 order_slot = np.concatenate([order_slot[inv], order_slot[e0:]])
                 m = np.concatenate([m[inv], m[e0:]])
                 m[:e0, 0] = np.arange(e0)
-        self._slot = np.ascontiguousarray(order_slot)
-        self.edge_ids = np.ascontiguousarray(m[:, 0])
-        self.src = np.ascontiguousarray(m[:, 1])
-        self.dst = np.ascontiguousarray(m[:, 2])
+        if self._nb.edge_id or perm is not None:
+            self._slot = np.ascontiguousarray(order_slot)
+        self._ends = np.ascontiguousarray(m.T)
+
+    @property
+    def edge_ids(self):
+        """[E] each edge's id: the edge_index column or CSR entry, the igraph edge
+        id for files (-1 on self-loops self_loops="on" added), k for patterns."""
+        if self._ends is None:
+            self._order()
+        return self._ends[0]
+
+    @property
+    def src(self):
+        """[E] each edge's source, in edge order."""
+        if self._ends is None:
+            self._order()
+        return self._ends[1]
+
+    @property
+    def dst(self):
+        """[E] each edge's target (destination), in edge order."""
+        if self._ends is None:
+            self._order()
+        return self._ends[2]
 
     # ------------------------------------------------------------ views
 
@@ -270,13 +302,15 @@ class Graph:
     def to_slots(self, per_edge):
         """A per-edge array [E, ...] in edge order -> slot order (the kernel's)."""
         a = np.asarray(per_edge)
+        if self._slot is None:
+            return a
         out = np.empty_like(a)
         out[self._slot] = a
         return out
 
     def from_slots(self, per_slot):
         """A per-slot array [E, ...] -> the graph's edge order."""
-        return np.asarray(per_slot)[self._slot]
+        return np.asarray(per_slot) if self._slot is None else np.asarray(per_slot)[self._slot]
 
     def label(self, i):
         return self.labels[i] if self.labels is not None else str(i)

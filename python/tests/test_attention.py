@@ -185,3 +185,13 @@ def test_edge_attribute_as_bias_matches_the_cli(tmp_path, rng):
     np.testing.assert_allclose(W, Ar.numpy(), atol=1e-5)
     with pytest.raises(ag.Error, match="nope"):
         ag.Graph.load(str(tmp_path / "g.gml"), edge_attrs=["nope"])
+
+
+def test_huge_pattern_stays_compact():
+    """causal on 65,536 nodes: 2.1e9 edges as 65,536 runs; nothing per edge is made
+    until asked for."""
+    g = ag.Graph.pattern("causal", 65536)
+    assert g.E == 65536 * 65537 // 2 and g._slot is None and g._ends is None
+    small = ag.Graph.pattern("causal", 4)
+    np.testing.assert_array_equal(small.edge_index, [[0, 0, 1, 0, 1, 2, 0, 1, 2, 3],
+                                                     [0, 1, 1, 2, 2, 2, 3, 3, 3, 3]])
