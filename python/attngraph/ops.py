@@ -70,10 +70,14 @@ class Score:
 
 
 def score_of(score, kw):
-    if kw:
-        return Score(score if isinstance(score, str) else "scaled-dot", **kw) \
-            if not isinstance(score, Score) else Score(score.kind, **{**score.__dict__, **kw})
-    return Score(score)
+    """A Score from a kind or a Score, with keyword options on top."""
+    if isinstance(score, Score):
+        if not kw:
+            return score
+        opts = dict(score.__dict__)
+        opts.update(kw)
+        return Score(**opts)
+    return Score(score, **kw)
 
 
 def _qkv(graph, heads, arrays):

@@ -154,3 +154,14 @@ def test_openblas_core_type():
         r = subprocess.run([sys.executable, "-c", late], capture_output=True, text=True,
                            env=dict(env, PYTHONPATH=PYDIR, OPENBLAS_CORETYPE="Prescott"))
         assert r.returncode == 0 and "OPENBLAS_CORETYPE=SkylakeX" in r.stderr, r.stderr
+
+
+def test_score_objects_and_keywords(rng):
+    g = ag.Graph.pattern("causal", 5)
+    q, k, v = qkv(rng, 5, 4)
+    a = ag.attention(g, q, k, v, heads=2, score=ag.Score("dot"), beta=0.5)
+    b = ag.attention(g, q, k, v, heads=2, score="dot", beta=0.5)
+    c = ag.attention(g, q, k, v, heads=2, score=ag.Score("dot", beta=0.5))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+    assert not np.array_equal(a, ag.attention(g, q, k, v, heads=2, score="dot"))
