@@ -74,8 +74,15 @@ def graph_attention(q, k, v, graph, heads=1, score="scaled-dot", a_src=None, a_d
     kind = score if isinstance(score, str) else score.kind
     if kind == "gatv2":
         a_src = a
-    return _GraphAttention.apply(graph, int(heads), kind, score_kw, q, k, v, a_src, a_dst,
-                                 edge_bias)
+    tensors = (q, k, v, a_src, a_dst, edge_bias)
+    if not torch.is_grad_enabled() or not any(t is not None and t.requires_grad for t in tensors):
+        # nothing to differentiate: the forward alone, without autograd's bookkeeping
+        arrays = [_np(t, n) for t, n in zip(tensors, ("q", "k", "v", "a_src", "a_dst",
+                                                       "edge_bias"))]
+        vec = dict(a=arrays[3]) if kind == "gatv2" else dict(a_src=arrays[3], a_dst=arrays[4])
+        return torch.from_numpy(ops.attention(graph, *arrays[:3], int(heads), ops.Score(
+            kind, edge_bias=arrays[5], **vec, **score_kw)))
+    return _GraphAttention.apply(graph, int(heads), kind, score_kw, *tensors)
 
 
 class GraphAttention(nn.Module):
