@@ -4,7 +4,8 @@ Times ag_attention on a causal pattern of 64 nodes (4 heads of width 16) as a
 median over many calls: from C (a tiny program compiled here against the
 build's libattngraph.so), through ctypes with nothing around it, through
 attngraph.attention (shape checks, score, output allocation), and
-attngraph.torch.graph_attention forward (and forward + backward).
+attngraph.torch.graph_attention without gradients; then forward + backward
+from C and through torch.autograd.
 
     make all && PYTHONPATH=python /usr/bin/python3 python/bench_overhead.py [--threads 1] [--calls 20000]
 """
@@ -43,17 +44,28 @@ int main(int argc, char **argv)
           *M = V + N * H * d;
     ag_random_normal(Q, 3 * N * H * d, 1, 0, 1.0f);
     double *t = malloc(sizeof(double) * calls);
-    for (int c = -calls / 10; c < calls; c++) {     /* a tenth as warm-up */
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        if (ag_attention(&nb, Q, K, V, H, d, NULL, M, &err))
-            return fprintf(stderr, "%s\n", err.msg), 1;
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        if (c >= 0)
-            t[c] = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
+    float *L = malloc(sizeof(float) * N * H), *G = malloc(sizeof(float) * N * H * d * 4);
+    float *dM = G + 3 * N * H * d;
+    ag_random_normal(dM, N * H * d, 2, 0, 1.0f);
+    ag_attention_opts_t o = {0};
+    o.lse = L;
+    ag_attention_grads_t g = {G, G + N * H * d, G + 2 * N * H * d, NULL, NULL, NULL};
+    for (int backward = 0; backward < 2; backward++) {
+        for (int c = -calls / 10; c < calls; c++) {     /* a tenth as warm-up */
+            struct timespec a, b;
+            clock_gettime(CLOCK_MONOTONIC, &a);
+            int rc = backward ? ag_attention_ex(&nb, Q, K, V, H, d, NULL, M, &o, &err) ||
+                                ag_attention_backward(&nb, Q, K, V, H, d, NULL, M, L, dM, &g, &err)
+                              : ag_attention(&nb, Q, K, V, H, d, NULL, M, &err);
+            if (rc)
+                return fprintf(stderr, "%s\n", err.msg), 1;
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            if (c >= 0)
+                t[c] = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
+        }
+        qsort(t, calls, sizeof *t, cmp);
+        printf("%.0f\n", t[calls / 2]);
     }
-    qsort(t, calls, sizeof *t, cmp);
-    printf("%.0f\n", t[calls / 2]);
     return 0;
 }
 """
@@ -92,9 +104,9 @@ def main():
                         "-I" + os.path.join(ROOT, "include"), src, "-o", exe, "-L" + libdir,
                         "-l:" + os.path.basename(_lib.path), "-Wl,-rpath," + libdir],
                        check=True)
-        c_ns = float(subprocess.run([exe, str(N), str(H), str(d), str(a.calls), str(a.threads),
-                                     a.pattern], capture_output=True, text=True,
-                                    check=True).stdout)
+        c_ns, c_both = map(float, subprocess.run(
+            [exe, str(N), str(H), str(d), str(a.calls), str(a.threads), a.pattern],
+            capture_output=True, text=True, check=True).stdout.split())
 
     g = ag.Graph.pattern(a.pattern, N)
     rng = np.random.default_rng(1)
@@ -106,27 +118,28 @@ def main():
     qp, kp, vp, mp = q.ctypes.data, k.ctypes.data, v.ctypes.data, m.ctypes.data
     raw = median_ns(lambda: lib.ag_attention(nb, qp, kp, vp, H, d, None, mp, e), a.calls)
     wrapped = median_ns(lambda: ag.attention(g, q, k, v, heads=H), a.calls)
-    rows = [("C (ag_attention from a C loop)", c_ns), ("ctypes call, nothing around it", raw),
-            ("attngraph.attention", wrapped)]
+    rows = [("C (ag_attention from a C loop)", c_ns, c_ns),
+            ("ctypes call, nothing around it", raw, c_ns), ("attngraph.attention", wrapped, c_ns)]
     try:
         import torch
         from attngraph.torch import graph_attention
         tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
         with torch.no_grad():
             rows.append(("attngraph.torch.graph_attention (no grad)",
-                         median_ns(lambda: graph_attention(tq, tk, tv, g, H), a.calls)))
+                         median_ns(lambda: graph_attention(tq, tk, tv, g, H), a.calls), c_ns))
         gq = tq.clone().requires_grad_()
 
         def fwd_bwd():
             graph_attention(gq, tk, tv, g, H).sum().backward()
-        rows.append(("graph_attention forward + backward", median_ns(fwd_bwd, a.calls // 4)))
+        rows.append(("C forward + backward (ag_attention_backward)", c_both, c_both))
+        rows.append(("graph_attention forward + backward", median_ns(fwd_bwd, a.calls // 4),
+                     c_both))
     except ImportError:
         pass
     print("%s on %d nodes (%d edges), %d heads of width %d, %d thread%s; median of %d calls"
           % (a.pattern, N, g.E, H, d, threads, "s" if threads > 1 else "", a.calls))
-    for name, ns in rows:
-        more = "" if "backward" in name else "  (+%.1f us over C)" % ((ns - c_ns) / 1e3)
-        print("  %-42s %8.1f us%s" % (name, ns / 1e3, more))
+    for name, ns, base in rows:
+        print("  %-45s %8.1f us  (+%.1f us over C)" % (name, ns / 1e3, (ns - base) / 1e3))
 
 
 if __name__ == "__main__":
