@@ -12,7 +12,7 @@ from torch.autograd.function import once_differentiable
 from . import ops
 from ._lib import Error
 from .graph import Graph
-from .weights import Weights, save_layers
+from .weights import Weights, save_layers, model_args, read_model_args, write_model_args
 
 _SOFTMAX = ("scaled-dot", "scaled_dot", "dot", "cosine", "additive", "gat", "gatv2")
 
@@ -148,9 +148,20 @@ class GraphAttention(nn.Module):
         return Weights(arr(self.wq.weight), arr(self.wk.weight), arr(self.wv.weight),
                        arr(self.wo.weight), self.heads, **extra)
 
-    def save(self, folder):
-        """Writes the layer into folder as `attngraph run --weights folder` reads it."""
+    def model_args(self, rounds=1):
+        """The options `attngraph run` needs for this layer, as model.args records them."""
+        kw = {k: v for k, v in self.score_kw.items()
+              if k in ("beta", "softcap", "slope", "sigmoid_bias", "alibi")}
+        return model_args(self.heads, rounds, self.score, self.residual, self.ln is not None,
+                          **kw)
+
+    def save(self, folder, rounds=1):
+        """Writes the layer into folder as `attngraph run --weights folder` reads
+        it, with model.args (what the arrays cannot tell: heads, score, norm,
+        residual; rounds: how many rounds share this layer), so the CLI refuses
+        to run it with other options."""
         self.to_weights().save(folder)
+        write_model_args(folder, self.model_args(rounds))
 
     def load_weights(self, w):
         """Copies attngraph.Weights (or a folder's) into this module; shapes must match."""
@@ -170,16 +181,45 @@ class GraphAttention(nn.Module):
         return self
 
     @classmethod
-    def load(cls, folder, heads=1, norm=None, residual=True, score="scaled-dot", **kw):
-        """A module from a weights folder (norm None: pre-norm when the folder has
-        ln_weight.npy)."""
+    def load(cls, folder, heads=None, norm=None, residual=None, score=None, **kw):
+        """A module from a weights folder. What is None comes from folder/model.args
+        (written by save and by `attngraph train --save`), else: 1 head, pre-norm
+        when the folder has ln_weight.npy, a residual, scaled-dot scores."""
+        args = read_model_args(folder) or {}
+        heads = heads if heads is not None else args.get("heads", 1)
         w = Weights.load(folder, heads)
         if norm is None:
-            norm = w.ln_weight is not None
+            norm = args["norm"] if args else w.ln_weight is not None
+        residual = residual if residual is not None else args.get("residual", True)
+        score = score or args.get("score", "scaled-dot")
+        for name in ("beta", "softcap", "slope", "sigmoid_bias", "alibi"):
+            if name in args and name not in kw:
+                kw[name] = args[name]
         m = cls(w.D, heads, w.d, norm=norm, residual=residual, score=score, **kw)
         return m.load_weights(w)
 
 
 def save_rounds(folder, modules):
-    """Several GraphAttention layers (one per round) as folder/round-1/, round-2/, ..."""
+    """Several GraphAttention layers, one per round, as folder/round-1/,
+    round-2/, ... with folder/model.args (what `attngraph run --weights folder
+    --rounds len(modules)` reads)."""
+    modules = list(modules)
     save_layers(folder, [m.to_weights() for m in modules])
+    write_model_args(folder, modules[0].model_args(len(modules)))
+
+
+def load_rounds(folder, **kw):
+    """The GraphAttention layers of a folder with round-k/ subfolders (as
+    `attngraph train --save` writes for a layer per round), or the one layer of
+    a folder without them; options from folder/model.args unless given."""
+    args = read_model_args(folder) or {}
+    opts = {k: args[k] for k in ("heads", "norm", "residual", "score", "beta", "softcap",
+                                 "slope", "sigmoid_bias", "alibi") if k in args}
+    opts.update(kw)
+    if not os.path.exists(os.path.join(folder, "round-1", "wq.npy")):
+        return [GraphAttention.load(folder, **opts)]
+    mods, k = [], 1
+    while os.path.exists(os.path.join(folder, "round-%d" % k, "wq.npy")):
+        mods.append(GraphAttention.load(os.path.join(folder, "round-%d" % k), **opts))
+        k += 1
+    return mods

@@ -136,9 +136,11 @@ def save_layers(folder, layers):
             w.save(os.path.join(folder, "round-%d" % (k + 1)))
 
 
-def load_layers(folder, heads=1):
+def load_layers(folder, heads=None):
     """The layers of a weights folder: [Weights] for a shared layer, or one per
-    round-k/ subfolder."""
+    round-k/ subfolder. heads None: as folder/model.args says, else 1."""
+    if heads is None:
+        heads = (read_model_args(folder) or {}).get("heads", 1)
     if os.path.exists(os.path.join(folder, "round-1", "wq.npy")):
         layers, k = [], 1
         while os.path.exists(os.path.join(folder, "round-%d" % k, "wq.npy")):
@@ -146,3 +148,84 @@ def load_layers(folder, heads=1):
             k += 1
         return layers
     return [Weights.load(folder, heads)]
+
+
+# ------------------------------------------------------------ model.args
+# What the arrays cannot tell (2 heads of 8 and 1 head of 16 have the same
+# arrays): `attngraph train --save` writes it as one line of options into
+# DIR/model.args, and every command reading --weights DIR refuses other options.
+
+_SCORE_NAMES = {"scaled_dot": "scaled-dot", "gat": "additive"}
+
+
+def model_args(heads, rounds=1, score="scaled-dot", residual=True, norm=False, beta=0.0,
+               softcap=0.0, slope=0.0, sigmoid_bias=None, alibi=False):
+    """The model.args line the CLI writes for these options (src/cli/model_args.c)."""
+    text = "--heads %d --rounds %d" % (heads, rounds)
+    score = _SCORE_NAMES.get(score, score)
+    if score != "scaled-dot":
+        text += " --score %s" % score
+    if beta and beta != 1:
+        text += " --beta %.9g" % beta
+    if softcap and softcap > 0:
+        text += " --softcap %.9g" % softcap
+    if slope:
+        text += " --slope %.9g" % slope
+    if sigmoid_bias is not None:
+        text += " --sigmoid-bias %.9g" % sigmoid_bias
+    if alibi:
+        text += " --alibi"
+    if not residual:
+        text += " --no-residual"
+    if norm:
+        text += " --norm layer"
+    return text
+
+
+def read_model_args(folder):
+    """folder/model.args as a dict (heads, rounds, score, residual, norm and the
+    score's options given), or None when the folder has none."""
+    path = os.path.join(folder, "model.args")
+    try:
+        with open(path) as f:
+            words = f.readline().split()
+    except FileNotFoundError:
+        return None
+    if words[:1] != ["--heads"]:
+        raise Error("%s: expected one line of options starting with --heads (as train --save "
+                    "writes it)" % path, "bad format")
+    out = dict(residual=True, norm=False)
+    value = {"--heads": ("heads", int), "--rounds": ("rounds", int), "--score": ("score", str),
+             "--beta": ("beta", float), "--softcap": ("softcap", float),
+             "--slope": ("slope", float), "--sigmoid-bias": ("sigmoid_bias", float),
+             "--edge-bias": ("edge_bias", str), "--posenc": ("posenc", str),
+             "--norm": ("norm", lambda v: v == "layer")}
+    k = 0
+    while k < len(words):
+        w = words[k]
+        if w in value and k + 1 < len(words):
+            name, conv = value[w]
+            out[name] = conv(words[k + 1])
+            k += 2
+        elif w == "--no-residual":
+            out["residual"] = False
+            k += 1
+        elif w == "--alibi":
+            out["alibi"] = True
+            k += 1
+        else:
+            raise Error("%s: unexpected '%s'" % (path, w), "bad format")
+    return out
+
+
+def write_model_args(folder, text):
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "model.args")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

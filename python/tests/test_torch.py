@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import attngraph as ag
-from attngraph.torch import graph_attention, GraphAttention, save_rounds
+from attngraph.torch import graph_attention, GraphAttention, save_rounds, load_rounds
 from conftest import cli, random_edge_index, ROOT
 import reference
 
@@ -107,8 +107,12 @@ def test_state_dict_through_a_weights_folder_and_the_cli(tmp_path, rng, norm, ki
         y = layer(torch.from_numpy(x), g).numpy()
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), y, atol=2e-5)
 
-    back = GraphAttention.load(str(tmp_path / "w"), heads=H, score=kind)
-    assert (back.ln is not None) == norm
+    back = GraphAttention.load(str(tmp_path / "w"))          # heads, score, norm: model.args
+    assert (back.ln is not None) == norm and back.heads == H and back.score == kind
+    # model.args makes the CLI refuse the folder with other options
+    r = cli("run", *args[:args.index("--heads")], "--heads", 1, "--out", tmp_path / "z.npy",
+            "--quiet", check=False)
+    assert r.returncode == 1 and "model.args" in r.stderr and not (tmp_path / "z.npy").exists()
     sd, sd2 = layer.state_dict(), back.state_dict()
     assert sd.keys() == sd2.keys()
     for n in sd:
@@ -127,9 +131,8 @@ def test_cli_trained_model_runs_in_torch(tmp_path):
         tmp_path / "m", "--rounds", 2, "--norm", "layer", "--out", tmp_path / "y.npy", "--quiet")
     g = ag.Graph.load(ROOT + "/graphs/karate.gml")
     x = torch.from_numpy(np.load(k + "/x.npy"))
-    mods = [GraphAttention.load(str(tmp_path / "m"), norm=True)] if len(layers) == 1 else \
-        [GraphAttention.load(str(tmp_path / "m" / ("round-%d" % (r + 1))), norm=True)
-         for r in range(2)]
+    mods = load_rounds(str(tmp_path / "m"))        # options from model.args
+    assert all(m.ln is not None and m.heads == 1 for m in mods)
     with torch.no_grad():
         for r in range(2):
             x = mods[r % len(mods)](x, g)
@@ -137,4 +140,14 @@ def test_cli_trained_model_runs_in_torch(tmp_path):
     # and rounds run by the library from the same folder agree
     y = ag.rounds(g, np.load(k + "/x.npy"), layers, rounds=2, norm="layer")
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), y, atol=1e-6)
-    save_rounds(str(tmp_path / "again"), mods * (2 // len(mods)))
+    # two layers saved from torch run as a layer per round in the CLI
+    two = [GraphAttention(2, 1, norm=True), GraphAttention(2, 1, norm=True)]
+    save_rounds(str(tmp_path / "two"), two)
+    assert (tmp_path / "two" / "model.args").read_text() == "--heads 1 --rounds 2 --norm layer\n"
+    cli("run", ROOT + "/graphs/karate.gml", "--features", k + "/x.npy", "--weights",
+        tmp_path / "two", "--rounds", 2, "--norm", "layer", "--out", tmp_path / "y2.npy",
+        "--quiet")
+    x = torch.from_numpy(np.load(k + "/x.npy"))
+    with torch.no_grad():
+        y2 = two[1](two[0](x, g), g)
+    np.testing.assert_allclose(np.load(tmp_path / "y2.npy"), y2.numpy(), atol=2e-5)
