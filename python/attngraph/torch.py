@@ -71,7 +71,11 @@ def graph_attention(q, k, v, graph, heads=1, score="scaled-dot", a_src=None, a_d
     sigmoid_bias."""
     if not isinstance(graph, Graph):
         raise TypeError("graph is a %s; expected an attngraph.Graph" % type(graph).__name__)
-    kind = score if isinstance(score, str) else score.kind
+    if isinstance(score, ops.Score):      # its options; tensors come as arguments
+        score_kw = dict({k: getattr(score, k) for k in ("beta", "softcap", "slope", "alibi",
+                                                         "sigmoid_bias")}, **score_kw)
+        score = score.kind
+    kind = score
     if kind == "gatv2":
         a_src = a
     tensors = (q, k, v, a_src, a_dst, edge_bias)
