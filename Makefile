@@ -11,9 +11,17 @@
 #   make fuzz-replay      replay the committed fuzz corpora and past crashes (part of check)
 #   make mpi     the MPI layer: build/libattngraph_mpi.a/.so and build/attngraph-mpi
 #   make check-mpi        the MPI tests (part of check): 1-4 processes against one
+#   make check-python     the Python package's tests (python/tests, Debian's /usr/bin/python3)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
+#   NO_METIS=1   build without METIS (--partition metis then refuses)
 
-PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config openmpi-bin libopenmpi-dev
+PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-dev \
+            python3-numpy python3-pytest python3-torch python3-igraph openmpi-bin libopenmpi-dev
+# Debian's interpreter, which has python3-numpy, -torch, -igraph: a python3 found
+# first on PATH (a virtualenv, conda, pyenv) may lack them.
+PYTHON  ?= /usr/bin/python3
+# check-sanitize sets it to 0: an ASan library cannot load into an uninstrumented Python
+CHECK_PYTHON ?= 1
 
 CC      ?= cc
 BUILD   ?= build
@@ -31,6 +39,13 @@ AG_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Ii
              -ffp-contract=fast -Wno-psabi -fvisibility=hidden -MMD -MP \
              -DAG_CLI_PATH='"$(AG_CLI)"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+# METIS (Debian's libmetis-dev has no .pc file) for ag_partition_metis, in
+# src/partition_metis.c alone; NO_METIS=1 builds without it (that call then fails).
+ifndef NO_METIS
+LDLIBS  += -lmetis
+else
+AG_CFLAGS += -DAG_NO_METIS
+endif
 ifndef NO_OMP
 AG_CFLAGS += -fopenmp
 AG_LDFLAGS := -fopenmp
@@ -55,7 +70,7 @@ TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: mpi check-mpi scale-mpi all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
+.PHONY: mpi check-mpi scale-mpi all deps run check check-python check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
@@ -87,6 +102,14 @@ check: deps
 	@$(MAKE) --no-print-directory check-exports
 	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory check-mpi
+ifeq ($(CHECK_PYTHON),1)
+	@$(MAKE) --no-print-directory check-python
+endif
+
+# The Python package (python/attngraph) against this build's library and tool.
+check-python: $(LIB_SO) $(CLI)
+	ATTNGRAPH_LIB=$(abspath $(LIB_SO)) AG_CLI_PATH=$(abspath $(CLI)) PYTHONPATH=python \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
 # The shared library has its SONAME and exports only ag_ symbols.
 check-exports: $(LIB_SO)
@@ -101,7 +124,7 @@ check-exports: $(LIB_SO)
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
              -fno-omit-frame-pointer
 check-sanitize: deps
-	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan CFLAGS="$(SAN_FLAGS) $(CFLAGS)" \
+	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan CHECK_PYTHON=0 CFLAGS="$(SAN_FLAGS) $(CFLAGS)" \
 	  LDFLAGS="-fsanitize=address,undefined $(LDFLAGS)"
 check-noomp: deps
 	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/noomp NO_OMP=1
@@ -262,7 +285,7 @@ fuzz-deps:
 FUZZ_IGRAPH_DIR := $(FUZZ_BUILD)/igraph
 ifdef FUZZ_IGRAPH
 FUZZ_LDLIBS := $(abspath $(FUZZ_IGRAPH_DIR))/lib/libigraph.a -larpack -llapack -lgmp -lplfit \
-               $(shell pkg-config --libs openblas libxml-2.0) -lstdc++ -lm
+               $(shell pkg-config --libs openblas libxml-2.0) -lmetis -lstdc++ -lm
 FUZZ_IGRAPH_STEP := sh tools/build_fuzz_igraph.sh $(FUZZ_IGRAPH_DIR)
 else
 FUZZ_LDLIBS := $(LDLIBS)

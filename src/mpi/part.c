@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "attngraph/mpi.h"
+#include "attngraph/partition.h"
 #include "internal.h"
 
 void ag_mpi_part_destroy(ag_mpi_part_t *part)
@@ -19,32 +20,20 @@ void ag_mpi_part_destroy(ag_mpi_part_t *part)
     memset(part, 0, sizeof *part);
 }
 
-/* The first row i with work edge_ptr[i] + i >= target. */
-static int64_t row_of_work(const int64_t *edge_ptr, int64_t N, double target)
+/* bounds [P+1] from the whole graph's edge_ptr [N+1]: ag_partition_bounds's
+   balanced cuts, each moved to the nearest multiple of AG_MPI_ROW_ALIGN. */
+static int cut_bounds(const int64_t *edge_ptr, int64_t N, int P, int64_t *bounds,
+                      ag_error_t *err)
 {
-    int64_t lo = 0, hi = N;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if ((double)(edge_ptr[mid] + mid) >= target)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
-}
-
-/* bounds [P+1] from the whole graph's edge_ptr [N+1]: equal work, aligned cuts. */
-static void cut_bounds(const int64_t *edge_ptr, int64_t N, int P, int64_t *bounds)
-{
-    const double total = (double)(edge_ptr[N] + N);
-    bounds[0] = 0;
+    int rc = ag_partition_bounds(bounds, P, N, edge_ptr, AG_PARTITION_NODE_WORK, err);
+    if (rc)
+        return rc;
     for (int p = 1; p < P; p++) {
-        int64_t b = row_of_work(edge_ptr, N, total * p / P);
-        b = (b + AG_MPI_ROW_ALIGN / 2) / AG_MPI_ROW_ALIGN * AG_MPI_ROW_ALIGN;
+        int64_t b = (bounds[p] + AG_MPI_ROW_ALIGN / 2) / AG_MPI_ROW_ALIGN * AG_MPI_ROW_ALIGN;
         b = b > N ? N : b < bounds[p - 1] ? bounds[p - 1] : b;
         bounds[p] = b;
     }
-    bounds[P] = N;
+    return AG_OK;
 }
 
 static int one_run(const ag_nbhd_t *nb, int64_t lo, int64_t hi)
@@ -96,9 +85,10 @@ int ag_mpi_part_local(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
     if (!rc) {
         part->n_nodes = nb->n_nodes, part->n_edges = nb->n_edges;
         part->one_run = one_run(nb, 0, nb->n_nodes);
-        cut_bounds(nb->edge_ptr, nb->n_nodes, part->ranks, part->bounds);
+        rc = cut_bounds(nb->edge_ptr, nb->n_nodes, part->ranks, part->bounds, err);
         part->lo = part->bounds[part->rank], part->hi = part->bounds[part->rank + 1];
-        rc = slice(&part->nb, nb, part->lo, part->hi, err);
+        if (!rc)
+            rc = slice(&part->nb, nb, part->lo, part->hi, err);
     }
     if ((rc = ag_mpi_agree(comm, rc, err)))
         ag_mpi_part_destroy(part);
@@ -171,12 +161,16 @@ int ag_mpi_part_scatter(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
         return rc;
     }
     const int P = part->ranks, me = part->rank;
-    int64_t head[3] = {0, 0, 0};
+    int64_t head[4] = {0, 0, 0, 0};
     if (me == root) {
         head[0] = nb->n_nodes, head[1] = nb->n_edges, head[2] = one_run(nb, 0, nb->n_nodes);
-        cut_bounds(nb->edge_ptr, nb->n_nodes, P, part->bounds);
+        head[3] = cut_bounds(nb->edge_ptr, nb->n_nodes, P, part->bounds, err);
     }
-    MPI_Bcast(head, 3, MPI_INT64_T, root, comm);
+    if ((rc = ag_mpi_agree(comm, (int)head[3], err))) {
+        ag_mpi_part_destroy(part);
+        return rc;
+    }
+    MPI_Bcast(head, 4, MPI_INT64_T, root, comm);
     MPI_Bcast(part->bounds, P + 1, MPI_INT64_T, root, comm);
     part->n_nodes = head[0], part->n_edges = head[1], part->one_run = (int)head[2];
     part->lo = part->bounds[me], part->hi = part->bounds[me + 1];
@@ -270,7 +264,11 @@ int ag_mpi_part_from_csr(ag_mpi_part_t *part, MPI_Comm comm, const char *indptr_
     const int64_t N = n_ptr - 1;
     part->n_nodes = N;
     /* the cut counts the file's edges: self-loops change them by at most one a row */
-    cut_bounds(indptr, N, part->ranks, part->bounds);
+    if ((rc = ag_mpi_agree(comm, cut_bounds(indptr, N, part->ranks, part->bounds, err), err))) {
+        free(indptr);
+        ag_mpi_part_destroy(part);
+        return rc;
+    }
     part->lo = part->bounds[part->rank], part->hi = part->bounds[part->rank + 1];
     ag_nbhd_t whole;
     memset(&whole, 0, sizeof whole);
