@@ -217,8 +217,15 @@ $(MPI_CLI): $(MPI_CLI_OBJ) $(filter-out %/src/cli/main.o,$(CLI_OBJ)) $(MPI_LIB_A
 # 1, 2, 3 and 4 processes against the one-process tool, byte for byte
 # (tests/mpi/check.sh; every mpirun under timeout).
 check-mpi: deps
-	@$(MAKE) --no-print-directory $(CLI) $(MPI_CLI)
-	AG_CLI="$(AG_CLI)" AG_MPI_CLI=$(MPI_CLI) sh tests/mpi/check.sh
+	@$(MAKE) --no-print-directory $(CLI) $(MPI_CLI) $(BUILD)/make_random_csr
+	AG_CLI="$(AG_CLI)" AG_MPI_CLI=$(MPI_CLI) AG_RANDOM_CSR=$(BUILD)/make_random_csr \
+	  sh tests/mpi/check.sh
+
+# The README's MPI measurements (tools/scale_mpi.sh): about 10 minutes on 2 cores.
+scale-mpi: deps
+	@$(MAKE) --no-print-directory $(CLI) $(MPI_CLI) $(BUILD)/make_random_csr
+	$(call install_missing,time)
+	BUILD=$(BUILD) sh tools/scale_mpi.sh
 
 # The scale runs of the README: a causal pattern of 131,072 nodes (8.6e9 edges)
 # and a random graph of 10,000,000 nodes x 16 in-edges through the CSR path,

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "internal.h"
 #include "mpi_cli.h"
@@ -110,6 +111,12 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
     double sums[3] = {(double)st->bytes_sent, (double)st->bytes_received, comm_s}, all[3];
     MPI_Reduce(sums, all, 3, MPI_DOUBLE, MPI_SUM, 0, comm);
     MPI_Reduce(&st->seconds, &max_s, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    struct rusage ru;
+    double rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0.0;
+    double *all_rss = part->rank == 0 ? malloc((size_t)part->ranks * sizeof *all_rss) : NULL;
+    if (part->rank == 0 && !all_rss)
+        rss = 0;   /* the gather below then goes nowhere useful, but safely */
+    MPI_Gather(&rss, 1, MPI_DOUBLE, all_rss ? all_rss : &rss, 1, MPI_DOUBLE, 0, comm);
     if (part->rank != 0)
         return;
     const int P = part->ranks;
@@ -120,8 +127,10 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
            PLURAL(in->H), (long long)in->d, P, P == 1 ? "" : "es", threads, PLURAL(threads),
            path_name(st->path));
     for (int p = 0; p < P; p++)
-        printf("  process %d: rows %lld..%lld\n", p, (long long)part->bounds[p],
-               (long long)part->bounds[p + 1] - 1);
+        printf("  process %d: rows %lld..%lld, peak memory %.1f MB\n", p,
+               (long long)part->bounds[p], (long long)part->bounds[p + 1] - 1,
+               all_rss ? all_rss[p] : 0.0);
+    free(all_rss);
     const double per_round = in->rounds ? max_s / (double)in->rounds : 0;
     printf("time per round: %.4g s; communicating: %.1f%% (mean over processes); "
            "exchanged: %.4g MB a round\n", per_round,
