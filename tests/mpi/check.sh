@@ -100,6 +100,25 @@ else
     ok
 fi
 
+# a process killed in the middle of a run: mpirun ends the others, and the
+# output (written by rank 0 through a temporary without a name) is not there
+mkdir "$T/crash"
+timeout 60 mpirun --oversubscribe -np 2 "$MPI" run --pattern causal --nodes 60000 --dim 32 \
+    --rounds 50 --threads 1 --out "$T/crash/out.npy" >/dev/null 2>&1 &
+launcher=$!
+sleep 2
+rank=$(pgrep -P "$(pgrep -P $launcher | head -n 1)" | tail -n 1)
+[ -n "$rank" ] && kill -KILL "$rank"
+wait $launcher
+status=$?
+if [ -z "$rank" ] || [ $status -eq 0 ] || [ $status -eq 124 ]; then
+    bad "killed rank: exit $status (rank '$rank'): expected the job to end at once, failed"
+elif [ -n "$(ls -A "$T/crash")" ]; then
+    bad "killed rank: left $(ls -A "$T/crash")"
+else
+    ok
+fi
+
 # usage errors: exit 2 with one message
 mpi 2 run --pattern causal --nodes 100 --attn "$T/a.csv" >/dev/null 2>"$T/err"
 status=$?
