@@ -11,6 +11,8 @@
  * kernel may read them under a mask).
  */
 typedef struct {
+    int ranks;
+    int64_t HD;
     int64_t wlo, whi;
     float *K, *V;               /* [whi - wlo, HD] */
     /* the halo: rows this process receives, and sends, per peer */
@@ -18,9 +20,11 @@ typedef struct {
     int *send_count, *send_displ;   /* [P] in rows */
     int64_t *recv_rows;         /* [sum recv_count] global rows, ascending per peer */
     int64_t *send_rows;         /* [sum send_count] own global rows the peers asked for */
-    float *send_buf, *recv_buf; /* [rows, 2 HD]: K then V of each row */
     int64_t n_recv, n_send;
-    MPI_Datatype row2;          /* 2 HD floats */
+    /* per peer, the K and V rows sent and received, as datatypes of absolute
+       addresses in the window (no packing, no buffers): MPI_Alltoallw */
+    MPI_Datatype *send_type, *recv_type;   /* [P] */
+    int *send_n, *recv_n, *zeros;           /* [P] counts (1 or 0) and displacements */
 } ag_halo_t;
 
 /* The window of rows a process reads: its own and every source of its

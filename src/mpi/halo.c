@@ -1,7 +1,8 @@
 /*
  * The halo: each process receives, once a round, the K and V rows of the
  * sources its destinations read that other processes own, in one
- * MPI_Alltoallv of whole rows (K and V side by side).
+ * MPI_Alltoallw whose datatypes name the rows in place (sent from and
+ * received into the window of K and V rows: no packing, no buffers).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +28,72 @@ ag_nbhd_t ag_part_view(const ag_mpi_part_t *part)
 
 void ag_halo_destroy(ag_halo_t *h)
 {
+    for (int p = 0; p < h->ranks; p++) {
+        if (h->send_type && h->send_type[p] != MPI_DATATYPE_NULL)
+            MPI_Type_free(&h->send_type[p]);
+        if (h->recv_type && h->recv_type[p] != MPI_DATATYPE_NULL)
+            MPI_Type_free(&h->recv_type[p]);
+    }
     free(h->K), free(h->V);
     free(h->recv_count), free(h->recv_displ), free(h->send_count), free(h->send_displ);
-    free(h->recv_rows), free(h->send_rows), free(h->send_buf), free(h->recv_buf);
-    if (h->row2 != MPI_DATATYPE_NULL && h->row2 != 0)
-        MPI_Type_free(&h->row2);
+    free(h->recv_rows), free(h->send_rows), free(h->send_type), free(h->recv_type);
+    free(h->send_n), free(h->recv_n), free(h->zeros);
     memset(h, 0, sizeof *h);
+}
+
+/* The K and V rows rows[0..n) of the window as one datatype of absolute
+   addresses (MPI_BOTTOM), or MPI_DATATYPE_NULL when n is 0. */
+static int rows_type(MPI_Datatype *t, const ag_halo_t *h, const int64_t *rows, int n,
+                     MPI_Datatype row, ag_error_t *err)
+{
+    *t = MPI_DATATYPE_NULL;
+    if (n == 0)
+        return AG_OK;
+    MPI_Aint *at = ag_alloc(2 * (int64_t)n, sizeof *at, err, "halo");
+    if (!at)
+        return AG_ENOMEM;
+    for (int k = 0; k < n; k++) {
+        const int64_t r = (rows[k] - h->wlo) * h->HD;
+        MPI_Get_address(h->K + r, &at[k]);
+        MPI_Get_address(h->V + r, &at[n + k]);
+    }
+    MPI_Type_create_hindexed_block(2 * n, 1, at, row, t);
+    MPI_Type_commit(t);
+    free(at);
+    return AG_OK;
+}
+
+static int make_types(ag_halo_t *h, ag_error_t *err)
+{
+    const int P = h->ranks;
+    h->send_type = ag_alloc(P, sizeof *h->send_type, err, "halo");
+    h->recv_type = ag_alloc(P, sizeof *h->recv_type, err, "halo");
+    h->send_n = ag_alloc(P, sizeof *h->send_n, err, "halo");
+    h->recv_n = ag_alloc(P, sizeof *h->recv_n, err, "halo");
+    h->zeros = ag_calloc(P, sizeof *h->zeros, err, "halo");
+    if (!h->send_type || !h->recv_type || !h->send_n || !h->recv_n || !h->zeros)
+        return AG_ENOMEM;
+    for (int p = 0; p < P; p++)
+        h->send_type[p] = h->recv_type[p] = MPI_DATATYPE_NULL;
+    MPI_Datatype row;
+    MPI_Type_contiguous((int)h->HD, MPI_FLOAT, &row);
+    int rc = AG_OK;
+    for (int p = 0; !rc && p < P; p++) {
+        rc = rows_type(&h->send_type[p], h, h->send_rows + h->send_displ[p], h->send_count[p],
+                       row, err);
+        if (!rc)
+            rc = rows_type(&h->recv_type[p], h, h->recv_rows + h->recv_displ[p],
+                           h->recv_count[p], row, err);
+    }
+    MPI_Type_free(&row);
+    for (int p = 0; p < P; p++) {   /* an empty exchange: 0 bytes */
+        if (h->send_type[p] == MPI_DATATYPE_NULL)
+            MPI_Type_dup(MPI_BYTE, &h->send_type[p]);
+        if (h->recv_type[p] == MPI_DATATYPE_NULL)
+            MPI_Type_dup(MPI_BYTE, &h->recv_type[p]);
+        h->send_n[p] = h->send_count[p] > 0, h->recv_n[p] = h->recv_count[p] > 0;
+    }
+    return rc;
 }
 
 /* The window: own rows and every source read, widened to whole groups of 8
@@ -100,8 +161,8 @@ int ag_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64_t
                  ag_error_t *err)
 {
     memset(h, 0, sizeof *h);
-    h->row2 = MPI_DATATYPE_NULL;
     const int P = part->ranks;
+    h->HD = HD;
     ag_halo_window(part, &h->wlo, &h->whi);
     const int64_t w = h->whi - h->wlo;
     int rc = AG_OK;
@@ -124,35 +185,24 @@ int ag_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64_t
     displacements(h->send_count, h->send_displ, P);
     h->n_send = h->send_displ[P - 1] + (int64_t)h->send_count[P - 1];
     h->send_rows = ag_alloc(h->n_send + 1, sizeof *h->send_rows, err, "halo");
-    h->send_buf = ag_alloc((h->n_send + 1) * 2 * HD, sizeof(float), err, "halo");
-    h->recv_buf = ag_alloc((h->n_recv + 1) * 2 * HD, sizeof(float), err, "halo");
-    rc = h->send_rows && h->send_buf && h->recv_buf ? AG_OK : AG_ENOMEM;
+    rc = h->send_rows ? AG_OK : AG_ENOMEM;
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         ag_halo_destroy(h);
         return rc;
     }
     MPI_Alltoallv(h->recv_rows, h->recv_count, h->recv_displ, MPI_INT64_T, h->send_rows,
                   h->send_count, h->send_displ, MPI_INT64_T, comm);
-    MPI_Type_contiguous((int)(2 * HD), MPI_FLOAT, &h->row2);
-    MPI_Type_commit(&h->row2);
-    return AG_OK;
+    h->ranks = P;
+    if ((rc = ag_mpi_agree(comm, make_types(h, err), err)))
+        ag_halo_destroy(h);
+    return rc;
 }
 
 void ag_halo_exchange(ag_halo_t *h, MPI_Comm comm, int64_t HD, ag_mpi_stats_t *stats)
 {
     const double t0 = ag_mpi_now();
-    for (int64_t k = 0; k < h->n_send; k++) {
-        const int64_t r = h->send_rows[k] - h->wlo;
-        memcpy(h->send_buf + k * 2 * HD, h->K + r * HD, (size_t)HD * sizeof(float));
-        memcpy(h->send_buf + k * 2 * HD + HD, h->V + r * HD, (size_t)HD * sizeof(float));
-    }
-    MPI_Alltoallv(h->send_buf, h->send_count, h->send_displ, h->row2, h->recv_buf,
-                  h->recv_count, h->recv_displ, h->row2, comm);
-    for (int64_t k = 0; k < h->n_recv; k++) {
-        const int64_t r = h->recv_rows[k] - h->wlo;
-        memcpy(h->K + r * HD, h->recv_buf + k * 2 * HD, (size_t)HD * sizeof(float));
-        memcpy(h->V + r * HD, h->recv_buf + k * 2 * HD + HD, (size_t)HD * sizeof(float));
-    }
+    MPI_Alltoallw(MPI_BOTTOM, h->send_n, h->zeros, h->send_type, MPI_BOTTOM, h->recv_n,
+                  h->zeros, h->recv_type, comm);
     if (stats) {
         stats->seconds_comm += ag_mpi_now() - t0;
         stats->bytes_sent += h->n_send * 2 * HD * (int64_t)sizeof(float);
