@@ -199,6 +199,10 @@ int ag_ring_attention(ag_ring_t *g, MPI_Comm comm, const ag_nbhd_t *nb,
             const float *V = s->buf[cur] + (2 * CARRY + RING_BLOCK - b->lo) * HD;
             ag_i_tiled_stream_feed(st, K, V, b->hi);
         }
+        /* a large send moves only while its sender is inside MPI (rendezvous):
+           let the blocks the others wait for go between windows */
+        int all_gone;
+        MPI_Testall((int)s->n_sends, s->sends, &all_gone, MPI_STATUSES_IGNORE);
         prev = b, prev_rows = c + (b->hi - b->lo), cur = 1 - cur;
     }
     t0 = ag_mpi_now();
