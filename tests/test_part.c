@@ -1,0 +1,172 @@
+/*
+ * The kernels on a part of the destinations, as the MPI layer runs them, against
+ * the whole-graph kernel, bitwise: ag_i_attention_part on ranges starting at
+ * multiples of 64 (tiled and gather shapes, nb indexed by global destination
+ * through offset pointers), and the streamed tiled forward fed windows of
+ * source rows of several sizes (M and the log-sum-exp). No MPI needed.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "testutil.h"
+
+typedef struct {
+    ag_nbhd_t nb;
+    int64_t N, H, d, HD;
+    float *Q, *K, *V, *M, *lse;
+} whole_t;
+
+static void whole_init(whole_t *w, const char *spec, int64_t N, int64_t H, int64_t d)
+{
+    ag_error_t err;
+    ag_pattern_t *pat;
+    ck_assert_int_eq(ag_pattern_parse(&pat, spec, &err), AG_OK);
+    ck_assert_int_eq(ag_nbhd_from_pattern(&w->nb, pat, N, AG_SELF_KEEP, &err), AG_OK);
+    ag_pattern_free(pat);
+    w->N = N, w->H = H, w->d = d, w->HD = H * d;
+    w->Q = malloc((size_t)(N * w->HD) * sizeof(float));
+    w->K = malloc((size_t)(N * w->HD) * sizeof(float));
+    w->V = malloc((size_t)(N * w->HD) * sizeof(float));
+    w->M = malloc((size_t)(N * w->HD) * sizeof(float));
+    w->lse = malloc((size_t)(N * H) * sizeof(float));
+    fill_uniform(w->Q, N * w->HD, 1, 2.0f);
+    fill_uniform(w->K, N * w->HD, 2, 2.0f);
+    fill_uniform(w->V, N * w->HD, 3, 1.0f);
+    const ag_attention_opts_t o = {.lse = w->lse};
+    ck_assert_int_eq(ag_attention_ex(&w->nb, w->Q, w->K, w->V, H, d, NULL, w->M, &o, &err),
+                     AG_OK);
+}
+
+static void whole_free(whole_t *w)
+{
+    ag_nbhd_destroy(&w->nb);
+    free(w->Q), free(w->K), free(w->V), free(w->M), free(w->lse);
+}
+
+static int one_run(const ag_nbhd_t *nb)
+{
+    for (int64_t i = 0; i < nb->n_nodes; i++)
+        if (nb->run_ptr[i + 1] - nb->run_ptr[i] > 1)
+            return 0;
+    return 1;
+}
+
+/* Destinations lo..hi-1 through ag_i_attention_part on copies of their arrays
+   only (offset pointers), against the whole run's rows. */
+static void check_part(const whole_t *w, int64_t lo, int64_t hi)
+{
+    const int64_t n = hi - lo, HD = w->HD;
+    int64_t *edge_ptr = malloc((size_t)(n + 1) * sizeof *edge_ptr);
+    int64_t *run_ptr = malloc((size_t)(n + 1) * sizeof *run_ptr);
+    for (int64_t i = 0; i <= n; i++)   /* as the part holds them: from 0 */
+        edge_ptr[i] = w->nb.edge_ptr[lo + i] - w->nb.edge_ptr[lo],
+        run_ptr[i] = w->nb.run_ptr[lo + i] - w->nb.run_ptr[lo];
+    ag_nbhd_t view = w->nb;
+    view.edge_ptr = edge_ptr - lo, view.run_ptr = run_ptr - lo;
+    view.run_src = w->nb.run_src + w->nb.run_ptr[lo];
+    view.run_len = w->nb.run_len + w->nb.run_ptr[lo];
+    float *Q = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
+    float *M = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
+    float *lse = malloc((size_t)((n ? n : 1) * w->H) * sizeof(float));
+    memcpy(Q, w->Q + lo * HD, (size_t)(n * HD) * sizeof(float));
+    ag_error_t err;
+    ck_assert_int_eq(ag_i_attention_part(&view, lo, hi, one_run(&w->nb), Q - lo * HD, w->K,
+                                         w->V, w->H, w->d, NULL, M - lo * HD,
+                                         lse - lo * w->H, &err), AG_OK);
+    ck_assert_msg(!memcmp(M, w->M + lo * HD, (size_t)(n * HD) * sizeof(float)),
+                  "M of destinations %lld..%lld differs from the whole run's", (long long)lo,
+                  (long long)hi - 1);
+    ck_assert(!memcmp(lse, w->lse + lo * w->H, (size_t)(n * w->H) * sizeof(float)));
+    free(edge_ptr), free(run_ptr), free(Q), free(M), free(lse);
+}
+
+START_TEST(part_matches_whole)
+{
+    static const struct {
+        const char *spec;
+        int64_t N, H, d;
+    } cases[] = {
+        {"causal", 700, 2, 24},               /* tiled, wide blocks */
+        {"window:40", 650, 1, 33},            /* tiled, narrow blocks */
+        {"random:9,3+window:2", 500, 2, 16},  /* gather */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        whole_t w;
+        whole_init(&w, cases[c].spec, cases[c].N, cases[c].H, cases[c].d);
+        const int64_t cuts[][2] = {{0, 192}, {192, 448}, {448, w.N}, {0, w.N}, {w.N, w.N}};
+        for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++)
+            check_part(&w, cuts[k][0], cuts[k][1]);
+        whole_free(&w);
+    }
+}
+END_TEST
+
+/* The streamed tiled forward for destinations lo..hi-1, fed windows of `step`
+   source rows (each starting 64 rows before the last ended, as the ring does). */
+static void check_stream(const whole_t *w, int64_t lo, int64_t hi, int64_t step)
+{
+    const int64_t HD = w->HD;
+    ag_tiled_stream_t *st;
+    ag_error_t err;
+    const float scale = 1.0f / sqrtf((float)w->d);
+    ck_assert_int_eq(ag_i_tiled_stream_begin(&st, &w->nb, lo, hi, w->Q, w->H, w->d, scale,
+                                             &err), AG_OK);
+    /* each window in its own buffer: rows outside it are not readable */
+    for (int64_t a = 0, b = 0; b < w->N; a = b - 64 > 0 ? b - 64 : 0) {
+        b = a + step < w->N ? a + step : w->N;
+        float *K = malloc((size_t)((b - a) * HD) * sizeof(float));
+        float *V = malloc((size_t)((b - a) * HD) * sizeof(float));
+        memcpy(K, w->K + a * HD, (size_t)((b - a) * HD) * sizeof(float));
+        memcpy(V, w->V + a * HD, (size_t)((b - a) * HD) * sizeof(float));
+        const int64_t first = ag_i_tiled_stream_first(st);
+        ck_assert(first == INT64_MAX || first >= a);
+        ag_i_tiled_stream_feed(st, K - a * HD, V - a * HD, b);
+        free(K), free(V);
+    }
+    ck_assert(ag_i_tiled_stream_first(st) == INT64_MAX);
+    float *M = malloc((size_t)(w->N * HD) * sizeof(float));
+    float *lse = malloc((size_t)(w->N * w->H) * sizeof(float));
+    ag_i_tiled_stream_end(st, M, lse);
+    ag_i_tiled_stream_free(st);
+    ck_assert_msg(!memcmp(M + lo * HD, w->M + lo * HD, (size_t)((hi - lo) * HD) * sizeof(float)),
+                  "streamed M (windows of %lld) differs", (long long)step);
+    ck_assert(!memcmp(lse + lo * w->H, w->lse + lo * w->H,
+                      (size_t)((hi - lo) * w->H) * sizeof(float)));
+    free(M), free(lse);
+}
+
+START_TEST(stream_matches_whole)
+{
+    static const struct {
+        const char *spec;
+        int64_t N, H, d;
+    } cases[] = {
+        {"causal", 700, 2, 24}, {"window:100", 900, 1, 40}, {"prefix:70", 500, 2, 16},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        whole_t w;
+        whole_init(&w, cases[c].spec, cases[c].N, cases[c].H, cases[c].d);
+        ck_assert(w.nb.n_edges / w.N >= 16);   /* the whole run took the tiled kernel */
+        const int64_t steps[] = {100, 129, 256, 10000};
+        for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+            check_stream(&w, 0, w.N, steps[k]);
+            check_stream(&w, 256, w.N, steps[k]);
+            check_stream(&w, 64, 320, steps[k]);
+        }
+        whole_free(&w);
+    }
+}
+END_TEST
+
+Suite *part_suite(void)
+{
+    Suite *s = suite_create("part");
+    TCase *t = tcase_create("part");
+    tcase_set_timeout(t, 20);
+    tcase_add_test(t, part_matches_whole);
+    tcase_add_test(t, stream_matches_whole);
+    suite_add_tcase(s, t);
+    return s;
+}
