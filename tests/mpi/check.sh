@@ -80,6 +80,9 @@ same features "--pattern causal --nodes 3000 --features $T/causal.1.npy --heads 
 # the ring path: forced, and chosen by auto for a long causal run
 same ring "--pattern causal --nodes 3000 $common --norm layer" "--path ring" 2 3 4
 same ring-window "--pattern window:300 --nodes 4500 $common" "--path ring" 2 4
+# two-sided: blocks also travel leftwards; a prefix every process reads
+same ring-two-sided "--pattern window:200,300 --nodes 5000 $common" "--path ring" 2 3 4
+same ring-prefix "--pattern prefix:1500 --nodes 4000 --dim 16 --heads 2" "--path ring" 3 4
 
 # a bad input that only the last process meets: an index out of range at the
 # end of the indices file. One message, exit 1, no output, no hang.
