@@ -39,6 +39,14 @@ void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
 int ag_i_index_read_npy_part(int64_t **values, int64_t *total, const char *path, int64_t first,
                              int64_t count, ag_error_t *err);
 
+/* Destinations lo..hi-1 of a pattern on N nodes, as ag_nbhd_from_pattern
+   compiles them, into nb as 0..hi-lo-1 (sources keep their numbers). */
+int ag_i_nbhd_from_pattern_part(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
+                                int64_t lo, int64_t hi, ag_self_loops_t self, ag_error_t *err);
+/* Only the in-degree prefix edge_ptr [N+1] of that pattern (malloc'ed). */
+int ag_i_pattern_edge_ptr(int64_t **edge_ptr, const ag_pattern_t *pattern, int64_t N,
+                          ag_self_loops_t self, ag_error_t *err);
+
 /* Skips a UTF-8 byte-order mark at the start of f (1 if there was one);
    otherwise f goes back to its start (0), or -1 with errno set where it
    cannot seek (a pipe: read such input into memory instead). */

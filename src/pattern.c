@@ -290,8 +290,10 @@ static int runs_push(runs_t *r, int64_t src, int64_t len)
     return 0;
 }
 
-int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
-                         ag_self_loops_t self, ag_error_t *err)
+/* Destinations lo..hi-1 of the pattern on N nodes (checked) into nb as 0..hi-lo-1,
+   sources global; with degrees_only, only edge_ptr (no runs kept). */
+static int compile_range(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, int64_t lo,
+                         int64_t hi, ag_self_loops_t self, int degrees_only, ag_error_t *err)
 {
     memset(nb, 0, sizeof *nb);
     if (N < 1)
@@ -303,16 +305,18 @@ int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
     int rc = check_size(pattern, pattern->root, N, err);
     if (rc)
         return rc;
-    nb->n_nodes = N;
-    nb->edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "pattern");
-    nb->run_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "pattern");
+    const int64_t n = hi - lo;
+    nb->n_nodes = n;
+    nb->edge_ptr = ag_alloc(n + 1, sizeof(int64_t), err, "pattern");
+    nb->run_ptr = degrees_only ? NULL : ag_alloc(n + 1, sizeof(int64_t), err, "pattern");
     runs_t runs = {0};
     ivl_list_t self_set = {0}, others = {0}, tmp = {0}, *res = NULL;
-    rc = nb->edge_ptr && nb->run_ptr ? AG_OK : AG_ENOMEM;
+    rc = nb->edge_ptr && (degrees_only || nb->run_ptr) ? AG_OK : AG_ENOMEM;
     int64_t E = 0;
-    for (int64_t i = 0; i < N && !rc; i++) {
-        nb->edge_ptr[i] = E;
-        nb->run_ptr[i] = runs.n;
+    for (int64_t i = lo; i < hi && !rc; i++) {
+        nb->edge_ptr[i - lo] = E;
+        if (!degrees_only)
+            nb->run_ptr[i - lo] = runs.n;
         if (eval(pattern->root, i, N)) {
             rc = ag_fail(err, AG_ENOMEM, "pattern '%s': out of memory", pattern->spec);
             break;
@@ -334,7 +338,7 @@ int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
             res = &tmp;
         }
         for (int64_t k = 0; k < res->n; k++) {
-            if (runs_push(&runs, res->v[k].lo, res->v[k].hi - res->v[k].lo)) {
+            if (!degrees_only && runs_push(&runs, res->v[k].lo, res->v[k].hi - res->v[k].lo)) {
                 rc = ag_fail(err, AG_ENOMEM, "pattern '%s': out of memory for %lld runs",
                              pattern->spec, (long long)runs.n);
                 break;
@@ -351,11 +355,36 @@ int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
         ag_nbhd_destroy(nb);
         return rc;
     }
-    nb->edge_ptr[N] = E;
-    nb->run_ptr[N] = runs.n;
+    nb->edge_ptr[n] = E;
+    if (!degrees_only)
+        nb->run_ptr[n] = runs.n;
     nb->n_edges = E;
     nb->n_runs = runs.n;
     nb->run_src = runs.src;
     nb->run_len = runs.len;
     return AG_OK;
+}
+
+int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
+                         ag_self_loops_t self, ag_error_t *err)
+{
+    return compile_range(nb, pattern, N, 0, N, self, 0, err);
+}
+
+int ag_i_nbhd_from_pattern_part(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
+                                int64_t lo, int64_t hi, ag_self_loops_t self, ag_error_t *err)
+{
+    return compile_range(nb, pattern, N, lo, hi, self, 0, err);
+}
+
+int ag_i_pattern_edge_ptr(int64_t **edge_ptr, const ag_pattern_t *pattern, int64_t N,
+                          ag_self_loops_t self, ag_error_t *err)
+{
+    ag_nbhd_t nb;
+    *edge_ptr = NULL;
+    int rc = compile_range(&nb, pattern, N, 0, N, self, 1, err);
+    if (!rc)
+        *edge_ptr = nb.edge_ptr, nb.edge_ptr = NULL;
+    ag_nbhd_destroy(&nb);
+    return rc;
 }

@@ -75,6 +75,14 @@ int ag_mpi_part_local(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
                       ag_error_t *err);
 
 /*
+ * Each process compiles only its part of a pattern on N nodes (as
+ * ag_nbhd_from_pattern): the in-degrees of all N nodes to cut the parts (8
+ * bytes a node, for the time of the call), then the runs of its destinations.
+ */
+int ag_mpi_part_from_pattern(ag_mpi_part_t *part, MPI_Comm comm, const ag_pattern_t *pattern,
+                             int64_t N, ag_self_loops_t self, ag_error_t *err);
+
+/*
  * Each process reads only its part of an in-neighbour CSR (as ag_nbhd_from_csr):
  * all of indptr [N+1] (to cut the parts), and of indices [E] only the entries
  * of its destinations, by an offset read of the .npy file. self as

@@ -287,3 +287,31 @@ int ag_mpi_part_from_csr(ag_mpi_part_t *part, MPI_Comm comm, const char *indptr_
     part->one_run = (int)every;
     return AG_OK;
 }
+
+/* ---- each process compiles its part of a pattern ---- */
+
+int ag_mpi_part_from_pattern(ag_mpi_part_t *part, MPI_Comm comm, const ag_pattern_t *pattern,
+                             int64_t N, ag_self_loops_t self, ag_error_t *err)
+{
+    int rc = part_begin(part, comm, err);
+    int64_t *edge_ptr = NULL;
+    if (!rc)
+        rc = ag_i_pattern_edge_ptr(&edge_ptr, pattern, N, self, err);
+    if (!rc)
+        rc = cut_bounds(edge_ptr, N, part->ranks, part->bounds, err);
+    if (!rc) {
+        part->n_nodes = N, part->n_edges = edge_ptr[N];
+        part->lo = part->bounds[part->rank], part->hi = part->bounds[part->rank + 1];
+    }
+    free(edge_ptr);
+    if (!rc)
+        rc = ag_i_nbhd_from_pattern_part(&part->nb, pattern, N, part->lo, part->hi, self, err);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        ag_mpi_part_destroy(part);
+        return rc;
+    }
+    int64_t runs = one_run(&part->nb, 0, part->nb.n_nodes), every;
+    MPI_Allreduce(&runs, &every, 1, MPI_INT64_T, MPI_MIN, comm);
+    part->one_run = (int)every;
+    return AG_OK;
+}

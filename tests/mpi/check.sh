@@ -130,6 +130,13 @@ if [ $status -ne 2 ] || [ "$(grep -c 'not supported' "$T/err")" -ne 1 ]; then
 else
     ok
 fi
+mpi 3 run --pattern 'window:' --nodes 3000 >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 2 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ]; then
+    bad "a bad pattern: exit $status, expected 2 and one message: $(cat "$T/err")"
+else
+    ok
+fi
 mpi 2 run --pattern random:4 --nodes 3000 --path ring >/dev/null 2>"$T/err"
 status=$?
 if [ $status -ne 1 ] || [ "$(grep -c 'ring' "$T/err")" -ne 1 ]; then

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "attngraph/igraph.h"
 #include "mpi_cli.h"
 #include "rng.h"
 
@@ -30,6 +31,64 @@ static int open_csr_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t
     return rc;
 }
 
+/* A pattern's node count as attngraph run finds it: --nodes, --tokens, --labels-file
+   or the pattern's own size. */
+static int pattern_nodes(int64_t *N, const ag_pattern_t *pat, const source_opts_t *o,
+                         int *usage, ag_error_t *err)
+{
+    *N = o->nodes;
+    ag_labels_t labels = {0, NULL};
+    int rc = AG_OK;
+    if (o->tokens) {
+        rc = labels_from_tokens(&labels, o->tokens, err);
+        *usage = rc != AG_OK;
+    } else if (o->labels_file) {
+        rc = labels_from_file(&labels, o->labels_file, err);
+    }
+    if (!rc && labels.str) {
+        if (*N && *N != labels.n) {
+            *usage = o->tokens != NULL;
+            rc = ag_fail(err, AG_EINVAL, "%s has %lld label%s, but --nodes is %lld",
+                         o->tokens ? "--tokens" : o->labels_file, (long long)labels.n,
+                         PLURAL(labels.n), (long long)*N);
+        }
+        *N = labels.n;
+    }
+    ag_labels_destroy(&labels);
+    if (!rc && *N == 0 && !(*N = ag_pattern_size(pat))) {
+        *usage = 1;
+        rc = ag_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
+                     o->pattern);
+    }
+    if (!rc && *N > o->max_nodes) {
+        *usage = !o->labels_file;
+        rc = ag_fail(err, AG_ELIMIT, "%lld nodes is more than the limit of %lld (--max-nodes)",
+                     (long long)*N, (long long)o->max_nodes);
+    }
+    return rc;
+}
+
+/* Every process compiles only its destinations of the pattern. */
+static int open_pattern_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o,
+                             int *usage, ag_error_t *err)
+{
+    ag_pattern_t *pat = NULL;
+    int64_t N = 0;
+    int rc = ag_pattern_parse(&pat, o->pattern, err);
+    *usage = rc != AG_OK;
+    if (!rc)
+        rc = pattern_nodes(&N, pat, o, usage, err);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        ag_pattern_free(pat);
+        return rc;
+    }
+    rc = ag_mpi_part_from_pattern(part, comm, pat, N, o->self, err);
+    if (rc == AG_EINVAL)
+        *usage = !o->labels_file;   /* the spec does not fit --nodes or --tokens */
+    ag_pattern_free(pat);
+    return rc;
+}
+
 int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, char *desc,
               size_t desc_size, int *usage, ag_error_t *err)
 {
@@ -41,11 +100,14 @@ int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, char *
     if (o->csr) {
         rc = open_csr_part(part, comm, o, usage, err);
         snprintf(desc, desc_size, "CSR %s", o->csr);
+    } else if (o->pattern) {
+        rc = open_pattern_part(part, comm, o, usage, err);
+        snprintf(desc, desc_size, "pattern '%s'", o->pattern);
     } else {
-        /* a pattern: every process compiles it (O(N + runs)); a graph file: rank 0 */
+        /* a graph file: rank 0 reads it and sends the parts */
         source_t s;
         memset(&s, 0, sizeof s);
-        const int here = o->pattern || rank == 0;
+        const int here = rank == 0;
         rc = here ? source_open(&s, o, usage, err) : AG_OK;
         int flags[2] = {rc != 0 && *usage, 0}, any[2];
         MPI_Allreduce(flags, any, 2, MPI_INT, MPI_MAX, comm);
@@ -56,8 +118,7 @@ int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, char *
             return rc;
         }
         snprintf(desc, desc_size, "%s", s.desc);
-        rc = o->pattern ? ag_mpi_part_local(part, comm, &s.nb, err)
-                        : ag_mpi_part_scatter(part, comm, rank == 0 ? &s.nb : NULL, 0, err);
+        rc = ag_mpi_part_scatter(part, comm, rank == 0 ? &s.nb : NULL, 0, err);
         if (here)
             source_close(&s);
         MPI_Bcast(desc, (int)desc_size, MPI_CHAR, 0, comm);
