@@ -37,7 +37,7 @@ else
 AG_CFLAGS += -fopenmp-simd -Wno-unknown-pragmas
 endif
 
-LIB_SRC := $(wildcard src/*.c src/kernels/*.c)
+LIB_SRC := $(wildcard src/*.c src/kernels/*.c src/draw/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)

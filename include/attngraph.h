@@ -3,6 +3,7 @@
  *
  * attngraph/core.h: arrays, CSR, patterns, attention, rounds, gradients,
  *                   training, .npy (no igraph header needed);
+ * attngraph/draw.h: pictures as SVG (no igraph header needed);
  * attngraph/igraph.h: graph files and igraph graphs (includes <igraph.h>).
  * Conventions, errors and threads: see attngraph/core.h.
  */
@@ -11,5 +12,6 @@
 
 #include "attngraph/core.h"
 #include "attngraph/igraph.h"
+#include "attngraph/draw.h"
 
 #endif /* ATTNGRAPH_H */
