@@ -127,6 +127,7 @@ typedef struct {
     const double *x, *y;
     int64_t n;
     int dashed;
+    int colour;          /* 1..10: that colour of the palette; 0: the series' place */
 } ag_series_t;
 
 /* One plot: its series share the axes. */

@@ -19,6 +19,7 @@ typedef struct {
     double x0, x1, y0, y1;   /* data ranges (y in log10 for a log panel) */
     double px, py;           /* the plot area's top-left corner */
     int log_y;
+    int integer_x;           /* every x is a whole number (rounds, epochs): whole ticks */
 } axes_t;
 
 static int usable(const ag_panel_t *p, double y)
@@ -30,12 +31,14 @@ static int usable(const ag_panel_t *p, double y)
 static int ranges(const ag_panel_t *p, axes_t *a)
 {
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    int integer_x = 1;
     for (int s = 0; s < p->n_series; s++)
         for (int64_t i = 0; i < p->series[s].n; i++) {
             const double x = p->series[s].x[i], y = p->series[s].y[i];
             if (!isfinite(x) || !usable(p, y))
                 continue;
             const double v = p->log_y ? log10(y) : y;
+            integer_x &= x == floor(x);
             x0 = fmin(x0, x), x1 = fmax(x1, x), y0 = fmin(y0, v), y1 = fmax(y1, v);
         }
     if (!(x0 <= x1))
@@ -50,7 +53,7 @@ static int ranges(const ag_panel_t *p, axes_t *a)
         const double pad = y1 > y0 ? (y1 - y0) * 0.06 : fmax(fabs(y0) * 0.1, 0.5);
         y0 -= pad, y1 += pad;
     }
-    *a = (axes_t){x0, x1, y0, y1, 0, 0, p->log_y};
+    *a = (axes_t){x0, x1, y0, y1, 0, 0, p->log_y, integer_x};
     return 1;
 }
 
@@ -73,6 +76,8 @@ static void draw_axes(svg_t *s, const ag_panel_t *p, const axes_t *a)
     double t[32];
     int n = svg_ticks(a->x0, a->x1, 6, t, 32);
     for (int k = 0; k < n; k++) {
+        if (a->integer_x && t[k] != floor(t[k]))
+            continue;
         const double x = to_px_x(a, t[k]);
         svg_printf(s, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444444\"/>",
                    x, a->py + PLOT_H, x, a->py + PLOT_H + 4);
@@ -109,10 +114,15 @@ static void draw_axes(svg_t *s, const ag_panel_t *p, const axes_t *a)
     }
 }
 
+static const char *series_colour(const ag_series_t *se, int k)
+{
+    return palette[(se->colour >= 1 && se->colour <= 10 ? se->colour - 1 : k) % 10];
+}
+
 static void draw_series(svg_t *s, const ag_panel_t *p, const axes_t *a, int k,
                         const ag_series_t *se)
 {
-    const char *colour = palette[k % 10];
+    const char *colour = series_colour(se, k);
     svg_printf(s, "<g class=\"series\" stroke=\"%s\" fill=\"%s\">\n<path fill=\"none\" "
                "stroke-width=\"1.8\"%s d=\"", colour, colour,
                se->dashed ? " stroke-dasharray=\"5 3\"" : "");
@@ -141,7 +151,8 @@ static void draw_legend(svg_t *s, const ag_panel_t *p, const axes_t *a)
             continue;
         const double y = a->py + PLOT_H + 48 + LEGEND_LINE * line++;
         svg_printf(s, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-                   "stroke-width=\"2\"%s/>\n", a->px, y - 4, a->px + 22, y - 4, palette[k % 10],
+                   "stroke-width=\"2\"%s/>\n", a->px, y - 4, a->px + 22, y - 4,
+                   series_colour(&p->series[k], k),
                    p->series[k].dashed ? " stroke-dasharray=\"5 3\"" : "");
         char buf[160];
         svg_text(s, a->px + 28, y, 10, NULL, NULL, svg_clip(p->series[k].name, 60, buf, sizeof buf));
@@ -183,7 +194,7 @@ int ag_draw_panels(char **svg, const ag_panel_t *panels, int n_panels, const cha
         const double px = 10 + LEFT + k * (LEFT + PLOT_W + GAP);
         svg_printf(&s, "<g class=\"panel\">\n");
         if (!ranges(p, &a)) {
-            a = (axes_t){0, 1, 0, 1, px, top, 0};
+            a = (axes_t){0, 1, 0, 1, px, top, 0, 0};
             draw_axes(&s, p, &a);
             svg_text(&s, px + PLOT_W / 2, top + PLOT_H / 2, 11, "middle", "fill=\"#777777\"",
                      p->log_y ? "no positive values to draw" : "no values to draw");
@@ -206,8 +217,8 @@ int ag_draw_rounds(char **svg, const double *round, const double *change,
     if (n < 1 || !round || !change)
         return ag_fail(err, AG_EINVAL, "rounds picture: %lld rounds; expected at least one, "
                        "with their numbers and changes", (long long)n);
-    const ag_series_t c = {"relative change |X_r - X_r-1| / |X_r-1|", round, change, n, 0};
-    const ag_series_t e = {"mean attention entropy (nats)", round, entropy, n, 0};
+    const ag_series_t c = {"relative change |X_r - X_r-1| / |X_r-1|", round, change, n, 0, 1};
+    const ag_series_t e = {"mean attention entropy (nats)", round, entropy, n, 0, 3};
     const ag_panel_t panels[2] = {
         {"change per round (log scale)", "round", "relative change", 1, &c, 1},
         {"attention entropy", "round", "entropy (nats)", 0, &e, 1},

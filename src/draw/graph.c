@@ -12,7 +12,7 @@
 #define LABEL_CHARS 24
 #define LABELS_MAX 400     /* more nodes: no labels, they would cover the picture */
 #define EDGE_COLOUR "#1f3b73"
-#define ARROW_PX 7.0
+#define ARROW_PX 9.0
 
 typedef struct {
     double *x, *y;           /* node centres in pixels */
@@ -63,7 +63,7 @@ static void place_layout(canvas_t *c, const ag_edge_weights_t *a, const double *
         c->y[i] = top + m + v * side;
     }
     c->width = 2 * m + side + lw + 8;
-    c->height = top + 2 * m + side + 40;
+    c->height = top + 2 * m + side + 10;
 }
 
 /* Nodes on a line in id order; forward arcs above, backward arcs below. */
@@ -144,9 +144,10 @@ static void draw_edges(svg_t *s, const ag_edge_weights_t *a, const canvas_t *c,
         const int64_t k = order[n].k;
         const double w = order[n].w, t = fmin(1, fmax(0, w / c->vmax));
         svg_printf(s, "<path class=\"edge\" data-src=\"%lld\" data-dst=\"%lld\" "
-                   "data-weight=\"%.6g\" stroke-width=\"%.3f\" opacity=\"%.3f\" "
-                   "marker-end=\"url(#arrow)\" d=\"", (long long)a->src[k], (long long)a->dst[k],
-                   w, edge_width(t), edge_opacity(t));
+                   "data-weight=\"%.6g\" stroke-width=\"%.3f\" opacity=\"%.3f\"%s d=\"",
+                   (long long)a->src[k], (long long)a->dst[k], w, edge_width(t), edge_opacity(t),
+                   /* a loop needs no arrow to say where it goes */
+                   a->src[k] == a->dst[k] ? "" : " marker-end=\"url(#arrow)\"");
         edge_path(s, c, a->src[k], a->dst[k]);
         svg_printf(s, "\"/>\n");
     }
@@ -235,6 +236,10 @@ int ag_draw_graph(char **svg, const ag_edge_weights_t *a, const ag_graph_opts_t 
         place_layout(&c, a, xy, head);
     else
         place_line(&c, a, head);
+    c.width = fmax(c.width, 20 + svg_text_width(a->title, 15));
+    c.width = fmax(c.width, 20 + 0.62 * 11 * 90);   /* the line under the title */
+    if (c.arcs)
+        c.width = fmax(c.width, 20 + 0.62 * 10 * 80);
     svg_t s;
     svg_begin(&s, c.width, c.height);
     draw_defs(&s, &c);

@@ -82,7 +82,8 @@ static void layout(frame_t *f, const ag_edge_weights_t *a)
     f->mx = 10 + 18 + lw + 6;
     f->my = head + 18 + lw + 6;
     const double side = f->cs * (double)f->g;
-    f->width = f->mx + side + 100;
+    f->width = fmax(f->mx + side + 100,
+                    20 + fmax(svg_text_width(a->title, 15), 0.62 * 11 * 80));
     f->height = f->my + fmax(side, 170) + 40;
 }
 
@@ -149,7 +150,7 @@ static void draw_colour_bar(svg_t *s, const frame_t *f)
                    x + 14, ty, x + 18, ty);
         svg_text(s, x + 20, ty + 3.5, 10, NULL, NULL, svg_num(ticks[k], num));
     }
-    svg_text(s, x, y - 6, 10, NULL, NULL, "weight");
+    svg_text(s, x, y - 10, 10, NULL, NULL, "weight");
     svg_printf(s, "<rect class=\"legend-nonedge\" x=\"%.1f\" y=\"%.1f\" width=\"14\" "
                "height=\"14\" fill=\"url(#nonedge)\" stroke=\"#444444\" stroke-width=\"0.5\"/>\n",
                x, y + h + 16);

@@ -1,0 +1,376 @@
+/* `attngraph draw rounds` and `draw train`: curves from the CSV files runs write. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "internal.h"
+
+#define CSV_MAX_BYTES ((long)1 << 28)
+#define CSV_MAX_COLS 16
+#define MAX_CONNS 16
+
+static const char rounds_usage[] =
+    "usage: attngraph draw rounds TRACE.csv --out FILE.svg\n"
+    "\n"
+    "Draws the convergence of rounds from the CSV that 'attngraph run --trace' writes\n"
+    "(round,change,entropy,max_weight): the change per round on a log scale, and the\n"
+    "mean attention entropy.\n"
+    "  --out FILE.svg      the picture (- : standard output)\n"
+    "  -h, --help          this text\n";
+
+static const char train_usage[] =
+    "usage: attngraph draw train LOG.csv --out FILE.svg\n"
+    "\n"
+    "Draws the training curve from the CSV that 'attngraph train --log' writes\n"
+    "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,grad_norm):\n"
+    "the loss per epoch (training solid, evaluation dashed; a log scale when it spans\n"
+    "more than a decade), and beside it the accuracy when the log has any; one\n"
+    "colour per connectivity.\n"
+    "  --out FILE.svg      the picture (- : standard output)\n"
+    "  -h, --help          this text\n";
+
+/* A CSV file: its header's columns and rows of fields (text owned by buf). */
+typedef struct {
+    char *buf;
+    int n_cols;
+    char *head[CSV_MAX_COLS];
+    int64_t n_rows;
+    char **cells;            /* [n_rows, n_cols] */
+    const char *path;
+} csv_t;
+
+static void csv_free(csv_t *t)
+{
+    free(t->buf);
+    free(t->cells);
+    memset(t, 0, sizeof *t);
+}
+
+/* Splits one line (in place) into fields; quotes as RFC 4180. Returns the count. */
+static int split(char *line, char **fields, int cap)
+{
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        char *out = p, *start = p;
+        if (*p == '"') {
+            for (p++;; p++) {
+                if (*p == '"' && p[1] == '"')
+                    *out++ = '"', p++;
+                else if (*p == '"' || !*p)
+                    break;
+                else
+                    *out++ = *p;
+            }
+            if (*p == '"')
+                p++;
+            while (*p && *p != ',')
+                p++;
+        } else {
+            while (*p && *p != ',')
+                p++;
+            out = p;
+        }
+        const char sep = *p;
+        *out = '\0';
+        if (n < cap)
+            fields[n] = start;
+        n++;
+        if (!sep)
+            return n;
+        p++;
+    }
+}
+
+static int csv_read(csv_t *t, const char *path, ag_error_t *err)
+{
+    memset(t, 0, sizeof *t);
+    t->path = path;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    t->buf = malloc(cap);
+    for (size_t n = 1; t->buf && n > 0;) {
+        if (len + 1 == cap) {
+            char *b = cap < (size_t)CSV_MAX_BYTES ? realloc(t->buf, cap * 2) : NULL;
+            if (!b) {
+                fclose(f);
+                csv_free(t);
+                return ag_fail(err, AG_ELIMIT, "%s: larger than %ld bytes", path, CSV_MAX_BYTES);
+            }
+            t->buf = b, cap *= 2;
+        }
+        n = fread(t->buf + len, 1, cap - 1 - len, f);
+        len += n;
+    }
+    const int bad = !t->buf || ferror(f);
+    fclose(f);
+    if (bad) {
+        csv_free(t);
+        return ag_fail(err, AG_EIO, "%s: cannot read", path);
+    }
+    t->buf[len] = '\0';
+    if (memchr(t->buf, '\0', len)) {
+        csv_free(t);
+        return ag_fail(err, AG_EFORMAT, "%s: not a CSV file (it holds a NUL byte)", path);
+    }
+    int64_t lines = 1;
+    for (size_t k = 0; k < len; k++)
+        lines += t->buf[k] == '\n';
+    t->cells = ag_alloc(lines * CSV_MAX_COLS + 1, sizeof *t->cells, err, "csv");
+    if (!t->cells) {
+        csv_free(t);
+        return AG_ENOMEM;
+    }
+    int64_t line_no = 0;
+    for (char *p = t->buf, *next; p && *p; p = next) {
+        next = strchr(p, '\n');
+        if (next)
+            *next++ = '\0';
+        line_no++;
+        size_t l = strlen(p);
+        if (l && p[l - 1] == '\r')
+            p[--l] = '\0';
+        if (!l)
+            continue;
+        char **row = t->n_cols ? t->cells + t->n_rows * t->n_cols : t->head;
+        const int n = split(p, row, CSV_MAX_COLS);
+        if (!t->n_cols) {
+            if (n > CSV_MAX_COLS) {
+                csv_free(t);
+                return ag_fail(err, AG_EFORMAT, "%s: line 1 has %d columns; expected at most %d",
+                               path, n, CSV_MAX_COLS);
+            }
+            t->n_cols = n;
+        } else if (n != t->n_cols) {
+            const int cols = t->n_cols;
+            csv_free(t);
+            return ag_fail(err, AG_EFORMAT, "%s: line %lld has %d field%s; the header has %d",
+                           path, (long long)line_no, n, PLURAL(n), cols);
+        } else {
+            t->n_rows++;
+        }
+    }
+    if (!t->n_cols) {
+        csv_free(t);
+        return ag_fail(err, AG_EFORMAT, "%s: empty; expected a header line and rows", path);
+    }
+    return AG_OK;
+}
+
+/* The column named name, or -1 with err naming what the file has. */
+static int csv_column(const csv_t *t, const char *name, int required, ag_error_t *err)
+{
+    for (int c = 0; c < t->n_cols; c++)
+        if (strcmp(t->head[c], name) == 0)
+            return c;
+    if (required)
+        ag_fail(err, AG_EFORMAT, "%s: no column '%s' in its header (is it the right file?)",
+                t->path, name);
+    return -1;
+}
+
+/* Row r's number in column c into *x: empty is NaN; anything else must parse. */
+static int csv_number(const csv_t *t, int64_t r, int c, double *x, ag_error_t *err)
+{
+    const char *s = t->cells[r * t->n_cols + c];
+    if (!*s) {
+        *x = NAN;
+        return AG_OK;
+    }
+    char *end;
+    errno = 0;
+    *x = strtod(s, &end);
+    if (*end || errno == ERANGE || isnan(*x))
+        return ag_fail(err, AG_EFORMAT, "%s: row %lld: '%s' in column %s is not a number",
+                       t->path, (long long)r + 1, s, t->head[c]);
+    return AG_OK;
+}
+
+/* Parses `draw KIND FILE.csv --out F.svg`; -1 to go on, else an exit status. */
+static int parse_csv_command(const char *cmd, const char *usage, int argc, char **argv,
+                             const char **in, const char **out)
+{
+    static const struct option longopts[] = {{"out", required_argument, 0, OPT_OUT},
+                                             {0, 0, 0, 0}};
+    opt_parser_t p;
+    opt_begin(&p, cmd, usage, longopts, NULL, argc, argv);
+    int c;
+    while ((c = opt_next(&p)) > 0)
+        if (c == OPT_OUT)
+            *out = p.arg;
+    if (c < 0)
+        return p.status;
+    if (opt_positional(&p, 1))
+        return EXIT_USAGE;
+    if (!p.n_pos)
+        return usage_error(cmd, "give the CSV file to draw");
+    if (!*out)
+        return usage_error(cmd, "give the picture's file: --out FILE.svg");
+    *in = p.pos[0];
+    return -1;
+}
+
+/* Opens --out, makes the picture with make(), writes and commits it. */
+static int draw_csv_file(const char *cmd, const char *in, const char *target,
+                         int (*make)(const csv_t *, char **, ag_error_t *))
+{
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0;
+    out_file_t out;
+    csv_t t;
+    memset(&t, 0, sizeof t);
+    char *svg = NULL;
+    out_init(&out, target, "--out", "svg");
+    int rc = out_open_all(&out, 1, &usage, &err);
+    if (!rc)
+        rc = csv_read(&t, in, &err);
+    if (!rc)
+        rc = make(&t, &svg, &err);
+    if (!rc)
+        rc = write_svg(&out, svg, &err);
+    if (!rc)
+        rc = out_commit(&out, &err);
+    if (!rc && !out.is_stdout)
+        printf("wrote %s\n", target);
+    if (rc) {
+        out_name_errors(&out, 1, &err);
+        out_abort(&out);
+    }
+    ag_svg_free(svg);
+    csv_free(&t);
+    return finish(cmd, rc, usage, &err);
+}
+
+static int make_rounds(const csv_t *t, char **svg, ag_error_t *err)
+{
+    const int cr = csv_column(t, "round", 1, err), cc = cr < 0 ? -1 : csv_column(t, "change", 1, err);
+    const int ce = cc < 0 ? -1 : csv_column(t, "entropy", 1, err);
+    if (ce < 0)
+        return AG_EFORMAT;
+    if (!t->n_rows)
+        return ag_fail(err, AG_EFORMAT, "%s: no rounds in it (a header only)", t->path);
+    double *v = ag_alloc(3 * t->n_rows, sizeof *v, err, "rounds");
+    if (!v)
+        return AG_ENOMEM;
+    double *round = v, *change = v + t->n_rows, *entropy = v + 2 * t->n_rows;
+    int rc = AG_OK;
+    for (int64_t r = 0; r < t->n_rows && !rc; r++)
+        if (!(rc = csv_number(t, r, cr, &round[r], err)) &&
+            !(rc = csv_number(t, r, cc, &change[r], err)))
+            rc = csv_number(t, r, ce, &entropy[r], err);
+    char title[1024];
+    snprintf(title, sizeof title, "convergence of rounds: %s", t->path);
+    if (!rc)
+        rc = ag_draw_rounds(svg, round, change, entropy, t->n_rows, title, err);
+    free(v);
+    return rc;
+}
+
+int cmd_draw_rounds(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    int status = parse_csv_command("draw rounds", rounds_usage, argc, argv, &in, &out);
+    return status >= 0 ? status : draw_csv_file("draw rounds", in, out, make_rounds);
+}
+
+/* The series of one connectivity: rows in file order. */
+typedef struct {
+    const char *name;
+    char label[4][300];      /* legend: "NAME train", ... */
+    double *epoch, *y[4];    /* loss, eval_loss, train_accuracy, eval_accuracy */
+    int64_t n;
+} conn_curve_t;
+
+static int make_train(const csv_t *t, char **svg, ag_error_t *err)
+{
+    static const char *const cols[5] = {"epoch", "loss", "eval_loss", "train_accuracy",
+                                        "eval_accuracy"};
+    int c[5];
+    for (int k = 0; k < 5; k++)
+        if ((c[k] = csv_column(t, cols[k], k < 2, err)) < 0 && k < 2)
+            return AG_EFORMAT;
+    const int cconn = csv_column(t, "connectivity", 0, err);
+    if (!t->n_rows)
+        return ag_fail(err, AG_EFORMAT, "%s: no epochs in it (a header only)", t->path);
+    conn_curve_t *cv = ag_calloc(MAX_CONNS, sizeof *cv, err, "train curve");
+    double *v = ag_alloc(5 * t->n_rows, sizeof *v, err, "train curve");
+    int rc = cv && v ? AG_OK : AG_ENOMEM;
+    int n_conns = 0, any[4] = {0, 0, 0, 0};
+    for (int64_t r = 0; r < t->n_rows && !rc; r++) {
+        const char *name = cconn >= 0 ? t->cells[r * t->n_cols + cconn] : "";
+        int k = 0;
+        while (k < n_conns && strcmp(cv[k].name, name))
+            k++;
+        if (k == n_conns) {
+            if (n_conns == MAX_CONNS) {
+                rc = ag_fail(err, AG_ELIMIT, "%s: more than %d connectivities", t->path,
+                             MAX_CONNS);
+                break;
+            }
+            cv[n_conns++].name = name;
+        }
+        (void)k;
+    }
+    /* each connectivity's rows are contiguous slices of v, in file order */
+    int64_t at = 0;
+    for (int k = 0; k < n_conns && !rc; k++) {
+        conn_curve_t *q = &cv[k];
+        q->epoch = v + at;
+        for (int j = 0; j < 4; j++)
+            q->y[j] = v + (j + 1) * t->n_rows + at;
+        for (int64_t r = 0; r < t->n_rows && !rc; r++) {
+            if (cconn >= 0 && strcmp(t->cells[r * t->n_cols + cconn], q->name))
+                continue;
+            rc = csv_number(t, r, c[0], &q->epoch[q->n], err);
+            for (int j = 0; j < 4 && !rc; j++) {
+                q->y[j][q->n] = NAN;
+                if (c[j + 1] >= 0)
+                    rc = csv_number(t, r, c[j + 1], &q->y[j][q->n], err);
+                any[j] |= !rc && isfinite(q->y[j][q->n]);
+            }
+            q->n++;
+        }
+        at += q->n;
+        static const char *const what[4] = {"training", "evaluation", "training", "evaluation"};
+        for (int j = 0; j < 4; j++)
+            snprintf(q->label[j], sizeof q->label[j], "%s%s%s", q->name, *q->name ? " " : "",
+                     what[j]);
+    }
+    ag_series_t series[2][2 * MAX_CONNS];
+    int n_series[2] = {0, 0};
+    double lo = INFINITY, hi = 0;
+    for (int k = 0; k < n_conns && !rc; k++)
+        for (int j = 0; j < 4; j++) {
+            if (!any[j])
+                continue;
+            const int panel = j / 2;
+            series[panel][n_series[panel]++] = (ag_series_t){cv[k].label[j], cv[k].epoch,
+                                                             cv[k].y[j], cv[k].n, j % 2,
+                                                             k % 10 + 1};
+            for (int64_t i = 0; panel == 0 && i < cv[k].n; i++)
+                if (cv[k].y[j][i] > 0)
+                    lo = fmin(lo, cv[k].y[j][i]), hi = fmax(hi, cv[k].y[j][i]);
+        }
+    /* a connectivity's training and evaluation curves share its colour */
+    const ag_panel_t panels[2] = {
+        {"loss", "epoch", "loss", hi > 10 * lo, series[0], n_series[0]},
+        {"accuracy", "epoch", "accuracy", 0, series[1], n_series[1]},
+    };
+    char title[1024];
+    snprintf(title, sizeof title, "training: %s", t->path);
+    if (!rc)
+        rc = ag_draw_panels(svg, panels, n_series[1] ? 2 : 1, title, err);
+    free(cv), free(v);
+    return rc;
+}
+
+int cmd_draw_train(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    int status = parse_csv_command("draw train", train_usage, argc, argv, &in, &out);
+    return status >= 0 ? status : draw_csv_file("draw train", in, out, make_train);
+}
