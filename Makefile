@@ -11,7 +11,7 @@
 #   make fuzz-replay      replay the committed fuzz corpora and past crashes (part of check)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 
-PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config
+PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config librsvg2-bin zlib1g-dev
 
 CC      ?= cc
 BUILD   ?= build
@@ -149,7 +149,7 @@ $(CLI): $(CLI_OBJ) $(LIB_A)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
-	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check)
+	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check) -lz
 
 $(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o \
           $(BUILD)/src/cli/timing.o $(LIB_A)
