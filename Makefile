@@ -9,6 +9,7 @@
 #   make fuzz             build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 #   make fuzz-smoke       the same, 20 s each
 #   make fuzz-replay      replay the committed fuzz corpora and past crashes (part of check)
+#   make pictures         redraw the README's pictures (graphs/pictures/) from the examples
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config librsvg2-bin zlib1g-dev
@@ -53,7 +54,7 @@ TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
+.PHONY: pictures all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
@@ -180,6 +181,37 @@ $(BUILD)/make_random_csr: tools/make_random_csr.c
 # peak memory: /usr/bin/time -v build/train_round 65536
 $(BUILD)/train_round: tools/train_round.c $(LIB_A)
 	$(CC) $(AG_CFLAGS) $(CFLAGS) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The README's pictures, drawn by the tool from the shipped examples (the same
+# bytes every time: seeded inputs and layouts). PICTURES=DIR draws them elsewhere.
+PICTURES ?= graphs/pictures
+PICTURE_TMP = $(BUILD)/pictures
+TOKENS := "the cat sat on the mat and the dog ran after it"
+pictures: all
+	@mkdir -p $(PICTURES) $(PICTURE_TMP)
+	$(CLI) draw heatmap graphs/karate.gml --heads 2 --out $(PICTURES)/karate-heatmap.svg
+	$(CLI) draw graph graphs/karate.gml --heads 2 --out $(PICTURES)/karate-graph.svg
+	$(CLI) draw heatmap graphs/en_ja_cross.graphml --heads 2 --head 1 \
+	  --out $(PICTURES)/en-ja-heatmap.svg
+	$(CLI) draw graph --pattern 'causal&!strided:4+global:1' --tokens $(TOKENS) --heads 2 \
+	  --rounds 2 --out $(PICTURES)/sentence-arcs.svg
+	$(CLI) draw heatmap --pattern 'window:64+global:2' --nodes 2000 --bins 100 \
+	  --out $(PICTURES)/window-2000-binned.svg
+	$(CLI) run graphs/hopfield.gml --features graphs/hopfield/x.npy --weights graphs/hopfield \
+	  --score dot --beta 0.25 --no-residual --rounds 20 --until 1e-6 --quiet \
+	  --trace $(PICTURE_TMP)/hopfield-trace.csv
+	$(CLI) draw rounds $(PICTURE_TMP)/hopfield-trace.csv --out $(PICTURES)/hopfield-rounds.svg \
+	  --title "convergence of rounds: graphs/hopfield.gml, --beta 0.25"
+	$(CLI) train graphs/planted.gml --features graphs/planted/x.npy \
+	  --labels graphs/planted/labels.npy --train-mask graphs/planted/train.npy \
+	  --eval-mask graphs/planted/eval.npy --rounds 2 --heads 2 --epochs 200 --quiet \
+	  --log $(PICTURE_TMP)/planted-log.csv
+	$(CLI) draw train $(PICTURE_TMP)/planted-log.csv --out $(PICTURES)/planted-train.svg \
+	  --title "training: graphs/planted.gml, 2 rounds, 2 heads"
+	$(CLI) compare --pattern causal --pattern window:3 --pattern 'causal&strided:3' \
+	  --pattern 'window:3+global:1' --pattern 'docs:6,6' --pattern 'causal&!strided:4+global:1' \
+	  --tokens $(TOKENS) --heads 2 --rounds 2 --quiet --svg $(PICTURES)/compare.svg
+	@ls -l $(PICTURES)
 
 # The README's embedding example, linked against the shared library like a user would.
 $(EXAMPLE): tools/example_embed.c $(LIB_SO) $(wildcard include/*.h include/attngraph/*.h)

@@ -39,6 +39,7 @@ static const char attention_usage[] =
     "  --vmax W            the weight drawn strongest (default: the largest drawn)\n"
     "  --attn-round R      draw round R's attention instead of the last\n"
     "  --max-edges N       refuse more than N weights (default 50000000)\n"
+    "  --title TEXT        the line above the picture (default: the graph or pattern)\n"
     "heatmap only:\n"
     "  --bins B            blocks per axis once binned (default 200; binned above 1000\n"
     "                      nodes or 200000 cells)\n"
@@ -65,7 +66,7 @@ int write_svg(out_file_t *o, const char *svg, ag_error_t *err)
 
 typedef struct {
     int graph;                 /* 1: the graph picture; 0: the heatmap */
-    const char *out;
+    const char *out, *title;
     int64_t head;              /* -1: mean */
     int64_t bins;
     double vmax;
@@ -79,7 +80,7 @@ static int parse_attention(attn_opts_t *a, run_opts_t *o, int argc, char **argv)
         {"pattern", required_argument, 0, OPT_PATTERN}, {"csr", required_argument, 0, OPT_CSR},
         {"out", required_argument, 0, OPT_OUT}, {"head", required_argument, 0, OPT_HEAD},
         {"vmax", required_argument, 0, OPT_VMAX}, {"bins", required_argument, 0, OPT_BINS},
-        {"layout", required_argument, 0, OPT_LAYOUT},
+        {"layout", required_argument, 0, OPT_LAYOUT}, {"title", required_argument, 0, OPT_TITLE},
         {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
         {"max-edges", required_argument, 0, OPT_MAX_EDGES}, {0, 0, 0, 0},
     };
@@ -99,6 +100,7 @@ static int parse_attention(attn_opts_t *a, run_opts_t *o, int argc, char **argv)
         case OPT_PATTERN: o->src.pattern = p.arg; break;
         case OPT_CSR: o->src.csr = p.arg; break;
         case OPT_OUT: a->out = p.arg; break;
+        case OPT_TITLE: a->title = p.arg; break;
         case OPT_HEAD:
             if (opt_int(&a->head, cmd, p.name, p.arg, 0, INT64_MAX))
                 return EXIT_USAGE;
@@ -178,7 +180,10 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
                 dst[e] = i;
     }
     char head[1024];
-    title(head, sizeof head, s, r, o);
+    if (a->title)
+        snprintf(head, sizeof head, "%s", a->title);
+    else
+        title(head, sizeof head, s, r, o);
     const ag_edge_weights_t ew = {N, E, src, dst, W, H, a->head, (const char *const *)s->labels.str,
                                   head};
     const int fr = a->layout < 0 ? s->have_graph : a->layout;
@@ -199,7 +204,7 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
 
 static int cmd_draw_attention(int graph, int argc, char **argv)
 {
-    attn_opts_t a = {graph, NULL, -1, 0, 0, -1};
+    attn_opts_t a = {graph, NULL, NULL, -1, 0, 0, -1};
     run_opts_t o;
     int status = parse_attention(&a, &o, argc, argv);
     if (status >= 0)

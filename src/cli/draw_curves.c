@@ -18,6 +18,7 @@ static const char rounds_usage[] =
     "(round,change,entropy,max_weight): the change per round on a log scale, and the\n"
     "mean attention entropy.\n"
     "  --out FILE.svg      the picture (- : standard output)\n"
+    "  --title TEXT        the line above the picture (default: names the file)\n"
     "  -h, --help          this text\n";
 
 static const char train_usage[] =
@@ -29,6 +30,7 @@ static const char train_usage[] =
     "more than a decade), and beside it the accuracy when the log has any; one\n"
     "colour per connectivity.\n"
     "  --out FILE.svg      the picture (- : standard output)\n"
+    "  --title TEXT        the line above the picture (default: names the file)\n"
     "  -h, --help          this text\n";
 
 /* A CSV file: its header's columns and rows of fields (text owned by buf). */
@@ -192,9 +194,10 @@ static int csv_number(const csv_t *t, int64_t r, int c, double *x, ag_error_t *e
 
 /* Parses `draw KIND FILE.csv --out F.svg`; -1 to go on, else an exit status. */
 static int parse_csv_command(const char *cmd, const char *usage, int argc, char **argv,
-                             const char **in, const char **out)
+                             const char **in, const char **out, const char **title)
 {
     static const struct option longopts[] = {{"out", required_argument, 0, OPT_OUT},
+                                             {"title", required_argument, 0, OPT_TITLE},
                                              {0, 0, 0, 0}};
     opt_parser_t p;
     opt_begin(&p, cmd, usage, longopts, NULL, argc, argv);
@@ -202,6 +205,8 @@ static int parse_csv_command(const char *cmd, const char *usage, int argc, char 
     while ((c = opt_next(&p)) > 0)
         if (c == OPT_OUT)
             *out = p.arg;
+        else if (c == OPT_TITLE)
+            *title = p.arg;
     if (c < 0)
         return p.status;
     if (opt_positional(&p, 1))
@@ -215,8 +220,8 @@ static int parse_csv_command(const char *cmd, const char *usage, int argc, char 
 }
 
 /* Opens --out, makes the picture with make(), writes and commits it. */
-static int draw_csv_file(const char *cmd, const char *in, const char *target,
-                         int (*make)(const csv_t *, char **, ag_error_t *))
+static int draw_csv_file(const char *cmd, const char *in, const char *target, const char *title,
+                         int (*make)(const csv_t *, const char *, char **, ag_error_t *))
 {
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
@@ -229,7 +234,7 @@ static int draw_csv_file(const char *cmd, const char *in, const char *target,
     if (!rc)
         rc = csv_read(&t, in, &err);
     if (!rc)
-        rc = make(&t, &svg, &err);
+        rc = make(&t, title, &svg, &err);
     if (!rc)
         rc = write_svg(&out, svg, &err);
     if (!rc)
@@ -245,7 +250,7 @@ static int draw_csv_file(const char *cmd, const char *in, const char *target,
     return finish(cmd, rc, usage, &err);
 }
 
-static int make_rounds(const csv_t *t, char **svg, ag_error_t *err)
+static int make_rounds(const csv_t *t, const char *given, char **svg, ag_error_t *err)
 {
     const int cr = csv_column(t, "round", 1, err), cc = cr < 0 ? -1 : csv_column(t, "change", 1, err);
     const int ce = cc < 0 ? -1 : csv_column(t, "entropy", 1, err);
@@ -263,7 +268,8 @@ static int make_rounds(const csv_t *t, char **svg, ag_error_t *err)
             !(rc = csv_number(t, r, cc, &change[r], err)))
             rc = csv_number(t, r, ce, &entropy[r], err);
     char title[1024];
-    snprintf(title, sizeof title, "convergence of rounds: %s", t->path);
+    snprintf(title, sizeof title, given ? "%s" : "convergence of rounds: %s",
+             given ? given : t->path);
     if (!rc)
         rc = ag_draw_rounds(svg, round, change, entropy, t->n_rows, title, err);
     free(v);
@@ -272,9 +278,9 @@ static int make_rounds(const csv_t *t, char **svg, ag_error_t *err)
 
 int cmd_draw_rounds(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL;
-    int status = parse_csv_command("draw rounds", rounds_usage, argc, argv, &in, &out);
-    return status >= 0 ? status : draw_csv_file("draw rounds", in, out, make_rounds);
+    const char *in = NULL, *out = NULL, *title = NULL;
+    int status = parse_csv_command("draw rounds", rounds_usage, argc, argv, &in, &out, &title);
+    return status >= 0 ? status : draw_csv_file("draw rounds", in, out, title, make_rounds);
 }
 
 /* The series of one connectivity: rows in file order. */
@@ -285,7 +291,7 @@ typedef struct {
     int64_t n;
 } conn_curve_t;
 
-static int make_train(const csv_t *t, char **svg, ag_error_t *err)
+static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t *err)
 {
     static const char *const cols[5] = {"epoch", "loss", "eval_loss", "train_accuracy",
                                         "eval_accuracy"};
@@ -361,7 +367,7 @@ static int make_train(const csv_t *t, char **svg, ag_error_t *err)
         {"accuracy", "epoch", "accuracy", 0, series[1], n_series[1]},
     };
     char title[1024];
-    snprintf(title, sizeof title, "training: %s", t->path);
+    snprintf(title, sizeof title, given ? "%s" : "training: %s", given ? given : t->path);
     if (!rc)
         rc = ag_draw_panels(svg, panels, n_series[1] ? 2 : 1, title, err);
     free(cv), free(v);
@@ -370,7 +376,7 @@ static int make_train(const csv_t *t, char **svg, ag_error_t *err)
 
 int cmd_draw_train(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL;
-    int status = parse_csv_command("draw train", train_usage, argc, argv, &in, &out);
-    return status >= 0 ? status : draw_csv_file("draw train", in, out, make_train);
+    const char *in = NULL, *out = NULL, *title = NULL;
+    int status = parse_csv_command("draw train", train_usage, argc, argv, &in, &out, &title);
+    return status >= 0 ? status : draw_csv_file("draw train", in, out, title, make_train);
 }

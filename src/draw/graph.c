@@ -13,6 +13,7 @@
 #define LABELS_MAX 400     /* more nodes: no labels, they would cover the picture */
 #define EDGE_COLOUR "#1f3b73"
 #define ARROW_PX 9.0
+#define ARC_FLAT 0.7     /* an arc's height over half its span */
 
 typedef struct {
     double *x, *y;           /* node centres in pixels */
@@ -73,7 +74,7 @@ static void place_line(canvas_t *c, const ag_edge_weights_t *a, double top)
     const double gap = fmin(60, fmax(4, 1000.0 / (double)N));
     double up = 0, down = 0;
     for (int64_t k = 0; k < a->n_edges; k++) {
-        const double h = fabs((double)(a->dst[k] - a->src[k])) * gap / 2;
+        const double h = fabs((double)(a->dst[k] - a->src[k])) * gap / 2 * ARC_FLAT;
         if (a->src[k] < a->dst[k])
             up = fmax(up, h);
         else
@@ -126,7 +127,7 @@ static void edge_path(svg_t *s, const canvas_t *c, int64_t src, int64_t dst)
     }
     if (c->arcs) {
         const double rx = fabs(xd - xs) / 2;
-        svg_printf(s, "M%.2f,%.2f A%.2f,%.2f 0 0 1 %.2f,%.2f", xs, ys, rx, rx, xd, yd);
+        svg_printf(s, "M%.2f,%.2f A%.2f,%.2f 0 0 1 %.2f,%.2f", xs, ys, rx, rx * ARC_FLAT, xd, yd);
         return;
     }
     /* bend to the right of the direction, so u -> v and v -> u part */

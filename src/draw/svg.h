@@ -15,7 +15,7 @@ typedef struct {
     int failed;
 } svg_t;
 
-#define SVG_FONT "DejaVu Sans, Arial, sans-serif"
+#define SVG_FONT "DejaVu Sans, Noto Sans, Noto Sans CJK JP, Arial, sans-serif"
 
 /* Starts a document of width x height pixels with a white background. */
 void svg_begin(svg_t *s, double width, double height);
