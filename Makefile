@@ -10,6 +10,7 @@
 #   make fuzz-smoke       the same, 20 s each
 #   make fuzz-replay      replay the committed fuzz corpora and past crashes (part of check)
 #   make pictures         redraw the README's pictures (graphs/pictures/) from the examples
+#   make check-pictures   draw them twice into the build folder: the same bytes (part of check)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config librsvg2-bin zlib1g-dev
@@ -54,7 +55,7 @@ TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: pictures all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
+.PHONY: pictures check-pictures all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
@@ -84,6 +85,7 @@ check: deps
 	$(TESTS)
 	$(EXAMPLE) >/dev/null
 	@$(MAKE) --no-print-directory check-exports
+	@$(MAKE) --no-print-directory check-pictures
 	@$(MAKE) --no-print-directory fuzz-replay
 
 # The shared library has its SONAME and exports only ag_ symbols.
@@ -212,6 +214,15 @@ pictures: all
 	  --pattern 'window:3+global:1' --pattern 'docs:6,6' --pattern 'causal&!strided:4+global:1' \
 	  --tokens $(TOKENS) --heads 2 --rounds 2 --quiet --svg $(PICTURES)/compare.svg
 	@ls -l $(PICTURES)
+
+# The pictures drawn twice give the same bytes (part of check).
+check-pictures: all
+	@rm -rf $(BUILD)/pictures-a $(BUILD)/pictures-b
+	@$(MAKE) --no-print-directory pictures PICTURES=$(BUILD)/pictures-a >/dev/null
+	@$(MAKE) --no-print-directory pictures PICTURES=$(BUILD)/pictures-b >/dev/null
+	@diff -r $(BUILD)/pictures-a $(BUILD)/pictures-b >/dev/null || \
+	  { echo "pictures: two drawings differ"; exit 1; }
+	@echo "pictures: $$(ls $(BUILD)/pictures-a | wc -l) drawn twice, the same bytes"
 
 # The README's embedding example, linked against the shared library like a user would.
 $(EXAMPLE): tools/example_embed.c $(LIB_SO) $(wildcard include/*.h include/attngraph/*.h)
