@@ -12,8 +12,10 @@
 #   make pictures         redraw the README's pictures (graphs/pictures/) from the examples
 #   make check-pictures   draw them twice into the build folder: the same bytes (part of check)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
+#   NO_METIS=1   build without METIS (--partition metis then refuses)
 
-PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config librsvg2-bin zlib1g-dev
+PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-dev \
+            librsvg2-bin zlib1g-dev
 
 CC      ?= cc
 BUILD   ?= build
@@ -31,6 +33,13 @@ AG_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Ii
              -ffp-contract=fast -Wno-psabi -fvisibility=hidden -MMD -MP \
              -DAG_CLI_PATH='"$(AG_CLI)"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+# METIS (Debian's libmetis-dev has no .pc file) for ag_partition_metis, in
+# src/partition_metis.c alone; NO_METIS=1 builds without it (that call then fails).
+ifndef NO_METIS
+LDLIBS  += -lmetis
+else
+AG_CFLAGS += -DAG_NO_METIS
+endif
 ifndef NO_OMP
 AG_CFLAGS += -fopenmp
 AG_LDFLAGS := -fopenmp
@@ -263,7 +272,7 @@ fuzz-deps:
 FUZZ_IGRAPH_DIR := $(FUZZ_BUILD)/igraph
 ifdef FUZZ_IGRAPH
 FUZZ_LDLIBS := $(abspath $(FUZZ_IGRAPH_DIR))/lib/libigraph.a -larpack -llapack -lgmp -lplfit \
-               $(shell pkg-config --libs openblas libxml-2.0) -lstdc++ -lm
+               $(shell pkg-config --libs openblas libxml-2.0) -lmetis -lstdc++ -lm
 FUZZ_IGRAPH_STEP := sh tools/build_fuzz_igraph.sh $(FUZZ_IGRAPH_DIR)
 else
 FUZZ_LDLIBS := $(LDLIBS)
