@@ -108,7 +108,7 @@ END_TEST
 
 START_TEST(test_labels_escaped)
 {
-    const char *labels[N5] = {"<a&b>", "勝つ", "quote\"'", "bad\xff" "byte", "tab\tctl\x01"};
+    const char *labels[N5] = {"<a&b>", "勝つ", "quote\"'", ("bad\xff" "byte"), "tab\tctl\x01"};
     ag_edge_weights_t a = small_edges(labels);
     a.title = "title <&> 日本";
     char *svg;
