@@ -190,6 +190,74 @@ START_TEST(test_heatmap_binned)
 }
 END_TEST
 
+static int by_pair(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+START_TEST(test_heatmap_pieces)
+{
+    /* distinct random pairs sorted by (dst, src), added in three pieces, draw the
+       same bytes as the one call; a repeated pair is one cell */
+    enum { N = 1200, E = 5000 };
+    int64_t *src = malloc(E * sizeof *src), *dst = malloc(E * sizeof *dst);
+    int64_t (*pair)[2] = malloc(E * sizeof *pair);
+    float *w = malloc(E * sizeof *w), *ws = malloc(E * sizeof *ws);
+    random_edges(N, E, src, dst, w, 11);
+    for (int k = 0; k < E; k++)
+        pair[k][0] = dst[k], pair[k][1] = src[k];
+    qsort(pair, E, sizeof *pair, by_pair);
+    int64_t n = 0;
+    for (int k = 0; k < E; k++)
+        if (!n || pair[k][0] != dst[n - 1] || pair[k][1] != src[n - 1])
+            dst[n] = pair[k][0], src[n] = pair[k][1], ws[n] = w[k], n++;
+    ag_edge_weights_t a = {N, n, src, dst, ws, 1, -1, NULL, "pieces"};
+    char *whole, *pieces;
+    ck_assert_int_eq(ag_draw_heatmap(&whole, &a, NULL, NULL), AG_OK);
+    ag_heatmap_bins_t *b;
+    ck_assert_int_eq(ag_heatmap_bins_new(&b, N, 0, NULL), AG_OK);
+    const int64_t cut[4] = {0, n / 3, n / 2, n};
+    for (int p = 0; p < 3; p++) {
+        ag_edge_weights_t piece = a;
+        piece.n_edges = cut[p + 1] - cut[p];
+        piece.src = src + cut[p], piece.dst = dst + cut[p], piece.weight = ws + cut[p];
+        ck_assert_int_eq(ag_heatmap_bins_add(b, &piece, NULL), AG_OK);
+    }
+    ck_assert_int_eq(ag_draw_heatmap_bins(&pieces, b, NULL, "pieces", 0, NULL), AG_OK);
+    ck_assert_str_eq(whole, pieces);
+    ag_svg_free(pieces);
+    /* the last edge again, right after itself: the same cell, more weight */
+    ag_edge_weights_t again = a;
+    again.n_edges = 1, again.src += n - 1, again.dst += n - 1, again.weight += n - 1;
+    ck_assert_int_eq(ag_heatmap_bins_add(b, &again, NULL), AG_OK);
+    ck_assert_int_eq(ag_draw_heatmap_bins(&pieces, b, NULL, "pieces", 0, NULL), AG_OK);
+    xmlDocPtr doc = svg_parse(pieces);
+    xmlXPathObjectPtr blocks = svg_nodes(doc, "//s:rect[@class='block']");
+    double edges = 0;
+    for (int k = 0; k < blocks->nodesetval->nodeNr; k++)
+        edges += svg_num_attr(blocks->nodesetval->nodeTab[k], "data-edges");
+    ck_assert_double_eq(edges, (double)n);
+    xmlXPathFreeObject(blocks);
+    xmlFreeDoc(doc);
+    ck_assert_str_ne(whole, pieces);
+    /* refusals: other nodes, other heads, bins over N */
+    ag_error_t err;
+    ag_edge_weights_t other = a;
+    other.n_nodes = N + 1;
+    ck_assert_fails_with(ag_heatmap_bins_add(b, &other, &err), err, AG_EINVAL, "1201 nodes");
+    other = a;
+    other.head = 0;
+    ck_assert_fails_with(ag_heatmap_bins_add(b, &other, &err), err, AG_EINVAL, "head 0 of 1");
+    ag_heatmap_bins_t *none = (ag_heatmap_bins_t *)1;
+    ck_assert_fails_with(ag_heatmap_bins_new(&none, 10, 11, &err), err, AG_EINVAL, "11 bins");
+    ck_assert_ptr_null(none);
+    ag_heatmap_bins_free(b);
+    ag_svg_free(whole), ag_svg_free(pieces);
+    free(src), free(dst), free(pair), free(w), free(ws);
+}
+END_TEST
+
 START_TEST(test_graph_paths)
 {
     ag_edge_weights_t a = small_edges(NULL);
@@ -404,6 +472,7 @@ Suite *draw_suite(void)
     tcase_add_test(t, test_heatmap_one_head);
     tcase_add_test(t, test_labels_escaped);
     tcase_add_test(t, test_heatmap_binned);
+    tcase_add_test(t, test_heatmap_pieces);
     tcase_add_test(t, test_graph_paths);
     tcase_add_test(t, test_layout_seeded);
     tcase_add_test(t, test_errors);

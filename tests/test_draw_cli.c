@@ -79,6 +79,23 @@ START_TEST(test_heatmap_agrees_with_attn)
 }
 END_TEST
 
+START_TEST(test_heatmap_binned_cli)
+{
+    /* 1,200 nodes of causal (720,600 edges), summed a piece at a time */
+    xmlDocPtr doc = draw_and_render("draw heatmap --pattern causal --nodes 1200 --bins 40",
+                                    "binned.svg");
+    ck_assert_int_eq(svg_count(doc, "//s:rect[@class='edge']"), 0);
+    xmlXPathObjectPtr b = svg_nodes(doc, "//s:rect[@class='block']");
+    ck_assert_int_eq(b->nodesetval->nodeNr, 40 * 41 / 2);   /* the blocks on and below the diagonal */
+    double edges = 0;
+    for (int k = 0; k < b->nodesetval->nodeNr; k++)
+        edges += svg_num_attr(b->nodesetval->nodeTab[k], "data-edges");
+    ck_assert_double_eq(edges, 1200.0 * 1201 / 2);
+    xmlXPathFreeObject(b);
+    xmlFreeDoc(doc);
+}
+END_TEST
+
 START_TEST(test_graph_pictures)
 {
     xmlDocPtr doc = draw_and_render("draw graph graphs/karate.gml --heads 2", "g.svg");
@@ -202,6 +219,7 @@ Suite *draw_cli_suite(void)
     tcase_set_timeout(t, 20);
     tcase_add_test(t, test_heatmap_karate);
     tcase_add_test(t, test_heatmap_agrees_with_attn);
+    tcase_add_test(t, test_heatmap_binned_cli);
     tcase_add_test(t, test_graph_pictures);
     tcase_add_test(t, test_rounds_and_train);
     tcase_add_test(t, test_compare_svg);

@@ -66,8 +66,8 @@ typedef struct {
 /* ---------------------------------------------------------------- heatmap */
 
 #define AG_HEATMAP_MAX_NODES 1000     /* above: binned */
-#define AG_HEATMAP_MAX_CELLS 200000   /* above (distinct edges): binned */
-#define AG_HEATMAP_BINS 200           /* blocks per axis when binned */
+#define AG_HEATMAP_MAX_CELLS 20000    /* above (distinct edges): binned */
+#define AG_HEATMAP_BINS 128           /* blocks per axis when binned */
 
 typedef struct {
     int64_t max_nodes;   /* more nodes than this are binned (0: AG_HEATMAP_MAX_NODES) */
@@ -88,6 +88,25 @@ typedef struct {
  */
 int ag_draw_heatmap(char **svg, const ag_edge_weights_t *a, const ag_heatmap_opts_t *opts,
                     ag_error_t *err);
+
+/*
+ * Binned heatmaps of any size, from edges given in pieces (a destination range
+ * at a time), so that no array of every edge is needed: ag_heatmap_bins_new
+ * makes bins x bins blocks over n_nodes nodes (bins at most n_nodes; 0:
+ * AG_HEATMAP_BINS); each ag_heatmap_bins_add adds a's edges (its n_nodes must
+ * match; heads and head must be the same in every piece). A (dst, src) pair
+ * repeated right after itself is one cell (a multi-edge, as compiled
+ * neighbourhoods give them). ag_draw_heatmap_bins then draws what
+ * ag_draw_heatmap draws when it bins (labels [n_nodes] or NULL, title or
+ * NULL, vmax 0: the largest block).
+ */
+typedef struct ag_heatmap_bins ag_heatmap_bins_t;
+int ag_heatmap_bins_new(ag_heatmap_bins_t **bins, int64_t n_nodes, int64_t n_bins,
+                        ag_error_t *err);
+int ag_heatmap_bins_add(ag_heatmap_bins_t *bins, const ag_edge_weights_t *a, ag_error_t *err);
+int ag_draw_heatmap_bins(char **svg, const ag_heatmap_bins_t *bins, const char *const *labels,
+                         const char *title, double vmax, ag_error_t *err);
+void ag_heatmap_bins_free(ag_heatmap_bins_t *bins);
 
 /* ------------------------------------------------------------ graph picture */
 

@@ -38,11 +38,12 @@ static const char attention_usage[] =
     "  --head H            draw head H (0-based) instead of the mean over heads\n"
     "  --vmax W            the weight drawn strongest (default: the largest drawn)\n"
     "  --attn-round R      draw round R's attention instead of the last\n"
-    "  --max-edges N       refuse more than N weights (default 50000000)\n"
+    "  --max-edges N       refuse more than N weights (default 50000000; a binned\n"
+    "                      heatmap has no limit: it sums blocks a piece at a time)\n"
     "  --title TEXT        the line above the picture (default: the graph or pattern)\n"
     "heatmap only:\n"
-    "  --bins B            blocks per axis once binned (default 200; binned above 1000\n"
-    "                      nodes or 200000 cells)\n"
+    "  --bins B            blocks per axis once binned (default 128; binned above 1000\n"
+    "                      nodes or 20000 cells)\n"
     "graph only:\n"
     "  --layout fr|arc     Fruchterman-Reingold (seeded by --seed; the default for graph\n"
     "                      files) or an arc diagram, nodes in id order (the default for\n"
@@ -152,6 +153,56 @@ static void title(char *buf, size_t size, const source_t *s, const result_t *r,
         snprintf(buf, size, "%s", s->desc);
 }
 
+#define CHUNK_SLOTS ((int64_t)1 << 20)   /* binned heatmaps: weights computed this many at a time */
+
+/* The slots of destinations lo..hi-1 as edges: sources, destinations, weights. */
+static int slot_edges(const result_t *r, const inputs_t *in, const source_t *s, int64_t lo,
+                      int64_t hi, int64_t *src, int64_t *dst, float *W, ag_error_t *err)
+{
+    const ag_nbhd_t *nb = &s->nb;
+    int rc = result_weights(r, in, s, lo, hi, W, err);
+    if (rc)
+        return rc;
+    ag_nbhd_sources(nb, lo, hi, src);
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t e = nb->edge_ptr[i]; e < nb->edge_ptr[i + 1]; e++)
+            dst[e - nb->edge_ptr[lo]] = i;
+    return AG_OK;
+}
+
+/* A heatmap over too many nodes or cells to draw one by one: blocks summed a
+   range of destinations at a time, so any number of edges fits in memory. */
+static int draw_binned(const attn_opts_t *a, const source_t *s, const inputs_t *in,
+                       const result_t *r, const char *head, char **svg, ag_error_t *err)
+{
+    const ag_nbhd_t *nb = &s->nb;
+    const int64_t N = nb->n_nodes, H = in->H;
+    int64_t most = 1;   /* the largest chunk: whole destinations up to CHUNK_SLOTS slots */
+    for (int64_t i = 0; i < N; i++)
+        most = nb->edge_ptr[i + 1] - nb->edge_ptr[i] > most ? nb->edge_ptr[i + 1] - nb->edge_ptr[i]
+                                                          : most;
+    most = most > CHUNK_SLOTS ? most : CHUNK_SLOTS;
+    const int64_t bins = a->bins ? (a->bins < N ? a->bins : N) : 0;
+    ag_heatmap_bins_t *b = NULL;
+    float *W = ag_alloc(most * H, sizeof *W, err, "draw");
+    int64_t *src = ag_alloc(2 * most, sizeof *src, err, "draw");
+    int rc = W && src ? ag_heatmap_bins_new(&b, N, bins, err) : AG_ENOMEM;
+    for (int64_t lo = 0, hi; lo < N && !rc; lo = hi) {
+        for (hi = lo + 1; hi < N && nb->edge_ptr[hi + 1] - nb->edge_ptr[lo] <= most; hi++)
+            ;
+        const int64_t E = nb->edge_ptr[hi] - nb->edge_ptr[lo];
+        rc = slot_edges(r, in, s, lo, hi, src, src + most, W, err);
+        const ag_edge_weights_t ew = {N, E, src, src + most, W, H, a->head, NULL, NULL};
+        if (!rc)
+            rc = ag_heatmap_bins_add(b, &ew, err);
+    }
+    if (!rc)
+        rc = ag_draw_heatmap_bins(svg, b, (const char *const *)s->labels.str, head, a->vmax, err);
+    ag_heatmap_bins_free(b);
+    free(W), free(src);
+    return rc;
+}
+
 static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const source_t *s,
                           const inputs_t *in, const result_t *r, char **svg, ag_error_t *err)
 {
@@ -160,6 +211,14 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
     if (a->head >= H)
         return ag_fail(err, AG_EINVAL, "--head %lld: the run has %lld head%s (0..%lld)",
                        (long long)a->head, (long long)H, PLURAL(H), (long long)H - 1);
+    char head[1024];
+    if (a->title)
+        snprintf(head, sizeof head, "%s", a->title);
+    else
+        title(head, sizeof head, s, r, o);
+    const int binned = N > AG_HEATMAP_MAX_NODES || E > AG_HEATMAP_MAX_CELLS;
+    if (!a->graph && binned && (!a->bins || a->bins < N))
+        return draw_binned(a, s, in, r, head, svg, err);
     if (E * H > o->max_export)
         return ag_fail(err, AG_ELIMIT, "the picture needs all %lld weights, more than "
                        "--max-edges %lld", (long long)(E * H), (long long)o->max_export);
@@ -171,25 +230,13 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
     float *W = ag_alloc(E * H + 1, sizeof *W, err, "draw");
     int64_t *src = ag_alloc(2 * E + 1, sizeof *src, err, "draw");
     double *xy = NULL;
-    int rc = W && src ? result_weights(r, in, s, 0, N, W, err) : AG_ENOMEM;
-    int64_t *dst = src + E;
-    if (!rc) {
-        ag_nbhd_sources(nb, 0, N, src);
-        for (int64_t i = 0; i < N; i++)
-            for (int64_t e = nb->edge_ptr[i]; e < nb->edge_ptr[i + 1]; e++)
-                dst[e] = i;
-    }
-    char head[1024];
-    if (a->title)
-        snprintf(head, sizeof head, "%s", a->title);
-    else
-        title(head, sizeof head, s, r, o);
-    const ag_edge_weights_t ew = {N, E, src, dst, W, H, a->head, (const char *const *)s->labels.str,
-                                  head};
+    int rc = W && src ? slot_edges(r, in, s, 0, N, src, src + E, W, err) : AG_ENOMEM;
+    const ag_edge_weights_t ew = {N, E, src, src + E, W, H, a->head,
+                                  (const char *const *)s->labels.str, head};
     const int fr = a->layout < 0 ? s->have_graph : a->layout;
     if (!rc && a->graph && fr) {
         xy = ag_alloc(2 * N, sizeof *xy, err, "layout");
-        rc = xy ? ag_layout_fr(xy, N, E, src, dst, o->seed, err) : AG_ENOMEM;
+        rc = xy ? ag_layout_fr(xy, N, E, src, src + E, o->seed, err) : AG_ENOMEM;
     }
     if (!rc && a->graph) {
         const ag_graph_opts_t go = {xy, a->vmax};

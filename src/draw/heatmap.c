@@ -7,16 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edges.h"
+#include "heatmap.h"
 
 #define LABEL_CHARS 24    /* longer labels are cut */
 #define MATRIX_PX 720.0   /* about the matrix's side */
 #define TOOLTIPS_MAX 2000 /* cells with a <title> (hover text) */
-
-typedef struct {
-    int64_t dst, src;
-    double w;
-} cell_t;
 
 static int by_dst_src(const void *a, const void *b)
 {
@@ -195,11 +190,9 @@ static void draw_blocks(svg_t *s, const frame_t *f, const double *sum, const int
             const double mean = sum[r * f->g + c] / (double)n;
             char col[8];
             svg_printf(s, "<rect class=\"block\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
-                       "height=\"%.2f\" fill=\"%s\" data-row=\"%lld\" data-col=\"%lld\" "
-                       "data-edges=\"%lld\" data-weight=\"%.6g\"/>\n",
+                       "height=\"%.2f\" fill=\"%s\" data-edges=\"%lld\" data-weight=\"%.6g\"/>\n",
                        f->mx + c * f->cs, f->my + r * f->cs, f->cs, f->cs,
-                       svg_hex(ag_colormap_viridis(mean / f->vmax), col), (long long)r,
-                       (long long)c, (long long)n, mean);
+                       svg_hex(ag_colormap_viridis(mean / f->vmax), col), (long long)n, mean);
         }
     svg_printf(s, "</g>\n");
 }
@@ -220,6 +213,37 @@ static void draw_header(svg_t *s, const ag_edge_weights_t *a, const frame_t *f, 
     svg_text(s, 10, a->title ? 38 : 18, 11, NULL, "fill=\"#555555\"", line);
 }
 
+int heatmap_render(char **svg, const ag_edge_weights_t *meta, const cell_t *c, int64_t n,
+                   const ag_heatmap_bins_t *bins, double vmax, ag_error_t *err)
+{
+    frame_t f = {.N = meta->n_nodes, .g = bins ? bins->g : meta->n_nodes};
+    f.binned = f.g < f.N;
+    double top = 0;
+    for (int64_t b = 0; bins && b < f.g * f.g; b++)
+        if (bins->count[b])
+            top = fmax(top, bins->sum[b] / (double)bins->count[b]);
+    for (int64_t k = 0; !bins && k < n; k++)
+        top = fmax(top, c[k].w);
+    f.vmax = vmax > 0 ? vmax : top > 0 ? top : 1;
+    layout(&f, meta);
+    svg_t s;
+    svg_begin(&s, f.width, f.height);
+    draw_defs(&s);
+    draw_header(&s, meta, &f, n);
+    const double side = f.cs * (double)f.g;
+    svg_printf(&s, "<rect class=\"nonedge\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+               "fill=\"url(#nonedge)\"/>\n", f.mx, f.my, side, side);
+    if (bins)
+        draw_blocks(&s, &f, bins->sum, bins->count);
+    else
+        draw_cells(&s, meta, &f, c, n);
+    svg_printf(&s, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" "
+               "stroke=\"#444444\" stroke-width=\"0.75\"/>\n", f.mx, f.my, side, side);
+    draw_labels(&s, meta, &f);
+    draw_colour_bar(&s, &f);
+    return svg_finish(&s, svg, err);
+}
+
 int ag_draw_heatmap(char **svg, const ag_edge_weights_t *a, const ag_heatmap_opts_t *opts,
                     ag_error_t *err)
 {
@@ -237,50 +261,19 @@ int ag_draw_heatmap(char **svg, const ag_edge_weights_t *a, const ag_heatmap_opt
     cell_t *c = merge_cells(a, &n, err);
     if (!c)
         return AG_ENOMEM;
-    frame_t f = {.N = a->n_nodes};
-    f.binned = a->n_nodes > (o->max_nodes ? o->max_nodes : AG_HEATMAP_MAX_NODES) ||
-               n > (o->max_cells ? o->max_cells : AG_HEATMAP_MAX_CELLS);
     const int64_t bins = o->bins ? o->bins : AG_HEATMAP_BINS;
-    f.g = f.binned && bins < f.N ? bins : f.N;
-    f.binned = f.g < f.N;
-    double *sum = NULL;
-    int64_t *count = NULL;
-    double top = 0;
-    if (f.binned) {
-        sum = ag_calloc(f.g * f.g, sizeof *sum, err, "heatmap");
-        count = ag_calloc(f.g * f.g, sizeof *count, err, "heatmap");
-        if (!sum || !count) {
-            free(c), free(sum), free(count);
-            return AG_ENOMEM;
-        }
-        for (int64_t k = 0; k < n; k++) {
-            const int64_t b = c[k].dst * f.g / f.N * f.g + c[k].src * f.g / f.N;
-            sum[b] += c[k].w, count[b]++;
-        }
-        for (int64_t b = 0; b < f.g * f.g; b++)
-            if (count[b])
-                top = fmax(top, sum[b] / (double)count[b]);
-    } else {
+    const int binned = (a->n_nodes > (o->max_nodes ? o->max_nodes : AG_HEATMAP_MAX_NODES) ||
+                        n > (o->max_cells ? o->max_cells : AG_HEATMAP_MAX_CELLS)) &&
+                       bins < a->n_nodes;
+    ag_heatmap_bins_t *b = NULL;
+    if (binned && !(rc = ag_heatmap_bins_new(&b, a->n_nodes, bins, err))) {
+        b->heads = a->heads, b->head = a->head;
         for (int64_t k = 0; k < n; k++)
-            top = fmax(top, c[k].w);
+            bins_add_cell(b, c[k].dst, c[k].src, c[k].w);
     }
-    f.vmax = o->vmax > 0 ? o->vmax : top > 0 ? top : 1;
-    layout(&f, a);
-    svg_t s;
-    svg_begin(&s, f.width, f.height);
-    draw_defs(&s);
-    draw_header(&s, a, &f, n);
-    const double side = f.cs * (double)f.g;
-    svg_printf(&s, "<rect class=\"nonedge\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-               "fill=\"url(#nonedge)\"/>\n", f.mx, f.my, side, side);
-    if (f.binned)
-        draw_blocks(&s, &f, sum, count);
-    else
-        draw_cells(&s, a, &f, c, n);
-    svg_printf(&s, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" "
-               "stroke=\"#444444\" stroke-width=\"0.75\"/>\n", f.mx, f.my, side, side);
-    draw_labels(&s, a, &f);
-    draw_colour_bar(&s, &f);
-    free(c), free(sum), free(count);
-    return svg_finish(&s, svg, err);
+    if (!rc)
+        rc = heatmap_render(svg, a, c, n, b, o->vmax, err);
+    ag_heatmap_bins_free(b);
+    free(c);
+    return rc;
 }
