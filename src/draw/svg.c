@@ -61,6 +61,9 @@ void svg_printf(svg_t *s, const char *fmt, ...)
 void svg_begin(svg_t *s, double width, double height)
 {
     memset(s, 0, sizeof *s);
+    s->c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    if (s->c_locale)
+        s->host_locale = uselocale(s->c_locale);
     svg_printf(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                "viewBox=\"0 0 %.0f %.0f\" font-family=\"%s\">\n"
@@ -134,9 +137,20 @@ void svg_text(svg_t *s, double x, double y, double size, const char *anchor,
     append(s, "</text>\n", 8);
 }
 
+/* Back to the host's locale. */
+static void restore_locale(svg_t *s)
+{
+    if (s->c_locale) {
+        uselocale(s->host_locale);
+        freelocale(s->c_locale);
+    }
+    s->c_locale = (locale_t)0;
+}
+
 int svg_finish(svg_t *s, char **out, ag_error_t *err)
 {
     append(s, "</svg>\n", 7);
+    restore_locale(s);
     *out = NULL;
     if (s->failed) {
         svg_discard(s);
@@ -149,6 +163,7 @@ int svg_finish(svg_t *s, char **out, ag_error_t *err)
 
 void svg_discard(svg_t *s)
 {
+    restore_locale(s);
     free(s->text);
     memset(s, 0, sizeof *s);
 }

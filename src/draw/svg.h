@@ -2,6 +2,7 @@
 #ifndef AG_DRAW_SVG_H
 #define AG_DRAW_SVG_H
 
+#include <locale.h>
 #include <stddef.h>
 
 #include "internal.h"
@@ -13,6 +14,9 @@ typedef struct {
     char *text;
     size_t len, cap;
     int failed;
+    /* numbers are written in the C locale whatever the host set (a decimal
+       comma would break the XML's numbers); the host's is restored at the end */
+    locale_t c_locale, host_locale;
 } svg_t;
 
 #define SVG_FONT "DejaVu Sans, Noto Sans, Noto Sans CJK JP, Arial, sans-serif"
