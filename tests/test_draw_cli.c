@@ -128,6 +128,15 @@ START_TEST(test_rounds_and_train)
     ck_assert_int_eq(svg_count(doc, "//s:g[@class='panel']"), 2);
     ck_assert_int_eq(svg_count(doc, "//s:g[@class='series']"), 2);
     xmlFreeDoc(doc);
+    /* the trace from standard input: the same picture, the title aside */
+    snprintf(cmd, sizeof cmd, "draw rounds - --title %s --out %s", tmp_path("trace.csv"),
+             tmp_path("piped.svg"));
+    ck_assert_int_eq(run_cli_input(cmd, tmp_path("trace.csv"), NULL, NULL), 0);
+    char *a = read_text(tmp_path("rounds.svg")), *b = read_text(tmp_path("piped.svg"));
+    ck_assert_ptr_nonnull(strstr(a, "convergence of rounds: "));
+    ck_assert_str_eq(strstr(a, "convergence of rounds: ") + strlen("convergence of rounds: "),
+                     strstr(b, tmp_path("trace.csv")));
+    free(a), free(b);
     snprintf(cmd, sizeof cmd, "train graphs/planted.gml --features graphs/planted/x.npy "
              "--labels graphs/planted/labels.npy --train-mask graphs/planted/train.npy "
              "--eval-mask graphs/planted/eval.npy --epochs 20 --log %s --quiet",

@@ -12,7 +12,7 @@
 #define MAX_CONNS 16
 
 static const char rounds_usage[] =
-    "usage: attngraph draw rounds TRACE.csv --out FILE.svg\n"
+    "usage: attngraph draw rounds TRACE.csv --out FILE.svg   (TRACE.csv may be -: stdin)\n"
     "\n"
     "Draws the convergence of rounds from the CSV that 'attngraph run --trace' writes\n"
     "(round,change,entropy,max_weight): the change per round on a log scale, and the\n"
@@ -22,7 +22,7 @@ static const char rounds_usage[] =
     "  -h, --help          this text\n";
 
 static const char train_usage[] =
-    "usage: attngraph draw train LOG.csv --out FILE.svg\n"
+    "usage: attngraph draw train LOG.csv --out FILE.svg      (LOG.csv may be -: stdin)\n"
     "\n"
     "Draws the training curve from the CSV that 'attngraph train --log' writes\n"
     "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,grad_norm):\n"
@@ -90,7 +90,8 @@ static int csv_read(csv_t *t, const char *path, ag_error_t *err)
 {
     memset(t, 0, sizeof *t);
     t->path = path;
-    FILE *f = fopen(path, "rb");
+    const int from_stdin = strcmp(path, "-") == 0;
+    FILE *f = from_stdin ? stdin : fopen(path, "rb");
     if (!f)
         return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 1 << 16, len = 0;
@@ -99,7 +100,8 @@ static int csv_read(csv_t *t, const char *path, ag_error_t *err)
         if (len + 1 == cap) {
             char *b = cap < (size_t)CSV_MAX_BYTES ? realloc(t->buf, cap * 2) : NULL;
             if (!b) {
-                fclose(f);
+                if (!from_stdin)
+                    fclose(f);
                 csv_free(t);
                 return ag_fail(err, AG_ELIMIT, "%s: larger than %ld bytes", path, CSV_MAX_BYTES);
             }
@@ -109,7 +111,8 @@ static int csv_read(csv_t *t, const char *path, ag_error_t *err)
         len += n;
     }
     const int bad = !t->buf || ferror(f);
-    fclose(f);
+    if (!from_stdin)
+        fclose(f);
     if (bad) {
         csv_free(t);
         return ag_fail(err, AG_EIO, "%s: cannot read", path);
@@ -311,7 +314,7 @@ static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t 
         int k = 0;
         while (k < n_conns && strcmp(cv[k].name, name))
             k++;
-        if (k == n_conns) {
+        if (k == n_conns) {   /* a connectivity not seen yet */
             if (n_conns == MAX_CONNS) {
                 rc = ag_fail(err, AG_ELIMIT, "%s: more than %d connectivities", t->path,
                              MAX_CONNS);
@@ -319,7 +322,6 @@ static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t 
             }
             cv[n_conns++].name = name;
         }
-        (void)k;
     }
     /* each connectivity's rows are contiguous slices of v, in file order */
     int64_t at = 0;
