@@ -87,7 +87,7 @@ grep -q '^edge 0: ' "$out/embed.txt" && cmp -s "$out/embed.txt" "$out/embed-buil
 # ---- 4. CSR arrays alone: <attngraph/core.h> with the stage's include folder
 # and nothing else, so no igraph header can be reached; the program checks its
 # weights against its own hand-worked values.
-$CC -I"$stage$prefix/include" tools/example_csr.c $(pkg_config --libs attngraph) -lm $LDFLAGS \
+$CC -I"$stage$prefix/include" tools/example_csr.c $(pkg_config --libs attngraph) $LDFLAGS \
     -o "$out/example_csr" || fail "example_csr.c does not build without igraph's headers"
 LD_LIBRARY_PATH="$lib" "$out/example_csr" >"$out/csr.txt" || {
     cat "$out/csr.txt" >&2

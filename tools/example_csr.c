@@ -65,8 +65,9 @@ int main(void)
         hand_ok &= fabsf(w3[k] - hand_weights[k]) <= 1e-6f;
     for (int c = 0; c < D; c++)
         hand_ok &= fabsf(M[3 * D + c] - hand_message[c]) <= 1e-5f;
-    printf("node 3: weights %.6f %.6f %.6f, message (%.5f, %.5f); by hand 0.25 0.5 0.25, "
-           "(3, 5): %s\n", w3[0], w3[1], w3[2], M[3 * D], M[3 * D + 1], hand_ok ? "ok" : "WRONG");
+    printf("node 3: weights %.6f %.6f %.6f, message (%.5f, %.5f); by hand %g %g %g, (%g, %g): %s\n",
+           w3[0], w3[1], w3[2], M[3 * D], M[3 * D + 1], hand_weights[0], hand_weights[1],
+           hand_weights[2], hand_message[0], hand_message[1], hand_ok ? "ok" : "WRONG");
     ag_nbhd_destroy(&nb);
     return bad || !hand_ok;
 }
