@@ -15,11 +15,13 @@
 #   make fuzz-smoke       the same, 20 s each
 #   make fuzz-replay      replay the committed fuzz corpora and past crashes (part of check)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
+#   NO_METIS=1   build without METIS (--partition metis then refuses)
 
 # libglpk-dev: igraph.pc names -lglpk for static links (pkg-config --static,
 # make check-install), but Debian's libigraph-dev does not depend on it.
 # groff-base: make check-man renders the man page.
-PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libglpk-dev groff-base
+PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-dev \
+            libglpk-dev groff-base
 
 CC      ?= cc
 BUILD   ?= build
@@ -37,6 +39,13 @@ AG_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Ii
              -ffp-contract=fast -Wno-psabi -fvisibility=hidden -MMD -MP \
              -DAG_CLI_PATH='"$(AG_CLI)"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+# METIS (Debian's libmetis-dev has no .pc file) for ag_partition_metis, in
+# src/partition_metis.c alone; NO_METIS=1 builds without it (that call then fails).
+ifndef NO_METIS
+LDLIBS  += -lmetis
+else
+AG_CFLAGS += -DAG_NO_METIS
+endif
 ifndef NO_OMP
 AG_CFLAGS += -fopenmp
 AG_LDFLAGS := -fopenmp
@@ -209,9 +218,10 @@ MANDIR     ?= $(PREFIX)/share/man
 PCDIR      ?= $(LIBDIR)/pkgconfig
 HEADERS    := $(wildcard include/attngraph/*.h)
 # What a static link of libattngraph.a needs beyond the packages of
-# attngraph.pc's Requires (the shared library records these itself): gcc's
-# OpenMP runtime by name, as -fopenmp would make clang load its libomp beside it.
-PC_LIBS_PRIVATE := $(if $(NO_OMP),,-lgomp) -lm
+# attngraph.pc's Requires (the shared library records these itself): METIS
+# (no .pc file), and gcc's OpenMP runtime by name, as -fopenmp would make clang
+# load its libomp beside it.
+PC_LIBS_PRIVATE := $(if $(NO_METIS),,-lmetis) $(if $(NO_OMP),,-lgomp) -lm
 # Paths in attngraph.pc relative to ${prefix} where they lie under it.
 pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 # ldconfig after a real install (or uninstall) as root: programs then find
@@ -290,7 +300,7 @@ fuzz-deps:
 FUZZ_IGRAPH_DIR := $(FUZZ_BUILD)/igraph
 ifdef FUZZ_IGRAPH
 FUZZ_LDLIBS := $(abspath $(FUZZ_IGRAPH_DIR))/lib/libigraph.a -larpack -llapack -lgmp -lplfit \
-               $(shell pkg-config --libs openblas libxml-2.0) -lstdc++ -lm
+               $(shell pkg-config --libs openblas libxml-2.0) -lmetis -lstdc++ -lm
 FUZZ_IGRAPH_STEP := sh tools/build_fuzz_igraph.sh $(FUZZ_IGRAPH_DIR)
 else
 FUZZ_LDLIBS := $(LDLIBS)

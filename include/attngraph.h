@@ -3,7 +3,9 @@
  *
  * attngraph/core.h: arrays, CSR, patterns, attention, rounds, gradients,
  *                   training, .npy (no igraph header needed);
- * attngraph/igraph.h: graph files and igraph graphs (includes <igraph.h>).
+ * attngraph/igraph.h: graph files and igraph graphs (includes <igraph.h>);
+ * attngraph/partition.h: destinations split over P processes, halos, METIS
+ *                   (no igraph header needed).
  * Conventions, errors and threads: see attngraph/core.h.
  */
 #ifndef ATTNGRAPH_H
@@ -11,5 +13,6 @@
 
 #include "attngraph/core.h"
 #include "attngraph/igraph.h"
+#include "attngraph/partition.h"
 
 #endif /* ATTNGRAPH_H */

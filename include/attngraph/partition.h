@@ -1,0 +1,126 @@
+/*
+ * attngraph — splitting the destinations of a graph over P processes.
+ *
+ * No igraph, no MPI: plain arrays over compiled neighbourhoods (ag_nbhd_t) or
+ * a CSR's indptr. A process that owns a part computes its destinations' rows;
+ * the K and V rows of the sources it reads but does not own are its halo,
+ * received from their owners every round. The MPI layer and `attngraph plan`
+ * are built on these functions. Everything here is deterministic: the same
+ * input gives the same parts on every machine and every thread count.
+ *
+ * Work of a destination i: its in-edges (messages) plus a per-node constant
+ * (node_work, >= 1) standing for its share of the projections. The plain
+ * functions use AG_PARTITION_NODE_WORK.
+ */
+#ifndef ATTNGRAPH_PARTITION_H
+#define ATTNGRAPH_PARTITION_H
+
+#include "attngraph/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* The node_work of ag_partition_contiguous and of METIS's vertex weights. */
+#define AG_PARTITION_NODE_WORK 1
+
+/* Destinations 0..N-1 split into P parts; every node belongs to one part. */
+typedef struct {
+    int n_parts;            /* P */
+    int64_t n_nodes;        /* N */
+    int contiguous;         /* 1: part p owns destinations first[p] .. first[p+1]-1 */
+    int64_t *first;         /* [P+1] when contiguous, else NULL */
+    int32_t *owner;         /* [N] the part of each node */
+    int64_t *part_ptr;      /* [P+1] */
+    int64_t *part_nodes;    /* [N] the nodes of part p, ascending, in
+                               part_ptr[p] .. part_ptr[p+1]-1 */
+} ag_partition_t;
+
+/* The most parts any function here accepts (owner is int32_t). */
+#define AG_PARTITION_MAX_PARTS (1 << 24)
+
+/*
+ * The boundaries of P contiguous parts balanced by work, without any [N]
+ * array: first [P+1] gets 0 = first[0] <= first[1] <= ... <= first[P] = N.
+ * indptr [N+1] is non-decreasing (nb->edge_ptr, or a CSR's indptr: only its
+ * differences count); work_i = indptr[i+1] - indptr[i] + node_work. Each
+ * boundary is the node whose work prefix is nearest to p/P of the total (the
+ * lower one on a tie), so every part's work lies within one node's work (the
+ * largest work_i) of the mean W/P, and parts are empty only where a single
+ * node's work exceeds a part's share (always some when P > N).
+ * Time O(P log N).
+ */
+int ag_partition_bounds(int64_t *first, int n_parts, int64_t n_nodes, const int64_t *indptr,
+                        int64_t node_work, ag_error_t *err);
+
+/* Contiguous parts from ag_partition_bounds over indptr [N+1] (pt
+   uninitialised; initialised on success, zeroed on failure). */
+int ag_partition_from_indptr(ag_partition_t *pt, int64_t n_nodes, const int64_t *indptr,
+                             int n_parts, int64_t node_work, ag_error_t *err);
+
+/* Contiguous parts balanced by work = in-edges + AG_PARTITION_NODE_WORK. */
+int ag_partition_contiguous(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts,
+                            ag_error_t *err);
+
+/* Parts given by owner [N] (each in 0..P-1; copied). contiguous and first
+   are set when every part's nodes are consecutive and in part order. */
+int ag_partition_from_owner(ag_partition_t *pt, int64_t n_nodes, const int32_t *owner,
+                            int n_parts, ag_error_t *err);
+
+/*
+ * METIS k-way (METIS_PartGraphKway) on the symmetrised graph of nb (an edge
+ * u -> v links u and v; self-loops dropped; multi-edges merged into one edge
+ * of weight their count), vertex weights work_i = in-edges + 1, edge weights
+ * the message counts, seeded with seed: deterministic. P = 1 needs no METIS.
+ * Where the library was built without METIS, returns AG_EINVAL saying so.
+ */
+int ag_partition_metis(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts, int64_t seed,
+                       ag_error_t *err);
+
+/* 1 when this build of the library has METIS. */
+int ag_partition_has_metis(void);
+
+void ag_partition_destroy(ag_partition_t *pt);
+
+/* What one part holds and reads. */
+typedef struct {
+    int64_t n_dst;          /* destinations it owns */
+    int64_t n_edges;        /* their in-edges (messages) */
+    int64_t work;           /* n_edges + n_dst * node_work */
+    int64_t n_halo;         /* distinct sources read that other parts own (halo rows) */
+    int64_t n_cut;          /* in-edges whose source another part owns */
+} ag_part_stats_t;
+
+/*
+ * The halo of part `part`: the distinct sources that its destinations read
+ * and another part owns, ascending, into *rows (malloc'ed, free() it; NULL
+ * when empty) and *n_rows. Runs of consecutive sources are merged as
+ * intervals, so a causal pattern's halo costs O(runs), not O(edges).
+ */
+int ag_partition_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int part, int64_t **rows,
+                      int64_t *n_rows, ag_error_t *err);
+
+/*
+ * stats [P]: every part's counts (work with node_work = AG_PARTITION_NODE_WORK),
+ * without keeping the halo lists. The edge cut is the sum of n_cut: the
+ * messages whose source and destination lie in different parts.
+ */
+int ag_partition_stats(const ag_partition_t *pt, const ag_nbhd_t *nb, ag_part_stats_t *stats,
+                       ag_error_t *err);
+
+/* Largest part work over the mean (1 = perfect balance), from stats [P]. */
+double ag_partition_imbalance(const ag_part_stats_t *stats, int n_parts);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNGRAPH_PARTITION_H */
