@@ -221,7 +221,7 @@ HEADERS    := $(wildcard include/attngraph/*.h)
 # attngraph.pc's Requires (the shared library records these itself): METIS
 # (no .pc file), and gcc's OpenMP runtime by name, as -fopenmp would make clang
 # load its libomp beside it.
-PC_LIBS_PRIVATE := $(if $(NO_METIS),,-lmetis) $(if $(NO_OMP),,-lgomp) -lm
+PC_LIBS_PRIVATE := $(strip $(if $(NO_METIS),,-lmetis) $(if $(NO_OMP),,-lgomp) -lm)
 # Paths in attngraph.pc relative to ${prefix} where they lie under it.
 pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 # ldconfig after a real install (or uninstall) as root: programs then find
