@@ -94,6 +94,20 @@ LD_LIBRARY_PATH="$lib" "$out/example_csr" >"$out/csr.txt" || {
     fail "example_csr found wrong weights"
 }
 [ "$(grep -c ' ok$' "$out/csr.txt")" = 5 ] || fail "example_csr printed other than five checks ($out/csr.txt)"
+# Each installed header compiles on its own: all but attngraph/igraph.h (and
+# the umbrella) with the stage's include folder alone.
+for h in "$stage$prefix"/include/attngraph/*.h; do
+    name=attngraph/$(basename "$h")
+    if [ "$name" = attngraph/igraph.h ]; then
+        flags=$(pkg_config --cflags attngraph)
+    else
+        flags=-I$stage$prefix/include
+    fi
+    # shellcheck disable=SC2086
+    printf '#include <%s>\nint main(void) { return 0; }\n' "$name" |
+        $CC -std=c11 -Wall -Wextra -Werror $flags -x c -c - -o "$out/header.o" ||
+        fail "<$name> does not compile on its own (with $flags)"
+done
 # ... while the umbrella header does need them (else the above proves nothing).
 if $CC -I"$stage$prefix/include" -c tools/example_embed.c -o "$out/umbrella.o" 2>"$out/umbrella.err"; then
     echo "check-install: note: igraph.h is on the compiler's default path here, so the" \
