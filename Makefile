@@ -14,6 +14,7 @@
 #   make fuzz             build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 #   make fuzz-smoke       the same, 20 s each
 #   make fuzz-replay      replay the committed fuzz corpora and past crashes (part of check)
+#   make check-python     the Python package's tests (python/tests, Debian's /usr/bin/python3)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 #   NO_METIS=1   build without METIS (--partition metis then refuses)
 
@@ -21,7 +22,12 @@
 # make check-install), but Debian's libigraph-dev does not depend on it.
 # groff-base: make check-man renders the man page.
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-dev \
-            libglpk-dev groff-base
+            python3-numpy python3-pytest python3-torch python3-igraph libglpk-dev groff-base
+# Debian's interpreter, which has python3-numpy, -torch, -igraph: a python3 found
+# first on PATH (a virtualenv, conda, pyenv) may lack them.
+PYTHON  ?= /usr/bin/python3
+# check-sanitize sets it to 0: an ASan library cannot load into an uninstrumented Python
+CHECK_PYTHON ?= 1
 
 CC      ?= cc
 BUILD   ?= build
@@ -71,7 +77,7 @@ TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
+.PHONY: all deps run check check-python check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps install uninstall check-install check-man
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
@@ -104,6 +110,14 @@ check: deps
 	@$(MAKE) --no-print-directory check-man
 	@$(MAKE) --no-print-directory check-install
 	@$(MAKE) --no-print-directory fuzz-replay
+ifeq ($(CHECK_PYTHON),1)
+	@$(MAKE) --no-print-directory check-python
+endif
+
+# The Python package (python/attngraph) against this build's library and tool.
+check-python: $(LIB_SO) $(CLI)
+	ATTNGRAPH_LIB=$(abspath $(LIB_SO)) AG_CLI_PATH=$(abspath $(CLI)) PYTHONPATH=python \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
 # The shared library has its SONAME and exports only ag_ symbols.
 check-exports: $(LIB_SO)
@@ -118,7 +132,7 @@ check-exports: $(LIB_SO)
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
              -fno-omit-frame-pointer
 check-sanitize: deps
-	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan CFLAGS="$(SAN_FLAGS) $(CFLAGS)" \
+	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan CHECK_PYTHON=0 CFLAGS="$(SAN_FLAGS) $(CFLAGS)" \
 	  LDFLAGS="-fsanitize=address,undefined $(LDFLAGS)"
 check-noomp: deps
 	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/noomp NO_OMP=1
