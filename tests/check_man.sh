@@ -13,9 +13,12 @@ fail() {
 }
 command -v groff >/dev/null || fail "groff is missing (Debian package groff-base)"
 
-# -ww: every warning; -z: no output. A warning is a failure.
-warnings=$(groff -man -ww -z "$page" 2>&1) || fail "groff failed: $warnings"
-[ -z "$warnings" ] || fail "groff warns: $warnings"
+# -ww: every warning; -z: no output. A warning is a failure, for the
+# terminal (what man shows) and for print.
+for dev in utf8 ps; do
+    warnings=$(groff -man -ww -z -T$dev "$page" 2>&1) || fail "groff -T$dev failed: $warnings"
+    [ -z "$warnings" ] || fail "groff -T$dev warns: $warnings"
+done
 
 grep -q "^\.TH ATTNGRAPH 1 [0-9-]* \"attngraph $version\"" "$page" ||
     fail ".TH does not say attngraph $version (AG_VERSION)"
