@@ -275,7 +275,8 @@ uninstall:
 check-install: all $(EXAMPLE)
 	@MAKE="$(MAKE)" CC="$(CC)" LDFLAGS="$(LDFLAGS)" BUILD="$(BUILD)" VERSION="$(VERSION)" \
 	  sh tests/check_install.sh
-# The man page renders without a warning and names every command of --help.
+# The man page renders without a warning and describes every command and option
+# that the --help texts list (tests/check_man.sh).
 check-man: $(CLI)
 	@sh tests/check_man.sh $(CLI) src/cli/attngraph.1 $(VERSION)
 
