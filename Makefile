@@ -225,10 +225,9 @@ $(BUILD)/train_round: tools/train_round.c $(LIB_A)
 # The README's pictures, drawn by the tool from the shipped examples (the same
 # bytes every time: seeded inputs and layouts). PICTURES=DIR draws them elsewhere.
 PICTURES ?= graphs/pictures
-PICTURE_TMP = $(BUILD)/pictures
 TOKENS := "the cat sat on the mat and the dog ran after it"
 pictures: all
-	@mkdir -p $(PICTURES) $(PICTURE_TMP)
+	@mkdir -p $(PICTURES)
 	$(CLI) draw heatmap graphs/karate.gml --heads 2 --out $(PICTURES)/karate-heatmap.svg
 	$(CLI) draw graph graphs/karate.gml --heads 2 --out $(PICTURES)/karate-graph.svg
 	$(CLI) draw heatmap graphs/en_ja_cross.graphml --heads 2 --head 1 \
@@ -239,15 +238,11 @@ pictures: all
 	  --out $(PICTURES)/window-2000-binned.svg
 	$(CLI) run graphs/hopfield.gml --features graphs/hopfield/x.npy --weights graphs/hopfield \
 	  --score dot --beta 0.25 --no-residual --rounds 20 --until 1e-6 --quiet \
-	  --trace $(PICTURE_TMP)/hopfield-trace.csv
-	$(CLI) draw rounds $(PICTURE_TMP)/hopfield-trace.csv --out $(PICTURES)/hopfield-rounds.svg \
-	  --title "convergence of rounds: graphs/hopfield.gml, --beta 0.25"
+	  --trace $(PICTURES)/hopfield-rounds.svg
 	$(CLI) train graphs/planted.gml --features graphs/planted/x.npy \
 	  --labels graphs/planted/labels.npy --train-mask graphs/planted/train.npy \
 	  --eval-mask graphs/planted/eval.npy --rounds 2 --heads 2 --epochs 200 --quiet \
-	  --log $(PICTURE_TMP)/planted-log.csv
-	$(CLI) draw train $(PICTURE_TMP)/planted-log.csv --out $(PICTURES)/planted-train.svg \
-	  --title "training: graphs/planted.gml, 2 rounds, 2 heads"
+	  --svg $(PICTURES)/planted-train.svg
 	$(CLI) compare --pattern causal --pattern window:3 --pattern 'causal&strided:3' \
 	  --pattern 'window:3+global:1' --pattern 'docs:6,6' --pattern 'causal&!strided:4+global:1' \
 	  --tokens $(TOKENS) --heads 2 --rounds 2 --quiet --svg $(PICTURES)/compare.svg

@@ -78,7 +78,8 @@ START_TEST(test_heatmap_cells)
             unsigned er, eg, eb;
             sscanf(fills[c], "#%2x%2x%2x", &er, &eg, &eb);
             const int dist = abs((int)r - (int)er) + abs((int)gg - (int)eg) + abs((int)b - (int)eb);
-            ck_assert_msg(dist > 60, "edge colour %s is close to the no-edge grey %s", fills[c], col);
+            ck_assert_msg(dist > 60, "edge colour %s is close to the no-edge grey %s", fills[c],
+                          col);
         }
     }
     ck_assert_int_eq(svg_count(doc, "//s:g[@class='colorbar']"), 1);

@@ -86,7 +86,8 @@ START_TEST(test_heatmap_binned_cli)
                                     "binned.svg");
     ck_assert_int_eq(svg_count(doc, "//s:rect[@class='edge']"), 0);
     xmlXPathObjectPtr b = svg_nodes(doc, "//s:rect[@class='block']");
-    ck_assert_int_eq(b->nodesetval->nodeNr, 40 * 41 / 2);   /* the blocks on and below the diagonal */
+    /* the blocks on and below the diagonal */
+    ck_assert_int_eq(b->nodesetval->nodeNr, 40 * 41 / 2);
     double edges = 0;
     for (int k = 0; k < b->nodesetval->nodeNr; k++)
         edges += svg_num_attr(b->nodesetval->nodeTab[k], "data-edges");
@@ -119,10 +120,21 @@ END_TEST
 START_TEST(test_rounds_and_train)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "run graphs/hopfield.gml --features graphs/hopfield/x.npy "
-             "--weights graphs/hopfield --score dot --beta 0.25 --no-residual --rounds 20 "
-             "--until 1e-6 --trace %s --quiet", tmp_path("trace.csv"));
+    static const char hopfield[] = "run graphs/hopfield.gml --features graphs/hopfield/x.npy "
+        "--weights graphs/hopfield --score dot --beta 0.25 --no-residual --rounds 20 "
+        "--until 1e-6 --quiet --trace %s";
+    snprintf(cmd, sizeof cmd, hopfield, tmp_path("trace.csv"));
     ck_assert_int_eq(run_cli(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, hopfield, tmp_path("run-trace.svg"));   /* the picture */
+    ck_assert_int_eq(run_cli(cmd, NULL, NULL), 0);
+    /* the run's own picture is the one draw rounds makes of its CSV */
+    snprintf(cmd, sizeof cmd, "draw rounds %s --title 'convergence of rounds: "
+             "graphs/hopfield.gml (gml, directed)'", tmp_path("trace.csv"));
+    xmlFreeDoc(draw_and_render(cmd, "titled.svg"));
+    char *from_run = read_text(tmp_path("run-trace.svg"));
+    char *drawn = read_text(tmp_path("titled.svg"));
+    ck_assert_str_eq(from_run, drawn);
+    free(from_run), free(drawn);
     snprintf(cmd, sizeof cmd, "draw rounds %s", tmp_path("trace.csv"));
     xmlDocPtr doc = draw_and_render(cmd, "rounds.svg");
     ck_assert_int_eq(svg_count(doc, "//s:g[@class='panel']"), 2);
@@ -139,9 +151,16 @@ START_TEST(test_rounds_and_train)
     free(a), free(b);
     snprintf(cmd, sizeof cmd, "train graphs/planted.gml --features graphs/planted/x.npy "
              "--labels graphs/planted/labels.npy --train-mask graphs/planted/train.npy "
-             "--eval-mask graphs/planted/eval.npy --epochs 20 --log %s --quiet",
-             tmp_path("log.csv"));
+             "--eval-mask graphs/planted/eval.npy --epochs 20 --log %s --svg %s --quiet",
+             tmp_path("log.csv"), tmp_path("train-own.svg"));
     ck_assert_int_eq(run_cli(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "draw train %s --title 'training: graphs/planted.gml'",
+             tmp_path("log.csv"));
+    xmlFreeDoc(draw_and_render(cmd, "train-titled.svg"));
+    from_run = read_text(tmp_path("train-own.svg"));
+    drawn = read_text(tmp_path("train-titled.svg"));
+    ck_assert_str_eq(from_run, drawn);
+    free(from_run), free(drawn);
     snprintf(cmd, sizeof cmd, "draw train %s", tmp_path("log.csv"));
     doc = draw_and_render(cmd, "train.svg");
     /* loss (training, evaluation) and accuracy (training, evaluation) */
@@ -180,7 +199,8 @@ START_TEST(test_errors)
     snprintf(out, sizeof out, "%s", tmp_path("keep.svg"));
     snprintf(dir, sizeof dir, "%s", tmp_path("x"));
     dir[strlen(dir) - 2] = '\0';
-    write_text(tmp_path("bad.csv"), "round,change,entropy,max_weight\n1,0.5,0.1,0.9\n2,abc,0.1,0.9\n");
+    write_text(tmp_path("bad.csv"),
+               "round,change,entropy,max_weight\n1,0.5,0.1,0.9\n2,abc,0.1,0.9\n");
     write_text(tmp_path("wrong.csv"), "a,b\n1,2\n");
     write_text(tmp_path("ragged.csv"), "round,change,entropy\n1,2\n");
     static const struct {

@@ -407,5 +407,9 @@ int cmd_draw_train(int argc, char **argv);
 
 /* Writes a picture to an opened output's path (the caller commits it). */
 int write_svg(out_file_t *o, const char *svg, ag_error_t *err);
+/* The training curve of a `train --log` CSV held in memory (text [len]); name
+   stands for the file in messages. */
+int draw_train_csv(const char *text, size_t len, const char *name, const char *title,
+                   char **svg, ag_error_t *err);
 
 #endif

@@ -86,38 +86,48 @@ static int split(char *line, char **fields, int cap)
     }
 }
 
-static int csv_read(csv_t *t, const char *path, ag_error_t *err)
+/* Reads the whole file (or standard input for -) into *buf, NUL-terminated. */
+static int read_all(const char *path, char **buf, size_t *len, ag_error_t *err)
 {
-    memset(t, 0, sizeof *t);
-    t->path = path;
     const int from_stdin = strcmp(path, "-") == 0;
     FILE *f = from_stdin ? stdin : fopen(path, "rb");
     if (!f)
         return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    t->buf = malloc(cap);
-    for (size_t n = 1; t->buf && n > 0;) {
-        if (len + 1 == cap) {
-            char *b = cap < (size_t)CSV_MAX_BYTES ? realloc(t->buf, cap * 2) : NULL;
-            if (!b) {
+    size_t cap = 1 << 16, n = 1;
+    char *b = malloc(cap);
+    *len = 0;
+    while (b && n > 0) {
+        if (*len + 1 == cap) {
+            char *more = cap < (size_t)CSV_MAX_BYTES ? realloc(b, cap * 2) : NULL;
+            if (!more) {
                 if (!from_stdin)
                     fclose(f);
-                csv_free(t);
+                free(b);
                 return ag_fail(err, AG_ELIMIT, "%s: larger than %ld bytes", path, CSV_MAX_BYTES);
             }
-            t->buf = b, cap *= 2;
+            b = more, cap *= 2;
         }
-        n = fread(t->buf + len, 1, cap - 1 - len, f);
-        len += n;
+        n = fread(b + *len, 1, cap - 1 - *len, f);
+        *len += n;
     }
-    const int bad = !t->buf || ferror(f);
+    const int bad = !b || ferror(f);
     if (!from_stdin)
         fclose(f);
     if (bad) {
-        csv_free(t);
+        free(b);
         return ag_fail(err, AG_EIO, "%s: cannot read", path);
     }
-    t->buf[len] = '\0';
+    b[*len] = '\0';
+    *buf = b;
+    return AG_OK;
+}
+
+/* Parses the CSV text buf [len] (taken over: freed with t) from the file `path`. */
+static int csv_parse(csv_t *t, char *buf, size_t len, const char *path, ag_error_t *err)
+{
+    memset(t, 0, sizeof *t);
+    t->path = path;
+    t->buf = buf;
     if (memchr(t->buf, '\0', len)) {
         csv_free(t);
         return ag_fail(err, AG_EFORMAT, "%s: not a CSV file (it holds a NUL byte)", path);
@@ -222,6 +232,15 @@ static int parse_csv_command(const char *cmd, const char *usage, int argc, char 
     return -1;
 }
 
+static int csv_read(csv_t *t, const char *path, ag_error_t *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    memset(t, 0, sizeof *t);
+    int rc = read_all(path, &buf, &len, err);
+    return rc ? rc : csv_parse(t, buf, len, path, err);
+}
+
 /* Opens --out, makes the picture with make(), writes and commits it. */
 static int draw_csv_file(const char *cmd, const char *in, const char *target, const char *title,
                          int (*make)(const csv_t *, const char *, char **, ag_error_t *))
@@ -255,7 +274,8 @@ static int draw_csv_file(const char *cmd, const char *in, const char *target, co
 
 static int make_rounds(const csv_t *t, const char *given, char **svg, ag_error_t *err)
 {
-    const int cr = csv_column(t, "round", 1, err), cc = cr < 0 ? -1 : csv_column(t, "change", 1, err);
+    const int cr = csv_column(t, "round", 1, err);
+    const int cc = cr < 0 ? -1 : csv_column(t, "change", 1, err);
     const int ce = cc < 0 ? -1 : csv_column(t, "entropy", 1, err);
     if (ce < 0)
         return AG_EFORMAT;
@@ -373,6 +393,22 @@ static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t 
     if (!rc)
         rc = ag_draw_panels(svg, panels, n_series[1] ? 2 : 1, title, err);
     free(cv), free(v);
+    return rc;
+}
+
+int draw_train_csv(const char *text, size_t len, const char *name, const char *title,
+                   char **svg, ag_error_t *err)
+{
+    char *buf = ag_alloc((int64_t)len + 1, 1, err, "training curve");
+    if (!buf)
+        return AG_ENOMEM;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    csv_t t;
+    int rc = csv_parse(&t, buf, len, name, err);
+    if (!rc)
+        rc = make_train(&t, title, svg, err);
+    csv_free(&t);
     return rc;
 }
 

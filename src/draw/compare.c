@@ -56,7 +56,8 @@ int ag_mask_grid(double *fill, int64_t grid, const ag_nbhd_t *nb, ag_error_t *er
 static ag_rgb_t mask_colour(double f)
 {
     const double t = round(f * 16) / 16;
-    return (ag_rgb_t){(uint8_t)lround(255 - t * (255 - 0x1f)), (uint8_t)lround(255 - t * (255 - 0x3b)),
+    return (ag_rgb_t){(uint8_t)lround(255 - t * (255 - 0x1f)),
+                      (uint8_t)lround(255 - t * (255 - 0x3b)),
                       (uint8_t)lround(255 - t * (255 - 0x73))};
 }
 

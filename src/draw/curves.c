@@ -155,7 +155,8 @@ static void draw_legend(svg_t *s, const ag_panel_t *p, const axes_t *a)
                    series_colour(&p->series[k], k),
                    p->series[k].dashed ? " stroke-dasharray=\"5 3\"" : "");
         char buf[160];
-        svg_text(s, a->px + 28, y, 10, NULL, NULL, svg_clip(p->series[k].name, 60, buf, sizeof buf));
+        svg_text(s, a->px + 28, y, 10, NULL, NULL,
+                 svg_clip(p->series[k].name, 60, buf, sizeof buf));
     }
 }
 
