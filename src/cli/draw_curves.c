@@ -1,5 +1,4 @@
 /* `attngraph draw rounds` and `draw train`: curves from the CSV files runs write. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
