@@ -90,6 +90,43 @@ START_TEST(test_heatmap_cells)
 }
 END_TEST
 
+START_TEST(test_heatmap_log_scale)
+{
+    /* weights over six decades and a zero: lighter as they grow (each decade its own
+       colour, where a linear scale leaves all but the largest dark), the zero at the
+       bottom and still not the no-edge grey; decades on the colour bar */
+    static const int64_t src[7] = {0, 1, 2, 3, 4, 5, 6}, dst[7] = {1, 2, 3, 4, 5, 6, 0};
+    static const float w[7] = {0, 1e-6f, 1e-5f, 1e-4f, 1e-3f, 1e-2f, 1e-1f};
+    const ag_edge_weights_t a = {7, 7, src, dst, w, 1, -1, NULL, NULL};
+    const ag_heatmap_opts_t o = {.log_scale = 1};
+    char *svg;
+    ck_assert_int_eq(ag_draw_heatmap(&svg, &a, &o, NULL), AG_OK);
+    xmlDocPtr doc = svg_parse(svg);
+    double last = -1;
+    char grey[8];
+    const ag_rgb_t g = ag_colormap_nonedge();
+    snprintf(grey, sizeof grey, "#%02x%02x%02x", g.r, g.g, g.b);
+    for (int k = 1; k < 7; k++) {
+        char xp[128], fill[16];
+        snprintf(xp, sizeof xp, "//s:rect[@class='edge' and @data-src='%d']", k);
+        xmlXPathObjectPtr c = svg_nodes(doc, xp);
+        ck_assert_int_eq(c->nodesetval->nodeNr, 1);
+        svg_attr(c->nodesetval->nodeTab[0], "fill", fill, sizeof fill);
+        ck_assert_str_ne(fill, grey);
+        ck_assert_msg(svg_luminance(fill) > last + 5, "1e%d is not lighter than the decade "
+                      "below", k - 7);
+        last = svg_luminance(fill);
+        xmlXPathFreeObject(c);
+    }
+    ck_assert_int_eq(svg_count(doc, "//s:rect[@class='edge' and @data-src='0' and "
+                                    "@fill='#440154']"), 1);   /* the bottom of viridis */
+    ck_assert_int_eq(svg_count(doc, "//s:g[@class='colorbar']/s:text[.='1e-06']"), 1);
+    ck_assert_int_eq(svg_count(doc, "//s:g[@class='colorbar']/s:text[.='0.1']"), 1);
+    xmlFreeDoc(doc);
+    ag_svg_free(svg);
+}
+END_TEST
+
 START_TEST(test_heatmap_one_head)
 {
     ag_edge_weights_t a = small_edges(NULL);
@@ -179,7 +216,7 @@ START_TEST(test_heatmap_binned)
     a.n_nodes = 300;
     for (int64_t k = 0; k < E; k++)
         src[k] %= 300, dst[k] %= 300;
-    const ag_heatmap_opts_t o = {0, 1000, 50, 0};
+    const ag_heatmap_opts_t o = {.max_cells = 1000, .bins = 50};
     ck_assert_int_eq(ag_draw_heatmap(&svg, &a, &o, NULL), AG_OK);
     doc = svg_parse(svg);
     ck_assert_int_eq(svg_count(doc, "//s:rect[@class='edge']"), 0);
@@ -225,14 +262,14 @@ START_TEST(test_heatmap_pieces)
         piece.src = src + cut[p], piece.dst = dst + cut[p], piece.weight = ws + cut[p];
         ck_assert_int_eq(ag_heatmap_bins_add(b, &piece, NULL), AG_OK);
     }
-    ck_assert_int_eq(ag_draw_heatmap_bins(&pieces, b, NULL, "pieces", 0, NULL), AG_OK);
+    ck_assert_int_eq(ag_draw_heatmap_bins(&pieces, b, NULL, "pieces", NULL, NULL), AG_OK);
     ck_assert_str_eq(whole, pieces);
     ag_svg_free(pieces);
     /* the last edge again, right after itself: the same cell, more weight */
     ag_edge_weights_t again = a;
     again.n_edges = 1, again.src += n - 1, again.dst += n - 1, again.weight += n - 1;
     ck_assert_int_eq(ag_heatmap_bins_add(b, &again, NULL), AG_OK);
-    ck_assert_int_eq(ag_draw_heatmap_bins(&pieces, b, NULL, "pieces", 0, NULL), AG_OK);
+    ck_assert_int_eq(ag_draw_heatmap_bins(&pieces, b, NULL, "pieces", NULL, NULL), AG_OK);
     xmlDocPtr doc = svg_parse(pieces);
     xmlXPathObjectPtr blocks = svg_nodes(doc, "//s:rect[@class='block']");
     double edges = 0;
@@ -340,8 +377,11 @@ START_TEST(test_errors)
     a.head = -1, a.n_nodes = 0;
     ck_assert_fails_with(ag_draw_heatmap(&svg, &a, NULL, &err), err, AG_EINVAL, "0 nodes");
     a = small_edges(NULL);
-    const ag_heatmap_opts_t neg = {0, 0, 0, -1};
+    const ag_heatmap_opts_t neg = {.vmax = -1};
     ck_assert_fails_with(ag_draw_heatmap(&svg, &a, &neg, &err), err, AG_EINVAL, "vmax -1");
+    const ag_heatmap_opts_t upside_down = {.log_scale = 1, .vmin = 0.5, .vmax = 0.1};
+    ck_assert_fails_with(ag_draw_heatmap(&svg, &a, &upside_down, &err), err, AG_EINVAL,
+                         "vmin below vmax");
     a.n_nodes = AG_GRAPH_MAX_NODES + 1;
     ck_assert_fails_with(ag_draw_graph(&svg, &a, NULL, &err), err, AG_ELIMIT, "heatmap");
     ck_assert_fails_with(ag_layout_fr(NULL, 3, 0, NULL, NULL, 1, &err), err, AG_EINVAL, "layout");
@@ -471,6 +511,7 @@ Suite *draw_suite(void)
     TCase *t = tcase_create("draw");
     tcase_add_test(t, test_heatmap_cells);
     tcase_add_test(t, test_heatmap_one_head);
+    tcase_add_test(t, test_heatmap_log_scale);
     tcase_add_test(t, test_labels_escaped);
     tcase_add_test(t, test_heatmap_binned);
     tcase_add_test(t, test_heatmap_pieces);

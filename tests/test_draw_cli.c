@@ -236,6 +236,10 @@ START_TEST(test_errors)
     expect_cli("draw heatmap graphs/karate.gml --layout fr --out x.svg", 2, 2,
                "--layout is for the graph picture");
     expect_cli("draw heatmap graphs/karate.gml --quiet --out x.svg", 2, 2, "--quiet");
+    expect_cli("draw graph graphs/karate.gml --scale log --out x.svg", 2, 2,
+               "--scale is for the heatmap");
+    expect_cli("draw heatmap graphs/karate.gml --scale cubic --out x.svg", 2, 2,
+               "--scale 'cubic': expected linear or log");
     expect_cli("draw --help", 0, 1, "draw heatmap");
     expect_cli("draw rounds --help", 0, 1, "run --trace");
 }

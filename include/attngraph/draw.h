@@ -74,6 +74,11 @@ typedef struct {
     int64_t max_cells;   /* so are more distinct (dst, src) cells (0: AG_HEATMAP_MAX_CELLS) */
     int64_t bins;        /* blocks per axis when binned (0: AG_HEATMAP_BINS) */
     double vmax;         /* weight at the top of the colour scale (0: the largest drawn) */
+    int log_scale;       /* colour by log10 of the weight, vmin .. vmax (attention over
+                            many sources is small everywhere: a linear scale is all dark) */
+    double vmin;         /* log scale: the weight at the bottom (0: the smallest positive
+                            drawn, at least vmax / 1e6); weights below it, 0 too, take the
+                            lowest colour, which is still no "no edge" grey */
 } ag_heatmap_opts_t;
 
 /*
@@ -98,14 +103,14 @@ int ag_draw_heatmap(char **svg, const ag_edge_weights_t *a, const ag_heatmap_opt
  * repeated right after itself is one cell (a multi-edge, as compiled
  * neighbourhoods give them). ag_draw_heatmap_bins then draws what
  * ag_draw_heatmap draws when it bins (labels [n_nodes] or NULL, title or
- * NULL, vmax 0: the largest block).
+ * NULL; of opts, which may be NULL, vmax, log_scale and vmin count).
  */
 typedef struct ag_heatmap_bins ag_heatmap_bins_t;
 int ag_heatmap_bins_new(ag_heatmap_bins_t **bins, int64_t n_nodes, int64_t n_bins,
                         ag_error_t *err);
 int ag_heatmap_bins_add(ag_heatmap_bins_t *bins, const ag_edge_weights_t *a, ag_error_t *err);
 int ag_draw_heatmap_bins(char **svg, const ag_heatmap_bins_t *bins, const char *const *labels,
-                         const char *title, double vmax, ag_error_t *err);
+                         const char *title, const ag_heatmap_opts_t *opts, ag_error_t *err);
 void ag_heatmap_bins_free(ag_heatmap_bins_t *bins);
 
 /* ------------------------------------------------------------ graph picture */

@@ -42,6 +42,8 @@ static const char attention_usage[] =
     "                      heatmap has no limit: it sums blocks a piece at a time)\n"
     "  --title TEXT        the line above the picture (default: the graph or pattern)\n"
     "heatmap only:\n"
+    "  --scale linear|log  the colour scale (default linear; log shows the small weights\n"
+    "                      of nodes that attend to many sources)\n"
     "  --bins B            blocks per axis once binned (default 128; binned above 1000\n"
     "                      nodes or 20000 cells)\n"
     "graph only:\n"
@@ -72,6 +74,7 @@ typedef struct {
     int64_t bins;
     double vmax;
     int layout;                /* -1: by source; 0: arcs; 1: fr */
+    int log_scale;
 } attn_opts_t;
 
 static int parse_attention(attn_opts_t *a, run_opts_t *o, int argc, char **argv)
@@ -82,6 +85,7 @@ static int parse_attention(attn_opts_t *a, run_opts_t *o, int argc, char **argv)
         {"out", required_argument, 0, OPT_OUT}, {"head", required_argument, 0, OPT_HEAD},
         {"vmax", required_argument, 0, OPT_VMAX}, {"bins", required_argument, 0, OPT_BINS},
         {"layout", required_argument, 0, OPT_LAYOUT}, {"title", required_argument, 0, OPT_TITLE},
+        {"scale", required_argument, 0, OPT_SCALE},
         {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
         {"max-edges", required_argument, 0, OPT_MAX_EDGES}, {0, 0, 0, 0},
     };
@@ -114,6 +118,13 @@ static int parse_attention(attn_opts_t *a, run_opts_t *o, int argc, char **argv)
             if (!a->graph ? opt_int(&a->bins, cmd, p.name, p.arg, 1, 1024)
                           : usage_error(cmd, "--bins is for the heatmap"))
                 return EXIT_USAGE;
+            break;
+        case OPT_SCALE:
+            if (a->graph)
+                return usage_error(cmd, "--scale is for the heatmap");
+            if (strcmp(p.arg, "linear") && strcmp(p.arg, "log"))
+                return usage_error(cmd, "--scale '%s': expected linear or log", p.arg);
+            a->log_scale = strcmp(p.arg, "log") == 0;
             break;
         case OPT_LAYOUT:
             if (a->graph && strcmp(p.arg, "fr") && strcmp(p.arg, "arc"))
@@ -183,6 +194,7 @@ static int draw_binned(const attn_opts_t *a, const source_t *s, const inputs_t *
                                                           : most;
     most = most > CHUNK_SLOTS ? most : CHUNK_SLOTS;
     const int64_t bins = a->bins ? (a->bins < N ? a->bins : N) : 0;
+    const ag_heatmap_opts_t scale = {.vmax = a->vmax, .log_scale = a->log_scale};
     ag_heatmap_bins_t *b = NULL;
     float *W = ag_alloc(most * H, sizeof *W, err, "draw");
     int64_t *src = ag_alloc(2 * most, sizeof *src, err, "draw");
@@ -197,7 +209,7 @@ static int draw_binned(const attn_opts_t *a, const source_t *s, const inputs_t *
             rc = ag_heatmap_bins_add(b, &ew, err);
     }
     if (!rc)
-        rc = ag_draw_heatmap_bins(svg, b, (const char *const *)s->labels.str, head, a->vmax, err);
+        rc = ag_draw_heatmap_bins(svg, b, (const char *const *)s->labels.str, head, &scale, err);
     ag_heatmap_bins_free(b);
     free(W), free(src);
     return rc;
@@ -242,7 +254,8 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
         const ag_graph_opts_t go = {xy, a->vmax};
         rc = ag_draw_graph(svg, &ew, &go, err);
     } else if (!rc) {
-        const ag_heatmap_opts_t ho = {0, 0, a->bins, a->vmax};
+        const ag_heatmap_opts_t ho = {.bins = a->bins, .vmax = a->vmax,
+                                      .log_scale = a->log_scale};
         rc = ag_draw_heatmap(svg, &ew, &ho, err);
     }
     free(W), free(src), free(xy);
@@ -251,7 +264,7 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
 
 static int cmd_draw_attention(int graph, int argc, char **argv)
 {
-    attn_opts_t a = {graph, NULL, NULL, -1, 0, 0, -1};
+    attn_opts_t a = {graph, NULL, NULL, -1, 0, 0, -1, 0};
     run_opts_t o;
     int status = parse_attention(&a, &o, argc, argv);
     if (status >= 0)

@@ -48,7 +48,19 @@ typedef struct {
     double cs, mx, my, width, height, font, head;
     int64_t every;         /* a label every this many rows */
     double vmax;
+    int log_scale;
+    double vmin;           /* log scale: the bottom */
 } frame_t;
+
+/* Where weight w falls on the colour scale, 0 .. 1. */
+static double scale_at(const frame_t *f, double w)
+{
+    if (!f->log_scale)
+        return w / f->vmax;
+    if (!(w > f->vmin))
+        return 0;
+    return (log10(w) - log10(f->vmin)) / (log10(f->vmax) - log10(f->vmin));
+}
 
 /* First node of block b of g over N nodes (node i is in block i*g/N). */
 static int64_t block_first(int64_t b, int64_t g, int64_t N)
@@ -137,15 +149,22 @@ static void draw_colour_bar(svg_t *s, const frame_t *f)
                "height=\"%.0f\" fill=\"url(#scale)\" stroke=\"#444444\" stroke-width=\"0.5\"/>\n",
                x, y, h);
     double ticks[16];
-    const int n = svg_ticks(0, f->vmax, 4, ticks, 16);
+    int n = 0;
+    if (!f->log_scale)
+        n = svg_ticks(0, f->vmax, 4, ticks, 16);
+    else   /* the decades between the ends (the ends themselves when there is none) */
+        for (double e = ceil(log10(f->vmin) - 1e-9); e <= log10(f->vmax) + 1e-9 && n < 16; e++)
+            ticks[n++] = pow(10, e);
+    if (f->log_scale && n < 2)
+        ticks[0] = f->vmin, ticks[1] = f->vmax, n = 2;
     for (int k = 0; k < n; k++) {
-        const double ty = y + h - ticks[k] / f->vmax * h;
+        const double ty = y + h - fmin(1, scale_at(f, ticks[k])) * h;
         char num[32];
         svg_printf(s, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444444\"/>",
                    x + 14, ty, x + 18, ty);
         svg_text(s, x + 20, ty + 3.5, 10, NULL, NULL, svg_num(ticks[k], num));
     }
-    svg_text(s, x, y - 10, 10, NULL, NULL, "weight");
+    svg_text(s, x, y - 10, 10, NULL, NULL, f->log_scale ? "weight (log)" : "weight");
     svg_printf(s, "<rect class=\"legend-nonedge\" x=\"%.1f\" y=\"%.1f\" width=\"14\" "
                "height=\"14\" fill=\"url(#nonedge)\" stroke=\"#444444\" stroke-width=\"0.5\"/>\n",
                x, y + h + 16);
@@ -162,7 +181,7 @@ static void draw_cells(svg_t *s, const ag_edge_weights_t *a, const frame_t *f,
         svg_printf(s, "<rect class=\"edge\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
                    "fill=\"%s\" data-dst=\"%lld\" data-src=\"%lld\" data-weight=\"%.6g\"",
                    f->mx + c[k].src * f->cs, f->my + c[k].dst * f->cs, f->cs, f->cs,
-                   svg_hex(ag_colormap_viridis(c[k].w / f->vmax), col), (long long)c[k].dst,
+                   svg_hex(ag_colormap_viridis(scale_at(f, c[k].w)), col), (long long)c[k].dst,
                    (long long)c[k].src, c[k].w);
         if (n <= TOOLTIPS_MAX) {
             char d[32], sname[32];
@@ -192,7 +211,7 @@ static void draw_blocks(svg_t *s, const frame_t *f, const double *sum, const int
             svg_printf(s, "<rect class=\"block\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
                        "height=\"%.2f\" fill=\"%s\" data-edges=\"%lld\" data-weight=\"%.6g\"/>\n",
                        f->mx + c * f->cs, f->my + r * f->cs, f->cs, f->cs,
-                       svg_hex(ag_colormap_viridis(mean / f->vmax), col), (long long)n, mean);
+                       svg_hex(ag_colormap_viridis(scale_at(f, mean)), col), (long long)n, mean);
         }
     svg_printf(s, "</g>\n");
 }
@@ -210,21 +229,46 @@ static void draw_header(svg_t *s, const ag_edge_weights_t *a, const frame_t *f, 
         snprintf(line, sizeof line, "attention weight (%s): %lld node%s, %lld edge%s",
                  edges_head_text(a, head, sizeof head), (long long)f->N, AG_PLURAL(f->N),
                  (long long)cells, AG_PLURAL(cells));
+    if (f->log_scale)
+        snprintf(line + strlen(line), sizeof line - strlen(line), "; log colour scale");
     svg_text(s, 10, a->title ? 38 : 18, 11, NULL, "fill=\"#555555\"", line);
 }
 
+int heatmap_opts_check(const ag_heatmap_opts_t *o, ag_error_t *err)
+{
+    if (o && (o->max_nodes < 0 || o->max_cells < 0 || o->bins < 0 || !(o->vmax >= 0) ||
+              !(o->vmin >= 0) || (o->vmin > 0 && o->vmax > 0 && o->vmin >= o->vmax)))
+        return ag_fail(err, AG_EINVAL, "heatmap: max_nodes %lld, max_cells %lld, bins %lld, "
+                       "vmin %g, vmax %g; expected numbers >= 0, vmin below vmax",
+                       (long long)o->max_nodes, (long long)o->max_cells, (long long)o->bins,
+                       o->vmin, o->vmax);
+    return AG_OK;
+}
+
+/* The ends of the colour scale: the options', or the weights drawn. */
+static void scale_ends(frame_t *f, const cell_t *c, int64_t n, const ag_heatmap_bins_t *bins,
+                       const ag_heatmap_opts_t *o)
+{
+    double top = 0, bottom = INFINITY;
+    for (int64_t k = 0; k < (bins ? f->g * f->g : n); k++) {
+        const double w = bins ? (bins->count[k] ? bins->sum[k] / (double)bins->count[k] : NAN)
+                              : c[k].w;
+        if (w > 0)
+            top = fmax(top, w), bottom = fmin(bottom, w);
+    }
+    f->log_scale = o && o->log_scale;
+    f->vmax = o && o->vmax > 0 ? o->vmax : top > 0 ? top : 1;
+    f->vmin = o && o->vmin > 0 ? o->vmin : fmax(bottom, f->vmax * 1e-6);
+    if (!(f->vmin < f->vmax))   /* one weight only, or none */
+        f->vmin = f->vmax / 10;
+}
+
 int heatmap_render(char **svg, const ag_edge_weights_t *meta, const cell_t *c, int64_t n,
-                   const ag_heatmap_bins_t *bins, double vmax, ag_error_t *err)
+                   const ag_heatmap_bins_t *bins, const ag_heatmap_opts_t *o, ag_error_t *err)
 {
     frame_t f = {.N = meta->n_nodes, .g = bins ? bins->g : meta->n_nodes};
     f.binned = f.g < f.N;
-    double top = 0;
-    for (int64_t b = 0; bins && b < f.g * f.g; b++)
-        if (bins->count[b])
-            top = fmax(top, bins->sum[b] / (double)bins->count[b]);
-    for (int64_t k = 0; !bins && k < n; k++)
-        top = fmax(top, c[k].w);
-    f.vmax = vmax > 0 ? vmax : top > 0 ? top : 1;
+    scale_ends(&f, c, n, bins, o);
     layout(&f, meta);
     svg_t s;
     svg_begin(&s, f.width, f.height);
@@ -251,12 +295,10 @@ int ag_draw_heatmap(char **svg, const ag_edge_weights_t *a, const ag_heatmap_opt
     int rc = edges_check(a, "heatmap", err);
     if (rc)
         return rc;
-    const ag_heatmap_opts_t none = {0, 0, 0, 0};
+    const ag_heatmap_opts_t none = {0, 0, 0, 0, 0, 0};
     const ag_heatmap_opts_t *o = opts ? opts : &none;
-    if (o->max_nodes < 0 || o->max_cells < 0 || o->bins < 0 || !(o->vmax >= 0))
-        return ag_fail(err, AG_EINVAL, "heatmap: max_nodes %lld, max_cells %lld, bins %lld, "
-                       "vmax %g; expected numbers >= 0", (long long)o->max_nodes,
-                       (long long)o->max_cells, (long long)o->bins, o->vmax);
+    if ((rc = heatmap_opts_check(o, err)))
+        return rc;
     int64_t n = 0;
     cell_t *c = merge_cells(a, &n, err);
     if (!c)
@@ -272,7 +314,7 @@ int ag_draw_heatmap(char **svg, const ag_edge_weights_t *a, const ag_heatmap_opt
             bins_add_cell(b, c[k].dst, c[k].src, c[k].w);
     }
     if (!rc)
-        rc = heatmap_render(svg, a, c, n, b, o->vmax, err);
+        rc = heatmap_render(svg, a, c, n, b, o, err);
     ag_heatmap_bins_free(b);
     free(c);
     return rc;

@@ -24,9 +24,11 @@ void bins_add_cell(ag_heatmap_bins_t *b, int64_t dst, int64_t src, double w);
 /*
  * Draws the heatmap: `meta` gives the nodes, labels, title and heads (its
  * edges are not read); either the cells c [n] (one per distinct pair), or,
- * when bins is not NULL, its blocks.
+ * when bins is not NULL, its blocks; o (checked, or NULL) the colour scale.
  */
 int heatmap_render(char **svg, const ag_edge_weights_t *meta, const cell_t *c, int64_t n,
-                   const ag_heatmap_bins_t *bins, double vmax, ag_error_t *err);
+                   const ag_heatmap_bins_t *bins, const ag_heatmap_opts_t *o, ag_error_t *err);
+/* Refuses options out of range; o may be NULL (the defaults). */
+int heatmap_opts_check(const ag_heatmap_opts_t *o, ag_error_t *err);
 
 #endif

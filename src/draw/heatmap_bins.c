@@ -56,19 +56,20 @@ int ag_heatmap_bins_add(ag_heatmap_bins_t *b, const ag_edge_weights_t *a, ag_err
 }
 
 int ag_draw_heatmap_bins(char **svg, const ag_heatmap_bins_t *b, const char *const *labels,
-                         const char *title, double vmax, ag_error_t *err)
+                         const char *title, const ag_heatmap_opts_t *opts, ag_error_t *err)
 {
     *svg = NULL;
     if (!b)
         return ag_fail(err, AG_EINVAL, "heatmap: no bins given");
-    if (!(vmax >= 0))
-        return ag_fail(err, AG_EINVAL, "heatmap: vmax %g; expected a number >= 0", vmax);
+    int rc = heatmap_opts_check(opts, err);
+    if (rc)
+        return rc;
     int64_t cells = 0;
     for (int64_t k = 0; k < b->g * b->g; k++)
         cells += b->count[k];
     const ag_edge_weights_t meta = {b->n_nodes, 0, NULL, NULL, NULL, b->heads ? b->heads : 1,
                                     b->heads ? b->head : -1, labels, title};
-    return heatmap_render(svg, &meta, NULL, cells, b, vmax, err);
+    return heatmap_render(svg, &meta, NULL, cells, b, opts, err);
 }
 
 void ag_heatmap_bins_free(ag_heatmap_bins_t *b)
