@@ -1,6 +1,11 @@
 # attngraph — one Makefile, readable top to bottom.
 #   make run     install missing packages, build, run the shipped example
 #   make check   install missing packages, build, run every test
+#   make install     the tool, headers, libraries, attngraph.pc and man page under
+#                    PREFIX (/usr/local; LIBDIR, DESTDIR honoured); make uninstall
+#   make check-install   install into a stage under build/, build and run the examples
+#                        through pkg-config, uninstall (part of check)
+#   make check-man   the man page renders cleanly and matches --help (part of check)
 #   make bench   time the kernel (1 and 2 threads)
 #   make check-sanitize   every test under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-noomp      every test built without OpenMP
@@ -12,11 +17,19 @@
 #   make mpi     the MPI layer: build/libattngraph_mpi.a/.so and build/attngraph-mpi
 #   make check-mpi        the MPI tests (part of check): 1-4 processes against one
 #   make check-python     the Python package's tests (python/tests, Debian's /usr/bin/python3)
+#   make pictures         redraw the README's pictures (graphs/pictures/) from the examples
+#   make check-pictures   draw them twice into the build folder: the same bytes (part of check)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 #   NO_METIS=1   build without METIS (--partition metis then refuses)
 
+# libglpk-dev: igraph.pc names -lglpk for static links (pkg-config --static,
+# make check-install), but Debian's libigraph-dev does not depend on it.
+# groff-base: make check-man renders the man page.
+# librsvg2-bin (rsvg-convert) renders the pictures in the tests; zlib1g-dev
+# decodes the PNGs there.
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-dev \
-            python3-numpy python3-pytest python3-torch python3-igraph openmpi-bin libopenmpi-dev
+            python3-numpy python3-pytest python3-torch python3-igraph libglpk-dev groff-base \
+            librsvg2-bin zlib1g-dev openmpi-bin libopenmpi-dev
 # Debian's interpreter, which has python3-numpy, -torch, -igraph: a python3 found
 # first on PATH (a virtualenv, conda, pyenv) may lack them.
 PYTHON  ?= /usr/bin/python3
@@ -54,7 +67,7 @@ else
 AG_CFLAGS += -fopenmp-simd -Wno-unknown-pragmas
 endif
 
-LIB_SRC := $(wildcard src/*.c src/kernels/*.c)
+LIB_SRC := $(wildcard src/*.c src/kernels/*.c src/draw/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -64,14 +77,16 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 SONAME := libattngraph.so.0
 LIB_A  := $(BUILD)/libattngraph.a
 LIB_SO := $(BUILD)/libattngraph.so
-LIB_SO_REAL := $(BUILD)/libattngraph.so.$(patsubst "%",%,$(shell sed -n 's/^\#define AG_VERSION //p' include/attngraph/core.h))
+VERSION := $(patsubst "%",%,$(shell sed -n 's/^\#define AG_VERSION //p' include/attngraph/core.h))
+LIB_SO_REAL := $(BUILD)/libattngraph.so.$(VERSION)
 CLI    := $(BUILD)/attngraph
 TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: mpi check-mpi scale-mpi all deps run check check-python check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
-        fuzz fuzz-smoke fuzz-replay fuzz-deps
+.PHONY: all deps run check check-python check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
+        fuzz fuzz-smoke fuzz-replay fuzz-deps install uninstall check-install check-man \
+        pictures check-pictures mpi check-mpi scale-mpi
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
 # Installs only what is missing; does nothing when every package is present.
@@ -100,6 +115,9 @@ check: deps
 	$(TESTS)
 	$(EXAMPLE) >/dev/null
 	@$(MAKE) --no-print-directory check-exports
+	@$(MAKE) --no-print-directory check-man
+	@$(MAKE) --no-print-directory check-install
+	@$(MAKE) --no-print-directory check-pictures
 	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory check-mpi
 ifeq ($(CHECK_PYTHON),1)
@@ -175,7 +193,7 @@ $(CLI): $(CLI_OBJ) $(LIB_A)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
-	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check)
+	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check) -lz
 
 $(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o \
           $(BUILD)/src/cli/timing.o $(LIB_A)
@@ -253,9 +271,106 @@ $(BUILD)/make_random_csr: tools/make_random_csr.c
 $(BUILD)/train_round: tools/train_round.c $(LIB_A)
 	$(CC) $(AG_CFLAGS) $(CFLAGS) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The README's pictures, drawn by the tool from the shipped examples (the same
+# bytes every time: seeded inputs and layouts). PICTURES=DIR draws them elsewhere.
+PICTURES ?= graphs/pictures
+TOKENS := "the cat sat on the mat and the dog ran after it"
+pictures: all
+	@mkdir -p $(PICTURES)
+	$(CLI) draw heatmap graphs/karate.gml --heads 2 --out $(PICTURES)/karate-heatmap.svg
+	$(CLI) draw graph graphs/karate.gml --heads 2 --out $(PICTURES)/karate-graph.svg
+	$(CLI) draw heatmap graphs/en_ja_cross.graphml --heads 2 --head 1 \
+	  --out $(PICTURES)/en-ja-heatmap.svg
+	$(CLI) draw graph --pattern 'causal&!strided:4+global:1' --tokens $(TOKENS) --heads 2 \
+	  --rounds 2 --out $(PICTURES)/sentence-arcs.svg
+	$(CLI) draw heatmap --pattern 'window:64+global:2' --nodes 2000 --bins 100 \
+	  --out $(PICTURES)/window-2000-binned.svg
+	$(CLI) run graphs/hopfield.gml --features graphs/hopfield/x.npy --weights graphs/hopfield \
+	  --score dot --beta 0.25 --no-residual --rounds 20 --until 1e-6 --quiet \
+	  --trace $(PICTURES)/hopfield-rounds.svg
+	$(CLI) train graphs/planted.gml --features graphs/planted/x.npy \
+	  --labels graphs/planted/labels.npy --train-mask graphs/planted/train.npy \
+	  --eval-mask graphs/planted/eval.npy --rounds 2 --heads 2 --epochs 200 --quiet \
+	  --svg $(PICTURES)/planted-train.svg
+	$(CLI) compare --pattern causal --pattern window:3 --pattern 'causal&strided:3' \
+	  --pattern 'window:3+global:1' --pattern 'docs:6,6' --pattern 'causal&!strided:4+global:1' \
+	  --tokens $(TOKENS) --heads 2 --rounds 2 --quiet --svg $(PICTURES)/compare.svg
+	@ls -l $(PICTURES)
+
+# The pictures drawn twice give the same bytes (part of check).
+check-pictures: all
+	@rm -rf $(BUILD)/pictures-a $(BUILD)/pictures-b
+	@$(MAKE) --no-print-directory pictures PICTURES=$(BUILD)/pictures-a >/dev/null
+	@$(MAKE) --no-print-directory pictures PICTURES=$(BUILD)/pictures-b >/dev/null
+	@diff -r $(BUILD)/pictures-a $(BUILD)/pictures-b >/dev/null || \
+	  { echo "pictures: two drawings differ"; exit 1; }
+	@echo "pictures: $$(ls $(BUILD)/pictures-a | wc -l) drawn twice, the same bytes"
+
 # The README's embedding example, linked against the shared library like a user would.
 $(EXAMPLE): tools/example_embed.c $(LIB_SO) $(wildcard include/*.h include/attngraph/*.h)
 	$(CC) $(AG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) -Wl,-rpath,'$$ORIGIN' -lattngraph $(LDLIBS)
+
+# ---- installing ----
+# `make install` puts the tool, the headers, the libraries, attngraph.pc and the
+# man page under PREFIX; DESTDIR stages the same tree elsewhere (packages, the
+# install test). `make uninstall` (same PREFIX, LIBDIR, DESTDIR) removes exactly
+# those files, and include/attngraph/ if that leaves it empty.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+PCDIR      ?= $(LIBDIR)/pkgconfig
+# attngraph/mpi.h goes with the MPI layer (make mpi), which install leaves out
+HEADERS    := $(filter-out include/attngraph/mpi.h,$(wildcard include/attngraph/*.h))
+# What a static link of libattngraph.a needs beyond the packages of
+# attngraph.pc's Requires (the shared library records these itself): METIS
+# (no .pc file), and gcc's OpenMP runtime by name, as -fopenmp would make clang
+# load its libomp beside it.
+PC_LIBS_PRIVATE := $(strip $(if $(NO_METIS),,-lmetis) $(if $(NO_OMP),,-lgomp) -lm)
+# Paths in attngraph.pc relative to ${prefix} where they lie under it.
+pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+# ldconfig after a real install (or uninstall) as root: programs then find
+# libattngraph.so.0 with no rpath. Not for a staged tree.
+LDCONFIG = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+install: all
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_path,$(LIBDIR))|' \
+	    -e 's|@INCLUDEDIR@|$(call pc_path,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|' src/attngraph.pc.in > $(BUILD)/attngraph.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) \
+	  $(DESTDIR)$(INCLUDEDIR)/attngraph $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/attngraph
+	install -m 644 include/attngraph.h $(DESTDIR)$(INCLUDEDIR)/attngraph.h
+	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/attngraph/
+	install -m 755 $(LIB_SO_REAL) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_SO_REAL)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libattngraph.so
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libattngraph.a
+	install -m 644 $(BUILD)/attngraph.pc $(DESTDIR)$(PCDIR)/attngraph.pc
+	install -m 644 src/cli/attngraph.1 $(DESTDIR)$(MANDIR)/man1/attngraph.1
+	@$(LDCONFIG)
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/attngraph $(DESTDIR)$(INCLUDEDIR)/attngraph.h \
+	  $(HEADERS:include/%=$(DESTDIR)$(INCLUDEDIR)/%) \
+	  $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO_REAL)) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+	  $(DESTDIR)$(LIBDIR)/libattngraph.so $(DESTDIR)$(LIBDIR)/libattngraph.a \
+	  $(DESTDIR)$(PCDIR)/attngraph.pc $(DESTDIR)$(MANDIR)/man1/attngraph.1
+	if [ -d $(DESTDIR)$(INCLUDEDIR)/attngraph ]; then \
+	  rmdir --ignore-fail-on-non-empty $(DESTDIR)$(INCLUDEDIR)/attngraph; fi
+	@$(LDCONFIG)
+
+# Installs into a stage under the build folder and builds, links and runs the
+# examples through pkg-config as a user would (tests/check_install.sh); no root
+# needed, nothing outside $(BUILD) touched.
+check-install: all $(EXAMPLE)
+	@MAKE="$(MAKE)" CC="$(CC)" LDFLAGS="$(LDFLAGS)" BUILD="$(BUILD)" VERSION="$(VERSION)" \
+	  sh tests/check_install.sh
+# The man page renders without a warning and describes every command and option
+# that the --help texts list (tests/check_man.sh).
+check-man: $(CLI)
+	@sh tests/check_man.sh $(CLI) src/cli/attngraph.1 $(VERSION)
 
 # ---- fuzzing (tests/fuzz/) ----
 # One libFuzzer target per input kind. `make fuzz` builds them with clang under

@@ -76,5 +76,7 @@ Suite *train_cli_suite(void);
 Suite *training_suite(void);
 Suite *fused_backward_suite(void);
 Suite *part_suite(void);
+Suite *draw_suite(void);
+Suite *draw_cli_suite(void);
 
 #endif
