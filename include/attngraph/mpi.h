@@ -20,10 +20,10 @@
  *
  * Long runs of consecutive sources (causal and window patterns over long
  * sequences): instead of a halo of nearly every row, K and V travel in blocks
- * from process to process (ag_mpi_path_t AG_MPI_RING), each destination
+ * around the ring of ranks (ag_mpi_path_t AG_MPI_RING), each destination
  * merging them into its online-softmax state in ascending source order, on
- * the one-process kernel's own tiles: O(N/P) rows a process plus a block in
- * flight, and the same bits.
+ * the one-process kernel's own tiles: O(N/P) rows a process plus the blocks
+ * in flight, and the same bits.
  *
  * Errors: every function returns the same status on every process of the
  * communicator (they agree before returning), with err holding the message
@@ -95,11 +95,12 @@ void ag_mpi_part_destroy(ag_mpi_part_t *part);
 
 /* How K and V reach the destinations. */
 typedef enum {
-    AG_MPI_AUTO = 0,    /* the ring for one run per destination when the halo would hold
-                           more than half the rows on some process; else the halo */
+    AG_MPI_AUTO = 0,    /* the ring where it applies and the rows a process reads would
+                           span more than half of all rows on some process; else the halo */
     AG_MPI_HALO,        /* each process receives the rows it reads, once a round */
-    AG_MPI_RING         /* blocks of K and V pass from process to process (one run per
-                           destination only) */
+    AG_MPI_RING         /* blocks of K and V pass around the ring of ranks, neighbour to
+                           neighbour; needs one run per destination and 16 or more
+                           in-edges per node on average (the tiled kernel) */
 } ag_mpi_path_t;
 
 /* What a run measured on this process. */
