@@ -232,12 +232,17 @@ $(MPI_LIB_SO): $(MPI_LIB_OBJ) $(LIB_OBJ)
 $(MPI_CLI): $(MPI_CLI_OBJ) $(filter-out %/src/cli/main.o,$(CLI_OBJ)) $(MPI_LIB_A) $(LIB_A)
 	OMPI_CC=$(CC) $(MPICC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# An embedding program of the README: the C API against ag_rounds_run.
+$(BUILD)/example_mpi: tools/example_mpi.c $(MPI_LIB_SO) include/attngraph/mpi.h
+	OMPI_CC=$(CC) $(MPICC) $(AG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) \
+	  -Wl,-rpath,'$$ORIGIN' -lattngraph_mpi $(LDLIBS)
+
 # 1, 2, 3 and 4 processes against the one-process tool, byte for byte
 # (tests/mpi/check.sh; every mpirun under timeout).
 check-mpi: deps
-	@$(MAKE) --no-print-directory $(CLI) $(MPI_CLI) $(BUILD)/make_random_csr
+	@$(MAKE) --no-print-directory $(CLI) $(MPI_CLI) $(BUILD)/make_random_csr $(BUILD)/example_mpi
 	AG_CLI="$(AG_CLI)" AG_MPI_CLI=$(MPI_CLI) AG_RANDOM_CSR=$(BUILD)/make_random_csr \
-	  sh tests/mpi/check.sh
+	  AG_EXAMPLE_MPI=$(BUILD)/example_mpi sh tests/mpi/check.sh
 
 # The README's MPI measurements (tools/scale_mpi.sh): about 10 minutes on 2 cores.
 scale-mpi: deps

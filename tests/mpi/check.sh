@@ -9,6 +9,7 @@ set -u
 CLI=${AG_CLI:-build/attngraph}
 MPI=${AG_MPI_CLI:-build/attngraph-mpi}
 RANDOM_CSR=${AG_RANDOM_CSR:-build/make_random_csr}
+EXAMPLE=${AG_EXAMPLE_MPI:-build/example_mpi}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Open MPI's own allocations are not ours to report under AddressSanitizer
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
@@ -83,6 +84,27 @@ same ring-window "--pattern window:300 --nodes 4500 $common" "--path ring" 2 4
 # two-sided: blocks also travel leftwards; a prefix every process reads
 same ring-two-sided "--pattern window:200,300 --nodes 5000 $common" "--path ring" 2 3 4
 same ring-prefix "--pattern prefix:1500 --nodes 4000 --dim 16 --heads 2" "--path ring" 3 4
+
+# the C API in an embedding program, against ag_rounds_run in the same program
+for spec in causal random:12,4+window:3; do
+    for p in 1 2 3; do
+        if ! timeout 60 mpirun --oversubscribe -np $p "$EXAMPLE" "$spec" 3000 >"$T/log" 2>&1; then
+            bad "example_mpi $spec on $p processes: $(head -n 3 "$T/log")"
+        else
+            ok
+        fi
+    done
+done
+
+# a wrong --features file (rows): one message, exit 1
+mpi 2 run --pattern causal --nodes 2999 --features "$T/causal.1.npy" --out "$T/f.npy" \
+    >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] || [ -e "$T/f.npy" ]; then
+    bad "features of the wrong size: exit $status: $(cat "$T/err")"
+else
+    ok
+fi
 
 # a bad input that only the last process meets: an index out of range at the
 # end of the indices file. One message, exit 1, no output, no hang.
