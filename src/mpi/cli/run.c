@@ -145,6 +145,14 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         return EXIT_USAGE;
     run_opts_t o;
     int status = run_parse(&o, argc, argv);
+    if (status == 0)   /* the help: attngraph run's, and the option only this tool has */
+        printf("\nattngraph-mpi run (mpirun -np P attngraph-mpi run ...) also takes:\n"
+               "  --path auto|halo|ring   how K and V rows reach the processes: halo (each\n"
+               "                      receives the rows it reads), ring (blocks pass around\n"
+               "                      the ranks; one run of sources per destination), or auto\n"
+               "                      (default: the ring where the halo would hold over half\n"
+               "                      the rows). Per-edge exports, traces, per-node weights and\n"
+               "                      scores other than scaled-dot and dot are attngraph run's.\n");
     if (status >= 0)
         return status;
     if (refuse_unsupported(&o))
