@@ -249,16 +249,16 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
        wide ones (64) reuse each K and V row more on long runs. */
     const int QV = ag_i_tiled_width(nb);
     const int64_t BQ = QV * AG_LANES;
-    const int64_t per_thread = scratch_stride(2 * d * BQ + BK * BQ + 4 * BQ);
-    float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
-                          "tiled kernel buffers");
-    if (!buf)
-        return AG_ENOMEM;
     if (lo >= hi)
         return AG_OK;
     if (lo % BQ)
         return ag_fail(err, AG_EINVAL, "tiled kernel: destinations from %lld, not a multiple "
                        "of %lld", (long long)lo, (long long)BQ);
+    const int64_t per_thread = scratch_stride(2 * d * BQ + BK * BQ + 4 * BQ);
+    float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
+                          "tiled kernel buffers");
+    if (!buf)
+        return AG_ENOMEM;
     const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0, n_tasks = n_blocks * H;
     const float scale2 = scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
     static const block_fn variants[3][2] = {{block_q1_base, block_q4_base},
