@@ -16,6 +16,7 @@ from .graph import Graph
 from .ops import Score, attention, attention_weights, attention_stats, attention_backward, Grads
 from .weights import Weights, save_layers, load_layers
 from .rounds import rounds, compare, format_compare
+from . import draw
 from .train import (rounds_forward, Tape, grads_like, add_layer_norm, mse_loss, cross_entropy,
                     Optimizer)
 
@@ -36,4 +37,4 @@ __all__ = ["Error", "Graph", "Score", "Weights", "attention", "attention_weights
            "attention_stats", "attention_backward", "Grads", "rounds", "compare",
            "format_compare", "rounds_forward", "Tape", "grads_like", "add_layer_norm",
            "mse_loss", "cross_entropy", "Optimizer", "save_layers", "load_layers",
-           "set_threads", "set_memory_budget", "blas_info", "library_path"]
+           "set_threads", "set_memory_budget", "blas_info", "library_path", "draw"]
