@@ -317,6 +317,9 @@ extern const char *const score_names[AG_SCORE_KINDS];
 /* The model's options as command-line text, "--heads 2 --rounds 3 --norm layer":
    what train --save writes to DIR/model.args. */
 void model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int64_t rounds);
+/* When the command gives none of the model's options, takes them from its
+   --weights DIR/model.args (if any); 0, or EXIT_USAGE with the message printed. */
+int model_args_defaults(run_opts_t *o, const char *cmd);
 /* Refuses a --weights DIR whose model.args differs from the command's own
    options (AG_OK when there is no model.args). */
 int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_error_t *err);
