@@ -205,7 +205,7 @@ class GraphAttention(nn.Module):
         ours = self.model_args(args.get("rounds", 1))
         if saved != ours:
             raise Error("%s was trained with `%s` (%s); this module has `%s`: make the module "
-                        "with the model's options, or use GraphAttention.load(%r)"
+                        "with the model's options, or take them from it: GraphAttention.load(%r)"
                         % (os.fspath(folder), saved, path, ours, os.fspath(folder)),
                         "invalid value")
 
