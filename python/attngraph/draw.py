@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _structs as S
 from ._lib import lib, check, err, Error
-from .graph import Graph
+from .graph import Graph, _IGRAPH_LOCK
 from .ops import f32
 
 
@@ -125,8 +125,9 @@ def layout_fr(graph, seed=1):
     dst = np.ascontiguousarray(np.repeat(np.arange(N, dtype=np.int64), graph.in_degree()))
     xy = np.empty((N, 2), np.float64)
     e = err()
-    check(lib.ag_layout_fr(xy.ctypes.data, N, E, src.ctypes.data, dst.ctypes.data, int(seed),
-                           C.byref(e)), e)
+    with _IGRAPH_LOCK:      # the layout is igraph's, which is not thread-safe
+        check(lib.ag_layout_fr(xy.ctypes.data, N, E, src.ctypes.data, dst.ctypes.data,
+                               int(seed), C.byref(e)), e)
     return xy
 
 
