@@ -75,5 +75,6 @@ Suite *backward_suite(void);
 Suite *train_cli_suite(void);
 Suite *training_suite(void);
 Suite *fused_backward_suite(void);
+Suite *partition_suite(void);
 
 #endif
