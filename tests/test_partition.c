@@ -4,6 +4,7 @@
  * per-part counts against a brute force over every message; METIS parts
  * valid and cutting no more edges than contiguous ones on clustered graphs.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -398,6 +399,89 @@ START_TEST(metis_edge_cases)
 }
 END_TEST
 
+/* Counting a pattern one destination at a time, exactly, agrees with the
+   compiled pattern's partition and counts. */
+START_TEST(pattern_counts_exact)
+{
+    const char *specs[] = {"causal", "window:5", "window:3,2", "causal&!strided:3",
+                           "random:4,9", "window:2+global:1", "complete", "dilated:6,2",
+                           "bigbird:4,3,1,1"};
+    for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
+        for (int self = AG_SELF_KEEP; self <= AG_SELF_OFF; self++)
+            for (int P = 1; P <= 300; P = P * 3 + 1) {
+                ag_pattern_t *pat;
+                ag_nbhd_t nb;
+                ag_partition_t pt;
+                ag_error_t err;
+                const int64_t N = 157;
+                ck_assert_int_eq(ag_pattern_parse(&pat, specs[k], &err), AG_OK);
+                ck_assert_int_eq(ag_nbhd_from_pattern(&nb, pat, N, self, &err), AG_OK);
+                ck_assert_int_eq(ag_partition_contiguous(&pt, &nb, P, &err), AG_OK);
+                ag_part_stats_t *want = calloc((size_t)P, sizeof *want);
+                ag_part_stats_t *got = calloc((size_t)P, sizeof *got);
+                int64_t *first = malloc((size_t)(P + 1) * sizeof *first);
+                ck_assert_int_eq(ag_partition_stats(&pt, &nb, want, &err), AG_OK);
+                int exact = 0;
+                ck_assert_int_eq(ag_partition_pattern(first, got, pat, N, self, P,
+                                                      AG_SAMPLE_EXACT, &exact, &err), AG_OK);
+                ck_assert_int_eq(exact, 1);
+                ck_assert_mem_eq(first, pt.first, (size_t)(P + 1) * sizeof *first);
+                for (int p = 0; p < P; p++) {
+                    ck_assert_int_eq(got[p].n_dst, want[p].n_dst);
+                    ck_assert_int_eq(got[p].n_edges, want[p].n_edges);
+                    ck_assert_int_eq(got[p].work, want[p].work);
+                    ck_assert_int_eq(got[p].n_cut, want[p].n_cut);
+                    ck_assert_msg(got[p].n_halo == want[p].n_halo, "%s self %d, part %d of %d: "
+                                  "halo %lld, want %lld", specs[k], self, p, P,
+                                  (long long)got[p].n_halo, (long long)want[p].n_halo);
+                }
+                free(want), free(got), free(first);
+                ag_partition_destroy(&pt);
+                ag_nbhd_destroy(&nb);
+                ag_pattern_free(pat);
+            }
+}
+END_TEST
+
+/* Sampled counts: exact where the pattern makes them so (causal, window),
+   within a few percent for random sources. */
+START_TEST(pattern_counts_sampled)
+{
+    const struct { const char *spec; double tol_halo; } cases[] = {
+        {"random:16,3", 0.03}, {"causal", 0.0}, {"window:7", 0.0}, {"random:4,5+window:3", 0.03}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const int64_t N = 200000;
+        const int P = 8;
+        ag_pattern_t *pat;
+        ag_error_t err;
+        ck_assert_int_eq(ag_pattern_parse(&pat, cases[k].spec, &err), AG_OK);
+        ag_part_stats_t want[8], got[8];
+        int64_t f_want[9], f_got[9];
+        int exact = 1;
+        ck_assert_int_eq(ag_partition_pattern(f_want, want, pat, N, AG_SELF_KEEP, P,
+                                              AG_SAMPLE_EXACT, &exact, &err), AG_OK);
+        ck_assert_int_eq(ag_partition_pattern(f_got, got, pat, N, AG_SELF_KEEP, P, 500, &exact,
+                                              &err), AG_OK);
+        ck_assert_int_eq(exact, 0);
+        for (int p = 0; p < P; p++) {
+            ck_assert_int_le(llabs((long long)(f_got[p] - f_want[p])), N / 1000);
+            ck_assert_int_eq(got[p].n_dst, f_got[p + 1] - f_got[p]);
+            const double scale = (double)got[p].n_dst / (double)want[p].n_dst;
+            const double e = (double)got[p].n_edges / ((double)want[p].n_edges * scale);
+            ck_assert_msg(fabs(e - 1) < 0.02, "%s part %d: edges %lld, want about %lld",
+                          cases[k].spec, p, (long long)got[p].n_edges,
+                          (long long)want[p].n_edges);
+            const double h = want[p].n_halo ? (double)got[p].n_halo / (double)want[p].n_halo : 1;
+            ck_assert_msg(fabs(h - 1) <= cases[k].tol_halo + 1e-3 ||
+                          llabs((long long)(got[p].n_halo - want[p].n_halo)) <= 2,
+                          "%s part %d: halo %lld, want %lld", cases[k].spec, p,
+                          (long long)got[p].n_halo, (long long)want[p].n_halo);
+        }
+        ag_pattern_free(pat);
+    }
+}
+END_TEST
+
 Suite *partition_suite(void)
 {
     Suite *s = suite_create("partition");
@@ -411,6 +495,8 @@ Suite *partition_suite(void)
     tcase_add_test(tc, halos_of_patterns);
     tcase_add_test(tc, metis_cuts_clustered_graphs);
     tcase_add_test(tc, metis_edge_cases);
+    tcase_add_test(tc, pattern_counts_exact);
+    tcase_add_test(tc, pattern_counts_sampled);
     suite_add_tcase(s, tc);
     return s;
 }

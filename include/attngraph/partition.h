@@ -112,6 +112,37 @@ int ag_partition_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int part, i
 int ag_partition_stats(const ag_partition_t *pt, const ag_nbhd_t *nb, ag_part_stats_t *stats,
                        ag_error_t *err);
 
+/* ag_partition_pattern's `sample`: count every destination, or choose. */
+#define AG_SAMPLE_EXACT (-1)
+#define AG_SAMPLE_AUTO 0
+
+/*
+ * Contiguous parts of a pattern on N nodes and their counts, without
+ * compiling it (no [E] array, nor [N] ones when sampled): for a graph far too
+ * large to hold, e.g. random:16 on 1e9 nodes (1.6e10 messages). first [P+1]
+ * gets the boundaries, stats [P] the counts.
+ *
+ * sample AG_SAMPLE_EXACT: every destination is evaluated twice (its in-degree
+ * for the boundaries, then its sources part by part): first and stats are
+ * those of ag_partition_contiguous and ag_partition_stats on the compiled
+ * pattern; time O(N + runs), memory 8N bytes + N/8.
+ * sample > 0: boundaries from the in-degrees of 65,536 evenly spaced
+ * destinations; per part, its first and last 64 destinations are evaluated
+ * and `sample` others evenly spread. n_dst is exact; n_edges, work and n_cut
+ * are the sample's means scaled up; n_halo counts the union of the evaluated
+ * runs of two or more sources (exact for causal, window and complete
+ * patterns, a lower bound otherwise) plus the single sources read, those not
+ * evaluated being extrapolated as if spread uniformly over the rows not
+ * counted yet, at the rate the sample found new ones (exact in expectation
+ * for random:k). Memory N/8 bytes plus the evaluated runs.
+ * AG_SAMPLE_AUTO: exact when that costs less than about 1e8 interval steps
+ * (N <= 5e7), else 1,024 per part (fewer beyond 2,000 parts).
+ * *exact (may be NULL) gets 1 when every count is exact.
+ */
+int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_pattern_t *pattern,
+                         int64_t n_nodes, ag_self_loops_t self, int n_parts, int64_t sample,
+                         int *exact, ag_error_t *err);
+
 /* Largest part work over the mean (1 = perfect balance), from stats [P]. */
 double ag_partition_imbalance(const ag_part_stats_t *stats, int n_parts);
 
