@@ -30,6 +30,8 @@ static const char usage[] =
     "  train GRAPH --features X (--labels L | --targets Y) [--pattern A --pattern B ...]\n"
     "                        train a model of rounds (and a readout); compare what it\n"
     "                        learns under several connectivities\n"
+    "  plan --ranks P (GRAPH | --csr ... | --pattern SPEC --nodes N)\n"
+    "                        plan a run over P processes: parts, halos, bytes, time\n"
     "\n"
     "  attngraph COMMAND --help   options of a command (also -h, or attngraph help COMMAND)\n"
     "  attngraph --version        versions of attngraph, igraph and OpenBLAS (and its kernels)\n";
@@ -98,7 +100,8 @@ int main(int argc, char **argv)
         int (*run)(int, char **);
     } commands[] = {{"run", cmd_run}, {"pattern", cmd_pattern}, {"compare", cmd_compare},
                     {"inspect", cmd_inspect}, {"bench", cmd_bench},
-                    {"grad", cmd_grad}, {"train", cmd_train}};
+                    {"grad", cmd_grad}, {"train", cmd_train},
+                    {"plan", cmd_plan}};
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
         if (strcmp(cmd, commands[k].name) == 0)
             return reported(commands[k].run(argc - 1, argv + 1));
