@@ -76,5 +76,6 @@ Suite *train_cli_suite(void);
 Suite *training_suite(void);
 Suite *fused_backward_suite(void);
 Suite *partition_suite(void);
+Suite *plan_suite(void);
 
 #endif

@@ -31,9 +31,12 @@ static const char plan_usage[] =
     "  --dim D             model width (default 16)\n"
     "  --heads H           attention heads (default 1)\n"
     "  --head-dim d        head width (default D/H); a K+V row is 2*H*d float32\n"
-    "  --bandwidth GB/s    network bandwidth per process (default 10)\n"
-    "  --rate GFLOP/s      the kernel's rate per process (default: measured now on a\n"
-    "                      small input of the same kind, with --threads threads)\n"
+    "  --bandwidth GB/s    network bandwidth per process (default 10; latency is not\n"
+    "                      counted)\n"
+    "  --rate K[,G]        GFLOP/s per process of the kernel (K) and the projections\n"
+    "                      (G) (default: measured now, with --threads threads: the\n"
+    "                      kernel on a small input of the same kind, the projections\n"
+    "                      on 65,536 rows)\n"
     "  --threads T         threads of the measured runs (default: all cores)\n"
     "  --sample M          patterns: count M destinations inside each part (and 64 at\n"
     "                      each end) instead of choosing\n"
@@ -107,6 +110,24 @@ static int parse_ranks(plan_opts_t *po, const char *text)
     return 0;
 }
 
+/* --rate KERNEL[,PROJECTIONS] in GFLOP/s, or "measured". */
+static int parse_rate(plan_opts_t *po, const char *text)
+{
+    if (strcmp(text, "measured") == 0)
+        return 0;
+    char *end;
+    po->rates.kernel_gflops = strtod(text, &end);
+    if (*end == ',')
+        po->rates.gemm_gflops = strtod(end + 1, &end);
+    if (*end || !(po->rates.kernel_gflops > 0 && po->rates.kernel_gflops < 1e9) ||
+        !(po->rates.gemm_gflops >= 0 && po->rates.gemm_gflops < 1e9) ||
+        (strchr(text, ',') && po->rates.gemm_gflops == 0))
+        return usage_error("plan", "--rate '%s': expected the kernel's GFLOP/s (> 0), optionally "
+                           "followed by ',' and the projections' (e.g. 40 or 40,200), or "
+                           "'measured'", text);
+    return 0;
+}
+
 static int plan_option(plan_opts_t *po, int c, const opt_parser_t *p)
 {
     int64_t v;
@@ -120,10 +141,7 @@ static int plan_option(plan_opts_t *po, int c, const opt_parser_t *p)
         po->metis = p->arg[0] == 'm';
         return 0;
     case OPT_BANDWIDTH: return opt_real(&po->bandwidth, "plan", "bandwidth", p->arg, 0, 1);
-    case OPT_RATE:
-        if (strcmp(p->arg, "measured") == 0)
-            return 0;
-        return opt_real(&po->rates.kernel_gflops, "plan", "rate", p->arg, 0, 1);
+    case OPT_RATE: return parse_rate(po, p->arg);
     case OPT_SAMPLE:
         if (opt_int(&v, "plan", "sample", p->arg, 1, 100000000))
             return EXIT_USAGE;
@@ -555,7 +573,7 @@ static void print_header(const plan_opts_t *po, const model_t *m, const plan_inp
     printf("rates per process: kernel %.3g GFLOP/s (%s), projections %.3g GFLOP/s (%s); "
            "network %.3g GB/s\n", m->kernel,
            po->rates.kernel_measured ? po->rates.where : "--rate", m->gemm,
-           po->rates.gemm_measured ? "measured" : "given", m->bandwidth);
+           po->rates.gemm_measured ? "measured" : "--rate", m->bandwidth);
     if (po->rates.kernel_measured)
         printf("(measured now with %d thread%s: a busy machine gives low rates)\n", threads,
                threads == 1 ? "" : "s");
