@@ -152,6 +152,7 @@ START_TEST(bad_inputs_exit_1_with_a_clear_message)
     char args[2048];
     snprintf(args, sizeof args, "run graphs/sentence.gml --q %s --k %s --v %s",
              save("q3.npy", x, 3, 4), save("k3.npy", x, 3, 4), save("v3.npy", x, 3, 4));
+    expect_cli(args, 1, 2, "--q /");
     expect_cli(args, 1, 2, "q3.npy has 3 rows, the graph has 4 nodes");
 
     x[6] = NAN;

@@ -127,6 +127,14 @@ START_TEST(help_for_every_command)
     expect_cli("grad -h", 0, 1, "usage: attngraph grad");
     expect_cli("help train", 0, 1, "usage: attngraph train");
     expect_cli("train --epoch 3", 2, 2, "did you mean --epochs?");
+    /* train's help lists only what train takes: not run's raw mode, --dim or --until */
+    char *out = NULL;
+    ck_assert_int_eq(run_cli("train --help", &out, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--norm layer|none"));
+    const char *not_train[] = {"--q Q.npy", "--dim D", "--until TOL"};
+    for (size_t k = 0; k < sizeof not_train / sizeof not_train[0]; k++)
+        ck_assert_msg(!strstr(out, not_train[k]), "train --help lists %s", not_train[k]);
+    free(out);
     expect_cli("help", 0, 1, "commands:");
     expect_cli("help frobnicate", 2, 2, "unknown command 'frobnicate'");
 }

@@ -348,6 +348,10 @@ START_TEST(grad_refusals)
              "--out %s", q, q, q, q, tmp_path("e2"));
     expect_cli(args, 1, 2, "exists and is not a folder");
     snprintf(args, sizeof args, "grad graphs/sentence.gml --q %s --k %s --v %s --dout %s "
+             "--out %s", q, q, q, q, tmp_path("e3/sub/dir"));
+    expect_cli(args, 1, 2, "cannot create it: /");
+    expect_cli(args, 1, 2, "/e3/sub does not exist");
+    snprintf(args, sizeof args, "grad graphs/sentence.gml --q %s --k %s --v %s --dout %s "
              "--out -", q, q, q, q);
     expect_cli(args, 1, 2, "--out names a folder");
 }
@@ -515,6 +519,21 @@ START_TEST(save_then_run_predicts_the_same_classes)
         ck_assert_msg(a[i] == b[i], "node %lld: train predicted %lld, run %lld", (long long)i,
                       (long long)a[i], (long long)b[i]);
     free(a), free(b);
+
+    /* the saved model.args says what the arrays cannot: run refuses other options */
+    char *text = read_text(tmp_path("model/model.args"));
+    ck_assert_str_eq(text, "--heads 2 --rounds 2 --score additive --no-residual\n");
+    free(text);
+    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy --weights %s --predict %s", model, p2);
+    expect_cli(args, 1, 2, "was trained with `--heads 2 --rounds 2 --score additive "
+               "--no-residual` (");
+    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy --weights %s --heads 2 --rounds 2 --score "
+             "additive --no-residual --norm layer --predict %s", model, p2);
+    expect_cli(args, 1, 2, "this command has `--heads 2 --rounds 2 --score additive "
+               "--no-residual --norm layer`");
+    write_text(tmp_path("model/model.args"), "heads 2\n");
+    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy --weights %s --predict %s", model, p2);
+    expect_cli(args, 1, 2, "model.args: expected one line of options starting with --heads");
 }
 END_TEST
 
@@ -711,9 +730,29 @@ START_TEST(train_refusals)
     snprintf(args, sizeof args, "train graphs/planted.gml --features %s --labels %s --weights %s",
              x, tmp_path("six.npy"), model);
     expect_cli(args, 1, 2, "m3/readout.npy has 3 classes; --labels");
+    /* classes 0, 1, 2 and 6: 3, 4 and 5 have no node; a warning, and training goes on */
+    for (int i = 0; i < 300; i++)
+        six[i] = i % 4 == 3 ? 6 : i % 4;
+    write_npy_raw(tmp_path("gap.npy"), "<i8", 0, "(300,)", six, sizeof six);
+    snprintf(args, sizeof args, "train graphs/planted.gml --features %s --labels %s --epochs 1 "
+             "--quiet", x, tmp_path("gap.npy"));
+    expect_cli(args, 0, 2, "gap.npy: classes 3, 4, 5 have no node (C = 7, from the largest "
+               "label)");
     snprintf(args, sizeof args, "train graphs/planted.gml --features %s --labels %s --lr 1e30 "
              "--epochs 3", x, labels);
-    expect_cli(args, 1, 2, "training diverged; lower --lr (1e+30) or set --clip");
+    expect_cli(args, 1, 2, "epoch 1: the loss is NaN: training diverged; lower --lr (1e+30) "
+               "or set --clip");
+    /* a value float32 cannot hold is refused, not turned into inf */
+    snprintf(args, sizeof args, "train graphs/planted.gml --features %s --labels %s --lr 1e40",
+             x, labels);
+    expect_cli(args, 2, 2, "--lr '1e40' is beyond float32's range");
+    /* outputs that cannot be made are named by their option, before any work */
+    snprintf(args, sizeof args, "train graphs/planted.gml --features %s --labels %s --predict "
+             "%s --epochs 3", x, labels, tmp_path("no-such-folder/p.npy"));
+    expect_cli(args, 1, 2, "--predict /");
+    snprintf(args, sizeof args, "train graphs/planted.gml --features %s --labels %s --log "
+             "%s --epochs 3", x, labels, tmp_path("no-such-folder/l.csv"));
+    expect_cli(args, 1, 2, "--log /");
 }
 END_TEST
 
@@ -724,8 +763,9 @@ START_TEST(run_predict_refusals)
     expect_cli("run graphs/sentence.gml --rounds 0", 2, 2, "0, the readout alone, goes with "
                "--predict");
     expect_cli("run graphs/hopfield.gml --features graphs/hopfield/x.npy --weights "
-               "graphs/hopfield --predict p.npy", 1, 2, "graphs/hopfield/readout.npy: cannot "
-               "open");
+               "graphs/hopfield --predict p.npy", 1, 2, "--predict: graphs/hopfield/readout.npy: "
+               "cannot open: No such file or directory (the readout of a model that train "
+               "--save wrote)");
 }
 END_TEST
 

@@ -68,52 +68,64 @@ typedef struct {
 
 /* getopt_long entries of the input options (run, compare, inspect), ending {0}. */
 extern const struct option input_options[];
-#define INPUT_OPTIONS_HELP                                                                  \
-    "Raw attention (one round on given messages; the output is M [N, H*d]):\n"            \
-    "  --q Q.npy --k K.npy --v V.npy   queries, keys, values [N, H*d]\n"                  \
-    "\n"                                                                                   \
-    "Rounds with projections (the output is the final X [N, D]):\n"                       \
-    "  --features X.npy    node states [N, D]\n"                                           \
-    "  --dim D             seeded random features of width D instead (default 16)\n"     \
-    "  --weights DIR       DIR/wq.npy wk.npy wv.npy [H*d, D] (or [N, H*d, D]: per node),\n"\
-    "                      wo.npy [D, H*d]; optional ln_weight.npy ln_bias.npy [D],\n"    \
-    "                      attn_src.npy attn_dst.npy attn.npy [H, d]; or DIR/round-1/,\n" \
-    "                      round-2/, ...: one layer per round\n"                          \
-    "                      (default: seeded random, std 1/sqrt(fan_in))\n"               \
-    "  --head-dim d        head width for random weights (default D/H)\n"                 \
-    "  --per-node-weights  random weights: each node its own Wq, Wk, Wv\n"               \
-    "  --rounds R          message rounds (default 1, or one per round-N/ folder)\n"     \
-    "  --until TOL         stop once the relative change falls below TOL\n"              \
-    "  --no-residual       X <- M Wo^T instead of X + M Wo^T\n"                           \
-    "  --norm layer|none   pre-norm LayerNorm before the projections (default none)\n"   \
-    "  --posenc sinusoidal|none   add sinusoidal positions to the features\n"            \
-    "\n"                                                                                   \
-    "Scores:\n"                                                                            \
-    "  --score KIND        scaled-dot (default), dot, cosine, additive, gatv2, sigmoid,\n"\
-    "                      linear\n"                                                      \
-    "  --beta B            inverse temperature of softmax scores (default 1)\n"          \
-    "  --softcap C         s <- C tanh(s / C)\n"                                          \
-    "  --slope S           LeakyReLU slope of additive and gatv2 (default 0.2)\n"        \
-    "  --sigmoid-bias B    sigmoid: a = sigmoid(s + B) (default -ln(in-degree))\n"       \
-    "  --edge-bias ATTR    add a numeric edge attribute of the graph file to the scores\n"\
-    "  --alibi             add ALiBi's per-head slope times (j - i)\n"                   \
-    "\n"                                                                                   \
-    "Common:\n"                                                                            \
-    "  --heads H           attention heads (default 1)\n"                                  \
-    "  --seed S            seed for random features and weights (default 1)\n"            \
-    "  --threads T         OpenMP and OpenBLAS threads (default: all cores)\n"            \
-    "  --format F          graph file format: edgelist, ncol, lgl, graphml, gml, pajek\n"\
-    "                      (default: from the extension)\n"                               \
-    "  --undirected        edge list, NCOL, LGL: each line is a message both ways\n"   \
-    "  --directed          ... one way, from the first node to the second (default)\n"  \
-    "  --max-nodes N       refuse graphs with more nodes (default 20000000)\n"           \
-    "  --max-memory SIZE   refuse a run that needs more memory, e.g. 8G or 500M (default:\n"\
-    "                      the memory available when it starts)\n"                      \
-    "  --nodes N           pattern size (default: from --tokens or the pattern)\n"       \
-    "  --tokens \"a b c\"    pattern nodes and their labels at once\n"                   \
-    "  --labels-file F     pattern labels, one a line\n"                                  \
-    "  --self-loops on|off|keep   on: every node also attends to itself (graph files:\n"\
+#define INPUT_RAW_HELP                                                                      \
+    "Raw attention (one round on given messages; the output is M [N, H*d]):\n"                  \
+    "  --q Q.npy --k K.npy --v V.npy   queries, keys, values [N, H*d]\n"                    \
+    "\n"
+
+#define INPUT_FEATURES_HELP                                                                 \
+    "Rounds with projections (the output is the final X [N, D]):\n"                         \
+    "  --features X.npy    node states [N, D]\n"                                            \
+    "  --dim D             seeded random features of width D instead (default 16)\n"
+
+/* The options that define a model (train lists them as its own). */
+#define INPUT_MODEL_HELP                                                                    \
+    "  --weights DIR       DIR/wq.npy wk.npy wv.npy [H*d, D] (or [N, H*d, D]: per node),\n" \
+    "                      wo.npy [D, H*d]; optional ln_weight.npy ln_bias.npy [D],\n"      \
+    "                      attn_src.npy attn_dst.npy attn.npy [H, d]; or DIR/round-1/,\n"   \
+    "                      round-2/, ...: one layer per round\n"                            \
+    "                      (default: seeded random, std 1/sqrt(fan_in))\n"                  \
+    "  --head-dim d        head width for random weights (default D/H)\n"                   \
+    "  --per-node-weights  random weights: each node its own Wq, Wk, Wv\n"                  \
+    "  --rounds R          message rounds (default 1, or one per round-N/ folder)\n"        \
+    "  --no-residual       X <- M Wo^T instead of X + M Wo^T\n"                             \
+    "  --norm layer|none   pre-norm LayerNorm before the projections (default none)\n"      \
+    "  --posenc sinusoidal|none   add sinusoidal positions to the features\n"
+
+#define INPUT_UNTIL_HELP                                                                    \
+    "  --until TOL         stop once the relative change falls below TOL\n"
+
+#define INPUT_COMMON_HELP                                                                   \
+    "\n"                                                                                    \
+    "Scores:\n"                                                                             \
+    "  --score KIND        scaled-dot (default), dot, cosine, additive, gatv2, sigmoid,\n"  \
+    "                      linear\n"                                                        \
+    "  --beta B            inverse temperature of softmax scores (default 1)\n"             \
+    "  --softcap C         s <- C tanh(s / C)\n"                                            \
+    "  --slope S           LeakyReLU slope of additive and gatv2 (default 0.2)\n"           \
+    "  --sigmoid-bias B    sigmoid: a = sigmoid(s + B) (default -ln(in-degree))\n"          \
+    "  --edge-bias ATTR    add a numeric edge attribute of the graph file to the scores\n"  \
+    "  --alibi             add ALiBi's per-head slope times (j - i)\n"                      \
+    "\n"                                                                                    \
+    "Common:\n"                                                                             \
+    "  --heads H           attention heads (default 1)\n"                                   \
+    "  --seed S            seed for random features and weights (default 1)\n"              \
+    "  --threads T         OpenMP and OpenBLAS threads (default: all cores)\n"              \
+    "  --format F          graph file format: edgelist, ncol, lgl, graphml, gml, pajek\n"   \
+    "                      (default: from the extension)\n"                                 \
+    "  --undirected        edge list, NCOL, LGL: each line is a message both ways\n"        \
+    "  --directed          ... one way, from the first node to the second (default)\n"      \
+    "  --max-nodes N       refuse graphs with more nodes (default 20000000)\n"              \
+    "  --max-memory SIZE   refuse a run that needs more memory, e.g. 8G or 500M (default:\n" \
+    "                      the memory available when it starts)\n"                          \
+    "  --nodes N           pattern size (default: from --tokens or the pattern)\n"          \
+    "  --tokens \"a b c\"    pattern nodes and their labels at once\n"                      \
+    "  --labels-file F     pattern labels, one a line\n"                                    \
+    "  --self-loops on|off|keep   on: every node also attends to itself (graph files:\n"    \
     "                      added loops have no edge id); off: none does (default keep)\n"
+
+#define INPUT_OPTIONS_HELP \
+    INPUT_RAW_HELP INPUT_FEATURES_HELP INPUT_MODEL_HELP INPUT_UNTIL_HELP INPUT_COMMON_HELP
 
 /* Defaults for run_opts_t. */
 void run_opts_init(run_opts_t *o);
@@ -299,15 +311,29 @@ void out_name_errors(const out_file_t *outs, int n, ag_error_t *err);
 /* The extension of the target's name ("" when none). */
 const char *out_extension(const out_file_t *o);
 
+/* ---- what defines a trained model beyond its arrays (model_args.c) ---- */
+
+#define AG_SCORE_KINDS 7
+/* "scaled-dot", "dot", ... by ag_score_kind_t. */
+extern const char *const score_names[AG_SCORE_KINDS];
+/* The model's options as command-line text, "--heads 2 --rounds 3 --norm layer":
+   what train --save writes to DIR/model.args. */
+void model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int64_t rounds);
+/* Refuses a --weights DIR whose model.args differs from the command's own
+   options (AG_OK when there is no model.args). */
+int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_error_t *err);
+
 /* ---- folders of outputs (folder.c) ---- */
 
-/* One array of a folder: float32 of ndim dimensions, or (i64 set) int64 [shape[0]]. */
+/* One file of a folder: float32 of ndim dimensions, int64 [shape[0]] (i64
+   set), or a line of text (text set). */
 typedef struct {
     const char *name;          /* "dwq.npy", or in a subfolder "round-2/dwq.npy" */
     const float *f32;
     const int64_t *i64;
     int ndim;
     int64_t shape[3];
+    const char *text;
 } folder_item_t;
 
 /* Refuses, before any work, a folder that cannot be written or created (its

@@ -42,7 +42,10 @@ int folder_check(const char *dir, const char *option, ag_error_t *err)
         snprintf(parent, sizeof parent, ".");
     else
         slash[slash == parent] = '\0';
-    if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (stat(parent, &st) != 0)
+        return ag_fail(err, AG_EIO, "%s %s: cannot create it: %s does not exist", option, dir,
+                       parent);
+    if (!S_ISDIR(st.st_mode))
         return ag_fail(err, AG_EIO, "%s %s: cannot create it: %s is not a folder", option, dir,
                        parent);
     if (access(parent, W_OK) != 0)
@@ -90,8 +93,21 @@ static int make_dirs(made_t *made, const char *dir, const char *option,
     return rc;
 }
 
+static int write_text(const char *path, const char *text, ag_error_t *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return ag_fail(err, AG_EIO, "%s: cannot write", path);
+    const int bad = fprintf(f, "%s\n", text) < 0;
+    if (fclose(f) != 0 || bad)
+        return ag_fail(err, AG_EIO, "%s: write failed", path);
+    return AG_OK;
+}
+
 static int write_item(const char *path, const folder_item_t *it, ag_error_t *err)
 {
+    if (it->text)
+        return write_text(path, it->text, err);
     if (it->i64)
         return npy_write_i64(path, it->i64, it->shape[0], err);
     return ag_npy_write_f32_nd(path, it->f32, it->ndim, it->shape, err);
@@ -111,7 +127,7 @@ int folder_write(const char *dir, const char *option, const folder_item_t *items
     for (int k = 0; k < n; k++) {
         snprintf(paths[k], sizeof paths[k], "%s%s%s", dir,
                  dir[strlen(dir) - 1] == '/' ? "" : "/", items[k].name);
-        out_init(&outs[k], paths[k], option, "npy");
+        out_init(&outs[k], paths[k], option, items[k].text ? "args" : "npy");
     }
     if (!rc)
         rc = out_open_all(outs, n, &usage, err);

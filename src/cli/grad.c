@@ -154,7 +154,7 @@ static void add_item(grad_state_t *st, const char *name, const float *data, int 
                      int64_t a, int64_t b, int64_t c)
 {
     folder_item_t *it = &st->items[st->n_items++];
-    *it = (folder_item_t){name, data, NULL, ndim, {a, b, c}};
+    *it = (folder_item_t){name, data, NULL, ndim, {a, b, c}, NULL};
 }
 
 static int attention_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *err)

@@ -1,6 +1,7 @@
 /* Options shared by run, compare and inspect, and loading the inputs they name. */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
@@ -101,6 +102,9 @@ int opt_real(double *out, const char *cmd, const char *name, const char *text, d
     char *end;
     errno = 0;
     double v = strtod(text, &end);
+    if (!errno && end != text && !*end && isfinite(v) && fabs(v) > FLT_MAX)   /* held as float */
+        return usage_error(cmd, "--%s '%s' is beyond float32's range (%.3g)", name, text,
+                           (double)FLT_MAX);
     if (errno || end == text || *end || !isfinite(v) || v < min || (above && v == min)) {
         if (min <= -1e30)
             return usage_error(cmd, "--%s '%s' is not a number", name, text);
@@ -111,16 +115,13 @@ int opt_real(double *out, const char *cmd, const char *name, const char *text, d
     return 0;
 }
 
-static const char *const score_names[] = {"scaled-dot", "dot", "cosine", "additive", "gatv2",
-                                          "sigmoid", "linear"};
-
 /* Handles the score and round options; 1 when the code is not one of them. */
 static int model_option(run_opts_t *o, int code, const char *arg, const char *cmd)
 {
     double x;
     switch (code) {
     case OPT_SCORE:
-        for (size_t k = 0; k < sizeof score_names / sizeof score_names[0]; k++)
+        for (size_t k = 0; k < AG_SCORE_KINDS; k++)
             if (strcmp(arg, score_names[k]) == 0) {
                 o->score.kind = (ag_score_kind_t)k;
                 return 0;
@@ -362,12 +363,13 @@ int source_args(run_opts_t *o, const opt_parser_t *p, const char *cmd)
 
 /* ---- inputs ---- */
 
-static int read_rows(ag_matrix_t *m, const char *path, int64_t N, ag_error_t *err)
+static int read_rows(ag_matrix_t *m, const char *option, const char *path, int64_t N,
+                     ag_error_t *err)
 {
     int rc = ag_matrix_read_npy(m, path, err);
     if (!rc && m->rows != N) {
-        rc = ag_fail(err, AG_EINVAL, "%s has %lld row%s, the graph has %lld node%s", path,
-                     (long long)m->rows, PLURAL(m->rows), (long long)N, PLURAL(N));
+        rc = ag_fail(err, AG_EINVAL, "%s %s has %lld row%s, the graph has %lld node%s", option,
+                     path, (long long)m->rows, PLURAL(m->rows), (long long)N, PLURAL(N));
         ag_matrix_destroy(m);
     }
     return rc;
@@ -375,11 +377,11 @@ static int read_rows(ag_matrix_t *m, const char *path, int64_t N, ag_error_t *er
 
 static int load_raw(inputs_t *in, const run_opts_t *o, ag_error_t *err)
 {
-    int rc = read_rows(&in->q, o->q, in->N, err);
+    int rc = read_rows(&in->q, "--q", o->q, in->N, err);
     if (!rc)
-        rc = read_rows(&in->k, o->k, in->N, err);
+        rc = read_rows(&in->k, "--k", o->k, in->N, err);
     if (!rc)
-        rc = read_rows(&in->v, o->v, in->N, err);
+        rc = read_rows(&in->v, "--v", o->v, in->N, err);
     if (rc)
         return rc;
     const int64_t HD = in->q.cols;
@@ -414,6 +416,10 @@ static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     int n = 0;
     while (has_round_dir(o->weights, n + 1))
         n++;
+    const int64_t rounds = n && !o->given[OPT_ROUNDS - OPT_Q] ? n : o->rounds;
+    int rc = model_args_check(o, o->heads, rounds, err);   /* before the arrays' shapes */
+    if (rc)
+        return rc;
     in->n_layers = n ? n : 1;
     in->layers = ag_calloc(in->n_layers, sizeof *in->layers, err, "weights");
     if (!in->layers)
@@ -421,8 +427,7 @@ static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     for (int k = 0; k < in->n_layers; k++) {
         char dir[4096];
         snprintf(dir, sizeof dir, n ? "%s/round-%d" : "%s", o->weights, k + 1);
-        int rc = ag_weights_load(&in->layers[k], dir, o->heads, err);
-        if (rc)
+        if ((rc = ag_weights_load(&in->layers[k], dir, o->heads, err)))
             return rc;
         if (in->layers[k].D != in->x0.cols)
             return ag_fail(err, AG_EINVAL, "%s/wq.npy has %lld column%s (D); the features "
@@ -437,7 +442,7 @@ static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         return ag_fail(err, AG_EINVAL, "--rounds %lld, but %s has layers for %d round%s "
                        "(round-1/ .. round-%d/)", (long long)o->rounds, o->weights, n,
                        PLURAL(n), n);
-    in->rounds = n && !o->given[OPT_ROUNDS - OPT_Q] ? n : o->rounds;
+    in->rounds = rounds;
     return AG_OK;
 }
 
@@ -473,7 +478,7 @@ static int load_rounds(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         return rc0;
     int rc;
     if (o->features) {
-        if ((rc = read_rows(&in->x0, o->features, in->N, err)))
+        if ((rc = read_rows(&in->x0, "--features", o->features, in->N, err)))
             return rc;
     } else {
         if ((rc = ag_matrix_init(&in->x0, in->N, o->dim ? o->dim : DEFAULT_DIM, err)))

@@ -217,7 +217,8 @@ static int resolve(out_file_t *o, ag_error_t *err)
         return ag_fail(err, AG_EIO, "%s: is a directory; give a file name", o->target);
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - cur) + 1 : 1, slash ? cur : ".");
     if (!realpath(dir, real))
-        return ag_fail(err, AG_EIO, "%s: cannot create: %s", o->target, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s %s: cannot create: %s", o->option, o->target,
+                       strerror(errno));
     if (join(o->final, real, base))
         return ag_fail(err, AG_EIO, "%s: path is too long", o->target);
     mode_t mask = umask(0);
@@ -328,7 +329,8 @@ static int create(out_file_t *o, ag_error_t *err)
     int fd = register_and_make(o, slot);
     if (fd < 0) {
         o->tmp[0] = '\0';
-        return ag_fail(err, AG_EIO, "%s: cannot create: %s", o->target, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s %s: cannot create: %s", o->option, o->target,
+                       strerror(errno));
     }
     o->fd = fd;
     snprintf(o->path, sizeof o->path, "/dev/fd/%d", fd);

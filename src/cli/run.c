@@ -132,13 +132,6 @@ static int parse_run(run_opts_t *o, int argc, char **argv)
     return input_options_check(o, "run") ? EXIT_USAGE : -1;
 }
 
-static const char *score_name(ag_score_kind_t kind)
-{
-    static const char *const names[] = {"scaled-dot", "dot", "cosine", "additive", "gatv2",
-                                        "sigmoid", "linear"};
-    return names[kind];
-}
-
 static void print_header(const run_opts_t *o, const source_t *s, const inputs_t *in,
                          int threads)
 {
@@ -155,7 +148,7 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
     const char *plural = PLURAL(in->H), *tplural = PLURAL(threads);
     if (in->raw)
         printf("raw attention: 1 round, %lld head%s of width %lld, %s scores, %d thread%s\n",
-               (long long)in->H, plural, (long long)in->d, score_name(in->score.kind), threads,
+               (long long)in->H, plural, (long long)in->d, score_names[in->score.kind], threads,
                tplural);
     else
     {
@@ -164,7 +157,7 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
             snprintf(seed, sizeof seed, ", seed %llu", (unsigned long long)o->seed);
         printf("rounds: %lld (D=%lld, %lld head%s of width %lld, %s scores, %s%s, "
                "%d thread%s)\n", (long long)in->rounds, (long long)in->x0.cols,
-               (long long)in->H, plural, (long long)in->d, score_name(in->score.kind),
+               (long long)in->H, plural, (long long)in->d, score_names[in->score.kind],
                o->weights ? (in->n_layers > 1 ? "a layer per round" : "weights from file")
                           : (o->per_node ? "random per-node weights" : "random weights"),
                seed, threads, tplural);
@@ -193,6 +186,12 @@ static int write_predictions(const char *path, const run_opts_t *o, const float 
 {
     readout_t ro;
     int rc = readout_load(&ro, o->weights, D, err);
+    if (rc == AG_EIO) {   /* most likely a folder of weights without a trained readout */
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return ag_fail(err, AG_EIO, "--predict: %s (the readout of a model that train --save "
+                       "wrote)", why);
+    }
     if (rc)
         return rc;
     int64_t *pred = ag_alloc(N, sizeof *pred, err, "predictions");

@@ -48,8 +48,13 @@ static int train_one(run_ctx_t *cx, model_t *m, ag_nbhd_t *nb, const char *conn,
     epoch_t f;
     for (int64_t e = 0; e <= E && !rc; e++) {
         /* epoch e: the figures of the model after e steps; then step e+1 */
-        if ((rc = model_epoch(m, nb, cx->x0, t, e < E, &f, err)))
+        if ((rc = model_epoch(m, nb, cx->x0, t, e < E, &f, err))) {
+            if (!isfinite(f.loss))   /* say when: after how many steps it diverged */
+                rc = ag_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
+                             "lower --lr (%g) or set --clip", (long long)e,
+                             isnan(f.loss) ? "NaN" : "infinite", (double)m->lr);
             break;
+        }
         if (t->eval && better(t, &f, out->best))
             out->best = t->C ? (double)f.eval_correct : f.eval_loss, out->best_epoch = e;
         if (cx->log)
@@ -115,8 +120,9 @@ typedef struct {
     float *edge_bias;
     int64_t *pred;
     outcome_t res[TRAIN_MAX_CONNS];
-    folder_item_t items[9 * 64 + 2];
+    folder_item_t items[9 * 64 + 3];
     char names[9 * 64 + 2][64];
+    char model_args[1024];     /* model.args: the options that define the model */
     int n_items;
     out_file_t outs[2];        /* --log, --predict */
 } train_state_t;
@@ -180,8 +186,11 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
             readout_predict(&r, st->model.X, N, st->pred);
             rc = npy_write_i64(st->outs[1].path, st->pred, N, err);
         }
-        if (!rc && to->save)
+        if (!rc && to->save) {
             st->n_items = model_items(&st->model, st->items, st->names);
+            model_args(st->model_args, sizeof st->model_args, &to->o, st->in.H, st->in.rounds);
+            st->items[st->n_items++] = (folder_item_t){.name = "model.args", .text = st->model_args};
+        }
         return rc;
     }
     model_free(&st->model);

@@ -201,8 +201,7 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
     if (!rc && t->eval)
         rc = loss_on(m, t, t->eval, 0, &f->eval_loss, &f->eval_correct, err);
     if (!rc && !isfinite(f->loss))
-        rc = ag_fail(err, AG_EINVAL, "the loss is %s: training diverged; lower --lr (%g) or "
-                     "set --clip", isnan(f->loss) ? "NaN" : "infinite", (double)m->lr);
+        rc = ag_fail(err, AG_EINVAL, "the loss is not finite");   /* train.c says more */
     if (!rc && step && m->rounds > 0)
         rc = ag_rounds_backward(tape, m->dX, NULL, m->grads, err);
     if (!rc && step)
@@ -226,7 +225,7 @@ int model_items(const model_t *m, folder_item_t *items, char (*names)[64])
             else
                 snprintf(names[n], 64, "%s.npy", array_names[k]);
             folder_item_t *it = &items[n];
-            *it = (folder_item_t){names[n], p, NULL, 2, {0, 0, 0}};
+            *it = (folder_item_t){names[n], p, NULL, 2, {0, 0, 0}, NULL};
             if (k < 3 && w->per_node)
                 it->ndim = 3, it->shape[0] = w->per_node, it->shape[1] = HD, it->shape[2] = w->D;
             else if (k < 3)
@@ -241,8 +240,8 @@ int model_items(const model_t *m, folder_item_t *items, char (*names)[64])
         }
     }
     if (m->C) {
-        items[n++] = (folder_item_t){"readout.npy", m->wr, NULL, 2, {m->C, m->D, 0}};
-        items[n++] = (folder_item_t){"readout_bias.npy", m->br, NULL, 1, {m->C, 0, 0}};
+        items[n++] = (folder_item_t){"readout.npy", m->wr, NULL, 2, {m->C, m->D, 0}, NULL};
+        items[n++] = (folder_item_t){"readout_bias.npy", m->br, NULL, 1, {m->C, 0, 0}, NULL};
     }
     return n;
 }

@@ -25,11 +25,10 @@ static const char train_usage[] =
     "  --eval-mask M.npy   held-out nodes for the eval figures (default: the labelled\n"
     "                      nodes outside --train-mask, when it is given)\n"
     "\n"
-    "Model (as in run): --rounds R (default 1; 0: the readout alone), --heads H,\n"
-    "--head-dim d, --score ..., --no-residual, --norm layer (LayerNorm weights are\n"
-    "learnt), --posenc sinusoidal, --per-node-weights; --weights DIR starts from a\n"
-    "weights folder (with readout.npy and readout_bias.npy, if there), else the\n"
-    "weights are drawn from --seed (default 1).\n"
+    "Model (--rounds 0: the readout alone; --norm layer: LayerNorm weights are learnt;\n"
+    "--weights DIR starts from a weights folder, with its readout.npy and\n"
+    "readout_bias.npy if there; else the weights are drawn from --seed, default 1):\n"
+    INPUT_MODEL_HELP
     "\n"
     "Training:\n"
     "  --epochs E          optimizer steps on the whole graph (default 100)\n"
@@ -54,7 +53,7 @@ static const char train_usage[] =
     "  GRAPH, --graph FILE a graph file (--graph: repeatable)\n"
     "  --pattern SPEC      a pattern, sized by --nodes or the features (repeatable)\n"
     "  --csr IP.npy,IX.npy an in-neighbour CSR\n"
-    "\n" INPUT_OPTIONS_HELP
+    INPUT_COMMON_HELP
     "  -h, --help          this text\n"
     "Same seed, same result: training is bitwise reproducible for any --threads.\n";
 

@@ -123,13 +123,6 @@ void print_table(const train_opts_t *to, const task_t *t, const outcome_t *res)
     }
 }
 
-static const char *score_name(ag_score_kind_t kind)
-{
-    static const char *const names[] = {"scaled-dot", "dot", "cosine", "additive", "gatv2",
-                                        "sigmoid", "linear"};
-    return names[kind];
-}
-
 void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
                         int threads)
 {
@@ -137,7 +130,7 @@ void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
     const run_opts_t *o = &to->o;
     printf("train: %lld round%s (D=%lld, %lld head%s of width %lld, %s scores, %s, seed %llu); ",
            (long long)in->rounds, PLURAL(in->rounds), (long long)in->x0.cols, (long long)in->H,
-           PLURAL(in->H), (long long)in->d, score_name(in->score.kind),
+           PLURAL(in->H), (long long)in->d, score_names[in->score.kind],
            o->weights ? "weights from file" : "random weights", (unsigned long long)o->seed);
     if (t->C)
         printf("%lld classes, %lld train", (long long)t->C, (long long)t->n_train);
@@ -160,28 +153,9 @@ void print_run_hint(const train_opts_t *to, const inputs_t *in)
            "--csr " : "", c->name, c->kind == 1 ? "'" : "");
     if (c->kind == 1)
         printf(" --nodes %lld", (long long)in->N);
-    printf(" --features %s --weights %s --heads %lld --rounds %lld", o->features, to->save,
-           (long long)in->H, (long long)in->rounds);
-    if (in->score.kind)
-        printf(" --score %s", score_name(in->score.kind));
-    if (o->given[OPT_BETA - OPT_Q])
-        printf(" --beta %g", (double)o->score.beta);
-    if (o->given[OPT_SOFTCAP - OPT_Q])
-        printf(" --softcap %g", (double)o->score.softcap);
-    if (o->given[OPT_SLOPE - OPT_Q])
-        printf(" --slope %g", (double)o->score.slope);
-    if (o->score.has_sigmoid_bias)
-        printf(" --sigmoid-bias %g", (double)o->score.sigmoid_bias);
-    if (o->score.alibi)
-        printf(" --alibi");
-    if (o->edge_bias)
-        printf(" --edge-bias %s", o->edge_bias);
-    if (o->no_residual)
-        printf(" --no-residual");
-    if (o->norm == AG_NORM_LAYER)
-        printf(" --norm layer");
-    if (o->posenc)
-        printf(" --posenc sinusoidal");
+    char args[1024];
+    model_args(args, sizeof args, o, in->H, in->rounds);
+    printf(" --features %s --weights %s %s", o->features, to->save, args);
     if (o->src.self != AG_SELF_KEEP)
         printf(" --self-loops %s", o->src.self == AG_SELF_ON ? "on" : "off");
     if (o->src.direction != AG_EDGES_AUTO)

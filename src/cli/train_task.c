@@ -44,6 +44,31 @@ static int read_mask(uint8_t **mask, const char *path, const char *option, int64
     return AG_OK;
 }
 
+/* Classes are 0..C-1 with C from the largest label: a label beyond the real
+   classes (a typo, or classes numbered from 1) makes empty ones, which the
+   readout then learns to avoid. Worth a word on standard error. */
+static void warn_empty_classes(const char *path, const int64_t *labels, int64_t N, int64_t C)
+{
+    unsigned char *seen = calloc((size_t)C, 1);
+    if (!seen)
+        return;
+    for (int64_t i = 0; i < N; i++)
+        if (labels[i] >= 0)
+            seen[labels[i]] = 1;
+    int64_t empty = 0;
+    char list[128] = "";
+    for (int64_t c = 0; c < C; c++)
+        if (!seen[c] && empty++ < 5) {
+            size_t used = strlen(list);
+            snprintf(list + used, sizeof list - used, "%s%lld", used ? ", " : "", (long long)c);
+        }
+    free(seen);
+    if (empty)
+        fprintf(stderr, "attngraph: warning: --labels %s: class%s %s%s ha%s no node (C = %lld, "
+                "from the largest label)\n", path, empty > 1 ? "es" : "", list,
+                empty > 5 ? ", ..." : "", empty > 1 ? "ve" : "s", (long long)C);
+}
+
 static int read_labels(task_t *t, const char *path, int64_t N, ag_error_t *err)
 {
     int64_t n;
@@ -75,6 +100,7 @@ static int read_labels(task_t *t, const char *path, int64_t N, ag_error_t *err)
         return ag_fail(err, AG_EINVAL, "--labels %s: label %lld; classes are numbered "
                        "0..C-1, C at most %d", path, (long long)max, 1 << 20);
     t->C = max + 1;
+    warn_empty_classes(path, t->labels, N, t->C);
     return AG_OK;
 }
 
