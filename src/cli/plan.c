@@ -423,15 +423,17 @@ static ring_t ring_of(const model_t *m, const plan_parts_t *pp, int64_t N)
 static void print_ring(const model_t *m, const plan_parts_t *pp, const totals_t *t, int64_t N)
 {
     const ring_t r = ring_of(m, pp, N);
-    char a[32], b[32], c[32], d[32], e[32], f[32];
+    char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32];
+    const double rb = (double)m->row_bytes;
     printf("ring path (blocks of N/P K/V rows passed around the %d processes, work striped, "
            "transfers overlapped):\n"
            "  bytes in a round, largest process: ring %s, halo path %s\n"
-           "  K/V rows held, largest process: ring %s (own block of N/P + 2 in flight), halo "
-           "path %s (own + halo)\n"
+           "  K/V rows held, largest process: ring %s = %s (own block + 2 in flight), halo "
+           "path %s = %s (own + halo)\n"
            "  round, transfers overlapped: ring %s, halo path %s -> %s\n",
            pp->P, bytes_text(r.max_bytes, a, sizeof a), bytes_text(t->max_bytes, b, sizeof b),
-           grouped(r.max_rows, c, sizeof c), grouped(t->max_rows, d, sizeof d),
+           grouped(r.max_rows, c, sizeof c), bytes_text(r.max_rows * rb, g, sizeof g),
+           grouped(t->max_rows, d, sizeof d), bytes_text(t->max_rows * rb, h, sizeof h),
            time_text(r.overlap, e, sizeof e), time_text(t->overlap, f, sizeof f),
            r.max_rows < t->max_rows
                ? (r.max_bytes <= t->max_bytes ? "the ring holds and moves less"
@@ -469,10 +471,13 @@ static void print_table(const plan_opts_t *po, const model_t *m, const plan_part
     if (pp->cut_contiguous >= 0)
         printf("; contiguous parts cut %s", grouped((double)pp->cut_contiguous, c, sizeof c));
     printf("; imbalance (max/mean work) %.3f\n", t.imbalance);
+    char f[32];
     printf("round at %d: %s (slowest process, compute then communication); %s if the "
-           "transfers overlap the kernel; K/V rows held: up to %s, %s received\n", pp->P,
-           time_text(t.round, a, sizeof a), time_text(t.overlap, b, sizeof b),
-           grouped(t.max_rows, d, sizeof d), bytes_text(t.max_bytes, e, sizeof e));
+           "transfers overlap the kernel\nlargest process: %s K/V rows held (own + halo, %s), "
+           "%s received a round\n", pp->P, time_text(t.round, a, sizeof a),
+           time_text(t.overlap, b, sizeof b), grouped(t.max_rows, d, sizeof d),
+           bytes_text(t.max_rows * (double)m->row_bytes, f, sizeof f),
+           bytes_text(t.max_bytes, e, sizeof e));
     if (in->pattern && pp->first && pp->P > 1)
         print_ring(m, pp, &t, in->N);
 }
