@@ -173,7 +173,8 @@ static int parse(plan_opts_t *po, int argc, char **argv, int *status)
         {"self-loops", required_argument, 0, OPT_SELF_LOOPS},
         {"format", required_argument, 0, OPT_FORMAT},
         {"directed", no_argument, 0, OPT_DIRECTED}, {"undirected", no_argument, 0, OPT_UNDIRECTED},
-        {"max-nodes", required_argument, 0, OPT_MAX_NODES}, {0, 0, 0, 0},
+        {"max-nodes", required_argument, 0, OPT_MAX_NODES}, {"help", no_argument, 0, OPT_HELP},
+        {0, 0, 0, 0},
     };
     memset(po, 0, sizeof *po);
     run_opts_init(&po->o);
