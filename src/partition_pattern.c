@@ -11,7 +11,8 @@
 #include "pattern_ast.h"
 
 #define STRATA ((int64_t)1 << 16)       /* in-degrees sampled for the boundaries */
-#define EDGE_DST 64                     /* evaluated at each end of a sampled part */
+#define EDGE_DST 64                     /* evaluated at each end of a sampled part (auto:
+                                           4 to 64, fewer beyond 2,000 parts) */
 #define AUTO_SAMPLE 1024                /* evaluated inside a part */
 #define AUTO_TOTAL ((int64_t)2000000)   /* evaluations in all, beyond which parts get fewer */
 #define AUTO_EXACT_STEPS 1e8            /* exact when N * (runs per destination + 1) is below */
@@ -28,6 +29,7 @@ typedef struct {
     int64_t *points, n_points, cap_points;   /* the distinct ones, to clear seen */
     ivl_list_t runs;            /* remote pieces of runs of two or more sources */
     int64_t runs_normalised;    /* runs.n after the last normalisation */
+    int64_t ends;               /* sampled parts: destinations counted at each end */
 } counter_t;
 
 static int oom(const counter_t *c, ag_error_t *err)
@@ -222,18 +224,19 @@ static int count_part(counter_t *c, int64_t lo, int64_t hi, int64_t sample,
     const int64_t n = hi - lo;
     tally_t t = {0};
     int rc = AG_OK;
-    if (sample < 0 || n <= 2 * EDGE_DST + sample) {
+    const int64_t ends = c->ends;
+    if (sample < 0 || n <= 2 * ends + sample) {
         for (int64_t i = lo; i < hi && !rc; i++)
             rc = count_dst(c, i, 1.0, 0, &t, err);
     } else {
         *exact = 0;
-        for (int64_t k = 0; k < EDGE_DST && !rc; k++)
+        for (int64_t k = 0; k < ends && !rc; k++)
             rc = count_dst(c, lo + k, 1.0, 0, &t, err) ||
-                 count_dst(c, hi - EDGE_DST + k, 1.0, 0, &t, err);
-        const int64_t inner = n - 2 * EDGE_DST;
+                 count_dst(c, hi - ends + k, 1.0, 0, &t, err);
+        const int64_t inner = n - 2 * ends;
         const double weight = (double)inner / (double)sample;
         for (int64_t k = 0; k < sample && !rc; k++)
-            rc = count_dst(c, lo + EDGE_DST + (int64_t)(((double)k + 0.5) * weight), weight, 1,
+            rc = count_dst(c, lo + ends + (int64_t)(((double)k + 0.5) * weight), weight, 1,
                            &t, err);
     }
     if (rc)
@@ -269,7 +272,10 @@ static int choose_sample(counter_t *c, int n_parts, int64_t *sample, ag_error_t 
         *sample = AG_SAMPLE_EXACT;
         return AG_OK;
     }
-    int64_t m = AUTO_TOTAL / n_parts - 2 * EDGE_DST;
+    /* about AUTO_TOTAL evaluations in all: fewer per part beyond 2,000 parts */
+    const int64_t per = AUTO_TOTAL / n_parts;
+    c->ends = per / 4 > EDGE_DST ? EDGE_DST : per / 4 < 4 ? 4 : per / 4;
+    const int64_t m = per - 2 * c->ends;
     *sample = m > AUTO_SAMPLE ? AUTO_SAMPLE : m < 16 ? 16 : m;
     return AG_OK;
 }
@@ -287,7 +293,7 @@ int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_patter
     int rc = pattern_check(pattern, n_nodes, err);
     if (rc)
         return rc;
-    counter_t c = {.pat = pattern, .N = n_nodes, .self = self};
+    counter_t c = {.pat = pattern, .N = n_nodes, .self = self, .ends = EDGE_DST};
     int is_exact = 1;
     rc = sample == AG_SAMPLE_AUTO ? choose_sample(&c, n_parts, &sample, err) : AG_OK;
     if (!rc)

@@ -136,7 +136,8 @@ int ag_partition_stats(const ag_partition_t *pt, const ag_nbhd_t *nb, ag_part_st
  * counted yet, at the rate the sample found new ones (exact in expectation
  * for random:k). Memory N/8 bytes plus the evaluated runs.
  * AG_SAMPLE_AUTO: exact when that costs less than about 1e8 interval steps
- * (N <= 5e7), else 1,024 per part (fewer beyond 2,000 parts).
+ * (N <= 5e7), else 1,024 per part and 64 at each end (beyond 2,000 parts,
+ * fewer: about 2e6 destinations evaluated in all).
  * *exact (may be NULL) gets 1 when every count is exact.
  */
 int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_pattern_t *pattern,

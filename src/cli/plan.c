@@ -584,7 +584,8 @@ static void print_header(const plan_opts_t *po, const model_t *m, const plan_inp
         printf("(measured now with %d thread%s: a busy machine gives low rates)\n", threads,
                threads == 1 ? "" : "s");
     if (!first_plan->exact)
-        printf("sampled: per part its first and last 64 destinations and %s others evenly "
+        printf("sampled: per part its first and last 64 destinations (fewer beyond 2,000 "
+               "processes) and %s others evenly "
                "spread; boundaries from 65,536 in-degrees; single-source reads not sampled "
                "are extrapolated as if uniform (exact in expectation for random:k)\n",
                po->sample ? "--sample" : "up to 1,024");
