@@ -56,6 +56,17 @@ static int degree(counter_t *c, int64_t i, int64_t *deg, ag_error_t *err)
 
 /* ---- boundaries ---- */
 
+/* Message counts stay far from int64's end (work adds N, sums add parts). */
+#define MAX_MESSAGES ((int64_t)1 << 61)
+
+/* messages: the estimate, or 0 when counting stopped at the limit */
+static int too_many(const counter_t *c, double messages, ag_error_t *err)
+{
+    return ag_fail(err, AG_ELIMIT, "pattern '%s' on %lld nodes has %s %.3g messages: more than "
+                   "a plan counts", c->pat->spec, (long long)c->N, messages ? "about" : "over",
+                   messages ? messages : (double)MAX_MESSAGES);
+}
+
 static int exact_bounds(counter_t *c, int n_parts, int64_t *first, ag_error_t *err)
 {
     int64_t *indptr = ag_alloc(c->N + 1, sizeof *indptr, err, "pattern in-degrees");
@@ -66,6 +77,8 @@ static int exact_bounds(counter_t *c, int n_parts, int64_t *first, ag_error_t *e
     for (int64_t i = 0; i < c->N && !rc; i++) {
         int64_t deg;
         rc = degree(c, i, &deg, err);
+        if (!rc && deg > MAX_MESSAGES - indptr[i])
+            rc = too_many(c, 0, err);
         indptr[i + 1] = indptr[i] + deg;
     }
     if (!rc)
@@ -91,6 +104,8 @@ static int sampled_bounds(counter_t *c, int n_parts, int64_t *first, ag_error_t 
         w[s] = (double)(deg + AG_PARTITION_NODE_WORK);
         pre[s + 1] = pre[s] + w[s] * (double)(b - a);
     }
+    if (!rc && pre[S] - (double)c->N * AG_PARTITION_NODE_WORK > (double)MAX_MESSAGES)
+        rc = too_many(c, pre[S], err);
     first[0] = 0;
     first[n_parts] = c->N;
     int64_t s = 0;

@@ -227,6 +227,8 @@ START_TEST(plan_errors)
                "contiguous or metis");
     expect_cli("plan --ranks 2 graphs/missing.gml", 1, 2, "missing.gml");
     expect_cli("plan --ranks 2 --pattern blocks:4,4 --nodes 10 --rate 1,1", 1, 2, "covers 8");
+    expect_cli("plan --ranks 2 --pattern complete --nodes 3000000000 --rate 1,1", 1, 2,
+               "more than a plan counts");
     /* more processes than nodes: empty parts, no failure */
     expect_cli("plan --ranks 12 --pattern causal --nodes 5 --rate 1,1", 0, 1, "12 processes");
 }
