@@ -315,9 +315,10 @@ int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_patter
         rc = sample < 0 ? exact_bounds(&c, n_parts, first, err)
                         : sampled_bounds(&c, n_parts, first, err);
     is_exact = sample < 0;
-    if (!rc && !(c.seen = ag_calloc(n_nodes / 64 + 1, sizeof *c.seen, err, "planner marks")))
+    if (!rc && stats &&
+        !(c.seen = ag_calloc(n_nodes / 64 + 1, sizeof *c.seen, err, "planner marks")))
         rc = AG_ENOMEM;
-    for (int p = 0; p < n_parts && !rc; p++)
+    for (int p = 0; stats && p < n_parts && !rc; p++)
         rc = count_part(&c, first[p], first[p + 1], sample, &stats[p], &is_exact, err);
     free(c.seen), free(c.points);
     ivl_free(&c.runs);

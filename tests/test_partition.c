@@ -426,6 +426,10 @@ START_TEST(pattern_counts_exact)
                                                       AG_SAMPLE_EXACT, &exact, &err), AG_OK);
                 ck_assert_int_eq(exact, 1);
                 ck_assert_mem_eq(first, pt.first, (size_t)(P + 1) * sizeof *first);
+                memset(first, 0, (size_t)(P + 1) * sizeof *first);   /* boundaries alone */
+                ck_assert_int_eq(ag_partition_pattern(first, NULL, pat, N, self, P,
+                                                      AG_SAMPLE_EXACT, NULL, &err), AG_OK);
+                ck_assert_mem_eq(first, pt.first, (size_t)(P + 1) * sizeof *first);
                 for (int p = 0; p < P; p++) {
                     ck_assert_int_eq(got[p].n_dst, want[p].n_dst);
                     ck_assert_int_eq(got[p].n_edges, want[p].n_edges);

@@ -120,7 +120,8 @@ int ag_partition_stats(const ag_partition_t *pt, const ag_nbhd_t *nb, ag_part_st
  * Contiguous parts of a pattern on N nodes and their counts, without
  * compiling it (no [E] array, nor [N] ones when sampled): for a graph far too
  * large to hold, e.g. random:16 on 1e9 nodes (1.6e10 messages). first [P+1]
- * gets the boundaries, stats [P] the counts.
+ * gets the boundaries, stats [P] the counts (NULL: the boundaries alone,
+ * which a process of an MPI run needs to build only its own part).
  *
  * sample AG_SAMPLE_EXACT: every destination is evaluated twice (its in-degree
  * for the boundaries, then its sources part by part): first and stats are
