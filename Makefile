@@ -1,6 +1,11 @@
 # attngraph — one Makefile, readable top to bottom.
 #   make run     install missing packages, build, run the shipped example
 #   make check   install missing packages, build, run every test
+#   make install     the tool, headers, libraries, attngraph.pc and man page under
+#                    PREFIX (/usr/local; LIBDIR, DESTDIR honoured); make uninstall
+#   make check-install   install into a stage under build/, build and run the examples
+#                        through pkg-config, uninstall (part of check)
+#   make check-man   the man page renders cleanly and matches --help (part of check)
 #   make bench   time the kernel (1 and 2 threads)
 #   make check-sanitize   every test under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-noomp      every test built without OpenMP
@@ -9,10 +14,20 @@
 #   make fuzz             build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 #   make fuzz-smoke       the same, 20 s each
 #   make fuzz-replay      replay the committed fuzz corpora and past crashes (part of check)
+#   make check-python     the Python package's tests (python/tests, Debian's /usr/bin/python3)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 #   NO_METIS=1   build without METIS (--partition metis then refuses)
 
-PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-dev
+# libglpk-dev: igraph.pc names -lglpk for static links (pkg-config --static,
+# make check-install), but Debian's libigraph-dev does not depend on it.
+# groff-base: make check-man renders the man page.
+PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-dev \
+            python3-numpy python3-pytest python3-torch python3-igraph libglpk-dev groff-base
+# Debian's interpreter, which has python3-numpy, -torch, -igraph: a python3 found
+# first on PATH (a virtualenv, conda, pyenv) may lack them.
+PYTHON  ?= /usr/bin/python3
+# check-sanitize sets it to 0: an ASan library cannot load into an uninstrumented Python
+CHECK_PYTHON ?= 1
 
 CC      ?= cc
 BUILD   ?= build
@@ -55,14 +70,15 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 SONAME := libattngraph.so.0
 LIB_A  := $(BUILD)/libattngraph.a
 LIB_SO := $(BUILD)/libattngraph.so
-LIB_SO_REAL := $(BUILD)/libattngraph.so.$(patsubst "%",%,$(shell sed -n 's/^\#define AG_VERSION //p' include/attngraph/core.h))
+VERSION := $(patsubst "%",%,$(shell sed -n 's/^\#define AG_VERSION //p' include/attngraph/core.h))
+LIB_SO_REAL := $(BUILD)/libattngraph.so.$(VERSION)
 CLI    := $(BUILD)/attngraph
 TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
-.PHONY: all deps run check check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
-        fuzz fuzz-smoke fuzz-replay fuzz-deps
+.PHONY: all deps run check check-python check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
+        fuzz fuzz-smoke fuzz-replay fuzz-deps install uninstall check-install check-man
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
 # Installs only what is missing; does nothing when every package is present.
@@ -91,7 +107,17 @@ check: deps
 	$(TESTS)
 	$(EXAMPLE) >/dev/null
 	@$(MAKE) --no-print-directory check-exports
+	@$(MAKE) --no-print-directory check-man
+	@$(MAKE) --no-print-directory check-install
 	@$(MAKE) --no-print-directory fuzz-replay
+ifeq ($(CHECK_PYTHON),1)
+	@$(MAKE) --no-print-directory check-python
+endif
+
+# The Python package (python/attngraph) against this build's library and tool.
+check-python: $(LIB_SO) $(CLI)
+	ATTNGRAPH_LIB=$(abspath $(LIB_SO)) AG_CLI_PATH=$(abspath $(CLI)) PYTHONPATH=python \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
 # The shared library has its SONAME and exports only ag_ symbols.
 check-exports: $(LIB_SO)
@@ -106,7 +132,7 @@ check-exports: $(LIB_SO)
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
              -fno-omit-frame-pointer
 check-sanitize: deps
-	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan CFLAGS="$(SAN_FLAGS) $(CFLAGS)" \
+	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan CHECK_PYTHON=0 CFLAGS="$(SAN_FLAGS) $(CFLAGS)" \
 	  LDFLAGS="-fsanitize=address,undefined $(LDFLAGS)"
 check-noomp: deps
 	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/noomp NO_OMP=1
@@ -192,6 +218,67 @@ $(BUILD)/train_round: tools/train_round.c $(LIB_A)
 # The README's embedding example, linked against the shared library like a user would.
 $(EXAMPLE): tools/example_embed.c $(LIB_SO) $(wildcard include/*.h include/attngraph/*.h)
 	$(CC) $(AG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) -Wl,-rpath,'$$ORIGIN' -lattngraph $(LDLIBS)
+
+# ---- installing ----
+# `make install` puts the tool, the headers, the libraries, attngraph.pc and the
+# man page under PREFIX; DESTDIR stages the same tree elsewhere (packages, the
+# install test). `make uninstall` (same PREFIX, LIBDIR, DESTDIR) removes exactly
+# those files, and include/attngraph/ if that leaves it empty.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+PCDIR      ?= $(LIBDIR)/pkgconfig
+HEADERS    := $(wildcard include/attngraph/*.h)
+# What a static link of libattngraph.a needs beyond the packages of
+# attngraph.pc's Requires (the shared library records these itself): METIS
+# (no .pc file), and gcc's OpenMP runtime by name, as -fopenmp would make clang
+# load its libomp beside it.
+PC_LIBS_PRIVATE := $(strip $(if $(NO_METIS),,-lmetis) $(if $(NO_OMP),,-lgomp) -lm)
+# Paths in attngraph.pc relative to ${prefix} where they lie under it.
+pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+# ldconfig after a real install (or uninstall) as root: programs then find
+# libattngraph.so.0 with no rpath. Not for a staged tree.
+LDCONFIG = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+install: all
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_path,$(LIBDIR))|' \
+	    -e 's|@INCLUDEDIR@|$(call pc_path,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|' src/attngraph.pc.in > $(BUILD)/attngraph.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) \
+	  $(DESTDIR)$(INCLUDEDIR)/attngraph $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/attngraph
+	install -m 644 include/attngraph.h $(DESTDIR)$(INCLUDEDIR)/attngraph.h
+	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/attngraph/
+	install -m 755 $(LIB_SO_REAL) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_SO_REAL)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libattngraph.so
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libattngraph.a
+	install -m 644 $(BUILD)/attngraph.pc $(DESTDIR)$(PCDIR)/attngraph.pc
+	install -m 644 src/cli/attngraph.1 $(DESTDIR)$(MANDIR)/man1/attngraph.1
+	@$(LDCONFIG)
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/attngraph $(DESTDIR)$(INCLUDEDIR)/attngraph.h \
+	  $(HEADERS:include/%=$(DESTDIR)$(INCLUDEDIR)/%) \
+	  $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO_REAL)) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+	  $(DESTDIR)$(LIBDIR)/libattngraph.so $(DESTDIR)$(LIBDIR)/libattngraph.a \
+	  $(DESTDIR)$(PCDIR)/attngraph.pc $(DESTDIR)$(MANDIR)/man1/attngraph.1
+	if [ -d $(DESTDIR)$(INCLUDEDIR)/attngraph ]; then \
+	  rmdir --ignore-fail-on-non-empty $(DESTDIR)$(INCLUDEDIR)/attngraph; fi
+	@$(LDCONFIG)
+
+# Installs into a stage under the build folder and builds, links and runs the
+# examples through pkg-config as a user would (tests/check_install.sh); no root
+# needed, nothing outside $(BUILD) touched.
+check-install: all $(EXAMPLE)
+	@MAKE="$(MAKE)" CC="$(CC)" LDFLAGS="$(LDFLAGS)" BUILD="$(BUILD)" VERSION="$(VERSION)" \
+	  sh tests/check_install.sh
+# The man page renders without a warning and describes every command and option
+# that the --help texts list (tests/check_man.sh).
+check-man: $(CLI)
+	@sh tests/check_man.sh $(CLI) src/cli/attngraph.1 $(VERSION)
 
 # ---- fuzzing (tests/fuzz/) ----
 # One libFuzzer target per input kind. `make fuzz` builds them with clang under

@@ -1,0 +1,39 @@
+"""attngraph from Python: attention as message passing on graphs.
+
+    import attngraph as ag
+    g = ag.Graph.from_edge_index(edge_index, num_nodes)
+    m = ag.attention(g, q, k, v, heads=4)
+    w = ag.attention_weights(g, q, k, heads=4)      # [E, H] in edge_index column order
+
+The library is $ATTNGRAPH_LIB, else the build tree's build/libattngraph.so,
+else the installed libattngraph.so.0. Importing attngraph before numpy lets it
+set OPENBLAS_CORETYPE (as the C tool's ag_blas_fix does) before OpenBLAS loads;
+README "Python" says more. attngraph.torch has the PyTorch layer.
+"""
+# _lib first: it sets OPENBLAS_CORETYPE before numpy (and OpenBLAS) can load
+from ._lib import Error, blas_info, lib as _clib, path as library_path
+from .graph import Graph
+from .ops import Score, attention, attention_weights, attention_stats, attention_backward, Grads
+from .weights import Weights, save_layers, load_layers
+from .rounds import rounds, compare, format_compare
+from .train import (rounds_forward, Tape, grads_like, add_layer_norm, mse_loss, cross_entropy,
+                    Optimizer)
+
+__version__ = "0.1.0"
+
+
+def set_threads(n=0):
+    """Threads of the kernels (OpenMP) and of OpenBLAS; 0: all cores. Returns the count."""
+    return _clib.ag_set_threads(int(n))
+
+
+def set_memory_budget(nbytes):
+    """The library's memory budget in bytes (0: the available memory); returns the previous."""
+    return _clib.ag_set_memory_budget(int(nbytes))
+
+
+__all__ = ["Error", "Graph", "Score", "Weights", "attention", "attention_weights",
+           "attention_stats", "attention_backward", "Grads", "rounds", "compare",
+           "format_compare", "rounds_forward", "Tape", "grads_like", "add_layer_norm",
+           "mse_loss", "cross_entropy", "Optimizer", "save_layers", "load_layers",
+           "set_threads", "set_memory_budget", "blas_info", "library_path"]

@@ -1,0 +1,160 @@
+"""Finding and loading libattngraph, OpenBLAS's kernel choice, and errors.
+
+The library is, in this order: the file $ATTNGRAPH_LIB names; the build
+tree's build/libattngraph.so (when this package is the repository's
+python/attngraph); the installed libattngraph.so.0.
+"""
+import ctypes
+import ctypes.util
+import os
+import sys
+import warnings
+
+from . import _structs as S
+
+
+class Error(Exception):
+    """A failure the library reported; str(e) is its one-line message and
+    e.status its status name (e.g. "bad format")."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+# ------------------------------------------------------------------ OpenBLAS
+
+# OpenBLAS x86 core types by instruction-set tier, as src/runtime.c ranks them.
+_TIERS = {"skylakex": 3, "cooperlake": 3, "sapphirerapids": 3, "haswell": 2, "zen": 2,
+          "sandybridge": 1, "bulldozer": 1, "piledriver": 1, "steamroller": 1, "excavator": 1}
+
+
+def _cpu_best():
+    """The core type ag_blas_check calls best for this CPU, or None."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+            else:
+                return None
+    except OSError:
+        return None
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return "SkylakeX"
+    if {"avx2", "fma"} <= flags:
+        return "Haswell"
+    if "avx" in flags:
+        return "Sandybridge"
+    return None
+
+
+def _openblas_loaded():
+    try:
+        with open("/proc/self/maps") as f:
+            return "openblas" in f.read()
+    except OSError:
+        return False
+
+
+def _choose_coretype():
+    """Before OpenBLAS loads, set OPENBLAS_CORETYPE as ag_blas_fix would: to the
+    best core type when it is unset or names an older tier (AG_BLAS_KEEP keeps
+    it). Once OpenBLAS is loaded (numpy imported first) this changes nothing."""
+    if os.environ.get("AG_BLAS_KEEP") or _openblas_loaded() or not sys.platform.startswith("linux"):
+        return
+    best = _cpu_best()
+    if best is None:
+        return
+    have = os.environ.get("OPENBLAS_CORETYPE")
+    if have is None or _TIERS.get(have.lower(), 0) < _TIERS[best.lower()]:
+        os.environ["OPENBLAS_CORETYPE"] = best
+
+
+_choose_coretype()
+
+
+# ------------------------------------------------------------------ loading
+
+def _candidates():
+    named = os.environ.get("ATTNGRAPH_LIB")
+    if named:
+        return [named]
+    here = os.path.dirname(os.path.abspath(__file__))
+    build = os.path.join(os.path.dirname(os.path.dirname(here)), "build", "libattngraph.so")
+    out = [build] if os.path.exists(build) else []
+    found = ctypes.util.find_library("attngraph")
+    return out + ([found] if found else []) + ["libattngraph.so.0"]
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            tried.append(str(e))
+    raise ImportError("attngraph: cannot load the library (set ATTNGRAPH_LIB to "
+                      "libattngraph.so, build it with make, or make install): " +
+                      "; ".join(tried))
+
+
+lib, path = _load()
+for _name, (_res, _args) in S.FUNCTIONS.items():
+    _f = getattr(lib, _name)
+    _f.restype, _f.argtypes = _res, _args
+
+_libc = ctypes.CDLL(None)
+c_free = _libc.free
+c_free.argtypes, c_free.restype = [ctypes.c_void_p], None
+
+
+def _igraph():
+    """libigraph as the library loaded it (for igraph_destroy)."""
+    name = ctypes.util.find_library("igraph") or "libigraph.so.3"
+    g = ctypes.CDLL(name)
+    g.igraph_destroy.argtypes, g.igraph_destroy.restype = [ctypes.c_void_p], None
+    return g
+
+
+igraph = _igraph()
+
+
+def err():
+    return S.ag_error_t()
+
+
+def check(rc, e):
+    """Raises Error with the library's message when rc is not AG_OK."""
+    if rc:
+        status = lib.ag_status_str(rc).decode()
+        msg = e.msg.decode("utf-8", "replace") or status
+        raise Error(msg, status)
+
+
+_warned = False
+
+
+def blas_info():
+    """OpenBLAS's kernels: dict(chosen, best, slow, forced), as ag_blas_check says."""
+    info = S.ag_blas_info_t()
+    lib.ag_blas_check(ctypes.byref(info))
+    return dict(chosen=info.chosen.decode(), best=info.best.decode(), slow=bool(info.slow),
+                forced=bool(info.forced))
+
+
+def warn_if_slow():
+    global _warned
+    info = blas_info()
+    if info["slow"] and not _warned and not os.environ.get("AG_BLAS_KEEP"):
+        _warned = True
+        warnings.warn(
+            "attngraph: OpenBLAS uses its %s kernels on a CPU that runs %s (about 2-5x slower "
+            "projections); it was loaded before attngraph could choose (numpy imported first, "
+            "or OPENBLAS_CORETYPE set). Start Python as OPENBLAS_CORETYPE=%s /usr/bin/python3 "
+            "..., or import attngraph before numpy; AG_BLAS_KEEP=1 silences this."
+            % (info["chosen"], info["best"], info["best"]), RuntimeWarning, stacklevel=3)
+
+
+warn_if_slow()

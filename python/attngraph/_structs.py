@@ -1,0 +1,194 @@
+"""ctypes mirrors of the C structs and enums of include/attngraph/*.h.
+
+Every struct the package passes to the library is declared here and nowhere
+else, with the C field names, so that tests/test_layout.py can compile a C
+program printing sizeof and offsetof of each one and compare them with ctypes:
+a header change that these mirrors miss fails that test instead of corrupting
+memory.
+"""
+import ctypes as C
+
+i64 = C.c_int64
+f32 = C.c_float
+f64 = C.c_double
+ptr = C.c_void_p          # data pointers: numpy arrays pass arr.ctypes.data
+
+# ---------------------------------------------------------------- enums
+# name -> value, checked against the header by the layout test
+
+STATUS = dict(AG_OK=0, AG_ENOMEM=1, AG_EIO=2, AG_EFORMAT=3, AG_EINVAL=4, AG_ELIMIT=5,
+              AG_EIGRAPH=6)
+SELF_LOOPS = dict(AG_SELF_KEEP=0, AG_SELF_ON=1, AG_SELF_OFF=2)
+SCORE_KINDS = dict(AG_SCORE_SCALED_DOT=0, AG_SCORE_DOT=1, AG_SCORE_COSINE=2,
+                   AG_SCORE_ADDITIVE=3, AG_SCORE_GATV2=4, AG_SCORE_SIGMOID=5,
+                   AG_SCORE_LINEAR=6)
+NORMS = dict(AG_NORM_NONE=0, AG_NORM_LAYER=1)
+OPTIMIZERS = dict(AG_OPT_ADAM=0, AG_OPT_ADAMW=1, AG_OPT_SGD=2)
+FORMATS = dict(AG_FORMAT_AUTO=0, AG_FORMAT_EDGELIST=1, AG_FORMAT_NCOL=2, AG_FORMAT_LGL=3,
+               AG_FORMAT_GRAPHML=4, AG_FORMAT_GML=5, AG_FORMAT_PAJEK=6, AG_FORMAT_DOT=7)
+DIRECTIONS = dict(AG_EDGES_AUTO=0, AG_EDGES_DIRECTED=1, AG_EDGES_UNDIRECTED=2)
+ENUMS = [STATUS, SELF_LOOPS, SCORE_KINDS, NORMS, OPTIMIZERS, FORMATS, DIRECTIONS]
+
+# The library's igraph_t lives in a buffer of this many bytes (the test checks
+# sizeof(igraph_t) fits): the package never looks inside it.
+IGRAPH_T_BYTES = 512
+
+# ---------------------------------------------------------------- structs
+
+
+class ag_error_t(C.Structure):
+    _fields_ = [("status", C.c_int), ("msg", C.c_char * 512)]
+
+
+class ag_blas_info_t(C.Structure):
+    _fields_ = [("chosen", C.c_char * 32), ("best", C.c_char * 32), ("slow", C.c_int),
+                ("forced", C.c_int)]
+
+
+class ag_labels_t(C.Structure):
+    _fields_ = [("n", i64), ("str", C.POINTER(C.c_char_p))]
+
+
+class ag_nbhd_t(C.Structure):
+    _fields_ = [("n_nodes", i64), ("n_edges", i64), ("n_runs", i64),
+                ("edge_ptr", ptr), ("run_ptr", ptr), ("run_src", ptr), ("run_len", ptr),
+                ("edge_id", ptr),
+                ("n_out_runs", i64), ("out_ptr", ptr), ("out_dst", ptr), ("out_len", ptr),
+                ("out_nth", ptr), ("run_slot", ptr)]
+
+
+class ag_score_t(C.Structure):
+    _fields_ = [("kind", C.c_int), ("beta", f32), ("softcap", f32), ("slope", f32),
+                ("a_src", ptr), ("a_dst", ptr), ("edge_bias", ptr), ("alibi", C.c_int),
+                ("has_sigmoid_bias", C.c_int), ("sigmoid_bias", f32)]
+
+
+PROGRESS_FN = C.CFUNCTYPE(None, i64, i64, ptr)
+
+
+class ag_attention_opts_t(C.Structure):
+    _fields_ = [("entropy", ptr), ("max_weight", ptr), ("distance", ptr),
+                ("progress", PROGRESS_FN), ("progress_ctx", ptr), ("lse", ptr)]
+
+
+class ag_edge_msg_t(C.Structure):
+    _fields_ = [("edge_id", i64), ("src", i64), ("dst", i64)]
+
+
+class ag_attention_grads_t(C.Structure):
+    _fields_ = [("dQ", ptr), ("dK", ptr), ("dV", ptr), ("d_a_src", ptr), ("d_a_dst", ptr),
+                ("d_edge_bias", ptr)]
+
+
+# the weight arrays of ag_weights_t, in the order of the struct
+WEIGHT_ARRAYS = ("wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn")
+
+
+class ag_weights_t(C.Structure):
+    _fields_ = [("D", i64), ("H", i64), ("d", i64), ("per_node", i64)] + \
+               [(name, ptr) for name in WEIGHT_ARRAYS]
+
+
+class ag_workspace_t(C.Structure):
+    _fields_ = [("N", i64), ("HD", i64), ("D", i64), ("Q", ptr), ("K", ptr), ("V", ptr),
+                ("M", ptr), ("Xn", ptr), ("X_prev", ptr), ("entropy", ptr),
+                ("max_weight", ptr), ("distance", ptr)]
+
+
+class ag_round_t(C.Structure):
+    _fields_ = [("round", C.c_int), ("nb", ptr), ("w", ptr), ("score", ptr), ("X", ptr),
+                ("X_prev", ptr), ("ws", ptr), ("entropy", ptr), ("max_weight", ptr),
+                ("distance", ptr)]
+
+
+ON_ROUND_FN = C.CFUNCTYPE(C.c_int, C.POINTER(ag_round_t), ptr)
+ON_ROUND_PROGRESS_FN = C.CFUNCTYPE(None, C.c_int, i64, i64, ptr)
+
+
+class ag_round_opts_t(C.Structure):
+    _fields_ = [("score", C.POINTER(ag_score_t)), ("no_residual", C.c_int), ("norm", C.c_int),
+                ("ln_eps", f32), ("on_round", ON_ROUND_FN), ("ctx", ptr), ("figures", C.c_int),
+                ("on_progress", ON_ROUND_PROGRESS_FN)]
+
+
+class ag_round_figures_t(C.Structure):
+    _fields_ = [("change", f64), ("entropy", f64), ("max_weight", f64)]
+
+
+class ag_optimizer_opts_t(C.Structure):
+    _fields_ = [("kind", C.c_int), ("lr", f32), ("momentum", f32), ("beta1", f32),
+                ("beta2", f32), ("eps", f32), ("weight_decay", f32), ("clip", f32)]
+
+
+class ag_load_opts_t(C.Structure):
+    _fields_ = [("format", C.c_int), ("max_nodes", i64), ("direction", C.c_int)]
+
+
+STRUCTS = [ag_error_t, ag_blas_info_t, ag_labels_t, ag_nbhd_t, ag_score_t,
+           ag_attention_opts_t, ag_edge_msg_t, ag_attention_grads_t, ag_weights_t,
+           ag_workspace_t, ag_round_t, ag_round_opts_t, ag_round_figures_t,
+           ag_optimizer_opts_t, ag_load_opts_t]
+
+# ---------------------------------------------------------------- functions
+# name: (restype, argtypes). Every fallible function ends with ag_error_t *.
+
+E = C.POINTER(ag_error_t)
+P = C.c_void_p
+NB = C.POINTER(ag_nbhd_t)
+SC = C.POINTER(ag_score_t)
+W = C.POINTER(ag_weights_t)
+I = C.c_int
+
+FUNCTIONS = {
+    "ag_status_str": (C.c_char_p, [I]),
+    "ag_blas_check": (None, [C.POINTER(ag_blas_info_t)]),
+    "ag_set_threads": (I, [I]),
+    "ag_set_memory_budget": (i64, [i64]),
+    "ag_memory_budget": (i64, []),
+    "ag_labels_destroy": (None, [C.POINTER(ag_labels_t)]),
+    "ag_nbhd_from_csr": (I, [NB, i64, P, P, E]),
+    "ag_nbhd_destroy": (None, [NB]),
+    "ag_nbhd_self_loops": (I, [NB, I, E]),
+    "ag_nbhd_sources": (None, [NB, i64, i64, P]),
+    "ag_pattern_parse": (I, [C.POINTER(P), C.c_char_p, E]),
+    "ag_pattern_free": (None, [P]),
+    "ag_pattern_size": (i64, [P]),
+    "ag_nbhd_from_pattern": (I, [NB, P, i64, I, E]),
+    "ag_score_check": (I, [SC, NB, i64, i64, E]),
+    "ag_attention": (I, [NB, P, P, P, i64, i64, SC, P, E]),
+    "ag_attention_ex": (I, [NB, P, P, P, i64, i64, SC, P, C.POINTER(ag_attention_opts_t), E]),
+    "ag_attention_weights": (I, [NB, P, P, i64, i64, SC, i64, i64, P, E]),
+    "ag_attention_stats": (I, [NB, P, P, i64, i64, SC, P, P, P, E]),
+    "ag_edge_order": (I, [NB, C.POINTER(C.POINTER(ag_edge_msg_t)), C.POINTER(C.POINTER(i64)),
+                          E]),
+    "ag_nbhd_transpose": (I, [NB, E]),
+    "ag_attention_backward": (I, [NB, P, P, P, i64, i64, SC, P, P, P,
+                                  C.POINTER(ag_attention_grads_t), E]),
+    "ag_weights_load": (I, [W, C.c_char_p, i64, E]),
+    "ag_weights_destroy": (None, [W]),
+    "ag_weights_random": (I, [W, i64, i64, i64, i64, C.c_uint64, E]),
+    "ag_weights_grads_init": (I, [W, W, I, E]),
+    "ag_workspace_init": (I, [C.POINTER(ag_workspace_t), i64, i64, i64, E]),
+    "ag_workspace_destroy": (None, [C.POINTER(ag_workspace_t)]),
+    "ag_rounds_run": (I, [NB, W, I, P, I, C.POINTER(ag_round_opts_t),
+                          C.POINTER(ag_workspace_t), C.POINTER(I), E]),
+    "ag_rounds_forward": (I, [NB, W, I, P, I, C.POINTER(ag_round_opts_t), C.POINTER(P), E]),
+    "ag_rounds_backward": (I, [P, P, P, W, E]),
+    "ag_tape_free": (None, [P]),
+    "ag_tape_bytes": (i64, [i64, i64, i64, i64, I]),
+    "ag_loss_mse": (I, [P, P, i64, i64, P, C.POINTER(f64), P, E]),
+    "ag_loss_cross_entropy": (I, [P, i64, i64, P, P, i64, P, P, C.POINTER(f64), P, P, P,
+                                  C.POINTER(i64), C.POINTER(i64), P, E]),
+    "ag_optimizer_init": (I, [C.POINTER(P), C.POINTER(ag_optimizer_opts_t), E]),
+    "ag_optimizer_add": (I, [P, P, P, i64, E]),
+    "ag_optimizer_step": (I, [P, C.POINTER(f64), E]),
+    "ag_optimizer_free": (None, [P]),
+    "ag_layer_norm": (None, [P, P, i64, i64, P, P, f32]),
+    "ag_random_normal": (None, [P, i64, C.c_uint64, C.c_uint64, f32]),
+    # graph files (attngraph/igraph.h): the igraph_t is an opaque buffer
+    "ag_format_parse": (I, [C.POINTER(I), C.c_char_p, E]),
+    "ag_graph_load": (I, [P, C.c_char_p, C.POINTER(ag_load_opts_t), E]),
+    "ag_labels_from_graph": (I, [C.POINTER(ag_labels_t), P, E]),
+    "ag_nbhd_from_graph": (I, [NB, P, E]),
+    "ag_edge_attribute": (I, [C.POINTER(P), P, NB, C.c_char_p, E]),
+}

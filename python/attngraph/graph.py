@@ -1,0 +1,320 @@
+"""Graph: the library's compiled neighbourhoods (ag_nbhd_t), with the order of
+the edges the graph was made from, so that per-edge results come back in it."""
+import ctypes as C
+import os
+import threading
+
+import numpy as np
+
+from . import _structs as S
+from ._lib import lib, igraph, check, err, c_free, Error
+
+# igraph is not thread-safe (its error handler and cleanup stack are process-wide),
+# and ctypes lets other Python threads run during a call: one igraph call at a time
+_IGRAPH_LOCK = threading.Lock()
+
+_SELF = {"keep": 0, "on": 1, "off": 2, None: 0, True: 1, False: 2}
+_FORMATS = ("edgelist", "ncol", "lgl", "graphml", "gml", "pajek")
+
+
+def _self_loops(value):
+    try:
+        return _SELF[value]
+    except (KeyError, TypeError):
+        raise Error("self_loops is %r; expected 'keep', 'on' or 'off'" % (value,), "invalid value")
+
+
+def _i64_view(address, n):
+    """A numpy view of n int64 at a C address (no copy)."""
+    if n == 0 or not address:
+        return np.zeros(0, np.int64)
+    return np.ctypeslib.as_array((C.c_int64 * n).from_address(address))
+
+
+class Graph:
+    """Who attends to whom: N nodes, E messages (an undirected edge is two).
+
+    Per-edge arrays (attention_weights, edge_bias, its gradient) are in the
+    graph's edge order: the columns of edge_index for from_edge_index, the
+    entries of indices for from_csr, igraph's edge ids for files (an undirected
+    edge u-v gives u->v then v->u, u < v), slot order for patterns; self-loops
+    that self_loops="on" adds come last. `src` and `dst` give each edge's ends
+    in that order."""
+
+    def __init__(self):
+        raise TypeError("make a Graph with Graph.load, Graph.pattern, Graph.from_csr or "
+                        "Graph.from_edge_index")
+
+    @classmethod
+    def _new(cls, kind):
+        g = object.__new__(cls)
+        g._nb = S.ag_nbhd_t()
+        g.kind = kind          # "file", "pattern", "csr", "edge_index"
+        g.labels = None
+        g.name = None
+        g.edge_attrs = {}
+        return g
+
+    def __del__(self):
+        nb = getattr(self, "_nb", None)
+        if nb is not None:
+            lib.ag_nbhd_destroy(C.byref(nb))
+
+    # ------------------------------------------------------------ makers
+
+    @classmethod
+    def load(cls, path, format=None, directed=None, self_loops="keep", max_nodes=0,
+             edge_attrs=()):
+        """Reads a graph file with the library's readers (ag_graph_load): format
+        is "edgelist", "ncol", "lgl", "graphml", "gml", "pajek" or None (from
+        the extension); directed None (as the file says; edge lists directed),
+        True or False (edge lists: each line is both directions). Labels come
+        from the label/name/id attributes. edge_attrs names numeric edge
+        attributes to keep in g.edge_attrs[name], float32 [E] in edge order
+        (e.g. an edge bias; 0 on self-loops self_loops="on" adds)."""
+        opts = S.ag_load_opts_t(0, int(max_nodes), 0 if directed is None else
+                                (1 if directed else 2))
+        e = err()
+        if format is not None:
+            f = C.c_int()
+            check(lib.ag_format_parse(C.byref(f), str(format).encode(), C.byref(e)), e)
+            opts.format = f.value
+        g = cls._new("file")
+        g.name = os.fspath(path)
+        buf = C.create_string_buffer(S.IGRAPH_T_BYTES)
+        with _IGRAPH_LOCK:
+            check(lib.ag_graph_load(buf, os.fsencode(path), C.byref(opts), C.byref(e)), e)
+            try:
+                g._from_igraph(buf, self_loops, edge_attrs)
+            finally:
+                igraph.igraph_destroy(buf)
+        return g
+
+    def _from_igraph(self, buf, self_loops, edge_attrs):
+        e = err()
+        check(lib.ag_nbhd_from_graph(C.byref(self._nb), buf, C.byref(e)), e)
+        labels = S.ag_labels_t()
+        check(lib.ag_labels_from_graph(C.byref(labels), buf, C.byref(e)), e)
+        try:
+            if labels.str:
+                self.labels = [labels.str[i].decode("utf-8", "replace") for i in range(labels.n)]
+        finally:
+            lib.ag_labels_destroy(C.byref(labels))
+        self._finish(self_loops, None)
+        self.edge_attrs = {}
+        for name in ([edge_attrs] if isinstance(edge_attrs, str) else edge_attrs):
+            values = C.c_void_p()
+            check(lib.ag_edge_attribute(C.byref(values), buf, C.byref(self._nb), name.encode(),
+                                        C.byref(e)), e)
+            try:
+                per_slot = np.ctypeslib.as_array((C.c_float * self.E).from_address(values.value)) \
+                    if self.E else np.zeros(0, np.float32)
+                self.edge_attrs[name] = np.array(self.from_slots(per_slot), np.float32)
+            finally:
+                c_free(values)
+
+    @classmethod
+    def pattern(cls, spec, n=None, self_loops="keep", labels=None):
+        """A connectivity pattern ("causal", "window:3", "docs:5,3&window:2", ...;
+        README "Patterns") on n nodes (None: the size the spec implies, or
+        len(labels))."""
+        e = err()
+        pat = C.c_void_p()
+        check(lib.ag_pattern_parse(C.byref(pat), str(spec).encode(), C.byref(e)), e)
+        try:
+            if n is None:
+                n = len(labels) if labels is not None else lib.ag_pattern_size(pat)
+                if n == 0:
+                    raise Error("pattern '%s' does not imply a size; give n" % spec,
+                                "invalid value")
+            g = cls._new("pattern")
+            check(lib.ag_nbhd_from_pattern(C.byref(g._nb), pat, int(n), _self_loops(self_loops),
+                                           C.byref(e)), e)
+        finally:
+            lib.ag_pattern_free(pat)
+        g.name = str(spec)
+        if labels is not None:
+            if len(labels) != n:
+                raise Error("%d labels for %d nodes" % (len(labels), n), "invalid value")
+            g.labels = [str(s) for s in labels]
+        g._finish("keep", None)
+        return g
+
+    @classmethod
+    def from_csr(cls, indptr, indices, self_loops="keep"):
+        """An in-neighbour CSR: destination i receives from indices[indptr[i]:indptr[i+1]]
+        (any order within a row; multi-edges and self-loops kept). Edge k is indices[k]."""
+        indptr = np.asarray(indptr)
+        indices = np.asarray(indices)
+        if indptr.ndim != 1 or indptr.size < 2:
+            raise Error("indptr has shape %s; expected [N+1] with N >= 1" % (indptr.shape,),
+                        "invalid value")
+        n = indptr.size - 1
+        if not np.issubdtype(indptr.dtype, np.integer):
+            raise Error("indptr has dtype %s; expected integers" % indptr.dtype, "invalid value")
+        indptr = indptr.astype(np.int64)
+        steps = np.diff(indptr)
+        if indptr[0] != 0 or (steps < 0).any():
+            at = 0 if indptr[0] != 0 else int(np.flatnonzero(steps < 0)[0]) + 1
+            raise Error("indptr[%d] is %d; expected indptr to start at 0 and never decrease"
+                        % (at, indptr[at]), "invalid value")
+        if indices.ndim != 1 or indices.size != indptr[-1]:
+            raise Error("indices has shape %s; indptr ends at %d: expected [%d]"
+                        % (list(indices.shape), indptr[-1], indptr[-1]), "invalid value")
+        dst = np.repeat(np.arange(n, dtype=np.int64), steps)
+        return cls._from_pairs(indices, dst, n, self_loops, "csr")
+
+    @classmethod
+    def from_edge_index(cls, edge_index, num_nodes=None, self_loops="keep"):
+        """PyG's edge_index [2, E]: row 0 sources, row 1 targets (the message
+        j -> i of column (j, i)), in any order; multi-edges and self-loops kept.
+        num_nodes None: 1 + the largest id. Accepts numpy arrays and torch tensors."""
+        if hasattr(edge_index, "detach"):
+            edge_index = edge_index.detach().cpu().numpy()
+        ei = np.asarray(edge_index)
+        if ei.ndim != 2 or ei.shape[0] != 2:
+            raise Error("edge_index has shape %s; expected [2, E]" % (ei.shape,), "invalid value")
+        if num_nodes is None:
+            if not ei.size:
+                raise Error("edge_index has no edges; give num_nodes", "invalid value")
+            num_nodes = int(ei.max()) + 1
+        return cls._from_pairs(ei[0], ei[1], int(num_nodes), self_loops, "edge_index")
+
+    @classmethod
+    def _from_pairs(cls, src, dst, n, self_loops, kind):
+        if src.size and not np.issubdtype(src.dtype, np.integer):
+            raise Error("node ids have dtype %s; expected integers" % src.dtype, "invalid value")
+        src = src.astype(np.int64, copy=False)
+        dst = dst.astype(np.int64, copy=False)
+        if n < 1:
+            raise Error("num_nodes is %d; expected >= 1" % n, "invalid value")
+        for what, ids in (("source", src), ("target", dst)):
+            bad = np.flatnonzero((ids < 0) | (ids >= n))
+            if bad.size:
+                b = bad[0]
+                where = "indices[%d] is %d" % (b, ids[b]) if kind == "csr" else \
+                    "edge %d has %s %d" % (b, what, ids[b])
+                raise Error("%s; expected a node id 0..%d" % (where, n - 1), "invalid value")
+        # the library wants sources ascending within each destination: sort,
+        # stably, and remember where each given edge went
+        perm = np.lexsort((src, dst))
+        indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
+        indices = np.ascontiguousarray(src[perm])
+        g = cls._new(kind)
+        e = err()
+        check(lib.ag_nbhd_from_csr(C.byref(g._nb), n, indptr.ctypes.data, indices.ctypes.data,
+                                   C.byref(e)), e)
+        g._finish(self_loops, perm)
+        return g
+
+    def _finish(self, self_loops, perm):
+        """Applies self_loops and records the edge order. perm: the sorted
+        position of each given edge (edge_index, CSR), or None."""
+        e = err()
+        mode = _self_loops(self_loops)
+        if mode:
+            check(lib.ag_nbhd_self_loops(C.byref(self._nb), mode, C.byref(e)), e)
+        self._perm, self._mode = perm, mode
+        self._slot = self._ends = None
+        # Without edge ids or a permutation (patterns), edge k is slot k: nothing
+        # to record, and the ends wait until asked for (causal on 65,536 nodes
+        # has 2.1e9 edges but 65,536 runs).
+        if self._nb.edge_id or perm is not None:
+            self._order()
+
+    def _order(self):
+        """_slot[k], the slot of edge k (None: slot k), and _ends: edge ids,
+        sources and targets [3, E] in edge order."""
+        e = err()
+        msgs = C.POINTER(S.ag_edge_msg_t)()
+        slot = C.POINTER(C.c_int64)()
+        check(lib.ag_edge_order(C.byref(self._nb), C.byref(msgs), C.byref(slot), C.byref(e)), e)
+        n = self._nb.n_edges
+        try:
+            order_slot = _i64_view(C.cast(slot, C.c_void_p).value, n).copy()
+            m = np.ctypeslib.as_array(C.cast(msgs, C.POINTER(C.c_int64 * 3)), (n,)) if n else \
+                np.zeros((0, 3), np.int64)
+            m = np.array(m, dtype=np.int64).reshape(n, 3)
+        finally:
+            c_free(C.cast(msgs, C.c_void_p))
+            c_free(C.cast(slot, C.c_void_p))
+        perm = self._perm
+        if perm is not None:
+            # library edge k is sorted position k (self_loops: the kept ones, added last)
+            if self._mode == 2:     # "off" dropped self edges: given order of what is left
+                given = perm[m[:, 0]]
+                rank = np.argsort(given, kind="stable")
+                order_slot = order_slot[rank]
+                m = m[rank]
+                m[:, 0] = given[rank]
+            else:                   # given edge j sits at sorted position inv[j]
+                inv = np.empty_like(perm)
+                inv[perm] = np.arange(perm.size)
+                e0 = perm.size
+                order_slot = np.concatenate([order_slot[inv], order_slot[e0:]])
+                m = np.concatenate([m[inv], m[e0:]])
+                m[:e0, 0] = np.arange(e0)
+        if self._nb.edge_id or perm is not None:
+            self._slot = np.ascontiguousarray(order_slot)
+        self._ends = np.ascontiguousarray(m.T)
+
+    @property
+    def edge_ids(self):
+        """[E] each edge's id: the edge_index column or CSR entry, the igraph edge
+        id for files (-1 on self-loops self_loops="on" added), k for patterns."""
+        if self._ends is None:
+            self._order()
+        return self._ends[0]
+
+    @property
+    def src(self):
+        """[E] each edge's source, in edge order."""
+        if self._ends is None:
+            self._order()
+        return self._ends[1]
+
+    @property
+    def dst(self):
+        """[E] each edge's target (destination), in edge order."""
+        if self._ends is None:
+            self._order()
+        return self._ends[2]
+
+    # ------------------------------------------------------------ views
+
+    @property
+    def N(self):
+        return int(self._nb.n_nodes)
+
+    @property
+    def E(self):
+        return int(self._nb.n_edges)
+
+    @property
+    def edge_index(self):
+        """[2, E] int64: sources and targets in the graph's edge order."""
+        return np.stack([self.src, self.dst])
+
+    def in_degree(self):
+        return np.diff(_i64_view(self._nb.edge_ptr, self.N + 1))
+
+    def to_slots(self, per_edge):
+        """A per-edge array [E, ...] in edge order -> slot order (the kernel's)."""
+        a = np.asarray(per_edge)
+        if self._slot is None:
+            return a
+        out = np.empty_like(a)
+        out[self._slot] = a
+        return out
+
+    def from_slots(self, per_slot):
+        """A per-slot array [E, ...] -> the graph's edge order."""
+        return np.asarray(per_slot) if self._slot is None else np.asarray(per_slot)[self._slot]
+
+    def label(self, i):
+        return self.labels[i] if self.labels is not None else str(i)
+
+    def __repr__(self):
+        return "<attngraph.Graph %s%s: N=%d, E=%d>" % (
+            self.kind, " " + repr(self.name) if self.name else "", self.N, self.E)

@@ -1,0 +1,182 @@
+"""Attention on a Graph: forward, per-edge weights, statistics, backward."""
+import ctypes as C
+from collections import namedtuple
+
+import numpy as np
+
+from . import _structs as S
+from ._lib import lib, check, err, Error
+
+_KINDS = {"scaled-dot": 0, "scaled_dot": 0, "dot": 1, "cosine": 2, "additive": 3, "gat": 3,
+          "gatv2": 4, "sigmoid": 5, "linear": 6}
+
+
+def f32(a, what, shape=None):
+    """a as a C-contiguous float32 array: the same memory when it already is one."""
+    if hasattr(a, "detach"):          # a CPU torch tensor: share its memory
+        a = a.detach().numpy()
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    if shape is not None:
+        want = tuple(shape)
+        if a.shape != want:
+            raise Error("%s has shape %s; expected %s" % (what, list(a.shape), list(want)),
+                        "invalid value")
+    return a
+
+
+class Score:
+    """A score function (README "Score functions"): kind "scaled-dot" (default),
+    "dot", "cosine", "additive" (GAT: a_src, a_dst [H, d]), "gatv2" (a [H, d]),
+    "sigmoid", "linear"; beta, softcap, slope, alibi, sigmoid_bias; edge_bias [E]
+    in the graph's edge order."""
+
+    def __init__(self, kind="scaled-dot", beta=0.0, softcap=0.0, slope=0.0, a_src=None,
+                 a_dst=None, a=None, edge_bias=None, alibi=False, sigmoid_bias=None):
+        if isinstance(kind, Score):
+            self.__dict__.update(kind.__dict__)
+            return
+        if kind not in _KINDS:
+            raise Error("score is %r; expected one of %s" % (kind, ", ".join(
+                k for k in _KINDS if k not in ("scaled_dot", "gat"))), "invalid value")
+        self.kind, self.beta, self.softcap, self.slope = kind, beta, softcap, slope
+        self.a_src, self.a_dst, self.a, self.edge_bias = a_src, a_dst, a, edge_bias
+        self.alibi, self.sigmoid_bias = alibi, sigmoid_bias
+
+    def c(self, graph, H, d, validate=True):
+        """The ag_score_t for graph, H, d, and the arrays it points to (keep them).
+        validate=False leaves the attention vectors to the rounds (the layer's)."""
+        s = S.ag_score_t()
+        s.kind = _KINDS[self.kind]
+        s.beta, s.softcap, s.slope = self.beta or 0.0, self.softcap or 0.0, self.slope or 0.0
+        s.alibi = int(bool(self.alibi))
+        if self.sigmoid_bias is not None:
+            s.has_sigmoid_bias, s.sigmoid_bias = 1, float(self.sigmoid_bias)
+        keep = []
+        vec_src = self.a if s.kind == _KINDS["gatv2"] else self.a_src
+        for field, value, name in (("a_src", vec_src, "a" if s.kind == 4 else "a_src"),
+                                   ("a_dst", self.a_dst, "a_dst")):
+            if value is not None:
+                arr = f32(value, name, (H, d))
+                keep.append(arr)
+                setattr(s, field, arr.ctypes.data)
+        if self.edge_bias is not None:
+            b = graph.to_slots(f32(self.edge_bias, "edge_bias", (graph.E,)))
+            keep.append(b)
+            s.edge_bias = b.ctypes.data
+        if validate:
+            e = err()
+            check(lib.ag_score_check(C.byref(s), C.byref(graph._nb), H, d, C.byref(e)), e)
+        return s, keep
+
+
+def score_of(score, kw):
+    """A Score from a kind or a Score, with keyword options on top."""
+    if isinstance(score, Score):
+        if not kw:
+            return score
+        opts = dict(score.__dict__)
+        opts.update(kw)
+        return Score(**opts)
+    return Score(score, **kw)
+
+
+def _qkv(graph, heads, arrays):
+    """Checks Q, K, V [N, H*d] (float32, C order, not copied when they are) and
+    returns them with H and d."""
+    N = graph.N
+    heads = int(heads)
+    out = []
+    width = None
+    for name, a in arrays:
+        a = f32(a, name)
+        if a.ndim != 2 or a.shape[0] != N:
+            raise Error("%s has shape %s; the graph has %d nodes: expected [%d, H*d]"
+                        % (name, list(a.shape), N, N), "invalid value")
+        if width is None:
+            width = a.shape[1]
+        elif a.shape[1] != width:
+            raise Error("%s has %d columns; %s has %d" % (name, a.shape[1], arrays[0][0], width),
+                        "invalid value")
+        out.append(a)
+    if heads < 1 or width % heads or width == 0:
+        raise Error("heads is %d; expected a divisor of the width %d" % (heads, width),
+                    "invalid value")
+    return out, heads, width // heads
+
+
+def attention(graph, q, k, v, heads=1, score="scaled-dot", out=None, lse=False, **score_kw):
+    """One round of attention: M [N, H*d] with m_i = sum_j a_ij v_j over the
+    in-edges j -> i. lse=True also returns the log-sum-exp [N, H] (softmax scores)."""
+    (q, k, v), H, d = _qkv(graph, heads, [("q", q), ("k", k), ("v", v)])
+    s, keep = score_of(score, score_kw).c(graph, H, d)
+    M = np.empty_like(q) if out is None else f32(out, "out", q.shape)
+    opts = S.ag_attention_opts_t()
+    L = None
+    if lse:
+        L = np.full((graph.N, H), -np.inf, np.float32)
+        opts.lse = L.ctypes.data
+    e = err()
+    check(lib.ag_attention_ex(C.byref(graph._nb), q.ctypes.data, k.ctypes.data, v.ctypes.data,
+                              H, d, C.byref(s), M.ctypes.data, C.byref(opts), C.byref(e)), e)
+    return (M, L) if lse else M
+
+
+def attention_weights(graph, q, k, heads=1, score="scaled-dot", **score_kw):
+    """The attention weight of every edge and head, [E, H], in the graph's edge
+    order (edge_index columns, CSR entries, igraph edge ids, pattern slots)."""
+    (q, k), H, d = _qkv(graph, heads, [("q", q), ("k", k)])
+    s, keep = score_of(score, score_kw).c(graph, H, d)
+    W = np.empty((graph.E, H), np.float32)
+    e = err()
+    check(lib.ag_attention_weights(C.byref(graph._nb), q.ctypes.data, k.ctypes.data, H, d,
+                                   C.byref(s), 0, graph.N, W.ctypes.data, C.byref(e)), e)
+    return graph.from_slots(W)
+
+
+def attention_stats(graph, q, k, heads=1, score="scaled-dot", **score_kw):
+    """Per node, averaged over heads: entropy (nats), mean distance |i - j| and
+    largest weight of its attention (NaN without in-edges)."""
+    (q, k), H, d = _qkv(graph, heads, [("q", q), ("k", k)])
+    s, keep = score_of(score, score_kw).c(graph, H, d)
+    ent, dist, mx = (np.empty(graph.N, np.float64) for _ in range(3))
+    e = err()
+    check(lib.ag_attention_stats(C.byref(graph._nb), q.ctypes.data, k.ctypes.data, H, d,
+                                 C.byref(s), ent.ctypes.data, dist.ctypes.data, mx.ctypes.data,
+                                 C.byref(e)), e)
+    return dict(entropy=ent, distance=dist, max_weight=mx)
+
+
+Grads = namedtuple("Grads", "dq dk dv d_a_src d_a_dst d_edge_bias")
+
+
+def attention_backward(graph, q, k, v, dm, heads=1, score="scaled-dot", m=None, lse=None,
+                       edge_bias_grad=False, **score_kw):
+    """Gradients of L = sum(dm * M) for M = attention(graph, q, k, v): a Grads of
+    dq, dk, dv [N, H*d], d_a_src, d_a_dst [H, d] (additive; gatv2's a in
+    d_a_src; else None) and d_edge_bias [E] in edge order (when asked for, or
+    when the score has an edge bias). m and lse, the forward's, save a forward."""
+    (q, k, v, dm), H, d = _qkv(graph, heads, [("q", q), ("k", k), ("v", v), ("dm", dm)])
+    sc = score_of(score, score_kw)
+    s, keep = sc.c(graph, H, d)
+    g = S.ag_attention_grads_t()
+    dq, dk, dv = (np.empty_like(q) for _ in range(3))
+    g.dQ, g.dK, g.dV = dq.ctypes.data, dk.ctypes.data, dv.ctypes.data
+    da_src = da_dst = deb = None
+    if sc.kind in ("additive", "gat", "gatv2"):
+        da_src = np.empty((H, d), np.float32)
+        g.d_a_src = da_src.ctypes.data
+        if sc.kind != "gatv2":
+            da_dst = np.empty((H, d), np.float32)
+            g.d_a_dst = da_dst.ctypes.data
+    if edge_bias_grad or sc.edge_bias is not None:
+        deb = np.empty(graph.E, np.float32)
+        g.d_edge_bias = deb.ctypes.data
+    m = f32(m, "m", q.shape) if m is not None else None
+    if lse is not None:
+        lse = f32(lse, "lse", (graph.N, H))
+    e = err()
+    check(lib.ag_attention_backward(C.byref(graph._nb), q.ctypes.data, k.ctypes.data,
+                                    v.ctypes.data, H, d, C.byref(s), m.ctypes.data if m is not None else None,
+                                    lse.ctypes.data if lse is not None else None,
+                                    dm.ctypes.data, C.byref(g), C.byref(e)), e)
+    return Grads(dq, dk, dv, da_src, da_dst, graph.from_slots(deb) if deb is not None else None)

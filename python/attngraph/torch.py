@@ -1,0 +1,229 @@
+"""PyTorch on top of the library: a differentiable graph attention over the
+library's forward and backward (CPU float32 tensors), and GraphAttention, one
+round as an nn.Module whose weights save to, and load from, the folder layout
+`attngraph run --weights DIR` reads."""
+import os
+
+import numpy as np
+import torch
+from torch import nn
+from torch.autograd.function import once_differentiable
+
+from . import ops
+from ._lib import Error
+from .graph import Graph
+from .weights import Weights, save_layers, model_args, read_model_args, write_model_args
+
+_SOFTMAX = ("scaled-dot", "scaled_dot", "dot", "cosine", "additive", "gat", "gatv2")
+
+
+def _np(t, name):
+    """A CPU float32 tensor as a numpy array sharing its memory (contiguous first)."""
+    if t is None:
+        return None
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("%s is a %s; expected a torch.Tensor" % (name, type(t).__name__))
+    if t.device.type != "cpu" or t.dtype != torch.float32:
+        raise TypeError("%s is %s on %s; attngraph runs CPU float32 tensors"
+                        % (name, t.dtype, t.device))
+    return t.detach().contiguous().numpy()
+
+
+class _GraphAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, graph, heads, kind, kw, q, k, v, a_src, a_dst, edge_bias):
+        qn, kn, vn, asn, adn, ebn = (_np(t, n) for t, n in (
+            (q, "q"), (k, "k"), (v, "v"), (a_src, "a_src"), (a_dst, "a_dst"),
+            (edge_bias, "edge_bias")))
+        vec = dict(a=asn) if kind == "gatv2" else dict(a_src=asn, a_dst=adn)
+        m, lse = ops.attention(graph, qn, kn, vn, heads, ops.Score(kind, edge_bias=ebn, **vec, **kw),
+                               lse=True)
+        mt = torch.from_numpy(m)
+        # saved as tensors, so autograd refuses a backward after they were changed in place
+        ctx.save_for_backward(q, k, v, a_src, a_dst, edge_bias, mt,
+                              torch.from_numpy(lse) if kind in _SOFTMAX else None)
+        ctx.graph, ctx.heads, ctx.kind, ctx.kw = graph, heads, kind, kw
+        return mt
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, dm):
+        q, k, v, a_src, a_dst, edge_bias, m, lse = ctx.saved_tensors
+        asn, adn, ebn = _np(a_src, "a_src"), _np(a_dst, "a_dst"), _np(edge_bias, "edge_bias")
+        vec = dict(a=asn) if ctx.kind == "gatv2" else dict(a_src=asn, a_dst=adn)
+        score = ops.Score(ctx.kind, edge_bias=ebn, **vec, **ctx.kw)
+        g = ops.attention_backward(ctx.graph, _np(q, "q"), _np(k, "k"), _np(v, "v"),
+                                   _np(dm, "grad"), ctx.heads, score, m=m.numpy(),
+                                   lse=lse.numpy() if lse is not None else None,
+                                   edge_bias_grad=edge_bias is not None)
+        need = ctx.needs_input_grad
+        t = lambda a, i: torch.from_numpy(a) if need[i] and a is not None else None
+        return (None, None, None, None, t(g.dq, 4), t(g.dk, 5), t(g.dv, 6), t(g.d_a_src, 7),
+                t(g.d_a_dst, 8), t(g.d_edge_bias, 9))
+
+
+def graph_attention(q, k, v, graph, heads=1, score="scaled-dot", a_src=None, a_dst=None,
+                    a=None, edge_bias=None, **score_kw):
+    """Attention over graph's edges, differentiable: M [N, H*d] from q, k, v
+    [N, H*d] (CPU float32). Gradients flow to q, k, v and to the score's
+    tensors: a_src, a_dst [H, d] (additive), a [H, d] (gatv2), edge_bias [E]
+    (in the graph's edge order). score_kw: beta, softcap, slope, alibi,
+    sigmoid_bias."""
+    if not isinstance(graph, Graph):
+        raise TypeError("graph is a %s; expected an attngraph.Graph" % type(graph).__name__)
+    if isinstance(score, ops.Score):      # its options; tensors come as arguments
+        score_kw = dict({k: getattr(score, k) for k in ("beta", "softcap", "slope", "alibi",
+                                                         "sigmoid_bias")}, **score_kw)
+        score = score.kind
+    kind = score
+    if kind == "gatv2":
+        a_src = a
+    tensors = (q, k, v, a_src, a_dst, edge_bias)
+    if not torch.is_grad_enabled() or not any(t is not None and t.requires_grad for t in tensors):
+        # nothing to differentiate: the forward alone, without autograd's bookkeeping
+        arrays = [_np(t, n) for t, n in zip(tensors, ("q", "k", "v", "a_src", "a_dst",
+                                                       "edge_bias"))]
+        vec = dict(a=arrays[3]) if kind == "gatv2" else dict(a_src=arrays[3], a_dst=arrays[4])
+        return torch.from_numpy(ops.attention(graph, *arrays[:3], int(heads), ops.Score(
+            kind, edge_bias=arrays[5], **vec, **score_kw)))
+    return _GraphAttention.apply(graph, int(heads), kind, score_kw, *tensors)
+
+
+class GraphAttention(nn.Module):
+    """One round, as `attngraph run` computes it:
+
+        xn = LayerNorm(x) if norm else x
+        q, k, v = wq(xn), wk(xn), wv(xn)          (nn.Linear without bias, [H*d, D])
+        m = graph_attention(q, k, v, graph, heads, score)
+        y = x + wo(m)   (y = wo(m) with residual=False)
+
+    state_dict keys wq.weight, wk.weight, wv.weight, wo.weight, ln.weight,
+    ln.bias, attn_src, attn_dst (additive), attn (gatv2); save(folder) writes
+    them as wq.npy ... ln_weight.npy ln_bias.npy attn_src.npy ..., the folder
+    `attngraph run --weights folder --heads H` (with --norm layer, --score,
+    --no-residual as the module has them) runs; GraphAttention.load reads one."""
+
+    def __init__(self, dim, heads=1, head_dim=None, norm=False, residual=True,
+                 score="scaled-dot", ln_eps=1e-5, **score_kw):
+        super().__init__()
+        self.dim, self.heads = int(dim), int(heads)
+        self.head_dim = int(head_dim or dim // heads)
+        if self.head_dim < 1:
+            raise Error("head_dim is %d; expected >= 1 (dim %d, %d heads)" %
+                        (self.head_dim, dim, heads), "invalid value")
+        hd = self.heads * self.head_dim
+        self.score, self.score_kw, self.residual = score, score_kw, residual
+        self.wq = nn.Linear(dim, hd, bias=False)
+        self.wk = nn.Linear(dim, hd, bias=False)
+        self.wv = nn.Linear(dim, hd, bias=False)
+        self.wo = nn.Linear(hd, dim, bias=False)
+        self.ln = nn.LayerNorm(dim, eps=ln_eps) if norm else None
+        shape = (self.heads, self.head_dim)
+        scale = 1.0 / np.sqrt(self.head_dim)
+        if score in ("additive", "gat"):
+            self.attn_src = nn.Parameter(torch.randn(shape) * scale)
+            self.attn_dst = nn.Parameter(torch.randn(shape) * scale)
+        if score == "gatv2":
+            self.attn = nn.Parameter(torch.randn(shape) * scale)
+
+    def forward(self, x, graph):
+        xn = self.ln(x) if self.ln is not None else x
+        vecs = {}
+        if self.score in ("additive", "gat"):
+            vecs = dict(a_src=self.attn_src, a_dst=self.attn_dst)
+        elif self.score == "gatv2":
+            vecs = dict(a=self.attn)
+        m = graph_attention(self.wq(xn), self.wk(xn), self.wv(xn), graph, self.heads,
+                            self.score, **vecs, **self.score_kw)
+        out = self.wo(m)
+        return x + out if self.residual else out
+
+    # ------------------------------------------------------------ folders
+
+    def to_weights(self):
+        """The layer as attngraph.Weights (copies)."""
+        arr = lambda t: t.detach().cpu().numpy().astype(np.float32).copy()
+        extra = {}
+        if self.ln is not None:
+            extra.update(ln_weight=arr(self.ln.weight), ln_bias=arr(self.ln.bias))
+        for name in ("attn_src", "attn_dst", "attn"):
+            if hasattr(self, name):
+                extra[name] = arr(getattr(self, name))
+        return Weights(arr(self.wq.weight), arr(self.wk.weight), arr(self.wv.weight),
+                       arr(self.wo.weight), self.heads, **extra)
+
+    def model_args(self, rounds=1):
+        """The options `attngraph run` needs for this layer, as model.args records them."""
+        kw = {k: v for k, v in self.score_kw.items()
+              if k in ("beta", "softcap", "slope", "sigmoid_bias", "alibi")}
+        return model_args(self.heads, rounds, self.score, self.residual, self.ln is not None,
+                          **kw)
+
+    def save(self, folder, rounds=1):
+        """Writes the layer into folder as `attngraph run --weights folder` reads
+        it, with model.args (what the arrays cannot tell: heads, score, norm,
+        residual; rounds: how many rounds share this layer), so the CLI refuses
+        to run it with other options."""
+        self.to_weights().save(folder)
+        write_model_args(folder, self.model_args(rounds))
+
+    def load_weights(self, w):
+        """Copies attngraph.Weights (or a folder's) into this module; shapes must match."""
+        if isinstance(w, (str, os.PathLike)):
+            w = Weights.load(w, self.heads)
+        sd = {"wq.weight": w.wq, "wk.weight": w.wk, "wv.weight": w.wv, "wo.weight": w.wo}
+        if self.ln is not None:
+            sd["ln.weight"] = w.ln_weight if w.ln_weight is not None else np.ones(self.dim, np.float32)
+            sd["ln.bias"] = w.ln_bias if w.ln_bias is not None else np.zeros(self.dim, np.float32)
+        for name in ("attn_src", "attn_dst", "attn"):
+            if hasattr(self, name):
+                if getattr(w, name) is None:
+                    raise Error("the weights have no %s, which %s scores need" % (name, self.score),
+                                "invalid value")
+                sd[name] = getattr(w, name)
+        self.load_state_dict({k: torch.from_numpy(np.array(v, np.float32)) for k, v in sd.items()})
+        return self
+
+    @classmethod
+    def load(cls, folder, heads=None, norm=None, residual=None, score=None, **kw):
+        """A module from a weights folder. What is None comes from folder/model.args
+        (written by save and by `attngraph train --save`), else: 1 head, pre-norm
+        when the folder has ln_weight.npy, a residual, scaled-dot scores."""
+        args = read_model_args(folder) or {}
+        heads = heads if heads is not None else args.get("heads", 1)
+        w = Weights.load(folder, heads)
+        if norm is None:
+            norm = args["norm"] if args else w.ln_weight is not None
+        residual = residual if residual is not None else args.get("residual", True)
+        score = score or args.get("score", "scaled-dot")
+        for name in ("beta", "softcap", "slope", "sigmoid_bias", "alibi"):
+            if name in args and name not in kw:
+                kw[name] = args[name]
+        m = cls(w.D, heads, w.d, norm=norm, residual=residual, score=score, **kw)
+        return m.load_weights(w)
+
+
+def save_rounds(folder, modules):
+    """Several GraphAttention layers, one per round, as folder/round-1/,
+    round-2/, ... with folder/model.args (what `attngraph run --weights folder
+    --rounds len(modules)` reads)."""
+    modules = list(modules)
+    save_layers(folder, [m.to_weights() for m in modules])
+    write_model_args(folder, modules[0].model_args(len(modules)))
+
+
+def load_rounds(folder, **kw):
+    """The GraphAttention layers of a folder with round-k/ subfolders (as
+    `attngraph train --save` writes for a layer per round), or the one layer of
+    a folder without them; options from folder/model.args unless given."""
+    args = read_model_args(folder) or {}
+    opts = {k: args[k] for k in ("heads", "norm", "residual", "score", "beta", "softcap",
+                                 "slope", "sigmoid_bias", "alibi") if k in args}
+    opts.update(kw)
+    if not os.path.exists(os.path.join(folder, "round-1", "wq.npy")):
+        return [GraphAttention.load(folder, **opts)]
+    mods, k = [], 1
+    while os.path.exists(os.path.join(folder, "round-%d" % k, "wq.npy")):
+        mods.append(GraphAttention.load(os.path.join(folder, "round-%d" % k), **opts))
+        k += 1
+    return mods

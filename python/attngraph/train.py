@@ -1,0 +1,205 @@
+"""Training with the library: rounds forward with a tape, its backward, losses,
+optimizers (README "Training", "In the library")."""
+import ctypes as C
+from collections import namedtuple
+
+import numpy as np
+
+from . import _structs as S
+from ._lib import lib, check, err, Error
+from .ops import f32
+from .rounds import _layers, _round_opts, _features
+from .weights import Weights
+
+
+def grads_like(layers, norm=None):
+    """Zeroed gradients shaped like each layer (ag_weights_grads_init): wq, wk,
+    wv, wo, the LayerNorm's (when a layer has them or norm is "layer") and the
+    attention vectors a layer has."""
+    single = isinstance(layers, Weights)
+    out = []
+    for w in ([layers] if single else layers):
+        g = S.ag_weights_t()
+        cw = w.c()
+        e = err()
+        check(lib.ag_weights_grads_init(C.byref(g), C.byref(cw), int(norm == "layer"),
+                                        C.byref(e)), e)
+        out.append(Weights._from_c(g))
+    return out[0] if single else out
+
+
+def add_layer_norm(w):
+    """Gives w LayerNorm weights (1 and 0) when it has none, so training learns them."""
+    if w.ln_weight is None:
+        w.ln_weight = np.ones(w.D, np.float32)
+    if w.ln_bias is None:
+        w.ln_bias = np.zeros(w.D, np.float32)
+    return w
+
+
+class Tape:
+    """What rounds_forward keeps for its backward."""
+
+    def __init__(self, graph, layers, arr, opts, keep, N, D):
+        self._graph, self._layers, self._arr, self._opts, self._keep = graph, layers, arr, opts, keep
+        self._p = C.c_void_p()
+        self.N, self.D = N, D
+
+    def backward(self, dy, grads=None, dx=True):
+        """Given dy = dL/dX_R [N, D], writes the weights' gradients into grads
+        (a list from grads_like, overwritten; made when None) and returns
+        (dx0 or None, grads). Shared layers get the sum over rounds."""
+        if not self._p:
+            raise Error("the tape was freed", "invalid value")
+        dy = f32(dy, "dy", (self.N, self.D))
+        if grads is None:
+            grads = grads_like(self._layers, "layer" if self._opts.norm else None)
+        if isinstance(grads, Weights):
+            grads = [grads]
+        if len(grads) != len(self._layers):
+            raise Error("%d gradient layers for %d layers" % (len(grads), len(self._layers)),
+                        "invalid value")
+        garr = (S.ag_weights_t * len(grads))(*[g.c() for g in grads])
+        dx0 = np.empty((self.N, self.D), np.float32) if dx else None
+        e = err()
+        check(lib.ag_rounds_backward(self._p, dy.ctypes.data,
+                                     dx0.ctypes.data if dx else None, garr, C.byref(e)), e)
+        return dx0, grads
+
+    def free(self):
+        if self._p:
+            lib.ag_tape_free(self._p)
+            self._p = C.c_void_p()
+
+    def __del__(self):
+        self.free()
+
+
+def rounds_forward(graph, x, layers, rounds=1, score="scaled-dot", residual=True, norm=None,
+                   ln_eps=0.0, **score_kw):
+    """ag_rounds_forward: returns (X after the rounds, Tape). Keep layers
+    unchanged until tape.backward (an optimizer steps after it)."""
+    layers, arr = _layers(layers)
+    X = _features(graph, x, layers[0].D).copy()
+    opts, keep = _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps)
+    tape = Tape(graph, layers, arr, opts, keep, graph.N, layers[0].D)
+    e = err()
+    check(lib.ag_rounds_forward(C.byref(graph._nb), arr, len(layers), X.ctypes.data,
+                                int(rounds), C.byref(opts), C.byref(tape._p), C.byref(e)), e)
+    return X, tape
+
+
+def _mask(mask, N):
+    if mask is None:
+        return None
+    m = np.ascontiguousarray(mask, dtype=np.uint8)
+    if m.shape != (N,):
+        raise Error("mask has shape %s; expected [%d]" % (list(m.shape), N), "invalid value")
+    return m
+
+
+def mse_loss(x, y, mask=None):
+    """Mean squared error over the masked rows: (loss, dL/dx)."""
+    x = f32(x, "x")
+    if x.ndim != 2:
+        raise Error("x has shape %s; expected [N, D]" % list(x.shape), "invalid value")
+    y = f32(y, "y", x.shape)
+    N, D = x.shape
+    m = _mask(mask, N)
+    loss = C.c_double()
+    dx = np.empty_like(x)
+    e = err()
+    check(lib.ag_loss_mse(x.ctypes.data, y.ctypes.data, N, D,
+                          m.ctypes.data if m is not None else None, C.byref(loss),
+                          dx.ctypes.data, C.byref(e)), e)
+    return loss.value, dx
+
+
+CrossEntropy = namedtuple("CrossEntropy", "loss dx dwr dbr correct counted pred")
+
+
+def cross_entropy(x, wr, br, labels, mask=None):
+    """Cross-entropy through the linear readout logits = x wr^T + br (wr [C, D],
+    br [C]) over masked nodes with a label (labels int [N], -1 unlabelled)."""
+    x = f32(x, "x")
+    if x.ndim != 2:
+        raise Error("x has shape %s; expected [N, D]" % list(x.shape), "invalid value")
+    N, D = x.shape
+    wr = f32(wr, "wr")
+    if wr.ndim != 2 or wr.shape[1] != D:
+        raise Error("wr has shape %s; expected [C, %d]" % (list(wr.shape), D), "invalid value")
+    Cn = wr.shape[0]
+    br = f32(br, "br", (Cn,))
+    lab = np.ascontiguousarray(labels, dtype=np.int64)
+    if lab.shape != (N,):
+        raise Error("labels has shape %s; expected [%d]" % (list(lab.shape), N), "invalid value")
+    m = _mask(mask, N)
+    loss = C.c_double()
+    correct, counted = C.c_int64(), C.c_int64()
+    dx, dwr, dbr = np.empty_like(x), np.empty_like(wr), np.empty_like(br)
+    pred = np.empty(N, np.int64)
+    e = err()
+    check(lib.ag_loss_cross_entropy(x.ctypes.data, N, D, wr.ctypes.data, br.ctypes.data, Cn,
+                                    lab.ctypes.data, m.ctypes.data if m is not None else None,
+                                    C.byref(loss), dx.ctypes.data, dwr.ctypes.data,
+                                    dbr.ctypes.data, C.byref(correct), C.byref(counted),
+                                    pred.ctypes.data, C.byref(e)), e)
+    return CrossEntropy(loss.value, dx, dwr, dbr, correct.value, counted.value, pred)
+
+
+_KINDS = {"adam": 0, "adamw": 1, "sgd": 2}
+
+
+class Optimizer:
+    """The library's optimizers ("adam", "adamw", "sgd"), stepping float32
+    arrays in place from gradient arrays that stay registered: add each pair
+    once, fill the gradients (tape.backward(dy, grads) writes into them), step."""
+
+    def __init__(self, kind="adam", lr=0.01, momentum=0.0, beta1=0.0, beta2=0.0, eps=0.0,
+                 weight_decay=0.0, clip=0.0):
+        if kind not in _KINDS:
+            raise Error("optimizer is %r; expected adam, adamw or sgd" % (kind,), "invalid value")
+        o = S.ag_optimizer_opts_t(_KINDS[kind], lr, momentum, beta1, beta2, eps, weight_decay,
+                                  clip)
+        self._p = C.c_void_p()
+        self._keep = []
+        e = err()
+        check(lib.ag_optimizer_init(C.byref(self._p), C.byref(o), C.byref(e)), e)
+
+    def add(self, param, grad):
+        """Registers param (updated in place) and grad: C-contiguous float32
+        arrays of one size (numpy, or CPU torch tensors' .numpy())."""
+        for name, a in (("param", param), ("grad", grad)):
+            if not (isinstance(a, np.ndarray) and a.dtype == np.float32 and
+                    a.flags.c_contiguous):
+                raise Error("%s must be a C-contiguous float32 array (it is updated or read "
+                            "in place)" % name, "invalid value")
+        if param.size != grad.size:
+            raise Error("param has %d values, grad %d" % (param.size, grad.size), "invalid value")
+        self._keep.append((param, grad))
+        e = err()
+        check(lib.ag_optimizer_add(self._p, param.ctypes.data, grad.ctypes.data, param.size,
+                                   C.byref(e)), e)
+
+    def add_weights(self, layers, grads):
+        """Registers every array of each layer with its gradient in grads (grads_like)."""
+        if isinstance(layers, Weights):
+            layers, grads = [layers], [grads]
+        for w, g in zip(layers, grads):
+            for name, a in g.arrays().items():
+                p = getattr(w, name)
+                if p is None:
+                    raise Error("the layer has no %s for its gradient" % name, "invalid value")
+                self.add(p, a)
+
+    def step(self):
+        """One step; returns the gradients' global L2 norm before clipping."""
+        norm = C.c_double()
+        e = err()
+        check(lib.ag_optimizer_step(self._p, C.byref(norm), C.byref(e)), e)
+        return norm.value
+
+    def __del__(self):
+        if getattr(self, "_p", None):
+            lib.ag_optimizer_free(self._p)
+            self._p = None

@@ -1,0 +1,167 @@
+"""Errors carry the library's message; contiguous float32 inputs are not copied;
+threads; the library that was loaded."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import attngraph as ag
+from attngraph import _lib
+from conftest import ROOT, PYDIR
+
+
+def qkv(rng, N, w):
+    return [rng.standard_normal((N, w)).astype(np.float32) for _ in range(3)]
+
+
+def test_error_is_an_exception_with_the_message(tmp_path):
+    assert issubclass(ag.Error, Exception)
+    bad = tmp_path / "bad.gml"
+    bad.write_text("graph [ node [ id 0 ] edge [ source 0 target 7 ] ]\n")
+    with pytest.raises(ag.Error) as e:
+        ag.Graph.load(str(bad))
+    assert "bad.gml" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(ag.Error, match="missing.gml"):
+        ag.Graph.load(str(tmp_path / "missing.gml"))
+    with pytest.raises(ag.Error, match="format"):
+        ag.Graph.load(str(tmp_path / "x.unknown"))
+    with pytest.raises(ag.Error, match="'windw:3'|windw"):
+        ag.Graph.pattern("windw:3", 5)
+    with pytest.raises(ag.Error, match="size"):
+        ag.Graph.pattern("causal")
+    with pytest.raises(ag.Error, match="edge 1 has target 9; expected a node id 0..3"):
+        ag.Graph.from_edge_index(np.array([[0, 1], [1, 9]]), 4)
+    with pytest.raises(ag.Error, match="no edges; give num_nodes"):
+        ag.Graph.from_edge_index(np.zeros((2, 0), np.int64))
+    with pytest.raises(ag.Error, match="dtype float64; expected integers"):
+        ag.Graph.from_edge_index(np.array([[0.5], [1.0]]), 3)
+    with pytest.raises(ag.Error, match="indptr.2. is 1; expected indptr to start at 0 and never"):
+        ag.Graph.from_csr([0, 2, 1], [0, 1])
+    with pytest.raises(ag.Error, match=r"indices has shape \[1\]; indptr ends at 2"):
+        ag.Graph.from_csr([0, 2], [0])
+    with pytest.raises(ag.Error, match=r"indices\[1\] is 5; expected a node id 0..0"):
+        ag.Graph.from_csr([0, 2], [0, 5])
+    with pytest.raises(ag.Error, match="pattern 'causal': 0 nodes"):
+        ag.Graph.pattern("causal", 0)
+    with pytest.raises(ag.Error, match="self_loops is 'yes'"):
+        ag.Graph.pattern("causal", 3, self_loops="yes")
+    with pytest.raises(ag.Error, match=r"expected \[2, E\]"):
+        ag.Graph.from_edge_index(np.zeros((3, 4), np.int64), 4)
+
+
+def test_shape_errors(rng):
+    g = ag.Graph.pattern("causal", 5)
+    q, k, v = qkv(rng, 5, 8)
+    with pytest.raises(ag.Error, match=r"q has shape \[4, 8\]; the graph has 5 nodes"):
+        ag.attention(g, q[:4], k, v, heads=2)
+    with pytest.raises(ag.Error, match="heads is 3; expected a divisor of the width 8"):
+        ag.attention(g, q, k, v, heads=3)
+    with pytest.raises(ag.Error, match="v has 6 columns"):
+        ag.attention(g, q, k, v[:, :6], heads=2)
+    with pytest.raises(ag.Error, match="score is 'softmax'"):
+        ag.attention(g, q, k, v, score="softmax")
+    with pytest.raises(ag.Error, match="a_src") as e:      # the library's own check
+        ag.attention(g, q, k, v, heads=2, score="additive")
+    assert e.value.status == "invalid value"
+    with pytest.raises(ag.Error, match=r"edge_bias has shape \[3\]; expected \[15\]"):
+        ag.attention(g, q, k, v, heads=2, edge_bias=np.zeros(3))
+
+
+def test_weights_folder_errors(tmp_path, rng):
+    with pytest.raises(ag.Error, match="wq.npy"):
+        ag.Weights.load(str(tmp_path), heads=1)
+    ag.Weights.random(8, 2).save(str(tmp_path))
+    np.save(tmp_path / "wo.npy", np.zeros((3, 3), np.float32))
+    with pytest.raises(ag.Error, match="wo.npy"):
+        ag.Weights.load(str(tmp_path), heads=2)
+
+
+def test_contiguous_float32_is_not_copied(rng, monkeypatch):
+    """The pointers the library receives are the arrays' own."""
+    g = ag.Graph.pattern("causal", 6)
+    q, k, v = qkv(rng, 6, 8)
+    seen = []
+    real = _lib.lib.ag_attention_ex
+
+    class Spy:
+        def __call__(self, nb, Q, K, V, *rest):
+            seen.extend([Q, K, V])
+            return real(nb, Q, K, V, *rest)
+
+    monkeypatch.setattr(_lib.lib, "ag_attention_ex", Spy())
+    from attngraph import ops
+    monkeypatch.setattr(ops, "lib", _lib.lib)
+    ag.attention(g, q, k, v, heads=2)
+    assert seen == [q.ctypes.data, k.ctypes.data, v.ctypes.data]
+    assert np.shares_memory(ops.f32(q, "q"), q)
+    # a strided or float64 input is converted, and the result is the same
+    seen.clear()
+    qt = np.asfortranarray(q)
+    m = ag.attention(g, qt, k, v.astype(np.float64), heads=2)
+    assert seen[0] != qt.ctypes.data
+    np.testing.assert_array_equal(m, ag.attention(g, q, k, v, heads=2))
+
+
+def test_torch_tensors_are_not_copied(rng):
+    torch = pytest.importorskip("torch")
+    t = torch.randn(6, 8)
+    from attngraph import ops
+    assert ops.f32(t, "q").ctypes.data == t.data_ptr()
+
+
+def test_threads_give_the_same_bits(rng):
+    g = ag.Graph.from_edge_index(rng.integers(0, 300, (2, 3000)), 300)
+    q, k, v = qkv(rng, 300, 32)
+    one = (ag.set_threads(1), ag.attention(g, q, k, v, heads=4))
+    two = (ag.set_threads(2), ag.attention(g, q, k, v, heads=4))
+    ag.set_threads(0)
+    assert one[0] == 1
+    np.testing.assert_array_equal(one[1], two[1])
+
+
+def run_python(code, env_extra):
+    env = dict(os.environ, PYTHONPATH=PYDIR, **env_extra)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+
+
+def test_library_from_environment_variable():
+    lib = os.path.realpath(os.environ.get("ATTNGRAPH_LIB") or
+                           os.path.join(ROOT, "build", "libattngraph.so.0"))
+    r = run_python("import attngraph; print(attngraph.library_path)", {"ATTNGRAPH_LIB": lib})
+    assert r.returncode == 0 and r.stdout.strip() == lib
+    r = run_python("import attngraph", {"ATTNGRAPH_LIB": "/nonexistent/libattngraph.so"})
+    assert r.returncode != 0 and "ATTNGRAPH_LIB" in r.stderr
+
+
+def test_openblas_core_type():
+    """Imported first, attngraph sets OPENBLAS_CORETYPE to ag_blas_check's best
+    (replacing an older one); imported after numpy with slow kernels, it warns."""
+    info = ag.blas_info()
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    code = ("import os, attngraph, numpy; print(os.environ.get('OPENBLAS_CORETYPE'), "
+            "attngraph.blas_info()['slow'])")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(env, PYTHONPATH=PYDIR))
+    assert r.returncode == 0, r.stderr
+    core, slow = r.stdout.split()
+    assert slow == "False"
+    if info["best"] == "SkylakeX":
+        assert core == "SkylakeX"
+        late = ("import warnings, numpy; warnings.simplefilter('always');"
+                "import attngraph")
+        r = subprocess.run([sys.executable, "-c", late], capture_output=True, text=True,
+                           env=dict(env, PYTHONPATH=PYDIR, OPENBLAS_CORETYPE="Prescott"))
+        assert r.returncode == 0 and "OPENBLAS_CORETYPE=SkylakeX" in r.stderr, r.stderr
+
+
+def test_score_objects_and_keywords(rng):
+    g = ag.Graph.pattern("causal", 5)
+    q, k, v = qkv(rng, 5, 4)
+    a = ag.attention(g, q, k, v, heads=2, score=ag.Score("dot"), beta=0.5)
+    b = ag.attention(g, q, k, v, heads=2, score="dot", beta=0.5)
+    c = ag.attention(g, q, k, v, heads=2, score=ag.Score("dot", beta=0.5))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+    assert not np.array_equal(a, ag.attention(g, q, k, v, heads=2, score="dot"))

@@ -1,0 +1,197 @@
+"""The Python API against the dense float64 torch reference: forward, per-edge
+weights in the graph's edge order, and gradients, on random graphs with
+multi-edges, self-loops and isolated nodes."""
+import numpy as np
+import pytest
+import torch
+
+import attngraph as ag
+from conftest import random_edge_index, ROOT
+import reference
+
+KINDS = [
+    ("scaled-dot", {}),
+    ("dot", {"beta": 0.5}),
+    ("scaled-dot", {"softcap": 2.0, "edge_bias": True}),
+    ("cosine", {"beta": 3.0}),
+    ("additive", {"slope": 0.1}),
+    ("gatv2", {}),
+    ("sigmoid", {}),
+    ("linear", {}),
+]
+
+
+def inputs(rng, N, H, d, kind, opts):
+    q, k, v = (rng.standard_normal((N, H * d)).astype(np.float32) for _ in range(3))
+    extra = {}
+    if kind == "additive":
+        extra = dict(a_src=rng.standard_normal((H, d)).astype(np.float32),
+                     a_dst=rng.standard_normal((H, d)).astype(np.float32))
+    if kind == "gatv2":
+        extra = dict(a=rng.standard_normal((H, d)).astype(np.float32))
+    return q, k, v, extra
+
+
+def ref_tensors(arrays, grad=False):
+    return [None if a is None else torch.tensor(np.asarray(a, np.float64), requires_grad=grad)
+            for a in arrays]
+
+
+@pytest.mark.parametrize("kind,opts", KINDS, ids=[k + ("+" + "+".join(o) if o else "")
+                                                  for k, o in KINDS])
+def test_forward_weights_and_gradients(rng, kind, opts):
+    N, H, d, E = 23, 2, 4, 70
+    ei = random_edge_index(rng, N, E)
+    g = ag.Graph.from_edge_index(ei, N)
+    assert (g.N, g.E) == (N, E)
+    q, k, v, extra = inputs(rng, N, H, d, kind, opts)
+    kw = dict(opts)
+    if kw.pop("edge_bias", None):
+        kw["edge_bias"] = rng.standard_normal(E).astype(np.float32)
+    kw.update(extra)
+
+    M = ag.attention(g, q, k, v, heads=H, score=kind, **kw)
+    W = ag.attention_weights(g, q, k, heads=H, score=kind, **kw)
+
+    names = ["q", "k", "v"] + list(extra) + (["edge_bias"] if "edge_bias" in kw else [])
+    vals = [q, k, v] + list(extra.values()) + ([kw["edge_bias"]] if "edge_bias" in kw else [])
+    ts = dict(zip(names, ref_tensors(vals, grad=True)))
+    rkw = {n: kw[n] for n in ("beta", "softcap", "slope") if n in kw}
+    rkw.update({n: ts[n] for n in list(extra) + (["edge_bias"] if "edge_bias" in kw else [])})
+    Mr, Ar = reference.attention(ei[0], ei[1], N, ts["q"], ts["k"], ts["v"], H, kind, **rkw)
+
+    np.testing.assert_allclose(M, Mr.detach().numpy(), atol=2e-5, rtol=0)
+    np.testing.assert_allclose(W, Ar.detach().numpy(), atol=1e-5, rtol=0)   # edge_index order
+    assert not M[N - 2:].any()                                              # isolated: zeros
+
+    dm = rng.standard_normal(M.shape).astype(np.float32)
+    (Mr * torch.tensor(dm, dtype=torch.float64)).sum().backward()
+    grads = ag.attention_backward(g, q, k, v, dm, heads=H, score=kind,
+                                  edge_bias_grad="edge_bias" in kw, **kw)
+    got = dict(q=grads.dq, k=grads.dk, v=grads.dv, a_src=grads.d_a_src, a_dst=grads.d_a_dst,
+               a=grads.d_a_src, edge_bias=grads.d_edge_bias)
+    for n in names:
+        want = ts[n].grad.numpy()
+        scale = max(1.0, np.abs(want).max())
+        np.testing.assert_allclose(got[n], want, atol=5e-5 * scale, rtol=0, err_msg=n)
+
+
+def test_weights_follow_edge_index_columns(rng):
+    """Shuffling edge_index's columns shuffles the weights the same way."""
+    N, E, H, d = 15, 50, 2, 3
+    ei = random_edge_index(rng, N, E)
+    q, k = (rng.standard_normal((N, H * d)).astype(np.float32) for _ in range(2))
+    W = ag.attention_weights(ag.Graph.from_edge_index(ei, N), q, k, heads=H)
+    perm = rng.permutation(E)
+    Wp = ag.attention_weights(ag.Graph.from_edge_index(ei[:, perm], N), q, k, heads=H)
+    np.testing.assert_array_equal(Wp, W[perm])
+    g = ag.Graph.from_edge_index(ei, N)
+    np.testing.assert_array_equal(g.edge_index, ei)
+    # softmax: each destination's weights sum to 1 per head
+    sums = np.zeros((N, H))
+    np.add.at(sums, ei[1], W)
+    np.testing.assert_allclose(sums[np.bincount(ei[1], minlength=N) > 0], 1.0, atol=1e-5)
+
+
+def test_csr_in_given_order(rng):
+    """from_csr keeps the entries' order even when rows are not sorted."""
+    N, H, d = 6, 1, 4
+    indptr = np.array([0, 3, 3, 5, 6, 8, 9])
+    indices = np.array([5, 0, 2, 1, 1, 3, 4, 0, 5])    # unsorted rows, a multi-edge 1,1
+    g = ag.Graph.from_csr(indptr, indices)
+    dst = np.repeat(np.arange(N), np.diff(indptr))
+    np.testing.assert_array_equal(g.edge_index, np.stack([indices, dst]))
+    q, k, v = (rng.standard_normal((N, H * d)).astype(np.float32) for _ in range(3))
+    W = ag.attention_weights(g, q, k, heads=H)
+    _, Ar = reference.attention(indices, dst, N, *ref_tensors([q, k, v]), H)
+    np.testing.assert_allclose(W, Ar.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_self_loops_on_edge_index(rng, mode):
+    N, E, H, d = 12, 40, 2, 2
+    ei = random_edge_index(rng, N, E)
+    g = ag.Graph.from_edge_index(ei, N, self_loops=mode)
+    loops = ei[0] == ei[1]
+    if mode == "on":
+        missing = np.setdiff1d(np.arange(N), ei[0][loops])
+        want = np.concatenate([ei, np.stack([missing, missing])], axis=1)
+    else:
+        want = ei[:, ~loops]
+    np.testing.assert_array_equal(g.edge_index, want)
+    q, k = (rng.standard_normal((N, H * d)).astype(np.float32) for _ in range(2))
+    _, Ar = reference.attention(want[0], want[1], N, *ref_tensors([q, k, k]), H)
+    np.testing.assert_allclose(ag.attention_weights(g, q, k, heads=H), Ar.numpy(), atol=1e-5)
+
+
+def test_file_edges_in_igraph_order(rng):
+    """An undirected GML file: edge u-v gives u->v then v->u, in igraph's edge order;
+    the same order as the CLI's --attn export."""
+    import igraph
+    path = ROOT + "/graphs/sentence.gml"
+    g = ag.Graph.load(path)
+    ig = igraph.Graph.Read_GML(path)
+    want = []
+    for e in ig.es:
+        u, v = sorted(e.tuple)
+        want += [(u, v)] + ([(v, u)] if u != v and not ig.is_directed() else [])
+    np.testing.assert_array_equal(g.edge_index.T, np.array(want))
+    assert g.labels == ig.vs["label"]
+
+
+def test_pattern_matches_its_edges(rng):
+    g = ag.Graph.pattern("window:3", 10)
+    i, j = g.dst, g.src
+    assert ((j <= i) & (j > i - 3)).all() and g.E == sum(min(n + 1, 3) for n in range(10))
+    N, H, d = 10, 2, 4
+    q, k, v = (rng.standard_normal((N, H * d)).astype(np.float32) for _ in range(3))
+    Mr, Ar = reference.attention(g.src, g.dst, N, *ref_tensors([q, k, v]), H)
+    np.testing.assert_allclose(ag.attention(g, q, k, v, heads=H), Mr.numpy(), atol=2e-5)
+    np.testing.assert_allclose(ag.attention_weights(g, q, k, heads=H), Ar.numpy(), atol=1e-5)
+
+
+def test_edge_attribute_as_bias_matches_the_cli(tmp_path, rng):
+    """An undirected GML file with a numeric edge attribute, self-loops added:
+    the attribute in edge order, and attention_weights with it as edge bias equal
+    to `attngraph run --edge-bias w --attn a.npy`."""
+    from conftest import cli
+    edges = [(0, 1, 0.5), (1, 2, -1.0), (2, 0, 2.0), (0, 1, 1.5), (3, 3, 0.25), (4, 2, -0.5)]
+    text = "graph [ directed 0\n" + "".join("node [ id %d ]\n" % i for i in range(6)) + \
+        "".join("edge [ source %d target %d w %g ]\n" % e for e in edges) + "]\n"
+    (tmp_path / "g.gml").write_text(text)
+    g = ag.Graph.load(str(tmp_path / "g.gml"), self_loops="on", edge_attrs=["w"])
+    want_src, want_dst, want_w = [], [], []
+    for u, v, w in edges:
+        a, b = sorted((u, v))
+        for s, t in [(a, b)] + ([(b, a)] if a != b else []):
+            want_src.append(s), want_dst.append(t), want_w.append(w)
+    loops = [i for i in range(6) if i != 3]
+    want_src += loops
+    want_dst += loops
+    want_w += [0.0] * len(loops)
+    np.testing.assert_array_equal(g.edge_index, [want_src, want_dst])
+    np.testing.assert_array_equal(g.edge_attrs["w"], np.float32(want_w))
+    H, d = 2, 3
+    q, k, v = (rng.standard_normal((6, H * d)).astype(np.float32) for _ in range(3))
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        np.save(tmp_path / (name + ".npy"), a)
+    cli("run", tmp_path / "g.gml", "--q", tmp_path / "q.npy", "--k", tmp_path / "k.npy",
+        "--v", tmp_path / "v.npy", "--heads", H, "--self-loops", "on", "--edge-bias", "w",
+        "--attn", tmp_path / "a.npy", "--quiet")
+    W = ag.attention_weights(g, q, k, heads=H, edge_bias=g.edge_attrs["w"])
+    np.testing.assert_array_equal(W, np.load(tmp_path / "a.npy"))
+    _, Ar = reference.attention(g.src, g.dst, 6, *ref_tensors([q, k, v]), H,
+                                edge_bias=torch.tensor(want_w, dtype=torch.float64))
+    np.testing.assert_allclose(W, Ar.numpy(), atol=1e-5)
+    with pytest.raises(ag.Error, match="nope"):
+        ag.Graph.load(str(tmp_path / "g.gml"), edge_attrs=["nope"])
+
+
+def test_huge_pattern_stays_compact():
+    """causal on 65,536 nodes: 2.1e9 edges as 65,536 runs; nothing per edge is made
+    until asked for."""
+    g = ag.Graph.pattern("causal", 65536)
+    assert g.E == 65536 * 65537 // 2 and g._slot is None and g._ends is None
+    small = ag.Graph.pattern("causal", 4)
+    np.testing.assert_array_equal(small.edge_index, [[0, 0, 1, 0, 1, 2, 0, 1, 2, 3],
+                                                     [0, 1, 1, 2, 2, 2, 3, 3, 3, 3]])

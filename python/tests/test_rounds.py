@@ -1,0 +1,155 @@
+"""Rounds, compare and training from Python against the CLI and torch."""
+import csv
+
+import numpy as np
+import pytest
+import torch
+
+import attngraph as ag
+from conftest import cli, random_edge_index, ROOT
+from test_torch import reference_round
+
+
+def test_rounds_match_the_cli(tmp_path, rng):
+    N, D, H = 12, 8, 2
+    g = ag.Graph.pattern("window:4", N)
+    layers = [ag.Weights.random(D, H, seed=s) for s in (3, 4, 5)]
+    for w in layers:
+        ag.add_layer_norm(w)
+        w.ln_weight[:] = rng.uniform(0.5, 1.5, D)
+    x = rng.standard_normal((N, D)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    ag.save_layers(str(tmp_path / "w"), layers)
+    assert (tmp_path / "w" / "round-3" / "ln_weight.npy").exists()
+    cli("run", "--pattern", "window:4", "--nodes", N, "--features", tmp_path / "x.npy",
+        "--weights", tmp_path / "w", "--heads", H, "--rounds", 3, "--norm", "layer",
+        "--out", tmp_path / "y.npy", "--quiet")
+    y, last = ag.rounds(g, x, ag.load_layers(str(tmp_path / "w"), H), rounds=3, norm="layer",
+                        return_last=True)
+    np.testing.assert_array_equal(y, np.load(tmp_path / "y.npy"))
+    assert last["m"].shape == (N, D) and last["entropy"].shape == (N, H)
+    np.testing.assert_array_equal(x, np.load(tmp_path / "x.npy"))      # x is not changed
+
+
+def test_compare_matches_the_cli(tmp_path, rng):
+    N, D, H = 12, 8, 2
+    specs = ["causal", "window:3", "causal&strided:3", "window:3+global:1"]
+    x = rng.standard_normal((N, D)).astype(np.float32)
+    w = ag.Weights.random(D, H, seed=9)
+    np.save(tmp_path / "x.npy", x)
+    w.save(str(tmp_path / "w"))
+    args = sum([["--pattern", s] for s in specs], [])
+    cli("compare", *args, "--nodes", N, "--features", tmp_path / "x.npy", "--weights",
+        tmp_path / "w", "--heads", H, "--rounds", 2, "--csv", tmp_path / "c.csv", "--quiet")
+    rows = ag.compare([ag.Graph.pattern(s, N) for s in specs], x, w, rounds=2)
+    with open(tmp_path / "c.csv") as f:
+        want = list(csv.DictReader(f))
+    for r, c in zip(rows, want):
+        assert r["name"] == c["connectivity"] and r["edges"] == int(c["edges"])
+        for key in ("density", "entropy_mean", "entropy_min", "distance_mean", "rel_l2",
+                    "cosine_mean"):
+            if c[key] == "":
+                assert r[key] is None
+            else:
+                assert abs(r[key] - float(c[key])) < 1e-5 * max(1, abs(float(c[key]))), key
+        assert " ".join(str(i) for i, _ in r["most_changed"]) == c["most_changed"]
+    assert "(baseline)" in ag.format_compare(rows)
+
+
+def test_training_gradients_against_torch(rng):
+    """rounds_forward + backward against autograd through the float64 reference."""
+    N, D, H = 14, 6, 2
+    ei = random_edge_index(rng, N, 45)
+    g = ag.Graph.from_edge_index(ei, N)
+    layers = [ag.add_layer_norm(ag.Weights.random(D, H, d=2, seed=s)) for s in (1, 2)]
+    for w in layers:
+        w.ln_weight[:] = rng.uniform(0.5, 1.5, D)
+        w.ln_bias[:] = rng.uniform(-0.3, 0.3, D)
+    x = rng.standard_normal((N, D)).astype(np.float32)
+    y, tape = ag.rounds_forward(g, x, layers, rounds=2, norm="layer")
+    dy = rng.standard_normal((N, D)).astype(np.float32)
+    dx, grads = tape.backward(dy)
+
+    names = {"wq": "wq.weight", "wk": "wk.weight", "wv": "wv.weight", "wo": "wo.weight",
+             "ln_weight": "ln.weight", "ln_bias": "ln.bias"}
+    ps = [{names[n]: torch.tensor(a, dtype=torch.float64, requires_grad=True)
+           for n, a in w.arrays().items() if n in names} for w in layers]
+    x64 = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    h = x64
+    for p in ps:
+        h = reference_round(h, p, ei[0], ei[1], H, True, True)
+    (h * torch.tensor(dy, dtype=torch.float64)).sum().backward()
+    np.testing.assert_allclose(y, h.detach().numpy(), atol=5e-5)
+    np.testing.assert_allclose(dx, x64.grad.numpy(), atol=2e-4)
+    for gw, p in zip(grads, ps):
+        for n, a in gw.arrays().items():
+            if n not in names:
+                continue
+            want = p[names[n]].grad.numpy()
+            np.testing.assert_allclose(a, want, atol=2e-4 * max(1, abs(want).max()), err_msg=n)
+
+
+def test_losses_and_adam_against_torch(rng):
+    N, D, C = 10, 4, 3
+    x = rng.standard_normal((N, D)).astype(np.float32)
+    wr = rng.standard_normal((C, D)).astype(np.float32)
+    br = rng.standard_normal(C).astype(np.float32)
+    labels = rng.integers(0, C, N)
+    labels[2] = -1
+    mask = np.ones(N, bool)
+    mask[5] = False
+    ce = ag.cross_entropy(x, wr, br, labels, mask)
+    xt, wt, bt = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, wr, br))
+    keep = torch.tensor(mask & (labels >= 0))
+    logits = xt @ wt.t() + bt
+    loss = torch.nn.functional.cross_entropy(logits[keep], torch.tensor(labels)[keep])
+    loss.backward()
+    assert abs(ce.loss - loss.item()) < 1e-5 and ce.counted == int(keep.sum())
+    np.testing.assert_allclose(ce.dx, xt.grad.numpy(), atol=1e-6)
+    np.testing.assert_allclose(ce.dwr, wt.grad.numpy(), atol=1e-6)
+    np.testing.assert_allclose(ce.dbr, bt.grad.numpy(), atol=1e-6)
+    np.testing.assert_array_equal(ce.pred, logits.argmax(1).numpy())
+
+    y = rng.standard_normal((N, D)).astype(np.float32)
+    mse, dx = ag.mse_loss(x, y)
+    assert abs(mse - ((x - y) ** 2).mean()) < 1e-6
+    np.testing.assert_allclose(dx, 2 * (x - y) / x.size, atol=1e-7)
+
+    # three Adam steps on the same gradients as torch.optim.Adam
+    p = rng.standard_normal(7).astype(np.float32)
+    grad = np.zeros_like(p)
+    pt = torch.tensor(p.copy(), requires_grad=True)
+    opt = ag.Optimizer("adam", lr=0.1)
+    opt.add(p, grad)
+    topt = torch.optim.Adam([pt], lr=0.1)
+    for _ in range(3):
+        grad[:] = rng.standard_normal(7)
+        opt.step()
+        pt.grad = torch.tensor(grad.copy())
+        topt.step()
+    np.testing.assert_allclose(p, pt.detach().numpy(), atol=1e-6)
+    with pytest.raises(ag.Error, match="C-contiguous float32"):
+        opt.add(np.zeros(3), np.zeros(3))
+
+
+def test_training_loop_learns(rng):
+    """A few optimizer steps through rounds_forward/backward lower the loss."""
+    g = ag.Graph.load(ROOT + "/graphs/karate.gml", self_loops="on")
+    x = np.load(ROOT + "/graphs/karate/x.npy")
+    labels = np.load(ROOT + "/graphs/karate/labels.npy")
+    w = ag.Weights.random(2, 1, seed=1)
+    wr, br = np.zeros((2, 2), np.float32), np.zeros(2, np.float32)
+    grads = ag.grads_like(w)
+    dwr, dbr = np.zeros_like(wr), np.zeros_like(br)
+    opt = ag.Optimizer("adam", lr=0.05)
+    opt.add_weights(w, grads)
+    opt.add(wr, dwr), opt.add(br, dbr)
+    losses = []
+    for _ in range(30):
+        y, tape = ag.rounds_forward(g, x, w, rounds=2, residual=False)
+        ce = ag.cross_entropy(y, wr, br, labels)
+        tape.backward(ce.dx, grads)
+        dwr[:], dbr[:] = ce.dwr, ce.dbr
+        opt.step()
+        losses.append(ce.loss)
+    assert losses[-1] < 0.8 * losses[0]
