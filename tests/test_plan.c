@@ -209,6 +209,30 @@ START_TEST(plan_sampled_large)
 }
 END_TEST
 
+/* Without --rate the rates are measured, on the input or a small one of its kind. */
+START_TEST(plan_measures_rates)
+{
+    const char *cases[][2] = {{"plan --ranks 2 --pattern window:4 --nodes 100000 --json",
+                               "'window:4' on 65536 nodes"},
+                              {"plan --ranks 2 graphs/karate.gml --threads 1", "the input itself"},
+                              {"plan --ranks 2 --pattern blocks:3,5 --heads 2", "'blocks:3,5' on 8 nodes"},
+                              {"plan --ranks 2 --pattern grid:300x300,1", "'random:9' on 65536"}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char *out, *err;
+        ck_assert_msg(run_cli(cases[k][0], &out, &err) == 0, "%s", err);
+        if (strstr(cases[k][0], "--json")) {
+            ck_assert(json_number(out, "kernel_gflops") > 0.01);
+            ck_assert(json_number(out, "gemm_gflops") > 0.01);
+        } else {
+            ck_assert_msg(strstr(out, cases[k][1]) != NULL, "%s: no '%s' in\n%s", cases[k][0],
+                          cases[k][1], out);
+            ck_assert_ptr_nonnull(strstr(out, "(measured now with"));
+        }
+        free(out), free(err);
+    }
+}
+END_TEST
+
 START_TEST(plan_errors)
 {
     expect_cli("plan --ranks 0 --pattern causal --nodes 10", 2, 2, "--ranks '0'");
@@ -243,6 +267,7 @@ Suite *plan_suite(void)
     tcase_add_test(tc, plan_pattern_against_brute_force);
     tcase_add_test(tc, plan_metis_cuts_less);
     tcase_add_test(tc, plan_sampled_large);
+    tcase_add_test(tc, plan_measures_rates);
     tcase_add_test(tc, plan_errors);
     suite_add_tcase(s, tc);
     return s;

@@ -122,7 +122,8 @@ static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, const plan_inpu
         return AG_OK;
     }
     *nb = small;
-    if (in->pattern && !ag_pattern_size(in->pattern) &&
+    /* a pattern with a size of its own can only be compiled at that size */
+    if (in->pattern && (!ag_pattern_size(in->pattern) || in->N <= MEASURE_NODES) &&
         !small_pattern(small, ag_pattern_spec(in->pattern), in->N, in->self, err)) {
         snprintf(where, cap, "'%s' on %lld nodes", ag_pattern_spec(in->pattern),
                  (long long)small->n_nodes);
