@@ -265,7 +265,7 @@ END_TEST
 START_TEST(halos_of_patterns)
 {
     const char *specs[] = {"causal", "window:5", "window:3,2", "causal&!strided:3",
-                           "random:4,9", "docs:17,40,143"};
+                           "random:4,9", "docs:17,40,143", "random:6,4+window:20"};
     for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
         ag_pattern_t *pat;
         ag_nbhd_t nb;
