@@ -52,7 +52,7 @@ typedef struct {
  * lower one on a tie), so every part's work lies within one node's work (the
  * largest work_i) of the mean W/P, and parts are empty only where a single
  * node's work exceeds a part's share (always some when P > N).
- * Time O(P log N).
+ * Time O(N) to check indptr, then O(P log N).
  */
 int ag_partition_bounds(int64_t *first, int n_parts, int64_t n_nodes, const int64_t *indptr,
                         int64_t node_work, ag_error_t *err);
@@ -75,8 +75,11 @@ int ag_partition_from_owner(ag_partition_t *pt, int64_t n_nodes, const int32_t *
  * METIS k-way (METIS_PartGraphKway) on the symmetrised graph of nb (an edge
  * u -> v links u and v; self-loops dropped; multi-edges merged into one edge
  * of weight their count), vertex weights work_i = in-edges + 1, edge weights
- * the message counts, seeded with seed: deterministic. P = 1 needs no METIS.
- * Where the library was built without METIS, returns AG_EINVAL saying so.
+ * the message counts, seeded with seed (0 to INT32_MAX): deterministic; where
+ * k-way gives up (METIS_ERROR), recursive bisection. P = 1 needs no METIS; P >= N
+ * gives each node its own part. METIS counts in 32 bits: N + E must stay below
+ * 2^30 (AG_ELIMIT). Where the library was built without METIS (NO_METIS=1),
+ * returns AG_EINVAL saying so, except for P = 1.
  */
 int ag_partition_metis(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts, int64_t seed,
                        ag_error_t *err);
