@@ -15,14 +15,19 @@
 #   make fuzz-smoke       the same, 20 s each
 #   make fuzz-replay      replay the committed fuzz corpora and past crashes (part of check)
 #   make check-python     the Python package's tests (python/tests, Debian's /usr/bin/python3)
+#   make pictures         redraw the README's pictures (graphs/pictures/) from the examples
+#   make check-pictures   draw them twice into the build folder: the same bytes (part of check)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 #   NO_METIS=1   build without METIS (--partition metis then refuses)
 
 # libglpk-dev: igraph.pc names -lglpk for static links (pkg-config --static,
 # make check-install), but Debian's libigraph-dev does not depend on it.
 # groff-base: make check-man renders the man page.
+# librsvg2-bin (rsvg-convert) renders the pictures in the tests; zlib1g-dev
+# decodes the PNGs there.
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-dev \
-            python3-numpy python3-pytest python3-torch python3-igraph libglpk-dev groff-base
+            python3-numpy python3-pytest python3-torch python3-igraph libglpk-dev groff-base \
+            librsvg2-bin zlib1g-dev
 # Debian's interpreter, which has python3-numpy, -torch, -igraph: a python3 found
 # first on PATH (a virtualenv, conda, pyenv) may lack them.
 PYTHON  ?= /usr/bin/python3
@@ -60,7 +65,7 @@ else
 AG_CFLAGS += -fopenmp-simd -Wno-unknown-pragmas
 endif
 
-LIB_SRC := $(wildcard src/*.c src/kernels/*.c)
+LIB_SRC := $(wildcard src/*.c src/kernels/*.c src/draw/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -78,7 +83,8 @@ BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
 
 .PHONY: all deps run check check-python check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
-        fuzz fuzz-smoke fuzz-replay fuzz-deps install uninstall check-install check-man
+        fuzz fuzz-smoke fuzz-replay fuzz-deps install uninstall check-install check-man \
+        pictures check-pictures
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
 # Installs only what is missing; does nothing when every package is present.
@@ -109,6 +115,7 @@ check: deps
 	@$(MAKE) --no-print-directory check-exports
 	@$(MAKE) --no-print-directory check-man
 	@$(MAKE) --no-print-directory check-install
+	@$(MAKE) --no-print-directory check-pictures
 	@$(MAKE) --no-print-directory fuzz-replay
 ifeq ($(CHECK_PYTHON),1)
 	@$(MAKE) --no-print-directory check-python
@@ -183,7 +190,7 @@ $(CLI): $(CLI_OBJ) $(LIB_A)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
-	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check)
+	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(shell pkg-config --libs check) -lz
 
 $(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o \
           $(BUILD)/src/cli/timing.o $(LIB_A)
@@ -214,6 +221,41 @@ $(BUILD)/make_random_csr: tools/make_random_csr.c
 # peak memory: /usr/bin/time -v build/train_round 65536
 $(BUILD)/train_round: tools/train_round.c $(LIB_A)
 	$(CC) $(AG_CFLAGS) $(CFLAGS) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The README's pictures, drawn by the tool from the shipped examples (the same
+# bytes every time: seeded inputs and layouts). PICTURES=DIR draws them elsewhere.
+PICTURES ?= graphs/pictures
+TOKENS := "the cat sat on the mat and the dog ran after it"
+pictures: all
+	@mkdir -p $(PICTURES)
+	$(CLI) draw heatmap graphs/karate.gml --heads 2 --out $(PICTURES)/karate-heatmap.svg
+	$(CLI) draw graph graphs/karate.gml --heads 2 --out $(PICTURES)/karate-graph.svg
+	$(CLI) draw heatmap graphs/en_ja_cross.graphml --heads 2 --head 1 \
+	  --out $(PICTURES)/en-ja-heatmap.svg
+	$(CLI) draw graph --pattern 'causal&!strided:4+global:1' --tokens $(TOKENS) --heads 2 \
+	  --rounds 2 --out $(PICTURES)/sentence-arcs.svg
+	$(CLI) draw heatmap --pattern 'window:64+global:2' --nodes 2000 --bins 100 \
+	  --out $(PICTURES)/window-2000-binned.svg
+	$(CLI) run graphs/hopfield.gml --features graphs/hopfield/x.npy --weights graphs/hopfield \
+	  --score dot --beta 0.25 --no-residual --rounds 20 --until 1e-6 --quiet \
+	  --trace $(PICTURES)/hopfield-rounds.svg
+	$(CLI) train graphs/planted.gml --features graphs/planted/x.npy \
+	  --labels graphs/planted/labels.npy --train-mask graphs/planted/train.npy \
+	  --eval-mask graphs/planted/eval.npy --rounds 2 --heads 2 --epochs 200 --quiet \
+	  --svg $(PICTURES)/planted-train.svg
+	$(CLI) compare --pattern causal --pattern window:3 --pattern 'causal&strided:3' \
+	  --pattern 'window:3+global:1' --pattern 'docs:6,6' --pattern 'causal&!strided:4+global:1' \
+	  --tokens $(TOKENS) --heads 2 --rounds 2 --quiet --svg $(PICTURES)/compare.svg
+	@ls -l $(PICTURES)
+
+# The pictures drawn twice give the same bytes (part of check).
+check-pictures: all
+	@rm -rf $(BUILD)/pictures-a $(BUILD)/pictures-b
+	@$(MAKE) --no-print-directory pictures PICTURES=$(BUILD)/pictures-a >/dev/null
+	@$(MAKE) --no-print-directory pictures PICTURES=$(BUILD)/pictures-b >/dev/null
+	@diff -r $(BUILD)/pictures-a $(BUILD)/pictures-b >/dev/null || \
+	  { echo "pictures: two drawings differ"; exit 1; }
+	@echo "pictures: $$(ls $(BUILD)/pictures-a | wc -l) drawn twice, the same bytes"
 
 # The README's embedding example, linked against the shared library like a user would.
 $(EXAMPLE): tools/example_embed.c $(LIB_SO) $(wildcard include/*.h include/attngraph/*.h)

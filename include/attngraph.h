@@ -5,7 +5,8 @@
  *                   training, .npy (no igraph header needed);
  * attngraph/igraph.h: graph files and igraph graphs (includes <igraph.h>);
  * attngraph/partition.h: destinations split over P processes, halos, METIS
- *                   (no igraph header needed).
+ *                   (no igraph header needed);
+ * attngraph/draw.h: pictures as SVG (no igraph header needed).
  * Conventions, errors and threads: see attngraph/core.h.
  */
 #ifndef ATTNGRAPH_H
@@ -14,5 +15,6 @@
 #include "attngraph/core.h"
 #include "attngraph/igraph.h"
 #include "attngraph/partition.h"
+#include "attngraph/draw.h"
 
 #endif /* ATTNGRAPH_H */

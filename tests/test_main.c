@@ -46,6 +46,8 @@ int main(void)
     srunner_add_suite(sr, train_cli_suite());
     srunner_add_suite(sr, training_suite());
     srunner_add_suite(sr, fused_backward_suite());
+    srunner_add_suite(sr, draw_suite());
+    srunner_add_suite(sr, draw_cli_suite());
     srunner_add_suite(sr, partition_suite());
     srunner_add_suite(sr, plan_suite());
     srunner_run_all(sr, CK_NORMAL);

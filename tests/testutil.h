@@ -75,6 +75,8 @@ Suite *backward_suite(void);
 Suite *train_cli_suite(void);
 Suite *training_suite(void);
 Suite *fused_backward_suite(void);
+Suite *draw_suite(void);
+Suite *draw_cli_suite(void);
 Suite *partition_suite(void);
 Suite *plan_suite(void);
 

@@ -12,6 +12,7 @@
 
 #define MAX_SOURCES 64
 #define TOP_CHANGED 3
+#define MASK_GRID 96            /* --svg: a mask's picture has at most this many blocks a side */
 
 static const char compare_usage[] =
     "usage: attngraph compare (--pattern SPEC | --graph FILE)... [options]\n"
@@ -34,6 +35,7 @@ static const char compare_usage[] =
     "  --csv FILE          the table as CSV\n"
     "  --per-node FILE     per-node figures as CSV: connectivity,node,label,in_degree,\n"
     "                      entropy,distance,change,cosine\n"
+    "  --svg FILE.svg      a picture: the masks side by side, the table's figures as bars\n"
     "  --quiet             print nothing on success\n"
     "  -h, --help          this text\n"
     "A FILE of - is standard output (the table then goes to stderr).\n";
@@ -156,7 +158,7 @@ typedef struct {
     run_opts_t o;
     conn_t conns[MAX_SOURCES];
     int n_conns;
-    const char *csv, *per_node;
+    const char *csv, *per_node, *svg;
 } compare_opts_t;
 
 static int parse_compare(compare_opts_t *co, int argc, char **argv)
@@ -165,7 +167,7 @@ static int parse_compare(compare_opts_t *co, int argc, char **argv)
     static const struct option own[] = {
         {"pattern", required_argument, 0, OPT_PATTERN}, {"graph", required_argument, 0, OPT_GRAPH},
         {"csv", required_argument, 0, OPT_CSV}, {"per-node", required_argument, 0, OPT_PER_NODE},
-        {0, 0, 0, 0},
+        {"svg", required_argument, 0, OPT_SVG}, {0, 0, 0, 0},
     };
     merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
 
@@ -190,6 +192,7 @@ static int parse_compare(compare_opts_t *co, int argc, char **argv)
             break;
         case OPT_CSV: co->csv = p.arg; break;
         case OPT_PER_NODE: co->per_node = p.arg; break;
+        case OPT_SVG: co->svg = p.arg; break;
         }
     }
     if (c < 0)
@@ -229,7 +232,9 @@ typedef struct {
     int64_t graph_nodes;         /* the first graph file's size, for unsized patterns */
     double *entropy, *distance, *change, *cosine;
     figures_t fig[MAX_SOURCES];
-    out_file_t outs[2];          /* --csv, --per-node */
+    double *masks;               /* --svg: [n_conns, grid, grid] */
+    int64_t grid;
+    out_file_t outs[3];          /* --csv, --per-node, --svg */
     FILE *per_node_f;
 } compare_state_t;
 
@@ -342,7 +347,14 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
             return st->entropy ? rc : AG_ENOMEM;
         st->distance = st->entropy + N, st->change = st->entropy + 2 * N;
         st->cosine = st->entropy + 3 * N;
+        st->grid = N < MASK_GRID ? N : MASK_GRID;
+        if (co->svg && !(st->masks = ag_alloc(co->n_conns * st->grid * st->grid,
+                                              sizeof *st->masks, err, "compare --svg")))
+            return AG_ENOMEM;
     }
+    if (st->masks &&
+        (rc = ag_mask_grid(st->masks + k * st->grid * st->grid, st->grid, &st->src.nb, err)))
+        return rc;
     result_t *r = k == 0 ? &st->base : &st->cur;
     if (k > 0)
         result_free(r);
@@ -391,6 +403,33 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
     return AG_OK;
 }
 
+/* --svg: the masks and the table's figures (the baseline has no change of its own). */
+static int draw_compare(const compare_state_t *st, const compare_opts_t *co, char **svg,
+                        ag_error_t *err)
+{
+    enum { FIGS = 7 };
+    static const char *const names[FIGS] = {"edges", "density", "mean attention entropy (nats)",
+                                            "min attention entropy (nats)",
+                                            "mean attention distance |i-j|",
+                                            "relative L2 change of the output",
+                                            "mean cosine with the baseline"};
+    const char *conn_names[MAX_SOURCES];
+    double figures[MAX_SOURCES * FIGS];
+    for (int k = 0; k < co->n_conns; k++) {
+        const figures_t *f = &st->fig[k];
+        const double row[FIGS] = {(double)f->edges, f->density, f->ent_mean, f->ent_min,
+                                  f->dist_mean, k ? f->rel_l2 : NAN, k ? f->cos_mean : NAN};
+        memcpy(figures + k * FIGS, row, sizeof row);
+        conn_names[k] = co->conns[k].name;
+    }
+    char title[128];
+    snprintf(title, sizeof title, "compare: %d connectivities on %lld node%s", co->n_conns,
+             (long long)st->in.N, PLURAL(st->in.N));
+    const ag_compare_picture_t c = {co->n_conns, conn_names, st->in.N, st->grid, st->masks,
+                                    FIGS, names, figures, title};
+    return ag_draw_compare(svg, &c, err);
+}
+
 int cmd_compare(int argc, char **argv)
 {
     compare_opts_t co;
@@ -406,7 +445,8 @@ int cmd_compare(int argc, char **argv)
     out_file_t *outs = st.outs;
     out_init(&outs[0], co.csv, "--csv", "csv");
     out_init(&outs[1], co.per_node, "--per-node", "csv");
-    int rc = out_open_all(outs, 2, &usage, &err);
+    out_init(&outs[2], co.svg, "--svg", "svg");
+    int rc = out_open_all(outs, 3, &usage, &err);
     if (!rc && co.per_node && !(st.per_node_f = fopen(st.outs[1].path, "w")))
         rc = ag_fail(&err, AG_EIO, "%s: cannot write", co.per_node);
     if (st.per_node_f)
@@ -431,8 +471,15 @@ int cmd_compare(int argc, char **argv)
                 rc = ag_fail(&err, AG_EIO, "%s: write failed", co.csv);
         }
     }
+    if (!rc && co.svg) {
+        char *svg = NULL;
+        rc = draw_compare(&st, &co, &svg, &err);
+        if (!rc)
+            rc = write_svg(&st.outs[2], svg, &err);
+        ag_svg_free(svg);
+    }
     if (!rc)
-        rc = out_commit_all(st.outs, 2, &err);
+        rc = out_commit_all(st.outs, 3, &err);
     if (!rc && !co.o.quiet) {
         const inputs_t *in = &st.in;
         printf("compare: %d connectivities on %lld node%s, ", co.n_conns, (long long)in->N,
@@ -455,11 +502,13 @@ int cmd_compare(int argc, char **argv)
             printf("wrote %s\n", co.csv);
         if (co.per_node)
             printf("wrote %s\n", co.per_node);
+        if (co.svg)
+            printf("wrote %s\n", co.svg);
     }
     if (rc) {
-        out_name_errors(st.outs, 2, &err);
-        out_abort(&st.outs[0]);
-        out_abort(&st.outs[1]);
+        out_name_errors(st.outs, 3, &err);
+        for (int k = 0; k < 3; k++)
+            out_abort(&st.outs[k]);
     }
     source_close(&st.src);
     source_close(&st.sizer);
@@ -468,5 +517,6 @@ int cmd_compare(int argc, char **argv)
     inputs_free(&st.in);
     ag_labels_destroy(&st.labels);
     free(st.entropy);
+    free(st.masks);
     return finish("compare", rc, usage, &err);
 }

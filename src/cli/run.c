@@ -1,6 +1,7 @@
 /* `attngraph run`: message rounds on a graph file or a pattern; report and write outputs. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "internal.h"
@@ -34,6 +35,8 @@ static const char run_usage[] =
     "                      and readout_bias.npy [C] (as train --save writes them);\n"
     "                      --rounds 0 then means the readout alone\n"
     "  --trace FILE.csv    per-round figures: round,change,entropy,max_weight\n"
+    "  --trace FILE.svg    ... or their picture: the change per round (log scale) and\n"
+    "                      the mean attention entropy (see 'attngraph draw rounds')\n"
     "  --save-rounds DIR   keep every round's states as DIR/round-R.npy, each file\n"
     "                      written whole as its round ends (kept if the run fails later)\n"
     "  --max-edges N       refuse an --attn export of more than N weights (default 50000000)\n"
@@ -221,6 +224,29 @@ static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
                r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
 }
 
+/* --trace FILE.svg: the picture of the per-round figures. */
+static int write_trace_svg(out_file_t *out, const result_t *r, const source_t *s,
+                           ag_error_t *err)
+{
+    const int64_t n = r->rounds_done;
+    double *v = ag_alloc(3 * n + 1, sizeof *v, err, "--trace");
+    if (!v)
+        return AG_ENOMEM;
+    for (int64_t k = 0; k < n; k++) {
+        v[k] = r->trace[k].round;
+        v[n + k] = r->trace[k].f.change;
+        v[2 * n + k] = r->trace[k].f.entropy;
+    }
+    char title[1024], *svg = NULL;
+    snprintf(title, sizeof title, "convergence of rounds: %s", s->desc);
+    int rc = ag_draw_rounds(&svg, v, v + n, v + 2 * n, n, title, err);
+    if (!rc)
+        rc = write_svg(out, svg, err);
+    ag_svg_free(svg);
+    free(v);
+    return rc;
+}
+
 int cmd_run(int argc, char **argv)
 {
     run_opts_t o;
@@ -239,7 +265,7 @@ int cmd_run(int argc, char **argv)
     out_init(&outs[HEAD_MESSAGES], o.head_messages, "--head-messages", "npy");
     for (int k = 0; k < MAX_ATTN; k++)
         out_init(&outs[ATTN + k], k < o.n_attn ? o.attn[k] : NULL, "--attn", "csv,npy,graphml");
-    out_init(&outs[TRACE], o.trace, "--trace", "csv");
+    out_init(&outs[TRACE], o.trace, "--trace", "csv,svg");
     out_init(&outs[PREDICT], o.predict, "--predict", "npy");
     memset(&s, 0, sizeof s), memset(&in, 0, sizeof in), memset(&r, 0, sizeof r);
     ag_error_t err = {AG_OK, ""};
@@ -262,8 +288,12 @@ int cmd_run(int argc, char **argv)
     if (!rc)
         rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
     const int figures = !o.quiet && in.rounds > 1;
+    const int trace_svg = o.trace && strcasecmp(out_extension(&outs[TRACE]), "svg") == 0;
     if (!rc)
-        rc = compute(&r, &in, &s, &o, figures, o.trace ? outs[TRACE].path : NULL, &err);
+        rc = compute(&r, &in, &s, &o, figures, o.trace && !trace_svg ? outs[TRACE].path : NULL,
+                     &err);
+    if (!rc && trace_svg)
+        rc = write_trace_svg(&outs[TRACE], &r, &s, &err);
     if (!rc && o.out)
         rc = ag_npy_write_f32(outs[OUT].path, r.y, s.nb.n_nodes, r.cols, &err);
     const float *messages = in.raw ? r.y : r.ws.M;

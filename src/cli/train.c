@@ -26,6 +26,7 @@ typedef struct {
     const float *x0;
     int single, threads;
     FILE *log;
+    FILE *curve;               /* --svg: the log again, in memory */
     epoch_progress_t progress;
 } run_ctx_t;
 
@@ -59,6 +60,8 @@ static int train_one(run_ctx_t *cx, model_t *m, ag_nbhd_t *nb, const char *conn,
             out->best = t->C ? (double)f.eval_correct : f.eval_loss, out->best_epoch = e;
         if (cx->log)
             log_row(cx->log, conn, t, e, &f);
+        if (cx->curve)
+            log_row(cx->curve, conn, t, e, &f);
         if (rows && (e % every == 0 || e == E)) {
             progress_clear(&cx->progress);
             print_row(t, e, &f);
@@ -124,7 +127,9 @@ typedef struct {
     char names[9 * 64 + 2][64];
     char model_args[1024];     /* model.args: the options that define the model */
     int n_items;
-    out_file_t outs[2];        /* --log, --predict */
+    out_file_t outs[3];        /* --log, --predict, --svg */
+    char *curve;               /* --svg: the log as CSV text */
+    size_t curve_len;
 } train_state_t;
 
 /* Refuses a --save folder holding round-k/ layers of an earlier model that run
@@ -202,6 +207,21 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
 
 
 
+/* --svg: the training curve, drawn from the log kept in memory. */
+static int write_curve(train_state_t *st, const train_opts_t *to, ag_error_t *err)
+{
+    char title[1024];
+    const int n = to->n_conns;
+    snprintf(title, sizeof title, "training: %s%s", to->conns[0].name,
+             n == 1 ? "" : n == 2 ? " and one more connectivity" : " and other connectivities");
+    char *svg = NULL;
+    int rc = draw_train_csv(st->curve, st->curve_len, "--svg", title, &svg, err);
+    if (!rc)
+        rc = write_svg(&st->outs[2], svg, err);
+    ag_svg_free(svg);
+    return rc;
+}
+
 int cmd_train(int argc, char **argv)
 {
     train_opts_t to;
@@ -218,16 +238,20 @@ int cmd_train(int argc, char **argv)
     int usage = 0;
     out_init(&st->outs[0], to.log, "--log", "csv");
     out_init(&st->outs[1], to.predict, "--predict", "npy");
+    out_init(&st->outs[2], to.svg, "--svg", "svg");
     /* outputs first: a bad path fails before any work */
     int rc = to.save ? folder_check(to.save, "--save", &err) : AG_OK;
     if (!rc)
-        rc = out_open_all(st->outs, 2, &usage, &err);
-    run_ctx_t cx = {&to, NULL, NULL, to.n_conns == 1, threads, NULL, {0}};
+        rc = out_open_all(st->outs, 3, &usage, &err);
+    run_ctx_t cx = {&to, NULL, NULL, to.n_conns == 1, threads, NULL, NULL, {0}};
     if (!rc && to.log && !(cx.log = fopen(st->outs[0].path, "w")))
         rc = ag_fail(&err, AG_EIO, "%s: cannot write", to.log);
+    if (!rc && to.svg && !(cx.curve = open_memstream(&st->curve, &st->curve_len)))
+        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
     if (cx.log)
-        fputs("connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,grad_norm\n",
-              cx.log);
+        fputs(TRAIN_LOG_HEADER, cx.log);
+    if (cx.curve)
+        fputs(TRAIN_LOG_HEADER, cx.curve);
     cx.progress.tty = isatty(STDERR_FILENO);
     cx.progress.show = to.o.progress == 1 || (to.o.progress < 0 && !to.o.quiet &&
                                                cx.progress.tty);
@@ -237,10 +261,14 @@ int cmd_train(int argc, char **argv)
         rc = run_conn(st, &cx, k, &usage, &err);
     if (cx.log && fclose(cx.log) != 0 && !rc)
         rc = ag_fail(&err, AG_EIO, "%s: write failed", to.log);
+    if (cx.curve && fclose(cx.curve) != 0 && !rc)
+        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
+    if (!rc && to.svg)
+        rc = write_curve(st, &to, &err);
     if (!rc && to.save)
         rc = folder_write(to.save, "--save", st->items, st->n_items, &err);
     if (!rc)
-        rc = out_commit_all(st->outs, 2, &err);
+        rc = out_commit_all(st->outs, 3, &err);
     if (!rc && !to.o.quiet && !cx.single) {
         printf("trained on %d connectivities of %lld nodes\n", to.n_conns, (long long)st->in.N);
         print_table(&to, &st->task, st->res);
@@ -252,20 +280,21 @@ int cmd_train(int argc, char **argv)
                 printf(" %s", st->items[k].name);
             putchar('\n');
         }
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < 3; k++)
             if (st->outs[k].target)
                 printf("wrote %s\n", st->outs[k].target);
         if (to.save && st->task.C)
             print_run_hint(&to, &st->in);
     }
     if (rc) {
-        out_name_errors(st->outs, 2, &err);
-        for (int k = 0; k < 2; k++)
+        out_name_errors(st->outs, 3, &err);
+        for (int k = 0; k < 3; k++)
             out_abort(&st->outs[k]);
     }
     model_free(&st->model);
     free(st->edge_bias);
     free(st->pred);
+    free(st->curve);
     source_close(&st->src);
     task_free(&st->task);
     inputs_free(&st->in);

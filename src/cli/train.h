@@ -5,6 +5,9 @@
 #include "cli.h"
 
 #define TRAIN_MAX_CONNS 16
+/* The first line of --log (and of what --svg draws). */
+#define TRAIN_LOG_HEADER \
+    "connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,grad_norm\n"
 
 typedef struct {
     const char *name;               /* the spec or file, as given */
@@ -18,7 +21,7 @@ typedef struct {
     const char *targets, *labels, *train_mask, *eval_mask;
     int64_t epochs, every;          /* every 0: about ten lines */
     ag_optimizer_opts_t opt;
-    const char *save, *log, *predict;
+    const char *save, *log, *predict, *svg;
 } train_opts_t;
 
 /* What is learnt: classes (labels) or states (targets), on which nodes. */

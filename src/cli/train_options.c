@@ -41,12 +41,14 @@ static const char train_usage[] =
     "  --progress, --no-progress  the current epoch on standard error (default: when\n"
     "                      it is a terminal)\n"
     "\n"
-    "Outputs (one connectivity; --log also with several):\n"
+    "Outputs (one connectivity; --log and --svg also with several):\n"
     "  --save DIR          the trained weights, in the layout run --weights reads, plus\n"
     "                      readout.npy [C, D] and readout_bias.npy [C]\n"
     "  --predict FILE.npy  the class of every node (int64 [N]) from the trained model\n"
     "  --log FILE.csv      per epoch: connectivity,epoch,loss,train_accuracy,eval_loss,\n"
     "                      eval_accuracy,grad_norm (epoch e: the model after e steps)\n"
+    "  --svg FILE.svg      the training curve: loss and accuracy per epoch (the picture\n"
+    "                      'attngraph draw train' makes of the --log file)\n"
     "  --quiet             print nothing on success\n"
     "\n"
     "Connectivity:\n"
@@ -92,6 +94,7 @@ static int train_option(train_opts_t *t, int c, const char *arg, const char *nam
     case OPT_EVAL_MASK: t->eval_mask = arg; return 0;
     case OPT_SAVE: t->save = arg; return 0;
     case OPT_LOG: t->log = arg; return 0;
+    case OPT_SVG: t->svg = arg; return 0;
     case OPT_PREDICT: t->predict = arg; return 0;
     case OPT_PROGRESS: case OPT_NO_PROGRESS: t->o.progress = c == OPT_PROGRESS; return 0;
     case OPT_EPOCHS: return opt_int(&t->epochs, "train", name, arg, 1, 100000000);
@@ -197,7 +200,7 @@ int parse_train(train_opts_t *t, int argc, char **argv)
         {"weight-decay", required_argument, 0, OPT_WEIGHT_DECAY},
         {"clip", required_argument, 0, OPT_CLIP}, {"every", required_argument, 0, OPT_EVERY},
         {"save", required_argument, 0, OPT_SAVE}, {"log", required_argument, 0, OPT_LOG},
-        {"predict", required_argument, 0, OPT_PREDICT},
+        {"predict", required_argument, 0, OPT_PREDICT}, {"svg", required_argument, 0, OPT_SVG},
         {"progress", no_argument, 0, OPT_PROGRESS}, {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
         {0, 0, 0, 0},
     };

@@ -1,0 +1,237 @@
+/* `attngraph draw rounds` and `draw train`: curves from the CSV files runs write. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "csv_table.h"
+#include "internal.h"
+
+#define MAX_CONNS 16
+
+static const char rounds_usage[] =
+    "usage: attngraph draw rounds TRACE.csv --out FILE.svg   (TRACE.csv may be -: stdin)\n"
+    "\n"
+    "Draws the convergence of rounds from the CSV that 'attngraph run --trace' writes\n"
+    "(round,change,entropy,max_weight): the change per round on a log scale, and the\n"
+    "mean attention entropy.\n"
+    "  --out FILE.svg      the picture (- : standard output)\n"
+    "  --title TEXT        the line above the picture (default: names the file)\n"
+    "  -h, --help          this text\n";
+
+static const char train_usage[] =
+    "usage: attngraph draw train LOG.csv --out FILE.svg      (LOG.csv may be -: stdin)\n"
+    "\n"
+    "Draws the training curve from the CSV that 'attngraph train --log' writes\n"
+    "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,grad_norm):\n"
+    "the loss per epoch (training solid, evaluation dashed; a log scale when it spans\n"
+    "more than a decade), and beside it the accuracy when the log has any; one\n"
+    "colour per connectivity.\n"
+    "  --out FILE.svg      the picture (- : standard output)\n"
+    "  --title TEXT        the line above the picture (default: names the file)\n"
+    "  -h, --help          this text\n";
+
+/* Parses `draw KIND FILE.csv --out F.svg`; -1 to go on, else an exit status. */
+static int parse_csv_command(const char *cmd, const char *usage, int argc, char **argv,
+                             const char **in, const char **out, const char **title)
+{
+    static const struct option longopts[] = {{"out", required_argument, 0, OPT_OUT},
+                                             {"title", required_argument, 0, OPT_TITLE},
+                                             {0, 0, 0, 0}};
+    opt_parser_t p;
+    opt_begin(&p, cmd, usage, longopts, NULL, argc, argv);
+    int c;
+    while ((c = opt_next(&p)) > 0)
+        if (c == OPT_OUT)
+            *out = p.arg;
+        else if (c == OPT_TITLE)
+            *title = p.arg;
+    if (c < 0)
+        return p.status;
+    if (opt_positional(&p, 1))
+        return EXIT_USAGE;
+    if (!p.n_pos)
+        return usage_error(cmd, "give the CSV file to draw");
+    if (!*out)
+        return usage_error(cmd, "give the picture's file: --out FILE.svg");
+    *in = p.pos[0];
+    return -1;
+}
+
+/* Opens --out, makes the picture with make(), writes and commits it. */
+static int draw_csv_file(const char *cmd, const char *in, const char *target, const char *title,
+                         int (*make)(const csv_t *, const char *, char **, ag_error_t *))
+{
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0;
+    out_file_t out;
+    csv_t t;
+    memset(&t, 0, sizeof t);
+    char *svg = NULL;
+    out_init(&out, target, "--out", "svg");
+    int rc = out_open_all(&out, 1, &usage, &err);
+    if (!rc)
+        rc = csv_read(&t, in, &err);
+    if (!rc)
+        rc = make(&t, title, &svg, &err);
+    if (!rc)
+        rc = write_svg(&out, svg, &err);
+    if (!rc)
+        rc = out_commit(&out, &err);
+    if (!rc && !out.is_stdout)
+        printf("wrote %s\n", target);
+    if (rc) {
+        out_name_errors(&out, 1, &err);
+        out_abort(&out);
+    }
+    ag_svg_free(svg);
+    csv_free(&t);
+    return finish(cmd, rc, usage, &err);
+}
+
+static int make_rounds(const csv_t *t, const char *given, char **svg, ag_error_t *err)
+{
+    const int cr = csv_column(t, "round", 1, err);
+    const int cc = cr < 0 ? -1 : csv_column(t, "change", 1, err);
+    const int ce = cc < 0 ? -1 : csv_column(t, "entropy", 1, err);
+    if (ce < 0)
+        return AG_EFORMAT;
+    if (!t->n_rows)
+        return ag_fail(err, AG_EFORMAT, "%s: no rounds in it (a header only)", t->path);
+    double *v = ag_alloc(3 * t->n_rows, sizeof *v, err, "rounds");
+    if (!v)
+        return AG_ENOMEM;
+    double *round = v, *change = v + t->n_rows, *entropy = v + 2 * t->n_rows;
+    int rc = AG_OK;
+    for (int64_t r = 0; r < t->n_rows && !rc; r++)
+        if (!(rc = csv_number(t, r, cr, &round[r], err)) &&
+            !(rc = csv_number(t, r, cc, &change[r], err)))
+            rc = csv_number(t, r, ce, &entropy[r], err);
+    char title[1024];
+    snprintf(title, sizeof title, given ? "%s" : "convergence of rounds: %s",
+             given ? given : t->path);
+    if (!rc)
+        rc = ag_draw_rounds(svg, round, change, entropy, t->n_rows, title, err);
+    free(v);
+    return rc;
+}
+
+int cmd_draw_rounds(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL, *title = NULL;
+    int status = parse_csv_command("draw rounds", rounds_usage, argc, argv, &in, &out, &title);
+    return status >= 0 ? status : draw_csv_file("draw rounds", in, out, title, make_rounds);
+}
+
+/* The series of one connectivity: rows in file order. */
+typedef struct {
+    const char *name;
+    char label[4][300];      /* legend: "NAME train", ... */
+    double *epoch, *y[4];    /* loss, eval_loss, train_accuracy, eval_accuracy */
+    int64_t n;
+} conn_curve_t;
+
+static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t *err)
+{
+    static const char *const cols[5] = {"epoch", "loss", "eval_loss", "train_accuracy",
+                                        "eval_accuracy"};
+    int c[5];
+    for (int k = 0; k < 5; k++)
+        if ((c[k] = csv_column(t, cols[k], k < 2, err)) < 0 && k < 2)
+            return AG_EFORMAT;
+    const int cconn = csv_column(t, "connectivity", 0, err);
+    if (!t->n_rows)
+        return ag_fail(err, AG_EFORMAT, "%s: no epochs in it (a header only)", t->path);
+    conn_curve_t *cv = ag_calloc(MAX_CONNS, sizeof *cv, err, "train curve");
+    double *v = ag_alloc(5 * t->n_rows, sizeof *v, err, "train curve");
+    int rc = cv && v ? AG_OK : AG_ENOMEM;
+    int n_conns = 0, any[4] = {0, 0, 0, 0};
+    for (int64_t r = 0; r < t->n_rows && !rc; r++) {
+        const char *name = cconn >= 0 ? t->cells[r * t->n_cols + cconn] : "";
+        int k = 0;
+        while (k < n_conns && strcmp(cv[k].name, name))
+            k++;
+        if (k == n_conns) {   /* a connectivity not seen yet */
+            if (n_conns == MAX_CONNS) {
+                rc = ag_fail(err, AG_ELIMIT, "%s: more than %d connectivities", t->path,
+                             MAX_CONNS);
+                break;
+            }
+            cv[n_conns++].name = name;
+        }
+    }
+    /* each connectivity's rows are contiguous slices of v, in file order */
+    int64_t at = 0;
+    for (int k = 0; k < n_conns && !rc; k++) {
+        conn_curve_t *q = &cv[k];
+        q->epoch = v + at;
+        for (int j = 0; j < 4; j++)
+            q->y[j] = v + (j + 1) * t->n_rows + at;
+        for (int64_t r = 0; r < t->n_rows && !rc; r++) {
+            if (cconn >= 0 && strcmp(t->cells[r * t->n_cols + cconn], q->name))
+                continue;
+            rc = csv_number(t, r, c[0], &q->epoch[q->n], err);
+            for (int j = 0; j < 4 && !rc; j++) {
+                q->y[j][q->n] = NAN;
+                if (c[j + 1] >= 0)
+                    rc = csv_number(t, r, c[j + 1], &q->y[j][q->n], err);
+                any[j] |= !rc && isfinite(q->y[j][q->n]);
+            }
+            q->n++;
+        }
+        at += q->n;
+        static const char *const what[4] = {"training", "evaluation", "training", "evaluation"};
+        for (int j = 0; j < 4; j++)
+            snprintf(q->label[j], sizeof q->label[j], "%s%s%s", q->name, *q->name ? " " : "",
+                     what[j]);
+    }
+    ag_series_t series[2][2 * MAX_CONNS];
+    int n_series[2] = {0, 0};
+    double lo = INFINITY, hi = 0;
+    for (int k = 0; k < n_conns && !rc; k++)
+        for (int j = 0; j < 4; j++) {
+            if (!any[j])
+                continue;
+            const int panel = j / 2;
+            series[panel][n_series[panel]++] = (ag_series_t){cv[k].label[j], cv[k].epoch,
+                                                             cv[k].y[j], cv[k].n, j % 2,
+                                                             k % 10 + 1};
+            for (int64_t i = 0; panel == 0 && i < cv[k].n; i++)
+                if (cv[k].y[j][i] > 0)
+                    lo = fmin(lo, cv[k].y[j][i]), hi = fmax(hi, cv[k].y[j][i]);
+        }
+    /* a connectivity's training and evaluation curves share its colour */
+    const ag_panel_t panels[2] = {
+        {"loss", "epoch", "loss", hi > 10 * lo, series[0], n_series[0]},
+        {"accuracy", "epoch", "accuracy", 0, series[1], n_series[1]},
+    };
+    char title[1024];
+    snprintf(title, sizeof title, given ? "%s" : "training: %s", given ? given : t->path);
+    if (!rc)
+        rc = ag_draw_panels(svg, panels, n_series[1] ? 2 : 1, title, err);
+    free(cv), free(v);
+    return rc;
+}
+
+int draw_train_csv(const char *text, size_t len, const char *name, const char *title,
+                   char **svg, ag_error_t *err)
+{
+    char *buf = ag_alloc((int64_t)len + 1, 1, err, "training curve");
+    if (!buf)
+        return AG_ENOMEM;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    csv_t t;
+    int rc = csv_parse(&t, buf, len, name, err);
+    if (!rc)
+        rc = make_train(&t, title, svg, err);
+    csv_free(&t);
+    return rc;
+}
+
+int cmd_draw_train(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL, *title = NULL;
+    int status = parse_csv_command("draw train", train_usage, argc, argv, &in, &out, &title);
+    return status >= 0 ? status : draw_csv_file("draw train", in, out, title, make_train);
+}
