@@ -290,48 +290,64 @@ static int runs_push(runs_t *r, int64_t src, int64_t len)
     return 0;
 }
 
-int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
-                         ag_self_loops_t self, ag_error_t *err)
+int pattern_check(const ag_pattern_t *pattern, int64_t N, ag_error_t *err)
 {
-    memset(nb, 0, sizeof *nb);
     if (N < 1)
         return ag_fail(err, AG_EINVAL, "pattern '%s': %lld nodes; expected at least 1",
                        pattern->spec, (long long)N);
     if (N > MAX_PARAM)
         return ag_fail(err, AG_ELIMIT, "pattern '%s': %lld nodes is too many", pattern->spec,
                        (long long)N);
-    int rc = check_size(pattern, pattern->root, N, err);
+    return check_size(pattern, pattern->root, N, err);
+}
+
+void pattern_eval_free(pattern_eval_t *ev)
+{
+    ivl_free(&ev->self_set);
+    ivl_free(&ev->others);
+    ivl_free(&ev->tmp);
+}
+
+const ivl_list_t *pattern_sources(const ag_pattern_t *pattern, int64_t N, ag_self_loops_t self,
+                                  int64_t i, pattern_eval_t *ev)
+{
+    if (eval(pattern->root, i, N))
+        return NULL;
+    const ivl_list_t *res = &pattern->root->buf;
+    if (self == AG_SELF_KEEP)
+        return res;
+    ivl_clear(&ev->self_set);
+    ivl_clear(&ev->tmp);
+    int bad = ivl_push(&ev->self_set, i, i + 1, N);
+    if (self == AG_SELF_ON)
+        bad = bad || ivl_union(&ev->tmp, res, &ev->self_set);
+    else
+        bad = bad || ivl_complement(&ev->others, &ev->self_set, N) ||
+              ivl_intersect(&ev->tmp, res, &ev->others);
+    return bad ? NULL : &ev->tmp;
+}
+
+int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
+                         ag_self_loops_t self, ag_error_t *err)
+{
+    memset(nb, 0, sizeof *nb);
+    int rc = pattern_check(pattern, N, err);
     if (rc)
         return rc;
     nb->n_nodes = N;
     nb->edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "pattern");
     nb->run_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "pattern");
     runs_t runs = {0};
-    ivl_list_t self_set = {0}, others = {0}, tmp = {0}, *res = NULL;
+    pattern_eval_t ev = {0};
     rc = nb->edge_ptr && nb->run_ptr ? AG_OK : AG_ENOMEM;
     int64_t E = 0;
     for (int64_t i = 0; i < N && !rc; i++) {
         nb->edge_ptr[i] = E;
         nb->run_ptr[i] = runs.n;
-        if (eval(pattern->root, i, N)) {
+        const ivl_list_t *res = pattern_sources(pattern, N, self, i, &ev);
+        if (!res) {
             rc = ag_fail(err, AG_ENOMEM, "pattern '%s': out of memory", pattern->spec);
             break;
-        }
-        res = &pattern->root->buf;
-        if (self != AG_SELF_KEEP) {
-            ivl_clear(&self_set);
-            ivl_clear(&tmp);
-            int bad = ivl_push(&self_set, i, i + 1, N);
-            if (self == AG_SELF_ON)
-                bad = bad || ivl_union(&tmp, res, &self_set);
-            else
-                bad = bad || ivl_complement(&others, &self_set, N) ||
-                      ivl_intersect(&tmp, res, &others);
-            if (bad) {
-                rc = ag_fail(err, AG_ENOMEM, "pattern '%s': out of memory", pattern->spec);
-                break;
-            }
-            res = &tmp;
         }
         for (int64_t k = 0; k < res->n; k++) {
             if (runs_push(&runs, res->v[k].lo, res->v[k].hi - res->v[k].lo)) {
@@ -342,9 +358,7 @@ int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
             E += res->v[k].hi - res->v[k].lo;
         }
     }
-    ivl_free(&self_set);
-    ivl_free(&others);
-    ivl_free(&tmp);
+    pattern_eval_free(&ev);
     if (rc) {
         free(runs.src);
         free(runs.len);

@@ -77,5 +77,7 @@ Suite *training_suite(void);
 Suite *fused_backward_suite(void);
 Suite *draw_suite(void);
 Suite *draw_cli_suite(void);
+Suite *partition_suite(void);
+Suite *plan_suite(void);
 
 #endif

@@ -29,7 +29,9 @@ enum {
     OPT_HEAD_MESSAGES, OPT_DIRECTED, OPT_UNDIRECTED, OPT_PROGRESS, OPT_NO_PROGRESS,
     OPT_MAX_MEMORY, OPT_DOUT, OPT_TARGETS, OPT_TRAIN_MASK, OPT_EVAL_MASK, OPT_EPOCHS, OPT_LR,
     OPT_OPTIMIZER, OPT_WEIGHT_DECAY, OPT_CLIP, OPT_MOMENTUM, OPT_SAVE, OPT_LOG, OPT_PREDICT,
-    OPT_EVERY, OPT_BACKWARD, OPT_HEAD, OPT_BINS, OPT_LAYOUT, OPT_SVG, OPT_VMAX, OPT_TITLE, OPT_SCALE, OPT_END
+    OPT_EVERY, OPT_BACKWARD, OPT_HEAD, OPT_BINS, OPT_LAYOUT, OPT_SVG, OPT_VMAX, OPT_TITLE, OPT_SCALE,
+    OPT_RANKS, OPT_PARTITION, OPT_BANDWIDTH, OPT_RATE, OPT_SAMPLE, OPT_EXACT, OPT_PER_RANK,
+    OPT_END
 };
 #define OPT_COUNT (OPT_END - OPT_Q)
 #define MAX_ATTN 8              /* run --attn: files written at once */
@@ -402,6 +404,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 int cmd_draw(int argc, char **argv);
 int cmd_draw_rounds(int argc, char **argv);
 int cmd_draw_train(int argc, char **argv);
