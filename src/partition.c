@@ -191,15 +191,52 @@ static int check_fit(const ag_partition_t *pt, const ag_nbhd_t *nb, int part, ag
     return AG_OK;
 }
 
+/*
+ * Sources of short runs, for the counts alone: marked in a stamp array
+ * instead of sorted as intervals (a random graph's runs are single sources;
+ * sorting 16M of them for each part took seconds).
+ */
+#define SHORT_RUN 8
+
+typedef struct {
+    int32_t *stamp;       /* [N] the last part that marked each source, or -1 */
+    int64_t *points;      /* remote sources the current part marked */
+    int64_t n, cap;
+} marks_t;
+
+static int mark(marks_t *m, int64_t j, int p)
+{
+    if (m->stamp[j] == p)
+        return AG_OK;
+    m->stamp[j] = p;
+    if (m->n == m->cap) {
+        const int64_t cap = m->cap ? 2 * m->cap : 4096;
+        int64_t *v = realloc(m->points, (size_t)cap * sizeof *v);
+        if (!v)
+            return AG_ENOMEM;
+        m->points = v;
+        m->cap = cap;
+    }
+    m->points[m->n++] = j;
+    return AG_OK;
+}
+
+static inline int is_remote(const ag_partition_t *pt, int p, int64_t j)
+{
+    return pt->contiguous ? j < pt->first[p] || j >= pt->first[p + 1] : pt->owner[j] != p;
+}
+
 /* The union of the runs that part p's destinations read, into u (sorted,
-   merged); the messages whose source another part owns into *cut. */
+   merged), short runs' remote sources into marks when given; the messages
+   whose source another part owns into *cut. */
 static int part_union(const ag_partition_t *pt, const ag_nbhd_t *nb, int p, ivl_list_t *u,
-                      int64_t *cut, ag_error_t *err)
+                      marks_t *marks, int64_t *cut, ag_error_t *err)
 {
     int64_t n_runs = 0;
     for (int64_t k = pt->part_ptr[p]; k < pt->part_ptr[p + 1]; k++) {
         const int64_t i = pt->part_nodes[k];
-        n_runs += nb->run_ptr[i + 1] - nb->run_ptr[i];
+        for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+            n_runs += !marks || nb->run_len[r] > SHORT_RUN;
     }
     if (n_runs > u->cap) {
         ivl_t *v = ag_alloc(n_runs, sizeof *v, err, "halo intervals");
@@ -211,10 +248,21 @@ static int part_union(const ag_partition_t *pt, const ag_nbhd_t *nb, int p, ivl_
     }
     const int64_t lo = pt->contiguous ? pt->first[p] : 0, hi = pt->contiguous ? pt->first[p + 1] : 0;
     int64_t n = 0, c = 0;
+    if (marks)
+        marks->n = 0;
     for (int64_t k = pt->part_ptr[p]; k < pt->part_ptr[p + 1]; k++) {
         const int64_t i = pt->part_nodes[k];
         for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++) {
             const int64_t a = nb->run_src[r], b = a + nb->run_len[r];
+            if (marks && b - a <= SHORT_RUN) {
+                for (int64_t j = a; j < b; j++)
+                    if (is_remote(pt, p, j)) {
+                        c++;
+                        if (mark(marks, j, p))
+                            return ag_fail(err, AG_ENOMEM, "halo counts: out of memory");
+                    }
+                continue;
+            }
             u->v[n++] = (ivl_t){a, b};
             if (pt->contiguous) {
                 const int64_t in_lo = a > lo ? a : lo, in_hi = b < hi ? b : hi;
@@ -229,6 +277,25 @@ static int part_union(const ag_partition_t *pt, const ag_nbhd_t *nb, int p, ivl_
     ivl_normalise(u);
     *cut = c;
     return AG_OK;
+}
+
+/* Marked sources outside every interval of u (sorted, merged). */
+static int64_t marked_outside(const marks_t *m, const ivl_list_t *u)
+{
+    int64_t count = 0;
+    for (int64_t k = 0; k < m->n; k++) {
+        const int64_t j = m->points[k];
+        int64_t lo = 0, hi = u->n;   /* the first interval ending after j */
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (u->v[mid].hi <= j)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        count += !(lo < u->n && u->v[lo].lo <= j);
+    }
+    return count;
 }
 
 /* Appends j .. b-1 to rows (when not NULL) from position n; returns the new count. */
@@ -273,7 +340,7 @@ int ag_partition_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int part, i
         return rc;
     ivl_list_t u = {0};
     int64_t cut;
-    rc = part_union(pt, nb, part, &u, &cut, err);
+    rc = part_union(pt, nb, part, &u, NULL, &cut, err);
     if (!rc) {
         const int64_t n = list_remote(pt, &u, part, NULL);
         int64_t *r = n ? ag_alloc(n, sizeof *r, err, "halo rows") : NULL;
@@ -294,10 +361,15 @@ int ag_partition_stats(const ag_partition_t *pt, const ag_nbhd_t *nb, ag_part_st
 {
     int rc = check_fit(pt, nb, 0, err);
     ivl_list_t u = {0};
+    marks_t marks = {0};
+    if (!rc && !(marks.stamp = ag_alloc(pt->n_nodes, sizeof *marks.stamp, err, "halo marks")))
+        rc = AG_ENOMEM;
+    for (int64_t j = 0; !rc && j < pt->n_nodes; j++)
+        marks.stamp[j] = -1;
     for (int p = 0; p < pt->n_parts && !rc; p++) {
         ag_part_stats_t *s = &stats[p];
         memset(s, 0, sizeof *s);
-        rc = part_union(pt, nb, p, &u, &s->n_cut, err);
+        rc = part_union(pt, nb, p, &u, &marks, &s->n_cut, err);
         if (rc)
             break;
         s->n_dst = pt->part_ptr[p + 1] - pt->part_ptr[p];
@@ -306,9 +378,10 @@ int ag_partition_stats(const ag_partition_t *pt, const ag_nbhd_t *nb, ag_part_st
             s->n_edges += nb->edge_ptr[i + 1] - nb->edge_ptr[i];
         }
         s->work = s->n_edges + s->n_dst * AG_PARTITION_NODE_WORK;
-        s->n_halo = list_remote(pt, &u, p, NULL);
+        s->n_halo = list_remote(pt, &u, p, NULL) + marked_outside(&marks, &u);
     }
     ivl_free(&u);
+    free(marks.stamp), free(marks.points);
     return rc;
 }
 

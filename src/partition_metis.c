@@ -139,11 +139,16 @@ int ag_partition_metis(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts, int
     if (!part || !owner)
         rc = AG_ENOMEM;
     else {
-        const int m = METIS_PartGraphKway(&n, &ncon, g.xadj, g.adjncy, g.vwgt, NULL, g.adjwgt,
-                                          &nparts, NULL, NULL, options, &objval, part);
+        int m = METIS_PartGraphKway(&n, &ncon, g.xadj, g.adjncy, g.vwgt, NULL, g.adjwgt,
+                                    &nparts, NULL, NULL, options, &objval, part);
+        /* METIS 5.1's k-way gave up (METIS_ERROR) on a random graph of 2e6 nodes x 16
+           in 64 parts; recursive bisection is the other way it partitions */
+        if (m == METIS_ERROR)
+            m = METIS_PartGraphRecursive(&n, &ncon, g.xadj, g.adjncy, g.vwgt, NULL, g.adjwgt,
+                                         &nparts, NULL, NULL, options, &objval, part);
         if (m != METIS_OK)
             rc = ag_fail(err, m == METIS_ERROR_MEMORY ? AG_ENOMEM : AG_EINVAL,
-                         "METIS_PartGraphKway failed (code %d) on %lld nodes, %d parts", m,
+                         "METIS failed (code %d) on %lld nodes, %d parts", m,
                          (long long)N, n_parts);
     }
     metis_graph_free(&g);

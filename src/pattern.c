@@ -290,19 +290,50 @@ static int runs_push(runs_t *r, int64_t src, int64_t len)
     return 0;
 }
 
-/* Destinations lo..hi-1 of the pattern on N nodes (checked) into nb as 0..hi-lo-1,
-   sources global; with degrees_only, only edge_ptr (no runs kept). */
-static int compile_range(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, int64_t lo,
-                         int64_t hi, ag_self_loops_t self, int degrees_only, ag_error_t *err)
+int pattern_check(const ag_pattern_t *pattern, int64_t N, ag_error_t *err)
 {
-    memset(nb, 0, sizeof *nb);
     if (N < 1)
         return ag_fail(err, AG_EINVAL, "pattern '%s': %lld nodes; expected at least 1",
                        pattern->spec, (long long)N);
     if (N > MAX_PARAM)
         return ag_fail(err, AG_ELIMIT, "pattern '%s': %lld nodes is too many", pattern->spec,
                        (long long)N);
-    int rc = check_size(pattern, pattern->root, N, err);
+    return check_size(pattern, pattern->root, N, err);
+}
+
+void pattern_eval_free(pattern_eval_t *ev)
+{
+    ivl_free(&ev->self_set);
+    ivl_free(&ev->others);
+    ivl_free(&ev->tmp);
+}
+
+const ivl_list_t *pattern_sources(const ag_pattern_t *pattern, int64_t N, ag_self_loops_t self,
+                                  int64_t i, pattern_eval_t *ev)
+{
+    if (eval(pattern->root, i, N))
+        return NULL;
+    const ivl_list_t *res = &pattern->root->buf;
+    if (self == AG_SELF_KEEP)
+        return res;
+    ivl_clear(&ev->self_set);
+    ivl_clear(&ev->tmp);
+    int bad = ivl_push(&ev->self_set, i, i + 1, N);
+    if (self == AG_SELF_ON)
+        bad = bad || ivl_union(&ev->tmp, res, &ev->self_set);
+    else
+        bad = bad || ivl_complement(&ev->others, &ev->self_set, N) ||
+              ivl_intersect(&ev->tmp, res, &ev->others);
+    return bad ? NULL : &ev->tmp;
+}
+
+/* Destinations lo..hi-1 of the pattern on N nodes (checked) into nb as 0..hi-lo-1,
+   sources global; with degrees_only, only edge_ptr (no runs kept). */
+static int compile_range(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, int64_t lo,
+                         int64_t hi, ag_self_loops_t self, int degrees_only, ag_error_t *err)
+{
+    memset(nb, 0, sizeof *nb);
+    int rc = pattern_check(pattern, N, err);
     if (rc)
         return rc;
     const int64_t n = hi - lo;
@@ -310,32 +341,17 @@ static int compile_range(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, 
     nb->edge_ptr = ag_alloc(n + 1, sizeof(int64_t), err, "pattern");
     nb->run_ptr = degrees_only ? NULL : ag_alloc(n + 1, sizeof(int64_t), err, "pattern");
     runs_t runs = {0};
-    ivl_list_t self_set = {0}, others = {0}, tmp = {0}, *res = NULL;
+    pattern_eval_t ev = {0};
     rc = nb->edge_ptr && (degrees_only || nb->run_ptr) ? AG_OK : AG_ENOMEM;
     int64_t E = 0;
     for (int64_t i = lo; i < hi && !rc; i++) {
         nb->edge_ptr[i - lo] = E;
         if (!degrees_only)
             nb->run_ptr[i - lo] = runs.n;
-        if (eval(pattern->root, i, N)) {
+        const ivl_list_t *res = pattern_sources(pattern, N, self, i, &ev);
+        if (!res) {
             rc = ag_fail(err, AG_ENOMEM, "pattern '%s': out of memory", pattern->spec);
             break;
-        }
-        res = &pattern->root->buf;
-        if (self != AG_SELF_KEEP) {
-            ivl_clear(&self_set);
-            ivl_clear(&tmp);
-            int bad = ivl_push(&self_set, i, i + 1, N);
-            if (self == AG_SELF_ON)
-                bad = bad || ivl_union(&tmp, res, &self_set);
-            else
-                bad = bad || ivl_complement(&others, &self_set, N) ||
-                      ivl_intersect(&tmp, res, &others);
-            if (bad) {
-                rc = ag_fail(err, AG_ENOMEM, "pattern '%s': out of memory", pattern->spec);
-                break;
-            }
-            res = &tmp;
         }
         for (int64_t k = 0; k < res->n; k++) {
             if (!degrees_only && runs_push(&runs, res->v[k].lo, res->v[k].hi - res->v[k].lo)) {
@@ -346,9 +362,7 @@ static int compile_range(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, 
             E += res->v[k].hi - res->v[k].lo;
         }
     }
-    ivl_free(&self_set);
-    ivl_free(&others);
-    ivl_free(&tmp);
+    pattern_eval_free(&ev);
     if (rc) {
         free(runs.src);
         free(runs.len);

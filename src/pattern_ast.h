@@ -43,4 +43,21 @@ static inline int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* ---- one destination at a time (pattern.c): the compiler and the planner ---- */
+
+/* Scratch for pattern_sources. */
+typedef struct {
+    ivl_list_t self_set, others, tmp;
+} pattern_eval_t;
+
+/* Refuses N < 1, N too large, and sizes or node ids the pattern contradicts. */
+int pattern_check(const ag_pattern_t *pattern, int64_t N, ag_error_t *err);
+/* The sources of destination i on N nodes (pattern_check passed) with `self`
+   applied, as a normalised interval list owned by the pattern or ev and valid
+   until the next call; NULL when out of memory. Not reentrant: the pattern
+   holds its evaluation buffers. */
+const ivl_list_t *pattern_sources(const ag_pattern_t *pattern, int64_t N, ag_self_loops_t self,
+                                  int64_t i, pattern_eval_t *ev);
+void pattern_eval_free(pattern_eval_t *ev);
+
 #endif

@@ -125,6 +125,8 @@ START_TEST(help_for_every_command)
         expect_cli(args, 2, 2, "did you mean --help?");
     }
     expect_cli("grad -h", 0, 1, "usage: attngraph grad");
+    expect_cli("help plan", 0, 1, "usage: attngraph plan");
+    expect_cli("plan --hel", 2, 2, "did you mean --help?");
     expect_cli("help train", 0, 1, "usage: attngraph train");
     expect_cli("train --epoch 3", 2, 2, "did you mean --epochs?");
     /* train's help lists only what train takes: not run's raw mode, --dim or --until */

@@ -520,20 +520,40 @@ START_TEST(save_then_run_predicts_the_same_classes)
                       (long long)a[i], (long long)b[i]);
     free(a), free(b);
 
-    /* the saved model.args says what the arrays cannot: run refuses other options */
+    /* the saved model.args says what the arrays cannot: given none of the model's
+       options, run takes them from it; given some, they must agree */
     char *text = read_text(tmp_path("model/model.args"));
     ck_assert_str_eq(text, "--heads 2 --rounds 2 --score additive --no-residual\n");
     free(text);
-    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy --weights %s --predict %s", model, p2);
+    TMP(p3, "p3.npy");
+    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
+             "--weights %s --predict %s --quiet", model, p3);
+    expect_cli(args, 0, 1, "");
+    int64_t *c, nc;
+    ck_assert_int_eq(ag_index_read_npy(&a, &na, p1, &err), AG_OK);
+    ck_assert_int_eq(ag_index_read_npy(&c, &nc, p3, &err), AG_OK);
+    ck_assert_int_eq(nc, na);
+    for (int64_t i = 0; i < na; i++)
+        ck_assert_msg(a[i] == c[i], "node %lld: train predicted %lld, run %lld", (long long)i,
+                      (long long)a[i], (long long)c[i]);
+    free(a), free(c);
+    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
+             "--weights %s --heads 2 --predict %s", model, p2);
     expect_cli(args, 1, 2, "was trained with `--heads 2 --rounds 2 --score additive "
                "--no-residual` (");
-    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy --weights %s --heads 2 --rounds 2 --score "
-             "additive --no-residual --norm layer --predict %s", model, p2);
+    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
+             "--weights %s --heads 2 --rounds 2 --score additive --no-residual --norm layer "
+             "--predict %s", model, p2);
     expect_cli(args, 1, 2, "this command has `--heads 2 --rounds 2 --score additive "
                "--no-residual --norm layer`");
     write_text(tmp_path("model/model.args"), "heads 2\n");
-    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy --weights %s --predict %s", model, p2);
-    expect_cli(args, 1, 2, "model.args: expected one line of options starting with --heads");
+    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
+             "--weights %s --predict %s", model, p2);
+    expect_cli(args, 2, 2, "model.args: 'heads' is not one of the model's options");
+    write_text(tmp_path("model/model.args"), "--heads 2 --out x.npy\n");
+    expect_cli(args, 2, 2, "model.args: '--out' is not one of the model's options");
+    write_text(tmp_path("model/model.args"), "--heads 0\n");
+    expect_cli(args, 2, 2, "--heads '0' is not an integer in 1..4096");
 }
 END_TEST
 

@@ -78,5 +78,7 @@ Suite *fused_backward_suite(void);
 Suite *part_suite(void);
 Suite *draw_suite(void);
 Suite *draw_cli_suite(void);
+Suite *partition_suite(void);
+Suite *plan_suite(void);
 
 #endif

@@ -52,7 +52,7 @@ typedef struct {
  * lower one on a tie), so every part's work lies within one node's work (the
  * largest work_i) of the mean W/P, and parts are empty only where a single
  * node's work exceeds a part's share (always some when P > N).
- * Time O(P log N).
+ * Time O(N) to check indptr, then O(P log N).
  */
 int ag_partition_bounds(int64_t *first, int n_parts, int64_t n_nodes, const int64_t *indptr,
                         int64_t node_work, ag_error_t *err);
@@ -75,8 +75,11 @@ int ag_partition_from_owner(ag_partition_t *pt, int64_t n_nodes, const int32_t *
  * METIS k-way (METIS_PartGraphKway) on the symmetrised graph of nb (an edge
  * u -> v links u and v; self-loops dropped; multi-edges merged into one edge
  * of weight their count), vertex weights work_i = in-edges + 1, edge weights
- * the message counts, seeded with seed: deterministic. P = 1 needs no METIS.
- * Where the library was built without METIS, returns AG_EINVAL saying so.
+ * the message counts, seeded with seed (0 to INT32_MAX): deterministic; where
+ * k-way gives up (METIS_ERROR), recursive bisection. P = 1 needs no METIS; P >= N
+ * gives each node its own part. METIS counts in 32 bits: N + E must stay below
+ * 2^30 (AG_ELIMIT). Where the library was built without METIS (NO_METIS=1),
+ * returns AG_EINVAL saying so, except for P = 1.
  */
 int ag_partition_metis(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts, int64_t seed,
                        ag_error_t *err);
@@ -111,6 +114,39 @@ int ag_partition_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int part, i
  */
 int ag_partition_stats(const ag_partition_t *pt, const ag_nbhd_t *nb, ag_part_stats_t *stats,
                        ag_error_t *err);
+
+/* ag_partition_pattern's `sample`: count every destination, or choose. */
+#define AG_SAMPLE_EXACT (-1)
+#define AG_SAMPLE_AUTO 0
+
+/*
+ * Contiguous parts of a pattern on N nodes and their counts, without
+ * compiling it (no [E] array, nor [N] ones when sampled): for a graph far too
+ * large to hold, e.g. random:16 on 1e9 nodes (1.6e10 messages). first [P+1]
+ * gets the boundaries, stats [P] the counts (NULL: the boundaries alone,
+ * which a process of an MPI run needs to build only its own part).
+ *
+ * sample AG_SAMPLE_EXACT: every destination is evaluated twice (its in-degree
+ * for the boundaries, then its sources part by part): first and stats are
+ * those of ag_partition_contiguous and ag_partition_stats on the compiled
+ * pattern; time O(N + runs), memory 8N bytes + N/8.
+ * sample > 0: boundaries from the in-degrees of 65,536 evenly spaced
+ * destinations; per part, its first and last 64 destinations are evaluated
+ * and `sample` others evenly spread. n_dst is exact; n_edges, work and n_cut
+ * are the sample's means scaled up; n_halo counts the union of the evaluated
+ * runs of two or more sources (exact for causal, window and complete
+ * patterns, a lower bound otherwise) plus the single sources read, those not
+ * evaluated being extrapolated as if spread uniformly over the rows not
+ * counted yet, at the rate the sample found new ones (exact in expectation
+ * for random:k). Memory N/8 bytes plus the evaluated runs.
+ * AG_SAMPLE_AUTO: exact when that costs less than about 1e8 interval steps
+ * (N <= 5e7), else 1,024 per part and 64 at each end (beyond 2,000 parts,
+ * fewer: about 2e6 destinations evaluated in all).
+ * *exact (may be NULL) gets 1 when every count is exact.
+ */
+int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_pattern_t *pattern,
+                         int64_t n_nodes, ag_self_loops_t self, int n_parts, int64_t sample,
+                         int *exact, ag_error_t *err);
 
 /* Largest part work over the mean (1 = perfect balance), from stats [P]. */
 double ag_partition_imbalance(const ag_part_stats_t *stats, int n_parts);

@@ -8,7 +8,8 @@
 The library is $ATTNGRAPH_LIB, else the build tree's build/libattngraph.so,
 else the installed libattngraph.so.0. Importing attngraph before numpy lets it
 set OPENBLAS_CORETYPE (as the C tool's ag_blas_fix does) before OpenBLAS loads;
-README "Python" says more. attngraph.torch has the PyTorch layer.
+README "Python" says more. attngraph.torch has the PyTorch layer, attngraph.draw
+the pictures (SVG).
 """
 # _lib first: it sets OPENBLAS_CORETYPE before numpy (and OpenBLAS) can load
 from ._lib import Error, blas_info, lib as _clib, path as library_path
@@ -16,6 +17,7 @@ from .graph import Graph
 from .ops import Score, attention, attention_weights, attention_stats, attention_backward, Grads
 from .weights import Weights, save_layers, load_layers
 from .rounds import rounds, compare, format_compare
+from . import draw
 from .train import (rounds_forward, Tape, grads_like, add_layer_norm, mse_loss, cross_entropy,
                     Optimizer)
 
@@ -36,4 +38,4 @@ __all__ = ["Error", "Graph", "Score", "Weights", "attention", "attention_weights
            "attention_stats", "attention_backward", "Grads", "rounds", "compare",
            "format_compare", "rounds_forward", "Tape", "grads_like", "add_layer_norm",
            "mse_loss", "cross_entropy", "Optimizer", "save_layers", "load_layers",
-           "set_threads", "set_memory_budget", "blas_info", "library_path"]
+           "set_threads", "set_memory_budget", "blas_info", "library_path", "draw"]

@@ -27,7 +27,9 @@ OPTIMIZERS = dict(AG_OPT_ADAM=0, AG_OPT_ADAMW=1, AG_OPT_SGD=2)
 FORMATS = dict(AG_FORMAT_AUTO=0, AG_FORMAT_EDGELIST=1, AG_FORMAT_NCOL=2, AG_FORMAT_LGL=3,
                AG_FORMAT_GRAPHML=4, AG_FORMAT_GML=5, AG_FORMAT_PAJEK=6, AG_FORMAT_DOT=7)
 DIRECTIONS = dict(AG_EDGES_AUTO=0, AG_EDGES_DIRECTED=1, AG_EDGES_UNDIRECTED=2)
-ENUMS = [STATUS, SELF_LOOPS, SCORE_KINDS, NORMS, OPTIMIZERS, FORMATS, DIRECTIONS]
+DRAW_LIMITS = dict(AG_HEATMAP_MAX_NODES=1000, AG_HEATMAP_MAX_CELLS=20000, AG_HEATMAP_BINS=128,
+                   AG_GRAPH_MAX_NODES=2000, AG_GRAPH_MAX_EDGES=20000)
+ENUMS = [STATUS, SELF_LOOPS, SCORE_KINDS, NORMS, OPTIMIZERS, FORMATS, DIRECTIONS, DRAW_LIMITS]
 
 # The library's igraph_t lives in a buffer of this many bytes (the test checks
 # sizeof(igraph_t) fits): the package never looks inside it.
@@ -124,10 +126,48 @@ class ag_load_opts_t(C.Structure):
     _fields_ = [("format", C.c_int), ("max_nodes", i64), ("direction", C.c_int)]
 
 
+# pictures (attngraph/draw.h)
+
+class ag_rgb_t(C.Structure):
+    _fields_ = [("r", C.c_uint8), ("g", C.c_uint8), ("b", C.c_uint8)]
+
+
+class ag_edge_weights_t(C.Structure):
+    _fields_ = [("n_nodes", i64), ("n_edges", i64), ("src", ptr), ("dst", ptr),
+                ("weight", ptr), ("heads", i64), ("head", i64), ("labels", ptr),
+                ("title", C.c_char_p)]
+
+
+class ag_heatmap_opts_t(C.Structure):
+    _fields_ = [("max_nodes", i64), ("max_cells", i64), ("bins", i64), ("vmax", f64),
+                ("log_scale", C.c_int), ("vmin", f64)]
+
+
+class ag_graph_opts_t(C.Structure):
+    _fields_ = [("xy", ptr), ("vmax", f64)]
+
+
+class ag_series_t(C.Structure):
+    _fields_ = [("name", C.c_char_p), ("x", ptr), ("y", ptr), ("n", i64), ("dashed", C.c_int),
+                ("colour", C.c_int)]
+
+
+class ag_panel_t(C.Structure):
+    _fields_ = [("title", C.c_char_p), ("xlabel", C.c_char_p), ("ylabel", C.c_char_p),
+                ("log_y", C.c_int), ("series", C.POINTER(ag_series_t)), ("n_series", C.c_int)]
+
+
+class ag_compare_picture_t(C.Structure):
+    _fields_ = [("n_conns", C.c_int), ("names", ptr), ("n_nodes", i64), ("grid", i64),
+                ("masks", ptr), ("n_figures", C.c_int), ("figure_names", ptr),
+                ("figures", ptr), ("title", C.c_char_p)]
+
+
 STRUCTS = [ag_error_t, ag_blas_info_t, ag_labels_t, ag_nbhd_t, ag_score_t,
            ag_attention_opts_t, ag_edge_msg_t, ag_attention_grads_t, ag_weights_t,
            ag_workspace_t, ag_round_t, ag_round_opts_t, ag_round_figures_t,
-           ag_optimizer_opts_t, ag_load_opts_t]
+           ag_optimizer_opts_t, ag_load_opts_t, ag_rgb_t, ag_edge_weights_t, ag_heatmap_opts_t,
+           ag_graph_opts_t, ag_series_t, ag_panel_t, ag_compare_picture_t]
 
 # ---------------------------------------------------------------- functions
 # name: (restype, argtypes). Every fallible function ends with ag_error_t *.
@@ -185,6 +225,20 @@ FUNCTIONS = {
     "ag_optimizer_free": (None, [P]),
     "ag_layer_norm": (None, [P, P, i64, i64, P, P, f32]),
     "ag_random_normal": (None, [P, i64, C.c_uint64, C.c_uint64, f32]),
+    # pictures (attngraph/draw.h): each ag_draw_* makes a malloc'ed SVG string
+    "ag_svg_free": (None, [P]),
+    "ag_svg_save": (I, [C.c_char_p, C.c_char_p, E]),
+    "ag_colormap_viridis": (ag_rgb_t, [f64]),
+    "ag_colormap_nonedge": (ag_rgb_t, []),
+    "ag_draw_heatmap": (I, [C.POINTER(P), C.POINTER(ag_edge_weights_t),
+                            C.POINTER(ag_heatmap_opts_t), E]),
+    "ag_layout_fr": (I, [P, i64, i64, P, P, C.c_uint64, E]),
+    "ag_draw_graph": (I, [C.POINTER(P), C.POINTER(ag_edge_weights_t),
+                          C.POINTER(ag_graph_opts_t), E]),
+    "ag_draw_panels": (I, [C.POINTER(P), C.POINTER(ag_panel_t), I, C.c_char_p, E]),
+    "ag_draw_rounds": (I, [C.POINTER(P), P, P, P, i64, C.c_char_p, E]),
+    "ag_mask_grid": (I, [P, i64, NB, E]),
+    "ag_draw_compare": (I, [C.POINTER(P), C.POINTER(ag_compare_picture_t), E]),
     # graph files (attngraph/igraph.h): the igraph_t is an opaque buffer
     "ag_format_parse": (I, [C.POINTER(I), C.c_char_p, E]),
     "ag_graph_load": (I, [P, C.c_char_p, C.POINTER(ag_load_opts_t), E]),

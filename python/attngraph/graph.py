@@ -83,7 +83,11 @@ class Graph:
         g.name = os.fspath(path)
         buf = C.create_string_buffer(S.IGRAPH_T_BYTES)
         with _IGRAPH_LOCK:
-            check(lib.ag_graph_load(buf, os.fsencode(path), C.byref(opts), C.byref(e)), e)
+            try:
+                check(lib.ag_graph_load(buf, os.fsencode(path), C.byref(opts), C.byref(e)), e)
+            except Error as x:    # the library speaks of the CLI's option
+                raise Error(str(x).replace("with --format", "with format=, e.g. "
+                                           "format=\"edgelist\""), x.status) from None
             try:
                 g._from_igraph(buf, self_loops, edge_attrs)
             finally:

@@ -127,6 +127,12 @@ class GraphAttention(nn.Module):
             self.attn = nn.Parameter(torch.randn(shape) * scale)
 
     def forward(self, x, graph):
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.dim or \
+                (isinstance(graph, Graph) and x.shape[0] != graph.N):
+            n = graph.N if isinstance(graph, Graph) else "N"
+            shape = list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise Error("x has shape %s; the graph has %s nodes and the layer width %d: "
+                        "expected [%s, %d]" % (shape, n, self.dim, n, self.dim), "invalid value")
         xn = self.ln(x) if self.ln is not None else x
         vecs = {}
         if self.score in ("additive", "gat"):
@@ -170,6 +176,7 @@ class GraphAttention(nn.Module):
     def load_weights(self, w):
         """Copies attngraph.Weights (or a folder's) into this module; shapes must match."""
         if isinstance(w, (str, os.PathLike)):
+            self._check_model_args(w)
             w = Weights.load(w, self.heads)
         sd = {"wq.weight": w.wq, "wk.weight": w.wk, "wv.weight": w.wv, "wo.weight": w.wo}
         if self.ln is not None:
@@ -183,6 +190,24 @@ class GraphAttention(nn.Module):
                 sd[name] = getattr(w, name)
         self.load_state_dict({k: torch.from_numpy(np.array(v, np.float32)) for k, v in sd.items()})
         return self
+
+    def _check_model_args(self, folder):
+        """Refuses a folder whose model.args (written by save and `attngraph train
+        --save`) differs from this module's options, as the CLI does
+        (src/cli/model_args.c): the two lines, written the same way, must be equal.
+        The rounds are the folder's (a module is one layer; load_rounds repeats it)."""
+        args = read_model_args(folder)
+        if args is None:
+            return      # a folder without model.args: its arrays say all they can
+        path = os.path.join(folder, "model.args")
+        with open(path) as f:
+            saved = f.readline().strip()
+        ours = self.model_args(args.get("rounds", 1))
+        if saved != ours:
+            raise Error("%s was trained with `%s` (%s); this module has `%s`: make the module "
+                        "with the model's options, or take them from it: GraphAttention.load(%r)"
+                        % (os.fspath(folder), saved, path, ours, os.fspath(folder)),
+                        "invalid value")
 
     @classmethod
     def load(cls, folder, heads=None, norm=None, residual=None, score=None, **kw):
@@ -213,15 +238,27 @@ def save_rounds(folder, modules):
 
 
 def load_rounds(folder, **kw):
-    """The GraphAttention layers of a folder with round-k/ subfolders (as
-    `attngraph train --save` writes for a layer per round), or the one layer of
-    a folder without them; options from folder/model.args unless given."""
+    """The rounds of a weights folder as GraphAttention modules, one per round:
+
+        for layer in load_rounds(folder):
+            x = layer(x, graph)
+
+    runs what `attngraph run --weights folder` runs. A folder with round-k/
+    subfolders (a layer per round) gives a module per subfolder; a folder
+    without them holds one layer that all of model.args' --rounds share: the
+    list then holds that one module --rounds times (the same object, so
+    training it trains every round, as `attngraph train` does). Options come
+    from folder/model.args unless given."""
     args = read_model_args(folder) or {}
     opts = {k: args[k] for k in ("heads", "norm", "residual", "score", "beta", "softcap",
                                  "slope", "sigmoid_bias", "alibi") if k in args}
     opts.update(kw)
     if not os.path.exists(os.path.join(folder, "round-1", "wq.npy")):
-        return [GraphAttention.load(folder, **opts)]
+        # one layer that every round shares: the same module, once per round
+        # (model.args --rounds), so that a loop over the list runs what
+        # `attngraph run --weights folder` runs
+        shared = GraphAttention.load(folder, **opts)
+        return [shared] * int(args.get("rounds", 1))
     mods, k = [], 1
     while os.path.exists(os.path.join(folder, "round-%d" % k, "wq.npy")):
         mods.append(GraphAttention.load(os.path.join(folder, "round-%d" % k), **opts))

@@ -25,8 +25,10 @@ def test_error_is_an_exception_with_the_message(tmp_path):
     assert "bad.gml" in str(e.value) and "\n" not in str(e.value)
     with pytest.raises(ag.Error, match="missing.gml"):
         ag.Graph.load(str(tmp_path / "missing.gml"))
-    with pytest.raises(ag.Error, match="format"):
+    with pytest.raises(ag.Error, match="format") as e:
         ag.Graph.load(str(tmp_path / "x.unknown"))
+    # Python's keyword, not the tool's option
+    assert 'format="edgelist"' in str(e.value) and "--format" not in str(e.value)
     with pytest.raises(ag.Error, match="'windw:3'|windw"):
         ag.Graph.pattern("windw:3", 5)
     with pytest.raises(ag.Error, match="size"):

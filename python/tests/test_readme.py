@@ -34,3 +34,18 @@ def test_readme_snippets(tmp_path):
         tmp_path / "y.npy", "--quiet")
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), np.load(tmp_path / "karate-y.npy"),
                                atol=2e-5)
+
+
+def test_readme_pictures_snippet(tmp_path):
+    """README "Pictures"'s Python snippet runs as pasted and says what the README says."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    start = text.index("**From Python** (`attngraph.draw`")
+    code = re.search(r"```python\n(.*?)```", text[start:], re.S).group(1)
+    os.symlink(os.path.join(ROOT, "graphs"), tmp_path / "graphs")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=PYDIR), timeout=120)
+    assert r.returncode == 0, r.stderr
+    said = re.search(r"It prints `(.*?)`", text[start:]).group(1)
+    assert r.stdout.strip() == said
+    for name in ("karate-heatmap.svg", "karate-graph.svg"):
+        assert (tmp_path / name).read_text(encoding="utf-8").startswith("<?xml")

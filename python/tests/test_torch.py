@@ -1,6 +1,8 @@
 """attngraph.torch: graph_attention's gradients against torch.autograd on the
 dense float64 reference, and GraphAttention's weights folder round trip through
 `attngraph run --weights` and `attngraph train --save`."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -151,3 +153,59 @@ def test_cli_trained_model_runs_in_torch(tmp_path):
     with torch.no_grad():
         y2 = two[1](two[0](x, g), g)
     np.testing.assert_allclose(np.load(tmp_path / "y2.npy"), y2.numpy(), atol=2e-5)
+
+
+def test_load_weights_refuses_other_options_than_model_args(tmp_path):
+    """load_weights(folder) compares the module's options with model.args as the
+    CLI does (the same line, written the same way) and names both."""
+    torch.manual_seed(2)
+    GraphAttention(8, heads=2, norm=True).save(str(tmp_path / "w"))
+    assert (tmp_path / "w" / "model.args").read_text() == "--heads 2 --rounds 1 --norm layer\n"
+    for other in (GraphAttention(8, heads=4), GraphAttention(8, heads=2),
+                  GraphAttention(8, heads=2, norm=True, score="dot")):
+        with pytest.raises(ag.Error) as e:
+            other.load_weights(str(tmp_path / "w"))
+        msg = str(e.value)
+        assert "`--heads 2 --rounds 1 --norm layer`" in msg and "model.args" in msg
+        assert "`%s`" % other.model_args(1) in msg and e.value.status == "invalid value"
+    # the same options load, and so does a folder without model.args
+    same = GraphAttention(8, heads=2, norm=True).load_weights(str(tmp_path / "w"))
+    back = GraphAttention.load(str(tmp_path / "w"))
+    for n, t in back.state_dict().items():
+        assert torch.equal(same.state_dict()[n], t), n
+    (tmp_path / "w" / "model.args").unlink()
+    GraphAttention(8, heads=4).load_weights(str(tmp_path / "w"))
+
+
+def test_load_rounds_of_a_shared_layer_runs_every_round(tmp_path):
+    """A flat folder from `train --save --rounds 2` is one layer shared by 2
+    rounds: load_rounds gives it twice (the same module), and running the list
+    gives what `attngraph run --weights` gives."""
+    k, gml = ROOT + "/graphs/karate", ROOT + "/graphs/karate.gml"
+    torch.manual_seed(3)
+    GraphAttention(2, heads=2).save(str(tmp_path / "w"), rounds=2)
+    cli("train", gml, "--features", k + "/x.npy", "--labels", k + "/labels.npy",
+        "--train-mask", k + "/train.npy", "--weights", tmp_path / "w", "--heads", 2,
+        "--rounds", 2, "--epochs", 3, "--save", tmp_path / "m", "--quiet")
+    assert (tmp_path / "m" / "model.args").read_text() == "--heads 2 --rounds 2\n"
+    assert not (tmp_path / "m" / "round-1").exists()
+    mods = load_rounds(str(tmp_path / "m"))
+    assert len(mods) == 2 and mods[0] is mods[1] and mods[0].heads == 2
+    cli("run", gml, "--features", k + "/x.npy", "--weights", tmp_path / "m", "--heads", 2,
+        "--rounds", 2, "--out", tmp_path / "y.npy", "--quiet")
+    x = torch.from_numpy(np.load(k + "/x.npy"))
+    g = ag.Graph.load(gml)
+    with torch.no_grad():
+        for layer in mods:
+            x = layer(x, g)
+    np.testing.assert_allclose(x.numpy(), np.load(tmp_path / "y.npy"), rtol=0, atol=1e-6)
+
+
+def test_module_names_x_and_its_expected_shape():
+    g = ag.Graph.pattern("causal", 4)
+    layer = GraphAttention(2, heads=2)
+    for x in (torch.randn(5, 2), torch.randn(4, 3), torch.randn(4)):
+        with pytest.raises(ag.Error, match=r"x has shape %s; the graph has 4 nodes and the "
+                           r"layer width 2: expected \[4, 2\]" % re.escape(str(list(x.shape)))):
+            layer(x, g)
+    assert layer(torch.randn(4, 2), g).shape == (4, 2)

@@ -29,7 +29,9 @@ enum {
     OPT_HEAD_MESSAGES, OPT_DIRECTED, OPT_UNDIRECTED, OPT_PROGRESS, OPT_NO_PROGRESS,
     OPT_MAX_MEMORY, OPT_DOUT, OPT_TARGETS, OPT_TRAIN_MASK, OPT_EVAL_MASK, OPT_EPOCHS, OPT_LR,
     OPT_OPTIMIZER, OPT_WEIGHT_DECAY, OPT_CLIP, OPT_MOMENTUM, OPT_SAVE, OPT_LOG, OPT_PREDICT,
-    OPT_EVERY, OPT_BACKWARD, OPT_HEAD, OPT_BINS, OPT_LAYOUT, OPT_SVG, OPT_VMAX, OPT_TITLE, OPT_SCALE, OPT_END
+    OPT_EVERY, OPT_BACKWARD, OPT_HEAD, OPT_BINS, OPT_LAYOUT, OPT_SVG, OPT_VMAX, OPT_TITLE, OPT_SCALE,
+    OPT_RANKS, OPT_PARTITION, OPT_BANDWIDTH, OPT_RATE, OPT_SAMPLE, OPT_EXACT, OPT_PER_RANK,
+    OPT_END
 };
 #define OPT_COUNT (OPT_END - OPT_Q)
 #define MAX_ATTN 8              /* run --attn: files written at once */
@@ -317,6 +319,9 @@ extern const char *const score_names[AG_SCORE_KINDS];
 /* The model's options as command-line text, "--heads 2 --rounds 3 --norm layer":
    what train --save writes to DIR/model.args. */
 void model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int64_t rounds);
+/* When the command gives none of the model's options, takes them from its
+   --weights DIR/model.args (if any); 0, or EXIT_USAGE with the message printed. */
+int model_args_defaults(run_opts_t *o, const char *cmd);
 /* Refuses a --weights DIR whose model.args differs from the command's own
    options (AG_OK when there is no model.args). */
 int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_error_t *err);
@@ -403,6 +408,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 int cmd_draw(int argc, char **argv);
 int cmd_draw_rounds(int argc, char **argv);
 int cmd_draw_train(int argc, char **argv);

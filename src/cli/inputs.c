@@ -260,6 +260,8 @@ int input_options_check(run_opts_t *o, const char *cmd)
 {
     if (one_stdin_input(o, 0, cmd))
         return EXIT_USAGE;
+    if (o->weights && model_args_defaults(o, cmd))
+        return EXIT_USAGE;
     if (o->nodes_text) {   /* here, once --max-nodes is known, so the message names it */
         char *end;
         errno = 0;

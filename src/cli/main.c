@@ -32,6 +32,8 @@ static const char usage[] =
     "                        learns under several connectivities\n"
     "  draw heatmap|graph|rounds|train ... --out FILE.svg\n"
     "                        pictures of attention, graphs, rounds and training\n"
+    "  plan --ranks P (GRAPH | --csr ... | --pattern SPEC --nodes N)\n"
+    "                        plan a run over P processes: parts, halos, bytes, time\n"
     "\n"
     "  attngraph COMMAND --help   options of a command (also -h, or attngraph help COMMAND)\n"
     "  attngraph --version        versions of attngraph, igraph and OpenBLAS (and its kernels)\n";
@@ -100,7 +102,8 @@ int main(int argc, char **argv)
         int (*run)(int, char **);
     } commands[] = {{"run", cmd_run}, {"pattern", cmd_pattern}, {"compare", cmd_compare},
                     {"inspect", cmd_inspect}, {"bench", cmd_bench},
-                    {"grad", cmd_grad}, {"train", cmd_train}, {"draw", cmd_draw}};
+                    {"grad", cmd_grad}, {"train", cmd_train}, {"draw", cmd_draw},
+                    {"plan", cmd_plan}};
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
         if (strcmp(cmd, commands[k].name) == 0)
             return reported(commands[k].run(argc - 1, argv + 1));

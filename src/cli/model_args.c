@@ -6,6 +6,7 @@
  * trained with (the arrays alone cannot tell 2 heads of 8 from 1 of 16).
  */
 #include <stdio.h>
+#include <getopt.h>
 #include <string.h>
 
 #include "cli.h"
@@ -62,5 +63,51 @@ int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_erro
     if (strcmp(saved, ours) == 0)
         return AG_OK;
     return ag_fail(err, AG_EINVAL, "%s was trained with `%s` (%s); this command has `%s`: "
-                   "give the model's options", o->weights, saved, path, ours);
+                   "give all of the model's options, or none to take them from it", o->weights, saved, path, ours);
+}
+
+/* The options model.args holds. */
+static const int model_codes[] = {OPT_HEADS, OPT_ROUNDS, OPT_SCORE, OPT_BETA, OPT_SOFTCAP,
+                                  OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_ALIBI, OPT_EDGE_BIAS,
+                                  OPT_NO_RESIDUAL, OPT_NORM, OPT_POSENC};
+
+static const struct option *input_option_named(const char *name)
+{
+    for (int k = 0; input_options[k].name; k++)
+        if (strcmp(input_options[k].name, name) == 0)
+            return &input_options[k];
+    return NULL;
+}
+
+int model_args_defaults(run_opts_t *o, const char *cmd)
+{
+    for (size_t k = 0; k < sizeof model_codes / sizeof model_codes[0]; k++)
+        if (o->given[model_codes[k] - OPT_Q])
+            return 0;   /* the command names its model: model_args_check compares */
+    static char line[1024];   /* the options keep pointers into it (--edge-bias ATTR) */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.args", o->weights);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    const int read = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!read)
+        return 0;   /* model_args_check names the file */
+    char *save = NULL;
+    for (char *w = strtok_r(line, " \r\n", &save); w; w = strtok_r(NULL, " \r\n", &save)) {
+        const struct option *opt = strncmp(w, "--", 2) == 0 ? input_option_named(w + 2) : NULL;
+        char *arg = opt && opt->has_arg == required_argument ? strtok_r(NULL, " \r\n", &save)
+                                                             : NULL;
+        int known = 0;
+        for (size_t k = 0; k < sizeof model_codes / sizeof model_codes[0]; k++)
+            known |= opt && opt->val == model_codes[k];
+        const int bad = !known || (opt->has_arg == required_argument && !arg);
+        if (bad)
+            return usage_error(cmd, "%s: '%s' is not one of the model's options (--heads, "
+                               "--rounds, --score, ...)", path, w);
+        if (input_option(o, opt->val, arg, cmd))
+            return EXIT_USAGE;
+    }
+    return 0;
 }

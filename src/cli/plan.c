@@ -1,0 +1,656 @@
+/*
+ * `attngraph plan`: without running a round, what each of P processes would
+ * own, read from the others and take: destinations, in-edges, halo rows,
+ * bytes received a round, imbalance, and a round's time from the kernel's
+ * rate and the network's bandwidth. Patterns are never compiled whole
+ * (ag_partition_pattern), so 1e9 nodes fit.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "internal.h"
+#include "plan.h"
+
+static const char plan_usage[] =
+    "usage: attngraph plan --ranks P[,P...] (GRAPH | --csr INDPTR.npy,INDICES.npy |\n"
+    "                      --pattern SPEC --nodes N) [options]\n"
+    "\n"
+    "Plans a run over P processes without running it: per process, the destinations\n"
+    "it owns, their in-edges, its halo (the sources they read that other processes\n"
+    "own), the K and V rows of the halo received each round, the imbalance of the\n"
+    "work (in-edges + 1 per node: max over mean), and a round's estimated time.\n"
+    "Patterns are counted one destination at a time, never compiled whole: exactly\n"
+    "when that is quick, else from a sample (the output says which).\n"
+    "  --ranks P[,P...]    process counts, e.g. 64,256,1024 (1 to 1048576)\n"
+    "  --partition KIND    contiguous (default: ranges balanced by work) or metis\n"
+    "                      (graph files and CSR: METIS k-way; the contiguous cut is\n"
+    "                      printed beside it)\n"
+    "  --seed S            METIS's seed (default 1)\n"
+    "  --dim D             model width (default 16)\n"
+    "  --heads H           attention heads (default 1)\n"
+    "  --head-dim d        head width (default D/H); a K+V row is 2*H*d float32\n"
+    "  --bandwidth GB/s    network bandwidth per process (default 10; latency is not\n"
+    "                      counted)\n"
+    "  --rate K[,G]        GFLOP/s per process of the kernel (K) and the projections\n"
+    "                      (G) (default: measured now, with --threads threads: the\n"
+    "                      kernel on a small input of the same kind, the projections\n"
+    "                      on 65,536 rows)\n"
+    "  --threads T         threads of the measured runs (default: all cores)\n"
+    "  --sample M          patterns: count M destinations inside each part (and 64 at\n"
+    "                      each end) instead of choosing\n"
+    "  --exact             patterns: count every destination (slower on huge ones)\n"
+    "  --per-rank          print every process (default: up to 16, else the first\n"
+    "                      and last 4 and min / mean / max)\n"
+    "  --json              print one JSON line per P instead of the tables\n"
+    "  --csv FILE          every process of every P as CSV\n"
+    "  --nodes N           pattern size (default: the pattern's own)\n"
+    "  --self-loops on|off|keep, --format F, --directed, --undirected, --max-nodes N\n"
+    "                      as for 'attngraph run'\n"
+    "  -h, --help          this text\n";
+
+#define MAX_RANK_LISTS 16
+#define MAX_RANKS (1 << 20)
+#define SHOW_ALL 16
+
+typedef struct {
+    run_opts_t o;
+    int ranks[MAX_RANK_LISTS], n_ranks;
+    int metis, exact, per_rank, json;
+    int64_t sample;
+    double bandwidth;
+    plan_rates_t rates;
+    const char *csv;
+} plan_opts_t;
+
+/* What one P gives. */
+typedef struct {
+    int P;
+    int64_t *first;            /* [P+1] when contiguous, else NULL */
+    ag_part_stats_t *st;       /* [P] */
+    int exact;
+    int64_t cut_contiguous;    /* METIS: the contiguous parts' edge cut; else -1 */
+} plan_parts_t;
+
+/* The per-process model of a round. */
+typedef struct {
+    int64_t D, H, d, row_bytes;   /* row_bytes: a K and a V row, float32 */
+    double kernel, gemm, bandwidth;   /* GFLOP/s, GFLOP/s, GB/s */
+} model_t;
+
+static double compute_s(const model_t *m, const ag_part_stats_t *s)
+{
+    return 4.0 * (double)s->n_edges * (double)(m->H * m->d) / (m->kernel * 1e9) +
+           8.0 * (double)s->n_dst * (double)m->D * (double)(m->H * m->d) / (m->gemm * 1e9);
+}
+
+static double comm_s(const model_t *m, double bytes)
+{
+    return bytes / (m->bandwidth * 1e9);
+}
+
+/* ---- options ---- */
+
+static int parse_ranks(plan_opts_t *po, const char *text)
+{
+    const char *p = text;
+    while (*p) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || (*end && *end != ',') || v < 1 || v > MAX_RANKS ||
+            po->n_ranks == MAX_RANK_LISTS)
+            return usage_error("plan", "--ranks '%s': expected up to %d process counts in "
+                               "1..%d, separated by commas", text, MAX_RANK_LISTS, MAX_RANKS);
+        po->ranks[po->n_ranks++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    if (!po->n_ranks)
+        return usage_error("plan", "--ranks '%s': expected a process count", text);
+    return 0;
+}
+
+/* --rate KERNEL[,PROJECTIONS] in GFLOP/s, or "measured". */
+static int parse_rate(plan_opts_t *po, const char *text)
+{
+    if (strcmp(text, "measured") == 0)
+        return 0;
+    char *end;
+    po->rates.kernel_gflops = strtod(text, &end);
+    if (*end == ',')
+        po->rates.gemm_gflops = strtod(end + 1, &end);
+    if (*end || !(po->rates.kernel_gflops > 0 && po->rates.kernel_gflops < 1e9) ||
+        !(po->rates.gemm_gflops >= 0 && po->rates.gemm_gflops < 1e9) ||
+        (strchr(text, ',') && po->rates.gemm_gflops == 0))
+        return usage_error("plan", "--rate '%s': expected the kernel's GFLOP/s (> 0), optionally "
+                           "followed by ',' and the projections' (e.g. 40 or 40,200), or "
+                           "'measured'", text);
+    return 0;
+}
+
+static int plan_option(plan_opts_t *po, int c, const opt_parser_t *p)
+{
+    int64_t v;
+    switch (c) {
+    case OPT_PATTERN: po->o.src.pattern = p->arg; return 0;
+    case OPT_CSR: po->o.src.csr = p->arg; return 0;
+    case OPT_RANKS: return parse_ranks(po, p->arg);
+    case OPT_PARTITION:
+        if (strcmp(p->arg, "contiguous") && strcmp(p->arg, "metis"))
+            return usage_error("plan", "--partition '%s': expected contiguous or metis", p->arg);
+        po->metis = p->arg[0] == 'm';
+        return 0;
+    case OPT_BANDWIDTH: return opt_real(&po->bandwidth, "plan", "bandwidth", p->arg, 0, 1);
+    case OPT_RATE: return parse_rate(po, p->arg);
+    case OPT_SAMPLE:
+        if (opt_int(&v, "plan", "sample", p->arg, 1, 100000000))
+            return EXIT_USAGE;
+        po->sample = v;
+        return 0;
+    case OPT_EXACT: po->exact = 1; return 0;
+    case OPT_PER_RANK: po->per_rank = 1; return 0;
+    case OPT_JSON: po->json = 1; return 0;
+    case OPT_CSV: po->csv = p->arg; return 0;
+    case OPT_NODES:
+        return opt_int(&po->o.src.nodes, "plan", "nodes", p->arg, 1, (int64_t)1 << 40);
+    default: return input_option(&po->o, c, p->arg, "plan");
+    }
+}
+
+static int parse(plan_opts_t *po, int argc, char **argv, int *status)
+{
+    static const struct option longopts[] = {
+        {"pattern", required_argument, 0, OPT_PATTERN}, {"csr", required_argument, 0, OPT_CSR},
+        {"nodes", required_argument, 0, OPT_NODES}, {"ranks", required_argument, 0, OPT_RANKS},
+        {"partition", required_argument, 0, OPT_PARTITION},
+        {"bandwidth", required_argument, 0, OPT_BANDWIDTH},
+        {"rate", required_argument, 0, OPT_RATE}, {"sample", required_argument, 0, OPT_SAMPLE},
+        {"exact", no_argument, 0, OPT_EXACT}, {"per-rank", no_argument, 0, OPT_PER_RANK},
+        {"json", no_argument, 0, OPT_JSON}, {"csv", required_argument, 0, OPT_CSV},
+        {"dim", required_argument, 0, OPT_DIM}, {"heads", required_argument, 0, OPT_HEADS},
+        {"head-dim", required_argument, 0, OPT_HEAD_DIM},
+        {"threads", required_argument, 0, OPT_THREADS}, {"seed", required_argument, 0, OPT_SEED},
+        {"self-loops", required_argument, 0, OPT_SELF_LOOPS},
+        {"format", required_argument, 0, OPT_FORMAT},
+        {"directed", no_argument, 0, OPT_DIRECTED}, {"undirected", no_argument, 0, OPT_UNDIRECTED},
+        {"max-nodes", required_argument, 0, OPT_MAX_NODES}, {"help", no_argument, 0, OPT_HELP},
+        {0, 0, 0, 0},
+    };
+    memset(po, 0, sizeof *po);
+    run_opts_init(&po->o);
+    po->bandwidth = 10;
+    opt_parser_t p;
+    opt_begin(&p, "plan", plan_usage, longopts, NULL, argc, argv);
+    int c;
+    while ((c = opt_next(&p)) > 0)
+        if ((*status = plan_option(po, c, &p)))
+            return -1;
+    if (c < 0) {
+        *status = p.status;
+        return -1;
+    }
+    *status = EXIT_USAGE;
+    if (source_args(&po->o, &p, "plan"))
+        return -1;
+    if (!po->n_ranks) {
+        usage_error("plan", "--ranks P is needed: the number of processes to plan for");
+        return -1;
+    }
+    if (po->exact && po->sample) {
+        usage_error("plan", "give --exact or --sample, not both");
+        return -1;
+    }
+    if ((po->exact || po->sample) && !po->o.src.pattern) {
+        usage_error("plan", "--%s is for patterns; graph files and CSR are counted exactly",
+                    po->exact ? "exact" : "sample");
+        return -1;
+    }
+    if (po->metis && po->o.src.pattern) {
+        usage_error("plan", "--partition metis is for graph files and CSR; a pattern's parts "
+                    "are contiguous ranges");
+        return -1;
+    }
+    if (!po->o.src.pattern && po->o.src.nodes) {
+        usage_error("plan", "--nodes sizes a pattern; a graph file or CSR has its own");
+        return -1;
+    }
+    if (po->o.heads > 1 && !po->o.head_dim && (po->o.dim ? po->o.dim : DEFAULT_DIM) % po->o.heads) {
+        usage_error("plan", "--dim %lld is not a multiple of --heads %lld: give --head-dim",
+                    (long long)(po->o.dim ? po->o.dim : DEFAULT_DIM), (long long)po->o.heads);
+        return -1;
+    }
+    if (one_stdin_input(&po->o, 0, "plan"))
+        return -1;
+    *status = 0;
+    return 0;
+}
+
+/* ---- counting ---- */
+
+static void parts_free(plan_parts_t *pp)
+{
+    free(pp->first), free(pp->st);
+    memset(pp, 0, sizeof *pp);
+}
+
+static int64_t total_cut(const ag_part_stats_t *st, int P)
+{
+    int64_t cut = 0;
+    for (int p = 0; p < P; p++)
+        cut += st[p].n_cut;
+    return cut;
+}
+
+static int count_graph(plan_parts_t *pp, const plan_opts_t *po, const ag_nbhd_t *nb,
+                       ag_error_t *err)
+{
+    ag_partition_t pt;
+    int rc = po->metis ? ag_partition_metis(&pt, nb, pp->P, (int64_t)po->o.seed, err)
+                       : ag_partition_contiguous(&pt, nb, pp->P, err);
+    if (!rc)
+        rc = ag_partition_stats(&pt, nb, pp->st, err);
+    if (!rc && pt.contiguous) {
+        if (!(pp->first = ag_alloc(pp->P + 1, sizeof *pp->first, err, "plan")))
+            rc = AG_ENOMEM;
+        else
+            memcpy(pp->first, pt.first, (size_t)(pp->P + 1) * sizeof *pp->first);
+    }
+    ag_partition_destroy(&pt);
+    pp->exact = 1;
+    if (!rc && po->metis) {
+        ag_part_stats_t *cs = ag_alloc(pp->P, sizeof *cs, err, "plan");
+        rc = cs ? ag_partition_contiguous(&pt, nb, pp->P, err) : AG_ENOMEM;
+        if (!rc)
+            rc = ag_partition_stats(&pt, nb, cs, err);
+        if (!rc)
+            pp->cut_contiguous = total_cut(cs, pp->P);
+        ag_partition_destroy(&pt);
+        free(cs);
+    }
+    return rc;
+}
+
+static int count_parts(plan_parts_t *pp, int P, const plan_opts_t *po, const plan_input_t *in,
+                       ag_error_t *err)
+{
+    memset(pp, 0, sizeof *pp);
+    pp->P = P;
+    pp->cut_contiguous = -1;
+    if (!(pp->st = ag_calloc(P, sizeof *pp->st, err, "plan")))
+        return AG_ENOMEM;
+    if (in->nb)
+        return count_graph(pp, po, in->nb, err);
+    if (!(pp->first = ag_alloc(P + 1, sizeof *pp->first, err, "plan")))
+        return AG_ENOMEM;
+    const int64_t sample = po->exact ? AG_SAMPLE_EXACT : po->sample;
+    return ag_partition_pattern(pp->first, pp->st, in->pattern, in->N, in->self, P, sample,
+                                &pp->exact, err);
+}
+
+/* ---- printing ---- */
+
+/* n with thousands separators into buf. */
+static const char *grouped(double x, char *buf, size_t cap)
+{
+    char digits[32];
+    snprintf(digits, sizeof digits, "%.0f", x);
+    const size_t len = strlen(digits), neg = digits[0] == '-';
+    size_t o = 0;
+    for (size_t k = 0; k < len && o + 2 < cap; k++) {
+        if (k > neg && (len - k) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[k];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static const char *bytes_text(double b, char *buf, size_t cap)
+{
+    static const char *units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+    int u = 0;
+    while (b >= 999.5 && u < 5)
+        b /= 1000, u++;
+    snprintf(buf, cap, u ? "%.3g %s" : "%.0f %s", b, units[u]);
+    return buf;
+}
+
+static const char *time_text(double s, char *buf, size_t cap)
+{
+    if (s == 0)
+        snprintf(buf, cap, "0");
+    else if (s < 1e-3)
+        snprintf(buf, cap, "%.3g us", s * 1e6);
+    else if (s < 1)
+        snprintf(buf, cap, "%.3g ms", s * 1e3);
+    else if (s < 1000)
+        snprintf(buf, cap, "%.3g s", s);
+    else
+        snprintf(buf, cap, "%.0f s", s);
+    return buf;
+}
+
+typedef struct {
+    double dst, edges, halo, bytes, share, compute, comm;
+} row_t;
+
+static row_t row_of(const model_t *m, const ag_part_stats_t *s, double mean_work)
+{
+    row_t r = {(double)s->n_dst, (double)s->n_edges, (double)s->n_halo,
+               (double)s->n_halo * (double)m->row_bytes,
+               mean_work > 0 ? (double)s->work / mean_work : 1, compute_s(m, s), 0};
+    r.comm = comm_s(m, r.bytes);
+    return r;
+}
+
+static void print_row(const char *name, const row_t *r)
+{
+    char a[32], b[32], c[32], d[32], e[32], f[32];
+    printf("%8s %15s %16s %15s %11s %9.3f %10s %10s\n", name, grouped(r->dst, a, sizeof a),
+           grouped(r->edges, b, sizeof b), grouped(r->halo, c, sizeof c),
+           bytes_text(r->bytes, d, sizeof d), r->share, time_text(r->compute, e, sizeof e),
+           time_text(r->comm, f, sizeof f));
+}
+
+/* min, mean and max of each column over the parts. */
+static void print_summary(const model_t *m, const plan_parts_t *pp, double mean_work)
+{
+    row_t lo, hi, sum = {0};
+    for (int p = 0; p < pp->P; p++) {
+        const row_t r = row_of(m, &pp->st[p], mean_work);
+        const double *x = &r.dst;
+        double *l = &lo.dst, *h = &hi.dst, *s = &sum.dst;
+        for (int k = 0; k < 7; k++) {
+            l[k] = p == 0 || x[k] < l[k] ? x[k] : l[k];
+            h[k] = p == 0 || x[k] > h[k] ? x[k] : h[k];
+            s[k] += x[k];
+        }
+    }
+    double *s = &sum.dst;
+    for (int k = 0; k < 7; k++)
+        s[k] /= pp->P;
+    print_row("min", &lo);
+    print_row("mean", &sum);
+    print_row("max", &hi);
+}
+
+typedef struct {
+    double round, overlap;        /* slowest process: compute + comm, max(compute, comm) */
+    double max_bytes, max_rows;   /* halo path: bytes in, K/V rows held (own + halo) */
+    int64_t edges, cut, max_work;
+    double imbalance;
+} totals_t;
+
+static totals_t totals_of(const model_t *m, const plan_parts_t *pp)
+{
+    totals_t t = {0};
+    for (int p = 0; p < pp->P; p++) {
+        const ag_part_stats_t *s = &pp->st[p];
+        const double c = compute_s(m, s), bytes = (double)s->n_halo * (double)m->row_bytes;
+        const double w = comm_s(m, bytes);
+        t.round = fmax(t.round, c + w);
+        t.overlap = fmax(t.overlap, fmax(c, w));
+        t.max_bytes = fmax(t.max_bytes, bytes);
+        t.max_rows = fmax(t.max_rows, (double)(s->n_dst + s->n_halo));
+        t.edges += s->n_edges;
+        t.cut += s->n_cut;
+    }
+    t.imbalance = ag_partition_imbalance(pp->st, pp->P);
+    return t;
+}
+
+/* The ring path: blocks of N/P consecutive rows, each passed once around
+   the ring a round, so every process receives every other block; it holds
+   its own block and two in flight (one computed on, one arriving). Causal
+   work is balanced by striping the blocks (as Striped / zigzag Ring Attention
+   do): each process computes a P-th of the total. */
+typedef struct {
+    double max_bytes, max_rows, overlap;
+} ring_t;
+
+static ring_t ring_of(const model_t *m, const plan_parts_t *pp, int64_t N)
+{
+    ring_t r = {0};
+    const int64_t block = (N + pp->P - 1) / pp->P;
+    double compute = 0;
+    for (int p = 0; p < pp->P; p++)
+        compute += compute_s(m, &pp->st[p]);
+    r.max_bytes = (double)(N - N / pp->P) * (double)m->row_bytes;
+    r.max_rows = 3.0 * (double)block;
+    r.overlap = fmax(compute / pp->P, comm_s(m, r.max_bytes));
+    return r;
+}
+
+static void print_ring(const model_t *m, const plan_parts_t *pp, const totals_t *t, int64_t N)
+{
+    const ring_t r = ring_of(m, pp, N);
+    char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32];
+    const double rb = (double)m->row_bytes;
+    printf("ring path (blocks of N/P K/V rows passed around the %d processes, work striped, "
+           "transfers overlapped):\n"
+           "  bytes in a round, largest process: ring %s, halo path %s\n"
+           "  K/V rows held, largest process: ring %s = %s (own block + 2 in flight), halo "
+           "path %s = %s (own + halo)\n"
+           "  round, transfers overlapped: ring %s, halo path %s -> %s\n",
+           pp->P, bytes_text(r.max_bytes, a, sizeof a), bytes_text(t->max_bytes, b, sizeof b),
+           grouped(r.max_rows, c, sizeof c), bytes_text(r.max_rows * rb, g, sizeof g),
+           grouped(t->max_rows, d, sizeof d), bytes_text(t->max_rows * rb, h, sizeof h),
+           time_text(r.overlap, e, sizeof e), time_text(t->overlap, f, sizeof f),
+           r.max_rows < t->max_rows
+               ? (r.max_bytes <= t->max_bytes ? "the ring holds and moves less"
+                                              : "the ring holds less, the halo path moves less")
+               : "the halo path holds less (its halo is small)");
+}
+
+static void print_table(const plan_opts_t *po, const model_t *m, const plan_parts_t *pp,
+                        const plan_input_t *in)
+{
+    const totals_t t = totals_of(m, pp);
+    const double mean_work = (double)(t.edges + in->N * AG_PARTITION_NODE_WORK) / pp->P;
+    char a[32], b[32], c[32], d[32], e[32];
+    printf("\n%d process%s, %s parts; counts %s\n", pp->P, pp->P == 1 ? "" : "es",
+           po->metis ? "METIS" : "contiguous",
+           pp->exact ? "exact" : "a sampled estimate (see 'attngraph plan --help')");
+    printf("%8s %15s %16s %15s %11s %9s %10s %10s\n", "process", "destinations", "in-edges",
+           "halo rows", "in/round", "work/mean", "compute", "comm");
+    const int all = po->per_rank || pp->P <= SHOW_ALL;
+    for (int p = 0; p < pp->P; p++) {
+        if (!all && p == 4) {
+            printf("%8s\n", "...");
+            p = pp->P - 4;
+        }
+        char name[16];
+        snprintf(name, sizeof name, "%d", p);
+        const row_t r = row_of(m, &pp->st[p], mean_work);
+        print_row(name, &r);
+    }
+    if (!all)
+        print_summary(m, pp, mean_work);
+    printf("edge cut: %s messages (%.1f%% of %s)", grouped((double)t.cut, a, sizeof a),
+           t.edges ? 100.0 * (double)t.cut / (double)t.edges : 0.0,
+           grouped((double)t.edges, b, sizeof b));
+    if (pp->cut_contiguous >= 0)
+        printf("; contiguous parts cut %s", grouped((double)pp->cut_contiguous, c, sizeof c));
+    printf("; imbalance (max/mean work) %.3f\n", t.imbalance);
+    char f[32];
+    printf("round at %d: %s (slowest process, compute then communication); %s if the "
+           "transfers overlap the kernel\nlargest process: %s K/V rows held (own + halo, %s), "
+           "%s received a round\n", pp->P, time_text(t.round, a, sizeof a),
+           time_text(t.overlap, b, sizeof b), grouped(t.max_rows, d, sizeof d),
+           bytes_text(t.max_rows * (double)m->row_bytes, f, sizeof f),
+           bytes_text(t.max_bytes, e, sizeof e));
+    if (in->pattern && pp->first && pp->P > 1)
+        print_ring(m, pp, &t, in->N);
+}
+
+static void print_json(const plan_opts_t *po, const model_t *m, const plan_parts_t *pp,
+                       const plan_input_t *in, const char *desc)
+{
+    const totals_t t = totals_of(m, pp);
+    printf("{\"input\": \"");
+    for (const char *s = desc; *s; s++)
+        printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+    printf("\", \"ranks\": %d, \"nodes\": %lld, \"messages\": %lld, \"partition\": \"%s\", "
+           "\"exact\": %s, \"edge_cut\": %lld, \"edge_cut_contiguous\": %lld, \"imbalance\": "
+           "%.6g, \"dim\": %lld, \"heads\": %lld, \"head_dim\": %lld, \"kernel_gflops\": %.6g, "
+           "\"gemm_gflops\": %.6g, \"bandwidth_gbs\": %.6g, \"round_s\": %.6g, "
+           "\"round_overlap_s\": %.6g, \"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g",
+           pp->P, (long long)in->N, (long long)t.edges, po->metis ? "metis" : "contiguous",
+           pp->exact ? "true" : "false", (long long)t.cut, (long long)pp->cut_contiguous,
+           t.imbalance, (long long)m->D, (long long)m->H, (long long)m->d, m->kernel, m->gemm,
+           m->bandwidth, t.round, t.overlap, t.max_bytes, t.max_rows);
+    if (in->pattern && pp->first && pp->P > 1) {
+        const ring_t r = ring_of(m, pp, in->N);
+        printf(", \"ring\": {\"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g, "
+               "\"round_overlap_s\": %.6g}", r.max_bytes, r.max_rows, r.overlap);
+    }
+    printf(", \"parts\": [");
+    for (int p = 0; p < pp->P; p++) {
+        const ag_part_stats_t *s = &pp->st[p];
+        printf("%s{\"dst\": %lld, \"edges\": %lld, \"halo\": %lld, \"cut\": %lld}", p ? ", " : "",
+               (long long)s->n_dst, (long long)s->n_edges, (long long)s->n_halo,
+               (long long)s->n_cut);
+    }
+    printf("]}\n");
+}
+
+static void write_csv(FILE *f, const model_t *m, const plan_parts_t *pp, int header)
+{
+    if (header)
+        fprintf(f, "ranks,rank,first,destinations,in_edges,work,halo_rows,cut,recv_bytes,"
+                   "compute_s,comm_s,exact\n");
+    for (int p = 0; p < pp->P; p++) {
+        const ag_part_stats_t *s = &pp->st[p];
+        const double bytes = (double)s->n_halo * (double)m->row_bytes;
+        fprintf(f, "%d,%d,", pp->P, p);
+        if (pp->first)
+            fprintf(f, "%lld", (long long)pp->first[p]);
+        fprintf(f, ",%lld,%lld,%lld,%lld,%lld,%.0f,%.6g,%.6g,%d\n", (long long)s->n_dst,
+                (long long)s->n_edges, (long long)s->work, (long long)s->n_halo,
+                (long long)s->n_cut, bytes, compute_s(m, s), comm_s(m, bytes), pp->exact);
+    }
+}
+
+/* ---- the command ---- */
+
+/* The input: a pattern parsed (never compiled), or a graph file or CSR compiled. */
+static int open_input(plan_input_t *in, ag_pattern_t **pat, source_t *s, const plan_opts_t *po,
+                      int *usage, ag_error_t *err)
+{
+    memset(in, 0, sizeof *in);
+    in->self = po->o.src.self;
+    if (!po->o.src.pattern) {
+        int rc = source_open(s, &po->o.src, usage, err);
+        if (rc)
+            return rc;
+        in->nb = &s->nb;
+        in->N = s->nb.n_nodes;
+        in->mean_degree = (double)s->nb.n_edges / (double)in->N;
+        return AG_OK;
+    }
+    int rc = ag_pattern_parse(pat, po->o.src.pattern, err);
+    if (rc) {
+        *usage = 1;
+        return rc;
+    }
+    in->pattern = *pat;
+    in->N = po->o.src.nodes ? po->o.src.nodes : ag_pattern_size(*pat);
+    if (!in->N) {
+        *usage = 1;
+        return ag_fail(err, AG_EINVAL, "pattern '%s' has no size of its own: give --nodes N",
+                       po->o.src.pattern);
+    }
+    snprintf(s->desc, sizeof s->desc, "pattern '%s'", po->o.src.pattern);
+    return AG_OK;
+}
+
+static void print_header(const plan_opts_t *po, const model_t *m, const plan_input_t *in,
+                         const char *desc, const plan_parts_t *first_plan, int threads)
+{
+    char a[32], b[32];
+    int64_t E = 0;
+    for (int p = 0; p < first_plan->P; p++)
+        E += first_plan->st[p].n_edges;
+    printf("plan: %s: %s nodes, %s%s messages\n", desc, grouped((double)in->N, a, sizeof a),
+           first_plan->exact ? "" : "about ", grouped((double)E, b, sizeof b));
+    printf("model: D %lld, %lld head%s of %lld; a K+V row is %lld bytes (float32)\n",
+           (long long)m->D, (long long)m->H, m->H == 1 ? "" : "s", (long long)m->d,
+           (long long)m->row_bytes);
+    printf("rates per process: kernel %.3g GFLOP/s (%s), projections %.3g GFLOP/s (%s); "
+           "network %.3g GB/s\n", m->kernel,
+           po->rates.kernel_measured ? po->rates.where : "--rate", m->gemm,
+           po->rates.gemm_measured ? "measured" : "--rate", m->bandwidth);
+    if (po->rates.kernel_measured)
+        printf("(measured now with %d thread%s: a busy machine gives low rates)\n", threads,
+               threads == 1 ? "" : "s");
+    if (!first_plan->exact)
+        printf("sampled: per part its first and last 64 destinations (fewer beyond 2,000 "
+               "processes) and %s others evenly "
+               "spread; boundaries from 65,536 in-degrees; single-source reads not sampled "
+               "are extrapolated as if uniform (exact in expectation for random:k)\n",
+               po->sample ? "--sample" : "up to 1,024");
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    plan_opts_t po;
+    int status;
+    if (parse(&po, argc, argv, &status))
+        return status;
+    const int threads = ag_set_threads((int)po.o.threads);
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0;
+    source_t s;
+    memset(&s, 0, sizeof s);
+    ag_pattern_t *pat = NULL;
+    plan_input_t in;
+    plan_parts_t *pp = calloc((size_t)po.n_ranks, sizeof *pp);
+    out_file_t out;
+    out_init(&out, po.csv, "--csv", "csv");
+    int rc = pp ? out_open_all(&out, 1, &usage, &err) : ag_fail(&err, AG_ENOMEM, "plan");
+    if (!rc)
+        rc = open_input(&in, &pat, &s, &po, &usage, &err);
+    for (int k = 0; k < po.n_ranks && !rc; k++)
+        rc = count_parts(&pp[k], po.ranks[k], &po, &in, &err);
+    model_t m = {0};
+    if (!rc) {
+        int64_t E = 0;
+        for (int p = 0; p < pp[0].P; p++)
+            E += pp[0].st[p].n_edges;
+        in.mean_degree = (double)E / (double)in.N;
+        m.D = po.o.dim ? po.o.dim : DEFAULT_DIM;
+        m.H = po.o.heads;
+        m.d = po.o.head_dim ? po.o.head_dim : m.D / m.H;
+        m.row_bytes = 2 * m.H * m.d * (int64_t)sizeof(float);
+        rc = plan_measure(&po.rates, &in, m.D, m.H, m.d, &err);
+        m.kernel = po.rates.kernel_gflops, m.gemm = po.rates.gemm_gflops;
+        m.bandwidth = po.bandwidth;
+    }
+    if (!rc && po.csv) {
+        FILE *f = fopen(out.path, "w");
+        for (int k = 0; f && k < po.n_ranks; k++)
+            write_csv(f, &m, &pp[k], k == 0);
+        if (!f || ferror(f) | (fclose(f) != 0))
+            rc = ag_fail(&err, AG_EIO, "--csv %s: cannot write", po.csv);
+        if (!rc)
+            rc = out_commit(&out, &err);
+    }
+    if (!rc && !po.json)
+        print_header(&po, &m, &in, s.desc, &pp[0], threads);
+    for (int k = 0; k < po.n_ranks && !rc; k++) {
+        if (po.json)
+            print_json(&po, &m, &pp[k], &in, s.desc);
+        else
+            print_table(&po, &m, &pp[k], &in);
+    }
+    if (rc) {
+        out_name_errors(&out, 1, &err);
+        out_abort(&out);
+    }
+    for (int k = 0; pp && k < po.n_ranks; k++)
+        parts_free(&pp[k]);
+    free(pp);
+    ag_pattern_free(pat);
+    source_close(&s);
+    return finish("plan", rc, usage, &err);
+}
