@@ -61,7 +61,8 @@ int ag_partition_bounds(int64_t *first, int n_parts, int64_t n_nodes, const int6
                            "partition: indptr[%lld] = %lld is below indptr[%lld] = %lld; "
                            "expected non-decreasing", (long long)(i + 1),
                            (long long)indptr[i + 1], (long long)i, (long long)indptr[i]);
-    if (indptr[n_nodes] - indptr[0] > INT64_MAX / 2 - n_nodes * node_work)
+    if (n_nodes > INT64_MAX / 4 / node_work ||   /* n_nodes * node_work must not overflow */
+        indptr[n_nodes] - indptr[0] > INT64_MAX / 2 - n_nodes * node_work)
         return ag_fail(err, AG_ELIMIT, "partition: %lld edges is too many",
                        (long long)(indptr[n_nodes] - indptr[0]));
     const int64_t W = prefix(indptr, node_work, n_nodes);

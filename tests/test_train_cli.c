@@ -546,6 +546,14 @@ START_TEST(save_then_run_predicts_the_same_classes)
              "--predict %s", model, p2);
     expect_cli(args, 1, 2, "this command has `--heads 2 --rounds 2 --score additive "
                "--no-residual --norm layer`");
+    /* an option at its default value is not written: --slope 0.2 is additive's own */
+    TMP(model2, "model2");
+    snprintf(args, sizeof args, "train " PLANTED " --score additive --slope 0.2 --epochs 1 "
+             "--save %s --quiet", model2);
+    expect_cli(args, 0, 1, "");
+    text = read_text(tmp_path("model2/model.args"));
+    ck_assert_str_eq(text, "--heads 1 --rounds 1 --score additive\n");
+    free(text);
     write_text(tmp_path("model/model.args"), "heads 2\n");
     snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
              "--weights %s --predict %s", model, p2);

@@ -28,7 +28,10 @@
  * Errors: every function returns the same status on every process of the
  * communicator (they agree before returning), with err holding the message
  * of the lowest-ranked process that failed; none of them hangs when one
- * process fails. Collective: every process of comm calls them together.
+ * process fails. The one exception: a process that cannot allocate the part
+ * the root sends it (a few arrays of its nodes' size) aborts the job
+ * (MPI_Abort), as the root's messages cannot be taken back. Collective: every
+ * process of comm calls them together.
  */
 #ifndef ATTNGRAPH_MPI_H
 #define ATTNGRAPH_MPI_H
@@ -108,8 +111,9 @@ typedef struct {
     ag_mpi_path_t path;         /* the path taken */
     double seconds;             /* the rounds */
     double seconds_comm;        /* of which waiting for or moving rows */
-    int64_t bytes_sent, bytes_received;   /* K and V rows (and weight sums) */
-    int64_t halo_rows;          /* rows received a round (halo), or rows passed on (ring) */
+    int64_t bytes_sent, bytes_received;   /* K and V rows (and weight sums), all rounds */
+    int64_t halo_rows;          /* halo: rows received in a round; ring: rows passed on,
+                                   all rounds */
 } ag_mpi_stats_t;
 
 /*

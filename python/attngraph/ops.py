@@ -104,12 +104,24 @@ def _qkv(graph, heads, arrays):
     return out, heads, width // heads
 
 
+def out_array(a, what, shape):
+    """An output array the library writes into: it must be C-contiguous float32
+    already, or the results would go into a copy and never reach the caller."""
+    if hasattr(a, "detach"):
+        a = a.detach().numpy()
+    if not isinstance(a, np.ndarray) or a.dtype != np.float32 or not a.flags.c_contiguous \
+            or not a.flags.writeable:
+        raise Error("%s must be a writeable C-contiguous float32 array (the results are "
+                    "written into it)" % what, "invalid value")
+    return f32(a, what, shape)
+
+
 def attention(graph, q, k, v, heads=1, score="scaled-dot", out=None, lse=False, **score_kw):
     """One round of attention: M [N, H*d] with m_i = sum_j a_ij v_j over the
     in-edges j -> i. lse=True also returns the log-sum-exp [N, H] (softmax scores)."""
     (q, k, v), H, d = _qkv(graph, heads, [("q", q), ("k", k), ("v", v)])
     s, keep = score_of(score, score_kw).c(graph, H, d)
-    M = np.empty_like(q) if out is None else f32(out, "out", q.shape)
+    M = np.empty_like(q) if out is None else out_array(out, "out", q.shape)
     opts = S.ag_attention_opts_t()
     L = None
     if lse:

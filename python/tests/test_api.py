@@ -106,6 +106,20 @@ def test_contiguous_float32_is_not_copied(rng, monkeypatch):
     np.testing.assert_array_equal(m, ag.attention(g, q, k, v, heads=2))
 
 
+def test_out_is_written_in_place_or_refused(rng):
+    """out= gets the messages in its own memory; an array the library could only
+    fill through a copy is refused, never left unfilled."""
+    g = ag.Graph.pattern("causal", 6)
+    q, k, v = qkv(rng, 6, 8)
+    out = np.zeros((6, 8), np.float32)
+    m = ag.attention(g, q, k, v, heads=2, out=out)
+    assert np.shares_memory(m, out)
+    np.testing.assert_array_equal(out, ag.attention(g, q, k, v, heads=2))
+    for bad in (np.zeros((6, 8)), np.zeros((8, 6), np.float32).T):
+        with pytest.raises(ag.Error, match="out must be a writeable C-contiguous float32"):
+            ag.attention(g, q, k, v, heads=2, out=bad)
+
+
 def test_torch_tensors_are_not_copied(rng):
     torch = pytest.importorskip("torch")
     t = torch.randn(6, 8)

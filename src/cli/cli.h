@@ -317,8 +317,9 @@ const char *out_extension(const out_file_t *o);
 /* "scaled-dot", "dot", ... by ag_score_kind_t. */
 extern const char *const score_names[AG_SCORE_KINDS];
 /* The model's options as command-line text, "--heads 2 --rounds 3 --norm layer":
-   what train --save writes to DIR/model.args. */
-void model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int64_t rounds);
+   what train --save writes to DIR/model.args. Returns the length the whole
+   text needs (cap or more: it was cut). */
+size_t model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int64_t rounds);
 /* When the command gives none of the model's options, takes them from its
    --weights DIR/model.args (if any); 0, or EXIT_USAGE with the message printed. */
 int model_args_defaults(run_opts_t *o, const char *cmd);

@@ -18,7 +18,7 @@ const char *const score_names[AG_SCORE_KINDS] = {"scaled-dot", "dot", "cosine", 
 /* Appends to buf [cap] what printf would write. */
 #define APPEND(...) (used += (size_t)snprintf(buf + used, used < cap ? cap - used : 0, __VA_ARGS__))
 
-void model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int64_t rounds)
+size_t model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int64_t rounds)
 {
     size_t used = 0;
     const ag_score_t *s = &o->score;
@@ -30,7 +30,7 @@ void model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int64
         APPEND(" --beta %.9g", (double)s->beta);
     if (s->softcap > 0)
         APPEND(" --softcap %.9g", (double)s->softcap);
-    if (s->slope != 0)
+    if (s->slope != 0 && s->slope != 0.2f)   /* 0 means the default, 0.2 */
         APPEND(" --slope %.9g", (double)s->slope);
     if (s->has_sigmoid_bias)
         APPEND(" --sigmoid-bias %.9g", (double)s->sigmoid_bias);
@@ -44,6 +44,7 @@ void model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int64
         APPEND(" --norm layer");
     if (o->posenc)
         APPEND(" --posenc sinusoidal");
+    return used;
 }
 
 int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_error_t *err)

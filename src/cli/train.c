@@ -193,7 +193,10 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
         }
         if (!rc && to->save) {
             st->n_items = model_items(&st->model, st->items, st->names);
-            model_args(st->model_args, sizeof st->model_args, &to->o, st->in.H, st->in.rounds);
+            if (model_args(st->model_args, sizeof st->model_args, &to->o, st->in.H,
+                           st->in.rounds) >= sizeof st->model_args)
+                return ag_fail(err, AG_EINVAL, "--save: the model's options are longer than "
+                               "%zu bytes (a long --edge-bias name?)", sizeof st->model_args - 1);
             st->items[st->n_items++] = (folder_item_t){.name = "model.args", .text = st->model_args};
         }
         return rc;

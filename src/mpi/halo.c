@@ -49,6 +49,9 @@ static int rows_type(MPI_Datatype *t, const ag_halo_t *h, const int64_t *rows, i
     *t = MPI_DATATYPE_NULL;
     if (n == 0)
         return AG_OK;
+    if (n > INT32_MAX / 2)   /* K and V rows: 2n blocks, an int count */
+        return ag_fail(err, AG_ELIMIT, "a halo of %d rows is beyond what one MPI datatype "
+                       "describes (2^30)", n);
     MPI_Aint *at = ag_alloc(2 * (int64_t)n, sizeof *at, err, "halo");
     if (!at)
         return AG_ENOMEM;
@@ -135,6 +138,11 @@ static int list_reads(ag_halo_t *h, const ag_mpi_part_t *part, ag_error_t *err)
         free(cover);
         return AG_ENOMEM;
     }
+    if (n > INT32_MAX / 2) {   /* before the int counts below could overflow */
+        free(cover);
+        return ag_fail(err, AG_ELIMIT, "a halo of %lld rows is beyond what one MPI datatype "
+                       "describes (2^30)", (long long)n);
+    }
     int p = 0;
     for (int64_t j = 0, k = 0; j < w; j++)
         if (cover[j]) {
@@ -146,8 +154,7 @@ static int list_reads(ag_halo_t *h, const ag_mpi_part_t *part, ag_error_t *err)
         }
     h->n_recv = n;
     free(cover);
-    return n > INT32_MAX ? ag_fail(err, AG_ELIMIT, "a halo of %lld rows is beyond what one "
-                                   "MPI message carries (2^31)", (long long)n) : AG_OK;
+    return AG_OK;
 }
 
 static void displacements(const int *count, int *displ, int P)

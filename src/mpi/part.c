@@ -112,7 +112,7 @@ static int send_part(const ag_nbhd_t *nb, const int64_t *bounds, int p, MPI_Comm
     ag_nbhd_t s;
     int rc = slice(&s, nb, bounds[p], bounds[p + 1], err);
     if (!rc)
-        rc = too_large(s.n_runs, err);
+        rc = too_large(s.n_runs > s.n_nodes ? s.n_runs : s.n_nodes + 1, err);
     int64_t sizes[3] = {rc ? -1 : s.n_nodes, s.n_edges, s.n_runs};
     MPI_Send(sizes, 3, MPI_INT64_T, p, TAG_SIZES, comm);
     if (!rc) {

@@ -116,11 +116,14 @@ int ag_ring_init(ag_ring_t *g, MPI_Comm comm, const ag_mpi_part_t *part, int64_t
     for (int k = 0; k < 4; k++)
         ok = ok && (s->buf[k].data = ag_alloc(2 * (CARRY + RING_BLOCK) * HD, sizeof(float),
                                               err, "ring"));
-    if (!ok)
-        return AG_ENOMEM;
-    if (count > 16000)   /* two tags a block below MPI's guaranteed 32767 */
-        return ag_fail(err, AG_ELIMIT, "ring path: %lld blocks of %lld rows are more than "
-                       "16000", (long long)count, (long long)RING_BLOCK);
+    int rc = ok ? AG_OK : AG_ENOMEM;
+    if (!rc && count > 16000)   /* two tags a block below MPI's guaranteed 32767 */
+        rc = ag_fail(err, AG_ELIMIT, "ring path: %lld blocks of %lld rows are more than "
+                     "16000", (long long)count, (long long)RING_BLOCK);
+    /* every process learns of a failure before the collective below: one that
+       returned alone would leave the others waiting in MPI_Allgather */
+    if ((rc = ag_mpi_agree(comm, rc, err)))
+        return rc;
     for (int p = 0; p < P; p++)
         for (int64_t lo = part->bounds[p]; lo < part->bounds[p + 1]; lo += RING_BLOCK) {
             const int64_t hi = part->bounds[p + 1] - lo < RING_BLOCK ? part->bounds[p + 1]
@@ -238,6 +241,7 @@ static void post(round_t *r, int64_t k, int from, buffer_t *buf)
               &buf->recv[0]);
     MPI_Irecv(v_rows(r, buf), (int)(rows * HD), MPI_FLOAT, from, (int)(2 * k + 1), r->comm,
               &buf->recv[1]);
+    r->stats->bytes_received += 2 * rows * HD * (int64_t)sizeof(float);
 }
 
 /* The blocks arriving from one side (dir +1: from the left neighbour, passed on
@@ -318,7 +322,6 @@ int ag_ring_attention(ag_ring_t *g, MPI_Comm comm, const ag_nbhd_t *nb,
     for (int k = 0; k < 4; k++)
         wait_all(&r, 2, s->buf[k].pass);
     wait_all(&r, (int)s->n_sends, s->sends);
-    stats->bytes_received = stats->bytes_sent;   /* summed over processes: the same */
     if (!rc && ag_i_tiled_stream_first(r.st) != INT64_MAX)
         rc = ag_fail(err, AG_EINVAL, "ring path: the tile at source %lld never arrived",
                      (long long)ag_i_tiled_stream_first(r.st));

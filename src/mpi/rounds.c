@@ -112,12 +112,13 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
     run_t r;
     memset(&r, 0, sizeof r);
     r.comm = comm, r.part = part, r.view = ag_part_view(part);
-    r.n = part->hi - part->lo, r.D = layers[0].D, r.H = layers[0].H, r.d = layers[0].d;
-    r.HD = r.H * r.d;
-    int rc = rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds)
+    r.n = part->hi - part->lo;
+    int rc = !layers || rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds)
                  ? ag_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one "
                            "layer for all rounds or one per round", rounds, n_layers)
                  : check_layers(layers, n_layers, err);
+    if (!rc)   /* the shapes, once there is a layer to read them from */
+        r.D = layers[0].D, r.H = layers[0].H, r.d = layers[0].d, r.HD = r.H * r.d;
     if (!rc && path == AG_MPI_RING && !ring_applies(part))
         rc = ag_fail(err, AG_EINVAL, "the ring path needs one run of consecutive sources per "
                      "destination and 16 or more in-edges on average (causal, window, ... "

@@ -80,8 +80,18 @@ same graph-loops "$T/g.edgelist --self-loops on --dim 8" "" 3
 # features from a file (read by rank 0, rows sent out), weights from a folder
 same features "--pattern causal --nodes 3000 --features $T/causal.1.npy --heads 2" "" 2 3
 
-# the ring path: forced, and chosen by auto for a long causal run
+# the ring path: forced, and chosen by auto for a long causal run; causal on the
+# halo path (the tiled kernel reading a halo of nearly every row) too
 same ring "--pattern causal --nodes 3000 $common --norm layer" "--path ring" 2 3 4
+same causal-halo "--pattern causal --nodes 3000 $common" "--path halo" 2 3
+for want in "ring:--pattern causal --nodes 3000" "halo:--pattern random:4 --nodes 3000"; do
+    # shellcheck disable=SC2086
+    if mpi 2 run ${want#*:} --dim 16 >"$T/log" 2>&1 && grep -q "${want%%:*} path" "$T/log"; then
+        ok
+    else
+        bad "auto on ${want#*:} did not take the ${want%%:*} path: $(cat "$T/log")"
+    fi
+done
 same ring-window "--pattern window:300 --nodes 4500 $common" "--path ring" 2 4
 # two-sided: blocks also travel leftwards; a prefix every process reads
 same ring-two-sided "--pattern window:200,300 --nodes 5000 $common" "--path ring" 2 3 4

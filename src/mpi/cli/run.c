@@ -114,9 +114,10 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
     struct rusage ru;
     double rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0.0;
     double *all_rss = part->rank == 0 ? malloc((size_t)part->ranks * sizeof *all_rss) : NULL;
-    if (part->rank == 0 && !all_rss)
-        rss = 0;   /* the gather below then goes nowhere useful, but safely */
-    MPI_Gather(&rss, 1, MPI_DOUBLE, all_rss ? all_rss : &rss, 1, MPI_DOUBLE, 0, comm);
+    int have = part->rank != 0 || all_rss;   /* rank 0 says whether it has room: all gather, or none */
+    MPI_Bcast(&have, 1, MPI_INT, 0, comm);
+    if (have)
+        MPI_Gather(&rss, 1, MPI_DOUBLE, all_rss, 1, MPI_DOUBLE, 0, comm);
     if (part->rank != 0)
         return;
     const int P = part->ranks;
