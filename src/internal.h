@@ -34,6 +34,13 @@ void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
    never straddle two lines. */
 void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
 
+/* Elements first .. first+n-1 of what ag_random_normal(.., seed, stream, scale)
+   draws, into x [n]: a process's rows of the one-process numbers. */
+void ag_i_random_normal_range(float *x, int64_t first, int64_t n, uint64_t seed,
+                              uint64_t stream, float scale);
+/* ag_posenc_sinusoidal's positions for rows lo..lo+n-1 added to X [n, D]. */
+void ag_i_posenc_rows(float *X, int64_t lo, int64_t n, int64_t D);
+
 /* Entries first .. first+count-1 of a 1-D integer .npy file (a seek, not the
    whole file) into *values (malloc'ed); *total gets the file's length. */
 int ag_i_index_read_npy_part(int64_t **values, int64_t *total, const char *path, int64_t first,

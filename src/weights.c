@@ -17,18 +17,37 @@ static double uniform01(uint64_t bits)
     return ((double)(bits >> 11) + 0.5) * 0x1.0p-53;
 }
 
+/* Box-Muller pair p of a stream: radius and angle from draws 2p and 2p+1, so
+   the numbers are the same for any thread count and any range asked for. */
+static void normal_pair(uint64_t state, int64_t p, double *r, double *t)
+{
+    *r = sqrt(-2.0 * log(uniform01(rng_at(state, (uint64_t)(2 * p)))));
+    *t = 6.283185307179586 * uniform01(rng_at(state, (uint64_t)(2 * p + 1)));
+}
+
 void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale)
 {
     const uint64_t state = rng_seed(seed, stream);
-    /* Box-Muller, two values per pair of draws; pair p uses draws 2p and 2p+1,
-       so the numbers are the same for any thread count */
 #pragma omp parallel for if (n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t p = 0; p < (n + 1) / 2; p++) {
-        const double r = sqrt(-2.0 * log(uniform01(rng_at(state, (uint64_t)(2 * p)))));
-        const double t = 6.283185307179586 * uniform01(rng_at(state, (uint64_t)(2 * p + 1)));
+        double r, t;
+        normal_pair(state, p, &r, &t);
         x[2 * p] = (float)(r * cos(t)) * scale;
         if (2 * p + 1 < n)
             x[2 * p + 1] = (float)(r * sin(t)) * scale;
+    }
+}
+
+void ag_i_random_normal_range(float *x, int64_t first, int64_t n, uint64_t seed,
+                              uint64_t stream, float scale)
+{
+    const uint64_t state = rng_seed(seed, stream);
+#pragma omp parallel for if (n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t k = first + i;
+        double r, t;
+        normal_pair(state, k / 2, &r, &t);
+        x[i] = (float)(k % 2 == 0 ? r * cos(t) : r * sin(t)) * scale;
     }
 }
 

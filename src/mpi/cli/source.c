@@ -3,14 +3,12 @@
  * each process reads its slice of, or a graph file rank 0 reads and cuts; and
  * the rows of the features each process starts from.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "attngraph/igraph.h"
 #include "mpi_cli.h"
-#include "rng.h"
 
 static int open_csr_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o,
                          int *usage, ag_error_t *err)
@@ -129,27 +127,6 @@ int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, char *
     return rc;
 }
 
-/* Element k of ag_random_normal(x, n, seed, 0, 1): Box-Muller pair k / 2. */
-static float normal_at(uint64_t state, int64_t k)
-{
-    const int64_t p = k / 2;
-    const double r = sqrt(-2.0 * log(((double)(rng_at(state, (uint64_t)(2 * p)) >> 11) + 0.5) *
-                                     0x1.0p-53));
-    const double t = 6.283185307179586 *
-                     (((double)(rng_at(state, (uint64_t)(2 * p + 1)) >> 11) + 0.5) * 0x1.0p-53);
-    return (float)(k % 2 == 0 ? r * cos(t) : r * sin(t)) * 1.0f;
-}
-
-/* ag_posenc_sinusoidal for rows lo..lo+n-1 (their positions). */
-static void posenc_rows(float *X, int64_t lo, int64_t n, int64_t D)
-{
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t c = 0; c < D; c++) {
-            const double angle = (double)(lo + i) / pow(10000.0, (double)(c / 2 * 2) / (double)D);
-            X[i * D + c] += (float)(c % 2 == 0 ? sin(angle) : cos(angle));
-        }
-}
-
 /* --features: rank 0 reads the file and sends each process its rows. */
 static int scatter_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
                             const char *path, ag_error_t *err)
@@ -202,12 +179,9 @@ int own_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
         rc = ag_mpi_agree(comm, ag_matrix_init(x0, n, D, err), err);
         if (rc)
             return rc;
-        const uint64_t state = rng_seed(o->seed, 0);
-#pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < n * D; k++)
-            x0->data[k] = normal_at(state, part->lo * D + k);
+        ag_i_random_normal_range(x0->data, part->lo * D, n * D, o->seed, 0, 1.0f);
     }
     if (o->posenc)
-        posenc_rows(x0->data, part->lo, n, x0->cols);
+        ag_i_posenc_rows(x0->data, part->lo, n, x0->cols);
     return AG_OK;
 }
