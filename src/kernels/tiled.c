@@ -609,7 +609,8 @@ static void order_blocks(const ag_nbhd_t *nb, int pass, int64_t BQ, int64_t b0, 
 /* Is [lo, hi) a range of whole blocks of BQ rows (hi may be the last row N)? */
 static int whole_blocks(int64_t lo, int64_t hi, int64_t BQ, int64_t N)
 {
-    return lo >= 0 && lo <= hi && hi <= N && lo % BQ == 0 && (hi % BQ == 0 || hi == N);
+    return lo >= 0 && lo <= hi && hi <= N && (lo == hi || (lo % BQ == 0 &&
+                                                           (hi % BQ == 0 || hi == N)));
 }
 
 int ag_i_backward_tiled_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t klo,
@@ -629,8 +630,8 @@ int ag_i_backward_tiled_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int
                        "%lld..%lld; expected ranges of whole blocks of %lld rows within 0..%lld",
                        (long long)qlo, (long long)qhi, (long long)klo, (long long)khi,
                        (long long)BQ, (long long)N);
-    const int64_t qb0 = qlo / BQ, n_qb = (qhi + BQ - 1) / BQ - qb0;
-    const int64_t kb0 = klo / BQ, n_kb = (khi + BQ - 1) / BQ - kb0;
+    const int64_t qb0 = qlo / BQ, n_qb = qlo < qhi ? (qhi + BQ - 1) / BQ - qb0 : 0;
+    const int64_t kb0 = klo / BQ, n_kb = klo < khi ? (khi + BQ - 1) / BQ - kb0 : 0;
     const int64_t most = n_qb > n_kb ? n_qb : n_kb;
     const int64_t per_thread = scratch_stride(4 * d * BQ + 2 * BK * BQ + 4 * BQ);
     float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
