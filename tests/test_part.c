@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm.h"
 #include "internal.h"
 #include "kernels/kernels.h"
 #include "testutil.h"
@@ -298,6 +299,49 @@ START_TEST(backward_part_matches_whole)
 }
 END_TEST
 
+/* ---- sums over rows split into parts ---- */
+
+/* A reducer that only collects each part's chunk partials, in call order. */
+typedef struct {
+    float *f;
+    int64_t nf;
+} collect_t;
+
+static int collect_f(const ag_i_reducer_t *r, float *G, const float *part, int64_t chunks,
+                     int64_t width, ag_error_t *err)
+{
+    (void)G, (void)err;
+    collect_t *c = r->ctx;
+    memcpy(c->f + c->nf, part, (size_t)(chunks * width) * sizeof(float));
+    c->nf += chunks * width;
+    return AG_OK;
+}
+
+START_TEST(weight_gradient_chunks_of_parts)
+{
+    /* parts cut at chunk boundaries, their chunks added in order: the whole's sum */
+    const int64_t N = 3000, a = 12, b = 20, cuts[] = {0, 1024, 1024, 3000};
+    float *A = malloc((size_t)(N * a) * sizeof(float)), *B = malloc((size_t)(N * b) * sizeof(float));
+    fill_uniform(A, N * a, 5, 1.0f), fill_uniform(B, N * b, 6, 1.0f);
+    float G[12 * 20], H[12 * 20];
+    fill_uniform(G, a * b, 7, 1.0f);   /* a gradient already holding a round's sum */
+    memcpy(H, G, sizeof G);
+    ag_error_t err;
+    ck_assert_int_eq(ag_i_gemm_atb(G, A, B, N, a, b, &err), AG_OK);
+    collect_t c = {malloc((size_t)(3 * a * b) * sizeof(float)), 0};
+    const ag_i_reducer_t r = {collect_f, NULL, NULL, &c};
+    for (int p = 0; p < 3; p++)
+        ck_assert_int_eq(ag_i_gemm_atb_r(&r, NULL, A + cuts[p] * a, B + cuts[p] * b,
+                                         cuts[p + 1] - cuts[p], a, b, &err), AG_OK);
+    ck_assert_int_eq(c.nf, 3 * a * b);
+    for (int64_t k = 0; k < 3; k++)
+        for (int64_t x = 0; x < a * b; x++)
+            H[x] += c.f[k * a * b + x];
+    ck_assert(!memcmp(G, H, sizeof G));
+    free(A), free(B), free(c.f);
+}
+END_TEST
+
 Suite *part_suite(void)
 {
     Suite *s = suite_create("part");
@@ -306,6 +350,7 @@ Suite *part_suite(void)
     tcase_add_test(t, part_matches_whole);
     tcase_add_test(t, stream_matches_whole);
     tcase_add_test(t, backward_part_matches_whole);
+    tcase_add_test(t, weight_gradient_chunks_of_parts);
     suite_add_tcase(s, t);
     return s;
 }
