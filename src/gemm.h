@@ -58,6 +58,8 @@ int ag_i_sum_rows(int64_t N, int64_t width, int64_t work, ag_i_rows_fn fn, void 
  */
 typedef struct ag_i_reducer ag_i_reducer_t;
 struct ag_i_reducer {
+    /* chunks -1 (part NULL): this process failed (err says why); the reducer
+       must still take part, and return the failure on every process */
     /* G[0..width) += the partials [chunks, width] of every process, chunk by chunk */
     int (*add_f)(const ag_i_reducer_t *r, float *G, const float *part, int64_t chunks,
                  int64_t width, ag_error_t *err);

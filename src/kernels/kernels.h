@@ -201,6 +201,9 @@ int ag_i_backward_part(const ag_nbhd_t *nb, int one_run, int64_t qlo, int64_t qh
                        int64_t khi, const float *Q, const float *K, const float *V, int64_t H,
                        int64_t d, float scale, const float *lse, const float *Dd,
                        const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
+/* Dd [N, H] = per head, sum_c dM[i, h*d+c] * M[i, h*d+c] (the backward's D). */
+void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N, int64_t H,
+                           int64_t d);
 /* The one the forward would pick (dispatch.c). */
 int ag_i_backward_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                        int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
