@@ -21,5 +21,7 @@ int own_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
                  const run_opts_t *o, ag_error_t *err);
 
 int mpi_run(MPI_Comm comm, int argc, char **argv);
+/* attngraph train on the processes of comm (train.c). */
+int mpi_train(MPI_Comm comm, int argc, char **argv);
 
 #endif
