@@ -164,6 +164,13 @@ if [ $status -ne 2 ] || [ "$(grep -c 'not supported' "$T/err")" -ne 1 ]; then
 else
     ok
 fi
+mpi 2 run --csr "-,$T/ix.npy" </dev/null >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 2 ] || [ "$(grep -c 'standard input cannot give' "$T/err")" -ne 1 ]; then
+    bad "--csr -: exit $status, expected 2 and one message: $(cat "$T/err")"
+else
+    ok
+fi
 mpi 3 run --pattern 'window:' --nodes 3000 >/dev/null 2>"$T/err"
 status=$?
 if [ $status -ne 2 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ]; then

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "mpi_cli.h"
@@ -48,6 +49,22 @@ int take_path_option(int *argc, char **argv, ag_mpi_path_t *path, const char *cm
 }
 
 /* Usage errors for what a run on several processes does not do. */
+/* Without --threads: the machine's cores shared among the processes on it (all
+   cores each would oversubscribe them: 3 processes of 2 threads on 2 cores ran
+   2.5x slower than of 1 thread). */
+static int threads_per_process(MPI_Comm comm)
+{
+    MPI_Comm local;
+    int here = 1;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(local, &here);
+        MPI_Comm_free(&local);
+    }
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > here ? (int)(cores / here) : 1;
+}
+
 static int refuse_unsupported(const run_opts_t *o)
 {
     const char *what = o->n_attn ? "--attn" : o->trace ? "--trace" : o->save_rounds ?
@@ -57,6 +74,10 @@ static int refuse_unsupported(const run_opts_t *o)
     if (what)
         return usage_error("run", "%s is not supported by attngraph-mpi (it needs the whole "
                            "graph in one process): run attngraph run", what);
+    const char *csr = o->src.csr, *comma = csr ? strchr(csr, ',') : NULL;
+    if (comma && (strncmp(csr, "-,", 2) == 0 || strcmp(comma, ",-") == 0))
+        return usage_error("run", "--csr %s: attngraph-mpi reads each part of the CSR at its "
+                           "own offset, which standard input cannot give: name the files", csr);
     if (o->score.kind != AG_SCORE_SCALED_DOT && o->score.kind != AG_SCORE_DOT)
         return usage_error("run", "attngraph-mpi runs plain dot-product softmax scores "
                            "(scaled-dot, dot, --beta); run the others with attngraph run");
@@ -127,14 +148,19 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
            "%s path\n", (long long)in->rounds, (long long)in->x0.cols, (long long)in->H,
            PLURAL(in->H), (long long)in->d, P, P == 1 ? "" : "es", threads, PLURAL(threads),
            path_name(st->path));
-    for (int p = 0; p < P; p++)
-        printf("  process %d: rows %lld..%lld, peak memory %.1f MB\n", p,
-               (long long)part->bounds[p], (long long)part->bounds[p + 1] - 1,
-               all_rss ? all_rss[p] : 0.0);
+    for (int p = 0; p < P; p++) {
+        const int64_t lo = part->bounds[p], hi = part->bounds[p + 1];
+        if (hi > lo)
+            printf("  process %d: rows %lld..%lld, peak memory %.1f MB\n", p, (long long)lo,
+                   (long long)hi - 1, all_rss ? all_rss[p] : 0.0);
+        else   /* parts are cut at multiples of 1024 rows (see README Scale) */
+            printf("  process %d: no rows (parts start at multiples of 1024 rows), peak "
+                   "memory %.1f MB\n", p, all_rss ? all_rss[p] : 0.0);
+    }
     free(all_rss);
     const double per_round = in->rounds ? max_s / (double)in->rounds : 0;
     printf("time per round: %.4g s; communicating: %.1f%% (mean over processes); "
-           "exchanged: %.4g MB a round\n", per_round,
+           "exchanged: %.4g MB a round (all processes together)\n", per_round,
            max_s > 0 ? 100.0 * all[2] / P / max_s : 0.0,
            in->rounds ? all[0] / 1e6 / (double)in->rounds : 0.0);
 }
@@ -158,7 +184,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         return status;
     if (refuse_unsupported(&o))
         return EXIT_USAGE;
-    const int threads = ag_set_threads((int)o.threads);
+    const int threads = ag_set_threads(o.threads ? (int)o.threads : threads_per_process(comm));
     int rank;
     MPI_Comm_rank(comm, &rank);
     enum { OUT, MESSAGES, HEAD_MESSAGES, N_OUTS };
