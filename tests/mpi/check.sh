@@ -246,9 +246,10 @@ train_same() {
     done
 }
 
-$CLI run --pattern random:6 --nodes 3000 --dim 16 --seed 5 --out "$T/tx.npy" --quiet
-$CLI run --pattern window:9 --nodes 3000 --dim 16 --seed 6 --out "$T/ty.npy" --quiet
-npy_labels "$T/labels.npy" 3000 3
+# 4100 nodes: every process has rows (parts start at multiples of 1024)
+$CLI run --pattern random:6 --nodes 4100 --dim 16 --seed 5 --out "$T/tx.npy" --quiet
+$CLI run --pattern window:9 --nodes 4100 --dim 16 --seed 6 --out "$T/ty.npy" --quiet
+npy_labels "$T/labels.npy" 4100 3
 tc="--features $T/tx.npy --labels $T/labels.npy --heads 2 --rounds 2 --seed 3"
 train_same causal "--pattern causal $tc --epochs 2 --norm layer" 1 2 3
 train_same causal-long "--pattern causal $tc --epochs 6 --optimizer sgd --momentum 0.9" 2

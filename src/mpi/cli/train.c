@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "../train.h"
+#include "../exchange.h"
 #include "mpi_cli.h"
 #include "train.h"
 
@@ -26,6 +27,9 @@ static int refuse_train(const train_opts_t *to, ag_mpi_path_t path)
     if (what)
         return usage_error("train", "%s is not supported by attngraph-mpi train yet: run "
                            "attngraph train", what);
+    for (int k = 0; k < to->n_conns; k++)
+        if (to->conns[k].kind == 2 && refuse_csr_stdin("train", to->conns[k].name))
+            return 1;
     if (path == AG_MPI_RING)
         return usage_error("train", "--path ring: training runs on the halo path only so "
                            "far (the ring's backward is not written); use --path halo");
@@ -97,8 +101,24 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
     return rc;
 }
 
+/* Rank 0: the time an epoch took and what moved between the processes. */
+static void report(mtrain_t *s, int64_t epochs, double seconds)
+{
+    double mine[3] = {s->stats.seconds_comm, (double)s->stats.bytes_sent, seconds}, all[3];
+    MPI_Reduce(mine, all, 3, MPI_DOUBLE, MPI_SUM, 0, s->comm);
+    if (s->part.rank != 0)
+        return;
+    const int P = s->part.ranks;
+    const double per = (double)(epochs + 1);   /* the figures of the last epoch too */
+    printf("%lld epoch%s in %.3g s; communicating: %.1f%% (mean over processes); exchanged: "
+           "%.4g MB an epoch (all processes together)\n", (long long)epochs, PLURAL(epochs),
+           seconds, all[2] > 0 ? 100.0 * all[0] / all[2] : 0.0, all[1] / 1e6 / per);
+    (void)P;
+}
+
 static int train_loop(mtrain_t *s, const train_opts_t *to, FILE *log, ag_error_t *err)
 {
+    const double t0 = ag_mpi_now();
     const task_t *t = &s->task;
     const int64_t E = to->epochs, every = to->every ? to->every : (E >= 10 ? E / 10 : 1);
     const int rows = s->part.rank == 0 && !to->o.quiet;
@@ -121,6 +141,8 @@ static int train_loop(mtrain_t *s, const train_opts_t *to, FILE *log, ag_error_t
             fflush(stdout);
         }
     }
+    if (!rc && !to->o.quiet)
+        report(s, E, ag_mpi_now() - t0);
     return rc;
 }
 
@@ -140,7 +162,7 @@ static int features_rows(MPI_Comm comm, const char *path, int64_t *N, ag_error_t
     return AG_OK;
 }
 
-static int setup(mtrain_t *s, train_opts_t *to, int *usage, ag_error_t *err)
+static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_error_t *err)
 {
     source_opts_t so = to->o.src;
     const train_conn_t *c = &to->conns[0];
@@ -176,7 +198,14 @@ static int setup(mtrain_t *s, train_opts_t *to, int *usage, ag_error_t *err)
         printf("graph: %s: %lld node%s, %lld message%s, on %d process%s\n", desc, (long long)N,
                PLURAL(N), (long long)s->part.n_edges, PLURAL(s->part.n_edges), s->part.ranks,
                s->part.ranks == 1 ? "" : "es");
-        print_setup(to, &whole, &s->task, ag_set_threads((int)to->o.threads));
+        print_setup(to, &whole, &s->task, threads);
+        for (int p = 0; p < s->part.ranks; p++) {
+            const int64_t lo = s->part.bounds[p], hi = s->part.bounds[p + 1];
+            if (hi > lo)
+                printf("  process %d: rows %lld..%lld\n", p, (long long)lo, (long long)hi - 1);
+            else
+                printf("  process %d: no rows (parts start at multiples of 1024 rows)\n", p);
+        }
         fflush(stdout);
     }
     return rc;
@@ -213,7 +242,7 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
         return status;
     if (refuse_train(&to, path))
         return EXIT_USAGE;
-    ag_set_threads((int)to.o.threads);
+    const int threads = ag_set_threads(to.o.threads ? (int)to.o.threads : threads_per_process(comm));
     mtrain_t *s = calloc(1, sizeof *s);
     if (!s) {
         fprintf(stderr, "attngraph-mpi: out of memory\n");
@@ -237,7 +266,7 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
     rc = ag_mpi_agree(comm, rc, &err);
     int u = 0;
     if (!rc)
-        rc = setup(s, &to, &u, &err);
+        rc = setup(s, &to, threads, &u, &err);
     usage = usage || u;
     if (!rc)
         rc = train_loop(s, &to, log, &err);
