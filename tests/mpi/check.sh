@@ -292,5 +292,19 @@ else
     ok
 fi
 
+# training, under AddressSanitizer too: no leak of ours, on the tiled and the gather kernel
+for args in "--pattern causal --norm layer" "--pattern random:8,5+window:2"; do
+    # shellcheck disable=SC2086
+    ASAN_OPTIONS="${ASAN_OPTIONS}:detect_leaks=1" mpi 3 train $args --features "$T/tx.npy" \
+        --labels "$T/labels.npy" --epochs 2 --save "$T/leak.s" --quiet >"$T/log" 2>&1
+    rm -rf "$T/leak.s"
+    ours=$(grep -E '#[0-9]+ .* (src|tools)/|runtime error' "$T/log" | head -n 3)
+    if [ -n "$ours" ]; then
+        bad "train: leak or error in our code ($args): $ours"
+    else
+        ok
+    fi
+done
+
 echo "mpi: $passed passed, $failed failed"
 [ $failed -eq 0 ]
