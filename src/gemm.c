@@ -166,3 +166,52 @@ int ag_i_sum_rows(int64_t N, int64_t width, int64_t work, ag_i_rows_fn fn, void 
     free(part);
     return AG_OK;
 }
+
+/* ---- over processes ---- */
+
+int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const float *B,
+                    int64_t N, int64_t a, int64_t b, ag_error_t *err)
+{
+    if (!r)
+        return ag_i_gemm_atb(G, A, B, N, a, b, err);
+    const int64_t chunks = N > 0 ? (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK : 0, ab = a * b;
+    float *part = ag_alloc(chunks ? chunks * ab : 1, sizeof *part, err,
+                           "weight gradient partials");
+    if (!part)   /* the reducer still runs: every process must hear of the failure */
+        return r->add_f(r, G, NULL, -1, ab, err);
+    int threads;
+    const int was = blas_single(&threads);
+    /* each chunk's partial as ag_i_gemm_atb computes it */
+#pragma omp parallel for if (chunks > 1 && N * ab >= AG_PARALLEL_MIN_WORK) \
+    num_threads(threads) schedule(static)
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t lo = c * AG_GEMM_CHUNK;
+        const int64_t rows = N - lo < AG_GEMM_CHUNK ? N - lo : AG_GEMM_CHUNK;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a, (int)b, (int)rows, 1.0f,
+                    A + lo * a, (int)a, B + lo * b, (int)b, 0.0f, part + c * ab, (int)b);
+    }
+    blas_restore(was);
+    const int rc = r->add_f(r, G, part, chunks, ab, err);
+    free(part);
+    return rc;
+}
+
+int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t work,
+                    ag_i_rows_fn fn, void *ctx, double *out, ag_error_t *err)
+{
+    (void)work;   /* read by OpenMP only */
+    if (!r)
+        return ag_i_sum_rows(N, width, work, fn, ctx, out, err);
+    const int64_t chunks = N > 0 ? (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK : 0;
+    double *part = ag_calloc(chunks ? chunks * width : 1, sizeof *part, err, "row sums");
+    if (!part)   /* the reducer still runs: every process must hear of the failure */
+        return r->add_d(r, out, NULL, -1, width, err);
+#pragma omp parallel for if (chunks > 1 && work >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t lo = c * AG_GEMM_CHUNK;
+        fn(lo, N - lo < AG_GEMM_CHUNK ? N : lo + AG_GEMM_CHUNK, part + c * width, ctx);
+    }
+    const int rc = r->add_d(r, out, part, chunks, width, err);
+    free(part);
+    return rc;
+}

@@ -50,4 +50,45 @@ typedef void (*ag_i_rows_fn)(int64_t lo, int64_t hi, double *partial, void *ctx)
 int ag_i_sum_rows(int64_t N, int64_t width, int64_t work, ag_i_rows_fn fn, void *ctx,
                   double *out, ag_error_t *err);
 
+/*
+ * Sums over rows split among processes (the MPI layer's training; no MPI
+ * here): the rows given are this process's part of the whole, starting on a
+ * chunk boundary, and a reducer adds every process's per-chunk partials in
+ * the whole's chunk order, which is the one-process sum bit for bit.
+ */
+typedef struct ag_i_reducer ag_i_reducer_t;
+struct ag_i_reducer {
+    /* chunks -1 (part NULL): this process failed (err says why); the reducer
+       must still take part, and return the failure on every process */
+    /* G[0..width) += the partials [chunks, width] of every process, chunk by chunk */
+    int (*add_f)(const ag_i_reducer_t *r, float *G, const float *part, int64_t chunks,
+                 int64_t width, ag_error_t *err);
+    /* out[0..width) = 0 + the partials of every process, chunk by chunk */
+    int (*add_d)(const ag_i_reducer_t *r, double *out, const double *part, int64_t chunks,
+                 int64_t width, ag_error_t *err);
+    /* *n = the sum of *n over the processes */
+    int (*count)(const ag_i_reducer_t *r, int64_t *n, ag_error_t *err);
+    void *ctx;
+};
+
+/* ag_i_gemm_atb and ag_i_sum_rows over this process's rows with r (NULL: the
+   plain calls). */
+int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const float *B,
+                    int64_t N, int64_t a, int64_t b, ag_error_t *err);
+int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t work,
+                    ag_i_rows_fn fn, void *ctx, double *out, ag_error_t *err);
+
+/* The losses and LayerNorm's backward with r (NULL: the plain calls); the
+   counts that scale a loss are the whole's. */
+int ag_i_loss_mse_r(const ag_i_reducer_t *r, const float *X, const float *Y, int64_t N,
+                    int64_t D, const uint8_t *mask, double *loss, float *dX, ag_error_t *err);
+int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N, int64_t D,
+                              const float *Wr, const float *br, int64_t C,
+                              const int64_t *labels, const uint8_t *mask, double *loss,
+                              float *dX, float *dWr, float *dbr, int64_t *correct,
+                              int64_t *counted, int64_t *pred, ag_error_t *err);
+int ag_i_layer_norm_backward_r(const ag_i_reducer_t *r, float *dX, float *dW, float *dB,
+                               const float *dY, const float *X, int64_t N, int64_t D,
+                               const float *weight, float eps, ag_error_t *err);
+
 #endif

@@ -54,6 +54,26 @@ int ag_i_nbhd_from_pattern_part(ag_nbhd_t *nb, const ag_pattern_t *pattern, int6
 int ag_i_pattern_edge_ptr(int64_t **edge_ptr, const ag_pattern_t *pattern, int64_t N,
                           ag_self_loops_t self, ag_error_t *err);
 
+/*
+ * What the backward of the part lo..hi-1 reads of a graph of N nodes and E
+ * messages (nbhd_back.c): own holds the part's destinations (from 0, sources
+ * global, as ag_mpi_part_t's nb); dst, src, len [n] the in-runs of the other
+ * destinations that read the part's sources, clipped to sources lo..hi-1,
+ * destinations ascending (each one's runs in its own order). view is
+ * ag_i_backward_part's nb for qlo..qhi = klo..khi = lo..hi: indexed by global
+ * node, destinations dlo..dhi-1 (own ones whole, others clipped), the
+ * whole graph's out-runs of sources lo..hi-1.
+ */
+typedef struct {
+    ag_nbhd_t base;            /* destinations dlo.. from 0; sources lo.. from 0 (out-runs) */
+    int64_t dlo, dhi;          /* the destinations read: multiples of 8 (or N) */
+    ag_nbhd_t view;            /* offset pointers into base: never destroy it */
+} ag_i_back_part_t;
+int ag_i_back_part_init(ag_i_back_part_t *bp, int64_t N, int64_t E, int64_t lo, int64_t hi,
+                        const ag_nbhd_t *own, int64_t n, const int64_t *dst, const int64_t *src,
+                        const int64_t *len, ag_error_t *err);
+void ag_i_back_part_destroy(ag_i_back_part_t *bp);
+
 /* Skips a UTF-8 byte-order mark at the start of f (1 if there was one);
    otherwise f goes back to its start (0), or -1 with errno set where it
    cannot seek (a pipe: read such input into memory instead). */

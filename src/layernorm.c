@@ -59,6 +59,13 @@ int ag_i_layer_norm_backward(float *dX, float *dW, float *dB, const float *dY, c
                              int64_t N, int64_t D, const float *weight, float eps,
                              ag_error_t *err)
 {
+    return ag_i_layer_norm_backward_r(NULL, dX, dW, dB, dY, X, N, D, weight, eps, err);
+}
+
+int ag_i_layer_norm_backward_r(const ag_i_reducer_t *r, float *dX, float *dW, float *dB,
+                               const float *dY, const float *X, int64_t N, int64_t D,
+                               const float *weight, float eps, ag_error_t *err)
+{
     /* dx = inv (g - mean(g) - xhat mean(g xhat)) with g = dy * weight; row i owns dx_i */
 #pragma omp parallel for if (N * D * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < N; i++) {
@@ -82,7 +89,7 @@ int ag_i_layer_norm_backward(float *dX, float *dW, float *dB, const float *dY, c
     if (!sums)
         return AG_ENOMEM;
     ln_sums_t ctx = {dY, X, D, eps};
-    int rc = ag_i_sum_rows(N, 2 * D, N * D * 16, ln_param_sums, &ctx, sums, err);
+    int rc = ag_i_sum_rows_r(r, N, 2 * D, N * D * 16, ln_param_sums, &ctx, sums, err);
     for (int64_t c = 0; !rc && c < D; c++) {
         if (dW)
             dW[c] += (float)sums[c];

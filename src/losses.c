@@ -40,11 +40,21 @@ static void mse_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
 int ag_loss_mse(const float *X, const float *Y, int64_t N, int64_t D, const uint8_t *mask,
                 double *loss, float *dX, ag_error_t *err)
 {
-    if (!X || !Y || N <= 0 || D <= 0)
+    return ag_i_loss_mse_r(NULL, X, Y, N, D, mask, loss, dX, err);
+}
+
+int ag_i_loss_mse_r(const ag_i_reducer_t *r, const float *X, const float *Y, int64_t N,
+                    int64_t D, const uint8_t *mask, double *loss, float *dX, ag_error_t *err)
+{
+    /* a process's part may have no rows; the whole may not */
+    if ((!r && (!X || !Y || N <= 0)) || N < 0 || D <= 0)
         return ag_fail(err, AG_EINVAL, "mse: %s [%lld, %lld]; expected X and targets of at "
                        "least one row and column", X && Y ? "states" : "no states or targets",
                        (long long)N, (long long)D);
-    const int64_t rows = mask_count(mask, N);
+    int64_t rows = mask_count(mask, N);
+    int rc = r ? r->count(r, &rows, err) : AG_OK;
+    if (rc)
+        return rc;
     if (rows == 0)
         return ag_fail(err, AG_EINVAL, "mse: the mask selects none of the %lld nodes",
                        (long long)N);
@@ -52,7 +62,7 @@ int ag_loss_mse(const float *X, const float *Y, int64_t N, int64_t D, const uint
     if (loss) {
         mse_t ctx = {X, Y, mask, D};
         double sum;
-        int rc = ag_i_sum_rows(N, 1, N * D, mse_rows, &ctx, &sum, err);
+        rc = ag_i_sum_rows_r(r, N, 1, N * D, mse_rows, &ctx, &sum, err);
         if (rc)
             return rc;
         *loss = sum * scale;
@@ -117,14 +127,14 @@ static void bias_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
             partial[c] += s->logits[i * s->C + c];
 }
 
-static int ce_check(const float *X, int64_t N, int64_t D, const float *Wr, int64_t C,
-                    const int64_t *labels, const uint8_t *mask, int64_t *counted,
-                    ag_error_t *err)
+static int ce_check(const ag_i_reducer_t *red, const float *X, int64_t N, int64_t D,
+                    const float *Wr, int64_t C, const int64_t *labels, const uint8_t *mask,
+                    int64_t *counted, ag_error_t *err)
 {
-    if (!X || !Wr || !labels)
+    if ((!red && (!X || !labels)) || !Wr)
         return ag_fail(err, AG_EINVAL, "cross-entropy: states, readout weights and labels "
                        "are required");
-    if (N <= 0 || D <= 0 || C <= 0)
+    if ((!red && N <= 0) || N < 0 || D <= 0 || C <= 0)
         return ag_fail(err, AG_EINVAL, "cross-entropy: %lld nodes of width %lld, %lld "
                        "classes; expected each >= 1", (long long)N, (long long)D, (long long)C);
     if (D > INT32_MAX || C > INT32_MAX)
@@ -138,6 +148,9 @@ static int ce_check(const float *X, int64_t N, int64_t D, const float *Wr, int64
                            (long long)(C - 1));
         *counted += labels[i] >= 0 && (!mask || mask[i]);
     }
+    int rc = red ? red->count(red, counted, err) : AG_OK;
+    if (rc)
+        return rc;
     if (*counted == 0)
         return ag_fail(err, AG_EINVAL, "cross-entropy: no node is both in the mask and "
                        "labelled");
@@ -150,11 +163,21 @@ int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const float *Wr,
                           float *dbr, int64_t *correct, int64_t *counted, int64_t *pred,
                           ag_error_t *err)
 {
+    return ag_i_loss_cross_entropy_r(NULL, X, N, D, Wr, br, C, labels, mask, loss, dX, dWr,
+                                     dbr, correct, counted, pred, err);
+}
+
+int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N, int64_t D,
+                              const float *Wr, const float *br, int64_t C,
+                              const int64_t *labels, const uint8_t *mask, double *loss,
+                              float *dX, float *dWr, float *dbr, int64_t *correct,
+                              int64_t *counted, int64_t *pred, ag_error_t *err)
+{
     int64_t n = 0;
-    int rc = ce_check(X, N, D, Wr, C, labels, mask, &n, err);
+    int rc = ce_check(r, X, N, D, Wr, C, labels, mask, &n, err);
     if (rc)
         return rc;
-    float *logits = ag_alloc(N * C, sizeof *logits, err, "cross-entropy logits");
+    float *logits = ag_alloc(N ? N * C : 1, sizeof *logits, err, "cross-entropy logits");
     double *sums = ag_alloc(C > 2 ? C : 2, sizeof *sums, err, "cross-entropy");
     if (!logits || !sums) {
         free(logits), free(sums);
@@ -166,7 +189,7 @@ int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const float *Wr,
             for (int64_t c = 0; c < C; c++)
                 logits[i * C + c] += br[c];
     ce_t ctx = {logits, labels, mask, C, n, pred};
-    rc = ag_i_sum_rows(N, 2, N * C * 8, ce_rows, &ctx, sums, err);
+    rc = ag_i_sum_rows_r(r, N, 2, N * C * 8, ce_rows, &ctx, sums, err);
     if (!rc) {
         if (loss)
             *loss = sums[0] / (double)n;
@@ -180,9 +203,9 @@ int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const float *Wr,
         ag_i_gemm_xw(dX, logits, Wr, N, C, D, 0.0f);
     if (!rc && dWr) {
         memset(dWr, 0, (size_t)(C * D) * sizeof *dWr);
-        rc = ag_i_gemm_atb(dWr, logits, X, N, C, D, err);
+        rc = ag_i_gemm_atb_r(r, dWr, logits, X, N, C, D, err);
     }
-    if (!rc && dbr && !(rc = ag_i_sum_rows(N, C, N * C, bias_rows, &ctx, sums, err)))
+    if (!rc && dbr && !(rc = ag_i_sum_rows_r(r, N, C, N * C, bias_rows, &ctx, sums, err)))
         for (int64_t c = 0; c < C; c++)
             dbr[c] = (float)sums[c];
     free(logits), free(sums);

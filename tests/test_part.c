@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm.h"
+#include "internal.h"
 #include "kernels/kernels.h"
 #include "testutil.h"
 
@@ -160,6 +162,186 @@ START_TEST(stream_matches_whole)
 }
 END_TEST
 
+/* ---- the backward on a part ---- */
+
+/* A copy of rows [a, b) of X (width c) holding only the rows `keep` marks
+   (others zero), as an array indexed by global row (offset pointer). */
+static float *rows_copy(const float *X, int64_t c, int64_t a, int64_t b, const char *keep,
+                        float **base)
+{
+    *base = calloc((size_t)((b > a ? b - a : 1) * c), sizeof(float));
+    for (int64_t i = a; i < b; i++)
+        if (keep[i])
+            memcpy(*base + (i - a) * c, X + i * c, (size_t)c * sizeof(float));
+    return *base - a * c;
+}
+
+typedef struct {
+    float *dM, *Dd, *dQ, *dK, *dV;
+} whole_grads_t;
+
+static void whole_backward(whole_t *w, whole_grads_t *g)
+{
+    const int64_t N = w->N, HD = w->HD;
+    g->dM = malloc((size_t)(N * HD) * sizeof(float));
+    g->Dd = malloc((size_t)(N * w->H) * sizeof(float));
+    g->dQ = malloc((size_t)(N * HD) * sizeof(float));
+    g->dK = malloc((size_t)(N * HD) * sizeof(float));
+    g->dV = malloc((size_t)(N * HD) * sizeof(float));
+    fill_uniform(g->dM, N * HD, 4, 1.0f);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t h = 0; h < w->H; h++) {
+            float s = 0;
+            for (int64_t c = 0; c < w->d; c++)
+                s += g->dM[i * HD + h * w->d + c] * w->M[i * HD + h * w->d + c];
+            g->Dd[i * w->H + h] = s;
+        }
+    ag_error_t err;
+    ck_assert_int_eq(ag_nbhd_transpose(&w->nb, &err), AG_OK);
+    ck_assert_int_eq(ag_i_backward_auto(&w->nb, w->Q, w->K, w->V, w->H, w->d,
+                                        1.0f / sqrtf((float)w->d), w->lse, g->Dd, g->dM, g->dQ,
+                                        g->dK, g->dV, &err), AG_OK);
+}
+
+/* Part lo..hi-1's backward from what a process holds: its destinations' runs,
+   the other destinations' runs clipped to its sources, the rows those read. */
+static void check_back_part(const whole_t *w, const whole_grads_t *g, int64_t lo, int64_t hi)
+{
+    const ag_nbhd_t *nb = &w->nb;
+    const int64_t N = w->N, HD = w->HD, H = w->H, n = hi - lo;
+    ag_nbhd_t own = {0};
+    own.n_nodes = n, own.n_runs = nb->run_ptr[hi] - nb->run_ptr[lo];
+    own.edge_ptr = malloc((size_t)(n + 1) * sizeof(int64_t));
+    own.run_ptr = malloc((size_t)(n + 1) * sizeof(int64_t));
+    for (int64_t i = 0; i <= n; i++)
+        own.edge_ptr[i] = nb->edge_ptr[lo + i] - nb->edge_ptr[lo],
+        own.run_ptr[i] = nb->run_ptr[lo + i] - nb->run_ptr[lo];
+    own.run_src = nb->run_src + nb->run_ptr[lo], own.run_len = nb->run_len + nb->run_ptr[lo];
+    /* the other destinations' runs on sources lo..hi-1; which rows are held */
+    int64_t *dst = malloc((size_t)(nb->n_runs + 1) * sizeof(int64_t));
+    int64_t *src = malloc((size_t)(nb->n_runs + 1) * sizeof(int64_t));
+    int64_t *len = malloc((size_t)(nb->n_runs + 1) * sizeof(int64_t)), m = 0;
+    char *dest_held = calloc((size_t)N, 1), *src_held = calloc((size_t)N, 1);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++) {
+            const int64_t a = nb->run_src[r], b = a + nb->run_len[r];
+            if (i >= lo && i < hi) {
+                dest_held[i] = 1;
+                for (int64_t j = a; j < b; j++)
+                    src_held[j] = 1;
+                continue;
+            }
+            const int64_t ca = a < lo ? lo : a, cb = b > hi ? hi : b;
+            if (cb > ca)
+                dst[m] = i, src[m] = ca, len[m++] = cb - ca, dest_held[i] = 1;
+        }
+    for (int64_t j = lo; j < hi; j++)
+        src_held[j] = 1;
+    ag_i_back_part_t bp;
+    ag_error_t err;
+    ck_assert_int_eq(ag_i_back_part_init(&bp, N, nb->n_edges, lo, hi, &own, m, dst, src, len,
+                                         &err), AG_OK);
+    /* K and V: the span of the sources held, widened to 8 */
+    int64_t ka = lo, kb = hi;
+    for (int64_t j = 0; j < N; j++)
+        if (src_held[j])
+            ka = j < ka ? j : ka, kb = j + 1 > kb ? j + 1 : kb;
+    ka -= ka % 8, kb = kb + (8 - kb % 8) % 8 > N ? N : kb + (8 - kb % 8) % 8;
+    float *bufs[6];
+    const float *K = rows_copy(w->K, HD, ka, kb, src_held, &bufs[0]);
+    const float *V = rows_copy(w->V, HD, ka, kb, src_held, &bufs[1]);
+    const float *Q = rows_copy(w->Q, HD, bp.dlo, bp.dhi, dest_held, &bufs[2]);
+    const float *dM = rows_copy(g->dM, HD, bp.dlo, bp.dhi, dest_held, &bufs[3]);
+    const float *lse = rows_copy(w->lse, H, bp.dlo, bp.dhi, dest_held, &bufs[4]);
+    const float *Dd = rows_copy(g->Dd, H, bp.dlo, bp.dhi, dest_held, &bufs[5]);
+    float *dQ = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
+    float *dK = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
+    float *dV = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
+    ck_assert_int_eq(ag_i_backward_part(&bp.view, one_run(nb), lo, hi, lo, hi, Q, K, V, H,
+                                        w->d, 1.0f / sqrtf((float)w->d), lse, Dd, dM,
+                                        dQ - lo * HD, dK - lo * HD, dV - lo * HD, &err), AG_OK);
+    const size_t bytes = (size_t)(n * HD) * sizeof(float);
+    ck_assert_msg(!memcmp(dQ, g->dQ + lo * HD, bytes), "dQ of %lld..%lld differs",
+                  (long long)lo, (long long)hi - 1);
+    ck_assert_msg(!memcmp(dK, g->dK + lo * HD, bytes), "dK of %lld..%lld differs",
+                  (long long)lo, (long long)hi - 1);
+    ck_assert_msg(!memcmp(dV, g->dV + lo * HD, bytes), "dV of %lld..%lld differs",
+                  (long long)lo, (long long)hi - 1);
+    for (int k = 0; k < 6; k++)
+        free(bufs[k]);
+    free(dQ), free(dK), free(dV), free(dst), free(src), free(len), free(dest_held),
+        free(src_held), free(own.edge_ptr), free(own.run_ptr);
+    ag_i_back_part_destroy(&bp);
+}
+
+START_TEST(backward_part_matches_whole)
+{
+    static const struct {
+        const char *spec;
+        int64_t N, H, d;
+    } cases[] = {
+        {"causal", 700, 2, 24},               /* tiled, wide blocks */
+        {"window:40", 650, 1, 33},            /* tiled, narrow blocks */
+        {"random:9,3+window:2", 500, 2, 16},  /* gather */
+        {"random:20,5", 520, 1, 16},          /* gather, multi-edges */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        whole_t w;
+        whole_grads_t g;
+        whole_init(&w, cases[c].spec, cases[c].N, cases[c].H, cases[c].d);
+        whole_backward(&w, &g);
+        const int64_t cuts[][2] = {{0, 192}, {192, 448}, {448, w.N}, {0, w.N}, {w.N, w.N}};
+        for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++)
+            check_back_part(&w, &g, cuts[k][0], cuts[k][1]);
+        free(g.dM), free(g.Dd), free(g.dQ), free(g.dK), free(g.dV);
+        whole_free(&w);
+    }
+}
+END_TEST
+
+/* ---- sums over rows split into parts ---- */
+
+/* A reducer that only collects each part's chunk partials, in call order. */
+typedef struct {
+    float *f;
+    int64_t nf;
+} collect_t;
+
+static int collect_f(const ag_i_reducer_t *r, float *G, const float *part, int64_t chunks,
+                     int64_t width, ag_error_t *err)
+{
+    (void)G, (void)err;
+    collect_t *c = r->ctx;
+    memcpy(c->f + c->nf, part, (size_t)(chunks * width) * sizeof(float));
+    c->nf += chunks * width;
+    return AG_OK;
+}
+
+START_TEST(weight_gradient_chunks_of_parts)
+{
+    /* parts cut at chunk boundaries, their chunks added in order: the whole's sum */
+    const int64_t N = 3000, a = 12, b = 20, cuts[] = {0, 1024, 1024, 3000};
+    float *A = malloc((size_t)(N * a) * sizeof(float)), *B = malloc((size_t)(N * b) * sizeof(float));
+    fill_uniform(A, N * a, 5, 1.0f), fill_uniform(B, N * b, 6, 1.0f);
+    float G[12 * 20], H[12 * 20];
+    fill_uniform(G, a * b, 7, 1.0f);   /* a gradient already holding a round's sum */
+    memcpy(H, G, sizeof G);
+    ag_error_t err;
+    ck_assert_int_eq(ag_i_gemm_atb(G, A, B, N, a, b, &err), AG_OK);
+    collect_t c = {malloc((size_t)(3 * a * b) * sizeof(float)), 0};
+    const ag_i_reducer_t r = {collect_f, NULL, NULL, &c};
+    for (int p = 0; p < 3; p++)
+        ck_assert_int_eq(ag_i_gemm_atb_r(&r, NULL, A + cuts[p] * a, B + cuts[p] * b,
+                                         cuts[p + 1] - cuts[p], a, b, &err), AG_OK);
+    ck_assert_int_eq(c.nf, 3 * a * b);
+    for (int64_t k = 0; k < 3; k++)
+        for (int64_t x = 0; x < a * b; x++)
+            H[x] += c.f[k * a * b + x];
+    ck_assert(!memcmp(G, H, sizeof G));
+    free(A), free(B), free(c.f);
+}
+END_TEST
+
 Suite *part_suite(void)
 {
     Suite *s = suite_create("part");
@@ -167,6 +349,8 @@ Suite *part_suite(void)
     tcase_set_timeout(t, 20);
     tcase_add_test(t, part_matches_whole);
     tcase_add_test(t, stream_matches_whole);
+    tcase_add_test(t, backward_part_matches_whole);
+    tcase_add_test(t, weight_gradient_chunks_of_parts);
     suite_add_tcase(s, t);
     return s;
 }

@@ -135,6 +135,29 @@ int ag_i_backward_auto(const ag_nbhd_t *nb, const float *Q, const float *K, cons
     return fn(nb, Q, K, V, H, d, scale, lse, Dd, dM, dQ, dK, dV, err);
 }
 
+int ag_i_backward_part(const ag_nbhd_t *nb, int one_run, int64_t qlo, int64_t qhi, int64_t klo,
+                       int64_t khi, const float *Q, const float *K, const float *V, int64_t H,
+                       int64_t d, float scale, const float *lse, const float *Dd,
+                       const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes;
+    if (N > 0 && nb->n_edges / N >= 16 && one_run)   /* ag_i_backward_auto's choice */
+        return ag_i_backward_tiled_range(nb, qlo, qhi, klo, khi, Q, K, V, H, d, scale, lse,
+                                         Dd, dM, dQ, dK, dV, err);
+    return ag_i_backward_gather_range(nb, qlo, qhi, klo, khi, Q, K, V, H, d, scale, lse, Dd,
+                                      dM, dQ, dK, dV, err);
+}
+
+void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N, int64_t H,
+                           int64_t d)
+{
+    const int64_t HD = H * d;
+#pragma omp parallel for if (N * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t h = 0; h < H; h++)
+            Dd[i * H + h] = dot(dM + i * HD + h * d, M + i * HD + h * d, d);
+}
+
 int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                           int64_t H, int64_t d, const ag_score_t *score, const float *M,
                           const float *lse, const float *dM, const ag_attention_grads_t *g,
@@ -173,10 +196,7 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
         }
         M = M2, lse = lse2;
     }
-#pragma omp parallel for if (N * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t h = 0; h < H; h++)
-            Dd[i * H + h] = dot(dM + i * HD + h * d, M + i * HD + h * d, d);
+    ag_i_backward_rowdots(Dd, dM, M, N, H, d);
     rc = ag_i_backward_auto(nb, Q, K, V, H, d, scale, lse, Dd, dM, g->dQ, g->dK, g->dV, err);
     free(own);
     return rc;

@@ -303,7 +303,7 @@ AG_INLINE int64_t out_edges(const ag_nbhd_t *nb, int64_t j, int64_t *idx)
 }
 
 /* Pass 1: row i of dQ. */
-AG_INLINE void grad_query_row(const gbw_args_t *a, int64_t i, const gbw_buf_t *b)
+AG_INLINE void grad_query_row(const gbw_args_t *a, int64_t i, int64_t end, const gbw_buf_t *b)
 {
     const ag_nbhd_t *nb = a->nb;
     const int64_t d = a->d, H = a->H, HD = H * d;
@@ -317,7 +317,7 @@ AG_INLINE void grad_query_row(const gbw_args_t *a, int64_t i, const gbw_buf_t *b
     }
     for (int64_t h = 0; h < H; h++) {
         const int64_t off = h * d;
-        if (i + 1 < nb->n_nodes) {   /* the next destination's rows */
+        if (i + 1 < end) {   /* the next destination's rows */
             prefetch_rows(nb, i + 1, a->K, HD, off, d);
             prefetch_rows(nb, i + 1, a->V, HD, off, d);
         }
@@ -335,7 +335,7 @@ AG_INLINE void grad_query_row(const gbw_args_t *a, int64_t i, const gbw_buf_t *b
 }
 
 /* Pass 2: rows j of dK and dV. */
-AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, const gbw_buf_t *b)
+AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, int64_t end, const gbw_buf_t *b)
 {
     const ag_nbhd_t *nb = a->nb;
     const int64_t d = a->d, H = a->H, HD = H * d;
@@ -347,14 +347,14 @@ AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, const gbw_buf_t *b)
     }
     for (int64_t h = 0; h < H; h++) {
         const int64_t off = h * d;
-        if (j + 1 < nb->n_nodes)   /* the next source's rows */
+        if (j + 1 < end)   /* the next source's rows */
             for (int64_t r = nb->out_ptr[j + 1]; r < nb->out_ptr[j + 2]; r++)
                 for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++) {
                     for (int64_t c = 0; c < d; c += 16) {
                         __builtin_prefetch(a->Q + i * HD + off + c);
                         __builtin_prefetch(a->dM + i * HD + off + c);
                     }
-                    __builtin_prefetch(a->ld + 2 * (i * H + h));
+                    __builtin_prefetch(a->ld + 2 * (i * H + h));   /* i in ld's window */
                 }
         const float *v = a->V + j * HD + off;
         for (int64_t c = 0; c < d; c++)
@@ -380,50 +380,72 @@ AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, const gbw_buf_t *b)
     {                                                                                       \
         for (int64_t i = lo; i < hi; i++) {                                                 \
             if (pass == 0)                                                                  \
-                grad_query_row(a, i, b);                                                    \
+                grad_query_row(a, i, hi, b);                                                \
             else                                                                            \
-                grad_key_row(a, i, b);                                                      \
+                grad_key_row(a, i, hi, b);                                                  \
         }                                                                                   \
     }
 GRAD_ROWS_VARIANT(grad_rows_avx512, AG_TARGET_AVX512)
 GRAD_ROWS_VARIANT(grad_rows_avx2, AG_TARGET_AVX2)
 GRAD_ROWS_VARIANT(grad_rows_base, )
 
-int ag_i_backward_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                         int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                         const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+/* The destinations whose lse and D the passes read: [qlo, qhi) and every
+   destination of the out-runs of sources [klo, khi). */
+static void read_window(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t klo, int64_t khi,
+                        int64_t *lo, int64_t *hi)
 {
-    const int64_t N = nb->n_nodes;
+    *lo = qlo < qhi ? qlo : INT64_MAX, *hi = qlo < qhi ? qhi : 0;
+    for (int64_t r = klo < khi ? nb->out_ptr[klo] : 0; klo < khi && r < nb->out_ptr[khi]; r++) {
+        *lo = nb->out_dst[r] < *lo ? nb->out_dst[r] : *lo;
+        *hi = nb->out_dst[r] + nb->out_len[r] > *hi ? nb->out_dst[r] + nb->out_len[r] : *hi;
+    }
+    if (*hi <= *lo)
+        *lo = *hi = 0;
+}
+
+int ag_i_backward_gather_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t klo,
+                               int64_t khi, const float *Q, const float *K, const float *V,
+                               int64_t H, int64_t d, float scale, const float *lse,
+                               const float *Dd, const float *dM, float *dQ, float *dK,
+                               float *dV, ag_error_t *err)
+{
     if (!nb->out_ptr)
         return ag_fail(err, AG_EINVAL, "gather backward: the neighbourhoods are not "
                        "transposed (ag_nbhd_transpose)");
     int64_t max_deg = 0;
-    for (int64_t i = 0; i < N; i++) {
-        int64_t out = 0;
-        for (int64_t r = nb->out_ptr[i]; r < nb->out_ptr[i + 1]; r++)
-            out += nb->out_len[r];
+    for (int64_t i = qlo; i < qhi; i++) {
         const int64_t in = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
         max_deg = in > max_deg ? in : max_deg;
+    }
+    for (int64_t j = klo; j < khi; j++) {
+        int64_t out = 0;
+        for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++)
+            out += nb->out_len[r];
         max_deg = out > max_deg ? out : max_deg;
     }
-    const int64_t pad = max_deg + AG_LANES;
+    int64_t wlo, whi;
+    read_window(nb, qlo, qhi, klo, khi, &wlo, &whi);
+    const int64_t pad = max_deg + AG_LANES, w = whi - wlo;
     /* per thread: s, dp, l2, dd, the edges' other ends (int64), the scaled row */
     const int64_t per_thread = scratch_stride(4 * pad + 2 * max_deg + d);
     float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
                                 "gather backward buffers");
-    float *ld = buf ? ag_alloc(2 * N * H + 1, sizeof(float), err, "gather backward lse") : NULL;
+    float *ld = buf ? ag_alloc(2 * w * H + 1, sizeof(float), err, "gather backward lse") : NULL;
     if (!ld) {
         free(buf);
         return AG_ENOMEM;
     }
     const int par = nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK;
     (void)par;   /* read only by the parallel clauses: unused without OpenMP */
-#pragma omp parallel for if (par && N * H >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t x = 0; x < N * H; x++) {
-        ld[2 * x] = lse[x] > -__builtin_inff() ? lse[x] * LOG2E : 0.0f;
-        ld[2 * x + 1] = Dd[x];
+#pragma omp parallel for if (par && w * H >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < w * H; x++) {
+        const float l = lse[wlo * H + x];
+        ld[2 * x] = l > -__builtin_inff() ? l * LOG2E : 0.0f;
+        ld[2 * x + 1] = Dd[wlo * H + x];
     }
-    const gbw_args_t a = {nb, Q, K, V, dM, ld, dQ, dK, dV, H, d, scale, scale * LOG2E};
+    /* ld indexed by global destination, as every other array */
+    const gbw_args_t a = {nb, Q, K, V, dM, ld - 2 * wlo * H, dQ, dK, dV, H, d, scale,
+                          scale * LOG2E};
     static void (*const variants[3])(const gbw_args_t *, int, int64_t, int64_t,
                                      const gbw_buf_t *) = {grad_rows_base, grad_rows_avx2,
                                                            grad_rows_avx512};
@@ -434,11 +456,21 @@ int ag_i_backward_gather(const ag_nbhd_t *nb, const float *Q, const float *K, co
         const gbw_buf_t b = {mine, mine + pad, mine + 2 * pad, mine + 3 * pad,
                              (int64_t *)(mine + 4 * pad), mine + 4 * pad + 2 * max_deg};
         for (int pass = 0; pass < 2; pass++) {
+            const int64_t lo = pass ? klo : qlo, hi = pass ? khi : qhi;
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t i0 = 0; i0 < N; i0 += 64)
-                variants[level](&a, pass, i0, i0 + 64 < N ? i0 + 64 : N, &b);
+            for (int64_t i0 = lo; i0 < hi; i0 += 64)
+                variants[level](&a, pass, i0, i0 + 64 < hi ? i0 + 64 : hi, &b);
         }
     }
     free(buf), free(ld);
     return AG_OK;
+}
+
+int ag_i_backward_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                         int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
+                         const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes;
+    return ag_i_backward_gather_range(nb, 0, N, 0, N, Q, K, V, H, d, scale, lse, Dd, dM, dQ,
+                                      dK, dV, err);
 }

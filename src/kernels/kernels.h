@@ -174,6 +174,36 @@ int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, con
 int ag_i_backward_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                          int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
                          const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
+/*
+ * The same on part of the graph: dQ of destinations qlo..qhi-1 (pass A) and
+ * dK, dV of sources klo..khi-1 (pass B), each row bitwise as the whole-graph
+ * call computes it. Every array is indexed by global node number; only what
+ * the passes read need be there: for pass A the in-runs of its destinations
+ * and the K and V rows they read; for pass B the out-runs of its sources and
+ * Q, dM, lse and Dd of the destinations those reach. Tiled: both ranges of
+ * whole blocks (ag_i_tiled_width x 16 rows; the last may end at N), and pass
+ * B reads the in-run of every destination its tiles cross (rows widened to
+ * multiples of 8; a run clipped to the sources klo..khi-1 gives the same bits).
+ */
+int ag_i_backward_tiled_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t klo,
+                              int64_t khi, const float *Q, const float *K, const float *V,
+                              int64_t H, int64_t d, float scale, const float *lse,
+                              const float *Dd, const float *dM, float *dQ, float *dK,
+                              float *dV, ag_error_t *err);
+int ag_i_backward_gather_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t klo,
+                               int64_t khi, const float *Q, const float *K, const float *V,
+                               int64_t H, int64_t d, float scale, const float *lse,
+                               const float *Dd, const float *dM, float *dQ, float *dK,
+                               float *dV, ag_error_t *err);
+/* The kernel ag_i_backward_auto would pick for the whole graph (one_run: every
+   destination of the whole graph has at most one run), on the ranges above. */
+int ag_i_backward_part(const ag_nbhd_t *nb, int one_run, int64_t qlo, int64_t qhi, int64_t klo,
+                       int64_t khi, const float *Q, const float *K, const float *V, int64_t H,
+                       int64_t d, float scale, const float *lse, const float *Dd,
+                       const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
+/* Dd [N, H] = per head, sum_c dM[i, h*d+c] * M[i, h*d+c] (the backward's D). */
+void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N, int64_t H,
+                           int64_t d);
 /* The one the forward would pick (dispatch.c). */
 int ag_i_backward_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                        int64_t H, int64_t d, float scale, const float *lse, const float *Dd,

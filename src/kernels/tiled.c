@@ -585,61 +585,74 @@ static int heavier(const void *x, const void *y)
     return a->blk < b->blk ? -1 : a->blk > b->blk;
 }
 
-/* order[0 .. n_blocks): pass A's blocks by in-edges; order[n_blocks ..): pass
-   B's by out-edges; tmp [n_blocks] scratch. */
-static void order_blocks(const ag_nbhd_t *nb, int64_t BQ, int64_t n_blocks, int64_t *order,
-                         block_work_t *tmp)
+/* The blocks [b0, b0 + n) of one pass ordered by work into order (pass 0:
+   in-edges of the destinations; pass 1: out-edges of the sources); tmp [n]
+   scratch. The order decides only which thread runs a block, never its bits. */
+static void order_blocks(const ag_nbhd_t *nb, int pass, int64_t BQ, int64_t b0, int64_t n,
+                         int64_t end, int64_t *order, block_work_t *tmp)
 {
-    const int64_t N = nb->n_nodes;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int64_t k = 0; k < n_blocks; k++) {
-            const int64_t j0 = k * BQ, j1 = j0 + BQ < N ? j0 + BQ : N;
-            int64_t work = 0;
-            if (pass == 0)
-                work = nb->edge_ptr[j1] - nb->edge_ptr[j0];
-            else
-                for (int64_t r = nb->out_ptr[j0]; r < nb->out_ptr[j1]; r++)
-                    work += nb->out_len[r];
-            tmp[k] = (block_work_t){work, k};
-        }
-        qsort(tmp, (size_t)n_blocks, sizeof *tmp, heavier);
-        for (int64_t k = 0; k < n_blocks; k++)
-            order[pass * n_blocks + k] = tmp[k].blk;
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t j0 = (b0 + k) * BQ, j1 = j0 + BQ < end ? j0 + BQ : end;
+        int64_t work = 0;
+        if (pass == 0)
+            work = nb->edge_ptr[j1] - nb->edge_ptr[j0];
+        else
+            for (int64_t r = nb->out_ptr[j0]; r < nb->out_ptr[j1]; r++)
+                work += nb->out_len[r];
+        tmp[k] = (block_work_t){work, b0 + k};
     }
+    qsort(tmp, (size_t)n, sizeof *tmp, heavier);
+    for (int64_t k = 0; k < n; k++)
+        order[k] = tmp[k].blk;
 }
 
-int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                        int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                        const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+/* Is [lo, hi) a range of whole blocks of BQ rows (hi may be the last row N)? */
+static int whole_blocks(int64_t lo, int64_t hi, int64_t BQ, int64_t N)
+{
+    return lo >= 0 && lo <= hi && hi <= N && (lo == hi || (lo % BQ == 0 &&
+                                                           (hi % BQ == 0 || hi == N)));
+}
+
+int ag_i_backward_tiled_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t klo,
+                              int64_t khi, const float *Q, const float *K, const float *V,
+                              int64_t H, int64_t d, float scale, const float *lse,
+                              const float *Dd, const float *dM, float *dQ, float *dK,
+                              float *dV, ag_error_t *err)
 {
     const int64_t N = nb->n_nodes;
-    if (!ag_i_tiled_applies(nb))
-        return ag_fail(err, AG_EINVAL, "tiled backward: a destination has more than one run "
-                       "of sources");
     if (!nb->out_ptr)
         return ag_fail(err, AG_EINVAL, "tiled backward: the neighbourhoods are not "
                        "transposed (ag_nbhd_transpose)");
-    const int QV = N > 0 && nb->n_edges / N < 256 ? 1 : 4;   /* as the forward */
-    const int64_t BQ = QV * AG_LANES, n_blocks = (N + BQ - 1) / BQ;
+    const int QV = ag_i_tiled_width(nb);   /* as the forward */
+    const int64_t BQ = QV * AG_LANES;
+    if (!whole_blocks(qlo, qhi, BQ, N) || !whole_blocks(klo, khi, BQ, N))
+        return ag_fail(err, AG_EINVAL, "tiled backward: destinations %lld..%lld and sources "
+                       "%lld..%lld; expected ranges of whole blocks of %lld rows within 0..%lld",
+                       (long long)qlo, (long long)qhi, (long long)klo, (long long)khi,
+                       (long long)BQ, (long long)N);
+    const int64_t qb0 = qlo / BQ, n_qb = qlo < qhi ? (qhi + BQ - 1) / BQ - qb0 : 0;
+    const int64_t kb0 = klo / BQ, n_kb = klo < khi ? (khi + BQ - 1) / BQ - kb0 : 0;
+    const int64_t most = n_qb > n_kb ? n_qb : n_kb;
     const int64_t per_thread = scratch_stride(4 * d * BQ + 2 * BK * BQ + 4 * BQ);
     float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
                                 "tiled backward buffers");
-    int64_t *order = buf ? ag_alloc(2 * n_blocks + 1, sizeof(int64_t), err, "tiled backward "
+    int64_t *order = buf ? ag_alloc(n_qb + n_kb + 1, sizeof(int64_t), err, "tiled backward "
                                     "order") : NULL;
-    block_work_t *tmp = order ? ag_alloc(n_blocks + 1, sizeof *tmp, err, "tiled backward "
+    block_work_t *tmp = order ? ag_alloc(most + 1, sizeof *tmp, err, "tiled backward "
                                          "order") : NULL;
     if (!tmp) {
         free(buf), free(order);
         return AG_ENOMEM;
     }
-    order_blocks(nb, BQ, n_blocks, order, tmp);
+    order_blocks(nb, 0, BQ, qb0, n_qb, qhi, order, tmp);
+    order_blocks(nb, 1, BQ, kb0, n_kb, khi, order + n_qb, tmp);
     free(tmp);
     const bw_args_t a = {nb, Q, K, V, dM, lse, Dd, dQ, dK, dV, H, d, scale, scale * LOG2E};
     static const grad_fn variants[3][2] = {{grad_q1_base, grad_q4_base},
                                            {grad_q1_avx2, grad_q4_avx2},
                                            {grad_q1_avx512, grad_q4_avx512}};
     const grad_fn grad = variants[ag_simd_level()][QV == 4];
-    const int64_t n_tasks = n_blocks * H, runs = n_blocks / (8 * max_threads());
+    const int64_t runs = most / (8 * max_threads());
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > 8 ? 8 : (int)runs;
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
 #pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
@@ -653,14 +666,28 @@ int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, con
                             (int32_t *)(mine + 4 * db + 2 * sb + 3 * BQ)};
         /* pass A writes dQ, pass B dK and dV: each row has one owner */
         for (int pass = 0; pass < 2; pass++) {
+            const int64_t n_blocks = pass ? n_kb : n_qb, end = pass ? khi : qhi;
+            const int64_t *ord = pass ? order + n_qb : order;
 #pragma omp for schedule(dynamic, chunk)
-            for (int64_t t = 0; t < n_tasks; t++) {
-                const int64_t h = t / n_blocks, blk = order[pass * n_blocks + t % n_blocks];
-                const int64_t i0 = blk * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
+            for (int64_t t = 0; t < n_blocks * H; t++) {
+                const int64_t h = t / n_blocks, blk = ord[t % n_blocks];
+                const int64_t i0 = blk * BQ, nq = end - i0 < BQ ? end - i0 : BQ;
                 grad(&a, pass, i0, nq, h, &b);
             }
         }
     }
     free(buf), free(order);
     return AG_OK;
+}
+
+int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                        int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
+                        const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+{
+    if (!ag_i_tiled_applies(nb))
+        return ag_fail(err, AG_EINVAL, "tiled backward: a destination has more than one run "
+                       "of sources");
+    const int64_t N = nb->n_nodes;
+    return ag_i_backward_tiled_range(nb, 0, N, 0, N, Q, K, V, H, d, scale, lse, Dd, dM, dQ,
+                                     dK, dV, err);
 }

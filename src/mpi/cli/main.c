@@ -13,6 +13,7 @@
 
 static const char usage[] =
     "usage: mpirun -np P attngraph-mpi run [attngraph run's options] [--path auto|halo|ring]\n"
+    "       mpirun -np P attngraph-mpi train [attngraph train's options]\n"
     "\n"
     "Runs attngraph's message rounds on P MPI processes; the outputs are bitwise those\n"
     "of `attngraph run` on one process. See 'attngraph-mpi run --help'.\n";
@@ -54,8 +55,10 @@ int main(int argc, char **argv)
         status = argc < 2 ? EXIT_USAGE : 0;
     } else if (!strcmp(argv[1], "run")) {
         status = mpi_run(MPI_COMM_WORLD, argc - 1, argv + 1);
+    } else if (!strcmp(argv[1], "train")) {
+        status = mpi_train(MPI_COMM_WORLD, argc - 1, argv + 1);
     } else {
-        fprintf(stderr, "attngraph-mpi: unknown command '%s' (run)\n", argv[1]);
+        fprintf(stderr, "attngraph-mpi: unknown command '%s' (run, train)\n", argv[1]);
     }
     fflush(stdout);
     MPI_Finalize();

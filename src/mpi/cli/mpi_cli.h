@@ -20,6 +20,13 @@ int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, char *
 int own_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
                  const run_opts_t *o, ag_error_t *err);
 
+/* Without --threads: the machine's cores shared among the processes on it. */
+int threads_per_process(MPI_Comm comm);
+/* A usage error (printed; non-zero) for a --csr read from standard input. */
+int refuse_csr_stdin(const char *cmd, const char *csr);
+
 int mpi_run(MPI_Comm comm, int argc, char **argv);
+/* attngraph train on the processes of comm (train.c). */
+int mpi_train(MPI_Comm comm, int argc, char **argv);
 
 #endif

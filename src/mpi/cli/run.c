@@ -52,7 +52,7 @@ int take_path_option(int *argc, char **argv, ag_mpi_path_t *path, const char *cm
 /* Without --threads: the machine's cores shared among the processes on it (all
    cores each would oversubscribe them: 3 processes of 2 threads on 2 cores ran
    2.5x slower than of 1 thread). */
-static int threads_per_process(MPI_Comm comm)
+int threads_per_process(MPI_Comm comm)
 {
     MPI_Comm local;
     int here = 1;
@@ -65,6 +65,15 @@ static int threads_per_process(MPI_Comm comm)
     return cores > here ? (int)(cores / here) : 1;
 }
 
+int refuse_csr_stdin(const char *cmd, const char *csr)
+{
+    const char *comma = csr ? strchr(csr, ',') : NULL;
+    if (comma && (strncmp(csr, "-,", 2) == 0 || strcmp(comma, ",-") == 0))
+        return usage_error(cmd, "--csr %s: attngraph-mpi reads each part of the CSR at its "
+                           "own offset, which standard input cannot give: name the files", csr);
+    return 0;
+}
+
 static int refuse_unsupported(const run_opts_t *o)
 {
     const char *what = o->n_attn ? "--attn" : o->trace ? "--trace" : o->save_rounds ?
@@ -74,10 +83,8 @@ static int refuse_unsupported(const run_opts_t *o)
     if (what)
         return usage_error("run", "%s is not supported by attngraph-mpi (it needs the whole "
                            "graph in one process): run attngraph run", what);
-    const char *csr = o->src.csr, *comma = csr ? strchr(csr, ',') : NULL;
-    if (comma && (strncmp(csr, "-,", 2) == 0 || strcmp(comma, ",-") == 0))
-        return usage_error("run", "--csr %s: attngraph-mpi reads each part of the CSR at its "
-                           "own offset, which standard input cannot give: name the files", csr);
+    if (refuse_csr_stdin("run", o->src.csr))
+        return EXIT_USAGE;
     if (o->score.kind != AG_SCORE_SCALED_DOT && o->score.kind != AG_SCORE_DOT)
         return usage_error("run", "attngraph-mpi runs plain dot-product softmax scores "
                            "(scaled-dot, dot, --beta); run the others with attngraph run");

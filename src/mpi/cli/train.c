@@ -1,0 +1,295 @@
+/*
+ * attngraph-mpi train: `attngraph train` on P processes, the same options
+ * (parse_train) and the same model bits: each process runs the rounds'
+ * forward and backward on its rows (src/mpi/train.c), the loss's and the
+ * weight gradients' sums over rows go through the reducer (every chunk of
+ * rows added in the one-process order on every process), and every process
+ * takes the same optimizer step on its copy of the weights. Rank 0 writes
+ * --save and --log. One connectivity; the halo path.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "../train.h"
+#include "../exchange.h"
+#include "mpi_cli.h"
+#include "train.h"
+
+static int refuse_train(const train_opts_t *to, ag_mpi_path_t path)
+{
+    const run_opts_t *o = &to->o;
+    const char *what = to->n_conns > 1 ? "several connectivities" : o->edge_bias ?
+                       "--edge-bias" : o->per_node ? "--per-node-weights" : to->predict ?
+                       "--predict" : to->svg ? "--svg" : NULL;
+    if (what)
+        return usage_error("train", "%s is not supported by attngraph-mpi train yet: run "
+                           "attngraph train", what);
+    for (int k = 0; k < to->n_conns; k++)
+        if (to->conns[k].kind == 2 && refuse_csr_stdin("train", to->conns[k].name))
+            return 1;
+    if (path == AG_MPI_RING)
+        return usage_error("train", "--path ring: training runs on the halo path only so "
+                           "far (the ring's backward is not written); use --path halo");
+    if (o->score.kind != AG_SCORE_SCALED_DOT && o->score.kind != AG_SCORE_DOT)
+        return usage_error("train", "attngraph-mpi trains plain dot-product softmax scores "
+                           "(scaled-dot, dot, --beta); train the others with attngraph train");
+    if (o->score.softcap > 0 || o->score.alibi)
+        return usage_error("train", "attngraph-mpi trains plain dot-product softmax scores: "
+                           "no --softcap or --alibi");
+    return 0;
+}
+
+typedef struct {
+    MPI_Comm comm;
+    ag_mpi_part_t part;
+    inputs_t in;
+    task_t task;               /* the whole task (every process reads it) */
+    model_t model;             /* this process's rows: model.N = hi - lo */
+    ag_matrix_t x0;            /* own rows */
+    ag_i_reducer_t red;
+    ag_mpi_reduce_t red_ctx;
+    ag_mpi_stats_t stats;
+    folder_item_t items[9 * 64 + 3];
+    char names[9 * 64 + 2][64];
+    char model_args[1024];
+    int n_items;
+    out_file_t log_out;
+} mtrain_t;
+
+/* The loss on mask's own rows (grads: and their gradients), as train_model.c's. */
+static int loss_on(mtrain_t *s, const uint8_t *mask, int grads, double *loss, int64_t *correct,
+                   ag_error_t *err)
+{
+    model_t *m = &s->model;
+    const task_t *t = &s->task;
+    const int64_t lo = s->part.lo;
+    if (!m->C)
+        return ag_i_loss_mse_r(&s->red, m->X, t->targets.data + lo * m->D, m->N, m->D,
+                               mask + lo, loss, grads ? m->dX : NULL, err);
+    return ag_i_loss_cross_entropy_r(&s->red, m->X, m->N, m->D, m->wr, m->br, m->C,
+                                     t->labels + lo, mask + lo, loss, grads ? m->dX : NULL,
+                                     grads ? m->dwr : NULL, grads ? m->dbr : NULL, correct,
+                                     NULL, NULL, err);
+}
+
+/* model_epoch on P processes. */
+static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
+{
+    model_t *m = &s->model;
+    const task_t *t = &s->task;
+    *f = (epoch_t){NAN, NAN, NAN, 0, 0};
+    memcpy(m->X, s->in.x0.data, (size_t)(m->N * m->D) * sizeof(float));
+    ag_mpi_tape_t *tape = NULL;
+    int rc = AG_OK;
+    if (m->rounds > 0)
+        rc = ag_mpi_rounds_forward(s->comm, &s->part, m->layers, m->n_layers, m->X, m->rounds,
+                                   &m->ro, &tape, &s->stats, err);
+    if (!rc)
+        rc = loss_on(s, t->train, step, &f->loss, &f->train_correct, err);
+    if (!rc && t->eval)
+        rc = loss_on(s, t->eval, 0, &f->eval_loss, &f->eval_correct, err);
+    if (!rc && !isfinite(f->loss))
+        rc = ag_fail(err, AG_EINVAL, "the loss is not finite");
+    if (!rc && step && m->rounds > 0)
+        rc = ag_mpi_rounds_backward(tape, m->dX, NULL, m->grads, err);
+    if (!rc && step)   /* the same gradients everywhere: the same step */
+        rc = ag_optimizer_step(m->opt, &f->grad_norm, err);
+    ag_mpi_tape_free(tape);
+    return rc;
+}
+
+/* Rank 0: the time an epoch took and what moved between the processes. */
+static void report(mtrain_t *s, int64_t epochs, double seconds)
+{
+    double mine[3] = {s->stats.seconds_comm, (double)s->stats.bytes_sent, seconds}, all[3];
+    MPI_Reduce(mine, all, 3, MPI_DOUBLE, MPI_SUM, 0, s->comm);
+    if (s->part.rank != 0)
+        return;
+    const double per = (double)(epochs + 1);   /* the figures of the last epoch too */
+    printf("%lld epoch%s in %.3g s; communicating: %.1f%% (mean over processes); exchanged: "
+           "%.4g MB an epoch (all processes together)\n", (long long)epochs, PLURAL(epochs),
+           seconds, all[2] > 0 ? 100.0 * all[0] / all[2] : 0.0, all[1] / 1e6 / per);
+}
+
+static int train_loop(mtrain_t *s, const train_opts_t *to, FILE *log, ag_error_t *err)
+{
+    const double t0 = ag_mpi_now();
+    const task_t *t = &s->task;
+    const int64_t E = to->epochs, every = to->every ? to->every : (E >= 10 ? E / 10 : 1);
+    const int rows = s->part.rank == 0 && !to->o.quiet;
+    if (rows)
+        print_row_header(t);
+    epoch_t f;
+    int rc = AG_OK;
+    for (int64_t e = 0; e <= E && !rc; e++) {
+        if ((rc = ag_mpi_agree(s->comm, epoch(s, e < E, &f, err), err))) {
+            if (!isfinite(f.loss))
+                rc = ag_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
+                             "lower --lr (%g) or set --clip", (long long)e,
+                             isnan(f.loss) ? "NaN" : "infinite", (double)s->model.lr);
+            break;
+        }
+        if (log)
+            log_row(log, to->conns[0].name, t, e, &f);
+        if (rows && (e % every == 0 || e == E)) {
+            print_row(t, e, &f);
+            fflush(stdout);
+        }
+    }
+    if (!rc && !to->o.quiet)
+        report(s, E, ag_mpi_now() - t0);
+    return rc;
+}
+
+/* N from --features (rank 0 reads it), for a pattern sized by the features. */
+static int features_rows(MPI_Comm comm, const char *path, int64_t *N, ag_error_t *err)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    ag_matrix_t x;
+    memset(&x, 0, sizeof x);
+    int rc = rank == 0 ? ag_matrix_read_npy(&x, path, err) : AG_OK;
+    *N = x.rows;
+    ag_matrix_destroy(&x);
+    if ((rc = ag_mpi_agree(comm, rc, err)))
+        return rc;
+    MPI_Bcast(N, 1, MPI_INT64_T, 0, comm);
+    return AG_OK;
+}
+
+static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_error_t *err)
+{
+    source_opts_t so = to->o.src;
+    const train_conn_t *c = &to->conns[0];
+    so.graph = so.pattern = so.csr = NULL;
+    *(c->kind == 0 ? &so.graph : c->kind == 1 ? &so.pattern : &so.csr) = c->name;
+    int64_t N = 0;
+    int rc = features_rows(s->comm, to->o.features, &N, err);
+    if (!rc && c->kind == 1 && !so.nodes && !so.tokens && !so.labels_file)
+        so.nodes = N;   /* a pattern sized by the features, as attngraph train sizes it */
+    char desc[512];
+    if (!rc)
+        rc = open_part(&s->part, s->comm, &so, desc, sizeof desc, usage, err);
+    if (!rc && s->part.n_nodes != N)
+        rc = ag_mpi_agree(s->comm, ag_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s "
+                                           "has %lld row%s", desc, (long long)s->part.n_nodes,
+                                           PLURAL(s->part.n_nodes), to->o.features,
+                                           (long long)N, PLURAL(N)), err);
+    if (!rc)
+        rc = own_features(&s->x0, s->comm, &s->part, &to->o, err);
+    if (!rc) {
+        run_opts_t lo = to->o;
+        lo.posenc = 0;   /* own_features placed the rows at their positions */
+        rc = ag_mpi_agree(s->comm, inputs_load_features(&s->in, &lo, &s->x0, err), err);
+    }
+    if (!rc)
+        rc = ag_mpi_agree(s->comm, task_load(&s->task, to, N, s->in.x0.cols, err), err);
+    if (!rc)
+        rc = ag_mpi_agree(s->comm, model_init(&s->model, &s->in, to, &s->task, NULL, err), err);
+    ag_mpi_reducer(&s->red, &s->red_ctx, s->comm, &s->part, &s->stats);
+    if (!rc && s->part.rank == 0 && !to->o.quiet) {
+        inputs_t whole = s->in;
+        whole.N = N;
+        printf("graph: %s: %lld node%s, %lld message%s, on %d process%s\n", desc, (long long)N,
+               PLURAL(N), (long long)s->part.n_edges, PLURAL(s->part.n_edges), s->part.ranks,
+               s->part.ranks == 1 ? "" : "es");
+        print_setup(to, &whole, &s->task, threads);
+        for (int p = 0; p < s->part.ranks; p++) {
+            const int64_t lo = s->part.bounds[p], hi = s->part.bounds[p + 1];
+            if (hi > lo)
+                printf("  process %d: rows %lld..%lld\n", p, (long long)lo, (long long)hi - 1);
+            else
+                printf("  process %d: no rows (parts start at multiples of 1024 rows)\n", p);
+        }
+        fflush(stdout);
+    }
+    return rc;
+}
+
+/* --save on rank 0: the model's arrays (the same on every process) and model.args. */
+static int save(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
+{
+    int rc = AG_OK;
+    if (s->part.rank == 0) {
+        s->n_items = model_items(&s->model, s->items, s->names);
+        if (model_args(s->model_args, sizeof s->model_args, &to->o, s->in.H, s->in.rounds) >=
+            sizeof s->model_args)
+            rc = ag_fail(err, AG_EINVAL, "--save: the model's options are longer than %zu "
+                         "bytes", sizeof s->model_args - 1);
+        s->items[s->n_items++] = (folder_item_t){.name = "model.args", .text = s->model_args};
+        if (!rc)
+            rc = folder_write(to->save, "--save", s->items, s->n_items, err);
+    }
+    return ag_mpi_agree(s->comm, rc, err);
+}
+
+int mpi_train(MPI_Comm comm, int argc, char **argv)
+{
+    ag_mpi_path_t path;
+    if (take_path_option(&argc, argv, &path, "train"))
+        return EXIT_USAGE;
+    train_opts_t to;
+    int status = parse_train(&to, argc, argv);
+    if (status == 0)
+        printf("\nattngraph-mpi train (mpirun -np P attngraph-mpi train ...) also takes:\n"
+               "  --path auto|halo   how K and V rows reach the processes (training: halo)\n");
+    if (status >= 0)
+        return status;
+    if (refuse_train(&to, path))
+        return EXIT_USAGE;
+    const int threads = ag_set_threads(to.o.threads ? (int)to.o.threads : threads_per_process(comm));
+    mtrain_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        fprintf(stderr, "attngraph-mpi: out of memory\n");
+        return EXIT_BAD_INPUT;
+    }
+    s->comm = comm;
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0;
+    out_init(&s->log_out, to.log, "--log", "csv");
+    int rc = rank == 0 && to.save ? folder_check(to.save, "--save", &err) : AG_OK;
+    if (!rc && rank == 0)
+        rc = out_open_all(&s->log_out, 1, &usage, &err);
+    MPI_Bcast(&usage, 1, MPI_INT, 0, comm);
+    FILE *log = NULL;
+    if (!rc && rank == 0 && to.log && !(log = fopen(s->log_out.path, "w")))
+        rc = ag_fail(&err, AG_EIO, "%s: cannot write", to.log);
+    if (log)
+        fputs(TRAIN_LOG_HEADER, log);
+    rc = ag_mpi_agree(comm, rc, &err);
+    int u = 0;
+    if (!rc)
+        rc = setup(s, &to, threads, &u, &err);
+    usage = usage || u;
+    if (!rc)
+        rc = train_loop(s, &to, log, &err);
+    if (log && fclose(log) != 0 && !rc)
+        rc = ag_fail(&err, AG_EIO, "%s: write failed", to.log);
+    rc = ag_mpi_agree(comm, rc, &err);
+    if (!rc && to.save)
+        rc = save(s, &to, &err);
+    if (!rc)
+        rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(&s->log_out, 1, &err) : AG_OK, &err);
+    if (!rc && rank == 0 && !to.o.quiet) {
+        if (to.save)
+            printf("wrote %s (%d files)\n", to.save, s->n_items);
+        if (s->log_out.target)
+            printf("wrote %s\n", s->log_out.target);
+    }
+    if (rc && rank == 0) {
+        out_name_errors(&s->log_out, 1, &err);
+        out_abort(&s->log_out);
+    }
+    model_free(&s->model);
+    task_free(&s->task);
+    inputs_free(&s->in);
+    ag_matrix_destroy(&s->x0);
+    ag_mpi_part_destroy(&s->part);
+    free(s);
+    return finish("train", rc, usage, &err);
+}

@@ -1,0 +1,467 @@
+/*
+ * Training through the rounds on P processes, halo path: src/backprop.c's
+ * forward and backward on each process's rows, bitwise the one-process
+ * gradients.
+ *
+ * Forward: as ag_mpi_rounds_run, keeping per round the own rows' X, Q, M and
+ * log-sum-exp and the window of K and V rows the halo brought.
+ * Backward, per round in reverse: dM = dX Wo and the projections' products on
+ * own rows (fixed blocks: the same bits); dQ of own destinations (K and V
+ * rows from the tape's window); dK and dV of own sources computed here, by
+ * walking each source's out-edges over every destination that reads it, as
+ * one process does (a partial sum sent back to the owner could not be added
+ * in the one-process order): the owners of those destinations send their Q,
+ * dM, lse and D rows (the destination-side halo) and, once, their in-runs
+ * clipped to this process's sources (nbhd_back.c). Weight gradients: per
+ * chunk of rows here, all chunks added in order on every process (reduce.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exchange.h"
+#include "internal.h"
+#include "kernels/kernels.h"
+#include "rounds.h"
+#include "train.h"
+
+struct ag_mpi_tape {
+    MPI_Comm comm;
+    const ag_mpi_part_t *part;
+    ag_nbhd_t view;
+    const ag_weights_t *layers;
+    int n_layers, rounds, layer_norm, residual;
+    ag_round_opts_t opts;
+    float eps;
+    int64_t n, D, H, d, HD;
+    ag_halo_t halo;           /* the forward's K and V rows */
+    float *acts;              /* per round: X [n, D], Q M [n, HD], lse [n, H], K V [w, HD] */
+    /* the destination-side halo: own destinations sent to each peer, and the
+       destinations received from each (global rows, ascending per peer) */
+    int *send_count, *send_displ, *recv_count, *recv_displ;
+    int64_t *send_rows, *recv_rows, n_send, n_recv;
+    ag_i_back_part_t bp;
+    ag_i_reducer_t red;
+    ag_mpi_reduce_t red_ctx;
+    ag_mpi_stats_t *stats;
+};
+
+typedef struct {
+    float *X, *Q, *M, *lse, *K, *V;
+} mpi_acts_t;
+
+static int64_t round_floats(const ag_mpi_tape_t *t)
+{
+    return t->n * (t->D + 2 * t->HD + t->H) + 2 * (t->halo.whi - t->halo.wlo) * t->HD;
+}
+
+static mpi_acts_t acts_of(const ag_mpi_tape_t *t, int r)
+{
+    float *X = t->acts + (int64_t)r * round_floats(t);
+    float *Q = X + t->n * t->D, *M = Q + t->n * t->HD, *lse = M + t->n * t->HD;
+    float *K = lse + t->n * t->H, *V = K + (t->halo.whi - t->halo.wlo) * t->HD;
+    return (mpi_acts_t){X, Q, M, lse, K, V};
+}
+
+void ag_mpi_tape_free(ag_mpi_tape_t *t)
+{
+    if (!t)
+        return;
+    ag_halo_destroy(&t->halo);
+    ag_i_back_part_destroy(&t->bp);
+    free(t->acts);
+    free(t->send_count), free(t->send_displ), free(t->recv_count), free(t->recv_displ);
+    free(t->send_rows), free(t->recv_rows);
+    free(t);
+}
+
+/* ---- the backward's plan: clipped runs and the destination rows ---- */
+
+static int owner_of(const int64_t *bounds, int P, int64_t j)
+{
+    int a = 0, b = P - 1;   /* the last p with bounds[p] <= j (and a non-empty part) */
+    while (a < b) {
+        const int m = (a + b + 1) / 2;
+        if (bounds[m] <= j)
+            a = m;
+        else
+            b = m - 1;
+    }
+    while (a + 1 < P && bounds[a + 1] <= j)
+        a++;
+    return a;
+}
+
+/* Walks own destinations' runs, each clipped to each other owner's rows:
+   with `trip` NULL counts triples and distinct destinations per peer, else
+   writes them at cursor (3 int64 a triple) and the destinations at rows. */
+static void walk_runs(const ag_mpi_part_t *part, int64_t *trips_per, int64_t *rows_per,
+                      int64_t *trip, int64_t *cur, int64_t *rows, int64_t *rcur)
+{
+    const ag_nbhd_t *nb = &part->nb;
+    const int P = part->ranks, me = part->rank;
+    int64_t *last = calloc((size_t)P, sizeof *last);   /* last destination sent +1 */
+    for (int64_t x = 0; last && x < nb->n_nodes; x++) {
+        const int64_t i = part->lo + x;
+        for (int64_t r = nb->run_ptr[x]; r < nb->run_ptr[x + 1]; r++) {
+            const int64_t s = nb->run_src[r], e = s + nb->run_len[r];
+            for (int p = owner_of(part->bounds, P, s); p < P && part->bounds[p] < e; p++) {
+                const int64_t a = s > part->bounds[p] ? s : part->bounds[p];
+                const int64_t b = e < part->bounds[p + 1] ? e : part->bounds[p + 1];
+                if (p == me || b <= a)
+                    continue;
+                if (!trip) {
+                    trips_per[p]++;
+                } else {
+                    int64_t *at = trip + 3 * cur[p]++;
+                    at[0] = i, at[1] = a, at[2] = b - a;
+                }
+                if (last[p] != i + 1) {
+                    last[p] = i + 1;
+                    if (!trip)
+                        rows_per[p]++;
+                    else
+                        rows[rcur[p]++] = i;
+                }
+            }
+        }
+    }
+    free(last);
+}
+
+static void displs(const int *count, int *displ, int P)
+{
+    displ[0] = 0;
+    for (int p = 1; p < P; p++)
+        displ[p] = displ[p - 1] + count[p - 1];
+}
+
+/* The received triples [m, 3] into the part's backward nbhd, and the distinct
+   destinations received from each peer. */
+static int take_runs(ag_mpi_tape_t *t, const int64_t *trip, int64_t m, const int *tcount,
+                     ag_error_t *err)
+{
+    const ag_mpi_part_t *part = t->part;
+    const int P = part->ranks;
+    int64_t *dst = ag_alloc(m + 1, sizeof *dst, err, "backward plan");
+    int64_t *src = ag_alloc(m + 1, sizeof *src, err, "backward plan");
+    int64_t *len = ag_alloc(m + 1, sizeof *len, err, "backward plan");
+    t->recv_rows = ag_alloc(m + 1, sizeof *t->recv_rows, err, "backward plan");
+    int rc = dst && src && len && t->recv_rows ? AG_OK : AG_ENOMEM;
+    int64_t k = 0, n = 0;
+    for (int p = 0; !rc && p < P; p++) {
+        t->recv_count[p] = 0;
+        for (int64_t q = 0; q < tcount[p] / 3; q++, k++) {
+            dst[k] = trip[3 * k], src[k] = trip[3 * k + 1], len[k] = trip[3 * k + 2];
+            if (q == 0 || dst[k] != dst[k - 1])
+                t->recv_rows[n++] = dst[k], t->recv_count[p]++;
+        }
+    }
+    t->n_recv = n;
+    if (!rc)
+        rc = ag_i_back_part_init(&t->bp, part->n_nodes, part->n_edges, part->lo, part->hi,
+                                 &part->nb, m, dst, src, len, err);
+    free(dst), free(src), free(len);
+    return rc;
+}
+
+static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
+{
+    const ag_mpi_part_t *part = t->part;
+    const int P = part->ranks;
+    int64_t *tp = ag_calloc(P, sizeof *tp, err, "backward plan");
+    int64_t *rp = ag_calloc(P, sizeof *rp, err, "backward plan");
+    int *sc = ag_alloc(P, sizeof *sc, err, "backward plan"), *sd = ag_alloc(P, sizeof *sd, err, "backward plan");
+    int *rc3 = ag_alloc(P, sizeof *rc3, err, "backward plan"), *rd = ag_alloc(P, sizeof *rd, err, "backward plan");
+    t->send_count = ag_calloc(P, sizeof(int), err, "backward plan");
+    t->send_displ = ag_calloc(P, sizeof(int), err, "backward plan");
+    t->recv_count = ag_calloc(P, sizeof(int), err, "backward plan");
+    t->recv_displ = ag_calloc(P, sizeof(int), err, "backward plan");
+    int rc = tp && rp && sc && sd && rc3 && rd && t->send_count && t->send_displ &&
+             t->recv_count && t->recv_displ ? AG_OK : AG_ENOMEM;
+    int64_t *trip = NULL, *rtrip = NULL, *cur = NULL, *rcur = NULL, total = 0, rows = 0;
+    if (!rc) {
+        walk_runs(part, tp, rp, NULL, NULL, NULL, NULL);
+        for (int p = 0; p < P; p++)
+            total += tp[p], rows += rp[p];
+        if (3 * total > INT32_MAX)
+            rc = ag_fail(err, AG_ELIMIT, "backward plan: %lld runs to send are beyond what "
+                         "one MPI call counts", (long long)total);
+    }
+    if (!rc && (!(trip = ag_alloc(3 * total + 3, sizeof *trip, err, "backward plan")) ||
+                !(t->send_rows = ag_alloc(rows + 1, sizeof *t->send_rows, err, "backward plan")) ||
+                !(cur = ag_calloc(P, sizeof *cur, err, "backward plan")) ||
+                !(rcur = ag_calloc(P, sizeof *rcur, err, "backward plan"))))
+        rc = AG_ENOMEM;
+    if (!rc) {
+        for (int p = 0; p < P; p++) {
+            sc[p] = (int)(3 * tp[p]), t->send_count[p] = (int)rp[p];
+            cur[p] = p ? cur[p - 1] + tp[p - 1] : 0, rcur[p] = p ? rcur[p - 1] + rp[p - 1] : 0;
+        }
+        walk_runs(part, NULL, NULL, trip, cur, t->send_rows, rcur);
+        displs(sc, sd, P);
+        displs(t->send_count, t->send_displ, P);
+        t->n_send = rows;
+    }
+    if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
+        MPI_Alltoall(sc, 1, MPI_INT, rc3, 1, MPI_INT, t->comm);
+        displs(rc3, rd, P);
+        const int64_t got = (int64_t)rd[P - 1] + rc3[P - 1];
+        rc = (rtrip = ag_alloc(got + 3, sizeof *rtrip, err, "backward plan")) ? AG_OK : AG_ENOMEM;
+        if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
+            MPI_Alltoallv(trip, sc, sd, MPI_INT64_T, rtrip, rc3, rd, MPI_INT64_T, t->comm);
+            rc = take_runs(t, rtrip, got / 3, rc3, err);
+            if (!rc)
+                displs(t->recv_count, t->recv_displ, P);
+        }
+    }
+    free(tp), free(rp), free(sc), free(sd), free(rc3), free(rd);
+    free(trip), free(rtrip), free(cur), free(rcur);
+    return ag_mpi_agree(t->comm, rc, err);
+}
+
+/* ---- forward ---- */
+
+static int forward_round(ag_mpi_tape_t *t, int r, float *X, float *Xn, ag_error_t *err)
+{
+    const int k = t->n_layers == 1 ? 0 : r;
+    const ag_weights_t *w = &t->layers[k];
+    const ag_mpi_part_t *part = t->part;
+    ag_score_t sc;
+    int rc = ag_i_round_score(&sc, &t->opts, w, k, err);
+    if (rc)
+        return rc;
+    const mpi_acts_t a = acts_of(t, r);
+    ag_halo_t *h = &t->halo;
+    memcpy(a.X, X, (size_t)(t->n * t->D) * sizeof *X);
+    if (t->layer_norm)
+        ag_layer_norm(Xn, X, t->n, t->D, w->ln_weight, w->ln_bias, t->eps);
+    const int64_t own = (part->lo - h->wlo) * t->HD, w_rows = h->whi - h->wlo;
+    ag_i_project_qkv(w, t->layer_norm ? Xn : X, t->n, a.Q, h->K + own, h->V + own);
+    ag_halo_exchange(h, t->comm, t->HD, t->stats);
+    rc = ag_i_attention_part(&t->view, part->lo, part->hi, part->one_run, a.Q - part->lo * t->HD,
+                             h->K - h->wlo * t->HD, h->V - h->wlo * t->HD, t->H, t->d, &sc,
+                             a.M - part->lo * t->HD, a.lse - part->lo * t->H, err);
+    if (rc)
+        return rc;
+    memcpy(a.K, h->K, (size_t)(w_rows * t->HD) * sizeof(float));
+    memcpy(a.V, h->V, (size_t)(w_rows * t->HD) * sizeof(float));
+    ag_i_gemm_xwt(X, a.M, w->wo, t->n, t->HD, t->D, t->residual ? 1.0f : 0.0f);
+    return AG_OK;
+}
+
+static int check_layers(const ag_weights_t *layers, int n_layers, int rounds, ag_error_t *err)
+{
+    if (!layers || rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
+        return ag_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
+                       "for all rounds or one per round", rounds, n_layers);
+    for (int k = 0; k < n_layers; k++)
+        if (layers[k].per_node)
+            return ag_fail(err, AG_EINVAL, "per-node weights are not supported on several "
+                           "processes (layer %d)", k + 1);
+    return AG_OK;
+}
+
+int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,
+                          int n_layers, float *X, int rounds, const ag_round_opts_t *opts,
+                          ag_mpi_tape_t **tape, ag_mpi_stats_t *stats, ag_error_t *err)
+{
+    *tape = NULL;
+    ag_mpi_tape_t *t = ag_calloc(1, sizeof *t, err, "tape");
+    int rc = t ? check_layers(layers, n_layers, rounds, err) : AG_ENOMEM;
+    if (!rc) {
+        const ag_weights_t *w = &layers[0];
+        t->comm = comm, t->part = part, t->view = ag_part_view(part);
+        t->layers = layers, t->n_layers = n_layers, t->rounds = rounds;
+        t->opts = opts ? *opts : (ag_round_opts_t){0};
+        t->layer_norm = opts && opts->norm == AG_NORM_LAYER;
+        t->residual = !(opts && opts->no_residual);
+        t->eps = opts && opts->ln_eps > 0 ? opts->ln_eps : 1e-5f;
+        t->n = part->hi - part->lo, t->D = w->D, t->H = w->H, t->d = w->d, t->HD = w->H * w->d;
+        t->stats = stats;
+        ag_mpi_reducer(&t->red, &t->red_ctx, comm, part, stats);
+    }
+    if ((rc = ag_mpi_agree(comm, rc, err)) || (rc = ag_halo_plan(&t->halo, comm, part, t->HD, err)) ||
+        (rc = back_plan(t, err))) {
+        ag_mpi_tape_free(t);
+        return rc;
+    }
+    float *Xn = NULL;
+    t->acts = ag_alloc(rounds ? rounds * round_floats(t) : 1, sizeof(float), err,
+                       "tape of the rounds' activations");
+    rc = t->acts ? AG_OK : AG_ENOMEM;
+    if (!rc && t->layer_norm && !(Xn = ag_alloc(t->n ? t->n * t->D : 1, sizeof *Xn, err,
+                                                 "rounds forward")))
+        rc = AG_ENOMEM;
+    rc = ag_mpi_agree(comm, rc, err);
+    for (int r = 0; !rc && r < rounds; r++)
+        rc = ag_mpi_agree(comm, forward_round(t, r, X, Xn, err), err);
+    free(Xn);
+    if (rc) {
+        ag_mpi_tape_free(t);
+        return rc;
+    }
+    *tape = t;
+    return AG_OK;
+}
+
+/* ---- backward ---- */
+
+typedef struct {
+    float *dX, *Xn, *dXn, *dM, *dQ, *dK, *dV, *Dd;   /* own rows */
+    float *Qw, *dMw, *lsew, *Ddw;   /* the destinations read: rows dlo..dhi-1 */
+    float *sendbuf, *recvbuf;       /* rows of Q, dM, lse, D */
+} mpi_back_t;
+
+static float *back_alloc(mpi_back_t *b, const ag_mpi_tape_t *t, ag_error_t *err)
+{
+    const int64_t n = t->n, D = t->D, HD = t->HD, H = t->H, w = t->bp.dhi - t->bp.dlo;
+    const int64_t row = 2 * HD + 2 * H;
+    float *all = ag_calloc(3 * n * D + 4 * n * HD + n * H + w * row + (t->n_send + t->n_recv) * row + 1,
+                           sizeof(float), err, "rounds backward");
+    if (!all)
+        return NULL;
+    b->dX = all, b->Xn = b->dX + n * D, b->dXn = b->Xn + n * D, b->dM = b->dXn + n * D;
+    b->dQ = b->dM + n * HD, b->dK = b->dQ + n * HD, b->dV = b->dK + n * HD;
+    b->Dd = b->dV + n * HD, b->Qw = b->Dd + n * H, b->dMw = b->Qw + w * HD;
+    b->lsew = b->dMw + w * HD, b->Ddw = b->lsew + w * H, b->sendbuf = b->Ddw + w * H;
+    b->recvbuf = b->sendbuf + t->n_send * row;
+    return all;
+}
+
+/* Own destinations' Q, dM, lse and D rows to the owners of the sources they
+   read, and the rows of the destinations that read own sources from theirs,
+   into the windows (own rows copied in). */
+static void dest_exchange(const ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_t *b)
+{
+    const int64_t HD = t->HD, H = t->H, row = 2 * HD + 2 * H, lo = t->part->lo;
+    const int64_t dlo = t->bp.dlo;
+    for (int64_t k = 0; k < t->n_send; k++) {
+        const int64_t x = t->send_rows[k] - lo;
+        float *at = b->sendbuf + k * row;
+        memcpy(at, a->Q + x * HD, (size_t)HD * sizeof(float));
+        memcpy(at + HD, b->dM + x * HD, (size_t)HD * sizeof(float));
+        memcpy(at + 2 * HD, a->lse + x * H, (size_t)H * sizeof(float));
+        memcpy(at + 2 * HD + H, b->Dd + x * H, (size_t)H * sizeof(float));
+    }
+    MPI_Datatype type;
+    MPI_Type_contiguous((int)row, MPI_FLOAT, &type);
+    MPI_Type_commit(&type);
+    const double t0 = ag_mpi_now();
+    MPI_Alltoallv(b->sendbuf, t->send_count, t->send_displ, type, b->recvbuf, t->recv_count,
+                  t->recv_displ, type, t->comm);
+    MPI_Type_free(&type);
+    if (t->stats) {
+        t->stats->seconds_comm += ag_mpi_now() - t0;
+        t->stats->bytes_sent += t->n_send * row * (int64_t)sizeof(float);
+        t->stats->bytes_received += t->n_recv * row * (int64_t)sizeof(float);
+    }
+    for (int64_t k = 0; k < t->n_recv; k++) {
+        const int64_t y = t->recv_rows[k] - dlo;
+        const float *at = b->recvbuf + k * row;
+        memcpy(b->Qw + y * HD, at, (size_t)HD * sizeof(float));
+        memcpy(b->dMw + y * HD, at + HD, (size_t)HD * sizeof(float));
+        memcpy(b->lsew + y * H, at + 2 * HD, (size_t)H * sizeof(float));
+        memcpy(b->Ddw + y * H, at + 2 * HD + H, (size_t)H * sizeof(float));
+    }
+    const int64_t own = lo - dlo;
+    memcpy(b->Qw + own * HD, a->Q, (size_t)(t->n * HD) * sizeof(float));
+    memcpy(b->dMw + own * HD, b->dM, (size_t)(t->n * HD) * sizeof(float));
+    memcpy(b->lsew + own * H, a->lse, (size_t)(t->n * H) * sizeof(float));
+    memcpy(b->Ddw + own * H, b->Dd, (size_t)(t->n * H) * sizeof(float));
+}
+
+static int projections_backward(const ag_mpi_tape_t *t, const ag_weights_t *w, ag_weights_t *g,
+                                const mpi_back_t *b, const float *Xn, ag_error_t *err)
+{
+    const float *W[3] = {w->wq, w->wk, w->wv}, *dP[3] = {b->dQ, b->dK, b->dV};
+    float *dW[3] = {g ? g->wq : NULL, g ? g->wk : NULL, g ? g->wv : NULL};
+    for (int m = 0; m < 3; m++) {
+        int rc = dW[m] ? ag_i_gemm_atb_r(&t->red, dW[m], dP[m], Xn, t->n, t->HD, t->D, err)
+                       : AG_OK;
+        if (rc)
+            return rc;
+        ag_i_gemm_xw(b->dXn, dP[m], W[m], t->n, t->HD, t->D, m ? 1.0f : 0.0f);
+    }
+    return AG_OK;
+}
+
+static int backward_round(const ag_mpi_tape_t *t, int r, ag_weights_t *grads, mpi_back_t *b,
+                          ag_error_t *err)
+{
+    const int k = t->n_layers == 1 ? 0 : r;
+    const ag_weights_t *w = &t->layers[k];
+    ag_weights_t *g = grads ? &grads[k] : NULL;
+    const int64_t n = t->n, D = t->D, HD = t->HD, H = t->H, lo = t->part->lo;
+    const mpi_acts_t a = acts_of(t, r);
+    ag_score_t sc;
+    float scale;
+    int rc = ag_i_round_score(&sc, &t->opts, w, k, err);
+    if (!rc && !ag_i_plain_scale(&sc, t->d, &scale))
+        rc = ag_fail(err, AG_EINVAL, "training on several processes: only plain dot-product "
+                     "scores (scaled-dot, dot, --beta)");
+    if (rc)
+        return rc;
+    ag_i_gemm_xw(b->dM, b->dX, w->wo, n, D, HD, 0.0f);
+    if (g && g->wo && (rc = ag_i_gemm_atb_r(&t->red, g->wo, b->dX, a.M, n, D, HD, err)))
+        return rc;
+    ag_i_backward_rowdots(b->Dd, b->dM, a.M, n, H, t->d);
+    dest_exchange(t, &a, b);
+    const int64_t dlo = t->bp.dlo, wlo = t->halo.wlo;
+    rc = ag_i_backward_part(&t->bp.view, t->part->one_run, lo, t->part->hi, lo, t->part->hi,
+                            b->Qw - dlo * HD, a.K - wlo * HD, a.V - wlo * HD, H, t->d, scale,
+                            b->lsew - dlo * H, b->Ddw - dlo * H, b->dMw - dlo * HD,
+                            b->dQ - lo * HD, b->dK - lo * HD, b->dV - lo * HD, err);
+    if ((rc = ag_mpi_agree(t->comm, rc, err)))
+        return rc;
+    const float *Xn = a.X;
+    if (t->layer_norm) {
+        ag_layer_norm(b->Xn, a.X, n, D, w->ln_weight, w->ln_bias, t->eps);
+        Xn = b->Xn;
+    }
+    if ((rc = projections_backward(t, w, g, b, Xn, err)))
+        return rc;
+    if (!t->residual)
+        memset(b->dX, 0, (size_t)(n * D) * sizeof *b->dX);
+    if (t->layer_norm)
+        return ag_i_layer_norm_backward_r(&t->red, b->dX, g ? g->ln_weight : NULL,
+                                          g ? g->ln_bias : NULL, b->dXn, a.X, n, D,
+                                          w->ln_weight, t->eps, err);
+#pragma omp parallel for if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < n * D; x++)
+        b->dX[x] += b->dXn[x];
+    return AG_OK;
+}
+
+/* Zeroes every array of grads (as src/backprop.c's grads_reset). */
+static void grads_zero(const ag_mpi_tape_t *t, ag_weights_t *grads)
+{
+    for (int k = 0; grads && k < t->n_layers; k++) {
+        float **arrays[AG_I_WEIGHT_ARRAYS];
+        int64_t sizes[AG_I_WEIGHT_ARRAYS];
+        const int n = ag_i_weights_arrays(&grads[k], arrays, sizes);
+        for (int m = 0; m < n; m++)
+            if (*arrays[m])
+                memset(*arrays[m], 0, (size_t)sizes[m] * sizeof(float));
+    }
+}
+
+int ag_mpi_rounds_backward(ag_mpi_tape_t *t, const float *dY, float *dX0, ag_weights_t *grads,
+                           ag_error_t *err)
+{
+    mpi_back_t b;
+    float *all = back_alloc(&b, t, err);
+    int rc = ag_mpi_agree(t->comm, all ? AG_OK : AG_ENOMEM, err);
+    if (rc) {
+        free(all);
+        return rc;
+    }
+    grads_zero(t, grads);
+    memcpy(b.dX, dY, (size_t)(t->n * t->D) * sizeof *dY);
+    for (int r = t->rounds - 1; !rc && r >= 0; r--)
+        rc = ag_mpi_agree(t->comm, backward_round(t, r, grads, &b, err), err);
+    if (!rc && dX0)
+        memcpy(dX0, b.dX, (size_t)(t->n * t->D) * sizeof *dX0);
+    free(all);
+    return rc;
+}
