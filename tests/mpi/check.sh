@@ -276,7 +276,7 @@ done
 exchanged() { sed -n 's/.*exchanged: \([0-9.e+-]*\) MB a round.*/\1/p' "$1"; }
 mpi 3 run "$T/comm.edgelist" $common >"$T/contiguous.log" 2>&1
 m=$(exchanged "$T/metis.3.log") c=$(exchanged "$T/contiguous.log")
-said=$(sed -n 's/.*the contiguous parts would .*halo [0-9]* rows (\([0-9.e+-]*\) MB a round).*/\1/p' \
+said=$(sed -n 's/.*would cut .*halo [0-9]* rows (\([0-9.e+-]*\) MB a round).*/\1/p' \
        "$T/metis.3.log")
 if [ -z "$m" ] || [ -z "$c" ] || ! awk -v m="$m" -v c="$c" 'BEGIN { exit !(m < 0.8 * c) }'; then
     bad "metis on 3: $m MB a round, not below the contiguous parts' $c"

@@ -177,9 +177,10 @@ static void report_metis(const metis_info_t *m, const ag_mpi_part_t *part, const
     const double row = 2.0 * (double)(in->H * in->d) * sizeof(float) / 1e6;   /* a K+V row, MB */
     const double E = part->n_edges ? (double)part->n_edges : 1.0;
     printf("partition: METIS (seed %llu): edge cut %lld message%s (%.1f%%), halo %lld row%s "
-           "(%.4g MB a round); the contiguous parts would cut %lld (%.1f%%), halo %lld row%s "
-           "(%.4g MB a round)\n", (unsigned long long)m->seed, (long long)m->cut,
-           PLURAL(m->cut), 100.0 * (double)m->cut / E, (long long)m->halo, PLURAL(m->halo),
+           "(%.4g MB a round); contiguous parts (the default, cut at multiples of 1024 rows) "
+           "would cut %lld (%.1f%%), halo %lld row%s (%.4g MB a round)\n",
+           (unsigned long long)m->seed, (long long)m->cut, PLURAL(m->cut),
+           100.0 * (double)m->cut / E, (long long)m->halo, PLURAL(m->halo),
            (double)m->halo * row, (long long)m->cut_contiguous,
            100.0 * (double)m->cut_contiguous / E, (long long)m->halo_contiguous,
            PLURAL(m->halo_contiguous), (double)m->halo_contiguous * row);
