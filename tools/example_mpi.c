@@ -1,8 +1,11 @@
 /*
  * Embedding the MPI layer (include/attngraph/mpi.h): every process compiles
  * the pattern, takes its part, runs two rounds on its rows of X, and rank 0
- * gathers the states and compares them with ag_rounds_run on one process:
- * the same bits, or exit 1. Usage (make check-mpi runs it):
+ * gathers the states and compares them with ag_rounds_run on one process;
+ * then the training pair (ag_mpi_rounds_forward, ag_mpi_rounds_backward)
+ * against ag_rounds_forward and ag_rounds_backward: the weight gradients on
+ * every process and the gathered dX. The same bits, or exit 1. Usage (make
+ * check-mpi runs it):
  *   mpirun -np P build/example_mpi [PATTERN [N]]
  */
 #include <stdio.h>
@@ -20,6 +23,61 @@ static int fail(int rank, const ag_error_t *err)
         fprintf(stderr, "example_mpi: %s\n", err->msg);
     MPI_Finalize();
     return 1;
+}
+
+/* 1 when every gradient array of a and b holds the same bits. */
+static int same_grads(const ag_weights_t *a, const ag_weights_t *b)
+{
+    const int64_t n = (int64_t)D * D;   /* [D, H*d] with H*d = D */
+    return !memcmp(a->wq, b->wq, (size_t)n * sizeof(float)) &&
+           !memcmp(a->wk, b->wk, (size_t)n * sizeof(float)) &&
+           !memcmp(a->wv, b->wv, (size_t)n * sizeof(float)) &&
+           !memcmp(a->wo, b->wo, (size_t)n * sizeof(float)) &&
+           !memcmp(a->ln_weight, b->ln_weight, (size_t)D * sizeof(float)) &&
+           !memcmp(a->ln_bias, b->ln_bias, (size_t)D * sizeof(float));
+}
+
+/* The gradients of L = sum(dY * rounds(X)) on P processes against one
+   process's: 0 when every process's weight gradients and the gathered dX
+   are the same bits. */
+static int gradients(const ag_mpi_part_t *part, ag_nbhd_t *nb, const ag_weights_t *w,
+                     const ag_round_opts_t *opts, int64_t N, ag_error_t *err)
+{
+    const int64_t n = part->hi - part->lo, rows = n ? n : 1;
+    float *X = malloc((size_t)(N * D) * sizeof *X), *dY = malloc((size_t)(N * D) * sizeof *dY);
+    float *dX = malloc((size_t)(N * D) * sizeof *dX), *all = malloc((size_t)(N * D) * sizeof *all);
+    float *mine = malloc((size_t)(rows * D) * sizeof *mine);
+    float *dmine = malloc((size_t)(rows * D) * sizeof *dmine);
+    ag_random_normal(X, N * D, 9, 0, 1.0f);
+    ag_random_normal(dY, N * D, 10, 0, 1.0f);
+    memcpy(mine, X + part->lo * D, (size_t)(n * D) * sizeof *mine);
+    ag_weights_t g, g1;
+    ag_mpi_tape_t *tape;
+    int bad = ag_weights_grads_init(&g, w, 1, err) || ag_weights_grads_init(&g1, w, 1, err) ||
+              ag_mpi_rounds_forward(MPI_COMM_WORLD, part, w, 1, mine, 2, opts, &tape, NULL, err) ||
+              ag_mpi_rounds_backward(tape, dY + part->lo * D, dmine, &g, err) ||
+              ag_mpi_gather_rows(MPI_COMM_WORLD, part, dmine, D, all, 0, err);
+    if (!bad)
+        ag_mpi_tape_free(tape);
+    ag_tape_t *tape1;   /* one process, on every process: each compares its own gradients */
+    bad = bad || ag_rounds_forward(nb, w, 1, X, 2, opts, &tape1, err) ||
+          ag_rounds_backward(tape1, dY, dX, &g1, err);
+    if (bad) {
+        fprintf(stderr, "example_mpi: %s\n", err->msg);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    ag_tape_free(tape1);
+    int differ = !same_grads(&g, &g1), any;
+    MPI_Allreduce(&differ, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    if (part->rank == 0) {
+        any = any || memcmp(dX, all, (size_t)(N * D) * sizeof *dX) != 0;
+        printf("gradients on %d processes: %s\n", part->ranks,
+               any ? "DIFFERENT from one process" : "identical to one process");
+    }
+    MPI_Bcast(&any, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    ag_weights_destroy(&g), ag_weights_destroy(&g1);
+    free(X), free(dY), free(dX), free(all), free(mine), free(dmine);
+    return any;
 }
 
 int main(int argc, char **argv)
@@ -67,6 +125,8 @@ int main(int argc, char **argv)
                status ? "DIFFERENT from one process" : "identical to one process");
     }
     MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!status)
+        status = gradients(&part, &nb, &w, &opts, N, &err);
     ag_mpi_part_destroy(&part);
     ag_nbhd_destroy(&nb);
     ag_weights_destroy(&w);

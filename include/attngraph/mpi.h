@@ -151,6 +151,28 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
                       int n_layers, float *X, int rounds, const ag_round_opts_t *opts,
                       ag_mpi_path_t path, float *M, ag_mpi_stats_t *stats, ag_error_t *err);
 
+/*
+ * ag_rounds_forward and ag_rounds_backward on P processes (halo path): X
+ * [hi-lo, D] holds this process's rows (in place); the tape keeps, per round,
+ * its rows' activations and the K and V rows the halo brought. The backward,
+ * given dY [hi-lo, D] of its rows, writes dX0 [hi-lo, D] (NULL: not wanted)
+ * and, on every process, the whole graph's weight gradients into grads (from
+ * ag_weights_grads_init): bitwise ag_rounds_backward's on one process, for
+ * the contiguous parts (each source's owner computes its dK and dV; sums over
+ * rows are added in the one-process order; ag_mpi_part_scatter_partition's
+ * renumbered parts are not bitwise, and attngraph-mpi train does not use
+ * them). opts as
+ * ag_mpi_rounds_run's; layers, part and opts must stay alive and unchanged
+ * until the backward. Both are collective.
+ */
+typedef struct ag_mpi_tape ag_mpi_tape_t;
+int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,
+                          int n_layers, float *X, int rounds, const ag_round_opts_t *opts,
+                          ag_mpi_tape_t **tape, ag_mpi_stats_t *stats, ag_error_t *err);
+int ag_mpi_rounds_backward(ag_mpi_tape_t *tape, const float *dY, float *dX0,
+                           ag_weights_t *grads, ag_error_t *err);
+void ag_mpi_tape_free(ag_mpi_tape_t *tape);
+
 /* Rows [hi-lo, cols] of every process into all [N, cols] on root (NULL elsewhere),
    in the graph's original node order (part->node_of, when renumbered). */
 int ag_mpi_gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,
