@@ -242,7 +242,7 @@ $(BUILD)/example_mpi: tools/example_mpi.c $(MPI_LIB_SO) include/attngraph/mpi.h
 check-mpi: deps
 	@$(MAKE) --no-print-directory $(CLI) $(MPI_CLI) $(BUILD)/make_random_csr $(BUILD)/example_mpi
 	AG_CLI="$(AG_CLI)" AG_MPI_CLI=$(MPI_CLI) AG_RANDOM_CSR=$(BUILD)/make_random_csr \
-	  AG_EXAMPLE_MPI=$(BUILD)/example_mpi sh tests/mpi/check.sh
+	  AG_EXAMPLE_MPI=$(BUILD)/example_mpi AG_PYTHON=$(PYTHON) sh tests/mpi/check.sh
 
 # The README's MPI measurements (tools/scale_mpi.sh): about 10 minutes on 2 cores.
 scale-mpi: deps

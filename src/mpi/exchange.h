@@ -44,6 +44,17 @@ void ag_halo_destroy(ag_halo_t *h);
    (offset pointers; only lo..hi-1 may be read) with the whole graph's N and E. */
 ag_nbhd_t ag_part_view(const ag_mpi_part_t *part);
 
+/* The contiguous parts' bounds [P+1] from the whole graph's edge_ptr [N+1]:
+   balanced by work, cut at multiples of AG_MPI_ROW_ALIGN. */
+int ag_mpi_cut_bounds(const int64_t *edge_ptr, int64_t N, int P, int64_t *bounds,
+                      ag_error_t *err);
+
+/* Renumbered parts: every process's node_of gathered into *order [N] on root
+   (malloc'ed; NULL elsewhere): row k of the renumbered graph is node order[k].
+   Collective; agrees on failure. */
+int ag_mpi_node_order(MPI_Comm comm, const ag_mpi_part_t *part, int root, int64_t **order,
+                      ag_error_t *err);
+
 /* Seconds since some fixed point. */
 double ag_mpi_now(void);
 

@@ -16,13 +16,15 @@ void ag_mpi_part_destroy(ag_mpi_part_t *part)
     if (!part)
         return;
     free(part->bounds);
+    free(part->node_of);
     ag_nbhd_destroy(&part->nb);
     memset(part, 0, sizeof *part);
 }
 
 /* bounds [P+1] from the whole graph's edge_ptr [N+1]: ag_partition_bounds's
-   balanced cuts, each moved to the nearest multiple of AG_MPI_ROW_ALIGN. */
-static int cut_bounds(const int64_t *edge_ptr, int64_t N, int P, int64_t *bounds,
+   balanced cuts, each moved to the nearest multiple of AG_MPI_ROW_ALIGN (the
+   contiguous parts of every input kind). */
+int ag_mpi_cut_bounds(const int64_t *edge_ptr, int64_t N, int P, int64_t *bounds,
                       ag_error_t *err)
 {
     int rc = ag_partition_bounds(bounds, P, N, edge_ptr, AG_PARTITION_NODE_WORK, err);
@@ -85,7 +87,7 @@ int ag_mpi_part_local(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
     if (!rc) {
         part->n_nodes = nb->n_nodes, part->n_edges = nb->n_edges;
         part->one_run = one_run(nb, 0, nb->n_nodes);
-        rc = cut_bounds(nb->edge_ptr, nb->n_nodes, part->ranks, part->bounds, err);
+        rc = ag_mpi_cut_bounds(nb->edge_ptr, nb->n_nodes, part->ranks, part->bounds, err);
         part->lo = part->bounds[part->rank], part->hi = part->bounds[part->rank + 1];
         if (!rc)
             rc = slice(&part->nb, nb, part->lo, part->hi, err);
@@ -152,25 +154,18 @@ static int receive_part(ag_nbhd_t *out, int root, MPI_Comm comm, ag_error_t *err
     return AG_OK;
 }
 
-int ag_mpi_part_scatter(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb, int root,
-                        ag_error_t *err)
+/* Root sends every process its part of nb at part->bounds (root's; rc is
+   root's status so far: on failure nothing is sent). */
+static int send_parts(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb, int root, int rc,
+                      ag_error_t *err)
 {
-    int rc = part_begin(part, comm, err);
-    if ((rc = ag_mpi_agree(comm, rc, err))) {
-        ag_mpi_part_destroy(part);
-        return rc;
-    }
     const int P = part->ranks, me = part->rank;
-    int64_t head[4] = {0, 0, 0, 0};
-    if (me == root) {
+    int64_t head[3] = {0, 0, 0};
+    if (me == root && !rc)
         head[0] = nb->n_nodes, head[1] = nb->n_edges, head[2] = one_run(nb, 0, nb->n_nodes);
-        head[3] = cut_bounds(nb->edge_ptr, nb->n_nodes, P, part->bounds, err);
-    }
-    if ((rc = ag_mpi_agree(comm, (int)head[3], err))) {
-        ag_mpi_part_destroy(part);
+    if ((rc = ag_mpi_agree(comm, rc, err)))
         return rc;
-    }
-    MPI_Bcast(head, 4, MPI_INT64_T, root, comm);
+    MPI_Bcast(head, 3, MPI_INT64_T, root, comm);
     MPI_Bcast(part->bounds, P + 1, MPI_INT64_T, root, comm);
     part->n_nodes = head[0], part->n_edges = head[1], part->one_run = (int)head[2];
     part->lo = part->bounds[me], part->hi = part->bounds[me + 1];
@@ -184,7 +179,118 @@ int ag_mpi_part_scatter(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
     } else {
         rc = receive_part(&part->nb, root, comm, err);
     }
-    if ((rc = ag_mpi_agree(comm, rc, err)))
+    return ag_mpi_agree(comm, rc, err);
+}
+
+int ag_mpi_part_scatter(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb, int root,
+                        ag_error_t *err)
+{
+    int rc = part_begin(part, comm, err);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        ag_mpi_part_destroy(part);
+        return rc;
+    }
+    if (part->rank == root)
+        rc = ag_mpi_cut_bounds(nb->edge_ptr, nb->n_nodes, part->ranks, part->bounds, err);
+    if ((rc = send_parts(part, comm, nb, root, rc, err)))
+        ag_mpi_part_destroy(part);
+    return rc;
+}
+
+/* ---- root renumbers the graph by a partition and sends the parts ---- */
+
+static int by_int64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* out: nb with node pt->part_nodes[k] as node k; each destination's sources
+   renumbered and sorted ascending (the form ag_nbhd_from_csr compiles). */
+static int renumber(ag_nbhd_t *out, const ag_nbhd_t *nb, const ag_partition_t *pt,
+                    ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes, E = nb->n_edges;
+    int64_t *new_of = ag_alloc(N, sizeof *new_of, err, "renumbering");
+    int64_t *indptr = ag_alloc(N + 1, sizeof *indptr, err, "renumbering");
+    int64_t *indices = ag_alloc(E ? E : 1, sizeof *indices, err, "renumbering");
+    int rc = new_of && indptr && indices ? AG_OK : AG_ENOMEM;
+    if (!rc) {
+        for (int64_t k = 0; k < N; k++)
+            new_of[pt->part_nodes[k]] = k;
+        indptr[0] = 0;
+        for (int64_t k = 0; k < N; k++) {
+            const int64_t i = pt->part_nodes[k];
+            int64_t at = indptr[k];
+            for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+                for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++)
+                    indices[at++] = new_of[j];
+            qsort(indices + indptr[k], (size_t)(at - indptr[k]), sizeof *indices, by_int64);
+            indptr[k + 1] = at;
+        }
+        rc = ag_nbhd_from_csr(out, N, indptr, indices, err);
+    }
+    free(new_of), free(indptr), free(indices);
+    return rc;
+}
+
+static int check_partition(const ag_partition_t *pt, const ag_nbhd_t *nb, int P,
+                           ag_error_t *err)
+{
+    if (!pt || !nb || pt->n_nodes != nb->n_nodes || pt->n_parts != P)
+        return ag_fail(err, AG_EINVAL, "partition: %d parts of %lld nodes for a graph of %lld "
+                       "nodes on %d processes; expected one part a process, every node once",
+                       pt ? pt->n_parts : 0, pt ? (long long)pt->n_nodes : 0LL,
+                       nb ? (long long)nb->n_nodes : 0LL, P);
+    if (nb->n_nodes > INT32_MAX)
+        return ag_fail(err, AG_ELIMIT, "partition: %lld nodes are beyond what MPI_Scatterv "
+                       "counts (2^31)", (long long)nb->n_nodes);
+    return AG_OK;
+}
+
+/* Each process's node_of: root's pt->part_nodes, cut at the bounds. */
+static int scatter_node_of(ag_mpi_part_t *part, MPI_Comm comm, const ag_partition_t *pt,
+                           int root, ag_error_t *err)
+{
+    const int P = part->ranks, me = part->rank;
+    const int64_t n = part->hi - part->lo;
+    int *count = ag_alloc(P, sizeof(int), err, "part"), *displ = ag_alloc(P, sizeof(int), err,
+                                                                         "part");
+    part->node_of = ag_alloc(n ? n : 1, sizeof *part->node_of, err, "part");
+    int rc = count && displ && part->node_of ? AG_OK : AG_ENOMEM;
+    if (!(rc = ag_mpi_agree(comm, rc, err))) {
+        for (int p = 0; p < P; p++)
+            count[p] = (int)(part->bounds[p + 1] - part->bounds[p]),
+            displ[p] = (int)part->bounds[p];
+        MPI_Scatterv(me == root ? pt->part_nodes : NULL, count, displ, MPI_INT64_T,
+                     part->node_of, count[me], MPI_INT64_T, root, comm);
+    }
+    free(count), free(displ);
+    return rc;
+}
+
+int ag_mpi_part_scatter_partition(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
+                                  const ag_partition_t *pt, int root, ag_error_t *err)
+{
+    int rc = part_begin(part, comm, err);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        ag_mpi_part_destroy(part);
+        return rc;
+    }
+    ag_nbhd_t re;
+    memset(&re, 0, sizeof re);
+    if (part->rank == root) {
+        rc = check_partition(pt, nb, part->ranks, err);
+        if (!rc)
+            rc = renumber(&re, nb, pt, err);
+        if (!rc)
+            memcpy(part->bounds, pt->part_ptr, (size_t)(part->ranks + 1) * sizeof(int64_t));
+    }
+    rc = send_parts(part, comm, &re, root, rc, err);
+    ag_nbhd_destroy(&re);
+    if (!rc)
+        rc = scatter_node_of(part, comm, pt, root, err);
+    if (rc)
         ag_mpi_part_destroy(part);
     return rc;
 }
@@ -264,7 +370,8 @@ int ag_mpi_part_from_csr(ag_mpi_part_t *part, MPI_Comm comm, const char *indptr_
     const int64_t N = n_ptr - 1;
     part->n_nodes = N;
     /* the cut counts the file's edges: self-loops change them by at most one a row */
-    if ((rc = ag_mpi_agree(comm, cut_bounds(indptr, N, part->ranks, part->bounds, err), err))) {
+    rc = ag_mpi_cut_bounds(indptr, N, part->ranks, part->bounds, err);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
         free(indptr);
         ag_mpi_part_destroy(part);
         return rc;
@@ -298,7 +405,7 @@ int ag_mpi_part_from_pattern(ag_mpi_part_t *part, MPI_Comm comm, const ag_patter
     if (!rc)
         rc = ag_i_pattern_edge_ptr(&edge_ptr, pattern, N, self, err);
     if (!rc)
-        rc = cut_bounds(edge_ptr, N, part->ranks, part->bounds, err);
+        rc = ag_mpi_cut_bounds(edge_ptr, N, part->ranks, part->bounds, err);
     if (!rc) {
         part->n_nodes = N, part->n_edges = edge_ptr[N];
         part->lo = part->bounds[part->rank], part->hi = part->bounds[part->rank + 1];

@@ -148,8 +148,33 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
     return rc;
 }
 
-int ag_mpi_gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,
-                       int64_t cols, float *all, int root, ag_error_t *err)
+int ag_mpi_node_order(MPI_Comm comm, const ag_mpi_part_t *part, int root, int64_t **order,
+                      ag_error_t *err)
+{
+    const int P = part->ranks, me = part->rank;
+    *order = NULL;
+    int *count = ag_alloc(P, sizeof(int), err, "node order");
+    int *displ = ag_alloc(P, sizeof(int), err, "node order");
+    int rc = count && displ ? AG_OK : AG_ENOMEM;
+    if (!rc && me == root && !(*order = ag_alloc(part->n_nodes ? part->n_nodes : 1,
+                                                  sizeof **order, err, "node order")))
+        rc = AG_ENOMEM;
+    if (!(rc = ag_mpi_agree(comm, rc, err))) {
+        for (int p = 0; p < P; p++)
+            count[p] = (int)(part->bounds[p + 1] - part->bounds[p]),
+            displ[p] = (int)part->bounds[p];
+        MPI_Gatherv(part->node_of, count[me], MPI_INT64_T, *order, count, displ, MPI_INT64_T,
+                    root, comm);
+    } else {
+        free(*order);
+        *order = NULL;
+    }
+    free(count), free(displ);
+    return rc;
+}
+
+static int gather_in_part_order(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,
+                                int64_t cols, float *all, int root, ag_error_t *err)
 {
     const int P = part->ranks;
     int *count = ag_alloc(P, sizeof(int), err, "gather"), *displ = ag_alloc(P, sizeof(int), err,
@@ -171,4 +196,27 @@ int ag_mpi_gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mi
     MPI_Type_free(&row);
     free(count), free(displ);
     return AG_OK;
+}
+
+int ag_mpi_gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,
+                       int64_t cols, float *all, int root, ag_error_t *err)
+{
+    if (!part->node_of)
+        return gather_in_part_order(comm, part, mine, cols, all, root, err);
+    /* renumbered: gathered in the parts' order, then each row to its node */
+    const int here = part->rank == root;
+    const int64_t N = part->n_nodes;
+    float *rows = NULL;
+    int64_t *order = NULL;
+    int rc = here && !(rows = ag_alloc(N && cols ? N * cols : 1, sizeof *rows, err, "gather"))
+                 ? AG_ENOMEM : AG_OK;
+    if (!(rc = ag_mpi_agree(comm, rc, err)))
+        rc = ag_mpi_node_order(comm, part, root, &order, err);
+    if (!rc)
+        rc = gather_in_part_order(comm, part, mine, cols, rows, root, err);
+    if (!rc && here)
+        for (int64_t k = 0; k < N; k++)
+            memcpy(all + order[k] * cols, rows + k * cols, (size_t)cols * sizeof *rows);
+    free(rows), free(order);
+    return rc;
 }

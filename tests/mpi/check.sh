@@ -10,6 +10,7 @@ CLI=${AG_CLI:-build/attngraph}
 MPI=${AG_MPI_CLI:-build/attngraph-mpi}
 RANDOM_CSR=${AG_RANDOM_CSR:-build/make_random_csr}
 EXAMPLE=${AG_EXAMPLE_MPI:-build/example_mpi}
+PYTHON=${AG_PYTHON:-/usr/bin/python3}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Open MPI's own allocations are not ours to report under AddressSanitizer (its
 # leaks lie in plugins unloaded at exit, which no suppression can name); the
@@ -66,6 +67,8 @@ same selfoff "--pattern causal --nodes 2100 --dim 8 --self-loops off --posenc si
 "$RANDOM_CSR" 4100 10 7 "$T/ip.npy" "$T/ix.npy" >/dev/null
 same csr "--csr $T/ip.npy,$T/ix.npy $common" "" 1 2 3 4
 same csr-self "--csr $T/ip.npy,$T/ix.npy --dim 8 --self-loops on --beta 0.5 --score dot" "" 3
+
+# (METIS parts: see "--partition metis" below)
 
 # a graph file read by rank 0: multi-edges (repeated lines), self-loops, and
 # isolated nodes (ids that no line names), directed and undirected
@@ -186,10 +189,145 @@ else
     ok
 fi
 
+# ---- --partition metis: METIS parts of a graph file or CSR, renumbered ----
+
+# Not bitwise: renumbering changes the order in which a destination adds its
+# sources' terms and the rows' projection blocks. Measured against one process
+# (2-4 processes, the cases below): max |diff| / (1 + |x|) = 1.1e-6 (a few float32
+# ulps through two rounds; |x| up to 9). The bound, 5e-6, is about 5x that: a
+# wrong row order, feature or source gives differences of order 1.
+METIS_TOL=5e-6
+
+# within NAME ONE.npy P.npy: max |a - b| / (1 + |a|) <= METIS_TOL (prints the value)
+within() {
+    "$PYTHON" -c "
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+if a.shape != b.shape: sys.exit('shapes %s and %s' % (a.shape, b.shape))
+r = float((np.abs(a.astype(np.float64) - b) / (1 + np.abs(a))).max()) if a.size else 0.0
+print('%s: max |diff| / (1 + |x|) = %.3g' % (sys.argv[3], r))
+sys.exit(0 if r <= float(sys.argv[4]) else 1)" "$2" "$3" "$1" "$METIS_TOL"
+}
+
+# close NAME "ONE-PROCESS ARGS" "MPI-ONLY ARGS" P...: like same, but --partition
+# metis on each P, the outputs within METIS_TOL of one process's; the report in
+# $T/NAME.P.log
+close() {
+    name=$1 args=$2 extra=$3
+    shift 3
+    # shellcheck disable=SC2086
+    if ! $CLI run $args --out "$T/$name.1.npy" --messages "$T/$name.1.m.npy" --quiet \
+         --threads 1 >"$T/log" 2>&1; then
+        bad "$name: attngraph run failed: $(cat "$T/log")"
+        return
+    fi
+    for p in "$@"; do
+        # shellcheck disable=SC2086
+        if ! mpi "$p" run $args --partition metis $extra --out "$T/$name.$p.npy" \
+             --messages "$T/$name.$p.m.npy" >"$T/$name.$p.log" 2>&1; then
+            bad "$name on $p processes: exit $?: $(head -n 3 "$T/$name.$p.log")"
+        elif ! within "$name on $p" "$T/$name.1.npy" "$T/$name.$p.npy" >"$T/log" 2>&1 ||
+             ! within "$name on $p (messages)" "$T/$name.1.m.npy" "$T/$name.$p.m.npy" \
+                 >>"$T/log" 2>&1; then
+            bad "$name on $p processes: beyond $METIS_TOL of one process: $(cat "$T/log")"
+        else
+            [ -n "${AG_VERBOSE:-}" ] && cat "$T/log"
+            ok
+        fi
+    done
+}
+
+# communities of 400 nodes with 8 in-edges each (1 in 12 from anywhere), the ids
+# shuffled so that contiguous ranges cut most edges; repeated lines (multi-edges),
+# self-loops, and id 77 named by no line (an isolated node)
+awk 'function rnd() { x = (x * 1103515245 + 12345) % 2147483648; return x }
+BEGIN { x = 4242; N = 6000; C = 400
+  for (i = 0; i <= N; i++) id[i] = i
+  for (i = N; i > 0; i--) { j = rnd() % (i + 1); t = id[i]; id[i] = id[j]; id[j] = t }
+  for (i = 0; i <= N; i++) if (id[i] == 77) skip = i
+  if (skip != N) id[skip] = id[N]
+  for (i = 0; i < N; i++) {
+    c = int(i / C)
+    for (k = 0; k < 8; k++) {
+      j = rnd() % 12 == 0 ? rnd() % N : c * C + rnd() % C
+      print id[j], id[i]
+      if (k == 0 && i % 9 == 0) print id[j], id[i]
+    }
+    if (i % 13 == 0) print id[i], id[i]
+  } }' >"$T/comm.edgelist"
+close metis "$T/comm.edgelist $common" "" 2 3 4
+close metis-undirected "$T/comm.edgelist --undirected $common --self-loops on" "" 3
+close metis-features "$T/comm.edgelist --features $T/metis.1.npy --posenc sinusoidal --heads 2" "" 2 3
+close metis-csr "--csr $T/ip.npy,$T/ix.npy $common --norm layer" "" 3
+# the edge cut in the report is attngraph plan's for the same seed
+for p in 2 3 4; do
+    cut=$(sed -n 's/^partition: METIS (seed 3): edge cut \([0-9]*\) .*/\1/p' "$T/metis.$p.log")
+    plan=$($CLI plan "$T/comm.edgelist" --ranks $p --partition metis --seed 3 --rate 1,1 --json |
+           sed -n 's/.*"edge_cut": \([0-9]*\),.*/\1/p')
+    if [ -z "$cut" ] || [ "$cut" != "$plan" ]; then
+        bad "metis on $p: edge cut '$cut', attngraph plan's '$plan': $(head -n 4 "$T/metis.$p.log")"
+    else
+        ok
+    fi
+done
+# on the shuffled communities METIS moves fewer rows than the contiguous parts:
+# the bytes measured, and the report's estimate of the contiguous parts' bytes
+# is what a contiguous run measures
+exchanged() { sed -n 's/.*exchanged: \([0-9.e+-]*\) MB a round.*/\1/p' "$1"; }
+mpi 3 run "$T/comm.edgelist" $common >"$T/contiguous.log" 2>&1
+m=$(exchanged "$T/metis.3.log") c=$(exchanged "$T/contiguous.log")
+said=$(sed -n 's/.*would cut .*halo [0-9]* rows (\([0-9.e+-]*\) MB a round).*/\1/p' \
+       "$T/metis.3.log")
+if [ -z "$m" ] || [ -z "$c" ] || ! awk -v m="$m" -v c="$c" 'BEGIN { exit !(m < 0.8 * c) }'; then
+    bad "metis on 3: $m MB a round, not below the contiguous parts' $c"
+elif [ "$said" != "$c" ]; then
+    bad "metis on 3: the report says the contiguous parts move '$said' MB a round; they moved '$c'"
+else
+    ok
+fi
+# what it does not do: a usage error (exit 2), one message
+refused() {   # refused WORD ARGS...: exit 2 and one message naming WORD
+    word=$1
+    shift
+    mpi 2 "$@" >/dev/null 2>"$T/err"
+    status=$?
+    if [ $status -ne 2 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
+       ! grep -q -- "$word" "$T/err"; then
+        bad "$*: exit $status, expected 2 and one message naming '$word': $(cat "$T/err")"
+    else
+        ok
+    fi
+}
+refused "graph files" run --pattern random:4 --nodes 3000 --partition metis
+refused "ring" run "$T/comm.edgelist" --partition metis --path ring
+refused "contiguous parts" train --pattern causal --features "$T/causal.1.npy" \
+    --labels "$T/causal.1.npy" --partition metis
+refused "expected contiguous or metis" run "$T/comm.edgelist" --partition=spectral
+timeout 60 mpirun --oversubscribe -np 2 "$MPI" run "$T/comm.edgelist" --partition \
+    >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 2 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
+   ! grep -q "needs a value" "$T/err"; then
+    bad "--partition without a value: exit $status: $(cat "$T/err")"
+else
+    ok
+fi
+# a wrong --features file (rows) with METIS parts: one message, exit 1, no output
+mpi 3 run "$T/comm.edgelist" --partition metis --features "$T/causal.1.npy" \
+    --out "$T/f.npy" >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
+   ! grep -q '3000 rows' "$T/err" || [ -e "$T/f.npy" ]; then
+    bad "metis, features of the wrong size: exit $status: $(cat "$T/err")"
+else
+    ok
+fi
+
 # under AddressSanitizer (make check-sanitize): no leak allocated by our code, on
 # each path and input kind (a build without it prints no report: nothing found)
 for args in "--pattern causal --nodes 3000 --path ring" "--pattern window:40 --nodes 3000" \
-            "--csr $T/ip.npy,$T/ix.npy" "$T/g.edgelist --features $T/graph.1.npy"; do
+            "--csr $T/ip.npy,$T/ix.npy" "$T/g.edgelist --features $T/graph.1.npy" \
+            "$T/comm.edgelist --partition metis --features $T/metis.1.npy"; do
     # shellcheck disable=SC2086
     ASAN_OPTIONS="${ASAN_OPTIONS}:detect_leaks=1" mpi 3 run $args --out "$T/leak.npy" \
         --messages "$T/leak.m.npy" --quiet >"$T/log" 2>&1

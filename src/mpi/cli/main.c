@@ -13,10 +13,12 @@
 
 static const char usage[] =
     "usage: mpirun -np P attngraph-mpi run [attngraph run's options] [--path auto|halo|ring]\n"
+    "                                      [--partition contiguous|metis]\n"
     "       mpirun -np P attngraph-mpi train [attngraph train's options]\n"
     "\n"
     "Runs attngraph's message rounds on P MPI processes; the outputs are bitwise those\n"
-    "of `attngraph run` on one process. See 'attngraph-mpi run --help'.\n";
+    "of `attngraph run` on one process (METIS parts: to float32 rounding). See\n"
+    "'attngraph-mpi run --help'.\n";
 
 static void igraph_error_quiet(const char *reason, const char *file, int line,
                                igraph_error_t code)

@@ -9,14 +9,29 @@
    0, or EXIT_USAGE with the message printed. */
 int take_path_option(int *argc, char **argv, ag_mpi_path_t *path, const char *cmd);
 
+/* Takes --partition contiguous|metis out of argv; *metis set for metis. 0, or
+   EXIT_USAGE (message printed). */
+int take_partition_option(int *argc, char **argv, int *metis, const char *cmd);
+
+/* --partition metis: asked for (metis, seed), and what rank 0 found, to report. */
+typedef struct {
+    int metis;
+    uint64_t seed;
+    int64_t cut, halo;                         /* METIS parts: edge cut, halo rows */
+    int64_t cut_contiguous, halo_contiguous;   /* the contiguous parts' (the default) */
+} metis_info_t;
+
 /* The connectivity of o as this process's part (pattern and CSR: each process
-   its own; graph file: read by rank 0 and sent out). desc gets a description. */
-int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, char *desc,
-              size_t desc_size, int *usage, ag_error_t *err);
+   its own; graph file: read by rank 0 and sent out; with metis->metis, a graph
+   file or CSR read by rank 0, cut by METIS and renumbered part by part, rank 0
+   filling in metis's counts). metis may be NULL. desc gets a description. */
+int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, metis_info_t *metis,
+              char *desc, size_t desc_size, int *usage, ag_error_t *err);
 
 /* This process's rows of the features: --features (read by rank 0, rows sent
    out) or drawn from the seed exactly as attngraph draws all N rows; then
-   positions. x0 [hi-lo, D]. */
+   positions. Renumbered parts: the rows of the nodes part->node_of names.
+   x0 [hi-lo, D]. */
 int own_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
                  const run_opts_t *o, ag_error_t *err);
 

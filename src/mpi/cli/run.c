@@ -14,37 +14,76 @@
 #include "internal.h"
 #include "mpi_cli.h"
 
-int take_path_option(int *argc, char **argv, ag_mpi_path_t *path, const char *cmd)
+/* Takes every "--NAME VALUE" and "--NAME=VALUE" before a "--" out of argv;
+   *value gets the last one's value (unchanged when there is none). 0, or
+   EXIT_USAGE (message printed) for a missing value. */
+static int take_option(int *argc, char **argv, const char *name, const char **value,
+                       const char *cmd, const char *expected)
 {
-    *path = AG_MPI_AUTO;
+    const size_t len = strlen(name);
     int out = 0, k = 0;
     for (; k < *argc; k++) {
-        const char *value = NULL;
         if (!strcmp(argv[k], "--"))
             break;
-        if (!strcmp(argv[k], "--path")) {
+        if (!strncmp(argv[k], "--", 2) && !strncmp(argv[k] + 2, name, len) &&
+            argv[k][2 + len] == '\0') {
             if (k + 1 >= *argc)
-                return usage_error(cmd, "--path needs a value: auto, halo or ring");
-            value = argv[++k];
-        } else if (!strncmp(argv[k], "--path=", 7)) {
-            value = argv[k] + 7;
+                return usage_error(cmd, "--%s needs a value: %s", name, expected);
+            *value = argv[++k];
+        } else if (!strncmp(argv[k], "--", 2) && !strncmp(argv[k] + 2, name, len) &&
+                   argv[k][2 + len] == '=') {
+            *value = argv[k] + 3 + len;
         } else {
             argv[out++] = argv[k];
-            continue;
         }
-        if (!strcmp(value, "auto"))
-            *path = AG_MPI_AUTO;
-        else if (!strcmp(value, "halo"))
-            *path = AG_MPI_HALO;
-        else if (!strcmp(value, "ring"))
-            *path = AG_MPI_RING;
-        else
-            return usage_error(cmd, "--path '%s': expected auto, halo or ring", value);
     }
     for (; k < *argc; k++)   /* "--" and what follows it */
         argv[out++] = argv[k];
     *argc = out;
     argv[out] = NULL;
+    return 0;
+}
+
+int take_path_option(int *argc, char **argv, ag_mpi_path_t *path, const char *cmd)
+{
+    const char *value = "auto";
+    if (take_option(argc, argv, "path", &value, cmd, "auto, halo or ring"))
+        return EXIT_USAGE;
+    if (!strcmp(value, "auto"))
+        *path = AG_MPI_AUTO;
+    else if (!strcmp(value, "halo"))
+        *path = AG_MPI_HALO;
+    else if (!strcmp(value, "ring"))
+        *path = AG_MPI_RING;
+    else
+        return usage_error(cmd, "--path '%s': expected auto, halo or ring", value);
+    return 0;
+}
+
+int take_partition_option(int *argc, char **argv, int *metis, const char *cmd)
+{
+    const char *value = "contiguous";
+    if (take_option(argc, argv, "partition", &value, cmd, "contiguous or metis"))
+        return EXIT_USAGE;
+    if (strcmp(value, "contiguous") && strcmp(value, "metis"))
+        return usage_error(cmd, "--partition '%s': expected contiguous or metis", value);
+    *metis = value[0] == 'm';
+    return 0;
+}
+
+/* --partition metis: what it does not combine with. */
+static int refuse_metis(const run_opts_t *o, ag_mpi_path_t path)
+{
+    if (!ag_partition_has_metis())
+        return usage_error("run", "--partition metis: this build has no METIS (built with "
+                           "NO_METIS=1; install libmetis-dev and rebuild)");
+    if (o->src.pattern)
+        return usage_error("run", "--partition metis is for graph files and CSR: a pattern's "
+                           "contiguous parts are ranges each process compiles for itself "
+                           "(and the results stay bitwise)");
+    if (path == AG_MPI_RING)
+        return usage_error("run", "--partition metis runs on the halo path: the ring needs "
+                           "contiguous runs of sources, which renumbering breaks");
     return 0;
 }
 
@@ -132,8 +171,24 @@ static const char *path_name(ag_mpi_path_t p)
     return p == AG_MPI_RING ? "ring" : p == AG_MPI_HALO ? "halo" : "auto";
 }
 
+/* Rank 0: the edge cut and halo of METIS's parts against the contiguous ones'. */
+static void report_metis(const metis_info_t *m, const ag_mpi_part_t *part, const inputs_t *in)
+{
+    const double row = 2.0 * (double)(in->H * in->d) * sizeof(float) / 1e6;   /* a K+V row, MB */
+    const double E = part->n_edges ? (double)part->n_edges : 1.0;
+    printf("partition: METIS (seed %llu): edge cut %lld message%s (%.1f%%), halo %lld row%s "
+           "(%.4g MB a round); contiguous parts (the default, cut at multiples of 1024 rows) "
+           "would cut %lld (%.1f%%), halo %lld row%s (%.4g MB a round)\n",
+           (unsigned long long)m->seed, (long long)m->cut, PLURAL(m->cut),
+           100.0 * (double)m->cut / E, (long long)m->halo, PLURAL(m->halo),
+           (double)m->halo * row, (long long)m->cut_contiguous,
+           100.0 * (double)m->cut_contiguous / E, (long long)m->halo_contiguous,
+           PLURAL(m->halo_contiguous), (double)m->halo_contiguous * row);
+}
+
 static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
-                   const inputs_t *in, const ag_mpi_stats_t *st, int threads)
+                   const inputs_t *in, const ag_mpi_stats_t *st, int threads,
+                   const metis_info_t *metis)
 {
     double comm_s = st->seconds_comm, max_s;
     double sums[3] = {(double)st->bytes_sent, (double)st->bytes_received, comm_s}, all[3];
@@ -155,9 +210,14 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
            "%s path\n", (long long)in->rounds, (long long)in->x0.cols, (long long)in->H,
            PLURAL(in->H), (long long)in->d, P, P == 1 ? "" : "es", threads, PLURAL(threads),
            path_name(st->path));
+    if (metis->metis)
+        report_metis(metis, part, in);
     for (int p = 0; p < P; p++) {
         const int64_t lo = part->bounds[p], hi = part->bounds[p + 1];
-        if (hi > lo)
+        if (metis->metis)   /* rows of the renumbered graph: only the count says something */
+            printf("  process %d: %lld row%s (METIS part %d), peak memory %.1f MB\n", p,
+                   (long long)(hi - lo), PLURAL(hi - lo), p, all_rss ? all_rss[p] : 0.0);
+        else if (hi > lo)
             printf("  process %d: rows %lld..%lld, peak memory %.1f MB\n", p, (long long)lo,
                    (long long)hi - 1, all_rss ? all_rss[p] : 0.0);
         else   /* parts are cut at multiples of 1024 rows (see README Scale) */
@@ -175,7 +235,10 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
 int mpi_run(MPI_Comm comm, int argc, char **argv)
 {
     ag_mpi_path_t path;
-    if (take_path_option(&argc, argv, &path, "run"))
+    metis_info_t metis;
+    memset(&metis, 0, sizeof metis);
+    if (take_path_option(&argc, argv, &path, "run") ||
+        take_partition_option(&argc, argv, &metis.metis, "run"))
         return EXIT_USAGE;
     run_opts_t o;
     int status = run_parse(&o, argc, argv);
@@ -186,11 +249,21 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                "                      the ranks; one run of sources per destination), or auto\n"
                "                      (default: the ring where the halo would hold over half\n"
                "                      the rows). Per-edge exports, traces, per-node weights and\n"
-               "                      scores other than scaled-dot and dot are attngraph run's.\n");
+               "                      scores other than scaled-dot and dot are attngraph run's.\n"
+               "  --partition contiguous|metis   which destinations each process owns:\n"
+               "                      contiguous ranges (default; bitwise one process's\n"
+               "                      outputs), or METIS parts of a graph file or CSR (seeded\n"
+               "                      with --seed, as attngraph plan's; fewer K/V rows cross,\n"
+               "                      the outputs agree with one process's to float32\n"
+               "                      rounding, not bitwise; halo path; the report gives the\n"
+               "                      edge cut and halo against the contiguous parts').\n");
     if (status >= 0)
         return status;
-    if (refuse_unsupported(&o))
+    if (refuse_unsupported(&o) || (metis.metis && refuse_metis(&o, path)))
         return EXIT_USAGE;
+    metis.seed = o.seed;
+    if (metis.metis)
+        path = AG_MPI_HALO;
     const int threads = ag_set_threads(o.threads ? (int)o.threads : threads_per_process(comm));
     int rank;
     MPI_Comm_rank(comm, &rank);
@@ -208,7 +281,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     memset(&part, 0, sizeof part);
     char desc[512] = "";
     if (!rc) {
-        rc = open_part(&part, comm, &o.src, desc, sizeof desc, &u, &err);
+        rc = open_part(&part, comm, &o.src, &metis, desc, sizeof desc, &u, &err);
         usage = usage || u;
     }
     inputs_t in;
@@ -249,7 +322,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     if (!rc)
         rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(outs, N_OUTS, &err) : AG_OK, &err);
     if (!rc && !o.quiet)
-        report(comm, &part, desc, &in, &st, threads);
+        report(comm, &part, desc, &in, &st, threads, &metis);
     if (!rc && !o.quiet && rank == 0)
         for (int k = 0; k < N_OUTS; k++)
             if (outs[k].target)

@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "attngraph/igraph.h"
+#include "../exchange.h"
 #include "mpi_cli.h"
 
 static int open_csr_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o,
@@ -87,44 +88,125 @@ static int open_pattern_part(ag_mpi_part_t *part, MPI_Comm comm, const source_op
     return rc;
 }
 
-int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, char *desc,
-              size_t desc_size, int *usage, ag_error_t *err)
+/* The edge cut and halo rows (all parts together) of pt. */
+static int cut_and_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int64_t *cut,
+                        int64_t *halo, ag_error_t *err)
 {
-    int rank;
+    ag_part_stats_t *st = ag_alloc(pt->n_parts, sizeof *st, err, "partition");
+    int rc = st ? ag_partition_stats(pt, nb, st, err) : AG_ENOMEM;
+    *cut = *halo = 0;
+    for (int p = 0; !rc && p < pt->n_parts; p++)
+        *cut += st[p].n_cut, *halo += st[p].n_halo;
+    free(st);
+    return rc;
+}
+
+/* What the contiguous parts (attngraph-mpi's default) would cut and read. */
+static int contiguous_counts(const ag_nbhd_t *nb, int P, metis_info_t *m, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes;
+    int64_t *first = ag_alloc(P + 1, sizeof *first, err, "partition");
+    int32_t *owner = ag_alloc(N ? N : 1, sizeof *owner, err, "partition");
+    int rc = first && owner ? AG_OK : AG_ENOMEM;
+    if (!rc)
+        rc = ag_mpi_cut_bounds(nb->edge_ptr, N, P, first, err);
+    for (int p = 0; !rc && p < P; p++)
+        for (int64_t i = first[p]; i < first[p + 1]; i++)
+            owner[i] = p;
+    ag_partition_t pt;
+    if (!rc && !(rc = ag_partition_from_owner(&pt, N, owner, P, err))) {
+        rc = cut_and_halo(&pt, nb, &m->cut_contiguous, &m->halo_contiguous, err);
+        ag_partition_destroy(&pt);
+    }
+    free(first), free(owner);
+    return rc;
+}
+
+/* Rank 0: METIS's parts of nb (seeded as attngraph plan seeds them), counted
+   against the contiguous ones. */
+static int metis_parts(ag_partition_t *pt, const ag_nbhd_t *nb, int P, metis_info_t *m,
+                       ag_error_t *err)
+{
+    int rc = ag_partition_metis(pt, nb, P, (int64_t)m->seed, err);
+    if (!rc)
+        rc = cut_and_halo(pt, nb, &m->cut, &m->halo, err);
+    if (!rc)
+        rc = contiguous_counts(nb, P, m, err);
+    return rc;
+}
+
+/* A graph file (or, for METIS, a CSR too): rank 0 reads it and sends the parts. */
+static int open_on_root(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o,
+                        metis_info_t *metis, char *desc, size_t desc_size, int *usage,
+                        ag_error_t *err)
+{
+    int rank, P;
     MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &P);
+    source_t s;
+    memset(&s, 0, sizeof s);
+    const int here = rank == 0;
+    int rc = here ? source_open(&s, o, usage, err) : AG_OK;
+    int flags[2] = {rc != 0 && *usage, 0}, any[2];
+    MPI_Allreduce(flags, any, 2, MPI_INT, MPI_MAX, comm);
+    if ((rc = ag_mpi_agree(comm, rc, err))) {
+        *usage = any[0];
+        if (here)
+            source_close(&s);
+        return rc;
+    }
+    snprintf(desc, desc_size, "%s", s.desc);
+    MPI_Bcast(desc, (int)desc_size, MPI_CHAR, 0, comm);
+    if (metis && metis->metis) {
+        ag_partition_t pt;
+        memset(&pt, 0, sizeof pt);
+        rc = ag_mpi_agree(comm, here ? metis_parts(&pt, &s.nb, P, metis, err) : AG_OK, err);
+        if (!rc)
+            rc = ag_mpi_part_scatter_partition(part, comm, here ? &s.nb : NULL,
+                                               here ? &pt : NULL, 0, err);
+        ag_partition_destroy(&pt);
+    } else {
+        rc = ag_mpi_part_scatter(part, comm, here ? &s.nb : NULL, 0, err);
+    }
+    if (here)
+        source_close(&s);
+    return rc;
+}
+
+int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, metis_info_t *metis,
+              char *desc, size_t desc_size, int *usage, ag_error_t *err)
+{
     memset(part, 0, sizeof *part);
     *usage = 0;
     int rc;
-    if (o->csr) {
+    if (o->csr && !(metis && metis->metis)) {
         rc = open_csr_part(part, comm, o, usage, err);
         snprintf(desc, desc_size, "CSR %s", o->csr);
     } else if (o->pattern) {
         rc = open_pattern_part(part, comm, o, usage, err);
         snprintf(desc, desc_size, "pattern '%s'", o->pattern);
     } else {
-        /* a graph file: rank 0 reads it and sends the parts */
-        source_t s;
-        memset(&s, 0, sizeof s);
-        const int here = rank == 0;
-        rc = here ? source_open(&s, o, usage, err) : AG_OK;
-        int flags[2] = {rc != 0 && *usage, 0}, any[2];
-        MPI_Allreduce(flags, any, 2, MPI_INT, MPI_MAX, comm);
-        if ((rc = ag_mpi_agree(comm, rc, err))) {
-            *usage = any[0];
-            if (here)
-                source_close(&s);
-            return rc;
-        }
-        snprintf(desc, desc_size, "%s", s.desc);
-        rc = ag_mpi_part_scatter(part, comm, rank == 0 ? &s.nb : NULL, 0, err);
-        if (here)
-            source_close(&s);
-        MPI_Bcast(desc, (int)desc_size, MPI_CHAR, 0, comm);
+        rc = open_on_root(part, comm, o, metis, desc, desc_size, usage, err);
     }
     int u = *usage, any_usage;
     MPI_Allreduce(&u, &any_usage, 1, MPI_INT, MPI_MAX, comm);
     *usage = any_usage;
     return rc;
+}
+
+/* all's rows in the order order [rows] gives (renumbered parts). */
+static int permute_rows(ag_matrix_t *all, const int64_t *order, ag_error_t *err)
+{
+    ag_matrix_t p;
+    int rc = ag_matrix_init(&p, all->rows, all->cols, err);
+    if (rc)
+        return rc;
+    for (int64_t k = 0; k < all->rows; k++)
+        memcpy(p.data + k * p.cols, all->data + order[k] * all->cols,
+               (size_t)all->cols * sizeof *p.data);
+    ag_matrix_destroy(all);
+    *all = p;
+    return AG_OK;
 }
 
 /* --features: rank 0 reads the file and sends each process its rows. */
@@ -133,12 +215,18 @@ static int scatter_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t 
 {
     ag_matrix_t all;
     memset(&all, 0, sizeof all);
-    int rc = part->rank == 0 ? ag_matrix_read_npy(&all, path, err) : AG_OK;
+    int64_t *order = NULL;
+    int rc = part->node_of ? ag_mpi_node_order(comm, part, 0, &order, err) : AG_OK;
+    if (!rc && part->rank == 0)
+        rc = ag_matrix_read_npy(&all, path, err);
     if (!rc && part->rank == 0 && all.rows != part->n_nodes)
         rc = ag_fail(err, AG_EINVAL, "%s has %lld rows; the graph has %lld nodes", path,
                      (long long)all.rows, (long long)part->n_nodes);
     if (!rc && part->rank == 0 && all.cols > INT32_MAX / 2)
         rc = ag_fail(err, AG_ELIMIT, "%s: %lld columns are too many", path, (long long)all.cols);
+    if (!rc && order)
+        rc = permute_rows(&all, order, err);
+    free(order);
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         ag_matrix_destroy(&all);
         return rc;
@@ -179,9 +267,15 @@ int own_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
         rc = ag_mpi_agree(comm, ag_matrix_init(x0, n, D, err), err);
         if (rc)
             return rc;
-        ag_i_random_normal_range(x0->data, part->lo * D, n * D, o->seed, 0, 1.0f);
+        if (!part->node_of)
+            ag_i_random_normal_range(x0->data, part->lo * D, n * D, o->seed, 0, 1.0f);
+        for (int64_t k = 0; part->node_of && k < n; k++)   /* each row from its node's draws */
+            ag_i_random_normal_range(x0->data + k * D, part->node_of[k] * D, D, o->seed, 0,
+                                     1.0f);
     }
-    if (o->posenc)
+    if (o->posenc && !part->node_of)
         ag_i_posenc_rows(x0->data, part->lo, n, x0->cols);
+    for (int64_t k = 0; o->posenc && part->node_of && k < n; k++)
+        ag_i_posenc_rows(x0->data + k * x0->cols, part->node_of[k], 1, x0->cols);
     return AG_OK;
 }

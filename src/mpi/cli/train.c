@@ -172,7 +172,7 @@ static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_erro
         so.nodes = N;   /* a pattern sized by the features, as attngraph train sizes it */
     char desc[512];
     if (!rc)
-        rc = open_part(&s->part, s->comm, &so, desc, sizeof desc, usage, err);
+        rc = open_part(&s->part, s->comm, &so, NULL, desc, sizeof desc, usage, err);
     if (!rc && s->part.n_nodes != N)
         rc = ag_mpi_agree(s->comm, ag_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s "
                                            "has %lld row%s", desc, (long long)s->part.n_nodes,
@@ -229,15 +229,23 @@ static int save(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
 int mpi_train(MPI_Comm comm, int argc, char **argv)
 {
     ag_mpi_path_t path;
-    if (take_path_option(&argc, argv, &path, "train"))
+    int metis = 0;
+    if (take_path_option(&argc, argv, &path, "train") ||
+        take_partition_option(&argc, argv, &metis, "train"))
         return EXIT_USAGE;
     train_opts_t to;
     int status = parse_train(&to, argc, argv);
     if (status == 0)
         printf("\nattngraph-mpi train (mpirun -np P attngraph-mpi train ...) also takes:\n"
-               "  --path auto|halo   how K and V rows reach the processes (training: halo)\n");
+               "  --path auto|halo   how K and V rows reach the processes (training: halo)\n"
+               "  --partition contiguous   training keeps the contiguous parts (bitwise\n"
+               "                      the one-process model); METIS parts are for run\n");
     if (status >= 0)
         return status;
+    if (metis)
+        return usage_error("train", "--partition metis: training keeps the contiguous parts, "
+                           "so that the model is bitwise the one-process model; METIS parts "
+                           "are for attngraph-mpi run");
     if (refuse_train(&to, path))
         return EXIT_USAGE;
     const int threads = ag_set_threads(to.o.threads ? (int)to.o.threads : threads_per_process(comm));
