@@ -159,9 +159,8 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
  * and, on every process, the whole graph's weight gradients into grads (from
  * ag_weights_grads_init): bitwise ag_rounds_backward's on one process, for
  * the contiguous parts (each source's owner computes its dK and dV; sums over
- * rows are added in the one-process order; ag_mpi_part_scatter_partition's
- * renumbered parts are not bitwise, and attngraph-mpi train does not use
- * them). opts as
+ * rows are added in the one-process order); renumbered parts
+ * (ag_mpi_part_scatter_partition's) are refused (AG_EINVAL). opts as
  * ag_mpi_rounds_run's; layers, part and opts must stay alive and unchanged
  * until the backward. Both are collective.
  */

@@ -269,6 +269,10 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     *tape = NULL;
     ag_mpi_tape_t *t = ag_calloc(1, sizeof *t, err, "tape");
     int rc = t ? check_layers(layers, n_layers, rounds, err) : AG_ENOMEM;
+    if (!rc && part->node_of)   /* the sums over rows assume the contiguous, aligned cuts */
+        rc = ag_fail(err, AG_EINVAL, "training on renumbered parts "
+                     "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "
+                     "parts, whose gradients are bitwise one process's");
     if (!rc) {
         const ag_weights_t *w = &layers[0];
         t->comm = comm, t->part = part, t->view = ag_part_view(part);

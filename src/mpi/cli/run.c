@@ -113,6 +113,19 @@ int refuse_csr_stdin(const char *cmd, const char *csr)
     return 0;
 }
 
+int refuse_scores(const char *cmd, const ag_score_t *score)
+{
+    const int train = strcmp(cmd, "train") == 0;
+    if (score->kind != AG_SCORE_SCALED_DOT && score->kind != AG_SCORE_DOT)
+        return usage_error(cmd, "attngraph-mpi %s plain dot-product softmax scores "
+                           "(scaled-dot, dot, --beta); %s the others with attngraph %s",
+                           train ? "trains" : "runs", cmd, cmd);
+    if (score->softcap > 0 || score->alibi)
+        return usage_error(cmd, "attngraph-mpi %s plain dot-product softmax scores: no "
+                           "--softcap or --alibi", train ? "trains" : "runs");
+    return 0;
+}
+
 static int refuse_unsupported(const run_opts_t *o)
 {
     const char *what = o->n_attn ? "--attn" : o->trace ? "--trace" : o->save_rounds ?
@@ -124,13 +137,7 @@ static int refuse_unsupported(const run_opts_t *o)
                            "graph in one process): run attngraph run", what);
     if (refuse_csr_stdin("run", o->src.csr))
         return EXIT_USAGE;
-    if (o->score.kind != AG_SCORE_SCALED_DOT && o->score.kind != AG_SCORE_DOT)
-        return usage_error("run", "attngraph-mpi runs plain dot-product softmax scores "
-                           "(scaled-dot, dot, --beta); run the others with attngraph run");
-    if (o->score.softcap > 0 || o->score.alibi)
-        return usage_error("run", "attngraph-mpi runs plain dot-product softmax scores: no "
-                           "--softcap or --alibi");
-    return 0;
+    return refuse_scores("run", &o->score) ? EXIT_USAGE : 0;
 }
 
 /* Gathers rows [n, cols] to rank 0 and writes them there as path (rank 0's). */

@@ -33,13 +33,7 @@ static int refuse_train(const train_opts_t *to, ag_mpi_path_t path)
     if (path == AG_MPI_RING)
         return usage_error("train", "--path ring: training runs on the halo path only so "
                            "far (the ring's backward is not written); use --path halo");
-    if (o->score.kind != AG_SCORE_SCALED_DOT && o->score.kind != AG_SCORE_DOT)
-        return usage_error("train", "attngraph-mpi trains plain dot-product softmax scores "
-                           "(scaled-dot, dot, --beta); train the others with attngraph train");
-    if (o->score.softcap > 0 || o->score.alibi)
-        return usage_error("train", "attngraph-mpi trains plain dot-product softmax scores: "
-                           "no --softcap or --alibi");
-    return 0;
+    return refuse_scores("train", &o->score);
 }
 
 typedef struct {
