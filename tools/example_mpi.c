@@ -52,7 +52,7 @@ static int gradients(const ag_mpi_part_t *part, ag_nbhd_t *nb, const ag_weights_
     ag_random_normal(dY, N * D, 10, 0, 1.0f);
     memcpy(mine, X + part->lo * D, (size_t)(n * D) * sizeof *mine);
     ag_weights_t g, g1;
-    ag_mpi_tape_t *tape;
+    ag_mpi_tape_t *tape = NULL;   /* NULL: a new tape (see ag_mpi_rounds_forward) */
     int bad = ag_weights_grads_init(&g, w, 1, err) || ag_weights_grads_init(&g1, w, 1, err) ||
               ag_mpi_rounds_forward(MPI_COMM_WORLD, part, w, 1, mine, 2, opts, &tape, NULL, err) ||
               ag_mpi_rounds_backward(tape, dY + part->lo * D, dmine, &g, err) ||

@@ -54,12 +54,12 @@ for p in 1 2 4; do
         --nodes 262144 --dim 64 --path ring --threads 1
 done
 
-echo "== training: random graph 100,000 nodes x 16 in-edges, D=64, 2 rounds, targets, 3 epochs"
+echo "== training: random graph 100,000 nodes x 16 in-edges, D=64, 2 rounds, targets, 5 epochs"
 "$BUILD/make_random_csr" 100000 16 1 "$DIR/indptr.npy" "$DIR/indices.npy"
 csr="--csr $DIR/indptr.npy,$DIR/indices.npy"
 "$BUILD/attngraph" run $csr --dim 64 --out "$DIR/x.npy" --quiet
 "$BUILD/attngraph" run $csr --dim 64 --seed 2 --out "$DIR/y.npy" --quiet
-task="$csr --features $DIR/x.npy --targets $DIR/y.npy --rounds 2 --epochs 3"
+task="$csr --features $DIR/x.npy --targets $DIR/y.npy --rounds 2 --epochs 5"
 /usr/bin/time -f "attngraph train, 1 x 2 threads: %e s in all, peak %M KB" \
     "$BUILD/attngraph" train $task --threads 2 --quiet
 echo "-- 1 process x 2 threads"

@@ -44,6 +44,7 @@ struct ag_mpi_tape {
     ag_i_reducer_t red;
     ag_mpi_reduce_t red_ctx;
     ag_mpi_stats_t *stats;
+    float *back;              /* the backward's buffers (back_alloc), kept for the next */
 };
 
 typedef struct {
@@ -69,7 +70,7 @@ void ag_mpi_tape_free(ag_mpi_tape_t *t)
         return;
     ag_halo_destroy(&t->halo);
     ag_i_back_part_destroy(&t->bp);
-    free(t->acts);
+    free(t->acts), free(t->back);
     free(t->send_count), free(t->send_displ), free(t->recv_count), free(t->recv_displ);
     free(t->send_rows), free(t->recv_rows);
     free(t);
@@ -262,38 +263,56 @@ static int check_layers(const ag_weights_t *layers, int n_layers, int rounds, ag
     return AG_OK;
 }
 
+/* A tape made on part with these shapes: its plans and memory serve again. */
+static int reusable(const ag_mpi_tape_t *t, const ag_mpi_part_t *part, const ag_weights_t *w,
+                    int n_layers, int rounds)
+{
+    return t->part == part && t->n_layers == n_layers && t->rounds == rounds && t->D == w->D &&
+           t->H == w->H && t->d == w->d;
+}
+
 int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,
                           int n_layers, float *X, int rounds, const ag_round_opts_t *opts,
                           ag_mpi_tape_t **tape, ag_mpi_stats_t *stats, ag_error_t *err)
 {
+    ag_mpi_tape_t *t = *tape;
     *tape = NULL;
-    ag_mpi_tape_t *t = ag_calloc(1, sizeof *t, err, "tape");
-    int rc = t ? check_layers(layers, n_layers, rounds, err) : AG_ENOMEM;
+    int rc = check_layers(layers, n_layers, rounds, err);
     if (!rc && part->node_of)   /* the sums over rows assume the contiguous, aligned cuts */
         rc = ag_fail(err, AG_EINVAL, "training on renumbered parts "
                      "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "
                      "parts, whose gradients are bitwise one process's");
-    if (!rc) {
-        const ag_weights_t *w = &layers[0];
-        t->comm = comm, t->part = part, t->view = ag_part_view(part);
-        t->layers = layers, t->n_layers = n_layers, t->rounds = rounds;
-        t->opts = opts ? *opts : (ag_round_opts_t){0};
+    const int again = !rc && t && reusable(t, part, &layers[0], n_layers, rounds);
+    if (!again) {
+        ag_mpi_tape_free(t);
+        if (!rc && !(t = ag_calloc(1, sizeof *t, err, "tape")))
+            rc = AG_ENOMEM;
+    }
+    if (!rc) {   /* what may change between calls on one tape */
+        t->layers = layers, t->opts = opts ? *opts : (ag_round_opts_t){0};
         t->layer_norm = opts && opts->norm == AG_NORM_LAYER;
         t->residual = !(opts && opts->no_residual);
         t->eps = opts && opts->ln_eps > 0 ? opts->ln_eps : 1e-5f;
-        t->n = part->hi - part->lo, t->D = w->D, t->H = w->H, t->d = w->d, t->HD = w->H * w->d;
         t->stats = stats;
-        ag_mpi_reducer(&t->red, &t->red_ctx, comm, part, stats);
     }
-    if ((rc = ag_mpi_agree(comm, rc, err)) || (rc = ag_halo_plan(&t->halo, comm, part, t->HD, err)) ||
-        (rc = back_plan(t, err))) {
+    if (!rc && !again) {
+        const ag_weights_t *w = &layers[0];
+        t->comm = comm, t->part = part, t->view = ag_part_view(part);
+        t->n_layers = n_layers, t->rounds = rounds;
+        t->n = part->hi - part->lo, t->D = w->D, t->H = w->H, t->d = w->d, t->HD = w->H * w->d;
+    }
+    /* every process reuses or not alike: the same part and the same calls */
+    if ((rc = ag_mpi_agree(comm, rc, err)) ||
+        (!again && ((rc = ag_halo_plan(&t->halo, comm, part, t->HD, err)) ||
+                    (rc = back_plan(t, err))))) {
         ag_mpi_tape_free(t);
         return rc;
     }
+    ag_mpi_reducer(&t->red, &t->red_ctx, comm, part, stats);
     float *Xn = NULL;
-    t->acts = ag_alloc(rounds ? rounds * round_floats(t) : 1, sizeof(float), err,
-                       "tape of the rounds' activations");
-    rc = t->acts ? AG_OK : AG_ENOMEM;
+    if (!t->acts && !(t->acts = ag_alloc(rounds ? rounds * round_floats(t) : 1, sizeof(float),
+                                         err, "tape of the rounds' activations")))
+        rc = AG_ENOMEM;
     if (!rc && t->layer_norm && !(Xn = ag_alloc(t->n ? t->n * t->D : 1, sizeof *Xn, err,
                                                  "rounds forward")))
         rc = AG_ENOMEM;
@@ -317,12 +336,15 @@ typedef struct {
     float *sendbuf, *recvbuf;       /* rows of Q, dM, lse, D */
 } mpi_back_t;
 
-static float *back_alloc(mpi_back_t *b, const ag_mpi_tape_t *t, ag_error_t *err)
+/* The backward's buffers in b, carved out of `all` (NULL: a new zeroed block). */
+static float *back_alloc(mpi_back_t *b, const ag_mpi_tape_t *t, float *all, ag_error_t *err)
 {
     const int64_t n = t->n, D = t->D, HD = t->HD, H = t->H, w = t->bp.dhi - t->bp.dlo;
     const int64_t row = 2 * HD + 2 * H;
-    float *all = ag_calloc(3 * n * D + 4 * n * HD + n * H + w * row + (t->n_send + t->n_recv) * row + 1,
-                           sizeof(float), err, "rounds backward");
+    if (!all)
+        all = ag_calloc(3 * n * D + 4 * n * HD + n * H + w * row +
+                        (t->n_send + t->n_recv) * row + 1, sizeof(float), err,
+                        "rounds backward");
     if (!all)
         return NULL;
     b->dX = all, b->Xn = b->dX + n * D, b->dXn = b->Xn + n * D, b->dM = b->dXn + n * D;
@@ -453,19 +475,19 @@ static void grads_zero(const ag_mpi_tape_t *t, ag_weights_t *grads)
 int ag_mpi_rounds_backward(ag_mpi_tape_t *t, const float *dY, float *dX0, ag_weights_t *grads,
                            ag_error_t *err)
 {
-    mpi_back_t b;
-    float *all = back_alloc(&b, t, err);
+    mpi_back_t b;   /* the buffers of an earlier backward on this tape serve again: the
+                       rows no peer sends stay zero, the others are overwritten */
+    float *all = back_alloc(&b, t, t->back, err);
     int rc = ag_mpi_agree(t->comm, all ? AG_OK : AG_ENOMEM, err);
-    if (rc) {
-        free(all);
+    if (all)
+        t->back = all;   /* freed with the tape */
+    if (rc)
         return rc;
-    }
     grads_zero(t, grads);
     memcpy(b.dX, dY, (size_t)(t->n * t->D) * sizeof *dY);
     for (int r = t->rounds - 1; !rc && r >= 0; r--)
         rc = ag_mpi_agree(t->comm, backward_round(t, r, grads, &b, err), err);
     if (!rc && dX0)
         memcpy(dX0, b.dX, (size_t)(t->n * t->D) * sizeof *dX0);
-    free(all);
     return rc;
 }

@@ -46,6 +46,7 @@ typedef struct {
     ag_i_reducer_t red;
     ag_mpi_reduce_t red_ctx;
     ag_mpi_stats_t stats;
+    ag_mpi_tape_t *tape;       /* the rounds' tape, made by the first epoch */
     folder_item_t items[9 * 64 + 3];
     char names[9 * 64 + 2][64];
     char model_args[1024];
@@ -76,11 +77,10 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
     const task_t *t = &s->task;
     *f = (epoch_t){NAN, NAN, NAN, 0, 0};
     memcpy(m->X, s->in.x0.data, (size_t)(m->N * m->D) * sizeof(float));
-    ag_mpi_tape_t *tape = NULL;
     int rc = AG_OK;
-    if (m->rounds > 0)
+    if (m->rounds > 0)   /* one tape for every epoch: its plans and memory are made once */
         rc = ag_mpi_rounds_forward(s->comm, &s->part, m->layers, m->n_layers, m->X, m->rounds,
-                                   &m->ro, &tape, &s->stats, err);
+                                   &m->ro, &s->tape, &s->stats, err);
     if (!rc)
         rc = loss_on(s, t->train, step, &f->loss, &f->train_correct, err);
     if (!rc && t->eval)
@@ -88,10 +88,9 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
     if (!rc && !isfinite(f->loss))
         rc = ag_fail(err, AG_EINVAL, "the loss is not finite");
     if (!rc && step && m->rounds > 0)
-        rc = ag_mpi_rounds_backward(tape, m->dX, NULL, m->grads, err);
+        rc = ag_mpi_rounds_backward(s->tape, m->dX, NULL, m->grads, err);
     if (!rc && step)   /* the same gradients everywhere: the same step */
         rc = ag_optimizer_step(m->opt, &f->grad_norm, err);
-    ag_mpi_tape_free(tape);
     return rc;
 }
 
@@ -287,6 +286,7 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
         out_name_errors(&s->log_out, 1, &err);
         out_abort(&s->log_out);
     }
+    ag_mpi_tape_free(s->tape);
     model_free(&s->model);
     task_free(&s->task);
     inputs_free(&s->in);
