@@ -196,6 +196,11 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
     return rc;
 }
 
+int ag_i_reducer_failed(const ag_i_reducer_t *r, int64_t width, ag_error_t *err)
+{
+    return r ? r->add_d(r, NULL, NULL, -1, width, err) : AG_ENOMEM;
+}
+
 int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t work,
                     ag_i_rows_fn fn, void *ctx, double *out, ag_error_t *err)
 {
@@ -204,8 +209,8 @@ int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t w
         return ag_i_sum_rows(N, width, work, fn, ctx, out, err);
     const int64_t chunks = N > 0 ? (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK : 0;
     double *part = ag_calloc(chunks ? chunks * width : 1, sizeof *part, err, "row sums");
-    if (!part)   /* the reducer still runs: every process must hear of the failure */
-        return r->add_d(r, out, NULL, -1, width, err);
+    if (!part)
+        return ag_i_reducer_failed(r, width, err);
 #pragma omp parallel for if (chunks > 1 && work >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t lo = c * AG_GEMM_CHUNK;

@@ -71,6 +71,10 @@ struct ag_i_reducer {
     void *ctx;
 };
 
+/* Out of memory before a sum over rows with r (NULL: none): the reducer still
+   runs, so that every process hears of the failure; returns its status. */
+int ag_i_reducer_failed(const ag_i_reducer_t *r, int64_t width, ag_error_t *err);
+
 /* ag_i_gemm_atb and ag_i_sum_rows over this process's rows with r (NULL: the
    plain calls). */
 int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const float *B,

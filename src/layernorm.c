@@ -87,7 +87,7 @@ int ag_i_layer_norm_backward_r(const ag_i_reducer_t *r, float *dX, float *dW, fl
         return AG_OK;
     double *sums = ag_alloc(2 * D, sizeof *sums, err, "LayerNorm gradients");
     if (!sums)
-        return AG_ENOMEM;
+        return ag_i_reducer_failed(r, 2 * D, err);
     ln_sums_t ctx = {dY, X, D, eps};
     int rc = ag_i_sum_rows_r(r, N, 2 * D, N * D * 16, ln_param_sums, &ctx, sums, err);
     for (int64_t c = 0; !rc && c < D; c++) {

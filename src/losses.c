@@ -181,7 +181,7 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
     double *sums = ag_alloc(C > 2 ? C : 2, sizeof *sums, err, "cross-entropy");
     if (!logits || !sums) {
         free(logits), free(sums);
-        return AG_ENOMEM;
+        return ag_i_reducer_failed(r, 2, err);
     }
     ag_i_gemm_xwt(logits, X, Wr, N, D, C, 0.0f);
     if (br)

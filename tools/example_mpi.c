@@ -2,10 +2,10 @@
  * Embedding the MPI layer (include/attngraph/mpi.h): every process compiles
  * the pattern, takes its part, runs two rounds on its rows of X, and rank 0
  * gathers the states and compares them with ag_rounds_run on one process;
- * then the training pair (ag_mpi_rounds_forward, ag_mpi_rounds_backward)
- * against ag_rounds_forward and ag_rounds_backward: the weight gradients on
- * every process and the gathered dX. The same bits, or exit 1. Usage (make
- * check-mpi runs it):
+ * then the training pair (ag_mpi_rounds_forward, ag_mpi_rounds_backward,
+ * twice on one tape, as epochs do) against ag_rounds_forward and
+ * ag_rounds_backward: the weight gradients on every process and the gathered
+ * dX. The same bits, or exit 1. Usage (make check-mpi runs it):
  *   mpirun -np P build/example_mpi [PATTERN [N]]
  */
 #include <stdio.h>
@@ -53,12 +53,22 @@ static int gradients(const ag_mpi_part_t *part, ag_nbhd_t *nb, const ag_weights_
     memcpy(mine, X + part->lo * D, (size_t)(n * D) * sizeof *mine);
     ag_weights_t g, g1;
     ag_mpi_tape_t *tape = NULL;   /* NULL: a new tape (see ag_mpi_rounds_forward) */
-    int bad = ag_weights_grads_init(&g, w, 1, err) || ag_weights_grads_init(&g1, w, 1, err) ||
-              ag_mpi_rounds_forward(MPI_COMM_WORLD, part, w, 1, mine, 2, opts, &tape, NULL, err) ||
-              ag_mpi_rounds_backward(tape, dY + part->lo * D, dmine, &g, err) ||
-              ag_mpi_gather_rows(MPI_COMM_WORLD, part, dmine, D, all, 0, err);
-    if (!bad)
-        ag_mpi_tape_free(tape);
+    int bad = ag_weights_grads_init(&g, w, 1, err) || ag_weights_grads_init(&g1, w, 1, err);
+    for (int pass = 0; !bad && pass < 2; pass++) {   /* the second reuses the tape */
+        memcpy(mine, X + part->lo * D, (size_t)(n * D) * sizeof *mine);
+        bad = ag_mpi_rounds_forward(MPI_COMM_WORLD, part, w, 1, mine, 2, opts, &tape, NULL,
+                                    err) ||
+              ag_mpi_rounds_backward(tape, dY + part->lo * D, dmine, &g, err);
+    }
+    bad = bad || ag_mpi_gather_rows(MPI_COMM_WORLD, part, dmine, D, all, 0, err);
+    /* a call that fails (no layers) on a live tape frees it and leaves NULL */
+    ag_error_t refused;
+    if (!bad && (!ag_mpi_rounds_forward(MPI_COMM_WORLD, part, w, 0, mine, 2, opts, &tape, NULL,
+                                        &refused) || tape)) {
+        snprintf(err->msg, sizeof err->msg, "a forward without layers did not fail cleanly");
+        bad = 1;
+    }
+    ag_mpi_tape_free(tape);
     ag_tape_t *tape1;   /* one process, on every process: each compares its own gradients */
     bad = bad || ag_rounds_forward(nb, w, 1, X, 2, opts, &tape1, err) ||
           ag_rounds_backward(tape1, dY, dX, &g1, err);

@@ -163,10 +163,11 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
  * (ag_mpi_part_scatter_partition's) are refused (AG_EINVAL). opts as
  * ag_mpi_rounds_run's; layers, part and opts must stay alive and unchanged
  * until the backward. *tape must be NULL or the tape of an earlier call: made on
- * the same part with the same shapes and rounds, it is used again (its
- * exchange plans and memory: an epoch after the first allocates nothing);
- * otherwise it is freed and a new one made. On failure *tape is NULL. Both
- * are collective.
+ * the same part (alive and unchanged since; a part rebuilt needs a new tape)
+ * with the same shapes and rounds, it is used again: its exchange plans and
+ * its activation and backward buffers are kept, so that an epoch after the
+ * first neither plans nor allocates them again. Otherwise it is freed and a
+ * new one made. On failure *tape is NULL. Both are collective.
  */
 typedef struct ag_mpi_tape ag_mpi_tape_t;
 int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,

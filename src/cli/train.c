@@ -50,7 +50,7 @@ static int train_one(run_ctx_t *cx, model_t *m, ag_nbhd_t *nb, const char *conn,
     for (int64_t e = 0; e <= E && !rc; e++) {
         /* epoch e: the figures of the model after e steps; then step e+1 */
         if ((rc = model_epoch(m, nb, cx->x0, t, e < E, &f, err))) {
-            if (!isfinite(f.loss))   /* say when: after how many steps it diverged */
+            if (f.diverged)   /* say when: after how many steps it diverged */
                 rc = ag_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
                              "lower --lr (%g) or set --clip", (long long)e,
                              isnan(f.loss) ? "NaN" : "infinite", (double)m->lr);

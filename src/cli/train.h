@@ -43,6 +43,7 @@ void task_free(task_t *t);
 typedef struct {
     double loss, eval_loss, grad_norm;   /* NAN when there is none */
     int64_t train_correct, eval_correct;
+    int diverged;                        /* the loss was computed and is not finite */
 } epoch_t;
 
 /* The model being trained: the rounds' layers and, for classes, a readout. */

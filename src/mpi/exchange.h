@@ -44,6 +44,9 @@ void ag_halo_destroy(ag_halo_t *h);
    (offset pointers; only lo..hi-1 may be read) with the whole graph's N and E. */
 ag_nbhd_t ag_part_view(const ag_mpi_part_t *part);
 
+/* displ [P] = the running sums of count [P] (an MPI_*v call's displacements). */
+void ag_mpi_displs(const int *count, int *displ, int P);
+
 /* The contiguous parts' bounds [P+1] from the whole graph's edge_ptr [N+1]:
    balanced by work, cut at multiples of AG_MPI_ROW_ALIGN. */
 int ag_mpi_cut_bounds(const int64_t *edge_ptr, int64_t N, int P, int64_t *bounds,

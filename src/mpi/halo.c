@@ -157,7 +157,7 @@ static int list_reads(ag_halo_t *h, const ag_mpi_part_t *part, ag_error_t *err)
     return AG_OK;
 }
 
-static void displacements(const int *count, int *displ, int P)
+void ag_mpi_displs(const int *count, int *displ, int P)
 {
     displ[0] = 0;
     for (int p = 1; p < P; p++)
@@ -188,8 +188,8 @@ int ag_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64_t
         return rc;
     }
     MPI_Alltoall(h->recv_count, 1, MPI_INT, h->send_count, 1, MPI_INT, comm);
-    displacements(h->recv_count, h->recv_displ, P);
-    displacements(h->send_count, h->send_displ, P);
+    ag_mpi_displs(h->recv_count, h->recv_displ, P);
+    ag_mpi_displs(h->send_count, h->send_displ, P);
     h->n_send = h->send_displ[P - 1] + (int64_t)h->send_count[P - 1];
     h->send_rows = ag_alloc(h->n_send + 1, sizeof *h->send_rows, err, "halo");
     rc = h->send_rows ? AG_OK : AG_ENOMEM;

@@ -28,6 +28,7 @@
 struct ag_mpi_tape {
     MPI_Comm comm;
     const ag_mpi_part_t *part;
+    const int64_t *runs;      /* part's arrays when the tape was made */
     ag_nbhd_t view;
     const ag_weights_t *layers;
     int n_layers, rounds, layer_norm, residual;
@@ -96,13 +97,15 @@ static int owner_of(const int64_t *bounds, int P, int64_t j)
 /* Walks own destinations' runs, each clipped to each other owner's rows:
    with `trip` NULL counts triples and distinct destinations per peer, else
    writes them at cursor (3 int64 a triple) and the destinations at rows. */
-static void walk_runs(const ag_mpi_part_t *part, int64_t *trips_per, int64_t *rows_per,
-                      int64_t *trip, int64_t *cur, int64_t *rows, int64_t *rcur)
+static int walk_runs(const ag_mpi_part_t *part, int64_t *trips_per, int64_t *rows_per,
+                     int64_t *trip, int64_t *cur, int64_t *rows, int64_t *rcur, ag_error_t *err)
 {
     const ag_nbhd_t *nb = &part->nb;
     const int P = part->ranks, me = part->rank;
-    int64_t *last = calloc((size_t)P, sizeof *last);   /* last destination sent +1 */
-    for (int64_t x = 0; last && x < nb->n_nodes; x++) {
+    int64_t *last = ag_calloc(P, sizeof *last, err, "backward plan");   /* last row sent +1 */
+    if (!last)
+        return AG_ENOMEM;
+    for (int64_t x = 0; x < nb->n_nodes; x++) {
         const int64_t i = part->lo + x;
         for (int64_t r = nb->run_ptr[x]; r < nb->run_ptr[x + 1]; r++) {
             const int64_t s = nb->run_src[r], e = s + nb->run_len[r];
@@ -128,13 +131,7 @@ static void walk_runs(const ag_mpi_part_t *part, int64_t *trips_per, int64_t *ro
         }
     }
     free(last);
-}
-
-static void displs(const int *count, int *displ, int P)
-{
-    displ[0] = 0;
-    for (int p = 1; p < P; p++)
-        displ[p] = displ[p - 1] + count[p - 1];
+    return AG_OK;
 }
 
 /* The received triples [m, 3] into the part's backward nbhd, and the distinct
@@ -181,8 +178,7 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
     int rc = tp && rp && sc && sd && rc3 && rd && t->send_count && t->send_displ &&
              t->recv_count && t->recv_displ ? AG_OK : AG_ENOMEM;
     int64_t *trip = NULL, *rtrip = NULL, *cur = NULL, *rcur = NULL, total = 0, rows = 0;
-    if (!rc) {
-        walk_runs(part, tp, rp, NULL, NULL, NULL, NULL);
+    if (!rc && !(rc = walk_runs(part, tp, rp, NULL, NULL, NULL, NULL, err))) {
         for (int p = 0; p < P; p++)
             total += tp[p], rows += rp[p];
         if (3 * total > INT32_MAX)
@@ -199,21 +195,28 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
             sc[p] = (int)(3 * tp[p]), t->send_count[p] = (int)rp[p];
             cur[p] = p ? cur[p - 1] + tp[p - 1] : 0, rcur[p] = p ? rcur[p - 1] + rp[p - 1] : 0;
         }
-        walk_runs(part, NULL, NULL, trip, cur, t->send_rows, rcur);
-        displs(sc, sd, P);
-        displs(t->send_count, t->send_displ, P);
+        rc = walk_runs(part, NULL, NULL, trip, cur, t->send_rows, rcur, err);
+        ag_mpi_displs(sc, sd, P);
+        ag_mpi_displs(t->send_count, t->send_displ, P);
         t->n_send = rows;
     }
     if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
         MPI_Alltoall(sc, 1, MPI_INT, rc3, 1, MPI_INT, t->comm);
-        displs(rc3, rd, P);
-        const int64_t got = (int64_t)rd[P - 1] + rc3[P - 1];
-        rc = (rtrip = ag_alloc(got + 3, sizeof *rtrip, err, "backward plan")) ? AG_OK : AG_ENOMEM;
+        int64_t got = 0;
+        for (int p = 0; p < P; p++)
+            got += rc3[p];
+        if (got > INT32_MAX)
+            rc = ag_fail(err, AG_ELIMIT, "backward plan: process %d receives %lld run values, "
+                         "beyond what one MPI call counts (2^31)", part->rank, (long long)got);
+        else if ((rtrip = ag_alloc(got + 3, sizeof *rtrip, err, "backward plan")))
+            ag_mpi_displs(rc3, rd, P);
+        else
+            rc = AG_ENOMEM;
         if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
             MPI_Alltoallv(trip, sc, sd, MPI_INT64_T, rtrip, rc3, rd, MPI_INT64_T, t->comm);
             rc = take_runs(t, rtrip, got / 3, rc3, err);
             if (!rc)
-                displs(t->recv_count, t->recv_displ, P);
+                ag_mpi_displs(t->recv_count, t->recv_displ, P);
         }
     }
     free(tp), free(rp), free(sc), free(sd), free(rc3), free(rd);
@@ -263,12 +266,18 @@ static int check_layers(const ag_weights_t *layers, int n_layers, int rounds, ag
     return AG_OK;
 }
 
-/* A tape made on part with these shapes: its plans and memory serve again. */
-static int reusable(const ag_mpi_tape_t *t, const ag_mpi_part_t *part, const ag_weights_t *w,
-                    int n_layers, int rounds)
+/* A tape made on this very part (the same arrays: a part rebuilt in its place
+   needs a new tape) with these shapes: its plans and memory serve again. */
+static int reusable(const ag_mpi_tape_t *t, MPI_Comm comm, const ag_mpi_part_t *part,
+                    const ag_weights_t *w, int n_layers, int rounds)
 {
-    return t->part == part && t->n_layers == n_layers && t->rounds == rounds && t->D == w->D &&
-           t->H == w->H && t->d == w->d;
+    int same_comm;
+    MPI_Comm_compare(t->comm, comm, &same_comm);
+    return same_comm == MPI_IDENT && t->part == part && t->runs == part->nb.run_ptr &&
+           t->n == part->hi - part->lo && t->view.n_nodes == part->n_nodes &&
+           t->view.n_edges == part->n_edges &&
+           t->n_layers == n_layers && t->rounds == rounds && t->D == w->D && t->H == w->H &&
+           t->d == w->d;
 }
 
 int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,
@@ -282,9 +291,12 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
         rc = ag_fail(err, AG_EINVAL, "training on renumbered parts "
                      "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "
                      "parts, whose gradients are bitwise one process's");
-    const int again = !rc && t && reusable(t, part, &layers[0], n_layers, rounds);
+    /* reused only where every process can reuse its tape: the plans are collective */
+    int mine = !rc && t && reusable(t, comm, part, &layers[0], n_layers, rounds), again;
+    MPI_Allreduce(&mine, &again, 1, MPI_INT, MPI_MIN, comm);
     if (!again) {
         ag_mpi_tape_free(t);
+        t = NULL;
         if (!rc && !(t = ag_calloc(1, sizeof *t, err, "tape")))
             rc = AG_ENOMEM;
     }
@@ -297,11 +309,11 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     }
     if (!rc && !again) {
         const ag_weights_t *w = &layers[0];
-        t->comm = comm, t->part = part, t->view = ag_part_view(part);
+        t->comm = comm, t->part = part, t->runs = part->nb.run_ptr;
+        t->view = ag_part_view(part);
         t->n_layers = n_layers, t->rounds = rounds;
         t->n = part->hi - part->lo, t->D = w->D, t->H = w->H, t->d = w->d, t->HD = w->H * w->d;
     }
-    /* every process reuses or not alike: the same part and the same calls */
     if ((rc = ag_mpi_agree(comm, rc, err)) ||
         (!again && ((rc = ag_halo_plan(&t->halo, comm, part, t->HD, err)) ||
                     (rc = back_plan(t, err))))) {

@@ -75,7 +75,7 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
 {
     model_t *m = &s->model;
     const task_t *t = &s->task;
-    *f = (epoch_t){NAN, NAN, NAN, 0, 0};
+    *f = (epoch_t){NAN, NAN, NAN, 0, 0, 0};
     memcpy(m->X, s->in.x0.data, (size_t)(m->N * m->D) * sizeof(float));
     int rc = AG_OK;
     if (m->rounds > 0)   /* one tape for every epoch: its plans and memory are made once */
@@ -85,8 +85,10 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
         rc = loss_on(s, t->train, step, &f->loss, &f->train_correct, err);
     if (!rc && t->eval)
         rc = loss_on(s, t->eval, 0, &f->eval_loss, &f->eval_correct, err);
-    if (!rc && !isfinite(f->loss))
+    if (!rc && !isfinite(f->loss)) {   /* the same loss on every process */
+        f->diverged = 1;
         rc = ag_fail(err, AG_EINVAL, "the loss is not finite");
+    }
     if (!rc && step && m->rounds > 0)
         rc = ag_mpi_rounds_backward(s->tape, m->dX, NULL, m->grads, err);
     if (!rc && step)   /* the same gradients everywhere: the same step */
@@ -119,7 +121,7 @@ static int train_loop(mtrain_t *s, const train_opts_t *to, FILE *log, ag_error_t
     int rc = AG_OK;
     for (int64_t e = 0; e <= E && !rc; e++) {
         if ((rc = ag_mpi_agree(s->comm, epoch(s, e < E, &f, err), err))) {
-            if (!isfinite(f.loss))
+            if (f.diverged)
                 rc = ag_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
                              "lower --lr (%g) or set --clip", (long long)e,
                              isnan(f.loss) ? "NaN" : "infinite", (double)s->model.lr);
