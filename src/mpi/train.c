@@ -169,8 +169,10 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
     const int P = part->ranks;
     int64_t *tp = ag_calloc(P, sizeof *tp, err, "backward plan");
     int64_t *rp = ag_calloc(P, sizeof *rp, err, "backward plan");
-    int *sc = ag_alloc(P, sizeof *sc, err, "backward plan"), *sd = ag_alloc(P, sizeof *sd, err, "backward plan");
-    int *rc3 = ag_alloc(P, sizeof *rc3, err, "backward plan"), *rd = ag_alloc(P, sizeof *rd, err, "backward plan");
+    int *sc = ag_alloc(P, sizeof *sc, err, "backward plan");   /* send counts, displs */
+    int *sd = ag_alloc(P, sizeof *sd, err, "backward plan");
+    int *rc3 = ag_alloc(P, sizeof *rc3, err, "backward plan");   /* receive counts, displs */
+    int *rd = ag_alloc(P, sizeof *rd, err, "backward plan");
     t->send_count = ag_calloc(P, sizeof(int), err, "backward plan");
     t->send_displ = ag_calloc(P, sizeof(int), err, "backward plan");
     t->recv_count = ag_calloc(P, sizeof(int), err, "backward plan");
