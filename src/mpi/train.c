@@ -489,8 +489,9 @@ static void grads_zero(const ag_mpi_tape_t *t, ag_weights_t *grads)
 int ag_mpi_rounds_backward(ag_mpi_tape_t *t, const float *dY, float *dX0, ag_weights_t *grads,
                            ag_error_t *err)
 {
-    mpi_back_t b;   /* the buffers of an earlier backward on this tape serve again: the
-                       rows no peer sends stay zero, the others are overwritten */
+    /* the buffers of an earlier backward on this tape serve again: the rows no
+       peer sends stay zero, the others are overwritten */
+    mpi_back_t b = {0};
     float *all = back_alloc(&b, t, t->back, err);
     int rc = ag_mpi_agree(t->comm, all ? AG_OK : AG_ENOMEM, err);
     if (all)
