@@ -69,7 +69,7 @@ static int gradients(const ag_mpi_part_t *part, ag_nbhd_t *nb, const ag_weights_
         bad = 1;
     }
     ag_mpi_tape_free(tape);
-    ag_tape_t *tape1;   /* one process, on every process: each compares its own gradients */
+    ag_tape_t *tape1 = NULL;   /* one process's, on every process: each compares its own */
     bad = bad || ag_rounds_forward(nb, w, 1, X, 2, opts, &tape1, err) ||
           ag_rounds_backward(tape1, dY, dX, &g1, err);
     if (bad) {
