@@ -185,7 +185,9 @@ int source_args(run_opts_t *o, const opt_parser_t *p, const char *cmd);
 int refuse_options(const run_opts_t *o, const int *codes, const char *cmd, const char *why);
 /* Fills longopts with input_options followed by own (both ending {0}). */
 void merge_options(struct option *longopts, size_t cap, const struct option *own);
-/* Prints "attngraph CMD: MESSAGE" and the help hint; returns EXIT_USAGE. */
+/* The program messages name: "attngraph", or "attngraph-mpi" (set by its main). */
+extern const char *cli_program;
+/* Prints "PROGRAM CMD: MESSAGE" and the help hint; returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...);
 /* A command's exit status for rc: 0 on success; else the error on stderr, as a
    usage error (exit 2) when `usage`, or as bad input (exit 1). */

@@ -57,13 +57,15 @@ void run_opts_init(run_opts_t *o)
     o->progress = -1;
 }
 
+const char *cli_program = "attngraph";
+
 int usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "attngraph %s: ", cmd);
+    fprintf(stderr, "%s %s: ", cli_program, cmd);
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nsee 'attngraph %s --help'\n", cmd);
+    fprintf(stderr, "\nsee '%s %s --help'\n", cli_program, cmd);
     va_end(ap);
     return EXIT_USAGE;
 }
@@ -74,7 +76,7 @@ int finish(const char *cmd, int rc, int usage, const ag_error_t *err)
         return 0;
     if (usage)
         return usage_error(cmd, "%s", err->msg);
-    fprintf(stderr, "attngraph: %s\n", err->msg);
+    fprintf(stderr, "%s: %s\n", cli_program, err->msg);
     return EXIT_BAD_INPUT;
 }
 

@@ -303,9 +303,9 @@ refused() {   # refused WORD ARGS...: exit 2 and one message naming WORD
     shift
     mpi 2 "$@" >/dev/null 2>"$T/err"
     status=$?
-    if [ $status -ne 2 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
+    if [ $status -ne 2 ] || [ "$(grep -c "^attngraph-mpi $1: " "$T/err")" -ne 1 ] ||
        ! grep -q -- "$word" "$T/err"; then
-        bad "$*: exit $status, expected 2 and one message naming '$word': $(cat "$T/err")"
+        bad "$*: exit $status, expected 2 and one message 'attngraph-mpi $1: ...' naming '$word': $(cat "$T/err")"
     else
         ok
     fi

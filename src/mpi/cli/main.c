@@ -40,6 +40,7 @@ static void silence(void)
 
 int main(int argc, char **argv)
 {
+    cli_program = "attngraph-mpi";   /* in the messages of attngraph's own commands */
     ag_error_t err;
     /* before MPI_Init: the restart (execv) keeps the process MPI started */
     if (ag_blas_fix(argv, &err))
