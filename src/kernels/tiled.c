@@ -150,19 +150,9 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
     const int BQ = QV * AG_LANES;
     const int64_t HD = H * d, off = h * d;
     /* 1. lanes: runs and packed queries */
-    int64_t jmin = INT64_MAX, jmax = 0, max_lo = 0, min_hi = INT64_MAX;
-    for (int i = 0; i < BQ; i++) {
-        int64_t lo = 0, hi = 0;
-        if (i < nq && nb->run_ptr[i0 + i + 1] > nb->run_ptr[i0 + i]) {
-            const int64_t r = nb->run_ptr[i0 + i];
-            lo = nb->run_src[r], hi = lo + nb->run_len[r];
-            jmin = lo < jmin ? lo : jmin, jmax = hi > jmax ? hi : jmax;
-        }
-        b->lo[i] = (int32_t)lo, b->hi[i] = (int32_t)hi;
-        max_lo = lo > max_lo ? lo : max_lo, min_hi = hi < min_hi ? hi : min_hi;
-    }
-    if (jmax == 0)   /* no lane has a source: no tiles (and no overflow below) */
-        jmin = 0;
+    const block_span_t span = block_lanes(nb, i0, nq, BQ, b->lo, b->hi);
+    int64_t jmin = span.jmin, jmax = span.jmax;
+    const int64_t max_lo = span.max_lo, min_hi = span.min_hi;
     pack_queries(b->qt, Q + i0 * HD + off, HD, d, nq, scale2, QV);
     /* the block's output rows are written once, at the end: ask for them now
        so their lines are owned by then (a large output misses every cache) */
@@ -432,20 +422,13 @@ AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t 
     const ag_nbhd_t *nb = a->nb;
     const int BQ = QV * AG_LANES;
     const int64_t d = a->d, HD = a->H * d, off = h * d, N = nb->n_nodes;
-    int64_t jmin = INT64_MAX, jmax = 0, max_lo = 0, min_hi = INT64_MAX;
+    const block_span_t span = block_lanes(nb, i0, nq, BQ, b->lo, b->hi);   /* the forward's */
+    int64_t jmin = span.jmin, jmax = span.jmax;
+    const int64_t max_lo = span.max_lo, min_hi = span.min_hi;
     for (int i = 0; i < BQ; i++) {
-        int64_t lo = 0, hi = 0;
-        if (i < nq)
-            dest_run(nb, i0 + i, &lo, &hi);
-        if (hi > lo)
-            jmin = lo < jmin ? lo : jmin, jmax = hi > jmax ? hi : jmax;
-        b->lo[i] = (int32_t)lo, b->hi[i] = (int32_t)hi;
         b->lse2[i] = i < nq ? lse_log2(a, i0 + i, h) : 0.0f;
         b->dd[i] = i < nq ? a->Dd[(i0 + i) * a->H + h] : 0.0f;
-        max_lo = lo > max_lo ? lo : max_lo, min_hi = hi < min_hi ? hi : min_hi;
     }
-    if (jmax == 0)
-        jmin = 0;
     pack_queries(b->xt, a->Q + i0 * HD + off, HD, d, nq, a->scale2, QV);
     pack_queries(b->gt, a->dM + i0 * HD + off, HD, d, nq, 1.0f, QV);
     prefetch_block(a, a->Q, a->dM, a->dQ, i0, nq, off);

@@ -255,6 +255,36 @@ AG_INLINE void store_messages(float *M, const float *restrict acc, const float *
     }
 }
 
+/* The sources of the block of destinations i0 .. i0+nq-1, a lane each (BQ
+   lanes; a lane past nq or a destination without a source holds [0, 0)): each
+   lane's run [lo, hi) of sources (one run a destination: the tiled kernel's
+   graphs), their span [jmin, jmax) ([0, 0) when no lane has a source), and the
+   largest start and smallest end, between which a tile is inside every run.
+   The forward, the backward's pass A and the streamed forward cut the same
+   tiles from it. */
+typedef struct {
+    int64_t jmin, jmax, max_lo, min_hi;
+} block_span_t;
+
+AG_INLINE block_span_t block_lanes(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int BQ,
+                                   int32_t *lane_lo, int32_t *lane_hi)
+{
+    block_span_t s = {INT64_MAX, 0, 0, INT64_MAX};
+    for (int i = 0; i < BQ; i++) {
+        int64_t lo = 0, hi = 0;
+        if (i < nq && nb->run_ptr[i0 + i + 1] > nb->run_ptr[i0 + i]) {
+            const int64_t r = nb->run_ptr[i0 + i];
+            lo = nb->run_src[r], hi = lo + nb->run_len[r];
+            s.jmin = lo < s.jmin ? lo : s.jmin, s.jmax = hi > s.jmax ? hi : s.jmax;
+        }
+        lane_lo[i] = (int32_t)lo, lane_hi[i] = (int32_t)hi;
+        s.max_lo = lo > s.max_lo ? lo : s.max_lo, s.min_hi = hi < s.min_hi ? hi : s.min_hi;
+    }
+    if (s.jmax == 0)   /* no lane has a source: no tiles (and no overflow in cut_tiles) */
+        s.jmin = 0;
+    return s;
+}
+
 /* Tiles of rows over [*lo, *hi): the span widened to whole register blocks
    of rows (rows outside a lane's run are masked anyway), cut into equal tiles;
    returns their size. Narrow blocks take at most 32 rows a tile: then most of

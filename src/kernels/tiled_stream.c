@@ -42,24 +42,12 @@ struct ag_tiled_stream {
 static void block_geometry(stream_block_t *g, const ag_nbhd_t *nb, int64_t i0, int64_t nq,
                            int QV)
 {
-    const int BQ = QV * AG_LANES;
-    int64_t jmin = INT64_MAX, jmax = 0, max_lo = 0, min_hi = INT64_MAX;
-    for (int i = 0; i < BQ; i++) {
-        int64_t lo = 0, hi = 0;
-        if (i < nq && nb->run_ptr[i0 + i + 1] > nb->run_ptr[i0 + i]) {
-            const int64_t r = nb->run_ptr[i0 + i];
-            lo = nb->run_src[r], hi = lo + nb->run_len[r];
-            jmin = lo < jmin ? lo : jmin, jmax = hi > jmax ? hi : jmax;
-        }
-        g->lo[i] = (int32_t)lo, g->hi[i] = (int32_t)hi;
-        max_lo = lo > max_lo ? lo : max_lo, min_hi = hi < min_hi ? hi : min_hi;
-    }
-    if (jmax == 0)
-        jmin = 0;
+    const block_span_t s = block_lanes(nb, i0, nq, QV * AG_LANES, g->lo, g->hi);
+    int64_t jmin = s.jmin, jmax = s.jmax;
     g->tile = QV == 4 ? cut_tiles(&jmin, &jmax, nb->n_nodes, 4)
                       : cut_tiles(&jmin, &jmax, nb->n_nodes, 1);
     g->i0 = i0, g->nq = nq, g->jmin = jmin, g->jmax = jmax;
-    g->max_lo = max_lo, g->min_hi = min_hi;
+    g->max_lo = s.max_lo, g->min_hi = s.min_hi;
 }
 
 /* The tiles of one task (block g, head h) that end by b, through the whole-graph
