@@ -22,13 +22,14 @@
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 #   NO_METIS=1   build without METIS (--partition metis then refuses)
 
-# libglpk-dev: igraph.pc names -lglpk for static links (pkg-config --static,
-# make check-install), but Debian's libigraph-dev does not depend on it.
+# libglpk-dev, libarpack2-dev, libplfit-dev: igraph.pc names -lglpk -larpack
+# -lplfit for static links (pkg-config --static, make check-install), but
+# Debian's libigraph-dev depends on none of them.
 # groff-base: make check-man renders the man page.
 # librsvg2-bin (rsvg-convert) renders the pictures in the tests; zlib1g-dev
 # decodes the PNGs there.
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-dev \
-            python3-numpy python3-pytest python3-torch python3-igraph libglpk-dev groff-base \
+            python3-numpy python3-pytest python3-torch python3-igraph libglpk-dev libarpack2-dev libplfit-dev groff-base \
             librsvg2-bin zlib1g-dev openmpi-bin libopenmpi-dev
 # Debian's interpreter, which has python3-numpy, -torch, -igraph: a python3 found
 # first on PATH (a virtualenv, conda, pyenv) may lack them.
