@@ -175,7 +175,7 @@ int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t 
 int ag_npy_write_f32_nd(const char *path, const float *data, int ndim, const int64_t *shape,
                         ag_error_t *err);
 
-/* Allocates an uninitialised matrix [rows, cols]; zero-filled. */
+/* Initialises m (uninitialised) as a zero-filled matrix [rows, cols]. */
 int ag_matrix_init(ag_matrix_t *m, int64_t rows, int64_t cols, ag_error_t *err);
 void ag_matrix_destroy(ag_matrix_t *m);
 

@@ -63,8 +63,8 @@ int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, con
                         ag_error_t *err)
 {
     /* One run per destination, long enough to fill tiles: the fused tiled
-       kernel; anything else: the gather kernel. The one-pass kernel above is
-       the simple reference the tests hold both to. */
+       kernel; anything else: the gather kernel. The one-pass kernel
+       (simple.c) is the reference the tests hold both to. */
     const int64_t N = nb->n_nodes;
     if (N > 0 && nb->n_edges / N >= 16 && ag_i_tiled_applies(nb))
         return ag_i_attention_tiled(nb, Q, K, V, H, d, scale, M, x, err);

@@ -227,7 +227,7 @@ static void direct_figures(const kext_t *x, int64_t i, int64_t h, int64_t H, con
 enum { ST_SHIFT, ST_SUM, ST_D, ST_N };
 
 /* Scores -> weights, in place, for the `deg` slots of destination i; with x
-   asking for figures, also i's figures per head (kernel.h: a softmax's come
+   asking for figures, also i's figures per head (kernels.h: a softmax's come
    from its max and sum, with u = sum p (s - max)); with st, i's normalisers
    (ST_SHIFT, ST_SUM), from which weight_of gives each weight again. */
 static void normalise_row(const sctx_t *c, float *W, int64_t i, int64_t deg, const kext_t *x,

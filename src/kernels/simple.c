@@ -23,7 +23,7 @@
 
 /* Row i of M over i's in-edges, every head; mx, sum, u, t: [H] scratch (u, t:
    the figures' sums of p (s - mx) and p |i - j|, kept when x asks for
-   figures; see kernel.h). */
+   figures; see kernels.h). */
 static void attend_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const float *K,
                        const float *V, int64_t H, int64_t d, float scale, float *m_i,
                        float *mx, float *sum, float *u, float *t, const kext_t *x)

@@ -15,7 +15,7 @@
  *             rescaling the accumulator when a lane's max grows;
  *   5. P.V    acc [d][BQ] += V_tile^T P, register-blocked 4 channels x QV vectors;
  *   6. store  M rows = acc^T / l (and, when asked, each lane's figures from its
- *             l and u = sum p (s - m), kept in step 4; see kernel.h).
+ *             l and u = sum p (s - m), kept in step 4; see kernels.h).
  * Each (block, head) is one task: no atomics, and the bits do not depend on
  * the thread count. Blocks are handed out heaviest first (causal: the last);
  * narrow blocks go in runs of consecutive ones (see ag_i_attention_tiled).
