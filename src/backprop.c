@@ -23,7 +23,7 @@ struct ag_tape {
     ag_nbhd_t *nb;
     const ag_weights_t *layers;
     int n_layers, rounds;
-    ag_round_opts_t opts;     /* the caller's, or zeros */
+    ag_round_opts_t opts;     /* the caller's, or AG_ROUND_OPTS_INIT */
     int layer_norm, residual;
     float eps;
     int64_t N, D, H, d;
@@ -79,9 +79,9 @@ static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers
     ag_tape_t *t = ag_calloc(1, sizeof *t, err, "tape");
     if (!t)
         return AG_ENOMEM;
-    *t = (ag_tape_t){nb, layers, n_layers, rounds, opts ? *opts : (ag_round_opts_t){0},
+    *t = (ag_tape_t){nb, layers, n_layers, rounds, opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT,
                      opts && opts->norm == AG_NORM_LAYER, !(opts && opts->no_residual),
-                     opts && opts->ln_eps > 0 ? opts->ln_eps : 1e-5f, nb->n_nodes, w->D, w->H,
+                     ag_i_ln_eps(opts), nb->n_nodes, w->D, w->H,
                      w->d, NULL, NULL};
     t->acts = ag_alloc(bytes / 4, sizeof(float), err, "tape of the rounds' activations");
     t->has_lse = ag_calloc(rounds + 1, 1, err, "tape");
@@ -136,6 +136,8 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
     if (!nb || !layers || !X)
         return ag_fail(err, AG_EINVAL, "rounds forward: graph, layers and X are required");
     int rc = ag_i_rounds_check(nb, layers, n_layers, rounds, err);
+    if (!rc)
+        rc = ag_check_finite("rounds forward: x", X, nb->n_nodes, layers[0].D, err);
     /* the backward's transpose now, so that a graph too large fails before any work */
     if (!rc)
         rc = ag_nbhd_transpose(nb, err);

@@ -393,9 +393,27 @@ int ag_matrix_read_npy(ag_matrix_t *m, const char *path, ag_error_t *err)
     return AG_OK;
 }
 
+/* Does data [n] hold a NaN or an infinity? An exponent of all ones, tested on
+   the bits: it vectorises (isfinite does not), and the attention entry points
+   run it on every Q, K, V they are given. */
+static int any_nonfinite(const float *data, int64_t n)
+{
+    const uint32_t exponent = 0x7f800000u;
+    int bad = 0;
+#pragma omp parallel for simd if (n >= AG_PARALLEL_MIN_WORK * 16) schedule(static) reduction(| : bad)
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &data[i], sizeof bits);
+        bad |= (bits & exponent) == exponent;
+    }
+    return bad;
+}
+
 int ag_check_finite(const char *what, const float *data, int64_t rows, int64_t cols,
                     ag_error_t *err)
 {
+    if (!data || !any_nonfinite(data, rows * cols))
+        return AG_OK;
     for (int64_t i = 0; i < rows * cols; i++)
         if (!isfinite(data[i])) {
             char buf[64];

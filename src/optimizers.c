@@ -26,7 +26,7 @@ typedef struct {
 } param_t;
 
 struct ag_optimizer {
-    ag_optimizer_opts_t o;    /* defaults filled in */
+    ag_optimizer_opts_t o;
     param_t *params;
     int n_params, cap;
     int64_t t;                /* steps taken */
@@ -56,6 +56,12 @@ static int opts_check(const ag_optimizer_opts_t *o, ag_error_t *err)
     return AG_OK;
 }
 
+void ag_optimizer_opts_init(ag_optimizer_opts_t *opts, ag_optimizer_kind_t kind)
+{
+    *opts = (ag_optimizer_opts_t)AG_OPTIMIZER_OPTS_INIT;
+    opts->kind = kind;
+}
+
 int ag_optimizer_init(ag_optimizer_t **opt, const ag_optimizer_opts_t *o, ag_error_t *err)
 {
     *opt = NULL;
@@ -68,12 +74,6 @@ int ag_optimizer_init(ag_optimizer_t **opt, const ag_optimizer_opts_t *o, ag_err
     if (!p)
         return AG_ENOMEM;
     p->o = *o;
-    if (p->o.beta1 == 0)
-        p->o.beta1 = 0.9f;
-    if (p->o.beta2 == 0)
-        p->o.beta2 = 0.999f;
-    if (p->o.eps == 0)
-        p->o.eps = 1e-8f;
     *opt = p;
     return AG_OK;
 }

@@ -74,10 +74,23 @@ static int check_workspace(const ag_workspace_t *ws, const ag_nbhd_t *nb,
     return AG_OK;
 }
 
+void ag_round_opts_init(ag_round_opts_t *opts)
+{
+    *opts = (ag_round_opts_t)AG_ROUND_OPTS_INIT;
+}
+
+float ag_i_ln_eps(const ag_round_opts_t *o)
+{
+    return o ? o->ln_eps : (ag_round_opts_t)AG_ROUND_OPTS_INIT.ln_eps;
+}
+
 int ag_i_round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w, int k,
                      ag_error_t *err)
 {
-    *sc = o && o->score ? *o->score : (ag_score_t){0};
+    if (o && (!(o->ln_eps >= 0) || !isfinite(o->ln_eps)))
+        return ag_fail(err, AG_EINVAL, "rounds: ln_eps %g; expected a finite value >= 0 (1e-5 "
+                       "in AG_ROUND_OPTS_INIT)", o->ln_eps);
+    *sc = o && o->score ? *o->score : (ag_score_t)AG_SCORE_INIT;
     if (sc->kind == AG_SCORE_ADDITIVE && !sc->a_src) {
         sc->a_src = w->attn_src, sc->a_dst = w->attn_dst;
         if (!sc->a_src || !sc->a_dst)
@@ -127,13 +140,15 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         *done = 0;
     int rc = ag_i_rounds_check(nb, layers, n_layers, rounds, err);
     if (!rc)
+        rc = ag_check_finite("rounds: x", X, nb->n_nodes, layers[0].D, err);
+    if (!rc)
         rc = check_workspace(ws, nb, &layers[0], err);
     if (rc)
         return rc;
     const int64_t N = nb->n_nodes, D = layers[0].D, HD = layers[0].H * layers[0].d;
     const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
     const int callback = opts && opts->on_round;
-    const float eps = opts && opts->ln_eps > 0 ? opts->ln_eps : 1e-5f;
+    const float eps = ag_i_ln_eps(opts);
     /* the buffers only some runs need, made once and kept in ws */
     if (layer_norm && !ws->Xn && !(ws->Xn = ag_alloc(N * D, sizeof(float), err, "workspace")))
         return AG_ENOMEM;

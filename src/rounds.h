@@ -8,8 +8,12 @@
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
                       int rounds, ag_error_t *err);
 
+/* LayerNorm's epsilon of the options (NULL: the default). */
+float ag_i_ln_eps(const ag_round_opts_t *o);
+
 /* The score of a round with layer w (index k, for messages): the options' score
-   with the layer's attention vectors filled in where the options have none. */
+   with the layer's attention vectors filled in where the options have none.
+   Refuses a negative or non-finite ln_eps (every path calls it before its first round). */
 int ag_i_round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w, int k,
                      ag_error_t *err);
 

@@ -198,21 +198,21 @@ static const struct {
     ag_score_t sc;
     int bias;
 } variants[] = {
-    {"scaled-dot beta softcap", {.kind = AG_SCORE_SCALED_DOT, .beta = 1.7f, .softcap = 2.5f}, 0},
-    {"dot edge-bias", {.kind = AG_SCORE_DOT}, 1},
-    {"scaled-dot alibi", {.kind = AG_SCORE_SCALED_DOT, .alibi = 1}, 0},
-    {"cosine beta", {.kind = AG_SCORE_COSINE, .beta = 3}, 0},
+    {"scaled-dot beta softcap", {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT, .beta = 1.7f, .softcap = 2.5f}, 0},
+    {"dot edge-bias", {SCORE_DEFAULTS, .kind = AG_SCORE_DOT}, 1},
+    {"scaled-dot alibi", {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT, .alibi = 1}, 0},
+    {"cosine beta", {SCORE_DEFAULTS, .kind = AG_SCORE_COSINE, .beta = 3}, 0},
     {"cosine beta softcap alibi edge-bias",
-     {.kind = AG_SCORE_COSINE, .beta = 4, .softcap = 3, .alibi = 1}, 1},
-    {"additive", {.kind = AG_SCORE_ADDITIVE}, 0},
-    {"additive slope softcap edge-bias", {.kind = AG_SCORE_ADDITIVE, .slope = 0.1f,
+     {SCORE_DEFAULTS, .kind = AG_SCORE_COSINE, .beta = 4, .softcap = 3, .alibi = 1}, 1},
+    {"additive", {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE}, 0},
+    {"additive slope softcap edge-bias", {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE, .slope = 0.1f,
                                           .softcap = 2}, 1},
-    {"gatv2", {.kind = AG_SCORE_GATV2}, 0},
-    {"gatv2 beta alibi edge-bias", {.kind = AG_SCORE_GATV2, .beta = 0.7f, .alibi = 1}, 1},
-    {"sigmoid", {.kind = AG_SCORE_SIGMOID}, 0},
-    {"sigmoid bias alibi edge-bias", {.kind = AG_SCORE_SIGMOID, .has_sigmoid_bias = 1,
+    {"gatv2", {SCORE_DEFAULTS, .kind = AG_SCORE_GATV2}, 0},
+    {"gatv2 beta alibi edge-bias", {SCORE_DEFAULTS, .kind = AG_SCORE_GATV2, .beta = 0.7f, .alibi = 1}, 1},
+    {"sigmoid", {SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID}, 0},
+    {"sigmoid bias alibi edge-bias", {SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID, .has_sigmoid_bias = 1,
                                       .sigmoid_bias = -0.5f, .alibi = 1}, 1},
-    {"linear", {.kind = AG_SCORE_LINEAR}, 0},
+    {"linear", {SCORE_DEFAULTS, .kind = AG_SCORE_LINEAR}, 0},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof *variants))
 
@@ -539,16 +539,16 @@ START_TEST(large_saturated_logits)
         float h;              /* the finite differences' step: moves a score by < 1 */
         int plain;            /* no d_edge_bias asked: the plain dot-product kernels */
     } cases[] = {
-        {"scaled-dot", {.kind = AG_SCORE_SCALED_DOT}, 170, 0, 1e-2f, 0},
-        {"scaled-dot (plain kernels)", {.kind = AG_SCORE_SCALED_DOT}, 170, 0, 1e-2f, 1},
-        {"scaled-dot softcap 5e3", {.kind = AG_SCORE_SCALED_DOT, .softcap = 5e3f}, 170, 0,
+        {"scaled-dot", {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT}, 170, 0, 1e-2f, 0},
+        {"scaled-dot (plain kernels)", {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT}, 170, 0, 1e-2f, 1},
+        {"scaled-dot softcap 5e3", {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT, .softcap = 5e3f}, 170, 0,
          1e-2f, 0},
-        {"dot alibi", {.kind = AG_SCORE_DOT, .alibi = 1}, 76, 0, 1e-2f, 0},
-        {"cosine beta 1e4", {.kind = AG_SCORE_COSINE, .beta = 1e4f}, 1.5f, 0, 1e-5f, 0},
-        {"additive", {.kind = AG_SCORE_ADDITIVE}, 3000, 5, 1e-2f, 0},
-        {"gatv2", {.kind = AG_SCORE_GATV2}, 3000, 5, 1e-2f, 0},
-        {"sigmoid", {.kind = AG_SCORE_SIGMOID}, 170, 0, 1e-2f, 0},
-        {"linear", {.kind = AG_SCORE_LINEAR}, 60, 0, 1e-3f, 0},
+        {"dot alibi", {SCORE_DEFAULTS, .kind = AG_SCORE_DOT, .alibi = 1}, 76, 0, 1e-2f, 0},
+        {"cosine beta 1e4", {SCORE_DEFAULTS, .kind = AG_SCORE_COSINE, .beta = 1e4f}, 1.5f, 0, 1e-5f, 0},
+        {"additive", {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE}, 3000, 5, 1e-2f, 0},
+        {"gatv2", {SCORE_DEFAULTS, .kind = AG_SCORE_GATV2}, 3000, 5, 1e-2f, 0},
+        {"sigmoid", {SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID}, 170, 0, 1e-2f, 0},
+        {"linear", {SCORE_DEFAULTS, .kind = AG_SCORE_LINEAR}, 60, 0, 1e-3f, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         bw_graph_t g;
@@ -675,8 +675,8 @@ START_TEST(plain_dot_on_awkward_graphs)
             awkward_graph(&g, which);
             problem_t p;
             problem_init(&p, &g, 3, 5, 0, 30 + k, 1.5f);
-            p.sc = (ag_score_t){.kind = k == 1 ? AG_SCORE_DOT : AG_SCORE_SCALED_DOT,
-                                .beta = k == 1 ? 0.5f : 0};
+            p.sc = (ag_score_t){SCORE_DEFAULTS, .kind = k == 1 ? AG_SCORE_DOT : AG_SCORE_SCALED_DOT,
+                                .beta = k == 1 ? 0.5f : 1};
             char what[96];
             snprintf(what, sizeof what, "%s on %s", k == 0 ? "no score" : k == 1 ? "dot beta 0.5"
                      : "simple kernel", graphs[which]);
@@ -778,7 +778,7 @@ END_TEST
 START_TEST(generic_backward_keeps_nothing_per_edge)
 {
     const int64_t N = 8192, n = 48, H = 1, d = 8, HD = H * d;
-    const ag_score_t cosine = {.kind = AG_SCORE_COSINE};
+    const ag_score_t cosine = {SCORE_DEFAULTS, .kind = AG_SCORE_COSINE};
     ag_error_t err;
     bw_graph_t g;
     graph_from_pattern(&g, "causal", n);
@@ -857,13 +857,13 @@ START_TEST(backward_refuses_what_it_cannot_do)
     sc.a_dst = NULL;
     ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, H, d, &sc, NULL, NULL, dM,
                                                &full, &err), err, AG_EINVAL, "a_src and a_dst");
-    sc = (ag_score_t){.kind = AG_SCORE_GATV2};
+    sc = (ag_score_t){SCORE_DEFAULTS, .kind = AG_SCORE_GATV2};
     ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, H, d, &sc, NULL, NULL, dM,
                                                &full, &err), err, AG_EINVAL, "gatv2 needs");
-    sc = (ag_score_t){.kind = AG_SCORE_LINEAR, .alibi = 1};
+    sc = (ag_score_t){SCORE_DEFAULTS, .kind = AG_SCORE_LINEAR, .alibi = 1};
     ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, H, d, &sc, NULL, NULL, dM,
                                                &full, &err), err, AG_EINVAL, "no edge bias");
-    sc = (ag_score_t){.kind = AG_SCORE_SIGMOID, .softcap = 2};
+    sc = (ag_score_t){SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID, .softcap = 2};
     ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, H, d, &sc, NULL, NULL, dM,
                                                &full, &err), err, AG_EINVAL, "softcap");
     ck_assert_fails_with(ag_attention_backward(&p.g.nb, Q, K, V, 0, d, &p.sc, NULL, NULL, dM,
@@ -877,7 +877,7 @@ START_TEST(backward_refuses_what_it_cannot_do)
     float *x = calloc((size_t)(4 * 4096 * many), sizeof *x);
     const int64_t n = 4096 * many;
     ag_attention_grads_t gx = {x + n, x + 2 * n, x + 3 * n, NULL, NULL, NULL};
-    const ag_score_t sigmoid = {.kind = AG_SCORE_SIGMOID};
+    const ag_score_t sigmoid = {SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID};
     const int64_t budget = ag_set_memory_budget(100 << 20);
     ck_assert_fails_with(ag_attention_backward(&big.nb, x, x, x, many, 1, &sigmoid, NULL, NULL,
                                                x, &gx, &err), err, AG_ELIMIT,

@@ -637,7 +637,7 @@ END_TEST
 START_TEST(score_option_errors)
 {
     expect_cli("run graphs/sentence.gml --score foo", 2, 2, "--score 'foo': expected");
-    expect_cli("run graphs/sentence.gml --beta 0", 2, 2, "--beta '0' is not a number > 0");
+    expect_cli("run graphs/sentence.gml --beta -0.5", 2, 2, "--beta '-0.5' is not a number >= 0");
     expect_cli("run graphs/sentence.gml --beta x", 2, 2, "--beta 'x' is not a number");
     expect_cli("run graphs/sentence.gml --score linear --beta 2", 2, 2,
                "--beta applies to softmax scores; linear scores");

@@ -178,16 +178,16 @@ START_TEST(test_score_kinds)
     fill_uniform(bias, f.nb.n_edges, 15, 1.0f);
     const float *a = f.vecs, *b = f.vecs + f.H * f.d;
     const ag_score_t scores[] = {
-        {.kind = AG_SCORE_SCALED_DOT},
-        {.kind = AG_SCORE_DOT, .beta = 0.5f},
-        {.kind = AG_SCORE_COSINE, .beta = 3.0f},
-        {.kind = AG_SCORE_ADDITIVE, .a_src = a, .a_dst = b},
-        {.kind = AG_SCORE_GATV2, .a_src = a, .slope = 0.1f},
-        {.kind = AG_SCORE_SIGMOID},
-        {.kind = AG_SCORE_SIGMOID, .has_sigmoid_bias = 1, .sigmoid_bias = 0.5f},
-        {.kind = AG_SCORE_LINEAR},
-        {.kind = AG_SCORE_SCALED_DOT, .softcap = 2.0f, .alibi = 1},
-        {.kind = AG_SCORE_SCALED_DOT, .edge_bias = bias},
+        {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT},
+        {SCORE_DEFAULTS, .kind = AG_SCORE_DOT, .beta = 0.5f},
+        {SCORE_DEFAULTS, .kind = AG_SCORE_COSINE, .beta = 3.0f},
+        {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE, .a_src = a, .a_dst = b},
+        {SCORE_DEFAULTS, .kind = AG_SCORE_GATV2, .a_src = a, .slope = 0.1f},
+        {SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID},
+        {SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID, .has_sigmoid_bias = 1, .sigmoid_bias = 0.5f},
+        {SCORE_DEFAULTS, .kind = AG_SCORE_LINEAR},
+        {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT, .softcap = 2.0f, .alibi = 1},
+        {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT, .edge_bias = bias},
     };
     for (size_t k = 0; k < sizeof scores / sizeof scores[0]; k++) {
         char what[32];
@@ -232,7 +232,7 @@ START_TEST(test_random_csr)
     check_public(&f, NULL, "csr");
     check_kernel(&f, ag_i_attention_online, "csr simple");
     check_kernel(&f, ag_i_attention_gather, "csr gather");
-    const ag_score_t cos = {.kind = AG_SCORE_COSINE};
+    const ag_score_t cos = {SCORE_DEFAULTS, .kind = AG_SCORE_COSINE};
     check_public(&f, &cos, "csr cosine");
     free(indptr), free(indices);
     fix_free(&f);
@@ -294,7 +294,7 @@ static void log_progress(int64_t done, int64_t total, void *ctx)
 START_TEST(test_progress)
 {
     static const char *const specs[] = {"causal", "random:9,2", "window:3"};
-    const ag_score_t cos = {.kind = AG_SCORE_COSINE};
+    const ag_score_t cos = {SCORE_DEFAULTS, .kind = AG_SCORE_COSINE};
     for (int k = 0; k < 8; k++) {
         const int threads = k < 4 ? 1 : 2;
         fix_t f;
@@ -349,8 +349,8 @@ static int compare_figures(const ag_round_t *round, void *p)
 START_TEST(test_rounds)
 {
     static const char *const specs[] = {"causal", "random:7,2+window:1", "cross:30,170"};
-    const ag_score_t scores[] = {{.kind = AG_SCORE_SCALED_DOT}, {.kind = AG_SCORE_ADDITIVE},
-                                 {.kind = AG_SCORE_LINEAR}};
+    const ag_score_t scores[] = {{SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT}, {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE},
+                                 {SCORE_DEFAULTS, .kind = AG_SCORE_LINEAR}};
     for (int k = 0; k < 3; k++) {
         ag_nbhd_t nb;
         compile(&nb, specs[k], 200, AG_SELF_KEEP);
@@ -364,9 +364,9 @@ START_TEST(test_rounds)
         ag_workspace_t ws;
         ck_assert_int_eq(ag_workspace_init(&ws, N, H * d, D, &err), AG_OK);
         rounds_ctx_t c = {0};
-        const ag_round_opts_t with = {.score = &scores[k], .on_round = compare_figures, .ctx = &c,
+        const ag_round_opts_t with = {ROUND_DEFAULTS, .score = &scores[k], .on_round = compare_figures, .ctx = &c,
                                       .figures = 1};
-        const ag_round_opts_t without = {.score = &scores[k]};
+        const ag_round_opts_t without = {ROUND_DEFAULTS, .score = &scores[k]};
         ck_assert_msg(ag_rounds_run(&nb, &w, 1, X, 3, &with, &ws, NULL, &err) == AG_OK, "%s",
                       err.msg);
         ck_assert_int_eq(c.calls, 3);

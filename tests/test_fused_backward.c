@@ -419,7 +419,7 @@ START_TEST(public_backward_for_plain_scores)
         for (int kind = 0; kind < 2; kind++) {
             prob_t p;
             prob_pattern(&p, specs[k], 300, 2, 16, 1.0f);
-            const ag_score_t sc = {.kind = kinds[kind], .beta = kind ? 0.0f : 0.7f};
+            const ag_score_t sc = {SCORE_DEFAULTS, .kind = kinds[kind], .beta = kind ? 1.0f : 0.7f};
             p.scale = kind ? 1.0f : 0.7f / 4.0f;
             const int64_t N = p.N, H = p.H, n = N * H * p.d;
             float *M = malloc((size_t)n * 4), *lse = malloc((size_t)(N * H) * 4);

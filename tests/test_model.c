@@ -279,7 +279,7 @@ START_TEST(per_round_layers_norm_and_no_residual)
         fill_uniform(layers[k].ln_bias, 12, 50 + k, 1.0f);
     }
     check_layers(&g, layers, 3, 3, NULL);                       /* one layer per round */
-    ag_round_opts_t opts = {.norm = AG_NORM_LAYER};
+    ag_round_opts_t opts = {ROUND_DEFAULTS, .norm = AG_NORM_LAYER};
     check_layers(&g, layers, 3, 2, &opts);                      /* pre-norm */
     opts.no_residual = 1;
     check_layers(&g, layers, 1, 3, &opts);                      /* shared, no residual */
@@ -402,7 +402,7 @@ START_TEST(round_callback_figures_and_stop)
     ag_workspace_t ws;
     ag_workspace_init(&ws, 10, 8, 8, &err);
     trace_ctx_t t = {&g, 0, 3};
-    ag_round_opts_t opts = {.on_round = check_figures, .ctx = &t};
+    ag_round_opts_t opts = {ROUND_DEFAULTS, .on_round = check_figures, .ctx = &t};
     int done;
     ck_assert_int_eq(ag_rounds_run(&g.nb, &w, 1, X, 10, &opts, &ws, &done, &err), AG_OK);
     ck_assert_int_eq(done, 3);          /* stopped by the callback */
@@ -445,9 +445,9 @@ START_TEST(hopfield_example_retrieves_the_pattern)
     ck_assert_int_eq(flipped, 8);                 /* the probe starts 8 signs away */
     ag_workspace_t ws;
     ag_workspace_init(&ws, N, D, D, &err);
-    const ag_score_t sc = {.kind = AG_SCORE_DOT, .beta = 0.25f};
+    const ag_score_t sc = {SCORE_DEFAULTS, .kind = AG_SCORE_DOT, .beta = 0.25f};
     double last_change = 1;
-    ag_round_opts_t opts = {.score = &sc, .no_residual = 1, .on_round = stop_when_still,
+    ag_round_opts_t opts = {ROUND_DEFAULTS, .score = &sc, .no_residual = 1, .on_round = stop_when_still,
                             .ctx = &last_change};
     int done;
     ck_assert_int_eq(ag_rounds_run(&nb, &w, 1, x.data, 20, &opts, &ws, &done, &err), AG_OK);

@@ -152,9 +152,8 @@ START_TEST(messages_name_the_real_limits)
     expect_cli("run --pattern causal --nodes 4 --max-nodes 0", 2, 2,
                "--max-nodes '0' is not an integer >= 1");
     /* the --beta messages agree */
-    expect_cli("run graphs/sentence.gml --beta 0", 2, 2, "--beta '0' is not a number > 0");
-    expect_cli("run graphs/sentence.gml --beta -1", 2, 2, "--beta '-1' is not a number > 0");
-    expect_cli("run graphs/sentence.gml --beta x", 2, 2, "--beta 'x' is not a number > 0");
+    expect_cli("run graphs/sentence.gml --beta -1", 2, 2, "--beta '-1' is not a number >= 0");
+    expect_cli("run graphs/sentence.gml --beta x", 2, 2, "--beta 'x' is not a number >= 0");
     expect_cli("run graphs/sentence.gml --until 0", 2, 2, "--until '0' is not a number > 0");
 }
 END_TEST

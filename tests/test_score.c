@@ -80,25 +80,25 @@ static const struct {
     ref_score_t rs;
 } kinds[] = {
     /* name, ours, the reference's (beta and slope spelt out: it has no defaults) */
-    {"scaled-dot", {.kind = AG_SCORE_SCALED_DOT}, {.kind = 0, .beta = 1, .slope = 0.2}},
-    {"dot", {.kind = AG_SCORE_DOT}, {.kind = 1, .beta = 1, .slope = 0.2}},
-    {"dot beta 3", {.kind = AG_SCORE_DOT, .beta = 3}, {.kind = 1, .beta = 3, .slope = 0.2}},
-    {"cosine beta 4", {.kind = AG_SCORE_COSINE, .beta = 4}, {.kind = 2, .beta = 4, .slope = 0.2}},
-    {"additive", {.kind = AG_SCORE_ADDITIVE}, {.kind = 3, .beta = 1, .slope = 0.2}},
-    {"additive slope 0.5", {.kind = AG_SCORE_ADDITIVE, .slope = 0.5f},
+    {"scaled-dot", {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT}, {.kind = 0, .beta = 1, .slope = 0.2}},
+    {"dot", {SCORE_DEFAULTS, .kind = AG_SCORE_DOT}, {.kind = 1, .beta = 1, .slope = 0.2}},
+    {"dot beta 3", {SCORE_DEFAULTS, .kind = AG_SCORE_DOT, .beta = 3}, {.kind = 1, .beta = 3, .slope = 0.2}},
+    {"cosine beta 4", {SCORE_DEFAULTS, .kind = AG_SCORE_COSINE, .beta = 4}, {.kind = 2, .beta = 4, .slope = 0.2}},
+    {"additive", {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE}, {.kind = 3, .beta = 1, .slope = 0.2}},
+    {"additive slope 0.5", {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE, .slope = 0.5f},
      {.kind = 3, .beta = 1, .slope = 0.5}},
-    {"gatv2", {.kind = AG_SCORE_GATV2}, {.kind = 4, .beta = 1, .slope = 0.2}},
-    {"sigmoid", {.kind = AG_SCORE_SIGMOID}, {.kind = 5, .beta = 1, .slope = 0.2}},
-    {"sigmoid bias -1", {.kind = AG_SCORE_SIGMOID, .has_sigmoid_bias = 1, .sigmoid_bias = -1},
+    {"gatv2", {SCORE_DEFAULTS, .kind = AG_SCORE_GATV2}, {.kind = 4, .beta = 1, .slope = 0.2}},
+    {"sigmoid", {SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID}, {.kind = 5, .beta = 1, .slope = 0.2}},
+    {"sigmoid bias -1", {SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID, .has_sigmoid_bias = 1, .sigmoid_bias = -1},
      {.kind = 5, .beta = 1, .slope = 0.2, .has_sigmoid_bias = 1, .sigmoid_bias = -1}},
-    {"linear", {.kind = AG_SCORE_LINEAR}, {.kind = 6, .beta = 1, .slope = 0.2}},
-    {"scaled-dot softcap 0.5", {.kind = AG_SCORE_SCALED_DOT, .softcap = 0.5f},
+    {"linear", {SCORE_DEFAULTS, .kind = AG_SCORE_LINEAR}, {.kind = 6, .beta = 1, .slope = 0.2}},
+    {"scaled-dot softcap 0.5", {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT, .softcap = 0.5f},
      {.kind = 0, .beta = 1, .softcap = 0.5, .slope = 0.2}},
-    {"dot beta 2 softcap 3", {.kind = AG_SCORE_DOT, .beta = 2, .softcap = 3},
+    {"dot beta 2 softcap 3", {SCORE_DEFAULTS, .kind = AG_SCORE_DOT, .beta = 2, .softcap = 3},
      {.kind = 1, .beta = 2, .softcap = 3, .slope = 0.2}},
-    {"scaled-dot alibi", {.kind = AG_SCORE_SCALED_DOT, .alibi = 1},
+    {"scaled-dot alibi", {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT, .alibi = 1},
      {.kind = 0, .beta = 1, .slope = 0.2, .alibi = 1}},
-    {"sigmoid alibi", {.kind = AG_SCORE_SIGMOID, .alibi = 1},
+    {"sigmoid alibi", {SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID, .alibi = 1},
      {.kind = 5, .beta = 1, .slope = 0.2, .alibi = 1}},
 };
 #define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
@@ -154,7 +154,7 @@ START_TEST(linear_closed_form)
     ag_error_t err;
     ck_assert_int_eq(ag_pattern_parse(&p, "complete", &err), AG_OK);
     ck_assert_int_eq(ag_nbhd_from_pattern(&nb, p, n, AG_SELF_KEEP, &err), AG_OK);
-    ag_score_t sc = {.kind = AG_SCORE_LINEAR};
+    ag_score_t sc = {SCORE_DEFAULTS, .kind = AG_SCORE_LINEAR};
     ck_assert_int_eq(ag_attention(&nb, Q, K, V, 1, d, &sc, M, &err), AG_OK);
     double S[d][d] = {{0}}, z[d] = {0};
     for (int j = 0; j < n; j++)
@@ -187,7 +187,7 @@ START_TEST(softcap_bounds_scores)
     /* with softcap C, any two weights of a destination differ by at most e^(2C) */
     fixture_t *f = malloc(sizeof *f);
     setup(f, 5.0f);
-    ag_score_t sc = {.kind = AG_SCORE_DOT, .softcap = 0.75f};
+    ag_score_t sc = {SCORE_DEFAULTS, .kind = AG_SCORE_DOT, .softcap = 0.75f};
     float W[MAX_E * H];
     ag_error_t err;
     ck_assert_int_eq(ag_attention_weights(&f->nb, f->Q, f->K, H, D, &sc, 0, N, W, &err), AG_OK);
@@ -210,16 +210,16 @@ START_TEST(bad_scores_are_refused)
     setup(f, 1.0f);
     float M[N * HD];
     ag_error_t err;
-    ag_score_t sc = {.kind = AG_SCORE_ADDITIVE};
+    ag_score_t sc = {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE};
     ck_assert_fails_with(ag_attention(&f->nb, f->Q, f->K, f->V, H, D, &sc, M, &err), err,
                          AG_EINVAL, "a_src and a_dst");
-    sc = (ag_score_t){.kind = AG_SCORE_LINEAR, .beta = 2};
+    sc = (ag_score_t){SCORE_DEFAULTS, .kind = AG_SCORE_LINEAR, .beta = 2};
     ck_assert_fails_with(ag_attention(&f->nb, f->Q, f->K, f->V, H, D, &sc, M, &err), err,
                          AG_EINVAL, "not to linear");
-    sc = (ag_score_t){.kind = AG_SCORE_LINEAR, .alibi = 1};
+    sc = (ag_score_t){SCORE_DEFAULTS, .kind = AG_SCORE_LINEAR, .alibi = 1};
     ck_assert_fails_with(ag_attention(&f->nb, f->Q, f->K, f->V, H, D, &sc, M, &err), err,
                          AG_EINVAL, "no edge bias or ALiBi");
-    sc = (ag_score_t){.kind = AG_SCORE_DOT, .beta = -1};
+    sc = (ag_score_t){SCORE_DEFAULTS, .kind = AG_SCORE_DOT, .beta = -1};
     ck_assert_fails_with(ag_attention(&f->nb, f->Q, f->K, f->V, H, D, &sc, M, &err), err,
                          AG_EINVAL, "beta -1");
     ag_nbhd_destroy(&f->nb);
@@ -231,7 +231,7 @@ START_TEST(stats_match_weights)
 {
     fixture_t *f = malloc(sizeof *f);
     setup(f, 1.5f);
-    ag_score_t sc = {.kind = AG_SCORE_COSINE, .beta = 3};
+    ag_score_t sc = {SCORE_DEFAULTS, .kind = AG_SCORE_COSINE, .beta = 3};
     float W[MAX_E * H];
     double ent[N], dist[N], top[N];
     ag_error_t err;

@@ -183,7 +183,7 @@ static void library_rounds_grads(ag_weights_t *layers, int n_layers, const float
     const int64_t N = nb.n_nodes, D = layers[0].D;
     float *X = malloc((size_t)(N * D) * sizeof *X);
     memcpy(X, X0, (size_t)(N * D) * sizeof *X);
-    const ag_round_opts_t ro = {.norm = norm ? AG_NORM_LAYER : AG_NORM_NONE};
+    const ag_round_opts_t ro = {ROUND_DEFAULTS, .norm = norm ? AG_NORM_LAYER : AG_NORM_NONE};
     ag_tape_t *tape = NULL;
     for (int k = 0; k < n_layers; k++)
         ck_assert_int_eq(ag_weights_grads_init(&grads[k], &layers[k], norm, &err), AG_OK);
@@ -294,7 +294,7 @@ START_TEST(grad_per_round_layers_go_to_round_folders)
     igraph_destroy(&g);
     float Xr[16];
     memcpy(Xr, X, sizeof Xr);
-    const ag_round_opts_t ro = {.no_residual = 1};
+    const ag_round_opts_t ro = {ROUND_DEFAULTS, .no_residual = 1};
     ag_tape_t *tape;
     for (int k = 0; k < 2; k++)
         ck_assert_int_eq(ag_weights_grads_init(&grads[k], &layers[k], 0, &err), AG_OK);

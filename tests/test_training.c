@@ -97,7 +97,7 @@ static void model_make(model_t *m, const variant_t *v, int64_t N, int64_t D, int
         ck_assert_int_eq(ag_weights_grads_init(&m->g[k], &m->w[k], v->layer_norm, &err), AG_OK);
     }
     m->score = v->score;
-    m->opts = (ag_round_opts_t){.score = &m->score, .no_residual = !v->residual,
+    m->opts = (ag_round_opts_t){ROUND_DEFAULTS, .score = &m->score, .no_residual = !v->residual,
                                 .norm = v->layer_norm ? AG_NORM_LAYER : AG_NORM_NONE};
 }
 
@@ -284,29 +284,29 @@ static double check_variant(const variant_t *v)
     return worst;
 }
 
-#define SCALED_DOT {.kind = AG_SCORE_SCALED_DOT}
+#define SCALED_DOT {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT}
 static const variant_t variants[] = {
     {"shared, 1 round", 1, 1, 0, 0, 1, 1, SCALED_DOT, 0},
     {"shared, 2 rounds, LayerNorm", 2, 1, 0, 1, 1, 1, SCALED_DOT, 0},
     {"shared, 3 rounds, no residual", 3, 1, 0, 0, 0, 1, SCALED_DOT, 0},
     {"per-round layers, 3 rounds, LayerNorm", 3, 3, 0, 1, 1, 1, SCALED_DOT, 0},
     {"per-round layers, 2 rounds, dot, beta 0.5", 2, 2, 0, 0, 1, 1,
-     {.kind = AG_SCORE_DOT, .beta = 0.5f}, 0},
+     {SCORE_DEFAULTS, .kind = AG_SCORE_DOT, .beta = 0.5f}, 0},
     {"per-node weights, 2 rounds, LayerNorm", 2, 1, 1, 1, 1, 1, SCALED_DOT, 0},
     {"per-node per-round, 2 rounds, no residual", 2, 2, 1, 0, 0, 1, SCALED_DOT, 0},
     {"undirected, 2 rounds, LayerNorm, no residual", 2, 1, 0, 1, 0, 0, SCALED_DOT, 0},
     {"scaled-dot, edge bias, 2 rounds", 2, 1, 0, 0, 1, 1, SCALED_DOT, 1},
     {"additive (GAT), shared, 2 rounds, LayerNorm", 2, 1, 0, 1, 1, 1,
-     {.kind = AG_SCORE_ADDITIVE}, 0},
+     {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE}, 0},
     {"additive (GAT), per-round, edge bias", 2, 2, 0, 0, 1, 1,
-     {.kind = AG_SCORE_ADDITIVE, .slope = 0.1f}, 1},
-    {"gatv2, shared, 2 rounds", 2, 1, 0, 0, 1, 1, {.kind = AG_SCORE_GATV2}, 0},
+     {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE, .slope = 0.1f}, 1},
+    {"gatv2, shared, 2 rounds", 2, 1, 0, 0, 1, 1, {SCORE_DEFAULTS, .kind = AG_SCORE_GATV2}, 0},
     {"gatv2, per-round, 2 rounds, LayerNorm, no residual", 2, 2, 0, 1, 0, 1,
-     {.kind = AG_SCORE_GATV2}, 0},
+     {SCORE_DEFAULTS, .kind = AG_SCORE_GATV2}, 0},
     {"cosine, softcap, alibi, 2 rounds", 2, 1, 0, 1, 1, 1,
-     {.kind = AG_SCORE_COSINE, .beta = 3.0f, .softcap = 2.0f, .alibi = 1}, 0},
-    {"sigmoid, 2 rounds", 2, 1, 0, 0, 1, 1, {.kind = AG_SCORE_SIGMOID}, 0},
-    {"linear, per-round, 2 rounds", 2, 2, 0, 1, 1, 1, {.kind = AG_SCORE_LINEAR}, 0},
+     {SCORE_DEFAULTS, .kind = AG_SCORE_COSINE, .beta = 3.0f, .softcap = 2.0f, .alibi = 1}, 0},
+    {"sigmoid, 2 rounds", 2, 1, 0, 0, 1, 1, {SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID}, 0},
+    {"linear, per-round, 2 rounds", 2, 2, 0, 1, 1, 1, {SCORE_DEFAULTS, .kind = AG_SCORE_LINEAR}, 0},
 };
 
 START_TEST(rounds_gradients_match_finite_differences)
@@ -512,7 +512,7 @@ static double chain_fd_float(const chain_t *c, const double *F, float *A, int64_
 
 START_TEST(chain_gradients_match_finite_differences)
 {
-    const variant_t v = {"chain", 2, 2, 0, 1, 1, 1, {.kind = AG_SCORE_SCALED_DOT}, 0};
+    const variant_t v = {"chain", 2, 2, 0, 1, 1, 1, {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT}, 0};
     enum { D = 6, C = 3 };
     tgraph_t g;
     tgraph_make(&g, 1);
@@ -579,14 +579,14 @@ typedef struct {
 } opt_case_t;
 
 static const opt_case_t opt_cases[] = {
-    {"sgd", {.kind = AG_OPT_SGD, .lr = 0.1f}},
-    {"sgd momentum, weight decay, clip", {.kind = AG_OPT_SGD, .lr = 0.1f, .momentum = 0.9f,
+    {"sgd", {OPTIMIZER_DEFAULTS, .kind = AG_OPT_SGD, .lr = 0.1f}},
+    {"sgd momentum, weight decay, clip", {OPTIMIZER_DEFAULTS, .kind = AG_OPT_SGD, .lr = 0.1f, .momentum = 0.9f,
                                           .weight_decay = 0.01f, .clip = 0.5f}},
-    {"adam, weight decay", {.kind = AG_OPT_ADAM, .lr = 0.01f, .weight_decay = 0.01f}},
-    {"adamw, betas, eps, clip", {.kind = AG_OPT_ADAMW, .lr = 0.01f, .beta1 = 0.8f,
+    {"adam, weight decay", {OPTIMIZER_DEFAULTS, .kind = AG_OPT_ADAM, .lr = 0.01f, .weight_decay = 0.01f}},
+    {"adamw, betas, eps, clip", {OPTIMIZER_DEFAULTS, .kind = AG_OPT_ADAMW, .lr = 0.01f, .beta1 = 0.8f,
                                  .beta2 = 0.99f, .eps = 1e-6f, .weight_decay = 0.1f,
                                  .clip = 0.3f}},
-    {"adam, clip not reached", {.kind = AG_OPT_ADAM, .lr = 0.05f, .clip = 100.0f}},
+    {"adam, clip not reached", {OPTIMIZER_DEFAULTS, .kind = AG_OPT_ADAM, .lr = 0.05f, .clip = 100.0f}},
 };
 
 /* One step of the formulas (PyTorch's SGD, Adam, AdamW) in double over n values. */
@@ -746,8 +746,8 @@ START_TEST(loss_decreases_on_a_tiny_problem)
     uint8_t mask[N];
     for (int64_t i = 0; i < N; i++)
         labels[i] = (i * 7) % C, mask[i] = 1;
-    const variant_t v = {"tiny", 2, 1, 0, 1, 1, 1, {.kind = AG_SCORE_SCALED_DOT}, 0};
-    const ag_optimizer_opts_t o = {.kind = AG_OPT_ADAM, .lr = 0.03f};
+    const variant_t v = {"tiny", 2, 1, 0, 1, 1, 1, {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT}, 0};
+    const ag_optimizer_opts_t o = {OPTIMIZER_DEFAULTS, .kind = AG_OPT_ADAM, .lr = 0.03f};
     trainer_t t;
     trainer_make(&t, &nb, &v, D, 2, 4, C, labels, mask, &o);
     int64_t correct0, correct = 0;
@@ -791,8 +791,8 @@ static void train_on_threads(int threads, int steps, float **out, int64_t *n_out
     uint8_t *mask = malloc(N);
     for (int64_t i = 0; i < N; i++)
         labels[i] = i % 7 == 0 ? -1 : (i * 13) % C, mask[i] = i % 3 != 0;
-    const variant_t v = {"threads", 2, 2, 0, 1, 1, 1, {.kind = AG_SCORE_SCALED_DOT}, 0};
-    const ag_optimizer_opts_t o = {.kind = AG_OPT_ADAMW, .lr = 0.01f, .weight_decay = 0.01f,
+    const variant_t v = {"threads", 2, 2, 0, 1, 1, 1, {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT}, 0};
+    const ag_optimizer_opts_t o = {OPTIMIZER_DEFAULTS, .kind = AG_OPT_ADAMW, .lr = 0.01f, .weight_decay = 0.01f,
                                    .clip = 1.0f};
     trainer_t t;
     trainer_make(&t, &nb, &v, D, H, d, C, labels, mask, &o);
@@ -882,7 +882,7 @@ START_TEST(rounds_training_refuses_mismatches)
 {
     tgraph_t g;
     tgraph_make(&g, 1);
-    const variant_t v = {"errors", 2, 2, 0, 1, 1, 1, {.kind = AG_SCORE_SCALED_DOT}, 0};
+    const variant_t v = {"errors", 2, 2, 0, 1, 1, 1, {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT}, 0};
     model_t m;
     model_make(&m, &v, g.N, 6, 3, 5, 1);
     float X[TG_N * 6] = {0}, dY[TG_N * 6] = {0};
@@ -926,7 +926,7 @@ START_TEST(zero_rounds_pass_the_gradient_through)
 {
     tgraph_t g;
     tgraph_make(&g, 1);
-    const variant_t v = {"zero", 0, 1, 0, 1, 1, 1, {.kind = AG_SCORE_SCALED_DOT}, 0};
+    const variant_t v = {"zero", 0, 1, 0, 1, 1, 1, {SCORE_DEFAULTS, .kind = AG_SCORE_SCALED_DOT}, 0};
     model_t m;
     model_make(&m, &v, g.N, 6, 3, 5, 1);
     float X[TG_N * 6], X0[TG_N * 6], dY[TG_N * 6], dX[TG_N * 6];
@@ -955,20 +955,20 @@ START_TEST(optimizer_refuses_bad_settings)
         ag_optimizer_opts_t o;
         const char *needle;
     } bad[] = {
-        {{.kind = AG_OPT_ADAM, .lr = 0}, "learning rate 0"},
-        {{.kind = AG_OPT_SGD, .lr = NAN}, "learning rate nan"},
-        {{.kind = AG_OPT_SGD, .lr = 0.1f, .momentum = 1}, "momentum 1"},
-        {{.kind = AG_OPT_ADAM, .lr = 0.1f, .beta2 = 1}, "betas 0, 1"},
-        {{.kind = AG_OPT_ADAMW, .lr = 0.1f, .weight_decay = -1}, "weight decay -1"},
-        {{.kind = AG_OPT_ADAM, .lr = 0.1f, .clip = -1}, "clip -1"},
-        {{.kind = (ag_optimizer_kind_t)7, .lr = 0.1f}, "unknown kind 7"},
+        {{OPTIMIZER_DEFAULTS, .kind = AG_OPT_ADAM, .lr = 0}, "learning rate 0"},
+        {{OPTIMIZER_DEFAULTS, .kind = AG_OPT_SGD, .lr = NAN}, "learning rate nan"},
+        {{OPTIMIZER_DEFAULTS, .kind = AG_OPT_SGD, .lr = 0.1f, .momentum = 1}, "momentum 1"},
+        {{OPTIMIZER_DEFAULTS, .kind = AG_OPT_ADAM, .lr = 0.1f, .beta2 = 1}, "betas 0.9, 1"},
+        {{OPTIMIZER_DEFAULTS, .kind = AG_OPT_ADAMW, .lr = 0.1f, .weight_decay = -1}, "weight decay -1"},
+        {{OPTIMIZER_DEFAULTS, .kind = AG_OPT_ADAM, .lr = 0.1f, .clip = -1}, "clip -1"},
+        {{OPTIMIZER_DEFAULTS, .kind = (ag_optimizer_kind_t)7, .lr = 0.1f}, "unknown kind 7"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         ck_assert_fails_with(ag_optimizer_init(&opt, &bad[k].o, &err), err, AG_EINVAL,
                              bad[k].needle);
         ck_assert_ptr_null(opt);
     }
-    const ag_optimizer_opts_t o = {.kind = AG_OPT_ADAM, .lr = 0.1f};
+    const ag_optimizer_opts_t o = {OPTIMIZER_DEFAULTS, .kind = AG_OPT_ADAM, .lr = 0.1f};
     ck_assert_int_eq(ag_optimizer_init(&opt, &o, &err), AG_OK);
     float p[3] = {1, 2, 3}, g[3] = {0.5f, NAN, 0};
     ck_assert_fails_with(ag_optimizer_add(opt, p, g, 0, &err), err, AG_EINVAL, "n >= 1");

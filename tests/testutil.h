@@ -7,6 +7,18 @@
 
 #include "attngraph.h"
 
+/* The documented defaults, stated independently of the library's initialisers
+   (0 means 0 in every field): tables write {SCORE_DEFAULTS, .kind = ..., .beta = 3}
+   and a later field overrides a default, as C11 6.7.9 allows. */
+#define SCORE_DEFAULTS .beta = 1.0f, .slope = 0.2f
+#define ROUND_DEFAULTS .ln_eps = 1e-5f
+#define OPTIMIZER_DEFAULTS .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Winitializer-overrides"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Woverride-init"
+#endif
+
 /* A file name inside the run's scratch folder (made by the runner). */
 const char *tmp_path(const char *name);
 /* Writes text to path. */

@@ -40,7 +40,8 @@ int main(void)
     ag_nbhd_t nb;
     if (ag_nbhd_from_csr(&nb, N, indptr, indices, &err))
         return fail(&err);
-    const ag_score_t score = {.kind = AG_SCORE_DOT};
+    ag_score_t score;
+    ag_score_init(&score, AG_SCORE_DOT);
     float W[E * H], M[N * D];
     if (ag_attention_weights(&nb, Q, K, H, D, &score, 0, N, W, &err) ||
         ag_attention(&nb, Q, K, V, H, D, &score, M, &err)) {

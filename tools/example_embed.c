@@ -29,8 +29,11 @@ int main(int argc, char **argv)
     ag_random_normal(X, N * D, 42, 0, 1.0f);
     ag_weights_t w;                                  /* one layer shared by all rounds */
     ag_workspace_t ws;
-    const ag_score_t score = {.kind = AG_SCORE_COSINE, .beta = 4};
-    const ag_round_opts_t opts = {.score = &score};
+    ag_score_t score = AG_SCORE_INIT;                /* the defaults, then ours */
+    score.kind = AG_SCORE_COSINE;
+    score.beta = 4;
+    ag_round_opts_t opts = AG_ROUND_OPTS_INIT;
+    opts.score = &score;
     if (ag_weights_random(&w, D, H, d, 0, 42, &err) ||
         ag_workspace_init(&ws, N, H * d, D, &err) ||
         ag_rounds_run(&nb, &w, 1, X, 2, &opts, &ws, NULL, &err)) {

@@ -115,7 +115,8 @@ int main(int argc, char **argv)
     const int64_t n = part.hi - part.lo;
     float *mine = malloc((size_t)((n ? n : 1) * D) * sizeof *mine);
     memcpy(mine, X + part.lo * D, (size_t)(n * D) * sizeof *mine);
-    const ag_round_opts_t opts = {.norm = AG_NORM_LAYER};
+    ag_round_opts_t opts = AG_ROUND_OPTS_INIT;
+    opts.norm = AG_NORM_LAYER;
     ag_mpi_stats_t stats;
     if (ag_mpi_rounds_run(MPI_COMM_WORLD, &part, &w, 1, mine, 2, &opts, AG_MPI_AUTO, NULL,
                           &stats, &err) ||

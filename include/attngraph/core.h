@@ -308,11 +308,17 @@ typedef enum {
     AG_SCORE_LINEAR           /* a_ij = phi(q_i).phi(k_j) / sum_j' phi(q_i).phi(k_j'), phi = elu + 1 */
 } ag_score_kind_t;
 
+/*
+ * Every field is taken as given: 0 means 0 (beta 0 weighs all in-edges alike,
+ * slope 0 is a ReLU). Start from AG_SCORE_INIT or ag_score_init, which hold
+ * the defaults; a zero-filled struct has beta 0 and slope 0.
+ */
 typedef struct {
     ag_score_kind_t kind;
-    float beta;               /* inverse temperature on softmax scores (0 means 1) */
-    float softcap;            /* > 0: s <- softcap * tanh(s / softcap) (softmax scores) */
-    float slope;              /* LeakyReLU slope of additive and gatv2 (0 means 0.2) */
+    float beta;               /* inverse temperature on softmax scores (default 1) */
+    float softcap;            /* > 0: s <- softcap * tanh(s / softcap) (softmax scores);
+                                 0: no cap (the default) */
+    float slope;              /* LeakyReLU slope of additive and gatv2 (default 0.2) */
     const float *a_src;       /* additive: [H, d]; gatv2: the vector a [H, d] */
     const float *a_dst;       /* additive: [H, d] */
     const float *edge_bias;   /* [E] added to the score of each slot, or NULL */
@@ -320,6 +326,11 @@ typedef struct {
     int has_sigmoid_bias;     /* sigmoid: use sigmoid_bias instead of -ln(in-degree) */
     float sigmoid_bias;
 } ag_score_t;
+
+/* The defaults: scaled-dot, beta 1, no softcap, slope 0.2, no vectors, no bias. */
+#define AG_SCORE_INIT {.kind = AG_SCORE_SCALED_DOT, .beta = 1.0f, .slope = 0.2f}
+/* Sets *score (uninitialised) to AG_SCORE_INIT with the given kind. */
+void ag_score_init(ag_score_t *score, ag_score_kind_t kind);
 
 /* Checks a score description against H, d and nb (vectors given, options that
    apply to the kind). */
@@ -518,7 +529,7 @@ typedef struct {
     const ag_score_t *score;      /* NULL: scaled-dot; attention vectors default to the layer's */
     int no_residual;              /* X <- M Wo^T instead of X + M Wo^T */
     ag_norm_t norm;               /* AG_NORM_LAYER: projections read LayerNorm(X) (pre-norm) */
-    float ln_eps;                 /* 0 means 1e-5 */
+    float ln_eps;                 /* LayerNorm's epsilon (>= 0; default 1e-5) */
     /* Called after every round: return AG_OK to go on, AG_STOP to end the
        rounds early (ag_rounds_run then returns AG_OK), or an error status to
        fail with it. */
@@ -531,6 +542,11 @@ typedef struct {
        heads, as ag_attention_opts_t's progress (thread 0, no OpenMP, no igraph). */
     void (*on_progress)(int round, int64_t done, int64_t total, void *ctx);
 } ag_round_opts_t;
+
+/* The defaults (every field taken as given, 0 means 0): no score (scaled-dot),
+   residual, no norm, ln_eps 1e-5, no callbacks, no figures. */
+#define AG_ROUND_OPTS_INIT {.ln_eps = 1e-5f}
+void ag_round_opts_init(ag_round_opts_t *opts);
 
 /*
  * Runs up to `rounds` message rounds on states X [N, D] in place. Round r uses
@@ -647,12 +663,18 @@ typedef struct {
     ag_optimizer_kind_t kind;
     float lr;                     /* learning rate (> 0) */
     float momentum;               /* SGD momentum (0: plain SGD) */
-    float beta1, beta2, eps;      /* Adam (0 means 0.9, 0.999, 1e-8) */
+    float beta1, beta2, eps;      /* Adam (defaults 0.9, 0.999, 1e-8; 0 means 0) */
     float weight_decay;           /* Adam and SGD: added to the gradient (L2); AdamW:
                                      decoupled, p -= lr wd p */
     float clip;                   /* > 0: scale all gradients so their global L2 norm
                                      is at most clip */
 } ag_optimizer_opts_t;
+
+/* The defaults (every field taken as given, 0 means 0): Adam, lr 0.01, no
+   momentum, beta1 0.9, beta2 0.999, eps 1e-8, no weight decay, no clipping. */
+#define AG_OPTIMIZER_OPTS_INIT {.kind = AG_OPT_ADAM, .lr = 0.01f, .beta1 = 0.9f, \
+                                .beta2 = 0.999f, .eps = 1e-8f}
+void ag_optimizer_opts_init(ag_optimizer_opts_t *opts, ag_optimizer_kind_t kind);
 
 typedef struct ag_optimizer ag_optimizer_t;
 

@@ -24,13 +24,32 @@ def f32(a, what, shape=None):
     return a
 
 
+def finite(x, what):
+    """x as a float, refused (naming what) unless it is a finite number."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise Error("%s is %r; expected a number" % (what, x), "invalid value") from None
+    if not np.isfinite(v):
+        raise Error("%s is %r; expected a finite number" % (what, x), "invalid value")
+    return v
+
+
+def score_defaults(kind="scaled-dot"):
+    """The library's defaults for a kind (AG_SCORE_INIT): an ag_score_t."""
+    s = S.ag_score_t()
+    lib.ag_score_init(C.byref(s), _KINDS[kind])
+    return s
+
+
 class Score:
     """A score function (README "Score functions"): kind "scaled-dot" (default),
     "dot", "cosine", "additive" (GAT: a_src, a_dst [H, d]), "gatv2" (a [H, d]),
     "sigmoid", "linear"; beta, softcap, slope, alibi, sigmoid_bias; edge_bias [E]
-    in the graph's edge order."""
+    in the graph's edge order. None is the library's default (beta 1, no
+    softcap, slope 0.2); a number is taken as given: slope=0.0 is a ReLU."""
 
-    def __init__(self, kind="scaled-dot", beta=0.0, softcap=0.0, slope=0.0, a_src=None,
+    def __init__(self, kind="scaled-dot", beta=None, softcap=None, slope=None, a_src=None,
                  a_dst=None, a=None, edge_bias=None, alibi=False, sigmoid_bias=None):
         if isinstance(kind, Score):
             self.__dict__.update(kind.__dict__)
@@ -38,6 +57,8 @@ class Score:
         if kind not in _KINDS:
             raise Error("score is %r; expected one of %s" % (kind, ", ".join(
                 k for k in _KINDS if k not in ("scaled_dot", "gat"))), "invalid value")
+        beta, softcap, slope, sigmoid_bias = (None if x is None else finite(x, name) for x, name in (
+            (beta, "beta"), (softcap, "softcap"), (slope, "slope"), (sigmoid_bias, "sigmoid_bias")))
         self.kind, self.beta, self.softcap, self.slope = kind, beta, softcap, slope
         self.a_src, self.a_dst, self.a, self.edge_bias = a_src, a_dst, a, edge_bias
         self.alibi, self.sigmoid_bias = alibi, sigmoid_bias
@@ -45,9 +66,10 @@ class Score:
     def c(self, graph, H, d, validate=True):
         """The ag_score_t for graph, H, d, and the arrays it points to (keep them).
         validate=False leaves the attention vectors to the rounds (the layer's)."""
-        s = S.ag_score_t()
-        s.kind = _KINDS[self.kind]
-        s.beta, s.softcap, s.slope = self.beta or 0.0, self.softcap or 0.0, self.slope or 0.0
+        s = score_defaults(self.kind)
+        for name in ("beta", "softcap", "slope"):
+            if getattr(self, name) is not None:
+                setattr(s, name, getattr(self, name))
         s.alibi = int(bool(self.alibi))
         if self.sigmoid_bias is not None:
             s.has_sigmoid_bias, s.sigmoid_bias = 1, float(self.sigmoid_bias)

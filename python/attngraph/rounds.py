@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _structs as S
 from ._lib import lib, check, err, Error
-from .ops import f32, score_of
+from .ops import f32, finite, score_of
 from .weights import Weights
 
 # a round callback that lets every round run
@@ -31,10 +31,12 @@ def _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps):
     w = layers[0]
     s, keep = score_of(score, score_kw).c(graph, w.heads, w.d, validate=False)
     opts = S.ag_round_opts_t()
+    lib.ag_round_opts_init(C.byref(opts))
     opts.score = C.pointer(s)
     opts.no_residual = int(not residual)
     opts.norm = _NORMS[norm]
-    opts.ln_eps = ln_eps
+    if ln_eps is not None:
+        opts.ln_eps = finite(ln_eps, "ln_eps")
     return opts, (s, keep)
 
 
@@ -47,7 +49,7 @@ def _features(graph, x, D):
 
 
 def rounds(graph, x, layers, rounds=1, score="scaled-dot", residual=True, norm=None,
-           ln_eps=0.0, return_last=False, **score_kw):
+           ln_eps=None, return_last=False, **score_kw):
     """Runs `rounds` message rounds on features x [N, D] and returns the final
     states (a new array; x is not changed). layers: a Weights shared by every
     round, or a list with one per round. return_last=True also returns the last

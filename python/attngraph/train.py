@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _structs as S
 from ._lib import lib, check, err, Error
-from .ops import f32
+from .ops import f32, finite
 from .rounds import _layers, _round_opts, _features
 from .weights import Weights
 
@@ -76,7 +76,7 @@ class Tape:
 
 
 def rounds_forward(graph, x, layers, rounds=1, score="scaled-dot", residual=True, norm=None,
-                   ln_eps=0.0, **score_kw):
+                   ln_eps=None, **score_kw):
     """ag_rounds_forward: returns (X after the rounds, Tape). Keep layers
     unchanged until tape.backward (an optimizer steps after it)."""
     layers, arr = _layers(layers)
@@ -155,12 +155,19 @@ class Optimizer:
     arrays in place from gradient arrays that stay registered: add each pair
     once, fill the gradients (tape.backward(dy, grads) writes into them), step."""
 
-    def __init__(self, kind="adam", lr=0.01, momentum=0.0, beta1=0.0, beta2=0.0, eps=0.0,
-                 weight_decay=0.0, clip=0.0):
+    def __init__(self, kind="adam", lr=None, momentum=None, beta1=None, beta2=None, eps=None,
+                 weight_decay=None, clip=None):
+        """None is the library's default (AG_OPTIMIZER_OPTS_INIT: lr 0.01, beta1
+        0.9, beta2 0.999, eps 1e-8, the rest 0); a number is taken as given."""
         if kind not in _KINDS:
             raise Error("optimizer is %r; expected adam, adamw or sgd" % (kind,), "invalid value")
-        o = S.ag_optimizer_opts_t(_KINDS[kind], lr, momentum, beta1, beta2, eps, weight_decay,
-                                  clip)
+        o = S.ag_optimizer_opts_t()
+        lib.ag_optimizer_opts_init(C.byref(o), _KINDS[kind])
+        for name, value in (("lr", lr), ("momentum", momentum), ("beta1", beta1),
+                            ("beta2", beta2), ("eps", eps), ("weight_decay", weight_decay),
+                            ("clip", clip)):
+            if value is not None:
+                setattr(o, name, finite(value, name))
         self._p = C.c_void_p()
         self._keep = []
         e = err()

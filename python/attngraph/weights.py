@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _structs as S
 from ._lib import lib, check, err, Error
-from .ops import f32
+from .ops import f32, score_defaults
 
 OPTIONAL = ("ln_weight", "ln_bias", "attn_src", "attn_dst", "attn")
 
@@ -158,27 +158,39 @@ def load_layers(folder, heads=None):
 _SCORE_NAMES = {"scaled_dot": "scaled-dot", "gat": "additive"}
 
 
-def model_args(heads, rounds=1, score="scaled-dot", residual=True, norm=False, beta=0.0,
-               softcap=0.0, slope=0.0, sigmoid_bias=None, alibi=False):
-    """The model.args line the CLI writes for these options (src/cli/model_args.c)."""
+def _f32(x):
+    """x as model.args writes a value: the float32 the model uses, %.9g."""
+    return "%.9g" % np.float32(x)
+
+
+def model_args(heads, rounds=1, score="scaled-dot", residual=True, norm=False, beta=None,
+               softcap=None, slope=None, sigmoid_bias=None, alibi=False, self_loops="keep",
+               directed=None):
+    """The model.args line the CLI writes for these options, in its form
+    (src/cli/model_args.c): each value as its float32, %.9g; a value equal to
+    the library's default (None: the default) left out. self_loops and directed
+    are how the graph was made (Graph.load, Graph.pattern, ...)."""
     text = "--heads %d --rounds %d" % (heads, rounds)
     score = _SCORE_NAMES.get(score, score)
     if score != "scaled-dot":
         text += " --score %s" % score
-    if beta and beta != 1:
-        text += " --beta %.9g" % beta
-    if softcap and softcap > 0:
-        text += " --softcap %.9g" % softcap
-    if slope:
-        text += " --slope %.9g" % slope
+    default = score_defaults(score)
+    for name, value, applies in (("beta", beta, True), ("softcap", softcap, True),
+                                 ("slope", slope, score in ("additive", "gatv2"))):
+        if value is not None and applies and np.float32(value) != np.float32(getattr(default, name)):
+            text += " --%s %s" % (name, _f32(value))
     if sigmoid_bias is not None:
-        text += " --sigmoid-bias %.9g" % sigmoid_bias
+        text += " --sigmoid-bias %s" % _f32(sigmoid_bias)
     if alibi:
         text += " --alibi"
     if not residual:
         text += " --no-residual"
     if norm:
         text += " --norm layer"
+    if self_loops not in (None, "keep"):
+        text += " --self-loops %s" % self_loops
+    if directed is not None:
+        text += " --directed" if directed else " --undirected"
     return text
 
 
@@ -199,7 +211,7 @@ def read_model_args(folder):
              "--beta": ("beta", float), "--softcap": ("softcap", float),
              "--slope": ("slope", float), "--sigmoid-bias": ("sigmoid_bias", float),
              "--edge-bias": ("edge_bias", str), "--posenc": ("posenc", str),
-             "--norm": ("norm", lambda v: v == "layer")}
+             "--norm": ("norm", lambda v: v == "layer"), "--self-loops": ("self_loops", str)}
     k = 0
     while k < len(words):
         w = words[k]
@@ -212,6 +224,9 @@ def read_model_args(folder):
             k += 1
         elif w == "--alibi":
             out["alibi"] = True
+            k += 1
+        elif w in ("--directed", "--undirected"):
+            out["directed"] = w == "--directed"
             k += 1
         else:
             raise Error("%s: unexpected '%s'" % (path, w), "bad format")

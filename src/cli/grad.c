@@ -254,8 +254,8 @@ static int rounds_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *err)
         return rc;
     ag_score_t score = in->score;
     score.edge_bias = st->edge_bias;
-    const ag_round_opts_t ro = {.score = &score, .no_residual = o->no_residual,
-                                .norm = o->norm};
+    ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
+    ro.score = &score, ro.no_residual = o->no_residual, ro.norm = o->norm;
     if (!(st->M = ag_alloc(N * D, sizeof(float), err, "states")) ||
         !(st->grad[0] = ag_alloc(N * D, sizeof(float), err, "gradients")) ||
         !(st->wgrads = ag_calloc(in->n_layers, sizeof *st->wgrads, err, "gradients")))

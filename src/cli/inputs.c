@@ -55,6 +55,7 @@ void run_opts_init(run_opts_t *o)
     o->src.max_nodes = AG_DEFAULT_MAX_NODES;
     o->max_export = 50000000;
     o->progress = -1;
+    ag_score_init(&o->score, AG_SCORE_SCALED_DOT);
 }
 
 const char *cli_program = "attngraph";
@@ -131,7 +132,7 @@ static int model_option(run_opts_t *o, int code, const char *arg, const char *cm
         return usage_error(cmd, "--score '%s': expected scaled-dot, dot, cosine, additive, "
                            "gatv2, sigmoid or linear", arg);
     case OPT_BETA:
-        if (opt_real(&x, cmd, "beta", arg, 0, 1))
+        if (opt_real(&x, cmd, "beta", arg, 0, 0))
             return EXIT_USAGE;
         o->score.beta = (float)x;
         return 0;
@@ -143,7 +144,7 @@ static int model_option(run_opts_t *o, int code, const char *arg, const char *cm
     case OPT_SLOPE:
         if (opt_real(&x, cmd, "slope", arg, -1e30, 0))
             return EXIT_USAGE;
-        o->score.slope = x == 0 ? 1e-30f : (float)x;   /* 0 in the struct means the default */
+        o->score.slope = (float)x;
         return 0;
     case OPT_SIGMOID_BIAS:
         if (opt_real(&x, cmd, "sigmoid-bias", arg, -1e30, 0))

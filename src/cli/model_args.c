@@ -1,9 +1,16 @@
 /*
  * What defines a trained model beyond its arrays: the heads, the rounds, the
- * score and the round's form. train --save writes them, as command-line text,
- * to DIR/model.args; every command that reads --weights DIR compares its own
- * with them, so a model is never run with other heads or rounds than it was
- * trained with (the arrays alone cannot tell 2 heads of 8 from 1 of 16).
+ * score, the round's form and how the graph was shaped (self-loops,
+ * direction: they change the messages). train --save writes them, as
+ * command-line text, to DIR/model.args; every command that reads --weights DIR
+ * compares its own with them, so a model is never run with other heads or
+ * rounds than it was trained with (the arrays alone cannot tell 2 heads of 8
+ * from 1 of 16).
+ *
+ * One form for a value, whoever writes it (here, and Python's
+ * attngraph.weights.model_args): the float32 the model uses, printed %.9g
+ * (it reads back to the same float32), and left out where it is the
+ * default of AG_SCORE_INIT.
  */
 #include <stdio.h>
 #include <getopt.h>
@@ -22,15 +29,17 @@ size_t model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int
 {
     size_t used = 0;
     const ag_score_t *s = &o->score;
+    const ag_score_t def = AG_SCORE_INIT;
+    static const char *const self_names[] = {"keep", "on", "off", "replace"};
     buf[0] = '\0';
     APPEND("--heads %lld --rounds %lld", (long long)heads, (long long)rounds);
     if (s->kind)
         APPEND(" --score %s", score_names[s->kind]);
-    if (s->beta != 0 && s->beta != 1)
+    if (s->beta != def.beta)
         APPEND(" --beta %.9g", (double)s->beta);
-    if (s->softcap > 0)
+    if (s->softcap != def.softcap)
         APPEND(" --softcap %.9g", (double)s->softcap);
-    if (s->slope != 0 && s->slope != 0.2f)   /* 0 means the default, 0.2 */
+    if (s->slope != def.slope && (s->kind == AG_SCORE_ADDITIVE || s->kind == AG_SCORE_GATV2))
         APPEND(" --slope %.9g", (double)s->slope);
     if (s->has_sigmoid_bias)
         APPEND(" --sigmoid-bias %.9g", (double)s->sigmoid_bias);
@@ -44,6 +53,10 @@ size_t model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int
         APPEND(" --norm layer");
     if (o->posenc)
         APPEND(" --posenc sinusoidal");
+    if (o->src.self != AG_SELF_KEEP && (size_t)o->src.self < sizeof self_names / sizeof *self_names)
+        APPEND(" --self-loops %s", self_names[o->src.self]);
+    if (o->src.direction != AG_EDGES_AUTO)
+        APPEND(" --%s", o->src.direction == AG_EDGES_DIRECTED ? "directed" : "undirected");
     return used;
 }
 
@@ -70,7 +83,8 @@ int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_erro
 /* The options model.args holds. */
 static const int model_codes[] = {OPT_HEADS, OPT_ROUNDS, OPT_SCORE, OPT_BETA, OPT_SOFTCAP,
                                   OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_ALIBI, OPT_EDGE_BIAS,
-                                  OPT_NO_RESIDUAL, OPT_NORM, OPT_POSENC};
+                                  OPT_NO_RESIDUAL, OPT_NORM, OPT_POSENC, OPT_SELF_LOOPS,
+                                  OPT_DIRECTED, OPT_UNDIRECTED};
 
 static const struct option *input_option_named(const char *name)
 {

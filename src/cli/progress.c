@@ -95,7 +95,8 @@ static double seconds_per_flop(const ag_nbhd_t *nb, int64_t H, int64_t d,
            path, whose speed cosine stands for (it needs no vectors) */
         const int plain = !score || (score->kind <= AG_SCORE_DOT && score->softcap == 0 &&
                                      !score->alibi && !score->edge_bias);
-        const ag_score_t generic = {.kind = AG_SCORE_COSINE};
+        ag_score_t generic;
+        ag_score_init(&generic, AG_SCORE_COSINE);
         double fastest = 0;
         const double start = now_s();
         for (int k = 0; k < 100 && (k < 3 || now_s() - start < 0.1); k++) {

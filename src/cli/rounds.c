@@ -127,9 +127,10 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     ag_score_t score = in->score;
     score.edge_bias = r->edge_bias;
     /* the figures come from the kernels' own pass (ag_round_t's entropy) */
-    const ag_round_opts_t ro = {&score,   o->no_residual, o->norm,
-                                0,        on_round,       &t,
-                                per_node ? 2 : t.figures, progress->show ? rounds_progress : NULL};
+    ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
+    ro.score = &score, ro.no_residual = o->no_residual, ro.norm = o->norm;
+    ro.on_round = on_round, ro.ctx = &t, ro.figures = per_node ? 2 : t.figures;
+    ro.on_progress = progress->show ? rounds_progress : NULL;
     rc = ag_rounds_run(nb, in->layers, in->n_layers, r->y, (int)in->rounds, &ro, &r->ws,
                        &r->rounds_done, err);
     if (t.trace && fclose(t.trace) != 0 && !rc)

@@ -127,8 +127,8 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
     m->lr = to->opt.lr;
     m->score = in->score;
     m->score.edge_bias = edge_bias;
-    m->ro = (ag_round_opts_t){.score = &m->score, .no_residual = o->no_residual,
-                              .norm = o->norm};
+    ag_round_opts_init(&m->ro);
+    m->ro.score = &m->score, m->ro.no_residual = o->no_residual, m->ro.norm = o->norm;
     m->layers = ag_calloc(in->n_layers, sizeof *m->layers, err, "weights");
     m->grads = ag_calloc(in->n_layers, sizeof *m->grads, err, "gradients");
     if (!m->layers || !m->grads)

@@ -209,7 +209,7 @@ int parse_train(train_opts_t *t, int argc, char **argv)
     memset(t, 0, sizeof *t);
     run_opts_init(&t->o);
     t->epochs = 100;
-    t->opt = (ag_optimizer_opts_t){.kind = AG_OPT_ADAM, .lr = 0.01f};
+    ag_optimizer_opts_init(&t->opt, AG_OPT_ADAM);
     opt_parser_t p;
     opt_begin(&p, "train", train_usage, longopts, repeatable, argc, argv);
     int c;

@@ -12,6 +12,12 @@
 #include "kernels.h"
 #include "vec.h"
 
+void ag_score_init(ag_score_t *score, ag_score_kind_t kind)
+{
+    *score = (ag_score_t)AG_SCORE_INIT;
+    score->kind = kind;
+}
+
 int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t d,
                    ag_error_t *err)
 {
@@ -31,22 +37,30 @@ int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t
                        sc->softcap);
     if (!isfinite(sc->slope))
         return ag_fail(err, AG_EINVAL, "score: slope %g; expected a finite value", sc->slope);
-    if (!ag_i_is_softmax(sc->kind) && ((sc->beta != 0 && sc->beta != 1) || sc->softcap > 0))
-        return ag_fail(err, AG_EINVAL, "score: beta and softcap apply to softmax scores, not "
-                       "to %s", sc->kind == AG_SCORE_LINEAR ? "linear" : "sigmoid");
+    if (!ag_i_is_softmax(sc->kind) && (sc->beta != 1 || sc->softcap > 0))
+        return ag_fail(err, AG_EINVAL, "score: beta %g, softcap %g; beta and softcap apply to "
+                       "softmax scores, not to %s: expected beta 1 and softcap 0 (as "
+                       "AG_SCORE_INIT has them)", sc->beta, sc->softcap,
+                       sc->kind == AG_SCORE_LINEAR ? "linear" : "sigmoid");
     if (sc->kind == AG_SCORE_LINEAR && (sc->edge_bias || sc->alibi))
         return ag_fail(err, AG_EINVAL, "score: linear attention takes no edge bias or ALiBi");
     if (sc->kind == AG_SCORE_ADDITIVE && (!sc->a_src || !sc->a_dst))
         return ag_fail(err, AG_EINVAL, "score: additive needs the vectors a_src and a_dst [H, d]");
     if (sc->kind == AG_SCORE_GATV2 && !sc->a_src)
         return ag_fail(err, AG_EINVAL, "score: gatv2 needs the vector a [H, d] (a_src)");
-    return AG_OK;
+    int rc = ag_check_finite(sc->kind == AG_SCORE_GATV2 ? "score: a" : "score: a_src",
+                             sc->a_src, H, d, err);
+    if (!rc)
+        rc = ag_check_finite("score: a_dst", sc->a_dst, H, d, err);
+    if (!rc)
+        rc = ag_check_finite("score: edge_bias", sc->edge_bias, nb->n_edges, 1, err);
+    return rc;
 }
 
 /* Can the one-pass kernel run it? Then *scale is its score multiplier. */
 static int plain_dot(const ag_score_t *sc, int64_t d, float *scale)
 {
-    const float beta = sc && sc->beta != 0 ? sc->beta : 1.0f;
+    const float beta = sc ? sc->beta : 1.0f;
     if (sc && (sc->kind > AG_SCORE_DOT || sc->softcap > 0 || sc->edge_bias || sc->alibi))
         return 0;
     *scale = beta * (sc && sc->kind == AG_SCORE_DOT ? 1.0f : 1.0f / sqrtf((float)d));
@@ -92,6 +106,18 @@ int ag_i_attention_part(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int one_run
                                        err);
 }
 
+int ag_i_check_qkv(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                   int64_t H, int64_t d, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes, HD = H * d;
+    int rc = ag_check_finite("attention: q", Q, N, HD, err);
+    if (!rc)
+        rc = ag_check_finite("attention: k", K, N, HD, err);
+    if (!rc)
+        rc = ag_check_finite("attention: v", V, N, HD, err);
+    return rc;
+}
+
 int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                  int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err)
 {
@@ -104,6 +130,8 @@ int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const f
 {
     float scale;
     int rc = ag_score_check(score, nb, H, d, err);
+    if (!rc)
+        rc = ag_i_check_qkv(nb, Q, K, V, H, d, err);
     if (rc)
         return rc;
     kext_t x = {0};
@@ -164,6 +192,10 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
                           ag_error_t *err)
 {
     int rc = ag_score_check(score, nb, H, d, err);
+    if (!rc)
+        rc = ag_i_check_qkv(nb, Q, K, V, H, d, err);
+    if (!rc)
+        rc = ag_check_finite("attention backward: dm", dM, nb->n_nodes, H * d, err);
     if (rc)
         return rc;
     if (!g || !g->dQ || !g->dK || !g->dV)

@@ -32,7 +32,7 @@ int ag_i_is_softmax(ag_score_kind_t kind)
 /* ---- scoring context: per-node precomputations, made before the parallel region ---- */
 
 typedef struct {
-    ag_score_t sc;            /* with defaults filled in */
+    ag_score_t sc;            /* the caller's, or AG_SCORE_INIT */
     int64_t H, d;
     float scale;              /* multiplier of q.k */
     const float *Q, *K;       /* what dot products read (phi(Q), phi(K) for linear) */
@@ -72,11 +72,7 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
                      const float *K, int64_t H, int64_t d, ag_error_t *err)
 {
     memset(c, 0, sizeof *c);
-    c->sc = score ? *score : (ag_score_t){0};
-    if (c->sc.beta == 0)
-        c->sc.beta = 1;
-    if (c->sc.slope == 0)
-        c->sc.slope = 0.2f;
+    c->sc = score ? *score : (ag_score_t)AG_SCORE_INIT;
     c->H = H, c->d = d, c->Q = Q, c->K = K;
     const ag_score_kind_t kind = c->sc.kind;
     c->scale = kind == AG_SCORE_DOT || kind == AG_SCORE_LINEAR || kind == AG_SCORE_COSINE
@@ -363,6 +359,8 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
                          float *W, ag_error_t *err)
 {
     int rc = ag_score_check(score, nb, H, d, err);
+    if (!rc)
+        rc = ag_i_check_qkv(nb, Q, K, NULL, H, d, err);
     if (rc)
         return rc;
     if (lo < 0 || hi > nb->n_nodes || lo > hi)
@@ -388,7 +386,11 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
 {
     sctx_t c;
     scratch_t buf;
-    int rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 1, 0, err);
+    int rc = ag_score_check(score, nb, H, d, err);
+    if (!rc)
+        rc = ag_i_check_qkv(nb, Q, K, NULL, H, d, err);
+    if (!rc)
+        rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 1, 0, err);
     if (rc)
         return rc;
 #pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)

@@ -150,6 +150,11 @@ int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
                            float *M, kext_t *x, ag_error_t *err);
 
 /* The fastest kernel that applies to nb's shape (dispatch.c). */
+/* Refuses (naming the array, row and column) a NaN or infinity in Q, K or V
+   [N, H*d]: the public entry points check what they are given. */
+int ag_i_check_qkv(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                   int64_t H, int64_t d, ag_error_t *err);
+
 int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                         int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
 

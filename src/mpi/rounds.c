@@ -76,7 +76,7 @@ static int one_round(run_t *r, const ag_weights_t *w, const ag_round_opts_t *opt
     const float *Xin = X;
     if (opts && opts->norm == AG_NORM_LAYER) {
         ag_layer_norm(r->Xn, X, r->n, r->D, w->ln_weight, w->ln_bias,
-                      opts->ln_eps > 0 ? opts->ln_eps : 1e-5f);
+                      ag_i_ln_eps(opts));
         Xin = r->Xn;
     }
     float *Mv = r->M - part->lo * r->HD;

@@ -303,10 +303,10 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
             rc = AG_ENOMEM;
     }
     if (!rc) {   /* what may change between calls on one tape */
-        t->layers = layers, t->opts = opts ? *opts : (ag_round_opts_t){0};
+        t->layers = layers, t->opts = opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT;
         t->layer_norm = opts && opts->norm == AG_NORM_LAYER;
         t->residual = !(opts && opts->no_residual);
-        t->eps = opts && opts->ln_eps > 0 ? opts->ln_eps : 1e-5f;
+        t->eps = ag_i_ln_eps(opts);
         t->stats = stats;
     }
     if (!rc && !again) {

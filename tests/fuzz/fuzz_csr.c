@@ -81,8 +81,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int64_t s = 0; s < En; s++)
         bias[s] = (float)(int8_t)fuzz_u8(&b) * 0.5f;
 
-    ag_score_t score = {(ag_score_kind_t)kind, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0};
-    score.beta = (flags & 2) ? 4.0f : 0.0f;
+    ag_score_t score;
+    ag_score_init(&score, (ag_score_kind_t)kind);
+    if (flags & 2)
+        score.beta = (flags & 32) ? 0.0f : 4.0f;
     score.softcap = (flags & 4) ? 5.0f : 0.0f;
     score.alibi = (flags >> 3) & 1;
     score.edge_bias = (flags & 16) ? bias : NULL;

@@ -55,10 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 ag_random_normal(X, N * w.D, 3, 0, 1);
                 ag_workspace_t ws;
                 ag_round_opts_t opts;
-                memset(&opts, 0, sizeof opts);
+                ag_round_opts_init(&opts);
                 opts.norm = (head & 0x80) ? AG_NORM_LAYER : AG_NORM_NONE;
                 ag_score_t score;
-                memset(&score, 0, sizeof score);
+                ag_score_init(&score, AG_SCORE_SCALED_DOT);
                 if (w.attn_src && w.attn_dst)
                     score.kind = AG_SCORE_ADDITIVE;
                 else if (w.attn)

@@ -309,7 +309,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         rc = AG_ENOMEM;
     rc = ag_mpi_agree(comm, rc, &err);
     ag_score_t score = in.score;
-    const ag_round_opts_t ro = {.score = &score, .no_residual = o.no_residual, .norm = o.norm};
+    ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
+    ro.score = &score, ro.no_residual = o.no_residual, ro.norm = o.norm;
     ag_mpi_stats_t st;
     memset(&st, 0, sizeof st);
     if (!rc)
