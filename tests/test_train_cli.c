@@ -565,6 +565,83 @@ START_TEST(save_then_run_predicts_the_same_classes)
 }
 END_TEST
 
+/* Compares two .npy index files of predictions, entry by entry. */
+static void same_predictions(const char *p1, const char *p2)
+{
+    int64_t *a, *b, na, nb;
+    ag_error_t err;
+    ck_assert_int_eq(ag_index_read_npy(&a, &na, p1, &err), AG_OK);
+    ck_assert_int_eq(ag_index_read_npy(&b, &nb, p2, &err), AG_OK);
+    ck_assert_int_eq(na, nb);
+    for (int64_t i = 0; i < na; i++)
+        ck_assert_msg(a[i] == b[i], "node %lld: %lld in %s, %lld in %s", (long long)i,
+                      (long long)a[i], p1, (long long)b[i], p2);
+    free(a), free(b);
+}
+
+#define KARATE "graphs/karate.gml --features graphs/karate/x.npy"
+
+/* model.args records how the graph was shaped (self-loops, direction: they
+   change the messages) and every value as the float32 the model uses. */
+START_TEST(model_args_record_the_graph_and_exact_values)
+{
+    TMP(model, "karate-model");
+    TMP(p1, "karate-p1.npy");
+    TMP(p2, "karate-p2.npy");
+    char args[2048];
+    snprintf(args, sizeof args, "train " KARATE " --labels graphs/karate/labels.npy "
+             "--train-mask graphs/karate/train.npy --self-loops on --no-residual --rounds 2 "
+             "--epochs 30 --beta 0.3 --save %s --predict %s --quiet", model, p1);
+    expect_cli(args, 0, 1, "");
+    char *text = read_text(tmp_path("karate-model/model.args"));
+    ck_assert_str_eq(text, "--heads 1 --rounds 2 --beta 0.300000012 --no-residual "
+                           "--self-loops on\n");
+    free(text);
+    /* no model option given: all of them, self-loops too, come from model.args */
+    snprintf(args, sizeof args, "run " KARATE " --weights %s --predict %s --quiet", model, p2);
+    expect_cli(args, 0, 1, "");
+    same_predictions(p1, p2);
+    /* the same options given, written any way (0.3 is the float32 0.300000012) */
+    snprintf(args, sizeof args, "run " KARATE " --weights %s --rounds 2 --beta 0.3 "
+             "--no-residual --self-loops on --predict %s --quiet", model, p2);
+    expect_cli(args, 0, 1, "");
+    same_predictions(p1, p2);
+    /* without the self-loops it was trained with: refused, nothing written */
+    unlink(p2);
+    snprintf(args, sizeof args, "run " KARATE " --weights %s --rounds 2 --beta 0.3 "
+             "--no-residual --predict %s", model, p2);
+    expect_cli(args, 1, 2, "was trained with `--heads 1 --rounds 2 --beta 0.300000012 "
+               "--no-residual --self-loops on`");
+    ck_assert(!file_exists(p2));
+    snprintf(args, sizeof args, "run " KARATE " --weights %s --rounds 2 --beta 0.3 "
+             "--no-residual --self-loops off --predict %s", model, p2);
+    expect_cli(args, 1, 2, "this command has `--heads 1 --rounds 2 --beta 0.300000012 "
+               "--no-residual --self-loops off`");
+    /* 0 means 0: a ReLU (slope 0) is recorded, not mistaken for the default */
+    TMP(relu, "relu-model");
+    snprintf(args, sizeof args, "train " PLANTED " --score additive --slope 0 --beta 0 "
+             "--epochs 1 --save %s --quiet", relu);
+    expect_cli(args, 0, 1, "");
+    text = read_text(tmp_path("relu-model/model.args"));
+    ck_assert_str_eq(text, "--heads 1 --rounds 1 --score additive --beta 0 --slope 0\n");
+    free(text);
+    /* a direction given for an edge list is recorded too */
+    TMP(dir, "undirected-model");
+    TMP(y, "random10-y.npy");
+    float targets[10 * 4];
+    for (int k = 0; k < 40; k++)
+        targets[k] = (float)(k % 7) / 7.0f;
+    ag_error_t err;
+    ck_assert_int_eq(ag_npy_write_f32(y, targets, 10, 4, &err), AG_OK);
+    snprintf(args, sizeof args, "train graphs/random10.edges --undirected --features %s "
+             "--targets %s --epochs 1 --save %s --quiet", y, y, dir);
+    expect_cli(args, 0, 1, "");
+    text = read_text(tmp_path("undirected-model/model.args"));
+    ck_assert_str_eq(text, "--heads 1 --rounds 1 --undirected\n");
+    free(text);
+}
+END_TEST
+
 START_TEST(train_log_has_a_row_per_epoch)
 {
     TMP(log, "train.csv");
@@ -816,6 +893,7 @@ Suite *train_cli_suite(void)
     tcase_add_test(tc, train_targets_learn_states);
     tcase_add_test(tc, train_refusals);
     tcase_add_test(tc, run_predict_refusals);
+    tcase_add_test(tc, model_args_record_the_graph_and_exact_values);
     suite_add_tcase(s, tc);
     return s;
 }

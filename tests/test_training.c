@@ -587,14 +587,14 @@ static const opt_case_t opt_cases[] = {
                                  .beta2 = 0.99f, .eps = 1e-6f, .weight_decay = 0.1f,
                                  .clip = 0.3f}},
     {"adam, clip not reached", {OPTIMIZER_DEFAULTS, .kind = AG_OPT_ADAM, .lr = 0.05f, .clip = 100.0f}},
+    {"adam, beta1 0 (no momentum), beta2 0, eps 0", {.kind = AG_OPT_ADAM, .lr = 0.05f}},
 };
 
 /* One step of the formulas (PyTorch's SGD, Adam, AdamW) in double over n values. */
 static void ref_opt_step(const ag_optimizer_opts_t *o, double *p, const double *g, double *m,
                          double *v, int64_t n, int t)
 {
-    const double b1 = o->beta1 ? o->beta1 : 0.9, b2 = o->beta2 ? o->beta2 : 0.999;
-    const double eps = o->eps ? o->eps : 1e-8, lr = o->lr, wd = o->weight_decay;
+    const double b1 = o->beta1, b2 = o->beta2, eps = o->eps, lr = o->lr, wd = o->weight_decay;
     for (int64_t x = 0; x < n; x++) {
         double gx = g[x];
         if (o->kind == AG_OPT_SGD) {

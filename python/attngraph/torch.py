@@ -107,7 +107,15 @@ class GraphAttention(nn.Module):
                  score="scaled-dot", ln_eps=1e-5, **score_kw):
         super().__init__()
         self.dim, self.heads = int(dim), int(heads)
-        self.head_dim = int(head_dim or dim // heads)
+        if self.dim < 1 or self.heads < 1:
+            raise Error("dim %d, %d heads; expected both >= 1" % (self.dim, self.heads),
+                        "invalid value")
+        if head_dim is None and self.dim % self.heads:
+            # as `attngraph run` refuses --dim 8 --heads 3 without --head-dim
+            raise Error("width dim=%d is not a multiple of %d heads; give head_dim (the "
+                        "heads' inner width is heads * head_dim)" % (self.dim, self.heads),
+                        "invalid value")
+        self.head_dim = int(head_dim) if head_dim is not None else self.dim // self.heads
         if self.head_dim < 1:
             raise Error("head_dim is %d; expected >= 1 (dim %d, %d heads)" %
                         (self.head_dim, dim, heads), "invalid value")
@@ -127,10 +135,14 @@ class GraphAttention(nn.Module):
             self.attn = nn.Parameter(torch.randn(shape) * scale)
 
     def forward(self, x, graph):
-        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.dim or \
+        if not isinstance(x, torch.Tensor):
+            raise TypeError("x is a %s.%s; expected a torch.Tensor [N, %d] (torch.from_numpy "
+                            "makes one of a numpy array)" % (type(x).__module__,
+                                                            type(x).__name__, self.dim))
+        if x.dim() != 2 or x.shape[1] != self.dim or \
                 (isinstance(graph, Graph) and x.shape[0] != graph.N):
             n = graph.N if isinstance(graph, Graph) else "N"
-            shape = list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            shape = list(x.shape)
             raise Error("x has shape %s; the graph has %s nodes and the layer width %d: "
                         "expected [%s, %d]" % (shape, n, self.dim, n, self.dim), "invalid value")
         xn = self.ln(x) if self.ln is not None else x
@@ -158,20 +170,34 @@ class GraphAttention(nn.Module):
         return Weights(arr(self.wq.weight), arr(self.wk.weight), arr(self.wv.weight),
                        arr(self.wo.weight), self.heads, **extra)
 
-    def model_args(self, rounds=1):
-        """The options `attngraph run` needs for this layer, as model.args records them."""
+    def model_args(self, rounds=1, graph=None):
+        """The options `attngraph run` needs for this layer, as model.args records
+        them; graph (the one it was trained on) adds how it was made: its
+        self-loops and direction. Without it, the graph options the layer was
+        loaded with (GraphAttention.load), if any."""
+        shape = self.graph_args
+        if graph is not None:
+            shape = dict(self_loops=graph.self_loops, directed=graph.directed)
+        return self._args(rounds, shape)
+
+    def _args(self, rounds, shape):
         kw = {k: v for k, v in self.score_kw.items()
               if k in ("beta", "softcap", "slope", "sigmoid_bias", "alibi")}
         return model_args(self.heads, rounds, self.score, self.residual, self.ln is not None,
-                          **kw)
+                          **kw, **shape)
 
-    def save(self, folder, rounds=1):
+    # How the graph was made, as model.args records it (self_loops, directed);
+    # GraphAttention.load fills it from a folder.
+    graph_args = {}
+
+    def save(self, folder, rounds=1, graph=None):
         """Writes the layer into folder as `attngraph run --weights folder` reads
         it, with model.args (what the arrays cannot tell: heads, score, norm,
-        residual; rounds: how many rounds share this layer), so the CLI refuses
-        to run it with other options."""
+        residual; rounds: how many rounds share this layer; with graph, the
+        graph's self-loops and direction), so the CLI refuses to run it with
+        other options."""
         self.to_weights().save(folder)
-        write_model_args(folder, self.model_args(rounds))
+        write_model_args(folder, self.model_args(rounds, graph))
 
     def load_weights(self, w):
         """Copies attngraph.Weights (or a folder's) into this module; shapes must match."""
@@ -202,7 +228,9 @@ class GraphAttention(nn.Module):
         path = os.path.join(folder, "model.args")
         with open(path) as f:
             saved = f.readline().strip()
-        ours = self.model_args(args.get("rounds", 1))
+        # how the graph was made is the graph's business, not the module's: as saved
+        ours = self._args(args.get("rounds", 1), {k: args[k] for k in ("self_loops", "directed")
+                                                   if k in args})
         if saved != ours:
             raise Error("%s was trained with `%s` (%s); this module has `%s`: make the module "
                         "with the model's options, or take them from it: GraphAttention.load(%r)"
@@ -225,6 +253,7 @@ class GraphAttention(nn.Module):
             if name in args and name not in kw:
                 kw[name] = args[name]
         m = cls(w.D, heads, w.d, norm=norm, residual=residual, score=score, **kw)
+        m.graph_args = {k: args[k] for k in ("self_loops", "directed") if k in args}
         return m.load_weights(w)
 
 

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 
-def attention(src, dst, N, q, k, v, H, kind="scaled-dot", beta=0.0, softcap=0.0, slope=0.0,
+def attention(src, dst, N, q, k, v, H, kind="scaled-dot", beta=1.0, softcap=0.0, slope=0.2,
               a_src=None, a_dst=None, a=None, edge_bias=None, sigmoid_bias=None):
     """Returns (M [N, H*d], A [E, H]) for float64 tensors q, k, v [N, H*d]."""
     src = torch.as_tensor(src, dtype=torch.long)
@@ -18,7 +18,6 @@ def attention(src, dst, N, q, k, v, H, kind="scaled-dot", beta=0.0, softcap=0.0,
     d = q.shape[1] // H
     qe = q[dst].view(E, H, d)
     ke = k[src].view(E, H, d)
-    slope = slope or 0.2
     if kind in ("scaled-dot", "dot", "sigmoid"):
         s = (qe * ke).sum(-1) / (math.sqrt(d) if kind != "dot" else 1.0)
     elif kind == "cosine":
@@ -32,8 +31,7 @@ def attention(src, dst, N, q, k, v, H, kind="scaled-dot", beta=0.0, softcap=0.0,
     else:
         raise ValueError(kind)
     if kind not in ("sigmoid", "linear"):
-        if beta:
-            s = s * beta
+        s = s * beta
         if softcap:
             s = softcap * torch.tanh(s / softcap)
     if edge_bias is not None and kind != "linear":

@@ -15,7 +15,10 @@ KINDS = [
     ("scaled-dot", {"softcap": 2.0, "edge_bias": True}),
     ("cosine", {"beta": 3.0}),
     ("additive", {"slope": 0.1}),
+    ("additive", {"slope": 0.0}),
+    ("dot", {"beta": 0.0}),
     ("gatv2", {}),
+    ("gatv2", {"slope": 0.0}),
     ("sigmoid", {}),
     ("linear", {}),
 ]
