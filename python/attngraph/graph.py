@@ -53,6 +53,8 @@ class Graph:
         g.labels = None
         g.name = None
         g.edge_attrs = {}
+        g.self_loops = "keep"  # how it was made, as model.args records it
+        g.directed = None      # Graph.load's directed (None: as the file says)
         return g
 
     def __del__(self):
@@ -80,6 +82,7 @@ class Graph:
             check(lib.ag_format_parse(C.byref(f), str(format).encode(), C.byref(e)), e)
             opts.format = f.value
         g = cls._new("file")
+        g.directed = directed
         g.name = os.fspath(path)
         buf = C.create_string_buffer(S.IGRAPH_T_BYTES)
         with _IGRAPH_LOCK:
@@ -220,6 +223,7 @@ class Graph:
         if mode:
             check(lib.ag_nbhd_self_loops(C.byref(self._nb), mode, C.byref(e)), e)
         self._perm, self._mode = perm, mode
+        self.self_loops = self_loops
         self._slot = self._ends = None
         # Without edge ids or a permutation (patterns), edge k is slot k: nothing
         # to record, and the ends wait until asked for (causal on 65,536 nodes

@@ -35,6 +35,15 @@ def finite(x, what):
     return v
 
 
+def check_finite(what, a):
+    """Refuses a NaN or infinity in the float32 array a [rows, cols] as the
+    library does (ag_check_finite: the same words as the CLI's)."""
+    a = f32(a, what)
+    rows, cols = (a.shape[0], a.size // a.shape[0]) if a.ndim and a.shape[0] else (1, a.size)
+    e = err()
+    check(lib.ag_check_finite(what.encode(), a.ctypes.data, rows, cols, C.byref(e)), e)
+
+
 def score_defaults(kind="scaled-dot"):
     """The library's defaults for a kind (AG_SCORE_INIT): an ag_score_t."""
     s = S.ag_score_t()

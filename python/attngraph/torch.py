@@ -145,6 +145,7 @@ class GraphAttention(nn.Module):
             shape = list(x.shape)
             raise Error("x has shape %s; the graph has %s nodes and the layer width %d: "
                         "expected [%s, %d]" % (shape, n, self.dim, n, self.dim), "invalid value")
+        ops.check_finite("x", x)
         xn = self.ln(x) if self.ln is not None else x
         vecs = {}
         if self.score in ("additive", "gat"):

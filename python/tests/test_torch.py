@@ -50,9 +50,9 @@ def test_graph_attention_refuses_other_tensors():
         graph_attention(*[torch.zeros(4, 2, dtype=torch.float64)] * 3, g)
 
 
-def reference_round(x, p, src, dst, H, norm, residual, kind="scaled-dot"):
+def reference_round(x, p, src, dst, H, norm, residual, kind="scaled-dot", eps=1e-5):
     """One round in float64 torch from the parameters p (name -> tensor)."""
-    xn = F.layer_norm(x, x.shape[1:], p["ln.weight"], p["ln.bias"], 1e-5) if norm else x
+    xn = F.layer_norm(x, x.shape[1:], p["ln.weight"], p["ln.bias"], eps) if norm else x
     vec = {}
     if kind == "additive":
         vec = dict(a_src=p["attn_src"], a_dst=p["attn_dst"])
