@@ -13,7 +13,11 @@ from ._lib import lib, igraph, check, err, c_free, Error
 # and ctypes lets other Python threads run during a call: one igraph call at a time
 _IGRAPH_LOCK = threading.Lock()
 
-_SELF = {"keep": 0, "on": 1, "off": 2, None: 0, True: 1, False: 2}
+# keep: as given; on: a loop for each node without one (existing loops kept:
+# PyG's add_self_loops only on a graph without loops); off: none; replace: every
+# loop removed, one added per node (PyG's remove_self_loops + add_self_loops,
+# what GATConv, GATv2Conv and TransformerConv do)
+_SELF = {"keep": 0, "on": 1, "off": 2, "replace": 3, None: 0, True: 1, False: 2}
 _FORMATS = ("edgelist", "ncol", "lgl", "graphml", "gml", "pajek")
 
 
@@ -21,7 +25,8 @@ def _self_loops(value):
     try:
         return _SELF[value]
     except (KeyError, TypeError):
-        raise Error("self_loops is %r; expected 'keep', 'on' or 'off'" % (value,), "invalid value")
+        raise Error("self_loops is %r; expected 'keep', 'on', 'off' or 'replace'" % (value,),
+                    "invalid value") from None
 
 
 def _i64_view(address, n):
@@ -38,8 +43,16 @@ class Graph:
     graph's edge order: the columns of edge_index for from_edge_index, the
     entries of indices for from_csr, igraph's edge ids for files (an undirected
     edge u-v gives u->v then v->u, u < v), slot order for patterns; self-loops
-    that self_loops="on" adds come last. `src` and `dst` give each edge's ends
-    in that order."""
+    that self_loops="on" or "replace" adds come last, by node (edge id -1).
+    `src` and `dst` give each edge's ends in that order.
+
+    self_loops (load, from_csr, from_edge_index, pattern): "keep" (default) as
+    given; "off" every self-loop removed; "on" a loop added to each node that
+    has none, existing ones kept (PyG's add_self_loops only on a graph without
+    self-loops); "replace" every self-loop removed and exactly one added per
+    node: PyG's remove_self_loops + add_self_loops, what GATConv, GATv2Conv and
+    TransformerConv do with add_self_loops=True. On a pattern "on" and
+    "replace" are the same (a pattern never lists a source twice)."""
 
     def __init__(self):
         raise TypeError("make a Graph with Graph.load, Graph.pattern, Graph.from_csr or "
@@ -71,7 +84,7 @@ class Graph:
         True or False (edge lists: each line is both directions). Labels come
         from the label/name/id attributes. edge_attrs names numeric edge
         attributes to keep in g.edge_attrs[name], float32 [E] in edge order
-        (e.g. an edge bias; 0 on self-loops self_loops="on" adds)."""
+        (e.g. an edge bias; 0 on self-loops self_loops="on" or "replace" adds)."""
         opts = S.ag_load_opts_t(0, int(max_nodes), 0 if directed is None else
                                 (1 if directed else 2))
         e = err()
@@ -244,21 +257,22 @@ class Graph:
             c_free(C.cast(msgs, C.c_void_p))
             c_free(C.cast(slot, C.c_void_p))
         perm = self._perm
-        if perm is not None:
-            # library edge k is sorted position k (self_loops: the kept ones, added last)
-            if self._mode == 2:     # "off" dropped self edges: given order of what is left
-                given = perm[m[:, 0]]
-                rank = np.argsort(given, kind="stable")
-                order_slot = order_slot[rank]
-                m = m[rank]
-                m[:, 0] = given[rank]
-            else:                   # given edge j sits at sorted position inv[j]
-                inv = np.empty_like(perm)
-                inv[perm] = np.arange(perm.size)
-                e0 = perm.size
-                order_slot = np.concatenate([order_slot[inv], order_slot[e0:]])
-                m = np.concatenate([m[inv], m[e0:]])
-                m[:e0, 0] = np.arange(e0)
+        if perm is not None and self._mode:
+            # library edge k is sorted position k: the kept ones (all but the
+            # loops off and replace dropped), then the added loops (-1) by node;
+            # the kept ones go back to the given order, the added stay last
+            kept = int(np.count_nonzero(m[:, 0] >= 0))
+            given = perm[m[:kept, 0]]
+            rank = np.argsort(given, kind="stable")
+            order_slot = np.concatenate([order_slot[:kept][rank], order_slot[kept:]])
+            m = np.concatenate([m[:kept][rank], m[kept:]])
+            m[:kept, 0] = given[rank]
+        elif perm is not None:      # given edge j sits at sorted position inv[j]
+            inv = np.empty_like(perm)
+            inv[perm] = np.arange(perm.size)
+            order_slot = order_slot[inv]
+            m = m[inv]
+            m[:, 0] = np.arange(perm.size)
         if self._nb.edge_id or perm is not None:
             self._slot = np.ascontiguousarray(order_slot)
         self._ends = np.ascontiguousarray(m.T)
@@ -266,7 +280,8 @@ class Graph:
     @property
     def edge_ids(self):
         """[E] each edge's id: the edge_index column or CSR entry, the igraph edge
-        id for files (-1 on self-loops self_loops="on" added), k for patterns."""
+        id for files (-1 on self-loops self_loops="on" or "replace" added), k
+        for patterns."""
         if self._ends is None:
             self._order()
         return self._ends[0]
