@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 from . import _structs as S
-from ._lib import lib, igraph, check, err, c_free, Error
+from ._lib import lib, igraph, check, err, c_free, c_malloc, Error
 
 # igraph is not thread-safe (its error handler and cleanup stack are process-wide),
 # and ctypes lets other Python threads run during a call: one igraph call at a time
@@ -34,6 +34,50 @@ def _i64_view(address, n):
     if n == 0 or not address:
         return np.zeros(0, np.int64)
     return np.ctypeslib.as_array((C.c_int64 * n).from_address(address))
+
+
+def _c_copy(a):
+    """A malloc'ed copy of the int64 array a (ag_nbhd_destroy frees it)."""
+    a = np.ascontiguousarray(a, np.int64)
+    p = c_malloc(max(a.nbytes, 8))
+    if not p:
+        raise MemoryError("%d bytes for a Graph's arrays" % a.nbytes)
+    C.memmove(p, a.ctypes.data, a.nbytes)
+    return p
+
+
+# Graph.__getstate__'s layout; __setstate__ refuses others
+_STATE_VERSION = 1
+
+
+def _check_runs(n, edge_ptr, run_ptr, run_src, run_len, edge_id):
+    """Refuses compiled neighbourhoods the kernels could not read safely: the
+    form ag_nbhd_t documents (runs of sources in 0..N-1, ascending, that add up
+    to each destination's slots)."""
+    def bad(what):
+        raise Error("pickled Graph: %s" % what, "invalid value")
+    if n < 1:
+        bad("%d nodes; expected at least 1" % n)
+    for name, a in (("edge_ptr", edge_ptr), ("run_ptr", run_ptr)):
+        if a.shape != (n + 1,) or a[0] != 0 or (np.diff(a) < 0).any():
+            bad("%s is not [N+1] = [%d] non-decreasing from 0" % (name, n + 1))
+    R = int(run_ptr[-1])
+    if run_src.shape != (R,) or run_len.shape != (R,):
+        bad("run_src and run_len have %s and %s entries; run_ptr ends at %d"
+            % (run_src.shape, run_len.shape, R))
+    if (run_len < 1).any() or (run_src < 0).any() or (run_src + run_len > n).any():
+        bad("run_src and run_len name sources outside 0..%d" % (n - 1))
+    ends = np.concatenate([[0], np.cumsum(run_len)])
+    if not np.array_equal(ends[run_ptr], edge_ptr):
+        bad("run_len does not add up to each destination's edges (edge_ptr)")
+    later = np.ones(R, bool)                    # runs after a destination's first
+    later[run_ptr[:-1][np.diff(run_ptr) > 0]] = False
+    prev_end = np.concatenate([[0], (run_src + run_len)[:-1]])
+    if (later & (run_src < prev_end - 1)).any():
+        bad("run_src is not ascending within a destination")
+    E = int(edge_ptr[-1])
+    if edge_id is not None and (edge_id.shape != (E,) or (edge_id < -1).any()):
+        bad("edge_id is not [E] = [%d] ids >= -1" % E)
 
 
 class Graph:
@@ -72,6 +116,62 @@ class Graph:
         nb = getattr(self, "_nb", None)
         if nb is not None:
             lib.ag_nbhd_destroy(C.byref(nb))
+
+    # ------------------------------------------------------------ pickle, copy
+
+    def __getstate__(self):
+        """The graph as arrays (pickle, copy.copy and copy.deepcopy use it): the
+        compiled neighbourhoods (edge_ptr, runs, edge ids), the given edges'
+        sorted positions (perm) and the self_loops mode, from which the edge
+        order is found again, and labels, name, edge_attrs. The transpose is a
+        cache, compiled again when a backward needs it."""
+        nb, N = self._nb, self.N
+        R, E = int(nb.n_runs), self.E
+        return {"version": _STATE_VERSION, "kind": self.kind, "name": self.name,
+                "labels": None if self.labels is None else list(self.labels),
+                "edge_attrs": {k: np.array(v) for k, v in self.edge_attrs.items()},
+                "n_nodes": N,
+                "edge_ptr": _i64_view(nb.edge_ptr, N + 1).copy(),
+                "run_ptr": _i64_view(nb.run_ptr, N + 1).copy(),
+                "run_src": _i64_view(nb.run_src, R).copy(),
+                "run_len": _i64_view(nb.run_len, R).copy(),
+                "edge_id": _i64_view(nb.edge_id, E).copy() if nb.edge_id else None,
+                "perm": None if self._perm is None else np.array(self._perm, np.int64),
+                "mode": self._mode}
+
+    def __setstate__(self, state):
+        """Rebuilds the graph from __getstate__'s arrays (checked: the kernels
+        trust them) into memory of its own."""
+        if state.get("version") != _STATE_VERSION:
+            raise Error("pickled Graph has layout version %r; this attngraph reads %d"
+                        % (state.get("version"), _STATE_VERSION), "invalid value")
+        n = int(state["n_nodes"])
+        arr = lambda key: None if state[key] is None else np.asarray(state[key], np.int64)
+        edge_ptr, run_ptr, run_src, run_len, edge_id, perm = (
+            arr(k) for k in ("edge_ptr", "run_ptr", "run_src", "run_len", "edge_id", "perm"))
+        _check_runs(n, edge_ptr, run_ptr, run_src, run_len, edge_id)
+        E = int(edge_ptr[-1])
+        if perm is not None and (perm.ndim != 1 or not np.array_equal(
+                np.sort(perm), np.arange(perm.size))):
+            raise Error("pickled Graph: perm is not a permutation", "invalid value")
+        nb = S.ag_nbhd_t()
+        try:
+            nb.n_nodes, nb.n_edges, nb.n_runs = n, E, run_src.size
+            nb.edge_ptr, nb.run_ptr = _c_copy(edge_ptr), _c_copy(run_ptr)
+            nb.run_src, nb.run_len = _c_copy(run_src), _c_copy(run_len)
+            if edge_id is not None:
+                nb.edge_id = _c_copy(edge_id)
+        except BaseException:
+            lib.ag_nbhd_destroy(C.byref(nb))
+            raise
+        self._nb = nb
+        self.kind, self.name = state["kind"], state["name"]
+        self.labels = None if state["labels"] is None else list(state["labels"])
+        self.edge_attrs = {k: np.array(v) for k, v in state["edge_attrs"].items()}
+        self._perm, self._mode = perm, int(state["mode"])
+        self._slot = self._ends = None
+        if self._nb.edge_id or perm is not None:
+            self._order()
 
     # ------------------------------------------------------------ makers
 
