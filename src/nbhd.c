@@ -128,19 +128,25 @@ int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
 {
     if (self == AG_SELF_KEEP)
         return AG_OK;
+    if (self != AG_SELF_ON && self != AG_SELF_OFF && self != AG_SELF_REPLACE)
+        return ag_fail(err, AG_EINVAL, "self-loops mode %d; expected AG_SELF_KEEP, AG_SELF_ON, "
+                       "AG_SELF_OFF or AG_SELF_REPLACE", (int)self);
+    /* add: one loop per node (on: where there is none); drop: the node's own */
+    const int add = self != AG_SELF_OFF, drop = self != AG_SELF_ON;
     const int64_t N = nb->n_nodes, E = nb->n_edges;
     int64_t *src = ag_alloc(E + 1, sizeof *src, err, "self-loops");
     if (!src)
         return AG_ENOMEM;
     ag_nbhd_sources(nb, 0, N, src);
-    /* the new size: one slot more for each node without a self edge (on), or
-       one less for each self edge (off) */
-    int64_t E_new = self == AG_SELF_ON ? E + N : E;
+    /* the new size: one slot more for each node without a self edge (on), one
+       less for each self edge (off), one loop a node instead of its self edges
+       (replace) */
+    int64_t E_new = add ? E + N : E;
     for (int64_t i = 0; i < N; i++) {
         int64_t selfs = 0;
         for (int64_t s = nb->edge_ptr[i]; s < nb->edge_ptr[i + 1]; s++)
             selfs += src[s] == i;
-        E_new -= self == AG_SELF_ON ? (selfs > 0) : selfs;
+        E_new -= drop ? selfs : (selfs > 0);
     }
     /* Every result has edge ids, so exports keep the input's edge order with the
        added loops last: a graph's edge ids, or without them (CSR) the input's
@@ -155,18 +161,19 @@ int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
     int64_t t = 0;
     for (int64_t i = 0; i < N; i++) {
         out.edge_ptr[i] = t;
-        int placed = self != AG_SELF_ON;   /* on: the added loop still to place */
+        int placed = !add;   /* the added loop still to place */
         for (int64_t s = nb->edge_ptr[i]; s <= nb->edge_ptr[i + 1]; s++) {
             const int end = s == nb->edge_ptr[i + 1];
             if (!placed && (end || src[s] >= i)) {
                 placed = 1;
-                if (end || src[s] != i) {   /* sources ascend: the loop goes here */
+                /* sources ascend: the loop goes here, unless on keeps one */
+                if (drop || end || src[s] != i) {
                     out_src[t] = i;
                     out.edge_id[t] = -1;
                     t++;
                 }
             }
-            if (end || (self == AG_SELF_OFF && src[s] == i))
+            if (end || (drop && src[s] == i))
                 continue;
             out_src[t] = src[s];
             out.edge_id[t] = nb->edge_id ? nb->edge_id[s] : s;

@@ -319,7 +319,8 @@ const ivl_list_t *pattern_sources(const ag_pattern_t *pattern, int64_t N, ag_sel
     ivl_clear(&ev->self_set);
     ivl_clear(&ev->tmp);
     int bad = ivl_push(&ev->self_set, i, i + 1, N);
-    if (self == AG_SELF_ON)
+    /* res is a set (no source twice): replace, i.e. off and then one loop, is on */
+    if (self == AG_SELF_ON || self == AG_SELF_REPLACE)
         bad = bad || ivl_union(&ev->tmp, res, &ev->self_set);
     else
         bad = bad || ivl_complement(&ev->others, &ev->self_set, N) ||
@@ -333,6 +334,11 @@ static int compile_range(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, 
                          int64_t hi, ag_self_loops_t self, int degrees_only, ag_error_t *err)
 {
     memset(nb, 0, sizeof *nb);
+    if (self != AG_SELF_KEEP && self != AG_SELF_ON && self != AG_SELF_OFF &&
+        self != AG_SELF_REPLACE)
+        return ag_fail(err, AG_EINVAL, "pattern '%s': self-loops mode %d; expected "
+                       "AG_SELF_KEEP, AG_SELF_ON, AG_SELF_OFF or AG_SELF_REPLACE",
+                       pattern->spec, (int)self);
     int rc = pattern_check(pattern, N, err);
     if (rc)
         return rc;

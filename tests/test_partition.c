@@ -407,7 +407,7 @@ START_TEST(pattern_counts_exact)
                            "random:4,9", "window:2+global:1", "complete", "dilated:6,2",
                            "bigbird:4,3,1,1"};
     for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
-        for (int self = AG_SELF_KEEP; self <= AG_SELF_OFF; self++)
+        for (int self = AG_SELF_KEEP; self <= AG_SELF_REPLACE; self++)
             for (int P = 1; P <= 300; P = P * 3 + 1) {
                 ag_pattern_t *pat;
                 ag_nbhd_t nb;

@@ -55,7 +55,7 @@ START_TEST(transpose_of_patterns)
     const char *specs[] = {"causal", "window:3", "complete", "causal&!strided:3",
                            "window:2+global:1", "window:2,3", "random:3,5", "dilated:6,2"};
     for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
-        for (int self = AG_SELF_KEEP; self <= AG_SELF_OFF; self++) {
+        for (int self = AG_SELF_KEEP; self <= AG_SELF_REPLACE; self++) {
             ag_pattern_t *p;
             ag_nbhd_t nb;
             ag_error_t err;
@@ -84,6 +84,8 @@ START_TEST(transpose_of_multigraph)
         check_transpose(&nb);
         ck_assert_int_eq(ag_nbhd_self_loops(&nb, AG_SELF_ON, &err), AG_OK);
         ck_assert_ptr_null(nb.out_ptr);   /* dropped: the runs changed */
+        check_transpose(&nb);
+        ck_assert_int_eq(ag_nbhd_self_loops(&nb, AG_SELF_REPLACE, &err), AG_OK);
         check_transpose(&nb);
         ag_nbhd_destroy(&nb);
         igraph_destroy(&g);

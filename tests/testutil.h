@@ -92,5 +92,6 @@ Suite *draw_suite(void);
 Suite *draw_cli_suite(void);
 Suite *partition_suite(void);
 Suite *plan_suite(void);
+Suite *self_loops_suite(void);
 
 #endif

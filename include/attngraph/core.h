@@ -247,21 +247,28 @@ void ag_nbhd_destroy(ag_nbhd_t *nb);
 
 typedef enum {
     AG_SELF_KEEP = 0,     /* self edges as the pattern or graph says */
-    AG_SELF_ON,           /* every node also attends to itself */
-    AG_SELF_OFF           /* no node attends to itself */
+    AG_SELF_ON,           /* existing self edges kept; one added where a node has none */
+    AG_SELF_OFF,          /* no node attends to itself */
+    AG_SELF_REPLACE       /* every self edge removed, then one added per node (PyG) */
 } ag_self_loops_t;
 
 /*
  * Applies self to compiled neighbourhoods nb (initialised), in place, for
  * graph files and CSR (patterns take it in ag_nbhd_from_pattern):
- * AG_SELF_ON gives every node that has no self edge one message from itself,
- * in its ascending place (like PyG's add_self_loops for a graph without
- * loops; a node's existing self edges are kept, not merged into one);
- * its slot's edge_id is -1, as it is no igraph edge. AG_SELF_OFF removes
- * every self edge. AG_SELF_KEEP does nothing. Runs are rebuilt; on failure
- * nb is unchanged. Without edge ids (CSR), ON and OFF give nb edge ids: each
- * kept slot's index in the CSR given, so ag_edge_order keeps the CSR's edge
- * order with the added loops last. Time and memory O(N + E).
+ * AG_SELF_KEEP does nothing. AG_SELF_OFF removes every self edge.
+ * AG_SELF_ON gives every node that has no self edge one message from itself
+ * and keeps the self edges there are (two loops on a node stay two messages):
+ * PyG's add_self_loops only on a graph without self-loops. AG_SELF_REPLACE
+ * removes every self edge and adds exactly one per node: PyG's
+ * remove_self_loops then add_self_loops, what GATConv, GATv2Conv and
+ * TransformerConv do with add_self_loops=True. An added loop's slot has
+ * edge_id -1 (it is no igraph edge) and lies in its ascending place among
+ * the node's sources (the kernels read sources ascending); ag_edge_order puts
+ * the added loops after every other edge, by node, as PyG appends them. Runs
+ * are rebuilt; on failure nb is unchanged; an unknown self is AG_EINVAL.
+ * Without edge ids (CSR), ON, OFF and REPLACE give nb edge ids: each kept
+ * slot's index in the CSR given, so ag_edge_order keeps the CSR's edge order
+ * with the added loops last. Time and memory O(N + E).
  */
 int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err);
 
@@ -291,6 +298,10 @@ int64_t ag_pattern_size(const ag_pattern_t *pattern);
  * edge_id is NULL: edge k is slot k). No igraph edge is made: memory is
  * O(N + runs), so causal on 65,536 nodes (2.1e9 edges) takes 65,536 runs.
  * Time O(N + runs) for interval atoms; random and bigbird sample per node.
+ * self as in ag_nbhd_self_loops; a pattern gives each destination a set of
+ * sources (never a source twice), so AG_SELF_ON and AG_SELF_REPLACE both
+ * give every node exactly one self edge, in its slot like the pattern's own
+ * (edge_id stays NULL: no slot is marked added).
  */
 int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
                          ag_self_loops_t self, ag_error_t *err);

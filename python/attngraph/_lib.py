@@ -108,6 +108,9 @@ for _name, (_res, _args) in S.FUNCTIONS.items():
 _libc = ctypes.CDLL(None)
 c_free = _libc.free
 c_free.argtypes, c_free.restype = [ctypes.c_void_p], None
+# memory the library will free(): the arrays of an ag_nbhd_t rebuilt from a pickle
+c_malloc = _libc.malloc
+c_malloc.argtypes, c_malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
 
 
 def _igraph():

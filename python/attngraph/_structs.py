@@ -18,7 +18,7 @@ ptr = C.c_void_p          # data pointers: numpy arrays pass arr.ctypes.data
 
 STATUS = dict(AG_OK=0, AG_ENOMEM=1, AG_EIO=2, AG_EFORMAT=3, AG_EINVAL=4, AG_ELIMIT=5,
               AG_EIGRAPH=6)
-SELF_LOOPS = dict(AG_SELF_KEEP=0, AG_SELF_ON=1, AG_SELF_OFF=2)
+SELF_LOOPS = dict(AG_SELF_KEEP=0, AG_SELF_ON=1, AG_SELF_OFF=2, AG_SELF_REPLACE=3)
 SCORE_KINDS = dict(AG_SCORE_SCALED_DOT=0, AG_SCORE_DOT=1, AG_SCORE_COSINE=2,
                    AG_SCORE_ADDITIVE=3, AG_SCORE_GATV2=4, AG_SCORE_SIGMOID=5,
                    AG_SCORE_LINEAR=6)

@@ -7,13 +7,18 @@ import threading
 import numpy as np
 
 from . import _structs as S
-from ._lib import lib, igraph, check, err, c_free, Error
+from ._lib import lib, igraph, check, err, c_free, c_malloc, Error
 
 # igraph is not thread-safe (its error handler and cleanup stack are process-wide),
 # and ctypes lets other Python threads run during a call: one igraph call at a time
 _IGRAPH_LOCK = threading.Lock()
 
-_SELF = {"keep": 0, "on": 1, "off": 2, None: 0, True: 1, False: 2}
+# keep: as given; on: a loop for each node without one (existing loops kept:
+# PyG's add_self_loops only on a graph without loops); off: none; replace: every
+# loop removed, one added per node (PyG's remove_self_loops + add_self_loops,
+# what GATConv, GATv2Conv and TransformerConv do)
+_SELF = {"keep": 0, "on": 1, "off": 2, "replace": 3, None: 0, True: 1, False: 2}
+_SELF_NAMES = ("keep", "on", "off", "replace")
 _FORMATS = ("edgelist", "ncol", "lgl", "graphml", "gml", "pajek")
 
 
@@ -21,7 +26,8 @@ def _self_loops(value):
     try:
         return _SELF[value]
     except (KeyError, TypeError):
-        raise Error("self_loops is %r; expected 'keep', 'on' or 'off'" % (value,), "invalid value")
+        raise Error("self_loops is %r; expected 'keep', 'on', 'off' or 'replace'" % (value,),
+                    "invalid value") from None
 
 
 def _i64_view(address, n):
@@ -31,6 +37,50 @@ def _i64_view(address, n):
     return np.ctypeslib.as_array((C.c_int64 * n).from_address(address))
 
 
+def _c_copy(a):
+    """A malloc'ed copy of the int64 array a (ag_nbhd_destroy frees it)."""
+    a = np.ascontiguousarray(a, np.int64)
+    p = c_malloc(max(a.nbytes, 8))
+    if not p:
+        raise MemoryError("%d bytes for a Graph's arrays" % a.nbytes)
+    C.memmove(p, a.ctypes.data, a.nbytes)
+    return p
+
+
+# Graph.__getstate__'s layout; __setstate__ refuses others
+_STATE_VERSION = 1
+
+
+def _check_runs(n, edge_ptr, run_ptr, run_src, run_len, edge_id):
+    """Refuses compiled neighbourhoods the kernels could not read safely: the
+    form ag_nbhd_t documents (runs of sources in 0..N-1, ascending, that add up
+    to each destination's slots)."""
+    def bad(what):
+        raise Error("pickled Graph: %s" % what, "invalid value")
+    if n < 1:
+        bad("%d nodes; expected at least 1" % n)
+    for name, a in (("edge_ptr", edge_ptr), ("run_ptr", run_ptr)):
+        if a.shape != (n + 1,) or a[0] != 0 or (np.diff(a) < 0).any():
+            bad("%s is not [N+1] = [%d] non-decreasing from 0" % (name, n + 1))
+    R = int(run_ptr[-1])
+    if run_src.shape != (R,) or run_len.shape != (R,):
+        bad("run_src and run_len have %s and %s entries; run_ptr ends at %d"
+            % (run_src.shape, run_len.shape, R))
+    if (run_len < 1).any() or (run_src < 0).any() or (run_src + run_len > n).any():
+        bad("run_src and run_len name sources outside 0..%d" % (n - 1))
+    ends = np.concatenate([[0], np.cumsum(run_len)])
+    if not np.array_equal(ends[run_ptr], edge_ptr):
+        bad("run_len does not add up to each destination's edges (edge_ptr)")
+    later = np.ones(R, bool)                    # runs after a destination's first
+    later[run_ptr[:-1][np.diff(run_ptr) > 0]] = False
+    prev_end = np.concatenate([[0], (run_src + run_len)[:-1]])
+    if (later & (run_src < prev_end - 1)).any():
+        bad("run_src is not ascending within a destination")
+    E = int(edge_ptr[-1])
+    if edge_id is not None and (edge_id.shape != (E,) or (edge_id < -1).any()):
+        bad("edge_id is not [E] = [%d] ids >= -1" % E)
+
+
 class Graph:
     """Who attends to whom: N nodes, E messages (an undirected edge is two).
 
@@ -38,8 +88,16 @@ class Graph:
     graph's edge order: the columns of edge_index for from_edge_index, the
     entries of indices for from_csr, igraph's edge ids for files (an undirected
     edge u-v gives u->v then v->u, u < v), slot order for patterns; self-loops
-    that self_loops="on" adds come last. `src` and `dst` give each edge's ends
-    in that order."""
+    that self_loops="on" or "replace" adds come last, by node (edge id -1).
+    `src` and `dst` give each edge's ends in that order.
+
+    self_loops (load, from_csr, from_edge_index, pattern): "keep" (default) as
+    given; "off" every self-loop removed; "on" a loop added to each node that
+    has none, existing ones kept (PyG's add_self_loops only on a graph without
+    self-loops); "replace" every self-loop removed and exactly one added per
+    node: PyG's remove_self_loops + add_self_loops, what GATConv, GATv2Conv and
+    TransformerConv do with add_self_loops=True. On a pattern "on" and
+    "replace" are the same (a pattern never lists a source twice)."""
 
     def __init__(self):
         raise TypeError("make a Graph with Graph.load, Graph.pattern, Graph.from_csr or "
@@ -62,6 +120,63 @@ class Graph:
         if nb is not None:
             lib.ag_nbhd_destroy(C.byref(nb))
 
+    # ------------------------------------------------------------ pickle, copy
+
+    def __getstate__(self):
+        """The graph as arrays (pickle, copy.copy and copy.deepcopy use it): the
+        compiled neighbourhoods (edge_ptr, runs, edge ids), the given edges'
+        sorted positions (perm) and the self_loops mode, from which the edge
+        order is found again, and labels, name, edge_attrs. The transpose is a
+        cache, compiled again when a backward needs it."""
+        nb, N = self._nb, self.N
+        R, E = int(nb.n_runs), self.E
+        return {"version": _STATE_VERSION, "kind": self.kind, "name": self.name,
+                "labels": None if self.labels is None else list(self.labels),
+                "edge_attrs": {k: np.array(v) for k, v in self.edge_attrs.items()},
+                "n_nodes": N,
+                "edge_ptr": _i64_view(nb.edge_ptr, N + 1).copy(),
+                "run_ptr": _i64_view(nb.run_ptr, N + 1).copy(),
+                "run_src": _i64_view(nb.run_src, R).copy(),
+                "run_len": _i64_view(nb.run_len, R).copy(),
+                "edge_id": _i64_view(nb.edge_id, E).copy() if nb.edge_id else None,
+                "perm": None if self._perm is None else np.array(self._perm, np.int64),
+                "mode": self._mode, "self_loops": self.self_loops, "directed": self.directed}
+
+    def __setstate__(self, state):
+        """Rebuilds the graph from __getstate__'s arrays (checked: the kernels
+        trust them) into memory of its own."""
+        if state.get("version") != _STATE_VERSION:
+            raise Error("pickled Graph has layout version %r; this attngraph reads %d"
+                        % (state.get("version"), _STATE_VERSION), "invalid value")
+        n = int(state["n_nodes"])
+        arr = lambda key: None if state[key] is None else np.asarray(state[key], np.int64)
+        edge_ptr, run_ptr, run_src, run_len, edge_id, perm = (
+            arr(k) for k in ("edge_ptr", "run_ptr", "run_src", "run_len", "edge_id", "perm"))
+        _check_runs(n, edge_ptr, run_ptr, run_src, run_len, edge_id)
+        E = int(edge_ptr[-1])
+        if perm is not None and (perm.ndim != 1 or not np.array_equal(
+                np.sort(perm), np.arange(perm.size))):
+            raise Error("pickled Graph: perm is not a permutation", "invalid value")
+        nb = S.ag_nbhd_t()
+        try:
+            nb.n_nodes, nb.n_edges, nb.n_runs = n, E, run_src.size
+            nb.edge_ptr, nb.run_ptr = _c_copy(edge_ptr), _c_copy(run_ptr)
+            nb.run_src, nb.run_len = _c_copy(run_src), _c_copy(run_len)
+            if edge_id is not None:
+                nb.edge_id = _c_copy(edge_id)
+        except BaseException:
+            lib.ag_nbhd_destroy(C.byref(nb))
+            raise
+        self._nb = nb
+        self.kind, self.name = state["kind"], state["name"]
+        self.labels = None if state["labels"] is None else list(state["labels"])
+        self.edge_attrs = {k: np.array(v) for k, v in state["edge_attrs"].items()}
+        self._perm, self._mode = perm, int(state["mode"])
+        self.self_loops, self.directed = state["self_loops"], state["directed"]
+        self._slot = self._ends = None
+        if self._nb.edge_id or perm is not None:
+            self._order()
+
     # ------------------------------------------------------------ makers
 
     @classmethod
@@ -73,7 +188,7 @@ class Graph:
         True or False (edge lists: each line is both directions). Labels come
         from the label/name/id attributes. edge_attrs names numeric edge
         attributes to keep in g.edge_attrs[name], float32 [E] in edge order
-        (e.g. an edge bias; 0 on self-loops self_loops="on" adds)."""
+        (e.g. an edge bias; 0 on self-loops self_loops="on" or "replace" adds)."""
         opts = S.ag_load_opts_t(0, int(max_nodes), 0 if directed is None else
                                 (1 if directed else 2))
         e = err()
@@ -145,6 +260,7 @@ class Graph:
                 raise Error("%d labels for %d nodes" % (len(labels), n), "invalid value")
             g.labels = [str(s) for s in labels]
         g._finish("keep", None)
+        g.self_loops = _SELF_NAMES[_self_loops(self_loops)]   # applied by the pattern itself
         return g
 
     @classmethod
@@ -223,7 +339,7 @@ class Graph:
         if mode:
             check(lib.ag_nbhd_self_loops(C.byref(self._nb), mode, C.byref(e)), e)
         self._perm, self._mode = perm, mode
-        self.self_loops = self_loops
+        self.self_loops = _SELF_NAMES[mode]
         self._slot = self._ends = None
         # Without edge ids or a permutation (patterns), edge k is slot k: nothing
         # to record, and the ends wait until asked for (causal on 65,536 nodes
@@ -248,21 +364,22 @@ class Graph:
             c_free(C.cast(msgs, C.c_void_p))
             c_free(C.cast(slot, C.c_void_p))
         perm = self._perm
-        if perm is not None:
-            # library edge k is sorted position k (self_loops: the kept ones, added last)
-            if self._mode == 2:     # "off" dropped self edges: given order of what is left
-                given = perm[m[:, 0]]
-                rank = np.argsort(given, kind="stable")
-                order_slot = order_slot[rank]
-                m = m[rank]
-                m[:, 0] = given[rank]
-            else:                   # given edge j sits at sorted position inv[j]
-                inv = np.empty_like(perm)
-                inv[perm] = np.arange(perm.size)
-                e0 = perm.size
-                order_slot = np.concatenate([order_slot[inv], order_slot[e0:]])
-                m = np.concatenate([m[inv], m[e0:]])
-                m[:e0, 0] = np.arange(e0)
+        if perm is not None and self._mode:
+            # library edge k is sorted position k: the kept ones (all but the
+            # loops off and replace dropped), then the added loops (-1) by node;
+            # the kept ones go back to the given order, the added stay last
+            kept = int(np.count_nonzero(m[:, 0] >= 0))
+            given = perm[m[:kept, 0]]
+            rank = np.argsort(given, kind="stable")
+            order_slot = np.concatenate([order_slot[:kept][rank], order_slot[kept:]])
+            m = np.concatenate([m[:kept][rank], m[kept:]])
+            m[:kept, 0] = given[rank]
+        elif perm is not None:      # given edge j sits at sorted position inv[j]
+            inv = np.empty_like(perm)
+            inv[perm] = np.arange(perm.size)
+            order_slot = order_slot[inv]
+            m = m[inv]
+            m[:, 0] = np.arange(perm.size)
         if self._nb.edge_id or perm is not None:
             self._slot = np.ascontiguousarray(order_slot)
         self._ends = np.ascontiguousarray(m.T)
@@ -270,7 +387,8 @@ class Graph:
     @property
     def edge_ids(self):
         """[E] each edge's id: the edge_index column or CSR entry, the igraph edge
-        id for files (-1 on self-loops self_loops="on" added), k for patterns."""
+        id for files (-1 on self-loops self_loops="on" or "replace" added), k
+        for patterns."""
         if self._ends is None:
             self._order()
         return self._ends[0]

@@ -110,21 +110,102 @@ def test_csr_in_given_order(rng):
     np.testing.assert_allclose(W, Ar.numpy(), atol=1e-5)
 
 
-@pytest.mark.parametrize("mode", ["on", "off"])
+@pytest.mark.parametrize("mode", ["on", "off", "replace"])
 def test_self_loops_on_edge_index(rng, mode):
     N, E, H, d = 12, 40, 2, 2
     ei = random_edge_index(rng, N, E)
+    ei[:, 5] = ei[:, 0]                       # node 3's self-loop twice
     g = ag.Graph.from_edge_index(ei, N, self_loops=mode)
     loops = ei[0] == ei[1]
     if mode == "on":
         missing = np.setdiff1d(np.arange(N), ei[0][loops])
         want = np.concatenate([ei, np.stack([missing, missing])], axis=1)
+    elif mode == "replace":
+        want = np.concatenate([ei[:, ~loops], np.stack([np.arange(N)] * 2)], axis=1)
     else:
         want = ei[:, ~loops]
     np.testing.assert_array_equal(g.edge_index, want)
     q, k = (rng.standard_normal((N, H * d)).astype(np.float32) for _ in range(2))
     _, Ar = reference.attention(want[0], want[1], N, *ref_tensors([q, k, k]), H)
     np.testing.assert_allclose(ag.attention_weights(g, q, k, heads=H), Ar.numpy(), atol=1e-5)
+    ids = g.edge_ids
+    if mode == "off":
+        np.testing.assert_array_equal(ids, np.flatnonzero(~loops))
+    else:                                     # the given columns kept, the added loops -1
+        kept = np.flatnonzero(~loops) if mode == "replace" else np.arange(E)
+        np.testing.assert_array_equal(ids, np.concatenate([kept, -np.ones(g.E - kept.size,
+                                                                             np.int64)]))
+
+
+def pyg_gat(edge_index, N, x, a_src, a_dst, H, slope=0.2):
+    """PyG's GATConv (add_self_loops=True) after its linear layer, in numpy
+    float64, step by step as GATConv.forward does them: edge_index, _ = remove_self_loops(...);
+    edge_index, _ = add_self_loops(edge_index, num_nodes=N) (the loops appended,
+    in node order); alpha_j + alpha_i, leaky_relu, softmax over each target's
+    edges (utils.softmax: minus the target's max, exp, over the target's sum);
+    out_i = sum_j alpha_ij x_j. x [N, H*d] is lin(x); returns (out [N, H*d],
+    alpha [E, H], edge_index)."""
+    ei = np.asarray(edge_index)
+    ei = ei[:, ei[0] != ei[1]]                                   # remove_self_loops
+    loop = np.arange(N)
+    ei = np.concatenate([ei, np.stack([loop, loop])], axis=1)    # add_self_loops
+    src, dst = ei
+    d = x.shape[1] // H
+    xh = np.asarray(x, np.float64).reshape(N, H, d)
+    al_src = (xh * np.asarray(a_src, np.float64)).sum(-1)        # [N, H]
+    al_dst = (xh * np.asarray(a_dst, np.float64)).sum(-1)
+    alpha = al_src[src] + al_dst[dst]                            # [E, H]
+    alpha = np.where(alpha > 0, alpha, slope * alpha)
+    top = np.full((N, H), -np.inf)
+    np.maximum.at(top, dst, alpha)
+    alpha = np.exp(alpha - top[dst])
+    total = np.zeros((N, H))
+    np.add.at(total, dst, alpha)
+    alpha = alpha / total[dst]
+    out = np.zeros((N, H, d))
+    np.add.at(out, dst, alpha[:, :, None] * xh[src])
+    return out.reshape(N, H * d), alpha, ei
+
+
+def test_replace_is_pygs_gatconv(rng, tmp_path):
+    """A node with two self-loops, one with one, the others with none: "replace"
+    is GATConv's remove_self_loops + add_self_loops (edges, order, output and
+    weights); "on" keeps both loops of node 2 and is not."""
+    N, H, d = 7, 2, 3
+    ei = np.array([[2, 0, 2, 4, 5, 5, 6, 1, 3, 0],
+                   [2, 1, 2, 2, 5, 0, 4, 3, 1, 6]])
+    x = rng.standard_normal((N, H * d)).astype(np.float32)
+    a_src, a_dst = (rng.standard_normal((H, d)).astype(np.float32) for _ in range(2))
+    want_out, want_alpha, want_ei = pyg_gat(ei, N, x, a_src, a_dst, H)
+    gat = dict(heads=H, score="additive", a_src=a_src, a_dst=a_dst, slope=0.2)
+
+    g = ag.Graph.from_edge_index(ei, N, self_loops="replace")
+    np.testing.assert_array_equal(g.edge_index, want_ei)
+    np.testing.assert_array_equal(g.edge_ids[-N:], -1)
+    np.testing.assert_allclose(ag.attention(g, x, x, x, **gat), want_out, atol=1e-5)
+    np.testing.assert_allclose(ag.attention_weights(g, x, x, **gat), want_alpha, atol=1e-5)
+
+    on = ag.Graph.from_edge_index(ei, N, self_loops="on")
+    assert on.E == g.E + 1                    # node 2's two loops stay two messages
+    assert np.abs(ag.attention(on, x, x, x, **gat) - want_out).max() > 1e-2
+
+    # the same through from_csr and an edge-list file (edge order: the lines')
+    order = np.argsort(ei[1], kind="stable")
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(ei[1], minlength=N))])
+    c = ag.Graph.from_csr(indptr, ei[0][order], self_loops="replace")
+    np.testing.assert_allclose(ag.attention(c, x, x, x, **gat), want_out, atol=1e-5)
+    assert sorted(map(tuple, c.edge_index.T)) == sorted(map(tuple, want_ei.T))
+    (tmp_path / "g.edges").write_text("".join("%d %d\n" % tuple(e) for e in ei.T))
+    f = ag.Graph.load(str(tmp_path / "g.edges"), self_loops="replace")
+    np.testing.assert_array_equal(f.edge_index, want_ei)
+    np.testing.assert_allclose(ag.attention_weights(f, x, x, **gat), want_alpha, atol=1e-5)
+
+
+def test_self_loops_values():
+    with pytest.raises(ag.Error, match="expected 'keep', 'on', 'off' or 'replace'"):
+        ag.Graph.from_edge_index(np.array([[0], [1]]), 2, self_loops="yes")
+    p = ag.Graph.pattern("causal&!window:1", 4, self_loops="replace")
+    np.testing.assert_array_equal(p.edge_index, ag.Graph.pattern("causal", 4).edge_index)
 
 
 def test_file_edges_in_igraph_order(rng):

@@ -121,8 +121,11 @@ extern const struct option input_options[];
     "  --nodes N           pattern size (default: from --tokens or the pattern)\n"          \
     "  --tokens \"a b c\"    pattern nodes and their labels at once\n"                      \
     "  --labels-file F     pattern labels, one a line\n"                                    \
-    "  --self-loops on|off|keep   on: every node also attends to itself (graph files:\n"    \
-    "                      added loops have no edge id); off: none does (default keep)\n"
+    "  --self-loops MODE   keep (default): as the graph, pattern or CSR says; off: no\n"  \
+    "                      node attends to itself; on: a loop for each node without\n"   \
+    "                      one (existing loops kept); replace: every loop removed, then\n" \
+    "                      one per node (PyG's GATConv); added loops come last in\n"     \
+    "                      per-edge exports, marked added\n"
 
 #define INPUT_OPTIONS_HELP \
     INPUT_RAW_HELP INPUT_FEATURES_HELP INPUT_MODEL_HELP INPUT_UNTIL_HELP INPUT_COMMON_HELP
@@ -137,6 +140,8 @@ int opt_int(int64_t *out, const char *cmd, const char *name, const char *text, i
    number); 0, or EXIT_USAGE with the message printed. */
 int opt_real(double *out, const char *cmd, const char *name, const char *text, double min,
              int above);
+/* The --self-loops value that gives self: "keep", "on", "off" or "replace". */
+const char *self_loops_name(ag_self_loops_t self);
 /* Handles an input option: 0 done, 1 not an input option, EXIT_USAGE bad value
    (message printed). */
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd);
@@ -387,9 +392,9 @@ int report_summary(FILE *f, const result_t *r, const inputs_t *in, const source_
  * .csv (src,dst,src_label,dst_label,head,weight), .npy [E, H], or .graphml
  * (the graph with edge attributes attn_h0.. and attn_mean); CSV for an output
  * without one (standard output, a FIFO, a device). Self-loops added by
- * --self-loops on come after the graph's edges: the CSV then has a last column
- * `added` (1 on them), the GraphML an edge attribute `added`, the .npy their
- * rows last.
+ * --self-loops on or replace come after the graph's edges: the CSV then has a
+ * last column `added` (1 on them), the GraphML an edge attribute `added`, the
+ * .npy their rows last.
  */
 int report_attention(const out_file_t *out, const result_t *r,
                      const inputs_t *in, const source_t *s, int64_t max_export,

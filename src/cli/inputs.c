@@ -173,6 +173,21 @@ static int model_option(run_opts_t *o, int code, const char *arg, const char *cm
     }
 }
 
+const char *self_loops_name(ag_self_loops_t self)
+{
+    switch (self) {
+    case AG_SELF_KEEP:
+        return "keep";
+    case AG_SELF_ON:
+        return "on";
+    case AG_SELF_OFF:
+        return "off";
+    case AG_SELF_REPLACE:
+        return "replace";
+    }
+    return "?";
+}
+
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
 {
     int64_t v;
@@ -217,15 +232,12 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
         o->seed = (uint64_t)v;
         return 0;
     case OPT_SELF_LOOPS:
-        if (strcmp(arg, "on") == 0)
-            o->src.self = AG_SELF_ON;
-        else if (strcmp(arg, "off") == 0)
-            o->src.self = AG_SELF_OFF;
-        else if (strcmp(arg, "keep") == 0)
-            o->src.self = AG_SELF_KEEP;
-        else
-            return usage_error(cmd, "--self-loops '%s': expected on, off or keep", arg);
-        return 0;
+        for (int m = AG_SELF_KEEP; m <= AG_SELF_REPLACE; m++)
+            if (strcmp(arg, self_loops_name((ag_self_loops_t)m)) == 0) {
+                o->src.self = (ag_self_loops_t)m;
+                return 0;
+            }
+        return usage_error(cmd, "--self-loops '%s': expected on, off, keep or replace", arg);
     default:
         return model_option(o, code, arg, cmd);
     }

@@ -10,7 +10,7 @@
 
 static const char pattern_usage[] =
     "usage: attngraph pattern SPEC (--nodes N | --tokens \"a b c\" | --labels-file F)\n"
-    "                         --out FILE [--format F] [--self-loops on|off|keep]\n"
+    "                         --out FILE [--format F] [--self-loops MODE]\n"
     "\n"
     "Writes a connectivity pattern as a graph file in the format of its extension\n"
     "(or --format: graphml, gml, pajek, ncol, lgl, edgelist, dot; GraphML for a name\n"
@@ -46,7 +46,8 @@ static const char pattern_usage[] =
     "  --out FILE          the graph file to write (-: standard output)\n"
     "  --format F          its format (default: from the extension, else graphml);\n"
     "                      it must agree with the extension (.txt fits any)\n"
-    "  --self-loops MODE   on: every node attends to itself; off: none does; keep\n"
+    "  --self-loops MODE   on or replace: every node attends to itself once; off: none\n"
+    "                      does; keep (default)\n"
     "  --max-edges N       refuse to write more edges (default 50000000)\n"
     "  --quiet             print nothing on success\n"
     "  -h, --help          this text\n";

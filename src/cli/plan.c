@@ -46,7 +46,7 @@ static const char plan_usage[] =
     "  --json              print one JSON line per P instead of the tables\n"
     "  --csv FILE          every process of every P as CSV\n"
     "  --nodes N           pattern size (default: the pattern's own)\n"
-    "  --self-loops on|off|keep, --format F, --directed, --undirected, --max-nodes N\n"
+    "  --self-loops MODE, --format F, --directed, --undirected, --max-nodes N\n"
     "                      as for 'attngraph run'\n"
     "  -h, --help          this text\n";
 

@@ -106,7 +106,7 @@ static int write_csv(const char *path, const ag_edge_msg_t *msgs, const int64_t 
     FILE *f = fopen(path, "w");
     if (!f)
         return ag_fail(err, AG_EIO, "%s: cannot write: %s", path, strerror(errno));
-    /* self-loops added by --self-loops on (edge id -1) come last, marked added=1 */
+    /* self-loops added by --self-loops on or replace (edge id -1) come last, added=1 */
     const int added = E > 0 && msgs[E - 1].edge_id < 0;
     fputs(added ? "src,dst,src_label,dst_label,head,weight,added\n"
                 : "src,dst,src_label,dst_label,head,weight\n", f);
@@ -129,9 +129,11 @@ static int write_csv(const char *path, const ag_edge_msg_t *msgs, const int64_t 
 /* The graph (a copy, or the pattern materialised) with attn_h<h> and attn_mean on
    its edges. An undirected edge's two messages become two attributes each way:
    its attributes hold the message from the smaller node, the other direction
-   goes to attn_back_h<h>. Self-loops added by --self-loops on become edges after
-   the graph's own, with the edge attribute added = 1 (0 on the others). A graph
-   materialised from the messages (materialised) has them already: edge k is message k. */
+   goes to attn_back_h<h>. Self-loops added by --self-loops on or replace become
+   edges after the graph's own, with the edge attribute added = 1 (0 on the
+   others; a self edge of the file that off or replace removed stays, weight 0).
+   A graph materialised from the messages (materialised) has them already: edge
+   k is message k. */
 static int add_loops(igraph_t *g, const ag_edge_msg_t *msgs, int64_t E, int64_t *eid,
                      int materialised, const char *path, ag_error_t *err)
 {

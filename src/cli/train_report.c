@@ -157,7 +157,7 @@ void print_run_hint(const train_opts_t *to, const inputs_t *in)
     model_args(args, sizeof args, o, in->H, in->rounds);
     printf(" --features %s --weights %s %s", o->features, to->save, args);
     if (o->src.self != AG_SELF_KEEP)
-        printf(" --self-loops %s", o->src.self == AG_SELF_ON ? "on" : "off");
+        printf(" --self-loops %s", self_loops_name(o->src.self));
     if (o->src.direction != AG_EDGES_AUTO)
         printf(" --%s", o->src.direction == AG_EDGES_UNDIRECTED ? "undirected" : "directed");
     if (o->src.format)

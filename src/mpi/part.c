@@ -396,7 +396,8 @@ int ag_mpi_part_from_csr(ag_mpi_part_t *part, MPI_Comm comm, const char *indptr_
     }
     const int64_t N = n_ptr - 1;
     part->n_nodes = N;
-    /* the cut counts the file's edges: self-loops change them by at most one a row */
+    /* the cut counts the file's edges: --self-loops adds at most one loop to a row
+       and removes at most the loops it has */
     rc = ag_mpi_cut_bounds(indptr, N, part->ranks, part->bounds, err);
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         free(indptr);

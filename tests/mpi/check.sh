@@ -74,6 +74,7 @@ same selfoff "--pattern causal --nodes 2100 --dim 8 --self-loops off --posenc si
 "$RANDOM_CSR" 4100 10 7 "$T/ip.npy" "$T/ix.npy" >/dev/null
 same csr "--csr $T/ip.npy,$T/ix.npy $common" "" 1 2 3 4
 same csr-self "--csr $T/ip.npy,$T/ix.npy --dim 8 --self-loops on --beta 0.5 --score dot" "" 3
+same csr-replace "--csr $T/ip.npy,$T/ix.npy --dim 8 --self-loops replace" "" 2
 
 # (METIS parts: see "--partition metis" below)
 
@@ -86,6 +87,7 @@ awk 'BEGIN { x = 12345; for (i = 0; i < 2600; i++) { if (i % 7 == 3) continue;
 same graph "$T/g.edgelist $common" "" 1 2 3 4
 same graph-undirected "$T/g.edgelist --undirected $common" "" 2 4
 same graph-loops "$T/g.edgelist --self-loops on --dim 8" "" 3
+same graph-replace "$T/g.edgelist --self-loops replace --dim 8" "" 2
 
 # features from a file (read by rank 0, rows sent out), weights from a folder
 same features "--pattern causal --nodes 3000 --features $T/causal.1.npy --heads 2" "" 2 3
