@@ -114,7 +114,7 @@ static double diff_from_pyg(const ag_nbhd_t *nb, const pyg_t *pyg)
     const double diff = max_abs_diff_fd(M, Mref, N * HD);
 
     /* GATConv's score: LeakyReLU(a_dst . q_i + a_src . k_j), slope 0.2 */
-    const ag_score_t gat = {.kind = AG_SCORE_ADDITIVE, .slope = 0.2f, .a_src = a_src,
+    const ag_score_t gat = {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE, .a_src = a_src,
                             .a_dst = a_dst};
     const ref_score_t gat_ref = {.kind = 3, .beta = 1, .slope = 0.2, .a_src = a_src,
                                  .a_dst = a_dst};
