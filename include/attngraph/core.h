@@ -118,6 +118,17 @@ int ag_blas_fix(char **argv, ag_error_t *err);
 int64_t ag_set_memory_budget(int64_t bytes);
 int64_t ag_memory_budget(void);
 
+/*
+ * The vector instruction set the kernels run: "avx512", "avx2" or "base" (the
+ * x86-64 baseline). The best this CPU has, unless the environment's AG_SIMD
+ * names a lower one (base, avx2 or avx512), read at the first kernel call:
+ * every variant can be measured on one machine. An AG_SIMD the CPU cannot run,
+ * or that names no variant, is not used; ag_simd_env_check says why (the CLI
+ * and Python refuse it).
+ */
+const char *ag_simd_isa(void);
+int ag_simd_env_check(ag_error_t *err);
+
 /* Sets the threads of the kernels (OpenMP) and of OpenBLAS together; 0 or
    less: all cores. Returns the count in use (1 without OpenMP). */
 int ag_set_threads(int threads);

@@ -12,7 +12,7 @@ README "Python" says more. attngraph.torch has the PyTorch layer, attngraph.draw
 the pictures (SVG).
 """
 # _lib first: it sets OPENBLAS_CORETYPE before numpy (and OpenBLAS) can load
-from ._lib import Error, blas_info, lib as _clib, path as library_path
+from ._lib import Error, blas_info, simd_isa, lib as _clib, path as library_path
 from .graph import Graph
 from .ops import Score, attention, attention_weights, attention_stats, attention_backward, Grads
 from .weights import Weights, save_layers, load_layers
@@ -38,4 +38,4 @@ __all__ = ["Error", "Graph", "Score", "Weights", "attention", "attention_weights
            "attention_stats", "attention_backward", "Grads", "rounds", "compare",
            "format_compare", "rounds_forward", "Tape", "grads_like", "add_layer_norm",
            "mse_loss", "cross_entropy", "Optimizer", "save_layers", "load_layers",
-           "set_threads", "set_memory_budget", "blas_info", "library_path", "draw"]
+           "set_threads", "set_memory_budget", "blas_info", "simd_isa", "library_path", "draw"]

@@ -124,6 +124,12 @@ def _igraph():
 igraph = _igraph()
 
 
+def simd_isa():
+    """The vector instruction set the kernels run: "avx512", "avx2" or "base"
+    (the environment's AG_SIMD may name a lower one than the CPU's best)."""
+    return lib.ag_simd_isa().decode()
+
+
 def err():
     return S.ag_error_t()
 
@@ -137,6 +143,16 @@ def check(rc, e):
 
 
 _warned = False
+
+
+def _check_simd_env():
+    """AG_SIMD naming no variant, or one the CPU cannot run, is refused on import,
+    as the CLI refuses it."""
+    e = err()
+    check(lib.ag_simd_env_check(ctypes.byref(e)), e)
+
+
+_check_simd_env()
 
 
 def blas_info():

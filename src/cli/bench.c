@@ -210,16 +210,16 @@ int cmd_bench(int argc, char **argv)
         if (json)
             printf("{\"peer\": \"attngraph\", \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": "
                    "%.6g, \"prep_s\": %.6g, \"gflops_useful\": %.4g, \"threads\": %d, \"N\": "
-                   "%lld, \"E\": %lld, \"H\": %lld, \"d\": %lld, \"pass\": \"%s\"}\n", median,
-                   t[0], t[reps - 1], prep, gflops, threads, (long long)N,
+                   "%lld, \"E\": %lld, \"H\": %lld, \"d\": %lld, \"pass\": \"%s\", \"isa\": "
+                   "\"%s\"}\n", median, t[0], t[reps - 1], prep, gflops, threads, (long long)N,
                    (long long)s.nb.n_edges, (long long)H, (long long)d,
-                   backward ? "backward" : "forward");
+                   backward ? "backward" : "forward", ag_simd_isa());
         else
-            printf("%s: N=%lld E=%lld H=%lld d=%lld, %d thread%s: %smedian %.4g s (min %.4g, "
-                   "max %.4g), %.2f GFLOP/s useful; prep %.3g s\n", s.desc, (long long)N,
+            printf("%s: N=%lld E=%lld H=%lld d=%lld, %d thread%s, %s: %smedian %.4g s (min "
+                   "%.4g, max %.4g), %.2f GFLOP/s useful; prep %.3g s\n", s.desc, (long long)N,
                    (long long)s.nb.n_edges, (long long)H, (long long)d, threads,
-                   threads > 1 ? "s" : "", backward ? "backward " : "", median, t[0],
-                   t[reps - 1], gflops, prep);
+                   threads > 1 ? "s" : "", ag_simd_isa(), backward ? "backward " : "", median,
+                   t[0], t[reps - 1], gflops, prep);
     } else {
         out_name_errors(&out, 1, &err);
         out_abort(&out);

@@ -63,6 +63,10 @@ int main(int argc, char **argv)
     ag_error_t err;
     if (ag_blas_fix(argv, &err))   /* returns only if no restart was needed, or it failed */
         fprintf(stderr, "attngraph: warning: %s\n", err.msg);
+    if (ag_simd_env_check(&err)) {
+        fprintf(stderr, "attngraph: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
     igraph_set_error_handler(igraph_error_quiet);
     igraph_set_warning_handler(igraph_warning_handler_ignore);
     if (argc < 2) {
@@ -94,7 +98,7 @@ int main(int argc, char **argv)
         printf("OpenBLAS kernels: %s", blas.chosen);
         if (blas.slow)
             printf(" (slower than this CPU's %s)", blas.best);
-        putchar('\n');
+        printf("\nattngraph kernels: %s\n", ag_simd_isa());
         return 0;
     }
     static const struct {

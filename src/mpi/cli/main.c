@@ -45,6 +45,10 @@ int main(int argc, char **argv)
     /* before MPI_Init: the restart (execv) keeps the process MPI started */
     if (ag_blas_fix(argv, &err))
         fprintf(stderr, "attngraph-mpi: warning: %s\n", err.msg);
+    if (ag_simd_env_check(&err)) {   /* before MPI_Init: every process says the same */
+        fprintf(stderr, "attngraph-mpi: %s\n", err.msg);
+        return 2;
+    }
     MPI_Init(&argc, &argv);
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
