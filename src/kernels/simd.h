@@ -161,4 +161,59 @@ AG_INLINE v16f v_exp2(v16f x)
     return v_select(tiny, v_set1(0.0f), p * scale);
 }
 
+/*
+ * AVX2's native 8-lane vectors. A v16f has no register of its own there: GCC
+ * keeps it in memory, and its selects become 16 scalar moves, so the AVX2
+ * kernels' inner loops work on two halves of a 16-lane row (the same
+ * operations lane by lane: the same bits).
+ */
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v8f_u __attribute__((vector_size(32), aligned(4), may_alias));
+AG_INLINE v8f v8_load(const float *p) { return *(const v8f_u *)p; }
+AG_INLINE void v8_store(float *p, v8f x) { *(v8f_u *)p = x; }
+typedef int32_t v8i __attribute__((vector_size(32)));
+/* one broadcast, as v_set1 (an 8-element initializer compiles to 8 inserts) */
+AG_INLINE v8f v8_set1(float x)
+{
+    const v8f v = {x};
+#if defined(__clang__)
+    return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+#else
+    return __builtin_shuffle(v, (v8i){0});
+#endif
+}
+AG_INLINE v8f v8_max(v8f a, v8f b)
+{
+    const v8i m = a > b;
+    return (v8f)((m & (v8i)a) | (~m & (v8i)b));
+}
+
+/* The 16-lane vector of two halves. */
+AG_INLINE v16f v_join(v8f lo, v8f hi)
+{
+    float x[AG_LANES];
+    v8_store(x, lo), v8_store(x + 8, hi);
+    return v_load(x);
+}
+
+/* v_exp2 on 8 lanes (the same operations) */
+AG_INLINE v8f v8_exp2(v8f x)
+{
+    const v8i tiny = x < v8_set1(-126.0f);
+    const v8f magic = v8_set1(12582912.0f);
+    const v8f t = x + magic;
+    const v8f n = t - magic;
+    const v8f f = x - n;
+    v8f p = v8_set1(1.32763742e-3f);
+    p = p * f + 9.67553332e-3f;
+    p = p * f + 5.55071347e-2f;
+    p = p * f + 2.40221199e-1f;
+    p = p * f + 6.93146967e-1f;
+    p = p * f + 1.00000007f;
+    typedef uint32_t v8u __attribute__((vector_size(32)));
+    const v8f scale = (v8f)(((v8u)t << 23) + (127u << 23));
+    const v8f r = p * scale;
+    return (v8f)(~tiny & (v8i)r);
+}
+
 #endif

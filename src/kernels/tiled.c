@@ -38,7 +38,8 @@
 AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *V, int64_t HD,
                          int64_t off, int64_t d, int64_t i0, int64_t j0, int64_t bk, int full,
                          const int32_t *lane_lo, const int32_t *lane_hi, float *restrict S,
-                         float *restrict acc, ag_i_lanes_t *ls, const kext_t *x, const int QV)
+                         float *restrict acc, ag_i_lanes_t *ls, const kext_t *x, const int QV,
+                         const int ymm)
 {
     const int stats = kext_stats(x);
     const int BQ = QV * AG_LANES;
@@ -48,7 +49,7 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
         tile_max[v] = v_set1(-__builtin_inff());
-    score_tile(S, qt, K, HD, off, d, j0, bk, tile_max, QV);
+    score_tile(S, qt, K, HD, off, d, j0, bk, tile_max, QV, ymm);
     /* 3b. masks on boundary tiles: each lane's run is one interval, so
        only the rows before its start and after its end are written */
     if (!full)
@@ -66,7 +67,14 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
     for (int v = 0; v < QV; v++) {
         /* masking removed scores: then the largest is found again */
         v16f mt = tile_max[v];
-        if (!full) {
+        if (!full && ymm) {   /* in halves: see simd.h */
+            v8f lo = v8_set1(-__builtin_inff()), hi = lo;
+            for (int64_t jj = 0; jj < bk; jj++) {
+                lo = v8_max(lo, v8_load(S + jj * BQ + v * AG_LANES));
+                hi = v8_max(hi, v8_load(S + jj * BQ + v * AG_LANES + 8));
+            }
+            mt = v_join(lo, hi);
+        } else if (!full) {
             mt = v_set1(-__builtin_inff());
             for (int64_t jj = 0; jj < bk; jj++)
                 mt = v_max(mt, v_load(S + jj * BQ + v * AG_LANES));
@@ -76,7 +84,19 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
         const v16f m_use = v_select(m_new == v_set1(-__builtin_inff()), v_set1(0.0f), m_new);
         alpha[v] = v_exp2(m[v] - m_use);
         v16f sum = v_set1(0.0f);
-        if (!stats) {
+        if (!stats && ymm) {
+            float mu[AG_LANES];
+            v_store(mu, m_use);
+            const v8f mlo = v8_load(mu), mhi = v8_load(mu + 8);
+            v8f slo = v8_set1(0.0f), shi = slo;
+            for (int64_t jj = 0; jj < bk; jj++) {
+                float *row = S + jj * BQ + v * AG_LANES;
+                const v8f plo = v8_exp2(v8_load(row) - mlo), phi = v8_exp2(v8_load(row + 8) - mhi);
+                v8_store(row, plo), v8_store(row + 8, phi);
+                slo += plo, shi += phi;
+            }
+            sum = v_join(slo, shi);
+        } else if (!stats) {
             for (int64_t jj = 0; jj < bk; jj++) {
                 float *row = S + jj * BQ + v * AG_LANES;
                 const v16f p = v_exp2(v_load(row) - m_use);
@@ -113,24 +133,24 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
         m[v] = m_new;
     }
     /* 5. P.V, rescaling the accumulator by alpha on the way */
-    accumulate_tile(acc, S, V, HD, off, d, j0, bk, alpha, QV);
+    accumulate_tile(acc, S, V, HD, off, d, j0, bk, alpha, QV, ymm);
 }
 
-#define TILE_VARIANT(name, target, qv)                                                      \
+#define TILE_VARIANT(name, target, qv, ymm)                                                      \
     target __attribute__((noinline)) static void name(                                       \
         const float *qt, const float *K, const float *V, int64_t HD, int64_t off, int64_t d,  \
         int64_t i0, int64_t j0, int64_t bk, int full, const int32_t *lane_lo,                 \
         const int32_t *lane_hi, float *S, float *acc, ag_i_lanes_t *ls, const kext_t *x)     \
     {                                                                                       \
         tile_body(qt, K, V, HD, off, d, i0, j0, bk, full, lane_lo, lane_hi, S, acc, ls, x,   \
-                  qv);                                                                      \
+                  qv, ymm);                                                                  \
     }
-TILE_VARIANT(tile_q4_avx512, AG_TARGET_AVX512, 4)
-TILE_VARIANT(tile_q1_avx512, AG_TARGET_AVX512, 1)
-TILE_VARIANT(tile_q4_avx2, AG_TARGET_AVX2, 4)
-TILE_VARIANT(tile_q1_avx2, AG_TARGET_AVX2, 1)
-TILE_VARIANT(tile_q4_base, , 4)
-TILE_VARIANT(tile_q1_base, , 1)
+TILE_VARIANT(tile_q4_avx512, AG_TARGET_AVX512, 4, 0)
+TILE_VARIANT(tile_q1_avx512, AG_TARGET_AVX512, 1, 0)
+TILE_VARIANT(tile_q4_avx2, AG_TARGET_AVX2, 4, 1)
+TILE_VARIANT(tile_q1_avx2, AG_TARGET_AVX2, 1, 1)
+TILE_VARIANT(tile_q4_base, , 4, 0)
+TILE_VARIANT(tile_q1_base, , 1, 0)
 
 ag_i_tile_fn ag_i_tile_step(int QV)
 {
@@ -374,7 +394,7 @@ AG_INLINE void store_scaled(float *X, const float *restrict acc, float f, int64_
    forward, each lane's rows before its run and after it get s = -inf (a run is
    one interval; vector masks here made GCC write scalar code). */
 AG_INLINE void ds_lanes(float *restrict s, float *restrict dp, const bw_buf_t *b, int64_t j0,
-                        int64_t bk, int full, const int QV)
+                        int64_t bk, int full, const int QV, const int ymm)
 {
     const int BQ = QV * AG_LANES;
     for (int i = 0; !full && i < BQ; i++) {
@@ -384,6 +404,17 @@ AG_INLINE void ds_lanes(float *restrict s, float *restrict dp, const bw_buf_t *b
             s[jj * BQ + i] = -__builtin_inff();
         for (int64_t jj = hi > lo ? hi : lo; jj < bk; jj++)
             s[jj * BQ + i] = -__builtin_inff();
+    }
+    if (ymm) {   /* in halves: see simd.h */
+        for (int h = 0; h < BQ; h += 8) {
+            const v8f lse2 = v8_load(b->lse2 + h), dd = v8_load(b->dd + h);
+            for (int64_t jj = 0; jj < bk; jj++) {
+                const v8f p = v8_exp2(v8_load(s + jj * BQ + h) - lse2);
+                float *g = dp + jj * BQ + h;
+                v8_store(g, p * (v8_load(g) - dd));
+            }
+        }
+        return;
     }
     v16f lse2[QV_MAX], dd[QV_MAX];
 #pragma GCC unroll 4
@@ -417,7 +448,7 @@ AG_INLINE void prefetch_block(const bw_args_t *a, const float *X, const float *Y
 
 /* Pass A for destinations i0 .. i0+nq-1 and head h. */
 AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t h,
-                            const bw_buf_t *b, const int QV)
+                            const bw_buf_t *b, const int QV, const int ymm)
 {
     const ag_nbhd_t *nb = a->nb;
     const int BQ = QV * AG_LANES;
@@ -448,10 +479,10 @@ AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t 
             if (!any)
                 continue;
         }
-        score_tile(b->s, b->xt, a->K, HD, off, d, j0, bk, NULL, QV);
-        score_tile(b->dp, b->gt, a->V, HD, off, d, j0, bk, NULL, QV);
-        ds_lanes(b->s, b->dp, b, j0, bk, full, QV);
-        accumulate_tile(b->acc1, b->dp, a->K, HD, off, d, j0, bk, one, QV);
+        score_tile(b->s, b->xt, a->K, HD, off, d, j0, bk, NULL, QV, ymm);
+        score_tile(b->dp, b->gt, a->V, HD, off, d, j0, bk, NULL, QV, ymm);
+        ds_lanes(b->s, b->dp, b, j0, bk, full, QV, ymm);
+        accumulate_tile(b->acc1, b->dp, a->K, HD, off, d, j0, bk, one, QV, ymm);
     }
     store_scaled(a->dQ + i0 * HD + off, b->acc1, a->scale, HD, d, nq, QV);
 }
@@ -459,7 +490,7 @@ AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t 
 /* Pass B's P^T and dS^T for rows (destinations) r0 .. r0+br-1 against the
    lanes (sources j0 ..): s := P^T, dp := P^T (dp - D_row). */
 AG_INLINE void ds_rows(const bw_args_t *a, float *restrict s, float *restrict dp, int64_t h,
-                       int64_t r0, int64_t br, int64_t j0, int full, const int QV)
+                       int64_t r0, int64_t br, int64_t j0, int full, const int QV, const int ymm)
 {
     const int BQ = QV * AG_LANES;
     for (int64_t rr = 0; rr < br; rr++) {
@@ -475,6 +506,16 @@ AG_INLINE void ds_rows(const bw_args_t *a, float *restrict s, float *restrict dp
             for (int64_t k = u > l ? u : l; k < BQ; k++)
                 s[rr * BQ + k] = -__builtin_inff();
         }
+        if (ymm) {   /* in halves: see simd.h */
+            const v8f lse2h = v8_set1(lse_log2(a, i, h)), ddh = v8_set1(a->Dd[i * a->H + h]);
+            for (int k = 0; k < BQ; k += 8) {
+                float *ps = s + rr * BQ + k, *g = dp + rr * BQ + k;
+                const v8f p = v8_exp2(v8_load(ps) - lse2h);
+                v8_store(ps, p);
+                v8_store(g, p * (v8_load(g) - ddh));
+            }
+            continue;
+        }
 #pragma GCC unroll 4
         for (int v = 0; v < QV; v++) {
             float *ps = s + rr * BQ + v * AG_LANES, *g = dp + rr * BQ + v * AG_LANES;
@@ -487,7 +528,7 @@ AG_INLINE void ds_rows(const bw_args_t *a, float *restrict s, float *restrict dp
 
 /* Pass B for sources j0 .. j0+nq-1 and head h. */
 AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
-                         const bw_buf_t *b, const int QV)
+                         const bw_buf_t *b, const int QV, const int ymm)
 {
     const ag_nbhd_t *nb = a->nb;
     const int BQ = QV * AG_LANES;
@@ -525,32 +566,32 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
         }
         if (!any)
             continue;
-        score_tile(b->s, b->xt, a->Q, HD, off, d, r0, br, NULL, QV);
-        score_tile(b->dp, b->gt, a->dM, HD, off, d, r0, br, NULL, QV);
-        ds_rows(a, b->s, b->dp, h, r0, br, j0, full, QV);
-        accumulate_tile(b->acc1, b->dp, a->Q, HD, off, d, r0, br, one, QV);
-        accumulate_tile(b->acc2, b->s, a->dM, HD, off, d, r0, br, one, QV);
+        score_tile(b->s, b->xt, a->Q, HD, off, d, r0, br, NULL, QV, ymm);
+        score_tile(b->dp, b->gt, a->dM, HD, off, d, r0, br, NULL, QV, ymm);
+        ds_rows(a, b->s, b->dp, h, r0, br, j0, full, QV, ymm);
+        accumulate_tile(b->acc1, b->dp, a->Q, HD, off, d, r0, br, one, QV, ymm);
+        accumulate_tile(b->acc2, b->s, a->dM, HD, off, d, r0, br, one, QV, ymm);
     }
     store_scaled(a->dK + j0 * HD + off, b->acc1, a->scale, HD, d, nq, QV);
     store_scaled(a->dV + j0 * HD + off, b->acc2, 1.0f, HD, d, nq, QV);
 }
 
 /* Both passes compiled per instruction set and block width. */
-#define GRAD_VARIANT(name, target, qv)                                                      \
+#define GRAD_VARIANT(name, target, qv, ymm)                                                      \
     target static void name(const bw_args_t *a, int pass, int64_t i0, int64_t nq, int64_t h, \
                             const bw_buf_t *b)                                              \
     {                                                                                       \
         if (pass == 0)                                                                      \
-            grad_queries(a, i0, nq, h, b, qv);                                              \
+            grad_queries(a, i0, nq, h, b, qv, ymm);                                          \
         else                                                                                \
-            grad_keys(a, i0, nq, h, b, qv);                                                 \
+            grad_keys(a, i0, nq, h, b, qv, ymm);                                             \
     }
-GRAD_VARIANT(grad_q4_avx512, AG_TARGET_AVX512, 4)
-GRAD_VARIANT(grad_q1_avx512, AG_TARGET_AVX512, 1)
-GRAD_VARIANT(grad_q4_avx2, AG_TARGET_AVX2, 4)
-GRAD_VARIANT(grad_q1_avx2, AG_TARGET_AVX2, 1)
-GRAD_VARIANT(grad_q4_base, , 4)
-GRAD_VARIANT(grad_q1_base, , 1)
+GRAD_VARIANT(grad_q4_avx512, AG_TARGET_AVX512, 4, 0)
+GRAD_VARIANT(grad_q1_avx512, AG_TARGET_AVX512, 1, 0)
+GRAD_VARIANT(grad_q4_avx2, AG_TARGET_AVX2, 4, 1)
+GRAD_VARIANT(grad_q1_avx2, AG_TARGET_AVX2, 1, 1)
+GRAD_VARIANT(grad_q4_base, , 4, 0)
+GRAD_VARIANT(grad_q1_base, , 1, 0)
 
 typedef void (*grad_fn)(const bw_args_t *, int, int64_t, int64_t, int64_t, const bw_buf_t *);
 

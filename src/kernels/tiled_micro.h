@@ -88,11 +88,77 @@ AG_INLINE void score_8x1(float *restrict S, const float *restrict qt, const floa
                                v_max(v_max(s4, s5), v_max(s6, s7))));
 }
 
+/*
+ * The blocks for AVX2's 16 ymm registers, in its native 8-lane vectors. A
+ * v16f has no register of its own there: GCC keeps such vectors in memory and
+ * every FMA of the wide blocks took an operand from the stack (measured: 0.03
+ * of the FMA peak). Here R = 4 rows (or channels) of one 16-lane vector of
+ * the block, as two 8-lane halves: 8 accumulators, 2 registers for the
+ * queries, 1 for the broadcast. Strided by BQ, a wide block runs it once per
+ * vector of lanes. Every sum is taken in the order of the wide blocks: the
+ * same bits.
+ */
+AG_INLINE void score_4x1_ymm(float *restrict S, const float *restrict qt, const float *k0,
+                             int64_t HD, int64_t d, int64_t BQ, v16f *mx)
+{
+    v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
+#pragma GCC unroll 4
+    for (int64_t c = 0; c < d; c++) {
+        const v8f q = v8_load(qt + c * BQ), r = v8_load(qt + c * BQ + 8);
+        v8f k = v8_set1(k0[c]);
+        s0 += k * q, t0 += k * r;
+        k = v8_set1(k0[HD + c]);
+        s1 += k * q, t1 += k * r;
+        k = v8_set1(k0[2 * HD + c]);
+        s2 += k * q, t2 += k * r;
+        k = v8_set1(k0[3 * HD + c]);
+        s3 += k * q, t3 += k * r;
+    }
+    v8_store(S, s0), v8_store(S + 8, t0), v8_store(S + BQ, s1), v8_store(S + BQ + 8, t1);
+    v8_store(S + 2 * BQ, s2), v8_store(S + 2 * BQ + 8, t2);
+    v8_store(S + 3 * BQ, s3), v8_store(S + 3 * BQ + 8, t3);
+    if (mx) {
+        float m[AG_LANES];
+        v8_store(m, v8_max(v8_max(s0, s1), v8_max(s2, s3)));
+        v8_store(m + 8, v8_max(v8_max(t0, t1), v8_max(t2, t3)));
+        *mx = v_max(*mx, v_load(m));
+    }
+}
+
+/* acc channels c..c+3 of one vector of lanes (rows BQ apart), as accumulate_4x4. */
+AG_INLINE void accumulate_4x1_ymm(float *restrict acc, const float *restrict P,
+                                  const float *v0, int64_t HD, int64_t bk, int64_t BQ,
+                                  const float *alpha)
+{
+    const v8f x = v8_load(alpha), y = v8_load(alpha + 8);
+    v8f a0 = v8_load(acc) * x, b0 = v8_load(acc + 8) * y;
+    v8f a1 = v8_load(acc + BQ) * x, b1 = v8_load(acc + BQ + 8) * y;
+    v8f a2 = v8_load(acc + 2 * BQ) * x, b2 = v8_load(acc + 2 * BQ + 8) * y;
+    v8f a3 = v8_load(acc + 3 * BQ) * x, b3 = v8_load(acc + 3 * BQ + 8) * y;
+#pragma GCC unroll 4
+    for (int64_t jj = 0; jj < bk; jj++) {
+        const v8f p = v8_load(P + jj * BQ), q = v8_load(P + jj * BQ + 8);
+        const float *v = v0 + jj * HD;
+        v8f w = v8_set1(v[0]);
+        a0 += w * p, b0 += w * q;
+        w = v8_set1(v[1]);
+        a1 += w * p, b1 += w * q;
+        w = v8_set1(v[2]);
+        a2 += w * p, b2 += w * q;
+        w = v8_set1(v[3]);
+        a3 += w * p, b3 += w * q;
+    }
+    v8_store(acc, a0), v8_store(acc + 8, b0), v8_store(acc + BQ, a1);
+    v8_store(acc + BQ + 8, b1), v8_store(acc + 2 * BQ, a2), v8_store(acc + 2 * BQ + 8, b2);
+    v8_store(acc + 3 * BQ, a3), v8_store(acc + 3 * BQ + 8, b3);
+}
+
 /* Scores of rows [0, bk) of the tile starting at source j0: S = K_tile Qt;
-   mx[v] = the largest score of each lane (before masking). */
+   mx[v] = the largest score of each lane (before masking). ymm: AVX2's
+   blocks (else the wide ones, for AVX-512's 32 registers). */
 AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const float *K,
                           int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
-                          v16f *mx, const int QV)
+                          v16f *mx, const int QV, const int ymm)
 {
     const int RB = QV == 4 ? 4 : 8;
     const int64_t BQ = QV * AG_LANES;
@@ -106,7 +172,13 @@ AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const flo
             for (int r = 0; r < RB; r++)
                 for (int64_t c = 0; c < d; c += AG_LANES)
                     __builtin_prefetch(k0 + (RB + r) * HD + c, 0, 3);
-        if (QV == 4)
+        if (ymm)
+            for (int r = 0; r < RB; r += 4)
+#pragma GCC unroll 4
+                for (int v = 0; v < QV; v++)
+                    score_4x1_ymm(S + (jj + r) * BQ + v * AG_LANES, qt + v * AG_LANES,
+                                  k0 + r * HD, HD, d, BQ, mx ? &mx[v] : NULL);
+        else if (QV == 4)
             score_4x4(S + jj * BQ, qt, k0, HD, d, mx);
         else
             score_8x1(S + jj * BQ, qt, k0, HD, d, mx);
@@ -177,16 +249,22 @@ AG_INLINE void accumulate_8x1(float *restrict acc, const float *restrict P, cons
     v_store(a + 64, a4), v_store(a + 80, a5), v_store(a + 96, a6), v_store(a + 112, a7);
 }
 
-/* acc [d][BQ] = alpha acc + V_tile^T P for rows [0, bk) of the tile at j0. */
+/* acc [d][BQ] = alpha acc + V_tile^T P for rows [0, bk) of the tile at j0
+   (ymm as score_tile's). */
 AG_INLINE void accumulate_tile(float *restrict acc, const float *restrict P, const float *V,
                                int64_t HD, int64_t off, int64_t d, int64_t j0, int64_t bk,
-                               const v16f *alpha, const int QV)
+                               const v16f *alpha, const int QV, const int ymm)
 {
-    const int KB = QV == 4 ? 4 : 8;
+    const int KB = ymm || QV == 4 ? 4 : 8;
     const int64_t BQ = QV * AG_LANES;
     int64_t c = 0;
     for (; c + KB <= d; c += KB) {
-        if (QV == 4)
+        if (ymm)
+#pragma GCC unroll 4
+            for (int v = 0; v < QV; v++)
+                accumulate_4x1_ymm(acc + c * BQ + v * AG_LANES, P + v * AG_LANES,
+                                   V + j0 * HD + off + c, HD, bk, BQ, (const float *)&alpha[v]);
+        else if (QV == 4)
             accumulate_4x4(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk, alpha);
         else
             accumulate_8x1(acc + c * BQ, P, V + j0 * HD + off + c, HD, bk, alpha);
