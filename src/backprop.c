@@ -78,7 +78,7 @@ static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers
                        "overflows", rounds, (long long)nb->n_nodes);
     ag_tape_t *t = ag_calloc(1, sizeof *t, err, "tape");
     if (!t)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     *t = (ag_tape_t){nb, layers, n_layers, rounds, opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT,
                      opts && opts->norm == AG_NORM_LAYER, !(opts && opts->no_residual),
                      ag_i_ln_eps(opts), nb->n_nodes, w->D, w->H,
@@ -87,7 +87,7 @@ static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers
     t->has_lse = ag_calloc(rounds + 1, 1, err, "tape");
     if (!t->acts || !t->has_lse) {
         ag_tape_free(t);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     *tape = t;
     return AG_OK;
@@ -148,7 +148,7 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
         return rc;
     float *Xn = NULL;
     if (t->layer_norm && !(Xn = ag_alloc(t->N * t->D, sizeof *Xn, err, "rounds forward")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     for (int r = 0; !rc && r < rounds; r++)
         rc = forward_round(t, r, X, Xn, err);
     free(Xn);
@@ -295,7 +295,7 @@ int ag_rounds_backward(ag_tape_t *tape, const float *dY, float *dX0, ag_weights_
     back_bufs_t b;
     float *all = back_alloc(&b, tape, err);
     if (!all)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     memcpy(b.dX, dY, (size_t)(tape->N * tape->D) * sizeof *dY);
     for (int r = tape->rounds - 1; !rc && r >= 0; r--)
         rc = backward_round(tape, r, grads, &b, err);

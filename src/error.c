@@ -93,6 +93,14 @@ int64_t ag_memory_budget(void)
     return budget_set > 0 ? budget_set : available_memory();
 }
 
+/* The status of this thread's last failed allocation (AG_ENOMEM until one fails). */
+static _Thread_local ag_status_t alloc_failure = AG_ENOMEM;
+
+int ag_alloc_status(void)
+{
+    return alloc_failure;
+}
+
 /* Refuses (AG_ELIMIT) bytes over the budget, before anything is tried. */
 static int within_budget(double bytes, ag_error_t *err, const char *what)
 {
@@ -101,6 +109,7 @@ static int within_budget(double bytes, ag_error_t *err, const char *what)
     const int64_t budget = ag_memory_budget();
     if (bytes <= (double)budget)
         return 1;
+    alloc_failure = AG_ELIMIT;
     ag_fail(err, AG_ELIMIT, "%s needs %.3g GB; the memory budget is %.3g GB (%s)", what,
             bytes / 1e9, (double)budget / 1e9,
             budget_set ? "as set" : "the memory available now; raise --max-memory to try");
@@ -110,6 +119,7 @@ static int within_budget(double bytes, ag_error_t *err, const char *what)
 void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
 {
     if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / size)) {
+        alloc_failure = AG_ENOMEM;
         ag_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
                 what, (long long)n, size);
         return NULL;
@@ -117,15 +127,18 @@ void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
     if (!within_budget((double)n * (double)size, err, what))
         return NULL;
     void *p = alloc_bytes((size_t)n * size, 16);
-    if (!p)
+    if (!p) {
+        alloc_failure = AG_ENOMEM;
         ag_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what,
                 (double)n * (double)size / 1e6);
+    }
     return p;
 }
 
 void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what)
 {
     if (n < 0 || (n > 0 && (uint64_t)n > (SIZE_MAX - 64) / size)) {
+        alloc_failure = AG_ENOMEM;
         ag_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
                 what, (long long)n, size);
         return NULL;
@@ -134,8 +147,10 @@ void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what)
     if (!within_budget((double)bytes, err, what))
         return NULL;
     void *p = alloc_bytes(bytes ? bytes : 64, 64);
-    if (!p)
+    if (!p) {
+        alloc_failure = AG_ENOMEM;
         ag_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what, (double)bytes / 1e6);
+    }
     return p;
 }
 

@@ -77,7 +77,7 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
     const int64_t group = chunks_in_flight(chunks, max_threads());
     float *part = ag_alloc(group * ab, sizeof *part, err, "weight gradient partials");
     if (!part)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     int threads;
     const int was = blas_single(&threads);
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
@@ -149,7 +149,7 @@ int ag_i_sum_rows(int64_t N, int64_t width, int64_t work, ag_i_rows_fn fn, void 
     const int64_t group = chunks_in_flight(chunks, max_threads());
     double *part = ag_alloc(group * width, sizeof *part, err, "row sums");
     if (!part)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
         const int64_t n = chunks - c0 < group ? chunks - c0 : group;
 #pragma omp parallel for if (n > 1 && work >= AG_PARALLEL_MIN_WORK) schedule(static)
@@ -198,7 +198,7 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
 
 int ag_i_reducer_failed(const ag_i_reducer_t *r, int64_t width, ag_error_t *err)
 {
-    return r ? r->add_d(r, NULL, NULL, -1, width, err) : AG_ENOMEM;
+    return r ? r->add_d(r, NULL, NULL, -1, width, err) : ag_alloc_status();
 }
 
 int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t work,

@@ -512,7 +512,7 @@ static int labels_alloc(ag_labels_t *labels, int64_t n, ag_error_t *err)
 {
     memset(labels, 0, sizeof *labels);
     if (!(labels->str = ag_calloc(n, sizeof(char *), err, "labels")))
-        return AG_ENOMEM;
+        return ag_alloc_status();
     labels->n = n;
     return AG_OK;
 }
@@ -665,7 +665,7 @@ int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb
                          AG_PLURAL(E_graph));
     float *v = rc ? NULL : ag_alloc(nb->n_edges, sizeof *v, err, "edge attribute");
     if (!rc && !v)
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     for (int64_t s = 0; !rc && s < nb->n_edges; s++) {
         /* a self-loop added by ag_nbhd_self_loops has no edge: no bias */
         const double x = nb->edge_id[s] < 0 ? 0.0 : EAN(graph, attr, nb->edge_id[s]);

@@ -33,6 +33,13 @@ void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
 /* ag_alloc aligned to a 64-byte cache line (free with free()): vectors then
    never straddle two lines. */
 void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
+/*
+ * The status of the last ag_alloc, ag_calloc or ag_alloc_lines that failed on
+ * this thread: AG_ELIMIT when the memory budget refused it, else AG_ENOMEM.
+ * What a caller returns when one of them gave NULL (never a literal AG_ENOMEM):
+ * the status then is the one recorded in err, also when err is NULL.
+ */
+int ag_alloc_status(void);
 
 /* Elements first .. first+n-1 of what ag_random_normal(.., seed, stream, scale)
    draws, into x [n]: a process's rows of the one-process numbers. */

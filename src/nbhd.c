@@ -36,7 +36,7 @@ static int build_runs(ag_nbhd_t *nb, const int64_t *slot_src, ag_error_t *err)
     nb->run_src = ag_alloc(R, sizeof(int64_t), err, "neighbourhood runs");
     nb->run_len = ag_alloc(R, sizeof(int64_t), err, "neighbourhood runs");
     if (!nb->run_ptr || !nb->run_src || !nb->run_len)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     int64_t r = 0;
     for (int64_t i = 0; i < N; i++) {
         nb->run_ptr[i] = r;
@@ -89,9 +89,12 @@ int ag_nbhd_from_graph(ag_nbhd_t *nb, const igraph_t *graph, ag_error_t *err)
     int64_t *slot_src = ag_alloc(M, sizeof *slot_src, err, "messages");
     nb->edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "neighbourhoods");
     nb->edge_id = ag_alloc(M, sizeof(int64_t), err, "neighbourhoods");
-    int rc = AG_ENOMEM;
-    if (!src || !dst || !eid || !by_src || !order || !slot_src || !nb->edge_ptr || !nb->edge_id)
+    int rc = AG_OK;
+    if (!src || !dst || !eid || !by_src || !order || !slot_src || !nb->edge_ptr ||
+        !nb->edge_id) {
+        rc = ag_alloc_status();
         goto done;
+    }
 
     int64_t k = 0;
     for (int64_t e = 0; e < E_graph; e++) {
@@ -136,7 +139,7 @@ int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
     const int64_t N = nb->n_nodes, E = nb->n_edges;
     int64_t *src = ag_alloc(E + 1, sizeof *src, err, "self-loops");
     if (!src)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     ag_nbhd_sources(nb, 0, N, src);
     /* the new size: one slot more for each node without a self edge (on), one
        less for each self edge (off), one loop a node instead of its self edges
@@ -155,9 +158,11 @@ int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
     int64_t *out_src = ag_alloc(E_new + 1, sizeof *out_src, err, "self-loops");
     out.edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "self-loops");
     out.edge_id = ag_alloc(E_new + 1, sizeof(int64_t), err, "self-loops");
-    int rc = AG_ENOMEM;
-    if (!out_src || !out.edge_ptr || !out.edge_id)
+    int rc = AG_OK;
+    if (!out_src || !out.edge_ptr || !out.edge_id) {
+        rc = ag_alloc_status();
         goto done;
+    }
     int64_t t = 0;
     for (int64_t i = 0; i < N; i++) {
         out.edge_ptr[i] = t;
@@ -225,7 +230,7 @@ int ag_nbhd_from_csr(ag_nbhd_t *nb, int64_t n_nodes, const int64_t *indptr,
     nb->n_edges = indptr[n_nodes];
     nb->edge_ptr = ag_alloc(n_nodes + 1, sizeof(int64_t), err, "neighbourhoods");
     if (!nb->edge_ptr)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     memcpy(nb->edge_ptr, indptr, (size_t)(n_nodes + 1) * sizeof(int64_t));
     int rc = build_runs(nb, indices, err);
     if (rc)
@@ -251,7 +256,7 @@ static int slot_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **s
     ag_edge_msg_t *msgs = ag_alloc(E, sizeof *msgs, err, "edge order");
     if (!src || !slot || !msgs) {
         free(src), free(slot), free(msgs);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     ag_nbhd_sources(nb, 0, nb->n_nodes, src);
     for (int64_t i = 0; i < nb->n_nodes; i++)
@@ -288,7 +293,7 @@ int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **slot_
         free(slot);
         free(key);
         free(msgs);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     ag_nbhd_sources(nb, 0, N, slot_src);
     /* added self-loops (edge id -1) come after the graph's edges, by node */

@@ -68,7 +68,7 @@ static int fill_runs(ag_nbhd_t *out, const ag_nbhd_t *own, int64_t lo, int64_t h
     out->run_len = ag_alloc(R + 1, sizeof(int64_t), err, "backward part");
     if (!out->edge_ptr || !out->run_ptr || !out->run_src || !out->run_len) {
         ag_nbhd_destroy(out);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     int64_t runs = 0, slots = 0, k = 0;
     for (int64_t x = 0; x < n_dst; x++) {

@@ -198,7 +198,7 @@ static int read_data(unsigned char **out, const npy_header_t *h, FILE *f, const 
     }
     unsigned char *buf = ag_alloc(h->count, h->itemsize, err, path);
     if (!buf)
-        return err ? err->status : AG_ENOMEM;
+        return ag_alloc_status();
     size_t want = (size_t)h->count * h->itemsize;
     size_t got = fread(buf, 1, want, f);
     if (got != want) {
@@ -258,7 +258,7 @@ int ag_matrix_init(ag_matrix_t *m, int64_t rows, int64_t cols, ag_error_t *err)
         return ag_fail(err, AG_EINVAL, "matrix of %lld x %lld is too large", (long long)rows,
                        (long long)cols);
     if (!(m->data = ag_calloc(rows * cols, sizeof(float), err, "matrix")))
-        return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
+        return ag_alloc_status();
     m->rows = rows;
     m->cols = cols;
     return AG_OK;
@@ -336,7 +336,7 @@ int ag_array_read_npy(ag_array_t *a, const char *path, ag_error_t *err)
         a->data = ag_alloc(h.count, sizeof(float), err, path);
         if (!a->data) {
             free(raw);
-            return AG_ENOMEM;
+            return ag_alloc_status();
         }
         for (int64_t at = 0; at < h.count; at++) {
             const int64_t src = h.fortran ? fortran_offset(&h, at) : at;
@@ -476,7 +476,7 @@ int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t
         int64_t *v = ag_alloc(h.count, sizeof *v, err, path);
         if (!v) {
             free(raw);
-            return AG_ENOMEM;
+            return ag_alloc_status();
         }
         rc = to_int64(v, raw, &h, h.count, 0, path, err);
         free(raw);
@@ -508,7 +508,7 @@ int ag_i_index_read_npy_part(int64_t **values, int64_t *total, const char *path,
     unsigned char *raw = rc ? NULL : ag_alloc(count ? count : 1, h.itemsize, err, path);
     int64_t *v = rc || !raw ? NULL : ag_alloc(count ? count : 1, sizeof *v, err, path);
     if (!rc && !v)
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if (!rc && fseek(f, (long)((size_t)first * h.itemsize), SEEK_CUR) != 0)
         rc = ag_fail(err, AG_EIO, "%s: cannot seek to entry %lld", path, (long long)first);
     if (!rc && fread(raw, h.itemsize, (size_t)count, f) != (size_t)count)

@@ -72,7 +72,7 @@ int ag_optimizer_init(ag_optimizer_t **opt, const ag_optimizer_opts_t *o, ag_err
         return rc;
     ag_optimizer_t *p = ag_calloc(1, sizeof *p, err, "optimizer");
     if (!p)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     p->o = *o;
     *opt = p;
     return AG_OK;
@@ -99,7 +99,7 @@ int ag_optimizer_add(ag_optimizer_t *opt, float *param, const float *grad, int64
         const int cap = opt->cap ? 2 * opt->cap : 16;
         param_t *grown = ag_alloc(cap, sizeof *grown, err, "optimizer");
         if (!grown)
-            return AG_ENOMEM;
+            return ag_alloc_status();
         if (opt->n_params)
             memcpy(grown, opt->params, (size_t)opt->n_params * sizeof *grown);
         free(opt->params);
@@ -109,10 +109,10 @@ int ag_optimizer_add(ag_optimizer_t *opt, float *param, const float *grad, int64
     const int adam = opt->o.kind != AG_OPT_SGD;
     if ((adam || opt->o.momentum > 0) &&
         !(p.m = ag_calloc(n, sizeof(float), err, "optimizer state")))
-        return AG_ENOMEM;
+        return ag_alloc_status();
     if (adam && !(p.v = ag_calloc(n, sizeof(float), err, "optimizer state"))) {
         free(p.m);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     opt->params[opt->n_params++] = p;
     return AG_OK;

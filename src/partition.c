@@ -97,7 +97,7 @@ static int fill_contiguous(ag_partition_t *pt, ag_error_t *err)
     pt->part_ptr = ag_alloc(pt->n_parts + 1, sizeof *pt->part_ptr, err, "partition");
     pt->part_nodes = ag_alloc(N, sizeof *pt->part_nodes, err, "partition nodes");
     if (!pt->owner || !pt->part_ptr || !pt->part_nodes)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     memcpy(pt->part_ptr, pt->first, (size_t)(pt->n_parts + 1) * sizeof *pt->first);
     for (int p = 0; p < pt->n_parts; p++)
         for (int64_t i = pt->first[p]; i < pt->first[p + 1]; i++)
@@ -119,7 +119,7 @@ int ag_partition_from_indptr(ag_partition_t *pt, int64_t n_nodes, const int64_t 
     pt->contiguous = 1;
     pt->first = ag_alloc(n_parts + 1, sizeof *pt->first, err, "partition bounds");
     rc = pt->first ? ag_partition_bounds(pt->first, n_parts, n_nodes, indptr, node_work, err)
-                   : AG_ENOMEM;
+                   : ag_alloc_status();
     if (!rc)
         rc = fill_contiguous(pt, err);
     if (rc)
@@ -152,7 +152,7 @@ int ag_partition_from_owner(ag_partition_t *pt, int64_t n_nodes, const int32_t *
     pt->part_nodes = ag_alloc(n_nodes, sizeof *pt->part_nodes, err, "partition nodes");
     if (!pt->owner || !pt->part_ptr || !pt->part_nodes) {
         ag_partition_destroy(pt);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     memcpy(pt->owner, owner, (size_t)n_nodes * sizeof *owner);
     /* a counting sort by part keeps each part's nodes ascending */
@@ -172,7 +172,7 @@ int ag_partition_from_owner(ag_partition_t *pt, int64_t n_nodes, const int32_t *
         pt->first = ag_alloc(n_parts + 1, sizeof *pt->first, err, "partition bounds");
         if (!pt->first) {
             ag_partition_destroy(pt);
-            return AG_ENOMEM;
+            return ag_alloc_status();
         }
         memcpy(pt->first, pt->part_ptr, (size_t)(n_parts + 1) * sizeof *pt->first);
         pt->contiguous = 1;
@@ -242,7 +242,7 @@ static int part_union(const ag_partition_t *pt, const ag_nbhd_t *nb, int p, ivl_
     if (n_runs > u->cap) {
         ivl_t *v = ag_alloc(n_runs, sizeof *v, err, "halo intervals");
         if (!v)
-            return AG_ENOMEM;
+            return ag_alloc_status();
         free(u->v);
         u->v = v;
         u->cap = n_runs;
@@ -346,7 +346,7 @@ int ag_partition_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int part, i
         const int64_t n = list_remote(pt, &u, part, NULL);
         int64_t *r = n ? ag_alloc(n, sizeof *r, err, "halo rows") : NULL;
         if (n && !r)
-            rc = AG_ENOMEM;
+            rc = ag_alloc_status();
         else {
             list_remote(pt, &u, part, r);
             *rows = r;
@@ -364,7 +364,7 @@ int ag_partition_stats(const ag_partition_t *pt, const ag_nbhd_t *nb, ag_part_st
     ivl_list_t u = {0};
     marks_t marks = {0};
     if (!rc && !(marks.stamp = ag_alloc(pt->n_nodes, sizeof *marks.stamp, err, "halo marks")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     for (int64_t j = 0; !rc && j < pt->n_nodes; j++)
         marks.stamp[j] = -1;
     for (int p = 0; p < pt->n_parts && !rc; p++) {

@@ -18,7 +18,7 @@ static int trivial_parts(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts, a
     const int64_t N = nb->n_nodes;
     int32_t *owner = ag_alloc(N, sizeof *owner, err, "partition owners");
     if (!owner)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     for (int64_t i = 0; i < N; i++)
         owner[i] = n_parts == 1 ? 0 : (int32_t)i;
     int rc = ag_partition_from_owner(pt, N, owner, n_parts, err);
@@ -56,7 +56,7 @@ static int metis_graph(metis_graph_t *g, const ag_nbhd_t *nb, ag_error_t *err)
     memset(g, 0, sizeof *g);
     int64_t *deg = ag_calloc(N + 1, sizeof *deg, err, "METIS graph");
     if (!deg)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     for (int64_t i = 0; i < N; i++)
         for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
             for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++)
@@ -72,7 +72,7 @@ static int metis_graph(metis_graph_t *g, const ag_nbhd_t *nb, ag_error_t *err)
     if (!g->xadj || !g->adjncy || !g->adjwgt || !g->vwgt) {
         free(deg);
         metis_graph_free(g);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     for (int64_t i = 0; i < N; i++) {
         for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
@@ -137,7 +137,7 @@ int ag_partition_metis(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts, int
     idx_t *part = ag_alloc(N, sizeof *part, err, "METIS parts");
     int32_t *owner = ag_alloc(N, sizeof *owner, err, "partition owners");
     if (!part || !owner)
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     else {
         int m = METIS_PartGraphKway(&n, &ncon, g.xadj, g.adjncy, g.vwgt, NULL, g.adjwgt,
                                     &nparts, NULL, NULL, options, &objval, part);

@@ -71,7 +71,7 @@ static int exact_bounds(counter_t *c, int n_parts, int64_t *first, ag_error_t *e
 {
     int64_t *indptr = ag_alloc(c->N + 1, sizeof *indptr, err, "pattern in-degrees");
     if (!indptr)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     int rc = AG_OK;
     indptr[0] = 0;
     for (int64_t i = 0; i < c->N && !rc; i++) {
@@ -94,7 +94,7 @@ static int sampled_bounds(counter_t *c, int n_parts, int64_t *first, ag_error_t 
     const int64_t S = c->N < STRATA ? c->N : STRATA;
     double *pre = ag_alloc(S + 1, sizeof *pre, err, "pattern strata");
     double *w = ag_alloc(S, sizeof *w, err, "pattern strata");
-    int rc = pre && w ? AG_OK : AG_ENOMEM;
+    int rc = pre && w ? AG_OK : ag_alloc_status();
     if (pre)
         pre[0] = 0;
     for (int64_t s = 0; s < S && !rc; s++) {
@@ -317,7 +317,7 @@ int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_patter
     is_exact = sample < 0;
     if (!rc && stats &&
         !(c.seen = ag_calloc(n_nodes / 64 + 1, sizeof *c.seen, err, "planner marks")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     for (int p = 0; stats && p < n_parts && !rc; p++)
         rc = count_part(&c, first[p], first[p + 1], sample, &stats[p], &is_exact, err);
     free(c.seen), free(c.points);

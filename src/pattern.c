@@ -348,7 +348,7 @@ static int compile_range(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, 
     nb->run_ptr = degrees_only ? NULL : ag_alloc(n + 1, sizeof(int64_t), err, "pattern");
     runs_t runs = {0};
     pattern_eval_t ev = {0};
-    rc = nb->edge_ptr && (degrees_only || nb->run_ptr) ? AG_OK : AG_ENOMEM;
+    rc = nb->edge_ptr && (degrees_only || nb->run_ptr) ? AG_OK : ag_alloc_status();
     int64_t E = 0;
     for (int64_t i = lo; i < hi && !rc; i++) {
         nb->edge_ptr[i - lo] = E;

@@ -33,7 +33,7 @@ int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_e
     for (int b = 0; b < 4; b++)
         if (!(*bufs[b] = ag_alloc(N * HD, sizeof(float), err, "workspace"))) {
             ag_workspace_destroy(ws);
-            return AG_ENOMEM;
+            return ag_alloc_status();
         }
     return AG_OK;   /* Xn and X_prev: by ag_rounds_run, when a run needs them */
 }
@@ -151,16 +151,16 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
     const float eps = ag_i_ln_eps(opts);
     /* the buffers only some runs need, made once and kept in ws */
     if (layer_norm && !ws->Xn && !(ws->Xn = ag_alloc(N * D, sizeof(float), err, "workspace")))
-        return AG_ENOMEM;
+        return ag_alloc_status();
     if (callback && !ws->X_prev &&
         !(ws->X_prev = ag_alloc(N * D, sizeof(float), err, "workspace")))
-        return AG_ENOMEM;
+        return ag_alloc_status();
     const int figures = callback && opts->figures, distance = figures && opts->figures == 2;
     const int64_t H = layers[0].H;
     float **bufs[3] = {&ws->entropy, &ws->max_weight, &ws->distance};
     for (int b = 0; b < (distance ? 3 : figures ? 2 : 0); b++)
         if (!*bufs[b] && !(*bufs[b] = ag_alloc(N * H, sizeof(float), err, "workspace")))
-            return AG_ENOMEM;
+            return ag_alloc_status();
     round_progress_t progress = {opts, 0};
     const ag_attention_opts_t attn = {
         .entropy = figures ? ws->entropy : NULL, .max_weight = figures ? ws->max_weight : NULL,
@@ -251,7 +251,7 @@ int ag_round_figures(const ag_round_t *round, ag_round_figures_t *f, ag_error_t 
     }
     double *stats = ag_alloc(2 * N, sizeof *stats, err, "round figures");
     if (!stats)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     int rc = ag_attention_stats(round->nb, ws->Q, ws->K, H, round->w->d, round->score,
                                 stats, NULL, stats + N, err);
     for (int64_t i = 0; !rc && i < N; i++)

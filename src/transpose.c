@@ -196,7 +196,7 @@ int ag_nbhd_transpose(ag_nbhd_t *nb, ag_error_t *err)
     int64_t *run_slot = ag_alloc(R, sizeof(int64_t), err, "transpose");
     if (!ints || !run_slot) {
         free(ints), free(run_slot);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     int64_t *start_ptr = ints, *end_ptr = start_ptr + N + 2, *cursor = end_ptr + N + 2;
     int64_t *start = cursor + N + 2, *end = start + R, *dst_of = end + R, *open = dst_of + R;
@@ -220,7 +220,7 @@ int ag_nbhd_transpose(ag_nbhd_t *nb, ag_error_t *err)
         t.out_len = ag_alloc(n_out, sizeof(int64_t), err, "transpose");
         t.out_nth = ag_alloc(n_out, sizeof(int64_t), err, "transpose");
         if (!t.out_ptr || !t.out_dst || !t.out_len || !t.out_nth)
-            rc = AG_ENOMEM;
+            rc = ag_alloc_status();
     }
     if (!rc && sweep(nb, dst_of, start_ptr, start, end_ptr, end, open, &n_out, &t))
         rc = ag_fail(err, AG_ENOMEM, "transpose: out of memory");

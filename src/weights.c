@@ -87,7 +87,7 @@ int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t 
         float **p = mats_of(w, m);
         if (!(*p = ag_alloc(n, sizeof(float), err, "weights"))) {
             ag_weights_destroy(w);
-            return AG_ENOMEM;
+            return ag_alloc_status();
         }
         ag_random_normal(*p, n, seed, (uint64_t)m + 1, 1.0f / sqrtf((float)fan_in));
     }
@@ -206,7 +206,7 @@ int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm
         if (wanted && !(*mats_of(g, m) = ag_calloc(mat_size(w, m), sizeof(float), err,
                                                    "gradients"))) {
             ag_weights_destroy(g);
-            return AG_ENOMEM;
+            return ag_alloc_status();
         }
     }
     return AG_OK;
@@ -218,12 +218,12 @@ int ag_weights_add_layer_norm(ag_weights_t *w, ag_error_t *err)
         return ag_fail(err, AG_EINVAL, "weights: D=%lld; expected >= 1", (long long)w->D);
     if (!w->ln_weight) {
         if (!(w->ln_weight = ag_alloc(w->D, sizeof(float), err, "LayerNorm weight")))
-            return AG_ENOMEM;
+            return ag_alloc_status();
         for (int64_t c = 0; c < w->D; c++)
             w->ln_weight[c] = 1.0f;
     }
     if (!w->ln_bias && !(w->ln_bias = ag_calloc(w->D, sizeof(float), err, "LayerNorm bias")))
-        return AG_ENOMEM;
+        return ag_alloc_status();
     return AG_OK;
 }
 

@@ -52,6 +52,7 @@ int main(void)
     srunner_add_suite(sr, partition_suite());
     srunner_add_suite(sr, plan_suite());
     srunner_add_suite(sr, self_loops_suite());
+    srunner_add_suite(sr, budget_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

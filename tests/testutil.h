@@ -93,5 +93,6 @@ Suite *draw_cli_suite(void);
 Suite *partition_suite(void);
 Suite *plan_suite(void);
 Suite *self_loops_suite(void);
+Suite *budget_suite(void);
 
 #endif

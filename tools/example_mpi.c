@@ -5,7 +5,8 @@
  * then the training pair (ag_mpi_rounds_forward, ag_mpi_rounds_backward,
  * twice on one tape, as epochs do) against ag_rounds_forward and
  * ag_rounds_backward: the weight gradients on every process and the gathered
- * dX. The same bits, or exit 1. Usage (make check-mpi runs it):
+ * dX. The same bits, or exit 1. Last, a refusal by the memory budget is
+ * AG_ELIMIT on every process. Usage (make check-mpi runs it):
  *   mpirun -np P build/example_mpi [PATTERN [N]]
  */
 #include <stdio.h>
@@ -90,6 +91,59 @@ static int gradients(const ag_mpi_part_t *part, ag_nbhd_t *nb, const ag_weights_
     return any;
 }
 
+/* Under a small memory budget, states of width 2^15 (512 rows make an array
+   the budget checks): the rounds' LayerNorm states, a round's tape and the
+   backward's buffers are refused, and every process gets AG_ELIMIT, with err
+   and without. The states are never touched. 0 when so. */
+static int budget(const ag_mpi_part_t *part, ag_error_t *err)
+{
+    const int64_t wide = 1 << 15, n = part->hi - part->lo;
+    ag_weights_t w, g;
+    if (ag_weights_random(&w, wide, 1, 1, 0, 5, err) || ag_weights_grads_init(&g, &w, 0, err))
+        return 1;
+    float *X = calloc((size_t)((n ? n : 1) * wide), sizeof *X);
+    ag_round_opts_t ln = AG_ROUND_OPTS_INIT;
+    ln.norm = AG_NORM_LAYER;
+    ag_mpi_tape_t *tape = NULL;
+    const int64_t old = ag_set_memory_budget(1 << 20);
+    int rc[6];
+    ag_error_t e[6];
+    rc[0] = ag_mpi_rounds_run(MPI_COMM_WORLD, part, &w, 1, X, 1, &ln, AG_MPI_AUTO, NULL, NULL,
+                              &e[0]);
+    rc[1] = ag_mpi_rounds_run(MPI_COMM_WORLD, part, &w, 1, X, 1, &ln, AG_MPI_AUTO, NULL, NULL,
+                              NULL);
+    rc[2] = ag_mpi_rounds_forward(MPI_COMM_WORLD, part, &w, 1, X, 1, NULL, &tape, NULL, &e[2]);
+    rc[3] = ag_mpi_rounds_forward(MPI_COMM_WORLD, part, &w, 1, X, 1, NULL, &tape, NULL, NULL);
+    /* no round: an empty tape, and the backward asks for 3 x [n, 2^15] at once */
+    int bad = ag_mpi_rounds_forward(MPI_COMM_WORLD, part, &w, 1, X, 0, NULL, &tape, NULL, err);
+    if (!bad) {
+        rc[4] = ag_mpi_rounds_backward(tape, X, NULL, &g, &e[4]);
+        rc[5] = ag_mpi_rounds_backward(tape, X, NULL, &g, NULL);
+    }
+    ag_set_memory_budget(old);
+    if (bad)
+        fprintf(stderr, "example_mpi: process %d: %s\n", part->rank, err->msg);
+    int wrong = 0;   /* every case that is wrong is said */
+    for (int k = 0; !bad && k < 6; k++)
+        if (rc[k] != AG_ELIMIT ||
+            (k % 2 == 0 && (e[k].status != AG_ELIMIT || !strstr(e[k].msg, "memory budget")))) {
+            fprintf(stderr, "example_mpi: process %d: budget case %d: status %d (%s), expected "
+                    "%d (limit exceeded)\n", part->rank, k, rc[k], k % 2 ? "no err" : e[k].msg,
+                    AG_ELIMIT);
+            wrong = 1;
+        }
+    bad = bad || wrong;
+    ag_mpi_tape_free(tape);
+    ag_weights_destroy(&w), ag_weights_destroy(&g);
+    free(X);
+    int any;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    if (part->rank == 0)
+        printf("memory budget on %d processes: %s\n", part->ranks,
+               any ? "NOT refused as a limit everywhere" : "refused as a limit everywhere");
+    return any;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -138,6 +192,8 @@ int main(int argc, char **argv)
     MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (!status)
         status = gradients(&part, &nb, &w, &opts, N, &err);
+    if (!status)
+        status = budget(&part, &err);
     ag_mpi_part_destroy(&part);
     ag_nbhd_destroy(&nb);
     ag_weights_destroy(&w);

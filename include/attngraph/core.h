@@ -109,9 +109,9 @@ int ag_blas_fix(char **argv, ag_error_t *err);
 
 /*
  * The memory budget: every array the library allocates is checked against it
- * before the allocation is tried, and one that would need more is refused
- * (AG_ELIMIT) with a message naming what it was for, the bytes it needs and
- * the budget. 0 (the default) means the machine's available memory at the
+ * before the allocation is tried, and one that would need more is refused:
+ * the call returns AG_ELIMIT (err or not), with a message naming what it was
+ * for, the bytes it needs and the budget. 0 (the default) means the machine's available memory at the
  * time (MemAvailable). ag_set_memory_budget returns the previous setting;
  * ag_memory_budget the budget in force now, in bytes.
  */

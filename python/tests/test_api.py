@@ -71,6 +71,20 @@ def test_shape_errors(rng):
         ag.attention(g, q, k, v, heads=2, edge_bias=np.zeros(3))
 
 
+def test_memory_budget_refusal_is_a_limit():
+    # the workspace's Q [1024, 2^14] is 64 MiB, over the budget (never allocated)
+    g = ag.Graph.pattern("causal", 1024)
+    x = np.zeros((1024, 16), np.float32)
+    w = ag.Weights.random(16, 1, 1 << 14)
+    old = ag.set_memory_budget(32 << 20)
+    try:
+        with pytest.raises(ag.Error, match="workspace needs .* GB; the memory budget is") as e:
+            ag.rounds(g, x, [w], 1)
+    finally:
+        ag.set_memory_budget(old)
+    assert e.value.status == "limit exceeded"
+
+
 def test_weights_folder_errors(tmp_path, rng):
     with pytest.raises(ag.Error, match="wq.npy"):
         ag.Weights.load(str(tmp_path), heads=1)

@@ -65,7 +65,7 @@ static int backward_prepare(bw_state_t *b, ag_nbhd_t *nb, const float *Q, const 
     memset(b, 0, sizeof *b);
     float *all = ag_alloc(5 * N * HD + 2 * N * H, sizeof(float), err, "backward buffers");
     if (!all)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     b->dM = all, b->M = all + N * HD, b->g = b->M + N * HD, b->lse = b->g + 3 * N * HD;
     b->Dd = b->lse + N * H;
     ag_random_normal(b->dM, N * HD, seed, 13, 1.0f);
@@ -183,9 +183,9 @@ int cmd_bench(int argc, char **argv)
                 ag_random_normal(m[x]->data, N * H * d, o.seed, 10 + (uint64_t)x, 1.0f);
     }
     if (!rc && !(M = ag_alloc(N * H * d, sizeof *M, &err, "output")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if (!rc && !(t = ag_alloc(reps, sizeof *t, &err, "timings")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     const float scale = 1.0f / sqrtf((float)d);
     bw_state_t bs = {0};
     if (!rc && backward)

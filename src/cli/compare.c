@@ -344,13 +344,13 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
     if (k == 0) {
         st->entropy = ag_alloc(4 * N, sizeof(double), err, "compare");
         if (!st->entropy || (rc = inputs_load(&st->in, &co->o, N, err)))
-            return st->entropy ? rc : AG_ENOMEM;
+            return st->entropy ? rc : ag_alloc_status();
         st->distance = st->entropy + N, st->change = st->entropy + 2 * N;
         st->cosine = st->entropy + 3 * N;
         st->grid = N < MASK_GRID ? N : MASK_GRID;
         if (co->svg && !(st->masks = ag_alloc(co->n_conns * st->grid * st->grid,
                                               sizeof *st->masks, err, "compare --svg")))
-            return AG_ENOMEM;
+            return ag_alloc_status();
     }
     if (st->masks &&
         (rc = ag_mask_grid(st->masks + k * st->grid * st->grid, st->grid, &st->src.nb, err)))

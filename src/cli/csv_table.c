@@ -106,7 +106,7 @@ int csv_parse(csv_t *t, char *buf, size_t len, const char *path, ag_error_t *err
     t->cells = ag_alloc(lines * CSV_MAX_COLS + 1, sizeof *t->cells, err, "csv");
     if (!t->cells) {
         csv_free(t);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     int64_t line_no = 0;
     for (char *p = t->buf, *next; p && *p; p = next) {

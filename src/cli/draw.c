@@ -198,7 +198,7 @@ static int draw_binned(const attn_opts_t *a, const source_t *s, const inputs_t *
     ag_heatmap_bins_t *b = NULL;
     float *W = ag_alloc(most * H, sizeof *W, err, "draw");
     int64_t *src = ag_alloc(2 * most, sizeof *src, err, "draw");
-    int rc = W && src ? ag_heatmap_bins_new(&b, N, bins, err) : AG_ENOMEM;
+    int rc = W && src ? ag_heatmap_bins_new(&b, N, bins, err) : ag_alloc_status();
     for (int64_t lo = 0, hi; lo < N && !rc; lo = hi) {
         for (hi = lo + 1; hi < N && nb->edge_ptr[hi + 1] - nb->edge_ptr[lo] <= most; hi++)
             ;
@@ -242,13 +242,13 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
     float *W = ag_alloc(E * H + 1, sizeof *W, err, "draw");
     int64_t *src = ag_alloc(2 * E + 1, sizeof *src, err, "draw");
     double *xy = NULL;
-    int rc = W && src ? slot_edges(r, in, s, 0, N, src, src + E, W, err) : AG_ENOMEM;
+    int rc = W && src ? slot_edges(r, in, s, 0, N, src, src + E, W, err) : ag_alloc_status();
     const ag_edge_weights_t ew = {N, E, src, src + E, W, H, a->head,
                                   (const char *const *)s->labels.str, head};
     const int fr = a->layout < 0 ? s->have_graph : a->layout;
     if (!rc && a->graph && fr) {
         xy = ag_alloc(2 * N, sizeof *xy, err, "layout");
-        rc = xy ? ag_layout_fr(xy, N, E, src, src + E, o->seed, err) : AG_ENOMEM;
+        rc = xy ? ag_layout_fr(xy, N, E, src, src + E, o->seed, err) : ag_alloc_status();
     }
     if (!rc && a->graph) {
         const ag_graph_opts_t go = {xy, a->vmax};

@@ -100,7 +100,7 @@ static int make_rounds(const csv_t *t, const char *given, char **svg, ag_error_t
         return ag_fail(err, AG_EFORMAT, "%s: no rounds in it (a header only)", t->path);
     double *v = ag_alloc(3 * t->n_rows, sizeof *v, err, "rounds");
     if (!v)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     double *round = v, *change = v + t->n_rows, *entropy = v + 2 * t->n_rows;
     int rc = AG_OK;
     for (int64_t r = 0; r < t->n_rows && !rc; r++)
@@ -144,7 +144,7 @@ static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t 
         return ag_fail(err, AG_EFORMAT, "%s: no epochs in it (a header only)", t->path);
     conn_curve_t *cv = ag_calloc(MAX_CONNS, sizeof *cv, err, "train curve");
     double *v = ag_alloc(5 * t->n_rows, sizeof *v, err, "train curve");
-    int rc = cv && v ? AG_OK : AG_ENOMEM;
+    int rc = cv && v ? AG_OK : ag_alloc_status();
     int n_conns = 0, any[4] = {0, 0, 0, 0};
     for (int64_t r = 0; r < t->n_rows && !rc; r++) {
         const char *name = cconn >= 0 ? t->cells[r * t->n_cols + cconn] : "";
@@ -218,7 +218,7 @@ int draw_train_csv(const char *text, size_t len, const char *name, const char *t
 {
     char *buf = ag_alloc((int64_t)len + 1, 1, err, "training curve");
     if (!buf)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     memcpy(buf, text, len);
     buf[len] = '\0';
     csv_t t;

@@ -171,12 +171,12 @@ static int attention_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *er
     const int softmax = score.kind != AG_SCORE_SIGMOID && score.kind != AG_SCORE_LINEAR;
     for (int k = 0; k < 3 + additive + additive + gatv2; k++)
         if (!(st->grad[k] = ag_alloc(k < 3 ? N * HD : HD, sizeof(float), err, "gradients")))
-            return AG_ENOMEM;
+            return ag_alloc_status();
     if (!(st->M = ag_alloc(N * HD, sizeof(float), err, "messages")) ||
         (softmax && !(st->lse = ag_alloc(N * H, sizeof(float), err, "log-sum-exp"))))
-        return AG_ENOMEM;
+        return ag_alloc_status();
     if (o->edge_bias && !(st->d_bias = ag_alloc(nb->n_edges, sizeof(float), err, "gradients")))
-        return AG_ENOMEM;
+        return ag_alloc_status();
     const ag_attention_opts_t ao = {.lse = st->lse};
     if ((rc = ag_attention_ex(nb, in->q.data, in->k.data, in->v.data, H, d, &score, st->M, &ao,
                               err)))
@@ -207,7 +207,7 @@ static int attention_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *er
             st->d_bias_edges[e] = st->d_bias[slot[e]];
         free(msgs), free(slot);
         if (!st->d_bias_edges)
-            return AG_ENOMEM;
+            return ag_alloc_status();
         add_item(st, "d_edge_bias.npy", st->d_bias_edges, 2, nb->n_edges, 1, 0);
     }
     return AG_OK;
@@ -259,7 +259,7 @@ static int rounds_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *err)
     if (!(st->M = ag_alloc(N * D, sizeof(float), err, "states")) ||
         !(st->grad[0] = ag_alloc(N * D, sizeof(float), err, "gradients")) ||
         !(st->wgrads = ag_calloc(in->n_layers, sizeof *st->wgrads, err, "gradients")))
-        return AG_ENOMEM;
+        return ag_alloc_status();
     st->n_wgrads = in->n_layers;
     for (int k = 0; k < in->n_layers && !rc; k++)
         rc = ag_weights_grads_init(&st->wgrads[k], &in->layers[k], o->norm == AG_NORM_LAYER,

@@ -440,7 +440,7 @@ static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     in->n_layers = n ? n : 1;
     in->layers = ag_calloc(in->n_layers, sizeof *in->layers, err, "weights");
     if (!in->layers)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     for (int k = 0; k < in->n_layers; k++) {
         char dir[4096];
         snprintf(dir, sizeof dir, n ? "%s/round-%d" : "%s", o->weights, k + 1);
@@ -524,7 +524,7 @@ static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         in->n_layers = 1;
         in->layers = ag_calloc(1, sizeof *in->layers, err, "weights");
         if (!in->layers)
-            return AG_ENOMEM;
+            return ag_alloc_status();
         if ((rc = ag_weights_random(in->layers, D, o->heads, d, o->per_node ? in->N : 0,
                                     o->seed, err)))
             return rc;
@@ -545,7 +545,7 @@ int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err)
         /* raw attention has no layer: additive and gatv2 get seeded vectors */
         const int64_t n = in->H * in->d;
         if (!(in->vectors = ag_alloc(3 * n, sizeof(float), err, "attention vectors")))
-            rc = AG_ENOMEM;
+            rc = ag_alloc_status();
         else
             ag_random_normal(in->vectors, 3 * n, o->seed, 7, 1.0f / sqrtf((float)in->d));
         if (!rc && in->score.kind == AG_SCORE_ADDITIVE)

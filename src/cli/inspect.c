@@ -84,7 +84,8 @@ static int answer_who(const result_t *r, const inputs_t *in, const source_t *s, 
     int64_t *src = ag_alloc(deg + 1, sizeof *src, err, "inspect");
     pick_t *picks = ag_calloc(deg + 1, sizeof *picks, err, "inspect");
     double *heads = ag_calloc(deg * H + 1, sizeof *heads, err, "inspect");
-    int rc = W && src && picks && heads ? result_weights(r, in, s, a, a + 1, W, err) : AG_ENOMEM;
+    int rc = W && src && picks && heads ? result_weights(r, in, s, a, a + 1, W, err)
+                                        : ag_alloc_status();
     int64_t n = 0;
     if (!rc) {
         ag_nbhd_sources(nb, a, a + 1, src);
@@ -141,7 +142,8 @@ static int answer_top(const result_t *r, const inputs_t *in, const source_t *s, 
     int64_t *src = ag_alloc(E + 1, sizeof *src, err, "inspect");
     pick_t *best = ag_calloc(K + 1, sizeof *best, err, "inspect");
     int64_t *best_dst = ag_calloc(K + 1, sizeof *best_dst, err, "inspect");
-    int rc = W && src && best && best_dst ? result_weights(r, in, s, 0, N, W, err) : AG_ENOMEM;
+    int rc = W && src && best && best_dst ? result_weights(r, in, s, 0, N, W, err)
+                                          : ag_alloc_status();
     int64_t n = 0;
     if (!rc) {
         ag_nbhd_sources(nb, 0, N, src);

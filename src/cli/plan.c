@@ -251,7 +251,7 @@ static int count_graph(plan_parts_t *pp, const plan_opts_t *po, const ag_nbhd_t 
         rc = ag_partition_stats(&pt, nb, pp->st, err);
     if (!rc && pt.contiguous) {
         if (!(pp->first = ag_alloc(pp->P + 1, sizeof *pp->first, err, "plan")))
-            rc = AG_ENOMEM;
+            rc = ag_alloc_status();
         else
             memcpy(pp->first, pt.first, (size_t)(pp->P + 1) * sizeof *pp->first);
     }
@@ -259,7 +259,7 @@ static int count_graph(plan_parts_t *pp, const plan_opts_t *po, const ag_nbhd_t 
     pp->exact = 1;
     if (!rc && po->metis) {
         ag_part_stats_t *cs = ag_alloc(pp->P, sizeof *cs, err, "plan");
-        rc = cs ? ag_partition_contiguous(&pt, nb, pp->P, err) : AG_ENOMEM;
+        rc = cs ? ag_partition_contiguous(&pt, nb, pp->P, err) : ag_alloc_status();
         if (!rc)
             rc = ag_partition_stats(&pt, nb, cs, err);
         if (!rc)
@@ -277,11 +277,11 @@ static int count_parts(plan_parts_t *pp, int P, const plan_opts_t *po, const pla
     pp->P = P;
     pp->cut_contiguous = -1;
     if (!(pp->st = ag_calloc(P, sizeof *pp->st, err, "plan")))
-        return AG_ENOMEM;
+        return ag_alloc_status();
     if (in->nb)
         return count_graph(pp, po, in->nb, err);
     if (!(pp->first = ag_alloc(P + 1, sizeof *pp->first, err, "plan")))
-        return AG_ENOMEM;
+        return ag_alloc_status();
     const int64_t sample = po->exact ? AG_SAMPLE_EXACT : po->sample;
     return ag_partition_pattern(pp->first, pp->st, in->pattern, in->N, in->self, P, sample,
                                 &pp->exact, err);

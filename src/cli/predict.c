@@ -58,7 +58,7 @@ int readout_load(readout_t *r, const char *dir, int64_t D, ag_error_t *err)
     }
     if (!b.data && !(b.data = ag_calloc(C, sizeof(float), err, "readout bias"))) {
         ag_array_destroy(&w);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     r->C = C, r->D = D, r->w = w.data, r->b = b.data;
     return AG_OK;

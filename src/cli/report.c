@@ -38,7 +38,7 @@ static int mean_weights(const result_t *r, const inputs_t *in, const source_t *s
     float *W = *w_out = ag_alloc(E * H + 1, sizeof *W, err, "summary");
     int64_t *src = *src_out = ag_alloc(E + 1, sizeof *src, err, "summary");
     if (!W || !src)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     int rc = result_weights(r, in, s, 0, show, W, err);
     if (!rc) {
         ag_nbhd_sources(&s->nb, 0, show, src);
@@ -177,7 +177,7 @@ static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int6
     if (!eid || (rc = add_loops(&g, msgs, E, eid, !s->have_graph, path, err))) {
         free(eid);
         igraph_destroy(&g);
-        return eid ? rc : AG_ENOMEM;
+        return eid ? rc : ag_alloc_status();
     }
     const int64_t n_edges = igraph_ecount(&g);
     igraph_vector_t col;
@@ -238,7 +238,7 @@ int report_attention(const out_file_t *out, const result_t *r,
     ag_edge_msg_t *msgs = NULL;
     int64_t *slot = NULL;
     float *W = ag_alloc(E * H + 1, sizeof *W, err, name), *ordered = NULL;
-    int rc = W ? result_weights(r, in, s, 0, s->nb.n_nodes, W, err) : AG_ENOMEM;
+    int rc = W ? result_weights(r, in, s, 0, s->nb.n_nodes, W, err) : ag_alloc_status();
     if (!rc)
         rc = ag_edge_order(&s->nb, &msgs, &slot, err);
     if (!rc && strcasecmp(ext, "csv") == 0) {
@@ -246,7 +246,7 @@ int report_attention(const out_file_t *out, const result_t *r,
     } else if (!rc && strcasecmp(ext, "npy") == 0) {
         /* [E, H] in the graph's edge order */
         if (!(ordered = ag_alloc(E * H + 1, sizeof *ordered, err, name)))
-            rc = AG_ENOMEM;
+            rc = ag_alloc_status();
         for (int64_t k = 0; !rc && k < E; k++)
             memcpy(ordered + k * H, W + slot[k] * H, (size_t)H * sizeof *W);
         if (!rc)

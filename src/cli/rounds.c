@@ -97,18 +97,18 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     int rc = ag_workspace_init(&r->ws, N, HD, r->cols, err);
     r->trace = ag_calloc(in->rounds + 1, sizeof *r->trace, err, "trace");
     if (!rc && !r->trace)
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     const int per_node = (figures & FIGURES_PER_NODE) != 0;
     if (!rc && o->attn_round) {
         r->Q_kept = ag_alloc(N * HD, sizeof(float), err, "--attn-round");
         r->K_kept = ag_alloc(N * HD, sizeof(float), err, "--attn-round");
         if (!r->Q_kept || !r->K_kept)
-            rc = AG_ENOMEM;
+            rc = ag_alloc_status();
         if (!rc && per_node && (!(r->entropy_kept = ag_alloc(N * in->H, sizeof(float), err,
                                                               "--attn-round")) ||
                                 !(r->distance_kept = ag_alloc(N * in->H, sizeof(float), err,
                                                                "--attn-round"))))
-            rc = AG_ENOMEM;
+            rc = ag_alloc_status();
     }
     if (!rc && o->save_rounds && mkdir(o->save_rounds, 0777) != 0 && errno != EEXIST)
         rc = ag_fail(err, AG_EIO, "%s: cannot create the directory: %s", o->save_rounds,
@@ -159,7 +159,7 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
     r->cols = in->raw ? HD : in->x0.cols;
     r->y = ag_alloc(N * r->cols, sizeof(float), err, "output");
     if (!r->y)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     int rc = AG_OK;
     progress_t progress;
     progress_begin(&progress, o->progress, o->quiet, in->raw ? 1 : (int)in->rounds);
@@ -185,7 +185,7 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
         if ((figures & FIGURES_PER_NODE) &&
             (!(r->entropy_kept = ag_alloc(N * in->H, sizeof(float), err, "figures")) ||
              !(r->distance_kept = ag_alloc(N * in->H, sizeof(float), err, "figures"))))
-            rc = AG_ENOMEM;
+            rc = ag_alloc_status();
         r->entropy = r->entropy_kept, r->distance = r->distance_kept;
         const ag_attention_opts_t ao = {.entropy = r->entropy_kept,
                                         .distance = r->distance_kept,

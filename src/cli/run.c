@@ -173,7 +173,7 @@ static int write_head_messages(const char *path, const float *M, int64_t N, int6
 {
     float *per_head = ag_alloc(N * H * d, sizeof *per_head, err, "head messages");
     if (!per_head)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     for (int64_t h = 0; h < H; h++)
         for (int64_t i = 0; i < N; i++)
             memcpy(per_head + (h * N + i) * d, M + i * H * d + h * d, (size_t)d * sizeof *M);
@@ -200,7 +200,7 @@ static int write_predictions(const char *path, const run_opts_t *o, const float 
     int64_t *pred = ag_alloc(N, sizeof *pred, err, "predictions");
     if (!pred) {
         readout_free(&ro);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     readout_predict(&ro, X, N, pred);
     rc = npy_write_i64(path, pred, N, err);
@@ -231,7 +231,7 @@ static int write_trace_svg(out_file_t *out, const result_t *r, const source_t *s
     const int64_t n = r->rounds_done;
     double *v = ag_alloc(3 * n + 1, sizeof *v, err, "--trace");
     if (!v)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     for (int64_t k = 0; k < n; k++) {
         v[k] = r->trace[k].round;
         v[n + k] = r->trace[k].f.change;

@@ -187,7 +187,7 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
         if (to->predict) {
             readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};
             if (!(st->pred = ag_alloc(N, sizeof *st->pred, err, "predictions")))
-                return AG_ENOMEM;
+                return ag_alloc_status();
             readout_predict(&r, st->model.X, N, st->pred);
             rc = npy_write_i64(st->outs[1].path, st->pred, N, err);
         }

@@ -38,7 +38,7 @@ static int weights_copy(ag_weights_t *dst, const ag_weights_t *src, ag_error_t *
         float *to = ag_alloc(n, sizeof(float), err, "weights");
         if (!to) {
             ag_weights_destroy(dst);
-            return AG_ENOMEM;
+            return ag_alloc_status();
         }
         memcpy(to, from, (size_t)n * sizeof(float));
         *array_of(dst, k) = to;
@@ -82,12 +82,12 @@ static int readout_init(model_t *m, const train_opts_t *to, ag_error_t *err)
         m->wr = ag_alloc(C * D, sizeof(float), err, "readout");
         m->br = ag_calloc(C, sizeof(float), err, "readout");
         if (!m->wr || !m->br)
-            return AG_ENOMEM;
+            return ag_alloc_status();
         ag_random_normal(m->wr, C * D, to->o.seed, 101, 1.0f / sqrtf((float)D));
     }
     m->dwr = ag_alloc(C * D, sizeof(float), err, "readout gradient");
     m->dbr = ag_alloc(C, sizeof(float), err, "readout gradient");
-    return m->dwr && m->dbr ? AG_OK : AG_ENOMEM;
+    return m->dwr && m->dbr ? AG_OK : ag_alloc_status();
 }
 
 /* Registers the arrays the loss depends on; 0 of them is nothing to learn. */
@@ -132,7 +132,7 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
     m->layers = ag_calloc(in->n_layers, sizeof *m->layers, err, "weights");
     m->grads = ag_calloc(in->n_layers, sizeof *m->grads, err, "gradients");
     if (!m->layers || !m->grads)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     m->n_layers = in->n_layers;
     int rc = AG_OK;
     for (int l = 0; l < m->n_layers && !rc; l++) {
@@ -156,7 +156,7 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
     m->X = ag_alloc(m->N * m->D, sizeof(float), err, "states");
     m->dX = ag_alloc(m->N * m->D, sizeof(float), err, "state gradients");
     if (!m->X || !m->dX)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     if ((rc = ag_optimizer_init(&m->opt, &to->opt, err)))
         return rc;
     return register_params(m, to, err);

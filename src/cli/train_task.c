@@ -35,7 +35,7 @@ static int read_mask(uint8_t **mask, const char *path, const char *option, int64
     }
     ag_array_destroy(&a);
     if (!m)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     if (rc) {
         free(m);
         return rc;
@@ -132,12 +132,12 @@ int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t
     if (!rc && o->eval_mask)
         rc = read_mask(&t->eval, o->eval_mask, "--eval-mask", N, err);
     if (!rc && !t->train && !(t->train = ag_alloc(N, 1, err, "train mask")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if (!rc && !o->train_mask)
         memset(t->train, 1, (size_t)N);
     if (!rc && !o->eval_mask && o->train_mask) {   /* held out: the rest */
         if (!(t->eval = ag_alloc(N, 1, err, "eval mask")))
-            return AG_ENOMEM;
+            return ag_alloc_status();
         for (int64_t i = 0; i < N; i++)
             t->eval[i] = !t->train[i];
         if (!counted(t, t->eval))

@@ -222,7 +222,7 @@ int ag_draw_graph(char **svg, const ag_edge_weights_t *a, const ag_graph_opts_t 
     order_t *order = ag_alloc(a->n_edges + 1, sizeof *order, err, "graph picture");
     if (!c.x || !order) {
         free(c.x), free(order);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     c.y = c.x + a->n_nodes;
     double top = 0;

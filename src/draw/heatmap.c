@@ -302,7 +302,7 @@ int ag_draw_heatmap(char **svg, const ag_edge_weights_t *a, const ag_heatmap_opt
     int64_t n = 0;
     cell_t *c = merge_cells(a, &n, err);
     if (!c)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     const int64_t bins = o->bins ? o->bins : AG_HEATMAP_BINS;
     const int binned = (a->n_nodes > (o->max_nodes ? o->max_nodes : AG_HEATMAP_MAX_NODES) ||
                         n > (o->max_cells ? o->max_cells : AG_HEATMAP_MAX_CELLS)) &&

@@ -14,14 +14,14 @@ int ag_heatmap_bins_new(ag_heatmap_bins_t **bins, int64_t n_nodes, int64_t n_bin
                        "number of nodes (at most 4096)", (long long)n_bins, (long long)n_nodes);
     ag_heatmap_bins_t *b = ag_calloc(1, sizeof *b, err, "heatmap");
     if (!b)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     b->n_nodes = n_nodes, b->g = g;
     b->last_dst = b->last_src = -1;
     b->sum = ag_calloc(g * g, sizeof *b->sum, err, "heatmap");
     b->count = ag_calloc(g * g, sizeof *b->count, err, "heatmap");
     if (!b->sum || !b->count) {
         ag_heatmap_bins_free(b);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     *bins = b;
     return AG_OK;

@@ -37,7 +37,7 @@ int ag_layout_fr(double *xy, int64_t n_nodes, int64_t n_edges, const int64_t *sr
        so the host's default generator is left alone */
     float *start = ag_alloc(2 * n_nodes, sizeof *start, err, "layout");
     if (!start)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     ag_random_normal(start, 2 * n_nodes, seed, 0x1a70u, (float)sqrt((double)n_nodes));
     int rc = AG_OK;
     igraph_vector_int_t edges;

@@ -44,7 +44,7 @@ int ag_svg_save(const char *path, const char *svg, ag_error_t *err)
     const size_t len = strlen(path) + 16;
     char *tmp = ag_alloc((int64_t)len, 1, err, "picture");
     if (!tmp)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     snprintf(tmp, len, "%s.XXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0) {

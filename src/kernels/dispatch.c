@@ -216,7 +216,7 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
     float *own = ag_alloc(N * H + (M && lse ? 0 : N * HD + N * H), sizeof(float), err,
                           "attention backward");
     if (!own)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     float *Dd = own;
     if (!M || !lse) {
         float *M2 = own + N * H, *lse2 = M2 + N * HD;

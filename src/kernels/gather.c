@@ -160,7 +160,7 @@ int ag_i_attention_gather_range(const ag_nbhd_t *nb, int64_t lo, int64_t N, cons
     float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
                           "gather kernel buffers");
     if (!buf)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     const float scale2 = scale * LOG2E;
 #pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
@@ -433,7 +433,7 @@ int ag_i_backward_gather_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, in
     float *ld = buf ? ag_alloc(2 * w * H + 1, sizeof(float), err, "gather backward lse") : NULL;
     if (!ld) {
         free(buf);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     const int par = nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK;
     (void)par;   /* read only by the parallel clauses: unused without OpenMP */

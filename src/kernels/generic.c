@@ -85,7 +85,7 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
         need += 2 * N * HD;
     c->owned = ag_alloc(need, sizeof(float), err, "score");
     if (!c->owned)
-        return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
+        return ag_alloc_status();
     c->alibi = c->owned;
     for (int64_t h = 0; h < H; h++)   /* ALiBi's geometric slopes, 2^(-8(h+1)/H) */
         c->alibi[h] = c->sc.alibi ? exp2f(-8.0f * (float)(h + 1) / (float)H) : 0.0f;
@@ -309,7 +309,7 @@ static int generic_begin(sctx_t *c, scratch_t *buf, const ag_score_t *score,
                         "attention buffer");
     if (!buf->buf) {
         free(c->owned);
-        return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
+        return ag_alloc_status();
     }
     return AG_OK;
 }
@@ -794,7 +794,7 @@ int ag_i_backward_generic(const ag_nbhd_t *nb, const float *Q, const float *K, c
     if (!b.state || (gat && (g->d_a_src || g->d_a_dst) && !b.part)) {
         free(b.state), free(b.part);
         generic_end(&b.c, &b.buf);
-        return err ? err->status : AG_ENOMEM;   /* out of memory, or over the budget */
+        return ag_alloc_status();
     }
     /* the vectors' gradients: gatv2's a and additive's a_dst from the
        destinations, additive's a_src from the sources */

@@ -88,7 +88,7 @@ int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, c
     scratch.buf = ag_alloc((int64_t)max_threads() * scratch.stride, sizeof(float), err,
                            "attention scratch");
     if (!scratch.buf)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     /* In-degrees vary (causal: i+1), so hand out small chunks dynamically. */
 #pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = 0; i < N; i++) {

@@ -268,7 +268,7 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
     float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
                           "tiled kernel buffers");
     if (!buf)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0, n_tasks = n_blocks * H;
     const float scale2 = scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
     static const block_fn variants[3][2] = {{block_q1_base, block_q4_base},
@@ -666,7 +666,7 @@ int ag_i_backward_tiled_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int
                                          "order") : NULL;
     if (!tmp) {
         free(buf), free(order);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     order_blocks(nb, 0, BQ, qb0, n_qb, qhi, order, tmp);
     order_blocks(nb, 1, BQ, kb0, n_kb, khi, order + n_qb, tmp);

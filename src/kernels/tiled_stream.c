@@ -122,7 +122,7 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
     *out = NULL;
     ag_tiled_stream_t *st = ag_calloc(1, sizeof *st, err, "streamed attention");
     if (!st)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     st->nb = nb, st->Q = Q, st->H = H, st->d = d;
     st->QV = ag_i_tiled_width(nb);
     st->step = ag_i_tile_step(st->QV);
@@ -145,7 +145,7 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
                                  "streamed attention");
     if (!st->blocks || !st->next || !st->acc || !st->m || !st->l || !st->scratch) {
         ag_i_tiled_stream_free(st);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     for (int64_t k = 0; k < st->n_blocks; k++) {
         const int64_t i0 = lo + k * BQ;

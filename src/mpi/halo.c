@@ -54,7 +54,7 @@ static int rows_type(MPI_Datatype *t, const ag_halo_t *h, const int64_t *rows, i
                        "describes (2^30)", n);
     MPI_Aint *at = ag_alloc(2 * (int64_t)n, sizeof *at, err, "halo");
     if (!at)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     for (int k = 0; k < n; k++) {
         const int64_t r = (rows[k] - h->wlo) * h->HD;
         MPI_Get_address(h->K + r, &at[k]);
@@ -75,7 +75,7 @@ static int make_types(ag_halo_t *h, ag_error_t *err)
     h->recv_n = ag_alloc(P, sizeof *h->recv_n, err, "halo");
     h->zeros = ag_calloc(P, sizeof *h->zeros, err, "halo");
     if (!h->send_type || !h->recv_type || !h->send_n || !h->recv_n || !h->zeros)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     for (int p = 0; p < P; p++)
         h->send_type[p] = h->recv_type[p] = MPI_DATATYPE_NULL;
     MPI_Datatype row;
@@ -120,7 +120,7 @@ static int list_reads(ag_halo_t *h, const ag_mpi_part_t *part, ag_error_t *err)
     const int64_t w = h->whi - h->wlo;
     int32_t *cover = ag_calloc(w + 1, sizeof *cover, err, "halo");
     if (!cover)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     const ag_nbhd_t *nb = &part->nb;
     for (int64_t r = 0; r < nb->n_runs; r++) {   /* +1 where a run starts, -1 past its end */
         cover[nb->run_src[r] - h->wlo]++;
@@ -136,7 +136,7 @@ static int list_reads(ag_halo_t *h, const ag_mpi_part_t *part, ag_error_t *err)
     h->recv_rows = ag_alloc(n + 1, sizeof *h->recv_rows, err, "halo");
     if (!h->recv_rows) {
         free(cover);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     if (n > INT32_MAX / 2) {   /* before the int counts below could overflow */
         free(cover);
@@ -180,7 +180,7 @@ int ag_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64_t
     h->send_count = ag_calloc(P, sizeof(int), err, "halo");
     h->send_displ = ag_calloc(P, sizeof(int), err, "halo");
     if (!h->K || !h->V || !h->recv_count || !h->recv_displ || !h->send_count || !h->send_displ)
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if (!rc)
         rc = list_reads(h, part, err);
     if ((rc = ag_mpi_agree(comm, rc, err))) {
@@ -192,7 +192,7 @@ int ag_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64_t
     ag_mpi_displs(h->send_count, h->send_displ, P);
     h->n_send = h->send_displ[P - 1] + (int64_t)h->send_count[P - 1];
     h->send_rows = ag_alloc(h->n_send + 1, sizeof *h->send_rows, err, "halo");
-    rc = h->send_rows ? AG_OK : AG_ENOMEM;
+    rc = h->send_rows ? AG_OK : ag_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         ag_halo_destroy(h);
         return rc;

@@ -60,7 +60,7 @@ static int slice(ag_nbhd_t *out, const ag_nbhd_t *nb, int64_t lo, int64_t hi, ag
     out->run_len = ag_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
     if (!out->edge_ptr || !out->run_ptr || !out->run_src || !out->run_len) {
         ag_nbhd_destroy(out);
-        return AG_ENOMEM;
+        return ag_alloc_status();
     }
     for (int64_t i = 0; i <= n; i++) {
         out->edge_ptr[i] = nb->edge_ptr[lo + i] - e0;
@@ -77,7 +77,7 @@ static int part_begin(ag_mpi_part_t *part, MPI_Comm comm, ag_error_t *err)
     MPI_Comm_size(comm, &part->ranks);
     MPI_Comm_rank(comm, &part->rank);
     part->bounds = ag_alloc(part->ranks + 1, sizeof(int64_t), err, "part bounds");
-    return part->bounds ? AG_OK : AG_ENOMEM;
+    return part->bounds ? AG_OK : ag_alloc_status();
 }
 
 int ag_mpi_part_local(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
@@ -214,7 +214,7 @@ static int renumber(ag_nbhd_t *out, const ag_nbhd_t *nb, const ag_partition_t *p
     int64_t *new_of = ag_alloc(N, sizeof *new_of, err, "renumbering");
     int64_t *indptr = ag_alloc(N + 1, sizeof *indptr, err, "renumbering");
     int64_t *indices = ag_alloc(E ? E : 1, sizeof *indices, err, "renumbering");
-    int rc = new_of && indptr && indices ? AG_OK : AG_ENOMEM;
+    int rc = new_of && indptr && indices ? AG_OK : ag_alloc_status();
     if (!rc) {
         for (int64_t k = 0; k < N; k++)
             new_of[pt->part_nodes[k]] = k;
@@ -257,7 +257,7 @@ static int check_partition(const ag_partition_t *pt, const ag_nbhd_t *nb, int P,
                            (long long)pt->part_ptr[p + 1], p, (long long)pt->part_ptr[p]);
     uint8_t *seen = ag_calloc(N ? N : 1, 1, err, "partition check");
     if (!seen)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     int rc = AG_OK;
     for (int64_t k = 0; !rc && k < N; k++) {   /* every node once: a permutation */
         const int64_t i = pt->part_nodes[k];
@@ -281,7 +281,7 @@ static int scatter_node_of(ag_mpi_part_t *part, MPI_Comm comm, const ag_partitio
     int *count = ag_alloc(P, sizeof(int), err, "part"), *displ = ag_alloc(P, sizeof(int), err,
                                                                          "part");
     part->node_of = ag_alloc(n ? n : 1, sizeof *part->node_of, err, "part");
-    int rc = count && displ && part->node_of ? AG_OK : AG_ENOMEM;
+    int rc = count && displ && part->node_of ? AG_OK : ag_alloc_status();
     if (!(rc = ag_mpi_agree(comm, rc, err))) {
         for (int p = 0; p < P; p++)
             count[p] = (int)(part->bounds[p + 1] - part->bounds[p]),
@@ -366,7 +366,7 @@ static int read_own(ag_nbhd_t *whole, const int64_t *indptr, int64_t N, int64_t 
                      (long long)indptr[N], indices_path, (long long)total,
                      total == 1 ? "y" : "ies");
     if (!rc && !(ptr = own_indptr(indptr, N, lo, hi, err)))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if (!rc && (rc = ag_nbhd_from_csr(whole, N, ptr, idx, err)) && err) {
         char why[sizeof err->msg];   /* its indices count from this part's first entry */
         snprintf(why, sizeof why, "%s", err->msg);

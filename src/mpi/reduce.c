@@ -30,7 +30,7 @@ static int gather(const ag_i_reducer_t *r, const void *part_mine, int64_t chunks
     const int P = part->ranks;
     int *count = ag_alloc(P, sizeof *count, err, "gradient sums");
     int *displ = ag_alloc(P, sizeof *displ, err, "gradient sums");
-    int rc = chunks < 0 ? AG_ENOMEM : count && displ ? AG_OK : AG_ENOMEM;
+    int rc = chunks < 0 || !count || !displ ? ag_alloc_status() : AG_OK;
     *total = 0;
     for (int p = 0; !rc && p < P; p++)
         *total += chunks_of(part, p);
@@ -43,7 +43,7 @@ static int gather(const ag_i_reducer_t *r, const void *part_mine, int64_t chunks
                      "what one MPI call counts (2^31)", (long long)*total, (long long)width);
     *all = NULL;
     if (!rc && !(*all = ag_alloc(*total ? *total * width : 1, elem, err, "gradient sums")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if ((rc = ag_mpi_agree(x->comm, rc, err))) {
         free(count), free(displ), free(*all);
         *all = NULL;

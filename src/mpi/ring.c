@@ -101,7 +101,7 @@ int ag_ring_init(ag_ring_t *g, MPI_Comm comm, const ag_mpi_part_t *part, int64_t
     const int64_t n = part->hi - part->lo;
     ring_state_t *s = ag_calloc(1, sizeof *s, err, "ring");
     if (!s)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     g->state = s;
     int64_t count = 0;
     for (int p = 0; p < P; p++)
@@ -116,7 +116,7 @@ int ag_ring_init(ag_ring_t *g, MPI_Comm comm, const ag_mpi_part_t *part, int64_t
     for (int k = 0; k < 4; k++)
         ok = ok && (s->buf[k].data = ag_alloc(2 * (CARRY + RING_BLOCK) * HD, sizeof(float),
                                               err, "ring"));
-    int rc = ok ? AG_OK : AG_ENOMEM;
+    int rc = ok ? AG_OK : ag_alloc_status();
     if (!rc && count > 16000)   /* two tags a block below MPI's guaranteed 32767 */
         rc = ag_fail(err, AG_ELIMIT, "ring path: %lld blocks of %lld rows are more than "
                      "16000", (long long)count, (long long)RING_BLOCK);

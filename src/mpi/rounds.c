@@ -128,7 +128,7 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
                 !(r.M = ag_alloc(rows * r.HD, sizeof(float), err, "messages")) ||
                 (opts && opts->norm == AG_NORM_LAYER &&
                  !(r.Xn = ag_alloc(rows * r.D, sizeof(float), err, "normalised states")))))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         run_free(&r);
         return rc;
@@ -155,10 +155,10 @@ int ag_mpi_node_order(MPI_Comm comm, const ag_mpi_part_t *part, int root, int64_
     *order = NULL;
     int *count = ag_alloc(P, sizeof(int), err, "node order");
     int *displ = ag_alloc(P, sizeof(int), err, "node order");
-    int rc = count && displ ? AG_OK : AG_ENOMEM;
+    int rc = count && displ ? AG_OK : ag_alloc_status();
     if (!rc && me == root && !(*order = ag_alloc(part->n_nodes ? part->n_nodes : 1,
                                                   sizeof **order, err, "node order")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if (!(rc = ag_mpi_agree(comm, rc, err))) {
         for (int p = 0; p < P; p++)
             count[p] = (int)(part->bounds[p + 1] - part->bounds[p]),
@@ -179,7 +179,7 @@ static int gather_in_part_order(MPI_Comm comm, const ag_mpi_part_t *part, const 
     const int P = part->ranks;
     int *count = ag_alloc(P, sizeof(int), err, "gather"), *displ = ag_alloc(P, sizeof(int), err,
                                                                           "gather");
-    int rc = count && displ ? AG_OK : AG_ENOMEM;
+    int rc = count && displ ? AG_OK : ag_alloc_status();
     if (!rc && part->n_nodes > INT32_MAX)
         rc = ag_fail(err, AG_ELIMIT, "%lld rows are beyond what MPI_Gatherv counts (2^31)",
                      (long long)part->n_nodes);
@@ -209,7 +209,7 @@ int ag_mpi_gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mi
     float *rows = NULL;
     int64_t *order = NULL;
     int rc = here && !(rows = ag_alloc(N && cols ? N * cols : 1, sizeof *rows, err, "gather"))
-                 ? AG_ENOMEM : AG_OK;
+                 ? ag_alloc_status() : AG_OK;
     if (!(rc = ag_mpi_agree(comm, rc, err)))
         rc = ag_mpi_node_order(comm, part, root, &order, err);
     if (!rc)

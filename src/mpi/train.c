@@ -104,7 +104,7 @@ static int walk_runs(const ag_mpi_part_t *part, int64_t *trips_per, int64_t *row
     const int P = part->ranks, me = part->rank;
     int64_t *last = ag_calloc(P, sizeof *last, err, "backward plan");   /* last row sent +1 */
     if (!last)
-        return AG_ENOMEM;
+        return ag_alloc_status();
     for (int64_t x = 0; x < nb->n_nodes; x++) {
         const int64_t i = part->lo + x;
         for (int64_t r = nb->run_ptr[x]; r < nb->run_ptr[x + 1]; r++) {
@@ -145,7 +145,7 @@ static int take_runs(ag_mpi_tape_t *t, const int64_t *trip, int64_t m, const int
     int64_t *src = ag_alloc(m + 1, sizeof *src, err, "backward plan");
     int64_t *len = ag_alloc(m + 1, sizeof *len, err, "backward plan");
     t->recv_rows = ag_alloc(m + 1, sizeof *t->recv_rows, err, "backward plan");
-    int rc = dst && src && len && t->recv_rows ? AG_OK : AG_ENOMEM;
+    int rc = dst && src && len && t->recv_rows ? AG_OK : ag_alloc_status();
     int64_t k = 0, n = 0;
     for (int p = 0; !rc && p < P; p++) {
         t->recv_count[p] = 0;
@@ -178,7 +178,7 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
     t->recv_count = ag_calloc(P, sizeof(int), err, "backward plan");
     t->recv_displ = ag_calloc(P, sizeof(int), err, "backward plan");
     int rc = tp && rp && sc && sd && rc3 && rd && t->send_count && t->send_displ &&
-             t->recv_count && t->recv_displ ? AG_OK : AG_ENOMEM;
+             t->recv_count && t->recv_displ ? AG_OK : ag_alloc_status();
     int64_t *trip = NULL, *rtrip = NULL, *cur = NULL, *rcur = NULL, total = 0, rows = 0;
     if (!rc && !(rc = walk_runs(part, tp, rp, NULL, NULL, NULL, NULL, err))) {
         for (int p = 0; p < P; p++)
@@ -191,7 +191,7 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
                 !(t->send_rows = ag_alloc(rows + 1, sizeof *t->send_rows, err, "backward plan")) ||
                 !(cur = ag_calloc(P, sizeof *cur, err, "backward plan")) ||
                 !(rcur = ag_calloc(P, sizeof *rcur, err, "backward plan"))))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if (!rc) {
         for (int p = 0; p < P; p++) {
             sc[p] = (int)(3 * tp[p]), t->send_count[p] = (int)rp[p];
@@ -213,7 +213,7 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
         else if ((rtrip = ag_alloc(got + 3, sizeof *rtrip, err, "backward plan")))
             ag_mpi_displs(rc3, rd, P);
         else
-            rc = AG_ENOMEM;
+            rc = ag_alloc_status();
         if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
             MPI_Alltoallv(trip, sc, sd, MPI_INT64_T, rtrip, rc3, rd, MPI_INT64_T, t->comm);
             rc = take_runs(t, rtrip, got / 3, rc3, err);
@@ -300,7 +300,7 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
         ag_mpi_tape_free(t);
         t = NULL;
         if (!rc && !(t = ag_calloc(1, sizeof *t, err, "tape")))
-            rc = AG_ENOMEM;
+            rc = ag_alloc_status();
     }
     if (!rc) {   /* what may change between calls on one tape */
         t->layers = layers, t->opts = opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT;
@@ -326,10 +326,10 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     float *Xn = NULL;
     if (!t->acts && !(t->acts = ag_alloc(rounds ? rounds * round_floats(t) : 1, sizeof(float),
                                          err, "tape of the rounds' activations")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if (!rc && t->layer_norm && !(Xn = ag_alloc(t->n ? t->n * t->D : 1, sizeof *Xn, err,
                                                  "rounds forward")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     rc = ag_mpi_agree(comm, rc, err);
     for (int r = 0; !rc && r < rounds; r++)
         rc = ag_mpi_agree(comm, forward_round(t, r, X, Xn, err), err);
@@ -493,7 +493,7 @@ int ag_mpi_rounds_backward(ag_mpi_tape_t *t, const float *dY, float *dX0, ag_wei
        peer sends stay zero, the others are overwritten */
     mpi_back_t b = {0};
     float *all = back_alloc(&b, t, t->back, err);
-    int rc = ag_mpi_agree(t->comm, all ? AG_OK : AG_ENOMEM, err);
+    int rc = ag_mpi_agree(t->comm, all ? AG_OK : ag_alloc_status(), err);
     if (all)
         t->back = all;   /* freed with the tape */
     if (rc)

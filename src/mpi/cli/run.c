@@ -148,7 +148,7 @@ static int write_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const float 
     float *all = NULL;
     int rc = AG_OK;
     if (part->rank == 0 && !(all = ag_alloc(part->n_nodes * cols, sizeof *all, err, "output")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err)))
         return rc;
     rc = ag_mpi_gather_rows(comm, part, mine, cols, all, 0, err);
@@ -159,7 +159,7 @@ static int write_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const float 
             const int64_t N = part->n_nodes, d = cols / H;
             float *t = ag_alloc(N * cols, sizeof *t, err, "head messages");
             if (!t)
-                rc = AG_ENOMEM;
+                rc = ag_alloc_status();
             for (int64_t h = 0; !rc && h < H; h++)
                 for (int64_t i = 0; i < N; i++)
                     memcpy(t + (h * N + i) * d, all + i * cols + h * d, (size_t)d * sizeof *t);
@@ -306,7 +306,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     const int64_t n = part.hi - part.lo, HD = in.H * in.d;
     if (!rc && (o.messages || o.head_messages) &&
         !(M = ag_alloc(n ? n * HD : 1, sizeof *M, &err, "messages")))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     rc = ag_mpi_agree(comm, rc, &err);
     ag_score_t score = in.score;
     ag_round_opts_t ro = AG_ROUND_OPTS_INIT;

@@ -93,7 +93,7 @@ static int cut_and_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int64_t *
                         int64_t *halo, ag_error_t *err)
 {
     ag_part_stats_t *st = ag_alloc(pt->n_parts, sizeof *st, err, "partition");
-    int rc = st ? ag_partition_stats(pt, nb, st, err) : AG_ENOMEM;
+    int rc = st ? ag_partition_stats(pt, nb, st, err) : ag_alloc_status();
     *cut = *halo = 0;
     for (int p = 0; !rc && p < pt->n_parts; p++)
         *cut += st[p].n_cut, *halo += st[p].n_halo;
@@ -107,7 +107,7 @@ static int contiguous_counts(const ag_nbhd_t *nb, int P, metis_info_t *m, ag_err
     const int64_t N = nb->n_nodes;
     int64_t *first = ag_alloc(P + 1, sizeof *first, err, "partition");
     int32_t *owner = ag_alloc(N ? N : 1, sizeof *owner, err, "partition");
-    int rc = first && owner ? AG_OK : AG_ENOMEM;
+    int rc = first && owner ? AG_OK : ag_alloc_status();
     if (!rc)
         rc = ag_mpi_cut_bounds(nb->edge_ptr, N, P, first, err);
     for (int p = 0; !rc && p < P; p++)
@@ -237,7 +237,7 @@ static int scatter_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t 
     int *count = ag_alloc(part->ranks, sizeof(int), err, "features");
     int *displ = ag_alloc(part->ranks, sizeof(int), err, "features");
     if (!rc && (!count || !displ))
-        rc = AG_ENOMEM;
+        rc = ag_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         free(count), free(displ), ag_matrix_destroy(&all), ag_matrix_destroy(x0);
         return rc;
