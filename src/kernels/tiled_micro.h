@@ -99,7 +99,7 @@ AG_INLINE void score_8x1(float *restrict S, const float *restrict qt, const floa
  * same bits.
  */
 AG_INLINE void score_4x1_ymm(float *restrict S, const float *restrict qt, const float *k0,
-                             int64_t HD, int64_t d, int64_t BQ, v16f *mx)
+                             int64_t HD, int64_t d, int64_t BQ, float *mx)
 {
     v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
 #pragma GCC unroll 4
@@ -117,11 +117,9 @@ AG_INLINE void score_4x1_ymm(float *restrict S, const float *restrict qt, const 
     v8_store(S, s0), v8_store(S + 8, t0), v8_store(S + BQ, s1), v8_store(S + BQ + 8, t1);
     v8_store(S + 2 * BQ, s2), v8_store(S + 2 * BQ + 8, t2);
     v8_store(S + 3 * BQ, s3), v8_store(S + 3 * BQ + 8, t3);
-    if (mx) {
-        float m[AG_LANES];
-        v8_store(m, v8_max(v8_max(s0, s1), v8_max(s2, s3)));
-        v8_store(m + 8, v8_max(v8_max(t0, t1), v8_max(t2, t3)));
-        *mx = v_max(*mx, v_load(m));
+    if (mx) {   /* its 16 lanes as two halves (a v16f max is 16 scalar selects here) */
+        v8_store(mx, v8_max(v8_load(mx), v8_max(v8_max(s0, s1), v8_max(s2, s3))));
+        v8_store(mx + 8, v8_max(v8_load(mx + 8), v8_max(v8_max(t0, t1), v8_max(t2, t3))));
     }
 }
 
@@ -177,7 +175,7 @@ AG_INLINE void score_tile(float *restrict S, const float *restrict qt, const flo
 #pragma GCC unroll 4
                 for (int v = 0; v < QV; v++)
                     score_4x1_ymm(S + (jj + r) * BQ + v * AG_LANES, qt + v * AG_LANES,
-                                  k0 + r * HD, HD, d, BQ, mx ? &mx[v] : NULL);
+                                  k0 + r * HD, HD, d, BQ, mx ? (float *)&mx[v] : NULL);
         else if (QV == 4)
             score_4x4(S + jj * BQ, qt, k0, HD, d, mx);
         else
