@@ -6,7 +6,9 @@
 #   make check-install   install into a stage under build/, build and run the examples
 #                        through pkg-config, uninstall (part of check)
 #   make check-man   the man page renders cleanly and matches --help (part of check)
-#   make bench   time the kernel (1 and 2 threads)
+#   make bench   time the kernels (1 and 2 threads), every variant the CPU runs
+#                (AVX-512, AVX2, baseline) against its own FMA peak; `bench_kernel
+#                smoke` (part of check) runs each variant once against the reference
 #   make check-sanitize   every test under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-noomp      every test built without OpenMP
 #   make check-clang      every test built with clang (without OpenMP: clang's runtime is libomp)
@@ -84,6 +86,10 @@ CLI    := $(BUILD)/attngraph
 TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
+# the bench's smoke run of every kernel variant (it links OpenMP's runtime)
+ifndef NO_OMP
+SMOKE  := $(BENCH)
+endif
 
 .PHONY: all deps run check check-python check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps install uninstall check-install check-man \
@@ -112,9 +118,12 @@ run: deps
 	$(CLI) run graphs/sentence.gml --dim 16 --heads 2 --rounds 2 --seed 7
 
 check: deps
-	@$(MAKE) --no-print-directory all $(TESTS) $(EXAMPLE)
+	@$(MAKE) --no-print-directory all $(TESTS) $(EXAMPLE) $(SMOKE)
 	$(TESTS)
 	$(EXAMPLE) >/dev/null
+ifndef NO_OMP
+	$(BENCH) smoke
+endif
 	@$(MAKE) --no-print-directory check-exports
 	@$(MAKE) --no-print-directory check-man
 	@$(MAKE) --no-print-directory check-install

@@ -19,6 +19,12 @@
  *     time against the training forward's (ag_attention_ex with lse).
  *   `bench_kernel backward [NAME]` runs the FMA peak and the backward rows only
  *   (those whose name contains NAME).
+ * Every kernel variant the CPU runs (avx512, avx2, base: ag_simd_force) is
+ * timed in turn, each against the FMA peak of its own vector width (zmm for
+ * avx512, ymm for avx2 and base) measured in the same run: a developer on an
+ * AVX-512 machine sees the AVX2 numbers too. `bench_kernel smoke` runs every
+ * variant once on small cases and fails unless each agrees with the double
+ * reference (make check); it times nothing.
  * This machine is shared and its speed drifts, so each case's runs are
  * interleaved with runs of its yardstick and the ratio is of the two medians:
  * both saw the same machine. Inputs come from a fixed seed.
@@ -214,7 +220,29 @@ typedef struct {
     int memory_bound;     /* ratio against the row bandwidth, not sgemm */
 } case_t;
 
-static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
+/* The largest |m - m_ref| / max |m_ref| of M [N, H*d] against the double
+   reference on nb's edges. */
+static double reference_error(const ag_nbhd_t *nb, const float *Q, const float *K,
+                              const float *V, int64_t H, int64_t d, const float *M)
+{
+    const int64_t N = nb->n_nodes, E = nb->n_edges, HD = H * d;
+    int64_t *src = malloc((size_t)(E + 1) * sizeof *src), *dst = malloc((size_t)(E + 1) * sizeof *dst);
+    ag_nbhd_sources(nb, 0, N, src);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t s = nb->edge_ptr[i]; s < nb->edge_ptr[i + 1]; s++)
+            dst[s] = i;
+    double *Mref = malloc((size_t)(N * HD) * sizeof *Mref), worst = 0, scale = 0;
+    ref_attention_sparse(N, src, dst, E, Q, K, V, H, d, Mref);
+    for (int64_t x = 0; x < N * HD; x++) {
+        worst = fmax(worst, fabs(M[x] - Mref[x]));
+        scale = fmax(scale, fabs(Mref[x]));
+    }
+    free(src), free(dst), free(Mref);
+    return worst / scale;
+}
+
+static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows,
+                     const double peak[2])
 {
     ag_pattern_t *p;
     ag_nbhd_t nb;
@@ -255,8 +283,8 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
             printf("  %-32s %d  %8.4f s %7.2f GFLOP/s  %5.1f GB/s = %4.2f of rows at %4.1f GB/s\n",
                    c->name, threads, tm, gf, gbs, gbs / y, y);
         } else {
-            printf("  %-32s %d  %8.4f s %7.2f GFLOP/s  %4.2f of sgemm at %5.1f GFLOP/s\n",
-                   c->name, threads, tm, gf, gf / y, y);
+            printf("  %-32s %d  %8.4f s %7.2f GFLOP/s  %4.2f of FMA peak, %4.2f of sgemm at "
+                   "%5.1f GFLOP/s\n", c->name, threads, tm, gf, gf / peak[threads - 1], gf / y, y);
         }
         /* figures: with and without, alternating */
         float *ent = floats(N * H), *top = floats(N * H);
@@ -277,21 +305,9 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
         free(ent), free(top);
         fflush(stdout);
     }
-    /* error against the double reference */
-    int64_t *src = malloc((size_t)(E + 1) * sizeof *src), *dst = malloc((size_t)(E + 1) * sizeof *dst);
-    ag_nbhd_sources(&nb, 0, N, src);
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t s = nb.edge_ptr[i]; s < nb.edge_ptr[i + 1]; s++)
-            dst[s] = i;
-    double *Mref = malloc((size_t)(N * HD) * sizeof *Mref), worst = 0, scale = 0;
-    ref_attention_sparse(N, src, dst, E, Q, K, V, H, d, Mref);
-    for (int64_t x = 0; x < N * HD; x++) {
-        worst = fmax(worst, fabs(M[x] - Mref[x]));
-        scale = fmax(scale, fabs(Mref[x]));
-    }
     printf("  %-32s    error against the double reference: %.2e relative\n", "",
-           worst / scale);
-    free(src), free(dst), free(Mref), free(Q), free(K), free(V), free(M);
+           reference_error(&nb, Q, K, V, H, d, M));
+    free(Q), free(K), free(V), free(M);
     ag_nbhd_destroy(&nb);
 }
 
@@ -354,6 +370,65 @@ static const case_t backward_cases[] = {
     {"random 16 + self N=200000 d=64", "random:16,1", 200000, 1, 64, AG_SELF_ON, 1},
 };
 
+static const case_t cases[] = {
+    {"complete N=2048 d=64 H=1", "complete", 2048, 1, 64, AG_SELF_KEEP, 0},
+    {"causal N=4096 d=64 H=1", "causal", 4096, 1, 64, AG_SELF_KEEP, 0},
+    {"causal N=2048 d=64 H=8", "causal", 2048, 8, 64, AG_SELF_KEEP, 0},
+    {"window W=128 N=32768 d=64", "window:128", 32768, 1, 64, AG_SELF_KEEP, 0},
+    {"random 16 + self N=200000 d=64", "random:16,1", 200000, 1, 64, AG_SELF_ON, 1},
+};
+
+/* Every variant on small forms of the cases (the tiled kernel wide and
+   narrow, the gather kernel), forward and backward: each must agree with the
+   double reference (forward) and with the first variant's gradients. */
+static int smoke(void)
+{
+    static const case_t small[] = {
+        {"complete", "complete", 300, 2, 64, AG_SELF_KEEP, 0},
+        {"causal", "causal", 600, 1, 48, AG_SELF_KEEP, 0},
+        {"window", "window:40", 500, 2, 32, AG_SELF_KEEP, 0},
+        {"random", "random:16,1", 700, 1, 64, AG_SELF_ON, 1},
+    };
+    int failed = 0;
+    for (size_t k = 0; k < sizeof small / sizeof small[0]; k++) {
+        const case_t *c = &small[k];
+        ag_pattern_t *p;
+        ag_nbhd_t nb;
+        ag_error_t err;
+        if (ag_pattern_parse(&p, c->spec, &err) ||
+            ag_nbhd_from_pattern(&nb, p, c->N, c->self, &err) || ag_nbhd_transpose(&nb, &err))
+            die(&err);
+        ag_pattern_free(p);
+        const int64_t n = c->N * c->H * c->d;
+        float *Q = floats(n), *K = floats(n), *V = floats(n), *M = floats(n), *dM = floats(n);
+        float *g = floats(3 * n), *g0 = floats(3 * n);
+        ag_random_normal(Q, n, 9, 1, 1.0f), ag_random_normal(K, n, 9, 2, 1.0f);
+        ag_random_normal(V, n, 9, 3, 1.0f), ag_random_normal(dM, n, 9, 4, 1.0f);
+        const ag_attention_grads_t gr = {.dQ = g, .dK = g + n, .dV = g + 2 * n};
+        for (int level = (int)ag_simd_level(); level >= AG_SIMD_BASE; level--) {
+            ag_simd_force(level);
+            if (ag_attention(&nb, Q, K, V, c->H, c->d, NULL, M, &err) ||
+                ag_attention_backward(&nb, Q, K, V, c->H, c->d, NULL, NULL, NULL, dM, &gr, &err))
+                die(&err);
+            const double e = reference_error(&nb, Q, K, V, c->H, c->d, M);
+            double ge = 0, gs = 0;
+            if (level == (int)ag_simd_level())
+                memcpy(g0, g, (size_t)(3 * n) * sizeof *g);   /* the first variant's */
+            for (int64_t x = 0; x < 3 * n; x++)
+                ge = fmax(ge, fabs(g[x] - g0[x])), gs = fmax(gs, fabs(g0[x]));
+            const int bad = !(e < 2e-5) || !(ge <= 1e-4 * gs);
+            failed |= bad;
+            printf("smoke %-8s %-6s forward %.1e of the reference, gradients %.1e of the "
+                   "first variant's%s\n", c->name, ag_simd_isa(), e, gs > 0 ? ge / gs : ge,
+                   bad ? "  FAILED" : "");
+        }
+        ag_simd_force(-1);
+        free(Q), free(K), free(V), free(M), free(dM), free(g), free(g0);
+        ag_nbhd_destroy(&nb);
+    }
+    return failed;
+}
+
 /* The backward rows whose name contains `only` (NULL: all). */
 static void backward_table(const char *only)
 {
@@ -373,39 +448,44 @@ int main(int argc, char **argv)
     printf("attngraph benchmark (%s; %s)\n", AG_VERSION, openblas_get_config());
     printf("  OpenBLAS kernels: %s (best for this CPU: %s%s)\n", blas.chosen, blas.best,
            blas.slow ? "; SLOW: OPENBLAS_CORETYPE is set to an older core" : "");
+    if (argc > 1 && strcmp(argv[1], "smoke") == 0)
+        return smoke();
     const int backward_only = argc > 1 && strcmp(argv[1], "backward") == 0;
-    for (int t = 1; t <= 2; t++) {
+    for (int t = 1; t <= 2 && !backward_only; t++) {
         ag_set_threads(t);
-        const double peak = fma_rate();
-        if (backward_only) {
-            printf("  %d thread%s: FMA peak %6.1f GFLOP/s\n", t, t > 1 ? "s" : " ", peak);
-            continue;
-        }
         const double sg = gemm_rate(4096, 4096, 4096, 0), pr = gemm_rate(16384, 1024, 1024, 1);
-        printf("  %d thread%s: FMA peak %6.1f GFLOP/s; sgemm 4096^3 %6.1f GFLOP/s = %.2f of it; "
-               "projection X W^T [16384x1024]x[1024x1024]^T %6.1f GFLOP/s = %.2f of sgemm\n", t,
-               t > 1 ? "s" : " ", peak, sg, sg / peak, pr, pr / sg);
-    }
-    if (backward_only) {
-        backward_table(argc > 2 ? argv[2] : NULL);
-        return 0;
+        printf("  %d thread%s: sgemm 4096^3 %6.1f GFLOP/s; projection X W^T "
+               "[16384x1024]x[1024x1024]^T %6.1f GFLOP/s = %.2f of sgemm\n", t,
+               t > 1 ? "s" : " ", sg, pr, pr / sg);
     }
     gemm_t sgemm;
     rows_t rows;
-    gemm_init(&sgemm, 4096, 4096, 4096, 0);
-    rows_init(&rows);
-    printf("  case                         threads  median    useful rate\n");
-    const case_t cases[] = {
-        {"complete N=2048 d=64 H=1", "complete", 2048, 1, 64, AG_SELF_KEEP, 0},
-        {"causal N=4096 d=64 H=1", "causal", 4096, 1, 64, AG_SELF_KEEP, 0},
-        {"causal N=2048 d=64 H=8", "causal", 2048, 8, 64, AG_SELF_KEEP, 0},
-        {"window W=128 N=32768 d=64", "window:128", 32768, 1, 64, AG_SELF_KEEP, 0},
-        {"random 16 + self N=200000 d=64", "random:16,1", 200000, 1, 64, AG_SELF_ON, 1},
-    };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-        run_case(&cases[k], &sgemm, &rows);
-    gemm_free(&sgemm);
-    free(rows.x), free(rows.idx);
-    backward_table(NULL);
+    if (!backward_only) {
+        gemm_init(&sgemm, 4096, 4096, 4096, 0);
+        rows_init(&rows);
+    }
+    const ag_simd_level_t best = ag_simd_level();
+    for (int level = (int)best; level >= AG_SIMD_BASE; level--) {
+        ag_simd_force(level);
+        double peak[2];
+        for (int t = 1; t <= 2; t++) {
+            ag_set_threads(t);
+            peak[t - 1] = fma_rate();
+        }
+        printf("== kernels: %s; FMA peak of %s (the yardstick) %.1f GFLOP/s on 1 thread, "
+               "%.1f on 2\n", ag_simd_isa(), level == AG_SIMD_AVX512 ? "zmm" : "ymm", peak[0],
+               peak[1]);
+        if (!backward_only) {
+            printf("  case                         threads  median    useful rate\n");
+            for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+                run_case(&cases[k], &sgemm, &rows, peak);
+        }
+        backward_table(backward_only && argc > 2 ? argv[2] : NULL);
+    }
+    ag_simd_force(-1);
+    if (!backward_only) {
+        gemm_free(&sgemm);
+        free(rows.x), free(rows.idx);
+    }
     return 0;
 }
