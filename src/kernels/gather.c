@@ -39,6 +39,30 @@ AG_INLINE float dot_v(const float *q, const float *k, int64_t d)
     return s;
 }
 
+/* dot_v in AVX2's 8-lane halves (simd.h): the same sums, lane by lane and
+   then across the lanes in order, so the same bits. */
+AG_INLINE float dot_ymm(const float *q, const float *k, int64_t d)
+{
+    v8f a = {0}, a2 = {0}, b = {0}, b2 = {0};
+    int64_t c = 0;
+    for (; c + 2 * AG_LANES <= d; c += 2 * AG_LANES) {
+        a += v8_load(q + c) * v8_load(k + c), a2 += v8_load(q + c + 8) * v8_load(k + c + 8);
+        b += v8_load(q + c + 16) * v8_load(k + c + 16);
+        b2 += v8_load(q + c + 24) * v8_load(k + c + 24);
+    }
+    if (c + AG_LANES <= d) {
+        a += v8_load(q + c) * v8_load(k + c), a2 += v8_load(q + c + 8) * v8_load(k + c + 8);
+        c += AG_LANES;
+    }
+    float lanes[AG_LANES], s = 0;
+    v8_store(lanes, a + b), v8_store(lanes + 8, a2 + b2);
+    for (int t = 0; t < AG_LANES; t++)
+        s += lanes[t];
+    for (; c < d; c++)
+        s += q[c] * k[c];
+    return s;
+}
+
 /* Prefetches the rows of X that destination i reads (head offset off). */
 AG_INLINE void prefetch_rows(const ag_nbhd_t *nb, int64_t i, const float *X, int64_t HD,
                              int64_t off, int64_t d)
@@ -51,7 +75,8 @@ AG_INLINE void prefetch_rows(const ag_nbhd_t *nb, int64_t i, const float *X, int
 
 AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const float *K,
                           const float *V, int64_t H, int64_t d, float scale2, float *M,
-                          float *s, int64_t *src, float *q, const kext_t *x, int64_t end)
+                          float *s, int64_t *src, float *q, const kext_t *x, int64_t end,
+                          const int ymm)
 {
     const int64_t HD = H * d, deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
     const int stats = kext_stats(x);
@@ -79,19 +104,30 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
         for (e = 0; e < deg; e++) {
             for (int64_t c = 0; c < d; c += 16)
                 __builtin_prefetch(V + src[e] * HD + off + c);
-            s[e] = dot_v(q, K + src[e] * HD + off, d);
+            s[e] = ymm ? dot_ymm(q, K + src[e] * HD + off, d) : dot_v(q, K + src[e] * HD + off, d);
         }
         /* 2. exact softmax in base 2 (and u = sum p (s - mx) for the figures) */
         float mx = s[0];
         for (e = 1; e < deg; e++)
             mx = s[e] > mx ? s[e] : mx;
         v16f sum = {0}, u = {0};
-        for (e = 0; e + AG_LANES <= deg; e += AG_LANES) {
-            const v16f y = v_load(s + e) - v_set1(mx), p = v_exp2(y);
-            v_store(s + e, p);
-            sum += p;
-            if (stats)
-                u += p * y;
+        if (ymm && !stats) {   /* in halves: see simd.h */
+            v8f lo = {0}, hi = {0};
+            for (e = 0; e + AG_LANES <= deg; e += AG_LANES) {
+                const v8f p = v8_exp2(v8_load(s + e) - v8_set1(mx));
+                const v8f p2 = v8_exp2(v8_load(s + e + 8) - v8_set1(mx));
+                v8_store(s + e, p), v8_store(s + e + 8, p2);
+                lo += p, hi += p2;
+            }
+            sum = v_join(lo, hi);
+        } else {
+            for (e = 0; e + AG_LANES <= deg; e += AG_LANES) {
+                const v16f y = v_load(s + e) - v_set1(mx), p = v_exp2(y);
+                v_store(s + e, p);
+                sum += p;
+                if (stats)
+                    u += p * y;
+            }
         }
         float l = v_sum(sum), ul = stats ? v_sum(u) : 0.0f;
         if (e < deg) {   /* the last partial vector, padded with -inf (weight 0) */
@@ -114,6 +150,20 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
         const float inv = 1.0f / l;
         /* 3. P.V, 16 channels at a time */
         int64_t c = 0;
+        for (; ymm && c + AG_LANES <= d; c += AG_LANES) {   /* the same, in halves */
+            v8f a = {0}, a2 = {0}, b = {0}, b2 = {0};
+            for (e = 0; e + 1 < deg; e += 2) {
+                const float *v0 = V + src[e] * HD + off + c, *v1 = V + src[e + 1] * HD + off + c;
+                a += v8_set1(s[e]) * v8_load(v0), a2 += v8_set1(s[e]) * v8_load(v0 + 8);
+                b += v8_set1(s[e + 1]) * v8_load(v1), b2 += v8_set1(s[e + 1]) * v8_load(v1 + 8);
+            }
+            if (e < deg) {
+                const float *v0 = V + src[e] * HD + off + c;
+                a += v8_set1(s[e]) * v8_load(v0), a2 += v8_set1(s[e]) * v8_load(v0 + 8);
+            }
+            v8_store(m_i + off + c, (a + b) * v8_set1(inv));
+            v8_store(m_i + off + c + 8, (a2 + b2) * v8_set1(inv));
+        }
         for (; c + AG_LANES <= d; c += AG_LANES) {
             v16f a = {0}, b = {0};
             for (e = 0; e + 1 < deg; e += 2) {
@@ -134,18 +184,18 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
 }
 
 /* Destinations lo..hi-1, compiled per instruction set. */
-#define ROWS_VARIANT(name, target)                                                          \
+#define ROWS_VARIANT(name, target, ymm)                                                     \
     target static void name(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,     \
                             const float *K, const float *V, int64_t H, int64_t d,            \
                             float scale2, float *M, float *s, int64_t *src, float *q,         \
                             const kext_t *x, int64_t end)                                     \
     {                                                                                       \
         for (int64_t i = lo; i < hi; i++)                                                   \
-            gather_row(nb, i, Q, K, V, H, d, scale2, M, s, src, q, x, end);                 \
+            gather_row(nb, i, Q, K, V, H, d, scale2, M, s, src, q, x, end, ymm);            \
     }
-ROWS_VARIANT(rows_avx512, AG_TARGET_AVX512)
-ROWS_VARIANT(rows_avx2, AG_TARGET_AVX2)
-ROWS_VARIANT(rows_base, )
+ROWS_VARIANT(rows_avx512, AG_TARGET_AVX512, 0)
+ROWS_VARIANT(rows_avx2, AG_TARGET_AVX2, 1)
+ROWS_VARIANT(rows_base, , 0)
 
 int ag_i_attention_gather_range(const ag_nbhd_t *nb, int64_t lo, int64_t N, const float *Q,
                           const float *K, const float *V, int64_t H, int64_t d, float scale,
