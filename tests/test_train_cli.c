@@ -606,17 +606,22 @@ START_TEST(model_args_record_the_graph_and_exact_values)
              "--no-residual --self-loops on --predict %s --quiet", model, p2);
     expect_cli(args, 0, 1, "");
     same_predictions(p1, p2);
-    /* without the self-loops it was trained with: refused, nothing written */
+    /* the graph options are a group of their own: given the model's options
+       only, the self-loops still come from model.args */
     unlink(p2);
     snprintf(args, sizeof args, "run " KARATE " --weights %s --rounds 2 --beta 0.3 "
-             "--no-residual --predict %s", model, p2);
+             "--no-residual --predict %s --quiet", model, p2);
+    expect_cli(args, 0, 1, "");
+    same_predictions(p1, p2);
+    /* other self-loops than it was trained with: refused, nothing written */
+    unlink(p2);
+    snprintf(args, sizeof args, "run " KARATE " --weights %s --self-loops off --predict %s",
+             model, p2);
     expect_cli(args, 1, 2, "was trained with `--heads 1 --rounds 2 --beta 0.300000012 "
                "--no-residual --self-loops on`");
-    ck_assert(!file_exists(p2));
-    snprintf(args, sizeof args, "run " KARATE " --weights %s --rounds 2 --beta 0.3 "
-             "--no-residual --self-loops off --predict %s", model, p2);
     expect_cli(args, 1, 2, "this command has `--heads 1 --rounds 2 --beta 0.300000012 "
                "--no-residual --self-loops off`");
+    ck_assert(!file_exists(p2));
     /* 0 means 0: a ReLU (slope 0) is recorded, not mistaken for the default */
     TMP(relu, "relu-model");
     snprintf(args, sizeof args, "train " PLANTED " --score additive --slope 0 --beta 0 "
@@ -639,6 +644,17 @@ START_TEST(model_args_record_the_graph_and_exact_values)
     text = read_text(tmp_path("undirected-model/model.args"));
     ck_assert_str_eq(text, "--heads 1 --rounds 1 --undirected\n");
     free(text);
+    /* it runs on the edge list (read undirected, from model.args) and on a
+       pattern, which has no direction to agree on; --directed is refused */
+    snprintf(args, sizeof args, "run graphs/random10.edges --features %s --weights %s --quiet",
+             y, dir);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run --pattern causal --nodes 10 --features %s --weights %s "
+             "--quiet", y, dir);
+    expect_cli(args, 0, 1, "");
+    snprintf(args, sizeof args, "run graphs/random10.edges --directed --features %s --weights %s",
+             y, dir);
+    expect_cli(args, 1, 2, "this command has `--heads 1 --rounds 1 --directed`");
 }
 END_TEST
 

@@ -30,7 +30,6 @@ size_t model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int
     size_t used = 0;
     const ag_score_t *s = &o->score;
     const ag_score_t def = AG_SCORE_INIT;
-    static const char *const self_names[] = {"keep", "on", "off", "replace"};
     buf[0] = '\0';
     APPEND("--heads %lld --rounds %lld", (long long)heads, (long long)rounds);
     if (s->kind)
@@ -53,9 +52,9 @@ size_t model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int
         APPEND(" --norm layer");
     if (o->posenc)
         APPEND(" --posenc sinusoidal");
-    if (o->src.self != AG_SELF_KEEP && (size_t)o->src.self < sizeof self_names / sizeof *self_names)
-        APPEND(" --self-loops %s", self_names[o->src.self]);
-    if (o->src.direction != AG_EDGES_AUTO)
+    if (o->src.self != AG_SELF_KEEP)
+        APPEND(" --self-loops %s", self_loops_name(o->src.self));
+    if (o->src.direction != AG_EDGES_AUTO && o->src.graph)   /* graph files have one */
         APPEND(" --%s", o->src.direction == AG_EDGES_DIRECTED ? "directed" : "undirected");
     return used;
 }
@@ -74,17 +73,44 @@ int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_erro
         return ag_fail(err, AG_EFORMAT, "%s: expected one line of options starting with "
                        "--heads (as train --save writes it)", path);
     model_args(ours, sizeof ours, o, heads, rounds);
+    if (!o->src.graph)   /* a pattern or CSR has no direction to agree on */
+        for (const char *const *w = (const char *const[]){" --directed", " --undirected", NULL};
+             *w; w++) {
+            char *at = strstr(saved, *w);
+            if (at && (at[strlen(*w)] == '\0' || at[strlen(*w)] == ' '))
+                memmove(at, at + strlen(*w), strlen(at + strlen(*w)) + 1);
+        }
     if (strcmp(saved, ours) == 0)
         return AG_OK;
     return ag_fail(err, AG_EINVAL, "%s was trained with `%s` (%s); this command has `%s`: "
                    "give all of the model's options, or none to take them from it", o->weights, saved, path, ours);
 }
 
-/* The options model.args holds. */
+/* The options model.args holds: the model's, and how the graph was shaped. Each
+   group a command gives none of is taken from model.args (direction only for a
+   graph file); a group given is compared as a whole (model_args_check). */
 static const int model_codes[] = {OPT_HEADS, OPT_ROUNDS, OPT_SCORE, OPT_BETA, OPT_SOFTCAP,
                                   OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_ALIBI, OPT_EDGE_BIAS,
-                                  OPT_NO_RESIDUAL, OPT_NORM, OPT_POSENC, OPT_SELF_LOOPS,
-                                  OPT_DIRECTED, OPT_UNDIRECTED};
+                                  OPT_NO_RESIDUAL, OPT_NORM, OPT_POSENC};
+static const int graph_codes[] = {OPT_SELF_LOOPS, OPT_DIRECTED, OPT_UNDIRECTED};
+
+static int in_codes(const int *codes, size_t n, int code)
+{
+    for (size_t k = 0; k < n; k++)
+        if (codes[k] == code)
+            return 1;
+    return 0;
+}
+
+static int any_given(const run_opts_t *o, const int *codes, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (o->given[codes[k] - OPT_Q])
+            return 1;
+    return 0;
+}
+
+#define COUNT(a) (sizeof a / sizeof a[0])
 
 static const struct option *input_option_named(const char *name)
 {
@@ -96,9 +122,10 @@ static const struct option *input_option_named(const char *name)
 
 int model_args_defaults(run_opts_t *o, const char *cmd)
 {
-    for (size_t k = 0; k < sizeof model_codes / sizeof model_codes[0]; k++)
-        if (o->given[model_codes[k] - OPT_Q])
-            return 0;   /* the command names its model: model_args_check compares */
+    const int model_given = any_given(o, model_codes, COUNT(model_codes));
+    const int graph_given = any_given(o, graph_codes, COUNT(graph_codes));
+    if (model_given && graph_given)
+        return 0;   /* the command names both: model_args_check compares */
     static char line[1024];   /* the options keep pointers into it (--edge-bias ATTR) */
     char path[4096];
     snprintf(path, sizeof path, "%s/model.args", o->weights);
@@ -114,13 +141,15 @@ int model_args_defaults(run_opts_t *o, const char *cmd)
         const struct option *opt = strncmp(w, "--", 2) == 0 ? input_option_named(w + 2) : NULL;
         char *arg = opt && opt->has_arg == required_argument ? strtok_r(NULL, " \r\n", &save)
                                                              : NULL;
-        int known = 0;
-        for (size_t k = 0; k < sizeof model_codes / sizeof model_codes[0]; k++)
-            known |= opt && opt->val == model_codes[k];
-        const int bad = !known || (opt->has_arg == required_argument && !arg);
+        const int model = opt && in_codes(model_codes, COUNT(model_codes), opt->val);
+        const int graph = opt && in_codes(graph_codes, COUNT(graph_codes), opt->val);
+        const int bad = !(model || graph) || (opt->has_arg == required_argument && !arg);
         if (bad)
             return usage_error(cmd, "%s: '%s' is not one of the model's options (--heads, "
                                "--rounds, --score, ...)", path, w);
+        if ((model && model_given) || (graph && graph_given) ||
+            (opt->val != OPT_SELF_LOOPS && graph && !o->src.graph))
+            continue;   /* given by the command, or a direction without a graph file */
         if (input_option(o, opt->val, arg, cmd))
             return EXIT_USAGE;
     }

@@ -128,10 +128,16 @@ int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const f
                     int64_t H, int64_t d, const ag_score_t *score, float *M,
                     const ag_attention_opts_t *opts, ag_error_t *err)
 {
+    const int rc = ag_i_check_qkv(nb, Q, K, V, H, d, err);
+    return rc ? rc : ag_i_attention_ex(nb, Q, K, V, H, d, score, M, opts, err);
+}
+
+int ag_i_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                      int64_t H, int64_t d, const ag_score_t *score, float *M,
+                      const ag_attention_opts_t *opts, ag_error_t *err)
+{
     float scale;
     int rc = ag_score_check(score, nb, H, d, err);
-    if (!rc)
-        rc = ag_i_check_qkv(nb, Q, K, V, H, d, err);
     if (rc)
         return rc;
     kext_t x = {0};
@@ -191,11 +197,18 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
                           const float *lse, const float *dM, const ag_attention_grads_t *g,
                           ag_error_t *err)
 {
-    int rc = ag_score_check(score, nb, H, d, err);
-    if (!rc)
-        rc = ag_i_check_qkv(nb, Q, K, V, H, d, err);
+    int rc = ag_i_check_qkv(nb, Q, K, V, H, d, err);
     if (!rc)
         rc = ag_check_finite("attention backward: dm", dM, nb->n_nodes, H * d, err);
+    return rc ? rc : ag_i_attention_backward(nb, Q, K, V, H, d, score, M, lse, dM, g, err);
+}
+
+int ag_i_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                            int64_t H, int64_t d, const ag_score_t *score, const float *M,
+                            const float *lse, const float *dM, const ag_attention_grads_t *g,
+                            ag_error_t *err)
+{
+    int rc = ag_score_check(score, nb, H, d, err);
     if (rc)
         return rc;
     if (!g || !g->dQ || !g->dK || !g->dV)
