@@ -545,6 +545,20 @@ START_TEST(cli_bench_backward)
 }
 END_TEST
 
+/* AG_SIMD picks the kernels' variant for the tool; bench names it; a name of
+   no variant is refused (the forked test's environment only). */
+START_TEST(cli_simd_variant_from_the_environment)
+{
+    setenv("AG_SIMD", "base", 1);
+    expect_cli("bench --pattern causal --nodes 30 --reps 1 --json", 0, 1, "\"isa\": \"base\"");
+    expect_cli("--version", 0, 1, "attngraph kernels: base");
+    setenv("AG_SIMD", "avx3", 1);
+    expect_cli("bench --pattern causal --nodes 30 --reps 1", 2, 2,
+               "AG_SIMD 'avx3': expected base, avx2 or avx512");
+    unsetenv("AG_SIMD");
+}
+END_TEST
+
 Suite *fused_backward_suite(void)
 {
     Suite *s = suite_create("fused_backward");
@@ -558,6 +572,7 @@ Suite *fused_backward_suite(void)
     tcase_add_test(tc, public_backward_for_plain_scores);
     tcase_add_test(tc, fused_backward_refusals);
     tcase_add_test(tc, cli_bench_backward);
+    tcase_add_test(tc, cli_simd_variant_from_the_environment);
 #ifdef _OPENMP
     tcase_add_test(tc, identical_for_1_and_2_threads);
 #endif

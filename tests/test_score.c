@@ -270,6 +270,38 @@ START_TEST(stats_match_weights)
 }
 END_TEST
 
+/* The initialisers hold the documented defaults (README "Values are taken as
+   given"), field by field, and the init functions give the same. */
+START_TEST(initialisers_hold_the_documented_defaults)
+{
+    const ag_score_t sc = AG_SCORE_INIT;
+    ck_assert_int_eq(sc.kind, AG_SCORE_SCALED_DOT);
+    ck_assert(sc.beta == 1.0f && sc.softcap == 0.0f && sc.slope == 0.2f);
+    ck_assert(!sc.a_src && !sc.a_dst && !sc.edge_bias && !sc.alibi && !sc.has_sigmoid_bias);
+    ag_score_t s2;
+    memset(&s2, 0xff, sizeof s2);
+    ag_score_init(&s2, AG_SCORE_GATV2);
+    ck_assert_int_eq(s2.kind, AG_SCORE_GATV2);
+    ck_assert(s2.beta == 1.0f && s2.softcap == 0.0f && s2.slope == 0.2f && !s2.a_src);
+    const ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
+    ck_assert(ro.ln_eps == 1e-5f && !ro.score && !ro.no_residual && ro.norm == AG_NORM_NONE);
+    ck_assert(!ro.on_round && !ro.figures && !ro.on_progress);
+    ag_round_opts_t r2;
+    memset(&r2, 0xff, sizeof r2);
+    ag_round_opts_init(&r2);
+    ck_assert(r2.ln_eps == 1e-5f && !r2.score && !r2.on_round);
+    const ag_optimizer_opts_t oo = AG_OPTIMIZER_OPTS_INIT;
+    ck_assert_int_eq(oo.kind, AG_OPT_ADAM);
+    ck_assert(oo.lr == 0.01f && oo.beta1 == 0.9f && oo.beta2 == 0.999f && oo.eps == 1e-8f);
+    ck_assert(oo.momentum == 0 && oo.weight_decay == 0 && oo.clip == 0);
+    ag_optimizer_opts_t o2;
+    memset(&o2, 0xff, sizeof o2);
+    ag_optimizer_opts_init(&o2, AG_OPT_SGD);
+    ck_assert_int_eq(o2.kind, AG_OPT_SGD);
+    ck_assert(o2.lr == 0.01f && o2.beta1 == 0.9f && o2.eps == 1e-8f && o2.momentum == 0);
+}
+END_TEST
+
 Suite *score_suite(void)
 {
     Suite *s = suite_create("score");
@@ -281,6 +313,7 @@ Suite *score_suite(void)
     tcase_add_test(tc, softcap_bounds_scores);
     tcase_add_test(tc, bad_scores_are_refused);
     tcase_add_test(tc, stats_match_weights);
+    tcase_add_test(tc, initialisers_hold_the_documented_defaults);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,10 +14,20 @@ if [ ! -x "$base/bin/bash" ]; then
     || { echo "debootstrap failed: $(tail -n 3 /tmp/debootstrap.log)"; exit 1; }
 fi
 run=$(mktemp -d /var/tmp/fresh-run.XXXX)
+# Removed only once nothing is mounted in it: rm -rf through a /dev still bound
+# (a process left in the chroot holding it) would delete the host's devices.
+cleanup() {
+  umount "$run/proc" 2>/dev/null; umount "$run/dev" 2>/dev/null
+  if mountpoint -q "$run/dev" || mountpoint -q "$run/proc"; then
+    echo "fresh-machine: $run is still mounted; left in place"
+  else
+    rm -rf --one-file-system "$run"
+  fi
+}
+trap cleanup EXIT
 cp -a "$base/." "$run/" && git clone -q "$proj" "$run/root/project"
 cp /etc/resolv.conf "$run/etc/resolv.conf" 2>/dev/null
 mount -t proc proc "$run/proc"; mount --bind /dev "$run/dev"
-trap 'umount "$run/proc" "$run/dev" 2>/dev/null; rm -rf "$run"' EXIT
 for c in "$c1" "$c2"; do
   echo "== $c"
   chroot "$run" /bin/bash -lc "cd /root/project && DEBIAN_FRONTEND=noninteractive $c" >"$run/log" 2>&1; rc=$?

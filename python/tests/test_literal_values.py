@@ -97,7 +97,7 @@ def test_adam_betas_and_eps_zero_against_torch(rng):
 
 # ---------------------------------------------------------------- one validation
 
-def test_nan_inputs_are_refused_naming_the_first(rng):
+def test_nan_inputs_are_refused_naming_the_first(rng, tmp_path):
     """As the CLI refuses a NaN in --q (naming row and column), so do the
     library's entry points, and with them Python and the layer."""
     g = ag.Graph.pattern("causal", 5)
@@ -122,10 +122,10 @@ def test_nan_inputs_are_refused_naming_the_first(rng):
     with pytest.raises(ag.Error, match=r"x: row 3, column 0 is NaN"):
         ag.rounds(g, x.numpy(), [ag.Weights.random(4, 2, d=2)], 1)
     # the CLI says the same of the same array
-    qpath = "/tmp/attngraph-nan-q.npy"
+    qpath = tmp_path / "q.npy"
     np.save(qpath, q)
     r = cli("run", "--pattern", "causal", "--nodes", 5, "--q", qpath, "--k", qpath, "--v", qpath,
-            "--out", "/tmp/attngraph-nan-out.npy", check=False)
+            "--out", tmp_path / "out.npy", check=False)
     assert r.returncode == 1 and "row 2, column 1 is NaN; expected finite values" in r.stderr
 
 

@@ -45,12 +45,14 @@ ag_simd_level_t ag_simd_level(void)
 {
     if (forced >= 0)
         return (ag_simd_level_t)forced;
-    /* read once: the kernels ask on every call (a race here writes the same values) */
-    static int known, level;
-    if (!known) {
+    /* found once (the kernels ask on every call, some inside a parallel
+       region): one atomic int, so a thread sees -1 or the level, never half */
+    static int cached = -1;
+    int level = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+    if (level < 0) {
         const int best = cpu_level(), want = env_level();
         level = want >= 0 && want < best ? want : best;
-        known = 1;
+        __atomic_store_n(&cached, level, __ATOMIC_RELEASE);
     }
     return (ag_simd_level_t)level;
 }
