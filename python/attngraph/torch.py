@@ -258,13 +258,13 @@ class GraphAttention(nn.Module):
         return m.load_weights(w)
 
 
-def save_rounds(folder, modules):
+def save_rounds(folder, modules, graph=None):
     """Several GraphAttention layers, one per round, as folder/round-1/,
     round-2/, ... with folder/model.args (what `attngraph run --weights folder
-    --rounds len(modules)` reads)."""
+    --rounds len(modules)` reads; with graph, its self-loops and direction)."""
     modules = list(modules)
     save_layers(folder, [m.to_weights() for m in modules])
-    write_model_args(folder, modules[0].model_args(len(modules)))
+    write_model_args(folder, modules[0].model_args(len(modules), graph))
 
 
 def load_rounds(folder, **kw):
@@ -292,5 +292,6 @@ def load_rounds(folder, **kw):
     mods, k = [], 1
     while os.path.exists(os.path.join(folder, "round-%d" % k, "wq.npy")):
         mods.append(GraphAttention.load(os.path.join(folder, "round-%d" % k), **opts))
+        mods[-1].graph_args = {n: args[n] for n in ("self_loops", "directed") if n in args}
         k += 1
     return mods

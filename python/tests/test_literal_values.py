@@ -203,6 +203,26 @@ def test_model_args_record_how_the_graph_was_made(tmp_path):
     GraphAttention(2).save(str(tmp_path / "fresh"), graph=g)
     assert (tmp_path / "fresh" / "model.args").read_text() == \
         "--heads 1 --rounds 1 --self-loops on\n"
+    # the CLI takes the graph options from model.args, and refuses others
+    cli("run", KARATE + ".gml", "--features", KARATE + "/x.npy", "--weights",
+        tmp_path / "fresh", "--heads", 1, "--out", tmp_path / "y.npy", "--quiet")
     r = cli("run", KARATE + ".gml", "--features", KARATE + "/x.npy", "--weights",
-            tmp_path / "fresh", "--heads", 1, "--out", tmp_path / "y.npy", check=False)
+            tmp_path / "fresh", "--self-loops", "off", "--out", tmp_path / "y.npy", check=False)
     assert r.returncode == 1 and "--self-loops on" in r.stderr
+
+
+def test_rounds_folders_keep_how_the_graph_was_made(tmp_path):
+    """save_rounds(graph=...) records it; load_rounds gives it to every round's
+    module, so saving them again keeps it."""
+    from attngraph.torch import save_rounds, load_rounds
+    g = ag.Graph.load(KARATE + ".gml", self_loops="replace")
+    torch.manual_seed(0)
+    save_rounds(str(tmp_path / "m"), [GraphAttention(2), GraphAttention(2)], graph=g)
+    line = (tmp_path / "m" / "model.args").read_text()
+    assert line == "--heads 1 --rounds 2 --self-loops replace\n"
+    mods = load_rounds(str(tmp_path / "m"))
+    assert [m.graph_args for m in mods] == [{"self_loops": "replace"}] * 2
+    save_rounds(str(tmp_path / "again"), mods)
+    assert (tmp_path / "again" / "model.args").read_text() == line
+    cli("run", KARATE + ".gml", "--features", KARATE + "/x.npy", "--weights", tmp_path / "m",
+        "--out", tmp_path / "y.npy", "--quiet")
