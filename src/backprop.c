@@ -17,7 +17,6 @@
 
 #include "gemm.h"
 #include "internal.h"
-#include "kernels/kernels.h"
 #include "rounds.h"
 
 struct ag_tape {
@@ -120,7 +119,7 @@ static int forward_round(ag_tape_t *t, int r, float *X, float *Xn, ag_error_t *e
     for (int64_t x = 0; x < N * H; x++)
         a.lse[x] = NAN;
     const ag_attention_opts_t ao = {.lse = a.lse};
-    if ((rc = ag_i_attention_ex(t->nb, a.Q, a.K, a.V, H, t->d, &sc, a.M, &ao, err)))
+    if ((rc = ag_attention_ex(t->nb, a.Q, a.K, a.V, H, t->d, &sc, a.M, &ao, err)))
         return rc;
     t->has_lse[r] = (unsigned char)lse_written(a.lse, N * H);
     ag_i_gemm_xwt(X, a.M, w->wo, N, HD, D, t->residual ? 1.0f : 0.0f);
@@ -261,7 +260,7 @@ static int backward_round(const ag_tape_t *t, int r, ag_weights_t *grads, back_b
     const int vectors = sc.kind == AG_SCORE_ADDITIVE || sc.kind == AG_SCORE_GATV2;
     const ag_attention_grads_t ag = {b->dQ, b->dK, b->dV, vectors ? b->da_src : NULL,
                                      sc.kind == AG_SCORE_ADDITIVE ? b->da_dst : NULL, NULL};
-    if ((rc = ag_i_attention_backward(t->nb, a.Q, a.K, a.V, t->H, t->d, &sc, a.M,
+    if ((rc = ag_attention_backward(t->nb, a.Q, a.K, a.V, t->H, t->d, &sc, a.M,
                                     t->has_lse[r] ? a.lse : NULL, b->dM, &ag, err)))
         return rc;
     if (vectors)

@@ -10,7 +10,6 @@
 
 #include "gemm.h"
 #include "internal.h"
-#include "kernels/kernels.h"
 #include "rounds.h"
 #include "vec.h"
 
@@ -181,7 +180,7 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         }
         ag_i_project_qkv(w, Xin, N, ws->Q, ws->K, ws->V);
         progress.round = r + 1;
-        if ((rc = ag_i_attention_ex(nb, ws->Q, ws->K, ws->V, w->H, w->d, &sc, ws->M, &attn, err)))
+        if ((rc = ag_attention_ex(nb, ws->Q, ws->K, ws->V, w->H, w->d, &sc, ws->M, &attn, err)))
             return rc;
         if (callback)
             memcpy(ws->X_prev, X, (size_t)(N * D) * sizeof *X);

@@ -112,7 +112,8 @@ def score_of(score, kw):
 
 
 def _qkv(graph, heads, arrays):
-    """Checks Q, K, V [N, H*d] (float32, C order, not copied when they are) and
+    """Checks Q, K, V [N, H*d] (float32, C order, not copied when they are;
+    finite, as the CLI refuses NaN in a file: ag_check_finite's words) and
     returns them with H and d."""
     N = graph.N
     heads = int(heads)
@@ -128,6 +129,7 @@ def _qkv(graph, heads, arrays):
         elif a.shape[1] != width:
             raise Error("%s has %d columns; %s has %d" % (name, a.shape[1], arrays[0][0], width),
                         "invalid value")
+        check_finite(name, a)
         out.append(a)
     if heads < 1 or width % heads or width == 0:
         raise Error("heads is %d; expected a divisor of the width %d" % (heads, width),

@@ -106,18 +106,6 @@ int ag_i_attention_part(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int one_run
                                        err);
 }
 
-int ag_i_check_qkv(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                   int64_t H, int64_t d, ag_error_t *err)
-{
-    const int64_t N = nb->n_nodes, HD = H * d;
-    int rc = ag_check_finite("attention: q", Q, N, HD, err);
-    if (!rc)
-        rc = ag_check_finite("attention: k", K, N, HD, err);
-    if (!rc)
-        rc = ag_check_finite("attention: v", V, N, HD, err);
-    return rc;
-}
-
 int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                  int64_t H, int64_t d, const ag_score_t *score, float *M, ag_error_t *err)
 {
@@ -127,14 +115,6 @@ int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const floa
 int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                     int64_t H, int64_t d, const ag_score_t *score, float *M,
                     const ag_attention_opts_t *opts, ag_error_t *err)
-{
-    const int rc = ag_i_check_qkv(nb, Q, K, V, H, d, err);
-    return rc ? rc : ag_i_attention_ex(nb, Q, K, V, H, d, score, M, opts, err);
-}
-
-int ag_i_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                      int64_t H, int64_t d, const ag_score_t *score, float *M,
-                      const ag_attention_opts_t *opts, ag_error_t *err)
 {
     float scale;
     int rc = ag_score_check(score, nb, H, d, err);
@@ -196,17 +176,6 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
                           int64_t H, int64_t d, const ag_score_t *score, const float *M,
                           const float *lse, const float *dM, const ag_attention_grads_t *g,
                           ag_error_t *err)
-{
-    int rc = ag_i_check_qkv(nb, Q, K, V, H, d, err);
-    if (!rc)
-        rc = ag_check_finite("attention backward: dm", dM, nb->n_nodes, H * d, err);
-    return rc ? rc : ag_i_attention_backward(nb, Q, K, V, H, d, score, M, lse, dM, g, err);
-}
-
-int ag_i_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                            int64_t H, int64_t d, const ag_score_t *score, const float *M,
-                            const float *lse, const float *dM, const ag_attention_grads_t *g,
-                            ag_error_t *err)
 {
     int rc = ag_score_check(score, nb, H, d, err);
     if (rc)

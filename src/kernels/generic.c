@@ -359,8 +359,6 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
                          float *W, ag_error_t *err)
 {
     int rc = ag_score_check(score, nb, H, d, err);
-    if (!rc)
-        rc = ag_i_check_qkv(nb, Q, K, NULL, H, d, err);
     if (rc)
         return rc;
     if (lo < 0 || hi > nb->n_nodes || lo > hi)
@@ -386,11 +384,7 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
 {
     sctx_t c;
     scratch_t buf;
-    int rc = ag_score_check(score, nb, H, d, err);
-    if (!rc)
-        rc = ag_i_check_qkv(nb, Q, K, NULL, H, d, err);
-    if (!rc)
-        rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 1, 0, err);
+    int rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 1, 0, err);
     if (rc)
         return rc;
 #pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)

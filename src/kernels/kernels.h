@@ -150,22 +150,6 @@ int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
                            float *M, kext_t *x, ag_error_t *err);
 
 /* The fastest kernel that applies to nb's shape (dispatch.c). */
-/* Refuses (naming the array, row and column) a NaN or infinity in Q, K or V
-   [N, H*d]: the public entry points check what they are given. */
-int ag_i_check_qkv(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                   int64_t H, int64_t d, ag_error_t *err);
-
-/* ag_attention_ex and ag_attention_backward without the check of Q, K, V (and
-   dM): the rounds call them on arrays of their own, whose overflow they report
-   as such (training: "diverged"), not as a bad input. */
-int ag_i_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                      int64_t H, int64_t d, const ag_score_t *score, float *M,
-                      const ag_attention_opts_t *opts, ag_error_t *err);
-int ag_i_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                            int64_t H, int64_t d, const ag_score_t *score, const float *M,
-                            const float *lse, const float *dM, const ag_attention_grads_t *g,
-                            ag_error_t *err);
-
 int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
                         int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
 
