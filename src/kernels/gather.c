@@ -342,6 +342,70 @@ AG_INLINE void edge_ds(float *s, float *dp, const float *l2, const float *dd, in
     }
 }
 
+/* sum_rows, dots and edge_ds in AVX2's 8-lane halves (simd.h), with the same
+   sums in the same order: the same bits. */
+AG_INLINE void sum_rows_ymm(float *out, const float *w, const float *X, const int64_t *idx,
+                            int64_t n, int64_t HD, int64_t off, int64_t d, float f)
+{
+    int64_t c = 0, e;
+    for (; c + AG_LANES <= d; c += AG_LANES) {
+        v8f a = {0}, a2 = {0}, b = {0}, b2 = {0};
+        for (e = 0; e + 1 < n; e += 2) {
+            const float *x0 = X + idx[e] * HD + off + c, *x1 = X + idx[e + 1] * HD + off + c;
+            a += v8_set1(w[e]) * v8_load(x0), a2 += v8_set1(w[e]) * v8_load(x0 + 8);
+            b += v8_set1(w[e + 1]) * v8_load(x1), b2 += v8_set1(w[e + 1]) * v8_load(x1 + 8);
+        }
+        if (e < n) {
+            const float *x0 = X + idx[e] * HD + off + c;
+            a += v8_set1(w[e]) * v8_load(x0), a2 += v8_set1(w[e]) * v8_load(x0 + 8);
+        }
+        v8_store(out + c, (a + b) * v8_set1(f)), v8_store(out + c + 8, (a2 + b2) * v8_set1(f));
+    }
+    for (; c < d; c++) {
+        float a = 0;
+        for (e = 0; e < n; e++)
+            a += w[e] * X[idx[e] * HD + off + c];
+        out[c] = a * f;
+    }
+}
+
+/* Each edge's 16 lanes summed in dots' order: lane l with lane l + 8, then
+   ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)), as its transpose and adds do. */
+AG_INLINE void dots_ymm(float *out, const float *x, const float *X, const int64_t *idx,
+                        int64_t n, int64_t HD, int64_t off, int64_t d)
+{
+    const int64_t dv = d - d % AG_LANES;
+    for (int64_t e = 0; e < n; e++) {
+        const float *row = X + idx[e] * HD + off;
+        v8f lo = {0}, hi = {0};
+        for (int64_t c = 0; c < dv; c += AG_LANES) {
+            lo += v8_load(x + c) * v8_load(row + c);
+            hi += v8_load(x + c + 8) * v8_load(row + c + 8);
+        }
+        float t[8];
+        v8_store(t, lo + hi);
+        out[e] = ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
+    }
+    for (int64_t e = n; e % AG_LANES; e++)   /* dots writes whole vectors */
+        out[e] = 0.0f;
+    for (int64_t e = 0; dv < d && e < n; e++) {
+        const float *row = X + idx[e] * HD + off;
+        for (int64_t c = dv; c < d; c++)
+            out[e] += x[c] * row[c];
+    }
+}
+
+AG_INLINE void edge_ds_ymm(float *s, float *dp, const float *l2, const float *dd, int64_t n)
+{
+    for (int64_t e = n; e % AG_LANES; e++)
+        s[e] = -__builtin_inff(), dp[e] = 0.0f;
+    for (int64_t e = 0; e < n; e += 8) {
+        const v8f p = v8_exp2(v8_load(s + e) - v8_load(l2 + e));
+        v8_store(s + e, p);
+        v8_store(dp + e, p * (v8_load(dp + e) - v8_load(dd + e)));
+    }
+}
+
 /* The out-edges of source j as destinations, in out-run order. */
 AG_INLINE int64_t out_edges(const ag_nbhd_t *nb, int64_t j, int64_t *idx)
 {
@@ -353,7 +417,8 @@ AG_INLINE int64_t out_edges(const ag_nbhd_t *nb, int64_t j, int64_t *idx)
 }
 
 /* Pass 1: row i of dQ. */
-AG_INLINE void grad_query_row(const gbw_args_t *a, int64_t i, int64_t end, const gbw_buf_t *b)
+AG_INLINE void grad_query_row(const gbw_args_t *a, int64_t i, int64_t end, const gbw_buf_t *b,
+                               const int ymm)
 {
     const ag_nbhd_t *nb = a->nb;
     const int64_t d = a->d, H = a->H, HD = H * d;
@@ -374,18 +439,20 @@ AG_INLINE void grad_query_row(const gbw_args_t *a, int64_t i, int64_t end, const
         const float *dm = a->dM + i * HD + off;
         for (int64_t c = 0; c < d; c++)
             b->x[c] = a->Q[i * HD + off + c] * a->scale2;
-        dots(b->s, b->x, a->K, b->idx, n, HD, off, d);
-        dots(b->dp, dm, a->V, b->idx, n, HD, off, d);
-        const v16f l2 = v_set1(a->ld[2 * (i * H + h)]), dd = v_set1(a->ld[2 * (i * H + h) + 1]);
-        for (int64_t e = 0; e < n; e += AG_LANES)
-            v_store(b->l2 + e, l2), v_store(b->dd + e, dd);
-        edge_ds(b->s, b->dp, b->l2, b->dd, n);
-        sum_rows(a->dQ + i * HD + off, b->dp, a->K, b->idx, n, HD, off, d, a->scale);
+        (ymm ? dots_ymm : dots)(b->s, b->x, a->K, b->idx, n, HD, off, d);
+        (ymm ? dots_ymm : dots)(b->dp, dm, a->V, b->idx, n, HD, off, d);
+        const float l2 = a->ld[2 * (i * H + h)], dd = a->ld[2 * (i * H + h) + 1];
+        for (int64_t e = 0; e < (n + AG_LANES - 1) / AG_LANES * AG_LANES; e++)
+            b->l2[e] = l2, b->dd[e] = dd;
+        (ymm ? edge_ds_ymm : edge_ds)(b->s, b->dp, b->l2, b->dd, n);
+        (ymm ? sum_rows_ymm : sum_rows)(a->dQ + i * HD + off, b->dp, a->K, b->idx, n, HD, off, d,
+                                        a->scale);
     }
 }
 
 /* Pass 2: rows j of dK and dV. */
-AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, int64_t end, const gbw_buf_t *b)
+AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, int64_t end, const gbw_buf_t *b,
+                             const int ymm)
 {
     const ag_nbhd_t *nb = a->nb;
     const int64_t d = a->d, H = a->H, HD = H * d;
@@ -409,35 +476,37 @@ AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, int64_t end, const g
         const float *v = a->V + j * HD + off;
         for (int64_t c = 0; c < d; c++)
             b->x[c] = a->K[j * HD + off + c] * a->scale2;
-        dots(b->s, b->x, a->Q, b->idx, n, HD, off, d);
-        dots(b->dp, v, a->dM, b->idx, n, HD, off, d);
+        (ymm ? dots_ymm : dots)(b->s, b->x, a->Q, b->idx, n, HD, off, d);
+        (ymm ? dots_ymm : dots)(b->dp, v, a->dM, b->idx, n, HD, off, d);
         for (int64_t e = 0; e < n; e++) {
             const int64_t i = b->idx[e];
             b->l2[e] = a->ld[2 * (i * H + h)], b->dd[e] = a->ld[2 * (i * H + h) + 1];
         }
         for (int64_t e = n; e % AG_LANES; e++)
             b->l2[e] = b->dd[e] = 0.0f;
-        edge_ds(b->s, b->dp, b->l2, b->dd, n);
-        sum_rows(a->dK + j * HD + off, b->dp, a->Q, b->idx, n, HD, off, d, a->scale);
-        sum_rows(a->dV + j * HD + off, b->s, a->dM, b->idx, n, HD, off, d, 1.0f);
+        (ymm ? edge_ds_ymm : edge_ds)(b->s, b->dp, b->l2, b->dd, n);
+        (ymm ? sum_rows_ymm : sum_rows)(a->dK + j * HD + off, b->dp, a->Q, b->idx, n, HD, off, d,
+                                        a->scale);
+        (ymm ? sum_rows_ymm : sum_rows)(a->dV + j * HD + off, b->s, a->dM, b->idx, n, HD, off, d,
+                                        1.0f);
     }
 }
 
 /* Nodes lo..hi-1 of one pass, compiled per instruction set. */
-#define GRAD_ROWS_VARIANT(name, target)                                                     \
+#define GRAD_ROWS_VARIANT(name, target, ymm)                                                \
     target static void name(const gbw_args_t *a, int pass, int64_t lo, int64_t hi,           \
                             const gbw_buf_t *b)                                             \
     {                                                                                       \
         for (int64_t i = lo; i < hi; i++) {                                                 \
             if (pass == 0)                                                                  \
-                grad_query_row(a, i, hi, b);                                                \
+                grad_query_row(a, i, hi, b, ymm);                                           \
             else                                                                            \
-                grad_key_row(a, i, hi, b);                                                  \
+                grad_key_row(a, i, hi, b, ymm);                                             \
         }                                                                                   \
     }
-GRAD_ROWS_VARIANT(grad_rows_avx512, AG_TARGET_AVX512)
-GRAD_ROWS_VARIANT(grad_rows_avx2, AG_TARGET_AVX2)
-GRAD_ROWS_VARIANT(grad_rows_base, )
+GRAD_ROWS_VARIANT(grad_rows_avx512, AG_TARGET_AVX512, 0)
+GRAD_ROWS_VARIANT(grad_rows_avx2, AG_TARGET_AVX2, 1)
+GRAD_ROWS_VARIANT(grad_rows_base, , 0)
 
 /* The destinations whose lse and D the passes read: [qlo, qhi) and every
    destination of the out-runs of sources [klo, khi). */
