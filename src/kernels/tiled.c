@@ -110,12 +110,28 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
             const v16f shift = v_select(l[v] > v_set1(0.0f), (m[v] - m_use) * l[v],
                                         v_set1(0.0f));
             v16f us = v_set1(0.0f);
-            for (int64_t jj = 0; jj < bk; jj++) {
-                float *row = S + jj * BQ + v * AG_LANES;
-                const v16f y = v_load(row) - m_use, p = v_exp2(y);
-                v_store(row, p);
-                sum += p;
-                us += p * v_max(y, v_set1(-1000.0f));
+            if (ymm) {   /* in halves: see simd.h */
+                float mu[AG_LANES];
+                v_store(mu, m_use);
+                const v8f floor = v8_set1(-1000.0f);
+                v8f slo = v8_set1(0.0f), shi = slo, ulo = slo, uhi = slo;
+                for (int64_t jj = 0; jj < bk; jj++) {
+                    float *row = S + jj * BQ + v * AG_LANES;
+                    const v8f ylo = v8_load(row) - v8_load(mu), yhi = v8_load(row + 8) - v8_load(mu + 8);
+                    const v8f plo = v8_exp2(ylo), phi = v8_exp2(yhi);
+                    v8_store(row, plo), v8_store(row + 8, phi);
+                    slo += plo, shi += phi;
+                    ulo += plo * v8_max(ylo, floor), uhi += phi * v8_max(yhi, floor);
+                }
+                sum = v_join(slo, shi), us = v_join(ulo, uhi);
+            } else {
+                for (int64_t jj = 0; jj < bk; jj++) {
+                    float *row = S + jj * BQ + v * AG_LANES;
+                    const v16f y = v_load(row) - m_use, p = v_exp2(y);
+                    v_store(row, p);
+                    sum += p;
+                    us += p * v_max(y, v_set1(-1000.0f));
+                }
             }
             u[v] = alpha[v] * (u[v] + shift) + us;
             if (kext_distance(x)) {   /* t' = alpha t + sum p |i - j| */
