@@ -220,6 +220,17 @@ typedef struct {
     int memory_bound;     /* ratio against the row bandwidth, not sgemm */
 } case_t;
 
+/* The case's pattern on its N nodes into nb (transposed for a backward). */
+static void compile_case(ag_nbhd_t *nb, const case_t *c, int transpose)
+{
+    ag_pattern_t *p;
+    ag_error_t err;
+    if (ag_pattern_parse(&p, c->spec, &err) || ag_nbhd_from_pattern(nb, p, c->N, c->self, &err) ||
+        (transpose && ag_nbhd_transpose(nb, &err)))
+        die(&err);
+    ag_pattern_free(p);
+}
+
 /* The largest |m - m_ref| / max |m_ref| of M [N, H*d] against the double
    reference on nb's edges. */
 static double reference_error(const ag_nbhd_t *nb, const float *Q, const float *K,
@@ -244,13 +255,9 @@ static double reference_error(const ag_nbhd_t *nb, const float *Q, const float *
 static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows,
                      const double peak[2])
 {
-    ag_pattern_t *p;
     ag_nbhd_t nb;
     ag_error_t err;
-    if (ag_pattern_parse(&p, c->spec, &err) ||
-        ag_nbhd_from_pattern(&nb, p, c->N, c->self, &err))
-        die(&err);
-    ag_pattern_free(p);
+    compile_case(&nb, c, 0);
     const int64_t N = c->N, H = c->H, d = c->d, HD = H * d, E = nb.n_edges;
     float *Q = floats(N * HD), *K = floats(N * HD), *V = floats(N * HD), *M = floats(N * HD);
     ag_random_normal(Q, N * HD, 7, 1, 1.0f);
@@ -315,13 +322,9 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows,
    the FMA peak and with the training forward (ag_attention_ex with lse). */
 static void run_backward(const case_t *c)
 {
-    ag_pattern_t *p;
     ag_nbhd_t nb;
     ag_error_t err;
-    if (ag_pattern_parse(&p, c->spec, &err) ||
-        ag_nbhd_from_pattern(&nb, p, c->N, c->self, &err) || ag_nbhd_transpose(&nb, &err))
-        die(&err);
-    ag_pattern_free(p);
+    compile_case(&nb, c, 1);
     const int64_t N = c->N, H = c->H, d = c->d, HD = H * d, E = nb.n_edges;
     float *Q = floats(N * HD), *K = floats(N * HD), *V = floats(N * HD), *M = floats(N * HD);
     float *dM = floats(N * HD), *g = floats(3 * N * HD), *lse = floats(N * H);
@@ -393,13 +396,9 @@ static int smoke(void)
     const int best = (int)ag_simd_level();   /* ag_simd_level() is the forced one below */
     for (size_t k = 0; k < sizeof small / sizeof small[0]; k++) {
         const case_t *c = &small[k];
-        ag_pattern_t *p;
         ag_nbhd_t nb;
         ag_error_t err;
-        if (ag_pattern_parse(&p, c->spec, &err) ||
-            ag_nbhd_from_pattern(&nb, p, c->N, c->self, &err) || ag_nbhd_transpose(&nb, &err))
-            die(&err);
-        ag_pattern_free(p);
+        compile_case(&nb, c, 1);
         const int64_t n = c->N * c->H * c->d;
         float *Q = floats(n), *K = floats(n), *V = floats(n), *M = floats(n), *dM = floats(n);
         float *g = floats(3 * n), *g0 = floats(3 * n), *M0 = floats(n);

@@ -73,6 +73,57 @@ AG_INLINE void prefetch_rows(const ag_nbhd_t *nb, int64_t i, const float *X, int
                 __builtin_prefetch(X + j * HD + off + c);
 }
 
+/* out [d] = f * sum_e w[e] X[idx[e]] (rows at offset off), 16 channels a
+   vector, alternate edges in two accumulators. */
+AG_INLINE void sum_rows(float *out, const float *w, const float *X, const int64_t *idx,
+                        int64_t n, int64_t HD, int64_t off, int64_t d, float f)
+{
+    int64_t c = 0, e;
+    for (; c + AG_LANES <= d; c += AG_LANES) {
+        v16f a = {0}, b = {0};
+        for (e = 0; e + 1 < n; e += 2) {
+            a += v_set1(w[e]) * v_load(X + idx[e] * HD + off + c);
+            b += v_set1(w[e + 1]) * v_load(X + idx[e + 1] * HD + off + c);
+        }
+        if (e < n)
+            a += v_set1(w[e]) * v_load(X + idx[e] * HD + off + c);
+        v_store(out + c, (a + b) * v_set1(f));
+    }
+    for (; c < d; c++) {
+        float a = 0;
+        for (e = 0; e < n; e++)
+            a += w[e] * X[idx[e] * HD + off + c];
+        out[c] = a * f;
+    }
+}
+
+/* sum_rows in AVX2's 8-lane halves (simd.h), the same sums in the same order:
+   the same bits. */
+AG_INLINE void sum_rows_ymm(float *out, const float *w, const float *X, const int64_t *idx,
+                            int64_t n, int64_t HD, int64_t off, int64_t d, float f)
+{
+    int64_t c = 0, e;
+    for (; c + AG_LANES <= d; c += AG_LANES) {
+        v8f a = {0}, a2 = {0}, b = {0}, b2 = {0};
+        for (e = 0; e + 1 < n; e += 2) {
+            const float *x0 = X + idx[e] * HD + off + c, *x1 = X + idx[e + 1] * HD + off + c;
+            a += v8_set1(w[e]) * v8_load(x0), a2 += v8_set1(w[e]) * v8_load(x0 + 8);
+            b += v8_set1(w[e + 1]) * v8_load(x1), b2 += v8_set1(w[e + 1]) * v8_load(x1 + 8);
+        }
+        if (e < n) {
+            const float *x0 = X + idx[e] * HD + off + c;
+            a += v8_set1(w[e]) * v8_load(x0), a2 += v8_set1(w[e]) * v8_load(x0 + 8);
+        }
+        v8_store(out + c, (a + b) * v8_set1(f)), v8_store(out + c + 8, (a2 + b2) * v8_set1(f));
+    }
+    for (; c < d; c++) {
+        float a = 0;
+        for (e = 0; e < n; e++)
+            a += w[e] * X[idx[e] * HD + off + c];
+        out[c] = a * f;
+    }
+}
+
 AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const float *K,
                           const float *V, int64_t H, int64_t d, float scale2, float *M,
                           float *s, int64_t *src, float *q, const kext_t *x, int64_t end,
@@ -149,37 +200,7 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
         kext_lse(x, i, h, H, mx, l, 0.69314718f);   /* scores in log2 units */
         const float inv = 1.0f / l;
         /* 3. P.V, 16 channels at a time */
-        int64_t c = 0;
-        for (; ymm && c + AG_LANES <= d; c += AG_LANES) {   /* the same, in halves */
-            v8f a = {0}, a2 = {0}, b = {0}, b2 = {0};
-            for (e = 0; e + 1 < deg; e += 2) {
-                const float *v0 = V + src[e] * HD + off + c, *v1 = V + src[e + 1] * HD + off + c;
-                a += v8_set1(s[e]) * v8_load(v0), a2 += v8_set1(s[e]) * v8_load(v0 + 8);
-                b += v8_set1(s[e + 1]) * v8_load(v1), b2 += v8_set1(s[e + 1]) * v8_load(v1 + 8);
-            }
-            if (e < deg) {
-                const float *v0 = V + src[e] * HD + off + c;
-                a += v8_set1(s[e]) * v8_load(v0), a2 += v8_set1(s[e]) * v8_load(v0 + 8);
-            }
-            v8_store(m_i + off + c, (a + b) * v8_set1(inv));
-            v8_store(m_i + off + c + 8, (a2 + b2) * v8_set1(inv));
-        }
-        for (; c + AG_LANES <= d; c += AG_LANES) {
-            v16f a = {0}, b = {0};
-            for (e = 0; e + 1 < deg; e += 2) {
-                a += v_set1(s[e]) * v_load(V + src[e] * HD + off + c);
-                b += v_set1(s[e + 1]) * v_load(V + src[e + 1] * HD + off + c);
-            }
-            if (e < deg)
-                a += v_set1(s[e]) * v_load(V + src[e] * HD + off + c);
-            v_store(m_i + off + c, (a + b) * v_set1(inv));
-        }
-        for (; c < d; c++) {
-            float a = 0;
-            for (e = 0; e < deg; e++)
-                a += s[e] * V[src[e] * HD + off + c];
-            m_i[off + c] = a * inv;
-        }
+        (ymm ? sum_rows_ymm : sum_rows)(m_i + off, s, V, src, deg, HD, off, d, inv);
     }
 }
 
@@ -271,30 +292,6 @@ typedef struct {
     float *x;                  /* [d] the scaled query or key */
 } gbw_buf_t;
 
-/* out [d] = f * sum_e w[e] X[idx[e]] (rows at offset off), 16 channels a
-   vector, alternate edges in two accumulators. */
-AG_INLINE void sum_rows(float *out, const float *w, const float *X, const int64_t *idx,
-                        int64_t n, int64_t HD, int64_t off, int64_t d, float f)
-{
-    int64_t c = 0, e;
-    for (; c + AG_LANES <= d; c += AG_LANES) {
-        v16f a = {0}, b = {0};
-        for (e = 0; e + 1 < n; e += 2) {
-            a += v_set1(w[e]) * v_load(X + idx[e] * HD + off + c);
-            b += v_set1(w[e + 1]) * v_load(X + idx[e + 1] * HD + off + c);
-        }
-        if (e < n)
-            a += v_set1(w[e]) * v_load(X + idx[e] * HD + off + c);
-        v_store(out + c, (a + b) * v_set1(f));
-    }
-    for (; c < d; c++) {
-        float a = 0;
-        for (e = 0; e < n; e++)
-            a += w[e] * X[idx[e] * HD + off + c];
-        out[c] = a * f;
-    }
-}
-
 /* out[e] = x . X[idx[e]] (rows at offset off) for e < n, 16 edges at a time:
    each edge's products summed over whole vectors of channels, then the 16
    edges' vectors transposed and added, so that no edge needs a horizontal sum
@@ -342,33 +339,8 @@ AG_INLINE void edge_ds(float *s, float *dp, const float *l2, const float *dd, in
     }
 }
 
-/* sum_rows, dots and edge_ds in AVX2's 8-lane halves (simd.h), with the same
-   sums in the same order: the same bits. */
-AG_INLINE void sum_rows_ymm(float *out, const float *w, const float *X, const int64_t *idx,
-                            int64_t n, int64_t HD, int64_t off, int64_t d, float f)
-{
-    int64_t c = 0, e;
-    for (; c + AG_LANES <= d; c += AG_LANES) {
-        v8f a = {0}, a2 = {0}, b = {0}, b2 = {0};
-        for (e = 0; e + 1 < n; e += 2) {
-            const float *x0 = X + idx[e] * HD + off + c, *x1 = X + idx[e + 1] * HD + off + c;
-            a += v8_set1(w[e]) * v8_load(x0), a2 += v8_set1(w[e]) * v8_load(x0 + 8);
-            b += v8_set1(w[e + 1]) * v8_load(x1), b2 += v8_set1(w[e + 1]) * v8_load(x1 + 8);
-        }
-        if (e < n) {
-            const float *x0 = X + idx[e] * HD + off + c;
-            a += v8_set1(w[e]) * v8_load(x0), a2 += v8_set1(w[e]) * v8_load(x0 + 8);
-        }
-        v8_store(out + c, (a + b) * v8_set1(f)), v8_store(out + c + 8, (a2 + b2) * v8_set1(f));
-    }
-    for (; c < d; c++) {
-        float a = 0;
-        for (e = 0; e < n; e++)
-            a += w[e] * X[idx[e] * HD + off + c];
-        out[c] = a * f;
-    }
-}
-
+/* dots and edge_ds in AVX2's 8-lane halves (simd.h), with the same sums in
+   the same order: the same bits. */
 /* Each edge's 16 lanes summed in dots' order: lane l with lane l + 8, then
    ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)), as its transpose and adds do. */
 AG_INLINE void dots_ymm(float *out, const float *x, const float *X, const int64_t *idx,
