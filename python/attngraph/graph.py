@@ -77,8 +77,10 @@ def _check_runs(n, edge_ptr, run_ptr, run_src, run_len, edge_id):
     if (later & (run_src < prev_end - 1)).any():
         bad("run_src is not ascending within a destination")
     E = int(edge_ptr[-1])
-    if edge_id is not None and (edge_id.shape != (E,) or (edge_id < -1).any()):
-        bad("edge_id is not [E] = [%d] ids >= -1" % E)
+    # ids above 2^40 (no graph has that many edges) would overflow ag_edge_order's sums
+    if edge_id is not None and (edge_id.shape != (E,) or (edge_id < -1).any() or
+                                (edge_id > 1 << 40).any()):
+        bad("edge_id is not [E] = [%d] ids in -1..2^40" % E)
 
 
 class Graph:

@@ -125,6 +125,10 @@ def test_a_damaged_state_is_refused(tmp_path):
         object.__new__(ag.Graph).__setstate__(bad)
     with pytest.raises(ag.Error, match="version"):
         object.__new__(ag.Graph).__setstate__(dict(state, version=99))
+    ids = np.array(state["edge_id"])
+    ids[0] = np.iinfo(np.int64).max                 # would overflow the edge order's sums
+    with pytest.raises(ag.Error, match="edge_id"):
+        object.__new__(ag.Graph).__setstate__(dict(state, edge_id=ids))
 
 
 def test_a_module_holding_a_graph_deep_copies(tmp_path):
