@@ -180,7 +180,7 @@ ag_i_tile_fn ag_i_tile_step(int QV)
 AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,
                             const float *K, const float *V, int64_t H, int64_t d, int64_t h,
                             float scale2, float *M, const tile_buf_t *b, const kext_t *x,
-                            ag_i_tile_fn step, const int QV)
+                            ag_i_tile_fn step, const int QV, const int ymm)
 {
     const int stats = kext_stats(x);
     const int BQ = QV * AG_LANES;
@@ -189,7 +189,7 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
     const block_span_t span = block_lanes(nb, i0, nq, BQ, b->lo, b->hi);
     int64_t jmin = span.jmin, jmax = span.jmax;
     const int64_t max_lo = span.max_lo, min_hi = span.min_hi;
-    pack_queries(b->qt, Q + i0 * HD + off, HD, d, nq, scale2, QV);
+    pack_queries(b->qt, Q + i0 * HD + off, HD, d, nq, scale2, QV, ymm);
     /* the block's output rows are written once, at the end: ask for them now
        so their lines are owned by then (a large output misses every cache) */
     for (int64_t i = 0; i < nq; i++)
@@ -218,7 +218,7 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
         v_store(b->l + v * AG_LANES, ls.l[v]), v_store(b->m + v * AG_LANES, ls.m[v]);
-    store_messages(M + i0 * HD + off, b->acc, b->l, HD, d, nq, QV);
+    store_messages(M + i0 * HD + off, b->acc, b->l, HD, d, nq, QV, ymm);
     for (int64_t i = 0; x && x->lse && i < nq; i++)   /* scores in log2 units */
         kext_lse(x, i0 + i, h, H, b->m[i], b->l[i], 0.69314718f);
     if (stats) {
@@ -232,20 +232,20 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
 }
 
 /* The block loop compiled per instruction set and block width. */
-#define BLOCK_VARIANT(name, target, qv)                                                     \
+#define BLOCK_VARIANT(name, target, qv, ymm)                                                     \
     target static void name(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,     \
                             const float *K, const float *V, int64_t H, int64_t d, int64_t h,  \
                             float scale2, float *M, const tile_buf_t *b, const kext_t *x,    \
                             ag_i_tile_fn step)                                                \
     {                                                                                       \
-        attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, x, step, qv);              \
+        attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, x, step, qv, ymm);         \
     }
-BLOCK_VARIANT(block_q4_avx512, AG_TARGET_AVX512, 4)
-BLOCK_VARIANT(block_q1_avx512, AG_TARGET_AVX512, 1)
-BLOCK_VARIANT(block_q4_avx2, AG_TARGET_AVX2, 4)
-BLOCK_VARIANT(block_q1_avx2, AG_TARGET_AVX2, 1)
-BLOCK_VARIANT(block_q4_base, , 4)
-BLOCK_VARIANT(block_q1_base, , 1)
+BLOCK_VARIANT(block_q4_avx512, AG_TARGET_AVX512, 4, 0)
+BLOCK_VARIANT(block_q1_avx512, AG_TARGET_AVX512, 1, 0)
+BLOCK_VARIANT(block_q4_avx2, AG_TARGET_AVX2, 4, 1)
+BLOCK_VARIANT(block_q1_avx2, AG_TARGET_AVX2, 1, 1)
+BLOCK_VARIANT(block_q4_base, , 4, 0)
+BLOCK_VARIANT(block_q1_base, , 1, 0)
 
 typedef void (*block_fn)(const ag_nbhd_t *, int64_t, int64_t, const float *, const float *,
                          const float *, int64_t, int64_t, int64_t, float, float *,
@@ -382,9 +382,15 @@ AG_INLINE float lse_log2(const bw_args_t *a, int64_t i, int64_t h)
 
 /* The nq rows at X (stride HD) = f * acc^T (acc [d][BQ]). */
 AG_INLINE void store_scaled(float *X, const float *restrict acc, float f, int64_t HD, int64_t d,
-                            int64_t nq, const int QV)
+                            int64_t nq, const int QV, const int ymm)
 {
     const int64_t BQ = QV * AG_LANES;
+    if (ymm) {   /* element by element, as pack_queries */
+        for (int64_t i = 0; i < nq; i++)
+            for (int64_t c = 0; c < d; c++)
+                X[i * HD + c] = acc[c * BQ + i] * f;
+        return;
+    }
     const v16f fv = v_set1(f);
     for (int v = 0; v < QV; v++) {
         int64_t c0 = 0;
@@ -476,8 +482,8 @@ AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t 
         b->lse2[i] = i < nq ? lse_log2(a, i0 + i, h) : 0.0f;
         b->dd[i] = i < nq ? a->Dd[(i0 + i) * a->H + h] : 0.0f;
     }
-    pack_queries(b->xt, a->Q + i0 * HD + off, HD, d, nq, a->scale2, QV);
-    pack_queries(b->gt, a->dM + i0 * HD + off, HD, d, nq, 1.0f, QV);
+    pack_queries(b->xt, a->Q + i0 * HD + off, HD, d, nq, a->scale2, QV, ymm);
+    pack_queries(b->gt, a->dM + i0 * HD + off, HD, d, nq, 1.0f, QV, ymm);
     prefetch_block(a, a->Q, a->dM, a->dQ, i0, nq, off);
     memset(b->acc1, 0, (size_t)(d * BQ) * sizeof(float));
     v16f one[QV_MAX];
@@ -500,7 +506,7 @@ AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t 
         ds_lanes(b->s, b->dp, b, j0, bk, full, QV, ymm);
         accumulate_tile(b->acc1, b->dp, a->K, HD, off, d, j0, bk, one, QV, ymm);
     }
-    store_scaled(a->dQ + i0 * HD + off, b->acc1, a->scale, HD, d, nq, QV);
+    store_scaled(a->dQ + i0 * HD + off, b->acc1, a->scale, HD, d, nq, QV, ymm);
 }
 
 /* Pass B's P^T and dS^T for rows (destinations) r0 .. r0+br-1 against the
@@ -560,8 +566,8 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
     memset(b->acc1, 0, (size_t)(d * BQ) * sizeof(float));
     memset(b->acc2, 0, (size_t)(d * BQ) * sizeof(float));
     if (rmax > 0) {
-        pack_queries(b->xt, a->K + j0 * HD + off, HD, d, nq, a->scale2, QV);
-        pack_queries(b->gt, a->V + j0 * HD + off, HD, d, nq, 1.0f, QV);
+        pack_queries(b->xt, a->K + j0 * HD + off, HD, d, nq, a->scale2, QV, ymm);
+        pack_queries(b->gt, a->V + j0 * HD + off, HD, d, nq, 1.0f, QV, ymm);
     }
     prefetch_block(a, a->K, a->V, a->dK, j0, nq, off);
     v16f one[QV_MAX];
@@ -588,8 +594,8 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
         accumulate_tile(b->acc1, b->dp, a->Q, HD, off, d, r0, br, one, QV, ymm);
         accumulate_tile(b->acc2, b->s, a->dM, HD, off, d, r0, br, one, QV, ymm);
     }
-    store_scaled(a->dK + j0 * HD + off, b->acc1, a->scale, HD, d, nq, QV);
-    store_scaled(a->dV + j0 * HD + off, b->acc2, 1.0f, HD, d, nq, QV);
+    store_scaled(a->dK + j0 * HD + off, b->acc1, a->scale, HD, d, nq, QV, ymm);
+    store_scaled(a->dV + j0 * HD + off, b->acc2, 1.0f, HD, d, nq, QV, ymm);
 }
 
 /* Both passes compiled per instruction set and block width. */

@@ -277,11 +277,19 @@ AG_INLINE void accumulate_tile(float *restrict acc, const float *restrict P, con
 }
 
 /* Qt [d][BQ] = scale2 * (the nq rows at Q, stride HD)^T, zero beyond nq:
-   16 x 16 blocks transposed in registers, leftover channels one by one. */
+   16 x 16 blocks transposed in registers, leftover channels one by one. AVX2
+   (ymm) goes element by element: the register transpose needs 32 ymm there,
+   and GCC spilled it and made its shuffles scalar; the same products. */
 AG_INLINE void pack_queries(float *restrict qt, const float *Q, int64_t HD, int64_t d,
-                            int64_t nq, float scale2, const int QV)
+                            int64_t nq, float scale2, const int QV, const int ymm)
 {
     const int64_t BQ = QV * AG_LANES;
+    if (ymm) {
+        for (int64_t i = 0; i < BQ; i++)
+            for (int64_t c = 0; c < d; c++)
+                qt[c * BQ + i] = i < nq ? Q[i * HD + c] * scale2 : 0.0f;
+        return;
+    }
     const v16f scale = v_set1(scale2);
     int64_t c0 = 0;
     for (; c0 + AG_LANES <= d; c0 += AG_LANES)
@@ -302,11 +310,23 @@ AG_INLINE void pack_queries(float *restrict qt, const float *Q, int64_t HD, int6
             qt[c0 * BQ + i] = i < nq ? Q[i * HD + c0] * scale2 : 0.0f;
 }
 
-/* The nq rows at M (stride HD) = (acc [d][BQ] / l)^T, the same way round. */
+/* The nq rows at M (stride HD) = (acc [d][BQ] / l)^T, the same way round
+   (ymm: element by element, as pack_queries; the same products). */
 AG_INLINE void store_messages(float *M, const float *restrict acc, const float *l, int64_t HD,
-                              int64_t d, int64_t nq, const int QV)
+                              int64_t d, int64_t nq, const int QV, const int ymm)
 {
     const int64_t BQ = QV * AG_LANES;
+    if (ymm) {
+        for (int64_t i = 0; i < nq; i++) {
+            /* a lane with no in-edges has sum 0 and a zero row */
+            const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+            for (int64_t c = 0; c < d - d % AG_LANES; c++)
+                M[i * HD + c] = acc[c * BQ + i] * inv;
+            for (int64_t c = d - d % AG_LANES; c < d; c++)   /* as below: a division */
+                M[i * HD + c] = l[i] > 0 ? acc[c * BQ + i] / l[i] : 0;
+        }
+        return;
+    }
     for (int v = 0; v < QV; v++) {
         const v16f sum = v_load(l + v * AG_LANES);
         /* a lane with no in-edges has sum 0 and a zero row */

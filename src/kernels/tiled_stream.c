@@ -55,14 +55,14 @@ static void block_geometry(stream_block_t *g, const ag_nbhd_t *nb, int64_t i0, i
 AG_INLINE void stream_task(const struct ag_tiled_stream *st, const stream_block_t *g,
                            int64_t h, int64_t *next, float *acc, float *ml_m, float *ml_l,
                            const float *K, const float *V, int64_t b, float *qt, float *S,
-                           const int QV)
+                           const int QV, const int ymm)
 {
     const int BQ = QV * AG_LANES;
     const int64_t d = st->d, HD = st->H * d, off = h * d;
     int64_t j0 = *next;
     if (j0 >= g->jmax || j0 + (g->jmax - j0 < g->tile ? g->jmax - j0 : g->tile) > b)
         return;
-    pack_queries(qt, st->Q + g->i0 * HD + off, HD, d, g->nq, st->scale2, QV);
+    pack_queries(qt, st->Q + g->i0 * HD + off, HD, d, g->nq, st->scale2, QV, ymm);
     ag_i_lanes_t ls;
     memset(&ls, 0, sizeof ls);
 #pragma GCC unroll 4
@@ -88,19 +88,19 @@ AG_INLINE void stream_task(const struct ag_tiled_stream *st, const stream_block_
         v_store(ml_m + v * AG_LANES, ls.m[v]), v_store(ml_l + v * AG_LANES, ls.l[v]);
 }
 
-#define TASK_VARIANT(name, target, qv)                                                      \
+#define TASK_VARIANT(name, target, qv, ymm)                                                      \
     target static void name(const struct ag_tiled_stream *st, const stream_block_t *g,       \
                             int64_t h, int64_t *next, float *acc, float *m, float *l,         \
                             const float *K, const float *V, int64_t b, float *qt, float *S)   \
     {                                                                                       \
-        stream_task(st, g, h, next, acc, m, l, K, V, b, qt, S, qv);                          \
+        stream_task(st, g, h, next, acc, m, l, K, V, b, qt, S, qv, ymm);                     \
     }
-TASK_VARIANT(task_q4_avx512, AG_TARGET_AVX512, 4)
-TASK_VARIANT(task_q1_avx512, AG_TARGET_AVX512, 1)
-TASK_VARIANT(task_q4_avx2, AG_TARGET_AVX2, 4)
-TASK_VARIANT(task_q1_avx2, AG_TARGET_AVX2, 1)
-TASK_VARIANT(task_q4_base, , 4)
-TASK_VARIANT(task_q1_base, , 1)
+TASK_VARIANT(task_q4_avx512, AG_TARGET_AVX512, 4, 0)
+TASK_VARIANT(task_q1_avx512, AG_TARGET_AVX512, 1, 0)
+TASK_VARIANT(task_q4_avx2, AG_TARGET_AVX2, 4, 1)
+TASK_VARIANT(task_q1_avx2, AG_TARGET_AVX2, 1, 1)
+TASK_VARIANT(task_q4_base, , 4, 0)
+TASK_VARIANT(task_q1_base, , 1, 0)
 
 typedef void (*task_fn)(const struct ag_tiled_stream *, const stream_block_t *, int64_t,
                         int64_t *, float *, float *, float *, const float *, const float *,
@@ -195,10 +195,10 @@ void ag_i_tiled_stream_end(ag_tiled_stream_t *st, float *M, float *lse)
         const int64_t h = t % H;
         if (st->QV == 4)
             store_messages(M + g->i0 * HD + h * d, st->acc + t * d * BQ, st->l + t * BQ, HD, d,
-                           g->nq, 4);
+                           g->nq, 4, 0);
         else
             store_messages(M + g->i0 * HD + h * d, st->acc + t * d * BQ, st->l + t * BQ, HD, d,
-                           g->nq, 1);
+                           g->nq, 1, 0);
         const kext_t x = {.lse = lse};
         for (int64_t i = 0; lse && i < g->nq; i++)
             kext_lse(&x, g->i0 + i, h, H, st->m[t * BQ + i], st->l[t * BQ + i], 0.69314718f);
