@@ -420,25 +420,6 @@ static void write_index_npy(const char *path, const int64_t *v, int64_t n)
     write_npy_raw(path, "<i8", 0, shape, v, (size_t)n * sizeof *v);
 }
 
-/* Reads an --attn CSV's rows as "src,dst,added" triples (added -1 without the column). */
-static int64_t attn_rows(const char *path, int64_t rows[][3], int64_t cap)
-{
-    char *text = read_text(path);
-    ck_assert_ptr_nonnull(text);
-    const int has_added = strncmp(text, "src,dst,src_label,dst_label,head,weight,added\n", 46) == 0;
-    int64_t n = 0;
-    for (char *p = strchr(text, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
-        ck_assert_int_lt(n, cap);
-        long long u, v;
-        ck_assert_int_eq(sscanf(p + 1, "%lld,%lld", &u, &v), 2);
-        const char *end = strchr(p + 1, '\n');
-        rows[n][0] = u, rows[n][1] = v;
-        rows[n][2] = has_added ? end[-1] - '0' : -1;
-        n++;
-    }
-    free(text);
-    return n;
-}
 
 START_TEST(cli_self_loops_on_csr_keep_the_edge_order)
 {
@@ -458,7 +439,7 @@ START_TEST(cli_self_loops_on_csr_keep_the_edge_order)
     static const int64_t on[6][3] = {{1, 0, 0}, {2, 1, 0}, {0, 2, 0},
                                      {0, 0, 1}, {1, 1, 1}, {2, 2, 1}};
     int64_t rows[16][3];
-    ck_assert_int_eq(attn_rows(csv, rows, 16), 6);
+    ck_assert_int_eq(attn_csv_rows(csv, rows, 16), 6);
     for (int k = 0; k < 6; k++)
         ck_assert_msg(rows[k][0] == on[k][0] && rows[k][1] == on[k][1] && rows[k][2] == on[k][2],
                       "row %d: %lld,%lld added=%lld; expected %lld,%lld added=%lld", k,
@@ -507,7 +488,7 @@ START_TEST(cli_self_loops_on_csr_keep_the_edge_order)
              tmp_path("loops_ptr2.npy"), tmp_path("loops_idx2.npy"), csv);
     expect_cli(args, 0, 1, "");
     static const int64_t off[3][2] = {{1, 0}, {2, 1}, {0, 2}};
-    ck_assert_int_eq(attn_rows(csv, rows, 16), 3);
+    ck_assert_int_eq(attn_csv_rows(csv, rows, 16), 3);
     for (int k = 0; k < 3; k++) {
         ck_assert_int_eq(rows[k][0], off[k][0]);
         ck_assert_int_eq(rows[k][1], off[k][1]);
@@ -517,7 +498,7 @@ START_TEST(cli_self_loops_on_csr_keep_the_edge_order)
     snprintf(args, sizeof args, "run --csr %s --self-loops off --dim 4 --quiet --attn %s", csr,
              csv);
     expect_cli(args, 0, 1, "");
-    ck_assert_int_eq(attn_rows(csv, rows, 16), 3);
+    ck_assert_int_eq(attn_csv_rows(csv, rows, 16), 3);
     for (int k = 0; k < 3; k++)
         ck_assert(rows[k][0] == on[k][0] && rows[k][1] == on[k][1] && rows[k][2] == -1);
 }

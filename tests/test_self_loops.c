@@ -274,30 +274,11 @@ END_TEST
 
 /* ---- the command line ---- */
 
-/* An --attn CSV's rows as "src,dst,added" (added -1 without the column). */
-static int64_t csv_rows(const char *path, int64_t rows[][3], int64_t cap)
-{
-    char *text = read_text(path);
-    ck_assert_ptr_nonnull(text);
-    const int has_added = strncmp(text, "src,dst,src_label,dst_label,head,weight,added\n", 46) == 0;
-    int64_t n = 0;
-    for (char *p = strchr(text, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
-        ck_assert_int_lt(n, cap);
-        long long u, v;
-        ck_assert_int_eq(sscanf(p + 1, "%lld,%lld", &u, &v), 2);
-        const char *end = strchr(p + 1, '\n');
-        rows[n][0] = u, rows[n][1] = v;
-        rows[n][2] = has_added ? end[-1] - '0' : -1;
-        n++;
-    }
-    free(text);
-    return n;
-}
 
 static void expect_pyg_rows(const char *csv)
 {
     int64_t rows[32][3];
-    ck_assert_int_eq(csv_rows(csv, rows, 32), E_PYG);
+    ck_assert_int_eq(attn_csv_rows(csv, rows, 32), E_PYG);
     for (int k = 0; k < E_PYG; k++)
         ck_assert_msg(rows[k][0] == pyg_src[k] && rows[k][1] == pyg_dst[k] &&
                       rows[k][2] == (pyg_file_edge[k] < 0),
@@ -355,7 +336,7 @@ START_TEST(cli_self_loops_replace)
              "--attn %s", ptr_path, idx_path, csv);
     expect_cli(args, 0, 1, "");
     int64_t rows[32][3];
-    ck_assert_int_eq(csv_rows(csv, rows, 32), E_PYG);
+    ck_assert_int_eq(attn_csv_rows(csv, rows, 32), E_PYG);
     for (int k = 0; k < E_PYG; k++)
         ck_assert(rows[k][0] == csr_pyg_src[k] && rows[k][1] == csr_pyg_dst[k] &&
                   rows[k][2] == (csr_pyg_entry[k] < 0));

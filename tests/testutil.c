@@ -162,3 +162,23 @@ void fifo_wait(int pid)
     ck_assert_int_eq(waitpid((pid_t)pid, &status, 0), pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the FIFO writer failed");
 }
+
+/* Reads an --attn CSV's rows as "src,dst,added" triples (added -1 without the column). */
+int64_t attn_csv_rows(const char *path, int64_t rows[][3], int64_t cap)
+{
+    char *text = read_text(path);
+    ck_assert_ptr_nonnull(text);
+    const int has_added = strncmp(text, "src,dst,src_label,dst_label,head,weight,added\n", 46) == 0;
+    int64_t n = 0;
+    for (char *p = strchr(text, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
+        ck_assert_int_lt(n, cap);
+        long long u, v;
+        ck_assert_int_eq(sscanf(p + 1, "%lld,%lld", &u, &v), 2);
+        const char *end = strchr(p + 1, '\n');
+        rows[n][0] = u, rows[n][1] = v;
+        rows[n][2] = has_added ? end[-1] - '0' : -1;
+        n++;
+    }
+    free(text);
+    return n;
+}

@@ -95,4 +95,8 @@ Suite *plan_suite(void);
 Suite *self_loops_suite(void);
 Suite *budget_suite(void);
 
+/* Reads an --attn CSV's rows as "src,dst,added" triples (added -1 without the
+   column); at most cap rows. */
+int64_t attn_csv_rows(const char *path, int64_t rows[][3], int64_t cap);
+
 #endif
