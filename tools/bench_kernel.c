@@ -11,6 +11,8 @@
  *   - the cost of a round's figures (entropy and largest weight per node and
  *     head, ag_attention_ex) in the kernel's own pass: runs with and without
  *     them alternate, and the ratio is of the two medians.
+ *   - the score functions of the generic path (cosine, GAT, GATv2, sigmoid,
+ *     linear) against the one-pass kernel on plain scores, alternating;
  *   - the FMA peak (a register-only loop of independent multiply-adds, AVX-512
  *     where the CPU has it, else AVX2, on the same threads), the yardstick of
  *     the backward rows: median backward time with M and lse given, useful
@@ -18,7 +20,9 @@
  *     dP computed again are not counted), its ratio to the FMA peak, and its
  *     time against the training forward's (ag_attention_ex with lse).
  *   `bench_kernel backward [NAME]` runs the FMA peak and the backward rows only
- *   (those whose name contains NAME).
+ *   (those whose name contains NAME); `bench_kernel forward [NAME]` the
+ *   yardsticks and the forward rows only; `bench_kernel scores` the score
+ *   functions' table only. AG_SIMD=<variant> times that one variant.
  * Every kernel variant the CPU runs (avx512, avx2, base: ag_simd_force) is
  * timed in turn, each against the FMA peak of its own vector width (zmm for
  * avx512, ymm for avx2 and base) measured in the same run: a developer on an
@@ -39,6 +43,7 @@
 
 #include "attngraph.h"
 #include "internal.h"
+#include "kernels/kernels.h"
 #include "kernels/simd.h"
 #include "../src/cli/timing.h"
 #include "../tests/reference.h"
@@ -374,6 +379,12 @@ static const case_t cases[] = {
     {"random 16 + self N=200000 d=64", "random:16,1", 200000, 1, 64, AG_SELF_ON, 1},
 };
 
+/* The score functions' cases (generic.c). */
+static const case_t score_cases[] = {
+    {"causal N=2048 d=64 H=1", "causal", 2048, 1, 64, AG_SELF_KEEP, 0},
+    {"random 16 + self N=100000 d=64", "random:16,1", 100000, 1, 64, AG_SELF_ON, 1},
+};
+
 /* Every variant on small forms of the cases (the tiled kernel wide and
    narrow, the gather kernel), forward and backward: each must agree with the
    double reference (forward) and with the first variant's gradients. */
@@ -428,6 +439,55 @@ static int smoke(void)
     return failed;
 }
 
+/* The score functions of the generic path (generic.c) against the one-pass
+   kernel (simple.c) on plain scaled-dot scores, runs of the two alternating on
+   2 threads: the ratio is of the two medians (4*E*d*H useful flops for all). */
+static void run_scores(const case_t *c)
+{
+    static const struct {
+        const char *name;
+        ag_score_kind_t kind;
+    } kinds[] = {{"cosine", AG_SCORE_COSINE}, {"additive (GAT)", AG_SCORE_ADDITIVE},
+                 {"gatv2", AG_SCORE_GATV2}, {"sigmoid", AG_SCORE_SIGMOID},
+                 {"linear", AG_SCORE_LINEAR}};
+    enum { RUNS = 7 };
+    ag_nbhd_t nb;
+    ag_error_t err;
+    compile_case(&nb, c, 0);
+    const int64_t N = c->N, H = c->H, d = c->d, HD = H * d;
+    float *Q = floats(N * HD), *K = floats(N * HD), *V = floats(N * HD), *M = floats(N * HD);
+    float *a = floats(2 * HD);
+    ag_random_normal(Q, N * HD, 7, 1, 1.0f), ag_random_normal(K, N * HD, 7, 2, 1.0f);
+    ag_random_normal(V, N * HD, 7, 3, 1.0f), ag_random_normal(a, 2 * HD, 7, 4, 0.1f);
+    const double flops = 4.0 * (double)nb.n_edges * (double)d * (double)H;
+    const float scale = 1.0f / sqrtf((float)d);
+    ag_set_threads(2);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        ag_score_t sc;
+        ag_score_init(&sc, kinds[k].kind);
+        sc.a_src = a, sc.a_dst = kinds[k].kind == AG_SCORE_ADDITIVE ? a + HD : NULL;
+        double tg[RUNS], ts[RUNS];
+        for (int r = -1; r < RUNS; r++) {   /* r = -1: warm-up */
+            double t0 = now_s();
+            if (ag_attention(&nb, Q, K, V, H, d, &sc, M, &err))
+                die(&err);
+            if (r >= 0)
+                tg[r] = now_s() - t0;
+            t0 = now_s();
+            if (ag_i_attention_online(&nb, Q, K, V, H, d, scale, M, NULL, &err))
+                die(&err);
+            if (r >= 0)
+                ts[r] = now_s() - t0;
+        }
+        const double g = median_s(tg, RUNS), o = median_s(ts, RUNS);
+        printf("  %-32s %-14s %8.4f s %7.2f GFLOP/s = %4.2fx the one-pass kernel's %.4f s\n",
+               c->name, kinds[k].name, g, flops / g / 1e9, o / g, o);
+        fflush(stdout);
+    }
+    free(Q), free(K), free(V), free(M), free(a);
+    ag_nbhd_destroy(&nb);
+}
+
 /* The backward rows whose name contains `only` (NULL: all). */
 static void backward_table(const char *only)
 {
@@ -450,7 +510,10 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "smoke") == 0)
         return smoke();
     const int backward_only = argc > 1 && strcmp(argv[1], "backward") == 0;
-    for (int t = 1; t <= 2 && !backward_only; t++) {
+    const int forward_only = argc > 1 && strcmp(argv[1], "forward") == 0;
+    const int scores_only = argc > 1 && strcmp(argv[1], "scores") == 0;
+    const char *only = (backward_only || forward_only) && argc > 2 ? argv[2] : NULL;
+    for (int t = 1; t <= 2 && !backward_only && !scores_only; t++) {
         ag_set_threads(t);
         const double sg = gemm_rate(4096, 4096, 4096, 0), pr = gemm_rate(16384, 1024, 1024, 1);
         printf("  %d thread%s: sgemm 4096^3 %6.1f GFLOP/s; projection X W^T "
@@ -459,12 +522,15 @@ int main(int argc, char **argv)
     }
     gemm_t sgemm;
     rows_t rows;
-    if (!backward_only) {
+    const int tables = !backward_only && !scores_only;   /* the forward's, with yardsticks */
+    if (tables) {
         gemm_init(&sgemm, 4096, 4096, 4096, 0);
         rows_init(&rows);
     }
+    /* AG_SIMD names the one variant to time; unset, every variant the CPU runs */
     const ag_simd_level_t best = ag_simd_level();
-    for (int level = (int)best; level >= AG_SIMD_BASE; level--) {
+    const int last = getenv("AG_SIMD") && *getenv("AG_SIMD") ? (int)best : AG_SIMD_BASE;
+    for (int level = (int)best; level >= last; level--) {
         ag_simd_force(level);
         double peak[2];
         for (int t = 1; t <= 2; t++) {
@@ -474,15 +540,22 @@ int main(int argc, char **argv)
         printf("== kernels: %s; FMA peak of %s (the yardstick) %.1f GFLOP/s on 1 thread, "
                "%.1f on 2\n", ag_simd_isa(), level == AG_SIMD_AVX512 ? "zmm" : "ymm", peak[0],
                peak[1]);
-        if (!backward_only) {
+        if (tables) {
             printf("  case                         threads  median    useful rate\n");
             for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-                run_case(&cases[k], &sgemm, &rows, peak);
+                if (!only || strstr(cases[k].name, only))
+                    run_case(&cases[k], &sgemm, &rows, peak);
         }
-        backward_table(backward_only && argc > 2 ? argv[2] : NULL);
+        if (!forward_only && !scores_only)
+            backward_table(only);
+        if ((tables && !only) || scores_only) {
+            printf("  score functions, 2 threads      kind           median    useful rate\n");
+            for (size_t k = 0; k < sizeof score_cases / sizeof score_cases[0]; k++)
+                run_scores(&score_cases[k]);
+        }
     }
     ag_simd_force(-1);
-    if (!backward_only) {
+    if (tables) {
         gemm_free(&sgemm);
         free(rows.x), free(rows.idx);
     }
