@@ -188,6 +188,35 @@ AG_INLINE v8f v8_max(v8f a, v8f b)
     return (v8f)((m & (v8i)a) | (~m & (v8i)b));
 }
 
+/* Transposes the 8 x 8 matrix in r[0..7] as v_transpose16 does: 3 stages of
+   4 pairs of shuffles (16 ymm registers hold it, with room for the temporaries). */
+AG_INLINE void v8_transpose8(v8f r[8])
+{
+#define AG_LO8(x, b) ((x) >> (b) & 1 ? 8 + ((x) ^ (1 << (b))) : (x))
+#define AG_HI8(x, b) ((x) >> (b) & 1 ? 8 + (x) : ((x) ^ (1 << (b))))
+#if defined(__clang__)
+#define AG_SHUF8(a, c, F, b)                                                                \
+    __builtin_shufflevector(a, c, F(0, b), F(1, b), F(2, b), F(3, b), F(4, b), F(5, b),     \
+                            F(6, b), F(7, b))
+#else
+#define AG_SHUF8(a, c, F, b)                                                                \
+    __builtin_shuffle(a, c, (v8i){F(0, b), F(1, b), F(2, b), F(3, b), F(4, b), F(5, b),     \
+                                  F(6, b), F(7, b)})
+#endif
+#define AG_STAGE8(b)                                                                        \
+    for (int k = 0; k < 8; k++)                                                             \
+        if (!(k & (1 << (b)))) {                                                            \
+            const v8f a = r[k], c = r[k + (1 << (b))];                                      \
+            r[k] = AG_SHUF8(a, c, AG_LO8, b);                                               \
+            r[k + (1 << (b))] = AG_SHUF8(a, c, AG_HI8, b);                                  \
+        }
+    AG_STAGE8(2) AG_STAGE8(1) AG_STAGE8(0)
+#undef AG_STAGE8
+#undef AG_SHUF8
+#undef AG_HI8
+#undef AG_LO8
+}
+
 /* The 16-lane vector of two halves. */
 AG_INLINE v16f v_join(v8f lo, v8f hi)
 {

@@ -176,9 +176,15 @@ ag_i_tile_fn ag_i_tile_step(int QV)
     return variants[ag_simd_level()][QV == 4];
 }
 
+/* One head's K and V rows: element (j, c) at K[j * stride + off + c]. */
+typedef struct {
+    const float *K, *V;
+    int64_t stride, off;
+} kv_head_t;
+
 /* One block of destinations i0 .. i0+nq-1 and one head; see the file comment. */
 AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,
-                            const float *K, const float *V, int64_t H, int64_t d, int64_t h,
+                            const kv_head_t *kv, int64_t H, int64_t d, int64_t h,
                             float scale2, float *M, const tile_buf_t *b, const kext_t *x,
                             ag_i_tile_fn step, const int QV, const int ymm)
 {
@@ -195,6 +201,19 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
     for (int64_t i = 0; i < nq; i++)
         for (int64_t c = 0; c < d; c += AG_LANES)
             __builtin_prefetch(M + (i0 + i) * HD + off + c, 1);
+    /* blocks run from the last down (see ag_i_attention_tiled_range): ask for the
+       next one's query rows and runs now, which pack and block_lanes would wait for */
+    if (i0 >= BQ) {
+        for (int64_t i = i0 - BQ; i < i0; i++)
+            for (int64_t c = 0; c < d; c += AG_LANES)
+                __builtin_prefetch(Q + i * HD + off + c, 0, 3);
+        const int64_t r = nb->run_ptr[i0] >= BQ ? nb->run_ptr[i0] - BQ : 0;
+        for (int64_t k = 0; k < BQ; k += 8) {
+            __builtin_prefetch(nb->run_ptr + i0 - BQ + k, 0, 3);
+            __builtin_prefetch(nb->run_src + r + k, 0, 3);
+            __builtin_prefetch(nb->run_len + r + k, 0, 3);
+        }
+    }
     ag_i_lanes_t ls;
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
@@ -212,7 +231,8 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
             if (!any)
                 continue;
         }
-        step(b->qt, K, V, HD, off, d, i0, j0, bk, full, b->lo, b->hi, b->s, b->acc, &ls, x);
+        step(b->qt, kv->K, kv->V, kv->stride, kv->off, d, i0, j0, bk, full, b->lo, b->hi, b->s,
+             b->acc, &ls, x);
     }
     /* 6. store */
 #pragma GCC unroll 4
@@ -232,13 +252,37 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
 }
 
 /* The block loop compiled per instruction set and block width. */
+/* The largest copy of one head's K and V (see ag_i_attention_tiled_range). */
+#define HEAD_COPY_MAX ((int64_t)64 << 20)
+
+/* The sources the blocks of destinations lo .. hi-1 read: their runs' span,
+   widened as cut_tiles widens each block's (to whole blocks of 8 rows). */
+typedef struct {
+    int64_t lo, hi;
+} source_span_t;
+
+static source_span_t sources_read(const ag_nbhd_t *nb, int64_t lo, int64_t hi)
+{
+    source_span_t s = {INT64_MAX, 0};
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++) {
+            s.lo = nb->run_src[r] < s.lo ? nb->run_src[r] : s.lo;
+            s.hi = nb->run_src[r] + nb->run_len[r] > s.hi ? nb->run_src[r] + nb->run_len[r] : s.hi;
+        }
+    if (s.hi == 0)
+        return (source_span_t){0, 0};
+    s.lo -= s.lo % 8;
+    s.hi = s.hi + (8 - s.hi % 8) % 8 > nb->n_nodes ? nb->n_nodes : s.hi + (8 - s.hi % 8) % 8;
+    return s;
+}
+
 #define BLOCK_VARIANT(name, target, qv, ymm)                                                     \
     target static void name(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,     \
-                            const float *K, const float *V, int64_t H, int64_t d, int64_t h,  \
+                            const kv_head_t *kv, int64_t H, int64_t d, int64_t h,             \
                             float scale2, float *M, const tile_buf_t *b, const kext_t *x,    \
                             ag_i_tile_fn step)                                                \
     {                                                                                       \
-        attend_block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, b, x, step, qv, ymm);         \
+        attend_block(nb, i0, nq, Q, kv, H, d, h, scale2, M, b, x, step, qv, ymm);           \
     }
 BLOCK_VARIANT(block_q4_avx512, AG_TARGET_AVX512, 4, 0)
 BLOCK_VARIANT(block_q1_avx512, AG_TARGET_AVX512, 1, 0)
@@ -247,8 +291,8 @@ BLOCK_VARIANT(block_q1_avx2, AG_TARGET_AVX2, 1, 1)
 BLOCK_VARIANT(block_q4_base, , 4, 0)
 BLOCK_VARIANT(block_q1_base, , 1, 0)
 
-typedef void (*block_fn)(const ag_nbhd_t *, int64_t, int64_t, const float *, const float *,
-                         const float *, int64_t, int64_t, int64_t, float, float *,
+typedef void (*block_fn)(const ag_nbhd_t *, int64_t, int64_t, const float *, const kv_head_t *,
+                         int64_t, int64_t, int64_t, float, float *,
                          const tile_buf_t *, const kext_t *, ag_i_tile_fn);
 
 int ag_i_tiled_width(const ag_nbhd_t *nb)
@@ -285,7 +329,20 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
                           "tiled kernel buffers");
     if (!buf)
         return ag_alloc_status();
-    const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0, n_tasks = n_blocks * H;
+    /* Among several heads, one head's rows lie H*d floats apart (2 KB for 8 of
+       64): the hardware prefetchers, which follow a stream within a 4 KB page,
+       lose it, and the rows fall in 1/H of L2's sets. Each head's K and V are
+       copied together first, when that takes at most HEAD_COPY_MAX bytes. */
+    const int64_t HD = H * d;
+    const source_span_t src = sources_read(nb, lo, hi);
+    const int64_t ns = src.hi - src.lo;
+    float *kvh = NULL;
+    if (H > 1 && ns > 0 && 2 * ns * d * (int64_t)sizeof(float) <= HEAD_COPY_MAX &&
+        !(kvh = ag_alloc_lines(2 * ns * d, sizeof(float), err, "tiled kernel head copy"))) {
+        free(buf);
+        return ag_alloc_status();
+    }
+    const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0;
     const float scale2 = scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
     static const block_fn variants[3][2] = {{block_q1_base, block_q4_base},
                                             {block_q1_avx2, block_q4_avx2},
@@ -307,14 +364,27 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
            first: for causal, the last blocks have the longest runs. Narrow
            blocks go in runs of consecutive ones (a band's next block reuses
            most of its K and V rows), short enough to balance the threads. */
+        for (int64_t h = 0; h < H; h++) {
+            kv_head_t kv = {K, V, HD, h * d};
+            if (kvh) {   /* row j at (j - src.lo) * d; K and V are indexed by source */
+#pragma omp for schedule(static)
+                for (int64_t j = src.lo; j < src.hi; j++) {
+                    memcpy(kvh + (j - src.lo) * d, K + j * HD + h * d, (size_t)d * sizeof(float));
+                    memcpy(kvh + (ns + j - src.lo) * d, V + j * HD + h * d,
+                           (size_t)d * sizeof(float));
+                }
+                kv = (kv_head_t){kvh - src.lo * d, kvh + (ns - src.lo) * d, d, 0};
+            }
 #pragma omp for schedule(dynamic, chunk)
-        for (int64_t t = 0; t < n_tasks; t++) {
-            const int64_t h = t / n_blocks, blk = b0 + n_blocks - 1 - t % n_blocks;
-            const int64_t i0 = blk * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
-            block(nb, i0, nq, Q, K, V, H, d, h, scale2, M, &b, x, step);
-            kext_done(x, nb->edge_ptr[i0 + nq] - nb->edge_ptr[i0]);
+            for (int64_t t = 0; t < n_blocks; t++) {
+                const int64_t blk = b0 + n_blocks - 1 - t;
+                const int64_t i0 = blk * BQ, nq = N - i0 < BQ ? N - i0 : BQ;
+                block(nb, i0, nq, Q, &kv, H, d, h, scale2, M, &b, x, step);
+                kext_done(x, nb->edge_ptr[i0 + nq] - nb->edge_ptr[i0]);
+            }
         }
     }
+    free(kvh);
     free(buf);
     return AG_OK;
 }

@@ -278,16 +278,29 @@ AG_INLINE void accumulate_tile(float *restrict acc, const float *restrict P, con
 
 /* Qt [d][BQ] = scale2 * (the nq rows at Q, stride HD)^T, zero beyond nq:
    16 x 16 blocks transposed in registers, leftover channels one by one. AVX2
-   (ymm) goes element by element: the register transpose needs 32 ymm there,
-   and GCC spilled it and made its shuffles scalar; the same products. */
+   (ymm) transposes 8 x 8 blocks: a 16 x 16 one needs 32 ymm there (GCC
+   spilled it and made its shuffles scalar). The same products either way. */
 AG_INLINE void pack_queries(float *restrict qt, const float *Q, int64_t HD, int64_t d,
                             int64_t nq, float scale2, const int QV, const int ymm)
 {
     const int64_t BQ = QV * AG_LANES;
-    if (ymm) {
-        for (int64_t i = 0; i < BQ; i++)
-            for (int64_t c = 0; c < d; c++)
-                qt[c * BQ + i] = i < nq ? Q[i * HD + c] * scale2 : 0.0f;
+    if (ymm) {   /* 8 x 8 blocks (a 16 x 16 transpose needs all 32 zmm registers) */
+        const v8f scale = v8_set1(scale2);
+        int64_t c0 = 0;
+        for (; c0 + 8 <= d; c0 += 8)
+            for (int64_t i0 = 0; i0 < BQ; i0 += 8) {
+                v8f r[8];
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; k++)
+                    r[k] = i0 + k < nq ? v8_load(Q + (i0 + k) * HD + c0) * scale : v8_set1(0.0f);
+                v8_transpose8(r);
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; k++)
+                    v8_store(qt + (c0 + k) * BQ + i0, r[k]);
+            }
+        for (; c0 < d; c0++)
+            for (int64_t i = 0; i < BQ; i++)
+                qt[c0 * BQ + i] = i < nq ? Q[i * HD + c0] * scale2 : 0.0f;
         return;
     }
     const v16f scale = v_set1(scale2);
@@ -311,19 +324,33 @@ AG_INLINE void pack_queries(float *restrict qt, const float *Q, int64_t HD, int6
 }
 
 /* The nq rows at M (stride HD) = (acc [d][BQ] / l)^T, the same way round
-   (ymm: element by element, as pack_queries; the same products). */
+   (ymm: in 8 x 8 blocks, as pack_queries; the same products). */
 AG_INLINE void store_messages(float *M, const float *restrict acc, const float *l, int64_t HD,
                               int64_t d, int64_t nq, const int QV, const int ymm)
 {
     const int64_t BQ = QV * AG_LANES;
-    if (ymm) {
-        for (int64_t i = 0; i < nq; i++) {
+    if (ymm) {   /* 8 x 8 blocks, as pack_queries */
+        for (int64_t i0 = 0; i0 < nq; i0 += 8) {
             /* a lane with no in-edges has sum 0 and a zero row */
-            const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
-            for (int64_t c = 0; c < d - d % AG_LANES; c++)
-                M[i * HD + c] = acc[c * BQ + i] * inv;
-            for (int64_t c = d - d % AG_LANES; c < d; c++)   /* as below: a division */
-                M[i * HD + c] = l[i] > 0 ? acc[c * BQ + i] / l[i] : 0;
+            float invs[8];
+            for (int k = 0; k < 8; k++)
+                invs[k] = l[i0 + k] > 0.0f ? 1.0f / l[i0 + k] : 0.0f;
+            const v8f inv = v8_load(invs);
+            int64_t c0 = 0;
+            for (; c0 + 8 <= d - d % AG_LANES; c0 += 8) {
+                v8f r[8];
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; k++)
+                    r[k] = v8_load(acc + (c0 + k) * BQ + i0) * inv;
+                v8_transpose8(r);
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; k++)
+                    if (i0 + k < nq)
+                        v8_store(M + (i0 + k) * HD + c0, r[k]);
+            }
+            for (int64_t i = i0; i < nq && i < i0 + 8; i++)   /* as below: a division */
+                for (int64_t c = c0; c < d; c++)
+                    M[i * HD + c] = l[i] > 0 ? acc[c * BQ + i] / l[i] : 0;
         }
         return;
     }
