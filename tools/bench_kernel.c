@@ -528,9 +528,11 @@ int main(int argc, char **argv)
         rows_init(&rows);
     }
     /* AG_SIMD names the one variant to time; unset, every variant the CPU runs */
+    if (ag_simd_env_check(&err))
+        die(&err);
     const ag_simd_level_t best = ag_simd_level();
     const int last = getenv("AG_SIMD") && *getenv("AG_SIMD") ? (int)best : AG_SIMD_BASE;
-    for (int level = (int)best; level >= last; level--) {
+    for (int level = (int)best; level >= last && !scores_only; level--) {
         ag_simd_force(level);
         double peak[2];
         for (int t = 1; t <= 2; t++) {
@@ -548,13 +550,15 @@ int main(int argc, char **argv)
         }
         if (!forward_only && !scores_only)
             backward_table(only);
-        if ((tables && !only) || scores_only) {
-            printf("  score functions, 2 threads      kind           median    useful rate\n");
-            for (size_t k = 0; k < sizeof score_cases / sizeof score_cases[0]; k++)
-                run_scores(&score_cases[k]);
-        }
     }
     ag_simd_force(-1);
+    /* once: the generic path and the one-pass kernel are baseline code on every variant */
+    if ((tables && !only && !forward_only) || scores_only) {
+        printf("== score functions (baseline code on every variant), 2 threads\n"
+               "  case                             kind           median    useful rate\n");
+        for (size_t k = 0; k < sizeof score_cases / sizeof score_cases[0]; k++)
+            run_scores(&score_cases[k]);
+    }
     if (tables) {
         gemm_free(&sgemm);
         free(rows.x), free(rows.idx);

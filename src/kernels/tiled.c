@@ -251,7 +251,6 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const f
     }
 }
 
-/* The block loop compiled per instruction set and block width. */
 /* The largest copy of one head's K and V (see ag_i_attention_tiled_range). */
 #define HEAD_COPY_MAX ((int64_t)64 << 20)
 
@@ -276,6 +275,7 @@ static source_span_t sources_read(const ag_nbhd_t *nb, int64_t lo, int64_t hi)
     return s;
 }
 
+/* The block loop compiled per instruction set and block width. */
 #define BLOCK_VARIANT(name, target, qv, ymm)                                                     \
     target static void name(const ag_nbhd_t *nb, int64_t i0, int64_t nq, const float *Q,     \
                             const kv_head_t *kv, int64_t H, int64_t d, int64_t h,             \
@@ -334,13 +334,12 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
        lose it, and the rows fall in 1/H of L2's sets. Each head's K and V are
        copied together first, when that takes at most HEAD_COPY_MAX bytes. */
     const int64_t HD = H * d;
-    const source_span_t src = sources_read(nb, lo, hi);
+    const source_span_t src = H > 1 ? sources_read(nb, lo, hi) : (source_span_t){0, 0};
     const int64_t ns = src.hi - src.lo;
-    float *kvh = NULL;
-    if (H > 1 && ns > 0 && 2 * ns * d * (int64_t)sizeof(float) <= HEAD_COPY_MAX &&
-        !(kvh = ag_alloc_lines(2 * ns * d, sizeof(float), err, "tiled kernel head copy"))) {
-        free(buf);
-        return ag_alloc_status();
+    float *kvh = NULL;   /* the copy is for speed only: without memory for it, none */
+    if (ns > 0 && 2 * ns * d * (int64_t)sizeof(float) <= HEAD_COPY_MAX) {
+        ag_error_t ignored;
+        kvh = ag_alloc_lines(2 * ns * d, sizeof(float), &ignored, "tiled kernel head copy");
     }
     const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0;
     const float scale2 = scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
@@ -455,7 +454,7 @@ AG_INLINE void store_scaled(float *X, const float *restrict acc, float f, int64_
                             int64_t nq, const int QV, const int ymm)
 {
     const int64_t BQ = QV * AG_LANES;
-    if (ymm) {   /* element by element, as pack_queries */
+    if (ymm) {   /* element by element (store_messages transposes in 8 x 8 blocks) */
         for (int64_t i = 0; i < nq; i++)
             for (int64_t c = 0; c < d; c++)
                 X[i * HD + c] = acc[c * BQ + i] * f;

@@ -284,7 +284,7 @@ AG_INLINE void pack_queries(float *restrict qt, const float *Q, int64_t HD, int6
                             int64_t nq, float scale2, const int QV, const int ymm)
 {
     const int64_t BQ = QV * AG_LANES;
-    if (ymm) {   /* 8 x 8 blocks (a 16 x 16 transpose needs all 32 zmm registers) */
+    if (ymm) {   /* 8 x 8 blocks (a 16 x 16 transpose needs 32 ymm registers) */
         const v8f scale = v8_set1(scale2);
         int64_t c0 = 0;
         for (; c0 + 8 <= d; c0 += 8)
