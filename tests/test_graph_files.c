@@ -420,7 +420,6 @@ static void write_index_npy(const char *path, const int64_t *v, int64_t n)
     write_npy_raw(path, "<i8", 0, shape, v, (size_t)n * sizeof *v);
 }
 
-
 START_TEST(cli_self_loops_on_csr_keep_the_edge_order)
 {
     /* edges in the user's order: 1->0, 2->1, 0->2 (node 0's source first) */

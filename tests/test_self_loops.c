@@ -274,7 +274,6 @@ END_TEST
 
 /* ---- the command line ---- */
 
-
 static void expect_pyg_rows(const char *csv)
 {
     int64_t rows[32][3];

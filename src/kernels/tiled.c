@@ -161,18 +161,11 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
         tile_body(qt, K, V, HD, off, d, i0, j0, bk, full, lane_lo, lane_hi, S, acc, ls, x,   \
                   qv, ymm);                                                                  \
     }
-TILE_VARIANT(tile_q4_avx512, AG_TARGET_AVX512, 4, 0)
-TILE_VARIANT(tile_q1_avx512, AG_TARGET_AVX512, 1, 0)
-TILE_VARIANT(tile_q4_avx2, AG_TARGET_AVX2, 4, 1)
-TILE_VARIANT(tile_q1_avx2, AG_TARGET_AVX2, 1, 1)
-TILE_VARIANT(tile_q4_base, , 4, 0)
-TILE_VARIANT(tile_q1_base, , 1, 0)
+AG_TILED_VARIANTS(TILE_VARIANT, tile)
 
 ag_i_tile_fn ag_i_tile_step(int QV)
 {
-    static const ag_i_tile_fn variants[3][2] = {{tile_q1_base, tile_q4_base},
-                                                {tile_q1_avx2, tile_q4_avx2},
-                                                {tile_q1_avx512, tile_q4_avx512}};
+    static const ag_i_tile_fn variants[3][2] = AG_TILED_TABLE(tile);
     return variants[ag_simd_level()][QV == 4];
 }
 
@@ -284,12 +277,7 @@ static source_span_t sources_read(const ag_nbhd_t *nb, int64_t lo, int64_t hi)
     {                                                                                       \
         attend_block(nb, i0, nq, Q, kv, H, d, h, scale2, M, b, x, step, qv, ymm);           \
     }
-BLOCK_VARIANT(block_q4_avx512, AG_TARGET_AVX512, 4, 0)
-BLOCK_VARIANT(block_q1_avx512, AG_TARGET_AVX512, 1, 0)
-BLOCK_VARIANT(block_q4_avx2, AG_TARGET_AVX2, 4, 1)
-BLOCK_VARIANT(block_q1_avx2, AG_TARGET_AVX2, 1, 1)
-BLOCK_VARIANT(block_q4_base, , 4, 0)
-BLOCK_VARIANT(block_q1_base, , 1, 0)
+AG_TILED_VARIANTS(BLOCK_VARIANT, block)
 
 typedef void (*block_fn)(const ag_nbhd_t *, int64_t, int64_t, const float *, const kv_head_t *,
                          int64_t, int64_t, int64_t, float, float *,
@@ -343,9 +331,7 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
     }
     const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0;
     const float scale2 = scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
-    static const block_fn variants[3][2] = {{block_q1_base, block_q4_base},
-                                            {block_q1_avx2, block_q4_avx2},
-                                            {block_q1_avx512, block_q4_avx512}};
+    static const block_fn variants[3][2] = AG_TILED_TABLE(block);
     const block_fn block = variants[ag_simd_level()][QV == 4];
     const ag_i_tile_fn step = ag_i_tile_step(QV);
     const int64_t runs = n_blocks / (8 * max_threads());
@@ -677,12 +663,7 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
         else                                                                                \
             grad_keys(a, i0, nq, h, b, qv, ymm);                                             \
     }
-GRAD_VARIANT(grad_q4_avx512, AG_TARGET_AVX512, 4, 0)
-GRAD_VARIANT(grad_q1_avx512, AG_TARGET_AVX512, 1, 0)
-GRAD_VARIANT(grad_q4_avx2, AG_TARGET_AVX2, 4, 1)
-GRAD_VARIANT(grad_q1_avx2, AG_TARGET_AVX2, 1, 1)
-GRAD_VARIANT(grad_q4_base, , 4, 0)
-GRAD_VARIANT(grad_q1_base, , 1, 0)
+AG_TILED_VARIANTS(GRAD_VARIANT, grad)
 
 typedef void (*grad_fn)(const bw_args_t *, int, int64_t, int64_t, int64_t, const bw_buf_t *);
 
@@ -763,9 +744,7 @@ int ag_i_backward_tiled_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int
     order_blocks(nb, 1, BQ, kb0, n_kb, khi, order + n_qb, tmp);
     free(tmp);
     const bw_args_t a = {nb, Q, K, V, dM, lse, Dd, dQ, dK, dV, H, d, scale, scale * LOG2E};
-    static const grad_fn variants[3][2] = {{grad_q1_base, grad_q4_base},
-                                           {grad_q1_avx2, grad_q4_avx2},
-                                           {grad_q1_avx512, grad_q4_avx512}};
+    static const grad_fn variants[3][2] = AG_TILED_TABLE(grad);
     const grad_fn grad = variants[ag_simd_level()][QV == 4];
     const int64_t runs = most / (8 * max_threads());
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > 8 ? 8 : (int)runs;

@@ -423,6 +423,22 @@ AG_INLINE int64_t cut_tiles(int64_t *lo, int64_t *hi, int64_t N, const int QV)
 }
 
 
+/* Every tiled kernel is compiled six times, once per instruction set and block
+   width (QV 4 or 1; ymm: AVX2's 8-lane blocks). VARIANT(name, target, qv, ymm)
+   defines one form; stem##_qV_isa names it. */
+#define AG_TILED_VARIANTS(VARIANT, stem)                                                  \
+    VARIANT(stem##_q4_avx512, AG_TARGET_AVX512, 4, 0)                                     \
+    VARIANT(stem##_q1_avx512, AG_TARGET_AVX512, 1, 0)                                     \
+    VARIANT(stem##_q4_avx2, AG_TARGET_AVX2, 4, 1)                                         \
+    VARIANT(stem##_q1_avx2, AG_TARGET_AVX2, 1, 1)                                         \
+    VARIANT(stem##_q4_base, , 4, 0)                                                       \
+    VARIANT(stem##_q1_base, , 1, 0)
+/* Their table, [ag_simd_level()][QV == 4]: each kernel chooses its form from it. */
+#define AG_TILED_TABLE(stem)                                                              \
+    {{stem##_q1_base, stem##_q4_base},                                                    \
+     {stem##_q1_avx2, stem##_q4_avx2},                                                    \
+     {stem##_q1_avx512, stem##_q4_avx512}}
+
 /* The online-softmax state of a block's lanes between tiles. */
 typedef struct {
     v16f m[QV_MAX], l[QV_MAX], u[QV_MAX], dist[QV_MAX];

@@ -95,12 +95,7 @@ AG_INLINE void stream_task(const struct ag_tiled_stream *st, const stream_block_
     {                                                                                       \
         stream_task(st, g, h, next, acc, m, l, K, V, b, qt, S, qv, ymm);                     \
     }
-TASK_VARIANT(task_q4_avx512, AG_TARGET_AVX512, 4, 0)
-TASK_VARIANT(task_q1_avx512, AG_TARGET_AVX512, 1, 0)
-TASK_VARIANT(task_q4_avx2, AG_TARGET_AVX2, 4, 1)
-TASK_VARIANT(task_q1_avx2, AG_TARGET_AVX2, 1, 1)
-TASK_VARIANT(task_q4_base, , 4, 0)
-TASK_VARIANT(task_q1_base, , 1, 0)
+AG_TILED_VARIANTS(TASK_VARIANT, task)
 
 typedef void (*task_fn)(const struct ag_tiled_stream *, const stream_block_t *, int64_t,
                         int64_t *, float *, float *, float *, const float *, const float *,
@@ -172,9 +167,7 @@ int64_t ag_i_tiled_stream_first(const ag_tiled_stream_t *st)
 
 void ag_i_tiled_stream_feed(ag_tiled_stream_t *st, const float *K, const float *V, int64_t b)
 {
-    static const task_fn variants[3][2] = {{task_q1_base, task_q4_base},
-                                           {task_q1_avx2, task_q4_avx2},
-                                           {task_q1_avx512, task_q4_avx512}};
+    static const task_fn variants[3][2] = AG_TILED_TABLE(task);
     const task_fn task = variants[ag_simd_level()][st->QV == 4];
     const int64_t BQ = st->QV * AG_LANES, d = st->d, H = st->H, tasks = st->n_blocks * H;
 #pragma omp parallel if (tasks > 1)
