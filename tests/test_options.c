@@ -88,6 +88,8 @@ START_TEST(options_that_do_not_apply_are_refused)
     expect_cli("bench --pattern causal --nodes 8 --score dot", 2, 2,
                "--score does not apply: bench times one round of scaled-dot attention");
     expect_cli("bench --pattern causal --nodes 8 --rounds 2", 2, 2, "--rounds does not apply");
+    /* bench's heads are --head-dim wide (64): run's default width does not apply */
+    expect_cli("bench --pattern causal --nodes 8 --heads 6 --reps 1 --json", 0, 1, "\"H\": 6");
     expect_cli("inspect graphs/sentence.gml --top 1 --quiet", 2, 2, "--quiet does not apply");
     /* options that only qualify another option, or a kind of source */
     expect_cli("run graphs/sentence.gml --max-edges 10", 2, 2,

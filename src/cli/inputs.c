@@ -339,9 +339,11 @@ int input_options_check(run_opts_t *o, const char *cmd)
         return usage_error(cmd, "--seed does not apply: %s, so nothing is random",
                            n_qkv ? "--q/--k/--v give every input of the scores"
                                  : "--features and --weights give every input");
-    /* a width from the command line alone that the heads do not divide */
+    /* a width from the command line alone that the heads do not divide (bench's
+       heads have --head-dim, 64 by default, and it refuses --dim) */
     const int64_t D = o->dim ? o->dim : DEFAULT_DIM;
-    if (!n_qkv && !o->features && !o->weights && !o->head_dim && D % o->heads)
+    if (!n_qkv && !o->features && !o->weights && !o->head_dim && D % o->heads &&
+        strcmp(cmd, "bench") != 0)
         return usage_error(cmd, "width D=%lld (%s) is not a multiple of %lld heads; set --dim "
                            "or --head-dim", (long long)D, o->dim ? "--dim" : "the default",
                            (long long)o->heads);
