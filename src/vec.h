@@ -48,6 +48,16 @@ static inline int thread_id(void)
 #endif
 }
 
+/* The threads of the team running the caller (1 outside a parallel region). */
+static inline int team_size(void)
+{
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
 /* Per-thread slots of `per_thread` floats each, padded to whole cache lines
    so that threads writing their own slots do not share a line. */
 typedef struct {
