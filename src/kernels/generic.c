@@ -22,6 +22,7 @@
 
 #include "internal.h"
 #include "kernels.h"
+#include "simd.h"
 #include "vec.h"
 
 int ag_i_is_softmax(ag_score_kind_t kind)
@@ -39,6 +40,8 @@ typedef struct {
     float *owned;             /* one allocation behind the arrays below */
     float *e_src, *e_dst;     /* additive: a_src.k_j and a_dst.q_i [N, H] */
     float *norm_q, *norm_k;   /* cosine: |q_i|, |k_j| per head [N, H] */
+    float *g_dst, *g_src;     /* gatv2: a'.q_i and a'.k_j [N, H] (see raw_score) */
+    float *a_abs;             /* gatv2: a'' [H*d] */
     float *alibi;             /* [H] */
 } sctx_t;
 
@@ -79,8 +82,10 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
                    ? 1.0f : 1.0f / sqrtf((float)d);
     const int64_t N = nb->n_nodes, HD = H * d;
     int64_t need = H;                                       /* alibi */
-    if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_COSINE)
+    if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_COSINE || kind == AG_SCORE_GATV2)
         need += 2 * N * H;
+    if (kind == AG_SCORE_GATV2)
+        need += 2 * HD;
     if (kind == AG_SCORE_LINEAR)
         need += 2 * N * HD;
     c->owned = ag_alloc(need, sizeof(float), err, "score");
@@ -108,6 +113,20 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
             c->e_src = a, c->e_dst = b;
         else
             c->norm_q = a, c->norm_k = b;
+    }
+    if (kind == AG_SCORE_GATV2) {   /* a' = a (1 + slope)/2, a'' = a (1 - slope)/2 */
+        float *a1 = more + 2 * N * H, *a2 = a1 + HD;
+        for (int64_t t = 0; t < HD; t++) {
+            a1[t] = c->sc.a_src[t] * (0.5f + 0.5f * c->sc.slope);
+            a2[t] = c->sc.a_src[t] * (0.5f - 0.5f * c->sc.slope);
+        }
+        c->g_dst = more, c->g_src = more + N * H, c->a_abs = a2;
+#pragma omp parallel for if (N * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t h = 0; h < H; h++) {
+                c->g_dst[i * H + h] = dot(a1 + h * d, Q + i * HD + h * d, d);
+                c->g_src[i * H + h] = dot(a1 + h * d, K + i * HD + h * d, d);
+            }
     }
     if (kind == AG_SCORE_LINEAR) {
         float *pq = more, *pk = more + N * HD;
@@ -138,28 +157,36 @@ static inline float raw_of_dot(const sctx_t *c, int64_t i, int64_t j, int64_t h,
 }
 
 /* The raw score r of edge j -> i, head h: the kind's formula alone (before
-   beta, softcap, edge bias and ALiBi). */
-static inline float raw_score(const sctx_t *c, int64_t i, int64_t j, int64_t h)
+   beta, softcap, edge bias and ALiBi). kind is c->sc.kind, passed apart so
+   that a caller's loop over edges is compiled once per kind (score_row).
+   gatv2's sum a.leaky(u), u = q_i + k_j, is taken as a'.q_i + a'.k_j +
+   a''.|u| (leaky(u) = (1 + slope)/2 u + (1 - slope)/2 |u| for any slope):
+   the first two terms are per node, and the last is three operations per
+   channel where the select of leaky's two branches took six. */
+AG_INLINE float raw_score_of(const sctx_t *c, ag_score_kind_t kind, int64_t i, int64_t j,
+                             int64_t h)
 {
     const int64_t H = c->H, d = c->d, HD = H * d;
     const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
-    switch (c->sc.kind) {
+    switch (kind) {
     case AG_SCORE_ADDITIVE:
         return leaky(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
     case AG_SCORE_GATV2: {
-        const float *a = c->sc.a_src + h * d;
-        const float one = 1.0f, slope = c->sc.slope;
+        const float *a = c->a_abs + h * d;
         float x = 0;
 #pragma omp simd reduction(+ : x)
-        for (int64_t t = 0; t < d; t++) {   /* a leaky(u), in the form that vectorises */
-            const float u = q[t] + k[t];
-            x += by_sign(u, one, slope) * a[t] * u;
-        }
-        return x;
+        for (int64_t t = 0; t < d; t++)
+            x += a[t] * fabsf(q[t] + k[t]);
+        return c->g_dst[i * H + h] + c->g_src[j * H + h] + x;
     }
     default:
         return raw_of_dot(c, i, j, h, dot(q, k, d));
     }
+}
+
+static inline float raw_score(const sctx_t *c, int64_t i, int64_t j, int64_t h)
+{
+    return raw_score_of(c, c->sc.kind, i, j, h);
 }
 
 /* The score of edge j -> i, slot s, head h from its raw score r (before
@@ -186,14 +213,32 @@ static inline float score_edge(const sctx_t *c, int64_t i, int64_t j, int64_t s,
     return finish_score(c, raw_score(c, i, j, h), i, j, s, h);
 }
 
-/* Scores of i's slots into W[slot * H + h] (slots counted from i's first). */
-static void score_row(const sctx_t *c, const ag_nbhd_t *nb, int64_t i, float *W)
+/* Scores of i's slots into W[slot * H + h] (slots counted from i's first),
+   for scores of the given kind. */
+AG_INLINE void score_row_of(const sctx_t *c, ag_score_kind_t kind, const ag_nbhd_t *nb,
+                            int64_t i, float *W)
 {
     int64_t slot = 0, s0 = nb->edge_ptr[i];
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, slot++)
             for (int64_t h = 0; h < c->H; h++)
-                W[slot * c->H + h] = score_edge(c, i, j, s0 + slot, h);
+                W[slot * c->H + h] = finish_score(c, raw_score_of(c, kind, i, j, h), i, j,
+                                                  s0 + slot, h);
+}
+
+/* score_row_of, its loop compiled once per kind (the kind's formula inlined). */
+static void score_row(const sctx_t *c, const ag_nbhd_t *nb, int64_t i, float *W)
+{
+    switch (c->sc.kind) {
+    case AG_SCORE_ADDITIVE:
+        return score_row_of(c, AG_SCORE_ADDITIVE, nb, i, W);
+    case AG_SCORE_GATV2:
+        return score_row_of(c, AG_SCORE_GATV2, nb, i, W);
+    case AG_SCORE_COSINE:
+        return score_row_of(c, AG_SCORE_COSINE, nb, i, W);
+    default:   /* dot, scaled-dot, sigmoid, linear: q.k times a scale */
+        return score_row_of(c, AG_SCORE_DOT, nb, i, W);
+    }
 }
 
 /* -sum a ln a and the largest a over `deg` weights of head h (weights that
