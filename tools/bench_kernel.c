@@ -324,8 +324,9 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows,
 }
 
 /* The backward with M and lse given (ag_attention_backward), interleaved with
-   the FMA peak and with the training forward (ag_attention_ex with lse). */
-static void run_backward(const case_t *c)
+   its yardstick (the FMA peak; a memory-bound case's, the random-row
+   bandwidth) and with the training forward (ag_attention_ex with lse). */
+static void run_backward(const case_t *c, const rows_t *rows)
 {
     ag_nbhd_t nb;
     ag_error_t err;
@@ -346,7 +347,7 @@ static void run_backward(const case_t *c)
         if (ag_attention_ex(&nb, Q, K, V, H, d, NULL, M, &fw, &err))
             die(&err);
         for (int r = 0; r < ROUNDS; r++) {
-            yard[r] = fma_peak();
+            yard[r] = c->memory_bound ? rows_run(rows) : fma_peak();
             const double warm0 = now_s();
             for (int k = 0; k < 2 || now_s() - warm0 < WARM_S; k++)
                 if (ag_attention_backward(&nb, Q, K, V, H, d, NULL, M, lse, dM, &gr, &err))
@@ -362,8 +363,16 @@ static void run_backward(const case_t *c)
         }
         const double t = median_s(tb, ROUNDS * PER_ROUND), f = median_s(tf, ROUNDS * PER_ROUND);
         const double y = median_s(yard, ROUNDS), gf = flops / t / 1e9;
-        printf("  %-32s %d  %8.4f s %7.2f GFLOP/s  %4.2f of FMA peak at %5.1f; %4.2fx the "
-               "forward's %.4f s\n", c->name, threads, t, gf, gf / y, y, t / f, f);
+        if (c->memory_bound) {
+            /* bytes it must read: per edge, a K and a V row (destinations' pass),
+               a Q and a dM row (sources' pass) */
+            const double gbs = (double)E * 4.0 * HD * 4 / t / 1e9;
+            printf("  %-32s %d  %8.4f s %7.2f GFLOP/s  %5.1f GB/s = %4.2f of rows at %4.1f "
+                   "GB/s; %4.2fx the forward's %.4f s\n", c->name, threads, t, gf, gbs, gbs / y,
+                   y, t / f, f);
+        } else
+            printf("  %-32s %d  %8.4f s %7.2f GFLOP/s  %4.2f of FMA peak at %5.1f; %4.2fx the "
+                   "forward's %.4f s\n", c->name, threads, t, gf, gf / y, y, t / f, f);
         fflush(stdout);
     }
     free(Q), free(K), free(V), free(M), free(dM), free(g), free(lse);
@@ -489,12 +498,12 @@ static void run_scores(const case_t *c)
 }
 
 /* The backward rows whose name contains `only` (NULL: all). */
-static void backward_table(const char *only)
+static void backward_table(const char *only, const rows_t *rows)
 {
     printf("  backward (10*E*d*H useful flops) threads  median    useful rate\n");
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         if (!only || strstr(cases[k].name, only))
-            run_backward(&cases[k]);
+            run_backward(&cases[k], rows);
 }
 
 int main(int argc, char **argv)
@@ -523,10 +532,10 @@ int main(int argc, char **argv)
     gemm_t sgemm;
     rows_t rows;
     const int tables = !backward_only && !scores_only;   /* the forward's, with yardsticks */
-    if (tables) {
+    if (tables)
         gemm_init(&sgemm, 4096, 4096, 4096, 0);
+    if (!scores_only)
         rows_init(&rows);
-    }
     /* AG_SIMD names the one variant to time; unset, every variant the CPU runs */
     if (ag_simd_env_check(&err))
         die(&err);
@@ -549,7 +558,7 @@ int main(int argc, char **argv)
                     run_case(&cases[k], &sgemm, &rows, peak);
         }
         if (!forward_only && !scores_only)
-            backward_table(only);
+            backward_table(only, &rows);
     }
     ag_simd_force(-1);
     /* once: the generic path and the one-pass kernel are baseline code on every variant */
@@ -559,9 +568,9 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < sizeof score_cases / sizeof score_cases[0]; k++)
             run_scores(&score_cases[k]);
     }
-    if (tables) {
+    if (tables)
         gemm_free(&sgemm);
+    if (!scores_only)
         free(rows.x), free(rows.idx);
-    }
     return 0;
 }
