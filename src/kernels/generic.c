@@ -231,13 +231,16 @@ static void score_row(const sctx_t *c, const ag_nbhd_t *nb, int64_t i, float *W)
 {
     switch (c->sc.kind) {
     case AG_SCORE_ADDITIVE:
-        return score_row_of(c, AG_SCORE_ADDITIVE, nb, i, W);
+        score_row_of(c, AG_SCORE_ADDITIVE, nb, i, W);
+        break;
     case AG_SCORE_GATV2:
-        return score_row_of(c, AG_SCORE_GATV2, nb, i, W);
+        score_row_of(c, AG_SCORE_GATV2, nb, i, W);
+        break;
     case AG_SCORE_COSINE:
-        return score_row_of(c, AG_SCORE_COSINE, nb, i, W);
+        score_row_of(c, AG_SCORE_COSINE, nb, i, W);
+        break;
     default:   /* dot, scaled-dot, sigmoid, linear: q.k times a scale */
-        return score_row_of(c, AG_SCORE_DOT, nb, i, W);
+        score_row_of(c, AG_SCORE_DOT, nb, i, W);
     }
 }
 

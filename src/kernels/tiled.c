@@ -182,7 +182,8 @@ typedef struct {
 /* Ask for what the next block, at destination `next` (-1: none), waits for
    first: its query rows and runs, which pack_queries and block_lanes read, and
    on a band the BQ rows of K and V past this block's sources [jmin, jmax), on
-   the side the blocks move to (from memory, on a long band). */
+   the side the blocks move to (from memory, on a long band). A prefetch never
+   faults: rows past what K holds (an MPI halo's window) cost nothing. */
 AG_INLINE void prefetch_next(const ag_nbhd_t *nb, const float *Q, const kv_head_t *kv,
                              int64_t HD, int64_t off, int64_t d, int64_t i0, int64_t next,
                              int64_t BQ, int64_t jmin, int64_t jmax)
@@ -331,6 +332,7 @@ typedef struct {
     ag_i_tile_fn step;
     int64_t H, d, N, BQ, b0, n_blocks;
     float scale2;
+    int in_order;    /* narrow blocks: in order (see block_start) */
 } forward_job_t;
 
 /* The destination that the t-th block of the call starts at: narrow blocks
@@ -341,7 +343,7 @@ static int64_t block_start(const forward_job_t *j, int64_t t)
 {
     if (t >= j->n_blocks)
         return -1;
-    return (j->BQ == AG_LANES ? j->b0 + t : j->b0 + j->n_blocks - 1 - t) * j->BQ;
+    return (j->in_order ? j->b0 + t : j->b0 + j->n_blocks - 1 - t) * j->BQ;
 }
 
 /* The t-th block of the call for head h. */
@@ -413,7 +415,8 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
     static const block_fn variants[3][2] = AG_TILED_TABLE(block);
     const block_fn block = variants[ag_simd_level()][QV == 4];
     const ag_i_tile_fn step = ag_i_tile_step(QV);
-    const forward_job_t job = {nb, Q, M, x, block, step, H, d, N, BQ, b0, n_blocks, scale2};
+    const forward_job_t job = {nb, Q, M, x, block, step, H, d, N, BQ, b0, n_blocks, scale2,
+                               QV == 1};
     const int64_t runs = n_blocks / (8 * threads);
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > INT_MAX ? INT_MAX : (int)runs;
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
