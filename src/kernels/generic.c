@@ -207,12 +207,6 @@ static inline float finish_score(const sctx_t *c, float r, int64_t i, int64_t j,
     return x + c->alibi[h] * (float)(j - i);
 }
 
-/* The score of edge j -> i, slot s, head h (before normalisation). */
-static inline float score_edge(const sctx_t *c, int64_t i, int64_t j, int64_t s, int64_t h)
-{
-    return finish_score(c, raw_score(c, i, j, h), i, j, s, h);
-}
-
 /* Scores of i's slots into W[slot * H + h] (slots counted from i's first),
    for scores of the given kind. */
 AG_INLINE void score_row_of(const sctx_t *c, ag_score_kind_t kind, const ag_nbhd_t *nb,
