@@ -340,8 +340,9 @@ AG_INLINE void edge_ds(float *s, float *dp, const float *l2, const float *dd, in
 }
 
 /* dots and edge_ds in AVX2's 8-lane halves (simd.h), with the same sums in
-   the same order: the same bits. Each edge's 16 lanes summed in dots' order: lane l with lane l + 8, then
-   ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)), as its transpose and adds do. */
+   the same order: the same bits. Each edge's 16 lanes are summed in dots'
+   order: lane l with lane l + 8, then ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)),
+   as its transpose and adds do. */
 AG_INLINE void dots_ymm(float *out, const float *x, const float *X, const int64_t *idx,
                         int64_t n, int64_t HD, int64_t off, int64_t d)
 {

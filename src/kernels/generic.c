@@ -61,7 +61,7 @@ static float leaky_slope(float x, float slope)
     return x > 0 ? 1.0f : slope;
 }
 
-/* pos where x > 0, else neg. The per-channel loops of gatv2 are written
+/* pos where x > 0, else neg. The per-channel loops of gatv2's backward are written
    (by_sign(u, c, c slope) * a) * u, selecting between values computed before
    the loop: gcc does not vectorise x > 0 ? x : slope * x (under trapping math
    it will not compute slope * x speculatively) and keeps a branch that is

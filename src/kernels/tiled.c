@@ -353,8 +353,7 @@ static void run_block(const forward_job_t *j, int64_t t, int64_t h, const kv_hea
     const int64_t i0 = block_start(j, t), nq = j->N - i0 < j->BQ ? j->N - i0 : j->BQ;
     j->block(j->nb, i0, nq, block_start(j, t + 1), j->Q, kv, j->H, j->d, h, j->scale2, j->M,
              b, j->x, j->step);
-    if (j->x && j->x->progress)   /* edge_ptr's lines miss on a long band: read only then */
-        kext_done(j->x, j->nb->edge_ptr[i0 + nq] - j->nb->edge_ptr[i0]);
+    kext_done(j->x, j->nb->edge_ptr[i0 + nq] - j->nb->edge_ptr[i0]);
 }
 
 int ag_i_tiled_width(const ag_nbhd_t *nb)
@@ -386,9 +385,10 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
     if (lo % BQ)
         return ag_fail(err, AG_EINVAL, "tiled kernel: destinations from %lld, not a multiple "
                        "of %lld", (long long)lo, (long long)BQ);
+    const int threads = max_threads();
     const int64_t per_thread = scratch_stride(2 * d * BQ + BK * BQ + 4 * BQ);
-    float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
-                          "tiled kernel buffers");
+    float *buf = ag_alloc_lines((int64_t)threads * per_thread, sizeof(float), err,
+                                "tiled kernel buffers");
     if (!buf)
         return ag_alloc_status();
     /* Among several heads, one head's rows lie H*d floats apart (2 KB for 8 of
@@ -400,7 +400,6 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
        no thread reads rows another core copied (its cache holds them dirty).
        Otherwise the threads copy each head together, then share its blocks. */
     const int64_t HD = H * d;
-    const int threads = max_threads();
     const source_span_t src = H > 1 ? sources_read(nb, lo, hi) : (source_span_t){0, 0};
     const int64_t ns = src.hi - src.lo, copies = H % threads ? 1 : threads;
     float *kvh = NULL;   /* the copy is for speed only: without memory for it, none */
@@ -427,10 +426,7 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
                               mine + 2 * d * BQ + BK * BQ, mine + 2 * d * BQ + BK * BQ + BQ,
                               (int32_t *)(mine + 2 * d * BQ + BK * BQ + 2 * BQ),
                               (int32_t *)(mine + 2 * d * BQ + BK * BQ + 3 * BQ)};
-        /* the blocks of a head in block_start's order. Narrow ones go in runs
-           of an eighth of a thread's share: long streams, and still balanced
-           (measured on window:128 N=32768, 2 threads: 7% faster than runs of
-           8 blocks, as fast as one run per thread). */
+        /* the blocks of a head run in block_start's order */
         if (by_head) {
             /* row j of the copy at (j - src.lo) * d; K and V are indexed by source */
             float *kv_mine = kvh + (int64_t)thread_id() * 2 * ns * d;
@@ -442,7 +438,10 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
             }
         } else {
             /* head by head, so that consecutive tasks share that head's K and
-               V (all heads' rows together can overflow L2) */
+               V (all heads' rows together can overflow L2). Narrow blocks go in
+               runs of an eighth of a thread's share: long streams, and still
+               balanced (window:128 N=32768, 2 threads: 7% faster than runs of
+               8 blocks, as fast as one run per thread). */
             for (int64_t h = 0; h < H; h++) {
                 kv_head_t kv = {K, V, HD, h * d};
                 if (kvh) {

@@ -422,7 +422,6 @@ AG_INLINE int64_t cut_tiles(int64_t *lo, int64_t *hi, int64_t N, const int QV)
     return (tile + RB - 1) / RB * RB;
 }
 
-
 /* Every tiled kernel is compiled six times, once per instruction set and block
    width (QV 4 or 1; ymm: AVX2's 8-lane blocks). VARIANT(name, target, qv, ymm)
    defines one form; stem##_qV_isa names it. */
