@@ -11,20 +11,25 @@
 #include "reference.h"
 #include "testutil.h"
 
-enum { N = 13, H = 2, D = 5, HD = H * D, MAX_E = 128 };
+/* widths: D, and D_WIDE, a multiple of 16 (generic.c's blocked sum) */
+enum { N = 13, H = 2, D = 5, D_WIDE = 32, HD_MAX = H * D_WIDE, MAX_E = 128 };
 
 typedef struct {
     int64_t src[MAX_E], dst[MAX_E], E;
     ag_nbhd_t nb;
-    float Q[N * HD], K[N * HD], V[N * HD], a_src[HD], a_dst[HD];
+    int64_t d, HD;   /* head width, H * d */
+    float Q[N * HD_MAX], K[N * HD_MAX], V[N * HD_MAX], a_src[HD_MAX], a_dst[HD_MAX];
     double bias[MAX_E];
     float bias_slot[MAX_E];
 } fixture_t;
 
 /* A random directed graph (node N-1 receives nothing) compiled from igraph;
-   message e is edge e, and bias_slot holds bias[] in slot order. */
-static void setup(fixture_t *f, float scale)
+   message e is edge e, and bias_slot holds bias[] in slot order; heads of
+   width d. */
+static void setup_wide(fixture_t *f, float scale, int64_t d)
 {
+    f->d = d, f->HD = H * d;
+    const int64_t HD = f->HD;
     float r[2 * 60];
     fill_uniform(r, 120, 31, 1.0f);
     f->E = 0;
@@ -52,18 +57,24 @@ static void setup(fixture_t *f, float scale)
         f->bias_slot[s] = (float)f->bias[f->nb.edge_id[s]];
 }
 
+static void setup(fixture_t *f, float scale)
+{
+    setup_wide(f, scale, D);
+}
+
 /* Runs both and compares messages and every weight (in the graph's edge order). */
 static void check(fixture_t *f, const ag_score_t *sc, const ref_score_t *rs, const char *what)
 {
-    float M[N * HD], W[MAX_E * H];
-    double Mref[N * HD], Wref[MAX_E * H];
+    const int64_t d = f->d, HD = f->HD;
+    float M[N * HD_MAX], W[MAX_E * H];
+    double Mref[N * HD_MAX], Wref[MAX_E * H];
     ag_error_t err;
-    ck_assert_msg(ag_attention(&f->nb, f->Q, f->K, f->V, H, D, sc, M, &err) == AG_OK, "%s: %s",
+    ck_assert_msg(ag_attention(&f->nb, f->Q, f->K, f->V, H, d, sc, M, &err) == AG_OK, "%s: %s",
                   what, err.msg);
-    ck_assert_int_eq(ag_attention_weights(&f->nb, f->Q, f->K, H, D, sc, 0, N, W, &err), AG_OK);
-    ref_attention_scored(N, f->src, f->dst, f->E, f->Q, f->K, f->V, H, D, rs, Mref, Wref);
+    ck_assert_int_eq(ag_attention_weights(&f->nb, f->Q, f->K, H, d, sc, 0, N, W, &err), AG_OK);
+    ref_attention_scored(N, f->src, f->dst, f->E, f->Q, f->K, f->V, H, d, rs, Mref, Wref);
     double dm = max_abs_diff_fd(M, Mref, N * HD);
-    ck_assert_msg(dm <= 2e-5, "%s: messages off by %g", what, dm);
+    ck_assert_msg(dm <= 2e-5, "%s, d=%lld: messages off by %g", what, (long long)d, dm);
     for (int64_t s = 0; s < f->E; s++)
         for (int64_t h = 0; h < H; h++) {
             double e = fabs(W[s * H + h] - Wref[f->nb.edge_id[s] * H + h]);
@@ -114,16 +125,17 @@ static const struct {
 START_TEST(each_kind_matches_reference)
 {
     fixture_t *f = malloc(sizeof *f);
-    setup(f, 1.5f);
-    ag_score_t sc = kinds[_i].sc;
-    ref_score_t rs = kinds[_i].rs;
+    setup_wide(f, 1.5f, _i % 2 ? D_WIDE : D);   /* each kind at both widths */
+    const int k = _i / 2;
+    ag_score_t sc = kinds[k].sc;
+    ref_score_t rs = kinds[k].rs;
     sc.a_src = rs.a_src = f->a_src;   /* gatv2: the vector a */
     sc.a_dst = rs.a_dst = f->a_dst;
-    check(f, &sc, &rs, kinds[_i].name);
+    check(f, &sc, &rs, kinds[k].name);
     /* and with an edge bias on every message */
     sc.edge_bias = sc.kind == AG_SCORE_LINEAR ? NULL : f->bias_slot;
     rs.bias = sc.kind == AG_SCORE_LINEAR ? NULL : f->bias;
-    check(f, &sc, &rs, kinds[_i].name);
+    check(f, &sc, &rs, kinds[k].name);
     ag_nbhd_destroy(&f->nb);
     free(f);
 }
@@ -134,7 +146,7 @@ START_TEST(huge_logits_every_softmax_kind)
 {
     fixture_t *f = malloc(sizeof *f);
     setup(f, 1.0f);
-    for (int x = 0; x < N * HD; x++)   /* integers: q.k is exact in float */
+    for (int64_t x = 0; x < N * f->HD; x++)   /* integers: q.k is exact in float */
         f->Q[x] = roundf(f->Q[x] * 60), f->K[x] = roundf(f->K[x] * 60);
     for (int k = 0; k < N_KINDS; k++) {
         ag_score_t sc = kinds[k].sc;
@@ -216,7 +228,7 @@ START_TEST(bad_scores_are_refused)
 {
     fixture_t *f = malloc(sizeof *f);
     setup(f, 1.0f);
-    float M[N * HD];
+    float M[N * HD_MAX];
     ag_error_t err;
     ag_score_t sc = {SCORE_DEFAULTS, .kind = AG_SCORE_ADDITIVE};
     ck_assert_fails_with(ag_attention(&f->nb, f->Q, f->K, f->V, H, D, &sc, M, &err), err,
@@ -307,7 +319,7 @@ Suite *score_suite(void)
     Suite *s = suite_create("score");
     TCase *tc = tcase_create("score");
     tcase_set_timeout(tc, 30);
-    tcase_add_loop_test(tc, each_kind_matches_reference, 0, N_KINDS);
+    tcase_add_loop_test(tc, each_kind_matches_reference, 0, 2 * N_KINDS);
     tcase_add_test(tc, huge_logits_every_softmax_kind);
     tcase_add_test(tc, linear_closed_form);
     tcase_add_test(tc, softcap_bounds_scores);

@@ -22,7 +22,8 @@
  *   `bench_kernel backward [NAME]` runs the FMA peak and the backward rows only
  *   (those whose name contains NAME); `bench_kernel forward [NAME]` the
  *   yardsticks and the forward rows only; `bench_kernel scores` the score
- *   functions' table only. AG_SIMD=<variant> times that one variant.
+ *   functions' table only (`scores KIND`: the kinds whose name contains
+ *   KIND). AG_SIMD=<variant> times that one variant.
  * Every kernel variant the CPU runs (avx512, avx2, base: ag_simd_force) is
  * timed in turn, each against the FMA peak of its own vector width (zmm for
  * avx512, ymm for avx2 and base) measured in the same run: a developer on an
@@ -451,7 +452,7 @@ static int smoke(void)
 /* The score functions of the generic path (generic.c) against the one-pass
    kernel (simple.c) on plain scaled-dot scores, runs of the two alternating on
    2 threads: the ratio is of the two medians (4*E*d*H useful flops for all). */
-static void run_scores(const case_t *c)
+static void run_scores(const case_t *c, const char *only)
 {
     static const struct {
         const char *name;
@@ -472,6 +473,8 @@ static void run_scores(const case_t *c)
     const float scale = 1.0f / sqrtf((float)d);
     ag_set_threads(2);
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        if (only && !strstr(kinds[k].name, only))
+            continue;
         ag_score_t sc;
         ag_score_init(&sc, kinds[k].kind);
         sc.a_src = a, sc.a_dst = kinds[k].kind == AG_SCORE_ADDITIVE ? a + HD : NULL;
@@ -521,7 +524,7 @@ int main(int argc, char **argv)
     const int backward_only = argc > 1 && strcmp(argv[1], "backward") == 0;
     const int forward_only = argc > 1 && strcmp(argv[1], "forward") == 0;
     const int scores_only = argc > 1 && strcmp(argv[1], "scores") == 0;
-    const char *only = (backward_only || forward_only) && argc > 2 ? argv[2] : NULL;
+    const char *only = (backward_only || forward_only || scores_only) && argc > 2 ? argv[2] : NULL;
     for (int t = 1; t <= 2 && !backward_only && !scores_only; t++) {
         ag_set_threads(t);
         const double sg = gemm_rate(4096, 4096, 4096, 0), pr = gemm_rate(16384, 1024, 1024, 1);
@@ -566,7 +569,7 @@ int main(int argc, char **argv)
         printf("== score functions (baseline code on every variant), 2 threads\n"
                "  case                             kind           median    useful rate\n");
         for (size_t k = 0; k < sizeof score_cases / sizeof score_cases[0]; k++)
-            run_scores(&score_cases[k]);
+            run_scores(&score_cases[k], scores_only ? only : NULL);
     }
     if (tables)
         gemm_free(&sgemm);

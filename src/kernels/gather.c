@@ -63,16 +63,6 @@ AG_INLINE float dot_ymm(const float *q, const float *k, int64_t d)
     return s;
 }
 
-/* Prefetches the rows of X that destination i reads (head offset off). */
-AG_INLINE void prefetch_rows(const ag_nbhd_t *nb, int64_t i, const float *X, int64_t HD,
-                             int64_t off, int64_t d)
-{
-    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
-        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++)
-            for (int64_t c = 0; c < d; c += 16)
-                __builtin_prefetch(X + j * HD + off + c);
-}
-
 /* out [d] = f * sum_e w[e] X[idx[e]] (rows at offset off), 16 channels a
    vector, alternate edges in two accumulators. */
 AG_INLINE void sum_rows(float *out, const float *w, const float *X, const int64_t *idx,
@@ -148,7 +138,7 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
     for (int64_t h = 0; h < H; h++) {
         const int64_t off = h * d;
         if (i + 1 < end)
-            prefetch_rows(nb, i + 1, K, HD, off, d);
+            prefetch_rows(nb, i + 1, K, HD, off, d, INT64_MAX);
         /* 1. scores */
         for (int64_t c = 0; c < d; c++)
             q[c] = Q[i * HD + off + c] * scale2;
@@ -405,8 +395,8 @@ AG_INLINE void grad_query_row(const gbw_args_t *a, int64_t i, int64_t end, const
     for (int64_t h = 0; h < H; h++) {
         const int64_t off = h * d;
         if (i + 1 < end) {   /* the next destination's rows */
-            prefetch_rows(nb, i + 1, a->K, HD, off, d);
-            prefetch_rows(nb, i + 1, a->V, HD, off, d);
+            prefetch_rows(nb, i + 1, a->K, HD, off, d, INT64_MAX);
+            prefetch_rows(nb, i + 1, a->V, HD, off, d, INT64_MAX);
         }
         const float *dm = a->dM + i * HD + off;
         for (int64_t c = 0; c < d; c++)

@@ -362,21 +362,17 @@ static void generic_end(sctx_t *c, scratch_t *buf)
     free(buf->buf);
 }
 
-int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
-                           const float *V, int64_t H, int64_t d, const ag_score_t *score,
-                           float *M, kext_t *xp, ag_error_t *err)
+/* Row i of M [H*d]: the sum over i's slots of their weights W [slot, H]
+   times the sources' rows of V. Where d is a multiple of SUM_BLOCK, a block
+   of that many channels stays in registers over all the edges, instead of a
+   load and a store of M's row at every edge; each channel still adds the
+   edges in their order, so the bits are the same either way. */
+#define SUM_BLOCK 16
+static void weighted_sum_row(const ag_nbhd_t *nb, int64_t i, const float *W, const float *V,
+                             int64_t H, int64_t d, float *m_i)
 {
-    int rc;
-    sctx_t c;
-    scratch_t buf;
-    if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 1, 0, err)))
-        return rc;
     const int64_t HD = H * d;
-#pragma omp parallel for if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
-    for (int64_t i = 0; i < nb->n_nodes; i++) {
-        float *W = scratch_mine(&buf), *m_i = M + i * HD;
-        score_row(&c, nb, i, W);
-        normalise_row(&c, W, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], xp, NULL);
+    if (d % SUM_BLOCK) {
         memset(m_i, 0, (size_t)HD * sizeof *m_i);
         int64_t slot = 0;
         for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
@@ -387,9 +383,54 @@ int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
 #pragma omp simd
                     for (int64_t k = 0; k < d; k++)
                         acc[k] += a * v[k];
-                    if (kext_distance(xp))   /* normalise_row left 0 (or NAN) */
-                        xp->distance[i * H + h] += a * (float)(i > j ? i - j : j - i);
                 }
+        return;
+    }
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t c0 = 0; c0 < d; c0 += SUM_BLOCK) {
+            float acc[SUM_BLOCK] = {0};
+            int64_t slot = 0;
+            for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+                for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, slot++) {
+                    const float a = W[slot * H + h], *v = V + j * HD + h * d + c0;
+#pragma GCC unroll 16
+                    for (int k = 0; k < SUM_BLOCK; k++)
+                        acc[k] += a * v[k];
+                }
+            memcpy(m_i + h * d + c0, acc, sizeof acc);
+        }
+}
+
+int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
+                           const float *V, int64_t H, int64_t d, const ag_score_t *score,
+                           float *M, kext_t *xp, ag_error_t *err)
+{
+    int rc;
+    sctx_t c;
+    scratch_t buf;
+    if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 1, 0, err)))
+        return rc;
+    const int64_t HD = H * d;
+    /* the rows of K the scores read (GAT's read per-node terms only): those of
+       the next destination are fetched while this one's are scored, as its V
+       rows are; on a sparse graph they are random and each would stall */
+    const float *K_read = c.sc.kind == AG_SCORE_ADDITIVE ? NULL : c.K;
+#pragma omp parallel for if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
+    for (int64_t i = 0; i < nb->n_nodes; i++) {
+        float *W = scratch_mine(&buf), *m_i = M + i * HD;
+        if (K_read && i + 1 < nb->n_nodes)
+            prefetch_rows(nb, i + 1, K_read, HD, 0, HD, 4);
+        prefetch_rows(nb, i, V, HD, 0, HD, 4);
+        score_row(&c, nb, i, W);
+        normalise_row(&c, W, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], xp, NULL);
+        weighted_sum_row(nb, i, W, V, H, d, m_i);
+        if (kext_distance(xp)) {   /* normalise_row left 0 (or NAN) */
+            int64_t slot = 0;
+            for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+                for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, slot++)
+                    for (int64_t h = 0; h < H; h++)
+                        xp->distance[i * H + h] += W[slot * H + h] * (float)(i > j ? i - j : j - i);
+        }
         kext_done(xp, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
     }
     generic_end(&c, &buf);

@@ -65,6 +65,25 @@ static inline void kext_put(const kext_t *x, int64_t i, int64_t h, int64_t H, fl
         x->max_weight[i * H + h] = l > 0 ? 1.0f / l : NAN;
 }
 
+/* Prefetches the d floats at offset off of the rows of X (HD floats a row)
+   that destination i reads: the first `per_run` rows of each of its in-runs.
+   On a sparse graph a run is a row or two at a random place, and all are
+   wanted; the hardware prefetchers follow a longer run (a causal row's
+   thousands) once it has begun. Always inlined: gcc finds a function of
+   prefetches alone pure, and drops the calls to it that it did not inline
+   (and a constant per_run of INT64_MAX folds away). */
+static inline __attribute__((always_inline)) void
+prefetch_rows(const ag_nbhd_t *nb, int64_t i, const float *X, int64_t HD, int64_t off, int64_t d,
+              int64_t per_run)
+{
+    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++) {
+        const int64_t n = nb->run_len[r] < per_run ? nb->run_len[r] : per_run;
+        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + n; j++)
+            for (int64_t c = 0; c < d; c += 16)
+                __builtin_prefetch(X + j * HD + off + c);
+    }
+}
+
 /* `work` messages x heads done; thread 0 reports about every 1/1000 of the
    total (the callback runs on the calling thread, between tasks). */
 static inline void kext_done(kext_t *x, int64_t work)
