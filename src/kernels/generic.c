@@ -825,6 +825,25 @@ static void sum_chunks(const float *part, int64_t chunks, int64_t HD, float *out
             out[x] += part[k * HD + x];
 }
 
+/* Prefetches the rows that node n reads in pass 1 (its sources' rows of K,
+   or phi(K), and V) or pass 2 (its destinations' rows of Q, or phi(Q), and
+   dM); GAT's scores read per-node terms instead of K and Q. */
+static inline __attribute__((always_inline)) void
+prefetch_next(const bctx_t *b, const ag_nbhd_t *nb, int64_t n, int to_src)
+{
+    const int64_t HD = b->c.H * b->c.d;
+    const int gat = b->c.sc.kind == AG_SCORE_ADDITIVE;
+    if (to_src) {
+        if (!gat)
+            prefetch_runs(nb->out_ptr, nb->out_dst, nb->out_len, n, b->c.Q, HD, 0, HD, 4);
+        prefetch_runs(nb->out_ptr, nb->out_dst, nb->out_len, n, b->dM, HD, 0, HD, 4);
+    } else {
+        if (!gat)
+            prefetch_rows(nb, n, b->c.K, HD, 0, HD, 4);
+        prefetch_rows(nb, n, b->V, HD, 0, HD, 4);
+    }
+}
+
 /* Pass 1 (to_src 0: destinations, dQ) or pass 2 (sources, dK and dV) over
    chunks of GRAD_CHUNK nodes; with `want` set, each chunk's share of a
    vector's gradient, summed into want. */
@@ -841,6 +860,8 @@ static void backward_pass(bctx_t *b, const ag_nbhd_t *nb, const ag_attention_gra
             memset(mine, 0, (size_t)HD * sizeof *mine);
         const int64_t end = (k + 1) * GRAD_CHUNK < N ? (k + 1) * GRAD_CHUNK : N;
         for (int64_t n = k * GRAD_CHUNK; n < end; n++) {
+            if (n + 1 < N)   /* the next node's scattered rows, as in the forward */
+                prefetch_next(b, nb, n + 1, to_src);
             if (to_src)
                 backward_src(b, nb, n, g->dK, g->dV, mine);
             else

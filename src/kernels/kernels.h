@@ -66,22 +66,31 @@ static inline void kext_put(const kext_t *x, int64_t i, int64_t h, int64_t H, fl
 }
 
 /* Prefetches the d floats at offset off of the rows of X (HD floats a row)
-   that destination i reads: the first `per_run` rows of each of its in-runs.
-   On a sparse graph a run is a row or two at a random place, and all are
-   wanted; the hardware prefetchers follow a longer run (a causal row's
-   thousands) once it has begun. Always inlined: gcc finds a function of
-   prefetches alone pure, and drops the calls to it that it did not inline
-   (and a constant per_run of INT64_MAX folds away). */
+   named by node i's runs (ptr, first, len: the in-runs of a destination, or
+   the out-runs of a source): the first `per_run` rows of each run. On a
+   sparse graph a run is a row or two at a random place, and all are wanted;
+   the hardware prefetchers follow a longer run (a causal row's thousands)
+   once it has begun. Always inlined: gcc finds a function of prefetches
+   alone pure, and drops the calls to it that it did not inline (and a
+   constant per_run of INT64_MAX folds away). */
+static inline __attribute__((always_inline)) void
+prefetch_runs(const int64_t *ptr, const int64_t *first, const int64_t *len, int64_t i,
+              const float *X, int64_t HD, int64_t off, int64_t d, int64_t per_run)
+{
+    for (int64_t r = ptr[i]; r < ptr[i + 1]; r++) {
+        const int64_t n = len[r] < per_run ? len[r] : per_run;
+        for (int64_t j = first[r]; j < first[r] + n; j++)
+            for (int64_t c = 0; c < d; c += 16)
+                __builtin_prefetch(X + j * HD + off + c);
+    }
+}
+
+/* prefetch_runs over destination i's in-runs: its sources' rows. */
 static inline __attribute__((always_inline)) void
 prefetch_rows(const ag_nbhd_t *nb, int64_t i, const float *X, int64_t HD, int64_t off, int64_t d,
               int64_t per_run)
 {
-    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++) {
-        const int64_t n = nb->run_len[r] < per_run ? nb->run_len[r] : per_run;
-        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + n; j++)
-            for (int64_t c = 0; c < d; c += 16)
-                __builtin_prefetch(X + j * HD + off + c);
-    }
+    prefetch_runs(nb->run_ptr, nb->run_src, nb->run_len, i, X, HD, off, d, per_run);
 }
 
 /* `work` messages x heads done; thread 0 reports about every 1/1000 of the
