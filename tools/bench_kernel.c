@@ -5,8 +5,9 @@
  *   - the random-row read bandwidth (256-byte rows in random order, prefetched
  *     as the gather kernel does), the yardstick of the random graph;
  *   - each case of the table: median of its timed runs (each group of them after
- *     untimed warm-up runs, as the yardstick flushes the caches), useful
- *     GFLOP/s = 4*E*d*H / time, the ratio to its yardstick, and the largest
+ *     WARM_S of untimed runs, as the yardstick flushes the caches), useful
+ *     GFLOP/s = 4*E*d*H / time, the ratio to its yardstick and to the FMA
+ *     peak (the median of one measured after each group), and the largest
  *     error against the double reference (|m - m_ref| / max |m_ref|);
  *   - the cost of a round's figures (entropy and largest weight per node and
  *     head, ag_attention_ex) in the kernel's own pass: runs with and without
@@ -51,7 +52,7 @@
 
 #define ROUNDS 5       /* yardstick runs interleaved with each case */
 #define PER_ROUND 4    /* case runs per yardstick run */
-#define WARM_S 0.05    /* untimed runs after each yardstick run, at least */
+#define WARM_S 0.3     /* untimed runs after each yardstick run, at least (s) */
 
 static void die(const ag_error_t *err)
 {
@@ -258,8 +259,7 @@ static double reference_error(const ag_nbhd_t *nb, const float *Q, const float *
     return worst / scale;
 }
 
-static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows,
-                     const double peak[2])
+static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
 {
     ag_nbhd_t nb;
     ag_error_t err;
@@ -272,13 +272,15 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows,
     const double flops = 4.0 * (double)E * (double)d * (double)H;
     for (int threads = 1; threads <= 2; threads++) {
         ag_set_threads(threads);
-        double t[ROUNDS * PER_ROUND], yard[ROUNDS];
+        double t[ROUNDS * PER_ROUND], yard[ROUNDS], peak[ROUNDS];
         if (ag_attention(&nb, Q, K, V, H, d, NULL, M, &err))   /* warm-up */
             die(&err);
         for (int r = 0; r < ROUNDS; r++) {
             yard[r] = c->memory_bound ? rows_run(rows) : gemm_run(sgemm);
             /* the yardstick flushed the caches; time warm runs, as attngraph
-               bench does (the first 3-4 runs after an sgemm are up to 30% slower) */
+               bench does: after an sgemm the kernels run up to 30% slower for
+               a while (causal H=8 on Zen 5, AVX2, one thread: 11% slower over
+               the first 0.2 s) */
             const double warm0 = now_s();
             for (int k = 0; k < 3 || now_s() - warm0 < WARM_S; k++)
                 ag_attention(&nb, Q, K, V, H, d, NULL, M, &err);
@@ -287,9 +289,11 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows,
                 ag_attention(&nb, Q, K, V, H, d, NULL, M, &err);
                 t[r * PER_ROUND + k] = now_s() - t0;
             }
+            /* the FMA peak of the same minutes (the machine's speed drifts) */
+            peak[r] = c->memory_bound ? 0.0 : fma_peak();
         }
         const double tm = median_s(t, ROUNDS * PER_ROUND), gf = flops / tm / 1e9;
-        const double y = median_s(yard, ROUNDS);
+        const double y = median_s(yard, ROUNDS), pk = median_s(peak, ROUNDS);
         if (c->memory_bound) {
             /* bytes the kernel must read: a K and a V row per edge */
             const double gbs = (double)E * 2.0 * HD * 4 / tm / 1e9;
@@ -297,7 +301,7 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows,
                    c->name, threads, tm, gf, gbs, gbs / y, y);
         } else {
             printf("  %-32s %d  %8.4f s %7.2f GFLOP/s  %4.2f of FMA peak, %4.2f of sgemm at "
-                   "%5.1f GFLOP/s\n", c->name, threads, tm, gf, gf / peak[threads - 1], gf / y, y);
+                   "%5.1f GFLOP/s\n", c->name, threads, tm, gf, gf / pk, gf / y, y);
         }
         /* figures: with and without, alternating */
         float *ent = floats(N * H), *top = floats(N * H);
@@ -558,7 +562,7 @@ int main(int argc, char **argv)
             printf("  case                         threads  median    useful rate\n");
             for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
                 if (!only || strstr(cases[k].name, only))
-                    run_case(&cases[k], &sgemm, &rows, peak);
+                    run_case(&cases[k], &sgemm, &rows);
         }
         if (!forward_only && !scores_only)
             backward_table(only, &rows);
