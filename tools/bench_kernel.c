@@ -279,8 +279,8 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
             yard[r] = c->memory_bound ? rows_run(rows) : gemm_run(sgemm);
             /* the yardstick flushed the caches; time warm runs, as attngraph
                bench does: after an sgemm the kernels run up to 30% slower for
-               a while (causal H=8 on Zen 5, AVX2, one thread: 11% slower over
-               the first 0.2 s) */
+               a while (causal H=8 on Zen 5, AVX2, one thread: 0.062 s with
+               0.05 s of warm runs, 0.055-0.060 s with 0.3-1 s) */
             const double warm0 = now_s();
             for (int k = 0; k < 3 || now_s() - warm0 < WARM_S; k++)
                 ag_attention(&nb, Q, K, V, H, d, NULL, M, &err);
