@@ -426,8 +426,8 @@ AG_INLINE int64_t cut_tiles(int64_t *lo, int64_t *hi, int64_t N, const int QV)
    width (QV 4 or 1; ymm: the 8-lane blocks). VARIANT(name, target, qv, ymm)
    defines one form; stem##_qV_isa names it. The baseline (SSE2) takes the
    8-lane form too: its 16-lane form, lowered to SSE by GCC, took 30 of
-   tiled.c's 44 s of compiling (a plain `make` of a fresh clone: 73 s), for a
-   variant that serves only CPUs without AVX2, at 2.2x its speed. */
+   tiled.c's 44 s of compiling (a plain `make` of a fresh clone: 73 s, now
+   56 s), for a variant that serves only CPUs without AVX2, at 2.2x its speed. */
 #define AG_TILED_VARIANTS(VARIANT, stem)                                                  \
     VARIANT(stem##_q4_avx512, AG_TARGET_AVX512, 4, 0)                                     \
     VARIANT(stem##_q1_avx512, AG_TARGET_AVX512, 1, 0)                                     \
