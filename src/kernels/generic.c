@@ -362,6 +362,11 @@ static void generic_end(sctx_t *c, scratch_t *buf)
     free(buf->buf);
 }
 
+/* The rows at the head of each run of sources (or destinations) that the
+   passes prefetch for the next node (prefetch_runs: the hardware follows the
+   rest of a long run). */
+#define RUN_HEAD 4
+
 /* Row i of M [H*d]: the sum over i's slots of their weights W [slot, H]
    times the sources' rows of V. Where d is a multiple of SUM_BLOCK, a block
    of that many channels stays in registers over all the edges, instead of a
@@ -419,8 +424,8 @@ int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
     for (int64_t i = 0; i < nb->n_nodes; i++) {
         float *W = scratch_mine(&buf), *m_i = M + i * HD;
         if (K_read && i + 1 < nb->n_nodes)
-            prefetch_rows(nb, i + 1, K_read, HD, 0, HD, 4);
-        prefetch_rows(nb, i, V, HD, 0, HD, 4);
+            prefetch_rows(nb, i + 1, K_read, HD, 0, HD, RUN_HEAD);
+        prefetch_rows(nb, i, V, HD, 0, HD, RUN_HEAD);
         score_row(&c, nb, i, W);
         normalise_row(&c, W, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], xp, NULL);
         weighted_sum_row(nb, i, W, V, H, d, m_i);
@@ -834,13 +839,14 @@ prefetch_next(const bctx_t *b, const ag_nbhd_t *nb, int64_t n, int to_src)
     const int64_t HD = b->c.H * b->c.d;
     const int gat = b->c.sc.kind == AG_SCORE_ADDITIVE;
     if (to_src) {
+        const int64_t *ptr = nb->out_ptr, *first = nb->out_dst, *len = nb->out_len;
         if (!gat)
-            prefetch_runs(nb->out_ptr, nb->out_dst, nb->out_len, n, b->c.Q, HD, 0, HD, 4);
-        prefetch_runs(nb->out_ptr, nb->out_dst, nb->out_len, n, b->dM, HD, 0, HD, 4);
+            prefetch_runs(ptr, first, len, n, b->c.Q, HD, 0, HD, RUN_HEAD);
+        prefetch_runs(ptr, first, len, n, b->dM, HD, 0, HD, RUN_HEAD);
     } else {
         if (!gat)
-            prefetch_rows(nb, n, b->c.K, HD, 0, HD, 4);
-        prefetch_rows(nb, n, b->V, HD, 0, HD, 4);
+            prefetch_rows(nb, n, b->c.K, HD, 0, HD, RUN_HEAD);
+        prefetch_rows(nb, n, b->V, HD, 0, HD, RUN_HEAD);
     }
 }
 
