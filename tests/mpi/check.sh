@@ -150,14 +150,21 @@ else
 fi
 
 # a process killed in the middle of a run: mpirun ends the others, and the
-# output (written by rank 0 through a temporary without a name) is not there
+# output (written by rank 0 through a temporary without a name) is not there.
+# The run is long (about 12 minutes here) so that it cannot end before the kill;
+# the ranks are looked for until they appear, since mpirun may take seconds to
+# start them on a loaded or fresh machine (a fixed 2 s once found none).
 mkdir "$T/crash"
 timeout 60 mpirun --oversubscribe -np 2 "$MPI" run --pattern causal --nodes 60000 --dim 32 \
-    --rounds 50 --threads 1 --out "$T/crash/out.npy" >/dev/null 2>&1 &
+    --rounds 1000 --threads 1 --out "$T/crash/out.npy" >/dev/null 2>&1 &
 launcher=$!
-sleep 2
-rank=$(pgrep -P "$(pgrep -P $launcher | head -n 1)" | tail -n 1)
-[ -n "$rank" ] && kill -KILL "$rank"
+rank=
+for _ in $(seq 40); do
+    sleep 0.5
+    rank=$(pgrep -P "$(pgrep -P $launcher | head -n 1)" 2>/dev/null | tail -n 1)
+    [ -n "$rank" ] && break
+done
+if [ -n "$rank" ]; then sleep 1; kill -KILL "$rank"; else kill "$launcher"; fi
 wait $launcher
 status=$?
 if [ -z "$rank" ] || [ $status -eq 0 ] || [ $status -eq 124 ]; then
