@@ -17,9 +17,6 @@
 #include "kernels/simd.h"
 #include "testutil.h"
 
-typedef int (*kernel_fn)(const ag_nbhd_t *, const float *, const float *, const float *,
-                         int64_t, int64_t, float, float *, kext_t *, ag_error_t *);
-
 static const struct {
     const char *spec;
     int64_t N, H, d;
@@ -61,8 +58,8 @@ static int64_t messages(const ag_nbhd_t *nb, int64_t **src, int64_t **dst)
 }
 
 /* Runs the kernel and checks it against the simple kernel and the reference. */
-static void check_kernel(kernel_fn kernel, const char *spec, int64_t N, int64_t H, int64_t d,
-                         float q_scale)
+static void check_kernel(ag_i_forward_fn kernel, const char *spec, int64_t N, int64_t H,
+                         int64_t d, float q_scale)
 {
     ag_nbhd_t nb;
     compile(&nb, spec, N);
@@ -74,8 +71,11 @@ static void check_kernel(kernel_fn kernel, const char *spec, int64_t N, int64_t 
     fill_uniform(V, N * HD, 9, 1.0f);
     ag_error_t err;
     const float scale = 1.0f / sqrtf((float)d);
-    ck_assert_msg(kernel(&nb, Q, K, V, H, d, scale, M, NULL, &err) == AG_OK, "%s", err.msg);
-    ck_assert_int_eq(ag_i_attention_online(&nb, Q, K, V, H, d, scale, Ms, NULL, &err), AG_OK);
+    ck_assert_msg(kernel(&(ag_i_fwd_t){&nb, Q, K, V, H, d, scale, NULL, M, NULL}, &err) == AG_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(
+        ag_i_attention_online(&(ag_i_fwd_t){&nb, Q, K, V, H, d, scale, NULL, Ms, NULL}, &err),
+        AG_OK);
     int64_t *src, *dst;
     const int64_t E = messages(&nb, &src, &dst);
     ref_attention(N, src, dst, E, Q, K, V, H, d, Mref, NULL);
@@ -98,7 +98,7 @@ static void check_kernel(kernel_fn kernel, const char *spec, int64_t N, int64_t 
    (|s| up to ~30 * sqrt(d), far past the cut-off of exp2). */
 START_TEST(fast_kernels_match_reference)
 {
-    const kernel_fn kernels[] = {ag_i_attention_tiled, ag_i_attention_gather};
+    const ag_i_forward_fn kernels[] = {ag_i_attention_tiled, ag_i_attention_gather};
     for (int k = 0; k < 2; k++)
         for (int sharp = 0; sharp < 2; sharp++)
             check_kernel(kernels[k], shapes[_i].spec, shapes[_i].N, shapes[_i].H,
@@ -126,7 +126,9 @@ START_TEST(gather_on_irregular_graphs)
     int64_t src[64], dst[64];
     for (int64_t e = 0; e < igraph_ecount(&g); e++)
         src[e] = IGRAPH_FROM(&g, e), dst[e] = IGRAPH_TO(&g, e);
-    ck_assert_int_eq(ag_i_attention_gather(&nb, Q, K, V, 2, 3, 1 / sqrtf(3), M, NULL, &err), AG_OK);
+    ck_assert_int_eq(
+        ag_i_attention_gather(&(ag_i_fwd_t){&nb, Q, K, V, 2, 3, 1 / sqrtf(3), NULL, M, NULL}, &err),
+        AG_OK);
     ref_attention(10, src, dst, igraph_ecount(&g), Q, K, V, 2, 3, Mref, NULL);
     ck_assert_double_le(max_abs_diff_fd(M, Mref, 60), 2e-5);
     ag_nbhd_destroy(&nb);
@@ -141,8 +143,9 @@ START_TEST(tiled_refuses_several_runs)
     ck_assert(!ag_i_tiled_applies(&nb));
     float x[40] = {0};
     ag_error_t err;
-    ck_assert_fails_with(ag_i_attention_tiled(&nb, x, x, x, 1, 4, 1.0f, x, NULL, &err), err,
-                         AG_EINVAL, "more than one run");
+    ck_assert_fails_with(
+        ag_i_attention_tiled(&(ag_i_fwd_t){&nb, x, x, x, 1, 4, 1.0f, NULL, x, NULL}, &err), err,
+        AG_EINVAL, "more than one run");
     ag_nbhd_destroy(&nb);
 }
 END_TEST
@@ -159,7 +162,8 @@ START_TEST(tiled_huge_logits)
     for (int x = 0; x < 400; x++)
         Q[x] = roundf(Q[x]), K[x] = roundf(K[x]);
     ag_error_t err;
-    ck_assert_int_eq(ag_i_attention_tiled(&nb, Q, K, V, 1, d, 0.5f, M, NULL, &err), AG_OK);
+    ck_assert_int_eq(
+        ag_i_attention_tiled(&(ag_i_fwd_t){&nb, Q, K, V, 1, d, 0.5f, NULL, M, NULL}, &err), AG_OK);
     int64_t *src, *dst;
     const int64_t E = messages(&nb, &src, &dst);
     ref_attention(N, src, dst, E, Q, K, V, 1, d, Mref, NULL);
@@ -185,17 +189,24 @@ START_TEST(fast_kernels_identical_for_1_and_2_threads)
     fill_uniform(V, N * HD, 3, 1.0f);
     ag_error_t err;
     omp_set_num_threads(1);
-    ck_assert_int_eq(ag_i_attention_tiled(&nb, Q, K, V, H, d, 0.2f, M1, NULL, &err), AG_OK);
+    ck_assert_int_eq(
+        ag_i_attention_tiled(&(ag_i_fwd_t){&nb, Q, K, V, H, d, 0.2f, NULL, M1, NULL}, &err), AG_OK);
     /* 2 threads take a head each, 3 share each head's blocks */
     for (int t = 2; t <= 3; t++) {
         omp_set_num_threads(t);
-        ck_assert_int_eq(ag_i_attention_tiled(&nb, Q, K, V, H, d, 0.2f, M2, NULL, &err), AG_OK);
+        ck_assert_int_eq(
+            ag_i_attention_tiled(&(ag_i_fwd_t){&nb, Q, K, V, H, d, 0.2f, NULL, M2, NULL}, &err),
+            AG_OK);
         ck_assert_mem_eq(M1, M2, N * HD * 4);
     }
     omp_set_num_threads(1);
-    ck_assert_int_eq(ag_i_attention_gather(&nb, Q, K, V, H, d, 0.2f, M1, NULL, &err), AG_OK);
+    ck_assert_int_eq(
+        ag_i_attention_gather(&(ag_i_fwd_t){&nb, Q, K, V, H, d, 0.2f, NULL, M1, NULL}, &err),
+        AG_OK);
     omp_set_num_threads(2);
-    ck_assert_int_eq(ag_i_attention_gather(&nb, Q, K, V, H, d, 0.2f, M2, NULL, &err), AG_OK);
+    ck_assert_int_eq(
+        ag_i_attention_gather(&(ag_i_fwd_t){&nb, Q, K, V, H, d, 0.2f, NULL, M2, NULL}, &err),
+        AG_OK);
     ck_assert_mem_eq(M1, M2, N * HD * 4);
     free(Q), free(K), free(V), free(M1), free(M2);
     ag_nbhd_destroy(&nb);

@@ -103,11 +103,8 @@ static void check_public(const fix_t *f, const ag_score_t *sc, const char *what)
     free(M0), free(M1), free(ent), free(top), free(dist);
 }
 
-typedef int (*kernel_fn)(const ag_nbhd_t *, const float *, const float *, const float *,
-                         int64_t, int64_t, float, float *, kext_t *, ag_error_t *);
-
 /* One private kernel (plain scaled-dot scores) with figures. */
-static void check_kernel(const fix_t *f, kernel_fn kernel, const char *what)
+static void check_kernel(const fix_t *f, ag_i_forward_fn kernel, const char *what)
 {
     const int64_t n = f->N * f->H * f->d, NH = f->N * f->H;
     float *M0 = malloc((size_t)n * sizeof(float)), *M1 = malloc((size_t)n * sizeof(float));
@@ -115,9 +112,13 @@ static void check_kernel(const fix_t *f, kernel_fn kernel, const char *what)
     float *dist = malloc((size_t)NH * sizeof(float));
     const float scale = 1.0f / sqrtf((float)f->d);
     ag_error_t err;
-    ck_assert_int_eq(kernel(&f->nb, f->Q, f->K, f->V, f->H, f->d, scale, M0, NULL, &err), AG_OK);
+    ck_assert_int_eq(
+        kernel(&(ag_i_fwd_t){&f->nb, f->Q, f->K, f->V, f->H, f->d, scale, NULL, M0, NULL}, &err),
+        AG_OK);
     kext_t x = {ent, top, dist, NULL, NULL, 0, 0, 0, NULL};
-    ck_assert_int_eq(kernel(&f->nb, f->Q, f->K, f->V, f->H, f->d, scale, M1, &x, &err), AG_OK);
+    ck_assert_int_eq(
+        kernel(&(ag_i_fwd_t){&f->nb, f->Q, f->K, f->V, f->H, f->d, scale, NULL, M1, &x}, &err),
+        AG_OK);
     ck_assert_msg(memcmp(M0, M1, (size_t)n * sizeof(float)) == 0, "%s: M changed", what);
     check_against_stats(f, NULL, ent, top, dist, what);
     free(M0), free(M1), free(ent), free(top), free(dist);

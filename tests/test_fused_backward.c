@@ -29,6 +29,20 @@ typedef struct {
     float scale;
 } prob_t;
 
+/* The forward's operands of p (its scale: the plain kernels). */
+static ag_i_fwd_t fwd_of(const prob_t *p, float *M, kext_t *x)
+{
+    return (ag_i_fwd_t){&p->nb, p->Q, p->K, p->V, p->H, p->d, p->scale, NULL, M, x};
+}
+
+/* The backward's, writing dQ, dK and dV at g, g + n and g + 2n (n = N*H*d). */
+static ag_i_bwd_t bwd_of(const prob_t *p, const float *lse, const float *Dd, float *g)
+{
+    const int64_t n = p->N * p->H * p->d;
+    return (ag_i_bwd_t){&p->nb, p->Q, p->K, p->V, p->dM, p->H, p->d, p->scale, NULL, lse, Dd,
+                        {g, g + n, g + 2 * n, NULL, NULL, NULL}};
+}
+
 /* The messages of nb (slots grouped by destination). */
 static void prob_messages(prob_t *p)
 {
@@ -136,17 +150,10 @@ static void forward(const prob_t *p, int tiled, float *M, float *lse, float *Dd)
     kext_t x = {0};
     x.lse = lse;
     ag_error_t err;
-    if (tiled) {
-        ck_assert_int_eq(ag_i_attention_tiled(&p->nb, p->Q, p->K, p->V, H, d, p->scale, M0,
-                                              NULL, &err), AG_OK);
-        ck_assert_int_eq(ag_i_attention_tiled(&p->nb, p->Q, p->K, p->V, H, d, p->scale, M, &x,
-                                              &err), AG_OK);
-    } else {
-        ck_assert_int_eq(ag_i_attention_gather(&p->nb, p->Q, p->K, p->V, H, d, p->scale, M0,
-                                               NULL, &err), AG_OK);
-        ck_assert_int_eq(ag_i_attention_gather(&p->nb, p->Q, p->K, p->V, H, d, p->scale, M,
-                                               &x, &err), AG_OK);
-    }
+    const ag_i_forward_fn fn = tiled ? ag_i_attention_tiled : ag_i_attention_gather;
+    const ag_i_fwd_t alone = fwd_of(p, M0, NULL), with_lse = fwd_of(p, M, &x);
+    ck_assert_int_eq(fn(&alone, &err), AG_OK);
+    ck_assert_int_eq(fn(&with_lse, &err), AG_OK);
     ck_assert_mem_eq(M0, M, (size_t)(N * HD) * sizeof *M);
     for (int64_t i = 0; i < N; i++)
         for (int64_t h = 0; h < H; h++) {
@@ -238,11 +245,10 @@ static void check_problem(prob_t *p, const char *what, int fd)
                           "%s: %s forward's lse[%lld] = %.9g, reference %.9g", what,
                           fw ? "tiled" : "gather", (long long)x, lse[x], lse_ref[x]);
         }
-        ck_assert_int_eq(ag_i_backward_simple(&p->nb, p->Q, p->K, p->V, H, d, p->scale, lse, Dd,
-                                              p->dM, s, s + n, s + 2 * n, &err), AG_OK);
+        const ag_i_bwd_t ref = bwd_of(p, lse, Dd, s), fused = bwd_of(p, lse, Dd, g);
+        ck_assert_int_eq(ag_i_backward_simple(&ref, &err), AG_OK);
         for (int k = 0; k < 2 + tiled; k++) {
-            ck_assert_msg(fns[k](&p->nb, p->Q, p->K, p->V, H, d, p->scale, lse, Dd, p->dM, g,
-                                 g + n, g + 2 * n, &err) == AG_OK, "%s", err.msg);
+            ck_assert_msg(fns[k](&fused, &err) == AG_OK, "%s", err.msg);
             const double *want[3] = {gQ, gK, gV};
             for (int a = 0; a < 3; a++) {
                 const double e = rel_err(g + a * n, want[a], n);
@@ -453,18 +459,17 @@ START_TEST(fused_backward_refusals)
     prob_pattern(&p, "window:2+global:1", 10, 1, 4, 1.0f);
     float x[40] = {0};
     ag_error_t err;
-    ck_assert_fails_with(ag_i_backward_tiled(&p.nb, x, x, x, 1, 4, 1.0f, x, x, x, x, x, x,
-                                             &err), err, AG_EINVAL, "more than one run");
+    ag_i_bwd_t bad = {&p.nb, x, x, x, x, 1, 4, 1.0f, NULL, x, x, {x, x, x, NULL, NULL, NULL}};
+    ck_assert_fails_with(ag_i_backward_tiled(&bad, &err), err, AG_EINVAL, "more than one run");
     prob_free(&p);
     ag_pattern_t *pat;
     ag_nbhd_t nb;
     ck_assert_int_eq(ag_pattern_parse(&pat, "causal", &err), AG_OK);
     ck_assert_int_eq(ag_nbhd_from_pattern(&nb, pat, 10, AG_SELF_KEEP, &err), AG_OK);
     ag_pattern_free(pat);
-    ck_assert_fails_with(ag_i_backward_tiled(&nb, x, x, x, 1, 4, 1.0f, x, x, x, x, x, x, &err),
-                         err, AG_EINVAL, "not transposed");
-    ck_assert_fails_with(ag_i_backward_gather(&nb, x, x, x, 1, 4, 1.0f, x, x, x, x, x, x, &err),
-                         err, AG_EINVAL, "not transposed");
+    bad.nb = &nb;
+    ck_assert_fails_with(ag_i_backward_tiled(&bad, &err), err, AG_EINVAL, "not transposed");
+    ck_assert_fails_with(ag_i_backward_gather(&bad, &err), err, AG_EINVAL, "not transposed");
     ag_nbhd_destroy(&nb);
 }
 END_TEST
@@ -480,11 +485,10 @@ static void same_on_1_and_2_threads(prob_t *p, ag_i_backward_fn fn)
     forward(p, 0, M, lse, Dd);
     ag_error_t err;
     omp_set_num_threads(1);
-    ck_assert_int_eq(fn(&p->nb, p->Q, p->K, p->V, H, d, p->scale, lse, Dd, p->dM, g1, g1 + n,
-                        g1 + 2 * n, &err), AG_OK);
+    const ag_i_bwd_t one = bwd_of(p, lse, Dd, g1), two = bwd_of(p, lse, Dd, g2);
+    ck_assert_int_eq(fn(&one, &err), AG_OK);
     omp_set_num_threads(2);
-    ck_assert_int_eq(fn(&p->nb, p->Q, p->K, p->V, H, d, p->scale, lse, Dd, p->dM, g2, g2 + n,
-                        g2 + 2 * n, &err), AG_OK);
+    ck_assert_int_eq(fn(&two, &err), AG_OK);
     ck_assert_mem_eq(g1, g2, (size_t)(3 * n) * 4);
     free(M), free(lse), free(Dd), free(g1), free(g2);
 }

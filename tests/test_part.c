@@ -74,9 +74,11 @@ static void check_part(const whole_t *w, int64_t lo, int64_t hi)
     float *lse = malloc((size_t)((n ? n : 1) * w->H) * sizeof(float));
     memcpy(Q, w->Q + lo * HD, (size_t)(n * HD) * sizeof(float));
     ag_error_t err;
-    ck_assert_int_eq(ag_i_attention_part(&view, lo, hi, one_run(&w->nb), Q - lo * HD, w->K,
-                                         w->V, w->H, w->d, NULL, M - lo * HD,
-                                         lse - lo * w->H, &err), AG_OK);
+    ck_assert_int_eq(
+        ag_i_attention_part(&(ag_i_fwd_t){&view, Q - lo * HD, w->K, w->V, w->H, w->d, 0.0f, NULL,
+                                          M - lo * HD, &(kext_t){.lse = lse - lo * w->H}},
+                            lo, hi, one_run(&w->nb), &err),
+        AG_OK);
     ck_assert_msg(!memcmp(M, w->M + lo * HD, (size_t)(n * HD) * sizeof(float)),
                   "M of destinations %lld..%lld differs from the whole run's", (long long)lo,
                   (long long)hi - 1);
@@ -198,9 +200,10 @@ static void whole_backward(whole_t *w, whole_grads_t *g)
         }
     ag_error_t err;
     ck_assert_int_eq(ag_nbhd_transpose(&w->nb, &err), AG_OK);
-    ck_assert_int_eq(ag_i_backward_auto(&w->nb, w->Q, w->K, w->V, w->H, w->d,
-                                        1.0f / sqrtf((float)w->d), w->lse, g->Dd, g->dM, g->dQ,
-                                        g->dK, g->dV, &err), AG_OK);
+    const ag_i_bwd_t op = {&w->nb, w->Q, w->K, w->V, g->dM, w->H, w->d,
+                           1.0f / sqrtf((float)w->d), NULL, w->lse, g->Dd,
+                           {g->dQ, g->dK, g->dV, NULL, NULL, NULL}};
+    ck_assert_int_eq(ag_i_backward_auto(&op, &err), AG_OK);
 }
 
 /* Part lo..hi-1's backward from what a process holds: its destinations' runs,
@@ -257,9 +260,9 @@ static void check_back_part(const whole_t *w, const whole_grads_t *g, int64_t lo
     float *dQ = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
     float *dK = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
     float *dV = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
-    ck_assert_int_eq(ag_i_backward_part(&bp.view, one_run(nb), lo, hi, lo, hi, Q, K, V, H,
-                                        w->d, 1.0f / sqrtf((float)w->d), lse, Dd, dM,
-                                        dQ - lo * HD, dK - lo * HD, dV - lo * HD, &err), AG_OK);
+    const ag_i_bwd_t op = {&bp.view, Q, K, V, dM, H, w->d, 1.0f / sqrtf((float)w->d), NULL,
+                           lse, Dd, {dQ - lo * HD, dK - lo * HD, dV - lo * HD, NULL, NULL, NULL}};
+    ck_assert_int_eq(ag_i_backward_part(&op, one_run(nb), lo, hi, lo, hi, &err), AG_OK);
     const size_t bytes = (size_t)(n * HD) * sizeof(float);
     ck_assert_msg(!memcmp(dQ, g->dQ + lo * HD, bytes), "dQ of %lld..%lld differs",
                   (long long)lo, (long long)hi - 1);

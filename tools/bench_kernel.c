@@ -490,7 +490,8 @@ static void run_scores(const case_t *c, const char *only)
             if (r >= 0)
                 tg[r] = now_s() - t0;
             t0 = now_s();
-            if (ag_i_attention_online(&nb, Q, K, V, H, d, scale, M, NULL, &err))
+            if (ag_i_attention_online(&(ag_i_fwd_t){&nb, Q, K, V, H, d, scale, NULL, M, NULL},
+                                      &err))
                 die(&err);
             if (r >= 0)
                 ts[r] = now_s() - t0;

@@ -30,14 +30,11 @@ static const char bench_usage[] =
     "\"pass\"} (pass: \"forward\" or \"backward\").\n"
     "  -h, --help          this text\n";
 
-typedef int (*kernel_fn)(const ag_nbhd_t *, const float *, const float *, const float *,
-                         int64_t, int64_t, float, float *, kext_t *, ag_error_t *);
-
-static int pick_kernel(kernel_fn *fn, ag_i_backward_fn *bw, const char *name)
+static int pick_kernel(ag_i_forward_fn *fn, ag_i_backward_fn *bw, const char *name)
 {
     static const struct {
         const char *name;
-        kernel_fn fn;
+        ag_i_forward_fn fn;
         ag_i_backward_fn bw;
     } kernels[] = {{"auto", ag_i_attention_auto, ag_i_backward_auto},
                    {"simple", ag_i_attention_online, ag_i_backward_simple},
@@ -51,43 +48,42 @@ static int pick_kernel(kernel_fn *fn, ag_i_backward_fn *bw, const char *name)
     return usage_error("bench", "--kernel '%s': expected auto, simple, tiled or gather", name);
 }
 
-/* The backward's inputs, made once before the timed runs: a seeded dM, M and
-   lse from one forward, D = rowsum(dM * M), the transpose; and its outputs. */
+/* The backward's operands, made once before the timed runs from the
+   forward's (f): a seeded dM, M and lse from one forward, D = rowsum(dM * M),
+   the transpose; and room for the gradients. */
 typedef struct {
-    float *dM, *M, *lse, *Dd, *g;
+    float *all;
+    ag_i_bwd_t op;
 } bw_state_t;
 
-static int backward_prepare(bw_state_t *b, ag_nbhd_t *nb, const float *Q, const float *K,
-                            const float *V, int64_t H, int64_t d, float scale, uint64_t seed,
+static int backward_prepare(bw_state_t *b, ag_nbhd_t *nb, const ag_i_fwd_t *f, uint64_t seed,
                             ag_error_t *err)
 {
-    const int64_t N = nb->n_nodes, HD = H * d;
+    const int64_t N = nb->n_nodes, H = f->H, d = f->d, HD = H * d;
     memset(b, 0, sizeof *b);
     float *all = ag_alloc(5 * N * HD + 2 * N * H, sizeof(float), err, "backward buffers");
     if (!all)
         return ag_alloc_status();
-    b->dM = all, b->M = all + N * HD, b->g = b->M + N * HD, b->lse = b->g + 3 * N * HD;
-    b->Dd = b->lse + N * H;
-    ag_random_normal(b->dM, N * HD, seed, 13, 1.0f);
+    float *dM = all, *M = all + N * HD, *g = M + N * HD, *lse = g + 3 * N * HD;
+    float *Dd = lse + N * H;
+    ag_random_normal(dM, N * HD, seed, 13, 1.0f);
     kext_t x = {0};
-    x.lse = b->lse;
+    x.lse = lse;
+    ag_i_fwd_t fwd = *f;
+    fwd.M = M, fwd.x = &x;
     int rc = ag_nbhd_transpose(nb, err);
     if (!rc)
-        rc = ag_i_attention_auto(nb, Q, K, V, H, d, scale, b->M, &x, err);
+        rc = ag_i_attention_auto(&fwd, err);
     for (int64_t i = 0; !rc && i < N * H; i++)
-        b->Dd[i] = dot(b->dM + i * d, b->M + i * d, d);   /* rows of head h lie i*H+h */
-    if (rc)
-        free(all), b->dM = NULL;
-    return rc;
-}
-
-static int backward_run(const bw_state_t *b, ag_i_backward_fn bw, const ag_nbhd_t *nb,
-                        const float *Q, const float *K, const float *V, int64_t H, int64_t d,
-                        float scale, ag_error_t *err)
-{
-    const int64_t n = nb->n_nodes * H * d;
-    return bw(nb, Q, K, V, H, d, scale, b->lse, b->Dd, b->dM, b->g, b->g + n, b->g + 2 * n,
-              err);
+        Dd[i] = dot(dM + i * d, M + i * d, d);   /* rows of head h lie i*H+h */
+    if (rc) {
+        free(all);
+        return rc;
+    }
+    const ag_attention_grads_t grads = {.dQ = g, .dK = g + N * HD, .dV = g + 2 * N * HD};
+    b->all = all;
+    b->op = (ag_i_bwd_t){nb, f->Q, f->K, f->V, dM, H, d, f->scale, NULL, lse, Dd, grads};
+    return AG_OK;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -105,7 +101,7 @@ int cmd_bench(int argc, char **argv)
     run_opts_init(&o);
     int64_t reps = 5, warmup = 2;
     int json = 0, backward = 0;
-    kernel_fn kernel = ag_i_attention_auto;
+    ag_i_forward_fn kernel = ag_i_attention_auto;
     ag_i_backward_fn kernel_bw = ag_i_backward_auto;
     opt_parser_t p;
     opt_begin(&p, "bench", bench_usage, longopts, NULL, argc, argv);
@@ -186,19 +182,18 @@ int cmd_bench(int argc, char **argv)
         rc = ag_alloc_status();
     if (!rc && !(t = ag_alloc(reps, sizeof *t, &err, "timings")))
         rc = ag_alloc_status();
-    const float scale = 1.0f / sqrtf((float)d);
+    const ag_i_fwd_t fwd = {&s.nb, q.data, k.data, v.data, H, d, 1.0f / sqrtf((float)d), NULL, M,
+                            NULL};
     bw_state_t bs = {0};
     if (!rc && backward)
-        rc = backward_prepare(&bs, &s.nb, q.data, k.data, v.data, H, d, scale, o.seed, &err);
+        rc = backward_prepare(&bs, &s.nb, &fwd, o.seed, &err);
     for (int64_t r = 0; !rc && r < warmup + reps; r++) {
         const double a = now_s();
-        rc = backward ? backward_run(&bs, kernel_bw, &s.nb, q.data, k.data, v.data, H, d, scale,
-                                     &err)
-                      : kernel(&s.nb, q.data, k.data, v.data, H, d, scale, M, NULL, &err);
+        rc = backward ? kernel_bw(&bs.op, &err) : kernel(&fwd, &err);
         if (r >= warmup)
             t[r - warmup] = now_s() - a;
     }
-    free(bs.dM);
+    free(bs.all);
     if (!rc && o.out)
         rc = ag_npy_write_f32(out.path, M, N, H * d, &err);
     if (!rc)

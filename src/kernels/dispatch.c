@@ -72,38 +72,34 @@ int ag_i_plain_scale(const ag_score_t *score, int64_t d, float *scale)
     return plain_dot(score, d, scale);
 }
 
-int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                        int64_t H, int64_t d, float scale, float *M, kext_t *x,
-                        ag_error_t *err)
+int ag_i_use_tiled(int64_t N, int64_t E, int one_run)
 {
-    /* One run per destination, long enough to fill tiles: the fused tiled
-       kernel; anything else: the gather kernel. The one-pass kernel
-       (simple.c) is the reference the tests hold both to. */
-    const int64_t N = nb->n_nodes;
-    if (N > 0 && nb->n_edges / N >= 16 && ag_i_tiled_applies(nb))
-        return ag_i_attention_tiled(nb, Q, K, V, H, d, scale, M, x, err);
-    return ag_i_attention_gather(nb, Q, K, V, H, d, scale, M, x, err);
+    return one_run && N > 0 && N < INT32_MAX && E / N >= 16;
 }
 
-int ag_i_attention_part(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int one_run,
-                        const float *Q, const float *K, const float *V, int64_t H, int64_t d,
-                        const ag_score_t *score, float *M, float *lse, ag_error_t *err)
+int ag_i_attention_auto(const ag_i_fwd_t *a, ag_error_t *err)
 {
-    float scale;
-    int rc = ag_score_check(score, nb, H, d, err);
+    /* The one-pass kernel (simple.c) is the reference the tests hold both
+       fused kernels to. */
+    const ag_nbhd_t *nb = a->nb;
+    if (ag_i_use_tiled(nb->n_nodes, nb->n_edges, ag_i_tiled_applies(nb)))
+        return ag_i_attention_tiled(a, err);
+    return ag_i_attention_gather(a, err);
+}
+
+int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int one_run,
+                        ag_error_t *err)
+{
+    ag_i_fwd_t plain = *a;
+    int rc = ag_score_check(a->score, a->nb, a->H, a->d, err);
     if (rc)
         return rc;
-    if (!plain_dot(score, d, &scale))
+    if (!plain_dot(a->score, a->d, &plain.scale))
         return ag_fail(err, AG_EINVAL, "attention on a part of the graph: only plain "
                        "dot-product scores (scaled-dot, dot, --beta) so far");
-    kext_t x = {0};
-    x.lse = lse;
-    const int64_t N = nb->n_nodes;
-    if (N > 0 && nb->n_edges / N >= 16 && one_run)
-        return ag_i_attention_tiled_range(nb, lo, hi, Q, K, V, H, d, scale, M, lse ? &x : NULL,
-                                          err);
-    return ag_i_attention_gather_range(nb, lo, hi, Q, K, V, H, d, scale, M, lse ? &x : NULL,
-                                       err);
+    if (ag_i_use_tiled(a->nb->n_nodes, a->nb->n_edges, one_run))
+        return ag_i_attention_tiled_range(&plain, lo, hi, err);
+    return ag_i_attention_gather_range(&plain, lo, hi, err);
 }
 
 int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
@@ -116,7 +112,6 @@ int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const f
                     int64_t H, int64_t d, const ag_score_t *score, float *M,
                     const ag_attention_opts_t *opts, ag_error_t *err)
 {
-    float scale;
     int rc = ag_score_check(score, nb, H, d, err);
     if (rc)
         return rc;
@@ -124,14 +119,9 @@ int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const f
     if (opts)
         x = (kext_t){opts->entropy, opts->max_weight, opts->distance, opts->progress,
                      opts->progress_ctx, nb->n_edges * H, 0, 0, opts->lse};
-    kext_t *xp = opts ? &x : NULL;
-    if (plain_dot(score, d, &scale)) {
-        rc = ag_i_attention_auto(nb, Q, K, V, H, d, scale, M, xp, err);
-        if (!rc && x.progress)
-            x.progress(x.total, x.total, x.ctx);
-        return rc;
-    }
-    rc = ag_i_attention_generic(nb, Q, K, V, H, d, score, M, xp, err);
+    ag_i_fwd_t a = {nb, Q, K, V, H, d, 0.0f, score, M, opts ? &x : NULL};
+    rc = plain_dot(score, d, &a.scale) ? ag_i_attention_auto(&a, err)
+                                       : ag_i_attention_generic(&a, err);
     if (!rc && x.progress)
         x.progress(x.total, x.total, x.ctx);
     return rc;
@@ -139,27 +129,20 @@ int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const f
 
 /* ---- backward ---- */
 
-int ag_i_backward_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                       int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                       const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+int ag_i_backward_auto(const ag_i_bwd_t *a, ag_error_t *err)
 {
-    const int64_t N = nb->n_nodes;
-    const ag_i_backward_fn fn = N > 0 && nb->n_edges / N >= 16 && ag_i_tiled_applies(nb)
-                                    ? ag_i_backward_tiled : ag_i_backward_gather;
-    return fn(nb, Q, K, V, H, d, scale, lse, Dd, dM, dQ, dK, dV, err);
+    const ag_nbhd_t *nb = a->nb;
+    if (ag_i_use_tiled(nb->n_nodes, nb->n_edges, ag_i_tiled_applies(nb)))
+        return ag_i_backward_tiled(a, err);
+    return ag_i_backward_gather(a, err);
 }
 
-int ag_i_backward_part(const ag_nbhd_t *nb, int one_run, int64_t qlo, int64_t qhi, int64_t klo,
-                       int64_t khi, const float *Q, const float *K, const float *V, int64_t H,
-                       int64_t d, float scale, const float *lse, const float *Dd,
-                       const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+int ag_i_backward_part(const ag_i_bwd_t *a, int one_run, int64_t qlo, int64_t qhi,
+                       int64_t klo, int64_t khi, ag_error_t *err)
 {
-    const int64_t N = nb->n_nodes;
-    if (N > 0 && nb->n_edges / N >= 16 && one_run)   /* ag_i_backward_auto's choice */
-        return ag_i_backward_tiled_range(nb, qlo, qhi, klo, khi, Q, K, V, H, d, scale, lse,
-                                         Dd, dM, dQ, dK, dV, err);
-    return ag_i_backward_gather_range(nb, qlo, qhi, klo, khi, Q, K, V, H, d, scale, lse, Dd,
-                                      dM, dQ, dK, dV, err);
+    if (ag_i_use_tiled(a->nb->n_nodes, a->nb->n_edges, one_run))
+        return ag_i_backward_tiled_range(a, qlo, qhi, klo, khi, err);
+    return ag_i_backward_gather_range(a, qlo, qhi, klo, khi, err);
 }
 
 void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N, int64_t H,
@@ -184,11 +167,11 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
         return ag_fail(err, AG_EINVAL, "attention backward: dQ, dK and dV are required");
     if ((rc = ag_nbhd_transpose(nb, err)))
         return rc;
-    float scale;
+    ag_i_bwd_t a = {nb, Q, K, V, dM, H, d, 0.0f, score, lse, NULL, *g};
     /* the edge bias's gradient (sum over heads of dL/ds per slot) is not 0 even
        where the score has no bias: the generic kernel keeps it per slot */
-    if (!plain_dot(score, d, &scale) || g->d_edge_bias)
-        return ag_i_backward_generic(nb, Q, K, V, H, d, score, dM, g, err);
+    if (!plain_dot(score, d, &a.scale) || g->d_edge_bias)
+        return ag_i_backward_generic(&a, err);
     if (g->d_a_src)       /* a plain score has no attention vectors */
         memset(g->d_a_src, 0, (size_t)(H * d) * sizeof *g->d_a_src);
     if (g->d_a_dst)
@@ -204,14 +187,16 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
         float *M2 = own + N * H, *lse2 = M2 + N * HD;
         kext_t x = {0};
         x.lse = lse2;
-        if ((rc = ag_i_attention_auto(nb, Q, K, V, H, d, scale, M2, &x, err))) {
+        const ag_i_fwd_t f = {nb, Q, K, V, H, d, a.scale, score, M2, &x};
+        if ((rc = ag_i_attention_auto(&f, err))) {
             free(own);
             return rc;
         }
-        M = M2, lse = lse2;
+        M = M2, a.lse = lse2;
     }
     ag_i_backward_rowdots(Dd, dM, M, N, H, d);
-    rc = ag_i_backward_auto(nb, Q, K, V, H, d, scale, lse, Dd, dM, g->dQ, g->dK, g->dV, err);
+    a.Dd = Dd;
+    rc = ag_i_backward_auto(&a, err);
     free(own);
     return rc;
 }

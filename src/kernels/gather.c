@@ -208,10 +208,13 @@ ROWS_VARIANT(rows_avx512, AG_TARGET_AVX512, 0)
 ROWS_VARIANT(rows_avx2, AG_TARGET_AVX2, 1)
 ROWS_VARIANT(rows_base, , 0)
 
-int ag_i_attention_gather_range(const ag_nbhd_t *nb, int64_t lo, int64_t N, const float *Q,
-                          const float *K, const float *V, int64_t H, int64_t d, float scale,
-                          float *M, kext_t *x, ag_error_t *err)
+int ag_i_attention_gather_range(const ag_i_fwd_t *a, int64_t lo, int64_t N, ag_error_t *err)
 {
+    const ag_nbhd_t *nb = a->nb;
+    const float *Q = a->Q, *K = a->K, *V = a->V;
+    const int64_t H = a->H, d = a->d;
+    float *M = a->M;
+    kext_t *x = a->x;
     int64_t max_deg = 0;
     for (int64_t i = lo; i < N; i++)
         if (nb->edge_ptr[i + 1] - nb->edge_ptr[i] > max_deg)
@@ -222,7 +225,7 @@ int ag_i_attention_gather_range(const ag_nbhd_t *nb, int64_t lo, int64_t N, cons
                           "gather kernel buffers");
     if (!buf)
         return ag_alloc_status();
-    const float scale2 = scale * LOG2E;
+    const float scale2 = a->scale * LOG2E;
 #pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
         float *s = buf + (int64_t)thread_id() * per_thread;
@@ -245,11 +248,9 @@ int ag_i_attention_gather_range(const ag_nbhd_t *nb, int64_t lo, int64_t N, cons
     return AG_OK;
 }
 
-int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, float scale, float *M, kext_t *x,
-                          ag_error_t *err)
+int ag_i_attention_gather(const ag_i_fwd_t *a, ag_error_t *err)
 {
-    return ag_i_attention_gather_range(nb, 0, nb->n_nodes, Q, K, V, H, d, scale, M, x, err);
+    return ag_i_attention_gather_range(a, 0, a->nb->n_nodes, err);
 }
 
 /* ---- backward ----
@@ -484,12 +485,11 @@ static void read_window(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t k
         *lo = *hi = 0;
 }
 
-int ag_i_backward_gather_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t klo,
-                               int64_t khi, const float *Q, const float *K, const float *V,
-                               int64_t H, int64_t d, float scale, const float *lse,
-                               const float *Dd, const float *dM, float *dQ, float *dK,
-                               float *dV, ag_error_t *err)
+int ag_i_backward_gather_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, int64_t klo,
+                               int64_t khi, ag_error_t *err)
 {
+    const ag_nbhd_t *nb = op->nb;
+    const int64_t H = op->H, d = op->d;
     if (!nb->out_ptr)
         return ag_fail(err, AG_EINVAL, "gather backward: the neighbourhoods are not "
                        "transposed (ag_nbhd_transpose)");
@@ -520,13 +520,13 @@ int ag_i_backward_gather_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, in
     (void)par;   /* read only by the parallel clauses: unused without OpenMP */
 #pragma omp parallel for if (par && w * H >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < w * H; x++) {
-        const float l = lse[wlo * H + x];
+        const float l = op->lse[wlo * H + x];
         ld[2 * x] = l > -__builtin_inff() ? l * LOG2E : 0.0f;
-        ld[2 * x + 1] = Dd[wlo * H + x];
+        ld[2 * x + 1] = op->Dd[wlo * H + x];
     }
     /* ld indexed by global destination, as every other array */
-    const gbw_args_t a = {nb, Q, K, V, dM, ld - 2 * wlo * H, dQ, dK, dV, H, d, scale,
-                          scale * LOG2E};
+    const gbw_args_t a = {nb, op->Q, op->K, op->V, op->dM, ld - 2 * wlo * H, op->g.dQ,
+                          op->g.dK, op->g.dV, H, d, op->scale, op->scale * LOG2E};
     static void (*const variants[3])(const gbw_args_t *, int, int64_t, int64_t,
                                      const gbw_buf_t *) = {grad_rows_base, grad_rows_avx2,
                                                            grad_rows_avx512};
@@ -547,11 +547,8 @@ int ag_i_backward_gather_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, in
     return AG_OK;
 }
 
-int ag_i_backward_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                         int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                         const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+int ag_i_backward_gather(const ag_i_bwd_t *a, ag_error_t *err)
 {
-    const int64_t N = nb->n_nodes;
-    return ag_i_backward_gather_range(nb, 0, N, 0, N, Q, K, V, H, d, scale, lse, Dd, dM, dQ,
-                                      dK, dV, err);
+    const int64_t N = a->nb->n_nodes;
+    return ag_i_backward_gather_range(a, 0, N, 0, N, err);
 }

@@ -406,14 +406,17 @@ static void weighted_sum_row(const ag_nbhd_t *nb, int64_t i, const float *W, con
         }
 }
 
-int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
-                           const float *V, int64_t H, int64_t d, const ag_score_t *score,
-                           float *M, kext_t *xp, ag_error_t *err)
+int ag_i_attention_generic(const ag_i_fwd_t *a, ag_error_t *err)
 {
+    const ag_nbhd_t *nb = a->nb;
+    const float *V = a->V;
+    const int64_t H = a->H, d = a->d;
+    float *M = a->M;
+    kext_t *xp = a->x;
     int rc;
     sctx_t c;
     scratch_t buf;
-    if ((rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 1, 0, err)))
+    if ((rc = generic_begin(&c, &buf, a->score, nb, a->Q, a->K, H, d, 1, 0, err)))
         return rc;
     const int64_t HD = H * d;
     /* the rows of K the scores read (GAT's read per-node terms only): those of
@@ -878,14 +881,15 @@ static void backward_pass(bctx_t *b, const ag_nbhd_t *nb, const ag_attention_gra
         sum_chunks(part, chunks, HD, want);
 }
 
-int ag_i_backward_generic(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, const ag_score_t *score, const float *dM,
-                          const ag_attention_grads_t *g, ag_error_t *err)
+int ag_i_backward_generic(const ag_i_bwd_t *a, ag_error_t *err)
 {
+    const ag_nbhd_t *nb = a->nb;
+    const int64_t H = a->H, d = a->d;
+    const ag_attention_grads_t *g = &a->g;
     if (!nb->out_ptr)
         return ag_fail(err, AG_EINVAL, "attention backward: neighbourhoods not transposed");
-    bctx_t b = {.Q = Q, .K = K, .V = V, .dM = dM};
-    int rc = generic_begin(&b.c, &b.buf, score, nb, Q, K, H, d, 3, H, err);
+    bctx_t b = {.Q = a->Q, .K = a->K, .V = a->V, .dM = a->dM};
+    int rc = generic_begin(&b.c, &b.buf, a->score, nb, a->Q, a->K, H, d, 3, H, err);
     if (rc)
         return rc;
     const int64_t HD = H * d, N = nb->n_nodes;

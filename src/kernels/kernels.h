@@ -106,32 +106,64 @@ static inline void kext_done(kext_t *x, int64_t work)
     }
 }
 
-/* Softmax attention with scores q.k * scale, one pass (simple.c). */
-int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
+/*
+ * One forward call's operands. The plain dot-product softmax kernels score
+ * q.k * scale; the generic path (and ag_i_attention_part, which checks it and
+ * takes its scale) reads score instead. Q, K, V, M are [N, H*d]; x the
+ * extras (NULL: M only).
+ */
+typedef struct {
+    const ag_nbhd_t *nb;
+    const float *Q, *K, *V;
+    int64_t H, d;
+    float scale;
+    const ag_score_t *score;
+    float *M;
+    kext_t *x;
+} ag_i_fwd_t;
 
-/* Every kernel below takes x (NULL: M only). */
+/*
+ * One backward call's operands (nb transposed: ag_nbhd_transpose). The plain
+ * kernels score as the forward's and read lse [N, H], the forward's
+ * log-sum-exp (natural units), and Dd [N, H] = sum_c dM[i, h*d+c] *
+ * M[i, h*d+c]; they write g.dQ, g.dK, g.dV [N, H*d]: destinations own dQ,
+ * sources own dK and dV (walking the out-runs). The generic path reads score
+ * and recomputes M and lse itself; it writes every gradient g asks for.
+ */
+typedef struct {
+    const ag_nbhd_t *nb;
+    const float *Q, *K, *V, *dM;
+    int64_t H, d;
+    float scale;
+    const ag_score_t *score;
+    const float *lse, *Dd;
+    ag_attention_grads_t g;
+} ag_i_bwd_t;
+
+typedef int (*ag_i_forward_fn)(const ag_i_fwd_t *a, ag_error_t *err);
+typedef int (*ag_i_backward_fn)(const ag_i_bwd_t *a, ag_error_t *err);
+
+/* Softmax attention with scores q.k * scale, one pass (simple.c). */
+int ag_i_attention_online(const ag_i_fwd_t *a, ag_error_t *err);
 
 /* Does every destination have at most one run (the tiled kernel's shape)? */
 int ag_i_tiled_applies(const ag_nbhd_t *nb);
+/* Do the fused kernels take the tiled form on a graph of N destinations and
+   E edges (one_run: every destination has at most one run)? Runs long enough
+   to fill tiles; anything else takes the gather form. Decided here only. */
+int ag_i_use_tiled(int64_t N, int64_t E, int one_run);
 
 /* Softmax attention with scores q.k * scale, fused and tiled (tiled.c);
    every destination must have at most one run. */
-int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                         int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
+int ag_i_attention_tiled(const ag_i_fwd_t *a, ag_error_t *err);
 /* Softmax attention with scores q.k * scale for any neighbourhoods, reading
    scattered rows with prefetching (gather.c). */
-int ag_i_attention_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
+int ag_i_attention_gather(const ag_i_fwd_t *a, ag_error_t *err);
 
 /* The same for destinations lo..hi-1 only (tiled: lo a multiple of 64, and hi
    too unless it is the last destination); nb->n_nodes still bounds the sources. */
-int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,
-                               const float *K, const float *V, int64_t H, int64_t d,
-                               float scale, float *M, kext_t *x, ag_error_t *err);
-int ag_i_attention_gather_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,
-                                const float *K, const float *V, int64_t H, int64_t d,
-                                float scale, float *M, kext_t *x, ag_error_t *err);
+int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_error_t *err);
+int ag_i_attention_gather_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_error_t *err);
 /* The tiled kernel's block width in vectors (1 or 4), from the whole graph's shape. */
 int ag_i_tiled_width(const ag_nbhd_t *nb);
 
@@ -140,13 +172,13 @@ int ag_i_tiled_width(const ag_nbhd_t *nb);
  * on the whole graph, for a process that holds only a part (the MPI layer):
  * nb->n_nodes and n_edges are the whole graph's (they choose the kernel),
  * one_run says whether every destination of the whole graph has at most one
- * run, and every array (nb's, Q, K, V, M, lse [N, H] or NULL) is indexed by
+ * run, and every array (nb's, Q, K, V, M, x->lse [N, H]) is indexed by
  * global node number, only the rows the part reads being there. Plain
- * dot-product softmax only.
+ * dot-product softmax only: a->score is checked and gives the scale (a->scale
+ * is not read); x (NULL or the log-sum-exp only).
  */
-int ag_i_attention_part(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int one_run,
-                        const float *Q, const float *K, const float *V, int64_t H, int64_t d,
-                        const ag_score_t *score, float *M, float *lse, ag_error_t *err);
+int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int one_run,
+                        ag_error_t *err);
 
 /*
  * The tiled forward with its sources streamed in (tiled_stream.c): begin
@@ -173,35 +205,19 @@ int ag_i_is_softmax(ag_score_kind_t kind);
 
 /* Any score function (generic.c): scores a destination's edges into a
    per-thread buffer, normalises them, then accumulates V. */
-int ag_i_attention_generic(const ag_nbhd_t *nb, const float *Q, const float *K,
-                           const float *V, int64_t H, int64_t d, const ag_score_t *score,
-                           float *M, kext_t *x, ag_error_t *err);
+int ag_i_attention_generic(const ag_i_fwd_t *a, ag_error_t *err);
 
 /* The fastest kernel that applies to nb's shape (dispatch.c). */
-int ag_i_attention_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                        int64_t H, int64_t d, float scale, float *M, kext_t *x, ag_error_t *err);
+int ag_i_attention_auto(const ag_i_fwd_t *a, ag_error_t *err);
 
-/* ---- backward (nb transposed: ag_nbhd_transpose) ----
- * The plain dot-product softmax kernels' backward: scores q.k * scale as the
- * forward's; lse [N, H] the forward's log-sum-exp (natural units);
- * Dd [N, H] = sum_c dM[i, h*d+c] * M[i, h*d+c]. Writes dQ, dK, dV [N, H*d]:
- * destinations own dQ, sources own dK and dV (walking the out-runs). */
-typedef int (*ag_i_backward_fn)(const ag_nbhd_t *nb, const float *Q, const float *K,
-                                const float *V, int64_t H, int64_t d, float scale,
-                                const float *lse, const float *Dd, const float *dM, float *dQ,
-                                float *dK, float *dV, ag_error_t *err);
+/* ---- backward: the plain dot-product softmax kernels (ag_i_bwd_t) ---- */
+
 /* One destination, then one source at a time (simple.c): the reference. */
-int ag_i_backward_simple(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                         int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                         const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
+int ag_i_backward_simple(const ag_i_bwd_t *a, ag_error_t *err);
 /* Tiled (tiled.c): every destination at most one run. */
-int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                        int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                        const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
+int ag_i_backward_tiled(const ag_i_bwd_t *a, ag_error_t *err);
 /* Gathered rows (gather.c): any neighbourhoods. */
-int ag_i_backward_gather(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                         int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                         const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
+int ag_i_backward_gather(const ag_i_bwd_t *a, ag_error_t *err);
 /*
  * The same on part of the graph: dQ of destinations qlo..qhi-1 (pass A) and
  * dK, dV of sources klo..khi-1 (pass B), each row bitwise as the whole-graph
@@ -213,32 +229,21 @@ int ag_i_backward_gather(const ag_nbhd_t *nb, const float *Q, const float *K, co
  * B reads the in-run of every destination its tiles cross (rows widened to
  * multiples of 8; a run clipped to the sources klo..khi-1 gives the same bits).
  */
-int ag_i_backward_tiled_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t klo,
-                              int64_t khi, const float *Q, const float *K, const float *V,
-                              int64_t H, int64_t d, float scale, const float *lse,
-                              const float *Dd, const float *dM, float *dQ, float *dK,
-                              float *dV, ag_error_t *err);
-int ag_i_backward_gather_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t klo,
-                               int64_t khi, const float *Q, const float *K, const float *V,
-                               int64_t H, int64_t d, float scale, const float *lse,
-                               const float *Dd, const float *dM, float *dQ, float *dK,
-                               float *dV, ag_error_t *err);
+int ag_i_backward_tiled_range(const ag_i_bwd_t *a, int64_t qlo, int64_t qhi, int64_t klo,
+                              int64_t khi, ag_error_t *err);
+int ag_i_backward_gather_range(const ag_i_bwd_t *a, int64_t qlo, int64_t qhi, int64_t klo,
+                               int64_t khi, ag_error_t *err);
 /* The kernel ag_i_backward_auto would pick for the whole graph (one_run: every
    destination of the whole graph has at most one run), on the ranges above. */
-int ag_i_backward_part(const ag_nbhd_t *nb, int one_run, int64_t qlo, int64_t qhi, int64_t klo,
-                       int64_t khi, const float *Q, const float *K, const float *V, int64_t H,
-                       int64_t d, float scale, const float *lse, const float *Dd,
-                       const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
+int ag_i_backward_part(const ag_i_bwd_t *a, int one_run, int64_t qlo, int64_t qhi,
+                       int64_t klo, int64_t khi, ag_error_t *err);
 /* Dd [N, H] = per head, sum_c dM[i, h*d+c] * M[i, h*d+c] (the backward's D). */
 void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N, int64_t H,
                            int64_t d);
 /* The one the forward would pick (dispatch.c). */
-int ag_i_backward_auto(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                       int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                       const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err);
-/* Any score function (generic.c): dM given, M and lse recomputed here. */
-int ag_i_backward_generic(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, const ag_score_t *score, const float *dM,
-                          const ag_attention_grads_t *g, ag_error_t *err);
+int ag_i_backward_auto(const ag_i_bwd_t *a, ag_error_t *err);
+/* Any score function (generic.c): a->score, dM and every gradient a->g asks
+   for (its scale, lse and Dd are not read: M and lse are recomputed here). */
+int ag_i_backward_generic(const ag_i_bwd_t *a, ag_error_t *err);
 
 #endif

@@ -79,10 +79,14 @@ static void attend_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const flo
     }
 }
 
-int ag_i_attention_online(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, float scale, float *M, kext_t *x,
-                          ag_error_t *err)
+int ag_i_attention_online(const ag_i_fwd_t *a, ag_error_t *err)
 {
+    const ag_nbhd_t *nb = a->nb;
+    const float *Q = a->Q, *K = a->K, *V = a->V;
+    const int64_t H = a->H, d = a->d;
+    const float scale = a->scale;
+    float *M = a->M;
+    kext_t *x = a->x;
     const int64_t N = nb->n_nodes;
     scratch_t scratch = {NULL, scratch_stride(4 * H)};
     scratch.buf = ag_alloc((int64_t)max_threads() * scratch.stride, sizeof(float), err,
@@ -113,10 +117,13 @@ static inline float edge_ds(const float *Q, const float *K, const float *V, cons
     return *p * (dot(dM + i * HD + o, V + j * HD + o, d) - Dd[i * H + h]);
 }
 
-int ag_i_backward_simple(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                         int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                         const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+int ag_i_backward_simple(const ag_i_bwd_t *a, ag_error_t *err)
 {
+    const ag_nbhd_t *nb = a->nb;
+    const float *Q = a->Q, *K = a->K, *V = a->V, *dM = a->dM, *lse = a->lse, *Dd = a->Dd;
+    const int64_t H = a->H, d = a->d;
+    const float scale = a->scale;
+    float *dQ = a->g.dQ, *dK = a->g.dK, *dV = a->g.dV;
     (void)err;
     const int64_t N = nb->n_nodes, HD = H * d;
     const int par = nb->n_edges * HD >= AG_PARALLEL_MIN_WORK;

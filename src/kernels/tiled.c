@@ -371,10 +371,13 @@ int ag_i_tiled_applies(const ag_nbhd_t *nb)
     return 1;
 }
 
-int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,
-                         const float *K, const float *V, int64_t H, int64_t d, float scale,
-                         float *M, kext_t *x, ag_error_t *err)
+int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_error_t *err)
 {
+    const ag_nbhd_t *nb = a->nb;
+    const float *Q = a->Q, *K = a->K, *V = a->V;
+    const int64_t H = a->H, d = a->d;
+    float *M = a->M;
+    kext_t *x = a->x;
     const int64_t N = hi;   /* the blocks end there; nb->n_nodes bounds the sources */
     /* Narrow blocks (16 destinations) waste less on a band such as a window;
        wide ones (64) reuse each K and V row more on long runs. */
@@ -410,7 +413,7 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
     }
     const int by_head = kvh && copies > 1;
     const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0;
-    const float scale2 = scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
+    const float scale2 = a->scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
     static const block_fn variants[3][2] = AG_TILED_TABLE(block);
     const block_fn block = variants[ag_simd_level()][QV == 4];
     const ag_i_tile_fn step = ag_i_tile_step(QV);
@@ -463,14 +466,12 @@ int ag_i_attention_tiled_range(const ag_nbhd_t *nb, int64_t lo, int64_t hi, cons
     return AG_OK;
 }
 
-int ag_i_attention_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                         int64_t H, int64_t d, float scale, float *M, kext_t *x,
-                         ag_error_t *err)
+int ag_i_attention_tiled(const ag_i_fwd_t *a, ag_error_t *err)
 {
-    if (!ag_i_tiled_applies(nb))
+    if (!ag_i_tiled_applies(a->nb))
         return ag_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run of "
                        "sources");
-    return ag_i_attention_tiled_range(nb, 0, nb->n_nodes, Q, K, V, H, d, scale, M, x, err);
+    return ag_i_attention_tiled_range(a, 0, a->nb->n_nodes, err);
 }
 
 /* ---- backward ----
@@ -798,13 +799,11 @@ static int whole_blocks(int64_t lo, int64_t hi, int64_t BQ, int64_t N)
                                                            (hi % BQ == 0 || hi == N)));
 }
 
-int ag_i_backward_tiled_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t klo,
-                              int64_t khi, const float *Q, const float *K, const float *V,
-                              int64_t H, int64_t d, float scale, const float *lse,
-                              const float *Dd, const float *dM, float *dQ, float *dK,
-                              float *dV, ag_error_t *err)
+int ag_i_backward_tiled_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, int64_t klo,
+                              int64_t khi, ag_error_t *err)
 {
-    const int64_t N = nb->n_nodes;
+    const ag_nbhd_t *nb = op->nb;
+    const int64_t N = nb->n_nodes, H = op->H, d = op->d;
     if (!nb->out_ptr)
         return ag_fail(err, AG_EINVAL, "tiled backward: the neighbourhoods are not "
                        "transposed (ag_nbhd_transpose)");
@@ -832,7 +831,8 @@ int ag_i_backward_tiled_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int
     order_blocks(nb, 0, BQ, qb0, n_qb, qhi, order, tmp);
     order_blocks(nb, 1, BQ, kb0, n_kb, khi, order + n_qb, tmp);
     free(tmp);
-    const bw_args_t a = {nb, Q, K, V, dM, lse, Dd, dQ, dK, dV, H, d, scale, scale * LOG2E};
+    const bw_args_t a = {nb, op->Q, op->K, op->V, op->dM, op->lse, op->Dd, op->g.dQ, op->g.dK,
+                         op->g.dV, H, d, op->scale, op->scale * LOG2E};
     static const grad_fn variants[3][2] = AG_TILED_TABLE(grad);
     const grad_fn grad = variants[ag_simd_level()][QV == 4];
     const int64_t runs = most / (8 * max_threads());
@@ -863,14 +863,11 @@ int ag_i_backward_tiled_range(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int
     return AG_OK;
 }
 
-int ag_i_backward_tiled(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                        int64_t H, int64_t d, float scale, const float *lse, const float *Dd,
-                        const float *dM, float *dQ, float *dK, float *dV, ag_error_t *err)
+int ag_i_backward_tiled(const ag_i_bwd_t *a, ag_error_t *err)
 {
-    if (!ag_i_tiled_applies(nb))
+    if (!ag_i_tiled_applies(a->nb))
         return ag_fail(err, AG_EINVAL, "tiled backward: a destination has more than one run "
                        "of sources");
-    const int64_t N = nb->n_nodes;
-    return ag_i_backward_tiled_range(nb, 0, N, 0, N, Q, K, V, H, d, scale, lse, Dd, dM, dQ,
-                                     dK, dV, err);
+    const int64_t N = a->nb->n_nodes;
+    return ag_i_backward_tiled_range(a, 0, N, 0, N, err);
 }

@@ -29,7 +29,7 @@ static int check_layers(const ag_weights_t *layers, int n_layers, ag_error_t *er
 /* Can the ring run it? Every destination one run, on the tiled kernel. */
 static int ring_applies(const ag_mpi_part_t *part)
 {
-    return part->one_run && part->n_nodes > 0 && part->n_edges / part->n_nodes >= 16;
+    return ag_i_use_tiled(part->n_nodes, part->n_edges, part->one_run);
 }
 
 /* Halo or ring: the ring when forced, or (auto) when it applies and some
@@ -86,9 +86,9 @@ static int one_round(run_t *r, const ag_weights_t *w, const ag_round_opts_t *opt
         const int64_t own = (part->lo - h->wlo) * r->HD;
         ag_i_project_qkv(w, Xin, r->n, r->Q, h->K + own, h->V + own);
         ag_halo_exchange(h, r->comm, r->HD, stats);
-        rc = ag_i_attention_part(&r->view, part->lo, part->hi, part->one_run, Qv,
-                                 h->K - h->wlo * r->HD, h->V - h->wlo * r->HD, r->H, r->d, &sc,
-                                 Mv, NULL, err);
+        const ag_i_fwd_t f = {&r->view, Qv, h->K - h->wlo * r->HD, h->V - h->wlo * r->HD,
+                              r->H, r->d, 0.0f, &sc, Mv, NULL};
+        rc = ag_i_attention_part(&f, part->lo, part->hi, part->one_run, err);
     } else {
         ag_ring_t *g = &r->ring;
         ag_i_project_qkv(w, Xin, r->n, r->Q, g->K_own, g->V_own);

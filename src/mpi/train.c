@@ -245,9 +245,12 @@ static int forward_round(ag_mpi_tape_t *t, int r, float *X, float *Xn, ag_error_
     const int64_t own = (part->lo - h->wlo) * t->HD, w_rows = h->whi - h->wlo;
     ag_i_project_qkv(w, t->layer_norm ? Xn : X, t->n, a.Q, h->K + own, h->V + own);
     ag_halo_exchange(h, t->comm, t->HD, t->stats);
-    rc = ag_i_attention_part(&t->view, part->lo, part->hi, part->one_run, a.Q - part->lo * t->HD,
-                             h->K - h->wlo * t->HD, h->V - h->wlo * t->HD, t->H, t->d, &sc,
-                             a.M - part->lo * t->HD, a.lse - part->lo * t->H, err);
+    kext_t x = {0};
+    x.lse = a.lse - part->lo * t->H;
+    const ag_i_fwd_t f = {&t->view, a.Q - part->lo * t->HD, h->K - h->wlo * t->HD,
+                          h->V - h->wlo * t->HD, t->H, t->d, 0.0f, &sc,
+                          a.M - part->lo * t->HD, &x};
+    rc = ag_i_attention_part(&f, part->lo, part->hi, part->one_run, err);
     if (rc)
         return rc;
     memcpy(a.K, h->K, (size_t)(w_rows * t->HD) * sizeof(float));
@@ -448,10 +451,12 @@ static int backward_round(const ag_mpi_tape_t *t, int r, ag_weights_t *grads, mp
     ag_i_backward_rowdots(b->Dd, b->dM, a.M, n, H, t->d);
     dest_exchange(t, &a, b);
     const int64_t dlo = t->bp.dlo, wlo = t->halo.wlo;
-    rc = ag_i_backward_part(&t->bp.view, t->part->one_run, lo, t->part->hi, lo, t->part->hi,
-                            b->Qw - dlo * HD, a.K - wlo * HD, a.V - wlo * HD, H, t->d, scale,
-                            b->lsew - dlo * H, b->Ddw - dlo * H, b->dMw - dlo * HD,
-                            b->dQ - lo * HD, b->dK - lo * HD, b->dV - lo * HD, err);
+    const ag_attention_grads_t dqkv = {b->dQ - lo * HD, b->dK - lo * HD, b->dV - lo * HD,
+                                       NULL, NULL, NULL};
+    const ag_i_bwd_t op = {&t->bp.view, b->Qw - dlo * HD, a.K - wlo * HD, a.V - wlo * HD,
+                           b->dMw - dlo * HD, H, t->d, scale, NULL, b->lsew - dlo * H,
+                           b->Ddw - dlo * H, dqkv};
+    rc = ag_i_backward_part(&op, t->part->one_run, lo, t->part->hi, lo, t->part->hi, err);
     if ((rc = ag_mpi_agree(t->comm, rc, err)))
         return rc;
     const float *Xn = a.X;
