@@ -533,8 +533,10 @@ int ag_i_index_read_npy_part(int64_t **values, int64_t *total, const char *path,
     return AG_OK;
 }
 
-int ag_npy_write_f32_nd(const char *path, const float *data, int ndim, const int64_t *shape,
-                        ag_error_t *err)
+/* Writes data [shape] of `size`-byte elements of dtype descr (little-endian,
+   "<f4" or "<i8") as a C-order .npy file, whatever the host's byte order. */
+static int write_npy(const char *path, const char *descr, size_t size, const void *data,
+                     int ndim, const int64_t *shape, ag_error_t *err)
 {
     if (ndim < 1 || ndim > AG_NPY_MAX_DIMS)
         return ag_fail(err, AG_EINVAL, "%s: %d dimensions; expected 1 to %d", path, ndim,
@@ -550,7 +552,7 @@ int ag_npy_write_f32_nd(const char *path, const float *data, int ndim, const int
         dims[strlen(dims) - 1] = '\0';   /* a 1-tuple keeps its comma: (n,) */
     char dict[192];
     int len = snprintf(dict, sizeof dict,
-                       "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", dims);
+                       "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
     /* Pad with spaces so that the data starts at a multiple of 64 bytes. */
     int total = 10 + len + 1;
     int pad = (64 - total % 64) % 64;
@@ -567,19 +569,28 @@ int ag_npy_write_f32_nd(const char *path, const float *data, int ndim, const int
         fputc(' ', f);
     fputc('\n', f);
     if (host_is_little()) {
-        fwrite(data, sizeof(float), (size_t)count, f);
+        fwrite(data, size, (size_t)count, f);
     } else {
-        for (int64_t i = 0; i < count; i++) {
-            unsigned char b[4];
-            memcpy(b, &data[i], 4);
-            unsigned char sw[4] = {b[3], b[2], b[1], b[0]};
-            fwrite(sw, 1, 4, f);
-        }
+        const unsigned char *bytes = data;
+        for (int64_t i = 0; i < count; i++)
+            for (size_t k = size; k-- > 0;)
+                fputc(bytes[(size_t)i * size + k], f);
     }
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
         return ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
     return AG_OK;
+}
+
+int ag_npy_write_f32_nd(const char *path, const float *data, int ndim, const int64_t *shape,
+                        ag_error_t *err)
+{
+    return write_npy(path, "<f4", sizeof *data, data, ndim, shape, err);
+}
+
+int ag_npy_write_i64(const char *path, const int64_t *values, int64_t n, ag_error_t *err)
+{
+    return write_npy(path, "<i8", sizeof *values, values, 1, &n, err);
 }
 
 int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t cols,

@@ -402,6 +402,14 @@ START_TEST(test_save_atomic)
     char *text = read_text(path);
     ck_assert_str_eq(text, "<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n");
     free(text);
+    /* the permissions fopen gives (0666 less the umask), and the umask untouched */
+    const mode_t mask = umask(027);
+    const char *fresh = tmp_path("fresh.svg");
+    ck_assert_int_eq(ag_svg_save(fresh, "<svg/>", &err), AG_OK);
+    struct stat st;
+    ck_assert_int_eq(stat(fresh, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0640);
+    ck_assert_int_eq(umask(mask), 027);
     /* a folder that is not there: refused, nothing left behind */
     ck_assert_fails_with(ag_svg_save(tmp_path("no/such/pic.svg"), "x", &err), err, AG_EIO,
                          "cannot create");

@@ -1,5 +1,6 @@
 /* .npy reading and writing: round trips, conversions and every refusal. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,35 @@ START_TEST(roundtrip_any_rank)
         ag_array_destroy(&a);
     }
     ck_assert_int_eq(ag_npy_write_f32_nd(tmp_path("bad.npy"), x, 5, shapes[0], &err), AG_EINVAL);
+}
+END_TEST
+
+START_TEST(roundtrip_i64)
+{
+    const int64_t v[5] = {0, -1, (int64_t)1 << 40, INT64_MIN, 258};
+    const char *p = tmp_path("i8.npy");
+    ag_error_t err;
+    ck_assert_int_eq(ag_npy_write_i64(p, v, 5, &err), AG_OK);
+    int64_t *back, n;
+    ck_assert_int_eq(ag_index_read_npy(&back, &n, p, &err), AG_OK);
+    ck_assert_int_eq(n, 5);
+    ck_assert_mem_eq(back, v, sizeof v);
+    free(back);
+    /* numpy's '<i8' whatever the host: 258 is the bytes 02 01 00 ... */
+    unsigned char raw[256];
+    FILE *f = fopen(p, "rb");
+    const size_t got = fread(raw, 1, sizeof raw, f);
+    fclose(f);
+    const unsigned char *nl = memchr(raw, '\n', got);
+    ck_assert_ptr_nonnull(nl);
+    ck_assert_ptr_nonnull(strstr((const char *)raw + 10, "'descr': '<i8'"));
+    ck_assert_ptr_nonnull(strstr((const char *)raw + 10, "'shape': (5,)"));
+    const size_t data = (size_t)(nl - raw + 1);
+    ck_assert_int_eq(data % 64, 0);
+    ck_assert_int_eq(got, data + sizeof v);
+    const unsigned char last[8] = {2, 1, 0, 0, 0, 0, 0, 0};
+    ck_assert_mem_eq(raw + data + 4 * 8, last, 8);
+    ck_assert_int_eq(ag_npy_write_i64(tmp_path("no/such/dir.npy"), v, 5, &err), AG_EIO);
 }
 END_TEST
 
@@ -160,6 +190,7 @@ Suite *npy_suite(void)
     TCase *tc = tcase_create("npy");
     tcase_add_test(tc, roundtrip_f32);
     tcase_add_test(tc, roundtrip_any_rank);
+    tcase_add_test(tc, roundtrip_i64);
     tcase_add_test(tc, reads_f64_and_fortran_order);
     tcase_add_test(tc, reads_integers_and_big_endian);
     tcase_add_test(tc, reads_index_arrays);

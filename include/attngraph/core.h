@@ -185,6 +185,8 @@ int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t 
 /* The same for an array of ndim (1..AG_NPY_MAX_DIMS) dimensions. */
 int ag_npy_write_f32_nd(const char *path, const float *data, int ndim, const int64_t *shape,
                         ag_error_t *err);
+/* Writes values [n] as a 1-D little-endian int64 .npy file (ag_index_read_npy reads it). */
+int ag_npy_write_i64(const char *path, const int64_t *values, int64_t n, ag_error_t *err);
 
 /* Initialises m (uninitialised) as a zero-filled matrix [rows, cols]. */
 int ag_matrix_init(ag_matrix_t *m, int64_t rows, int64_t cols, ag_error_t *err);

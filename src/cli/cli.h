@@ -372,8 +372,6 @@ int readout_load(readout_t *r, const char *dir, int64_t D, ag_error_t *err);
 void readout_free(readout_t *r);
 /* pred[i] = argmax_c (X_i . w_c + b_c), the first on ties (double sums). */
 void readout_predict(const readout_t *r, const float *X, int64_t N, int64_t *pred);
-/* Writes v [n] as a little-endian int64 .npy file. */
-int npy_write_i64(const char *path, const int64_t *v, int64_t n, ag_error_t *err);
 
 /* ---- reports ---- */
 

@@ -109,7 +109,7 @@ static int write_item(const char *path, const folder_item_t *it, ag_error_t *err
     if (it->text)
         return write_text(path, it->text, err);
     if (it->i64)
-        return npy_write_i64(path, it->i64, it->shape[0], err);
+        return ag_npy_write_i64(path, it->i64, it->shape[0], err);
     return ag_npy_write_f32_nd(path, it->f32, it->ndim, it->shape, err);
 }
 

@@ -87,35 +87,3 @@ void readout_predict(const readout_t *r, const float *X, int64_t N, int64_t *pre
         pred[i] = best;
     }
 }
-
-int npy_write_i64(const char *path, const int64_t *v, int64_t n, ag_error_t *err)
-{
-    char dict[128];
-    int len = snprintf(dict, sizeof dict,
-                       "{'descr': '<i8', 'fortran_order': False, 'shape': (%lld,), }",
-                       (long long)n);
-    const int pad = (64 - (10 + len + 1) % 64) % 64;   /* data at a multiple of 64 bytes */
-    const unsigned header_len = (unsigned)(len + pad + 1);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return ag_fail(err, AG_EIO, "%s: cannot create: %s", path, strerror(errno));
-    const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                                   (unsigned char)(header_len & 0xff),
-                                   (unsigned char)(header_len >> 8)};
-    fwrite(pre, 1, 10, f);
-    fwrite(dict, 1, (size_t)len, f);
-    for (int k = 0; k < pad; k++)
-        fputc(' ', f);
-    fputc('\n', f);
-    for (int64_t i = 0; i < n; i++) {   /* little-endian whatever the host */
-        unsigned char b[8];
-        const uint64_t u = (uint64_t)v[i];
-        for (int k = 0; k < 8; k++)
-            b[k] = (unsigned char)(u >> (8 * k));
-        fwrite(b, 1, 8, f);
-    }
-    const int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
-    return AG_OK;
-}

@@ -203,7 +203,7 @@ static int write_predictions(const char *path, const run_opts_t *o, const float 
         return ag_alloc_status();
     }
     readout_predict(&ro, X, N, pred);
-    rc = npy_write_i64(path, pred, N, err);
+    rc = ag_npy_write_i64(path, pred, N, err);
     free(pred);
     readout_free(&ro);
     return rc;

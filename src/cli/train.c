@@ -189,7 +189,7 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
             if (!(st->pred = ag_alloc(N, sizeof *st->pred, err, "predictions")))
                 return ag_alloc_status();
             readout_predict(&r, st->model.X, N, st->pred);
-            rc = npy_write_i64(st->outs[1].path, st->pred, N, err);
+            rc = ag_npy_write_i64(st->outs[1].path, st->pred, N, err);
         }
         if (!rc && to->save) {
             st->n_items = model_items(&st->model, st->items, st->names);

@@ -1,9 +1,11 @@
 /* Writing a picture whole or not at all. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "svg.h"
@@ -19,6 +21,27 @@ static int write_all(int fd, const char *p, size_t n)
         p += w, n -= (size_t)w;
     }
     return 0;
+}
+
+/* Creates a fresh file tmp = "path.XXXXXX" (len bytes of room) beside path,
+   with the permissions fopen would give it (0666 less the umask: open applies
+   the umask itself, so the library neither reads nor sets that process-wide
+   setting, as mkstemp's 0600 and a fchmod would need). The descriptor, or -1
+   with errno. */
+static int create_beside(char *tmp, size_t len, const char *path)
+{
+    static unsigned long calls;
+    unsigned long r = (unsigned long)getpid() * 2654435761u ^ (unsigned long)time(NULL) ^
+                      __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) * 0x9e3779b9u;
+    for (int tries = 0; tries < 100; tries++) {
+        snprintf(tmp, len, "%s.%06lx", path, r >> 40 & 0xffffff);
+        const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+        r = r * 6364136223846793005u + 1442695040888963407u;
+    }
+    errno = EEXIST;
+    return -1;
 }
 
 int ag_svg_save(const char *path, const char *svg, ag_error_t *err)
@@ -45,20 +68,15 @@ int ag_svg_save(const char *path, const char *svg, ag_error_t *err)
     char *tmp = ag_alloc((int64_t)len, 1, err, "picture");
     if (!tmp)
         return ag_alloc_status();
-    snprintf(tmp, len, "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    int fd = create_beside(tmp, len, path);
     if (fd < 0) {
         int rc = ag_fail(err, AG_EIO, "%s: cannot create: %s", path, strerror(errno));
         free(tmp);
         return rc;
     }
-    mode_t mask = umask(0);
-    umask(mask);
     int rc = AG_OK;
     if (write_all(fd, svg, n) != 0)
         rc = ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
-    else if (fchmod(fd, 0666 & ~mask) != 0)
-        rc = ag_fail(err, AG_EIO, "%s: cannot set its permissions: %s", path, strerror(errno));
     if (close(fd) != 0 && !rc)
         rc = ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
     if (!rc && rename(tmp, path) != 0)

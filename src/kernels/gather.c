@@ -18,8 +18,6 @@
 #include "simd.h"
 #include "vec.h"
 
-#define LOG2E 1.4426950408889634f
-
 /* q . k over d channels, q pre-scaled. */
 AG_INLINE float dot_v(const float *q, const float *k, int64_t d)
 {
@@ -127,7 +125,7 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
         for (int64_t h = 0; h < H; h++) {
             if (stats)
                 kext_put(x, i, h, H, 0.0f, 0.0f, 0.0f, 0.0f);
-            kext_lse(x, i, h, H, -__builtin_inff(), 0.0f, 0.69314718f);
+            kext_lse(x, i, h, H, -__builtin_inff(), 0.0f, LN2);
         }
         return;
     }
@@ -185,9 +183,9 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
             float t = 0;
             for (e = 0; kext_distance(x) && e < deg; e++)
                 t += s[e] * (float)(i > src[e] ? i - src[e] : src[e] - i);
-            kext_put(x, i, h, H, l, ul, t, 0.69314718f);
+            kext_put(x, i, h, H, l, ul, t, LN2);
         }
-        kext_lse(x, i, h, H, mx, l, 0.69314718f);   /* scores in log2 units */
+        kext_lse(x, i, h, H, mx, l, LN2);   /* scores in log2 units */
         const float inv = 1.0f / l;
         /* 3. P.V, 16 channels at a time */
         (ymm ? sum_rows_ymm : sum_rows)(m_i + off, s, V, src, deg, HD, off, d, inv);

@@ -7,6 +7,11 @@
 #include "attngraph.h"
 #include "vec.h"
 
+/* The fused kernels score in log2 units, as they use exp2 (scores times
+   LOG2E); ln(2) takes their sums back to natural units. */
+#define LOG2E 1.4426950408889634f
+#define LN2 0.69314718f
+
 /*
  * What a kernel adds to M in the same pass (ag_attention_ex): per destination
  * and head, figures from the softmax state it already holds, and progress.

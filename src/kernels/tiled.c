@@ -259,14 +259,14 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t
         v_store(b->l + v * AG_LANES, ls.l[v]), v_store(b->m + v * AG_LANES, ls.m[v]);
     store_messages(M + i0 * HD + off, b->acc, b->l, HD, d, nq, QV, ymm);
     for (int64_t i = 0; x && x->lse && i < nq; i++)   /* scores in log2 units */
-        kext_lse(x, i0 + i, h, H, b->m[i], b->l[i], 0.69314718f);
+        kext_lse(x, i0 + i, h, H, b->m[i], b->l[i], LN2);
     if (stats) {
         float ub[BQ_MAX], tb[BQ_MAX];
 #pragma GCC unroll 4
         for (int v = 0; v < QV; v++)
             v_store(ub + v * AG_LANES, ls.u[v]), v_store(tb + v * AG_LANES, ls.dist[v]);
         for (int64_t i = 0; i < nq; i++)
-            kext_put(x, i0 + i, h, H, b->l[i], ub[i], tb[i], 0.69314718f);
+            kext_put(x, i0 + i, h, H, b->l[i], ub[i], tb[i], LN2);
     }
 }
 

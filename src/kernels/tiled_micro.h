@@ -17,7 +17,6 @@
 #define BK 64        /* at most this many sources per tile */
 #define QV_MAX 4     /* vectors of destinations per block */
 #define BQ_MAX (QV_MAX * AG_LANES)
-#define LOG2E 1.4426950408889634f
 
 typedef struct {
     float *qt;       /* [d][BQ] */

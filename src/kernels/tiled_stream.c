@@ -194,6 +194,6 @@ void ag_i_tiled_stream_end(ag_tiled_stream_t *st, float *M, float *lse)
                            g->nq, 1, 0);
         const kext_t x = {.lse = lse};
         for (int64_t i = 0; lse && i < g->nq; i++)
-            kext_lse(&x, g->i0 + i, h, H, st->m[t * BQ + i], st->l[t * BQ + i], 0.69314718f);
+            kext_lse(&x, g->i0 + i, h, H, st->m[t * BQ + i], st->l[t * BQ + i], LN2);
     }
 }
