@@ -256,12 +256,7 @@ static int stdin_inputs(const run_opts_t *o)
     int n = 0;
     for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
         n += paths[k] && strcmp(paths[k], "-") == 0;
-    if (o->src.csr) {
-        const char *comma = strchr(o->src.csr, ',');
-        n += comma && comma == o->src.csr + 1 && o->src.csr[0] == '-';
-        n += comma && strcmp(comma + 1, "-") == 0;
-    }
-    return n;
+    return n + csr_stdin_count(o->src.csr);
 }
 
 int one_stdin_input(const run_opts_t *o, int more, const char *cmd)

@@ -157,18 +157,36 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
     return rc;
 }
 
+int csr_paths(const char *csr, char **indptr, const char **indices, int *usage,
+              ag_error_t *err)
+{
+    const char *comma = strchr(csr, ',');
+    if (!comma || comma == csr || !comma[1]) {
+        *usage = 1;
+        return ag_fail(err, AG_EINVAL, "--csr '%s': expected INDPTR.npy,INDICES.npy", csr);
+    }
+    if (!(*indptr = strndup(csr, (size_t)(comma - csr))))
+        return ag_fail(err, AG_ENOMEM, "out of memory");
+    *indices = comma + 1;
+    return AG_OK;
+}
+
+int csr_stdin_count(const char *csr)
+{
+    const char *comma = csr ? strchr(csr, ',') : NULL;
+    return comma ? (comma == csr + 1 && csr[0] == '-') + (strcmp(comma + 1, "-") == 0) : 0;
+}
+
 /* The fast path for huge graphs: CSR arrays straight into runs, no igraph. */
 static int open_csr(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err)
 {
-    const char *comma = strchr(o->csr, ',');
-    if (!comma || comma == o->csr || !comma[1]) {
-        *usage = 1;
-        return ag_fail(err, AG_EINVAL, "--csr '%s': expected INDPTR.npy,INDICES.npy", o->csr);
-    }
-    char *indptr_path = strndup(o->csr, (size_t)(comma - o->csr));
+    char *indptr_path;
+    const char *indices_path;
+    int rc = csr_paths(o->csr, &indptr_path, &indices_path, usage, err);
+    if (rc)
+        return rc;
     int64_t *indptr = NULL, *indices = NULL, n_ptr = 0, n_idx = 0;
-    int rc = indptr_path ? ag_index_read_npy(&indptr, &n_ptr, indptr_path, err)
-                         : ag_fail(err, AG_ENOMEM, "out of memory");
+    rc = ag_index_read_npy(&indptr, &n_ptr, indptr_path, err);
     if (!rc && n_ptr < 2)
         rc = ag_fail(err, AG_EINVAL, "%s has %lld entr%s; expected N+1 >= 2", indptr_path,
                      (long long)n_ptr, n_ptr == 1 ? "y" : "ies");
@@ -177,10 +195,10 @@ static int open_csr(source_t *s, const source_opts_t *o, int *usage, ag_error_t 
                      "(--max-nodes)", indptr_path, (long long)(n_ptr - 1),
                      (long long)o->max_nodes);
     if (!rc)
-        rc = ag_index_read_npy(&indices, &n_idx, comma + 1, err);
+        rc = ag_index_read_npy(&indices, &n_idx, indices_path, err);
     if (!rc && indptr[n_ptr - 1] != n_idx)
         rc = ag_fail(err, AG_EINVAL, "%s ends at %lld, but %s has %lld entr%s", indptr_path,
-                     (long long)indptr[n_ptr - 1], comma + 1, (long long)n_idx,
+                     (long long)indptr[n_ptr - 1], indices_path, (long long)n_idx,
                      n_idx == 1 ? "y" : "ies");
     if (!rc)
         rc = ag_nbhd_from_csr(&s->nb, n_ptr - 1, indptr, indices, err);

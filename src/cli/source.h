@@ -33,6 +33,14 @@ void source_close(source_t *s);
 /* "graph: DESC: N nodes, E edges, M messages" on stdout (edges: graph files). */
 void source_print(const source_t *s);
 
+/* --csr INDPTR.npy,INDICES.npy split: *indptr a malloc'ed copy of the first
+   name (free it), *indices the second (inside csr). Not two names: AG_EINVAL
+   with *usage set. */
+int csr_paths(const char *csr, char **indptr, const char **indices, int *usage,
+              ag_error_t *err);
+/* How many of --csr's two names are "-" (standard input); 0 for NULL. */
+int csr_stdin_count(const char *csr);
+
 /* Labels from "a b c" (whitespace-separated) or a file (one a line). */
 int labels_from_tokens(ag_labels_t *labels, const char *tokens, ag_error_t *err);
 int labels_from_file(ag_labels_t *labels, const char *path, ag_error_t *err);

@@ -106,8 +106,7 @@ int threads_per_process(MPI_Comm comm)
 
 int refuse_csr_stdin(const char *cmd, const char *csr)
 {
-    const char *comma = csr ? strchr(csr, ',') : NULL;
-    if (comma && (strncmp(csr, "-,", 2) == 0 || strcmp(comma, ",-") == 0))
+    if (csr_stdin_count(csr))
         return usage_error(cmd, "--csr %s: attngraph-mpi reads each part of the CSR at its "
                            "own offset, which standard input cannot give: name the files", csr);
     return 0;

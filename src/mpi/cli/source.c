@@ -14,15 +14,12 @@
 static int open_csr_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o,
                          int *usage, ag_error_t *err)
 {
-    const char *comma = strchr(o->csr, ',');
-    if (!comma || comma == o->csr || !comma[1]) {
-        *usage = 1;
-        return ag_fail(err, AG_EINVAL, "--csr '%s': expected INDPTR.npy,INDICES.npy", o->csr);
-    }
-    char *indptr = strndup(o->csr, (size_t)(comma - o->csr));
-    if (!indptr)
-        return ag_fail(err, AG_ENOMEM, "out of memory");
-    int rc = ag_mpi_part_from_csr(part, comm, indptr, comma + 1, o->self, err);
+    char *indptr;
+    const char *indices;
+    int rc = csr_paths(o->csr, &indptr, &indices, usage, err);
+    if (rc)
+        return rc;
+    rc = ag_mpi_part_from_csr(part, comm, indptr, indices, o->self, err);
     if (!rc && part->n_nodes > o->max_nodes)
         rc = ag_fail(err, AG_ELIMIT, "%s describes %lld nodes, more than the limit of %lld "
                      "(--max-nodes)", indptr, (long long)part->n_nodes, (long long)o->max_nodes);
