@@ -115,6 +115,11 @@ int ag_blas_fix(char **argv, ag_error_t *err)
                    info.best, strerror(e));
 }
 
+const char *ag_version(void)
+{
+    return AG_VERSION;
+}
+
 int ag_set_threads(int threads)
 {
 #ifdef _OPENMP

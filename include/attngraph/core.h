@@ -51,6 +51,10 @@ extern "C" {
 #endif
 
 #define AG_VERSION "0.1.0"
+/* The version of the library loaded: its build's AG_VERSION (a program or a
+   binding built against other headers can tell; Python refuses to load one
+   other than its own). */
+const char *ag_version(void);
 
 /* ---------------------------------------------------------------- errors */
 

@@ -12,7 +12,8 @@ README "Python" says more. attngraph.torch has the PyTorch layer, attngraph.draw
 the pictures (SVG).
 """
 # _lib first: it sets OPENBLAS_CORETYPE before numpy (and OpenBLAS) can load
-from ._lib import Error, blas_info, simd_isa, lib as _clib, path as library_path
+from ._lib import (Error, blas_info, simd_isa, lib as _clib, path as library_path,
+                   VERSION as __version__)
 from .graph import Graph
 from .ops import Score, attention, attention_weights, attention_stats, attention_backward, Grads
 from .weights import Weights, save_layers, load_layers
@@ -20,8 +21,6 @@ from .rounds import rounds, compare, format_compare
 from . import draw
 from .train import (rounds_forward, Tape, grads_like, add_layer_norm, mse_loss, cross_entropy,
                     Optimizer)
-
-__version__ = "0.1.0"
 
 
 def set_threads(n=0):

@@ -100,10 +100,21 @@ def _load():
                       "; ".join(tried))
 
 
+# the package's version, which must be the library's: the structs here mirror its headers
+VERSION = "0.1.0"
+
 lib, path = _load()
+if not hasattr(lib, "ag_version"):
+    raise ImportError(f"attngraph: {path} is older than this Python package ({VERSION}) "
+                      "and has no ag_version: set ATTNGRAPH_LIB to the libattngraph.so "
+                      "built from the same source")
 for _name, (_res, _args) in S.FUNCTIONS.items():
     _f = getattr(lib, _name)
     _f.restype, _f.argtypes = _res, _args
+if lib.ag_version().decode() != VERSION:
+    raise ImportError(f"attngraph: {path} is version {lib.ag_version().decode()}; this Python "
+                      f"package is {VERSION}, and their structs need not match: set "
+                      "ATTNGRAPH_LIB to the libattngraph.so built from the same source")
 
 _libc = ctypes.CDLL(None)
 c_free = _libc.free

@@ -184,6 +184,7 @@ FUNCTIONS = {
     "ag_blas_check": (None, [C.POINTER(ag_blas_info_t)]),
     "ag_set_threads": (I, [I]),
     "ag_simd_isa": (C.c_char_p, []),
+    "ag_version": (C.c_char_p, []),
     "ag_simd_env_check": (I, [E]),
     "ag_set_memory_budget": (i64, [i64]),
     "ag_memory_budget": (i64, []),

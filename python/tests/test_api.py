@@ -165,6 +165,26 @@ def test_library_from_environment_variable():
     assert r.returncode != 0 and "ATTNGRAPH_LIB" in r.stderr
 
 
+def test_version_is_the_library_s_and_a_mismatch_is_refused():
+    header = open(os.path.join(ROOT, "include", "attngraph", "core.h")).read()
+    macro = header.split('#define AG_VERSION "', 1)[1].split('"', 1)[0]
+    assert ag.__version__ == macro == ag._clib.ag_version().decode()
+    # a library without ag_version (an older one): refused by name
+    r = run_python("import attngraph", {"ATTNGRAPH_LIB": "libm.so.6"})
+    assert r.returncode != 0 and "has no ag_version" in r.stderr, r.stderr
+    # a package of another version than the library: _lib.py run as that package's
+    code = (
+        "import attngraph, types\n"
+        "src = open(attngraph._lib.__file__).read().replace(\n"
+        f"    'VERSION = \"{macro}\"', 'VERSION = \"9.9.9\"')\n"
+        "m = types.ModuleType('attngraph._lib_other'); m.__package__ = 'attngraph'\n"
+        "m.__file__ = attngraph._lib.__file__\n"
+        "exec(compile(src, m.__file__, 'exec'), m.__dict__)\n")
+    r = run_python(code, {})
+    assert r.returncode != 0 and f"is version {macro}; this Python package is 9.9.9" in r.stderr, \
+        r.stderr
+
+
 def test_openblas_core_type():
     """Imported first, attngraph sets OPENBLAS_CORETYPE to ag_blas_check's best
     (replacing an older one); imported after numpy with slow kernels, it warns."""
