@@ -81,16 +81,16 @@ static int64_t available_memory(void)
     return kb > 0 ? (int64_t)kb * 1024 : INT64_MAX;
 }
 
+/* One number for the process, read and set atomically (any thread may). */
 int64_t ag_set_memory_budget(int64_t bytes)
 {
-    const int64_t old = budget_set;
-    budget_set = bytes > 0 ? bytes : 0;
-    return old;
+    return __atomic_exchange_n(&budget_set, bytes > 0 ? bytes : 0, __ATOMIC_RELAXED);
 }
 
 int64_t ag_memory_budget(void)
 {
-    return budget_set > 0 ? budget_set : available_memory();
+    const int64_t set = __atomic_load_n(&budget_set, __ATOMIC_RELAXED);
+    return set > 0 ? set : available_memory();
 }
 
 /* The status of this thread's last failed allocation (AG_ENOMEM until one fails). */

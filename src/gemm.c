@@ -3,6 +3,7 @@
  * single-threaded OpenBLAS sgemm, spread over OpenMP threads; reductions over
  * rows in fixed chunks added in chunk order.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,22 +13,43 @@
 #include "internal.h"
 #include "vec.h"
 
-/* OpenBLAS on one thread while the blocks run; returns what to restore. The
-   OpenMP thread count is read first: an OpenMP build of OpenBLAS would set it
-   to 1 too. */
-static int blas_single(int *omp_threads)
+/* OpenBLAS on one thread while any caller's blocks run. OpenBLAS's thread
+   count is one setting for the whole process, so the callers share the switch:
+   the first to start sets 1 (keeping what was there), the last to end puts it
+   back. Two host threads running products at once then never see the other's
+   restore (a 2-thread sgemm changes the last bits). The OpenMP thread count is
+   read first: an OpenMP build of OpenBLAS would set it to 1 too. */
+static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static int blas_users, blas_saved;
+
+static void blas_single(int *omp_threads)
 {
     *omp_threads = max_threads();
-    const int was = openblas_get_num_threads();
-    if (was != 1)
-        openblas_set_num_threads(1);
-    return was;
+    pthread_mutex_lock(&blas_lock);
+    if (blas_users++ == 0) {
+        blas_saved = openblas_get_num_threads();
+        if (blas_saved != 1)
+            openblas_set_num_threads(1);
+    }
+    pthread_mutex_unlock(&blas_lock);
 }
 
-static void blas_restore(int was)
+static void blas_restore(void)
 {
-    if (was != 1)
-        openblas_set_num_threads(was);
+    pthread_mutex_lock(&blas_lock);
+    if (--blas_users == 0 && blas_saved != 1)
+        openblas_set_num_threads(blas_saved);
+    pthread_mutex_unlock(&blas_lock);
+}
+
+void ag_i_blas_set_threads(int n)
+{
+    pthread_mutex_lock(&blas_lock);
+    if (blas_users > 0)
+        blas_saved = n;   /* the last product to end sets it */
+    else
+        openblas_set_num_threads(n);
+    pthread_mutex_unlock(&blas_lock);
 }
 
 /* Y = beta Y + X op(W) by blocks of rows; trans: W is [out, in] (X W^T). */
@@ -37,7 +59,7 @@ static void gemm_blocks(float *Y, const float *X, const float *W, int64_t N, int
     if (N <= 0)
         return;
     int threads;
-    const int was = blas_single(&threads);
+    blas_single(&threads);
     const int64_t blocks = (N + AG_GEMM_BLOCK - 1) / AG_GEMM_BLOCK;
 #pragma omp parallel for if (blocks > 1 && N * in * out >= AG_PARALLEL_MIN_WORK) \
     num_threads(threads) schedule(static)
@@ -47,7 +69,7 @@ static void gemm_blocks(float *Y, const float *X, const float *W, int64_t N, int
                     (int)out, (int)in, 1.0f, X + lo * in, (int)in, W, trans ? (int)in : (int)out,
                     beta, Y + lo * out, (int)out);
     }
-    blas_restore(was);
+    blas_restore();
 }
 
 void ag_i_gemm_xwt(float *Y, const float *X, const float *W, int64_t N, int64_t in,
@@ -79,7 +101,7 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
     if (!part)
         return ag_alloc_status();
     int threads;
-    const int was = blas_single(&threads);
+    blas_single(&threads);
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
         const int64_t n = chunks - c0 < group ? chunks - c0 : group;
 #pragma omp parallel for if (n > 1 && n * AG_GEMM_CHUNK * ab >= AG_PARALLEL_MIN_WORK) \
@@ -101,7 +123,7 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
             G[x] = g;
         }
     }
-    blas_restore(was);
+    blas_restore();
     free(part);
     return AG_OK;
 }
@@ -180,7 +202,7 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
     if (!part)   /* the reducer still runs: every process must hear of the failure */
         return r->add_f(r, G, NULL, -1, ab, err);
     int threads;
-    const int was = blas_single(&threads);
+    blas_single(&threads);
     /* each chunk's partial as ag_i_gemm_atb computes it */
 #pragma omp parallel for if (chunks > 1 && N * ab >= AG_PARALLEL_MIN_WORK) \
     num_threads(threads) schedule(static)
@@ -190,7 +212,7 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a, (int)b, (int)rows, 1.0f,
                     A + lo * a, (int)a, B + lo * b, (int)b, 0.0f, part + c * ab, (int)b);
     }
-    blas_restore(was);
+    blas_restore();
     const int rc = r->add_f(r, G, part, chunks, ab, err);
     free(part);
     return rc;

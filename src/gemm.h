@@ -20,6 +20,10 @@
 #define AG_GEMM_BLOCK ((int64_t)512)
 #define AG_GEMM_CHUNK ((int64_t)1024)
 
+/* OpenBLAS's thread count (ag_set_threads): set now, or when the products
+   running on one thread meanwhile have ended. */
+void ag_i_blas_set_threads(int n);
+
 /* Y [N, out] = beta Y + X [N, in] W^T, with W [out, in] (a projection). */
 void ag_i_gemm_xwt(float *Y, const float *X, const float *W, int64_t N, int64_t in,
                    int64_t out, float beta);

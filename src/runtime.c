@@ -24,6 +24,7 @@
 #endif
 #include <cblas.h>
 
+#include "gemm.h"
 #include "internal.h"
 
 /* Instruction-set tiers of OpenBLAS's x86 core types: what their kernels use. */
@@ -130,6 +131,6 @@ int ag_set_threads(int threads)
     const int n = 1;
     (void)threads;
 #endif
-    openblas_set_num_threads(n);
+    ag_i_blas_set_threads(n);
     return n;
 }

@@ -1,5 +1,6 @@
 /* Message rounds with projections, weights and the seeded generator. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -174,9 +175,10 @@ START_TEST(random_normal_is_standard)
 END_TEST
 
 #ifdef _OPENMP
-START_TEST(rounds_identical_for_1_and_2_threads)
+/* Enough work that two threads really run (smaller regions run on one): a
+   random graph of 2048 nodes, one layer D=32, H=4, d=8 and states X. */
+static void threads_problem(ag_nbhd_t *nb, ag_weights_t *w, float **X)
 {
-    /* enough work that two threads really run (smaller regions run on one) */
     const int64_t N = 2048, D = 32, H = 4, d = 8;
     int64_t *src = malloc(4096 * sizeof *src), *dst = malloc(4096 * sizeof *dst);
     int64_t E = random_edges(N, 250, src, dst);
@@ -184,31 +186,98 @@ START_TEST(rounds_identical_for_1_and_2_threads)
     ck_assert_int_ge(N * D * 8, AG_PARALLEL_MIN_WORK);
     igraph_t g;
     build_graph(&g, N, src, dst, E, 1);
-    ag_nbhd_t nb;
     ag_error_t err;
-    ag_nbhd_from_graph(&nb, &g, &err);
+    ck_assert_int_eq(ag_nbhd_from_graph(nb, &g, &err), AG_OK);
     igraph_destroy(&g);
-    ag_weights_t w;
-    ag_weights_random(&w, D, H, d, 0, 2, &err);
-    float *X1 = malloc(N * D * 4), *X2 = malloc(N * D * 4);
-    fill_uniform(X1, N * D, 4, 1.0f);
-    memcpy(X2, X1, N * D * 4);
+    ck_assert_int_eq(ag_weights_random(w, D, H, d, 0, 2, &err), AG_OK);
+    *X = malloc(N * D * 4);
+    fill_uniform(*X, N * D, 4, 1.0f);
+    free(src), free(dst);
+}
+
+/* Three rounds of w on X in place, in a workspace of its own (a host thread's body). */
+typedef struct {
+    const ag_nbhd_t *nb;
+    const ag_weights_t *w;
+    float *X;
+    int rc;
+} rounds_job_t;
+
+static void *run_rounds(void *arg)
+{
+    rounds_job_t *j = arg;
     ag_workspace_t ws;
-    ag_workspace_init(&ws, N, H * d, D, &err);
+    ag_error_t err;
+    j->rc = ag_workspace_init(&ws, j->nb->n_nodes, j->w->H * j->w->d, j->w->D, &err);
+    if (!j->rc)
+        j->rc = ag_rounds_run(j->nb, j->w, 1, j->X, 3, NULL, &ws, NULL, &err);
+    ag_workspace_destroy(&ws);
+    return NULL;
+}
+
+START_TEST(rounds_identical_for_1_and_2_threads)
+{
+    ag_nbhd_t nb;
+    ag_weights_t w;
+    float *X1;
+    threads_problem(&nb, &w, &X1);
+    const int64_t n = nb.n_nodes * w.D;
+    float *X2 = malloc(n * 4);
+    memcpy(X2, X1, n * 4);
     /* OpenMP and OpenBLAS threads both vary: OpenBLAS's own 2-thread sgemm changes
        the last bits at this size (measured: N=2048, D=32), so the projections run
        in fixed row blocks (gemm.c) and must not depend on either count */
+    rounds_job_t one = {&nb, &w, X1, -1}, two = {&nb, &w, X2, -1};
     ck_assert_int_eq(ag_set_threads(1), 1);
-    ck_assert_int_eq(ag_rounds_run(&nb, &w, 1, X1, 3, NULL, &ws, NULL, &err), AG_OK);
+    run_rounds(&one);
+    ck_assert_int_eq(one.rc, AG_OK);
     ck_assert_int_eq(ag_set_threads(2), 2);
     ck_assert_int_eq(openblas_get_num_threads(), 2);
-    ck_assert_int_eq(ag_rounds_run(&nb, &w, 1, X2, 3, NULL, &ws, NULL, &err), AG_OK);
+    run_rounds(&two);
+    ck_assert_int_eq(two.rc, AG_OK);
     ck_assert_int_eq(openblas_get_num_threads(), 2);   /* restored after the projections */
-    ck_assert_mem_eq(X1, X2, N * D * 4);
-    ag_workspace_destroy(&ws);
+    ck_assert_mem_eq(X1, X2, n * 4);
     ag_weights_destroy(&w);
     ag_nbhd_destroy(&nb);
-    free(X1), free(X2), free(src), free(dst);
+    free(X1), free(X2);
+}
+END_TEST
+
+/* Two host threads running rounds at once: the bits of one after the other.
+   OpenBLAS's thread count is one for the process; each call holds it at 1
+   while its products run, and one call's restoring it must not reach the
+   other's products. */
+START_TEST(rounds_on_two_host_threads_at_once)
+{
+    ag_nbhd_t nb;
+    ag_weights_t w;
+    float *X0;
+    threads_problem(&nb, &w, &X0);
+    const int64_t n = nb.n_nodes * w.D;
+    float *want = malloc(n * 4), *X[2] = {malloc(n * 4), malloc(n * 4)};
+    memcpy(want, X0, n * 4);
+    ck_assert_int_eq(ag_set_threads(2), 2);
+    rounds_job_t ref = {&nb, &w, want, -1};
+    run_rounds(&ref);
+    ck_assert_int_eq(ref.rc, AG_OK);
+    for (int attempt = 0; attempt < 4; attempt++) {
+        rounds_job_t jobs[2];
+        pthread_t t[2];
+        for (int k = 0; k < 2; k++) {
+            memcpy(X[k], X0, n * 4);
+            jobs[k] = (rounds_job_t){&nb, &w, X[k], -1};
+            ck_assert_int_eq(pthread_create(&t[k], NULL, run_rounds, &jobs[k]), 0);
+        }
+        for (int k = 0; k < 2; k++) {
+            ck_assert_int_eq(pthread_join(t[k], NULL), 0);
+            ck_assert_int_eq(jobs[k].rc, AG_OK);
+            ck_assert_mem_eq(X[k], want, n * 4);
+        }
+        ck_assert_int_eq(openblas_get_num_threads(), 2);   /* put back by the last */
+    }
+    ag_weights_destroy(&w);
+    ag_nbhd_destroy(&nb);
+    free(X0), free(want), free(X[0]), free(X[1]);
 }
 END_TEST
 #endif
@@ -523,6 +592,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, weights_load_optional_and_per_node);
 #ifdef _OPENMP
     tcase_add_test(tc, rounds_identical_for_1_and_2_threads);
+    tcase_add_test(tc, rounds_on_two_host_threads_at_once);
 #endif
     suite_add_tcase(s, tc);
     return s;

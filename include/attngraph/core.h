@@ -29,7 +29,21 @@
  * Threads: kernels run with OpenMP over destinations (ag_set_threads chooses
  * how many, for OpenBLAS too); results are bitwise identical for any thread
  * count. igraph is not thread-safe: call the functions that take an igraph_t
- * from one thread at a time.
+ * from one thread at a time. Otherwise several host threads may call the
+ * library at once on data of their own, with the same bits as one after the
+ * other.
+ *
+ * Process-wide state, all of it (everything else travels in the arguments):
+ *   - the memory budget (ag_set_memory_budget): one number, set atomically;
+ *   - the kernels' instruction set: the best the CPU runs, or AG_SIMD's,
+ *     read once at the first kernel call (ag_simd_isa);
+ *   - OpenBLAS's thread count, one for the process: ag_set_threads sets it
+ *     (and the calling thread's OpenMP count, which is per thread). While any
+ *     call runs dense products the library holds it at 1 and then puts it
+ *     back: a program's own OpenBLAS calls meanwhile run on one thread;
+ *   - igraph's error handler, swapped in around each igraph call;
+ *   - ag_blas_fix's OPENBLAS_CORETYPE (the environment, before main's work).
+ * The library sets no umask, signal handler or locale.
  *
  * Speed: OpenBLAS 0.3.21 picks slow kernels on some current CPUs (see
  * ag_blas_check); a program should call ag_blas_fix(argv) first thing in
