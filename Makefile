@@ -19,7 +19,7 @@
 #   make mpi     the MPI layer: build/libattngraph_mpi.a/.so and build/attngraph-mpi
 #   make check-mpi        the MPI tests (part of check): 1-4 processes against one
 #   make check-python     the Python package's tests (python/tests, Debian's /usr/bin/python3)
-#   make pictures         redraw the README's pictures (graphs/pictures/) from the examples
+#   make pictures         redraw the pictures of docs/pictures.md (graphs/pictures/) from the examples
 #   make check-pictures   draw them twice into the build folder: the same bytes (part of check)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
 #   NO_METIS=1   build without METIS (--partition metis then refuses)
@@ -242,7 +242,7 @@ $(MPI_LIB_SO): $(MPI_LIB_OBJ) $(LIB_OBJ)
 $(MPI_CLI): $(MPI_CLI_OBJ) $(filter-out %/src/cli/main.o,$(CLI_OBJ)) $(MPI_LIB_A) $(LIB_A)
 	OMPI_CC=$(CC) $(MPICC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# An embedding program of the README: the C API against ag_rounds_run.
+# An embedding program of docs/scale.md: the C API against ag_rounds_run.
 $(BUILD)/example_mpi: tools/example_mpi.c $(MPI_LIB_SO) include/attngraph/mpi.h
 	OMPI_CC=$(CC) $(MPICC) $(AG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) \
 	  -Wl,-rpath,'$$ORIGIN' -lattngraph_mpi $(LDLIBS)
@@ -254,13 +254,13 @@ check-mpi: deps
 	AG_CLI="$(AG_CLI)" AG_MPI_CLI=$(MPI_CLI) AG_RANDOM_CSR=$(BUILD)/make_random_csr \
 	  AG_EXAMPLE_MPI=$(BUILD)/example_mpi AG_PYTHON=$(PYTHON) sh tests/mpi/check.sh
 
-# The README's MPI measurements (tools/scale_mpi.sh): about 10 minutes on 2 cores.
+# The MPI measurements of docs/scale.md (tools/scale_mpi.sh): about 10 minutes on 2 cores.
 scale-mpi: deps
 	@$(MAKE) --no-print-directory $(CLI) $(MPI_CLI) $(BUILD)/make_random_csr
 	$(call install_missing,time)
 	BUILD=$(BUILD) sh tools/scale_mpi.sh
 
-# The scale runs of the README: a causal pattern of 131,072 nodes (8.6e9 edges)
+# The scale runs of docs/scale.md: a causal pattern of 131,072 nodes (8.6e9 edges)
 # and a random graph of 10,000,000 nodes x 16 in-edges through the CSR path,
 # with time and peak memory from /usr/bin/time (Debian package "time").
 SCALE_DIR ?= /tmp/attngraph-scale
@@ -286,7 +286,7 @@ $(BUILD)/make_random_csr: tools/make_random_csr.c
 $(BUILD)/train_round: tools/train_round.c $(LIB_A)
 	$(CC) $(AG_CFLAGS) $(CFLAGS) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The README's pictures, drawn by the tool from the shipped examples (the same
+# The pictures of docs/pictures.md, drawn by the tool from the shipped examples (the same
 # bytes every time: seeded inputs and layouts). PICTURES=DIR draws them elsewhere.
 PICTURES ?= graphs/pictures
 TOKENS := "the cat sat on the mat and the dog ran after it"
@@ -321,7 +321,7 @@ check-pictures: all
 	  { echo "pictures: two drawings differ"; exit 1; }
 	@echo "pictures: $$(ls $(BUILD)/pictures-a | wc -l) drawn twice, the same bytes"
 
-# The README's embedding example, linked against the shared library like a user would.
+# The embedding example of docs/c-api.md, linked against the shared library like a user would.
 $(EXAMPLE): tools/example_embed.c $(LIB_SO) $(wildcard include/*.h include/attngraph/*.h)
 	$(CC) $(AG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) -Wl,-rpath,'$$ORIGIN' -lattngraph $(LDLIBS)
 

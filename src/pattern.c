@@ -9,7 +9,7 @@
  *
  * i is the destination (query), j the source (key). Each atom yields, for a
  * destination i, its sources as a sorted list of intervals; set algebra on
- * those lists composes patterns. See README "Studying masks" for every atom.
+ * those lists composes patterns. See docs/patterns.md for every atom.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /*
  * Patterns against brute-force predicates over all (i, j), written here from
- * the definitions in the README (i = destination, j = source), independently
+ * the definitions in docs/patterns.md (i = destination, j = source), independently
  * of src/pattern.c.
  */
 #include <math.h>

@@ -282,7 +282,7 @@ START_TEST(stats_match_weights)
 }
 END_TEST
 
-/* The initialisers hold the documented defaults (README "Values are taken as
+/* The initialisers hold the documented defaults (docs/python.md "Values are taken as
    given"), field by field, and the init functions give the same. */
 START_TEST(initialisers_hold_the_documented_defaults)
 {

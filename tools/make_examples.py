@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the training examples of the README into graphs/ (run from the repository root
+"""Writes the training examples of docs/training.md into graphs/ (run from the repository root
 with Debian's python3, which has numpy and igraph: apt-get install python3-numpy
 python3-igraph).
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The README's MPI measurements (make scale-mpi), for a quiet 2-core machine:
+# The MPI measurements of docs/scale.md (make scale-mpi), for a quiet 2-core machine:
 #   1. a random graph of 2,000,000 nodes x 16 in-edges (CSR) and a causal
 #      sequence of 131,072 tokens: 1 process x 2 threads against 2 processes x
 #      1 thread (time per round, share of it communicating, bytes exchanged);

@@ -5,7 +5,7 @@
  * training, .npy) and needs no igraph header; attngraph/igraph.h adds graph
  * files. A program that only has CSR arrays includes this header alone.
  *
- * Conventions (see README.md):
+ * Conventions (see README.md, "Conventions"):
  *   - Edge u -> v: v receives from u (v's query meets u's key; u's value flows
  *     to v). Undirected edges count in both directions; an undirected
  *     self-loop is one message. Each multi-edge is its own message.
@@ -311,7 +311,7 @@ void ag_nbhd_sources(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t *src);
 
 /*
  * A parsed connectivity pattern, e.g. "causal", "window:3", "docs:5,3&window:2",
- * "causal&!strided:4+global:1" (README "Studying masks" defines every atom).
+ * "causal&!strided:4+global:1" (docs/patterns.md defines every atom).
  * i is the destination (query), j the source (key).
  */
 typedef struct ag_pattern ag_pattern_t;
@@ -339,7 +339,7 @@ int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
 
 /* ---------------------------------------------------------------- kernel */
 
-/* How a destination i weighs an in-edge j -> i (README "Score functions"). */
+/* How a destination i weighs an in-edge j -> i (docs/scores.md). */
 typedef enum {
     AG_SCORE_SCALED_DOT = 0,  /* q.k / sqrt(d), softmax */
     AG_SCORE_DOT,             /* q.k, softmax */

@@ -8,7 +8,7 @@
 The library is $ATTNGRAPH_LIB, else the build tree's build/libattngraph.so,
 else the installed libattngraph.so.0. Importing attngraph before numpy lets it
 set OPENBLAS_CORETYPE (as the C tool's ag_blas_fix does) before OpenBLAS loads;
-README "Python" says more. attngraph.torch has the PyTorch layer, attngraph.draw
+docs/python.md says more. attngraph.torch has the PyTorch layer, attngraph.draw
 the pictures (SVG).
 """
 # _lib first: it sets OPENBLAS_CORETYPE before numpy (and OpenBLAS) can load

@@ -240,7 +240,7 @@ class Graph:
     @classmethod
     def pattern(cls, spec, n=None, self_loops="keep", labels=None):
         """A connectivity pattern ("causal", "window:3", "docs:5,3&window:2", ...;
-        README "Patterns") on n nodes (None: the size the spec implies, or
+        docs/patterns.md) on n nodes (None: the size the spec implies, or
         len(labels))."""
         e = err()
         pat = C.c_void_p()

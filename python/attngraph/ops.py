@@ -52,7 +52,7 @@ def score_defaults(kind="scaled-dot"):
 
 
 class Score:
-    """A score function (README "Score functions"): kind "scaled-dot" (default),
+    """A score function (docs/scores.md): kind "scaled-dot" (default),
     "dot", "cosine", "additive" (GAT: a_src, a_dst [H, d]), "gatv2" (a [H, d]),
     "sigmoid", "linear"; beta, softcap, slope, alibi, sigmoid_bias; edge_bias [E]
     in the graph's edge order. None is the library's default (beta 1, no

@@ -1,5 +1,5 @@
 """Training with the library: rounds forward with a tape, its backward, losses,
-optimizers (README "Training", "In the library")."""
+optimizers (docs/training.md, "In the library")."""
 import ctypes as C
 from collections import namedtuple
 

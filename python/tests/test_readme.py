@@ -1,5 +1,5 @@
-"""The README's Python and PyTorch snippets work as pasted (from the repository's
-root), and the saved layer gives the CLI's output."""
+"""The Python snippets of the README and of docs/ work as pasted (from the
+repository's root), and the saved layer gives the CLI's output."""
 import os
 import re
 import subprocess
@@ -10,11 +10,26 @@ import numpy as np
 from conftest import ROOT, PYDIR, cli
 
 
-def snippets():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    start = text.index("\n## Python\n")
-    end = text.index("\n## ", text.index("\n## PyTorch\n") + 1)
-    return re.findall(r"```python\n(.*?)```", text[start:end], re.S)
+def read(name):
+    return open(os.path.join(ROOT, name), encoding="utf-8").read()
+
+
+def snippets(name="docs/python.md"):
+    return re.findall(r"```python\n(.*?)```", read(name), re.S)
+
+
+def run_snippet(code, cwd):
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=PYDIR), timeout=120)
+
+
+def test_readme_overview_snippet(tmp_path):
+    blocks = snippets("README.md")
+    assert len(blocks) == 1
+    r = run_snippet(blocks[0], tmp_path)
+    assert r.returncode == 0, r.stderr
+    said = re.search(r"print\(.*\)\s+# (.*)", blocks[0]).group(1)
+    assert r.stdout.strip() == said
 
 
 def test_readme_snippets(tmp_path):
@@ -23,8 +38,7 @@ def test_readme_snippets(tmp_path):
     assert len(blocks) == 2
     outs = []
     for code in blocks:
-        r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                           text=True, env=dict(os.environ, PYTHONPATH=PYDIR), timeout=120)
+        r = run_snippet(code, tmp_path)
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout)
     assert "<attngraph.Graph edge_index: N=5, E=5> (5, 8)" in outs[0]
@@ -37,13 +51,12 @@ def test_readme_snippets(tmp_path):
 
 
 def test_readme_pictures_snippet(tmp_path):
-    """README "Pictures"'s Python snippet runs as pasted and says what the README says."""
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    """docs/pictures.md's Python snippet runs as pasted and says what the page says."""
+    text = read("docs/pictures.md")
     start = text.index("**From Python** (`attngraph.draw`")
     code = re.search(r"```python\n(.*?)```", text[start:], re.S).group(1)
     os.symlink(os.path.join(ROOT, "graphs"), tmp_path / "graphs")
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                       text=True, env=dict(os.environ, PYTHONPATH=PYDIR), timeout=120)
+    r = run_snippet(code, tmp_path)
     assert r.returncode == 0, r.stderr
     said = re.search(r"It prints `(.*?)`", text[start:]).group(1)
     assert r.stdout.strip() == said

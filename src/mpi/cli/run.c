@@ -226,7 +226,7 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
         else if (hi > lo)
             printf("  process %d: rows %lld..%lld, peak memory %.1f MB\n", p, (long long)lo,
                    (long long)hi - 1, all_rss ? all_rss[p] : 0.0);
-        else   /* parts are cut at multiples of 1024 rows (see README Scale) */
+        else   /* parts are cut at multiples of 1024 rows (see docs/scale.md) */
             printf("  process %d: no rows (parts start at multiples of 1024 rows), peak "
                    "memory %.1f MB\n", p, all_rss ? all_rss[p] : 0.0);
     }
