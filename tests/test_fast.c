@@ -12,6 +12,7 @@
 #include <omp.h>
 #endif
 
+#include "kernels/isa.h"
 #include "kernels/kernels.h"
 #include "reference.h"
 #include "kernels/simd.h"
@@ -285,6 +286,34 @@ START_TEST(every_instruction_set_variant)
 }
 END_TEST
 
+/* Each instruction set's table (isa.c) holds its own loops: forcing a set
+   gives its table, and no two sets share an entry (a set registered with
+   another's loops would run, and pass every bitwise test between the two). */
+START_TEST(each_instruction_set_registers_its_own_loops)
+{
+    const ag_simd_level_t best = ag_simd_level();
+    const ag_i_isa_t *sets[3] = {NULL, NULL, NULL};
+    for (int level = AG_SIMD_BASE; level <= (int)best; level++) {
+        ag_simd_force(level);
+        sets[level] = ag_i_isa();
+        ck_assert_int_eq(sets[level]->level, level);
+    }
+    ag_simd_force(-1);
+    for (int a = AG_SIMD_BASE; a <= (int)best; a++)
+        for (int b = a + 1; b <= (int)best; b++) {
+            const ag_i_isa_t *x = sets[a], *y = sets[b];
+            for (int w = 0; w < 2; w++) {
+                ck_assert(x->tile[w] != y->tile[w] && x->block[w] != y->block[w]);
+                ck_assert(x->grad[w] != y->grad[w] && x->task[w] != y->task[w]);
+            }
+            ck_assert(x->rows != y->rows && x->grad_rows != y->grad_rows);
+        }
+    for (int level = AG_SIMD_BASE; level <= (int)best; level++)
+        for (int w = 0; w < 2; w++)   /* the two block widths are two loops */
+            ck_assert(sets[level]->block[w] != sets[level]->block[!w]);
+}
+END_TEST
+
 Suite *fast_suite(void)
 {
     Suite *s = suite_create("fast");
@@ -299,6 +328,7 @@ Suite *fast_suite(void)
 #endif
     tcase_add_test(tc, vector_exp2_accuracy);
     tcase_add_test(tc, every_instruction_set_variant);
+    tcase_add_test(tc, each_instruction_set_registers_its_own_loops);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -17,6 +17,7 @@
 #include "kernels.h"
 #include "simd.h"
 #include "vec.h"
+#include "isa.h"
 
 /* q . k over d channels, q pre-scaled. */
 AG_INLINE float dot_v(const float *q, const float *k, int64_t d)
@@ -194,7 +195,7 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
 
 /* Destinations lo..hi-1, compiled per instruction set. */
 #define ROWS_VARIANT(name, target, ymm)                                                     \
-    target static void name(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,     \
+    target void name(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,     \
                             const float *K, const float *V, int64_t H, int64_t d,            \
                             float scale2, float *M, float *s, int64_t *src, float *q,         \
                             const kext_t *x, int64_t end)                                     \
@@ -202,9 +203,9 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
         for (int64_t i = lo; i < hi; i++)                                                   \
             gather_row(nb, i, Q, K, V, H, d, scale2, M, s, src, q, x, end, ymm);            \
     }
-ROWS_VARIANT(rows_avx512, AG_TARGET_AVX512, 0)
-ROWS_VARIANT(rows_avx2, AG_TARGET_AVX2, 1)
-ROWS_VARIANT(rows_base, , 0)
+ROWS_VARIANT(ag_i_rows_avx512, AG_TARGET_AVX512, 0)
+ROWS_VARIANT(ag_i_rows_avx2, AG_TARGET_AVX2, 1)
+ROWS_VARIANT(ag_i_rows_base, , 0)
 
 int ag_i_attention_gather_range(const ag_i_fwd_t *a, int64_t lo, int64_t N, ag_error_t *err)
 {
@@ -224,21 +225,16 @@ int ag_i_attention_gather_range(const ag_i_fwd_t *a, int64_t lo, int64_t N, ag_e
     if (!buf)
         return ag_alloc_status();
     const float scale2 = a->scale * LOG2E;
+    ag_i_rows_f *const rows = ag_i_isa()->rows;
 #pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
         float *s = buf + (int64_t)thread_id() * per_thread;
         int64_t *src = (int64_t *)(s + max_deg + AG_LANES + (max_deg & 1));
         float *q = (float *)(src + max_deg);
-        static void (*const variants[3])(const ag_nbhd_t *, int64_t, int64_t, const float *,
-                                         const float *, const float *, int64_t, int64_t, float,
-                                         float *, float *, int64_t *, float *,
-                                         const kext_t *, int64_t) = {
-            rows_base, rows_avx2, rows_avx512};
-        const ag_simd_level_t level = ag_simd_level();
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i0 = lo; i0 < N; i0 += 64) {
             const int64_t i1 = i0 + 64 < N ? i0 + 64 : N;
-            variants[level](nb, i0, i1, Q, K, V, H, d, scale2, M, s, src, q, x, N);
+            rows(nb, i0, i1, Q, K, V, H, d, scale2, M, s, src, q, x, N);
             kext_done(x, (nb->edge_ptr[i1] - nb->edge_ptr[i0]) * H);
         }
     }
@@ -266,7 +262,7 @@ int ag_i_attention_gather(const ag_i_fwd_t *a, ag_error_t *err)
  * gathers one line per edge for them.
  */
 
-typedef struct {
+typedef struct ag_i_gbw_args {
     const ag_nbhd_t *nb;
     const float *Q, *K, *V, *dM;
     const float *ld;       /* [N, H, 2]: lse in log2 units (0 without in-edges), D */
@@ -275,7 +271,7 @@ typedef struct {
     float scale, scale2;
 } gbw_args_t;
 
-typedef struct {
+typedef struct ag_i_gbw_buf {
     float *s, *dp, *l2, *dd;   /* [max_deg + AG_LANES] each */
     int64_t *idx;              /* [max_deg] the other ends of the edges */
     float *x;                  /* [d] the scaled query or key */
@@ -455,7 +451,7 @@ AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, int64_t end, const g
 
 /* Nodes lo..hi-1 of one pass, compiled per instruction set. */
 #define GRAD_ROWS_VARIANT(name, target, ymm)                                                \
-    target static void name(const gbw_args_t *a, int pass, int64_t lo, int64_t hi,           \
+    target void name(const gbw_args_t *a, int pass, int64_t lo, int64_t hi,           \
                             const gbw_buf_t *b)                                             \
     {                                                                                       \
         for (int64_t i = lo; i < hi; i++) {                                                 \
@@ -465,9 +461,9 @@ AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, int64_t end, const g
                 grad_key_row(a, i, hi, b, ymm);                                             \
         }                                                                                   \
     }
-GRAD_ROWS_VARIANT(grad_rows_avx512, AG_TARGET_AVX512, 0)
-GRAD_ROWS_VARIANT(grad_rows_avx2, AG_TARGET_AVX2, 1)
-GRAD_ROWS_VARIANT(grad_rows_base, , 0)
+GRAD_ROWS_VARIANT(ag_i_grad_rows_avx512, AG_TARGET_AVX512, 0)
+GRAD_ROWS_VARIANT(ag_i_grad_rows_avx2, AG_TARGET_AVX2, 1)
+GRAD_ROWS_VARIANT(ag_i_grad_rows_base, , 0)
 
 /* The destinations whose lse and D the passes read: [qlo, qhi) and every
    destination of the out-runs of sources [klo, khi). */
@@ -525,10 +521,7 @@ int ag_i_backward_gather_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, i
     /* ld indexed by global destination, as every other array */
     const gbw_args_t a = {nb, op->Q, op->K, op->V, op->dM, ld - 2 * wlo * H, op->g.dQ,
                           op->g.dK, op->g.dV, H, d, op->scale, op->scale * LOG2E};
-    static void (*const variants[3])(const gbw_args_t *, int, int64_t, int64_t,
-                                     const gbw_buf_t *) = {grad_rows_base, grad_rows_avx2,
-                                                           grad_rows_avx512};
-    const ag_simd_level_t level = ag_simd_level();
+    ag_i_grad_rows_f *const grad_rows = ag_i_isa()->grad_rows;
 #pragma omp parallel if (par)
     {
         float *mine = buf + (int64_t)thread_id() * per_thread;
@@ -538,7 +531,7 @@ int ag_i_backward_gather_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, i
             const int64_t lo = pass ? klo : qlo, hi = pass ? khi : qhi;
 #pragma omp for schedule(dynamic, 1)
             for (int64_t i0 = lo; i0 < hi; i0 += 64)
-                variants[level](&a, pass, i0, i0 + 64 < hi ? i0 + 64 : hi, &b);
+                grad_rows(&a, pass, i0, i0 + 64 < hi ? i0 + 64 : hi, &b);
         }
     }
     free(buf), free(ld);

@@ -34,9 +34,10 @@
 #include "simd.h"
 #include "vec.h"
 #include "tiled_micro.h"
+#include "isa.h"
 
 /* Steps 2-5 for one tile [j0, j0+bk) of a block, on the lanes' state in ls:
-   compiled once per instruction set and block width (ag_i_tile_step) and
+   compiled once per instruction set and block width (isa.h: tile) and
    called by this kernel and by the streamed one (tiled_stream.c), so both run
    the same instructions and give the same bits. */
 AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *V, int64_t HD,
@@ -157,7 +158,7 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
 }
 
 #define TILE_VARIANT(name, target, qv, ymm)                                                      \
-    target __attribute__((noinline)) static void name(                                       \
+    target __attribute__((noinline)) void name(                                              \
         const float *qt, const float *K, const float *V, int64_t HD, int64_t off, int64_t d,  \
         int64_t i0, int64_t j0, int64_t bk, int full, const int32_t *lane_lo,                 \
         const int32_t *lane_hi, float *S, float *acc, ag_i_lanes_t *ls, const kext_t *x)     \
@@ -165,16 +166,10 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
         tile_body(qt, K, V, HD, off, d, i0, j0, bk, full, lane_lo, lane_hi, S, acc, ls, x,   \
                   qv, ymm);                                                                  \
     }
-AG_TILED_VARIANTS(TILE_VARIANT, tile)
-
-ag_i_tile_fn ag_i_tile_step(int QV)
-{
-    static const ag_i_tile_fn variants[3][2] = AG_TILED_TABLE(tile);
-    return variants[ag_simd_level()][QV == 4];
-}
+AG_TILED_VARIANTS(TILE_VARIANT, ag_i_tile)
 
 /* One head's K and V rows: element (j, c) at K[j * stride + off + c]. */
-typedef struct {
+typedef struct ag_i_kv_head {
     const float *K, *V;
     int64_t stride, off;
 } kv_head_t;
@@ -308,7 +303,7 @@ static void copy_head(float *kv, const float *K, const float *V, source_span_t s
 
 /* The block loop compiled per instruction set and block width. */
 #define BLOCK_VARIANT(name, target, qv, ymm)                                                     \
-    target static void name(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t next,       \
+    target void name(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t next,       \
                             const float *Q, const kv_head_t *kv, int64_t H, int64_t d,        \
                             int64_t h,                                                        \
                             float scale2, float *M, const tile_buf_t *b, const kext_t *x,    \
@@ -316,11 +311,7 @@ static void copy_head(float *kv, const float *K, const float *V, source_span_t s
     {                                                                                       \
         attend_block(nb, i0, nq, next, Q, kv, H, d, h, scale2, M, b, x, step, qv, ymm);     \
     }
-AG_TILED_VARIANTS(BLOCK_VARIANT, block)
-
-typedef void (*block_fn)(const ag_nbhd_t *, int64_t, int64_t, int64_t, const float *,
-                         const kv_head_t *, int64_t, int64_t, int64_t, float, float *,
-                         const tile_buf_t *, const kext_t *, ag_i_tile_fn);
+AG_TILED_VARIANTS(BLOCK_VARIANT, ag_i_block)
 
 /* What every block of one call of the forward shares. */
 typedef struct {
@@ -328,7 +319,7 @@ typedef struct {
     const float *Q;
     float *M;
     kext_t *x;
-    block_fn block;
+    ag_i_block_f *block;
     ag_i_tile_fn step;
     int64_t H, d, N, BQ, b0, n_blocks;
     float scale2;
@@ -414,11 +405,9 @@ int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_e
     const int by_head = kvh && copies > 1;
     const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0;
     const float scale2 = a->scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
-    static const block_fn variants[3][2] = AG_TILED_TABLE(block);
-    const block_fn block = variants[ag_simd_level()][QV == 4];
-    const ag_i_tile_fn step = ag_i_tile_step(QV);
-    const forward_job_t job = {nb, Q, M, x, block, step, H, d, N, BQ, b0, n_blocks, scale2,
-                               QV == 1};
+    const ag_i_isa_t *isa = ag_i_isa();
+    const forward_job_t job = {nb, Q, M, x, isa->block[QV == 4], isa->tile[QV == 4], H, d, N,
+                               BQ, b0, n_blocks, scale2, QV == 1};
     const int64_t runs = n_blocks / (8 * threads);
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > INT_MAX ? INT_MAX : (int)runs;
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
@@ -492,7 +481,7 @@ int ag_i_attention_tiled(const ag_i_fwd_t *a, ag_error_t *err)
  */
 
 /* Everything a backward task reads and writes. */
-typedef struct {
+typedef struct ag_i_bw_args {
     const ag_nbhd_t *nb;
     const float *Q, *K, *V, *dM, *lse, *Dd;
     float *dQ, *dK, *dV;
@@ -500,7 +489,7 @@ typedef struct {
     float scale, scale2;
 } bw_args_t;
 
-typedef struct {
+typedef struct ag_i_bw_buf {
     float *xt, *gt;        /* [d][BQ]: Qt and dMt (pass A), Kt and Vt (pass B) */
     float *s, *dp;         /* [BK][BQ] */
     float *acc1, *acc2;    /* [d][BQ]: dQt (A); dKt and dVt (B) */
@@ -745,7 +734,7 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
 
 /* Both passes compiled per instruction set and block width. */
 #define GRAD_VARIANT(name, target, qv, ymm)                                                      \
-    target static void name(const bw_args_t *a, int pass, int64_t i0, int64_t nq, int64_t h, \
+    target void name(const bw_args_t *a, int pass, int64_t i0, int64_t nq, int64_t h, \
                             const bw_buf_t *b)                                              \
     {                                                                                       \
         if (pass == 0)                                                                      \
@@ -753,9 +742,7 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
         else                                                                                \
             grad_keys(a, i0, nq, h, b, qv, ymm);                                             \
     }
-AG_TILED_VARIANTS(GRAD_VARIANT, grad)
-
-typedef void (*grad_fn)(const bw_args_t *, int, int64_t, int64_t, int64_t, const bw_buf_t *);
+AG_TILED_VARIANTS(GRAD_VARIANT, ag_i_grad)
 
 /* A block and its messages, for ordering the tasks heaviest first (ties by
    index: a band's neighbouring blocks then follow each other). */
@@ -833,8 +820,7 @@ int ag_i_backward_tiled_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, in
     free(tmp);
     const bw_args_t a = {nb, op->Q, op->K, op->V, op->dM, op->lse, op->Dd, op->g.dQ, op->g.dK,
                          op->g.dV, H, d, op->scale, op->scale * LOG2E};
-    static const grad_fn variants[3][2] = AG_TILED_TABLE(grad);
-    const grad_fn grad = variants[ag_simd_level()][QV == 4];
+    ag_i_grad_f *const grad = ag_i_isa()->grad[QV == 4];
     const int64_t runs = most / (8 * max_threads());
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > INT_MAX ? INT_MAX : (int)runs;
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */

@@ -423,7 +423,7 @@ AG_INLINE int64_t cut_tiles(int64_t *lo, int64_t *hi, int64_t N, const int QV)
 
 /* Every tiled kernel is compiled six times, once per instruction set and block
    width (QV 4 or 1; ymm: the 8-lane blocks). VARIANT(name, target, qv, ymm)
-   defines one form; stem##_qV_isa names it. The baseline (SSE2) takes the
+   defines one form; stem##_qV_isa names it, and isa.c registers it. The baseline (SSE2) takes the
    8-lane form too: its 16-lane form, lowered to SSE by GCC, took 30 of
    tiled.c's 44 s of compiling (a plain `make` of a fresh clone: 73 s, now
    56 s), for a variant that serves only CPUs without AVX2, at 2.2x its speed. */
@@ -434,11 +434,6 @@ AG_INLINE int64_t cut_tiles(int64_t *lo, int64_t *hi, int64_t N, const int QV)
     VARIANT(stem##_q1_avx2, AG_TARGET_AVX2, 1, 1)                                         \
     VARIANT(stem##_q4_base, , 4, 1)                                                       \
     VARIANT(stem##_q1_base, , 1, 1)
-/* Their table, [ag_simd_level()][QV == 4]: each kernel chooses its form from it. */
-#define AG_TILED_TABLE(stem)                                                              \
-    {{stem##_q1_base, stem##_q4_base},                                                    \
-     {stem##_q1_avx2, stem##_q4_avx2},                                                    \
-     {stem##_q1_avx512, stem##_q4_avx512}}
 
 /* The online-softmax state of a block's lanes between tiles. */
 typedef struct {
@@ -448,11 +443,10 @@ typedef struct {
 /* One tile [j0, j0+bk) of the block of destinations at i0 (tiled.c): scores
    against Qt (qt), masks unless full, online softmax into ls and the
    accumulator acc [d][BQ]; S [BK][BQ] scratch; x: figures (or NULL). */
-typedef void (*ag_i_tile_fn)(const float *qt, const float *K, const float *V, int64_t HD,
-                             int64_t off, int64_t d, int64_t i0, int64_t j0, int64_t bk,
-                             int full, const int32_t *lane_lo, const int32_t *lane_hi, float *S,
-                             float *acc, ag_i_lanes_t *ls, const kext_t *x);
-/* The compiled step for this CPU and block width QV (1 or 4). */
-ag_i_tile_fn ag_i_tile_step(int QV);
+typedef void ag_i_tile_f(const float *qt, const float *K, const float *V, int64_t HD,
+                         int64_t off, int64_t d, int64_t i0, int64_t j0, int64_t bk, int full,
+                         const int32_t *lane_lo, const int32_t *lane_hi, float *S, float *acc,
+                         ag_i_lanes_t *ls, const kext_t *x);
+typedef ag_i_tile_f *ag_i_tile_fn;
 
 #endif

@@ -16,9 +16,10 @@
 #include <string.h>
 
 #include "tiled_micro.h"
+#include "isa.h"
 
 /* A block's lanes and tiles, the same for every head. */
-typedef struct {
+typedef struct ag_i_stream_block {
     int64_t i0, nq, jmin, jmax, tile, max_lo, min_hi;
     int32_t lo[BQ_MAX], hi[BQ_MAX];
 } stream_block_t;
@@ -30,6 +31,7 @@ struct ag_tiled_stream {
     int QV;
     float scale2;
     ag_i_tile_fn step;          /* the whole-graph kernel's tile step */
+    ag_i_task_f *task;          /* and this file's loop, of the same instruction set */
     stream_block_t *blocks;     /* [n_blocks] */
     int64_t *next;              /* [n_blocks * H] next tile of each task (jmax: done) */
     float *acc;                 /* [n_blocks * H][d][BQ] */
@@ -89,17 +91,13 @@ AG_INLINE void stream_task(const struct ag_tiled_stream *st, const stream_block_
 }
 
 #define TASK_VARIANT(name, target, qv, ymm)                                                      \
-    target static void name(const struct ag_tiled_stream *st, const stream_block_t *g,       \
-                            int64_t h, int64_t *next, float *acc, float *m, float *l,         \
-                            const float *K, const float *V, int64_t b, float *qt, float *S)   \
+    target void name(const struct ag_tiled_stream *st, const stream_block_t *g, int64_t h,    \
+                     int64_t *next, float *acc, float *m, float *l, const float *K,             \
+                     const float *V, int64_t b, float *qt, float *S)                            \
     {                                                                                       \
         stream_task(st, g, h, next, acc, m, l, K, V, b, qt, S, qv, ymm);                     \
     }
-AG_TILED_VARIANTS(TASK_VARIANT, task)
-
-typedef void (*task_fn)(const struct ag_tiled_stream *, const stream_block_t *, int64_t,
-                        int64_t *, float *, float *, float *, const float *, const float *,
-                        int64_t, float *, float *);
+AG_TILED_VARIANTS(TASK_VARIANT, ag_i_task)
 
 void ag_i_tiled_stream_free(ag_tiled_stream_t *st)
 {
@@ -120,7 +118,8 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
         return ag_alloc_status();
     st->nb = nb, st->Q = Q, st->H = H, st->d = d;
     st->QV = ag_i_tiled_width(nb);
-    st->step = ag_i_tile_step(st->QV);
+    const ag_i_isa_t *isa = ag_i_isa();
+    st->step = isa->tile[st->QV == 4], st->task = isa->task[st->QV == 4];
     st->scale2 = scale * LOG2E;
     const int64_t BQ = st->QV * AG_LANES;
     if (lo < hi && lo % BQ) {
@@ -167,8 +166,7 @@ int64_t ag_i_tiled_stream_first(const ag_tiled_stream_t *st)
 
 void ag_i_tiled_stream_feed(ag_tiled_stream_t *st, const float *K, const float *V, int64_t b)
 {
-    static const task_fn variants[3][2] = AG_TILED_TABLE(task);
-    const task_fn task = variants[ag_simd_level()][st->QV == 4];
+    ag_i_task_f *const task = st->task;
     const int64_t BQ = st->QV * AG_LANES, d = st->d, H = st->H, tasks = st->n_blocks * H;
 #pragma omp parallel if (tasks > 1)
     {
