@@ -102,28 +102,37 @@ static int lse_written(const float *lse, int64_t n)
     return 1;
 }
 
+/* The tape's attention of round r: the kernel on the whole graph, keeping the
+   log-sum-exp where the kernel writes one (every plain dot-product score). */
+typedef struct {
+    ag_tape_t *t;
+    int r;
+    acts_t a;
+} tape_round_t;
+
+static int attend_taped(void *ctx, const ag_weights_t *w, const ag_score_t *sc, ag_error_t *err)
+{
+    const tape_round_t *tr = ctx;
+    const acts_t *a = &tr->a;
+    const int64_t NH = tr->t->N * w->H;
+    for (int64_t x = 0; x < NH; x++)
+        a->lse[x] = NAN;
+    const ag_attention_opts_t ao = {.lse = a->lse};
+    int rc = ag_attention_ex(tr->t->nb, a->Q, a->K, a->V, w->H, w->d, sc, a->M, &ao, err);
+    if (!rc)
+        tr->t->has_lse[tr->r] = (unsigned char)lse_written(a->lse, NH);
+    return rc;
+}
+
 static int forward_round(ag_tape_t *t, int r, float *X, float *Xn, ag_error_t *err)
 {
     const int k = t->n_layers == 1 ? 0 : r;
-    const ag_weights_t *w = &t->layers[k];
-    const int64_t N = t->N, D = t->D, H = t->H, HD = H * t->d;
+    const tape_round_t tr = {t, r, round_acts(t, r)};
+    memcpy(tr.a.X, X, (size_t)(t->N * t->D) * sizeof *X);
+    const ag_i_round_bufs_t b = {Xn, tr.a.Q, tr.a.K, tr.a.V, tr.a.M};
     ag_score_t sc;
-    int rc = ag_i_round_score(&sc, &t->opts, w, k, err);
-    if (rc)
-        return rc;
-    const acts_t a = round_acts(t, r);
-    memcpy(a.X, X, (size_t)(N * D) * sizeof *X);
-    if (t->layer_norm)
-        ag_layer_norm(Xn, X, N, D, w->ln_weight, w->ln_bias, t->eps);
-    ag_i_project_qkv(w, t->layer_norm ? Xn : X, N, a.Q, a.K, a.V);
-    for (int64_t x = 0; x < N * H; x++)
-        a.lse[x] = NAN;
-    const ag_attention_opts_t ao = {.lse = a.lse};
-    if ((rc = ag_attention_ex(t->nb, a.Q, a.K, a.V, H, t->d, &sc, a.M, &ao, err)))
-        return rc;
-    t->has_lse[r] = (unsigned char)lse_written(a.lse, N * H);
-    ag_i_gemm_xwt(X, a.M, w->wo, N, HD, D, t->residual ? 1.0f : 0.0f);
-    return AG_OK;
+    return ag_i_round_forward(X, t->N, &t->layers[k], k, &t->opts, &b, &sc, attend_taped,
+                              (void *)&tr, err);
 }
 
 int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,

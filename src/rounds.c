@@ -120,6 +120,41 @@ void ag_i_project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *
     }
 }
 
+int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, int k,
+                       const ag_round_opts_t *o, const ag_i_round_bufs_t *b, ag_score_t *sc,
+                       ag_i_attend_fn attend, void *ctx, ag_error_t *err)
+{
+    int rc = ag_i_round_score(sc, o, w, k, err);
+    if (rc)
+        return rc;
+    const float *Xin = X;
+    if (o && o->norm == AG_NORM_LAYER) {
+        ag_layer_norm(b->Xn, X, n, w->D, w->ln_weight, w->ln_bias, ag_i_ln_eps(o));
+        Xin = b->Xn;
+    }
+    ag_i_project_qkv(w, Xin, n, b->Q, b->K, b->V);
+    if ((rc = attend(ctx, w, sc, err)))
+        return rc;
+    const int residual = !(o && o->no_residual);
+    ag_i_gemm_xwt(X, b->M, w->wo, n, w->H * w->d, w->D, residual ? 1.0f : 0.0f);
+    return AG_OK;
+}
+
+/* One process's attention: the kernel on the whole graph, with the figures
+   and progress the options ask for. */
+typedef struct {
+    const ag_nbhd_t *nb;
+    const ag_workspace_t *ws;
+    const ag_attention_opts_t *attn;
+} whole_graph_t;
+
+static int attend_whole(void *ctx, const ag_weights_t *w, const ag_score_t *sc, ag_error_t *err)
+{
+    const whole_graph_t *g = ctx;
+    return ag_attention_ex(g->nb, g->ws->Q, g->ws->K, g->ws->V, w->H, w->d, sc, g->ws->M,
+                           g->attn, err);
+}
+
 /* ag_attention_ex's progress, told the round. */
 typedef struct {
     const ag_round_opts_t *opts;
@@ -145,10 +180,9 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         rc = check_workspace(ws, nb, &layers[0], err);
     if (rc)
         return rc;
-    const int64_t N = nb->n_nodes, D = layers[0].D, HD = layers[0].H * layers[0].d;
+    const int64_t N = nb->n_nodes, D = layers[0].D;
     const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
     const int callback = opts && opts->on_round;
-    const float eps = ag_i_ln_eps(opts);
     /* the buffers only some runs need, made once and kept in ws */
     if (layer_norm && !ws->Xn && !(ws->Xn = ag_alloc(N * D, sizeof(float), err, "workspace")))
         return ag_alloc_status();
@@ -166,26 +200,18 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         .entropy = figures ? ws->entropy : NULL, .max_weight = figures ? ws->max_weight : NULL,
         .distance = distance ? ws->distance : NULL,
         .progress = opts && opts->on_progress ? round_progress : NULL, .progress_ctx = &progress};
+    const ag_i_round_bufs_t rb = {ws->Xn, ws->Q, ws->K, ws->V, ws->M};
+    const whole_graph_t whole = {nb, ws, &attn};
     for (int r = 0; r < rounds; r++) {
         const int k = n_layers == 1 ? 0 : r;
         const ag_weights_t *w = &layers[k];
-        ag_score_t sc;
-        rc = ag_i_round_score(&sc, opts, w, k, err);
-        if (rc)
-            return rc;
-        const float *Xin = X;
-        if (layer_norm) {
-            ag_layer_norm(ws->Xn, X, N, D, w->ln_weight, w->ln_bias, eps);
-            Xin = ws->Xn;
-        }
-        ag_i_project_qkv(w, Xin, N, ws->Q, ws->K, ws->V);
-        progress.round = r + 1;
-        if ((rc = ag_attention_ex(nb, ws->Q, ws->K, ws->V, w->H, w->d, &sc, ws->M, &attn, err)))
-            return rc;
         if (callback)
             memcpy(ws->X_prev, X, (size_t)(N * D) * sizeof *X);
-        const int residual = !(opts && opts->no_residual);
-        ag_i_gemm_xwt(X, ws->M, w->wo, N, HD, D, residual ? 1.0f : 0.0f);
+        progress.round = r + 1;
+        ag_score_t sc;
+        if ((rc = ag_i_round_forward(X, N, w, k, opts, &rb, &sc, attend_whole, (void *)&whole,
+                                     err)))
+            return rc;
         if (done)
             *done = r + 1;
         if (callback) {

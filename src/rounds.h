@@ -22,6 +22,29 @@ void ag_i_project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *
                       float *V);
 
 /*
+ * One round's forward, written once for the rounds (rounds.c), their training
+ * forward (backprop.c) and both on several processes (mpi/): on the n rows of
+ * X [n, D] in place,
+ *   Xn = LayerNorm(X) (o's norm) or X;  Q, K, V = Xn's projections by w;
+ *   M = attend(ctx, sc);  X = X + M Wo^T (or M Wo^T without o's residual).
+ * sc is the round's score (ag_i_round_score of o, w and k). attend is what
+ * differs between callers (one process: the kernel on the whole graph; MPI:
+ * the exchange of K and V rows first); it reads b's Q, K and V and writes b's
+ * M. b->Xn is needed with a norm only.
+ */
+typedef struct {
+    float *Xn;
+    float *Q, *K, *V, *M;   /* [n, H*d]: this process's rows */
+} ag_i_round_bufs_t;
+
+typedef int (*ag_i_attend_fn)(void *ctx, const ag_weights_t *w, const ag_score_t *sc,
+                              ag_error_t *err);
+
+int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, int k,
+                       const ag_round_opts_t *o, const ag_i_round_bufs_t *b, ag_score_t *sc,
+                       ag_i_attend_fn attend, void *ctx, ag_error_t *err);
+
+/*
  * LayerNorm's backward for Y = LayerNorm(X) (ag_layer_norm, weight NULL: 1):
  * dX += dL/dX from dY; dW += sum over rows of dY * xhat and dB += sum of dY
  * (each NULL: not wanted), summed over rows in fixed chunks (the same bits

@@ -65,40 +65,41 @@ static void run_free(run_t *r)
     ag_ring_destroy(&r->ring);
 }
 
+/* The attention of a round on this process's part: K and V rows exchanged
+   (halo) or passed around (ring) first. */
+typedef struct {
+    run_t *r;
+    ag_mpi_stats_t *stats;
+} part_round_t;
+
+static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, ag_error_t *err)
+{
+    const part_round_t *pr = ctx;
+    run_t *r = pr->r;
+    const ag_mpi_part_t *part = r->part;
+    float *Mv = r->M - part->lo * r->HD;
+    const float *Qv = r->Q - part->lo * r->HD;
+    if (r->path != AG_MPI_HALO)
+        return ag_ring_attention(&r->ring, r->comm, &r->view, part, Qv, w->H, w->d, sc, Mv,
+                                 pr->stats, err);
+    ag_halo_t *h = &r->halo;
+    ag_halo_exchange(h, r->comm, r->HD, pr->stats);
+    const ag_i_fwd_t f = {&r->view, Qv, h->K - h->wlo * r->HD, h->V - h->wlo * r->HD, w->H,
+                          w->d, 0.0f, sc, Mv, NULL};
+    return ag_i_attention_part(&f, part->lo, part->hi, part->one_run, err);
+}
+
 static int one_round(run_t *r, const ag_weights_t *w, const ag_round_opts_t *opts, float *X,
                      ag_mpi_stats_t *stats, ag_error_t *err)
 {
-    const ag_mpi_part_t *part = r->part;
+    /* this process's rows of K and V go where its path sends them from */
+    const int64_t own = (r->part->lo - r->halo.wlo) * r->HD;
+    const int halo = r->path == AG_MPI_HALO;
+    const ag_i_round_bufs_t b = {r->Xn, r->Q, halo ? r->halo.K + own : r->ring.K_own,
+                                 halo ? r->halo.V + own : r->ring.V_own, r->M};
+    const part_round_t pr = {r, stats};
     ag_score_t sc;
-    int rc = ag_i_round_score(&sc, opts, w, 0, err);
-    if (rc)
-        return rc;
-    const float *Xin = X;
-    if (opts && opts->norm == AG_NORM_LAYER) {
-        ag_layer_norm(r->Xn, X, r->n, r->D, w->ln_weight, w->ln_bias,
-                      ag_i_ln_eps(opts));
-        Xin = r->Xn;
-    }
-    float *Mv = r->M - part->lo * r->HD;
-    const float *Qv = r->Q - part->lo * r->HD;
-    if (r->path == AG_MPI_HALO) {
-        ag_halo_t *h = &r->halo;
-        const int64_t own = (part->lo - h->wlo) * r->HD;
-        ag_i_project_qkv(w, Xin, r->n, r->Q, h->K + own, h->V + own);
-        ag_halo_exchange(h, r->comm, r->HD, stats);
-        const ag_i_fwd_t f = {&r->view, Qv, h->K - h->wlo * r->HD, h->V - h->wlo * r->HD,
-                              r->H, r->d, 0.0f, &sc, Mv, NULL};
-        rc = ag_i_attention_part(&f, part->lo, part->hi, part->one_run, err);
-    } else {
-        ag_ring_t *g = &r->ring;
-        ag_i_project_qkv(w, Xin, r->n, r->Q, g->K_own, g->V_own);
-        rc = ag_ring_attention(g, r->comm, &r->view, part, Qv, r->H, r->d, &sc, Mv, stats, err);
-    }
-    if (rc)
-        return rc;
-    const int residual = !(opts && opts->no_residual);
-    ag_i_gemm_xwt(X, r->M, w->wo, r->n, r->HD, r->D, residual ? 1.0f : 0.0f);
-    return AG_OK;
+    return ag_i_round_forward(X, r->n, w, 0, opts, &b, &sc, attend_part, (void *)&pr, err);
 }
 
 int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,

@@ -228,35 +228,46 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
 
 /* ---- forward ---- */
 
+/* The attention of round r on this process's part: the halo's K and V rows
+   exchanged, then kept on the tape with the log-sum-exp. */
+typedef struct {
+    ag_mpi_tape_t *t;
+    mpi_acts_t a;
+} part_round_t;
+
+static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, ag_error_t *err)
+{
+    const part_round_t *pr = ctx;
+    ag_mpi_tape_t *t = pr->t;
+    const mpi_acts_t *a = &pr->a;
+    const ag_mpi_part_t *part = t->part;
+    ag_halo_t *h = &t->halo;
+    ag_halo_exchange(h, t->comm, t->HD, t->stats);
+    kext_t x = {0};
+    x.lse = a->lse - part->lo * w->H;
+    const ag_i_fwd_t f = {&t->view, a->Q - part->lo * t->HD, h->K - h->wlo * t->HD,
+                          h->V - h->wlo * t->HD, w->H, w->d, 0.0f, sc, a->M - part->lo * t->HD,
+                          &x};
+    int rc = ag_i_attention_part(&f, part->lo, part->hi, part->one_run, err);
+    if (rc)
+        return rc;
+    const int64_t w_rows = h->whi - h->wlo;
+    memcpy(a->K, h->K, (size_t)(w_rows * t->HD) * sizeof(float));
+    memcpy(a->V, h->V, (size_t)(w_rows * t->HD) * sizeof(float));
+    return AG_OK;
+}
+
 static int forward_round(ag_mpi_tape_t *t, int r, float *X, float *Xn, ag_error_t *err)
 {
     const int k = t->n_layers == 1 ? 0 : r;
-    const ag_weights_t *w = &t->layers[k];
-    const ag_mpi_part_t *part = t->part;
+    const part_round_t pr = {t, acts_of(t, r)};
+    memcpy(pr.a.X, X, (size_t)(t->n * t->D) * sizeof *X);
+    /* this process's rows of K and V go into the halo window, to be exchanged */
+    const int64_t own = (t->part->lo - t->halo.wlo) * t->HD;
+    const ag_i_round_bufs_t b = {Xn, pr.a.Q, t->halo.K + own, t->halo.V + own, pr.a.M};
     ag_score_t sc;
-    int rc = ag_i_round_score(&sc, &t->opts, w, k, err);
-    if (rc)
-        return rc;
-    const mpi_acts_t a = acts_of(t, r);
-    ag_halo_t *h = &t->halo;
-    memcpy(a.X, X, (size_t)(t->n * t->D) * sizeof *X);
-    if (t->layer_norm)
-        ag_layer_norm(Xn, X, t->n, t->D, w->ln_weight, w->ln_bias, t->eps);
-    const int64_t own = (part->lo - h->wlo) * t->HD, w_rows = h->whi - h->wlo;
-    ag_i_project_qkv(w, t->layer_norm ? Xn : X, t->n, a.Q, h->K + own, h->V + own);
-    ag_halo_exchange(h, t->comm, t->HD, t->stats);
-    kext_t x = {0};
-    x.lse = a.lse - part->lo * t->H;
-    const ag_i_fwd_t f = {&t->view, a.Q - part->lo * t->HD, h->K - h->wlo * t->HD,
-                          h->V - h->wlo * t->HD, t->H, t->d, 0.0f, &sc,
-                          a.M - part->lo * t->HD, &x};
-    rc = ag_i_attention_part(&f, part->lo, part->hi, part->one_run, err);
-    if (rc)
-        return rc;
-    memcpy(a.K, h->K, (size_t)(w_rows * t->HD) * sizeof(float));
-    memcpy(a.V, h->V, (size_t)(w_rows * t->HD) * sizeof(float));
-    ag_i_gemm_xwt(X, a.M, w->wo, t->n, t->HD, t->D, t->residual ? 1.0f : 0.0f);
-    return AG_OK;
+    return ag_i_round_forward(X, t->n, &t->layers[k], k, &t->opts, &b, &sc, attend_part,
+                              (void *)&pr, err);
 }
 
 static int check_layers(const ag_weights_t *layers, int n_layers, int rounds, ag_error_t *err)
