@@ -213,24 +213,63 @@ static int grads_reset(const ag_tape_t *t, ag_weights_t *grads, ag_error_t *err)
 }
 
 /* dXn = sum over Q, K, V of dP W (and dW += dP^T Xn) for the layer's projections. */
-static int projections_backward(const ag_weights_t *w, ag_weights_t *g, const back_bufs_t *b,
-                                const float *Xn, int64_t N, ag_error_t *err)
+static int projections_backward(const ag_weights_t *w, ag_weights_t *g,
+                                const ag_i_round_back_t *b, const float *Xn, int64_t n,
+                                const ag_i_reducer_t *red, ag_error_t *err)
 {
     const int64_t D = w->D, HD = w->H * w->d;
     const float *W[3] = {w->wq, w->wk, w->wv}, *dP[3] = {b->dQ, b->dK, b->dV};
     float *dW[3] = {g ? g->wq : NULL, g ? g->wk : NULL, g ? g->wv : NULL};
     if (w->per_node)
-        memset(b->dXn, 0, (size_t)(N * D) * sizeof *b->dXn);
+        memset(b->dXn, 0, (size_t)(n * D) * sizeof *b->dXn);
     for (int m = 0; m < 3; m++) {
-        if (w->per_node) {
-            ag_i_project_per_node_backward(b->dXn, dW[m], dP[m], Xn, W[m], N, D, HD);
+        if (w->per_node) {   /* one process only: the MPI layer refuses per-node weights */
+            ag_i_project_per_node_backward(b->dXn, dW[m], dP[m], Xn, W[m], n, D, HD);
             continue;
         }
-        int rc = dW[m] ? ag_i_gemm_atb(dW[m], dP[m], Xn, N, HD, D, err) : AG_OK;
+        int rc = dW[m] ? ag_i_gemm_atb_r(red, dW[m], dP[m], Xn, n, HD, D, err) : AG_OK;
         if (rc)
             return rc;
-        ag_i_gemm_xw(b->dXn, dP[m], W[m], N, HD, D, m ? 1.0f : 0.0f);
+        ag_i_gemm_xw(b->dXn, dP[m], W[m], n, HD, D, m ? 1.0f : 0.0f);
     }
+    return AG_OK;
+}
+
+int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, int k,
+                        const ag_round_opts_t *o, const ag_i_round_back_t *b,
+                        const ag_i_reducer_t *red, ag_i_attend_back_fn attend_back,
+                        void *ctx, ag_error_t *err)
+{
+    const int64_t D = w->D, HD = w->H * w->d;
+    ag_score_t sc;
+    int rc = ag_i_round_score(&sc, o, w, k, err);
+    if (rc)
+        return rc;
+    /* output projection: dM = dX' Wo, dWo += dX'^T M */
+    ag_i_gemm_xw(b->dM, b->dX, w->wo, n, D, HD, 0.0f);
+    if (g && g->wo && (rc = ag_i_gemm_atb_r(red, g->wo, b->dX, b->M, n, D, HD, err)))
+        return rc;
+    if ((rc = attend_back(ctx, w, g, &sc, err)))
+        return rc;
+    const int layer_norm = o && o->norm == AG_NORM_LAYER;
+    const float eps = ag_i_ln_eps(o);
+    const float *Xn = b->X;
+    if (layer_norm) {
+        ag_layer_norm(b->Xn, b->X, n, D, w->ln_weight, w->ln_bias, eps);
+        Xn = b->Xn;
+    }
+    if ((rc = projections_backward(w, g, b, Xn, n, red, err)))
+        return rc;
+    /* dX = dX' (the residual's path) + what went through the projections */
+    if (o && o->no_residual)
+        memset(b->dX, 0, (size_t)(n * D) * sizeof *b->dX);
+    if (layer_norm)
+        return ag_i_layer_norm_backward_r(red, b->dX, g ? g->ln_weight : NULL,
+                                          g ? g->ln_bias : NULL, b->dXn, b->X, n, D,
+                                          w->ln_weight, eps, err);
+#pragma omp parallel for if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < n * D; x++)
+        b->dX[x] += b->dXn[x];
     return AG_OK;
 }
 
@@ -250,47 +289,40 @@ static void add_vectors(const ag_score_t *opt_score, const ag_score_t *sc, ag_we
         to_dst[x] += b->da_dst[x];
 }
 
+/* The tape's attention backward of round r: the kernels on the whole graph
+   (any score), with the forward's log-sum-exp where it kept one. */
+typedef struct {
+    const ag_tape_t *t;
+    int r;
+    const back_bufs_t *b;
+} tape_back_t;
+
+static int attend_back_taped(void *ctx, const ag_weights_t *w, ag_weights_t *g,
+                             const ag_score_t *sc, ag_error_t *err)
+{
+    const tape_back_t *tb = ctx;
+    const ag_tape_t *t = tb->t;
+    const back_bufs_t *b = tb->b;
+    const acts_t a = round_acts(t, tb->r);
+    const int vectors = sc->kind == AG_SCORE_ADDITIVE || sc->kind == AG_SCORE_GATV2;
+    const ag_attention_grads_t ag = {b->dQ, b->dK, b->dV, vectors ? b->da_src : NULL,
+                                     sc->kind == AG_SCORE_ADDITIVE ? b->da_dst : NULL, NULL};
+    int rc = ag_attention_backward(t->nb, a.Q, a.K, a.V, w->H, w->d, sc, a.M,
+                                   t->has_lse[tb->r] ? a.lse : NULL, b->dM, &ag, err);
+    if (!rc && vectors)
+        add_vectors(t->opts.score, sc, g, b, w->H * w->d);
+    return rc;
+}
+
 static int backward_round(const ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t *b,
                           ag_error_t *err)
 {
     const int k = t->n_layers == 1 ? 0 : r;
-    const ag_weights_t *w = &t->layers[k];
-    ag_weights_t *g = grads ? &grads[k] : NULL;
-    const int64_t N = t->N, D = t->D, HD = t->H * t->d;
     const acts_t a = round_acts(t, r);
-    ag_score_t sc;
-    int rc = ag_i_round_score(&sc, &t->opts, w, k, err);
-    if (rc)
-        return rc;
-    /* output projection: dM = dX' Wo, dWo += dX'^T M */
-    ag_i_gemm_xw(b->dM, b->dX, w->wo, N, D, HD, 0.0f);
-    if (g && g->wo && (rc = ag_i_gemm_atb(g->wo, b->dX, a.M, N, D, HD, err)))
-        return rc;
-    const int vectors = sc.kind == AG_SCORE_ADDITIVE || sc.kind == AG_SCORE_GATV2;
-    const ag_attention_grads_t ag = {b->dQ, b->dK, b->dV, vectors ? b->da_src : NULL,
-                                     sc.kind == AG_SCORE_ADDITIVE ? b->da_dst : NULL, NULL};
-    if ((rc = ag_attention_backward(t->nb, a.Q, a.K, a.V, t->H, t->d, &sc, a.M,
-                                    t->has_lse[r] ? a.lse : NULL, b->dM, &ag, err)))
-        return rc;
-    if (vectors)
-        add_vectors(t->opts.score, &sc, g, b, HD);
-    const float *Xn = a.X;
-    if (t->layer_norm) {
-        ag_layer_norm(b->Xn, a.X, N, D, w->ln_weight, w->ln_bias, t->eps);
-        Xn = b->Xn;
-    }
-    if ((rc = projections_backward(w, g, b, Xn, N, err)))
-        return rc;
-    /* dX = dX' (the residual's path) + what went through the projections */
-    if (!t->residual)
-        memset(b->dX, 0, (size_t)(N * D) * sizeof *b->dX);
-    if (t->layer_norm)
-        return ag_i_layer_norm_backward(b->dX, g ? g->ln_weight : NULL, g ? g->ln_bias : NULL,
-                                        b->dXn, a.X, N, D, w->ln_weight, t->eps, err);
-#pragma omp parallel for if (N * D >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t x = 0; x < N * D; x++)
-        b->dX[x] += b->dXn[x];
-    return AG_OK;
+    const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn};
+    const tape_back_t tb = {t, r, b};
+    return ag_i_round_backward(t->N, &t->layers[k], grads ? &grads[k] : NULL, k, &t->opts, &rb,
+                               NULL, attend_back_taped, (void *)&tb, err);
 }
 
 int ag_rounds_backward(ag_tape_t *tape, const float *dY, float *dX0, ag_weights_t *grads,

@@ -45,6 +45,33 @@ int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, int k,
                        ag_i_attend_fn attend, void *ctx, ag_error_t *err);
 
 /*
+ * One round's backward, written once for training on one process
+ * (backprop.c) and on several (mpi/train.c), the reverse of
+ * ag_i_round_forward on this process's n rows: from dX = dL/d(round output)
+ * in b->dX, with X and M of the forward,
+ *   dM = dX Wo (g->wo += dX^T M);  attend_back: dQ, dK, dV from dM (and the
+ *   score's vectors' gradients into g);  back through the projections (and
+ *   g's wq, wk, wv) and the norm to dX = dL/d(round input).
+ * Sums over rows go through red (NULL: this process holds every row); g may
+ * be NULL (no weight gradients). b->Xn and b->dXn are scratch [n, D].
+ */
+typedef struct {
+    const float *X, *M;              /* the forward's input [n, D] and M [n, H*d] */
+    float *dX;                       /* [n, D], in and out */
+    float *dM, *dQ, *dK, *dV;        /* [n, H*d] */
+    float *Xn, *dXn;                 /* [n, D] */
+} ag_i_round_back_t;
+
+typedef int (*ag_i_attend_back_fn)(void *ctx, const ag_weights_t *w, ag_weights_t *g,
+                                   const ag_score_t *sc, ag_error_t *err);
+
+struct ag_i_reducer;
+int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, int k,
+                        const ag_round_opts_t *o, const ag_i_round_back_t *b,
+                        const struct ag_i_reducer *red, ag_i_attend_back_fn attend_back,
+                        void *ctx, ag_error_t *err);
+
+/*
  * LayerNorm's backward for Y = LayerNorm(X) (ag_layer_norm, weight NULL: 1):
  * dX += dL/dX from dY; dW += sum over rows of dY * xhat and dB += sum of dY
  * (each NULL: not wanted), summed over rows in fixed chunks (the same bits

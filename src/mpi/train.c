@@ -425,68 +425,50 @@ static void dest_exchange(const ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_
     memcpy(b->Ddw + own * H, b->Dd, (size_t)(t->n * H) * sizeof(float));
 }
 
-static int projections_backward(const ag_mpi_tape_t *t, const ag_weights_t *w, ag_weights_t *g,
-                                const mpi_back_t *b, const float *Xn, ag_error_t *err)
+/* The attention backward of round r on this process's part: plain
+   dot-product scores only; the destinations' rows its sources reach are
+   exchanged first, and every process agrees on the outcome. */
+typedef struct {
+    const ag_mpi_tape_t *t;
+    const mpi_acts_t *a;
+    mpi_back_t *b;
+} part_back_t;
+
+static int attend_back_part(void *ctx, const ag_weights_t *w, ag_weights_t *g,
+                            const ag_score_t *sc, ag_error_t *err)
 {
-    const float *W[3] = {w->wq, w->wk, w->wv}, *dP[3] = {b->dQ, b->dK, b->dV};
-    float *dW[3] = {g ? g->wq : NULL, g ? g->wk : NULL, g ? g->wv : NULL};
-    for (int m = 0; m < 3; m++) {
-        int rc = dW[m] ? ag_i_gemm_atb_r(&t->red, dW[m], dP[m], Xn, t->n, t->HD, t->D, err)
-                       : AG_OK;
-        if (rc)
-            return rc;
-        ag_i_gemm_xw(b->dXn, dP[m], W[m], t->n, t->HD, t->D, m ? 1.0f : 0.0f);
-    }
-    return AG_OK;
+    (void)g;   /* plain scores have no vectors */
+    const part_back_t *pb = ctx;
+    const ag_mpi_tape_t *t = pb->t;
+    const mpi_acts_t *a = pb->a;
+    mpi_back_t *b = pb->b;
+    float scale;
+    if (!ag_i_plain_scale(sc, w->d, &scale))
+        return ag_fail(err, AG_EINVAL, "training on several processes: only plain dot-product "
+                       "scores (scaled-dot, dot, --beta)");
+    const int64_t HD = t->HD, H = w->H, lo = t->part->lo;
+    ag_i_backward_rowdots(b->Dd, b->dM, a->M, t->n, H, w->d);
+    dest_exchange(t, a, b);
+    const int64_t dlo = t->bp.dlo, wlo = t->halo.wlo;
+    const ag_attention_grads_t dqkv = {b->dQ - lo * HD, b->dK - lo * HD, b->dV - lo * HD,
+                                       NULL, NULL, NULL};
+    const ag_i_bwd_t op = {&t->bp.view, b->Qw - dlo * HD, a->K - wlo * HD, a->V - wlo * HD,
+                           b->dMw - dlo * HD, H, w->d, scale, NULL, b->lsew - dlo * H,
+                           b->Ddw - dlo * H, dqkv};
+    const int rc = ag_i_backward_part(&op, t->part->one_run, lo, t->part->hi, lo, t->part->hi,
+                                      err);
+    return ag_mpi_agree(t->comm, rc, err);
 }
 
 static int backward_round(const ag_mpi_tape_t *t, int r, ag_weights_t *grads, mpi_back_t *b,
                           ag_error_t *err)
 {
     const int k = t->n_layers == 1 ? 0 : r;
-    const ag_weights_t *w = &t->layers[k];
-    ag_weights_t *g = grads ? &grads[k] : NULL;
-    const int64_t n = t->n, D = t->D, HD = t->HD, H = t->H, lo = t->part->lo;
     const mpi_acts_t a = acts_of(t, r);
-    ag_score_t sc;
-    float scale;
-    int rc = ag_i_round_score(&sc, &t->opts, w, k, err);
-    if (!rc && !ag_i_plain_scale(&sc, t->d, &scale))
-        rc = ag_fail(err, AG_EINVAL, "training on several processes: only plain dot-product "
-                     "scores (scaled-dot, dot, --beta)");
-    if (rc)
-        return rc;
-    ag_i_gemm_xw(b->dM, b->dX, w->wo, n, D, HD, 0.0f);
-    if (g && g->wo && (rc = ag_i_gemm_atb_r(&t->red, g->wo, b->dX, a.M, n, D, HD, err)))
-        return rc;
-    ag_i_backward_rowdots(b->Dd, b->dM, a.M, n, H, t->d);
-    dest_exchange(t, &a, b);
-    const int64_t dlo = t->bp.dlo, wlo = t->halo.wlo;
-    const ag_attention_grads_t dqkv = {b->dQ - lo * HD, b->dK - lo * HD, b->dV - lo * HD,
-                                       NULL, NULL, NULL};
-    const ag_i_bwd_t op = {&t->bp.view, b->Qw - dlo * HD, a.K - wlo * HD, a.V - wlo * HD,
-                           b->dMw - dlo * HD, H, t->d, scale, NULL, b->lsew - dlo * H,
-                           b->Ddw - dlo * H, dqkv};
-    rc = ag_i_backward_part(&op, t->part->one_run, lo, t->part->hi, lo, t->part->hi, err);
-    if ((rc = ag_mpi_agree(t->comm, rc, err)))
-        return rc;
-    const float *Xn = a.X;
-    if (t->layer_norm) {
-        ag_layer_norm(b->Xn, a.X, n, D, w->ln_weight, w->ln_bias, t->eps);
-        Xn = b->Xn;
-    }
-    if ((rc = projections_backward(t, w, g, b, Xn, err)))
-        return rc;
-    if (!t->residual)
-        memset(b->dX, 0, (size_t)(n * D) * sizeof *b->dX);
-    if (t->layer_norm)
-        return ag_i_layer_norm_backward_r(&t->red, b->dX, g ? g->ln_weight : NULL,
-                                          g ? g->ln_bias : NULL, b->dXn, a.X, n, D,
-                                          w->ln_weight, t->eps, err);
-#pragma omp parallel for if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t x = 0; x < n * D; x++)
-        b->dX[x] += b->dXn[x];
-    return AG_OK;
+    const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn};
+    const part_back_t pb = {t, &a, b};
+    return ag_i_round_backward(t->n, &t->layers[k], grads ? &grads[k] : NULL, k, &t->opts, &rb,
+                               &t->red, attend_back_part, (void *)&pb, err);
 }
 
 /* Zeroes every array of grads (as src/backprop.c's grads_reset). */
