@@ -81,6 +81,12 @@ int ag_i_back_part_init(ag_i_back_part_t *bp, int64_t N, int64_t E, int64_t lo, 
                         const int64_t *len, ag_error_t *err);
 void ag_i_back_part_destroy(ag_i_back_part_t *bp);
 
+/* Are these plain dot-product softmax scores (scaled-dot or dot, any beta; no
+   softcap, edge bias or ALiBi), the ones the fused kernels and the MPI layer
+   run? Then *scale is their multiplier of q.k (kernels/dispatch.c; the one
+   place this is decided). */
+int ag_i_plain_scale(const ag_score_t *score, int64_t d, float *scale);
+
 /* Skips a UTF-8 byte-order mark at the start of f (1 if there was one);
    otherwise f goes back to its start (0), or -1 with errno set where it
    cannot seek (a pipe: read such input into memory instead). */

@@ -202,8 +202,6 @@ void ag_i_tiled_stream_feed(ag_tiled_stream_t *st, const float *K, const float *
 int64_t ag_i_tiled_stream_first(const ag_tiled_stream_t *st);
 void ag_i_tiled_stream_end(ag_tiled_stream_t *st, float *M, float *lse);
 void ag_i_tiled_stream_free(ag_tiled_stream_t *st);
-/* The scale of plain dot-product scores (1 when score is not one: then 0). */
-int ag_i_plain_scale(const ag_score_t *score, int64_t d, float *scale);
 
 /* Is the score kind normalised by a softmax (all but sigmoid and linear)? */
 int ag_i_is_softmax(ag_score_kind_t kind);

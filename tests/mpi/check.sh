@@ -324,6 +324,10 @@ refused "ring" run "$T/comm.edgelist" --partition metis --path ring
 refused "contiguous parts" train --pattern causal --features "$T/causal.1.npy" \
     --labels "$T/causal.1.npy" --partition metis
 refused "expected contiguous or metis" run "$T/comm.edgelist" --partition=spectral
+refused "plain dot-product" run --pattern causal --nodes 100 --score gatv2
+refused "plain dot-product" run --pattern causal --nodes 100 --softcap 30
+refused "plain dot-product" train --pattern causal --features "$T/causal.1.npy" \
+    --labels "$T/causal.1.npy" --alibi
 timeout 60 mpirun --oversubscribe -np 2 "$MPI" run "$T/comm.edgelist" --partition \
     >/dev/null 2>"$T/err"
 status=$?

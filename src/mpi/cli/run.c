@@ -114,15 +114,12 @@ int refuse_csr_stdin(const char *cmd, const char *csr)
 
 int refuse_scores(const char *cmd, const ag_score_t *score)
 {
-    const int train = strcmp(cmd, "train") == 0;
-    if (score->kind != AG_SCORE_SCALED_DOT && score->kind != AG_SCORE_DOT)
-        return usage_error(cmd, "attngraph-mpi %s plain dot-product softmax scores "
-                           "(scaled-dot, dot, --beta); %s the others with attngraph %s",
-                           train ? "trains" : "runs", cmd, cmd);
-    if (score->softcap > 0 || score->alibi)
-        return usage_error(cmd, "attngraph-mpi %s plain dot-product softmax scores: no "
-                           "--softcap or --alibi", train ? "trains" : "runs");
-    return 0;
+    float scale;
+    if (ag_i_plain_scale(score, 1, &scale))
+        return 0;
+    return usage_error(cmd, "attngraph-mpi %s plain dot-product softmax scores only (scaled-dot, "
+                       "dot, --beta; no --softcap or --alibi): %s the others with attngraph %s",
+                       strcmp(cmd, "train") == 0 ? "trains" : "runs", cmd, cmd);
 }
 
 static int refuse_unsupported(const run_opts_t *o)
