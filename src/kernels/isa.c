@@ -2,10 +2,9 @@
 #include "isa.h"
 
 #define TILED(stem, isa) {stem##_q1_##isa, stem##_q4_##isa}
-#define SET(level, isa)                                                                     \
-    {level,                        TILED(ag_i_tile, isa), TILED(ag_i_block, isa),           \
-     TILED(ag_i_grad, isa),        TILED(ag_i_task, isa), ag_i_rows_##isa,                  \
-     ag_i_grad_rows_##isa}
+#define SET(level, isa)                                                                   \
+    {level, TILED(ag_i_tile, isa), TILED(ag_i_block, isa), TILED(ag_i_grad, isa),       \
+     TILED(ag_i_task, isa), ag_i_rows_##isa, ag_i_grad_rows_##isa}
 
 static const ag_i_isa_t sets[] = {
     [AG_SIMD_BASE] = SET(AG_SIMD_BASE, base),

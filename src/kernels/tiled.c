@@ -157,12 +157,12 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
     accumulate_tile(acc, S, V, HD, off, d, j0, bk, alpha, QV, ymm);
 }
 
-#define TILE_VARIANT(name, target, qv, ymm)                                                      \
+#define TILE_VARIANT(name, target, qv, ymm)                                                  \
     target __attribute__((noinline)) void name(                                              \
-        const float *qt, const float *K, const float *V, int64_t HD, int64_t off, int64_t d,  \
-        int64_t i0, int64_t j0, int64_t bk, int full, const int32_t *lane_lo,                 \
+        const float *qt, const float *K, const float *V, int64_t HD, int64_t off, int64_t d, \
+        int64_t i0, int64_t j0, int64_t bk, int full, const int32_t *lane_lo,                \
         const int32_t *lane_hi, float *S, float *acc, ag_i_lanes_t *ls, const kext_t *x)     \
-    {                                                                                       \
+    {                                                                                        \
         tile_body(qt, K, V, HD, off, d, i0, j0, bk, full, lane_lo, lane_hi, S, acc, ls, x,   \
                   qv, ymm);                                                                  \
     }
@@ -302,12 +302,11 @@ static void copy_head(float *kv, const float *K, const float *V, source_span_t s
 }
 
 /* The block loop compiled per instruction set and block width. */
-#define BLOCK_VARIANT(name, target, qv, ymm)                                                     \
-    target void name(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t next,       \
-                            const float *Q, const kv_head_t *kv, int64_t H, int64_t d,        \
-                            int64_t h,                                                        \
-                            float scale2, float *M, const tile_buf_t *b, const kext_t *x,    \
-                            ag_i_tile_fn step)                                                \
+#define BLOCK_VARIANT(name, target, qv, ymm)                                                \
+    target void name(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t next,             \
+                     const float *Q, const kv_head_t *kv, int64_t H, int64_t d, int64_t h,  \
+                     float scale2, float *M, const tile_buf_t *b, const kext_t *x,          \
+                     ag_i_tile_fn step)                                                     \
     {                                                                                       \
         attend_block(nb, i0, nq, next, Q, kv, H, d, h, scale2, M, b, x, step, qv, ymm);     \
     }
@@ -733,14 +732,14 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
 }
 
 /* Both passes compiled per instruction set and block width. */
-#define GRAD_VARIANT(name, target, qv, ymm)                                                      \
-    target void name(const bw_args_t *a, int pass, int64_t i0, int64_t nq, int64_t h, \
-                            const bw_buf_t *b)                                              \
+#define GRAD_VARIANT(name, target, qv, ymm)                                                 \
+    target void name(const bw_args_t *a, int pass, int64_t i0, int64_t nq, int64_t h,       \
+                     const bw_buf_t *b)                                              \
     {                                                                                       \
         if (pass == 0)                                                                      \
-            grad_queries(a, i0, nq, h, b, qv, ymm);                                          \
+            grad_queries(a, i0, nq, h, b, qv, ymm);                                         \
         else                                                                                \
-            grad_keys(a, i0, nq, h, b, qv, ymm);                                             \
+            grad_keys(a, i0, nq, h, b, qv, ymm);                                            \
     }
 AG_TILED_VARIANTS(GRAD_VARIANT, ag_i_grad)
 

@@ -90,12 +90,12 @@ AG_INLINE void stream_task(const struct ag_tiled_stream *st, const stream_block_
         v_store(ml_m + v * AG_LANES, ls.m[v]), v_store(ml_l + v * AG_LANES, ls.l[v]);
 }
 
-#define TASK_VARIANT(name, target, qv, ymm)                                                      \
-    target void name(const struct ag_tiled_stream *st, const stream_block_t *g, int64_t h,    \
-                     int64_t *next, float *acc, float *m, float *l, const float *K,             \
-                     const float *V, int64_t b, float *qt, float *S)                            \
+#define TASK_VARIANT(name, target, qv, ymm)                                                 \
+    target void name(const struct ag_tiled_stream *st, const stream_block_t *g, int64_t h,  \
+                     int64_t *next, float *acc, float *m, float *l, const float *K,         \
+                     const float *V, int64_t b, float *qt, float *S)                        \
     {                                                                                       \
-        stream_task(st, g, h, next, acc, m, l, K, V, b, qt, S, qv, ymm);                     \
+        stream_task(st, g, h, next, acc, m, l, K, V, b, qt, S, qv, ymm);                    \
     }
 AG_TILED_VARIANTS(TASK_VARIANT, ag_i_task)
 
