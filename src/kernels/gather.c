@@ -197,8 +197,8 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
 #define ROWS_VARIANT(name, target, ymm)                                                     \
     target void name(const ag_nbhd_t *nb, int64_t lo, int64_t hi, const float *Q,           \
                      const float *K, const float *V, int64_t H, int64_t d,                  \
-                     float scale2, float *M, float *s, int64_t *src, float *q,       \
-                     const kext_t *x, int64_t end)                                   \
+                     float scale2, float *M, float *s, int64_t *src, float *q,              \
+                     const kext_t *x, int64_t end)                                          \
     {                                                                                       \
         for (int64_t i = lo; i < hi; i++)                                                   \
             gather_row(nb, i, Q, K, V, H, d, scale2, M, s, src, q, x, end, ymm);            \
@@ -452,7 +452,7 @@ AG_INLINE void grad_key_row(const gbw_args_t *a, int64_t j, int64_t end, const g
 /* Nodes lo..hi-1 of one pass, compiled per instruction set. */
 #define GRAD_ROWS_VARIANT(name, target, ymm)                                                \
     target void name(const gbw_args_t *a, int pass, int64_t lo, int64_t hi,                 \
-                     const gbw_buf_t *b)                                             \
+                     const gbw_buf_t *b)                                                    \
     {                                                                                       \
         for (int64_t i = lo; i < hi; i++) {                                                 \
             if (pass == 0)                                                                  \

@@ -734,7 +734,7 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
 /* Both passes compiled per instruction set and block width. */
 #define GRAD_VARIANT(name, target, qv, ymm)                                                 \
     target void name(const bw_args_t *a, int pass, int64_t i0, int64_t nq, int64_t h,       \
-                     const bw_buf_t *b)                                              \
+                     const bw_buf_t *b)                                                     \
     {                                                                                       \
         if (pass == 0)                                                                      \
             grad_queries(a, i0, nq, h, b, qv, ymm);                                         \
