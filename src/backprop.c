@@ -24,8 +24,7 @@ struct ag_tape {
     const ag_weights_t *layers;
     int n_layers, rounds;
     ag_round_opts_t opts;     /* the caller's, or AG_ROUND_OPTS_INIT */
-    int layer_norm, residual;
-    float eps;
+    int layer_norm;
     int64_t N, D, H, d;
     float *acts;              /* per round: X [N, D], Q K V M [N, H*d], lse [N, H] */
     unsigned char *has_lse;   /* per round: the kernel wrote lse (sigmoid and linear
@@ -79,10 +78,10 @@ static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers
     ag_tape_t *t = ag_calloc(1, sizeof *t, err, "tape");
     if (!t)
         return ag_alloc_status();
-    *t = (ag_tape_t){nb, layers, n_layers, rounds, opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT,
-                     opts && opts->norm == AG_NORM_LAYER, !(opts && opts->no_residual),
-                     ag_i_ln_eps(opts), nb->n_nodes, w->D, w->H,
-                     w->d, NULL, NULL};
+    *t = (ag_tape_t){nb, layers, n_layers, rounds,
+                     opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT,
+                     opts && opts->norm == AG_NORM_LAYER,
+                     nb->n_nodes, w->D, w->H, w->d, NULL, NULL};
     t->acts = ag_alloc(bytes / 4, sizeof(float), err, "tape of the rounds' activations");
     t->has_lse = ag_calloc(rounds + 1, 1, err, "tape");
     if (!t->acts || !t->has_lse) {

@@ -31,9 +31,8 @@ struct ag_mpi_tape {
     const int64_t *runs;      /* part's arrays when the tape was made */
     ag_nbhd_t view;
     const ag_weights_t *layers;
-    int n_layers, rounds, layer_norm, residual;
+    int n_layers, rounds, layer_norm;
     ag_round_opts_t opts;
-    float eps;
     int64_t n, D, H, d, HD;
     ag_halo_t halo;           /* the forward's K and V rows */
     float *acts;              /* per round: X [n, D], Q M [n, HD], lse [n, H], K V [w, HD] */
@@ -319,8 +318,6 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     if (!rc) {   /* what may change between calls on one tape */
         t->layers = layers, t->opts = opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT;
         t->layer_norm = opts && opts->norm == AG_NORM_LAYER;
-        t->residual = !(opts && opts->no_residual);
-        t->eps = ag_i_ln_eps(opts);
         t->stats = stats;
     }
     if (!rc && !again) {
