@@ -73,20 +73,20 @@ static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers
     const ag_weights_t *w = &layers[0];
     const int64_t bytes = ag_tape_bytes(nb->n_nodes, w->D, w->H, w->d, rounds);
     if (bytes < 0)
-        return ag_fail(err, AG_ELIMIT, "rounds forward: a tape of %d rounds on %lld nodes "
-                       "overflows", rounds, (long long)nb->n_nodes);
-    ag_tape_t *t = ag_calloc(1, sizeof *t, err, "tape");
+        return ag_i_fail(err, AG_ELIMIT, "rounds forward: a tape of %d rounds on %lld nodes "
+                         "overflows", rounds, (long long)nb->n_nodes);
+    ag_tape_t *t = ag_i_calloc(1, sizeof *t, err, "tape");
     if (!t)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     *t = (ag_tape_t){nb, layers, n_layers, rounds,
                      opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT,
                      opts && opts->norm == AG_NORM_LAYER,
                      nb->n_nodes, w->D, w->H, w->d, NULL, NULL};
-    t->acts = ag_alloc(bytes / 4, sizeof(float), err, "tape of the rounds' activations");
-    t->has_lse = ag_calloc(rounds + 1, 1, err, "tape");
+    t->acts = ag_i_alloc(bytes / 4, sizeof(float), err, "tape of the rounds' activations");
+    t->has_lse = ag_i_calloc(rounds + 1, 1, err, "tape");
     if (!t->acts || !t->has_lse) {
         ag_tape_free(t);
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     }
     *tape = t;
     return AG_OK;
@@ -139,10 +139,10 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
                       ag_error_t *err)
 {
     if (!tape)
-        return ag_fail(err, AG_EINVAL, "rounds forward: no tape to fill");
+        return ag_i_fail(err, AG_EINVAL, "rounds forward: no tape to fill");
     *tape = NULL;
     if (!nb || !layers || !X)
-        return ag_fail(err, AG_EINVAL, "rounds forward: graph, layers and X are required");
+        return ag_i_fail(err, AG_EINVAL, "rounds forward: graph, layers and X are required");
     int rc = ag_i_rounds_check(nb, layers, n_layers, rounds, err);
     if (!rc)
         rc = ag_check_finite("rounds forward: x", X, nb->n_nodes, layers[0].D, err);
@@ -155,8 +155,8 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
     if (rc)
         return rc;
     float *Xn = NULL;
-    if (t->layer_norm && !(Xn = ag_alloc(t->N * t->D, sizeof *Xn, err, "rounds forward")))
-        rc = ag_alloc_status();
+    if (t->layer_norm && !(Xn = ag_i_alloc(t->N * t->D, sizeof *Xn, err, "rounds forward")))
+        rc = ag_i_alloc_status();
     for (int r = 0; !rc && r < rounds; r++)
         rc = forward_round(t, r, X, Xn, err);
     free(Xn);
@@ -179,8 +179,8 @@ typedef struct {
 static float *back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
 {
     const int64_t N = t->N, D = t->D, HD = t->H * t->d;
-    float *all = ag_alloc(3 * N * D + 4 * N * HD + 2 * HD, sizeof(float), err,
-                          "rounds backward");
+    float *all = ag_i_alloc(3 * N * D + 4 * N * HD + 2 * HD, sizeof(float), err,
+                            "rounds backward");
     if (!all)
         return NULL;
     b->dX = all, b->Xn = b->dX + N * D, b->dXn = b->Xn + N * D, b->dM = b->dXn + N * D;
@@ -196,11 +196,11 @@ static int grads_reset(const ag_tape_t *t, ag_weights_t *grads, ag_error_t *err)
         ag_weights_t *g = &grads[k];
         const ag_weights_t *w = &t->layers[k];
         if (g->D != w->D || g->H != w->H || g->d != w->d || g->per_node != w->per_node)
-            return ag_fail(err, AG_EINVAL, "rounds backward: gradients %d are for D=%lld, "
-                           "%lld heads of %lld, per node %lld; layer %d has D=%lld, %lld heads "
-                           "of %lld, per node %lld", k + 1, (long long)g->D, (long long)g->H,
-                           (long long)g->d, (long long)g->per_node, k + 1, (long long)w->D,
-                           (long long)w->H, (long long)w->d, (long long)w->per_node);
+            return ag_i_fail(err, AG_EINVAL, "rounds backward: gradients %d are for D=%lld, "
+                             "%lld heads of %lld, per node %lld; layer %d has D=%lld, %lld heads "
+                             "of %lld, per node %lld", k + 1, (long long)g->D, (long long)g->H,
+                             (long long)g->d, (long long)g->per_node, k + 1, (long long)w->D,
+                             (long long)w->H, (long long)w->d, (long long)w->per_node);
         float **arrays[AG_I_WEIGHT_ARRAYS];
         int64_t sizes[AG_I_WEIGHT_ARRAYS];
         const int n = ag_i_weights_arrays(g, arrays, sizes);
@@ -328,14 +328,14 @@ int ag_rounds_backward(ag_tape_t *tape, const float *dY, float *dX0, ag_weights_
                        ag_error_t *err)
 {
     if (!tape || !dY)
-        return ag_fail(err, AG_EINVAL, "rounds backward: a tape and dY are required");
+        return ag_i_fail(err, AG_EINVAL, "rounds backward: a tape and dY are required");
     int rc = grads_reset(tape, grads, err);
     if (rc)
         return rc;
     back_bufs_t b;
     float *all = back_alloc(&b, tape, err);
     if (!all)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     memcpy(b.dX, dY, (size_t)(tape->N * tape->D) * sizeof *dY);
     for (int r = tape->rounds - 1; !rc && r >= 0; r--)
         rc = backward_round(tape, r, grads, &b, err);

@@ -51,7 +51,7 @@ const char *ag_status_str(ag_status_t status)
     return "unknown status";
 }
 
-int ag_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...)
+int ag_i_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
@@ -96,7 +96,7 @@ int64_t ag_memory_budget(void)
 /* The status of this thread's last failed allocation (AG_ENOMEM until one fails). */
 static _Thread_local ag_status_t alloc_failure = AG_ENOMEM;
 
-int ag_alloc_status(void)
+int ag_i_alloc_status(void)
 {
     return alloc_failure;
 }
@@ -110,18 +110,18 @@ static int within_budget(double bytes, ag_error_t *err, const char *what)
     if (bytes <= (double)budget)
         return 1;
     alloc_failure = AG_ELIMIT;
-    ag_fail(err, AG_ELIMIT, "%s needs %.3g GB; the memory budget is %.3g GB (%s)", what,
-            bytes / 1e9, (double)budget / 1e9,
-            budget_set ? "as set" : "the memory available now; raise --max-memory to try");
+    ag_i_fail(err, AG_ELIMIT, "%s needs %.3g GB; the memory budget is %.3g GB (%s)", what,
+              bytes / 1e9, (double)budget / 1e9,
+              budget_set ? "as set" : "the memory available now; raise --max-memory to try");
     return 0;
 }
 
-void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
+void *ag_i_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
 {
     if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / size)) {
         alloc_failure = AG_ENOMEM;
-        ag_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
-                what, (long long)n, size);
+        ag_i_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
+                  what, (long long)n, size);
         return NULL;
     }
     if (!within_budget((double)n * (double)size, err, what))
@@ -129,18 +129,18 @@ void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
     void *p = alloc_bytes((size_t)n * size, 16);
     if (!p) {
         alloc_failure = AG_ENOMEM;
-        ag_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what,
-                (double)n * (double)size / 1e6);
+        ag_i_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what,
+                  (double)n * (double)size / 1e6);
     }
     return p;
 }
 
-void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what)
+void *ag_i_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what)
 {
     if (n < 0 || (n > 0 && (uint64_t)n > (SIZE_MAX - 64) / size)) {
         alloc_failure = AG_ENOMEM;
-        ag_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
-                what, (long long)n, size);
+        ag_i_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
+                  what, (long long)n, size);
         return NULL;
     }
     const size_t bytes = ((size_t)n * size + 63) / 64 * 64;
@@ -149,14 +149,15 @@ void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what)
     void *p = alloc_bytes(bytes ? bytes : 64, 64);
     if (!p) {
         alloc_failure = AG_ENOMEM;
-        ag_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what, (double)bytes / 1e6);
+        ag_i_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what,
+                  (double)bytes / 1e6);
     }
     return p;
 }
 
-void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what)
+void *ag_i_calloc(int64_t n, size_t size, ag_error_t *err, const char *what)
 {
-    void *p = ag_alloc(n, size, err, what);
+    void *p = ag_i_alloc(n, size, err, what);
     if (p)
         memset(p, 0, n ? (size_t)n * size : 1);
     return p;
@@ -190,7 +191,7 @@ static void drop_warning(const char *reason, const char *file, int line)
     (void)line;
 }
 
-void ag_igraph_enter(void)
+void ag_i_igraph_enter(void)
 {
     igraph_reason[0] = '\0';
     igraph_reason_is_real = 0;
@@ -198,18 +199,18 @@ void ag_igraph_enter(void)
     host_warning_handler = igraph_set_warning_handler(drop_warning);
 }
 
-void ag_igraph_leave(void)
+void ag_i_igraph_leave(void)
 {
     igraph_set_error_handler(host_error_handler);
     igraph_set_warning_handler(host_warning_handler);
 }
 
-const char *ag_igraph_reason(void)
+const char *ag_i_igraph_reason(void)
 {
     return igraph_reason;
 }
 
-void ag_igraph_use_attributes(void)
+void ag_i_igraph_use_attributes(void)
 {
     if (!igraph_has_attribute_table())
         igraph_set_attribute_table(&igraph_cattribute_table);

@@ -24,7 +24,7 @@ static int blas_users, blas_saved;
 
 static void blas_single(int *omp_threads)
 {
-    *omp_threads = max_threads();
+    *omp_threads = ag_i_max_threads();
     pthread_mutex_lock(&blas_lock);
     if (blas_users++ == 0) {
         blas_saved = openblas_get_num_threads();
@@ -96,10 +96,10 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
     if (N <= 0)
         return AG_OK;
     const int64_t chunks = (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK, ab = a * b;
-    const int64_t group = chunks_in_flight(chunks, max_threads());
-    float *part = ag_alloc(group * ab, sizeof *part, err, "weight gradient partials");
+    const int64_t group = chunks_in_flight(chunks, ag_i_max_threads());
+    float *part = ag_i_alloc(group * ab, sizeof *part, err, "weight gradient partials");
     if (!part)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     int threads;
     blas_single(&threads);
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
@@ -134,7 +134,7 @@ void ag_i_project_per_node(float *Y, const float *X, const float *W, int64_t N, 
 #pragma omp parallel for if (N * in * out >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < N; i++)
         for (int64_t o = 0; o < out; o++)
-            Y[i * out + o] = dot(W + (i * out + o) * in, X + i * in, in);
+            Y[i * out + o] = ag_i_dot(W + (i * out + o) * in, X + i * in, in);
 }
 
 void ag_i_project_per_node_backward(float *dX, float *dW, const float *dY, const float *X,
@@ -168,10 +168,10 @@ int ag_i_sum_rows(int64_t N, int64_t width, int64_t work, ag_i_rows_fn fn, void 
     if (N <= 0)
         return AG_OK;
     const int64_t chunks = (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK;
-    const int64_t group = chunks_in_flight(chunks, max_threads());
-    double *part = ag_alloc(group * width, sizeof *part, err, "row sums");
+    const int64_t group = chunks_in_flight(chunks, ag_i_max_threads());
+    double *part = ag_i_alloc(group * width, sizeof *part, err, "row sums");
     if (!part)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
         const int64_t n = chunks - c0 < group ? chunks - c0 : group;
 #pragma omp parallel for if (n > 1 && work >= AG_PARALLEL_MIN_WORK) schedule(static)
@@ -197,8 +197,8 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
     if (!r)
         return ag_i_gemm_atb(G, A, B, N, a, b, err);
     const int64_t chunks = N > 0 ? (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK : 0, ab = a * b;
-    float *part = ag_alloc(chunks ? chunks * ab : 1, sizeof *part, err,
-                           "weight gradient partials");
+    float *part = ag_i_alloc(chunks ? chunks * ab : 1, sizeof *part, err,
+                             "weight gradient partials");
     if (!part)   /* the reducer still runs: every process must hear of the failure */
         return r->add_f(r, G, NULL, -1, ab, err);
     int threads;
@@ -220,7 +220,7 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
 
 int ag_i_reducer_failed(const ag_i_reducer_t *r, int64_t width, ag_error_t *err)
 {
-    return r ? r->add_d(r, NULL, NULL, -1, width, err) : ag_alloc_status();
+    return r ? r->add_d(r, NULL, NULL, -1, width, err) : ag_i_alloc_status();
 }
 
 int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t work,
@@ -230,7 +230,7 @@ int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t w
     if (!r)
         return ag_i_sum_rows(N, width, work, fn, ctx, out, err);
     const int64_t chunks = N > 0 ? (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK : 0;
-    double *part = ag_calloc(chunks ? chunks * width : 1, sizeof *part, err, "row sums");
+    double *part = ag_i_calloc(chunks ? chunks * width : 1, sizeof *part, err, "row sums");
     if (!part)
         return ag_i_reducer_failed(r, width, err);
 #pragma omp parallel for if (chunks > 1 && work >= AG_PARALLEL_MIN_WORK) schedule(static)

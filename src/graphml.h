@@ -16,7 +16,7 @@
  * max_nodes nodes. Memory beyond INT_MAX bytes is refused (AG_ELIMIT):
  * libxml2 takes the length as an int. Time O(n log n) in the ids.
  */
-int ag_graphml_check_ids(const char *path, const char *mem, size_t mem_len, int64_t max_nodes,
-                         ag_error_t *err);
+int ag_i_graphml_check_ids(const char *path, const char *mem, size_t mem_len, int64_t max_nodes,
+                           ag_error_t *err);
 
 #endif

@@ -25,21 +25,21 @@
 #define AG_PARALLEL_MIN_WORK ((int64_t)1 << 16)
 
 /* Records a failure in err (if not NULL) and returns status. */
-int ag_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...) AG_PRINTF(3, 4);
+int ag_i_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...) AG_PRINTF(3, 4);
 
 /* malloc of n elements of size bytes each, failing cleanly on overflow. */
-void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what);
-void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
-/* ag_alloc aligned to a 64-byte cache line (free with free()): vectors then
+void *ag_i_alloc(int64_t n, size_t size, ag_error_t *err, const char *what);
+void *ag_i_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
+/* ag_i_alloc aligned to a 64-byte cache line (free with free()): vectors then
    never straddle two lines. */
-void *ag_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
+void *ag_i_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
 /*
- * The status of the last ag_alloc, ag_calloc or ag_alloc_lines that failed on
+ * The status of the last ag_i_alloc, ag_i_calloc or ag_i_alloc_lines that failed on
  * this thread: AG_ELIMIT when the memory budget refused it, else AG_ENOMEM.
  * What a caller returns when one of them gave NULL (never a literal AG_ENOMEM):
  * the status then is the one recorded in err, also when err is NULL.
  */
-int ag_alloc_status(void);
+int ag_i_alloc_status(void);
 
 /* Elements first .. first+n-1 of what ag_random_normal(.., seed, stream, scale)
    draws, into x [n]: a process's rows of the one-process numbers. */
@@ -90,10 +90,10 @@ int ag_i_plain_scale(const ag_score_t *score, int64_t d, float *scale);
 /* Skips a UTF-8 byte-order mark at the start of f (1 if there was one);
    otherwise f goes back to its start (0), or -1 with errno set where it
    cannot seek (a pipe: read such input into memory instead). */
-int ag_skip_bom(FILE *f);
+int ag_i_skip_bom(FILE *f);
 
 /* In a sorted a[0..n), the index of the last element <= x (0 if there is none). */
-static inline int64_t ag_last_at_most(const int64_t *a, int64_t n, int64_t x)
+static inline int64_t ag_i_last_at_most(const int64_t *a, int64_t n, int64_t x)
 {
     int64_t lo = 0, hi = n;
     while (hi - lo > 1) {
@@ -107,16 +107,16 @@ static inline int64_t ag_last_at_most(const int64_t *a, int64_t n, int64_t x)
 }
 
 /*
- * igraph calls: between ag_igraph_enter() and ag_igraph_leave() igraph errors
+ * igraph calls: between ag_i_igraph_enter() and ag_i_igraph_leave() igraph errors
  * are recorded instead of aborting, and warnings are dropped. The host's
  * handlers are restored on leave. Not reentrant, like igraph itself.
  */
-void ag_igraph_enter(void);
-void ag_igraph_leave(void);
+void ag_i_igraph_enter(void);
+void ag_i_igraph_leave(void);
 /* Sets igraph's C attribute table unless one is set: a graph created
    before it has no attribute storage, and setting attributes on it crashes. */
-void ag_igraph_use_attributes(void);
+void ag_i_igraph_use_attributes(void);
 /* The reason of the last igraph error inside the guard ("" if none). */
-const char *ag_igraph_reason(void);
+const char *ag_i_igraph_reason(void);
 
 #endif

@@ -35,24 +35,24 @@ struct ag_optimizer {
 static int opts_check(const ag_optimizer_opts_t *o, ag_error_t *err)
 {
     if (o->kind < AG_OPT_ADAM || o->kind > AG_OPT_SGD)
-        return ag_fail(err, AG_EINVAL, "optimizer: unknown kind %d", (int)o->kind);
+        return ag_i_fail(err, AG_EINVAL, "optimizer: unknown kind %d", (int)o->kind);
     if (!(o->lr > 0) || !isfinite(o->lr))
-        return ag_fail(err, AG_EINVAL, "optimizer: learning rate %g; expected a finite value > 0",
-                       o->lr);
+        return ag_i_fail(err, AG_EINVAL, "optimizer: learning rate %g; expected a finite value > 0",
+                         o->lr);
     if (!(o->momentum >= 0 && o->momentum < 1))
-        return ag_fail(err, AG_EINVAL, "optimizer: momentum %g; expected 0 <= momentum < 1",
-                       o->momentum);
+        return ag_i_fail(err, AG_EINVAL, "optimizer: momentum %g; expected 0 <= momentum < 1",
+                         o->momentum);
     if (!(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1))
-        return ag_fail(err, AG_EINVAL, "optimizer: betas %g, %g; expected each in [0, 1)",
-                       o->beta1, o->beta2);
+        return ag_i_fail(err, AG_EINVAL, "optimizer: betas %g, %g; expected each in [0, 1)",
+                         o->beta1, o->beta2);
     if (!(o->eps >= 0) || !isfinite(o->eps))
-        return ag_fail(err, AG_EINVAL, "optimizer: eps %g; expected a finite value >= 0", o->eps);
+        return ag_i_fail(err, AG_EINVAL, "optimizer: eps %g; expected a finite value >= 0", o->eps);
     if (!(o->weight_decay >= 0) || !isfinite(o->weight_decay))
-        return ag_fail(err, AG_EINVAL, "optimizer: weight decay %g; expected a finite value >= 0",
-                       o->weight_decay);
+        return ag_i_fail(err, AG_EINVAL, "optimizer: weight decay %g; expected a finite value >= 0",
+                         o->weight_decay);
     if (!(o->clip >= 0) || !isfinite(o->clip))
-        return ag_fail(err, AG_EINVAL, "optimizer: clip %g; expected a finite value >= 0 (0: "
-                       "none)", o->clip);
+        return ag_i_fail(err, AG_EINVAL, "optimizer: clip %g; expected a finite value >= 0 (0: "
+                         "none)", o->clip);
     return AG_OK;
 }
 
@@ -66,13 +66,13 @@ int ag_optimizer_init(ag_optimizer_t **opt, const ag_optimizer_opts_t *o, ag_err
 {
     *opt = NULL;
     if (!o)
-        return ag_fail(err, AG_EINVAL, "optimizer: no options");
+        return ag_i_fail(err, AG_EINVAL, "optimizer: no options");
     int rc = opts_check(o, err);
     if (rc)
         return rc;
-    ag_optimizer_t *p = ag_calloc(1, sizeof *p, err, "optimizer");
+    ag_optimizer_t *p = ag_i_calloc(1, sizeof *p, err, "optimizer");
     if (!p)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     p->o = *o;
     *opt = p;
     return AG_OK;
@@ -92,14 +92,14 @@ int ag_optimizer_add(ag_optimizer_t *opt, float *param, const float *grad, int64
                      ag_error_t *err)
 {
     if (!opt || !param || !grad || n <= 0)
-        return ag_fail(err, AG_EINVAL, "optimizer: parameter %d: %s of %lld floats; expected an "
-                       "array, its gradient and n >= 1", opt ? opt->n_params + 1 : 0,
-                       param && grad ? "arrays" : "no array", (long long)n);
+        return ag_i_fail(err, AG_EINVAL, "optimizer: parameter %d: %s of %lld floats; expected an "
+                         "array, its gradient and n >= 1", opt ? opt->n_params + 1 : 0,
+                         param && grad ? "arrays" : "no array", (long long)n);
     if (opt->n_params == opt->cap) {
         const int cap = opt->cap ? 2 * opt->cap : 16;
-        param_t *grown = ag_alloc(cap, sizeof *grown, err, "optimizer");
+        param_t *grown = ag_i_alloc(cap, sizeof *grown, err, "optimizer");
         if (!grown)
-            return ag_alloc_status();
+            return ag_i_alloc_status();
         if (opt->n_params)
             memcpy(grown, opt->params, (size_t)opt->n_params * sizeof *grown);
         free(opt->params);
@@ -108,11 +108,11 @@ int ag_optimizer_add(ag_optimizer_t *opt, float *param, const float *grad, int64
     param_t p = {param, grad, n, NULL, NULL};
     const int adam = opt->o.kind != AG_OPT_SGD;
     if ((adam || opt->o.momentum > 0) &&
-        !(p.m = ag_calloc(n, sizeof(float), err, "optimizer state")))
-        return ag_alloc_status();
-    if (adam && !(p.v = ag_calloc(n, sizeof(float), err, "optimizer state"))) {
+        !(p.m = ag_i_calloc(n, sizeof(float), err, "optimizer state")))
+        return ag_i_alloc_status();
+    if (adam && !(p.v = ag_i_calloc(n, sizeof(float), err, "optimizer state"))) {
         free(p.m);
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     }
     opt->params[opt->n_params++] = p;
     return AG_OK;
@@ -178,7 +178,7 @@ static void step_adam(const ag_optimizer_opts_t *o, const param_t *p, double sca
 int ag_optimizer_step(ag_optimizer_t *opt, double *grad_norm_out, ag_error_t *err)
 {
     if (!opt)
-        return ag_fail(err, AG_EINVAL, "optimizer: none");
+        return ag_i_fail(err, AG_EINVAL, "optimizer: none");
     double norm;
     int rc = grad_norm(opt, &norm, err);
     if (rc)
@@ -186,8 +186,8 @@ int ag_optimizer_step(ag_optimizer_t *opt, double *grad_norm_out, ag_error_t *er
     if (grad_norm_out)
         *grad_norm_out = norm;
     if (!isfinite(norm))
-        return ag_fail(err, AG_EINVAL, "optimizer: the gradients are not finite (norm %g); no "
-                       "parameter was changed", norm);
+        return ag_i_fail(err, AG_EINVAL, "optimizer: the gradients are not finite (norm %g); no "
+                         "parameter was changed", norm);
     const double scale = opt->o.clip > 0 && norm > opt->o.clip ? opt->o.clip / norm : 1.0;
     opt->t++;
     for (int k = 0; k < opt->n_params; k++) {

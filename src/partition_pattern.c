@@ -34,7 +34,7 @@ typedef struct {
 
 static int oom(const counter_t *c, ag_error_t *err)
 {
-    return ag_fail(err, AG_ENOMEM, "pattern '%s': out of memory while planning", c->pat->spec);
+    return ag_i_fail(err, AG_ENOMEM, "pattern '%s': out of memory while planning", c->pat->spec);
 }
 
 static const ivl_list_t *sources(counter_t *c, int64_t i, ag_error_t *err)
@@ -62,16 +62,16 @@ static int degree(counter_t *c, int64_t i, int64_t *deg, ag_error_t *err)
 /* messages: the estimate, or 0 when counting stopped at the limit */
 static int too_many(const counter_t *c, double messages, ag_error_t *err)
 {
-    return ag_fail(err, AG_ELIMIT, "pattern '%s' on %lld nodes has %s %.3g messages: more than "
-                   "a plan counts", c->pat->spec, (long long)c->N, messages ? "about" : "over",
-                   messages ? messages : (double)MAX_MESSAGES);
+    return ag_i_fail(err, AG_ELIMIT, "pattern '%s' on %lld nodes has %s %.3g messages: more than "
+                     "a plan counts", c->pat->spec, (long long)c->N, messages ? "about" : "over",
+                     messages ? messages : (double)MAX_MESSAGES);
 }
 
 static int exact_bounds(counter_t *c, int n_parts, int64_t *first, ag_error_t *err)
 {
-    int64_t *indptr = ag_alloc(c->N + 1, sizeof *indptr, err, "pattern in-degrees");
+    int64_t *indptr = ag_i_alloc(c->N + 1, sizeof *indptr, err, "pattern in-degrees");
     if (!indptr)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     int rc = AG_OK;
     indptr[0] = 0;
     for (int64_t i = 0; i < c->N && !rc; i++) {
@@ -92,9 +92,9 @@ static int exact_bounds(counter_t *c, int n_parts, int64_t *first, ag_error_t *e
 static int sampled_bounds(counter_t *c, int n_parts, int64_t *first, ag_error_t *err)
 {
     const int64_t S = c->N < STRATA ? c->N : STRATA;
-    double *pre = ag_alloc(S + 1, sizeof *pre, err, "pattern strata");
-    double *w = ag_alloc(S, sizeof *w, err, "pattern strata");
-    int rc = pre && w ? AG_OK : ag_alloc_status();
+    double *pre = ag_i_alloc(S + 1, sizeof *pre, err, "pattern strata");
+    double *w = ag_i_alloc(S, sizeof *w, err, "pattern strata");
+    int rc = pre && w ? AG_OK : ag_i_alloc_status();
     if (pre)
         pre[0] = 0;
     for (int64_t s = 0; s < S && !rc; s++) {
@@ -300,11 +300,11 @@ int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_patter
                          int *exact, ag_error_t *err)
 {
     if (n_parts < 1 || n_parts > AG_PARTITION_MAX_PARTS)
-        return ag_fail(err, AG_EINVAL, "partition: %d parts; expected 1 to %d", n_parts,
-                       AG_PARTITION_MAX_PARTS);
+        return ag_i_fail(err, AG_EINVAL, "partition: %d parts; expected 1 to %d", n_parts,
+                         AG_PARTITION_MAX_PARTS);
     if (sample < AG_SAMPLE_EXACT)
-        return ag_fail(err, AG_EINVAL, "partition: sample %lld; expected -1 (exact), 0 (auto) "
-                       "or a count", (long long)sample);
+        return ag_i_fail(err, AG_EINVAL, "partition: sample %lld; expected -1 (exact), 0 (auto) "
+                         "or a count", (long long)sample);
     int rc = pattern_check(pattern, n_nodes, err);
     if (rc)
         return rc;
@@ -316,8 +316,8 @@ int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_patter
                         : sampled_bounds(&c, n_parts, first, err);
     is_exact = sample < 0;
     if (!rc && stats &&
-        !(c.seen = ag_calloc(n_nodes / 64 + 1, sizeof *c.seen, err, "planner marks")))
-        rc = ag_alloc_status();
+        !(c.seen = ag_i_calloc(n_nodes / 64 + 1, sizeof *c.seen, err, "planner marks")))
+        rc = ag_i_alloc_status();
     for (int p = 0; stats && p < n_parts && !rc; p++)
         rc = count_part(&c, first[p], first[p + 1], sample, &stats[p], &is_exact, err);
     free(c.seen), free(c.points);

@@ -26,14 +26,14 @@ int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_e
 {
     memset(ws, 0, sizeof *ws);
     if (N <= 0 || HD <= 0 || D <= 0 || N > INT64_MAX / (HD > D ? HD : D))
-        return ag_fail(err, AG_EINVAL, "workspace: [%lld, %lld, %lld] is not a valid size",
-                       (long long)N, (long long)HD, (long long)D);
+        return ag_i_fail(err, AG_EINVAL, "workspace: [%lld, %lld, %lld] is not a valid size",
+                         (long long)N, (long long)HD, (long long)D);
     ws->N = N, ws->HD = HD, ws->D = D;
     float **bufs[4] = {&ws->Q, &ws->K, &ws->V, &ws->M};
     for (int b = 0; b < 4; b++)
-        if (!(*bufs[b] = ag_alloc(N * HD, sizeof(float), err, "workspace"))) {
+        if (!(*bufs[b] = ag_i_alloc(N * HD, sizeof(float), err, "workspace"))) {
             ag_workspace_destroy(ws);
-            return ag_alloc_status();
+            return ag_i_alloc_status();
         }
     return AG_OK;   /* Xn and X_prev: by ag_rounds_run, when a run needs them */
 }
@@ -42,23 +42,24 @@ int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
                       int rounds, ag_error_t *err)
 {
     if (rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
-        return ag_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
-                       "for all rounds or one per round", rounds, n_layers);
+        return ag_i_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
+                         "for all rounds or one per round", rounds, n_layers);
     const ag_weights_t *first = &layers[0];
     const int64_t N = nb->n_nodes, D = first->D, HD = first->H * first->d;
     if (N > INT32_MAX || D > INT32_MAX || HD > INT32_MAX)
-        return ag_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not supported by BLAS");
+        return ag_i_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
+                         "supported by BLAS");
     for (int k = 0; k < n_layers; k++) {
         const ag_weights_t *w = &layers[k];
         if (w->D != first->D || w->H * w->d != first->H * first->d || w->H != first->H)
-            return ag_fail(err, AG_EINVAL, "rounds: layer %d has D=%lld, %lld heads of %lld; "
-                           "layer 1 has D=%lld, %lld heads of %lld", k + 1, (long long)w->D,
-                           (long long)w->H, (long long)w->d, (long long)first->D,
-                           (long long)first->H, (long long)first->d);
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has D=%lld, %lld heads of %lld; "
+                             "layer 1 has D=%lld, %lld heads of %lld", k + 1, (long long)w->D,
+                             (long long)w->H, (long long)w->d, (long long)first->D,
+                             (long long)first->H, (long long)first->d);
         if (w->per_node && w->per_node != N)
-            return ag_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
-                           "node%s; the graph has %lld", k + 1, (long long)w->per_node,
-                           AG_PLURAL(w->per_node), (long long)N);
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
+                             "node%s; the graph has %lld", k + 1, (long long)w->per_node,
+                             AG_PLURAL(w->per_node), (long long)N);
     }
     return AG_OK;
 }
@@ -67,10 +68,10 @@ static int check_workspace(const ag_workspace_t *ws, const ag_nbhd_t *nb,
                            const ag_weights_t *w, ag_error_t *err)
 {
     if (ws->N != nb->n_nodes || ws->HD != w->H * w->d || ws->D != w->D)
-        return ag_fail(err, AG_EINVAL, "rounds: workspace is [%lld, %lld, %lld]; expected "
-                       "[%lld, %lld, %lld]", (long long)ws->N, (long long)ws->HD,
-                       (long long)ws->D, (long long)nb->n_nodes, (long long)(w->H * w->d),
-                       (long long)w->D);
+        return ag_i_fail(err, AG_EINVAL, "rounds: workspace is [%lld, %lld, %lld]; expected "
+                         "[%lld, %lld, %lld]", (long long)ws->N, (long long)ws->HD,
+                         (long long)ws->D, (long long)nb->n_nodes, (long long)(w->H * w->d),
+                         (long long)w->D);
     return AG_OK;
 }
 
@@ -88,20 +89,20 @@ int ag_i_round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_
                      ag_error_t *err)
 {
     if (o && (!(o->ln_eps >= 0) || !isfinite(o->ln_eps)))
-        return ag_fail(err, AG_EINVAL, "rounds: ln_eps %g; expected a finite value >= 0 (1e-5 "
-                       "in AG_ROUND_OPTS_INIT)", o->ln_eps);
+        return ag_i_fail(err, AG_EINVAL, "rounds: ln_eps %g; expected a finite value >= 0 (1e-5 "
+                         "in AG_ROUND_OPTS_INIT)", o->ln_eps);
     *sc = o && o->score ? *o->score : (ag_score_t)AG_SCORE_INIT;
     if (sc->kind == AG_SCORE_ADDITIVE && !sc->a_src) {
         sc->a_src = w->attn_src, sc->a_dst = w->attn_dst;
         if (!sc->a_src || !sc->a_dst)
-            return ag_fail(err, AG_EINVAL, "rounds: additive scores need attn_src and attn_dst "
-                           "[H, d] in layer %d's weights", k + 1);
+            return ag_i_fail(err, AG_EINVAL, "rounds: additive scores need attn_src and attn_dst "
+                             "[H, d] in layer %d's weights", k + 1);
     }
     if (sc->kind == AG_SCORE_GATV2 && !sc->a_src) {
         sc->a_src = w->attn;
         if (!sc->a_src)
-            return ag_fail(err, AG_EINVAL, "rounds: gatv2 scores need attn [H, d] in layer %d's "
-                           "weights", k + 1);
+            return ag_i_fail(err, AG_EINVAL, "rounds: gatv2 scores need attn [H, d] in layer %d's "
+                             "weights", k + 1);
     }
     return AG_OK;
 }
@@ -184,17 +185,17 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
     const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
     const int callback = opts && opts->on_round;
     /* the buffers only some runs need, made once and kept in ws */
-    if (layer_norm && !ws->Xn && !(ws->Xn = ag_alloc(N * D, sizeof(float), err, "workspace")))
-        return ag_alloc_status();
+    if (layer_norm && !ws->Xn && !(ws->Xn = ag_i_alloc(N * D, sizeof(float), err, "workspace")))
+        return ag_i_alloc_status();
     if (callback && !ws->X_prev &&
-        !(ws->X_prev = ag_alloc(N * D, sizeof(float), err, "workspace")))
-        return ag_alloc_status();
+        !(ws->X_prev = ag_i_alloc(N * D, sizeof(float), err, "workspace")))
+        return ag_i_alloc_status();
     const int figures = callback && opts->figures, distance = figures && opts->figures == 2;
     const int64_t H = layers[0].H;
     float **bufs[3] = {&ws->entropy, &ws->max_weight, &ws->distance};
     for (int b = 0; b < (distance ? 3 : figures ? 2 : 0); b++)
-        if (!*bufs[b] && !(*bufs[b] = ag_alloc(N * H, sizeof(float), err, "workspace")))
-            return ag_alloc_status();
+        if (!*bufs[b] && !(*bufs[b] = ag_i_alloc(N * H, sizeof(float), err, "workspace")))
+            return ag_i_alloc_status();
     round_progress_t progress = {opts, 0};
     const ag_attention_opts_t attn = {
         .entropy = figures ? ws->entropy : NULL, .max_weight = figures ? ws->max_weight : NULL,
@@ -275,9 +276,9 @@ int ag_round_figures(const ag_round_t *round, ag_round_figures_t *f, ag_error_t 
         f->entropy = n ? sum / (double)n : NAN;
         return AG_OK;
     }
-    double *stats = ag_alloc(2 * N, sizeof *stats, err, "round figures");
+    double *stats = ag_i_alloc(2 * N, sizeof *stats, err, "round figures");
     if (!stats)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     int rc = ag_attention_stats(round->nb, ws->Q, ws->K, H, round->w->d, round->score,
                                 stats, NULL, stats + N, err);
     for (int64_t i = 0; !rc && i < N; i++)

@@ -111,9 +111,9 @@ int ag_blas_fix(char **argv, ag_error_t *err)
         unsetenv("OPENBLAS_CORETYPE");
     unsetenv(RESTARTED);
     free(was);
-    return ag_fail(err, AG_EIO, "OpenBLAS chose its %s kernels on a CPU that runs %s; "
-                   "restarting with OPENBLAS_CORETYPE=%s failed: %s", info.chosen, info.best,
-                   info.best, strerror(e));
+    return ag_i_fail(err, AG_EIO, "OpenBLAS chose its %s kernels on a CPU that runs %s; "
+                     "restarting with OPENBLAS_CORETYPE=%s failed: %s", info.chosen, info.best,
+                     info.best, strerror(e));
 }
 
 const char *ag_version(void)

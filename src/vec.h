@@ -15,13 +15,13 @@
  */
 #define AG_EXP_CUTOFF (-87.0f)
 
-static inline float exp_or_zero(float x)
+static inline float ag_i_exp_or_zero(float x)
 {
     return x < AG_EXP_CUTOFF ? 0.0f : expf(x);
 }
 
 /* gcc vectorises a float reduction only when told it may reorder it. */
-static inline float dot(const float *a, const float *b, int64_t n)
+static inline float ag_i_dot(const float *a, const float *b, int64_t n)
 {
     float s = 0.0f;
 #pragma omp simd reduction(+ : s)
@@ -30,7 +30,7 @@ static inline float dot(const float *a, const float *b, int64_t n)
     return s;
 }
 
-static inline int max_threads(void)
+static inline int ag_i_max_threads(void)
 {
 #ifdef _OPENMP
     return omp_get_max_threads();
@@ -39,7 +39,7 @@ static inline int max_threads(void)
 #endif
 }
 
-static inline int thread_id(void)
+static inline int ag_i_thread_id(void)
 {
 #ifdef _OPENMP
     return omp_get_thread_num();
@@ -49,7 +49,7 @@ static inline int thread_id(void)
 }
 
 /* The threads of the team running the caller (1 outside a parallel region). */
-static inline int team_size(void)
+static inline int ag_i_team_size(void)
 {
 #ifdef _OPENMP
     return omp_get_num_threads();
@@ -63,17 +63,17 @@ static inline int team_size(void)
 typedef struct {
     float *buf;
     int64_t stride;
-} scratch_t;
+} ag_i_scratch_t;
 
-static inline int64_t scratch_stride(int64_t per_thread)
+static inline int64_t ag_i_scratch_stride(int64_t per_thread)
 {
     const int64_t line = 64 / (int64_t)sizeof(float);
     return (per_thread + line - 1) / line * line + line;
 }
 
-static inline float *scratch_mine(const scratch_t *s)
+static inline float *ag_i_scratch_mine(const ag_i_scratch_t *s)
 {
-    return s->buf + (int64_t)thread_id() * s->stride;
+    return s->buf + (int64_t)ag_i_thread_id() * s->stride;
 }
 
 #endif

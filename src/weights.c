@@ -74,8 +74,8 @@ int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t 
 {
     memset(w, 0, sizeof *w);
     if (D <= 0 || H <= 0 || d <= 0 || per_node < 0)
-        return ag_fail(err, AG_EINVAL, "weights: D=%lld, H=%lld, d=%lld; expected all >= 1",
-                       (long long)D, (long long)H, (long long)d);
+        return ag_i_fail(err, AG_EINVAL, "weights: D=%lld, H=%lld, d=%lld; expected all >= 1",
+                         (long long)D, (long long)H, (long long)d);
     const int64_t HD = H * d, copies = per_node ? per_node : 1;
     w->D = D, w->H = H, w->d = d, w->per_node = per_node;
     /* wq wk wv wo, then attn_src attn_dst attn; LayerNorm stays the identity */
@@ -85,9 +85,9 @@ int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t 
         const int64_t n = m < 3 ? copies * HD * D : m == 3 ? D * HD : HD;
         const int64_t fan_in = m < 3 ? D : m == 3 ? HD : d;
         float **p = mats_of(w, m);
-        if (!(*p = ag_alloc(n, sizeof(float), err, "weights"))) {
+        if (!(*p = ag_i_alloc(n, sizeof(float), err, "weights"))) {
             ag_weights_destroy(w);
-            return ag_alloc_status();
+            return ag_i_alloc_status();
         }
         ag_random_normal(*p, n, seed, (uint64_t)m + 1, 1.0f / sqrtf((float)fan_in));
     }
@@ -125,9 +125,9 @@ static int load_array(float **out, const char *dir, const char *name, int ndim,
             snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%lld", k ? ", " : "",
                      (long long)want[k]);
         ag_array_destroy(&a);
-        return ag_fail(err, AG_EINVAL, "%s is [%s]; expected [%s]%s", path, got, exp,
-                       ndim == 2 && strncmp(name, "attn", 4) ? " ([out, in] like "
-                       "torch.nn.Linear.weight)" : "");
+        return ag_i_fail(err, AG_EINVAL, "%s is [%s]; expected [%s]%s", path, got, exp,
+                         ndim == 2 && strncmp(name, "attn", 4) ? " ([out, in] like "
+                         "torch.nn.Linear.weight)" : "");
     }
     *out = a.data;
     return AG_OK;
@@ -137,7 +137,7 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
 {
     memset(w, 0, sizeof *w);
     if (H <= 0)
-        return ag_fail(err, AG_EINVAL, "weights: %lld heads; expected >= 1", (long long)H);
+        return ag_i_fail(err, AG_EINVAL, "weights: %lld heads; expected >= 1", (long long)H);
     /* wq decides: [H*d, D] shared, or [N, H*d, D] per node */
     char path[4096];
     snprintf(path, sizeof path, "%s/wq.npy", dir);
@@ -147,8 +147,8 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
         return rc;
     if (a.ndim != 2 && a.ndim != 3) {
         ag_array_destroy(&a);
-        return ag_fail(err, AG_EINVAL, "%s has %d dimensions; expected [H*d, D] or per node "
-                       "[N, H*d, D]", path, a.ndim);
+        return ag_i_fail(err, AG_EINVAL, "%s has %d dimensions; expected [H*d, D] or per node "
+                         "[N, H*d, D]", path, a.ndim);
     }
     const int per_node = a.ndim == 3;
     int64_t shape[3];
@@ -157,8 +157,8 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
     w->per_node = per_node ? shape[0] : 0;
     const int64_t HD = shape[per_node], D = shape[per_node + 1];
     if (HD % H != 0)
-        rc = ag_fail(err, AG_EINVAL, "%s has %lld row%s, not a multiple of %lld head%s",
-                     path, (long long)HD, HD == 1 ? "" : "s", (long long)H, H == 1 ? "" : "s");
+        rc = ag_i_fail(err, AG_EINVAL, "%s has %lld row%s, not a multiple of %lld head%s",
+                       path, (long long)HD, HD == 1 ? "" : "s", (long long)H, H == 1 ? "" : "s");
     const int64_t d = HD / H;
     const int64_t wo[2] = {D, HD}, vec[1] = {D}, hd[2] = {H, d};
     if (!rc)
@@ -195,18 +195,18 @@ int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm
 {
     memset(g, 0, sizeof *g);
     if (w->D <= 0 || w->H <= 0 || w->d <= 0 || w->per_node < 0)
-        return ag_fail(err, AG_EINVAL, "gradients: weights of D=%lld, H=%lld, d=%lld; expected "
-                       "all >= 1", (long long)w->D, (long long)w->H, (long long)w->d);
+        return ag_i_fail(err, AG_EINVAL, "gradients: weights of D=%lld, H=%lld, d=%lld; expected "
+                         "all >= 1", (long long)w->D, (long long)w->H, (long long)w->d);
     g->D = w->D, g->H = w->H, g->d = w->d, g->per_node = w->per_node;
     /* wq wk wv wo always, LayerNorm's when asked, the rest where w has them */
     const float *has[N_MATS] = {w->wq, w->wk, w->wv, w->wo, w->ln_weight, w->ln_bias,
                                 w->attn_src, w->attn_dst, w->attn};
     for (int m = 0; m < N_MATS; m++) {
         const int wanted = m < 4 || has[m] || (m < 6 && layer_norm);
-        if (wanted && !(*mats_of(g, m) = ag_calloc(mat_size(w, m), sizeof(float), err,
-                                                   "gradients"))) {
+        if (wanted && !(*mats_of(g, m) = ag_i_calloc(mat_size(w, m), sizeof(float), err,
+                                                     "gradients"))) {
             ag_weights_destroy(g);
-            return ag_alloc_status();
+            return ag_i_alloc_status();
         }
     }
     return AG_OK;
@@ -215,15 +215,15 @@ int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm
 int ag_weights_add_layer_norm(ag_weights_t *w, ag_error_t *err)
 {
     if (w->D <= 0)
-        return ag_fail(err, AG_EINVAL, "weights: D=%lld; expected >= 1", (long long)w->D);
+        return ag_i_fail(err, AG_EINVAL, "weights: D=%lld; expected >= 1", (long long)w->D);
     if (!w->ln_weight) {
-        if (!(w->ln_weight = ag_alloc(w->D, sizeof(float), err, "LayerNorm weight")))
-            return ag_alloc_status();
+        if (!(w->ln_weight = ag_i_alloc(w->D, sizeof(float), err, "LayerNorm weight")))
+            return ag_i_alloc_status();
         for (int64_t c = 0; c < w->D; c++)
             w->ln_weight[c] = 1.0f;
     }
-    if (!w->ln_bias && !(w->ln_bias = ag_calloc(w->D, sizeof(float), err, "LayerNorm bias")))
-        return ag_alloc_status();
+    if (!w->ln_bias && !(w->ln_bias = ag_i_calloc(w->D, sizeof(float), err, "LayerNorm bias")))
+        return ag_i_alloc_status();
     return AG_OK;
 }
 

@@ -705,7 +705,7 @@ START_TEST(plain_dot_on_awkward_graphs)
                                           &err),
                     AG_OK);
                 for (int64_t i = 0; i < N * H; i++)
-                    Dd[i] = dot(p.dM + i * d, M + i * d, d);
+                    Dd[i] = ag_i_dot(p.dM + i * d, M + i * d, d);
                 const ag_i_bwd_t op = {&p.g.nb, p.Q, p.K, p.V, p.dM, H, d, 1 / sqrtf((float)d),
                                        NULL, lse, Dd, {p.dQ, p.dK, p.dV, NULL, NULL, NULL}};
                 ck_assert_int_eq(ag_i_backward_simple(&op, &err), AG_OK);

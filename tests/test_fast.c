@@ -232,7 +232,7 @@ static void exp2_all(const float *x, float *y, int64_t n)
 {
     static void (*const variants[3])(const float *, float *, int64_t) = {exp2_base, exp2_avx2,
                                                                          exp2_avx512};
-    variants[ag_simd_level()](x, y, n);
+    variants[ag_i_simd_level()](x, y, n);
 }
 
 /* The vector exp2 over [-126, 0] against libm in double: relative error
@@ -269,9 +269,9 @@ END_TEST
    attention: forced one by one (this CPU runs them all when it has AVX-512). */
 START_TEST(every_instruction_set_variant)
 {
-    const ag_simd_level_t best = ag_simd_level();
+    const ag_simd_level_t best = ag_i_simd_level();
     for (int level = AG_SIMD_BASE; level <= (int)best; level++) {
-        ag_simd_force(level);
+        ag_i_simd_force(level);
         check_kernel(ag_i_attention_tiled, "causal", 150, 2, 20, 1.0f);
         check_kernel(ag_i_attention_tiled, "window:40", 300, 1, 64, 3.0f);
         check_kernel(ag_i_attention_gather, "random:9,2+window:2", 200, 2, 24, 1.0f);
@@ -281,8 +281,8 @@ START_TEST(every_instruction_set_variant)
         ck_assert_float_eq(y[4], 0.0f);
         ck_assert_float_eq(y[5], 0.0f);
     }
-    ag_simd_force(-1);
-    ck_assert_int_eq(ag_simd_level(), best);
+    ag_i_simd_force(-1);
+    ck_assert_int_eq(ag_i_simd_level(), best);
 }
 END_TEST
 
@@ -291,14 +291,14 @@ END_TEST
    another's loops would run, and pass every bitwise test between the two). */
 START_TEST(each_instruction_set_registers_its_own_loops)
 {
-    const ag_simd_level_t best = ag_simd_level();
+    const ag_simd_level_t best = ag_i_simd_level();
     const ag_i_isa_t *sets[3] = {NULL, NULL, NULL};
     for (int level = AG_SIMD_BASE; level <= (int)best; level++) {
-        ag_simd_force(level);
+        ag_i_simd_force(level);
         sets[level] = ag_i_isa();
         ck_assert_int_eq(sets[level]->level, level);
     }
-    ag_simd_force(-1);
+    ag_i_simd_force(-1);
     for (int a = AG_SIMD_BASE; a <= (int)best; a++)
         for (int b = a + 1; b <= (int)best; b++) {
             const ag_i_isa_t *x = sets[a], *y = sets[b];

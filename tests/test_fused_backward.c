@@ -513,9 +513,9 @@ END_TEST
 /* Every compiled variant (x86-64 baseline, AVX2, AVX-512), forced one by one. */
 START_TEST(every_instruction_set_variant)
 {
-    const ag_simd_level_t best = ag_simd_level();
+    const ag_simd_level_t best = ag_i_simd_level();
     for (int level = AG_SIMD_BASE; level <= (int)best; level++) {
-        ag_simd_force(level);
+        ag_i_simd_force(level);
         const struct {
             const char *spec;
             int64_t N, H, d;
@@ -528,8 +528,8 @@ START_TEST(every_instruction_set_variant)
             prob_free(&p);
         }
     }
-    ag_simd_force(-1);
-    ck_assert_int_eq(ag_simd_level(), best);
+    ag_i_simd_force(-1);
+    ck_assert_int_eq(ag_i_simd_level(), best);
 }
 END_TEST
 

@@ -619,11 +619,11 @@ START_TEST(graphml_in_memory_over_int_max_is_refused)
     /* libxml2 takes the length as an int: 4 GiB + n would be read as n bytes */
     const char *text = samples[5].text;
     ag_error_t err;
-    ck_assert_int_eq(ag_graphml_check_ids("-", text, strlen(text), 100, &err), AG_OK);
+    ck_assert_int_eq(ag_i_graphml_check_ids("-", text, strlen(text), 100, &err), AG_OK);
     const size_t huge = ((size_t)1 << 32) + strlen(text);
-    ck_assert_fails_with(ag_graphml_check_ids("-", text, huge, 100, &err), err, AG_ELIMIT,
+    ck_assert_fails_with(ag_i_graphml_check_ids("-", text, huge, 100, &err), err, AG_ELIMIT,
                          "at most 2147483647 can be checked in memory");
-    ck_assert_fails_with(ag_graphml_check_ids("-", text, (size_t)INT_MAX + 1, 100, &err), err,
+    ck_assert_fails_with(ag_i_graphml_check_ids("-", text, (size_t)INT_MAX + 1, 100, &err), err,
                          AG_ELIMIT, "2147483648 bytes of GraphML");
 }
 END_TEST

@@ -25,7 +25,7 @@
  *   yardsticks and the forward rows only; `bench_kernel scores` the score
  *   functions' table only (`scores KIND`: the kinds whose name contains
  *   KIND). AG_SIMD=<variant> times that one variant.
- * Every kernel variant the CPU runs (avx512, avx2, base: ag_simd_force) is
+ * Every kernel variant the CPU runs (avx512, avx2, base: ag_i_simd_force) is
  * timed in turn, each against the FMA peak of its own vector width (zmm for
  * avx512, ymm for avx2 and base) measured in the same run: a developer on an
  * AVX-512 machine sees the AVX2 numbers too. `bench_kernel smoke` runs every
@@ -65,7 +65,7 @@ static void die(const ag_error_t *err)
 static float *floats(int64_t n)
 {
     ag_error_t err;
-    float *p = ag_alloc(n, sizeof(float), &err, "bench buffer");
+    float *p = ag_i_alloc(n, sizeof(float), &err, "bench buffer");
     if (!p)
         die(&err);
     return p;
@@ -193,7 +193,7 @@ AG_TARGET_AVX2 static float fma_avx2(int64_t iters)
 static volatile int64_t fma_iters = 1 << 23;
 static double fma_peak(void)
 {
-    const int wide = ag_simd_level() == AG_SIMD_AVX512;
+    const int wide = ag_i_simd_level() == AG_SIMD_AVX512;
     const int64_t iters = fma_iters;
     int threads = 1;
     float total = 0;
@@ -411,7 +411,7 @@ static int smoke(void)
         {"random", "random:16,1", 700, 1, 64, AG_SELF_ON, 1},
     };
     int failed = 0;
-    const int best = (int)ag_simd_level();   /* ag_simd_level() is the forced one below */
+    const int best = (int)ag_i_simd_level();   /* ag_i_simd_level() is the forced one below */
     for (size_t k = 0; k < sizeof small / sizeof small[0]; k++) {
         const case_t *c = &small[k];
         ag_nbhd_t nb;
@@ -424,7 +424,7 @@ static int smoke(void)
         ag_random_normal(V, n, 9, 3, 1.0f), ag_random_normal(dM, n, 9, 4, 1.0f);
         const ag_attention_grads_t gr = {.dQ = g, .dK = g + n, .dV = g + 2 * n};
         for (int level = best; level >= AG_SIMD_BASE; level--) {
-            ag_simd_force(level);
+            ag_i_simd_force(level);
             if (ag_attention(&nb, Q, K, V, c->H, c->d, NULL, M, &err) ||
                 ag_attention_backward(&nb, Q, K, V, c->H, c->d, NULL, NULL, NULL, dM, &gr, &err))
                 die(&err);
@@ -446,7 +446,7 @@ static int smoke(void)
                    "first variant's%s%s\n", c->name, ag_simd_isa(), e, gs > 0 ? ge / gs : ge,
                    same ? "" : " (not the AVX-512 bits)", bad ? "  FAILED" : "");
         }
-        ag_simd_force(-1);
+        ag_i_simd_force(-1);
         free(Q), free(K), free(V), free(M), free(dM), free(g), free(g0), free(M0);
         ag_nbhd_destroy(&nb);
     }
@@ -547,10 +547,10 @@ int main(int argc, char **argv)
     /* AG_SIMD names the one variant to time; unset, every variant the CPU runs */
     if (ag_simd_env_check(&err))
         die(&err);
-    const ag_simd_level_t best = ag_simd_level();
+    const ag_simd_level_t best = ag_i_simd_level();
     const int last = getenv("AG_SIMD") && *getenv("AG_SIMD") ? (int)best : AG_SIMD_BASE;
     for (int level = (int)best; level >= last && !scores_only; level--) {
-        ag_simd_force(level);
+        ag_i_simd_force(level);
         double peak[2];
         for (int t = 1; t <= 2; t++) {
             ag_set_threads(t);
@@ -568,7 +568,7 @@ int main(int argc, char **argv)
         if (!forward_only && !scores_only)
             backward_table(only, &rows);
     }
-    ag_simd_force(-1);
+    ag_i_simd_force(-1);
     /* once: the generic path and the one-pass kernel are baseline code on every variant */
     if ((tables && !only && !forward_only) || scores_only) {
         printf("== score functions (baseline code on every variant), 2 threads\n"

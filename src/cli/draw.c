@@ -59,11 +59,11 @@ int write_svg(out_file_t *o, const char *svg, ag_error_t *err)
 {
     FILE *f = fopen(o->path, "w");
     if (!f)
-        return ag_fail(err, AG_EIO, "%s: cannot write", o->target);
+        return ag_i_fail(err, AG_EIO, "%s: cannot write", o->target);
     const size_t n = strlen(svg);
     const int bad = fwrite(svg, 1, n, f) != n;
     if (fclose(f) != 0 || bad)
-        return ag_fail(err, AG_EIO, "%s: write failed", o->target);
+        return ag_i_fail(err, AG_EIO, "%s: write failed", o->target);
     return AG_OK;
 }
 
@@ -196,9 +196,9 @@ static int draw_binned(const attn_opts_t *a, const source_t *s, const inputs_t *
     const int64_t bins = a->bins ? (a->bins < N ? a->bins : N) : 0;
     const ag_heatmap_opts_t scale = {.vmax = a->vmax, .log_scale = a->log_scale};
     ag_heatmap_bins_t *b = NULL;
-    float *W = ag_alloc(most * H, sizeof *W, err, "draw");
-    int64_t *src = ag_alloc(2 * most, sizeof *src, err, "draw");
-    int rc = W && src ? ag_heatmap_bins_new(&b, N, bins, err) : ag_alloc_status();
+    float *W = ag_i_alloc(most * H, sizeof *W, err, "draw");
+    int64_t *src = ag_i_alloc(2 * most, sizeof *src, err, "draw");
+    int rc = W && src ? ag_heatmap_bins_new(&b, N, bins, err) : ag_i_alloc_status();
     for (int64_t lo = 0, hi; lo < N && !rc; lo = hi) {
         for (hi = lo + 1; hi < N && nb->edge_ptr[hi + 1] - nb->edge_ptr[lo] <= most; hi++)
             ;
@@ -221,8 +221,8 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
     const ag_nbhd_t *nb = &s->nb;
     const int64_t E = nb->n_edges, N = nb->n_nodes, H = in->H;
     if (a->head >= H)
-        return ag_fail(err, AG_EINVAL, "--head %lld: the run has %lld head%s (0..%lld)",
-                       (long long)a->head, (long long)H, PLURAL(H), (long long)H - 1);
+        return ag_i_fail(err, AG_EINVAL, "--head %lld: the run has %lld head%s (0..%lld)",
+                         (long long)a->head, (long long)H, PLURAL(H), (long long)H - 1);
     char head[1024];
     if (a->title)
         snprintf(head, sizeof head, "%s", a->title);
@@ -232,23 +232,23 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
     if (!a->graph && binned && (!a->bins || a->bins < N))
         return draw_binned(a, s, in, r, head, svg, err);
     if (E * H > o->max_export)
-        return ag_fail(err, AG_ELIMIT, "the picture needs all %lld weights, more than "
-                       "--max-edges %lld", (long long)(E * H), (long long)o->max_export);
+        return ag_i_fail(err, AG_ELIMIT, "the picture needs all %lld weights, more than "
+                         "--max-edges %lld", (long long)(E * H), (long long)o->max_export);
     if (a->graph && (N > AG_GRAPH_MAX_NODES || E > AG_GRAPH_MAX_EDGES))
-        return ag_fail(err, AG_ELIMIT, "%s has %lld nodes and %lld edges; a graph picture "
-                       "is readable up to %d nodes and %d edges: draw a heatmap instead",
-                       s->desc, (long long)N, (long long)E, AG_GRAPH_MAX_NODES,
-                       AG_GRAPH_MAX_EDGES);
-    float *W = ag_alloc(E * H + 1, sizeof *W, err, "draw");
-    int64_t *src = ag_alloc(2 * E + 1, sizeof *src, err, "draw");
+        return ag_i_fail(err, AG_ELIMIT, "%s has %lld nodes and %lld edges; a graph picture "
+                         "is readable up to %d nodes and %d edges: draw a heatmap instead",
+                         s->desc, (long long)N, (long long)E, AG_GRAPH_MAX_NODES,
+                         AG_GRAPH_MAX_EDGES);
+    float *W = ag_i_alloc(E * H + 1, sizeof *W, err, "draw");
+    int64_t *src = ag_i_alloc(2 * E + 1, sizeof *src, err, "draw");
     double *xy = NULL;
-    int rc = W && src ? slot_edges(r, in, s, 0, N, src, src + E, W, err) : ag_alloc_status();
+    int rc = W && src ? slot_edges(r, in, s, 0, N, src, src + E, W, err) : ag_i_alloc_status();
     const ag_edge_weights_t ew = {N, E, src, src + E, W, H, a->head,
                                   (const char *const *)s->labels.str, head};
     const int fr = a->layout < 0 ? s->have_graph : a->layout;
     if (!rc && a->graph && fr) {
-        xy = ag_alloc(2 * N, sizeof *xy, err, "layout");
-        rc = xy ? ag_layout_fr(xy, N, E, src, src + E, o->seed, err) : ag_alloc_status();
+        xy = ag_i_alloc(2 * N, sizeof *xy, err, "layout");
+        rc = xy ? ag_layout_fr(xy, N, E, src, src + E, o->seed, err) : ag_i_alloc_status();
     }
     if (!rc && a->graph) {
         const ag_graph_opts_t go = {xy, a->vmax};
@@ -288,7 +288,7 @@ static int cmd_draw_attention(int graph, int argc, char **argv)
     if (!rc)
         rc = compute(&r, &in, &s, &o, 0, NULL, &err);
     if (!rc && !r.Q)
-        rc = ag_fail(&err, AG_EINVAL, "no attention to draw: --rounds 0");
+        rc = ag_i_fail(&err, AG_EINVAL, "no attention to draw: --rounds 0");
     if (!rc)
         rc = draw_attention(&a, &o, &s, &in, &r, &svg, &err);
     if (!rc)

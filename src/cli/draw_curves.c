@@ -97,10 +97,10 @@ static int make_rounds(const csv_t *t, const char *given, char **svg, ag_error_t
     if (ce < 0)
         return AG_EFORMAT;
     if (!t->n_rows)
-        return ag_fail(err, AG_EFORMAT, "%s: no rounds in it (a header only)", t->path);
-    double *v = ag_alloc(3 * t->n_rows, sizeof *v, err, "rounds");
+        return ag_i_fail(err, AG_EFORMAT, "%s: no rounds in it (a header only)", t->path);
+    double *v = ag_i_alloc(3 * t->n_rows, sizeof *v, err, "rounds");
     if (!v)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     double *round = v, *change = v + t->n_rows, *entropy = v + 2 * t->n_rows;
     int rc = AG_OK;
     for (int64_t r = 0; r < t->n_rows && !rc; r++)
@@ -141,10 +141,10 @@ static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t 
             return AG_EFORMAT;
     const int cconn = csv_column(t, "connectivity", 0, err);
     if (!t->n_rows)
-        return ag_fail(err, AG_EFORMAT, "%s: no epochs in it (a header only)", t->path);
-    conn_curve_t *cv = ag_calloc(MAX_CONNS, sizeof *cv, err, "train curve");
-    double *v = ag_alloc(5 * t->n_rows, sizeof *v, err, "train curve");
-    int rc = cv && v ? AG_OK : ag_alloc_status();
+        return ag_i_fail(err, AG_EFORMAT, "%s: no epochs in it (a header only)", t->path);
+    conn_curve_t *cv = ag_i_calloc(MAX_CONNS, sizeof *cv, err, "train curve");
+    double *v = ag_i_alloc(5 * t->n_rows, sizeof *v, err, "train curve");
+    int rc = cv && v ? AG_OK : ag_i_alloc_status();
     int n_conns = 0, any[4] = {0, 0, 0, 0};
     for (int64_t r = 0; r < t->n_rows && !rc; r++) {
         const char *name = cconn >= 0 ? t->cells[r * t->n_cols + cconn] : "";
@@ -153,8 +153,8 @@ static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t 
             k++;
         if (k == n_conns) {   /* a connectivity not seen yet */
             if (n_conns == MAX_CONNS) {
-                rc = ag_fail(err, AG_ELIMIT, "%s: more than %d connectivities", t->path,
-                             MAX_CONNS);
+                rc = ag_i_fail(err, AG_ELIMIT, "%s: more than %d connectivities", t->path,
+                               MAX_CONNS);
                 break;
             }
             cv[n_conns++].name = name;
@@ -216,9 +216,9 @@ static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t 
 int draw_train_csv(const char *text, size_t len, const char *name, const char *title,
                    char **svg, ag_error_t *err)
 {
-    char *buf = ag_alloc((int64_t)len + 1, 1, err, "training curve");
+    char *buf = ag_i_alloc((int64_t)len + 1, 1, err, "training curve");
     if (!buf)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     memcpy(buf, text, len);
     buf[len] = '\0';
     csv_t t;

@@ -103,8 +103,8 @@ static int take_stdout(ag_error_t *err)
     if (fd < 0 || dup2(2, 1) < 0) {
         if (fd >= 0)
             close(fd);
-        return ag_fail(err, AG_EIO, "standard output: cannot redirect the report: %s",
-                       strerror(errno));
+        return ag_i_fail(err, AG_EIO, "standard output: cannot redirect the report: %s",
+                         strerror(errno));
     }
     stdout_fd = fd;
     return AG_OK;
@@ -160,7 +160,7 @@ static int resolve(out_file_t *o, ag_error_t *err)
     o->direct = o->is_stdout = 0;
     if (strcmp(o->target, "-") == 0) {
         if (!have1)
-            return ag_fail(err, AG_EIO, "%s -: standard output is closed", o->option);
+            return ag_i_fail(err, AG_EIO, "%s -: standard output is closed", o->option);
         o->is_stdout = o->direct = 1;
         o->have_id = 1, o->dev = st1.st_dev, o->ino = st1.st_ino;
         snprintf(o->final, sizeof o->final, "-");
@@ -169,7 +169,7 @@ static int resolve(out_file_t *o, ag_error_t *err)
     if (stat(o->target, &st) == 0) {
         o->have_id = 1, o->dev = st.st_dev, o->ino = st.st_ino;
         if (S_ISDIR(st.st_mode))
-            return ag_fail(err, AG_EIO, "%s: is a directory; give a file name", o->target);
+            return ag_i_fail(err, AG_EIO, "%s: is a directory; give a file name", o->target);
         /* the same file as standard output; /dev/null there mixes nothing */
         o->is_stdout = have1 && st.st_dev == st1.st_dev && st.st_ino == st1.st_ino &&
                        !(S_ISCHR(st.st_mode) && !isatty(1));
@@ -180,16 +180,16 @@ static int resolve(out_file_t *o, ag_error_t *err)
         }
         /* rename ignores the file's mode: refuse what a plain write would */
         if (access(o->target, W_OK) != 0)
-            return ag_fail(err, AG_EIO, "%s: cannot write: %s", o->target, strerror(errno));
+            return ag_i_fail(err, AG_EIO, "%s: cannot write: %s", o->target, strerror(errno));
         char real[PATH_MAX];
         if (!realpath(o->target, real))
-            return ag_fail(err, AG_EIO, "%s: %s", o->target, strerror(errno));
+            return ag_i_fail(err, AG_EIO, "%s: %s", o->target, strerror(errno));
         snprintf(o->final, sizeof o->final, "%s", real);
         o->mode = st.st_mode & 07777;
         return AG_OK;
     }
     if (errno != ENOENT)
-        return ag_fail(err, AG_EIO, "%s: %s", o->target, strerror(errno));
+        return ag_i_fail(err, AG_EIO, "%s: %s", o->target, strerror(errno));
     /* Not there: a new name, or a symlink to a file not yet there. */
     char cur[4096], link[4096], next[4096];
     snprintf(cur, sizeof cur, "%s", o->target);
@@ -199,7 +199,8 @@ static int resolve(out_file_t *o, ag_error_t *err)
             break;
         ssize_t n = readlink(cur, link, sizeof link - 1);
         if (hops == 40 || n < 0)
-            return ag_fail(err, AG_EIO, "%s: %s", o->target, strerror(hops == 40 ? ELOOP : errno));
+            return ag_i_fail(err, AG_EIO, "%s: %s", o->target,
+                             strerror(hops == 40 ? ELOOP : errno));
         link[n] = '\0';
         char *slash = strrchr(cur, '/');
         if (link[0] == '/' || !slash) {
@@ -207,20 +208,20 @@ static int resolve(out_file_t *o, ag_error_t *err)
         } else {
             slash[1] = '\0';
             if (join(next, cur, link))
-                return ag_fail(err, AG_EIO, "%s: path is too long", o->target);
+                return ag_i_fail(err, AG_EIO, "%s: path is too long", o->target);
         }
         memcpy(cur, next, sizeof cur);
     }
     char dir[4096], real[PATH_MAX];
     const char *slash = strrchr(cur, '/'), *base = slash ? slash + 1 : cur;
     if (!*base)
-        return ag_fail(err, AG_EIO, "%s: is a directory; give a file name", o->target);
+        return ag_i_fail(err, AG_EIO, "%s: is a directory; give a file name", o->target);
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - cur) + 1 : 1, slash ? cur : ".");
     if (!realpath(dir, real))
-        return ag_fail(err, AG_EIO, "%s %s: cannot create: %s", o->option, o->target,
-                       strerror(errno));
+        return ag_i_fail(err, AG_EIO, "%s %s: cannot create: %s", o->option, o->target,
+                         strerror(errno));
     if (join(o->final, real, base))
-        return ag_fail(err, AG_EIO, "%s: path is too long", o->target);
+        return ag_i_fail(err, AG_EIO, "%s: path is too long", o->target);
     mode_t mask = umask(0);
     umask(mask);
     o->mode = 0666 & ~mask;   /* what a plain fopen would give */
@@ -298,7 +299,7 @@ static int create(out_file_t *o, ag_error_t *err)
     }
     if (n >= (int)sizeof o->tmp) {
         o->tmp[0] = '\0';
-        return ag_fail(err, AG_EIO, "%s: path is too long", o->target);
+        return ag_i_fail(err, AG_EIO, "%s: path is too long", o->target);
     }
     int slot = 0;
     for (int i = 0; i < MAX_LIVE && !slot; i++)
@@ -306,7 +307,7 @@ static int create(out_file_t *o, ag_error_t *err)
             slot = i + 1;
     if (!slot) {
         o->tmp[0] = '\0';
-        return ag_fail(err, AG_ELIMIT, "%s: too many outputs at once", o->target);
+        return ag_i_fail(err, AG_ELIMIT, "%s: too many outputs at once", o->target);
     }
     install_handlers();
 #ifdef O_TMPFILE
@@ -329,8 +330,8 @@ static int create(out_file_t *o, ag_error_t *err)
     int fd = register_and_make(o, slot);
     if (fd < 0) {
         o->tmp[0] = '\0';
-        return ag_fail(err, AG_EIO, "%s %s: cannot create: %s", o->option, o->target,
-                       strerror(errno));
+        return ag_i_fail(err, AG_EIO, "%s %s: cannot create: %s", o->option, o->target,
+                         strerror(errno));
     }
     o->fd = fd;
     snprintf(o->path, sizeof o->path, "/dev/fd/%d", fd);
@@ -365,7 +366,7 @@ int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err)
             continue;
         if (!*o->target) {
             *usage = 1;
-            return ag_fail(err, AG_EINVAL, "%s: the file name is empty", o->option);
+            return ag_i_fail(err, AG_EINVAL, "%s: the file name is empty", o->option);
         }
         if ((rc = resolve(o, err)))
             return rc;
@@ -385,16 +386,16 @@ int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err)
                 snprintf(why, sizeof why, ".%.60s is none of them", ext);
             else if (*ext)
                 snprintf(why, sizeof why, ".%.60s is not %s", ext, list);
-            return ag_fail(err, AG_EINVAL, "%s %s: this output is %s%s; %s", o->option,
-                           o->target, list, ext_listed("", o->exts) ? " (or no extension)" : "",
-                           why);
+            return ag_i_fail(err, AG_EINVAL, "%s %s: this output is %s%s; %s", o->option,
+                             o->target, list, ext_listed("", o->exts) ? " (or no extension)" : "",
+                             why);
         }
         for (int j = 0; j < k; j++)
             if (outs[j].target && same_file(&outs[j], o)) {
                 *usage = 1;
-                return ag_fail(err, AG_EINVAL, "%s %s and %s %s name the same file; give each "
-                               "output its own", outs[j].option, outs[j].target, o->option,
-                               o->target);
+                return ag_i_fail(err, AG_EINVAL, "%s %s and %s %s name the same file; give each "
+                                 "output its own", outs[j].option, outs[j].target, o->option,
+                                 o->target);
             }
     }
     for (int k = 0; k < n && !rc; k++)
@@ -458,8 +459,8 @@ static int place(out_file_t *o, ag_error_t *err)
         int saved = errno;
         release(o, 1);
         if (rc != 0)
-            return ag_fail(err, AG_EIO, "%s: cannot write to standard output: %s", o->option,
-                           strerror(saved));
+            return ag_i_fail(err, AG_EIO, "%s: cannot write to standard output: %s", o->option,
+                             strerror(saved));
         return AG_OK;
     }
     if (o->anon) {   /* a name for the unnamed file, only to rename it into place */
@@ -468,13 +469,13 @@ static int place(out_file_t *o, ag_error_t *err)
             if (!live[i])
                 slot = i + 1;
         if (!slot || name_temporary(o, slot, o->fd) < 0)
-            return ag_fail(err, AG_EIO, "%s: cannot link the finished file: %s", o->target,
-                           slot ? strerror(errno) : "too many outputs at once");
+            return ag_i_fail(err, AG_EIO, "%s: cannot link the finished file: %s", o->target,
+                             slot ? strerror(errno) : "too many outputs at once");
         o->anon = 0;     /* from here on it has a name that release() must remove */
     }
     if (rename(o->tmp, o->final) != 0)
-        return ag_fail(err, AG_EIO, "%s: cannot rename into place: %s", o->target,
-                       strerror(errno));
+        return ag_i_fail(err, AG_EIO, "%s: cannot rename into place: %s", o->target,
+                         strerror(errno));
     release(o, 0);
     return AG_OK;
 }
@@ -487,8 +488,8 @@ int out_commit_all(out_file_t *outs, int n, ag_error_t *err)
     for (int k = 0; k < n; k++) {
         out_file_t *o = &outs[k];
         if (o->target && o->tmp[0] && !o->is_stdout && fchmod(o->fd, o->mode) != 0)
-            return ag_fail(err, AG_EIO, "%s: cannot set its permissions: %s", o->target,
-                           strerror(errno));
+            return ag_i_fail(err, AG_EIO, "%s: cannot set its permissions: %s", o->target,
+                             strerror(errno));
     }
     /* Then the renames, and standard output last (a closed pipe fails it). */
     for (int pass = 0; pass < 2; pass++)

@@ -171,9 +171,9 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
 static int write_head_messages(const char *path, const float *M, int64_t N, int64_t H,
                                int64_t d, ag_error_t *err)
 {
-    float *per_head = ag_alloc(N * H * d, sizeof *per_head, err, "head messages");
+    float *per_head = ag_i_alloc(N * H * d, sizeof *per_head, err, "head messages");
     if (!per_head)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     for (int64_t h = 0; h < H; h++)
         for (int64_t i = 0; i < N; i++)
             memcpy(per_head + (h * N + i) * d, M + i * H * d + h * d, (size_t)d * sizeof *M);
@@ -192,15 +192,15 @@ static int write_predictions(const char *path, const run_opts_t *o, const float 
     if (rc == AG_EIO) {   /* most likely a folder of weights without a trained readout */
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
-        return ag_fail(err, AG_EIO, "--predict: %s (the readout of a model that train --save "
-                       "wrote)", why);
+        return ag_i_fail(err, AG_EIO, "--predict: %s (the readout of a model that train --save "
+                         "wrote)", why);
     }
     if (rc)
         return rc;
-    int64_t *pred = ag_alloc(N, sizeof *pred, err, "predictions");
+    int64_t *pred = ag_i_alloc(N, sizeof *pred, err, "predictions");
     if (!pred) {
         readout_free(&ro);
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     }
     readout_predict(&ro, X, N, pred);
     rc = ag_npy_write_i64(path, pred, N, err);
@@ -229,9 +229,9 @@ static int write_trace_svg(out_file_t *out, const result_t *r, const source_t *s
                            ag_error_t *err)
 {
     const int64_t n = r->rounds_done;
-    double *v = ag_alloc(3 * n + 1, sizeof *v, err, "--trace");
+    double *v = ag_i_alloc(3 * n + 1, sizeof *v, err, "--trace");
     if (!v)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     for (int64_t k = 0; k < n; k++) {
         v[k] = r->trace[k].round;
         v[n + k] = r->trace[k].f.change;
@@ -281,10 +281,10 @@ int cmd_run(int argc, char **argv)
         estimate_early(&o, &s.nb);   /* a run of hours says so before its setup */
     const int64_t weights = s.nb.n_edges * o.heads;   /* an --attn export's size */
     if (!rc && o.n_attn && weights > o.max_export)   /* refused before the work, not after */
-        rc = ag_fail(&err, AG_ELIMIT, "--attn would hold %lld weights (%lld message%s x %lld "
-                     "head%s), more than --max-edges %lld", (long long)weights,
-                     (long long)s.nb.n_edges, PLURAL(s.nb.n_edges), (long long)o.heads,
-                     PLURAL(o.heads), (long long)o.max_export);
+        rc = ag_i_fail(&err, AG_ELIMIT, "--attn would hold %lld weights (%lld message%s x %lld "
+                       "head%s), more than --max-edges %lld", (long long)weights,
+                       (long long)s.nb.n_edges, PLURAL(s.nb.n_edges), (long long)o.heads,
+                       PLURAL(o.heads), (long long)o.max_export);
     if (!rc)
         rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
     const int figures = !o.quiet && in.rounds > 1;
@@ -298,7 +298,7 @@ int cmd_run(int argc, char **argv)
         rc = ag_npy_write_f32(outs[OUT].path, r.y, s.nb.n_nodes, r.cols, &err);
     const float *messages = in.raw ? r.y : r.ws.M;
     if (!rc && (o.messages || o.head_messages) && !r.rounds_done)
-        rc = ag_fail(&err, AG_EINVAL, "--messages needs at least one round");
+        rc = ag_i_fail(&err, AG_EINVAL, "--messages needs at least one round");
     if (!rc && o.messages)
         rc = ag_npy_write_f32(outs[MESSAGES].path, messages, s.nb.n_nodes, in.H * in.d, &err);
     if (!rc && o.head_messages)

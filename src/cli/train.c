@@ -51,9 +51,9 @@ static int train_one(run_ctx_t *cx, model_t *m, ag_nbhd_t *nb, const char *conn,
         /* epoch e: the figures of the model after e steps; then step e+1 */
         if ((rc = model_epoch(m, nb, cx->x0, t, e < E, &f, err))) {
             if (f.diverged)   /* say when: after how many steps it diverged */
-                rc = ag_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
-                             "lower --lr (%g) or set --clip", (long long)e,
-                             isnan(f.loss) ? "NaN" : "infinite", (double)m->lr);
+                rc = ag_i_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
+                               "lower --lr (%g) or set --clip", (long long)e,
+                               isnan(f.loss) ? "NaN" : "infinite", (double)m->lr);
             break;
         }
         if (t->eval && better(t, &f, out->best))
@@ -103,13 +103,13 @@ static int edge_bias_of(float **bias, const source_t *s, const char *attr, ag_er
     if (!attr)
         return AG_OK;
     if (!s->have_graph)
-        return ag_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "
-                       "attribute; %s has none", attr, s->desc);
+        return ag_i_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "
+                         "attribute; %s has none", attr, s->desc);
     int rc = ag_edge_attribute(bias, &s->graph, &s->nb, attr, err);
     if (rc && err) {
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
-        ag_fail(err, (ag_status_t)rc, "%s: --edge-bias: %s", s->desc, why);
+        ag_i_fail(err, (ag_status_t)rc, "%s: --edge-bias: %s", s->desc, why);
     }
     return rc;
 }
@@ -144,9 +144,9 @@ static int save_fits(const char *dir, int n_layers, ag_error_t *err)
     if (!f)
         return AG_OK;
     fclose(f);
-    return ag_fail(err, AG_EINVAL, "--save %s holds round-%d/, a layer of an earlier model: "
-                   "run --weights would read it as part of this one; save to a new folder", dir,
-                   first);
+    return ag_i_fail(err, AG_EINVAL, "--save %s holds round-%d/, a layer of an earlier model: "
+                     "run --weights would read it as part of this one; save to a new folder", dir,
+                     first);
 }
 
 /* Trains on connectivity k; keeps the model of a single connectivity. */
@@ -159,9 +159,9 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
     if (rc)
         return rc;
     if (st->src.nb.n_nodes != N)
-        return ag_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s has %lld row%s",
-                       st->src.desc, (long long)st->src.nb.n_nodes,
-                       PLURAL(st->src.nb.n_nodes), to->o.features, (long long)N, PLURAL(N));
+        return ag_i_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s has %lld row%s",
+                         st->src.desc, (long long)st->src.nb.n_nodes,
+                         PLURAL(st->src.nb.n_nodes), to->o.features, (long long)N, PLURAL(N));
     if (k == 0) {
         if ((rc = inputs_load_features(&st->in, &to->o, &st->x0, err)) ||
             (rc = task_load(&st->task, to, N, st->in.x0.cols, err)) ||
@@ -186,8 +186,8 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
     if (!rc && cx->single) {   /* the outputs of the one model */
         if (to->predict) {
             readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};
-            if (!(st->pred = ag_alloc(N, sizeof *st->pred, err, "predictions")))
-                return ag_alloc_status();
+            if (!(st->pred = ag_i_alloc(N, sizeof *st->pred, err, "predictions")))
+                return ag_i_alloc_status();
             readout_predict(&r, st->model.X, N, st->pred);
             rc = ag_npy_write_i64(st->outs[1].path, st->pred, N, err);
         }
@@ -195,8 +195,8 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
             st->n_items = model_items(&st->model, st->items, st->names);
             if (model_args(st->model_args, sizeof st->model_args, &to->o, st->in.H,
                            st->in.rounds) >= sizeof st->model_args)
-                return ag_fail(err, AG_EINVAL, "--save: the model's options are longer than "
-                               "%zu bytes (a long --edge-bias name?)", sizeof st->model_args - 1);
+                return ag_i_fail(err, AG_EINVAL, "--save: the model's options are longer than "
+                                 "%zu bytes (a long --edge-bias name?)", sizeof st->model_args - 1);
             st->items[st->n_items++] = (folder_item_t){.name = "model.args", .text = st->model_args};
         }
         return rc;
@@ -248,9 +248,9 @@ int cmd_train(int argc, char **argv)
         rc = out_open_all(st->outs, 3, &usage, &err);
     run_ctx_t cx = {&to, NULL, NULL, to.n_conns == 1, threads, NULL, NULL, {0}};
     if (!rc && to.log && !(cx.log = fopen(st->outs[0].path, "w")))
-        rc = ag_fail(&err, AG_EIO, "%s: cannot write", to.log);
+        rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", to.log);
     if (!rc && to.svg && !(cx.curve = open_memstream(&st->curve, &st->curve_len)))
-        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
+        rc = ag_i_fail(&err, AG_ENOMEM, "--svg: out of memory");
     if (cx.log)
         fputs(TRAIN_LOG_HEADER, cx.log);
     if (cx.curve)
@@ -263,9 +263,9 @@ int cmd_train(int argc, char **argv)
     for (int k = 0; k < to.n_conns && !rc; k++)
         rc = run_conn(st, &cx, k, &usage, &err);
     if (cx.log && fclose(cx.log) != 0 && !rc)
-        rc = ag_fail(&err, AG_EIO, "%s: write failed", to.log);
+        rc = ag_i_fail(&err, AG_EIO, "%s: write failed", to.log);
     if (cx.curve && fclose(cx.curve) != 0 && !rc)
-        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
+        rc = ag_i_fail(&err, AG_ENOMEM, "--svg: out of memory");
     if (!rc && to.svg)
         rc = write_curve(st, &to, &err);
     if (!rc && to.save)

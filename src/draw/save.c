@@ -47,40 +47,40 @@ static int create_beside(char *tmp, size_t len, const char *path)
 int ag_svg_save(const char *path, const char *svg, ag_error_t *err)
 {
     if (!path || !*path)
-        return ag_fail(err, AG_EINVAL, "picture: no file name given");
+        return ag_i_fail(err, AG_EINVAL, "picture: no file name given");
     if (!svg)
-        return ag_fail(err, AG_EINVAL, "%s: no picture to write", path);
+        return ag_i_fail(err, AG_EINVAL, "%s: no picture to write", path);
     const size_t n = strlen(svg);
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         if (S_ISDIR(st.st_mode))
-            return ag_fail(err, AG_EIO, "%s: is a directory; give a file name", path);
+            return ag_i_fail(err, AG_EIO, "%s: is a directory; give a file name", path);
         FILE *f = fopen(path, "w");   /* a device or FIFO: written in place */
         if (!f)
-            return ag_fail(err, AG_EIO, "%s: cannot write: %s", path, strerror(errno));
+            return ag_i_fail(err, AG_EIO, "%s: cannot write: %s", path, strerror(errno));
         const int bad = fwrite(svg, 1, n, f) != n;
         if (fclose(f) != 0 || bad)
-            return ag_fail(err, AG_EIO, "%s: write failed", path);
+            return ag_i_fail(err, AG_EIO, "%s: write failed", path);
         return AG_OK;
     }
     /* a temporary beside the file, so the rename stays on one file system */
     const size_t len = strlen(path) + 16;
-    char *tmp = ag_alloc((int64_t)len, 1, err, "picture");
+    char *tmp = ag_i_alloc((int64_t)len, 1, err, "picture");
     if (!tmp)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     int fd = create_beside(tmp, len, path);
     if (fd < 0) {
-        int rc = ag_fail(err, AG_EIO, "%s: cannot create: %s", path, strerror(errno));
+        int rc = ag_i_fail(err, AG_EIO, "%s: cannot create: %s", path, strerror(errno));
         free(tmp);
         return rc;
     }
     int rc = AG_OK;
     if (write_all(fd, svg, n) != 0)
-        rc = ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+        rc = ag_i_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
     if (close(fd) != 0 && !rc)
-        rc = ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+        rc = ag_i_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
     if (!rc && rename(tmp, path) != 0)
-        rc = ag_fail(err, AG_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
+        rc = ag_i_fail(err, AG_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
     if (rc)
         unlink(tmp);
     free(tmp);

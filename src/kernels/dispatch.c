@@ -22,32 +22,33 @@ int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t
                    ag_error_t *err)
 {
     if (H <= 0 || d <= 0)
-        return ag_fail(err, AG_EINVAL, "attention: %lld heads of width %lld; expected both >= 1",
-                       (long long)H, (long long)d);
+        return ag_i_fail(err, AG_EINVAL, "attention: %lld heads of width %lld; expected both >= 1",
+                         (long long)H, (long long)d);
     if (!nb || !nb->edge_ptr || !nb->run_ptr)
-        return ag_fail(err, AG_EINVAL, "attention: neighbourhoods are not compiled");
+        return ag_i_fail(err, AG_EINVAL, "attention: neighbourhoods are not compiled");
     if (!sc)
         return AG_OK;
     if (sc->kind < AG_SCORE_SCALED_DOT || sc->kind > AG_SCORE_LINEAR)
-        return ag_fail(err, AG_EINVAL, "score: unknown kind %d", (int)sc->kind);
+        return ag_i_fail(err, AG_EINVAL, "score: unknown kind %d", (int)sc->kind);
     if (!(sc->beta >= 0) || !isfinite(sc->beta))
-        return ag_fail(err, AG_EINVAL, "score: beta %g; expected a finite value >= 0", sc->beta);
+        return ag_i_fail(err, AG_EINVAL, "score: beta %g; expected a finite value >= 0", sc->beta);
     if (!(sc->softcap >= 0) || !isfinite(sc->softcap))
-        return ag_fail(err, AG_EINVAL, "score: softcap %g; expected a finite value >= 0",
-                       sc->softcap);
+        return ag_i_fail(err, AG_EINVAL, "score: softcap %g; expected a finite value >= 0",
+                         sc->softcap);
     if (!isfinite(sc->slope))
-        return ag_fail(err, AG_EINVAL, "score: slope %g; expected a finite value", sc->slope);
+        return ag_i_fail(err, AG_EINVAL, "score: slope %g; expected a finite value", sc->slope);
     if (!ag_i_is_softmax(sc->kind) && (sc->beta != 1 || sc->softcap > 0))
-        return ag_fail(err, AG_EINVAL, "score: beta %g, softcap %g; beta and softcap apply to "
-                       "softmax scores, not to %s: expected beta 1 and softcap 0 (as "
-                       "AG_SCORE_INIT has them)", sc->beta, sc->softcap,
-                       sc->kind == AG_SCORE_LINEAR ? "linear" : "sigmoid");
+        return ag_i_fail(err, AG_EINVAL, "score: beta %g, softcap %g; beta and softcap apply to "
+                         "softmax scores, not to %s: expected beta 1 and softcap 0 (as "
+                         "AG_SCORE_INIT has them)", sc->beta, sc->softcap,
+                         sc->kind == AG_SCORE_LINEAR ? "linear" : "sigmoid");
     if (sc->kind == AG_SCORE_LINEAR && (sc->edge_bias || sc->alibi))
-        return ag_fail(err, AG_EINVAL, "score: linear attention takes no edge bias or ALiBi");
+        return ag_i_fail(err, AG_EINVAL, "score: linear attention takes no edge bias or ALiBi");
     if (sc->kind == AG_SCORE_ADDITIVE && (!sc->a_src || !sc->a_dst))
-        return ag_fail(err, AG_EINVAL, "score: additive needs the vectors a_src and a_dst [H, d]");
+        return ag_i_fail(err, AG_EINVAL, "score: additive needs the vectors a_src and a_dst "
+                         "[H, d]");
     if (sc->kind == AG_SCORE_GATV2 && !sc->a_src)
-        return ag_fail(err, AG_EINVAL, "score: gatv2 needs the vector a [H, d] (a_src)");
+        return ag_i_fail(err, AG_EINVAL, "score: gatv2 needs the vector a [H, d] (a_src)");
     int rc = ag_check_finite(sc->kind == AG_SCORE_GATV2 ? "score: a" : "score: a_src",
                              sc->a_src, H, d, err);
     if (!rc)
@@ -95,8 +96,8 @@ int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int one_run
     if (rc)
         return rc;
     if (!plain_dot(a->score, a->d, &plain.scale))
-        return ag_fail(err, AG_EINVAL, "attention on a part of the graph: only plain "
-                       "dot-product scores (scaled-dot, dot, --beta) so far");
+        return ag_i_fail(err, AG_EINVAL, "attention on a part of the graph: only plain "
+                         "dot-product scores (scaled-dot, dot, --beta) so far");
     if (ag_i_use_tiled(a->nb->n_nodes, a->nb->n_edges, one_run))
         return ag_i_attention_tiled_range(&plain, lo, hi, err);
     return ag_i_attention_gather_range(&plain, lo, hi, err);
@@ -152,7 +153,7 @@ void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N
 #pragma omp parallel for if (N * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < N; i++)
         for (int64_t h = 0; h < H; h++)
-            Dd[i * H + h] = dot(dM + i * HD + h * d, M + i * HD + h * d, d);
+            Dd[i * H + h] = ag_i_dot(dM + i * HD + h * d, M + i * HD + h * d, d);
 }
 
 int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
@@ -164,7 +165,7 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
     if (rc)
         return rc;
     if (!g || !g->dQ || !g->dK || !g->dV)
-        return ag_fail(err, AG_EINVAL, "attention backward: dQ, dK and dV are required");
+        return ag_i_fail(err, AG_EINVAL, "attention backward: dQ, dK and dV are required");
     if ((rc = ag_nbhd_transpose(nb, err)))
         return rc;
     ag_i_bwd_t a = {nb, Q, K, V, dM, H, d, 0.0f, score, lse, NULL, *g};
@@ -178,10 +179,10 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
         memset(g->d_a_dst, 0, (size_t)(H * d) * sizeof *g->d_a_dst);
     const int64_t N = nb->n_nodes, HD = H * d;
     /* M and lse when not given: one forward; then D_i = rowsum(dM_i * M_i) per head */
-    float *own = ag_alloc(N * H + (M && lse ? 0 : N * HD + N * H), sizeof(float), err,
-                          "attention backward");
+    float *own = ag_i_alloc(N * H + (M && lse ? 0 : N * HD + N * H), sizeof(float), err,
+                            "attention backward");
     if (!own)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     float *Dd = own;
     if (!M || !lse) {
         float *M2 = own + N * H, *lse2 = M2 + N * HD;

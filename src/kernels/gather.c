@@ -219,16 +219,16 @@ int ag_i_attention_gather_range(const ag_i_fwd_t *a, int64_t lo, int64_t N, ag_e
         if (nb->edge_ptr[i + 1] - nb->edge_ptr[i] > max_deg)
             max_deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
     /* per thread: scores, sources (as int64) and the scaled query, padded apart */
-    const int64_t per_thread = scratch_stride(3 * max_deg + d + AG_LANES);
-    float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
+    const int64_t per_thread = ag_i_scratch_stride(3 * max_deg + d + AG_LANES);
+    float *buf = ag_i_alloc_lines((int64_t)ag_i_max_threads() * per_thread, sizeof(float), err,
                           "gather kernel buffers");
     if (!buf)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     const float scale2 = a->scale * LOG2E;
     ag_i_rows_f *const rows = ag_i_isa()->rows;
 #pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
-        float *s = buf + (int64_t)thread_id() * per_thread;
+        float *s = buf + (int64_t)ag_i_thread_id() * per_thread;
         int64_t *src = (int64_t *)(s + max_deg + AG_LANES + (max_deg & 1));
         float *q = (float *)(src + max_deg);
 #pragma omp for schedule(dynamic, 1)
@@ -485,8 +485,8 @@ int ag_i_backward_gather_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, i
     const ag_nbhd_t *nb = op->nb;
     const int64_t H = op->H, d = op->d;
     if (!nb->out_ptr)
-        return ag_fail(err, AG_EINVAL, "gather backward: the neighbourhoods are not "
-                       "transposed (ag_nbhd_transpose)");
+        return ag_i_fail(err, AG_EINVAL, "gather backward: the neighbourhoods are not "
+                         "transposed (ag_nbhd_transpose)");
     int64_t max_deg = 0;
     for (int64_t i = qlo; i < qhi; i++) {
         const int64_t in = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
@@ -502,13 +502,13 @@ int ag_i_backward_gather_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, i
     read_window(nb, qlo, qhi, klo, khi, &wlo, &whi);
     const int64_t pad = max_deg + AG_LANES, w = whi - wlo;
     /* per thread: s, dp, l2, dd, the edges' other ends (int64), the scaled row */
-    const int64_t per_thread = scratch_stride(4 * pad + 2 * max_deg + d);
-    float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
-                                "gather backward buffers");
-    float *ld = buf ? ag_alloc(2 * w * H + 1, sizeof(float), err, "gather backward lse") : NULL;
+    const int64_t per_thread = ag_i_scratch_stride(4 * pad + 2 * max_deg + d);
+    float *buf = ag_i_alloc_lines((int64_t)ag_i_max_threads() * per_thread, sizeof(float), err,
+                                  "gather backward buffers");
+    float *ld = buf ? ag_i_alloc(2 * w * H + 1, sizeof(float), err, "gather backward lse") : NULL;
     if (!ld) {
         free(buf);
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     }
     const int par = nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK;
     (void)par;   /* read only by the parallel clauses: unused without OpenMP */
@@ -524,7 +524,7 @@ int ag_i_backward_gather_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, i
     ag_i_grad_rows_f *const grad_rows = ag_i_isa()->grad_rows;
 #pragma omp parallel if (par)
     {
-        float *mine = buf + (int64_t)thread_id() * per_thread;
+        float *mine = buf + (int64_t)ag_i_thread_id() * per_thread;
         const gbw_buf_t b = {mine, mine + pad, mine + 2 * pad, mine + 3 * pad,
                              (int64_t *)(mine + 4 * pad), mine + 4 * pad + 2 * max_deg};
         for (int pass = 0; pass < 2; pass++) {

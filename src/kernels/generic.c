@@ -88,9 +88,9 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
         need += 2 * HD;
     if (kind == AG_SCORE_LINEAR)
         need += 2 * N * HD;
-    c->owned = ag_alloc(need, sizeof(float), err, "score");
+    c->owned = ag_i_alloc(need, sizeof(float), err, "score");
     if (!c->owned)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     c->alibi = c->owned;
     for (int64_t h = 0; h < H; h++)   /* ALiBi's geometric slopes, 2^(-8(h+1)/H) */
         c->alibi[h] = c->sc.alibi ? exp2f(-8.0f * (float)(h + 1) / (float)H) : 0.0f;
@@ -102,11 +102,11 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
             for (int64_t h = 0; h < H; h++) {
                 const float *q = Q + i * HD + h * d, *k = K + i * HD + h * d;
                 if (kind == AG_SCORE_ADDITIVE) {
-                    a[i * H + h] = dot(c->sc.a_src + h * d, k, d);
-                    b[i * H + h] = dot(c->sc.a_dst + h * d, q, d);
+                    a[i * H + h] = ag_i_dot(c->sc.a_src + h * d, k, d);
+                    b[i * H + h] = ag_i_dot(c->sc.a_dst + h * d, q, d);
                 } else {
-                    a[i * H + h] = sqrtf(dot(q, q, d));
-                    b[i * H + h] = sqrtf(dot(k, k, d));
+                    a[i * H + h] = sqrtf(ag_i_dot(q, q, d));
+                    b[i * H + h] = sqrtf(ag_i_dot(k, k, d));
                 }
             }
         if (kind == AG_SCORE_ADDITIVE)
@@ -124,8 +124,8 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
 #pragma omp parallel for if (N * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t i = 0; i < N; i++)
             for (int64_t h = 0; h < H; h++) {
-                c->g_dst[i * H + h] = dot(a1 + h * d, Q + i * HD + h * d, d);
-                c->g_src[i * H + h] = dot(a1 + h * d, K + i * HD + h * d, d);
+                c->g_dst[i * H + h] = ag_i_dot(a1 + h * d, Q + i * HD + h * d, d);
+                c->g_src[i * H + h] = ag_i_dot(a1 + h * d, K + i * HD + h * d, d);
             }
     }
     if (kind == AG_SCORE_LINEAR) {
@@ -180,7 +180,7 @@ AG_INLINE float raw_score_of(const sctx_t *c, ag_score_kind_t kind, int64_t i, i
         return c->g_dst[i * H + h] + c->g_src[j * H + h] + x;
     }
     default:
-        return raw_of_dot(c, i, j, h, dot(q, k, d));
+        return raw_of_dot(c, i, j, h, ag_i_dot(q, k, d));
     }
 }
 
@@ -300,7 +300,7 @@ static void normalise_row(const sctx_t *c, float *W, int64_t i, int64_t deg, con
         for (int64_t e = 0; e < deg; e++)
             mx = fmaxf(mx, W[e * H + h]);
         for (int64_t e = 0; e < deg; e++) {
-            const float y = W[e * H + h] - mx, p = exp_or_zero(y);
+            const float y = W[e * H + h] - mx, p = ag_i_exp_or_zero(y);
             sum += (W[e * H + h] = p);
             u += p * y;
         }
@@ -324,7 +324,7 @@ static inline float weight_of(const sctx_t *c, float x, const float *st)
     case AG_SCORE_LINEAR:
         return st[ST_SUM] > 0 ? x / st[ST_SUM] : 0.0f;
     default:
-        return exp_or_zero(x - st[ST_SHIFT]) / st[ST_SUM];
+        return ag_i_exp_or_zero(x - st[ST_SHIFT]) / st[ST_SUM];
     }
 }
 
@@ -339,24 +339,24 @@ static int64_t max_in_degree(const ag_nbhd_t *nb)
 
 /* A context and per-thread buffers of `arrays` x the largest in-degree x H
    floats (and `extra` more). */
-static int generic_begin(sctx_t *c, scratch_t *buf, const ag_score_t *score,
+static int generic_begin(sctx_t *c, ag_i_scratch_t *buf, const ag_score_t *score,
                          const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
                          int64_t d, int64_t arrays, int64_t extra, ag_error_t *err)
 {
     int rc = ag_score_check(score, nb, H, d, err);
     if (rc || (rc = sctx_init(c, score, nb, Q, K, H, d, err)))
         return rc;
-    buf->stride = scratch_stride(arrays * max_in_degree(nb) * H + extra);
-    buf->buf = ag_alloc((int64_t)max_threads() * buf->stride, sizeof(float), err,
-                        "attention buffer");
+    buf->stride = ag_i_scratch_stride(arrays * max_in_degree(nb) * H + extra);
+    buf->buf = ag_i_alloc((int64_t)ag_i_max_threads() * buf->stride, sizeof(float), err,
+                          "attention buffer");
     if (!buf->buf) {
         free(c->owned);
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     }
     return AG_OK;
 }
 
-static void generic_end(sctx_t *c, scratch_t *buf)
+static void generic_end(sctx_t *c, ag_i_scratch_t *buf)
 {
     free(c->owned);
     free(buf->buf);
@@ -415,7 +415,7 @@ int ag_i_attention_generic(const ag_i_fwd_t *a, ag_error_t *err)
     kext_t *xp = a->x;
     int rc;
     sctx_t c;
-    scratch_t buf;
+    ag_i_scratch_t buf;
     if ((rc = generic_begin(&c, &buf, a->score, nb, a->Q, a->K, H, d, 1, 0, err)))
         return rc;
     const int64_t HD = H * d;
@@ -425,7 +425,7 @@ int ag_i_attention_generic(const ag_i_fwd_t *a, ag_error_t *err)
     const float *K_read = c.sc.kind == AG_SCORE_ADDITIVE ? NULL : c.K;
 #pragma omp parallel for if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = 0; i < nb->n_nodes; i++) {
-        float *W = scratch_mine(&buf), *m_i = M + i * HD;
+        float *W = ag_i_scratch_mine(&buf), *m_i = M + i * HD;
         if (K_read && i + 1 < nb->n_nodes)
             prefetch_rows(nb, i + 1, K_read, HD, 0, HD, RUN_HEAD);
         prefetch_rows(nb, i, V, HD, 0, HD, RUN_HEAD);
@@ -453,8 +453,8 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
     if (rc)
         return rc;
     if (lo < 0 || hi > nb->n_nodes || lo > hi)
-        return ag_fail(err, AG_EINVAL, "attention weights: destinations %lld..%lld are outside "
-                       "0..%lld", (long long)lo, (long long)hi, (long long)nb->n_nodes);
+        return ag_i_fail(err, AG_EINVAL, "attention weights: destinations %lld..%lld are outside "
+                         "0..%lld", (long long)lo, (long long)hi, (long long)nb->n_nodes);
     sctx_t c;
     if ((rc = sctx_init(&c, score, nb, Q, K, H, d, err)))
         return rc;
@@ -474,7 +474,7 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
                        double *max_weight, ag_error_t *err)
 {
     sctx_t c;
-    scratch_t buf;
+    ag_i_scratch_t buf;
     int rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 1, 0, err);
     if (rc)
         return rc;
@@ -483,7 +483,7 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
         const int64_t deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
         double ent = NAN, dist = NAN, top = NAN;
         if (deg > 0) {
-            float *W = scratch_mine(&buf);
+            float *W = ag_i_scratch_mine(&buf);
             score_row(&c, nb, i, W);
             normalise_row(&c, W, i, deg, NULL, NULL);
             ent = dist = top = 0;
@@ -549,7 +549,7 @@ typedef struct {
     const float *V, *dM;
     float *state;             /* [N, H, ST_N] pass 1's normalisers and D per destination */
     float *part;              /* [chunks, H*d] a vector's partial gradients, or NULL */
-    scratch_t buf;            /* per thread: weights, raw scores and dA of a destination's
+    ag_i_scratch_t buf;            /* per thread: weights, raw scores and dA of a destination's
                                  slots ([largest in-degree, H] each), then [H] */
 } bctx_t;
 
@@ -687,9 +687,9 @@ static void raw_backward_row(const sctx_t *c, int64_t n, const float *X, const f
     switch (c->sc.kind) {
     case AG_SCORE_COSINE:
         for (int64_t h = 0; h < H; h++) {
-            const float *xh = x + h * d, xx = dot(xh, xh, d);
+            const float *xh = x + h * d, xx = ag_i_dot(xh, xh, d);
             float *gh = g + h * d;
-            const float w = xx > 0 ? dot(xh, gh, d) / xx : 0.0f;
+            const float w = xx > 0 ? ag_i_dot(xh, gh, d) / xx : 0.0f;
 #pragma omp simd
             for (int64_t t = 0; t < d; t++)
                 gh[t] -= w * xh[t];
@@ -724,7 +724,7 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
     const sctx_t *c = &b->c;
     const int64_t H = c->H, d = c->d, HD = H * d, s0 = nb->edge_ptr[i];
     const int64_t deg = nb->edge_ptr[i + 1] - s0;
-    float *A = scratch_mine(&b->buf), *G = A + deg * H, *dA = G + deg * H, *T = dA + deg * H;
+    float *A = ag_i_scratch_mine(&b->buf), *G = A + deg * H, *dA = G + deg * H, *T = dA + deg * H;
     float *st = b->state + i * H * ST_N, *dq = dQ + i * HD;
     int64_t e = 0;
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
@@ -733,7 +733,7 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
                 const float x = raw_score(c, i, j, h);
                 G[e * H + h] = x;
                 A[e * H + h] = finish_score(c, x, i, j, s0 + e, h);
-                dA[e * H + h] = dot(b->dM + i * HD + h * d, b->V + j * HD + h * d, d);
+                dA[e * H + h] = ag_i_dot(b->dM + i * HD + h * d, b->V + j * HD + h * d, d);
             }
     normalise_row(c, A, i, deg, NULL, st);
     weights_backward(c, A, dA, deg, st);
@@ -795,7 +795,7 @@ static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t
                 qk += q[t] * k[t], gv += g[t] * v[t];
             r = raw_of_dot(c, i, j, h, qk), dA = gv;
         } else {
-            r = raw_score(c, i, j, h), dA = dot(g, v, d);
+            r = raw_score(c, i, j, h), dA = ag_i_dot(g, v, d);
         }
         const float a = weight_of(c, finish_score(c, r, i, j, s, h), st);
         const float dr = finish_backward(c, r, score_grad(c, a, dA, st));
@@ -814,7 +814,7 @@ static void backward_src(const bctx_t *b, const ag_nbhd_t *nb, int64_t j, float 
 {
     const int64_t H = b->c.H, HD = H * b->c.d;
     const int biased = b->c.sc.edge_bias != NULL;
-    float *dk = dK + j * HD, *dv = dV + j * HD, *T = scratch_mine(&b->buf);
+    float *dk = dK + j * HD, *dv = dV + j * HD, *T = ag_i_scratch_mine(&b->buf);
     memset(dk, 0, (size_t)HD * sizeof *dk);
     memset(dv, 0, (size_t)HD * sizeof *dv);
     memset(T, 0, (size_t)H * sizeof *T);
@@ -887,7 +887,7 @@ int ag_i_backward_generic(const ag_i_bwd_t *a, ag_error_t *err)
     const int64_t H = a->H, d = a->d;
     const ag_attention_grads_t *g = &a->g;
     if (!nb->out_ptr)
-        return ag_fail(err, AG_EINVAL, "attention backward: neighbourhoods not transposed");
+        return ag_i_fail(err, AG_EINVAL, "attention backward: neighbourhoods not transposed");
     bctx_t b = {.Q = a->Q, .K = a->K, .V = a->V, .dM = a->dM};
     int rc = generic_begin(&b.c, &b.buf, a->score, nb, a->Q, a->K, H, d, 3, H, err);
     if (rc)
@@ -895,14 +895,14 @@ int ag_i_backward_generic(const ag_i_bwd_t *a, ag_error_t *err)
     const int64_t HD = H * d, N = nb->n_nodes;
     const ag_score_kind_t kind = b.c.sc.kind;
     const int gat = kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_GATV2;
-    b.state = ag_alloc(N * H * ST_N, sizeof(float), err, "attention backward");
+    b.state = ag_i_alloc(N * H * ST_N, sizeof(float), err, "attention backward");
     if (gat && (g->d_a_src || g->d_a_dst))
-        b.part = ag_alloc((N + GRAD_CHUNK - 1) / GRAD_CHUNK * HD, sizeof(float), err,
-                          "attention backward");
+        b.part = ag_i_alloc((N + GRAD_CHUNK - 1) / GRAD_CHUNK * HD, sizeof(float), err,
+                            "attention backward");
     if (!b.state || (gat && (g->d_a_src || g->d_a_dst) && !b.part)) {
         free(b.state), free(b.part);
         generic_end(&b.c, &b.buf);
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     }
     /* the vectors' gradients: gatv2's a and additive's a_dst from the
        destinations, additive's a_src from the sources */

@@ -14,5 +14,5 @@ static const ag_i_isa_t sets[] = {
 
 const ag_i_isa_t *ag_i_isa(void)
 {
-    return &sets[ag_simd_level()];
+    return &sets[ag_i_simd_level()];
 }

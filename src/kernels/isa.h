@@ -64,8 +64,8 @@ ag_i_rows_f ag_i_rows_avx512, ag_i_rows_avx2, ag_i_rows_base;
 ag_i_grad_rows_f ag_i_grad_rows_avx512, ag_i_grad_rows_avx2, ag_i_grad_rows_base;
 
 typedef struct ag_i_isa ag_i_isa_t;
-/* The loops of the set this process runs (ag_simd_level: the CPU's best, or
-   AG_SIMD's, or the one ag_simd_force set). */
+/* The loops of the set this process runs (ag_i_simd_level: the CPU's best, or
+   AG_SIMD's, or the one ag_i_simd_force set). */
 const ag_i_isa_t *ag_i_isa(void);
 
 #endif

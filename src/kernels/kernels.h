@@ -105,7 +105,7 @@ static inline void kext_done(kext_t *x, int64_t work)
     if (!x || !x->progress)
         return;
     const int64_t done = __atomic_add_fetch(&x->done, work, __ATOMIC_RELAXED);
-    if (thread_id() == 0 && done >= x->next) {
+    if (ag_i_thread_id() == 0 && done >= x->next) {
         x->next = done + x->total / 1000 + 1;
         x->progress(done, x->total, x->ctx);
     }

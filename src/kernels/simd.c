@@ -9,7 +9,7 @@ static int forced = -1;
 
 static const char *const names[] = {"base", "avx2", "avx512"};
 
-void ag_simd_force(int level)
+void ag_i_simd_force(int level)
 {
     forced = level >= AG_SIMD_BASE && level <= AG_SIMD_AVX512 ? level : -1;
 }
@@ -41,7 +41,7 @@ static int env_level(void)
     return -2;
 }
 
-ag_simd_level_t ag_simd_level(void)
+ag_simd_level_t ag_i_simd_level(void)
 {
     if (forced >= 0)
         return (ag_simd_level_t)forced;
@@ -59,17 +59,17 @@ ag_simd_level_t ag_simd_level(void)
 
 const char *ag_simd_isa(void)
 {
-    return names[ag_simd_level()];
+    return names[ag_i_simd_level()];
 }
 
 int ag_simd_env_check(ag_error_t *err)
 {
     const int want = env_level(), best = cpu_level();
     if (want == -2)
-        return ag_fail(err, AG_EINVAL, "AG_SIMD '%s': expected base, avx2 or avx512",
-                       getenv("AG_SIMD"));
+        return ag_i_fail(err, AG_EINVAL, "AG_SIMD '%s': expected base, avx2 or avx512",
+                         getenv("AG_SIMD"));
     if (want > best)
-        return ag_fail(err, AG_EINVAL, "AG_SIMD '%s': this CPU runs at most %s", names[want],
-                       names[best]);
+        return ag_i_fail(err, AG_EINVAL, "AG_SIMD '%s': this CPU runs at most %s", names[want],
+                         names[best]);
     return AG_OK;
 }

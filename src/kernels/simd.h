@@ -2,7 +2,7 @@
  * Portable 16-lane float vectors (GCC vector extensions). A kernel is written
  * once as an always-inline body and compiled three times, for AVX-512
  * (F, CD, BW, DQ, VL: one register per vector), AVX2 + FMA (two) and the
- * x86-64 baseline (four); ag_simd_level() picks one at run time. Other
+ * x86-64 baseline (four); ag_i_simd_level() picks one at run time. Other
  * architectures build the baseline only.
  */
 #ifndef AG_SIMD_H
@@ -31,10 +31,10 @@ typedef float v16f_u __attribute__((vector_size(64), aligned(4), may_alias));
 
 typedef enum { AG_SIMD_BASE = 0, AG_SIMD_AVX2, AG_SIMD_AVX512 } ag_simd_level_t;
 
-/* The best level this CPU runs, or the one forced by ag_simd_force. */
-ag_simd_level_t ag_simd_level(void);
+/* The best level this CPU runs, or the one forced by ag_i_simd_force. */
+ag_simd_level_t ag_i_simd_level(void);
 /* Forces a level (tests compare every variant); AG_SIMD_AVX512 + 1 resets. */
-void ag_simd_force(int level);
+void ag_i_simd_force(int level);
 
 #define AG_INLINE static inline __attribute__((always_inline))
 

@@ -41,10 +41,10 @@ static void attend_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const flo
         for (int64_t j = nb->run_src[r]; j < j_end; j++) {
             const float *k_j = K + j * HD, *v_j = V + j * HD;
             for (int64_t h = 0; h < H; h++) {
-                const float s = dot(q_i + h * d, k_j + h * d, d) * scale;
+                const float s = ag_i_dot(q_i + h * d, k_j + h * d, d) * scale;
                 float *acc = m_i + h * d;
                 if (s > mx[h]) {
-                    const float c = exp_or_zero(mx[h] - s);
+                    const float c = ag_i_exp_or_zero(mx[h] - s);
                     if (stats) {
                         u[h] = sum[h] > 0 ? c * (u[h] + (mx[h] - s) * sum[h]) : 0.0f;
                         t[h] *= c;
@@ -54,7 +54,7 @@ static void attend_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const flo
                         acc[k] *= c;
                     mx[h] = s;
                 }
-                const float p = exp_or_zero(s - mx[h]);
+                const float p = ag_i_exp_or_zero(s - mx[h]);
                 sum[h] += p;
                 if (stats) {
                     u[h] += p * (s - mx[h]);
@@ -88,15 +88,15 @@ int ag_i_attention_online(const ag_i_fwd_t *a, ag_error_t *err)
     float *M = a->M;
     kext_t *x = a->x;
     const int64_t N = nb->n_nodes;
-    scratch_t scratch = {NULL, scratch_stride(4 * H)};
-    scratch.buf = ag_alloc((int64_t)max_threads() * scratch.stride, sizeof(float), err,
-                           "attention scratch");
+    ag_i_scratch_t scratch = {NULL, ag_i_scratch_stride(4 * H)};
+    scratch.buf = ag_i_alloc((int64_t)ag_i_max_threads() * scratch.stride, sizeof(float), err,
+                             "attention scratch");
     if (!scratch.buf)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     /* In-degrees vary (causal: i+1), so hand out small chunks dynamically. */
 #pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = 0; i < N; i++) {
-        float *mx = scratch_mine(&scratch);
+        float *mx = ag_i_scratch_mine(&scratch);
         attend_row(nb, i, Q, K, V, H, d, scale, M + i * H * d, mx, mx + H, mx + 2 * H,
                    mx + 3 * H, x);
         kext_done(x, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
@@ -113,8 +113,8 @@ static inline float edge_ds(const float *Q, const float *K, const float *V, cons
                             int64_t H, int64_t d, float scale, float *p)
 {
     const int64_t HD = H * d, o = h * d;
-    *p = expf(dot(Q + i * HD + o, K + j * HD + o, d) * scale - lse[i * H + h]);
-    return *p * (dot(dM + i * HD + o, V + j * HD + o, d) - Dd[i * H + h]);
+    *p = expf(ag_i_dot(Q + i * HD + o, K + j * HD + o, d) * scale - lse[i * H + h]);
+    return *p * (ag_i_dot(dM + i * HD + o, V + j * HD + o, d) - Dd[i * H + h]);
 }
 
 int ag_i_backward_simple(const ag_i_bwd_t *a, ag_error_t *err)

@@ -376,14 +376,14 @@ int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_e
     if (lo >= hi)
         return AG_OK;
     if (lo % BQ)
-        return ag_fail(err, AG_EINVAL, "tiled kernel: destinations from %lld, not a multiple "
-                       "of %lld", (long long)lo, (long long)BQ);
-    const int threads = max_threads();
-    const int64_t per_thread = scratch_stride(2 * d * BQ + BK * BQ + 4 * BQ);
-    float *buf = ag_alloc_lines((int64_t)threads * per_thread, sizeof(float), err,
-                                "tiled kernel buffers");
+        return ag_i_fail(err, AG_EINVAL, "tiled kernel: destinations from %lld, not a multiple "
+                         "of %lld", (long long)lo, (long long)BQ);
+    const int threads = ag_i_max_threads();
+    const int64_t per_thread = ag_i_scratch_stride(2 * d * BQ + BK * BQ + 4 * BQ);
+    float *buf = ag_i_alloc_lines((int64_t)threads * per_thread, sizeof(float), err,
+                                  "tiled kernel buffers");
     if (!buf)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     /* Among several heads, one head's rows lie H*d floats apart (2 KB for 8 of
        64): the hardware prefetchers, which follow a stream within a 4 KB page,
        lose it, and the rows fall in 1/H of L2's sets. Each head's K and V are
@@ -398,8 +398,8 @@ int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_e
     float *kvh = NULL;   /* the copy is for speed only: without memory for it, none */
     if (ns > 0 && copies * 2 * ns * d * (int64_t)sizeof(float) <= HEAD_COPY_MAX) {
         ag_error_t ignored;
-        kvh = ag_alloc_lines(copies * 2 * ns * d, sizeof(float), &ignored,
-                             "tiled kernel head copy");
+        kvh = ag_i_alloc_lines(copies * 2 * ns * d, sizeof(float), &ignored,
+                               "tiled kernel head copy");
     }
     const int by_head = kvh && copies > 1;
     const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0;
@@ -412,7 +412,7 @@ int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_e
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
 #pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
-        float *mine = buf + (int64_t)thread_id() * per_thread;
+        float *mine = buf + (int64_t)ag_i_thread_id() * per_thread;
         const tile_buf_t b = {mine, mine + d * BQ, mine + d * BQ + BK * BQ,
                               mine + 2 * d * BQ + BK * BQ, mine + 2 * d * BQ + BK * BQ + BQ,
                               (int32_t *)(mine + 2 * d * BQ + BK * BQ + 2 * BQ),
@@ -420,8 +420,8 @@ int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_e
         /* the blocks of a head run in block_start's order */
         if (by_head) {
             /* row j of the copy at (j - src.lo) * d; K and V are indexed by source */
-            float *kv_mine = kvh + (int64_t)thread_id() * 2 * ns * d;
-            for (int64_t h = thread_id(); h < H; h += team_size()) {
+            float *kv_mine = kvh + (int64_t)ag_i_thread_id() * 2 * ns * d;
+            for (int64_t h = ag_i_thread_id(); h < H; h += ag_i_team_size()) {
                 copy_head(kv_mine, K, V, src, HD, h * d, d, src.lo, src.hi);
                 const kv_head_t kv = {kv_mine - src.lo * d, kv_mine + (ns - src.lo) * d, d, 0};
                 for (int64_t t = 0; t < n_blocks; t++)
@@ -436,8 +436,8 @@ int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_e
             for (int64_t h = 0; h < H; h++) {
                 kv_head_t kv = {K, V, HD, h * d};
                 if (kvh) {
-                    const int64_t part = (ns + team_size() - 1) / team_size();
-                    const int64_t j0 = src.lo + thread_id() * part;
+                    const int64_t part = (ns + ag_i_team_size() - 1) / ag_i_team_size();
+                    const int64_t j0 = src.lo + ag_i_thread_id() * part;
                     const int64_t j1 = j0 + part < src.hi ? j0 + part : src.hi;
                     copy_head(kvh, K, V, src, HD, h * d, d, j0, j1);
 #pragma omp barrier
@@ -457,8 +457,8 @@ int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_e
 int ag_i_attention_tiled(const ag_i_fwd_t *a, ag_error_t *err)
 {
     if (!ag_i_tiled_applies(a->nb))
-        return ag_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run of "
-                       "sources");
+        return ag_i_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run of "
+                         "sources");
     return ag_i_attention_tiled_range(a, 0, a->nb->n_nodes, err);
 }
 
@@ -791,28 +791,28 @@ int ag_i_backward_tiled_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, in
     const ag_nbhd_t *nb = op->nb;
     const int64_t N = nb->n_nodes, H = op->H, d = op->d;
     if (!nb->out_ptr)
-        return ag_fail(err, AG_EINVAL, "tiled backward: the neighbourhoods are not "
-                       "transposed (ag_nbhd_transpose)");
+        return ag_i_fail(err, AG_EINVAL, "tiled backward: the neighbourhoods are not "
+                         "transposed (ag_nbhd_transpose)");
     const int QV = ag_i_tiled_width(nb);   /* as the forward */
     const int64_t BQ = QV * AG_LANES;
     if (!whole_blocks(qlo, qhi, BQ, N) || !whole_blocks(klo, khi, BQ, N))
-        return ag_fail(err, AG_EINVAL, "tiled backward: destinations %lld..%lld and sources "
-                       "%lld..%lld; expected ranges of whole blocks of %lld rows within 0..%lld",
-                       (long long)qlo, (long long)qhi, (long long)klo, (long long)khi,
-                       (long long)BQ, (long long)N);
+        return ag_i_fail(err, AG_EINVAL, "tiled backward: destinations %lld..%lld and sources "
+                         "%lld..%lld; expected ranges of whole blocks of %lld rows within 0..%lld",
+                         (long long)qlo, (long long)qhi, (long long)klo, (long long)khi,
+                         (long long)BQ, (long long)N);
     const int64_t qb0 = qlo / BQ, n_qb = qlo < qhi ? (qhi + BQ - 1) / BQ - qb0 : 0;
     const int64_t kb0 = klo / BQ, n_kb = klo < khi ? (khi + BQ - 1) / BQ - kb0 : 0;
     const int64_t most = n_qb > n_kb ? n_qb : n_kb;
-    const int64_t per_thread = scratch_stride(4 * d * BQ + 2 * BK * BQ + 4 * BQ);
-    float *buf = ag_alloc_lines((int64_t)max_threads() * per_thread, sizeof(float), err,
-                                "tiled backward buffers");
-    int64_t *order = buf ? ag_alloc(n_qb + n_kb + 1, sizeof(int64_t), err, "tiled backward "
-                                    "order") : NULL;
-    block_work_t *tmp = order ? ag_alloc(most + 1, sizeof *tmp, err, "tiled backward "
-                                         "order") : NULL;
+    const int64_t per_thread = ag_i_scratch_stride(4 * d * BQ + 2 * BK * BQ + 4 * BQ);
+    float *buf = ag_i_alloc_lines((int64_t)ag_i_max_threads() * per_thread, sizeof(float), err,
+                                  "tiled backward buffers");
+    int64_t *order = buf ? ag_i_alloc(n_qb + n_kb + 1, sizeof(int64_t), err, "tiled backward "
+                                      "order") : NULL;
+    block_work_t *tmp = order ? ag_i_alloc(most + 1, sizeof *tmp, err, "tiled backward "
+                                           "order") : NULL;
     if (!tmp) {
         free(buf), free(order);
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     }
     order_blocks(nb, 0, BQ, qb0, n_qb, qhi, order, tmp);
     order_blocks(nb, 1, BQ, kb0, n_kb, khi, order + n_qb, tmp);
@@ -820,12 +820,12 @@ int ag_i_backward_tiled_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, in
     const bw_args_t a = {nb, op->Q, op->K, op->V, op->dM, op->lse, op->Dd, op->g.dQ, op->g.dK,
                          op->g.dV, H, d, op->scale, op->scale * LOG2E};
     ag_i_grad_f *const grad = ag_i_isa()->grad[QV == 4];
-    const int64_t runs = most / (8 * max_threads());
+    const int64_t runs = most / (8 * ag_i_max_threads());
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > INT_MAX ? INT_MAX : (int)runs;
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
 #pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
-        float *mine = buf + (int64_t)thread_id() * per_thread;
+        float *mine = buf + (int64_t)ag_i_thread_id() * per_thread;
         const int64_t db = d * BQ, sb = BK * BQ;
         const bw_buf_t b = {mine, mine + db, mine + 2 * db, mine + 2 * db + sb,
                             mine + 2 * db + 2 * sb, mine + 3 * db + 2 * sb,
@@ -851,8 +851,8 @@ int ag_i_backward_tiled_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, in
 int ag_i_backward_tiled(const ag_i_bwd_t *a, ag_error_t *err)
 {
     if (!ag_i_tiled_applies(a->nb))
-        return ag_fail(err, AG_EINVAL, "tiled backward: a destination has more than one run "
-                       "of sources");
+        return ag_i_fail(err, AG_EINVAL, "tiled backward: a destination has more than one run "
+                         "of sources");
     const int64_t N = a->nb->n_nodes;
     return ag_i_backward_tiled_range(a, 0, N, 0, N, err);
 }

@@ -113,9 +113,9 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
                             ag_error_t *err)
 {
     *out = NULL;
-    ag_tiled_stream_t *st = ag_calloc(1, sizeof *st, err, "streamed attention");
+    ag_tiled_stream_t *st = ag_i_calloc(1, sizeof *st, err, "streamed attention");
     if (!st)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     st->nb = nb, st->Q = Q, st->H = H, st->d = d;
     st->QV = ag_i_tiled_width(nb);
     const ag_i_isa_t *isa = ag_i_isa();
@@ -124,22 +124,22 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
     const int64_t BQ = st->QV * AG_LANES;
     if (lo < hi && lo % BQ) {
         ag_i_tiled_stream_free(st);
-        return ag_fail(err, AG_EINVAL, "streamed attention: destinations from %lld, not a "
-                       "multiple of %lld", (long long)lo, (long long)BQ);
+        return ag_i_fail(err, AG_EINVAL, "streamed attention: destinations from %lld, not a "
+                         "multiple of %lld", (long long)lo, (long long)BQ);
     }
     st->n_blocks = hi > lo ? (hi - lo + BQ - 1) / BQ : 0;
     const int64_t tasks = st->n_blocks * H;
-    st->per_thread = scratch_stride(d * BQ + BK * BQ);
-    st->blocks = ag_alloc(st->n_blocks + 1, sizeof *st->blocks, err, "streamed attention");
-    st->next = ag_alloc(tasks + 1, sizeof *st->next, err, "streamed attention");
-    st->acc = ag_alloc_lines((tasks + 1) * d * BQ, sizeof(float), err, "streamed attention");
-    st->m = ag_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
-    st->l = ag_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
-    st->scratch = ag_alloc_lines((int64_t)max_threads() * st->per_thread, sizeof(float), err,
-                                 "streamed attention");
+    st->per_thread = ag_i_scratch_stride(d * BQ + BK * BQ);
+    st->blocks = ag_i_alloc(st->n_blocks + 1, sizeof *st->blocks, err, "streamed attention");
+    st->next = ag_i_alloc(tasks + 1, sizeof *st->next, err, "streamed attention");
+    st->acc = ag_i_alloc_lines((tasks + 1) * d * BQ, sizeof(float), err, "streamed attention");
+    st->m = ag_i_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
+    st->l = ag_i_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
+    st->scratch = ag_i_alloc_lines((int64_t)ag_i_max_threads() * st->per_thread, sizeof(float), err,
+                                   "streamed attention");
     if (!st->blocks || !st->next || !st->acc || !st->m || !st->l || !st->scratch) {
         ag_i_tiled_stream_free(st);
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     }
     for (int64_t k = 0; k < st->n_blocks; k++) {
         const int64_t i0 = lo + k * BQ;
@@ -170,7 +170,7 @@ void ag_i_tiled_stream_feed(ag_tiled_stream_t *st, const float *K, const float *
     const int64_t BQ = st->QV * AG_LANES, d = st->d, H = st->H, tasks = st->n_blocks * H;
 #pragma omp parallel if (tasks > 1)
     {
-        float *qt = st->scratch + (int64_t)thread_id() * st->per_thread, *S = qt + d * BQ;
+        float *qt = st->scratch + (int64_t)ag_i_thread_id() * st->per_thread, *S = qt + d * BQ;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t t = 0; t < tasks; t++)
             task(st, &st->blocks[t / H], t % H, &st->next[t], st->acc + t * d * BQ,

@@ -29,36 +29,36 @@ typedef struct {
 
 /* The window of rows a process reads: its own and every source of its
    destinations, widened to groups of 8 rows (the tiled kernel's blocks). */
-void ag_halo_window(const ag_mpi_part_t *part, int64_t *wlo, int64_t *whi);
+void ag_i_halo_window(const ag_mpi_part_t *part, int64_t *wlo, int64_t *whi);
 
 /* Plans the halo of part for rows of HD floats: every process tells the owners
    which of their rows it reads. Collective; agrees on failure. */
-int ag_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64_t HD,
-                 ag_error_t *err);
+int ag_i_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64_t HD,
+                   ag_error_t *err);
 /* Sends the own rows (already in the window) that the peers read and receives
    the rows this process reads, into the window. */
-void ag_halo_exchange(ag_halo_t *h, MPI_Comm comm, int64_t HD, ag_mpi_stats_t *stats);
-void ag_halo_destroy(ag_halo_t *h);
+void ag_i_halo_exchange(ag_halo_t *h, MPI_Comm comm, int64_t HD, ag_mpi_stats_t *stats);
+void ag_i_halo_destroy(ag_halo_t *h);
 
 /* The neighbourhoods of part as the kernels index them: by global destination
    (offset pointers; only lo..hi-1 may be read) with the whole graph's N and E. */
-ag_nbhd_t ag_part_view(const ag_mpi_part_t *part);
+ag_nbhd_t ag_i_part_view(const ag_mpi_part_t *part);
 
 /* displ [P] = the running sums of count [P] (an MPI_*v call's displacements). */
-void ag_mpi_displs(const int *count, int *displ, int P);
+void ag_i_mpi_displs(const int *count, int *displ, int P);
 
 /* The contiguous parts' bounds [P+1] from the whole graph's edge_ptr [N+1]:
    balanced by work, cut at multiples of AG_MPI_ROW_ALIGN. */
-int ag_mpi_cut_bounds(const int64_t *edge_ptr, int64_t N, int P, int64_t *bounds,
-                      ag_error_t *err);
+int ag_i_mpi_cut_bounds(const int64_t *edge_ptr, int64_t N, int P, int64_t *bounds,
+                        ag_error_t *err);
 
 /* Renumbered parts: every process's node_of gathered into *order [N] on root
    (malloc'ed; NULL elsewhere): row k of the renumbered graph is node order[k].
    Collective; agrees on failure. */
-int ag_mpi_node_order(MPI_Comm comm, const ag_mpi_part_t *part, int root, int64_t **order,
-                      ag_error_t *err);
+int ag_i_mpi_node_order(MPI_Comm comm, const ag_mpi_part_t *part, int root, int64_t **order,
+                        ag_error_t *err);
 
 /* Seconds since some fixed point. */
-double ag_mpi_now(void);
+double ag_i_mpi_now(void);
 
 #endif

@@ -10,13 +10,13 @@ typedef struct {
     void *state;                /* ring.c's */
 } ag_ring_t;
 
-int ag_ring_init(ag_ring_t *g, MPI_Comm comm, const ag_mpi_part_t *part, int64_t HD,
-                 ag_error_t *err);
+int ag_i_ring_init(ag_ring_t *g, MPI_Comm comm, const ag_mpi_part_t *part, int64_t HD,
+                   ag_error_t *err);
 /* The attention of part's destinations: nb, Q, M indexed by global node. */
-int ag_ring_attention(ag_ring_t *g, MPI_Comm comm, const ag_nbhd_t *nb,
-                      const ag_mpi_part_t *part, const float *Q, int64_t H, int64_t d,
-                      const ag_score_t *score, float *M, ag_mpi_stats_t *stats,
-                      ag_error_t *err);
-void ag_ring_destroy(ag_ring_t *g);
+int ag_i_ring_attention(ag_ring_t *g, MPI_Comm comm, const ag_nbhd_t *nb,
+                        const ag_mpi_part_t *part, const float *Q, int64_t H, int64_t d,
+                        const ag_score_t *score, float *M, ag_mpi_stats_t *stats,
+                        ag_error_t *err);
+void ag_i_ring_destroy(ag_ring_t *g);
 
 #endif

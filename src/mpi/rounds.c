@@ -21,8 +21,8 @@ static int check_layers(const ag_weights_t *layers, int n_layers, ag_error_t *er
 {
     for (int k = 0; k < n_layers; k++)
         if (layers[k].per_node)
-            return ag_fail(err, AG_EINVAL, "per-node weights are not supported on several "
-                           "processes (layer %d)", k + 1);
+            return ag_i_fail(err, AG_EINVAL, "per-node weights are not supported on several "
+                             "processes (layer %d)", k + 1);
     return AG_OK;
 }
 
@@ -41,7 +41,7 @@ static ag_mpi_path_t choose_path(MPI_Comm comm, const ag_mpi_part_t *part, ag_mp
     if (!ring_applies(part) || part->ranks == 1)
         return AG_MPI_HALO;
     int64_t wlo, whi, most;
-    ag_halo_window(part, &wlo, &whi);
+    ag_i_halo_window(part, &wlo, &whi);
     const int64_t rows = whi - wlo;
     MPI_Allreduce(&rows, &most, 1, MPI_INT64_T, MPI_MAX, comm);
     return 2 * most > part->n_nodes ? AG_MPI_RING : AG_MPI_HALO;
@@ -61,8 +61,8 @@ typedef struct {
 static void run_free(run_t *r)
 {
     free(r->Xn), free(r->Q), free(r->M);
-    ag_halo_destroy(&r->halo);
-    ag_ring_destroy(&r->ring);
+    ag_i_halo_destroy(&r->halo);
+    ag_i_ring_destroy(&r->ring);
 }
 
 /* The attention of a round on this process's part: K and V rows exchanged
@@ -80,10 +80,10 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
     float *Mv = r->M - part->lo * r->HD;
     const float *Qv = r->Q - part->lo * r->HD;
     if (r->path != AG_MPI_HALO)
-        return ag_ring_attention(&r->ring, r->comm, &r->view, part, Qv, w->H, w->d, sc, Mv,
-                                 pr->stats, err);
+        return ag_i_ring_attention(&r->ring, r->comm, &r->view, part, Qv, w->H, w->d, sc, Mv,
+                                   pr->stats, err);
     ag_halo_t *h = &r->halo;
-    ag_halo_exchange(h, r->comm, r->HD, pr->stats);
+    ag_i_halo_exchange(h, r->comm, r->HD, pr->stats);
     const ag_i_fwd_t f = {&r->view, Qv, h->K - h->wlo * r->HD, h->V - h->wlo * r->HD, w->H,
                           w->d, 0.0f, sc, Mv, NULL};
     return ag_i_attention_part(&f, part->lo, part->hi, part->one_run, err);
@@ -112,54 +112,54 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
     memset(stats, 0, sizeof *stats);
     run_t r;
     memset(&r, 0, sizeof r);
-    r.comm = comm, r.part = part, r.view = ag_part_view(part);
+    r.comm = comm, r.part = part, r.view = ag_i_part_view(part);
     r.n = part->hi - part->lo;
     int rc = !layers || rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds)
-                 ? ag_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one "
-                           "layer for all rounds or one per round", rounds, n_layers)
+                 ? ag_i_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one "
+                             "layer for all rounds or one per round", rounds, n_layers)
                  : check_layers(layers, n_layers, err);
     if (!rc)   /* the shapes, once there is a layer to read them from */
         r.D = layers[0].D, r.H = layers[0].H, r.d = layers[0].d, r.HD = r.H * r.d;
     if (!rc && path == AG_MPI_RING && !ring_applies(part))
-        rc = ag_fail(err, AG_EINVAL, "the ring path needs one run of consecutive sources per "
-                     "destination and 16 or more in-edges on average (causal, window, ... "
-                     "patterns: the tiled kernel); this graph has not");
+        rc = ag_i_fail(err, AG_EINVAL, "the ring path needs one run of consecutive sources per "
+                       "destination and 16 or more in-edges on average (causal, window, ... "
+                       "patterns: the tiled kernel); this graph has not");
     const int64_t rows = r.n ? r.n : 1;
-    if (!rc && (!(r.Q = ag_alloc(rows * r.HD, sizeof(float), err, "queries")) ||
-                !(r.M = ag_alloc(rows * r.HD, sizeof(float), err, "messages")) ||
+    if (!rc && (!(r.Q = ag_i_alloc(rows * r.HD, sizeof(float), err, "queries")) ||
+                !(r.M = ag_i_alloc(rows * r.HD, sizeof(float), err, "messages")) ||
                 (opts && opts->norm == AG_NORM_LAYER &&
-                 !(r.Xn = ag_alloc(rows * r.D, sizeof(float), err, "normalised states")))))
-        rc = ag_alloc_status();
+                 !(r.Xn = ag_i_alloc(rows * r.D, sizeof(float), err, "normalised states")))))
+        rc = ag_i_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         run_free(&r);
         return rc;
     }
     r.path = stats->path = choose_path(comm, part, path);
     rc = r.path == AG_MPI_RING
-             ? ag_mpi_agree(comm, ag_ring_init(&r.ring, comm, part, r.HD, err), err)
-             : ag_halo_plan(&r.halo, comm, part, r.HD, err);
-    const double t0 = ag_mpi_now();
+             ? ag_mpi_agree(comm, ag_i_ring_init(&r.ring, comm, part, r.HD, err), err)
+             : ag_i_halo_plan(&r.halo, comm, part, r.HD, err);
+    const double t0 = ag_i_mpi_now();
     for (int k = 0; !rc && k < rounds; k++)
         rc = ag_mpi_agree(comm, one_round(&r, &layers[n_layers == 1 ? 0 : k], opts, X, stats,
                                           err), err);
-    stats->seconds = ag_mpi_now() - t0;
+    stats->seconds = ag_i_mpi_now() - t0;
     if (!rc && M && rounds > 0)
         memcpy(M, r.M, (size_t)(r.n * r.HD) * sizeof(float));
     run_free(&r);
     return rc;
 }
 
-int ag_mpi_node_order(MPI_Comm comm, const ag_mpi_part_t *part, int root, int64_t **order,
-                      ag_error_t *err)
+int ag_i_mpi_node_order(MPI_Comm comm, const ag_mpi_part_t *part, int root, int64_t **order,
+                        ag_error_t *err)
 {
     const int P = part->ranks, me = part->rank;
     *order = NULL;
-    int *count = ag_alloc(P, sizeof(int), err, "node order");
-    int *displ = ag_alloc(P, sizeof(int), err, "node order");
-    int rc = count && displ ? AG_OK : ag_alloc_status();
-    if (!rc && me == root && !(*order = ag_alloc(part->n_nodes ? part->n_nodes : 1,
+    int *count = ag_i_alloc(P, sizeof(int), err, "node order");
+    int *displ = ag_i_alloc(P, sizeof(int), err, "node order");
+    int rc = count && displ ? AG_OK : ag_i_alloc_status();
+    if (!rc && me == root && !(*order = ag_i_alloc(part->n_nodes ? part->n_nodes : 1,
                                                   sizeof **order, err, "node order")))
-        rc = ag_alloc_status();
+        rc = ag_i_alloc_status();
     if (!(rc = ag_mpi_agree(comm, rc, err))) {
         for (int p = 0; p < P; p++)
             count[p] = (int)(part->bounds[p + 1] - part->bounds[p]),
@@ -178,12 +178,12 @@ static int gather_in_part_order(MPI_Comm comm, const ag_mpi_part_t *part, const 
                                 int64_t cols, float *all, int root, ag_error_t *err)
 {
     const int P = part->ranks;
-    int *count = ag_alloc(P, sizeof(int), err, "gather"), *displ = ag_alloc(P, sizeof(int), err,
+    int *count = ag_i_alloc(P, sizeof(int), err, "gather"), *displ = ag_i_alloc(P, sizeof(int), err,
                                                                           "gather");
-    int rc = count && displ ? AG_OK : ag_alloc_status();
+    int rc = count && displ ? AG_OK : ag_i_alloc_status();
     if (!rc && part->n_nodes > INT32_MAX)
-        rc = ag_fail(err, AG_ELIMIT, "%lld rows are beyond what MPI_Gatherv counts (2^31)",
-                     (long long)part->n_nodes);
+        rc = ag_i_fail(err, AG_ELIMIT, "%lld rows are beyond what MPI_Gatherv counts (2^31)",
+                       (long long)part->n_nodes);
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         free(count), free(displ);
         return rc;
@@ -209,10 +209,10 @@ int ag_mpi_gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mi
     const int64_t N = part->n_nodes;
     float *rows = NULL;
     int64_t *order = NULL;
-    int rc = here && !(rows = ag_alloc(N && cols ? N * cols : 1, sizeof *rows, err, "gather"))
-                 ? ag_alloc_status() : AG_OK;
+    int rc = here && !(rows = ag_i_alloc(N && cols ? N * cols : 1, sizeof *rows, err, "gather"))
+                 ? ag_i_alloc_status() : AG_OK;
     if (!(rc = ag_mpi_agree(comm, rc, err)))
-        rc = ag_mpi_node_order(comm, part, root, &order, err);
+        rc = ag_i_mpi_node_order(comm, part, root, &order, err);
     if (!rc)
         rc = gather_in_part_order(comm, part, mine, cols, rows, root, err);
     if (!rc && here)

@@ -68,7 +68,7 @@ void ag_mpi_tape_free(ag_mpi_tape_t *t)
 {
     if (!t)
         return;
-    ag_halo_destroy(&t->halo);
+    ag_i_halo_destroy(&t->halo);
     ag_i_back_part_destroy(&t->bp);
     free(t->acts), free(t->back);
     free(t->send_count), free(t->send_displ), free(t->recv_count), free(t->recv_displ);
@@ -101,9 +101,9 @@ static int walk_runs(const ag_mpi_part_t *part, int64_t *trips_per, int64_t *row
 {
     const ag_nbhd_t *nb = &part->nb;
     const int P = part->ranks, me = part->rank;
-    int64_t *last = ag_calloc(P, sizeof *last, err, "backward plan");   /* last row sent +1 */
+    int64_t *last = ag_i_calloc(P, sizeof *last, err, "backward plan");   /* last row sent +1 */
     if (!last)
-        return ag_alloc_status();
+        return ag_i_alloc_status();
     for (int64_t x = 0; x < nb->n_nodes; x++) {
         const int64_t i = part->lo + x;
         for (int64_t r = nb->run_ptr[x]; r < nb->run_ptr[x + 1]; r++) {
@@ -140,11 +140,11 @@ static int take_runs(ag_mpi_tape_t *t, const int64_t *trip, int64_t m, const int
 {
     const ag_mpi_part_t *part = t->part;
     const int P = part->ranks;
-    int64_t *dst = ag_alloc(m + 1, sizeof *dst, err, "backward plan");
-    int64_t *src = ag_alloc(m + 1, sizeof *src, err, "backward plan");
-    int64_t *len = ag_alloc(m + 1, sizeof *len, err, "backward plan");
-    t->recv_rows = ag_alloc(m + 1, sizeof *t->recv_rows, err, "backward plan");
-    int rc = dst && src && len && t->recv_rows ? AG_OK : ag_alloc_status();
+    int64_t *dst = ag_i_alloc(m + 1, sizeof *dst, err, "backward plan");
+    int64_t *src = ag_i_alloc(m + 1, sizeof *src, err, "backward plan");
+    int64_t *len = ag_i_alloc(m + 1, sizeof *len, err, "backward plan");
+    t->recv_rows = ag_i_alloc(m + 1, sizeof *t->recv_rows, err, "backward plan");
+    int rc = dst && src && len && t->recv_rows ? AG_OK : ag_i_alloc_status();
     int64_t k = 0, n = 0;
     for (int p = 0; !rc && p < P; p++) {
         t->recv_count[p] = 0;
@@ -166,39 +166,39 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
 {
     const ag_mpi_part_t *part = t->part;
     const int P = part->ranks;
-    int64_t *tp = ag_calloc(P, sizeof *tp, err, "backward plan");
-    int64_t *rp = ag_calloc(P, sizeof *rp, err, "backward plan");
-    int *sc = ag_alloc(P, sizeof *sc, err, "backward plan");   /* send counts, displs */
-    int *sd = ag_alloc(P, sizeof *sd, err, "backward plan");
-    int *rc3 = ag_alloc(P, sizeof *rc3, err, "backward plan");   /* receive counts, displs */
-    int *rd = ag_alloc(P, sizeof *rd, err, "backward plan");
-    t->send_count = ag_calloc(P, sizeof(int), err, "backward plan");
-    t->send_displ = ag_calloc(P, sizeof(int), err, "backward plan");
-    t->recv_count = ag_calloc(P, sizeof(int), err, "backward plan");
-    t->recv_displ = ag_calloc(P, sizeof(int), err, "backward plan");
+    int64_t *tp = ag_i_calloc(P, sizeof *tp, err, "backward plan");
+    int64_t *rp = ag_i_calloc(P, sizeof *rp, err, "backward plan");
+    int *sc = ag_i_alloc(P, sizeof *sc, err, "backward plan");   /* send counts, displs */
+    int *sd = ag_i_alloc(P, sizeof *sd, err, "backward plan");
+    int *rc3 = ag_i_alloc(P, sizeof *rc3, err, "backward plan");   /* receive counts, displs */
+    int *rd = ag_i_alloc(P, sizeof *rd, err, "backward plan");
+    t->send_count = ag_i_calloc(P, sizeof(int), err, "backward plan");
+    t->send_displ = ag_i_calloc(P, sizeof(int), err, "backward plan");
+    t->recv_count = ag_i_calloc(P, sizeof(int), err, "backward plan");
+    t->recv_displ = ag_i_calloc(P, sizeof(int), err, "backward plan");
     int rc = tp && rp && sc && sd && rc3 && rd && t->send_count && t->send_displ &&
-             t->recv_count && t->recv_displ ? AG_OK : ag_alloc_status();
+             t->recv_count && t->recv_displ ? AG_OK : ag_i_alloc_status();
     int64_t *trip = NULL, *rtrip = NULL, *cur = NULL, *rcur = NULL, total = 0, rows = 0;
     if (!rc && !(rc = walk_runs(part, tp, rp, NULL, NULL, NULL, NULL, err))) {
         for (int p = 0; p < P; p++)
             total += tp[p], rows += rp[p];
         if (3 * total > INT32_MAX)
-            rc = ag_fail(err, AG_ELIMIT, "backward plan: %lld runs to send are beyond what "
-                         "one MPI call counts", (long long)total);
+            rc = ag_i_fail(err, AG_ELIMIT, "backward plan: %lld runs to send are beyond what "
+                           "one MPI call counts", (long long)total);
     }
-    if (!rc && (!(trip = ag_alloc(3 * total + 3, sizeof *trip, err, "backward plan")) ||
-                !(t->send_rows = ag_alloc(rows + 1, sizeof *t->send_rows, err, "backward plan")) ||
-                !(cur = ag_calloc(P, sizeof *cur, err, "backward plan")) ||
-                !(rcur = ag_calloc(P, sizeof *rcur, err, "backward plan"))))
-        rc = ag_alloc_status();
+    if (!rc && (!(trip = ag_i_alloc(3 * total + 3, sizeof *trip, err, "backward plan")) ||
+                !(t->send_rows = ag_i_alloc(rows + 1, sizeof *t->send_rows, err, "backward plan")) ||
+                !(cur = ag_i_calloc(P, sizeof *cur, err, "backward plan")) ||
+                !(rcur = ag_i_calloc(P, sizeof *rcur, err, "backward plan"))))
+        rc = ag_i_alloc_status();
     if (!rc) {
         for (int p = 0; p < P; p++) {
             sc[p] = (int)(3 * tp[p]), t->send_count[p] = (int)rp[p];
             cur[p] = p ? cur[p - 1] + tp[p - 1] : 0, rcur[p] = p ? rcur[p - 1] + rp[p - 1] : 0;
         }
         rc = walk_runs(part, NULL, NULL, trip, cur, t->send_rows, rcur, err);
-        ag_mpi_displs(sc, sd, P);
-        ag_mpi_displs(t->send_count, t->send_displ, P);
+        ag_i_mpi_displs(sc, sd, P);
+        ag_i_mpi_displs(t->send_count, t->send_displ, P);
         t->n_send = rows;
     }
     if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
@@ -207,17 +207,17 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
         for (int p = 0; p < P; p++)
             got += rc3[p];
         if (got > INT32_MAX)
-            rc = ag_fail(err, AG_ELIMIT, "backward plan: process %d receives %lld run values, "
-                         "beyond what one MPI call counts (2^31)", part->rank, (long long)got);
-        else if ((rtrip = ag_alloc(got + 3, sizeof *rtrip, err, "backward plan")))
-            ag_mpi_displs(rc3, rd, P);
+            rc = ag_i_fail(err, AG_ELIMIT, "backward plan: process %d receives %lld run values, "
+                           "beyond what one MPI call counts (2^31)", part->rank, (long long)got);
+        else if ((rtrip = ag_i_alloc(got + 3, sizeof *rtrip, err, "backward plan")))
+            ag_i_mpi_displs(rc3, rd, P);
         else
-            rc = ag_alloc_status();
+            rc = ag_i_alloc_status();
         if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
             MPI_Alltoallv(trip, sc, sd, MPI_INT64_T, rtrip, rc3, rd, MPI_INT64_T, t->comm);
             rc = take_runs(t, rtrip, got / 3, rc3, err);
             if (!rc)
-                ag_mpi_displs(t->recv_count, t->recv_displ, P);
+                ag_i_mpi_displs(t->recv_count, t->recv_displ, P);
         }
     }
     free(tp), free(rp), free(sc), free(sd), free(rc3), free(rd);
@@ -241,7 +241,7 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
     const mpi_acts_t *a = &pr->a;
     const ag_mpi_part_t *part = t->part;
     ag_halo_t *h = &t->halo;
-    ag_halo_exchange(h, t->comm, t->HD, t->stats);
+    ag_i_halo_exchange(h, t->comm, t->HD, t->stats);
     kext_t x = {0};
     x.lse = a->lse - part->lo * w->H;
     const ag_i_fwd_t f = {&t->view, a->Q - part->lo * t->HD, h->K - h->wlo * t->HD,
@@ -272,12 +272,12 @@ static int forward_round(ag_mpi_tape_t *t, int r, float *X, float *Xn, ag_error_
 static int check_layers(const ag_weights_t *layers, int n_layers, int rounds, ag_error_t *err)
 {
     if (!layers || rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
-        return ag_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
-                       "for all rounds or one per round", rounds, n_layers);
+        return ag_i_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
+                         "for all rounds or one per round", rounds, n_layers);
     for (int k = 0; k < n_layers; k++)
         if (layers[k].per_node)
-            return ag_fail(err, AG_EINVAL, "per-node weights are not supported on several "
-                           "processes (layer %d)", k + 1);
+            return ag_i_fail(err, AG_EINVAL, "per-node weights are not supported on several "
+                             "processes (layer %d)", k + 1);
     return AG_OK;
 }
 
@@ -303,17 +303,17 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     *tape = NULL;
     int rc = check_layers(layers, n_layers, rounds, err);
     if (!rc && part->node_of)   /* the sums over rows assume the contiguous, aligned cuts */
-        rc = ag_fail(err, AG_EINVAL, "training on renumbered parts "
-                     "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "
-                     "parts, whose gradients are bitwise one process's");
+        rc = ag_i_fail(err, AG_EINVAL, "training on renumbered parts "
+                       "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "
+                       "parts, whose gradients are bitwise one process's");
     /* reused only where every process can reuse its tape: the plans are collective */
     int mine = !rc && t && reusable(t, comm, part, &layers[0], n_layers, rounds), again;
     MPI_Allreduce(&mine, &again, 1, MPI_INT, MPI_MIN, comm);
     if (!again) {
         ag_mpi_tape_free(t);
         t = NULL;
-        if (!rc && !(t = ag_calloc(1, sizeof *t, err, "tape")))
-            rc = ag_alloc_status();
+        if (!rc && !(t = ag_i_calloc(1, sizeof *t, err, "tape")))
+            rc = ag_i_alloc_status();
     }
     if (!rc) {   /* what may change between calls on one tape */
         t->layers = layers, t->opts = opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT;
@@ -323,24 +323,24 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     if (!rc && !again) {
         const ag_weights_t *w = &layers[0];
         t->comm = comm, t->part = part, t->runs = part->nb.run_ptr;
-        t->view = ag_part_view(part);
+        t->view = ag_i_part_view(part);
         t->n_layers = n_layers, t->rounds = rounds;
         t->n = part->hi - part->lo, t->D = w->D, t->H = w->H, t->d = w->d, t->HD = w->H * w->d;
     }
     if ((rc = ag_mpi_agree(comm, rc, err)) ||
-        (!again && ((rc = ag_halo_plan(&t->halo, comm, part, t->HD, err)) ||
+        (!again && ((rc = ag_i_halo_plan(&t->halo, comm, part, t->HD, err)) ||
                     (rc = back_plan(t, err))))) {
         ag_mpi_tape_free(t);
         return rc;
     }
-    ag_mpi_reducer(&t->red, &t->red_ctx, comm, part, stats);
+    ag_i_mpi_reducer(&t->red, &t->red_ctx, comm, part, stats);
     float *Xn = NULL;
-    if (!t->acts && !(t->acts = ag_alloc(rounds ? rounds * round_floats(t) : 1, sizeof(float),
-                                         err, "tape of the rounds' activations")))
-        rc = ag_alloc_status();
-    if (!rc && t->layer_norm && !(Xn = ag_alloc(t->n ? t->n * t->D : 1, sizeof *Xn, err,
+    if (!t->acts && !(t->acts = ag_i_alloc(rounds ? rounds * round_floats(t) : 1, sizeof(float),
+                                           err, "tape of the rounds' activations")))
+        rc = ag_i_alloc_status();
+    if (!rc && t->layer_norm && !(Xn = ag_i_alloc(t->n ? t->n * t->D : 1, sizeof *Xn, err,
                                                  "rounds forward")))
-        rc = ag_alloc_status();
+        rc = ag_i_alloc_status();
     rc = ag_mpi_agree(comm, rc, err);
     for (int r = 0; !rc && r < rounds; r++)
         rc = ag_mpi_agree(comm, forward_round(t, r, X, Xn, err), err);
@@ -367,9 +367,9 @@ static float *back_alloc(mpi_back_t *b, const ag_mpi_tape_t *t, float *all, ag_e
     const int64_t n = t->n, D = t->D, HD = t->HD, H = t->H, w = t->bp.dhi - t->bp.dlo;
     const int64_t row = 2 * HD + 2 * H;
     if (!all)
-        all = ag_calloc(3 * n * D + 4 * n * HD + n * H + w * row +
-                        (t->n_send + t->n_recv) * row + 1, sizeof(float), err,
-                        "rounds backward");
+        all = ag_i_calloc(3 * n * D + 4 * n * HD + n * H + w * row +
+                          (t->n_send + t->n_recv) * row + 1, sizeof(float), err,
+                          "rounds backward");
     if (!all)
         return NULL;
     b->dX = all, b->Xn = b->dX + n * D, b->dXn = b->Xn + n * D, b->dM = b->dXn + n * D;
@@ -398,12 +398,12 @@ static void dest_exchange(const ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_
     MPI_Datatype type;
     MPI_Type_contiguous((int)row, MPI_FLOAT, &type);
     MPI_Type_commit(&type);
-    const double t0 = ag_mpi_now();
+    const double t0 = ag_i_mpi_now();
     MPI_Alltoallv(b->sendbuf, t->send_count, t->send_displ, type, b->recvbuf, t->recv_count,
                   t->recv_displ, type, t->comm);
     MPI_Type_free(&type);
     if (t->stats) {
-        t->stats->seconds_comm += ag_mpi_now() - t0;
+        t->stats->seconds_comm += ag_i_mpi_now() - t0;
         t->stats->bytes_sent += t->n_send * row * (int64_t)sizeof(float);
         t->stats->bytes_received += t->n_recv * row * (int64_t)sizeof(float);
     }
@@ -441,8 +441,8 @@ static int attend_back_part(void *ctx, const ag_weights_t *w, ag_weights_t *g,
     mpi_back_t *b = pb->b;
     float scale;
     if (!ag_i_plain_scale(sc, w->d, &scale))
-        return ag_fail(err, AG_EINVAL, "training on several processes: only plain dot-product "
-                       "scores (scaled-dot, dot, --beta)");
+        return ag_i_fail(err, AG_EINVAL, "training on several processes: only plain dot-product "
+                         "scores (scaled-dot, dot, --beta)");
     const int64_t HD = t->HD, H = w->H, lo = t->part->lo;
     ag_i_backward_rowdots(b->Dd, b->dM, a->M, t->n, H, w->d);
     dest_exchange(t, a, b);
@@ -488,7 +488,7 @@ int ag_mpi_rounds_backward(ag_mpi_tape_t *t, const float *dY, float *dX0, ag_wei
        peer sends stay zero, the others are overwritten */
     mpi_back_t b = {0};
     float *all = back_alloc(&b, t, t->back, err);
-    int rc = ag_mpi_agree(t->comm, all ? AG_OK : ag_alloc_status(), err);
+    int rc = ag_mpi_agree(t->comm, all ? AG_OK : ag_i_alloc_status(), err);
     if (all)
         t->back = all;   /* freed with the tape */
     if (rc)

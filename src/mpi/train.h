@@ -14,7 +14,7 @@ typedef struct {
     const ag_mpi_part_t *part;
     ag_mpi_stats_t *stats;
 } ag_mpi_reduce_t;
-void ag_mpi_reducer(ag_i_reducer_t *r, ag_mpi_reduce_t *ctx, MPI_Comm comm,
-                    const ag_mpi_part_t *part, ag_mpi_stats_t *stats);
+void ag_i_mpi_reducer(ag_i_reducer_t *r, ag_mpi_reduce_t *ctx, MPI_Comm comm,
+                      const ag_mpi_part_t *part, ag_mpi_stats_t *stats);
 
 #endif

@@ -143,8 +143,8 @@ static int write_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const float 
 {
     float *all = NULL;
     int rc = AG_OK;
-    if (part->rank == 0 && !(all = ag_alloc(part->n_nodes * cols, sizeof *all, err, "output")))
-        rc = ag_alloc_status();
+    if (part->rank == 0 && !(all = ag_i_alloc(part->n_nodes * cols, sizeof *all, err, "output")))
+        rc = ag_i_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err)))
         return rc;
     rc = ag_mpi_gather_rows(comm, part, mine, cols, all, 0, err);
@@ -153,9 +153,9 @@ static int write_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const float 
             rc = ag_npy_write_f32(path, all, part->n_nodes, cols, err);
         } else {   /* [N, H*d] as [H, N, d] */
             const int64_t N = part->n_nodes, d = cols / H;
-            float *t = ag_alloc(N * cols, sizeof *t, err, "head messages");
+            float *t = ag_i_alloc(N * cols, sizeof *t, err, "head messages");
             if (!t)
-                rc = ag_alloc_status();
+                rc = ag_i_alloc_status();
             for (int64_t h = 0; !rc && h < H; h++)
                 for (int64_t i = 0; i < N; i++)
                     memcpy(t + (h * N + i) * d, all + i * cols + h * d, (size_t)d * sizeof *t);
@@ -301,8 +301,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     float *M = NULL;
     const int64_t n = part.hi - part.lo, HD = in.H * in.d;
     if (!rc && (o.messages || o.head_messages) &&
-        !(M = ag_alloc(n ? n * HD : 1, sizeof *M, &err, "messages")))
-        rc = ag_alloc_status();
+        !(M = ag_i_alloc(n ? n * HD : 1, sizeof *M, &err, "messages")))
+        rc = ag_i_alloc_status();
     rc = ag_mpi_agree(comm, rc, &err);
     ag_score_t score = in.score;
     ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
@@ -314,8 +314,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                                (int)in.rounds, &ro, path, M, &st, &err);
     ag_error_t where;
     if (!rc && ag_check_finite("the output states", in.x0.data, n, in.x0.cols, &where))
-        rc = ag_fail(&err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
-                     "inputs down (the largest |value| should be far below 1e18)", where.msg);
+        rc = ag_i_fail(&err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
+                       "inputs down (the largest |value| should be far below 1e18)", where.msg);
     rc = ag_mpi_agree(comm, rc, &err);
     if (!rc && o.out)
         rc = write_gathered(comm, &part, in.x0.data, in.x0.cols, outs[OUT].path, 0, 0, &err);

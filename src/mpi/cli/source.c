@@ -21,8 +21,8 @@ static int open_csr_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t
         return rc;
     rc = ag_mpi_part_from_csr(part, comm, indptr, indices, o->self, err);
     if (!rc && part->n_nodes > o->max_nodes)
-        rc = ag_fail(err, AG_ELIMIT, "%s describes %lld nodes, more than the limit of %lld "
-                     "(--max-nodes)", indptr, (long long)part->n_nodes, (long long)o->max_nodes);
+        rc = ag_i_fail(err, AG_ELIMIT, "%s describes %lld nodes, more than the limit of %lld "
+                       "(--max-nodes)", indptr, (long long)part->n_nodes, (long long)o->max_nodes);
     free(indptr);
     return rc;
 }
@@ -44,22 +44,22 @@ static int pattern_nodes(int64_t *N, const ag_pattern_t *pat, const source_opts_
     if (!rc && labels.str) {
         if (*N && *N != labels.n) {
             *usage = o->tokens != NULL;
-            rc = ag_fail(err, AG_EINVAL, "%s has %lld label%s, but --nodes is %lld",
-                         o->tokens ? "--tokens" : o->labels_file, (long long)labels.n,
-                         PLURAL(labels.n), (long long)*N);
+            rc = ag_i_fail(err, AG_EINVAL, "%s has %lld label%s, but --nodes is %lld",
+                           o->tokens ? "--tokens" : o->labels_file, (long long)labels.n,
+                           PLURAL(labels.n), (long long)*N);
         }
         *N = labels.n;
     }
     ag_labels_destroy(&labels);
     if (!rc && *N == 0 && !(*N = ag_pattern_size(pat))) {
         *usage = 1;
-        rc = ag_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
-                     o->pattern);
+        rc = ag_i_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
+                       o->pattern);
     }
     if (!rc && *N > o->max_nodes) {
         *usage = !o->labels_file;
-        rc = ag_fail(err, AG_ELIMIT, "%lld nodes is more than the limit of %lld (--max-nodes)",
-                     (long long)*N, (long long)o->max_nodes);
+        rc = ag_i_fail(err, AG_ELIMIT, "%lld nodes is more than the limit of %lld (--max-nodes)",
+                       (long long)*N, (long long)o->max_nodes);
     }
     return rc;
 }
@@ -89,8 +89,8 @@ static int open_pattern_part(ag_mpi_part_t *part, MPI_Comm comm, const source_op
 static int cut_and_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int64_t *cut,
                         int64_t *halo, ag_error_t *err)
 {
-    ag_part_stats_t *st = ag_alloc(pt->n_parts, sizeof *st, err, "partition");
-    int rc = st ? ag_partition_stats(pt, nb, st, err) : ag_alloc_status();
+    ag_part_stats_t *st = ag_i_alloc(pt->n_parts, sizeof *st, err, "partition");
+    int rc = st ? ag_partition_stats(pt, nb, st, err) : ag_i_alloc_status();
     *cut = *halo = 0;
     for (int p = 0; !rc && p < pt->n_parts; p++)
         *cut += st[p].n_cut, *halo += st[p].n_halo;
@@ -102,11 +102,11 @@ static int cut_and_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int64_t *
 static int contiguous_counts(const ag_nbhd_t *nb, int P, metis_info_t *m, ag_error_t *err)
 {
     const int64_t N = nb->n_nodes;
-    int64_t *first = ag_alloc(P + 1, sizeof *first, err, "partition");
-    int32_t *owner = ag_alloc(N ? N : 1, sizeof *owner, err, "partition");
-    int rc = first && owner ? AG_OK : ag_alloc_status();
+    int64_t *first = ag_i_alloc(P + 1, sizeof *first, err, "partition");
+    int32_t *owner = ag_i_alloc(N ? N : 1, sizeof *owner, err, "partition");
+    int rc = first && owner ? AG_OK : ag_i_alloc_status();
     if (!rc)
-        rc = ag_mpi_cut_bounds(nb->edge_ptr, N, P, first, err);
+        rc = ag_i_mpi_cut_bounds(nb->edge_ptr, N, P, first, err);
     for (int p = 0; !rc && p < P; p++)
         for (int64_t i = first[p]; i < first[p + 1]; i++)
             owner[i] = p;
@@ -213,14 +213,14 @@ static int scatter_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t 
     ag_matrix_t all;
     memset(&all, 0, sizeof all);
     int64_t *order = NULL;
-    int rc = part->node_of ? ag_mpi_node_order(comm, part, 0, &order, err) : AG_OK;
+    int rc = part->node_of ? ag_i_mpi_node_order(comm, part, 0, &order, err) : AG_OK;
     if (!rc && part->rank == 0)
         rc = ag_matrix_read_npy(&all, path, err);
     if (!rc && part->rank == 0 && all.rows != part->n_nodes)
-        rc = ag_fail(err, AG_EINVAL, "%s has %lld rows; the graph has %lld nodes", path,
-                     (long long)all.rows, (long long)part->n_nodes);
+        rc = ag_i_fail(err, AG_EINVAL, "%s has %lld rows; the graph has %lld nodes", path,
+                       (long long)all.rows, (long long)part->n_nodes);
     if (!rc && part->rank == 0 && all.cols > INT32_MAX / 2)
-        rc = ag_fail(err, AG_ELIMIT, "%s: %lld columns are too many", path, (long long)all.cols);
+        rc = ag_i_fail(err, AG_ELIMIT, "%s: %lld columns are too many", path, (long long)all.cols);
     if (!rc && order)
         rc = permute_rows(&all, order, err);
     free(order);
@@ -231,10 +231,10 @@ static int scatter_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t 
     int64_t D = all.cols;
     MPI_Bcast(&D, 1, MPI_INT64_T, 0, comm);
     rc = ag_matrix_init(x0, part->hi - part->lo, D, err);
-    int *count = ag_alloc(part->ranks, sizeof(int), err, "features");
-    int *displ = ag_alloc(part->ranks, sizeof(int), err, "features");
+    int *count = ag_i_alloc(part->ranks, sizeof(int), err, "features");
+    int *displ = ag_i_alloc(part->ranks, sizeof(int), err, "features");
     if (!rc && (!count || !displ))
-        rc = ag_alloc_status();
+        rc = ag_i_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         free(count), free(displ), ag_matrix_destroy(&all), ag_matrix_destroy(x0);
         return rc;

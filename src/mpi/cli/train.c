@@ -87,7 +87,7 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
         rc = loss_on(s, t->eval, 0, &f->eval_loss, &f->eval_correct, err);
     if (!rc && !isfinite(f->loss)) {   /* the same loss on every process */
         f->diverged = 1;
-        rc = ag_fail(err, AG_EINVAL, "the loss is not finite");
+        rc = ag_i_fail(err, AG_EINVAL, "the loss is not finite");
     }
     if (!rc && step && m->rounds > 0)
         rc = ag_mpi_rounds_backward(s->tape, m->dX, NULL, m->grads, err);
@@ -111,7 +111,7 @@ static void report(mtrain_t *s, int64_t epochs, double seconds)
 
 static int train_loop(mtrain_t *s, const train_opts_t *to, FILE *log, ag_error_t *err)
 {
-    const double t0 = ag_mpi_now();
+    const double t0 = ag_i_mpi_now();
     const task_t *t = &s->task;
     const int64_t E = to->epochs, every = to->every ? to->every : (E >= 10 ? E / 10 : 1);
     const int rows = s->part.rank == 0 && !to->o.quiet;
@@ -122,9 +122,9 @@ static int train_loop(mtrain_t *s, const train_opts_t *to, FILE *log, ag_error_t
     for (int64_t e = 0; e <= E && !rc; e++) {
         if ((rc = ag_mpi_agree(s->comm, epoch(s, e < E, &f, err), err))) {
             if (f.diverged)
-                rc = ag_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
-                             "lower --lr (%g) or set --clip", (long long)e,
-                             isnan(f.loss) ? "NaN" : "infinite", (double)s->model.lr);
+                rc = ag_i_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
+                               "lower --lr (%g) or set --clip", (long long)e,
+                               isnan(f.loss) ? "NaN" : "infinite", (double)s->model.lr);
             break;
         }
         if (log)
@@ -135,7 +135,7 @@ static int train_loop(mtrain_t *s, const train_opts_t *to, FILE *log, ag_error_t
         }
     }
     if (!rc && !to->o.quiet)
-        report(s, E, ag_mpi_now() - t0);
+        report(s, E, ag_i_mpi_now() - t0);
     return rc;
 }
 
@@ -169,10 +169,10 @@ static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_erro
     if (!rc)
         rc = open_part(&s->part, s->comm, &so, NULL, desc, sizeof desc, usage, err);
     if (!rc && s->part.n_nodes != N)
-        rc = ag_mpi_agree(s->comm, ag_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s "
-                                           "has %lld row%s", desc, (long long)s->part.n_nodes,
-                                           PLURAL(s->part.n_nodes), to->o.features,
-                                           (long long)N, PLURAL(N)), err);
+        rc = ag_mpi_agree(s->comm, ag_i_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s "
+                                             "has %lld row%s", desc, (long long)s->part.n_nodes,
+                                             PLURAL(s->part.n_nodes), to->o.features,
+                                             (long long)N, PLURAL(N)), err);
     if (!rc)
         rc = own_features(&s->x0, s->comm, &s->part, &to->o, err);
     if (!rc) {
@@ -184,7 +184,7 @@ static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_erro
         rc = ag_mpi_agree(s->comm, task_load(&s->task, to, N, s->in.x0.cols, err), err);
     if (!rc)
         rc = ag_mpi_agree(s->comm, model_init(&s->model, &s->in, to, &s->task, NULL, err), err);
-    ag_mpi_reducer(&s->red, &s->red_ctx, s->comm, &s->part, &s->stats);
+    ag_i_mpi_reducer(&s->red, &s->red_ctx, s->comm, &s->part, &s->stats);
     if (!rc && s->part.rank == 0 && !to->o.quiet) {
         inputs_t whole = s->in;
         whole.N = N;
@@ -212,8 +212,8 @@ static int save(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
         s->n_items = model_items(&s->model, s->items, s->names);
         if (model_args(s->model_args, sizeof s->model_args, &to->o, s->in.H, s->in.rounds) >=
             sizeof s->model_args)
-            rc = ag_fail(err, AG_EINVAL, "--save: the model's options are longer than %zu "
-                         "bytes", sizeof s->model_args - 1);
+            rc = ag_i_fail(err, AG_EINVAL, "--save: the model's options are longer than %zu "
+                           "bytes", sizeof s->model_args - 1);
         s->items[s->n_items++] = (folder_item_t){.name = "model.args", .text = s->model_args};
         if (!rc)
             rc = folder_write(to->save, "--save", s->items, s->n_items, err);
@@ -261,7 +261,7 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
     MPI_Bcast(&usage, 1, MPI_INT, 0, comm);
     FILE *log = NULL;
     if (!rc && rank == 0 && to.log && !(log = fopen(s->log_out.path, "w")))
-        rc = ag_fail(&err, AG_EIO, "%s: cannot write", to.log);
+        rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", to.log);
     if (log)
         fputs(TRAIN_LOG_HEADER, log);
     rc = ag_mpi_agree(comm, rc, &err);
@@ -272,7 +272,7 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
     if (!rc)
         rc = train_loop(s, &to, log, &err);
     if (log && fclose(log) != 0 && !rc)
-        rc = ag_fail(&err, AG_EIO, "%s: write failed", to.log);
+        rc = ag_i_fail(&err, AG_EIO, "%s: write failed", to.log);
     rc = ag_mpi_agree(comm, rc, &err);
     if (!rc && to.save)
         rc = save(s, &to, &err);
