@@ -6,6 +6,7 @@
 #   make check-install   install into a stage under build/, build and run the examples
 #                        through pkg-config, uninstall (part of check)
 #   make check-man   the man page renders cleanly and matches --help (part of check)
+#   make check-includes   every #include in src/ keeps to src/README.md's walls (part of check)
 #   make bench   time the kernels (1 and 2 threads), every variant the CPU runs
 #                (AVX-512, AVX2, baseline) against its own FMA peak; `bench_kernel
 #                smoke` (part of check) runs each variant once against the reference
@@ -56,7 +57,7 @@ AG_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wshadow -fPIC -Ii
              -DAG_CLI_PATH='"$(AG_CLI)"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 # METIS (Debian's libmetis-dev has no .pc file) for ag_partition_metis, in
-# src/partition_metis.c alone; NO_METIS=1 builds without it (that call then fails).
+# src/partition/partition_metis.c alone; NO_METIS=1 builds without it (that call then fails).
 ifndef NO_METIS
 LDLIBS  += -lmetis
 else
@@ -70,7 +71,8 @@ else
 AG_CFLAGS += -fopenmp-simd -Wno-unknown-pragmas
 endif
 
-LIB_SRC := $(wildcard src/*.c src/kernels/*.c src/draw/*.c)
+LIB_DIRS := base io graph partition kernels model train draw
+LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -91,7 +93,7 @@ ifndef NO_OMP
 SMOKE  := $(BENCH)
 endif
 
-.PHONY: all deps run check check-python check-sanitize check-noomp check-clang check-valgrind check-exports bench scale clean \
+.PHONY: all deps run check check-python check-sanitize check-noomp check-clang check-valgrind check-exports check-includes bench scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps install uninstall check-install check-man \
         pictures check-pictures mpi check-mpi scale-mpi
 all: $(LIB_A) $(LIB_SO) $(CLI)
@@ -125,6 +127,7 @@ ifndef NO_OMP
 	$(BENCH) smoke
 endif
 	@$(MAKE) --no-print-directory check-exports
+	@$(MAKE) --no-print-directory check-includes
 	@$(MAKE) --no-print-directory check-man
 	@$(MAKE) --no-print-directory check-install
 	@$(MAKE) --no-print-directory check-pictures
@@ -138,6 +141,10 @@ endif
 check-python: $(LIB_SO) $(CLI)
 	ATTNGRAPH_LIB=$(abspath $(LIB_SO)) AG_CLI_PATH=$(abspath $(CLI)) PYTHONPATH=python \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
+
+# Every #include in src/ keeps to the walls of src/README.md's table.
+check-includes:
+	@sh tests/check_includes.sh src
 
 # The shared library has its SONAME and exports only ag_ symbols.
 check-exports: $(LIB_SO)
@@ -211,8 +218,7 @@ $(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o \
 
 # ---- the MPI layer (src/mpi/, include/attngraph/mpi.h) ----
 # Its own library, compiled with mpicc (told to use $(CC)); the core above has
-# no MPI dependency. The shared library carries the core's objects too (the
-# layer calls the core's internal blocked products and kernels).
+# no MPI dependency.
 MPICC   ?= mpicc
 MPI_LIB_SRC := $(wildcard src/mpi/*.c)
 MPI_CLI_SRC := $(wildcard src/mpi/cli/*.c)
@@ -222,7 +228,7 @@ MPI_LIB_A  := $(BUILD)/libattngraph_mpi.a
 MPI_SONAME := libattngraph_mpi.so.0
 MPI_LIB_SO := $(BUILD)/libattngraph_mpi.so
 MPI_CLI    := $(BUILD)/attngraph-mpi
-MPI_COMPILE := OMPI_CC=$(CC) $(MPICC) $(AG_CFLAGS) $(CFLAGS) -Isrc/cli
+MPI_COMPILE := OMPI_CC=$(CC) $(MPICC) $(AG_CFLAGS) $(CFLAGS)
 -include $(MPI_LIB_OBJ:.o=.d) $(MPI_CLI_OBJ:.o=.d)
 
 mpi: $(MPI_LIB_A) $(MPI_LIB_SO) $(MPI_CLI)
@@ -234,8 +240,12 @@ $(BUILD)/src/mpi/%.o: src/mpi/%.c $(BUILD)/.flags
 $(MPI_LIB_A): $(MPI_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(MPI_LIB_SO): $(MPI_LIB_OBJ) $(LIB_OBJ)
-	OMPI_CC=$(CC) $(MPICC) -shared -Wl,-soname,$(MPI_SONAME) $(AG_LDFLAGS) $(LDFLAGS) -o $@.0 $^ $(LDLIBS)
+# It links libattngraph.so: what it calls beyond the public API is what the
+# core marks AG_INTERNAL (src/README.md); --no-undefined fails the link on
+# anything else. $ORIGIN: it finds libattngraph.so.0 beside itself.
+$(MPI_LIB_SO): $(MPI_LIB_OBJ) $(LIB_SO)
+	OMPI_CC=$(CC) $(MPICC) -shared -Wl,-soname,$(MPI_SONAME) -Wl,--no-undefined \
+	  -Wl,-rpath,'$$ORIGIN' $(AG_LDFLAGS) $(LDFLAGS) -o $@.0 $(MPI_LIB_OBJ) -L$(BUILD) -lattngraph $(LDLIBS)
 	ln -sf $(notdir $@).0 $@
 
 # the command-line tool's objects but its main
@@ -245,7 +255,7 @@ $(MPI_CLI): $(MPI_CLI_OBJ) $(filter-out %/src/cli/main.o,$(CLI_OBJ)) $(MPI_LIB_A
 # An embedding program of docs/scale.md: the C API against ag_rounds_run.
 $(BUILD)/example_mpi: tools/example_mpi.c $(MPI_LIB_SO) include/attngraph/mpi.h
 	OMPI_CC=$(CC) $(MPICC) $(AG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD) \
-	  -Wl,-rpath,'$$ORIGIN' -lattngraph_mpi $(LDLIBS)
+	  -Wl,-rpath,'$$ORIGIN' -lattngraph_mpi -lattngraph $(LDLIBS)
 
 # 1, 2, 3 and 4 processes against the one-process tool, byte for byte
 # (tests/mpi/check.sh; every mpirun under timeout).

@@ -42,7 +42,6 @@ void ref_rounds_layers(int64_t N, const int64_t *src, const int64_t *dst, int64_
                        const ref_layer_t *layers, int n_layers, int64_t D, int64_t H, int64_t d,
                        int rounds, int residual, int layer_norm, double *X);
 
-
 /* Score description for ref_attention_scored; kind numbers as ag_score_kind_t. */
 typedef struct {
     int kind;                 /* 0 scaled-dot, 1 dot, 2 cosine, 3 additive, 4 gatv2, 5 sigmoid, 6 linear */

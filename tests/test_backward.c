@@ -14,7 +14,7 @@
 #include <omp.h>
 #endif
 
-#include "internal.h"
+#include "base/base.h"
 #include "kernels/kernels.h"
 #include "reference.h"
 #include "testutil.h"
@@ -128,7 +128,6 @@ START_TEST(scaled_dot_matches_finite_differences)
     }
 }
 END_TEST
-
 
 /* ---- awkward graphs ---- */
 

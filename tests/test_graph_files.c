@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graphml.h"   /* private: the GraphML checks */
+#include "io/graphml.h"   /* private: the GraphML checks */
 #include "testutil.h"
 
 #define BOM "\xEF\xBB\xBF"

@@ -14,7 +14,7 @@
 #include <omp.h>
 #endif
 
-#include "internal.h"
+#include "base/base.h"
 #include "reference.h"
 #include "testutil.h"
 

@@ -10,7 +10,7 @@
 #endif
 #include <cblas.h>
 
-#include "internal.h"
+#include "base/base.h"
 #include "reference.h"
 #include "testutil.h"
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm.h"
-#include "internal.h"
+#include "base/base.h"
+#include "graph/graph.h"
 #include "kernels/kernels.h"
 #include "testutil.h"
 

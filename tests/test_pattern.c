@@ -1,7 +1,7 @@
 /*
  * Patterns against brute-force predicates over all (i, j), written here from
  * the definitions in docs/patterns.md (i = destination, j = source), independently
- * of src/pattern.c.
+ * of src/graph/pattern.c.
  */
 #include <math.h>
 #include <stdlib.h>

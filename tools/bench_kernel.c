@@ -44,7 +44,7 @@
 #include <omp.h>
 
 #include "attngraph.h"
-#include "internal.h"
+#include "base/base.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 #include "../src/cli/timing.h"

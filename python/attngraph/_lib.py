@@ -24,7 +24,7 @@ class Error(Exception):
 
 # ------------------------------------------------------------------ OpenBLAS
 
-# OpenBLAS x86 core types by instruction-set tier, as src/runtime.c ranks them.
+# OpenBLAS x86 core types by instruction-set tier, as src/base/runtime.c ranks them.
 _TIERS = {"skylakex": 3, "cooperlake": 3, "sapphirerapids": 3, "haswell": 2, "zen": 2,
           "sandybridge": 1, "bulldozer": 1, "piledriver": 1, "steamroller": 1, "excavator": 1}
 

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "base/base.h"
 #include "kernels/kernels.h"
-#include "timing.h"
+#include "cli/timing.h"
 
 static const char bench_usage[] =
     "usage: attngraph bench (GRAPH | --pattern SPEC --nodes N | --csr INDPTR.npy,INDICES.npy)\n"

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 #include "attngraph.h"
-#include "source.h"
+#include "cli/source.h"
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
@@ -64,7 +64,6 @@ typedef struct {
     int progress;                      /* -1: on a terminal; 0: --no-progress; 1: --progress */
     unsigned char given[OPT_COUNT];    /* which input options were given (by code - OPT_Q) */
 } run_opts_t;
-
 
 /* getopt_long entries of the input options (run, compare, inspect), ending {0}. */
 extern const struct option input_options[];

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "csv_table.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "cli/csv_table.h"
+#include "base/base.h"
 
 #define CSV_MAX_BYTES ((long)1 << 28)
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "base/base.h"
 
 static const char draw_usage[] =
     "usage: attngraph draw heatmap (GRAPH | --pattern SPEC | --csr ...) [run options] --out F.svg\n"

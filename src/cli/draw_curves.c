@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "csv_table.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "cli/csv_table.h"
+#include "base/base.h"
 
 #define MAX_CONNS 16
 

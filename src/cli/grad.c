@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "base/base.h"
 
 static const char grad_usage[] =
     "usage: attngraph grad (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --q Q.npy --k K.npy\n"

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "base/base.h"
 
 const struct option input_options[] = {
     {"q", required_argument, 0, OPT_Q}, {"k", required_argument, 0, OPT_K},

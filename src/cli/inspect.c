@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "base/base.h"
 
 static const char inspect_usage[] =
     "usage: attngraph inspect (GRAPH | --pattern SPEC ...) [run options]\n"

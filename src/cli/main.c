@@ -5,7 +5,7 @@
 
 #include <cblas.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 static const char usage[] =
     "usage: attngraph COMMAND [options]\n"

@@ -16,8 +16,8 @@
 #include <getopt.h>
 #include <string.h>
 
-#include "cli.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "base/base.h"
 
 const char *const score_names[AG_SCORE_KINDS] = {"scaled-dot", "dot", "cosine", "additive",
                                                   "gatv2", "sigmoid", "linear"};

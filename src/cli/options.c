@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 void opt_begin(opt_parser_t *p, const char *cmd, const char *help,
                const struct option *longopts, const int *repeatable, int argc, char **argv)

@@ -36,8 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "base/base.h"
 
 /* ---- the registry of live temporaries (read by the signal handler) ---- */
 

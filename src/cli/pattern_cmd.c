@@ -3,8 +3,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cli.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "base/base.h"
 
 #define DEFAULT_MAX_EXPORT ((int64_t)50000000)
 

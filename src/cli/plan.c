@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "internal.h"
-#include "plan.h"
+#include "cli/cli.h"
+#include "base/base.h"
+#include "cli/plan.h"
 
 static const char plan_usage[] =
     "usage: attngraph plan --ranks P[,P...] (GRAPH | --csr INDPTR.npy,INDICES.npy |\n"

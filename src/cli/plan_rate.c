@@ -7,10 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm.h"
-#include "internal.h"
-#include "plan.h"
-#include "timing.h"
+#include "base/base.h"
+#include "cli/plan.h"
+#include "cli/timing.h"
 
 #define MEASURE_EDGES ((int64_t)16000000)   /* at most this many messages are timed */
 #define MEASURE_NODES ((int64_t)65536)

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "base/base.h"
 
 /* Reads dir/name.npy, which must have ndim dimensions; NULL data when optional
    and missing. */

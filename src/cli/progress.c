@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "progress.h"
-#include "timing.h"
+#include "cli/cli.h"
+#include "cli/progress.h"
+#include "cli/timing.h"
 
 #define QUIET_START_S 1.0   /* automatic progress stays silent for short runs */
 #define EVERY_S 0.25        /* at most this often */

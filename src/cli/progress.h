@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 typedef struct {
     int show;           /* progress lines at all */

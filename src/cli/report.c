@@ -4,8 +4,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cli.h"
-#include "internal.h"
+#include "cli/cli.h"
+#include "base/base.h"
 
 void csv_field(FILE *f, const char *s)
 {

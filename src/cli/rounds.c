@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
-#include "internal.h"
-#include "progress.h"
+#include "cli/cli.h"
+#include "base/base.h"
+#include "cli/progress.h"
 
 typedef struct {
     result_t *r;

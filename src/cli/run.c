@@ -3,9 +3,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cli.h"
-#include "internal.h"
-#include "progress.h"
+#include "cli/cli.h"
+#include "base/base.h"
+#include "cli/progress.h"
 
 static const char run_usage[] =
     "usage: attngraph run GRAPH [options]\n"

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
-#include "internal.h"
-#include "source.h"
+#include "cli/cli.h"
+#include "base/base.h"
+#include "cli/source.h"
 
 /* Appends a copy of s[0..len) to labels (grown by doubling). */
 static int labels_push(ag_labels_t *l, int64_t *cap, const char *s, size_t len)

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "timing.h"
+#include "cli/timing.h"
 
 double now_s(void)
 {

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "timing.h"
-#include "train.h"
+#include "base/base.h"
+#include "cli/timing.h"
+#include "cli/train.h"
 
 /* Better eval figure: more correct, or a lower loss. */
 static int better(const task_t *t, const epoch_t *f, double best)
@@ -207,8 +207,6 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
     source_close(&st->src);
     return rc;
 }
-
-
 
 /* --svg: the training curve, drawn from the log kept in memory. */
 static int write_curve(train_state_t *st, const train_opts_t *to, ag_error_t *err)

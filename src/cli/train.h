@@ -2,7 +2,7 @@
 #ifndef AG_CLI_TRAIN_H
 #define AG_CLI_TRAIN_H
 
-#include "cli.h"
+#include "cli/cli.h"
 
 #define TRAIN_MAX_CONNS 16
 /* The first line of --log (and of what --svg draws). */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "train.h"
+#include "base/base.h"
+#include "cli/train.h"
 
 #define N_ARRAYS 9
 static const char *const array_names[N_ARRAYS] = {"wq", "wk", "wv", "wo", "ln_weight",

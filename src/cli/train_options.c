@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "train.h"
+#include "cli/train.h"
 
 static const char train_usage[] =
     "usage: attngraph train (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --features X.npy\n"

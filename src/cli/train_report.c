@@ -3,8 +3,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "timing.h"
-#include "train.h"
+#include "cli/timing.h"
+#include "cli/train.h"
 
 double pct(int64_t n, int64_t of)
 {

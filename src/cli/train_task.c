@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "train.h"
+#include "base/base.h"
+#include "cli/train.h"
 
 /* A mask [N] of 0 and 1 (bool, any integer dtype, or 0.0/1.0). */
 static int read_mask(uint8_t **mask, const char *path, const char *option, int64_t N,

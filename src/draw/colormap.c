@@ -1,7 +1,7 @@
 /* Colour maps: viridis for weights, a neutral grey for "no edge". */
 #include <math.h>
 
-#include "svg.h"
+#include "draw/svg.h"
 
 /* matplotlib's viridis at t = 0, 0.1, ..., 1 (its lightness rises throughout) */
 static const ag_rgb_t viridis[11] = {

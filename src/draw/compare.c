@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "svg.h"
+#include "draw/svg.h"
 
 #define THUMB 120.0        /* a mask's side in pixels */
 #define THUMB_COL 170.0    /* the column a mask takes */

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "svg.h"
+#include "draw/svg.h"
 
 #define PLOT_W 360.0
 #define PLOT_H 240.0

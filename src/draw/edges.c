@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "edges.h"
+#include "draw/edges.h"
 
 int edges_check(const ag_edge_weights_t *a, const char *what, ag_error_t *err)
 {

@@ -2,7 +2,7 @@
 #ifndef AG_DRAW_EDGES_H
 #define AG_DRAW_EDGES_H
 
-#include "svg.h"
+#include "draw/svg.h"
 
 /* Checks a's sizes, ids, head and weights; `what` names the picture. */
 int edges_check(const ag_edge_weights_t *a, const char *what, ag_error_t *err);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edges.h"
+#include "draw/edges.h"
 
 #define LABEL_CHARS 24
 #define LABELS_MAX 400     /* more nodes: no labels, they would cover the picture */

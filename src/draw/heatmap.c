@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heatmap.h"
+#include "draw/heatmap.h"
 
 #define LABEL_CHARS 24    /* longer labels are cut */
 #define MATRIX_PX 720.0   /* about the matrix's side */

@@ -2,7 +2,7 @@
 #ifndef AG_DRAW_HEATMAP_H
 #define AG_DRAW_HEATMAP_H
 
-#include "edges.h"
+#include "draw/edges.h"
 
 /* A cell: the summed weight of the edges src -> dst. */
 typedef struct {

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "heatmap.h"
+#include "draw/heatmap.h"
 
 int ag_heatmap_bins_new(ag_heatmap_bins_t **bins, int64_t n_nodes, int64_t n_bins,
                         ag_error_t *err)

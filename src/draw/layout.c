@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "base/base.h"
 #include "attngraph/draw.h"
 
 #define LAYOUT_ITERATIONS 500

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "svg.h"
+#include "draw/svg.h"
 
 static int write_all(int fd, const char *p, size_t n)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "svg.h"
+#include "draw/svg.h"
 
 static int grow(svg_t *s, size_t more)
 {

@@ -5,7 +5,7 @@
 #include <locale.h>
 #include <stddef.h>
 
-#include "internal.h"
+#include "base/base.h"
 #include "attngraph/draw.h"
 
 /* An SVG document being written. A failed append (memory) sets failed; the
@@ -46,8 +46,6 @@ const char *svg_num(double x, char buf[32]);
 
 /* Up to about `want` round tick values covering lo..hi: ticks[], their count. */
 int svg_ticks(double lo, double hi, int want, double *ticks, int cap);
-
-
 
 /* text cut to at most max_chars characters (an ellipsis marks a cut) into buf. */
 const char *svg_clip(const char *text, int max_chars, char *buf, size_t size);

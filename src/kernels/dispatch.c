@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "kernels.h"
-#include "vec.h"
+#include "base/base.h"
+#include "kernels/kernels.h"
 
 void ag_score_init(ag_score_t *score, ag_score_kind_t kind)
 {

@@ -13,11 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "kernels.h"
-#include "simd.h"
-#include "vec.h"
-#include "isa.h"
+#include "base/base.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+#include "kernels/isa.h"
 
 /* q . k over d channels, q pre-scaled. */
 AG_INLINE float dot_v(const float *q, const float *k, int64_t d)

@@ -20,10 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "kernels.h"
-#include "simd.h"
-#include "vec.h"
+#include "base/base.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
 
 int ag_i_is_softmax(ag_score_kind_t kind)
 {

@@ -1,5 +1,5 @@
 /* The fused kernels' loops of each instruction set, registered in one place. */
-#include "isa.h"
+#include "kernels/isa.h"
 
 #define TILED(stem, isa) {stem##_q1_##isa, stem##_q4_##isa}
 #define SET(level, isa)                                                                   \

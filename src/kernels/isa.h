@@ -9,9 +9,9 @@
 #ifndef AG_KERNELS_ISA_H
 #define AG_KERNELS_ISA_H
 
-#include "kernels.h"
-#include "simd.h"
-#include "tiled_micro.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+#include "kernels/tiled_micro.h"
 
 struct ag_i_kv_head;       /* tiled.c */
 struct ag_i_bw_args;

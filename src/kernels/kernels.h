@@ -5,7 +5,7 @@
 #include <math.h>
 
 #include "attngraph.h"
-#include "vec.h"
+#include "base/base.h"
 
 /* The fused kernels score in log2 units, as they use exp2 (scores times
    LOG2E); ln(2) takes their sums back to natural units. */
@@ -156,6 +156,7 @@ int ag_i_tiled_applies(const ag_nbhd_t *nb);
 /* Do the fused kernels take the tiled form on a graph of N destinations and
    E edges (one_run: every destination has at most one run)? Runs long enough
    to fill tiles; anything else takes the gather form. Decided here only. */
+AG_INTERNAL
 int ag_i_use_tiled(int64_t N, int64_t E, int one_run);
 
 /* Softmax attention with scores q.k * scale, fused and tiled (tiled.c);
@@ -182,6 +183,7 @@ int ag_i_tiled_width(const ag_nbhd_t *nb);
  * dot-product softmax only: a->score is checked and gives the scale (a->scale
  * is not read); x (NULL or the log-sum-exp only).
  */
+AG_INTERNAL
 int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int one_run,
                         ag_error_t *err);
 
@@ -195,12 +197,17 @@ int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int one_run
  * bitwise as ag_i_attention_tiled_range would.
  */
 typedef struct ag_tiled_stream ag_tiled_stream_t;
+AG_INTERNAL
 int ag_i_tiled_stream_begin(ag_tiled_stream_t **st, const ag_nbhd_t *nb, int64_t lo,
                             int64_t hi, const float *Q, int64_t H, int64_t d, float scale,
                             ag_error_t *err);
+AG_INTERNAL
 void ag_i_tiled_stream_feed(ag_tiled_stream_t *st, const float *K, const float *V, int64_t b);
+AG_INTERNAL
 int64_t ag_i_tiled_stream_first(const ag_tiled_stream_t *st);
+AG_INTERNAL
 void ag_i_tiled_stream_end(ag_tiled_stream_t *st, float *M, float *lse);
+AG_INTERNAL
 void ag_i_tiled_stream_free(ag_tiled_stream_t *st);
 
 /* Is the score kind normalised by a softmax (all but sigmoid and linear)? */
@@ -238,9 +245,11 @@ int ag_i_backward_gather_range(const ag_i_bwd_t *a, int64_t qlo, int64_t qhi, in
                                int64_t khi, ag_error_t *err);
 /* The kernel ag_i_backward_auto would pick for the whole graph (one_run: every
    destination of the whole graph has at most one run), on the ranges above. */
+AG_INTERNAL
 int ag_i_backward_part(const ag_i_bwd_t *a, int one_run, int64_t qlo, int64_t qhi,
                        int64_t klo, int64_t khi, ag_error_t *err);
 /* Dd [N, H] = per head, sum_c dM[i, h*d+c] * M[i, h*d+c] (the backward's D). */
+AG_INTERNAL
 void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N, int64_t H,
                            int64_t d);
 /* The one the forward would pick (dispatch.c). */
@@ -248,5 +257,12 @@ int ag_i_backward_auto(const ag_i_bwd_t *a, ag_error_t *err);
 /* Any score function (generic.c): a->score, dM and every gradient a->g asks
    for (its scale, lse and Dd are not read: M and lse are recomputed here). */
 int ag_i_backward_generic(const ag_i_bwd_t *a, ag_error_t *err);
+
+/* Are these plain dot-product softmax scores (scaled-dot or dot, any beta; no
+   softcap, edge bias or ALiBi), the ones the fused kernels and the MPI layer
+   run? Then *scale is their multiplier of q.k (kernels/dispatch.c; the one
+   place this is decided). */
+AG_INTERNAL
+int ag_i_plain_scale(const ag_score_t *score, int64_t d, float *scale);
 
 #endif

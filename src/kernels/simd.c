@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "simd.h"
+#include "base/base.h"
+#include "kernels/simd.h"
 
 static int forced = -1;
 

@@ -17,9 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "kernels.h"
-#include "vec.h"
+#include "base/base.h"
+#include "kernels/kernels.h"
 
 /* Row i of M over i's in-edges, every head; mx, sum, u, t: [H] scratch (u, t:
    the figures' sums of p (s - mx) and p |i - j|, kept when x asks for

@@ -29,12 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "kernels.h"
-#include "simd.h"
-#include "vec.h"
-#include "tiled_micro.h"
-#include "isa.h"
+#include "base/base.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+#include "kernels/tiled_micro.h"
+#include "kernels/isa.h"
 
 /* Steps 2-5 for one tile [j0, j0+bk) of a block, on the lanes' state in ls:
    compiled once per instruction set and block width (isa.h: tile) and

@@ -9,10 +9,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "internal.h"
-#include "kernels.h"
-#include "simd.h"
-#include "vec.h"
+#include "base/base.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
 
 #define BK 64        /* at most this many sources per tile */
 #define QV_MAX 4     /* vectors of destinations per block */

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tiled_micro.h"
-#include "isa.h"
+#include "kernels/tiled_micro.h"
+#include "kernels/isa.h"
 
 /* A block's lanes and tiles, the same for every head. */
 typedef struct ag_i_stream_block {

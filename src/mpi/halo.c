@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "exchange.h"
-#include "internal.h"
+#include "mpi/mpi.h"
+#include "base/base.h"
 
 double ag_i_mpi_now(void)
 {

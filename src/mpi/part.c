@@ -9,7 +9,9 @@
 
 #include "attngraph/mpi.h"
 #include "attngraph/partition.h"
-#include "internal.h"
+#include "base/base.h"
+#include "graph/graph.h"
+#include "io/io.h"
 
 void ag_mpi_part_destroy(ag_mpi_part_t *part)
 {

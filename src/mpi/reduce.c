@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm.h"
-#include "internal.h"
-#include "train.h"
+#include "base/base.h"
+#include "mpi/mpi.h"
 
 /* Chunks of process p's rows. */
 static int64_t chunks_of(const ag_mpi_part_t *part, int p)

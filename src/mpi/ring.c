@@ -23,10 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exchange.h"
-#include "internal.h"
+#include "mpi/mpi.h"
+#include "base/base.h"
 #include "kernels/kernels.h"
-#include "ring.h"
+#include "mpi/ring.h"
 
 #define RING_BLOCK ((int64_t)1024)   /* rows a block, at most */
 #define CARRY ((int64_t)64)          /* a tile's rows, at most */

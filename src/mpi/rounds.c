@@ -10,12 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exchange.h"
-#include "gemm.h"
-#include "internal.h"
+#include "mpi/mpi.h"
+#include "base/base.h"
 #include "kernels/kernels.h"
-#include "ring.h"
-#include "rounds.h"
+#include "mpi/ring.h"
+#include "model/model.h"
 
 static int check_layers(const ag_weights_t *layers, int n_layers, ag_error_t *err)
 {

@@ -1,5 +1,5 @@
 /*
- * Training through the rounds on P processes, halo path: src/backprop.c's
+ * Training through the rounds on P processes, halo path: src/train/backprop.c's
  * forward and backward on each process's rows, bitwise the one-process
  * gradients.
  *
@@ -19,11 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exchange.h"
-#include "internal.h"
+#include "mpi/mpi.h"
+#include "base/base.h"
+#include "graph/graph.h"
 #include "kernels/kernels.h"
-#include "rounds.h"
-#include "train.h"
+#include "train/train.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
 
 struct ag_mpi_tape {
     MPI_Comm comm;
@@ -468,7 +470,7 @@ static int backward_round(const ag_mpi_tape_t *t, int r, ag_weights_t *grads, mp
                                &t->red, attend_back_part, (void *)&pb, err);
 }
 
-/* Zeroes every array of grads (as src/backprop.c's grads_reset). */
+/* Zeroes every array of grads (as src/train/backprop.c's grads_reset). */
 static void grads_zero(const ag_mpi_tape_t *t, ag_weights_t *grads)
 {
     for (int k = 0; grads && k < t->n_layers; k++) {

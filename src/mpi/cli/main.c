@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mpi_cli.h"
+#include "mpi/cli/mpi_cli.h"
 
 static const char usage[] =
     "usage: mpirun -np P attngraph-mpi run [attngraph run's options] [--path auto|halo|ring]\n"

@@ -3,7 +3,7 @@
 #define AG_MPI_CLI_H
 
 #include "attngraph/mpi.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 /* Takes --path auto|halo|ring out of argv (the rest is attngraph's options);
    0, or EXIT_USAGE with the message printed. */

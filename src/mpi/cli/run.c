@@ -11,8 +11,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "mpi_cli.h"
+#include "base/base.h"
+#include "kernels/kernels.h"
+#include "mpi/cli/mpi_cli.h"
 
 /* Takes every "--NAME VALUE" and "--NAME=VALUE" before a "--" out of argv;
    *value gets the last one's value (unchanged when there is none). 0, or

@@ -6,10 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "model/model.h"
 #include "attngraph/igraph.h"
-#include "../exchange.h"
-#include "mpi_cli.h"
+#include "mpi/mpi.h"
+#include "mpi/cli/mpi_cli.h"
 
 static int open_csr_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o,
                          int *usage, ag_error_t *err)

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "../train.h"
-#include "../exchange.h"
-#include "mpi_cli.h"
-#include "train.h"
+#include "base/base.h"
+#include "train/train.h"
+#include "mpi/mpi.h"
+#include "mpi/cli/mpi_cli.h"
+#include "cli/train.h"
 
 static int refuse_train(const train_opts_t *to, ag_mpi_path_t path)
 {

@@ -1,0 +1,95 @@
+/*
+ * base/: what every folder of the library may use: failures and memory
+ * (error.c), threads and BLAS (runtime.c), the deterministic dense products
+ * and sums (gemm.c), the vector helpers and the counter-based generator.
+ * The one header of base/ that other folders include.
+ */
+#ifndef AG_BASE_H
+#define AG_BASE_H
+
+#include <stdio.h>
+
+#include "attngraph.h"
+
+#if defined(__GNUC__)
+#define AG_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define AG_PRINTF(f, a)
+#endif
+
+/*
+ * Marks a declaration that libattngraph.so exports for libattngraph_mpi.so
+ * alone (src/README.md): an interface between two libraries of one build,
+ * under its ag_i_ name, with no promise to other programs.
+ */
+#if defined(__GNUC__)
+#define AG_INTERNAL __attribute__((visibility("default")))
+#else
+#define AG_INTERNAL
+#endif
+
+/* "s" unless n is 1, for counts in messages: "%lld node%s", n, AG_PLURAL(n). */
+#define AG_PLURAL(n) ((n) == 1 ? "" : "s")
+
+/*
+ * Below this much work (about one multiply-add each) a parallel region costs
+ * more than it saves: waking threads takes microseconds, and on a loaded
+ * machine a spinning thread waits for a whole time slice (300 rounds of a
+ * 10-node graph took 0.5 s on 2 threads of a busy machine, 0.01 s on one).
+ * Results are the same bits either way.
+ */
+#define AG_PARALLEL_MIN_WORK ((int64_t)1 << 16)
+
+/* Records a failure in err (if not NULL) and returns status. */
+AG_INTERNAL
+int ag_i_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...) AG_PRINTF(3, 4);
+
+/* malloc of n elements of size bytes each, failing cleanly on overflow. */
+AG_INTERNAL
+void *ag_i_alloc(int64_t n, size_t size, ag_error_t *err, const char *what);
+AG_INTERNAL
+void *ag_i_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
+/* ag_i_alloc aligned to a 64-byte cache line (free with free()): vectors then
+   never straddle two lines. */
+void *ag_i_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
+/*
+ * The status of the last ag_i_alloc, ag_i_calloc or ag_i_alloc_lines that failed on
+ * this thread: AG_ELIMIT when the memory budget refused it, else AG_ENOMEM.
+ * What a caller returns when one of them gave NULL (never a literal AG_ENOMEM):
+ * the status then is the one recorded in err, also when err is NULL.
+ */
+AG_INTERNAL
+int ag_i_alloc_status(void);
+
+/* In a sorted a[0..n), the index of the last element <= x (0 if there is none). */
+static inline int64_t ag_i_last_at_most(const int64_t *a, int64_t n, int64_t x)
+{
+    int64_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/*
+ * igraph calls: between ag_i_igraph_enter() and ag_i_igraph_leave() igraph errors
+ * are recorded instead of aborting, and warnings are dropped. The host's
+ * handlers are restored on leave. Not reentrant, like igraph itself.
+ */
+void ag_i_igraph_enter(void);
+void ag_i_igraph_leave(void);
+/* Sets igraph's C attribute table unless one is set: a graph created
+   before it has no attribute storage, and setting attributes on it crashes. */
+void ag_i_igraph_use_attributes(void);
+/* The reason of the last igraph error inside the guard ("" if none). */
+const char *ag_i_igraph_reason(void);
+
+#include "base/gemm.h"
+#include "base/rng.h"
+#include "base/vec.h"
+
+#endif

@@ -1,0 +1,242 @@
+/*
+ * Deterministic dense products (see base/gemm.h): fixed row blocks, each a
+ * single-threaded OpenBLAS sgemm, spread over OpenMP threads; reductions over
+ * rows in fixed chunks added in chunk order.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "base/base.h"
+
+/* OpenBLAS on one thread while any caller's blocks run. OpenBLAS's thread
+   count is one setting for the whole process, so the callers share the switch:
+   the first to start sets 1 (keeping what was there), the last to end puts it
+   back. Two host threads running products at once then never see the other's
+   restore (a 2-thread sgemm changes the last bits). The OpenMP thread count is
+   read first: an OpenMP build of OpenBLAS would set it to 1 too. */
+static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static int blas_users, blas_saved;
+
+static void blas_single(int *omp_threads)
+{
+    *omp_threads = ag_i_max_threads();
+    pthread_mutex_lock(&blas_lock);
+    if (blas_users++ == 0) {
+        blas_saved = openblas_get_num_threads();
+        if (blas_saved != 1)
+            openblas_set_num_threads(1);
+    }
+    pthread_mutex_unlock(&blas_lock);
+}
+
+static void blas_restore(void)
+{
+    pthread_mutex_lock(&blas_lock);
+    if (--blas_users == 0 && blas_saved != 1)
+        openblas_set_num_threads(blas_saved);
+    pthread_mutex_unlock(&blas_lock);
+}
+
+void ag_i_blas_set_threads(int n)
+{
+    pthread_mutex_lock(&blas_lock);
+    if (blas_users > 0)
+        blas_saved = n;   /* the last product to end sets it */
+    else
+        openblas_set_num_threads(n);
+    pthread_mutex_unlock(&blas_lock);
+}
+
+/* Y = beta Y + X op(W) by blocks of rows; trans: W is [out, in] (X W^T). */
+static void gemm_blocks(float *Y, const float *X, const float *W, int64_t N, int64_t in,
+                        int64_t out, float beta, int trans)
+{
+    if (N <= 0)
+        return;
+    int threads;
+    blas_single(&threads);
+    const int64_t blocks = (N + AG_GEMM_BLOCK - 1) / AG_GEMM_BLOCK;
+#pragma omp parallel for if (blocks > 1 && N * in * out >= AG_PARALLEL_MIN_WORK) \
+    num_threads(threads) schedule(static)
+    for (int64_t b = 0; b < blocks; b++) {
+        const int64_t lo = b * AG_GEMM_BLOCK, rows = N - lo < AG_GEMM_BLOCK ? N - lo : AG_GEMM_BLOCK;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, trans ? CblasTrans : CblasNoTrans, (int)rows,
+                    (int)out, (int)in, 1.0f, X + lo * in, (int)in, W, trans ? (int)in : (int)out,
+                    beta, Y + lo * out, (int)out);
+    }
+    blas_restore();
+}
+
+void ag_i_gemm_xwt(float *Y, const float *X, const float *W, int64_t N, int64_t in,
+                   int64_t out, float beta)
+{
+    gemm_blocks(Y, X, W, N, in, out, beta, 1);
+}
+
+void ag_i_gemm_xw(float *Y, const float *X, const float *W, int64_t N, int64_t in,
+                  int64_t out, float beta)
+{
+    gemm_blocks(Y, X, W, N, in, out, beta, 0);
+}
+
+/* Chunks of rows in flight at once: one per thread (the sums do not depend on it). */
+static int64_t chunks_in_flight(int64_t chunks, int threads)
+{
+    return chunks < threads ? chunks : threads;
+}
+
+int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a, int64_t b,
+                  ag_error_t *err)
+{
+    if (N <= 0)
+        return AG_OK;
+    const int64_t chunks = (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK, ab = a * b;
+    const int64_t group = chunks_in_flight(chunks, ag_i_max_threads());
+    float *part = ag_i_alloc(group * ab, sizeof *part, err, "weight gradient partials");
+    if (!part)
+        return ag_i_alloc_status();
+    int threads;
+    blas_single(&threads);
+    for (int64_t c0 = 0; c0 < chunks; c0 += group) {
+        const int64_t n = chunks - c0 < group ? chunks - c0 : group;
+#pragma omp parallel for if (n > 1 && n * AG_GEMM_CHUNK * ab >= AG_PARALLEL_MIN_WORK) \
+    num_threads(threads) schedule(static)
+        for (int64_t c = 0; c < n; c++) {
+            const int64_t lo = (c0 + c) * AG_GEMM_CHUNK;
+            const int64_t rows = N - lo < AG_GEMM_CHUNK ? N - lo : AG_GEMM_CHUNK;
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a, (int)b, (int)rows,
+                        1.0f, A + lo * a, (int)a, B + lo * b, (int)b, 0.0f, part + c * ab,
+                        (int)b);
+        }
+        /* each entry of G adds its partials in chunk order */
+#pragma omp parallel for if (n * ab >= AG_PARALLEL_MIN_WORK) num_threads(threads) \
+    schedule(static)
+        for (int64_t x = 0; x < ab; x++) {
+            float g = G[x];
+            for (int64_t c = 0; c < n; c++)
+                g += part[c * ab + x];
+            G[x] = g;
+        }
+    }
+    blas_restore();
+    free(part);
+    return AG_OK;
+}
+
+void ag_i_project_per_node(float *Y, const float *X, const float *W, int64_t N, int64_t in,
+                           int64_t out)
+{
+#pragma omp parallel for if (N * in * out >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t o = 0; o < out; o++)
+            Y[i * out + o] = ag_i_dot(W + (i * out + o) * in, X + i * in, in);
+}
+
+void ag_i_project_per_node_backward(float *dX, float *dW, const float *dY, const float *X,
+                                    const float *W, int64_t N, int64_t in, int64_t out)
+{
+    /* node i owns dX_i and dW_i */
+#pragma omp parallel for if (N * in * out >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t i = 0; i < N; i++) {
+        const float *Wi = W + i * out * in, *dy = dY + i * out, *x = X + i * in;
+        float *dx = dX + i * in;
+        for (int64_t o = 0; o < out; o++) {
+            const float g = dy[o];
+#pragma omp simd
+            for (int64_t c = 0; c < in; c++)
+                dx[c] += g * Wi[o * in + c];
+            if (dW) {
+                float *dw = dW + (i * out + o) * in;
+#pragma omp simd
+                for (int64_t c = 0; c < in; c++)
+                    dw[c] += g * x[c];
+            }
+        }
+    }
+}
+
+int ag_i_sum_rows(int64_t N, int64_t width, int64_t work, ag_i_rows_fn fn, void *ctx,
+                  double *out, ag_error_t *err)
+{
+    (void)work;   /* read by OpenMP only */
+    memset(out, 0, (size_t)width * sizeof *out);
+    if (N <= 0)
+        return AG_OK;
+    const int64_t chunks = (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK;
+    const int64_t group = chunks_in_flight(chunks, ag_i_max_threads());
+    double *part = ag_i_alloc(group * width, sizeof *part, err, "row sums");
+    if (!part)
+        return ag_i_alloc_status();
+    for (int64_t c0 = 0; c0 < chunks; c0 += group) {
+        const int64_t n = chunks - c0 < group ? chunks - c0 : group;
+#pragma omp parallel for if (n > 1 && work >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t c = 0; c < n; c++) {
+            const int64_t lo = (c0 + c) * AG_GEMM_CHUNK;
+            const int64_t hi = N - lo < AG_GEMM_CHUNK ? N : lo + AG_GEMM_CHUNK;
+            memset(part + c * width, 0, (size_t)width * sizeof *part);
+            fn(lo, hi, part + c * width, ctx);
+        }
+        for (int64_t c = 0; c < n; c++)
+            for (int64_t x = 0; x < width; x++)
+                out[x] += part[c * width + x];
+    }
+    free(part);
+    return AG_OK;
+}
+
+/* ---- over processes ---- */
+
+int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const float *B,
+                    int64_t N, int64_t a, int64_t b, ag_error_t *err)
+{
+    if (!r)
+        return ag_i_gemm_atb(G, A, B, N, a, b, err);
+    const int64_t chunks = N > 0 ? (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK : 0, ab = a * b;
+    float *part = ag_i_alloc(chunks ? chunks * ab : 1, sizeof *part, err,
+                             "weight gradient partials");
+    if (!part)   /* the reducer still runs: every process must hear of the failure */
+        return r->add_f(r, G, NULL, -1, ab, err);
+    int threads;
+    blas_single(&threads);
+    /* each chunk's partial as ag_i_gemm_atb computes it */
+#pragma omp parallel for if (chunks > 1 && N * ab >= AG_PARALLEL_MIN_WORK) \
+    num_threads(threads) schedule(static)
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t lo = c * AG_GEMM_CHUNK;
+        const int64_t rows = N - lo < AG_GEMM_CHUNK ? N - lo : AG_GEMM_CHUNK;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a, (int)b, (int)rows, 1.0f,
+                    A + lo * a, (int)a, B + lo * b, (int)b, 0.0f, part + c * ab, (int)b);
+    }
+    blas_restore();
+    const int rc = r->add_f(r, G, part, chunks, ab, err);
+    free(part);
+    return rc;
+}
+
+int ag_i_reducer_failed(const ag_i_reducer_t *r, int64_t width, ag_error_t *err)
+{
+    return r ? r->add_d(r, NULL, NULL, -1, width, err) : ag_i_alloc_status();
+}
+
+int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t work,
+                    ag_i_rows_fn fn, void *ctx, double *out, ag_error_t *err)
+{
+    (void)work;   /* read by OpenMP only */
+    if (!r)
+        return ag_i_sum_rows(N, width, work, fn, ctx, out, err);
+    const int64_t chunks = N > 0 ? (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK : 0;
+    double *part = ag_i_calloc(chunks ? chunks * width : 1, sizeof *part, err, "row sums");
+    if (!part)
+        return ag_i_reducer_failed(r, width, err);
+#pragma omp parallel for if (chunks > 1 && work >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t lo = c * AG_GEMM_CHUNK;
+        fn(lo, N - lo < AG_GEMM_CHUNK ? N : lo + AG_GEMM_CHUNK, part + c * width, ctx);
+    }
+    const int rc = r->add_d(r, out, part, chunks, width, err);
+    free(part);
+    return rc;
+}

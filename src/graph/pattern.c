@@ -1,0 +1,410 @@
+/*
+ * Connectivity patterns: a small language of who-attends-whom, compiled
+ * straight into the kernel's runs (no igraph edges needed).
+ *
+ *   expr   := term ('+' term)*        union
+ *   term   := factor ('&' factor)*    intersection (binds tighter than '+')
+ *   factor := '!' factor | '(' expr ')' | atom
+ *   atom   := name [':' param (',' param)*]
+ *
+ * i is the destination (query), j the source (key). Each atom yields, for a
+ * destination i, its sources as a sorted list of intervals; set algebra on
+ * those lists composes patterns. See docs/patterns.md for every atom.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/pattern_ast.h"
+#include "graph/graph.h"
+
+/* ---- sizes ---- */
+
+/* The node count an atom implies (0: none), and the atom that implies it. */
+static int64_t natural_size(const pnode_t *n, const pnode_t **who)
+{
+    switch (n->kind) {
+    case P_BLOCKS:
+    case P_DOCS:
+        *who = n;
+        return n->list[n->n_list];
+    case P_CROSS:
+        *who = n;
+        return n->a[0] + n->a[1];
+    case P_GRID:
+    case P_AXIAL:
+        *who = n;
+        return n->a[0] * n->a[1];
+    case P_UNION:
+    case P_INTERSECT: {
+        int64_t s = natural_size(n->l, who);
+        return s ? s : natural_size(n->r, who);
+    }
+    case P_NOT:
+        return natural_size(n->l, who);
+    default:
+        return 0;
+    }
+}
+
+int64_t ag_pattern_size(const ag_pattern_t *pattern)
+{
+    const pnode_t *who;
+    return natural_size(pattern->root, &who);
+}
+
+/* Every atom that implies a size must agree with N; global ids must exist. */
+static int check_size(const ag_pattern_t *pat, const pnode_t *n, int64_t N, ag_error_t *err)
+{
+    const pnode_t *who = NULL;
+    switch (n->kind) {
+    case P_UNION:
+    case P_INTERSECT:
+        if (check_size(pat, n->r, N, err))
+            return err ? err->status : AG_EINVAL;
+        /* fall through */
+    case P_NOT:
+        return check_size(pat, n->l, N, err);
+    case P_GLOBAL_IDS:
+        if (n->list[n->n_list - 1] >= N)
+            return ag_i_fail(err, AG_EINVAL, "pattern '%s': '%s' names node %lld, but the nodes "
+                             "are 0..%lld", pat->spec, n->text, (long long)n->list[n->n_list - 1],
+                             (long long)N - 1);
+        return AG_OK;
+    default: {
+        int64_t s = natural_size(n, &who);
+        if (s && s != N)
+            return ag_i_fail(err, AG_EINVAL, "pattern '%s': '%s' covers %lld node%s, but there "
+                             "%s %lld", pat->spec, who->text, (long long)s, s == 1 ? "" : "s",
+                             N == 1 ? "is" : "are", (long long)N);
+        return AG_OK;
+    }
+    }
+}
+
+/* ---- evaluation: the sources of destination i ---- */
+
+/* At least `count` int64 of n's scratch, or NULL. */
+static int64_t *node_scratch(pnode_t *n, int64_t count)
+{
+    if (count > n->scratch_cap) {
+        int64_t *p = realloc(n->scratch, (size_t)count * sizeof *p);
+        if (!p)
+            return NULL;
+        n->scratch = p;
+        n->scratch_cap = count;
+    }
+    return n->scratch;
+}
+
+/*
+ * K distinct sources of 0..N-1, seeded per destination: Floyd's algorithm
+ * (one draw per pick) with an open-addressing set of the picks, O(K).
+ */
+static int random_sources(pnode_t *n, int64_t N, int64_t i)
+{
+    const int64_t K = n->a[0];
+    ivl_list_t *o = &n->buf;
+    if (K >= N)
+        return ivl_push(o, 0, N, N);
+    int64_t slots = 1;
+    while (slots < 2 * K)
+        slots *= 2;
+    int64_t *picks = node_scratch(n, K + slots), *set = picks + K;
+    if (!picks)
+        return -1;
+    for (int64_t k = 0; k < slots; k++)
+        set[k] = -1;
+    uint64_t state = rng_seed((uint64_t)n->a[1], (uint64_t)i);
+    for (int64_t j = N - K, m = 0; j < N; j++, m++) {
+        int64_t t = rng_below(&state, j + 1), h;
+        /* t already picked? then pick j, which cannot be (all picks so far are < j) */
+        for (h = (int64_t)(((uint64_t)t * 0x9E3779B97F4A7C15ull) >> 40) & (slots - 1);
+             set[h] != -1 && set[h] != t; h = (h + 1) & (slots - 1))
+            ;
+        if (set[h] == t) {
+            t = j;
+            for (h = (int64_t)(((uint64_t)t * 0x9E3779B97F4A7C15ull) >> 40) & (slots - 1);
+                 set[h] != -1; h = (h + 1) & (slots - 1))
+                ;
+        }
+        set[h] = t;
+        picks[m] = t;
+    }
+    qsort(picks, (size_t)K, sizeof *picks, cmp_i64);
+    for (int64_t m = 0; m < K; m++)
+        if (ivl_push(o, picks[m], picks[m] + 1, N))
+            return -1;
+    return 0;
+}
+
+/*
+ * BigBird (Zaheer et al. 2020), for query block qb of B tokens: W sliding
+ * blocks centred on qb, the first G blocks (global: they also read every
+ * block), and R random blocks among the rest, seeded per query block.
+ */
+static int bigbird_sources(pnode_t *n, int64_t N, int64_t qb)
+{
+    const int64_t B = n->a[0], W = n->a[1], G = n->a[2], R = n->a[3];
+    const int64_t n_blocks = (N + B - 1) / B, w_lo = qb - W / 2, w_hi = w_lo + W;
+    ivl_list_t *o = &n->buf;
+    if (qb < G)
+        return ivl_push(o, 0, N, N);
+    int64_t *pool = node_scratch(n, n_blocks), n_pool = 0;
+    if (!pool)
+        return -1;
+    for (int64_t b = G; b < n_blocks; b++)
+        if (b < w_lo || b >= w_hi)
+            pool[n_pool++] = b;
+    /* a partial Fisher-Yates shuffle draws R distinct blocks */
+    uint64_t state = rng_seed((uint64_t)n->a[4], (uint64_t)qb);
+    const int64_t take = R < n_pool ? R : n_pool;
+    for (int64_t r = 0; r < take; r++) {
+        int64_t k = r + rng_below(&state, n_pool - r), t = pool[r];
+        pool[r] = pool[k];
+        pool[k] = t;
+    }
+    qsort(pool, (size_t)take, sizeof *pool, cmp_i64);
+    for (int64_t r = 0; r < take; r++)
+        pool[r] = pool[r] * B;               /* to token offsets */
+    /* push in ascending order: the globals, randoms before the window, the
+       window, randoms after it */
+    int bad = ivl_push(o, 0, G * B, N);
+    int64_t r = 0;
+    while (!bad && r < take && pool[r] < w_lo * B)
+        bad = ivl_push(o, pool[r], pool[r] + B, N), r++;
+    if (!bad)
+        bad = ivl_push(o, w_lo * B, w_hi * B, N);
+    while (!bad && r < take)
+        bad = ivl_push(o, pool[r], pool[r] + B, N), r++;
+    return bad ? -1 : 0;
+}
+
+static int in_list(const pnode_t *n, int64_t i)
+{
+    return bsearch(&i, n->list, (size_t)n->n_list, sizeof i, cmp_i64) != NULL;
+}
+
+/* Computes n's sources of destination i into n->buf; -1 when out of memory. */
+static int eval(pnode_t *n, int64_t i, int64_t N)
+{
+    ivl_list_t *o = &n->buf;
+    const int64_t *a = n->a;
+    ivl_clear(o);
+    int bad = 0;
+    switch (n->kind) {
+    case P_COMPLETE: bad = ivl_push(o, 0, N, N); break;
+    case P_CAUSAL: bad = ivl_push(o, 0, i + 1, N); break;
+    case P_WINDOW: bad = ivl_push(o, i - a[0] + 1, i + 1, N); break;
+    case P_WINDOW2: bad = ivl_push(o, i - a[0], i + a[1] + 1, N); break;
+    case P_DILATED: {
+        /* j = i + k*D, |j - i| <= W, clamped to 0..N-1 so the work is bounded by N */
+        int64_t j = i - a[0] / a[1] * a[1];
+        const int64_t last = i + a[0] < N - 1 ? i + a[0] : N - 1;
+        if (j < 0)
+            j = i % a[1];
+        for (; j <= last && !bad; j += a[1])
+            bad = ivl_push(o, j, j + 1, N);
+        break;
+    }
+    case P_STRIDED:
+        for (int64_t j = i % a[0]; j <= i && !bad; j += a[0])
+            bad = ivl_push(o, j, j + 1, N);
+        break;
+    case P_FIXED: {
+        /* the summary columns (last C of each earlier block), then i's own block */
+        const int64_t L = a[0], C = a[1], own = i / L * L;
+        for (int64_t b = 0; b < own && !bad; b += L)
+            bad = ivl_push(o, b + L - C, b + L, N);
+        if (!bad)
+            bad = ivl_push(o, own, i + 1, N);
+        break;
+    }
+    case P_PREFIX: bad = ivl_push(o, 0, i + 1 > a[0] ? i + 1 : a[0], N); break;
+    case P_GLOBAL: bad = ivl_push(o, 0, i < a[0] ? N : a[0], N); break;
+    case P_GLOBAL_IDS:           /* a global node reads all; the others read the globals */
+        if (in_list(n, i))
+            bad = ivl_push(o, 0, N, N);
+        else
+            for (int64_t k = 0; k < n->n_list && !bad; k++)
+                bad = ivl_push(o, n->list[k], n->list[k] + 1, N);
+        break;
+    case P_RANDOM: bad = random_sources(n, N, i); break;
+    case P_BIGBIRD: bad = bigbird_sources(n, N, i / a[0]); break;
+    case P_BLOCKS:
+    case P_DOCS: {
+        const int64_t b = ag_i_last_at_most(n->list, n->n_list, i);   /* the block holding i */
+        bad = ivl_push(o, n->list[b], n->kind == P_DOCS ? i + 1 : n->list[b + 1], N);
+        break;
+    }
+    case P_PADDING: bad = i < a[0] ? ivl_push(o, 0, a[0], N) : 0; break;
+    case P_CROSS: bad = i >= a[0] && i < a[0] + a[1] ? ivl_push(o, 0, a[0], N) : 0; break;
+    case P_GRID: {
+        /* rows y-R .. y+R clamped to the grid first: R may be far larger than H */
+        const int64_t W = a[1], R = a[2], y = i / W, x = i % W;
+        const int64_t y_lo = y - R > 0 ? y - R : 0, y_hi = y + R < a[0] - 1 ? y + R : a[0] - 1;
+        for (int64_t yy = y_lo; yy <= y_hi && !bad; yy++)
+            bad = ivl_push(o, yy * W + (x - R > 0 ? x - R : 0),
+                           yy * W + (x + R + 1 < W ? x + R + 1 : W), N);
+        break;
+    }
+    case P_AXIAL: {
+        const int64_t W = a[1], y = i / W, x = i % W;
+        for (int64_t yy = 0; yy < a[0] && !bad; yy++)
+            bad = yy == y ? ivl_push(o, y * W, y * W + W, N) : ivl_push(o, yy * W + x, yy * W + x + 1, N);
+        break;
+    }
+    case P_UNION:
+    case P_INTERSECT:
+        bad = eval(n->l, i, N) || eval(n->r, i, N) ||
+              (n->kind == P_UNION ? ivl_union(o, &n->l->buf, &n->r->buf)
+                                  : ivl_intersect(o, &n->l->buf, &n->r->buf));
+        break;
+    case P_NOT: bad = eval(n->l, i, N) || ivl_complement(o, &n->l->buf, N); break;
+    }
+    return bad ? -1 : 0;
+}
+
+/* ---- compiling into runs ---- */
+
+typedef struct {
+    int64_t *src, *len;
+    int64_t n, cap;
+} runs_t;
+
+static int runs_push(runs_t *r, int64_t src, int64_t len)
+{
+    if (r->n == r->cap) {
+        int64_t cap = r->cap ? 2 * r->cap : 1024;
+        int64_t *s = realloc(r->src, (size_t)cap * sizeof *s);
+        if (!s)
+            return -1;
+        r->src = s;
+        int64_t *l = realloc(r->len, (size_t)cap * sizeof *l);
+        if (!l)
+            return -1;
+        r->len = l;
+        r->cap = cap;
+    }
+    r->src[r->n] = src;
+    r->len[r->n++] = len;
+    return 0;
+}
+
+int pattern_check(const ag_pattern_t *pattern, int64_t N, ag_error_t *err)
+{
+    if (N < 1)
+        return ag_i_fail(err, AG_EINVAL, "pattern '%s': %lld nodes; expected at least 1",
+                         pattern->spec, (long long)N);
+    if (N > MAX_PARAM)
+        return ag_i_fail(err, AG_ELIMIT, "pattern '%s': %lld nodes is too many", pattern->spec,
+                         (long long)N);
+    return check_size(pattern, pattern->root, N, err);
+}
+
+void pattern_eval_free(pattern_eval_t *ev)
+{
+    ivl_free(&ev->self_set);
+    ivl_free(&ev->others);
+    ivl_free(&ev->tmp);
+}
+
+const ivl_list_t *pattern_sources(const ag_pattern_t *pattern, int64_t N, ag_self_loops_t self,
+                                  int64_t i, pattern_eval_t *ev)
+{
+    if (eval(pattern->root, i, N))
+        return NULL;
+    const ivl_list_t *res = &pattern->root->buf;
+    if (self == AG_SELF_KEEP)
+        return res;
+    ivl_clear(&ev->self_set);
+    ivl_clear(&ev->tmp);
+    int bad = ivl_push(&ev->self_set, i, i + 1, N);
+    /* res is a set (no source twice): replace, i.e. off and then one loop, is on */
+    if (self == AG_SELF_ON || self == AG_SELF_REPLACE)
+        bad = bad || ivl_union(&ev->tmp, res, &ev->self_set);
+    else
+        bad = bad || ivl_complement(&ev->others, &ev->self_set, N) ||
+              ivl_intersect(&ev->tmp, res, &ev->others);
+    return bad ? NULL : &ev->tmp;
+}
+
+/* Destinations lo..hi-1 of the pattern on N nodes (checked) into nb as 0..hi-lo-1,
+   sources global; with degrees_only, only edge_ptr (no runs kept). */
+static int compile_range(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, int64_t lo,
+                         int64_t hi, ag_self_loops_t self, int degrees_only, ag_error_t *err)
+{
+    memset(nb, 0, sizeof *nb);
+    if (self != AG_SELF_KEEP && self != AG_SELF_ON && self != AG_SELF_OFF &&
+        self != AG_SELF_REPLACE)
+        return ag_i_fail(err, AG_EINVAL, "pattern '%s': self-loops mode %d; expected "
+                         "AG_SELF_KEEP, AG_SELF_ON, AG_SELF_OFF or AG_SELF_REPLACE",
+                         pattern->spec, (int)self);
+    int rc = pattern_check(pattern, N, err);
+    if (rc)
+        return rc;
+    const int64_t n = hi - lo;
+    nb->n_nodes = n;
+    nb->edge_ptr = ag_i_alloc(n + 1, sizeof(int64_t), err, "pattern");
+    nb->run_ptr = degrees_only ? NULL : ag_i_alloc(n + 1, sizeof(int64_t), err, "pattern");
+    runs_t runs = {0};
+    pattern_eval_t ev = {0};
+    rc = nb->edge_ptr && (degrees_only || nb->run_ptr) ? AG_OK : ag_i_alloc_status();
+    int64_t E = 0;
+    for (int64_t i = lo; i < hi && !rc; i++) {
+        nb->edge_ptr[i - lo] = E;
+        if (!degrees_only)
+            nb->run_ptr[i - lo] = runs.n;
+        const ivl_list_t *res = pattern_sources(pattern, N, self, i, &ev);
+        if (!res) {
+            rc = ag_i_fail(err, AG_ENOMEM, "pattern '%s': out of memory", pattern->spec);
+            break;
+        }
+        for (int64_t k = 0; k < res->n; k++) {
+            if (!degrees_only && runs_push(&runs, res->v[k].lo, res->v[k].hi - res->v[k].lo)) {
+                rc = ag_i_fail(err, AG_ENOMEM, "pattern '%s': out of memory for %lld runs",
+                               pattern->spec, (long long)runs.n);
+                break;
+            }
+            E += res->v[k].hi - res->v[k].lo;
+        }
+    }
+    pattern_eval_free(&ev);
+    if (rc) {
+        free(runs.src);
+        free(runs.len);
+        ag_nbhd_destroy(nb);
+        return rc;
+    }
+    nb->edge_ptr[n] = E;
+    if (!degrees_only)
+        nb->run_ptr[n] = runs.n;
+    nb->n_edges = E;
+    nb->n_runs = runs.n;
+    nb->run_src = runs.src;
+    nb->run_len = runs.len;
+    return AG_OK;
+}
+
+int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
+                         ag_self_loops_t self, ag_error_t *err)
+{
+    return compile_range(nb, pattern, N, 0, N, self, 0, err);
+}
+
+int ag_i_nbhd_from_pattern_part(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
+                                int64_t lo, int64_t hi, ag_self_loops_t self, ag_error_t *err)
+{
+    return compile_range(nb, pattern, N, lo, hi, self, 0, err);
+}
+
+int ag_i_pattern_edge_ptr(int64_t **edge_ptr, const ag_pattern_t *pattern, int64_t N,
+                          ag_self_loops_t self, ag_error_t *err)
+{
+    ag_nbhd_t nb;
+    *edge_ptr = NULL;
+    int rc = compile_range(&nb, pattern, N, 0, N, self, 1, err);
+    if (!rc)
+        *edge_ptr = nb.edge_ptr, nb.edge_ptr = NULL;
+    ag_nbhd_destroy(&nb);
+    return rc;
+}

@@ -1,0 +1,81 @@
+/*
+ * model/: the model's weights (weights.c), positions (positions.c), LayerNorm
+ * (layernorm.c) and the round step with the rounds (rounds.c). The one header
+ * of model/ that other folders include.
+ */
+#ifndef AG_MODEL_H
+#define AG_MODEL_H
+
+#include "base/base.h"
+
+/* Checks the round count against the layers and every layer against the first and nb. */
+int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
+                      int rounds, ag_error_t *err);
+
+/* LayerNorm's epsilon of the options (NULL: the default). */
+float ag_i_ln_eps(const ag_round_opts_t *o);
+
+/* The score of a round with layer w (index k, for messages): the options' score
+   with the layer's attention vectors filled in where the options have none.
+   Refuses a negative or non-finite ln_eps (every path calls it before its first round). */
+int ag_i_round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w, int k,
+                     ag_error_t *err);
+
+/* Q, K, V [N, H*d] = Xn [N, D] times w's projections (shared or per node). */
+void ag_i_project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *Q, float *K,
+                      float *V);
+
+/*
+ * One round's forward, written once for the rounds (rounds.c), their training
+ * forward (backprop.c) and both on several processes (mpi/): on the n rows of
+ * X [n, D] in place,
+ *   Xn = LayerNorm(X) (o's norm) or X;  Q, K, V = Xn's projections by w;
+ *   M = attend(ctx, sc);  X = X + M Wo^T (or M Wo^T without o's residual).
+ * sc is the round's score (ag_i_round_score of o, w and k). attend is what
+ * differs between callers (one process: the kernel on the whole graph; MPI:
+ * the exchange of K and V rows first); it reads b's Q, K and V and writes b's
+ * M. b->Xn is needed with a norm only.
+ */
+typedef struct {
+    float *Xn;
+    float *Q, *K, *V, *M;   /* [n, H*d]: this process's rows */
+} ag_i_round_bufs_t;
+
+typedef int (*ag_i_attend_fn)(void *ctx, const ag_weights_t *w, const ag_score_t *sc,
+                              ag_error_t *err);
+
+AG_INTERNAL
+int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, int k,
+                       const ag_round_opts_t *o, const ag_i_round_bufs_t *b, ag_score_t *sc,
+                       ag_i_attend_fn attend, void *ctx, ag_error_t *err);
+
+/*
+ * LayerNorm's backward for Y = LayerNorm(X) (ag_layer_norm, weight NULL: 1):
+ * dX += dL/dX from dY; dW += sum over rows of dY * xhat and dB += sum of dY
+ * (each NULL: not wanted), summed over rows in fixed chunks (the same bits
+ * for any thread count). Fails only for memory.
+ */
+int ag_i_layer_norm_backward(float *dX, float *dW, float *dB, const float *dY, const float *X,
+                             int64_t N, int64_t D, const float *weight, float eps,
+                             ag_error_t *err);
+
+/* The arrays of w, in the order wq wk wv wo ln_weight ln_bias attn_src attn_dst
+   attn, and the floats each has (or would have) by w's sizes. */
+#define AG_I_WEIGHT_ARRAYS 9
+AG_INTERNAL
+int ag_i_weights_arrays(ag_weights_t *w, float **arrays[AG_I_WEIGHT_ARRAYS],
+                        int64_t sizes[AG_I_WEIGHT_ARRAYS]);
+
+/* The same with r (NULL: the plain call); see base/gemm.h. */
+int ag_i_layer_norm_backward_r(const ag_i_reducer_t *r, float *dX, float *dW, float *dB,
+                               const float *dY, const float *X, int64_t N, int64_t D,
+                               const float *weight, float eps, ag_error_t *err);
+
+/* Elements first .. first+n-1 of what ag_random_normal(.., seed, stream, scale)
+   draws, into x [n]: a process's rows of the one-process numbers. */
+void ag_i_random_normal_range(float *x, int64_t first, int64_t n, uint64_t seed,
+                              uint64_t stream, float scale);
+/* ag_posenc_sinusoidal's positions for rows lo..lo+n-1 added to X [n, D]. */
+void ag_i_posenc_rows(float *X, int64_t lo, int64_t n, int64_t D);
+
+#endif

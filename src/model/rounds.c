@@ -1,0 +1,290 @@
+/*
+ * Message rounds: projections, attention, output projection and residual,
+ * with optional pre-norm LayerNorm; the buffers they keep and the figures of
+ * a round. Every projection is y = x W^T with W [out, in], through gemm.c's
+ * fixed row blocks (the same bits for any thread count).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "model/model.h"
+
+void ag_workspace_destroy(ag_workspace_t *ws)
+{
+    if (!ws)
+        return;
+    free(ws->Q), free(ws->K), free(ws->V), free(ws->M), free(ws->Xn), free(ws->X_prev);
+    free(ws->entropy), free(ws->max_weight), free(ws->distance);
+    memset(ws, 0, sizeof *ws);
+}
+
+int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_error_t *err)
+{
+    memset(ws, 0, sizeof *ws);
+    if (N <= 0 || HD <= 0 || D <= 0 || N > INT64_MAX / (HD > D ? HD : D))
+        return ag_i_fail(err, AG_EINVAL, "workspace: [%lld, %lld, %lld] is not a valid size",
+                         (long long)N, (long long)HD, (long long)D);
+    ws->N = N, ws->HD = HD, ws->D = D;
+    float **bufs[4] = {&ws->Q, &ws->K, &ws->V, &ws->M};
+    for (int b = 0; b < 4; b++)
+        if (!(*bufs[b] = ag_i_alloc(N * HD, sizeof(float), err, "workspace"))) {
+            ag_workspace_destroy(ws);
+            return ag_i_alloc_status();
+        }
+    return AG_OK;   /* Xn and X_prev: by ag_rounds_run, when a run needs them */
+}
+
+int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
+                      int rounds, ag_error_t *err)
+{
+    if (rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
+        return ag_i_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
+                         "for all rounds or one per round", rounds, n_layers);
+    const ag_weights_t *first = &layers[0];
+    const int64_t N = nb->n_nodes, D = first->D, HD = first->H * first->d;
+    if (N > INT32_MAX || D > INT32_MAX || HD > INT32_MAX)
+        return ag_i_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
+                         "supported by BLAS");
+    for (int k = 0; k < n_layers; k++) {
+        const ag_weights_t *w = &layers[k];
+        if (w->D != first->D || w->H * w->d != first->H * first->d || w->H != first->H)
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has D=%lld, %lld heads of %lld; "
+                             "layer 1 has D=%lld, %lld heads of %lld", k + 1, (long long)w->D,
+                             (long long)w->H, (long long)w->d, (long long)first->D,
+                             (long long)first->H, (long long)first->d);
+        if (w->per_node && w->per_node != N)
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
+                             "node%s; the graph has %lld", k + 1, (long long)w->per_node,
+                             AG_PLURAL(w->per_node), (long long)N);
+    }
+    return AG_OK;
+}
+
+static int check_workspace(const ag_workspace_t *ws, const ag_nbhd_t *nb,
+                           const ag_weights_t *w, ag_error_t *err)
+{
+    if (ws->N != nb->n_nodes || ws->HD != w->H * w->d || ws->D != w->D)
+        return ag_i_fail(err, AG_EINVAL, "rounds: workspace is [%lld, %lld, %lld]; expected "
+                         "[%lld, %lld, %lld]", (long long)ws->N, (long long)ws->HD,
+                         (long long)ws->D, (long long)nb->n_nodes, (long long)(w->H * w->d),
+                         (long long)w->D);
+    return AG_OK;
+}
+
+void ag_round_opts_init(ag_round_opts_t *opts)
+{
+    *opts = (ag_round_opts_t)AG_ROUND_OPTS_INIT;
+}
+
+float ag_i_ln_eps(const ag_round_opts_t *o)
+{
+    return o ? o->ln_eps : (ag_round_opts_t)AG_ROUND_OPTS_INIT.ln_eps;
+}
+
+int ag_i_round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w, int k,
+                     ag_error_t *err)
+{
+    if (o && (!(o->ln_eps >= 0) || !isfinite(o->ln_eps)))
+        return ag_i_fail(err, AG_EINVAL, "rounds: ln_eps %g; expected a finite value >= 0 (1e-5 "
+                         "in AG_ROUND_OPTS_INIT)", o->ln_eps);
+    *sc = o && o->score ? *o->score : (ag_score_t)AG_SCORE_INIT;
+    if (sc->kind == AG_SCORE_ADDITIVE && !sc->a_src) {
+        sc->a_src = w->attn_src, sc->a_dst = w->attn_dst;
+        if (!sc->a_src || !sc->a_dst)
+            return ag_i_fail(err, AG_EINVAL, "rounds: additive scores need attn_src and attn_dst "
+                             "[H, d] in layer %d's weights", k + 1);
+    }
+    if (sc->kind == AG_SCORE_GATV2 && !sc->a_src) {
+        sc->a_src = w->attn;
+        if (!sc->a_src)
+            return ag_i_fail(err, AG_EINVAL, "rounds: gatv2 scores need attn [H, d] in layer %d's "
+                             "weights", k + 1);
+    }
+    return AG_OK;
+}
+
+void ag_i_project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *Q, float *K,
+                      float *V)
+{
+    const int64_t D = w->D, HD = w->H * w->d;
+    const float *mats[3] = {w->wq, w->wk, w->wv};
+    float *outs[3] = {Q, K, V};
+    for (int m = 0; m < 3; m++) {
+        if (w->per_node)
+            ag_i_project_per_node(outs[m], Xn, mats[m], N, D, HD);
+        else
+            ag_i_gemm_xwt(outs[m], Xn, mats[m], N, D, HD, 0.0f);
+    }
+}
+
+int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, int k,
+                       const ag_round_opts_t *o, const ag_i_round_bufs_t *b, ag_score_t *sc,
+                       ag_i_attend_fn attend, void *ctx, ag_error_t *err)
+{
+    int rc = ag_i_round_score(sc, o, w, k, err);
+    if (rc)
+        return rc;
+    const float *Xin = X;
+    if (o && o->norm == AG_NORM_LAYER) {
+        ag_layer_norm(b->Xn, X, n, w->D, w->ln_weight, w->ln_bias, ag_i_ln_eps(o));
+        Xin = b->Xn;
+    }
+    ag_i_project_qkv(w, Xin, n, b->Q, b->K, b->V);
+    if ((rc = attend(ctx, w, sc, err)))
+        return rc;
+    const int residual = !(o && o->no_residual);
+    ag_i_gemm_xwt(X, b->M, w->wo, n, w->H * w->d, w->D, residual ? 1.0f : 0.0f);
+    return AG_OK;
+}
+
+/* One process's attention: the kernel on the whole graph, with the figures
+   and progress the options ask for. */
+typedef struct {
+    const ag_nbhd_t *nb;
+    const ag_workspace_t *ws;
+    const ag_attention_opts_t *attn;
+} whole_graph_t;
+
+static int attend_whole(void *ctx, const ag_weights_t *w, const ag_score_t *sc, ag_error_t *err)
+{
+    const whole_graph_t *g = ctx;
+    return ag_attention_ex(g->nb, g->ws->Q, g->ws->K, g->ws->V, w->H, w->d, sc, g->ws->M,
+                           g->attn, err);
+}
+
+/* ag_attention_ex's progress, told the round. */
+typedef struct {
+    const ag_round_opts_t *opts;
+    int round;
+} round_progress_t;
+
+static void round_progress(int64_t done, int64_t total, void *ctx)
+{
+    const round_progress_t *p = ctx;
+    p->opts->on_progress(p->round, done, total, p->opts->ctx);
+}
+
+int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
+                  int rounds, const ag_round_opts_t *opts, ag_workspace_t *ws, int *done,
+                  ag_error_t *err)
+{
+    if (done)
+        *done = 0;
+    int rc = ag_i_rounds_check(nb, layers, n_layers, rounds, err);
+    if (!rc)
+        rc = ag_check_finite("rounds: x", X, nb->n_nodes, layers[0].D, err);
+    if (!rc)
+        rc = check_workspace(ws, nb, &layers[0], err);
+    if (rc)
+        return rc;
+    const int64_t N = nb->n_nodes, D = layers[0].D;
+    const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
+    const int callback = opts && opts->on_round;
+    /* the buffers only some runs need, made once and kept in ws */
+    if (layer_norm && !ws->Xn && !(ws->Xn = ag_i_alloc(N * D, sizeof(float), err, "workspace")))
+        return ag_i_alloc_status();
+    if (callback && !ws->X_prev &&
+        !(ws->X_prev = ag_i_alloc(N * D, sizeof(float), err, "workspace")))
+        return ag_i_alloc_status();
+    const int figures = callback && opts->figures, distance = figures && opts->figures == 2;
+    const int64_t H = layers[0].H;
+    float **bufs[3] = {&ws->entropy, &ws->max_weight, &ws->distance};
+    for (int b = 0; b < (distance ? 3 : figures ? 2 : 0); b++)
+        if (!*bufs[b] && !(*bufs[b] = ag_i_alloc(N * H, sizeof(float), err, "workspace")))
+            return ag_i_alloc_status();
+    round_progress_t progress = {opts, 0};
+    const ag_attention_opts_t attn = {
+        .entropy = figures ? ws->entropy : NULL, .max_weight = figures ? ws->max_weight : NULL,
+        .distance = distance ? ws->distance : NULL,
+        .progress = opts && opts->on_progress ? round_progress : NULL, .progress_ctx = &progress};
+    const ag_i_round_bufs_t rb = {ws->Xn, ws->Q, ws->K, ws->V, ws->M};
+    const whole_graph_t whole = {nb, ws, &attn};
+    for (int r = 0; r < rounds; r++) {
+        const int k = n_layers == 1 ? 0 : r;
+        const ag_weights_t *w = &layers[k];
+        if (callback)
+            memcpy(ws->X_prev, X, (size_t)(N * D) * sizeof *X);
+        progress.round = r + 1;
+        ag_score_t sc;
+        if ((rc = ag_i_round_forward(X, N, w, k, opts, &rb, &sc, attend_whole, (void *)&whole,
+                                     err)))
+            return rc;
+        if (done)
+            *done = r + 1;
+        if (callback) {
+            ag_round_t info = {r + 1, nb, w, &sc, X, ws->X_prev, ws,
+                               figures ? ws->entropy : NULL, figures ? ws->max_weight : NULL,
+                               distance ? ws->distance : NULL};
+            rc = opts->on_round(&info, opts->ctx);
+            if (rc == AG_STOP)
+                return AG_OK;
+            if (rc)
+                return rc;
+        }
+    }
+    return AG_OK;
+}
+
+/* Sum of squares of a - b and of b over n values, the same bits for any
+   thread count: fixed chunks summed in parallel, then in order. */
+#define FIG_CHUNKS 256
+static void change_sums(const float *a, const float *b, int64_t n, double *diff, double *base)
+{
+    double part[2 * FIG_CHUNKS];
+    const int64_t per = (n + FIG_CHUNKS - 1) / FIG_CHUNKS;
+#pragma omp parallel for if (n >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int c = 0; c < FIG_CHUNKS; c++) {
+        double dd = 0, bb = 0;
+        const int64_t lo = c * per, hi = lo + per < n ? lo + per : n;
+        for (int64_t x = lo; x < hi; x++) {
+            const double u = a[x], v = b[x];
+            dd += (u - v) * (u - v);
+            bb += v * v;
+        }
+        part[2 * c] = dd, part[2 * c + 1] = bb;
+    }
+    *diff = *base = 0;
+    for (int c = 0; c < FIG_CHUNKS; c++)
+        *diff += part[2 * c], *base += part[2 * c + 1];
+}
+
+int ag_round_figures(const ag_round_t *round, ag_round_figures_t *f, ag_error_t *err)
+{
+    const ag_workspace_t *ws = round->ws;
+    const int64_t N = ws->N, D = ws->D, H = round->w->H;
+    double diff, base;
+    change_sums(round->X, round->X_prev, N * D, &diff, &base);
+    f->change = base > 0 ? sqrt(diff / base) : (diff > 0 ? INFINITY : 0);
+    double sum = 0;
+    int64_t n = 0;
+    f->max_weight = 0;
+    if (round->entropy && round->max_weight) {   /* the kernel's own figures */
+        for (int64_t i = 0; i < N; i++) {
+            if (isnan(round->entropy[i * H]))
+                continue;                           /* no in-edges */
+            double e = 0;
+            for (int64_t h = 0; h < H; h++) {
+                e += round->entropy[i * H + h];
+                f->max_weight = fmax(f->max_weight, round->max_weight[i * H + h]);
+            }
+            sum += e / (double)H, n++;
+        }
+        f->entropy = n ? sum / (double)n : NAN;
+        return AG_OK;
+    }
+    double *stats = ag_i_alloc(2 * N, sizeof *stats, err, "round figures");
+    if (!stats)
+        return ag_i_alloc_status();
+    int rc = ag_attention_stats(round->nb, ws->Q, ws->K, H, round->w->d, round->score,
+                                stats, NULL, stats + N, err);
+    for (int64_t i = 0; !rc && i < N; i++)
+        if (isfinite(stats[i])) {
+            sum += stats[i], n++;
+            f->max_weight = fmax(f->max_weight, stats[N + i]);
+        }
+    f->entropy = n ? sum / (double)n : NAN;
+    free(stats);
+    return rc;
+}

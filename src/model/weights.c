@@ -1,0 +1,234 @@
+/*
+ * Layer weights: seeded Gaussian initialisation and loading a weights folder
+ * (wq.npy, wk.npy, ...). Weights are [out, in] like torch.nn.Linear.weight.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "model/model.h"
+
+/* Uniform in (0, 1) from 64 random bits: 53 of them, never 0. */
+static double uniform01(uint64_t bits)
+{
+    return ((double)(bits >> 11) + 0.5) * 0x1.0p-53;
+}
+
+/* Box-Muller pair p of a stream: radius and angle from draws 2p and 2p+1, so
+   the numbers are the same for any thread count and any range asked for. */
+static void normal_pair(uint64_t state, int64_t p, double *r, double *t)
+{
+    *r = sqrt(-2.0 * log(uniform01(rng_at(state, (uint64_t)(2 * p)))));
+    *t = 6.283185307179586 * uniform01(rng_at(state, (uint64_t)(2 * p + 1)));
+}
+
+void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale)
+{
+    const uint64_t state = rng_seed(seed, stream);
+#pragma omp parallel for if (n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t p = 0; p < (n + 1) / 2; p++) {
+        double r, t;
+        normal_pair(state, p, &r, &t);
+        x[2 * p] = (float)(r * cos(t)) * scale;
+        if (2 * p + 1 < n)
+            x[2 * p + 1] = (float)(r * sin(t)) * scale;
+    }
+}
+
+void ag_i_random_normal_range(float *x, int64_t first, int64_t n, uint64_t seed,
+                              uint64_t stream, float scale)
+{
+    const uint64_t state = rng_seed(seed, stream);
+#pragma omp parallel for if (n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t k = first + i;
+        double r, t;
+        normal_pair(state, k / 2, &r, &t);
+        x[i] = (float)(k % 2 == 0 ? r * cos(t) : r * sin(t)) * scale;
+    }
+}
+
+/* The weight arrays of w, for loops that treat them alike. */
+#define N_MATS AG_I_WEIGHT_ARRAYS
+static float **mats_of(ag_weights_t *w, int m)
+{
+    float **all[N_MATS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->ln_weight, &w->ln_bias,
+                           &w->attn_src, &w->attn_dst, &w->attn};
+    return all[m];
+}
+
+void ag_weights_destroy(ag_weights_t *w)
+{
+    if (!w)
+        return;
+    for (int m = 0; m < N_MATS; m++)
+        free(*mats_of(w, m));
+    memset(w, 0, sizeof *w);
+}
+
+int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_node,
+                      uint64_t seed, ag_error_t *err)
+{
+    memset(w, 0, sizeof *w);
+    if (D <= 0 || H <= 0 || d <= 0 || per_node < 0)
+        return ag_i_fail(err, AG_EINVAL, "weights: D=%lld, H=%lld, d=%lld; expected all >= 1",
+                         (long long)D, (long long)H, (long long)d);
+    const int64_t HD = H * d, copies = per_node ? per_node : 1;
+    w->D = D, w->H = H, w->d = d, w->per_node = per_node;
+    /* wq wk wv wo, then attn_src attn_dst attn; LayerNorm stays the identity */
+    const int mats[] = {0, 1, 2, 3, 6, 7, 8};
+    for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
+        const int m = mats[k];
+        const int64_t n = m < 3 ? copies * HD * D : m == 3 ? D * HD : HD;
+        const int64_t fan_in = m < 3 ? D : m == 3 ? HD : d;
+        float **p = mats_of(w, m);
+        if (!(*p = ag_i_alloc(n, sizeof(float), err, "weights"))) {
+            ag_weights_destroy(w);
+            return ag_i_alloc_status();
+        }
+        ag_random_normal(*p, n, seed, (uint64_t)m + 1, 1.0f / sqrtf((float)fan_in));
+    }
+    return AG_OK;
+}
+
+/*
+ * Reads dir/name.npy into *out and checks its shape is want[0..ndim).
+ * optional: a missing file leaves *out NULL.
+ */
+static int load_array(float **out, const char *dir, const char *name, int ndim,
+                      const int64_t *want, int optional, ag_error_t *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    *out = NULL;
+    FILE *probe = fopen(path, "rb");
+    if (!probe && optional)
+        return AG_OK;
+    if (probe)
+        fclose(probe);
+    ag_array_t a;
+    int rc = ag_array_read_npy(&a, path, err);
+    if (rc)
+        return rc;
+    int ok = a.ndim == ndim;
+    for (int k = 0; ok && k < ndim; k++)
+        ok = a.shape[k] == want[k];
+    if (!ok) {
+        char got[96] = "", exp[96] = "";
+        for (int k = 0; k < a.ndim; k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "",
+                     (long long)a.shape[k]);
+        for (int k = 0; k < ndim; k++)
+            snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%lld", k ? ", " : "",
+                     (long long)want[k]);
+        ag_array_destroy(&a);
+        return ag_i_fail(err, AG_EINVAL, "%s is [%s]; expected [%s]%s", path, got, exp,
+                         ndim == 2 && strncmp(name, "attn", 4) ? " ([out, in] like "
+                         "torch.nn.Linear.weight)" : "");
+    }
+    *out = a.data;
+    return AG_OK;
+}
+
+int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err)
+{
+    memset(w, 0, sizeof *w);
+    if (H <= 0)
+        return ag_i_fail(err, AG_EINVAL, "weights: %lld heads; expected >= 1", (long long)H);
+    /* wq decides: [H*d, D] shared, or [N, H*d, D] per node */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/wq.npy", dir);
+    ag_array_t a;
+    int rc = ag_array_read_npy(&a, path, err);
+    if (rc)
+        return rc;
+    if (a.ndim != 2 && a.ndim != 3) {
+        ag_array_destroy(&a);
+        return ag_i_fail(err, AG_EINVAL, "%s has %d dimensions; expected [H*d, D] or per node "
+                         "[N, H*d, D]", path, a.ndim);
+    }
+    const int per_node = a.ndim == 3;
+    int64_t shape[3];
+    memcpy(shape, a.shape, sizeof shape);
+    w->wq = a.data;
+    w->per_node = per_node ? shape[0] : 0;
+    const int64_t HD = shape[per_node], D = shape[per_node + 1];
+    if (HD % H != 0)
+        rc = ag_i_fail(err, AG_EINVAL, "%s has %lld row%s, not a multiple of %lld head%s",
+                       path, (long long)HD, HD == 1 ? "" : "s", (long long)H, H == 1 ? "" : "s");
+    const int64_t d = HD / H;
+    const int64_t wo[2] = {D, HD}, vec[1] = {D}, hd[2] = {H, d};
+    if (!rc)
+        rc = load_array(&w->wk, dir, "wk", a.ndim, shape, 0, err);
+    if (!rc)
+        rc = load_array(&w->wv, dir, "wv", a.ndim, shape, 0, err);
+    if (!rc)
+        rc = load_array(&w->wo, dir, "wo", 2, wo, 0, err);
+    if (!rc)
+        rc = load_array(&w->ln_weight, dir, "ln_weight", 1, vec, 1, err);
+    if (!rc)
+        rc = load_array(&w->ln_bias, dir, "ln_bias", 1, vec, 1, err);
+    const char *vecs[] = {"attn_src", "attn_dst", "attn"};
+    for (int k = 0; k < 3 && !rc; k++)
+        rc = load_array(mats_of(w, 6 + k), dir, vecs[k], 2, hd, 1, err);
+    if (rc) {
+        ag_weights_destroy(w);
+        return rc;
+    }
+    w->D = D, w->H = H, w->d = d;
+    return AG_OK;
+}
+
+/* Floats in array m of w (mats_of's numbering). */
+static int64_t mat_size(const ag_weights_t *w, int m)
+{
+    const int64_t HD = w->H * w->d, copies = w->per_node ? w->per_node : 1;
+    return m < 3 ? copies * HD * w->D : m == 3 ? w->D * HD : m < 6 ? w->D : HD;
+}
+
+int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm,
+                          ag_error_t *err)
+{
+    memset(g, 0, sizeof *g);
+    if (w->D <= 0 || w->H <= 0 || w->d <= 0 || w->per_node < 0)
+        return ag_i_fail(err, AG_EINVAL, "gradients: weights of D=%lld, H=%lld, d=%lld; expected "
+                         "all >= 1", (long long)w->D, (long long)w->H, (long long)w->d);
+    g->D = w->D, g->H = w->H, g->d = w->d, g->per_node = w->per_node;
+    /* wq wk wv wo always, LayerNorm's when asked, the rest where w has them */
+    const float *has[N_MATS] = {w->wq, w->wk, w->wv, w->wo, w->ln_weight, w->ln_bias,
+                                w->attn_src, w->attn_dst, w->attn};
+    for (int m = 0; m < N_MATS; m++) {
+        const int wanted = m < 4 || has[m] || (m < 6 && layer_norm);
+        if (wanted && !(*mats_of(g, m) = ag_i_calloc(mat_size(w, m), sizeof(float), err,
+                                                     "gradients"))) {
+            ag_weights_destroy(g);
+            return ag_i_alloc_status();
+        }
+    }
+    return AG_OK;
+}
+
+int ag_weights_add_layer_norm(ag_weights_t *w, ag_error_t *err)
+{
+    if (w->D <= 0)
+        return ag_i_fail(err, AG_EINVAL, "weights: D=%lld; expected >= 1", (long long)w->D);
+    if (!w->ln_weight) {
+        if (!(w->ln_weight = ag_i_alloc(w->D, sizeof(float), err, "LayerNorm weight")))
+            return ag_i_alloc_status();
+        for (int64_t c = 0; c < w->D; c++)
+            w->ln_weight[c] = 1.0f;
+    }
+    if (!w->ln_bias && !(w->ln_bias = ag_i_calloc(w->D, sizeof(float), err, "LayerNorm bias")))
+        return ag_i_alloc_status();
+    return AG_OK;
+}
+
+int ag_i_weights_arrays(ag_weights_t *w, float **arrays[AG_I_WEIGHT_ARRAYS],
+                        int64_t sizes[AG_I_WEIGHT_ARRAYS])
+{
+    for (int m = 0; m < N_MATS; m++)
+        arrays[m] = mats_of(w, m), sizes[m] = mat_size(w, m);
+    return N_MATS;
+}

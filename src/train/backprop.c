@@ -1,0 +1,345 @@
+/*
+ * Training through the rounds: a forward that keeps each round's activations
+ * on a tape, and the backward that walks the rounds in reverse.
+ *
+ * Round r (layer w): Xn = LayerNorm(X) or X; Q, K, V = Xn Wq^T, Xn Wk^T, Xn Wv^T;
+ * M = attention(Q, K, V); X' = X + M Wo^T (or M Wo^T). Its backward from dX':
+ *   dM = dX' Wo,  dWo += dX'^T M;
+ *   dQ, dK, dV (and the attention vectors') = ag_attention_backward(dM);
+ *   dWq += dQ^T Xn (and k, v);  dXn = dQ Wq + dK Wk + dV Wv;
+ *   dX = dX' (residual, else 0) + LayerNorm's backward of dXn (or dXn).
+ * Every product goes through gemm.c and every sum over rows in fixed chunks,
+ * so gradients are the same bits for any thread count.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "train/train.h"
+
+struct ag_tape {
+    ag_nbhd_t *nb;
+    const ag_weights_t *layers;
+    int n_layers, rounds;
+    ag_round_opts_t opts;     /* the caller's, or AG_ROUND_OPTS_INIT */
+    int layer_norm;
+    int64_t N, D, H, d;
+    float *acts;              /* per round: X [N, D], Q K V M [N, H*d], lse [N, H] */
+    unsigned char *has_lse;   /* per round: the kernel wrote lse (sigmoid and linear
+                                 scores, and kernels without it, leave it NaN) */
+};
+
+/* Floats a round keeps per node. */
+static int64_t round_width(int64_t D, int64_t H, int64_t d)
+{
+    return D + 4 * H * d + H;
+}
+
+/* Round r's activations on the tape. */
+typedef struct {
+    float *X, *Q, *K, *V, *M, *lse;
+} acts_t;
+
+static acts_t round_acts(const ag_tape_t *t, int r)
+{
+    const int64_t N = t->N, HD = t->H * t->d;
+    float *X = t->acts + (int64_t)r * N * round_width(t->D, t->H, t->d);
+    float *Q = X + N * t->D, *K = Q + N * HD, *V = K + N * HD, *M = V + N * HD;
+    return (acts_t){X, Q, K, V, M, M + N * HD};
+}
+
+int64_t ag_tape_bytes(int64_t N, int64_t D, int64_t H, int64_t d, int rounds)
+{
+    /* -1 for negative sizes and sizes whose bytes overflow (checked in double first) */
+    if (N < 0 || D < 0 || H < 0 || d < 0 || rounds < 0 ||
+        (double)N * ((double)D + 4.0 * (double)H * (double)d + (double)H) * 4.0 * rounds > 9e18)
+        return -1;
+    return N * round_width(D, H, d) * 4 * rounds;
+}
+
+void ag_tape_free(ag_tape_t *tape)
+{
+    if (!tape)
+        return;
+    free(tape->acts), free(tape->has_lse);
+    free(tape);
+}
+
+static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers,
+                     int n_layers, int rounds, const ag_round_opts_t *opts, ag_error_t *err)
+{
+    const ag_weights_t *w = &layers[0];
+    const int64_t bytes = ag_tape_bytes(nb->n_nodes, w->D, w->H, w->d, rounds);
+    if (bytes < 0)
+        return ag_i_fail(err, AG_ELIMIT, "rounds forward: a tape of %d rounds on %lld nodes "
+                         "overflows", rounds, (long long)nb->n_nodes);
+    ag_tape_t *t = ag_i_calloc(1, sizeof *t, err, "tape");
+    if (!t)
+        return ag_i_alloc_status();
+    *t = (ag_tape_t){nb, layers, n_layers, rounds,
+                     opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT,
+                     opts && opts->norm == AG_NORM_LAYER,
+                     nb->n_nodes, w->D, w->H, w->d, NULL, NULL};
+    t->acts = ag_i_alloc(bytes / 4, sizeof(float), err, "tape of the rounds' activations");
+    t->has_lse = ag_i_calloc(rounds + 1, 1, err, "tape");
+    if (!t->acts || !t->has_lse) {
+        ag_tape_free(t);
+        return ag_i_alloc_status();
+    }
+    *tape = t;
+    return AG_OK;
+}
+
+/* Did the kernel write every log-sum-exp (none left NaN)? */
+static int lse_written(const float *lse, int64_t n)
+{
+    for (int64_t x = 0; x < n; x++)
+        if (isnan(lse[x]))
+            return 0;
+    return 1;
+}
+
+/* The tape's attention of round r: the kernel on the whole graph, keeping the
+   log-sum-exp where the kernel writes one (every plain dot-product score). */
+typedef struct {
+    ag_tape_t *t;
+    int r;
+    acts_t a;
+} tape_round_t;
+
+static int attend_taped(void *ctx, const ag_weights_t *w, const ag_score_t *sc, ag_error_t *err)
+{
+    const tape_round_t *tr = ctx;
+    const acts_t *a = &tr->a;
+    const int64_t NH = tr->t->N * w->H;
+    for (int64_t x = 0; x < NH; x++)
+        a->lse[x] = NAN;
+    const ag_attention_opts_t ao = {.lse = a->lse};
+    int rc = ag_attention_ex(tr->t->nb, a->Q, a->K, a->V, w->H, w->d, sc, a->M, &ao, err);
+    if (!rc)
+        tr->t->has_lse[tr->r] = (unsigned char)lse_written(a->lse, NH);
+    return rc;
+}
+
+static int forward_round(ag_tape_t *t, int r, float *X, float *Xn, ag_error_t *err)
+{
+    const int k = t->n_layers == 1 ? 0 : r;
+    const tape_round_t tr = {t, r, round_acts(t, r)};
+    memcpy(tr.a.X, X, (size_t)(t->N * t->D) * sizeof *X);
+    const ag_i_round_bufs_t b = {Xn, tr.a.Q, tr.a.K, tr.a.V, tr.a.M};
+    ag_score_t sc;
+    return ag_i_round_forward(X, t->N, &t->layers[k], k, &t->opts, &b, &sc, attend_taped,
+                              (void *)&tr, err);
+}
+
+int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
+                      int rounds, const ag_round_opts_t *opts, ag_tape_t **tape,
+                      ag_error_t *err)
+{
+    if (!tape)
+        return ag_i_fail(err, AG_EINVAL, "rounds forward: no tape to fill");
+    *tape = NULL;
+    if (!nb || !layers || !X)
+        return ag_i_fail(err, AG_EINVAL, "rounds forward: graph, layers and X are required");
+    int rc = ag_i_rounds_check(nb, layers, n_layers, rounds, err);
+    if (!rc)
+        rc = ag_check_finite("rounds forward: x", X, nb->n_nodes, layers[0].D, err);
+    /* the backward's transpose now, so that a graph too large fails before any work */
+    if (!rc)
+        rc = ag_nbhd_transpose(nb, err);
+    ag_tape_t *t = NULL;
+    if (!rc)
+        rc = tape_init(&t, nb, layers, n_layers, rounds, opts, err);
+    if (rc)
+        return rc;
+    float *Xn = NULL;
+    if (t->layer_norm && !(Xn = ag_i_alloc(t->N * t->D, sizeof *Xn, err, "rounds forward")))
+        rc = ag_i_alloc_status();
+    for (int r = 0; !rc && r < rounds; r++)
+        rc = forward_round(t, r, X, Xn, err);
+    free(Xn);
+    if (rc) {
+        ag_tape_free(t);
+        return rc;
+    }
+    *tape = t;
+    return AG_OK;
+}
+
+/* ---- backward ---- */
+
+/* The backward's buffers: dX [N, D] (the gradient flowing down), Xn and dXn
+   [N, D], dM, dQ, dK, dV [N, H*d], and two [H, d] vectors. */
+typedef struct {
+    float *dX, *Xn, *dXn, *dM, *dQ, *dK, *dV, *da_src, *da_dst;
+} back_bufs_t;
+
+static float *back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
+{
+    const int64_t N = t->N, D = t->D, HD = t->H * t->d;
+    float *all = ag_i_alloc(3 * N * D + 4 * N * HD + 2 * HD, sizeof(float), err,
+                            "rounds backward");
+    if (!all)
+        return NULL;
+    b->dX = all, b->Xn = b->dX + N * D, b->dXn = b->Xn + N * D, b->dM = b->dXn + N * D;
+    b->dQ = b->dM + N * HD, b->dK = b->dQ + N * HD, b->dV = b->dK + N * HD;
+    b->da_src = b->dV + N * HD, b->da_dst = b->da_src + HD;
+    return all;
+}
+
+/* Checks grads against the layers and zeroes every array they have. */
+static int grads_reset(const ag_tape_t *t, ag_weights_t *grads, ag_error_t *err)
+{
+    for (int k = 0; grads && k < t->n_layers; k++) {
+        ag_weights_t *g = &grads[k];
+        const ag_weights_t *w = &t->layers[k];
+        if (g->D != w->D || g->H != w->H || g->d != w->d || g->per_node != w->per_node)
+            return ag_i_fail(err, AG_EINVAL, "rounds backward: gradients %d are for D=%lld, "
+                             "%lld heads of %lld, per node %lld; layer %d has D=%lld, %lld heads "
+                             "of %lld, per node %lld", k + 1, (long long)g->D, (long long)g->H,
+                             (long long)g->d, (long long)g->per_node, k + 1, (long long)w->D,
+                             (long long)w->H, (long long)w->d, (long long)w->per_node);
+        float **arrays[AG_I_WEIGHT_ARRAYS];
+        int64_t sizes[AG_I_WEIGHT_ARRAYS];
+        const int n = ag_i_weights_arrays(g, arrays, sizes);
+        for (int m = 0; m < n; m++)
+            if (*arrays[m])
+                memset(*arrays[m], 0, (size_t)sizes[m] * sizeof(float));
+    }
+    return AG_OK;
+}
+
+/* dXn = sum over Q, K, V of dP W (and dW += dP^T Xn) for the layer's projections. */
+static int projections_backward(const ag_weights_t *w, ag_weights_t *g,
+                                const ag_i_round_back_t *b, const float *Xn, int64_t n,
+                                const ag_i_reducer_t *red, ag_error_t *err)
+{
+    const int64_t D = w->D, HD = w->H * w->d;
+    const float *W[3] = {w->wq, w->wk, w->wv}, *dP[3] = {b->dQ, b->dK, b->dV};
+    float *dW[3] = {g ? g->wq : NULL, g ? g->wk : NULL, g ? g->wv : NULL};
+    if (w->per_node)
+        memset(b->dXn, 0, (size_t)(n * D) * sizeof *b->dXn);
+    for (int m = 0; m < 3; m++) {
+        if (w->per_node) {   /* one process only: the MPI layer refuses per-node weights */
+            ag_i_project_per_node_backward(b->dXn, dW[m], dP[m], Xn, W[m], n, D, HD);
+            continue;
+        }
+        int rc = dW[m] ? ag_i_gemm_atb_r(red, dW[m], dP[m], Xn, n, HD, D, err) : AG_OK;
+        if (rc)
+            return rc;
+        ag_i_gemm_xw(b->dXn, dP[m], W[m], n, HD, D, m ? 1.0f : 0.0f);
+    }
+    return AG_OK;
+}
+
+int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, int k,
+                        const ag_round_opts_t *o, const ag_i_round_back_t *b,
+                        const ag_i_reducer_t *red, ag_i_attend_back_fn attend_back,
+                        void *ctx, ag_error_t *err)
+{
+    const int64_t D = w->D, HD = w->H * w->d;
+    ag_score_t sc;
+    int rc = ag_i_round_score(&sc, o, w, k, err);
+    if (rc)
+        return rc;
+    /* output projection: dM = dX' Wo, dWo += dX'^T M */
+    ag_i_gemm_xw(b->dM, b->dX, w->wo, n, D, HD, 0.0f);
+    if (g && g->wo && (rc = ag_i_gemm_atb_r(red, g->wo, b->dX, b->M, n, D, HD, err)))
+        return rc;
+    if ((rc = attend_back(ctx, w, g, &sc, err)))
+        return rc;
+    const int layer_norm = o && o->norm == AG_NORM_LAYER;
+    const float eps = ag_i_ln_eps(o);
+    const float *Xn = b->X;
+    if (layer_norm) {
+        ag_layer_norm(b->Xn, b->X, n, D, w->ln_weight, w->ln_bias, eps);
+        Xn = b->Xn;
+    }
+    if ((rc = projections_backward(w, g, b, Xn, n, red, err)))
+        return rc;
+    /* dX = dX' (the residual's path) + what went through the projections */
+    if (o && o->no_residual)
+        memset(b->dX, 0, (size_t)(n * D) * sizeof *b->dX);
+    if (layer_norm)
+        return ag_i_layer_norm_backward_r(red, b->dX, g ? g->ln_weight : NULL,
+                                          g ? g->ln_bias : NULL, b->dXn, b->X, n, D,
+                                          w->ln_weight, eps, err);
+#pragma omp parallel for if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < n * D; x++)
+        b->dX[x] += b->dXn[x];
+    return AG_OK;
+}
+
+/* Adds the round's attention-vector gradients into the layer's (when they are
+   the layer's vectors, not the options' constants). */
+static void add_vectors(const ag_score_t *opt_score, const ag_score_t *sc, ag_weights_t *g,
+                        const back_bufs_t *b, int64_t HD)
+{
+    if (!g || (opt_score && opt_score->a_src))
+        return;
+    float *to_src = sc->kind == AG_SCORE_ADDITIVE ? g->attn_src
+                    : sc->kind == AG_SCORE_GATV2 ? g->attn : NULL;
+    float *to_dst = sc->kind == AG_SCORE_ADDITIVE ? g->attn_dst : NULL;
+    for (int64_t x = 0; to_src && x < HD; x++)
+        to_src[x] += b->da_src[x];
+    for (int64_t x = 0; to_dst && x < HD; x++)
+        to_dst[x] += b->da_dst[x];
+}
+
+/* The tape's attention backward of round r: the kernels on the whole graph
+   (any score), with the forward's log-sum-exp where it kept one. */
+typedef struct {
+    const ag_tape_t *t;
+    int r;
+    const back_bufs_t *b;
+} tape_back_t;
+
+static int attend_back_taped(void *ctx, const ag_weights_t *w, ag_weights_t *g,
+                             const ag_score_t *sc, ag_error_t *err)
+{
+    const tape_back_t *tb = ctx;
+    const ag_tape_t *t = tb->t;
+    const back_bufs_t *b = tb->b;
+    const acts_t a = round_acts(t, tb->r);
+    const int vectors = sc->kind == AG_SCORE_ADDITIVE || sc->kind == AG_SCORE_GATV2;
+    const ag_attention_grads_t ag = {b->dQ, b->dK, b->dV, vectors ? b->da_src : NULL,
+                                     sc->kind == AG_SCORE_ADDITIVE ? b->da_dst : NULL, NULL};
+    int rc = ag_attention_backward(t->nb, a.Q, a.K, a.V, w->H, w->d, sc, a.M,
+                                   t->has_lse[tb->r] ? a.lse : NULL, b->dM, &ag, err);
+    if (!rc && vectors)
+        add_vectors(t->opts.score, sc, g, b, w->H * w->d);
+    return rc;
+}
+
+static int backward_round(const ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t *b,
+                          ag_error_t *err)
+{
+    const int k = t->n_layers == 1 ? 0 : r;
+    const acts_t a = round_acts(t, r);
+    const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn};
+    const tape_back_t tb = {t, r, b};
+    return ag_i_round_backward(t->N, &t->layers[k], grads ? &grads[k] : NULL, k, &t->opts, &rb,
+                               NULL, attend_back_taped, (void *)&tb, err);
+}
+
+int ag_rounds_backward(ag_tape_t *tape, const float *dY, float *dX0, ag_weights_t *grads,
+                       ag_error_t *err)
+{
+    if (!tape || !dY)
+        return ag_i_fail(err, AG_EINVAL, "rounds backward: a tape and dY are required");
+    int rc = grads_reset(tape, grads, err);
+    if (rc)
+        return rc;
+    back_bufs_t b;
+    float *all = back_alloc(&b, tape, err);
+    if (!all)
+        return ag_i_alloc_status();
+    memcpy(b.dX, dY, (size_t)(tape->N * tape->D) * sizeof *dY);
+    for (int r = tape->rounds - 1; !rc && r >= 0; r--)
+        rc = backward_round(tape, r, grads, &b, err);
+    if (!rc && dX0)
+        memcpy(dX0, b.dX, (size_t)(tape->N * tape->D) * sizeof *dX0);
+    free(all);
+    return rc;
+}

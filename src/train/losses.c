@@ -1,0 +1,212 @@
+/*
+ * Losses on the final states, restricted to a node mask: mean squared error
+ * against targets, and cross-entropy over C classes through a linear readout.
+ * Per-row work runs in parallel; every sum over rows goes in fixed chunks
+ * (gemm.c), so losses and gradients are the same bits for any thread count.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/train.h"
+
+static int64_t mask_count(const uint8_t *mask, int64_t N)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < N; i++)
+        n += !mask || mask[i];
+    return n;
+}
+
+/* ---- mean squared error ---- */
+
+typedef struct {
+    const float *X, *Y;
+    const uint8_t *mask;
+    int64_t D;
+} mse_t;
+
+static void mse_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
+{
+    const mse_t *m = ctx;
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t c = 0; (!m->mask || m->mask[i]) && c < m->D; c++) {
+            const double e = (double)m->X[i * m->D + c] - m->Y[i * m->D + c];
+            partial[0] += e * e;
+        }
+}
+
+int ag_loss_mse(const float *X, const float *Y, int64_t N, int64_t D, const uint8_t *mask,
+                double *loss, float *dX, ag_error_t *err)
+{
+    return ag_i_loss_mse_r(NULL, X, Y, N, D, mask, loss, dX, err);
+}
+
+int ag_i_loss_mse_r(const ag_i_reducer_t *r, const float *X, const float *Y, int64_t N,
+                    int64_t D, const uint8_t *mask, double *loss, float *dX, ag_error_t *err)
+{
+    /* a process's part may have no rows; the whole may not */
+    if ((!r && (!X || !Y || N <= 0)) || N < 0 || D <= 0)
+        return ag_i_fail(err, AG_EINVAL, "mse: %s [%lld, %lld]; expected X and targets of at "
+                         "least one row and column", X && Y ? "states" : "no states or targets",
+                         (long long)N, (long long)D);
+    int64_t rows = mask_count(mask, N);
+    int rc = r ? r->count(r, &rows, err) : AG_OK;
+    if (rc)
+        return rc;
+    if (rows == 0)
+        return ag_i_fail(err, AG_EINVAL, "mse: the mask selects none of the %lld nodes",
+                         (long long)N);
+    const double scale = 1.0 / ((double)rows * (double)D);
+    if (loss) {
+        mse_t ctx = {X, Y, mask, D};
+        double sum;
+        rc = ag_i_sum_rows_r(r, N, 1, N * D, mse_rows, &ctx, &sum, err);
+        if (rc)
+            return rc;
+        *loss = sum * scale;
+    }
+    if (dX) {
+#pragma omp parallel for if (N * D >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t c = 0; c < D; c++)
+                dX[i * D + c] = !mask || mask[i]
+                    ? (float)(2.0 * ((double)X[i * D + c] - Y[i * D + c]) * scale) : 0.0f;
+    }
+    return AG_OK;
+}
+
+/* ---- cross-entropy through a linear readout ---- */
+
+typedef struct {
+    float *logits;            /* [N, C] in; dL/dlogits out */
+    const int64_t *labels;
+    const uint8_t *mask;
+    int64_t C, counted;
+    int64_t *pred;
+} ce_t;
+
+/* Row i's softmax in double: its loss term if counted, its argmax, and
+   dL/dlogits (softmax - one-hot) / counted written over the logits (0 if not counted). */
+static void ce_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
+{
+    const ce_t *s = ctx;
+    const int64_t C = s->C;
+    for (int64_t i = lo; i < hi; i++) {
+        float *z = s->logits + i * C;
+        int64_t best = 0;
+        for (int64_t c = 1; c < C; c++)
+            if (z[c] > z[best])
+                best = c;
+        if (s->pred)
+            s->pred[i] = best;
+        const int64_t y = s->labels[i];
+        if (y < 0 || (s->mask && !s->mask[i])) {
+            memset(z, 0, (size_t)C * sizeof *z);
+            continue;
+        }
+        const double mx = z[best];
+        double sum = 0;
+        for (int64_t c = 0; c < C; c++)
+            sum += exp((double)z[c] - mx);
+        const double lse = mx + log(sum);
+        partial[0] += lse - z[y];
+        partial[1] += best == y;
+        for (int64_t c = 0; c < C; c++)
+            z[c] = (float)((exp((double)z[c] - lse) - (c == y)) / (double)s->counted);
+    }
+}
+
+/* The column sums of dL/dlogits (dbr). */
+static void bias_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
+{
+    const ce_t *s = ctx;
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t c = 0; c < s->C; c++)
+            partial[c] += s->logits[i * s->C + c];
+}
+
+static int ce_check(const ag_i_reducer_t *red, const float *X, int64_t N, int64_t D,
+                    const float *Wr, int64_t C, const int64_t *labels, const uint8_t *mask,
+                    int64_t *counted, ag_error_t *err)
+{
+    if ((!red && (!X || !labels)) || !Wr)
+        return ag_i_fail(err, AG_EINVAL, "cross-entropy: states, readout weights and labels "
+                         "are required");
+    if ((!red && N <= 0) || N < 0 || D <= 0 || C <= 0)
+        return ag_i_fail(err, AG_EINVAL, "cross-entropy: %lld nodes of width %lld, %lld "
+                         "classes; expected each >= 1", (long long)N, (long long)D, (long long)C);
+    if (D > INT32_MAX || C > INT32_MAX)
+        return ag_i_fail(err, AG_ELIMIT, "cross-entropy: widths beyond 2^31 are not supported "
+                         "by BLAS");
+    *counted = 0;
+    for (int64_t i = 0; i < N; i++) {
+        if (labels[i] < -1 || labels[i] >= C)
+            return ag_i_fail(err, AG_EINVAL, "cross-entropy: node %lld has label %lld; expected "
+                             "0..%lld, or -1 for none", (long long)i, (long long)labels[i],
+                             (long long)(C - 1));
+        *counted += labels[i] >= 0 && (!mask || mask[i]);
+    }
+    int rc = red ? red->count(red, counted, err) : AG_OK;
+    if (rc)
+        return rc;
+    if (*counted == 0)
+        return ag_i_fail(err, AG_EINVAL, "cross-entropy: no node is both in the mask and "
+                         "labelled");
+    return AG_OK;
+}
+
+int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const float *Wr,
+                          const float *br, int64_t C, const int64_t *labels,
+                          const uint8_t *mask, double *loss, float *dX, float *dWr,
+                          float *dbr, int64_t *correct, int64_t *counted, int64_t *pred,
+                          ag_error_t *err)
+{
+    return ag_i_loss_cross_entropy_r(NULL, X, N, D, Wr, br, C, labels, mask, loss, dX, dWr,
+                                     dbr, correct, counted, pred, err);
+}
+
+int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N, int64_t D,
+                              const float *Wr, const float *br, int64_t C,
+                              const int64_t *labels, const uint8_t *mask, double *loss,
+                              float *dX, float *dWr, float *dbr, int64_t *correct,
+                              int64_t *counted, int64_t *pred, ag_error_t *err)
+{
+    int64_t n = 0;
+    int rc = ce_check(r, X, N, D, Wr, C, labels, mask, &n, err);
+    if (rc)
+        return rc;
+    float *logits = ag_i_alloc(N ? N * C : 1, sizeof *logits, err, "cross-entropy logits");
+    double *sums = ag_i_alloc(C > 2 ? C : 2, sizeof *sums, err, "cross-entropy");
+    if (!logits || !sums) {
+        free(logits), free(sums);
+        return ag_i_reducer_failed(r, 2, err);
+    }
+    ag_i_gemm_xwt(logits, X, Wr, N, D, C, 0.0f);
+    if (br)
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t c = 0; c < C; c++)
+                logits[i * C + c] += br[c];
+    ce_t ctx = {logits, labels, mask, C, n, pred};
+    rc = ag_i_sum_rows_r(r, N, 2, N * C * 8, ce_rows, &ctx, sums, err);
+    if (!rc) {
+        if (loss)
+            *loss = sums[0] / (double)n;
+        if (correct)
+            *correct = (int64_t)sums[1];
+        if (counted)
+            *counted = n;
+    }
+    /* the logits now hold dL/dlogits */
+    if (!rc && dX)
+        ag_i_gemm_xw(dX, logits, Wr, N, C, D, 0.0f);
+    if (!rc && dWr) {
+        memset(dWr, 0, (size_t)(C * D) * sizeof *dWr);
+        rc = ag_i_gemm_atb_r(r, dWr, logits, X, N, C, D, err);
+    }
+    if (!rc && dbr && !(rc = ag_i_sum_rows_r(r, N, C, N * C, bias_rows, &ctx, sums, err)))
+        for (int64_t c = 0; c < C; c++)
+            dbr[c] = (float)sums[c];
+    free(logits), free(sums);
+    return rc;
+}
