@@ -7,15 +7,13 @@
 #include <sys/types.h>
 
 #include "attngraph.h"
+#include "base/base.h"
 #include "cli/source.h"
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
 #define SUMMARY_NODES 20
 #define DEFAULT_DIM 16
-
-/* "s" unless n is 1: printf("%lld edge%s", n, PLURAL(n)). */
-#define PLURAL(n) ((n) == 1 ? "" : "s")
 
 /* Option codes (struct option .val) shared by the commands; see options.c. */
 enum {

@@ -337,7 +337,7 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
     const int64_t N = st->src.nb.n_nodes;
     if (k > 0 && N != st->in.N)
         return ag_i_fail(err, AG_EINVAL, "'%s' has %lld node%s; the first connectivity ('%s') has "
-                         "%lld", co->conns[k].name, (long long)N, PLURAL(N), co->conns[0].name,
+                         "%lld", co->conns[k].name, (long long)N, AG_PLURAL(N), co->conns[0].name,
                          (long long)st->in.N);
     if ((rc = check_labels(st, co, k, err)))
         return rc;
@@ -424,7 +424,7 @@ static int draw_compare(const compare_state_t *st, const compare_opts_t *co, cha
     }
     char title[128];
     snprintf(title, sizeof title, "compare: %d connectivities on %lld node%s", co->n_conns,
-             (long long)st->in.N, PLURAL(st->in.N));
+             (long long)st->in.N, AG_PLURAL(st->in.N));
     const ag_compare_picture_t c = {co->n_conns, conn_names, st->in.N, st->grid, st->masks,
                                     FIGS, names, figures, title};
     return ag_draw_compare(svg, &c, err);
@@ -483,10 +483,10 @@ int cmd_compare(int argc, char **argv)
     if (!rc && !co.o.quiet) {
         const inputs_t *in = &st.in;
         printf("compare: %d connectivities on %lld node%s, ", co.n_conns, (long long)in->N,
-               PLURAL(in->N));
+               AG_PLURAL(in->N));
         if (in->raw)
             printf("raw attention (%lld head%s of width %lld)", (long long)in->H,
-                   PLURAL(in->H), (long long)in->d);
+                   AG_PLURAL(in->H), (long long)in->d);
         else
             printf("%lld round%s (D=%lld, %lld head%s of width %lld, %s, seed %llu)",
                    (long long)in->rounds, in->rounds == 1 ? "" : "s", (long long)in->x0.cols,

@@ -132,7 +132,7 @@ int csv_parse(csv_t *t, char *buf, size_t len, const char *path, ag_error_t *err
             const int cols = t->n_cols;
             csv_free(t);
             return ag_i_fail(err, AG_EFORMAT, "%s: line %lld has %d field%s; the header has %d",
-                             path, (long long)line_no, n, PLURAL(n), cols);
+                             path, (long long)line_no, n, AG_PLURAL(n), cols);
         } else {
             t->n_rows++;
         }

@@ -222,7 +222,7 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
     const int64_t E = nb->n_edges, N = nb->n_nodes, H = in->H;
     if (a->head >= H)
         return ag_i_fail(err, AG_EINVAL, "--head %lld: the run has %lld head%s (0..%lld)",
-                         (long long)a->head, (long long)H, PLURAL(H), (long long)H - 1);
+                         (long long)a->head, (long long)H, AG_PLURAL(H), (long long)H - 1);
     char head[1024];
     if (a->title)
         snprintf(head, sizeof head, "%s", a->title);

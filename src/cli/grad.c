@@ -329,11 +329,11 @@ int cmd_grad(int argc, char **argv)
         source_print(&st->src);
         if (in->raw)
             printf("attention: %lld head%s of width %lld; L = sum(dout * M) = %.9g\n",
-                   (long long)in->H, PLURAL(in->H), (long long)in->d, st->loss);
+                   (long long)in->H, AG_PLURAL(in->H), (long long)in->d, st->loss);
         else
             printf("rounds: %lld (D=%lld, %lld head%s of width %lld, %s); L = sum(dout * X) "
                    "= %.9g\n", (long long)in->rounds, (long long)in->x0.cols,
-                   (long long)in->H, PLURAL(in->H), (long long)in->d,
+                   (long long)in->H, AG_PLURAL(in->H), (long long)in->d,
                    in->n_layers > 1 ? "a layer per round" : "shared weights", st->loss);
         printf("wrote %s:", o->out);
         for (int k = 0; k < st->n_items; k++)

@@ -344,7 +344,7 @@ int input_options_check(run_opts_t *o, const char *cmd)
                            (long long)o->heads);
     if (o->attn_round > o->rounds && !o->weights)   /* --weights DIR may set the rounds */
         return usage_error(cmd, "--attn-round %lld, but the run has %lld round%s",
-                           (long long)o->attn_round, (long long)o->rounds, PLURAL(o->rounds));
+                           (long long)o->attn_round, (long long)o->rounds, AG_PLURAL(o->rounds));
     return 0;
 }
 
@@ -383,7 +383,7 @@ static int read_rows(ag_matrix_t *m, const char *option, const char *path, int64
     int rc = ag_matrix_read_npy(m, path, err);
     if (!rc && m->rows != N) {
         rc = ag_i_fail(err, AG_EINVAL, "%s %s has %lld row%s, the graph has %lld node%s", option,
-                       path, (long long)m->rows, PLURAL(m->rows), (long long)N, PLURAL(N));
+                       path, (long long)m->rows, AG_PLURAL(m->rows), (long long)N, AG_PLURAL(N));
         ag_matrix_destroy(m);
     }
     return rc;
@@ -401,14 +401,14 @@ static int load_raw(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     const int64_t HD = in->q.cols;
     if (in->k.cols != HD)
         return ag_i_fail(err, AG_EINVAL, "%s has %lld column%s; %s has %lld", o->k,
-                         (long long)in->k.cols, PLURAL(in->k.cols), o->q, (long long)HD);
+                         (long long)in->k.cols, AG_PLURAL(in->k.cols), o->q, (long long)HD);
     if (in->v.cols != HD)
         return ag_i_fail(err, AG_EINVAL, "%s has %lld column%s; %s has %lld", o->v,
-                         (long long)in->v.cols, PLURAL(in->v.cols), o->q, (long long)HD);
+                         (long long)in->v.cols, AG_PLURAL(in->v.cols), o->q, (long long)HD);
     if (HD == 0 || HD % o->heads)
         return ag_i_fail(err, AG_EINVAL, "%s has %lld column%s, not a positive multiple of %lld "
-                         "head%s", o->q, (long long)HD, PLURAL(HD), (long long)o->heads,
-                         PLURAL(o->heads));
+                         "head%s", o->q, (long long)HD, AG_PLURAL(HD), (long long)o->heads,
+                         AG_PLURAL(o->heads));
     in->d = HD / o->heads;
     return AG_OK;
 }
@@ -446,16 +446,16 @@ static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         if (in->layers[k].D != in->x0.cols)
             return ag_i_fail(err, AG_EINVAL, "%s/wq.npy has %lld column%s (D); the features "
                              "have %lld", dir, (long long)in->layers[k].D,
-                             PLURAL(in->layers[k].D), (long long)in->x0.cols);
+                             AG_PLURAL(in->layers[k].D), (long long)in->x0.cols);
         if (in->layers[k].per_node && in->layers[k].per_node != in->N)
             return ag_i_fail(err, AG_EINVAL, "%s/wq.npy holds weights for %lld node%s; the "
                              "graph has %lld", dir, (long long)in->layers[k].per_node,
-                             PLURAL(in->layers[k].per_node), (long long)in->N);
+                             AG_PLURAL(in->layers[k].per_node), (long long)in->N);
     }
     if (n && o->given[OPT_ROUNDS - OPT_Q] && o->rounds > n)
         return ag_i_fail(err, AG_EINVAL, "--rounds %lld, but %s has layers for %d round%s "
                          "(round-1/ .. round-%d/)", (long long)o->rounds, o->weights, n,
-                         PLURAL(n), n);
+                         AG_PLURAL(n), n);
     in->rounds = rounds;
     return AG_OK;
 }
@@ -471,8 +471,8 @@ static int check_state_memory(int64_t N, int64_t D, int64_t H, int64_t d, ag_err
         return AG_OK;
     return ag_i_fail(err, AG_ELIMIT, "%lld node%s with D=%lld and %lld head%s of width %lld need "
                      "%.3g GB of states; the memory budget is %.3g GB (the memory available now, "
-                     "or --max-memory)", (long long)N, PLURAL(N), (long long)D, (long long)H,
-                     PLURAL(H), (long long)d, bytes / 1e9, (double)budget / 1e9);
+                     "or --max-memory)", (long long)N, AG_PLURAL(N), (long long)D, (long long)H,
+                     AG_PLURAL(H), (long long)d, bytes / 1e9, (double)budget / 1e9);
 }
 
 int inputs_check_memory(const run_opts_t *o, int64_t N, ag_error_t *err)
@@ -516,7 +516,7 @@ static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     } else {
         if (!o->head_dim && D % o->heads)
             return ag_i_fail(err, AG_EINVAL, "width D=%lld is not a multiple of %lld head%s; set "
-                             "--head-dim", (long long)D, (long long)o->heads, PLURAL(o->heads));
+                             "--head-dim", (long long)D, (long long)o->heads, AG_PLURAL(o->heads));
         const int64_t d = o->head_dim ? o->head_dim : D / o->heads;
         in->n_layers = 1;
         in->layers = ag_i_calloc(1, sizeof *in->layers, err, "weights");

@@ -138,8 +138,8 @@ int cmd_pattern(int argc, char **argv)
         rc = out_commit(&out, &err);
     if (!rc && !o.quiet)
         printf("pattern '%s' on %lld node%s: %lld edge%s -> %s (%s)\n", o.src.pattern,
-               (long long)s.nb.n_nodes, PLURAL(s.nb.n_nodes), (long long)s.nb.n_edges,
-               PLURAL(s.nb.n_edges), o.out, fmt_name);
+               (long long)s.nb.n_nodes, AG_PLURAL(s.nb.n_nodes), (long long)s.nb.n_edges,
+               AG_PLURAL(s.nb.n_edges), o.out, fmt_name);
     if (rc) {
         out_name_errors(&out, 1, &err);
         out_abort(&out);

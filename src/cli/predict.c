@@ -21,7 +21,7 @@ static int read_array(ag_array_t *a, const char *dir, const char *name, int ndim
     int rc = ag_array_read_npy(a, path, err);
     if (!rc && a->ndim != ndim) {
         rc = ag_i_fail(err, AG_EINVAL, "%s has %d dimension%s; expected %s", path, a->ndim,
-                       PLURAL(a->ndim), ndim == 2 ? "[C, D]: a row of weights per class"
+                       AG_PLURAL(a->ndim), ndim == 2 ? "[C, D]: a row of weights per class"
                                                 : "[C]: a bias per class");
         ag_array_destroy(a);
     }

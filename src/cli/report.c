@@ -234,7 +234,7 @@ int report_attention(const out_file_t *out, const result_t *r,
     if (E * H > max_export)
         return ag_i_fail(err, AG_ELIMIT, "%s would hold %lld weights (%lld message%s x %lld "
                          "head%s), more than --max-edges %lld", name, (long long)(E * H), (long long)E,
-                         PLURAL(E), (long long)H, PLURAL(H), (long long)max_export);
+                         AG_PLURAL(E), (long long)H, AG_PLURAL(H), (long long)max_export);
     ag_edge_msg_t *msgs = NULL;
     int64_t *slot = NULL;
     float *W = ag_i_alloc(E * H + 1, sizeof *W, err, name), *ordered = NULL;

@@ -92,7 +92,7 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     const int64_t N = in->N, HD = in->H * in->d;
     if (o->attn_round > in->rounds)
         return ag_i_fail(err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
-                         (long long)o->attn_round, (long long)in->rounds, PLURAL(in->rounds));
+                         (long long)o->attn_round, (long long)in->rounds, AG_PLURAL(in->rounds));
     memcpy(r->y, in->x0.data, (size_t)(N * r->cols) * sizeof(float));
     int rc = ag_workspace_init(&r->ws, N, HD, r->cols, err);
     r->trace = ag_i_calloc(in->rounds + 1, sizeof *r->trace, err, "trace");

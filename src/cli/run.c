@@ -142,13 +142,13 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
     const double N = (double)nb->n_nodes;
     if (s->have_graph)
         printf("graph: %s: %lld node%s, %" IGRAPH_PRId " edge%s, %lld message%s\n", s->desc,
-               (long long)nb->n_nodes, PLURAL(nb->n_nodes), igraph_ecount(&s->graph),
-               PLURAL(igraph_ecount(&s->graph)), (long long)nb->n_edges, PLURAL(nb->n_edges));
+               (long long)nb->n_nodes, AG_PLURAL(nb->n_nodes), igraph_ecount(&s->graph),
+               AG_PLURAL(igraph_ecount(&s->graph)), (long long)nb->n_edges, AG_PLURAL(nb->n_edges));
     else
         printf("graph: %s on %lld node%s: %lld message%s (%.3g%% of all pairs)\n", s->desc,
-               (long long)nb->n_nodes, PLURAL(nb->n_nodes), (long long)nb->n_edges,
-               PLURAL(nb->n_edges), 100.0 * nb->n_edges / (N * N));
-    const char *plural = PLURAL(in->H), *tplural = PLURAL(threads);
+               (long long)nb->n_nodes, AG_PLURAL(nb->n_nodes), (long long)nb->n_edges,
+               AG_PLURAL(nb->n_edges), 100.0 * nb->n_edges / (N * N));
+    const char *plural = AG_PLURAL(in->H), *tplural = AG_PLURAL(threads);
     if (in->raw)
         printf("raw attention: 1 round, %lld head%s of width %lld, %s scores, %d thread%s\n",
                (long long)in->H, plural, (long long)in->d, score_names[in->score.kind], threads,
@@ -220,7 +220,7 @@ static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
                r->trace[r->rounds_done - 1].f.change, o->until);
     else if (o->until > 0)
         printf("not converged in %lld round%s: change %.3g >= --until %g\n",
-               (long long)rounds, PLURAL(rounds),
+               (long long)rounds, AG_PLURAL(rounds),
                r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
 }
 
@@ -283,8 +283,8 @@ int cmd_run(int argc, char **argv)
     if (!rc && o.n_attn && weights > o.max_export)   /* refused before the work, not after */
         rc = ag_i_fail(&err, AG_ELIMIT, "--attn would hold %lld weights (%lld message%s x %lld "
                        "head%s), more than --max-edges %lld", (long long)weights,
-                       (long long)s.nb.n_edges, PLURAL(s.nb.n_edges), (long long)o.heads,
-                       PLURAL(o.heads), (long long)o.max_export);
+                       (long long)s.nb.n_edges, AG_PLURAL(s.nb.n_edges), (long long)o.heads,
+                       AG_PLURAL(o.heads), (long long)o.max_export);
     if (!rc)
         rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
     const int figures = !o.quiet && in.rounds > 1;

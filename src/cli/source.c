@@ -133,7 +133,7 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
             *usage = o->tokens != NULL;
             rc = ag_i_fail(err, AG_EINVAL, "%s has %lld label%s, but --nodes is %lld",
                            o->tokens ? "--tokens" : o->labels_file, (long long)s->labels.n,
-                           PLURAL(s->labels.n), (long long)N);
+                           AG_PLURAL(s->labels.n), (long long)N);
         }
         N = s->labels.n;
     }
@@ -247,9 +247,9 @@ void source_close(source_t *s)
 void source_print(const source_t *s)
 {
     const ag_nbhd_t *nb = &s->nb;
-    printf("graph: %s: %lld node%s, ", s->desc, (long long)nb->n_nodes, PLURAL(nb->n_nodes));
+    printf("graph: %s: %lld node%s, ", s->desc, (long long)nb->n_nodes, AG_PLURAL(nb->n_nodes));
     if (s->have_graph)
         printf("%" IGRAPH_PRId " edge%s, ", igraph_ecount(&s->graph),
-               PLURAL(igraph_ecount(&s->graph)));
-    printf("%lld message%s\n", (long long)nb->n_edges, PLURAL(nb->n_edges));
+               AG_PLURAL(igraph_ecount(&s->graph)));
+    printf("%lld message%s\n", (long long)nb->n_edges, AG_PLURAL(nb->n_edges));
 }

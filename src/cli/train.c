@@ -161,7 +161,7 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
     if (st->src.nb.n_nodes != N)
         return ag_i_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s has %lld row%s",
                          st->src.desc, (long long)st->src.nb.n_nodes,
-                         PLURAL(st->src.nb.n_nodes), to->o.features, (long long)N, PLURAL(N));
+                         AG_PLURAL(st->src.nb.n_nodes), to->o.features, (long long)N, AG_PLURAL(N));
     if (k == 0) {
         if ((rc = inputs_load_features(&st->in, &to->o, &st->x0, err)) ||
             (rc = task_load(&st->task, to, N, st->in.x0.cols, err)) ||

@@ -129,8 +129,8 @@ void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
     static const char *const opt_names[] = {"adam", "adamw", "sgd"};
     const run_opts_t *o = &to->o;
     printf("train: %lld round%s (D=%lld, %lld head%s of width %lld, %s scores, %s, seed %llu); ",
-           (long long)in->rounds, PLURAL(in->rounds), (long long)in->x0.cols, (long long)in->H,
-           PLURAL(in->H), (long long)in->d, score_names[in->score.kind],
+           (long long)in->rounds, AG_PLURAL(in->rounds), (long long)in->x0.cols, (long long)in->H,
+           AG_PLURAL(in->H), (long long)in->d, score_names[in->score.kind],
            o->weights ? "weights from file" : "random weights", (unsigned long long)o->seed);
     if (t->C)
         printf("%lld classes, %lld train", (long long)t->C, (long long)t->n_train);
@@ -139,9 +139,9 @@ void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
     if (t->eval)
         printf(" and %lld eval", (long long)t->n_eval);
     printf(" node%s; %s, lr %g, %lld epoch%s, %d thread%s\n",
-           PLURAL(t->eval ? t->n_eval : t->n_train), opt_names[to->opt.kind],
-           (double)to->opt.lr, (long long)to->epochs, PLURAL(to->epochs), threads,
-           PLURAL(threads));
+           AG_PLURAL(t->eval ? t->n_eval : t->n_train), opt_names[to->opt.kind],
+           (double)to->opt.lr, (long long)to->epochs, AG_PLURAL(to->epochs), threads,
+           AG_PLURAL(threads));
 }
 
 /* The run command that predicts with the saved model. */

@@ -20,7 +20,7 @@ static int read_mask(uint8_t **mask, const char *path, const char *option, int64
                                      "value per node [%lld]", option, path, a.ndim, (long long)N)
                          : ag_i_fail(err, AG_EINVAL, "%s %s has %lld entr%s; the graph has %lld "
                                      "node%s", option, path, (long long)a.shape[0],
-                                     a.shape[0] == 1 ? "y" : "ies", (long long)N, PLURAL(N));
+                                     a.shape[0] == 1 ? "y" : "ies", (long long)N, AG_PLURAL(N));
         ag_array_destroy(&a);
         return rc;
     }
@@ -81,7 +81,7 @@ static int read_labels(task_t *t, const char *path, int64_t N, ag_error_t *err)
     }
     if (n != N)
         return ag_i_fail(err, AG_EINVAL, "--labels %s has %lld entr%s; the graph has %lld node%s",
-                         path, (long long)n, n == 1 ? "y" : "ies", (long long)N, PLURAL(N));
+                         path, (long long)n, n == 1 ? "y" : "ies", (long long)N, AG_PLURAL(N));
     int64_t max = -1;
     for (int64_t i = 0; i < N; i++) {
         if (t->labels[i] < -1)

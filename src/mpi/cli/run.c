@@ -183,11 +183,11 @@ static void report_metis(const metis_info_t *m, const ag_mpi_part_t *part, const
     printf("partition: METIS (seed %llu): edge cut %lld message%s (%.1f%%), halo %lld row%s "
            "(%.4g MB a round); contiguous parts (the default, cut at multiples of 1024 rows) "
            "would cut %lld (%.1f%%), halo %lld row%s (%.4g MB a round)\n",
-           (unsigned long long)m->seed, (long long)m->cut, PLURAL(m->cut),
-           100.0 * (double)m->cut / E, (long long)m->halo, PLURAL(m->halo),
+           (unsigned long long)m->seed, (long long)m->cut, AG_PLURAL(m->cut),
+           100.0 * (double)m->cut / E, (long long)m->halo, AG_PLURAL(m->halo),
            (double)m->halo * row, (long long)m->cut_contiguous,
            100.0 * (double)m->cut_contiguous / E, (long long)m->halo_contiguous,
-           PLURAL(m->halo_contiguous), (double)m->halo_contiguous * row);
+           AG_PLURAL(m->halo_contiguous), (double)m->halo_contiguous * row);
 }
 
 static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
@@ -209,10 +209,10 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
         return;
     const int P = part->ranks;
     printf("graph: %s: %lld node%s, %lld message%s\n", desc, (long long)part->n_nodes,
-           PLURAL(part->n_nodes), (long long)part->n_edges, PLURAL(part->n_edges));
+           AG_PLURAL(part->n_nodes), (long long)part->n_edges, AG_PLURAL(part->n_edges));
     printf("rounds: %lld (D=%lld, %lld head%s of width %lld) on %d process%s x %d thread%s, "
            "%s path\n", (long long)in->rounds, (long long)in->x0.cols, (long long)in->H,
-           PLURAL(in->H), (long long)in->d, P, P == 1 ? "" : "es", threads, PLURAL(threads),
+           AG_PLURAL(in->H), (long long)in->d, P, P == 1 ? "" : "es", threads, AG_PLURAL(threads),
            path_name(st->path));
     if (metis->metis)
         report_metis(metis, part, in);
@@ -220,7 +220,7 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
         const int64_t lo = part->bounds[p], hi = part->bounds[p + 1];
         if (metis->metis)   /* rows of the renumbered graph: only the count says something */
             printf("  process %d: %lld row%s (METIS part %d), peak memory %.1f MB\n", p,
-                   (long long)(hi - lo), PLURAL(hi - lo), p, all_rss ? all_rss[p] : 0.0);
+                   (long long)(hi - lo), AG_PLURAL(hi - lo), p, all_rss ? all_rss[p] : 0.0);
         else if (hi > lo)
             printf("  process %d: rows %lld..%lld, peak memory %.1f MB\n", p, (long long)lo,
                    (long long)hi - 1, all_rss ? all_rss[p] : 0.0);

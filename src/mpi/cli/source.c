@@ -47,7 +47,7 @@ static int pattern_nodes(int64_t *N, const ag_pattern_t *pat, const source_opts_
             *usage = o->tokens != NULL;
             rc = ag_i_fail(err, AG_EINVAL, "%s has %lld label%s, but --nodes is %lld",
                            o->tokens ? "--tokens" : o->labels_file, (long long)labels.n,
-                           PLURAL(labels.n), (long long)*N);
+                           AG_PLURAL(labels.n), (long long)*N);
         }
         *N = labels.n;
     }

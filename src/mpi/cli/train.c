@@ -105,7 +105,7 @@ static void report(mtrain_t *s, int64_t epochs, double seconds)
         return;
     const double per = (double)(epochs + 1);   /* the figures of the last epoch too */
     printf("%lld epoch%s in %.3g s; communicating: %.1f%% (mean over processes); exchanged: "
-           "%.4g MB an epoch (all processes together)\n", (long long)epochs, PLURAL(epochs),
+           "%.4g MB an epoch (all processes together)\n", (long long)epochs, AG_PLURAL(epochs),
            seconds, all[2] > 0 ? 100.0 * all[0] / all[2] : 0.0, all[1] / 1e6 / per);
 }
 
@@ -171,8 +171,8 @@ static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_erro
     if (!rc && s->part.n_nodes != N)
         rc = ag_mpi_agree(s->comm, ag_i_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s "
                                              "has %lld row%s", desc, (long long)s->part.n_nodes,
-                                             PLURAL(s->part.n_nodes), to->o.features,
-                                             (long long)N, PLURAL(N)), err);
+                                             AG_PLURAL(s->part.n_nodes), to->o.features,
+                                             (long long)N, AG_PLURAL(N)), err);
     if (!rc)
         rc = own_features(&s->x0, s->comm, &s->part, &to->o, err);
     if (!rc) {
@@ -189,7 +189,7 @@ static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_erro
         inputs_t whole = s->in;
         whole.N = N;
         printf("graph: %s: %lld node%s, %lld message%s, on %d process%s\n", desc, (long long)N,
-               PLURAL(N), (long long)s->part.n_edges, PLURAL(s->part.n_edges), s->part.ranks,
+               AG_PLURAL(N), (long long)s->part.n_edges, AG_PLURAL(s->part.n_edges), s->part.ranks,
                s->part.ranks == 1 ? "" : "es");
         print_setup(to, &whole, &s->task, threads);
         for (int p = 0; p < s->part.ranks; p++) {
