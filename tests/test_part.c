@@ -77,7 +77,7 @@ static void check_part(const whole_t *w, int64_t lo, int64_t hi)
     ck_assert_int_eq(
         ag_i_attention_part(&(ag_i_fwd_t){&view, Q - lo * HD, w->K, w->V, w->H, w->d, 0.0f, NULL,
                                           M - lo * HD, &(kext_t){.lse = lse - lo * w->H}},
-                            lo, hi, one_run(&w->nb), &err),
+                            lo, hi, 0, w->N, one_run(&w->nb), &err),
         AG_OK);
     ck_assert_msg(!memcmp(M, w->M + lo * HD, (size_t)(n * HD) * sizeof(float)),
                   "M of destinations %lld..%lld differs from the whole run's", (long long)lo,
@@ -104,6 +104,87 @@ START_TEST(part_matches_whole)
             check_part(&w, cuts[k][0], cuts[k][1]);
         whole_free(&w);
     }
+}
+END_TEST
+
+/* Every score kind on destinations lo..hi-1 with only the part's rows of Q and
+   the window of K and V rows it reads present (each in its own buffer, so a
+   read outside them is caught under ASan), against the whole graph's call. */
+static void check_part_score(const whole_t *w, const ag_score_t *sc, const float *M_whole,
+                             int64_t lo, int64_t hi)
+{
+    const int64_t n = hi - lo, HD = w->HD;
+    int64_t klo = w->N, khi = 0;
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t r = w->nb.run_ptr[i]; r < w->nb.run_ptr[i + 1]; r++) {
+            klo = w->nb.run_src[r] < klo ? w->nb.run_src[r] : klo;
+            khi = w->nb.run_src[r] + w->nb.run_len[r] > khi ? w->nb.run_src[r] + w->nb.run_len[r]
+                                                            : khi;
+        }
+    if (klo > khi)
+        klo = khi = 0;
+    int64_t *edge_ptr = malloc((size_t)(n + 1) * sizeof *edge_ptr);
+    int64_t *run_ptr = malloc((size_t)(n + 1) * sizeof *run_ptr);
+    for (int64_t i = 0; i <= n; i++)
+        edge_ptr[i] = w->nb.edge_ptr[lo + i] - w->nb.edge_ptr[lo],
+        run_ptr[i] = w->nb.run_ptr[lo + i] - w->nb.run_ptr[lo];
+    ag_nbhd_t view = w->nb;
+    view.edge_ptr = edge_ptr - lo, view.run_ptr = run_ptr - lo;
+    view.run_src = w->nb.run_src + w->nb.run_ptr[lo];
+    view.run_len = w->nb.run_len + w->nb.run_ptr[lo];
+    const size_t qb = (size_t)((n ? n : 1) * HD) * sizeof(float);
+    const size_t kb = (size_t)((khi > klo ? khi - klo : 1) * HD) * sizeof(float);
+    float *Q = malloc(qb), *M = malloc(qb), *K = malloc(kb), *V = malloc(kb);
+    memcpy(Q, w->Q + lo * HD, (size_t)(n * HD) * sizeof(float));
+    memcpy(K, w->K + klo * HD, (size_t)((khi - klo) * HD) * sizeof(float));
+    memcpy(V, w->V + klo * HD, (size_t)((khi - klo) * HD) * sizeof(float));
+    ag_score_t part_sc = *sc;   /* the bias of the part's slots, from its first */
+    if (sc->edge_bias)
+        part_sc.edge_bias = sc->edge_bias + w->nb.edge_ptr[lo];
+    ag_error_t err;
+    ck_assert_int_eq(ag_i_attention_part(&(ag_i_fwd_t){&view, Q - lo * HD, K - klo * HD,
+                                                       V - klo * HD, w->H, w->d, 0.0f, &part_sc,
+                                                       M - lo * HD, NULL},
+                                         lo, hi, klo, khi, one_run(&w->nb), &err),
+                     AG_OK);
+    ck_assert_msg(!memcmp(M, M_whole + lo * HD, (size_t)(n * HD) * sizeof(float)),
+                  "score kind %d: M of destinations %lld..%lld differs from the whole run's",
+                  (int)sc->kind, (long long)lo, (long long)hi - 1);
+    free(edge_ptr), free(run_ptr), free(Q), free(M), free(K), free(V);
+}
+
+START_TEST(part_matches_whole_any_score)
+{
+    whole_t w;
+    whole_init(&w, "random:6,3+window:20", 400, 2, 8);
+    const int64_t HD = w.HD, E = w.nb.n_edges;
+    float *a_src = malloc((size_t)HD * sizeof(float)), *a_dst = malloc((size_t)HD * sizeof(float));
+    float *bias = malloc((size_t)E * sizeof(float));
+    float *M = malloc((size_t)(w.N * HD) * sizeof(float));
+    fill_uniform(a_src, HD, 4, 1.0f);
+    fill_uniform(a_dst, HD, 5, 1.0f);
+    fill_uniform(bias, E, 6, 1.0f);
+    ag_score_t scores[9];
+    for (int k = 0; k < 9; k++)
+        scores[k] = (ag_score_t)AG_SCORE_INIT;
+    scores[0].kind = AG_SCORE_ADDITIVE, scores[0].a_src = a_src, scores[0].a_dst = a_dst;
+    scores[1].kind = AG_SCORE_GATV2, scores[1].a_src = a_src;
+    scores[2].kind = AG_SCORE_COSINE;
+    scores[3].kind = AG_SCORE_SIGMOID;
+    scores[4].kind = AG_SCORE_LINEAR;
+    scores[5].softcap = 2.0f;
+    scores[6].alibi = 1;
+    scores[7].edge_bias = bias;
+    scores[8].kind = AG_SCORE_DOT;   /* plain: the fused kernels */
+    for (int k = 0; k < 9; k++) {
+        ag_error_t err;
+        ck_assert_int_eq(ag_attention(&w.nb, w.Q, w.K, w.V, w.H, w.d, &scores[k], M, &err), AG_OK);
+        const int64_t cuts[][2] = {{0, 64}, {64, 200}, {200, w.N}, {0, w.N}, {w.N, w.N}};
+        for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++)
+            check_part_score(&w, &scores[k], M, cuts[c][0], cuts[c][1]);
+    }
+    free(a_src), free(a_dst), free(bias), free(M);
+    whole_free(&w);
 }
 END_TEST
 
@@ -351,6 +432,7 @@ Suite *part_suite(void)
     TCase *t = tcase_create("part");
     tcase_set_timeout(t, 20);
     tcase_add_test(t, part_matches_whole);
+    tcase_add_test(t, part_matches_whole_any_score);
     tcase_add_test(t, stream_matches_whole);
     tcase_add_test(t, backward_part_matches_whole);
     tcase_add_test(t, weight_gradient_chunks_of_parts);

@@ -142,10 +142,12 @@ typedef struct {
 
 /*
  * ag_rounds_run on P processes: X [hi-lo, D] holds this process's rows (in
- * place). opts as ag_rounds_run's, but only score (plain dot-product
- * softmax: scaled-dot, dot, beta), no_residual, norm and ln_eps are read;
- * shared weights only (no per-node weights). M (NULL: not wanted) gets the
- * last round's messages of this process's rows [hi-lo, H*d].
+ * place). opts as ag_rounds_run's, but only score, no_residual, norm and
+ * ln_eps are read; any score, its edge_bias (NULL, or this process's part's
+ * slots in part->nb's order) included; scores other than plain dot-product
+ * softmax (scaled-dot, dot, beta) take the halo path (AG_MPI_RING refuses
+ * them). Shared weights only (no per-node weights). M (NULL: not wanted) gets
+ * the last round's messages of this process's rows [hi-lo, H*d].
  */
 int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,
                       int n_layers, float *X, int rounds, const ag_round_opts_t *opts,

@@ -87,16 +87,26 @@ int ag_i_attention_auto(const ag_i_fwd_t *a, ag_error_t *err)
     return ag_i_attention_gather(a, err);
 }
 
-int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int one_run,
-                        ag_error_t *err)
+int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
+                        int one_run, ag_error_t *err)
 {
-    ag_i_fwd_t plain = *a;
-    int rc = ag_score_check(a->score, a->nb, a->H, a->d, err);
+    /* the score's checks, the edge bias's on the part's slots only */
+    const ag_score_t *sc = a->score;
+    ag_score_t no_bias = sc ? *sc : (ag_score_t)AG_SCORE_INIT;
+    no_bias.edge_bias = NULL;
+    int rc = ag_score_check(&no_bias, a->nb, a->H, a->d, err);
+    if (!rc && sc && sc->edge_bias)
+        rc = ag_check_finite("score: edge_bias", sc->edge_bias + a->nb->edge_ptr[lo],
+                             a->nb->edge_ptr[hi] - a->nb->edge_ptr[lo], 1, err);
     if (rc)
         return rc;
-    if (!plain_dot(a->score, a->d, &plain.scale))
-        return ag_i_fail(err, AG_EINVAL, "attention on a part of the graph: only plain "
-                         "dot-product scores (scaled-dot, dot, --beta) so far");
+    ag_i_fwd_t plain = *a;
+    if (!plain_dot(sc, a->d, &plain.scale)) {
+        if (a->x)
+            return ag_i_fail(err, AG_EINVAL, "attention on a part of the graph: the "
+                             "log-sum-exp of plain dot-product scores only");
+        return ag_i_attention_generic_range(a, lo, hi, klo, khi, err);
+    }
     if (ag_i_use_tiled(a->nb->n_nodes, a->nb->n_edges, one_run))
         return ag_i_attention_tiled_range(&plain, lo, hi, err);
     return ag_i_attention_gather_range(&plain, lo, hi, err);

@@ -70,7 +70,23 @@ static inline float by_sign(float x, float pos, float neg)
     return x > 0 ? pos : neg;
 }
 
-static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, const float *Q,
+/*
+ * The rows a call reads: queries of destinations [qlo, qhi) and keys of
+ * sources [klo, khi), indexed by global node. The whole graph reads 0..N
+ * of both; a process of the MPI layer its own destinations and the window
+ * of sources it holds. Per-node terms are made for those rows only, each
+ * as the whole graph's call makes it, so the bits do not depend on the rows.
+ */
+typedef struct {
+    int64_t qlo, qhi, klo, khi;
+} rows_t;
+
+static rows_t all_rows(const ag_nbhd_t *nb)
+{
+    return (rows_t){0, nb->n_nodes, 0, nb->n_nodes};
+}
+
+static int sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const float *Q,
                      const float *K, int64_t H, int64_t d, ag_error_t *err)
 {
     memset(c, 0, sizeof *c);
@@ -79,61 +95,69 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, const ag_nbhd_t *nb, co
     const ag_score_kind_t kind = c->sc.kind;
     c->scale = kind == AG_SCORE_DOT || kind == AG_SCORE_LINEAR || kind == AG_SCORE_COSINE
                    ? 1.0f : 1.0f / sqrtf((float)d);
-    const int64_t N = nb->n_nodes, HD = H * d;
+    const int64_t HD = H * d, qlo = rows.qlo, klo = rows.klo;
+    const int64_t nq = rows.qhi - qlo, nk = rows.khi - klo;
     int64_t need = H;                                       /* alibi */
     if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_COSINE || kind == AG_SCORE_GATV2)
-        need += 2 * N * H;
+        need += (nq + nk) * H;
     if (kind == AG_SCORE_GATV2)
         need += 2 * HD;
     if (kind == AG_SCORE_LINEAR)
-        need += 2 * N * HD;
+        need += (nq + nk) * HD;
     c->owned = ag_i_alloc(need, sizeof(float), err, "score");
     if (!c->owned)
         return ag_i_alloc_status();
     c->alibi = c->owned;
     for (int64_t h = 0; h < H; h++)   /* ALiBi's geometric slopes, 2^(-8(h+1)/H) */
         c->alibi[h] = c->sc.alibi ? exp2f(-8.0f * (float)(h + 1) / (float)H) : 0.0f;
+    /* per-query terms [nq, H] (or [nq, HD]) then per-key terms, each array
+       addressed by global node through a pointer moved back by its first row */
     float *more = c->owned + H;
     if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_COSINE) {
-        float *a = more, *b = more + N * H;
-#pragma omp parallel for if (N * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
-        for (int64_t i = 0; i < N; i++)
+        float *at_q = more - qlo * H, *at_k = more + nq * H - klo * H;
+#pragma omp parallel for if (nq * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t i = qlo; i < rows.qhi; i++)
             for (int64_t h = 0; h < H; h++) {
-                const float *q = Q + i * HD + h * d, *k = K + i * HD + h * d;
-                if (kind == AG_SCORE_ADDITIVE) {
-                    a[i * H + h] = ag_i_dot(c->sc.a_src + h * d, k, d);
-                    b[i * H + h] = ag_i_dot(c->sc.a_dst + h * d, q, d);
-                } else {
-                    a[i * H + h] = sqrtf(ag_i_dot(q, q, d));
-                    b[i * H + h] = sqrtf(ag_i_dot(k, k, d));
-                }
+                const float *q = Q + i * HD + h * d;
+                at_q[i * H + h] = kind == AG_SCORE_ADDITIVE ? ag_i_dot(c->sc.a_dst + h * d, q, d)
+                                                            : sqrtf(ag_i_dot(q, q, d));
+            }
+#pragma omp parallel for if (nk * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t j = klo; j < rows.khi; j++)
+            for (int64_t h = 0; h < H; h++) {
+                const float *k = K + j * HD + h * d;
+                at_k[j * H + h] = kind == AG_SCORE_ADDITIVE ? ag_i_dot(c->sc.a_src + h * d, k, d)
+                                                            : sqrtf(ag_i_dot(k, k, d));
             }
         if (kind == AG_SCORE_ADDITIVE)
-            c->e_src = a, c->e_dst = b;
+            c->e_src = at_k, c->e_dst = at_q;
         else
-            c->norm_q = a, c->norm_k = b;
+            c->norm_q = at_q, c->norm_k = at_k;
     }
     if (kind == AG_SCORE_GATV2) {   /* a' = a (1 + slope)/2, a'' = a (1 - slope)/2 */
-        float *a1 = more + 2 * N * H, *a2 = a1 + HD;
+        float *a1 = more + (nq + nk) * H, *a2 = a1 + HD;
         for (int64_t t = 0; t < HD; t++) {
             a1[t] = c->sc.a_src[t] * (0.5f + 0.5f * c->sc.slope);
             a2[t] = c->sc.a_src[t] * (0.5f - 0.5f * c->sc.slope);
         }
-        c->g_dst = more, c->g_src = more + N * H, c->a_abs = a2;
-#pragma omp parallel for if (N * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
-        for (int64_t i = 0; i < N; i++)
-            for (int64_t h = 0; h < H; h++) {
+        c->g_dst = more - qlo * H, c->g_src = more + nq * H - klo * H, c->a_abs = a2;
+#pragma omp parallel for if (nq * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t i = qlo; i < rows.qhi; i++)
+            for (int64_t h = 0; h < H; h++)
                 c->g_dst[i * H + h] = ag_i_dot(a1 + h * d, Q + i * HD + h * d, d);
-                c->g_src[i * H + h] = ag_i_dot(a1 + h * d, K + i * HD + h * d, d);
-            }
+#pragma omp parallel for if (nk * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t j = klo; j < rows.khi; j++)
+            for (int64_t h = 0; h < H; h++)
+                c->g_src[j * H + h] = ag_i_dot(a1 + h * d, K + j * HD + h * d, d);
     }
     if (kind == AG_SCORE_LINEAR) {
-        float *pq = more, *pk = more + N * HD;
-#pragma omp parallel for if (N * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
-        for (int64_t x = 0; x < N * HD; x++) {
+        float *pq = more - qlo * HD, *pk = more + nq * HD - klo * HD;
+#pragma omp parallel for if (nq * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t x = qlo * HD; x < rows.qhi * HD; x++)
             pq[x] = elu1(Q[x]);
+#pragma omp parallel for if (nk * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t x = klo * HD; x < rows.khi * HD; x++)
             pk[x] = elu1(K[x]);
-        }
         c->Q = pq, c->K = pk;
     }
     return AG_OK;
@@ -327,25 +351,26 @@ static inline float weight_of(const sctx_t *c, float x, const float *st)
     }
 }
 
-static int64_t max_in_degree(const ag_nbhd_t *nb)
+static int64_t max_in_degree(const ag_nbhd_t *nb, int64_t lo, int64_t hi)
 {
     int64_t m = 0;
-    for (int64_t i = 0; i < nb->n_nodes; i++)
+    for (int64_t i = lo; i < hi; i++)
         if (nb->edge_ptr[i + 1] - nb->edge_ptr[i] > m)
             m = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
     return m;
 }
 
-/* A context and per-thread buffers of `arrays` x the largest in-degree x H
-   floats (and `extra` more). */
+/* A context for the rows given and per-thread buffers of `arrays` x the
+   largest in-degree of destinations qlo..qhi-1 x H floats (and `extra` more).
+   The score is checked by the caller. */
 static int generic_begin(sctx_t *c, ag_i_scratch_t *buf, const ag_score_t *score,
-                         const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
-                         int64_t d, int64_t arrays, int64_t extra, ag_error_t *err)
+                         const ag_nbhd_t *nb, rows_t rows, const float *Q, const float *K,
+                         int64_t H, int64_t d, int64_t arrays, int64_t extra, ag_error_t *err)
 {
-    int rc = ag_score_check(score, nb, H, d, err);
-    if (rc || (rc = sctx_init(c, score, nb, Q, K, H, d, err)))
+    int rc = sctx_init(c, score, rows, Q, K, H, d, err);
+    if (rc)
         return rc;
-    buf->stride = ag_i_scratch_stride(arrays * max_in_degree(nb) * H + extra);
+    buf->stride = ag_i_scratch_stride(arrays * max_in_degree(nb, rows.qlo, rows.qhi) * H + extra);
     buf->buf = ag_i_alloc((int64_t)ag_i_max_threads() * buf->stride, sizeof(float), err,
                           "attention buffer");
     if (!buf->buf) {
@@ -405,27 +430,29 @@ static void weighted_sum_row(const ag_nbhd_t *nb, int64_t i, const float *W, con
         }
 }
 
-int ag_i_attention_generic(const ag_i_fwd_t *a, ag_error_t *err)
+/* Destinations rows.qlo..qhi-1, reading the rows given (see rows_t). */
+static int generic_forward(const ag_i_fwd_t *a, rows_t rows, ag_error_t *err)
 {
     const ag_nbhd_t *nb = a->nb;
     const float *V = a->V;
-    const int64_t H = a->H, d = a->d;
+    const int64_t H = a->H, d = a->d, lo = rows.qlo, hi = rows.qhi;
     float *M = a->M;
     kext_t *xp = a->x;
     int rc;
     sctx_t c;
     ag_i_scratch_t buf;
-    if ((rc = generic_begin(&c, &buf, a->score, nb, a->Q, a->K, H, d, 1, 0, err)))
+    if ((rc = generic_begin(&c, &buf, a->score, nb, rows, a->Q, a->K, H, d, 1, 0, err)))
         return rc;
     const int64_t HD = H * d;
     /* the rows of K the scores read (GAT's read per-node terms only): those of
        the next destination are fetched while this one's are scored, as its V
        rows are; on a sparse graph they are random and each would stall */
     const float *K_read = c.sc.kind == AG_SCORE_ADDITIVE ? NULL : c.K;
-#pragma omp parallel for if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
-    for (int64_t i = 0; i < nb->n_nodes; i++) {
+#pragma omp parallel for if ((nb->edge_ptr[hi] - nb->edge_ptr[lo]) * HD >= AG_PARALLEL_MIN_WORK) \
+    schedule(dynamic, 16)
+    for (int64_t i = lo; i < hi; i++) {
         float *W = ag_i_scratch_mine(&buf), *m_i = M + i * HD;
-        if (K_read && i + 1 < nb->n_nodes)
+        if (K_read && i + 1 < hi)
             prefetch_rows(nb, i + 1, K_read, HD, 0, HD, RUN_HEAD);
         prefetch_rows(nb, i, V, HD, 0, HD, RUN_HEAD);
         score_row(&c, nb, i, W);
@@ -444,6 +471,17 @@ int ag_i_attention_generic(const ag_i_fwd_t *a, ag_error_t *err)
     return AG_OK;
 }
 
+int ag_i_attention_generic(const ag_i_fwd_t *a, ag_error_t *err)
+{
+    return generic_forward(a, all_rows(a->nb), err);
+}
+
+int ag_i_attention_generic_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo,
+                                 int64_t khi, ag_error_t *err)
+{
+    return generic_forward(a, (rows_t){lo, hi, klo, khi}, err);
+}
+
 int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
                          int64_t H, int64_t d, const ag_score_t *score, int64_t lo, int64_t hi,
                          float *W, ag_error_t *err)
@@ -455,7 +493,7 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
         return ag_i_fail(err, AG_EINVAL, "attention weights: destinations %lld..%lld are outside "
                          "0..%lld", (long long)lo, (long long)hi, (long long)nb->n_nodes);
     sctx_t c;
-    if ((rc = sctx_init(&c, score, nb, Q, K, H, d, err)))
+    if ((rc = sctx_init(&c, score, all_rows(nb), Q, K, H, d, err)))
         return rc;
     const int64_t base = nb->edge_ptr[lo];
 #pragma omp parallel for if ((nb->edge_ptr[hi] - base) * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
@@ -474,8 +512,8 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
 {
     sctx_t c;
     ag_i_scratch_t buf;
-    int rc = generic_begin(&c, &buf, score, nb, Q, K, H, d, 1, 0, err);
-    if (rc)
+    int rc = ag_score_check(score, nb, H, d, err);
+    if (rc || (rc = generic_begin(&c, &buf, score, nb, all_rows(nb), Q, K, H, d, 1, 0, err)))
         return rc;
 #pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = 0; i < nb->n_nodes; i++) {
@@ -888,7 +926,10 @@ int ag_i_backward_generic(const ag_i_bwd_t *a, ag_error_t *err)
     if (!nb->out_ptr)
         return ag_i_fail(err, AG_EINVAL, "attention backward: neighbourhoods not transposed");
     bctx_t b = {.Q = a->Q, .K = a->K, .V = a->V, .dM = a->dM};
-    int rc = generic_begin(&b.c, &b.buf, a->score, nb, a->Q, a->K, H, d, 3, H, err);
+    int rc = ag_score_check(a->score, nb, H, d, err);
+    if (!rc)
+        rc = generic_begin(&b.c, &b.buf, a->score, nb, all_rows(nb), a->Q, a->K, H, d, 3, H,
+                           err);
     if (rc)
         return rc;
     const int64_t HD = H * d, N = nb->n_nodes;

@@ -179,13 +179,15 @@ int ag_i_tiled_width(const ag_nbhd_t *nb);
  * nb->n_nodes and n_edges are the whole graph's (they choose the kernel),
  * one_run says whether every destination of the whole graph has at most one
  * run, and every array (nb's, Q, K, V, M, x->lse [N, H]) is indexed by
- * global node number, only the rows the part reads being there. Plain
- * dot-product softmax only: a->score is checked and gives the scale (a->scale
- * is not read); x (NULL or the log-sum-exp only).
+ * global node number, only the rows the part reads being there: Q's of
+ * lo..hi-1, K's and V's of klo..khi-1 (every source the part reads). Any
+ * score (a->scale is not read); an edge bias is indexed by nb's slots, and
+ * only those of lo..hi-1 are read. x: NULL, or the log-sum-exp only (plain
+ * dot-product scores).
  */
 AG_INTERNAL
-int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int one_run,
-                        ag_error_t *err);
+int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
+                        int one_run, ag_error_t *err);
 
 /*
  * The tiled forward with its sources streamed in (tiled_stream.c): begin
@@ -216,6 +218,10 @@ int ag_i_is_softmax(ag_score_kind_t kind);
 /* Any score function (generic.c): scores a destination's edges into a
    per-thread buffer, normalises them, then accumulates V. */
 int ag_i_attention_generic(const ag_i_fwd_t *a, ag_error_t *err);
+/* The same for destinations lo..hi-1 reading keys klo..khi-1 only (the
+   part of ag_i_attention_part; the score is checked by the caller). */
+int ag_i_attention_generic_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo,
+                                 int64_t khi, ag_error_t *err);
 
 /* The fastest kernel that applies to nb's shape (dispatch.c). */
 int ag_i_attention_auto(const ag_i_fwd_t *a, ag_error_t *err);

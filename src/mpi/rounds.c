@@ -25,19 +25,23 @@ static int check_layers(const ag_weights_t *layers, int n_layers, ag_error_t *er
     return AG_OK;
 }
 
-/* Can the ring run it? Every destination one run, on the tiled kernel. */
-static int ring_applies(const ag_mpi_part_t *part)
+/* Can the ring run it? Plain dot-product scores (the streamed kernel is the
+   tiled one) and every destination one run, on the tiled kernel. */
+static int ring_applies(const ag_mpi_part_t *part, const ag_round_opts_t *opts)
 {
-    return ag_i_use_tiled(part->n_nodes, part->n_edges, part->one_run);
+    float scale;
+    return ag_i_plain_scale(opts ? opts->score : NULL, 1, &scale) &&
+           ag_i_use_tiled(part->n_nodes, part->n_edges, part->one_run);
 }
 
 /* Halo or ring: the ring when forced, or (auto) when it applies and some
    process's window of rows (own and read) would span more than half the rows. */
-static ag_mpi_path_t choose_path(MPI_Comm comm, const ag_mpi_part_t *part, ag_mpi_path_t path)
+static ag_mpi_path_t choose_path(MPI_Comm comm, const ag_mpi_part_t *part,
+                                 const ag_round_opts_t *opts, ag_mpi_path_t path)
 {
     if (path != AG_MPI_AUTO)
         return path;
-    if (!ring_applies(part) || part->ranks == 1)
+    if (!ring_applies(part, opts) || part->ranks == 1)
         return AG_MPI_HALO;
     int64_t wlo, whi, most;
     ag_i_halo_window(part, &wlo, &whi);
@@ -85,7 +89,7 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
     ag_i_halo_exchange(h, r->comm, r->HD, pr->stats);
     const ag_i_fwd_t f = {&r->view, Qv, h->K - h->wlo * r->HD, h->V - h->wlo * r->HD, w->H,
                           w->d, 0.0f, sc, Mv, NULL};
-    return ag_i_attention_part(&f, part->lo, part->hi, part->one_run, err);
+    return ag_i_attention_part(&f, part->lo, part->hi, h->wlo, h->whi, part->one_run, err);
 }
 
 static int one_round(run_t *r, const ag_weights_t *w, const ag_round_opts_t *opts, float *X,
@@ -119,10 +123,11 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
                  : check_layers(layers, n_layers, err);
     if (!rc)   /* the shapes, once there is a layer to read them from */
         r.D = layers[0].D, r.H = layers[0].H, r.d = layers[0].d, r.HD = r.H * r.d;
-    if (!rc && path == AG_MPI_RING && !ring_applies(part))
-        rc = ag_i_fail(err, AG_EINVAL, "the ring path needs one run of consecutive sources per "
-                       "destination and 16 or more in-edges on average (causal, window, ... "
-                       "patterns: the tiled kernel); this graph has not");
+    if (!rc && path == AG_MPI_RING && !ring_applies(part, opts))
+        rc = ag_i_fail(err, AG_EINVAL, "the ring path needs plain dot-product scores "
+                       "(scaled-dot, dot, beta), one run of consecutive sources per destination "
+                       "and 16 or more in-edges on average (causal, window, ... patterns: the "
+                       "tiled kernel); this run has not");
     const int64_t rows = r.n ? r.n : 1;
     if (!rc && (!(r.Q = ag_i_alloc(rows * r.HD, sizeof(float), err, "queries")) ||
                 !(r.M = ag_i_alloc(rows * r.HD, sizeof(float), err, "messages")) ||
@@ -133,7 +138,7 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
         run_free(&r);
         return rc;
     }
-    r.path = stats->path = choose_path(comm, part, path);
+    r.path = stats->path = choose_path(comm, part, opts, path);
     rc = r.path == AG_MPI_RING
              ? ag_mpi_agree(comm, ag_i_ring_init(&r.ring, comm, part, r.HD, err), err)
              : ag_i_halo_plan(&r.halo, comm, part, r.HD, err);

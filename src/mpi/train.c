@@ -236,6 +236,13 @@ typedef struct {
     mpi_acts_t a;
 } part_round_t;
 
+/* Training on several processes runs the fused kernels' backward alone. */
+static int refuse_score(ag_error_t *err)
+{
+    return ag_i_fail(err, AG_EINVAL, "training on several processes: only plain dot-product "
+                     "scores (scaled-dot, dot, --beta)");
+}
+
 static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, ag_error_t *err)
 {
     const part_round_t *pr = ctx;
@@ -249,7 +256,10 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
     const ag_i_fwd_t f = {&t->view, a->Q - part->lo * t->HD, h->K - h->wlo * t->HD,
                           h->V - h->wlo * t->HD, w->H, w->d, 0.0f, sc, a->M - part->lo * t->HD,
                           &x};
-    int rc = ag_i_attention_part(&f, part->lo, part->hi, part->one_run, err);
+    float scale;
+    if (!ag_i_plain_scale(sc, w->d, &scale))
+        return refuse_score(err);
+    int rc = ag_i_attention_part(&f, part->lo, part->hi, h->wlo, h->whi, part->one_run, err);
     if (rc)
         return rc;
     const int64_t w_rows = h->whi - h->wlo;
@@ -443,8 +453,7 @@ static int attend_back_part(void *ctx, const ag_weights_t *w, ag_weights_t *g,
     mpi_back_t *b = pb->b;
     float scale;
     if (!ag_i_plain_scale(sc, w->d, &scale))
-        return ag_i_fail(err, AG_EINVAL, "training on several processes: only plain dot-product "
-                         "scores (scaled-dot, dot, --beta)");
+        return refuse_score(err);
     const int64_t HD = t->HD, H = w->H, lo = t->part->lo;
     ag_i_backward_rowdots(b->Dd, b->dM, a->M, t->n, H, w->d);
     dest_exchange(t, a, b);

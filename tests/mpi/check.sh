@@ -89,6 +89,14 @@ same graph-undirected "$T/g.edgelist --undirected $common" "" 2 4
 same graph-loops "$T/g.edgelist --self-loops on --dim 8" "" 3
 same graph-replace "$T/g.edgelist --self-loops replace --dim 8" "" 2
 
+# every score function (the generic kernel on each part, its per-node terms
+# made for the window of rows the part holds), bitwise
+for score in additive gatv2 cosine sigmoid linear; do
+    same "score-$score" "--pattern random:8,5+window:2 --nodes 2600 $common --score $score" "" 2 3
+done
+same softcap-alibi "--pattern causal --nodes 2100 $common --softcap 3 --alibi --norm layer" "" 2 4
+same gat-graph "$T/g.edgelist --dim 8 --heads 2 --score additive --beta 0.5" "" 1 3
+
 # features from a file (read by rank 0, rows sent out), weights from a folder
 same features "--pattern causal --nodes 3000 --features $T/causal.1.npy --heads 2" "" 2 3
 
@@ -324,8 +332,17 @@ refused "ring" run "$T/comm.edgelist" --partition metis --path ring
 refused "contiguous parts" train --pattern causal --features "$T/causal.1.npy" \
     --labels "$T/causal.1.npy" --partition metis
 refused "expected contiguous or metis" run "$T/comm.edgelist" --partition=spectral
-refused "plain dot-product" run --pattern causal --nodes 100 --score gatv2
-refused "plain dot-product" run --pattern causal --nodes 100 --softcap 30
+# the ring streams the fused kernel: other scores are refused there (exit 1, one message)
+mpi 2 run --pattern causal --nodes 3000 --score gatv2 --path ring >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
+   ! grep -q "plain dot-product" "$T/err"; then
+    bad "gatv2 on the ring: exit $status, expected 1 naming plain dot-product: $(cat "$T/err")"
+else
+    ok
+fi
+refused "plain dot-product" train --pattern causal --features "$T/causal.1.npy" \
+    --labels "$T/causal.1.npy" --score gatv2
 refused "plain dot-product" train --pattern causal --features "$T/causal.1.npy" \
     --labels "$T/causal.1.npy" --alibi
 timeout 60 mpirun --oversubscribe -np 2 "$MPI" run "$T/comm.edgelist" --partition \

@@ -39,9 +39,6 @@ int own_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
 int threads_per_process(MPI_Comm comm);
 /* A usage error (printed; non-zero) for a --csr read from standard input. */
 int refuse_csr_stdin(const char *cmd, const char *csr);
-/* A usage error (nonzero) for scores the MPI layer does not run: all but plain
-   dot-product softmax (run.c). */
-int refuse_scores(const char *cmd, const ag_score_t *score);
 
 int mpi_run(MPI_Comm comm, int argc, char **argv);
 /* attngraph train on the processes of comm (train.c). */

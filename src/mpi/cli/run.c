@@ -1,8 +1,8 @@
 /*
  * attngraph-mpi run: `attngraph run` on P processes. The options are
- * attngraph run's (the same parser); what needs the whole graph in one place
- * (per-edge exports, traces, per-node weights, scores other than plain
- * dot-product softmax) is refused with a usage error. The outputs (--out,
+ * attngraph run's (the same parser), every score function included; what
+ * needs the whole graph in one place (per-edge exports, traces, per-node
+ * weights, an edge bias) is refused with a usage error. The outputs (--out,
  * --messages, --head-messages) are the one-process files, gathered and
  * written by rank 0 through the same temporaries and renames.
  */
@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "kernels/kernels.h"
 #include "mpi/cli/mpi_cli.h"
 
 /* Takes every "--NAME VALUE" and "--NAME=VALUE" before a "--" out of argv;
@@ -113,16 +112,6 @@ int refuse_csr_stdin(const char *cmd, const char *csr)
     return 0;
 }
 
-int refuse_scores(const char *cmd, const ag_score_t *score)
-{
-    float scale;
-    if (ag_i_plain_scale(score, 1, &scale))
-        return 0;
-    return usage_error(cmd, "attngraph-mpi %s plain dot-product softmax scores only (scaled-dot, "
-                       "dot, --beta; no --softcap or --alibi): %s the others with attngraph %s",
-                       strcmp(cmd, "train") == 0 ? "trains" : "runs", cmd, cmd);
-}
-
 static int refuse_unsupported(const run_opts_t *o)
 {
     const char *what = o->n_attn ? "--attn" : o->trace ? "--trace" : o->save_rounds ?
@@ -132,9 +121,7 @@ static int refuse_unsupported(const run_opts_t *o)
     if (what)
         return usage_error("run", "%s is not supported by attngraph-mpi (it needs the whole "
                            "graph in one process): run attngraph run", what);
-    if (refuse_csr_stdin("run", o->src.csr))
-        return EXIT_USAGE;
-    return refuse_scores("run", &o->score) ? EXIT_USAGE : 0;
+    return refuse_csr_stdin("run", o->src.csr) ? EXIT_USAGE : 0;
 }
 
 /* Gathers rows [n, cols] to rank 0 and writes them there as path (rank 0's). */
@@ -250,10 +237,11 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         printf("\nattngraph-mpi run (mpirun -np P attngraph-mpi run ...) also takes:\n"
                "  --path auto|halo|ring   how K and V rows reach the processes: halo (each\n"
                "                      receives the rows it reads), ring (blocks pass around\n"
-               "                      the ranks; one run of sources per destination), or auto\n"
-               "                      (default: the ring where the halo would hold over half\n"
-               "                      the rows). Per-edge exports, traces, per-node weights and\n"
-               "                      scores other than scaled-dot and dot are attngraph run's.\n"
+               "                      the ranks; one run of sources per destination, plain\n"
+               "                      dot-product scores), or auto (default: the ring where the\n"
+               "                      halo would hold over half the rows). Per-edge exports,\n"
+               "                      traces, per-node weights and --edge-bias are attngraph\n"
+               "                      run's.\n"
                "  --partition contiguous|metis   which destinations each process owns:\n"
                "                      contiguous ranges (default; bitwise one process's\n"
                "                      outputs), or METIS parts of a graph file or CSR (seeded\n"
