@@ -11,6 +11,7 @@
 #include <cblas.h>
 
 #include "base/base.h"
+#include "model/model.h"
 #include "reference.h"
 #include "testutil.h"
 
@@ -388,6 +389,43 @@ START_TEST(per_node_weights)
 }
 END_TEST
 
+/* A process's rows of per-node weights (drawn, or kept of a whole draw) are
+   those rows of the whole draw, bit for bit; the shared matrices are the whole
+   draw's; no rows give shared shapes. */
+START_TEST(per_node_weight_rows_of_a_part)
+{
+    const int64_t N = 37, D = 6, H = 2, d = 3, per = H * d * D;
+    ag_error_t err;
+    ag_weights_t whole, part, kept;
+    ck_assert_int_eq(ag_weights_random(&whole, D, H, d, N, 11, &err), AG_OK);
+    const int64_t cuts[][2] = {{0, 37}, {0, 5}, {5, 12}, {13, 24}, {36, 1}};
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+        const int64_t first = cuts[c][0], rows = cuts[c][1];
+        ck_assert_int_eq(ag_i_weights_random_rows(&part, D, H, d, first, rows, 11, &err), AG_OK);
+        ck_assert_int_eq(ag_weights_random(&kept, D, H, d, N, 11, &err), AG_OK);
+        ck_assert_int_eq(ag_i_weights_keep_rows(&kept, first, rows, &err), AG_OK);
+        ck_assert_int_eq(part.per_node, rows);
+        ck_assert_int_eq(kept.per_node, rows);
+        const float *w_all[] = {whole.wq, whole.wk, whole.wv};
+        const float *w_part[] = {part.wq, part.wk, part.wv};
+        const float *w_kept[] = {kept.wq, kept.wk, kept.wv};
+        const size_t bytes = (size_t)(rows * per) * sizeof(float);
+        for (int m = 0; m < 3; m++) {
+            ck_assert(!memcmp(w_part[m], w_all[m] + first * per, bytes));
+            ck_assert(!memcmp(w_kept[m], w_all[m] + first * per, bytes));
+        }
+        ck_assert(!memcmp(part.wo, whole.wo, (size_t)(D * H * d) * sizeof(float)));
+        ck_assert(!memcmp(part.attn, whole.attn, (size_t)(H * d) * sizeof(float)));
+        ag_weights_destroy(&part), ag_weights_destroy(&kept);
+    }
+    ck_assert_int_eq(ag_i_weights_random_rows(&part, D, H, d, N, 0, 11, &err), AG_OK);
+    ck_assert_int_eq(part.per_node, 0);
+    ag_weights_destroy(&part);
+    ck_assert_int_eq(ag_i_weights_keep_rows(&whole, 30, 8, &err), AG_EINVAL);
+    ag_weights_destroy(&whole);
+}
+END_TEST
+
 START_TEST(layer_norm_and_positions_formulas)
 {
     float X[2 * 4] = {1, 2, 3, 4, -1, 0, 0, 5}, Y[8];
@@ -586,6 +624,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, random_normal_is_standard);
     tcase_add_test(tc, per_round_layers_norm_and_no_residual);
     tcase_add_test(tc, per_node_weights);
+    tcase_add_test(tc, per_node_weight_rows_of_a_part);
     tcase_add_test(tc, layer_norm_and_positions_formulas);
     tcase_add_test(tc, round_callback_figures_and_stop);
     tcase_add_test(tc, hopfield_example_retrieves_the_pattern);

@@ -146,7 +146,8 @@ typedef struct {
  * ln_eps are read; any score, its edge_bias (NULL, or this process's part's
  * slots in part->nb's order) included; scores other than plain dot-product
  * softmax (scaled-dot, dot, beta) take the halo path (AG_MPI_RING refuses
- * them). Shared weights only (no per-node weights). M (NULL: not wanted) gets
+ * them). Per-node weights hold this process's rows (per_node = hi-lo: rows
+ * lo..hi-1 of the whole graph's; not on renumbered parts). M (NULL: not wanted) gets
  * the last round's messages of this process's rows [hi-lo, H*d].
  */
 int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,

@@ -8,6 +8,7 @@
 
 #include "attngraph.h"
 #include "base/base.h"
+#include "model/model.h"
 #include "cli/source.h"
 
 #define EXIT_BAD_INPUT 1
@@ -205,6 +206,9 @@ typedef struct {
     float *vectors;           /* raw mode: seeded attention vectors, 3 x [H, d] */
     ag_score_t score;         /* the options' score */
     int64_t N, H, d, rounds;
+    /* the graph's row of x0's first row and the graph's nodes: 0 and N, but a
+       process's part under attngraph-mpi (per-node weights are its rows') */
+    int64_t first, total;
 } inputs_t;
 
 /* When the options alone decide a run's shape (random features and weights),
@@ -215,6 +219,9 @@ int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err);
 /* Rounds inputs on features already read (x0 is taken over: zeroed here, freed
    by inputs_free): positions, then the layers from --weights or the seed. */
 int inputs_load_features(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, ag_error_t *err);
+/* The same for the rows of a part: x0 holds rows first.. of a graph of total nodes. */
+int inputs_load_part(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, int64_t first,
+                     int64_t total, ag_error_t *err);
 void inputs_free(inputs_t *in);
 
 /* One row of the convergence trace. */
@@ -369,6 +376,10 @@ int readout_load(readout_t *r, const char *dir, int64_t D, ag_error_t *err);
 void readout_free(readout_t *r);
 /* pred[i] = argmax_c (X_i . w_c + b_c), the first on ties (double sums). */
 void readout_predict(const readout_t *r, const float *X, int64_t N, int64_t *pred);
+/* run --predict: the classes by the readout of the folder weights (readout_load's)
+   of the final states X [N, D], written to path as int64 [N]. */
+int write_predictions(const char *path, const char *weights, const float *X, int64_t N,
+                      int64_t D, ag_error_t *err);
 
 /* ---- reports ---- */
 

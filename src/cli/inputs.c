@@ -447,10 +447,13 @@ static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
             return ag_i_fail(err, AG_EINVAL, "%s/wq.npy has %lld column%s (D); the features "
                              "have %lld", dir, (long long)in->layers[k].D,
                              AG_PLURAL(in->layers[k].D), (long long)in->x0.cols);
-        if (in->layers[k].per_node && in->layers[k].per_node != in->N)
+        if (in->layers[k].per_node && in->layers[k].per_node != in->total)
             return ag_i_fail(err, AG_EINVAL, "%s/wq.npy holds weights for %lld node%s; the "
                              "graph has %lld", dir, (long long)in->layers[k].per_node,
-                             AG_PLURAL(in->layers[k].per_node), (long long)in->N);
+                             AG_PLURAL(in->layers[k].per_node), (long long)in->total);
+        if (in->layers[k].per_node && in->N != in->total &&
+            (rc = ag_i_weights_keep_rows(&in->layers[k], in->first, in->N, err)))
+            return rc;
     }
     if (n && o->given[OPT_ROUNDS - OPT_Q] && o->rounds > n)
         return ag_i_fail(err, AG_EINVAL, "--rounds %lld, but %s has layers for %d round%s "
@@ -522,8 +525,11 @@ static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         in->layers = ag_i_calloc(1, sizeof *in->layers, err, "weights");
         if (!in->layers)
             return ag_i_alloc_status();
-        if ((rc = ag_weights_random(in->layers, D, o->heads, d, o->per_node ? in->N : 0,
-                                    o->seed, err)))
+        if ((rc = o->per_node && in->N != in->total
+                      ? ag_i_weights_random_rows(in->layers, D, o->heads, d, in->first, in->N,
+                                                 o->seed, err)
+                      : ag_weights_random(in->layers, D, o->heads, d, o->per_node ? in->N : 0,
+                                          o->seed, err)))
             return rc;
     }
     in->d = in->layers[0].d;
@@ -534,7 +540,7 @@ int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err)
 {
     memset(in, 0, sizeof *in);
     in->raw = o->q != NULL;
-    in->N = N;
+    in->N = in->total = N;
     in->H = o->heads;
     in->score = o->score;
     int rc = in->raw ? load_raw(in, o, err) : load_rounds(in, o, err);
@@ -558,8 +564,15 @@ int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err)
 
 int inputs_load_features(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, ag_error_t *err)
 {
+    return inputs_load_part(in, o, x0, 0, x0->rows, err);
+}
+
+int inputs_load_part(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, int64_t first,
+                     int64_t total, ag_error_t *err)
+{
     memset(in, 0, sizeof *in);
     in->N = x0->rows;
+    in->first = first, in->total = total;
     in->H = o->heads;
     in->score = o->score;
     in->x0 = *x0;

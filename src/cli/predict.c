@@ -87,3 +87,29 @@ void readout_predict(const readout_t *r, const float *X, int64_t N, int64_t *pre
         pred[i] = best;
     }
 }
+
+/* --predict: the argmax of the weights folder's readout of the final states. */
+int write_predictions(const char *path, const char *weights, const float *X, int64_t N,
+                      int64_t D, ag_error_t *err)
+{
+    readout_t ro;
+    int rc = readout_load(&ro, weights, D, err);
+    if (rc == AG_EIO) {   /* most likely a folder of weights without a trained readout */
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return ag_i_fail(err, AG_EIO, "--predict: %s (the readout of a model that train --save "
+                         "wrote)", why);
+    }
+    if (rc)
+        return rc;
+    int64_t *pred = ag_i_alloc(N, sizeof *pred, err, "predictions");
+    if (!pred) {
+        readout_free(&ro);
+        return ag_i_alloc_status();
+    }
+    readout_predict(&ro, X, N, pred);
+    rc = ag_npy_write_i64(path, pred, N, err);
+    free(pred);
+    readout_free(&ro);
+    return rc;
+}

@@ -183,32 +183,6 @@ static int write_head_messages(const char *path, const float *M, int64_t N, int6
     return rc;
 }
 
-/* --predict: the argmax of the weights folder's readout of the final states. */
-static int write_predictions(const char *path, const run_opts_t *o, const float *X, int64_t N,
-                             int64_t D, ag_error_t *err)
-{
-    readout_t ro;
-    int rc = readout_load(&ro, o->weights, D, err);
-    if (rc == AG_EIO) {   /* most likely a folder of weights without a trained readout */
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        return ag_i_fail(err, AG_EIO, "--predict: %s (the readout of a model that train --save "
-                         "wrote)", why);
-    }
-    if (rc)
-        return rc;
-    int64_t *pred = ag_i_alloc(N, sizeof *pred, err, "predictions");
-    if (!pred) {
-        readout_free(&ro);
-        return ag_i_alloc_status();
-    }
-    readout_predict(&ro, X, N, pred);
-    rc = ag_npy_write_i64(path, pred, N, err);
-    free(pred);
-    readout_free(&ro);
-    return rc;
-}
-
 static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
 {
     printf("round      change   entropy  max_weight\n");
@@ -307,7 +281,7 @@ int cmd_run(int argc, char **argv)
     for (int k = 0; k < o.n_attn && !rc; k++)
         rc = report_attention(&outs[ATTN + k], &r, &in, &s, o.max_export, &err);
     if (!rc && o.predict)
-        rc = write_predictions(outs[PREDICT].path, &o, r.y, s.nb.n_nodes, r.cols, &err);
+        rc = write_predictions(outs[PREDICT].path, o.weights, r.y, s.nb.n_nodes, r.cols, &err);
     /* Commit before the report: a reader that closes the pipe early (| head)
        ends us with SIGPIPE while printing, and the files must be there by then. */
     if (!rc)

@@ -75,6 +75,15 @@ int ag_i_layer_norm_backward_r(const ag_i_reducer_t *r, float *dX, float *dW, fl
    draws, into x [n]: a process's rows of the one-process numbers. */
 void ag_i_random_normal_range(float *x, int64_t first, int64_t n, uint64_t seed,
                               uint64_t stream, float scale);
+/* Rows first..first+rows-1 of the per-node projections ag_weights_random(w,
+   D, H, d, N, seed) draws for any N beyond them, into w (per_node = rows; the
+   shared matrices as that draw's): a process's part of the weights. No rows
+   (a process without rows) give shared ones' shapes, which nothing reads. */
+int ag_i_weights_random_rows(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t first,
+                             int64_t rows, uint64_t seed, ag_error_t *err);
+/* Keeps rows first..first+rows-1 of w's per-node projections (per_node = rows;
+   none: shared ones' shapes, as ag_i_weights_random_rows). */
+int ag_i_weights_keep_rows(ag_weights_t *w, int64_t first, int64_t rows, ag_error_t *err);
 /* ag_posenc_sinusoidal's positions for rows lo..lo+n-1 added to X [n, D]. */
 void ag_i_posenc_rows(float *X, int64_t lo, int64_t n, int64_t D);
 

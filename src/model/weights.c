@@ -68,11 +68,13 @@ void ag_weights_destroy(ag_weights_t *w)
     memset(w, 0, sizeof *w);
 }
 
-int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_node,
-                      uint64_t seed, ag_error_t *err)
+/* ag_weights_random's draws with per_node rows of per-node projections, those
+   of nodes first..first+per_node-1 of a per-node draw for more nodes. */
+static int draw(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_node, int64_t first,
+                uint64_t seed, ag_error_t *err)
 {
     memset(w, 0, sizeof *w);
-    if (D <= 0 || H <= 0 || d <= 0 || per_node < 0)
+    if (D <= 0 || H <= 0 || d <= 0 || per_node < 0 || first < 0)
         return ag_i_fail(err, AG_EINVAL, "weights: D=%lld, H=%lld, d=%lld; expected all >= 1",
                          (long long)D, (long long)H, (long long)d);
     const int64_t HD = H * d, copies = per_node ? per_node : 1;
@@ -88,8 +90,52 @@ int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t 
             ag_weights_destroy(w);
             return ag_i_alloc_status();
         }
-        ag_random_normal(*p, n, seed, (uint64_t)m + 1, 1.0f / sqrtf((float)fan_in));
+        const float scale = 1.0f / sqrtf((float)fan_in);
+        if (m < 3 && first)   /* the same numbers; the whole draw makes two at a time */
+            ag_i_random_normal_range(*p, first * HD * D, n, seed, (uint64_t)m + 1, scale);
+        else
+            ag_random_normal(*p, n, seed, (uint64_t)m + 1, scale);
     }
+    return AG_OK;
+}
+
+int ag_weights_random(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_node,
+                      uint64_t seed, ag_error_t *err)
+{
+    return draw(w, D, H, d, per_node, 0, seed, err);
+}
+
+int ag_i_weights_random_rows(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t first,
+                             int64_t rows, uint64_t seed, ag_error_t *err)
+{
+    if (rows < 0)
+        return ag_i_fail(err, AG_EINVAL, "weights: %lld rows of per-node weights; expected >= 0",
+                         (long long)rows);
+    return draw(w, D, H, d, rows, first, seed, err);
+}
+
+int ag_i_weights_keep_rows(ag_weights_t *w, int64_t first, int64_t rows, ag_error_t *err)
+{
+    const int64_t per = w->H * w->d * w->D;
+    if (!w->per_node || first < 0 || rows < 0 || first + rows > w->per_node)
+        return ag_i_fail(err, AG_EINVAL, "weights: rows %lld..%lld of %lld per-node weights",
+                         (long long)first, (long long)(first + rows), (long long)w->per_node);
+    if (rows == 0)   /* no rows: the shapes of shared weights, which nothing reads */
+        first = 0;
+    const int64_t keep = rows ? rows : 1;
+    float *kept[3] = {NULL, NULL, NULL};
+    for (int m = 0; m < 3; m++)
+        if (!(kept[m] = ag_i_alloc(keep * per, sizeof(float), err, "weights"))) {
+            free(kept[0]), free(kept[1]);
+            return ag_i_alloc_status();
+        }
+    for (int m = 0; m < 3; m++) {
+        float **p = mats_of(w, m);
+        memcpy(kept[m], *p + first * per, (size_t)(keep * per) * sizeof(float));
+        free(*p);
+        *p = kept[m];
+    }
+    w->per_node = rows;
     return AG_OK;
 }
 

@@ -16,12 +16,21 @@
 #include "mpi/ring.h"
 #include "model/model.h"
 
-static int check_layers(const ag_weights_t *layers, int n_layers, ag_error_t *err)
+/* Per-node weights hold this process's rows (rows lo.. of the graph's
+   [N, H*d, D]): parts that keep the graph's numbers only. */
+static int check_layers(const ag_mpi_part_t *part, const ag_weights_t *layers, int n_layers,
+                        ag_error_t *err)
 {
-    for (int k = 0; k < n_layers; k++)
-        if (layers[k].per_node)
-            return ag_i_fail(err, AG_EINVAL, "per-node weights are not supported on several "
-                             "processes (layer %d)", k + 1);
+    const int64_t n = part->hi - part->lo;
+    for (int k = 0; k < n_layers; k++) {
+        if (layers[k].per_node && part->node_of)
+            return ag_i_fail(err, AG_EINVAL, "per-node weights on renumbered parts (METIS's) "
+                             "are not supported (layer %d)", k + 1);
+        if (layers[k].per_node && layers[k].per_node != n)
+            return ag_i_fail(err, AG_EINVAL, "layer %d has per-node weights for %lld nodes; this "
+                             "process has %lld rows", k + 1, (long long)layers[k].per_node,
+                             (long long)n);
+    }
     return AG_OK;
 }
 
@@ -120,7 +129,7 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
     int rc = !layers || rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds)
                  ? ag_i_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one "
                              "layer for all rounds or one per round", rounds, n_layers)
-                 : check_layers(layers, n_layers, err);
+                 : check_layers(part, layers, n_layers, err);
     if (!rc)   /* the shapes, once there is a layer to read them from */
         r.D = layers[0].D, r.H = layers[0].H, r.d = layers[0].d, r.HD = r.H * r.d;
     if (!rc && path == AG_MPI_RING && !ring_applies(part, opts))

@@ -332,6 +332,21 @@ refused "ring" run "$T/comm.edgelist" --partition metis --path ring
 refused "contiguous parts" train --pattern causal --features "$T/causal.1.npy" \
     --labels "$T/causal.1.npy" --partition metis
 refused "expected contiguous or metis" run "$T/comm.edgelist" --partition=spectral
+# per-node weights: each process draws (or reads) the rows of its own nodes; 3000 nodes on
+# 4 processes leaves the last one without rows
+same per-node "--pattern causal --nodes 3000 $common --per-node-weights" "" 2 3 4
+same per-node-gatv2 "--pattern random:8,5+window:2 --nodes 2600 --dim 8 --per-node-weights \
+--score gatv2 --norm layer" "" 3
+"$PYTHON" -c "
+import sys, numpy as np
+g = np.random.default_rng(1)
+for name in ('wq', 'wk', 'wv'):
+    np.save(sys.argv[1] + '/pn-' + name + '.npy', (0.3 * g.standard_normal((2600, 8, 8))).astype(np.float32))
+np.save(sys.argv[1] + '/pn-wo.npy', (0.3 * g.standard_normal((8, 8))).astype(np.float32))" "$T"
+mkdir -p "$T/pn"
+for name in wq wk wv wo; do mv "$T/pn-$name.npy" "$T/pn/$name.npy"; done
+same per-node-file "--pattern random:8,5+window:2 --nodes 2600 --dim 8 --heads 2 --weights $T/pn" "" 3 4
+
 # the ring streams the fused kernel: other scores are refused there (exit 1, one message)
 mpi 2 run --pattern causal --nodes 3000 --score gatv2 --path ring >/dev/null 2>"$T/err"
 status=$?
@@ -433,6 +448,35 @@ $CLI run --pattern window:9 --nodes 4100 --dim 16 --seed 6 --out "$T/ty.npy" --q
 npy_labels "$T/labels.npy" 4100 3
 tc="--features $T/tx.npy --labels $T/labels.npy --heads 2 --rounds 2 --seed 3"
 train_same causal "--pattern causal $tc --epochs 2 --norm layer" 1 2 3
+# --predict: the readout of the model just trained (its options from its folder), of the
+# final states gathered on rank 0
+pc="--pattern causal --nodes 4100 --features $T/tx.npy --weights $T/causal.s1"
+# shellcheck disable=SC2086
+if ! $CLI run $pc --predict "$T/pred.1.npy" --quiet --threads 1 >"$T/log" 2>&1; then
+    bad "--predict: attngraph run failed: $(cat "$T/log")"
+fi
+for p in 2 3; do
+    # shellcheck disable=SC2086
+    if ! mpi $p run $pc --predict "$T/pred.$p.npy" --quiet >"$T/log" 2>&1; then
+        bad "--predict on $p processes: $(head -n 3 "$T/log")"
+    elif ! cmp -s "$T/pred.1.npy" "$T/pred.$p.npy"; then
+        bad "--predict on $p processes: the classes differ from one process's"
+    else
+        ok
+    fi
+done
+# a folder without a readout: exit 1, one message, no file
+mkdir -p "$T/noreadout"
+cp "$T/causal.s1"/w*.npy "$T/causal.s1"/ln_*.npy "$T/causal.s1/model.args" "$T/noreadout/"
+mpi 2 run --pattern causal --nodes 4100 --features "$T/tx.npy" --weights "$T/noreadout" \
+    --predict "$T/pred.bad.npy" >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
+   ! grep -q 'readout.npy' "$T/err" || [ -e "$T/pred.bad.npy" ]; then
+    bad "--predict without a readout: exit $status: $(cat "$T/err")"
+else
+    ok
+fi
 train_same causal-long "--pattern causal $tc --epochs 6 --optimizer sgd --momentum 0.9" 2
 train_same window "--pattern window:40 $tc --epochs 2 --clip 0.5" 2 3 4
 train_same random "--pattern random:8,5+window:2 $tc --epochs 2 --no-residual" 2 3

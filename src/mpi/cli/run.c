@@ -1,8 +1,9 @@
 /*
  * attngraph-mpi run: `attngraph run` on P processes. The options are
- * attngraph run's (the same parser), every score function included; what
- * needs the whole graph in one place (per-edge exports, traces, per-node
- * weights, an edge bias) is refused with a usage error. The outputs (--out,
+ * attngraph run's (the same parser), every score function, per-node weights
+ * and --predict included; what needs the whole graph in one place (per-edge
+ * exports, traces, an edge bias, raw --q/--k/--v) is refused with a usage
+ * error. The outputs (--out,
  * --messages, --head-messages) are the one-process files, gathered and
  * written by rank 0 through the same temporaries and renames.
  */
@@ -115,13 +116,42 @@ int refuse_csr_stdin(const char *cmd, const char *csr)
 static int refuse_unsupported(const run_opts_t *o)
 {
     const char *what = o->n_attn ? "--attn" : o->trace ? "--trace" : o->save_rounds ?
-                       "--save-rounds" : o->until > 0 ? "--until" : o->predict ? "--predict" :
-                       o->q ? "--q/--k/--v (raw attention)" : o->edge_bias ? "--edge-bias" :
-                       o->per_node ? "--per-node-weights" : NULL;
+                       "--save-rounds" : o->until > 0 ? "--until" : o->q ?
+                       "--q/--k/--v (raw attention)" : o->edge_bias ? "--edge-bias" : NULL;
     if (what)
         return usage_error("run", "%s is not supported by attngraph-mpi (it needs the whole "
                            "graph in one process): run attngraph run", what);
     return refuse_csr_stdin("run", o->src.csr) ? EXIT_USAGE : 0;
+}
+
+/* Rows [n, cols] of every process, in the graph's order, into *all on rank 0
+   (malloc'ed; NULL elsewhere). Collective. */
+static int gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine, int64_t cols,
+                       float **all, ag_error_t *err)
+{
+    int rc = AG_OK;
+    *all = NULL;
+    if (part->rank == 0 && !(*all = ag_i_alloc(part->n_nodes * cols, sizeof **all, err, "output")))
+        rc = ag_i_alloc_status();
+    if (!(rc = ag_mpi_agree(comm, rc, err)))
+        rc = ag_mpi_gather_rows(comm, part, mine, cols, *all, 0, err);
+    if (rc) {
+        free(*all);
+        *all = NULL;
+    }
+    return rc;
+}
+
+/* --predict: the final states gathered, the readout's classes written by rank 0. */
+static int predict_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,
+                            int64_t cols, const char *weights, const char *path, ag_error_t *err)
+{
+    float *all;
+    int rc = gather_rows(comm, part, mine, cols, &all, err);
+    if (!rc && part->rank == 0)
+        rc = write_predictions(path, weights, all, part->n_nodes, cols, err);
+    free(all);
+    return ag_mpi_agree(comm, rc, err);
 }
 
 /* Gathers rows [n, cols] to rank 0 and writes them there as path (rank 0's). */
@@ -129,14 +159,11 @@ static int write_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const float 
                           int64_t cols, const char *path, int per_head, int64_t H,
                           ag_error_t *err)
 {
-    float *all = NULL;
-    int rc = AG_OK;
-    if (part->rank == 0 && !(all = ag_i_alloc(part->n_nodes * cols, sizeof *all, err, "output")))
-        rc = ag_i_alloc_status();
-    if ((rc = ag_mpi_agree(comm, rc, err)))
+    float *all;
+    int rc = gather_rows(comm, part, mine, cols, &all, err);
+    if (rc)
         return rc;
-    rc = ag_mpi_gather_rows(comm, part, mine, cols, all, 0, err);
-    if (!rc && part->rank == 0) {
+    if (part->rank == 0) {
         if (!per_head) {
             rc = ag_npy_write_f32(path, all, part->n_nodes, cols, err);
         } else {   /* [N, H*d] as [H, N, d] */
@@ -239,9 +266,9 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                "                      receives the rows it reads), ring (blocks pass around\n"
                "                      the ranks; one run of sources per destination, plain\n"
                "                      dot-product scores), or auto (default: the ring where the\n"
-               "                      halo would hold over half the rows). Per-edge exports,\n"
-               "                      traces, per-node weights and --edge-bias are attngraph\n"
-               "                      run's.\n"
+               "                      halo would hold over half the rows). Per-edge exports\n"
+               "                      (--attn), --trace, --until, --save-rounds, --edge-bias\n"
+               "                      and --q/--k/--v are attngraph run's.\n"
                "  --partition contiguous|metis   which destinations each process owns:\n"
                "                      contiguous ranges (default; bitwise one process's\n"
                "                      outputs), or METIS parts of a graph file or CSR (seeded\n"
@@ -259,9 +286,10 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     const int threads = ag_set_threads(o.threads ? (int)o.threads : threads_per_process(comm));
     int rank;
     MPI_Comm_rank(comm, &rank);
-    enum { OUT, MESSAGES, HEAD_MESSAGES, N_OUTS };
+    enum { OUT, MESSAGES, HEAD_MESSAGES, PREDICT, N_OUTS };
     out_file_t outs[N_OUTS];
     out_init(&outs[OUT], o.out, "--out", "npy");
+    out_init(&outs[PREDICT], o.predict, "--predict", "npy");
     out_init(&outs[MESSAGES], o.messages, "--messages", "npy");
     out_init(&outs[HEAD_MESSAGES], o.head_messages, "--head-messages", "npy");
     ag_error_t err = {AG_OK, ""};
@@ -285,7 +313,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     if (!rc) {
         run_opts_t lo = o;
         lo.posenc = 0;   /* own_features placed the rows at their positions */
-        rc = ag_mpi_agree(comm, inputs_load_features(&in, &lo, &x0, &err), &err);
+        rc = ag_mpi_agree(comm, inputs_load_part(&in, &lo, &x0, part.lo, part.n_nodes, &err), &err);
     }
     float *M = NULL;
     const int64_t n = part.hi - part.lo, HD = in.H * in.d;
@@ -312,6 +340,9 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         rc = write_gathered(comm, &part, M, HD, outs[MESSAGES].path, 0, 0, &err);
     if (!rc && o.head_messages)
         rc = write_gathered(comm, &part, M, HD, outs[HEAD_MESSAGES].path, 1, in.H, &err);
+    if (!rc && o.predict)
+        rc = predict_gathered(comm, &part, in.x0.data, in.x0.cols, o.weights,
+                              outs[PREDICT].path, &err);
     if (!rc)
         rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(outs, N_OUTS, &err) : AG_OK, &err);
     if (!rc && !o.quiet)
