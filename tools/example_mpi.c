@@ -5,8 +5,10 @@
  * then the training pair (ag_mpi_rounds_forward, ag_mpi_rounds_backward,
  * twice on one tape, as epochs do) against ag_rounds_forward and
  * ag_rounds_backward: the weight gradients on every process and the gathered
- * dX. The same bits, or exit 1. Last, a refusal by the memory budget is
- * AG_ELIMIT on every process. Usage (make check-mpi runs it):
+ * dX; then one attention with a GATv2 score, an edge bias and ALiBi
+ * (ag_mpi_attention: each process passes its slots' bias) against
+ * ag_attention. The same bits, or exit 1. Last, a refusal by the memory
+ * budget is AG_ELIMIT on every process. Usage (make check-mpi runs it):
  *   mpirun -np P build/example_mpi [PATTERN [N]]
  */
 #include <stdio.h>
@@ -144,6 +146,43 @@ static int budget(const ag_mpi_part_t *part, ag_error_t *err)
     return any;
 }
 
+/* One attention with any score on P processes against ag_attention on one:
+   GATv2, an edge bias in slot order (each process its own slots') and ALiBi. */
+static int any_score(const ag_mpi_part_t *part, const ag_nbhd_t *nb, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes, E = nb->n_edges, n = part->hi - part->lo;
+    float *a = malloc((size_t)D * sizeof *a), *bias = malloc((size_t)(E ? E : 1) * sizeof *bias);
+    float *M = malloc((size_t)((n ? n : 1) * D) * sizeof *M);
+    float *X = malloc((size_t)(N * D) * sizeof *X), *all = malloc((size_t)(N * D) * sizeof *all);
+    float *one = malloc((size_t)(N * D) * sizeof *one);
+    ag_random_normal(X, N * D, 2, 0, 1.0f);
+    ag_random_normal(a, D, 3, 0, 0.3f);
+    ag_random_normal(bias, E, 4, 0, 1.0f);
+    ag_score_t sc = AG_SCORE_INIT;
+    sc.kind = AG_SCORE_GATV2, sc.a_src = a, sc.alibi = 1;
+    ag_score_t mine = sc;
+    sc.edge_bias = bias;
+    mine.edge_bias = bias + nb->edge_ptr[part->lo];   /* this process's slots */
+    const float *rows = X + part->lo * D;   /* Q = K = V = this process's rows of X */
+    int bad = ag_mpi_attention(MPI_COMM_WORLD, part, rows, rows, rows, H, D / H, &mine, M, NULL,
+                               err) ||
+              ag_mpi_gather_rows(MPI_COMM_WORLD, part, M, D, all, 0, err);
+    int differ = 0;
+    if (!bad && part->rank == 0) {
+        bad = ag_attention(nb, X, X, X, H, D / H, &sc, one, err);
+        differ = !bad && memcmp(one, all, (size_t)(N * D) * sizeof *one) != 0;
+        if (!bad)
+            printf("gatv2 + edge bias + alibi attention on %d processes: %s\n", part->ranks,
+                   differ ? "DIFFERENT from one process" : "identical to one process");
+    }
+    if (bad)
+        fprintf(stderr, "example_mpi: %s\n", err->msg);
+    int any = bad || differ;
+    MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    free(a), free(bias), free(X), free(M), free(all), free(one);
+    return any;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -192,6 +231,8 @@ int main(int argc, char **argv)
     MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (!status)
         status = gradients(&part, &nb, &w, &opts, N, &err);
+    if (!status)
+        status = any_score(&part, &nb, &err);
     if (!status)
         status = budget(&part, &err);
     ag_mpi_part_destroy(&part);

@@ -155,6 +155,17 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
                       ag_mpi_path_t path, float *M, ag_mpi_stats_t *stats, ag_error_t *err);
 
 /*
+ * ag_attention on P processes (halo path): Q, K, V [hi-lo, H*d] hold this
+ * process's rows; M [hi-lo, H*d] gets its rows' messages, bitwise one
+ * process's for the contiguous parts. Any score (its edge_bias, if any, this
+ * process's slots in part->nb's order). Collective; stats as
+ * ag_mpi_rounds_run's (NULL: not wanted).
+ */
+int ag_mpi_attention(MPI_Comm comm, const ag_mpi_part_t *part, const float *Q, const float *K,
+                     const float *V, int64_t H, int64_t d, const ag_score_t *score, float *M,
+                     ag_mpi_stats_t *stats, ag_error_t *err);
+
+/*
  * ag_rounds_forward and ag_rounds_backward on P processes (halo path): X
  * [hi-lo, D] holds this process's rows (in place); the tape keeps, per round,
  * its rows' activations and the K and V rows the halo brought. The backward,

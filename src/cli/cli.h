@@ -219,6 +219,10 @@ int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err);
 /* Rounds inputs on features already read (x0 is taken over: zeroed here, freed
    by inputs_free): positions, then the layers from --weights or the seed. */
 int inputs_load_features(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, ag_error_t *err);
+/* Raw attention on Q, K, V already read (taken over, as x0 above): their
+   columns checked, additive and gatv2 given seeded vectors. */
+int inputs_take_raw(inputs_t *in, const run_opts_t *o, ag_matrix_t *q, ag_matrix_t *k,
+                    ag_matrix_t *v, ag_error_t *err);
 /* The same for the rows of a part: x0 holds rows first.. of a graph of total nodes. */
 int inputs_load_part(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, int64_t first,
                      int64_t total, ag_error_t *err);

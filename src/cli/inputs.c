@@ -389,15 +389,10 @@ static int read_rows(ag_matrix_t *m, const char *option, const char *path, int64
     return rc;
 }
 
-static int load_raw(inputs_t *in, const run_opts_t *o, ag_error_t *err)
+/* Raw attention's Q, K, V (in->q, k, v read) against each other and the heads;
+   additive and gatv2 get seeded vectors (raw attention has no layer). */
+static int raw_finish(inputs_t *in, const run_opts_t *o, ag_error_t *err)
 {
-    int rc = read_rows(&in->q, "--q", o->q, in->N, err);
-    if (!rc)
-        rc = read_rows(&in->k, "--k", o->k, in->N, err);
-    if (!rc)
-        rc = read_rows(&in->v, "--v", o->v, in->N, err);
-    if (rc)
-        return rc;
     const int64_t HD = in->q.cols;
     if (in->k.cols != HD)
         return ag_i_fail(err, AG_EINVAL, "%s has %lld column%s; %s has %lld", o->k,
@@ -410,7 +405,41 @@ static int load_raw(inputs_t *in, const run_opts_t *o, ag_error_t *err)
                          "head%s", o->q, (long long)HD, AG_PLURAL(HD), (long long)o->heads,
                          AG_PLURAL(o->heads));
     in->d = HD / o->heads;
+    if (!(in->vectors = ag_i_alloc(3 * HD, sizeof(float), err, "attention vectors")))
+        return ag_i_alloc_status();
+    ag_random_normal(in->vectors, 3 * HD, o->seed, 7, 1.0f / sqrtf((float)in->d));
+    if (in->score.kind == AG_SCORE_ADDITIVE)
+        in->score.a_src = in->vectors, in->score.a_dst = in->vectors + HD;
+    if (in->score.kind == AG_SCORE_GATV2)
+        in->score.a_src = in->vectors + 2 * HD;
+    in->rounds = 1;
     return AG_OK;
+}
+
+static int load_raw(inputs_t *in, const run_opts_t *o, ag_error_t *err)
+{
+    int rc = read_rows(&in->q, "--q", o->q, in->N, err);
+    if (!rc)
+        rc = read_rows(&in->k, "--k", o->k, in->N, err);
+    if (!rc)
+        rc = read_rows(&in->v, "--v", o->v, in->N, err);
+    return rc ? rc : raw_finish(in, o, err);
+}
+
+int inputs_take_raw(inputs_t *in, const run_opts_t *o, ag_matrix_t *q, ag_matrix_t *k,
+                    ag_matrix_t *v, ag_error_t *err)
+{
+    memset(in, 0, sizeof *in);
+    in->raw = 1;
+    in->N = in->total = q->rows;
+    in->H = o->heads;
+    in->score = o->score;
+    in->q = *q, in->k = *k, in->v = *v;
+    memset(q, 0, sizeof *q), memset(k, 0, sizeof *k), memset(v, 0, sizeof *v);
+    int rc = raw_finish(in, o, err);
+    if (rc)
+        inputs_free(in);
+    return rc;
 }
 
 /* Does dir/round-k/wq.npy exist? */
@@ -544,19 +573,6 @@ int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err)
     in->H = o->heads;
     in->score = o->score;
     int rc = in->raw ? load_raw(in, o, err) : load_rounds(in, o, err);
-    if (!rc && in->raw) {
-        /* raw attention has no layer: additive and gatv2 get seeded vectors */
-        const int64_t n = in->H * in->d;
-        if (!(in->vectors = ag_i_alloc(3 * n, sizeof(float), err, "attention vectors")))
-            rc = ag_i_alloc_status();
-        else
-            ag_random_normal(in->vectors, 3 * n, o->seed, 7, 1.0f / sqrtf((float)in->d));
-        if (!rc && in->score.kind == AG_SCORE_ADDITIVE)
-            in->score.a_src = in->vectors, in->score.a_dst = in->vectors + n;
-        if (!rc && in->score.kind == AG_SCORE_GATV2)
-            in->score.a_src = in->vectors + 2 * n;
-        in->rounds = 1;
-    }
     if (rc)
         inputs_free(in);
     return rc;

@@ -162,6 +162,39 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
     return rc;
 }
 
+int ag_mpi_attention(MPI_Comm comm, const ag_mpi_part_t *part, const float *Q, const float *K,
+                     const float *V, int64_t H, int64_t d, const ag_score_t *score, float *M,
+                     ag_mpi_stats_t *stats, ag_error_t *err)
+{
+    ag_mpi_stats_t own_stats;
+    if (!stats)
+        stats = &own_stats;
+    memset(stats, 0, sizeof *stats);
+    stats->path = AG_MPI_HALO;
+    int rc = H < 1 || d < 1 ? ag_i_fail(err, AG_EINVAL, "attention: %lld heads of width %lld; "
+                                        "expected both >= 1", (long long)H, (long long)d)
+                            : AG_OK;
+    if ((rc = ag_mpi_agree(comm, rc, err)))
+        return rc;
+    const int64_t HD = H * d, n = part->hi - part->lo;
+    ag_halo_t h;
+    if ((rc = ag_i_halo_plan(&h, comm, part, HD, err)))
+        return rc;
+    /* own rows into the window, then the rows the part reads from the others */
+    const int64_t own = (part->lo - h.wlo) * HD;
+    memcpy(h.K + own, K, (size_t)(n * HD) * sizeof(float));
+    memcpy(h.V + own, V, (size_t)(n * HD) * sizeof(float));
+    const double t0 = ag_i_mpi_now();
+    ag_i_halo_exchange(&h, comm, HD, stats);
+    const ag_nbhd_t view = ag_i_part_view(part);
+    const ag_i_fwd_t f = {&view, Q - part->lo * HD, h.K - h.wlo * HD, h.V - h.wlo * HD, H, d,
+                          0.0f, score, M - part->lo * HD, NULL};
+    rc = ag_i_attention_part(&f, part->lo, part->hi, h.wlo, h.whi, part->one_run, err);
+    stats->seconds = ag_i_mpi_now() - t0;
+    ag_i_halo_destroy(&h);
+    return ag_mpi_agree(comm, rc, err);
+}
+
 int ag_i_mpi_node_order(MPI_Comm comm, const ag_mpi_part_t *part, int root, int64_t **order,
                         ag_error_t *err)
 {

@@ -332,6 +332,24 @@ refused "ring" run "$T/comm.edgelist" --partition metis --path ring
 refused "contiguous parts" train --pattern causal --features "$T/causal.1.npy" \
     --labels "$T/causal.1.npy" --partition metis
 refused "expected contiguous or metis" run "$T/comm.edgelist" --partition=spectral
+# raw attention on given Q, K, V: each process's rows sent out by rank 0, the K and V
+# rows it reads exchanged; --out is M, as attngraph run's
+same raw "--pattern random:8,5+window:2 --nodes 2600 --q $T/score-cosine.1.npy \
+--k $T/score-gatv2.1.npy --v $T/score-additive.1.npy --heads 2" "" 1 2 3 4
+same raw-gatv2 "$T/g.edgelist --q $T/graph.1.m.npy --k $T/graph.1.npy --v $T/graph.1.m.npy \
+--score gatv2 --heads 4" "" 3
+mpi 2 run --pattern causal --nodes 2600 --q "$T/score-cosine.1.npy" --k "$T/features.1.npy" \
+    --v "$T/score-cosine.1.npy" --out "$T/raw.bad.npy" >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
+   ! grep -q '3000 rows' "$T/err" || [ -e "$T/raw.bad.npy" ]; then
+    bad "raw attention with a --k of the wrong size: exit $status: $(cat "$T/err")"
+else
+    ok
+fi
+refused "halo" run --pattern causal --nodes 2600 --q "$T/score-cosine.1.npy" \
+    --k "$T/score-cosine.1.npy" --v "$T/score-cosine.1.npy" --path ring
+
 # per-node weights: each process draws (or reads) the rows of its own nodes; 3000 nodes on
 # 4 processes leaves the last one without rows
 same per-node "--pattern causal --nodes 3000 $common --per-node-weights" "" 2 3 4

@@ -35,6 +35,11 @@ int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, metis_
 int own_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
                  const run_opts_t *o, ag_error_t *err);
 
+/* This process's rows of raw attention's --q, --k, --v (each read by rank 0,
+   rows sent out, as --features), taken into in (inputs_take_raw). */
+int own_raw(inputs_t *in, MPI_Comm comm, const ag_mpi_part_t *part, const run_opts_t *o,
+            ag_error_t *err);
+
 /* Without --threads: the machine's cores shared among the processes on it. */
 int threads_per_process(MPI_Comm comm);
 /* A usage error (printed; non-zero) for a --csr read from standard input. */

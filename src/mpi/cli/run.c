@@ -1,8 +1,8 @@
 /*
  * attngraph-mpi run: `attngraph run` on P processes. The options are
  * attngraph run's (the same parser), every score function, per-node weights
- * and --predict included; what needs the whole graph in one place (per-edge
- * exports, traces, an edge bias, raw --q/--k/--v) is refused with a usage
+ * --predict and raw --q/--k/--v included; what needs the whole graph in one
+ * place (per-edge exports, traces, an edge bias) is refused with a usage
  * error. The outputs (--out,
  * --messages, --head-messages) are the one-process files, gathered and
  * written by rank 0 through the same temporaries and renames.
@@ -116,8 +116,7 @@ int refuse_csr_stdin(const char *cmd, const char *csr)
 static int refuse_unsupported(const run_opts_t *o)
 {
     const char *what = o->n_attn ? "--attn" : o->trace ? "--trace" : o->save_rounds ?
-                       "--save-rounds" : o->until > 0 ? "--until" : o->q ?
-                       "--q/--k/--v (raw attention)" : o->edge_bias ? "--edge-bias" : NULL;
+                       "--save-rounds" : o->until > 0 ? "--until" : o->edge_bias ? "--edge-bias" : NULL;
     if (what)
         return usage_error("run", "%s is not supported by attngraph-mpi (it needs the whole "
                            "graph in one process): run attngraph run", what);
@@ -224,10 +223,14 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
     const int P = part->ranks;
     printf("graph: %s: %lld node%s, %lld message%s\n", desc, (long long)part->n_nodes,
            AG_PLURAL(part->n_nodes), (long long)part->n_edges, AG_PLURAL(part->n_edges));
-    printf("rounds: %lld (D=%lld, %lld head%s of width %lld) on %d process%s x %d thread%s, "
-           "%s path\n", (long long)in->rounds, (long long)in->x0.cols, (long long)in->H,
-           AG_PLURAL(in->H), (long long)in->d, P, P == 1 ? "" : "es", threads, AG_PLURAL(threads),
-           path_name(st->path));
+    if (in->raw)
+        printf("attention on --q/--k/--v (%lld head%s of width %lld)", (long long)in->H,
+               AG_PLURAL(in->H), (long long)in->d);
+    else
+        printf("rounds: %lld (D=%lld, %lld head%s of width %lld)", (long long)in->rounds,
+               (long long)in->x0.cols, (long long)in->H, AG_PLURAL(in->H), (long long)in->d);
+    printf(" on %d process%s x %d thread%s, %s path\n", P, P == 1 ? "" : "es", threads,
+           AG_PLURAL(threads), path_name(st->path));
     if (metis->metis)
         report_metis(metis, part, in);
     for (int p = 0; p < P; p++) {
@@ -267,8 +270,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                "                      the ranks; one run of sources per destination, plain\n"
                "                      dot-product scores), or auto (default: the ring where the\n"
                "                      halo would hold over half the rows). Per-edge exports\n"
-               "                      (--attn), --trace, --until, --save-rounds, --edge-bias\n"
-               "                      and --q/--k/--v are attngraph run's.\n"
+               "                      (--attn), --trace, --until, --save-rounds and\n"
+               "                      --edge-bias are attngraph run's.\n"
                "  --partition contiguous|metis   which destinations each process owns:\n"
                "                      contiguous ranges (default; bitwise one process's\n"
                "                      outputs), or METIS parts of a graph file or CSR (seeded\n"
@@ -280,6 +283,9 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         return status;
     if (refuse_unsupported(&o) || (metis.metis && refuse_metis(&o, path)))
         return EXIT_USAGE;
+    if (o.q && path == AG_MPI_RING)
+        return usage_error("run", "--path ring: raw attention (--q/--k/--v) runs on the halo "
+                           "path");
     metis.seed = o.seed;
     if (metis.metis)
         path = AG_MPI_HALO;
@@ -308,16 +314,18 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     memset(&in, 0, sizeof in);
     ag_matrix_t x0;
     memset(&x0, 0, sizeof x0);
-    if (!rc)
+    if (!rc && o.q)
+        rc = own_raw(&in, comm, &part, &o, &err);
+    else if (!rc)
         rc = own_features(&x0, comm, &part, &o, &err);
-    if (!rc) {
+    if (!rc && !o.q) {
         run_opts_t lo = o;
         lo.posenc = 0;   /* own_features placed the rows at their positions */
         rc = ag_mpi_agree(comm, inputs_load_part(&in, &lo, &x0, part.lo, part.n_nodes, &err), &err);
     }
     float *M = NULL;
     const int64_t n = part.hi - part.lo, HD = in.H * in.d;
-    if (!rc && (o.messages || o.head_messages) &&
+    if (!rc && (o.messages || o.head_messages || in.raw) &&
         !(M = ag_i_alloc(n ? n * HD : 1, sizeof *M, &err, "messages")))
         rc = ag_i_alloc_status();
     rc = ag_mpi_agree(comm, rc, &err);
@@ -326,16 +334,21 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     ro.score = &score, ro.no_residual = o.no_residual, ro.norm = o.norm;
     ag_mpi_stats_t st;
     memset(&st, 0, sizeof st);
-    if (!rc)
+    if (!rc && in.raw)   /* one round of attention on the given Q, K, V: M is the output */
+        rc = ag_mpi_attention(comm, &part, in.q.data, in.k.data, in.v.data, in.H, in.d, &score,
+                              M, &st, &err);
+    else if (!rc)
         rc = ag_mpi_rounds_run(comm, &part, in.layers, in.n_layers, in.x0.data,
                                (int)in.rounds, &ro, path, M, &st, &err);
+    const float *y = in.raw ? M : in.x0.data;
+    const int64_t cols = in.raw ? HD : in.x0.cols;
     ag_error_t where;
-    if (!rc && ag_check_finite("the output states", in.x0.data, n, in.x0.cols, &where))
+    if (!rc && ag_check_finite(in.raw ? "the messages" : "the output states", y, n, cols, &where))
         rc = ag_i_fail(&err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
                        "inputs down (the largest |value| should be far below 1e18)", where.msg);
     rc = ag_mpi_agree(comm, rc, &err);
     if (!rc && o.out)
-        rc = write_gathered(comm, &part, in.x0.data, in.x0.cols, outs[OUT].path, 0, 0, &err);
+        rc = write_gathered(comm, &part, y, cols, outs[OUT].path, 0, 0, &err);
     if (!rc && o.messages)
         rc = write_gathered(comm, &part, M, HD, outs[MESSAGES].path, 0, 0, &err);
     if (!rc && o.head_messages)

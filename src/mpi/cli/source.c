@@ -277,3 +277,19 @@ int own_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
         ag_i_posenc_rows(x0->data + k * x0->cols, part->node_of[k], 1, x0->cols);
     return AG_OK;
 }
+
+int own_raw(inputs_t *in, MPI_Comm comm, const ag_mpi_part_t *part, const run_opts_t *o,
+            ag_error_t *err)
+{
+    ag_matrix_t q, k, v;
+    memset(&q, 0, sizeof q), memset(&k, 0, sizeof k), memset(&v, 0, sizeof v);
+    int rc = scatter_features(&q, comm, part, o->q, err);
+    if (!rc)
+        rc = scatter_features(&k, comm, part, o->k, err);
+    if (!rc)
+        rc = scatter_features(&v, comm, part, o->v, err);
+    if (!rc)   /* the columns are every process's (broadcast): all agree */
+        rc = inputs_take_raw(in, o, &q, &k, &v, err);
+    ag_matrix_destroy(&q), ag_matrix_destroy(&k), ag_matrix_destroy(&v);
+    return ag_mpi_agree(comm, rc, err);
+}
