@@ -350,6 +350,26 @@ fi
 refused "halo" run --pattern causal --nodes 2600 --q "$T/score-cosine.1.npy" \
     --k "$T/score-cosine.1.npy" --v "$T/score-cosine.1.npy" --path ring
 
+# --edge-bias: rank 0 reads the attribute of the graph file and sends each process its
+# nodes' messages' values
+awk 'BEGIN { x = 777; print "graph ["; print "  directed 1"
+       for (i = 0; i < 2600; i++) print "  node [ id " i " ]"
+       for (i = 0; i < 2600; i++) for (k = 0; k < 6; k++) {
+         x = (x * 1103515245 + 12345) % 2147483648; j = x % 2600
+         printf "  edge [ source %d target %d w %.4f ]\n", j, i, (x % 2000) / 1000.0 - 1 }
+       print "]" }' >"$T/bias.gml"
+same edge-bias "$T/bias.gml $common --edge-bias w" "" 1 2 3 4
+same edge-bias-gat "$T/bias.gml --dim 8 --edge-bias w --score additive --alibi" "" 3
+mpi 2 run "$T/bias.gml" --edge-bias nope --out "$T/bias.bad.npy" >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
+   ! grep -q "'nope' is not in the graph" "$T/err" || [ -e "$T/bias.bad.npy" ]; then
+    bad "--edge-bias of a missing attribute: exit $status: $(cat "$T/err")"
+else
+    ok
+fi
+refused "renumbering" run "$T/bias.gml" --edge-bias w --partition metis
+
 # per-node weights: each process draws (or reads) the rows of its own nodes; 3000 nodes on
 # 4 processes leaves the last one without rows
 same per-node "--pattern causal --nodes 3000 $common --per-node-weights" "" 2 3 4

@@ -24,9 +24,12 @@ typedef struct {
 /* The connectivity of o as this process's part (pattern and CSR: each process
    its own; graph file: read by rank 0 and sent out; with metis->metis, a graph
    file or CSR read by rank 0, cut by METIS and renumbered part by part, rank 0
-   filling in metis's counts). metis may be NULL. desc gets a description. */
+   filling in metis's counts). metis may be NULL. edge_bias (NULL: none) names
+   an edge attribute of the graph file: *bias gets this process's slots of it
+   (malloc'ed; contiguous parts). desc gets a description. */
 int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, metis_info_t *metis,
-              char *desc, size_t desc_size, int *usage, ag_error_t *err);
+              const char *edge_bias, float **bias, char *desc, size_t desc_size, int *usage,
+              ag_error_t *err);
 
 /* This process's rows of the features: --features (read by rank 0, rows sent
    out) or drawn from the seed exactly as attngraph draws all N rows; then

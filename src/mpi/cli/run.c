@@ -1,9 +1,8 @@
 /*
  * attngraph-mpi run: `attngraph run` on P processes. The options are
  * attngraph run's (the same parser), every score function, per-node weights
- * --predict and raw --q/--k/--v included; what needs the whole graph in one
- * place (per-edge exports, traces, an edge bias) is refused with a usage
- * error. The outputs (--out,
+ * --predict, raw --q/--k/--v and --edge-bias included; what needs the whole
+ * graph in one place (per-edge exports, traces) is refused with a usage error. The outputs (--out,
  * --messages, --head-messages) are the one-process files, gathered and
  * written by rank 0 through the same temporaries and renames.
  */
@@ -85,6 +84,9 @@ static int refuse_metis(const run_opts_t *o, ag_mpi_path_t path)
     if (path == AG_MPI_RING)
         return usage_error("run", "--partition metis runs on the halo path: the ring needs "
                            "contiguous runs of sources, which renumbering breaks");
+    if (o->edge_bias)
+        return usage_error("run", "--edge-bias with --partition metis: renumbering reorders "
+                           "each node's messages; use the contiguous parts");
     return 0;
 }
 
@@ -116,7 +118,7 @@ int refuse_csr_stdin(const char *cmd, const char *csr)
 static int refuse_unsupported(const run_opts_t *o)
 {
     const char *what = o->n_attn ? "--attn" : o->trace ? "--trace" : o->save_rounds ?
-                       "--save-rounds" : o->until > 0 ? "--until" : o->edge_bias ? "--edge-bias" : NULL;
+                       "--save-rounds" : o->until > 0 ? "--until" : NULL;
     if (what)
         return usage_error("run", "%s is not supported by attngraph-mpi (it needs the whole "
                            "graph in one process): run attngraph run", what);
@@ -270,8 +272,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                "                      the ranks; one run of sources per destination, plain\n"
                "                      dot-product scores), or auto (default: the ring where the\n"
                "                      halo would hold over half the rows). Per-edge exports\n"
-               "                      (--attn), --trace, --until, --save-rounds and\n"
-               "                      --edge-bias are attngraph run's.\n"
+               "                      (--attn), --trace, --until and --save-rounds are\n"
+               "                      attngraph run's.\n"
                "  --partition contiguous|metis   which destinations each process owns:\n"
                "                      contiguous ranges (default; bitwise one process's\n"
                "                      outputs), or METIS parts of a graph file or CSR (seeded\n"
@@ -305,9 +307,11 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     rc = ag_mpi_agree(comm, rc, &err);
     ag_mpi_part_t part;
     memset(&part, 0, sizeof part);
+    float *bias = NULL;   /* --edge-bias: this process's slots */
     char desc[512] = "";
     if (!rc) {
-        rc = open_part(&part, comm, &o.src, &metis, desc, sizeof desc, &u, &err);
+        rc = open_part(&part, comm, &o.src, &metis, o.edge_bias, &bias, desc, sizeof desc, &u,
+                       &err);
         usage = usage || u;
     }
     inputs_t in;
@@ -330,6 +334,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         rc = ag_i_alloc_status();
     rc = ag_mpi_agree(comm, rc, &err);
     ag_score_t score = in.score;
+    score.edge_bias = bias;
     ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
     ro.score = &score, ro.no_residual = o.no_residual, ro.norm = o.norm;
     ag_mpi_stats_t st;
@@ -369,7 +374,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         for (int k = 0; k < N_OUTS; k++)
             out_abort(&outs[k]);
     }
-    free(M);
+    free(M), free(bias);
     ag_matrix_destroy(&x0);
     inputs_free(&in);
     ag_mpi_part_destroy(&part);

@@ -133,10 +133,51 @@ static int metis_parts(ag_partition_t *pt, const ag_nbhd_t *nb, int P, metis_inf
     return rc;
 }
 
-/* A graph file (or, for METIS, a CSR too): rank 0 reads it and sends the parts. */
+/* --edge-bias NAME of the graph rank 0 read (s, the whole neighbourhoods): rank
+   0 reads the attribute in slot order and sends each process its slots'. */
+static int scatter_edge_bias(float **bias, MPI_Comm comm, const ag_mpi_part_t *part,
+                             const source_t *s, const char *name, ag_error_t *err)
+{
+    const int here = part->rank == 0, P = part->ranks;
+    const int64_t mine = part->nb.edge_ptr[part->hi - part->lo];
+    float *all = NULL;
+    int *count = NULL, *displ = NULL;
+    int rc = AG_OK;
+    if (here) {
+        rc = ag_edge_attribute(&all, &s->graph, &s->nb, name, err);
+        if (rc) {   /* name the file, as attngraph run does */
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            ag_i_fail(err, (ag_status_t)rc, "%s: --edge-bias: %s", s->desc, why);
+        } else if (s->nb.n_edges > INT32_MAX) {
+            rc = ag_i_fail(err, AG_ELIMIT, "--edge-bias: %lld messages are beyond what "
+                           "MPI_Scatterv counts (2^31)", (long long)s->nb.n_edges);
+        } else if (!(count = ag_i_alloc(P, sizeof *count, err, "edge bias")) ||
+                   !(displ = ag_i_alloc(P, sizeof *displ, err, "edge bias"))) {
+            rc = ag_i_alloc_status();
+        } else {
+            for (int p = 0; p < P; p++)
+                displ[p] = (int)s->nb.edge_ptr[part->bounds[p]],
+                count[p] = (int)(s->nb.edge_ptr[part->bounds[p + 1]] - displ[p]);
+        }
+    }
+    if (!rc && !(*bias = ag_i_alloc(mine ? mine : 1, sizeof **bias, err, "edge bias")))
+        rc = ag_i_alloc_status();
+    if (!(rc = ag_mpi_agree(comm, rc, err)))
+        MPI_Scatterv(all, count, displ, MPI_FLOAT, *bias, (int)mine, MPI_FLOAT, 0, comm);
+    free(all), free(count), free(displ);
+    if (rc) {
+        free(*bias);
+        *bias = NULL;
+    }
+    return rc;
+}
+
+/* A graph file (or, for METIS, a CSR too): rank 0 reads it and sends the parts;
+   edge_bias (NULL: none) names an edge attribute whose slots go to *bias. */
 static int open_on_root(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o,
-                        metis_info_t *metis, char *desc, size_t desc_size, int *usage,
-                        ag_error_t *err)
+                        metis_info_t *metis, const char *edge_bias, float **bias, char *desc,
+                        size_t desc_size, int *usage, ag_error_t *err)
 {
     int rank, P;
     MPI_Comm_rank(comm, &rank);
@@ -166,16 +207,21 @@ static int open_on_root(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t 
     } else {
         rc = ag_mpi_part_scatter(part, comm, here ? &s.nb : NULL, 0, err);
     }
+    if (!rc && edge_bias)
+        rc = scatter_edge_bias(bias, comm, part, &s, edge_bias, err);
     if (here)
         source_close(&s);
     return rc;
 }
 
 int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, metis_info_t *metis,
-              char *desc, size_t desc_size, int *usage, ag_error_t *err)
+              const char *edge_bias, float **bias, char *desc, size_t desc_size, int *usage,
+              ag_error_t *err)
 {
     memset(part, 0, sizeof *part);
     *usage = 0;
+    if (bias)
+        *bias = NULL;
     int rc;
     if (o->csr && !(metis && metis->metis)) {
         rc = open_csr_part(part, comm, o, usage, err);
@@ -184,7 +230,7 @@ int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, metis_
         rc = open_pattern_part(part, comm, o, usage, err);
         snprintf(desc, desc_size, "pattern '%s'", o->pattern);
     } else {
-        rc = open_on_root(part, comm, o, metis, desc, desc_size, usage, err);
+        rc = open_on_root(part, comm, o, metis, edge_bias, bias, desc, desc_size, usage, err);
     }
     int u = *usage, any_usage;
     MPI_Allreduce(&u, &any_usage, 1, MPI_INT, MPI_MAX, comm);

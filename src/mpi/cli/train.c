@@ -173,7 +173,7 @@ static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_erro
         so.nodes = N;   /* a pattern sized by the features, as attngraph train sizes it */
     char desc[512];
     if (!rc)
-        rc = open_part(&s->part, s->comm, &so, NULL, desc, sizeof desc, usage, err);
+        rc = open_part(&s->part, s->comm, &so, NULL, NULL, NULL, desc, sizeof desc, usage, err);
     if (!rc && s->part.n_nodes != N)
         rc = ag_mpi_agree(s->comm, ag_i_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s "
                                              "has %lld row%s", desc, (long long)s->part.n_nodes,
