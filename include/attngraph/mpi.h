@@ -138,12 +138,17 @@ typedef struct {
     int64_t bytes_sent, bytes_received;   /* K and V rows (and weight sums), all rounds */
     int64_t halo_rows;          /* halo: rows received in a round; ring: rows passed on,
                                    all rounds */
+    int rounds_done;            /* ag_mpi_rounds_run: the rounds run (fewer when stopped) */
 } ag_mpi_stats_t;
 
 /*
  * ag_rounds_run on P processes: X [hi-lo, D] holds this process's rows (in
- * place). opts as ag_rounds_run's, but only score, no_residual, norm and
- * ln_eps are read; any score, its edge_bias (NULL, or this process's part's
+ * place). opts as ag_rounds_run's but on_progress (not called): on_round is
+ * called on every process after each round with this process's rows (X,
+ * X_prev, ws's buffers and the figures [hi-lo, ...]; nb NULL; collective
+ * calls inside are allowed), and the rounds stop when any process's call
+ * returns AG_STOP (stats->rounds_done says how many ran); figures take the
+ * halo path. Any score, its edge_bias (NULL, or this process's part's
  * slots in part->nb's order) included; scores other than plain dot-product
  * softmax (scaled-dot, dot, beta) take the halo path (AG_MPI_RING refuses
  * them). Per-node weights hold this process's rows (per_node = hi-lo: rows

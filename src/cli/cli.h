@@ -252,6 +252,12 @@ typedef struct {
     float *entropy_kept, *distance_kept;   /* --attn-round's, or raw attention's */
 } result_t;
 
+/* --save-rounds: the states X [N, D] after round `round` as DIR/round-K.npy. */
+int save_round(const char *dir, int round, const float *X, int64_t N, int64_t D,
+               ag_error_t *err);
+/* The trace of `done` rounds as a table on stdout, with --until's verdict. */
+void print_trace(const trace_row_t *trace, int done, const run_opts_t *o, int64_t rounds);
+
 /* compute's `figures`: the per-round trace (printed), and the reported
    round's per-node figures in result_t (compare). */
 enum { FIGURES_TRACE = 1, FIGURES_PER_NODE = 2 };
@@ -325,6 +331,10 @@ void out_abort(out_file_t *o);
 void out_name_errors(const out_file_t *outs, int n, ag_error_t *err);
 /* The extension of the target's name ("" when none). */
 const char *out_extension(const out_file_t *o);
+
+/* --trace FILE.svg: the picture of the per-round figures (desc: the graph's). */
+int write_trace_svg(out_file_t *out, const trace_row_t *trace, int done, const char *desc,
+                    ag_error_t *err);
 
 /* ---- what defines a trained model beyond its arrays (model_args.c) ---- */
 

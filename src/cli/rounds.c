@@ -22,8 +22,8 @@ typedef struct {
 } tracer_t;
 
 /* Writes X [N, D] as DIR/round-R.npy, whole or not at all. */
-static int save_round(const char *dir, int round, const float *X, int64_t N, int64_t D,
-                      ag_error_t *err)
+int save_round(const char *dir, int round, const float *X, int64_t N, int64_t D,
+               ag_error_t *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/round-%d.npy", dir, round);
@@ -222,4 +222,42 @@ void result_free(result_t *r)
     free(r->distance_kept);
     ag_workspace_destroy(&r->ws);
     memset(r, 0, sizeof *r);
+}
+
+void print_trace(const trace_row_t *trace, int done, const run_opts_t *o, int64_t rounds)
+{
+    printf("round      change   entropy  max_weight\n");
+    for (int k = 0; k < done; k++)
+        printf("%5d  %10.4g  %8.4f  %10.4f\n", trace[k].round, trace[k].f.change,
+               trace[k].f.entropy, trace[k].f.max_weight);
+    if (o->until > 0 && done < rounds)
+        printf("converged after round %d: change %.3g < --until %g\n", done,
+               trace[done - 1].f.change, o->until);
+    else if (o->until > 0)
+        printf("not converged in %lld round%s: change %.3g >= --until %g\n",
+               (long long)rounds, AG_PLURAL(rounds), done ? trace[done - 1].f.change : 0.0,
+               o->until);
+}
+
+/* --trace FILE.svg: the picture of the per-round figures. */
+int write_trace_svg(out_file_t *out, const trace_row_t *trace, int done, const char *desc,
+                    ag_error_t *err)
+{
+    const int64_t n = done;
+    double *v = ag_i_alloc(3 * n + 1, sizeof *v, err, "--trace");
+    if (!v)
+        return ag_i_alloc_status();
+    for (int64_t k = 0; k < n; k++) {
+        v[k] = trace[k].round;
+        v[n + k] = trace[k].f.change;
+        v[2 * n + k] = trace[k].f.entropy;
+    }
+    char title[1024], *svg = NULL;
+    snprintf(title, sizeof title, "convergence of rounds: %s", desc);
+    int rc = ag_draw_rounds(&svg, v, v + n, v + 2 * n, n, title, err);
+    if (!rc)
+        rc = write_svg(out, svg, err);
+    ag_svg_free(svg);
+    free(v);
+    return rc;
 }

@@ -183,44 +183,6 @@ static int write_head_messages(const char *path, const float *M, int64_t N, int6
     return rc;
 }
 
-static void print_trace(const result_t *r, const run_opts_t *o, int64_t rounds)
-{
-    printf("round      change   entropy  max_weight\n");
-    for (int k = 0; k < r->rounds_done; k++)
-        printf("%5d  %10.4g  %8.4f  %10.4f\n", r->trace[k].round, r->trace[k].f.change,
-               r->trace[k].f.entropy, r->trace[k].f.max_weight);
-    if (o->until > 0 && r->rounds_done < rounds)
-        printf("converged after round %d: change %.3g < --until %g\n", r->rounds_done,
-               r->trace[r->rounds_done - 1].f.change, o->until);
-    else if (o->until > 0)
-        printf("not converged in %lld round%s: change %.3g >= --until %g\n",
-               (long long)rounds, AG_PLURAL(rounds),
-               r->rounds_done ? r->trace[r->rounds_done - 1].f.change : 0.0, o->until);
-}
-
-/* --trace FILE.svg: the picture of the per-round figures. */
-static int write_trace_svg(out_file_t *out, const result_t *r, const source_t *s,
-                           ag_error_t *err)
-{
-    const int64_t n = r->rounds_done;
-    double *v = ag_i_alloc(3 * n + 1, sizeof *v, err, "--trace");
-    if (!v)
-        return ag_i_alloc_status();
-    for (int64_t k = 0; k < n; k++) {
-        v[k] = r->trace[k].round;
-        v[n + k] = r->trace[k].f.change;
-        v[2 * n + k] = r->trace[k].f.entropy;
-    }
-    char title[1024], *svg = NULL;
-    snprintf(title, sizeof title, "convergence of rounds: %s", s->desc);
-    int rc = ag_draw_rounds(&svg, v, v + n, v + 2 * n, n, title, err);
-    if (!rc)
-        rc = write_svg(out, svg, err);
-    ag_svg_free(svg);
-    free(v);
-    return rc;
-}
-
 int cmd_run(int argc, char **argv)
 {
     run_opts_t o;
@@ -267,7 +229,7 @@ int cmd_run(int argc, char **argv)
         rc = compute(&r, &in, &s, &o, figures, o.trace && !trace_svg ? outs[TRACE].path : NULL,
                      &err);
     if (!rc && trace_svg)
-        rc = write_trace_svg(&outs[TRACE], &r, &s, &err);
+        rc = write_trace_svg(&outs[TRACE], r.trace, r.rounds_done, s.desc, &err);
     if (!rc && o.out)
         rc = ag_npy_write_f32(outs[OUT].path, r.y, s.nb.n_nodes, r.cols, &err);
     const float *messages = in.raw ? r.y : r.ws.M;
@@ -289,7 +251,7 @@ int cmd_run(int argc, char **argv)
     if (!rc && !o.quiet) {
         print_header(&o, &s, &in, threads);
         if (r.trace && (figures || o.trace || o.until > 0) && !in.raw)
-            print_trace(&r, &o, in.rounds);
+            print_trace(r.trace, r.rounds_done, &o, in.rounds);
         if (r.Q) {
             printf("attention in %s (mean over heads, top 3 sources):\n",
                    o.attn_round ? "the --attn-round" : "the last round");

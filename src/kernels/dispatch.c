@@ -102,7 +102,7 @@ int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo
         return rc;
     ag_i_fwd_t plain = *a;
     if (!plain_dot(sc, a->d, &plain.scale)) {
-        if (a->x)
+        if (a->x && a->x->lse)
             return ag_i_fail(err, AG_EINVAL, "attention on a part of the graph: the "
                              "log-sum-exp of plain dot-product scores only");
         return ag_i_attention_generic_range(a, lo, hi, klo, khi, err);

@@ -182,8 +182,8 @@ int ag_i_tiled_width(const ag_nbhd_t *nb);
  * global node number, only the rows the part reads being there: Q's of
  * lo..hi-1, K's and V's of klo..khi-1 (every source the part reads). Any
  * score (a->scale is not read); an edge bias is indexed by nb's slots, and
- * only those of lo..hi-1 are read. x: NULL, or the log-sum-exp only (plain
- * dot-product scores).
+ * only those of lo..hi-1 are read. x: NULL, or its figures (entropy,
+ * max_weight, distance) and log-sum-exp (plain dot-product scores) only.
  */
 AG_INTERNAL
 int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo, int64_t khi,

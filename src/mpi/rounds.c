@@ -39,7 +39,7 @@ static int check_layers(const ag_mpi_part_t *part, const ag_weights_t *layers, i
 static int ring_applies(const ag_mpi_part_t *part, const ag_round_opts_t *opts)
 {
     float scale;
-    return ag_i_plain_scale(opts ? opts->score : NULL, 1, &scale) &&
+    return !(opts && opts->figures) && ag_i_plain_scale(opts ? opts->score : NULL, 1, &scale) &&
            ag_i_use_tiled(part->n_nodes, part->n_edges, part->one_run);
 }
 
@@ -65,6 +65,8 @@ typedef struct {
     ag_nbhd_t view;
     int64_t n, D, HD, H, d;
     float *Xn, *Q, *M;          /* [n, D], [n, HD], [n, HD] own rows */
+    float *X_prev;              /* [n, D] the states before the round (opts->on_round) */
+    kext_t figures;             /* opts->figures: [n, H] own rows of each, from the kernel */
     ag_halo_t halo;             /* halo path: the window of K and V rows */
     ag_ring_t ring;             /* ring path */
     ag_mpi_path_t path;
@@ -72,7 +74,8 @@ typedef struct {
 
 static void run_free(run_t *r)
 {
-    free(r->Xn), free(r->Q), free(r->M);
+    free(r->Xn), free(r->Q), free(r->M), free(r->X_prev);
+    free(r->figures.entropy), free(r->figures.max_weight), free(r->figures.distance);
     ag_i_halo_destroy(&r->halo);
     ag_i_ring_destroy(&r->ring);
 }
@@ -96,13 +99,22 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
                                    pr->stats, err);
     ag_halo_t *h = &r->halo;
     ag_i_halo_exchange(h, r->comm, r->HD, pr->stats);
+    /* the figures' arrays, indexed by global node as the kernels index them */
+    kext_t x = r->figures;
+    const int64_t shift = part->lo * w->H;
+    x.entropy = x.entropy ? x.entropy - shift : NULL;
+    x.max_weight = x.max_weight ? x.max_weight - shift : NULL;
+    x.distance = x.distance ? x.distance - shift : NULL;
     const ag_i_fwd_t f = {&r->view, Qv, h->K - h->wlo * r->HD, h->V - h->wlo * r->HD, w->H,
-                          w->d, 0.0f, sc, Mv, NULL};
+                          w->d, 0.0f, sc, Mv, kext_stats(&x) ? &x : NULL};
     return ag_i_attention_part(&f, part->lo, part->hi, h->wlo, h->whi, part->one_run, err);
 }
 
-static int one_round(run_t *r, const ag_weights_t *w, const ag_round_opts_t *opts, float *X,
-                     ag_mpi_stats_t *stats, ag_error_t *err)
+/* Round k (0-based) with layer w; then, with opts->on_round, the callback on
+   every process, which sees this process's rows (nb NULL; ws's K and V are the
+   own rows). AG_STOP when any process's callback asked to stop. */
+static int one_round(run_t *r, int k, const ag_weights_t *w, const ag_round_opts_t *opts,
+                     float *X, ag_mpi_stats_t *stats, ag_error_t *err)
 {
     /* this process's rows of K and V go where its path sends them from */
     const int64_t own = (r->part->lo - r->halo.wlo) * r->HD;
@@ -110,8 +122,31 @@ static int one_round(run_t *r, const ag_weights_t *w, const ag_round_opts_t *opt
     const ag_i_round_bufs_t b = {r->Xn, r->Q, halo ? r->halo.K + own : r->ring.K_own,
                                  halo ? r->halo.V + own : r->ring.V_own, r->M};
     const part_round_t pr = {r, stats};
+    if (r->X_prev)
+        memcpy(r->X_prev, X, (size_t)(r->n * r->D) * sizeof *X);
     ag_score_t sc;
-    return ag_i_round_forward(X, r->n, w, 0, opts, &b, &sc, attend_part, (void *)&pr, err);
+    int rc = ag_mpi_agree(r->comm, ag_i_round_forward(X, r->n, w, 0, opts, &b, &sc, attend_part,
+                                                      (void *)&pr, err), err);
+    if (rc || !opts || !opts->on_round)
+        return rc;
+    const ag_workspace_t ws = {.N = r->n, .HD = r->HD, .D = r->D, .Q = r->Q, .K = b.K,
+                               .V = b.V, .M = r->M, .Xn = r->Xn, .X_prev = r->X_prev,
+                               .entropy = r->figures.entropy, .max_weight = r->figures.max_weight,
+                               .distance = r->figures.distance};
+    const ag_round_t round = {.round = k + 1, .nb = NULL, .w = w, .score = &sc, .X = X,
+                              .X_prev = r->X_prev, .ws = &ws, .entropy = r->figures.entropy,
+                              .max_weight = r->figures.max_weight,
+                              .distance = r->figures.distance};
+    rc = opts->on_round(&round, opts->ctx);
+    const int stop = rc == AG_STOP;
+    if (stop)
+        rc = AG_OK;
+    else if (rc && err && !err->status)   /* a callback that failed without a message */
+        ag_i_fail(err, (ag_status_t)rc, "rounds: the round callback failed (status %d)", rc);
+    int any_stop;
+    MPI_Allreduce(&stop, &any_stop, 1, MPI_INT, MPI_MAX, r->comm);
+    rc = ag_mpi_agree(r->comm, rc, err);
+    return rc ? rc : any_stop ? AG_STOP : AG_OK;
 }
 
 int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,
@@ -137,11 +172,23 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
                        "(scaled-dot, dot, beta), one run of consecutive sources per destination "
                        "and 16 or more in-edges on average (causal, window, ... patterns: the "
                        "tiled kernel); this run has not");
+    if (!rc && path == AG_MPI_RING && opts && opts->figures)
+        rc = ag_i_fail(err, AG_EINVAL, "the ring path keeps no figures of the attention "
+                       "(opts->figures): use the halo path");
     const int64_t rows = r.n ? r.n : 1;
+    const int figures = opts ? opts->figures : 0;
     if (!rc && (!(r.Q = ag_i_alloc(rows * r.HD, sizeof(float), err, "queries")) ||
                 !(r.M = ag_i_alloc(rows * r.HD, sizeof(float), err, "messages")) ||
                 (opts && opts->norm == AG_NORM_LAYER &&
-                 !(r.Xn = ag_i_alloc(rows * r.D, sizeof(float), err, "normalised states")))))
+                 !(r.Xn = ag_i_alloc(rows * r.D, sizeof(float), err, "normalised states"))) ||
+                (opts && opts->on_round &&
+                 !(r.X_prev = ag_i_alloc(rows * r.D, sizeof(float), err, "states"))) ||
+                (figures && (!(r.figures.entropy = ag_i_alloc(rows * r.H, sizeof(float), err,
+                                                              "figures")) ||
+                             !(r.figures.max_weight = ag_i_alloc(rows * r.H, sizeof(float),
+                                                                 err, "figures")))) ||
+                (figures == 2 && !(r.figures.distance = ag_i_alloc(rows * r.H, sizeof(float),
+                                                                   err, "figures")))))
         rc = ag_i_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         run_free(&r);
@@ -152,11 +199,16 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
              ? ag_mpi_agree(comm, ag_i_ring_init(&r.ring, comm, part, r.HD, err), err)
              : ag_i_halo_plan(&r.halo, comm, part, r.HD, err);
     const double t0 = ag_i_mpi_now();
-    for (int k = 0; !rc && k < rounds; k++)
-        rc = ag_mpi_agree(comm, one_round(&r, &layers[n_layers == 1 ? 0 : k], opts, X, stats,
-                                          err), err);
+    int k = 0;
+    while (!rc && k < rounds) {
+        rc = one_round(&r, k, &layers[n_layers == 1 ? 0 : k], opts, X, stats, err);
+        k += rc == AG_OK || rc == AG_STOP;
+    }
+    if (rc == AG_STOP)
+        rc = AG_OK;
+    stats->rounds_done = k;
     stats->seconds = ag_i_mpi_now() - t0;
-    if (!rc && M && rounds > 0)
+    if (!rc && M && k > 0)
         memcpy(M, r.M, (size_t)(r.n * r.HD) * sizeof(float));
     run_free(&r);
     return rc;

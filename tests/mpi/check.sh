@@ -370,6 +370,33 @@ else
 fi
 refused "renumbering" run "$T/bias.gml" --edge-bias w --partition metis
 
+# --trace, --until, --save-rounds: rank 0 gathers each round's states and the kernel's
+# figures; the trace (CSV, SVG), the rounds saved and the round --until stops after (2 of
+# 6 here) are one process's
+tr="--pattern random:8,5+window:2 --nodes 2600 --dim 16 --heads 2 --rounds 6 --seed 3 --norm layer"
+for kind in csv svg; do
+    # shellcheck disable=SC2086
+    $CLI run $tr --until 0.4 --trace "$T/tr.1.$kind" --save-rounds "$T/sr.1.$kind" \
+        --out "$T/tr.1.npy" --quiet --threads 1 >"$T/log" 2>&1 || bad "trace: $(cat "$T/log")"
+    for p in 2 3; do
+        # shellcheck disable=SC2086
+        if ! mpi $p run $tr --until 0.4 --trace "$T/tr.$p.$kind" --save-rounds "$T/sr.$p.$kind" \
+             --out "$T/tr.$p.npy" --quiet >"$T/log" 2>&1; then
+            bad "--trace $kind on $p processes: $(head -n 3 "$T/log")"
+        elif ! cmp -s "$T/tr.1.$kind" "$T/tr.$p.$kind" || ! cmp -s "$T/tr.1.npy" "$T/tr.$p.npy" ||
+             ! diff -r "$T/sr.1.$kind" "$T/sr.$p.$kind" >/dev/null; then
+            bad "--trace $kind on $p processes: the trace, states or saved rounds differ"
+        else
+            ok
+        fi
+    done
+done
+if [ "$(ls "$T/sr.3.csv" | wc -l)" -ne 2 ]; then
+    bad "--until 0.4 saved $(ls "$T/sr.3.csv" | wc -l) rounds; expected 2"
+else
+    ok
+fi
+
 # per-node weights: each process draws (or reads) the rows of its own nodes; 3000 nodes on
 # 4 processes leaves the last one without rows
 same per-node "--pattern causal --nodes 3000 $common --per-node-weights" "" 2 3 4

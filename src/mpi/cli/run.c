@@ -1,14 +1,18 @@
 /*
  * attngraph-mpi run: `attngraph run` on P processes. The options are
- * attngraph run's (the same parser), every score function, per-node weights
- * --predict, raw --q/--k/--v and --edge-bias included; what needs the whole
- * graph in one place (per-edge exports, traces) is refused with a usage error. The outputs (--out,
- * --messages, --head-messages) are the one-process files, gathered and
- * written by rank 0 through the same temporaries and renames.
+ * attngraph run's (the same parser), every score function, per-node weights,
+ * --predict, raw --q/--k/--v, --edge-bias, --trace, --until and --save-rounds
+ * included; per-edge exports (--attn) are refused with a usage error. The
+ * outputs (--out, --messages, --head-messages, --predict, --trace) are the
+ * one-process files, gathered and written by rank 0 through the same
+ * temporaries and renames.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -117,12 +121,100 @@ int refuse_csr_stdin(const char *cmd, const char *csr)
 
 static int refuse_unsupported(const run_opts_t *o)
 {
-    const char *what = o->n_attn ? "--attn" : o->trace ? "--trace" : o->save_rounds ?
-                       "--save-rounds" : o->until > 0 ? "--until" : NULL;
-    if (what)
-        return usage_error("run", "%s is not supported by attngraph-mpi (it needs the whole "
-                           "graph in one process): run attngraph run", what);
+    if (o->n_attn)
+        return usage_error("run", "--attn is not supported by attngraph-mpi (it needs the whole "
+                           "graph in one process): run attngraph run");
     return refuse_csr_stdin("run", o->src.csr) ? EXIT_USAGE : 0;
+}
+
+/*
+ * --trace, --until, --save-rounds: after each round every process sends its
+ * rows of the states and of the kernel's figures to rank 0, which computes the
+ * round's figures from the whole rows as attngraph run does (ag_round_figures:
+ * the same bits), writes them, and says whether to stop.
+ */
+typedef struct {
+    MPI_Comm comm;
+    const ag_mpi_part_t *part;
+    const run_opts_t *o;
+    FILE *csv;                /* rank 0: --trace FILE.csv, or NULL */
+    trace_row_t *rows;        /* rank 0: [rounds] */
+    float *X, *X_prev;        /* rank 0: [N, D] the whole states after and before */
+    float *entropy, *max_weight;   /* rank 0: [N, H] */
+    int done;                 /* rank 0: the rounds traced */
+    ag_error_t *err;
+} tracer_t;
+
+static int trace_round(const ag_round_t *round, void *ctx)
+{
+    tracer_t *t = ctx;
+    const ag_mpi_part_t *part = t->part;
+    const int64_t D = round->ws->D, H = round->w->H, N = part->n_nodes;
+    int rc = ag_mpi_gather_rows(t->comm, part, round->X, D, t->X, 0, t->err);
+    if (!rc)
+        rc = ag_mpi_gather_rows(t->comm, part, round->X_prev, D, t->X_prev, 0, t->err);
+    if (!rc)
+        rc = ag_mpi_gather_rows(t->comm, part, round->entropy, H, t->entropy, 0, t->err);
+    if (!rc)
+        rc = ag_mpi_gather_rows(t->comm, part, round->max_weight, H, t->max_weight, 0, t->err);
+    int stop = 0;
+    if (!rc && part->rank == 0) {
+        const ag_workspace_t ws = {.N = N, .HD = round->ws->HD, .D = D};
+        const ag_round_t whole = {.round = round->round, .w = round->w, .score = round->score,
+                                  .X = t->X, .X_prev = t->X_prev, .ws = &ws,
+                                  .entropy = t->entropy, .max_weight = t->max_weight};
+        trace_row_t *row = &t->rows[round->round - 1];
+        row->round = round->round;
+        rc = ag_round_figures(&whole, &row->f, t->err);
+        if (!rc && t->csv)
+            fprintf(t->csv, "%d,%.9g,%.9g,%.9g\n", row->round, row->f.change, row->f.entropy,
+                    row->f.max_weight);
+        if (!rc && t->o->save_rounds)
+            rc = save_round(t->o->save_rounds, round->round, t->X, N, D, t->err);
+        stop = !rc && t->o->until > 0 && row->f.change < t->o->until;
+        t->done = round->round;
+    }
+    MPI_Bcast(&stop, 1, MPI_INT, 0, t->comm);
+    return rc ? rc : stop ? AG_STOP : AG_OK;
+}
+
+/* Rank 0's buffers and files of the tracer (the others need none). */
+static int tracer_open(tracer_t *t, const ag_mpi_part_t *part, const run_opts_t *o,
+                       const inputs_t *in, const char *csv_path, ag_error_t *err)
+{
+    const int64_t N = part->n_nodes, D = in->x0.cols, H = in->H;
+    if (part->rank != 0)
+        return AG_OK;
+    if (!(t->rows = ag_i_calloc(in->rounds + 1, sizeof *t->rows, err, "--trace")) ||
+        !(t->X = ag_i_alloc(N * D + 1, sizeof(float), err, "--trace")) ||
+        !(t->X_prev = ag_i_alloc(N * D + 1, sizeof(float), err, "--trace")) ||
+        !(t->entropy = ag_i_alloc(N * H + 1, sizeof(float), err, "--trace")) ||
+        !(t->max_weight = ag_i_alloc(N * H + 1, sizeof(float), err, "--trace")))
+        return ag_i_alloc_status();
+    if (o->save_rounds && mkdir(o->save_rounds, 0777) != 0 && errno != EEXIST)
+        return ag_i_fail(err, AG_EIO, "%s: cannot create the directory: %s", o->save_rounds,
+                         strerror(errno));
+    if (csv_path && !(t->csv = fopen(csv_path, "w")))
+        return ag_i_fail(err, AG_EIO, "%s: cannot write: %s", o->trace, strerror(errno));
+    if (t->csv)
+        fputs("round,change,entropy,max_weight\n", t->csv);
+    return AG_OK;
+}
+
+/* Closes the CSV (rc: the run's status so far; a failed write fails it). */
+static int tracer_close(tracer_t *t, int rc)
+{
+    if (t->csv && fclose(t->csv) != 0 && !rc)
+        rc = ag_i_fail(t->err, AG_EIO, "%s: write failed", t->o->trace);
+    t->csv = NULL;
+    return rc;
+}
+
+static void tracer_free(tracer_t *t)
+{
+    if (t->csv)
+        fclose(t->csv);
+    free(t->rows), free(t->X), free(t->X_prev), free(t->entropy), free(t->max_weight);
 }
 
 /* Rows [n, cols] of every process, in the graph's order, into *all on rank 0
@@ -248,11 +340,12 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
                    "memory %.1f MB\n", p, all_rss ? all_rss[p] : 0.0);
     }
     free(all_rss);
-    const double per_round = in->rounds ? max_s / (double)in->rounds : 0;
+    const int ran = in->raw ? 1 : st->rounds_done;   /* --until may stop early */
+    const double per_round = ran ? max_s / (double)ran : 0;
     printf("time per round: %.4g s; communicating: %.1f%% (mean over processes); "
            "exchanged: %.4g MB a round (all processes together)\n", per_round,
            max_s > 0 ? 100.0 * all[2] / P / max_s : 0.0,
-           in->rounds ? all[0] / 1e6 / (double)in->rounds : 0.0);
+           ran ? all[0] / 1e6 / (double)ran : 0.0);
 }
 
 int mpi_run(MPI_Comm comm, int argc, char **argv)
@@ -272,8 +365,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                "                      the ranks; one run of sources per destination, plain\n"
                "                      dot-product scores), or auto (default: the ring where the\n"
                "                      halo would hold over half the rows). Per-edge exports\n"
-               "                      (--attn), --trace, --until and --save-rounds are\n"
-               "                      attngraph run's.\n"
+               "                      (--attn) are attngraph run's.\n"
                "  --partition contiguous|metis   which destinations each process owns:\n"
                "                      contiguous ranges (default; bitwise one process's\n"
                "                      outputs), or METIS parts of a graph file or CSR (seeded\n"
@@ -294,10 +386,11 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     const int threads = ag_set_threads(o.threads ? (int)o.threads : threads_per_process(comm));
     int rank;
     MPI_Comm_rank(comm, &rank);
-    enum { OUT, MESSAGES, HEAD_MESSAGES, PREDICT, N_OUTS };
+    enum { OUT, MESSAGES, HEAD_MESSAGES, PREDICT, TRACE, N_OUTS };
     out_file_t outs[N_OUTS];
     out_init(&outs[OUT], o.out, "--out", "npy");
     out_init(&outs[PREDICT], o.predict, "--predict", "npy");
+    out_init(&outs[TRACE], o.trace, "--trace", "csv,svg");
     out_init(&outs[MESSAGES], o.messages, "--messages", "npy");
     out_init(&outs[HEAD_MESSAGES], o.head_messages, "--head-messages", "npy");
     ag_error_t err = {AG_OK, ""};
@@ -339,12 +432,25 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     ro.score = &score, ro.no_residual = o.no_residual, ro.norm = o.norm;
     ag_mpi_stats_t st;
     memset(&st, 0, sizeof st);
+    tracer_t tr = {.comm = comm, .part = &part, .o = &o, .err = &err};
+    const int tracing = !in.raw && (o.trace || o.until > 0 || o.save_rounds);
+    const int trace_svg = o.trace && strcasecmp(out_extension(&outs[TRACE]), "svg") == 0;
+    if (!rc && tracing) {
+        rc = ag_mpi_agree(comm, tracer_open(&tr, &part, &o, &in, o.trace && !trace_svg ?
+                                            outs[TRACE].path : NULL, &err), &err);
+        ro.on_round = trace_round, ro.ctx = &tr, ro.figures = 1;
+    }
     if (!rc && in.raw)   /* one round of attention on the given Q, K, V: M is the output */
         rc = ag_mpi_attention(comm, &part, in.q.data, in.k.data, in.v.data, in.H, in.d, &score,
                               M, &st, &err);
     else if (!rc)
         rc = ag_mpi_rounds_run(comm, &part, in.layers, in.n_layers, in.x0.data,
                                (int)in.rounds, &ro, path, M, &st, &err);
+    if (tracing)
+        rc = ag_mpi_agree(comm, rank == 0 ? tracer_close(&tr, rc) : rc, &err);
+    if (!rc && trace_svg && rank == 0)
+        rc = write_trace_svg(&outs[TRACE], tr.rows, tr.done, desc, &err);
+    rc = ag_mpi_agree(comm, rc, &err);
     const float *y = in.raw ? M : in.x0.data;
     const int64_t cols = in.raw ? HD : in.x0.cols;
     ag_error_t where;
@@ -365,6 +471,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(outs, N_OUTS, &err) : AG_OK, &err);
     if (!rc && !o.quiet)
         report(comm, &part, desc, &in, &st, threads, &metis);
+    if (!rc && !o.quiet && rank == 0 && tracing && (o.trace || o.until > 0))
+        print_trace(tr.rows, tr.done, &o, in.rounds);
     if (!rc && !o.quiet && rank == 0)
         for (int k = 0; k < N_OUTS; k++)
             if (outs[k].target)
@@ -374,6 +482,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         for (int k = 0; k < N_OUTS; k++)
             out_abort(&outs[k]);
     }
+    tracer_free(&tr);
     free(M), free(bias);
     ag_matrix_destroy(&x0);
     inputs_free(&in);
