@@ -55,20 +55,31 @@ static int one_run(const ag_nbhd_t *nb)
     return 1;
 }
 
+/* nb's destinations lo..hi-1 as a part holds them (edge_ptr and run_ptr from
+   0, copied into *edge_ptr and *run_ptr), indexed by global destination. */
+static ag_nbhd_t part_view(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t **edge_ptr,
+                           int64_t **run_ptr)
+{
+    const int64_t n = hi - lo;
+    *edge_ptr = malloc((size_t)(n + 1) * sizeof **edge_ptr);
+    *run_ptr = malloc((size_t)(n + 1) * sizeof **run_ptr);
+    for (int64_t i = 0; i <= n; i++)
+        (*edge_ptr)[i] = nb->edge_ptr[lo + i] - nb->edge_ptr[lo],
+        (*run_ptr)[i] = nb->run_ptr[lo + i] - nb->run_ptr[lo];
+    ag_nbhd_t view = *nb;
+    view.edge_ptr = *edge_ptr - lo, view.run_ptr = *run_ptr - lo;
+    view.run_src = nb->run_src + nb->run_ptr[lo];
+    view.run_len = nb->run_len + nb->run_ptr[lo];
+    return view;
+}
+
 /* Destinations lo..hi-1 through ag_i_attention_part on copies of their arrays
    only (offset pointers), against the whole run's rows. */
 static void check_part(const whole_t *w, int64_t lo, int64_t hi)
 {
     const int64_t n = hi - lo, HD = w->HD;
-    int64_t *edge_ptr = malloc((size_t)(n + 1) * sizeof *edge_ptr);
-    int64_t *run_ptr = malloc((size_t)(n + 1) * sizeof *run_ptr);
-    for (int64_t i = 0; i <= n; i++)   /* as the part holds them: from 0 */
-        edge_ptr[i] = w->nb.edge_ptr[lo + i] - w->nb.edge_ptr[lo],
-        run_ptr[i] = w->nb.run_ptr[lo + i] - w->nb.run_ptr[lo];
-    ag_nbhd_t view = w->nb;
-    view.edge_ptr = edge_ptr - lo, view.run_ptr = run_ptr - lo;
-    view.run_src = w->nb.run_src + w->nb.run_ptr[lo];
-    view.run_len = w->nb.run_len + w->nb.run_ptr[lo];
+    int64_t *edge_ptr, *run_ptr;
+    ag_nbhd_t view = part_view(&w->nb, lo, hi, &edge_ptr, &run_ptr);
     float *Q = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
     float *M = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
     float *lse = malloc((size_t)((n ? n : 1) * w->H) * sizeof(float));
@@ -123,15 +134,8 @@ static void check_part_score(const whole_t *w, const ag_score_t *sc, const float
         }
     if (klo > khi)
         klo = khi = 0;
-    int64_t *edge_ptr = malloc((size_t)(n + 1) * sizeof *edge_ptr);
-    int64_t *run_ptr = malloc((size_t)(n + 1) * sizeof *run_ptr);
-    for (int64_t i = 0; i <= n; i++)
-        edge_ptr[i] = w->nb.edge_ptr[lo + i] - w->nb.edge_ptr[lo],
-        run_ptr[i] = w->nb.run_ptr[lo + i] - w->nb.run_ptr[lo];
-    ag_nbhd_t view = w->nb;
-    view.edge_ptr = edge_ptr - lo, view.run_ptr = run_ptr - lo;
-    view.run_src = w->nb.run_src + w->nb.run_ptr[lo];
-    view.run_len = w->nb.run_len + w->nb.run_ptr[lo];
+    int64_t *edge_ptr, *run_ptr;
+    ag_nbhd_t view = part_view(&w->nb, lo, hi, &edge_ptr, &run_ptr);
     const size_t qb = (size_t)((n ? n : 1) * HD) * sizeof(float);
     const size_t kb = (size_t)((khi > klo ? khi - klo : 1) * HD) * sizeof(float);
     float *Q = malloc(qb), *M = malloc(qb), *K = malloc(kb), *V = malloc(kb);
