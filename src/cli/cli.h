@@ -406,6 +406,10 @@ int result_weights(const result_t *r, const inputs_t *in, const source_t *s, int
 int report_summary(FILE *f, const result_t *r, const inputs_t *in, const source_t *s,
                    int64_t show, ag_error_t *err);
 
+/* --attn: refuses (AG_ELIMIT) exports beyond --max-edges weights on a graph of
+   E messages, before the work. */
+int attn_size_check(const run_opts_t *o, int64_t E, ag_error_t *err);
+
 /*
  * Per-edge attention of the reported round, in the graph's edge order, to
  * out->path (the caller commits it) in the format of the target's extension:

@@ -220,6 +220,17 @@ static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int6
     return rc;
 }
 
+int attn_size_check(const run_opts_t *o, int64_t E, ag_error_t *err)
+{
+    const int64_t weights = E * o->heads;
+    if (!o->n_attn || weights <= o->max_export)
+        return AG_OK;
+    return ag_i_fail(err, AG_ELIMIT, "--attn would hold %lld weights (%lld message%s x %lld "
+                     "head%s), more than --max-edges %lld", (long long)weights, (long long)E,
+                     AG_PLURAL(E), (long long)o->heads, AG_PLURAL(o->heads),
+                     (long long)o->max_export);
+}
+
 int report_attention(const out_file_t *out, const result_t *r,
                      const inputs_t *in, const source_t *s, int64_t max_export,
                      ag_error_t *err)

@@ -215,12 +215,8 @@ int cmd_run(int argc, char **argv)
         rc = inputs_check_memory(&o, s.nb.n_nodes, &err);   /* before saying how long */
     if (!rc)
         estimate_early(&o, &s.nb);   /* a run of hours says so before its setup */
-    const int64_t weights = s.nb.n_edges * o.heads;   /* an --attn export's size */
-    if (!rc && o.n_attn && weights > o.max_export)   /* refused before the work, not after */
-        rc = ag_i_fail(&err, AG_ELIMIT, "--attn would hold %lld weights (%lld message%s x %lld "
-                       "head%s), more than --max-edges %lld", (long long)weights,
-                       (long long)s.nb.n_edges, AG_PLURAL(s.nb.n_edges), (long long)o.heads,
-                       AG_PLURAL(o.heads), (long long)o.max_export);
+    if (!rc)   /* refused before the work, not after */
+        rc = attn_size_check(&o, s.nb.n_edges, &err);
     if (!rc)
         rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
     const int figures = !o.quiet && in.rounds > 1;

@@ -184,13 +184,6 @@ else
 fi
 
 # usage errors: exit 2 with one message
-mpi 2 run --pattern causal --nodes 100 --attn "$T/a.csv" >/dev/null 2>"$T/err"
-status=$?
-if [ $status -ne 2 ] || [ "$(grep -c 'not supported' "$T/err")" -ne 1 ]; then
-    bad "--attn: exit $status, expected 2 and one message: $(cat "$T/err")"
-else
-    ok
-fi
 mpi 2 run --csr "-,$T/ix.npy" </dev/null >/dev/null 2>"$T/err"
 status=$?
 if [ $status -ne 2 ] || [ "$(grep -c 'standard input cannot give' "$T/err")" -ne 1 ]; then
@@ -393,6 +386,41 @@ for kind in csv svg; do
 done
 if [ "$(ls "$T/sr.3.csv" | wc -l)" -ne 2 ]; then
     bad "--until 0.4 saved $(ls "$T/sr.3.csv" | wc -l) rounds; expected 2"
+else
+    ok
+fi
+
+# --attn: rank 0 gathers the reported round's queries and keys and exports the whole
+# graph's weights as attngraph run does (CSV, .npy, GraphML; --attn-round; with --until)
+# attn_same NAME "ARGS" P...: the exports $T/NAME.P.{csv,npy,graphml} against one process's
+attn_same() {
+    name=$1 args=$2
+    shift 2
+    # shellcheck disable=SC2086
+    $CLI run $args --attn "$T/$name.1.csv" --attn "$T/$name.1.npy" --attn "$T/$name.1.graphml" \
+        --quiet --threads 1 >"$T/log" 2>&1 || bad "--attn $name: attngraph run: $(cat "$T/log")"
+    for p in "$@"; do
+        # shellcheck disable=SC2086
+        if ! mpi $p run $args --attn "$T/$name.$p.csv" --attn "$T/$name.$p.npy" \
+             --attn "$T/$name.$p.graphml" --quiet >"$T/log" 2>&1; then
+            bad "--attn $name on $p processes: $(head -n 3 "$T/log")"
+        elif ! cmp -s "$T/$name.1.csv" "$T/$name.$p.csv" || ! cmp -s "$T/$name.1.npy" "$T/$name.$p.npy" ||
+             ! cmp -s "$T/$name.1.graphml" "$T/$name.$p.graphml"; then
+            bad "--attn $name on $p processes: the exports differ from one process's"
+        else
+            ok
+        fi
+    done
+}
+attn_same attn "--pattern random:8,5+window:2 --nodes 2600 $common" 2 3
+attn_same attn-gat "$T/bias.gml --dim 8 --heads 2 --rounds 3 --score gatv2 --edge-bias w --attn-round 2" 3 4
+attn_same attn-until "--pattern causal --nodes 2100 --dim 16 --heads 2 --seed 3 --rounds 6 \
+--until 0.4 --norm layer" 2
+mpi 2 run --pattern causal --nodes 2100 --attn "$T/big.csv" --max-edges 1000 >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
+   ! grep -q 'more than --max-edges 1000' "$T/err" || [ -e "$T/big.csv" ]; then
+    bad "--attn beyond --max-edges: exit $status: $(cat "$T/err")"
 else
     ok
 fi

@@ -1,11 +1,9 @@
 /*
  * attngraph-mpi run: `attngraph run` on P processes. The options are
- * attngraph run's (the same parser), every score function, per-node weights,
- * --predict, raw --q/--k/--v, --edge-bias, --trace, --until and --save-rounds
- * included; per-edge exports (--attn) are refused with a usage error. The
- * outputs (--out, --messages, --head-messages, --predict, --trace) are the
- * one-process files, gathered and written by rank 0 through the same
- * temporaries and renames.
+ * attngraph run's (the same parser), all of them: every score function,
+ * per-node weights, --predict, raw --q/--k/--v, --edge-bias, --trace, --until,
+ * --save-rounds and --attn. The outputs are the one-process files, gathered
+ * and written by rank 0 through the same temporaries and renames.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -121,33 +119,56 @@ int refuse_csr_stdin(const char *cmd, const char *csr)
 
 static int refuse_unsupported(const run_opts_t *o)
 {
-    if (o->n_attn)
-        return usage_error("run", "--attn is not supported by attngraph-mpi (it needs the whole "
-                           "graph in one process): run attngraph run");
     return refuse_csr_stdin("run", o->src.csr) ? EXIT_USAGE : 0;
 }
 
 /*
- * --trace, --until, --save-rounds: after each round every process sends its
- * rows of the states and of the kernel's figures to rank 0, which computes the
- * round's figures from the whole rows as attngraph run does (ag_round_figures:
- * the same bits), writes them, and says whether to stop.
+ * What rank 0 watches after each round. --trace, --until, --save-rounds:
+ * every process sends its rows of the states and of the kernel's figures to
+ * rank 0, which computes the round's figures from the whole rows as
+ * attngraph run does (ag_round_figures: the same bits), writes them, and says
+ * whether to stop. --attn: the queries and keys of the reported round (its
+ * --attn-round, else the last) and its score, for rank 0 to export the
+ * whole graph's weights as attngraph run does.
  */
 typedef struct {
     MPI_Comm comm;
     const ag_mpi_part_t *part;
     const run_opts_t *o;
+    int trace;                /* figures wanted */
+    int attn;                 /* --attn: keep the reported round */
+    int64_t rounds;           /* the rounds asked for */
     FILE *csv;                /* rank 0: --trace FILE.csv, or NULL */
     trace_row_t *rows;        /* rank 0: [rounds] */
     float *X, *X_prev;        /* rank 0: [N, D] the whole states after and before */
     float *entropy, *max_weight;   /* rank 0: [N, H] */
     int done;                 /* rank 0: the rounds traced */
+    float *Q, *K;             /* rank 0 (--attn): [N, H*d] of the reported round */
+    ag_score_t score;         /* its score (rank 0's edge bias: its slots only) */
+    int kept;                 /* the round kept (0: none yet) */
     ag_error_t *err;
 } tracer_t;
+
+/* --attn: the reported round's queries and keys, gathered (collective). */
+static int keep_attention(tracer_t *t, const ag_round_t *round, int stop)
+{
+    const int64_t want = t->o->attn_round;
+    if (!t->attn || !(want ? round->round == want : stop || round->round == t->rounds))
+        return AG_OK;
+    const int64_t HD = round->ws->HD;
+    int rc = ag_mpi_gather_rows(t->comm, t->part, round->ws->Q, HD, t->Q, 0, t->err);
+    if (!rc)
+        rc = ag_mpi_gather_rows(t->comm, t->part, round->ws->K, HD, t->K, 0, t->err);
+    t->score = *round->score;
+    t->kept = round->round;
+    return rc;
+}
 
 static int trace_round(const ag_round_t *round, void *ctx)
 {
     tracer_t *t = ctx;
+    if (!t->trace)
+        return keep_attention(t, round, 0);
     const ag_mpi_part_t *part = t->part;
     const int64_t D = round->ws->D, H = round->w->H, N = part->n_nodes;
     int rc = ag_mpi_gather_rows(t->comm, part, round->X, D, t->X, 0, t->err);
@@ -175,6 +196,8 @@ static int trace_round(const ag_round_t *round, void *ctx)
         t->done = round->round;
     }
     MPI_Bcast(&stop, 1, MPI_INT, 0, t->comm);
+    if (!(rc = ag_mpi_agree(t->comm, rc, t->err)))
+        rc = keep_attention(t, round, stop);
     return rc ? rc : stop ? AG_STOP : AG_OK;
 }
 
@@ -182,8 +205,14 @@ static int trace_round(const ag_round_t *round, void *ctx)
 static int tracer_open(tracer_t *t, const ag_mpi_part_t *part, const run_opts_t *o,
                        const inputs_t *in, const char *csv_path, ag_error_t *err)
 {
-    const int64_t N = part->n_nodes, D = in->x0.cols, H = in->H;
+    const int64_t N = part->n_nodes, D = in->x0.cols, H = in->H, HD = H * in->d;
+    t->rounds = in->rounds;
     if (part->rank != 0)
+        return AG_OK;
+    if (t->attn && (!(t->Q = ag_i_alloc(N * HD + 1, sizeof(float), err, "--attn")) ||
+                    !(t->K = ag_i_alloc(N * HD + 1, sizeof(float), err, "--attn"))))
+        return ag_i_alloc_status();
+    if (!t->trace)
         return AG_OK;
     if (!(t->rows = ag_i_calloc(in->rounds + 1, sizeof *t->rows, err, "--trace")) ||
         !(t->X = ag_i_alloc(N * D + 1, sizeof(float), err, "--trace")) ||
@@ -215,6 +244,36 @@ static void tracer_free(tracer_t *t)
     if (t->csv)
         fclose(t->csv);
     free(t->rows), free(t->X), free(t->X_prev), free(t->entropy), free(t->max_weight);
+    free(t->Q), free(t->K);
+}
+
+/* --attn on rank 0: the whole graph again (its source opened once more) and the
+   reported round's weights exported as attngraph run exports them. */
+static int export_attention(const tracer_t *t, const inputs_t *in, out_file_t *outs, int n,
+                            ag_error_t *err)
+{
+    const run_opts_t *o = t->o;
+    if (o->attn_round && t->kept != o->attn_round)
+        return ag_i_fail(err, AG_EINVAL, "--attn-round %lld, but --until stopped after round %d",
+                         (long long)o->attn_round, t->done);
+    if (!t->kept)
+        return ag_i_fail(err, AG_EINVAL, "no attention to report: no round ran");
+    source_t s;
+    int usage;
+    int rc = source_open(&s, &o->src, &usage, err);
+    if (rc)
+        return rc;
+    result_t r;
+    memset(&r, 0, sizeof r);
+    r.Q = t->Q, r.K = t->K, r.score = t->score, r.score.edge_bias = NULL;
+    if (o->edge_bias && !(rc = ag_edge_attribute(&r.edge_bias, &s.graph, &s.nb, o->edge_bias,
+                                                 err)))
+        r.score.edge_bias = r.edge_bias;
+    for (int k = 0; !rc && k < n; k++)
+        rc = report_attention(&outs[k], &r, in, &s, o->max_export, err);
+    free(r.edge_bias);
+    source_close(&s);
+    return rc;
 }
 
 /* Rows [n, cols] of every process, in the graph's order, into *all on rank 0
@@ -364,8 +423,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                "                      receives the rows it reads), ring (blocks pass around\n"
                "                      the ranks; one run of sources per destination, plain\n"
                "                      dot-product scores), or auto (default: the ring where the\n"
-               "                      halo would hold over half the rows). Per-edge exports\n"
-               "                      (--attn) are attngraph run's.\n"
+               "                      halo would hold over half the rows).\n"
                "  --partition contiguous|metis   which destinations each process owns:\n"
                "                      contiguous ranges (default; bitwise one process's\n"
                "                      outputs), or METIS parts of a graph file or CSR (seeded\n"
@@ -386,9 +444,11 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     const int threads = ag_set_threads(o.threads ? (int)o.threads : threads_per_process(comm));
     int rank;
     MPI_Comm_rank(comm, &rank);
-    enum { OUT, MESSAGES, HEAD_MESSAGES, PREDICT, TRACE, N_OUTS };
+    enum { OUT, MESSAGES, HEAD_MESSAGES, PREDICT, TRACE, ATTN, N_OUTS = ATTN + MAX_ATTN };
     out_file_t outs[N_OUTS];
     out_init(&outs[OUT], o.out, "--out", "npy");
+    for (int k = 0; k < MAX_ATTN; k++)
+        out_init(&outs[ATTN + k], k < o.n_attn ? o.attn[k] : NULL, "--attn", "csv,npy,graphml");
     out_init(&outs[PREDICT], o.predict, "--predict", "npy");
     out_init(&outs[TRACE], o.trace, "--trace", "csv,svg");
     out_init(&outs[MESSAGES], o.messages, "--messages", "npy");
@@ -433,12 +493,19 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     ag_mpi_stats_t st;
     memset(&st, 0, sizeof st);
     tracer_t tr = {.comm = comm, .part = &part, .o = &o, .err = &err};
-    const int tracing = !in.raw && (o.trace || o.until > 0 || o.save_rounds);
+    tr.trace = !in.raw && (o.trace || o.until > 0 || o.save_rounds);
+    tr.attn = !in.raw && o.n_attn;
+    const int tracing = tr.trace || tr.attn;
     const int trace_svg = o.trace && strcasecmp(out_extension(&outs[TRACE]), "svg") == 0;
+    if (!rc && o.n_attn)   /* refused before the work, as attngraph run does */
+        rc = attn_size_check(&o, part.n_edges, &err);
+    if (!rc && o.attn_round > in.rounds)
+        rc = ag_i_fail(&err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
+                       (long long)o.attn_round, (long long)in.rounds, AG_PLURAL(in.rounds));
     if (!rc && tracing) {
         rc = ag_mpi_agree(comm, tracer_open(&tr, &part, &o, &in, o.trace && !trace_svg ?
                                             outs[TRACE].path : NULL, &err), &err);
-        ro.on_round = trace_round, ro.ctx = &tr, ro.figures = 1;
+        ro.on_round = trace_round, ro.ctx = &tr, ro.figures = tr.trace;
     }
     if (!rc && in.raw)   /* one round of attention on the given Q, K, V: M is the output */
         rc = ag_mpi_attention(comm, &part, in.q.data, in.k.data, in.v.data, in.H, in.d, &score,
@@ -450,6 +517,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         rc = ag_mpi_agree(comm, rank == 0 ? tracer_close(&tr, rc) : rc, &err);
     if (!rc && trace_svg && rank == 0)
         rc = write_trace_svg(&outs[TRACE], tr.rows, tr.done, desc, &err);
+    if (!rc && tr.attn && rank == 0)
+        rc = export_attention(&tr, &in, &outs[ATTN], o.n_attn, &err);
     rc = ag_mpi_agree(comm, rc, &err);
     const float *y = in.raw ? M : in.x0.data;
     const int64_t cols = in.raw ? HD : in.x0.cols;
