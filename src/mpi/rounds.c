@@ -34,12 +34,13 @@ static int check_layers(const ag_mpi_part_t *part, const ag_weights_t *layers, i
     return AG_OK;
 }
 
-/* Can the ring run it? Plain dot-product scores (the streamed kernel is the
-   tiled one) and every destination one run, on the tiled kernel. */
+/* Can the ring run it? Plain dot-product scores without figures (the streamed
+   kernel is the tiled one) and every destination one run, on the tiled kernel. */
 static int ring_applies(const ag_mpi_part_t *part, const ag_round_opts_t *opts)
 {
     float scale;
-    return !(opts && opts->figures) && ag_i_plain_scale(opts ? opts->score : NULL, 1, &scale) &&
+    const int figures = opts && opts->figures;   /* the streamed kernel keeps none */
+    return !figures && ag_i_plain_scale(opts ? opts->score : NULL, 1, &scale) &&
            ag_i_use_tiled(part->n_nodes, part->n_edges, part->one_run);
 }
 
@@ -167,14 +168,14 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
                  : check_layers(part, layers, n_layers, err);
     if (!rc)   /* the shapes, once there is a layer to read them from */
         r.D = layers[0].D, r.H = layers[0].H, r.d = layers[0].d, r.HD = r.H * r.d;
+    if (!rc && path == AG_MPI_RING && opts && opts->figures)
+        rc = ag_i_fail(err, AG_EINVAL, "the ring path keeps no figures of the attention "
+                       "(opts->figures): use the halo path");
     if (!rc && path == AG_MPI_RING && !ring_applies(part, opts))
         rc = ag_i_fail(err, AG_EINVAL, "the ring path needs plain dot-product scores "
                        "(scaled-dot, dot, beta), one run of consecutive sources per destination "
                        "and 16 or more in-edges on average (causal, window, ... patterns: the "
                        "tiled kernel); this run has not");
-    if (!rc && path == AG_MPI_RING && opts && opts->figures)
-        rc = ag_i_fail(err, AG_EINVAL, "the ring path keeps no figures of the attention "
-                       "(opts->figures): use the halo path");
     const int64_t rows = r.n ? r.n : 1;
     const int figures = opts ? opts->figures : 0;
     if (!rc && (!(r.Q = ag_i_alloc(rows * r.HD, sizeof(float), err, "queries")) ||

@@ -425,6 +425,8 @@ else
     ok
 fi
 
+refused "halo path" run --pattern causal --nodes 3000 --trace "$T/ring.csv" --path ring
+
 # per-node weights: each process draws (or reads) the rows of its own nodes; 3000 nodes on
 # 4 processes leaves the last one without rows
 same per-node "--pattern causal --nodes 3000 $common --per-node-weights" "" 2 3 4

@@ -438,6 +438,9 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     if (o.q && path == AG_MPI_RING)
         return usage_error("run", "--path ring: raw attention (--q/--k/--v) runs on the halo "
                            "path");
+    if ((o.trace || o.until > 0 || o.save_rounds) && path == AG_MPI_RING)
+        return usage_error("run", "--path ring: --trace, --until and --save-rounds take the "
+                           "halo path (the ring keeps no figures of the attention)");
     metis.seed = o.seed;
     if (metis.metis)
         path = AG_MPI_HALO;
