@@ -414,6 +414,8 @@ attn_same() {
 }
 attn_same attn "--pattern random:8,5+window:2 --nodes 2600 $common" 2 3
 attn_same attn-gat "$T/bias.gml --dim 8 --heads 2 --rounds 3 --score gatv2 --edge-bias w --attn-round 2" 3 4
+attn_same attn-raw "--pattern random:8,5+window:2 --nodes 2600 --q $T/score-cosine.1.npy \
+--k $T/score-gatv2.1.npy --v $T/score-additive.1.npy --heads 2 --score additive" 2 3
 attn_same attn-until "--pattern causal --nodes 2100 --dim 16 --heads 2 --seed 3 --rounds 6 \
 --until 0.4 --norm layer" 2
 mpi 2 run --pattern causal --nodes 2100 --attn "$T/big.csv" --max-edges 1000 >/dev/null 2>"$T/err"

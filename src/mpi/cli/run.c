@@ -497,7 +497,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     memset(&st, 0, sizeof st);
     tracer_t tr = {.comm = comm, .part = &part, .o = &o, .err = &err};
     tr.trace = !in.raw && (o.trace || o.until > 0 || o.save_rounds);
-    tr.attn = !in.raw && o.n_attn;
+    tr.attn = o.n_attn > 0;
     const int tracing = tr.trace || tr.attn;
     const int trace_svg = o.trace && strcasecmp(out_extension(&outs[TRACE]), "svg") == 0;
     if (!rc && o.n_attn)   /* refused before the work, as attngraph run does */
@@ -510,10 +510,15 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                                             outs[TRACE].path : NULL, &err), &err);
         ro.on_round = trace_round, ro.ctx = &tr, ro.figures = tr.trace;
     }
-    if (!rc && in.raw)   /* one round of attention on the given Q, K, V: M is the output */
+    if (!rc && in.raw) {   /* one round of attention on the given Q, K, V: M is the output */
         rc = ag_mpi_attention(comm, &part, in.q.data, in.k.data, in.v.data, in.H, in.d, &score,
                               M, &st, &err);
-    else if (!rc)
+        if (!rc && tr.attn)   /* --attn: its queries and keys are the given ones */
+            rc = ag_mpi_gather_rows(comm, &part, in.q.data, HD, tr.Q, 0, &err);
+        if (!rc && tr.attn)
+            rc = ag_mpi_gather_rows(comm, &part, in.k.data, HD, tr.K, 0, &err);
+        tr.score = score, tr.kept = 1;
+    } else if (!rc)
         rc = ag_mpi_rounds_run(comm, &part, in.layers, in.n_layers, in.x0.data,
                                (int)in.rounds, &ro, path, M, &st, &err);
     if (tracing)
