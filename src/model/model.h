@@ -1,7 +1,8 @@
 /*
  * model/: the model's weights (weights.c), positions (positions.c), LayerNorm
- * (layernorm.c) and the round step with the rounds (rounds.c). The one header
- * of model/ that other folders include.
+ * (layernorm.c), a round as a list of operations with their forward and
+ * backward (round.c) and the rounds (rounds.c). The one header of model/ that
+ * other folders include.
  */
 #ifndef AG_MODEL_H
 #define AG_MODEL_H
@@ -26,9 +27,9 @@ void ag_i_project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *
                       float *V);
 
 /*
- * One round's forward, written once for the rounds (rounds.c), their training
- * forward (backprop.c) and both on several processes (mpi/): on the n rows of
- * X [n, D] in place,
+ * One round's forward, written once (round.c: a list of operations) for the
+ * rounds (rounds.c), their training forward (train/backprop.c) and both on
+ * several processes (mpi/): on the n rows of X [n, D] in place,
  *   Xn = LayerNorm(X) (o's norm) or X;  Q, K, V = Xn's projections by w;
  *   M = attend(ctx, sc);  X = X + M Wo^T (or M Wo^T without o's residual).
  * sc is the round's score (ag_i_round_score of o, w and k). attend is what
@@ -48,6 +49,33 @@ AG_INTERNAL
 int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, int k,
                        const ag_round_opts_t *o, const ag_i_round_bufs_t *b, ag_score_t *sc,
                        ag_i_attend_fn attend, void *ctx, ag_error_t *err);
+
+/*
+ * One round's backward, written once (round.c) for training on one process
+ * (train/backprop.c) and on several (mpi/train.c), the reverse of
+ * ag_i_round_forward on this process's n rows: from dX = dL/d(round output)
+ * in b->dX, with X and M of the forward,
+ *   dM = dX Wo (g->wo += dX^T M);  attend_back: dQ, dK, dV from dM (and the
+ *   score's vectors' gradients into g);  back through the projections (and
+ *   g's wq, wk, wv) and the norm to dX = dL/d(round input).
+ * Sums over rows go through red (NULL: this process holds every row); g may
+ * be NULL (no weight gradients). b->Xn and b->dXn are scratch [n, D].
+ */
+typedef struct {
+    const float *X, *M;              /* the forward's input [n, D] and M [n, H*d] */
+    float *dX;                       /* [n, D], in and out */
+    float *dM, *dQ, *dK, *dV;        /* [n, H*d] */
+    float *Xn, *dXn;                 /* [n, D] */
+} ag_i_round_back_t;
+
+typedef int (*ag_i_attend_back_fn)(void *ctx, const ag_weights_t *w, ag_weights_t *g,
+                                   const ag_score_t *sc, ag_error_t *err);
+
+AG_INTERNAL
+int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, int k,
+                        const ag_round_opts_t *o, const ag_i_round_back_t *b,
+                        const ag_i_reducer_t *red, ag_i_attend_back_fn attend_back,
+                        void *ctx, ag_error_t *err);
 
 /*
  * LayerNorm's backward for Y = LayerNorm(X) (ag_layer_norm, weight NULL: 1):

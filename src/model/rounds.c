@@ -1,8 +1,8 @@
 /*
- * Message rounds: projections, attention, output projection and residual,
- * with optional pre-norm LayerNorm; the buffers they keep and the figures of
- * a round. Every projection is y = x W^T with W [out, in], through gemm.c's
- * fixed row blocks (the same bits for any thread count).
+ * Message rounds on one process: the round's operations (round.c) on the
+ * whole graph, the buffers they keep and the figures of a round. Every
+ * projection is y = x W^T with W [out, in], through gemm.c's fixed row
+ * blocks (the same bits for any thread count).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -102,40 +102,6 @@ int ag_i_round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_
             return ag_i_fail(err, AG_EINVAL, "rounds: gatv2 scores need attn [H, d] in layer %d's "
                              "weights", k + 1);
     }
-    return AG_OK;
-}
-
-void ag_i_project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *Q, float *K,
-                      float *V)
-{
-    const int64_t D = w->D, HD = w->H * w->d;
-    const float *mats[3] = {w->wq, w->wk, w->wv};
-    float *outs[3] = {Q, K, V};
-    for (int m = 0; m < 3; m++) {
-        if (w->per_node)
-            ag_i_project_per_node(outs[m], Xn, mats[m], N, D, HD);
-        else
-            ag_i_gemm_xwt(outs[m], Xn, mats[m], N, D, HD, 0.0f);
-    }
-}
-
-int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, int k,
-                       const ag_round_opts_t *o, const ag_i_round_bufs_t *b, ag_score_t *sc,
-                       ag_i_attend_fn attend, void *ctx, ag_error_t *err)
-{
-    int rc = ag_i_round_score(sc, o, w, k, err);
-    if (rc)
-        return rc;
-    const float *Xin = X;
-    if (o && o->norm == AG_NORM_LAYER) {
-        ag_layer_norm(b->Xn, X, n, w->D, w->ln_weight, w->ln_bias, ag_i_ln_eps(o));
-        Xin = b->Xn;
-    }
-    ag_i_project_qkv(w, Xin, n, b->Q, b->K, b->V);
-    if ((rc = attend(ctx, w, sc, err)))
-        return rc;
-    const int residual = !(o && o->no_residual);
-    ag_i_gemm_xwt(X, b->M, w->wo, n, w->H * w->d, w->D, residual ? 1.0f : 0.0f);
     return AG_OK;
 }
 

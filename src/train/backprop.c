@@ -210,67 +210,6 @@ static int grads_reset(const ag_tape_t *t, ag_weights_t *grads, ag_error_t *err)
     return AG_OK;
 }
 
-/* dXn = sum over Q, K, V of dP W (and dW += dP^T Xn) for the layer's projections. */
-static int projections_backward(const ag_weights_t *w, ag_weights_t *g,
-                                const ag_i_round_back_t *b, const float *Xn, int64_t n,
-                                const ag_i_reducer_t *red, ag_error_t *err)
-{
-    const int64_t D = w->D, HD = w->H * w->d;
-    const float *W[3] = {w->wq, w->wk, w->wv}, *dP[3] = {b->dQ, b->dK, b->dV};
-    float *dW[3] = {g ? g->wq : NULL, g ? g->wk : NULL, g ? g->wv : NULL};
-    if (w->per_node)
-        memset(b->dXn, 0, (size_t)(n * D) * sizeof *b->dXn);
-    for (int m = 0; m < 3; m++) {
-        if (w->per_node) {   /* one process only: the MPI layer refuses per-node weights */
-            ag_i_project_per_node_backward(b->dXn, dW[m], dP[m], Xn, W[m], n, D, HD);
-            continue;
-        }
-        int rc = dW[m] ? ag_i_gemm_atb_r(red, dW[m], dP[m], Xn, n, HD, D, err) : AG_OK;
-        if (rc)
-            return rc;
-        ag_i_gemm_xw(b->dXn, dP[m], W[m], n, HD, D, m ? 1.0f : 0.0f);
-    }
-    return AG_OK;
-}
-
-int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, int k,
-                        const ag_round_opts_t *o, const ag_i_round_back_t *b,
-                        const ag_i_reducer_t *red, ag_i_attend_back_fn attend_back,
-                        void *ctx, ag_error_t *err)
-{
-    const int64_t D = w->D, HD = w->H * w->d;
-    ag_score_t sc;
-    int rc = ag_i_round_score(&sc, o, w, k, err);
-    if (rc)
-        return rc;
-    /* output projection: dM = dX' Wo, dWo += dX'^T M */
-    ag_i_gemm_xw(b->dM, b->dX, w->wo, n, D, HD, 0.0f);
-    if (g && g->wo && (rc = ag_i_gemm_atb_r(red, g->wo, b->dX, b->M, n, D, HD, err)))
-        return rc;
-    if ((rc = attend_back(ctx, w, g, &sc, err)))
-        return rc;
-    const int layer_norm = o && o->norm == AG_NORM_LAYER;
-    const float eps = ag_i_ln_eps(o);
-    const float *Xn = b->X;
-    if (layer_norm) {
-        ag_layer_norm(b->Xn, b->X, n, D, w->ln_weight, w->ln_bias, eps);
-        Xn = b->Xn;
-    }
-    if ((rc = projections_backward(w, g, b, Xn, n, red, err)))
-        return rc;
-    /* dX = dX' (the residual's path) + what went through the projections */
-    if (o && o->no_residual)
-        memset(b->dX, 0, (size_t)(n * D) * sizeof *b->dX);
-    if (layer_norm)
-        return ag_i_layer_norm_backward_r(red, b->dX, g ? g->ln_weight : NULL,
-                                          g ? g->ln_bias : NULL, b->dXn, b->X, n, D,
-                                          w->ln_weight, eps, err);
-#pragma omp parallel for if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t x = 0; x < n * D; x++)
-        b->dX[x] += b->dXn[x];
-    return AG_OK;
-}
-
 /* Adds the round's attention-vector gradients into the layer's (when they are
    the layer's vectors, not the options' constants). */
 static void add_vectors(const ag_score_t *opt_score, const ag_score_t *sc, ag_weights_t *g,

@@ -1,0 +1,212 @@
+/*
+ * A round as a list of operations, each with its forward and its backward,
+ * written once for the rounds, training and the MPI layer:
+ *
+ *   norm     Xn = LayerNorm(X) (the options' norm) or X
+ *   project  Q, K, V = Xn Wq^T, Xn Wk^T, Xn Wv^T (shared or per node)
+ *   attend   M = attention(Q, K, V): the caller's step (one process: the
+ *            kernel on the whole graph; MPI: the rows exchanged first)
+ *   output   X = X + M Wo^T (or M Wo^T without the residual)
+ *
+ * The forward runs them in order; the backward runs each op's `remake` in
+ * order (the activations the tape does not keep: LayerNorm's output), then
+ * the backwards in reverse. A new sublayer (a feed-forward block, dropout)
+ * is one more entry in the list, not a fifth copy of the round.
+ */
+#include <string.h>
+
+#include "base/base.h"
+#include "model/model.h"
+
+/* What the ops of one round read and write, in either direction. */
+typedef struct {
+    int64_t n;                        /* this process's rows */
+    const ag_weights_t *w;
+    ag_weights_t *g;                  /* backward: the weights' gradients (NULL: none) */
+    const ag_round_opts_t *o;
+    const ag_score_t *sc;             /* the round's score (ag_i_round_score) */
+    float *X;                         /* forward: the states [n, D], in place */
+    const ag_i_round_bufs_t *f;       /* forward buffers */
+    const ag_i_round_back_t *b;       /* backward buffers */
+    const ag_i_reducer_t *red;        /* backward: sums over rows (NULL: one process) */
+    const float *Xin;                 /* what the projections read: Xn or X */
+    ag_i_attend_fn attend;
+    ag_i_attend_back_fn attend_back;
+    void *ctx;                        /* the attention steps' */
+} step_t;
+
+typedef struct {
+    const char *name;
+    int (*forward)(step_t *s, ag_error_t *err);
+    int (*remake)(step_t *s, ag_error_t *err);     /* NULL: nothing to recompute */
+    int (*backward)(step_t *s, ag_error_t *err);
+} op_t;
+
+static int layer_norm(const step_t *s)
+{
+    return s->o && s->o->norm == AG_NORM_LAYER;
+}
+
+/* ---- norm ---- */
+
+static int norm_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    s->Xin = s->X;
+    if (layer_norm(s)) {
+        ag_layer_norm(s->f->Xn, s->X, s->n, s->w->D, s->w->ln_weight, s->w->ln_bias,
+                      ag_i_ln_eps(s->o));
+        s->Xin = s->f->Xn;
+    }
+    return AG_OK;
+}
+
+static int norm_remake(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    s->Xin = s->b->X;
+    if (layer_norm(s)) {
+        ag_layer_norm(s->b->Xn, s->b->X, s->n, s->w->D, s->w->ln_weight, s->w->ln_bias,
+                      ag_i_ln_eps(s->o));
+        s->Xin = s->b->Xn;
+    }
+    return AG_OK;
+}
+
+/* dX (the gradient past the round, from output's backward) += what reached Xn */
+static int norm_backward(step_t *s, ag_error_t *err)
+{
+    const ag_i_round_back_t *b = s->b;
+    const int64_t n = s->n, D = s->w->D;
+    if (layer_norm(s))
+        return ag_i_layer_norm_backward_r(s->red, b->dX, s->g ? s->g->ln_weight : NULL,
+                                          s->g ? s->g->ln_bias : NULL, b->dXn, b->X, n, D,
+                                          s->w->ln_weight, ag_i_ln_eps(s->o), err);
+#pragma omp parallel for if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < n * D; x++)
+        b->dX[x] += b->dXn[x];
+    return AG_OK;
+}
+
+/* ---- project ---- */
+
+void ag_i_project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *Q, float *K,
+                      float *V)
+{
+    const int64_t D = w->D, HD = w->H * w->d;
+    const float *mats[3] = {w->wq, w->wk, w->wv};
+    float *outs[3] = {Q, K, V};
+    for (int m = 0; m < 3; m++) {
+        if (w->per_node)
+            ag_i_project_per_node(outs[m], Xn, mats[m], N, D, HD);
+        else
+            ag_i_gemm_xwt(outs[m], Xn, mats[m], N, D, HD, 0.0f);
+    }
+}
+
+static int project_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    ag_i_project_qkv(s->w, s->Xin, s->n, s->f->Q, s->f->K, s->f->V);
+    return AG_OK;
+}
+
+/* dXn = sum over Q, K, V of dP W (and dW += dP^T Xn) for the layer's projections. */
+static int project_backward(step_t *s, ag_error_t *err)
+{
+    const ag_weights_t *w = s->w;
+    const ag_i_round_back_t *b = s->b;
+    const int64_t n = s->n, D = w->D, HD = w->H * w->d;
+    const float *W[3] = {w->wq, w->wk, w->wv}, *dP[3] = {b->dQ, b->dK, b->dV};
+    float *dW[3] = {s->g ? s->g->wq : NULL, s->g ? s->g->wk : NULL, s->g ? s->g->wv : NULL};
+    if (w->per_node)
+        memset(b->dXn, 0, (size_t)(n * D) * sizeof *b->dXn);
+    for (int m = 0; m < 3; m++) {
+        if (w->per_node) {   /* each row its own matrices: no sum over rows */
+            ag_i_project_per_node_backward(b->dXn, dW[m], dP[m], s->Xin, W[m], n, D, HD);
+            continue;
+        }
+        int rc = dW[m] ? ag_i_gemm_atb_r(s->red, dW[m], dP[m], s->Xin, n, HD, D, err) : AG_OK;
+        if (rc)
+            return rc;
+        ag_i_gemm_xw(b->dXn, dP[m], W[m], n, HD, D, m ? 1.0f : 0.0f);
+    }
+    return AG_OK;
+}
+
+/* ---- attend: the caller's steps ---- */
+
+static int attend_forward(step_t *s, ag_error_t *err)
+{
+    return s->attend(s->ctx, s->w, s->sc, err);
+}
+
+static int attend_backward(step_t *s, ag_error_t *err)
+{
+    return s->attend_back(s->ctx, s->w, s->g, s->sc, err);
+}
+
+/* ---- output: projection and residual ---- */
+
+static int residual(const step_t *s)
+{
+    return !(s->o && s->o->no_residual);
+}
+
+static int output_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    const ag_weights_t *w = s->w;
+    ag_i_gemm_xwt(s->X, s->f->M, w->wo, s->n, w->H * w->d, w->D, residual(s) ? 1.0f : 0.0f);
+    return AG_OK;
+}
+
+/* dM = dX' Wo, dWo += dX'^T M; dX keeps dX' for the residual's path (0 without) */
+static int output_backward(step_t *s, ag_error_t *err)
+{
+    const ag_weights_t *w = s->w;
+    const ag_i_round_back_t *b = s->b;
+    const int64_t n = s->n, D = w->D, HD = w->H * w->d;
+    ag_i_gemm_xw(b->dM, b->dX, w->wo, n, D, HD, 0.0f);
+    int rc = s->g && s->g->wo ? ag_i_gemm_atb_r(s->red, s->g->wo, b->dX, b->M, n, D, HD, err)
+                              : AG_OK;
+    if (!rc && !residual(s))
+        memset(b->dX, 0, (size_t)(n * D) * sizeof *b->dX);
+    return rc;
+}
+
+static const op_t round_ops[] = {
+    {"norm", norm_forward, norm_remake, norm_backward},
+    {"project", project_forward, NULL, project_backward},
+    {"attend", attend_forward, NULL, attend_backward},
+    {"output", output_forward, NULL, output_backward},
+};
+#define N_OPS ((int)(sizeof round_ops / sizeof round_ops[0]))
+
+int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, int k,
+                       const ag_round_opts_t *o, const ag_i_round_bufs_t *b, ag_score_t *sc,
+                       ag_i_attend_fn attend, void *ctx, ag_error_t *err)
+{
+    int rc = ag_i_round_score(sc, o, w, k, err);
+    step_t s = {.n = n, .w = w, .o = o, .sc = sc, .X = X, .f = b, .attend = attend, .ctx = ctx};
+    for (int i = 0; !rc && i < N_OPS; i++)
+        rc = round_ops[i].forward(&s, err);
+    return rc;
+}
+
+int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, int k,
+                        const ag_round_opts_t *o, const ag_i_round_back_t *b,
+                        const ag_i_reducer_t *red, ag_i_attend_back_fn attend_back,
+                        void *ctx, ag_error_t *err)
+{
+    ag_score_t sc;
+    int rc = ag_i_round_score(&sc, o, w, k, err);
+    step_t s = {.n = n, .w = w, .g = g, .o = o, .sc = &sc, .b = b, .red = red,
+                .attend_back = attend_back, .ctx = ctx};
+    for (int i = 0; !rc && i < N_OPS; i++)
+        if (round_ops[i].remake)
+            rc = round_ops[i].remake(&s, err);
+    for (int i = N_OPS - 1; !rc && i >= 0; i--)
+        rc = round_ops[i].backward(&s, err);
+    return rc;
+}
