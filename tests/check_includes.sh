@@ -32,16 +32,26 @@ BEGIN {
     header = $0; sub(/^[^"]*"/, "", header); sub(/".*$/, "", header)
     folder = path; sub("^" src "/", "", folder); sub(/\/[^\/]*$/, "", folder)
     files++
-    if (!(folder in listed)) { bad(path, lineno, "its folder " folder "/ is not in " table); next }
+    if (!(folder in listed)) {
+        bad(path, lineno, "its folder " folder "/ is not in " table)
+        next
+    }
     if (header == "attngraph.h" || header ~ /^attngraph\//) next
-    if (header !~ /\//) { bad(path, lineno, "\"" header "\": name the folder (\"" folder "/" header "\")"); next }
+    if (header !~ /\//) {
+        bad(path, lineno, "\"" header "\": name the folder (\"" folder "/" header "\")")
+        next
+    }
     hfolder = header; sub(/\/[^\/]*$/, "", hfolder)
     if (hfolder == folder) next
-    if (!(hfolder in listed)) { bad(path, lineno, "\"" header "\": no folder " hfolder "/ in " table); next }
+    if (!(hfolder in listed)) {
+        bad(path, lineno, "\"" header "\": no folder " hfolder "/ in " table)
+        next
+    }
     if (allowed[folder, hfolder "/*"]) next
     last = hfolder; sub(/^.*\//, "", last)
     if (header != hfolder "/" last ".h") {
-        bad(path, lineno, "\"" header "\": another folder'\''s private header (" hfolder "/ is open through " hfolder "/" last ".h)")
+        bad(path, lineno, "\"" header "\": another folder'\''s private header (" hfolder \
+            "/ is open through " hfolder "/" last ".h)")
         next
     }
     if (!allowed[folder, hfolder])
