@@ -362,6 +362,7 @@ else
     ok
 fi
 refused "renumbering" run "$T/bias.gml" --edge-bias w --partition metis
+refused "contiguous" run "$T/bias.gml" --per-node-weights --partition metis
 
 # --trace, --until, --save-rounds: rank 0 gathers each round's states and the kernel's
 # figures; the trace (CSV, SVG), the rounds saved and the round --until stops after (2 of

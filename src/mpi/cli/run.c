@@ -89,6 +89,9 @@ static int refuse_metis(const run_opts_t *o, ag_mpi_path_t path)
     if (o->edge_bias)
         return usage_error("run", "--edge-bias with --partition metis: renumbering reorders "
                            "each node's messages; use the contiguous parts");
+    if (o->per_node)
+        return usage_error("run", "--per-node-weights with --partition metis: each process "
+                           "draws the rows of a contiguous range; use the contiguous parts");
     return 0;
 }
 
