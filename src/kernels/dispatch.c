@@ -2,8 +2,9 @@
  * The one entry point of the attention kernels, for both directions: checks
  * a score description, then sends plain dot-product softmax to the fused
  * kernel that fits the neighbourhoods' shape (tiled.c or gather.c) and every
- * other score function to the generic path (generic.c). simple.c holds the
- * plain one-pass kernel the tests hold the fused ones to.
+ * other score function, and the weights and figures of any, to the generic
+ * path (generic.c). simple.c holds the plain one-pass kernel the tests hold
+ * the fused ones to.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,28 @@ int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo
     if (ag_i_use_tiled(a->nb->n_nodes, a->nb->n_edges, one_run))
         return ag_i_attention_tiled_range(&plain, lo, hi, err);
     return ag_i_attention_gather_range(&plain, lo, hi, err);
+}
+
+int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
+                         int64_t H, int64_t d, const ag_score_t *score, int64_t lo, int64_t hi,
+                         float *W, ag_error_t *err)
+{
+    int rc = ag_score_check(score, nb, H, d, err);
+    if (rc)
+        return rc;
+    if (lo < 0 || hi > nb->n_nodes || lo > hi)
+        return ag_i_fail(err, AG_EINVAL, "attention weights: destinations %lld..%lld are outside "
+                         "0..%lld", (long long)lo, (long long)hi, (long long)nb->n_nodes);
+    return ag_i_generic_weights(nb, Q, K, H, d, score, lo, hi, W, err);
+}
+
+int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
+                       int64_t d, const ag_score_t *score, double *entropy, double *distance,
+                       double *max_weight, ag_error_t *err)
+{
+    int rc = ag_score_check(score, nb, H, d, err);
+    return rc ? rc : ag_i_generic_stats(nb, Q, K, H, d, score, entropy, distance, max_weight,
+                                        err);
 }
 
 int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,

@@ -482,18 +482,13 @@ int ag_i_attention_generic_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, in
     return generic_forward(a, (rows_t){lo, hi, klo, khi}, err);
 }
 
-int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
-                         int64_t H, int64_t d, const ag_score_t *score, int64_t lo, int64_t hi,
-                         float *W, ag_error_t *err)
+int ag_i_generic_weights(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
+                         int64_t d, const ag_score_t *score, int64_t lo, int64_t hi, float *W,
+                         ag_error_t *err)
 {
-    int rc = ag_score_check(score, nb, H, d, err);
-    if (rc)
-        return rc;
-    if (lo < 0 || hi > nb->n_nodes || lo > hi)
-        return ag_i_fail(err, AG_EINVAL, "attention weights: destinations %lld..%lld are outside "
-                         "0..%lld", (long long)lo, (long long)hi, (long long)nb->n_nodes);
     sctx_t c;
-    if ((rc = sctx_init(&c, score, all_rows(nb), Q, K, H, d, err)))
+    int rc = sctx_init(&c, score, all_rows(nb), Q, K, H, d, err);
+    if (rc)
         return rc;
     const int64_t base = nb->edge_ptr[lo];
 #pragma omp parallel for if ((nb->edge_ptr[hi] - base) * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
@@ -506,14 +501,14 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
     return AG_OK;
 }
 
-int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
+int ag_i_generic_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
                        int64_t d, const ag_score_t *score, double *entropy, double *distance,
                        double *max_weight, ag_error_t *err)
 {
     sctx_t c;
     ag_i_scratch_t buf;
-    int rc = ag_score_check(score, nb, H, d, err);
-    if (rc || (rc = generic_begin(&c, &buf, score, nb, all_rows(nb), Q, K, H, d, 1, 0, err)))
+    int rc = generic_begin(&c, &buf, score, nb, all_rows(nb), Q, K, H, d, 1, 0, err);
+    if (rc)
         return rc;
 #pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = 0; i < nb->n_nodes; i++) {

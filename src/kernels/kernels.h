@@ -223,6 +223,15 @@ int ag_i_attention_generic(const ag_i_fwd_t *a, ag_error_t *err);
 int ag_i_attention_generic_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo,
                                  int64_t khi, ag_error_t *err);
 
+/* ag_attention_weights and ag_attention_stats for any score, their arguments
+   checked by dispatch.c. */
+int ag_i_generic_weights(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
+                         int64_t d, const ag_score_t *score, int64_t lo, int64_t hi, float *W,
+                         ag_error_t *err);
+int ag_i_generic_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
+                       int64_t d, const ag_score_t *score, double *entropy, double *distance,
+                       double *max_weight, ag_error_t *err);
+
 /* The fastest kernel that applies to nb's shape (dispatch.c). */
 int ag_i_attention_auto(const ag_i_fwd_t *a, ag_error_t *err);
 
