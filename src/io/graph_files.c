@@ -229,7 +229,10 @@ static void drop_default_graphml_ids(igraph_t *graph)
     igraph_cattribute_remove_v(graph, "id");
 }
 
-int ag_i_skip_bom(FILE *f)
+/* Skips a UTF-8 byte-order mark at the start of f (1 if there was one);
+   otherwise f goes back to its start (0), or -1 with errno set where it
+   cannot seek (a pipe: read such input into memory instead). */
+static int skip_bom(FILE *f)
 {
     unsigned char b[3];
     size_t got = fread(b, 1, 3, f);
@@ -257,7 +260,7 @@ static int open_input(FILE **f, char **mem, size_t *mem_len, const char *path,
         return ag_i_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (!is_stdin && fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode)) {
-        if (ag_i_skip_bom(in) < 0) {   /* igraph's text readers would take it for a name */
+        if (skip_bom(in) < 0) {   /* igraph's text readers would take it for a name */
             const int e = errno;
             fclose(in);
             return ag_i_fail(err, AG_EIO, "%s: cannot seek: %s", path, strerror(e));

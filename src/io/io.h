@@ -14,9 +14,4 @@ AG_INTERNAL
 int ag_i_index_read_npy_part(int64_t **values, int64_t *total, const char *path, int64_t first,
                              int64_t count, ag_error_t *err);
 
-/* Skips a UTF-8 byte-order mark at the start of f (1 if there was one);
-   otherwise f goes back to its start (0), or -1 with errno set where it
-   cannot seek (a pipe: read such input into memory instead). */
-int ag_i_skip_bom(FILE *f);
-
 #endif
