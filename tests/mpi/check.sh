@@ -62,6 +62,21 @@ same() {
     done
 }
 
+# fails WORD FILE P ARGS...: attngraph-mpi on P processes fails as bad input (exit 1),
+# one message naming WORD, and FILE ("-": none) is not written
+fails() {
+    word=$1 file=$2 p=$3
+    shift 3
+    mpi "$p" "$@" >/dev/null 2>"$T/err"
+    status=$?
+    if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
+       ! grep -q -- "$word" "$T/err" || { [ "$file" != - ] && [ -e "$file" ]; }; then
+        bad "$*: exit $status, expected 1 and one message naming '$word': $(cat "$T/err")"
+    else
+        ok
+    fi
+}
+
 common="--dim 16 --heads 2 --rounds 2 --seed 3"
 
 # patterns: causal (tiled kernel, wide blocks), window (narrow blocks), random (gather)
@@ -331,15 +346,9 @@ same raw "--pattern random:8,5+window:2 --nodes 2600 --q $T/score-cosine.1.npy \
 --k $T/score-gatv2.1.npy --v $T/score-additive.1.npy --heads 2" "" 1 2 3 4
 same raw-gatv2 "$T/g.edgelist --q $T/graph.1.m.npy --k $T/graph.1.npy --v $T/graph.1.m.npy \
 --score gatv2 --heads 4" "" 3
-mpi 2 run --pattern causal --nodes 2600 --q "$T/score-cosine.1.npy" --k "$T/features.1.npy" \
-    --v "$T/score-cosine.1.npy" --out "$T/raw.bad.npy" >/dev/null 2>"$T/err"
-status=$?
-if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
-   ! grep -q '3000 rows' "$T/err" || [ -e "$T/raw.bad.npy" ]; then
-    bad "raw attention with a --k of the wrong size: exit $status: $(cat "$T/err")"
-else
-    ok
-fi
+fails '3000 rows' "$T/raw.bad.npy" 2 run --pattern causal --nodes 2600 \
+    --q "$T/score-cosine.1.npy" --k "$T/features.1.npy" --v "$T/score-cosine.1.npy" \
+    --out "$T/raw.bad.npy"
 refused "halo" run --pattern causal --nodes 2600 --q "$T/score-cosine.1.npy" \
     --k "$T/score-cosine.1.npy" --v "$T/score-cosine.1.npy" --path ring
 
@@ -353,14 +362,8 @@ awk 'BEGIN { x = 777; print "graph ["; print "  directed 1"
        print "]" }' >"$T/bias.gml"
 same edge-bias "$T/bias.gml $common --edge-bias w" "" 1 2 3 4
 same edge-bias-gat "$T/bias.gml --dim 8 --edge-bias w --score additive --alibi" "" 3
-mpi 2 run "$T/bias.gml" --edge-bias nope --out "$T/bias.bad.npy" >/dev/null 2>"$T/err"
-status=$?
-if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
-   ! grep -q "'nope' is not in the graph" "$T/err" || [ -e "$T/bias.bad.npy" ]; then
-    bad "--edge-bias of a missing attribute: exit $status: $(cat "$T/err")"
-else
-    ok
-fi
+fails "'nope' is not in the graph" "$T/bias.bad.npy" 2 run "$T/bias.gml" --edge-bias nope \
+    --out "$T/bias.bad.npy"
 refused "renumbering" run "$T/bias.gml" --edge-bias w --partition metis
 refused "contiguous" run "$T/bias.gml" --per-node-weights --partition metis
 
@@ -419,14 +422,8 @@ attn_same attn-raw "--pattern random:8,5+window:2 --nodes 2600 --q $T/score-cosi
 --k $T/score-gatv2.1.npy --v $T/score-additive.1.npy --heads 2 --score additive" 2 3
 attn_same attn-until "--pattern causal --nodes 2100 --dim 16 --heads 2 --seed 3 --rounds 6 \
 --until 0.4 --norm layer" 2
-mpi 2 run --pattern causal --nodes 2100 --attn "$T/big.csv" --max-edges 1000 >/dev/null 2>"$T/err"
-status=$?
-if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
-   ! grep -q 'more than --max-edges 1000' "$T/err" || [ -e "$T/big.csv" ]; then
-    bad "--attn beyond --max-edges: exit $status: $(cat "$T/err")"
-else
-    ok
-fi
+fails 'more than --max-edges 1000' "$T/big.csv" 2 run --pattern causal --nodes 2100 \
+    --attn "$T/big.csv" --max-edges 1000
 
 refused "halo path" run --pattern causal --nodes 3000 --trace "$T/ring.csv" --path ring
 
@@ -446,14 +443,7 @@ for name in wq wk wv wo; do mv "$T/pn-$name.npy" "$T/pn/$name.npy"; done
 same per-node-file "--pattern random:8,5+window:2 --nodes 2600 --dim 8 --heads 2 --weights $T/pn" "" 3 4
 
 # the ring streams the fused kernel: other scores are refused there (exit 1, one message)
-mpi 2 run --pattern causal --nodes 3000 --score gatv2 --path ring >/dev/null 2>"$T/err"
-status=$?
-if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
-   ! grep -q "plain dot-product" "$T/err"; then
-    bad "gatv2 on the ring: exit $status, expected 1 naming plain dot-product: $(cat "$T/err")"
-else
-    ok
-fi
+fails "plain dot-product" - 2 run --pattern causal --nodes 3000 --score gatv2 --path ring
 refused "plain dot-product" train --pattern causal --features "$T/causal.1.npy" \
     --labels "$T/causal.1.npy" --score gatv2
 refused "plain dot-product" train --pattern causal --features "$T/causal.1.npy" \
@@ -566,15 +556,8 @@ done
 # a folder without a readout: exit 1, one message, no file
 mkdir -p "$T/noreadout"
 cp "$T/causal.s1"/w*.npy "$T/causal.s1"/ln_*.npy "$T/causal.s1/model.args" "$T/noreadout/"
-mpi 2 run --pattern causal --nodes 4100 --features "$T/tx.npy" --weights "$T/noreadout" \
-    --predict "$T/pred.bad.npy" >/dev/null 2>"$T/err"
-status=$?
-if [ $status -ne 1 ] || [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
-   ! grep -q 'readout.npy' "$T/err" || [ -e "$T/pred.bad.npy" ]; then
-    bad "--predict without a readout: exit $status: $(cat "$T/err")"
-else
-    ok
-fi
+fails 'readout.npy' "$T/pred.bad.npy" 2 run --pattern causal --nodes 4100 \
+    --features "$T/tx.npy" --weights "$T/noreadout" --predict "$T/pred.bad.npy"
 train_same causal-long "--pattern causal $tc --epochs 6 --optimizer sgd --momentum 0.9" 2
 train_same window "--pattern window:40 $tc --epochs 2 --clip 0.5" 2 3 4
 train_same random "--pattern random:8,5+window:2 $tc --epochs 2 --no-residual" 2 3
