@@ -86,6 +86,20 @@ static rows_t all_rows(const ag_nbhd_t *nb)
     return (rows_t){0, nb->n_nodes, 0, nb->n_nodes};
 }
 
+/* out[i * H + h] for rows lo..hi-1 of X [.., H*d]: vec's head h . x_ih, or
+   |x_ih| without vec (each array indexed by global node). */
+static void head_terms(float *out, const float *X, const float *vec, int64_t lo, int64_t hi,
+                       int64_t H, int64_t d)
+{
+    const int64_t HD = H * d;
+#pragma omp parallel for if ((hi - lo) * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t h = 0; h < H; h++) {
+            const float *x = X + i * HD + h * d;
+            out[i * H + h] = vec ? ag_i_dot(vec + h * d, x, d) : sqrtf(ag_i_dot(x, x, d));
+        }
+}
+
 static int sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const float *Q,
                      const float *K, int64_t H, int64_t d, ag_error_t *err)
 {
@@ -113,26 +127,16 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const floa
     /* per-query terms [nq, H] (or [nq, HD]) then per-key terms, each array
        addressed by global node through a pointer moved back by its first row */
     float *more = c->owned + H;
-    if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_COSINE) {
-        float *at_q = more - qlo * H, *at_k = more + nq * H - klo * H;
-#pragma omp parallel for if (nq * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
-        for (int64_t i = qlo; i < rows.qhi; i++)
-            for (int64_t h = 0; h < H; h++) {
-                const float *q = Q + i * HD + h * d;
-                at_q[i * H + h] = kind == AG_SCORE_ADDITIVE ? ag_i_dot(c->sc.a_dst + h * d, q, d)
-                                                            : sqrtf(ag_i_dot(q, q, d));
-            }
-#pragma omp parallel for if (nk * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
-        for (int64_t j = klo; j < rows.khi; j++)
-            for (int64_t h = 0; h < H; h++) {
-                const float *k = K + j * HD + h * d;
-                at_k[j * H + h] = kind == AG_SCORE_ADDITIVE ? ag_i_dot(c->sc.a_src + h * d, k, d)
-                                                            : sqrtf(ag_i_dot(k, k, d));
-            }
-        if (kind == AG_SCORE_ADDITIVE)
-            c->e_src = at_k, c->e_dst = at_q;
-        else
-            c->norm_q = at_q, c->norm_k = at_k;
+    float *at_q = more - qlo * H, *at_k = more + nq * H - klo * H;
+    if (kind == AG_SCORE_ADDITIVE) {
+        head_terms(at_q, Q, c->sc.a_dst, qlo, rows.qhi, H, d);
+        head_terms(at_k, K, c->sc.a_src, klo, rows.khi, H, d);
+        c->e_src = at_k, c->e_dst = at_q;
+    }
+    if (kind == AG_SCORE_COSINE) {
+        head_terms(at_q, Q, NULL, qlo, rows.qhi, H, d);
+        head_terms(at_k, K, NULL, klo, rows.khi, H, d);
+        c->norm_q = at_q, c->norm_k = at_k;
     }
     if (kind == AG_SCORE_GATV2) {   /* a' = a (1 + slope)/2, a'' = a (1 - slope)/2 */
         float *a1 = more + (nq + nk) * H, *a2 = a1 + HD;
@@ -140,15 +144,9 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const floa
             a1[t] = c->sc.a_src[t] * (0.5f + 0.5f * c->sc.slope);
             a2[t] = c->sc.a_src[t] * (0.5f - 0.5f * c->sc.slope);
         }
-        c->g_dst = more - qlo * H, c->g_src = more + nq * H - klo * H, c->a_abs = a2;
-#pragma omp parallel for if (nq * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
-        for (int64_t i = qlo; i < rows.qhi; i++)
-            for (int64_t h = 0; h < H; h++)
-                c->g_dst[i * H + h] = ag_i_dot(a1 + h * d, Q + i * HD + h * d, d);
-#pragma omp parallel for if (nk * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
-        for (int64_t j = klo; j < rows.khi; j++)
-            for (int64_t h = 0; h < H; h++)
-                c->g_src[j * H + h] = ag_i_dot(a1 + h * d, K + j * HD + h * d, d);
+        head_terms(at_q, Q, a1, qlo, rows.qhi, H, d);
+        head_terms(at_k, K, a1, klo, rows.khi, H, d);
+        c->g_dst = at_q, c->g_src = at_k, c->a_abs = a2;
     }
     if (kind == AG_SCORE_LINEAR) {
         float *pq = more - qlo * HD, *pk = more + nq * HD - klo * HD;
