@@ -13,26 +13,14 @@
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
                       int rounds, ag_error_t *err);
 
-/* LayerNorm's epsilon of the options (NULL: the default). */
-float ag_i_ln_eps(const ag_round_opts_t *o);
-
-/* The score of a round with layer w (index k, for messages): the options' score
-   with the layer's attention vectors filled in where the options have none.
-   Refuses a negative or non-finite ln_eps (every path calls it before its first round). */
-int ag_i_round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w, int k,
-                     ag_error_t *err);
-
-/* Q, K, V [N, H*d] = Xn [N, D] times w's projections (shared or per node). */
-void ag_i_project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *Q, float *K,
-                      float *V);
-
 /*
  * One round's forward, written once (round.c: a list of operations) for the
  * rounds (rounds.c), their training forward (train/backprop.c) and both on
  * several processes (mpi/): on the n rows of X [n, D] in place,
  *   Xn = LayerNorm(X) (o's norm) or X;  Q, K, V = Xn's projections by w;
  *   M = attend(ctx, sc);  X = X + M Wo^T (or M Wo^T without o's residual).
- * sc is the round's score (ag_i_round_score of o, w and k). attend is what
+ * sc gets the round's score: o's, with w's attention vectors filled in
+ * where o has none (k, the layer's index, names it in messages). attend is what
  * differs between callers (one process: the kernel on the whole graph; MPI:
  * the exchange of K and V rows first); it reads b's Q, K and V and writes b's
  * M. b->Xn is needed with a norm only.

@@ -13,10 +13,42 @@
  * the backwards in reverse. A new sublayer (a feed-forward block, dropout)
  * is one more entry in the list, not a fifth copy of the round.
  */
+#include <math.h>
 #include <string.h>
 
 #include "base/base.h"
 #include "model/model.h"
+
+/* LayerNorm's epsilon of the options (NULL: the default). */
+static float ln_eps(const ag_round_opts_t *o)
+{
+    return o ? o->ln_eps : (ag_round_opts_t)AG_ROUND_OPTS_INIT.ln_eps;
+}
+
+/* The score of a round with layer w (index k, for messages): the options' score
+   with the layer's attention vectors filled in where the options have none.
+   Refuses a negative or non-finite ln_eps. */
+static int round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w, int k,
+                       ag_error_t *err)
+{
+    if (o && (!(o->ln_eps >= 0) || !isfinite(o->ln_eps)))
+        return ag_i_fail(err, AG_EINVAL, "rounds: ln_eps %g; expected a finite value >= 0 (1e-5 "
+                         "in AG_ROUND_OPTS_INIT)", o->ln_eps);
+    *sc = o && o->score ? *o->score : (ag_score_t)AG_SCORE_INIT;
+    if (sc->kind == AG_SCORE_ADDITIVE && !sc->a_src) {
+        sc->a_src = w->attn_src, sc->a_dst = w->attn_dst;
+        if (!sc->a_src || !sc->a_dst)
+            return ag_i_fail(err, AG_EINVAL, "rounds: additive scores need attn_src and attn_dst "
+                             "[H, d] in layer %d's weights", k + 1);
+    }
+    if (sc->kind == AG_SCORE_GATV2 && !sc->a_src) {
+        sc->a_src = w->attn;
+        if (!sc->a_src)
+            return ag_i_fail(err, AG_EINVAL, "rounds: gatv2 scores need attn [H, d] in layer %d's "
+                             "weights", k + 1);
+    }
+    return AG_OK;
+}
 
 /* What the ops of one round read and write, in either direction. */
 typedef struct {
@@ -55,7 +87,7 @@ static int norm_forward(step_t *s, ag_error_t *err)
     s->Xin = s->X;
     if (layer_norm(s)) {
         ag_layer_norm(s->f->Xn, s->X, s->n, s->w->D, s->w->ln_weight, s->w->ln_bias,
-                      ag_i_ln_eps(s->o));
+                      ln_eps(s->o));
         s->Xin = s->f->Xn;
     }
     return AG_OK;
@@ -67,7 +99,7 @@ static int norm_remake(step_t *s, ag_error_t *err)
     s->Xin = s->b->X;
     if (layer_norm(s)) {
         ag_layer_norm(s->b->Xn, s->b->X, s->n, s->w->D, s->w->ln_weight, s->w->ln_bias,
-                      ag_i_ln_eps(s->o));
+                      ln_eps(s->o));
         s->Xin = s->b->Xn;
     }
     return AG_OK;
@@ -81,7 +113,7 @@ static int norm_backward(step_t *s, ag_error_t *err)
     if (layer_norm(s))
         return ag_i_layer_norm_backward_r(s->red, b->dX, s->g ? s->g->ln_weight : NULL,
                                           s->g ? s->g->ln_bias : NULL, b->dXn, b->X, n, D,
-                                          s->w->ln_weight, ag_i_ln_eps(s->o), err);
+                                          s->w->ln_weight, ln_eps(s->o), err);
 #pragma omp parallel for if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < n * D; x++)
         b->dX[x] += b->dXn[x];
@@ -90,8 +122,9 @@ static int norm_backward(step_t *s, ag_error_t *err)
 
 /* ---- project ---- */
 
-void ag_i_project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *Q, float *K,
-                      float *V)
+/* Q, K, V [N, H*d] = Xn [N, D] times w's projections (shared or per node). */
+static void project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *Q, float *K,
+                        float *V)
 {
     const int64_t D = w->D, HD = w->H * w->d;
     const float *mats[3] = {w->wq, w->wk, w->wv};
@@ -107,7 +140,7 @@ void ag_i_project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *
 static int project_forward(step_t *s, ag_error_t *err)
 {
     (void)err;
-    ag_i_project_qkv(s->w, s->Xin, s->n, s->f->Q, s->f->K, s->f->V);
+    project_qkv(s->w, s->Xin, s->n, s->f->Q, s->f->K, s->f->V);
     return AG_OK;
 }
 
@@ -187,7 +220,7 @@ int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, int k,
                        const ag_round_opts_t *o, const ag_i_round_bufs_t *b, ag_score_t *sc,
                        ag_i_attend_fn attend, void *ctx, ag_error_t *err)
 {
-    int rc = ag_i_round_score(sc, o, w, k, err);
+    int rc = round_score(sc, o, w, k, err);
     step_t s = {.n = n, .w = w, .o = o, .sc = sc, .X = X, .f = b, .attend = attend, .ctx = ctx};
     for (int i = 0; !rc && i < N_OPS; i++)
         rc = round_ops[i].forward(&s, err);
@@ -200,7 +233,7 @@ int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, int k
                         void *ctx, ag_error_t *err)
 {
     ag_score_t sc;
-    int rc = ag_i_round_score(&sc, o, w, k, err);
+    int rc = round_score(&sc, o, w, k, err);
     step_t s = {.n = n, .w = w, .g = g, .o = o, .sc = &sc, .b = b, .red = red,
                 .attend_back = attend_back, .ctx = ctx};
     for (int i = 0; !rc && i < N_OPS; i++)

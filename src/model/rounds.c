@@ -78,33 +78,6 @@ void ag_round_opts_init(ag_round_opts_t *opts)
     *opts = (ag_round_opts_t)AG_ROUND_OPTS_INIT;
 }
 
-float ag_i_ln_eps(const ag_round_opts_t *o)
-{
-    return o ? o->ln_eps : (ag_round_opts_t)AG_ROUND_OPTS_INIT.ln_eps;
-}
-
-int ag_i_round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w, int k,
-                     ag_error_t *err)
-{
-    if (o && (!(o->ln_eps >= 0) || !isfinite(o->ln_eps)))
-        return ag_i_fail(err, AG_EINVAL, "rounds: ln_eps %g; expected a finite value >= 0 (1e-5 "
-                         "in AG_ROUND_OPTS_INIT)", o->ln_eps);
-    *sc = o && o->score ? *o->score : (ag_score_t)AG_SCORE_INIT;
-    if (sc->kind == AG_SCORE_ADDITIVE && !sc->a_src) {
-        sc->a_src = w->attn_src, sc->a_dst = w->attn_dst;
-        if (!sc->a_src || !sc->a_dst)
-            return ag_i_fail(err, AG_EINVAL, "rounds: additive scores need attn_src and attn_dst "
-                             "[H, d] in layer %d's weights", k + 1);
-    }
-    if (sc->kind == AG_SCORE_GATV2 && !sc->a_src) {
-        sc->a_src = w->attn;
-        if (!sc->a_src)
-            return ag_i_fail(err, AG_EINVAL, "rounds: gatv2 scores need attn [H, d] in layer %d's "
-                             "weights", k + 1);
-    }
-    return AG_OK;
-}
-
 /* One process's attention: the kernel on the whole graph, with the figures
    and progress the options ask for. */
 typedef struct {
