@@ -662,7 +662,7 @@ END_TEST
 
 /*
  * Plain dot-product softmax (no score, and dot with beta) goes to the fused
- * kernels; ag_i_backward_simple is called directly too, with lse and D from
+ * kernels; AG_I_KERNEL_SIMPLE is called directly too, with lse and D from
  * the one-pass forward.
  */
 START_TEST(plain_dot_on_awkward_graphs)
@@ -699,15 +699,17 @@ START_TEST(plain_dot_on_awkward_graphs)
                 ag_error_t err;
                 ck_assert_int_eq(ag_nbhd_transpose(&p.g.nb, &err), AG_OK);
                 ck_assert_int_eq(
-                    ag_i_attention_online(&(ag_i_fwd_t){&p.g.nb, p.Q, p.K, p.V, H, d,
-                                                        1 / sqrtf((float)d), NULL, M, &x},
+                    ag_i_attention_with(AG_I_KERNEL_SIMPLE,
+                                        &(ag_i_fwd_t){&p.g.nb, p.Q, p.K, p.V, H, d,
+                                                        AG_I_DOT_SCORE(1 / sqrtf((float)d)), M, &x},
                                           &err),
                     AG_OK);
                 for (int64_t i = 0; i < N * H; i++)
                     Dd[i] = ag_i_dot(p.dM + i * d, M + i * d, d);
-                const ag_i_bwd_t op = {&p.g.nb, p.Q, p.K, p.V, p.dM, H, d, 1 / sqrtf((float)d),
-                                       NULL, lse, Dd, {p.dQ, p.dK, p.dV, NULL, NULL, NULL}};
-                ck_assert_int_eq(ag_i_backward_simple(&op, &err), AG_OK);
+                const ag_i_bwd_t op = {&p.g.nb, p.Q, p.K, p.V, p.dM, H, d,
+                                       AG_I_DOT_SCORE(1 / sqrtf((float)d)), lse, Dd,
+                                       {p.dQ, p.dK, p.dV, NULL, NULL, NULL}};
+                ck_assert_int_eq(ag_i_backward_with(AG_I_KERNEL_SIMPLE, &op, &err), AG_OK);
                 const int64_t n = N * HD;
                 check_grad(&p, what, "dQ", p.Q, p.dQ, n, 1e-3f, 1e-5);
                 check_grad(&p, what, "dK", p.K, p.dK, n, 1e-3f, 1e-5);
@@ -891,8 +893,8 @@ START_TEST(backward_refuses_what_it_cannot_do)
     ag_nbhd_t plain;
     ck_assert_int_eq(ag_nbhd_from_csr(&plain, 1, (int64_t[]){0, 1}, (int64_t[]){0}, &err), AG_OK);
     ck_assert_fails_with(
-        ag_i_backward_generic(
-            &(ag_i_bwd_t){&plain, Q, K, V, dM, H, d, 0.0f, &p.sc, NULL, NULL, full}, &err),
+        ag_i_backward_with(AG_I_KERNEL_GENERIC,
+                           &(ag_i_bwd_t){&plain, Q, K, V, dM, H, d, &p.sc, NULL, NULL, full}, &err),
         err, AG_EINVAL, "not transposed");
     ag_nbhd_destroy(&plain);
     problem_free(&p);

@@ -142,10 +142,13 @@ START_TEST(simple_kernel_refusal_is_a_limit)
     float *x = calloc((size_t)(H * d), sizeof *x);
     ag_error_t err;
     const int64_t old = ag_set_memory_budget(BUDGET);
-    ck_refused(ag_i_attention_online(&(ag_i_fwd_t){&nb, x, x, x, H, d, 1.0f, NULL, x, NULL}, &err),
+    ck_refused(ag_i_attention_with(AG_I_KERNEL_SIMPLE,
+                                   &(ag_i_fwd_t){&nb, x, x, x, H, d, AG_I_DOT_SCORE(1.0f), x, NULL},
+                                   &err),
                err);
     ck_assert_int_eq(
-        ag_i_attention_online(&(ag_i_fwd_t){&nb, x, x, x, H, d, 1.0f, NULL, x, NULL}, NULL),
+        ag_i_attention_with(AG_I_KERNEL_SIMPLE,
+                            &(ag_i_fwd_t){&nb, x, x, x, H, d, AG_I_DOT_SCORE(1.0f), x, NULL}, NULL),
         AG_ELIMIT);
     ag_set_memory_budget(old);
     free(x);

@@ -59,7 +59,7 @@ static int64_t messages(const ag_nbhd_t *nb, int64_t **src, int64_t **dst)
 }
 
 /* Runs the kernel and checks it against the simple kernel and the reference. */
-static void check_kernel(ag_i_forward_fn kernel, const char *spec, int64_t N, int64_t H,
+static void check_kernel(ag_i_kernel_t kernel, const char *spec, int64_t N, int64_t H,
                          int64_t d, float q_scale)
 {
     ag_nbhd_t nb;
@@ -72,10 +72,15 @@ static void check_kernel(ag_i_forward_fn kernel, const char *spec, int64_t N, in
     fill_uniform(V, N * HD, 9, 1.0f);
     ag_error_t err;
     const float scale = 1.0f / sqrtf((float)d);
-    ck_assert_msg(kernel(&(ag_i_fwd_t){&nb, Q, K, V, H, d, scale, NULL, M, NULL}, &err) == AG_OK,
+    ck_assert_msg(ag_i_attention_with(kernel,
+                                      &(ag_i_fwd_t){&nb, Q, K, V, H, d,
+                                                    AG_I_DOT_SCORE(scale), M, NULL},
+                                      &err) == AG_OK,
                   "%s", err.msg);
     ck_assert_int_eq(
-        ag_i_attention_online(&(ag_i_fwd_t){&nb, Q, K, V, H, d, scale, NULL, Ms, NULL}, &err),
+        ag_i_attention_with(AG_I_KERNEL_SIMPLE,
+                            &(ag_i_fwd_t){&nb, Q, K, V, H, d, AG_I_DOT_SCORE(scale), Ms, NULL},
+                            &err),
         AG_OK);
     int64_t *src, *dst;
     const int64_t E = messages(&nb, &src, &dst);
@@ -99,7 +104,7 @@ static void check_kernel(ag_i_forward_fn kernel, const char *spec, int64_t N, in
    (|s| up to ~30 * sqrt(d), far past the cut-off of exp2). */
 START_TEST(fast_kernels_match_reference)
 {
-    const ag_i_forward_fn kernels[] = {ag_i_attention_tiled, ag_i_attention_gather};
+    const ag_i_kernel_t kernels[] = {AG_I_KERNEL_TILED, AG_I_KERNEL_GATHER};
     for (int k = 0; k < 2; k++)
         for (int sharp = 0; sharp < 2; sharp++)
             check_kernel(kernels[k], shapes[_i].spec, shapes[_i].N, shapes[_i].H,
@@ -111,10 +116,10 @@ END_TEST
    not fill a vector, a node without in-edges. */
 START_TEST(gather_on_irregular_graphs)
 {
-    check_kernel(ag_i_attention_gather, "random:16,3+window:1", 500, 1, 64, 1.0f);
-    check_kernel(ag_i_attention_gather, "random:5,4", 90, 3, 7, 3.0f);
-    check_kernel(ag_i_attention_gather, "causal&!strided:3+global:2", 77, 2, 33, 1.0f);
-    check_kernel(ag_i_attention_gather, "bigbird:8,3,1,2", 96, 2, 16, 2.0f);
+    check_kernel(AG_I_KERNEL_GATHER, "random:16,3+window:1", 500, 1, 64, 1.0f);
+    check_kernel(AG_I_KERNEL_GATHER, "random:5,4", 90, 3, 7, 3.0f);
+    check_kernel(AG_I_KERNEL_GATHER, "causal&!strided:3+global:2", 77, 2, 33, 1.0f);
+    check_kernel(AG_I_KERNEL_GATHER, "bigbird:8,3,1,2", 96, 2, 16, 2.0f);
     /* multi-edges through igraph: random10 has repeated edges and self-loops */
     igraph_t g;
     ag_nbhd_t nb;
@@ -128,7 +133,10 @@ START_TEST(gather_on_irregular_graphs)
     for (int64_t e = 0; e < igraph_ecount(&g); e++)
         src[e] = IGRAPH_FROM(&g, e), dst[e] = IGRAPH_TO(&g, e);
     ck_assert_int_eq(
-        ag_i_attention_gather(&(ag_i_fwd_t){&nb, Q, K, V, 2, 3, 1 / sqrtf(3), NULL, M, NULL}, &err),
+        ag_i_attention_with(AG_I_KERNEL_GATHER,
+                            &(ag_i_fwd_t){&nb, Q, K, V, 2, 3,
+                                          AG_I_DOT_SCORE(1 / sqrtf(3)), M, NULL},
+                            &err),
         AG_OK);
     ref_attention(10, src, dst, igraph_ecount(&g), Q, K, V, 2, 3, Mref, NULL);
     ck_assert_double_le(max_abs_diff_fd(M, Mref, 60), 2e-5);
@@ -145,7 +153,9 @@ START_TEST(tiled_refuses_several_runs)
     float x[40] = {0};
     ag_error_t err;
     ck_assert_fails_with(
-        ag_i_attention_tiled(&(ag_i_fwd_t){&nb, x, x, x, 1, 4, 1.0f, NULL, x, NULL}, &err), err,
+        ag_i_attention_with(AG_I_KERNEL_TILED,
+                            &(ag_i_fwd_t){&nb, x, x, x, 1, 4, AG_I_DOT_SCORE(1.0f), x, NULL},
+                            &err), err,
         AG_EINVAL, "more than one run");
     ag_nbhd_destroy(&nb);
 }
@@ -164,7 +174,9 @@ START_TEST(tiled_huge_logits)
         Q[x] = roundf(Q[x]), K[x] = roundf(K[x]);
     ag_error_t err;
     ck_assert_int_eq(
-        ag_i_attention_tiled(&(ag_i_fwd_t){&nb, Q, K, V, 1, d, 0.5f, NULL, M, NULL}, &err), AG_OK);
+        ag_i_attention_with(AG_I_KERNEL_TILED,
+                            &(ag_i_fwd_t){&nb, Q, K, V, 1, d, AG_I_DOT_SCORE(0.5f), M, NULL},
+                            &err), AG_OK);
     int64_t *src, *dst;
     const int64_t E = messages(&nb, &src, &dst);
     ref_attention(N, src, dst, E, Q, K, V, 1, d, Mref, NULL);
@@ -191,22 +203,30 @@ START_TEST(fast_kernels_identical_for_1_and_2_threads)
     ag_error_t err;
     omp_set_num_threads(1);
     ck_assert_int_eq(
-        ag_i_attention_tiled(&(ag_i_fwd_t){&nb, Q, K, V, H, d, 0.2f, NULL, M1, NULL}, &err), AG_OK);
+        ag_i_attention_with(AG_I_KERNEL_TILED,
+                            &(ag_i_fwd_t){&nb, Q, K, V, H, d, AG_I_DOT_SCORE(0.2f), M1, NULL},
+                            &err), AG_OK);
     /* 2 threads take a head each, 3 share each head's blocks */
     for (int t = 2; t <= 3; t++) {
         omp_set_num_threads(t);
         ck_assert_int_eq(
-            ag_i_attention_tiled(&(ag_i_fwd_t){&nb, Q, K, V, H, d, 0.2f, NULL, M2, NULL}, &err),
+            ag_i_attention_with(AG_I_KERNEL_TILED,
+                                &(ag_i_fwd_t){&nb, Q, K, V, H, d, AG_I_DOT_SCORE(0.2f), M2, NULL},
+                                &err),
             AG_OK);
         ck_assert_mem_eq(M1, M2, N * HD * 4);
     }
     omp_set_num_threads(1);
     ck_assert_int_eq(
-        ag_i_attention_gather(&(ag_i_fwd_t){&nb, Q, K, V, H, d, 0.2f, NULL, M1, NULL}, &err),
+        ag_i_attention_with(AG_I_KERNEL_GATHER,
+                            &(ag_i_fwd_t){&nb, Q, K, V, H, d, AG_I_DOT_SCORE(0.2f), M1, NULL},
+                            &err),
         AG_OK);
     omp_set_num_threads(2);
     ck_assert_int_eq(
-        ag_i_attention_gather(&(ag_i_fwd_t){&nb, Q, K, V, H, d, 0.2f, NULL, M2, NULL}, &err),
+        ag_i_attention_with(AG_I_KERNEL_GATHER,
+                            &(ag_i_fwd_t){&nb, Q, K, V, H, d, AG_I_DOT_SCORE(0.2f), M2, NULL},
+                            &err),
         AG_OK);
     ck_assert_mem_eq(M1, M2, N * HD * 4);
     free(Q), free(K), free(V), free(M1), free(M2);
@@ -272,9 +292,9 @@ START_TEST(every_instruction_set_variant)
     const ag_simd_level_t best = ag_i_simd_level();
     for (int level = AG_SIMD_BASE; level <= (int)best; level++) {
         ag_i_simd_force(level);
-        check_kernel(ag_i_attention_tiled, "causal", 150, 2, 20, 1.0f);
-        check_kernel(ag_i_attention_tiled, "window:40", 300, 1, 64, 3.0f);
-        check_kernel(ag_i_attention_gather, "random:9,2+window:2", 200, 2, 24, 1.0f);
+        check_kernel(AG_I_KERNEL_TILED, "causal", 150, 2, 20, 1.0f);
+        check_kernel(AG_I_KERNEL_TILED, "window:40", 300, 1, 64, 3.0f);
+        check_kernel(AG_I_KERNEL_GATHER, "random:9,2+window:2", 200, 2, 24, 1.0f);
         float x[32] = {-126.0f, -3.5f, -0.25f, 0.0f, -INFINITY, -200.0f}, y[32];
         exp2_all(x, y, 16);
         ck_assert_float_eq_tol(y[1], exp2f(-3.5f), 2.5e-7f * exp2f(-3.5f));

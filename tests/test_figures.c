@@ -104,7 +104,7 @@ static void check_public(const fix_t *f, const ag_score_t *sc, const char *what)
 }
 
 /* One private kernel (plain scaled-dot scores) with figures. */
-static void check_kernel(const fix_t *f, ag_i_forward_fn kernel, const char *what)
+static void check_kernel(const fix_t *f, ag_i_kernel_t kernel, const char *what)
 {
     const int64_t n = f->N * f->H * f->d, NH = f->N * f->H;
     float *M0 = malloc((size_t)n * sizeof(float)), *M1 = malloc((size_t)n * sizeof(float));
@@ -113,11 +113,17 @@ static void check_kernel(const fix_t *f, ag_i_forward_fn kernel, const char *wha
     const float scale = 1.0f / sqrtf((float)f->d);
     ag_error_t err;
     ck_assert_int_eq(
-        kernel(&(ag_i_fwd_t){&f->nb, f->Q, f->K, f->V, f->H, f->d, scale, NULL, M0, NULL}, &err),
+        ag_i_attention_with(kernel,
+                            &(ag_i_fwd_t){&f->nb, f->Q, f->K, f->V, f->H, f->d,
+                                          AG_I_DOT_SCORE(scale), M0, NULL},
+                            &err),
         AG_OK);
     kext_t x = {ent, top, dist, NULL, NULL, 0, 0, 0, NULL};
     ck_assert_int_eq(
-        kernel(&(ag_i_fwd_t){&f->nb, f->Q, f->K, f->V, f->H, f->d, scale, NULL, M1, &x}, &err),
+        ag_i_attention_with(kernel,
+                            &(ag_i_fwd_t){&f->nb, f->Q, f->K, f->V, f->H, f->d,
+                                          AG_I_DOT_SCORE(scale), M1, &x},
+                            &err),
         AG_OK);
     ck_assert_msg(memcmp(M0, M1, (size_t)n * sizeof(float)) == 0, "%s: M changed", what);
     check_against_stats(f, NULL, ent, top, dist, what);
@@ -138,10 +144,10 @@ START_TEST(test_atoms)
     fix_t f;
     fix_init(&f, atoms[_i], 40, 2, 19, 2.0f, AG_SELF_KEEP);
     check_public(&f, NULL, atoms[_i]);
-    check_kernel(&f, ag_i_attention_online, atoms[_i]);
-    check_kernel(&f, ag_i_attention_gather, atoms[_i]);
+    check_kernel(&f, AG_I_KERNEL_SIMPLE, atoms[_i]);
+    check_kernel(&f, AG_I_KERNEL_GATHER, atoms[_i]);
     if (ag_i_tiled_applies(&f.nb))
-        check_kernel(&f, ag_i_attention_tiled, atoms[_i]);
+        check_kernel(&f, AG_I_KERNEL_TILED, atoms[_i]);
     fix_free(&f);
 }
 END_TEST
@@ -160,10 +166,10 @@ START_TEST(test_sharp_and_large)
         fix_t f;
         fix_init(&f, cases[k].spec, cases[k].N, cases[k].H, cases[k].d, cases[k].q,
                  AG_SELF_KEEP);
-        check_kernel(&f, ag_i_attention_online, cases[k].spec);
-        check_kernel(&f, ag_i_attention_gather, cases[k].spec);
+        check_kernel(&f, AG_I_KERNEL_SIMPLE, cases[k].spec);
+        check_kernel(&f, AG_I_KERNEL_GATHER, cases[k].spec);
         if (ag_i_tiled_applies(&f.nb))
-            check_kernel(&f, ag_i_attention_tiled, cases[k].spec);
+            check_kernel(&f, AG_I_KERNEL_TILED, cases[k].spec);
         check_public(&f, NULL, cases[k].spec);
         fix_free(&f);
     }
@@ -231,8 +237,8 @@ START_TEST(test_random_csr)
     fill_uniform(f.K, N * H * d, 22, 1.0f);
     fill_uniform(f.V, N * H * d, 23, 1.0f);
     check_public(&f, NULL, "csr");
-    check_kernel(&f, ag_i_attention_online, "csr simple");
-    check_kernel(&f, ag_i_attention_gather, "csr gather");
+    check_kernel(&f, AG_I_KERNEL_SIMPLE, "csr simple");
+    check_kernel(&f, AG_I_KERNEL_GATHER, "csr gather");
     const ag_score_t cos = {SCORE_DEFAULTS, .kind = AG_SCORE_COSINE};
     check_public(&f, &cos, "csr cosine");
     free(indptr), free(indices);

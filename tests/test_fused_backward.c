@@ -27,19 +27,20 @@ typedef struct {
     int64_t *src, *dst;               /* messages in slot order (dst ascending) */
     float *Q, *K, *V, *dM;            /* [N, H*d] */
     float scale;
+    ag_score_t score;                 /* plain dot-product, times scale */
 } prob_t;
 
 /* The forward's operands of p (its scale: the plain kernels). */
 static ag_i_fwd_t fwd_of(const prob_t *p, float *M, kext_t *x)
 {
-    return (ag_i_fwd_t){&p->nb, p->Q, p->K, p->V, p->H, p->d, p->scale, NULL, M, x};
+    return (ag_i_fwd_t){&p->nb, p->Q, p->K, p->V, p->H, p->d, &p->score, M, x};
 }
 
 /* The backward's, writing dQ, dK and dV at g, g + n and g + 2n (n = N*H*d). */
 static ag_i_bwd_t bwd_of(const prob_t *p, const float *lse, const float *Dd, float *g)
 {
     const int64_t n = p->N * p->H * p->d;
-    return (ag_i_bwd_t){&p->nb, p->Q, p->K, p->V, p->dM, p->H, p->d, p->scale, NULL, lse, Dd,
+    return (ag_i_bwd_t){&p->nb, p->Q, p->K, p->V, p->dM, p->H, p->d, &p->score, lse, Dd,
                         {g, g + n, g + 2 * n, NULL, NULL, NULL}};
 }
 
@@ -62,6 +63,7 @@ static void prob_inputs(prob_t *p, int64_t H, int64_t d, float q_scale, uint64_t
     ck_assert_msg(ag_nbhd_transpose(&p->nb, &err) == AG_OK, "%s", err.msg);
     prob_messages(p);
     p->H = H, p->d = d, p->scale = 1.0f / sqrtf((float)d);
+    p->score = *AG_I_DOT_SCORE(p->scale);
     const int64_t n = p->N * H * d;
     float **arrays[4] = {&p->Q, &p->K, &p->V, &p->dM};
     for (int a = 0; a < 4; a++) {
@@ -141,7 +143,7 @@ static void ref_grads(const prob_t *p, double *gQ, double *gK, double *gV, doubl
     free(s), free(m);
 }
 
-/* The forward (ag_i_attention_gather or _tiled) with lse; M is bitwise the
+/* The forward (AG_I_KERNEL_GATHER or _tiled) with lse; M is bitwise the
    same as without it. Dd [N, H] = rowsum(dM * M). */
 static void forward(const prob_t *p, int tiled, float *M, float *lse, float *Dd)
 {
@@ -150,10 +152,10 @@ static void forward(const prob_t *p, int tiled, float *M, float *lse, float *Dd)
     kext_t x = {0};
     x.lse = lse;
     ag_error_t err;
-    const ag_i_forward_fn fn = tiled ? ag_i_attention_tiled : ag_i_attention_gather;
+    const ag_i_kernel_t fn = tiled ? AG_I_KERNEL_TILED : AG_I_KERNEL_GATHER;
     const ag_i_fwd_t alone = fwd_of(p, M0, NULL), with_lse = fwd_of(p, M, &x);
-    ck_assert_int_eq(fn(&alone, &err), AG_OK);
-    ck_assert_int_eq(fn(&with_lse, &err), AG_OK);
+    ck_assert_int_eq(ag_i_attention_with(fn, &alone, &err), AG_OK);
+    ck_assert_int_eq(ag_i_attention_with(fn, &with_lse, &err), AG_OK);
     ck_assert_mem_eq(M0, M, (size_t)(N * HD) * sizeof *M);
     for (int64_t i = 0; i < N; i++)
         for (int64_t h = 0; h < H; h++) {
@@ -229,8 +231,8 @@ static void check_problem(prob_t *p, const char *what, int fd)
     float *Dd = malloc((size_t)(N * H + 1) * 4), *g = malloc((size_t)(3 * n + 1) * 4);
     float *s = malloc((size_t)(3 * n + 1) * 4);
     const int tiled = ag_i_tiled_applies(&p->nb);
-    const ag_i_backward_fn fns[3] = {ag_i_backward_simple, ag_i_backward_gather,
-                                     ag_i_backward_tiled};
+    const ag_i_kernel_t fns[3] = {AG_I_KERNEL_SIMPLE, AG_I_KERNEL_GATHER,
+                                     AG_I_KERNEL_TILED};
     const char *names[3] = {"simple", "gather", "tiled"};
     ag_error_t err;
     for (int fw = 0; fw <= tiled; fw++) {
@@ -246,9 +248,9 @@ static void check_problem(prob_t *p, const char *what, int fd)
                           fw ? "tiled" : "gather", (long long)x, lse[x], lse_ref[x]);
         }
         const ag_i_bwd_t ref = bwd_of(p, lse, Dd, s), fused = bwd_of(p, lse, Dd, g);
-        ck_assert_int_eq(ag_i_backward_simple(&ref, &err), AG_OK);
+        ck_assert_int_eq(ag_i_backward_with(AG_I_KERNEL_SIMPLE, &ref, &err), AG_OK);
         for (int k = 0; k < 2 + tiled; k++) {
-            ck_assert_msg(fns[k](&fused, &err) == AG_OK, "%s", err.msg);
+            ck_assert_msg(ag_i_backward_with(fns[k], &fused, &err) == AG_OK, "%s", err.msg);
             const double *want[3] = {gQ, gK, gV};
             for (int a = 0; a < 3; a++) {
                 const double e = rel_err(g + a * n, want[a], n);
@@ -459,8 +461,9 @@ START_TEST(fused_backward_refusals)
     prob_pattern(&p, "window:2+global:1", 10, 1, 4, 1.0f);
     float x[40] = {0};
     ag_error_t err;
-    ag_i_bwd_t bad = {&p.nb, x, x, x, x, 1, 4, 1.0f, NULL, x, x, {x, x, x, NULL, NULL, NULL}};
-    ck_assert_fails_with(ag_i_backward_tiled(&bad, &err), err, AG_EINVAL, "more than one run");
+    ag_i_bwd_t bad = {&p.nb, x, x, x, x, 1, 4, NULL, x, x, {x, x, x, NULL, NULL, NULL}};
+    ck_assert_fails_with(ag_i_backward_with(AG_I_KERNEL_TILED,
+                                            &bad, &err), err, AG_EINVAL, "more than one run");
     prob_free(&p);
     ag_pattern_t *pat;
     ag_nbhd_t nb;
@@ -468,15 +471,17 @@ START_TEST(fused_backward_refusals)
     ck_assert_int_eq(ag_nbhd_from_pattern(&nb, pat, 10, AG_SELF_KEEP, &err), AG_OK);
     ag_pattern_free(pat);
     bad.nb = &nb;
-    ck_assert_fails_with(ag_i_backward_tiled(&bad, &err), err, AG_EINVAL, "not transposed");
-    ck_assert_fails_with(ag_i_backward_gather(&bad, &err), err, AG_EINVAL, "not transposed");
+    ck_assert_fails_with(ag_i_backward_with(AG_I_KERNEL_TILED,
+                                            &bad, &err), err, AG_EINVAL, "not transposed");
+    ck_assert_fails_with(ag_i_backward_with(AG_I_KERNEL_GATHER,
+                                            &bad, &err), err, AG_EINVAL, "not transposed");
     ag_nbhd_destroy(&nb);
 }
 END_TEST
 
 #ifdef _OPENMP
 /* Gradients of one kernel on 1 and 2 threads, bitwise. */
-static void same_on_1_and_2_threads(prob_t *p, ag_i_backward_fn fn)
+static void same_on_1_and_2_threads(prob_t *p, ag_i_kernel_t fn)
 {
     const int64_t N = p->N, H = p->H, d = p->d, n = N * H * d;
     float *M = malloc((size_t)n * 4), *lse = malloc((size_t)(N * H) * 4);
@@ -486,9 +491,9 @@ static void same_on_1_and_2_threads(prob_t *p, ag_i_backward_fn fn)
     ag_error_t err;
     omp_set_num_threads(1);
     const ag_i_bwd_t one = bwd_of(p, lse, Dd, g1), two = bwd_of(p, lse, Dd, g2);
-    ck_assert_int_eq(fn(&one, &err), AG_OK);
+    ck_assert_int_eq(ag_i_backward_with(fn, &one, &err), AG_OK);
     omp_set_num_threads(2);
-    ck_assert_int_eq(fn(&two, &err), AG_OK);
+    ck_assert_int_eq(ag_i_backward_with(fn, &two, &err), AG_OK);
     ck_assert_mem_eq(g1, g2, (size_t)(3 * n) * 4);
     free(M), free(lse), free(Dd), free(g1), free(g2);
 }
@@ -497,14 +502,14 @@ START_TEST(identical_for_1_and_2_threads)
 {
     prob_t p;
     prob_pattern(&p, "causal", 777, 2, 24, 1.5f);   /* wide blocks */
-    same_on_1_and_2_threads(&p, ag_i_backward_tiled);
-    same_on_1_and_2_threads(&p, ag_i_backward_gather);
+    same_on_1_and_2_threads(&p, AG_I_KERNEL_TILED);
+    same_on_1_and_2_threads(&p, AG_I_KERNEL_GATHER);
     prob_free(&p);
     prob_pattern(&p, "window:40", 1000, 1, 64, 1.5f);   /* narrow blocks */
-    same_on_1_and_2_threads(&p, ag_i_backward_tiled);
+    same_on_1_and_2_threads(&p, AG_I_KERNEL_TILED);
     prob_free(&p);
     prob_pattern(&p, "random:16,1+window:1", 2000, 3, 16, 1.5f);
-    same_on_1_and_2_threads(&p, ag_i_backward_gather);
+    same_on_1_and_2_threads(&p, AG_I_KERNEL_GATHER);
     prob_free(&p);
 }
 END_TEST

@@ -31,6 +31,7 @@ int main(void)
     srunner_add_suite(sr, pattern_suite());
     srunner_add_suite(sr, score_suite());
     srunner_add_suite(sr, fast_suite());
+    srunner_add_suite(sr, kernel_plan_suite());
     srunner_add_suite(sr, figures_suite());
     srunner_add_suite(sr, model_suite());
     srunner_add_suite(sr, cli_suite());

@@ -1,6 +1,6 @@
 /*
  * The kernels on a part of the destinations, as the MPI layer runs them, against
- * the whole-graph kernel, bitwise: ag_i_attention_part on ranges starting at
+ * the whole-graph kernel, bitwise: ag_i_forward_part on ranges starting at
  * multiples of 64 (tiled and gather shapes, nb indexed by global destination
  * through offset pointers), and the streamed tiled forward fed windows of
  * source rows of several sizes (M and the log-sum-exp). No MPI needed.
@@ -73,7 +73,26 @@ static ag_nbhd_t part_view(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t 
     return view;
 }
 
-/* Destinations lo..hi-1 through ag_i_attention_part on copies of their arrays
+/* ag_i_forward_part and ag_i_backward_part with a plan of their own. */
+static int forward_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
+                        int one_run, ag_error_t *err)
+{
+    ag_i_plan_t plan = {0};
+    const int rc = ag_i_forward_part(&plan, a, lo, hi, klo, khi, one_run, err);
+    ag_i_plan_free(&plan);
+    return rc;
+}
+
+static int backward_part(const ag_i_bwd_t *a, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
+                         int one_run, ag_error_t *err)
+{
+    ag_i_plan_t plan = {0};
+    const int rc = ag_i_backward_part(&plan, a, lo, hi, klo, khi, one_run, err);
+    ag_i_plan_free(&plan);
+    return rc;
+}
+
+/* Destinations lo..hi-1 through ag_i_forward_part on copies of their arrays
    only (offset pointers), against the whole run's rows. */
 static void check_part(const whole_t *w, int64_t lo, int64_t hi)
 {
@@ -86,9 +105,9 @@ static void check_part(const whole_t *w, int64_t lo, int64_t hi)
     memcpy(Q, w->Q + lo * HD, (size_t)(n * HD) * sizeof(float));
     ag_error_t err;
     ck_assert_int_eq(
-        ag_i_attention_part(&(ag_i_fwd_t){&view, Q - lo * HD, w->K, w->V, w->H, w->d, 0.0f, NULL,
-                                          M - lo * HD, &(kext_t){.lse = lse - lo * w->H}},
-                            lo, hi, 0, w->N, one_run(&w->nb), &err),
+        forward_part(&(ag_i_fwd_t){&view, Q - lo * HD, w->K, w->V, w->H, w->d, NULL, M - lo * HD,
+                                   &(kext_t){.lse = lse - lo * w->H}},
+                     lo, hi, 0, w->N, one_run(&w->nb), &err),
         AG_OK);
     ck_assert_msg(!memcmp(M, w->M + lo * HD, (size_t)(n * HD) * sizeof(float)),
                   "M of destinations %lld..%lld differs from the whole run's", (long long)lo,
@@ -146,10 +165,9 @@ static void check_part_score(const whole_t *w, const ag_score_t *sc, const float
     if (sc->edge_bias)
         part_sc.edge_bias = sc->edge_bias + w->nb.edge_ptr[lo];
     ag_error_t err;
-    ck_assert_int_eq(ag_i_attention_part(&(ag_i_fwd_t){&view, Q - lo * HD, K - klo * HD,
-                                                       V - klo * HD, w->H, w->d, 0.0f, &part_sc,
-                                                       M - lo * HD, NULL},
-                                         lo, hi, klo, khi, one_run(&w->nb), &err),
+    ck_assert_int_eq(forward_part(&(ag_i_fwd_t){&view, Q - lo * HD, K - klo * HD, V - klo * HD,
+                                                w->H, w->d, &part_sc, M - lo * HD, NULL},
+                                  lo, hi, klo, khi, one_run(&w->nb), &err),
                      AG_OK);
     ck_assert_msg(!memcmp(M, M_whole + lo * HD, (size_t)(n * HD) * sizeof(float)),
                   "score kind %d: M of destinations %lld..%lld differs from the whole run's",
@@ -286,9 +304,9 @@ static void whole_backward(whole_t *w, whole_grads_t *g)
     ag_error_t err;
     ck_assert_int_eq(ag_nbhd_transpose(&w->nb, &err), AG_OK);
     const ag_i_bwd_t op = {&w->nb, w->Q, w->K, w->V, g->dM, w->H, w->d,
-                           1.0f / sqrtf((float)w->d), NULL, w->lse, g->Dd,
+                           AG_I_DOT_SCORE(1.0f / sqrtf((float)w->d)), w->lse, g->Dd,
                            {g->dQ, g->dK, g->dV, NULL, NULL, NULL}};
-    ck_assert_int_eq(ag_i_backward_auto(&op, &err), AG_OK);
+    ck_assert_int_eq(ag_i_backward_with(AG_I_KERNEL_AUTO, &op, &err), AG_OK);
 }
 
 /* Part lo..hi-1's backward from what a process holds: its destinations' runs,
@@ -345,9 +363,10 @@ static void check_back_part(const whole_t *w, const whole_grads_t *g, int64_t lo
     float *dQ = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
     float *dK = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
     float *dV = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
-    const ag_i_bwd_t op = {&bp.view, Q, K, V, dM, H, w->d, 1.0f / sqrtf((float)w->d), NULL,
-                           lse, Dd, {dQ - lo * HD, dK - lo * HD, dV - lo * HD, NULL, NULL, NULL}};
-    ck_assert_int_eq(ag_i_backward_part(&op, one_run(nb), lo, hi, lo, hi, &err), AG_OK);
+    const ag_i_bwd_t op = {&bp.view, Q, K, V, dM, H, w->d,
+                           AG_I_DOT_SCORE(1.0f / sqrtf((float)w->d)), lse, Dd,
+                           {dQ - lo * HD, dK - lo * HD, dV - lo * HD, NULL, NULL, NULL}};
+    ck_assert_int_eq(backward_part(&op, lo, hi, lo, hi, one_run(nb), &err), AG_OK);
     const size_t bytes = (size_t)(n * HD) * sizeof(float);
     ck_assert_msg(!memcmp(dQ, g->dQ + lo * HD, bytes), "dQ of %lld..%lld differs",
                   (long long)lo, (long long)hi - 1);

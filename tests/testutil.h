@@ -71,6 +71,7 @@ Suite *graph_suite(void);
 Suite *kernel_suite(void);
 Suite *pattern_suite(void);
 Suite *score_suite(void);
+Suite *kernel_plan_suite(void);
 Suite *fast_suite(void);
 Suite *model_suite(void);
 Suite *cli_suite(void);

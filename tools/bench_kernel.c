@@ -490,7 +490,9 @@ static void run_scores(const case_t *c, const char *only)
             if (r >= 0)
                 tg[r] = now_s() - t0;
             t0 = now_s();
-            if (ag_i_attention_online(&(ag_i_fwd_t){&nb, Q, K, V, H, d, scale, NULL, M, NULL},
+            if (ag_i_attention_with(AG_I_KERNEL_SIMPLE,
+                                    &(ag_i_fwd_t){&nb, Q, K, V, H, d,
+                                                  AG_I_DOT_SCORE(scale), M, NULL},
                                       &err))
                 die(&err);
             if (r >= 0)

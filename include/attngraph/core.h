@@ -36,7 +36,10 @@
  * Process-wide state, all of it (everything else travels in the arguments):
  *   - the memory budget (ag_set_memory_budget): one number, set atomically;
  *   - the kernels' instruction set: the best the CPU runs, or AG_SIMD's,
- *     read once at the first kernel call (ag_simd_isa);
+ *     read once at the first kernel call (ag_simd_isa). Each attention call
+ *     (and each run of rounds, and each training step) plans its kernel
+ *     first: the plan fixes the instruction set, the calling thread's OpenMP
+ *     count and the kernel's scratch, and the computation keeps to them;
  *   - OpenBLAS's thread count, one for the process: ag_set_threads sets it
  *     (and the calling thread's OpenMP count, which is per thread). While any
  *     call runs dense products the library holds it at 1 and then puts it

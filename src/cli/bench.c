@@ -21,28 +21,27 @@ static const char bench_usage[] =
     "                       [--backward] [--out OUT.npy] [--json]\n"
     "\n"
     "Times one round of scaled-dot attention (nothing else): W untimed warm-up runs,\n"
-    "then R timed runs (default 2 and 5). Without --q/--k/--v, seeded random inputs of\n"
-    "H heads of width --head-dim (default 64). --kernel: auto (default), simple, tiled,\n"
-    "gather. --backward times the kernel's backward instead (dQ, dK, dV of a seeded\n"
-    "random dM, given M and lse from one untimed forward; useful flops 10*E*d*H).\n"
+    "then R timed runs (default 2 and 5), the kernel planned once before them (its\n"
+    "choice and scratch, untimed, as a run of rounds plans it). Without --q/--k/--v,\n"
+    "seeded random inputs of H heads of width --head-dim (default 64). --kernel: auto\n"
+    "(default), simple, tiled, gather. --backward times the kernel's backward instead\n"
+    "(dQ, dK, dV of a seeded random dM, given M and lse from one untimed forward;\n"
+    "useful flops 10*E*d*H).\n"
     "--json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
     "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\",\n"
     "\"pass\"} (pass: \"forward\" or \"backward\").\n"
     "  -h, --help          this text\n";
 
-static int pick_kernel(ag_i_forward_fn *fn, ag_i_backward_fn *bw, const char *name)
+static int pick_kernel(ag_i_kernel_t *kernel, const char *name)
 {
     static const struct {
         const char *name;
-        ag_i_forward_fn fn;
-        ag_i_backward_fn bw;
-    } kernels[] = {{"auto", ag_i_attention_auto, ag_i_backward_auto},
-                   {"simple", ag_i_attention_online, ag_i_backward_simple},
-                   {"tiled", ag_i_attention_tiled, ag_i_backward_tiled},
-                   {"gather", ag_i_attention_gather, ag_i_backward_gather}};
+        ag_i_kernel_t kernel;
+    } kernels[] = {{"auto", AG_I_KERNEL_AUTO}, {"simple", AG_I_KERNEL_SIMPLE},
+                   {"tiled", AG_I_KERNEL_TILED}, {"gather", AG_I_KERNEL_GATHER}};
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
         if (strcmp(name, kernels[k].name) == 0) {
-            *fn = kernels[k].fn, *bw = kernels[k].bw;
+            *kernel = kernels[k].kernel;
             return 0;
         }
     return usage_error("bench", "--kernel '%s': expected auto, simple, tiled or gather", name);
@@ -73,7 +72,7 @@ static int backward_prepare(bw_state_t *b, ag_nbhd_t *nb, const ag_i_fwd_t *f, u
     fwd.M = M, fwd.x = &x;
     int rc = ag_nbhd_transpose(nb, err);
     if (!rc)
-        rc = ag_i_attention_auto(&fwd, err);
+        rc = ag_i_attention_with(AG_I_KERNEL_AUTO, &fwd, err);
     for (int64_t i = 0; !rc && i < N * H; i++)
         Dd[i] = ag_i_dot(dM + i * d, M + i * d, d);   /* rows of head h lie i*H+h */
     if (rc) {
@@ -82,7 +81,7 @@ static int backward_prepare(bw_state_t *b, ag_nbhd_t *nb, const ag_i_fwd_t *f, u
     }
     const ag_attention_grads_t grads = {.dQ = g, .dK = g + N * HD, .dV = g + 2 * N * HD};
     b->all = all;
-    b->op = (ag_i_bwd_t){nb, f->Q, f->K, f->V, dM, H, d, f->scale, NULL, lse, Dd, grads};
+    b->op = (ag_i_bwd_t){nb, f->Q, f->K, f->V, dM, H, d, NULL, lse, Dd, grads};
     return AG_OK;
 }
 
@@ -101,8 +100,7 @@ int cmd_bench(int argc, char **argv)
     run_opts_init(&o);
     int64_t reps = 5, warmup = 2;
     int json = 0, backward = 0;
-    ag_i_forward_fn kernel = ag_i_attention_auto;
-    ag_i_backward_fn kernel_bw = ag_i_backward_auto;
+    ag_i_kernel_t kernel = AG_I_KERNEL_AUTO;
     opt_parser_t p;
     opt_begin(&p, "bench", bench_usage, longopts, NULL, argc, argv);
     int c;
@@ -127,7 +125,7 @@ int cmd_bench(int argc, char **argv)
                 return EXIT_USAGE;
             break;
         case OPT_KERNEL:
-            if (pick_kernel(&kernel, &kernel_bw, p.arg))
+            if (pick_kernel(&kernel, p.arg))
                 return EXIT_USAGE;
             break;
         }
@@ -182,17 +180,21 @@ int cmd_bench(int argc, char **argv)
         rc = ag_i_alloc_status();
     if (!rc && !(t = ag_i_alloc(reps, sizeof *t, &err, "timings")))
         rc = ag_i_alloc_status();
-    const ag_i_fwd_t fwd = {&s.nb, q.data, k.data, v.data, H, d, 1.0f / sqrtf((float)d), NULL, M,
-                            NULL};
+    const ag_i_fwd_t fwd = {&s.nb, q.data, k.data, v.data, H, d, NULL, M, NULL};
     bw_state_t bs = {0};
     if (!rc && backward)
         rc = backward_prepare(&bs, &s.nb, &fwd, o.seed, &err);
+    /* the kernel's plan is made once, untimed, as a run of rounds makes it */
+    ag_i_plan_t plan = {0};
+    if (!rc)
+        rc = ag_i_plan(&plan, backward, kernel, &s.nb, H, d, NULL, &err);
     for (int64_t r = 0; !rc && r < warmup + reps; r++) {
         const double a = now_s();
-        rc = backward ? kernel_bw(&bs.op, &err) : kernel(&fwd, &err);
+        rc = backward ? ag_i_backward(&plan, &bs.op, &err) : ag_i_forward(&plan, &fwd, &err);
         if (r >= warmup)
             t[r - warmup] = now_s() - a;
     }
+    ag_i_plan_free(&plan);
     free(bs.all);
     if (!rc && o.out)
         rc = ag_npy_write_f32(out.path, M, N, H * d, &err);

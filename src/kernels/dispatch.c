@@ -1,10 +1,8 @@
 /*
- * The one entry point of the attention kernels, for both directions: checks
- * a score description, then sends plain dot-product softmax to the fused
- * kernel that fits the neighbourhoods' shape (tiled.c or gather.c) and every
- * other score function, and the weights and figures of any, to the generic
- * path (generic.c). simple.c holds the plain one-pass kernel the tests hold
- * the fused ones to.
+ * The public entry points of the attention kernels, for both directions:
+ * they check a score description, then plan (plan.c: the kernel that fits
+ * the score and the neighbourhoods' shape) and compute. The weights and
+ * figures of any score come from the generic kernel (generic.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -58,61 +56,6 @@ int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t
     return rc;
 }
 
-/* Can the one-pass kernel run it? Then *scale is its score multiplier. */
-static int plain_dot(const ag_score_t *sc, int64_t d, float *scale)
-{
-    const float beta = sc ? sc->beta : 1.0f;
-    if (sc && (sc->kind > AG_SCORE_DOT || sc->softcap > 0 || sc->edge_bias || sc->alibi))
-        return 0;
-    *scale = beta * (sc && sc->kind == AG_SCORE_DOT ? 1.0f : 1.0f / sqrtf((float)d));
-    return 1;
-}
-
-int ag_i_plain_scale(const ag_score_t *score, int64_t d, float *scale)
-{
-    return plain_dot(score, d, scale);
-}
-
-int ag_i_use_tiled(int64_t N, int64_t E, int one_run)
-{
-    return one_run && N > 0 && N < INT32_MAX && E / N >= 16;
-}
-
-int ag_i_attention_auto(const ag_i_fwd_t *a, ag_error_t *err)
-{
-    /* The one-pass kernel (simple.c) is the reference the tests hold both
-       fused kernels to. */
-    const ag_nbhd_t *nb = a->nb;
-    if (ag_i_use_tiled(nb->n_nodes, nb->n_edges, ag_i_tiled_applies(nb)))
-        return ag_i_attention_tiled(a, err);
-    return ag_i_attention_gather(a, err);
-}
-
-int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
-                        int one_run, ag_error_t *err)
-{
-    /* the score's checks, the edge bias's on the part's slots only */
-    const ag_score_t *sc = a->score;
-    ag_score_t no_bias = sc ? *sc : (ag_score_t)AG_SCORE_INIT;
-    no_bias.edge_bias = NULL;
-    int rc = ag_score_check(&no_bias, a->nb, a->H, a->d, err);
-    if (!rc && sc && sc->edge_bias)
-        rc = ag_check_finite("score: edge_bias", sc->edge_bias + a->nb->edge_ptr[lo],
-                             a->nb->edge_ptr[hi] - a->nb->edge_ptr[lo], 1, err);
-    if (rc)
-        return rc;
-    ag_i_fwd_t plain = *a;
-    if (!plain_dot(sc, a->d, &plain.scale)) {
-        if (a->x && a->x->lse)
-            return ag_i_fail(err, AG_EINVAL, "attention on a part of the graph: the "
-                             "log-sum-exp of plain dot-product scores only");
-        return ag_i_attention_generic_range(a, lo, hi, klo, khi, err);
-    }
-    if (ag_i_use_tiled(a->nb->n_nodes, a->nb->n_edges, one_run))
-        return ag_i_attention_tiled_range(&plain, lo, hi, err);
-    return ag_i_attention_gather_range(&plain, lo, hi, err);
-}
-
 int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
                          int64_t H, int64_t d, const ag_score_t *score, int64_t lo, int64_t hi,
                          float *W, ag_error_t *err)
@@ -141,42 +84,83 @@ int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const floa
     return ag_attention_ex(nb, Q, K, V, H, d, score, M, NULL, err);
 }
 
-int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                    int64_t H, int64_t d, const ag_score_t *score, float *M,
-                    const ag_attention_opts_t *opts, ag_error_t *err)
+/* p fits a call on part lo..hi-1 (keys klo..khi-1), or is made anew for it. */
+static int plan_part_for(ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H,
+                         int64_t d, const ag_score_t *score, int64_t lo, int64_t hi,
+                         int64_t klo, int64_t khi, int one_run, ag_error_t *err)
+{
+    if (p->part && ag_i_plan_fits(p, backward, nb, H, d, score) && p->lo == lo && p->hi == hi &&
+        p->klo == klo && p->khi == khi)
+        return AG_OK;
+    ag_i_plan_free(p);
+    return ag_i_plan_part(p, backward, nb, H, d, score, lo, hi, klo, khi, one_run, err);
+}
+
+int ag_i_forward_part(ag_i_plan_t *p, const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo,
+                      int64_t khi, int one_run, ag_error_t *err)
+{
+    /* the score's checks, the edge bias's on the part's slots only */
+    const ag_score_t *sc = a->score;
+    ag_score_t no_bias = sc ? *sc : (ag_score_t)AG_SCORE_INIT;
+    no_bias.edge_bias = NULL;
+    int rc = ag_score_check(&no_bias, a->nb, a->H, a->d, err);
+    if (!rc && sc && sc->edge_bias)
+        rc = ag_check_finite("score: edge_bias", sc->edge_bias + a->nb->edge_ptr[lo],
+                             a->nb->edge_ptr[hi] - a->nb->edge_ptr[lo], 1, err);
+    if (!rc)
+        rc = plan_part_for(p, 0, a->nb, a->H, a->d, sc, lo, hi, klo, khi, one_run, err);
+    return rc ? rc : ag_i_forward(p, a, err);
+}
+
+int ag_i_backward_part(ag_i_plan_t *p, const ag_i_bwd_t *a, int64_t lo, int64_t hi,
+                       int64_t klo, int64_t khi, int one_run, ag_error_t *err)
+{
+    const int rc = plan_part_for(p, 1, a->nb, a->H, a->d, a->score, lo, hi, klo, khi, one_run,
+                                 err);
+    return rc ? rc : ag_i_backward(p, a, err);
+}
+
+/* p fits this call, or is made anew for it. */
+static int plan_for(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, const ag_nbhd_t *nb,
+                    int64_t H, int64_t d, const ag_score_t *score, ag_error_t *err)
+{
+    if (p->asked == kernel && ag_i_plan_fits(p, backward, nb, H, d, score))
+        return AG_OK;
+    ag_i_plan_free(p);
+    return ag_i_plan(p, backward, kernel, nb, H, d, score, err);
+}
+
+int ag_i_attention_planned(ag_i_plan_t *p, const ag_nbhd_t *nb, const float *Q, const float *K,
+                           const float *V, int64_t H, int64_t d, const ag_score_t *score,
+                           float *M, const ag_attention_opts_t *opts, ag_error_t *err)
 {
     int rc = ag_score_check(score, nb, H, d, err);
+    if (!rc)
+        rc = plan_for(p, 0, AG_I_KERNEL_AUTO, nb, H, d, score, err);
     if (rc)
         return rc;
     kext_t x = {0};
     if (opts)
         x = (kext_t){opts->entropy, opts->max_weight, opts->distance, opts->progress,
                      opts->progress_ctx, nb->n_edges * H, 0, 0, opts->lse};
-    ag_i_fwd_t a = {nb, Q, K, V, H, d, 0.0f, score, M, opts ? &x : NULL};
-    rc = plain_dot(score, d, &a.scale) ? ag_i_attention_auto(&a, err)
-                                       : ag_i_attention_generic(&a, err);
+    const ag_i_fwd_t a = {nb, Q, K, V, H, d, score, M, opts ? &x : NULL};
+    rc = ag_i_forward(p, &a, err);
     if (!rc && x.progress)
         x.progress(x.total, x.total, x.ctx);
     return rc;
 }
 
+int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                    int64_t H, int64_t d, const ag_score_t *score, float *M,
+                    const ag_attention_opts_t *opts, ag_error_t *err)
+{
+    ag_i_plan_t p = {0};
+    const int rc = ag_i_attention_planned(&p, nb, Q, K, V, H, d, score, M, opts, err);
+    ag_i_plan_free(&p);
+    return rc;
+}
+
 /* ---- backward ---- */
-
-int ag_i_backward_auto(const ag_i_bwd_t *a, ag_error_t *err)
-{
-    const ag_nbhd_t *nb = a->nb;
-    if (ag_i_use_tiled(nb->n_nodes, nb->n_edges, ag_i_tiled_applies(nb)))
-        return ag_i_backward_tiled(a, err);
-    return ag_i_backward_gather(a, err);
-}
-
-int ag_i_backward_part(const ag_i_bwd_t *a, int one_run, int64_t qlo, int64_t qhi,
-                       int64_t klo, int64_t khi, ag_error_t *err)
-{
-    if (ag_i_use_tiled(a->nb->n_nodes, a->nb->n_edges, one_run))
-        return ag_i_backward_tiled_range(a, qlo, qhi, klo, khi, err);
-    return ag_i_backward_gather_range(a, qlo, qhi, klo, khi, err);
-}
 
 void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N, int64_t H,
                            int64_t d)
@@ -188,10 +172,10 @@ void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N
             Dd[i * H + h] = ag_i_dot(dM + i * HD + h * d, M + i * HD + h * d, d);
 }
 
-int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
-                          int64_t H, int64_t d, const ag_score_t *score, const float *M,
-                          const float *lse, const float *dM, const ag_attention_grads_t *g,
-                          ag_error_t *err)
+int ag_i_backward_planned(ag_i_plan_t *p, ag_nbhd_t *nb, const float *Q, const float *K,
+                          const float *V, int64_t H, int64_t d, const ag_score_t *score,
+                          const float *M, const float *lse, const float *dM,
+                          const ag_attention_grads_t *g, ag_error_t *err)
 {
     int rc = ag_score_check(score, nb, H, d, err);
     if (rc)
@@ -200,11 +184,14 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
         return ag_i_fail(err, AG_EINVAL, "attention backward: dQ, dK and dV are required");
     if ((rc = ag_nbhd_transpose(nb, err)))
         return rc;
-    ag_i_bwd_t a = {nb, Q, K, V, dM, H, d, 0.0f, score, lse, NULL, *g};
     /* the edge bias's gradient (sum over heads of dL/ds per slot) is not 0 even
        where the score has no bias: the generic kernel keeps it per slot */
-    if (!plain_dot(score, d, &a.scale) || g->d_edge_bias)
-        return ag_i_backward_generic(&a, err);
+    if ((rc = plan_for(p, 1, g->d_edge_bias ? AG_I_KERNEL_GENERIC : AG_I_KERNEL_AUTO, nb, H, d,
+                       score, err)))
+        return rc;
+    ag_i_bwd_t a = {nb, Q, K, V, dM, H, d, score, lse, NULL, *g};
+    if (p->kernel == AG_I_KERNEL_GENERIC)
+        return ag_i_backward(p, &a, err);
     if (g->d_a_src)       /* a plain score has no attention vectors */
         memset(g->d_a_src, 0, (size_t)(H * d) * sizeof *g->d_a_src);
     if (g->d_a_dst)
@@ -215,21 +202,30 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
                             "attention backward");
     if (!own)
         return ag_i_alloc_status();
-    float *Dd = own;
     if (!M || !lse) {
         float *M2 = own + N * H, *lse2 = M2 + N * HD;
         kext_t x = {0};
         x.lse = lse2;
-        const ag_i_fwd_t f = {nb, Q, K, V, H, d, a.scale, score, M2, &x};
-        if ((rc = ag_i_attention_auto(&f, err))) {
-            free(own);
-            return rc;
-        }
+        const ag_i_fwd_t f = {nb, Q, K, V, H, d, score, M2, &x};
+        rc = ag_i_attention_with(AG_I_KERNEL_AUTO, &f, err);
         M = M2, a.lse = lse2;
     }
-    ag_i_backward_rowdots(Dd, dM, M, N, H, d);
-    a.Dd = Dd;
-    rc = ag_i_backward_auto(&a, err);
+    if (!rc) {
+        ag_i_backward_rowdots(own, dM, M, N, H, d);
+        a.Dd = own;
+        rc = ag_i_backward(p, &a, err);
+    }
     free(own);
+    return rc;
+}
+
+int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const float *V,
+                          int64_t H, int64_t d, const ag_score_t *score, const float *M,
+                          const float *lse, const float *dM, const ag_attention_grads_t *g,
+                          ag_error_t *err)
+{
+    ag_i_plan_t p = {0};
+    const int rc = ag_i_backward_planned(&p, nb, Q, K, V, H, d, score, M, lse, dM, g, err);
+    ag_i_plan_free(&p);
     return rc;
 }

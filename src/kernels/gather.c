@@ -206,28 +206,18 @@ ROWS_VARIANT(ag_i_rows_avx512, AG_TARGET_AVX512, 0)
 ROWS_VARIANT(ag_i_rows_avx2, AG_TARGET_AVX2, 1)
 ROWS_VARIANT(ag_i_rows_base, , 0)
 
-int ag_i_attention_gather_range(const ag_i_fwd_t *a, int64_t lo, int64_t N, ag_error_t *err)
+void ag_i_gather_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
 {
     const ag_nbhd_t *nb = a->nb;
     const float *Q = a->Q, *K = a->K, *V = a->V;
-    const int64_t H = a->H, d = a->d;
+    const int64_t H = a->H, d = a->d, lo = p->lo, N = p->hi, max_deg = p->max_deg;
     float *M = a->M;
     kext_t *x = a->x;
-    int64_t max_deg = 0;
-    for (int64_t i = lo; i < N; i++)
-        if (nb->edge_ptr[i + 1] - nb->edge_ptr[i] > max_deg)
-            max_deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
-    /* per thread: scores, sources (as int64) and the scaled query, padded apart */
-    const int64_t per_thread = ag_i_scratch_stride(3 * max_deg + d + AG_LANES);
-    float *buf = ag_i_alloc_lines((int64_t)ag_i_max_threads() * per_thread, sizeof(float), err,
-                          "gather kernel buffers");
-    if (!buf)
-        return ag_i_alloc_status();
-    const float scale2 = a->scale * LOG2E;
-    ag_i_rows_f *const rows = ag_i_isa()->rows;
-#pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
+    const float scale2 = p->scale * LOG2E;
+    ag_i_rows_f *const rows = p->isa->rows;
+#pragma omp parallel num_threads(p->threads) if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
-        float *s = buf + (int64_t)ag_i_thread_id() * per_thread;
+        float *s = p->scratch + (int64_t)ag_i_thread_id() * p->per_thread;
         int64_t *src = (int64_t *)(s + max_deg + AG_LANES + (max_deg & 1));
         float *q = (float *)(src + max_deg);
 #pragma omp for schedule(dynamic, 1)
@@ -237,13 +227,6 @@ int ag_i_attention_gather_range(const ag_i_fwd_t *a, int64_t lo, int64_t N, ag_e
             kext_done(x, (nb->edge_ptr[i1] - nb->edge_ptr[i0]) * H);
         }
     }
-    free(buf);
-    return AG_OK;
-}
-
-int ag_i_attention_gather(const ag_i_fwd_t *a, ag_error_t *err)
-{
-    return ag_i_attention_gather_range(a, 0, a->nb->n_nodes, err);
 }
 
 /* ---- backward ----
@@ -478,40 +461,57 @@ static void read_window(const ag_nbhd_t *nb, int64_t qlo, int64_t qhi, int64_t k
         *lo = *hi = 0;
 }
 
-int ag_i_backward_gather_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, int64_t klo,
-                               int64_t khi, ag_error_t *err)
+/* The backward's part of a plan: the largest degree the passes meet, and the
+   destinations whose lse and D they read. */
+static int backward_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                         ag_error_t *err)
 {
-    const ag_nbhd_t *nb = op->nb;
-    const int64_t H = op->H, d = op->d;
-    if (!nb->out_ptr)
-        return ag_i_fail(err, AG_EINVAL, "gather backward: the neighbourhoods are not "
-                         "transposed (ag_nbhd_transpose)");
     int64_t max_deg = 0;
-    for (int64_t i = qlo; i < qhi; i++) {
+    for (int64_t i = p->lo; i < p->hi; i++) {
         const int64_t in = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
         max_deg = in > max_deg ? in : max_deg;
     }
-    for (int64_t j = klo; j < khi; j++) {
+    for (int64_t j = p->klo; j < p->khi; j++) {
         int64_t out = 0;
         for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++)
             out += nb->out_len[r];
         max_deg = out > max_deg ? out : max_deg;
     }
-    int64_t wlo, whi;
-    read_window(nb, qlo, qhi, klo, khi, &wlo, &whi);
-    const int64_t pad = max_deg + AG_LANES, w = whi - wlo;
-    /* per thread: s, dp, l2, dd, the edges' other ends (int64), the scaled row */
-    const int64_t per_thread = ag_i_scratch_stride(4 * pad + 2 * max_deg + d);
-    float *buf = ag_i_alloc_lines((int64_t)ag_i_max_threads() * per_thread, sizeof(float), err,
-                                  "gather backward buffers");
-    float *ld = buf ? ag_i_alloc(2 * w * H + 1, sizeof(float), err, "gather backward lse") : NULL;
-    if (!ld) {
-        free(buf);
-        return ag_i_alloc_status();
-    }
+    read_window(nb, p->lo, p->hi, p->klo, p->khi, &p->wlo, &p->whi);
+    p->max_deg = max_deg;
+    const int64_t pad = max_deg + AG_LANES;
+    /* per thread: s, dp, l2, dd, the edges' other ends (int64), the scaled
+       row; shared: lse and D of the window, interleaved */
+    return ag_i_plan_scratch(p, ag_i_scratch_stride(4 * pad + 2 * max_deg + d),
+                             2 * (p->whi - p->wlo) * H + 1, "gather backward buffers", err);
+}
+
+int ag_i_gather_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                     ag_error_t *err)
+{
+    if (p->backward)
+        return backward_plan(p, nb, H, d, err);
+    int64_t max_deg = 0;
+    for (int64_t i = p->lo; i < p->hi; i++)
+        if (nb->edge_ptr[i + 1] - nb->edge_ptr[i] > max_deg)
+            max_deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
+    p->max_deg = max_deg;
+    /* per thread: scores, sources (as int64) and the scaled query, padded apart */
+    return ag_i_plan_scratch(p, ag_i_scratch_stride(3 * max_deg + d + AG_LANES), 0,
+                             "gather kernel buffers", err);
+}
+
+void ag_i_gather_backward(const ag_i_plan_t *p, const ag_i_bwd_t *op)
+{
+    const ag_nbhd_t *nb = op->nb;
+    const int64_t H = op->H, d = op->d, max_deg = p->max_deg;
+    const int64_t qlo = p->lo, qhi = p->hi, klo = p->klo, khi = p->khi;
+    const int64_t wlo = p->wlo, w = p->whi - p->wlo, pad = max_deg + AG_LANES;
+    float *ld = p->shared;
     const int par = nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK;
     (void)par;   /* read only by the parallel clauses: unused without OpenMP */
-#pragma omp parallel for if (par && w * H >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(p->threads) if (par && w * H >= AG_PARALLEL_MIN_WORK) \
+    schedule(static)
     for (int64_t x = 0; x < w * H; x++) {
         const float l = op->lse[wlo * H + x];
         ld[2 * x] = l > -__builtin_inff() ? l * LOG2E : 0.0f;
@@ -519,11 +519,11 @@ int ag_i_backward_gather_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, i
     }
     /* ld indexed by global destination, as every other array */
     const gbw_args_t a = {nb, op->Q, op->K, op->V, op->dM, ld - 2 * wlo * H, op->g.dQ,
-                          op->g.dK, op->g.dV, H, d, op->scale, op->scale * LOG2E};
-    ag_i_grad_rows_f *const grad_rows = ag_i_isa()->grad_rows;
-#pragma omp parallel if (par)
+                          op->g.dK, op->g.dV, H, d, p->scale, p->scale * LOG2E};
+    ag_i_grad_rows_f *const grad_rows = p->isa->grad_rows;
+#pragma omp parallel num_threads(p->threads) if (par)
     {
-        float *mine = buf + (int64_t)ag_i_thread_id() * per_thread;
+        float *mine = p->scratch + (int64_t)ag_i_thread_id() * p->per_thread;
         const gbw_buf_t b = {mine, mine + pad, mine + 2 * pad, mine + 3 * pad,
                              (int64_t *)(mine + 4 * pad), mine + 4 * pad + 2 * max_deg};
         for (int pass = 0; pass < 2; pass++) {
@@ -533,12 +533,4 @@ int ag_i_backward_gather_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, i
                 grad_rows(&a, pass, i0, i0 + 64 < hi ? i0 + 64 : hi, &b);
         }
     }
-    free(buf), free(ld);
-    return AG_OK;
-}
-
-int ag_i_backward_gather(const ag_i_bwd_t *a, ag_error_t *err)
-{
-    const int64_t N = a->nb->n_nodes;
-    return ag_i_backward_gather_range(a, 0, N, 0, N, err);
 }

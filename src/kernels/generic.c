@@ -36,7 +36,7 @@ typedef struct {
     int64_t H, d;
     float scale;              /* multiplier of q.k */
     const float *Q, *K;       /* what dot products read (phi(Q), phi(K) for linear) */
-    float *owned;             /* one allocation behind the arrays below */
+    float *owned;             /* the terms' allocation without a plan, or NULL */
     float *e_src, *e_dst;     /* additive: a_src.k_j and a_dst.q_i [N, H] */
     float *norm_q, *norm_k;   /* cosine: |q_i|, |k_j| per head [N, H] */
     float *g_dst, *g_src;     /* gatv2: a'.q_i and a'.k_j [N, H] (see raw_score) */
@@ -100,8 +100,29 @@ static void head_terms(float *out, const float *X, const float *vec, int64_t lo,
         }
 }
 
-static int sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const float *Q,
-                     const float *K, int64_t H, int64_t d, ag_error_t *err)
+/* The floats of the per-node terms of a score kind for the rows given. */
+static int64_t terms_need(ag_score_kind_t kind, rows_t rows, int64_t H, int64_t d)
+{
+    const int64_t nq = rows.qhi - rows.qlo, nk = rows.khi - rows.klo;
+    int64_t need = H;                                       /* alibi */
+    if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_COSINE || kind == AG_SCORE_GATV2)
+        need += (nq + nk) * H;
+    if (kind == AG_SCORE_GATV2)
+        need += 2 * H * d;
+    if (kind == AG_SCORE_LINEAR)
+        need += (nq + nk) * H * d;
+    return need;
+}
+
+static ag_score_kind_t kind_of(const ag_score_t *score)
+{
+    return score ? score->kind : AG_SCORE_SCALED_DOT;
+}
+
+/* The context of a score for the rows given, its per-node terms made in
+   `terms` (terms_need floats). */
+static void sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const float *Q,
+                      const float *K, int64_t H, int64_t d, float *terms)
 {
     memset(c, 0, sizeof *c);
     c->sc = score ? *score : (ag_score_t)AG_SCORE_INIT;
@@ -111,22 +132,13 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const floa
                    ? 1.0f : 1.0f / sqrtf((float)d);
     const int64_t HD = H * d, qlo = rows.qlo, klo = rows.klo;
     const int64_t nq = rows.qhi - qlo, nk = rows.khi - klo;
-    int64_t need = H;                                       /* alibi */
-    if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_COSINE || kind == AG_SCORE_GATV2)
-        need += (nq + nk) * H;
-    if (kind == AG_SCORE_GATV2)
-        need += 2 * HD;
-    if (kind == AG_SCORE_LINEAR)
-        need += (nq + nk) * HD;
-    c->owned = ag_i_alloc(need, sizeof(float), err, "score");
-    if (!c->owned)
-        return ag_i_alloc_status();
-    c->alibi = c->owned;
+    (void)nk;   /* read by the pragmas only */
+    c->alibi = terms;
     for (int64_t h = 0; h < H; h++)   /* ALiBi's geometric slopes, 2^(-8(h+1)/H) */
         c->alibi[h] = c->sc.alibi ? exp2f(-8.0f * (float)(h + 1) / (float)H) : 0.0f;
     /* per-query terms [nq, H] (or [nq, HD]) then per-key terms, each array
        addressed by global node through a pointer moved back by its first row */
-    float *more = c->owned + H;
+    float *more = terms + H;
     float *at_q = more - qlo * H, *at_k = more + nq * H - klo * H;
     if (kind == AG_SCORE_ADDITIVE) {
         head_terms(at_q, Q, c->sc.a_dst, qlo, rows.qhi, H, d);
@@ -158,6 +170,19 @@ static int sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const floa
             pk[x] = elu1(K[x]);
         c->Q = pq, c->K = pk;
     }
+}
+
+/* sctx_init with terms of its own (c->owned; ag_attention_weights and
+   ag_attention_stats, which run without a plan). */
+static int sctx_alloc(sctx_t *c, const ag_score_t *score, rows_t rows, const float *Q,
+                      const float *K, int64_t H, int64_t d, ag_error_t *err)
+{
+    float *terms = ag_i_alloc(terms_need(kind_of(score), rows, H, d), sizeof(float), err,
+                              "score");
+    if (!terms)
+        return ag_i_alloc_status();
+    sctx_init(c, score, rows, Q, K, H, d, terms);
+    c->owned = terms;
     return AG_OK;
 }
 
@@ -358,17 +383,16 @@ static int64_t max_in_degree(const ag_nbhd_t *nb, int64_t lo, int64_t hi)
     return m;
 }
 
-/* A context for the rows given and per-thread buffers of `arrays` x the
-   largest in-degree of destinations qlo..qhi-1 x H floats (and `extra` more).
-   The score is checked by the caller. */
-static int generic_begin(sctx_t *c, ag_i_scratch_t *buf, const ag_score_t *score,
-                         const ag_nbhd_t *nb, rows_t rows, const float *Q, const float *K,
-                         int64_t H, int64_t d, int64_t arrays, int64_t extra, ag_error_t *err)
+/* A context for all rows and per-thread buffers of the largest in-degree x H
+   floats, allocated (ag_attention_stats, which runs without a plan). */
+static int stats_begin(sctx_t *c, ag_i_scratch_t *buf, const ag_score_t *score,
+                       const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
+                       int64_t d, ag_error_t *err)
 {
-    int rc = sctx_init(c, score, rows, Q, K, H, d, err);
+    int rc = sctx_alloc(c, score, all_rows(nb), Q, K, H, d, err);
     if (rc)
         return rc;
-    buf->stride = ag_i_scratch_stride(arrays * max_in_degree(nb, rows.qlo, rows.qhi) * H + extra);
+    buf->stride = ag_i_scratch_stride(max_in_degree(nb, 0, nb->n_nodes) * H);
     buf->buf = ag_i_alloc((int64_t)ag_i_max_threads() * buf->stride, sizeof(float), err,
                           "attention buffer");
     if (!buf->buf) {
@@ -376,12 +400,6 @@ static int generic_begin(sctx_t *c, ag_i_scratch_t *buf, const ag_score_t *score
         return ag_i_alloc_status();
     }
     return AG_OK;
-}
-
-static void generic_end(sctx_t *c, ag_i_scratch_t *buf)
-{
-    free(c->owned);
-    free(buf->buf);
 }
 
 /* The rows at the head of each run of sources (or destinations) that the
@@ -428,26 +446,23 @@ static void weighted_sum_row(const ag_nbhd_t *nb, int64_t i, const float *W, con
         }
 }
 
-/* Destinations rows.qlo..qhi-1, reading the rows given (see rows_t). */
-static int generic_forward(const ag_i_fwd_t *a, rows_t rows, ag_error_t *err)
+void ag_i_generic_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
 {
     const ag_nbhd_t *nb = a->nb;
     const float *V = a->V;
-    const int64_t H = a->H, d = a->d, lo = rows.qlo, hi = rows.qhi;
+    const int64_t H = a->H, d = a->d, lo = p->lo, hi = p->hi;
     float *M = a->M;
     kext_t *xp = a->x;
-    int rc;
     sctx_t c;
-    ag_i_scratch_t buf;
-    if ((rc = generic_begin(&c, &buf, a->score, nb, rows, a->Q, a->K, H, d, 1, 0, err)))
-        return rc;
+    sctx_init(&c, a->score, (rows_t){lo, hi, p->klo, p->khi}, a->Q, a->K, H, d, p->shared);
+    const ag_i_scratch_t buf = {p->scratch, p->per_thread};
     const int64_t HD = H * d;
     /* the rows of K the scores read (GAT's read per-node terms only): those of
        the next destination are fetched while this one's are scored, as its V
        rows are; on a sparse graph they are random and each would stall */
     const float *K_read = c.sc.kind == AG_SCORE_ADDITIVE ? NULL : c.K;
-#pragma omp parallel for if ((nb->edge_ptr[hi] - nb->edge_ptr[lo]) * HD >= AG_PARALLEL_MIN_WORK) \
-    schedule(dynamic, 16)
+#pragma omp parallel for num_threads(p->threads) \
+    if ((nb->edge_ptr[hi] - nb->edge_ptr[lo]) * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = lo; i < hi; i++) {
         float *W = ag_i_scratch_mine(&buf), *m_i = M + i * HD;
         if (K_read && i + 1 < hi)
@@ -465,19 +480,6 @@ static int generic_forward(const ag_i_fwd_t *a, rows_t rows, ag_error_t *err)
         }
         kext_done(xp, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
     }
-    generic_end(&c, &buf);
-    return AG_OK;
-}
-
-int ag_i_attention_generic(const ag_i_fwd_t *a, ag_error_t *err)
-{
-    return generic_forward(a, all_rows(a->nb), err);
-}
-
-int ag_i_attention_generic_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo,
-                                 int64_t khi, ag_error_t *err)
-{
-    return generic_forward(a, (rows_t){lo, hi, klo, khi}, err);
 }
 
 int ag_i_generic_weights(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
@@ -485,7 +487,7 @@ int ag_i_generic_weights(const ag_nbhd_t *nb, const float *Q, const float *K, in
                          ag_error_t *err)
 {
     sctx_t c;
-    int rc = sctx_init(&c, score, all_rows(nb), Q, K, H, d, err);
+    int rc = sctx_alloc(&c, score, all_rows(nb), Q, K, H, d, err);
     if (rc)
         return rc;
     const int64_t base = nb->edge_ptr[lo];
@@ -505,7 +507,7 @@ int ag_i_generic_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
 {
     sctx_t c;
     ag_i_scratch_t buf;
-    int rc = generic_begin(&c, &buf, score, nb, all_rows(nb), Q, K, H, d, 1, 0, err);
+    int rc = stats_begin(&c, &buf, score, nb, Q, K, H, d, err);
     if (rc)
         return rc;
 #pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
@@ -536,7 +538,7 @@ int ag_i_generic_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
         if (max_weight)
             max_weight[i] = top;
     }
-    generic_end(&c, &buf);
+    free(c.owned), free(buf.buf);
     return AG_OK;
 }
 
@@ -579,8 +581,9 @@ typedef struct {
     const float *V, *dM;
     float *state;             /* [N, H, ST_N] pass 1's normalisers and D per destination */
     float *part;              /* [chunks, H*d] a vector's partial gradients, or NULL */
-    ag_i_scratch_t buf;            /* per thread: weights, raw scores and dA of a destination's
+    ag_i_scratch_t buf;       /* per thread: weights, raw scores and dA of a destination's
                                  slots ([largest in-degree, H] each), then [H] */
+    int threads;              /* the plan's team */
 } bctx_t;
 
 /* dL/dx (the score before the normalisation; linear: dL/dr) of a message
@@ -892,7 +895,8 @@ static void backward_pass(bctx_t *b, const ag_nbhd_t *nb, const ag_attention_gra
     const int64_t N = nb->n_nodes, HD = b->c.H * b->c.d;
     const int64_t chunks = (N + GRAD_CHUNK - 1) / GRAD_CHUNK;
     float *part = want ? b->part : NULL;
-#pragma omp parallel for if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(b->threads) if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) \
+    schedule(dynamic, 1)
     for (int64_t k = 0; k < chunks; k++) {
         float *mine = part ? part + k * HD : NULL;
         if (mine)
@@ -911,32 +915,42 @@ static void backward_pass(bctx_t *b, const ag_nbhd_t *nb, const ag_attention_gra
         sum_chunks(part, chunks, HD, want);
 }
 
-int ag_i_backward_generic(const ag_i_bwd_t *a, ag_error_t *err)
+int ag_i_generic_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                      const ag_score_t *score, ag_error_t *err)
+{
+    const rows_t rows = {p->lo, p->hi, p->klo, p->khi};
+    const ag_score_kind_t kind = kind_of(score);
+    p->max_deg = max_in_degree(nb, p->lo, p->hi);
+    /* per thread: a destination's weights [max_deg, H] (the backward: also
+       raw scores and dA, then [H]); shared: the per-node terms, then the
+       backward's per-destination state and GAT vectors' partials */
+    const int64_t per_thread = p->backward ? 3 * p->max_deg * H + H : p->max_deg * H;
+    int64_t shared = terms_need(kind, rows, H, d);
+    if (p->backward) {
+        const int64_t N = nb->n_nodes;
+        shared += N * H * ST_N;
+        if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_GATV2)
+            shared += (N + GRAD_CHUNK - 1) / GRAD_CHUNK * H * d;
+    }
+    return ag_i_plan_scratch(p, ag_i_scratch_stride(per_thread), shared,
+                             p->backward ? "attention backward" : "attention buffer", err);
+}
+
+void ag_i_generic_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a)
 {
     const ag_nbhd_t *nb = a->nb;
     const int64_t H = a->H, d = a->d;
     const ag_attention_grads_t *g = &a->g;
-    if (!nb->out_ptr)
-        return ag_i_fail(err, AG_EINVAL, "attention backward: neighbourhoods not transposed");
-    bctx_t b = {.Q = a->Q, .K = a->K, .V = a->V, .dM = a->dM};
-    int rc = ag_score_check(a->score, nb, H, d, err);
-    if (!rc)
-        rc = generic_begin(&b.c, &b.buf, a->score, nb, all_rows(nb), a->Q, a->K, H, d, 3, H,
-                           err);
-    if (rc)
-        return rc;
+    bctx_t b = {.Q = a->Q, .K = a->K, .V = a->V, .dM = a->dM, .buf = {p->scratch, p->per_thread},
+                .threads = p->threads};
+    const rows_t rows = all_rows(nb);
+    sctx_init(&b.c, a->score, rows, a->Q, a->K, H, d, p->shared);
     const int64_t HD = H * d, N = nb->n_nodes;
     const ag_score_kind_t kind = b.c.sc.kind;
     const int gat = kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_GATV2;
-    b.state = ag_i_alloc(N * H * ST_N, sizeof(float), err, "attention backward");
+    b.state = p->shared + terms_need(kind, rows, H, d);
     if (gat && (g->d_a_src || g->d_a_dst))
-        b.part = ag_i_alloc((N + GRAD_CHUNK - 1) / GRAD_CHUNK * HD, sizeof(float), err,
-                            "attention backward");
-    if (!b.state || (gat && (g->d_a_src || g->d_a_dst) && !b.part)) {
-        free(b.state), free(b.part);
-        generic_end(&b.c, &b.buf);
-        return ag_i_alloc_status();
-    }
+        b.part = b.state + N * H * ST_N;
     /* the vectors' gradients: gatv2's a and additive's a_dst from the
        destinations, additive's a_src from the sources */
     float *want_dst = kind == AG_SCORE_GATV2 ? g->d_a_src
@@ -948,7 +962,4 @@ int ag_i_backward_generic(const ag_i_bwd_t *a, ag_error_t *err)
         memset(g->d_a_src, 0, (size_t)HD * sizeof *g->d_a_src);
     if (g->d_a_dst && kind != AG_SCORE_ADDITIVE)
         memset(g->d_a_dst, 0, (size_t)HD * sizeof *g->d_a_dst);
-    free(b.state), free(b.part);
-    generic_end(&b.c, &b.buf);
-    return AG_OK;
 }

@@ -112,16 +112,13 @@ static inline void kext_done(kext_t *x, int64_t work)
 }
 
 /*
- * One forward call's operands. The plain dot-product softmax kernels score
- * q.k * scale; the generic path (and ag_i_attention_part, which checks it and
- * takes its scale) reads score instead. Q, K, V, M are [N, H*d]; x the
- * extras (NULL: M only).
+ * One forward call's operands. Q, K, V, M are [N, H*d]; score NULL is
+ * scaled dot-product softmax; x the extras (NULL: M only).
  */
 typedef struct {
     const ag_nbhd_t *nb;
     const float *Q, *K, *V;
     int64_t H, d;
-    float scale;
     const ag_score_t *score;
     float *M;
     kext_t *x;
@@ -129,27 +126,160 @@ typedef struct {
 
 /*
  * One backward call's operands (nb transposed: ag_nbhd_transpose). The plain
- * kernels score as the forward's and read lse [N, H], the forward's
- * log-sum-exp (natural units), and Dd [N, H] = sum_c dM[i, h*d+c] *
- * M[i, h*d+c]; they write g.dQ, g.dK, g.dV [N, H*d]: destinations own dQ,
- * sources own dK and dV (walking the out-runs). The generic path reads score
- * and recomputes M and lse itself; it writes every gradient g asks for.
+ * kernels read lse [N, H], the forward's log-sum-exp (natural units), and
+ * Dd [N, H] = sum_c dM[i, h*d+c] * M[i, h*d+c]; they write g.dQ, g.dK, g.dV
+ * [N, H*d]: destinations own dQ, sources own dK and dV (walking the
+ * out-runs). The generic kernel recomputes M and lse itself (lse and Dd are
+ * not read) and writes every gradient g asks for.
  */
 typedef struct {
     const ag_nbhd_t *nb;
     const float *Q, *K, *V, *dM;
     int64_t H, d;
-    float scale;
     const ag_score_t *score;
     const float *lse, *Dd;
     ag_attention_grads_t g;
 } ag_i_bwd_t;
 
-typedef int (*ag_i_forward_fn)(const ag_i_fwd_t *a, ag_error_t *err);
-typedef int (*ag_i_backward_fn)(const ag_i_bwd_t *a, ag_error_t *err);
+/* A plain dot-product score of multiplier s (scores q.k * s), for a caller
+   that gives a kernel its multiplier by hand (tests, benchmarks). */
+#define AG_I_DOT_SCORE(s) (&(ag_score_t){.kind = AG_SCORE_DOT, .beta = (s), .slope = 0.2f})
 
-/* Softmax attention with scores q.k * scale, one pass (simple.c). */
-int ag_i_attention_online(const ag_i_fwd_t *a, ag_error_t *err);
+/* ---- plan, then compute (plan.c) ---- */
+
+/* The kernels. */
+typedef enum {
+    AG_I_KERNEL_AUTO,      /* asked of a plan: it picks (the one rule, plan.c) */
+    AG_I_KERNEL_SIMPLE,    /* one destination at a time (simple.c): the reference */
+    AG_I_KERNEL_TILED,     /* fused and tiled (tiled.c): at most one run a destination */
+    AG_I_KERNEL_GATHER,    /* fused, scattered rows with prefetching (gather.c) */
+    AG_I_KERNEL_GENERIC    /* any score function (generic.c) */
+} ag_i_kernel_t;
+
+/*
+ * Every decision of an attention call, made once from the graph, the score
+ * and the machine (after ggml's ggml_graph_plan): the kernel, the plain
+ * kernels' multiplier, the instruction set's loops, the team of threads,
+ * the rows, what the kernel learns from the graph's shape, and one
+ * allocation of scratch cut for that team. Computing with a plan
+ * (ag_i_forward, ag_i_backward) decides nothing again and allocates
+ * nothing, so a plan made once serves every round of a run and every step
+ * of training. The graph computed on must be the one planned for (or a view
+ * of it with the same arrays); a plan serves one computation at a time.
+ */
+struct ag_i_isa;
+typedef struct {
+    int backward;              /* which direction it was made for */
+    int64_t N, E, H, d;        /* the graph's and the heads' shape it was made for */
+    ag_score_kind_t kind;      /* the score kind, and is it plain dot-product */
+    int plain;
+    ag_i_kernel_t asked;       /* the kernel asked for (maybe AUTO) */
+    ag_i_kernel_t kernel;      /* the one it runs: never AUTO */
+    const struct ag_i_isa *isa;/* the fused kernels' loops */
+    int threads;               /* the team the scratch is cut for (num_threads) */
+    float scale;               /* plain kernels: scores q.k * scale */
+    int width;                 /* tiled: blocks of width x 16 destinations */
+    int64_t lo, hi;            /* destinations: M's rows, or dQ's */
+    int64_t klo, khi;          /* the key rows the forward reads; the backward's dK, dV rows */
+    int64_t max_deg;           /* gather, generic: the largest degree the passes meet */
+    int64_t wlo, whi;          /* tiled forward: the sources read (head copies);
+                                  gather backward: the destinations whose lse and D are read */
+    int part;                  /* made by ag_i_plan_part */
+    int head_copies;           /* tiled forward: 0 (none), 1 (shared) or threads (one each) */
+    int64_t n_qb, n_kb;        /* tiled backward: blocks of each pass */
+    int64_t *order;            /* tiled backward: each pass's blocks, heaviest first */
+    int64_t per_thread;        /* floats of each thread's scratch */
+    float *scratch;            /* threads x per_thread floats, then `shared` */
+    float *shared;             /* the kernel's arrays that the team shares */
+} ag_i_plan_t;
+
+/* Plans attention on the whole graph (backward: nb transposed), with the
+   kernel asked for (AUTO: the one rule picks). Refuses what that kernel cannot
+   run (the tiled one: a destination of several runs; a fused one: a score
+   other than plain dot-product) naming it. score: checked by the caller. */
+int ag_i_plan(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, const ag_nbhd_t *nb,
+              int64_t H, int64_t d, const ag_score_t *score, ag_error_t *err);
+/*
+ * Plans destinations lo..hi-1 of a graph, bitwise as the whole graph's plan
+ * computes them, for a process that holds only a part (the MPI layer):
+ * nb->n_nodes and n_edges are the whole graph's (they choose the kernel),
+ * one_run says whether every destination of the whole graph has at most one
+ * run, and every array is indexed by global node number.
+ * Forward: any score; the keys read are klo..khi-1 (every source the part
+ * reads; ag_i_forward then needs Q's rows lo..hi-1 and K's and V's klo..khi-1
+ * only); x: NULL, or its figures and log-sum-exp (plain dot-product scores).
+ * Backward (plain dot-product scores): dQ of destinations lo..hi-1 (pass A)
+ * and dK, dV of sources klo..khi-1 (pass B), each row bitwise as the
+ * whole-graph call computes it; pass A reads the in-runs of its destinations
+ * and the K and V rows they read, pass B the out-runs of its sources and Q,
+ * dM, lse and Dd of the destinations those reach. Tiled: both ranges of whole
+ * blocks (width x 16 rows; the last may end at N), and pass B reads the
+ * in-run of every destination its tiles cross.
+ */
+int ag_i_plan_part(ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                   const ag_score_t *score, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
+                   int one_run, ag_error_t *err);
+/* Runs a forward (backward) plan on a's operands: their nb, H, d and score
+   are the plan's. Returns AG_OK or the kernel's refusal of an operand. */
+int ag_i_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a, ag_error_t *err);
+int ag_i_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a, ag_error_t *err);
+/* Was p made for this direction, graph shape, H, d and score? A caller that
+   holds a plan across calls on one graph makes a new one when not. */
+int ag_i_plan_fits(const ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H,
+                   int64_t d, const ag_score_t *score);
+/* Frees a plan's scratch (a zeroed, failed or freed plan: nothing). */
+AG_INTERNAL
+void ag_i_plan_free(ag_i_plan_t *p);
+/* ag_attention_ex (ag_attention_backward) with a plan that the caller holds
+   across calls (zeroed at first; ag_i_plan_free at the end): made at the
+   first call and again only when a call does not fit it (ag_i_plan_fits).
+   Rounds and training call these. */
+int ag_i_attention_planned(ag_i_plan_t *p, const ag_nbhd_t *nb, const float *Q, const float *K,
+                           const float *V, int64_t H, int64_t d, const ag_score_t *score,
+                           float *M, const ag_attention_opts_t *opts, ag_error_t *err);
+int ag_i_backward_planned(ag_i_plan_t *p, ag_nbhd_t *nb, const float *Q, const float *K,
+                          const float *V, int64_t H, int64_t d, const ag_score_t *score,
+                          const float *M, const float *lse, const float *dM,
+                          const ag_attention_grads_t *g, ag_error_t *err);
+/* The same on a part (the MPI layer): ag_i_plan_part's plan held across
+   calls, then the forward (backward) on a's operands; the forward checks
+   the score as ag_score_check does, the edge bias on the part's slots only. */
+AG_INTERNAL
+int ag_i_forward_part(ag_i_plan_t *p, const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo,
+                      int64_t khi, int one_run, ag_error_t *err);
+AG_INTERNAL
+int ag_i_backward_part(ag_i_plan_t *p, const ag_i_bwd_t *a, int64_t lo, int64_t hi,
+                       int64_t klo, int64_t khi, int one_run, ag_error_t *err);
+/* Plan, compute, free: one call with the kernel asked for (tests, bench). */
+int ag_i_attention_with(ag_i_kernel_t kernel, const ag_i_fwd_t *a, ag_error_t *err);
+int ag_i_backward_with(ag_i_kernel_t kernel, const ag_i_bwd_t *a, ag_error_t *err);
+
+/* What each kernel file adds to a plan whose kernel, threads, scale and rows
+   are set: its scratch (ag_i_plan_scratch) and what it learns from the
+   graph's shape. */
+int ag_i_simple_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                     ag_error_t *err);
+int ag_i_tiled_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                    ag_error_t *err);
+int ag_i_gather_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                     ag_error_t *err);
+int ag_i_generic_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                      const ag_score_t *score, ag_error_t *err);
+/* The one allocation of a plan: threads x per_thread floats (per_thread:
+   ag_i_scratch_stride's), then `shared` floats, on cache lines; `what` names
+   it in a failure's message. */
+int ag_i_plan_scratch(ag_i_plan_t *p, int64_t per_thread, int64_t shared, const char *what,
+                      ag_error_t *err);
+
+/* The kernels' computations with a plan of theirs (they cannot fail). */
+void ag_i_simple_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a);
+void ag_i_simple_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a);
+void ag_i_tiled_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a);
+void ag_i_tiled_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a);
+void ag_i_gather_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a);
+void ag_i_gather_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a);
+void ag_i_generic_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a);
+void ag_i_generic_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a);
 
 /* Does every destination have at most one run (the tiled kernel's shape)? */
 int ag_i_tiled_applies(const ag_nbhd_t *nb);
@@ -158,45 +288,18 @@ int ag_i_tiled_applies(const ag_nbhd_t *nb);
    to fill tiles; anything else takes the gather form. Decided here only. */
 AG_INTERNAL
 int ag_i_use_tiled(int64_t N, int64_t E, int one_run);
-
-/* Softmax attention with scores q.k * scale, fused and tiled (tiled.c);
-   every destination must have at most one run. */
-int ag_i_attention_tiled(const ag_i_fwd_t *a, ag_error_t *err);
-/* Softmax attention with scores q.k * scale for any neighbourhoods, reading
-   scattered rows with prefetching (gather.c). */
-int ag_i_attention_gather(const ag_i_fwd_t *a, ag_error_t *err);
-
-/* The same for destinations lo..hi-1 only (tiled: lo a multiple of 64, and hi
-   too unless it is the last destination); nb->n_nodes still bounds the sources. */
-int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_error_t *err);
-int ag_i_attention_gather_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_error_t *err);
 /* The tiled kernel's block width in vectors (1 or 4), from the whole graph's shape. */
 int ag_i_tiled_width(const ag_nbhd_t *nb);
 
 /*
- * Destinations lo..hi-1 of a graph, bitwise as ag_attention_ex computes them
- * on the whole graph, for a process that holds only a part (the MPI layer):
- * nb->n_nodes and n_edges are the whole graph's (they choose the kernel),
- * one_run says whether every destination of the whole graph has at most one
- * run, and every array (nb's, Q, K, V, M, x->lse [N, H]) is indexed by
- * global node number, only the rows the part reads being there: Q's of
- * lo..hi-1, K's and V's of klo..khi-1 (every source the part reads). Any
- * score (a->scale is not read); an edge bias is indexed by nb's slots, and
- * only those of lo..hi-1 are read. x: NULL, or its figures (entropy,
- * max_weight, distance) and log-sum-exp (plain dot-product scores) only.
- */
-AG_INTERNAL
-int ag_i_attention_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
-                        int one_run, ag_error_t *err);
-
-/*
  * The tiled forward with its sources streamed in (tiled_stream.c): begin
- * for destinations lo..hi-1 (nb, Q indexed as ag_i_attention_part's); then
+ * for destinations lo..hi-1 (nb, Q indexed as ag_i_plan_part's); then
  * feed windows of consecutive source rows, ascending, each starting at most
  * 64 rows before the previous one ended (K, V indexed by global source; the
  * window ends at b); first says where the earliest tile still waiting starts
  * (INT64_MAX when every tile ran); end writes M and lse (NULL: not wanted)
- * bitwise as ag_i_attention_tiled_range would.
+ * bitwise as the tiled kernel would. Begin is its plan: it fixes the loops,
+ * the team and the scratch; feed neither decides nor allocates.
  */
 typedef struct ag_tiled_stream ag_tiled_stream_t;
 AG_INTERNAL
@@ -215,14 +318,6 @@ void ag_i_tiled_stream_free(ag_tiled_stream_t *st);
 /* Is the score kind normalised by a softmax (all but sigmoid and linear)? */
 int ag_i_is_softmax(ag_score_kind_t kind);
 
-/* Any score function (generic.c): scores a destination's edges into a
-   per-thread buffer, normalises them, then accumulates V. */
-int ag_i_attention_generic(const ag_i_fwd_t *a, ag_error_t *err);
-/* The same for destinations lo..hi-1 reading keys klo..khi-1 only (the
-   part of ag_i_attention_part; the score is checked by the caller). */
-int ag_i_attention_generic_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo,
-                                 int64_t khi, ag_error_t *err);
-
 /* ag_attention_weights and ag_attention_stats for any score, their arguments
    checked by dispatch.c. */
 int ag_i_generic_weights(const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
@@ -232,51 +327,15 @@ int ag_i_generic_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
                        int64_t d, const ag_score_t *score, double *entropy, double *distance,
                        double *max_weight, ag_error_t *err);
 
-/* The fastest kernel that applies to nb's shape (dispatch.c). */
-int ag_i_attention_auto(const ag_i_fwd_t *a, ag_error_t *err);
-
-/* ---- backward: the plain dot-product softmax kernels (ag_i_bwd_t) ---- */
-
-/* One destination, then one source at a time (simple.c): the reference. */
-int ag_i_backward_simple(const ag_i_bwd_t *a, ag_error_t *err);
-/* Tiled (tiled.c): every destination at most one run. */
-int ag_i_backward_tiled(const ag_i_bwd_t *a, ag_error_t *err);
-/* Gathered rows (gather.c): any neighbourhoods. */
-int ag_i_backward_gather(const ag_i_bwd_t *a, ag_error_t *err);
-/*
- * The same on part of the graph: dQ of destinations qlo..qhi-1 (pass A) and
- * dK, dV of sources klo..khi-1 (pass B), each row bitwise as the whole-graph
- * call computes it. Every array is indexed by global node number; only what
- * the passes read need be there: for pass A the in-runs of its destinations
- * and the K and V rows they read; for pass B the out-runs of its sources and
- * Q, dM, lse and Dd of the destinations those reach. Tiled: both ranges of
- * whole blocks (ag_i_tiled_width x 16 rows; the last may end at N), and pass
- * B reads the in-run of every destination its tiles cross (rows widened to
- * multiples of 8; a run clipped to the sources klo..khi-1 gives the same bits).
- */
-int ag_i_backward_tiled_range(const ag_i_bwd_t *a, int64_t qlo, int64_t qhi, int64_t klo,
-                              int64_t khi, ag_error_t *err);
-int ag_i_backward_gather_range(const ag_i_bwd_t *a, int64_t qlo, int64_t qhi, int64_t klo,
-                               int64_t khi, ag_error_t *err);
-/* The kernel ag_i_backward_auto would pick for the whole graph (one_run: every
-   destination of the whole graph has at most one run), on the ranges above. */
-AG_INTERNAL
-int ag_i_backward_part(const ag_i_bwd_t *a, int one_run, int64_t qlo, int64_t qhi,
-                       int64_t klo, int64_t khi, ag_error_t *err);
 /* Dd [N, H] = per head, sum_c dM[i, h*d+c] * M[i, h*d+c] (the backward's D). */
 AG_INTERNAL
 void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N, int64_t H,
                            int64_t d);
-/* The one the forward would pick (dispatch.c). */
-int ag_i_backward_auto(const ag_i_bwd_t *a, ag_error_t *err);
-/* Any score function (generic.c): a->score, dM and every gradient a->g asks
-   for (its scale, lse and Dd are not read: M and lse are recomputed here). */
-int ag_i_backward_generic(const ag_i_bwd_t *a, ag_error_t *err);
 
 /* Are these plain dot-product softmax scores (scaled-dot or dot, any beta; no
    softcap, edge bias or ALiBi), the ones the fused kernels and the MPI layer
-   run? Then *scale is their multiplier of q.k (kernels/dispatch.c; the one
-   place this is decided). */
+   run? Then *scale is their multiplier of q.k (plan.c; the one place this
+   is decided). */
 AG_INTERNAL
 int ag_i_plain_scale(const ag_score_t *score, int64_t d, float *scale);
 

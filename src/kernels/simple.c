@@ -78,30 +78,31 @@ static void attend_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const flo
     }
 }
 
-int ag_i_attention_online(const ag_i_fwd_t *a, ag_error_t *err)
+int ag_i_simple_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                     ag_error_t *err)
+{
+    (void)nb, (void)d;
+    /* the forward's per-thread max, sum and figures' sums: 4 floats a head */
+    return ag_i_plan_scratch(p, p->backward ? 0 : ag_i_scratch_stride(4 * H), 0,
+                             "attention scratch", err);
+}
+
+void ag_i_simple_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
 {
     const ag_nbhd_t *nb = a->nb;
     const float *Q = a->Q, *K = a->K, *V = a->V;
     const int64_t H = a->H, d = a->d;
-    const float scale = a->scale;
     float *M = a->M;
     kext_t *x = a->x;
-    const int64_t N = nb->n_nodes;
-    ag_i_scratch_t scratch = {NULL, ag_i_scratch_stride(4 * H)};
-    scratch.buf = ag_i_alloc((int64_t)ag_i_max_threads() * scratch.stride, sizeof(float), err,
-                             "attention scratch");
-    if (!scratch.buf)
-        return ag_i_alloc_status();
     /* In-degrees vary (causal: i+1), so hand out small chunks dynamically. */
-#pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
-    for (int64_t i = 0; i < N; i++) {
-        float *mx = ag_i_scratch_mine(&scratch);
-        attend_row(nb, i, Q, K, V, H, d, scale, M + i * H * d, mx, mx + H, mx + 2 * H,
+#pragma omp parallel for num_threads(p->threads) if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) \
+    schedule(dynamic, 16)
+    for (int64_t i = p->lo; i < p->hi; i++) {
+        float *mx = p->scratch + (int64_t)ag_i_thread_id() * p->per_thread;
+        attend_row(nb, i, Q, K, V, H, d, p->scale, M + i * H * d, mx, mx + H, mx + 2 * H,
                    mx + 3 * H, x);
         kext_done(x, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
     }
-    free(scratch.buf);
-    return AG_OK;
 }
 
 /* ---- backward ---- */
@@ -116,27 +117,26 @@ static inline float edge_ds(const float *Q, const float *K, const float *V, cons
     return *p * (ag_i_dot(dM + i * HD + o, V + j * HD + o, d) - Dd[i * H + h]);
 }
 
-int ag_i_backward_simple(const ag_i_bwd_t *a, ag_error_t *err)
+void ag_i_simple_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a)
 {
     const ag_nbhd_t *nb = a->nb;
     const float *Q = a->Q, *K = a->K, *V = a->V, *dM = a->dM, *lse = a->lse, *Dd = a->Dd;
     const int64_t H = a->H, d = a->d;
-    const float scale = a->scale;
+    const float scale = p->scale;
     float *dQ = a->g.dQ, *dK = a->g.dK, *dV = a->g.dV;
-    (void)err;
-    const int64_t N = nb->n_nodes, HD = H * d;
+    const int64_t HD = H * d;
     const int par = nb->n_edges * HD >= AG_PARALLEL_MIN_WORK;
     (void)par;   /* read by the pragmas only */
     /* destinations: dQ_i = scale sum_j dS_ij k_j */
-#pragma omp parallel for if (par) schedule(dynamic, 16)
-    for (int64_t i = 0; i < N; i++) {
+#pragma omp parallel for num_threads(p->threads) if (par) schedule(dynamic, 16)
+    for (int64_t i = p->lo; i < p->hi; i++) {
         float *dq = dQ + i * HD;
         memset(dq, 0, (size_t)HD * sizeof *dq);
         for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
             for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++)
                 for (int64_t h = 0; h < H; h++) {
-                    float p;
-                    const float ds = edge_ds(Q, K, V, dM, lse, Dd, i, j, h, H, d, scale, &p);
+                    float a_ij;
+                    const float ds = edge_ds(Q, K, V, dM, lse, Dd, i, j, h, H, d, scale, &a_ij);
                     const float *k = K + j * HD + h * d;
                     for (int64_t c = 0; c < d; c++)
                         dq[h * d + c] += ds * k[c];
@@ -145,24 +145,23 @@ int ag_i_backward_simple(const ag_i_bwd_t *a, ag_error_t *err)
             dq[c] *= scale;
     }
     /* sources: dK_j = scale sum_i dS_ij q_i, dV_j = sum_i p_ij dM_i */
-#pragma omp parallel for if (par) schedule(dynamic, 16)
-    for (int64_t j = 0; j < N; j++) {
+#pragma omp parallel for num_threads(p->threads) if (par) schedule(dynamic, 16)
+    for (int64_t j = p->klo; j < p->khi; j++) {
         float *dk = dK + j * HD, *dv = dV + j * HD;
         memset(dk, 0, (size_t)HD * sizeof *dk);
         memset(dv, 0, (size_t)HD * sizeof *dv);
         for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++)
             for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++)
                 for (int64_t h = 0; h < H; h++) {
-                    float p;
-                    const float ds = edge_ds(Q, K, V, dM, lse, Dd, i, j, h, H, d, scale, &p);
+                    float a_ij;
+                    const float ds = edge_ds(Q, K, V, dM, lse, Dd, i, j, h, H, d, scale, &a_ij);
                     const float *q = Q + i * HD + h * d, *g = dM + i * HD + h * d;
                     for (int64_t c = 0; c < d; c++) {
                         dk[h * d + c] += ds * q[c];
-                        dv[h * d + c] += p * g[c];
+                        dv[h * d + c] += a_ij * g[c];
                     }
                 }
         for (int64_t c = 0; c < HD; c++)
             dk[c] *= scale;
     }
-    return AG_OK;
 }

@@ -21,7 +21,7 @@
  * last); narrow ones in order, in long runs of consecutive blocks (a band's
  * next block reuses most of its K and V rows), with the next block's rows
  * prefetched. Among several heads, each head's K and V are copied together
- * first (see ag_i_attention_tiled_range).
+ * first (see forward_plan).
  * The backward (the second half of the file) runs on the same tiles and
  * micro-kernels.
  */
@@ -264,7 +264,7 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t
     }
 }
 
-/* The largest copy of one head's K and V (see ag_i_attention_tiled_range). */
+/* The largest copy of one head's K and V (see forward_plan). */
 #define HEAD_COPY_MAX ((int64_t)64 << 20)
 
 /* The sources the blocks of destinations lo .. hi-1 read: their runs' span,
@@ -360,29 +360,16 @@ int ag_i_tiled_applies(const ag_nbhd_t *nb)
     return 1;
 }
 
-int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_error_t *err)
+/* The forward's part of a plan: scratch per thread, and whether each head's
+   K and V are copied first (see ag_i_tiled_forward). */
+static int forward_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                        ag_error_t *err)
 {
-    const ag_nbhd_t *nb = a->nb;
-    const float *Q = a->Q, *K = a->K, *V = a->V;
-    const int64_t H = a->H, d = a->d;
-    float *M = a->M;
-    kext_t *x = a->x;
-    const int64_t N = hi;   /* the blocks end there; nb->n_nodes bounds the sources */
-    /* Narrow blocks (16 destinations) waste less on a band such as a window;
-       wide ones (64) reuse each K and V row more on long runs. */
-    const int QV = ag_i_tiled_width(nb);
-    const int64_t BQ = QV * AG_LANES;
-    if (lo >= hi)
-        return AG_OK;
-    if (lo % BQ)
+    const int64_t BQ = p->width * AG_LANES;
+    if (p->lo < p->hi && p->lo % BQ)
         return ag_i_fail(err, AG_EINVAL, "tiled kernel: destinations from %lld, not a multiple "
-                         "of %lld", (long long)lo, (long long)BQ);
-    const int threads = ag_i_max_threads();
+                         "of %lld", (long long)p->lo, (long long)BQ);
     const int64_t per_thread = ag_i_scratch_stride(2 * d * BQ + BK * BQ + 4 * BQ);
-    float *buf = ag_i_alloc_lines((int64_t)threads * per_thread, sizeof(float), err,
-                                  "tiled kernel buffers");
-    if (!buf)
-        return ag_i_alloc_status();
     /* Among several heads, one head's rows lie H*d floats apart (2 KB for 8 of
        64): the hardware prefetchers, which follow a stream within a 4 KB page,
        lose it, and the rows fall in 1/H of L2's sets. Each head's K and V are
@@ -391,27 +378,48 @@ int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_e
        and copies them into a buffer of its own: no barrier between heads, and
        no thread reads rows another core copied (its cache holds them dirty).
        Otherwise the threads copy each head together, then share its blocks. */
-    const int64_t HD = H * d;
-    const source_span_t src = H > 1 ? sources_read(nb, lo, hi) : (source_span_t){0, 0};
-    const int64_t ns = src.hi - src.lo, copies = H % threads ? 1 : threads;
-    float *kvh = NULL;   /* the copy is for speed only: without memory for it, none */
+    const source_span_t src = H > 1 && p->lo < p->hi ? sources_read(nb, p->lo, p->hi)
+                                                     : (source_span_t){0, 0};
+    const int64_t ns = src.hi - src.lo, copies = H % p->threads ? 1 : p->threads;
     if (ns > 0 && copies * 2 * ns * d * (int64_t)sizeof(float) <= HEAD_COPY_MAX) {
+        /* the copy is for speed only: without memory for it, none */
         ag_error_t ignored;
-        kvh = ag_i_alloc_lines(copies * 2 * ns * d, sizeof(float), &ignored,
-                               "tiled kernel head copy");
+        if (!ag_i_plan_scratch(p, per_thread, copies * 2 * ns * d, "tiled kernel buffers",
+                               &ignored)) {
+            p->head_copies = (int)copies, p->wlo = src.lo, p->whi = src.hi;
+            return AG_OK;
+        }
     }
-    const int by_head = kvh && copies > 1;
+    return ag_i_plan_scratch(p, per_thread, 0, "tiled kernel buffers", err);
+}
+
+void ag_i_tiled_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
+{
+    const ag_nbhd_t *nb = a->nb;
+    const float *Q = a->Q, *K = a->K, *V = a->V;
+    const int64_t H = a->H, d = a->d, lo = p->lo;
+    float *M = a->M;
+    kext_t *x = a->x;
+    const int64_t N = p->hi;   /* the blocks end there; nb->n_nodes bounds the sources */
+    const int QV = p->width;
+    const int64_t BQ = QV * AG_LANES;
+    if (lo >= N)
+        return;
+    const int64_t per_thread = p->per_thread, HD = H * d;
+    const source_span_t src = {p->wlo, p->whi};
+    const int64_t ns = src.hi - src.lo;
+    float *kvh = p->head_copies ? p->shared : NULL;
+    const int by_head = p->head_copies > 1;
     const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0;
-    const float scale2 = a->scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
-    const ag_i_isa_t *isa = ag_i_isa();
-    const forward_job_t job = {nb, Q, M, x, isa->block[QV == 4], isa->tile[QV == 4], H, d, N,
-                               BQ, b0, n_blocks, scale2, QV == 1};
-    const int64_t runs = n_blocks / (8 * threads);
+    const float scale2 = p->scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
+    const forward_job_t job = {nb, Q, M, x, p->isa->block[QV == 4], p->isa->tile[QV == 4], H,
+                               d, N, BQ, b0, n_blocks, scale2, QV == 1};
+    const int64_t runs = n_blocks / (8 * p->threads);
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > INT_MAX ? INT_MAX : (int)runs;
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
-#pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
+#pragma omp parallel num_threads(p->threads) if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
-        float *mine = buf + (int64_t)ag_i_thread_id() * per_thread;
+        float *mine = p->scratch + (int64_t)ag_i_thread_id() * per_thread;
         const tile_buf_t b = {mine, mine + d * BQ, mine + d * BQ + BK * BQ,
                               mine + 2 * d * BQ + BK * BQ, mine + 2 * d * BQ + BK * BQ + BQ,
                               (int32_t *)(mine + 2 * d * BQ + BK * BQ + 2 * BQ),
@@ -448,17 +456,6 @@ int ag_i_attention_tiled_range(const ag_i_fwd_t *a, int64_t lo, int64_t hi, ag_e
             }
         }
     }
-    free(kvh);
-    free(buf);
-    return AG_OK;
-}
-
-int ag_i_attention_tiled(const ag_i_fwd_t *a, ag_error_t *err)
-{
-    if (!ag_i_tiled_applies(a->nb))
-        return ag_i_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run of "
-                         "sources");
-    return ag_i_attention_tiled_range(a, 0, a->nb->n_nodes, err);
 }
 
 /* ---- backward ----
@@ -784,16 +781,12 @@ static int whole_blocks(int64_t lo, int64_t hi, int64_t BQ, int64_t N)
                                                            (hi % BQ == 0 || hi == N)));
 }
 
-int ag_i_backward_tiled_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, int64_t klo,
-                              int64_t khi, ag_error_t *err)
+/* The backward's part of a plan: scratch per thread, and each pass's blocks
+   in order of work. */
+static int backward_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t d, ag_error_t *err)
 {
-    const ag_nbhd_t *nb = op->nb;
-    const int64_t N = nb->n_nodes, H = op->H, d = op->d;
-    if (!nb->out_ptr)
-        return ag_i_fail(err, AG_EINVAL, "tiled backward: the neighbourhoods are not "
-                         "transposed (ag_nbhd_transpose)");
-    const int QV = ag_i_tiled_width(nb);   /* as the forward */
-    const int64_t BQ = QV * AG_LANES;
+    const int64_t N = nb->n_nodes, BQ = p->width * AG_LANES;
+    const int64_t qlo = p->lo, qhi = p->hi, klo = p->klo, khi = p->khi;
     if (!whole_blocks(qlo, qhi, BQ, N) || !whole_blocks(klo, khi, BQ, N))
         return ag_i_fail(err, AG_EINVAL, "tiled backward: destinations %lld..%lld and sources "
                          "%lld..%lld; expected ranges of whole blocks of %lld rows within 0..%lld",
@@ -803,28 +796,47 @@ int ag_i_backward_tiled_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, in
     const int64_t kb0 = klo / BQ, n_kb = klo < khi ? (khi + BQ - 1) / BQ - kb0 : 0;
     const int64_t most = n_qb > n_kb ? n_qb : n_kb;
     const int64_t per_thread = ag_i_scratch_stride(4 * d * BQ + 2 * BK * BQ + 4 * BQ);
-    float *buf = ag_i_alloc_lines((int64_t)ag_i_max_threads() * per_thread, sizeof(float), err,
-                                  "tiled backward buffers");
-    int64_t *order = buf ? ag_i_alloc(n_qb + n_kb + 1, sizeof(int64_t), err, "tiled backward "
-                                      "order") : NULL;
-    block_work_t *tmp = order ? ag_i_alloc(most + 1, sizeof *tmp, err, "tiled backward "
-                                           "order") : NULL;
-    if (!tmp) {
-        free(buf), free(order);
+    /* the order: n_qb + n_kb int64, in floats */
+    int rc = ag_i_plan_scratch(p, per_thread, 2 * (n_qb + n_kb + 1), "tiled backward buffers",
+                               err);
+    if (rc)
+        return rc;
+    block_work_t *tmp = ag_i_alloc(most + 1, sizeof *tmp, err, "tiled backward order");
+    if (!tmp)
         return ag_i_alloc_status();
-    }
-    order_blocks(nb, 0, BQ, qb0, n_qb, qhi, order, tmp);
-    order_blocks(nb, 1, BQ, kb0, n_kb, khi, order + n_qb, tmp);
+    p->order = (int64_t *)p->shared, p->n_qb = n_qb, p->n_kb = n_kb;
+    order_blocks(nb, 0, BQ, qb0, n_qb, qhi, p->order, tmp);
+    order_blocks(nb, 1, BQ, kb0, n_kb, khi, p->order + n_qb, tmp);
     free(tmp);
+    return AG_OK;
+}
+
+int ag_i_tiled_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                    ag_error_t *err)
+{
+    /* Narrow blocks (16 destinations) waste less on a band such as a window;
+       wide ones (64) reuse each K and V row more on long runs. The backward
+       takes the forward's. */
+    p->width = ag_i_tiled_width(nb);
+    return p->backward ? backward_plan(p, nb, d, err) : forward_plan(p, nb, H, d, err);
+}
+
+void ag_i_tiled_backward(const ag_i_plan_t *p, const ag_i_bwd_t *op)
+{
+    const ag_nbhd_t *nb = op->nb;
+    const int64_t H = op->H, d = op->d;
+    const int QV = p->width;
+    const int64_t BQ = QV * AG_LANES, n_qb = p->n_qb, n_kb = p->n_kb;
+    const int64_t most = n_qb > n_kb ? n_qb : n_kb, per_thread = p->per_thread;
     const bw_args_t a = {nb, op->Q, op->K, op->V, op->dM, op->lse, op->Dd, op->g.dQ, op->g.dK,
-                         op->g.dV, H, d, op->scale, op->scale * LOG2E};
-    ag_i_grad_f *const grad = ag_i_isa()->grad[QV == 4];
-    const int64_t runs = most / (8 * ag_i_max_threads());
+                         op->g.dV, H, d, p->scale, p->scale * LOG2E};
+    ag_i_grad_f *const grad = p->isa->grad[QV == 4];
+    const int64_t runs = most / (8 * p->threads);
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > INT_MAX ? INT_MAX : (int)runs;
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
-#pragma omp parallel if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
+#pragma omp parallel num_threads(p->threads) if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
-        float *mine = buf + (int64_t)ag_i_thread_id() * per_thread;
+        float *mine = p->scratch + (int64_t)ag_i_thread_id() * per_thread;
         const int64_t db = d * BQ, sb = BK * BQ;
         const bw_buf_t b = {mine, mine + db, mine + 2 * db, mine + 2 * db + sb,
                             mine + 2 * db + 2 * sb, mine + 3 * db + 2 * sb,
@@ -833,8 +845,8 @@ int ag_i_backward_tiled_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, in
                             (int32_t *)(mine + 4 * db + 2 * sb + 3 * BQ)};
         /* pass A writes dQ, pass B dK and dV: each row has one owner */
         for (int pass = 0; pass < 2; pass++) {
-            const int64_t n_blocks = pass ? n_kb : n_qb, end = pass ? khi : qhi;
-            const int64_t *ord = pass ? order + n_qb : order;
+            const int64_t n_blocks = pass ? n_kb : n_qb, end = pass ? p->khi : p->hi;
+            const int64_t *ord = pass ? p->order + n_qb : p->order;
 #pragma omp for schedule(dynamic, chunk)
             for (int64_t t = 0; t < n_blocks * H; t++) {
                 const int64_t h = t / n_blocks, blk = ord[t % n_blocks];
@@ -843,15 +855,4 @@ int ag_i_backward_tiled_range(const ag_i_bwd_t *op, int64_t qlo, int64_t qhi, in
             }
         }
     }
-    free(buf), free(order);
-    return AG_OK;
-}
-
-int ag_i_backward_tiled(const ag_i_bwd_t *a, ag_error_t *err)
-{
-    if (!ag_i_tiled_applies(a->nb))
-        return ag_i_fail(err, AG_EINVAL, "tiled backward: a destination has more than one run "
-                         "of sources");
-    const int64_t N = a->nb->n_nodes;
-    return ag_i_backward_tiled_range(a, 0, N, 0, N, err);
 }

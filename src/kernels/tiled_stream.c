@@ -38,6 +38,7 @@ struct ag_tiled_stream {
     float *m, *l;               /* [n_blocks * H][BQ] */
     float *scratch;             /* per thread: qt [d][BQ], s [BK][BQ] */
     int64_t per_thread;
+    int threads;                /* the team the scratch is cut for */
 };
 
 /* attend_block's step 1: the lanes' runs and the tiles of the block at i0. */
@@ -119,6 +120,7 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
     st->nb = nb, st->Q = Q, st->H = H, st->d = d;
     st->QV = ag_i_tiled_width(nb);
     const ag_i_isa_t *isa = ag_i_isa();
+    st->threads = ag_i_max_threads();
     st->step = isa->tile[st->QV == 4], st->task = isa->task[st->QV == 4];
     st->scale2 = scale * LOG2E;
     const int64_t BQ = st->QV * AG_LANES;
@@ -135,7 +137,7 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
     st->acc = ag_i_alloc_lines((tasks + 1) * d * BQ, sizeof(float), err, "streamed attention");
     st->m = ag_i_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
     st->l = ag_i_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
-    st->scratch = ag_i_alloc_lines((int64_t)ag_i_max_threads() * st->per_thread, sizeof(float), err,
+    st->scratch = ag_i_alloc_lines((int64_t)st->threads * st->per_thread, sizeof(float), err,
                                    "streamed attention");
     if (!st->blocks || !st->next || !st->acc || !st->m || !st->l || !st->scratch) {
         ag_i_tiled_stream_free(st);
@@ -168,7 +170,7 @@ void ag_i_tiled_stream_feed(ag_tiled_stream_t *st, const float *K, const float *
 {
     ag_i_task_f *const task = st->task;
     const int64_t BQ = st->QV * AG_LANES, d = st->d, H = st->H, tasks = st->n_blocks * H;
-#pragma omp parallel if (tasks > 1)
+#pragma omp parallel num_threads(st->threads) if (tasks > 1)
     {
         float *qt = st->scratch + (int64_t)ag_i_thread_id() * st->per_thread, *S = qt + d * BQ;
 #pragma omp for schedule(dynamic, 1)

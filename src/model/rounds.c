@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "kernels/kernels.h"
 #include "model/model.h"
 
 void ag_workspace_destroy(ag_workspace_t *ws)
@@ -79,18 +80,20 @@ void ag_round_opts_init(ag_round_opts_t *opts)
 }
 
 /* One process's attention: the kernel on the whole graph, with the figures
-   and progress the options ask for. */
+   and progress the options ask for, planned at the first round and run by
+   every round. */
 typedef struct {
     const ag_nbhd_t *nb;
     const ag_workspace_t *ws;
     const ag_attention_opts_t *attn;
+    ag_i_plan_t *plan;
 } whole_graph_t;
 
 static int attend_whole(void *ctx, const ag_weights_t *w, const ag_score_t *sc, ag_error_t *err)
 {
     const whole_graph_t *g = ctx;
-    return ag_attention_ex(g->nb, g->ws->Q, g->ws->K, g->ws->V, w->H, w->d, sc, g->ws->M,
-                           g->attn, err);
+    return ag_i_attention_planned(g->plan, g->nb, g->ws->Q, g->ws->K, g->ws->V, w->H, w->d, sc,
+                                  g->ws->M, g->attn, err);
 }
 
 /* ag_attention_ex's progress, told the round. */
@@ -139,8 +142,9 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         .distance = distance ? ws->distance : NULL,
         .progress = opts && opts->on_progress ? round_progress : NULL, .progress_ctx = &progress};
     const ag_i_round_bufs_t rb = {ws->Xn, ws->Q, ws->K, ws->V, ws->M};
-    const whole_graph_t whole = {nb, ws, &attn};
-    for (int r = 0; r < rounds; r++) {
+    ag_i_plan_t plan = {0};
+    const whole_graph_t whole = {nb, ws, &attn, &plan};
+    for (int r = 0; !rc && r < rounds; r++) {
         const int k = n_layers == 1 ? 0 : r;
         const ag_weights_t *w = &layers[k];
         if (callback)
@@ -149,7 +153,7 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         ag_score_t sc;
         if ((rc = ag_i_round_forward(X, N, w, k, opts, &rb, &sc, attend_whole, (void *)&whole,
                                      err)))
-            return rc;
+            break;
         if (done)
             *done = r + 1;
         if (callback) {
@@ -157,13 +161,14 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
                                figures ? ws->entropy : NULL, figures ? ws->max_weight : NULL,
                                distance ? ws->distance : NULL};
             rc = opts->on_round(&info, opts->ctx);
-            if (rc == AG_STOP)
-                return AG_OK;
-            if (rc)
-                return rc;
+            if (rc == AG_STOP) {
+                rc = AG_OK;
+                break;
+            }
         }
     }
-    return AG_OK;
+    ag_i_plan_free(&plan);
+    return rc;
 }
 
 /* Sum of squares of a - b and of b over n values, the same bits for any

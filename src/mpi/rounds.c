@@ -70,6 +70,7 @@ typedef struct {
     kext_t figures;             /* opts->figures: [n, H] own rows of each, from the kernel */
     ag_halo_t halo;             /* halo path: the window of K and V rows */
     ag_ring_t ring;             /* ring path */
+    ag_i_plan_t plan;           /* halo path: the part's kernel, made by the first round */
     ag_mpi_path_t path;
 } run_t;
 
@@ -79,6 +80,7 @@ static void run_free(run_t *r)
     free(r->figures.entropy), free(r->figures.max_weight), free(r->figures.distance);
     ag_i_halo_destroy(&r->halo);
     ag_i_ring_destroy(&r->ring);
+    ag_i_plan_free(&r->plan);
 }
 
 /* The attention of a round on this process's part: K and V rows exchanged
@@ -107,8 +109,9 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
     x.max_weight = x.max_weight ? x.max_weight - shift : NULL;
     x.distance = x.distance ? x.distance - shift : NULL;
     const ag_i_fwd_t f = {&r->view, Qv, h->K - h->wlo * r->HD, h->V - h->wlo * r->HD, w->H,
-                          w->d, 0.0f, sc, Mv, kext_stats(&x) ? &x : NULL};
-    return ag_i_attention_part(&f, part->lo, part->hi, h->wlo, h->whi, part->one_run, err);
+                          w->d, sc, Mv, kext_stats(&x) ? &x : NULL};
+    return ag_i_forward_part(&r->plan, &f, part->lo, part->hi, h->wlo, h->whi, part->one_run,
+                             err);
 }
 
 /* Round k (0-based) with layer w; then, with opts->on_round, the callback on
@@ -241,8 +244,10 @@ int ag_mpi_attention(MPI_Comm comm, const ag_mpi_part_t *part, const float *Q, c
     ag_i_halo_exchange(&h, comm, HD, stats);
     const ag_nbhd_t view = ag_i_part_view(part);
     const ag_i_fwd_t f = {&view, Q - part->lo * HD, h.K - h.wlo * HD, h.V - h.wlo * HD, H, d,
-                          0.0f, score, M - part->lo * HD, NULL};
-    rc = ag_i_attention_part(&f, part->lo, part->hi, h.wlo, h.whi, part->one_run, err);
+                          score, M - part->lo * HD, NULL};
+    ag_i_plan_t plan = {0};
+    rc = ag_i_forward_part(&plan, &f, part->lo, part->hi, h.wlo, h.whi, part->one_run, err);
+    ag_i_plan_free(&plan);
     stats->seconds = ag_i_mpi_now() - t0;
     ag_i_halo_destroy(&h);
     return ag_mpi_agree(comm, rc, err);

@@ -47,6 +47,7 @@ struct ag_mpi_tape {
     ag_mpi_reduce_t red_ctx;
     ag_mpi_stats_t *stats;
     float *back;              /* the backward's buffers (back_alloc), kept for the next */
+    ag_i_plan_t forward, backward;   /* the part's kernels, made by the first round */
 };
 
 typedef struct {
@@ -75,6 +76,7 @@ void ag_mpi_tape_free(ag_mpi_tape_t *t)
     free(t->acts), free(t->back);
     free(t->send_count), free(t->send_displ), free(t->recv_count), free(t->recv_displ);
     free(t->send_rows), free(t->recv_rows);
+    ag_i_plan_free(&t->forward), ag_i_plan_free(&t->backward);
     free(t);
 }
 
@@ -254,12 +256,12 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
     kext_t x = {0};
     x.lse = a->lse - part->lo * w->H;
     const ag_i_fwd_t f = {&t->view, a->Q - part->lo * t->HD, h->K - h->wlo * t->HD,
-                          h->V - h->wlo * t->HD, w->H, w->d, 0.0f, sc, a->M - part->lo * t->HD,
-                          &x};
+                          h->V - h->wlo * t->HD, w->H, w->d, sc, a->M - part->lo * t->HD, &x};
     float scale;
     if (!ag_i_plain_scale(sc, w->d, &scale))
         return refuse_score(err);
-    int rc = ag_i_attention_part(&f, part->lo, part->hi, h->wlo, h->whi, part->one_run, err);
+    int rc = ag_i_forward_part(&t->forward, &f, part->lo, part->hi, h->wlo, h->whi,
+                               part->one_run, err);
     if (rc)
         return rc;
     const int64_t w_rows = h->whi - h->wlo;
@@ -438,7 +440,7 @@ static void dest_exchange(const ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_
    dot-product scores only; the destinations' rows its sources reach are
    exchanged first, and every process agrees on the outcome. */
 typedef struct {
-    const ag_mpi_tape_t *t;
+    ag_mpi_tape_t *t;
     const mpi_acts_t *a;
     mpi_back_t *b;
 } part_back_t;
@@ -448,7 +450,7 @@ static int attend_back_part(void *ctx, const ag_weights_t *w, ag_weights_t *g,
 {
     (void)g;   /* plain scores have no vectors */
     const part_back_t *pb = ctx;
-    const ag_mpi_tape_t *t = pb->t;
+    ag_mpi_tape_t *t = pb->t;
     const mpi_acts_t *a = pb->a;
     mpi_back_t *b = pb->b;
     float scale;
@@ -461,14 +463,14 @@ static int attend_back_part(void *ctx, const ag_weights_t *w, ag_weights_t *g,
     const ag_attention_grads_t dqkv = {b->dQ - lo * HD, b->dK - lo * HD, b->dV - lo * HD,
                                        NULL, NULL, NULL};
     const ag_i_bwd_t op = {&t->bp.view, b->Qw - dlo * HD, a->K - wlo * HD, a->V - wlo * HD,
-                           b->dMw - dlo * HD, H, w->d, scale, NULL, b->lsew - dlo * H,
-                           b->Ddw - dlo * H, dqkv};
-    const int rc = ag_i_backward_part(&op, t->part->one_run, lo, t->part->hi, lo, t->part->hi,
-                                      err);
+                           b->dMw - dlo * HD, H, w->d, sc, b->lsew - dlo * H, b->Ddw - dlo * H,
+                           dqkv};
+    const int rc = ag_i_backward_part(&t->backward, &op, lo, t->part->hi, lo, t->part->hi,
+                                      t->part->one_run, err);
     return ag_mpi_agree(t->comm, rc, err);
 }
 
-static int backward_round(const ag_mpi_tape_t *t, int r, ag_weights_t *grads, mpi_back_t *b,
+static int backward_round(ag_mpi_tape_t *t, int r, ag_weights_t *grads, mpi_back_t *b,
                           ag_error_t *err)
 {
     const int k = t->n_layers == 1 ? 0 : r;

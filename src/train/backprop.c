@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "kernels/kernels.h"
 #include "train/train.h"
 
 struct ag_tape {
@@ -28,6 +29,8 @@ struct ag_tape {
     float *acts;              /* per round: X [N, D], Q K V M [N, H*d], lse [N, H] */
     unsigned char *has_lse;   /* per round: the kernel wrote lse (sigmoid and linear
                                  scores, and kernels without it, leave it NaN) */
+    ag_i_plan_t forward, backward;   /* the kernels' plans, made by the first round and
+                                        run by every round */
 };
 
 /* Floats a round keeps per node. */
@@ -63,6 +66,7 @@ void ag_tape_free(ag_tape_t *tape)
     if (!tape)
         return;
     free(tape->acts), free(tape->has_lse);
+    ag_i_plan_free(&tape->forward), ag_i_plan_free(&tape->backward);
     free(tape);
 }
 
@@ -80,7 +84,7 @@ static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers
     *t = (ag_tape_t){nb, layers, n_layers, rounds,
                      opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT,
                      opts && opts->norm == AG_NORM_LAYER,
-                     nb->n_nodes, w->D, w->H, w->d, NULL, NULL};
+                     nb->n_nodes, w->D, w->H, w->d, NULL, NULL, {0}, {0}};
     t->acts = ag_i_alloc(bytes / 4, sizeof(float), err, "tape of the rounds' activations");
     t->has_lse = ag_i_calloc(rounds + 1, 1, err, "tape");
     if (!t->acts || !t->has_lse) {
@@ -116,7 +120,8 @@ static int attend_taped(void *ctx, const ag_weights_t *w, const ag_score_t *sc, 
     for (int64_t x = 0; x < NH; x++)
         a->lse[x] = NAN;
     const ag_attention_opts_t ao = {.lse = a->lse};
-    int rc = ag_attention_ex(tr->t->nb, a->Q, a->K, a->V, w->H, w->d, sc, a->M, &ao, err);
+    int rc = ag_i_attention_planned(&tr->t->forward, tr->t->nb, a->Q, a->K, a->V, w->H, w->d,
+                                    sc, a->M, &ao, err);
     if (!rc)
         tr->t->has_lse[tr->r] = (unsigned char)lse_written(a->lse, NH);
     return rc;
@@ -229,7 +234,7 @@ static void add_vectors(const ag_score_t *opt_score, const ag_score_t *sc, ag_we
 /* The tape's attention backward of round r: the kernels on the whole graph
    (any score), with the forward's log-sum-exp where it kept one. */
 typedef struct {
-    const ag_tape_t *t;
+    ag_tape_t *t;
     int r;
     const back_bufs_t *b;
 } tape_back_t;
@@ -238,20 +243,20 @@ static int attend_back_taped(void *ctx, const ag_weights_t *w, ag_weights_t *g,
                              const ag_score_t *sc, ag_error_t *err)
 {
     const tape_back_t *tb = ctx;
-    const ag_tape_t *t = tb->t;
+    ag_tape_t *t = tb->t;
     const back_bufs_t *b = tb->b;
     const acts_t a = round_acts(t, tb->r);
     const int vectors = sc->kind == AG_SCORE_ADDITIVE || sc->kind == AG_SCORE_GATV2;
     const ag_attention_grads_t ag = {b->dQ, b->dK, b->dV, vectors ? b->da_src : NULL,
                                      sc->kind == AG_SCORE_ADDITIVE ? b->da_dst : NULL, NULL};
-    int rc = ag_attention_backward(t->nb, a.Q, a.K, a.V, w->H, w->d, sc, a.M,
+    int rc = ag_i_backward_planned(&t->backward, t->nb, a.Q, a.K, a.V, w->H, w->d, sc, a.M,
                                    t->has_lse[tb->r] ? a.lse : NULL, b->dM, &ag, err);
     if (!rc && vectors)
         add_vectors(t->opts.score, sc, g, b, w->H * w->d);
     return rc;
 }
 
-static int backward_round(const ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t *b,
+static int backward_round(ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t *b,
                           ag_error_t *err)
 {
     const int k = t->n_layers == 1 ? 0 : r;

@@ -1,0 +1,191 @@
+/*
+ * Plan, then compute (after ggml's ggml_graph_plan): every decision of an
+ * attention call is made here, once, from the graph, the score and the
+ * machine: which kernel (the plain dot-product rule, then tiled or gather),
+ * its multiplier, the instruction set's loops, the team of threads, and the
+ * scratch, which each kernel file sizes for its plan and this file
+ * allocates. ag_i_forward and ag_i_backward then only run the kernel.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "kernels/kernels.h"
+#include "kernels/isa.h"
+
+int ag_i_plain_scale(const ag_score_t *sc, int64_t d, float *scale)
+{
+    const float beta = sc ? sc->beta : 1.0f;
+    if (sc && (sc->kind > AG_SCORE_DOT || sc->softcap > 0 || sc->edge_bias || sc->alibi))
+        return 0;
+    *scale = beta * (sc && sc->kind == AG_SCORE_DOT ? 1.0f : 1.0f / sqrtf((float)d));
+    return 1;
+}
+
+int ag_i_use_tiled(int64_t N, int64_t E, int one_run)
+{
+    return one_run && N > 0 && N < INT32_MAX && E / N >= 16;
+}
+
+static const char *kernel_name(ag_i_kernel_t k)
+{
+    static const char *const names[] = {"auto", "simple", "tiled", "gather", "generic"};
+    return names[k];
+}
+
+int ag_i_plan_scratch(ag_i_plan_t *p, int64_t per_thread, int64_t shared, const char *what,
+                      ag_error_t *err)
+{
+    p->per_thread = per_thread;
+    p->scratch = ag_i_alloc_lines(p->threads * per_thread + shared, sizeof(float), err, what);
+    if (!p->scratch)
+        return ag_i_alloc_status();
+    p->shared = p->scratch + p->threads * per_thread;
+    return AG_OK;
+}
+
+/* The plan of the kernel asked for (AUTO: the rule's) on the rows given. */
+static int plan_rows(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, int one_run,
+                     const ag_nbhd_t *nb, int64_t H, int64_t d, const ag_score_t *score,
+                     int64_t lo, int64_t hi, int64_t klo, int64_t khi, ag_error_t *err)
+{
+    memset(p, 0, sizeof *p);
+    p->asked = kernel;
+    const int plain = ag_i_plain_scale(score, d, &p->scale);
+    if (kernel == AG_I_KERNEL_AUTO)
+        kernel = !plain ? AG_I_KERNEL_GENERIC
+                 : ag_i_use_tiled(nb->n_nodes, nb->n_edges, one_run) ? AG_I_KERNEL_TILED
+                                                                     : AG_I_KERNEL_GATHER;
+    if (kernel != AG_I_KERNEL_GENERIC && !plain)
+        return ag_i_fail(err, AG_EINVAL, "attention: the %s kernel runs plain dot-product "
+                         "softmax scores only", kernel_name(kernel));
+    if (kernel == AG_I_KERNEL_TILED && !one_run)
+        return ag_i_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run "
+                         "of sources");
+    if (backward && !nb->out_ptr)
+        return ag_i_fail(err, AG_EINVAL, "attention backward: the neighbourhoods are not "
+                         "transposed (ag_nbhd_transpose)");
+    p->backward = backward, p->kernel = kernel;
+    p->N = nb->n_nodes, p->E = nb->n_edges, p->H = H, p->d = d;
+    p->kind = score ? score->kind : AG_SCORE_SCALED_DOT, p->plain = plain;
+    p->isa = ag_i_isa();
+    p->threads = ag_i_max_threads();
+    p->lo = lo, p->hi = hi, p->klo = klo, p->khi = khi;
+    int rc;
+    switch (kernel) {
+    case AG_I_KERNEL_SIMPLE:
+        rc = ag_i_simple_plan(p, nb, H, d, err);
+        break;
+    case AG_I_KERNEL_TILED:
+        rc = ag_i_tiled_plan(p, nb, H, d, err);
+        break;
+    case AG_I_KERNEL_GATHER:
+        rc = ag_i_gather_plan(p, nb, H, d, err);
+        break;
+    default:
+        rc = ag_i_generic_plan(p, nb, H, d, score, err);
+    }
+    if (rc)   /* a plan that failed holds nothing */
+        ag_i_plan_free(p);
+    return rc;
+}
+
+int ag_i_plan(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, const ag_nbhd_t *nb,
+              int64_t H, int64_t d, const ag_score_t *score, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes;
+    const int one_run = kernel == AG_I_KERNEL_AUTO || kernel == AG_I_KERNEL_TILED
+                            ? ag_i_tiled_applies(nb) : 0;
+    return plan_rows(p, backward, kernel, one_run, nb, H, d, score, 0, N, 0, N, err);
+}
+
+int ag_i_plan_part(ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                   const ag_score_t *score, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
+                   int one_run, ag_error_t *err)
+{
+    float scale;
+    if (backward && !ag_i_plain_scale(score, d, &scale))
+        return ag_i_fail(err, AG_EINVAL, "attention backward on a part of the graph: plain "
+                         "dot-product scores only");
+    int rc = plan_rows(p, backward, AG_I_KERNEL_AUTO, one_run, nb, H, d, score, lo, hi, klo,
+                       khi, err);
+    p->part = 1;
+    return rc;
+}
+
+int ag_i_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a, ag_error_t *err)
+{
+    switch (p->kernel) {
+    case AG_I_KERNEL_SIMPLE:
+        ag_i_simple_forward(p, a);
+        return AG_OK;
+    case AG_I_KERNEL_TILED:
+        ag_i_tiled_forward(p, a);
+        return AG_OK;
+    case AG_I_KERNEL_GATHER:
+        ag_i_gather_forward(p, a);
+        return AG_OK;
+    default:
+        if (p->part && a->x && a->x->lse)
+            return ag_i_fail(err, AG_EINVAL, "attention on a part of the graph: the "
+                             "log-sum-exp of plain dot-product scores only");
+        ag_i_generic_forward(p, a);
+        return AG_OK;
+    }
+}
+
+int ag_i_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a, ag_error_t *err)
+{
+    (void)err;
+    switch (p->kernel) {
+    case AG_I_KERNEL_SIMPLE:
+        ag_i_simple_backward(p, a);
+        return AG_OK;
+    case AG_I_KERNEL_TILED:
+        ag_i_tiled_backward(p, a);
+        return AG_OK;
+    case AG_I_KERNEL_GATHER:
+        ag_i_gather_backward(p, a);
+        return AG_OK;
+    default:
+        ag_i_generic_backward(p, a);
+        return AG_OK;
+    }
+}
+
+int ag_i_plan_fits(const ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H,
+                   int64_t d, const ag_score_t *score)
+{
+    float scale;
+    const int plain = ag_i_plain_scale(score, d, &scale);
+    return p->scratch && p->backward == backward && p->N == nb->n_nodes &&
+           p->E == nb->n_edges && p->H == H && p->d == d &&
+           p->kind == (score ? score->kind : AG_SCORE_SCALED_DOT) && p->plain == plain &&
+           (!plain || p->scale == scale);
+}
+
+void ag_i_plan_free(ag_i_plan_t *p)
+{
+    free(p->scratch);
+    p->scratch = p->shared = NULL;
+}
+
+int ag_i_attention_with(ag_i_kernel_t kernel, const ag_i_fwd_t *a, ag_error_t *err)
+{
+    ag_i_plan_t p;
+    int rc = ag_i_plan(&p, 0, kernel, a->nb, a->H, a->d, a->score, err);
+    if (!rc)
+        rc = ag_i_forward(&p, a, err);
+    ag_i_plan_free(&p);
+    return rc;
+}
+
+int ag_i_backward_with(ag_i_kernel_t kernel, const ag_i_bwd_t *a, ag_error_t *err)
+{
+    ag_i_plan_t p;
+    int rc = ag_i_plan(&p, 1, kernel, a->nb, a->H, a->d, a->score, err);
+    if (!rc)
+        rc = ag_i_backward(&p, a, err);
+    ag_i_plan_free(&p);
+    return rc;
+}
