@@ -60,6 +60,14 @@ START_TEST(abbreviations_name_the_options_they_could_mean)
     expect_cli("run graphs/sentence.gml --see=2", 2, 2, "unknown option '--see'; did you mean "
                "--seed?");
     expect_cli("run graphs/sentence.gml --bogus", 2, 2, "unknown option '--bogus'\n");
+    /* misspellings: the nearest names, one or two edits away (a swap is one) */
+    expect_cli("train --epcohs 3", 2, 2, "unknown option '--epcohs'; did you mean --epochs?\n");
+    expect_cli("run graphs/sentence.gml --haeds 2", 2, 2, "did you mean --heads?\n");
+    expect_cli("run graphs/sentence.gml --sed 2", 2, 2, "did you mean --seed?\n");
+    expect_cli("run graphs/sentence.gml --attm a.csv", 2, 2, "did you mean --attn?\n");
+    /* short names allow one edit: --rond is two from --round(s) */
+    expect_cli("train --rond 2", 2, 2, "unknown option '--rond'\n");
+    expect_cli("run graphs/sentence.gml --layer-norm", 2, 2, "unknown option '--layer-norm'\n");
     /* exact names win, also when they are a prefix of another option */
     char args[512];
     snprintf(args, sizeof args, "run graphs/sentence.gml --attn-round 1 --attn %s --quiet",

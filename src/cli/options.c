@@ -37,29 +37,89 @@ static int stop(opt_parser_t *p, int status)
     return -1;
 }
 
-/* "--attn, --attn-round": the options whose names start with name[0..len). */
+/* A list of option names, sorted, so that a message reads the same whatever
+   the table's order. */
+typedef struct {
+    const char *name[64];
+    int n;
+} names_t;
+
+static void names_add(names_t *l, const char *name)
+{
+    if (l->n == 64)
+        return;
+    int at = l->n++;
+    while (at > 0 && strcmp(l->name[at - 1], name) > 0) {
+        l->name[at] = l->name[at - 1];
+        at--;
+    }
+    l->name[at] = name;
+}
+
+/* "--attn, --head-dim or --heads" into buf; returns the count. */
+static int names_write(const names_t *l, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (int k = 0; k < l->n; k++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, cap - used, "%s--%s", k == 0 ? "" : k == l->n - 1 ? " or " : ", ",
+                 l->name[k]);
+    }
+    return l->n;
+}
+
+/* The options whose names start with name[0..len), into buf; their count. */
 static int candidates(const opt_parser_t *p, const char *name, size_t len, char *buf,
                       size_t cap)
 {
-    const char *found[64];
-    int n = 0;
-    for (int k = 0; p->longopts[k].name && n < 64; k++)
-        if (strncmp(p->longopts[k].name, name, len) == 0) {
-            /* sorted, so the message reads the same whatever the table's order */
-            int at = n++;
-            while (at > 0 && strcmp(found[at - 1], p->longopts[k].name) > 0) {
-                found[at] = found[at - 1];
-                at--;
-            }
-            found[at] = p->longopts[k].name;
+    names_t l = {.n = 0};
+    for (int k = 0; p->longopts[k].name; k++)
+        if (strncmp(p->longopts[k].name, name, len) == 0)
+            names_add(&l, p->longopts[k].name);
+    return names_write(&l, buf, cap);
+}
+
+/* The edit distance between a[0..n) and b (insertions, deletions,
+   substitutions and swaps of neighbours, each 1: Damerau's optimal string
+   alignment), or a value above 9 once it passes 9 (names up to 63 bytes). */
+static int distance(const char *a, size_t n, const char *b)
+{
+    const size_t m = strlen(b);
+    if (n > 63 || m > 63)
+        return 10;
+    int d[64][64];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            best = d[i - 1][j] + 1 < best ? d[i - 1][j] + 1 : best;
+            best = d[i][j - 1] + 1 < best ? d[i][j - 1] + 1 : best;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
         }
-    buf[0] = '\0';
-    for (int k = 0; k < n; k++) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, cap - used, "%s--%s", k == 0 ? "" : k == n - 1 ? " or " : ", ",
-                 found[k]);
+    return d[n][m];
+}
+
+/* The options nearest to a misspelt name[0..len) (at most 1 edit for names of
+   up to 4 letters, 2 for longer ones), into buf; their count. */
+static int nearest(const opt_parser_t *p, const char *name, size_t len, char *buf, size_t cap)
+{
+    const int most = len <= 4 ? 1 : 2;
+    int best = most + 1;
+    for (int k = 0; p->longopts[k].name; k++) {
+        const int dist = distance(name, len, p->longopts[k].name);
+        best = dist < best ? dist : best;
     }
-    return n;
+    names_t l = {.n = 0};
+    for (int k = 0; p->longopts[k].name && best <= most; k++)
+        if (distance(name, len, p->longopts[k].name) == best)
+            names_add(&l, p->longopts[k].name);
+    return names_write(&l, buf, cap);
 }
 
 /* Is a an option of this command ("--name", "--name=...", "-h")? Such a word
@@ -122,6 +182,9 @@ int opt_next(opt_parser_t *p)
                 return stop(p, usage_error(p->cmd, "unknown option '--%.*s'; did you mean %s? "
                                            "(options are not abbreviated)", (int)len, name,
                                            list));
+            if (len && nearest(p, name, len, list, sizeof list))
+                return stop(p, usage_error(p->cmd, "unknown option '--%.*s'; did you mean %s?",
+                                           (int)len, name, list));
             return stop(p, usage_error(p->cmd, "unknown option '--%.*s'", (int)len, name));
         }
         const char *arg = NULL;
