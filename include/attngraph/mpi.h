@@ -179,7 +179,8 @@ int ag_mpi_attention(MPI_Comm comm, const ag_mpi_part_t *part, const float *Q, c
  * ag_weights_grads_init): bitwise ag_rounds_backward's on one process, for
  * the contiguous parts (each source's owner computes its dK and dV; sums over
  * rows are added in the one-process order); renumbered parts
- * (ag_mpi_part_scatter_partition's) are refused (AG_EINVAL). opts as
+ * (ag_mpi_part_scatter_partition's) are refused (AG_EINVAL), as are per-node
+ * weights and an edge bias; any score function otherwise. opts as
  * ag_mpi_rounds_run's; layers, part and opts must stay alive and unchanged
  * until the backward. *tape must be NULL or the tape of an earlier call: made on
  * the same part (alive and unchanged since; a part rebuilt needs a new tape)

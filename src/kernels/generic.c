@@ -309,6 +309,7 @@ static void direct_figures(const kext_t *x, int64_t i, int64_t h, int64_t H, con
    exp(x - max); sigmoid: the bias b_i (in ST_SHIFT); linear: the sum of the
    scores; and D = sum_e a_e dA_e (weights_backward). */
 enum { ST_SHIFT, ST_SUM, ST_D, ST_N };
+_Static_assert(ST_N == AG_I_GENERIC_STATE, "kernels.h's count of a destination's state");
 
 /* Scores -> weights, in place, for the `deg` slots of destination i; with x
    asking for figures, also i's figures per head (kernels.h: a softmax's come
@@ -568,7 +569,8 @@ int ag_i_generic_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
  * share, and the chunks are added in order, so no thread count changes a bit.
  */
 
-#define GRAD_CHUNK 16   /* nodes a chunk: of the loops and of the vectors' partial sums */
+#define GRAD_CHUNK AG_I_GENERIC_CHUNK   /* nodes a chunk: of the loops and of the vectors'
+                                           partial sums */
 
 static float elu1_slope(float x)
 {
@@ -580,7 +582,6 @@ typedef struct {
     const float *Q, *K;       /* the caller's (c.Q, c.K are phi(Q), phi(K) for linear) */
     const float *V, *dM;
     float *state;             /* [N, H, ST_N] pass 1's normalisers and D per destination */
-    float *part;              /* [chunks, H*d] a vector's partial gradients, or NULL */
     ag_i_scratch_t buf;       /* per thread: weights, raw scores and dA of a destination's
                                  slots ([largest in-degree, H] each), then [H] */
     int threads;              /* the plan's team */
@@ -886,24 +887,23 @@ prefetch_next(const bctx_t *b, const ag_nbhd_t *nb, int64_t n, int to_src)
     }
 }
 
-/* Pass 1 (to_src 0: destinations, dQ) or pass 2 (sources, dK and dV) over
-   chunks of GRAD_CHUNK nodes; with `want` set, each chunk's share of a
-   vector's gradient, summed into want. */
-static void backward_pass(bctx_t *b, const ag_nbhd_t *nb, const ag_attention_grads_t *g,
-                          int to_src, float *want)
+/* Pass 1 (to_src 0: destinations lo..hi-1, dQ) or pass 2 (sources lo..hi-1,
+   dK and dV) over chunks of GRAD_CHUNK nodes (lo a multiple of GRAD_CHUNK);
+   with part set, each chunk's share of a vector's gradient [chunks, H*d]. */
+static void backward_pass(const bctx_t *b, const ag_nbhd_t *nb, const ag_attention_grads_t *g,
+                          int to_src, int64_t lo, int64_t hi, float *part)
 {
-    const int64_t N = nb->n_nodes, HD = b->c.H * b->c.d;
-    const int64_t chunks = (N + GRAD_CHUNK - 1) / GRAD_CHUNK;
-    float *part = want ? b->part : NULL;
+    const int64_t HD = b->c.H * b->c.d, k0 = lo / GRAD_CHUNK;
+    const int64_t chunks = (hi + GRAD_CHUNK - 1) / GRAD_CHUNK - k0;
 #pragma omp parallel for num_threads(b->threads) if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) \
     schedule(dynamic, 1)
     for (int64_t k = 0; k < chunks; k++) {
         float *mine = part ? part + k * HD : NULL;
         if (mine)
             memset(mine, 0, (size_t)HD * sizeof *mine);
-        const int64_t end = (k + 1) * GRAD_CHUNK < N ? (k + 1) * GRAD_CHUNK : N;
-        for (int64_t n = k * GRAD_CHUNK; n < end; n++) {
-            if (n + 1 < N)   /* the next node's scattered rows, as in the forward */
+        const int64_t end = (k0 + k + 1) * GRAD_CHUNK < hi ? (k0 + k + 1) * GRAD_CHUNK : hi;
+        for (int64_t n = (k0 + k) * GRAD_CHUNK; n < end; n++) {
+            if (n + 1 < hi)   /* the next node's scattered rows, as in the forward */
                 prefetch_next(b, nb, n + 1, to_src);
             if (to_src)
                 backward_src(b, nb, n, g->dK, g->dV, mine);
@@ -911,14 +911,20 @@ static void backward_pass(bctx_t *b, const ag_nbhd_t *nb, const ag_attention_gra
                 backward_dst(b, nb, n, g->dQ, g->d_edge_bias, mine);
         }
     }
-    if (want)
-        sum_chunks(part, chunks, HD, want);
+}
+
+/* The chunks of GRAD_CHUNK nodes in lo..hi-1 (lo a multiple of GRAD_CHUNK). */
+static int64_t chunks_in(int64_t lo, int64_t hi)
+{
+    return lo < hi ? (hi + GRAD_CHUNK - 1) / GRAD_CHUNK - lo / GRAD_CHUNK : 0;
 }
 
 int ag_i_generic_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
                       const ag_score_t *score, ag_error_t *err)
 {
-    const rows_t rows = {p->lo, p->hi, p->klo, p->khi};
+    /* a part's backward reads the queries of destinations wlo..whi-1 */
+    const rows_t rows = p->part && p->backward ? (rows_t){p->wlo, p->whi, p->klo, p->khi}
+                                               : (rows_t){p->lo, p->hi, p->klo, p->khi};
     const ag_score_kind_t kind = kind_of(score);
     p->max_deg = max_in_degree(nb, p->lo, p->hi);
     /* per thread: a destination's weights [max_deg, H] (the backward: also
@@ -926,40 +932,60 @@ int ag_i_generic_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
        backward's per-destination state and GAT vectors' partials */
     const int64_t per_thread = p->backward ? 3 * p->max_deg * H + H : p->max_deg * H;
     int64_t shared = terms_need(kind, rows, H, d);
-    if (p->backward) {
-        const int64_t N = nb->n_nodes;
-        shared += N * H * ST_N;
-        if (kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_GATV2)
-            shared += (N + GRAD_CHUNK - 1) / GRAD_CHUNK * H * d;
-    }
+    const int gat = kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_GATV2;
+    if (p->backward && !p->part)   /* a part's states and partials are the caller's */
+        shared += nb->n_nodes * H * ST_N + (gat ? chunks_in(0, nb->n_nodes) * H * d : 0);
     return ag_i_plan_scratch(p, ag_i_scratch_stride(per_thread), shared,
                              p->backward ? "attention backward" : "attention buffer", err);
+}
+
+/* The backward's context: the terms in the plan's scratch for the rows it
+   reads, the states at `state` (indexed by global destination). */
+static bctx_t back_context(const ag_i_plan_t *p, const ag_i_bwd_t *a, float *state)
+{
+    bctx_t b = {.Q = a->Q, .K = a->K, .V = a->V, .dM = a->dM, .state = state,
+                .buf = {p->scratch, p->per_thread}, .threads = p->threads};
+    const rows_t rows = p->part ? (rows_t){p->wlo, p->whi, p->klo, p->khi}
+                                : (rows_t){p->lo, p->hi, p->klo, p->khi};
+    sctx_init(&b.c, a->score, rows, a->Q, a->K, a->H, a->d, p->shared);
+    return b;
 }
 
 void ag_i_generic_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a)
 {
     const ag_nbhd_t *nb = a->nb;
-    const int64_t H = a->H, d = a->d;
+    const int64_t H = a->H, d = a->d, HD = H * d, N = nb->n_nodes;
     const ag_attention_grads_t *g = &a->g;
-    bctx_t b = {.Q = a->Q, .K = a->K, .V = a->V, .dM = a->dM, .buf = {p->scratch, p->per_thread},
-                .threads = p->threads};
-    const rows_t rows = all_rows(nb);
-    sctx_init(&b.c, a->score, rows, a->Q, a->K, H, d, p->shared);
-    const int64_t HD = H * d, N = nb->n_nodes;
-    const ag_score_kind_t kind = b.c.sc.kind;
+    const ag_score_kind_t kind = kind_of(a->score);
+    float *state = p->shared + terms_need(kind, (rows_t){0, N, 0, N}, H, d);
+    bctx_t b = back_context(p, a, state);
     const int gat = kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_GATV2;
-    b.state = p->shared + terms_need(kind, rows, H, d);
-    if (gat && (g->d_a_src || g->d_a_dst))
-        b.part = b.state + N * H * ST_N;
+    float *part = state + N * H * ST_N;
     /* the vectors' gradients: gatv2's a and additive's a_dst from the
        destinations, additive's a_src from the sources */
     float *want_dst = kind == AG_SCORE_GATV2 ? g->d_a_src
                       : kind == AG_SCORE_ADDITIVE ? g->d_a_dst : NULL;
     float *want_src = kind == AG_SCORE_ADDITIVE ? g->d_a_src : NULL;
-    backward_pass(&b, nb, g, 0, want_dst);
-    backward_pass(&b, nb, g, 1, want_src);
+    backward_pass(&b, nb, g, 0, 0, N, want_dst ? part : NULL);
+    if (want_dst)
+        sum_chunks(part, chunks_in(0, N), HD, want_dst);
+    backward_pass(&b, nb, g, 1, 0, N, want_src ? part : NULL);
+    if (want_src)
+        sum_chunks(part, chunks_in(0, N), HD, want_src);
     if (g->d_a_src && !gat)
         memset(g->d_a_src, 0, (size_t)HD * sizeof *g->d_a_src);
     if (g->d_a_dst && kind != AG_SCORE_ADDITIVE)
         memset(g->d_a_dst, 0, (size_t)HD * sizeof *g->d_a_dst);
+}
+
+int64_t ag_i_generic_chunks(int64_t lo, int64_t hi)
+{
+    return chunks_in(lo, hi);
+}
+
+void ag_i_generic_backward_pass(const ag_i_plan_t *p, const ag_i_bwd_t *a, int pass,
+                                float *state, float *part)
+{
+    const bctx_t b = back_context(p, a, state);
+    backward_pass(&b, a->nb, &a->g, pass, p->lo, p->hi, part);
 }

@@ -183,7 +183,8 @@ typedef struct {
     int64_t klo, khi;          /* the key rows the forward reads; the backward's dK, dV rows */
     int64_t max_deg;           /* gather, generic: the largest degree the passes meet */
     int64_t wlo, whi;          /* tiled forward: the sources read (head copies);
-                                  gather backward: the destinations whose lse and D are read */
+                                  gather backward: the destinations whose lse and D are read;
+                                  generic part backward: the queries read */
     int part;                  /* made by ag_i_plan_part */
     int head_copies;           /* tiled forward: 0 (none), 1 (shared) or threads (one each) */
     int64_t n_qb, n_kb;        /* tiled backward: blocks of each pass */
@@ -225,6 +226,7 @@ int ag_i_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a, ag_error_t *err);
 int ag_i_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a, ag_error_t *err);
 /* Was p made for this direction, graph shape, H, d and score? A caller that
    holds a plan across calls on one graph makes a new one when not. */
+AG_INTERNAL
 int ag_i_plan_fits(const ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H,
                    int64_t d, const ag_score_t *score);
 /* Frees a plan's scratch (a zeroed, failed or freed plan: nothing). */
@@ -270,6 +272,34 @@ int ag_i_generic_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
    it in a failure's message. */
 int ag_i_plan_scratch(ag_i_plan_t *p, int64_t per_thread, int64_t shared, const char *what,
                       ag_error_t *err);
+
+/*
+ * The generic kernel's backward on a part (any score; the MPI layer), in two
+ * passes with an exchange between them. The plan: destinations and sources
+ * lo..hi-1 (lo a multiple of AG_I_GENERIC_CHUNK nodes), whose
+ * passes read the queries of destinations qlo..qhi-1 and the keys of sources
+ * klo..khi-1 (nb: every array indexed by global node; out-runs for pass 1).
+ * Pass 0 writes dQ of lo..hi-1 and their state (AG_I_GENERIC_STATE floats a
+ * head, at state + i * H * AG_I_GENERIC_STATE for destination i); pass 1
+ * writes dK and dV of lo..hi-1 from the state of every destination their
+ * out-runs reach, which the caller has brought in between. part (or NULL):
+ * the pass's share of an attention vector's gradient per chunk of
+ * AG_I_GENERIC_CHUNK nodes [ag_i_generic_chunks(lo, hi), H*d] (pass 0: gatv2's a, additive's a_dst;
+ * pass 1: additive's a_src); the whole graph's gradient adds every chunk of
+ * every part in order. Each row, state and chunk is bitwise the whole-graph
+ * call's.
+ */
+#define AG_I_GENERIC_STATE 3
+#define AG_I_GENERIC_CHUNK 16
+AG_INTERNAL
+int ag_i_plan_generic_part(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                           const ag_score_t *score, int64_t lo, int64_t hi, int64_t qlo,
+                           int64_t qhi, int64_t klo, int64_t khi, ag_error_t *err);
+AG_INTERNAL
+void ag_i_generic_backward_pass(const ag_i_plan_t *p, const ag_i_bwd_t *a, int pass,
+                                float *state, float *part);
+AG_INTERNAL
+int64_t ag_i_generic_chunks(int64_t lo, int64_t hi);
 
 /* The kernels' computations with a plan of theirs (they cannot fail). */
 void ag_i_simple_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a);

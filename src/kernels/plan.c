@@ -44,50 +44,69 @@ int ag_i_plan_scratch(ag_i_plan_t *p, int64_t per_thread, int64_t shared, const 
     return AG_OK;
 }
 
+/* A plan's fields for the kernel chosen, before the kernel's own part. */
+static void plan_init(ag_i_plan_t *p, int backward, ag_i_kernel_t asked, ag_i_kernel_t kernel,
+                      const ag_nbhd_t *nb, int64_t H, int64_t d, const ag_score_t *score,
+                      int64_t lo, int64_t hi, int64_t klo, int64_t khi)
+{
+    memset(p, 0, sizeof *p);
+    p->asked = asked;
+    p->plain = ag_i_plain_scale(score, d, &p->scale);
+    p->backward = backward, p->kernel = kernel;
+    p->N = nb->n_nodes, p->E = nb->n_edges, p->H = H, p->d = d;
+    p->kind = score ? score->kind : AG_SCORE_SCALED_DOT;
+    p->isa = ag_i_isa();
+    p->threads = ag_i_max_threads();
+    p->lo = lo, p->hi = hi, p->klo = klo, p->khi = khi;
+}
+
+/* The kernel's part of the plan: its scratch and what it learns of nb. */
+static int kernel_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, const ag_score_t *score,
+                       ag_error_t *err)
+{
+    int rc;
+    switch (p->kernel) {
+    case AG_I_KERNEL_SIMPLE:
+        rc = ag_i_simple_plan(p, nb, p->H, p->d, err);
+        break;
+    case AG_I_KERNEL_TILED:
+        rc = ag_i_tiled_plan(p, nb, p->H, p->d, err);
+        break;
+    case AG_I_KERNEL_GATHER:
+        rc = ag_i_gather_plan(p, nb, p->H, p->d, err);
+        break;
+    default:
+        rc = ag_i_generic_plan(p, nb, p->H, p->d, score, err);
+    }
+    if (rc)   /* a plan that failed holds nothing */
+        ag_i_plan_free(p);
+    return rc;
+}
+
 /* The plan of the kernel asked for (AUTO: the rule's) on the rows given. */
 static int plan_rows(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, int one_run,
                      const ag_nbhd_t *nb, int64_t H, int64_t d, const ag_score_t *score,
                      int64_t lo, int64_t hi, int64_t klo, int64_t khi, ag_error_t *err)
 {
     memset(p, 0, sizeof *p);
-    p->asked = kernel;
-    const int plain = ag_i_plain_scale(score, d, &p->scale);
+    float scale;
+    const int plain = ag_i_plain_scale(score, d, &scale);
+    ag_i_kernel_t run = kernel;
     if (kernel == AG_I_KERNEL_AUTO)
-        kernel = !plain ? AG_I_KERNEL_GENERIC
-                 : ag_i_use_tiled(nb->n_nodes, nb->n_edges, one_run) ? AG_I_KERNEL_TILED
-                                                                     : AG_I_KERNEL_GATHER;
-    if (kernel != AG_I_KERNEL_GENERIC && !plain)
+        run = !plain ? AG_I_KERNEL_GENERIC
+              : ag_i_use_tiled(nb->n_nodes, nb->n_edges, one_run) ? AG_I_KERNEL_TILED
+                                                                  : AG_I_KERNEL_GATHER;
+    if (run != AG_I_KERNEL_GENERIC && !plain)
         return ag_i_fail(err, AG_EINVAL, "attention: the %s kernel runs plain dot-product "
-                         "softmax scores only", kernel_name(kernel));
-    if (kernel == AG_I_KERNEL_TILED && !one_run)
+                         "softmax scores only", kernel_name(run));
+    if (run == AG_I_KERNEL_TILED && !one_run)
         return ag_i_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run "
                          "of sources");
     if (backward && !nb->out_ptr)
         return ag_i_fail(err, AG_EINVAL, "attention backward: the neighbourhoods are not "
                          "transposed (ag_nbhd_transpose)");
-    p->backward = backward, p->kernel = kernel;
-    p->N = nb->n_nodes, p->E = nb->n_edges, p->H = H, p->d = d;
-    p->kind = score ? score->kind : AG_SCORE_SCALED_DOT, p->plain = plain;
-    p->isa = ag_i_isa();
-    p->threads = ag_i_max_threads();
-    p->lo = lo, p->hi = hi, p->klo = klo, p->khi = khi;
-    int rc;
-    switch (kernel) {
-    case AG_I_KERNEL_SIMPLE:
-        rc = ag_i_simple_plan(p, nb, H, d, err);
-        break;
-    case AG_I_KERNEL_TILED:
-        rc = ag_i_tiled_plan(p, nb, H, d, err);
-        break;
-    case AG_I_KERNEL_GATHER:
-        rc = ag_i_gather_plan(p, nb, H, d, err);
-        break;
-    default:
-        rc = ag_i_generic_plan(p, nb, H, d, score, err);
-    }
-    if (rc)   /* a plan that failed holds nothing */
-        ag_i_plan_free(p);
-    return rc;
+    plan_init(p, backward, kernel, run, nb, H, d, score, lo, hi, klo, khi);
+    return kernel_plan(p, nb, score, err);
 }
 
 int ag_i_plan(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, const ag_nbhd_t *nb,
@@ -111,6 +130,23 @@ int ag_i_plan_part(ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H,
                        khi, err);
     p->part = 1;
     return rc;
+}
+
+int ag_i_plan_generic_part(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                           const ag_score_t *score, int64_t lo, int64_t hi, int64_t qlo,
+                           int64_t qhi, int64_t klo, int64_t khi, ag_error_t *err)
+{
+    memset(p, 0, sizeof *p);
+    if (!nb->out_ptr)
+        return ag_i_fail(err, AG_EINVAL, "attention backward: the neighbourhoods are not "
+                         "transposed (ag_nbhd_transpose)");
+    if (lo % AG_I_GENERIC_CHUNK != 0 && lo < hi)
+        return ag_i_fail(err, AG_EINVAL, "attention backward on a part: destinations from "
+                         "%lld, not a multiple of %d", (long long)lo, AG_I_GENERIC_CHUNK);
+    plan_init(p, 1, AG_I_KERNEL_GENERIC, AG_I_KERNEL_GENERIC, nb, H, d, score, lo, hi, klo,
+              khi);
+    p->part = 1, p->wlo = qlo, p->whi = qhi;
+    return kernel_plan(p, nb, score, err);
 }
 
 int ag_i_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a, ag_error_t *err)

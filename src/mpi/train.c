@@ -238,13 +238,6 @@ typedef struct {
     mpi_acts_t a;
 } part_round_t;
 
-/* Training on several processes runs the fused kernels' backward alone. */
-static int refuse_score(ag_error_t *err)
-{
-    return ag_i_fail(err, AG_EINVAL, "training on several processes: only plain dot-product "
-                     "scores (scaled-dot, dot, --beta)");
-}
-
 static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, ag_error_t *err)
 {
     const part_round_t *pr = ctx;
@@ -253,13 +246,17 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
     const ag_mpi_part_t *part = t->part;
     ag_halo_t *h = &t->halo;
     ag_i_halo_exchange(h, t->comm, t->HD, t->stats);
+    /* the log-sum-exp of plain dot-product scores, for their backward (the
+       generic kernel's recomputes its own; the exchange sends zeros then) */
     kext_t x = {0};
     x.lse = a->lse - part->lo * w->H;
-    const ag_i_fwd_t f = {&t->view, a->Q - part->lo * t->HD, h->K - h->wlo * t->HD,
-                          h->V - h->wlo * t->HD, w->H, w->d, sc, a->M - part->lo * t->HD, &x};
     float scale;
-    if (!ag_i_plain_scale(sc, w->d, &scale))
-        return refuse_score(err);
+    const int plain = ag_i_plain_scale(sc, w->d, &scale);
+    if (!plain)
+        memset(a->lse, 0, (size_t)(t->n * w->H) * sizeof(float));
+    const ag_i_fwd_t f = {&t->view, a->Q - part->lo * t->HD, h->K - h->wlo * t->HD,
+                          h->V - h->wlo * t->HD, w->H, w->d, sc, a->M - part->lo * t->HD,
+                          plain ? &x : NULL};
     int rc = ag_i_forward_part(&t->forward, &f, part->lo, part->hi, h->wlo, h->whi,
                                part->one_run, err);
     if (rc)
@@ -320,6 +317,10 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
         rc = ag_i_fail(err, AG_EINVAL, "training on renumbered parts "
                        "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "
                        "parts, whose gradients are bitwise one process's");
+    if (!rc && opts && opts->score && opts->score->edge_bias)
+        rc = ag_i_fail(err, AG_EINVAL, "training on several processes with an edge bias is "
+                       "not supported (its backward reads the bias of other processes' "
+                       "messages)");
     /* reused only where every process can reuse its tape: the plans are collective */
     int mine = !rc && t && reusable(t, comm, part, &layers[0], n_layers, rounds), again;
     MPI_Allreduce(&mine, &again, 1, MPI_INT, MPI_MIN, comm);
@@ -372,24 +373,31 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
 typedef struct {
     float *dX, *Xn, *dXn, *dM, *dQ, *dK, *dV, *Dd;   /* own rows */
     float *Qw, *dMw, *lsew, *Ddw;   /* the destinations read: rows dlo..dhi-1 */
-    float *sendbuf, *recvbuf;       /* rows of Q, dM, lse, D */
+    float *statew;                  /* generic scores: their states, rows dlo..dhi-1 */
+    float *part;                    /* generic scores: own chunks' vector partials */
+    float *da_src, *da_dst;         /* [H*d] the attention vectors' gradients */
+    float *sendbuf, *recvbuf;       /* rows of Q, dM, lse, D (or of the states) */
 } mpi_back_t;
 
 /* The backward's buffers in b, carved out of `all` (NULL: a new zeroed block). */
 static float *back_alloc(mpi_back_t *b, const ag_mpi_tape_t *t, float *all, ag_error_t *err)
 {
     const int64_t n = t->n, D = t->D, HD = t->HD, H = t->H, w = t->bp.dhi - t->bp.dlo;
-    const int64_t row = 2 * HD + 2 * H;
+    /* a row of the exchange: Q, dM, lse, D; the generic kernel's state (3H) fits */
+    const int64_t row = 2 * HD + 2 * H, S = H * AG_I_GENERIC_STATE;
+    const int64_t chunks = ag_i_generic_chunks(t->part->lo, t->part->hi);
     if (!all)
-        all = ag_i_calloc(3 * n * D + 4 * n * HD + n * H + w * row +
-                          (t->n_send + t->n_recv) * row + 1, sizeof(float), err,
+        all = ag_i_calloc(3 * n * D + 4 * n * HD + n * H + w * row + w * S + chunks * HD +
+                          2 * HD + (t->n_send + t->n_recv) * row + 1, sizeof(float), err,
                           "rounds backward");
     if (!all)
         return NULL;
     b->dX = all, b->Xn = b->dX + n * D, b->dXn = b->Xn + n * D, b->dM = b->dXn + n * D;
     b->dQ = b->dM + n * HD, b->dK = b->dQ + n * HD, b->dV = b->dK + n * HD;
     b->Dd = b->dV + n * HD, b->Qw = b->Dd + n * H, b->dMw = b->Qw + w * HD;
-    b->lsew = b->dMw + w * HD, b->Ddw = b->lsew + w * H, b->sendbuf = b->Ddw + w * H;
+    b->lsew = b->dMw + w * HD, b->Ddw = b->lsew + w * H, b->statew = b->Ddw + w * H;
+    b->part = b->statew + w * S, b->da_src = b->part + chunks * HD, b->da_dst = b->da_src + HD;
+    b->sendbuf = b->da_dst + HD;
     b->recvbuf = b->sendbuf + t->n_send * row;
     return all;
 }
@@ -436,9 +444,105 @@ static void dest_exchange(const ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_
     memcpy(b->Ddw + own * H, b->Dd, (size_t)(t->n * H) * sizeof(float));
 }
 
-/* The attention backward of round r on this process's part: plain
-   dot-product scores only; the destinations' rows its sources reach are
-   exchanged first, and every process agrees on the outcome. */
+/* The states of own destinations (rows lo..hi-1 of the window statew, width
+   floats each) to the owners of the sources they read, and those of the
+   destinations that read own sources from theirs, into the window. */
+static void state_exchange(const ag_mpi_tape_t *t, mpi_back_t *b, int64_t width)
+{
+    const int64_t dlo = t->bp.dlo;
+    for (int64_t k = 0; k < t->n_send; k++)
+        memcpy(b->sendbuf + k * width, b->statew + (t->send_rows[k] - dlo) * width,
+               (size_t)width * sizeof(float));
+    MPI_Datatype type;
+    MPI_Type_contiguous((int)width, MPI_FLOAT, &type);
+    MPI_Type_commit(&type);
+    const double t0 = ag_i_mpi_now();
+    MPI_Alltoallv(b->sendbuf, t->send_count, t->send_displ, type, b->recvbuf, t->recv_count,
+                  t->recv_displ, type, t->comm);
+    MPI_Type_free(&type);
+    if (t->stats) {
+        t->stats->seconds_comm += ag_i_mpi_now() - t0;
+        t->stats->bytes_sent += t->n_send * width * (int64_t)sizeof(float);
+        t->stats->bytes_received += t->n_recv * width * (int64_t)sizeof(float);
+    }
+    for (int64_t k = 0; k < t->n_recv; k++)
+        memcpy(b->statew + (t->recv_rows[k] - dlo) * width, b->recvbuf + k * width,
+               (size_t)width * sizeof(float));
+}
+
+/* out [HD] = 0 + every process's chunk partials (own: part), in the whole's
+   chunk order, as the one-process kernel adds them (collective). */
+static int sum_chunks_all(const ag_mpi_tape_t *t, const float *part, int64_t HD, float *out,
+                          ag_error_t *err)
+{
+    const ag_mpi_part_t *pt = t->part;
+    const int P = pt->ranks;
+    int64_t total = 0;
+    for (int p = 0; p < P; p++)
+        total += ag_i_generic_chunks(pt->bounds[p], pt->bounds[p + 1]);
+    int *count = ag_i_alloc(P, sizeof *count, err, "attention vectors");
+    int *displ = ag_i_alloc(P, sizeof *displ, err, "attention vectors");
+    float *all = ag_i_alloc(total * HD + 1, sizeof *all, err, "attention vectors");
+    int rc = count && displ && all ? AG_OK : ag_i_alloc_status();
+    if (!rc && (double)total * (double)HD > INT32_MAX)
+        rc = ag_i_fail(err, AG_ELIMIT, "attention vectors: %lld chunks of %lld values are beyond "
+                       "what one MPI call counts (2^31)", (long long)total, (long long)HD);
+    if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
+        for (int p = 0; p < P; p++)
+            count[p] = (int)(ag_i_generic_chunks(pt->bounds[p], pt->bounds[p + 1]) * HD);
+        ag_i_mpi_displs(count, displ, P);
+        MPI_Allgatherv(part, count[pt->rank], MPI_FLOAT, all, count, displ, MPI_FLOAT, t->comm);
+        memset(out, 0, (size_t)HD * sizeof *out);
+        for (int64_t k = 0; k < total; k++)
+            for (int64_t x = 0; x < HD; x++)
+                out[x] += all[k * HD + x];
+    }
+    free(count), free(displ), free(all);
+    return rc;
+}
+
+/* The generic kernel's backward on the part (any score): pass 0 over own
+   destinations, their states to the processes whose sources they read, pass
+   1 over own sources; the attention vectors' chunk partials added in the
+   whole's order on every process. */
+static int back_generic(ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_t *b,
+                        const ag_weights_t *w, ag_weights_t *g, const ag_score_t *sc,
+                        ag_error_t *err)
+{
+    const int64_t HD = t->HD, H = w->H, lo = t->part->lo, hi = t->part->hi;
+    const int64_t dlo = t->bp.dlo, wlo = t->halo.wlo, S = H * AG_I_GENERIC_STATE;
+    int rc = AG_OK;
+    if (!ag_i_plan_fits(&t->backward, 1, &t->bp.view, H, w->d, sc) || !t->backward.part) {
+        ag_i_plan_free(&t->backward);
+        rc = ag_i_plan_generic_part(&t->backward, &t->bp.view, H, w->d, sc, lo, hi, dlo,
+                                    t->bp.dhi, wlo, t->halo.whi, err);
+    }
+    if ((rc = ag_mpi_agree(t->comm, rc, err)))
+        return rc;
+    dest_exchange(t, a, b);   /* Q and dM of the destinations own sources reach */
+    const ag_attention_grads_t dqkv = {b->dQ - lo * HD, b->dK - lo * HD, b->dV - lo * HD,
+                                       NULL, NULL, NULL};
+    const ag_i_bwd_t op = {&t->bp.view, b->Qw - dlo * HD, a->K - wlo * HD, a->V - wlo * HD,
+                           b->dMw - dlo * HD, H, w->d, sc, NULL, NULL, dqkv};
+    const int gatv2 = sc->kind == AG_SCORE_GATV2, additive = sc->kind == AG_SCORE_ADDITIVE;
+    float *state = b->statew - dlo * S;
+    ag_i_generic_backward_pass(&t->backward, &op, 0, state, gatv2 || additive ? b->part : NULL);
+    if (gatv2 || additive)   /* gatv2's a (kept as a_src), additive's a_dst */
+        rc = sum_chunks_all(t, b->part, HD, gatv2 ? b->da_src : b->da_dst, err);
+    if (rc)
+        return rc;
+    state_exchange(t, b, S);
+    ag_i_generic_backward_pass(&t->backward, &op, 1, state, additive ? b->part : NULL);
+    if (additive)
+        rc = sum_chunks_all(t, b->part, HD, b->da_src, err);
+    if (!rc && (gatv2 || additive))
+        ag_i_add_vector_grads(t->opts.score, sc, g, b->da_src, b->da_dst, HD);
+    return rc;
+}
+
+/* The attention backward of round r on this process's part: the
+   destinations' rows its sources reach are exchanged first, and every
+   process agrees on the outcome. */
 typedef struct {
     ag_mpi_tape_t *t;
     const mpi_acts_t *a;
@@ -448,14 +552,13 @@ typedef struct {
 static int attend_back_part(void *ctx, const ag_weights_t *w, ag_weights_t *g,
                             const ag_score_t *sc, ag_error_t *err)
 {
-    (void)g;   /* plain scores have no vectors */
     const part_back_t *pb = ctx;
     ag_mpi_tape_t *t = pb->t;
     const mpi_acts_t *a = pb->a;
     mpi_back_t *b = pb->b;
     float scale;
     if (!ag_i_plain_scale(sc, w->d, &scale))
-        return refuse_score(err);
+        return back_generic(t, a, b, w, g, sc, err);
     const int64_t HD = t->HD, H = w->H, lo = t->part->lo;
     ag_i_backward_rowdots(b->Dd, b->dM, a->M, t->n, H, w->d);
     dest_exchange(t, a, b);

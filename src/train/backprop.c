@@ -215,10 +215,8 @@ static int grads_reset(const ag_tape_t *t, ag_weights_t *grads, ag_error_t *err)
     return AG_OK;
 }
 
-/* Adds the round's attention-vector gradients into the layer's (when they are
-   the layer's vectors, not the options' constants). */
-static void add_vectors(const ag_score_t *opt_score, const ag_score_t *sc, ag_weights_t *g,
-                        const back_bufs_t *b, int64_t HD)
+void ag_i_add_vector_grads(const ag_score_t *opt_score, const ag_score_t *sc, ag_weights_t *g,
+                           const float *da_src, const float *da_dst, int64_t HD)
 {
     if (!g || (opt_score && opt_score->a_src))
         return;
@@ -226,9 +224,9 @@ static void add_vectors(const ag_score_t *opt_score, const ag_score_t *sc, ag_we
                     : sc->kind == AG_SCORE_GATV2 ? g->attn : NULL;
     float *to_dst = sc->kind == AG_SCORE_ADDITIVE ? g->attn_dst : NULL;
     for (int64_t x = 0; to_src && x < HD; x++)
-        to_src[x] += b->da_src[x];
+        to_src[x] += da_src[x];
     for (int64_t x = 0; to_dst && x < HD; x++)
-        to_dst[x] += b->da_dst[x];
+        to_dst[x] += da_dst[x];
 }
 
 /* The tape's attention backward of round r: the kernels on the whole graph
@@ -252,7 +250,7 @@ static int attend_back_taped(void *ctx, const ag_weights_t *w, ag_weights_t *g,
     int rc = ag_i_backward_planned(&t->backward, t->nb, a.Q, a.K, a.V, w->H, w->d, sc, a.M,
                                    t->has_lse[tb->r] ? a.lse : NULL, b->dM, &ag, err);
     if (!rc && vectors)
-        add_vectors(t->opts.score, sc, g, b, w->H * w->d);
+        ag_i_add_vector_grads(t->opts.score, sc, g, b->da_src, b->da_dst, w->H * w->d);
     return rc;
 }
 

@@ -19,4 +19,11 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
                               float *dX, float *dWr, float *dbr, int64_t *correct,
                               int64_t *counted, int64_t *pred, ag_error_t *err);
 
+/* Adds a round's attention-vector gradients (da_src: additive's a_src and
+   gatv2's a; da_dst: additive's a_dst) into the layer's g, when they are the
+   layer's vectors and not the options' constants (opt_score->a_src). */
+AG_INTERNAL
+void ag_i_add_vector_grads(const ag_score_t *opt_score, const ag_score_t *sc, ag_weights_t *g,
+                           const float *da_src, const float *da_dst, int64_t HD);
+
 #endif
