@@ -3,7 +3,8 @@
  * the whole-graph kernel, bitwise: ag_i_forward_part on ranges starting at
  * multiples of 64 (tiled and gather shapes, nb indexed by global destination
  * through offset pointers), and the streamed tiled forward fed windows of
- * source rows of several sizes (M and the log-sum-exp). No MPI needed.
+ * source rows of several sizes (M and the log-sum-exp); the backward on parts,
+ * the plain kernels' and the generic kernel's two passes. No MPI needed.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -309,24 +310,38 @@ static void whole_backward(whole_t *w, whole_grads_t *g)
     ck_assert_int_eq(ag_i_backward_with(AG_I_KERNEL_AUTO, &op, &err), AG_OK);
 }
 
-/* Part lo..hi-1's backward from what a process holds: its destinations' runs,
-   the other destinations' runs clipped to its sources, the rows those read. */
-static void check_back_part(const whole_t *w, const whole_grads_t *g, int64_t lo, int64_t hi)
+/* What a process holding destinations and sources lo..hi-1 has for the
+   backward: its destinations' runs, the other destinations' runs clipped to
+   its sources (bp), and only the rows those read of Q, K, V, dM, lse and D
+   (offset pointers indexed by global row, the other rows zero). */
+typedef struct {
+    ag_nbhd_t own;
+    ag_i_back_part_t bp;
+    int64_t ka, kb;   /* the K and V rows held: the span of the sources read, widened to 8 */
+    const float *Q, *K, *V, *dM, *lse, *Dd;
+    float *bufs[6];
+    int64_t *dst, *src, *len;
+} held_t;
+
+static void held_init(held_t *p, const whole_t *w, const whole_grads_t *g, int64_t lo,
+                      int64_t hi)
 {
     const ag_nbhd_t *nb = &w->nb;
     const int64_t N = w->N, HD = w->HD, H = w->H, n = hi - lo;
-    ag_nbhd_t own = {0};
-    own.n_nodes = n, own.n_runs = nb->run_ptr[hi] - nb->run_ptr[lo];
-    own.edge_ptr = malloc((size_t)(n + 1) * sizeof(int64_t));
-    own.run_ptr = malloc((size_t)(n + 1) * sizeof(int64_t));
+    memset(p, 0, sizeof *p);
+    p->own.n_nodes = n, p->own.n_runs = nb->run_ptr[hi] - nb->run_ptr[lo];
+    p->own.edge_ptr = malloc((size_t)(n + 1) * sizeof(int64_t));
+    p->own.run_ptr = malloc((size_t)(n + 1) * sizeof(int64_t));
     for (int64_t i = 0; i <= n; i++)
-        own.edge_ptr[i] = nb->edge_ptr[lo + i] - nb->edge_ptr[lo],
-        own.run_ptr[i] = nb->run_ptr[lo + i] - nb->run_ptr[lo];
-    own.run_src = nb->run_src + nb->run_ptr[lo], own.run_len = nb->run_len + nb->run_ptr[lo];
+        p->own.edge_ptr[i] = nb->edge_ptr[lo + i] - nb->edge_ptr[lo],
+        p->own.run_ptr[i] = nb->run_ptr[lo + i] - nb->run_ptr[lo];
+    p->own.run_src = nb->run_src + nb->run_ptr[lo];
+    p->own.run_len = nb->run_len + nb->run_ptr[lo];
     /* the other destinations' runs on sources lo..hi-1; which rows are held */
-    int64_t *dst = malloc((size_t)(nb->n_runs + 1) * sizeof(int64_t));
-    int64_t *src = malloc((size_t)(nb->n_runs + 1) * sizeof(int64_t));
-    int64_t *len = malloc((size_t)(nb->n_runs + 1) * sizeof(int64_t)), m = 0;
+    p->dst = malloc((size_t)(nb->n_runs + 1) * sizeof(int64_t));
+    p->src = malloc((size_t)(nb->n_runs + 1) * sizeof(int64_t));
+    p->len = malloc((size_t)(nb->n_runs + 1) * sizeof(int64_t));
+    int64_t m = 0;
     char *dest_held = calloc((size_t)N, 1), *src_held = calloc((size_t)N, 1);
     for (int64_t i = 0; i < N; i++)
         for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++) {
@@ -339,46 +354,66 @@ static void check_back_part(const whole_t *w, const whole_grads_t *g, int64_t lo
             }
             const int64_t ca = a < lo ? lo : a, cb = b > hi ? hi : b;
             if (cb > ca)
-                dst[m] = i, src[m] = ca, len[m++] = cb - ca, dest_held[i] = 1;
+                p->dst[m] = i, p->src[m] = ca, p->len[m++] = cb - ca, dest_held[i] = 1;
         }
     for (int64_t j = lo; j < hi; j++)
         src_held[j] = 1;
-    ag_i_back_part_t bp;
     ag_error_t err;
-    ck_assert_int_eq(ag_i_back_part_init(&bp, N, nb->n_edges, lo, hi, &own, m, dst, src, len,
-                                         &err), AG_OK);
-    /* K and V: the span of the sources held, widened to 8 */
+    ck_assert_int_eq(ag_i_back_part_init(&p->bp, N, nb->n_edges, lo, hi, &p->own, m, p->dst,
+                                         p->src, p->len, &err), AG_OK);
     int64_t ka = lo, kb = hi;
     for (int64_t j = 0; j < N; j++)
         if (src_held[j])
             ka = j < ka ? j : ka, kb = j + 1 > kb ? j + 1 : kb;
     ka -= ka % 8, kb = kb + (8 - kb % 8) % 8 > N ? N : kb + (8 - kb % 8) % 8;
-    float *bufs[6];
-    const float *K = rows_copy(w->K, HD, ka, kb, src_held, &bufs[0]);
-    const float *V = rows_copy(w->V, HD, ka, kb, src_held, &bufs[1]);
-    const float *Q = rows_copy(w->Q, HD, bp.dlo, bp.dhi, dest_held, &bufs[2]);
-    const float *dM = rows_copy(g->dM, HD, bp.dlo, bp.dhi, dest_held, &bufs[3]);
-    const float *lse = rows_copy(w->lse, H, bp.dlo, bp.dhi, dest_held, &bufs[4]);
-    const float *Dd = rows_copy(g->Dd, H, bp.dlo, bp.dhi, dest_held, &bufs[5]);
+    p->ka = ka, p->kb = kb;
+    p->K = rows_copy(w->K, HD, ka, kb, src_held, &p->bufs[0]);
+    p->V = rows_copy(w->V, HD, ka, kb, src_held, &p->bufs[1]);
+    p->Q = rows_copy(w->Q, HD, p->bp.dlo, p->bp.dhi, dest_held, &p->bufs[2]);
+    p->dM = rows_copy(g->dM, HD, p->bp.dlo, p->bp.dhi, dest_held, &p->bufs[3]);
+    p->lse = rows_copy(w->lse, H, p->bp.dlo, p->bp.dhi, dest_held, &p->bufs[4]);
+    p->Dd = rows_copy(g->Dd, H, p->bp.dlo, p->bp.dhi, dest_held, &p->bufs[5]);
+    free(dest_held), free(src_held);
+}
+
+static void held_free(held_t *p)
+{
+    for (int k = 0; k < 6; k++)
+        free(p->bufs[k]);
+    free(p->dst), free(p->src), free(p->len), free(p->own.edge_ptr), free(p->own.run_ptr);
+    ag_i_back_part_destroy(&p->bp);
+}
+
+/* Rows lo..hi-1 of dQ, dK and dV [n, HD] against the whole's, bitwise. */
+static void same_rows(const whole_grads_t *g, const float *dQ, const float *dK, const float *dV,
+                      int64_t lo, int64_t hi, int64_t HD, const char *what)
+{
+    const size_t bytes = (size_t)((hi - lo) * HD) * sizeof(float);
+    ck_assert_msg(!memcmp(dQ, g->dQ + lo * HD, bytes), "%s: dQ of %lld..%lld differs", what,
+                  (long long)lo, (long long)hi - 1);
+    ck_assert_msg(!memcmp(dK, g->dK + lo * HD, bytes), "%s: dK of %lld..%lld differs", what,
+                  (long long)lo, (long long)hi - 1);
+    ck_assert_msg(!memcmp(dV, g->dV + lo * HD, bytes), "%s: dV of %lld..%lld differs", what,
+                  (long long)lo, (long long)hi - 1);
+}
+
+/* Part lo..hi-1's backward from what a process holds. */
+static void check_back_part(const whole_t *w, const whole_grads_t *g, int64_t lo, int64_t hi)
+{
+    const int64_t HD = w->HD, H = w->H, n = hi - lo;
+    held_t p;
+    held_init(&p, w, g, lo, hi);
     float *dQ = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
     float *dK = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
     float *dV = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
-    const ag_i_bwd_t op = {&bp.view, Q, K, V, dM, H, w->d,
-                           AG_I_DOT_SCORE(1.0f / sqrtf((float)w->d)), lse, Dd,
+    const ag_i_bwd_t op = {&p.bp.view, p.Q, p.K, p.V, p.dM, H, w->d,
+                           AG_I_DOT_SCORE(1.0f / sqrtf((float)w->d)), p.lse, p.Dd,
                            {dQ - lo * HD, dK - lo * HD, dV - lo * HD, NULL, NULL, NULL}};
-    ck_assert_int_eq(backward_part(&op, lo, hi, lo, hi, one_run(nb), &err), AG_OK);
-    const size_t bytes = (size_t)(n * HD) * sizeof(float);
-    ck_assert_msg(!memcmp(dQ, g->dQ + lo * HD, bytes), "dQ of %lld..%lld differs",
-                  (long long)lo, (long long)hi - 1);
-    ck_assert_msg(!memcmp(dK, g->dK + lo * HD, bytes), "dK of %lld..%lld differs",
-                  (long long)lo, (long long)hi - 1);
-    ck_assert_msg(!memcmp(dV, g->dV + lo * HD, bytes), "dV of %lld..%lld differs",
-                  (long long)lo, (long long)hi - 1);
-    for (int k = 0; k < 6; k++)
-        free(bufs[k]);
-    free(dQ), free(dK), free(dV), free(dst), free(src), free(len), free(dest_held),
-        free(src_held), free(own.edge_ptr), free(own.run_ptr);
-    ag_i_back_part_destroy(&bp);
+    ag_error_t err;
+    ck_assert_int_eq(backward_part(&op, lo, hi, lo, hi, one_run(&w->nb), &err), AG_OK);
+    same_rows(g, dQ, dK, dV, lo, hi, HD, "plain");
+    free(dQ), free(dK), free(dV);
+    held_free(&p);
 }
 
 START_TEST(backward_part_matches_whole)
@@ -403,6 +438,96 @@ START_TEST(backward_part_matches_whole)
         free(g.dM), free(g.Dd), free(g.dQ), free(g.dK), free(g.dV);
         whole_free(&w);
     }
+}
+END_TEST
+
+/* The generic kernel's backward on parts, as the MPI layer runs it: pass 0
+   on every part (each writes its destinations' states into one array, where
+   the exchange would bring them), then pass 1 on every part. Every row of dQ,
+   dK and dV, and the attention vectors' gradients (the parts' chunk partials
+   added in order), bitwise the whole graph's, for every score function. */
+START_TEST(generic_backward_parts_match_whole)
+{
+    whole_t w;
+    whole_grads_t g;
+    whole_init(&w, "random:9,3+window:2", 520, 2, 8);
+    whole_backward(&w, &g);   /* dM, D; the transpose */
+    const int64_t N = w.N, HD = w.HD, H = w.H, S = H * AG_I_GENERIC_STATE;
+    float a_src[16], a_dst[16], da_src[16], da_dst[16], sum[16];
+    fill_uniform(a_src, HD, 7, 1.0f);
+    fill_uniform(a_dst, HD, 8, 1.0f);
+    ag_score_t scores[6];
+    for (int k = 0; k < 6; k++)
+        scores[k] = (ag_score_t)AG_SCORE_INIT;
+    scores[0].kind = AG_SCORE_ADDITIVE, scores[0].a_src = a_src, scores[0].a_dst = a_dst;
+    scores[1].kind = AG_SCORE_GATV2, scores[1].a_src = a_src;
+    scores[2].kind = AG_SCORE_COSINE;
+    scores[3].kind = AG_SCORE_SIGMOID;
+    scores[4].kind = AG_SCORE_LINEAR;
+    scores[5].softcap = 2.0f, scores[5].alibi = 1;
+    const int64_t cuts[] = {0, 192, 448, N};   /* parts start at multiples of 16 */
+    enum { P = 3 };
+    held_t parts[P];
+    for (int k = 0; k < P; k++)
+        held_init(&parts[k], &w, &g, cuts[k], cuts[k + 1]);
+    float *state = calloc((size_t)(N * S), sizeof(float));
+    float *chunks = malloc((size_t)(ag_i_generic_chunks(0, N) * HD) * sizeof(float));
+    ag_error_t err;
+    for (int s = 0; s < 6; s++) {
+        const ag_score_t *sc = &scores[s];
+        const int gat = sc->kind == AG_SCORE_ADDITIVE || sc->kind == AG_SCORE_GATV2;
+        const ag_attention_grads_t whole = {g.dQ, g.dK, g.dV, gat ? da_src : NULL,
+                                            sc->kind == AG_SCORE_ADDITIVE ? da_dst : NULL, NULL};
+        ck_assert_int_eq(ag_attention_backward(&w.nb, w.Q, w.K, w.V, H, w.d, sc, NULL, NULL,
+                                               g.dM, &whole, &err), AG_OK);
+        ag_i_plan_t plans[P];
+        ag_i_bwd_t ops[P];
+        for (int k = 0; k < P; k++) {
+            const held_t *p = &parts[k];
+            ck_assert_int_eq(ag_i_plan_generic_part(&plans[k], &p->bp.view, H, w.d, sc, cuts[k],
+                                                    cuts[k + 1], p->bp.dlo, p->bp.dhi, p->ka,
+                                                    p->kb, &err), AG_OK);
+            /* each part's rows of dQ, dK, dV in an array of their own */
+            const int64_t n = cuts[k + 1] - cuts[k];
+            float *mine = malloc((size_t)(3 * n * HD + 1) * sizeof(float));
+            ops[k] = (ag_i_bwd_t){&p->bp.view, p->Q, p->K, p->V, p->dM, H, w.d, sc, NULL, NULL,
+                                  {mine - cuts[k] * HD, mine + (n - cuts[k]) * HD,
+                                   mine + (2 * n - cuts[k]) * HD, NULL, NULL, NULL}};
+        }
+        for (int pass = 0; pass < 2; pass++) {
+            const int wants = pass == 0 ? gat : sc->kind == AG_SCORE_ADDITIVE;
+            for (int k = 0; k < P; k++)
+                ag_i_generic_backward_pass(&plans[k], &ops[k], pass, state,
+                                           wants ? chunks + ag_i_generic_chunks(0, cuts[k]) * HD
+                                                 : NULL);
+            if (!wants)
+                continue;
+            memset(sum, 0, sizeof sum);
+            for (int64_t c = 0; c < ag_i_generic_chunks(0, N); c++)
+                for (int64_t x = 0; x < HD; x++)
+                    sum[x] += chunks[c * HD + x];
+            const float *want = pass == 1 || sc->kind == AG_SCORE_GATV2 ? da_src : da_dst;
+            ck_assert_msg(!memcmp(sum, want, (size_t)HD * sizeof(float)),
+                          "score %d: pass %d's vector gradient differs from the whole's", s, pass);
+        }
+        for (int k = 0; k < P; k++) {
+            const int64_t lo = cuts[k], n = cuts[k + 1] - lo;
+            float *mine = ops[k].g.dQ + lo * HD;
+            same_rows(&g, mine, mine + n * HD, mine + 2 * n * HD, lo, cuts[k + 1], HD, "generic");
+            free(mine);
+            ag_i_plan_free(&plans[k]);
+        }
+    }
+    /* a part must start on a chunk */
+    ck_assert_fails_with(ag_i_plan_generic_part(&(ag_i_plan_t){0}, &parts[1].bp.view, H, w.d,
+                                                &scores[2], 100, 448, parts[1].bp.dlo,
+                                                parts[1].bp.dhi, parts[1].ka, parts[1].kb, &err),
+                         err, AG_EINVAL, "not a multiple of 16");
+    for (int k = 0; k < P; k++)
+        held_free(&parts[k]);
+    free(state), free(chunks);
+    free(g.dM), free(g.Dd), free(g.dQ), free(g.dK), free(g.dV);
+    whole_free(&w);
 }
 END_TEST
 
@@ -458,6 +583,7 @@ Suite *part_suite(void)
     tcase_add_test(t, part_matches_whole_any_score);
     tcase_add_test(t, stream_matches_whole);
     tcase_add_test(t, backward_part_matches_whole);
+    tcase_add_test(t, generic_backward_parts_match_whole);
     tcase_add_test(t, weight_gradient_chunks_of_parts);
     suite_add_tcase(s, t);
     return s;
