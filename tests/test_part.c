@@ -465,8 +465,9 @@ START_TEST(generic_backward_parts_match_whole)
     scores[3].kind = AG_SCORE_SIGMOID;
     scores[4].kind = AG_SCORE_LINEAR;
     scores[5].softcap = 2.0f, scores[5].alibi = 1;
-    const int64_t cuts[] = {0, 192, 448, N};   /* parts start at multiples of 16 */
-    enum { P = 3 };
+    /* parts start at multiples of 16; the last has no rows, past N = 520 (not one) */
+    const int64_t cuts[] = {0, 192, 448, N, N};
+    enum { P = 4 };
     held_t parts[P];
     for (int k = 0; k < P; k++)
         held_init(&parts[k], &w, &g, cuts[k], cuts[k + 1]);

@@ -81,7 +81,7 @@ static int candidates(const opt_parser_t *p, const char *name, size_t len, char 
 
 /* The edit distance between a[0..n) and b (insertions, deletions,
    substitutions and swaps of neighbours, each 1: Damerau's optimal string
-   alignment), or a value above 9 once it passes 9 (names up to 63 bytes). */
+   alignment); 10 for names over 63 bytes, too far to suggest. */
 static int distance(const char *a, size_t n, const char *b)
 {
     const size_t m = strlen(b);

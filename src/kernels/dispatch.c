@@ -124,7 +124,7 @@ int ag_i_backward_part(ag_i_plan_t *p, const ag_i_bwd_t *a, int64_t lo, int64_t 
 static int plan_for(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, const ag_nbhd_t *nb,
                     int64_t H, int64_t d, const ag_score_t *score, ag_error_t *err)
 {
-    if (p->asked == kernel && ag_i_plan_fits(p, backward, nb, H, d, score))
+    if (!p->part && p->asked == kernel && ag_i_plan_fits(p, backward, nb, H, d, score))
         return AG_OK;
     ag_i_plan_free(p);
     return ag_i_plan(p, backward, kernel, nb, H, d, score, err);

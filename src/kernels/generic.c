@@ -887,14 +887,19 @@ prefetch_next(const bctx_t *b, const ag_nbhd_t *nb, int64_t n, int to_src)
     }
 }
 
+/* The chunks of GRAD_CHUNK nodes in lo..hi-1 (lo a multiple of GRAD_CHUNK). */
+static int64_t chunks_in(int64_t lo, int64_t hi)
+{
+    return lo < hi ? (hi + GRAD_CHUNK - 1) / GRAD_CHUNK - lo / GRAD_CHUNK : 0;
+}
+
 /* Pass 1 (to_src 0: destinations lo..hi-1, dQ) or pass 2 (sources lo..hi-1,
    dK and dV) over chunks of GRAD_CHUNK nodes (lo a multiple of GRAD_CHUNK);
    with part set, each chunk's share of a vector's gradient [chunks, H*d]. */
 static void backward_pass(const bctx_t *b, const ag_nbhd_t *nb, const ag_attention_grads_t *g,
                           int to_src, int64_t lo, int64_t hi, float *part)
 {
-    const int64_t HD = b->c.H * b->c.d, k0 = lo / GRAD_CHUNK;
-    const int64_t chunks = (hi + GRAD_CHUNK - 1) / GRAD_CHUNK - k0;
+    const int64_t HD = b->c.H * b->c.d, k0 = lo / GRAD_CHUNK, chunks = chunks_in(lo, hi);
 #pragma omp parallel for num_threads(b->threads) if (nb->n_edges * HD >= AG_PARALLEL_MIN_WORK) \
     schedule(dynamic, 1)
     for (int64_t k = 0; k < chunks; k++) {
@@ -911,12 +916,6 @@ static void backward_pass(const bctx_t *b, const ag_nbhd_t *nb, const ag_attenti
                 backward_dst(b, nb, n, g->dQ, g->d_edge_bias, mine);
         }
     }
-}
-
-/* The chunks of GRAD_CHUNK nodes in lo..hi-1 (lo a multiple of GRAD_CHUNK). */
-static int64_t chunks_in(int64_t lo, int64_t hi)
-{
-    return lo < hi ? (hi + GRAD_CHUNK - 1) / GRAD_CHUNK - lo / GRAD_CHUNK : 0;
 }
 
 int ag_i_generic_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,

@@ -171,6 +171,7 @@ struct ag_i_isa;
 typedef struct {
     int backward;              /* which direction it was made for */
     int64_t N, E, H, d;        /* the graph's and the heads' shape it was made for */
+    const int64_t *edge_ptr, *run_ptr;   /* and the graph's arrays (ag_i_plan_fits) */
     ag_score_kind_t kind;      /* the score kind, and is it plain dot-product */
     int plain;
     ag_i_kernel_t asked;       /* the kernel asked for (maybe AUTO) */
@@ -224,8 +225,8 @@ int ag_i_plan_part(ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H,
    are the plan's. Returns AG_OK or the kernel's refusal of an operand. */
 int ag_i_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a, ag_error_t *err);
 int ag_i_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a, ag_error_t *err);
-/* Was p made for this direction, graph shape, H, d and score? A caller that
-   holds a plan across calls on one graph makes a new one when not. */
+/* Was p made for this direction, graph (its shape and its arrays), H, d and
+   score? A caller that holds a plan across calls makes a new one when not. */
 AG_INTERNAL
 int ag_i_plan_fits(const ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H,
                    int64_t d, const ag_score_t *score);

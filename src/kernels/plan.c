@@ -54,6 +54,7 @@ static void plan_init(ag_i_plan_t *p, int backward, ag_i_kernel_t asked, ag_i_ke
     p->plain = ag_i_plain_scale(score, d, &p->scale);
     p->backward = backward, p->kernel = kernel;
     p->N = nb->n_nodes, p->E = nb->n_edges, p->H = H, p->d = d;
+    p->edge_ptr = nb->edge_ptr, p->run_ptr = nb->run_ptr;
     p->kind = score ? score->kind : AG_SCORE_SCALED_DOT;
     p->isa = ag_i_isa();
     p->threads = ag_i_max_threads();
@@ -195,7 +196,8 @@ int ag_i_plan_fits(const ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int6
     float scale;
     const int plain = ag_i_plain_scale(score, d, &scale);
     return p->scratch && p->backward == backward && p->N == nb->n_nodes &&
-           p->E == nb->n_edges && p->H == H && p->d == d &&
+           p->E == nb->n_edges && p->edge_ptr == nb->edge_ptr && p->run_ptr == nb->run_ptr &&
+           p->H == H && p->d == d &&
            p->kind == (score ? score->kind : AG_SCORE_SCALED_DOT) && p->plain == plain &&
            (!plain || p->scale == scale);
 }

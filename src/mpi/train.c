@@ -512,7 +512,11 @@ static int back_generic(ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_t *b,
     const int64_t HD = t->HD, H = w->H, lo = t->part->lo, hi = t->part->hi;
     const int64_t dlo = t->bp.dlo, wlo = t->halo.wlo, S = H * AG_I_GENERIC_STATE;
     int rc = AG_OK;
-    if (!ag_i_plan_fits(&t->backward, 1, &t->bp.view, H, w->d, sc) || !t->backward.part) {
+    const ag_i_plan_t *p = &t->backward;
+    if (!(p->part && p->kernel == AG_I_KERNEL_GENERIC && ag_i_plan_fits(p, 1, &t->bp.view, H,
+                                                                          w->d, sc) &&
+          p->lo == lo && p->hi == hi && p->wlo == dlo && p->whi == t->bp.dhi && p->klo == wlo &&
+          p->khi == t->halo.whi)) {
         ag_i_plan_free(&t->backward);
         rc = ag_i_plan_generic_part(&t->backward, &t->bp.view, H, w->d, sc, lo, hi, dlo,
                                     t->bp.dhi, wlo, t->halo.whi, err);
