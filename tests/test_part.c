@@ -176,6 +176,19 @@ static void check_part_score(const whole_t *w, const ag_score_t *sc, const float
     free(edge_ptr), free(run_ptr), free(Q), free(M), free(K), free(V);
 }
 
+/* n >= 5 scores from AG_SCORE_INIT: additive (a_src, a_dst), gatv2 (a_src),
+   cosine, sigmoid, linear, then plain scaled-dot ones for the caller to vary. */
+static void every_kind(ag_score_t *scores, int n, const float *a_src, const float *a_dst)
+{
+    for (int k = 0; k < n; k++)
+        scores[k] = (ag_score_t)AG_SCORE_INIT;
+    scores[0].kind = AG_SCORE_ADDITIVE, scores[0].a_src = a_src, scores[0].a_dst = a_dst;
+    scores[1].kind = AG_SCORE_GATV2, scores[1].a_src = a_src;
+    scores[2].kind = AG_SCORE_COSINE;
+    scores[3].kind = AG_SCORE_SIGMOID;
+    scores[4].kind = AG_SCORE_LINEAR;
+}
+
 START_TEST(part_matches_whole_any_score)
 {
     whole_t w;
@@ -188,13 +201,7 @@ START_TEST(part_matches_whole_any_score)
     fill_uniform(a_dst, HD, 5, 1.0f);
     fill_uniform(bias, E, 6, 1.0f);
     ag_score_t scores[9];
-    for (int k = 0; k < 9; k++)
-        scores[k] = (ag_score_t)AG_SCORE_INIT;
-    scores[0].kind = AG_SCORE_ADDITIVE, scores[0].a_src = a_src, scores[0].a_dst = a_dst;
-    scores[1].kind = AG_SCORE_GATV2, scores[1].a_src = a_src;
-    scores[2].kind = AG_SCORE_COSINE;
-    scores[3].kind = AG_SCORE_SIGMOID;
-    scores[4].kind = AG_SCORE_LINEAR;
+    every_kind(scores, 9, a_src, a_dst);
     scores[5].softcap = 2.0f;
     scores[6].alibi = 1;
     scores[7].edge_bias = bias;
@@ -457,13 +464,7 @@ START_TEST(generic_backward_parts_match_whole)
     fill_uniform(a_src, HD, 7, 1.0f);
     fill_uniform(a_dst, HD, 8, 1.0f);
     ag_score_t scores[6];
-    for (int k = 0; k < 6; k++)
-        scores[k] = (ag_score_t)AG_SCORE_INIT;
-    scores[0].kind = AG_SCORE_ADDITIVE, scores[0].a_src = a_src, scores[0].a_dst = a_dst;
-    scores[1].kind = AG_SCORE_GATV2, scores[1].a_src = a_src;
-    scores[2].kind = AG_SCORE_COSINE;
-    scores[3].kind = AG_SCORE_SIGMOID;
-    scores[4].kind = AG_SCORE_LINEAR;
+    every_kind(scores, 6, a_src, a_dst);
     scores[5].softcap = 2.0f, scores[5].alibi = 1;
     /* parts start at multiples of 16; the last has no rows, past N = 520 (not one) */
     const int64_t cuts[] = {0, 192, 448, N, N};

@@ -124,9 +124,10 @@ int ag_i_plan_part(ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H,
                    int one_run, ag_error_t *err)
 {
     float scale;
+    memset(p, 0, sizeof *p);   /* a refused plan holds nothing either */
     if (backward && !ag_i_plain_scale(score, d, &scale))
         return ag_i_fail(err, AG_EINVAL, "attention backward on a part of the graph: plain "
-                         "dot-product scores only");
+                         "dot-product scores only (ag_i_plan_generic_part runs the others)");
     int rc = plan_rows(p, backward, AG_I_KERNEL_AUTO, one_run, nb, H, d, score, lo, hi, klo,
                        khi, err);
     p->part = 1;

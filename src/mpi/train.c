@@ -402,6 +402,24 @@ static float *back_alloc(mpi_back_t *b, const ag_mpi_tape_t *t, float *all, ag_e
     return all;
 }
 
+/* The rows packed in b->sendbuf (width floats each) to the peers that read
+   them, and theirs into b->recvbuf (the tape's exchange plan; collective). */
+static void exchange_packed(const ag_mpi_tape_t *t, mpi_back_t *b, int64_t width)
+{
+    MPI_Datatype type;
+    MPI_Type_contiguous((int)width, MPI_FLOAT, &type);
+    MPI_Type_commit(&type);
+    const double t0 = ag_i_mpi_now();
+    MPI_Alltoallv(b->sendbuf, t->send_count, t->send_displ, type, b->recvbuf, t->recv_count,
+                  t->recv_displ, type, t->comm);
+    MPI_Type_free(&type);
+    if (t->stats) {
+        t->stats->seconds_comm += ag_i_mpi_now() - t0;
+        t->stats->bytes_sent += t->n_send * width * (int64_t)sizeof(float);
+        t->stats->bytes_received += t->n_recv * width * (int64_t)sizeof(float);
+    }
+}
+
 /* Own destinations' Q, dM, lse and D rows to the owners of the sources they
    read, and the rows of the destinations that read own sources from theirs,
    into the windows (own rows copied in). */
@@ -417,18 +435,7 @@ static void dest_exchange(const ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_
         memcpy(at + 2 * HD, a->lse + x * H, (size_t)H * sizeof(float));
         memcpy(at + 2 * HD + H, b->Dd + x * H, (size_t)H * sizeof(float));
     }
-    MPI_Datatype type;
-    MPI_Type_contiguous((int)row, MPI_FLOAT, &type);
-    MPI_Type_commit(&type);
-    const double t0 = ag_i_mpi_now();
-    MPI_Alltoallv(b->sendbuf, t->send_count, t->send_displ, type, b->recvbuf, t->recv_count,
-                  t->recv_displ, type, t->comm);
-    MPI_Type_free(&type);
-    if (t->stats) {
-        t->stats->seconds_comm += ag_i_mpi_now() - t0;
-        t->stats->bytes_sent += t->n_send * row * (int64_t)sizeof(float);
-        t->stats->bytes_received += t->n_recv * row * (int64_t)sizeof(float);
-    }
+    exchange_packed(t, b, row);
     for (int64_t k = 0; k < t->n_recv; k++) {
         const int64_t y = t->recv_rows[k] - dlo;
         const float *at = b->recvbuf + k * row;
@@ -453,18 +460,7 @@ static void state_exchange(const ag_mpi_tape_t *t, mpi_back_t *b, int64_t width)
     for (int64_t k = 0; k < t->n_send; k++)
         memcpy(b->sendbuf + k * width, b->statew + (t->send_rows[k] - dlo) * width,
                (size_t)width * sizeof(float));
-    MPI_Datatype type;
-    MPI_Type_contiguous((int)width, MPI_FLOAT, &type);
-    MPI_Type_commit(&type);
-    const double t0 = ag_i_mpi_now();
-    MPI_Alltoallv(b->sendbuf, t->send_count, t->send_displ, type, b->recvbuf, t->recv_count,
-                  t->recv_displ, type, t->comm);
-    MPI_Type_free(&type);
-    if (t->stats) {
-        t->stats->seconds_comm += ag_i_mpi_now() - t0;
-        t->stats->bytes_sent += t->n_send * width * (int64_t)sizeof(float);
-        t->stats->bytes_received += t->n_recv * width * (int64_t)sizeof(float);
-    }
+    exchange_packed(t, b, width);
     for (int64_t k = 0; k < t->n_recv; k++)
         memcpy(b->statew + (t->recv_rows[k] - dlo) * width, b->recvbuf + k * width,
                (size_t)width * sizeof(float));
