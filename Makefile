@@ -98,7 +98,7 @@ SMOKE  := $(BENCH)
 endif
 
 .PHONY: all deps run check check-python check-sanitize check-noomp check-clang check-valgrind check-exports check-includes bench scale clean \
-        fuzz fuzz-smoke fuzz-replay fuzz-deps install uninstall check-install check-man \
+        fuzz fuzz-smoke fuzz-replay fuzz-deps valgrind-deps install uninstall check-install check-man \
         pictures check-pictures mpi check-mpi scale-mpi
 all: $(LIB_A) $(LIB_SO) $(CLI)
 
@@ -174,8 +174,7 @@ check-noomp: deps
 # Every run of the tool by the cli suite under memcheck: an invalid access or a
 # definite leak makes valgrind exit 99, which fails the test that ran it.
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
-check-valgrind: deps
-	$(call install_missing,valgrind)
+check-valgrind: deps valgrind-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/valgrind/test_attngraph BUILD=$(BUILD)/valgrind \
 	  AG_CLI="$(VALGRIND) $(BUILD)/valgrind/attngraph"
 	CK_RUN_SUITE=cli CK_TIMEOUT_MULTIPLIER=40 $(BUILD)/valgrind/test_attngraph
@@ -433,6 +432,9 @@ FUZZ_HDR := tests/fuzz/fuzz_common.h
 
 fuzz-deps:
 	$(call install_missing,clang libclang-rt-14-dev)
+
+valgrind-deps:
+	$(call install_missing,valgrind)
 
 # FUZZ_IGRAPH=1: link the fuzzers against igraph built from Debian's source
 # with the same instrumentation (tools/build_fuzz_igraph.sh), so coverage and
