@@ -89,24 +89,20 @@ static int plan_rows(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, int one
                      const ag_nbhd_t *nb, int64_t H, int64_t d, const ag_score_t *score,
                      int64_t lo, int64_t hi, int64_t klo, int64_t khi, ag_error_t *err)
 {
-    memset(p, 0, sizeof *p);
-    float scale;
-    const int plain = ag_i_plain_scale(score, d, &scale);
-    ag_i_kernel_t run = kernel;
+    plan_init(p, backward, kernel, kernel, nb, H, d, score, lo, hi, klo, khi);
     if (kernel == AG_I_KERNEL_AUTO)
-        run = !plain ? AG_I_KERNEL_GENERIC
-              : ag_i_use_tiled(nb->n_nodes, nb->n_edges, one_run) ? AG_I_KERNEL_TILED
-                                                                  : AG_I_KERNEL_GATHER;
-    if (run != AG_I_KERNEL_GENERIC && !plain)
+        p->kernel = !p->plain ? AG_I_KERNEL_GENERIC
+                    : ag_i_use_tiled(nb->n_nodes, nb->n_edges, one_run) ? AG_I_KERNEL_TILED
+                                                                        : AG_I_KERNEL_GATHER;
+    if (p->kernel != AG_I_KERNEL_GENERIC && !p->plain)
         return ag_i_fail(err, AG_EINVAL, "attention: the %s kernel runs plain dot-product "
-                         "softmax scores only", kernel_name(run));
-    if (run == AG_I_KERNEL_TILED && !one_run)
+                         "softmax scores only", kernel_name(p->kernel));
+    if (p->kernel == AG_I_KERNEL_TILED && !one_run)
         return ag_i_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run "
                          "of sources");
     if (backward && !nb->out_ptr)
         return ag_i_fail(err, AG_EINVAL, "attention backward: the neighbourhoods are not "
                          "transposed (ag_nbhd_transpose)");
-    plan_init(p, backward, kernel, run, nb, H, d, score, lo, hi, klo, khi);
     return kernel_plan(p, nb, score, err);
 }
 

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "kernels/kernels.h"
 #include "train/train.h"
 #include "mpi/mpi.h"
 #include "mpi/cli/mpi_cli.h"
