@@ -23,6 +23,8 @@ static const struct {
     int64_t N, H, d;
 } shapes[] = {
     {"complete", 130, 1, 64},           /* N not a multiple of 64 */
+    {"complete", 300, 1, 64},           /* wide blocks (degree >= 256) */
+    {"causal", 700, 2, 42},             /* wide, d not a multiple of 4 or 6 */
     {"causal", 97, 3, 5},               /* d below a vector, H odd */
     {"causal", 300, 2, 17},             /* d not a multiple of 4 or 8 */
     {"window:7", 200, 1, 70},
