@@ -1,9 +1,11 @@
 /* The pictures of the library: valid SVG, one mark per edge, colours and widths that
    follow the weights, escaped labels, binning, layouts, errors. */
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "svgcheck.h"
 #include "testutil.h"
@@ -418,6 +420,30 @@ START_TEST(test_save_atomic)
     text = read_text(path);   /* still the last good picture */
     ck_assert_ptr_nonnull(strstr(text, "<svg"));
     free(text);
+    /* an existing file keeps its permissions; a symlink stays a link and its
+       file gets the picture (a rename over the link replaced it before) */
+    ck_assert_int_eq(chmod(path, 0604), 0);
+    const char *link = tmp_path("link.svg");
+    unlink(link);
+    ck_assert_int_eq(symlink(path, link), 0);
+    ck_assert_int_eq(ag_svg_save(link, "<svg>new</svg>", &err), AG_OK);
+    ck_assert_int_eq(lstat(link, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0604);
+    text = read_text(path);
+    ck_assert_str_eq(text, "<svg>new</svg>");
+    free(text);
+    /* a device is written in place, and stays one */
+    ck_assert_int_eq(ag_svg_save("/dev/null", "<svg/>", &err), AG_OK);
+    ck_assert_int_eq(stat("/dev/null", &st), 0);
+    ck_assert(S_ISCHR(st.st_mode));
+    /* no temporary left beside the pictures */
+    DIR *dir = opendir(tmp_path(""));
+    ck_assert_ptr_nonnull(dir);
+    for (struct dirent *e; (e = readdir(dir));)
+        ck_assert_msg(!strstr(e->d_name, ".svg."), "left behind: %s", e->d_name);
+    closedir(dir);
 }
 END_TEST
 

@@ -8,6 +8,7 @@
 #define AG_BASE_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "attngraph.h"
 
@@ -87,6 +88,46 @@ void ag_i_igraph_leave(void);
 void ag_i_igraph_use_attributes(void);
 /* The reason of the last igraph error inside the guard ("" if none). */
 const char *ag_i_igraph_reason(void);
+
+/* ---- files written whole or not at all (whole_file.c says how) ---- */
+
+typedef struct {
+    char final[4096];  /* the file a finished temporary replaces (absolute, links followed) */
+    char tmp[4096];    /* the temporary's name, or its template; "" when none */
+    char path[4096];   /* where writers write: /dev/fd/<fd>, or the file itself when direct */
+    int fd;            /* the temporary, open from creation to commit or abort; -1: none */
+    int anon;          /* unnamed (O_TMPFILE) until commit: a process killed by any
+                          signal, even SIGKILL, leaves nothing */
+    int direct;        /* a device, FIFO or socket: written in place, never replaced */
+    int have_id;       /* the file exists: dev and ino identify it */
+    dev_t dev;
+    ino_t ino;
+    mode_t mode;       /* the permissions the result gets */
+    int slot;          /* 1 + its place in the registry of named temporaries; 0: none */
+} ag_i_file_t;
+
+/* Finds what target names (symlinks followed) and refuses a directory or an
+   existing file that is not writable; creates nothing. option ("--out", or
+   NULL) names the file in messages beside the target. */
+int ag_i_file_resolve(ag_i_file_t *f, const char *target, const char *option, ag_error_t *err);
+/* Creates the temporary: from the template in f->tmp (six trailing X), or
+   beside f->final; f->path then names it. Nothing for a direct file. */
+int ag_i_file_create(ag_i_file_t *f, const char *option, const char *target, ag_error_t *err);
+/* ag_i_file_resolve, then ag_i_file_create. */
+int ag_i_file_open(ag_i_file_t *f, const char *target, const char *option, ag_error_t *err);
+/* Gives the temporary the permissions of the result (nothing is replaced yet). */
+int ag_i_file_set_mode(ag_i_file_t *f, const char *target, ag_error_t *err);
+/* Renames the temporary onto its file. */
+int ag_i_file_place(ag_i_file_t *f, const char *target, ag_error_t *err);
+/* ag_i_file_set_mode and ag_i_file_place; on failure the temporary is removed. */
+int ag_i_file_commit(ag_i_file_t *f, const char *target, ag_error_t *err);
+/* Removes the temporary; the file itself is never touched. */
+void ag_i_file_abort(ag_i_file_t *f);
+/* Removes the named temporaries when SIGINT, SIGTERM, SIGHUP or SIGPIPE ends
+   the process (then the signal takes its default course); a signal the
+   process ignores stays ignored. A process-wide choice: the command-line
+   tool's, never the library's. */
+void ag_i_file_cleanup_on_signals(void);
 
 #include "base/gemm.h"
 #include "base/rng.h"

@@ -197,7 +197,7 @@ int cmd_bench(int argc, char **argv)
     ag_i_plan_free(&plan);
     free(bs.all);
     if (!rc && o.out)
-        rc = ag_npy_write_f32(out.path, M, N, H * d, &err);
+        rc = ag_npy_write_f32(out.file.path, M, N, H * d, &err);
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc) {

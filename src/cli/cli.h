@@ -281,26 +281,16 @@ void result_free(result_t *r);
  * standard output) is standard output: written to a temporary in $TMPDIR (or
  * /tmp) whose bytes out_commit copies to descriptor 1 (so `>> log` appends and
  * a pipe or socket works), and then the report lines go to stderr. Writers open
- * `path`, which names the temporary's open descriptor, not its name.
+ * `file.path`, which names the temporary's open descriptor, not its name.
  */
 typedef struct {
     const char *target;   /* the user's path, or NULL when unused */
     const char *option;   /* "--out": names it in messages */
     const char *exts;     /* accepted extensions, "npy" or "csv,npy"; NULL: any */
-    char path[4096];      /* where the writer writes: /dev/fd/<fd> (the temporary, by its
-                             open descriptor, never by name), or the direct file itself */
-    char tmp[4096];       /* the temporary's name ("" when none; a template when anon) */
-    int fd;               /* the temporary, open from creation to commit or abort; -1: none */
-    int anon;             /* the temporary has no name until it is placed (O_TMPFILE): a
-                             run killed by any signal, even SIGKILL, leaves nothing */
-    char final[4096];     /* the file the temporary is renamed onto */
-    int direct;           /* written in place: never renamed over, never removed */
+    int direct;           /* written in place (or standard output): never renamed over */
     int is_stdout;
-    int have_id;          /* the file exists: dev and ino identify it */
-    dev_t dev;
-    ino_t ino;
-    mode_t mode;          /* the permissions the result gets */
-    int slot;             /* 1 + its place in the registry of temporaries; 0: none */
+    ag_i_file_t file;     /* writers write file.path: /dev/fd/<fd> (the temporary, by
+                             its open descriptor, never by name), or the direct file */
 } out_file_t;
 
 /* Fills o without touching the disk. */

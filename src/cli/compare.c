@@ -447,7 +447,7 @@ int cmd_compare(int argc, char **argv)
     out_init(&outs[1], co.per_node, "--per-node", "csv");
     out_init(&outs[2], co.svg, "--svg", "svg");
     int rc = out_open_all(outs, 3, &usage, &err);
-    if (!rc && co.per_node && !(st.per_node_f = fopen(st.outs[1].path, "w")))
+    if (!rc && co.per_node && !(st.per_node_f = fopen(st.outs[1].file.path, "w")))
         rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", co.per_node);
     if (st.per_node_f)
         fputs("connectivity,node,label,in_degree,entropy,distance,change,cosine\n",
@@ -459,7 +459,7 @@ int cmd_compare(int argc, char **argv)
     if (st.per_node_f && fclose(st.per_node_f) != 0 && !rc)
         rc = ag_i_fail(&err, AG_EIO, "%s: write failed", co.per_node);
     if (!rc && co.csv) {
-        FILE *f = fopen(st.outs[0].path, "w");
+        FILE *f = fopen(st.outs[0].file.path, "w");
         if (!f) {
             rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", co.csv);
         } else {

@@ -57,7 +57,7 @@ static const char attention_usage[] =
 
 int write_svg(out_file_t *o, const char *svg, ag_error_t *err)
 {
-    FILE *f = fopen(o->path, "w");
+    FILE *f = fopen(o->file.path, "w");
     if (!f)
         return ag_i_fail(err, AG_EIO, "%s: cannot write", o->target);
     const size_t n = strlen(svg);

@@ -132,7 +132,7 @@ int folder_write(const char *dir, const char *option, const folder_item_t *items
     if (!rc)
         rc = out_open_all(outs, n, &usage, err);
     for (int k = 0; k < n && !rc; k++)
-        rc = write_item(outs[k].path, &items[k], err);
+        rc = write_item(outs[k].file.path, &items[k], err);
     if (!rc)
         rc = out_commit_all(outs, n, err);
     if (rc) {

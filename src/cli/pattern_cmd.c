@@ -133,7 +133,7 @@ int cmd_pattern(int argc, char **argv)
     if (!rc && !(rc = ag_graph_from_nbhd(&g, &s.nb, max_edges, &err)))
         have_g = 1;
     if (!rc)
-        rc = ag_graph_write(&g, out.path, format, &s.labels, &err);
+        rc = ag_graph_write(&g, out.file.path, format, &s.labels, &err);
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc && !o.quiet)

@@ -627,7 +627,7 @@ int cmd_plan(int argc, char **argv)
         m.bandwidth = po.bandwidth;
     }
     if (!rc && po.csv) {
-        FILE *f = fopen(out.path, "w");
+        FILE *f = fopen(out.file.path, "w");
         for (int k = 0; f && k < po.n_ranks; k++)
             write_csv(f, &m, &pp[k], k == 0);
         if (!f || ferror(f) | (fclose(f) != 0))

@@ -235,7 +235,7 @@ int report_attention(const out_file_t *out, const result_t *r,
                      const inputs_t *in, const source_t *s, int64_t max_export,
                      ag_error_t *err)
 {
-    const char *path = out->path, *name = out->target;
+    const char *path = out->file.path, *name = out->target;
     /* out_open_all checked a file's extension; standard output, a device or a
        FIFO takes .npy or .graphml as a hint and is CSV otherwise */
     const char *ext = out_extension(out);

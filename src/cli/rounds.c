@@ -30,7 +30,7 @@ int save_round(const char *dir, int round, const float *X, int64_t N, int64_t D,
     out_file_t f;
     int rc = out_open(&f, path, "--save-rounds", NULL, err);
     if (!rc)
-        rc = ag_npy_write_f32(f.path, X, N, D, err);
+        rc = ag_npy_write_f32(f.file.path, X, N, D, err);
     if (!rc)
         rc = out_commit(&f, err);
     if (rc) {

@@ -222,24 +222,24 @@ int cmd_run(int argc, char **argv)
     const int figures = !o.quiet && in.rounds > 1;
     const int trace_svg = o.trace && strcasecmp(out_extension(&outs[TRACE]), "svg") == 0;
     if (!rc)
-        rc = compute(&r, &in, &s, &o, figures, o.trace && !trace_svg ? outs[TRACE].path : NULL,
+        rc = compute(&r, &in, &s, &o, figures, o.trace && !trace_svg ? outs[TRACE].file.path : NULL,
                      &err);
     if (!rc && trace_svg)
         rc = write_trace_svg(&outs[TRACE], r.trace, r.rounds_done, s.desc, &err);
     if (!rc && o.out)
-        rc = ag_npy_write_f32(outs[OUT].path, r.y, s.nb.n_nodes, r.cols, &err);
+        rc = ag_npy_write_f32(outs[OUT].file.path, r.y, s.nb.n_nodes, r.cols, &err);
     const float *messages = in.raw ? r.y : r.ws.M;
     if (!rc && (o.messages || o.head_messages) && !r.rounds_done)
         rc = ag_i_fail(&err, AG_EINVAL, "--messages needs at least one round");
     if (!rc && o.messages)
-        rc = ag_npy_write_f32(outs[MESSAGES].path, messages, s.nb.n_nodes, in.H * in.d, &err);
+        rc = ag_npy_write_f32(outs[MESSAGES].file.path, messages, s.nb.n_nodes, in.H * in.d, &err);
     if (!rc && o.head_messages)
-        rc = write_head_messages(outs[HEAD_MESSAGES].path, messages, s.nb.n_nodes, in.H, in.d,
+        rc = write_head_messages(outs[HEAD_MESSAGES].file.path, messages, s.nb.n_nodes, in.H, in.d,
                                  &err);
     for (int k = 0; k < o.n_attn && !rc; k++)
         rc = report_attention(&outs[ATTN + k], &r, &in, &s, o.max_export, &err);
     if (!rc && o.predict)
-        rc = write_predictions(outs[PREDICT].path, o.weights, r.y, s.nb.n_nodes, r.cols, &err);
+        rc = write_predictions(outs[PREDICT].file.path, o.weights, r.y, s.nb.n_nodes, r.cols, &err);
     /* Commit before the report: a reader that closes the pipe early (| head)
        ends us with SIGPIPE while printing, and the files must be there by then. */
     if (!rc)

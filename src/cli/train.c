@@ -189,7 +189,7 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
             if (!(st->pred = ag_i_alloc(N, sizeof *st->pred, err, "predictions")))
                 return ag_i_alloc_status();
             readout_predict(&r, st->model.X, N, st->pred);
-            rc = ag_npy_write_i64(st->outs[1].path, st->pred, N, err);
+            rc = ag_npy_write_i64(st->outs[1].file.path, st->pred, N, err);
         }
         if (!rc && to->save) {
             st->n_items = model_items(&st->model, st->items, st->names);
@@ -245,7 +245,7 @@ int cmd_train(int argc, char **argv)
     if (!rc)
         rc = out_open_all(st->outs, 3, &usage, &err);
     run_ctx_t cx = {&to, NULL, NULL, to.n_conns == 1, threads, NULL, NULL, {0}};
-    if (!rc && to.log && !(cx.log = fopen(st->outs[0].path, "w")))
+    if (!rc && to.log && !(cx.log = fopen(st->outs[0].file.path, "w")))
         rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", to.log);
     if (!rc && to.svg && !(cx.curve = open_memstream(&st->curve, &st->curve_len)))
         rc = ag_i_fail(&err, AG_ENOMEM, "--svg: out of memory");

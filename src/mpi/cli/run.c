@@ -510,7 +510,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                        (long long)o.attn_round, (long long)in.rounds, AG_PLURAL(in.rounds));
     if (!rc && tracing) {
         rc = ag_mpi_agree(comm, tracer_open(&tr, &part, &o, &in, o.trace && !trace_svg ?
-                                            outs[TRACE].path : NULL, &err), &err);
+                                            outs[TRACE].file.path : NULL, &err), &err);
         ro.on_round = trace_round, ro.ctx = &tr, ro.figures = tr.trace;
     }
     if (!rc && in.raw) {   /* one round of attention on the given Q, K, V: M is the output */
@@ -539,14 +539,14 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                        "inputs down (the largest |value| should be far below 1e18)", where.msg);
     rc = ag_mpi_agree(comm, rc, &err);
     if (!rc && o.out)
-        rc = write_gathered(comm, &part, y, cols, outs[OUT].path, 0, 0, &err);
+        rc = write_gathered(comm, &part, y, cols, outs[OUT].file.path, 0, 0, &err);
     if (!rc && o.messages)
-        rc = write_gathered(comm, &part, M, HD, outs[MESSAGES].path, 0, 0, &err);
+        rc = write_gathered(comm, &part, M, HD, outs[MESSAGES].file.path, 0, 0, &err);
     if (!rc && o.head_messages)
-        rc = write_gathered(comm, &part, M, HD, outs[HEAD_MESSAGES].path, 1, in.H, &err);
+        rc = write_gathered(comm, &part, M, HD, outs[HEAD_MESSAGES].file.path, 1, in.H, &err);
     if (!rc && o.predict)
         rc = predict_gathered(comm, &part, in.x0.data, in.x0.cols, o.weights,
-                              outs[PREDICT].path, &err);
+                              outs[PREDICT].file.path, &err);
     if (!rc)
         rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(outs, N_OUTS, &err) : AG_OK, &err);
     if (!rc && !o.quiet)

@@ -260,7 +260,7 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
         rc = out_open_all(&s->log_out, 1, &usage, &err);
     MPI_Bcast(&usage, 1, MPI_INT, 0, comm);
     FILE *log = NULL;
-    if (!rc && rank == 0 && to.log && !(log = fopen(s->log_out.path, "w")))
+    if (!rc && rank == 0 && to.log && !(log = fopen(s->log_out.file.path, "w")))
         rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", to.log);
     if (log)
         fputs(TRAIN_LOG_HEADER, log);
