@@ -563,7 +563,7 @@ START_TEST(weight_gradient_chunks_of_parts)
     ag_error_t err;
     ck_assert_int_eq(ag_i_gemm_atb(G, A, B, N, a, b, &err), AG_OK);
     collect_t c = {malloc((size_t)(3 * a * b) * sizeof(float)), 0};
-    const ag_i_reducer_t r = {collect_f, NULL, NULL, &c};
+    const ag_i_reducer_t r = {collect_f, NULL, NULL, &c, 1};
     for (int p = 0; p < 3; p++)
         ck_assert_int_eq(ag_i_gemm_atb_r(&r, NULL, A + cuts[p] * a, B + cuts[p] * b,
                                          cuts[p + 1] - cuts[p], a, b, &err), AG_OK);

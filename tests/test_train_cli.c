@@ -537,6 +537,14 @@ START_TEST(save_then_run_predicts_the_same_classes)
         ck_assert_msg(a[i] == c[i], "node %lld: train predicted %lld, run %lld", (long long)i,
                       (long long)a[i], (long long)c[i]);
     free(a), free(c);
+    /* and train goes on from it the same way (it kept --heads and lost --rounds 2) */
+    TMP(model3, "model3");
+    snprintf(args, sizeof args, "train " PLANTED " --weights %s --epochs 1 --save %s --quiet",
+             model, model3);
+    expect_cli(args, 0, 1, "");
+    text = read_text(tmp_path("model3/model.args"));
+    ck_assert_str_eq(text, "--heads 2 --rounds 2 --score additive --no-residual\n");
+    free(text);
     snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
              "--weights %s --heads 2 --predict %s", model, p2);
     expect_cli(args, 1, 2, "was trained with `--heads 2 --rounds 2 --score additive "

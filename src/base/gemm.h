@@ -74,6 +74,9 @@ struct ag_i_reducer {
     /* *n = the sum of *n over the processes */
     int (*count)(const ag_i_reducer_t *r, int64_t *n, ag_error_t *err);
     void *ctx;
+    /* the sum's rows per row of the parts (0 or 1: the parts' rows; a per-node
+       array of rows of HD*D elements summed element by element: HD*D) */
+    int64_t per_row;
 };
 
 /* An allocation failed before a sum over rows with r (NULL: none): the

@@ -51,6 +51,7 @@ typedef struct {
     ag_weights_t *layers, *grads;
     int n_layers, rounds;
     int64_t N, D, C;
+    int64_t first, total;           /* the rows N are first.. of a graph of total nodes */
     float *wr, *br, *dwr, *dbr;     /* readout [C, D] and [C] with gradients */
     float *X, *dX;                  /* [N, D] states and their gradient */
     ag_optimizer_t *opt;

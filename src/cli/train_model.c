@@ -6,6 +6,7 @@
 
 #include "base/base.h"
 #include "cli/train.h"
+#include "train/train.h"
 
 #define N_ARRAYS 9
 static const char *const array_names[N_ARRAYS] = {"wq", "wk", "wv", "wo", "ln_weight",
@@ -102,6 +103,10 @@ static int register_params(model_t *m, const train_opts_t *to, ag_error_t *err)
             if (!p || !g || !array_used(k, m->score.kind, to->o.norm))
                 continue;
             rc = ag_optimizer_add(m->opt, p, g, array_size(&m->layers[l], k), err);
+            /* a process's rows of per-node projections: their norm is the whole's */
+            const ag_weights_t *w = &m->layers[l];
+            if (!rc && k < 3 && w->per_node && m->N != m->total)
+                rc = ag_i_optimizer_split_last(m->opt, w->H * w->d * w->D, err);
             n++;
         }
     if (!rc && m->C) {
@@ -123,6 +128,7 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
     memset(m, 0, sizeof *m);
     const run_opts_t *o = &to->o;
     m->N = in->N, m->D = in->x0.cols, m->C = t->C;
+    m->first = in->first, m->total = in->total;
     m->rounds = (int)in->rounds;
     m->lr = to->opt.lr;
     m->score = in->score;

@@ -181,7 +181,8 @@ static int train_checks(train_opts_t *t, const opt_parser_t *p)
     o->rounds = rounds ? rounds : 1;   /* run's checks know no --rounds 0 */
     int rc = input_options_check(o, "train");
     o->given[OPT_SEED - OPT_Q] = seed_given;
-    o->rounds = rounds;
+    if (!rounds)   /* else keep what the check set: --weights DIR/model.args's rounds */
+        o->rounds = 0;
     return rc ? EXIT_USAGE : 0;
 }
 

@@ -11,10 +11,10 @@
 #include "base/base.h"
 #include "mpi/mpi.h"
 
-/* Chunks of process p's rows. */
-static int64_t chunks_of(const ag_mpi_part_t *part, int p)
+/* Chunks of process p's rows (of the sum's rows: per_row of them a part's row). */
+static int64_t chunks_of(const ag_mpi_part_t *part, int p, int64_t per_row)
 {
-    const int64_t n = part->bounds[p + 1] - part->bounds[p];
+    const int64_t n = (part->bounds[p + 1] - part->bounds[p]) * (per_row > 1 ? per_row : 1);
     return (n + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK;
 }
 
@@ -32,11 +32,12 @@ static int gather(const ag_i_reducer_t *r, const void *part_mine, int64_t chunks
     int rc = chunks < 0 || !count || !displ ? ag_i_alloc_status() : AG_OK;
     *total = 0;
     for (int p = 0; !rc && p < P; p++)
-        *total += chunks_of(part, p);
-    if (!rc && chunks != chunks_of(part, part->rank))   /* the rows given are not the part */
+        *total += chunks_of(part, p, r->per_row);
+    /* the rows given are not the part */
+    if (!rc && chunks != chunks_of(part, part->rank, r->per_row))
         rc = ag_i_fail(err, AG_EINVAL, "gradient sums: %lld chunks of rows on process %d; its "
                        "part has %lld", (long long)chunks, part->rank,
-                       (long long)chunks_of(part, part->rank));
+                       (long long)chunks_of(part, part->rank, r->per_row));
     if (!rc && (double)*total * (double)width > INT32_MAX)
         rc = ag_i_fail(err, AG_ELIMIT, "gradient sums: %lld chunks of %lld values are beyond "
                        "what one MPI call counts (2^31)", (long long)*total, (long long)width);
@@ -49,7 +50,7 @@ static int gather(const ag_i_reducer_t *r, const void *part_mine, int64_t chunks
         return rc;
     }
     for (int p = 0, at = 0; p < P; p++) {
-        count[p] = (int)(chunks_of(part, p) * width), displ[p] = at;
+        count[p] = (int)(chunks_of(part, p, r->per_row) * width), displ[p] = at;
         at += count[p];
     }
     MPI_Allgatherv(part_mine, count[part->rank], type, *all, count, displ, type, x->comm);
@@ -110,5 +111,5 @@ void ag_i_mpi_reducer(ag_i_reducer_t *r, ag_mpi_reduce_t *ctx, MPI_Comm comm,
                       const ag_mpi_part_t *part, ag_mpi_stats_t *stats)
 {
     *ctx = (ag_mpi_reduce_t){comm, part, stats};
-    *r = (ag_i_reducer_t){add_f, add_d, count, ctx};
+    *r = (ag_i_reducer_t){add_f, add_d, count, ctx, 1};
 }

@@ -280,15 +280,17 @@ static int forward_round(ag_mpi_tape_t *t, int r, float *X, float *Xn, ag_error_
                               (void *)&pr, err);
 }
 
-static int check_layers(const ag_weights_t *layers, int n_layers, int rounds, ag_error_t *err)
+static int check_layers(const ag_weights_t *layers, int n_layers, int rounds, int64_t n,
+                        ag_error_t *err)
 {
     if (!layers || rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
         return ag_i_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
                          "for all rounds or one per round", rounds, n_layers);
     for (int k = 0; k < n_layers; k++)
-        if (layers[k].per_node)
-            return ag_i_fail(err, AG_EINVAL, "per-node weights are not supported on several "
-                             "processes (layer %d)", k + 1);
+        if (layers[k].per_node && layers[k].per_node != n)   /* a process's nodes' matrices */
+            return ag_i_fail(err, AG_EINVAL, "layer %d has per-node weights for %lld nodes; this "
+                             "process has %lld rows", k + 1, (long long)layers[k].per_node,
+                             (long long)n);
     return AG_OK;
 }
 
@@ -312,7 +314,7 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
 {
     ag_mpi_tape_t *t = *tape;
     *tape = NULL;
-    int rc = check_layers(layers, n_layers, rounds, err);
+    int rc = check_layers(layers, n_layers, rounds, part->hi - part->lo, err);
     if (!rc && part->node_of)   /* the sums over rows assume the contiguous, aligned cuts */
         rc = ag_i_fail(err, AG_EINVAL, "training on renumbered parts "
                        "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "

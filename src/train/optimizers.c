@@ -22,6 +22,7 @@ typedef struct {
     const float *g;
     int64_t n;
     float *m, *v;             /* momentum or Adam's first moment; Adam's second */
+    int64_t per_row;          /* split among processes: rows of this many elements; 0: not */
 } param_t;
 
 struct ag_optimizer {
@@ -104,7 +105,7 @@ int ag_optimizer_add(ag_optimizer_t *opt, float *param, const float *grad, int64
         free(opt->params);
         opt->params = grown, opt->cap = cap;
     }
-    param_t p = {param, grad, n, NULL, NULL};
+    param_t p = {param, grad, n, NULL, NULL, 0};
     const int adam = opt->o.kind != AG_OPT_SGD;
     if ((adam || opt->o.momentum > 0) &&
         !(p.m = ag_i_calloc(n, sizeof(float), err, "optimizer state")))
@@ -126,14 +127,29 @@ static void squares(int64_t lo, int64_t hi, double *partial, void *ctx)
     partial[0] += s;
 }
 
-/* The global L2 norm of the gradients: parameters in order, each in fixed chunks. */
-static int grad_norm(const ag_optimizer_t *opt, double *norm, ag_error_t *err)
+int ag_i_optimizer_split_last(ag_optimizer_t *opt, int64_t per_row, ag_error_t *err)
+{
+    if (!opt || !opt->n_params || per_row < 1 || opt->params[opt->n_params - 1].n % per_row)
+        return ag_i_fail(err, AG_EINVAL, "optimizer: no parameter of rows of %lld elements to "
+                         "split", (long long)per_row);
+    opt->params[opt->n_params - 1].per_row = per_row;
+    return AG_OK;
+}
+
+/* The global L2 norm of the gradients: parameters in order, each in fixed
+   chunks (a split one's through r, in the whole array's chunks). */
+static int grad_norm(const ag_optimizer_t *opt, const ag_i_reducer_t *r, double *norm,
+                     ag_error_t *err)
 {
     double total = 0;
     for (int k = 0; k < opt->n_params; k++) {
+        const param_t *p = &opt->params[k];
         double s;
-        int rc = ag_i_sum_rows(opt->params[k].n, 1, opt->params[k].n, squares,
-                               (void *)opt->params[k].g, &s, err);
+        ag_i_reducer_t by_elements;
+        if (r && p->per_row)
+            by_elements = *r, by_elements.per_row = p->per_row;
+        int rc = ag_i_sum_rows_r(r && p->per_row ? &by_elements : NULL, p->n, 1, p->n, squares,
+                                 (void *)p->g, &s, err);
         if (rc)
             return rc;
         total += s;
@@ -176,10 +192,16 @@ static void step_adam(const ag_optimizer_opts_t *o, const param_t *p, double sca
 
 int ag_optimizer_step(ag_optimizer_t *opt, double *grad_norm_out, ag_error_t *err)
 {
+    return ag_i_optimizer_step_r(opt, NULL, grad_norm_out, err);
+}
+
+int ag_i_optimizer_step_r(ag_optimizer_t *opt, const ag_i_reducer_t *r, double *grad_norm_out,
+                          ag_error_t *err)
+{
     if (!opt)
         return ag_i_fail(err, AG_EINVAL, "optimizer: none");
     double norm;
-    int rc = grad_norm(opt, &norm, err);
+    int rc = grad_norm(opt, r, &norm, err);
     if (rc)
         return rc;
     if (grad_norm_out)

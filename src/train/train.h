@@ -19,6 +19,17 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
                               float *dX, float *dWr, float *dbr, int64_t *correct,
                               int64_t *counted, int64_t *pred, ag_error_t *err);
 
+/* Marks the last parameter added to opt as this process's rows of an array
+   whose other rows are on other processes (per-node weights: rows of per_row
+   elements, the process's first row a multiple of AG_GEMM_CHUNK):
+   ag_i_optimizer_step_r sums its squares through the reducer, chunk by chunk
+   in the whole array's order. */
+int ag_i_optimizer_split_last(ag_optimizer_t *opt, int64_t per_row, ag_error_t *err);
+/* ag_optimizer_step with r (NULL: the plain call): the norm of the split
+   parameters is the whole arrays', the same bits as one process's. */
+int ag_i_optimizer_step_r(ag_optimizer_t *opt, const ag_i_reducer_t *r, double *grad_norm,
+                          ag_error_t *err);
+
 /* Adds a round's attention-vector gradients (da_src: additive's a_src and
    gatv2's a; da_dst: additive's a_dst) into the layer's g, when they are the
    layer's vectors and not the options' constants (opt_score->a_src). */

@@ -563,6 +563,12 @@ train_same random "--pattern random:8,5+window:2 $tc --epochs 2 --no-residual" 2
 for score in additive gatv2 cosine sigmoid linear; do
     train_same "train-$score" "--pattern random:8,5+window:2 $tc --epochs 2 --score $score" 2 3
 done
+# per-node weights: each process steps its own nodes' matrices after a norm summed in the
+# whole arrays' chunks (--clip below the norm: the clipping scale is that norm's), and
+# --save gathers them; a run of more epochs from that folder keeps each process's rows
+train_same per-node "--pattern causal $tc --epochs 2 --per-node-weights --clip 0.05" 2 3 4
+train_same per-node-resume "--pattern window:40 --features $T/tx.npy --labels $T/labels.npy \
+--weights $T/per-node.s1 --epochs 1 --optimizer sgd" 2 3
 train_same train-softcap-alibi "--pattern causal $tc --epochs 2 --softcap 3 --alibi --norm layer" 3 4
 # 1000 nodes on 3 processes: the last process has no rows, and its part starts at 1000,
 # not a multiple of the generic kernel's 16-node chunks
@@ -570,6 +576,8 @@ $CLI run --pattern random:6 --nodes 1000 --dim 16 --seed 5 --out "$T/tx1k.npy" -
 npy_labels "$T/labels1k.npy" 1000 3
 train_same train-empty-part "--pattern random:8,5+window:2 --features $T/tx1k.npy \
 --labels $T/labels1k.npy --heads 2 --rounds 2 --seed 3 --epochs 2 --score gatv2" 3
+fails 'rows on every process' "$T/bad.s" 3 train --pattern random:8,5+window:2 --features "$T/tx1k.npy" \
+    --labels "$T/labels1k.npy" --per-node-weights --epochs 1 --save "$T/bad.s"
 train_same targets "--pattern causal --features $T/tx.npy --targets $T/ty.npy --epochs 2" 2 3
 # a graph file (multi-edges, self-loops, isolated nodes), read by rank 0
 $CLI run "$T/g.edgelist" --dim 16 --seed 5 --out "$T/gx.npy" --quiet

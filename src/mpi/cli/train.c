@@ -4,9 +4,12 @@
  * forward and backward on its rows (src/mpi/train.c), the loss's and the
  * weight gradients' sums over rows go through the reducer (every chunk of
  * rows added in the one-process order on every process), and every process
- * takes the same optimizer step on its copy of the weights. Rank 0 writes
- * --save and --log. One connectivity; the halo path.
+ * takes the same optimizer step on its copy of the weights (per-node
+ * weights: on its own nodes' matrices, after a norm summed by the reducer).
+ * Rank 0 writes --save (gathering the per-node matrices) and --log. One
+ * connectivity; the halo path.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +25,7 @@ static int refuse_train(const train_opts_t *to, ag_mpi_path_t path)
 {
     const run_opts_t *o = &to->o;
     const char *what = to->n_conns > 1 ? "several connectivities" : o->edge_bias ?
-                       "--edge-bias" : o->per_node ? "--per-node-weights" : to->predict ?
-                       "--predict" : to->svg ? "--svg" : NULL;
+                       "--edge-bias" : to->predict ? "--predict" : to->svg ? "--svg" : NULL;
     if (what)
         return usage_error("train", "%s is not supported by attngraph-mpi train yet: run "
                            "attngraph train", what);
@@ -92,7 +94,7 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
     if (!rc && step && m->rounds > 0)
         rc = ag_mpi_rounds_backward(s->tape, m->dX, NULL, m->grads, err);
     if (!rc && step)   /* the same gradients everywhere: the same step */
-        rc = ag_optimizer_step(m->opt, &f->grad_norm, err);
+        rc = ag_i_optimizer_step_r(m->opt, &s->red, &f->grad_norm, err);
     return rc;
 }
 
@@ -175,10 +177,18 @@ static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_erro
                                              (long long)N, AG_PLURAL(N)), err);
     if (!rc)
         rc = own_features(&s->x0, s->comm, &s->part, &to->o, err);
-    if (!rc) {
+    if (!rc && to->o.per_node && s->part.hi == s->part.lo)
+        rc = ag_i_fail(err, AG_EINVAL, "--per-node-weights needs rows on every process: process "
+                       "%d has none (parts start at multiples of 1024 rows, so %lld nodes fill at "
+                       "most %lld of the %d processes); run on fewer processes", s->part.rank,
+                       (long long)N, (long long)((N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK),
+                       s->part.ranks);
+    rc = ag_mpi_agree(s->comm, rc, err);
+    if (!rc) {   /* this process's rows (and of per-node weights, its nodes' matrices) */
         run_opts_t lo = to->o;
         lo.posenc = 0;   /* own_features placed the rows at their positions */
-        rc = ag_mpi_agree(s->comm, inputs_load_features(&s->in, &lo, &s->x0, err), err);
+        rc = ag_mpi_agree(s->comm, inputs_load_part(&s->in, &lo, &s->x0, s->part.lo, N, err),
+                          err);
     }
     if (!rc)
         rc = ag_mpi_agree(s->comm, task_load(&s->task, to, N, s->in.x0.cols, err), err);
@@ -204,12 +214,63 @@ static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_erro
     return rc;
 }
 
-/* --save on rank 0: the model's arrays (the same on every process) and model.args. */
+/* Rank 0 gathers every process's rows of the per-node array mine (rows of
+   per_row floats) into *whole [N * per_row]; the others give theirs. */
+static int gather_rows(mtrain_t *s, const float *mine, int64_t per_row, float **whole,
+                       ag_error_t *err)
+{
+    const ag_mpi_part_t *part = &s->part;
+    const int P = part->ranks, root = part->rank == 0;
+    *whole = NULL;
+    int *count = ag_i_alloc(P, sizeof *count, err, "--save"), *displ = ag_i_alloc(P, sizeof *displ,
+                                                                                 err, "--save");
+    int rc = count && displ ? AG_OK : ag_i_alloc_status();
+    if (!rc && root && !(*whole = ag_i_alloc(part->n_nodes * per_row, sizeof(float), err, "--save")))
+        rc = ag_i_alloc_status();
+    if (!rc && (part->n_nodes > INT_MAX || per_row > INT_MAX))
+        rc = ag_i_fail(err, AG_ELIMIT, "--save: per-node weights of %lld nodes of %lld values "
+                       "are beyond what one MPI call moves", (long long)part->n_nodes,
+                       (long long)per_row);
+    if (!(rc = ag_mpi_agree(s->comm, rc, err))) {
+        for (int p = 0; p < P; p++)   /* in rows: counts stay within an int */
+            count[p] = (int)(part->bounds[p + 1] - part->bounds[p]), displ[p] = (int)part->bounds[p];
+        MPI_Datatype row;
+        MPI_Type_contiguous((int)per_row, MPI_FLOAT, &row);
+        MPI_Type_commit(&row);
+        MPI_Gatherv(mine, count[part->rank], row, *whole, count, displ, row, 0, s->comm);
+        MPI_Type_free(&row);
+    }
+    free(count), free(displ);
+    if (rc) {
+        free(*whole);
+        *whole = NULL;
+    }
+    return rc;
+}
+
+/* --save on rank 0: the model's arrays (the same on every process, but the
+   per-node matrices, gathered from all) and model.args. */
 static int save(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
 {
+    model_t *m = &s->model;
+    float *whole[64][3] = {{NULL}};
     int rc = AG_OK;
-    if (s->part.rank == 0) {
-        s->n_items = model_items(&s->model, s->items, s->names);
+    for (int l = 0; l < m->n_layers && l < 64 && !rc; l++) {
+        const ag_weights_t *w = &m->layers[l];
+        const float *mine[3] = {w->wq, w->wk, w->wv};
+        for (int k = 0; k < 3 && w->per_node && !rc; k++)
+            rc = gather_rows(s, mine[k], w->H * w->d * w->D, &whole[l][k], err);
+    }
+    if (!rc && s->part.rank == 0) {
+        s->n_items = model_items(m, s->items, s->names);
+        for (int l = 0; l < m->n_layers && l < 64; l++)   /* the whole arrays in their place */
+            for (int k = 0; k < 3; k++)
+                for (int x = 0; whole[l][k] && x < s->n_items; x++) {
+                    const ag_weights_t *w = &m->layers[l];
+                    const float *mine[3] = {w->wq, w->wk, w->wv};
+                    if (s->items[x].f32 == mine[k])
+                        s->items[x].f32 = whole[l][k], s->items[x].shape[0] = s->part.n_nodes;
+                }
         if (model_args(s->model_args, sizeof s->model_args, &to->o, s->in.H, s->in.rounds) >=
             sizeof s->model_args)
             rc = ag_i_fail(err, AG_EINVAL, "--save: the model's options are longer than %zu "
@@ -218,6 +279,9 @@ static int save(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
         if (!rc)
             rc = folder_write(to->save, "--save", s->items, s->n_items, err);
     }
+    for (int l = 0; l < 64; l++)
+        for (int k = 0; k < 3; k++)
+            free(whole[l][k]);
     return ag_mpi_agree(s->comm, rc, err);
 }
 
