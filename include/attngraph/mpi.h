@@ -176,13 +176,16 @@ int ag_mpi_attention(MPI_Comm comm, const ag_mpi_part_t *part, const float *Q, c
  * its rows' activations and the K and V rows the halo brought. The backward,
  * given dY [hi-lo, D] of its rows, writes dX0 [hi-lo, D] (NULL: not wanted)
  * and, on every process, the whole graph's weight gradients into grads (from
- * ag_weights_grads_init): bitwise ag_rounds_backward's on one process, for
- * the contiguous parts (each source's owner computes its dK and dV; sums over
- * rows are added in the one-process order); renumbered parts
- * (ag_mpi_part_scatter_partition's) are refused (AG_EINVAL), as are per-node
- * weights and an edge bias; any score function otherwise. opts as
- * ag_mpi_rounds_run's; layers, part and opts must stay alive and unchanged
- * until the backward. *tape must be NULL or the tape of an earlier call: made on
+ * ag_weights_grads_init; per-node weights: its own nodes' matrices' gradients):
+ * bitwise ag_rounds_backward's on one process, for the contiguous parts (each
+ * source's owner computes its dK and dV; sums over rows are added in the
+ * one-process order); renumbered parts (ag_mpi_part_scatter_partition's) are
+ * refused (AG_EINVAL). Any score function, with an edge bias too (each
+ * process gives its own messages', in its part's slots; the owners of the
+ * messages' destinations send each source's owner the values its backward
+ * reads, at every forward). Per-node weights hold this process's rows
+ * (per_node = hi-lo). opts as ag_mpi_rounds_run's; layers, part and opts must
+ * stay alive and unchanged until the backward. *tape must be NULL or the tape of an earlier call: made on
  * the same part (alive and unchanged since; a part rebuilt needs a new tape)
  * with the same shapes and rounds, it is used again: its exchange plans and
  * its activation and backward buffers are kept, so that an epoch after the

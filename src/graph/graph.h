@@ -28,7 +28,9 @@ int ag_i_pattern_edge_ptr(int64_t **edge_ptr, const ag_pattern_t *pattern, int64
  * destinations ascending (each one's runs in its own order). view is
  * ag_i_backward_part's nb for qlo..qhi = klo..khi = lo..hi: indexed by global
  * node, destinations dlo..dhi-1 (own ones whole, others clipped), the
- * whole graph's out-runs of sources lo..hi-1.
+ * whole graph's out-runs of sources lo..hi-1; its slots (edge_ptr, run_slot)
+ * number the messages of base from 0, destination by destination, each one's
+ * runs in order.
  */
 typedef struct {
     ag_nbhd_t base;            /* destinations dlo.. from 0; sources lo.. from 0 (out-runs) */

@@ -136,10 +136,19 @@ int ag_i_back_part_init(ag_i_back_part_t *bp, int64_t N, int64_t E, int64_t lo, 
         return rc;
     }
     ag_nbhd_t *v = &bp->view, *b = &bp->base;
+    /* each run's first slot (runs lie in slot order): a score with an edge bias
+       finds a message's slot by it (generic.c's slot_of) */
+    if (!(b->run_slot = ag_i_alloc(b->n_runs + 1, sizeof *b->run_slot, err, "backward part"))) {
+        ag_i_back_part_destroy(bp);
+        return ag_i_alloc_status();
+    }
+    for (int64_t x = 0; x < w; x++)
+        for (int64_t r = b->run_ptr[x], s = b->edge_ptr[x]; r < b->run_ptr[x + 1]; r++)
+            b->run_slot[r] = s, s += b->run_len[r];
     *v = *b;
     v->n_nodes = N, v->n_edges = E;
     v->edge_ptr = b->edge_ptr - bp->dlo, v->run_ptr = b->run_ptr - bp->dlo;
     v->out_ptr = b->out_ptr - lo;
-    v->edge_id = NULL, v->run_slot = NULL;
+    v->edge_id = NULL;
     return AG_OK;
 }

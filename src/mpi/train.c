@@ -48,6 +48,8 @@ struct ag_mpi_tape {
     ag_mpi_stats_t *stats;
     float *back;              /* the backward's buffers (back_alloc), kept for the next */
     ag_i_plan_t forward, backward;   /* the part's kernels, made by the first round */
+    float *bias;              /* an edge bias in bp.view's slots (NULL: none), its own
+                                 messages' and the clipped runs' from their owners */
 };
 
 typedef struct {
@@ -77,6 +79,7 @@ void ag_mpi_tape_free(ag_mpi_tape_t *t)
     free(t->send_count), free(t->send_displ), free(t->recv_count), free(t->recv_displ);
     free(t->send_rows), free(t->recv_rows);
     ag_i_plan_free(&t->forward), ag_i_plan_free(&t->backward);
+    free(t->bias);
     free(t);
 }
 
@@ -229,6 +232,101 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
     return ag_mpi_agree(t->comm, rc, err);
 }
 
+/* The edge bias of own destinations' messages (bias, in own slots) whose
+   sources other processes own: per peer, in walk_runs' order (count: the
+   values per peer; else into vals at cur[p]). */
+static void walk_bias(const ag_mpi_part_t *part, const float *bias, int64_t *count, float *vals,
+                      int64_t *cur)
+{
+    const ag_nbhd_t *nb = &part->nb;
+    const int P = part->ranks, me = part->rank;
+    for (int64_t x = 0; x < nb->n_nodes; x++)
+        for (int64_t r = nb->run_ptr[x], slot = nb->edge_ptr[x]; r < nb->run_ptr[x + 1];
+             slot += nb->run_len[r++]) {
+            const int64_t s = nb->run_src[r], e = s + nb->run_len[r];
+            for (int p = owner_of(part->bounds, P, s); p < P && part->bounds[p] < e; p++) {
+                const int64_t a = s > part->bounds[p] ? s : part->bounds[p];
+                const int64_t b = e < part->bounds[p + 1] ? e : part->bounds[p + 1];
+                if (p == me || b <= a)
+                    continue;
+                if (count)
+                    count[p] += b - a;
+                else
+                    memcpy(vals + cur[p], bias + slot + (a - s), (size_t)(b - a) * sizeof *vals),
+                        cur[p] += b - a;
+            }
+        }
+}
+
+/* t->bias: the edge bias in the backward view's slots. Own destinations'
+   messages come from bias (own slots); the others' runs clipped to own
+   sources come from their owners, in the order back_plan received the runs
+   (peers in rank order, destinations ascending, each one's runs in order),
+   which is the view's. Remade on every forward: the bias may change. */
+static int bias_exchange(ag_mpi_tape_t *t, const float *bias, ag_error_t *err)
+{
+    const ag_mpi_part_t *part = t->part;
+    const ag_nbhd_t *view = &t->bp.view;
+    const int P = part->ranks;
+    const int64_t dlo = t->bp.dlo, dhi = t->bp.dhi;
+    int64_t *per = ag_i_calloc(P, sizeof *per, err, "edge bias");
+    int64_t *cur = ag_i_calloc(P, sizeof *cur, err, "edge bias");
+    int *sc = ag_i_alloc(P, sizeof *sc, err, "edge bias"), *sd = ag_i_alloc(P, sizeof *sd, err,
+                                                                             "edge bias");
+    int *rcn = ag_i_alloc(P, sizeof *rcn, err, "edge bias"), *rd = ag_i_alloc(P, sizeof *rd, err,
+                                                                               "edge bias");
+    float *out = NULL, *in = NULL;
+    free(t->bias);
+    t->bias = ag_i_alloc(view->edge_ptr[dhi] + 1, sizeof *t->bias, err, "edge bias");
+    int rc = per && cur && sc && sd && rcn && rd && t->bias ? AG_OK : ag_i_alloc_status();
+    int64_t total = 0, got = 0;
+    if (!rc) {
+        walk_bias(part, bias, per, NULL, NULL);
+        for (int p = 0; p < P; p++)
+            cur[p] = total, total += per[p];
+        if (total > INT32_MAX)
+            rc = ag_i_fail(err, AG_ELIMIT, "edge bias: process %d sends %lld values, beyond "
+                           "what one MPI call counts (2^31)", part->rank, (long long)total);
+        else if (!(out = ag_i_alloc(total + 1, sizeof *out, err, "edge bias")))
+            rc = ag_i_alloc_status();
+    }
+    if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
+        walk_bias(part, bias, NULL, out, cur);
+        for (int p = 0; p < P; p++)
+            sc[p] = (int)per[p];
+        ag_i_mpi_displs(sc, sd, P);
+        MPI_Alltoall(sc, 1, MPI_INT, rcn, 1, MPI_INT, t->comm);
+        for (int p = 0; p < P; p++)
+            got += rcn[p];
+        if (got > INT32_MAX)
+            rc = ag_i_fail(err, AG_ELIMIT, "edge bias: process %d receives %lld values, beyond "
+                           "what one MPI call counts (2^31)", part->rank, (long long)got);
+        else if (!(in = ag_i_alloc(got + 1, sizeof *in, err, "edge bias")))
+            rc = ag_i_alloc_status();
+        if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
+            ag_i_mpi_displs(rcn, rd, P);
+            MPI_Alltoallv(out, sc, sd, MPI_FLOAT, in, rcn, rd, MPI_FLOAT, t->comm);
+            int64_t k = 0;   /* the values received, in the view's order */
+            for (int64_t i = dlo; i < dhi && !rc; i++) {
+                const int64_t n = view->edge_ptr[i + 1] - view->edge_ptr[i];
+                const int mine = i >= part->lo && i < part->hi;
+                if (!mine && k + n > got)
+                    break;
+                if (n)
+                    memcpy(t->bias + view->edge_ptr[i],
+                           mine ? bias + part->nb.edge_ptr[i - part->lo] : in + k,
+                           (size_t)n * sizeof *t->bias);
+                k += mine ? 0 : n;
+            }
+            if (k != got)   /* the runs received before were another bias's */
+                rc = ag_i_fail(err, AG_EINVAL, "edge bias: process %d received %lld values for "
+                               "runs of %lld messages", part->rank, (long long)got, (long long)k);
+        }
+    }
+    free(per), free(cur), free(sc), free(sd), free(rcn), free(rd), free(out), free(in);
+    return ag_mpi_agree(t->comm, rc, err);
+}
+
 /* ---- forward ---- */
 
 /* The attention of round r on this process's part: the halo's K and V rows
@@ -319,10 +417,14 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
         rc = ag_i_fail(err, AG_EINVAL, "training on renumbered parts "
                        "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "
                        "parts, whose gradients are bitwise one process's");
-    if (!rc && opts && opts->score && opts->score->edge_bias)
-        rc = ag_i_fail(err, AG_EINVAL, "training on several processes with an edge bias is "
-                       "not supported (its backward reads the bias of other processes' "
-                       "messages)");
+    /* an edge bias: every process with messages gives its own (the check below) */
+    const float *bias = opts && opts->score ? opts->score->edge_bias : NULL;
+    int biased = bias != NULL, any_bias;
+    MPI_Allreduce(&biased, &any_bias, 1, MPI_INT, MPI_MAX, comm);
+    if (!rc && any_bias && !bias && part->nb.n_edges > 0)
+        rc = ag_i_fail(err, AG_EINVAL, "edge bias: process %d has %lld messages and no bias for "
+                       "them, where other processes give one", part->rank,
+                       (long long)part->nb.n_edges);
     /* reused only where every process can reuse its tape: the plans are collective */
     int mine = !rc && t && reusable(t, comm, part, &layers[0], n_layers, rounds), again;
     MPI_Allreduce(&mine, &again, 1, MPI_INT, MPI_MIN, comm);
@@ -346,9 +448,14 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     }
     if ((rc = ag_mpi_agree(comm, rc, err)) ||
         (!again && ((rc = ag_i_halo_plan(&t->halo, comm, part, t->HD, err)) ||
-                    (rc = back_plan(t, err))))) {
+                    (rc = back_plan(t, err)))) ||
+        (any_bias && (rc = bias_exchange(t, bias, err)))) {
         ag_mpi_tape_free(t);
         return rc;
+    }
+    if (!any_bias) {
+        free(t->bias);
+        t->bias = NULL;
     }
     ag_i_mpi_reducer(&t->red, &t->red_ctx, comm, part, stats);
     float *Xn = NULL;
@@ -510,6 +617,10 @@ static int back_generic(ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_t *b,
     const int64_t HD = t->HD, H = w->H, lo = t->part->lo, hi = t->part->hi;
     const int64_t dlo = t->bp.dlo, wlo = t->halo.wlo, S = H * AG_I_GENERIC_STATE;
     int rc = AG_OK;
+    /* the edge bias in the view's slots, not in own ones */
+    ag_score_t in_view = *sc;
+    in_view.edge_bias = sc->edge_bias ? t->bias : NULL;
+    sc = &in_view;
     const ag_i_plan_t *p = &t->backward;
     if (!(p->part && p->kernel == AG_I_KERNEL_GENERIC && ag_i_plan_fits(p, 1, &t->bp.view, H,
                                                                           w->d, sc) &&

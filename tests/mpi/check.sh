@@ -578,6 +578,15 @@ train_same train-empty-part "--pattern random:8,5+window:2 --features $T/tx1k.np
 --labels $T/labels1k.npy --heads 2 --rounds 2 --seed 3 --epochs 2 --score gatv2" 3
 fails 'rows on every process' "$T/bad.s" 3 train --pattern random:8,5+window:2 --features "$T/tx1k.npy" \
     --labels "$T/labels1k.npy" --per-node-weights --epochs 1 --save "$T/bad.s"
+# an edge bias (a multigraph, 6 random sources a node): each source's owner reads the bias
+# of the messages it sends, from their destinations' owners
+$CLI run "$T/bias.gml" --dim 16 --seed 5 --out "$T/bx.npy" --quiet
+npy_labels "$T/blabels.npy" 2600 4
+tb="$T/bias.gml --features $T/bx.npy --labels $T/blabels.npy --heads 2 --rounds 2 --seed 3 \
+--epochs 2 --edge-bias w"
+train_same train-edge-bias "$tb" 2 3 4
+train_same train-edge-bias-gat "$tb --score additive --alibi --norm layer" 3
+train_same train-edge-bias-gatv2 "$tb --score gatv2" 2
 train_same targets "--pattern causal --features $T/tx.npy --targets $T/ty.npy --epochs 2" 2 3
 # a graph file (multi-edges, self-loops, isolated nodes), read by rank 0
 $CLI run "$T/g.edgelist" --dim 16 --seed 5 --out "$T/gx.npy" --quiet

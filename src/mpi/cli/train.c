@@ -23,9 +23,8 @@
 
 static int refuse_train(const train_opts_t *to, ag_mpi_path_t path)
 {
-    const run_opts_t *o = &to->o;
-    const char *what = to->n_conns > 1 ? "several connectivities" : o->edge_bias ?
-                       "--edge-bias" : to->predict ? "--predict" : to->svg ? "--svg" : NULL;
+    const char *what = to->n_conns > 1 ? "several connectivities" : to->predict ?
+                       "--predict" : to->svg ? "--svg" : NULL;
     if (what)
         return usage_error("train", "%s is not supported by attngraph-mpi train yet: run "
                            "attngraph train", what);
@@ -45,6 +44,7 @@ typedef struct {
     task_t task;               /* the whole task (every process reads it) */
     model_t model;             /* this process's rows: model.N = hi - lo */
     ag_matrix_t x0;            /* own rows */
+    float *bias;               /* --edge-bias: own messages' (own slots) */
     ag_i_reducer_t red;
     ag_mpi_reduce_t red_ctx;
     ag_mpi_stats_t stats;
@@ -169,7 +169,8 @@ static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_erro
         so.nodes = N;   /* a pattern sized by the features, as attngraph train sizes it */
     char desc[512];
     if (!rc)
-        rc = open_part(&s->part, s->comm, &so, NULL, NULL, NULL, desc, sizeof desc, usage, err);
+        rc = open_part(&s->part, s->comm, &so, NULL, to->o.edge_bias, &s->bias, desc, sizeof desc,
+                       usage, err);
     if (!rc && s->part.n_nodes != N)
         rc = ag_mpi_agree(s->comm, ag_i_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s "
                                              "has %lld row%s", desc, (long long)s->part.n_nodes,
@@ -193,7 +194,7 @@ static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_erro
     if (!rc)
         rc = ag_mpi_agree(s->comm, task_load(&s->task, to, N, s->in.x0.cols, err), err);
     if (!rc)
-        rc = ag_mpi_agree(s->comm, model_init(&s->model, &s->in, to, &s->task, NULL, err), err);
+        rc = ag_mpi_agree(s->comm, model_init(&s->model, &s->in, to, &s->task, s->bias, err), err);
     ag_i_mpi_reducer(&s->red, &s->red_ctx, s->comm, &s->part, &s->stats);
     if (!rc && s->part.rank == 0 && !to->o.quiet) {
         inputs_t whole = s->in;
@@ -358,6 +359,7 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
     inputs_free(&s->in);
     ag_matrix_destroy(&s->x0);
     ag_mpi_part_destroy(&s->part);
+    free(s->bias);
     free(s);
     return finish("train", rc, usage, &err);
 }
