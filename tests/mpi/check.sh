@@ -532,6 +532,24 @@ $CLI run --pattern window:9 --nodes 4100 --dim 16 --seed 6 --out "$T/ty.npy" --q
 npy_labels "$T/labels.npy" 4100 3
 tc="--features $T/tx.npy --labels $T/labels.npy --heads 2 --rounds 2 --seed 3"
 train_same causal "--pattern causal $tc --epochs 2 --norm layer" 1 2 3
+# train --predict and --svg: rank 0 writes the classes of the final states it gathers and
+# the curve of the log it keeps
+# shellcheck disable=SC2086
+if ! $CLI train --pattern causal $tc --epochs 2 --predict "$T/tp.1.npy" --svg "$T/tp.1.svg" \
+     --quiet --threads 1 >"$T/log" 2>&1; then
+    bad "train --predict --svg: attngraph train failed: $(cat "$T/log")"
+fi
+for p in 2 3; do
+    # shellcheck disable=SC2086
+    if ! mpi $p train --pattern causal $tc --epochs 2 --predict "$T/tp.$p.npy" \
+         --svg "$T/tp.$p.svg" --quiet >"$T/log" 2>&1; then
+        bad "train --predict --svg on $p processes: $(head -n 3 "$T/log")"
+    elif ! cmp -s "$T/tp.1.npy" "$T/tp.$p.npy" || ! cmp -s "$T/tp.1.svg" "$T/tp.$p.svg"; then
+        bad "train --predict --svg on $p processes: the classes or the curve differ"
+    else
+        ok
+    fi
+done
 # --predict: the readout of the model just trained (its options from its folder), of the
 # final states gathered on rank 0
 pc="--pattern causal --nodes 4100 --features $T/tx.npy --weights $T/causal.s1"

@@ -35,6 +35,10 @@ int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, metis_
    out) or drawn from the seed exactly as attngraph draws all N rows; then
    positions. Renumbered parts: the rows of the nodes part->node_of names.
    x0 [hi-lo, D]. */
+/* Rows [n, cols] of every process, in the graph's order, into *all on rank 0
+   (malloc'ed; NULL elsewhere). Collective. */
+int gather_all_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine, int64_t cols,
+                    float **all, ag_error_t *err);
 int own_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t *part,
                  const run_opts_t *o, ag_error_t *err);
 

@@ -279,30 +279,12 @@ static int export_attention(const tracer_t *t, const inputs_t *in, out_file_t *o
     return rc;
 }
 
-/* Rows [n, cols] of every process, in the graph's order, into *all on rank 0
-   (malloc'ed; NULL elsewhere). Collective. */
-static int gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine, int64_t cols,
-                       float **all, ag_error_t *err)
-{
-    int rc = AG_OK;
-    *all = NULL;
-    if (part->rank == 0 && !(*all = ag_i_alloc(part->n_nodes * cols, sizeof **all, err, "output")))
-        rc = ag_i_alloc_status();
-    if (!(rc = ag_mpi_agree(comm, rc, err)))
-        rc = ag_mpi_gather_rows(comm, part, mine, cols, *all, 0, err);
-    if (rc) {
-        free(*all);
-        *all = NULL;
-    }
-    return rc;
-}
-
 /* --predict: the final states gathered, the readout's classes written by rank 0. */
 static int predict_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,
                             int64_t cols, const char *weights, const char *path, ag_error_t *err)
 {
     float *all;
-    int rc = gather_rows(comm, part, mine, cols, &all, err);
+    int rc = gather_all_rows(comm, part, mine, cols, &all, err);
     if (!rc && part->rank == 0)
         rc = write_predictions(path, weights, all, part->n_nodes, cols, err);
     free(all);
@@ -315,7 +297,7 @@ static int write_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const float 
                           ag_error_t *err)
 {
     float *all;
-    int rc = gather_rows(comm, part, mine, cols, &all, err);
+    int rc = gather_all_rows(comm, part, mine, cols, &all, err);
     if (rc)
         return rc;
     if (part->rank == 0) {

@@ -339,3 +339,19 @@ int own_raw(inputs_t *in, MPI_Comm comm, const ag_mpi_part_t *part, const run_op
     ag_matrix_destroy(&q), ag_matrix_destroy(&k), ag_matrix_destroy(&v);
     return ag_mpi_agree(comm, rc, err);
 }
+
+int gather_all_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine, int64_t cols,
+                    float **all, ag_error_t *err)
+{
+    int rc = AG_OK;
+    *all = NULL;
+    if (part->rank == 0 && !(*all = ag_i_alloc(part->n_nodes * cols, sizeof **all, err, "output")))
+        rc = ag_i_alloc_status();
+    if (!(rc = ag_mpi_agree(comm, rc, err)))
+        rc = ag_mpi_gather_rows(comm, part, mine, cols, *all, 0, err);
+    if (rc) {
+        free(*all);
+        *all = NULL;
+    }
+    return rc;
+}

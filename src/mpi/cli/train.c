@@ -6,7 +6,8 @@
  * rows added in the one-process order on every process), and every process
  * takes the same optimizer step on its copy of the weights (per-node
  * weights: on its own nodes' matrices, after a norm summed by the reducer).
- * Rank 0 writes --save (gathering the per-node matrices) and --log. One
+ * Rank 0 writes --save (gathering the per-node matrices), --log, --svg and
+ * --predict (the final states gathered). One
  * connectivity; the halo path.
  */
 #include <limits.h>
@@ -23,8 +24,7 @@
 
 static int refuse_train(const train_opts_t *to, ag_mpi_path_t path)
 {
-    const char *what = to->n_conns > 1 ? "several connectivities" : to->predict ?
-                       "--predict" : to->svg ? "--svg" : NULL;
+    const char *what = to->n_conns > 1 ? "several connectivities" : NULL;
     if (what)
         return usage_error("train", "%s is not supported by attngraph-mpi train yet: run "
                            "attngraph train", what);
@@ -53,7 +53,9 @@ typedef struct {
     char names[9 * 64 + 2][64];
     char model_args[1024];
     int n_items;
-    out_file_t log_out;
+    out_file_t outs[3];        /* rank 0's --log, --predict, --svg */
+    char *curve;               /* --svg: the log's text, kept in memory on rank 0 */
+    size_t curve_len;
 } mtrain_t;
 
 /* The loss on mask's own rows (grads: and their gradients), as train_model.c's. */
@@ -111,7 +113,8 @@ static void report(mtrain_t *s, int64_t epochs, double seconds)
            seconds, all[2] > 0 ? 100.0 * all[0] / all[2] : 0.0, all[1] / 1e6 / per);
 }
 
-static int train_loop(mtrain_t *s, const train_opts_t *to, FILE *log, ag_error_t *err)
+static int train_loop(mtrain_t *s, const train_opts_t *to, FILE *log, FILE *curve,
+                      ag_error_t *err)
 {
     const double t0 = ag_i_mpi_now();
     const task_t *t = &s->task;
@@ -131,6 +134,8 @@ static int train_loop(mtrain_t *s, const train_opts_t *to, FILE *log, ag_error_t
         }
         if (log)
             log_row(log, to->conns[0].name, t, e, &f);
+        if (curve)
+            log_row(curve, to->conns[0].name, t, e, &f);
         if (rows && (e % every == 0 || e == E)) {
             print_row(t, e, &f);
             fflush(stdout);
@@ -286,6 +291,39 @@ static int save(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
     return ag_mpi_agree(s->comm, rc, err);
 }
 
+/* --predict: the final states gathered, the readout's classes written by rank 0. */
+static int predict(mtrain_t *s, ag_error_t *err)
+{
+    const model_t *m = &s->model;
+    float *X;
+    int64_t *pred = NULL;
+    int rc = gather_all_rows(s->comm, &s->part, m->X, m->D, &X, err);
+    if (!rc && s->part.rank == 0) {
+        const int64_t N = s->part.n_nodes;
+        const readout_t r = {m->C, m->D, m->wr, m->br};
+        if (!(pred = ag_i_alloc(N, sizeof *pred, err, "predictions")))
+            rc = ag_i_alloc_status();
+        else
+            readout_predict(&r, X, N, pred);
+        if (!rc)
+            rc = ag_npy_write_i64(s->outs[1].file.path, pred, N, err);
+    }
+    free(X), free(pred);
+    return ag_mpi_agree(s->comm, rc, err);
+}
+
+/* --svg on rank 0: the training curve, drawn from the log kept in memory. */
+static int write_curve(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
+{
+    char title[1024], *svg = NULL;
+    snprintf(title, sizeof title, "training: %s", to->conns[0].name);
+    int rc = draw_train_csv(s->curve, s->curve_len, "--svg", title, &svg, err);
+    if (!rc)
+        rc = write_svg(&s->outs[2], svg, err);
+    ag_svg_free(svg);
+    return rc;
+}
+
 int mpi_train(MPI_Comm comm, int argc, char **argv)
 {
     ag_mpi_path_t path;
@@ -319,40 +357,56 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
     MPI_Comm_rank(comm, &rank);
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
-    out_init(&s->log_out, to.log, "--log", "csv");
+    out_init(&s->outs[0], to.log, "--log", "csv");
+    out_init(&s->outs[1], to.predict, "--predict", "npy");
+    out_init(&s->outs[2], to.svg, "--svg", "svg");
+    /* outputs first (rank 0's): a bad path fails before any work */
     int rc = rank == 0 && to.save ? folder_check(to.save, "--save", &err) : AG_OK;
     if (!rc && rank == 0)
-        rc = out_open_all(&s->log_out, 1, &usage, &err);
+        rc = out_open_all(s->outs, 3, &usage, &err);
     MPI_Bcast(&usage, 1, MPI_INT, 0, comm);
-    FILE *log = NULL;
-    if (!rc && rank == 0 && to.log && !(log = fopen(s->log_out.file.path, "w")))
+    FILE *log = NULL, *curve = NULL;
+    if (!rc && rank == 0 && to.log && !(log = fopen(s->outs[0].file.path, "w")))
         rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", to.log);
+    if (!rc && rank == 0 && to.svg && !(curve = open_memstream(&s->curve, &s->curve_len)))
+        rc = ag_i_fail(&err, AG_ENOMEM, "--svg: out of memory");
     if (log)
         fputs(TRAIN_LOG_HEADER, log);
+    if (curve)
+        fputs(TRAIN_LOG_HEADER, curve);
     rc = ag_mpi_agree(comm, rc, &err);
     int u = 0;
     if (!rc)
         rc = setup(s, &to, threads, &u, &err);
     usage = usage || u;
     if (!rc)
-        rc = train_loop(s, &to, log, &err);
+        rc = train_loop(s, &to, log, curve, &err);
     if (log && fclose(log) != 0 && !rc)
         rc = ag_i_fail(&err, AG_EIO, "%s: write failed", to.log);
+    if (curve && fclose(curve) != 0 && !rc)
+        rc = ag_i_fail(&err, AG_ENOMEM, "--svg: out of memory");
     rc = ag_mpi_agree(comm, rc, &err);
+    if (!rc && to.predict)
+        rc = predict(s, &err);
+    if (!rc && to.svg)
+        rc = ag_mpi_agree(comm, rank == 0 ? write_curve(s, &to, &err) : AG_OK, &err);
     if (!rc && to.save)
         rc = save(s, &to, &err);
     if (!rc)
-        rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(&s->log_out, 1, &err) : AG_OK, &err);
+        rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(s->outs, 3, &err) : AG_OK, &err);
     if (!rc && rank == 0 && !to.o.quiet) {
         if (to.save)
             printf("wrote %s (%d files)\n", to.save, s->n_items);
-        if (s->log_out.target)
-            printf("wrote %s\n", s->log_out.target);
+        for (int k = 0; k < 3; k++)
+            if (s->outs[k].target)
+                printf("wrote %s\n", s->outs[k].target);
     }
     if (rc && rank == 0) {
-        out_name_errors(&s->log_out, 1, &err);
-        out_abort(&s->log_out);
+        out_name_errors(s->outs, 3, &err);
+        for (int k = 0; k < 3; k++)
+            out_abort(&s->outs[k]);
     }
+    free(s->curve);
     ag_mpi_tape_free(s->tape);
     model_free(&s->model);
     task_free(&s->task);
