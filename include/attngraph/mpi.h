@@ -180,7 +180,7 @@ int ag_mpi_attention(MPI_Comm comm, const ag_mpi_part_t *part, const float *Q, c
  * bitwise ag_rounds_backward's on one process, for the contiguous parts (each
  * source's owner computes its dK and dV; sums over rows are added in the
  * one-process order); renumbered parts (ag_mpi_part_scatter_partition's) are
- * refused (AG_EINVAL). Any score function, with an edge bias too (each
+ * refused (AG_EINVAL). Any score function, with an edge bias too (every
  * process gives its own messages', in its part's slots; the owners of the
  * messages' destinations send each source's owner the values its backward
  * reads, at every forward). Per-node weights hold this process's rows

@@ -417,14 +417,15 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
         rc = ag_i_fail(err, AG_EINVAL, "training on renumbered parts "
                        "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "
                        "parts, whose gradients are bitwise one process's");
-    /* an edge bias: every process with messages gives its own (the check below) */
+    /* an edge bias is given by every process or by none: each decides the kernel
+       (generic or fused) by it, and the two backwards exchange different rows */
     const float *bias = opts && opts->score ? opts->score->edge_bias : NULL;
     int biased = bias != NULL, any_bias;
     MPI_Allreduce(&biased, &any_bias, 1, MPI_INT, MPI_MAX, comm);
-    if (!rc && any_bias && !bias && part->nb.n_edges > 0)
-        rc = ag_i_fail(err, AG_EINVAL, "edge bias: process %d has %lld messages and no bias for "
-                       "them, where other processes give one", part->rank,
-                       (long long)part->nb.n_edges);
+    if (!rc && any_bias && !bias)
+        rc = ag_i_fail(err, AG_EINVAL, "edge bias: process %d gives none, where other processes "
+                       "give one (a process without messages gives an array of none)",
+                       part->rank);
     /* reused only where every process can reuse its tape: the plans are collective */
     int mine = !rc && t && reusable(t, comm, part, &layers[0], n_layers, rounds), again;
     MPI_Allreduce(&mine, &again, 1, MPI_INT, MPI_MIN, comm);
