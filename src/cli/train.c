@@ -20,26 +20,16 @@ static int better(const task_t *t, const epoch_t *f, double best)
 
 /* ---- one training run ---- */
 
-typedef struct {
-    const train_opts_t *to;
-    const task_t *task;
-    const float *x0;
-    int single, threads;
-    FILE *log;
-    FILE *curve;               /* --svg: the log again, in memory */
-    epoch_progress_t progress;
-} run_ctx_t;
-
-static int train_one(run_ctx_t *cx, model_t *m, ag_nbhd_t *nb, const char *conn, outcome_t *out,
-                     ag_error_t *err)
+int train_epochs(run_ctx_t *cx, epoch_fn epoch, void *ctx, int64_t edges, float lr,
+                 const char *conn, outcome_t *out, ag_error_t *err)
 {
     const train_opts_t *to = cx->to;
     const task_t *t = cx->task;
     const int64_t E = to->epochs;
     const int64_t every = to->every ? to->every : (E >= 10 ? E / 10 : 1);
-    const int rows = cx->single && !to->o.quiet;
+    const int rows = cx->single && !to->o.quiet && cx->root;
     memset(out, 0, sizeof *out);
-    out->edges = nb->n_edges;
+    out->edges = edges;
     out->best = t->C ? -1 : INFINITY;
     const double t0 = now_s();
     cx->progress.t0 = t0;
@@ -49,11 +39,11 @@ static int train_one(run_ctx_t *cx, model_t *m, ag_nbhd_t *nb, const char *conn,
     epoch_t f;
     for (int64_t e = 0; e <= E && !rc; e++) {
         /* epoch e: the figures of the model after e steps; then step e+1 */
-        if ((rc = model_epoch(m, nb, cx->x0, t, e < E, &f, err))) {
+        if ((rc = epoch(ctx, e < E, &f, err))) {
             if (f.diverged)   /* say when: after how many steps it diverged */
                 rc = ag_i_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
                                "lower --lr (%g) or set --clip", (long long)e,
-                               isnan(f.loss) ? "NaN" : "infinite", (double)m->lr);
+                               isnan(f.loss) ? "NaN" : "infinite", (double)lr);
             break;
         }
         if (t->eval && better(t, &f, out->best))
@@ -74,6 +64,20 @@ static int train_one(run_ctx_t *cx, model_t *m, ag_nbhd_t *nb, const char *conn,
     out->final = f;
     out->seconds = now_s() - t0;
     return rc;
+}
+
+/* One process's epoch: model_epoch on the whole graph. */
+typedef struct {
+    model_t *m;
+    ag_nbhd_t *nb;
+    const float *x0;
+    const task_t *task;
+} whole_epoch_t;
+
+static int whole_epoch(void *ctx, int step, epoch_t *f, ag_error_t *err)
+{
+    const whole_epoch_t *w = ctx;
+    return model_epoch(w->m, w->nb, w->x0, w->task, step, f, err);
 }
 
 /* ---- the command ---- */
@@ -168,7 +172,6 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
             (to->save && (rc = save_fits(to->save, st->in.n_layers, err))))
             return rc;
         cx->task = &st->task;
-        cx->x0 = st->in.x0.data;
     }
     if ((rc = edge_bias_of(&st->edge_bias, &st->src, to->o.edge_bias, err)))
         return rc;
@@ -180,7 +183,9 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
         print_setup(to, &st->in, &st->task, cx->threads);
         fflush(stdout);
     }
-    rc = train_one(cx, &st->model, &st->src.nb, to->conns[k].name, &st->res[k], err);
+    whole_epoch_t w = {&st->model, &st->src.nb, st->in.x0.data, &st->task};
+    rc = train_epochs(cx, whole_epoch, &w, st->src.nb.n_edges, st->model.lr, to->conns[k].name,
+                      &st->res[k], err);
     if (!rc && cx->single && !to->o.quiet)
         print_final(&st->task, &st->res[k], to->epochs);
     if (!rc && cx->single) {   /* the outputs of the one model */
@@ -208,17 +213,17 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
     return rc;
 }
 
-/* --svg: the training curve, drawn from the log kept in memory. */
-static int write_curve(train_state_t *st, const train_opts_t *to, ag_error_t *err)
+int write_train_curve(const train_opts_t *to, const char *csv, size_t len, out_file_t *out,
+                      ag_error_t *err)
 {
     char title[1024];
     const int n = to->n_conns;
     snprintf(title, sizeof title, "training: %s%s", to->conns[0].name,
              n == 1 ? "" : n == 2 ? " and one more connectivity" : " and other connectivities");
     char *svg = NULL;
-    int rc = draw_train_csv(st->curve, st->curve_len, "--svg", title, &svg, err);
+    int rc = draw_train_csv(csv, len, "--svg", title, &svg, err);
     if (!rc)
-        rc = write_svg(&st->outs[2], svg, err);
+        rc = write_svg(out, svg, err);
     ag_svg_free(svg);
     return rc;
 }
@@ -244,7 +249,7 @@ int cmd_train(int argc, char **argv)
     int rc = to.save ? folder_check(to.save, "--save", &err) : AG_OK;
     if (!rc)
         rc = out_open_all(st->outs, 3, &usage, &err);
-    run_ctx_t cx = {&to, NULL, NULL, to.n_conns == 1, threads, NULL, NULL, {0}};
+    run_ctx_t cx = {&to, NULL, to.n_conns == 1, threads, 1, NULL, NULL, {0}};
     if (!rc && to.log && !(cx.log = fopen(st->outs[0].file.path, "w")))
         rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", to.log);
     if (!rc && to.svg && !(cx.curve = open_memstream(&st->curve, &st->curve_len)))
@@ -265,7 +270,7 @@ int cmd_train(int argc, char **argv)
     if (cx.curve && fclose(cx.curve) != 0 && !rc)
         rc = ag_i_fail(&err, AG_ENOMEM, "--svg: out of memory");
     if (!rc && to.svg)
-        rc = write_curve(st, &to, &err);
+        rc = write_train_curve(&to, st->curve, st->curve_len, &st->outs[2], &err);
     if (!rc && to.save)
         rc = folder_write(to.save, "--save", st->items, st->n_items, &err);
     if (!rc)

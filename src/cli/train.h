@@ -110,4 +110,28 @@ void print_final(const task_t *t, const outcome_t *r, int64_t epochs);
 void print_table(const train_opts_t *to, const task_t *t, const outcome_t *res);
 void print_run_hint(const train_opts_t *to, const inputs_t *in);
 
+/* One epoch: the figures of the model after `step`s so far, then (step set)
+   one more step. model_epoch's on one process; the parts' on several. */
+typedef int (*epoch_fn)(void *ctx, int step, epoch_t *f, ag_error_t *err);
+
+/* What a training run writes to and prints. */
+typedef struct {
+    const train_opts_t *to;
+    const task_t *task;
+    int single, threads;
+    int root;                  /* prints (attngraph-mpi: rank 0 only) */
+    FILE *log;
+    FILE *curve;               /* --svg: the log again, in memory */
+    epoch_progress_t progress;
+} run_ctx_t;
+
+/* Epochs 0..to->epochs of one connectivity (edges messages) through epoch:
+   the rows of the table, the log's rows, the progress line, and its outcome.
+   lr names the learning rate when the loss diverges. */
+int train_epochs(run_ctx_t *cx, epoch_fn epoch, void *ctx, int64_t edges, float lr,
+                 const char *conn, outcome_t *out, ag_error_t *err);
+/* --svg: the training curve of the log kept in memory (csv, len) into out. */
+int write_train_curve(const train_opts_t *to, const char *csv, size_t len, out_file_t *out,
+                      ag_error_t *err);
+
 #endif

@@ -532,6 +532,24 @@ $CLI run --pattern window:9 --nodes 4100 --dim 16 --seed 6 --out "$T/ty.npy" --q
 npy_labels "$T/labels.npy" 4100 3
 tc="--features $T/tx.npy --labels $T/labels.npy --heads 2 --rounds 2 --seed 3"
 train_same causal "--pattern causal $tc --epochs 2 --norm layer" 1 2 3
+# several connectivities: the same initial model under each, on their own parts; the log
+# (every connectivity's rows) and the curve of all, against one process's
+mc="--pattern causal --pattern window:40 --pattern random:8,5+window:2 $tc --epochs 2"
+# shellcheck disable=SC2086
+if ! $CLI train $mc --log "$T/mc.1.csv" --svg "$T/mc.1.svg" --quiet --threads 1 >"$T/log" 2>&1; then
+    bad "train with 3 connectivities: attngraph train failed: $(cat "$T/log")"
+fi
+for p in 2 4; do
+    # shellcheck disable=SC2086
+    if ! mpi $p train $mc --log "$T/mc.$p.csv" --svg "$T/mc.$p.svg" >"$T/out" 2>&1; then
+        bad "train with 3 connectivities on $p processes: $(head -n 3 "$T/out")"
+    elif ! cmp -s "$T/mc.1.csv" "$T/mc.$p.csv" || ! cmp -s "$T/mc.1.svg" "$T/mc.$p.svg" ||
+         ! grep -q "trained on 3 connectivities" "$T/out"; then
+        bad "train with 3 connectivities on $p processes: the log, the curve or the table differ"
+    else
+        ok
+    fi
+done
 # train --predict and --svg: rank 0 writes the classes of the final states it gathers and
 # the curve of the log it keeps
 # shellcheck disable=SC2086

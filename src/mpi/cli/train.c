@@ -7,8 +7,9 @@
  * takes the same optimizer step on its copy of the weights (per-node
  * weights: on its own nodes' matrices, after a norm summed by the reducer).
  * Rank 0 writes --save (gathering the per-node matrices), --log, --svg and
- * --predict (the final states gathered). One
- * connectivity; the halo path.
+ * --predict (the final states gathered). The epochs run through the one-process
+ * tool's loop (train_epochs), each connectivity of several on its own parts
+ * from the same initial model. The halo path.
  */
 #include <limits.h>
 #include <math.h>
@@ -24,10 +25,6 @@
 
 static int refuse_train(const train_opts_t *to, ag_mpi_path_t path)
 {
-    const char *what = to->n_conns > 1 ? "several connectivities" : NULL;
-    if (what)
-        return usage_error("train", "%s is not supported by attngraph-mpi train yet: run "
-                           "attngraph train", what);
     for (int k = 0; k < to->n_conns; k++)
         if (to->conns[k].kind == 2 && refuse_csr_stdin("train", to->conns[k].name))
             return 1;
@@ -53,6 +50,8 @@ typedef struct {
     char names[9 * 64 + 2][64];
     char model_args[1024];
     int n_items;
+    int64_t N;                 /* nodes (rows of --features) */
+    outcome_t res[TRAIN_MAX_CONNS];
     out_file_t outs[3];        /* rank 0's --log, --predict, --svg */
     char *curve;               /* --svg: the log's text, kept in memory on rank 0 */
     size_t curve_len;
@@ -108,42 +107,30 @@ static void report(mtrain_t *s, int64_t epochs, double seconds)
     if (s->part.rank != 0)
         return;
     const double per = (double)(epochs + 1);   /* the figures of the last epoch too */
-    printf("%lld epoch%s in %.3g s; communicating: %.1f%% (mean over processes); exchanged: "
-           "%.4g MB an epoch (all processes together)\n", (long long)epochs, AG_PLURAL(epochs),
-           seconds, all[2] > 0 ? 100.0 * all[0] / all[2] : 0.0, all[1] / 1e6 / per);
+    printf("communicating: %.1f%% of the time (mean over processes); exchanged: %.4g MB an "
+           "epoch (all processes together)\n", all[2] > 0 ? 100.0 * all[0] / all[2] : 0.0,
+           all[1] / 1e6 / per);
 }
 
-static int train_loop(mtrain_t *s, const train_opts_t *to, FILE *log, FILE *curve,
-                      ag_error_t *err)
+/* epoch on every process, its outcome agreed (train_epochs' epoch_fn). */
+static int part_epoch(void *ctx, int step, epoch_t *f, ag_error_t *err)
 {
-    const double t0 = ag_i_mpi_now();
-    const task_t *t = &s->task;
-    const int64_t E = to->epochs, every = to->every ? to->every : (E >= 10 ? E / 10 : 1);
-    const int rows = s->part.rank == 0 && !to->o.quiet;
-    if (rows)
-        print_row_header(t);
-    epoch_t f;
-    int rc = AG_OK;
-    for (int64_t e = 0; e <= E && !rc; e++) {
-        if ((rc = ag_mpi_agree(s->comm, epoch(s, e < E, &f, err), err))) {
-            if (f.diverged)
-                rc = ag_i_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
-                               "lower --lr (%g) or set --clip", (long long)e,
-                               isnan(f.loss) ? "NaN" : "infinite", (double)s->model.lr);
-            break;
-        }
-        if (log)
-            log_row(log, to->conns[0].name, t, e, &f);
-        if (curve)
-            log_row(curve, to->conns[0].name, t, e, &f);
-        if (rows && (e % every == 0 || e == E)) {
-            print_row(t, e, &f);
-            fflush(stdout);
-        }
-    }
-    if (!rc && !to->o.quiet)
-        report(s, E, ag_i_mpi_now() - t0);
-    return rc;
+    mtrain_t *s = ctx;
+    return ag_mpi_agree(s->comm, epoch(s, step, f, err), err);
+}
+
+/* What one connectivity holds: its part, rows, model and tape. */
+static void conn_free(mtrain_t *s)
+{
+    ag_mpi_tape_free(s->tape);
+    s->tape = NULL;
+    model_free(&s->model);
+    inputs_free(&s->in);
+    ag_matrix_destroy(&s->x0);
+    ag_mpi_part_destroy(&s->part);
+    free(s->bias);
+    s->bias = NULL;
+    memset(&s->stats, 0, sizeof s->stats);
 }
 
 /* N from --features (rank 0 reads it), for a pattern sized by the features. */
@@ -162,14 +149,17 @@ static int features_rows(MPI_Comm comm, const char *path, int64_t *N, ag_error_t
     return AG_OK;
 }
 
-static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_error_t *err)
+/* Connectivity k's part, own rows, model (the same initial one for every k)
+   and, for k = 0, the task. */
+static int setup(mtrain_t *s, train_opts_t *to, int k, int threads, int *usage, ag_error_t *err)
 {
     source_opts_t so = to->o.src;
-    const train_conn_t *c = &to->conns[0];
+    const train_conn_t *c = &to->conns[k];
     so.graph = so.pattern = so.csr = NULL;
     *(c->kind == 0 ? &so.graph : c->kind == 1 ? &so.pattern : &so.csr) = c->name;
-    int64_t N = 0;
-    int rc = features_rows(s->comm, to->o.features, &N, err);
+    const int single = to->n_conns == 1;
+    int rc = k == 0 ? features_rows(s->comm, to->o.features, &s->N, err) : AG_OK;
+    const int64_t N = s->N;
     if (!rc && c->kind == 1 && !so.nodes && !so.tokens && !so.labels_file)
         so.nodes = N;   /* a pattern sized by the features, as attngraph train sizes it */
     char desc[512];
@@ -196,19 +186,20 @@ static int setup(mtrain_t *s, train_opts_t *to, int threads, int *usage, ag_erro
         rc = ag_mpi_agree(s->comm, inputs_load_part(&s->in, &lo, &s->x0, s->part.lo, N, err),
                           err);
     }
-    if (!rc)
+    if (!rc && k == 0)
         rc = ag_mpi_agree(s->comm, task_load(&s->task, to, N, s->in.x0.cols, err), err);
     if (!rc)
         rc = ag_mpi_agree(s->comm, model_init(&s->model, &s->in, to, &s->task, s->bias, err), err);
     ag_i_mpi_reducer(&s->red, &s->red_ctx, s->comm, &s->part, &s->stats);
-    if (!rc && s->part.rank == 0 && !to->o.quiet) {
+    if (!rc && s->part.rank == 0 && !to->o.quiet && k == 0) {
         inputs_t whole = s->in;
         whole.N = N;
-        printf("graph: %s: %lld node%s, %lld message%s, on %d process%s\n", desc, (long long)N,
-               AG_PLURAL(N), (long long)s->part.n_edges, AG_PLURAL(s->part.n_edges), s->part.ranks,
-               s->part.ranks == 1 ? "" : "es");
+        if (single)
+            printf("graph: %s: %lld node%s, %lld message%s, on %d process%s\n", desc,
+                   (long long)N, AG_PLURAL(N), (long long)s->part.n_edges,
+                   AG_PLURAL(s->part.n_edges), s->part.ranks, s->part.ranks == 1 ? "" : "es");
         print_setup(to, &whole, &s->task, threads);
-        for (int p = 0; p < s->part.ranks; p++) {
+        for (int p = 0; single && p < s->part.ranks; p++) {
             const int64_t lo = s->part.bounds[p], hi = s->part.bounds[p + 1];
             if (hi > lo)
                 printf("  process %d: rows %lld..%lld\n", p, (long long)lo, (long long)hi - 1);
@@ -312,18 +303,6 @@ static int predict(mtrain_t *s, ag_error_t *err)
     return ag_mpi_agree(s->comm, rc, err);
 }
 
-/* --svg on rank 0: the training curve, drawn from the log kept in memory. */
-static int write_curve(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
-{
-    char title[1024], *svg = NULL;
-    snprintf(title, sizeof title, "training: %s", to->conns[0].name);
-    int rc = draw_train_csv(s->curve, s->curve_len, "--svg", title, &svg, err);
-    if (!rc)
-        rc = write_svg(&s->outs[2], svg, err);
-    ag_svg_free(svg);
-    return rc;
-}
-
 int mpi_train(MPI_Comm comm, int argc, char **argv)
 {
     ag_mpi_path_t path;
@@ -375,12 +354,24 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
     if (curve)
         fputs(TRAIN_LOG_HEADER, curve);
     rc = ag_mpi_agree(comm, rc, &err);
-    int u = 0;
-    if (!rc)
-        rc = setup(s, &to, threads, &u, &err);
-    usage = usage || u;
-    if (!rc)
-        rc = train_loop(s, &to, log, curve, &err);
+    const int single = to.n_conns == 1;
+    run_ctx_t cx = {&to, &s->task, single, threads, rank == 0, log, curve, {0}};
+    for (int k = 0; k < to.n_conns && !rc; k++) {
+        int u = 0;
+        rc = setup(s, &to, k, threads, &u, &err);
+        usage = usage || u;
+        const double t0 = ag_i_mpi_now();
+        if (!rc)
+            rc = train_epochs(&cx, part_epoch, s, s->part.n_edges, s->model.lr, to.conns[k].name,
+                              &s->res[k], &err);
+        if (!rc && single && !to.o.quiet) {
+            if (rank == 0)
+                print_final(&s->task, &s->res[k], to.epochs);
+            report(s, to.epochs, ag_i_mpi_now() - t0);
+        }
+        if (!single)   /* the outputs below are of a single connectivity's model */
+            conn_free(s);
+    }
     if (log && fclose(log) != 0 && !rc)
         rc = ag_i_fail(&err, AG_EIO, "%s: write failed", to.log);
     if (curve && fclose(curve) != 0 && !rc)
@@ -389,11 +380,17 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
     if (!rc && to.predict)
         rc = predict(s, &err);
     if (!rc && to.svg)
-        rc = ag_mpi_agree(comm, rank == 0 ? write_curve(s, &to, &err) : AG_OK, &err);
+        rc = ag_mpi_agree(comm, rank == 0 ? write_train_curve(&to, s->curve, s->curve_len,
+                                                              &s->outs[2], &err)
+                                          : AG_OK, &err);
     if (!rc && to.save)
         rc = save(s, &to, &err);
     if (!rc)
         rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(s->outs, 3, &err) : AG_OK, &err);
+    if (!rc && rank == 0 && !to.o.quiet && !single) {
+        printf("trained on %d connectivities of %lld nodes\n", to.n_conns, (long long)s->N);
+        print_table(&to, &s->task, s->res);
+    }
     if (!rc && rank == 0 && !to.o.quiet) {
         if (to.save)
             printf("wrote %s (%d files)\n", to.save, s->n_items);
@@ -407,13 +404,8 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
             out_abort(&s->outs[k]);
     }
     free(s->curve);
-    ag_mpi_tape_free(s->tape);
-    model_free(&s->model);
+    conn_free(s);
     task_free(&s->task);
-    inputs_free(&s->in);
-    ag_matrix_destroy(&s->x0);
-    ag_mpi_part_destroy(&s->part);
-    free(s->bias);
     free(s);
     return finish("train", rc, usage, &err);
 }
