@@ -51,7 +51,7 @@ typedef struct {
     ag_weights_t *layers, *grads;
     int n_layers, rounds;
     int64_t N, D, C;
-    int64_t first, total;           /* the rows N are first.. of a graph of total nodes */
+    int64_t total;                  /* the graph's nodes (N: this process's rows of them) */
     float *wr, *br, *dwr, *dbr;     /* readout [C, D] and [C] with gradients */
     float *X, *dX;                  /* [N, D] states and their gradient */
     ag_optimizer_t *opt;

@@ -128,7 +128,7 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
     memset(m, 0, sizeof *m);
     const run_opts_t *o = &to->o;
     m->N = in->N, m->D = in->x0.cols, m->C = t->C;
-    m->first = in->first, m->total = in->total;
+    m->total = in->total;
     m->rounds = (int)in->rounds;
     m->lr = to->opt.lr;
     m->score = in->score;
