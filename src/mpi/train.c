@@ -100,43 +100,67 @@ static int owner_of(const int64_t *bounds, int P, int64_t j)
     return a;
 }
 
-/* Walks own destinations' runs, each clipped to each other owner's rows:
-   with `trip` NULL counts triples and distinct destinations per peer, else
-   writes them at cursor (3 int64 a triple) and the destinations at rows. */
-static int walk_runs(const ag_mpi_part_t *part, int64_t *trips_per, int64_t *rows_per,
-                     int64_t *trip, int64_t *cur, int64_t *rows, int64_t *rcur, ag_error_t *err)
+/* Each own destination i's runs, clipped to each other owner p's rows, in
+   order: visit(ctx, p, i, a, len, slot) for sources a..a+len-1, whose first
+   message is in own slot `slot`. The runs sent to each peer (walk_runs) and
+   their edge bias (walk_bias) follow this one order. */
+typedef void (*piece_fn)(void *ctx, int p, int64_t i, int64_t a, int64_t len, int64_t slot);
+
+static void walk_pieces(const ag_mpi_part_t *part, piece_fn visit, void *ctx)
 {
     const ag_nbhd_t *nb = &part->nb;
     const int P = part->ranks, me = part->rank;
-    int64_t *last = ag_i_calloc(P, sizeof *last, err, "backward plan");   /* last row sent +1 */
-    if (!last)
-        return ag_i_alloc_status();
-    for (int64_t x = 0; x < nb->n_nodes; x++) {
-        const int64_t i = part->lo + x;
-        for (int64_t r = nb->run_ptr[x]; r < nb->run_ptr[x + 1]; r++) {
+    for (int64_t x = 0; x < nb->n_nodes; x++)
+        for (int64_t r = nb->run_ptr[x], slot = nb->edge_ptr[x]; r < nb->run_ptr[x + 1];
+             slot += nb->run_len[r++]) {
             const int64_t s = nb->run_src[r], e = s + nb->run_len[r];
             for (int p = owner_of(part->bounds, P, s); p < P && part->bounds[p] < e; p++) {
                 const int64_t a = s > part->bounds[p] ? s : part->bounds[p];
                 const int64_t b = e < part->bounds[p + 1] ? e : part->bounds[p + 1];
-                if (p == me || b <= a)
-                    continue;
-                if (!trip) {
-                    trips_per[p]++;
-                } else {
-                    int64_t *at = trip + 3 * cur[p]++;
-                    at[0] = i, at[1] = a, at[2] = b - a;
-                }
-                if (last[p] != i + 1) {
-                    last[p] = i + 1;
-                    if (!trip)
-                        rows_per[p]++;
-                    else
-                        rows[rcur[p]++] = i;
-                }
+                if (p != me && b > a)
+                    visit(ctx, p, part->lo + x, a, b - a, slot + (a - s));
             }
         }
+}
+
+/* walk_runs' state: with trip NULL it counts triples and distinct
+   destinations per peer, else writes them at the cursors. */
+typedef struct {
+    int64_t *trips_per, *rows_per;
+    int64_t *trip, *cur, *rows, *rcur;
+    int64_t *last;            /* per peer, the last destination sent + 1 */
+} runs_walk_t;
+
+static void run_piece(void *ctx, int p, int64_t i, int64_t a, int64_t len, int64_t slot)
+{
+    runs_walk_t *w = ctx;
+    (void)slot;
+    if (!w->trip) {
+        w->trips_per[p]++;
+    } else {
+        int64_t *at = w->trip + 3 * w->cur[p]++;
+        at[0] = i, at[1] = a, at[2] = len;
     }
-    free(last);
+    if (w->last[p] != i + 1) {
+        w->last[p] = i + 1;
+        if (!w->trip)
+            w->rows_per[p]++;
+        else
+            w->rows[w->rcur[p]++] = i;
+    }
+}
+
+/* The runs own destinations read from each peer's sources: with `trip` NULL
+   counts triples and distinct destinations per peer, else writes them at
+   cursor (3 int64 a triple) and the destinations at rows. */
+static int walk_runs(const ag_mpi_part_t *part, int64_t *trips_per, int64_t *rows_per,
+                     int64_t *trip, int64_t *cur, int64_t *rows, int64_t *rcur, ag_error_t *err)
+{
+    runs_walk_t w = {trips_per, rows_per, trip, cur, rows, rcur, NULL};
+    if (!(w.last = ag_i_calloc(part->ranks, sizeof *w.last, err, "backward plan")))
+        return ag_i_alloc_status();
+    walk_pieces(part, run_piece, &w);
+    free(w.last);
     return AG_OK;
 }
 
@@ -232,30 +256,45 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
     return ag_mpi_agree(t->comm, rc, err);
 }
 
-/* The edge bias of own destinations' messages (bias, in own slots) whose
-   sources other processes own: per peer, in walk_runs' order (count: the
-   values per peer; else into vals at cur[p]). */
+/* walk_bias' state: with vals NULL it counts the values per peer, else copies
+   them at the cursors. */
+typedef struct {
+    const float *bias;
+    int64_t *count;
+    float *vals;
+    int64_t *cur;
+} bias_walk_t;
+
+static void bias_piece(void *ctx, int p, int64_t i, int64_t a, int64_t len, int64_t slot)
+{
+    bias_walk_t *w = ctx;
+    (void)i, (void)a;
+    if (!w->vals)
+        w->count[p] += len;
+    else
+        memcpy(w->vals + w->cur[p], w->bias + slot, (size_t)len * sizeof *w->vals),
+            w->cur[p] += len;
+}
+
+/* The edge bias (bias, in own slots) of the pieces walk_runs sends, per peer
+   in its order: counted (count) or copied into vals at cur[p]. */
 static void walk_bias(const ag_mpi_part_t *part, const float *bias, int64_t *count, float *vals,
                       int64_t *cur)
 {
-    const ag_nbhd_t *nb = &part->nb;
-    const int P = part->ranks, me = part->rank;
-    for (int64_t x = 0; x < nb->n_nodes; x++)
-        for (int64_t r = nb->run_ptr[x], slot = nb->edge_ptr[x]; r < nb->run_ptr[x + 1];
-             slot += nb->run_len[r++]) {
-            const int64_t s = nb->run_src[r], e = s + nb->run_len[r];
-            for (int p = owner_of(part->bounds, P, s); p < P && part->bounds[p] < e; p++) {
-                const int64_t a = s > part->bounds[p] ? s : part->bounds[p];
-                const int64_t b = e < part->bounds[p + 1] ? e : part->bounds[p + 1];
-                if (p == me || b <= a)
-                    continue;
-                if (count)
-                    count[p] += b - a;
-                else
-                    memcpy(vals + cur[p], bias + slot + (a - s), (size_t)(b - a) * sizeof *vals),
-                        cur[p] += b - a;
-            }
-        }
+    bias_walk_t w = {bias, count, vals, cur};
+    walk_pieces(part, bias_piece, &w);
+}
+
+/* A buffer of n + 1 floats for values a process sends or receives in one MPI
+   call ("sends", "receives"): refused past 2^31. */
+static int values_buffer(float **buf, int64_t n, const char *dir, int rank, ag_error_t *err)
+{
+    *buf = NULL;
+    if (n > INT32_MAX)
+        return ag_i_fail(err, AG_ELIMIT, "edge bias: process %d %s %lld values, beyond what one "
+                         "MPI call counts (2^31)", rank, dir, (long long)n);
+    return (*buf = ag_i_alloc(n + 1, sizeof **buf, err, "edge bias")) ? AG_OK
+                                                                       : ag_i_alloc_status();
 }
 
 /* t->bias: the edge bias in the backward view's slots. Own destinations'
@@ -284,11 +323,7 @@ static int bias_exchange(ag_mpi_tape_t *t, const float *bias, ag_error_t *err)
         walk_bias(part, bias, per, NULL, NULL);
         for (int p = 0; p < P; p++)
             cur[p] = total, total += per[p];
-        if (total > INT32_MAX)
-            rc = ag_i_fail(err, AG_ELIMIT, "edge bias: process %d sends %lld values, beyond "
-                           "what one MPI call counts (2^31)", part->rank, (long long)total);
-        else if (!(out = ag_i_alloc(total + 1, sizeof *out, err, "edge bias")))
-            rc = ag_i_alloc_status();
+        rc = values_buffer(&out, total, "sends", part->rank, err);
     }
     if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
         walk_bias(part, bias, NULL, out, cur);
@@ -298,11 +333,7 @@ static int bias_exchange(ag_mpi_tape_t *t, const float *bias, ag_error_t *err)
         MPI_Alltoall(sc, 1, MPI_INT, rcn, 1, MPI_INT, t->comm);
         for (int p = 0; p < P; p++)
             got += rcn[p];
-        if (got > INT32_MAX)
-            rc = ag_i_fail(err, AG_ELIMIT, "edge bias: process %d receives %lld values, beyond "
-                           "what one MPI call counts (2^31)", part->rank, (long long)got);
-        else if (!(in = ag_i_alloc(got + 1, sizeof *in, err, "edge bias")))
-            rc = ag_i_alloc_status();
+        rc = values_buffer(&in, got, "receives", part->rank, err);
         if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
             ag_i_mpi_displs(rcn, rd, P);
             MPI_Alltoallv(out, sc, sd, MPI_FLOAT, in, rcn, rd, MPI_FLOAT, t->comm);
