@@ -182,11 +182,11 @@ AG_INLINE v8f v8_set1(float x)
     return __builtin_shuffle(v, (v8i){0});
 #endif
 }
-AG_INLINE v8f v8_max(v8f a, v8f b)
+AG_INLINE v8f v8_select(v8i mask, v8f a, v8f b)
 {
-    const v8i m = a > b;
-    return (v8f)((m & (v8i)a) | (~m & (v8i)b));
+    return (v8f)((mask & (v8i)a) | (~mask & (v8i)b));
 }
+AG_INLINE v8f v8_max(v8f a, v8f b) { return v8_select(a > b, a, b); }
 
 /* Transposes the 8 x 8 matrix in r[0..7] as v_transpose16 does: 3 stages of
    4 pairs of shuffles (16 ymm registers hold it, with room for the temporaries). */
@@ -204,7 +204,7 @@ AG_INLINE void v8_transpose8(v8f r[8])
                                   F(6, b), F(7, b)})
 #endif
 #define AG_STAGE8(b)                                                                        \
-    for (int k = 0; k < 8; k++)                                                             \
+    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)                                     \
         if (!(k & (1 << (b)))) {                                                            \
             const v8f a = r[k], c = r[k + (1 << (b))];                                      \
             r[k] = AG_SHUF8(a, c, AG_LO8, b);                                               \

@@ -35,6 +35,79 @@
 #include "kernels/tiled_micro.h"
 #include "kernels/isa.h"
 
+/* Step 4 for one vector of lanes, column S[jj * BQ] of the tile's scores:
+   its largest score (found again when masks removed some), alpha = exp2(m -
+   m'), the scores replaced by p = exp2(s - m'), l' = alpha l + sum p and, for
+   the figures (stats), u' = alpha (u + (m - m') l) + sum p y (a lane with l =
+   0 has u = 0 and m = -inf: the select keeps -inf * 0 out; masked rows have y
+   = -inf and p = 0, so y is clamped before the product). Returns alpha. */
+AG_INLINE v16f softmax_lanes(float *restrict S, int64_t BQ, int64_t bk, int full, int stats,
+                             v16f mt, v16f *m, v16f *l, v16f *u)
+{
+    const v16f ninf = v_set1(-__builtin_inff()), zero = v_set1(0.0f);
+    if (!full) {
+        mt = ninf;
+        for (int64_t jj = 0; jj < bk; jj++)
+            mt = v_max(mt, v_load(S + jj * BQ));
+    }
+    const v16f m_new = v_max(*m, mt);
+    /* a lane with nothing yet has m_new = -inf: subtract 0 instead (gives 0s) */
+    const v16f m_use = v_select(m_new == ninf, zero, m_new);
+    const v16f alpha = v_exp2(*m - m_use);
+    v16f sum = zero, us = zero;
+    for (int64_t jj = 0; jj < bk && !stats; jj++) {
+        const v16f p = v_exp2(v_load(S + jj * BQ) - m_use);
+        v_store(S + jj * BQ, p);
+        sum += p;
+    }
+    for (int64_t jj = 0; jj < bk && stats; jj++) {   /* the same, and u's sum */
+        const v16f y = v_load(S + jj * BQ) - m_use, p = v_exp2(y);
+        v_store(S + jj * BQ, p);
+        sum += p;
+        us += p * v_max(y, v_set1(-1000.0f));
+    }
+    if (stats)
+        *u = alpha * (*u + v_select(*l > zero, (*m - m_use) * *l, zero)) + us;
+    *l = *l * alpha + sum;
+    *m = m_new;
+    return alpha;
+}
+
+/* The same on 8 lanes, for AVX2, where a v16f lives in memory and its
+   selects are 16 scalar moves (see simd.h): the same operations lane by
+   lane, so the same bits. m, l, u, alpha and mt point at the 8 lanes. */
+AG_INLINE void softmax_half_ymm(float *restrict S, int64_t BQ, int64_t bk, int full, int stats,
+                                const float *mt, float *m, float *l, float *u, float *alpha)
+{
+    const v8f ninf = v8_set1(-__builtin_inff()), zero = v8_set1(0.0f);
+    v8f t = v8_load(mt);
+    if (!full) {
+        t = ninf;
+        for (int64_t jj = 0; jj < bk; jj++)
+            t = v8_max(t, v8_load(S + jj * BQ));
+    }
+    const v8f m_old = v8_load(m), l_old = v8_load(l), m_new = v8_max(m_old, t);
+    const v8f m_use = v8_select(m_new == ninf, zero, m_new);
+    const v8f a = v8_exp2(m_old - m_use);
+    v8f sum = zero, us = zero;
+    for (int64_t jj = 0; jj < bk && !stats; jj++) {
+        const v8f p = v8_exp2(v8_load(S + jj * BQ) - m_use);
+        v8_store(S + jj * BQ, p);
+        sum += p;
+    }
+    for (int64_t jj = 0; jj < bk && stats; jj++) {
+        const v8f y = v8_load(S + jj * BQ) - m_use, p = v8_exp2(y);
+        v8_store(S + jj * BQ, p);
+        sum += p;
+        us += p * v8_max(y, v8_set1(-1000.0f));
+    }
+    if (stats)
+        v8_store(u, a * (v8_load(u) + v8_select(l_old > zero, (m_old - m_use) * l_old, zero)) + us);
+    v8_store(l, l_old * a + sum);
+    v8_store(m, m_new);
+    v8_store(alpha, a);
+}
+
 /* Steps 2-5 for one tile [j0, j0+bk) of a block, on the lanes' state in ls:
    compiled once per instruction set and block width (isa.h: tile) and
    called by this kernel and by the streamed one (tiled_stream.c), so both run
@@ -69,88 +142,26 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
     v16f alpha[QV_MAX];
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++) {
-        /* masking removed scores: then the largest is found again */
-        v16f mt = tile_max[v];
-        if (!full && ymm) {   /* in halves: see simd.h */
-            v8f lo = v8_set1(-__builtin_inff()), hi = lo;
+        if (ymm) {   /* in halves: see simd.h */
+            float *a = (float *)&alpha[v], *mv = (float *)&m[v], *lv = (float *)&l[v];
+            float *uv = (float *)&u[v];
+            softmax_half_ymm(S + v * AG_LANES, BQ, bk, full, stats, (float *)&tile_max[v], mv,
+                             lv, uv, a);
+            softmax_half_ymm(S + v * AG_LANES + 8, BQ, bk, full, stats,
+                             (float *)&tile_max[v] + 8, mv + 8, lv + 8, uv + 8, a + 8);
+        } else
+            alpha[v] = softmax_lanes(S + v * AG_LANES, BQ, bk, full, stats, tile_max[v], &m[v],
+                                     &l[v], &u[v]);
+        if (stats && kext_distance(x)) {   /* t' = alpha t + sum p |i - j| */
+            const v16f lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+            const v16f iv = v_set1((float)(i0 + v * AG_LANES)) + lane;
+            v16f ts = v_set1(0.0f);
             for (int64_t jj = 0; jj < bk; jj++) {
-                lo = v8_max(lo, v8_load(S + jj * BQ + v * AG_LANES));
-                hi = v8_max(hi, v8_load(S + jj * BQ + v * AG_LANES + 8));
+                const v16f gap = iv - v_set1((float)(j0 + jj));
+                ts += v_load(S + jj * BQ + v * AG_LANES) * v_max(gap, -gap);
             }
-            mt = v_join(lo, hi);
-        } else if (!full) {
-            mt = v_set1(-__builtin_inff());
-            for (int64_t jj = 0; jj < bk; jj++)
-                mt = v_max(mt, v_load(S + jj * BQ + v * AG_LANES));
+            dist[v] = alpha[v] * dist[v] + ts;
         }
-        const v16f m_new = v_max(m[v], mt);
-        /* a lane with nothing yet has m_new = -inf: subtract 0 instead (gives 0s) */
-        const v16f m_use = v_select(m_new == v_set1(-__builtin_inff()), v_set1(0.0f), m_new);
-        alpha[v] = v_exp2(m[v] - m_use);
-        v16f sum = v_set1(0.0f);
-        if (!stats && ymm) {
-            float mu[AG_LANES];
-            v_store(mu, m_use);
-            const v8f mlo = v8_load(mu), mhi = v8_load(mu + 8);
-            v8f slo = v8_set1(0.0f), shi = slo;
-            for (int64_t jj = 0; jj < bk; jj++) {
-                float *row = S + jj * BQ + v * AG_LANES;
-                const v8f plo = v8_exp2(v8_load(row) - mlo), phi = v8_exp2(v8_load(row + 8) - mhi);
-                v8_store(row, plo), v8_store(row + 8, phi);
-                slo += plo, shi += phi;
-            }
-            sum = v_join(slo, shi);
-        } else if (!stats) {
-            for (int64_t jj = 0; jj < bk; jj++) {
-                float *row = S + jj * BQ + v * AG_LANES;
-                const v16f p = v_exp2(v_load(row) - m_use);
-                v_store(row, p);
-                sum += p;
-            }
-        } else {
-            /* u' = alpha (u + (m - m') l) + sum p y; a lane with l = 0 has u = 0
-               (and m = -inf: the select keeps -inf * 0 out); masked rows have
-               y = -inf and p = 0, so y is clamped before the product */
-            const v16f shift = v_select(l[v] > v_set1(0.0f), (m[v] - m_use) * l[v],
-                                        v_set1(0.0f));
-            v16f us = v_set1(0.0f);
-            if (ymm) {   /* in halves: see simd.h */
-                float mu[AG_LANES];
-                v_store(mu, m_use);
-                const v8f floor = v8_set1(-1000.0f);
-                v8f slo = v8_set1(0.0f), shi = slo, ulo = slo, uhi = slo;
-                for (int64_t jj = 0; jj < bk; jj++) {
-                    float *row = S + jj * BQ + v * AG_LANES;
-                    const v8f ylo = v8_load(row) - v8_load(mu), yhi = v8_load(row + 8) - v8_load(mu + 8);
-                    const v8f plo = v8_exp2(ylo), phi = v8_exp2(yhi);
-                    v8_store(row, plo), v8_store(row + 8, phi);
-                    slo += plo, shi += phi;
-                    ulo += plo * v8_max(ylo, floor), uhi += phi * v8_max(yhi, floor);
-                }
-                sum = v_join(slo, shi), us = v_join(ulo, uhi);
-            } else {
-                for (int64_t jj = 0; jj < bk; jj++) {
-                    float *row = S + jj * BQ + v * AG_LANES;
-                    const v16f y = v_load(row) - m_use, p = v_exp2(y);
-                    v_store(row, p);
-                    sum += p;
-                    us += p * v_max(y, v_set1(-1000.0f));
-                }
-            }
-            u[v] = alpha[v] * (u[v] + shift) + us;
-            if (kext_distance(x)) {   /* t' = alpha t + sum p |i - j| */
-                const v16f lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-                const v16f iv = v_set1((float)(i0 + v * AG_LANES)) + lane;
-                v16f ts = v_set1(0.0f);
-                for (int64_t jj = 0; jj < bk; jj++) {
-                    const v16f gap = iv - v_set1((float)(j0 + jj));
-                    ts += v_load(S + jj * BQ + v * AG_LANES) * v_max(gap, -gap);
-                }
-                dist[v] = alpha[v] * dist[v] + ts;
-            }
-        }
-        l[v] = l[v] * alpha[v] + sum;
-        m[v] = m_new;
     }
     /* 5. P.V, rescaling the accumulator by alpha on the way */
     accumulate_tile(acc, S, V, HD, off, d, j0, bk, alpha, QV, ymm);
