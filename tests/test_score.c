@@ -162,13 +162,20 @@ START_TEST(huge_logits_every_softmax_kind)
 END_TEST
 
 /* Linear attention on a complete graph has a closed form:
-   m_i = phi(q_i)^T S / (phi(q_i)^T z), S = sum_j phi(k_j) v_j^T, z = sum_j phi(k_j). */
+   m_i = phi(q_i)^T S / (phi(q_i)^T z), S = sum_j phi(k_j) v_j^T, z = sum_j phi(k_j).
+   Each width and range: d = 4 (phi's padded last vector only), 37 (two whole
+   vectors and a padded one); inputs in [-2, 2], and in [-80, 1], where phi
+   is e^x down to where a float has no normal value left. */
 START_TEST(linear_closed_form)
 {
-    enum { n = 9, d = 4 };
-    float Q[n * d], K[n * d], V[n * d], M[n * d];
-    fill_uniform(Q, n * d, 11, 2.0f), fill_uniform(K, n * d, 12, 2.0f);
+    enum { n = 9, DMAX = 37 };
+    const int d = _i % 2 ? DMAX : 4;
+    const float lo = _i < 2 ? -2.0f : -80.0f, hi = _i < 2 ? 2.0f : 1.0f;
+    float Q[n * DMAX], K[n * DMAX], V[n * DMAX], M[n * DMAX];
+    fill_uniform(Q, n * d, 11, 1.0f), fill_uniform(K, n * d, 12, 1.0f);
     fill_uniform(V, n * d, 13, 1.0f);
+    for (int x = 0; x < n * d; x++)   /* [-1, 1] to [lo, hi] */
+        Q[x] = lo + (Q[x] + 1) / 2 * (hi - lo), K[x] = lo + (K[x] + 1) / 2 * (hi - lo);
     ag_pattern_t *p;
     ag_nbhd_t nb;
     ag_error_t err;
@@ -176,7 +183,7 @@ START_TEST(linear_closed_form)
     ck_assert_int_eq(ag_nbhd_from_pattern(&nb, p, n, AG_SELF_KEEP, &err), AG_OK);
     ag_score_t sc = {SCORE_DEFAULTS, .kind = AG_SCORE_LINEAR};
     ck_assert_int_eq(ag_attention(&nb, Q, K, V, 1, d, &sc, M, &err), AG_OK);
-    double S[d][d] = {{0}}, z[d] = {0};
+    double S[DMAX][DMAX] = {{0}}, z[DMAX] = {0};
     for (int j = 0; j < n; j++)
         for (int a = 0; a < d; a++) {
             double pk = K[j * d + a] > 0 ? K[j * d + a] + 1.0 : exp(K[j * d + a]);
@@ -185,7 +192,7 @@ START_TEST(linear_closed_form)
                 S[a][b] += pk * V[j * d + b];
         }
     for (int i = 0; i < n; i++) {
-        double pq[d], den = 0;
+        double pq[DMAX], den = 0;
         for (int a = 0; a < d; a++) {
             pq[a] = Q[i * d + a] > 0 ? Q[i * d + a] + 1.0 : exp(Q[i * d + a]);
             den += pq[a] * z[a];
@@ -194,7 +201,7 @@ START_TEST(linear_closed_form)
             double num = 0;
             for (int a = 0; a < d; a++)
                 num += pq[a] * S[a][b];
-            ck_assert_double_eq_tol(M[i * d + b], num / den, 2e-5);
+            ck_assert_double_eq_tol(M[i * d + b], num / den, 2e-6);
         }
     }
     ag_nbhd_destroy(&nb);
@@ -321,7 +328,7 @@ Suite *score_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_loop_test(tc, each_kind_matches_reference, 0, 2 * N_KINDS);
     tcase_add_test(tc, huge_logits_every_softmax_kind);
-    tcase_add_test(tc, linear_closed_form);
+    tcase_add_loop_test(tc, linear_closed_form, 0, 4);
     tcase_add_test(tc, softcap_bounds_scores);
     tcase_add_test(tc, bad_scores_are_refused);
     tcase_add_test(tc, stats_match_weights);
