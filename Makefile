@@ -21,6 +21,7 @@
 #   make mpi     the MPI layer: build/libattngraph_mpi.a/.so and build/attngraph-mpi
 #   make check-mpi        the MPI tests (part of check): 1-4 processes against one
 #   make check-python     the Python package's tests (python/tests, Debian's /usr/bin/python3)
+#   make check-pip        pip install ./python into a virtualenv, offline (part of check)
 #   make pictures         redraw the pictures of docs/pictures.md (graphs/pictures/) from the examples
 #   make check-pictures   draw them twice into the build folder: the same bytes (part of check)
 #   NO_OMP=1     build without OpenMP (kernels then run on one thread)
@@ -30,10 +31,11 @@
 # -lplfit for static links (pkg-config --static, make check-install), but
 # Debian's libigraph-dev depends on none of them.
 # groff-base: make check-man renders the man page.
+# python3-venv, python3-wheel: make check-pip's virtualenv and the wheel pip builds.
 # librsvg2-bin (rsvg-convert) renders the pictures in the tests; zlib1g-dev
 # decodes the PNGs there.
 PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-dev \
-            python3-numpy python3-pytest python3-torch python3-igraph libglpk-dev libarpack2-dev libplfit-dev groff-base \
+            python3-numpy python3-pytest python3-torch python3-igraph python3-venv python3-wheel libglpk-dev libarpack2-dev libplfit-dev groff-base \
             librsvg2-bin zlib1g-dev openmpi-bin libopenmpi-dev
 # Debian's interpreter, which has python3-numpy, -torch, -igraph: a python3 found
 # first on PATH (a virtualenv, conda, pyenv) may lack them.
@@ -97,7 +99,7 @@ ifndef NO_OMP
 SMOKE  := $(BENCH)
 endif
 
-.PHONY: all deps run check check-python check-sanitize check-noomp check-clang check-valgrind check-exports check-includes bench scale clean \
+.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes bench scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps valgrind-deps install uninstall check-install check-man \
         pictures check-pictures mpi check-mpi scale-mpi
 all: $(LIB_A) $(LIB_SO) $(CLI)
@@ -143,12 +145,18 @@ else
 endif
 ifeq ($(CHECK_PYTHON),1)
 	@$(MAKE) --no-print-directory check-python
+	@$(MAKE) --no-print-directory check-pip
 endif
 
 # The Python package (python/attngraph) against this build's library and tool.
 check-python: $(LIB_SO) $(CLI)
 	ATTNGRAPH_LIB=$(abspath $(LIB_SO)) AG_CLI_PATH=$(abspath $(CLI)) PYTHONPATH=python \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
+
+# pip install ./python into a virtualenv, offline: the package loads the library
+# it ships from outside the checkout, and pip uninstall removes it (tests/check_pip.sh).
+check-pip: $(LIB_SO)
+	@PYTHON="$(PYTHON)" BUILD="$(BUILD)" sh tests/check_pip.sh
 
 # Every #include in src/ keeps to the walls of src/README.md's table.
 check-includes:

@@ -2,7 +2,8 @@
 
 The library is, in this order: the file $ATTNGRAPH_LIB names; the build
 tree's build/libattngraph.so (when this package is the repository's
-python/attngraph); the installed libattngraph.so.0.
+python/attngraph); the copy `pip install ./python` put in the package; the
+installed libattngraph.so.0.
 """
 import ctypes
 import ctypes.util
@@ -83,7 +84,8 @@ def _candidates():
         return [named]
     here = os.path.dirname(os.path.abspath(__file__))
     build = os.path.join(os.path.dirname(os.path.dirname(here)), "build", "libattngraph.so")
-    out = [build] if os.path.exists(build) else []
+    shipped = os.path.join(here, "libattngraph.so")   # pip install ./python put it there
+    out = [p for p in (build, shipped) if os.path.exists(p)]
     found = ctypes.util.find_library("attngraph")
     return out + ([found] if found else []) + ["libattngraph.so.0"]
 
