@@ -448,6 +448,69 @@ START_TEST(train_learns_the_planted_partition)
 }
 END_TEST
 
+/* --test-mask: the accuracy on its nodes at the epoch of the best eval accuracy,
+   which must be what the model trained for that many epochs predicts; the
+   default eval nodes leave the test nodes out. */
+START_TEST(train_reports_test_accuracy_at_best_eval)
+{
+    ag_array_t held;
+    ag_error_t err;
+    ck_assert_int_eq(ag_array_read_npy(&held, "graphs/planted/eval.npy", &err), AG_OK);
+    ck_assert_int_eq(held.shape[0], 300);
+    unsigned char ev[300] = {0}, te[300] = {0};
+    int64_t n_test = 0, k = 0;
+    for (int i = 0; i < 300; i++)   /* the held-out nodes, alternately eval and test */
+        if (held.data[i] != 0) {
+            if (k++ % 2)
+                te[i] = 1, n_test++;
+            else
+                ev[i] = 1;
+        }
+    ag_array_destroy(&held);
+    write_npy_raw(tmp_path("ev.npy"), "|b1", 0, "(300,)", ev, sizeof ev);
+    write_npy_raw(tmp_path("te.npy"), "|b1", 0, "(300,)", te, sizeof te);
+    TMP(pred, "test-pred.npy");
+    char args[2048], *out;
+    const char *task = "train graphs/planted.gml --features graphs/planted/x.npy --labels "
+                       "graphs/planted/labels.npy --train-mask graphs/planted/train.npy "
+                       "--rounds 2 --heads 2 --lr 0.02 --threads 1";
+    snprintf(args, sizeof args, "%s --eval-mask %s --test-mask %s --epochs 40", task,
+             tmp_path("ev.npy"), tmp_path("te.npy"));
+    ck_assert_int_eq(run_cli(args, &out, NULL), 0);
+    const char *at = strstr(out, "best eval accuracy");
+    ck_assert_msg(at, "%s", out);
+    double best, test;
+    long long epoch, epoch2, right, of;
+    ck_assert_msg(sscanf(at, "best eval accuracy %lf%% at epoch %lld; test accuracy %lf%% "
+                         "(%lld/%lld) at epoch %lld", &best, &epoch, &test, &right, &of,
+                         &epoch2) == 6, "%s", out);
+    ck_assert_int_eq(epoch, epoch2);
+    ck_assert_int_eq(of, n_test);
+    ck_assert_msg(epoch > 0, "best eval at epoch 0: %s", out);
+    ck_assert_msg(strstr(out, "test_acc") == NULL, "one connectivity has no table: %s", out);
+    free(out);
+    snprintf(args, sizeof args, "%s --eval-mask %s --epochs %lld --predict %s --quiet", task,
+             tmp_path("ev.npy"), epoch, pred);
+    ck_assert_int_eq(run_cli(args, NULL, NULL), 0);
+    const double want = accuracy(pred, "graphs/planted/labels.npy", tmp_path("te.npy"));
+    ck_assert_msg(fabs(want - (double)right / (double)of) < 1e-12,
+                  "reported %lld/%lld, the model of epoch %lld predicts %.4f", right, of, epoch,
+                  want);
+    /* without --eval-mask, the held-out nodes minus the test ones are the eval nodes */
+    snprintf(args, sizeof args, "%s --test-mask %s --epochs 2", task, tmp_path("te.npy"));
+    ck_assert_int_eq(run_cli(args, &out, NULL), 0);
+    char want_line[128];
+    snprintf(want_line, sizeof want_line, " train, %lld eval and %lld test nodes",
+             (long long)(k - n_test), (long long)n_test);
+    ck_assert_msg(strstr(out, want_line), "no '%s' in %s", want_line, out);
+    free(out);
+    unsigned char none[300] = {0};
+    write_npy_raw(tmp_path("none-test.npy"), "|b1", 0, "(300,)", none, sizeof none);
+    snprintf(args, sizeof args, "%s --test-mask %s", task, tmp_path("none-test.npy"));
+    expect_cli(args, 1, 2, "none-test.npy selects no labelled node; nothing to test");
+}
+END_TEST
+
 /* Are the files of two folders byte for byte the same? */
 static void expect_same_files(const char *a, const char *b, const char *const *names, int n)
 {
@@ -910,6 +973,7 @@ Suite *train_cli_suite(void)
     tcase_add_test(tc, grad_refusals);
     tcase_add_test(tc, grad_folder_appears_whole_or_not_at_all);
     tcase_add_test(tc, train_learns_the_planted_partition);
+    tcase_add_test(tc, train_reports_test_accuracy_at_best_eval);
     tcase_add_test(tc, same_seed_same_weights_on_1_and_2_threads);
     tcase_add_test(tc, save_then_run_predicts_the_same_classes);
     tcase_add_test(tc, train_log_has_a_row_per_epoch);

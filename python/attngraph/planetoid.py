@@ -258,7 +258,7 @@ def main(argv=None):
     print(data)
     print(f"train: attngraph train --csr {out}/indptr.npy,{out}/indices.npy --features "
           f"{out}/features.npy --labels {out}/labels.npy --train-mask {out}/train_mask.npy "
-          f"--eval-mask {out}/val_mask.npy")
+          f"--eval-mask {out}/val_mask.npy --test-mask {out}/test_mask.npy")
     return 0
 
 

@@ -47,7 +47,10 @@ int train_epochs(run_ctx_t *cx, epoch_fn epoch, void *ctx, int64_t edges, float 
             break;
         }
         if (t->eval && better(t, &f, out->best))
-            out->best = t->C ? (double)f.eval_correct : f.eval_loss, out->best_epoch = e;
+            out->best = t->C ? (double)f.eval_correct : f.eval_loss, out->best_epoch = e,
+            out->at_best = f;
+        if (!t->eval)
+            out->at_best = f, out->best_epoch = e;
         if (cx->log)
             log_row(cx->log, conn, t, e, &f);
         if (cx->curve)

@@ -18,7 +18,7 @@ typedef struct {
     run_opts_t o;                   /* inputs, scores, rounds (o.rounds may be 0), seed */
     train_conn_t conns[TRAIN_MAX_CONNS];
     int n_conns;
-    const char *targets, *labels, *train_mask, *eval_mask;
+    const char *targets, *labels, *train_mask, *eval_mask, *test_mask;
     int64_t epochs, every;          /* every 0: about ten lines */
     ag_optimizer_opts_t opt;
     const char *save, *log, *predict, *svg;
@@ -29,8 +29,8 @@ typedef struct {
     int64_t N, C;                   /* C: classes (0: targets, mean squared error) */
     int64_t *labels;                /* [N], -1 unlabelled */
     ag_matrix_t targets;            /* [N, D] */
-    uint8_t *train, *eval;          /* [N] masks; eval NULL: nothing held out */
-    int64_t n_train, n_eval;        /* nodes that count: in the mask (and labelled) */
+    uint8_t *train, *eval, *test;   /* [N] masks; eval, test NULL: none */
+    int64_t n_train, n_eval, n_test;   /* nodes that count: in the mask (and labelled) */
 } task_t;
 
 /* Reads --labels or --targets and the masks for N nodes of width D, checking
@@ -41,8 +41,8 @@ void task_free(task_t *t);
 
 /* Figures of the model after a number of steps. */
 typedef struct {
-    double loss, eval_loss, grad_norm;   /* NAN when there is none */
-    int64_t train_correct, eval_correct;
+    double loss, eval_loss, test_loss, grad_norm;   /* NAN when there is none */
+    int64_t train_correct, eval_correct, test_correct;
     int diverged;                        /* the loss was computed and is not finite */
 } epoch_t;
 
@@ -94,6 +94,7 @@ typedef struct {
     epoch_t final;
     double best;               /* best eval accuracy (classes) or lowest eval loss */
     int64_t best_epoch;
+    epoch_t at_best;           /* the figures of best_epoch (without eval: the last) */
     double seconds;
 } outcome_t;
 

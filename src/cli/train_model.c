@@ -196,7 +196,7 @@ static int loss_on(model_t *m, const task_t *t, const uint8_t *mask, int grads, 
 int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int step,
                 epoch_t *f, ag_error_t *err)
 {
-    *f = (epoch_t){NAN, NAN, NAN, 0, 0, 0};
+    *f = (epoch_t){NAN, NAN, NAN, NAN, 0, 0, 0, 0};
     memcpy(m->X, x0, (size_t)(m->N * m->D) * sizeof(float));
     ag_tape_t *tape = NULL;
     int rc = AG_OK;
@@ -206,6 +206,8 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
         rc = loss_on(m, t, t->train, step, &f->loss, &f->train_correct, err);
     if (!rc && t->eval)
         rc = loss_on(m, t, t->eval, 0, &f->eval_loss, &f->eval_correct, err);
+    if (!rc && t->test)
+        rc = loss_on(m, t, t->test, 0, &f->test_loss, &f->test_correct, err);
     if (!rc && !isfinite(f->loss)) {
         f->diverged = 1;
         rc = ag_i_fail(err, AG_EINVAL, "the loss is not finite");   /* train.c says more */

@@ -23,7 +23,10 @@ static const char train_usage[] =
     "  --train-mask M.npy  the nodes the loss is taken on (bool, 0/1 integers) [N]\n"
     "                      (default: every labelled node)\n"
     "  --eval-mask M.npy   held-out nodes for the eval figures (default: the labelled\n"
-    "                      nodes outside --train-mask, when it is given)\n"
+    "                      nodes outside --train-mask and --test-mask, when\n"
+    "                      --train-mask is given)\n"
+    "  --test-mask M.npy   nodes reported once: their accuracy (or loss) at the epoch\n"
+    "                      of the best eval figure (the last epoch without eval nodes)\n"
     "\n"
     "Model (--rounds 0: the readout alone; --norm layer: LayerNorm weights are learnt;\n"
     "--weights DIR starts from a weights folder, with its readout.npy and\n"
@@ -92,6 +95,7 @@ static int train_option(train_opts_t *t, int c, const char *arg, const char *nam
     case OPT_TARGETS: t->targets = arg; return 0;
     case OPT_TRAIN_MASK: t->train_mask = arg; return 0;
     case OPT_EVAL_MASK: t->eval_mask = arg; return 0;
+    case OPT_TEST_MASK: t->test_mask = arg; return 0;
     case OPT_SAVE: t->save = arg; return 0;
     case OPT_LOG: t->log = arg; return 0;
     case OPT_SVG: t->svg = arg; return 0;
@@ -167,7 +171,7 @@ static int train_checks(train_opts_t *t, const opt_parser_t *p)
     if (t->save && strcmp(t->save, "-") == 0)
         return usage_error("train", "--save names a folder; standard output (-) cannot hold "
                            "the weight files");
-    const char *more[] = {t->labels, t->targets, t->train_mask, t->eval_mask};
+    const char *more[] = {t->labels, t->targets, t->train_mask, t->eval_mask, t->test_mask};
     for (size_t k = 0; k < sizeof more / sizeof more[0]; k++)
         stdin_files += more[k] && strcmp(more[k], "-") == 0;
     if (one_stdin_input(o, stdin_files, "train"))
@@ -195,6 +199,7 @@ int parse_train(train_opts_t *t, int argc, char **argv)
         {"targets", required_argument, 0, OPT_TARGETS},
         {"train-mask", required_argument, 0, OPT_TRAIN_MASK},
         {"eval-mask", required_argument, 0, OPT_EVAL_MASK},
+        {"test-mask", required_argument, 0, OPT_TEST_MASK},
         {"epochs", required_argument, 0, OPT_EPOCHS}, {"lr", required_argument, 0, OPT_LR},
         {"optimizer", required_argument, 0, OPT_OPTIMIZER},
         {"momentum", required_argument, 0, OPT_MOMENTUM},

@@ -96,6 +96,12 @@ void print_final(const task_t *t, const outcome_t *r, int64_t epochs)
         printf(", eval loss %.4g; best eval loss %.4g at epoch %lld", r->final.eval_loss,
                r->best, (long long)r->best_epoch);
     }
+    if (t->test && t->C)
+        printf("; test accuracy %.1f%% (%lld/%lld) at epoch %lld",
+               pct(r->at_best.test_correct, t->n_test), (long long)r->at_best.test_correct,
+               (long long)t->n_test, (long long)r->best_epoch);
+    else if (t->test)
+        printf("; test loss %.4g at epoch %lld", r->at_best.test_loss, (long long)r->best_epoch);
     printf("\n%lld epochs in %.2f s (%.1f epochs/s)\n", (long long)epochs, r->seconds,
            r->seconds > 0 ? (double)epochs / r->seconds : 0.0);
 }
@@ -107,6 +113,8 @@ void print_table(const train_opts_t *to, const task_t *t, const outcome_t *res)
         printf(" %9s%s", "train_acc", t->eval ? "  eval_acc  best_eval  at_epoch" : "");
     else if (t->eval)
         printf(" %10s %10s  at_epoch", "eval_loss", "best_eval");
+    if (t->test)
+        printf(" %9s", t->C ? "test_acc" : "test_loss");
     printf(" %8s\n", "time_s");
     for (int k = 0; k < to->n_conns; k++) {
         const outcome_t *r = &res[k];
@@ -119,6 +127,10 @@ void print_table(const train_opts_t *to, const task_t *t, const outcome_t *res)
         } else if (t->eval) {
             printf(" %10.4g %10.4g %9lld", r->final.eval_loss, r->best, (long long)r->best_epoch);
         }
+        if (t->test && t->C)
+            printf(" %8.1f%%", pct(r->at_best.test_correct, t->n_test));
+        else if (t->test)
+            printf(" %9.4g", r->at_best.test_loss);
         printf(" %8.2f\n", r->seconds);
     }
 }
@@ -137,9 +149,11 @@ void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
     else
         printf("targets, %lld train", (long long)t->n_train);
     if (t->eval)
-        printf(" and %lld eval", (long long)t->n_eval);
+        printf("%s %lld eval", t->test ? "," : " and", (long long)t->n_eval);
+    if (t->test)
+        printf(" and %lld test", (long long)t->n_test);
     printf(" node%s; %s, lr %g, %lld epoch%s, %d thread%s\n",
-           AG_PLURAL(t->eval ? t->n_eval : t->n_train), opt_names[to->opt.kind],
+           AG_PLURAL(t->test ? t->n_test : t->eval ? t->n_eval : t->n_train), opt_names[to->opt.kind],
            (double)to->opt.lr, (long long)to->epochs, AG_PLURAL(to->epochs), threads,
            AG_PLURAL(threads));
 }

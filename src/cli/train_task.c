@@ -131,6 +131,8 @@ int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t
         rc = read_mask(&t->train, o->train_mask, "--train-mask", N, err);
     if (!rc && o->eval_mask)
         rc = read_mask(&t->eval, o->eval_mask, "--eval-mask", N, err);
+    if (!rc && o->test_mask)
+        rc = read_mask(&t->test, o->test_mask, "--test-mask", N, err);
     if (!rc && !t->train && !(t->train = ag_i_alloc(N, 1, err, "train mask")))
         rc = ag_i_alloc_status();
     if (!rc && !o->train_mask)
@@ -138,8 +140,8 @@ int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t
     if (!rc && !o->eval_mask && o->train_mask) {   /* held out: the rest */
         if (!(t->eval = ag_i_alloc(N, 1, err, "eval mask")))
             return ag_i_alloc_status();
-        for (int64_t i = 0; i < N; i++)
-            t->eval[i] = !t->train[i];
+        for (int64_t i = 0; i < N; i++)   /* and outside --test-mask: it is not for choosing */
+            t->eval[i] = !t->train[i] && !(t->test && t->test[i]);
         if (!counted(t, t->eval))
             free(t->eval), t->eval = NULL;   /* nothing held out: no eval figures */
     }
@@ -154,6 +156,9 @@ int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t
     if (t->eval && !(t->n_eval = counted(t, t->eval)))
         return ag_i_fail(err, AG_EINVAL, "--eval-mask %s selects no %s; nothing to evaluate",
                          o->eval_mask, what);
+    if (t->test && !(t->n_test = counted(t, t->test)))
+        return ag_i_fail(err, AG_EINVAL, "--test-mask %s selects no %s; nothing to test",
+                         o->test_mask, what);
     return AG_OK;
 }
 
@@ -163,5 +168,6 @@ void task_free(task_t *t)
     ag_matrix_destroy(&t->targets);
     free(t->train);
     free(t->eval);
+    free(t->test);
     memset(t, 0, sizeof *t);
 }

@@ -593,6 +593,17 @@ fails 'readout.npy' "$T/pred.bad.npy" 2 run --pattern causal --nodes 4100 \
 train_same causal-long "--pattern causal $tc --epochs 6 --optimizer sgd --momentum 0.9" 2
 train_same window "--pattern window:40 $tc --epochs 2 --clip 0.5" 2 3 4
 train_same random "--pattern random:8,5+window:2 $tc --epochs 2 --no-residual" 2 3
+# --test-mask: the test accuracy at the best eval epoch, as one process reports it
+tm="graphs/planted.gml --features graphs/planted/x.npy --labels graphs/planted/labels.npy
+    --train-mask graphs/planted/train.npy --eval-mask graphs/planted/eval.npy
+    --test-mask graphs/planted/eval.npy --rounds 2 --heads 2 --epochs 6"
+# shellcheck disable=SC2086
+$CLI train $tm --threads 1 | grep '^final' >"$T/tm.1"
+# shellcheck disable=SC2086
+mpi 2 train $tm | grep '^final' >"$T/tm.2"
+if grep -q 'test accuracy' "$T/tm.1" && cmp -s "$T/tm.1" "$T/tm.2"; then ok; else
+    bad "train --test-mask on 2 processes: '$(cat "$T/tm.2")', one process '$(cat "$T/tm.1")'"
+fi
 # every score function (the generic kernel's backward on each part: the destinations'
 # states exchanged between its two passes, the attention vectors' chunk partials added
 # in the whole's order)

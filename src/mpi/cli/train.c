@@ -78,7 +78,7 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
 {
     model_t *m = &s->model;
     const task_t *t = &s->task;
-    *f = (epoch_t){NAN, NAN, NAN, 0, 0, 0};
+    *f = (epoch_t){NAN, NAN, NAN, NAN, 0, 0, 0, 0};
     memcpy(m->X, s->in.x0.data, (size_t)(m->N * m->D) * sizeof(float));
     int rc = AG_OK;
     if (m->rounds > 0)   /* one tape for every epoch: its plans and memory are made once */
@@ -88,6 +88,8 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
         rc = loss_on(s, t->train, step, &f->loss, &f->train_correct, err);
     if (!rc && t->eval)
         rc = loss_on(s, t->eval, 0, &f->eval_loss, &f->eval_correct, err);
+    if (!rc && t->test)
+        rc = loss_on(s, t->test, 0, &f->test_loss, &f->test_correct, err);
     if (!rc && !isfinite(f->loss)) {   /* the same loss on every process */
         f->diverged = 1;
         rc = ag_i_fail(err, AG_EINVAL, "the loss is not finite");
