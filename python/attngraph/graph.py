@@ -427,6 +427,25 @@ class Graph:
     def in_degree(self):
         return np.diff(_i64_view(self._nb.edge_ptr, self.N + 1))
 
+    def csr(self):
+        """(indptr, indices) int64: the in-neighbour CSR of every message, what
+        from_csr and the command line's --csr read (which wants each row's
+        sources ascending). A graph whose edge order goes by destination, then
+        source (patterns, such CSRs, a sorted edge_index) comes back in the
+        same order; self-loops the graph added (self_loops="on", "replace")
+        are entries like the others."""
+        order = np.lexsort((self.src, self.dst))
+        indptr = np.zeros(self.N + 1, dtype=np.int64)
+        np.cumsum(self.in_degree(), out=indptr[1:])
+        return indptr, np.ascontiguousarray(self.src[order], dtype=np.int64)
+
+    def save_csr(self, indptr_path, indices_path):
+        """Writes csr() as two .npy files: `attngraph run --csr INDPTR,INDICES` (and
+        train, bench, grad, the MPI tool) then runs on this graph."""
+        indptr, indices = self.csr()
+        np.save(indptr_path, indptr)
+        np.save(indices_path, indices)
+
     def to_slots(self, per_edge):
         """A per-edge array [E, ...] in edge order -> slot order (the kernel's)."""
         a = np.asarray(per_edge)

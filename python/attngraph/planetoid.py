@@ -28,6 +28,8 @@ import sys
 
 import numpy as np
 
+from .graph import Graph
+
 __all__ = ["Planetoid", "load_planetoid", "save_planetoid", "PlanetoidError"]
 
 
@@ -136,14 +138,9 @@ class Planetoid:
     def num_classes(self):
         return int(self.y.max()) + 1
 
-    def csr(self):
-        """The in-neighbour CSR (indptr, indices): node i receives from
-        indices[indptr[i]:indptr[i+1]], in increasing order."""
-        src, dst = self.edge_index
-        order = np.lexsort((src, dst))
-        indptr = np.zeros(self.num_nodes + 1, dtype=np.int64)
-        np.cumsum(np.bincount(dst, minlength=self.num_nodes), out=indptr[1:])
-        return indptr, src[order].astype(np.int64)
+    def graph(self):
+        """The edges as a Graph (in edge_index's order)."""
+        return Graph.from_edge_index(self.edge_index, self.num_nodes)
 
     def __repr__(self):
         return (f"Planetoid({self.name}: {self.num_nodes} nodes, {self.edge_index.shape[1]} "
@@ -231,10 +228,9 @@ def load_planetoid(root, name):
 def save_planetoid(data, out):
     """Writes a Planetoid as the files the command line reads (module comment)."""
     os.makedirs(out, exist_ok=True)
-    indptr, indices = data.csr()
-    arrays = {"indptr": indptr, "indices": indices, "features": data.x, "labels": data.y,
-              "train_mask": data.train_mask, "val_mask": data.val_mask,
-              "test_mask": data.test_mask}
+    data.graph().save_csr(os.path.join(out, "indptr.npy"), os.path.join(out, "indices.npy"))
+    arrays = {"features": data.x, "labels": data.y, "train_mask": data.train_mask,
+              "val_mask": data.val_mask, "test_mask": data.test_mask}
     for name, arr in arrays.items():
         np.save(os.path.join(out, name + ".npy"), arr)
 

@@ -215,3 +215,32 @@ def test_score_objects_and_keywords(rng):
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(a, c)
     assert not np.array_equal(a, ag.attention(g, q, k, v, heads=2, score="dot"))
+
+
+def test_csr_written_for_the_command_line(tmp_path):
+    """Graph.csr() / save_csr: every message once, the same attention from
+    Python and from `attngraph run --csr` on the written files; a graph whose
+    edge order goes by destination comes back in that order."""
+    from conftest import cli, random_edge_index
+    rng = np.random.default_rng(7)
+    ei = random_edge_index(rng, 40, 200)
+    graphs = [ag.Graph.from_edge_index(ei, 40), ag.Graph.from_edge_index(ei, 40, self_loops="replace"),
+              ag.Graph.pattern("window:3+global:1", 40)]
+    q, k, v = (rng.standard_normal((40, 8)).astype(np.float32) for _ in range(3))
+    for name, a in zip("qkv", (q, k, v)):
+        np.save(tmp_path / f"{name}.npy", a)
+    for g in graphs:
+        indptr, indices = g.csr()
+        assert indptr.dtype == indices.dtype == np.int64 and indptr[-1] == g.E
+        back = ag.Graph.from_csr(indptr, indices)
+        assert sorted(zip(back.src.tolist(), back.dst.tolist())) == \
+            sorted(zip(g.src.tolist(), g.dst.tolist()))
+        m = ag.attention(g, q, k, v, heads=2)
+        np.testing.assert_array_equal(ag.attention(back, q, k, v, heads=2), m)
+        g.save_csr(tmp_path / "ip.npy", tmp_path / "ix.npy")
+        cli("run", "--csr", f"{tmp_path / 'ip.npy'},{tmp_path / 'ix.npy'}", "--q",
+            tmp_path / "q.npy", "--k", tmp_path / "k.npy", "--v", tmp_path / "v.npy",
+            "--heads", 2, "--out", tmp_path / "m.npy", "--quiet")
+        np.testing.assert_array_equal(np.load(tmp_path / "m.npy"), m)
+    for g in (graphs[2], ag.Graph.from_csr(*graphs[0].csr())):
+        np.testing.assert_array_equal(ag.Graph.from_csr(*g.csr()).edge_index, g.edge_index)
