@@ -304,7 +304,7 @@ START_TEST(test_graph_paths)
     double xy[2 * N5];
     ck_assert_int_eq(ag_layout_fr(xy, N5, E5, src5, dst5, 3, NULL), AG_OK);
     for (int pass = 0; pass < 2; pass++) {   /* a layout, then an arc diagram */
-        const ag_graph_opts_t o = {pass ? NULL : xy, 0};
+        const ag_graph_opts_t o = {pass ? NULL : xy, 0, NULL};
         char *svg;
         ck_assert_int_eq(ag_draw_graph(&svg, &a, &o, NULL), AG_OK);
         xmlDocPtr doc = svg_parse(svg);
@@ -337,6 +337,44 @@ START_TEST(test_graph_paths)
 }
 END_TEST
 
+/* Nodes coloured by class: Tableau's colours in turn (class 12 as class 2), the
+   class in data-class, no colour for -1; a class below -1 refused. */
+START_TEST(test_graph_classes)
+{
+    ag_edge_weights_t a = small_edges(NULL);
+    const int64_t classes[N5] = {0, 2, -1, 12, 2};
+    const char *want[N5] = {"#1f77b4", "#2ca02c", NULL, "#2ca02c", "#2ca02c"};
+    const ag_graph_opts_t o = {NULL, 0, classes};
+    char *svg;
+    ck_assert_int_eq(ag_draw_graph(&svg, &a, &o, NULL), AG_OK);
+    xmlDocPtr doc = svg_parse(svg);
+    xmlXPathObjectPtr p = svg_nodes(doc, "//s:circle[@class='node']");
+    ck_assert_int_eq(p->nodesetval->nodeNr, N5);
+    for (int i = 0; i < N5; i++) {
+        xmlNodePtr node = p->nodesetval->nodeTab[i];
+        char id[16], fill[16], cls[16];
+        ck_assert_int_eq(atoi(svg_attr(node, "data-id", id, sizeof id)), i);
+        svg_attr(node, "fill", fill, sizeof fill);
+        svg_attr(node, "data-class", cls, sizeof cls);
+        if (want[i]) {
+            ck_assert_str_eq(fill, want[i]);
+            ck_assert_int_eq(atoll(cls), classes[i]);
+        } else {
+            ck_assert_str_eq(fill, "");   /* the group's grey */
+            ck_assert_str_eq(cls, "");
+        }
+    }
+    xmlXPathFreeObject(p);
+    xmlFreeDoc(doc);
+    ag_svg_free(svg);
+    const int64_t bad[N5] = {0, 1, -2, 0, 0};
+    const ag_graph_opts_t ob = {NULL, 0, bad};
+    ag_error_t err;
+    ck_assert_fails_with(ag_draw_graph(&svg, &a, &ob, &err), err, AG_EINVAL,
+                         "node 2's class is -2; expected 0, 1, ... or -1 (none)");
+}
+END_TEST
+
 START_TEST(test_layout_seeded)
 {
     double a[2 * N5], b[2 * N5], c[2 * N5];
@@ -349,7 +387,7 @@ START_TEST(test_layout_seeded)
         ck_assert(a[i] >= 0 && a[i] <= 1);
     /* the same picture, byte for byte */
     ag_edge_weights_t e = small_edges(NULL);
-    const ag_graph_opts_t o = {a, 0};
+    const ag_graph_opts_t o = {a, 0, NULL};
     char *s1, *s2;
     ck_assert_int_eq(ag_draw_graph(&s1, &e, &o, NULL), AG_OK);
     ck_assert_int_eq(ag_draw_graph(&s2, &e, &o, NULL), AG_OK);
@@ -550,6 +588,7 @@ Suite *draw_suite(void)
     tcase_add_test(t, test_heatmap_binned);
     tcase_add_test(t, test_heatmap_pieces);
     tcase_add_test(t, test_graph_paths);
+    tcase_add_test(t, test_graph_classes);
     tcase_add_test(t, test_layout_seeded);
     tcase_add_test(t, test_errors);
     tcase_add_test(t, test_save_atomic);

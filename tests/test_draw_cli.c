@@ -117,6 +117,59 @@ START_TEST(test_graph_pictures)
 }
 END_TEST
 
+/* --classes colours the nodes by their labels; a CSR (not a sequence) is laid
+   out, a pattern drawn in order. */
+START_TEST(test_graph_classes_and_layouts)
+{
+    int64_t *labels, n;
+    ag_error_t err;
+    ck_assert_int_eq(ag_index_read_npy(&labels, &n, "graphs/karate/labels.npy", &err), AG_OK);
+    ck_assert_int_eq(n, 34);
+    xmlDocPtr doc = draw_and_render("draw graph graphs/karate.gml --classes "
+                                    "graphs/karate/labels.npy", "classes.svg");
+    xmlXPathObjectPtr p = svg_nodes(doc, "//s:circle[@class='node']");
+    ck_assert_int_eq(p->nodesetval->nodeNr, 34);
+    for (int i = 0; i < 34; i++) {
+        char id[32], cls[32], want[32] = "";   /* -1: no data-class */
+        xmlNodePtr node = p->nodesetval->nodeTab[i];
+        const int64_t at = atoll(svg_attr(node, "data-id", id, sizeof id));
+        if (labels[at] >= 0)
+            snprintf(want, sizeof want, "%lld", (long long)labels[at]);
+        ck_assert_str_eq(svg_attr(node, "data-class", cls, sizeof cls), want);
+    }
+    xmlXPathFreeObject(p);
+    xmlFreeDoc(doc);
+    free(labels);
+    /* a ring of 12 as a CSR: Fruchterman-Reingold unless --layout arc */
+    int64_t ip[13], ix[12];
+    for (int i = 0; i <= 12; i++)
+        ip[i] = i;
+    for (int i = 0; i < 12; i++)
+        ix[i] = (i + 11) % 12;
+    ck_assert_int_eq(ag_npy_write_i64(tmp_path("ring-ip.npy"), ip, 13, &err), AG_OK);
+    ck_assert_int_eq(ag_npy_write_i64(tmp_path("ring-ix.npy"), ix, 12, &err), AG_OK);
+    char cmd[1024];
+    const char *in_order = "nodes in order";
+    for (int arc = 0; arc < 2; arc++) {
+        snprintf(cmd, sizeof cmd, "draw graph --csr %s,%s%s", tmp_path("ring-ip.npy"),
+                 tmp_path("ring-ix.npy"), arc ? " --layout arc" : "");
+        xmlFreeDoc(draw_and_render(cmd, "ring.svg"));
+        char *text = read_text(tmp_path("ring.svg"));
+        ck_assert_msg(!strstr(text, in_order) == !arc, "--csr%s: %s", arc ? " --layout arc" : "",
+                      arc ? "not in order" : "drawn in order");
+        free(text);
+    }
+    xmlFreeDoc(draw_and_render("draw graph --pattern causal --nodes 12", "seq.svg"));
+    char *text = read_text(tmp_path("seq.svg"));
+    ck_assert_msg(strstr(text, in_order), "a pattern is drawn in order");
+    free(text);
+    expect_cli("draw graph graphs/karate.gml --classes graphs/planted/labels.npy --out x.svg",
+               1, 2, "--classes graphs/planted/labels.npy holds 300 values; the graph has 34");
+    expect_cli("draw heatmap graphs/karate.gml --classes graphs/karate/labels.npy --out x.svg",
+               2, 2, "--classes is for the graph picture");
+}
+END_TEST
+
 START_TEST(test_rounds_and_train)
 {
     char cmd[1024];
@@ -254,6 +307,7 @@ Suite *draw_cli_suite(void)
     tcase_add_test(t, test_heatmap_agrees_with_attn);
     tcase_add_test(t, test_heatmap_binned_cli);
     tcase_add_test(t, test_graph_pictures);
+    tcase_add_test(t, test_graph_classes_and_layouts);
     tcase_add_test(t, test_rounds_and_train);
     tcase_add_test(t, test_compare_svg);
     tcase_add_test(t, test_errors);

@@ -130,6 +130,9 @@ typedef struct {
     const double *xy;    /* [n_nodes, 2] positions (any scale), or NULL: an arc diagram,
                             nodes on a line in id order (sequences, patterns) */
     double vmax;         /* weight drawn widest and most opaque (0: the largest) */
+    const int64_t *classes;   /* [n_nodes] each node's class or prediction, its fill
+                                 colour (Tableau's ten, in turn); -1: none (grey);
+                                 NULL: every node grey */
 } ag_graph_opts_t;
 
 /*

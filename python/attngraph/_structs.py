@@ -144,7 +144,7 @@ class ag_heatmap_opts_t(C.Structure):
 
 
 class ag_graph_opts_t(C.Structure):
-    _fields_ = [("xy", ptr), ("vmax", f64)]
+    _fields_ = [("xy", ptr), ("vmax", f64), ("classes", ptr)]
 
 
 class ag_series_t(C.Structure):

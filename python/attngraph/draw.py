@@ -132,16 +132,25 @@ def layout_fr(graph, seed=1):
 
 
 def graph_picture(graph, weights, layout=None, head=None, labels=None, title=None, vmax=0.0,
-                  seed=1):
+                  seed=1, classes=None):
     """The graph: labelled nodes, an arrow per edge (<path class="edge"
     data-src data-dst data-weight>) whose width and opacity rise with its
     weight. layout "fr" (Fruchterman-Reingold, seeded), "arc" (nodes on a line
-    in id order) or positions [N, 2]; None: "fr" for graph files, "arc" for
-    the rest, as `attngraph draw graph` chooses. Up to 2000 nodes and 20000
-    edges (draw a heatmap of bigger ones)."""
+    in id order) or positions [N, 2]; None: "arc" for patterns (sequences),
+    "fr" for the rest, as `attngraph draw graph` chooses. classes [N]: each
+    node's class or prediction (integers, -1: none) as its colour. Up to 2000
+    nodes and 20000 edges (draw a heatmap of bigger ones)."""
     ew, keep = _edges(graph, weights, head, labels, title)
+    if classes is not None:
+        if hasattr(classes, "detach"):
+            classes = classes.detach().cpu().numpy()
+        classes = np.asarray(classes)
+        if classes.shape != (graph.N,) or not np.issubdtype(classes.dtype, np.integer):
+            raise Error("classes has shape %s and dtype %s; expected integers [%d]"
+                        % (list(classes.shape), classes.dtype, graph.N), "invalid value")
+        classes = np.ascontiguousarray(classes, np.int64)
     if layout is None:
-        layout = "fr" if graph.kind == "file" else "arc"
+        layout = "arc" if graph.kind == "pattern" else "fr"
     if isinstance(layout, str):
         if layout not in ("fr", "arc"):
             raise Error("layout is %r; expected 'fr', 'arc' or positions [N, 2]" % layout,
@@ -152,7 +161,8 @@ def graph_picture(graph, weights, layout=None, head=None, labels=None, title=Non
         if xy.shape != (graph.N, 2):
             raise Error("layout has shape %s; expected 'fr', 'arc' or positions [%d, 2]"
                         % (list(xy.shape), graph.N), "invalid value")
-    opts = S.ag_graph_opts_t(None if xy is None else xy.ctypes.data, float(vmax))
+    opts = S.ag_graph_opts_t(None if xy is None else xy.ctypes.data, float(vmax),
+                             None if classes is None else classes.ctypes.data)
     return _svg(lambda out, e: lib.ag_draw_graph(out, C.byref(ew), C.byref(opts), e))
 
 

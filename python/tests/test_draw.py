@@ -70,6 +70,36 @@ def test_graph_picture_has_an_arrow_per_edge(rng):
     assert draw.graph_picture(g, w, layout=xy) == draw.graph_picture(g, w, layout="fr", seed=3)
 
 
+def test_graph_picture_classes_and_default_layout(tmp_path, rng):
+    """classes= colours each node by its class (the tool's --classes bytes);
+    graphs that are not patterns are laid out by default, patterns drawn in
+    order."""
+    labels = np.load(os.path.join(ROOT, "graphs", "karate", "labels.npy"))
+    g = ag.Graph.load(KARATE)
+    q, k = qk(rng, g.N, 4, tmp_path)
+    w = ag.attention_weights(g, q, k, heads=1)
+    svg = draw.graph_picture(g, w, classes=labels, title="karate")
+    nodes = edges_of(svg, "circle", "node")
+    assert [int(c.get("data-class")) for c in nodes] == labels[[int(c.get("data-id"))
+                                                                for c in nodes]].tolist()
+    assert len({c.get("fill") for c in nodes}) == len(set(labels.tolist()))
+    cli("draw", "graph", KARATE, "--q", tmp_path / "q.npy", "--k", tmp_path / "k.npy", "--v",
+        tmp_path / "v.npy", "--classes", os.path.join(ROOT, "graphs", "karate", "labels.npy"),
+        "--title", "karate", "--out", tmp_path / "c.svg")
+    assert (tmp_path / "c.svg").read_bytes() == svg.encode("utf-8")
+    ei = random_edge_index(rng, 12, 30)
+    ge = ag.Graph.from_edge_index(ei, 12)
+    we = rng.random((30, 1)).astype(np.float32)
+    assert draw.graph_picture(ge, we) == draw.graph_picture(ge, we, layout="fr")
+    gp = ag.Graph.pattern("causal", 6)
+    wp = np.ones((gp.E, 1), np.float32)
+    assert draw.graph_picture(gp, wp) == draw.graph_picture(gp, wp, layout="arc")
+    with pytest.raises(ag.Error, match=r"classes has shape \[11\]"):
+        draw.graph_picture(ge, we, classes=np.zeros(11, np.int64))
+    with pytest.raises(ag.Error, match="node 3's class is -2"):
+        draw.graph_picture(ge, we, classes=np.array([0, 1, 2, -2] + [0] * 8))
+
+
 @pytest.mark.parametrize("extra", [[], ["--head", 1, "--scale", "log"]])
 def test_heatmap_and_graph_are_the_tools_bytes(tmp_path, rng, extra):
     """`attngraph draw heatmap|graph GRAPH --q --k --v` and draw.* on the

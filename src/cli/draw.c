@@ -19,8 +19,8 @@ static const char draw_usage[] =
     "            destinations x sources, a cell per edge coloured by its weight,\n"
     "            hatched grey where there is no edge; binned above 1000 nodes\n"
     "  graph     runs likewise and draws the graph: a Fruchterman-Reingold layout for\n"
-    "            graph files, an arc diagram for patterns and CSR; edge width and\n"
-    "            opacity by attention, arrows towards the destination\n"
+    "            graph files and CSR, an arc diagram for patterns (sequences); edge\n"
+    "            width and opacity by attention, arrows towards the destination\n"
     "  rounds    the convergence of rounds from 'run --trace': change per round\n"
     "            (log scale) and mean attention entropy\n"
     "  train     the training curve from 'train --log': loss, and accuracy if any\n"
@@ -48,8 +48,10 @@ static const char attention_usage[] =
     "                      nodes or 20000 cells)\n"
     "graph only:\n"
     "  --layout fr|arc     Fruchterman-Reingold (seeded by --seed; the default for graph\n"
-    "                      files) or an arc diagram, nodes in id order (the default for\n"
-    "                      patterns and CSR)\n"
+    "                      files and CSR) or an arc diagram, nodes in id order (the\n"
+    "                      default for patterns)\n"
+    "  --classes L.npy     colour each node by its class or prediction (integers [N],\n"
+    "                      -1: none), as train --labels and --predict write them\n"
     "\n" INPUT_OPTIONS_HELP
     "  --pattern SPEC      run on a pattern instead of a graph file\n"
     "  --csr IP.npy,IX.npy run on an in-neighbour CSR (see 'attngraph run --help')\n"
@@ -74,6 +76,7 @@ typedef struct {
     int64_t bins;
     double vmax;
     int layout;                /* -1: by source; 0: arcs; 1: fr */
+    const char *classes;       /* --classes L.npy */
     int log_scale;
 } attn_opts_t;
 
@@ -85,6 +88,7 @@ static int parse_attention(attn_opts_t *a, run_opts_t *o, int argc, char **argv)
         {"out", required_argument, 0, OPT_OUT}, {"head", required_argument, 0, OPT_HEAD},
         {"vmax", required_argument, 0, OPT_VMAX}, {"bins", required_argument, 0, OPT_BINS},
         {"layout", required_argument, 0, OPT_LAYOUT}, {"title", required_argument, 0, OPT_TITLE},
+        {"classes", required_argument, 0, OPT_CLASSES},
         {"scale", required_argument, 0, OPT_SCALE},
         {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
         {"max-edges", required_argument, 0, OPT_MAX_EDGES}, {0, 0, 0, 0},
@@ -132,6 +136,11 @@ static int parse_attention(attn_opts_t *a, run_opts_t *o, int argc, char **argv)
             if (!a->graph)
                 return usage_error(cmd, "--layout is for the graph picture");
             a->layout = strcmp(p.arg, "fr") == 0;
+            break;
+        case OPT_CLASSES:
+            if (!a->graph)
+                return usage_error(cmd, "--classes is for the graph picture");
+            a->classes = p.arg;
             break;
         case OPT_ATTN_ROUND:
         case OPT_MAX_EDGES:
@@ -215,6 +224,23 @@ static int draw_binned(const attn_opts_t *a, const source_t *s, const inputs_t *
     return rc;
 }
 
+/* --classes: N integers, each -1 (none) or a class number. */
+static int read_classes(int64_t **classes, const char *path, int64_t N, ag_error_t *err)
+{
+    int64_t n;
+    int rc = ag_index_read_npy(classes, &n, path, err);
+    if (!rc && n != N)
+        rc = ag_i_fail(err, AG_EINVAL, "--classes %s holds %lld values; the graph has %lld "
+                       "nodes", path, (long long)n, (long long)N);
+    for (int64_t i = 0; !rc && i < N; i++)
+        if ((*classes)[i] < -1)
+            rc = ag_i_fail(err, AG_EINVAL, "--classes %s: node %lld's class is %lld; expected "
+                           "0, 1, ... or -1 (none)", path, (long long)i, (long long)(*classes)[i]);
+    if (rc)
+        free(*classes), *classes = NULL;
+    return rc;
+}
+
 static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const source_t *s,
                           const inputs_t *in, const result_t *r, char **svg, ag_error_t *err)
 {
@@ -245,26 +271,30 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
     int rc = W && src ? slot_edges(r, in, s, 0, N, src, src + E, W, err) : ag_i_alloc_status();
     const ag_edge_weights_t ew = {N, E, src, src + E, W, H, a->head,
                                   (const char *const *)s->labels.str, head};
-    const int fr = a->layout < 0 ? s->have_graph : a->layout;
+    /* a pattern is a sequence: its nodes in order; other graphs spread out */
+    const int fr = a->layout < 0 ? !o->src.pattern : a->layout;
     if (!rc && a->graph && fr) {
         xy = ag_i_alloc(2 * N, sizeof *xy, err, "layout");
         rc = xy ? ag_layout_fr(xy, N, E, src, src + E, o->seed, err) : ag_i_alloc_status();
     }
+    int64_t *classes = NULL;
+    if (!rc && a->classes)
+        rc = read_classes(&classes, a->classes, N, err);
     if (!rc && a->graph) {
-        const ag_graph_opts_t go = {xy, a->vmax};
+        const ag_graph_opts_t go = {xy, a->vmax, classes};
         rc = ag_draw_graph(svg, &ew, &go, err);
     } else if (!rc) {
         const ag_heatmap_opts_t ho = {.bins = a->bins, .vmax = a->vmax,
                                       .log_scale = a->log_scale};
         rc = ag_draw_heatmap(svg, &ew, &ho, err);
     }
-    free(W), free(src), free(xy);
+    free(W), free(src), free(xy), free(classes);
     return rc;
 }
 
 static int cmd_draw_attention(int graph, int argc, char **argv)
 {
-    attn_opts_t a = {graph, NULL, NULL, -1, 0, 0, -1, 0};
+    attn_opts_t a = {graph, NULL, NULL, -1, 0, 0, -1, NULL, 0};
     run_opts_t o;
     int status = parse_attention(&a, &o, argc, argv);
     if (status >= 0)

@@ -13,8 +13,6 @@
 #define BAR_LEN 170.0
 #define CHARTS_PER_ROW 3
 
-static const char *const palette[10] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                        "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 /* First node of block b of g blocks over N nodes. */
 static int64_t first(int64_t b, int64_t g, int64_t N)
@@ -122,7 +120,7 @@ static void draw_chart(svg_t *s, const ag_compare_picture_t *c, int f, double x,
         const double len = fabs(v) / span * BAR_LEN, bx = v < 0 ? zero - len : zero;
         svg_printf(s, "<rect class=\"bar\" data-conn=\"%d\" data-value=\"%.6g\" x=\"%.2f\" "
                    "y=\"%.2f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"/>\n", k, v, bx, row + 2,
-                   len, BAR_ROW - 4, palette[k % 10]);
+                   len, BAR_ROW - 4, svg_category(k));
         svg_text(s, (v < 0 ? zero : bx + len) + 4, row + 11, 10, NULL, NULL, svg_num(v, num));
     }
     svg_printf(s, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#444444\"/>\n"

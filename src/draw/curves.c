@@ -11,9 +11,6 @@
 #define GAP 40.0       /* between panels */
 #define LEGEND_LINE 15.0
 
-/* Tableau's ten categorical colours: distinct for most colour vision. */
-static const char *const palette[10] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                        "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 typedef struct {
     double x0, x1, y0, y1;   /* data ranges (y in log10 for a log panel) */
@@ -116,7 +113,7 @@ static void draw_axes(svg_t *s, const ag_panel_t *p, const axes_t *a)
 
 static const char *series_colour(const ag_series_t *se, int k)
 {
-    return palette[(se->colour >= 1 && se->colour <= 10 ? se->colour - 1 : k) % 10];
+    return svg_category(se->colour >= 1 && se->colour <= 10 ? se->colour - 1 : k);
 }
 
 static void draw_series(svg_t *s, const ag_panel_t *p, const axes_t *a, int k,

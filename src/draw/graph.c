@@ -155,12 +155,18 @@ static void draw_edges(svg_t *s, const ag_edge_weights_t *a, const canvas_t *c,
     svg_printf(s, "</g>\n");
 }
 
-static void draw_nodes(svg_t *s, const ag_edge_weights_t *a, const canvas_t *c)
+static void draw_nodes(svg_t *s, const ag_edge_weights_t *a, const canvas_t *c,
+                       const int64_t *classes)
 {
     svg_printf(s, "<g class=\"nodes\" fill=\"#f7f7f7\" stroke=\"#333333\" stroke-width=\"1\">\n");
-    for (int64_t i = 0; i < a->n_nodes; i++)
+    for (int64_t i = 0; i < a->n_nodes; i++) {
         svg_printf(s, "<circle class=\"node\" data-id=\"%lld\" cx=\"%.2f\" cy=\"%.2f\" "
-                   "r=\"%.2f\"/>\n", (long long)i, c->x[i], c->y[i], c->r);
+                   "r=\"%.2f\"", (long long)i, c->x[i], c->y[i], c->r);
+        if (classes && classes[i] >= 0)
+            svg_printf(s, " data-class=\"%lld\" fill=\"%s\"", (long long)classes[i],
+                       svg_category(classes[i]));
+        svg_printf(s, "/>\n");
+    }
     svg_printf(s, "</g>\n");
     if (a->n_nodes > LABELS_MAX)
         return;
@@ -217,6 +223,12 @@ int ag_draw_graph(char **svg, const ag_edge_weights_t *a, const ag_graph_opts_t 
         if (!isfinite(xy[i]))
             return ag_i_fail(err, AG_EINVAL, "graph picture: node %lld's position is not finite",
                              (long long)i / 2);
+    const int64_t *classes = opts ? opts->classes : NULL;
+    for (int64_t i = 0; classes && i < a->n_nodes; i++)
+        if (classes[i] < -1)
+            return ag_i_fail(err, AG_EINVAL, "graph picture: node %lld's class is %lld; "
+                             "expected 0, 1, ... or -1 (none)", (long long)i,
+                             (long long)classes[i]);
     canvas_t c = {0};
     c.x = ag_i_alloc(2 * a->n_nodes, sizeof *c.x, err, "graph picture");
     order_t *order = ag_i_alloc(a->n_edges + 1, sizeof *order, err, "graph picture");
@@ -246,7 +258,7 @@ int ag_draw_graph(char **svg, const ag_edge_weights_t *a, const ag_graph_opts_t 
     draw_defs(&s, &c);
     draw_header(&s, a, &c);
     draw_edges(&s, a, &c, order);
-    draw_nodes(&s, a, &c);
+    draw_nodes(&s, a, &c, classes);
     free(c.x), free(order);
     return svg_finish(&s, svg, err);
 }

@@ -196,6 +196,14 @@ const char *svg_hex(ag_rgb_t c, char buf[8])
     return buf;
 }
 
+const char *svg_category(int64_t k)
+{
+    static const char *const tableau[10] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                            "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                                            "#bcbd22", "#17becf"};
+    return tableau[k % 10];
+}
+
 const char *svg_num(double x, char buf[32])
 {
     if (x == 0)

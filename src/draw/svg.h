@@ -41,6 +41,9 @@ void svg_discard(svg_t *s);
 double svg_text_width(const char *text, double size);
 /* "#rrggbb" of c into buf [8]. */
 const char *svg_hex(ag_rgb_t c, char buf[8]);
+/* Category k's colour (k >= 0): Tableau's ten categorical colours, distinct
+   for most colour vision, in turn. */
+const char *svg_category(int64_t k);
 /* A short number for an axis or a data attribute: %.4g, with "-0" as "0". */
 const char *svg_num(double x, char buf[32]);
 
