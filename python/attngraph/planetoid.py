@@ -237,13 +237,14 @@ def save_planetoid(data, out):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 3 or argv[0] in ("-h", "--help"):
+    asked = len(argv) == 1 and argv[0] in ("-h", "--help")
+    if len(argv) != 3:
         print("usage: python3 -m attngraph.planetoid ROOT NAME OUT\n"
               "Reads ROOT/ind.NAME.* (a Planetoid dataset: cora, citeseer, pubmed) and "
               "writes OUT/indptr.npy, indices.npy,\nfeatures.npy, labels.npy, "
               "train_mask.npy, val_mask.npy, test_mask.npy.",
-              file=sys.stderr if len(argv) != 3 else sys.stdout)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+              file=sys.stdout if asked else sys.stderr)
+        return 0 if asked else 2
     root, name, out = argv
     try:
         data = load_planetoid(root, name)

@@ -154,3 +154,5 @@ def test_command_errors(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
     assert pl.main(["only-one"]) == 2
     assert "usage:" in capsys.readouterr().err
+    assert pl.main(["--help"]) == 0
+    assert "usage:" in capsys.readouterr().out
