@@ -153,9 +153,9 @@ void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
     if (t->test)
         printf(" and %lld test", (long long)t->n_test);
     printf(" node%s; %s, lr %g, %lld epoch%s, %d thread%s\n",
-           AG_PLURAL(t->test ? t->n_test : t->eval ? t->n_eval : t->n_train), opt_names[to->opt.kind],
-           (double)to->opt.lr, (long long)to->epochs, AG_PLURAL(to->epochs), threads,
-           AG_PLURAL(threads));
+           AG_PLURAL(t->test ? t->n_test : t->eval ? t->n_eval : t->n_train),
+           opt_names[to->opt.kind], (double)to->opt.lr, (long long)to->epochs,
+           AG_PLURAL(to->epochs), threads, AG_PLURAL(threads));
 }
 
 /* The run command that predicts with the saved model. */
