@@ -47,7 +47,8 @@ typedef struct {
 /* e^x on 16 lanes for x <= 0 (0 below -87.3, where a float has no normal
    value): x = n ln 2 + r with ln 2 in two parts (Cody and Waite), so r is
    exact and |r| <= ln(2)/2; e^r by Cephes' expf polynomial; times 2^n made
-   from its bits. Within 1 ulp of expf (test_kernel.c: linear_phi_exp). */
+   from its bits. Within 1 ulp of expf on [-88, 0]; test_score.c's
+   linear_closed_form runs phi on inputs down to -80. */
 AG_INLINE v16f v_exp_nonpos(v16f x)
 {
     const v16i tiny = x < v_set1(-87.33f);
