@@ -612,6 +612,46 @@ START_TEST(weights_load_optional_and_per_node)
 }
 END_TEST
 
+/* Feature dropout: each element 0 or x/(1-p), kept at rate 1-p (3 sigma),
+   a function of (seed, row, col) alone (a slice of rows with its first row
+   draws what the whole draws; threads do not matter), p outside [0, 1)
+   refused naming it. */
+START_TEST(feature_dropout_mask_and_rate)
+{
+    enum { R = 300, C = 70 };
+    const float p = 0.35f;
+    float *X = malloc(R * C * 4), *Y = malloc(R * C * 4), *Z = malloc(R * C * 4);
+    for (int k = 0; k < R * C; k++)
+        X[k] = 1.0f + (float)(k % 13);
+    ag_error_t err;
+    ck_assert_int_eq(ag_dropout(Y, X, 0, R, C, p, 42, &err), AG_OK);
+    int kept = 0;
+    for (int k = 0; k < R * C; k++) {
+        if (Y[k] != 0) {
+            kept++;
+            ck_assert_float_eq_tol(Y[k], X[k] / (1 - p), 1e-5f * X[k]);
+        }
+    }
+    const double n = R * C, sigma = sqrt(n * p * (1 - p));
+    ck_assert_double_lt(fabs(kept - n * (1 - p)), 3 * sigma);
+    /* rows 100..199 alone, as a process holding them draws them */
+    ck_assert_int_eq(ag_dropout(Z, X + 100 * C, 100, 100, C, p, 42, &err), AG_OK);
+    ck_assert_mem_eq(Z, Y + 100 * C, 100 * C * 4);
+#ifdef _OPENMP
+    ag_set_threads(1);
+    ck_assert_int_eq(ag_dropout(Z, X, 0, R, C, p, 42, &err), AG_OK);
+    ag_set_threads(0);
+    ck_assert_mem_eq(Z, Y, R * C * 4);
+#endif
+    ck_assert_int_eq(ag_dropout(Z, X, 0, R, C, p, 43, &err), AG_OK);
+    ck_assert_int_ne(memcmp(Z, Y, R * C * 4), 0);
+    ck_assert_int_eq(ag_dropout(Z, X, 0, R, C, 1.0f, 42, &err), AG_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "p 1"));
+    ck_assert_int_eq(ag_dropout(Z, X, 0, R, C, NAN, 42, &err), AG_EINVAL);
+    free(X), free(Y), free(Z);
+}
+END_TEST
+
 Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -629,6 +669,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, round_callback_figures_and_stop);
     tcase_add_test(tc, hopfield_example_retrieves_the_pattern);
     tcase_add_test(tc, weights_load_optional_and_per_node);
+    tcase_add_test(tc, feature_dropout_mask_and_rate);
 #ifdef _OPENMP
     tcase_add_test(tc, rounds_identical_for_1_and_2_threads);
     tcase_add_test(tc, rounds_on_two_host_threads_at_once);

@@ -249,6 +249,9 @@ START_TEST(bad_scores_are_refused)
     sc = (ag_score_t){SCORE_DEFAULTS, .kind = AG_SCORE_DOT, .beta = -1};
     ck_assert_fails_with(ag_attention(&f->nb, f->Q, f->K, f->V, H, D, &sc, M, &err), err,
                          AG_EINVAL, "beta -1");
+    sc = (ag_score_t){SCORE_DEFAULTS, .dropout = 1};
+    ck_assert_fails_with(ag_attention(&f->nb, f->Q, f->K, f->V, H, D, &sc, M, &err), err,
+                         AG_EINVAL, "dropout 1; expected a probability in [0, 1)");
     ag_nbhd_destroy(&f->nb);
     free(f);
 }

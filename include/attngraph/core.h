@@ -370,6 +370,17 @@ typedef struct {
     int alibi;                /* add slope_h * (j - i), slope_h = 2^(-8(h+1)/H) (ALiBi) */
     int has_sigmoid_bias;     /* sigmoid: use sigmoid_bias instead of -ln(in-degree) */
     float sigmoid_bias;
+    /* Dropout on the attention weights, after their normalisation (as PyG's
+       GATConv and TransformerConv have it): each message's weight in each head
+       is kept with probability 1 - dropout and then scaled by 1 / (1 - dropout),
+       or set to 0. 0 (the default): none. Whether slot s, head h is kept is a
+       hash of (dropout_seed, s * H + h) (base/rng.h), so the mask is the same for
+       any thread count and any number of MPI processes, and the backward with
+       the same score drops the same messages. A score with dropout runs in the
+       generic kernel; the figures of ag_attention_ex describe the weights before
+       dropout. */
+    float dropout;            /* in [0, 1) */
+    uint64_t dropout_seed;
 } ag_score_t;
 
 /* The defaults: scaled-dot, beta 1, no softcap, slope 0.2, no vectors, no bias. */
@@ -626,6 +637,18 @@ int ag_round_figures(const ag_round_t *round, ag_round_figures_t *f, ag_error_t 
    (weight, bias [D] or NULL for 1 and 0; var is the biased variance). */
 void ag_layer_norm(float *Y, const float *X, int64_t N, int64_t D, const float *weight,
                    const float *bias, float eps);
+
+/*
+ * Dropout on features: Y = X times 0 (with probability p) or 1 / (1 - p),
+ * element by element, for rows first_row .. first_row+rows-1 of a [*, cols]
+ * array (X and Y hold those rows; Y may be X). Whether element (row, col) is
+ * kept is a hash of (seed, row, col) (a counter-based generator: base/rng.h),
+ * so a process holding some rows draws what one process holding all draws,
+ * any thread count draws the same, and the backward is the same call on dY
+ * with the same seed. p in [0, 1); p = 0 copies. Fails only for a bad p.
+ */
+int ag_dropout(float *Y, const float *X, int64_t first_row, int64_t rows, int64_t cols,
+               float p, uint64_t seed, ag_error_t *err);
 
 /* Adds sinusoidal positions to X [N, D] (node id = position): column 2k gets
    sin(pos / 10000^(2k/D)), column 2k+1 cos of the same. */

@@ -20,7 +20,7 @@ from .weights import Weights, save_layers, load_layers
 from .rounds import rounds, compare, format_compare
 from . import draw
 from .train import (rounds_forward, Tape, grads_like, add_layer_norm, mse_loss, cross_entropy,
-                    Optimizer)
+                    Optimizer, dropout)
 
 
 def set_threads(n=0):
@@ -36,5 +36,5 @@ def set_memory_budget(nbytes):
 __all__ = ["Error", "Graph", "Score", "Weights", "attention", "attention_weights",
            "attention_stats", "attention_backward", "Grads", "rounds", "compare",
            "format_compare", "rounds_forward", "Tape", "grads_like", "add_layer_norm",
-           "mse_loss", "cross_entropy", "Optimizer", "save_layers", "load_layers",
+           "mse_loss", "cross_entropy", "Optimizer", "dropout", "save_layers", "load_layers",
            "set_threads", "set_memory_budget", "blas_info", "simd_isa", "library_path", "draw"]

@@ -62,7 +62,8 @@ class ag_nbhd_t(C.Structure):
 class ag_score_t(C.Structure):
     _fields_ = [("kind", C.c_int), ("beta", f32), ("softcap", f32), ("slope", f32),
                 ("a_src", ptr), ("a_dst", ptr), ("edge_bias", ptr), ("alibi", C.c_int),
-                ("has_sigmoid_bias", C.c_int), ("sigmoid_bias", f32)]
+                ("has_sigmoid_bias", C.c_int), ("sigmoid_bias", f32), ("dropout", f32),
+                ("dropout_seed", C.c_uint64)]
 
 
 PROGRESS_FN = C.CFUNCTYPE(None, i64, i64, ptr)
@@ -231,6 +232,7 @@ FUNCTIONS = {
     "ag_optimizer_step": (I, [P, C.POINTER(f64), E]),
     "ag_optimizer_free": (None, [P]),
     "ag_layer_norm": (None, [P, P, i64, i64, P, P, f32]),
+    "ag_dropout": (I, [P, P, i64, i64, i64, f32, C.c_uint64, E]),
     "ag_random_normal": (None, [P, i64, C.c_uint64, C.c_uint64, f32]),
     # pictures (attngraph/draw.h): each ag_draw_* makes a malloc'ed SVG string
     "ag_svg_free": (None, [P]),

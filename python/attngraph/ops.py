@@ -56,10 +56,15 @@ class Score:
     "dot", "cosine", "additive" (GAT: a_src, a_dst [H, d]), "gatv2" (a [H, d]),
     "sigmoid", "linear"; beta, softcap, slope, alibi, sigmoid_bias; edge_bias [E]
     in the graph's edge order. None is the library's default (beta 1, no
-    softcap, slope 0.2); a number is taken as given: slope=0.0 is a ReLU."""
+    softcap, slope 0.2); a number is taken as given: slope=0.0 is a ReLU.
+    dropout p in [0, 1) drops each message's weight in each head with
+    probability p and scales the rest by 1/(1-p); which ones is a hash of
+    (dropout_seed, slot, head): the same seed drops the same messages, for any
+    thread count, in the forward and in the backward."""
 
     def __init__(self, kind="scaled-dot", beta=None, softcap=None, slope=None, a_src=None,
-                 a_dst=None, a=None, edge_bias=None, alibi=False, sigmoid_bias=None):
+                 a_dst=None, a=None, edge_bias=None, alibi=False, sigmoid_bias=None,
+                 dropout=0.0, dropout_seed=0):
         if isinstance(kind, Score):
             self.__dict__.update(kind.__dict__)
             return
@@ -71,6 +76,11 @@ class Score:
         self.kind, self.beta, self.softcap, self.slope = kind, beta, softcap, slope
         self.a_src, self.a_dst, self.a, self.edge_bias = a_src, a_dst, a, edge_bias
         self.alibi, self.sigmoid_bias = alibi, sigmoid_bias
+        self.dropout = finite(dropout, "dropout")
+        if not 0 <= self.dropout < 1:
+            raise Error("dropout is %g; expected a probability in [0, 1)" % self.dropout,
+                        "invalid value")
+        self.dropout_seed = int(dropout_seed) & (2**64 - 1)
 
     def c(self, graph, H, d, validate=True):
         """The ag_score_t for graph, H, d, and the arrays it points to (keep them).
@@ -80,6 +90,7 @@ class Score:
             if getattr(self, name) is not None:
                 setattr(s, name, getattr(self, name))
         s.alibi = int(bool(self.alibi))
+        s.dropout, s.dropout_seed = self.dropout, self.dropout_seed
         if self.sigmoid_bias is not None:
             s.has_sigmoid_bias, s.sigmoid_bias = 1, float(self.sigmoid_bias)
         keep = []
@@ -129,7 +140,8 @@ def _qkv(graph, heads, arrays):
         elif a.shape[1] != width:
             raise Error("%s has %d columns; %s has %d" % (name, a.shape[1], arrays[0][0], width),
                         "invalid value")
-        check_finite(name, a)
+        if not any(a.ctypes.data == b.ctypes.data for b in out):   # q = k = v (GAT's): once
+            check_finite(name, a)
         out.append(a)
     if heads < 1 or width % heads or width == 0:
         raise Error("heads is %d; expected a divisor of the width %d" % (heads, width),

@@ -89,6 +89,25 @@ def rounds_forward(graph, x, layers, rounds=1, score="scaled-dot", residual=True
     return X, tape
 
 
+def dropout(x, p, seed, first_row=0, out=None):
+    """Dropout on features x [rows, cols]: each element set to 0 with
+    probability p, else scaled by 1/(1-p), by a hash of (seed, first_row + row,
+    col): the same seed drops the same elements, whatever the threads, and
+    dropout(dy, p, seed) is the backward. out: an array to write (may be x)."""
+    x = f32(x, "x")
+    if x.ndim != 2:
+        raise Error("x has shape %s; expected [rows, cols]" % list(x.shape), "invalid value")
+    y = np.empty_like(x) if out is None else out
+    if out is not None and (not isinstance(out, np.ndarray) or out.dtype != np.float32 or
+                            out.shape != x.shape or not out.flags.c_contiguous):
+        raise Error("out must be a C-contiguous float32 array of x's shape %s"
+                    % list(x.shape), "invalid value")
+    e = err()
+    check(lib.ag_dropout(y.ctypes.data, x.ctypes.data, int(first_row), x.shape[0], x.shape[1],
+                         finite(p, "p"), int(seed) & (2**64 - 1), C.byref(e)), e)
+    return y
+
+
 def _mask(mask, N):
     if mask is None:
         return None

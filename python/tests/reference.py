@@ -10,8 +10,9 @@ import torch.nn.functional as F
 
 
 def attention(src, dst, N, q, k, v, H, kind="scaled-dot", beta=1.0, softcap=0.0, slope=0.2,
-              a_src=None, a_dst=None, a=None, edge_bias=None, sigmoid_bias=None):
-    """Returns (M [N, H*d], A [E, H]) for float64 tensors q, k, v [N, H*d]."""
+              a_src=None, a_dst=None, a=None, edge_bias=None, sigmoid_bias=None, keep=None):
+    """Returns (M [N, H*d], A [E, H]) for float64 tensors q, k, v [N, H*d].
+    keep [E, H]: dropout's factors (0 or 1/(1-p)), multiplied into A."""
     src = torch.as_tensor(src, dtype=torch.long)
     dst = torch.as_tensor(dst, dtype=torch.long)
     E = src.numel()
@@ -50,6 +51,8 @@ def attention(src, dst, N, q, k, v, H, kind="scaled-dot", beta=1.0, softcap=0.0,
         P = torch.softmax(dense, dim=-1)                     # [H, N, E]
         P = torch.where(mask[None], P, torch.zeros((), dtype=q.dtype))
         A = P.sum(1).t()                                     # [E, H]: one destination per edge
+    if keep is not None:
+        A = A * keep
     ve = v[src].view(E, H, d)
     M = torch.zeros(N, H, d, dtype=q.dtype).index_add(0, dst, A[:, :, None] * ve)
     return M.reshape(N, H * d), A

@@ -33,6 +33,17 @@ static inline uint64_t rng_seed(uint64_t seed, uint64_t stream)
     return rng_next(&mix);
 }
 
+/* A 32-bit mix (Wellons' lowbias32, a bijection): cheap in vectors, where
+   64-bit multiplies are not (AVX2 has no vpmullq). */
+static inline uint32_t rng_mix32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16);
+}
+
 /* Uniform in 0..n-1 (n >= 1; the modulo bias is below n / 2^64). */
 static inline int64_t rng_below(uint64_t *state, int64_t n)
 {

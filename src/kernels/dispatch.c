@@ -33,6 +33,9 @@ int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t
     if (!(sc->softcap >= 0) || !isfinite(sc->softcap))
         return ag_i_fail(err, AG_EINVAL, "score: softcap %g; expected a finite value >= 0",
                          sc->softcap);
+    if (!(sc->dropout >= 0 && sc->dropout < 1))
+        return ag_i_fail(err, AG_EINVAL, "score: dropout %g; expected a probability in [0, 1)",
+                         sc->dropout);
     if (!isfinite(sc->slope))
         return ag_i_fail(err, AG_EINVAL, "score: slope %g; expected a finite value", sc->slope);
     if (!ag_i_is_softmax(sc->kind) && (sc->beta != 1 || sc->softcap > 0))

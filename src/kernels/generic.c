@@ -9,6 +9,7 @@
  *   all but linear: s <- s + edge_bias[slot] + alibi_h * (j - i)
  *   weights     softmax over i's in-edges | sigmoid(s + b_i), b_i = -ln(in-degree)
  *               | linear: s / sum of s over i's in-edges
+ *   dropout     a <- a z, z = 0 or 1/(1-p) by a hash of (seed, slot, head)
  *
  * The generic path scores a destination's edges into a per-thread buffer,
  * normalises them, then accumulates V: two passes over the edges. Plain
@@ -42,6 +43,9 @@ typedef struct {
     float *g_dst, *g_src;     /* gatv2: a'.q_i and a'.k_j [N, H] (see raw_score) */
     float *a_abs;             /* gatv2: a'' [H*d] */
     float *alibi;             /* [H] */
+    uint64_t drop_state;      /* dropout: the generator's state, the threshold below which */
+    uint64_t drop_below;      /* a 64-bit draw drops the message, and the kept ones' scale */
+    float drop_scale;         /* (1 with no dropout: drop_below 0 drops nothing) */
 } sctx_t;
 
 /* e^x on 16 lanes for x <= 0 (0 below -87.3, where a float has no normal
@@ -162,6 +166,9 @@ static ag_score_kind_t kind_of(const ag_score_t *score)
     return score ? score->kind : AG_SCORE_SCALED_DOT;
 }
 
+/* The stream of rng_seed(dropout_seed, .) that attention dropout draws from. */
+#define DROPOUT_STREAM 0x61747464726f70ull   /* "attdrop" */
+
 /* The context of a score for the rows given, its per-node terms made in
    `terms` (terms_need floats). */
 static void sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const float *Q,
@@ -173,6 +180,12 @@ static void sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const flo
     const ag_score_kind_t kind = c->sc.kind;
     c->scale = kind == AG_SCORE_DOT || kind == AG_SCORE_LINEAR || kind == AG_SCORE_COSINE
                    ? 1.0f : 1.0f / sqrtf((float)d);
+    c->drop_scale = 1.0f;
+    if (c->sc.dropout > 0) {   /* p 2^64 < 2^64: p <= 1 - 2^-24 */
+        c->drop_state = rng_seed(c->sc.dropout_seed, DROPOUT_STREAM);
+        c->drop_below = (uint64_t)((double)c->sc.dropout * 18446744073709551616.0);
+        c->drop_scale = 1.0f / (1.0f - c->sc.dropout);
+    }
     const int64_t HD = H * d, qlo = rows.qlo, klo = rows.klo;
     const int64_t nq = rows.qhi - qlo, nk = rows.khi - klo;
     (void)nk;   /* read by the pragmas only */
@@ -227,6 +240,26 @@ static int sctx_alloc(sctx_t *c, const ag_score_t *score, rows_t rows, const flo
     sctx_init(c, score, rows, Q, K, H, d, terms);
     c->owned = terms;
     return AG_OK;
+}
+
+/* Dropout's factor for slot s, head h: 0 (dropped) or 1 / (1 - p); 1 without
+   dropout. A hash of (seed, s H + h), so any thread or process draws the same. */
+static inline float drop_factor(const sctx_t *c, int64_t s, int64_t h)
+{
+    if (!c->drop_below)
+        return 1.0f;
+    return rng_at(c->drop_state, (uint64_t)(s * c->H + h)) < c->drop_below ? 0.0f
+                                                                            : c->drop_scale;
+}
+
+/* Destination i's deg weights W [deg, H] (slots from s0) times their dropout
+   factors. */
+static void drop_row(const sctx_t *c, float *W, int64_t s0, int64_t deg)
+{
+    if (c->drop_below)
+        for (int64_t e = 0; e < deg; e++)
+            for (int64_t h = 0; h < c->H; h++)
+                W[e * c->H + h] *= drop_factor(c, s0 + e, h);
 }
 
 /* Is the raw score a function of q_i.k_j (all kinds but the GAT ones)? */
@@ -514,6 +547,7 @@ void ag_i_generic_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
         prefetch_rows(nb, i, V, HD, 0, HD, RUN_HEAD);
         score_row(&c, nb, i, W);
         normalise_row(&c, W, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], xp, NULL);
+        drop_row(&c, W, nb->edge_ptr[i], nb->edge_ptr[i + 1] - nb->edge_ptr[i]);
         weighted_sum_row(nb, i, W, V, H, d, m_i);
         if (kext_distance(xp)) {   /* normalise_row left 0 (or NAN) */
             int64_t slot = 0;
@@ -540,6 +574,7 @@ int ag_i_generic_weights(const ag_nbhd_t *nb, const float *Q, const float *K, in
         float *W_i = W + (nb->edge_ptr[i] - base) * H;
         score_row(&c, nb, i, W_i);
         normalise_row(&c, W_i, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], NULL, NULL);
+        drop_row(&c, W_i, nb->edge_ptr[i], nb->edge_ptr[i + 1] - nb->edge_ptr[i]);
     }
     free(c.owned);
     return AG_OK;
@@ -590,7 +625,8 @@ int ag_i_generic_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
  *
  * L = sum(dM * M). For destination i, head h and slot s (edge j -> i, raw
  * score r, score x, weight a):
- *   dA_s = dM_i . v_j
+ *   dA_s = z_s dM_i . v_j   (z_s: dropout's factor, 0 or 1/(1-p); 1 without dropout,
+ *                            and dV_j gets a_s z_s dM_i)
  *   softmax  dx_s = a_s (dA_s - sum_e a_e dA_e)
  *   sigmoid  dx_s = dA_s a_s (1 - a_s)          (b_i is a constant)
  *   linear   dr_s = (dA_s - sum_e a_e dA_e) / sum_e r_e   (0 when the sum is <= 0)
@@ -804,7 +840,8 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
                 const float x = raw_score(c, i, j, h);
                 G[e * H + h] = x;
                 A[e * H + h] = finish_score(c, x, i, j, s0 + e, h);
-                dA[e * H + h] = ag_i_dot(b->dM + i * HD + h * d, b->V + j * HD + h * d, d);
+                dA[e * H + h] = ag_i_dot(b->dM + i * HD + h * d, b->V + j * HD + h * d, d) *
+                                drop_factor(c, s0 + e, h);
             }
     normalise_row(c, A, i, deg, NULL, st);
     weights_backward(c, A, dA, deg, st);
@@ -846,7 +883,7 @@ static inline int64_t slot_of(const ag_nbhd_t *nb, int64_t i, int64_t j, int64_t
     return nb->run_slot[r] + (j - nb->run_src[r]);
 }
 
-/* The message j -> i in slot s (used only with an edge bias) into source j's
+/* The message j -> i in slot s (used only with an edge bias or dropout) into source j's
    dk, dv [H*d] (T: additive's sums of dL/dt): its score, weight, dA and dr
    from i's state, as pass 1 had them. */
 static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t s, float *dk,
@@ -868,12 +905,14 @@ static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t
         } else {
             r = raw_score(c, i, j, h), dA = ag_i_dot(g, v, d);
         }
+        const float z = drop_factor(c, s, h);   /* the weight used was a z */
+        dA *= z;
         const float a = weight_of(c, finish_score(c, r, i, j, s, h), st);
         const float dr = finish_backward(c, r, score_grad(c, a, dA, st));
         float *dvh = dv + h * d;
 #pragma omp simd
         for (int64_t t = 0; t < d; t++)
-            dvh[t] += a * g[t];
+            dvh[t] += a * z * g[t];
         raw_backward_k(c, i, j, h, dr, dk + h * d, T);
     }
 }
@@ -884,14 +923,14 @@ static void backward_src(const bctx_t *b, const ag_nbhd_t *nb, int64_t j, float 
                          float *part)
 {
     const int64_t H = b->c.H, HD = H * b->c.d;
-    const int biased = b->c.sc.edge_bias != NULL;
+    const int needs_slot = b->c.sc.edge_bias || b->c.drop_below;
     float *dk = dK + j * HD, *dv = dV + j * HD, *T = ag_i_scratch_mine(&b->buf);
     memset(dk, 0, (size_t)HD * sizeof *dk);
     memset(dv, 0, (size_t)HD * sizeof *dv);
     memset(T, 0, (size_t)H * sizeof *T);
     for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++)
         for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++)
-            source_message(b, i, j, biased ? slot_of(nb, i, j, nb->out_nth[r]) : 0, dk, dv, T);
+            source_message(b, i, j, needs_slot ? slot_of(nb, i, j, nb->out_nth[r]) : 0, dk, dv, T);
     raw_backward_row(&b->c, j, b->K, b->c.sc.a_src, T, dk, part);
 }
 
