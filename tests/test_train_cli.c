@@ -549,6 +549,45 @@ START_TEST(same_seed_same_weights_on_1_and_2_threads)
 }
 END_TEST
 
+/* --dropout and --attn-dropout: the same weights on 1 and 2 threads, other
+   weights than without dropout, and the figures of epoch 0 (the model before
+   any step, without dropout) the same as without. */
+START_TEST(dropout_same_weights_on_1_and_2_threads)
+{
+    const char *names[] = {"wq.npy", "wk.npy", "wv.npy", "wo.npy", "readout.npy"};
+    const char *dirs[] = {"drop-t1", "drop-t2", "drop-none"};
+    const char *logs[] = {"drop-t1.csv", "drop-t2.csv", "drop-none.csv"};
+    for (int run = 0; run < 3; run++) {
+        char args[2048];
+        snprintf(args, sizeof args, "train --pattern causal --features graphs/copy/x.npy "
+                 "--labels graphs/copy/labels.npy --train-mask graphs/copy/train.npy --rounds 2 "
+                 "--heads 2 --head-dim 8 --epochs 3 --seed 9 --threads %d %s --save %s --log %s "
+                 "--quiet", run == 1 ? 2 : 1, run < 2 ? "--dropout 0.3 --attn-dropout 0.5" : "",
+                 tmp_path(dirs[run]), tmp_path(logs[run]));
+        expect_cli(args, 0, 1, "");
+    }
+    expect_same_files(tmp_path("drop-t1"), tmp_path("drop-t2"), names, 5);
+    char a[1024], b[1024];
+    snprintf(a, sizeof a, "%s/wq.npy", tmp_path("drop-t1"));
+    snprintf(b, sizeof b, "%s/wq.npy", tmp_path("drop-none"));
+    char *wa = read_text(a), *wb = read_text(b);
+    ck_assert_int_ne(memcmp(wa, wb, 128 + 64 * 4), 0);   /* header and a row of floats */
+    free(wa), free(wb);
+    /* epoch 0's row: the same model, evaluated without dropout */
+    char *la = read_text(tmp_path("drop-t1.csv")), *lb = read_text(tmp_path("drop-none.csv"));
+    const char *ra = strstr(la, "\ncausal,0,"), *rb = strstr(lb, "\ncausal,0,");
+    ck_assert(ra && rb);
+    ck_assert_int_eq(strcspn(ra, "\n"), strcspn(rb, "\n"));
+    ck_assert_int_eq(strncmp(ra, rb, strcspn(ra, "\n")), 0);
+    const char *sa = strstr(la, "\ncausal,1,"), *sb = strstr(lb, "\ncausal,1,");
+    ck_assert(sa && sb);
+    ck_assert_int_ne(strncmp(sa, sb, strcspn(sa + 1, "\n")), 0);   /* then the steps differ */
+    free(la), free(lb);
+    expect_cli("train --pattern causal --features graphs/copy/x.npy --labels "
+               "graphs/copy/labels.npy --dropout 1", 2, 2, "--dropout '1' is not a probability");
+}
+END_TEST
+
 START_TEST(save_then_run_predicts_the_same_classes)
 {
     TMP(model, "model");
@@ -975,6 +1014,7 @@ Suite *train_cli_suite(void)
     tcase_add_test(tc, train_learns_the_planted_partition);
     tcase_add_test(tc, train_reports_test_accuracy_at_best_eval);
     tcase_add_test(tc, same_seed_same_weights_on_1_and_2_threads);
+    tcase_add_test(tc, dropout_same_weights_on_1_and_2_threads);
     tcase_add_test(tc, save_then_run_predicts_the_same_classes);
     tcase_add_test(tc, train_log_has_a_row_per_epoch);
     tcase_add_test(tc, train_compares_connectivities);

@@ -373,8 +373,9 @@ typedef struct {
     /* Dropout on the attention weights, after their normalisation (as PyG's
        GATConv and TransformerConv have it): each message's weight in each head
        is kept with probability 1 - dropout and then scaled by 1 / (1 - dropout),
-       or set to 0. 0 (the default): none. Whether slot s, head h is kept is a
-       hash of (dropout_seed, s * H + h) (base/rng.h), so the mask is the same for
+       or set to 0. 0 (the default): none. Whether the message j -> i (its
+       nth occurrence, for multi-edges) is kept in head h is a hash of
+       (dropout_seed, i, j, nth, h) (base/rng.h), so the mask is the same for
        any thread count and any number of MPI processes, and the backward with
        the same score drops the same messages. A score with dropout runs in the
        generic kernel; the figures of ag_attention_ex describe the weights before
@@ -601,6 +602,16 @@ typedef struct {
     /* Progress within round `round` (1-based): work done and total in messages x
        heads, as ag_attention_opts_t's progress (thread 0, no OpenMP, no igraph). */
     void (*on_progress)(int round, int64_t done, int64_t total, void *ctx);
+    /* Dropout while training: ag_rounds_forward and ag_rounds_backward (and the
+       MPI layer's) apply it, ag_rounds_run (inference) leaves it out. dropout:
+       on what the projections read (LayerNorm's output, or X), per node and
+       channel (ag_dropout); attn_dropout: on the attention weights, per
+       message and head (ag_score_t.dropout). The masks are hashes of
+       (dropout_seed, round, node, channel) and (dropout_seed, round,
+       destination, in-edge, head): the same for any thread and process count.
+       A trainer gives every step a seed of its own. Each in [0, 1). */
+    float dropout, attn_dropout;
+    uint64_t dropout_seed;
 } ag_round_opts_t;
 
 /* The defaults (every field taken as given, 0 means 0): no score (scaled-dot),

@@ -111,7 +111,8 @@ ON_ROUND_PROGRESS_FN = C.CFUNCTYPE(None, C.c_int, i64, i64, ptr)
 class ag_round_opts_t(C.Structure):
     _fields_ = [("score", C.POINTER(ag_score_t)), ("no_residual", C.c_int), ("norm", C.c_int),
                 ("ln_eps", f32), ("on_round", ON_ROUND_FN), ("ctx", ptr), ("figures", C.c_int),
-                ("on_progress", ON_ROUND_PROGRESS_FN)]
+                ("on_progress", ON_ROUND_PROGRESS_FN), ("dropout", f32), ("attn_dropout", f32),
+                ("dropout_seed", C.c_uint64)]
 
 
 class ag_round_figures_t(C.Structure):

@@ -59,8 +59,9 @@ class Score:
     softcap, slope 0.2); a number is taken as given: slope=0.0 is a ReLU.
     dropout p in [0, 1) drops each message's weight in each head with
     probability p and scales the rest by 1/(1-p); which ones is a hash of
-    (dropout_seed, slot, head): the same seed drops the same messages, for any
-    thread count, in the forward and in the backward."""
+    (dropout_seed, destination, source, occurrence, head): the same seed
+    drops the same messages, for any thread count, in the forward and in the
+    backward."""
 
     def __init__(self, kind="scaled-dot", beta=None, softcap=None, slope=None, a_src=None,
                  a_dst=None, a=None, edge_bias=None, alibi=False, sigmoid_bias=None,

@@ -5,7 +5,7 @@ attngraph.torch.GATConv: 8 heads x 8 (ELU), then 1 head x 7 classes; dropout
 the test accuracy of the model kept, over several seeds.
 
     /usr/bin/python3 python/examples/gat_cora.py [--root DIR] [--seeds 10]
-        [--threads 2] [--peer]
+        [--threads 2] [--peer [--peer-seeds N]]
 
 --root: the folder of Planetoid's files (ind.cora.x ...; default
 ../shared/data/planetoid beside the checkout). --peer also trains PyTorch
@@ -93,7 +93,9 @@ def main():
     ap.add_argument("--patience", type=int, default=100)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--peer", action="store_true",
-                    help="also train torch_geometric.nn.GATConv, same seeds")
+                    help="also train torch_geometric.nn.GATConv, on the first seeds")
+    ap.add_argument("--peer-seeds", type=int, default=None,
+                    help="seeds of the peer's runs (default: --seeds); its dense epochs are slow")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     ag.set_threads(args.threads)
@@ -124,7 +126,8 @@ def main():
     rows = []
     for name, conv, drop, inputs in layers:
         accs, epochs, times = [], [], []
-        for seed in range(args.seeds):
+        seeds = args.seeds if conv is agt.GATConv or args.peer_seeds is None else args.peer_seeds
+        for seed in range(seeds):
             acc, ep, t = train_one(conv, drop, (inputs, y, ei), seed, args.epochs,
                                    args.patience)
             accs.append(100 * acc), epochs.append(ep), times.append(t)

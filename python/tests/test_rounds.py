@@ -89,6 +89,48 @@ def test_training_gradients_against_torch(rng):
             np.testing.assert_allclose(a, want, atol=2e-4 * max(1, abs(want).max()), err_msg=n)
 
 
+def test_dropout_gradients_by_finite_differences(rng):
+    """Rounds with dropout on features and attention: for a fixed seed a smooth
+    function, whose backward (the same masks) matches central differences."""
+    N, D, H = 14, 6, 2
+    g = ag.Graph.from_edge_index(random_edge_index(rng, N, 45), N)
+    layers = [ag.add_layer_norm(ag.Weights.random(D, H, d=2, seed=s)) for s in (1, 2)]
+    x = rng.standard_normal((N, D)).astype(np.float32)
+    dy = rng.standard_normal((N, D)).astype(np.float32)
+    kw = dict(rounds=2, norm="layer", dropout=0.3, attn_dropout=0.4, dropout_seed=7)
+
+    def loss(x, layers):
+        y, tape = ag.rounds_forward(g, x, layers, **kw)
+        tape.free()
+        return float((y.astype(np.float64) * dy).sum())
+
+    y, tape = ag.rounds_forward(g, x, layers, **kw)
+    dx, grads = tape.backward(dy)
+    plain, t2 = ag.rounds_forward(g, x, layers, rounds=2, norm="layer")
+    t2.free()
+    assert not np.allclose(y, plain)                    # dropout did something
+    again, t3 = ag.rounds_forward(g, x, layers, **kw)
+    t3.free()
+    np.testing.assert_array_equal(again, y)             # the same seed, the same masks
+    h = 1e-2
+    for i, c in [(0, 0), (3, 2), (9, 5), (12, 1)]:
+        xp, xm = x.copy(), x.copy()
+        xp[i, c] += h
+        xm[i, c] -= h
+        fd = (loss(xp, layers) - loss(xm, layers)) / (2 * h)
+        assert abs(fd - dx[i, c]) < 3e-3 + 1e-2 * abs(fd), (i, c, fd, dx[i, c])
+    for k, name, idx in [(0, "wq", (1, 2)), (1, "wv", (3, 0)), (0, "wo", (2, 1)),
+                         (1, "ln_weight", (4,))]:
+        def moved(delta):
+            ls = [ag.Weights(**{n: a.copy() for n, a in w.arrays().items()}, heads=H)
+                  for w in layers]
+            getattr(ls[k], name)[idx] += delta
+            return loss(x, ls)
+        fd = (moved(h) - moved(-h)) / (2 * h)
+        got = getattr(grads[k], name)[idx]
+        assert abs(fd - got) < 3e-3 + 1e-2 * abs(fd), (k, name, fd, got)
+
+
 def test_losses_and_adam_against_torch(rng):
     N, D, C = 10, 4, 3
     x = rng.standard_normal((N, D)).astype(np.float32)

@@ -21,6 +21,7 @@ typedef struct {
     const char *targets, *labels, *train_mask, *eval_mask, *test_mask;
     int64_t epochs, every;          /* every 0: about ten lines */
     ag_optimizer_opts_t opt;
+    float dropout, attn_dropout;    /* while training: ag_round_opts_t's */
     const char *save, *log, *predict, *svg;
 } train_opts_t;
 
@@ -56,8 +57,10 @@ typedef struct {
     float *X, *dX;                  /* [N, D] states and their gradient */
     ag_optimizer_t *opt;
     float lr;                       /* for messages */
-    ag_round_opts_t ro;
+    ag_round_opts_t ro;             /* with dropout: model_step_opts gives each step a seed */
     ag_score_t score;
+    uint64_t seed;                  /* --seed: the dropout masks' */
+    int64_t steps;                  /* steps taken */
 } model_t;
 
 /*
@@ -68,6 +71,12 @@ typedef struct {
 int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const task_t *t,
                const float *edge_bias, ag_error_t *err);
 void model_free(model_t *m);
+/* Does m train with dropout? Then an epoch runs two forwards: the figures
+   without dropout, the step with it. */
+int model_drops(const model_t *m);
+/* The options of m's next step's forward (step 1: dropout_seed a hash of the
+   seed and the steps taken), or of its evaluation (step 0: without dropout). */
+ag_round_opts_t model_round_opts(const model_t *m, int step);
 /* The figures of the model now; with `step`, then one optimizer step. m->X holds
    the final states afterwards. */
 int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int step,

@@ -135,6 +135,8 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
     m->score.edge_bias = edge_bias;
     ag_round_opts_init(&m->ro);
     m->ro.score = &m->score, m->ro.no_residual = o->no_residual, m->ro.norm = o->norm;
+    m->ro.dropout = to->dropout, m->ro.attn_dropout = to->attn_dropout;
+    m->seed = o->seed;
     m->layers = ag_i_calloc(in->n_layers, sizeof *m->layers, err, "weights");
     m->grads = ag_i_calloc(in->n_layers, sizeof *m->grads, err, "gradients");
     if (!m->layers || !m->grads)
@@ -193,17 +195,42 @@ static int loss_on(model_t *m, const task_t *t, const uint8_t *mask, int grads, 
                                  grads ? m->dbr : NULL, correct, NULL, NULL, err);
 }
 
+int model_drops(const model_t *m)
+{
+    return m->rounds > 0 && (m->ro.dropout > 0 || m->ro.attn_dropout > 0);
+}
+
+ag_round_opts_t model_round_opts(const model_t *m, int step)
+{
+    ag_round_opts_t ro = m->ro;
+    if (step)
+        ro.dropout_seed = rng_seed(m->seed, (uint64_t)m->steps);
+    else
+        ro.dropout = ro.attn_dropout = 0;
+    return ro;
+}
+
+/* The rounds' forward from x0 into m->X, with the options of a step or not. */
+static int forward(model_t *m, ag_nbhd_t *nb, const float *x0, int step, ag_tape_t **tape,
+                   ag_error_t *err)
+{
+    memcpy(m->X, x0, (size_t)(m->N * m->D) * sizeof(float));
+    *tape = NULL;
+    const ag_round_opts_t ro = model_round_opts(m, step);
+    return m->rounds > 0 ? ag_rounds_forward(nb, m->layers, m->n_layers, m->X, m->rounds, &ro,
+                                             tape, err)
+                         : AG_OK;
+}
+
 int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int step,
                 epoch_t *f, ag_error_t *err)
 {
     *f = (epoch_t){NAN, NAN, NAN, NAN, 0, 0, 0, 0};
-    memcpy(m->X, x0, (size_t)(m->N * m->D) * sizeof(float));
+    const int drops = model_drops(m);
     ag_tape_t *tape = NULL;
-    int rc = AG_OK;
-    if (m->rounds > 0)
-        rc = ag_rounds_forward(nb, m->layers, m->n_layers, m->X, m->rounds, &m->ro, &tape, err);
+    int rc = forward(m, nb, x0, 0, &tape, err);   /* the figures: no dropout */
     if (!rc)
-        rc = loss_on(m, t, t->train, step, &f->loss, &f->train_correct, err);
+        rc = loss_on(m, t, t->train, step && !drops, &f->loss, &f->train_correct, err);
     if (!rc && t->eval)
         rc = loss_on(m, t, t->eval, 0, &f->eval_loss, &f->eval_correct, err);
     if (!rc && t->test)
@@ -212,10 +239,19 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
         f->diverged = 1;
         rc = ag_i_fail(err, AG_EINVAL, "the loss is not finite");   /* train.c says more */
     }
+    if (!rc && step && drops) {   /* the step's forward, with dropout */
+        ag_tape_free(tape);
+        double loss;
+        int64_t correct;
+        if (!(rc = forward(m, nb, x0, 1, &tape, err)))
+            rc = loss_on(m, t, t->train, 1, &loss, &correct, err);
+    }
     if (!rc && step && m->rounds > 0)
         rc = ag_rounds_backward(tape, m->dX, NULL, m->grads, err);
     if (!rc && step)
         rc = ag_optimizer_step(m->opt, &f->grad_norm, err);
+    if (!rc && step)
+        m->steps++;
     ag_tape_free(tape);
     return rc;
 }

@@ -40,6 +40,11 @@ static const char train_usage[] =
     "  --momentum M        sgd's momentum (default 0)\n"
     "  --weight-decay W    L2 penalty (adam, sgd) or decoupled decay (adamw) (default 0)\n"
     "  --clip C            scale the gradients to a global L2 norm of at most C\n"
+    "  --dropout P         while training, drop what each round's projections read\n"
+    "                      (after LayerNorm), each node's channel with probability P\n"
+    "  --attn-dropout P    while training, drop each message's attention weight in\n"
+    "                      each head with probability P (after the softmax); the\n"
+    "                      figures come from the model without dropout\n"
     "  --every K           a line every K epochs (default: about ten lines)\n"
     "  --progress, --no-progress  the current epoch on standard error (default: when\n"
     "                      it is a terminal)\n"
@@ -124,6 +129,14 @@ static int train_option(train_opts_t *t, int c, const char *arg, const char *nam
             return EXIT_USAGE;
         *(c == OPT_LR ? &t->opt.lr : &t->opt.clip) = (float)x;
         return 0;
+    case OPT_DROPOUT: case OPT_ATTN_DROPOUT:
+        if (opt_real(&x, "train", name, arg, 0, 0))
+            return EXIT_USAGE;
+        if (x >= 1)
+            return usage_error("train", "--%s '%s' is not a probability in 0..1 (1 excluded)",
+                               name, arg);
+        *(c == OPT_DROPOUT ? &t->dropout : &t->attn_dropout) = (float)x;
+        return 0;
     case OPT_WEIGHT_DECAY: case OPT_MOMENTUM:
         if (opt_real(&x, "train", name, arg, 0, 0))
             return EXIT_USAGE;
@@ -205,6 +218,8 @@ int parse_train(train_opts_t *t, int argc, char **argv)
         {"momentum", required_argument, 0, OPT_MOMENTUM},
         {"weight-decay", required_argument, 0, OPT_WEIGHT_DECAY},
         {"clip", required_argument, 0, OPT_CLIP}, {"every", required_argument, 0, OPT_EVERY},
+        {"dropout", required_argument, 0, OPT_DROPOUT},
+        {"attn-dropout", required_argument, 0, OPT_ATTN_DROPOUT},
         {"save", required_argument, 0, OPT_SAVE}, {"log", required_argument, 0, OPT_LOG},
         {"predict", required_argument, 0, OPT_PREDICT}, {"svg", required_argument, 0, OPT_SVG},
         {"progress", no_argument, 0, OPT_PROGRESS}, {"no-progress", no_argument, 0, OPT_NO_PROGRESS},

@@ -9,7 +9,7 @@
  *   all but linear: s <- s + edge_bias[slot] + alibi_h * (j - i)
  *   weights     softmax over i's in-edges | sigmoid(s + b_i), b_i = -ln(in-degree)
  *               | linear: s / sum of s over i's in-edges
- *   dropout     a <- a z, z = 0 or 1/(1-p) by a hash of (seed, slot, head)
+ *   dropout     a <- a z, z = 0 or 1/(1-p) by a hash of (seed, i, j, occurrence, head)
  *
  * The generic path scores a destination's edges into a per-thread buffer,
  * normalises them, then accumulates V: two passes over the edges. Plain
@@ -242,24 +242,53 @@ static int sctx_alloc(sctx_t *c, const ag_score_t *score, rows_t rows, const flo
     return AG_OK;
 }
 
-/* Dropout's factor for slot s, head h: 0 (dropped) or 1 / (1 - p); 1 without
-   dropout. A hash of (seed, s H + h), so any thread or process draws the same. */
-static inline float drop_factor(const sctx_t *c, int64_t s, int64_t h)
+/*
+ * Dropout's masks are hashes of the message itself: (seed, destination i,
+ * source j, its occurrence nth among the messages j -> i, head h). Slots
+ * will not do: the MPI layer's backward views number them differently, and
+ * hold only some of a destination's messages. So any process count, as any
+ * thread count, draws the same.
+ */
+
+/* The occurrence (0: the first) of source j of run r of destination i: a
+   repeated source starts a new run, so the runs before that end at j hold
+   its earlier occurrences. */
+static inline int64_t occurrence(const ag_nbhd_t *nb, int64_t i, int64_t r, int64_t j)
+{
+    int64_t nth = 0;
+    while (r > nb->run_ptr[i] && j == nb->run_src[r] &&
+           nb->run_src[r - 1] + nb->run_len[r - 1] - 1 == j)
+        nth++, r--;
+    return nth;
+}
+
+/* The key of message j -> i (its nth occurrence), from which each head's draw is made. */
+static inline uint64_t drop_key(const sctx_t *c, int64_t i, int64_t j, int64_t nth)
+{
+    return rng_at(rng_at(rng_at(c->drop_state, (uint64_t)i), (uint64_t)j), (uint64_t)nth);
+}
+
+/* Dropout's factor of head h of the message of key `key`: 0 (dropped) or
+   1 / (1 - p); 1 without dropout. */
+static inline float drop_factor(const sctx_t *c, uint64_t key, int64_t h)
 {
     if (!c->drop_below)
         return 1.0f;
-    return rng_at(c->drop_state, (uint64_t)(s * c->H + h)) < c->drop_below ? 0.0f
-                                                                            : c->drop_scale;
+    return rng_at(key, (uint64_t)h) < c->drop_below ? 0.0f : c->drop_scale;
 }
 
-/* Destination i's deg weights W [deg, H] (slots from s0) times their dropout
-   factors. */
-static void drop_row(const sctx_t *c, float *W, int64_t s0, int64_t deg)
+/* Destination i's weights W [its slots, H] times their dropout factors. */
+static void drop_row(const sctx_t *c, const ag_nbhd_t *nb, float *W, int64_t i)
 {
-    if (c->drop_below)
-        for (int64_t e = 0; e < deg; e++)
+    if (!c->drop_below)
+        return;
+    int64_t e = 0;
+    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++) {
+            const uint64_t key = drop_key(c, i, j, occurrence(nb, i, r, j));
             for (int64_t h = 0; h < c->H; h++)
-                W[e * c->H + h] *= drop_factor(c, s0 + e, h);
+                W[e * c->H + h] *= drop_factor(c, key, h);
+        }
 }
 
 /* Is the raw score a function of q_i.k_j (all kinds but the GAT ones)? */
@@ -547,7 +576,7 @@ void ag_i_generic_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
         prefetch_rows(nb, i, V, HD, 0, HD, RUN_HEAD);
         score_row(&c, nb, i, W);
         normalise_row(&c, W, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], xp, NULL);
-        drop_row(&c, W, nb->edge_ptr[i], nb->edge_ptr[i + 1] - nb->edge_ptr[i]);
+        drop_row(&c, nb, W, i);
         weighted_sum_row(nb, i, W, V, H, d, m_i);
         if (kext_distance(xp)) {   /* normalise_row left 0 (or NAN) */
             int64_t slot = 0;
@@ -574,7 +603,7 @@ int ag_i_generic_weights(const ag_nbhd_t *nb, const float *Q, const float *K, in
         float *W_i = W + (nb->edge_ptr[i] - base) * H;
         score_row(&c, nb, i, W_i);
         normalise_row(&c, W_i, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], NULL, NULL);
-        drop_row(&c, W_i, nb->edge_ptr[i], nb->edge_ptr[i + 1] - nb->edge_ptr[i]);
+        drop_row(&c, nb, W_i, i);
     }
     free(c.owned);
     return AG_OK;
@@ -835,14 +864,16 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
     float *st = b->state + i * H * ST_N, *dq = dQ + i * HD;
     int64_t e = 0;
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
-        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++)
+        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++) {
+            const uint64_t key = c->drop_below ? drop_key(c, i, j, occurrence(nb, i, r, j)) : 0;
             for (int64_t h = 0; h < H; h++) {
                 const float x = raw_score(c, i, j, h);
                 G[e * H + h] = x;
                 A[e * H + h] = finish_score(c, x, i, j, s0 + e, h);
                 dA[e * H + h] = ag_i_dot(b->dM + i * HD + h * d, b->V + j * HD + h * d, d) *
-                                drop_factor(c, s0 + e, h);
+                                drop_factor(c, key, h);
             }
+        }
     normalise_row(c, A, i, deg, NULL, st);
     weights_backward(c, A, dA, deg, st);
     if (d_bias)
@@ -883,13 +914,15 @@ static inline int64_t slot_of(const ag_nbhd_t *nb, int64_t i, int64_t j, int64_t
     return nb->run_slot[r] + (j - nb->run_src[r]);
 }
 
-/* The message j -> i in slot s (used only with an edge bias or dropout) into source j's
-   dk, dv [H*d] (T: additive's sums of dL/dt): its score, weight, dA and dr
-   from i's state, as pass 1 had them. */
-static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t s, float *dk,
-                                  float *dv, float *T)
+/* The message j -> i in slot s (used only with an edge bias), the nth from j
+   to i (used only with dropout), into source j's dk, dv [H*d] (T: additive's
+   sums of dL/dt): its score, weight, dA and dr from i's state, as pass 1 had
+   them. */
+static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t s,
+                                  int64_t nth, float *dk, float *dv, float *T)
 {
     const sctx_t *c = &b->c;
+    const uint64_t key = c->drop_below ? drop_key(c, i, j, nth) : 0;
     const int64_t H = c->H, d = c->d, HD = H * d;
     for (int64_t h = 0; h < H; h++) {
         const float *st = b->state + (i * H + h) * ST_N, *g = b->dM + i * HD + h * d;
@@ -905,7 +938,7 @@ static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t
         } else {
             r = raw_score(c, i, j, h), dA = ag_i_dot(g, v, d);
         }
-        const float z = drop_factor(c, s, h);   /* the weight used was a z */
+        const float z = drop_factor(c, key, h);   /* the weight used was a z */
         dA *= z;
         const float a = weight_of(c, finish_score(c, r, i, j, s, h), st);
         const float dr = finish_backward(c, r, score_grad(c, a, dA, st));
@@ -923,14 +956,15 @@ static void backward_src(const bctx_t *b, const ag_nbhd_t *nb, int64_t j, float 
                          float *part)
 {
     const int64_t H = b->c.H, HD = H * b->c.d;
-    const int needs_slot = b->c.sc.edge_bias || b->c.drop_below;
+    const int biased = b->c.sc.edge_bias != NULL;
     float *dk = dK + j * HD, *dv = dV + j * HD, *T = ag_i_scratch_mine(&b->buf);
     memset(dk, 0, (size_t)HD * sizeof *dk);
     memset(dv, 0, (size_t)HD * sizeof *dv);
     memset(T, 0, (size_t)H * sizeof *T);
     for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++)
         for (int64_t i = nb->out_dst[r]; i < nb->out_dst[r] + nb->out_len[r]; i++)
-            source_message(b, i, j, needs_slot ? slot_of(nb, i, j, nb->out_nth[r]) : 0, dk, dv, T);
+            source_message(b, i, j, biased ? slot_of(nb, i, j, nb->out_nth[r]) : 0,
+                           nb->out_nth[r], dk, dv, T);
     raw_backward_row(&b->c, j, b->K, b->c.sc.a_src, T, dk, part);
 }
 

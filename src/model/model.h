@@ -23,7 +23,7 @@ int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
  * where o has none (k, the layer's index, names it in messages). attend is what
  * differs between callers (one process: the kernel on the whole graph; MPI:
  * the exchange of K and V rows first); it reads b's Q, K and V and writes b's
- * M. b->Xn is needed with a norm only.
+ * M. b->Xn is needed with a norm or dropout only.
  */
 typedef struct {
     float *Xn;
@@ -33,8 +33,18 @@ typedef struct {
 typedef int (*ag_i_attend_fn)(void *ctx, const ag_weights_t *w, const ag_score_t *sc,
                               ag_error_t *err);
 
+/* Which round a call runs: its layer's index k (for messages), the round's
+   index r and the first of this process's rows (for dropout's masks), and
+   whether it trains (dropout applies; else the options' dropout is left
+   out). With dropout, b->Xn is needed (and dropout's output is there). */
+typedef struct {
+    int k, r;
+    int64_t row0;
+    int training;
+} ag_i_round_at_t;
+
 AG_INTERNAL
-int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, int k,
+int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, ag_i_round_at_t at,
                        const ag_round_opts_t *o, const ag_i_round_bufs_t *b, ag_score_t *sc,
                        ag_i_attend_fn attend, void *ctx, ag_error_t *err);
 
@@ -60,7 +70,7 @@ typedef int (*ag_i_attend_back_fn)(void *ctx, const ag_weights_t *w, ag_weights_
                                    const ag_score_t *sc, ag_error_t *err);
 
 AG_INTERNAL
-int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, int k,
+int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, ag_i_round_at_t at,
                         const ag_round_opts_t *o, const ag_i_round_back_t *b,
                         const ag_i_reducer_t *red, ag_i_attend_back_fn attend_back,
                         void *ctx, ag_error_t *err);

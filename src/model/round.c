@@ -3,6 +3,7 @@
  * written once for the rounds, training and the MPI layer:
  *
  *   norm     Xn = LayerNorm(X) (the options' norm) or X
+ *   dropout  Xn = dropout(Xn) while training (the options' dropout)
  *   project  Q, K, V = Xn Wq^T, Xn Wk^T, Xn Wv^T (shared or per node)
  *   attend   M = attention(Q, K, V): the caller's step (one process: the
  *            kernel on the whole graph; MPI: the rows exchanged first)
@@ -10,8 +11,8 @@
  *
  * The forward runs them in order; the backward runs each op's `remake` in
  * order (the activations the tape does not keep: LayerNorm's output), then
- * the backwards in reverse. A new sublayer (a feed-forward block, dropout)
- * is one more entry in the list, not a fifth copy of the round.
+ * the backwards in reverse. A new sublayer (a feed-forward block) is one more
+ * entry in the list, not a fifth copy of the round.
  */
 #include <math.h>
 #include <string.h>
@@ -25,16 +26,42 @@ static float ln_eps(const ag_round_opts_t *o)
     return o ? o->ln_eps : (ag_round_opts_t)AG_ROUND_OPTS_INIT.ln_eps;
 }
 
-/* The score of a round with layer w (index k, for messages): the options' score
-   with the layer's attention vectors filled in where the options have none.
-   Refuses a negative or non-finite ln_eps. */
-static int round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w, int k,
-                       ag_error_t *err)
+/* Streams of the options' dropout_seed: round r's masks of features and of
+   attention weights. */
+static uint64_t feature_seed(const ag_round_opts_t *o, int r)
 {
+    return rng_seed(o->dropout_seed, 2 * (uint64_t)r);
+}
+
+static uint64_t attention_seed(const ag_round_opts_t *o, int r)
+{
+    return rng_seed(o->dropout_seed, 2 * (uint64_t)r + 1);
+}
+
+/* Does this call drop features? */
+static int drops_features(const ag_round_opts_t *o, ag_i_round_at_t at)
+{
+    return at.training && o && o->dropout > 0;
+}
+
+/* The score of a round with layer w (at.k, its index for messages): the
+   options' score with the layer's attention vectors filled in where the
+   options have none, and the round's attention dropout while training.
+   Refuses a negative or non-finite ln_eps, and dropout outside [0, 1). */
+static int round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weights_t *w,
+                       ag_i_round_at_t at, ag_error_t *err)
+{
+    const int k = at.k;
     if (o && (!(o->ln_eps >= 0) || !isfinite(o->ln_eps)))
         return ag_i_fail(err, AG_EINVAL, "rounds: ln_eps %g; expected a finite value >= 0 (1e-5 "
                          "in AG_ROUND_OPTS_INIT)", o->ln_eps);
+    if (o && (!(o->dropout >= 0 && o->dropout < 1) ||
+              !(o->attn_dropout >= 0 && o->attn_dropout < 1)))
+        return ag_i_fail(err, AG_EINVAL, "rounds: dropout %g, attention dropout %g; expected "
+                         "probabilities in [0, 1)", o->dropout, o->attn_dropout);
     *sc = o && o->score ? *o->score : (ag_score_t)AG_SCORE_INIT;
+    if (at.training && o && o->attn_dropout > 0)
+        sc->dropout = o->attn_dropout, sc->dropout_seed = attention_seed(o, at.r);
     if (sc->kind == AG_SCORE_ADDITIVE && !sc->a_src) {
         sc->a_src = w->attn_src, sc->a_dst = w->attn_dst;
         if (!sc->a_src || !sc->a_dst)
@@ -53,6 +80,7 @@ static int round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weight
 /* What the ops of one round read and write, in either direction. */
 typedef struct {
     int64_t n;                        /* this process's rows */
+    ag_i_round_at_t at;               /* the round, its first row, training or not */
     const ag_weights_t *w;
     ag_weights_t *g;                  /* backward: the weights' gradients (NULL: none) */
     const ag_round_opts_t *o;
@@ -117,6 +145,45 @@ static int norm_backward(step_t *s, ag_error_t *err)
 #pragma omp parallel for if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < n * D; x++)
         b->dX[x] += b->dXn[x];
+    return AG_OK;
+}
+
+/* ---- dropout: on what the projections read, while training ---- */
+
+/* Xn = dropout(in) (Xn may be in: the norm's output, dropped in place). */
+static void drop_into(const step_t *s, float *Xn, const float *in)
+{
+    ag_error_t ignored;   /* the options' p was checked in round_score */
+    ag_dropout(Xn, in, s->at.row0, s->n, s->w->D, s->o->dropout, feature_seed(s->o, s->at.r),
+               &ignored);
+}
+
+static int dropout_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    if (drops_features(s->o, s->at)) {
+        drop_into(s, s->f->Xn, s->Xin);
+        s->Xin = s->f->Xn;
+    }
+    return AG_OK;
+}
+
+static int dropout_remake(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    if (drops_features(s->o, s->at)) {
+        drop_into(s, s->b->Xn, s->Xin);
+        s->Xin = s->b->Xn;
+    }
+    return AG_OK;
+}
+
+/* dXn (what reached the dropped Xn) times the same mask: what reached its input */
+static int dropout_backward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    if (drops_features(s->o, s->at))
+        drop_into(s, s->b->dXn, s->b->dXn);
     return AG_OK;
 }
 
@@ -210,31 +277,33 @@ static int output_backward(step_t *s, ag_error_t *err)
 
 static const op_t round_ops[] = {
     {"norm", norm_forward, norm_remake, norm_backward},
+    {"dropout", dropout_forward, dropout_remake, dropout_backward},
     {"project", project_forward, NULL, project_backward},
     {"attend", attend_forward, NULL, attend_backward},
     {"output", output_forward, NULL, output_backward},
 };
 #define N_OPS ((int)(sizeof round_ops / sizeof round_ops[0]))
 
-int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, int k,
+int ag_i_round_forward(float *X, int64_t n, const ag_weights_t *w, ag_i_round_at_t at,
                        const ag_round_opts_t *o, const ag_i_round_bufs_t *b, ag_score_t *sc,
                        ag_i_attend_fn attend, void *ctx, ag_error_t *err)
 {
-    int rc = round_score(sc, o, w, k, err);
-    step_t s = {.n = n, .w = w, .o = o, .sc = sc, .X = X, .f = b, .attend = attend, .ctx = ctx};
+    int rc = round_score(sc, o, w, at, err);
+    step_t s = {.n = n, .at = at, .w = w, .o = o, .sc = sc, .X = X, .f = b, .attend = attend,
+                .ctx = ctx};
     for (int i = 0; !rc && i < N_OPS; i++)
         rc = round_ops[i].forward(&s, err);
     return rc;
 }
 
-int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, int k,
+int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, ag_i_round_at_t at,
                         const ag_round_opts_t *o, const ag_i_round_back_t *b,
                         const ag_i_reducer_t *red, ag_i_attend_back_fn attend_back,
                         void *ctx, ag_error_t *err)
 {
     ag_score_t sc;
-    int rc = round_score(&sc, o, w, k, err);
-    step_t s = {.n = n, .w = w, .g = g, .o = o, .sc = &sc, .b = b, .red = red,
+    int rc = round_score(&sc, o, w, at, err);
+    step_t s = {.n = n, .at = at, .w = w, .g = g, .o = o, .sc = &sc, .b = b, .red = red,
                 .attend_back = attend_back, .ctx = ctx};
     for (int i = 0; !rc && i < N_OPS; i++)
         if (round_ops[i].remake)

@@ -129,7 +129,8 @@ static int one_round(run_t *r, int k, const ag_weights_t *w, const ag_round_opts
     if (r->X_prev)
         memcpy(r->X_prev, X, (size_t)(r->n * r->D) * sizeof *X);
     ag_score_t sc;
-    int rc = ag_mpi_agree(r->comm, ag_i_round_forward(X, r->n, w, 0, opts, &b, &sc, attend_part,
+    const ag_i_round_at_t at = {0};   /* inference: no dropout */
+    int rc = ag_mpi_agree(r->comm, ag_i_round_forward(X, r->n, w, at, opts, &b, &sc, attend_part,
                                                       (void *)&pr, err), err);
     if (rc || !opts || !opts->on_round)
         return rc;

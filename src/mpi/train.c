@@ -405,8 +405,8 @@ static int forward_round(ag_mpi_tape_t *t, int r, float *X, float *Xn, ag_error_
     const int64_t own = (t->part->lo - t->halo.wlo) * t->HD;
     const ag_i_round_bufs_t b = {Xn, pr.a.Q, t->halo.K + own, t->halo.V + own, pr.a.M};
     ag_score_t sc;
-    return ag_i_round_forward(X, t->n, &t->layers[k], k, &t->opts, &b, &sc, attend_part,
-                              (void *)&pr, err);
+    return ag_i_round_forward(X, t->n, &t->layers[k], (ag_i_round_at_t){k, r, t->part->lo, 1},
+                              &t->opts, &b, &sc, attend_part, (void *)&pr, err);
 }
 
 static int check_layers(const ag_weights_t *layers, int n_layers, int rounds, int64_t n,
@@ -494,8 +494,8 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     if (!t->acts && !(t->acts = ag_i_alloc(rounds ? rounds * round_floats(t) : 1, sizeof(float),
                                            err, "tape of the rounds' activations")))
         rc = ag_i_alloc_status();
-    if (!rc && t->layer_norm && !(Xn = ag_i_alloc(t->n ? t->n * t->D : 1, sizeof *Xn, err,
-                                                 "rounds forward")))
+    if (!rc && (t->layer_norm || t->opts.dropout > 0) &&
+        !(Xn = ag_i_alloc(t->n ? t->n * t->D : 1, sizeof *Xn, err, "rounds forward")))
         rc = ag_i_alloc_status();
     rc = ag_mpi_agree(comm, rc, err);
     for (int r = 0; !rc && r < rounds; r++)
@@ -725,8 +725,9 @@ static int backward_round(ag_mpi_tape_t *t, int r, ag_weights_t *grads, mpi_back
     const mpi_acts_t a = acts_of(t, r);
     const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn};
     const part_back_t pb = {t, &a, b};
-    return ag_i_round_backward(t->n, &t->layers[k], grads ? &grads[k] : NULL, k, &t->opts, &rb,
-                               &t->red, attend_back_part, (void *)&pb, err);
+    return ag_i_round_backward(t->n, &t->layers[k], grads ? &grads[k] : NULL,
+                               (ag_i_round_at_t){k, r, t->part->lo, 1}, &t->opts, &rb, &t->red,
+                               attend_back_part, (void *)&pb, err);
 }
 
 /* Zeroes every array of grads (as src/train/backprop.c's grads_reset). */

@@ -134,8 +134,8 @@ static int forward_round(ag_tape_t *t, int r, float *X, float *Xn, ag_error_t *e
     memcpy(tr.a.X, X, (size_t)(t->N * t->D) * sizeof *X);
     const ag_i_round_bufs_t b = {Xn, tr.a.Q, tr.a.K, tr.a.V, tr.a.M};
     ag_score_t sc;
-    return ag_i_round_forward(X, t->N, &t->layers[k], k, &t->opts, &b, &sc, attend_taped,
-                              (void *)&tr, err);
+    return ag_i_round_forward(X, t->N, &t->layers[k], (ag_i_round_at_t){k, r, 0, 1}, &t->opts,
+                              &b, &sc, attend_taped, (void *)&tr, err);
 }
 
 int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
@@ -159,7 +159,8 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
     if (rc)
         return rc;
     float *Xn = NULL;
-    if (t->layer_norm && !(Xn = ag_i_alloc(t->N * t->D, sizeof *Xn, err, "rounds forward")))
+    if ((t->layer_norm || t->opts.dropout > 0) &&
+        !(Xn = ag_i_alloc(t->N * t->D, sizeof *Xn, err, "rounds forward")))
         rc = ag_i_alloc_status();
     for (int r = 0; !rc && r < rounds; r++)
         rc = forward_round(t, r, X, Xn, err);
@@ -261,8 +262,9 @@ static int backward_round(ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t 
     const acts_t a = round_acts(t, r);
     const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn};
     const tape_back_t tb = {t, r, b};
-    return ag_i_round_backward(t->N, &t->layers[k], grads ? &grads[k] : NULL, k, &t->opts, &rb,
-                               NULL, attend_back_taped, (void *)&tb, err);
+    return ag_i_round_backward(t->N, &t->layers[k], grads ? &grads[k] : NULL,
+                               (ag_i_round_at_t){k, r, 0, 1}, &t->opts, &rb, NULL,
+                               attend_back_taped, (void *)&tb, err);
 }
 
 int ag_rounds_backward(ag_tape_t *tape, const float *dY, float *dX0, ag_weights_t *grads,

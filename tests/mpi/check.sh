@@ -532,6 +532,10 @@ $CLI run --pattern window:9 --nodes 4100 --dim 16 --seed 6 --out "$T/ty.npy" --q
 npy_labels "$T/labels.npy" 4100 3
 tc="--features $T/tx.npy --labels $T/labels.npy --heads 2 --rounds 2 --seed 3"
 train_same causal "--pattern causal $tc --epochs 2 --norm layer" 1 2 3
+# dropout on features and attention: masks hashed from (seed, step, round, node or edge),
+# so every process count draws one process's
+train_same dropout "--pattern random:6 $tc --epochs 3 --norm layer --dropout 0.4 \
+--attn-dropout 0.5" 1 2 4
 # several connectivities: the same initial model under each, on their own parts; the log
 # (every connectivity's rows) and the curve of all, against one process's
 mc="--pattern window:40 --pattern random:8,5+window:2 $tc --epochs 2"

@@ -73,19 +73,29 @@ static int loss_on(mtrain_t *s, const uint8_t *mask, int grads, double *loss, in
                                      NULL, NULL, err);
 }
 
+/* The rounds' forward into m->X on this process's rows, with the options of a
+   step or not (model_round_opts). One tape for every epoch: its plans and
+   memory are made once. */
+static int forward(mtrain_t *s, int step, ag_error_t *err)
+{
+    model_t *m = &s->model;
+    memcpy(m->X, s->in.x0.data, (size_t)(m->N * m->D) * sizeof(float));
+    const ag_round_opts_t ro = model_round_opts(m, step);
+    return m->rounds > 0 ? ag_mpi_rounds_forward(s->comm, &s->part, m->layers, m->n_layers, m->X,
+                                                 m->rounds, &ro, &s->tape, &s->stats, err)
+                         : AG_OK;
+}
+
 /* model_epoch on P processes. */
 static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
 {
     model_t *m = &s->model;
     const task_t *t = &s->task;
     *f = (epoch_t){NAN, NAN, NAN, NAN, 0, 0, 0, 0};
-    memcpy(m->X, s->in.x0.data, (size_t)(m->N * m->D) * sizeof(float));
-    int rc = AG_OK;
-    if (m->rounds > 0)   /* one tape for every epoch: its plans and memory are made once */
-        rc = ag_mpi_rounds_forward(s->comm, &s->part, m->layers, m->n_layers, m->X, m->rounds,
-                                   &m->ro, &s->tape, &s->stats, err);
+    const int drops = model_drops(m);
+    int rc = forward(s, 0, err);   /* the figures: no dropout */
     if (!rc)
-        rc = loss_on(s, t->train, step, &f->loss, &f->train_correct, err);
+        rc = loss_on(s, t->train, step && !drops, &f->loss, &f->train_correct, err);
     if (!rc && t->eval)
         rc = loss_on(s, t->eval, 0, &f->eval_loss, &f->eval_correct, err);
     if (!rc && t->test)
@@ -94,10 +104,18 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
         f->diverged = 1;
         rc = ag_i_fail(err, AG_EINVAL, "the loss is not finite");
     }
+    if (!rc && step && drops) {   /* the step's forward, with dropout */
+        double loss;
+        int64_t correct;
+        if (!(rc = forward(s, 1, err)))
+            rc = loss_on(s, t->train, 1, &loss, &correct, err);
+    }
     if (!rc && step && m->rounds > 0)
         rc = ag_mpi_rounds_backward(s->tape, m->dX, NULL, m->grads, err);
     if (!rc && step)   /* the same gradients everywhere: the same step */
         rc = ag_i_optimizer_step_r(m->opt, &s->red, &f->grad_norm, err);
+    if (!rc && step)
+        m->steps++;
     return rc;
 }
 
