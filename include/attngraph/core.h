@@ -382,6 +382,11 @@ typedef struct {
        dropout. */
     float dropout;            /* in [0, 1) */
     uint64_t dropout_seed;
+    /* additive only: [E, H] a term per slot and head inside the LeakyReLU,
+       LeakyReLU(a_dst.q_i + a_src.k_j + edge_pre[s, h]): GAT's edge features
+       (PyG's GATConv with edge_dim: att_edge . lin_edge(e_ij)), or NULL. Not on
+       parts of the MPI layer. */
+    const float *edge_pre;
 } ag_score_t;
 
 /* The defaults: scaled-dot, beta 1, no softcap, slope 0.2, no vectors, no bias. */
@@ -502,6 +507,9 @@ typedef struct {
                                      edges), overwritten; NULL: not wanted. Also for a
                                      score without a bias (the gradient at bias 0;
                                      linear: 0) */
+    float *d_edge_pre;            /* [E, H] in slot order, overwritten: additive's edge
+                                     terms (also for a score without them: the gradient
+                                     at 0); NULL: not wanted */
 } ag_attention_grads_t;
 
 /*

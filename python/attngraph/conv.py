@@ -5,9 +5,11 @@ return_attention_weights=None), computed by the library's fused attention
 (graph_attention) instead of PyG's scatter over an [E, H, C] message tensor.
 Imported as attngraph.torch.GATConv and so on.
 
-What PyG can do and these cannot (a pair of source and target features,
-SparseTensor adjacency, `size`, edge features) is refused with an Error
-naming it, never approximated."""
+GATConv takes edge features (edge_dim: a term per edge and head inside the
+LeakyReLU, ops.Score's edge_pre). What PyG can do and these cannot (a pair of
+source and target features, SparseTensor adjacency, `size`, GATv2Conv's and
+TransformerConv's edge features) is refused with an Error naming it, never
+approximated."""
 import math
 
 import torch
@@ -33,6 +35,22 @@ def _uniform_bias(lin):
         bound = 1.0 / math.sqrt(lin.in_features)
         with torch.no_grad():
             lin.bias.uniform_(-bound, bound)
+
+
+def _reduce_by(values, index, n, how):
+    """PyG's scatter(values, index, dim_size=n, reduce=how) over rows: a row per
+    node (0 where no row goes)."""
+    out = torch.zeros(n, values.size(1), dtype=values.dtype)
+    if how in ("mean", "add"):
+        out = out.index_add(0, index, values)
+        if how == "mean":
+            count = torch.zeros(n, dtype=values.dtype).index_add(
+                0, index, torch.ones(index.numel(), dtype=values.dtype))
+            out = out / count.clamp(min=1)[:, None]
+        return out
+    reduce = {"max": "amax", "min": "amin", "mul": "prod"}[how]
+    return out.scatter_reduce(0, index[:, None].expand_as(values), values, reduce,
+                              include_self=False)
 
 
 def _int_channels(layer, in_channels):
@@ -81,7 +99,8 @@ class _Conv(nn.Module):
     """What the three drop-ins share: the graph cache, the checks of forward's
     arguments, dropout's seed, heads concatenated or averaged, the weights."""
 
-    def __init__(self, in_channels, out_channels, heads, concat, dropout, edge_dim):
+    def __init__(self, in_channels, out_channels, heads, concat, dropout, edge_dim,
+                 edge_features=False):
         super().__init__()
         name = type(self).__name__
         self.in_channels = _int_channels(name, in_channels)
@@ -93,9 +112,12 @@ class _Conv(nn.Module):
         if not 0 <= self.dropout < 1:
             raise Error("%s: dropout %g; expected a probability in [0, 1)"
                         % (name, self.dropout), "invalid value")
-        if edge_dim is not None:
+        if edge_dim is not None and not edge_features:
             _refuse(name, "edge_dim (edge features)")
-        self.edge_dim = None
+        self.edge_dim = None if edge_dim is None else int(edge_dim)
+        if self.edge_dim is not None and self.edge_dim < 1:
+            raise Error("%s: edge_dim %d; expected >= 1" % (name, self.edge_dim),
+                        "invalid value")
         self._graphs = _GraphCache()
 
     def _graph(self, x, edge_index, edge_attr, self_loops):
@@ -105,8 +127,9 @@ class _Conv(nn.Module):
         if x.dim() != 2 or x.size(1) != self.in_channels:
             raise Error("%s: x is %s; expected [N, %d]" % (name, tuple(x.shape),
                                                          self.in_channels), "invalid value")
-        if edge_attr is not None:
-            _refuse(name, "edge_attr (edge features)")
+        if edge_attr is not None and self.edge_dim is None:
+            raise Error("%s: edge_attr given to a layer made without edge_dim" % name,
+                        "invalid value")
         return self._graphs.get(name, edge_index, x.size(0), self_loops)
 
     def _attention(self, q, k, v, graph, **score):
@@ -143,24 +166,36 @@ class GATConv(_Conv):
     alpha_ij = softmax_j LeakyReLU(att_src . x'_j + att_dst . x'_i), dropout
     on alpha while training; out_i = sum_j alpha_ij x'_j, heads concatenated
     (or averaged), plus bias. add_self_loops: every self-loop removed, one
-    added per node, as PyG does. state_dict: lin_src.weight, lin_dst.weight
-    (the same module), att_src, att_dst, bias."""
+    added per node, as PyG does. With edge_dim, edge_attr [E, edge_dim] adds
+    att_edge . lin_edge(e_ij) inside the LeakyReLU, the added self-loops'
+    features being fill_value ('mean' of the node's incoming edges', or a
+    number, or a tensor). state_dict: lin_src.weight, lin_dst.weight (the same
+    module), att_src, att_dst, bias (and lin_edge.weight, att_edge)."""
 
     def __init__(self, in_channels, out_channels, heads=1, concat=True, negative_slope=0.2,
                  dropout=0.0, add_self_loops=True, edge_dim=None, fill_value="mean",
                  bias=True, **kwargs):
         if kwargs:
             _refuse("GATConv", "the argument(s) %s" % ", ".join(sorted(kwargs)))
-        super().__init__(in_channels, out_channels, heads, concat, dropout, edge_dim)
+        super().__init__(in_channels, out_channels, heads, concat, dropout, edge_dim,
+                         edge_features=True)
         H, C = self.heads, self.out_channels
         self.negative_slope, self.add_self_loops = float(negative_slope), bool(add_self_loops)
         self.fill_value = fill_value
+        if not (fill_value in ("mean", "add", "max", "min", "mul") or
+                isinstance(fill_value, (int, float, torch.Tensor))):
+            raise Error("GATConv: fill_value %r; expected 'mean', 'add', 'max', 'min', 'mul', "
+                        "a number or a tensor" % (fill_value,), "invalid value")
         self.lin_src = nn.Linear(self.in_channels, H * C, bias=False)
         self.lin_dst = self.lin_src
         self.att_src = nn.Parameter(torch.empty(1, H, C))
         self.att_dst = nn.Parameter(torch.empty(1, H, C))
-        self.register_parameter("att_edge", None)
-        self.lin_edge = None
+        if self.edge_dim is not None:
+            self.lin_edge = nn.Linear(self.edge_dim, H * C, bias=False)
+            self.att_edge = nn.Parameter(torch.empty(1, H, C))
+        else:
+            self.lin_edge = None
+            self.register_parameter("att_edge", None)
         self.bias = nn.Parameter(torch.empty(H * C if concat else C)) if bias else None
         self.reset_parameters()
 
@@ -168,8 +203,32 @@ class GATConv(_Conv):
         _glorot(self.lin_src.weight)
         _glorot(self.att_src)
         _glorot(self.att_dst)
+        if self.lin_edge is not None:
+            _glorot(self.lin_edge.weight)
+            _glorot(self.att_edge)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
+
+    def _edge_terms(self, edge_attr, edge_index, n):
+        """att_edge . lin_edge(e) [E', H] in the graph's edge order: the edges
+        less their self-loops, then one loop per node with fill_value's features
+        (PyG's remove_self_loops, add_self_loops)."""
+        ea = edge_attr.view(-1, 1) if edge_attr.dim() == 1 else edge_attr
+        if ea.dim() != 2 or ea.size(0) != edge_index.size(1) or ea.size(1) != self.edge_dim:
+            raise Error("GATConv: edge_attr is %s; expected [%d, %d] (an edge_index column "
+                        "each)" % (tuple(edge_attr.shape), edge_index.size(1), self.edge_dim),
+                        "invalid value")
+        if self.add_self_loops:
+            keep = edge_index[0] != edge_index[1]
+            ea, dst = ea[keep], edge_index[1][keep]
+            fill = self.fill_value
+            if isinstance(fill, str):
+                loops = _reduce_by(ea, dst, n, fill)
+            else:
+                loops = torch.as_tensor(fill, dtype=ea.dtype).expand(n, ea.size(1))
+            ea = torch.cat([ea, loops], dim=0)
+        e = self.lin_edge(ea).view(-1, self.heads, self.out_channels)
+        return (e * self.att_edge).sum(dim=-1)
 
     def forward(self, x, edge_index, edge_attr=None, size=None, return_attention_weights=None):
         if size is not None:
@@ -177,9 +236,17 @@ class GATConv(_Conv):
         g = self._graph(x, edge_index, edge_attr, "replace" if self.add_self_loops else "keep")
         H, C = self.heads, self.out_channels
         xs = self.lin_src(x)
+        extra = {}
+        if self.edge_dim is not None:
+            if edge_attr is None:
+                raise Error("GATConv: made with edge_dim %d; forward needs edge_attr"
+                            % self.edge_dim, "invalid value")
+            if not isinstance(edge_index, torch.Tensor):
+                _refuse("GATConv", "edge_attr with an attngraph.Graph (give edge_index)")
+            extra["edge_pre"] = self._edge_terms(edge_attr, edge_index, x.size(0))
         m, score = self._attention(xs, xs, xs, g, score="additive",
                                    a_src=self.att_src.view(H, C), a_dst=self.att_dst.view(H, C),
-                                   slope=self.negative_slope)
+                                   slope=self.negative_slope, **extra)
         out = self._heads_out(m)
         if self.bias is not None:
             out = out + self.bias

@@ -57,6 +57,8 @@ class Score:
     "sigmoid", "linear"; beta, softcap, slope, alibi, sigmoid_bias; edge_bias [E]
     in the graph's edge order. None is the library's default (beta 1, no
     softcap, slope 0.2); a number is taken as given: slope=0.0 is a ReLU.
+    edge_pre [E, H] (additive only, in the graph's edge order): a term per
+    edge and head inside the LeakyReLU, GAT's edge features.
     dropout p in [0, 1) drops each message's weight in each head with
     probability p and scales the rest by 1/(1-p); which ones is a hash of
     (dropout_seed, destination, source, occurrence, head): the same seed
@@ -65,7 +67,7 @@ class Score:
 
     def __init__(self, kind="scaled-dot", beta=None, softcap=None, slope=None, a_src=None,
                  a_dst=None, a=None, edge_bias=None, alibi=False, sigmoid_bias=None,
-                 dropout=0.0, dropout_seed=0):
+                 dropout=0.0, dropout_seed=0, edge_pre=None):
         if isinstance(kind, Score):
             self.__dict__.update(kind.__dict__)
             return
@@ -82,6 +84,7 @@ class Score:
             raise Error("dropout is %g; expected a probability in [0, 1)" % self.dropout,
                         "invalid value")
         self.dropout_seed = int(dropout_seed) & (2**64 - 1)
+        self.edge_pre = edge_pre
 
     def c(self, graph, H, d, validate=True):
         """The ag_score_t for graph, H, d, and the arrays it points to (keep them).
@@ -106,6 +109,10 @@ class Score:
             b = graph.to_slots(f32(self.edge_bias, "edge_bias", (graph.E,)))
             keep.append(b)
             s.edge_bias = b.ctypes.data
+        if self.edge_pre is not None:
+            b = np.ascontiguousarray(graph.to_slots(f32(self.edge_pre, "edge_pre", (graph.E, H))))
+            keep.append(b)
+            s.edge_pre = b.ctypes.data
         if validate:
             e = err()
             check(lib.ag_score_check(C.byref(s), C.byref(graph._nb), H, d, C.byref(e)), e)
@@ -204,15 +211,17 @@ def attention_stats(graph, q, k, heads=1, score="scaled-dot", **score_kw):
     return dict(entropy=ent, distance=dist, max_weight=mx)
 
 
-Grads = namedtuple("Grads", "dq dk dv d_a_src d_a_dst d_edge_bias")
+Grads = namedtuple("Grads", "dq dk dv d_a_src d_a_dst d_edge_bias d_edge_pre")
 
 
 def attention_backward(graph, q, k, v, dm, heads=1, score="scaled-dot", m=None, lse=None,
-                       edge_bias_grad=False, **score_kw):
+                       edge_bias_grad=False, edge_pre_grad=False, **score_kw):
     """Gradients of L = sum(dm * M) for M = attention(graph, q, k, v): a Grads of
     dq, dk, dv [N, H*d], d_a_src, d_a_dst [H, d] (additive; gatv2's a in
-    d_a_src; else None) and d_edge_bias [E] in edge order (when asked for, or
-    when the score has an edge bias). m and lse, the forward's, save a forward."""
+    d_a_src; else None), d_edge_bias [E] in edge order (when asked for, or
+    when the score has an edge bias) and d_edge_pre [E, H] (additive: when
+    asked for, or when the score has edge terms). m and lse, the forward's,
+    save a forward."""
     (q, k, v, dm), H, d = _qkv(graph, heads, [("q", q), ("k", k), ("v", v), ("dm", dm)])
     sc = score_of(score, score_kw)
     s, keep = sc.c(graph, H, d)
@@ -229,6 +238,10 @@ def attention_backward(graph, q, k, v, dm, heads=1, score="scaled-dot", m=None, 
     if edge_bias_grad or sc.edge_bias is not None:
         deb = np.empty(graph.E, np.float32)
         g.d_edge_bias = deb.ctypes.data
+    dep = None
+    if edge_pre_grad or sc.edge_pre is not None:
+        dep = np.empty((graph.E, H), np.float32)
+        g.d_edge_pre = dep.ctypes.data
     m = f32(m, "m", q.shape) if m is not None else None
     if lse is not None:
         lse = f32(lse, "lse", (graph.N, H))
@@ -237,4 +250,5 @@ def attention_backward(graph, q, k, v, dm, heads=1, score="scaled-dot", m=None, 
                                     v.ctypes.data, H, d, C.byref(s), m.ctypes.data if m is not None else None,
                                     lse.ctypes.data if lse is not None else None,
                                     dm.ctypes.data, C.byref(g), C.byref(e)), e)
-    return Grads(dq, dk, dv, da_src, da_dst, graph.from_slots(deb) if deb is not None else None)
+    return Grads(dq, dk, dv, da_src, da_dst, graph.from_slots(deb) if deb is not None else None,
+                 graph.from_slots(dep) if dep is not None else None)

@@ -10,9 +10,11 @@ import torch.nn.functional as F
 
 
 def attention(src, dst, N, q, k, v, H, kind="scaled-dot", beta=1.0, softcap=0.0, slope=0.2,
-              a_src=None, a_dst=None, a=None, edge_bias=None, sigmoid_bias=None, keep=None):
+              a_src=None, a_dst=None, a=None, edge_bias=None, sigmoid_bias=None, keep=None,
+              edge_pre=None):
     """Returns (M [N, H*d], A [E, H]) for float64 tensors q, k, v [N, H*d].
-    keep [E, H]: dropout's factors (0 or 1/(1-p)), multiplied into A."""
+    keep [E, H]: dropout's factors (0 or 1/(1-p)), multiplied into A;
+    edge_pre [E, H]: additive's edge terms, inside the LeakyReLU."""
     src = torch.as_tensor(src, dtype=torch.long)
     dst = torch.as_tensor(dst, dtype=torch.long)
     E = src.numel()
@@ -24,7 +26,8 @@ def attention(src, dst, N, q, k, v, H, kind="scaled-dot", beta=1.0, softcap=0.0,
     elif kind == "cosine":
         s = F.cosine_similarity(qe, ke, dim=-1, eps=0.0)
     elif kind == "additive":
-        s = F.leaky_relu((qe * a_dst).sum(-1) + (ke * a_src).sum(-1), slope)
+        u = (qe * a_dst).sum(-1) + (ke * a_src).sum(-1)
+        s = F.leaky_relu(u if edge_pre is None else u + edge_pre, slope)
     elif kind == "gatv2":
         s = (F.leaky_relu(qe + ke, slope) * a).sum(-1)
     elif kind == "linear":

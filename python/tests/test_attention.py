@@ -16,6 +16,7 @@ KINDS = [
     ("cosine", {"beta": 3.0}),
     ("additive", {"slope": 0.1}),
     ("additive", {"slope": 0.0}),
+    ("additive", {"edge_pre": True, "edge_bias": True}),
     ("dot", {"beta": 0.0}),
     ("gatv2", {}),
     ("gatv2", {"slope": 0.0}),
@@ -51,16 +52,19 @@ def test_forward_weights_and_gradients(rng, kind, opts):
     kw = dict(opts)
     if kw.pop("edge_bias", None):
         kw["edge_bias"] = rng.standard_normal(E).astype(np.float32)
+    if kw.pop("edge_pre", None):
+        kw["edge_pre"] = rng.standard_normal((E, H)).astype(np.float32)
     kw.update(extra)
 
     M = ag.attention(g, q, k, v, heads=H, score=kind, **kw)
     W = ag.attention_weights(g, q, k, heads=H, score=kind, **kw)
 
-    names = ["q", "k", "v"] + list(extra) + (["edge_bias"] if "edge_bias" in kw else [])
-    vals = [q, k, v] + list(extra.values()) + ([kw["edge_bias"]] if "edge_bias" in kw else [])
+    per_edge = [n for n in ("edge_bias", "edge_pre") if n in kw]
+    names = ["q", "k", "v"] + list(extra) + per_edge
+    vals = [q, k, v] + list(extra.values()) + [kw[n] for n in per_edge]
     ts = dict(zip(names, ref_tensors(vals, grad=True)))
     rkw = {n: kw[n] for n in ("beta", "softcap", "slope") if n in kw}
-    rkw.update({n: ts[n] for n in list(extra) + (["edge_bias"] if "edge_bias" in kw else [])})
+    rkw.update({n: ts[n] for n in list(extra) + per_edge})
     Mr, Ar = reference.attention(ei[0], ei[1], N, ts["q"], ts["k"], ts["v"], H, kind, **rkw)
 
     np.testing.assert_allclose(M, Mr.detach().numpy(), atol=2e-5, rtol=0)
@@ -72,7 +76,7 @@ def test_forward_weights_and_gradients(rng, kind, opts):
     grads = ag.attention_backward(g, q, k, v, dm, heads=H, score=kind,
                                   edge_bias_grad="edge_bias" in kw, **kw)
     got = dict(q=grads.dq, k=grads.dk, v=grads.dv, a_src=grads.d_a_src, a_dst=grads.d_a_dst,
-               a=grads.d_a_src, edge_bias=grads.d_edge_bias)
+               a=grads.d_a_src, edge_bias=grads.d_edge_bias, edge_pre=grads.d_edge_pre)
     for n in names:
         want = ts[n].grad.numpy()
         scale = max(1.0, np.abs(want).max())

@@ -12,13 +12,17 @@ import torch.nn.functional as F
 
 import attngraph as ag
 import attngraph.torch as agt
-from conftest import random_edge_index
+from conftest import random_edge_index, ROOT
 import reference
 
 LAYERS = [
     ("GATConv", dict(heads=3)),
     ("GATConv", dict(heads=2, concat=False, negative_slope=0.1)),
     ("GATConv", dict(heads=2, add_self_loops=False, bias=False)),
+    ("GATConv", dict(heads=2, edge_dim=3)),
+    ("GATConv", dict(heads=3, edge_dim=2, fill_value=0.5, concat=False)),
+    ("GATConv", dict(heads=2, edge_dim=4, fill_value="max")),
+    ("GATConv", dict(heads=1, edge_dim=1, add_self_loops=False)),
     ("GATv2Conv", dict(heads=3)),
     ("GATv2Conv", dict(heads=2, share_weights=True, concat=False)),
     ("GATv2Conv", dict(heads=1, add_self_loops=False, bias=False)),
@@ -38,7 +42,29 @@ def pyg_edges(ei, N, loops):
     return np.concatenate([ei[:, keep], np.stack([np.arange(N)] * 2)], axis=1)
 
 
-def reference_layer(layer, x, ei):
+def reference_edge_terms(layer, p, ea, ei, N):
+    """GAT's att_edge . lin_edge(e) [E', H] over pyg_edges' order, the loops'
+    features by fill_value, in float64."""
+    ea = torch.tensor(ea, dtype=torch.float64)
+    if layer.add_self_loops:
+        keep = torch.tensor(ei[0] != ei[1])
+        ea_k, dst = ea[keep], torch.tensor(ei[1])[keep]
+        if layer.fill_value == "mean":
+            loops = torch.stack([ea_k[dst == i].mean(0) if (dst == i).any()
+                                 else torch.zeros(ea.shape[1], dtype=ea.dtype)
+                                 for i in range(N)])
+        elif layer.fill_value == "max":
+            loops = torch.stack([ea_k[dst == i].max(0).values if (dst == i).any()
+                                 else torch.zeros(ea.shape[1], dtype=ea.dtype)
+                                 for i in range(N)])
+        else:
+            loops = torch.full((N, ea.shape[1]), float(layer.fill_value), dtype=ea.dtype)
+        ea = torch.cat([ea_k, loops])
+    e = F.linear(ea, p["lin_edge.weight"]).view(-1, layer.heads, layer.out_channels)
+    return (e * p["att_edge"]).sum(-1)
+
+
+def reference_layer(layer, x, ei, ea=None):
     """(out, alpha [E, H], params): the layer's formula in float64 from copies
     of its parameters (which carry the reference's gradients)."""
     p = {n: t.detach().double().requires_grad_() for n, t in layer.named_parameters()}
@@ -49,9 +75,10 @@ def reference_layer(layer, x, ei):
     e = pyg_edges(ei, N, getattr(layer, "add_self_loops", False))
     if kind == "GATConv":
         xs = lin("lin_src", x)
+        pre = reference_edge_terms(layer, p, ea, ei, N) if ea is not None else None
         m, a = reference.attention(e[0], e[1], N, xs, xs, xs, H, "additive",
                                    slope=layer.negative_slope, a_src=p["att_src"].view(H, C),
-                                   a_dst=p["att_dst"].view(H, C))
+                                   a_dst=p["att_dst"].view(H, C), edge_pre=pre)
     elif kind == "GATv2Conv":
         xl = lin("lin_l", x)
         xr = xl if layer.share_weights else lin("lin_r", x)
@@ -83,8 +110,10 @@ def test_against_the_float64_reference(rng, name, kw):
     layer = getattr(agt, name)(D, C, **kw)
     x = rng.standard_normal((N, D)).astype(np.float32)
     xt = torch.tensor(x, requires_grad=True)
-    out, (eo, alpha) = layer(xt, torch.tensor(ei), return_attention_weights=True)
-    want, walpha, p = reference_layer(layer, x, ei)
+    ea = rng.standard_normal((E, kw["edge_dim"])).astype(np.float32) if "edge_dim" in kw else None
+    out, (eo, alpha) = layer(xt, torch.tensor(ei), None if ea is None else torch.tensor(ea),
+                             return_attention_weights=True)
+    want, walpha, p = reference_layer(layer, x, ei, ea)
     np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), atol=3e-5, rtol=0)
     np.testing.assert_array_equal(eo.numpy(), pyg_edges(ei, N, kw.get("add_self_loops", True)
                                                         and name != "TransformerConv"))
@@ -137,7 +166,9 @@ def test_the_graph_is_built_once_per_edge_index(rng):
 
 
 @pytest.mark.parametrize("make,match", [
-    (lambda: agt.GATConv(4, 2, edge_dim=3), "edge_dim"),
+    (lambda: agt.TransformerConv(4, 2, edge_dim=3), "edge_dim"),
+    (lambda: agt.GATv2Conv(4, 2, edge_dim=3), "edge_dim"),
+    (lambda: agt.GATConv(4, 2, edge_dim=3, fill_value="median"), "fill_value"),
     (lambda: agt.GATConv((4, 5), 2), "pair"),
     (lambda: agt.TransformerConv(4, 2, dropout=1.0), "dropout"),
     (lambda: agt.GATv2Conv(4, 2, flow="target_to_source"), "flow"),
@@ -151,8 +182,12 @@ def test_refuses_forward_arguments_it_cannot_take():
     layer = agt.GATConv(4, 2)
     x = torch.ones(5, 4)
     ei = torch.tensor([[0, 1], [1, 2]])
-    with pytest.raises(ag.Error, match="edge_attr"):
+    with pytest.raises(ag.Error, match="edge_attr given to a layer made without edge_dim"):
         layer(x, ei, edge_attr=torch.ones(2, 3))
+    with pytest.raises(ag.Error, match="forward needs edge_attr"):
+        agt.GATConv(4, 2, edge_dim=3)(x, ei)
+    with pytest.raises(ag.Error, match=r"expected \[2, 3\]"):
+        agt.GATConv(4, 2, edge_dim=3)(x, ei, torch.ones(5, 3))
     with pytest.raises(ag.Error, match=r"expected \[N, 4\]"):
         layer(torch.ones(5, 3), ei)
     with pytest.raises(ag.Error, match="pair"):
@@ -172,9 +207,11 @@ def test_against_pyg(rng, name, kw):
     assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
     ours.load_state_dict(theirs.state_dict())        # PyG's weights load unchanged
     x = torch.tensor(rng.standard_normal((N, D)), dtype=torch.float32)
+    attr = (torch.tensor(rng.standard_normal((E, kw["edge_dim"])), dtype=torch.float32)
+            if "edge_dim" in kw else None)
     xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
-    oa, (ea, aa) = ours(xa, ei, return_attention_weights=True)
-    ob, (eb, ab) = theirs(xb, ei, return_attention_weights=True)
+    oa, (ea, aa) = ours(xa, ei, attr, return_attention_weights=True)
+    ob, (eb, ab) = theirs(xb, ei, attr, return_attention_weights=True)
     np.testing.assert_allclose(oa.detach().numpy(), ob.detach().numpy(), atol=1e-5, rtol=0)
     np.testing.assert_array_equal(ea.numpy(), eb.numpy())
     np.testing.assert_allclose(aa.numpy(), ab.detach().numpy(), atol=1e-6, rtol=0)
@@ -190,3 +227,40 @@ def test_against_pyg(rng, name, kw):
         np.testing.assert_allclose(pa[n].grad.numpy(), pb[n].grad.numpy(), atol=5e-5,
                                    rtol=1e-5, err_msg=n)
     theirs.load_state_dict(ours.state_dict())         # and ours load into PyG's
+
+
+# ---- training a GAT with the drop-ins
+
+def train_gat(seed, epochs=20):
+    """A two-layer GAT (GATConv, ELU, GATConv; dropout 0.5 on inputs and on the
+    attention) on the planted partition; returns the losses and the parameters."""
+    g = ag.Graph.load(ROOT + "/graphs/planted.gml")
+    ei = torch.from_numpy(g.edge_index)
+    x = torch.from_numpy(np.load(ROOT + "/graphs/planted/x.npy"))
+    y = torch.from_numpy(np.load(ROOT + "/graphs/planted/labels.npy"))
+    train = torch.from_numpy(np.load(ROOT + "/graphs/planted/train.npy").astype(bool))
+    torch.manual_seed(seed)
+    conv1 = agt.GATConv(x.size(1), 4, heads=4, dropout=0.5)
+    conv2 = agt.GATConv(16, 3, heads=1, concat=False, dropout=0.5)
+    params = [*conv1.parameters(), *conv2.parameters()]
+    opt = torch.optim.Adam(params, lr=0.01)
+    losses = []
+    for _ in range(epochs):
+        opt.zero_grad()
+        h = F.elu(conv1(agt.dropout(x, 0.5), ei))
+        out = conv2(agt.dropout(h, 0.5), ei)
+        loss = F.cross_entropy(out[train], y[train])
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().clone() for p in params]
+
+
+def test_gat_training_learns_and_seeds_reproduce_bitwise():
+    losses, params = train_gat(1)
+    assert np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5]), losses
+    again, params2 = train_gat(1)
+    assert again == losses
+    assert all(torch.equal(a, b) for a, b in zip(params, params2))
+    other, params3 = train_gat(2)
+    assert other != losses

@@ -45,6 +45,9 @@ int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t
                          sc->kind == AG_SCORE_LINEAR ? "linear" : "sigmoid");
     if (sc->kind == AG_SCORE_LINEAR && (sc->edge_bias || sc->alibi))
         return ag_i_fail(err, AG_EINVAL, "score: linear attention takes no edge bias or ALiBi");
+    if (sc->edge_pre && sc->kind != AG_SCORE_ADDITIVE)
+        return ag_i_fail(err, AG_EINVAL, "score: edge_pre (a term inside the LeakyReLU) is "
+                         "additive's; this score is another kind");
     if (sc->kind == AG_SCORE_ADDITIVE && (!sc->a_src || !sc->a_dst))
         return ag_i_fail(err, AG_EINVAL, "score: additive needs the vectors a_src and a_dst "
                          "[H, d]");
@@ -56,6 +59,8 @@ int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t
         rc = ag_check_finite("score: a_dst", sc->a_dst, H, d, err);
     if (!rc)
         rc = ag_check_finite("score: edge_bias", sc->edge_bias, nb->n_edges, 1, err);
+    if (!rc)
+        rc = ag_check_finite("score: edge_pre", sc->edge_pre, nb->n_edges, H, err);
     return rc;
 }
 
@@ -106,6 +111,9 @@ int ag_i_forward_part(ag_i_plan_t *p, const ag_i_fwd_t *a, int64_t lo, int64_t h
     const ag_score_t *sc = a->score;
     ag_score_t no_bias = sc ? *sc : (ag_score_t)AG_SCORE_INIT;
     no_bias.edge_bias = NULL;
+    if (sc && sc->edge_pre)   /* the parts' backward views number slots otherwise */
+        return ag_i_fail(err, AG_EINVAL, "score: edge_pre is not supported on several "
+                         "processes");
     int rc = ag_score_check(&no_bias, a->nb, a->H, a->d, err);
     if (!rc && sc && sc->edge_bias)
         rc = ag_check_finite("score: edge_bias", sc->edge_bias + a->nb->edge_ptr[lo],
@@ -189,6 +197,9 @@ int ag_i_backward_planned(ag_i_plan_t *p, ag_nbhd_t *nb, const float *Q, const f
         return rc;
     /* the edge bias's gradient (sum over heads of dL/ds per slot) is not 0 even
        where the score has no bias: the generic kernel keeps it per slot */
+    if (g->d_edge_pre && (!score || score->kind != AG_SCORE_ADDITIVE))
+        return ag_i_fail(err, AG_EINVAL, "attention backward: d_edge_pre is additive's edge "
+                         "terms' gradient; this score is another kind");
     if ((rc = plan_for(p, 1, g->d_edge_bias ? AG_I_KERNEL_GENERIC : AG_I_KERNEL_AUTO, nb, H, d,
                        score, err)))
         return rc;

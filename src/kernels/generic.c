@@ -3,7 +3,8 @@
  *
  * For destination i, head h and in-edge j -> i (slot s):
  *   raw score   scaled-dot q.k/sqrt(d) | dot q.k | cosine cos(q,k)
- *               | additive LeakyReLU(a_dst.q_i + a_src.k_j) | gatv2 a.LeakyReLU(q_i + k_j)
+ *               | additive LeakyReLU(a_dst.q_i + a_src.k_j [+ edge_pre[s, h]])
+ *               | gatv2 a.LeakyReLU(q_i + k_j)
  *               | sigmoid q.k/sqrt(d) | linear phi(q).phi(k), phi(x) = elu(x) + 1
  *   softmax kinds: s <- beta * s, then softcap C: s <- C tanh(s / C)
  *   all but linear: s <- s + edge_bias[slot] + alibi_h * (j - i)
@@ -314,14 +315,23 @@ static inline float raw_of_dot(const sctx_t *c, int64_t i, int64_t j, int64_t h,
    a''.|u| (leaky(u) = (1 + slope)/2 u + (1 - slope)/2 |u| for any slope):
    the first two terms are per node, and the last is three operations per
    channel where the select of leaky's two branches took six. */
+/* What additive's LeakyReLU takes for edge j -> i in slot s, head h:
+   a_dst.q_i + a_src.k_j, plus the edge's own term where the score has one. */
+static inline float gat_sum(const sctx_t *c, int64_t i, int64_t j, int64_t s, int64_t h)
+{
+    const int64_t H = c->H;
+    const float u = c->e_dst[i * H + h] + c->e_src[j * H + h];
+    return c->sc.edge_pre ? u + c->sc.edge_pre[s * H + h] : u;
+}
+
 AG_INLINE float raw_score_of(const sctx_t *c, ag_score_kind_t kind, int64_t i, int64_t j,
-                             int64_t h)
+                             int64_t s, int64_t h)
 {
     const int64_t H = c->H, d = c->d, HD = H * d;
     const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
     switch (kind) {
     case AG_SCORE_ADDITIVE:
-        return leaky(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
+        return leaky(gat_sum(c, i, j, s, h), c->sc.slope);
     case AG_SCORE_GATV2: {
         const float *a = c->a_abs + h * d;
         float x = 0;
@@ -335,9 +345,9 @@ AG_INLINE float raw_score_of(const sctx_t *c, ag_score_kind_t kind, int64_t i, i
     }
 }
 
-static inline float raw_score(const sctx_t *c, int64_t i, int64_t j, int64_t h)
+static inline float raw_score(const sctx_t *c, int64_t i, int64_t j, int64_t s, int64_t h)
 {
-    return raw_score_of(c, c->sc.kind, i, j, h);
+    return raw_score_of(c, c->sc.kind, i, j, s, h);
 }
 
 /* The score of edge j -> i, slot s, head h from its raw score r (before
@@ -366,9 +376,10 @@ AG_INLINE void score_row_of(const sctx_t *c, ag_score_kind_t kind, const ag_nbhd
     int64_t slot = 0, s0 = nb->edge_ptr[i];
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, slot++)
-            for (int64_t h = 0; h < c->H; h++)
-                W[slot * c->H + h] = finish_score(c, raw_score_of(c, kind, i, j, h), i, j,
-                                                  s0 + slot, h);
+            for (int64_t h = 0; h < c->H; h++) {
+                const int64_t s = s0 + slot;
+                W[slot * c->H + h] = finish_score(c, raw_score_of(c, kind, i, j, s, h), i, j, s, h);
+            }
 }
 
 /* score_row_of, its loop compiled once per kind (the kind's formula inlined). */
@@ -734,10 +745,11 @@ static inline float finish_backward(const sctx_t *c, float r, float dx)
     return g;
 }
 
-/* dr (dL/dr) of edge j -> i, head h into dq [d] of head h; additive: into T,
-   the sum of dL/dt over i's slots; gatv2: a's gradient into part [d]. */
-static inline void raw_backward_q(const sctx_t *c, int64_t i, int64_t j, int64_t h, float dr,
-                                  float *dq, float *T, float *part)
+/* dr (dL/dr) of edge j -> i (slot s), head h into dq [d] of head h;
+   additive: into T, the sum of dL/dt over i's slots (returns dL/dt, the edge
+   term's gradient too); gatv2: a's gradient into part [d]. */
+static inline float raw_backward_q(const sctx_t *c, int64_t i, int64_t j, int64_t s, int64_t h,
+                                   float dr, float *dq, float *T, float *part)
 {
     const int64_t H = c->H, d = c->d, HD = H * d;
     const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
@@ -753,9 +765,11 @@ static inline void raw_backward_q(const sctx_t *c, int64_t i, int64_t j, int64_t
         }
         break;
     }
-    case AG_SCORE_ADDITIVE:
-        T[h] += dr * leaky_slope(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
-        break;
+    case AG_SCORE_ADDITIVE: {
+        const float dt = dr * leaky_slope(gat_sum(c, i, j, s, h), c->sc.slope);
+        T[h] += dt;
+        return dt;
+    }
     case AG_SCORE_GATV2: {
         const float *a = c->sc.a_src + h * d, neg = dr * c->sc.slope;
         if (part)
@@ -774,11 +788,12 @@ static inline void raw_backward_q(const sctx_t *c, int64_t i, int64_t j, int64_t
         for (int64_t t = 0; t < d; t++)
             dq[t] += dr * k[t];
     }
+    return 0.0f;
 }
 
 /* The same into dk [d] of head h for source j (T: additive's sum of dL/dt). */
-static inline void raw_backward_k(const sctx_t *c, int64_t i, int64_t j, int64_t h, float dr,
-                                  float *dk, float *T)
+static inline void raw_backward_k(const sctx_t *c, int64_t i, int64_t j, int64_t s, int64_t h,
+                                  float dr, float *dk, float *T)
 {
     const int64_t H = c->H, d = c->d, HD = H * d;
     const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
@@ -794,7 +809,7 @@ static inline void raw_backward_k(const sctx_t *c, int64_t i, int64_t j, int64_t
         break;
     }
     case AG_SCORE_ADDITIVE:
-        T[h] += dr * leaky_slope(c->e_dst[i * H + h] + c->e_src[j * H + h], c->sc.slope);
+        T[h] += dr * leaky_slope(gat_sum(c, i, j, s, h), c->sc.slope);
         break;
     case AG_SCORE_GATV2: {
         const float *a = c->sc.a_src + h * d, neg = dr * c->sc.slope;
@@ -852,10 +867,10 @@ static void raw_backward_row(const sctx_t *c, int64_t n, const float *X, const f
 }
 
 /* Destination i: its normalisers and D into state, row i of dQ, its slots'
-   d_edge_bias (or NULL) and its share of the vector's gradient (part: the
-   chunk's [H*d], or NULL). */
+   d_edge_bias and d_edge_pre (each NULL: not wanted) and its share of the
+   vector's gradient (part: the chunk's [H*d], or NULL). */
 static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float *dQ,
-                         float *d_bias, float *part)
+                         float *d_bias, float *d_pre, float *part)
 {
     const sctx_t *c = &b->c;
     const int64_t H = c->H, d = c->d, HD = H * d, s0 = nb->edge_ptr[i];
@@ -867,7 +882,7 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++) {
             const uint64_t key = c->drop_below ? drop_key(c, i, j, occurrence(nb, i, r, j)) : 0;
             for (int64_t h = 0; h < H; h++) {
-                const float x = raw_score(c, i, j, h);
+                const float x = raw_score(c, i, j, s0 + e, h);
                 G[e * H + h] = x;
                 A[e * H + h] = finish_score(c, x, i, j, s0 + e, h);
                 dA[e * H + h] = ag_i_dot(b->dM + i * HD + h * d, b->V + j * HD + h * d, d) *
@@ -891,8 +906,10 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++)
             for (int64_t h = 0; h < H; h++) {
                 const float dr = finish_backward(c, G[e * H + h], dA[e * H + h]);
-                raw_backward_q(c, i, j, h, dr, dq + h * d, T,
-                               gatv2 && part ? part + h * d : NULL);
+                const float dt = raw_backward_q(c, i, j, s0 + e, h, dr, dq + h * d, T,
+                                                gatv2 && part ? part + h * d : NULL);
+                if (d_pre)
+                    d_pre[(s0 + e) * H + h] = dt;
             }
     raw_backward_row(c, i, b->Q, c->sc.a_dst, T, dq, gatv2 ? NULL : part);
 }
@@ -914,7 +931,7 @@ static inline int64_t slot_of(const ag_nbhd_t *nb, int64_t i, int64_t j, int64_t
     return nb->run_slot[r] + (j - nb->run_src[r]);
 }
 
-/* The message j -> i in slot s (used only with an edge bias), the nth from j
+/* The message j -> i in slot s (used only with an edge bias or term), the nth from j
    to i (used only with dropout), into source j's dk, dv [H*d] (T: additive's
    sums of dL/dt): its score, weight, dA and dr from i's state, as pass 1 had
    them. */
@@ -936,7 +953,7 @@ static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t
                 qk += q[t] * k[t], gv += g[t] * v[t];
             r = raw_of_dot(c, i, j, h, qk), dA = gv;
         } else {
-            r = raw_score(c, i, j, h), dA = ag_i_dot(g, v, d);
+            r = raw_score(c, i, j, s, h), dA = ag_i_dot(g, v, d);
         }
         const float z = drop_factor(c, key, h);   /* the weight used was a z */
         dA *= z;
@@ -946,7 +963,7 @@ static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t
 #pragma omp simd
         for (int64_t t = 0; t < d; t++)
             dvh[t] += a * z * g[t];
-        raw_backward_k(c, i, j, h, dr, dk + h * d, T);
+        raw_backward_k(c, i, j, s, h, dr, dk + h * d, T);
     }
 }
 
@@ -956,7 +973,7 @@ static void backward_src(const bctx_t *b, const ag_nbhd_t *nb, int64_t j, float 
                          float *part)
 {
     const int64_t H = b->c.H, HD = H * b->c.d;
-    const int biased = b->c.sc.edge_bias != NULL;
+    const int biased = b->c.sc.edge_bias || b->c.sc.edge_pre;
     float *dk = dK + j * HD, *dv = dV + j * HD, *T = ag_i_scratch_mine(&b->buf);
     memset(dk, 0, (size_t)HD * sizeof *dk);
     memset(dv, 0, (size_t)HD * sizeof *dv);
@@ -1023,7 +1040,7 @@ static void backward_pass(const bctx_t *b, const ag_nbhd_t *nb, const ag_attenti
             if (to_src)
                 backward_src(b, nb, n, g->dK, g->dV, mine);
             else
-                backward_dst(b, nb, n, g->dQ, g->d_edge_bias, mine);
+                backward_dst(b, nb, n, g->dQ, g->d_edge_bias, g->d_edge_pre, mine);
         }
     }
 }
