@@ -4,6 +4,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conftest import PYDIR
 
 
@@ -24,3 +26,23 @@ def test_masks():
     out = run_example("masks.py")
     assert "(baseline)" in out and out.count("'it' attends to") == 1
     assert out.count("causal&!strided:4+global:1") == 2     # a table row and a line below
+
+
+SHARED = os.path.join(PYDIR, "..", "..", "shared", "data", "planetoid")
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(SHARED, "ind.cora.graph")),
+                    reason="../shared/data/planetoid is not here")
+@pytest.mark.parametrize("model", ["gat", "transformer"])
+def test_cora_runs_a_few_epochs(model):
+    r = subprocess.run([sys.executable, os.path.join(PYDIR, "examples", "cora.py"), "--model",
+                        model, "--seeds", "1", "--epochs", "3", "--patience", "3"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"attngraph \w+Conv +[\d.]+ \+- 0\.0% \(1 seeds\)", r.stdout), r.stdout
+
+
+def test_cora_names_a_missing_folder(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(PYDIR, "examples", "cora.py"), "--root",
+                        str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and str(tmp_path) in r.stderr and "--root" in r.stderr

@@ -1,15 +1,20 @@
-"""GAT on Cora, the paper's setup (Velickovic et al., ICLR 2018), with
-attngraph.torch.GATConv: 8 heads x 8 (ELU), then 1 head x 7 classes; dropout
-0.6 on each layer's input and on the attention weights; Adam, lr 0.005, L2
-5e-4; early stopping on validation (patience 100) as the paper's code does it;
-the test accuracy of the model kept, over several seeds.
+"""GNNs on Cora with the PyG drop-ins of attngraph.torch.
 
-    /usr/bin/python3 python/examples/gat_cora.py [--root DIR] [--seeds 10]
-        [--threads 2] [--peer [--peer-seeds N]]
+--model gat: GAT, the paper's setup (Velickovic et al., ICLR 2018): GATConv
+8 heads x 8 (ELU), then 1 head x 7 classes; dropout 0.6 on each layer's input
+and on the attention weights. --model transformer: a graph transformer,
+TransformerConv 8 heads x 8 then a pre-LayerNorm feed-forward block (64 ->
+256 -> 64, GELU, residual), then TransformerConv 1 head x 7; the same
+dropout. Both: Adam, lr 0.005, L2 5e-4; early stopping on validation
+(patience 100) as the GAT paper's code does it; the test accuracy of the
+model kept, over several seeds.
+
+    /usr/bin/python3 python/examples/cora.py [--model gat|transformer]
+        [--root DIR] [--seeds 10] [--threads 2] [--peer [--peer-seeds N]]
 
 --root: the folder of Planetoid's files (ind.cora.x ...; default
 ../shared/data/planetoid beside the checkout). --peer also trains PyTorch
-Geometric's own GATConv in the same run, with the same seeds and epochs
+Geometric's own layers in the same run, with the same seeds and epochs
 (when torch_geometric is importable), and prints both: accuracy, and the
 median time of an epoch (a training step and an evaluation)."""
 import argparse
@@ -28,29 +33,41 @@ import attngraph.torch as agt  # noqa: E402
 from attngraph.planetoid import load_planetoid  # noqa: E402
 
 
-class GAT(torch.nn.Module):
-    def __init__(self, conv, drop, features, classes, hidden=8, heads=8, dropout=0.6):
-        super().__init__()
-        self.drop, self.dropout = drop, dropout
-        self.conv1 = conv(features, hidden, heads=heads, dropout=dropout)
-        self.conv2 = conv(hidden * heads, classes, heads=1, concat=False, dropout=dropout)
+class GNN(torch.nn.Module):
+    """conv1 (heads x hidden), then GAT's ELU or the transformer's feed-forward
+    block, then conv2 (1 head x classes); drop: the dropout on features."""
 
-    def forward(self, x, edge_index):
+    def __init__(self, model, conv, drop, features, classes, hidden=8, heads=8, dropout=0.6):
+        super().__init__()
+        self.model, self.drop, self.dropout = model, drop, dropout
+        width = hidden * heads
+        self.conv1 = conv(features, hidden, heads=heads, dropout=dropout)
+        if model == "transformer":
+            self.norm = torch.nn.LayerNorm(width)
+            self.ff1 = torch.nn.Linear(width, 4 * width)
+            self.ff2 = torch.nn.Linear(4 * width, width)
+        self.conv2 = conv(width, classes, heads=1, concat=False, dropout=dropout)
+
+    def dropped(self, x):
         if x.is_sparse:   # dropout on the stored values: the zeros stay zeros either way
             v = self.drop(x._values()[:, None], p=self.dropout, training=self.training)
-            x = torch.sparse_coo_tensor(x._indices(), v[:, 0], x.shape)
+            return torch.sparse_coo_tensor(x._indices(), v[:, 0], x.shape)
+        return self.drop(x, p=self.dropout, training=self.training)
+
+    def forward(self, x, edge_index):
+        x = self.conv1(self.dropped(x), edge_index)
+        if self.model == "transformer":
+            x = x + self.dropped(self.ff2(F.gelu(self.ff1(self.norm(x)))))
         else:
-            x = self.drop(x, p=self.dropout, training=self.training)
-        x = F.elu(self.conv1(x, edge_index))
-        x = self.drop(x, p=self.dropout, training=self.training)
-        return self.conv2(x, edge_index)
+            x = F.elu(x)
+        return self.conv2(self.dropped(x), edge_index)
 
 
-def train_one(conv, drop, data, seed, epochs, patience):
+def train_one(kind, conv, drop, data, seed, epochs, patience):
     """(test accuracy of the model kept, its epoch, the median seconds of an epoch)."""
     torch.manual_seed(seed)
     x, y, ei = data
-    model = GAT(conv, drop, x.shape[1], int(y.max()) + 1)
+    model = GNN(kind, conv, drop, x.shape[1], int(y.max()) + 1)
     opt = torch.optim.Adam(model.parameters(), lr=0.005, weight_decay=5e-4)
     best = (-1.0, float("inf"))   # validation accuracy, then loss
     test_at_best, best_epoch, waited, times = 0.0, 0, 0, []
@@ -86,6 +103,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     default_root = os.path.join(os.path.dirname(os.path.dirname(HERE)), "..", "shared", "data",
                                 "planetoid")
+    ap.add_argument("--model", choices=("gat", "transformer"), default="gat")
     ap.add_argument("--root", default=default_root)
     ap.add_argument("--name", default="cora")
     ap.add_argument("--seeds", type=int, default=10)
@@ -93,7 +111,7 @@ def main():
     ap.add_argument("--patience", type=int, default=100)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--peer", action="store_true",
-                    help="also train torch_geometric.nn.GATConv, on the first seeds")
+                    help="also train torch_geometric.nn's layers, on the first seeds")
     ap.add_argument("--peer-seeds", type=int, default=None,
                     help="seeds of the peer's runs (default: --seeds); its dense epochs are slow")
     args = ap.parse_args()
@@ -102,7 +120,7 @@ def main():
     try:
         d = load_planetoid(args.root, args.name)
     except (OSError, ValueError) as e:
-        sys.exit("gat_cora.py: %s (give the folder of Planetoid's files with --root)" % e)
+        sys.exit("cora.py: %s (give the folder of Planetoid's files with --root)" % e)
     global train, val, test
     x = torch.from_numpy(d.x)
     x = x / x.sum(1, keepdim=True).clamp(min=1)      # rows summing to 1, as the paper
@@ -115,29 +133,31 @@ def main():
     # counter-based dropout; PyG's runs as its example does (dense inputs,
     # F.dropout), then with attngraph's input path, to show what the layer gains
     xs = x.to_sparse()
-    layers = [("attngraph GATConv", agt.GATConv, agt.dropout, xs)]
+    name = "GATConv" if args.model == "gat" else "TransformerConv"
+    ours = getattr(agt, name)
+    layers = [("attngraph " + name, ours, agt.dropout, xs)]
     if args.peer:
         try:
-            from torch_geometric.nn import GATConv as PygGATConv
-            layers += [("PyG GATConv", PygGATConv, F.dropout, x),
-                       ("PyG GATConv, ag inputs", PygGATConv, agt.dropout, xs)]
+            import torch_geometric.nn as pyg
+            layers += [("PyG " + name, getattr(pyg, name), F.dropout, x),
+                       ("PyG %s, ag inputs" % name, getattr(pyg, name), agt.dropout, xs)]
         except ImportError as e:
             print("--peer: torch_geometric is not importable (%s); attngraph only" % e)
     rows = []
     for name, conv, drop, inputs in layers:
         accs, epochs, times = [], [], []
-        seeds = args.seeds if conv is agt.GATConv or args.peer_seeds is None else args.peer_seeds
+        seeds = args.seeds if conv is ours or args.peer_seeds is None else args.peer_seeds
         for seed in range(seeds):
-            acc, ep, t = train_one(conv, drop, (inputs, y, ei), seed, args.epochs,
+            acc, ep, t = train_one(args.model, conv, drop, (inputs, y, ei), seed, args.epochs,
                                    args.patience)
             accs.append(100 * acc), epochs.append(ep), times.append(t)
-            print("  %-26s seed %2d: test %.1f%% (the model of epoch %d), %.1f ms an epoch"
+            print("  %-32s seed %2d: test %.1f%% (the model of epoch %d), %.1f ms an epoch"
                   % (name, seed, 100 * acc, ep, 1000 * t), flush=True)
         rows.append((name, accs, statistics.median(times)))
-    print("\n%-26s %-22s %s" % ("layer", "test accuracy", "ms an epoch (median)"))
+    print("\n%-32s %-22s %s" % ("layer", "test accuracy", "ms an epoch (median)"))
     for name, accs, t in rows:
         sd = statistics.stdev(accs) if len(accs) > 1 else 0.0
-        print("%-26s %.1f +- %.1f%% (%d seeds)  %.1f" % (name, statistics.mean(accs), sd,
+        print("%-32s %.1f +- %.1f%% (%d seeds)  %.1f" % (name, statistics.mean(accs), sd,
                                                         len(accs), 1000 * t))
     for name, _, t in rows[1:]:
         print("attngraph is %.1fx faster an epoch than %s (%d threads)"
