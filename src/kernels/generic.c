@@ -308,13 +308,6 @@ static inline float raw_of_dot(const sctx_t *c, int64_t i, int64_t j, int64_t h,
     return qk * c->scale;
 }
 
-/* The raw score r of edge j -> i, head h: the kind's formula alone (before
-   beta, softcap, edge bias and ALiBi). kind is c->sc.kind, passed apart so
-   that a caller's loop over edges is compiled once per kind (score_row).
-   gatv2's sum a.leaky(u), u = q_i + k_j, is taken as a'.q_i + a'.k_j +
-   a''.|u| (leaky(u) = (1 + slope)/2 u + (1 - slope)/2 |u| for any slope):
-   the first two terms are per node, and the last is three operations per
-   channel where the select of leaky's two branches took six. */
 /* What additive's LeakyReLU takes for edge j -> i in slot s, head h:
    a_dst.q_i + a_src.k_j, plus the edge's own term where the score has one. */
 static inline float gat_sum(const sctx_t *c, int64_t i, int64_t j, int64_t s, int64_t h)
@@ -324,6 +317,13 @@ static inline float gat_sum(const sctx_t *c, int64_t i, int64_t j, int64_t s, in
     return c->sc.edge_pre ? u + c->sc.edge_pre[s * H + h] : u;
 }
 
+/* The raw score r of edge j -> i (slot s), head h: the kind's formula alone
+   (before beta, softcap, edge bias and ALiBi). kind is c->sc.kind, passed apart so
+   that a caller's loop over edges is compiled once per kind (score_row).
+   gatv2's sum a.leaky(u), u = q_i + k_j, is taken as a'.q_i + a'.k_j +
+   a''.|u| (leaky(u) = (1 + slope)/2 u + (1 - slope)/2 |u| for any slope):
+   the first two terms are per node, and the last is three operations per
+   channel where the select of leaky's two branches took six. */
 AG_INLINE float raw_score_of(const sctx_t *c, ag_score_kind_t kind, int64_t i, int64_t j,
                              int64_t s, int64_t h)
 {
