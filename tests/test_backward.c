@@ -340,7 +340,8 @@ static int problem_backward(problem_t *p, ag_error_t *err)
     for (int k = 0; k < 6; k++)
         for (int64_t x = 0; x < sizes[k]; x++)
             outs[k][x] = NAN;
-    ag_attention_grads_t gr = {p->dQ, p->dK, p->dV, p->d_a_src, p->d_a_dst, p->d_bias, NULL};
+    ag_attention_grads_t gr = {.dQ = p->dQ, .dK = p->dK, .dV = p->dV, .d_a_src = p->d_a_src,
+                               .d_a_dst = p->d_a_dst, .d_edge_bias = p->d_bias};
     return ag_attention_backward(&p->g.nb, p->Q, p->K, p->V, p->H, p->d, &p->sc, NULL, NULL,
                                  p->dM, &gr, err);
 }
@@ -708,7 +709,7 @@ START_TEST(plain_dot_on_awkward_graphs)
                     Dd[i] = ag_i_dot(p.dM + i * d, M + i * d, d);
                 const ag_i_bwd_t op = {&p.g.nb, p.Q, p.K, p.V, p.dM, H, d,
                                        AG_I_DOT_SCORE(1 / sqrtf((float)d)), lse, Dd,
-                                       {p.dQ, p.dK, p.dV, NULL, NULL, NULL, NULL}};
+                                       {.dQ = p.dQ, .dK = p.dK, .dV = p.dV}};
                 ck_assert_int_eq(ag_i_backward_with(AG_I_KERNEL_SIMPLE, &op, &err), AG_OK);
                 const int64_t n = N * HD;
                 check_grad(&p, what, "dQ", p.Q, p.dQ, n, 1e-3f, 1e-5);
@@ -842,7 +843,8 @@ START_TEST(backward_refuses_what_it_cannot_do)
     ag_error_t err;
     const int64_t H = p.H, d = p.d;
     float *Q = p.Q, *K = p.K, *V = p.V, *dM = p.dM;
-    ag_attention_grads_t full = {p.dQ, p.dK, p.dV, p.d_a_src, p.d_a_dst, p.d_bias, NULL};
+    ag_attention_grads_t full = {.dQ = p.dQ, .dK = p.dK, .dV = p.dV, .d_a_src = p.d_a_src,
+                                 .d_a_dst = p.d_a_dst, .d_edge_bias = p.d_bias};
     for (int k = 0; k < 3; k++) {
         ag_attention_grads_t gr = full;
         if (k == 0)
@@ -880,7 +882,7 @@ START_TEST(backward_refuses_what_it_cannot_do)
     const int64_t many = 4096;
     float *x = calloc((size_t)(4 * 4096 * many), sizeof *x);
     const int64_t n = 4096 * many;
-    ag_attention_grads_t gx = {x + n, x + 2 * n, x + 3 * n, NULL, NULL, NULL, NULL};
+    ag_attention_grads_t gx = {.dQ = x + n, .dK = x + 2 * n, .dV = x + 3 * n};
     const ag_score_t sigmoid = {SCORE_DEFAULTS, .kind = AG_SCORE_SIGMOID};
     const int64_t budget = ag_set_memory_budget(100 << 20);
     ck_assert_fails_with(ag_attention_backward(&big.nb, x, x, x, many, 1, &sigmoid, NULL, NULL,

@@ -41,7 +41,7 @@ static ag_i_bwd_t bwd_of(const prob_t *p, const float *lse, const float *Dd, flo
 {
     const int64_t n = p->N * p->H * p->d;
     return (ag_i_bwd_t){&p->nb, p->Q, p->K, p->V, p->dM, p->H, p->d, &p->score, lse, Dd,
-                        {g, g + n, g + 2 * n, NULL, NULL, NULL, NULL}};
+                        {.dQ = g, .dK = g + n, .dV = g + 2 * n}};
 }
 
 /* The messages of nb (slots grouped by destination). */
@@ -461,7 +461,7 @@ START_TEST(fused_backward_refusals)
     prob_pattern(&p, "window:2+global:1", 10, 1, 4, 1.0f);
     float x[40] = {0};
     ag_error_t err;
-    ag_i_bwd_t bad = {&p.nb, x, x, x, x, 1, 4, NULL, x, x, {x, x, x, NULL, NULL, NULL, NULL}};
+    ag_i_bwd_t bad = {&p.nb, x, x, x, x, 1, 4, NULL, x, x, {.dQ = x, .dK = x, .dV = x}};
     ck_assert_fails_with(ag_i_backward_with(AG_I_KERNEL_TILED,
                                             &bad, &err), err, AG_EINVAL, "more than one run");
     prob_free(&p);

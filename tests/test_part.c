@@ -313,7 +313,7 @@ static void whole_backward(whole_t *w, whole_grads_t *g)
     ck_assert_int_eq(ag_nbhd_transpose(&w->nb, &err), AG_OK);
     const ag_i_bwd_t op = {&w->nb, w->Q, w->K, w->V, g->dM, w->H, w->d,
                            AG_I_DOT_SCORE(1.0f / sqrtf((float)w->d)), w->lse, g->Dd,
-                           {g->dQ, g->dK, g->dV, NULL, NULL, NULL, NULL}};
+                           {.dQ = g->dQ, .dK = g->dK, .dV = g->dV}};
     ck_assert_int_eq(ag_i_backward_with(AG_I_KERNEL_AUTO, &op, &err), AG_OK);
 }
 
@@ -415,7 +415,7 @@ static void check_back_part(const whole_t *w, const whole_grads_t *g, int64_t lo
     float *dV = malloc((size_t)((n ? n : 1) * HD) * sizeof(float));
     const ag_i_bwd_t op = {&p.bp.view, p.Q, p.K, p.V, p.dM, H, w->d,
                            AG_I_DOT_SCORE(1.0f / sqrtf((float)w->d)), p.lse, p.Dd,
-                           {dQ - lo * HD, dK - lo * HD, dV - lo * HD, NULL, NULL, NULL, NULL}};
+                           {.dQ = dQ - lo * HD, .dK = dK - lo * HD, .dV = dV - lo * HD}};
     ag_error_t err;
     ck_assert_int_eq(backward_part(&op, lo, hi, lo, hi, one_run(&w->nb), &err), AG_OK);
     same_rows(g, dQ, dK, dV, lo, hi, HD, "plain");
@@ -478,9 +478,10 @@ START_TEST(generic_backward_parts_match_whole)
     for (int s = 0; s < 6; s++) {
         const ag_score_t *sc = &scores[s];
         const int gat = sc->kind == AG_SCORE_ADDITIVE || sc->kind == AG_SCORE_GATV2;
-        const ag_attention_grads_t whole = {g.dQ, g.dK, g.dV, gat ? da_src : NULL,
-                                            sc->kind == AG_SCORE_ADDITIVE ? da_dst : NULL, NULL,
-                                            NULL};
+        const int additive = sc->kind == AG_SCORE_ADDITIVE;
+        const ag_attention_grads_t whole = {.dQ = g.dQ, .dK = g.dK, .dV = g.dV,
+                                            .d_a_src = gat ? da_src : NULL,
+                                            .d_a_dst = additive ? da_dst : NULL};
         ck_assert_int_eq(ag_attention_backward(&w.nb, w.Q, w.K, w.V, H, w.d, sc, NULL, NULL,
                                                g.dM, &whole, &err), AG_OK);
         ag_i_plan_t plans[P];
@@ -494,8 +495,8 @@ START_TEST(generic_backward_parts_match_whole)
             const int64_t n = cuts[k + 1] - cuts[k];
             float *mine = malloc((size_t)(3 * n * HD + 1) * sizeof(float));
             ops[k] = (ag_i_bwd_t){&p->bp.view, p->Q, p->K, p->V, p->dM, H, w.d, sc, NULL, NULL,
-                                  {mine - cuts[k] * HD, mine + (n - cuts[k]) * HD,
-                                   mine + (2 * n - cuts[k]) * HD, NULL, NULL, NULL, NULL}};
+                                  {.dQ = mine - cuts[k] * HD, .dK = mine + (n - cuts[k]) * HD,
+                                   .dV = mine + (2 * n - cuts[k]) * HD}};
         }
         for (int pass = 0; pass < 2; pass++) {
             const int wants = pass == 0 ? gat : sc->kind == AG_SCORE_ADDITIVE;

@@ -387,6 +387,11 @@ typedef struct {
        (PyG's GATConv with edge_dim: att_edge . lin_edge(e_ij)), or NULL. Not on
        parts of the MPI layer. */
     const float *edge_pre;
+    /* [E, H*d] per slot (NULL: none): the message's own key and value terms,
+       its key being k_j + edge_key[s] and its value v_j + edge_value[s]:
+       TransformerConv's and GATv2Conv's edge features (PyG: lin_edge(e_ij)).
+       Scaled-dot, dot, sigmoid and gatv2 scores; not on parts of the MPI layer. */
+    const float *edge_key, *edge_value;
 } ag_score_t;
 
 /* The defaults: scaled-dot, beta 1, no softcap, slope 0.2, no vectors, no bias. */
@@ -510,6 +515,9 @@ typedef struct {
     float *d_edge_pre;            /* [E, H] in slot order, overwritten: additive's edge
                                      terms (also for a score without them: the gradient
                                      at 0); NULL: not wanted */
+    float *d_edge_key, *d_edge_value;   /* [E, H*d] in slot order, overwritten: the
+                                     messages' key and value terms (also at 0 for a
+                                     score without them); NULL: not wanted */
 } ag_attention_grads_t;
 
 /*

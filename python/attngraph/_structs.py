@@ -63,7 +63,8 @@ class ag_score_t(C.Structure):
     _fields_ = [("kind", C.c_int), ("beta", f32), ("softcap", f32), ("slope", f32),
                 ("a_src", ptr), ("a_dst", ptr), ("edge_bias", ptr), ("alibi", C.c_int),
                 ("has_sigmoid_bias", C.c_int), ("sigmoid_bias", f32), ("dropout", f32),
-                ("dropout_seed", C.c_uint64), ("edge_pre", ptr)]
+                ("dropout_seed", C.c_uint64), ("edge_pre", ptr), ("edge_key", ptr),
+                ("edge_value", ptr)]
 
 
 PROGRESS_FN = C.CFUNCTYPE(None, i64, i64, ptr)
@@ -80,7 +81,8 @@ class ag_edge_msg_t(C.Structure):
 
 class ag_attention_grads_t(C.Structure):
     _fields_ = [("dQ", ptr), ("dK", ptr), ("dV", ptr), ("d_a_src", ptr), ("d_a_dst", ptr),
-                ("d_edge_bias", ptr), ("d_edge_pre", ptr)]
+                ("d_edge_bias", ptr), ("d_edge_pre", ptr), ("d_edge_key", ptr),
+                ("d_edge_value", ptr)]
 
 
 # the weight arrays of ag_weights_t, in the order of the struct

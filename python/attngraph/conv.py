@@ -5,11 +5,12 @@ return_attention_weights=None), computed by the library's fused attention
 (graph_attention) instead of PyG's scatter over an [E, H, C] message tensor.
 Imported as attngraph.torch.GATConv and so on.
 
-GATConv takes edge features (edge_dim: a term per edge and head inside the
-LeakyReLU, ops.Score's edge_pre). What PyG can do and these cannot (a pair of
-source and target features, SparseTensor adjacency, `size`, GATv2Conv's and
-TransformerConv's edge features) is refused with an Error naming it, never
-approximated."""
+Edge features (edge_dim) go to the kernel as the score's per-message terms:
+GATConv's a term per edge and head inside the LeakyReLU (ops.Score's
+edge_pre), GATv2Conv's a vector inside it (edge_key), TransformerConv's a
+vector added to each message's key and value (edge_key, edge_value). What PyG
+can do and these cannot (a pair of source and target features, SparseTensor
+adjacency, `size`) is refused with an Error naming it, never approximated."""
 import math
 
 import torch
@@ -51,6 +52,14 @@ def _reduce_by(values, index, n, how):
     reduce = {"max": "amax", "min": "amin", "mul": "prod"}[how]
     return out.scatter_reduce(0, index[:, None].expand_as(values), values, reduce,
                               include_self=False)
+
+
+def _fill_value(layer, fill):
+    if not (fill in ("mean", "add", "max", "min", "mul") or
+            isinstance(fill, (int, float, torch.Tensor))):
+        raise Error("%s: fill_value %r; expected 'mean', 'add', 'max', 'min', 'mul', a number "
+                    "or a tensor" % (layer, fill), "invalid value")
+    return fill
 
 
 def _int_channels(layer, in_channels):
@@ -99,8 +108,7 @@ class _Conv(nn.Module):
     """What the three drop-ins share: the graph cache, the checks of forward's
     arguments, dropout's seed, heads concatenated or averaged, the weights."""
 
-    def __init__(self, in_channels, out_channels, heads, concat, dropout, edge_dim,
-                 edge_features=False):
+    def __init__(self, in_channels, out_channels, heads, concat, dropout, edge_dim):
         super().__init__()
         name = type(self).__name__
         self.in_channels = _int_channels(name, in_channels)
@@ -112,13 +120,37 @@ class _Conv(nn.Module):
         if not 0 <= self.dropout < 1:
             raise Error("%s: dropout %g; expected a probability in [0, 1)"
                         % (name, self.dropout), "invalid value")
-        if edge_dim is not None and not edge_features:
-            _refuse(name, "edge_dim (edge features)")
         self.edge_dim = None if edge_dim is None else int(edge_dim)
         if self.edge_dim is not None and self.edge_dim < 1:
             raise Error("%s: edge_dim %d; expected >= 1" % (name, self.edge_dim),
                         "invalid value")
         self._graphs = _GraphCache()
+
+    def _edge_features(self, edge_attr, edge_index, n, loops, fill=None):
+        """edge_attr [E, edge_dim] in the graph's edge order: with loops, the
+        edges less their self-loops, then one loop per node with fill's
+        features ('mean' of the node's incoming edges', 'add', 'max', 'min',
+        'mul', a number or a tensor: PyG's remove_self_loops, add_self_loops)."""
+        name = type(self).__name__
+        if edge_attr is None:
+            raise Error("%s: made with edge_dim %d; forward needs edge_attr"
+                        % (name, self.edge_dim), "invalid value")
+        if not isinstance(edge_index, torch.Tensor):
+            _refuse(name, "edge_attr with an attngraph.Graph (give edge_index)")
+        ea = edge_attr.view(-1, 1) if edge_attr.dim() == 1 else edge_attr
+        if ea.dim() != 2 or ea.size(0) != edge_index.size(1) or ea.size(1) != self.edge_dim:
+            raise Error("%s: edge_attr is %s; expected [%d, %d] (an edge_index column each)"
+                        % (name, tuple(edge_attr.shape), edge_index.size(1), self.edge_dim),
+                        "invalid value")
+        if not loops:
+            return ea
+        keep = edge_index[0] != edge_index[1]
+        ea, dst = ea[keep], edge_index[1][keep]
+        if isinstance(fill, str):
+            added = _reduce_by(ea, dst, n, fill)
+        else:
+            added = torch.as_tensor(fill, dtype=ea.dtype).expand(n, ea.size(1))
+        return torch.cat([ea, added], dim=0)
 
     def _graph(self, x, edge_index, edge_attr, self_loops):
         name = type(self).__name__
@@ -177,15 +209,10 @@ class GATConv(_Conv):
                  bias=True, **kwargs):
         if kwargs:
             _refuse("GATConv", "the argument(s) %s" % ", ".join(sorted(kwargs)))
-        super().__init__(in_channels, out_channels, heads, concat, dropout, edge_dim,
-                         edge_features=True)
+        super().__init__(in_channels, out_channels, heads, concat, dropout, edge_dim)
         H, C = self.heads, self.out_channels
         self.negative_slope, self.add_self_loops = float(negative_slope), bool(add_self_loops)
-        self.fill_value = fill_value
-        if not (fill_value in ("mean", "add", "max", "min", "mul") or
-                isinstance(fill_value, (int, float, torch.Tensor))):
-            raise Error("GATConv: fill_value %r; expected 'mean', 'add', 'max', 'min', 'mul', "
-                        "a number or a tensor" % (fill_value,), "invalid value")
+        self.fill_value = _fill_value("GATConv", fill_value)
         self.lin_src = nn.Linear(self.in_channels, H * C, bias=False)
         self.lin_dst = self.lin_src
         self.att_src = nn.Parameter(torch.empty(1, H, C))
@@ -209,27 +236,6 @@ class GATConv(_Conv):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
-    def _edge_terms(self, edge_attr, edge_index, n):
-        """att_edge . lin_edge(e) [E', H] in the graph's edge order: the edges
-        less their self-loops, then one loop per node with fill_value's features
-        (PyG's remove_self_loops, add_self_loops)."""
-        ea = edge_attr.view(-1, 1) if edge_attr.dim() == 1 else edge_attr
-        if ea.dim() != 2 or ea.size(0) != edge_index.size(1) or ea.size(1) != self.edge_dim:
-            raise Error("GATConv: edge_attr is %s; expected [%d, %d] (an edge_index column "
-                        "each)" % (tuple(edge_attr.shape), edge_index.size(1), self.edge_dim),
-                        "invalid value")
-        if self.add_self_loops:
-            keep = edge_index[0] != edge_index[1]
-            ea, dst = ea[keep], edge_index[1][keep]
-            fill = self.fill_value
-            if isinstance(fill, str):
-                loops = _reduce_by(ea, dst, n, fill)
-            else:
-                loops = torch.as_tensor(fill, dtype=ea.dtype).expand(n, ea.size(1))
-            ea = torch.cat([ea, loops], dim=0)
-        e = self.lin_edge(ea).view(-1, self.heads, self.out_channels)
-        return (e * self.att_edge).sum(dim=-1)
-
     def forward(self, x, edge_index, edge_attr=None, size=None, return_attention_weights=None):
         if size is not None:
             _refuse("GATConv", "size")
@@ -237,13 +243,11 @@ class GATConv(_Conv):
         H, C = self.heads, self.out_channels
         xs = self.lin_src(x)
         extra = {}
-        if self.edge_dim is not None:
-            if edge_attr is None:
-                raise Error("GATConv: made with edge_dim %d; forward needs edge_attr"
-                            % self.edge_dim, "invalid value")
-            if not isinstance(edge_index, torch.Tensor):
-                _refuse("GATConv", "edge_attr with an attngraph.Graph (give edge_index)")
-            extra["edge_pre"] = self._edge_terms(edge_attr, edge_index, x.size(0))
+        if self.edge_dim is not None:   # att_edge . lin_edge(e), inside the LeakyReLU
+            ea = self._edge_features(edge_attr, edge_index, x.size(0), self.add_self_loops,
+                                     self.fill_value)
+            e = self.lin_edge(ea).view(-1, H, C)
+            extra["edge_pre"] = (e * self.att_edge).sum(dim=-1)
         m, score = self._attention(xs, xs, xs, g, score="additive",
                                    a_src=self.att_src.view(H, C), a_dst=self.att_dst.view(H, C),
                                    slope=self.negative_slope, **extra)
@@ -259,8 +263,10 @@ class GATv2Conv(_Conv):
     """PyG's GATv2Conv (Brody et al. 2022): x_l = lin_l(x), x_r = lin_r(x)
     (the same with share_weights); alpha_ij = softmax_j att . LeakyReLU(x_r,i +
     x_l,j), dropout while training; out_i = sum_j alpha_ij x_l,j, heads
-    concatenated or averaged, plus bias. state_dict: lin_l.weight, lin_l.bias,
-    lin_r.weight, lin_r.bias, att, bias."""
+    concatenated or averaged, plus bias. With edge_dim, lin_edge(e_ij) is added
+    inside the LeakyReLU (the message's key term), self-loops' features by
+    fill_value as GATConv's. state_dict: lin_l.weight, lin_l.bias,
+    lin_r.weight, lin_r.bias, att, bias (and lin_edge.weight)."""
 
     def __init__(self, in_channels, out_channels, heads=1, concat=True, negative_slope=0.2,
                  dropout=0.0, add_self_loops=True, edge_dim=None, fill_value="mean",
@@ -270,12 +276,14 @@ class GATv2Conv(_Conv):
         super().__init__(in_channels, out_channels, heads, concat, dropout, edge_dim)
         H, C = self.heads, self.out_channels
         self.negative_slope, self.add_self_loops = float(negative_slope), bool(add_self_loops)
-        self.fill_value, self.share_weights = fill_value, bool(share_weights)
+        self.fill_value = _fill_value("GATv2Conv", fill_value)
+        self.share_weights = bool(share_weights)
         self.lin_l = nn.Linear(self.in_channels, H * C, bias=bias)
         self.lin_r = self.lin_l if share_weights else nn.Linear(self.in_channels, H * C,
                                                                  bias=bias)
         self.att = nn.Parameter(torch.empty(1, H, C))
-        self.lin_edge = None
+        self.lin_edge = (nn.Linear(self.edge_dim, H * C, bias=False)
+                         if self.edge_dim is not None else None)
         self.bias = nn.Parameter(torch.empty(H * C if concat else C)) if bias else None
         self.reset_parameters()
 
@@ -283,6 +291,8 @@ class GATv2Conv(_Conv):
         for lin in (self.lin_l, self.lin_r):
             _glorot(lin.weight)
             _uniform_bias(lin)
+        if self.lin_edge is not None:
+            _glorot(self.lin_edge.weight)
         _glorot(self.att)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
@@ -292,8 +302,12 @@ class GATv2Conv(_Conv):
         H, C = self.heads, self.out_channels
         xl = self.lin_l(x)
         xr = xl if self.share_weights else self.lin_r(x)
+        extra = {}
+        if self.edge_dim is not None:   # x_r,i + x_l,j + lin_edge(e_ij) in the LeakyReLU
+            extra["edge_key"] = self.lin_edge(self._edge_features(
+                edge_attr, edge_index, x.size(0), self.add_self_loops, self.fill_value))
         m, score = self._attention(xr, xl, xl, g, score="gatv2", a=self.att.view(H, C),
-                                   slope=self.negative_slope)
+                                   slope=self.negative_slope, **extra)
         out = self._heads_out(m)
         if self.bias is not None:
             out = out + self.bias
@@ -307,8 +321,10 @@ class TransformerConv(_Conv):
     (W_q x_i) . (W_k x_j) / sqrt(C), dropout while training; out_i = sum_j
     alpha_ij W_v x_j, heads concatenated or averaged; with root_weight, plus
     lin_skip(x_i), gated by beta = sigmoid(lin_beta([out, skip, out - skip]))
-    when beta=True. No self-loops are added (as PyG). state_dict: lin_key,
-    lin_query, lin_value, lin_skip (weight, bias), lin_beta.weight."""
+    when beta=True. With edge_dim, e = lin_edge(e_ij) is added to the key and
+    to the value of each message. No self-loops are added (as PyG).
+    state_dict: lin_key, lin_query, lin_value, lin_skip (weight, bias),
+    lin_beta.weight, lin_edge.weight."""
 
     def __init__(self, in_channels, out_channels, heads=1, concat=True, beta=False,
                  dropout=0.0, edge_dim=None, bias=True, root_weight=True, **kwargs):
@@ -320,20 +336,25 @@ class TransformerConv(_Conv):
         self.lin_key = nn.Linear(D, H * C)
         self.lin_query = nn.Linear(D, H * C)
         self.lin_value = nn.Linear(D, H * C)
-        self.lin_edge = None
+        self.lin_edge = nn.Linear(self.edge_dim, H * C, bias=False) if edge_dim else None
         width = H * C if concat else C
         self.lin_skip = nn.Linear(D, width, bias=bias)   # PyG makes it even unused
         self.lin_beta = nn.Linear(3 * width, 1, bias=False) if self.beta else None
 
     def reset_parameters(self):
-        for lin in (self.lin_key, self.lin_query, self.lin_value, self.lin_skip, self.lin_beta):
+        for lin in (self.lin_key, self.lin_query, self.lin_value, self.lin_edge, self.lin_skip,
+                    self.lin_beta):
             if lin is not None:
                 lin.reset_parameters()
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         g = self._graph(x, edge_index, edge_attr, "keep")
         q, k, v = self.lin_query(x), self.lin_key(x), self.lin_value(x)
-        m, score = self._attention(q, k, v, g, score="scaled-dot")
+        extra = {}
+        if self.edge_dim is not None:   # the same e added to the message's key and value
+            e = self.lin_edge(self._edge_features(edge_attr, edge_index, x.size(0), False))
+            extra = dict(edge_key=e, edge_value=e)
+        m, score = self._attention(q, k, v, g, score="scaled-dot", **extra)
         out = self._heads_out(m)
         if self.root_weight:
             skip = self.lin_skip(x)

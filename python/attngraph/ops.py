@@ -58,7 +58,10 @@ class Score:
     in the graph's edge order. None is the library's default (beta 1, no
     softcap, slope 0.2); a number is taken as given: slope=0.0 is a ReLU.
     edge_pre [E, H] (additive only, in the graph's edge order): a term per
-    edge and head inside the LeakyReLU, GAT's edge features.
+    edge and head inside the LeakyReLU, GAT's edge features. edge_key and
+    edge_value [E, H*d] (scaled-dot, dot, sigmoid, gatv2): each message's own
+    key and value terms, its key k_j + edge_key, its value v_j + edge_value
+    (TransformerConv's and GATv2Conv's edge features).
     dropout p in [0, 1) drops each message's weight in each head with
     probability p and scales the rest by 1/(1-p); which ones is a hash of
     (dropout_seed, destination, source, occurrence, head): the same seed
@@ -67,7 +70,7 @@ class Score:
 
     def __init__(self, kind="scaled-dot", beta=None, softcap=None, slope=None, a_src=None,
                  a_dst=None, a=None, edge_bias=None, alibi=False, sigmoid_bias=None,
-                 dropout=0.0, dropout_seed=0, edge_pre=None):
+                 dropout=0.0, dropout_seed=0, edge_pre=None, edge_key=None, edge_value=None):
         if isinstance(kind, Score):
             self.__dict__.update(kind.__dict__)
             return
@@ -84,7 +87,7 @@ class Score:
             raise Error("dropout is %g; expected a probability in [0, 1)" % self.dropout,
                         "invalid value")
         self.dropout_seed = int(dropout_seed) & (2**64 - 1)
-        self.edge_pre = edge_pre
+        self.edge_pre, self.edge_key, self.edge_value = edge_pre, edge_key, edge_value
 
     def c(self, graph, H, d, validate=True):
         """The ag_score_t for graph, H, d, and the arrays it points to (keep them).
@@ -109,10 +112,12 @@ class Score:
             b = graph.to_slots(f32(self.edge_bias, "edge_bias", (graph.E,)))
             keep.append(b)
             s.edge_bias = b.ctypes.data
-        if self.edge_pre is not None:
-            b = np.ascontiguousarray(graph.to_slots(f32(self.edge_pre, "edge_pre", (graph.E, H))))
-            keep.append(b)
-            s.edge_pre = b.ctypes.data
+        for name, width in (("edge_pre", H), ("edge_key", H * d), ("edge_value", H * d)):
+            if getattr(self, name) is not None:
+                b = np.ascontiguousarray(graph.to_slots(f32(getattr(self, name), name,
+                                                            (graph.E, width))))
+                keep.append(b)
+                setattr(s, name, b.ctypes.data)
         if validate:
             e = err()
             check(lib.ag_score_check(C.byref(s), C.byref(graph._nb), H, d, C.byref(e)), e)
@@ -211,17 +216,20 @@ def attention_stats(graph, q, k, heads=1, score="scaled-dot", **score_kw):
     return dict(entropy=ent, distance=dist, max_weight=mx)
 
 
-Grads = namedtuple("Grads", "dq dk dv d_a_src d_a_dst d_edge_bias d_edge_pre")
+Grads = namedtuple("Grads", "dq dk dv d_a_src d_a_dst d_edge_bias d_edge_pre d_edge_key "
+                            "d_edge_value")
 
 
 def attention_backward(graph, q, k, v, dm, heads=1, score="scaled-dot", m=None, lse=None,
-                       edge_bias_grad=False, edge_pre_grad=False, **score_kw):
+                       edge_bias_grad=False, edge_pre_grad=False, edge_kv_grad=False,
+                       **score_kw):
     """Gradients of L = sum(dm * M) for M = attention(graph, q, k, v): a Grads of
     dq, dk, dv [N, H*d], d_a_src, d_a_dst [H, d] (additive; gatv2's a in
     d_a_src; else None), d_edge_bias [E] in edge order (when asked for, or
-    when the score has an edge bias) and d_edge_pre [E, H] (additive: when
-    asked for, or when the score has edge terms). m and lse, the forward's,
-    save a forward."""
+    when the score has an edge bias), d_edge_pre [E, H] (additive: when
+    asked for, or when the score has edge terms), d_edge_key and d_edge_value
+    [E, H*d] (when asked for, or when the score has them). m and lse, the
+    forward's, save a forward."""
     (q, k, v, dm), H, d = _qkv(graph, heads, [("q", q), ("k", k), ("v", v), ("dm", dm)])
     sc = score_of(score, score_kw)
     s, keep = sc.c(graph, H, d)
@@ -242,6 +250,10 @@ def attention_backward(graph, q, k, v, dm, heads=1, score="scaled-dot", m=None, 
     if edge_pre_grad or sc.edge_pre is not None:
         dep = np.empty((graph.E, H), np.float32)
         g.d_edge_pre = dep.ctypes.data
+    dek = dev = None
+    if edge_kv_grad or sc.edge_key is not None or sc.edge_value is not None:
+        dek, dev = (np.empty((graph.E, H * d), np.float32) for _ in range(2))
+        g.d_edge_key, g.d_edge_value = dek.ctypes.data, dev.ctypes.data
     m = f32(m, "m", q.shape) if m is not None else None
     if lse is not None:
         lse = f32(lse, "lse", (graph.N, H))
@@ -250,5 +262,5 @@ def attention_backward(graph, q, k, v, dm, heads=1, score="scaled-dot", m=None, 
                                     v.ctypes.data, H, d, C.byref(s), m.ctypes.data if m is not None else None,
                                     lse.ctypes.data if lse is not None else None,
                                     dm.ctypes.data, C.byref(g), C.byref(e)), e)
-    return Grads(dq, dk, dv, da_src, da_dst, graph.from_slots(deb) if deb is not None else None,
-                 graph.from_slots(dep) if dep is not None else None)
+    edges = lambda a: graph.from_slots(a) if a is not None else None
+    return Grads(dq, dk, dv, da_src, da_dst, edges(deb), edges(dep), edges(dek), edges(dev))

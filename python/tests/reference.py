@@ -11,16 +11,19 @@ import torch.nn.functional as F
 
 def attention(src, dst, N, q, k, v, H, kind="scaled-dot", beta=1.0, softcap=0.0, slope=0.2,
               a_src=None, a_dst=None, a=None, edge_bias=None, sigmoid_bias=None, keep=None,
-              edge_pre=None):
+              edge_pre=None, edge_key=None, edge_value=None):
     """Returns (M [N, H*d], A [E, H]) for float64 tensors q, k, v [N, H*d].
     keep [E, H]: dropout's factors (0 or 1/(1-p)), multiplied into A;
-    edge_pre [E, H]: additive's edge terms, inside the LeakyReLU."""
+    edge_pre [E, H]: additive's edge terms, inside the LeakyReLU; edge_key,
+    edge_value [E, H*d]: added to each message's key and value."""
     src = torch.as_tensor(src, dtype=torch.long)
     dst = torch.as_tensor(dst, dtype=torch.long)
     E = src.numel()
     d = q.shape[1] // H
     qe = q[dst].view(E, H, d)
     ke = k[src].view(E, H, d)
+    if edge_key is not None:
+        ke = ke + edge_key.view(E, H, d)
     if kind in ("scaled-dot", "dot", "sigmoid"):
         s = (qe * ke).sum(-1) / (math.sqrt(d) if kind != "dot" else 1.0)
     elif kind == "cosine":
@@ -57,5 +60,7 @@ def attention(src, dst, N, q, k, v, H, kind="scaled-dot", beta=1.0, softcap=0.0,
     if keep is not None:
         A = A * keep
     ve = v[src].view(E, H, d)
+    if edge_value is not None:
+        ve = ve + edge_value.view(E, H, d)
     M = torch.zeros(N, H, d, dtype=q.dtype).index_add(0, dst, A[:, :, None] * ve)
     return M.reshape(N, H * d), A

@@ -17,6 +17,9 @@ KINDS = [
     ("additive", {"slope": 0.1}),
     ("additive", {"slope": 0.0}),
     ("additive", {"edge_pre": True, "edge_bias": True}),
+    ("scaled-dot", {"edge_kv": True}),
+    ("gatv2", {"edge_kv": True}),
+    ("sigmoid", {"edge_kv": True}),
     ("dot", {"beta": 0.0}),
     ("gatv2", {}),
     ("gatv2", {"slope": 0.0}),
@@ -54,12 +57,15 @@ def test_forward_weights_and_gradients(rng, kind, opts):
         kw["edge_bias"] = rng.standard_normal(E).astype(np.float32)
     if kw.pop("edge_pre", None):
         kw["edge_pre"] = rng.standard_normal((E, H)).astype(np.float32)
+    if kw.pop("edge_kv", None):
+        kw["edge_key"], kw["edge_value"] = (rng.standard_normal((E, H * d)).astype(np.float32)
+                                            for _ in range(2))
     kw.update(extra)
 
     M = ag.attention(g, q, k, v, heads=H, score=kind, **kw)
     W = ag.attention_weights(g, q, k, heads=H, score=kind, **kw)
 
-    per_edge = [n for n in ("edge_bias", "edge_pre") if n in kw]
+    per_edge = [n for n in ("edge_bias", "edge_pre", "edge_key", "edge_value") if n in kw]
     names = ["q", "k", "v"] + list(extra) + per_edge
     vals = [q, k, v] + list(extra.values()) + [kw[n] for n in per_edge]
     ts = dict(zip(names, ref_tensors(vals, grad=True)))
@@ -76,7 +82,8 @@ def test_forward_weights_and_gradients(rng, kind, opts):
     grads = ag.attention_backward(g, q, k, v, dm, heads=H, score=kind,
                                   edge_bias_grad="edge_bias" in kw, **kw)
     got = dict(q=grads.dq, k=grads.dk, v=grads.dv, a_src=grads.d_a_src, a_dst=grads.d_a_dst,
-               a=grads.d_a_src, edge_bias=grads.d_edge_bias, edge_pre=grads.d_edge_pre)
+               a=grads.d_a_src, edge_bias=grads.d_edge_bias, edge_pre=grads.d_edge_pre,
+               edge_key=grads.d_edge_key, edge_value=grads.d_edge_value)
     for n in names:
         want = ts[n].grad.numpy()
         scale = max(1.0, np.abs(want).max())

@@ -26,10 +26,14 @@ LAYERS = [
     ("GATv2Conv", dict(heads=3)),
     ("GATv2Conv", dict(heads=2, share_weights=True, concat=False)),
     ("GATv2Conv", dict(heads=1, add_self_loops=False, bias=False)),
+    ("GATv2Conv", dict(heads=2, edge_dim=3)),
+    ("GATv2Conv", dict(heads=2, edge_dim=2, share_weights=True, fill_value="add")),
     ("TransformerConv", dict(heads=2)),
     ("TransformerConv", dict(heads=3, beta=True)),
     ("TransformerConv", dict(heads=2, concat=False, beta=True)),
     ("TransformerConv", dict(heads=2, root_weight=False, bias=False)),
+    ("TransformerConv", dict(heads=2, edge_dim=3)),
+    ("TransformerConv", dict(heads=2, edge_dim=2, beta=True, concat=False)),
 ]
 IDS = [n + "-" + "-".join("%s=%s" % kv for kv in kw.items()) for n, kw in LAYERS]
 
@@ -46,22 +50,25 @@ def reference_edge_terms(layer, p, ea, ei, N):
     """GAT's att_edge . lin_edge(e) [E', H] over pyg_edges' order, the loops'
     features by fill_value, in float64."""
     ea = torch.tensor(ea, dtype=torch.float64)
-    if layer.add_self_loops:
+    if getattr(layer, "add_self_loops", False):
         keep = torch.tensor(ei[0] != ei[1])
         ea_k, dst = ea[keep], torch.tensor(ei[1])[keep]
         if layer.fill_value == "mean":
             loops = torch.stack([ea_k[dst == i].mean(0) if (dst == i).any()
                                  else torch.zeros(ea.shape[1], dtype=ea.dtype)
                                  for i in range(N)])
-        elif layer.fill_value == "max":
-            loops = torch.stack([ea_k[dst == i].max(0).values if (dst == i).any()
+        elif layer.fill_value in ("max", "add"):
+            red = (lambda a: a.max(0).values) if layer.fill_value == "max" else (lambda a: a.sum(0))
+            loops = torch.stack([red(ea_k[dst == i]) if (dst == i).any()
                                  else torch.zeros(ea.shape[1], dtype=ea.dtype)
                                  for i in range(N)])
         else:
             loops = torch.full((N, ea.shape[1]), float(layer.fill_value), dtype=ea.dtype)
         ea = torch.cat([ea_k, loops])
-    e = F.linear(ea, p["lin_edge.weight"]).view(-1, layer.heads, layer.out_channels)
-    return (e * p["att_edge"]).sum(-1)
+    e = F.linear(ea, p["lin_edge.weight"])
+    if type(layer).__name__ != "GATConv":
+        return e                                     # the messages' key (and value) terms
+    return (e.view(-1, layer.heads, layer.out_channels) * p["att_edge"]).sum(-1)
 
 
 def reference_layer(layer, x, ei, ea=None):
@@ -82,11 +89,15 @@ def reference_layer(layer, x, ei, ea=None):
     elif kind == "GATv2Conv":
         xl = lin("lin_l", x)
         xr = xl if layer.share_weights else lin("lin_r", x)
+        ek = reference_edge_terms(layer, p, ea, ei, N) if ea is not None else None
         m, a = reference.attention(e[0], e[1], N, xr, xl, xl, H, "gatv2",
-                                   slope=layer.negative_slope, a=p["att"].view(H, C))
+                                   slope=layer.negative_slope, a=p["att"].view(H, C),
+                                   edge_key=ek)
     else:
+        ek = reference_edge_terms(layer, p, ea, ei, N) if ea is not None else None
         m, a = reference.attention(e[0], e[1], N, lin("lin_query", x), lin("lin_key", x),
-                                   lin("lin_value", x), H, "scaled-dot")
+                                   lin("lin_value", x), H, "scaled-dot", edge_key=ek,
+                                   edge_value=ek)
     out = m if layer.concat else m.view(N, H, C).mean(1)
     if kind == "TransformerConv":
         if layer.root_weight:
@@ -166,8 +177,7 @@ def test_the_graph_is_built_once_per_edge_index(rng):
 
 
 @pytest.mark.parametrize("make,match", [
-    (lambda: agt.TransformerConv(4, 2, edge_dim=3), "edge_dim"),
-    (lambda: agt.GATv2Conv(4, 2, edge_dim=3), "edge_dim"),
+    (lambda: agt.TransformerConv(4, 2, edge_dim=0), "edge_dim"),
     (lambda: agt.GATConv(4, 2, edge_dim=3, fill_value="median"), "fill_value"),
     (lambda: agt.GATConv((4, 5), 2), "pair"),
     (lambda: agt.TransformerConv(4, 2, dropout=1.0), "dropout"),

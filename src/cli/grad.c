@@ -182,9 +182,10 @@ static int attention_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *er
                               err)))
         return rc;
     st->loss = dot_sum(st->dout.data, st->M, N * HD);
-    const ag_attention_grads_t g = {st->grad[0], st->grad[1], st->grad[2],
-                                    additive || gatv2 ? st->grad[3] : NULL,
-                                    additive ? st->grad[4] : NULL, st->d_bias, NULL};
+    const ag_attention_grads_t g = {.dQ = st->grad[0], .dK = st->grad[1], .dV = st->grad[2],
+                                    .d_a_src = additive || gatv2 ? st->grad[3] : NULL,
+                                    .d_a_dst = additive ? st->grad[4] : NULL,
+                                    .d_edge_bias = st->d_bias};
     if ((rc = ag_attention_backward(nb, in->q.data, in->k.data, in->v.data, H, d, &score,
                                     st->M, st->lse, st->dout.data, &g, err)))
         return rc;

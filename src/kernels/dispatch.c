@@ -16,6 +16,13 @@ void ag_score_init(ag_score_t *score, ag_score_kind_t kind)
     score->kind = kind;
 }
 
+/* The kinds whose messages may carry their own key and value terms. */
+static int edge_terms_apply(ag_score_kind_t kind)
+{
+    return kind == AG_SCORE_SCALED_DOT || kind == AG_SCORE_DOT || kind == AG_SCORE_SIGMOID ||
+           kind == AG_SCORE_GATV2;
+}
+
 int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t d,
                    ag_error_t *err)
 {
@@ -48,6 +55,9 @@ int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t
     if (sc->edge_pre && sc->kind != AG_SCORE_ADDITIVE)
         return ag_i_fail(err, AG_EINVAL, "score: edge_pre (a term inside the LeakyReLU) is "
                          "additive's; this score is another kind");
+    if ((sc->edge_key || sc->edge_value) && !edge_terms_apply(sc->kind))
+        return ag_i_fail(err, AG_EINVAL, "score: edge_key and edge_value (the messages' own key "
+                         "and value terms) apply to scaled-dot, dot, sigmoid and gatv2 scores");
     if (sc->kind == AG_SCORE_ADDITIVE && (!sc->a_src || !sc->a_dst))
         return ag_i_fail(err, AG_EINVAL, "score: additive needs the vectors a_src and a_dst "
                          "[H, d]");
@@ -61,6 +71,10 @@ int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t
         rc = ag_check_finite("score: edge_bias", sc->edge_bias, nb->n_edges, 1, err);
     if (!rc)
         rc = ag_check_finite("score: edge_pre", sc->edge_pre, nb->n_edges, H, err);
+    if (!rc)
+        rc = ag_check_finite("score: edge_key", sc->edge_key, nb->n_edges, H * d, err);
+    if (!rc)
+        rc = ag_check_finite("score: edge_value", sc->edge_value, nb->n_edges, H * d, err);
     return rc;
 }
 
@@ -111,9 +125,11 @@ int ag_i_forward_part(ag_i_plan_t *p, const ag_i_fwd_t *a, int64_t lo, int64_t h
     const ag_score_t *sc = a->score;
     ag_score_t no_bias = sc ? *sc : (ag_score_t)AG_SCORE_INIT;
     no_bias.edge_bias = NULL;
-    if (sc && sc->edge_pre)   /* the parts' backward views number slots otherwise */
-        return ag_i_fail(err, AG_EINVAL, "score: edge_pre is not supported on several "
-                         "processes");
+    if (sc && (sc->edge_pre || sc->edge_key || sc->edge_value))   /* the parts' backward
+                                                                     views number slots
+                                                                     otherwise */
+        return ag_i_fail(err, AG_EINVAL, "score: edge_pre, edge_key and edge_value are not "
+                         "supported on several processes");
     int rc = ag_score_check(&no_bias, a->nb, a->H, a->d, err);
     if (!rc && sc && sc->edge_bias)
         rc = ag_check_finite("score: edge_bias", sc->edge_bias + a->nb->edge_ptr[lo],
@@ -195,13 +211,19 @@ int ag_i_backward_planned(ag_i_plan_t *p, ag_nbhd_t *nb, const float *Q, const f
         return ag_i_fail(err, AG_EINVAL, "attention backward: dQ, dK and dV are required");
     if ((rc = ag_nbhd_transpose(nb, err)))
         return rc;
-    /* the edge bias's gradient (sum over heads of dL/ds per slot) is not 0 even
-       where the score has no bias: the generic kernel keeps it per slot */
     if (g->d_edge_pre && (!score || score->kind != AG_SCORE_ADDITIVE))
         return ag_i_fail(err, AG_EINVAL, "attention backward: d_edge_pre is additive's edge "
                          "terms' gradient; this score is another kind");
-    if ((rc = plan_for(p, 1, g->d_edge_bias ? AG_I_KERNEL_GENERIC : AG_I_KERNEL_AUTO, nb, H, d,
-                       score, err)))
+    const ag_score_kind_t kind = score ? score->kind : AG_SCORE_SCALED_DOT;
+    if ((g->d_edge_key || g->d_edge_value) && !edge_terms_apply(kind))
+        return ag_i_fail(err, AG_EINVAL, "attention backward: d_edge_key and d_edge_value "
+                         "apply to scaled-dot, dot, sigmoid and gatv2 scores");
+    /* the slots' gradients (the edge bias's: the sum over heads of dL/ds) are
+       not 0 even where the score has no such terms: the generic kernel keeps
+       them per slot */
+    const int per_slot = g->d_edge_bias || g->d_edge_key || g->d_edge_value;
+    if ((rc = plan_for(p, 1, per_slot ? AG_I_KERNEL_GENERIC : AG_I_KERNEL_AUTO, nb, H, d, score,
+                       err)))
         return rc;
     ag_i_bwd_t a = {nb, Q, K, V, dM, H, d, score, lse, NULL, *g};
     if (p->kernel == AG_I_KERNEL_GENERIC)

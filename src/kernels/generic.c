@@ -42,7 +42,7 @@ typedef struct {
     float *e_src, *e_dst;     /* additive: a_src.k_j and a_dst.q_i [N, H] */
     float *norm_q, *norm_k;   /* cosine: |q_i|, |k_j| per head [N, H] */
     float *g_dst, *g_src;     /* gatv2: a'.q_i and a'.k_j [N, H] (see raw_score) */
-    float *a_abs;             /* gatv2: a'' [H*d] */
+    float *a_abs, *a_lin;     /* gatv2: a'' and a' [H*d] */
     float *alibi;             /* [H] */
     uint64_t drop_state;      /* dropout: the generator's state, the threshold below which */
     uint64_t drop_below;      /* a 64-bit draw drops the message, and the kept ones' scale */
@@ -215,7 +215,7 @@ static void sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const flo
         }
         head_terms(at_q, Q, a1, qlo, rows.qhi, H, d);
         head_terms(at_k, K, a1, klo, rows.khi, H, d);
-        c->g_dst = at_q, c->g_src = at_k, c->a_abs = a2;
+        c->g_dst = at_q, c->g_src = at_k, c->a_abs = a2, c->a_lin = a1;
     }
     if (kind == AG_SCORE_LINEAR) {
         float *pq = more - qlo * HD, *pk = more + nq * HD - klo * HD;
@@ -317,6 +317,31 @@ static inline float gat_sum(const sctx_t *c, int64_t i, int64_t j, int64_t s, in
     return c->sc.edge_pre ? u + c->sc.edge_pre[s * H + h] : u;
 }
 
+/* Head h of the message in slot s's own key and value terms (each NULL where
+   the score has none): the message's key is k_j + that, its value v_j + that. */
+static inline const float *edge_key(const sctx_t *c, int64_t s, int64_t h)
+{
+    return c->sc.edge_key ? c->sc.edge_key + (s * c->H + h) * c->d : NULL;
+}
+
+static inline const float *edge_value(const sctx_t *c, int64_t s, int64_t h)
+{
+    return c->sc.edge_value ? c->sc.edge_value + (s * c->H + h) * c->d : NULL;
+}
+
+/* gatv2's a''.|q + k + ek| and a'.ek (ek: the message's key term). */
+static inline float gatv2_edge(const sctx_t *c, const float *q, const float *k, const float *ek,
+                               int64_t h)
+{
+    const int64_t d = c->d;
+    const float *a = c->a_abs + h * d, *a1 = c->a_lin + h * d;
+    float x = 0;
+#pragma omp simd reduction(+ : x)
+    for (int64_t t = 0; t < d; t++)
+        x += a[t] * fabsf(q[t] + k[t] + ek[t]) + a1[t] * ek[t];
+    return x;
+}
+
 /* The raw score r of edge j -> i (slot s), head h: the kind's formula alone
    (before beta, softcap, edge bias and ALiBi). kind is c->sc.kind, passed apart so
    that a caller's loop over edges is compiled once per kind (score_row).
@@ -333,15 +358,21 @@ AG_INLINE float raw_score_of(const sctx_t *c, ag_score_kind_t kind, int64_t i, i
     case AG_SCORE_ADDITIVE:
         return leaky(gat_sum(c, i, j, s, h), c->sc.slope);
     case AG_SCORE_GATV2: {
-        const float *a = c->a_abs + h * d;
+        const float *a = c->a_abs + h * d, *ek = edge_key(c, s, h);
         float x = 0;
+        if (ek)
+            x = gatv2_edge(c, q, k, ek, h);
+        else
 #pragma omp simd reduction(+ : x)
-        for (int64_t t = 0; t < d; t++)
-            x += a[t] * fabsf(q[t] + k[t]);
+            for (int64_t t = 0; t < d; t++)
+                x += a[t] * fabsf(q[t] + k[t]);
         return c->g_dst[i * H + h] + c->g_src[j * H + h] + x;
     }
-    default:
-        return raw_of_dot(c, i, j, h, ag_i_dot(q, k, d));
+    default: {
+        const float *ek = edge_key(c, s, h);
+        return raw_of_dot(c, i, j, h, ek ? ag_i_dot(q, k, d) + ag_i_dot(q, ek, d)
+                                         : ag_i_dot(q, k, d));
+    }
     }
 }
 
@@ -563,6 +594,21 @@ static void weighted_sum_row(const ag_nbhd_t *nb, int64_t i, const float *W, con
         }
 }
 
+/* m_i [H*d] += the sum over destination i's deg slots (from s0) of their
+   weights W [slot, H] times the slots' own value terms. */
+static void edge_values_row(const sctx_t *c, const float *W, int64_t s0, int64_t deg, float *m_i)
+{
+    const int64_t H = c->H, d = c->d;
+    for (int64_t e = 0; e < deg; e++)
+        for (int64_t h = 0; h < H; h++) {
+            const float a = W[e * H + h], *ev = edge_value(c, s0 + e, h);
+            float *acc = m_i + h * d;
+#pragma omp simd
+            for (int64_t t = 0; t < d; t++)
+                acc[t] += a * ev[t];
+        }
+}
+
 void ag_i_generic_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
 {
     const ag_nbhd_t *nb = a->nb;
@@ -589,6 +635,8 @@ void ag_i_generic_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
         normalise_row(&c, W, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], xp, NULL);
         drop_row(&c, nb, W, i);
         weighted_sum_row(nb, i, W, V, H, d, m_i);
+        if (c.sc.edge_value)
+            edge_values_row(&c, W, nb->edge_ptr[i], nb->edge_ptr[i + 1] - nb->edge_ptr[i], m_i);
         if (kext_distance(xp)) {   /* normalise_row left 0 (or NAN) */
             int64_t slot = 0;
             for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
@@ -747,12 +795,14 @@ static inline float finish_backward(const sctx_t *c, float r, float dx)
 
 /* dr (dL/dr) of edge j -> i (slot s), head h into dq [d] of head h;
    additive: into T, the sum of dL/dt over i's slots (returns dL/dt, the edge
-   term's gradient too); gatv2: a's gradient into part [d]. */
+   term's gradient too); gatv2: a's gradient into part [d]; the message's key
+   term's gradient into dek [d] (NULL: not wanted). */
 static inline float raw_backward_q(const sctx_t *c, int64_t i, int64_t j, int64_t s, int64_t h,
-                                   float dr, float *dq, float *T, float *part)
+                                   float dr, float *dq, float *T, float *part, float *dek)
 {
     const int64_t H = c->H, d = c->d, HD = H * d;
     const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
+    const float *ek = edge_key(c, s, h);
     switch (c->sc.kind) {
     case AG_SCORE_COSINE: {   /* d cos / dq = k / (|q||k|) - cos q / |q|^2: the first
                                  term here, the second once per row (raw_backward_row) */
@@ -772,6 +822,17 @@ static inline float raw_backward_q(const sctx_t *c, int64_t i, int64_t j, int64_
     }
     case AG_SCORE_GATV2: {
         const float *a = c->sc.a_src + h * d, neg = dr * c->sc.slope;
+        if (ek) {   /* u = q + k + ek; the key term's gradient is q's */
+            for (int64_t t = 0; t < d; t++) {
+                const float u = q[t] + k[t] + ek[t], du = by_sign(u, dr, neg) * a[t];
+                if (part)
+                    part[t] += by_sign(u, dr, neg) * u;
+                dq[t] += du;
+                if (dek)
+                    dek[t] = du;
+            }
+            break;
+        }
         if (part)
 #pragma omp simd
             for (int64_t t = 0; t < d; t++) {
@@ -781,12 +842,24 @@ static inline float raw_backward_q(const sctx_t *c, int64_t i, int64_t j, int64_
 #pragma omp simd
         for (int64_t t = 0; t < d; t++)
             dq[t] += by_sign(q[t] + k[t], dr, neg) * a[t];
+        if (dek)
+#pragma omp simd
+            for (int64_t t = 0; t < d; t++)
+                dek[t] = by_sign(q[t] + k[t], dr, neg) * a[t];
         break;
     }
     default:   /* dot products: times the scale (or phi') once per row */
 #pragma omp simd
         for (int64_t t = 0; t < d; t++)
             dq[t] += dr * k[t];
+        if (ek)
+#pragma omp simd
+            for (int64_t t = 0; t < d; t++)
+                dq[t] += dr * ek[t];
+        if (dek)   /* the row's scale now: the key term is the slot's alone */
+#pragma omp simd
+            for (int64_t t = 0; t < d; t++)
+                dek[t] = dr * c->scale * q[t];
     }
     return 0.0f;
 }
@@ -797,6 +870,7 @@ static inline void raw_backward_k(const sctx_t *c, int64_t i, int64_t j, int64_t
 {
     const int64_t H = c->H, d = c->d, HD = H * d;
     const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
+    const float *ek = edge_key(c, s, h);
     switch (c->sc.kind) {
     case AG_SCORE_COSINE: {
         const float n = c->norm_q[i * H + h] * c->norm_k[j * H + h];
@@ -813,9 +887,14 @@ static inline void raw_backward_k(const sctx_t *c, int64_t i, int64_t j, int64_t
         break;
     case AG_SCORE_GATV2: {
         const float *a = c->sc.a_src + h * d, neg = dr * c->sc.slope;
+        if (ek)
 #pragma omp simd
-        for (int64_t t = 0; t < d; t++)
-            dk[t] += by_sign(q[t] + k[t], dr, neg) * a[t];
+            for (int64_t t = 0; t < d; t++)
+                dk[t] += by_sign(q[t] + k[t] + ek[t], dr, neg) * a[t];
+        else
+#pragma omp simd
+            for (int64_t t = 0; t < d; t++)
+                dk[t] += by_sign(q[t] + k[t], dr, neg) * a[t];
         break;
     }
     default:
@@ -866,17 +945,40 @@ static void raw_backward_row(const sctx_t *c, int64_t n, const float *X, const f
     }
 }
 
+/* The value terms' gradients of destination i's slots, dev [its slots, H*d]:
+   each a z dM_i (A: the weights before dropout). */
+static void edge_value_grads(const sctx_t *c, const ag_nbhd_t *nb, int64_t i, const float *A,
+                             const float *dm, float *dev)
+{
+    const int64_t H = c->H, d = c->d;
+    int64_t e = 0;
+    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++) {
+            const uint64_t key = c->drop_below ? drop_key(c, i, j, occurrence(nb, i, r, j)) : 0;
+            for (int64_t h = 0; h < H; h++) {
+                const float az = A[e * H + h] * drop_factor(c, key, h);
+                float *out = dev + (e * H + h) * d;
+#pragma omp simd
+                for (int64_t t = 0; t < d; t++)
+                    out[t] = az * dm[h * d + t];
+            }
+        }
+}
+
 /* Destination i: its normalisers and D into state, row i of dQ, its slots'
-   d_edge_bias and d_edge_pre (each NULL: not wanted) and its share of the
-   vector's gradient (part: the chunk's [H*d], or NULL). */
-static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float *dQ,
-                         float *d_bias, float *d_pre, float *part)
+   gradients (g's d_edge_bias, d_edge_pre, d_edge_key, d_edge_value; each NULL:
+   not wanted) and its share of the vector's gradient (part: the chunk's
+   [H*d], or NULL). */
+static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i,
+                         const ag_attention_grads_t *g, float *part)
 {
     const sctx_t *c = &b->c;
     const int64_t H = c->H, d = c->d, HD = H * d, s0 = nb->edge_ptr[i];
     const int64_t deg = nb->edge_ptr[i + 1] - s0;
     float *A = ag_i_scratch_mine(&b->buf), *G = A + deg * H, *dA = G + deg * H, *T = dA + deg * H;
-    float *st = b->state + i * H * ST_N, *dq = dQ + i * HD;
+    float *st = b->state + i * H * ST_N, *dq = g->dQ + i * HD;
+    float *d_bias = g->d_edge_bias, *d_pre = g->d_edge_pre;
+    const float *dm = b->dM + i * HD;
     int64_t e = 0;
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++) {
@@ -885,11 +987,15 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
                 const float x = raw_score(c, i, j, s0 + e, h);
                 G[e * H + h] = x;
                 A[e * H + h] = finish_score(c, x, i, j, s0 + e, h);
-                dA[e * H + h] = ag_i_dot(b->dM + i * HD + h * d, b->V + j * HD + h * d, d) *
+                const float *ev = edge_value(c, s0 + e, h);
+                const float gv = ag_i_dot(dm + h * d, b->V + j * HD + h * d, d);
+                dA[e * H + h] = (ev ? gv + ag_i_dot(dm + h * d, ev, d) : gv) *
                                 drop_factor(c, key, h);
             }
         }
     normalise_row(c, A, i, deg, NULL, st);
+    if (g->d_edge_value)   /* a slot's value term reaches M_i with weight a z */
+        edge_value_grads(c, nb, i, A, dm, g->d_edge_value + s0 * HD);
     weights_backward(c, A, dA, deg, st);
     if (d_bias)
         for (e = 0; e < deg; e++) {
@@ -906,8 +1012,9 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i, float 
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++)
             for (int64_t h = 0; h < H; h++) {
                 const float dr = finish_backward(c, G[e * H + h], dA[e * H + h]);
+                float *dek = g->d_edge_key ? g->d_edge_key + (s0 + e) * HD + h * d : NULL;
                 const float dt = raw_backward_q(c, i, j, s0 + e, h, dr, dq + h * d, T,
-                                                gatv2 && part ? part + h * d : NULL);
+                                                gatv2 && part ? part + h * d : NULL, dek);
                 if (d_pre)
                     d_pre[(s0 + e) * H + h] = dt;
             }
@@ -931,7 +1038,7 @@ static inline int64_t slot_of(const ag_nbhd_t *nb, int64_t i, int64_t j, int64_t
     return nb->run_slot[r] + (j - nb->run_src[r]);
 }
 
-/* The message j -> i in slot s (used only with an edge bias or term), the nth from j
+/* The message j -> i in slot s (used only with the slots' own terms), the nth from j
    to i (used only with dropout), into source j's dk, dv [H*d] (T: additive's
    sums of dL/dt): its score, weight, dA and dr from i's state, as pass 1 had
    them. */
@@ -945,7 +1052,9 @@ static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t
         const float *st = b->state + (i * H + h) * ST_N, *g = b->dM + i * HD + h * d;
         const float *v = b->V + j * HD + h * d;
         float r, dA;
-        if (raw_is_dot(c)) {   /* both dot products in one loop: two chains, not one */
+        const float *ev = edge_value(c, s, h);
+        if (raw_is_dot(c) && !c->sc.edge_key && !ev) {   /* both dot products in one loop:
+                                                            two chains, not one */
             const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
             float qk = 0, gv = 0;
 #pragma omp simd reduction(+ : qk, gv)
@@ -954,6 +1063,8 @@ static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t
             r = raw_of_dot(c, i, j, h, qk), dA = gv;
         } else {
             r = raw_score(c, i, j, s, h), dA = ag_i_dot(g, v, d);
+            if (ev)
+                dA += ag_i_dot(g, ev, d);
         }
         const float z = drop_factor(c, key, h);   /* the weight used was a z */
         dA *= z;
@@ -973,7 +1084,8 @@ static void backward_src(const bctx_t *b, const ag_nbhd_t *nb, int64_t j, float 
                          float *part)
 {
     const int64_t H = b->c.H, HD = H * b->c.d;
-    const int biased = b->c.sc.edge_bias || b->c.sc.edge_pre;
+    const ag_score_t *sc = &b->c.sc;
+    const int biased = sc->edge_bias || sc->edge_pre || sc->edge_key || sc->edge_value;
     float *dk = dK + j * HD, *dv = dV + j * HD, *T = ag_i_scratch_mine(&b->buf);
     memset(dk, 0, (size_t)HD * sizeof *dk);
     memset(dv, 0, (size_t)HD * sizeof *dv);
@@ -1040,7 +1152,7 @@ static void backward_pass(const bctx_t *b, const ag_nbhd_t *nb, const ag_attenti
             if (to_src)
                 backward_src(b, nb, n, g->dK, g->dV, mine);
             else
-                backward_dst(b, nb, n, g->dQ, g->d_edge_bias, g->d_edge_pre, mine);
+                backward_dst(b, nb, n, g, mine);
         }
     }
 }

@@ -364,7 +364,7 @@ void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N
                            int64_t d);
 
 /* Are these plain dot-product softmax scores (scaled-dot or dot, any beta; no
-   softcap, edge bias, ALiBi or dropout), the ones the fused kernels and the MPI layer
+   softcap, edge bias, ALiBi, dropout or edge terms), the ones the fused kernels and the MPI layer
    run? Then *scale is their multiplier of q.k (plan.c; the one place this
    is decided). */
 AG_INTERNAL

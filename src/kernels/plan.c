@@ -17,7 +17,7 @@ int ag_i_plain_scale(const ag_score_t *sc, int64_t d, float *scale)
 {
     const float beta = sc ? sc->beta : 1.0f;
     if (sc && (sc->kind > AG_SCORE_DOT || sc->softcap > 0 || sc->edge_bias || sc->alibi ||
-               sc->dropout > 0))
+               sc->dropout > 0 || sc->edge_key || sc->edge_value))
         return 0;
     *scale = beta * (sc && sc->kind == AG_SCORE_DOT ? 1.0f : 1.0f / sqrtf((float)d));
     return 1;

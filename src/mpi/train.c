@@ -665,8 +665,8 @@ static int back_generic(ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_t *b,
     if ((rc = ag_mpi_agree(t->comm, rc, err)))
         return rc;
     dest_exchange(t, a, b);   /* Q and dM of the destinations own sources reach */
-    const ag_attention_grads_t dqkv = {b->dQ - lo * HD, b->dK - lo * HD, b->dV - lo * HD,
-                                       NULL, NULL, NULL, NULL};
+    const ag_attention_grads_t dqkv = {.dQ = b->dQ - lo * HD, .dK = b->dK - lo * HD,
+                                       .dV = b->dV - lo * HD};
     const ag_i_bwd_t op = {&t->bp.view, b->Qw - dlo * HD, a->K - wlo * HD, a->V - wlo * HD,
                            b->dMw - dlo * HD, H, w->d, sc, NULL, NULL, dqkv};
     const int gatv2 = sc->kind == AG_SCORE_GATV2, additive = sc->kind == AG_SCORE_ADDITIVE;
@@ -708,8 +708,8 @@ static int attend_back_part(void *ctx, const ag_weights_t *w, ag_weights_t *g,
     ag_i_backward_rowdots(b->Dd, b->dM, a->M, t->n, H, w->d);
     dest_exchange(t, a, b);
     const int64_t dlo = t->bp.dlo, wlo = t->halo.wlo;
-    const ag_attention_grads_t dqkv = {b->dQ - lo * HD, b->dK - lo * HD, b->dV - lo * HD,
-                                       NULL, NULL, NULL, NULL};
+    const ag_attention_grads_t dqkv = {.dQ = b->dQ - lo * HD, .dK = b->dK - lo * HD,
+                                       .dV = b->dV - lo * HD};
     const ag_i_bwd_t op = {&t->bp.view, b->Qw - dlo * HD, a->K - wlo * HD, a->V - wlo * HD,
                            b->dMw - dlo * HD, H, w->d, sc, b->lsew - dlo * H, b->Ddw - dlo * H,
                            dqkv};

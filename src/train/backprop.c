@@ -246,8 +246,9 @@ static int attend_back_taped(void *ctx, const ag_weights_t *w, ag_weights_t *g,
     const back_bufs_t *b = tb->b;
     const acts_t a = round_acts(t, tb->r);
     const int vectors = sc->kind == AG_SCORE_ADDITIVE || sc->kind == AG_SCORE_GATV2;
-    const ag_attention_grads_t ag = {b->dQ, b->dK, b->dV, vectors ? b->da_src : NULL,
-                                     sc->kind == AG_SCORE_ADDITIVE ? b->da_dst : NULL, NULL, NULL};
+    const ag_attention_grads_t ag = {.dQ = b->dQ, .dK = b->dK, .dV = b->dV,
+                                     .d_a_src = vectors ? b->da_src : NULL,
+                                     .d_a_dst = sc->kind == AG_SCORE_ADDITIVE ? b->da_dst : NULL};
     int rc = ag_i_backward_planned(&t->backward, t->nb, a.Q, a.K, a.V, w->H, w->d, sc, a.M,
                                    t->has_lse[tb->r] ? a.lse : NULL, b->dM, &ag, err);
     if (!rc && vectors)
