@@ -180,7 +180,7 @@ class _Conv(nn.Module):
         after the self-loops' change), without gradients; alpha after dropout
         when drop (GATConv), before it otherwise (GATv2Conv, TransformerConv)."""
         if not drop:
-            score = {k: v for k, v in score.items() if k not in ("dropout", "dropout_seed")}
+            score = {n: s for n, s in score.items() if n not in ("dropout", "dropout_seed")}
         with torch.no_grad():
             a = {n: _agt._np(t, n) for n, t in score.items() if isinstance(t, torch.Tensor)}
             rest = {n: v for n, v in score.items() if not isinstance(v, torch.Tensor)}
