@@ -474,8 +474,9 @@ START_TEST(train_reports_test_accuracy_at_best_eval)
     const char *task = "train graphs/planted.gml --features graphs/planted/x.npy --labels "
                        "graphs/planted/labels.npy --train-mask graphs/planted/train.npy "
                        "--rounds 2 --heads 2 --lr 0.02 --threads 1";
-    snprintf(args, sizeof args, "%s --eval-mask %s --test-mask %s --epochs 40", task,
-             tmp_path("ev.npy"), tmp_path("te.npy"));
+    TMP(log, "test-acc.csv");
+    snprintf(args, sizeof args, "%s --eval-mask %s --test-mask %s --epochs 40 --log %s", task,
+             tmp_path("ev.npy"), tmp_path("te.npy"), log);
     ck_assert_int_eq(run_cli(args, &out, NULL), 0);
     const char *at = strstr(out, "best eval accuracy");
     ck_assert_msg(at, "%s", out);
@@ -489,6 +490,17 @@ START_TEST(train_reports_test_accuracy_at_best_eval)
     ck_assert_msg(epoch > 0, "best eval at epoch 0: %s", out);
     ck_assert_msg(strstr(out, "test_acc") == NULL, "one connectivity has no table: %s", out);
     free(out);
+    /* the log's row of that epoch has the same test accuracy in its last column */
+    char *text = read_text(log), key[64];
+    snprintf(key, sizeof key, "\ngraphs/planted.gml,%lld,", epoch);
+    const char *row = strstr(text, key);
+    ck_assert_msg(row, "no row %s in %s", key + 1, text);
+    const char *eol = strchr(row + 1, '\n'), *last = row + 1;
+    for (const char *c = row + 1; c < eol; c++)
+        if (*c == ',')
+            last = c + 1;
+    ck_assert_double_eq_tol(strtod(last, NULL), (double)right / (double)of, 1e-6);
+    free(text);
     snprintf(args, sizeof args, "%s --eval-mask %s --epochs %lld --predict %s --quiet", task,
              tmp_path("ev.npy"), epoch, pred);
     ck_assert_int_eq(run_cli(args, NULL, NULL), 0);
@@ -784,12 +796,13 @@ START_TEST(train_log_has_a_row_per_epoch)
     free(out);
     char *text = read_text(log);
     ck_assert(strncmp(text, "connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,"
-                            "grad_norm\n", 70) == 0);
+                            "grad_norm,test_loss,test_accuracy\n", 94) == 0);
     int rows = 0;
     for (char *p = strchr(text, '\n'); p && p[1]; p = strchr(p + 1, '\n'))
         rows++;
     ck_assert_int_eq(rows, 13);   /* epochs 0..12 */
     ck_assert_ptr_nonnull(strstr(text, "\ngraphs/planted.gml,12,"));
+    ck_assert_ptr_nonnull(strstr(text, ",,\n"));   /* no --test-mask: empty test columns */
     free(text);
 }
 END_TEST

@@ -23,7 +23,7 @@ static const char train_usage[] =
     "usage: attngraph draw train LOG.csv --out FILE.svg      (LOG.csv may be -: stdin)\n"
     "\n"
     "Draws the training curve from the CSV that 'attngraph train --log' writes\n"
-    "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,grad_norm):\n"
+    "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,...):\n"
     "the loss per epoch (training solid, evaluation dashed; a log scale when it spans\n"
     "more than a decade), and beside it the accuracy when the log has any; one\n"
     "colour per connectivity.\n"

@@ -7,7 +7,8 @@
 #define TRAIN_MAX_CONNS 16
 /* The first line of --log (and of what --svg draws). */
 #define TRAIN_LOG_HEADER \
-    "connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,grad_norm\n"
+    "connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,grad_norm,test_loss," \
+    "test_accuracy\n"
 
 typedef struct {
     const char *name;               /* the spec or file, as given */

@@ -78,6 +78,8 @@ void log_row(FILE *f, const char *conn, const task_t *t, int64_t e, const epoch_
     csv_value(f, ep->eval_loss);
     csv_value(f, t->C && t->eval ? pct(ep->eval_correct, t->n_eval) / 100 : NAN);
     csv_value(f, ep->grad_norm);
+    csv_value(f, ep->test_loss);
+    csv_value(f, t->C && t->test ? pct(ep->test_correct, t->n_test) / 100 : NAN);
     fputc('\n', f);
 }
 
