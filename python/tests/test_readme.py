@@ -35,14 +35,17 @@ def test_readme_overview_snippet(tmp_path):
 def test_readme_snippets(tmp_path):
     os.symlink(os.path.join(ROOT, "graphs"), tmp_path / "graphs")
     blocks = snippets()
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     outs = []
     for code in blocks:
         r = run_snippet(code, tmp_path)
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout)
     assert "<attngraph.Graph edge_index: N=5, E=5> (5, 8)" in outs[0]
-    assert re.search(r"held-out accuracy \d+%", outs[1])
+    gat = next(k for k, code in enumerate(blocks) if "GATConv" in code)   # the PyG drop-in
+    said = re.search(r"print\(.*\)\s+# (.*?):", blocks[gat]).group(1)
+    assert outs[gat].strip() == said
+    assert re.search(r"held-out accuracy \d+%", outs[-1])
     cli("run", tmp_path / "graphs/karate.gml", "--features", tmp_path / "karate-x.npy",
         "--weights", tmp_path / "karate-model", "--heads", 2, "--norm", "layer", "--out",
         tmp_path / "y.npy", "--quiet")
