@@ -58,7 +58,7 @@ typedef struct {
     float *X, *dX;                  /* [N, D] states and their gradient */
     ag_optimizer_t *opt;
     float lr;                       /* for messages */
-    ag_round_opts_t ro;             /* with dropout: model_step_opts gives each step a seed */
+    ag_round_opts_t ro;             /* model_round_opts gives each step its dropout seed */
     ag_score_t score;
     uint64_t seed;                  /* --seed: the dropout masks' */
     int64_t steps;                  /* steps taken */

@@ -154,10 +154,14 @@ void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
         printf("%s %lld eval", t->test ? "," : " and", (long long)t->n_eval);
     if (t->test)
         printf(" and %lld test", (long long)t->n_test);
-    printf(" node%s; %s, lr %g, %lld epoch%s, %d thread%s\n",
-           AG_PLURAL(t->test ? t->n_test : t->eval ? t->n_eval : t->n_train),
-           opt_names[to->opt.kind], (double)to->opt.lr, (long long)to->epochs,
-           AG_PLURAL(to->epochs), threads, AG_PLURAL(threads));
+    printf(" node%s; %s, lr %g, ", AG_PLURAL(t->test ? t->n_test : t->eval ? t->n_eval
+                                                                           : t->n_train),
+           opt_names[to->opt.kind], (double)to->opt.lr);
+    if (to->dropout > 0 || to->attn_dropout > 0)
+        printf("dropout %g, attention dropout %g, ", (double)to->dropout,
+               (double)to->attn_dropout);
+    printf("%lld epoch%s, %d thread%s\n", (long long)to->epochs, AG_PLURAL(to->epochs), threads,
+           AG_PLURAL(threads));
 }
 
 /* The run command that predicts with the saved model. */
