@@ -172,8 +172,17 @@ class _Conv(nn.Module):
                          dropout_seed=int(torch.randint(0, 2**62, (1,)).item()))
         return _agt.graph_attention(q, k, v, graph, heads=self.heads, **score), score
 
-    def _heads_out(self, m):
-        return m if self.concat else m.view(-1, self.heads, self.out_channels).mean(dim=1)
+    def _heads_out(self, m, bias=None):
+        """The heads concatenated or averaged, plus bias (None: none)."""
+        out = m if self.concat else m.view(-1, self.heads, self.out_channels).mean(dim=1)
+        return out if bias is None else out + bias
+
+    def _result(self, out, want, graph, q, k, score, drop):
+        """forward's return: out, or (out, (edge_index, alpha)) when
+        return_attention_weights is True (drop: alpha after dropout)."""
+        if isinstance(want, bool) and want:
+            return out, self._weights(graph, q, k, score, drop)
+        return out
 
     def _weights(self, graph, q, k, score, drop):
         """PyG's (edge_index, alpha [E, H]) in the graph's edge order (edge_index
@@ -251,12 +260,8 @@ class GATConv(_Conv):
         m, score = self._attention(xs, xs, xs, g, score="additive",
                                    a_src=self.att_src.view(H, C), a_dst=self.att_dst.view(H, C),
                                    slope=self.negative_slope, **extra)
-        out = self._heads_out(m)
-        if self.bias is not None:
-            out = out + self.bias
-        if isinstance(return_attention_weights, bool) and return_attention_weights:
-            return out, self._weights(g, xs, xs, score, drop=True)
-        return out
+        return self._result(self._heads_out(m, self.bias), return_attention_weights, g, xs, xs,
+                            score, drop=True)
 
 
 class GATv2Conv(_Conv):
@@ -308,12 +313,8 @@ class GATv2Conv(_Conv):
                 edge_attr, edge_index, x.size(0), self.add_self_loops, self.fill_value))
         m, score = self._attention(xr, xl, xl, g, score="gatv2", a=self.att.view(H, C),
                                    slope=self.negative_slope, **extra)
-        out = self._heads_out(m)
-        if self.bias is not None:
-            out = out + self.bias
-        if isinstance(return_attention_weights, bool) and return_attention_weights:
-            return out, self._weights(g, xr, xl, score, drop=False)
-        return out
+        return self._result(self._heads_out(m, self.bias), return_attention_weights, g, xr, xl,
+                            score, drop=False)
 
 
 class TransformerConv(_Conv):
@@ -363,6 +364,4 @@ class TransformerConv(_Conv):
                 out = b * skip + (1 - b) * out
             else:
                 out = out + skip
-        if isinstance(return_attention_weights, bool) and return_attention_weights:
-            return out, self._weights(g, q, k, score, drop=False)
-        return out
+        return self._result(out, return_attention_weights, g, q, k, score, drop=False)

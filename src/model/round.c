@@ -158,24 +158,26 @@ static void drop_into(const step_t *s, float *Xn, const float *in)
                &ignored);
 }
 
+/* What the projections read, dropped into Xn while training. */
+static int drop_input(step_t *s, float *Xn)
+{
+    if (drops_features(s->o, s->at)) {
+        drop_into(s, Xn, s->Xin);
+        s->Xin = Xn;
+    }
+    return AG_OK;
+}
+
 static int dropout_forward(step_t *s, ag_error_t *err)
 {
     (void)err;
-    if (drops_features(s->o, s->at)) {
-        drop_into(s, s->f->Xn, s->Xin);
-        s->Xin = s->f->Xn;
-    }
-    return AG_OK;
+    return drop_input(s, s->f->Xn);
 }
 
 static int dropout_remake(step_t *s, ag_error_t *err)
 {
     (void)err;
-    if (drops_features(s->o, s->at)) {
-        drop_into(s, s->b->Xn, s->Xin);
-        s->Xin = s->b->Xn;
-    }
-    return AG_OK;
+    return drop_input(s, s->b->Xn);
 }
 
 /* dXn (what reached the dropped Xn) times the same mask: what reached its input */
