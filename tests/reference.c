@@ -139,6 +139,62 @@ void ref_rounds_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_
     free(count), free(q), free(k), free(v), free(m), free(y), free(xn);
 }
 
+static double ref_act(int act, double z)
+{
+    switch (act) {
+    case 1: return z > 0 ? z : 0;
+    case 2: return z > 0 ? z : exp(z) - 1;
+    case 3: return 0.5 * z * (1 + erf(z / sqrt(2.0)));
+    default: return z;
+    }
+}
+
+void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                       const ref_shaped_t *layers, int n, const ref_score_t *sc, double *X)
+{
+    for (int l = 0; l < n; l++) {
+        const ref_shaped_t *L = &layers[l];
+        const int64_t D = L->D, H = L->H, d = L->d, HD = H * d;
+        const int64_t out = L->wo ? L->D_out : L->mean_heads ? d : HD;
+        double *xn = malloc((size_t)(N * D) * sizeof *xn), *q = malloc((size_t)(N * HD) * sizeof *q);
+        double *k = malloc((size_t)(N * HD) * sizeof *k), *v = malloc((size_t)(N * HD) * sizeof *v);
+        double *m = malloc((size_t)(N * HD) * sizeof *m), *z = malloc((size_t)(N * out) * sizeof *z);
+        for (int64_t i = 0; i < N; i++) {
+            double mean = 0, var = 0;
+            for (int64_t c = 0; c < D; c++)
+                mean += X[i * D + c] / (double)D;
+            for (int64_t c = 0; c < D; c++)
+                var += (X[i * D + c] - mean) * (X[i * D + c] - mean) / (double)D;
+            for (int64_t c = 0; c < D; c++)
+                xn[i * D + c] = !L->ln_w ? X[i * D + c]
+                    : (X[i * D + c] - mean) / sqrt(var + 1e-5) * L->ln_w[c] + L->ln_b[c];
+        }
+        project(q, xn, L->wq, N, D, HD, 0);
+        project(k, xn, L->wk ? L->wk : L->wq, N, D, HD, 0);
+        project(v, xn, L->wv ? L->wv : L->wq, N, D, HD, 0);
+        ref_score_t round_sc = *sc;
+        round_sc.a_src = L->a_src, round_sc.a_dst = L->a_dst;
+        scored_attention(N, src, dst, E, q, k, v, H, d, &round_sc, m, NULL);
+        if (L->wo) {
+            project(z, m, L->wo, N, HD, out, 0);
+        } else {
+            for (int64_t i = 0; i < N; i++)
+                for (int64_t c = 0; c < out; c++) {
+                    double sum = 0;
+                    for (int64_t h = 0; h < (L->mean_heads ? H : 1); h++)
+                        sum += m[i * HD + h * d + c];
+                    z[i * out + c] = L->mean_heads ? sum / (double)H : m[i * HD + c];
+                }
+        }
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t c = 0; c < out; c++)
+                z[i * out + c] += (L->bias ? L->bias[c] : 0.0) + (L->residual ? X[i * D + c] : 0.0);
+        for (int64_t x = 0; x < N * out; x++)
+            X[x] = ref_act(L->act, z[x]);
+        free(xn), free(q), free(k), free(v), free(m), free(z);
+    }
+}
+
 void ref_rounds(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                 const float *wq, const float *wk, const float *wv, const float *wo,
                 int64_t D, int64_t H, int64_t d, int rounds, double *X)

@@ -82,6 +82,25 @@ void ref_rounds_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_
                        int64_t d, int rounds, int residual, int layer_norm,
                        const ref_score_t *sc, double *X);
 
+/* A layer of its own shape for ref_layers_shaped: X [N, D] in,
+   [N, out] out, where out is D_out with wo, else H*d (heads concatenated) or
+   d (mean_heads). wk and wv NULL: keys and values are the queries'. */
+typedef struct {
+    int64_t D, H, d, D_out;
+    const float *wq, *wk, *wv, *wo;   /* [H*d, D], wo [D_out, H*d] or NULL */
+    int mean_heads, residual;
+    const float *bias;                /* [out] or NULL */
+    int act;                          /* 0 none, 1 ReLU, 2 ELU, 3 GELU (erf) */
+    const float *ln_w, *ln_b;         /* [D]: pre-norm LayerNorm, or both NULL: none */
+    const float *a_src, *a_dst;       /* [H, d]: the score's vectors (additive, gatv2) */
+} ref_shaped_t;
+
+/* Layers 0..n-1 in turn, in double: Xn = LayerNorm(X) (with ln_w) or X;
+   Q, K, V; M = attention (sc, with the layer's vectors); Z = M Wo^T or the
+   heads of M, + bias, + X (residual); X = act(Z). X holds the widest state. */
+void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
+                       const ref_shaped_t *layers, int n, const ref_score_t *sc, double *X);
+
 /* The losses of the library (ag_loss_mse, ag_loss_cross_entropy) in double,
    straight from their definitions; mask NULL: every node. */
 double ref_loss_mse(const double *X, const float *Y, int64_t N, int64_t D,

@@ -546,17 +546,35 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
 
 /* ---------------------------------------------------------------- rounds */
 
+/* Activations after a layer: ReLU, ELU (alpha 1), GELU (erf, torch's default). */
+typedef enum { AG_ACT_NONE = 0, AG_ACT_RELU, AG_ACT_ELU, AG_ACT_GELU } ag_activation_t;
+
 /* One layer's weights, [out, in] as torch.nn.Linear.weight. */
 typedef struct {
-    int64_t D, H, d;      /* model width, heads, head width */
+    int64_t D, H, d;      /* model (input) width, heads, head width */
     int64_t per_node;     /* 0: shared; else N, and wq, wk, wv are [N, H*d, D]: node i
                              projects with its own matrices */
     float *wq, *wk, *wv;  /* [H*d, D] (or [N, H*d, D]) */
-    float *wo;            /* [D, H*d] */
+    float *wo;            /* [D, H*d] (D_out rows when set), or NULL (below) */
     float *ln_weight, *ln_bias;     /* [D] pre-norm LayerNorm, or NULL: 1 and 0 */
     float *attn_src, *attn_dst;     /* [H, d] additive (GAT) vectors, or NULL */
     float *attn;                    /* [H, d] the gatv2 vector a, or NULL */
+    /* A layer of its own shape (GNN layers); each 0 or NULL gives the round
+       above, width D in and out. wk and wv both NULL: keys and values are the
+       queries' projection Xn Wq^T (GAT's one `lin`). wo NULL: the output is M,
+       its heads concatenated ([N, H*d]) or averaged ([N, d]: mean_heads). */
+    int64_t D_out;        /* with wo: wo's rows, [D_out, H*d] (0: D) */
+    int mean_heads;
+    int no_residual;      /* no X + ... for this layer (a residual needs D_out == D) */
+    float *bias;          /* [out width] added to the output, or NULL */
+    ag_activation_t act;  /* applied last: Y = act(output + bias (+ X)) */
 } ag_weights_t;
+
+/* The width of what layer w writes: D_out (or D) with wo, else H*d or d. */
+int64_t ag_layer_width_out(const ag_weights_t *w);
+/* The widest state rounds 1..rounds of these layers hold (D included): what
+   X of ag_rounds_run and ag_rounds_forward must hold per row. */
+int64_t ag_rounds_widest(const ag_weights_t *layers, int n_layers, int rounds);
 
 /* Gaussian weights, standard deviation 1/sqrt(fan_in) (attention vectors
    1/sqrt(d)), from seed; per_node > 0 gives each of per_node nodes its own

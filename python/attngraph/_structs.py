@@ -23,13 +23,14 @@ SCORE_KINDS = dict(AG_SCORE_SCALED_DOT=0, AG_SCORE_DOT=1, AG_SCORE_COSINE=2,
                    AG_SCORE_ADDITIVE=3, AG_SCORE_GATV2=4, AG_SCORE_SIGMOID=5,
                    AG_SCORE_LINEAR=6)
 NORMS = dict(AG_NORM_NONE=0, AG_NORM_LAYER=1)
+ACTIVATIONS = dict(AG_ACT_NONE=0, AG_ACT_RELU=1, AG_ACT_ELU=2, AG_ACT_GELU=3)
 OPTIMIZERS = dict(AG_OPT_ADAM=0, AG_OPT_ADAMW=1, AG_OPT_SGD=2)
 FORMATS = dict(AG_FORMAT_AUTO=0, AG_FORMAT_EDGELIST=1, AG_FORMAT_NCOL=2, AG_FORMAT_LGL=3,
                AG_FORMAT_GRAPHML=4, AG_FORMAT_GML=5, AG_FORMAT_PAJEK=6, AG_FORMAT_DOT=7)
 DIRECTIONS = dict(AG_EDGES_AUTO=0, AG_EDGES_DIRECTED=1, AG_EDGES_UNDIRECTED=2)
 DRAW_LIMITS = dict(AG_HEATMAP_MAX_NODES=1000, AG_HEATMAP_MAX_CELLS=20000, AG_HEATMAP_BINS=128,
                    AG_GRAPH_MAX_NODES=2000, AG_GRAPH_MAX_EDGES=20000)
-ENUMS = [STATUS, SELF_LOOPS, SCORE_KINDS, NORMS, OPTIMIZERS, FORMATS, DIRECTIONS, DRAW_LIMITS]
+ENUMS = [STATUS, SELF_LOOPS, SCORE_KINDS, NORMS, ACTIVATIONS, OPTIMIZERS, FORMATS, DIRECTIONS, DRAW_LIMITS]
 
 # The library's igraph_t lives in a buffer of this many bytes (the test checks
 # sizeof(igraph_t) fits): the package never looks inside it.
@@ -91,7 +92,9 @@ WEIGHT_ARRAYS = ("wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "at
 
 class ag_weights_t(C.Structure):
     _fields_ = [("D", i64), ("H", i64), ("d", i64), ("per_node", i64)] + \
-               [(name, ptr) for name in WEIGHT_ARRAYS]
+               [(name, ptr) for name in WEIGHT_ARRAYS] + \
+               [("D_out", i64), ("mean_heads", C.c_int), ("no_residual", C.c_int),
+                ("bias", ptr), ("act", C.c_int)]
 
 
 class ag_workspace_t(C.Structure):

@@ -9,11 +9,23 @@
 
 #include "base/base.h"
 
-/* Checks the round count against the layers and every layer against the first and nb. */
+/* Checks the round count against the layers, every layer's shape (and nb),
+   and that each round reads the width the one before writes. */
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
-                      int rounds, ag_error_t *err);
+                      int rounds, const ag_round_opts_t *opts, ag_error_t *err);
+
+/* Refuses layers that differ from layer 1's D, H and d, change the width or
+   have an activation: what the MPI layer's buffers and tape hold. */
+AG_INTERNAL
+int ag_i_layers_one_shape(const ag_weights_t *layers, int n_layers, ag_error_t *err);
 
 /*
+ * Layers of their own shapes (ag_weights_t's D_out, mean_heads, no_residual,
+ * bias, act; wk and wv NULL for one projection): X is [n, D] before a round
+ * and [n, ag_layer_width_out(w)] after it, in the same buffer, which holds
+ * ag_rounds_widest floats per row; Xn and dXn hold the widest D, Q, K, V, M
+ * the largest H*d of the layers.
+ *
  * One round's forward, written once (round.c: a list of operations) for the
  * rounds (rounds.c), their training forward (train/backprop.c) and both on
  * several processes (mpi/): on the n rows of X [n, D] in place,
@@ -28,6 +40,8 @@ int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
 typedef struct {
     float *Xn;
     float *Q, *K, *V, *M;   /* [n, H*d]: this process's rows */
+    float *Z;               /* [n, out width]: the activation's input, kept for the
+                               backward (NULL: not kept) */
 } ag_i_round_bufs_t;
 
 typedef int (*ag_i_attend_fn)(void *ctx, const ag_weights_t *w, const ag_score_t *sc,
@@ -64,6 +78,7 @@ typedef struct {
     float *dX;                       /* [n, D], in and out */
     float *dM, *dQ, *dK, *dV;        /* [n, H*d] */
     float *Xn, *dXn;                 /* [n, D] */
+    const float *Z;                  /* the forward's Z (a layer with an activation) */
 } ag_i_round_back_t;
 
 typedef int (*ag_i_attend_back_fn)(void *ctx, const ag_weights_t *w, ag_weights_t *g,
@@ -86,8 +101,8 @@ int ag_i_layer_norm_backward(float *dX, float *dW, float *dB, const float *dY, c
                              ag_error_t *err);
 
 /* The arrays of w, in the order wq wk wv wo ln_weight ln_bias attn_src attn_dst
-   attn, and the floats each has (or would have) by w's sizes. */
-#define AG_I_WEIGHT_ARRAYS 9
+   attn bias, and the floats each has (or would have) by w's sizes. */
+#define AG_I_WEIGHT_ARRAYS 10
 AG_INTERNAL
 int ag_i_weights_arrays(ag_weights_t *w, float **arrays[AG_I_WEIGHT_ARRAYS],
                         int64_t sizes[AG_I_WEIGHT_ARRAYS]);

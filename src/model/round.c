@@ -7,7 +7,10 @@
  *   project  Q, K, V = Xn Wq^T, Xn Wk^T, Xn Wv^T (shared or per node)
  *   attend   M = attention(Q, K, V): the caller's step (one process: the
  *            kernel on the whole graph; MPI: the rows exchanged first)
- *   output   X = X + M Wo^T (or M Wo^T without the residual)
+ *   output   X = X + M Wo^T (or M Wo^T without the residual); a layer without
+ *            wo: M, its heads concatenated or averaged (and X + that)
+ *   bias     X += the layer's bias
+ *   act      X = act(X) (the layer's activation; the tape keeps its input)
  *
  * The forward runs them in order; the backward runs each op's `remake` in
  * order (the activations the tape does not keep: LayerNorm's output), then
@@ -15,6 +18,7 @@
  * entry in the list, not a fifth copy of the round.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -191,18 +195,29 @@ static int dropout_backward(step_t *s, ag_error_t *err)
 
 /* ---- project ---- */
 
-/* Q, K, V [N, H*d] = Xn [N, D] times w's projections (shared or per node). */
+/* Do keys and values share the queries' projection (GAT's one `lin`)? */
+static int one_projection(const ag_weights_t *w)
+{
+    return !w->wk && !w->wv;
+}
+
+/* Q, K, V [N, H*d] = Xn [N, D] times w's projections (shared or per node);
+   with one projection, K and V are copies of Q (the attention reads three). */
 static void project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *Q, float *K,
                         float *V)
 {
     const int64_t D = w->D, HD = w->H * w->d;
     const float *mats[3] = {w->wq, w->wk, w->wv};
     float *outs[3] = {Q, K, V};
-    for (int m = 0; m < 3; m++) {
+    for (int m = 0; m < (one_projection(w) ? 1 : 3); m++) {
         if (w->per_node)
             ag_i_project_per_node(outs[m], Xn, mats[m], N, D, HD);
         else
             ag_i_gemm_xwt(outs[m], Xn, mats[m], N, D, HD, 0.0f);
+    }
+    if (one_projection(w)) {
+        memcpy(K, Q, (size_t)(N * HD) * sizeof *Q);
+        memcpy(V, Q, (size_t)(N * HD) * sizeof *Q);
     }
 }
 
@@ -223,7 +238,12 @@ static int project_backward(step_t *s, ag_error_t *err)
     float *dW[3] = {s->g ? s->g->wq : NULL, s->g ? s->g->wk : NULL, s->g ? s->g->wv : NULL};
     if (w->per_node)
         memset(b->dXn, 0, (size_t)(n * D) * sizeof *b->dXn);
-    for (int m = 0; m < 3; m++) {
+    if (one_projection(w)) {   /* Q, K and V are one product: dP = dQ + dK + dV */
+#pragma omp parallel for if (n * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t x = 0; x < n * HD; x++)
+            b->dQ[x] += b->dK[x] + b->dV[x];
+    }
+    for (int m = 0; m < (one_projection(w) ? 1 : 3); m++) {
         if (w->per_node) {   /* each row its own matrices: no sum over rows */
             ag_i_project_per_node_backward(b->dXn, dW[m], dP[m], s->Xin, W[m], n, D, HD);
             continue;
@@ -252,29 +272,168 @@ static int attend_backward(step_t *s, ag_error_t *err)
 
 static int residual(const step_t *s)
 {
-    return !(s->o && s->o->no_residual);
+    return !(s->o && s->o->no_residual) && !s->w->no_residual;
 }
 
+/* X (out width) = (X +) M Wo^T, or M's heads concatenated or averaged. */
 static int output_forward(step_t *s, ag_error_t *err)
 {
     (void)err;
     const ag_weights_t *w = s->w;
-    ag_i_gemm_xwt(s->X, s->f->M, w->wo, s->n, w->H * w->d, w->D, residual(s) ? 1.0f : 0.0f);
+    const int64_t n = s->n, H = w->H, d = w->d, out = ag_layer_width_out(w);
+    const float beta = residual(s) ? 1.0f : 0.0f;
+    if (w->wo) {
+        ag_i_gemm_xwt(s->X, s->f->M, w->wo, n, H * d, out, beta);
+        return AG_OK;
+    }
+    const float *M = s->f->M;
+    float *X = s->X;
+#pragma omp parallel for if (n * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t c = 0; c < out; c++) {
+            float v = 0;
+            if (w->mean_heads) {
+                for (int64_t h = 0; h < H; h++)
+                    v += M[i * H * d + h * d + c];
+                v /= (float)H;
+            } else {
+                v = M[i * out + c];
+            }
+            X[i * out + c] = beta != 0 ? X[i * out + c] + v : v;   /* no NaN * 0 */
+        }
     return AG_OK;
 }
 
-/* dM = dX' Wo, dWo += dX'^T M; dX keeps dX' for the residual's path (0 without) */
+/* dM = dX' Wo, dWo += dX'^T M (or dM = the heads' share of dX'); dX keeps dX'
+   for the residual's path (0 without, at the input's width) */
 static int output_backward(step_t *s, ag_error_t *err)
 {
     const ag_weights_t *w = s->w;
     const ag_i_round_back_t *b = s->b;
-    const int64_t n = s->n, D = w->D, HD = w->H * w->d;
-    ag_i_gemm_xw(b->dM, b->dX, w->wo, n, D, HD, 0.0f);
-    int rc = s->g && s->g->wo ? ag_i_gemm_atb_r(s->red, s->g->wo, b->dX, b->M, n, D, HD, err)
-                              : AG_OK;
+    const int64_t n = s->n, H = w->H, d = w->d, HD = H * d, out = ag_layer_width_out(w);
+    int rc = AG_OK;
+    if (w->wo) {
+        ag_i_gemm_xw(b->dM, b->dX, w->wo, n, out, HD, 0.0f);
+        if (s->g && s->g->wo)
+            rc = ag_i_gemm_atb_r(s->red, s->g->wo, b->dX, b->M, n, out, HD, err);
+    } else {
+        const float share = w->mean_heads ? 1.0f / (float)H : 1.0f;
+#pragma omp parallel for if (n * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t x = 0; x < HD; x++)
+                b->dM[i * HD + x] = w->mean_heads ? b->dX[i * out + x % d] * share
+                                                  : b->dX[i * out + x];
+    }
     if (!rc && !residual(s))
-        memset(b->dX, 0, (size_t)(n * D) * sizeof *b->dX);
+        memset(b->dX, 0, (size_t)(n * w->D) * sizeof *b->dX);
     return rc;
+}
+
+/* ---- bias ---- */
+
+static int bias_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    const int64_t n = s->n, out = ag_layer_width_out(s->w);
+    const float *bias = s->w->bias;
+    if (bias)
+#pragma omp parallel for if (n * out >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < out; c++)
+                s->X[i * out + c] += bias[c];
+    return AG_OK;
+}
+
+/* g->bias += the column sums of dX', in fixed chunks (and through the reducer) */
+typedef struct {
+    const float *dY;
+    int64_t width;
+} column_sums_t;
+
+static void column_sums(int64_t lo, int64_t hi, double *partial, void *ctx)
+{
+    const column_sums_t *c = ctx;
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t x = 0; x < c->width; x++)
+            partial[x] += c->dY[i * c->width + x];
+}
+
+static int bias_backward(step_t *s, ag_error_t *err)
+{
+    if (!s->w->bias || !s->g || !s->g->bias)
+        return AG_OK;
+    const int64_t out = ag_layer_width_out(s->w);
+    double *sums = ag_i_alloc(out, sizeof *sums, err, "bias gradient");
+    if (!sums)
+        return ag_i_reducer_failed(s->red, out, err);
+    column_sums_t ctx = {s->b->dX, out};
+    int rc = ag_i_sum_rows_r(s->red, s->n, out, s->n * out, column_sums, &ctx, sums, err);
+    for (int64_t c = 0; !rc && c < out; c++)
+        s->g->bias[c] += (float)sums[c];
+    free(sums);
+    return rc;
+}
+
+/* ---- activation ---- */
+
+static float act_value(ag_activation_t act, float z)
+{
+    switch (act) {
+    case AG_ACT_RELU:
+        return z > 0 ? z : 0.0f;
+    case AG_ACT_ELU:
+        return z > 0 ? z : expm1f(z);
+    case AG_ACT_GELU:
+        return 0.5f * z * (1.0f + erff(z * 0.70710678f));
+    default:
+        return z;
+    }
+}
+
+static float act_slope(ag_activation_t act, float z)
+{
+    switch (act) {
+    case AG_ACT_RELU:
+        return z > 0 ? 1.0f : 0.0f;
+    case AG_ACT_ELU:
+        return z > 0 ? 1.0f : expf(z);
+    case AG_ACT_GELU:   /* Phi(z) + z phi(z) */
+        return 0.5f * (1.0f + erff(z * 0.70710678f)) +
+               z * expf(-0.5f * z * z) * 0.3989422804014327f;
+    default:
+        return 1.0f;
+    }
+}
+
+/* X = act(X); the input kept in f->Z when the caller keeps one (the tape) */
+static int act_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    const ag_activation_t act = s->w->act;
+    const int64_t m = s->n * ag_layer_width_out(s->w);
+    if (act == AG_ACT_NONE)
+        return AG_OK;
+    if (s->f->Z)
+        memcpy(s->f->Z, s->X, (size_t)m * sizeof *s->X);
+#pragma omp parallel for if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < m; x++)
+        s->X[x] = act_value(act, s->X[x]);
+    return AG_OK;
+}
+
+static int act_backward(step_t *s, ag_error_t *err)
+{
+    const ag_activation_t act = s->w->act;
+    const int64_t m = s->n * ag_layer_width_out(s->w);
+    if (act == AG_ACT_NONE)
+        return AG_OK;
+    if (!s->b->Z)
+        return ag_i_fail(err, AG_EINVAL, "rounds backward: layer %d's activation has no kept "
+                         "input", s->at.k + 1);
+#pragma omp parallel for if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < m; x++)
+        s->b->dX[x] *= act_slope(act, s->b->Z[x]);
+    return AG_OK;
 }
 
 static const op_t round_ops[] = {
@@ -283,6 +442,8 @@ static const op_t round_ops[] = {
     {"project", project_forward, NULL, project_backward},
     {"attend", attend_forward, NULL, attend_backward},
     {"output", output_forward, NULL, output_backward},
+    {"bias", bias_forward, NULL, bias_backward},
+    {"act", act_forward, NULL, act_backward},
 };
 #define N_OPS ((int)(sizeof round_ops / sizeof round_ops[0]))
 

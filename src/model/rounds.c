@@ -37,40 +37,111 @@ int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_e
     return AG_OK;   /* Xn and X_prev: by ag_rounds_run, when a run needs them */
 }
 
+/* Checks layer w (k its index, for messages) for a shape it can run. */
+static int layer_check(const ag_weights_t *w, int k, int64_t N, const ag_round_opts_t *o,
+                       ag_error_t *err)
+{
+    if (w->D <= 0 || w->H <= 0 || w->d <= 0 || !w->wq)
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has D=%lld, %lld heads of %lld%s; "
+                         "expected sizes >= 1 and wq", k + 1, (long long)w->D, (long long)w->H,
+                         (long long)w->d, w->wq ? "" : " and no wq");
+    if (!w->wk != !w->wv)
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has %s but not %s; expected both, or "
+                         "neither (one projection for queries, keys and values)", k + 1,
+                         w->wk ? "wk" : "wv", w->wk ? "wv" : "wk");
+    if (w->wo && w->mean_heads)
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has wo and mean_heads; mean_heads "
+                         "averages the heads of a layer without wo", k + 1);
+    if (w->wo ? w->D_out < 0 : w->D_out != 0)
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has D_out %lld%s; D_out is wo's rows "
+                         "(0: D)", k + 1, (long long)w->D_out, w->wo ? "" : " and no wo");
+    if ((unsigned)w->act > AG_ACT_GELU)
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has activation %d; expected none, "
+                         "relu, elu or gelu", k + 1, (int)w->act);
+    const int64_t out = ag_layer_width_out(w);
+    if (!w->no_residual && !(o && o->no_residual) && out != w->D)
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d writes width %lld from width %lld, "
+                         "so it cannot add a residual; give it no_residual", k + 1,
+                         (long long)out, (long long)w->D);
+    if (w->per_node && w->per_node != N)
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
+                         "node%s; the graph has %lld", k + 1, (long long)w->per_node,
+                         AG_PLURAL(w->per_node), (long long)N);
+    if (w->D > INT32_MAX || w->H * w->d > INT32_MAX || out > INT32_MAX)
+        return ag_i_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
+                         "supported by BLAS");
+    return AG_OK;
+}
+
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
-                      int rounds, ag_error_t *err)
+                      int rounds, const ag_round_opts_t *opts, ag_error_t *err)
 {
     if (rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
         return ag_i_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
                          "for all rounds or one per round", rounds, n_layers);
-    const ag_weights_t *first = &layers[0];
-    const int64_t N = nb->n_nodes, D = first->D, HD = first->H * first->d;
-    if (N > INT32_MAX || D > INT32_MAX || HD > INT32_MAX)
+    const int64_t N = nb->n_nodes;
+    if (N > INT32_MAX)
         return ag_i_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
                          "supported by BLAS");
     for (int k = 0; k < n_layers; k++) {
+        int rc = layer_check(&layers[k], k, N, opts, err);
+        if (rc)
+            return rc;
+    }
+    /* each round reads the width the one before wrote */
+    for (int r = 1; r < rounds; r++) {
+        const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
+        const ag_weights_t *before = &layers[n_layers == 1 ? 0 : r - 1];
+        if (w->D != ag_layer_width_out(before))
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d reads width %lld; the layer "
+                             "before it writes %lld", n_layers == 1 ? 1 : r + 1,
+                             (long long)w->D, (long long)ag_layer_width_out(before));
+    }
+    return AG_OK;
+}
+
+/* The largest H*d and H of the layers rounds 1..rounds use. */
+static void largest_heads(const ag_weights_t *layers, int n_layers, int rounds, int64_t *HD,
+                          int64_t *H)
+{
+    *HD = layers[0].H * layers[0].d, *H = layers[0].H;
+    for (int r = 0; r < rounds; r++) {
+        const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
+        *HD = w->H * w->d > *HD ? w->H * w->d : *HD;
+        *H = w->H > *H ? w->H : *H;
+    }
+}
+
+int ag_i_layers_one_shape(const ag_weights_t *layers, int n_layers, ag_error_t *err)
+{
+    const ag_weights_t *first = &layers[0];
+    for (int k = 0; k < n_layers; k++) {
         const ag_weights_t *w = &layers[k];
-        if (w->D != first->D || w->H * w->d != first->H * first->d || w->H != first->H)
-            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has D=%lld, %lld heads of %lld; "
-                             "layer 1 has D=%lld, %lld heads of %lld", k + 1, (long long)w->D,
-                             (long long)w->H, (long long)w->d, (long long)first->D,
-                             (long long)first->H, (long long)first->d);
-        if (w->per_node && w->per_node != N)
-            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
-                             "node%s; the graph has %lld", k + 1, (long long)w->per_node,
-                             AG_PLURAL(w->per_node), (long long)N);
+        if (w->D != first->D || w->H != first->H || w->d != first->d ||
+            ag_layer_width_out(w) != w->D || w->act != AG_ACT_NONE)
+            return ag_i_fail(err, AG_EINVAL, "layer %d: the MPI layer runs layers of one shape "
+                             "(layer 1's D=%lld, %lld heads of %lld, writing width D, no "
+                             "activation); this one has D=%lld, %lld heads of %lld, writes %lld%s",
+                             k + 1, (long long)first->D, (long long)first->H,
+                             (long long)first->d, (long long)w->D, (long long)w->H,
+                             (long long)w->d, (long long)ag_layer_width_out(w),
+                             w->act ? ", an activation" : "");
     }
     return AG_OK;
 }
 
 static int check_workspace(const ag_workspace_t *ws, const ag_nbhd_t *nb,
-                           const ag_weights_t *w, ag_error_t *err)
+                           const ag_weights_t *layers, int n_layers, int rounds,
+                           ag_error_t *err)
 {
-    if (ws->N != nb->n_nodes || ws->HD != w->H * w->d || ws->D != w->D)
+    int64_t HD, H;
+    largest_heads(layers, n_layers, rounds, &HD, &H);
+    const int64_t D = ag_rounds_widest(layers, n_layers, rounds);
+    if (ws->N != nb->n_nodes || ws->HD < HD || ws->D < D)
         return ag_i_fail(err, AG_EINVAL, "rounds: workspace is [%lld, %lld, %lld]; expected "
-                         "[%lld, %lld, %lld]", (long long)ws->N, (long long)ws->HD,
-                         (long long)ws->D, (long long)nb->n_nodes, (long long)(w->H * w->d),
-                         (long long)w->D);
+                         "[%lld, %lld, %lld] (the largest H*d and state width)",
+                         (long long)ws->N, (long long)ws->HD, (long long)ws->D,
+                         (long long)nb->n_nodes, (long long)HD, (long long)D);
     return AG_OK;
 }
 
@@ -114,14 +185,14 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
 {
     if (done)
         *done = 0;
-    int rc = ag_i_rounds_check(nb, layers, n_layers, rounds, err);
+    int rc = ag_i_rounds_check(nb, layers, n_layers, rounds, opts, err);
     if (!rc)
         rc = ag_check_finite("rounds: x", X, nb->n_nodes, layers[0].D, err);
     if (!rc)
-        rc = check_workspace(ws, nb, &layers[0], err);
+        rc = check_workspace(ws, nb, layers, n_layers, rounds, err);
     if (rc)
         return rc;
-    const int64_t N = nb->n_nodes, D = layers[0].D;
+    const int64_t N = nb->n_nodes, D = ws->D;
     const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
     const int callback = opts && opts->on_round;
     /* the buffers only some runs need, made once and kept in ws */
@@ -131,7 +202,8 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         !(ws->X_prev = ag_i_alloc(N * D, sizeof(float), err, "workspace")))
         return ag_i_alloc_status();
     const int figures = callback && opts->figures, distance = figures && opts->figures == 2;
-    const int64_t H = layers[0].H;
+    int64_t HD, H;
+    largest_heads(layers, n_layers, rounds, &HD, &H);
     float **bufs[3] = {&ws->entropy, &ws->max_weight, &ws->distance};
     for (int b = 0; b < (distance ? 3 : figures ? 2 : 0); b++)
         if (!*bufs[b] && !(*bufs[b] = ag_i_alloc(N * H, sizeof(float), err, "workspace")))
@@ -141,14 +213,14 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         .entropy = figures ? ws->entropy : NULL, .max_weight = figures ? ws->max_weight : NULL,
         .distance = distance ? ws->distance : NULL,
         .progress = opts && opts->on_progress ? round_progress : NULL, .progress_ctx = &progress};
-    const ag_i_round_bufs_t rb = {ws->Xn, ws->Q, ws->K, ws->V, ws->M};
+    const ag_i_round_bufs_t rb = {ws->Xn, ws->Q, ws->K, ws->V, ws->M, NULL};
     ag_i_plan_t plan = {0};
     const whole_graph_t whole = {nb, ws, &attn, &plan};
     for (int r = 0; !rc && r < rounds; r++) {
         const int k = n_layers == 1 ? 0 : r;
         const ag_weights_t *w = &layers[k];
         if (callback)
-            memcpy(ws->X_prev, X, (size_t)(N * D) * sizeof *X);
+            memcpy(ws->X_prev, X, (size_t)(N * w->D) * sizeof *X);
         progress.round = r + 1;
         ag_score_t sc;
         const ag_i_round_at_t at = {k, r, 0, 0};   /* inference: no dropout */
@@ -198,10 +270,13 @@ static void change_sums(const float *a, const float *b, int64_t n, double *diff,
 int ag_round_figures(const ag_round_t *round, ag_round_figures_t *f, ag_error_t *err)
 {
     const ag_workspace_t *ws = round->ws;
-    const int64_t N = ws->N, D = ws->D, H = round->w->H;
+    const int64_t N = ws->N, D = round->w->D, H = round->w->H;
     double diff, base;
-    change_sums(round->X, round->X_prev, N * D, &diff, &base);
-    f->change = base > 0 ? sqrt(diff / base) : (diff > 0 ? INFINITY : 0);
+    f->change = NAN;   /* a layer that changes the width: no change to measure */
+    if (ag_layer_width_out(round->w) == D) {
+        change_sums(round->X, round->X_prev, N * D, &diff, &base);
+        f->change = base > 0 ? sqrt(diff / base) : (diff > 0 ? INFINITY : 0);
+    }
     double sum = 0;
     int64_t n = 0;
     f->max_weight = 0;

@@ -55,7 +55,7 @@ void ag_i_random_normal_range(float *x, int64_t first, int64_t n, uint64_t seed,
 static float **mats_of(ag_weights_t *w, int m)
 {
     float **all[N_MATS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->ln_weight, &w->ln_bias,
-                           &w->attn_src, &w->attn_dst, &w->attn};
+                           &w->attn_src, &w->attn_dst, &w->attn, &w->bias};
     return all[m];
 }
 
@@ -227,11 +227,30 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
     return AG_OK;
 }
 
+int64_t ag_layer_width_out(const ag_weights_t *w)
+{
+    if (w->wo)
+        return w->D_out ? w->D_out : w->D;
+    return w->mean_heads ? w->d : w->H * w->d;
+}
+
+int64_t ag_rounds_widest(const ag_weights_t *layers, int n_layers, int rounds)
+{
+    int64_t widest = n_layers > 0 ? layers[0].D : 0;
+    for (int r = 0; r < rounds && n_layers > 0; r++) {
+        const int64_t out = ag_layer_width_out(&layers[n_layers == 1 ? 0 : r]);
+        widest = out > widest ? out : widest;
+    }
+    return widest;
+}
+
 /* Floats in array m of w (mats_of's numbering). */
 static int64_t mat_size(const ag_weights_t *w, int m)
 {
     const int64_t HD = w->H * w->d, copies = w->per_node ? w->per_node : 1;
-    return m < 3 ? copies * HD * w->D : m == 3 ? w->D * HD : m < 6 ? w->D : HD;
+    const int64_t wo_rows = w->D_out ? w->D_out : w->D;
+    return m < 3 ? copies * HD * w->D : m == 3 ? wo_rows * HD : m < 6 ? w->D
+           : m < 9 ? HD : ag_layer_width_out(w);
 }
 
 int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm,
@@ -242,11 +261,12 @@ int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm
         return ag_i_fail(err, AG_EINVAL, "gradients: weights of D=%lld, H=%lld, d=%lld; expected "
                          "all >= 1", (long long)w->D, (long long)w->H, (long long)w->d);
     g->D = w->D, g->H = w->H, g->d = w->d, g->per_node = w->per_node;
-    /* wq wk wv wo always, LayerNorm's when asked, the rest where w has them */
+    g->D_out = w->D_out, g->mean_heads = w->mean_heads;
+    /* wq always, LayerNorm's when asked, the rest where w has them */
     const float *has[N_MATS] = {w->wq, w->wk, w->wv, w->wo, w->ln_weight, w->ln_bias,
-                                w->attn_src, w->attn_dst, w->attn};
+                                w->attn_src, w->attn_dst, w->attn, w->bias};
     for (int m = 0; m < N_MATS; m++) {
-        const int wanted = m < 4 || has[m] || (m < 6 && layer_norm);
+        const int wanted = m == 0 || has[m] || (m >= 4 && m < 6 && layer_norm);
         if (wanted && !(*mats_of(g, m) = ag_i_calloc(mat_size(w, m), sizeof(float), err,
                                                      "gradients"))) {
             ag_weights_destroy(g);

@@ -31,7 +31,7 @@ static int check_layers(const ag_mpi_part_t *part, const ag_weights_t *layers, i
                              "process has %lld rows", k + 1, (long long)layers[k].per_node,
                              (long long)n);
     }
-    return AG_OK;
+    return ag_i_layers_one_shape(layers, n_layers, err);
 }
 
 /* Can the ring run it? Plain dot-product scores without figures (the streamed
@@ -124,7 +124,7 @@ static int one_round(run_t *r, int k, const ag_weights_t *w, const ag_round_opts
     const int64_t own = (r->part->lo - r->halo.wlo) * r->HD;
     const int halo = r->path == AG_MPI_HALO;
     const ag_i_round_bufs_t b = {r->Xn, r->Q, halo ? r->halo.K + own : r->ring.K_own,
-                                 halo ? r->halo.V + own : r->ring.V_own, r->M};
+                                 halo ? r->halo.V + own : r->ring.V_own, r->M, NULL};
     const part_round_t pr = {r, stats};
     if (r->X_prev)
         memcpy(r->X_prev, X, (size_t)(r->n * r->D) * sizeof *X);

@@ -403,7 +403,7 @@ static int forward_round(ag_mpi_tape_t *t, int r, float *X, float *Xn, ag_error_
     memcpy(pr.a.X, X, (size_t)(t->n * t->D) * sizeof *X);
     /* this process's rows of K and V go into the halo window, to be exchanged */
     const int64_t own = (t->part->lo - t->halo.wlo) * t->HD;
-    const ag_i_round_bufs_t b = {Xn, pr.a.Q, t->halo.K + own, t->halo.V + own, pr.a.M};
+    const ag_i_round_bufs_t b = {Xn, pr.a.Q, t->halo.K + own, t->halo.V + own, pr.a.M, NULL};
     ag_score_t sc;
     return ag_i_round_forward(X, t->n, &t->layers[k], (ag_i_round_at_t){k, r, t->part->lo, 1},
                               &t->opts, &b, &sc, attend_part, (void *)&pr, err);
@@ -420,7 +420,7 @@ static int check_layers(const ag_weights_t *layers, int n_layers, int rounds, in
             return ag_i_fail(err, AG_EINVAL, "layer %d has per-node weights for %lld nodes; this "
                              "process has %lld rows", k + 1, (long long)layers[k].per_node,
                              (long long)n);
-    return AG_OK;
+    return ag_i_layers_one_shape(layers, n_layers, err);
 }
 
 /* A tape made on this very part (the same arrays: a part rebuilt in its place
@@ -723,7 +723,7 @@ static int backward_round(ag_mpi_tape_t *t, int r, ag_weights_t *grads, mpi_back
 {
     const int k = t->n_layers == 1 ? 0 : r;
     const mpi_acts_t a = acts_of(t, r);
-    const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn};
+    const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn, NULL};
     const part_back_t pb = {t, &a, b};
     return ag_i_round_backward(t->n, &t->layers[k], grads ? &grads[k] : NULL,
                                (ag_i_round_at_t){k, r, t->part->lo, 1}, &t->opts, &rb, &t->red,

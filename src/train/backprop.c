@@ -25,31 +25,41 @@ struct ag_tape {
     int n_layers, rounds;
     ag_round_opts_t opts;     /* the caller's, or AG_ROUND_OPTS_INIT */
     int layer_norm;
-    int64_t N, D, H, d;
-    float *acts;              /* per round: X [N, D], Q K V M [N, H*d], lse [N, H] */
+    int64_t N;
+    int64_t widest, HD;       /* the widest state, the largest H*d of the rounds */
+    int64_t *start;           /* [rounds + 1]: where each round's activations begin */
+    float *acts;              /* per round: X [N, D], Q K V M [N, H*d], lse [N, H], and
+                                 with an activation its input Z [N, out width] */
     unsigned char *has_lse;   /* per round: the kernel wrote lse (sigmoid and linear
                                  scores, and kernels without it, leave it NaN) */
     ag_i_plan_t forward, backward;   /* the kernels' plans, made by the first round and
                                         run by every round */
 };
 
-/* Floats a round keeps per node. */
-static int64_t round_width(int64_t D, int64_t H, int64_t d)
+static const ag_weights_t *round_layer(const ag_tape_t *t, int r)
 {
-    return D + 4 * H * d + H;
+    return &t->layers[t->n_layers == 1 ? 0 : r];
+}
+
+/* Floats a round of layer w keeps per node. */
+static int64_t round_width(const ag_weights_t *w)
+{
+    return w->D + 4 * w->H * w->d + w->H + (w->act ? ag_layer_width_out(w) : 0);
 }
 
 /* Round r's activations on the tape. */
 typedef struct {
-    float *X, *Q, *K, *V, *M, *lse;
+    float *X, *Q, *K, *V, *M, *lse, *Z;
 } acts_t;
 
 static acts_t round_acts(const ag_tape_t *t, int r)
 {
-    const int64_t N = t->N, HD = t->H * t->d;
-    float *X = t->acts + (int64_t)r * N * round_width(t->D, t->H, t->d);
-    float *Q = X + N * t->D, *K = Q + N * HD, *V = K + N * HD, *M = V + N * HD;
-    return (acts_t){X, Q, K, V, M, M + N * HD};
+    const ag_weights_t *w = round_layer(t, r);
+    const int64_t N = t->N, HD = w->H * w->d;
+    float *X = t->acts + t->start[r];
+    float *Q = X + N * w->D, *K = Q + N * HD, *V = K + N * HD, *M = V + N * HD;
+    float *lse = M + N * HD;
+    return (acts_t){X, Q, K, V, M, lse, w->act ? lse + N * w->H : NULL};
 }
 
 int64_t ag_tape_bytes(int64_t N, int64_t D, int64_t H, int64_t d, int rounds)
@@ -58,14 +68,14 @@ int64_t ag_tape_bytes(int64_t N, int64_t D, int64_t H, int64_t d, int rounds)
     if (N < 0 || D < 0 || H < 0 || d < 0 || rounds < 0 ||
         (double)N * ((double)D + 4.0 * (double)H * (double)d + (double)H) * 4.0 * rounds > 9e18)
         return -1;
-    return N * round_width(D, H, d) * 4 * rounds;
+    return N * (D + 4 * H * d + H) * 4 * rounds;
 }
 
 void ag_tape_free(ag_tape_t *tape)
 {
     if (!tape)
         return;
-    free(tape->acts), free(tape->has_lse);
+    free(tape->acts), free(tape->has_lse), free(tape->start);
     ag_i_plan_free(&tape->forward), ag_i_plan_free(&tape->backward);
     free(tape);
 }
@@ -73,21 +83,32 @@ void ag_tape_free(ag_tape_t *tape)
 static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers,
                      int n_layers, int rounds, const ag_round_opts_t *opts, ag_error_t *err)
 {
-    const ag_weights_t *w = &layers[0];
-    const int64_t bytes = ag_tape_bytes(nb->n_nodes, w->D, w->H, w->d, rounds);
-    if (bytes < 0)
-        return ag_i_fail(err, AG_ELIMIT, "rounds forward: a tape of %d rounds on %lld nodes "
-                         "overflows", rounds, (long long)nb->n_nodes);
     ag_tape_t *t = ag_i_calloc(1, sizeof *t, err, "tape");
     if (!t)
         return ag_i_alloc_status();
-    *t = (ag_tape_t){nb, layers, n_layers, rounds,
-                     opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT,
-                     opts && opts->norm == AG_NORM_LAYER,
-                     nb->n_nodes, w->D, w->H, w->d, NULL, NULL, {0}, {0}};
-    t->acts = ag_i_alloc(bytes / 4, sizeof(float), err, "tape of the rounds' activations");
+    *t = (ag_tape_t){.nb = nb, .layers = layers, .n_layers = n_layers, .rounds = rounds,
+                     .opts = opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT,
+                     .layer_norm = opts && opts->norm == AG_NORM_LAYER, .N = nb->n_nodes,
+                     .widest = ag_rounds_widest(layers, n_layers, rounds)};
+    t->start = ag_i_alloc(rounds + 1, sizeof *t->start, err, "tape");
+    double floats = 0;   /* in double first: a size that overflows fails here */
+    for (int r = 0; t->start && r < rounds; r++) {
+        const ag_weights_t *w = round_layer(t, r);
+        t->start[r] = (int64_t)floats;
+        floats += (double)t->N * (double)round_width(w);
+        t->HD = w->H * w->d > t->HD ? w->H * w->d : t->HD;
+    }
+    if (t->start && floats * 4.0 > 9e18) {
+        ag_tape_free(t);
+        return ag_i_fail(err, AG_ELIMIT, "rounds forward: a tape of %d rounds on %lld nodes "
+                         "overflows", rounds, (long long)nb->n_nodes);
+    }
+    if (t->start)
+        t->start[rounds] = (int64_t)floats;
+    t->acts = t->start ? ag_i_alloc(t->start[rounds], sizeof(float), err,
+                                    "tape of the rounds' activations") : NULL;
     t->has_lse = ag_i_calloc(rounds + 1, 1, err, "tape");
-    if (!t->acts || !t->has_lse) {
+    if (!t->start || !t->acts || !t->has_lse) {
         ag_tape_free(t);
         return ag_i_alloc_status();
     }
@@ -131,8 +152,8 @@ static int forward_round(ag_tape_t *t, int r, float *X, float *Xn, ag_error_t *e
 {
     const int k = t->n_layers == 1 ? 0 : r;
     const tape_round_t tr = {t, r, round_acts(t, r)};
-    memcpy(tr.a.X, X, (size_t)(t->N * t->D) * sizeof *X);
-    const ag_i_round_bufs_t b = {Xn, tr.a.Q, tr.a.K, tr.a.V, tr.a.M};
+    memcpy(tr.a.X, X, (size_t)(t->N * round_layer(t, r)->D) * sizeof *X);
+    const ag_i_round_bufs_t b = {Xn, tr.a.Q, tr.a.K, tr.a.V, tr.a.M, tr.a.Z};
     ag_score_t sc;
     return ag_i_round_forward(X, t->N, &t->layers[k], (ag_i_round_at_t){k, r, 0, 1}, &t->opts,
                               &b, &sc, attend_taped, (void *)&tr, err);
@@ -147,7 +168,7 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
     *tape = NULL;
     if (!nb || !layers || !X)
         return ag_i_fail(err, AG_EINVAL, "rounds forward: graph, layers and X are required");
-    int rc = ag_i_rounds_check(nb, layers, n_layers, rounds, err);
+    int rc = ag_i_rounds_check(nb, layers, n_layers, rounds, opts, err);
     if (!rc)
         rc = ag_check_finite("rounds forward: x", X, nb->n_nodes, layers[0].D, err);
     /* the backward's transpose now, so that a graph too large fails before any work */
@@ -160,7 +181,7 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
         return rc;
     float *Xn = NULL;
     if ((t->layer_norm || t->opts.dropout > 0) &&
-        !(Xn = ag_i_alloc(t->N * t->D, sizeof *Xn, err, "rounds forward")))
+        !(Xn = ag_i_alloc(t->N * t->widest, sizeof *Xn, err, "rounds forward")))
         rc = ag_i_alloc_status();
     for (int r = 0; !rc && r < rounds; r++)
         rc = forward_round(t, r, X, Xn, err);
@@ -183,7 +204,7 @@ typedef struct {
 
 static float *back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
 {
-    const int64_t N = t->N, D = t->D, HD = t->H * t->d;
+    const int64_t N = t->N, D = t->widest, HD = t->HD;
     float *all = ag_i_alloc(3 * N * D + 4 * N * HD + 2 * HD, sizeof(float), err,
                             "rounds backward");
     if (!all)
@@ -200,7 +221,9 @@ static int grads_reset(const ag_tape_t *t, ag_weights_t *grads, ag_error_t *err)
     for (int k = 0; grads && k < t->n_layers; k++) {
         ag_weights_t *g = &grads[k];
         const ag_weights_t *w = &t->layers[k];
-        if (g->D != w->D || g->H != w->H || g->d != w->d || g->per_node != w->per_node)
+        if (g->D != w->D || g->H != w->H || g->d != w->d || g->per_node != w->per_node ||
+            ag_layer_width_out(g) != ag_layer_width_out(w) ||
+            (!g->wq || !g->wk != !w->wk || !g->wo != !w->wo || !g->bias != !w->bias))
             return ag_i_fail(err, AG_EINVAL, "rounds backward: gradients %d are for D=%lld, "
                              "%lld heads of %lld, per node %lld; layer %d has D=%lld, %lld heads "
                              "of %lld, per node %lld", k + 1, (long long)g->D, (long long)g->H,
@@ -261,7 +284,8 @@ static int backward_round(ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t 
 {
     const int k = t->n_layers == 1 ? 0 : r;
     const acts_t a = round_acts(t, r);
-    const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn};
+    const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn,
+                                  a.Z};
     const tape_back_t tb = {t, r, b};
     return ag_i_round_backward(t->N, &t->layers[k], grads ? &grads[k] : NULL,
                                (ag_i_round_at_t){k, r, 0, 1}, &t->opts, &rb, NULL,
@@ -280,11 +304,14 @@ int ag_rounds_backward(ag_tape_t *tape, const float *dY, float *dX0, ag_weights_
     float *all = back_alloc(&b, tape, err);
     if (!all)
         return ag_i_alloc_status();
-    memcpy(b.dX, dY, (size_t)(tape->N * tape->D) * sizeof *dY);
+    const int64_t D_in = tape->layers[0].D;
+    const int64_t D_out = tape->rounds ? ag_layer_width_out(round_layer(tape, tape->rounds - 1))
+                                       : D_in;
+    memcpy(b.dX, dY, (size_t)(tape->N * D_out) * sizeof *dY);
     for (int r = tape->rounds - 1; !rc && r >= 0; r--)
         rc = backward_round(tape, r, grads, &b, err);
     if (!rc && dX0)
-        memcpy(dX0, b.dX, (size_t)(tape->N * tape->D) * sizeof *dX0);
+        memcpy(dX0, b.dX, (size_t)(tape->N * D_in) * sizeof *dX0);
     free(all);
     return rc;
 }

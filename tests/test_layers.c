@@ -1,0 +1,363 @@
+/*
+ * Layers of their own shapes (ag_weights_t's D_out, mean_heads, no_residual,
+ * bias, act, one projection): GAT's and a transformer's stacks through
+ * ag_rounds_forward, ag_rounds_backward and ag_rounds_run, against the double
+ * reference (tests/reference.c: ref_layers_shaped) and central finite
+ * differences of it; bitwise for 1 and 2 threads; shapes refused.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reference.h"
+#include "testutil.h"
+
+/* 11 nodes: self-loops, a multi-edge, node 10 without in-edges. */
+#define LN 11
+static const int64_t l_src[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 3, 5, 7, 9, 0, 2, 4, 6, 10,
+                                10, 8, 3};
+static const int64_t l_dst[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 5, 7, 9, 5, 6, 8, 1, 0,
+                                4, 2, 4};
+#define LE ((int64_t)(sizeof l_src / sizeof l_src[0]))
+
+/* One layer's shape: in width, heads, head width, out (0: no wo), and the rest. */
+typedef struct {
+    int64_t D, H, d, D_out;
+    int one_projection, mean_heads, residual, bias;
+    ag_activation_t act;
+} shape_t;
+
+typedef struct {
+    const char *name;
+    ag_score_kind_t kind;
+    int layer_norm, n;
+    shape_t shape[3];
+} stack_t;
+
+static const stack_t stacks[] = {
+    {"GAT: 5 -> 2 heads x 3 (ELU) -> 1 head x 4, averaged", AG_SCORE_ADDITIVE, 0, 2,
+     {{5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_ELU}, {6, 1, 4, 0, 1, 1, 0, 1, AG_ACT_NONE}}},
+    {"GATv2, two heads averaged, ReLU", AG_SCORE_GATV2, 0, 2,
+     {{5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_RELU}, {6, 2, 3, 0, 1, 1, 0, 0, AG_ACT_NONE}}},
+    {"transformer: 5 -> wo 4 (GELU), residual 4, one projection 3, LayerNorm",
+     AG_SCORE_SCALED_DOT, 1, 3,
+     {{5, 2, 2, 4, 0, 0, 0, 1, AG_ACT_GELU}, {4, 2, 3, 4, 0, 0, 1, 1, AG_ACT_GELU},
+      {4, 1, 3, 0, 1, 0, 0, 0, AG_ACT_NONE}}},
+};
+
+typedef struct {
+    ag_weights_t w[3], g[3];
+    ag_score_t score;
+    ag_round_opts_t opts;
+    int n;
+} stack_model_t;
+
+static int64_t out_width(const shape_t *s)
+{
+    return s->D_out ? s->D_out : s->mean_heads ? s->d : s->H * s->d;
+}
+
+static float *uniform(int64_t n, uint64_t seed, float scale)
+{
+    float *x = malloc((size_t)n * sizeof *x);
+    fill_uniform(x, n, seed, scale);
+    return x;
+}
+
+/* The layers of st, drawn by the tests' own generator. */
+static void stack_make(stack_model_t *m, const stack_t *st)
+{
+    memset(m, 0, sizeof *m);
+    m->n = st->n;
+    for (int l = 0; l < st->n; l++) {
+        const shape_t *s = &st->shape[l];
+        ag_weights_t *w = &m->w[l];
+        const int64_t HD = s->H * s->d, out = out_width(s);
+        const uint64_t seed = 100 * (uint64_t)(l + 1);
+        *w = (ag_weights_t){.D = s->D, .H = s->H, .d = s->d, .D_out = s->D_out,
+                            .mean_heads = s->mean_heads, .no_residual = !s->residual,
+                            .act = s->act};
+        w->wq = uniform(HD * s->D, seed + 1, 0.7f);
+        if (!s->one_projection)
+            w->wk = uniform(HD * s->D, seed + 2, 0.7f), w->wv = uniform(HD * s->D, seed + 3, 0.7f);
+        if (s->D_out)
+            w->wo = uniform(s->D_out * HD, seed + 4, 0.6f);
+        if (s->bias)
+            w->bias = uniform(out, seed + 5, 0.3f);
+        if (st->kind == AG_SCORE_ADDITIVE)
+            w->attn_src = uniform(HD, seed + 6, 0.8f), w->attn_dst = uniform(HD, seed + 7, 0.8f);
+        if (st->kind == AG_SCORE_GATV2)
+            w->attn = uniform(HD, seed + 6, 0.8f);
+        if (st->layer_norm) {
+            w->ln_weight = uniform(s->D, seed + 8, 0.3f), w->ln_bias = uniform(s->D, seed + 9, 0.3f);
+            for (int64_t c = 0; c < s->D; c++)
+                w->ln_weight[c] += 1.0f;
+        }
+        ag_error_t err;
+        ck_assert_int_eq(ag_weights_grads_init(&m->g[l], w, st->layer_norm, &err), AG_OK);
+    }
+    m->score = (ag_score_t){SCORE_DEFAULTS, .kind = st->kind};
+    m->opts = (ag_round_opts_t){ROUND_DEFAULTS, .score = &m->score,
+                                .norm = st->layer_norm ? AG_NORM_LAYER : AG_NORM_NONE};
+}
+
+static void stack_free(stack_model_t *m)
+{
+    for (int l = 0; l < m->n; l++)
+        ag_weights_destroy(&m->w[l]), ag_weights_destroy(&m->g[l]);
+}
+
+/* The reference's final states (widest-sized X) from X0 [N, D of layer 1]. */
+static void ref_stack(const stack_t *st, const stack_model_t *m, const float *X0, double *X)
+{
+    ref_shaped_t L[3];
+    for (int l = 0; l < st->n; l++) {
+        const ag_weights_t *w = &m->w[l];
+        const int gatv2 = st->kind == AG_SCORE_GATV2;
+        L[l] = (ref_shaped_t){w->D, w->H, w->d, w->D_out, w->wq, w->wk, w->wv, w->wo,
+                              w->mean_heads, !w->no_residual, w->bias, (int)w->act,
+                              w->ln_weight, w->ln_bias, gatv2 ? w->attn : w->attn_src,
+                              gatv2 ? NULL : w->attn_dst};
+    }
+    for (int64_t x = 0; x < LN * st->shape[0].D; x++)
+        X[x] = X0[x];
+    const ref_score_t sc = {.kind = (int)st->kind, .beta = 1.0, .slope = 0.2};
+    ref_layers_shaped(LN, l_src, l_dst, LE, L, st->n, &sc, X);
+}
+
+/* L = sum(R * X_final) in double. */
+static double ref_loss(const stack_t *st, const stack_model_t *m, const float *X0,
+                       const float *R, int64_t n_out, double *X)
+{
+    ref_stack(st, m, X0, X);
+    double L = 0;
+    for (int64_t x = 0; x < n_out; x++)
+        L += (double)R[x] * X[x];
+    return L;
+}
+
+/* Central differences of ref_loss in each entry of A against grad; entries at
+   a kink (ReLU, LeakyReLU at 0: the difference moves with the step) skipped,
+   at most one in 10. Returns the worst error relative to the largest. */
+static double check_grad(const char *what, const stack_t *st, const stack_model_t *m,
+                         const float *X0, const float *R, int64_t n_out, double *X, float *A,
+                         const float *grad, int64_t n)
+{
+    double *fd = malloc((size_t)n * sizeof *fd), big = 1e-3, worst = 0;
+    int64_t at = 0, kinks = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t x = 0; x < n; x++) {
+            const float keep = A[x], h = pass == 0 ? 1e-4f : 1e-5f;
+            A[x] = keep + h;
+            const float up = A[x];
+            const double Lp = ref_loss(st, m, X0, R, n_out, X);
+            A[x] = keep - h;
+            const float down = A[x];
+            const double Lm = ref_loss(st, m, X0, R, n_out, X);
+            A[x] = keep;
+            const double f = (Lp - Lm) / ((double)up - (double)down);
+            if (pass == 0) {
+                fd[x] = f, big = fmax(big, fabs(f));
+                continue;
+            }
+            const double e = fabs(grad[x] - fd[x]) / big;
+            if (e > 5e-4 && fabs(f - fd[x]) / big > 5e-4) {
+                kinks++;
+                continue;
+            }
+            if (!(e <= worst))
+                worst = e, at = x;
+        }
+    ck_assert_msg(worst <= 5e-4, "%s: %s[%lld] = %.8g, finite differences %.8g (error %.3g)",
+                  st->name, what, (long long)at, grad[at], fd[at], worst);
+    ck_assert_msg(kinks <= 1 + n / 10, "%s: %s: %lld of %lld entries at kinks", st->name, what,
+                  (long long)kinks, (long long)n);
+    free(fd);
+    return worst;
+}
+
+static void graph_make(ag_nbhd_t *nb)
+{
+    igraph_t g;
+    build_graph(&g, LN, l_src, l_dst, LE, 1);
+    ag_error_t err;
+    ck_assert_int_eq(ag_nbhd_from_graph(nb, &g, &err), AG_OK);
+    igraph_destroy(&g);
+}
+
+START_TEST(shaped_layers_match_reference_and_finite_differences)
+{
+    const stack_t *st = &stacks[_i];
+    stack_model_t m;
+    stack_make(&m, st);
+    ag_nbhd_t nb;
+    graph_make(&nb);
+    const int64_t widest = ag_rounds_widest(m.w, m.n, m.n);
+    const int64_t D0 = st->shape[0].D, out = out_width(&st->shape[st->n - 1]);
+    float *X0 = uniform(LN * D0, 7, 1.0f), *R = uniform(LN * out, 8, 1.0f);
+    float *X = calloc((size_t)(LN * widest), sizeof *X), *dX = malloc((size_t)(LN * D0) * 4);
+    double *Xr = malloc((size_t)(LN * widest) * sizeof *Xr);
+    memcpy(X, X0, (size_t)(LN * D0) * sizeof *X);
+    ag_error_t err;
+    ag_tape_t *tape;
+    ck_assert_msg(ag_rounds_forward(&nb, m.w, m.n, X, m.n, &m.opts, &tape, &err) == AG_OK,
+                  "%s: %s", st->name, err.msg);
+    ref_stack(st, &m, X0, Xr);
+    for (int64_t x = 0; x < LN * out; x++)
+        ck_assert_msg(fabs(X[x] - Xr[x]) <= 1e-5 * (1 + fabs(Xr[x])), "%s: X[%lld] = %.8g, "
+                      "reference %.8g", st->name, (long long)x, X[x], Xr[x]);
+    /* inference runs the same layers to the same values */
+    float *Xi = calloc((size_t)(LN * widest), sizeof *Xi);
+    memcpy(Xi, X0, (size_t)(LN * D0) * sizeof *Xi);
+    ag_workspace_t ws;
+    int64_t HD = 0;
+    for (int l = 0; l < m.n; l++)
+        HD = m.w[l].H * m.w[l].d > HD ? m.w[l].H * m.w[l].d : HD;
+    ck_assert_int_eq(ag_workspace_init(&ws, LN, HD, widest, &err), AG_OK);
+    ck_assert_msg(ag_rounds_run(&nb, m.w, m.n, Xi, m.n, &m.opts, &ws, NULL, &err) == AG_OK,
+                  "%s: %s", st->name, err.msg);
+    ck_assert_int_eq(memcmp(Xi, X, (size_t)(LN * out) * sizeof *X), 0);
+    ag_workspace_destroy(&ws);
+    free(Xi);
+
+    ck_assert_msg(ag_rounds_backward(tape, R, dX, m.g, &err) == AG_OK, "%s: %s", st->name,
+                  err.msg);
+    ag_tape_free(tape);
+    check_grad("dX", st, &m, X0, R, LN * out, Xr, X0, dX, LN * D0);
+    const char *names[10] = {"wq", "wk", "wv", "wo", "ln_weight", "ln_bias",
+                                          "attn_src", "attn_dst", "attn", "bias"};
+    for (int l = 0; l < m.n; l++) {
+        ag_weights_t *w = &m.w[l], *g = &m.g[l];
+        const int64_t HD_l = w->H * w->d, D = w->D, o = out_width(&st->shape[l]);
+        float *arrays[10] = {w->wq, w->wk, w->wv, w->wo, w->ln_weight, w->ln_bias, w->attn_src,
+                             w->attn_dst, w->attn, w->bias};
+        const float *grads[10] = {g->wq, g->wk, g->wv, g->wo, g->ln_weight, g->ln_bias,
+                                  g->attn_src, g->attn_dst, g->attn, g->bias};
+        const int64_t sizes[10] = {HD_l * D, HD_l * D, HD_l * D, o * HD_l, D, D, HD_l, HD_l, HD_l,
+                                   o};
+        for (int a = 0; a < 10; a++) {
+            if (!arrays[a])
+                continue;
+            ck_assert_msg(grads[a] != NULL, "%s: layer %d has %s but no gradient", st->name,
+                          l + 1, names[a]);
+            char what[64];
+            snprintf(what, sizeof what, "layer %d d%s", l + 1, names[a]);
+            check_grad(what, st, &m, X0, R, LN * out, Xr, arrays[a], grads[a], sizes[a]);
+        }
+    }
+    stack_free(&m);
+    ag_nbhd_destroy(&nb);
+    free(X0), free(R), free(X), free(dX), free(Xr);
+}
+END_TEST
+
+/* The forward and every gradient of the transformer stack on `threads`. */
+static void run_on(int threads, const stack_t *st, float **X_out, float **g_out, int64_t *n_g)
+{
+    omp_set_num_threads(threads);
+    stack_model_t m;
+    stack_make(&m, st);
+    ag_nbhd_t nb;
+    graph_make(&nb);
+    const int64_t widest = ag_rounds_widest(m.w, m.n, m.n), D0 = st->shape[0].D;
+    const int64_t out = out_width(&st->shape[st->n - 1]);
+    float *X = calloc((size_t)(LN * widest), sizeof *X), *R = uniform(LN * out, 8, 1.0f);
+    fill_uniform(X, LN * D0, 7, 1.0f);
+    ag_error_t err;
+    ag_tape_t *tape;
+    ck_assert_int_eq(ag_rounds_forward(&nb, m.w, m.n, X, m.n, &m.opts, &tape, &err), AG_OK);
+    ck_assert_int_eq(ag_rounds_backward(tape, R, NULL, m.g, &err), AG_OK);
+    ag_tape_free(tape);
+    *g_out = malloc(4096 * sizeof(float));
+    *n_g = 0;
+    for (int l = 0; l < m.n; l++) {
+        const ag_weights_t *g = &m.g[l];
+        const float *gs[] = {g->wq, g->wk, g->wv, g->wo, g->bias};
+        const int64_t HD = g->H * g->d, o = ag_layer_width_out(g);
+        const int64_t sizes[] = {HD * g->D, HD * g->D, HD * g->D, o * HD, o};
+        for (int a = 0; a < 5; a++)
+            if (gs[a]) {
+                memcpy(*g_out + *n_g, gs[a], (size_t)sizes[a] * sizeof(float));
+                *n_g += sizes[a];
+            }
+    }
+    *X_out = X;
+    stack_free(&m);
+    ag_nbhd_destroy(&nb);
+    free(R);
+    omp_set_num_threads(2);
+}
+
+START_TEST(shaped_layers_identical_for_1_and_2_threads)
+{
+    for (int s = 0; s < (int)(sizeof stacks / sizeof stacks[0]); s++) {
+        float *X1, *X2, *g1, *g2;
+        int64_t n1, n2;
+        run_on(1, &stacks[s], &X1, &g1, &n1);
+        run_on(2, &stacks[s], &X2, &g2, &n2);
+        const int64_t out = out_width(&stacks[s].shape[stacks[s].n - 1]);
+        ck_assert_int_eq(n1, n2);
+        ck_assert_msg(memcmp(X1, X2, (size_t)(LN * out) * 4) == 0, "%s: X", stacks[s].name);
+        ck_assert_msg(memcmp(g1, g2, (size_t)n1 * 4) == 0, "%s: gradients", stacks[s].name);
+        free(X1), free(X2), free(g1), free(g2);
+    }
+}
+END_TEST
+
+START_TEST(shaped_layers_refuse_impossible_shapes)
+{
+    stack_model_t m;
+    stack_make(&m, &stacks[0]);   /* GAT: 5 -> 6 -> 4 */
+    ag_nbhd_t nb;
+    graph_make(&nb);
+    float X[LN * 8] = {0};
+    ag_error_t err;
+    ag_tape_t *tape;
+    /* one layer for two rounds that changes the width */
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 1, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 1 reads width 5; the layer before it writes 6");
+    /* a residual across a change of width */
+    m.w[0].no_residual = 0;
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "cannot add a residual; give it no_residual");
+    m.w[0].no_residual = 1;
+    /* wk without wv */
+    m.w[1].wk = m.w[1].wq;
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 2 has wk but not wv");
+    m.w[1].wk = NULL;
+    /* mean_heads with wo */
+    m.w[1].wo = m.w[1].wq, m.w[1].D_out = 4;
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 2 has wo and mean_heads");
+    m.w[1].wo = NULL, m.w[1].D_out = 0;
+    /* an activation out of range */
+    m.w[0].act = (ag_activation_t)9;
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 1 has activation 9");
+    m.w[0].act = AG_ACT_ELU;
+    /* a workspace too narrow for the widest state */
+    ag_workspace_t ws;
+    ck_assert_int_eq(ag_workspace_init(&ws, LN, 6, 5, &err), AG_OK);
+    ck_assert_fails_with(ag_rounds_run(&nb, m.w, 2, X, 2, &m.opts, &ws, NULL, &err), err,
+                         AG_EINVAL, "expected [11, 6, 6]");
+    ag_workspace_destroy(&ws);
+    stack_free(&m);
+    ag_nbhd_destroy(&nb);
+}
+END_TEST
+
+Suite *layers_suite(void)
+{
+    Suite *s = suite_create("layers");
+    TCase *tc = tcase_create("shaped");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, shaped_layers_match_reference_and_finite_differences, 0,
+                        (int)(sizeof stacks / sizeof stacks[0]));
+    tcase_add_test(tc, shaped_layers_identical_for_1_and_2_threads);
+    tcase_add_test(tc, shaped_layers_refuse_impossible_shapes);
+    suite_add_tcase(s, tc);
+    return s;
+}
