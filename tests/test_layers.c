@@ -349,6 +349,35 @@ START_TEST(shaped_layers_refuse_impossible_shapes)
 }
 END_TEST
 
+/* A model whose last layer writes the classes: cross-entropy with no readout
+   (Wr NULL) is the reference's with an identity readout, loss and gradient. */
+START_TEST(cross_entropy_without_readout)
+{
+    enum { N = 9, C = 4 };
+    float X[N * C], I[C * C] = {0}, b[C] = {0.1f, -0.2f, 0.3f, 0.0f}, dX[N * C], dX_id[N * C];
+    int64_t labels[N] = {0, 1, 2, 3, -1, 2, 1, 0, 3};
+    fill_uniform(X, N * C, 5, 2.0f);
+    for (int c = 0; c < C; c++)
+        I[c * C + c] = 1.0f;
+    double loss, loss_id;
+    ag_error_t err;
+    ck_assert_int_eq(ag_loss_cross_entropy(X, N, C, NULL, b, C, labels, NULL, &loss, dX, NULL,
+                                           NULL, NULL, NULL, NULL, &err), AG_OK);
+    ck_assert_int_eq(ag_loss_cross_entropy(X, N, C, I, b, C, labels, NULL, &loss_id, dX_id,
+                                           NULL, NULL, NULL, NULL, NULL, &err), AG_OK);
+    double Xd[N * C];
+    for (int x = 0; x < N * C; x++)
+        Xd[x] = X[x];
+    ck_assert_double_eq_tol(loss, ref_loss_cross_entropy(Xd, N, C, I, b, C, labels, NULL), 1e-6);
+    ck_assert_double_eq_tol(loss, loss_id, 1e-12);
+    for (int x = 0; x < N * C; x++)
+        ck_assert_float_eq_tol(dX[x], dX_id[x], 1e-7f);
+    ck_assert_fails_with(ag_loss_cross_entropy(X, N, C, NULL, b, C - 1, labels, NULL, &loss, dX,
+                                               NULL, NULL, NULL, NULL, NULL, &err), err,
+                         AG_EINVAL, "width 4; expected the 3 classes");
+}
+END_TEST
+
 Suite *layers_suite(void)
 {
     Suite *s = suite_create("layers");
@@ -358,6 +387,7 @@ Suite *layers_suite(void)
                         (int)(sizeof stacks / sizeof stacks[0]));
     tcase_add_test(tc, shaped_layers_identical_for_1_and_2_threads);
     tcase_add_test(tc, shaped_layers_refuse_impossible_shapes);
+    tcase_add_test(tc, cross_entropy_without_readout);
     suite_add_tcase(s, tc);
     return s;
 }

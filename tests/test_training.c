@@ -870,7 +870,8 @@ START_TEST(losses_refuse_bad_input)
                          err, AG_EINVAL, "0 classes");
     ck_assert_fails_with(ag_loss_cross_entropy(X, N, D, NULL, NULL, C, labels, NULL, &loss, dX,
                                                NULL, NULL, NULL, NULL, NULL, &err),
-                         err, AG_EINVAL, "readout weights");
+                         err, AG_EINVAL, "no readout, so the states are the logits: width 3; "
+                         "expected the 2 classes");
     /* all well: no bias is a zero bias */
     ck_assert_int_eq(ag_loss_cross_entropy(X, N, D, Wr, NULL, C, labels, NULL, &loss, dX, NULL,
                                            NULL, NULL, NULL, NULL, &err), AG_OK);

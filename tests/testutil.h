@@ -88,6 +88,7 @@ Suite *backward_suite(void);
 Suite *train_cli_suite(void);
 Suite *training_suite(void);
 Suite *layers_suite(void);
+Suite *model_file_suite(void);
 Suite *fused_backward_suite(void);
 Suite *part_suite(void);
 Suite *draw_suite(void);

@@ -763,7 +763,8 @@ int ag_loss_mse(const float *X, const float *Y, int64_t N, int64_t D, const uint
 
 /*
  * Cross-entropy over C classes through a linear readout: logits = X Wr^T + br
- * (Wr [C, D], br [C]); L = mean over masked nodes with a label (labels[i] in
+ * (Wr [C, D], br [C]; Wr NULL: the logits are X + br, D == C, a model whose
+ * last layer writes the classes); L = mean over masked nodes with a label (labels[i] in
  * 0..C-1; -1: unlabelled, skipped) of -ln softmax(logits_i)[labels[i]].
  * dX [N, D], dWr [C, D], dbr [C] (each may be NULL) get the gradients;
  * *correct (may be NULL) the masked labelled nodes whose largest logit is their

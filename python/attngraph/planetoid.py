@@ -14,7 +14,8 @@ int64 (-1: a node without a label), and train_mask.npy, val_mask.npy,
 test_mask.npy [N] bool: the split of Kipf and Welling, as PyTorch Geometric's
 Planetoid(split="public") builds it (the labelled training rows, the 500 nodes
 after them, the test index; the graph's edges from each node to each node of
-its list, both ends of a citation, without self-loops or duplicates).
+its list, both ends of a citation, without self-loops or duplicates); and
+features_normalized.npy, each row divided by its sum (GAT's input).
 
 The pickles are read by an unpickler that builds only the types such a file
 holds (numpy arrays, the CSR matrix's fields, a dict of lists): anything else
@@ -231,6 +232,10 @@ def save_planetoid(data, out):
     data.graph().save_csr(os.path.join(out, "indptr.npy"), os.path.join(out, "indices.npy"))
     arrays = {"features": data.x, "labels": data.y, "train_mask": data.train_mask,
               "val_mask": data.val_mask, "test_mask": data.test_mask}
+    # each row divided by its sum (at least 1), as GAT's paper and PyG's
+    # NormalizeFeatures feed them to the model
+    sums = data.x.sum(axis=1, keepdims=True, dtype=np.float64)
+    arrays["features_normalized"] = (data.x / np.maximum(sums, 1.0)).astype(np.float32)
     for name, arr in arrays.items():
         np.save(os.path.join(out, name + ".npy"), arr)
 
@@ -242,7 +247,8 @@ def main(argv=None):
         print("usage: python3 -m attngraph.planetoid ROOT NAME OUT\n"
               "Reads ROOT/ind.NAME.* (a Planetoid dataset: cora, citeseer, pubmed) and "
               "writes OUT/indptr.npy, indices.npy,\nfeatures.npy, labels.npy, "
-              "train_mask.npy, val_mask.npy, test_mask.npy.",
+              "train_mask.npy, val_mask.npy, test_mask.npy, and\nfeatures_normalized.npy "
+              "(each row divided by its sum, as GAT's paper feeds them).",
               file=sys.stdout if asked else sys.stderr)
         return 0 if asked else 2
     root, name, out = argv
@@ -256,6 +262,11 @@ def main(argv=None):
     print(f"train: attngraph train --csr {out}/indptr.npy,{out}/indices.npy --features "
           f"{out}/features.npy --labels {out}/labels.npy --train-mask {out}/train_mask.npy "
           f"--eval-mask {out}/val_mask.npy --test-mask {out}/test_mask.npy")
+    print(f"GAT:   attngraph train --csr {out}/indptr.npy,{out}/indices.npy --features "
+          f"{out}/features_normalized.npy --labels {out}/labels.npy --train-mask "
+          f"{out}/train_mask.npy --eval-mask {out}/val_mask.npy --test-mask "
+          f"{out}/test_mask.npy --model models/gat-cora.txt --lr 0.005 --weight-decay 5e-4 "
+          f"--epochs 300")
     return 0
 
 

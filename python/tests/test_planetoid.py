@@ -39,6 +39,11 @@ def test_cora_known_sizes(tmp_path):
     got = {(int(j), i) for i in range(2708) for j in indices[indptr[i]:indptr[i + 1]]}
     assert got == pairs
     assert np.array_equal(np.load(tmp_path / "labels.npy"), d.y)
+    # GAT's input: each row divided by its word count (rows of Cora all have words)
+    xn = np.load(tmp_path / "features_normalized.npy")
+    assert xn.dtype == np.float32 and xn.shape == d.x.shape
+    np.testing.assert_allclose(xn.sum(1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(xn * d.x.sum(1, keepdims=True), d.x, rtol=1e-5, atol=1e-6)
 
 
 class _FakeScipy:

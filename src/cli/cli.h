@@ -30,10 +30,35 @@ enum {
     OPT_EPOCHS, OPT_LR, OPT_OPTIMIZER, OPT_WEIGHT_DECAY, OPT_CLIP, OPT_MOMENTUM, OPT_SAVE, OPT_LOG,
     OPT_PREDICT, OPT_EVERY, OPT_BACKWARD, OPT_HEAD, OPT_BINS, OPT_LAYOUT, OPT_CLASSES, OPT_SVG,
     OPT_VMAX, OPT_TITLE, OPT_SCALE, OPT_RANKS, OPT_PARTITION, OPT_BANDWIDTH, OPT_RATE,
-    OPT_SAMPLE, OPT_EXACT, OPT_PER_RANK, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_END
+    OPT_SAMPLE, OPT_EXACT, OPT_PER_RANK, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_MODEL, OPT_END
 };
 #define OPT_COUNT (OPT_END - OPT_Q)
 #define MAX_ATTN 8              /* run --attn: files written at once */
+
+/* ---- a model described in a text file (model_file.c) ---- */
+
+#define MODEL_MAX_LAYERS 64
+typedef enum { OUT_LINEAR = 0, OUT_CONCAT, OUT_MEAN } layer_out_t;
+
+/* One `layer` line. */
+typedef struct {
+    int line;                     /* in the file, for messages */
+    int64_t heads, dim;           /* H, d */
+    layer_out_t out;              /* wo (OUT_LINEAR), or the heads concatenated or averaged */
+    int64_t out_width;            /* OUT_LINEAR: wo's rows (0: the layer's input width) */
+    int one_projection, bias;
+    int residual;                 /* -1: when the layer keeps the width */
+    ag_activation_t act;
+} layer_spec_t;
+
+typedef struct {
+    const char *path;             /* --model FILE, or --weights DIR/model.txt; NULL: none */
+    layer_spec_t layers[MODEL_MAX_LAYERS];
+    int n_layers;                 /* 0 until the file is read */
+    int readout;                  /* 1: a linear readout; 0: the last layer writes the classes */
+    float dropout, attn_dropout;  /* train's, when the file gives them */
+    int has_dropout, has_attn_dropout;
+} model_spec_t;
 
 /* ---- options shared by run, compare and inspect ---- */
 
@@ -62,6 +87,7 @@ typedef struct {
     const char *nodes_text;            /* --nodes as given: checked against --max-nodes */
     int progress;                      /* -1: on a terminal; 0: --no-progress; 1: --progress */
     unsigned char given[OPT_COUNT];    /* which input options were given (by code - OPT_Q) */
+    model_spec_t model;                /* --model FILE (run, train) */
 } run_opts_t;
 
 /* getopt_long entries of the input options (run, compare, inspect), ending {0}. */
@@ -82,7 +108,11 @@ extern const struct option input_options[];
     "                      wo.npy [D, H*d]; optional ln_weight.npy ln_bias.npy [D],\n"      \
     "                      attn_src.npy attn_dst.npy attn.npy [H, d]; or DIR/round-1/,\n"   \
     "                      round-2/, ...: one layer per round\n"                            \
-    "                      (default: seeded random, std 1/sqrt(fan_in))\n"                  \
+    "                      (default: seeded random, std 1/sqrt(fan_in)); a model\n"         \
+    "                      file DIR/model.txt (train --save writes it) says its layers\n"   \
+    "  --model FILE        run, train: layers of their own widths, heads, outputs,\n"      \
+    "                      biases and activations, described in FILE (and the score,\n"   \
+    "                      norm, dropout, ...: docs/model-file.md)\n"                       \
     "  --head-dim d        head width for random weights (default D/H)\n"                   \
     "  --per-node-weights  random weights: each node its own Wq, Wk, Wv\n"                  \
     "  --rounds R          message rounds (default 1, or one per round-N/ folder)\n"        \
@@ -342,6 +372,24 @@ int model_args_defaults(run_opts_t *o, const char *cmd);
    options (AG_OK when there is no model.args). */
 int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_error_t *err);
 
+/* Reads the model file o->model.path into o->model, applying its options to o
+   (refusing one the command gave too, and the options its layer lines
+   replace: --heads, --rounds, ...); 0, or EXIT_USAGE with the message printed,
+   naming the file and line. */
+int model_file_read(run_opts_t *o, const char *path, const char *cmd);
+/* Refuses (naming the line) a layer that cannot be from input width D: a
+   residual where the width changes; and, for `classes` > 0 with readout none, a
+   last layer that does not write that many. */
+int model_layers_check(const model_spec_t *m, int64_t D, int64_t classes, ag_error_t *err);
+/* The layers o->model describes, from input width D: read from o->weights
+   (DIR, or DIR/round-k/ for several layers; every shape checked) or drawn
+   from o->seed. */
+int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, ag_error_t *err);
+/* The text of o's model file (what train --save writes to DIR/model.txt), with
+   train's dropout when > 0; returns the length the whole text needs. */
+size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, float dropout,
+                       float attn_dropout);
+
 /* ---- folders of outputs (folder.c) ---- */
 
 /* One file of a folder: float32 of ndim dimensions, int64 [shape[0]] (i64
@@ -378,12 +426,14 @@ typedef struct {
    the states' width. */
 int readout_load(readout_t *r, const char *dir, int64_t D, ag_error_t *err);
 void readout_free(readout_t *r);
-/* pred[i] = argmax_c (X_i . w_c + b_c), the first on ties (double sums). */
+/* pred[i] = argmax_c (X_i . w_c + b_c), the first on ties (double sums); w
+   NULL (a model without readout, D == C): argmax_c X_ic (+ b_c, b may be NULL). */
 void readout_predict(const readout_t *r, const float *X, int64_t N, int64_t *pred);
-/* run --predict: the classes by the readout of the folder weights (readout_load's)
-   of the final states X [N, D], written to path as int64 [N]. */
-int write_predictions(const char *path, const char *weights, const float *X, int64_t N,
-                      int64_t D, ag_error_t *err);
+/* run --predict: the classes by the readout of the folder weights (readout_load's;
+   readout 0: a model file's `readout none`, the argmax of X) of the final states
+   X [N, D], written to path as int64 [N]. */
+int write_predictions(const char *path, const char *weights, int readout, const float *X,
+                      int64_t N, int64_t D, ag_error_t *err);
 
 /* ---- reports ---- */
 

@@ -98,7 +98,8 @@ static int write_text(const char *path, const char *text, ag_error_t *err)
     FILE *f = fopen(path, "w");
     if (!f)
         return ag_i_fail(err, AG_EIO, "%s: cannot write", path);
-    const int bad = fprintf(f, "%s\n", text) < 0;
+    const size_t n = strlen(text);   /* ending in a newline, whether text has one or not */
+    const int bad = fprintf(f, "%s%s", text, n && text[n - 1] == '\n' ? "" : "\n") < 0;
     if (fclose(f) != 0 || bad)
         return ag_i_fail(err, AG_EIO, "%s: write failed", path);
     return AG_OK;
@@ -127,7 +128,8 @@ int folder_write(const char *dir, const char *option, const folder_item_t *items
     for (int k = 0; k < n; k++) {
         snprintf(paths[k], sizeof paths[k], "%s%s%s", dir,
                  dir[strlen(dir) - 1] == '/' ? "" : "/", items[k].name);
-        out_init(&outs[k], paths[k], option, items[k].text ? "args" : "npy");
+        const char *ext = strrchr(items[k].name, '.');   /* the item's own: .npy, .txt */
+        out_init(&outs[k], paths[k], option, ext ? ext + 1 : "npy");
     }
     if (!rc)
         rc = out_open_all(outs, n, &usage, err);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "base/base.h"
@@ -31,7 +32,7 @@ const struct option input_options[] = {
     {"no-residual", no_argument, 0, OPT_NO_RESIDUAL}, {"norm", required_argument, 0, OPT_NORM},
     {"posenc", required_argument, 0, OPT_POSENC},
     {"per-node-weights", no_argument, 0, OPT_PER_NODE_WEIGHTS},
-    {"until", required_argument, 0, OPT_UNTIL},
+    {"until", required_argument, 0, OPT_UNTIL}, {"model", required_argument, 0, OPT_MODEL},
     {"quiet", no_argument, 0, OPT_QUIET}, {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -199,6 +200,7 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
     case OPT_V: o->v = arg; return 0;
     case OPT_FEATURES: o->features = arg; return 0;
     case OPT_WEIGHTS: o->weights = arg; return 0;
+    case OPT_MODEL: o->model.path = arg; return 0;
     case OPT_FORMAT: o->src.format = arg; return 0;
     case OPT_TOKENS: o->src.tokens = arg; return 0;
     case OPT_LABELS_FILE: o->src.labels_file = arg; return 0;
@@ -266,11 +268,38 @@ int one_stdin_input(const run_opts_t *o, int more, const char *cmd)
     return 0;
 }
 
+/* The model file of --model FILE, or of --weights DIR (DIR/model.txt), read
+   into o->model: for run and train (the others run layers of one shape). */
+static int model_file_find(run_opts_t *o, const char *cmd)
+{
+    static char path[4096];
+    const int model_cmd = strcmp(cmd, "run") == 0 || strcmp(cmd, "train") == 0;
+    if (o->weights && !o->model.path) {
+        snprintf(path, sizeof path, "%s/model.txt", o->weights);
+        if (access(path, F_OK) == 0)
+            o->model.path = path;
+    }
+    if (!o->model.path)
+        return 0;
+    if (strcmp(cli_program, "attngraph") != 0)
+        return usage_error(cmd, "%s: the MPI layer runs layers of one shape; run a model file "
+                           "on one process (attngraph %s)", o->model.path, cmd);
+    if (!model_cmd)
+        return usage_error(cmd, "%s: %s runs layers of one shape; a model file (%s) is for "
+                           "run and train", o->model.path, cmd,
+                           o->given[OPT_MODEL - OPT_Q] ? "--model" : "model.txt in --weights");
+    if (o->q)
+        return usage_error(cmd, "--q/--k/--v run raw attention; --model runs a model's layers");
+    return model_file_read(o, o->model.path, cmd);
+}
+
 int input_options_check(run_opts_t *o, const char *cmd)
 {
     if (one_stdin_input(o, 0, cmd))
         return EXIT_USAGE;
-    if (o->weights && model_args_defaults(o, cmd))
+    if (model_file_find(o, cmd))
+        return EXIT_USAGE;
+    if (o->weights && !o->model.path && model_args_defaults(o, cmd))
         return EXIT_USAGE;
     if (o->nodes_text) {   /* here, once --max-nodes is known, so the message names it */
         char *end;
@@ -542,6 +571,18 @@ static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         ag_posenc_sinusoidal(in->x0.data, in->N, in->x0.cols);
     const int64_t D = in->x0.cols;
     in->rounds = o->rounds;
+    if (o->model.n_layers) {   /* layers of their own shapes */
+        if ((rc = model_file_layers(&in->layers, o, D, err)))
+            return rc;
+        in->n_layers = o->model.n_layers, in->rounds = in->n_layers;
+        /* the last round's heads: what run's exports of the final attention read */
+        const ag_weights_t *last = &in->layers[in->n_layers - 1];
+        in->H = last->H, in->d = last->d;
+        int64_t widest = ag_rounds_widest(in->layers, in->n_layers, in->n_layers), HD = 0;
+        for (int k = 0; k < in->n_layers; k++)
+            HD = in->layers[k].H * in->layers[k].d > HD ? in->layers[k].H * in->layers[k].d : HD;
+        return check_state_memory(in->N, widest, 1, HD, err);
+    }
     if (o->weights) {
         if ((rc = load_layers(in, o, err)))
             return rc;

@@ -78,8 +78,10 @@ void readout_predict(const readout_t *r, const float *X, int64_t N, int64_t *pre
         int64_t best = 0;
         double best_logit = 0;
         for (int64_t c = 0; c < r->C; c++) {
-            double logit = r->b[c];
-            for (int64_t k = 0; k < r->D; k++)
+            double logit = r->b ? r->b[c] : 0;
+            if (!r->w)   /* no readout: the states are the logits */
+                logit += x[c];
+            for (int64_t k = 0; r->w && k < r->D; k++)
                 logit += (double)x[k] * r->w[c * r->D + k];
             if (c == 0 || logit > best_logit)
                 best = c, best_logit = logit;
@@ -89,11 +91,11 @@ void readout_predict(const readout_t *r, const float *X, int64_t N, int64_t *pre
 }
 
 /* --predict: the argmax of the weights folder's readout of the final states. */
-int write_predictions(const char *path, const char *weights, const float *X, int64_t N,
-                      int64_t D, ag_error_t *err)
+int write_predictions(const char *path, const char *weights, int readout, const float *X,
+                      int64_t N, int64_t D, ag_error_t *err)
 {
-    readout_t ro;
-    int rc = readout_load(&ro, weights, D, err);
+    readout_t ro = {D, D, NULL, NULL};   /* no readout: the states are the logits */
+    int rc = readout ? readout_load(&ro, weights, D, err) : AG_OK;
     if (rc == AG_EIO) {   /* most likely a folder of weights without a trained readout */
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);

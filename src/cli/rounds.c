@@ -68,7 +68,8 @@ static int on_round(const ag_round_t *round, void *ctx)
         fprintf(t->trace, "%d,%.9g,%.9g,%.9g\n", round->round, row->f.change, row->f.entropy,
                 row->f.max_weight);
     if (t->o->save_rounds &&
-        (rc = save_round(t->o->save_rounds, round->round, round->X, ws->N, ws->D, t->err)))
+        (rc = save_round(t->o->save_rounds, round->round, round->X, ws->N,
+                         ag_layer_width_out(round->w), t->err)))
         return rc;
     if (t->o->until > 0 && row->f.change < t->o->until)
         return AG_STOP;
@@ -89,12 +90,20 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
                       int figures, const char *trace_tmp, progress_t *progress, ag_error_t *err)
 {
     const ag_nbhd_t *nb = &src->nb;
-    const int64_t N = in->N, HD = in->H * in->d;
+    const int64_t N = in->N;
+    int64_t HD = 0;   /* the largest of the layers' (a model file's may differ) */
+    for (int k = 0; k < in->n_layers; k++)
+        HD = in->layers[k].H * in->layers[k].d > HD ? in->layers[k].H * in->layers[k].d : HD;
     if (o->attn_round > in->rounds)
         return ag_i_fail(err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
                          (long long)o->attn_round, (long long)in->rounds, AG_PLURAL(in->rounds));
-    memcpy(r->y, in->x0.data, (size_t)(N * r->cols) * sizeof(float));
-    int rc = ag_workspace_init(&r->ws, N, HD, r->cols, err);
+    if (o->attn_round && o->attn_round < in->rounds && o->model.n_layers)
+        return ag_i_fail(err, AG_EINVAL, "--attn-round %lld: the layers of %s have heads of "
+                         "their own; the reports read the last round's", (long long)o->attn_round,
+                         o->model.path);
+    memcpy(r->y, in->x0.data, (size_t)(N * in->x0.cols) * sizeof(float));
+    int rc = ag_workspace_init(&r->ws, N, HD,
+                               ag_rounds_widest(in->layers, in->n_layers, (int)in->rounds), err);
     r->trace = ag_i_calloc(in->rounds + 1, sizeof *r->trace, err, "trace");
     if (!rc && !r->trace)
         rc = ag_i_alloc_status();
@@ -157,7 +166,12 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
     memset(r, 0, sizeof *r);
     const int64_t N = in->N, HD = in->H * in->d;
     r->cols = in->raw ? HD : in->x0.cols;
-    r->y = ag_i_alloc(N * r->cols, sizeof(float), err, "output");
+    int64_t room = r->cols;   /* the rounds' widest state */
+    if (!in->raw && in->rounds > 0) {
+        r->cols = ag_layer_width_out(&in->layers[in->n_layers == 1 ? 0 : in->rounds - 1]);
+        room = ag_rounds_widest(in->layers, in->n_layers, (int)in->rounds);
+    }
+    r->y = ag_i_alloc(N * room, sizeof(float), err, "output");
     if (!r->y)
         return ag_i_alloc_status();
     int rc = AG_OK;

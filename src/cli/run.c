@@ -239,7 +239,9 @@ int cmd_run(int argc, char **argv)
     for (int k = 0; k < o.n_attn && !rc; k++)
         rc = report_attention(&outs[ATTN + k], &r, &in, &s, o.max_export, &err);
     if (!rc && o.predict)
-        rc = write_predictions(outs[PREDICT].file.path, o.weights, r.y, s.nb.n_nodes, r.cols, &err);
+        rc = write_predictions(outs[PREDICT].file.path, o.weights,
+                               !o.model.n_layers || o.model.readout, r.y, s.nb.n_nodes, r.cols,
+                               &err);
     /* Commit before the report: a reader that closes the pipe early (| head)
        ends us with SIGPIPE while printing, and the files must be there by then. */
     if (!rc)

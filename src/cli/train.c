@@ -130,9 +130,10 @@ typedef struct {
     float *edge_bias;
     int64_t *pred;
     outcome_t res[TRAIN_MAX_CONNS];
-    folder_item_t items[9 * 64 + 3];
-    char names[9 * 64 + 2][64];
-    char model_args[1024];     /* model.args: the options that define the model */
+    folder_item_t items[AG_I_WEIGHT_ARRAYS * MODEL_MAX_LAYERS + 3];
+    char names[AG_I_WEIGHT_ARRAYS * MODEL_MAX_LAYERS + 2][64];
+    char model_args[8192];     /* model.args (the options that define the model), or
+                                  model.txt (a model file's model) */
     int n_items;
     out_file_t outs[3];        /* --log, --predict, --svg */
     char *curve;               /* --svg: the log as CSV text */
@@ -193,7 +194,8 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
         print_final(&st->task, &st->res[k], to->epochs);
     if (!rc && cx->single) {   /* the outputs of the one model */
         if (to->predict) {
-            readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};
+            readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};   /* wr NULL:
+                                                                   no readout, the logits */
             if (!(st->pred = ag_i_alloc(N, sizeof *st->pred, err, "predictions")))
                 return ag_i_alloc_status();
             readout_predict(&r, st->model.X, N, st->pred);
@@ -201,11 +203,16 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
         }
         if (!rc && to->save) {
             st->n_items = model_items(&st->model, st->items, st->names);
-            if (model_args(st->model_args, sizeof st->model_args, &to->o, st->in.H,
-                           st->in.rounds) >= sizeof st->model_args)
+            const int file = to->o.model.n_layers > 0;
+            const size_t need = file ? model_file_text(st->model_args, sizeof st->model_args,
+                                                       &to->o, to->dropout, to->attn_dropout)
+                                     : model_args(st->model_args, sizeof st->model_args, &to->o,
+                                                  st->in.H, st->in.rounds);
+            if (need >= sizeof st->model_args)
                 return ag_i_fail(err, AG_EINVAL, "--save: the model's options are longer than "
                                  "%zu bytes (a long --edge-bias name?)", sizeof st->model_args - 1);
-            st->items[st->n_items++] = (folder_item_t){.name = "model.args", .text = st->model_args};
+            st->items[st->n_items++] = (folder_item_t){.name = file ? "model.txt" : "model.args",
+                                                       .text = st->model_args};
         }
         return rc;
     }

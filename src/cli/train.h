@@ -52,10 +52,12 @@ typedef struct {
 typedef struct {
     ag_weights_t *layers, *grads;
     int n_layers, rounds;
-    int64_t N, D, C;
+    int64_t N, D, C;                /* D: the final states' width (the readout's input) */
+    int64_t D_in;                   /* the features' width */
+    int readout;                    /* a linear readout (else the last layer writes the classes) */
     int64_t total;                  /* the graph's nodes (N: this process's rows of them) */
     float *wr, *br, *dwr, *dbr;     /* readout [C, D] and [C] with gradients */
-    float *X, *dX;                  /* [N, D] states and their gradient */
+    float *X, *dX;                  /* states and their gradient: [N, the widest of the rounds] */
     ag_optimizer_t *opt;
     float lr;                       /* for messages */
     ag_round_opts_t ro;             /* model_round_opts gives each step its dropout seed */

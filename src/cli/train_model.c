@@ -8,22 +8,26 @@
 #include "cli/train.h"
 #include "train/train.h"
 
-#define N_ARRAYS 9
+#define N_ARRAYS AG_I_WEIGHT_ARRAYS
 static const char *const array_names[N_ARRAYS] = {"wq", "wk", "wv", "wo", "ln_weight",
-                                                  "ln_bias", "attn_src", "attn_dst", "attn"};
+                                                  "ln_bias", "attn_src", "attn_dst", "attn",
+                                                  "bias"};
 
-/* The arrays of a layer in array_names' order, and their sizes. */
+/* Array k of a layer (ag_i_weights_arrays's order) and its size. */
 static float **array_of(ag_weights_t *w, int k)
 {
-    float **all[N_ARRAYS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->ln_weight, &w->ln_bias,
-                             &w->attn_src, &w->attn_dst, &w->attn};
-    return all[k];
+    float **arrays[N_ARRAYS];
+    int64_t sizes[N_ARRAYS];
+    ag_i_weights_arrays(w, arrays, sizes);
+    return arrays[k];
 }
 
-static int64_t array_size(const ag_weights_t *w, int k)
+static int64_t array_size(ag_weights_t *w, int k)
 {
-    const int64_t HD = w->H * w->d, copies = w->per_node ? w->per_node : 1;
-    return k < 3 ? copies * HD * w->D : k == 3 ? w->D * HD : k < 6 ? w->D : HD;
+    float **arrays[N_ARRAYS];
+    int64_t sizes[N_ARRAYS];
+    ag_i_weights_arrays(w, arrays, sizes);
+    return sizes[k];
 }
 
 static int weights_copy(ag_weights_t *dst, const ag_weights_t *src, ag_error_t *err)
@@ -31,11 +35,11 @@ static int weights_copy(ag_weights_t *dst, const ag_weights_t *src, ag_error_t *
     *dst = *src;
     for (int k = 0; k < N_ARRAYS; k++)
         *array_of(dst, k) = NULL;
-    for (int k = 0; k < N_ARRAYS; k++) {
+    for (int k = 0; k < N_ARRAYS; k++) {   /* in order: wo before the bias's width */
         const float *from = *array_of((ag_weights_t *)src, k);
         if (!from)
             continue;
-        const int64_t n = array_size(src, k);
+        const int64_t n = array_size((ag_weights_t *)src, k);
         float *to = ag_i_alloc(n, sizeof(float), err, "weights");
         if (!to) {
             ag_weights_destroy(dst);
@@ -56,7 +60,7 @@ static int array_used(int k, ag_score_kind_t kind, ag_norm_t norm)
         return norm == AG_NORM_LAYER;
     if (k < 8)
         return kind == AG_SCORE_ADDITIVE;
-    return kind == AG_SCORE_GATV2;
+    return k == 8 ? kind == AG_SCORE_GATV2 : 1;
 }
 
 /* The readout: from the weights folder when it has one, else seeded. */
@@ -109,7 +113,7 @@ static int register_params(model_t *m, const train_opts_t *to, ag_error_t *err)
                 rc = ag_i_optimizer_split_last(m->opt, w->H * w->d * w->D, err);
             n++;
         }
-    if (!rc && m->C) {
+    if (!rc && m->C && m->readout) {
         rc = ag_optimizer_add(m->opt, m->wr, m->dwr, m->C * m->D, err);
         if (!rc)
             rc = ag_optimizer_add(m->opt, m->br, m->dbr, m->C, err);
@@ -127,7 +131,8 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
 {
     memset(m, 0, sizeof *m);
     const run_opts_t *o = &to->o;
-    m->N = in->N, m->D = in->x0.cols, m->C = t->C;
+    m->N = in->N, m->D_in = m->D = in->x0.cols, m->C = t->C;
+    m->readout = !o->model.n_layers || o->model.readout;
     m->total = in->total;
     m->rounds = (int)in->rounds;
     m->lr = to->opt.lr;
@@ -147,7 +152,7 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
         ag_weights_t *w = &m->layers[l];
         if ((rc = weights_copy(w, &in->layers[l], err)))
             break;
-        if (!o->weights)   /* seeded: keep only the vectors this score has */
+        if (!o->weights && !o->model.n_layers)   /* seeded: keep only the vectors this score has */
             for (int k = 6; k < N_ARRAYS; k++)
                 if (!array_used(k, m->score.kind, o->norm)) {
                     free(*array_of(w, k));
@@ -159,10 +164,16 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
     }
     if (rc)
         return rc;
-    if (m->C && (rc = readout_init(m, to, err)))
+    const int64_t widest = m->rounds ? ag_rounds_widest(m->layers, m->n_layers, m->rounds)
+                                     : m->D_in;
+    if (m->rounds)
+        m->D = ag_layer_width_out(&m->layers[m->n_layers == 1 ? 0 : m->rounds - 1]);
+    if (o->model.n_layers && (rc = model_layers_check(&o->model, m->D_in, m->C, err)))
         return rc;
-    m->X = ag_i_alloc(m->N * m->D, sizeof(float), err, "states");
-    m->dX = ag_i_alloc(m->N * m->D, sizeof(float), err, "state gradients");
+    if (m->C && m->readout && (rc = readout_init(m, to, err)))
+        return rc;
+    m->X = ag_i_alloc(m->N * widest, sizeof(float), err, "states");
+    m->dX = ag_i_alloc(m->N * widest, sizeof(float), err, "state gradients");
     if (!m->X || !m->dX)
         return ag_i_alloc_status();
     if ((rc = ag_optimizer_init(&m->opt, &to->opt, err)))
@@ -214,7 +225,7 @@ ag_round_opts_t model_round_opts(const model_t *m, int step)
 static int forward(model_t *m, ag_nbhd_t *nb, const float *x0, int step, ag_tape_t **tape,
                    ag_error_t *err)
 {
-    memcpy(m->X, x0, (size_t)(m->N * m->D) * sizeof(float));
+    memcpy(m->X, x0, (size_t)(m->N * m->D_in) * sizeof(float));
     *tape = NULL;
     const ag_round_opts_t ro = model_round_opts(m, step);
     return m->rounds > 0 ? ag_rounds_forward(nb, m->layers, m->n_layers, m->X, m->rounds, &ro,
@@ -261,7 +272,6 @@ int model_items(const model_t *m, folder_item_t *items, char (*names)[64])
     int n = 0;
     for (int l = 0; l < m->n_layers; l++) {
         ag_weights_t *w = &m->layers[l];
-        const int64_t HD = w->H * w->d;
         for (int k = 0; k < N_ARRAYS; k++) {
             const float *p = *array_of(w, k);
             if (!p)
@@ -271,21 +281,12 @@ int model_items(const model_t *m, folder_item_t *items, char (*names)[64])
             else
                 snprintf(names[n], 64, "%s.npy", array_names[k]);
             folder_item_t *it = &items[n];
-            *it = (folder_item_t){names[n], p, NULL, 2, {0, 0, 0}, NULL};
-            if (k < 3 && w->per_node)
-                it->ndim = 3, it->shape[0] = w->per_node, it->shape[1] = HD, it->shape[2] = w->D;
-            else if (k < 3)
-                it->shape[0] = HD, it->shape[1] = w->D;
-            else if (k == 3)
-                it->shape[0] = w->D, it->shape[1] = HD;
-            else if (k < 6)
-                it->ndim = 1, it->shape[0] = w->D;
-            else
-                it->shape[0] = w->H, it->shape[1] = w->d;
+            *it = (folder_item_t){names[n], p, NULL, 0, {0, 0, 0}, NULL};
+            it->ndim = ag_i_weights_shape(w, k, it->shape);
             n++;
         }
     }
-    if (m->C) {
+    if (m->C && m->readout) {
         items[n++] = (folder_item_t){"readout.npy", m->wr, NULL, 2, {m->C, m->D, 0}, NULL};
         items[n++] = (folder_item_t){"readout_bias.npy", m->br, NULL, 1, {m->C, 0, 0}, NULL};
     }

@@ -199,6 +199,11 @@ static int train_checks(train_opts_t *t, const opt_parser_t *p)
     o->rounds = rounds ? rounds : 1;   /* run's checks know no --rounds 0 */
     int rc = input_options_check(o, "train");
     o->given[OPT_SEED - OPT_Q] = seed_given;
+    /* a model file's dropout, unless the command gives its own */
+    if (o->model.has_dropout && !p->seen[OPT_DROPOUT - OPT_Q])
+        t->dropout = o->model.dropout;
+    if (o->model.has_attn_dropout && !p->seen[OPT_ATTN_DROPOUT - OPT_Q])
+        t->attn_dropout = o->model.attn_dropout;
     if (!rounds)   /* else keep what the check set: --weights DIR/model.args's rounds */
         o->rounds = 0;
     return rc ? EXIT_USAGE : 0;

@@ -142,10 +142,20 @@ void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
 {
     static const char *const opt_names[] = {"adam", "adamw", "sgd"};
     const run_opts_t *o = &to->o;
-    printf("train: %lld round%s (D=%lld, %lld head%s of width %lld, %s scores, %s, seed %llu); ",
-           (long long)in->rounds, AG_PLURAL(in->rounds), (long long)in->x0.cols, (long long)in->H,
-           AG_PLURAL(in->H), (long long)in->d, score_names[in->score.kind],
-           o->weights ? "weights from file" : "random weights", (unsigned long long)o->seed);
+    if (o->model.n_layers) {   /* the widths layer by layer: 1433 -> 64 -> 7 */
+        printf("train: %d layer%s of %s (widths %lld", o->model.n_layers,
+               AG_PLURAL(o->model.n_layers), o->model.path, (long long)in->x0.cols);
+        for (int k = 0; k < in->n_layers; k++)
+            printf(" -> %lld", (long long)ag_layer_width_out(&in->layers[k]));
+        printf("%s, %s scores, %s, seed %llu); ", o->model.readout ? ", linear readout" : "",
+               score_names[in->score.kind], o->weights ? "weights from file" : "random weights",
+               (unsigned long long)o->seed);
+    } else {
+        printf("train: %lld round%s (D=%lld, %lld head%s of width %lld, %s scores, %s, seed "
+               "%llu); ", (long long)in->rounds, AG_PLURAL(in->rounds), (long long)in->x0.cols,
+               (long long)in->H, AG_PLURAL(in->H), (long long)in->d, score_names[in->score.kind],
+               o->weights ? "weights from file" : "random weights", (unsigned long long)o->seed);
+    }
     if (t->C)
         printf("%lld classes, %lld train", (long long)t->C, (long long)t->n_train);
     else
@@ -173,12 +183,13 @@ void print_run_hint(const train_opts_t *to, const inputs_t *in)
            "--csr " : "", c->name, c->kind == 1 ? "'" : "");
     if (c->kind == 1)
         printf(" --nodes %lld", (long long)in->N);
-    char args[1024];
-    model_args(args, sizeof args, o, in->H, in->rounds);
-    printf(" --features %s --weights %s %s", o->features, to->save, args);
-    if (o->src.self != AG_SELF_KEEP)
+    char args[1024] = "";   /* a model file's options are in DIR/model.txt */
+    if (!o->model.n_layers)
+        model_args(args, sizeof args, o, in->H, in->rounds);
+    printf(" --features %s --weights %s%s%s", o->features, to->save, *args ? " " : "", args);
+    if (o->src.self != AG_SELF_KEEP && !o->model.n_layers)
         printf(" --self-loops %s", self_loops_name(o->src.self));
-    if (o->src.direction != AG_EDGES_AUTO)
+    if (o->src.direction != AG_EDGES_AUTO && !o->model.n_layers)
         printf(" --%s", o->src.direction == AG_EDGES_UNDIRECTED ? "undirected" : "directed");
     if (o->src.format)
         printf(" --format %s", o->src.format);

@@ -107,6 +107,12 @@ AG_INTERNAL
 int ag_i_weights_arrays(ag_weights_t *w, float **arrays[AG_I_WEIGHT_ARRAYS],
                         int64_t sizes[AG_I_WEIGHT_ARRAYS]);
 
+/* The shape of array m of w (ag_i_weights_arrays's order) by w's sizes, into
+   shape; returns its dimensions (1 to 3). A bias's width is the layer's
+   output's (ag_layer_width_out: wo must be there when the layer has one). */
+AG_INTERNAL
+int ag_i_weights_shape(const ag_weights_t *w, int m, int64_t shape[3]);
+
 /* The same with r (NULL: the plain call); see base/gemm.h. */
 int ag_i_layer_norm_backward_r(const ag_i_reducer_t *r, float *dX, float *dW, float *dB,
                                const float *dY, const float *X, int64_t N, int64_t D,

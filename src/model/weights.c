@@ -244,13 +244,37 @@ int64_t ag_rounds_widest(const ag_weights_t *layers, int n_layers, int rounds)
     return widest;
 }
 
+int ag_i_weights_shape(const ag_weights_t *w, int m, int64_t shape[3])
+{
+    const int64_t HD = w->H * w->d;
+    if (m < 3 && w->per_node) {
+        shape[0] = w->per_node, shape[1] = HD, shape[2] = w->D;
+        return 3;
+    }
+    if (m < 3) {
+        shape[0] = HD, shape[1] = w->D;
+        return 2;
+    }
+    if (m == 3) {
+        shape[0] = w->D_out ? w->D_out : w->D, shape[1] = HD;
+        return 2;
+    }
+    if (m < 6 || m == 9) {
+        shape[0] = m == 9 ? ag_layer_width_out(w) : w->D;
+        return 1;
+    }
+    shape[0] = w->H, shape[1] = w->d;
+    return 2;
+}
+
 /* Floats in array m of w (mats_of's numbering). */
 static int64_t mat_size(const ag_weights_t *w, int m)
 {
-    const int64_t HD = w->H * w->d, copies = w->per_node ? w->per_node : 1;
-    const int64_t wo_rows = w->D_out ? w->D_out : w->D;
-    return m < 3 ? copies * HD * w->D : m == 3 ? wo_rows * HD : m < 6 ? w->D
-           : m < 9 ? HD : ag_layer_width_out(w);
+    int64_t shape[3], n = 1;
+    const int ndim = ag_i_weights_shape(w, m, shape);
+    for (int k = 0; k < ndim; k++)
+        n *= shape[k];
+    return n;
 }
 
 int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm,

@@ -130,9 +130,12 @@ static int ce_check(const ag_i_reducer_t *red, const float *X, int64_t N, int64_
                     const float *Wr, int64_t C, const int64_t *labels, const uint8_t *mask,
                     int64_t *counted, ag_error_t *err)
 {
-    if ((!red && (!X || !labels)) || !Wr)
-        return ag_i_fail(err, AG_EINVAL, "cross-entropy: states, readout weights and labels "
-                         "are required");
+    if (!red && (!X || !labels))
+        return ag_i_fail(err, AG_EINVAL, "cross-entropy: states and labels are required");
+    if (!Wr && D != C)
+        return ag_i_fail(err, AG_EINVAL, "cross-entropy: no readout, so the states are the "
+                         "logits: width %lld; expected the %lld classes", (long long)D,
+                         (long long)C);
     if ((!red && N <= 0) || N < 0 || D <= 0 || C <= 0)
         return ag_i_fail(err, AG_EINVAL, "cross-entropy: %lld nodes of width %lld, %lld "
                          "classes; expected each >= 1", (long long)N, (long long)D, (long long)C);
@@ -182,7 +185,10 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
         free(logits), free(sums);
         return ag_i_reducer_failed(r, 2, err);
     }
-    ag_i_gemm_xwt(logits, X, Wr, N, D, C, 0.0f);
+    if (Wr)
+        ag_i_gemm_xwt(logits, X, Wr, N, D, C, 0.0f);
+    else if (N)
+        memcpy(logits, X, (size_t)(N * C) * sizeof *logits);
     if (br)
         for (int64_t i = 0; i < N; i++)
             for (int64_t c = 0; c < C; c++)
@@ -198,9 +204,11 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
             *counted = n;
     }
     /* the logits now hold dL/dlogits */
-    if (!rc && dX)
+    if (!rc && dX && Wr)
         ag_i_gemm_xw(dX, logits, Wr, N, C, D, 0.0f);
-    if (!rc && dWr) {
+    else if (!rc && dX && N)
+        memcpy(dX, logits, (size_t)(N * C) * sizeof *dX);
+    if (!rc && dWr && Wr) {
         memset(dWr, 0, (size_t)(C * D) * sizeof *dWr);
         rc = ag_i_gemm_atb_r(r, dWr, logits, X, N, C, D, err);
     }

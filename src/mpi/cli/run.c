@@ -286,7 +286,7 @@ static int predict_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const floa
     float *all;
     int rc = gather_all_rows(comm, part, mine, cols, &all, err);
     if (!rc && part->rank == 0)
-        rc = write_predictions(path, weights, all, part->n_nodes, cols, err);
+        rc = write_predictions(path, weights, 1, all, part->n_nodes, cols, err);
     free(all);
     return ag_mpi_agree(comm, rc, err);
 }

@@ -1,0 +1,410 @@
+/*
+ * A model described in a small text file (docs/model-file.md): the options
+ * that shape every layer (score, norm, self-loops, ...), one line each, and a
+ * `layer` line per layer with its own heads, head width, output, projection,
+ * bias, activation and residual. `train --model FILE` starts from it, `train
+ * --save DIR` writes it as DIR/model.txt beside the weights, and `run
+ * --weights DIR` runs what it describes.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "cli/cli.h"
+#include "model/model.h"
+
+static const char *const act_names[] = {"none", "relu", "elu", "gelu"};
+
+/* The options a model file may hold: the model's, and how the graph is shaped. */
+static const int file_codes[] = {OPT_SCORE, OPT_BETA, OPT_SOFTCAP, OPT_SLOPE, OPT_SIGMOID_BIAS,
+                                 OPT_ALIBI, OPT_EDGE_BIAS, OPT_NORM, OPT_POSENC,
+                                 OPT_SELF_LOOPS, OPT_DIRECTED, OPT_UNDIRECTED};
+/* The options a model file replaces: its layer lines say them per layer. */
+static const int layer_codes[] = {OPT_HEADS, OPT_ROUNDS, OPT_NO_RESIDUAL, OPT_HEAD_DIM,
+                                  OPT_PER_NODE_WEIGHTS};
+
+#define COUNT(a) (sizeof a / sizeof a[0])
+
+static const struct option *option_named(const char *name)
+{
+    for (int k = 0; input_options[k].name; k++)
+        if (strcmp(input_options[k].name, name) == 0)
+            return &input_options[k];
+    return NULL;
+}
+
+static const char *option_name(int code)
+{
+    for (int k = 0; input_options[k].name; k++)
+        if (input_options[k].val == code)
+            return input_options[k].name;
+    return "?";
+}
+
+static int is_file_code(int code)
+{
+    for (size_t k = 0; k < COUNT(file_codes); k++)
+        if (file_codes[k] == code)
+            return 1;
+    return 0;
+}
+
+/* "yes" or "no" into *v; 0, or -1 for anything else. */
+static int yes_no(const char *s, int *v)
+{
+    if (strcmp(s, "yes") == 0)
+        return *v = 1, 0;
+    if (strcmp(s, "no") == 0)
+        return *v = 0, 0;
+    return -1;
+}
+
+/* A positive integer up to max, or -1. */
+static int64_t count_of(const char *s, int64_t max)
+{
+    char *end;
+    errno = 0;
+    const long long v = strtoll(s, &end, 10);
+    return errno || end == s || *end || v < 1 || v > max ? -1 : v;
+}
+
+#define FILE_ERROR(...) (usage_error(cmd, __VA_ARGS__), EXIT_USAGE)
+
+/* One `layer key=value ...` line (its words after `layer`) into L. */
+static int layer_line(layer_spec_t *L, char *words, const char *path, int line,
+                      const char *cmd)
+{
+    *L = (layer_spec_t){.line = line, .residual = -1};
+    char *save = NULL;
+    for (char *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        char *v = strchr(w, '=');
+        if (!v || !v[1])
+            return FILE_ERROR("%s line %d: '%s' is not key=value (heads=8, dim=8, out=concat, "
+                              "...)", path, line, w);
+        *v++ = '\0';
+        int bad = 0;
+        if (strcmp(w, "heads") == 0)
+            bad = (L->heads = count_of(v, 4096)) < 0;
+        else if (strcmp(w, "dim") == 0)
+            bad = (L->dim = count_of(v, 1 << 20)) < 0;
+        else if (strcmp(w, "out") == 0) {
+            L->out = strcmp(v, "concat") == 0 ? OUT_CONCAT : strcmp(v, "mean") == 0 ? OUT_MEAN
+                                                                                     : OUT_LINEAR;
+            if (L->out == OUT_LINEAR)
+                bad = (L->out_width = count_of(v, 1 << 24)) < 0;
+        } else if (strcmp(w, "projection") == 0) {
+            bad = strcmp(v, "one") != 0 && strcmp(v, "qkv") != 0;
+            L->one_projection = strcmp(v, "one") == 0;
+        } else if (strcmp(w, "bias") == 0) {
+            bad = yes_no(v, &L->bias) != 0;
+        } else if (strcmp(w, "residual") == 0) {
+            bad = yes_no(v, &L->residual) != 0;
+        } else if (strcmp(w, "act") == 0) {
+            bad = 1;
+            for (int a = 0; a < (int)COUNT(act_names) && bad; a++)
+                if (strcmp(v, act_names[a]) == 0)
+                    L->act = (ag_activation_t)a, bad = 0;
+        } else {
+            return FILE_ERROR("%s line %d: unknown layer key '%s'; expected heads, dim, out, "
+                              "projection, bias, act or residual", path, line, w);
+        }
+        if (bad)
+            return FILE_ERROR("%s line %d: %s=%s; expected %s", path, line, w, v,
+                              strcmp(w, "heads") == 0 ? "an integer in 1..4096"
+                              : strcmp(w, "dim") == 0 ? "a head width, an integer >= 1"
+                              : strcmp(w, "out") == 0 ? "concat, mean or a width (wo's rows)"
+                              : strcmp(w, "projection") == 0 ? "one (keys and values are the "
+                                                               "queries' projection) or qkv"
+                              : strcmp(w, "act") == 0 ? "none, relu, elu or gelu"
+                                                      : "yes or no");
+    }
+    if (!L->heads || !L->dim)
+        return FILE_ERROR("%s line %d: a layer needs heads=H and dim=d (the head width)", path,
+                          line);
+    return 0;
+}
+
+int model_file_read(run_opts_t *o, const char *path, const char *cmd)
+{
+    for (size_t k = 0; k < COUNT(layer_codes); k++)
+        if (o->given[layer_codes[k] - OPT_Q])
+            return FILE_ERROR("--%s: the model file %s describes every layer; give it there "
+                              "(docs/model-file.md)", option_name(layer_codes[k]), path);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return FILE_ERROR("--model %s: cannot read: %s", path, strerror(errno));
+    model_spec_t *m = &o->model;
+    *m = (model_spec_t){.path = path, .readout = 1};
+    /* the options the command gave itself, which the file may not change */
+    unsigned char given[OPT_COUNT];
+    memcpy(given, o->given, sizeof given);
+    static char lines[64][512];   /* the options keep pointers into them (--edge-bias ATTR) */
+    char buf[4096];
+    int line = 0, rc = 0, n_opts = 0;
+    while (!rc && fgets(buf, sizeof buf, f)) {
+        line++;
+        if (!strchr(buf, '\n') && !feof(f)) {
+            rc = FILE_ERROR("%s line %d: longer than %zu bytes", path, line, sizeof buf - 2);
+            break;
+        }
+        char *hash = strchr(buf, '#');
+        if (hash)
+            *hash = '\0';
+        char *save = NULL, *key = strtok_r(buf, " \t\r\n", &save);
+        if (!key)
+            continue;
+        char *rest = save ? save + strspn(save, " \t") : NULL;
+        if (rest)
+            rest[strcspn(rest, "\r\n")] = '\0';
+        if (strcmp(key, "layer") == 0) {
+            if (m->n_layers == MODEL_MAX_LAYERS)
+                rc = FILE_ERROR("%s line %d: more than %d layers", path, line, MODEL_MAX_LAYERS);
+            else
+                rc = layer_line(&m->layers[m->n_layers++], rest ? rest : (char[]){""}, path,
+                                line, cmd);
+            continue;
+        }
+        char *value = rest && *rest ? strtok_r(rest, " \t", &save) : NULL;
+        char *extra = value ? strtok_r(NULL, " \t", &save) : NULL;
+        const struct option *opt = option_named(key);
+        const int known = strcmp(key, "readout") == 0 || strcmp(key, "dropout") == 0 ||
+                          strcmp(key, "attn-dropout") == 0 || (opt && is_file_code(opt->val));
+        if (!known) {
+            rc = FILE_ERROR("%s line %d: unknown key '%s'; expected layer, readout, dropout, "
+                            "attn-dropout or one of the model's options (score, beta, softcap, "
+                            "slope, sigmoid-bias, alibi, edge-bias, norm, posenc, self-loops, "
+                            "directed, undirected)", path, line, key);
+        } else if (extra) {
+            rc = FILE_ERROR("%s line %d: '%s' after %s %s; one value per line", path, line,
+                            extra, key, value);
+        } else if (strcmp(key, "readout") == 0) {
+            m->readout = value && strcmp(value, "linear") == 0;
+            if (!value || (m->readout == 0 && strcmp(value, "none") != 0))
+                rc = FILE_ERROR("%s line %d: readout %s; expected linear (logits = X Wr^T + br) "
+                                "or none (the last layer writes the classes)", path, line,
+                                value ? value : "with no value");
+        } else if (strcmp(key, "dropout") == 0 || strcmp(key, "attn-dropout") == 0) {
+            char *end = NULL;
+            const double p = value ? strtod(value, &end) : NAN;
+            if (!value || *end || !(p >= 0 && p < 1))
+                rc = FILE_ERROR("%s line %d: %s %s; expected a probability in 0..1 (1 excluded)",
+                                path, line, key, value ? value : "with no value");
+            else if (key[0] == 'd')
+                m->dropout = (float)p, m->has_dropout = 1;
+            else
+                m->attn_dropout = (float)p, m->has_attn_dropout = 1;
+        } else {
+            if ((opt->has_arg == required_argument) != (value != NULL))
+                rc = FILE_ERROR("%s line %d: %s %s", path, line, key,
+                                value ? "takes no value" : "needs a value");
+            else if (given[opt->val - OPT_Q])
+                rc = FILE_ERROR("--%s is given on the command line and in %s (line %d); give it "
+                                "in one place", key, path, line);
+            else if (n_opts == (int)COUNT(lines))
+                rc = FILE_ERROR("%s line %d: more than %d options", path, line, (int)COUNT(lines));
+            else {
+                char *arg = value ? strcpy(lines[n_opts++], value) : NULL;
+                if (value && strlen(value) >= sizeof lines[0])
+                    rc = FILE_ERROR("%s line %d: value too long", path, line);
+                else if (input_option(o, opt->val, arg, cmd))
+                    rc = FILE_ERROR("(that is %s line %d)", path, line);
+            }
+        }
+    }
+    fclose(f);
+    if (!rc && m->n_layers == 0)
+        rc = FILE_ERROR("%s: no layer line (layer heads=H dim=d ...)", path);
+    if (rc)
+        return rc;
+    o->heads = m->layers[0].heads, o->rounds = m->n_layers;
+    return 0;
+}
+
+/* The layer's output width from input width D, or -1 when the line asks for
+   what cannot be (messages name the line). */
+static int64_t layer_out(const layer_spec_t *L, int64_t D)
+{
+    return L->out == OUT_CONCAT ? L->heads * L->dim : L->out == OUT_MEAN ? L->dim
+           : L->out_width ? L->out_width : D;
+}
+
+int model_layers_check(const model_spec_t *m, int64_t D, int64_t classes, ag_error_t *err)
+{
+    for (int k = 0; k < m->n_layers; k++) {
+        const layer_spec_t *L = &m->layers[k];
+        const int64_t out = layer_out(L, D);
+        if (L->residual == 1 && out != D)
+            return ag_i_fail(err, AG_EINVAL, "%s line %d: layer %d reads width %lld and writes "
+                             "%lld, so it cannot add a residual; residual=no, or an output of "
+                             "width %lld", m->path, L->line, k + 1, (long long)D,
+                             (long long)out, (long long)D);
+        D = out;
+    }
+    if (!m->readout && classes && D != classes)
+        return ag_i_fail(err, AG_EINVAL, "%s: readout none, so the last layer writes the "
+                         "logits: width %lld; the labels have %lld classes (out=%lld, or "
+                         "readout linear)", m->path, (long long)D, (long long)classes,
+                         (long long)classes);
+    return AG_OK;
+}
+
+/* Array k (ag_i_weights_arrays's order) of layer w drawn from the seed:
+   Gaussian of standard deviation 1/sqrt(fan-in); bias 0, LayerNorm 1 and 0. */
+static void draw_array(float *p, int k, int64_t n, const ag_weights_t *w, uint64_t seed,
+                       int layer)
+{
+    const int64_t fan_in = k < 3 ? w->D : k == 3 ? w->H * w->d : w->d;
+    if (k >= 4 && k < 6) {
+        for (int64_t x = 0; x < n; x++)
+            p[x] = k == 4 ? 1.0f : 0.0f;
+    } else if (k == 9) {
+        memset(p, 0, (size_t)n * sizeof *p);
+    } else {
+        ag_random_normal(p, n, seed, 16 * (uint64_t)layer + (uint64_t)k + 1,
+                         1.0f / sqrtf((float)fan_in));
+    }
+}
+
+/* Reads dir/name.npy into p [n] after checking its shape is shape[0..ndim). */
+static int load_into(float *p, const char *dir, const char *name, int ndim,
+                     const int64_t *shape, int64_t n, ag_error_t *err)
+{
+    char path[4096 + 64];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    ag_array_t a;
+    int rc = ag_array_read_npy(&a, path, err);
+    if (rc)
+        return rc;
+    int ok = a.ndim == ndim;
+    for (int k = 0; ok && k < ndim; k++)
+        ok = a.shape[k] == shape[k];
+    if (!ok) {
+        char got[96] = "", want[96] = "";
+        for (int k = 0; k < a.ndim; k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "",
+                     (long long)a.shape[k]);
+        for (int k = 0; k < ndim; k++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", k ? ", " : "",
+                     (long long)shape[k]);
+        ag_array_destroy(&a);
+        return ag_i_fail(err, AG_EINVAL, "%s is [%s]; the model file says [%s]", path, got,
+                         want);
+    }
+    memcpy(p, a.data, (size_t)n * sizeof *p);
+    ag_array_destroy(&a);
+    return AG_OK;
+}
+
+int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, ag_error_t *err)
+{
+    const model_spec_t *m = &o->model;
+    int rc = model_layers_check(m, D, 0, err);
+    if (rc)
+        return rc;
+    ag_weights_t *ws = ag_i_calloc(m->n_layers, sizeof *ws, err, "weights");
+    if (!ws)
+        return ag_i_alloc_status();
+    const ag_score_kind_t kind = o->score.kind;
+    static const char *const names[AG_I_WEIGHT_ARRAYS] = {
+        "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias"};
+    for (int l = 0; l < m->n_layers && !rc; l++) {
+        const layer_spec_t *L = &m->layers[l];
+        ag_weights_t *w = &ws[l];
+        const int64_t out = layer_out(L, D);
+        *w = (ag_weights_t){.D = D, .H = L->heads, .d = L->dim,
+                            .D_out = L->out == OUT_LINEAR ? out : 0,
+                            .mean_heads = L->out == OUT_MEAN,
+                            .no_residual = L->residual == 1 ? 0 : L->residual == 0 || out != D,
+                            .act = L->act};
+        const int has[AG_I_WEIGHT_ARRAYS] = {
+            1, !L->one_projection, !L->one_projection, L->out == OUT_LINEAR,
+            o->norm == AG_NORM_LAYER, o->norm == AG_NORM_LAYER, kind == AG_SCORE_ADDITIVE,
+            kind == AG_SCORE_ADDITIVE, kind == AG_SCORE_GATV2, L->bias};
+        float **arrays[AG_I_WEIGHT_ARRAYS];
+        int64_t sizes[AG_I_WEIGHT_ARRAYS];
+        char dir[4096];
+        if (o->weights)
+            snprintf(dir, sizeof dir, m->n_layers > 1 ? "%s/round-%d" : "%s", o->weights, l + 1);
+        for (int k = 0; k < AG_I_WEIGHT_ARRAYS && !rc; k++) {
+            if (!has[k])
+                continue;
+            /* in order: wo is there before the bias's width is read */
+            ag_i_weights_arrays(w, arrays, sizes);
+            if (!(*arrays[k] = ag_i_alloc(sizes[k], sizeof(float), err, "weights"))) {
+                rc = ag_i_alloc_status();
+                break;
+            }
+            int64_t shape[3];
+            const int ndim = ag_i_weights_shape(w, k, shape);
+            rc = o->weights ? load_into(*arrays[k], dir, names[k], ndim, shape, sizes[k], err)
+                            : (draw_array(*arrays[k], k, sizes[k], w, o->seed, l), AG_OK);
+        }
+        D = out;
+    }
+    if (rc) {
+        for (int l = 0; l < m->n_layers; l++)
+            ag_weights_destroy(&ws[l]);
+        free(ws);
+        return rc;
+    }
+    *layers = ws;
+    return AG_OK;
+}
+
+/* x as the fewest digits that read back to the same float (0.6, not 0.600000024). */
+static const char *float_text(char *buf, size_t cap, float x)
+{
+    for (int digits = 1; digits <= 9; digits++) {
+        snprintf(buf, cap, "%.*g", digits, (double)x);
+        if (strtof(buf, NULL) == x)
+            break;
+    }
+    return buf;
+}
+
+/* Appends to buf [cap] what printf would write. */
+#define APPEND(...) (used += (size_t)snprintf(buf + used, used < cap ? cap - used : 0, __VA_ARGS__))
+
+size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, float dropout,
+                       float attn_dropout)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    const model_spec_t *m = &o->model;
+    /* the options as model.args writes them, one per line */
+    char args[1024];
+    model_args(args, sizeof args, o, o->heads, o->rounds);
+    APPEND("# attngraph model (docs/model-file.md)\n");
+    char *save = NULL;
+    for (char *w = strtok_r(args, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        const struct option *opt = option_named(w + 2);
+        char *arg = opt && opt->has_arg == required_argument ? strtok_r(NULL, " ", &save) : NULL;
+        if (!opt || !is_file_code(opt->val))
+            continue;   /* heads, rounds, no-residual: the layer lines' */
+        APPEND("%s%s%s\n", w + 2, arg ? " " : "", arg ? arg : "");
+    }
+    char num[32];
+    if (dropout > 0)
+        APPEND("dropout %s\n", float_text(num, sizeof num, dropout));
+    if (attn_dropout > 0)
+        APPEND("attn-dropout %s\n", float_text(num, sizeof num, attn_dropout));
+    APPEND("readout %s\n", m->readout ? "linear" : "none");
+    for (int l = 0; l < m->n_layers; l++) {
+        const layer_spec_t *L = &m->layers[l];
+        APPEND("layer heads=%lld dim=%lld", (long long)L->heads, (long long)L->dim);
+        if (L->out == OUT_LINEAR && L->out_width)
+            APPEND(" out=%lld", (long long)L->out_width);
+        else if (L->out != OUT_LINEAR)
+            APPEND(" out=%s", L->out == OUT_CONCAT ? "concat" : "mean");
+        APPEND(" projection=%s bias=%s act=%s", L->one_projection ? "one" : "qkv",
+               L->bias ? "yes" : "no", act_names[L->act]);
+        if (L->residual >= 0)
+            APPEND(" residual=%s", L->residual ? "yes" : "no");
+        APPEND("\n");
+    }
+    return used;
+}

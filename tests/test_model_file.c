@@ -1,0 +1,224 @@
+/*
+ * Model files (train --model FILE, train --save DIR's model.txt, run --weights
+ * DIR): a GAT-shaped model learns the planted partition from the command
+ * line; what --save writes is the model file written out by hand here and
+ * arrays of the shapes the layers have; run predicts what train predicted;
+ * the same bits on 1 and 2 threads; every refusal names the file and line.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define PLANTED "graphs/planted.gml --features graphs/planted/x.npy --labels " \
+                "graphs/planted/labels.npy --train-mask graphs/planted/train.npy " \
+                "--eval-mask graphs/planted/eval.npy"
+
+/* GAT's shape on the planted partition's 8 features and 3 classes. */
+static const char gat[] =
+    "# a small GAT\n"
+    "score additive\n"
+    "self-loops replace   # as GATConv adds them\n"
+    "attn-dropout 0.25\n"
+    "readout none\n"
+    "layer heads=2 dim=4 out=concat projection=one bias=yes act=elu\n"
+    "\n"
+    "layer heads=1 dim=3 out=mean projection=one bias=yes\n";
+
+/* What train --save writes for it (the file above, in one form). */
+static const char gat_saved[] =
+    "# attngraph model (docs/model-file.md)\n"
+    "score additive\n"
+    "self-loops replace\n"
+    "attn-dropout 0.25\n"
+    "readout none\n"
+    "layer heads=2 dim=4 out=concat projection=one bias=yes act=elu\n"
+    "layer heads=1 dim=3 out=mean projection=one bias=yes act=none\n";
+
+/* Held-out accuracy of a predictions file on the planted partition. */
+static double eval_accuracy(const char *pred_path)
+{
+    int64_t *pred, *labels, n, m;
+    ag_error_t err;
+    ck_assert_msg(ag_index_read_npy(&pred, &n, pred_path, &err) == AG_OK, "%s", err.msg);
+    ck_assert_int_eq(ag_index_read_npy(&labels, &m, "graphs/planted/labels.npy", &err), AG_OK);
+    ag_array_t mask;
+    ck_assert_int_eq(ag_array_read_npy(&mask, "graphs/planted/eval.npy", &err), AG_OK);
+    ck_assert_int_eq(n, m);
+    int64_t right = 0, counted = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (mask.data[i] != 0)
+            counted++, right += pred[i] == labels[i];
+    free(pred), free(labels);
+    ag_array_destroy(&mask);
+    return (double)right / (double)counted;
+}
+
+/* Files a and b hold the same bytes. */
+static void expect_same_bytes(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    ck_assert_msg(fa && fb, "%s or %s is missing", a, b);
+    int ca, cb;
+    long at = 0;
+    do {
+        ca = fgetc(fa), cb = fgetc(fb);
+        ck_assert_msg(ca == cb, "%s and %s differ at byte %ld", a, b, at);
+        at++;
+    } while (ca != EOF);
+    fclose(fa), fclose(fb);
+}
+
+/* The .npy file's shape line, as numpy writes it: "(3, 8)". */
+static void expect_shape(const char *path, const char *shape)
+{
+    char *text = read_text(path);
+    ck_assert_msg(text != NULL, "%s is missing", path);
+    char want[64];
+    snprintf(want, sizeof want, "'shape': %s", shape);
+    ck_assert_msg(strstr(text + 10, want), "%s: expected %s", path, want);   /* after the magic and the length */
+    free(text);
+}
+
+START_TEST(model_file_trains_saves_and_runs)
+{
+    char model[512], dir[512], p1[512], p2[512], args[2048];
+    snprintf(model, sizeof model, "%s", tmp_path("gat.txt"));
+    snprintf(dir, sizeof dir, "%s", tmp_path("gat-saved"));
+    snprintf(p1, sizeof p1, "%s", tmp_path("gat-p1.npy"));
+    snprintf(p2, sizeof p2, "%s", tmp_path("gat-p2.npy"));
+    write_text(model, gat);
+    snprintf(args, sizeof args, "train " PLANTED " --model %s --lr 0.02 --epochs 80 --save %s "
+             "--predict %s", model, dir, p1);
+    char *out;
+    ck_assert_int_eq(run_cli(args, &out, NULL), 0);
+    ck_assert_msg(strstr(out, "train: 2 layers of") && strstr(out, "(widths 8 -> 8 -> 3, "
+                  "additive scores"), "%s", out);
+    ck_assert_msg(strstr(out, "attention dropout 0.25"), "%s", out);
+    free(out);
+    const double acc = eval_accuracy(p1);
+    ck_assert_msg(acc >= 0.85, "held-out accuracy %.3f", acc);
+    char *saved = read_text(tmp_path("gat-saved/model.txt"));
+    ck_assert_str_eq(saved, gat_saved);
+    free(saved);
+    expect_shape(tmp_path("gat-saved/round-1/wq.npy"), "(8, 8)");
+    expect_shape(tmp_path("gat-saved/round-1/bias.npy"), "(8,)");
+    expect_shape(tmp_path("gat-saved/round-1/attn_src.npy"), "(2, 4)");
+    expect_shape(tmp_path("gat-saved/round-2/wq.npy"), "(3, 8)");
+    expect_shape(tmp_path("gat-saved/round-2/bias.npy"), "(3,)");
+    ck_assert(!file_exists(tmp_path("gat-saved/round-1/wk.npy")));   /* one projection */
+    ck_assert(!file_exists(tmp_path("gat-saved/round-1/wo.npy")));   /* heads concatenated */
+    ck_assert(!file_exists(tmp_path("gat-saved/readout.npy")));      /* readout none */
+    ck_assert(!file_exists(tmp_path("gat-saved/model.args")));
+    /* run reads model.txt from the folder and predicts what train did */
+    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
+             "--weights %s --predict %s --quiet", dir, p2);
+    expect_cli(args, 0, 1, "");
+    expect_same_bytes(p1, p2);
+    /* and train goes on from the folder */
+    snprintf(args, sizeof args, "train " PLANTED " --weights %s --epochs 1 --quiet", dir);
+    expect_cli(args, 0, 1, "");
+}
+END_TEST
+
+START_TEST(model_file_same_bits_on_1_and_2_threads)
+{
+    char model[512], args[2048];
+    snprintf(model, sizeof model, "%s", tmp_path("tf.txt"));
+    /* a transformer's: widths 8 -> 12 -> 12 -> 3, GELU, residual, LayerNorm, dropout */
+    write_text(model, "norm layer\ndropout 0.2\n"
+                      "layer heads=2 dim=4 out=12 bias=yes act=gelu\n"
+                      "layer heads=3 dim=4 out=12 bias=yes act=relu residual=yes\n"
+                      "layer heads=1 dim=3 out=mean projection=one\n");
+    for (int t = 1; t <= 2; t++) {
+        snprintf(args, sizeof args, "train " PLANTED " --model %s --epochs 4 --threads %d "
+                 "--save %s --quiet", model, t, tmp_path(t == 1 ? "tf-t1" : "tf-t2"));
+        expect_cli(args, 0, 1, "");
+    }
+    const char *names[] = {"round-1/wq.npy", "round-1/wo.npy", "round-1/bias.npy",
+                           "round-1/ln_weight.npy", "round-2/wv.npy", "round-3/wq.npy",
+                           "readout.npy"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        char a[1024], b[1024];
+        snprintf(a, sizeof a, "%s/%s", tmp_path("tf-t1"), names[k]);
+        snprintf(b, sizeof b, "%s/%s", tmp_path("tf-t2"), names[k]);
+        expect_same_bytes(a, b);
+    }
+    expect_shape(tmp_path("tf-t1/round-1/wo.npy"), "(12, 8)");
+    expect_shape(tmp_path("tf-t1/readout.npy"), "(3, 3)");
+}
+END_TEST
+
+/* The file `text`, then `train` with it: exit 2 and the message. */
+static void refused(const char *text, const char *needle)
+{
+    char model[512], args[2048];
+    snprintf(model, sizeof model, "%s", tmp_path("bad-model.txt"));
+    write_text(model, text);
+    snprintf(args, sizeof args, "train " PLANTED " --model %s --epochs 1", model);
+    expect_cli(args, needle[0] == '!' ? 1 : 2, 2, needle + (needle[0] == '!'));
+}
+
+START_TEST(model_file_refusals)
+{
+    refused("score additive\nlayers heads=2 dim=4\n", "bad-model.txt line 2: unknown key 'layers'");
+    refused("layer heads=2 dim=4 width=3\n", "line 1: unknown layer key 'width'");
+    refused("layer heads=2 dim=4 act=tanh\n", "line 1: act=tanh; expected none, relu, elu or gelu");
+    refused("layer heads=2 out=concat\n", "line 1: a layer needs heads=H and dim=d");
+    refused("layer heads=0 dim=4\n", "line 1: heads=0; expected an integer in 1..4096");
+    refused("layer heads=2 dim=4 bias\n", "line 1: 'bias' is not key=value");
+    refused("score additive\n", "bad-model.txt: no layer line");
+    refused("score\nlayer heads=1 dim=8\n", "line 1: score needs a value");
+    refused("alibi yes\nlayer heads=1 dim=8\n", "line 1: alibi takes no value");
+    refused("dropout 1\nlayer heads=1 dim=8\n", "line 1: dropout 1; expected a probability");
+    refused("readout softmax\nlayer heads=1 dim=8\n", "line 1: readout softmax; expected linear");
+    refused("score additive extra\nlayer heads=1 dim=8\n", "'extra' after score additive");
+    refused("score nonsense\nlayer heads=1 dim=8\n", "(that is ");
+    refused("rounds 2\nlayer heads=1 dim=8\n", "line 1: unknown key 'rounds'");
+    /* shapes only the features' width can refuse: exit 1, naming the line */
+    refused("layer heads=2 dim=4 out=concat\nlayer heads=2 dim=2 out=concat residual=yes\n",
+            "!line 2: layer 2 reads width 8 and writes 4, so it cannot add a residual");
+    refused("readout none\nlayer heads=2 dim=2 out=concat\n",
+            "!readout none, so the last layer writes the logits: width 4; the labels have 3 "
+            "classes");
+    /* options of the command line and the file */
+    char model[512], args[2048];
+    snprintf(model, sizeof model, "%s", tmp_path("ok-model.txt"));
+    write_text(model, "score additive\nlayer heads=1 dim=8\n");
+    snprintf(args, sizeof args, "train " PLANTED " --model %s --heads 2", model);
+    expect_cli(args, 2, 2, "--heads: the model file");
+    snprintf(args, sizeof args, "train " PLANTED " --model %s --score dot", model);
+    expect_cli(args, 2, 2, "--score is given on the command line and in");
+    snprintf(args, sizeof args, "train " PLANTED " --model %s", tmp_path("no-such-model.txt"));
+    expect_cli(args, 2, 2, "cannot read");
+    snprintf(args, sizeof args, "inspect graphs/planted.gml --features graphs/planted/x.npy "
+             "--model %s --top 2", model);
+    expect_cli(args, 2, 2, "inspect runs layers of one shape; a model file (--model) is for "
+               "run and train");
+    /* a saved folder whose arrays disagree with its model.txt */
+    snprintf(args, sizeof args, "train " PLANTED " --model %s --epochs 1 --save %s --quiet", model,
+             tmp_path("shapes"));
+    expect_cli(args, 0, 1, "");
+    const float wrong[4] = {0};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/wq.npy", tmp_path("shapes"));
+    ag_error_t err;
+    ck_assert_int_eq(ag_npy_write_f32(path, wrong, 2, 2, &err), AG_OK);
+    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
+             "--weights %s", tmp_path("shapes"));
+    expect_cli(args, 1, 2, "wq.npy is [2, 2]; the model file says [8, 8]");
+}
+END_TEST
+
+Suite *model_file_suite(void)
+{
+    Suite *s = suite_create("model_file");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, model_file_trains_saves_and_runs);
+    tcase_add_test(tc, model_file_same_bits_on_1_and_2_threads);
+    tcase_add_test(tc, model_file_refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
