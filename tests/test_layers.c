@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model.h"
 #include "reference.h"
 #include "testutil.h"
 
@@ -222,9 +223,31 @@ START_TEST(shaped_layers_match_reference_and_finite_differences)
     ag_workspace_destroy(&ws);
     free(Xi);
 
+    /* without dX0 the first round skips its input's gradient: the same weight gradients */
+    ck_assert_int_eq(ag_rounds_backward(tape, R, NULL, m.g, &err), AG_OK);
+    float *kept[3][10];
+    for (int l = 0; l < m.n; l++) {
+        float **arrays[AG_I_WEIGHT_ARRAYS];
+        int64_t sizes[AG_I_WEIGHT_ARRAYS];
+        ag_i_weights_arrays(&m.g[l], arrays, sizes);
+        for (int a = 0; a < 10; a++)
+            kept[l][a] = *arrays[a] ? memcpy(malloc((size_t)sizes[a] * 4), *arrays[a],
+                                             (size_t)sizes[a] * 4) : NULL;
+    }
     ck_assert_msg(ag_rounds_backward(tape, R, dX, m.g, &err) == AG_OK, "%s: %s", st->name,
                   err.msg);
     ag_tape_free(tape);
+    for (int l = 0; l < m.n; l++) {
+        float **arrays[AG_I_WEIGHT_ARRAYS];
+        int64_t sizes[AG_I_WEIGHT_ARRAYS];
+        ag_i_weights_arrays(&m.g[l], arrays, sizes);
+        for (int a = 0; a < 10; a++)
+            if (kept[l][a]) {
+                ck_assert_msg(memcmp(kept[l][a], *arrays[a], (size_t)sizes[a] * 4) == 0,
+                              "%s: layer %d array %d differs without dX0", st->name, l + 1, a);
+                free(kept[l][a]);
+            }
+    }
     check_grad("dX", st, &m, X0, R, LN * out, Xr, X0, dX, LN * D0);
     const char *names[10] = {"wq", "wk", "wv", "wo", "ln_weight", "ln_bias",
                                           "attn_src", "attn_dst", "attn", "bias"};

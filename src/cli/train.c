@@ -3,6 +3,7 @@
  * readout) by gradient descent; under several connectivities, the same initial
  * model is trained under each and one table compares what each learnt.
  */
+#include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,12 @@ int write_train_curve(const train_opts_t *to, const char *csv, size_t len, out_f
 
 int cmd_train(int argc, char **argv)
 {
+#ifdef __GLIBC__
+    /* every epoch allocates and frees the same large buffers (the tape, the
+       backward's): keep them in the heap rather than fresh zeroed pages */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
     train_opts_t to;
     int status = parse_train(&to, argc, argv);
     if (status >= 0)

@@ -172,6 +172,13 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
         return rc;
     if (m->C && m->readout && (rc = readout_init(m, to, err)))
         return rc;
+    if (m->rounds > 0) {   /* the forwards without a tape: the figures, with dropout */
+        int64_t HD = 0;
+        for (int l = 0; l < m->n_layers; l++)
+            HD = m->layers[l].H * m->layers[l].d > HD ? m->layers[l].H * m->layers[l].d : HD;
+        if ((rc = ag_workspace_init(&m->ws, m->N ? m->N : 1, HD, widest, err)))
+            return rc;
+    }
     m->X = ag_i_alloc(m->N * widest, sizeof(float), err, "states");
     m->dX = ag_i_alloc(m->N * widest, sizeof(float), err, "state gradients");
     if (!m->X || !m->dX)
@@ -190,6 +197,7 @@ void model_free(model_t *m)
     free(m->layers), free(m->grads);
     free(m->wr), free(m->br), free(m->dwr), free(m->dbr);
     free(m->X), free(m->dX);
+    ag_workspace_destroy(&m->ws);
     ag_optimizer_free(m->opt);
     memset(m, 0, sizeof *m);
 }
@@ -221,16 +229,20 @@ ag_round_opts_t model_round_opts(const model_t *m, int step)
     return ro;
 }
 
-/* The rounds' forward from x0 into m->X, with the options of a step or not. */
+/* The rounds' forward from x0 into m->X, with the options of a step or not;
+   tape NULL: inference (ag_rounds_run, in m->ws), nothing kept for a backward. */
 static int forward(model_t *m, ag_nbhd_t *nb, const float *x0, int step, ag_tape_t **tape,
                    ag_error_t *err)
 {
     memcpy(m->X, x0, (size_t)(m->N * m->D_in) * sizeof(float));
-    *tape = NULL;
     const ag_round_opts_t ro = model_round_opts(m, step);
-    return m->rounds > 0 ? ag_rounds_forward(nb, m->layers, m->n_layers, m->X, m->rounds, &ro,
-                                             tape, err)
-                         : AG_OK;
+    if (m->rounds == 0)
+        return AG_OK;
+    if (!tape)
+        return ag_rounds_run(nb, m->layers, m->n_layers, m->X, m->rounds, &ro, &m->ws, NULL,
+                             err);
+    *tape = NULL;
+    return ag_rounds_forward(nb, m->layers, m->n_layers, m->X, m->rounds, &ro, tape, err);
 }
 
 int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int step,
@@ -239,7 +251,8 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
     *f = (epoch_t){NAN, NAN, NAN, NAN, 0, 0, 0, 0};
     const int drops = model_drops(m);
     ag_tape_t *tape = NULL;
-    int rc = forward(m, nb, x0, 0, &tape, err);   /* the figures: no dropout */
+    /* the figures, without dropout: the step's forward too when there is none */
+    int rc = forward(m, nb, x0, 0, step && !drops ? &tape : NULL, err);
     if (!rc)
         rc = loss_on(m, t, t->train, step && !drops, &f->loss, &f->train_correct, err);
     if (!rc && t->eval)
@@ -251,7 +264,6 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
         rc = ag_i_fail(err, AG_EINVAL, "the loss is not finite");   /* train.c says more */
     }
     if (!rc && step && drops) {   /* the step's forward, with dropout */
-        ag_tape_free(tape);
         double loss;
         int64_t correct;
         if (!(rc = forward(m, nb, x0, 1, &tape, err)))

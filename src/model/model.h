@@ -55,6 +55,8 @@ typedef struct {
     int k, r;
     int64_t row0;
     int training;
+    int no_input_grad;   /* backward: dX (the gradient of the round's input) is not wanted
+                            (the first round's, when the caller takes no dX0) */
 } ag_i_round_at_t;
 
 AG_INTERNAL

@@ -137,15 +137,25 @@ static int norm_remake(step_t *s, ag_error_t *err)
     return AG_OK;
 }
 
+/* Is what reaches the projections' input wanted: for dX, or LayerNorm's weights? */
+static int needs_dXn(const step_t *s)
+{
+    return !s->at.no_input_grad || (layer_norm(s) && s->g);
+}
+
 /* dX (the gradient past the round, from output's backward) += what reached Xn */
 static int norm_backward(step_t *s, ag_error_t *err)
 {
     const ag_i_round_back_t *b = s->b;
     const int64_t n = s->n, D = s->w->D;
+    if (!needs_dXn(s))
+        return AG_OK;
     if (layer_norm(s))
         return ag_i_layer_norm_backward_r(s->red, b->dX, s->g ? s->g->ln_weight : NULL,
                                           s->g ? s->g->ln_bias : NULL, b->dXn, b->X, n, D,
                                           s->w->ln_weight, ln_eps(s->o), err);
+    if (s->at.no_input_grad)
+        return AG_OK;
 #pragma omp parallel for if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < n * D; x++)
         b->dX[x] += b->dXn[x];
@@ -188,7 +198,7 @@ static int dropout_remake(step_t *s, ag_error_t *err)
 static int dropout_backward(step_t *s, ag_error_t *err)
 {
     (void)err;
-    if (drops_features(s->o, s->at))
+    if (drops_features(s->o, s->at) && needs_dXn(s))
         drop_into(s, s->b->dXn, s->b->dXn);
     return AG_OK;
 }
@@ -236,7 +246,8 @@ static int project_backward(step_t *s, ag_error_t *err)
     const int64_t n = s->n, D = w->D, HD = w->H * w->d;
     const float *W[3] = {w->wq, w->wk, w->wv}, *dP[3] = {b->dQ, b->dK, b->dV};
     float *dW[3] = {s->g ? s->g->wq : NULL, s->g ? s->g->wk : NULL, s->g ? s->g->wv : NULL};
-    if (w->per_node)
+    const int want_dXn = needs_dXn(s);
+    if (w->per_node && want_dXn)
         memset(b->dXn, 0, (size_t)(n * D) * sizeof *b->dXn);
     if (one_projection(w)) {   /* Q, K and V are one product: dP = dQ + dK + dV */
 #pragma omp parallel for if (n * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
@@ -251,7 +262,8 @@ static int project_backward(step_t *s, ag_error_t *err)
         int rc = dW[m] ? ag_i_gemm_atb_r(s->red, dW[m], dP[m], s->Xin, n, HD, D, err) : AG_OK;
         if (rc)
             return rc;
-        ag_i_gemm_xw(b->dXn, dP[m], W[m], n, HD, D, m ? 1.0f : 0.0f);
+        if (want_dXn)
+            ag_i_gemm_xw(b->dXn, dP[m], W[m], n, HD, D, m ? 1.0f : 0.0f);
     }
     return AG_OK;
 }

@@ -223,7 +223,7 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
             memcpy(ws->X_prev, X, (size_t)(N * w->D) * sizeof *X);
         progress.round = r + 1;
         ag_score_t sc;
-        const ag_i_round_at_t at = {k, r, 0, 0};   /* inference: no dropout */
+        const ag_i_round_at_t at = {.k = k, .r = r};   /* inference: no dropout */
         if ((rc = ag_i_round_forward(X, N, w, at, opts, &rb, &sc, attend_whole, (void *)&whole,
                                      err)))
             break;

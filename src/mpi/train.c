@@ -405,7 +405,7 @@ static int forward_round(ag_mpi_tape_t *t, int r, float *X, float *Xn, ag_error_
     const int64_t own = (t->part->lo - t->halo.wlo) * t->HD;
     const ag_i_round_bufs_t b = {Xn, pr.a.Q, t->halo.K + own, t->halo.V + own, pr.a.M, NULL};
     ag_score_t sc;
-    return ag_i_round_forward(X, t->n, &t->layers[k], (ag_i_round_at_t){k, r, t->part->lo, 1},
+    return ag_i_round_forward(X, t->n, &t->layers[k], (ag_i_round_at_t){k, r, t->part->lo, 1, 0},
                               &t->opts, &b, &sc, attend_part, (void *)&pr, err);
 }
 
@@ -726,7 +726,7 @@ static int backward_round(ag_mpi_tape_t *t, int r, ag_weights_t *grads, mpi_back
     const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn, NULL};
     const part_back_t pb = {t, &a, b};
     return ag_i_round_backward(t->n, &t->layers[k], grads ? &grads[k] : NULL,
-                               (ag_i_round_at_t){k, r, t->part->lo, 1}, &t->opts, &rb, &t->red,
+                               (ag_i_round_at_t){k, r, t->part->lo, 1, 0}, &t->opts, &rb, &t->red,
                                attend_back_part, (void *)&pb, err);
 }
 

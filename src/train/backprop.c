@@ -155,7 +155,7 @@ static int forward_round(ag_tape_t *t, int r, float *X, float *Xn, ag_error_t *e
     memcpy(tr.a.X, X, (size_t)(t->N * round_layer(t, r)->D) * sizeof *X);
     const ag_i_round_bufs_t b = {Xn, tr.a.Q, tr.a.K, tr.a.V, tr.a.M, tr.a.Z};
     ag_score_t sc;
-    return ag_i_round_forward(X, t->N, &t->layers[k], (ag_i_round_at_t){k, r, 0, 1}, &t->opts,
+    return ag_i_round_forward(X, t->N, &t->layers[k], (ag_i_round_at_t){k, r, 0, 1, 0}, &t->opts,
                               &b, &sc, attend_taped, (void *)&tr, err);
 }
 
@@ -202,17 +202,25 @@ typedef struct {
     float *dX, *Xn, *dXn, *dM, *dQ, *dK, *dV, *da_src, *da_dst;
 } back_bufs_t;
 
-static float *back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
+/* Three allocations of [N, D] and one of the rest (below glibc's mmap threshold
+   each, so that a trainer's epochs reuse them rather than fault in new pages). */
+static int back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
 {
     const int64_t N = t->N, D = t->widest, HD = t->HD;
-    float *all = ag_i_alloc(3 * N * D + 4 * N * HD + 2 * HD, sizeof(float), err,
-                            "rounds backward");
-    if (!all)
-        return NULL;
-    b->dX = all, b->Xn = b->dX + N * D, b->dXn = b->Xn + N * D, b->dM = b->dXn + N * D;
+    b->dX = ag_i_alloc(N * D, sizeof(float), err, "rounds backward");
+    b->Xn = ag_i_alloc(N * D, sizeof(float), err, "rounds backward");
+    b->dXn = ag_i_alloc(N * D, sizeof(float), err, "rounds backward");
+    b->dM = ag_i_alloc(4 * N * HD + 2 * HD, sizeof(float), err, "rounds backward");
+    if (!b->dX || !b->Xn || !b->dXn || !b->dM)
+        return ag_i_alloc_status();
     b->dQ = b->dM + N * HD, b->dK = b->dQ + N * HD, b->dV = b->dK + N * HD;
     b->da_src = b->dV + N * HD, b->da_dst = b->da_src + HD;
-    return all;
+    return AG_OK;
+}
+
+static void back_free(back_bufs_t *b)
+{
+    free(b->dX), free(b->Xn), free(b->dXn), free(b->dM);
 }
 
 /* Checks grads against the layers and zeroes every array they have. */
@@ -280,7 +288,7 @@ static int attend_back_taped(void *ctx, const ag_weights_t *w, ag_weights_t *g,
 }
 
 static int backward_round(ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t *b,
-                          ag_error_t *err)
+                          int input_grad, ag_error_t *err)
 {
     const int k = t->n_layers == 1 ? 0 : r;
     const acts_t a = round_acts(t, r);
@@ -288,7 +296,7 @@ static int backward_round(ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t 
                                   a.Z};
     const tape_back_t tb = {t, r, b};
     return ag_i_round_backward(t->N, &t->layers[k], grads ? &grads[k] : NULL,
-                               (ag_i_round_at_t){k, r, 0, 1}, &t->opts, &rb, NULL,
+                               (ag_i_round_at_t){k, r, 0, 1, !input_grad}, &t->opts, &rb, NULL,
                                attend_back_taped, (void *)&tb, err);
 }
 
@@ -300,18 +308,20 @@ int ag_rounds_backward(ag_tape_t *tape, const float *dY, float *dX0, ag_weights_
     int rc = grads_reset(tape, grads, err);
     if (rc)
         return rc;
-    back_bufs_t b;
-    float *all = back_alloc(&b, tape, err);
-    if (!all)
-        return ag_i_alloc_status();
+    back_bufs_t b = {0};
+    if ((rc = back_alloc(&b, tape, err))) {
+        back_free(&b);
+        return rc;
+    }
     const int64_t D_in = tape->layers[0].D;
     const int64_t D_out = tape->rounds ? ag_layer_width_out(round_layer(tape, tape->rounds - 1))
                                        : D_in;
     memcpy(b.dX, dY, (size_t)(tape->N * D_out) * sizeof *dY);
     for (int r = tape->rounds - 1; !rc && r >= 0; r--)
-        rc = backward_round(tape, r, grads, &b, err);
+        rc = backward_round(tape, r, grads, &b, r > 0 || dX0, err);   /* the first round's
+                                                                        dX: for dX0 only */
     if (!rc && dX0)
         memcpy(dX0, b.dX, (size_t)(tape->N * D_in) * sizeof *dX0);
-    free(all);
+    back_free(&b);
     return rc;
 }
