@@ -191,6 +191,29 @@ void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_
                 z[i * out + c] += (L->bias ? L->bias[c] : 0.0) + (L->residual ? X[i * D + c] : 0.0);
         for (int64_t x = 0; x < N * out; x++)
             X[x] = ref_act(L->act, z[x]);
+        for (int64_t i = 0; L->w1 && i < N; i++) {   /* the feed-forward sublayer, row by row */
+            double *y = X + i * out, yn[64], u[256];
+            double mean = 0, var = 0;
+            for (int64_t c = 0; c < out; c++)
+                mean += y[c] / (double)out;
+            for (int64_t c = 0; c < out; c++)
+                var += (y[c] - mean) * (y[c] - mean) / (double)out;
+            for (int64_t c = 0; c < out; c++)
+                yn[c] = L->ln_w ? (y[c] - mean) / sqrt(var + 1e-5) * L->ln2_w[c] + L->ln2_b[c]
+                                : y[c];
+            for (int64_t f = 0; f < L->F; f++) {
+                double t = L->b1 ? L->b1[f] : 0.0;
+                for (int64_t c = 0; c < out; c++)
+                    t += (double)L->w1[f * out + c] * yn[c];
+                u[f] = ref_act(L->ff_act, t);
+            }
+            for (int64_t c = 0; c < out; c++) {
+                double t = L->b2 ? L->b2[c] : 0.0;
+                for (int64_t f = 0; f < L->F; f++)
+                    t += (double)L->w2[c * L->F + f] * u[f];
+                y[c] += t;
+            }
+        }
         free(xn), free(q), free(k), free(v), free(m), free(z);
     }
 }

@@ -93,6 +93,11 @@ typedef struct {
     int act;                          /* 0 none, 1 ReLU, 2 ELU, 3 GELU (erf) */
     const float *ln_w, *ln_b;         /* [D]: pre-norm LayerNorm, or both NULL: none */
     const float *a_src, *a_dst;       /* [H, d]: the score's vectors (additive, gatv2) */
+    /* a feed-forward sublayer on the output (w1 NULL: none): Y + W2 ff_act(W1 Yn + b1)
+       + b2, Yn = LayerNorm(Y) with ln2 (when ln_w is given) */
+    int64_t F;
+    const float *w1, *b1, *w2, *b2, *ln2_w, *ln2_b;
+    int ff_act;
 } ref_shaped_t;
 
 /* Layers 0..n-1 in turn, in double: Xn = LayerNorm(X) (with ln_w) or X;

@@ -28,6 +28,8 @@ typedef struct {
     int64_t D, H, d, D_out;
     int one_projection, mean_heads, residual, bias;
     ag_activation_t act;
+    int64_t F;                  /* a feed-forward sublayer of width F (0: none) */
+    ag_activation_t ff_act;
 } shape_t;
 
 typedef struct {
@@ -39,13 +41,24 @@ typedef struct {
 
 static const stack_t stacks[] = {
     {"GAT: 5 -> 2 heads x 3 (ELU) -> 1 head x 4, averaged", AG_SCORE_ADDITIVE, 0, 2,
-     {{5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_ELU}, {6, 1, 4, 0, 1, 1, 0, 1, AG_ACT_NONE}}},
+     {{5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_ELU, 0, AG_ACT_NONE},
+      {6, 1, 4, 0, 1, 1, 0, 1, AG_ACT_NONE, 0, AG_ACT_NONE}}},
     {"GATv2, two heads averaged, ReLU", AG_SCORE_GATV2, 0, 2,
-     {{5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_RELU}, {6, 2, 3, 0, 1, 1, 0, 0, AG_ACT_NONE}}},
+     {{5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_RELU, 0, AG_ACT_NONE},
+      {6, 2, 3, 0, 1, 1, 0, 0, AG_ACT_NONE, 0, AG_ACT_NONE}}},
     {"transformer: 5 -> wo 4 (GELU), residual 4, one projection 3, LayerNorm",
      AG_SCORE_SCALED_DOT, 1, 3,
-     {{5, 2, 2, 4, 0, 0, 0, 1, AG_ACT_GELU}, {4, 2, 3, 4, 0, 0, 1, 1, AG_ACT_GELU},
-      {4, 1, 3, 0, 1, 0, 0, 0, AG_ACT_NONE}}},
+     {{5, 2, 2, 4, 0, 0, 0, 1, AG_ACT_GELU, 0, AG_ACT_NONE},
+      {4, 2, 3, 4, 0, 0, 1, 1, AG_ACT_GELU, 0, AG_ACT_NONE},
+      {4, 1, 3, 0, 1, 0, 0, 0, AG_ACT_NONE, 0, AG_ACT_NONE}}},
+    {"transformer blocks: residual attention, then feed-forward 4 -> 8 -> 4, LayerNorm",
+     AG_SCORE_SCALED_DOT, 1, 3,
+     {{5, 2, 2, 4, 0, 0, 0, 1, AG_ACT_NONE, 8, AG_ACT_GELU},
+      {4, 2, 2, 4, 0, 0, 1, 1, AG_ACT_NONE, 8, AG_ACT_GELU},
+      {4, 1, 3, 0, 1, 1, 0, 0, AG_ACT_NONE, 6, AG_ACT_RELU}}},
+    {"GAT with a feed-forward sublayer (no LayerNorm, no biases)", AG_SCORE_ADDITIVE, 0, 2,
+     {{5, 2, 3, 0, 1, 0, 0, 0, AG_ACT_ELU, 12, AG_ACT_ELU},
+      {6, 1, 4, 0, 1, 1, 0, 1, AG_ACT_NONE, 0, AG_ACT_NONE}}},
 };
 
 typedef struct {
@@ -92,9 +105,23 @@ static void stack_make(stack_model_t *m, const stack_t *st)
         if (st->kind == AG_SCORE_GATV2)
             w->attn = uniform(HD, seed + 6, 0.8f);
         if (st->layer_norm) {
-            w->ln_weight = uniform(s->D, seed + 8, 0.3f), w->ln_bias = uniform(s->D, seed + 9, 0.3f);
+            w->ln_weight = uniform(s->D, seed + 8, 0.3f);
+            w->ln_bias = uniform(s->D, seed + 9, 0.3f);
             for (int64_t c = 0; c < s->D; c++)
                 w->ln_weight[c] += 1.0f;
+        }
+        if (s->F) {
+            w->F = s->F, w->ff_act = s->ff_act;
+            w->w1 = uniform(s->F * out, seed + 10, 0.6f), w->w2 = uniform(out * s->F, seed + 11,
+                                                                        0.4f);
+            if (s->bias)
+                w->b1 = uniform(s->F, seed + 12, 0.3f), w->b2 = uniform(out, seed + 13, 0.3f);
+            if (st->layer_norm) {
+                w->ln2_weight = uniform(out, seed + 14, 0.3f);
+                w->ln2_bias = uniform(out, seed + 15, 0.3f);
+                for (int64_t c = 0; c < out; c++)
+                    w->ln2_weight[c] += 1.0f;
+            }
         }
         ag_error_t err;
         ck_assert_int_eq(ag_weights_grads_init(&m->g[l], w, st->layer_norm, &err), AG_OK);
@@ -120,7 +147,8 @@ static void ref_stack(const stack_t *st, const stack_model_t *m, const float *X0
         L[l] = (ref_shaped_t){w->D, w->H, w->d, w->D_out, w->wq, w->wk, w->wv, w->wo,
                               w->mean_heads, !w->no_residual, w->bias, (int)w->act,
                               w->ln_weight, w->ln_bias, gatv2 ? w->attn : w->attn_src,
-                              gatv2 ? NULL : w->attn_dst};
+                              gatv2 ? NULL : w->attn_dst, w->F, w->w1, w->b1, w->w2, w->b2,
+                              w->ln2_weight, w->ln2_bias, (int)w->ff_act};
     }
     for (int64_t x = 0; x < LN * st->shape[0].D; x++)
         X[x] = X0[x];
@@ -225,12 +253,12 @@ START_TEST(shaped_layers_match_reference_and_finite_differences)
 
     /* without dX0 the first round skips its input's gradient: the same weight gradients */
     ck_assert_int_eq(ag_rounds_backward(tape, R, NULL, m.g, &err), AG_OK);
-    float *kept[3][10];
+    float *kept[3][AG_I_WEIGHT_ARRAYS];
     for (int l = 0; l < m.n; l++) {
         float **arrays[AG_I_WEIGHT_ARRAYS];
         int64_t sizes[AG_I_WEIGHT_ARRAYS];
         ag_i_weights_arrays(&m.g[l], arrays, sizes);
-        for (int a = 0; a < 10; a++)
+        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++)
             kept[l][a] = *arrays[a] ? memcpy(malloc((size_t)sizes[a] * 4), *arrays[a],
                                              (size_t)sizes[a] * 4) : NULL;
     }
@@ -241,7 +269,7 @@ START_TEST(shaped_layers_match_reference_and_finite_differences)
         float **arrays[AG_I_WEIGHT_ARRAYS];
         int64_t sizes[AG_I_WEIGHT_ARRAYS];
         ag_i_weights_arrays(&m.g[l], arrays, sizes);
-        for (int a = 0; a < 10; a++)
+        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++)
             if (kept[l][a]) {
                 ck_assert_msg(memcmp(kept[l][a], *arrays[a], (size_t)sizes[a] * 4) == 0,
                               "%s: layer %d array %d differs without dX0", st->name, l + 1, a);
@@ -249,25 +277,22 @@ START_TEST(shaped_layers_match_reference_and_finite_differences)
             }
     }
     check_grad("dX", st, &m, X0, R, LN * out, Xr, X0, dX, LN * D0);
-    const char *names[10] = {"wq", "wk", "wv", "wo", "ln_weight", "ln_bias",
-                                          "attn_src", "attn_dst", "attn", "bias"};
+    static const char *const names[AG_I_WEIGHT_ARRAYS] = {
+        "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias",
+        "w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias"};
     for (int l = 0; l < m.n; l++) {
-        ag_weights_t *w = &m.w[l], *g = &m.g[l];
-        const int64_t HD_l = w->H * w->d, D = w->D, o = out_width(&st->shape[l]);
-        float *arrays[10] = {w->wq, w->wk, w->wv, w->wo, w->ln_weight, w->ln_bias, w->attn_src,
-                             w->attn_dst, w->attn, w->bias};
-        const float *grads[10] = {g->wq, g->wk, g->wv, g->wo, g->ln_weight, g->ln_bias,
-                                  g->attn_src, g->attn_dst, g->attn, g->bias};
-        const int64_t sizes[10] = {HD_l * D, HD_l * D, HD_l * D, o * HD_l, D, D, HD_l, HD_l, HD_l,
-                                   o};
-        for (int a = 0; a < 10; a++) {
-            if (!arrays[a])
+        float **arrays[AG_I_WEIGHT_ARRAYS], **grads[AG_I_WEIGHT_ARRAYS];
+        int64_t sizes[AG_I_WEIGHT_ARRAYS], gsizes[AG_I_WEIGHT_ARRAYS];
+        ag_i_weights_arrays(&m.w[l], arrays, sizes);
+        ag_i_weights_arrays(&m.g[l], grads, gsizes);
+        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++) {
+            if (!*arrays[a])
                 continue;
-            ck_assert_msg(grads[a] != NULL, "%s: layer %d has %s but no gradient", st->name,
-                          l + 1, names[a]);
+            ck_assert_msg(*grads[a] != NULL && gsizes[a] == sizes[a], "%s: layer %d has %s but "
+                          "no gradient of its size", st->name, l + 1, names[a]);
             char what[64];
             snprintf(what, sizeof what, "layer %d d%s", l + 1, names[a]);
-            check_grad(what, st, &m, X0, R, LN * out, Xr, arrays[a], grads[a], sizes[a]);
+            check_grad(what, st, &m, X0, R, LN * out, Xr, *arrays[a], *grads[a], sizes[a]);
         }
     }
     stack_free(&m);
@@ -295,14 +320,14 @@ static void run_on(int threads, const stack_t *st, float **X_out, float **g_out,
     ag_tape_free(tape);
     *g_out = malloc(4096 * sizeof(float));
     *n_g = 0;
-    for (int l = 0; l < m.n; l++) {
-        const ag_weights_t *g = &m.g[l];
-        const float *gs[] = {g->wq, g->wk, g->wv, g->wo, g->bias};
-        const int64_t HD = g->H * g->d, o = ag_layer_width_out(g);
-        const int64_t sizes[] = {HD * g->D, HD * g->D, HD * g->D, o * HD, o};
-        for (int a = 0; a < 5; a++)
-            if (gs[a]) {
-                memcpy(*g_out + *n_g, gs[a], (size_t)sizes[a] * sizeof(float));
+    for (int l = 0; l < m.n; l++) {   /* every gradient, one after another */
+        float **gs[AG_I_WEIGHT_ARRAYS];
+        int64_t sizes[AG_I_WEIGHT_ARRAYS];
+        ag_i_weights_arrays(&m.g[l], gs, sizes);
+        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++)
+            if (*gs[a]) {
+                ck_assert_int_le(*n_g + sizes[a], 4096);
+                memcpy(*g_out + *n_g, *gs[a], (size_t)sizes[a] * sizeof(float));
                 *n_g += sizes[a];
             }
     }

@@ -77,7 +77,8 @@ static void expect_shape(const char *path, const char *shape)
     ck_assert_msg(text != NULL, "%s is missing", path);
     char want[64];
     snprintf(want, sizeof want, "'shape': %s", shape);
-    ck_assert_msg(strstr(text + 10, want), "%s: expected %s", path, want);   /* after the magic and the length */
+    /* the header's text starts after the magic and its length */
+    ck_assert_msg(strstr(text + 10, want), "%s: expected %s", path, want);
     free(text);
 }
 
@@ -129,7 +130,7 @@ START_TEST(model_file_same_bits_on_1_and_2_threads)
     /* a transformer's: widths 8 -> 12 -> 12 -> 3, GELU, residual, LayerNorm, dropout */
     write_text(model, "norm layer\ndropout 0.2\n"
                       "layer heads=2 dim=4 out=12 bias=yes act=gelu\n"
-                      "layer heads=3 dim=4 out=12 bias=yes act=relu residual=yes\n"
+                      "layer heads=3 dim=4 out=12 bias=yes act=relu residual=yes ffn=2\n"
                       "layer heads=1 dim=3 out=mean projection=one\n");
     for (int t = 1; t <= 2; t++) {
         snprintf(args, sizeof args, "train " PLANTED " --model %s --epochs 4 --threads %d "
@@ -137,7 +138,8 @@ START_TEST(model_file_same_bits_on_1_and_2_threads)
         expect_cli(args, 0, 1, "");
     }
     const char *names[] = {"round-1/wq.npy", "round-1/wo.npy", "round-1/bias.npy",
-                           "round-1/ln_weight.npy", "round-2/wv.npy", "round-3/wq.npy",
+                           "round-1/ln_weight.npy", "round-2/wv.npy", "round-2/w1.npy",
+                           "round-2/b2.npy", "round-2/ln2_bias.npy", "round-3/wq.npy",
                            "readout.npy"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         char a[1024], b[1024];
@@ -146,6 +148,12 @@ START_TEST(model_file_same_bits_on_1_and_2_threads)
         expect_same_bytes(a, b);
     }
     expect_shape(tmp_path("tf-t1/round-1/wo.npy"), "(12, 8)");
+    expect_shape(tmp_path("tf-t1/round-2/w1.npy"), "(24, 12)");   /* ffn=2: 2 x 12 wide */
+    expect_shape(tmp_path("tf-t1/round-2/w2.npy"), "(12, 24)");
+    char *saved = read_text(tmp_path("tf-t1/model.txt"));
+    ck_assert_msg(strstr(saved, "layer heads=3 dim=4 out=12 projection=qkv bias=yes act=relu "
+                         "residual=yes ffn=2 ffn_act=gelu\n"), "%s", saved);
+    free(saved);
     expect_shape(tmp_path("tf-t1/readout.npy"), "(3, 3)");
 }
 END_TEST
@@ -165,6 +173,7 @@ START_TEST(model_file_refusals)
     refused("score additive\nlayers heads=2 dim=4\n", "bad-model.txt line 2: unknown key 'layers'");
     refused("layer heads=2 dim=4 width=3\n", "line 1: unknown layer key 'width'");
     refused("layer heads=2 dim=4 act=tanh\n", "line 1: act=tanh; expected none, relu, elu or gelu");
+    refused("layer heads=2 dim=4 ffn=0\n", "line 1: ffn=0; expected the hidden width's ratio");
     refused("layer heads=2 out=concat\n", "line 1: a layer needs heads=H and dim=d");
     refused("layer heads=0 dim=4\n", "line 1: heads=0; expected an integer in 1..4096");
     refused("layer heads=2 dim=4 bias\n", "line 1: 'bias' is not key=value");

@@ -568,6 +568,14 @@ typedef struct {
     int no_residual;      /* no X + ... for this layer (a residual needs D_out == D) */
     float *bias;          /* [out width] added to the output, or NULL */
     ag_activation_t act;  /* applied last: Y = act(output + bias (+ X)) */
+    /* A feed-forward sublayer after it (a transformer block's), w1 NULL: none.
+       On the layer's output Y [N, out]: Y = Y + W2 ff_act(W1 Yn + b1) + b2, Yn =
+       LayerNorm(Y) with ln2 (the options' norm) or Y; F = w1's rows. */
+    int64_t F;
+    float *w1, *b1;       /* [F, out], [F] or NULL */
+    float *w2, *b2;       /* [out, F], [out] or NULL */
+    float *ln2_weight, *ln2_bias;   /* [out] */
+    ag_activation_t ff_act;
 } ag_weights_t;
 
 /* The width of what layer w writes: D_out (or D) with wo, else H*d or d. */

@@ -94,7 +94,9 @@ class ag_weights_t(C.Structure):
     _fields_ = [("D", i64), ("H", i64), ("d", i64), ("per_node", i64)] + \
                [(name, ptr) for name in WEIGHT_ARRAYS] + \
                [("D_out", i64), ("mean_heads", C.c_int), ("no_residual", C.c_int),
-                ("bias", ptr), ("act", C.c_int)]
+                ("bias", ptr), ("act", C.c_int), ("F", i64), ("w1", ptr), ("b1", ptr),
+                ("w2", ptr), ("b2", ptr), ("ln2_weight", ptr), ("ln2_bias", ptr),
+                ("ff_act", C.c_int)]
 
 
 class ag_workspace_t(C.Structure):

@@ -40,6 +40,15 @@ def _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps):
     return opts, (s, keep)
 
 
+def _widths(layers, rounds):
+    """(the widest state of rounds 1..rounds, the last round's output width, the
+    largest H*d): layers may change the width (Weights.width_out)."""
+    used = [layers[0 if len(layers) == 1 else r] for r in range(rounds)]
+    widest = max([layers[0].D] + [w.width_out for w in used])
+    return widest, used[-1].width_out if used else layers[0].D, \
+        max(w.heads * w.d for w in layers)
+
+
 def _features(graph, x, D):
     x = f32(x, "x")
     if x.shape != (graph.N, D):
@@ -56,7 +65,9 @@ def rounds(graph, x, layers, rounds=1, score="scaled-dot", residual=True, norm=N
     round's Q, K, V, M and per node and head its entropy, max_weight, distance."""
     layers, arr = _layers(layers)
     w = layers[0]
-    X = _features(graph, x, w.D).copy()
+    widest, out, HD = _widths(layers, int(rounds))
+    X = np.zeros((graph.N, widest), np.float32)   # room for every round's width
+    X.reshape(-1)[:graph.N * w.D] = _features(graph, x, w.D).reshape(-1)
     opts, keep = _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps)
     if return_last:
         # the library fills the figures only for a round callback: a no-op one
@@ -64,17 +75,22 @@ def rounds(graph, x, layers, rounds=1, score="scaled-dot", residual=True, norm=N
         opts.on_round = _GO_ON
     ws = S.ag_workspace_t()
     e = err()
-    check(lib.ag_workspace_init(C.byref(ws), graph.N, w.heads * w.d, w.D, C.byref(e)), e)
+    check(lib.ag_workspace_init(C.byref(ws), graph.N, HD, widest, C.byref(e)), e)
     done = C.c_int()
     try:
         check(lib.ag_rounds_run(C.byref(graph._nb), arr, len(layers), X.ctypes.data, int(rounds),
                                 C.byref(opts), C.byref(ws), C.byref(done), C.byref(e)), e)
+        # the states of the last round run, in the first N x width floats
+        width = layers[0 if len(layers) == 1 else done.value - 1].width_out if done.value \
+            else w.D
+        X = X.reshape(-1)[:graph.N * width].reshape(graph.N, width).copy()
         if not return_last:
             return X
+        last_w = layers[0 if len(layers) == 1 else max(done.value - 1, 0)]
+        hd, h = last_w.heads * last_w.d, last_w.heads
         last = {}
-        for name, cols in (("Q", ws.HD), ("K", ws.HD), ("V", ws.HD), ("M", ws.HD),
-                           ("entropy", w.heads), ("max_weight", w.heads),
-                           ("distance", w.heads)):
+        for name, cols in (("Q", hd), ("K", hd), ("V", hd), ("M", hd),
+                           ("entropy", h), ("max_weight", h), ("distance", h)):
             p = getattr(ws, name)
             last[name.lower() if len(name) == 1 else name] = None if not p else \
                 np.ctypeslib.as_array((C.c_float * (graph.N * cols)).from_address(p)) \

@@ -218,6 +218,10 @@ class GraphAttention(nn.Module):
         if isinstance(w, (str, os.PathLike)):
             self._check_model_args(w)
             w = Weights.load(w, self.heads)
+        if w.wk is None or w.wo is None or w.bias is not None or w.act != "none":
+            raise Error("the weights are a layer of its own shape (one projection, no wo, a "
+                        "bias or an activation); this module is a round of one shape",
+                        "invalid value")
         sd = {"wq.weight": w.wq, "wk.weight": w.wk, "wv.weight": w.wv, "wo.weight": w.wo}
         if self.ln is not None:
             sd["ln.weight"] = w.ln_weight if w.ln_weight is not None else np.ones(self.dim, np.float32)

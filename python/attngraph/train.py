@@ -8,7 +8,7 @@ import numpy as np
 from . import _structs as S
 from ._lib import lib, check, err, Error
 from .ops import f32, finite
-from .rounds import _layers, _round_opts, _features
+from .rounds import _layers, _round_opts, _features, _widths
 from .weights import Weights
 
 
@@ -40,18 +40,19 @@ def add_layer_norm(w):
 class Tape:
     """What rounds_forward keeps for its backward."""
 
-    def __init__(self, graph, layers, arr, opts, keep, N, D):
+    def __init__(self, graph, layers, arr, opts, keep, N, D, D_out=None):
         self._graph, self._layers, self._arr, self._opts, self._keep = graph, layers, arr, opts, keep
         self._p = C.c_void_p()
         self.N, self.D = N, D
+        self.D_out = D if D_out is None else D_out   # the last round's width
 
     def backward(self, dy, grads=None, dx=True):
-        """Given dy = dL/dX_R [N, D], writes the weights' gradients into grads
-        (a list from grads_like, overwritten; made when None) and returns
-        (dx0 or None, grads). Shared layers get the sum over rounds."""
+        """Given dy = dL/dX_R [N, D_out], writes the weights' gradients into
+        grads (a list from grads_like, overwritten; made when None) and returns
+        (dx0 [N, D] or None, grads). Shared layers get the sum over rounds."""
         if not self._p:
             raise Error("the tape was freed", "invalid value")
-        dy = f32(dy, "dy", (self.N, self.D))
+        dy = f32(dy, "dy", (self.N, self.D_out))
         if grads is None:
             grads = grads_like(self._layers, "layer" if self._opts.norm else None)
         if isinstance(grads, Weights):
@@ -83,16 +84,19 @@ def rounds_forward(graph, x, layers, rounds=1, score="scaled-dot", residual=True
     weights) apply here, in training, with masks hashed from dropout_seed
     (give each step its own); rounds() (inference) has none."""
     layers, arr = _layers(layers)
-    X = _features(graph, x, layers[0].D).copy()
+    D = layers[0].D
+    widest, out, _ = _widths(layers, int(rounds))
+    X = np.zeros((graph.N, widest), np.float32)   # room for every round's width
+    X.reshape(-1)[:graph.N * D] = _features(graph, x, D).reshape(-1)
     opts, keep = _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps)
     opts.dropout, opts.attn_dropout = finite(dropout, "dropout"), finite(attn_dropout,
                                                                          "attn_dropout")
     opts.dropout_seed = int(dropout_seed) & (2**64 - 1)
-    tape = Tape(graph, layers, arr, opts, keep, graph.N, layers[0].D)
+    tape = Tape(graph, layers, arr, opts, keep, graph.N, D, out)
     e = err()
     check(lib.ag_rounds_forward(C.byref(graph._nb), arr, len(layers), X.ctypes.data,
                                 int(rounds), C.byref(opts), C.byref(tape._p), C.byref(e)), e)
-    return X, tape
+    return X.reshape(-1)[:graph.N * out].reshape(graph.N, out).copy(), tape
 
 
 def dropout(x, p, seed, first_row=0, out=None):

@@ -9,22 +9,51 @@ from . import _structs as S
 from ._lib import lib, check, err, Error
 from .ops import f32, score_defaults
 
-OPTIONAL = ("ln_weight", "ln_bias", "attn_src", "attn_dst", "attn")
+OPTIONAL = ("ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias")
+FFN = ("w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias")   # a feed-forward sublayer's
+ACTIVATIONS = ("none", "relu", "elu", "gelu")   # ag_activation_t's order
 
 
 class Weights:
     """One layer: wq, wk, wv [H*d, D] (or [N, H*d, D] per node), wo [D, H*d],
     optional ln_weight, ln_bias [D] and attention vectors attn_src, attn_dst,
-    attn [H, d]; float32 arrays, [out, in] like torch.nn.Linear.weight."""
+    attn [H, d]; float32 arrays, [out, in] like torch.nn.Linear.weight.
+
+    A layer of its own shape (docs/model-file.md): wk and wv None (keys and
+    values are the queries' projection, GAT's one lin); wo [width, H*d] of any
+    width, or None (the heads concatenated, [N, H*d], or averaged with
+    mean_heads, [N, d]); bias [output width]; act "relu", "elu" or "gelu"
+    (applied last); residual=False (no X + ..., needed where the width
+    changes). A feed-forward sublayer on the output Y: w1 [F, out], w2 [out,
+    F], optional b1 [F], b2 [out], ln2_weight, ln2_bias [out] (norm="layer"):
+    Y + W2 ff_act(W1 LayerNorm(Y) + b1) + b2."""
 
     def __init__(self, wq, wk, wv, wo, heads, ln_weight=None, ln_bias=None, attn_src=None,
-                 attn_dst=None, attn=None):
+                 attn_dst=None, attn=None, bias=None, act="none", mean_heads=False,
+                 residual=True, w1=None, b1=None, w2=None, b2=None, ln2_weight=None,
+                 ln2_bias=None, ff_act="gelu"):
         self.heads = int(heads)
-        self.wq, self.wk, self.wv = (f32(a, n) for a, n in ((wq, "wq"), (wk, "wk"), (wv, "wv")))
-        self.wo = f32(wo, "wo")
-        for name, a in zip(OPTIONAL, (ln_weight, ln_bias, attn_src, attn_dst, attn)):
+        self.wq = f32(wq, "wq")
+        self.wk, self.wv, self.wo = (None if a is None else f32(a, n)
+                                     for a, n in ((wk, "wk"), (wv, "wv"), (wo, "wo")))
+        for name, a in zip(OPTIONAL, (ln_weight, ln_bias, attn_src, attn_dst, attn, bias)):
             setattr(self, name, None if a is None else f32(a, name))
+        for name, a in zip(FFN, (w1, b1, w2, b2, ln2_weight, ln2_bias)):
+            setattr(self, name, None if a is None else f32(a, name))
+        for name, a in (("act", act), ("ff_act", ff_act)):
+            if a not in ACTIVATIONS:
+                raise Error("%s is %r; expected one of %s" % (name, a, ", ".join(ACTIVATIONS)),
+                            "invalid value")
+        self.act, self.ff_act = act, ff_act
+        self.mean_heads, self.residual = bool(mean_heads), bool(residual)
         self.c()   # shapes checked now
+
+    @property
+    def width_out(self):
+        """The width this layer writes: wo's rows, else H*d or (mean_heads) d."""
+        if self.wo is not None:
+            return self.wo.shape[0]
+        return self.d if self.mean_heads else self.heads * self.d
 
     @property
     def D(self):
@@ -40,7 +69,8 @@ class Weights:
 
     def arrays(self):
         """name -> array, for the arrays this layer has."""
-        return {n: getattr(self, n) for n in S.WEIGHT_ARRAYS if getattr(self, n) is not None}
+        return {n: getattr(self, n) for n in S.WEIGHT_ARRAYS + ("bias",) + FFN
+                if getattr(self, n) is not None}
 
     def c(self):
         """An ag_weights_t pointing into these arrays (no copy; the library
@@ -50,14 +80,30 @@ class Weights:
             raise Error("wq has shape %s; expected [H*d, D] with H = %d dividing H*d"
                         % (list(self.wq.shape), H), "invalid value")
         d = HD // H
-        want = dict(wk=self.wq.shape, wv=self.wq.shape, wo=(D, HD), ln_weight=(D,),
-                    ln_bias=(D,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d))
+        if (self.wk is None) != (self.wv is None):
+            raise Error("wk and wv go together (both None: one projection)", "invalid value")
+        if self.wo is not None and (self.wo.ndim != 2 or self.wo.shape[1] != HD):
+            raise Error("wo has shape %s; expected [width, %d]" % (list(self.wo.shape), HD),
+                        "invalid value")
+        if (self.w1 is None) != (self.w2 is None) or (self.w1 is not None and self.w1.ndim != 2):
+            raise Error("w1 [F, %d] and w2 [%d, F] go together" % (self.width_out,
+                                                                    self.width_out),
+                        "invalid value")
+        out, F = self.width_out, self.w1.shape[0] if self.w1 is not None else 0
+        want = dict(wk=self.wq.shape, wv=self.wq.shape, ln_weight=(D,),
+                    ln_bias=(D,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d),
+                    bias=(out,), w1=(F, out), b1=(F,), w2=(out, F), b2=(out,),
+                    ln2_weight=(out,), ln2_bias=(out,))
         for name, shape in want.items():
             a = getattr(self, name)
             if a is not None and a.shape != tuple(shape):
                 raise Error("%s has shape %s; expected %s" % (name, list(a.shape), list(shape)),
                             "invalid value")
-        w = S.ag_weights_t(D=D, H=H, d=d, per_node=self.per_node)
+        w = S.ag_weights_t(D=D, H=H, d=d, per_node=self.per_node,
+                           D_out=self.wo.shape[0] if self.wo is not None else 0,
+                           mean_heads=int(self.mean_heads), no_residual=int(not self.residual),
+                           act=ACTIVATIONS.index(self.act), F=F,
+                           ff_act=ACTIVATIONS.index(self.ff_act))
         for name, a in self.arrays().items():
             setattr(w, name, a.ctypes.data)
         return w
@@ -77,8 +123,13 @@ class Weights:
         try:
             H, d, D, n = w.H, w.d, w.D, w.per_node
             proj = (n, H * d, D) if n else (H * d, D)
-            shapes = dict(wq=proj, wk=proj, wv=proj, wo=(D, H * d), ln_weight=(D,),
-                          ln_bias=(D,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d))
+            rows = w.D_out or D
+            out = rows if w.wo else d if w.mean_heads else H * d
+            F = w.F
+            shapes = dict(wq=proj, wk=proj, wv=proj, wo=(rows, H * d), ln_weight=(D,),
+                          ln_bias=(D,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d),
+                          bias=(out,), w1=(F, out), b1=(F,), w2=(out, F), b2=(out,),
+                          ln2_weight=(out,), ln2_bias=(out,))
             arrays = {}
             for name, shape in shapes.items():
                 p = getattr(w, name)
@@ -86,7 +137,10 @@ class Weights:
                     size = int(np.prod(shape))
                     arrays[name] = np.ctypeslib.as_array((C.c_float * size).from_address(p)) \
                         .reshape(shape).copy()
-            return cls(heads=H, **arrays)
+            arrays.setdefault("wk", None), arrays.setdefault("wv", None)
+            arrays.setdefault("wo", None)
+            return cls(heads=H, act=ACTIVATIONS[w.act], mean_heads=bool(w.mean_heads),
+                       residual=not w.no_residual, ff_act=ACTIVATIONS[w.ff_act], **arrays)
         finally:
             lib.ag_weights_destroy(C.byref(w))
 

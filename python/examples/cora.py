@@ -10,17 +10,23 @@ dropout. Both: Adam, lr 0.005, L2 5e-4; early stopping on validation
 model kept, over several seeds.
 
     /usr/bin/python3 python/examples/cora.py [--model gat|transformer]
-        [--root DIR] [--seeds 10] [--threads 2] [--peer [--peer-seeds N]]
+        [--root DIR] [--seeds 10] [--threads 2] [--peer [--peer-seeds N]] [--cli]
 
 --root: the folder of Planetoid's files (ind.cora.x ...; default
 ../shared/data/planetoid beside the checkout). --peer also trains PyTorch
 Geometric's own layers in the same run, with the same seeds and epochs
 (when torch_geometric is importable), and prints both: accuracy, and the
-median time of an epoch (a training step and an evaluation)."""
+median time of an epoch (a training step and an evaluation). --cli (gat)
+also trains the same model from the command line, `attngraph train --model
+models/gat-cora.txt` for 300 epochs per seed, and reports its test accuracy
+at the epoch of the best validation accuracy and its time an epoch."""
 import argparse
 import os
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -99,6 +105,26 @@ def train_one(kind, conv, drop, data, seed, epochs, patience):
     return test_at_best, best_epoch, statistics.median(times)
 
 
+def train_cli(out, seed, threads, epochs=300):
+    """attngraph train --model models/gat-cora.txt on the Planetoid files in out:
+    (test accuracy at the best validation epoch, that epoch, seconds an epoch)."""
+    root = os.path.dirname(os.path.dirname(HERE))
+    cli = os.environ.get("AG_CLI_PATH", os.path.join(root, "build", "attngraph"))
+    f = lambda name: os.path.join(out, name + ".npy")   # noqa: E731
+    r = subprocess.run([cli, "train", "--csr", f("indptr") + "," + f("indices"), "--features",
+                        f("features_normalized"), "--labels", f("labels"), "--train-mask",
+                        f("train_mask"), "--eval-mask", f("val_mask"), "--test-mask",
+                        f("test_mask"), "--model", os.path.join(root, "models", "gat-cora.txt"),
+                        "--lr", "0.005", "--weight-decay", "5e-4", "--epochs", str(epochs),
+                        "--seed", str(seed + 1), "--threads", str(threads)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("cora.py: %s failed: %s" % (cli, r.stderr.strip()))
+    acc = re.search(r"test accuracy ([\d.]+)% \(\d+/\d+\) at epoch (\d+)", r.stdout)
+    took = re.search(r"(\d+) epochs in ([\d.]+) s", r.stdout)
+    return float(acc.group(1)) / 100, int(acc.group(2)), float(took.group(2)) / int(took.group(1))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     default_root = os.path.join(os.path.dirname(os.path.dirname(HERE)), "..", "shared", "data",
@@ -114,7 +140,11 @@ def main():
                     help="also train torch_geometric.nn's layers, on the first seeds")
     ap.add_argument("--peer-seeds", type=int, default=None,
                     help="seeds of the peer's runs (default: --seeds); its dense epochs are slow")
+    ap.add_argument("--cli", action="store_true",
+                    help="also train models/gat-cora.txt with `attngraph train` (gat)")
     args = ap.parse_args()
+    if args.cli and args.model != "gat":
+        sys.exit("cora.py: --cli trains models/gat-cora.txt: give --model gat")
     torch.set_num_threads(args.threads)
     ag.set_threads(args.threads)
     try:
@@ -144,6 +174,17 @@ def main():
         except ImportError as e:
             print("--peer: torch_geometric is not importable (%s); attngraph only" % e)
     rows = []
+    if args.cli:   # the command line on the same files, first: it is the one compared
+        with tempfile.TemporaryDirectory() as out:
+            from attngraph.planetoid import save_planetoid
+            save_planetoid(d, out)
+            accs, times = [], []
+            for seed in range(args.seeds):
+                acc, ep, t = train_cli(out, seed, args.threads)
+                accs.append(100 * acc), times.append(t)
+                print("  %-32s seed %2d: test %.1f%% (the model of epoch %d), %.1f ms an epoch"
+                      % ("attngraph train (CLI)", seed, 100 * acc, ep, 1000 * t), flush=True)
+            rows.append(("attngraph train --model (CLI)", accs, statistics.median(times)))
     for name, conv, drop, inputs in layers:
         accs, epochs, times = [], [], []
         seeds = args.seeds if conv is ours or args.peer_seeds is None else args.peer_seeds
@@ -159,9 +200,11 @@ def main():
         sd = statistics.stdev(accs) if len(accs) > 1 else 0.0
         print("%-32s %.1f +- %.1f%% (%d seeds)  %.1f" % (name, statistics.mean(accs), sd,
                                                         len(accs), 1000 * t))
-    for name, _, t in rows[1:]:
-        print("attngraph is %.1fx faster an epoch than %s (%d threads)"
-              % (t / rows[0][2], name, args.threads))
+    for peer, _, t in rows:
+        for name, _, ours_t in rows:
+            if peer.startswith("PyG") and name.startswith("attngraph"):
+                print("%s is %.1fx faster an epoch than %s (%d threads)"
+                      % (name, t / ours_t, peer, args.threads))
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ typedef struct {
     int one_projection, bias;
     int residual;                 /* -1: when the layer keeps the width */
     ag_activation_t act;
+    int64_t ffn;                  /* a feed-forward sublayer of width ffn x out (0: none) */
+    ag_activation_t ffn_act;      /* its activation (default GELU) */
 } layer_spec_t;
 
 typedef struct {
@@ -111,8 +113,9 @@ extern const struct option input_options[];
     "                      (default: seeded random, std 1/sqrt(fan_in)); a model\n"         \
     "                      file DIR/model.txt (train --save writes it) says its layers\n"   \
     "  --model FILE        run, train: layers of their own widths, heads, outputs,\n"      \
-    "                      biases and activations, described in FILE (and the score,\n"   \
-    "                      norm, dropout, ...: docs/model-file.md)\n"                       \
+    "                      biases, activations and feed-forward sublayers, described\n"   \
+    "                      in FILE (and the score, norm, dropout, ...:\n"                  \
+    "                      docs/model-file.md)\n"                                          \
     "  --head-dim d        head width for random weights (default D/H)\n"                   \
     "  --per-node-weights  random weights: each node its own Wq, Wk, Wv\n"                  \
     "  --rounds R          message rounds (default 1, or one per round-N/ folder)\n"        \

@@ -78,7 +78,7 @@ static int64_t count_of(const char *s, int64_t max)
 static int layer_line(layer_spec_t *L, char *words, const char *path, int line,
                       const char *cmd)
 {
-    *L = (layer_spec_t){.line = line, .residual = -1};
+    *L = (layer_spec_t){.line = line, .residual = -1, .ffn_act = AG_ACT_GELU};
     char *save = NULL;
     for (char *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
         char *v = strchr(w, '=');
@@ -103,14 +103,16 @@ static int layer_line(layer_spec_t *L, char *words, const char *path, int line,
             bad = yes_no(v, &L->bias) != 0;
         } else if (strcmp(w, "residual") == 0) {
             bad = yes_no(v, &L->residual) != 0;
-        } else if (strcmp(w, "act") == 0) {
+        } else if (strcmp(w, "act") == 0 || strcmp(w, "ffn_act") == 0) {
             bad = 1;
             for (int a = 0; a < (int)COUNT(act_names) && bad; a++)
                 if (strcmp(v, act_names[a]) == 0)
-                    L->act = (ag_activation_t)a, bad = 0;
+                    *(w[0] == 'a' ? &L->act : &L->ffn_act) = (ag_activation_t)a, bad = 0;
+        } else if (strcmp(w, "ffn") == 0) {
+            bad = (L->ffn = count_of(v, 64)) < 0;
         } else {
             return FILE_ERROR("%s line %d: unknown layer key '%s'; expected heads, dim, out, "
-                              "projection, bias, act or residual", path, line, w);
+                              "projection, bias, act, residual, ffn or ffn_act", path, line, w);
         }
         if (bad)
             return FILE_ERROR("%s line %d: %s=%s; expected %s", path, line, w, v,
@@ -119,7 +121,10 @@ static int layer_line(layer_spec_t *L, char *words, const char *path, int line,
                               : strcmp(w, "out") == 0 ? "concat, mean or a width (wo's rows)"
                               : strcmp(w, "projection") == 0 ? "one (keys and values are the "
                                                                "queries' projection) or qkv"
-                              : strcmp(w, "act") == 0 ? "none, relu, elu or gelu"
+                              : strcmp(w, "act") == 0 || strcmp(w, "ffn_act") == 0
+                                  ? "none, relu, elu or gelu"
+                              : strcmp(w, "ffn") == 0 ? "the hidden width's ratio to the "
+                                                        "output's, an integer in 1..64"
                                                       : "yes or no");
     }
     if (!L->heads || !L->dim)
@@ -257,11 +262,12 @@ int model_layers_check(const model_spec_t *m, int64_t D, int64_t classes, ag_err
 static void draw_array(float *p, int k, int64_t n, const ag_weights_t *w, uint64_t seed,
                        int layer)
 {
-    const int64_t fan_in = k < 3 ? w->D : k == 3 ? w->H * w->d : w->d;
-    if (k >= 4 && k < 6) {
+    const int64_t fan_in = k < 3 ? w->D : k == 3 ? w->H * w->d : k == 10 ? ag_layer_width_out(w)
+                           : k == 12 ? w->F : w->d;
+    if ((k >= 4 && k < 6) || k >= 14) {   /* LayerNorm: 1 and 0 */
         for (int64_t x = 0; x < n; x++)
-            p[x] = k == 4 ? 1.0f : 0.0f;
-    } else if (k == 9) {
+            p[x] = k == 4 || k == 14 ? 1.0f : 0.0f;
+    } else if (k == 9 || k == 11 || k == 13) {   /* biases */
         memset(p, 0, (size_t)n * sizeof *p);
     } else {
         ag_random_normal(p, n, seed, 16 * (uint64_t)layer + (uint64_t)k + 1,
@@ -310,7 +316,8 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, ag_
         return ag_i_alloc_status();
     const ag_score_kind_t kind = o->score.kind;
     static const char *const names[AG_I_WEIGHT_ARRAYS] = {
-        "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias"};
+        "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias",
+        "w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias"};
     for (int l = 0; l < m->n_layers && !rc; l++) {
         const layer_spec_t *L = &m->layers[l];
         ag_weights_t *w = &ws[l];
@@ -319,11 +326,12 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, ag_
                             .D_out = L->out == OUT_LINEAR ? out : 0,
                             .mean_heads = L->out == OUT_MEAN,
                             .no_residual = L->residual == 1 ? 0 : L->residual == 0 || out != D,
-                            .act = L->act};
+                            .act = L->act, .F = L->ffn * out, .ff_act = L->ffn_act};
+        const int norm = o->norm == AG_NORM_LAYER, ffn = L->ffn > 0;
         const int has[AG_I_WEIGHT_ARRAYS] = {
-            1, !L->one_projection, !L->one_projection, L->out == OUT_LINEAR,
-            o->norm == AG_NORM_LAYER, o->norm == AG_NORM_LAYER, kind == AG_SCORE_ADDITIVE,
-            kind == AG_SCORE_ADDITIVE, kind == AG_SCORE_GATV2, L->bias};
+            1, !L->one_projection, !L->one_projection, L->out == OUT_LINEAR, norm, norm,
+            kind == AG_SCORE_ADDITIVE, kind == AG_SCORE_ADDITIVE, kind == AG_SCORE_GATV2, L->bias,
+            ffn, ffn && L->bias, ffn, ffn && L->bias, ffn && norm, ffn && norm};
         float **arrays[AG_I_WEIGHT_ARRAYS];
         int64_t sizes[AG_I_WEIGHT_ARRAYS];
         char dir[4096];
@@ -404,6 +412,8 @@ size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, float dropout
                L->bias ? "yes" : "no", act_names[L->act]);
         if (L->residual >= 0)
             APPEND(" residual=%s", L->residual ? "yes" : "no");
+        if (L->ffn)
+            APPEND(" ffn=%lld ffn_act=%s", (long long)L->ffn, act_names[L->ffn_act]);
         APPEND("\n");
     }
     return used;

@@ -9,9 +9,9 @@
 #include "train/train.h"
 
 #define N_ARRAYS AG_I_WEIGHT_ARRAYS
-static const char *const array_names[N_ARRAYS] = {"wq", "wk", "wv", "wo", "ln_weight",
-                                                  "ln_bias", "attn_src", "attn_dst", "attn",
-                                                  "bias"};
+static const char *const array_names[N_ARRAYS] = {
+    "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias",
+    "w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias"};
 
 /* Array k of a layer (ag_i_weights_arrays's order) and its size. */
 static float **array_of(ag_weights_t *w, int k)

@@ -42,6 +42,11 @@ typedef struct {
     float *Q, *K, *V, *M;   /* [n, H*d]: this process's rows */
     float *Z;               /* [n, out width]: the activation's input, kept for the
                                backward (NULL: not kept) */
+    /* the feed-forward sublayer's (layers with w1): */
+    float *ffn_in;          /* [n, out]: its input, kept for the backward (NULL: not kept) */
+    float *Hn;              /* [n, out]: LayerNorm of its input (norm layer) */
+    float *U, *A;           /* [n, F]: W1 Hn + b1 (kept), and its activation (may be U
+                               when U is not kept) */
 } ag_i_round_bufs_t;
 
 typedef int (*ag_i_attend_fn)(void *ctx, const ag_weights_t *w, const ag_score_t *sc,
@@ -81,6 +86,9 @@ typedef struct {
     float *dM, *dQ, *dK, *dV;        /* [n, H*d] */
     float *Xn, *dXn;                 /* [n, D] */
     const float *Z;                  /* the forward's Z (a layer with an activation) */
+    const float *ffn_in, *U;         /* the forward's (a layer with a feed-forward sublayer) */
+    float *Hn, *dHn;                 /* [n, out] */
+    float *A, *dA;                   /* [n, F] */
 } ag_i_round_back_t;
 
 typedef int (*ag_i_attend_back_fn)(void *ctx, const ag_weights_t *w, ag_weights_t *g,
@@ -103,8 +111,9 @@ int ag_i_layer_norm_backward(float *dX, float *dW, float *dB, const float *dY, c
                              ag_error_t *err);
 
 /* The arrays of w, in the order wq wk wv wo ln_weight ln_bias attn_src attn_dst
-   attn bias, and the floats each has (or would have) by w's sizes. */
-#define AG_I_WEIGHT_ARRAYS 10
+   attn bias w1 b1 w2 b2 ln2_weight ln2_bias, and the floats each has (or would
+   have) by w's sizes. */
+#define AG_I_WEIGHT_ARRAYS 16
 AG_INTERNAL
 int ag_i_weights_arrays(ag_weights_t *w, float **arrays[AG_I_WEIGHT_ARRAYS],
                         int64_t sizes[AG_I_WEIGHT_ARRAYS]);

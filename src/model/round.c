@@ -11,11 +11,12 @@
  *            wo: M, its heads concatenated or averaged (and X + that)
  *   bias     X += the layer's bias
  *   act      X = act(X) (the layer's activation; the tape keeps its input)
+ *   ffn      X = X + W2 ff_act(W1 LayerNorm2(X) + b1) + b2 (a layer with w1)
  *
  * The forward runs them in order; the backward runs each op's `remake` in
  * order (the activations the tape does not keep: LayerNorm's output), then
- * the backwards in reverse. A new sublayer (a feed-forward block) is one more
- * entry in the list, not a fifth copy of the round.
+ * the backwards in reverse. A new sublayer is one more entry in the list, not
+ * another copy of the round.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -94,6 +95,7 @@ typedef struct {
     const ag_i_round_back_t *b;       /* backward buffers */
     const ag_i_reducer_t *red;        /* backward: sums over rows (NULL: one process) */
     const float *Xin;                 /* what the projections read: Xn or X */
+    const float *ffn_Yn;              /* backward: what the sublayer's W1 read */
     ag_i_attend_fn attend;
     ag_i_attend_back_fn attend_back;
     void *ctx;                        /* the attention steps' */
@@ -343,18 +345,6 @@ static int output_backward(step_t *s, ag_error_t *err)
 
 /* ---- bias ---- */
 
-static int bias_forward(step_t *s, ag_error_t *err)
-{
-    (void)err;
-    const int64_t n = s->n, out = ag_layer_width_out(s->w);
-    const float *bias = s->w->bias;
-    if (bias)
-#pragma omp parallel for if (n * out >= AG_PARALLEL_MIN_WORK) schedule(static)
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t c = 0; c < out; c++)
-                s->X[i * out + c] += bias[c];
-    return AG_OK;
-}
 
 /* g->bias += the column sums of dX', in fixed chunks (and through the reducer) */
 typedef struct {
@@ -370,20 +360,45 @@ static void column_sums(int64_t lo, int64_t hi, double *partial, void *ctx)
             partial[x] += c->dY[i * c->width + x];
 }
 
+/* g (a bias's gradient [width]) += the column sums of dY [n, width] */
+static int add_column_sums(const step_t *s, float *g, const float *dY, int64_t width,
+                           ag_error_t *err)
+{
+    double *sums = ag_i_alloc(width, sizeof *sums, err, "bias gradient");
+    if (!sums)
+        return ag_i_reducer_failed(s->red, width, err);
+    column_sums_t ctx = {dY, width};
+    int rc = ag_i_sum_rows_r(s->red, s->n, width, s->n * width, column_sums, &ctx, sums, err);
+    for (int64_t c = 0; !rc && c < width; c++)
+        g[c] += (float)sums[c];
+    free(sums);
+    return rc;
+}
+
+static void add_rows(float *Y, const float *bias, int64_t n, int64_t width);
+
+static int bias_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    add_rows(s->X, s->w->bias, s->n, ag_layer_width_out(s->w));
+    return AG_OK;
+}
+
 static int bias_backward(step_t *s, ag_error_t *err)
 {
     if (!s->w->bias || !s->g || !s->g->bias)
         return AG_OK;
-    const int64_t out = ag_layer_width_out(s->w);
-    double *sums = ag_i_alloc(out, sizeof *sums, err, "bias gradient");
-    if (!sums)
-        return ag_i_reducer_failed(s->red, out, err);
-    column_sums_t ctx = {s->b->dX, out};
-    int rc = ag_i_sum_rows_r(s->red, s->n, out, s->n * out, column_sums, &ctx, sums, err);
-    for (int64_t c = 0; !rc && c < out; c++)
-        s->g->bias[c] += (float)sums[c];
-    free(sums);
-    return rc;
+    return add_column_sums(s, s->g->bias, s->b->dX, ag_layer_width_out(s->w), err);
+}
+
+/* Y [n, width] += bias in every row (bias NULL: nothing) */
+static void add_rows(float *Y, const float *bias, int64_t n, int64_t width)
+{
+    if (bias)
+#pragma omp parallel for if (n * width >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < width; c++)
+                Y[i * width + c] += bias[c];
 }
 
 /* ---- activation ---- */
@@ -448,6 +463,102 @@ static int act_backward(step_t *s, ag_error_t *err)
     return AG_OK;
 }
 
+/* ---- ffn: a feed-forward sublayer on the layer's output ---- */
+
+static int has_ffn(const step_t *s)
+{
+    return s->w->w1 != NULL;
+}
+
+/* What the sublayer's first product reads: LayerNorm(Y) into Hn, or Y. */
+static const float *ffn_input(const step_t *s, const float *Y, float *Hn)
+{
+    if (!layer_norm(s))
+        return Y;
+    ag_layer_norm(Hn, Y, s->n, ag_layer_width_out(s->w), s->w->ln2_weight, s->w->ln2_bias,
+                  ln_eps(s->o));
+    return Hn;
+}
+
+/* A = ff_act(U) [n, F] (A may be U) */
+static void ffn_hidden(const step_t *s, const float *U, float *A)
+{
+    const ag_activation_t act = s->w->ff_act;
+    const int64_t m = s->n * s->w->F;
+#pragma omp parallel for if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < m; x++)
+        A[x] = act_value(act, U[x]);
+}
+
+/* Y = Y + W2 ff_act(W1 Yn + b1) + b2 */
+static int ffn_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    if (!has_ffn(s))
+        return AG_OK;
+    const ag_weights_t *w = s->w;
+    const ag_i_round_bufs_t *f = s->f;
+    const int64_t n = s->n, out = ag_layer_width_out(w), F = w->F;
+    if (f->ffn_in)
+        memcpy(f->ffn_in, s->X, (size_t)(n * out) * sizeof *s->X);
+    const float *Yn = ffn_input(s, s->X, f->Hn);
+    ag_i_gemm_xwt(f->U, Yn, w->w1, n, out, F, 0.0f);
+    add_rows(f->U, w->b1, n, F);
+    ffn_hidden(s, f->U, f->A);
+    ag_i_gemm_xwt(s->X, f->A, w->w2, n, F, out, 1.0f);
+    add_rows(s->X, w->b2, n, out);
+    return AG_OK;
+}
+
+/* the sublayer's input after the norm, and the activation, from the tape */
+static int ffn_remake(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    if (has_ffn(s)) {
+        s->ffn_Yn = ffn_input(s, s->b->ffn_in, s->b->Hn);
+        ffn_hidden(s, s->b->U, s->b->A);
+    }
+    return AG_OK;
+}
+
+/* From dY (in dX; it flows on to the residual's path unchanged): the
+   products' and biases' gradients, and what reaches the sublayer's input
+   (through LayerNorm's backward) added into dX. */
+static int ffn_backward(step_t *s, ag_error_t *err)
+{
+    if (!has_ffn(s))
+        return AG_OK;
+    const ag_weights_t *w = s->w;
+    ag_weights_t *g = s->g;
+    const ag_i_round_back_t *b = s->b;
+    const int64_t n = s->n, out = ag_layer_width_out(w), F = w->F;
+    int rc = AG_OK;
+    ag_i_gemm_xw(b->dA, b->dX, w->w2, n, out, F, 0.0f);   /* dA = dY W2 */
+    if (g && g->w2)
+        rc = ag_i_gemm_atb_r(s->red, g->w2, b->dX, b->A, n, out, F, err);
+    if (!rc && g && g->b2)
+        rc = add_column_sums(s, g->b2, b->dX, out, err);
+    const ag_activation_t act = w->ff_act;   /* dU = dA ff_act'(U), in dA */
+#pragma omp parallel for if (n * F * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < n * F; x++)
+        b->dA[x] *= act_slope(act, b->U[x]);
+    if (!rc && g && g->w1)
+        rc = ag_i_gemm_atb_r(s->red, g->w1, b->dA, s->ffn_Yn, n, F, out, err);
+    if (!rc && g && g->b1)
+        rc = add_column_sums(s, g->b1, b->dA, F, err);
+    if (rc)
+        return rc;
+    ag_i_gemm_xw(b->dHn, b->dA, w->w1, n, F, out, 0.0f);   /* dYn = dU W1 */
+    if (layer_norm(s))
+        return ag_i_layer_norm_backward_r(s->red, b->dX, g ? g->ln2_weight : NULL,
+                                          g ? g->ln2_bias : NULL, b->dHn, b->ffn_in, n, out,
+                                          w->ln2_weight, ln_eps(s->o), err);
+#pragma omp parallel for if (n * out >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < n * out; x++)
+        b->dX[x] += b->dHn[x];
+    return AG_OK;
+}
+
 static const op_t round_ops[] = {
     {"norm", norm_forward, norm_remake, norm_backward},
     {"dropout", dropout_forward, dropout_remake, dropout_backward},
@@ -456,6 +567,7 @@ static const op_t round_ops[] = {
     {"output", output_forward, NULL, output_backward},
     {"bias", bias_forward, NULL, bias_backward},
     {"act", act_forward, NULL, act_backward},
+    {"ffn", ffn_forward, ffn_remake, ffn_backward},
 };
 #define N_OPS ((int)(sizeof round_ops / sizeof round_ops[0]))
 

@@ -58,6 +58,12 @@ static int layer_check(const ag_weights_t *w, int k, int64_t N, const ag_round_o
     if ((unsigned)w->act > AG_ACT_GELU)
         return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has activation %d; expected none, "
                          "relu, elu or gelu", k + 1, (int)w->act);
+    if (w->w1 ? w->F <= 0 || !w->w2 || (unsigned)w->ff_act > AG_ACT_GELU
+              : w->w2 || w->b1 || w->b2)
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d's feed-forward sublayer has F=%lld, "
+                         "%s, %s, activation %d; expected F >= 1, w1 and w2 (or neither, and no "
+                         "b1 or b2)", k + 1, (long long)w->F, w->w1 ? "w1" : "no w1",
+                         w->w2 ? "w2" : "no w2", (int)w->ff_act);
     const int64_t out = ag_layer_width_out(w);
     if (!w->no_residual && !(o && o->no_residual) && out != w->D)
         return ag_i_fail(err, AG_EINVAL, "rounds: layer %d writes width %lld from width %lld, "
@@ -118,14 +124,15 @@ int ag_i_layers_one_shape(const ag_weights_t *layers, int n_layers, ag_error_t *
     for (int k = 0; k < n_layers; k++) {
         const ag_weights_t *w = &layers[k];
         if (w->D != first->D || w->H != first->H || w->d != first->d ||
-            ag_layer_width_out(w) != w->D || w->act != AG_ACT_NONE)
+            ag_layer_width_out(w) != w->D || w->act != AG_ACT_NONE || w->w1)
             return ag_i_fail(err, AG_EINVAL, "layer %d: the MPI layer runs layers of one shape "
                              "(layer 1's D=%lld, %lld heads of %lld, writing width D, no "
-                             "activation); this one has D=%lld, %lld heads of %lld, writes %lld%s",
-                             k + 1, (long long)first->D, (long long)first->H,
-                             (long long)first->d, (long long)w->D, (long long)w->H,
-                             (long long)w->d, (long long)ag_layer_width_out(w),
-                             w->act ? ", an activation" : "");
+                             "activation, no feed-forward sublayer); this one has D=%lld, %lld "
+                             "heads of %lld, writes %lld%s%s", k + 1, (long long)first->D,
+                             (long long)first->H, (long long)first->d, (long long)w->D,
+                             (long long)w->H, (long long)w->d,
+                             (long long)ag_layer_width_out(w),
+                             w->act ? ", an activation" : "", w->w1 ? ", a sublayer" : "");
     }
     return AG_OK;
 }
@@ -213,7 +220,19 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         .entropy = figures ? ws->entropy : NULL, .max_weight = figures ? ws->max_weight : NULL,
         .distance = distance ? ws->distance : NULL,
         .progress = opts && opts->on_progress ? round_progress : NULL, .progress_ctx = &progress};
-    const ag_i_round_bufs_t rb = {ws->Xn, ws->Q, ws->K, ws->V, ws->M, NULL};
+    /* the feed-forward sublayers' buffers, for this call: its normed input, U (= A) */
+    int64_t F = 0;
+    for (int r = 0; r < rounds; r++) {
+        const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
+        F = w->w1 && w->F > F ? w->F : F;
+    }
+    float *Hn = F && layer_norm ? ag_i_alloc(N * D, sizeof(float), err, "rounds") : NULL;
+    float *U = F ? ag_i_alloc(N * F, sizeof(float), err, "rounds") : NULL;
+    if (F && (!U || (layer_norm && !Hn))) {
+        free(Hn), free(U);
+        return ag_i_alloc_status();
+    }
+    const ag_i_round_bufs_t rb = {ws->Xn, ws->Q, ws->K, ws->V, ws->M, NULL, NULL, Hn, U, U};
     ag_i_plan_t plan = {0};
     const whole_graph_t whole = {nb, ws, &attn, &plan};
     for (int r = 0; !rc && r < rounds; r++) {
@@ -241,6 +260,7 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         }
     }
     ag_i_plan_free(&plan);
+    free(Hn), free(U);
     return rc;
 }
 

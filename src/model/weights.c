@@ -55,7 +55,8 @@ void ag_i_random_normal_range(float *x, int64_t first, int64_t n, uint64_t seed,
 static float **mats_of(ag_weights_t *w, int m)
 {
     float **all[N_MATS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->ln_weight, &w->ln_bias,
-                           &w->attn_src, &w->attn_dst, &w->attn, &w->bias};
+                           &w->attn_src, &w->attn_dst, &w->attn, &w->bias, &w->w1, &w->b1,
+                           &w->w2, &w->b2, &w->ln2_weight, &w->ln2_bias};
     return all[m];
 }
 
@@ -263,8 +264,18 @@ int ag_i_weights_shape(const ag_weights_t *w, int m, int64_t shape[3])
         shape[0] = m == 9 ? ag_layer_width_out(w) : w->D;
         return 1;
     }
-    shape[0] = w->H, shape[1] = w->d;
-    return 2;
+    if (m < 9) {
+        shape[0] = w->H, shape[1] = w->d;
+        return 2;
+    }
+    /* the feed-forward sublayer's, on the layer's output */
+    const int64_t out = ag_layer_width_out(w);
+    switch (m) {
+    case 10: shape[0] = w->F, shape[1] = out; return 2;    /* w1 */
+    case 11: shape[0] = w->F; return 1;                    /* b1 */
+    case 12: shape[0] = out, shape[1] = w->F; return 2;    /* w2 */
+    default: shape[0] = out; return 1;                     /* b2, ln2_weight, ln2_bias */
+    }
 }
 
 /* Floats in array m of w (mats_of's numbering). */
@@ -285,12 +296,15 @@ int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm
         return ag_i_fail(err, AG_EINVAL, "gradients: weights of D=%lld, H=%lld, d=%lld; expected "
                          "all >= 1", (long long)w->D, (long long)w->H, (long long)w->d);
     g->D = w->D, g->H = w->H, g->d = w->d, g->per_node = w->per_node;
-    g->D_out = w->D_out, g->mean_heads = w->mean_heads;
-    /* wq always, LayerNorm's when asked, the rest where w has them */
+    g->D_out = w->D_out, g->mean_heads = w->mean_heads, g->F = w->F;
+    /* wq always, LayerNorm's when asked (the sublayer's with one), the rest where w
+       has them; in order, so that wo is there before the widths that read it */
     const float *has[N_MATS] = {w->wq, w->wk, w->wv, w->wo, w->ln_weight, w->ln_bias,
-                                w->attn_src, w->attn_dst, w->attn, w->bias};
+                                w->attn_src, w->attn_dst, w->attn, w->bias, w->w1, w->b1,
+                                w->w2, w->b2, w->ln2_weight, w->ln2_bias};
     for (int m = 0; m < N_MATS; m++) {
-        const int wanted = m == 0 || has[m] || (m >= 4 && m < 6 && layer_norm);
+        const int wanted = m == 0 || has[m] || (m >= 4 && m < 6 && layer_norm) ||
+                           (m >= 14 && layer_norm && w->w1);
         if (wanted && !(*mats_of(g, m) = ag_i_calloc(mat_size(w, m), sizeof(float), err,
                                                      "gradients"))) {
             ag_weights_destroy(g);

@@ -123,8 +123,9 @@ static int one_round(run_t *r, int k, const ag_weights_t *w, const ag_round_opts
     /* this process's rows of K and V go where its path sends them from */
     const int64_t own = (r->part->lo - r->halo.wlo) * r->HD;
     const int halo = r->path == AG_MPI_HALO;
-    const ag_i_round_bufs_t b = {r->Xn, r->Q, halo ? r->halo.K + own : r->ring.K_own,
-                                 halo ? r->halo.V + own : r->ring.V_own, r->M, NULL};
+    const ag_i_round_bufs_t b = {.Xn = r->Xn, .Q = r->Q,
+                                 .K = halo ? r->halo.K + own : r->ring.K_own,
+                                 .V = halo ? r->halo.V + own : r->ring.V_own, .M = r->M};
     const part_round_t pr = {r, stats};
     if (r->X_prev)
         memcpy(r->X_prev, X, (size_t)(r->n * r->D) * sizeof *X);

@@ -403,7 +403,8 @@ static int forward_round(ag_mpi_tape_t *t, int r, float *X, float *Xn, ag_error_
     memcpy(pr.a.X, X, (size_t)(t->n * t->D) * sizeof *X);
     /* this process's rows of K and V go into the halo window, to be exchanged */
     const int64_t own = (t->part->lo - t->halo.wlo) * t->HD;
-    const ag_i_round_bufs_t b = {Xn, pr.a.Q, t->halo.K + own, t->halo.V + own, pr.a.M, NULL};
+    const ag_i_round_bufs_t b = {.Xn = Xn, .Q = pr.a.Q, .K = t->halo.K + own,
+                                 .V = t->halo.V + own, .M = pr.a.M};
     ag_score_t sc;
     return ag_i_round_forward(X, t->n, &t->layers[k], (ag_i_round_at_t){k, r, t->part->lo, 1, 0},
                               &t->opts, &b, &sc, attend_part, (void *)&pr, err);
@@ -723,7 +724,8 @@ static int backward_round(ag_mpi_tape_t *t, int r, ag_weights_t *grads, mpi_back
 {
     const int k = t->n_layers == 1 ? 0 : r;
     const mpi_acts_t a = acts_of(t, r);
-    const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn, NULL};
+    const ag_i_round_back_t rb = {.X = a.X, .M = a.M, .dX = b->dX, .dM = b->dM, .dQ = b->dQ,
+                                  .dK = b->dK, .dV = b->dV, .Xn = b->Xn, .dXn = b->dXn};
     const part_back_t pb = {t, &a, b};
     return ag_i_round_backward(t->n, &t->layers[k], grads ? &grads[k] : NULL,
                                (ag_i_round_at_t){k, r, t->part->lo, 1, 0}, &t->opts, &rb, &t->red,

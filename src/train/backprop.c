@@ -26,7 +26,7 @@ struct ag_tape {
     ag_round_opts_t opts;     /* the caller's, or AG_ROUND_OPTS_INIT */
     int layer_norm;
     int64_t N;
-    int64_t widest, HD;       /* the widest state, the largest H*d of the rounds */
+    int64_t widest, HD, F;    /* the widest state, the largest H*d and F of the rounds */
     int64_t *start;           /* [rounds + 1]: where each round's activations begin */
     float *acts;              /* per round: X [N, D], Q K V M [N, H*d], lse [N, H], and
                                  with an activation its input Z [N, out width] */
@@ -44,22 +44,26 @@ static const ag_weights_t *round_layer(const ag_tape_t *t, int r)
 /* Floats a round of layer w keeps per node. */
 static int64_t round_width(const ag_weights_t *w)
 {
-    return w->D + 4 * w->H * w->d + w->H + (w->act ? ag_layer_width_out(w) : 0);
+    const int64_t out = ag_layer_width_out(w);
+    return w->D + 4 * w->H * w->d + w->H + (w->act ? out : 0) + (w->w1 ? out + w->F : 0);
 }
 
-/* Round r's activations on the tape. */
+/* Round r's activations on the tape: X, Q, K, V, M, lse, and Z (an activation),
+   the feed-forward sublayer's input and U (a sublayer) when the layer has them. */
 typedef struct {
-    float *X, *Q, *K, *V, *M, *lse, *Z;
+    float *X, *Q, *K, *V, *M, *lse, *Z, *ffn_in, *U;
 } acts_t;
 
 static acts_t round_acts(const ag_tape_t *t, int r)
 {
     const ag_weights_t *w = round_layer(t, r);
-    const int64_t N = t->N, HD = w->H * w->d;
+    const int64_t N = t->N, HD = w->H * w->d, out = ag_layer_width_out(w);
     float *X = t->acts + t->start[r];
     float *Q = X + N * w->D, *K = Q + N * HD, *V = K + N * HD, *M = V + N * HD;
-    float *lse = M + N * HD;
-    return (acts_t){X, Q, K, V, M, lse, w->act ? lse + N * w->H : NULL};
+    float *lse = M + N * HD, *Z = lse + N * w->H;
+    float *ffn_in = Z + (w->act ? N * out : 0), *U = ffn_in + N * out;
+    return (acts_t){X, Q, K, V, M, lse, w->act ? Z : NULL, w->w1 ? ffn_in : NULL,
+                    w->w1 ? U : NULL};
 }
 
 int64_t ag_tape_bytes(int64_t N, int64_t D, int64_t H, int64_t d, int rounds)
@@ -97,6 +101,7 @@ static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers
         t->start[r] = (int64_t)floats;
         floats += (double)t->N * (double)round_width(w);
         t->HD = w->H * w->d > t->HD ? w->H * w->d : t->HD;
+        t->F = w->w1 && w->F > t->F ? w->F : t->F;
     }
     if (t->start && floats * 4.0 > 9e18) {
         ag_tape_free(t);
@@ -148,12 +153,20 @@ static int attend_taped(void *ctx, const ag_weights_t *w, const ag_score_t *sc, 
     return rc;
 }
 
-static int forward_round(ag_tape_t *t, int r, float *X, float *Xn, ag_error_t *err)
+/* The forward's scratch: LayerNorm's output and dropout's, [N, widest]; the
+   feed-forward sublayer's normed input [N, widest] and activation [N, F]. */
+typedef struct {
+    float *Xn, *Hn, *A;
+} fwd_scratch_t;
+
+static int forward_round(ag_tape_t *t, int r, float *X, const fwd_scratch_t *fs,
+                         ag_error_t *err)
 {
     const int k = t->n_layers == 1 ? 0 : r;
     const tape_round_t tr = {t, r, round_acts(t, r)};
     memcpy(tr.a.X, X, (size_t)(t->N * round_layer(t, r)->D) * sizeof *X);
-    const ag_i_round_bufs_t b = {Xn, tr.a.Q, tr.a.K, tr.a.V, tr.a.M, tr.a.Z};
+    const ag_i_round_bufs_t b = {fs->Xn, tr.a.Q, tr.a.K, tr.a.V, tr.a.M, tr.a.Z,
+                                 tr.a.ffn_in, fs->Hn, tr.a.U, fs->A};
     ag_score_t sc;
     return ag_i_round_forward(X, t->N, &t->layers[k], (ag_i_round_at_t){k, r, 0, 1, 0}, &t->opts,
                               &b, &sc, attend_taped, (void *)&tr, err);
@@ -179,13 +192,18 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
         rc = tape_init(&t, nb, layers, n_layers, rounds, opts, err);
     if (rc)
         return rc;
-    float *Xn = NULL;
+    fwd_scratch_t fs = {NULL, NULL, NULL};
     if ((t->layer_norm || t->opts.dropout > 0) &&
-        !(Xn = ag_i_alloc(t->N * t->widest, sizeof *Xn, err, "rounds forward")))
+        !(fs.Xn = ag_i_alloc(t->N * t->widest, sizeof(float), err, "rounds forward")))
+        rc = ag_i_alloc_status();
+    if (!rc && t->F &&
+        (!(fs.Hn = ag_i_alloc(t->layer_norm ? t->N * t->widest : 1, sizeof(float), err,
+                              "rounds forward")) ||
+         !(fs.A = ag_i_alloc(t->N * t->F, sizeof(float), err, "rounds forward"))))
         rc = ag_i_alloc_status();
     for (int r = 0; !rc && r < rounds; r++)
-        rc = forward_round(t, r, X, Xn, err);
-    free(Xn);
+        rc = forward_round(t, r, X, &fs, err);
+    free(fs.Xn), free(fs.Hn), free(fs.A);
     if (rc) {
         ag_tape_free(t);
         return rc;
@@ -200,6 +218,7 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
    [N, D], dM, dQ, dK, dV [N, H*d], and two [H, d] vectors. */
 typedef struct {
     float *dX, *Xn, *dXn, *dM, *dQ, *dK, *dV, *da_src, *da_dst;
+    float *Hn, *dHn, *A, *dA;   /* the feed-forward sublayers': [N, widest], [N, F] */
 } back_bufs_t;
 
 /* Three allocations of [N, D] and one of the rest (below glibc's mmap threshold
@@ -213,6 +232,11 @@ static int back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
     b->dM = ag_i_alloc(4 * N * HD + 2 * HD, sizeof(float), err, "rounds backward");
     if (!b->dX || !b->Xn || !b->dXn || !b->dM)
         return ag_i_alloc_status();
+    if (t->F && (!(b->Hn = ag_i_alloc(N * D, sizeof(float), err, "rounds backward")) ||
+                 !(b->dHn = ag_i_alloc(N * D, sizeof(float), err, "rounds backward")) ||
+                 !(b->A = ag_i_alloc(N * t->F, sizeof(float), err, "rounds backward")) ||
+                 !(b->dA = ag_i_alloc(N * t->F, sizeof(float), err, "rounds backward"))))
+        return ag_i_alloc_status();
     b->dQ = b->dM + N * HD, b->dK = b->dQ + N * HD, b->dV = b->dK + N * HD;
     b->da_src = b->dV + N * HD, b->da_dst = b->da_src + HD;
     return AG_OK;
@@ -221,6 +245,7 @@ static int back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
 static void back_free(back_bufs_t *b)
 {
     free(b->dX), free(b->Xn), free(b->dXn), free(b->dM);
+    free(b->Hn), free(b->dHn), free(b->A), free(b->dA);
 }
 
 /* Checks grads against the layers and zeroes every array they have. */
@@ -293,7 +318,7 @@ static int backward_round(ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t 
     const int k = t->n_layers == 1 ? 0 : r;
     const acts_t a = round_acts(t, r);
     const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn,
-                                  a.Z};
+                                  a.Z, a.ffn_in, a.U, b->Hn, b->dHn, b->A, b->dA};
     const tape_back_t tb = {t, r, b};
     return ag_i_round_backward(t->N, &t->layers[k], grads ? &grads[k] : NULL,
                                (ag_i_round_at_t){k, r, 0, 1, !input_grad}, &t->opts, &rb, NULL,

@@ -1,0 +1,142 @@
+"""Layers of their own shapes from Python (Weights with one projection, no wo,
+heads concatenated or averaged, a bias, an activation, no residual): rounds()
+and rounds_forward()/Tape.backward() against a float64 torch reference written
+from the formulas here, and their refusals."""
+import numpy as np
+import pytest
+import torch
+
+import attngraph as ag
+from attngraph.train import rounds_forward, grads_like
+from conftest import random_edge_index
+
+ACTS = {"none": lambda z: z, "relu": torch.relu, "elu": torch.nn.functional.elu,
+        "gelu": torch.nn.functional.gelu}
+
+
+def reference(xt, ei, ts, score):
+    """The stack in float64 torch from the edge list, each message j -> i once
+    per edge: what autograd differentiates."""
+    src, dst = (torch.from_numpy(ei[k]) for k in (0, 1))
+    X = xt
+    for L in ts:
+        H = L["heads"]
+        q = X @ L["wq"].T
+        k = X @ (L["wk"] if "wk" in L else L["wq"]).T
+        v = X @ (L["wv"] if "wv" in L else L["wq"]).T
+        N, HD = q.shape
+        d = HD // H
+        q, k, v = (t.reshape(N, H, d) for t in (q, k, v))
+        if score == "additive":
+            s = torch.nn.functional.leaky_relu((q[dst] * L["attn_dst"]).sum(-1) +
+                                               (k[src] * L["attn_src"]).sum(-1), 0.2)
+        else:
+            s = (q[dst] * k[src]).sum(-1) / d ** 0.5
+        m = torch.full((N, H), -1e300, dtype=torch.float64).index_reduce(
+            0, dst, s.detach(), "amax", include_self=True)
+        w = torch.exp(s - m[dst])
+        den = torch.zeros(N, H, dtype=torch.float64).index_add(0, dst, w)
+        a = w / den[dst]
+        M = torch.zeros(N, H, d, dtype=torch.float64).index_add(0, dst, a[..., None] * v[src])
+        if "wo" in L:
+            Z = M.reshape(N, HD) @ L["wo"].T
+        elif L.get("mean_heads"):
+            Z = M.mean(1)
+        else:
+            Z = M.reshape(N, HD)
+        if "bias" in L:
+            Z = Z + L["bias"]
+        if L.get("residual", False):
+            Z = Z + X
+        X = ACTS[L.get("act", "none")](Z)
+        if "w1" in L:   # the feed-forward sublayer (no LayerNorm here)
+            X = X + ACTS[L["ff_act"]](X @ L["w1"].T + L["b1"]) @ L["w2"].T + L["b2"]
+    return X
+
+
+def make_layers(rng, score):
+    """5 -> 2 heads x 3 concatenated (one projection, bias, ELU) -> wo to 4 (GELU)
+    -> residual 4 (ReLU) with a feed-forward sublayer 4 -> 8 -> 4 (GELU) -> 2 heads
+    x 2 averaged."""
+    f = lambda *s: rng.standard_normal(s).astype(np.float32) * 0.6   # noqa: E731
+    specs = [dict(heads=2, wq=f(6, 5), bias=f(6), act="elu"),
+             dict(heads=1, wq=f(3, 6), wk=f(3, 6), wv=f(3, 6), wo=f(4, 3), bias=f(4),
+                  act="gelu"),
+             dict(heads=2, wq=f(4, 4), wk=f(4, 4), wv=f(4, 4), wo=f(4, 4), act="relu",
+                  residual=True, w1=f(8, 4), b1=f(8), w2=f(4, 8), b2=f(4), ff_act="gelu"),
+             dict(heads=2, wq=f(4, 4), mean_heads=True, bias=f(2))]
+    for s in specs:
+        hd = s["wq"].shape[0]
+        if score == "additive":
+            s["attn_src"], s["attn_dst"] = f(s["heads"], hd // s["heads"]), \
+                f(s["heads"], hd // s["heads"])
+    weights = [ag.Weights(s["wq"], s.get("wk"), s.get("wv"), s.get("wo"), s["heads"],
+                          attn_src=s.get("attn_src"), attn_dst=s.get("attn_dst"),
+                          bias=s.get("bias"), act=s.get("act", "none"),
+                          mean_heads=s.get("mean_heads", False),
+                          residual=s.get("residual", False), w1=s.get("w1"), b1=s.get("b1"),
+                          w2=s.get("w2"), b2=s.get("b2"), ff_act=s.get("ff_act", "gelu"))
+               for s in specs]
+    return specs, weights
+
+
+def torch_specs(specs):
+    out = []
+    for s in specs:
+        t = {}
+        for k, v in s.items():
+            if isinstance(v, np.ndarray):
+                t[k] = torch.from_numpy(v).double().requires_grad_()
+            else:
+                t[k] = v
+        out.append(t)
+    return out
+
+
+@pytest.mark.parametrize("score", ["additive", "scaled-dot"])
+def test_against_the_float64_reference(rng, score):
+    N = 12
+    ei = random_edge_index(rng, N, 40)
+    g = ag.Graph.from_edge_index(ei, N)
+    x = rng.standard_normal((N, 5)).astype(np.float32)
+    specs, weights = make_layers(rng, score)
+    ts = torch_specs(specs)
+    xt = torch.from_numpy(x).double().requires_grad_()
+    want = reference(xt, ei, ts, score)
+    got = ag.rounds(g, x, weights, rounds=4, score=score)
+    assert got.shape == (N, 2)
+    np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-5, atol=1e-5)
+    # training: the same forward, and every gradient against autograd's
+    y, tape = rounds_forward(g, x, weights, rounds=4, score=score)
+    np.testing.assert_array_equal(y, got)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    dx, grads = tape.backward(dy)
+    (want * torch.from_numpy(dy).double()).sum().backward()
+    np.testing.assert_allclose(dx, xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for k, (t, gr) in enumerate(zip(ts, grads)):
+        for name, p in t.items():
+            if isinstance(p, torch.Tensor):
+                np.testing.assert_allclose(getattr(gr, name), p.grad.numpy(), rtol=1e-4,
+                                           atol=1e-5, err_msg="layer %d %s" % (k + 1, name))
+
+
+def test_weights_round_trip_and_refusals(rng, tmp_path):
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)   # noqa: E731
+    w = ag.Weights(f(6, 5), None, None, None, 2, bias=f(6), act="elu")
+    assert w.width_out == 6 and w.d == 3
+    g = grads_like([w])[0]     # the library's gradients: its shapes and fields
+    assert g.wk is None and g.wo is None and g.bias.shape == (6,)
+    with pytest.raises(ag.Error, match="wk and wv go together"):
+        ag.Weights(f(6, 5), f(6, 5), None, None, 2)
+    with pytest.raises(ag.Error, match=r"bias has shape \[4\]; expected \[6\]"):
+        ag.Weights(f(6, 5), None, None, None, 2, bias=f(4))
+    with pytest.raises(ag.Error, match="act is 'tanh'"):
+        ag.Weights(f(6, 5), None, None, None, 2, act="tanh")
+    ei = random_edge_index(rng, 8, 20)
+    gr = ag.Graph.from_edge_index(ei, 8)
+    wide = ag.Weights(f(6, 5), None, None, None, 2, residual=True)   # 5 -> 6 with a residual
+    with pytest.raises(ag.Error, match="cannot add a residual"):
+        ag.rounds(gr, f(8, 5), [wide], rounds=1)
+    with pytest.raises(ag.Error, match="layer 1 reads width 5; the layer before it writes 6"):
+        ag.rounds(gr, f(8, 5), ag.Weights(f(6, 5), None, None, None, 2, residual=False),
+                  rounds=2)
