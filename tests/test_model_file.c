@@ -174,6 +174,10 @@ START_TEST(model_file_refusals)
     refused("layer heads=2 dim=4 width=3\n", "line 1: unknown layer key 'width'");
     refused("layer heads=2 dim=4 act=tanh\n", "line 1: act=tanh; expected none, relu, elu or gelu");
     refused("layer heads=2 dim=4 ffn=0\n", "line 1: ffn=0; expected the hidden width's ratio");
+    refused("layer heads=2 dim=4 heads=3\n", "line 1: heads given twice");
+    refused("layer heads=2 dim=4 projection=two\n", "line 1: projection=two; expected one");
+    refused("layer heads=2 dim=4 out=wide\n", "line 1: out=wide; expected concat, mean or a "
+            "width");
     refused("layer heads=2 out=concat\n", "line 1: a layer needs heads=H and dim=d");
     refused("layer heads=0 dim=4\n", "line 1: heads=0; expected an integer in 1..4096");
     refused("layer heads=2 dim=4 bias\n", "line 1: 'bias' is not key=value");

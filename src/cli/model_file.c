@@ -72,6 +72,65 @@ static int64_t count_of(const char *s, int64_t max)
     return errno || end == s || *end || v < 1 || v > max ? -1 : v;
 }
 
+/* An activation's name into *act; 0, or -1 for another word. */
+static int act_of(const char *s, ag_activation_t *act)
+{
+    for (int a = 0; a < (int)COUNT(act_names); a++)
+        if (strcmp(s, act_names[a]) == 0)
+            return *act = (ag_activation_t)a, 0;
+    return -1;
+}
+
+/* The keys of a layer line: each parses its value into L (0, or -1: refused). */
+static int key_heads(layer_spec_t *L, const char *v)
+{
+    return (L->heads = count_of(v, 4096)) < 0 ? -1 : 0;
+}
+
+static int key_dim(layer_spec_t *L, const char *v)
+{
+    return (L->dim = count_of(v, 1 << 20)) < 0 ? -1 : 0;
+}
+
+static int key_ffn(layer_spec_t *L, const char *v)
+{
+    return (L->ffn = count_of(v, 64)) < 0 ? -1 : 0;
+}
+
+static int key_bias(layer_spec_t *L, const char *v) { return yes_no(v, &L->bias); }
+static int key_residual(layer_spec_t *L, const char *v) { return yes_no(v, &L->residual); }
+static int key_act(layer_spec_t *L, const char *v) { return act_of(v, &L->act); }
+static int key_ffn_act(layer_spec_t *L, const char *v) { return act_of(v, &L->ffn_act); }
+
+static int key_out(layer_spec_t *L, const char *v)
+{
+    L->out = strcmp(v, "concat") == 0 ? OUT_CONCAT : strcmp(v, "mean") == 0 ? OUT_MEAN
+                                                                             : OUT_LINEAR;
+    return L->out == OUT_LINEAR && (L->out_width = count_of(v, 1 << 24)) < 0 ? -1 : 0;
+}
+
+static int key_projection(layer_spec_t *L, const char *v)
+{
+    L->one_projection = strcmp(v, "one") == 0;
+    return L->one_projection || strcmp(v, "qkv") == 0 ? 0 : -1;
+}
+
+static const struct {
+    const char *key;
+    int (*parse)(layer_spec_t *L, const char *v);
+    const char *expected;
+} layer_keys[] = {
+    {"heads", key_heads, "an integer in 1..4096"},
+    {"dim", key_dim, "a head width, an integer >= 1"},
+    {"out", key_out, "concat, mean or a width (wo's rows)"},
+    {"projection", key_projection, "one (keys and values are the queries' projection) or qkv"},
+    {"bias", key_bias, "yes or no"},
+    {"act", key_act, "none, relu, elu or gelu"},
+    {"residual", key_residual, "yes or no"},
+    {"ffn", key_ffn, "the hidden width's ratio to the output's, an integer in 1..64"},
+    {"ffn_act", key_ffn_act, "none, relu, elu or gelu"},
+};
+
 #define FILE_ERROR(...) (usage_error(cmd, __VA_ARGS__), EXIT_USAGE)
 
 /* One `layer key=value ...` line (its words after `layer`) into L. */
@@ -79,6 +138,7 @@ static int layer_line(layer_spec_t *L, char *words, const char *path, int line,
                       const char *cmd)
 {
     *L = (layer_spec_t){.line = line, .residual = -1, .ffn_act = AG_ACT_GELU};
+    unsigned seen = 0;
     char *save = NULL;
     for (char *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
         char *v = strchr(w, '=');
@@ -86,46 +146,18 @@ static int layer_line(layer_spec_t *L, char *words, const char *path, int line,
             return FILE_ERROR("%s line %d: '%s' is not key=value (heads=8, dim=8, out=concat, "
                               "...)", path, line, w);
         *v++ = '\0';
-        int bad = 0;
-        if (strcmp(w, "heads") == 0)
-            bad = (L->heads = count_of(v, 4096)) < 0;
-        else if (strcmp(w, "dim") == 0)
-            bad = (L->dim = count_of(v, 1 << 20)) < 0;
-        else if (strcmp(w, "out") == 0) {
-            L->out = strcmp(v, "concat") == 0 ? OUT_CONCAT : strcmp(v, "mean") == 0 ? OUT_MEAN
-                                                                                     : OUT_LINEAR;
-            if (L->out == OUT_LINEAR)
-                bad = (L->out_width = count_of(v, 1 << 24)) < 0;
-        } else if (strcmp(w, "projection") == 0) {
-            bad = strcmp(v, "one") != 0 && strcmp(v, "qkv") != 0;
-            L->one_projection = strcmp(v, "one") == 0;
-        } else if (strcmp(w, "bias") == 0) {
-            bad = yes_no(v, &L->bias) != 0;
-        } else if (strcmp(w, "residual") == 0) {
-            bad = yes_no(v, &L->residual) != 0;
-        } else if (strcmp(w, "act") == 0 || strcmp(w, "ffn_act") == 0) {
-            bad = 1;
-            for (int a = 0; a < (int)COUNT(act_names) && bad; a++)
-                if (strcmp(v, act_names[a]) == 0)
-                    *(w[0] == 'a' ? &L->act : &L->ffn_act) = (ag_activation_t)a, bad = 0;
-        } else if (strcmp(w, "ffn") == 0) {
-            bad = (L->ffn = count_of(v, 64)) < 0;
-        } else {
+        size_t k = 0;
+        while (k < COUNT(layer_keys) && strcmp(w, layer_keys[k].key) != 0)
+            k++;
+        if (k == COUNT(layer_keys))
             return FILE_ERROR("%s line %d: unknown layer key '%s'; expected heads, dim, out, "
                               "projection, bias, act, residual, ffn or ffn_act", path, line, w);
-        }
-        if (bad)
+        if (seen & 1u << k)
+            return FILE_ERROR("%s line %d: %s given twice", path, line, w);
+        seen |= 1u << k;
+        if (layer_keys[k].parse(L, v) != 0)
             return FILE_ERROR("%s line %d: %s=%s; expected %s", path, line, w, v,
-                              strcmp(w, "heads") == 0 ? "an integer in 1..4096"
-                              : strcmp(w, "dim") == 0 ? "a head width, an integer >= 1"
-                              : strcmp(w, "out") == 0 ? "concat, mean or a width (wo's rows)"
-                              : strcmp(w, "projection") == 0 ? "one (keys and values are the "
-                                                               "queries' projection) or qkv"
-                              : strcmp(w, "act") == 0 || strcmp(w, "ffn_act") == 0
-                                  ? "none, relu, elu or gelu"
-                              : strcmp(w, "ffn") == 0 ? "the hidden width's ratio to the "
-                                                        "output's, an integer in 1..64"
-                                                      : "yes or no");
+                              layer_keys[k].expected);
     }
     if (!L->heads || !L->dim)
         return FILE_ERROR("%s line %d: a layer needs heads=H and dim=d (the head width)", path,
