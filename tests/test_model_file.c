@@ -117,6 +117,13 @@ START_TEST(model_file_trains_saves_and_runs)
              "--weights %s --predict %s --quiet", dir, p2);
     expect_cli(args, 0, 1, "");
     expect_same_bytes(p1, p2);
+    /* run --model FILE: the same layers from the seed; the output is the last layer's */
+    char y[512];
+    snprintf(y, sizeof y, "%s", tmp_path("gat-y.npy"));
+    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
+             "--model %s --out %s --quiet", model, y);
+    expect_cli(args, 0, 1, "");
+    expect_shape(y, "(300, 3)");
     /* and train goes on from the folder */
     snprintf(args, sizeof args, "train " PLANTED " --weights %s --epochs 1 --quiet", dir);
     expect_cli(args, 0, 1, "");
