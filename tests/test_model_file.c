@@ -135,7 +135,7 @@ START_TEST(model_file_same_bits_on_1_and_2_threads)
     char model[512], args[2048];
     snprintf(model, sizeof model, "%s", tmp_path("tf.txt"));
     /* a transformer's: widths 8 -> 12 -> 12 -> 3, GELU, residual, LayerNorm, dropout */
-    write_text(model, "norm layer\ndropout 0.2\n"
+    write_text(model, "norm layer\ndropout 0.2\nresid-dropout 0.1\n"
                       "layer heads=2 dim=4 out=12 bias=yes act=gelu\n"
                       "layer heads=3 dim=4 out=12 bias=yes act=relu residual=yes ffn=2\n"
                       "layer heads=1 dim=3 out=mean projection=one\n");
@@ -158,6 +158,7 @@ START_TEST(model_file_same_bits_on_1_and_2_threads)
     expect_shape(tmp_path("tf-t1/round-2/w1.npy"), "(24, 12)");   /* ffn=2: 2 x 12 wide */
     expect_shape(tmp_path("tf-t1/round-2/w2.npy"), "(12, 24)");
     char *saved = read_text(tmp_path("tf-t1/model.txt"));
+    ck_assert_msg(strstr(saved, "\ndropout 0.2\nresid-dropout 0.1\n"), "%s", saved);
     ck_assert_msg(strstr(saved, "layer heads=3 dim=4 out=12 projection=qkv bias=yes act=relu "
                          "residual=yes ffn=2 ffn_act=gelu\n"), "%s", saved);
     free(saved);

@@ -654,6 +654,11 @@ typedef struct {
        A trainer gives every step a seed of its own. Each in [0, 1). */
     float dropout, attn_dropout;
     uint64_t dropout_seed;
+    /* Dropout on the residual branches while training (a transformer's resid
+       dropout): what a layer with a residual adds to X (M Wo^T, before the
+       bias; or its heads), and what a feed-forward sublayer adds (with b2),
+       per node and channel. In [0, 1). */
+    float resid_dropout;
 } ag_round_opts_t;
 
 /* The defaults (every field taken as given, 0 means 0): no score (scaled-dot),

@@ -119,7 +119,7 @@ class ag_round_opts_t(C.Structure):
     _fields_ = [("score", C.POINTER(ag_score_t)), ("no_residual", C.c_int), ("norm", C.c_int),
                 ("ln_eps", f32), ("on_round", ON_ROUND_FN), ("ctx", ptr), ("figures", C.c_int),
                 ("on_progress", ON_ROUND_PROGRESS_FN), ("dropout", f32), ("attn_dropout", f32),
-                ("dropout_seed", C.c_uint64)]
+                ("dropout_seed", C.c_uint64), ("resid_dropout", C.c_float)]
 
 
 class ag_round_figures_t(C.Structure):

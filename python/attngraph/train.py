@@ -77,12 +77,15 @@ class Tape:
 
 
 def rounds_forward(graph, x, layers, rounds=1, score="scaled-dot", residual=True, norm=None,
-                   ln_eps=None, dropout=0.0, attn_dropout=0.0, dropout_seed=0, **score_kw):
+                   ln_eps=None, dropout=0.0, attn_dropout=0.0, dropout_seed=0,
+                   resid_dropout=0.0, **score_kw):
     """ag_rounds_forward: returns (X after the rounds, Tape). Keep layers
     unchanged until tape.backward (an optimizer steps after it). dropout (on
     what each round's projections read) and attn_dropout (on the attention
     weights) apply here, in training, with masks hashed from dropout_seed
-    (give each step its own); rounds() (inference) has none."""
+    (give each step its own); so does resid_dropout, on what a layer with a
+    residual adds to X and what a feed-forward sublayer adds; rounds()
+    (inference) has none."""
     layers, arr = _layers(layers)
     D = layers[0].D
     widest, out, _ = _widths(layers, int(rounds))
@@ -92,6 +95,7 @@ def rounds_forward(graph, x, layers, rounds=1, score="scaled-dot", residual=True
     opts.dropout, opts.attn_dropout = finite(dropout, "dropout"), finite(attn_dropout,
                                                                          "attn_dropout")
     opts.dropout_seed = int(dropout_seed) & (2**64 - 1)
+    opts.resid_dropout = finite(resid_dropout, "resid_dropout")
     tape = Tape(graph, layers, arr, opts, keep, graph.N, D, out)
     e = err()
     check(lib.ag_rounds_forward(C.byref(graph._nb), arr, len(layers), X.ctypes.data,

@@ -97,7 +97,8 @@ def test_dropout_gradients_by_finite_differences(rng):
     layers = [ag.add_layer_norm(ag.Weights.random(D, H, d=2, seed=s)) for s in (1, 2)]
     x = rng.standard_normal((N, D)).astype(np.float32)
     dy = rng.standard_normal((N, D)).astype(np.float32)
-    kw = dict(rounds=2, norm="layer", dropout=0.3, attn_dropout=0.4, dropout_seed=7)
+    kw = dict(rounds=2, norm="layer", dropout=0.3, attn_dropout=0.4, dropout_seed=7,
+              resid_dropout=0.25)
 
     def loss(x, layers):
         y, tape = ag.rounds_forward(g, x, layers, **kw)
@@ -121,6 +122,45 @@ def test_dropout_gradients_by_finite_differences(rng):
         assert abs(fd - dx[i, c]) < 3e-3 + 1e-2 * abs(fd), (i, c, fd, dx[i, c])
     for k, name, idx in [(0, "wq", (1, 2)), (1, "wv", (3, 0)), (0, "wo", (2, 1)),
                          (1, "ln_weight", (4,))]:
+        def moved(delta):
+            ls = [ag.Weights(**{n: a.copy() for n, a in w.arrays().items()}, heads=H)
+                  for w in layers]
+            getattr(ls[k], name)[idx] += delta
+            return loss(x, ls)
+        fd = (moved(h) - moved(-h)) / (2 * h)
+        got = getattr(grads[k], name)[idx]
+        assert abs(fd - got) < 3e-3 + 1e-2 * abs(fd), (k, name, fd, got)
+
+
+def test_residual_dropout_through_a_feed_forward_sublayer(rng):
+    """resid_dropout on both branches of transformer blocks (attention with its
+    residual, a feed-forward sublayer): the backward drops what the forward did."""
+    N, D, H, F = 12, 4, 2, 8
+    g = ag.Graph.from_edge_index(random_edge_index(rng, N, 40), N)
+    f = lambda *s: (rng.standard_normal(s) * 0.5).astype(np.float32)   # noqa: E731
+    layers = [ag.Weights(f(D, D), f(D, D), f(D, D), f(D, D), H, ln_weight=1 + f(D),
+                         ln_bias=f(D), w1=f(F, D), b1=f(F), w2=f(D, F), b2=f(D),
+                         ln2_weight=1 + f(D), ln2_bias=f(D)) for _ in range(2)]
+    x, dy = f(N, D), f(N, D)
+    kw = dict(rounds=2, norm="layer", resid_dropout=0.3, dropout_seed=3)
+
+    def loss(x, layers):
+        y, tape = ag.rounds_forward(g, x, layers, **kw)
+        tape.free()
+        return float((y.astype(np.float64) * dy).sum())
+
+    y, tape = ag.rounds_forward(g, x, layers, **kw)
+    dx, grads = tape.backward(dy)
+    assert not np.allclose(y, ag.rounds(g, x, layers, rounds=2, norm="layer"))
+    h = 1e-2
+    for i, c in [(0, 0), (5, 3), (11, 1)]:
+        xp, xm = x.copy(), x.copy()
+        xp[i, c] += h
+        xm[i, c] -= h
+        fd = (loss(xp, layers) - loss(xm, layers)) / (2 * h)
+        assert abs(fd - dx[i, c]) < 3e-3 + 1e-2 * abs(fd), (i, c, fd, dx[i, c])
+    for k, name, idx in [(0, "w2", (1, 5)), (1, "b2", (2,)), (0, "wo", (3, 1)),
+                         (1, "w1", (6, 2)), (0, "ln2_weight", (0,))]:
         def moved(delta):
             ls = [ag.Weights(**{n: a.copy() for n, a in w.arrays().items()}, heads=H)
                   for w in layers]

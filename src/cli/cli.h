@@ -30,7 +30,7 @@ enum {
     OPT_EPOCHS, OPT_LR, OPT_OPTIMIZER, OPT_WEIGHT_DECAY, OPT_CLIP, OPT_MOMENTUM, OPT_SAVE, OPT_LOG,
     OPT_PREDICT, OPT_EVERY, OPT_BACKWARD, OPT_HEAD, OPT_BINS, OPT_LAYOUT, OPT_CLASSES, OPT_SVG,
     OPT_VMAX, OPT_TITLE, OPT_SCALE, OPT_RANKS, OPT_PARTITION, OPT_BANDWIDTH, OPT_RATE,
-    OPT_SAMPLE, OPT_EXACT, OPT_PER_RANK, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_MODEL, OPT_END
+    OPT_SAMPLE, OPT_EXACT, OPT_PER_RANK, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_MODEL, OPT_RESID_DROPOUT, OPT_END
 };
 #define OPT_COUNT (OPT_END - OPT_Q)
 #define MAX_ATTN 8              /* run --attn: files written at once */
@@ -58,8 +58,9 @@ typedef struct {
     layer_spec_t layers[MODEL_MAX_LAYERS];
     int n_layers;                 /* 0 until the file is read */
     int readout;                  /* 1: a linear readout; 0: the last layer writes the classes */
-    float dropout, attn_dropout;  /* train's, when the file gives them */
-    int has_dropout, has_attn_dropout;
+    /* train's dropout, attn-dropout and resid-dropout, when the file gives them */
+    float dropout[3];
+    int has_dropout[3];
 } model_spec_t;
 
 /* ---- options shared by run, compare and inspect ---- */
@@ -389,9 +390,9 @@ int model_layers_check(const model_spec_t *m, int64_t D, int64_t classes, ag_err
    from o->seed. */
 int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, ag_error_t *err);
 /* The text of o's model file (what train --save writes to DIR/model.txt), with
-   train's dropout when > 0; returns the length the whole text needs. */
-size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, float dropout,
-                       float attn_dropout);
+   train's dropout, attention and residual dropout when > 0; returns the length
+   the whole text needs. */
+size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, const float dropout[3]);
 
 /* ---- folders of outputs (folder.c) ---- */
 

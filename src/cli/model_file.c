@@ -45,6 +45,17 @@ static const char *option_name(int code)
     return "?";
 }
 
+/* train's dropouts, as the file and the command line name them */
+static const char *const dropout_names[3] = {"dropout", "attn-dropout", "resid-dropout"};
+
+static int dropout_key(const char *key)
+{
+    for (int k = 0; k < 3; k++)
+        if (strcmp(key, dropout_names[k]) == 0)
+            return k;
+    return -1;
+}
+
 static int is_file_code(int code)
 {
     for (size_t k = 0; k < COUNT(file_codes); k++)
@@ -208,13 +219,13 @@ int model_file_read(run_opts_t *o, const char *path, const char *cmd)
         char *value = rest && *rest ? strtok_r(rest, " \t", &save) : NULL;
         char *extra = value ? strtok_r(NULL, " \t", &save) : NULL;
         const struct option *opt = option_named(key);
-        const int known = strcmp(key, "readout") == 0 || strcmp(key, "dropout") == 0 ||
-                          strcmp(key, "attn-dropout") == 0 || (opt && is_file_code(opt->val));
+        const int known = strcmp(key, "readout") == 0 || dropout_key(key) >= 0 ||
+                          (opt && is_file_code(opt->val));
         if (!known) {
             rc = FILE_ERROR("%s line %d: unknown key '%s'; expected layer, readout, dropout, "
-                            "attn-dropout or one of the model's options (score, beta, softcap, "
-                            "slope, sigmoid-bias, alibi, edge-bias, norm, posenc, self-loops, "
-                            "directed, undirected)", path, line, key);
+                            "attn-dropout, resid-dropout or one of the model's options (score, "
+                            "beta, softcap, slope, sigmoid-bias, alibi, edge-bias, norm, posenc, "
+                            "self-loops, directed, undirected)", path, line, key);
         } else if (extra) {
             rc = FILE_ERROR("%s line %d: '%s' after %s %s; one value per line", path, line,
                             extra, key, value);
@@ -224,16 +235,14 @@ int model_file_read(run_opts_t *o, const char *path, const char *cmd)
                 rc = FILE_ERROR("%s line %d: readout %s; expected linear (logits = X Wr^T + br) "
                                 "or none (the last layer writes the classes)", path, line,
                                 value ? value : "with no value");
-        } else if (strcmp(key, "dropout") == 0 || strcmp(key, "attn-dropout") == 0) {
+        } else if (dropout_key(key) >= 0) {
             char *end = NULL;
             const double p = value ? strtod(value, &end) : NAN;
             if (!value || *end || !(p >= 0 && p < 1))
                 rc = FILE_ERROR("%s line %d: %s %s; expected a probability in 0..1 (1 excluded)",
                                 path, line, key, value ? value : "with no value");
-            else if (key[0] == 'd')
-                m->dropout = (float)p, m->has_dropout = 1;
             else
-                m->attn_dropout = (float)p, m->has_attn_dropout = 1;
+                m->dropout[dropout_key(key)] = (float)p, m->has_dropout[dropout_key(key)] = 1;
         } else {
             if ((opt->has_arg == required_argument) != (value != NULL))
                 rc = FILE_ERROR("%s line %d: %s %s", path, line, key,
@@ -409,8 +418,7 @@ static const char *float_text(char *buf, size_t cap, float x)
 /* Appends to buf [cap] what printf would write. */
 #define APPEND(...) (used += (size_t)snprintf(buf + used, used < cap ? cap - used : 0, __VA_ARGS__))
 
-size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, float dropout,
-                       float attn_dropout)
+size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, const float dropout[3])
 {
     size_t used = 0;
     buf[0] = '\0';
@@ -428,10 +436,9 @@ size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, float dropout
         APPEND("%s%s%s\n", w + 2, arg ? " " : "", arg ? arg : "");
     }
     char num[32];
-    if (dropout > 0)
-        APPEND("dropout %s\n", float_text(num, sizeof num, dropout));
-    if (attn_dropout > 0)
-        APPEND("attn-dropout %s\n", float_text(num, sizeof num, attn_dropout));
+    for (int k = 0; k < 3; k++)
+        if (dropout[k] > 0)
+            APPEND("%s %s\n", dropout_names[k], float_text(num, sizeof num, dropout[k]));
     APPEND("readout %s\n", m->readout ? "linear" : "none");
     for (int l = 0; l < m->n_layers; l++) {
         const layer_spec_t *L = &m->layers[l];

@@ -206,7 +206,7 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
             st->n_items = model_items(&st->model, st->items, st->names);
             const int file = to->o.model.n_layers > 0;
             const size_t need = file ? model_file_text(st->model_args, sizeof st->model_args,
-                                                       &to->o, to->dropout, to->attn_dropout)
+                                                       &to->o, to->dropout)
                                      : model_args(st->model_args, sizeof st->model_args, &to->o,
                                                   st->in.H, st->in.rounds);
             if (need >= sizeof st->model_args)

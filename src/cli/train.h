@@ -22,7 +22,8 @@ typedef struct {
     const char *targets, *labels, *train_mask, *eval_mask, *test_mask;
     int64_t epochs, every;          /* every 0: about ten lines */
     ag_optimizer_opts_t opt;
-    float dropout, attn_dropout;    /* while training: ag_round_opts_t's */
+    float dropout[3];               /* while training, ag_round_opts_t's dropout,
+                                       attn_dropout and resid_dropout */
     const char *save, *log, *predict, *svg;
 } train_opts_t;
 

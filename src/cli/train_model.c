@@ -140,7 +140,8 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
     m->score.edge_bias = edge_bias;
     ag_round_opts_init(&m->ro);
     m->ro.score = &m->score, m->ro.no_residual = o->no_residual, m->ro.norm = o->norm;
-    m->ro.dropout = to->dropout, m->ro.attn_dropout = to->attn_dropout;
+    m->ro.dropout = to->dropout[0], m->ro.attn_dropout = to->dropout[1];
+    m->ro.resid_dropout = to->dropout[2];
     m->seed = o->seed;
     m->layers = ag_i_calloc(in->n_layers, sizeof *m->layers, err, "weights");
     m->grads = ag_i_calloc(in->n_layers, sizeof *m->grads, err, "gradients");
@@ -216,7 +217,8 @@ static int loss_on(model_t *m, const task_t *t, const uint8_t *mask, int grads, 
 
 int model_drops(const model_t *m)
 {
-    return m->rounds > 0 && (m->ro.dropout > 0 || m->ro.attn_dropout > 0);
+    return m->rounds > 0 && (m->ro.dropout > 0 || m->ro.attn_dropout > 0 ||
+                             m->ro.resid_dropout > 0);
 }
 
 ag_round_opts_t model_round_opts(const model_t *m, int step)
@@ -225,7 +227,7 @@ ag_round_opts_t model_round_opts(const model_t *m, int step)
     if (step)
         ro.dropout_seed = rng_seed(m->seed, (uint64_t)m->steps);
     else
-        ro.dropout = ro.attn_dropout = 0;
+        ro.dropout = ro.attn_dropout = ro.resid_dropout = 0;
     return ro;
 }
 

@@ -45,6 +45,8 @@ static const char train_usage[] =
     "  --attn-dropout P    while training, drop each message's attention weight in\n"
     "                      each head with probability P (after the softmax); the\n"
     "                      figures come from the model without dropout\n"
+    "  --resid-dropout P   while training, drop what a layer with a residual adds to\n"
+    "                      the states, and what a feed-forward sublayer adds\n"
     "  --every K           a line every K epochs (default: about ten lines)\n"
     "  --progress, --no-progress  the current epoch on standard error (default: when\n"
     "                      it is a terminal)\n"
@@ -130,13 +132,13 @@ static int train_option(train_opts_t *t, int c, const char *arg, const char *nam
             return EXIT_USAGE;
         *(c == OPT_LR ? &t->opt.lr : &t->opt.clip) = (float)x;
         return 0;
-    case OPT_DROPOUT: case OPT_ATTN_DROPOUT:
+    case OPT_DROPOUT: case OPT_ATTN_DROPOUT: case OPT_RESID_DROPOUT:
         if (opt_real(&x, "train", name, arg, 0, 0))
             return EXIT_USAGE;
         if (x >= 1)
             return usage_error("train", "--%s '%s' is not a probability in 0..1 (1 excluded)",
                                name, arg);
-        *(c == OPT_DROPOUT ? &t->dropout : &t->attn_dropout) = (float)x;
+        t->dropout[c == OPT_DROPOUT ? 0 : c == OPT_ATTN_DROPOUT ? 1 : 2] = (float)x;
         return 0;
     case OPT_WEIGHT_DECAY: case OPT_MOMENTUM:
         if (opt_real(&x, "train", name, arg, 0, 0))
@@ -199,11 +201,11 @@ static int train_checks(train_opts_t *t, const opt_parser_t *p)
     o->rounds = rounds ? rounds : 1;   /* run's checks know no --rounds 0 */
     int rc = input_options_check(o, "train");
     o->given[OPT_SEED - OPT_Q] = seed_given;
-    /* a model file's dropout, unless the command gives its own */
-    if (o->model.has_dropout && !p->seen[OPT_DROPOUT - OPT_Q])
-        t->dropout = o->model.dropout;
-    if (o->model.has_attn_dropout && !p->seen[OPT_ATTN_DROPOUT - OPT_Q])
-        t->attn_dropout = o->model.attn_dropout;
+    /* a model file's dropouts, unless the command gives its own */
+    static const int codes[3] = {OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_RESID_DROPOUT};
+    for (int k = 0; k < 3; k++)
+        if (o->model.has_dropout[k] && !p->seen[codes[k] - OPT_Q])
+            t->dropout[k] = o->model.dropout[k];
     if (!rounds)   /* else keep what the check set: --weights DIR/model.args's rounds */
         o->rounds = 0;
     return rc ? EXIT_USAGE : 0;
@@ -226,6 +228,7 @@ int parse_train(train_opts_t *t, int argc, char **argv)
         {"clip", required_argument, 0, OPT_CLIP}, {"every", required_argument, 0, OPT_EVERY},
         {"dropout", required_argument, 0, OPT_DROPOUT},
         {"attn-dropout", required_argument, 0, OPT_ATTN_DROPOUT},
+        {"resid-dropout", required_argument, 0, OPT_RESID_DROPOUT},
         {"save", required_argument, 0, OPT_SAVE}, {"log", required_argument, 0, OPT_LOG},
         {"predict", required_argument, 0, OPT_PREDICT}, {"svg", required_argument, 0, OPT_SVG},
         {"progress", no_argument, 0, OPT_PROGRESS}, {"no-progress", no_argument, 0, OPT_NO_PROGRESS},

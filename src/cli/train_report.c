@@ -167,9 +167,11 @@ void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
     printf(" node%s; %s, lr %g, ", AG_PLURAL(t->test ? t->n_test : t->eval ? t->n_eval
                                                                            : t->n_train),
            opt_names[to->opt.kind], (double)to->opt.lr);
-    if (to->dropout > 0 || to->attn_dropout > 0)
-        printf("dropout %g, attention dropout %g, ", (double)to->dropout,
-               (double)to->attn_dropout);
+    if (to->dropout[0] > 0 || to->dropout[1] > 0)
+        printf("dropout %g, attention dropout %g, ", (double)to->dropout[0],
+               (double)to->dropout[1]);
+    if (to->dropout[2] > 0)
+        printf("residual dropout %g, ", (double)to->dropout[2]);
     printf("%lld epoch%s, %d thread%s\n", (long long)to->epochs, AG_PLURAL(to->epochs), threads,
            AG_PLURAL(threads));
 }

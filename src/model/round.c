@@ -43,10 +43,22 @@ static uint64_t attention_seed(const ag_round_opts_t *o, int r)
     return rng_seed(o->dropout_seed, 2 * (uint64_t)r + 1);
 }
 
-/* Does this call drop features? */
+/* Round r's masks of its residual branches (branch 0: the attention's, 1:
+   the feed-forward sublayer's), streams apart from the two above. */
+static uint64_t residual_seed(const ag_round_opts_t *o, int r, int branch)
+{
+    return rng_seed(o->dropout_seed, (1ull << 32) + 2 * (uint64_t)r + (uint64_t)branch);
+}
+
+/* Does this call drop features? Residual branches? */
 static int drops_features(const ag_round_opts_t *o, ag_i_round_at_t at)
 {
     return at.training && o && o->dropout > 0;
+}
+
+static int drops_residual(const ag_round_opts_t *o, ag_i_round_at_t at)
+{
+    return at.training && o && o->resid_dropout > 0;
 }
 
 /* The score of a round with layer w (at.k, its index for messages): the
@@ -61,9 +73,11 @@ static int round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weight
         return ag_i_fail(err, AG_EINVAL, "rounds: ln_eps %g; expected a finite value >= 0 (1e-5 "
                          "in AG_ROUND_OPTS_INIT)", o->ln_eps);
     if (o && (!(o->dropout >= 0 && o->dropout < 1) ||
-              !(o->attn_dropout >= 0 && o->attn_dropout < 1)))
-        return ag_i_fail(err, AG_EINVAL, "rounds: dropout %g, attention dropout %g; expected "
-                         "probabilities in [0, 1)", o->dropout, o->attn_dropout);
+              !(o->attn_dropout >= 0 && o->attn_dropout < 1) ||
+              !(o->resid_dropout >= 0 && o->resid_dropout < 1)))
+        return ag_i_fail(err, AG_EINVAL, "rounds: dropout %g, attention dropout %g, residual "
+                         "dropout %g; expected probabilities in [0, 1)", o->dropout,
+                         o->attn_dropout, o->resid_dropout);
     *sc = o && o->score ? *o->score : (ag_score_t)AG_SCORE_INIT;
     if (at.training && o && o->attn_dropout > 0)
         sc->dropout = o->attn_dropout, sc->dropout_seed = attention_seed(o, at.r);
@@ -289,32 +303,54 @@ static int residual(const step_t *s)
     return !(s->o && s->o->no_residual) && !s->w->no_residual;
 }
 
-/* X (out width) = (X +) M Wo^T, or M's heads concatenated or averaged. */
+/* Y (X, or the branch while the residual's is dropped) [n, out] (+)= a
+   branch's drop mask applied in place: Y = dropout(Y), then X += Y. */
+static void drop_branch(const step_t *s, float *Y, int64_t width, int branch)
+{
+    ag_error_t ignored;   /* p was checked in round_score */
+    ag_dropout(Y, Y, s->at.row0, s->n, width, s->o->resid_dropout,
+               residual_seed(s->o, s->at.r, branch), &ignored);
+}
+
+static void add_into(float *X, const float *Y, int64_t m)
+{
+#pragma omp parallel for if (m >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t x = 0; x < m; x++)
+        X[x] += Y[x];
+}
+
+/* X (out width) = (X +) M Wo^T, or M's heads concatenated or averaged; with
+   residual dropout, the branch goes to Xn (free once projected), is dropped,
+   then added. */
 static int output_forward(step_t *s, ag_error_t *err)
 {
     (void)err;
     const ag_weights_t *w = s->w;
     const int64_t n = s->n, H = w->H, d = w->d, out = ag_layer_width_out(w);
-    const float beta = residual(s) ? 1.0f : 0.0f;
-    if (w->wo) {
-        ag_i_gemm_xwt(s->X, s->f->M, w->wo, n, H * d, out, beta);
-        return AG_OK;
-    }
+    const int dropped = residual(s) && drops_residual(s->o, s->at);
+    float *Y = dropped ? s->f->Xn : s->X;
+    const float beta = residual(s) && !dropped ? 1.0f : 0.0f;
     const float *M = s->f->M;
-    float *X = s->X;
+    if (w->wo)
+        ag_i_gemm_xwt(Y, M, w->wo, n, H * d, out, beta);
+    else
 #pragma omp parallel for if (n * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t c = 0; c < out; c++) {
-            float v = 0;
-            if (w->mean_heads) {
-                for (int64_t h = 0; h < H; h++)
-                    v += M[i * H * d + h * d + c];
-                v /= (float)H;
-            } else {
-                v = M[i * out + c];
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < out; c++) {
+                float v = 0;
+                if (w->mean_heads) {
+                    for (int64_t h = 0; h < H; h++)
+                        v += M[i * H * d + h * d + c];
+                    v /= (float)H;
+                } else {
+                    v = M[i * out + c];
+                }
+                Y[i * out + c] = beta != 0 ? Y[i * out + c] + v : v;   /* no NaN * 0 */
             }
-            X[i * out + c] = beta != 0 ? X[i * out + c] + v : v;   /* no NaN * 0 */
-        }
+    if (dropped) {
+        drop_branch(s, Y, out, 0);
+        add_into(s->X, Y, n * out);
+    }
     return AG_OK;
 }
 
@@ -326,17 +362,25 @@ static int output_backward(step_t *s, ag_error_t *err)
     const ag_i_round_back_t *b = s->b;
     const int64_t n = s->n, H = w->H, d = w->d, HD = H * d, out = ag_layer_width_out(w);
     int rc = AG_OK;
+    /* what reached the branch: dX' through the forward's mask (in dXn, free until
+       the projections' backward) */
+    const float *dY = b->dX;
+    if (residual(s) && drops_residual(s->o, s->at)) {
+        memcpy(b->dXn, b->dX, (size_t)(n * out) * sizeof *b->dX);
+        drop_branch(s, b->dXn, out, 0);
+        dY = b->dXn;
+    }
     if (w->wo) {
-        ag_i_gemm_xw(b->dM, b->dX, w->wo, n, out, HD, 0.0f);
+        ag_i_gemm_xw(b->dM, dY, w->wo, n, out, HD, 0.0f);
         if (s->g && s->g->wo)
-            rc = ag_i_gemm_atb_r(s->red, s->g->wo, b->dX, b->M, n, out, HD, err);
+            rc = ag_i_gemm_atb_r(s->red, s->g->wo, dY, b->M, n, out, HD, err);
     } else {
         const float share = w->mean_heads ? 1.0f / (float)H : 1.0f;
 #pragma omp parallel for if (n * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t i = 0; i < n; i++)
             for (int64_t x = 0; x < HD; x++)
-                b->dM[i * HD + x] = w->mean_heads ? b->dX[i * out + x % d] * share
-                                                  : b->dX[i * out + x];
+                b->dM[i * HD + x] = w->mean_heads ? dY[i * out + x % d] * share
+                                                  : dY[i * out + x];
     }
     if (!rc && !residual(s))
         memset(b->dX, 0, (size_t)(n * w->D) * sizeof *b->dX);
@@ -505,8 +549,16 @@ static int ffn_forward(step_t *s, ag_error_t *err)
     ag_i_gemm_xwt(f->U, Yn, w->w1, n, out, F, 0.0f);
     add_rows(f->U, w->b1, n, F);
     ffn_hidden(s, f->U, f->A);
-    ag_i_gemm_xwt(s->X, f->A, w->w2, n, F, out, 1.0f);
-    add_rows(s->X, w->b2, n, out);
+    if (!drops_residual(s->o, s->at)) {
+        ag_i_gemm_xwt(s->X, f->A, w->w2, n, F, out, 1.0f);
+        add_rows(s->X, w->b2, n, out);
+        return AG_OK;
+    }
+    /* the branch in Hn (read by W1 already), dropped, then added */
+    ag_i_gemm_xwt(f->Hn, f->A, w->w2, n, F, out, 0.0f);
+    add_rows(f->Hn, w->b2, n, out);
+    drop_branch(s, f->Hn, out, 1);
+    add_into(s->X, f->Hn, n * out);
     return AG_OK;
 }
 
@@ -533,11 +585,17 @@ static int ffn_backward(step_t *s, ag_error_t *err)
     const ag_i_round_back_t *b = s->b;
     const int64_t n = s->n, out = ag_layer_width_out(w), F = w->F;
     int rc = AG_OK;
-    ag_i_gemm_xw(b->dA, b->dX, w->w2, n, out, F, 0.0f);   /* dA = dY W2 */
+    const float *dB = b->dX;   /* what reached the branch: through its mask (in dHn) */
+    if (drops_residual(s->o, s->at)) {
+        memcpy(b->dHn, b->dX, (size_t)(n * out) * sizeof *b->dX);
+        drop_branch(s, b->dHn, out, 1);
+        dB = b->dHn;
+    }
+    ag_i_gemm_xw(b->dA, dB, w->w2, n, out, F, 0.0f);   /* dA = dB W2 */
     if (g && g->w2)
-        rc = ag_i_gemm_atb_r(s->red, g->w2, b->dX, b->A, n, out, F, err);
+        rc = ag_i_gemm_atb_r(s->red, g->w2, dB, b->A, n, out, F, err);
     if (!rc && g && g->b2)
-        rc = add_column_sums(s, g->b2, b->dX, out, err);
+        rc = add_column_sums(s, g->b2, dB, out, err);
     const ag_activation_t act = w->ff_act;   /* dU = dA ff_act'(U), in dA */
 #pragma omp parallel for if (n * F * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < n * F; x++)

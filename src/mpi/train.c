@@ -495,7 +495,7 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     if (!t->acts && !(t->acts = ag_i_alloc(rounds ? rounds * round_floats(t) : 1, sizeof(float),
                                            err, "tape of the rounds' activations")))
         rc = ag_i_alloc_status();
-    if (!rc && (t->layer_norm || t->opts.dropout > 0) &&
+    if (!rc && (t->layer_norm || t->opts.dropout > 0 || t->opts.resid_dropout > 0) &&
         !(Xn = ag_i_alloc(t->n ? t->n * t->D : 1, sizeof *Xn, err, "rounds forward")))
         rc = ag_i_alloc_status();
     rc = ag_mpi_agree(comm, rc, err);

@@ -193,12 +193,13 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
     if (rc)
         return rc;
     fwd_scratch_t fs = {NULL, NULL, NULL};
-    if ((t->layer_norm || t->opts.dropout > 0) &&
+    const int resid = t->opts.resid_dropout > 0;   /* its branches go to Xn and Hn */
+    if ((t->layer_norm || t->opts.dropout > 0 || resid) &&
         !(fs.Xn = ag_i_alloc(t->N * t->widest, sizeof(float), err, "rounds forward")))
         rc = ag_i_alloc_status();
     if (!rc && t->F &&
-        (!(fs.Hn = ag_i_alloc(t->layer_norm ? t->N * t->widest : 1, sizeof(float), err,
-                              "rounds forward")) ||
+        (!(fs.Hn = ag_i_alloc(t->layer_norm || resid ? t->N * t->widest : 1, sizeof(float),
+                              err, "rounds forward")) ||
          !(fs.A = ag_i_alloc(t->N * t->F, sizeof(float), err, "rounds forward"))))
         rc = ag_i_alloc_status();
     for (int r = 0; !rc && r < rounds; r++)

@@ -340,6 +340,10 @@ refused "ring" run "$T/comm.edgelist" --partition metis --path ring
 refused "contiguous parts" train --pattern causal --features "$T/causal.1.npy" \
     --labels "$T/causal.1.npy" --partition metis
 refused "expected contiguous or metis" run "$T/comm.edgelist" --partition=spectral
+# a model file's layers of their own shapes run on one process (attngraph run, train)
+printf 'layer heads=2 dim=4 out=concat\nlayer heads=1 dim=3 out=mean\n' >"$T/model.txt"
+refused "the MPI layer runs layers of one shape" run --pattern causal --nodes 3000 \
+    --model "$T/model.txt"
 # raw attention on given Q, K, V: each process's rows sent out by rank 0, the K and V
 # rows it reads exchanged; --out is M, as attngraph run's
 same raw "--pattern random:8,5+window:2 --nodes 2600 --q $T/score-cosine.1.npy \
@@ -535,7 +539,7 @@ train_same causal "--pattern causal $tc --epochs 2 --norm layer" 1 2 3
 # dropout on features and attention: masks hashed from (seed, step, round, node or edge),
 # so every process count draws one process's
 train_same dropout "--pattern random:6 $tc --epochs 3 --norm layer --dropout 0.4 \
---attn-dropout 0.5" 1 2 4
+--attn-dropout 0.5 --resid-dropout 0.3" 1 2 4
 # several connectivities: the same initial model under each, on their own parts; the log
 # (every connectivity's rows) and the curve of all, against one process's
 mc="--pattern window:40 --pattern random:8,5+window:2 $tc --epochs 2"
