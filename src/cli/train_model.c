@@ -173,13 +173,6 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
         return rc;
     if (m->C && m->readout && (rc = readout_init(m, to, err)))
         return rc;
-    if (m->rounds > 0) {   /* the forwards without a tape: the figures, with dropout */
-        int64_t HD = 0;
-        for (int l = 0; l < m->n_layers; l++)
-            HD = m->layers[l].H * m->layers[l].d > HD ? m->layers[l].H * m->layers[l].d : HD;
-        if ((rc = ag_workspace_init(&m->ws, m->N ? m->N : 1, HD, widest, err)))
-            return rc;
-    }
     m->X = ag_i_alloc(m->N * widest, sizeof(float), err, "states");
     m->dX = ag_i_alloc(m->N * widest, sizeof(float), err, "state gradients");
     if (!m->X || !m->dX)
@@ -240,9 +233,17 @@ static int forward(model_t *m, ag_nbhd_t *nb, const float *x0, int step, ag_tape
     const ag_round_opts_t ro = model_round_opts(m, step);
     if (m->rounds == 0)
         return AG_OK;
-    if (!tape)
-        return ag_rounds_run(nb, m->layers, m->n_layers, m->X, m->rounds, &ro, &m->ws, NULL,
-                             err);
+    if (!tape) {   /* a workspace of the largest H*d and the widest state, made once */
+        int64_t HD = 0;
+        for (int l = 0; l < m->n_layers; l++)
+            HD = m->layers[l].H * m->layers[l].d > HD ? m->layers[l].H * m->layers[l].d : HD;
+        int rc = m->ws.Q ? AG_OK
+                         : ag_workspace_init(&m->ws, m->N, HD,
+                                             ag_rounds_widest(m->layers, m->n_layers, m->rounds),
+                                             err);
+        return rc ? rc : ag_rounds_run(nb, m->layers, m->n_layers, m->X, m->rounds, &ro,
+                                       &m->ws, NULL, err);
+    }
     *tape = NULL;
     return ag_rounds_forward(nb, m->layers, m->n_layers, m->X, m->rounds, &ro, tape, err);
 }

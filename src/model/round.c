@@ -303,8 +303,8 @@ static int residual(const step_t *s)
     return !(s->o && s->o->no_residual) && !s->w->no_residual;
 }
 
-/* Y (X, or the branch while the residual's is dropped) [n, out] (+)= a
-   branch's drop mask applied in place: Y = dropout(Y), then X += Y. */
+/* A residual branch Y [n, width] times its mask (branch 0: the attention's,
+   1: the feed-forward sublayer's), in place; the backward's is the same call. */
 static void drop_branch(const step_t *s, float *Y, int64_t width, int branch)
 {
     ag_error_t ignored;   /* p was checked in round_score */
@@ -389,8 +389,7 @@ static int output_backward(step_t *s, ag_error_t *err)
 
 /* ---- bias ---- */
 
-
-/* g->bias += the column sums of dX', in fixed chunks (and through the reducer) */
+/* Sums over rows in fixed chunks (and through the reducer): a bias's gradient. */
 typedef struct {
     const float *dY;
     int64_t width;
@@ -419,7 +418,15 @@ static int add_column_sums(const step_t *s, float *g, const float *dY, int64_t w
     return rc;
 }
 
-static void add_rows(float *Y, const float *bias, int64_t n, int64_t width);
+/* Y [n, width] += bias in every row (bias NULL: nothing) */
+static void add_rows(float *Y, const float *bias, int64_t n, int64_t width)
+{
+    if (bias)
+#pragma omp parallel for if (n * width >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < width; c++)
+                Y[i * width + c] += bias[c];
+}
 
 static int bias_forward(step_t *s, ag_error_t *err)
 {
@@ -433,16 +440,6 @@ static int bias_backward(step_t *s, ag_error_t *err)
     if (!s->w->bias || !s->g || !s->g->bias)
         return AG_OK;
     return add_column_sums(s, s->g->bias, s->b->dX, ag_layer_width_out(s->w), err);
-}
-
-/* Y [n, width] += bias in every row (bias NULL: nothing) */
-static void add_rows(float *Y, const float *bias, int64_t n, int64_t width)
-{
-    if (bias)
-#pragma omp parallel for if (n * width >= AG_PARALLEL_MIN_WORK) schedule(static)
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t c = 0; c < width; c++)
-                Y[i * width + c] += bias[c];
 }
 
 /* ---- activation ---- */
