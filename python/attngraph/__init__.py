@@ -16,7 +16,7 @@ from ._lib import (Error, blas_info, simd_isa, lib as _clib, path as library_pat
                    VERSION as __version__)
 from .graph import Graph
 from .ops import Score, attention, attention_weights, attention_stats, attention_backward, Grads
-from .weights import Weights, save_layers, load_layers
+from .weights import Weights, save_layers, load_layers, load_model
 from .rounds import rounds, compare, format_compare
 from . import draw
 from .train import (rounds_forward, Tape, grads_like, add_layer_norm, mse_loss, cross_entropy,
@@ -37,4 +37,5 @@ __all__ = ["Error", "Graph", "Score", "Weights", "attention", "attention_weights
            "attention_stats", "attention_backward", "Grads", "rounds", "compare",
            "format_compare", "rounds_forward", "Tape", "grads_like", "add_layer_norm",
            "mse_loss", "cross_entropy", "Optimizer", "dropout", "save_layers", "load_layers",
+           "load_model",
            "set_threads", "set_memory_budget", "blas_info", "simd_isa", "library_path", "draw"]

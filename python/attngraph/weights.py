@@ -287,6 +287,83 @@ def read_model_args(folder):
     return out
 
 
+# a model file's layer keys (docs/model-file.md) and the activations' names
+_LAYER_KEYS = ("heads", "dim", "out", "projection", "bias", "act", "residual", "ffn",
+               "ffn_act")
+
+
+def load_model(folder):
+    """A model `attngraph train --save folder` wrote from a model file
+    (folder/model.txt, docs/model-file.md): (layers, options). layers: one
+    Weights a layer, from folder/round-k/ (folder itself for one layer);
+    options: the model file's options as rounds() keywords (score, norm,
+    slope, beta, ...), and "self_loops", "readout" ((Wr, br) or None:
+    the last layer writes the classes) and the dropouts it trains with.
+    ag.rounds(graph, x, layers, rounds=len(layers), **kw) with kw the
+    options rounds() takes runs what `attngraph run --weights folder` runs."""
+    path = os.path.join(folder, "model.txt")
+    opts, specs = {"readout": None}, []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            key, rest = words[0], words[1:]
+            where = "%s line %d" % (path, number)
+            if key == "layer":
+                spec = dict(w.split("=", 1) for w in rest if "=" in w)
+                if len(spec) != len(rest) or set(spec) - set(_LAYER_KEYS):
+                    raise Error("%s: expected key=value of %s" % (where, ", ".join(_LAYER_KEYS)),
+                                "bad format")
+                specs.append(spec)
+            elif key in ("score", "norm", "posenc", "self-loops", "edge-bias", "readout"):
+                opts[key.replace("-", "_")] = rest[0] if rest else None
+            elif key in ("beta", "softcap", "slope", "sigmoid-bias", "dropout", "attn-dropout",
+                         "resid-dropout"):
+                opts[key.replace("-", "_")] = float(rest[0])
+            elif key == "alibi":
+                opts["alibi"] = True
+            elif key in ("directed", "undirected"):
+                opts["directed"] = key == "directed"
+            else:
+                raise Error("%s: unknown key '%s'" % (where, key), "bad format")
+    if not specs:
+        raise Error("%s: no layer line" % path, "bad format")
+    layers = []
+    for k, spec in enumerate(specs):
+        d = folder if len(specs) == 1 else os.path.join(folder, "round-%d" % (k + 1))
+        arrays = {}
+        for name in S.WEIGHT_ARRAYS + ("bias",) + FFN:
+            p = os.path.join(d, name + ".npy")
+            if os.path.exists(p):
+                arrays[name] = np.load(p)
+        for name in ("wk", "wv", "wo"):
+            arrays.setdefault(name, None)
+        ffn = "w1" in arrays
+        layers.append(Weights(heads=int(spec["heads"]), act=spec.get("act", "none"),
+                              mean_heads=spec.get("out") == "mean",
+                              residual=spec.get("residual", "no") == "yes" or (
+                                  "residual" not in spec and _keeps_width(spec, arrays)),
+                              ff_act=spec.get("ffn_act", "gelu") if ffn else "gelu", **arrays))
+    readout = opts.pop("readout")
+    opts["readout"] = None
+    if readout != "none":   # linear, the default
+        opts["readout"] = (np.load(os.path.join(folder, "readout.npy")),
+                           np.load(os.path.join(folder, "readout_bias.npy")))
+    if opts.get("norm") == "none":
+        opts["norm"] = None
+    return layers, opts
+
+
+def _keeps_width(spec, arrays):
+    """Does a layer line without residual= write the width it reads (so it adds one)?"""
+    D, H, d = arrays["wq"].shape[-1], int(spec["heads"]), int(spec["dim"])
+    out = spec.get("out")
+    width = H * d if out == "concat" else d if out == "mean" else \
+        arrays["wo"].shape[0] if arrays["wo"] is not None else D
+    return width == D
+
+
 def write_model_args(folder, text):
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "model.args")

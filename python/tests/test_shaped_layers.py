@@ -2,6 +2,8 @@
 heads concatenated or averaged, a bias, an activation, no residual): rounds()
 and rounds_forward()/Tape.backward() against a float64 torch reference written
 from the formulas here, and their refusals."""
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -140,3 +142,28 @@ def test_weights_round_trip_and_refusals(rng, tmp_path):
     with pytest.raises(ag.Error, match="layer 1 reads width 5; the layer before it writes 6"):
         ag.rounds(gr, f(8, 5), ag.Weights(f(6, 5), None, None, None, 2, residual=False),
                   rounds=2)
+
+
+def test_a_model_trained_by_the_command_line_runs_from_python(tmp_path):
+    """attngraph train --model FILE --save DIR, then load_model(DIR) and rounds():
+    the classes the command line predicted."""
+    from conftest import ROOT, cli
+    model = tmp_path / "gat.txt"
+    model.write_text("score additive\nself-loops replace\nattn-dropout 0.2\nreadout none\n"
+                     "layer heads=2 dim=4 out=concat projection=one bias=yes act=elu ffn=2\n"
+                     "layer heads=1 dim=3 out=mean projection=one bias=yes\n")
+    planted = os.path.join(ROOT, "graphs", "planted")
+    cli("train", os.path.join(ROOT, "graphs", "planted.gml"), "--features",
+        os.path.join(planted, "x.npy"), "--labels", os.path.join(planted, "labels.npy"),
+        "--train-mask", os.path.join(planted, "train.npy"), "--model", model, "--epochs", 20,
+        "--save", tmp_path / "saved", "--predict", tmp_path / "pred.npy", "--quiet")
+    layers, opts = ag.load_model(str(tmp_path / "saved"))
+    assert [w.width_out for w in layers] == [8, 3] and layers[0].w1.shape == (16, 8)
+    assert opts["score"] == "additive" and opts["self_loops"] == "replace"
+    assert opts["readout"] is None and opts["attn_dropout"] == pytest.approx(0.2)
+    g = ag.Graph.load(os.path.join(ROOT, "graphs", "planted.gml"), self_loops="replace")
+    y = ag.rounds(g, np.load(os.path.join(planted, "x.npy")), layers, rounds=2,
+                  score=opts["score"])
+    np.testing.assert_array_equal(y.argmax(1), np.load(tmp_path / "pred.npy"))
+    with pytest.raises(FileNotFoundError):
+        ag.load_model(str(tmp_path))
