@@ -197,6 +197,13 @@ START_TEST(model_file_refusals)
     refused("score additive extra\nlayer heads=1 dim=8\n", "'extra' after score additive");
     refused("score nonsense\nlayer heads=1 dim=8\n", "(that is ");
     refused("rounds 2\nlayer heads=1 dim=8\n", "line 1: unknown key 'rounds'");
+    refused("score dot\nscore additive\nlayer heads=1 dim=8\n", "line 2: score given twice");
+    refused("readout none\nreadout none\nlayer heads=1 dim=8\n", "line 2: readout given twice");
+    refused("dropout 0.1\ndropout 0.2\nlayer heads=1 dim=8\n", "line 2: dropout given twice");
+    char long_line[1200] = "edge-bias ";   /* a value longer than the options keep */
+    memset(long_line + 10, 'w', 1000);
+    strcpy(long_line + 1010, "\nlayer heads=1 dim=8\n");
+    refused(long_line, "line 1: a value longer than 511 bytes");
     /* shapes only the features' width can refuse: exit 1, naming the line */
     refused("layer heads=2 dim=4 out=concat\nlayer heads=2 dim=2 out=concat residual=yes\n",
             "!line 2: layer 2 reads width 8 and writes 4, so it cannot add a residual");

@@ -192,7 +192,7 @@ int model_file_read(run_opts_t *o, const char *path, const char *cmd)
     memcpy(given, o->given, sizeof given);
     static char lines[64][512];   /* the options keep pointers into them (--edge-bias ATTR) */
     char buf[4096];
-    int line = 0, rc = 0, n_opts = 0;
+    int line = 0, rc = 0, n_opts = 0, readout_seen = 0;
     while (!rc && fgets(buf, sizeof buf, f)) {
         line++;
         if (!strchr(buf, '\n') && !feof(f)) {
@@ -229,6 +229,9 @@ int model_file_read(run_opts_t *o, const char *path, const char *cmd)
         } else if (extra) {
             rc = FILE_ERROR("%s line %d: '%s' after %s %s; one value per line", path, line,
                             extra, key, value);
+        } else if ((strcmp(key, "readout") == 0 && readout_seen++) ||
+                   (dropout_key(key) >= 0 && m->has_dropout[dropout_key(key)])) {
+            rc = FILE_ERROR("%s line %d: %s given twice", path, line, key);
         } else if (strcmp(key, "readout") == 0) {
             m->readout = value && strcmp(value, "linear") == 0;
             if (!value || (m->readout == 0 && strcmp(value, "none") != 0))
@@ -250,15 +253,16 @@ int model_file_read(run_opts_t *o, const char *path, const char *cmd)
             else if (given[opt->val - OPT_Q])
                 rc = FILE_ERROR("--%s is given on the command line and in %s (line %d); give it "
                                 "in one place", key, path, line);
+            else if (o->given[opt->val - OPT_Q])   /* set by an earlier line */
+                rc = FILE_ERROR("%s line %d: %s given twice", path, line, key);
             else if (n_opts == (int)COUNT(lines))
                 rc = FILE_ERROR("%s line %d: more than %d options", path, line, (int)COUNT(lines));
-            else {
-                char *arg = value ? strcpy(lines[n_opts++], value) : NULL;
-                if (value && strlen(value) >= sizeof lines[0])
-                    rc = FILE_ERROR("%s line %d: value too long", path, line);
-                else if (input_option(o, opt->val, arg, cmd))
-                    rc = FILE_ERROR("(that is %s line %d)", path, line);
-            }
+            else if (value && strlen(value) >= sizeof lines[0])
+                rc = FILE_ERROR("%s line %d: a value longer than %zu bytes", path, line,
+                                sizeof lines[0] - 1);
+            else if (input_option(o, opt->val, value ? strcpy(lines[n_opts++], value) : NULL,
+                                  cmd))
+                rc = FILE_ERROR("(that is %s line %d)", path, line);
         }
     }
     fclose(f);
