@@ -674,7 +674,10 @@ void ag_round_opts_init(ag_round_opts_t *opts);
  * opts may be NULL. ws must be sized [N, H*d, D]; afterwards it holds the last
  * round's buffers. *done (if not NULL) is the number of rounds run. Refuses a
  * NaN or infinity in X (naming row and column); the rounds' own Q, K, V are
- * not checked.
+ * not checked. Layers of their own shapes (ag_weights_t's second part) run one
+ * after another, each reading the width the one before wrote: then X holds
+ * ag_rounds_widest floats a row (the last round's output is its first
+ * N x ag_layer_width_out), ws the largest H*d and that width.
  */
 int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
                   int rounds, const ag_round_opts_t *opts, ag_workspace_t *ws, int *done,
@@ -740,7 +743,9 @@ typedef struct ag_tape ag_tape_t;
  * keeps, per round, the activations the backward needs in *tape (made here;
  * free with ag_tape_free): the round's input X [N, D] and Q, K, V, M [N, H*d]
  * and the log-sum-exp [N, H] (LayerNorm's output is recomputed). That is
- * (D + 4 H d + H) x 4 bytes per node and round (ag_tape_bytes), plus nb's
+ * (D + 4 H d + H) x 4 bytes per node and round (ag_tape_bytes; a layer's
+ * activation keeps its input too, a feed-forward sublayer its input and
+ * W1's output: out, or out + F, more), plus nb's
  * transpose; the backward adds (3 D + 4 H d) x 4 bytes per node whatever the
  * rounds (causal 65,536 nodes, D = d = 64: a tape of 84 MB a round, 117 MB
  * more for the backward). Projections are blocked so that every result is
@@ -755,8 +760,9 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
 int64_t ag_tape_bytes(int64_t N, int64_t D, int64_t H, int64_t d, int rounds);
 
 /*
- * The backward of ag_rounds_forward: given dY = dL/dX_R [N, D], writes
- * dX0 = dL/dX (the features; NULL: not wanted) and the weights' gradients
+ * The backward of ag_rounds_forward: given dY = dL/dX_R [N, the last round's
+ * width], writes dX0 = dL/dX [N, D] (the features; NULL: not wanted, and the
+ * first round skips that product) and the weights' gradients
  * into grads (n_layers of them, from ag_weights_grads_init: overwritten;
  * shared layers get the sum over rounds). A gradient array that is NULL in
  * grads is skipped. Bitwise the same for any thread count.

@@ -8,7 +8,8 @@
  *   dQ, dK, dV (and the attention vectors') = ag_attention_backward(dM);
  *   dWq += dQ^T Xn (and k, v);  dXn = dQ Wq + dK Wk + dV Wv;
  *   dX = dX' (residual, else 0) + LayerNorm's backward of dXn (or dXn).
- * Every product goes through gemm.c and every sum over rows in fixed chunks,
+ * (A layer's bias, activation and feed-forward sublayer are more ops of
+ * model/round.c's list, with their backwards there.) Every product goes through gemm.c and every sum over rows in fixed chunks,
  * so gradients are the same bits for any thread count.
  */
 #include <math.h>
@@ -28,8 +29,9 @@ struct ag_tape {
     int64_t N;
     int64_t widest, HD, F;    /* the widest state, the largest H*d and F of the rounds */
     int64_t *start;           /* [rounds + 1]: where each round's activations begin */
-    float *acts;              /* per round: X [N, D], Q K V M [N, H*d], lse [N, H], and
-                                 with an activation its input Z [N, out width] */
+    float *acts;              /* per round: X [N, D], Q K V M [N, H*d], lse [N, H], with
+                                 an activation its input Z [N, out], with a sublayer its
+                                 input [N, out] and W1's output U [N, F] */
     unsigned char *has_lse;   /* per round: the kernel wrote lse (sigmoid and linear
                                  scores, and kernels without it, leave it NaN) */
     ag_i_plan_t forward, backward;   /* the kernels' plans, made by the first round and
