@@ -411,6 +411,13 @@ START_TEST(shaped_layers_refuse_impossible_shapes)
     ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
                          AG_EINVAL, "layer 1 has activation 9");
     m.w[0].act = AG_ACT_ELU;
+    /* what the MPI layer refuses: a layer that changes the width; one that cannot run */
+    ck_assert_fails_with(ag_i_layers_one_shape(m.w, 2, &err), err, AG_EINVAL,
+                         "layer 1: the MPI layer runs layers of one shape");
+    ag_weights_t half = m.w[1];
+    half.wk = half.wq;
+    ck_assert_fails_with(ag_i_layers_one_shape(&half, 1, &err), err, AG_EINVAL,
+                         "layer 1 has wk but not wv");
     /* a workspace too narrow for the widest state */
     ag_workspace_t ws;
     ck_assert_int_eq(ag_workspace_init(&ws, LN, 6, 5, &err), AG_OK);

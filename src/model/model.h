@@ -14,8 +14,10 @@
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
                       int rounds, const ag_round_opts_t *opts, ag_error_t *err);
 
-/* Refuses layers that differ from layer 1's D, H and d, change the width or
-   have an activation: what the MPI layer's buffers and tape hold. */
+/* Refuses layers that cannot run (ag_i_rounds_check's checks of each layer,
+   but per-node rows), and those that differ from layer 1's D, H and d, change
+   the width, have an activation or a sublayer: what the MPI layer's buffers
+   and tape hold. */
 AG_INTERNAL
 int ag_i_layers_one_shape(const ag_weights_t *layers, int n_layers, ag_error_t *err);
 

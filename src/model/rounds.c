@@ -38,8 +38,7 @@ int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_e
 }
 
 /* Checks layer w (k its index, for messages) for a shape it can run. */
-static int layer_check(const ag_weights_t *w, int k, int64_t N, const ag_round_opts_t *o,
-                       ag_error_t *err)
+static int layer_check(const ag_weights_t *w, int k, const ag_round_opts_t *o, ag_error_t *err)
 {
     if (w->D <= 0 || w->H <= 0 || w->d <= 0 || !w->wq)
         return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has D=%lld, %lld heads of %lld%s; "
@@ -69,10 +68,6 @@ static int layer_check(const ag_weights_t *w, int k, int64_t N, const ag_round_o
         return ag_i_fail(err, AG_EINVAL, "rounds: layer %d writes width %lld from width %lld, "
                          "so it cannot add a residual; give it no_residual", k + 1,
                          (long long)out, (long long)w->D);
-    if (w->per_node && w->per_node != N)
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
-                         "node%s; the graph has %lld", k + 1, (long long)w->per_node,
-                         AG_PLURAL(w->per_node), (long long)N);
     if (w->D > INT32_MAX || w->H * w->d > INT32_MAX || out > INT32_MAX)
         return ag_i_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
                          "supported by BLAS");
@@ -90,9 +85,14 @@ int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
         return ag_i_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
                          "supported by BLAS");
     for (int k = 0; k < n_layers; k++) {
-        int rc = layer_check(&layers[k], k, N, opts, err);
+        const ag_weights_t *w = &layers[k];
+        int rc = layer_check(w, k, opts, err);
         if (rc)
             return rc;
+        if (w->per_node && w->per_node != N)
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
+                             "node%s; the graph has %lld", k + 1, (long long)w->per_node,
+                             AG_PLURAL(w->per_node), (long long)N);
     }
     /* each round reads the width the one before wrote */
     for (int r = 1; r < rounds; r++) {
@@ -123,6 +123,9 @@ int ag_i_layers_one_shape(const ag_weights_t *layers, int n_layers, ag_error_t *
     const ag_weights_t *first = &layers[0];
     for (int k = 0; k < n_layers; k++) {
         const ag_weights_t *w = &layers[k];
+        int rc = layer_check(w, k, NULL, err);   /* what any layer must be */
+        if (rc)
+            return rc;
         if (w->D != first->D || w->H != first->H || w->d != first->d ||
             ag_layer_width_out(w) != w->D || w->act != AG_ACT_NONE || w->w1)
             return ag_i_fail(err, AG_EINVAL, "layer %d: the MPI layer runs layers of one shape "
