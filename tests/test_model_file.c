@@ -235,7 +235,7 @@ START_TEST(model_file_refusals)
     ck_assert_int_eq(ag_npy_write_f32(path, wrong, 2, 2, &err), AG_OK);
     snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
              "--weights %s", tmp_path("shapes"));
-    expect_cli(args, 1, 2, "wq.npy is [2, 2]; the model file says [8, 8]");
+    expect_cli(args, 1, 2, "wq.npy is [2, 2]; expected [8, 8]");
 }
 END_TEST
 

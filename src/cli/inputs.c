@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "base/base.h"
+#include "model/model.h"
 
 const struct option input_options[] = {
     {"q", required_argument, 0, OPT_Q}, {"k", required_argument, 0, OPT_K},
@@ -578,10 +579,9 @@ static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         /* the last round's heads: what run's exports of the final attention read */
         const ag_weights_t *last = &in->layers[in->n_layers - 1];
         in->H = last->H, in->d = last->d;
-        int64_t widest = ag_rounds_widest(in->layers, in->n_layers, in->n_layers), HD = 0;
-        for (int k = 0; k < in->n_layers; k++)
-            HD = in->layers[k].H * in->layers[k].d > HD ? in->layers[k].H * in->layers[k].d : HD;
-        return check_state_memory(in->N, widest, 1, HD, err);
+        return check_state_memory(in->N, ag_rounds_widest(in->layers, in->n_layers,
+                                                          in->n_layers),
+                                  1, ag_i_layers_largest_hd(in->layers, in->n_layers), err);
     }
     if (o->weights) {
         if ((rc = load_layers(in, o, err)))

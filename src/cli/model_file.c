@@ -320,36 +320,6 @@ static void draw_array(float *p, int k, int64_t n, const ag_weights_t *w, uint64
     }
 }
 
-/* Reads dir/name.npy into p [n] after checking its shape is shape[0..ndim). */
-static int load_into(float *p, const char *dir, const char *name, int ndim,
-                     const int64_t *shape, int64_t n, ag_error_t *err)
-{
-    char path[4096 + 64];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    ag_array_t a;
-    int rc = ag_array_read_npy(&a, path, err);
-    if (rc)
-        return rc;
-    int ok = a.ndim == ndim;
-    for (int k = 0; ok && k < ndim; k++)
-        ok = a.shape[k] == shape[k];
-    if (!ok) {
-        char got[96] = "", want[96] = "";
-        for (int k = 0; k < a.ndim; k++)
-            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "",
-                     (long long)a.shape[k]);
-        for (int k = 0; k < ndim; k++)
-            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", k ? ", " : "",
-                     (long long)shape[k]);
-        ag_array_destroy(&a);
-        return ag_i_fail(err, AG_EINVAL, "%s is [%s]; the model file says [%s]", path, got,
-                         want);
-    }
-    memcpy(p, a.data, (size_t)n * sizeof *p);
-    ag_array_destroy(&a);
-    return AG_OK;
-}
-
 int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, ag_error_t *err)
 {
     const model_spec_t *m = &o->model;
@@ -387,14 +357,15 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, ag_
                 continue;
             /* in order: wo is there before the bias's width is read */
             ag_i_weights_arrays(w, arrays, sizes);
-            if (!(*arrays[k] = ag_i_alloc(sizes[k], sizeof(float), err, "weights"))) {
-                rc = ag_i_alloc_status();
-                break;
-            }
             int64_t shape[3];
             const int ndim = ag_i_weights_shape(w, k, shape);
-            rc = o->weights ? load_into(*arrays[k], dir, names[k], ndim, shape, sizes[k], err)
-                            : (draw_array(*arrays[k], k, sizes[k], w, o->seed, l), AG_OK);
+            if (o->weights) {
+                rc = ag_i_weights_load_array(arrays[k], dir, names[k], ndim, shape, 0, err);
+            } else if (!(*arrays[k] = ag_i_alloc(sizes[k], sizeof(float), err, "weights"))) {
+                rc = ag_i_alloc_status();
+            } else {
+                draw_array(*arrays[k], k, sizes[k], w, o->seed, l);
+            }
         }
         D = out;
     }

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "base/base.h"
 #include "cli/progress.h"
+#include "model/model.h"
 
 typedef struct {
     result_t *r;
@@ -91,9 +92,8 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
 {
     const ag_nbhd_t *nb = &src->nb;
     const int64_t N = in->N;
-    int64_t HD = 0;   /* the largest of the layers' (a model file's may differ) */
-    for (int k = 0; k < in->n_layers; k++)
-        HD = in->layers[k].H * in->layers[k].d > HD ? in->layers[k].H * in->layers[k].d : HD;
+    const int64_t HD = ag_i_layers_largest_hd(in->layers, in->n_layers);   /* a model
+                                                                   file's layers differ */
     if (o->attn_round > in->rounds)
         return ag_i_fail(err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
                          (long long)o->attn_round, (long long)in->rounds, AG_PLURAL(in->rounds));

@@ -234,11 +234,9 @@ static int forward(model_t *m, ag_nbhd_t *nb, const float *x0, int step, ag_tape
     if (m->rounds == 0)
         return AG_OK;
     if (!tape) {   /* a workspace of the largest H*d and the widest state, made once */
-        int64_t HD = 0;
-        for (int l = 0; l < m->n_layers; l++)
-            HD = m->layers[l].H * m->layers[l].d > HD ? m->layers[l].H * m->layers[l].d : HD;
         int rc = m->ws.Q ? AG_OK
-                         : ag_workspace_init(&m->ws, m->N, HD,
+                         : ag_workspace_init(&m->ws, m->N,
+                                             ag_i_layers_largest_hd(m->layers, m->n_layers),
                                              ag_rounds_widest(m->layers, m->n_layers, m->rounds),
                                              err);
         return rc ? rc : ag_rounds_run(nb, m->layers, m->n_layers, m->X, m->rounds, &ro,

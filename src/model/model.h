@@ -126,6 +126,17 @@ int ag_i_weights_arrays(ag_weights_t *w, float **arrays[AG_I_WEIGHT_ARRAYS],
 AG_INTERNAL
 int ag_i_weights_shape(const ag_weights_t *w, int m, int64_t shape[3]);
 
+/* The largest H*d of the layers: what a workspace of their rounds holds. */
+int64_t ag_i_layers_largest_hd(const ag_weights_t *layers, int n_layers);
+
+/*
+ * Reads dir/name.npy into *out (allocated) and checks its shape is
+ * want[0..ndim), naming the file and both shapes; optional: a missing file
+ * leaves *out NULL.
+ */
+int ag_i_weights_load_array(float **out, const char *dir, const char *name, int ndim,
+                            const int64_t *want, int optional, ag_error_t *err);
+
 /* The same with r (NULL: the plain call); see base/gemm.h. */
 int ag_i_layer_norm_backward_r(const ag_i_reducer_t *r, float *dX, float *dW, float *dB,
                                const float *dY, const float *X, int64_t N, int64_t D,

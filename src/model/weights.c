@@ -140,12 +140,8 @@ int ag_i_weights_keep_rows(ag_weights_t *w, int64_t first, int64_t rows, ag_erro
     return AG_OK;
 }
 
-/*
- * Reads dir/name.npy into *out and checks its shape is want[0..ndim).
- * optional: a missing file leaves *out NULL.
- */
-static int load_array(float **out, const char *dir, const char *name, int ndim,
-                      const int64_t *want, int optional, ag_error_t *err)
+int ag_i_weights_load_array(float **out, const char *dir, const char *name, int ndim,
+                            const int64_t *want, int optional, ag_error_t *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.npy", dir, name);
@@ -208,18 +204,18 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
     const int64_t d = HD / H;
     const int64_t wo[2] = {D, HD}, vec[1] = {D}, hd[2] = {H, d};
     if (!rc)
-        rc = load_array(&w->wk, dir, "wk", a.ndim, shape, 0, err);
+        rc = ag_i_weights_load_array(&w->wk, dir, "wk", a.ndim, shape, 0, err);
     if (!rc)
-        rc = load_array(&w->wv, dir, "wv", a.ndim, shape, 0, err);
+        rc = ag_i_weights_load_array(&w->wv, dir, "wv", a.ndim, shape, 0, err);
     if (!rc)
-        rc = load_array(&w->wo, dir, "wo", 2, wo, 0, err);
+        rc = ag_i_weights_load_array(&w->wo, dir, "wo", 2, wo, 0, err);
     if (!rc)
-        rc = load_array(&w->ln_weight, dir, "ln_weight", 1, vec, 1, err);
+        rc = ag_i_weights_load_array(&w->ln_weight, dir, "ln_weight", 1, vec, 1, err);
     if (!rc)
-        rc = load_array(&w->ln_bias, dir, "ln_bias", 1, vec, 1, err);
+        rc = ag_i_weights_load_array(&w->ln_bias, dir, "ln_bias", 1, vec, 1, err);
     const char *vecs[] = {"attn_src", "attn_dst", "attn"};
     for (int k = 0; k < 3 && !rc; k++)
-        rc = load_array(mats_of(w, 6 + k), dir, vecs[k], 2, hd, 1, err);
+        rc = ag_i_weights_load_array(mats_of(w, 6 + k), dir, vecs[k], 2, hd, 1, err);
     if (rc) {
         ag_weights_destroy(w);
         return rc;
@@ -276,6 +272,14 @@ int ag_i_weights_shape(const ag_weights_t *w, int m, int64_t shape[3])
     case 12: shape[0] = out, shape[1] = w->F; return 2;    /* w2 */
     default: shape[0] = out; return 1;                     /* b2, ln2_weight, ln2_bias */
     }
+}
+
+int64_t ag_i_layers_largest_hd(const ag_weights_t *layers, int n_layers)
+{
+    int64_t HD = 0;
+    for (int k = 0; k < n_layers; k++)
+        HD = layers[k].H * layers[k].d > HD ? layers[k].H * layers[k].d : HD;
+    return HD;
 }
 
 /* Floats in array m of w (mats_of's numbering). */
