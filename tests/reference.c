@@ -98,6 +98,24 @@ void ref_rounds_layers(int64_t N, const int64_t *src, const int64_t *dst, int64_
                       NULL, X);
 }
 
+/* Y[i] = LayerNorm(X[i]) (eps 1e-5) with w, b [D] (NULL: 1 and 0), or X[i]
+   itself when !norm, for rows i < N of width D. */
+static void ref_layer_norm(double *Y, const double *X, int64_t N, int64_t D, int norm,
+                           const float *w, const float *b)
+{
+    for (int64_t i = 0; i < N; i++) {
+        const double *x = X + i * D;
+        double mean = 0, var = 0;
+        for (int64_t c = 0; c < D; c++)
+            mean += x[c] / (double)D;
+        for (int64_t c = 0; c < D; c++)
+            var += (x[c] - mean) * (x[c] - mean) / (double)D;
+        for (int64_t c = 0; c < D; c++)
+            Y[i * D + c] = !norm ? x[c] : (x[c] - mean) / sqrt(var + 1e-5) * (w ? w[c] : 1.0) +
+                                              (b ? b[c] : 0.0);
+    }
+}
+
 void ref_rounds_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                        const ref_layer_t *layers, int n_layers, int64_t D, int64_t H,
                        int64_t d, int rounds, int residual, int layer_norm,
@@ -110,17 +128,7 @@ void ref_rounds_scored(int64_t N, const int64_t *src, const int64_t *dst, int64_
     double *y = malloc((size_t)(N * D) * sizeof *y), *xn = malloc((size_t)(N * D) * sizeof *xn);
     for (int r = 0; r < rounds; r++) {
         const ref_layer_t *L = &layers[n_layers == 1 ? 0 : r];
-        for (int64_t i = 0; i < N; i++) {
-            double mean = 0, var = 0;
-            for (int64_t c = 0; c < D; c++)
-                mean += X[i * D + c] / (double)D;
-            for (int64_t c = 0; c < D; c++)
-                var += (X[i * D + c] - mean) * (X[i * D + c] - mean) / (double)D;
-            for (int64_t c = 0; c < D; c++)
-                xn[i * D + c] = !layer_norm ? X[i * D + c]
-                    : (X[i * D + c] - mean) / sqrt(var + 1e-5) * (L->ln_w ? L->ln_w[c] : 1.0) +
-                      (L->ln_b ? L->ln_b[c] : 0.0);
-        }
+        ref_layer_norm(xn, X, N, D, layer_norm, L->ln_w, L->ln_b);
         project(q, xn, L->wq, N, D, HD, L->per_node);
         project(k, xn, L->wk, N, D, HD, L->per_node);
         project(v, xn, L->wv, N, D, HD, L->per_node);
@@ -159,16 +167,7 @@ void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_
         double *xn = malloc((size_t)(N * D) * sizeof *xn), *q = malloc((size_t)(N * HD) * sizeof *q);
         double *k = malloc((size_t)(N * HD) * sizeof *k), *v = malloc((size_t)(N * HD) * sizeof *v);
         double *m = malloc((size_t)(N * HD) * sizeof *m), *z = malloc((size_t)(N * out) * sizeof *z);
-        for (int64_t i = 0; i < N; i++) {
-            double mean = 0, var = 0;
-            for (int64_t c = 0; c < D; c++)
-                mean += X[i * D + c] / (double)D;
-            for (int64_t c = 0; c < D; c++)
-                var += (X[i * D + c] - mean) * (X[i * D + c] - mean) / (double)D;
-            for (int64_t c = 0; c < D; c++)
-                xn[i * D + c] = !L->ln_w ? X[i * D + c]
-                    : (X[i * D + c] - mean) / sqrt(var + 1e-5) * L->ln_w[c] + L->ln_b[c];
-        }
+        ref_layer_norm(xn, X, N, D, L->ln_w != NULL, L->ln_w, L->ln_b);
         project(q, xn, L->wq, N, D, HD, 0);
         project(k, xn, L->wk ? L->wk : L->wq, N, D, HD, 0);
         project(v, xn, L->wv ? L->wv : L->wq, N, D, HD, 0);
@@ -193,14 +192,7 @@ void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_
             X[x] = ref_act(L->act, z[x]);
         for (int64_t i = 0; L->w1 && i < N; i++) {   /* the feed-forward sublayer, row by row */
             double *y = X + i * out, yn[64], u[256];
-            double mean = 0, var = 0;
-            for (int64_t c = 0; c < out; c++)
-                mean += y[c] / (double)out;
-            for (int64_t c = 0; c < out; c++)
-                var += (y[c] - mean) * (y[c] - mean) / (double)out;
-            for (int64_t c = 0; c < out; c++)
-                yn[c] = L->ln_w ? (y[c] - mean) / sqrt(var + 1e-5) * L->ln2_w[c] + L->ln2_b[c]
-                                : y[c];
+            ref_layer_norm(yn, y, 1, out, L->ln_w != NULL, L->ln2_w, L->ln2_b);
             for (int64_t f = 0; f < L->F; f++) {
                 double t = L->b1 ? L->b1[f] : 0.0;
                 for (int64_t c = 0; c < out; c++)

@@ -55,21 +55,6 @@ static double eval_accuracy(const char *pred_path)
     return (double)right / (double)counted;
 }
 
-/* Files a and b hold the same bytes. */
-static void expect_same_bytes(const char *a, const char *b)
-{
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    ck_assert_msg(fa && fb, "%s or %s is missing", a, b);
-    int ca, cb;
-    long at = 0;
-    do {
-        ca = fgetc(fa), cb = fgetc(fb);
-        ck_assert_msg(ca == cb, "%s and %s differ at byte %ld", a, b, at);
-        at++;
-    } while (ca != EOF);
-    fclose(fa), fclose(fb);
-}
-
 /* The .npy file's shape line, as numpy writes it: "(3, 8)". */
 static void expect_shape(const char *path, const char *shape)
 {

@@ -530,16 +530,7 @@ static void expect_same_files(const char *a, const char *b, const char *const *n
         char pa[1024], pz[1024];
         snprintf(pa, sizeof pa, "%s/%s", a, names[k]);
         snprintf(pz, sizeof pz, "%s/%s", b, names[k]);
-        FILE *fa = fopen(pa, "rb"), *fb = fopen(pz, "rb");
-        ck_assert_msg(fa && fb, "%s or %s is missing", pa, pz);
-        int ca, cb;
-        long at = 0;
-        do {
-            ca = fgetc(fa), cb = fgetc(fb);
-            ck_assert_msg(ca == cb, "%s and %s differ at byte %ld", pa, pz, at);
-            at++;
-        } while (ca != EOF);
-        fclose(fa), fclose(fb);
+        expect_same_bytes(pa, pz);
     }
 }
 

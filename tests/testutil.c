@@ -182,3 +182,17 @@ int64_t attn_csv_rows(const char *path, int64_t rows[][3], int64_t cap)
     free(text);
     return n;
 }
+
+void expect_same_bytes(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    ck_assert_msg(fa && fb, "%s or %s is missing", a, b);
+    int ca, cb;
+    long at = 0;
+    do {
+        ca = fgetc(fa), cb = fgetc(fb);
+        ck_assert_msg(ca == cb, "%s and %s differ at byte %ld", a, b, at);
+        at++;
+    } while (ca != EOF);
+    fclose(fa), fclose(fb);
+}

@@ -37,6 +37,9 @@ void fill_uniform(float *x, int64_t n, uint64_t seed, float scale);
 void build_graph(igraph_t *g, int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                  int directed);
 
+/* Files a and b hold the same bytes (asserted, naming the first that differs). */
+void expect_same_bytes(const char *a, const char *b);
+
 /* Largest |a - b|. */
 double max_abs_diff_fd(const float *a, const double *b, int64_t n);
 

@@ -89,6 +89,27 @@ def test_training_gradients_against_torch(rng):
             np.testing.assert_allclose(a, want, atol=2e-4 * max(1, abs(want).max()), err_msg=n)
 
 
+def check_by_finite_differences(loss, x, layers, dx, grads, x_points, weight_points, h=1e-2):
+    """Central differences of loss(x, layers) against dx at x_points (row, column)
+    and against grads at weight_points (layer, array, index)."""
+    for i, c in x_points:
+        xp, xm = x.copy(), x.copy()
+        xp[i, c] += h
+        xm[i, c] -= h
+        fd = (loss(xp, layers) - loss(xm, layers)) / (2 * h)
+        assert abs(fd - dx[i, c]) < 3e-3 + 1e-2 * abs(fd), (i, c, fd, dx[i, c])
+    for k, name, idx in weight_points:
+        def moved(delta):
+            ls = [ag.Weights(**{n: a.copy() for n, a in w.arrays().items()}, heads=w.heads,
+                             act=w.act, ff_act=w.ff_act, mean_heads=w.mean_heads,
+                             residual=w.residual) for w in layers]
+            getattr(ls[k], name)[idx] += delta
+            return loss(x, ls)
+        fd = (moved(h) - moved(-h)) / (2 * h)
+        got = getattr(grads[k], name)[idx]
+        assert abs(fd - got) < 3e-3 + 1e-2 * abs(fd), (k, name, fd, got)
+
+
 def test_dropout_gradients_by_finite_differences(rng):
     """Rounds with dropout on features and attention: for a fixed seed a smooth
     function, whose backward (the same masks) matches central differences."""
@@ -113,23 +134,9 @@ def test_dropout_gradients_by_finite_differences(rng):
     again, t3 = ag.rounds_forward(g, x, layers, **kw)
     t3.free()
     np.testing.assert_array_equal(again, y)             # the same seed, the same masks
-    h = 1e-2
-    for i, c in [(0, 0), (3, 2), (9, 5), (12, 1)]:
-        xp, xm = x.copy(), x.copy()
-        xp[i, c] += h
-        xm[i, c] -= h
-        fd = (loss(xp, layers) - loss(xm, layers)) / (2 * h)
-        assert abs(fd - dx[i, c]) < 3e-3 + 1e-2 * abs(fd), (i, c, fd, dx[i, c])
-    for k, name, idx in [(0, "wq", (1, 2)), (1, "wv", (3, 0)), (0, "wo", (2, 1)),
-                         (1, "ln_weight", (4,))]:
-        def moved(delta):
-            ls = [ag.Weights(**{n: a.copy() for n, a in w.arrays().items()}, heads=H)
-                  for w in layers]
-            getattr(ls[k], name)[idx] += delta
-            return loss(x, ls)
-        fd = (moved(h) - moved(-h)) / (2 * h)
-        got = getattr(grads[k], name)[idx]
-        assert abs(fd - got) < 3e-3 + 1e-2 * abs(fd), (k, name, fd, got)
+    check_by_finite_differences(loss, x, layers, dx, grads, [(0, 0), (3, 2), (9, 5), (12, 1)],
+                                [(0, "wq", (1, 2)), (1, "wv", (3, 0)), (0, "wo", (2, 1)),
+                                 (1, "ln_weight", (4,))])
 
 
 def test_residual_dropout_through_a_feed_forward_sublayer(rng):
@@ -152,23 +159,9 @@ def test_residual_dropout_through_a_feed_forward_sublayer(rng):
     y, tape = ag.rounds_forward(g, x, layers, **kw)
     dx, grads = tape.backward(dy)
     assert not np.allclose(y, ag.rounds(g, x, layers, rounds=2, norm="layer"))
-    h = 1e-2
-    for i, c in [(0, 0), (5, 3), (11, 1)]:
-        xp, xm = x.copy(), x.copy()
-        xp[i, c] += h
-        xm[i, c] -= h
-        fd = (loss(xp, layers) - loss(xm, layers)) / (2 * h)
-        assert abs(fd - dx[i, c]) < 3e-3 + 1e-2 * abs(fd), (i, c, fd, dx[i, c])
-    for k, name, idx in [(0, "w2", (1, 5)), (1, "b2", (2,)), (0, "wo", (3, 1)),
-                         (1, "w1", (6, 2)), (0, "ln2_weight", (0,))]:
-        def moved(delta):
-            ls = [ag.Weights(**{n: a.copy() for n, a in w.arrays().items()}, heads=H)
-                  for w in layers]
-            getattr(ls[k], name)[idx] += delta
-            return loss(x, ls)
-        fd = (moved(h) - moved(-h)) / (2 * h)
-        got = getattr(grads[k], name)[idx]
-        assert abs(fd - got) < 3e-3 + 1e-2 * abs(fd), (k, name, fd, got)
+    check_by_finite_differences(loss, x, layers, dx, grads, [(0, 0), (5, 3), (11, 1)],
+                                [(0, "w2", (1, 5)), (1, "b2", (2,)), (0, "wo", (3, 1)),
+                                 (1, "w1", (6, 2)), (0, "ln2_weight", (0,))])
 
 
 def test_losses_and_adam_against_torch(rng):
