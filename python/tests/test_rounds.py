@@ -89,6 +89,15 @@ def test_training_gradients_against_torch(rng):
             np.testing.assert_allclose(a, want, atol=2e-4 * max(1, abs(want).max()), err_msg=n)
 
 
+def dot_loss(g, kw, dy):
+    """loss(x, layers) = sum(dy * rounds_forward(g, x, layers, **kw)), in float64."""
+    def loss(x, layers):
+        y, tape = ag.rounds_forward(g, x, layers, **kw)
+        tape.free()
+        return float((y.astype(np.float64) * dy).sum())
+    return loss
+
+
 def check_by_finite_differences(loss, x, layers, dx, grads, x_points, weight_points, h=1e-2):
     """Central differences of loss(x, layers) against dx at x_points (row, column)
     and against grads at weight_points (layer, array, index)."""
@@ -120,11 +129,7 @@ def test_dropout_gradients_by_finite_differences(rng):
     dy = rng.standard_normal((N, D)).astype(np.float32)
     kw = dict(rounds=2, norm="layer", dropout=0.3, attn_dropout=0.4, dropout_seed=7,
               resid_dropout=0.25)
-
-    def loss(x, layers):
-        y, tape = ag.rounds_forward(g, x, layers, **kw)
-        tape.free()
-        return float((y.astype(np.float64) * dy).sum())
+    loss = dot_loss(g, kw, dy)
 
     y, tape = ag.rounds_forward(g, x, layers, **kw)
     dx, grads = tape.backward(dy)
@@ -150,11 +155,7 @@ def test_residual_dropout_through_a_feed_forward_sublayer(rng):
                          ln2_weight=1 + f(D), ln2_bias=f(D)) for _ in range(2)]
     x, dy = f(N, D), f(N, D)
     kw = dict(rounds=2, norm="layer", resid_dropout=0.3, dropout_seed=3)
-
-    def loss(x, layers):
-        y, tape = ag.rounds_forward(g, x, layers, **kw)
-        tape.free()
-        return float((y.astype(np.float64) * dy).sum())
+    loss = dot_loss(g, kw, dy)
 
     y, tape = ag.rounds_forward(g, x, layers, **kw)
     dx, grads = tape.backward(dy)

@@ -369,6 +369,8 @@ extern const char *const score_names[AG_SCORE_KINDS];
    what train --save writes to DIR/model.args. Returns the length the whole
    text needs (cap or more: it was cut). */
 size_t model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int64_t rounds);
+/* The input option of that long name (without "--"), or NULL. */
+const struct option *input_option_named(const char *name);
 /* When the command gives none of the model's options, takes them from its
    --weights DIR/model.args (if any); 0, or EXIT_USAGE with the message printed. */
 int model_args_defaults(run_opts_t *o, const char *cmd);

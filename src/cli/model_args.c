@@ -112,7 +112,7 @@ static int any_given(const run_opts_t *o, const int *codes, size_t n)
 
 #define COUNT(a) (sizeof a / sizeof a[0])
 
-static const struct option *input_option_named(const char *name)
+const struct option *input_option_named(const char *name)
 {
     for (int k = 0; input_options[k].name; k++)
         if (strcmp(input_options[k].name, name) == 0)

@@ -29,14 +29,6 @@ static const int layer_codes[] = {OPT_HEADS, OPT_ROUNDS, OPT_NO_RESIDUAL, OPT_HE
 
 #define COUNT(a) (sizeof a / sizeof a[0])
 
-static const struct option *option_named(const char *name)
-{
-    for (int k = 0; input_options[k].name; k++)
-        if (strcmp(input_options[k].name, name) == 0)
-            return &input_options[k];
-    return NULL;
-}
-
 static const char *option_name(int code)
 {
     for (int k = 0; input_options[k].name; k++)
@@ -218,7 +210,7 @@ int model_file_read(run_opts_t *o, const char *path, const char *cmd)
         }
         char *value = rest && *rest ? strtok_r(rest, " \t", &save) : NULL;
         char *extra = value ? strtok_r(NULL, " \t", &save) : NULL;
-        const struct option *opt = option_named(key);
+        const struct option *opt = input_option_named(key);
         const int known = strcmp(key, "readout") == 0 || dropout_key(key) >= 0 ||
                           (opt && is_file_code(opt->val));
         if (!known) {
@@ -404,7 +396,7 @@ size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, const float d
     APPEND("# attngraph model (docs/model-file.md)\n");
     char *save = NULL;
     for (char *w = strtok_r(args, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-        const struct option *opt = option_named(w + 2);
+        const struct option *opt = input_option_named(w + 2);
         char *arg = opt && opt->has_arg == required_argument ? strtok_r(NULL, " ", &save) : NULL;
         if (!opt || !is_file_code(opt->val))
             continue;   /* heads, rounds, no-residual: the layer lines' */
