@@ -43,7 +43,8 @@ def _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps):
 def _widths(layers, rounds):
     """(the widest state of rounds 1..rounds, the last round's output width, the
     largest H*d): layers may change the width (Weights.width_out)."""
-    used = [layers[0 if len(layers) == 1 else r] for r in range(rounds)]
+    # (more rounds than layers: the library refuses it, naming both counts)
+    used = [layers[min(r, len(layers) - 1)] for r in range(rounds)]
     widest = max([layers[0].D] + [w.width_out for w in used])
     return widest, used[-1].width_out if used else layers[0].D, \
         max(w.heads * w.d for w in layers)

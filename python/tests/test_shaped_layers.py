@@ -139,6 +139,8 @@ def test_weights_round_trip_and_refusals(rng, tmp_path):
     wide = ag.Weights(f(6, 5), None, None, None, 2, residual=True)   # 5 -> 6 with a residual
     with pytest.raises(ag.Error, match="cannot add a residual"):
         ag.rounds(gr, f(8, 5), [wide], rounds=1)
+    with pytest.raises(ag.Error, match="3 rounds with 2 layers"):
+        ag.rounds(gr, f(8, 5), [wide, wide], rounds=3)
     with pytest.raises(ag.Error, match="layer 1 reads width 5; the layer before it writes 6"):
         ag.rounds(gr, f(8, 5), ag.Weights(f(6, 5), None, None, None, 2, residual=False),
                   rounds=2)
