@@ -240,3 +240,23 @@ int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t w
     free(part);
     return rc;
 }
+
+typedef struct {
+    const float *Y;
+    int64_t width;
+} columns_t;
+
+static void column_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
+{
+    const columns_t *c = ctx;
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t x = 0; x < c->width; x++)
+            partial[x] += c->Y[i * c->width + x];
+}
+
+int ag_i_sum_columns_r(const ag_i_reducer_t *r, const float *Y, int64_t N, int64_t width,
+                       double *out, ag_error_t *err)
+{
+    columns_t ctx = {Y, width};
+    return ag_i_sum_rows_r(r, N, width, N * width, column_rows, &ctx, out, err);
+}

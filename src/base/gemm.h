@@ -91,4 +91,9 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
 int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t work,
                     ag_i_rows_fn fn, void *ctx, double *out, ag_error_t *err);
 
+/* out[0..width) = the column sums of Y [N, width] (a bias's gradient), as
+   ag_i_sum_rows_r sums them (r NULL: one process). */
+int ag_i_sum_columns_r(const ag_i_reducer_t *r, const float *Y, int64_t N, int64_t width,
+                       double *out, ag_error_t *err);
+
 #endif

@@ -389,20 +389,6 @@ static int output_backward(step_t *s, ag_error_t *err)
 
 /* ---- bias ---- */
 
-/* Sums over rows in fixed chunks (and through the reducer): a bias's gradient. */
-typedef struct {
-    const float *dY;
-    int64_t width;
-} column_sums_t;
-
-static void column_sums(int64_t lo, int64_t hi, double *partial, void *ctx)
-{
-    const column_sums_t *c = ctx;
-    for (int64_t i = lo; i < hi; i++)
-        for (int64_t x = 0; x < c->width; x++)
-            partial[x] += c->dY[i * c->width + x];
-}
-
 /* g (a bias's gradient [width]) += the column sums of dY [n, width] */
 static int add_column_sums(const step_t *s, float *g, const float *dY, int64_t width,
                            ag_error_t *err)
@@ -410,8 +396,7 @@ static int add_column_sums(const step_t *s, float *g, const float *dY, int64_t w
     double *sums = ag_i_alloc(width, sizeof *sums, err, "bias gradient");
     if (!sums)
         return ag_i_reducer_failed(s->red, width, err);
-    column_sums_t ctx = {dY, width};
-    int rc = ag_i_sum_rows_r(s->red, s->n, width, s->n * width, column_sums, &ctx, sums, err);
+    int rc = ag_i_sum_columns_r(s->red, dY, s->n, width, sums, err);
     for (int64_t c = 0; !rc && c < width; c++)
         g[c] += (float)sums[c];
     free(sums);

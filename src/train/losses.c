@@ -117,15 +117,6 @@ static void ce_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
     }
 }
 
-/* The column sums of dL/dlogits (dbr). */
-static void bias_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
-{
-    const ce_t *s = ctx;
-    for (int64_t i = lo; i < hi; i++)
-        for (int64_t c = 0; c < s->C; c++)
-            partial[c] += s->logits[i * s->C + c];
-}
-
 static int ce_check(const ag_i_reducer_t *red, const float *X, int64_t N, int64_t D,
                     const float *Wr, int64_t C, const int64_t *labels, const uint8_t *mask,
                     int64_t *counted, ag_error_t *err)
@@ -212,7 +203,7 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
         memset(dWr, 0, (size_t)(C * D) * sizeof *dWr);
         rc = ag_i_gemm_atb_r(r, dWr, logits, X, N, C, D, err);
     }
-    if (!rc && dbr && !(rc = ag_i_sum_rows_r(r, N, C, N * C, bias_rows, &ctx, sums, err)))
+    if (!rc && dbr && !(rc = ag_i_sum_columns_r(r, logits, N, C, sums, err)))   /* dbr */
         for (int64_t c = 0; c < C; c++)
             dbr[c] = (float)sums[c];
     free(logits), free(sums);
