@@ -157,6 +157,13 @@ static double ref_act(int act, double z)
     }
 }
 
+/* Y [N, width] += b in every row (b NULL: nothing) */
+static void add_bias(double *Y, const float *b, int64_t N, int64_t width)
+{
+    for (int64_t x = 0; b && x < N * width; x++)
+        Y[x] += b[x % width];
+}
+
 void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                        const ref_shaped_t *layers, int n, const ref_score_t *sc, double *X)
 {
@@ -164,15 +171,43 @@ void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_
         const ref_shaped_t *L = &layers[l];
         const int64_t D = L->D, H = L->H, d = L->d, HD = H * d;
         const int64_t out = L->wo ? L->D_out : L->mean_heads ? d : HD;
+        const int pre = L->ln_w && !L->post_norm, post = L->ln_w && L->post_norm;
         double *xn = malloc((size_t)(N * D) * sizeof *xn), *q = malloc((size_t)(N * HD) * sizeof *q);
         double *k = malloc((size_t)(N * HD) * sizeof *k), *v = malloc((size_t)(N * HD) * sizeof *v);
         double *m = malloc((size_t)(N * HD) * sizeof *m), *z = malloc((size_t)(N * out) * sizeof *z);
-        ref_layer_norm(xn, X, N, D, L->ln_w != NULL, L->ln_w, L->ln_b);
+        double *r = malloc((size_t)(N * out) * sizeof *r);
+        double *pe = malloc((size_t)(E * HD + 1) * sizeof *pe);
+        double *epre = malloc((size_t)(E * H + 1) * sizeof *epre);
+        ref_layer_norm(xn, X, N, D, pre, L->ln_w, L->ln_b);
         project(q, xn, L->wq, N, D, HD, 0);
-        project(k, xn, L->wk ? L->wk : L->wq, N, D, HD, 0);
-        project(v, xn, L->wv ? L->wv : L->wq, N, D, HD, 0);
+        add_bias(q, L->bq, N, HD);
+        if (L->wk) {
+            project(k, xn, L->wk, N, D, HD, 0), add_bias(k, L->bk, N, HD);
+            project(v, xn, L->wv, N, D, HD, 0), add_bias(v, L->bv, N, HD);
+        } else {
+            memcpy(k, q, (size_t)(N * HD) * sizeof *q), memcpy(v, q, (size_t)(N * HD) * sizeof *q);
+        }
         ref_score_t round_sc = *sc;
         round_sc.a_src = L->a_src, round_sc.a_dst = L->a_dst;
+        if (L->wedge) {   /* the edge features' terms */
+            double *e_in = malloc((size_t)(E * L->edge_dim + 1) * sizeof *e_in);
+            for (int64_t x = 0; x < E * L->edge_dim; x++)
+                e_in[x] = L->edges[x];
+            project(pe, e_in, L->wedge, E, L->edge_dim, HD, 0);
+            free(e_in);
+            if (sc->kind == 3) {
+                for (int64_t e = 0; e < E; e++)
+                    for (int64_t h = 0; h < H; h++) {
+                        epre[e * H + h] = 0;
+                        for (int64_t c = 0; c < d; c++)
+                            epre[e * H + h] += pe[e * HD + h * d + c] * L->attn_edge[h * d + c];
+                    }
+                round_sc.edge_pre = epre;
+            } else {
+                round_sc.edge_key = pe;
+                round_sc.edge_value = sc->kind == 4 ? NULL : pe;
+            }
+        }
         scored_attention(N, src, dst, E, q, k, v, H, d, &round_sc, m, NULL);
         if (L->wo) {
             project(z, m, L->wo, N, HD, out, 0);
@@ -185,14 +220,31 @@ void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_
                     z[i * out + c] = L->mean_heads ? sum / (double)H : m[i * HD + c];
                 }
         }
+        if (L->wskip) {   /* the skip, summed or gated */
+            project(r, xn, L->wskip, N, D, out, 0);
+            add_bias(r, L->bskip, N, out);
+            for (int64_t i = 0; i < N; i++) {
+                double g = 0.5, t = 0;
+                double *zi = z + i * out, *ri = r + i * out;
+                for (int64_t c = 0; L->wbeta && c < out; c++)
+                    t += L->wbeta[c] * zi[c] + L->wbeta[out + c] * ri[c] +
+                         L->wbeta[2 * out + c] * (zi[c] - ri[c]);
+                if (L->wbeta)
+                    g = 1 / (1 + exp(-t));
+                for (int64_t c = 0; c < out; c++)
+                    zi[c] = L->wbeta ? g * ri[c] + (1 - g) * zi[c] : zi[c] + ri[c];
+            }
+        }
         for (int64_t i = 0; i < N; i++)
             for (int64_t c = 0; c < out; c++)
                 z[i * out + c] += (L->bias ? L->bias[c] : 0.0) + (L->residual ? X[i * D + c] : 0.0);
+        if (post)
+            ref_layer_norm(z, z, N, out, 1, L->ln_w, L->ln_b);
         for (int64_t x = 0; x < N * out; x++)
             X[x] = ref_act(L->act, z[x]);
         for (int64_t i = 0; L->w1 && i < N; i++) {   /* the feed-forward sublayer, row by row */
             double *y = X + i * out, yn[64], u[256];
-            ref_layer_norm(yn, y, 1, out, L->ln_w != NULL, L->ln2_w, L->ln2_b);
+            ref_layer_norm(yn, y, 1, out, pre, L->ln2_w, L->ln2_b);
             for (int64_t f = 0; f < L->F; f++) {
                 double t = L->b1 ? L->b1[f] : 0.0;
                 for (int64_t c = 0; c < out; c++)
@@ -205,8 +257,10 @@ void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_
                     t += (double)L->w2[c * L->F + f] * u[f];
                 y[c] += t;
             }
+            if (post)
+                ref_layer_norm(y, y, 1, out, 1, L->ln2_w, L->ln2_b);
         }
-        free(xn), free(q), free(k), free(v), free(m), free(z);
+        free(xn), free(q), free(k), free(v), free(m), free(z), free(r), free(pe), free(epre);
     }
 }
 
@@ -233,6 +287,12 @@ static double ref_score(const ref_score_t *sc, const double *Q, const double *K,
                         int64_t d, int64_t i, int64_t j, int64_t e, int64_t h)
 {
     const double *q = Q + (i * H + h) * d, *k = K + (j * H + h) * d;
+    double ke[512];   /* the message's key: k_j + its edge term */
+    if (sc->edge_key) {
+        for (int64_t c = 0; c < d; c++)
+            ke[c] = k[c] + sc->edge_key[e * H * d + h * d + c];
+        k = ke;
+    }
     double qk = 0, qq = 0, kk = 0, s;
     for (int64_t c = 0; c < d; c++)
         qk += q[c] * k[c], qq += q[c] * q[c], kk += k[c] * k[c];
@@ -243,7 +303,7 @@ static double ref_score(const ref_score_t *sc, const double *Q, const double *K,
         double a = 0;
         for (int64_t c = 0; c < d; c++)
             a += (double)sc->a_dst[h * d + c] * q[c] + (double)sc->a_src[h * d + c] * k[c];
-        s = ref_leaky(a, sc->slope);
+        s = ref_leaky(a + (sc->edge_pre ? sc->edge_pre[e * H + h] : 0.0), sc->slope);
         break;
     }
     case 4:
@@ -304,7 +364,10 @@ static void scored_attention(int64_t N, const int64_t *src, const int64_t *dst, 
                 if (W)
                     W[e * H + h] = a;
                 for (int64_t c = 0; c < d; c++)
-                    M[(i * H + h) * d + c] += a * V[(src[e] * H + h) * d + c];
+                    M[(i * H + h) * d + c] += a * (V[(src[e] * H + h) * d + c] +
+                                                   (sc->edge_value ? sc->edge_value[(e * H + h)
+                                                                                    * d + c]
+                                                                   : 0.0));
             }
         }
     free(s);

@@ -51,6 +51,10 @@ typedef struct {
     int alibi;
     int has_sigmoid_bias;
     double sigmoid_bias;
+    /* per-message terms in the messages' order, or NULL: edge_pre [E, H] inside
+       additive's LeakyReLU; edge_key [E, H*d] added to the key (every kind),
+       edge_value [E, H*d] to the value */
+    const double *edge_pre, *edge_key, *edge_value;
 } ref_score_t;
 
 /*
@@ -98,11 +102,21 @@ typedef struct {
     int64_t F;
     const float *w1, *b1, *w2, *b2, *ln2_w, *ln2_b;
     int ff_act;
+    const float *bq, *bk, *bv;        /* [H*d] the projections' biases, or NULL */
+    const float *wskip, *bskip;       /* [out, D], [out]: R = Xn Wskip^T + bskip */
+    const float *wbeta;               /* [3 out]: g = sigmoid(wbeta . [Z, R, Z - R]) */
+    int post_norm;                    /* LayerNorm (ln_w, ln2_w) after the sums instead */
+    const float *edges;               /* [E, edge_dim] in the messages' order, or NULL */
+    int64_t edge_dim;
+    const float *wedge, *attn_edge;   /* [H*d, edge_dim], [H, d] (additive) */
 } ref_shaped_t;
 
 /* Layers 0..n-1 in turn, in double: Xn = LayerNorm(X) (with ln_w) or X;
-   Q, K, V; M = attention (sc, with the layer's vectors); Z = M Wo^T or the
-   heads of M, + bias, + X (residual); X = act(Z). X holds the widest state. */
+   Q, K, V (+ biases); P = edges Wedge^T, the score's edge terms (additive:
+   P . attn_edge per head; gatv2: P on the key; others: on key and value);
+   M = attention (sc, with the layer's vectors); Z = M Wo^T or the heads of M;
+   with a skip Z + R, or g R + (1 - g) Z; + bias, + X (residual); post-norm:
+   LayerNorm; X = act(Z). X holds the widest state. */
 void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                        const ref_shaped_t *layers, int n, const ref_score_t *sc, double *X);
 

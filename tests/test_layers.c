@@ -29,7 +29,13 @@ typedef struct {
     ag_activation_t act;
     int64_t F;                  /* a feed-forward sublayer of width F (0: none) */
     ag_activation_t ff_act;
+    int qkv_bias;               /* biases on the projections */
+    int skip;                   /* a skip projection: 1 summed, 2 gated (beta) */
+    int post_norm;              /* the stack's LayerNorms after the sums */
+    int edges;                  /* reads the edge features (EDIM wide) */
 } shape_t;
+
+#define EDIM 3
 
 typedef struct {
     const char *name;
@@ -40,24 +46,36 @@ typedef struct {
 
 static const stack_t stacks[] = {
     {"GAT: 5 -> 2 heads x 3 (ELU) -> 1 head x 4, averaged", AG_SCORE_ADDITIVE, 0, 2,
-     {{5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_ELU, 0, AG_ACT_NONE},
-      {6, 1, 4, 0, 1, 1, 0, 1, AG_ACT_NONE, 0, AG_ACT_NONE}}},
+     {{5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_ELU, 0, AG_ACT_NONE, 0, 0, 0, 0},
+      {6, 1, 4, 0, 1, 1, 0, 1, AG_ACT_NONE, 0, AG_ACT_NONE, 0, 0, 0, 0}}},
     {"GATv2, two heads averaged, ReLU", AG_SCORE_GATV2, 0, 2,
-     {{5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_RELU, 0, AG_ACT_NONE},
-      {6, 2, 3, 0, 1, 1, 0, 0, AG_ACT_NONE, 0, AG_ACT_NONE}}},
+     {{5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_RELU, 0, AG_ACT_NONE, 0, 0, 0, 0},
+      {6, 2, 3, 0, 1, 1, 0, 0, AG_ACT_NONE, 0, AG_ACT_NONE, 0, 0, 0, 0}}},
     {"transformer: 5 -> wo 4 (GELU), residual 4, one projection 3, LayerNorm",
      AG_SCORE_SCALED_DOT, 1, 3,
-     {{5, 2, 2, 4, 0, 0, 0, 1, AG_ACT_GELU, 0, AG_ACT_NONE},
-      {4, 2, 3, 4, 0, 0, 1, 1, AG_ACT_GELU, 0, AG_ACT_NONE},
-      {4, 1, 3, 0, 1, 0, 0, 0, AG_ACT_NONE, 0, AG_ACT_NONE}}},
+     {{5, 2, 2, 4, 0, 0, 0, 1, AG_ACT_GELU, 0, AG_ACT_NONE, 0, 0, 0, 0},
+      {4, 2, 3, 4, 0, 0, 1, 1, AG_ACT_GELU, 0, AG_ACT_NONE, 0, 0, 0, 0},
+      {4, 1, 3, 0, 1, 0, 0, 0, AG_ACT_NONE, 0, AG_ACT_NONE, 0, 0, 0, 0}}},
     {"transformer blocks: residual attention, then feed-forward 4 -> 8 -> 4, LayerNorm",
      AG_SCORE_SCALED_DOT, 1, 3,
-     {{5, 2, 2, 4, 0, 0, 0, 1, AG_ACT_NONE, 8, AG_ACT_GELU},
-      {4, 2, 2, 4, 0, 0, 1, 1, AG_ACT_NONE, 8, AG_ACT_GELU},
-      {4, 1, 3, 0, 1, 1, 0, 0, AG_ACT_NONE, 6, AG_ACT_RELU}}},
+     {{5, 2, 2, 4, 0, 0, 0, 1, AG_ACT_NONE, 8, AG_ACT_GELU, 0, 0, 0, 0},
+      {4, 2, 2, 4, 0, 0, 1, 1, AG_ACT_NONE, 8, AG_ACT_GELU, 0, 0, 0, 0},
+      {4, 1, 3, 0, 1, 1, 0, 0, AG_ACT_NONE, 6, AG_ACT_RELU, 0, 0, 0, 0}}},
     {"GAT with a feed-forward sublayer (no LayerNorm, no biases)", AG_SCORE_ADDITIVE, 0, 2,
-     {{5, 2, 3, 0, 1, 0, 0, 0, AG_ACT_ELU, 12, AG_ACT_ELU},
-      {6, 1, 4, 0, 1, 1, 0, 1, AG_ACT_NONE, 0, AG_ACT_NONE}}},
+     {{5, 2, 3, 0, 1, 0, 0, 0, AG_ACT_ELU, 12, AG_ACT_ELU, 0, 0, 0, 0},
+      {6, 1, 4, 0, 1, 1, 0, 1, AG_ACT_NONE, 0, AG_ACT_NONE, 0, 0, 0, 0}}},
+    {"TransformerConv: projection biases, gated then summed skips, edge features on keys and "
+     "values", AG_SCORE_SCALED_DOT, 0, 2,
+     {{5, 2, 3, 0, 0, 0, 0, 0, AG_ACT_ELU, 0, AG_ACT_NONE, 1, 2, 0, 1},
+      {6, 2, 2, 0, 0, 1, 0, 1, AG_ACT_NONE, 0, AG_ACT_NONE, 1, 1, 0, 1}}},
+    {"post-norm blocks (residual attention, sublayer), then GAT with edge features",
+     AG_SCORE_ADDITIVE, 1, 3,
+     {{5, 2, 2, 5, 0, 0, 1, 1, AG_ACT_NONE, 8, AG_ACT_GELU, 0, 0, 1, 0},
+      {5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_ELU, 0, AG_ACT_NONE, 1, 0, 0, 1},
+      {6, 1, 4, 0, 1, 1, 0, 1, AG_ACT_NONE, 0, AG_ACT_NONE, 0, 0, 1, 1}}},
+    {"GATv2 with edge features on the keys, a skip", AG_SCORE_GATV2, 0, 2,
+     {{5, 2, 3, 0, 1, 0, 0, 1, AG_ACT_RELU, 0, AG_ACT_NONE, 0, 1, 0, 1},
+      {6, 2, 3, 0, 1, 1, 0, 0, AG_ACT_NONE, 0, AG_ACT_NONE, 0, 0, 0, 1}}},
 };
 
 typedef struct {
@@ -65,6 +83,8 @@ typedef struct {
     ag_score_t score;
     ag_round_opts_t opts;
     int n;
+    float *edges;             /* [E, EDIM] in the messages' order (the reference's) */
+    float *edges_slots;       /* the same in nb's slot order (the library's) */
 } stack_model_t;
 
 static int64_t out_width(const shape_t *s)
@@ -122,6 +142,29 @@ static void stack_make(stack_model_t *m, const stack_t *st)
                     w->ln2_weight[c] += 1.0f;
             }
         }
+        if (s->qkv_bias) {
+            w->bq = uniform(HD, seed + 16, 0.3f);
+            if (!s->one_projection)
+                w->bk = uniform(HD, seed + 17, 0.3f), w->bv = uniform(HD, seed + 18, 0.3f);
+        }
+        if (s->skip) {
+            w->wskip = uniform(out * s->D, seed + 19, 0.6f), w->bskip = uniform(out, seed + 20,
+                                                                               0.3f);
+            if (s->skip == 2)
+                w->wbeta = uniform(3 * out, seed + 21, 0.5f);
+        }
+        w->post_norm = s->post_norm;
+        if (st->layer_norm && s->post_norm) {   /* its LayerNorm on the output's width */
+            free(w->ln_weight), free(w->ln_bias);
+            w->ln_weight = uniform(out, seed + 8, 0.3f), w->ln_bias = uniform(out, seed + 9, 0.3f);
+            for (int64_t c = 0; c < out; c++)
+                w->ln_weight[c] += 1.0f;
+        }
+        if (s->edges) {
+            w->edge_dim = EDIM, w->wedge = uniform(HD * EDIM, seed + 22, 0.6f);
+            if (st->kind == AG_SCORE_ADDITIVE)
+                w->attn_edge = uniform(HD, seed + 23, 0.8f);
+        }
         ag_error_t err;
         ck_assert_int_eq(ag_weights_grads_init(&m->g[l], w, st->layer_norm, &err), AG_OK);
     }
@@ -130,10 +173,28 @@ static void stack_make(stack_model_t *m, const stack_t *st)
                                 .norm = st->layer_norm ? AG_NORM_LAYER : AG_NORM_NONE};
 }
 
+/* The stack's edge features for nb (E messages): drawn in the messages' order
+   (nb's graph's edge order), and put in nb's slots for the library. */
+static void stack_edges(stack_model_t *m, const ag_nbhd_t *nb)
+{
+    const int64_t E = nb->n_edges;
+    m->edges = uniform(E * EDIM, 31, 1.0f);
+    m->edges_slots = malloc((size_t)(E * EDIM) * sizeof(float));
+    ag_edge_msg_t *msgs;
+    int64_t *slot;
+    ag_error_t err;
+    ck_assert_int_eq(ag_edge_order(nb, &msgs, &slot, &err), AG_OK);
+    for (int64_t k = 0; k < E; k++)
+        memcpy(m->edges_slots + slot[k] * EDIM, m->edges + k * EDIM, EDIM * sizeof(float));
+    free(msgs), free(slot);
+    m->opts.edge_features = m->edges_slots, m->opts.edge_dim = EDIM;
+}
+
 static void stack_free(stack_model_t *m)
 {
     for (int l = 0; l < m->n; l++)
         ag_weights_destroy(&m->w[l]), ag_weights_destroy(&m->g[l]);
+    free(m->edges), free(m->edges_slots);
 }
 
 /* The reference's final states (widest-sized X) from X0 [N, D of layer 1]. */
@@ -147,7 +208,11 @@ static void ref_stack(const stack_t *st, const stack_model_t *m, const float *X0
                               w->mean_heads, !w->no_residual, w->bias, (int)w->act,
                               w->ln_weight, w->ln_bias, gatv2 ? w->attn : w->attn_src,
                               gatv2 ? NULL : w->attn_dst, w->F, w->w1, w->b1, w->w2, w->b2,
-                              w->ln2_weight, w->ln2_bias, (int)w->ff_act};
+                              w->ln2_weight, w->ln2_bias, (int)w->ff_act,
+                              .bq = w->bq, .bk = w->bk, .bv = w->bv, .wskip = w->wskip,
+                              .bskip = w->bskip, .wbeta = w->wbeta, .post_norm = w->post_norm,
+                              .edges = m->edges, .edge_dim = w->edge_dim, .wedge = w->wedge,
+                              .attn_edge = w->attn_edge};
     }
     for (int64_t x = 0; x < LN * st->shape[0].D; x++)
         X[x] = X0[x];
@@ -222,6 +287,7 @@ START_TEST(shaped_layers_match_reference_and_finite_differences)
     stack_make(&m, st);
     ag_nbhd_t nb;
     graph_make(&nb);
+    stack_edges(&m, &nb);
     const int64_t widest = ag_rounds_widest(m.w, m.n, m.n);
     const int64_t D0 = st->shape[0].D, out = out_width(&st->shape[st->n - 1]);
     float *X0 = uniform(LN * D0, 7, 1.0f), *R = uniform(LN * out, 8, 1.0f);
@@ -276,9 +342,7 @@ START_TEST(shaped_layers_match_reference_and_finite_differences)
             }
     }
     check_grad("dX", st, &m, X0, R, LN * out, Xr, X0, dX, LN * D0);
-    static const char *const names[AG_I_WEIGHT_ARRAYS] = {
-        "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias",
-        "w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias"};
+    const char *const *names = ag_i_weight_names;
     for (int l = 0; l < m.n; l++) {
         float **arrays[AG_I_WEIGHT_ARRAYS], **grads[AG_I_WEIGHT_ARRAYS];
         int64_t sizes[AG_I_WEIGHT_ARRAYS], gsizes[AG_I_WEIGHT_ARRAYS];
@@ -333,6 +397,7 @@ static void run_on(int threads, const stack_t *st, float **X_out, float **g_out,
     m.opts.dropout_seed = 11;
     ag_nbhd_t nb;
     big_graph_make(&nb);
+    stack_edges(&m, &nb);
     const int64_t widest = ag_rounds_widest(m.w, m.n, m.n), D0 = st->shape[0].D;
     const int64_t out = out_width(&st->shape[st->n - 1]);
     float *X = calloc((size_t)(BIG * widest), sizeof *X), *R = uniform(BIG * out, 8, 1.0f);
@@ -418,6 +483,41 @@ START_TEST(shaped_layers_refuse_impossible_shapes)
     half.wk = half.wq;
     ck_assert_fails_with(ag_i_layers_one_shape(&half, 1, &err), err, AG_EINVAL,
                          "layer 1 has wk but not wv");
+    /* TransformerConv's and post-norm's parts where they cannot run */
+    float *spare = uniform(6 * 6 * 3, 3, 0.5f);
+    m.w[1].wbeta = spare;
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 2 has wbeta but no wskip");
+    m.w[1].wbeta = NULL, m.w[1].wskip = spare, m.w[1].no_residual = 0, m.w[1].mean_heads = 0;
+    m.w[1].H = 2, m.w[1].d = 3;   /* 6 -> 6, so that only the residual is wrong */
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 2 has a skip projection and a residual");
+    ck_assert_fails_with(ag_i_layers_one_shape(&m.w[1], 1, &err), err, AG_EINVAL,
+                         "the MPI layer runs no skip projection");
+    m.w[1].wskip = NULL, m.w[1].no_residual = 1, m.w[1].mean_heads = 1;
+    m.w[1].H = 1, m.w[1].d = 4;
+    m.w[0].bk = spare;
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 1 has one projection and bk; its one bias is bq");
+    m.w[0].bk = NULL, m.w[0].post_norm = 1;
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 1 is post-norm, and the options have no norm");
+    m.w[0].post_norm = 0, m.w[0].wedge = spare, m.w[0].edge_dim = 2;
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 1 projects edge features (wedge), and the options "
+                         "give none");
+    m.opts.edge_features = spare, m.opts.edge_dim = 3;
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 1 reads edge features of width 2; the options' are "
+                         "3 wide");
+    m.opts.edge_dim = 2;
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 1's additive score needs attn_edge");
+    m.w[0].wedge = NULL;
+    ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
+                         AG_EINVAL, "layer 1 has edge_dim 2, no wedge");
+    m.w[0].edge_dim = 0, m.opts.edge_features = NULL, m.opts.edge_dim = 0;
+    free(spare);
     /* a workspace too narrow for the widest state */
     ag_workspace_t ws;
     ck_assert_int_eq(ag_workspace_init(&ws, LN, 6, 5, &err), AG_OK);

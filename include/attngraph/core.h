@@ -576,6 +576,27 @@ typedef struct {
     float *w2, *b2;       /* [out, F], [out] or NULL */
     float *ln2_weight, *ln2_bias;   /* [out] */
     ag_activation_t ff_act;
+    /* More of a GNN layer (PyG's TransformerConv and GATConv names in brackets);
+       each 0 or NULL: none. */
+    float *bq, *bk, *bv;  /* [H*d] the projections' biases (lin_query/key/value.bias);
+                             with one projection, bq only */
+    float *wskip, *bskip; /* [out, D], [out] a skip projection of what the projections
+                             read (root_weight: lin_skip): R = Xn Wskip^T + bskip is
+                             added to the attention's output O; a layer with a skip
+                             has no residual */
+    float *wbeta;         /* [3 out] with wskip, a gate instead of the sum (beta:
+                             lin_beta): g = sigmoid(wbeta . [O, R, O - R]) per node,
+                             output g R + (1 - g) O */
+    int post_norm;        /* with the options' norm: LayerNorm after the layer's sums
+                             (post-norm, X = LN(X + ...), ln_weight [out]; a sublayer's
+                             Y = LN2(Y + FFN(Y))) instead of on what they read */
+    int64_t edge_dim;     /* with wedge: the width of the options' edge_features */
+    float *wedge;         /* [H*d, edge_dim] the edge features' projection (lin_edge):
+                             P = e Wedge^T per message, added to its key and value
+                             (TransformerConv; any kind but the two below), to its key
+                             (gatv2: GATv2Conv), or as sum_c P[h, c] attn_edge[h, c]
+                             inside the LeakyReLU (additive: GATConv's att_edge) */
+    float *attn_edge;     /* [H, d] additive's edge vector, with wedge */
 } ag_weights_t;
 
 /* The width of what layer w writes: D_out (or D) with wo, else H*d or d. */
@@ -659,6 +680,11 @@ typedef struct {
        bias; or its heads), and what a feed-forward sublayer adds (with b2),
        per node and channel. In [0, 1). */
     float resid_dropout;
+    /* Edge features [E, edge_dim], E the graph's messages in slot order
+       (ag_edge_order maps them to the graph's edges), read by layers with wedge
+       (and ignored by the others). NULL: none. */
+    const float *edge_features;
+    int64_t edge_dim;
 } ag_round_opts_t;
 
 /* The defaults (every field taken as given, 0 means 0): no score (scaled-dot),

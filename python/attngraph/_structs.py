@@ -96,7 +96,9 @@ class ag_weights_t(C.Structure):
                [("D_out", i64), ("mean_heads", C.c_int), ("no_residual", C.c_int),
                 ("bias", ptr), ("act", C.c_int), ("F", i64), ("w1", ptr), ("b1", ptr),
                 ("w2", ptr), ("b2", ptr), ("ln2_weight", ptr), ("ln2_bias", ptr),
-                ("ff_act", C.c_int)]
+                ("ff_act", C.c_int), ("bq", ptr), ("bk", ptr), ("bv", ptr), ("wskip", ptr),
+                ("bskip", ptr), ("wbeta", ptr), ("post_norm", C.c_int), ("edge_dim", i64),
+                ("wedge", ptr), ("attn_edge", ptr)]
 
 
 class ag_workspace_t(C.Structure):
@@ -119,7 +121,8 @@ class ag_round_opts_t(C.Structure):
     _fields_ = [("score", C.POINTER(ag_score_t)), ("no_residual", C.c_int), ("norm", C.c_int),
                 ("ln_eps", f32), ("on_round", ON_ROUND_FN), ("ctx", ptr), ("figures", C.c_int),
                 ("on_progress", ON_ROUND_PROGRESS_FN), ("dropout", f32), ("attn_dropout", f32),
-                ("dropout_seed", C.c_uint64), ("resid_dropout", C.c_float)]
+                ("dropout_seed", C.c_uint64), ("resid_dropout", C.c_float),
+                ("edge_features", ptr), ("edge_dim", i64)]
 
 
 class ag_round_figures_t(C.Structure):

@@ -25,7 +25,7 @@ def _layers(layers):
     return layers, arr
 
 
-def _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps):
+def _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps, edge_features=None):
     if norm not in _NORMS:
         raise Error("norm is %r; expected None or 'layer'" % (norm,), "invalid value")
     w = layers[0]
@@ -37,6 +37,14 @@ def _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps):
     opts.norm = _NORMS[norm]
     if ln_eps is not None:
         opts.ln_eps = finite(ln_eps, "ln_eps")
+    if edge_features is not None:   # [E, F] in the graph's edge order, to the slots
+        e = f32(edge_features, "edge_features")
+        if e.ndim != 2 or e.shape[0] != graph.E:
+            raise Error("edge_features has shape %s; expected [%d, F] (one row per edge, in "
+                        "the graph's edge order)" % (list(e.shape), graph.E), "invalid value")
+        e = np.ascontiguousarray(graph.to_slots(e), np.float32)
+        opts.edge_features, opts.edge_dim = e.ctypes.data, e.shape[1]
+        keep = (keep, e)
     return opts, (s, keep)
 
 
@@ -59,17 +67,20 @@ def _features(graph, x, D):
 
 
 def rounds(graph, x, layers, rounds=1, score="scaled-dot", residual=True, norm=None,
-           ln_eps=None, return_last=False, **score_kw):
+           ln_eps=None, return_last=False, edge_features=None, **score_kw):
     """Runs `rounds` message rounds on features x [N, D] and returns the final
     states (a new array; x is not changed). layers: a Weights shared by every
     round, or a list with one per round. return_last=True also returns the last
-    round's Q, K, V, M and per node and head its entropy, max_weight, distance."""
+    round's Q, K, V, M and per node and head its entropy, max_weight, distance.
+    edge_features [E, F] (the graph's edge order) are read by layers with
+    wedge."""
     layers, arr = _layers(layers)
     w = layers[0]
     widest, out, HD = _widths(layers, int(rounds))
     X = np.zeros((graph.N, widest), np.float32)   # room for every round's width
     X.reshape(-1)[:graph.N * w.D] = _features(graph, x, w.D).reshape(-1)
-    opts, keep = _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps)
+    opts, keep = _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps,
+                             edge_features)
     if return_last:
         # the library fills the figures only for a round callback: a no-op one
         opts.figures = 2

@@ -78,20 +78,21 @@ class Tape:
 
 def rounds_forward(graph, x, layers, rounds=1, score="scaled-dot", residual=True, norm=None,
                    ln_eps=None, dropout=0.0, attn_dropout=0.0, dropout_seed=0,
-                   resid_dropout=0.0, **score_kw):
+                   resid_dropout=0.0, edge_features=None, **score_kw):
     """ag_rounds_forward: returns (X after the rounds, Tape). Keep layers
     unchanged until tape.backward (an optimizer steps after it). dropout (on
     what each round's projections read) and attn_dropout (on the attention
     weights) apply here, in training, with masks hashed from dropout_seed
     (give each step its own); so does resid_dropout, on what a layer with a
     residual adds to X and what a feed-forward sublayer adds; rounds()
-    (inference) has none."""
+    (inference) has none. edge_features as rounds()."""
     layers, arr = _layers(layers)
     D = layers[0].D
     widest, out, _ = _widths(layers, int(rounds))
     X = np.zeros((graph.N, widest), np.float32)   # room for every round's width
     X.reshape(-1)[:graph.N * D] = _features(graph, x, D).reshape(-1)
-    opts, keep = _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps)
+    opts, keep = _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps,
+                             edge_features)
     opts.dropout, opts.attn_dropout = finite(dropout, "dropout"), finite(attn_dropout,
                                                                          "attn_dropout")
     opts.dropout_seed = int(dropout_seed) & (2**64 - 1)

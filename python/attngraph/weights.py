@@ -11,6 +11,8 @@ from .ops import f32, score_defaults
 
 OPTIONAL = ("ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias")
 FFN = ("w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias")   # a feed-forward sublayer's
+# TransformerConv's and GATConv's more (projection biases, skip, gate, edge features)
+MORE = ("bq", "bk", "bv", "wskip", "bskip", "wbeta", "wedge", "attn_edge")
 ACTIVATIONS = ("none", "relu", "elu", "gelu")   # ag_activation_t's order
 
 
@@ -26,20 +28,33 @@ class Weights:
     (applied last); residual=False (no X + ..., needed where the width
     changes). A feed-forward sublayer on the output Y: w1 [F, out], w2 [out,
     F], optional b1 [F], b2 [out], ln2_weight, ln2_bias [out] (norm="layer"):
-    Y + W2 ff_act(W1 LayerNorm(Y) + b1) + b2."""
+    Y + W2 ff_act(W1 LayerNorm(Y) + b1) + b2.
+
+    PyG's TransformerConv and GATConv parts (ag_weights_t's last fields): bq,
+    bk, bv [H*d] the projections' biases (one projection: bq); wskip [out, D]
+    and bskip [out] a skip projection R of the projections' input added to the
+    output (root_weight; the layer then has no residual), wbeta [3*out] a gate
+    g = sigmoid(wbeta . [O, R, O - R]) giving g R + (1 - g) O (beta);
+    post_norm=True: the norm's LayerNorms after the sums (ln_weight [out]);
+    wedge [H*d, edge_dim] the projection of rounds(edge_features=) added to
+    each message's key and value (scaled-dot and the other kinds), its key
+    (gatv2), or through attn_edge [H, d] inside the LeakyReLU (additive)."""
 
     def __init__(self, wq, wk, wv, wo, heads, ln_weight=None, ln_bias=None, attn_src=None,
                  attn_dst=None, attn=None, bias=None, act="none", mean_heads=False,
                  residual=True, w1=None, b1=None, w2=None, b2=None, ln2_weight=None,
-                 ln2_bias=None, ff_act="gelu"):
+                 ln2_bias=None, ff_act="gelu", bq=None, bk=None, bv=None, wskip=None,
+                 bskip=None, wbeta=None, wedge=None, attn_edge=None, post_norm=False):
         self.heads = int(heads)
         self.wq = f32(wq, "wq")
         self.wk, self.wv, self.wo = (None if a is None else f32(a, n)
                                      for a, n in ((wk, "wk"), (wv, "wv"), (wo, "wo")))
         for name, a in zip(OPTIONAL, (ln_weight, ln_bias, attn_src, attn_dst, attn, bias)):
             setattr(self, name, None if a is None else f32(a, name))
-        for name, a in zip(FFN, (w1, b1, w2, b2, ln2_weight, ln2_bias)):
+        for name, a in zip(FFN + MORE, (w1, b1, w2, b2, ln2_weight, ln2_bias, bq, bk, bv,
+                                        wskip, bskip, wbeta, wedge, attn_edge)):
             setattr(self, name, None if a is None else f32(a, name))
+        self.post_norm = bool(post_norm)
         for name, a in (("act", act), ("ff_act", ff_act)):
             if a not in ACTIVATIONS:
                 raise Error("%s is %r; expected one of %s" % (name, a, ", ".join(ACTIVATIONS)),
@@ -69,8 +84,13 @@ class Weights:
 
     def arrays(self):
         """name -> array, for the arrays this layer has."""
-        return {n: getattr(self, n) for n in S.WEIGHT_ARRAYS + ("bias",) + FFN
+        return {n: getattr(self, n) for n in S.WEIGHT_ARRAYS + ("bias",) + FFN + MORE
                 if getattr(self, n) is not None}
+
+    @property
+    def edge_dim(self):
+        """The width of the edge features wedge projects (0: none)."""
+        return self.wedge.shape[1] if self.wedge is not None and self.wedge.ndim == 2 else 0
 
     def c(self):
         """An ag_weights_t pointing into these arrays (no copy; the library
@@ -90,10 +110,13 @@ class Weights:
                                                                     self.width_out),
                         "invalid value")
         out, F = self.width_out, self.w1.shape[0] if self.w1 is not None else 0
-        want = dict(wk=self.wq.shape, wv=self.wq.shape, ln_weight=(D,),
-                    ln_bias=(D,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d),
+        ln = out if self.post_norm else D
+        want = dict(wk=self.wq.shape, wv=self.wq.shape, ln_weight=(ln,),
+                    ln_bias=(ln,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d),
                     bias=(out,), w1=(F, out), b1=(F,), w2=(out, F), b2=(out,),
-                    ln2_weight=(out,), ln2_bias=(out,))
+                    ln2_weight=(out,), ln2_bias=(out,), bq=(HD,), bk=(HD,), bv=(HD,),
+                    wskip=(out, D), bskip=(out,), wbeta=(3 * out,),
+                    wedge=(HD, self.edge_dim), attn_edge=(H, d))
         for name, shape in want.items():
             a = getattr(self, name)
             if a is not None and a.shape != tuple(shape):
@@ -103,7 +126,8 @@ class Weights:
                            D_out=self.wo.shape[0] if self.wo is not None else 0,
                            mean_heads=int(self.mean_heads), no_residual=int(not self.residual),
                            act=ACTIVATIONS.index(self.act), F=F,
-                           ff_act=ACTIVATIONS.index(self.ff_act))
+                           ff_act=ACTIVATIONS.index(self.ff_act),
+                           post_norm=int(self.post_norm), edge_dim=self.edge_dim)
         for name, a in self.arrays().items():
             setattr(w, name, a.ctypes.data)
         return w
@@ -125,11 +149,13 @@ class Weights:
             proj = (n, H * d, D) if n else (H * d, D)
             rows = w.D_out or D
             out = rows if w.wo else d if w.mean_heads else H * d
-            F = w.F
-            shapes = dict(wq=proj, wk=proj, wv=proj, wo=(rows, H * d), ln_weight=(D,),
-                          ln_bias=(D,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d),
+            F, ln = w.F, out if w.post_norm else D
+            shapes = dict(wq=proj, wk=proj, wv=proj, wo=(rows, H * d), ln_weight=(ln,),
+                          ln_bias=(ln,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d),
                           bias=(out,), w1=(F, out), b1=(F,), w2=(out, F), b2=(out,),
-                          ln2_weight=(out,), ln2_bias=(out,))
+                          ln2_weight=(out,), ln2_bias=(out,), bq=(H * d,), bk=(H * d,),
+                          bv=(H * d,), wskip=(out, D), bskip=(out,), wbeta=(3 * out,),
+                          wedge=(H * d, w.edge_dim), attn_edge=(H, d))
             arrays = {}
             for name, shape in shapes.items():
                 p = getattr(w, name)
@@ -140,7 +166,8 @@ class Weights:
             arrays.setdefault("wk", None), arrays.setdefault("wv", None)
             arrays.setdefault("wo", None)
             return cls(heads=H, act=ACTIVATIONS[w.act], mean_heads=bool(w.mean_heads),
-                       residual=not w.no_residual, ff_act=ACTIVATIONS[w.ff_act], **arrays)
+                       residual=not w.no_residual, ff_act=ACTIVATIONS[w.ff_act],
+                       post_norm=bool(w.post_norm), **arrays)
         finally:
             lib.ag_weights_destroy(C.byref(w))
 

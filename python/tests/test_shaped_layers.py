@@ -169,3 +169,103 @@ def test_a_model_trained_by_the_command_line_runs_from_python(tmp_path):
     np.testing.assert_array_equal(y.argmax(1), np.load(tmp_path / "pred.npy"))
     with pytest.raises(FileNotFoundError):
         ag.load_model(str(tmp_path))
+
+
+def conv_reference(xt, ei, ts, edges):
+    """TransformerConv's parts and post-norm blocks in float64 torch from the
+    formulas (ag.Weights' docstring): projections with biases, the edge
+    features' projection on each message's key and value, a skip summed or
+    gated, LayerNorm before (pre) or after (post) the sums."""
+    src, dst = (torch.from_numpy(ei[k]) for k in (0, 1))
+    ln = lambda z, w, b: torch.nn.functional.layer_norm(z, (z.shape[1],), w, b, 1e-5)  # noqa
+    X = xt
+    for L in ts:
+        H, post = L["heads"], L.get("post_norm", False)
+        Xn = X if post else ln(X, L["ln_weight"], L["ln_bias"])
+        q, k, v = (Xn @ L["w" + c].T + L["b" + c] for c in "qkv")
+        N, HD = q.shape
+        d = HD // H
+        P = (edges @ L["wedge"].T).reshape(-1, H, d)
+        qd, ks = q.reshape(N, H, d)[dst], k.reshape(N, H, d)[src] + P
+        vs = v.reshape(N, H, d)[src] + P
+        s = (qd * ks).sum(-1) / d ** 0.5
+        m = torch.full((N, H), -1e300, dtype=torch.float64).index_reduce(
+            0, dst, s.detach(), "amax", include_self=True)
+        w = torch.exp(s - m[dst])
+        den = torch.zeros(N, H, dtype=torch.float64).index_add(0, dst, w)
+        M = torch.zeros(N, H, d, dtype=torch.float64).index_add(0, dst, (w / den[dst])[..., None]
+                                                                * vs).reshape(N, HD)
+        Z = M @ L["wo"].T if "wo" in L else M
+        if "wskip" in L:
+            R = Xn @ L["wskip"].T + L["bskip"]
+            if "wbeta" in L:
+                g = torch.sigmoid(torch.cat([Z, R, Z - R], 1) @ L["wbeta"])[:, None]
+                Z = g * R + (1 - g) * Z
+            else:
+                Z = Z + R
+        if "bias" in L:
+            Z = Z + L["bias"]
+        if L.get("residual", False):
+            Z = Z + X
+        if post:
+            Z = ln(Z, L["ln_weight"], L["ln_bias"])
+        X = ACTS[L.get("act", "none")](Z)
+        if "w1" in L:
+            Y = X if post else ln(X, L["ln2_weight"], L["ln2_bias"])
+            X = X + ACTS[L["ff_act"]](Y @ L["w1"].T + L["b1"]) @ L["w2"].T + L["b2"]
+            if post:
+                X = ln(X, L["ln2_weight"], L["ln2_bias"])
+    return X
+
+
+@pytest.mark.parametrize("gate", [True, False])
+def test_transformer_conv_parts_against_the_float64_reference(rng, gate):
+    """A TransformerConv layer (projection biases, edge features, skip and its
+    gate; pre-norm) then a post-norm block with edge features and a sublayer:
+    rounds() and every gradient of Tape.backward against autograd."""
+    N, F = 12, 4
+    ei = random_edge_index(rng, N, 40)
+    g = ag.Graph.from_edge_index(ei, N)
+    E = ei.shape[1]
+    x = rng.standard_normal((N, 5)).astype(np.float32)
+    e = rng.standard_normal((E, F)).astype(np.float32)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32) * 0.5   # noqa: E731
+    one = lambda n: (1 + f(n)).astype(np.float32)   # noqa: E731
+    specs = [dict(heads=2, wq=f(6, 5), wk=f(6, 5), wv=f(6, 5), bq=f(6), bk=f(6), bv=f(6),
+                  wedge=f(6, F), wskip=f(6, 5), bskip=f(6), ln_weight=one(5), ln_bias=f(5),
+                  act="elu"),
+             dict(heads=2, wq=f(4, 6), wk=f(4, 6), wv=f(4, 6), bq=f(4), bk=f(4), bv=f(4),
+                  wo=f(6, 4), bias=f(6), residual=True, post_norm=True, wedge=f(4, F),
+                  ln_weight=one(6), ln_bias=f(6), w1=f(8, 6), b1=f(8), w2=f(6, 8), b2=f(6),
+                  ln2_weight=one(6), ln2_bias=f(6), ff_act="gelu")]
+    if gate:
+        specs[0]["wbeta"] = f(18)
+    arrays = lambda s: {k: v for k, v in s.items() if isinstance(v, np.ndarray)}  # noqa: E731
+    weights = [ag.Weights(heads=s["heads"], act=s.get("act", "none"),
+                          residual=s.get("residual", False), post_norm=s.get("post_norm", False),
+                          ff_act=s.get("ff_act", "gelu"),
+                          **{"wo": None, **arrays(s)}) for s in specs]
+    ts = torch_specs(specs)
+    xt = torch.from_numpy(x).double().requires_grad_()
+    want = conv_reference(xt, ei, ts, torch.from_numpy(e).double())
+    got = ag.rounds(g, x, weights, rounds=2, norm="layer", edge_features=e)
+    np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-5, atol=1e-5)
+    y, tape = rounds_forward(g, x, weights, rounds=2, norm="layer", edge_features=e)
+    np.testing.assert_array_equal(y, got)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    dx, grads = tape.backward(dy)
+    (want * torch.from_numpy(dy).double()).sum().backward()
+    np.testing.assert_allclose(dx, xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for k, (t, gr) in enumerate(zip(ts, grads)):
+        for name, p in t.items():
+            if isinstance(p, torch.Tensor):
+                np.testing.assert_allclose(getattr(gr, name), p.grad.numpy(), rtol=1e-4,
+                                           atol=1e-5, err_msg="layer %d %s" % (k + 1, name))
+    # what the layers cannot run without
+    with pytest.raises(ag.Error, match="projects edge features .wedge., and the options give"):
+        ag.rounds(g, x, weights, rounds=2, norm="layer")
+    with pytest.raises(ag.Error, match=r"edge_features has shape \[3, 4\]; expected \[%d, F\]"
+                       % E):
+        ag.rounds(g, x, weights, rounds=2, norm="layer", edge_features=e[:3])
+    with pytest.raises(ag.Error, match="layer 2 is post-norm, and the options have no norm"):
+        ag.rounds(g, x, weights, rounds=2, edge_features=e)

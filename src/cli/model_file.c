@@ -322,9 +322,7 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, ag_
     if (!ws)
         return ag_i_alloc_status();
     const ag_score_kind_t kind = o->score.kind;
-    static const char *const names[AG_I_WEIGHT_ARRAYS] = {
-        "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias",
-        "w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias"};
+    const char *const *names = ag_i_weight_names;
     for (int l = 0; l < m->n_layers && !rc; l++) {
         const layer_spec_t *L = &m->layers[l];
         ag_weights_t *w = &ws[l];

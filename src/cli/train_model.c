@@ -9,9 +9,6 @@
 #include "train/train.h"
 
 #define N_ARRAYS AG_I_WEIGHT_ARRAYS
-static const char *const array_names[N_ARRAYS] = {
-    "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias",
-    "w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias"};
 
 /* Array k of a layer (ag_i_weights_arrays's order) and its size. */
 static float **array_of(ag_weights_t *w, int k)
@@ -290,9 +287,9 @@ int model_items(const model_t *m, folder_item_t *items, char (*names)[64])
             if (!p)
                 continue;
             if (m->n_layers > 1)
-                snprintf(names[n], 64, "round-%d/%s.npy", l + 1, array_names[k]);
+                snprintf(names[n], 64, "round-%d/%s.npy", l + 1, ag_i_weight_names[k]);
             else
-                snprintf(names[n], 64, "%s.npy", array_names[k]);
+                snprintf(names[n], 64, "%s.npy", ag_i_weight_names[k]);
             folder_item_t *it = &items[n];
             *it = (folder_item_t){names[n], p, NULL, 0, {0, 0, 0}, NULL};
             it->ndim = ag_i_weights_shape(w, k, it->shape);

@@ -49,6 +49,15 @@ typedef struct {
     float *Hn;              /* [n, out]: LayerNorm of its input (norm layer) */
     float *U, *A;           /* [n, F]: W1 Hn + b1 (kept), and its activation (may be U
                                when U is not kept) */
+    /* a layer with a skip: R [n, out] (kept with a gate), and the output O before
+       the gate [n, out] (kept; NULL: not kept) */
+    float *R, *O;
+    /* post-norm: the LayerNorms' inputs [n, out] (kept; NULL: not kept) */
+    float *P, *ffn_sum;
+    /* edge features: their projection Pe [E, H*d] and additive's terms Epre [E, H],
+       E the graph's messages */
+    float *Pe, *Epre;
+    int64_t E;
 } ag_i_round_bufs_t;
 
 typedef int (*ag_i_attend_fn)(void *ctx, const ag_weights_t *w, const ag_score_t *sc,
@@ -91,6 +100,12 @@ typedef struct {
     const float *ffn_in, *U;         /* the forward's (a layer with a feed-forward sublayer) */
     float *Hn, *dHn;                 /* [n, out] */
     float *A, *dA;                   /* [n, F] */
+    const float *R, *O, *P, *ffn_sum;   /* the forward's kept (as ag_i_round_bufs_t's) */
+    float *dR;                       /* [n, out] (a layer with a skip) */
+    float *Pe, *Epre;                /* as the forward's, made again */
+    int64_t E;
+    float *dEk, *dEv, *dEpre;        /* [E, H*d], [E, H*d], [E, H]: what attend_back
+                                        writes for the edge terms of the score it is given */
 } ag_i_round_back_t;
 
 typedef int (*ag_i_attend_back_fn)(void *ctx, const ag_weights_t *w, ag_weights_t *g,
@@ -112,10 +127,12 @@ int ag_i_layer_norm_backward(float *dX, float *dW, float *dB, const float *dY, c
                              int64_t N, int64_t D, const float *weight, float eps,
                              ag_error_t *err);
 
-/* The arrays of w, in the order wq wk wv wo ln_weight ln_bias attn_src attn_dst
-   attn bias w1 b1 w2 b2 ln2_weight ln2_bias, and the floats each has (or would
-   have) by w's sizes. */
-#define AG_I_WEIGHT_ARRAYS 16
+/* The arrays of w, in the order of ag_i_weight_names (wq wk wv wo ln_weight
+   ln_bias attn_src attn_dst attn bias w1 b1 w2 b2 ln2_weight ln2_bias bq bk bv
+   wskip bskip wbeta wedge attn_edge: their files' names), and the floats each
+   has (or would have) by w's sizes. */
+#define AG_I_WEIGHT_ARRAYS 24
+AG_INTERNAL extern const char *const ag_i_weight_names[AG_I_WEIGHT_ARRAYS];
 AG_INTERNAL
 int ag_i_weights_arrays(ag_weights_t *w, float **arrays[AG_I_WEIGHT_ARRAYS],
                         int64_t sizes[AG_I_WEIGHT_ARRAYS]);

@@ -2,16 +2,21 @@
  * A round as a list of operations, each with its forward and its backward,
  * written once for the rounds, training and the MPI layer:
  *
- *   norm     Xn = LayerNorm(X) (the options' norm) or X
+ *   norm     Xn = LayerNorm(X) (the options' norm, pre-norm) or X
  *   dropout  Xn = dropout(Xn) while training (the options' dropout)
- *   project  Q, K, V = Xn Wq^T, Xn Wk^T, Xn Wv^T (shared or per node)
+ *   skip     R = Xn Wskip^T + bskip (a layer with a skip)
+ *   project  Q, K, V = Xn Wq^T + bq, Xn Wk^T + bk, Xn Wv^T + bv (shared or per node)
+ *   edges    the edge features' terms of the score, e Wedge^T (a layer with wedge)
  *   attend   M = attention(Q, K, V): the caller's step (one process: the
  *            kernel on the whole graph; MPI: the rows exchanged first)
  *   output   X = X + M Wo^T (or M Wo^T without the residual); a layer without
  *            wo: M, its heads concatenated or averaged (and X + that)
+ *   gate     X = X + R, or g R + (1 - g) X with the gate's g (a layer with a skip)
  *   bias     X += the layer's bias
+ *   postnorm X = LayerNorm(X) (the options' norm, a post-norm layer)
  *   act      X = act(X) (the layer's activation; the tape keeps its input)
- *   ffn      X = X + W2 ff_act(W1 LayerNorm2(X) + b1) + b2 (a layer with w1)
+ *   ffn      X = X + W2 ff_act(W1 LayerNorm2(X) + b1) + b2 (a layer with w1;
+ *            post-norm: X = LayerNorm2(X + W2 ff_act(W1 X + b1) + b2))
  *
  * The forward runs them in order; the backward runs each op's `remake` in
  * order (the activations the tape does not keep: LayerNorm's output), then
@@ -103,7 +108,8 @@ typedef struct {
     const ag_weights_t *w;
     ag_weights_t *g;                  /* backward: the weights' gradients (NULL: none) */
     const ag_round_opts_t *o;
-    const ag_score_t *sc;             /* the round's score (ag_i_round_score) */
+    ag_score_t *sc;                   /* the round's score (round_score; edges adds the
+                                         edge features' terms) */
     float *X;                         /* forward: the states [n, D], in place */
     const ag_i_round_bufs_t *f;       /* forward buffers */
     const ag_i_round_back_t *b;       /* backward buffers */
@@ -122,9 +128,26 @@ typedef struct {
     int (*backward)(step_t *s, ag_error_t *err);
 } op_t;
 
+/* helpers of several ops (below) */
+static void add_rows(float *Y, const float *bias, int64_t n, int64_t width);
+static void add_into(float *X, const float *Y, int64_t m);
+static int add_column_sums(const step_t *s, float *g, const float *dY, int64_t width,
+                           ag_error_t *err);
+
 static int layer_norm(const step_t *s)
 {
     return s->o && s->o->norm == AG_NORM_LAYER;
+}
+
+/* Where the layer's LayerNorms are: on what its sums read, or after them. */
+static int pre_norm(const step_t *s)
+{
+    return layer_norm(s) && !s->w->post_norm;
+}
+
+static int post_norm(const step_t *s)
+{
+    return layer_norm(s) && s->w->post_norm;
 }
 
 /* ---- norm ---- */
@@ -133,7 +156,7 @@ static int norm_forward(step_t *s, ag_error_t *err)
 {
     (void)err;
     s->Xin = s->X;
-    if (layer_norm(s)) {
+    if (pre_norm(s)) {
         ag_layer_norm(s->f->Xn, s->X, s->n, s->w->D, s->w->ln_weight, s->w->ln_bias,
                       ln_eps(s->o));
         s->Xin = s->f->Xn;
@@ -145,7 +168,7 @@ static int norm_remake(step_t *s, ag_error_t *err)
 {
     (void)err;
     s->Xin = s->b->X;
-    if (layer_norm(s)) {
+    if (pre_norm(s)) {
         ag_layer_norm(s->b->Xn, s->b->X, s->n, s->w->D, s->w->ln_weight, s->w->ln_bias,
                       ln_eps(s->o));
         s->Xin = s->b->Xn;
@@ -156,7 +179,7 @@ static int norm_remake(step_t *s, ag_error_t *err)
 /* Is what reaches the projections' input wanted: for dX, or LayerNorm's weights? */
 static int needs_dXn(const step_t *s)
 {
-    return !s->at.no_input_grad || (layer_norm(s) && s->g);
+    return !s->at.no_input_grad || (pre_norm(s) && s->g);
 }
 
 /* dX (the gradient past the round, from output's backward) += what reached Xn */
@@ -166,7 +189,7 @@ static int norm_backward(step_t *s, ag_error_t *err)
     const int64_t n = s->n, D = s->w->D;
     if (!needs_dXn(s))
         return AG_OK;
-    if (layer_norm(s))
+    if (pre_norm(s))
         return ag_i_layer_norm_backward_r(s->red, b->dX, s->g ? s->g->ln_weight : NULL,
                                           s->g ? s->g->ln_bias : NULL, b->dXn, b->X, n, D,
                                           s->w->ln_weight, ln_eps(s->o), err);
@@ -219,6 +242,38 @@ static int dropout_backward(step_t *s, ag_error_t *err)
     return AG_OK;
 }
 
+/* ---- skip: a projection of what the projections read (root_weight) ---- */
+
+static int skip_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    const ag_weights_t *w = s->w;
+    if (w->wskip) {
+        const int64_t out = ag_layer_width_out(w);
+        ag_i_gemm_xwt(s->f->R, s->Xin, w->wskip, s->n, w->D, out, 0.0f);
+        add_rows(s->f->R, w->bskip, s->n, out);
+    }
+    return AG_OK;
+}
+
+/* from dR (the gate's backward): dWskip, dbskip, and dXn += dR Wskip (after
+   the projections' backward wrote dXn) */
+static int skip_backward(step_t *s, ag_error_t *err)
+{
+    const ag_weights_t *w = s->w;
+    if (!w->wskip)
+        return AG_OK;
+    const ag_i_round_back_t *b = s->b;
+    const int64_t n = s->n, out = ag_layer_width_out(w);
+    int rc = s->g && s->g->wskip ? ag_i_gemm_atb_r(s->red, s->g->wskip, b->dR, s->Xin, n, out,
+                                                   w->D, err) : AG_OK;
+    if (!rc && s->g && s->g->bskip)
+        rc = add_column_sums(s, s->g->bskip, b->dR, out, err);
+    if (!rc && needs_dXn(s))
+        ag_i_gemm_xw(b->dXn, b->dR, w->wskip, n, out, w->D, 1.0f);
+    return rc;
+}
+
 /* ---- project ---- */
 
 /* Do keys and values share the queries' projection (GAT's one `lin`)? */
@@ -227,19 +282,22 @@ static int one_projection(const ag_weights_t *w)
     return !w->wk && !w->wv;
 }
 
-/* Q, K, V [N, H*d] = Xn [N, D] times w's projections (shared or per node);
-   with one projection, K and V are copies of Q (the attention reads three). */
+
+/* Q, K, V [N, H*d] = Xn [N, D] times w's projections (shared or per node),
+   plus their biases; with one projection, K and V are copies of Q (the
+   attention reads three). */
 static void project_qkv(const ag_weights_t *w, const float *Xn, int64_t N, float *Q, float *K,
                         float *V)
 {
     const int64_t D = w->D, HD = w->H * w->d;
-    const float *mats[3] = {w->wq, w->wk, w->wv};
+    const float *mats[3] = {w->wq, w->wk, w->wv}, *biases[3] = {w->bq, w->bk, w->bv};
     float *outs[3] = {Q, K, V};
     for (int m = 0; m < (one_projection(w) ? 1 : 3); m++) {
         if (w->per_node)
             ag_i_project_per_node(outs[m], Xn, mats[m], N, D, HD);
         else
             ag_i_gemm_xwt(outs[m], Xn, mats[m], N, D, HD, 0.0f);
+        add_rows(outs[m], biases[m], N, HD);
     }
     if (one_projection(w)) {
         memcpy(K, Q, (size_t)(N * HD) * sizeof *Q);
@@ -270,18 +328,117 @@ static int project_backward(step_t *s, ag_error_t *err)
         for (int64_t x = 0; x < n * HD; x++)
             b->dQ[x] += b->dK[x] + b->dV[x];
     }
+    float *dB[3] = {s->g ? s->g->bq : NULL, s->g ? s->g->bk : NULL, s->g ? s->g->bv : NULL};
     for (int m = 0; m < (one_projection(w) ? 1 : 3); m++) {
+        int rc = dB[m] ? add_column_sums(s, dB[m], dP[m], HD, err) : AG_OK;
+        if (rc)
+            return rc;
         if (w->per_node) {   /* each row its own matrices: no sum over rows */
             ag_i_project_per_node_backward(b->dXn, dW[m], dP[m], s->Xin, W[m], n, D, HD);
             continue;
         }
-        int rc = dW[m] ? ag_i_gemm_atb_r(s->red, dW[m], dP[m], s->Xin, n, HD, D, err) : AG_OK;
+        rc = dW[m] ? ag_i_gemm_atb_r(s->red, dW[m], dP[m], s->Xin, n, HD, D, err) : AG_OK;
         if (rc)
             return rc;
         if (want_dXn)
             ag_i_gemm_xw(b->dXn, dP[m], W[m], n, HD, D, m ? 1.0f : 0.0f);
     }
     return AG_OK;
+}
+
+/* ---- edges: the edge features' terms of the score ---- */
+
+static int uses_edges(const step_t *s)
+{
+    return s->w->wedge && s->o && s->o->edge_features;
+}
+
+/* Pe = e Wedge^T [E, H*d] for every message, and the score's terms: additive's
+   Epre [E, H] = per head sum_c Pe attn_edge; gatv2's key; others' key and value. */
+static void edge_terms(const step_t *s, float *Pe, float *Epre, int64_t E)
+{
+    const ag_weights_t *w = s->w;
+    const int64_t H = w->H, d = w->d, HD = H * d;
+    ag_i_gemm_xwt(Pe, s->o->edge_features, w->wedge, E, w->edge_dim, HD, 0.0f);
+    if (s->sc->kind == AG_SCORE_ADDITIVE) {
+#pragma omp parallel for if (E * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t e = 0; e < E; e++)
+            for (int64_t h = 0; h < H; h++) {
+                float t = 0;
+                for (int64_t c = 0; c < d; c++)
+                    t += Pe[e * HD + h * d + c] * w->attn_edge[h * d + c];
+                Epre[e * H + h] = t;
+            }
+        s->sc->edge_pre = Epre;
+    } else {
+        s->sc->edge_key = Pe;
+        s->sc->edge_value = s->sc->kind == AG_SCORE_GATV2 ? NULL : Pe;
+    }
+}
+
+static int edges_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    if (uses_edges(s))
+        edge_terms(s, s->f->Pe, s->f->Epre, s->f->E);
+    return AG_OK;
+}
+
+static int edges_remake(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    if (uses_edges(s))
+        edge_terms(s, s->b->Pe, s->b->Epre, s->b->E);
+    return AG_OK;
+}
+
+/* Rows of attn_edge's gradient: sum over messages of dEpre[e, h] Pe[e, h, c]. */
+typedef struct {
+    const float *dEpre, *Pe;
+    int64_t H, d;
+} edge_vec_rows_t;
+
+static void edge_vec_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
+{
+    const edge_vec_rows_t *r = ctx;
+    const int64_t H = r->H, d = r->d, HD = H * d;
+    for (int64_t e = lo; e < hi; e++)
+        for (int64_t x = 0; x < HD; x++)
+            partial[x] += (double)r->dEpre[e * H + x / d] * r->Pe[e * HD + x];
+}
+
+/* From the attention's dEk, dEv or dEpre: dPe (in dEk), dWedge += dPe^T e, and
+   attn_edge's gradient. */
+static int edges_backward(step_t *s, ag_error_t *err)
+{
+    if (!uses_edges(s) || !s->g)
+        return AG_OK;
+    const ag_weights_t *w = s->w;
+    const ag_i_round_back_t *b = s->b;
+    const int64_t E = b->E, H = w->H, d = w->d, HD = H * d;
+    float *dPe = b->dEk;
+    int rc = AG_OK;
+    if (s->sc->kind == AG_SCORE_ADDITIVE) {
+        if (s->g->attn_edge) {
+            double *sums = ag_i_alloc(HD, sizeof *sums, err, "edge gradients");
+            if (!sums)
+                return ag_i_alloc_status();
+            const edge_vec_rows_t rows = {b->dEpre, b->Pe, H, d};
+            rc = ag_i_sum_rows(E, HD, E * HD, edge_vec_rows, (void *)&rows, sums, err);
+            for (int64_t x = 0; !rc && x < HD; x++)
+                s->g->attn_edge[x] += (float)sums[x];
+            free(sums);
+        }
+#pragma omp parallel for if (E * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+        for (int64_t e = 0; e < E; e++)
+            for (int64_t x = 0; x < HD; x++)
+                dPe[e * HD + x] = b->dEpre[e * H + x / d] * w->attn_edge[x];
+    } else if (s->sc->edge_value) {
+        add_into(dPe, b->dEv, E * HD);
+    }
+    if (!rc && s->g->wedge)
+        rc = ag_i_gemm_atb(s->g->wedge, dPe, s->o->edge_features, E, HD, w->edge_dim, err);
+    return rc;
 }
 
 /* ---- attend: the caller's steps ---- */
@@ -387,6 +544,104 @@ static int output_backward(step_t *s, ag_error_t *err)
     return rc;
 }
 
+/* ---- gate: the skip's R with the attention's output O (in X) ---- */
+
+/* Row i's gate sigmoid(wbeta . [O, R, O - R]) */
+static float gate_of(const float *wbeta, const float *O, const float *R, int64_t out)
+{
+    float z = 0;
+    for (int64_t c = 0; c < out; c++)
+        z += wbeta[c] * O[c] + wbeta[out + c] * R[c] + wbeta[2 * out + c] * (O[c] - R[c]);
+    return 1.0f / (1.0f + expf(-z));
+}
+
+static int gate_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    const ag_weights_t *w = s->w;
+    if (!w->wskip)
+        return AG_OK;
+    const int64_t n = s->n, out = ag_layer_width_out(w);
+    const float *R = s->f->R;
+    if (!w->wbeta) {
+        add_into(s->X, R, n * out);
+        return AG_OK;
+    }
+    if (s->f->O)
+        memcpy(s->f->O, s->X, (size_t)(n * out) * sizeof *s->X);
+#pragma omp parallel for if (n * out * 4 >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        float *x = s->X + i * out;
+        const float *r = R + i * out;
+        const float g = gate_of(w->wbeta, x, r, out);
+        for (int64_t c = 0; c < out; c++)
+            x[c] = g * r[c] + (1 - g) * x[c];
+    }
+    return AG_OK;
+}
+
+/* wbeta's gradient rows: dz_i [O_i, R_i, O_i - R_i] */
+typedef struct {
+    const float *dz, *O, *R;
+    int64_t out;
+} gate_rows_t;
+
+static void gate_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
+{
+    const gate_rows_t *t = ctx;
+    const int64_t out = t->out;
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t c = 0; c < out; c++) {
+            const double dz = t->dz[i], o = t->O[i * out + c], r = t->R[i * out + c];
+            partial[c] += dz * o, partial[out + c] += dz * r, partial[2 * out + c] += dz * (o - r);
+        }
+}
+
+/* dX (the output's, in place) -> dO in dX and dR; wbeta's gradient */
+static int gate_backward(step_t *s, ag_error_t *err)
+{
+    const ag_weights_t *w = s->w;
+    if (!w->wskip)
+        return AG_OK;
+    const ag_i_round_back_t *b = s->b;
+    const int64_t n = s->n, out = ag_layer_width_out(w);
+    if (!w->wbeta) {   /* X = O + R: both get dX */
+        memcpy(b->dR, b->dX, (size_t)(n * out) * sizeof *b->dX);
+        return AG_OK;
+    }
+    float *dz = ag_i_alloc(n ? n : 1, sizeof *dz, err, "gate gradient");
+    if (!dz)
+        return ag_i_reducer_failed(s->red, 3 * out, err);
+    const float *wb = w->wbeta;
+#pragma omp parallel for if (n * out * 4 >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        const float *O = b->O + i * out, *R = b->R + i * out;
+        float *dX = b->dX + i * out, *dR = b->dR + i * out;
+        const float g = gate_of(wb, O, R, out);
+        float dg = 0;
+        for (int64_t c = 0; c < out; c++)
+            dg += dX[c] * (R[c] - O[c]);
+        dz[i] = dg * g * (1 - g);
+        for (int64_t c = 0; c < out; c++) {
+            dR[c] = g * dX[c] + dz[i] * (wb[out + c] - wb[2 * out + c]);
+            dX[c] = (1 - g) * dX[c] + dz[i] * (wb[c] + wb[2 * out + c]);
+        }
+    }
+    int rc = AG_OK;
+    if (s->g && s->g->wbeta) {
+        double *sums = ag_i_alloc(3 * out, sizeof *sums, err, "gate gradient");
+        const gate_rows_t rows = {dz, b->O, b->R, out};
+        rc = sums ? ag_i_sum_rows_r(s->red, n, 3 * out, n * out * 3, gate_rows, (void *)&rows,
+                                    sums, err)
+                  : ag_i_reducer_failed(s->red, 3 * out, err);
+        for (int64_t c = 0; !rc && c < 3 * out; c++)
+            s->g->wbeta[c] += (float)sums[c];
+        free(sums);
+    }
+    free(dz);
+    return rc;
+}
+
 /* ---- bias ---- */
 
 /* g (a bias's gradient [width]) += the column sums of dY [n, width] */
@@ -425,6 +680,49 @@ static int bias_backward(step_t *s, ag_error_t *err)
     if (!s->w->bias || !s->g || !s->g->bias)
         return AG_OK;
     return add_column_sums(s, s->g->bias, s->b->dX, ag_layer_width_out(s->w), err);
+}
+
+/* ---- postnorm: LayerNorm after the layer's sums ---- */
+
+/* X = LayerNorm(X) with (weight, bias) [width] in place, its input kept in P
+   when the caller keeps it */
+static void norm_in_place(const step_t *s, float *P, const float *weight, const float *bias)
+{
+    const int64_t width = ag_layer_width_out(s->w);
+    if (P)
+        memcpy(P, s->X, (size_t)(s->n * width) * sizeof *s->X);
+    ag_layer_norm(s->X, s->X, s->n, width, weight, bias, ln_eps(s->o));
+}
+
+/* dX = LayerNorm's backward of dX at its input P (dXn as scratch) */
+static int norm_in_place_backward(const step_t *s, const float *P, const float *weight,
+                                  float *dW, float *dB, ag_error_t *err)
+{
+    const ag_i_round_back_t *b = s->b;
+    const int64_t n = s->n, width = ag_layer_width_out(s->w);
+    if (!P)
+        return ag_i_fail(err, AG_EINVAL, "rounds backward: layer %d's post-norm has no kept "
+                         "input", s->at.k + 1);
+    memcpy(b->dXn, b->dX, (size_t)(n * width) * sizeof *b->dX);
+    memset(b->dX, 0, (size_t)(n * width) * sizeof *b->dX);
+    return ag_i_layer_norm_backward_r(s->red, b->dX, dW, dB, b->dXn, P, n, width, weight,
+                                      ln_eps(s->o), err);
+}
+
+static int postnorm_forward(step_t *s, ag_error_t *err)
+{
+    (void)err;
+    if (post_norm(s))
+        norm_in_place(s, s->f->P, s->w->ln_weight, s->w->ln_bias);
+    return AG_OK;
+}
+
+static int postnorm_backward(step_t *s, ag_error_t *err)
+{
+    if (!post_norm(s))
+        return AG_OK;
+    return norm_in_place_backward(s, s->b->P, s->w->ln_weight, s->g ? s->g->ln_weight : NULL,
+                                  s->g ? s->g->ln_bias : NULL, err);
 }
 
 /* ---- activation ---- */
@@ -499,7 +797,7 @@ static int has_ffn(const step_t *s)
 /* What the sublayer's first product reads: LayerNorm(Y) into Hn, or Y. */
 static const float *ffn_input(const step_t *s, const float *Y, float *Hn)
 {
-    if (!layer_norm(s))
+    if (!pre_norm(s))
         return Y;
     ag_layer_norm(Hn, Y, s->n, ag_layer_width_out(s->w), s->w->ln2_weight, s->w->ln2_bias,
                   ln_eps(s->o));
@@ -534,13 +832,14 @@ static int ffn_forward(step_t *s, ag_error_t *err)
     if (!drops_residual(s->o, s->at)) {
         ag_i_gemm_xwt(s->X, f->A, w->w2, n, F, out, 1.0f);
         add_rows(s->X, w->b2, n, out);
-        return AG_OK;
+    } else {   /* the branch in Hn (read by W1 already), dropped, then added */
+        ag_i_gemm_xwt(f->Hn, f->A, w->w2, n, F, out, 0.0f);
+        add_rows(f->Hn, w->b2, n, out);
+        drop_branch(s, f->Hn, out, 1);
+        add_into(s->X, f->Hn, n * out);
     }
-    /* the branch in Hn (read by W1 already), dropped, then added */
-    ag_i_gemm_xwt(f->Hn, f->A, w->w2, n, F, out, 0.0f);
-    add_rows(f->Hn, w->b2, n, out);
-    drop_branch(s, f->Hn, out, 1);
-    add_into(s->X, f->Hn, n * out);
+    if (post_norm(s))
+        norm_in_place(s, f->ffn_sum, w->ln2_weight, w->ln2_bias);
     return AG_OK;
 }
 
@@ -566,7 +865,11 @@ static int ffn_backward(step_t *s, ag_error_t *err)
     ag_weights_t *g = s->g;
     const ag_i_round_back_t *b = s->b;
     const int64_t n = s->n, out = ag_layer_width_out(w), F = w->F;
-    int rc = AG_OK;
+    int rc = post_norm(s) ? norm_in_place_backward(s, b->ffn_sum, w->ln2_weight,
+                                                   g ? g->ln2_weight : NULL,
+                                                   g ? g->ln2_bias : NULL, err) : AG_OK;
+    if (rc)
+        return rc;
     const float *dB = b->dX;   /* what reached the branch: through its mask (in dHn) */
     if (drops_residual(s->o, s->at)) {
         memcpy(b->dHn, b->dX, (size_t)(n * out) * sizeof *b->dX);
@@ -589,7 +892,7 @@ static int ffn_backward(step_t *s, ag_error_t *err)
     if (rc)
         return rc;
     ag_i_gemm_xw(b->dHn, b->dA, w->w1, n, F, out, 0.0f);   /* dYn = dU W1 */
-    if (layer_norm(s))
+    if (pre_norm(s))
         return ag_i_layer_norm_backward_r(s->red, b->dX, g ? g->ln2_weight : NULL,
                                           g ? g->ln2_bias : NULL, b->dHn, b->ffn_in, n, out,
                                           w->ln2_weight, ln_eps(s->o), err);
@@ -602,10 +905,14 @@ static int ffn_backward(step_t *s, ag_error_t *err)
 static const op_t round_ops[] = {
     {"norm", norm_forward, norm_remake, norm_backward},
     {"dropout", dropout_forward, dropout_remake, dropout_backward},
+    {"skip", skip_forward, NULL, skip_backward},
     {"project", project_forward, NULL, project_backward},
+    {"edges", edges_forward, edges_remake, edges_backward},
     {"attend", attend_forward, NULL, attend_backward},
     {"output", output_forward, NULL, output_backward},
+    {"gate", gate_forward, NULL, gate_backward},
     {"bias", bias_forward, NULL, bias_backward},
+    {"postnorm", postnorm_forward, NULL, postnorm_backward},
     {"act", act_forward, NULL, act_backward},
     {"ffn", ffn_forward, ffn_remake, ffn_backward},
 };

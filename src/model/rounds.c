@@ -37,6 +37,11 @@ int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_e
     return AG_OK;   /* Xn and X_prev: by ag_rounds_run, when a run needs them */
 }
 
+static int one_projection(const ag_weights_t *w)
+{
+    return !w->wk && !w->wv;
+}
+
 /* Checks layer w (k its index, for messages) for a shape it can run. */
 static int layer_check(const ag_weights_t *w, int k, const ag_round_opts_t *o, ag_error_t *err)
 {
@@ -64,7 +69,45 @@ static int layer_check(const ag_weights_t *w, int k, const ag_round_opts_t *o, a
                          "b1 or b2)", k + 1, (long long)w->F, w->w1 ? "w1" : "no w1",
                          w->w2 ? "w2" : "no w2", (int)w->ff_act);
     const int64_t out = ag_layer_width_out(w);
-    if (!w->no_residual && !(o && o->no_residual) && out != w->D)
+    const int residual = !w->no_residual && !(o && o->no_residual);
+    if ((w->wbeta || w->bskip) && !w->wskip)
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has %s but no wskip; the gate and "
+                         "the skip's bias need the skip projection", k + 1,
+                         w->wbeta ? "wbeta" : "bskip");
+    if (w->wskip && residual)
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has a skip projection and a "
+                         "residual; the skip is the layer's residual (give it no_residual)",
+                         k + 1);
+    if (one_projection(w) && (w->bk || w->bv))
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has one projection and %s; its one "
+                         "bias is bq", k + 1, w->bk ? "bk" : "bv");
+    if (w->post_norm && !(o && o->norm == AG_NORM_LAYER))
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d is post-norm, and the options have "
+                         "no norm; post_norm moves the options' LayerNorm after the sums", k + 1);
+    if (w->wedge ? w->edge_dim <= 0 : w->edge_dim != 0 || w->attn_edge)
+        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has edge_dim %lld%s%s; expected "
+                         "edge_dim >= 1 with wedge, or neither (and no attn_edge)", k + 1,
+                         (long long)w->edge_dim, w->wedge ? " and wedge" : ", no wedge",
+                         w->attn_edge ? " and attn_edge" : "");
+    if (w->wedge) {
+        const ag_score_kind_t kind = o && o->score ? o->score->kind : AG_SCORE_SCALED_DOT;
+        const ag_score_t *sc = o ? o->score : NULL;
+        if (!o || !o->edge_features)
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d projects edge features "
+                             "(wedge), and the options give none", k + 1);
+        if (o->edge_dim != w->edge_dim)
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d reads edge features of width "
+                             "%lld; the options' are %lld wide", k + 1, (long long)w->edge_dim,
+                             (long long)o->edge_dim);
+        if (kind == AG_SCORE_ADDITIVE && !w->attn_edge)
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d's additive score needs attn_edge "
+                             "[H, d] for its edge features", k + 1);
+        if (sc && (sc->edge_pre || sc->edge_key || sc->edge_value))
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d projects edge features, and the "
+                             "options' score has edge terms of its own; expected one or the "
+                             "other", k + 1);
+    }
+    if (residual && out != w->D)
         return ag_i_fail(err, AG_EINVAL, "rounds: layer %d writes width %lld from width %lld, "
                          "so it cannot add a residual; give it no_residual", k + 1,
                          (long long)out, (long long)w->D);
@@ -123,6 +166,10 @@ int ag_i_layers_one_shape(const ag_weights_t *layers, int n_layers, ag_error_t *
     const ag_weights_t *first = &layers[0];
     for (int k = 0; k < n_layers; k++) {
         const ag_weights_t *w = &layers[k];
+        if (w->wskip || w->post_norm || w->wedge)
+            return ag_i_fail(err, AG_EINVAL, "layer %d: the MPI layer runs no %s", k + 1,
+                             w->wskip ? "skip projection (wskip)" : w->post_norm ?
+                             "post-norm layer" : "edge features (wedge)");
         int rc = layer_check(w, k, NULL, err);   /* what any layer must be */
         if (rc)
             return rc;
@@ -229,13 +276,24 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
         F = w->w1 && w->F > F ? w->F : F;
     }
+    /* and the skips' R [N, widest], the edge features' terms [E, H*d] and [E, H] */
+    int skip = 0, edges = 0;
+    for (int r = 0; r < rounds; r++) {
+        const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
+        skip |= w->wskip != NULL, edges |= w->wedge != NULL;
+    }
+    const int64_t E = nb->n_edges;
     float *Hn = F && layer_norm ? ag_i_alloc(N * D, sizeof(float), err, "rounds") : NULL;
     float *U = F ? ag_i_alloc(N * F, sizeof(float), err, "rounds") : NULL;
-    if (F && (!U || (layer_norm && !Hn))) {
-        free(Hn), free(U);
+    float *R = skip ? ag_i_alloc(N * D, sizeof(float), err, "rounds") : NULL;
+    float *Pe = edges ? ag_i_alloc(E * HD + E * H, sizeof(float), err, "rounds") : NULL;
+    if ((F && (!U || (layer_norm && !Hn))) || (skip && !R) || (edges && !Pe)) {
+        free(Hn), free(U), free(R), free(Pe);
         return ag_i_alloc_status();
     }
-    const ag_i_round_bufs_t rb = {ws->Xn, ws->Q, ws->K, ws->V, ws->M, NULL, NULL, Hn, U, U};
+    const ag_i_round_bufs_t rb = {.Xn = ws->Xn, .Q = ws->Q, .K = ws->K, .V = ws->V, .M = ws->M,
+                                  .Hn = Hn, .U = U, .A = U, .R = R, .Pe = Pe,
+                                  .Epre = Pe ? Pe + E * HD : NULL, .E = E};
     ag_i_plan_t plan = {0};
     const whole_graph_t whole = {nb, ws, &attn, &plan};
     for (int r = 0; !rc && r < rounds; r++) {
@@ -263,7 +321,7 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         }
     }
     ag_i_plan_free(&plan);
-    free(Hn), free(U);
+    free(Hn), free(U), free(R), free(Pe);
     return rc;
 }
 

@@ -56,9 +56,15 @@ static float **mats_of(ag_weights_t *w, int m)
 {
     float **all[N_MATS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->ln_weight, &w->ln_bias,
                            &w->attn_src, &w->attn_dst, &w->attn, &w->bias, &w->w1, &w->b1,
-                           &w->w2, &w->b2, &w->ln2_weight, &w->ln2_bias};
+                           &w->w2, &w->b2, &w->ln2_weight, &w->ln2_bias, &w->bq, &w->bk,
+                           &w->bv, &w->wskip, &w->bskip, &w->wbeta, &w->wedge, &w->attn_edge};
     return all[m];
 }
+
+const char *const ag_i_weight_names[AG_I_WEIGHT_ARRAYS] = {
+    "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias",
+    "w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias", "bq", "bk", "bv", "wskip", "bskip",
+    "wbeta", "wedge", "attn_edge"};
 
 void ag_weights_destroy(ag_weights_t *w)
 {
@@ -256,21 +262,20 @@ int ag_i_weights_shape(const ag_weights_t *w, int m, int64_t shape[3])
         shape[0] = w->D_out ? w->D_out : w->D, shape[1] = HD;
         return 2;
     }
-    if (m < 6 || m == 9) {
-        shape[0] = m == 9 ? ag_layer_width_out(w) : w->D;
-        return 1;
-    }
-    if (m < 9) {
-        shape[0] = w->H, shape[1] = w->d;
-        return 2;
-    }
-    /* the feed-forward sublayer's, on the layer's output */
     const int64_t out = ag_layer_width_out(w);
     switch (m) {
+    case 4: case 5:                                        /* LayerNorm, pre or post */
+        shape[0] = w->post_norm ? out : w->D; return 1;
+    case 6: case 7: case 8: case 23:                       /* attention vectors */
+        shape[0] = w->H, shape[1] = w->d; return 2;
     case 10: shape[0] = w->F, shape[1] = out; return 2;    /* w1 */
     case 11: shape[0] = w->F; return 1;                    /* b1 */
     case 12: shape[0] = out, shape[1] = w->F; return 2;    /* w2 */
-    default: shape[0] = out; return 1;                     /* b2, ln2_weight, ln2_bias */
+    case 16: case 17: case 18: shape[0] = HD; return 1;    /* bq, bk, bv */
+    case 19: shape[0] = out, shape[1] = w->D; return 2;    /* wskip */
+    case 21: shape[0] = 3 * out; return 1;                 /* wbeta */
+    case 22: shape[0] = HD, shape[1] = w->edge_dim; return 2;   /* wedge */
+    default: shape[0] = out; return 1;   /* bias, b2, ln2_weight, ln2_bias, bskip */
     }
 }
 
@@ -301,14 +306,16 @@ int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm
                          "all >= 1", (long long)w->D, (long long)w->H, (long long)w->d);
     g->D = w->D, g->H = w->H, g->d = w->d, g->per_node = w->per_node;
     g->D_out = w->D_out, g->mean_heads = w->mean_heads, g->F = w->F;
+    g->post_norm = w->post_norm, g->edge_dim = w->edge_dim;
     /* wq always, LayerNorm's when asked (the sublayer's with one), the rest where w
        has them; in order, so that wo is there before the widths that read it */
-    const float *has[N_MATS] = {w->wq, w->wk, w->wv, w->wo, w->ln_weight, w->ln_bias,
-                                w->attn_src, w->attn_dst, w->attn, w->bias, w->w1, w->b1,
-                                w->w2, w->b2, w->ln2_weight, w->ln2_bias};
+    float **has_of[N_MATS];
+    int64_t sizes[N_MATS];
+    ag_i_weights_arrays((ag_weights_t *)w, has_of, sizes);
     for (int m = 0; m < N_MATS; m++) {
-        const int wanted = m == 0 || has[m] || (m >= 4 && m < 6 && layer_norm) ||
-                           (m >= 14 && layer_norm && w->w1);
+        const float *has = *has_of[m];
+        const int wanted = m == 0 || has || (m >= 4 && m < 6 && layer_norm) ||
+                           (m >= 14 && m < 16 && layer_norm && w->w1);
         if (wanted && !(*mats_of(g, m) = ag_i_calloc(mat_size(w, m), sizeof(float), err,
                                                      "gradients"))) {
             ag_weights_destroy(g);
@@ -322,13 +329,14 @@ int ag_weights_add_layer_norm(ag_weights_t *w, ag_error_t *err)
 {
     if (w->D <= 0)
         return ag_i_fail(err, AG_EINVAL, "weights: D=%lld; expected >= 1", (long long)w->D);
+    const int64_t width = w->post_norm ? ag_layer_width_out(w) : w->D;
     if (!w->ln_weight) {
-        if (!(w->ln_weight = ag_i_alloc(w->D, sizeof(float), err, "LayerNorm weight")))
+        if (!(w->ln_weight = ag_i_alloc(width, sizeof(float), err, "LayerNorm weight")))
             return ag_i_alloc_status();
-        for (int64_t c = 0; c < w->D; c++)
+        for (int64_t c = 0; c < width; c++)
             w->ln_weight[c] = 1.0f;
     }
-    if (!w->ln_bias && !(w->ln_bias = ag_i_calloc(w->D, sizeof(float), err, "LayerNorm bias")))
+    if (!w->ln_bias && !(w->ln_bias = ag_i_calloc(width, sizeof(float), err, "LayerNorm bias")))
         return ag_i_alloc_status();
     return AG_OK;
 }

@@ -28,10 +28,10 @@ struct ag_tape {
     int layer_norm;
     int64_t N;
     int64_t widest, HD, F;    /* the widest state, the largest H*d and F of the rounds */
+    int edges;                /* a round projects edge features */
     int64_t *start;           /* [rounds + 1]: where each round's activations begin */
-    float *acts;              /* per round: X [N, D], Q K V M [N, H*d], lse [N, H], with
-                                 an activation its input Z [N, out], with a sublayer its
-                                 input [N, out] and W1's output U [N, F] */
+    float *acts;              /* per round: X [N, D], Q K V M [N, H*d], lse [N, H], and
+                                 what round_kept says */
     unsigned char *has_lse;   /* per round: the kernel wrote lse (sigmoid and linear
                                  scores, and kernels without it, leave it NaN) */
     ag_i_plan_t forward, backward;   /* the kernels' plans, made by the first round and
@@ -43,29 +43,52 @@ static const ag_weights_t *round_layer(const ag_tape_t *t, int r)
     return &t->layers[t->n_layers == 1 ? 0 : r];
 }
 
-/* Floats a round of layer w keeps per node. */
-static int64_t round_width(const ag_weights_t *w)
+/* Which of the optional activations a round of layer w keeps, each [N, out]
+   but U [N, F]: the activation's input Z, the sublayer's input and U, the
+   skip's R and the gate's O, the post-norms' inputs P and ffn_sum. */
+typedef struct {
+    int Z, ffn, R, O, P, ffn_sum;
+} kept_t;
+
+static kept_t round_kept(const ag_tape_t *t, const ag_weights_t *w)
 {
-    const int64_t out = ag_layer_width_out(w);
-    return w->D + 4 * w->H * w->d + w->H + (w->act ? out : 0) + (w->w1 ? out + w->F : 0);
+    const int post = t->layer_norm && w->post_norm;
+    return (kept_t){w->act != AG_ACT_NONE, w->w1 != NULL, w->wskip != NULL, w->wbeta != NULL,
+                    post, post && w->w1};
 }
 
-/* Round r's activations on the tape: X, Q, K, V, M, lse, and Z (an activation),
-   the feed-forward sublayer's input and U (a sublayer) when the layer has them. */
+/* Floats a round of layer w keeps per node. */
+static int64_t round_width(const ag_tape_t *t, const ag_weights_t *w)
+{
+    const int64_t out = ag_layer_width_out(w);
+    const kept_t k = round_kept(t, w);
+    return w->D + 4 * w->H * w->d + w->H + (k.ffn ? out + w->F : 0) +
+           out * (k.Z + k.R + k.O + k.P + k.ffn_sum);
+}
+
+/* Round r's activations on the tape: X, Q, K, V, M, lse, and those of
+   round_kept the layer has (NULL: not kept). */
 typedef struct {
-    float *X, *Q, *K, *V, *M, *lse, *Z, *ffn_in, *U;
+    float *X, *Q, *K, *V, *M, *lse, *Z, *ffn_in, *U, *R, *O, *P, *ffn_sum;
 } acts_t;
 
 static acts_t round_acts(const ag_tape_t *t, int r)
 {
     const ag_weights_t *w = round_layer(t, r);
     const int64_t N = t->N, HD = w->H * w->d, out = ag_layer_width_out(w);
-    float *X = t->acts + t->start[r];
-    float *Q = X + N * w->D, *K = Q + N * HD, *V = K + N * HD, *M = V + N * HD;
-    float *lse = M + N * HD, *Z = lse + N * w->H;
-    float *ffn_in = Z + (w->act ? N * out : 0), *U = ffn_in + N * out;
-    return (acts_t){X, Q, K, V, M, lse, w->act ? Z : NULL, w->w1 ? ffn_in : NULL,
-                    w->w1 ? U : NULL};
+    const kept_t k = round_kept(t, w);
+    acts_t a = {.X = t->acts + t->start[r]};
+    a.Q = a.X + N * w->D, a.K = a.Q + N * HD, a.V = a.K + N * HD, a.M = a.V + N * HD;
+    a.lse = a.M + N * HD;
+    float *next = a.lse + N * w->H;
+    float **kept[] = {&a.Z, &a.ffn_in, &a.U, &a.R, &a.O, &a.P, &a.ffn_sum};
+    const int has[] = {k.Z, k.ffn, k.ffn, k.R, k.O, k.P, k.ffn_sum};
+    for (size_t x = 0; x < sizeof has / sizeof has[0]; x++)
+        if (has[x]) {
+            *kept[x] = next;
+            next += N * (kept[x] == &a.U ? w->F : out);
+        }
+    return a;
 }
 
 int64_t ag_tape_bytes(int64_t N, int64_t D, int64_t H, int64_t d, int rounds)
@@ -101,7 +124,8 @@ static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers
     for (int r = 0; t->start && r < rounds; r++) {
         const ag_weights_t *w = round_layer(t, r);
         t->start[r] = (int64_t)floats;
-        floats += (double)t->N * (double)round_width(w);
+        floats += (double)t->N * (double)round_width(t, w);
+        t->edges |= w->wedge != NULL;
         t->HD = w->H * w->d > t->HD ? w->H * w->d : t->HD;
         t->F = w->w1 && w->F > t->F ? w->F : t->F;
     }
@@ -159,6 +183,7 @@ static int attend_taped(void *ctx, const ag_weights_t *w, const ag_score_t *sc, 
    feed-forward sublayer's normed input [N, widest] and activation [N, F]. */
 typedef struct {
     float *Xn, *Hn, *A;
+    float *Pe;   /* the edge features' terms: [E, H*d], then [E, H] in as much again */
 } fwd_scratch_t;
 
 static int forward_round(ag_tape_t *t, int r, float *X, const fwd_scratch_t *fs,
@@ -167,8 +192,12 @@ static int forward_round(ag_tape_t *t, int r, float *X, const fwd_scratch_t *fs,
     const int k = t->n_layers == 1 ? 0 : r;
     const tape_round_t tr = {t, r, round_acts(t, r)};
     memcpy(tr.a.X, X, (size_t)(t->N * round_layer(t, r)->D) * sizeof *X);
-    const ag_i_round_bufs_t b = {fs->Xn, tr.a.Q, tr.a.K, tr.a.V, tr.a.M, tr.a.Z,
-                                 tr.a.ffn_in, fs->Hn, tr.a.U, fs->A};
+    const ag_i_round_bufs_t b = {.Xn = fs->Xn, .Q = tr.a.Q, .K = tr.a.K, .V = tr.a.V,
+                                 .M = tr.a.M, .Z = tr.a.Z, .ffn_in = tr.a.ffn_in, .Hn = fs->Hn,
+                                 .U = tr.a.U, .A = fs->A, .R = tr.a.R, .O = tr.a.O, .P = tr.a.P,
+                                 .ffn_sum = tr.a.ffn_sum, .Pe = fs->Pe,
+                                 .Epre = fs->Pe ? fs->Pe + t->nb->n_edges * t->HD : NULL,
+                                 .E = t->nb->n_edges};
     ag_score_t sc;
     return ag_i_round_forward(X, t->N, &t->layers[k], (ag_i_round_at_t){k, r, 0, 1, 0}, &t->opts,
                               &b, &sc, attend_taped, (void *)&tr, err);
@@ -194,7 +223,7 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
         rc = tape_init(&t, nb, layers, n_layers, rounds, opts, err);
     if (rc)
         return rc;
-    fwd_scratch_t fs = {NULL, NULL, NULL};
+    fwd_scratch_t fs = {NULL, NULL, NULL, NULL};
     const int resid = t->opts.resid_dropout > 0;   /* its branches go to Xn and Hn */
     if ((t->layer_norm || t->opts.dropout > 0 || resid) &&
         !(fs.Xn = ag_i_alloc(t->N * t->widest, sizeof(float), err, "rounds forward")))
@@ -204,9 +233,13 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
                               err, "rounds forward")) ||
          !(fs.A = ag_i_alloc(t->N * t->F, sizeof(float), err, "rounds forward"))))
         rc = ag_i_alloc_status();
+    const int64_t E = nb->n_edges;
+    if (!rc && t->edges &&
+        !(fs.Pe = ag_i_alloc(2 * E * t->HD, sizeof(float), err, "rounds forward")))
+        rc = ag_i_alloc_status();
     for (int r = 0; !rc && r < rounds; r++)
         rc = forward_round(t, r, X, &fs, err);
-    free(fs.Xn), free(fs.Hn), free(fs.A);
+    free(fs.Xn), free(fs.Hn), free(fs.A), free(fs.Pe);
     if (rc) {
         ag_tape_free(t);
         return rc;
@@ -222,6 +255,9 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
 typedef struct {
     float *dX, *Xn, *dXn, *dM, *dQ, *dK, *dV, *da_src, *da_dst;
     float *Hn, *dHn, *A, *dA;   /* the feed-forward sublayers': [N, widest], [N, F] */
+    float *dR;                  /* the skips': [N, widest] */
+    float *Pe, *Epre, *dEk, *dEv, *dEpre;   /* the edge features': [E, H*d] (Epre, dEpre
+                                               [E, H] within as much) */
 } back_bufs_t;
 
 /* Three allocations of [N, D] and one of the rest (below glibc's mmap threshold
@@ -240,6 +276,18 @@ static int back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
                  !(b->A = ag_i_alloc(N * t->F, sizeof(float), err, "rounds backward")) ||
                  !(b->dA = ag_i_alloc(N * t->F, sizeof(float), err, "rounds backward"))))
         return ag_i_alloc_status();
+    int skip = 0;
+    for (int r = 0; r < t->rounds; r++)
+        skip |= round_layer(t, r)->wskip != NULL;
+    if (skip && !(b->dR = ag_i_alloc(N * D, sizeof(float), err, "rounds backward")))
+        return ag_i_alloc_status();
+    const int64_t E = t->nb->n_edges;
+    if (t->edges && !(b->Pe = ag_i_alloc(5 * E * HD, sizeof(float), err, "rounds backward")))
+        return ag_i_alloc_status();
+    if (t->edges) {
+        b->Epre = b->Pe + E * HD, b->dEk = b->Epre + E * HD, b->dEv = b->dEk + E * HD;
+        b->dEpre = b->dEv + E * HD;
+    }
     b->dQ = b->dM + N * HD, b->dK = b->dQ + N * HD, b->dV = b->dK + N * HD;
     b->da_src = b->dV + N * HD, b->da_dst = b->da_src + HD;
     return AG_OK;
@@ -248,7 +296,7 @@ static int back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
 static void back_free(back_bufs_t *b)
 {
     free(b->dX), free(b->Xn), free(b->dXn), free(b->dM);
-    free(b->Hn), free(b->dHn), free(b->A), free(b->dA);
+    free(b->Hn), free(b->dHn), free(b->A), free(b->dA), free(b->dR), free(b->Pe);
 }
 
 /* Checks grads against the layers and zeroes every array they have. */
@@ -307,7 +355,10 @@ static int attend_back_taped(void *ctx, const ag_weights_t *w, ag_weights_t *g,
     const int vectors = sc->kind == AG_SCORE_ADDITIVE || sc->kind == AG_SCORE_GATV2;
     const ag_attention_grads_t ag = {.dQ = b->dQ, .dK = b->dK, .dV = b->dV,
                                      .d_a_src = vectors ? b->da_src : NULL,
-                                     .d_a_dst = sc->kind == AG_SCORE_ADDITIVE ? b->da_dst : NULL};
+                                     .d_a_dst = sc->kind == AG_SCORE_ADDITIVE ? b->da_dst : NULL,
+                                     .d_edge_pre = sc->edge_pre ? b->dEpre : NULL,
+                                     .d_edge_key = sc->edge_key ? b->dEk : NULL,
+                                     .d_edge_value = sc->edge_value ? b->dEv : NULL};
     int rc = ag_i_backward_planned(&t->backward, t->nb, a.Q, a.K, a.V, w->H, w->d, sc, a.M,
                                    t->has_lse[tb->r] ? a.lse : NULL, b->dM, &ag, err);
     if (!rc && vectors)
@@ -320,8 +371,12 @@ static int backward_round(ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t 
 {
     const int k = t->n_layers == 1 ? 0 : r;
     const acts_t a = round_acts(t, r);
-    const ag_i_round_back_t rb = {a.X, a.M, b->dX, b->dM, b->dQ, b->dK, b->dV, b->Xn, b->dXn,
-                                  a.Z, a.ffn_in, a.U, b->Hn, b->dHn, b->A, b->dA};
+    const ag_i_round_back_t rb = {
+        .X = a.X, .M = a.M, .dX = b->dX, .dM = b->dM, .dQ = b->dQ, .dK = b->dK, .dV = b->dV,
+        .Xn = b->Xn, .dXn = b->dXn, .Z = a.Z, .ffn_in = a.ffn_in, .U = a.U, .Hn = b->Hn,
+        .dHn = b->dHn, .A = b->A, .dA = b->dA, .R = a.R, .O = a.O, .P = a.P,
+        .ffn_sum = a.ffn_sum, .dR = b->dR, .Pe = b->Pe, .Epre = b->Epre, .E = t->nb->n_edges,
+        .dEk = b->dEk, .dEv = b->dEv, .dEpre = b->dEpre};
     const tape_back_t tb = {t, r, b};
     return ag_i_round_backward(t->N, &t->layers[k], grads ? &grads[k] : NULL,
                                (ag_i_round_at_t){k, r, 0, 1, !input_grad}, &t->opts, &rb, NULL,
