@@ -316,7 +316,7 @@ def read_model_args(folder):
 
 # a model file's layer keys (docs/model-file.md) and the activations' names
 _LAYER_KEYS = ("heads", "dim", "out", "projection", "bias", "act", "residual", "ffn",
-               "ffn_act")
+               "ffn_act", "qkv_bias", "skip", "norm", "edges")
 
 
 def load_model(folder):
@@ -360,7 +360,7 @@ def load_model(folder):
     for k, spec in enumerate(specs):
         d = folder if len(specs) == 1 else os.path.join(folder, "round-%d" % (k + 1))
         arrays = {}
-        for name in S.WEIGHT_ARRAYS + ("bias",) + FFN:
+        for name in S.WEIGHT_ARRAYS + ("bias",) + FFN + MORE:
             p = os.path.join(d, name + ".npy")
             if os.path.exists(p):
                 arrays[name] = np.load(p)
@@ -370,7 +370,9 @@ def load_model(folder):
         layers.append(Weights(heads=int(spec["heads"]), act=spec.get("act", "none"),
                               mean_heads=spec.get("out") == "mean",
                               residual=spec.get("residual", "no") == "yes" or (
-                                  "residual" not in spec and _keeps_width(spec, arrays)),
+                                  "residual" not in spec and spec.get("skip", "no") == "no" and
+                                  _keeps_width(spec, arrays)),
+                              post_norm=spec.get("norm") == "post",
                               ff_act=spec.get("ffn_act", "gelu") if ffn else "gelu", **arrays))
     readout = opts.pop("readout")
     opts["readout"] = None

@@ -3,6 +3,7 @@ heads concatenated or averaged, a bias, an activation, no residual): rounds()
 and rounds_forward()/Tape.backward() against a float64 torch reference written
 from the formulas here, and their refusals."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -269,3 +270,108 @@ def test_transformer_conv_parts_against_the_float64_reference(rng, gate):
         ag.rounds(g, x, weights, rounds=2, norm="layer", edge_features=e[:3])
     with pytest.raises(ag.Error, match="layer 2 is post-norm, and the options have no norm"):
         ag.rounds(g, x, weights, rounds=2, edge_features=e)
+
+
+def test_edge_features_from_the_command_line(tmp_path, rng):
+    """train --model FILE with edges=yes layers on a graph file's numeric edge
+    attributes; run --weights DIR with the attributes and with the same rows as
+    an .npy give one output, and rounds() with load_model(DIR) and the features
+    per message (an undirected edge's two messages share its row; a self-loop
+    --self-loops added gets the mean of its node's in-edges) gives it too."""
+    from conftest import cli
+    edges = [(0, 1, 0.5, 1.0), (1, 2, -1.0, 0.0), (2, 0, 2.0, -2.0), (0, 1, 1.5, 0.5),
+             (3, 3, 0.25, 3.0), (4, 2, -0.5, 1.0), (5, 4, 1.0, -1.0)]
+    text = "graph [ directed 0\n" + "".join("node [ id %d ]\n" % i for i in range(6)) + \
+        "".join("edge [ source %d target %d w %g z %g ]\n" % e for e in edges) + "]\n"
+    (tmp_path / "g.gml").write_text(text)
+    rows = np.float32([e[2:] for e in edges])
+    np.save(tmp_path / "e.npy", rows)
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", np.arange(6) % 2)
+    (tmp_path / "m.txt").write_text(
+        "self-loops on\nnorm layer\nreadout none\n"
+        "layer heads=2 dim=3 out=concat qkv_bias=yes skip=gate bias=yes act=elu edges=yes\n"
+        "layer heads=1 dim=2 out=mean norm=post edges=yes\n")
+    cli("train", tmp_path / "g.gml", "--features", tmp_path / "x.npy", "--labels",
+        tmp_path / "y.npy", "--model", tmp_path / "m.txt", "--edge-features", "w,z",
+        "--epochs", 3, "--save", tmp_path / "saved", "--quiet")
+    assert "edges=yes" in (tmp_path / "saved" / "model.txt").read_text()
+    for spec in ("w,z", tmp_path / "e.npy"):
+        cli("run", tmp_path / "g.gml", "--features", tmp_path / "x.npy", "--weights",
+            tmp_path / "saved", "--edge-features", spec, "--out", tmp_path / "out.npy",
+            "--quiet")
+        if spec == "w,z":
+            first = np.load(tmp_path / "out.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), first)
+    layers, opts = ag.load_model(str(tmp_path / "saved"))
+    assert layers[0].wedge.shape == (6, 2) and layers[0].wbeta.shape == (18,)
+    assert layers[1].post_norm and layers[0].bk.shape == (6,)
+    g = ag.Graph.load(str(tmp_path / "g.gml"), self_loops="on")
+    feats, real = [], 0
+    for u, v, *f in edges:   # the graph's edge order: u->v then v->u (u < v)
+        feats += [f] * (1 if u == v else 2)
+        real += 1 if u == v else 2
+    feats = np.float32(feats)
+    for i in g.dst[real:]:   # the added loops: the mean of the node's in-edges
+        feats = np.vstack([feats, feats[:real][g.dst[:real] == i].mean(0)])
+    y = ag.rounds(g, x, layers, rounds=2, norm=opts["norm"], edge_features=feats)
+    np.testing.assert_allclose(y, first, rtol=1e-6, atol=1e-6)
+    # refused, naming what is wrong: exit 1 for the inputs, 2 for the options
+    run = ("run", tmp_path / "g.gml", "--features", tmp_path / "x.npy", "--out",
+           tmp_path / "no.npy", "--quiet")
+    np.save(tmp_path / "short.npy", rows[:3])
+    for extra, status, message in [
+            ((), 1, "line 5: edges=yes, and no --edge-features given"),
+            (("--edge-features", tmp_path / "short.npy"), 1,
+             "has 3 rows; .* has 7 edges .one row an edge, in the graph's edge order"),
+            (("--edge-features", "w,nope"), 1, "edge attribute 'nope' is not in the graph"),
+            (("--edge-features", "w,,z"), 1, "attribute 2 is empty")]:
+        r = cli(*run, "--weights", tmp_path / "saved", *extra, check=False)
+        assert r.returncode == status and re.search(message, r.stderr), r.stderr
+    assert not (tmp_path / "no.npy").exists()
+    r = cli(*run, "--edge-features", "w", check=False)
+    assert r.returncode == 2 and "give --model FILE" in r.stderr
+    (tmp_path / "plain.txt").write_text("layer heads=1 dim=5\n")
+    r = cli(*run, "--model", tmp_path / "plain.txt", "--edge-features", "w", check=False)
+    assert r.returncode == 1 and "no layer of" in r.stderr and "reads them" in r.stderr
+    for line, message in [("layer heads=1 dim=5 norm=post", "norm=post, and the model has no "
+                           "norm"),
+                          ("layer heads=1 dim=5 skip=gate residual=yes", "the skip is the "
+                           "layer's residual"),
+                          ("layer heads=1 dim=5 skip=maybe", "skip=maybe; expected no, sum")]:
+        (tmp_path / "bad.txt").write_text(line + "\n")
+        r = cli(*run, "--model", tmp_path / "bad.txt", check=False)
+        assert r.returncode in (1, 2) and message in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("beta", [True, False])
+def test_layers_are_pyg_transformer_conv_and_gat_conv(rng, beta):
+    """The library's layers with PyG's weights copied in: TransformerConv (query,
+    key, value with biases; edge features; root_weight and beta) and GATConv
+    with edge features (no self-loops: given by the graph), against PyG's own
+    layers when they import."""
+    pyg = pytest.importorskip("torch_geometric.nn")
+    N, F, H, C = 10, 5, 2, 3
+    ei = random_edge_index(rng, N, 30)
+    g = ag.Graph.from_edge_index(ei, N)
+    x = rng.standard_normal((N, 7)).astype(np.float32)
+    e = rng.standard_normal((ei.shape[1], F)).astype(np.float32)
+    xt, et, eit = torch.from_numpy(x), torch.from_numpy(e), torch.from_numpy(ei)
+    torch.manual_seed(3)
+    conv = pyg.TransformerConv(7, C, heads=H, beta=beta, edge_dim=F)
+    sd = {k: v.detach().numpy() for k, v in conv.state_dict().items()}
+    w = ag.Weights(sd["lin_query.weight"], sd["lin_key.weight"], sd["lin_value.weight"], None, H,
+                   bq=sd["lin_query.bias"], bk=sd["lin_key.bias"], bv=sd["lin_value.bias"],
+                   wedge=sd["lin_edge.weight"], wskip=sd["lin_skip.weight"],
+                   bskip=sd["lin_skip.bias"],
+                   wbeta=sd["lin_beta.weight"][0] if beta else None, residual=False)
+    np.testing.assert_allclose(ag.rounds(g, x, w, edge_features=e),
+                               conv(xt, eit, et).detach().numpy(), rtol=1e-5, atol=1e-5)
+    gat = pyg.GATConv(7, C, heads=H, edge_dim=F, add_self_loops=False)
+    sd = {k: v.detach().numpy() for k, v in gat.state_dict().items()}
+    w = ag.Weights(sd["lin_src.weight"], None, None, None, H, attn_src=sd["att_src"][0],
+                   attn_dst=sd["att_dst"][0], wedge=sd["lin_edge.weight"],
+                   attn_edge=sd["att_edge"][0], bias=sd["bias"], residual=False)
+    np.testing.assert_allclose(ag.rounds(g, x, w, score="additive", edge_features=e),
+                               gat(xt, eit, et).detach().numpy(), rtol=1e-5, atol=1e-5)

@@ -165,7 +165,7 @@ int cmd_bench(int argc, char **argv)
     int64_t d = o.head_dim ? o.head_dim : 64;
     if (!rc && o.q) {
         inputs_t in;
-        if (!(rc = inputs_load(&in, &o, N, &err))) {
+        if (!(rc = inputs_load(&in, &o, N, NULL, &err))) {
             q = in.q, k = in.k, v = in.v, d = in.d;
             in.q.data = in.k.data = in.v.data = NULL;
             inputs_free(&in);

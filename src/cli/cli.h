@@ -30,7 +30,8 @@ enum {
     OPT_EPOCHS, OPT_LR, OPT_OPTIMIZER, OPT_WEIGHT_DECAY, OPT_CLIP, OPT_MOMENTUM, OPT_SAVE, OPT_LOG,
     OPT_PREDICT, OPT_EVERY, OPT_BACKWARD, OPT_HEAD, OPT_BINS, OPT_LAYOUT, OPT_CLASSES, OPT_SVG,
     OPT_VMAX, OPT_TITLE, OPT_SCALE, OPT_RANKS, OPT_PARTITION, OPT_BANDWIDTH, OPT_RATE,
-    OPT_SAMPLE, OPT_EXACT, OPT_PER_RANK, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_MODEL, OPT_RESID_DROPOUT, OPT_END
+    OPT_SAMPLE, OPT_EXACT, OPT_PER_RANK, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_MODEL, OPT_RESID_DROPOUT, OPT_EDGE_FEATURES,
+    OPT_END
 };
 #define OPT_COUNT (OPT_END - OPT_Q)
 #define MAX_ATTN 8              /* run --attn: files written at once */
@@ -51,6 +52,10 @@ typedef struct {
     ag_activation_t act;
     int64_t ffn;                  /* a feed-forward sublayer of width ffn x out (0: none) */
     ag_activation_t ffn_act;      /* its activation (default GELU) */
+    int qkv_bias;                 /* biases on the projections */
+    int skip;                     /* a skip projection: 0 none, 1 summed, 2 gated (beta) */
+    int post_norm;                /* norm=post: the file's LayerNorms after the sums */
+    int edges;                    /* reads --edge-features */
 } layer_spec_t;
 
 typedef struct {
@@ -74,6 +79,7 @@ typedef struct {
     /* scores */
     ag_score_t score;
     const char *edge_bias;             /* numeric edge attribute added to the scores */
+    const char *edge_features;         /* --edge-features: FILE.npy, or attributes "a,b" */
     /* rounds */
     int no_residual, per_node, posenc;
     ag_norm_t norm;
@@ -117,6 +123,9 @@ extern const struct option input_options[];
     "                      biases, activations and feed-forward sublayers, described\n"   \
     "                      in FILE (and the score, norm, dropout, ...:\n"                  \
     "                      docs/model-file.md)\n"                                          \
+    "  --edge-features E.npy|ATTR,ATTR   run, train: edge features [edges, F] in the\n"   \
+    "                      graph's edge order, or a graph file's numeric edge\n"          \
+    "                      attributes; read by a model file's edges=yes layers\n"         \
     "  --head-dim d        head width for random weights (default D/H)\n"                   \
     "  --per-node-weights  random weights: each node its own Wq, Wk, Wv\n"                  \
     "  --rounds R          message rounds (default 1, or one per round-N/ folder)\n"        \
@@ -243,23 +252,29 @@ typedef struct {
     /* the graph's row of x0's first row and the graph's nodes: 0 and N, but a
        process's part under attngraph-mpi (per-node weights are its rows') */
     int64_t first, total;
+    /* --edge-features [E, F] in the graph's slots (edge_features_load), the
+       caller's; NULL: none. Layers with edges=yes read them. */
+    const ag_matrix_t *edges;
 } inputs_t;
 
 /* When the options alone decide a run's shape (random features and weights),
    checks its states against the memory budget; AG_OK otherwise. */
 int inputs_check_memory(const run_opts_t *o, int64_t N, ag_error_t *err);
-/* Loads or draws the inputs for N nodes. */
-int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err);
+/* Loads or draws the inputs for N nodes; edges: the edge features the layers
+   read (kept by the caller until inputs_free), or NULL. */
+int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, const ag_matrix_t *edges,
+                ag_error_t *err);
 /* Rounds inputs on features already read (x0 is taken over: zeroed here, freed
    by inputs_free): positions, then the layers from --weights or the seed. */
-int inputs_load_features(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, ag_error_t *err);
+int inputs_load_features(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0,
+                         const ag_matrix_t *edges, ag_error_t *err);
 /* Raw attention on Q, K, V already read (taken over, as x0 above): their
    columns checked, additive and gatv2 given seeded vectors. */
 int inputs_take_raw(inputs_t *in, const run_opts_t *o, ag_matrix_t *q, ag_matrix_t *k,
                     ag_matrix_t *v, ag_error_t *err);
 /* The same for the rows of a part: x0 holds rows first.. of a graph of total nodes. */
 int inputs_load_part(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, int64_t first,
-                     int64_t total, ag_error_t *err);
+                     int64_t total, const ag_matrix_t *edges, ag_error_t *err);
 void inputs_free(inputs_t *in);
 
 /* One row of the convergence trace. */
@@ -390,7 +405,8 @@ int model_layers_check(const model_spec_t *m, int64_t D, int64_t classes, ag_err
 /* The layers o->model describes, from input width D: read from o->weights
    (DIR, or DIR/round-k/ for several layers; every shape checked) or drawn
    from o->seed. */
-int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, ag_error_t *err);
+int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, int64_t edge_dim,
+                      ag_error_t *err);
 /* The text of o's model file (what train --save writes to DIR/model.txt), with
    train's dropout, attention and residual dropout when > 0; returns the length
    the whole text needs. */

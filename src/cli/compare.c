@@ -343,7 +343,7 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
         return rc;
     if (k == 0) {
         st->entropy = ag_i_alloc(4 * N, sizeof(double), err, "compare");
-        if (!st->entropy || (rc = inputs_load(&st->in, &co->o, N, err)))
+        if (!st->entropy || (rc = inputs_load(&st->in, &co->o, N, NULL, err)))
             return st->entropy ? rc : ag_i_alloc_status();
         st->distance = st->entropy + N, st->change = st->entropy + 2 * N;
         st->cosine = st->entropy + 3 * N;

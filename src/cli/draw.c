@@ -314,7 +314,7 @@ static int cmd_draw_attention(int graph, int argc, char **argv)
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
     if (!rc)
-        rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
+        rc = inputs_load(&in, &o, s.nb.n_nodes, NULL, &err);
     if (!rc)
         rc = compute(&r, &in, &s, &o, 0, NULL, &err);
     if (!rc && !r.Q)

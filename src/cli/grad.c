@@ -119,21 +119,6 @@ static double dot_sum(const float *a, const float *b, int64_t n)
     return s;
 }
 
-/* The edge attribute of --edge-bias per slot, naming the file on failure. */
-static int edge_bias_of(float **bias, const source_t *s, const char *attr, ag_error_t *err)
-{
-    if (!s->have_graph)
-        return ag_i_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "
-                         "attribute; %s has none", attr, s->desc);
-    int rc = ag_edge_attribute(bias, &s->graph, &s->nb, attr, err);
-    if (rc && err) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        ag_i_fail(err, (ag_status_t)rc, "%s: --edge-bias: %s", s->desc, why);
-    }
-    return rc;
-}
-
 /* Everything one grad run holds, released in one place. */
 typedef struct {
     source_t src;
@@ -164,7 +149,7 @@ static int attention_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *er
     const int64_t N = in->N, H = in->H, d = in->d, HD = H * d;
     ag_score_t score = in->score;
     int rc = AG_OK;
-    if (o->edge_bias && (rc = edge_bias_of(&st->edge_bias, &st->src, o->edge_bias, err)))
+    if (o->edge_bias && (rc = edge_bias_load(&st->edge_bias, &st->src, o->edge_bias, err)))
         return rc;
     score.edge_bias = st->edge_bias;
     const int additive = score.kind == AG_SCORE_ADDITIVE, gatv2 = score.kind == AG_SCORE_GATV2;
@@ -251,7 +236,7 @@ static int rounds_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *err)
         return ag_i_fail(err, AG_ELIMIT, "%s has %d round folders; grad writes at most 64",
                          o->weights, in->n_layers);
     int rc = AG_OK;
-    if (o->edge_bias && (rc = edge_bias_of(&st->edge_bias, &st->src, o->edge_bias, err)))
+    if (o->edge_bias && (rc = edge_bias_load(&st->edge_bias, &st->src, o->edge_bias, err)))
         return rc;
     ag_score_t score = in->score;
     score.edge_bias = st->edge_bias;
@@ -316,7 +301,7 @@ int cmd_grad(int argc, char **argv)
     if (!rc)
         rc = source_open(&st->src, &o->src, &usage, &err);
     if (!rc)
-        rc = inputs_load(&st->in, o, st->src.nb.n_nodes, &err);
+        rc = inputs_load(&st->in, o, st->src.nb.n_nodes, NULL, &err);
     const int64_t N = st->in.N;
     if (!rc)
         rc = st->in.raw ? read_dout(&st->dout, g.dout, N, st->in.H * st->in.d, "M", &err)

@@ -34,6 +34,7 @@ const struct option input_options[] = {
     {"posenc", required_argument, 0, OPT_POSENC},
     {"per-node-weights", no_argument, 0, OPT_PER_NODE_WEIGHTS},
     {"until", required_argument, 0, OPT_UNTIL}, {"model", required_argument, 0, OPT_MODEL},
+    {"edge-features", required_argument, 0, OPT_EDGE_FEATURES},
     {"quiet", no_argument, 0, OPT_QUIET}, {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -202,6 +203,7 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
     case OPT_FEATURES: o->features = arg; return 0;
     case OPT_WEIGHTS: o->weights = arg; return 0;
     case OPT_MODEL: o->model.path = arg; return 0;
+    case OPT_EDGE_FEATURES: o->edge_features = arg; return 0;
     case OPT_FORMAT: o->src.format = arg; return 0;
     case OPT_TOKENS: o->src.tokens = arg; return 0;
     case OPT_LABELS_FILE: o->src.labels_file = arg; return 0;
@@ -300,6 +302,10 @@ int input_options_check(run_opts_t *o, const char *cmd)
         return EXIT_USAGE;
     if (model_file_find(o, cmd))
         return EXIT_USAGE;
+    if (o->edge_features && !o->model.path)
+        return usage_error(cmd, "--edge-features %s: the layers of a model file with edges=yes "
+                           "read edge features; give --model FILE (docs/model-file.md)",
+                           o->edge_features);
     if (o->weights && !o->model.path && model_args_defaults(o, cmd))
         return EXIT_USAGE;
     if (o->nodes_text) {   /* here, once --max-nodes is known, so the message names it */
@@ -573,7 +579,7 @@ static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     const int64_t D = in->x0.cols;
     in->rounds = o->rounds;
     if (o->model.n_layers) {   /* layers of their own shapes */
-        if ((rc = model_file_layers(&in->layers, o, D, err)))
+        if ((rc = model_file_layers(&in->layers, o, D, in->edges ? in->edges->cols : 0, err)))
             return rc;
         in->n_layers = o->model.n_layers, in->rounds = in->n_layers;
         /* the last round's heads: what run's exports of the final attention read */
@@ -606,9 +612,11 @@ static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     return check_state_memory(in->N, in->x0.cols, in->H, in->d, err);
 }
 
-int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err)
+int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, const ag_matrix_t *edges,
+                ag_error_t *err)
 {
     memset(in, 0, sizeof *in);
+    in->edges = edges;
     in->raw = o->q != NULL;
     in->N = in->total = N;
     in->H = o->heads;
@@ -619,15 +627,17 @@ int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, ag_error_t *err)
     return rc;
 }
 
-int inputs_load_features(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, ag_error_t *err)
+int inputs_load_features(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0,
+                         const ag_matrix_t *edges, ag_error_t *err)
 {
-    return inputs_load_part(in, o, x0, 0, x0->rows, err);
+    return inputs_load_part(in, o, x0, 0, x0->rows, edges, err);
 }
 
 int inputs_load_part(inputs_t *in, const run_opts_t *o, ag_matrix_t *x0, int64_t first,
-                     int64_t total, ag_error_t *err)
+                     int64_t total, const ag_matrix_t *edges, ag_error_t *err)
 {
     memset(in, 0, sizeof *in);
+    in->edges = edges;
     in->N = x0->rows;
     in->first = first, in->total = total;
     in->H = o->heads;

@@ -243,7 +243,7 @@ int cmd_inspect(int argc, char **argv)
     if (!rc && to)
         rc = resolve(&b, to, &s.labels, &err);
     if (!rc)
-        rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
+        rc = inputs_load(&in, &o, s.nb.n_nodes, NULL, &err);
     if (!rc)
         rc = compute(&r, &in, &s, &o, 0, NULL, &err);
     if (!rc && !r.Q)

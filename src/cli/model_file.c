@@ -112,6 +112,24 @@ static int key_out(layer_spec_t *L, const char *v)
     return L->out == OUT_LINEAR && (L->out_width = count_of(v, 1 << 24)) < 0 ? -1 : 0;
 }
 
+static int key_qkv_bias(layer_spec_t *L, const char *v) { return yes_no(v, &L->qkv_bias); }
+static int key_edges(layer_spec_t *L, const char *v) { return yes_no(v, &L->edges); }
+
+static int key_skip(layer_spec_t *L, const char *v)
+{
+    static const char *const names[] = {"no", "sum", "gate"};
+    for (int k = 0; k < 3; k++)
+        if (strcmp(v, names[k]) == 0)
+            return L->skip = k, 0;
+    return -1;
+}
+
+static int key_norm(layer_spec_t *L, const char *v)
+{
+    L->post_norm = strcmp(v, "post") == 0;
+    return L->post_norm || strcmp(v, "pre") == 0 ? 0 : -1;
+}
+
 static int key_projection(layer_spec_t *L, const char *v)
 {
     L->one_projection = strcmp(v, "one") == 0;
@@ -132,6 +150,11 @@ static const struct {
     {"residual", key_residual, "yes or no"},
     {"ffn", key_ffn, "the hidden width's ratio to the output's, an integer in 1..64"},
     {"ffn_act", key_ffn_act, "none, relu, elu or gelu"},
+    {"qkv_bias", key_qkv_bias, "yes or no"},
+    {"skip", key_skip, "no, sum (R = X Wskip^T + bskip added to the output) or gate (g R + "
+     "(1 - g) O)"},
+    {"norm", key_norm, "pre or post (with the file's norm layer)"},
+    {"edges", key_edges, "yes (the layer reads --edge-features) or no"},
 };
 
 #define FILE_ERROR(...) (usage_error(cmd, __VA_ARGS__), EXIT_USAGE)
@@ -154,7 +177,8 @@ static int layer_line(layer_spec_t *L, char *words, const char *path, int line,
             k++;
         if (k == COUNT(layer_keys))
             return FILE_ERROR("%s line %d: unknown layer key '%s'; expected heads, dim, out, "
-                              "projection, bias, act, residual, ffn or ffn_act", path, line, w);
+                              "projection, bias, act, residual, ffn, ffn_act, qkv_bias, skip, "
+                              "norm or edges", path, line, w);
         if (seen & 1u << k)
             return FILE_ERROR("%s line %d: %s given twice", path, line, w);
         seen |= 1u << k;
@@ -165,6 +189,10 @@ static int layer_line(layer_spec_t *L, char *words, const char *path, int line,
     if (!L->heads || !L->dim)
         return FILE_ERROR("%s line %d: a layer needs heads=H and dim=d (the head width)", path,
                           line);
+    if (L->skip && L->residual == 1)
+        return FILE_ERROR("%s line %d: skip=%s and residual=yes; the skip is the layer's "
+                          "residual (TransformerConv's root_weight)", path, line,
+                          L->skip == 1 ? "sum" : "gate");
     return 0;
 }
 
@@ -295,27 +323,56 @@ int model_layers_check(const model_spec_t *m, int64_t D, int64_t classes, ag_err
 }
 
 /* Array k (ag_i_weights_arrays's order) of layer w drawn from the seed:
-   Gaussian of standard deviation 1/sqrt(fan-in); bias 0, LayerNorm 1 and 0. */
+   Gaussian of standard deviation 1/sqrt(fan-in); biases 0, LayerNorm 1 and 0.
+   Arrays 16.. draw from streams of their own, so that a model without them
+   draws what it drew before they were. */
 static void draw_array(float *p, int k, int64_t n, const ag_weights_t *w, uint64_t seed,
                        int layer)
 {
-    const int64_t fan_in = k < 3 ? w->D : k == 3 ? w->H * w->d : k == 10 ? ag_layer_width_out(w)
-                           : k == 12 ? w->F : w->d;
-    if ((k >= 4 && k < 6) || k >= 14) {   /* LayerNorm: 1 and 0 */
+    const int64_t out = ag_layer_width_out(w);
+    int64_t fan_in;
+    switch (k) {
+    case 0: case 1: case 2: case 19: fan_in = w->D; break;   /* wq wk wv wskip */
+    case 3: fan_in = w->H * w->d; break;                      /* wo */
+    case 10: fan_in = out; break;                             /* w1 */
+    case 12: fan_in = w->F; break;                            /* w2 */
+    case 21: fan_in = 3 * out; break;                         /* wbeta */
+    case 22: fan_in = w->edge_dim; break;                     /* wedge */
+    default: fan_in = w->d;                                   /* attention vectors */
+    }
+    const int layer_norm = k == 4 || k == 5 || k == 14 || k == 15;
+    const int bias = k == 9 || k == 11 || k == 13 || (k >= 16 && k <= 18) || k == 20;
+    if (layer_norm) {
         for (int64_t x = 0; x < n; x++)
             p[x] = k == 4 || k == 14 ? 1.0f : 0.0f;
-    } else if (k == 9 || k == 11 || k == 13) {   /* biases */
+    } else if (bias) {
         memset(p, 0, (size_t)n * sizeof *p);
     } else {
-        ag_random_normal(p, n, seed, 16 * (uint64_t)layer + (uint64_t)k + 1,
-                         1.0f / sqrtf((float)fan_in));
+        const uint64_t stream = k < 16 ? 16 * (uint64_t)layer + (uint64_t)k + 1
+                                       : (1ull << 32) + 16 * (uint64_t)layer + (uint64_t)k;
+        ag_random_normal(p, n, seed, stream, 1.0f / sqrtf((float)fan_in));
     }
 }
 
-int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, ag_error_t *err)
+int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, int64_t edge_dim,
+                      ag_error_t *err)
 {
     const model_spec_t *m = &o->model;
     int rc = model_layers_check(m, D, 0, err);
+    int reads_edges = 0;
+    for (int l = 0; l < m->n_layers && !rc; l++) {
+        const layer_spec_t *L = &m->layers[l];
+        reads_edges |= L->edges;
+        if (L->post_norm && o->norm != AG_NORM_LAYER)
+            rc = ag_i_fail(err, AG_EINVAL, "%s line %d: norm=post, and the model has no norm; "
+                           "give the file `norm layer`", m->path, L->line);
+        else if (L->edges && !edge_dim)
+            rc = ag_i_fail(err, AG_EINVAL, "%s line %d: edges=yes, and no --edge-features "
+                           "given", m->path, L->line);
+    }
+    if (!rc && edge_dim && !reads_edges)
+        rc = ag_i_fail(err, AG_EINVAL, "--edge-features given, and no layer of %s reads them; "
+                       "give a layer edges=yes", m->path);
     if (rc)
         return rc;
     ag_weights_t *ws = ag_i_calloc(m->n_layers, sizeof *ws, err, "weights");
@@ -330,13 +387,17 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, ag_
         *w = (ag_weights_t){.D = D, .H = L->heads, .d = L->dim,
                             .D_out = L->out == OUT_LINEAR ? out : 0,
                             .mean_heads = L->out == OUT_MEAN,
-                            .no_residual = L->residual == 1 ? 0 : L->residual == 0 || out != D,
-                            .act = L->act, .F = L->ffn * out, .ff_act = L->ffn_act};
-        const int norm = o->norm == AG_NORM_LAYER, ffn = L->ffn > 0;
+                            .no_residual = L->skip || (L->residual == 1 ? 0 : L->residual == 0 ||
+                                                                              out != D),
+                            .act = L->act, .F = L->ffn * out, .ff_act = L->ffn_act,
+                            .post_norm = L->post_norm, .edge_dim = L->edges ? edge_dim : 0};
+        const int norm = o->norm == AG_NORM_LAYER, ffn = L->ffn > 0, qkv = !L->one_projection;
+        const int additive = kind == AG_SCORE_ADDITIVE;
         const int has[AG_I_WEIGHT_ARRAYS] = {
-            1, !L->one_projection, !L->one_projection, L->out == OUT_LINEAR, norm, norm,
-            kind == AG_SCORE_ADDITIVE, kind == AG_SCORE_ADDITIVE, kind == AG_SCORE_GATV2, L->bias,
-            ffn, ffn && L->bias, ffn, ffn && L->bias, ffn && norm, ffn && norm};
+            1, qkv, qkv, L->out == OUT_LINEAR, norm, norm, additive, additive,
+            kind == AG_SCORE_GATV2, L->bias, ffn, ffn && L->bias, ffn, ffn && L->bias,
+            ffn && norm, ffn && norm, L->qkv_bias, L->qkv_bias && qkv, L->qkv_bias && qkv,
+            L->skip > 0, L->skip > 0 && L->bias, L->skip == 2, L->edges, L->edges && additive};
         float **arrays[AG_I_WEIGHT_ARRAYS];
         int64_t sizes[AG_I_WEIGHT_ARRAYS];
         char dir[4096];
@@ -418,6 +479,14 @@ size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, const float d
             APPEND(" residual=%s", L->residual ? "yes" : "no");
         if (L->ffn)
             APPEND(" ffn=%lld ffn_act=%s", (long long)L->ffn, act_names[L->ffn_act]);
+        if (L->qkv_bias)
+            APPEND(" qkv_bias=yes");
+        if (L->skip)
+            APPEND(" skip=%s", L->skip == 1 ? "sum" : "gate");
+        if (L->post_norm)
+            APPEND(" norm=post");
+        if (L->edges)
+            APPEND(" edges=yes");
         APPEND("\n");
     }
     return used;

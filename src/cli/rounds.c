@@ -140,6 +140,8 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     ro.score = &score, ro.no_residual = o->no_residual, ro.norm = o->norm;
     ro.on_round = on_round, ro.ctx = &t, ro.figures = per_node ? 2 : t.figures;
     ro.on_progress = progress->show ? rounds_progress : NULL;
+    if (in->edges)
+        ro.edge_features = in->edges->data, ro.edge_dim = in->edges->cols;
     rc = ag_rounds_run(nb, in->layers, in->n_layers, r->y, (int)in->rounds, &ro, &r->ws,
                        &r->rounds_done, err);
     if (t.trace && fclose(t.trace) != 0 && !rc)
@@ -178,18 +180,7 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
     progress_t progress;
     progress_begin(&progress, o->progress, o->quiet, in->raw ? 1 : (int)in->rounds);
     estimate_late(o, in, &src->nb);
-    if (o->edge_bias) {
-        if (!src->have_graph)
-            rc = ag_i_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "
-                           "attribute; %s has none", o->edge_bias, src->desc);
-        else
-            rc = ag_edge_attribute(&r->edge_bias, &src->graph, &src->nb, o->edge_bias, err);
-        if (rc && src->have_graph && err) {   /* name the file */
-            char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
-            ag_i_fail(err, (ag_status_t)rc, "%s: --edge-bias: %s", src->desc, why);
-        }
-    }
+    rc = edge_bias_load(&r->edge_bias, src, o->edge_bias, err);
     if (!rc && in->raw) {
         r->score = in->score;
         r->score.edge_bias = r->edge_bias;

@@ -194,6 +194,7 @@ int cmd_run(int argc, char **argv)
     source_t s;
     inputs_t in;
     result_t r;
+    ag_matrix_t edges = {0};
     enum { OUT, MESSAGES, HEAD_MESSAGES, ATTN, TRACE = ATTN + MAX_ATTN, PREDICT, N_OUTS };
     out_file_t outs[N_OUTS];
     out_init(&outs[OUT], o.out, "--out", "npy");
@@ -218,7 +219,9 @@ int cmd_run(int argc, char **argv)
     if (!rc)   /* refused before the work, not after */
         rc = attn_size_check(&o, s.nb.n_edges, &err);
     if (!rc)
-        rc = inputs_load(&in, &o, s.nb.n_nodes, &err);
+        rc = edge_features_load(&edges, &s, o.edge_features, &err);
+    if (!rc)
+        rc = inputs_load(&in, &o, s.nb.n_nodes, o.edge_features ? &edges : NULL, &err);
     const int figures = !o.quiet && in.rounds > 1;
     const int trace_svg = o.trace && strcasecmp(out_extension(&outs[TRACE]), "svg") == 0;
     if (!rc)
@@ -266,6 +269,7 @@ int cmd_run(int argc, char **argv)
         out_abort(&outs[k]);
     result_free(&r);
     inputs_free(&in);
+    ag_matrix_destroy(&edges);
     source_close(&s);
     return finish("run", rc, usage, &err);
 }

@@ -33,6 +33,15 @@ void source_close(source_t *s);
 /* "graph: DESC: N nodes, E edges, M messages" on stdout (edges: graph files). */
 void source_print(const source_t *s);
 
+/* Per-edge inputs in s's slots (edges.c), the file named in messages:
+   --edge-bias ATTR's values (*bias NULL without attr), and --edge-features
+   SPEC: an [edges, F] .npy in the graph's edge order (an undirected edge's two
+   messages share its row), or a graph file's numeric edge attributes named
+   "a,b,c"; a self-loop --self-loops added gets the mean of its node's other
+   in-edges (PyG's fill_value "mean"). F zeroed without spec. */
+int edge_bias_load(float **bias, const source_t *s, const char *attr, ag_error_t *err);
+int edge_features_load(ag_matrix_t *F, const source_t *s, const char *spec, ag_error_t *err);
+
 /* --csr INDPTR.npy,INDICES.npy split: *indptr a malloc'ed copy of the first
    name (free it), *indices the second (inside csr). Not two names: AG_EINVAL
    with *usage set. */

@@ -104,24 +104,6 @@ static source_opts_t conn_source(const train_opts_t *to, int k, int64_t N)
     return so;
 }
 
-/* The per-slot edge bias of --edge-bias on a graph file. */
-static int edge_bias_of(float **bias, const source_t *s, const char *attr, ag_error_t *err)
-{
-    *bias = NULL;
-    if (!attr)
-        return AG_OK;
-    if (!s->have_graph)
-        return ag_i_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "
-                         "attribute; %s has none", attr, s->desc);
-    int rc = ag_edge_attribute(bias, &s->graph, &s->nb, attr, err);
-    if (rc && err) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        ag_i_fail(err, (ag_status_t)rc, "%s: --edge-bias: %s", s->desc, why);
-    }
-    return rc;
-}
-
 typedef struct {
     source_t src;
     inputs_t in;
@@ -129,6 +111,7 @@ typedef struct {
     model_t model;
     ag_matrix_t x0;
     float *edge_bias;
+    ag_matrix_t edges;         /* --edge-features of the connectivity trained now */
     int64_t *pred;
     outcome_t res[TRAIN_MAX_CONNS];
     folder_item_t items[AG_I_WEIGHT_ARRAYS * MODEL_MAX_LAYERS + 3];
@@ -171,14 +154,23 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
         return ag_i_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s has %lld row%s",
                          st->src.desc, (long long)st->src.nb.n_nodes,
                          AG_PLURAL(st->src.nb.n_nodes), to->o.features, (long long)N, AG_PLURAL(N));
+    const int64_t width = st->edges.cols;   /* the first connectivity's, the layers' */
+    ag_matrix_destroy(&st->edges);
+    if ((rc = edge_features_load(&st->edges, &st->src, to->o.edge_features, err)))
+        return rc;
+    if (k > 0 && st->edges.cols != width)
+        return ag_i_fail(err, AG_EINVAL, "--edge-features of %s are %lld wide; the first "
+                         "connectivity's are %lld (the layers' edge_dim)", st->src.desc,
+                         (long long)st->edges.cols, (long long)width);
     if (k == 0) {
-        if ((rc = inputs_load_features(&st->in, &to->o, &st->x0, err)) ||
+        if ((rc = inputs_load_features(&st->in, &to->o, &st->x0,
+                                       to->o.edge_features ? &st->edges : NULL, err)) ||
             (rc = task_load(&st->task, to, N, st->in.x0.cols, err)) ||
             (to->save && (rc = save_fits(to->save, st->in.n_layers, err))))
             return rc;
         cx->task = &st->task;
     }
-    if ((rc = edge_bias_of(&st->edge_bias, &st->src, to->o.edge_bias, err)))
+    if ((rc = edge_bias_load(&st->edge_bias, &st->src, to->o.edge_bias, err)))
         return rc;
     if ((rc = model_init(&st->model, &st->in, to, &st->task, st->edge_bias, err)))
         return rc;
@@ -316,6 +308,7 @@ int cmd_train(int argc, char **argv)
     }
     model_free(&st->model);
     free(st->edge_bias);
+    ag_matrix_destroy(&st->edges);
     free(st->pred);
     free(st->curve);
     source_close(&st->src);

@@ -139,6 +139,8 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
     m->ro.score = &m->score, m->ro.no_residual = o->no_residual, m->ro.norm = o->norm;
     m->ro.dropout = to->dropout[0], m->ro.attn_dropout = to->dropout[1];
     m->ro.resid_dropout = to->dropout[2];
+    if (in->edges)
+        m->ro.edge_features = in->edges->data, m->ro.edge_dim = in->edges->cols;
     m->seed = o->seed;
     m->layers = ag_i_calloc(in->n_layers, sizeof *m->layers, err, "weights");
     m->grads = ag_i_calloc(in->n_layers, sizeof *m->grads, err, "gradients");

@@ -195,5 +195,7 @@ void print_run_hint(const train_opts_t *to, const inputs_t *in)
         printf(" --%s", o->src.direction == AG_EDGES_UNDIRECTED ? "undirected" : "directed");
     if (o->src.format)
         printf(" --format %s", o->src.format);
+    if (o->edge_features)
+        printf(" --edge-features %s", o->edge_features);
     printf(" --predict FILE.npy\n");
 }

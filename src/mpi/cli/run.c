@@ -466,7 +466,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     if (!rc && !o.q) {
         run_opts_t lo = o;
         lo.posenc = 0;   /* own_features placed the rows at their positions */
-        rc = ag_mpi_agree(comm, inputs_load_part(&in, &lo, &x0, part.lo, part.n_nodes, &err), &err);
+        rc = ag_mpi_agree(comm, inputs_load_part(&in, &lo, &x0, part.lo, part.n_nodes, NULL, &err), &err);
     }
     float *M = NULL;
     const int64_t n = part.hi - part.lo, HD = in.H * in.d;

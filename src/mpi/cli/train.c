@@ -203,7 +203,7 @@ static int setup(mtrain_t *s, train_opts_t *to, int k, int threads, int *usage, 
     if (!rc) {   /* this process's rows (and of per-node weights, its nodes' matrices) */
         run_opts_t lo = to->o;
         lo.posenc = 0;   /* own_features placed the rows at their positions */
-        rc = ag_mpi_agree(s->comm, inputs_load_part(&s->in, &lo, &s->x0, s->part.lo, N, err),
+        rc = ag_mpi_agree(s->comm, inputs_load_part(&s->in, &lo, &s->x0, s->part.lo, N, NULL, err),
                           err);
     }
     if (!rc && k == 0)
