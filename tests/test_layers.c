@@ -476,13 +476,15 @@ START_TEST(shaped_layers_refuse_impossible_shapes)
     ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
                          AG_EINVAL, "layer 1 has activation 9");
     m.w[0].act = AG_ACT_ELU;
-    /* what the MPI layer refuses: a layer that changes the width; one that cannot run */
-    ck_assert_fails_with(ag_i_layers_one_shape(m.w, 2, &err), err, AG_EINVAL,
-                         "layer 1: the MPI layer runs layers of one shape");
+    /* what the MPI layer runs: these layers; not one that cannot run, nor edge features */
+    ck_assert_int_eq(ag_i_layers_mpi_check(m.w, 2, 2, &m.opts, &err), AG_OK);
     ag_weights_t half = m.w[1];
     half.wk = half.wq;
-    ck_assert_fails_with(ag_i_layers_one_shape(&half, 1, &err), err, AG_EINVAL,
+    ck_assert_fails_with(ag_i_layers_mpi_check(&half, 1, 1, &m.opts, &err), err, AG_EINVAL,
                          "layer 1 has wk but not wv");
+    half = m.w[1], half.wedge = half.wq, half.edge_dim = 1;
+    ck_assert_fails_with(ag_i_layers_mpi_check(&half, 1, 1, &m.opts, &err), err, AG_EINVAL,
+                         "layer 1: the MPI layer runs no edge features");
     /* TransformerConv's and post-norm's parts where they cannot run */
     float *spare = uniform(6 * 6 * 3, 3, 0.5f);
     m.w[1].wbeta = spare;
@@ -492,8 +494,6 @@ START_TEST(shaped_layers_refuse_impossible_shapes)
     m.w[1].H = 2, m.w[1].d = 3;   /* 6 -> 6, so that only the residual is wrong */
     ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
                          AG_EINVAL, "layer 2 has a skip projection and a residual");
-    ck_assert_fails_with(ag_i_layers_one_shape(&m.w[1], 1, &err), err, AG_EINVAL,
-                         "the MPI layer runs no skip projection");
     m.w[1].wskip = NULL, m.w[1].no_residual = 1, m.w[1].mean_heads = 1;
     m.w[1].H = 1, m.w[1].d = 4;
     m.w[0].bk = spare;

@@ -153,7 +153,11 @@ typedef struct {
  * softmax (scaled-dot, dot, beta) take the halo path (AG_MPI_RING refuses
  * them). Per-node weights hold this process's rows (per_node = hi-lo: rows
  * lo..hi-1 of the whole graph's; not on renumbered parts). M (NULL: not wanted) gets
- * the last round's messages of this process's rows [hi-lo, H*d].
+ * the last round's messages of this process's rows [hi-lo, H*d]. Layers of their
+ * own shapes run as ag_rounds_run runs them (X then holds ag_rounds_widest floats
+ * a row; the last round's output is its first hi-lo rows of ag_layer_width_out),
+ * on the halo path when their head widths H*d differ; layers with edge features
+ * (wedge) are refused.
  */
 int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,
                       int n_layers, float *X, int rounds, const ag_round_opts_t *opts,
@@ -172,7 +176,9 @@ int ag_mpi_attention(MPI_Comm comm, const ag_mpi_part_t *part, const float *Q, c
 
 /*
  * ag_rounds_forward and ag_rounds_backward on P processes (halo path): X
- * [hi-lo, D] holds this process's rows (in place); the tape keeps, per round,
+ * [hi-lo, D] holds this process's rows (in place; layers of their own shapes as
+ * ag_rounds_forward's, X ag_rounds_widest floats a row, dY and dX0 the last
+ * layer's and the first layer's widths); the tape keeps, per round,
  * its rows' activations and the K and V rows the halo brought. The backward,
  * given dY [hi-lo, D] of its rows, writes dX0 [hi-lo, D] (NULL: not wanted)
  * and, on every process, the whole graph's weight gradients into grads (from

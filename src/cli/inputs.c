@@ -284,9 +284,6 @@ static int model_file_find(run_opts_t *o, const char *cmd)
     }
     if (!o->model.path)
         return 0;
-    if (strcmp(cli_program, "attngraph") != 0)
-        return usage_error(cmd, "%s: the MPI layer runs layers of one shape; run a model file "
-                           "on one process (attngraph %s)", o->model.path, cmd);
     if (!model_cmd)
         return usage_error(cmd, "%s: %s runs layers of one shape; a model file (%s) is for "
                            "run and train", o->model.path, cmd,
@@ -302,6 +299,10 @@ int input_options_check(run_opts_t *o, const char *cmd)
         return EXIT_USAGE;
     if (model_file_find(o, cmd))
         return EXIT_USAGE;
+    if (o->edge_features && strcmp(cli_program, "attngraph") != 0)
+        return usage_error(cmd, "--edge-features: the MPI layer runs no edge features (a "
+                           "process's part holds no per-message terms); run them on one "
+                           "process (attngraph %s)", cmd);
     if (o->edge_features && !o->model.path)
         return usage_error(cmd, "--edge-features %s: the layers of a model file with edges=yes "
                            "read edge features; give --model FILE (docs/model-file.md)",

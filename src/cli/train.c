@@ -196,16 +196,12 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
         }
         if (!rc && to->save) {
             st->n_items = model_items(&st->model, st->items, st->names);
-            const int file = to->o.model.n_layers > 0;
-            const size_t need = file ? model_file_text(st->model_args, sizeof st->model_args,
-                                                       &to->o, to->dropout)
-                                     : model_args(st->model_args, sizeof st->model_args, &to->o,
-                                                  st->in.H, st->in.rounds);
-            if (need >= sizeof st->model_args)
+            const char *name;
+            if (model_text(st->model_args, sizeof st->model_args, to, &st->in, &name) >=
+                sizeof st->model_args)
                 return ag_i_fail(err, AG_EINVAL, "--save: the model's options are longer than "
                                  "%zu bytes (a long --edge-bias name?)", sizeof st->model_args - 1);
-            st->items[st->n_items++] = (folder_item_t){.name = file ? "model.txt" : "model.args",
-                                                       .text = st->model_args};
+            st->items[st->n_items++] = (folder_item_t){.name = name, .text = st->model_args};
         }
         return rc;
     }

@@ -304,3 +304,12 @@ int model_items(const model_t *m, folder_item_t *items, char (*names)[64])
     }
     return n;
 }
+
+size_t model_text(char *buf, size_t cap, const train_opts_t *to, const inputs_t *in,
+                  const char **name)
+{
+    const int file = to->o.model.n_layers > 0;
+    *name = file ? "model.txt" : "model.args";
+    return file ? model_file_text(buf, cap, &to->o, to->dropout)
+                : model_args(buf, cap, &to->o, in->H, in->rounds);
+}

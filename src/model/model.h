@@ -14,12 +14,17 @@
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
                       int rounds, const ag_round_opts_t *opts, ag_error_t *err);
 
-/* Refuses layers that cannot run (ag_i_rounds_check's checks of each layer,
-   but per-node rows), and those that differ from layer 1's D, H and d, change
-   the width, have an activation or a sublayer: what the MPI layer's buffers
-   and tape hold. */
+/* ag_i_rounds_check's checks that need no graph: the round count, every
+   layer's shape against the options, and each round reading the width the
+   one before writes. */
+int ag_i_layers_check(const ag_weights_t *layers, int n_layers, int rounds,
+                      const ag_round_opts_t *opts, ag_error_t *err);
+
+/* What the MPI layer runs: ag_i_layers_check's layers, but none with edge
+   features (its parts hold no per-message terms). */
 AG_INTERNAL
-int ag_i_layers_one_shape(const ag_weights_t *layers, int n_layers, ag_error_t *err);
+int ag_i_layers_mpi_check(const ag_weights_t *layers, int n_layers, int rounds,
+                          const ag_round_opts_t *opts, ag_error_t *err);
 
 /*
  * Layers of their own shapes (ag_weights_t's D_out, mean_heads, no_residual,

@@ -117,25 +117,16 @@ static int layer_check(const ag_weights_t *w, int k, const ag_round_opts_t *o, a
     return AG_OK;
 }
 
-int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
-                      int rounds, const ag_round_opts_t *opts, ag_error_t *err)
+int ag_i_layers_check(const ag_weights_t *layers, int n_layers, int rounds,
+                      const ag_round_opts_t *opts, ag_error_t *err)
 {
-    if (rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
+    if (!layers || rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
         return ag_i_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
                          "for all rounds or one per round", rounds, n_layers);
-    const int64_t N = nb->n_nodes;
-    if (N > INT32_MAX)
-        return ag_i_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
-                         "supported by BLAS");
     for (int k = 0; k < n_layers; k++) {
-        const ag_weights_t *w = &layers[k];
-        int rc = layer_check(w, k, opts, err);
+        int rc = layer_check(&layers[k], k, opts, err);
         if (rc)
             return rc;
-        if (w->per_node && w->per_node != N)
-            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
-                             "node%s; the graph has %lld", k + 1, (long long)w->per_node,
-                             AG_PLURAL(w->per_node), (long long)N);
     }
     /* each round reads the width the one before wrote */
     for (int r = 1; r < rounds; r++) {
@@ -147,6 +138,24 @@ int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
                              (long long)w->D, (long long)ag_layer_width_out(before));
     }
     return AG_OK;
+}
+
+int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
+                      int rounds, const ag_round_opts_t *opts, ag_error_t *err)
+{
+    const int64_t N = nb->n_nodes;
+    if (N > INT32_MAX)
+        return ag_i_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
+                         "supported by BLAS");
+    int rc = ag_i_layers_check(layers, n_layers, rounds, opts, err);
+    for (int k = 0; !rc && k < n_layers; k++) {
+        const ag_weights_t *w = &layers[k];
+        if (w->per_node && w->per_node != N)
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
+                             "node%s; the graph has %lld", k + 1, (long long)w->per_node,
+                             AG_PLURAL(w->per_node), (long long)N);
+    }
+    return rc;
 }
 
 /* The largest H*d and H of the layers rounds 1..rounds use. */
@@ -161,30 +170,14 @@ static void largest_heads(const ag_weights_t *layers, int n_layers, int rounds, 
     }
 }
 
-int ag_i_layers_one_shape(const ag_weights_t *layers, int n_layers, ag_error_t *err)
+int ag_i_layers_mpi_check(const ag_weights_t *layers, int n_layers, int rounds,
+                          const ag_round_opts_t *opts, ag_error_t *err)
 {
-    const ag_weights_t *first = &layers[0];
-    for (int k = 0; k < n_layers; k++) {
-        const ag_weights_t *w = &layers[k];
-        if (w->wskip || w->post_norm || w->wedge)
-            return ag_i_fail(err, AG_EINVAL, "layer %d: the MPI layer runs no %s", k + 1,
-                             w->wskip ? "skip projection (wskip)" : w->post_norm ?
-                             "post-norm layer" : "edge features (wedge)");
-        int rc = layer_check(w, k, NULL, err);   /* what any layer must be */
-        if (rc)
-            return rc;
-        if (w->D != first->D || w->H != first->H || w->d != first->d ||
-            ag_layer_width_out(w) != w->D || w->act != AG_ACT_NONE || w->w1)
-            return ag_i_fail(err, AG_EINVAL, "layer %d: the MPI layer runs layers of one shape "
-                             "(layer 1's D=%lld, %lld heads of %lld, writing width D, no "
-                             "activation, no feed-forward sublayer); this one has D=%lld, %lld "
-                             "heads of %lld, writes %lld%s%s", k + 1, (long long)first->D,
-                             (long long)first->H, (long long)first->d, (long long)w->D,
-                             (long long)w->H, (long long)w->d,
-                             (long long)ag_layer_width_out(w),
-                             w->act ? ", an activation" : "", w->w1 ? ", a sublayer" : "");
-    }
-    return AG_OK;
+    for (int k = 0; layers && k < n_layers; k++)
+        if (layers[k].wedge)
+            return ag_i_fail(err, AG_EINVAL, "layer %d: the MPI layer runs no edge features "
+                             "(wedge): a part holds no per-message terms", k + 1);
+    return ag_i_layers_check(layers, n_layers, rounds, opts, err);
 }
 
 static int check_workspace(const ag_workspace_t *ws, const ag_nbhd_t *nb,

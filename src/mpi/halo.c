@@ -217,3 +217,44 @@ void ag_i_halo_exchange(ag_halo_t *h, MPI_Comm comm, int64_t HD, ag_mpi_stats_t 
         stats->halo_rows = h->n_recv;
     }
 }
+
+void ag_i_halos_destroy(ag_halos_t *hs)
+{
+    for (int k = 0; hs->h && k < hs->n; k++)
+        ag_i_halo_destroy(&hs->h[k]);
+    free(hs->HD), free(hs->h);
+    memset(hs, 0, sizeof *hs);
+}
+
+int ag_i_halos_plan(ag_halos_t *hs, MPI_Comm comm, const ag_mpi_part_t *part,
+                    const ag_weights_t *layers, int n_layers, int rounds, ag_error_t *err)
+{
+    memset(hs, 0, sizeof *hs);
+    const int used = n_layers == 1 || rounds < 1 ? 1 : rounds;
+    hs->HD = ag_i_alloc(used, sizeof *hs->HD, err, "halo");
+    hs->h = ag_i_calloc(used, sizeof *hs->h, err, "halo");
+    int rc = ag_mpi_agree(comm, hs->HD && hs->h ? AG_OK : ag_i_alloc_status(), err);
+    for (int r = 0; !rc && r < used; r++) {   /* every process sees the same layers */
+        const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
+        const int64_t HD = w->H * w->d;
+        int k = 0;
+        while (k < hs->n && hs->HD[k] != HD)
+            k++;
+        if (k < hs->n)
+            continue;
+        hs->HD[k] = HD;
+        if (!(rc = ag_i_halo_plan(&hs->h[k], comm, part, HD, err)))
+            hs->n++;
+    }
+    if (rc)
+        ag_i_halos_destroy(hs);
+    return rc;
+}
+
+ag_halo_t *ag_i_halos_for(const ag_halos_t *hs, int64_t HD)
+{
+    for (int k = 0; k < hs->n; k++)
+        if (hs->HD[k] == HD)
+            return &hs->h[k];
+    return NULL;
+}

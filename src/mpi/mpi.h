@@ -46,6 +46,21 @@ int ag_i_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64
 void ag_i_halo_exchange(ag_halo_t *h, MPI_Comm comm, int64_t HD, ag_mpi_stats_t *stats);
 void ag_i_halo_destroy(ag_halo_t *h);
 
+/* Halos for the row widths of layers of their own shapes: one plan per
+   distinct H*d of the layers rounds 1..rounds use (the same window each). */
+typedef struct {
+    int n;
+    int64_t *HD;          /* [n] */
+    ag_halo_t *h;         /* [n] */
+} ag_halos_t;
+
+/* Collective; agrees on failure (hs then destroyed). */
+int ag_i_halos_plan(ag_halos_t *hs, MPI_Comm comm, const ag_mpi_part_t *part,
+                    const ag_weights_t *layers, int n_layers, int rounds, ag_error_t *err);
+/* The halo of rows of HD floats (planned: HD is one of the layers'). */
+ag_halo_t *ag_i_halos_for(const ag_halos_t *hs, int64_t HD);
+void ag_i_halos_destroy(ag_halos_t *hs);
+
 /* The neighbourhoods of part as the kernels index them: by global destination
    (offset pointers; only lo..hi-1 may be read) with the whole graph's N and E. */
 ag_nbhd_t ag_i_part_view(const ag_mpi_part_t *part);

@@ -31,7 +31,16 @@ static int check_layers(const ag_mpi_part_t *part, const ag_weights_t *layers, i
                              "process has %lld rows", k + 1, (long long)layers[k].per_node,
                              (long long)n);
     }
-    return ag_i_layers_one_shape(layers, n_layers, err);
+    return AG_OK;
+}
+
+/* Does a layer of rounds 1..rounds have a skip projection? */
+static int has_skip(const ag_weights_t *layers, int n_layers, int rounds)
+{
+    for (int r = 0; r < (n_layers == 1 || rounds < 1 ? 1 : rounds); r++)
+        if (layers[n_layers == 1 ? 0 : r].wskip)
+            return 1;
+    return 0;
 }
 
 /* Can the ring run it? Plain dot-product scores without figures (the streamed
@@ -60,25 +69,41 @@ static ag_mpi_path_t choose_path(MPI_Comm comm, const ag_mpi_part_t *part,
     return 2 * most > part->n_nodes ? AG_MPI_RING : AG_MPI_HALO;
 }
 
+/* The largest H*d, H and sublayer width of the layers rounds 1..rounds use,
+   and *widths 2 when they have more than one H*d (else 1). */
+static void largest(const ag_weights_t *layers, int n_layers, int rounds, int64_t *HD,
+                    int64_t *H, int64_t *F, int *widths)
+{
+    *HD = *H = *F = 0, *widths = 1;
+    for (int r = 0; r < (n_layers == 1 || rounds < 1 ? 1 : rounds); r++) {
+        const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
+        *widths = w->H * w->d != layers[0].H * layers[0].d ? 2 : *widths;
+        *HD = w->H * w->d > *HD ? w->H * w->d : *HD;
+        *H = w->H > *H ? w->H : *H;
+        *F = w->w1 && w->F > *F ? w->F : *F;
+    }
+}
+
 typedef struct {
     MPI_Comm comm;
     const ag_mpi_part_t *part;
     ag_nbhd_t view;
-    int64_t n, D, HD, H, d;
+    int64_t n, D, HD, H;        /* the widest state, the largest H*d and H of the layers */
     float *Xn, *Q, *M;          /* [n, D], [n, HD], [n, HD] own rows */
     float *X_prev;              /* [n, D] the states before the round (opts->on_round) */
+    float *Hn, *U, *R;          /* the sublayers' [n, D] and [n, F], the skips' [n, D] */
     kext_t figures;             /* opts->figures: [n, H] own rows of each, from the kernel */
-    ag_halo_t halo;             /* halo path: the window of K and V rows */
-    ag_ring_t ring;             /* ring path */
+    ag_halos_t halos;           /* halo path: the windows of K and V rows, one per H*d */
+    ag_ring_t ring;             /* ring path (layers of one H*d) */
     ag_i_plan_t plan;           /* halo path: the part's kernel, made by the first round */
     ag_mpi_path_t path;
 } run_t;
 
 static void run_free(run_t *r)
 {
-    free(r->Xn), free(r->Q), free(r->M), free(r->X_prev);
+    free(r->Xn), free(r->Q), free(r->M), free(r->X_prev), free(r->Hn), free(r->U), free(r->R);
     free(r->figures.entropy), free(r->figures.max_weight), free(r->figures.distance);
-    ag_i_halo_destroy(&r->halo);
+    ag_i_halos_destroy(&r->halos);
     ag_i_ring_destroy(&r->ring);
     ag_i_plan_free(&r->plan);
 }
@@ -95,20 +120,21 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
     const part_round_t *pr = ctx;
     run_t *r = pr->r;
     const ag_mpi_part_t *part = r->part;
-    float *Mv = r->M - part->lo * r->HD;
-    const float *Qv = r->Q - part->lo * r->HD;
+    const int64_t HD = w->H * w->d;
+    float *Mv = r->M - part->lo * HD;
+    const float *Qv = r->Q - part->lo * HD;
     if (r->path != AG_MPI_HALO)
         return ag_i_ring_attention(&r->ring, r->comm, &r->view, part, Qv, w->H, w->d, sc, Mv,
                                    pr->stats, err);
-    ag_halo_t *h = &r->halo;
-    ag_i_halo_exchange(h, r->comm, r->HD, pr->stats);
+    ag_halo_t *h = ag_i_halos_for(&r->halos, HD);
+    ag_i_halo_exchange(h, r->comm, HD, pr->stats);
     /* the figures' arrays, indexed by global node as the kernels index them */
     kext_t x = r->figures;
     const int64_t shift = part->lo * w->H;
     x.entropy = x.entropy ? x.entropy - shift : NULL;
     x.max_weight = x.max_weight ? x.max_weight - shift : NULL;
     x.distance = x.distance ? x.distance - shift : NULL;
-    const ag_i_fwd_t f = {&r->view, Qv, h->K - h->wlo * r->HD, h->V - h->wlo * r->HD, w->H,
+    const ag_i_fwd_t f = {&r->view, Qv, h->K - h->wlo * HD, h->V - h->wlo * HD, w->H,
                           w->d, sc, Mv, kext_stats(&x) ? &x : NULL};
     return ag_i_forward_part(&r->plan, &f, part->lo, part->hi, h->wlo, h->whi, part->one_run,
                              err);
@@ -121,21 +147,23 @@ static int one_round(run_t *r, int k, const ag_weights_t *w, const ag_round_opts
                      float *X, ag_mpi_stats_t *stats, ag_error_t *err)
 {
     /* this process's rows of K and V go where its path sends them from */
-    const int64_t own = (r->part->lo - r->halo.wlo) * r->HD;
+    const int64_t HD = w->H * w->d;
     const int halo = r->path == AG_MPI_HALO;
-    const ag_i_round_bufs_t b = {.Xn = r->Xn, .Q = r->Q,
-                                 .K = halo ? r->halo.K + own : r->ring.K_own,
-                                 .V = halo ? r->halo.V + own : r->ring.V_own, .M = r->M};
+    const ag_halo_t *h = halo ? ag_i_halos_for(&r->halos, HD) : NULL;
+    const int64_t own = h ? (r->part->lo - h->wlo) * HD : 0;
+    const ag_i_round_bufs_t b = {.Xn = r->Xn, .Q = r->Q, .K = h ? h->K + own : r->ring.K_own,
+                                 .V = h ? h->V + own : r->ring.V_own, .M = r->M, .Hn = r->Hn,
+                                 .U = r->U, .A = r->U, .R = r->R};
     const part_round_t pr = {r, stats};
     if (r->X_prev)
-        memcpy(r->X_prev, X, (size_t)(r->n * r->D) * sizeof *X);
+        memcpy(r->X_prev, X, (size_t)(r->n * w->D) * sizeof *X);
     ag_score_t sc;
     const ag_i_round_at_t at = {0};   /* inference: no dropout */
     int rc = ag_mpi_agree(r->comm, ag_i_round_forward(X, r->n, w, at, opts, &b, &sc, attend_part,
                                                       (void *)&pr, err), err);
     if (rc || !opts || !opts->on_round)
         return rc;
-    const ag_workspace_t ws = {.N = r->n, .HD = r->HD, .D = r->D, .Q = r->Q, .K = b.K,
+    const ag_workspace_t ws = {.N = r->n, .HD = HD, .D = w->D, .Q = r->Q, .K = b.K,
                                .V = b.V, .M = r->M, .Xn = r->Xn, .X_prev = r->X_prev,
                                .entropy = r->figures.entropy, .max_weight = r->figures.max_weight,
                                .distance = r->figures.distance};
@@ -167,12 +195,18 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
     memset(&r, 0, sizeof r);
     r.comm = comm, r.part = part, r.view = ag_i_part_view(part);
     r.n = part->hi - part->lo;
-    int rc = !layers || rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds)
-                 ? ag_i_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one "
-                             "layer for all rounds or one per round", rounds, n_layers)
-                 : check_layers(part, layers, n_layers, err);
-    if (!rc)   /* the shapes, once there is a layer to read them from */
-        r.D = layers[0].D, r.H = layers[0].H, r.d = layers[0].d, r.HD = r.H * r.d;
+    int rc = ag_i_layers_mpi_check(layers, n_layers, rounds, opts, err);
+    if (!rc)
+        rc = check_layers(part, layers, n_layers, err);
+    int64_t F = 0;
+    int widths = 1;
+    if (!rc) {   /* the buffers' sizes, once there are layers to read them from */
+        r.D = ag_rounds_widest(layers, n_layers, rounds);
+        largest(layers, n_layers, rounds, &r.HD, &r.H, &F, &widths);
+    }
+    if (!rc && path == AG_MPI_RING && widths > 1)
+        rc = ag_i_fail(err, AG_EINVAL, "the ring path streams rows of one width; these layers "
+                       "have heads of several widths (H*d): use the halo path");
     if (!rc && path == AG_MPI_RING && opts && opts->figures)
         rc = ag_i_fail(err, AG_EINVAL, "the ring path keeps no figures of the attention "
                        "(opts->figures): use the halo path");
@@ -194,16 +228,20 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
                              !(r.figures.max_weight = ag_i_alloc(rows * r.H, sizeof(float),
                                                                  err, "figures")))) ||
                 (figures == 2 && !(r.figures.distance = ag_i_alloc(rows * r.H, sizeof(float),
-                                                                   err, "figures")))))
+                                                                   err, "figures"))) ||
+                (F && !(r.U = ag_i_alloc(rows * F, sizeof(float), err, "sublayer"))) ||
+                (F && !(r.Hn = ag_i_alloc(rows * r.D, sizeof(float), err, "sublayer"))) ||
+                (has_skip(layers, n_layers, rounds) &&
+                 !(r.R = ag_i_alloc(rows * r.D, sizeof(float), err, "skip")))))
         rc = ag_i_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         run_free(&r);
         return rc;
     }
-    r.path = stats->path = choose_path(comm, part, opts, path);
+    r.path = stats->path = widths > 1 ? AG_MPI_HALO : choose_path(comm, part, opts, path);
     rc = r.path == AG_MPI_RING
              ? ag_mpi_agree(comm, ag_i_ring_init(&r.ring, comm, part, r.HD, err), err)
-             : ag_i_halo_plan(&r.halo, comm, part, r.HD, err);
+             : ag_i_halos_plan(&r.halos, comm, part, layers, n_layers, rounds, err);
     const double t0 = ag_i_mpi_now();
     int k = 0;
     while (!rc && k < rounds) {
@@ -214,8 +252,10 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
         rc = AG_OK;
     stats->rounds_done = k;
     stats->seconds = ag_i_mpi_now() - t0;
-    if (!rc && M && k > 0)
-        memcpy(M, r.M, (size_t)(r.n * r.HD) * sizeof(float));
+    if (!rc && M && k > 0) {
+        const ag_weights_t *last = &layers[n_layers == 1 ? 0 : k - 1];
+        memcpy(M, r.M, (size_t)(r.n * last->H * last->d) * sizeof(float));
+    }
     run_free(&r);
     return rc;
 }

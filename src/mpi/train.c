@@ -35,9 +35,14 @@ struct ag_mpi_tape {
     const ag_weights_t *layers;
     int n_layers, rounds, layer_norm;
     ag_round_opts_t opts;
-    int64_t n, D, H, d, HD;
-    ag_halo_t halo;           /* the forward's K and V rows */
-    float *acts;              /* per round: X [n, D], Q M [n, HD], lse [n, H], K V [w, HD] */
+    int64_t n, D, H, HD, F;   /* the widest state, the largest H, H*d and sublayer width */
+    int64_t wlo, whi;         /* the window of K and V rows (every halo's) */
+    ag_halos_t halos;         /* the forward's K and V rows, one halo per H*d */
+    int64_t *shape;           /* per round its layer's shape (round_shape): what the
+                                 tape's memory and plans were made for */
+    int64_t *start;           /* [rounds + 1]: where each round's activations begin */
+    float *acts;              /* per round: X [n, D], Q M [n, HD], lse [n, H], K V [w, HD],
+                                 and what the layer keeps (kept_t) */
     /* the destination-side halo: own destinations sent to each peer, and the
        destinations received from each (global rows, ascending per peer) */
     int *send_count, *send_displ, *recv_count, *recv_displ;
@@ -52,30 +57,71 @@ struct ag_mpi_tape {
                                  messages' and the clipped runs' from their owners */
 };
 
-typedef struct {
-    float *X, *Q, *M, *lse, *K, *V;
-} mpi_acts_t;
-
-static int64_t round_floats(const ag_mpi_tape_t *t)
+static const ag_weights_t *round_layer(const ag_mpi_tape_t *t, int r)
 {
-    return t->n * (t->D + 2 * t->HD + t->H) + 2 * (t->halo.whi - t->halo.wlo) * t->HD;
+    return &t->layers[t->n_layers == 1 ? 0 : r];
 }
+
+/* What a round of layer w keeps besides X, Q, M, lse, K and V, each [n, out]
+   but U [n, F] (as src/train/backprop.c's round_kept). */
+typedef struct {
+    int Z, ffn, R, O, P, ffn_sum;
+} kept_t;
+
+static kept_t round_kept(const ag_mpi_tape_t *t, const ag_weights_t *w)
+{
+    const int post = t->layer_norm && w->post_norm;
+    return (kept_t){w->act != AG_ACT_NONE, w->w1 != NULL, w->wskip != NULL, w->wbeta != NULL,
+                    post, post && w->w1};
+}
+
+#define SHAPE_FIELDS 6
+/* Round r's shape: D, H, d, out, F and what it keeps, as numbers. */
+static void round_shape(const ag_mpi_tape_t *t, const ag_weights_t *w, int64_t *s)
+{
+    const kept_t k = round_kept(t, w);
+    s[0] = w->D, s[1] = w->H, s[2] = w->d, s[3] = ag_layer_width_out(w), s[4] = w->w1 ? w->F : 0;
+    s[5] = k.Z | k.ffn << 1 | k.R << 2 | k.O << 3 | k.P << 4 | k.ffn_sum << 5;
+}
+
+static int64_t round_floats(const ag_mpi_tape_t *t, const ag_weights_t *w)
+{
+    const int64_t HD = w->H * w->d, out = ag_layer_width_out(w);
+    const kept_t k = round_kept(t, w);
+    return t->n * (w->D + 2 * HD + w->H + (k.ffn ? out + w->F : 0) +
+                   out * (k.Z + k.R + k.O + k.P + k.ffn_sum)) + 2 * (t->whi - t->wlo) * HD;
+}
+
+typedef struct {
+    float *X, *Q, *M, *lse, *K, *V, *Z, *ffn_in, *U, *R, *O, *P, *ffn_sum;
+} mpi_acts_t;
 
 static mpi_acts_t acts_of(const ag_mpi_tape_t *t, int r)
 {
-    float *X = t->acts + (int64_t)r * round_floats(t);
-    float *Q = X + t->n * t->D, *M = Q + t->n * t->HD, *lse = M + t->n * t->HD;
-    float *K = lse + t->n * t->H, *V = K + (t->halo.whi - t->halo.wlo) * t->HD;
-    return (mpi_acts_t){X, Q, M, lse, K, V};
+    const ag_weights_t *w = round_layer(t, r);
+    const int64_t n = t->n, HD = w->H * w->d, out = ag_layer_width_out(w);
+    const kept_t k = round_kept(t, w);
+    mpi_acts_t a = {.X = t->acts + t->start[r]};
+    a.Q = a.X + n * w->D, a.M = a.Q + n * HD, a.lse = a.M + n * HD;
+    a.K = a.lse + n * w->H, a.V = a.K + (t->whi - t->wlo) * HD;
+    float *next = a.V + (t->whi - t->wlo) * HD;
+    float **kept[] = {&a.Z, &a.ffn_in, &a.U, &a.R, &a.O, &a.P, &a.ffn_sum};
+    const int has[] = {k.Z, k.ffn, k.ffn, k.R, k.O, k.P, k.ffn_sum};
+    for (size_t x = 0; x < sizeof has / sizeof has[0]; x++)
+        if (has[x]) {
+            *kept[x] = next;
+            next += n * (kept[x] == &a.U ? w->F : out);
+        }
+    return a;
 }
 
 void ag_mpi_tape_free(ag_mpi_tape_t *t)
 {
     if (!t)
         return;
-    ag_i_halo_destroy(&t->halo);
+    ag_i_halos_destroy(&t->halos);
     ag_i_back_part_destroy(&t->bp);
-    free(t->acts), free(t->back);
+    free(t->acts), free(t->back), free(t->shape), free(t->start);
     free(t->send_count), free(t->send_displ), free(t->recv_count), free(t->recv_displ);
     free(t->send_rows), free(t->recv_rows);
     ag_i_plan_free(&t->forward), ag_i_plan_free(&t->backward);
@@ -373,8 +419,9 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
     ag_mpi_tape_t *t = pr->t;
     const mpi_acts_t *a = &pr->a;
     const ag_mpi_part_t *part = t->part;
-    ag_halo_t *h = &t->halo;
-    ag_i_halo_exchange(h, t->comm, t->HD, t->stats);
+    const int64_t HD = w->H * w->d;
+    ag_halo_t *h = ag_i_halos_for(&t->halos, HD);
+    ag_i_halo_exchange(h, t->comm, HD, t->stats);
     /* the log-sum-exp of plain dot-product scores, for their backward (the
        generic kernel's recomputes its own; the exchange sends zeros then) */
     kext_t x = {0};
@@ -383,59 +430,104 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
     const int plain = ag_i_plain_scale(sc, w->d, &scale);
     if (!plain)
         memset(a->lse, 0, (size_t)(t->n * w->H) * sizeof(float));
-    const ag_i_fwd_t f = {&t->view, a->Q - part->lo * t->HD, h->K - h->wlo * t->HD,
-                          h->V - h->wlo * t->HD, w->H, w->d, sc, a->M - part->lo * t->HD,
+    const ag_i_fwd_t f = {&t->view, a->Q - part->lo * HD, h->K - h->wlo * HD,
+                          h->V - h->wlo * HD, w->H, w->d, sc, a->M - part->lo * HD,
                           plain ? &x : NULL};
     int rc = ag_i_forward_part(&t->forward, &f, part->lo, part->hi, h->wlo, h->whi,
                                part->one_run, err);
     if (rc)
         return rc;
     const int64_t w_rows = h->whi - h->wlo;
-    memcpy(a->K, h->K, (size_t)(w_rows * t->HD) * sizeof(float));
-    memcpy(a->V, h->V, (size_t)(w_rows * t->HD) * sizeof(float));
+    memcpy(a->K, h->K, (size_t)(w_rows * HD) * sizeof(float));
+    memcpy(a->V, h->V, (size_t)(w_rows * HD) * sizeof(float));
     return AG_OK;
 }
 
-static int forward_round(ag_mpi_tape_t *t, int r, float *X, float *Xn, ag_error_t *err)
+/* The forward's scratch: LayerNorm's and dropout's output [n, D]; the
+   sublayers' normed input [n, D] and activation [n, F]. */
+typedef struct {
+    float *Xn, *Hn, *A;
+} fwd_scratch_t;
+
+static int forward_round(ag_mpi_tape_t *t, int r, float *X, const fwd_scratch_t *fs,
+                         ag_error_t *err)
 {
     const int k = t->n_layers == 1 ? 0 : r;
+    const ag_weights_t *w = round_layer(t, r);
     const part_round_t pr = {t, acts_of(t, r)};
-    memcpy(pr.a.X, X, (size_t)(t->n * t->D) * sizeof *X);
+    const mpi_acts_t *a = &pr.a;
+    memcpy(a->X, X, (size_t)(t->n * w->D) * sizeof *X);
     /* this process's rows of K and V go into the halo window, to be exchanged */
-    const int64_t own = (t->part->lo - t->halo.wlo) * t->HD;
-    const ag_i_round_bufs_t b = {.Xn = Xn, .Q = pr.a.Q, .K = t->halo.K + own,
-                                 .V = t->halo.V + own, .M = pr.a.M};
+    const int64_t HD = w->H * w->d;
+    const ag_halo_t *h = ag_i_halos_for(&t->halos, HD);
+    const int64_t own = (t->part->lo - h->wlo) * HD;
+    const ag_i_round_bufs_t b = {.Xn = fs->Xn, .Q = a->Q, .K = h->K + own, .V = h->V + own,
+                                 .M = a->M, .Z = a->Z, .ffn_in = a->ffn_in, .Hn = fs->Hn,
+                                 .U = a->U, .A = fs->A, .R = a->R, .O = a->O, .P = a->P,
+                                 .ffn_sum = a->ffn_sum};
     ag_score_t sc;
-    return ag_i_round_forward(X, t->n, &t->layers[k], (ag_i_round_at_t){k, r, t->part->lo, 1, 0},
+    return ag_i_round_forward(X, t->n, w, (ag_i_round_at_t){k, r, t->part->lo, 1, 0},
                               &t->opts, &b, &sc, attend_part, (void *)&pr, err);
 }
 
-static int check_layers(const ag_weights_t *layers, int n_layers, int rounds, int64_t n,
-                        ag_error_t *err)
+static int check_layers(const ag_weights_t *layers, int n_layers, int rounds,
+                        const ag_round_opts_t *opts, int64_t n, ag_error_t *err)
 {
-    if (!layers || rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
-        return ag_i_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
-                         "for all rounds or one per round", rounds, n_layers);
-    for (int k = 0; k < n_layers; k++)
+    int rc = ag_i_layers_mpi_check(layers, n_layers, rounds, opts, err);
+    for (int k = 0; !rc && k < n_layers; k++)
         if (layers[k].per_node && layers[k].per_node != n)   /* a process's nodes' matrices */
             return ag_i_fail(err, AG_EINVAL, "layer %d has per-node weights for %lld nodes; this "
                              "process has %lld rows", k + 1, (long long)layers[k].per_node,
                              (long long)n);
-    return ag_i_layers_one_shape(layers, n_layers, err);
+    return rc;
+}
+
+/* The rounds' shapes (round_shape, SHAPE_FIELDS numbers each) into a new array. */
+static int64_t *shapes_of(const ag_mpi_tape_t *t, ag_error_t *err)
+{
+    int64_t *s = ag_i_alloc(SHAPE_FIELDS * (t->rounds ? t->rounds : 1), sizeof *s, err, "tape");
+    for (int r = 0; s && r < t->rounds; r++)
+        round_shape(t, round_layer(t, r), s + SHAPE_FIELDS * r);
+    return s;
 }
 
 /* A tape made on this very part (the same arrays: a part rebuilt in its place
    needs a new tape) with these shapes: its plans and memory serve again. */
 static int reusable(const ag_mpi_tape_t *t, MPI_Comm comm, const ag_mpi_part_t *part,
-                    const ag_weights_t *w, int n_layers, int rounds)
+                    const int64_t *shape, int n_layers, int rounds)
 {
     int same_comm;
     MPI_Comm_compare(t->comm, comm, &same_comm);
     return same_comm == MPI_IDENT && t->part == part && t->runs == part->nb.run_ptr &&
            t->n == part->hi - part->lo && t->view.n_nodes == part->n_nodes &&
-           t->view.n_edges == part->n_edges &&
-           t->n_layers == n_layers && t->rounds == rounds && t->D == w->D && t->H == w->H &&
-           t->d == w->d;
+           t->view.n_edges == part->n_edges && t->n_layers == n_layers && t->rounds == rounds &&
+           shape && memcmp(t->shape, shape, (size_t)(SHAPE_FIELDS * rounds) * sizeof *shape) == 0;
+}
+
+/* Sizes and start offsets of a new tape's rounds. */
+static int tape_layout(ag_mpi_tape_t *t, ag_error_t *err)
+{
+    t->D = ag_rounds_widest(t->layers, t->n_layers, t->rounds);
+    t->start = ag_i_alloc(t->rounds + 1, sizeof *t->start, err, "tape");
+    if (!t->start)
+        return ag_i_alloc_status();
+    ag_i_halo_window(t->part, &t->wlo, &t->whi);
+    double floats = 0;   /* in double first: a size that overflows fails here */
+    for (int r = 0; r < (t->rounds ? t->rounds : 1); r++) {
+        const ag_weights_t *w = round_layer(t, r);
+        t->H = w->H > t->H ? w->H : t->H;
+        t->HD = w->H * w->d > t->HD ? w->H * w->d : t->HD;
+        t->F = w->w1 && w->F > t->F ? w->F : t->F;
+        if (r < t->rounds) {
+            t->start[r] = (int64_t)floats;
+            floats += (double)round_floats(t, w);
+        }
+    }
+    if (floats * 4.0 > 9e18)
+        return ag_i_fail(err, AG_ELIMIT, "rounds forward: a tape of %d rounds overflows",
+                         t->rounds);
+    t->start[t->rounds] = (int64_t)floats;
+    return AG_OK;
 }
 
 int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights_t *layers,
@@ -444,7 +536,7 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
 {
     ag_mpi_tape_t *t = *tape;
     *tape = NULL;
-    int rc = check_layers(layers, n_layers, rounds, part->hi - part->lo, err);
+    int rc = check_layers(layers, n_layers, rounds, opts, part->hi - part->lo, err);
     if (!rc && part->node_of)   /* the sums over rows assume the contiguous, aligned cuts */
         rc = ag_i_fail(err, AG_EINVAL, "training on renumbered parts "
                        "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "
@@ -458,8 +550,14 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
         rc = ag_i_fail(err, AG_EINVAL, "edge bias: process %d gives none, where other processes "
                        "give one (a process without messages gives an array of none)",
                        part->rank);
+    /* the rounds' shapes under these options, to compare with an earlier tape's */
+    ag_mpi_tape_t probe = {.layers = layers, .n_layers = n_layers, .rounds = rounds,
+                           .layer_norm = opts && opts->norm == AG_NORM_LAYER};
+    int64_t *shape = rc ? NULL : shapes_of(&probe, err);
+    if (!rc && !shape)
+        rc = ag_i_alloc_status();
     /* reused only where every process can reuse its tape: the plans are collective */
-    int mine = !rc && t && reusable(t, comm, part, &layers[0], n_layers, rounds), again;
+    int mine = !rc && t && reusable(t, comm, part, shape, n_layers, rounds), again;
     MPI_Allreduce(&mine, &again, 1, MPI_INT, MPI_MIN, comm);
     if (!again) {
         ag_mpi_tape_free(t);
@@ -469,18 +567,21 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     }
     if (!rc) {   /* what may change between calls on one tape */
         t->layers = layers, t->opts = opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT;
-        t->layer_norm = opts && opts->norm == AG_NORM_LAYER;
+        t->layer_norm = probe.layer_norm;
         t->stats = stats;
     }
     if (!rc && !again) {
-        const ag_weights_t *w = &layers[0];
         t->comm = comm, t->part = part, t->runs = part->nb.run_ptr;
         t->view = ag_i_part_view(part);
         t->n_layers = n_layers, t->rounds = rounds;
-        t->n = part->hi - part->lo, t->D = w->D, t->H = w->H, t->d = w->d, t->HD = w->H * w->d;
+        t->n = part->hi - part->lo;
+        t->shape = shape, shape = NULL;
+        rc = tape_layout(t, err);
     }
+    free(shape);
     if ((rc = ag_mpi_agree(comm, rc, err)) ||
-        (!again && ((rc = ag_i_halo_plan(&t->halo, comm, part, t->HD, err)) ||
+        (!again && ((rc = ag_i_halos_plan(&t->halos, comm, part, layers, n_layers, rounds,
+                                          err)) ||
                     (rc = back_plan(t, err)))) ||
         (any_bias && (rc = bias_exchange(t, bias, err)))) {
         ag_mpi_tape_free(t);
@@ -491,17 +592,23 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
         t->bias = NULL;
     }
     ag_i_mpi_reducer(&t->red, &t->red_ctx, comm, part, stats);
-    float *Xn = NULL;
-    if (!t->acts && !(t->acts = ag_i_alloc(rounds ? rounds * round_floats(t) : 1, sizeof(float),
-                                           err, "tape of the rounds' activations")))
+    if (!t->acts && !(t->acts = ag_i_alloc(t->start[rounds] ? t->start[rounds] : 1,
+                                           sizeof(float), err,
+                                           "tape of the rounds' activations")))
         rc = ag_i_alloc_status();
-    if (!rc && (t->layer_norm || t->opts.dropout > 0 || t->opts.resid_dropout > 0) &&
-        !(Xn = ag_i_alloc(t->n ? t->n * t->D : 1, sizeof *Xn, err, "rounds forward")))
+    const int64_t rows = t->n ? t->n : 1;
+    const int resid = t->opts.resid_dropout > 0;   /* its branches go to Xn and Hn */
+    fwd_scratch_t fs = {NULL, NULL, NULL};
+    if (!rc && (t->layer_norm || t->opts.dropout > 0 || resid) &&
+        !(fs.Xn = ag_i_alloc(rows * t->D, sizeof(float), err, "rounds forward")))
+        rc = ag_i_alloc_status();
+    if (!rc && t->F && (!(fs.Hn = ag_i_alloc(rows * t->D, sizeof(float), err, "rounds forward")) ||
+                        !(fs.A = ag_i_alloc(rows * t->F, sizeof(float), err, "rounds forward"))))
         rc = ag_i_alloc_status();
     rc = ag_mpi_agree(comm, rc, err);
     for (int r = 0; !rc && r < rounds; r++)
-        rc = ag_mpi_agree(comm, forward_round(t, r, X, Xn, err), err);
-    free(Xn);
+        rc = ag_mpi_agree(comm, forward_round(t, r, X, &fs, err), err);
+    free(fs.Xn), free(fs.Hn), free(fs.A);
     if (rc) {
         ag_mpi_tape_free(t);
         return rc;
@@ -519,19 +626,22 @@ typedef struct {
     float *part;                    /* generic scores: own chunks' vector partials */
     float *da_src, *da_dst;         /* [H*d] the attention vectors' gradients */
     float *sendbuf, *recvbuf;       /* rows of Q, dM, lse, D (or of the states) */
+    float *Hn, *dHn, *A, *dA, *dR;  /* the sublayers' [n, D], [n, F]; the skips' [n, D] */
 } mpi_back_t;
 
-/* The backward's buffers in b, carved out of `all` (NULL: a new zeroed block). */
+/* The backward's buffers in b, carved out of `all` (NULL: a new zeroed block),
+   for the widest state D, the largest H*d, H and F. */
 static float *back_alloc(mpi_back_t *b, const ag_mpi_tape_t *t, float *all, ag_error_t *err)
 {
-    const int64_t n = t->n, D = t->D, HD = t->HD, H = t->H, w = t->bp.dhi - t->bp.dlo;
+    const int64_t n = t->n, D = t->D, HD = t->HD, H = t->H, F = t->F;
+    const int64_t w = t->bp.dhi - t->bp.dlo;
     /* a row of the exchange: Q, dM, lse, D; the generic kernel's state (3H) fits */
     const int64_t row = 2 * HD + 2 * H, S = H * AG_I_GENERIC_STATE;
     const int64_t chunks = ag_i_generic_chunks(t->part->lo, t->part->hi);
     if (!all)
-        all = ag_i_calloc(3 * n * D + 4 * n * HD + n * H + w * row + w * S + chunks * HD +
-                          2 * HD + (t->n_send + t->n_recv) * row + 1, sizeof(float), err,
-                          "rounds backward");
+        all = ag_i_calloc(6 * n * D + 2 * n * F + 4 * n * HD + n * H + w * row + w * S +
+                          chunks * HD + 2 * HD + (t->n_send + t->n_recv) * row + 1,
+                          sizeof(float), err, "rounds backward");
     if (!all)
         return NULL;
     b->dX = all, b->Xn = b->dX + n * D, b->dXn = b->Xn + n * D, b->dM = b->dXn + n * D;
@@ -541,6 +651,8 @@ static float *back_alloc(mpi_back_t *b, const ag_mpi_tape_t *t, float *all, ag_e
     b->part = b->statew + w * S, b->da_src = b->part + chunks * HD, b->da_dst = b->da_src + HD;
     b->sendbuf = b->da_dst + HD;
     b->recvbuf = b->sendbuf + t->n_send * row;
+    b->Hn = b->recvbuf + t->n_recv * row, b->dHn = b->Hn + n * D, b->dR = b->dHn + n * D;
+    b->A = b->dR + n * D, b->dA = b->A + n * F;
     return all;
 }
 
@@ -565,9 +677,10 @@ static void exchange_packed(const ag_mpi_tape_t *t, mpi_back_t *b, int64_t width
 /* Own destinations' Q, dM, lse and D rows to the owners of the sources they
    read, and the rows of the destinations that read own sources from theirs,
    into the windows (own rows copied in). */
-static void dest_exchange(const ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_t *b)
+static void dest_exchange(const ag_mpi_tape_t *t, const ag_weights_t *w, const mpi_acts_t *a,
+                          mpi_back_t *b)
 {
-    const int64_t HD = t->HD, H = t->H, row = 2 * HD + 2 * H, lo = t->part->lo;
+    const int64_t HD = w->H * w->d, H = w->H, row = 2 * HD + 2 * H, lo = t->part->lo;
     const int64_t dlo = t->bp.dlo;
     for (int64_t k = 0; k < t->n_send; k++) {
         const int64_t x = t->send_rows[k] - lo;
@@ -647,8 +760,8 @@ static int back_generic(ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_t *b,
                         const ag_weights_t *w, ag_weights_t *g, const ag_score_t *sc,
                         ag_error_t *err)
 {
-    const int64_t HD = t->HD, H = w->H, lo = t->part->lo, hi = t->part->hi;
-    const int64_t dlo = t->bp.dlo, wlo = t->halo.wlo, S = H * AG_I_GENERIC_STATE;
+    const int64_t HD = w->H * w->d, H = w->H, lo = t->part->lo, hi = t->part->hi;
+    const int64_t dlo = t->bp.dlo, wlo = t->wlo, S = H * AG_I_GENERIC_STATE;
     int rc = AG_OK;
     /* the edge bias in the view's slots, not in own ones */
     ag_score_t in_view = *sc;
@@ -658,14 +771,14 @@ static int back_generic(ag_mpi_tape_t *t, const mpi_acts_t *a, mpi_back_t *b,
     if (!(p->part && p->kernel == AG_I_KERNEL_GENERIC && ag_i_plan_fits(p, 1, &t->bp.view, H,
                                                                           w->d, sc) &&
           p->lo == lo && p->hi == hi && p->wlo == dlo && p->whi == t->bp.dhi && p->klo == wlo &&
-          p->khi == t->halo.whi)) {
+          p->khi == t->whi)) {
         ag_i_plan_free(&t->backward);
         rc = ag_i_plan_generic_part(&t->backward, &t->bp.view, H, w->d, sc, lo, hi, dlo,
-                                    t->bp.dhi, wlo, t->halo.whi, err);
+                                    t->bp.dhi, wlo, t->whi, err);
     }
     if ((rc = ag_mpi_agree(t->comm, rc, err)))
         return rc;
-    dest_exchange(t, a, b);   /* Q and dM of the destinations own sources reach */
+    dest_exchange(t, w, a, b);   /* Q and dM of the destinations own sources reach */
     const ag_attention_grads_t dqkv = {.dQ = b->dQ - lo * HD, .dK = b->dK - lo * HD,
                                        .dV = b->dV - lo * HD};
     const ag_i_bwd_t op = {&t->bp.view, b->Qw - dlo * HD, a->K - wlo * HD, a->V - wlo * HD,
@@ -705,10 +818,10 @@ static int attend_back_part(void *ctx, const ag_weights_t *w, ag_weights_t *g,
     float scale;
     if (!ag_i_plain_scale(sc, w->d, &scale))
         return back_generic(t, a, b, w, g, sc, err);
-    const int64_t HD = t->HD, H = w->H, lo = t->part->lo;
+    const int64_t HD = w->H * w->d, H = w->H, lo = t->part->lo;
     ag_i_backward_rowdots(b->Dd, b->dM, a->M, t->n, H, w->d);
-    dest_exchange(t, a, b);
-    const int64_t dlo = t->bp.dlo, wlo = t->halo.wlo;
+    dest_exchange(t, w, a, b);
+    const int64_t dlo = t->bp.dlo, wlo = t->wlo;
     const ag_attention_grads_t dqkv = {.dQ = b->dQ - lo * HD, .dK = b->dK - lo * HD,
                                        .dV = b->dV - lo * HD};
     const ag_i_bwd_t op = {&t->bp.view, b->Qw - dlo * HD, a->K - wlo * HD, a->V - wlo * HD,
@@ -725,7 +838,10 @@ static int backward_round(ag_mpi_tape_t *t, int r, ag_weights_t *grads, mpi_back
     const int k = t->n_layers == 1 ? 0 : r;
     const mpi_acts_t a = acts_of(t, r);
     const ag_i_round_back_t rb = {.X = a.X, .M = a.M, .dX = b->dX, .dM = b->dM, .dQ = b->dQ,
-                                  .dK = b->dK, .dV = b->dV, .Xn = b->Xn, .dXn = b->dXn};
+                                  .dK = b->dK, .dV = b->dV, .Xn = b->Xn, .dXn = b->dXn,
+                                  .Z = a.Z, .ffn_in = a.ffn_in, .U = a.U, .Hn = b->Hn,
+                                  .dHn = b->dHn, .A = b->A, .dA = b->dA, .R = a.R, .O = a.O,
+                                  .P = a.P, .ffn_sum = a.ffn_sum, .dR = b->dR};
     const part_back_t pb = {t, &a, b};
     return ag_i_round_backward(t->n, &t->layers[k], grads ? &grads[k] : NULL,
                                (ag_i_round_at_t){k, r, t->part->lo, 1, 0}, &t->opts, &rb, &t->red,
@@ -758,10 +874,12 @@ int ag_mpi_rounds_backward(ag_mpi_tape_t *t, const float *dY, float *dX0, ag_wei
     if (rc)
         return rc;
     grads_zero(t, grads);
-    memcpy(b.dX, dY, (size_t)(t->n * t->D) * sizeof *dY);
+    const int64_t D_in = t->layers[0].D;
+    const int64_t D_out = t->rounds ? ag_layer_width_out(round_layer(t, t->rounds - 1)) : D_in;
+    memcpy(b.dX, dY, (size_t)(t->n * D_out) * sizeof *dY);
     for (int r = t->rounds - 1; !rc && r >= 0; r--)
         rc = ag_mpi_agree(t->comm, backward_round(t, r, grads, &b, err), err);
     if (!rc && dX0)
-        memcpy(dX0, b.dX, (size_t)(t->n * t->D) * sizeof *dX0);
+        memcpy(dX0, b.dX, (size_t)(t->n * D_in) * sizeof *dX0);
     return rc;
 }

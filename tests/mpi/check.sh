@@ -340,10 +340,10 @@ refused "ring" run "$T/comm.edgelist" --partition metis --path ring
 refused "contiguous parts" train --pattern causal --features "$T/causal.1.npy" \
     --labels "$T/causal.1.npy" --partition metis
 refused "expected contiguous or metis" run "$T/comm.edgelist" --partition=spectral
-# a model file's layers of their own shapes run on one process (attngraph run, train)
-printf 'layer heads=2 dim=4 out=concat\nlayer heads=1 dim=3 out=mean\n' >"$T/model.txt"
-refused "the MPI layer runs layers of one shape" run --pattern causal --nodes 3000 \
-    --model "$T/model.txt"
+# edge features stay on one process (attngraph run, train)
+printf 'layer heads=2 dim=4 out=concat edges=yes\n' >"$T/edges.txt"
+refused "the MPI layer runs no edge features" run --pattern causal --nodes 3000 \
+    --model "$T/edges.txt" --edge-features "$T/edges.txt"
 # raw attention on given Q, K, V: each process's rows sent out by rank 0, the K and V
 # rows it reads exchanged; --out is M, as attngraph run's
 same raw "--pattern random:8,5+window:2 --nodes 2600 --q $T/score-cosine.1.npy \
@@ -540,6 +540,24 @@ train_same causal "--pattern causal $tc --epochs 2 --norm layer" 1 2 3
 # so every process count draws one process's
 train_same dropout "--pattern random:6 $tc --epochs 3 --norm layer --dropout 0.4 \
 --attn-dropout 0.5 --resid-dropout 0.3" 1 2 4
+# a model file's layers of their own shapes: widths that change, one projection, biases,
+# an activation, a feed-forward sublayer, post-norm, a gated skip, every dropout; then
+# run --weights on the saved model (its outputs, messages and classes)
+cat >"$T/shaped.txt" <<EOF
+norm layer
+dropout 0.1
+attn-dropout 0.2
+resid-dropout 0.2
+layer heads=2 dim=4 out=concat projection=one bias=yes act=elu
+layer heads=2 dim=4 out=8 qkv_bias=yes ffn=2 norm=post
+layer heads=1 dim=3 out=mean skip=gate bias=yes
+EOF
+sc="--features $T/tx.npy --labels $T/labels.npy --model $T/shaped.txt --seed 3"
+train_same shaped "--pattern random:6 --nodes 4100 $sc --epochs 3" 1 2 4
+same shaped-run "--pattern random:6 --nodes 4100 --features $T/tx.npy --weights $T/shaped.s1" \
+    "" 2 3
+fails "for one process" "$T/shaped.bad.csv" 2 run --pattern random:6 --nodes 4100 \
+    --features "$T/tx.npy" --weights "$T/shaped.s1" --trace "$T/shaped.bad.csv"
 # several connectivities: the same initial model under each, on their own parts; the log
 # (every connectivity's rows) and the curve of all, against one process's
 mc="--pattern window:40 --pattern random:8,5+window:2 $tc --epochs 2"

@@ -281,12 +281,13 @@ static int export_attention(const tracer_t *t, const inputs_t *in, out_file_t *o
 
 /* --predict: the final states gathered, the readout's classes written by rank 0. */
 static int predict_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,
-                            int64_t cols, const char *weights, const char *path, ag_error_t *err)
+                            int64_t cols, const char *weights, int readout, const char *path,
+                            ag_error_t *err)
 {
     float *all;
     int rc = gather_all_rows(comm, part, mine, cols, &all, err);
     if (!rc && part->rank == 0)
-        rc = write_predictions(path, weights, 1, all, part->n_nodes, cols, err);
+        rc = write_predictions(path, weights, readout, all, part->n_nodes, cols, err);
     free(all);
     return ag_mpi_agree(comm, rc, err);
 }
@@ -468,11 +469,26 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         lo.posenc = 0;   /* own_features placed the rows at their positions */
         rc = ag_mpi_agree(comm, inputs_load_part(&in, &lo, &x0, part.lo, part.n_nodes, NULL, &err), &err);
     }
-    float *M = NULL;
+    float *M = NULL, *Y = NULL;
     const int64_t n = part.hi - part.lo, HD = in.H * in.d;
     if (!rc && (o.messages || o.head_messages || in.raw) &&
         !(M = ag_i_alloc(n ? n * HD : 1, sizeof *M, &err, "messages")))
         rc = ag_i_alloc_status();
+    /* the states, in a buffer as wide as the widest round's (model files' layers) */
+    int64_t cols = in.raw ? HD : in.x0.cols;
+    if (!rc && !in.raw) {
+        const int64_t widest = ag_rounds_widest(in.layers, in.n_layers, (int)in.rounds);
+        if (in.rounds > 0)
+            cols = ag_layer_width_out(&in.layers[in.n_layers == 1 ? 0 : in.rounds - 1]);
+        if (!(Y = ag_i_alloc(n ? n * widest : 1, sizeof *Y, &err, "states")))
+            rc = ag_i_alloc_status();
+        else
+            memcpy(Y, in.x0.data, (size_t)(n * in.x0.cols) * sizeof *Y);
+    }
+    if (!rc && o.model.n_layers && (o.trace || o.until > 0 || o.save_rounds || o.n_attn))
+        rc = ag_i_fail(&err, AG_EINVAL, "%s: a model file's layers run here for --out, "
+                       "--messages and --predict; --trace, --until, --save-rounds and --attn "
+                       "are for one process (attngraph run)", o.model.path);
     rc = ag_mpi_agree(comm, rc, &err);
     ag_score_t score = in.score;
     score.edge_bias = bias;
@@ -504,8 +520,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
             rc = ag_mpi_gather_rows(comm, &part, in.k.data, HD, tr.K, 0, &err);
         tr.score = score, tr.kept = 1;
     } else if (!rc)
-        rc = ag_mpi_rounds_run(comm, &part, in.layers, in.n_layers, in.x0.data,
-                               (int)in.rounds, &ro, path, M, &st, &err);
+        rc = ag_mpi_rounds_run(comm, &part, in.layers, in.n_layers, Y, (int)in.rounds, &ro,
+                               path, M, &st, &err);
     if (tracing)
         rc = ag_mpi_agree(comm, rank == 0 ? tracer_close(&tr, rc) : rc, &err);
     if (!rc && trace_svg && rank == 0)
@@ -513,8 +529,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     if (!rc && tr.attn && rank == 0)
         rc = export_attention(&tr, &in, &outs[ATTN], o.n_attn, &err);
     rc = ag_mpi_agree(comm, rc, &err);
-    const float *y = in.raw ? M : in.x0.data;
-    const int64_t cols = in.raw ? HD : in.x0.cols;
+    const float *y = in.raw ? M : Y;
     ag_error_t where;
     if (!rc && ag_check_finite(in.raw ? "the messages" : "the output states", y, n, cols, &where))
         rc = ag_i_fail(&err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
@@ -527,8 +542,9 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     if (!rc && o.head_messages)
         rc = write_gathered(comm, &part, M, HD, outs[HEAD_MESSAGES].file.path, 1, in.H, &err);
     if (!rc && o.predict)
-        rc = predict_gathered(comm, &part, in.x0.data, in.x0.cols, o.weights,
-                              outs[PREDICT].file.path, &err);
+        rc = predict_gathered(comm, &part, Y, cols, o.weights,
+                              !o.model.n_layers || o.model.readout, outs[PREDICT].file.path,
+                              &err);
     if (!rc)
         rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(outs, N_OUTS, &err) : AG_OK, &err);
     if (!rc && !o.quiet)
@@ -545,7 +561,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
             out_abort(&outs[k]);
     }
     tracer_free(&tr);
-    free(M), free(bias);
+    free(M), free(Y), free(bias);
     ag_matrix_destroy(&x0);
     inputs_free(&in);
     ag_mpi_part_destroy(&part);

@@ -46,9 +46,9 @@ typedef struct {
     ag_mpi_reduce_t red_ctx;
     ag_mpi_stats_t stats;
     ag_mpi_tape_t *tape;       /* the rounds' tape, made by the first epoch */
-    folder_item_t items[9 * 64 + 3];
-    char names[9 * 64 + 2][64];
-    char model_args[1024];
+    folder_item_t items[AG_I_WEIGHT_ARRAYS * MODEL_MAX_LAYERS + 3];
+    char names[AG_I_WEIGHT_ARRAYS * MODEL_MAX_LAYERS + 2][64];
+    char model_args[8192];     /* model.args, or a model file's model.txt */
     int n_items;
     int64_t N;                 /* nodes (rows of --features) */
     outcome_t res[TRAIN_MAX_CONNS];
@@ -79,7 +79,7 @@ static int loss_on(mtrain_t *s, const uint8_t *mask, int grads, double *loss, in
 static int forward(mtrain_t *s, int step, ag_error_t *err)
 {
     model_t *m = &s->model;
-    memcpy(m->X, s->in.x0.data, (size_t)(m->N * m->D) * sizeof(float));
+    memcpy(m->X, s->in.x0.data, (size_t)(m->N * m->D_in) * sizeof(float));
     const ag_round_opts_t ro = model_round_opts(m, step);
     return m->rounds > 0 ? ag_mpi_rounds_forward(s->comm, &s->part, m->layers, m->n_layers, m->X,
                                                  m->rounds, &ro, &s->tape, &s->stats, err)
@@ -266,7 +266,7 @@ static int gather_rows(mtrain_t *s, const float *mine, int64_t per_row, float **
 }
 
 /* --save on rank 0: the model's arrays (the same on every process, but the
-   per-node matrices, gathered from all) and model.args. */
+   per-node matrices, gathered from all) and model.args (or model.txt). */
 static int save(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
 {
     model_t *m = &s->model;
@@ -288,11 +288,12 @@ static int save(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
                     if (s->items[x].f32 == mine[k])
                         s->items[x].f32 = whole[l][k], s->items[x].shape[0] = s->part.n_nodes;
                 }
-        if (model_args(s->model_args, sizeof s->model_args, &to->o, s->in.H, s->in.rounds) >=
+        const char *name;
+        if (model_text(s->model_args, sizeof s->model_args, to, &s->in, &name) >=
             sizeof s->model_args)
             rc = ag_i_fail(err, AG_EINVAL, "--save: the model's options are longer than %zu "
                            "bytes", sizeof s->model_args - 1);
-        s->items[s->n_items++] = (folder_item_t){.name = "model.args", .text = s->model_args};
+        s->items[s->n_items++] = (folder_item_t){.name = name, .text = s->model_args};
         if (!rc)
             rc = folder_write(to->save, "--save", s->items, s->n_items, err);
     }
