@@ -512,7 +512,7 @@ START_TEST(shaped_layers_refuse_impossible_shapes)
                          "3 wide");
     m.opts.edge_dim = 2;
     ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
-                         AG_EINVAL, "layer 1's additive score needs attn_edge");
+                         AG_EINVAL, "layer 1 has an additive score without attn_edge");
     m.w[0].wedge = NULL;
     ck_assert_fails_with(ag_rounds_forward(&nb, m.w, 2, X, 2, &m.opts, &tape, &err), err,
                          AG_EINVAL, "layer 1 has edge_dim 2, no wedge");

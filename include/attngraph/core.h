@@ -627,7 +627,10 @@ typedef struct {
     float *X_prev;        /* [N, D] the states before the round (for callbacks) */
     float *entropy, *max_weight;   /* [N, H] the round's attention figures (figures) */
     float *distance;               /* [N, H] (figures == 2) */
-} ag_workspace_t;         /* Xn, X_prev and the figures are made by ag_rounds_run when needed */
+    float *edge_terms;    /* [E, H*d] and [E, H]: the last round's edge-feature terms of its
+                             score (layers with wedge), which the round's score points to */
+} ag_workspace_t;         /* Xn, X_prev, the figures and the edge terms are made by
+                             ag_rounds_run when needed */
 
 int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_error_t *err);
 void ag_workspace_destroy(ag_workspace_t *ws);
@@ -744,6 +747,21 @@ void ag_posenc_sinusoidal(float *X, int64_t N, int64_t D);
 /* n standard-normal floats from (seed, stream): the same for the same pair. */
 void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale);
 
+/*
+ * A language model's input: X [n, D] row i = wte[ids[i]] + wpe[pos[i]] (wte
+ * [V, D] token embeddings; wpe [T, D] learned positions, or NULL: none, pos
+ * then unread). Refuses a token outside 0..V-1 or a position outside 0..T-1,
+ * naming the row.
+ */
+int ag_embed(float *X, const int64_t *ids, const int64_t *pos, int64_t n, const float *wte,
+             int64_t V, const float *wpe, int64_t T, int64_t D, ag_error_t *err);
+/* Its backward: dwte[v] += the rows of dX whose token is v, dwpe[t] += those
+   at position t (each may be NULL), summed in row order: bitwise the same for
+   any thread count. */
+int ag_embed_backward(float *dwte, float *dwpe, const float *dX, const int64_t *ids,
+                      const int64_t *pos, int64_t n, int64_t V, int64_t T, int64_t D,
+                      ag_error_t *err);
+
 /* ---------------------------------------------------------------- training */
 
 /*
@@ -822,6 +840,60 @@ int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const float *Wr,
                           float *dbr, int64_t *correct, int64_t *counted, int64_t *pred,
                           ag_error_t *err);
 
+/* ---------------------------------------------------------------- language models */
+
+/*
+ * A GPT (nanoGPT's): token embeddings wte [V, D] and learned positions wpe
+ * [T, D]; L blocks, each a pre-LayerNorm causal self-attention layer (H heads
+ * of D/H, wq wk wv [D, D], output wo [D, D], a residual) and a pre-LayerNorm
+ * feed-forward sublayer (w1 [4D, D], GELU, w2 [D, 4D], a residual): layers of
+ * ag_weights_t run by the rounds under the options' LayerNorm; a final
+ * LayerNorm lnf; the head tied to wte (logits = LN(X) wte^T). With bias, every
+ * linear map and LayerNorm has its bias (nanoGPT's bias=True); without, none.
+ * The sequences' graph is the caller's: B sequences of T tokens as one graph
+ * (the pattern docs:T,T,... or any pattern within each, such as
+ * docs:T,T&window:8), so a batch is one call of the kernels.
+ */
+typedef struct {
+    int64_t V, T, D, L, H;       /* vocabulary, block size, width, layers, heads */
+    int bias;
+    float *wte, *wpe;            /* [V, D], [T, D] */
+    ag_weights_t *layers;        /* [L] */
+    float *lnf_weight, *lnf_bias;   /* [D], [D] (bias: NULL without) */
+} ag_lm_t;
+
+/* GPT-2's initialisation from seed: every matrix and embedding normal(0, 0.02),
+   the residual branches' output projections (wo, w2) 0.02/sqrt(2L); biases 0,
+   LayerNorm 1. D must be a multiple of H. */
+int ag_lm_init(ag_lm_t *m, int64_t V, int64_t T, int64_t D, int64_t L, int64_t H, int bias,
+               uint64_t seed, ag_error_t *err);
+/* Zeroed arrays shaped like m's (a model's gradients). */
+int ag_lm_grads_init(ag_lm_t *g, const ag_lm_t *m, ag_error_t *err);
+void ag_lm_destroy(ag_lm_t *m);
+
+/* Training-time options of ag_lm_loss: dropout p (nanoGPT's: on the embeddings'
+   sum, the attention weights and both residual branches; 0: none), its masks
+   hashed from seed (give each step its own). */
+typedef struct {
+    float dropout;
+    uint64_t seed;
+} ag_lm_opts_t;
+
+/*
+ * The mean next-token cross-entropy of B*N tokens: ids [n] (n = nb's nodes)
+ * the inputs, node i at position pos[i] (< T), targets [n] the next tokens
+ * (-1: not counted). With grads (from ag_lm_grads_init; overwritten) its
+ * gradients too, and opts' dropout (NULL: none; without grads it is not
+ * applied). nb is transposed for the backward if it is not yet. Bitwise the
+ * same for any thread count.
+ */
+int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
+               const int64_t *targets, const ag_lm_opts_t *opts, double *loss, ag_lm_t *grads,
+               ag_error_t *err);
+/* logits [n, V] of every node (inference). */
+int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
+                 float *logits, ag_error_t *err);
+
 typedef enum { AG_OPT_ADAM = 0, AG_OPT_ADAMW, AG_OPT_SGD } ag_optimizer_kind_t;
 
 typedef struct {
@@ -849,6 +921,19 @@ int ag_optimizer_init(ag_optimizer_t **opt, const ag_optimizer_opts_t *o, ag_err
    (both stay the caller's and must stay alive). */
 int ag_optimizer_add(ag_optimizer_t *opt, float *param, const float *grad, int64_t n,
                      ag_error_t *err);
+/* The same with flags: AG_OPT_NO_DECAY leaves it out of the weight decay (as
+   GPT trainers leave biases, LayerNorm and gains: nanoGPT decays the arrays
+   of two or more dimensions only). */
+#define AG_OPT_NO_DECAY 1u
+int ag_optimizer_add_ex(ag_optimizer_t *opt, float *param, const float *grad, int64_t n,
+                        unsigned flags, ag_error_t *err);
+/* The learning rate of the next steps (a schedule's: warmup, cosine decay).
+   Refuses a value that is not finite and > 0. */
+int ag_optimizer_set_lr(ag_optimizer_t *opt, float lr, ag_error_t *err);
+/* Adds every array of a language model m with its gradient in g, in nanoGPT's
+   groups: arrays of two or more dimensions (matrices, embeddings) decay,
+   biases and LayerNorm gains do not. */
+int ag_lm_optimizer_add(ag_optimizer_t *opt, ag_lm_t *m, const ag_lm_t *g, ag_error_t *err);
 /* One step over every parameter added, in the order added. *grad_norm (may be
    NULL) gets the global L2 norm of the gradients before clipping. Bitwise the
    same for any thread count. */

@@ -104,7 +104,7 @@ class ag_weights_t(C.Structure):
 class ag_workspace_t(C.Structure):
     _fields_ = [("N", i64), ("HD", i64), ("D", i64), ("Q", ptr), ("K", ptr), ("V", ptr),
                 ("M", ptr), ("Xn", ptr), ("X_prev", ptr), ("entropy", ptr),
-                ("max_weight", ptr), ("distance", ptr)]
+                ("max_weight", ptr), ("distance", ptr), ("edge_terms", ptr)]
 
 
 class ag_round_t(C.Structure):

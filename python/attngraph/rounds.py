@@ -42,6 +42,13 @@ def _round_opts(graph, layers, score, score_kw, residual, norm, ln_eps, edge_fea
         if e.ndim != 2 or e.shape[0] != graph.E:
             raise Error("edge_features has shape %s; expected [%d, F] (one row per edge, in "
                         "the graph's edge order)" % (list(e.shape), graph.E), "invalid value")
+        if not any(w.wedge is not None for w in layers):
+            raise Error("edge_features given, and no layer reads them (a layer's wedge "
+                        "projects them)", "invalid value")
+        bad = np.argwhere(~np.isfinite(e))
+        if len(bad):
+            raise Error("edge_features: row %d, column %d is %s; expected finite values"
+                        % (bad[0][0], bad[0][1], e[tuple(bad[0])]), "invalid value")
         e = np.ascontiguousarray(graph.to_slots(e), np.float32)
         opts.edge_features, opts.edge_dim = e.ctypes.data, e.shape[1]
         keep = (keep, e)

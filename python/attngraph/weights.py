@@ -102,6 +102,9 @@ class Weights:
         d = HD // H
         if (self.wk is None) != (self.wv is None):
             raise Error("wk and wv go together (both None: one projection)", "invalid value")
+        if self.wskip is not None and self.residual:
+            raise Error("a layer with a skip projection (wskip) adds no residual: the skip is "
+                        "its residual; give residual=False", "invalid value")
         if self.wo is not None and (self.wo.ndim != 2 or self.wo.shape[1] != HD):
             raise Error("wo has shape %s; expected [width, %d]" % (list(self.wo.shape), HD),
                         "invalid value")
@@ -374,6 +377,7 @@ def load_model(folder):
                                   _keeps_width(spec, arrays)),
                               post_norm=spec.get("norm") == "post",
                               ff_act=spec.get("ffn_act", "gelu") if ffn else "gelu", **arrays))
+    opts.setdefault("self_loops", "keep")   # the graph's loops as they are
     readout = opts.pop("readout")
     opts["readout"] = None
     if readout != "none":   # linear, the default

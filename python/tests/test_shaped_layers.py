@@ -317,12 +317,13 @@ def test_edge_features_from_the_command_line(tmp_path, rng):
         feats = np.vstack([feats, feats[:real][g.dst[:real] == i].mean(0)])
     y = ag.rounds(g, x, layers, rounds=2, norm=opts["norm"], edge_features=feats)
     np.testing.assert_allclose(y, first, rtol=1e-6, atol=1e-6)
-    # refused, naming what is wrong: exit 1 for the inputs, 2 for the options
+    # refused, naming what is wrong: exit 2 for the options and the model file, 1 for the
+    # inputs
     run = ("run", tmp_path / "g.gml", "--features", tmp_path / "x.npy", "--out",
            tmp_path / "no.npy", "--quiet")
     np.save(tmp_path / "short.npy", rows[:3])
     for extra, status, message in [
-            ((), 1, "line 5: edges=yes, and no --edge-features given"),
+            ((), 2, "line 5: edges=yes, and no --edge-features given"),
             (("--edge-features", tmp_path / "short.npy"), 1,
              "has 3 rows; .* has 7 edges .one row an edge, in the graph's edge order"),
             (("--edge-features", "w,nope"), 1, "edge attribute 'nope' is not in the graph"),
@@ -334,7 +335,15 @@ def test_edge_features_from_the_command_line(tmp_path, rng):
     assert r.returncode == 2 and "give --model FILE" in r.stderr
     (tmp_path / "plain.txt").write_text("layer heads=1 dim=5\n")
     r = cli(*run, "--model", tmp_path / "plain.txt", "--edge-features", "w", check=False)
-    assert r.returncode == 1 and "no layer of" in r.stderr and "reads them" in r.stderr
+    assert r.returncode == 2 and "no layer of" in r.stderr and "reads them" in r.stderr
+    np.save(tmp_path / "empty.npy", np.zeros((7, 0), np.float32))
+    r = cli(*run, "--weights", tmp_path / "saved", "--edge-features", tmp_path / "empty.npy",
+            check=False)
+    assert r.returncode == 1 and "is [7, 0]; expected [edges, F] with F >= 1" in r.stderr
+    # the report after the rounds reads the last round's edge terms (kept in the workspace)
+    r = cli(*run[:-1], "--weights", tmp_path / "saved", "--edge-features", "w,z", "--attn",
+            tmp_path / "a.npy", "--threads", 1)
+    assert r.returncode == 0 and np.load(tmp_path / "a.npy").shape[0] > 0
     for line, message in [("layer heads=1 dim=5 norm=post", "norm=post, and the model has no "
                            "norm"),
                           ("layer heads=1 dim=5 skip=gate residual=yes", "the skip is the "
@@ -342,7 +351,7 @@ def test_edge_features_from_the_command_line(tmp_path, rng):
                           ("layer heads=1 dim=5 skip=maybe", "skip=maybe; expected no, sum")]:
         (tmp_path / "bad.txt").write_text(line + "\n")
         r = cli(*run, "--model", tmp_path / "bad.txt", check=False)
-        assert r.returncode in (1, 2) and message in r.stderr, r.stderr
+        assert r.returncode == 2 and message in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("beta", [True, False])

@@ -126,6 +126,7 @@ extern const struct option input_options[];
     "  --edge-features E.npy|ATTR,ATTR   run, train: edge features [edges, F] in the\n"   \
     "                      graph's edge order, or a graph file's numeric edge\n"          \
     "                      attributes; read by a model file's edges=yes layers\n"         \
+    "                      (one process: attngraph-mpi refuses them)\n"                    \
     "  --head-dim d        head width for random weights (default D/H)\n"                   \
     "  --per-node-weights  random weights: each node its own Wq, Wk, Wv\n"                  \
     "  --rounds R          message rounds (default 1, or one per round-N/ folder)\n"        \

@@ -95,7 +95,10 @@ static int from_npy(ag_matrix_t *F, unsigned char *added, const source_t *s, con
         edges = msgs[k].edge_id >= edges ? msgs[k].edge_id + 1 : edges;
     if (s->have_graph)
         edges = (int64_t)igraph_ecount(&s->graph);
-    if (rows.rows != edges)
+    if (rows.cols < 1)
+        rc = ag_i_fail(err, AG_EINVAL, "--edge-features %s is [%lld, 0]; expected [edges, F] "
+                       "with F >= 1", path, (long long)rows.rows);
+    else if (rows.rows != edges)
         rc = ag_i_fail(err, AG_EINVAL, "--edge-features %s has %lld row%s; %s has %lld edge%s "
                        "(one row an edge, in the graph's edge order)", path,
                        (long long)rows.rows, AG_PLURAL(rows.rows), s->desc, (long long)edges,

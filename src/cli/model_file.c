@@ -288,6 +288,24 @@ int model_file_read(run_opts_t *o, const char *path, const char *cmd)
     fclose(f);
     if (!rc && m->n_layers == 0)
         rc = FILE_ERROR("%s: no layer line (layer heads=H dim=d ...)", path);
+    int reads_edges = 0;
+    for (int l = 0; !rc && l < m->n_layers; l++) {   /* what the options decide */
+        const layer_spec_t *L = &m->layers[l];
+        reads_edges |= L->edges;
+        if (L->post_norm && o->norm != AG_NORM_LAYER)
+            rc = FILE_ERROR("%s line %d: norm=post, and the model has no norm; give the file "
+                            "`norm layer`", path, L->line);
+        else if (L->edges && strcmp(cli_program, "attngraph") != 0)
+            rc = FILE_ERROR("%s line %d: edges=yes: the MPI layer runs no edge features (a "
+                            "process's part holds no per-message terms); run it on one process "
+                            "(attngraph %s)", path, L->line, cmd);
+        else if (L->edges && !o->edge_features)
+            rc = FILE_ERROR("%s line %d: edges=yes, and no --edge-features given", path,
+                            L->line);
+    }
+    if (!rc && o->edge_features && !reads_edges)
+        rc = FILE_ERROR("--edge-features %s given, and no layer of %s reads them; give a layer "
+                        "edges=yes", o->edge_features, path);
     if (rc)
         return rc;
     o->heads = m->layers[0].heads, o->rounds = m->n_layers;
@@ -358,21 +376,7 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, int
                       ag_error_t *err)
 {
     const model_spec_t *m = &o->model;
-    int rc = model_layers_check(m, D, 0, err);
-    int reads_edges = 0;
-    for (int l = 0; l < m->n_layers && !rc; l++) {
-        const layer_spec_t *L = &m->layers[l];
-        reads_edges |= L->edges;
-        if (L->post_norm && o->norm != AG_NORM_LAYER)
-            rc = ag_i_fail(err, AG_EINVAL, "%s line %d: norm=post, and the model has no norm; "
-                           "give the file `norm layer`", m->path, L->line);
-        else if (L->edges && !edge_dim)
-            rc = ag_i_fail(err, AG_EINVAL, "%s line %d: edges=yes, and no --edge-features "
-                           "given", m->path, L->line);
-    }
-    if (!rc && edge_dim && !reads_edges)
-        rc = ag_i_fail(err, AG_EINVAL, "--edge-features given, and no layer of %s reads them; "
-                       "give a layer edges=yes", m->path);
+    int rc = model_layers_check(m, D, 0, err);   /* (the options' checks: model_file_read) */
     if (rc)
         return rc;
     ag_weights_t *ws = ag_i_calloc(m->n_layers, sizeof *ws, err, "weights");

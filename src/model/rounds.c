@@ -17,7 +17,7 @@ void ag_workspace_destroy(ag_workspace_t *ws)
     if (!ws)
         return;
     free(ws->Q), free(ws->K), free(ws->V), free(ws->M), free(ws->Xn), free(ws->X_prev);
-    free(ws->entropy), free(ws->max_weight), free(ws->distance);
+    free(ws->entropy), free(ws->max_weight), free(ws->distance), free(ws->edge_terms);
     memset(ws, 0, sizeof *ws);
 }
 
@@ -99,9 +99,11 @@ static int layer_check(const ag_weights_t *w, int k, const ag_round_opts_t *o, a
             return ag_i_fail(err, AG_EINVAL, "rounds: layer %d reads edge features of width "
                              "%lld; the options' are %lld wide", k + 1, (long long)w->edge_dim,
                              (long long)o->edge_dim);
-        if (kind == AG_SCORE_ADDITIVE && !w->attn_edge)
-            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d's additive score needs attn_edge "
-                             "[H, d] for its edge features", k + 1);
+        if ((kind == AG_SCORE_ADDITIVE) != (w->attn_edge != NULL))
+            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d %s; attn_edge [H, d] is the "
+                             "additive score's term of the edge features, and only its", k + 1,
+                             w->attn_edge ? "has attn_edge under another score"
+                                          : "has an additive score without attn_edge");
         if (sc && (sc->edge_pre || sc->edge_key || sc->edge_value))
             return ag_i_fail(err, AG_EINVAL, "rounds: layer %d projects edge features, and the "
                              "options' score has edge terms of its own; expected one or the "
@@ -279,9 +281,12 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
     float *Hn = F && layer_norm ? ag_i_alloc(N * D, sizeof(float), err, "rounds") : NULL;
     float *U = F ? ag_i_alloc(N * F, sizeof(float), err, "rounds") : NULL;
     float *R = skip ? ag_i_alloc(N * D, sizeof(float), err, "rounds") : NULL;
-    float *Pe = edges ? ag_i_alloc(E * HD + E * H, sizeof(float), err, "rounds") : NULL;
+    /* kept in ws: the last round's score (the callbacks', the caller's reports) reads them */
+    free(ws->edge_terms);
+    float *Pe = ws->edge_terms = edges ? ag_i_alloc(E * HD + E * H, sizeof(float), err,
+                                                    "workspace") : NULL;
     if ((F && (!U || (layer_norm && !Hn))) || (skip && !R) || (edges && !Pe)) {
-        free(Hn), free(U), free(R), free(Pe);
+        free(Hn), free(U), free(R);
         return ag_i_alloc_status();
     }
     const ag_i_round_bufs_t rb = {.Xn = ws->Xn, .Q = ws->Q, .K = ws->K, .V = ws->V, .M = ws->M,
@@ -314,7 +319,7 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         }
     }
     ag_i_plan_free(&plan);
-    free(Hn), free(U), free(R), free(Pe);
+    free(Hn), free(U), free(R);
     return rc;
 }
 

@@ -306,7 +306,8 @@ int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm
                          "all >= 1", (long long)w->D, (long long)w->H, (long long)w->d);
     g->D = w->D, g->H = w->H, g->d = w->d, g->per_node = w->per_node;
     g->D_out = w->D_out, g->mean_heads = w->mean_heads, g->F = w->F;
-    g->post_norm = w->post_norm, g->edge_dim = w->edge_dim;
+    g->post_norm = w->post_norm, g->edge_dim = w->edge_dim, g->no_residual = w->no_residual;
+    g->act = w->act, g->ff_act = w->ff_act;   /* the layer the gradients are of */
     /* wq always, LayerNorm's when asked (the sublayer's with one), the rest where w
        has them; in order, so that wo is there before the widths that read it */
     float **has_of[N_MATS];

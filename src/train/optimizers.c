@@ -23,6 +23,7 @@ typedef struct {
     int64_t n;
     float *m, *v;             /* momentum or Adam's first moment; Adam's second */
     int64_t per_row;          /* split among processes: rows of this many elements; 0: not */
+    int no_decay;             /* AG_OPT_NO_DECAY: no weight decay on it */
 } param_t;
 
 struct ag_optimizer {
@@ -91,6 +92,24 @@ void ag_optimizer_free(ag_optimizer_t *opt)
 int ag_optimizer_add(ag_optimizer_t *opt, float *param, const float *grad, int64_t n,
                      ag_error_t *err)
 {
+    return ag_optimizer_add_ex(opt, param, grad, n, 0, err);
+}
+
+int ag_optimizer_set_lr(ag_optimizer_t *opt, float lr, ag_error_t *err)
+{
+    if (!opt || !(lr > 0) || !isfinite(lr))
+        return ag_i_fail(err, AG_EINVAL, "optimizer: learning rate %g; expected a finite value > 0",
+                         lr);
+    opt->o.lr = lr;
+    return AG_OK;
+}
+
+int ag_optimizer_add_ex(ag_optimizer_t *opt, float *param, const float *grad, int64_t n,
+                        unsigned flags, ag_error_t *err)
+{
+    if (flags & ~AG_OPT_NO_DECAY)
+        return ag_i_fail(err, AG_EINVAL, "optimizer: flags %#x; expected AG_OPT_NO_DECAY or 0",
+                         flags);
     if (!opt || !param || !grad || n <= 0)
         return ag_i_fail(err, AG_EINVAL, "optimizer: parameter %d: %s of %lld floats; expected an "
                          "array, its gradient and n >= 1", opt ? opt->n_params + 1 : 0,
@@ -105,7 +124,7 @@ int ag_optimizer_add(ag_optimizer_t *opt, float *param, const float *grad, int64
         free(opt->params);
         opt->params = grown, opt->cap = cap;
     }
-    param_t p = {param, grad, n, NULL, NULL, 0};
+    param_t p = {param, grad, n, NULL, NULL, 0, (flags & AG_OPT_NO_DECAY) != 0};
     const int adam = opt->o.kind != AG_OPT_SGD;
     if ((adam || opt->o.momentum > 0) &&
         !(p.m = ag_i_calloc(n, sizeof(float), err, "optimizer state")))
@@ -160,7 +179,7 @@ static int grad_norm(const ag_optimizer_t *opt, const ag_i_reducer_t *r, double 
 
 static void step_sgd(const ag_optimizer_opts_t *o, const param_t *p, double scale)
 {
-    const double lr = o->lr, wd = o->weight_decay, mu = o->momentum;
+    const double lr = o->lr, wd = p->no_decay ? 0.0 : o->weight_decay, mu = o->momentum;
 #pragma omp parallel for if (p->n * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < p->n; x++) {
         double g = scale * p->g[x] + wd * p->p[x];
@@ -174,7 +193,8 @@ static void step_sgd(const ag_optimizer_opts_t *o, const param_t *p, double scal
 
 static void step_adam(const ag_optimizer_opts_t *o, const param_t *p, double scale, int64_t t)
 {
-    const double lr = o->lr, wd = o->weight_decay, b1 = o->beta1, b2 = o->beta2, eps = o->eps;
+    const double lr = o->lr, wd = p->no_decay ? 0.0 : o->weight_decay, b1 = o->beta1;
+    const double b2 = o->beta2, eps = o->eps;
     const double c1 = 1 - pow(b1, (double)t), c2 = 1 - pow(b2, (double)t);
     const int decoupled = o->kind == AG_OPT_ADAMW;
 #pragma omp parallel for if (p->n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)

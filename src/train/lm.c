@@ -1,0 +1,254 @@
+/*
+ * A GPT as the rounds run it: embeddings (model/embedding.c), L layers of
+ * ag_weights_t (pre-LayerNorm attention with wo and a residual, then a
+ * pre-LayerNorm feed-forward sublayer of width 4D with GELU), a final
+ * LayerNorm and the head tied to the token embeddings: the next-token
+ * cross-entropy is ag_loss_cross_entropy with wte as its readout. Nothing
+ * here is a kernel of its own; the batch is one graph.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "train/train.h"
+
+void ag_lm_destroy(ag_lm_t *m)
+{
+    if (!m)
+        return;
+    for (int64_t l = 0; m->layers && l < m->L; l++)
+        ag_weights_destroy(&m->layers[l]);
+    free(m->layers), free(m->wte), free(m->wpe), free(m->lnf_weight), free(m->lnf_bias);
+    memset(m, 0, sizeof *m);
+}
+
+/* A new array of n floats: normal(0, scale) from (seed, stream), or `fill`
+   (scale 0). */
+static float *array(int64_t n, uint64_t seed, uint64_t stream, float scale, float fill,
+                    ag_error_t *err)
+{
+    float *p = ag_i_alloc(n, sizeof *p, err, "language model");
+    if (p && scale > 0)
+        ag_random_normal(p, n, seed, stream, scale);
+    for (int64_t x = 0; p && scale == 0 && x < n; x++)
+        p[x] = fill;
+    return p;
+}
+
+/* Array k of layer w (ag_i_weights_arrays's order) has a place in a GPT block
+   with or without biases. */
+static int block_has(int k, int bias)
+{
+    switch (k) {
+    case 0: case 1: case 2: case 3: case 4: case 10: case 12: case 14:   /* matrices, gains */
+        return 1;
+    case 5: case 9: case 11: case 13: case 15: case 16: case 17: case 18:   /* biases */
+        return bias;
+    default:
+        return 0;
+    }
+}
+
+/* Makes m's arrays (shapes from m's sizes): from seed, or zeroed (seed 0 and
+   zero: gradients). */
+static int make(ag_lm_t *m, int zero, uint64_t seed, ag_error_t *err)
+{
+    const int64_t V = m->V, T = m->T, D = m->D, L = m->L, H = m->H;
+    const float std = zero ? 0.0f : 0.02f;
+    const float proj = zero ? 0.0f : 0.02f / sqrtf(2.0f * (float)L);   /* GPT-2's c_proj */
+    const float one = zero ? 0.0f : 1.0f;
+    m->wte = array(V * D, seed, 1, std, 0, err);
+    m->wpe = array(T * D, seed, 2, std, 0, err);
+    m->lnf_weight = array(D, seed, 0, 0, one, err);
+    m->lnf_bias = m->bias ? array(D, seed, 0, 0, 0, err) : NULL;
+    m->layers = ag_i_calloc(L, sizeof *m->layers, err, "language model");
+    if (!m->wte || !m->wpe || !m->lnf_weight || (m->bias && !m->lnf_bias) || !m->layers)
+        return ag_i_alloc_status();
+    for (int64_t l = 0; l < L; l++) {
+        ag_weights_t *w = &m->layers[l];
+        *w = (ag_weights_t){.D = D, .H = H, .d = D / H, .D_out = D, .F = 4 * D,
+                            .ff_act = AG_ACT_GELU};
+        float **arrays[AG_I_WEIGHT_ARRAYS];
+        int64_t sizes[AG_I_WEIGHT_ARRAYS];
+        for (int k = 0; k < AG_I_WEIGHT_ARRAYS; k++) {
+            if (!block_has(k, m->bias))
+                continue;
+            ag_i_weights_arrays(w, arrays, sizes);   /* wo (3) before the widths that read it */
+            const int gain = k == 4 || k == 14, residual_out = k == 3 || k == 12;
+            const int matrix = k <= 3 || k == 10 || k == 12;
+            const uint64_t stream = 16 + 32 * (uint64_t)l + (uint64_t)k;
+            if (!(*arrays[k] = array(sizes[k], seed, stream,
+                                     matrix ? (residual_out ? proj : std) : 0.0f,
+                                     gain ? one : 0.0f, err)))
+                return ag_i_alloc_status();
+        }
+    }
+    return AG_OK;
+}
+
+static int shape_check(int64_t V, int64_t T, int64_t D, int64_t L, int64_t H, ag_error_t *err)
+{
+    if (V < 1 || T < 1 || D < 1 || L < 1 || H < 1 || D % H)
+        return ag_i_fail(err, AG_EINVAL, "language model: vocabulary %lld, block %lld, width "
+                         "%lld, %lld layers of %lld heads; expected sizes >= 1 and the width a "
+                         "multiple of the heads", (long long)V, (long long)T, (long long)D,
+                         (long long)L, (long long)H);
+    if (V > INT32_MAX || T > INT32_MAX || 4 * D > INT32_MAX || L > 1 << 16)
+        return ag_i_fail(err, AG_ELIMIT, "language model: sizes beyond 2^31 are not supported");
+    return AG_OK;
+}
+
+int ag_lm_init(ag_lm_t *m, int64_t V, int64_t T, int64_t D, int64_t L, int64_t H, int bias,
+               uint64_t seed, ag_error_t *err)
+{
+    memset(m, 0, sizeof *m);
+    int rc = shape_check(V, T, D, L, H, err);
+    if (rc)
+        return rc;
+    *m = (ag_lm_t){.V = V, .T = T, .D = D, .L = L, .H = H, .bias = bias != 0};
+    if ((rc = make(m, 0, seed, err)))
+        ag_lm_destroy(m);
+    return rc;
+}
+
+int ag_lm_grads_init(ag_lm_t *g, const ag_lm_t *m, ag_error_t *err)
+{
+    memset(g, 0, sizeof *g);
+    int rc = shape_check(m->V, m->T, m->D, m->L, m->H, err);
+    if (rc)
+        return rc;
+    *g = (ag_lm_t){.V = m->V, .T = m->T, .D = m->D, .L = m->L, .H = m->H, .bias = m->bias};
+    if ((rc = make(g, 1, 0, err)))
+        ag_lm_destroy(g);
+    return rc;
+}
+
+/* The rounds' options of a GPT's blocks: pre-LayerNorm, scaled-dot, residuals;
+   with training dropout, nanoGPT's on attention weights and residual branches. */
+static ag_round_opts_t block_opts(const ag_lm_opts_t *o)
+{
+    ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
+    ro.norm = AG_NORM_LAYER;
+    if (o && o->dropout > 0)
+        ro.attn_dropout = ro.resid_dropout = o->dropout, ro.dropout_seed = rng_seed(o->seed, 2);
+    return ro;
+}
+
+static int check_call(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids,
+                      const int64_t *pos, ag_error_t *err)
+{
+    if (!m || !m->wte || !nb || !ids || !pos)
+        return ag_i_fail(err, AG_EINVAL, "language model: a model, a graph, ids and positions "
+                         "are required");
+    return AG_OK;
+}
+
+int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
+                 float *logits, ag_error_t *err)
+{
+    int rc = check_call(m, nb, ids, pos, err);
+    if (rc)
+        return rc;
+    const int64_t n = nb->n_nodes, D = m->D, V = m->V;
+    float *X = ag_i_alloc(n * D, sizeof *X, err, "language model");
+    ag_workspace_t ws;
+    memset(&ws, 0, sizeof ws);
+    if (!X)
+        return ag_i_alloc_status();
+    const ag_round_opts_t ro = block_opts(NULL);
+    if (!(rc = ag_embed(X, ids, pos, n, m->wte, V, m->wpe, m->T, D, err)) &&
+        !(rc = ag_workspace_init(&ws, n, D, D, err)) &&
+        !(rc = ag_rounds_run(nb, m->layers, (int)m->L, X, (int)m->L, &ro, &ws, NULL, err))) {
+        ag_layer_norm(X, X, n, D, m->lnf_weight, m->lnf_bias, ro.ln_eps);
+        ag_i_gemm_xwt(logits, X, m->wte, n, D, V, 0.0f);
+    }
+    ag_workspace_destroy(&ws);
+    free(X);
+    return rc;
+}
+
+int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
+               const int64_t *targets, const ag_lm_opts_t *opts, double *loss, ag_lm_t *grads,
+               ag_error_t *err)
+{
+    int rc = check_call(m, nb, ids, pos, err);
+    if (!rc && !targets)
+        rc = ag_i_fail(err, AG_EINVAL, "language model: no targets");
+    if (!rc && opts && !(opts->dropout >= 0 && opts->dropout < 1))
+        rc = ag_i_fail(err, AG_EINVAL, "language model: dropout %g; expected a probability in "
+                       "[0, 1)", opts->dropout);
+    if (!rc && grads && (grads->V != m->V || grads->T != m->T || grads->D != m->D ||
+                         grads->L != m->L || grads->bias != m->bias))
+        rc = ag_i_fail(err, AG_EINVAL, "language model: gradients of another shape");
+    if (rc)
+        return rc;
+    const int64_t n = nb->n_nodes, D = m->D, V = m->V;
+    const int train = grads != NULL;
+    const ag_round_opts_t ro = block_opts(train ? opts : NULL);
+    float *X = ag_i_alloc(3 * n * D, sizeof *X, err, "language model");
+    if (!X)
+        return ag_i_alloc_status();
+    float *Y = X + n * D, *dY = Y + n * D;   /* the final LayerNorm's input's copy, dY */
+    ag_tape_t *tape = NULL;
+    ag_workspace_t ws;
+    memset(&ws, 0, sizeof ws);
+    rc = ag_embed(X, ids, pos, n, m->wte, V, m->wpe, m->T, D, err);
+    const float p = train && opts ? opts->dropout : 0.0f;
+    if (!rc && p > 0)   /* nanoGPT's dropout on the embeddings' sum */
+        rc = ag_dropout(X, X, 0, n, D, p, rng_seed(opts->seed, 1), err);
+    if (!rc && train)
+        rc = ag_rounds_forward(nb, m->layers, (int)m->L, X, (int)m->L, &ro, &tape, err);
+    else if (!rc && !(rc = ag_workspace_init(&ws, n, D, D, err)))
+        rc = ag_rounds_run(nb, m->layers, (int)m->L, X, (int)m->L, &ro, &ws, NULL, err);
+    if (!rc) {   /* the final LayerNorm (its input kept in X), the tied head and the loss */
+        ag_layer_norm(Y, X, n, D, m->lnf_weight, m->lnf_bias, ro.ln_eps);
+        rc = ag_loss_cross_entropy(Y, n, D, m->wte, NULL, V, targets, NULL, loss,
+                                   train ? dY : NULL, train ? grads->wte : NULL, NULL, NULL,
+                                   NULL, NULL, err);
+    }
+    if (!rc && train) {
+        memset(grads->lnf_weight, 0, (size_t)D * sizeof(float));
+        if (grads->lnf_bias)
+            memset(grads->lnf_bias, 0, (size_t)D * sizeof(float));
+        memset(Y, 0, (size_t)(n * D) * sizeof *Y);   /* dX of the blocks' output */
+        rc = ag_i_layer_norm_backward(Y, grads->lnf_weight, grads->lnf_bias, dY, X, n, D,
+                                      m->lnf_weight, ro.ln_eps, err);
+    }
+    if (!rc && train)   /* the blocks' backward: dX0 (the embeddings' gradient) into dY */
+        rc = ag_rounds_backward(tape, Y, dY, grads->layers, err);
+    if (!rc && train && p > 0)
+        rc = ag_dropout(dY, dY, 0, n, D, p, rng_seed(opts->seed, 1), err);
+    if (!rc && train) {   /* wte's gradient holds the head's; the inputs' add to it */
+        memset(grads->wpe, 0, (size_t)(m->T * D) * sizeof(float));
+        rc = ag_embed_backward(grads->wte, grads->wpe, dY, ids, pos, n, V, m->T, D, err);
+    }
+    ag_tape_free(tape);
+    ag_workspace_destroy(&ws);
+    free(X);
+    return rc;
+}
+
+int ag_lm_optimizer_add(ag_optimizer_t *opt, ag_lm_t *m, const ag_lm_t *g, ag_error_t *err)
+{
+    /* nanoGPT's groups: arrays of two or more dimensions decay, the rest not */
+    int rc = ag_optimizer_add_ex(opt, m->wte, g->wte, m->V * m->D, 0, err);
+    if (!rc)
+        rc = ag_optimizer_add_ex(opt, m->wpe, g->wpe, m->T * m->D, 0, err);
+    for (int64_t l = 0; !rc && l < m->L; l++) {
+        float **p[AG_I_WEIGHT_ARRAYS], **q[AG_I_WEIGHT_ARRAYS];
+        int64_t sizes[AG_I_WEIGHT_ARRAYS], gs[AG_I_WEIGHT_ARRAYS], shape[3];
+        ag_i_weights_arrays(&m->layers[l], p, sizes);
+        ag_i_weights_arrays(&g->layers[l], q, gs);
+        for (int k = 0; !rc && k < AG_I_WEIGHT_ARRAYS; k++)
+            if (*p[k])
+                rc = ag_optimizer_add_ex(opt, *p[k], *q[k], sizes[k],
+                                         ag_i_weights_shape(&m->layers[l], k, shape) >= 2
+                                             ? 0 : AG_OPT_NO_DECAY, err);
+    }
+    if (!rc)
+        rc = ag_optimizer_add_ex(opt, m->lnf_weight, g->lnf_weight, m->D, AG_OPT_NO_DECAY, err);
+    if (!rc && m->lnf_bias)
+        rc = ag_optimizer_add_ex(opt, m->lnf_bias, g->lnf_bias, m->D, AG_OPT_NO_DECAY, err);
+    return rc;
+}
