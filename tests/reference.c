@@ -478,3 +478,40 @@ double ref_loss_cross_entropy(const double *X, int64_t N, int64_t D, const float
     free(z);
     return sum / (double)n;
 }
+
+double ref_lm_loss(const ref_lm_t *m, int64_t B, const int64_t *ids, const int64_t *targets)
+{
+    const int64_t T = m->T, D = m->D, N = B * T, E = B * T * (T + 1) / 2;
+    int64_t *src = malloc((size_t)E * sizeof *src), *dst = malloc((size_t)E * sizeof *dst);
+    int64_t e = 0;
+    for (int64_t b = 0; b < B; b++)   /* each sequence causal: i reads 0..i of its own */
+        for (int64_t i = 0; i < T; i++)
+            for (int64_t j = 0; j <= i; j++)
+                src[e] = b * T + j, dst[e] = b * T + i, e++;
+    double *X = malloc((size_t)(N * D) * sizeof *X);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t c = 0; c < D; c++)
+            X[i * D + c] = (double)m->wte[ids[i] * D + c] + m->wpe[(i % T) * D + c];
+    const ref_score_t sc = {.kind = 0, .beta = 1.0};
+    ref_layers_shaped(N, src, dst, E, m->layers, (int)m->L, &sc, X);
+    ref_layer_norm(X, X, N, D, 1, m->lnf_w, m->lnf_b);
+    double loss = 0;
+    int64_t counted = 0;
+    for (int64_t i = 0; i < N; i++) {
+        if (targets[i] < 0)
+            continue;
+        double mx = -INFINITY, z = 0, *logit = malloc((size_t)m->V * sizeof *logit);
+        for (int64_t v = 0; v < m->V; v++) {
+            logit[v] = 0;
+            for (int64_t c = 0; c < D; c++)
+                logit[v] += X[i * D + c] * m->wte[v * D + c];
+            mx = fmax(mx, logit[v]);
+        }
+        for (int64_t v = 0; v < m->V; v++)
+            z += exp(logit[v] - mx);
+        loss += mx + log(z) - logit[targets[i]], counted++;
+        free(logit);
+    }
+    free(src), free(dst), free(X);
+    return counted ? loss / (double)counted : 0;
+}

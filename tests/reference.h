@@ -120,6 +120,19 @@ typedef struct {
 void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_t E,
                        const ref_shaped_t *layers, int n, const ref_score_t *sc, double *X);
 
+/* A GPT in double for ref_lm_loss: embeddings wte [V, D], wpe [T, D], its blocks
+   (ref_shaped_t: pre-norm with ln_w, residual, wo, a GELU sublayer), a final
+   LayerNorm (lnf_w, lnf_b or NULL) and the head tied to wte. */
+typedef struct {
+    int64_t V, T, D, L;
+    const float *wte, *wpe, *lnf_w, *lnf_b;
+    const ref_shaped_t *layers;
+} ref_lm_t;
+
+/* The mean next-token cross-entropy of B causal sequences of T tokens (ids,
+   targets [B*T]; -1 targets not counted), from the formulas. */
+double ref_lm_loss(const ref_lm_t *m, int64_t B, const int64_t *ids, const int64_t *targets);
+
 /* The losses of the library (ag_loss_mse, ag_loss_cross_entropy) in double,
    straight from their definitions; mask NULL: every node. */
 double ref_loss_mse(const double *X, const float *Y, int64_t N, int64_t D,

@@ -47,6 +47,7 @@ int main(void)
     srunner_add_suite(sr, train_cli_suite());
     srunner_add_suite(sr, training_suite());
     srunner_add_suite(sr, layers_suite());
+    srunner_add_suite(sr, lm_suite());
     srunner_add_suite(sr, model_file_suite());
     srunner_add_suite(sr, fused_backward_suite());
     srunner_add_suite(sr, part_suite());

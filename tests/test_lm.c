@@ -1,0 +1,296 @@
+/*
+ * The language model (src/train/lm.c, model/embedding.c): its loss against a
+ * GPT written in double from the formulas (tests/reference.c: ref_lm_loss),
+ * every gradient against central differences of that reference, the batch
+ * as one docs graph against the sequences one by one, 1 vs 2 threads, and
+ * the optimizer's groups.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "reference.h"
+#include "testutil.h"
+
+enum { V = 7, T = 5, D = 8, L = 2, H = 2, B = 3, N = B * T };
+
+/* B sequences of T tokens as one graph: docs:T,T,T (causal within each). */
+static void docs_graph(ag_nbhd_t *nb, int64_t sequences)
+{
+    char spec[256] = "docs:";
+    for (int64_t b = 0; b < sequences; b++)
+        snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%s%d", b ? "," : "", T);
+    ag_pattern_t *p;
+    ag_error_t err;
+    ck_assert_int_eq(ag_pattern_parse(&p, spec, &err), AG_OK);
+    ck_assert_msg(ag_nbhd_from_pattern(nb, p, sequences * T, AG_SELF_KEEP, &err) == AG_OK, "%s",
+                  err.msg);
+    ag_pattern_free(p);
+}
+
+/* Tokens, positions and next tokens of B windows of T+1 tokens drawn from
+   seed; the last window's last target is -1 (not counted). */
+static void batch(int64_t *ids, int64_t *pos, int64_t *targets, uint64_t seed)
+{
+    float r[B * (T + 1)];
+    fill_uniform(r, B * (T + 1), seed, 1.0f);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t <= T; t++) {
+            const int64_t tok = (int64_t)((r[b * (T + 1) + t] + 1.0f) * 0.5f * (V - 1) + 0.5f);
+            if (t < T)
+                ids[b * T + t] = tok, pos[b * T + t] = t;
+            if (t > 0)
+                targets[b * T + t - 1] = tok;
+        }
+    targets[N - 1] = -1;
+}
+
+/* The reference's view of the library's model (sharing its float arrays). */
+static double ref_of(const ag_lm_t *m, ref_shaped_t *layers, const int64_t *ids,
+                     const int64_t *targets)
+{
+    for (int l = 0; l < m->L; l++) {
+        const ag_weights_t *w = &m->layers[l];
+        layers[l] = (ref_shaped_t){.D = D, .H = H, .d = D / H, .D_out = D, .wq = w->wq,
+                                   .wk = w->wk, .wv = w->wv, .wo = w->wo, .residual = 1,
+                                   .bias = w->bias, .ln_w = w->ln_weight, .ln_b = w->ln_bias,
+                                   .F = w->F, .w1 = w->w1, .b1 = w->b1, .w2 = w->w2, .b2 = w->b2,
+                                   .ln2_w = w->ln2_weight, .ln2_b = w->ln2_bias, .ff_act = 3,
+                                   .bq = w->bq, .bk = w->bk, .bv = w->bv};
+    }
+    const ref_lm_t r = {V, T, D, L, m->wte, m->wpe, m->lnf_weight, m->lnf_bias, layers};
+    return ref_lm_loss(&r, B, ids, targets);
+}
+
+/* Every array of m (and of g) in one order: wte, wpe, the layers', lnf. */
+static int arrays_of(ag_lm_t *m, float **arr, int64_t *n)
+{
+    int k = 0;
+    arr[k] = m->wte, n[k++] = V * D;
+    arr[k] = m->wpe, n[k++] = T * D;
+    for (int l = 0; l < L; l++) {
+        float **p[AG_I_WEIGHT_ARRAYS];
+        int64_t sz[AG_I_WEIGHT_ARRAYS];
+        ag_i_weights_arrays(&m->layers[l], p, sz);
+        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++)
+            if (*p[a])
+                arr[k] = *p[a], n[k++] = sz[a];
+    }
+    arr[k] = m->lnf_weight, n[k++] = D;
+    if (m->lnf_bias)
+        arr[k] = m->lnf_bias, n[k++] = D;
+    return k;
+}
+
+/* Larger weights than GPT-2's 0.02, so that every path carries gradient. */
+static void widen(ag_lm_t *m, uint64_t seed)
+{
+    float *arr[64];
+    int64_t n[64];
+    const int k = arrays_of(m, arr, n);
+    for (int a = 0; a < k; a++) {
+        float *r = malloc((size_t)n[a] * sizeof *r);
+        fill_uniform(r, n[a], seed + (uint64_t)a, 0.3f);
+        for (int64_t x = 0; x < n[a]; x++)
+            arr[a][x] += r[x];
+        free(r);
+    }
+}
+
+START_TEST(lm_loss_and_gradients_match_the_double_reference)
+{
+    const int bias = _i;
+    ag_lm_t m, g;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, bias, 5, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_grads_init(&g, &m, &err), AG_OK);
+    widen(&m, 40);
+    ag_nbhd_t nb;
+    docs_graph(&nb, B);
+    int64_t ids[N], pos[N], targets[N];
+    batch(ids, pos, targets, 9);
+    double loss;
+    ck_assert_msg(ag_lm_loss(&m, &nb, ids, pos, targets, NULL, &loss, &g, &err) == AG_OK, "%s",
+                  err.msg);
+    ref_shaped_t layers[L];
+    const double want = ref_of(&m, layers, ids, targets);
+    ck_assert_msg(fabs(loss - want) <= 1e-5 * (1 + fabs(want)), "bias %d: loss %.9g, reference "
+                  "%.9g", bias, loss, want);
+    double no_grad;   /* inference's loss is the same */
+    ck_assert_int_eq(ag_lm_loss(&m, &nb, ids, pos, targets, NULL, &no_grad, NULL, &err), AG_OK);
+    ck_assert_double_eq(no_grad, loss);
+    float *arr[64], *grad[64];
+    int64_t n[64], gn[64];
+    const int k = arrays_of(&m, arr, n), kg = arrays_of(&g, grad, gn);
+    ck_assert_int_eq(k, kg);
+    for (int a = 0; a < k; a++) {
+        double worst = 0, big = 1e-3;
+        int64_t at = 0;
+        double *fd = malloc((size_t)n[a] * sizeof *fd);
+        for (int64_t x = 0; x < n[a]; x++) {
+            const float keep = arr[a][x], h = 1e-3f;
+            arr[a][x] = keep + h;
+            const double up = ref_of(&m, layers, ids, targets);
+            arr[a][x] = keep - h;
+            const double down = ref_of(&m, layers, ids, targets);
+            arr[a][x] = keep;
+            fd[x] = (up - down) / (2.0 * h);
+            big = fmax(big, fabs(fd[x]));
+        }
+        for (int64_t x = 0; x < n[a]; x++) {
+            const double e = fabs(grad[a][x] - fd[x]) / big;
+            if (e > worst)
+                worst = e, at = x;
+        }
+        ck_assert_msg(worst <= 2e-3, "bias %d: array %d [%lld]: gradient %.8g, finite "
+                      "differences %.8g", bias, a, (long long)at, grad[a][at], fd[at]);
+        free(fd);
+    }
+    ag_lm_destroy(&m), ag_lm_destroy(&g);
+    ag_nbhd_destroy(&nb);
+}
+END_TEST
+
+/* The batch as one docs graph gives each sequence the logits it has alone: the
+   attention bitwise (the kernels read each sequence's rows alone), the products
+   to their last bit (OpenBLAS computes a row by its place in a register tile,
+   so a row's last bit may differ between a batch and a sequence alone). */
+START_TEST(lm_batch_is_its_sequences_one_by_one)
+{
+    ag_lm_t m;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, 1, 6, &err), AG_OK);
+    widen(&m, 50);
+    ag_nbhd_t all, one;
+    docs_graph(&all, B), docs_graph(&one, 1);
+    int64_t ids[N], pos[N], targets[N];
+    batch(ids, pos, targets, 10);
+    float logits[N * V], alone[T * V];
+    ck_assert_int_eq(ag_lm_logits(&m, &all, ids, pos, logits, &err), AG_OK);
+    for (int64_t b = 0; b < B; b++) {
+        ck_assert_int_eq(ag_lm_logits(&m, &one, ids + b * T, pos + b * T, alone, &err), AG_OK);
+        for (int x = 0; x < T * V; x++)
+            ck_assert_msg(fabsf(alone[x] - logits[b * T * V + x]) <=
+                          4e-7f * (1 + fabsf(alone[x])), "sequence %lld, logit %d: %.9g alone, "
+                          "%.9g in the batch", (long long)b, x, alone[x], logits[b * T * V + x]);
+    }
+    ag_lm_destroy(&m);
+    ag_nbhd_destroy(&all), ag_nbhd_destroy(&one);
+}
+END_TEST
+
+#ifdef _OPENMP
+/* Loss and gradients with dropout on 1 and 2 threads (a batch large enough that
+   the loops split), bitwise. */
+static void lm_run(int threads, double *loss, float **grads, int64_t *total)
+{
+    ck_assert_int_eq(ag_set_threads(threads), threads);
+    enum { BB = 64 };
+    ag_lm_t m, g;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, 1, 7, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_grads_init(&g, &m, &err), AG_OK);
+    ag_nbhd_t nb;
+    docs_graph(&nb, BB);
+    int64_t ids[BB * T], pos[BB * T], targets[BB * T];
+    for (int64_t i = 0; i < BB * T; i++)
+        ids[i] = (i * 5 + i / 7) % V, pos[i] = i % T, targets[i] = (i * 3 + 1) % V;
+    const ag_lm_opts_t o = {.dropout = 0.2f, .seed = 3};
+    ck_assert_int_eq(ag_lm_loss(&m, &nb, ids, pos, targets, &o, loss, &g, &err), AG_OK);
+    float *arr[64];
+    int64_t n[64];
+    const int k = arrays_of(&g, arr, n);
+    *total = 0;
+    for (int a = 0; a < k; a++)
+        *total += n[a];
+    *grads = malloc((size_t)*total * sizeof **grads);
+    for (int a = 0, at = 0; a < k; at += (int)n[a], a++)
+        memcpy(*grads + at, arr[a], (size_t)n[a] * sizeof(float));
+    ag_lm_destroy(&m), ag_lm_destroy(&g);
+    ag_nbhd_destroy(&nb);
+    ag_set_threads(2);
+}
+
+START_TEST(lm_identical_for_1_and_2_threads)
+{
+    double l1, l2;
+    float *g1, *g2;
+    int64_t n1, n2;
+    lm_run(1, &l1, &g1, &n1);
+    lm_run(2, &l2, &g2, &n2);
+    ck_assert_int_eq(n1, n2);
+    ck_assert_double_eq(l1, l2);
+    ck_assert_int_eq(memcmp(g1, g2, (size_t)n1 * sizeof *g1), 0);
+    free(g1), free(g2);
+}
+END_TEST
+#endif
+
+/* AdamW over the model's groups: matrices and embeddings decay, gains and biases
+   do not (a step with zero gradients moves only the decayed arrays). */
+START_TEST(lm_optimizer_groups)
+{
+    ag_lm_t m, g;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, 1, 8, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_grads_init(&g, &m, &err), AG_OK);
+    ag_optimizer_opts_t oo = AG_OPTIMIZER_OPTS_INIT;
+    oo.kind = AG_OPT_ADAMW, oo.weight_decay = 0.5f, oo.lr = 0.1f;
+    ag_optimizer_t *opt;
+    ck_assert_int_eq(ag_optimizer_init(&opt, &oo, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_optimizer_add(opt, &m, &g, &err), AG_OK);
+    const float wte0 = m.wte[3], gain0 = m.lnf_weight[1], ln0 = m.layers[1].ln_weight[2];
+    const float b10 = m.layers[0].b1[0];
+    ck_assert_int_eq(ag_optimizer_set_lr(opt, 0.2f, &err), AG_OK);
+    ck_assert_int_eq(ag_optimizer_step(opt, NULL, &err), AG_OK);
+    ck_assert_float_eq(m.wte[3], (float)(wte0 - 0.2 * 0.5 * wte0));   /* decayed at lr 0.2 */
+    ck_assert_float_eq(m.lnf_weight[1], gain0);
+    ck_assert_float_eq(m.layers[1].ln_weight[2], ln0);
+    ck_assert_float_eq(m.layers[0].b1[0], b10);
+    ck_assert_fails_with(ag_optimizer_set_lr(opt, 0.0f, &err), err, AG_EINVAL,
+                         "learning rate 0");
+    ag_optimizer_free(opt);
+    ag_lm_destroy(&m), ag_lm_destroy(&g);
+}
+END_TEST
+
+START_TEST(lm_refuses_bad_inputs)
+{
+    ag_lm_t m;
+    ag_error_t err;
+    ck_assert_fails_with(ag_lm_init(&m, V, T, 9, L, 2, 0, 1, &err), err, AG_EINVAL,
+                         "the width a multiple of the heads");
+    ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, 0, 1, &err), AG_OK);
+    ag_nbhd_t nb;
+    docs_graph(&nb, B);
+    int64_t ids[N], pos[N], targets[N];
+    batch(ids, pos, targets, 11);
+    double loss;
+    ids[4] = V;
+    ck_assert_fails_with(ag_lm_loss(&m, &nb, ids, pos, targets, NULL, &loss, NULL, &err), err,
+                         AG_EINVAL, "token 7 at row 4; expected 0..6");
+    ids[4] = 0, pos[6] = T;
+    ck_assert_fails_with(ag_lm_loss(&m, &nb, ids, pos, targets, NULL, &loss, NULL, &err), err,
+                         AG_EINVAL, "position 5 at row 6; expected 0..4");
+    ag_lm_destroy(&m);
+    ag_nbhd_destroy(&nb);
+}
+END_TEST
+
+Suite *lm_suite(void)
+{
+    Suite *s = suite_create("lm");
+    TCase *tc = tcase_create("gpt");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, lm_loss_and_gradients_match_the_double_reference, 0, 2);
+    tcase_add_test(tc, lm_batch_is_its_sequences_one_by_one);
+#ifdef _OPENMP
+    tcase_add_test(tc, lm_identical_for_1_and_2_threads);
+#endif
+    tcase_add_test(tc, lm_optimizer_groups);
+    tcase_add_test(tc, lm_refuses_bad_inputs);
+    suite_add_tcase(s, tc);
+    return s;
+}
