@@ -31,7 +31,8 @@ enum {
     OPT_PREDICT, OPT_EVERY, OPT_BACKWARD, OPT_HEAD, OPT_BINS, OPT_LAYOUT, OPT_CLASSES, OPT_SVG,
     OPT_VMAX, OPT_TITLE, OPT_SCALE, OPT_RANKS, OPT_PARTITION, OPT_BANDWIDTH, OPT_RATE,
     OPT_SAMPLE, OPT_EXACT, OPT_PER_RANK, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_MODEL, OPT_RESID_DROPOUT, OPT_EDGE_FEATURES,
-    OPT_END
+    OPT_TEXT, OPT_BLOCK, OPT_BATCH, OPT_LAYERS, OPT_ITERS, OPT_MIN_LR, OPT_BETA2, OPT_EVAL_EVERY,
+    OPT_EVAL_ITERS, OPT_LR_DECAY_ITERS, OPT_BIAS, OPT_BYTES, OPT_END
 };
 #define OPT_COUNT (OPT_END - OPT_Q)
 #define MAX_ATTN 8              /* run --attn: files written at once */
@@ -412,6 +413,11 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, int
    train's dropout, attention and residual dropout when > 0; returns the length
    the whole text needs. */
 size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, const float dropout[3]);
+
+/* Reads the whole file (or standard input for -) into *buf (malloc'ed,
+   NUL-terminated; *len bytes), refusing one larger than max bytes
+   (csv_table.c). */
+int read_all(const char *path, char **buf, size_t *len, long max, ag_error_t *err);
 
 /* ---- folders of outputs (folder.c) ---- */
 

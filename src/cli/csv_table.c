@@ -54,8 +54,7 @@ static int split(char *line, char **fields, int cap)
     }
 }
 
-/* Reads the whole file (or standard input for -) into *buf, NUL-terminated. */
-static int read_all(const char *path, char **buf, size_t *len, ag_error_t *err)
+int read_all(const char *path, char **buf, size_t *len, long max, ag_error_t *err)
 {
     const int from_stdin = strcmp(path, "-") == 0;
     FILE *f = from_stdin ? stdin : fopen(path, "rb");
@@ -66,12 +65,12 @@ static int read_all(const char *path, char **buf, size_t *len, ag_error_t *err)
     *len = 0;
     while (b && n > 0) {
         if (*len + 1 == cap) {
-            char *more = cap < (size_t)CSV_MAX_BYTES ? realloc(b, cap * 2) : NULL;
+            char *more = cap < (size_t)max ? realloc(b, cap * 2) : NULL;
             if (!more) {
                 if (!from_stdin)
                     fclose(f);
                 free(b);
-                return ag_i_fail(err, AG_ELIMIT, "%s: larger than %ld bytes", path, CSV_MAX_BYTES);
+                return ag_i_fail(err, AG_ELIMIT, "%s: larger than %ld bytes", path, max);
             }
             b = more, cap *= 2;
         }
@@ -178,6 +177,6 @@ int csv_read(csv_t *t, const char *path, ag_error_t *err)
     char *buf = NULL;
     size_t len = 0;
     memset(t, 0, sizeof *t);
-    int rc = read_all(path, &buf, &len, err);
+    int rc = read_all(path, &buf, &len, CSV_MAX_BYTES, err);
     return rc ? rc : csv_parse(t, buf, len, path, err);
 }

@@ -6,6 +6,7 @@
 #include <cblas.h>
 
 #include "cli/cli.h"
+#include "cli/lm.h"
 
 static const char usage[] =
     "usage: attngraph COMMAND [options]\n"
@@ -34,6 +35,8 @@ static const char usage[] =
     "                        pictures of attention, graphs, rounds and training\n"
     "  plan --ranks P (GRAPH | --csr ... | --pattern SPEC --nodes N)\n"
     "                        plan a run over P processes: parts, halos, bytes, time\n"
+    "  lm train --text FILE [--pattern SPEC ...]\n"
+    "                        train a character-level GPT (nanoGPT's) under a mask\n"
     "\n"
     "  attngraph COMMAND --help   options of a command (also -h, or attngraph help COMMAND)\n"
     "  attngraph --version        versions of attngraph, igraph and OpenBLAS (and its kernels)\n";
@@ -107,7 +110,7 @@ int main(int argc, char **argv)
     } commands[] = {{"run", cmd_run}, {"pattern", cmd_pattern}, {"compare", cmd_compare},
                     {"inspect", cmd_inspect}, {"bench", cmd_bench},
                     {"grad", cmd_grad}, {"train", cmd_train}, {"draw", cmd_draw},
-                    {"plan", cmd_plan}};
+                    {"plan", cmd_plan}, {"lm", cmd_lm}};
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
         if (strcmp(cmd, commands[k].name) == 0)
             return reported(commands[k].run(argc - 1, argv + 1));

@@ -1,0 +1,476 @@
+/*
+ * attngraph lm train: a character-level GPT (the library's ag_lm_t) trained
+ * on a text the way nanoGPT trains shakespeare_char: B random windows of T+1
+ * tokens from the first 90% a step, the B sequences one graph of B*T nodes
+ * (docs:T,...,T, or any pattern within each sequence), AdamW with nanoGPT's
+ * decay groups, linear warmup then cosine decay, clipping, and the mean loss
+ * of random train and validation batches every k steps. Several --pattern
+ * train the same initial model on the same batches under each and print one
+ * table: what a model learns under each mask.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base.h"
+#include "cli/cli.h"
+#include "cli/lm.h"
+#include "model/model.h"
+
+#define LM_MAX_PATTERNS 16
+
+static const char lm_usage[] =
+    "usage: attngraph lm train --text FILE [options]\n"
+    "\n"
+    "Trains a character-level GPT on FILE (the first 90% trains, the last 10%\n"
+    "validates, as nanoGPT splits shakespeare_char). A step reads B random windows of\n"
+    "T+1 characters; the B sequences are one graph of B*T nodes (docs:T,...,T, causal\n"
+    "within each), and --pattern SPEC applies SPEC within each sequence\n"
+    "(docs:T,...&(SPEC)): several train the same initial model on the same batches\n"
+    "under each, and a table compares them.\n"
+    "\n"
+    "  --text FILE         the corpus, read as UTF-8 characters (--bytes: as bytes)\n"
+    "  --block T           sequence length (default 64)\n"
+    "  --batch B           sequences a step (default 12)\n"
+    "  --layers L --heads H --dim D   the model (default 4, 4, 128)\n"
+    "  --bias              biases on every linear map and LayerNorm (nanoGPT's bias=True)\n"
+    "  --iters N           optimizer steps (default 2000)\n"
+    "  --lr LR --min-lr LR learning rate and its floor (default 1e-3, 1e-4)\n"
+    "  --warmup N          steps of linear warmup (default 100)\n"
+    "  --lr-decay-iters N  the step where the cosine decay reaches --min-lr (default --iters)\n"
+    "  --beta2 B2          AdamW's beta2 (default 0.99; beta1 0.9)\n"
+    "  --weight-decay W    AdamW's decay on matrices and embeddings (default 0.1)\n"
+    "  --clip C            clip the gradients' global norm (default 1; 0: none)\n"
+    "  --dropout P         dropout on embeddings, attention and residuals (default 0)\n"
+    "  --eval-every K      the mean loss of --eval-iters batches of each split every K\n"
+    "                      steps and at the end (default 250)\n"
+    "  --eval-iters N      (default 20)\n"
+    "  --seed S            initial model and batches (default 1337)\n"
+    "  --pattern SPEC      repeatable: train under each (default causal)\n"
+    "  --save DIR          the model (one --pattern): lm.txt, vocab.npy and the arrays\n"
+    "  --log FILE.csv      pattern,step,train_loss,val_loss,lr,seconds per evaluation\n"
+    "  --threads T         (default: the cores)\n"
+    "  --quiet             no report\n";
+
+typedef struct {
+    const char *text, *save, *log;
+    const char *patterns[LM_MAX_PATTERNS];
+    int n_patterns;
+    int64_t block, batch, layers, heads, dim, iters, warmup, decay_iters, eval_every;
+    int64_t eval_iters, threads;
+    double lr, min_lr, beta2, weight_decay, clip, dropout;
+    int64_t seed;
+    int bias, bytes, quiet;
+} lm_opts_t;
+
+/* nanoGPT's get_lr: linear warmup, cosine decay to min_lr, then min_lr. */
+static double lr_at(const lm_opts_t *o, int64_t it)
+{
+    if (it < o->warmup)
+        return o->lr * (double)(it + 1) / (double)(o->warmup + 1);
+    if (it > o->decay_iters)
+        return o->min_lr;
+    const double ratio = o->decay_iters > o->warmup
+                             ? (double)(it - o->warmup) / (double)(o->decay_iters - o->warmup) : 1;
+    return o->min_lr + 0.5 * (1.0 + cos(3.141592653589793 * ratio)) * (o->lr - o->min_lr);
+}
+
+static int lm_parse(lm_opts_t *o, int argc, char **argv)
+{
+    *o = (lm_opts_t){.block = 64, .batch = 12, .layers = 4, .heads = 4, .dim = 128,
+                     .iters = 2000, .warmup = 100, .decay_iters = -1, .eval_every = 250,
+                     .eval_iters = 20, .lr = 1e-3, .min_lr = 1e-4, .beta2 = 0.99,
+                     .weight_decay = 0.1, .clip = 1.0, .seed = 1337};
+    static const struct option longopts[] = {
+        {"text", required_argument, 0, OPT_TEXT}, {"block", required_argument, 0, OPT_BLOCK},
+        {"batch", required_argument, 0, OPT_BATCH}, {"layers", required_argument, 0, OPT_LAYERS},
+        {"heads", required_argument, 0, OPT_HEADS}, {"dim", required_argument, 0, OPT_DIM},
+        {"bias", no_argument, 0, OPT_BIAS}, {"iters", required_argument, 0, OPT_ITERS},
+        {"lr", required_argument, 0, OPT_LR}, {"min-lr", required_argument, 0, OPT_MIN_LR},
+        {"warmup", required_argument, 0, OPT_WARMUP},
+        {"lr-decay-iters", required_argument, 0, OPT_LR_DECAY_ITERS},
+        {"beta2", required_argument, 0, OPT_BETA2},
+        {"weight-decay", required_argument, 0, OPT_WEIGHT_DECAY},
+        {"clip", required_argument, 0, OPT_CLIP}, {"dropout", required_argument, 0, OPT_DROPOUT},
+        {"eval-every", required_argument, 0, OPT_EVAL_EVERY},
+        {"eval-iters", required_argument, 0, OPT_EVAL_ITERS},
+        {"seed", required_argument, 0, OPT_SEED}, {"pattern", required_argument, 0, OPT_PATTERN},
+        {"save", required_argument, 0, OPT_SAVE}, {"log", required_argument, 0, OPT_LOG},
+        {"threads", required_argument, 0, OPT_THREADS}, {"bytes", no_argument, 0, OPT_BYTES},
+        {"quiet", no_argument, 0, OPT_QUIET}, {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
+    static const int repeatable[] = {OPT_PATTERN, 0};
+    opt_parser_t p;
+    opt_begin(&p, "lm train", lm_usage, longopts, repeatable, argc, argv);
+    const char *cmd = "lm train";
+    int c, bad = 0;
+    const int64_t big = INT64_MAX / 64;
+    while (!bad && (c = opt_next(&p)) > 0) {
+        const char *a = p.arg;
+        switch (c) {
+        case OPT_TEXT: o->text = a; break;
+        case OPT_BLOCK: bad = opt_int(&o->block, cmd, "block", a, 1, 1 << 20); break;
+        case OPT_BATCH: bad = opt_int(&o->batch, cmd, "batch", a, 1, 1 << 20); break;
+        case OPT_LAYERS: bad = opt_int(&o->layers, cmd, "layers", a, 1, 1024); break;
+        case OPT_HEADS: bad = opt_int(&o->heads, cmd, "heads", a, 1, 4096); break;
+        case OPT_DIM: bad = opt_int(&o->dim, cmd, "dim", a, 1, 1 << 16); break;
+        case OPT_BIAS: o->bias = 1; break;
+        case OPT_ITERS: bad = opt_int(&o->iters, cmd, "iters", a, 0, big); break;
+        case OPT_LR: bad = opt_real(&o->lr, cmd, "lr", a, 0, 1); break;
+        case OPT_MIN_LR: bad = opt_real(&o->min_lr, cmd, "min-lr", a, 0, 1); break;
+        case OPT_WARMUP: bad = opt_int(&o->warmup, cmd, "warmup", a, 0, big); break;
+        case OPT_LR_DECAY_ITERS:
+            bad = opt_int(&o->decay_iters, cmd, "lr-decay-iters", a, 0, big);
+            break;
+        case OPT_BETA2: bad = opt_real(&o->beta2, cmd, "beta2", a, 0, 0); break;
+        case OPT_WEIGHT_DECAY: bad = opt_real(&o->weight_decay, cmd, "weight-decay", a, 0, 0); break;
+        case OPT_CLIP: bad = opt_real(&o->clip, cmd, "clip", a, 0, 0); break;
+        case OPT_DROPOUT: bad = opt_real(&o->dropout, cmd, "dropout", a, 0, 0); break;
+        case OPT_EVAL_EVERY: bad = opt_int(&o->eval_every, cmd, "eval-every", a, 1, big); break;
+        case OPT_EVAL_ITERS: bad = opt_int(&o->eval_iters, cmd, "eval-iters", a, 1, 1 << 20); break;
+        case OPT_SEED: bad = opt_int(&o->seed, cmd, "seed", a, 0, INT64_MAX); break;
+        case OPT_PATTERN:
+            if (o->n_patterns == LM_MAX_PATTERNS)
+                bad = usage_error(cmd, "more than %d --pattern", LM_MAX_PATTERNS);
+            else
+                o->patterns[o->n_patterns++] = a;
+            break;
+        case OPT_SAVE: o->save = a; break;
+        case OPT_LOG: o->log = a; break;
+        case OPT_THREADS: bad = opt_int(&o->threads, cmd, "threads", a, 1, 4096); break;
+        case OPT_BYTES: o->bytes = 1; break;
+        case OPT_QUIET: o->quiet = 1; break;
+        default: break;
+        }
+    }
+    if (bad)
+        return bad;
+    if (c < 0)
+        return p.status ? p.status : 0;
+    if (opt_positional(&p, 0))
+        return EXIT_USAGE;
+    if (!o->text)
+        return usage_error(cmd, "--text FILE is needed: the corpus to learn");
+    if (o->dim % o->heads)
+        return usage_error(cmd, "--dim %lld is not a multiple of --heads %lld",
+                           (long long)o->dim, (long long)o->heads);
+    if (o->beta2 >= 1 || o->dropout >= 1)
+        return usage_error(cmd, "--%s %g; expected a value below 1", o->beta2 >= 1 ? "beta2"
+                           : "dropout", o->beta2 >= 1 ? o->beta2 : o->dropout);
+    if (o->min_lr > o->lr)
+        return usage_error(cmd, "--min-lr %g is above --lr %g", o->min_lr, o->lr);
+    if (o->save && o->n_patterns > 1)
+        return usage_error(cmd, "--save keeps one model: give one --pattern");
+    if (o->decay_iters < 0)
+        o->decay_iters = o->iters;
+    if (!o->n_patterns)
+        o->patterns[o->n_patterns++] = "causal";
+    return -1;
+}
+
+/* The batch graph of pattern `spec`: B sequences of T tokens, `spec` within each. */
+static int batch_graph(ag_nbhd_t *nb, const lm_opts_t *o, const char *spec, ag_error_t *err)
+{
+    const int64_t T = o->block, B = o->batch;
+    const size_t cap = (size_t)B * 24 + strlen(spec) + 32;
+    char *text = malloc(cap);
+    if (!text)
+        return ag_i_fail(err, AG_ENOMEM, "out of memory for the batch's pattern");
+    size_t used = (size_t)snprintf(text, cap, "docs:");
+    for (int64_t b = 0; b < B; b++)
+        used += (size_t)snprintf(text + used, cap - used, "%s%lld", b ? "," : "", (long long)T);
+    if (strcmp(spec, "causal") != 0)
+        snprintf(text + used, cap - used, "&(%s)", spec);
+    ag_pattern_t *p;
+    int rc = ag_pattern_parse(&p, text, err);
+    if (rc && err) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        ag_i_fail(err, (ag_status_t)rc, "--pattern '%s': %s", spec, why);
+    }
+    free(text);
+    if (rc)
+        return rc;
+    rc = ag_nbhd_from_pattern(nb, p, B * T, AG_SELF_KEEP, err);
+    ag_pattern_free(p);
+    return rc;
+}
+
+/* Batch k of a stream: B windows from tokens [lo, hi) of the corpus, drawn by
+   (seed, stream, k): inputs, positions and next tokens. */
+static void draw_batch(const lm_opts_t *o, const corpus_t *c, int64_t lo, int64_t hi,
+                       uint64_t stream, uint64_t k, int64_t *ids, int64_t *pos, int64_t *next)
+{
+    const int64_t T = o->block, span = hi - lo - T;
+    const uint64_t state = rng_seed((uint64_t)o->seed, stream);
+    for (int64_t b = 0; b < o->batch; b++) {
+        const int64_t start = lo + (int64_t)(rng_at(state, k * (uint64_t)o->batch + (uint64_t)b) %
+                                             (uint64_t)span);
+        for (int64_t t = 0; t < T; t++) {
+            ids[b * T + t] = c->ids[start + t], pos[b * T + t] = t;
+            next[b * T + t] = c->ids[start + t + 1];
+        }
+    }
+}
+
+/* Streams of batches: training steps, and each evaluation's per split. */
+enum { STREAM_TRAIN = 1, STREAM_EVAL = 2 };
+
+typedef struct {
+    const lm_opts_t *o;
+    const corpus_t *c;
+    int64_t split;        /* the first validation token */
+    int64_t *ids, *pos, *next;
+} batches_t;
+
+/* The mean loss of eval_iters batches of a split (0: train, 1: validation) at
+   evaluation `round`: the same batches under every pattern. */
+static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const batches_t *bt, int split,
+                      uint64_t round, double *mean, ag_error_t *err)
+{
+    const lm_opts_t *o = bt->o;
+    double sum = 0;
+    for (int64_t k = 0; k < o->eval_iters; k++) {
+        const int64_t lo = split ? bt->split : 0, hi = split ? bt->c->n : bt->split;
+        draw_batch(o, bt->c, lo, hi, STREAM_EVAL + 2 * (uint64_t)split + 4 * round, (uint64_t)k,
+                   bt->ids, bt->pos, bt->next);
+        double loss;
+        int rc = ag_lm_loss(m, nb, bt->ids, bt->pos, bt->next, NULL, &loss, NULL, err);
+        if (rc)
+            return rc;
+        sum += loss;
+    }
+    *mean = sum / (double)o->eval_iters;
+    return AG_OK;
+}
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* What a pattern's training ended with. */
+typedef struct {
+    double edges_per_token, train_loss, val_loss, seconds;
+} lm_result_t;
+
+/* Trains the model from the options' seed under pattern `spec`; rows of the
+   log appended to *log (text). The model is left in m (for --save). */
+static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, const char *spec,
+                         char **log, size_t *log_len, lm_result_t *res, ag_error_t *err)
+{
+    ag_nbhd_t nb;
+    int rc = batch_graph(&nb, o, spec, err);
+    if (rc)
+        return rc;
+    const int64_t n = o->batch * o->block;
+    batches_t bt = {o, c, (int64_t)(0.9 * (double)c->n), NULL, NULL, NULL};
+    bt.ids = ag_i_alloc(3 * n, sizeof(int64_t), err, "batch");
+    ag_lm_t g;
+    memset(&g, 0, sizeof g);
+    ag_optimizer_t *opt = NULL;
+    ag_optimizer_opts_t oo = AG_OPTIMIZER_OPTS_INIT;
+    oo.kind = AG_OPT_ADAMW, oo.lr = (float)o->lr, oo.beta2 = (float)o->beta2;
+    oo.weight_decay = (float)o->weight_decay, oo.clip = (float)o->clip;
+    if (!bt.ids)
+        rc = ag_i_alloc_status();
+    if (!rc)
+        bt.pos = bt.ids + n, bt.next = bt.pos + n;
+    if (!rc)
+        rc = ag_lm_init(m, c->V, o->block, o->dim, o->layers, o->heads, o->bias,
+                        (uint64_t)o->seed, err);
+    if (!rc)
+        rc = ag_lm_grads_init(&g, m, err);
+    if (!rc)
+        rc = ag_optimizer_init(&opt, &oo, err);
+    if (!rc)
+        rc = ag_lm_optimizer_add(opt, m, &g, err);
+    res->edges_per_token = (double)nb.n_edges / (double)n;
+    const double t0 = now_seconds();
+    uint64_t evals = 0;   /* each evaluation reads batches of its own */
+    for (int64_t it = 0; !rc && it <= o->iters; it++) {
+        const double lr = lr_at(o, it);
+        if (it % o->eval_every == 0 || it == o->iters) {
+            rc = eval_split(m, &nb, &bt, 0, evals, &res->train_loss, err);
+            if (!rc)
+                rc = eval_split(m, &nb, &bt, 1, evals++, &res->val_loss, err);
+            if (rc)
+                break;
+            res->seconds = now_seconds() - t0;
+            if (!o->quiet)
+                printf("%-24s step %6lld: train loss %.4f, val loss %.4f, lr %.3g (%.1f s)\n",
+                       spec, (long long)it, res->train_loss, res->val_loss, lr, res->seconds);
+            char row[512];
+            const int len = snprintf(row, sizeof row, "%s,%lld,%.6f,%.6f,%.6g,%.3f\n", spec,
+                                     (long long)it, res->train_loss, res->val_loss, lr,
+                                     res->seconds);
+            char *grown = realloc(*log, *log_len + (size_t)len + 1);
+            if (!grown) {
+                rc = ag_i_fail(err, AG_ENOMEM, "out of memory for the log");
+                break;
+            }
+            memcpy(grown + *log_len, row, (size_t)len + 1);
+            *log = grown, *log_len += (size_t)len;
+            fflush(stdout);
+        }
+        if (it == o->iters)
+            break;
+        draw_batch(o, c, 0, bt.split, STREAM_TRAIN, (uint64_t)it, bt.ids, bt.pos, bt.next);
+        const ag_lm_opts_t lo = {(float)o->dropout, rng_seed((uint64_t)o->seed, 1000 + it)};
+        double loss;
+        if (!(rc = ag_lm_loss(m, &nb, bt.ids, bt.pos, bt.next, &lo, &loss, &g, err)) &&
+            !(rc = ag_optimizer_set_lr(opt, (float)lr, err)))
+            rc = ag_optimizer_step(opt, NULL, err);
+    }
+    res->seconds = now_seconds() - t0;
+    ag_optimizer_free(opt);
+    ag_lm_destroy(&g);
+    free(bt.ids);
+    ag_nbhd_destroy(&nb);
+    return rc;
+}
+
+/* --save DIR: lm.txt (the model's shape and its vocabulary's kind), vocab.npy
+   (the characters' code points) and the arrays, one folder a layer. */
+static int lm_save(const ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, ag_error_t *err)
+{
+    const int64_t L = m->L;
+    const int n_items = 6 + (int)L * AG_I_WEIGHT_ARRAYS;
+    folder_item_t *items = ag_i_calloc(n_items, sizeof *items, err, "--save");
+    char (*names)[64] = ag_i_calloc(n_items, sizeof *names, err, "--save");
+    int64_t *vocab = ag_i_alloc(c->V, sizeof *vocab, err, "--save");
+    char text[512];
+    if (!items || !names || !vocab) {
+        free(items), free(names), free(vocab);
+        return ag_i_alloc_status();
+    }
+    for (int64_t v = 0; v < c->V; v++)
+        vocab[v] = c->chars[v];
+    snprintf(text, sizeof text, "# attngraph lm model\nvocab %lld %s\nblock %lld\nlayers %lld\n"
+             "heads %lld\ndim %lld\nbias %s\n", (long long)m->V, o->bytes ? "bytes" : "utf-8",
+             (long long)m->T, (long long)L, (long long)m->H, (long long)m->D,
+             m->bias ? "yes" : "no");
+    int k = 0;
+    items[k++] = (folder_item_t){.name = "lm.txt", .text = text};
+    items[k++] = (folder_item_t){.name = "vocab.npy", .i64 = vocab, .ndim = 1,
+                                 .shape = {c->V}};
+    items[k++] = (folder_item_t){.name = "wte.npy", .f32 = m->wte, .ndim = 2,
+                                 .shape = {m->V, m->D}};
+    items[k++] = (folder_item_t){.name = "wpe.npy", .f32 = m->wpe, .ndim = 2,
+                                 .shape = {m->T, m->D}};
+    items[k++] = (folder_item_t){.name = "lnf_weight.npy", .f32 = m->lnf_weight, .ndim = 1,
+                                 .shape = {m->D}};
+    for (int64_t l = 0; l < L; l++) {
+        float **arrays[AG_I_WEIGHT_ARRAYS];
+        int64_t sizes[AG_I_WEIGHT_ARRAYS];
+        ag_i_weights_arrays(&m->layers[l], arrays, sizes);
+        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++) {
+            if (!*arrays[a])
+                continue;
+            snprintf(names[k], sizeof names[k], "round-%lld/%s.npy", (long long)l + 1,
+                     ag_i_weight_names[a]);
+            folder_item_t *it = &items[k++];
+            it->name = names[k - 1], it->f32 = *arrays[a];
+            it->ndim = ag_i_weights_shape(&m->layers[l], a, it->shape);
+        }
+    }
+    if (m->lnf_bias)
+        items[k++] = (folder_item_t){.name = "lnf_bias.npy", .f32 = m->lnf_bias, .ndim = 1,
+                                     .shape = {m->D}};
+    const int rc = folder_write(o->save, "--save", items, k, err);
+    free(items), free(names), free(vocab);
+    return rc;
+}
+
+static int lm_train(int argc, char **argv)
+{
+    lm_opts_t o;
+    int status = lm_parse(&o, argc, argv);
+    if (status >= 0)
+        return status;
+    const int threads = ag_set_threads((int)o.threads);
+    ag_error_t err = {AG_OK, ""};
+    out_file_t log_out;
+    out_init(&log_out, o.log, "--log", "csv");
+    int usage = 0;
+    int rc = out_open_all(&log_out, 1, &usage, &err);
+    if (!rc && o.save)
+        rc = folder_check(o.save, "--save", &err);
+    corpus_t c;
+    memset(&c, 0, sizeof c);
+    if (!rc)
+        rc = corpus_read(&c, o.text, o.bytes, &err);
+    const int64_t split = (int64_t)(0.9 * (double)c.n);
+    if (!rc && (split <= o.block || c.n - split <= o.block))
+        rc = ag_i_fail(&err, AG_EINVAL, "%s has %lld characters: its 90%% and 10%% must each "
+                       "hold more than a block of %lld (and one more for the next token); "
+                       "give a longer text or a smaller --block", o.text, (long long)c.n,
+                       (long long)o.block);
+    if (!rc && !o.quiet)
+        printf("text: %s: %lld characters, %lld distinct (train %lld, val %lld)\n"
+               "model: %lld layers, %lld heads, width %lld, block %lld%s; batch %lld; "
+               "%d thread%s\n", o.text, (long long)c.n, (long long)c.V, (long long)split,
+               (long long)(c.n - split), (long long)o.layers, (long long)o.heads,
+               (long long)o.dim, (long long)o.block, o.bias ? ", biases" : "",
+               (long long)o.batch, threads, AG_PLURAL(threads));
+    char *log = NULL;
+    size_t log_len = 0;
+    lm_result_t res[LM_MAX_PATTERNS];
+    ag_lm_t m;
+    memset(&m, 0, sizeof m);
+    for (int k = 0; !rc && k < o.n_patterns; k++) {
+        ag_lm_destroy(&m);
+        rc = train_pattern(&m, &o, &c, o.patterns[k], &log, &log_len, &res[k], &err);
+    }
+    if (!rc && o.log) {
+        FILE *f = fopen(log_out.file.path, "w");
+        if (!f || fputs("pattern,step,train_loss,val_loss,lr,seconds\n", f) < 0 ||
+            (log && fputs(log, f) < 0) || fclose(f) != 0)
+            rc = ag_i_fail(&err, AG_EIO, "--log %s: write failed", o.log);
+    }
+    if (!rc && o.save)
+        rc = lm_save(&m, &o, &c, &err);
+    if (!rc && o.log)
+        rc = out_commit(&log_out, &err);
+    if (!rc && !o.quiet) {
+        printf("\n%-24s %15s %11s %9s %9s\n", "pattern", "edges per token", "train loss",
+               "val loss", "seconds");
+        for (int k = 0; k < o.n_patterns; k++)
+            printf("%-24s %15.2f %11.4f %9.4f %9.1f\n", o.patterns[k], res[k].edges_per_token,
+                   res[k].train_loss, res[k].val_loss, res[k].seconds);
+        if (o.save)
+            printf("wrote %s\n", o.save);
+        if (o.log)
+            printf("wrote %s\n", o.log);
+    }
+    if (rc) {
+        out_name_errors(&log_out, 1, &err);
+        out_abort(&log_out);
+    }
+    free(log);
+    ag_lm_destroy(&m);
+    corpus_free(&c);
+    return finish("lm train", rc, usage, &err);
+}
+
+int cmd_lm(int argc, char **argv)
+{
+    static const char usage[] = "usage: attngraph lm train --text FILE [options]\n"
+                                "see 'attngraph lm train --help'\n";
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return EXIT_USAGE;
+    }
+    const char *what = argv[1];
+    if (!strcmp(what, "--help") || !strcmp(what, "-h") || !strcmp(what, "help")) {
+        fputs(lm_usage, stdout);
+        return 0;
+    }
+    if (!strcmp(what, "train"))
+        return lm_train(argc - 1, argv + 1);
+    return usage_error("lm", "unknown subcommand '%s'; expected train", what);
+}
