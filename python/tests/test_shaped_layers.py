@@ -96,21 +96,13 @@ def torch_specs(specs):
     return out
 
 
-@pytest.mark.parametrize("score", ["additive", "scaled-dot"])
-def test_against_the_float64_reference(rng, score):
-    N = 12
-    ei = random_edge_index(rng, N, 40)
-    g = ag.Graph.from_edge_index(ei, N)
-    x = rng.standard_normal((N, 5)).astype(np.float32)
-    specs, weights = make_layers(rng, score)
-    ts = torch_specs(specs)
-    xt = torch.from_numpy(x).double().requires_grad_()
-    want = reference(xt, ei, ts, score)
-    got = ag.rounds(g, x, weights, rounds=4, score=score)
-    assert got.shape == (N, 2)
+def matches_autograd(rng, g, x, weights, want, xt, ts, **kw):
+    """rounds() against the float64 reference `want` (of xt and the specs ts),
+    rounds_forward() the same bits, and Tape.backward's gradients of x and of
+    every array against autograd's; returns rounds()' output."""
+    got = ag.rounds(g, x, weights, **kw)
     np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-5, atol=1e-5)
-    # training: the same forward, and every gradient against autograd's
-    y, tape = rounds_forward(g, x, weights, rounds=4, score=score)
+    y, tape = rounds_forward(g, x, weights, **kw)
     np.testing.assert_array_equal(y, got)
     dy = rng.standard_normal(y.shape).astype(np.float32)
     dx, grads = tape.backward(dy)
@@ -121,6 +113,21 @@ def test_against_the_float64_reference(rng, score):
             if isinstance(p, torch.Tensor):
                 np.testing.assert_allclose(getattr(gr, name), p.grad.numpy(), rtol=1e-4,
                                            atol=1e-5, err_msg="layer %d %s" % (k + 1, name))
+    return got
+
+
+@pytest.mark.parametrize("score", ["additive", "scaled-dot"])
+def test_against_the_float64_reference(rng, score):
+    N = 12
+    ei = random_edge_index(rng, N, 40)
+    g = ag.Graph.from_edge_index(ei, N)
+    x = rng.standard_normal((N, 5)).astype(np.float32)
+    specs, weights = make_layers(rng, score)
+    ts = torch_specs(specs)
+    xt = torch.from_numpy(x).double().requires_grad_()
+    want = reference(xt, ei, ts, score)
+    got = matches_autograd(rng, g, x, weights, want, xt, ts, rounds=4, score=score)
+    assert got.shape == (N, 2)
 
 
 def test_weights_round_trip_and_refusals(rng, tmp_path):
@@ -249,19 +256,7 @@ def test_transformer_conv_parts_against_the_float64_reference(rng, gate):
     ts = torch_specs(specs)
     xt = torch.from_numpy(x).double().requires_grad_()
     want = conv_reference(xt, ei, ts, torch.from_numpy(e).double())
-    got = ag.rounds(g, x, weights, rounds=2, norm="layer", edge_features=e)
-    np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-5, atol=1e-5)
-    y, tape = rounds_forward(g, x, weights, rounds=2, norm="layer", edge_features=e)
-    np.testing.assert_array_equal(y, got)
-    dy = rng.standard_normal(y.shape).astype(np.float32)
-    dx, grads = tape.backward(dy)
-    (want * torch.from_numpy(dy).double()).sum().backward()
-    np.testing.assert_allclose(dx, xt.grad.numpy(), rtol=1e-4, atol=1e-5)
-    for k, (t, gr) in enumerate(zip(ts, grads)):
-        for name, p in t.items():
-            if isinstance(p, torch.Tensor):
-                np.testing.assert_allclose(getattr(gr, name), p.grad.numpy(), rtol=1e-4,
-                                           atol=1e-5, err_msg="layer %d %s" % (k + 1, name))
+    matches_autograd(rng, g, x, weights, want, xt, ts, rounds=2, norm="layer", edge_features=e)
     # what the layers cannot run without
     with pytest.raises(ag.Error, match="projects edge features .wedge., and the options give"):
         ag.rounds(g, x, weights, rounds=2, norm="layer")

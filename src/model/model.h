@@ -122,6 +122,26 @@ int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, ag_i_
                         const ag_i_reducer_t *red, ag_i_attend_back_fn attend_back,
                         void *ctx, ag_error_t *err);
 
+/* What a tape keeps of a round of layer w (layer_norm: the options' norm) besides
+   its input X, Q, K, V, M and log-sum-exp: the activation's input Z, the
+   sublayer's input and U, the skip's R and the gate's O, the post-norms'
+   inputs P and ffn_sum (each [n, out], U [n, F]): the ag_i_round_bufs_t
+   fields a training forward gives. */
+typedef struct {
+    int Z, ffn, R, O, P, ffn_sum;
+} ag_i_kept_t;
+
+AG_INTERNAL
+ag_i_kept_t ag_i_round_kept(const ag_weights_t *w, int layer_norm);
+/* The floats per row of what kept holds, for layer w. */
+AG_INTERNAL
+int64_t ag_i_kept_width(const ag_weights_t *w, ag_i_kept_t kept);
+/* Points b's kept buffers of layer w (those kept says, else NULL) at n rows
+   each, one after another from `at`; returns the float after them. */
+AG_INTERNAL
+float *ag_i_kept_carve(ag_i_round_bufs_t *b, const ag_weights_t *w, ag_i_kept_t kept, int64_t n,
+                       float *at);
+
 /*
  * LayerNorm's backward for Y = LayerNorm(X) (ag_layer_norm, weight NULL: 1):
  * dX += dL/dX from dY; dW += sum over rows of dY * xhat and dB += sum of dY

@@ -946,3 +946,29 @@ int ag_i_round_backward(int64_t n, const ag_weights_t *w, ag_weights_t *g, ag_i_
         rc = round_ops[i].backward(&s, err);
     return rc;
 }
+
+ag_i_kept_t ag_i_round_kept(const ag_weights_t *w, int layer_norm)
+{
+    const int post = layer_norm && w->post_norm;
+    return (ag_i_kept_t){w->act != AG_ACT_NONE, w->w1 != NULL, w->wskip != NULL,
+                         w->wbeta != NULL, post, post && w->w1};
+}
+
+int64_t ag_i_kept_width(const ag_weights_t *w, ag_i_kept_t k)
+{
+    const int64_t out = ag_layer_width_out(w);
+    return (k.ffn ? out + w->F : 0) + out * (k.Z + k.R + k.O + k.P + k.ffn_sum);
+}
+
+float *ag_i_kept_carve(ag_i_round_bufs_t *b, const ag_weights_t *w, ag_i_kept_t k, int64_t n,
+                       float *at)
+{
+    const int64_t out = ag_layer_width_out(w);
+    float **kept[] = {&b->Z, &b->ffn_in, &b->U, &b->R, &b->O, &b->P, &b->ffn_sum};
+    const int has[] = {k.Z, k.ffn, k.ffn, k.R, k.O, k.P, k.ffn_sum};
+    for (size_t x = 0; x < sizeof has / sizeof has[0]; x++) {
+        *kept[x] = has[x] ? at : NULL;
+        at += has[x] ? n * (kept[x] == &b->U ? w->F : out) : 0;
+    }
+    return at;
+}

@@ -62,56 +62,38 @@ static const ag_weights_t *round_layer(const ag_mpi_tape_t *t, int r)
     return &t->layers[t->n_layers == 1 ? 0 : r];
 }
 
-/* What a round of layer w keeps besides X, Q, M, lse, K and V, each [n, out]
-   but U [n, F] (as src/train/backprop.c's round_kept). */
-typedef struct {
-    int Z, ffn, R, O, P, ffn_sum;
-} kept_t;
-
-static kept_t round_kept(const ag_mpi_tape_t *t, const ag_weights_t *w)
-{
-    const int post = t->layer_norm && w->post_norm;
-    return (kept_t){w->act != AG_ACT_NONE, w->w1 != NULL, w->wskip != NULL, w->wbeta != NULL,
-                    post, post && w->w1};
-}
-
 #define SHAPE_FIELDS 6
 /* Round r's shape: D, H, d, out, F and what it keeps, as numbers. */
 static void round_shape(const ag_mpi_tape_t *t, const ag_weights_t *w, int64_t *s)
 {
-    const kept_t k = round_kept(t, w);
+    const ag_i_kept_t k = ag_i_round_kept(w, t->layer_norm);
     s[0] = w->D, s[1] = w->H, s[2] = w->d, s[3] = ag_layer_width_out(w), s[4] = w->w1 ? w->F : 0;
     s[5] = k.Z | k.ffn << 1 | k.R << 2 | k.O << 3 | k.P << 4 | k.ffn_sum << 5;
 }
 
 static int64_t round_floats(const ag_mpi_tape_t *t, const ag_weights_t *w)
 {
-    const int64_t HD = w->H * w->d, out = ag_layer_width_out(w);
-    const kept_t k = round_kept(t, w);
-    return t->n * (w->D + 2 * HD + w->H + (k.ffn ? out + w->F : 0) +
-                   out * (k.Z + k.R + k.O + k.P + k.ffn_sum)) + 2 * (t->whi - t->wlo) * HD;
+    const int64_t HD = w->H * w->d;
+    return t->n * (w->D + 2 * HD + w->H + ag_i_kept_width(w, ag_i_round_kept(w, t->layer_norm))) +
+           2 * (t->whi - t->wlo) * HD;
 }
 
+/* Round r's activations: X, Q, M, lse [n, ...], the window's K and V, and
+   what the layer keeps (ag_i_round_kept; the others NULL). */
 typedef struct {
-    float *X, *Q, *M, *lse, *K, *V, *Z, *ffn_in, *U, *R, *O, *P, *ffn_sum;
+    float *X, *Q, *M, *lse, *K, *V;
+    ag_i_round_bufs_t kept;       /* Z, ffn_in, U, R, O, P, ffn_sum */
 } mpi_acts_t;
 
 static mpi_acts_t acts_of(const ag_mpi_tape_t *t, int r)
 {
     const ag_weights_t *w = round_layer(t, r);
-    const int64_t n = t->n, HD = w->H * w->d, out = ag_layer_width_out(w);
-    const kept_t k = round_kept(t, w);
+    const int64_t n = t->n, HD = w->H * w->d;
     mpi_acts_t a = {.X = t->acts + t->start[r]};
     a.Q = a.X + n * w->D, a.M = a.Q + n * HD, a.lse = a.M + n * HD;
     a.K = a.lse + n * w->H, a.V = a.K + (t->whi - t->wlo) * HD;
-    float *next = a.V + (t->whi - t->wlo) * HD;
-    float **kept[] = {&a.Z, &a.ffn_in, &a.U, &a.R, &a.O, &a.P, &a.ffn_sum};
-    const int has[] = {k.Z, k.ffn, k.ffn, k.R, k.O, k.P, k.ffn_sum};
-    for (size_t x = 0; x < sizeof has / sizeof has[0]; x++)
-        if (has[x]) {
-            *kept[x] = next;
-            next += n * (kept[x] == &a.U ? w->F : out);
-        }
+    ag_i_kept_carve(&a.kept, w, ag_i_round_kept(w, t->layer_norm), n,
+                    a.V + (t->whi - t->wlo) * HD);
     return a;
 }
 
@@ -461,10 +443,9 @@ static int forward_round(ag_mpi_tape_t *t, int r, float *X, const fwd_scratch_t 
     const int64_t HD = w->H * w->d;
     const ag_halo_t *h = ag_i_halos_for(&t->halos, HD);
     const int64_t own = (t->part->lo - h->wlo) * HD;
-    const ag_i_round_bufs_t b = {.Xn = fs->Xn, .Q = a->Q, .K = h->K + own, .V = h->V + own,
-                                 .M = a->M, .Z = a->Z, .ffn_in = a->ffn_in, .Hn = fs->Hn,
-                                 .U = a->U, .A = fs->A, .R = a->R, .O = a->O, .P = a->P,
-                                 .ffn_sum = a->ffn_sum};
+    ag_i_round_bufs_t b = a->kept;
+    b.Xn = fs->Xn, b.Q = a->Q, b.K = h->K + own, b.V = h->V + own, b.M = a->M;
+    b.Hn = fs->Hn, b.A = fs->A;
     ag_score_t sc;
     return ag_i_round_forward(X, t->n, w, (ag_i_round_at_t){k, r, t->part->lo, 1, 0},
                               &t->opts, &b, &sc, attend_part, (void *)&pr, err);
@@ -839,9 +820,10 @@ static int backward_round(ag_mpi_tape_t *t, int r, ag_weights_t *grads, mpi_back
     const mpi_acts_t a = acts_of(t, r);
     const ag_i_round_back_t rb = {.X = a.X, .M = a.M, .dX = b->dX, .dM = b->dM, .dQ = b->dQ,
                                   .dK = b->dK, .dV = b->dV, .Xn = b->Xn, .dXn = b->dXn,
-                                  .Z = a.Z, .ffn_in = a.ffn_in, .U = a.U, .Hn = b->Hn,
-                                  .dHn = b->dHn, .A = b->A, .dA = b->dA, .R = a.R, .O = a.O,
-                                  .P = a.P, .ffn_sum = a.ffn_sum, .dR = b->dR};
+                                  .Z = a.kept.Z, .ffn_in = a.kept.ffn_in, .U = a.kept.U,
+                                  .Hn = b->Hn, .dHn = b->dHn, .A = b->A, .dA = b->dA,
+                                  .R = a.kept.R, .O = a.kept.O, .P = a.kept.P,
+                                  .ffn_sum = a.kept.ffn_sum, .dR = b->dR};
     const part_back_t pb = {t, &a, b};
     return ag_i_round_backward(t->n, &t->layers[k], grads ? &grads[k] : NULL,
                                (ag_i_round_at_t){k, r, t->part->lo, 1, 0}, &t->opts, &rb, &t->red,

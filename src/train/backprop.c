@@ -43,51 +43,28 @@ static const ag_weights_t *round_layer(const ag_tape_t *t, int r)
     return &t->layers[t->n_layers == 1 ? 0 : r];
 }
 
-/* Which of the optional activations a round of layer w keeps, each [N, out]
-   but U [N, F]: the activation's input Z, the sublayer's input and U, the
-   skip's R and the gate's O, the post-norms' inputs P and ffn_sum. */
-typedef struct {
-    int Z, ffn, R, O, P, ffn_sum;
-} kept_t;
-
-static kept_t round_kept(const ag_tape_t *t, const ag_weights_t *w)
-{
-    const int post = t->layer_norm && w->post_norm;
-    return (kept_t){w->act != AG_ACT_NONE, w->w1 != NULL, w->wskip != NULL, w->wbeta != NULL,
-                    post, post && w->w1};
-}
-
 /* Floats a round of layer w keeps per node. */
 static int64_t round_width(const ag_tape_t *t, const ag_weights_t *w)
 {
-    const int64_t out = ag_layer_width_out(w);
-    const kept_t k = round_kept(t, w);
-    return w->D + 4 * w->H * w->d + w->H + (k.ffn ? out + w->F : 0) +
-           out * (k.Z + k.R + k.O + k.P + k.ffn_sum);
+    return w->D + 4 * w->H * w->d + w->H +
+           ag_i_kept_width(w, ag_i_round_kept(w, t->layer_norm));
 }
 
-/* Round r's activations on the tape: X, Q, K, V, M, lse, and those of
-   round_kept the layer has (NULL: not kept). */
+/* Round r's activations on the tape: X, Q, K, V, M, lse, and what the layer
+   keeps (ag_i_round_kept; the others NULL). */
 typedef struct {
-    float *X, *Q, *K, *V, *M, *lse, *Z, *ffn_in, *U, *R, *O, *P, *ffn_sum;
+    float *X, *Q, *K, *V, *M, *lse;
+    ag_i_round_bufs_t kept;       /* Z, ffn_in, U, R, O, P, ffn_sum */
 } acts_t;
 
 static acts_t round_acts(const ag_tape_t *t, int r)
 {
     const ag_weights_t *w = round_layer(t, r);
-    const int64_t N = t->N, HD = w->H * w->d, out = ag_layer_width_out(w);
-    const kept_t k = round_kept(t, w);
+    const int64_t N = t->N, HD = w->H * w->d;
     acts_t a = {.X = t->acts + t->start[r]};
     a.Q = a.X + N * w->D, a.K = a.Q + N * HD, a.V = a.K + N * HD, a.M = a.V + N * HD;
     a.lse = a.M + N * HD;
-    float *next = a.lse + N * w->H;
-    float **kept[] = {&a.Z, &a.ffn_in, &a.U, &a.R, &a.O, &a.P, &a.ffn_sum};
-    const int has[] = {k.Z, k.ffn, k.ffn, k.R, k.O, k.P, k.ffn_sum};
-    for (size_t x = 0; x < sizeof has / sizeof has[0]; x++)
-        if (has[x]) {
-            *kept[x] = next;
-            next += N * (kept[x] == &a.U ? w->F : out);
-        }
+    ag_i_kept_carve(&a.kept, w, ag_i_round_kept(w, t->layer_norm), N, a.lse + N * w->H);
     return a;
 }
 
@@ -192,12 +169,10 @@ static int forward_round(ag_tape_t *t, int r, float *X, const fwd_scratch_t *fs,
     const int k = t->n_layers == 1 ? 0 : r;
     const tape_round_t tr = {t, r, round_acts(t, r)};
     memcpy(tr.a.X, X, (size_t)(t->N * round_layer(t, r)->D) * sizeof *X);
-    const ag_i_round_bufs_t b = {.Xn = fs->Xn, .Q = tr.a.Q, .K = tr.a.K, .V = tr.a.V,
-                                 .M = tr.a.M, .Z = tr.a.Z, .ffn_in = tr.a.ffn_in, .Hn = fs->Hn,
-                                 .U = tr.a.U, .A = fs->A, .R = tr.a.R, .O = tr.a.O, .P = tr.a.P,
-                                 .ffn_sum = tr.a.ffn_sum, .Pe = fs->Pe,
-                                 .Epre = fs->Pe ? fs->Pe + t->nb->n_edges * t->HD : NULL,
-                                 .E = t->nb->n_edges};
+    ag_i_round_bufs_t b = tr.a.kept;
+    b.Xn = fs->Xn, b.Q = tr.a.Q, b.K = tr.a.K, b.V = tr.a.V, b.M = tr.a.M, b.Hn = fs->Hn;
+    b.A = fs->A, b.Pe = fs->Pe, b.E = t->nb->n_edges;
+    b.Epre = fs->Pe ? fs->Pe + t->nb->n_edges * t->HD : NULL;
     ag_score_t sc;
     return ag_i_round_forward(X, t->N, &t->layers[k], (ag_i_round_at_t){k, r, 0, 1, 0}, &t->opts,
                               &b, &sc, attend_taped, (void *)&tr, err);
@@ -373,9 +348,10 @@ static int backward_round(ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t 
     const acts_t a = round_acts(t, r);
     const ag_i_round_back_t rb = {
         .X = a.X, .M = a.M, .dX = b->dX, .dM = b->dM, .dQ = b->dQ, .dK = b->dK, .dV = b->dV,
-        .Xn = b->Xn, .dXn = b->dXn, .Z = a.Z, .ffn_in = a.ffn_in, .U = a.U, .Hn = b->Hn,
-        .dHn = b->dHn, .A = b->A, .dA = b->dA, .R = a.R, .O = a.O, .P = a.P,
-        .ffn_sum = a.ffn_sum, .dR = b->dR, .Pe = b->Pe, .Epre = b->Epre, .E = t->nb->n_edges,
+        .Xn = b->Xn, .dXn = b->dXn, .Z = a.kept.Z, .ffn_in = a.kept.ffn_in, .U = a.kept.U,
+        .Hn = b->Hn, .dHn = b->dHn, .A = b->A, .dA = b->dA, .R = a.kept.R, .O = a.kept.O,
+        .P = a.kept.P, .ffn_sum = a.kept.ffn_sum, .dR = b->dR, .Pe = b->Pe, .Epre = b->Epre,
+        .E = t->nb->n_edges,
         .dEk = b->dEk, .dEv = b->dEv, .dEpre = b->dEpre};
     const tape_back_t tb = {t, r, b};
     return ag_i_round_backward(t->N, &t->layers[k], grads ? &grads[k] : NULL,
