@@ -342,7 +342,6 @@ START_TEST(shaped_layers_match_reference_and_finite_differences)
             }
     }
     check_grad("dX", st, &m, X0, R, LN * out, Xr, X0, dX, LN * D0);
-    const char *const *names = ag_i_weight_names;
     for (int l = 0; l < m.n; l++) {
         float **arrays[AG_I_WEIGHT_ARRAYS], **grads[AG_I_WEIGHT_ARRAYS];
         int64_t sizes[AG_I_WEIGHT_ARRAYS], gsizes[AG_I_WEIGHT_ARRAYS];
@@ -352,9 +351,9 @@ START_TEST(shaped_layers_match_reference_and_finite_differences)
             if (!*arrays[a])
                 continue;
             ck_assert_msg(*grads[a] != NULL && gsizes[a] == sizes[a], "%s: layer %d has %s but "
-                          "no gradient of its size", st->name, l + 1, names[a]);
+                          "no gradient of its size", st->name, l + 1, ag_i_weight_name(a));
             char what[64];
-            snprintf(what, sizeof what, "layer %d d%s", l + 1, names[a]);
+            snprintf(what, sizeof what, "layer %d d%s", l + 1, ag_i_weight_name(a));
             check_grad(what, st, &m, X0, R, LN * out, Xr, *arrays[a], *grads[a], sizes[a]);
         }
     }

@@ -372,7 +372,7 @@ static int lm_save(const ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, ag_e
             if (!*arrays[a])
                 continue;
             snprintf(names[k], sizeof names[k], "round-%lld/%s.npy", (long long)l + 1,
-                     ag_i_weight_names[a]);
+                     ag_i_weight_name(a));
             folder_item_t *it = &items[k++];
             it->name = names[k - 1], it->f32 = *arrays[a];
             it->ndim = ag_i_weights_shape(&m->layers[l], a, it->shape);

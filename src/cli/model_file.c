@@ -383,7 +383,6 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, int
     if (!ws)
         return ag_i_alloc_status();
     const ag_score_kind_t kind = o->score.kind;
-    const char *const *names = ag_i_weight_names;
     for (int l = 0; l < m->n_layers && !rc; l++) {
         const layer_spec_t *L = &m->layers[l];
         ag_weights_t *w = &ws[l];
@@ -415,7 +414,8 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, int
             int64_t shape[3];
             const int ndim = ag_i_weights_shape(w, k, shape);
             if (o->weights) {
-                rc = ag_i_weights_load_array(arrays[k], dir, names[k], ndim, shape, 0, err);
+                rc = ag_i_weights_load_array(arrays[k], dir, ag_i_weight_name(k), ndim, shape, 0,
+                                             err);
             } else if (!(*arrays[k] = ag_i_alloc(sizes[k], sizeof(float), err, "weights"))) {
                 rc = ag_i_alloc_status();
             } else {

@@ -289,9 +289,9 @@ int model_items(const model_t *m, folder_item_t *items, char (*names)[64])
             if (!p)
                 continue;
             if (m->n_layers > 1)
-                snprintf(names[n], 64, "round-%d/%s.npy", l + 1, ag_i_weight_names[k]);
+                snprintf(names[n], 64, "round-%d/%s.npy", l + 1, ag_i_weight_name(k));
             else
-                snprintf(names[n], 64, "%s.npy", ag_i_weight_names[k]);
+                snprintf(names[n], 64, "%s.npy", ag_i_weight_name(k));
             folder_item_t *it = &items[n];
             *it = (folder_item_t){names[n], p, NULL, 0, {0, 0, 0}, NULL};
             it->ndim = ag_i_weights_shape(w, k, it->shape);

@@ -152,12 +152,15 @@ int ag_i_layer_norm_backward(float *dX, float *dW, float *dB, const float *dY, c
                              int64_t N, int64_t D, const float *weight, float eps,
                              ag_error_t *err);
 
-/* The arrays of w, in the order of ag_i_weight_names (wq wk wv wo ln_weight
+/* The arrays of w, in the order of ag_i_weight_name's (wq wk wv wo ln_weight
    ln_bias attn_src attn_dst attn bias w1 b1 w2 b2 ln2_weight ln2_bias bq bk bv
    wskip bskip wbeta wedge attn_edge: their files' names), and the floats each
    has (or would have) by w's sizes. */
 #define AG_I_WEIGHT_ARRAYS 24
-AG_INTERNAL extern const char *const ag_i_weight_names[AG_I_WEIGHT_ARRAYS];
+/* Array m's name (its file's, without .npy). A function, not an exported
+   array: ASan adds a non-ag_ symbol for every exported variable. */
+AG_INTERNAL
+const char *ag_i_weight_name(int m);
 AG_INTERNAL
 int ag_i_weights_arrays(ag_weights_t *w, float **arrays[AG_I_WEIGHT_ARRAYS],
                         int64_t sizes[AG_I_WEIGHT_ARRAYS]);

@@ -61,10 +61,14 @@ static float **mats_of(ag_weights_t *w, int m)
     return all[m];
 }
 
-const char *const ag_i_weight_names[AG_I_WEIGHT_ARRAYS] = {
-    "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias",
-    "w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias", "bq", "bk", "bv", "wskip", "bskip",
-    "wbeta", "wedge", "attn_edge"};
+const char *ag_i_weight_name(int m)
+{
+    static const char *const names[AG_I_WEIGHT_ARRAYS] = {
+        "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias",
+        "w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias", "bq", "bk", "bv", "wskip", "bskip",
+        "wbeta", "wedge", "attn_edge"};
+    return m >= 0 && m < AG_I_WEIGHT_ARRAYS ? names[m] : "?";
+}
 
 void ag_weights_destroy(ag_weights_t *w)
 {
