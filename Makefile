@@ -220,7 +220,9 @@ $(BUILD)/%.o: %.c $(BUILD)/.flags
 # add to: the AVX2 forward ran as fast without it, the backward (causal N=2048
 # H=8, 2 threads, 3 alternating runs) 0.125 s against 0.133 s with it.
 KERNEL_OBJS := $(addprefix $(BUILD)/src/kernels/,tiled.o tiled_stream.o gather.o generic.o)
-$(KERNEL_OBJS): OBJ_FLAGS := -fno-var-tracking -fno-gcse
+# (clang has no GCSE flag and refuses it under -Werror: GCC's only)
+NO_GCSE := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null | head -n 1)),,-fno-gcse)
+$(KERNEL_OBJS): OBJ_FLAGS := -fno-var-tracking $(NO_GCSE)
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/bench_kernel.d
 
