@@ -74,25 +74,26 @@ static int from_attributes(ag_matrix_t *F, const source_t *s, const char *spec, 
     return rc;
 }
 
-/* F's rows per slot from an [edges, F] .npy file in the graph's edge order;
-   *added[s] = 1 for a self-loop added by --self-loops (no row of its own). */
-static int from_npy(ag_matrix_t *F, unsigned char *added, const source_t *s, const char *path,
+/* The messages in the graph's edge order and their slots (ag_edge_order's);
+   a message without an edge id is a self-loop --self-loops added. */
+typedef struct {
+    ag_edge_msg_t *msgs;
+    int64_t *slot;
+} order_t;
+
+/* F's rows per slot from an [edges, F] .npy file in the graph's edge order. */
+static int from_npy(ag_matrix_t *F, const order_t *o, const source_t *s, const char *path,
                     ag_error_t *err)
 {
     ag_matrix_t rows;
     int rc = ag_matrix_read_npy(&rows, path, err);
     if (rc)
         return rc;
-    ag_edge_msg_t *msgs = NULL;
-    int64_t *slot = NULL, edges = 0;
-    if ((rc = ag_edge_order(&s->nb, &msgs, &slot, err))) {
-        ag_matrix_destroy(&rows);
-        return rc;
-    }
     /* the graph's edges: a graph file's (an undirected edge's two messages
        share its row), else one a message */
+    int64_t edges = 0;
     for (int64_t k = 0; k < s->nb.n_edges; k++)
-        edges = msgs[k].edge_id >= edges ? msgs[k].edge_id + 1 : edges;
+        edges = o->msgs[k].edge_id >= edges ? o->msgs[k].edge_id + 1 : edges;
     if (s->have_graph)
         edges = (int64_t)igraph_ecount(&s->graph);
     if (rows.cols < 1)
@@ -107,45 +108,39 @@ static int from_npy(ag_matrix_t *F, unsigned char *added, const source_t *s, con
         rc = ag_check_finite(path, rows.data, rows.rows, rows.cols, err);
     if (!rc)
         rc = ag_matrix_init(F, s->nb.n_edges, rows.cols, err);
-    for (int64_t k = 0; !rc && k < s->nb.n_edges; k++) {
-        added[slot[k]] = msgs[k].edge_id < 0;
-        if (msgs[k].edge_id >= 0)
-            memcpy(F->data + slot[k] * rows.cols, rows.data + msgs[k].edge_id * rows.cols,
+    for (int64_t k = 0; !rc && k < s->nb.n_edges; k++)
+        if (o->msgs[k].edge_id >= 0)
+            memcpy(F->data + o->slot[k] * rows.cols, rows.data + o->msgs[k].edge_id * rows.cols,
                    (size_t)rows.cols * sizeof(float));
-    }
-    free(msgs), free(slot);
     ag_matrix_destroy(&rows);
     return rc;
 }
 
 /* A self-loop the options added gets the mean of its node's other in-edges'
    rows (0 without any): PyG's fill_value "mean". */
-static int fill_added_loops(ag_matrix_t *F, const unsigned char *added, const source_t *s,
+static int fill_added_loops(ag_matrix_t *F, const order_t *o, const source_t *s,
                             ag_error_t *err)
 {
-    ag_edge_msg_t *msgs = NULL;
-    int64_t *slot = NULL;
     const int64_t N = s->nb.n_nodes, C = F->cols;
-    int rc = ag_edge_order(&s->nb, &msgs, &slot, err);
-    double *sum = rc ? NULL : ag_i_calloc(N * C + N, sizeof *sum, err, "--edge-features");
-    if (!rc && !sum)
-        rc = ag_i_alloc_status();
-    for (int64_t k = 0; !rc && k < s->nb.n_edges; k++)
-        if (!added[slot[k]]) {
-            const int64_t i = msgs[k].dst;
-            for (int64_t c = 0; c < C; c++)
-                sum[i * C + c] += F->data[slot[k] * C + c];
-            sum[N * C + i] += 1;
-        }
-    for (int64_t k = 0; !rc && k < s->nb.n_edges; k++)
-        if (added[slot[k]]) {
-            const int64_t i = msgs[k].dst;
+    double *sum = ag_i_calloc(N * C + N, sizeof *sum, err, "--edge-features");
+    if (!sum)
+        return ag_i_alloc_status();
+    for (int pass = 0; pass < 2; pass++)   /* the sums of real edges, then the loops' means */
+        for (int64_t k = 0; k < s->nb.n_edges; k++) {
+            const int64_t i = o->msgs[k].dst;
+            float *row = F->data + o->slot[k] * C;
             const double n = sum[N * C + i];
-            for (int64_t c = 0; c < C; c++)
-                F->data[slot[k] * C + c] = n > 0 ? (float)(sum[i * C + c] / n) : 0.0f;
+            if (pass == 0 && o->msgs[k].edge_id >= 0) {
+                for (int64_t c = 0; c < C; c++)
+                    sum[i * C + c] += row[c];
+                sum[N * C + i] += 1;
+            } else if (pass == 1 && o->msgs[k].edge_id < 0) {
+                for (int64_t c = 0; c < C; c++)
+                    row[c] = n > 0 ? (float)(sum[i * C + c] / n) : 0.0f;
+            }
         }
-    free(sum), free(msgs), free(slot);
-    return rc;
+    free(sum);
+    return AG_OK;
 }
 
 int edge_features_load(ag_matrix_t *F, const source_t *s, const char *spec, ag_error_t *err)
@@ -153,26 +148,13 @@ int edge_features_load(ag_matrix_t *F, const source_t *s, const char *spec, ag_e
     memset(F, 0, sizeof *F);
     if (!spec)
         return AG_OK;
-    unsigned char *added = ag_i_calloc(s->nb.n_edges ? s->nb.n_edges : 1, 1, err,
-                                       "--edge-features");
-    if (!added)
-        return ag_i_alloc_status();
-    int rc;
-    if (is_npy(spec)) {
-        rc = from_npy(F, added, s, spec, err);
-    } else {   /* attributes: ag_edge_attribute gives an added loop 0; find them */
-        ag_edge_msg_t *msgs = NULL;
-        int64_t *slot = NULL;
-        rc = ag_edge_order(&s->nb, &msgs, &slot, err);
-        for (int64_t k = 0; !rc && k < s->nb.n_edges; k++)
-            added[slot[k]] = msgs[k].edge_id < 0;
-        free(msgs), free(slot);
-        if (!rc)
-            rc = from_attributes(F, s, spec, err);
-    }
+    order_t o = {NULL, NULL};
+    int rc = ag_edge_order(&s->nb, &o.msgs, &o.slot, err);
+    if (!rc)   /* (ag_edge_attribute gives an added loop 0: filled below) */
+        rc = is_npy(spec) ? from_npy(F, &o, s, spec, err) : from_attributes(F, s, spec, err);
     if (!rc)
-        rc = fill_added_loops(F, added, s, err);
-    free(added);
+        rc = fill_added_loops(F, &o, s, err);
+    free(o.msgs), free(o.slot);
     if (rc)
         ag_matrix_destroy(F);
     return rc;

@@ -215,6 +215,12 @@ static void draw_batch(const lm_opts_t *o, const corpus_t *c, int64_t lo, int64_
     }
 }
 
+/* The first validation token of n: the first 90% trains (nanoGPT's split). */
+static int64_t val_start(int64_t n)
+{
+    return (int64_t)(0.9 * (double)n);
+}
+
 /* Streams of batches: training steps, and each evaluation's per split. */
 enum { STREAM_TRAIN = 1, STREAM_EVAL = 2 };
 
@@ -268,7 +274,7 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     if (rc)
         return rc;
     const int64_t n = o->batch * o->block;
-    batches_t bt = {o, c, (int64_t)(0.9 * (double)c->n), NULL, NULL, NULL};
+    batches_t bt = {o, c, val_start(c->n), NULL, NULL, NULL};
     bt.ids = ag_i_alloc(3 * n, sizeof(int64_t), err, "batch");
     ag_lm_t g;
     memset(&g, 0, sizeof g);
@@ -404,7 +410,7 @@ static int lm_train(int argc, char **argv)
     memset(&c, 0, sizeof c);
     if (!rc)
         rc = corpus_read(&c, o.text, o.bytes, &err);
-    const int64_t split = (int64_t)(0.9 * (double)c.n);
+    const int64_t split = val_start(c.n);
     if (!rc && (split <= o.block || c.n - split <= o.block))
         rc = ag_i_fail(&err, AG_EINVAL, "%s has %lld characters: its 90%% and 10%% must each "
                        "hold more than a block of %lld (and one more for the next token); "
