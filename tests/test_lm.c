@@ -3,7 +3,8 @@
  * GPT written in double from the formulas (tests/reference.c: ref_lm_loss),
  * every gradient against central differences of that reference, the batch
  * as one docs graph against the sequences one by one, 1 vs 2 threads, and
- * the optimizer's groups.
+ * the optimizer's groups; the decoder (model/lm_decode.c) against the whole
+ * prefix's logits, and its draws against softmax.
  */
 #include <math.h>
 #include <stdio.h>
@@ -279,6 +280,118 @@ START_TEST(lm_refuses_bad_inputs)
 }
 END_TEST
 
+/* The graph of pattern spec over n nodes. */
+static void pattern_graph(ag_nbhd_t *nb, const char *spec, int64_t n)
+{
+    ag_pattern_t *p;
+    ag_error_t err;
+    ck_assert_msg(ag_pattern_parse(&p, spec, &err) == AG_OK, "%s", err.msg);
+    ck_assert_msg(ag_nbhd_from_pattern(nb, p, n, AG_SELF_KEEP, &err) == AG_OK, "%s", err.msg);
+    ag_pattern_free(p);
+}
+
+static void assert_logits_near(const float *got, const float *want, const char *what, int64_t t)
+{
+    for (int64_t v = 0; v < V; v++)
+        ck_assert_msg(fabsf(got[v] - want[v]) <= 2e-5f * (1 + fabsf(want[v])), "%s, token %lld: "
+                      "logit %lld is %.8g with the cache, %.8g recomputed", what, (long long)t,
+                      (long long)v, got[v], want[v]);
+}
+
+/* Token by token with the cache, each token's logits are those of the whole
+   prefix recomputed (ag_lm_logits; a causal graph's row t reads rows <= t),
+   under causal and a window, with and without biases; starting over from the
+   last tokens gives the logits of that shorter sequence. */
+START_TEST(lm_decoder_equals_the_whole_prefix)
+{
+    const int bias = _i % 2;
+    const char *spec = _i < 2 ? "causal" : "window:2";
+    ag_lm_t m;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, bias, 17, &err), AG_OK);
+    widen(&m, 60);
+    ag_nbhd_t nb, tail;
+    pattern_graph(&nb, spec, T);
+    pattern_graph(&tail, spec, 3);
+    const int64_t ids[T] = {3, 0, 6, 6, 2}, pos[T] = {0, 1, 2, 3, 4};
+    float all[T * V], got[V];
+    ck_assert_int_eq(ag_lm_logits(&m, &nb, ids, pos, all, &err), AG_OK);
+    ag_lm_decoder_t *dec;
+    ck_assert_msg(ag_lm_decoder_init(&dec, &m, &nb, &err) == AG_OK, "%s", err.msg);
+    for (int64_t t = 0; t < T; t++) {
+        ck_assert_int_eq(ag_lm_decoder_push(dec, ids[t], got, &err), AG_OK);
+        ck_assert_int_eq(ag_lm_decoder_length(dec), t + 1);
+        assert_logits_near(got, all + t * V, spec, t);
+    }
+    ck_assert_fails_with(ag_lm_decoder_push(dec, 1, got, &err), err, AG_ELIMIT,
+                         "the context holds the block's 5 tokens");
+    ag_lm_decoder_reset(dec);   /* over again from the last two, then one more */
+    const int64_t again[3] = {ids[3], ids[4], 5};
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(ag_lm_decoder_push(dec, again[k], k < 2 ? NULL : got, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_logits(&m, &tail, again, pos, all, &err), AG_OK);
+    assert_logits_near(got, all + 2 * V, "after a reset", 2);
+    ck_assert_fails_with(ag_lm_decoder_push(dec, V, got, &err), err, AG_EINVAL,
+                         "token 7; expected an id in [0, 7)");
+    ag_lm_decoder_free(dec);
+    ag_nbhd_destroy(&nb), ag_nbhd_destroy(&tail);
+    ag_lm_destroy(&m);
+}
+END_TEST
+
+START_TEST(lm_decoder_refuses_a_graph_that_reads_ahead)
+{
+    ag_lm_t m;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, 0, 1, &err), AG_OK);
+    ag_nbhd_t nb;
+    ag_lm_decoder_t *dec;
+    pattern_graph(&nb, "complete", T);
+    ck_assert_fails_with(ag_lm_decoder_init(&dec, &m, &nb, &err), err, AG_EINVAL,
+                         "lets token 0 read token 1");
+    ck_assert_ptr_null(dec);
+    ag_nbhd_destroy(&nb);
+    pattern_graph(&nb, "causal", T + 1);
+    ck_assert_fails_with(ag_lm_decoder_init(&dec, &m, &nb, &err), err, AG_EINVAL,
+                         "a graph of 6 nodes; expected the block's 5");
+    ag_nbhd_destroy(&nb);
+    ag_lm_destroy(&m);
+}
+END_TEST
+
+/* ag_lm_pick over a fine grid of draws u picks each token as often as
+   softmax(logits / temperature) over the kept ones says (ties at the k-th
+   largest kept), and temperature 0 the first largest. */
+START_TEST(lm_pick_follows_the_softmax)
+{
+    const float logits[6] = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f, 0.5f};
+    ck_assert_int_eq(ag_lm_pick(logits, 6, 0.0, 0, 0.7), 1);
+    const struct { double temperature; int64_t top_k; } cases[] = {{1, 0}, {0.5, 0}, {2, 3},
+                                                                   {1, 1}, {1, 6}};
+    enum { GRID = 20000 };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        double want[6], total = 0, count[6] = {0};
+        int kept = 0;
+        for (int v = 0; v < 6; v++) {   /* kept: fewer than top_k logits above it */
+            int above = 0;
+            for (int u = 0; u < 6; u++)
+                above += logits[u] > logits[v];
+            want[v] = cases[c].top_k == 0 || above < cases[c].top_k
+                          ? exp(logits[v] / cases[c].temperature) : 0;
+            total += want[v], kept += want[v] > 0;
+        }
+        for (int k = 0; k < GRID; k++)
+            count[ag_lm_pick(logits, 6, cases[c].temperature, cases[c].top_k,
+                             (k + 0.5) / GRID)] += 1.0 / GRID;
+        for (int v = 0; v < 6; v++)
+            ck_assert_msg(fabs(count[v] - want[v] / total) <= 1.0 / GRID + 1e-12, "case %zu: "
+                          "token %d drawn %.5f of the time; softmax %.5f", c, v, count[v],
+                          want[v] / total);
+        ck_assert_int_eq(kept, cases[c].top_k == 1 ? 2 : cases[c].top_k == 3 ? 3 : 6);
+    }
+}
+END_TEST
+
 Suite *lm_suite(void)
 {
     Suite *s = suite_create("lm");
@@ -291,6 +404,9 @@ Suite *lm_suite(void)
 #endif
     tcase_add_test(tc, lm_optimizer_groups);
     tcase_add_test(tc, lm_refuses_bad_inputs);
+    tcase_add_loop_test(tc, lm_decoder_equals_the_whole_prefix, 0, 4);
+    tcase_add_test(tc, lm_decoder_refuses_a_graph_that_reads_ahead);
+    tcase_add_test(tc, lm_pick_follows_the_softmax);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -894,6 +894,39 @@ int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_
 int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
                  float *logits, ag_error_t *err);
 
+/*
+ * A decoder: generation one token at a time with a cache of keys and values.
+ * nb is the pattern over one sequence of the block's T nodes (the graph a
+ * model trained on, for one sequence: causal, window:8, ...); it must be
+ * causal (no source after its destination). Token t is node t: its query
+ * reads its sources' cached keys and values, so the tokens before it are not
+ * computed again. The logits agree with ag_lm_logits on the whole prefix to
+ * rounding. m and nb's sources are read at init; m must stay alive.
+ */
+typedef struct ag_lm_decoder ag_lm_decoder_t;
+int ag_lm_decoder_init(ag_lm_decoder_t **dec, const ag_lm_t *m, const ag_nbhd_t *nb,
+                       ag_error_t *err);
+/* Reads token id at the next position; logits [V] (NULL: not wanted) get the
+   scores of the token after it. Refuses a full context (T tokens read):
+   ag_lm_decoder_reset, then push the tokens to keep again (positions restart
+   at 0, as the model was trained). */
+int ag_lm_decoder_push(ag_lm_decoder_t *dec, int64_t id, float *logits, ag_error_t *err);
+int64_t ag_lm_decoder_length(const ag_lm_decoder_t *dec);
+void ag_lm_decoder_reset(ag_lm_decoder_t *dec);
+void ag_lm_decoder_free(ag_lm_decoder_t *dec);
+/* A token drawn from logits [V]: softmax(logits / temperature) over the top_k
+   largest (0: all; ties with the k-th kept), u uniform in [0, 1) the draw;
+   temperature 0: the largest (the first of equals). */
+int64_t ag_lm_pick(const float *logits, int64_t V, double temperature, int64_t top_k, double u);
+/* Text from a model: reads the prompt ids[0..n_prompt) (n_prompt >= 1), then
+   draws n tokens into ids[n_prompt..n_prompt+n) with ag_lm_pick, draw k from
+   (seed, k): the same tokens for a seed everywhere (CLI, Python). The
+   decoder's context holds up to T tokens; when full it starts over from the
+   last T/2 (positions restart at 0, as in training). nb as the decoder's. */
+int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t n_prompt,
+                   int64_t n, double temperature, int64_t top_k, uint64_t seed,
+                   ag_error_t *err);
+
 typedef enum { AG_OPT_ADAM = 0, AG_OPT_ADAMW, AG_OPT_SGD } ag_optimizer_kind_t;
 
 typedef struct {

@@ -101,6 +101,16 @@ class ag_weights_t(C.Structure):
                 ("wedge", ptr), ("attn_edge", ptr)]
 
 
+class ag_lm_t(C.Structure):
+    _fields_ = [("V", i64), ("T", i64), ("D", i64), ("L", i64), ("H", i64), ("bias", C.c_int),
+                ("wte", ptr), ("wpe", ptr), ("layers", C.POINTER(ag_weights_t)),
+                ("lnf_weight", ptr), ("lnf_bias", ptr)]
+
+
+class ag_lm_opts_t(C.Structure):
+    _fields_ = [("dropout", f32), ("seed", C.c_uint64)]
+
+
 class ag_workspace_t(C.Structure):
     _fields_ = [("N", i64), ("HD", i64), ("D", i64), ("Q", ptr), ("K", ptr), ("V", ptr),
                 ("M", ptr), ("Xn", ptr), ("X_prev", ptr), ("entropy", ptr),
@@ -177,8 +187,8 @@ class ag_compare_picture_t(C.Structure):
 
 STRUCTS = [ag_error_t, ag_blas_info_t, ag_labels_t, ag_nbhd_t, ag_score_t,
            ag_attention_opts_t, ag_edge_msg_t, ag_attention_grads_t, ag_weights_t,
-           ag_workspace_t, ag_round_t, ag_round_opts_t, ag_round_figures_t,
-           ag_optimizer_opts_t, ag_load_opts_t, ag_rgb_t, ag_edge_weights_t, ag_heatmap_opts_t,
+           ag_lm_t, ag_lm_opts_t, ag_workspace_t, ag_round_t, ag_round_opts_t,
+           ag_round_figures_t, ag_optimizer_opts_t, ag_load_opts_t, ag_rgb_t, ag_edge_weights_t, ag_heatmap_opts_t,
            ag_graph_opts_t, ag_series_t, ag_panel_t, ag_compare_picture_t]
 
 # ---------------------------------------------------------------- functions
@@ -242,6 +252,15 @@ FUNCTIONS = {
     "ag_optimizer_add": (I, [P, P, P, i64, E]),
     "ag_optimizer_step": (I, [P, C.POINTER(f64), E]),
     "ag_optimizer_free": (None, [P]),
+    "ag_optimizer_set_lr": (I, [P, f32, E]),
+    "ag_lm_init": (I, [C.POINTER(ag_lm_t), i64, i64, i64, i64, i64, I, C.c_uint64, E]),
+    "ag_lm_grads_init": (I, [C.POINTER(ag_lm_t), C.POINTER(ag_lm_t), E]),
+    "ag_lm_destroy": (None, [C.POINTER(ag_lm_t)]),
+    "ag_lm_loss": (I, [C.POINTER(ag_lm_t), NB, P, P, P, C.POINTER(ag_lm_opts_t),
+                       C.POINTER(f64), C.POINTER(ag_lm_t), E]),
+    "ag_lm_logits": (I, [C.POINTER(ag_lm_t), NB, P, P, P, E]),
+    "ag_lm_optimizer_add": (I, [P, C.POINTER(ag_lm_t), C.POINTER(ag_lm_t), E]),
+    "ag_lm_generate": (I, [C.POINTER(ag_lm_t), NB, P, i64, i64, f64, i64, C.c_uint64, E]),
     "ag_layer_norm": (None, [P, P, i64, i64, P, P, f32]),
     "ag_dropout": (I, [P, P, i64, i64, i64, f32, C.c_uint64, E]),
     "ag_random_normal": (None, [P, i64, C.c_uint64, C.c_uint64, f32]),

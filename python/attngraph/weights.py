@@ -148,31 +148,36 @@ class Weights:
     def _from_c(cls, w):
         """Copies a library-owned ag_weights_t into numpy, then frees it."""
         try:
-            H, d, D, n = w.H, w.d, w.D, w.per_node
-            proj = (n, H * d, D) if n else (H * d, D)
-            rows = w.D_out or D
-            out = rows if w.wo else d if w.mean_heads else H * d
-            F, ln = w.F, out if w.post_norm else D
-            shapes = dict(wq=proj, wk=proj, wv=proj, wo=(rows, H * d), ln_weight=(ln,),
-                          ln_bias=(ln,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d),
-                          bias=(out,), w1=(F, out), b1=(F,), w2=(out, F), b2=(out,),
-                          ln2_weight=(out,), ln2_bias=(out,), bq=(H * d,), bk=(H * d,),
-                          bv=(H * d,), wskip=(out, D), bskip=(out,), wbeta=(3 * out,),
-                          wedge=(H * d, w.edge_dim), attn_edge=(H, d))
-            arrays = {}
-            for name, shape in shapes.items():
-                p = getattr(w, name)
-                if p:
-                    size = int(np.prod(shape))
-                    arrays[name] = np.ctypeslib.as_array((C.c_float * size).from_address(p)) \
-                        .reshape(shape).copy()
-            arrays.setdefault("wk", None), arrays.setdefault("wv", None)
-            arrays.setdefault("wo", None)
-            return cls(heads=H, act=ACTIVATIONS[w.act], mean_heads=bool(w.mean_heads),
-                       residual=not w.no_residual, ff_act=ACTIVATIONS[w.ff_act],
-                       post_norm=bool(w.post_norm), **arrays)
+            return cls._copy_c(w)
         finally:
             lib.ag_weights_destroy(C.byref(w))
+
+    @classmethod
+    def _copy_c(cls, w):
+        """A copy in numpy of the arrays of an ag_weights_t."""
+        H, d, D, n = w.H, w.d, w.D, w.per_node
+        proj = (n, H * d, D) if n else (H * d, D)
+        rows = w.D_out or D
+        out = rows if w.wo else d if w.mean_heads else H * d
+        F, ln = w.F, out if w.post_norm else D
+        shapes = dict(wq=proj, wk=proj, wv=proj, wo=(rows, H * d), ln_weight=(ln,),
+                      ln_bias=(ln,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d),
+                      bias=(out,), w1=(F, out), b1=(F,), w2=(out, F), b2=(out,),
+                      ln2_weight=(out,), ln2_bias=(out,), bq=(H * d,), bk=(H * d,),
+                      bv=(H * d,), wskip=(out, D), bskip=(out,), wbeta=(3 * out,),
+                      wedge=(H * d, w.edge_dim), attn_edge=(H, d))
+        arrays = {}
+        for name, shape in shapes.items():
+            p = getattr(w, name)
+            if p:
+                size = int(np.prod(shape))
+                arrays[name] = np.ctypeslib.as_array((C.c_float * size).from_address(p)) \
+                    .reshape(shape).copy()
+        arrays.setdefault("wk", None), arrays.setdefault("wv", None)
+        arrays.setdefault("wo", None)
+        return cls(heads=H, act=ACTIVATIONS[w.act], mean_heads=bool(w.mean_heads),
+                   residual=not w.no_residual, ff_act=ACTIVATIONS[w.ff_act],
+                   post_norm=bool(w.post_norm), **arrays)
 
     @classmethod
     def load(cls, folder, heads=1):

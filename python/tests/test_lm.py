@@ -94,3 +94,169 @@ def test_refusals(tmp_path, text):
         r = run_lm("--text", text, *args, check=False)
         assert r.returncode in (1, 2) and message in r.stderr, r.stderr
     assert not (tmp_path / "m").exists()
+
+
+# ---- sampling, and the model from Python (attngraph.lm)
+
+import attngraph  # noqa: E402
+import attngraph.lm as agl  # noqa: E402
+
+
+def sample(*args, check=True):
+    return cli("lm", "sample", *args, check=check)
+
+
+@pytest.fixture
+def saved(tmp_path, text):
+    """A small model `lm train --save` wrote (with biases, under window:6)."""
+    run_lm("--text", text, *SMALL, "--iters", 40, "--eval-every", 40, "--bias", "--pattern",
+           "window:6", "--save", tmp_path / "m", "--quiet")
+    return tmp_path / "m"
+
+
+def torch_logits(m, ids):
+    """A GPT in float64 from the formulas (torch, not the library): the logits
+    of one sequence ids [T] under m's pattern (its mask from the graph)."""
+    import torch
+    import torch.nn.functional as F
+    T, D, H = len(ids), m.D, m.heads
+    d = D // H
+    g = attngraph.Graph.pattern(m.pattern, T)
+    mask = torch.zeros(T, T, dtype=torch.bool)
+    mask[torch.tensor(g.dst), torch.tensor(g.src)] = True
+
+    def t(a):
+        return None if a is None else torch.tensor(np.asarray(a, np.float64))
+    x = t(m.wte)[torch.tensor(ids)] + t(m.wpe)[:T]
+    for w in m.layers:
+        h = F.layer_norm(x, (D,), t(w.ln_weight), t(w.ln_bias), 1e-5)
+        q, k, v = (h @ t(W).T + (0 if b is None else t(b))
+                   for W, b in ((w.wq, w.bq), (w.wk, w.bk), (w.wv, w.bv)))
+        q, k, v = (a.reshape(T, H, d).transpose(0, 1) for a in (q, k, v))
+        att = (q @ k.transpose(1, 2) / np.sqrt(d)).masked_fill(~mask, float("-inf"))
+        y = (att.softmax(-1) @ v).transpose(0, 1).reshape(T, D)
+        x = x + y @ t(w.wo).T + (0 if w.bias is None else t(w.bias))
+        h = F.layer_norm(x, (D,), t(w.ln2_weight), t(w.ln2_bias), 1e-5)
+        f = F.gelu(h @ t(w.w1).T + (0 if w.b1 is None else t(w.b1)))
+        x = x + f @ t(w.w2).T + (0 if w.b2 is None else t(w.b2))
+    x = F.layer_norm(x, (D,), t(m.lnf_weight), t(m.lnf_bias), 1e-5)
+    return (x @ t(m.wte).T).numpy()
+
+
+def test_python_reads_the_cli_model_and_matches_a_float64_gpt(saved, text):
+    pytest.importorskip("torch")
+    m = agl.LM.load(saved)
+    assert (m.V, m.block, m.D, len(m.layers), m.heads, m.bias, m.pattern) == \
+        (len(set(text.read_text())), 16, 16, 2, 2, True, "window:6")
+    t = agl.Text.read(text)
+    assert t.vocab == m.vocab
+    x, y = t.batch("val", 3, 16, np.random.default_rng(1))
+    got = m.logits(x)
+    for b in range(3):
+        want = torch_logits(m, x[b])
+        assert np.abs(got[b] - want).max() <= 2e-5 * (1 + np.abs(want).max())
+    want = np.mean([np.log(np.exp(r - r.max()).sum()) + r.max() - r[c]
+                    for b in range(3) for r, c in zip(torch_logits(m, x[b]), y[b])])
+    assert m.loss(x, y) == pytest.approx(want, rel=1e-5)
+
+
+_M, _GAMMA = 2**64 - 1, 0x9E3779B97F4A7C15
+
+
+def _mix(z):   # splitmix64's finaliser, as src/base/rng.h
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & _M
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & _M
+    return z ^ (z >> 31)
+
+
+def draws(seed, n):
+    """The uniform draws ag_lm_generate makes for seed: (seed, stream 1), k-th."""
+    state = _mix((seed ^ (1 * 0xD1B54A32D192ED03 & _M)) + _GAMMA & _M)
+    return [(_mix(state + (k + 1) * _GAMMA & _M) >> 11) * 2.0**-53 for k in range(n)]
+
+
+def test_sampling_with_the_cache_equals_recomputing_the_prefix(saved):
+    """Text through the cache, past the block (the context starts over from
+    its last half), against each token drawn from its logits recomputed from
+    its whole context by LM.logits (softmax in float64, the same draws)."""
+    m = agl.LM.load(saved)
+    T, n = m.block, 3 * m.block
+    prompt = m.encode("the ")
+    got = m.encode(m.sample(n, start="the ", seed=11))
+    ids, base, u = list(prompt), 0, draws(11, n)
+    for at in range(len(prompt) + n - 1):
+        if at - base == T:       # the decoder's start over: the last T/2 before `at`
+            base = at - T // 2
+        if at < len(prompt) - 1:
+            continue
+        context = ids[base:at + 1]
+        padded = np.array(context + [0] * (T - len(context)))
+        z = m.logits(padded[None])[0, len(context) - 1].astype(np.float64)
+        p = np.exp(z - z.max())
+        ids.append(int(np.searchsorted(np.cumsum(p), u[len(ids) - len(prompt)] * p.sum(),
+                                       side="right")))
+    assert list(got) == ids
+
+
+def test_cli_and_python_draw_the_same_text(saved, tmp_path):
+    m = agl.LM.load(saved)
+    for args, kw in [((), {}), (("--temperature", "0.7", "--top-k", "3", "--seed", "5"),
+                                dict(temperature=0.7, top_k=3, seed=5))]:
+        r = sample("--model", saved, "--tokens", 60, "--start", "a ", *args)
+        assert r.stdout == m.sample(60, start="a ", **kw) + "\n"
+    assert sample("--model", saved, "--tokens", 60, "--seed", 2).stdout != \
+        sample("--model", saved, "--tokens", 60, "--seed", 3).stdout
+
+
+def test_a_model_trained_in_python_samples_from_the_cli(tmp_path, text):
+    t = agl.Text.read(text)
+    m = agl.LM.init(t.vocab, block=16, dim=16, layers=2, heads=2, seed=3)
+    tr = agl.Trainer(m, lr=3e-3)
+    rng = np.random.default_rng(0)
+    x, y = t.batch("val", 8, 16, rng)
+    before = m.loss(x, y)
+    for _ in range(60):
+        tr.step(*t.batch("train", 4, 16, rng))
+    assert m.loss(x, y) < before - 0.5
+    m.save(tmp_path / "py")
+    again = agl.LM.load(tmp_path / "py")
+    assert np.array_equal(again.logits(x), m.logits(x))
+    r = sample("--model", tmp_path / "py", "--tokens", 50, "--seed", 9)
+    assert r.stdout == m.sample(50, seed=9) + "\n"
+
+
+def test_sample_refusals(saved, tmp_path):
+    r = sample("--model", tmp_path / "none", check=False)
+    assert r.returncode == 1 and "none/lm.txt" in r.stderr
+    r = sample("--model", saved, "--start", "cat \u00e9", check=False)
+    assert r.returncode == 2 and "character 5 (U+00E9) is not in the model's vocabulary" \
+        in r.stderr
+    r = sample("--model", saved, "--temperature", "-1", check=False)
+    assert r.returncode == 2 and "temperature" in r.stderr
+    r = sample("--model", saved, "--start", "", check=False)
+    assert r.returncode == 2 and "--start is empty" in r.stderr
+    lm_txt = (saved / "lm.txt").read_text()
+    (saved / "lm.txt").write_text(lm_txt.replace("heads 2", "heads two"))
+    r = sample("--model", saved, check=False)
+    assert r.returncode == 1 and "lm.txt:5: 'heads two'" in r.stderr
+    (saved / "lm.txt").write_text(lm_txt.replace("heads 2\n", ""))
+    r = sample("--model", saved, check=False)
+    assert r.returncode == 1 and "has no 'heads' line" in r.stderr
+    (saved / "lm.txt").write_text(lm_txt)
+    np.save(saved / "round-2" / "w1.npy", np.zeros((3, 16), np.float32))
+    r = sample("--model", saved, check=False)
+    assert r.returncode == 1 and "w1.npy" in r.stderr and "[64, 16]" in r.stderr
+    with pytest.raises(attngraph.Error, match="w1"):
+        agl.LM.load(saved)
+
+
+def test_text_refusals(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(attngraph.Error, match="empty.txt is empty"):
+        agl.Text.read(empty)
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(attngraph.Error, match=r"byte 3 \(0xe9\)"):
+        agl.Text.read(bad)
+    assert agl.Text.read(bad, bytes=True).vocab == sorted(set(b"caf\xe9"))

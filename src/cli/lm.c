@@ -163,6 +163,9 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
         return usage_error(cmd, "--min-lr %g is above --lr %g", o->min_lr, o->lr);
     if (o->save && o->n_patterns > 1)
         return usage_error(cmd, "--save keeps one model: give one --pattern");
+    if (o->save && o->n_patterns == 1 && strlen(o->patterns[0]) >= 256)
+        return usage_error(cmd, "--save: a pattern of %zu characters; lm.txt keeps up to 255",
+                           strlen(o->patterns[0]));
     if (o->decay_iters < 0)
         o->decay_iters = o->iters;
     if (!o->n_patterns)
@@ -170,10 +173,8 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
     return -1;
 }
 
-/* The batch graph of pattern `spec`: B sequences of T tokens, `spec` within each. */
-static int batch_graph(ag_nbhd_t *nb, const lm_opts_t *o, const char *spec, ag_error_t *err)
+int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_t *err)
 {
-    const int64_t T = o->block, B = o->batch;
     const size_t cap = (size_t)B * 24 + strlen(spec) + 32;
     char *text = malloc(cap);
     if (!text)
@@ -270,7 +271,7 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
                          char **log, size_t *log_len, lm_result_t *res, ag_error_t *err)
 {
     ag_nbhd_t nb;
-    int rc = batch_graph(&nb, o, spec, err);
+    int rc = lm_batch_graph(&nb, o->block, o->batch, spec, err);
     if (rc)
         return rc;
     const int64_t n = o->batch * o->block;
@@ -340,58 +341,6 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     return rc;
 }
 
-/* --save DIR: lm.txt (the model's shape and its vocabulary's kind), vocab.npy
-   (the characters' code points) and the arrays, one folder a layer. */
-static int lm_save(const ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, ag_error_t *err)
-{
-    const int64_t L = m->L;
-    const int n_items = 6 + (int)L * AG_I_WEIGHT_ARRAYS;
-    folder_item_t *items = ag_i_calloc(n_items, sizeof *items, err, "--save");
-    char (*names)[64] = ag_i_calloc(n_items, sizeof *names, err, "--save");
-    int64_t *vocab = ag_i_alloc(c->V, sizeof *vocab, err, "--save");
-    char text[512];
-    if (!items || !names || !vocab) {
-        free(items), free(names), free(vocab);
-        return ag_i_alloc_status();
-    }
-    for (int64_t v = 0; v < c->V; v++)
-        vocab[v] = c->chars[v];
-    snprintf(text, sizeof text, "# attngraph lm model\nvocab %lld %s\nblock %lld\nlayers %lld\n"
-             "heads %lld\ndim %lld\nbias %s\n", (long long)m->V, o->bytes ? "bytes" : "utf-8",
-             (long long)m->T, (long long)L, (long long)m->H, (long long)m->D,
-             m->bias ? "yes" : "no");
-    int k = 0;
-    items[k++] = (folder_item_t){.name = "lm.txt", .text = text};
-    items[k++] = (folder_item_t){.name = "vocab.npy", .i64 = vocab, .ndim = 1,
-                                 .shape = {c->V}};
-    items[k++] = (folder_item_t){.name = "wte.npy", .f32 = m->wte, .ndim = 2,
-                                 .shape = {m->V, m->D}};
-    items[k++] = (folder_item_t){.name = "wpe.npy", .f32 = m->wpe, .ndim = 2,
-                                 .shape = {m->T, m->D}};
-    items[k++] = (folder_item_t){.name = "lnf_weight.npy", .f32 = m->lnf_weight, .ndim = 1,
-                                 .shape = {m->D}};
-    for (int64_t l = 0; l < L; l++) {
-        float **arrays[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS];
-        ag_i_weights_arrays(&m->layers[l], arrays, sizes);
-        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++) {
-            if (!*arrays[a])
-                continue;
-            snprintf(names[k], sizeof names[k], "round-%lld/%s.npy", (long long)l + 1,
-                     ag_i_weight_name(a));
-            folder_item_t *it = &items[k++];
-            it->name = names[k - 1], it->f32 = *arrays[a];
-            it->ndim = ag_i_weights_shape(&m->layers[l], a, it->shape);
-        }
-    }
-    if (m->lnf_bias)
-        items[k++] = (folder_item_t){.name = "lnf_bias.npy", .f32 = m->lnf_bias, .ndim = 1,
-                                     .shape = {m->D}};
-    const int rc = folder_write(o->save, "--save", items, k, err);
-    free(items), free(names), free(vocab);
-    return rc;
-}
-
 static int lm_train(int argc, char **argv)
 {
     lm_opts_t o;
@@ -438,8 +387,11 @@ static int lm_train(int argc, char **argv)
             (log && fputs(log, f) < 0) || fclose(f) != 0)
             rc = ag_i_fail(&err, AG_EIO, "--log %s: write failed", o.log);
     }
-    if (!rc && o.save)
-        rc = lm_save(&m, &o, &c, &err);
+    if (!rc && o.save) {
+        lm_model_t saved = {.m = m, .chars = c.chars, .bytes = o.bytes};
+        snprintf(saved.pattern, sizeof saved.pattern, "%s", o.patterns[0]);
+        rc = lm_model_save(&saved, o.save, &err);
+    }
     if (!rc && o.log)
         rc = out_commit(&log_out, &err);
     if (!rc && !o.quiet) {
@@ -466,7 +418,8 @@ static int lm_train(int argc, char **argv)
 int cmd_lm(int argc, char **argv)
 {
     static const char usage[] = "usage: attngraph lm train --text FILE [options]\n"
-                                "see 'attngraph lm train --help'\n";
+                                "       attngraph lm sample --model DIR [options]\n"
+                                "see 'attngraph lm train --help', 'attngraph lm sample --help'\n";
     if (argc < 2) {
         fputs(usage, stderr);
         return EXIT_USAGE;
@@ -478,5 +431,7 @@ int cmd_lm(int argc, char **argv)
     }
     if (!strcmp(what, "train"))
         return lm_train(argc - 1, argv + 1);
-    return usage_error("lm", "unknown subcommand '%s'; expected train", what);
+    if (!strcmp(what, "sample"))
+        return lm_sample(argc - 1, argv + 1);
+    return usage_error("lm", "unknown subcommand '%s'; expected train or sample", what);
 }

@@ -1,5 +1,5 @@
-/* attngraph lm: language models on the command line (lm.c), their corpus
-   (lm_text.c). */
+/* attngraph lm: language models on the command line (lm.c, lm_sample.c),
+   their corpus (lm_text.c) and folders (lm_model.c). */
 #ifndef AG_CLI_LM_H
 #define AG_CLI_LM_H
 
@@ -17,7 +17,31 @@ typedef struct {
    the byte where it is not UTF-8; refuses an empty file. */
 int corpus_read(corpus_t *c, const char *path, int bytes, ag_error_t *err);
 void corpus_free(corpus_t *c);
+/* text [n] as code points (bytes: each byte) into cps [n], *count of them;
+   an error names `what` and the byte where the text is not UTF-8. */
+int lm_decode_text(const char *what, const char *text, int64_t n, int bytes, int32_t *cps,
+                   int64_t *count, ag_error_t *err);
 
+/* A language model with its vocabulary and the pattern it trained under. */
+typedef struct {
+    ag_lm_t m;
+    int32_t *chars;       /* [V] code points (bytes: 0..255), ascending */
+    int bytes;            /* the vocabulary is bytes, not UTF-8 characters */
+    char pattern[256];    /* within each sequence: causal, window:8, ... */
+} lm_model_t;
+
+/* The model's folder (lm_model.c): lm.txt, vocab.npy and the arrays; written
+   whole or not at all (folder_write), read with every shape checked. */
+int lm_model_save(const lm_model_t *lm, const char *dir, ag_error_t *err);
+int lm_model_load(lm_model_t *lm, const char *dir, ag_error_t *err);
+void lm_model_free(lm_model_t *lm);
+
+/* The graph of B sequences of T tokens, pattern `spec` within each
+   (docs:T,...,T&(spec)); its message names spec. */
+int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_t *err);
+
+/* attngraph lm train (lm.c) and lm sample (lm_sample.c). */
 int cmd_lm(int argc, char **argv);
+int lm_sample(int argc, char **argv);
 
 #endif

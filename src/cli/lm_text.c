@@ -34,6 +34,23 @@ static int32_t next_char(const unsigned char *s, int64_t n, int64_t *at)
     return cp;
 }
 
+int lm_decode_text(const char *what, const char *text, int64_t n, int bytes, int32_t *cps,
+                   int64_t *count, ag_error_t *err)
+{
+    *count = 0;
+    for (int64_t at = 0; at < n;) {
+        const int64_t here = at;
+        const int32_t cp = bytes ? (unsigned char)text[at++]
+                                 : next_char((const unsigned char *)text, n, &at);
+        if (cp < 0)
+            return ag_i_fail(err, AG_EINVAL, "%s: byte %lld (0x%02x) does not start a UTF-8 "
+                             "character; give --bytes to read the file as bytes", what,
+                             (long long)here, (unsigned char)text[here]);
+        cps[(*count)++] = cp;
+    }
+    return AG_OK;
+}
+
 void corpus_free(corpus_t *c)
 {
     free(c->ids), free(c->chars);
@@ -59,18 +76,7 @@ int corpus_read(corpus_t *c, const char *path, int bytes, ag_error_t *err)
         return ag_i_alloc_status();
     }
     int64_t count = 0;
-    for (int64_t at = 0; at < (int64_t)n;) {
-        const int64_t here = at;
-        const int32_t cp = bytes ? (unsigned char)text[at++]
-                                 : next_char((const unsigned char *)text, (int64_t)n, &at);
-        if (cp < 0) {
-            rc = ag_i_fail(err, AG_EINVAL, "%s: byte %lld (0x%02x) does not start a UTF-8 "
-                           "character; give --bytes to read the file as bytes", path,
-                           (long long)here, (unsigned char)text[here]);
-            break;
-        }
-        cps[count++] = cp;
-    }
+    rc = lm_decode_text(path, text, (int64_t)n, bytes, cps, &count, err);
     free(text);
     for (int32_t k = 0; !rc && k < CODE_POINTS; k++)
         index[k] = -1;

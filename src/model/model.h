@@ -9,6 +9,9 @@
 
 #include "base/base.h"
 
+/* An activation's value at z (round.c's: GELU is the exact erf form). */
+float ag_i_act_value(ag_activation_t act, float z);
+
 /* Checks the round count against the layers, every layer's shape (and nb),
    and that each round reads the width the one before writes. */
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,

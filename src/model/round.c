@@ -727,7 +727,7 @@ static int postnorm_backward(step_t *s, ag_error_t *err)
 
 /* ---- activation ---- */
 
-static float act_value(ag_activation_t act, float z)
+float ag_i_act_value(ag_activation_t act, float z)
 {
     switch (act) {
     case AG_ACT_RELU:
@@ -768,7 +768,7 @@ static int act_forward(step_t *s, ag_error_t *err)
         memcpy(s->f->Z, s->X, (size_t)m * sizeof *s->X);
 #pragma omp parallel for if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < m; x++)
-        s->X[x] = act_value(act, s->X[x]);
+        s->X[x] = ag_i_act_value(act, s->X[x]);
     return AG_OK;
 }
 
@@ -811,7 +811,7 @@ static void ffn_hidden(const step_t *s, const float *U, float *A)
     const int64_t m = s->n * s->w->F;
 #pragma omp parallel for if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < m; x++)
-        A[x] = act_value(act, U[x]);
+        A[x] = ag_i_act_value(act, U[x]);
 }
 
 /* Y = Y + W2 ff_act(W1 Yn + b1) + b2 */

@@ -1,0 +1,217 @@
+/*
+ * A language model's folder, as `lm train --save` writes it and `lm sample`
+ * (and Python's attngraph.lm) read it: lm.txt (the shape, the vocabulary's
+ * kind and the pattern it trained under), vocab.npy (the characters' code
+ * points, or bytes), wte.npy, wpe.npy, lnf_weight.npy (lnf_bias.npy) and one
+ * folder a block, round-L/, with its arrays by ag_i_weight_name.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "cli/cli.h"
+#include "cli/lm.h"
+#include "model/model.h"
+
+/* One array of a model's folder: where (round 0: the top) and its shape. */
+typedef struct {
+    float *data;
+    const char *name;     /* without ".npy" */
+    int64_t round;        /* 1..L: in round-<round>/ */
+    int ndim;
+    int64_t shape[3];
+} lm_array_t;
+
+/* Every array of m, in one order for save and load; returns the count. */
+static int model_arrays(const ag_lm_t *m, lm_array_t *out)
+{
+    int k = 0;
+    out[k++] = (lm_array_t){m->wte, "wte", 0, 2, {m->V, m->D}};
+    out[k++] = (lm_array_t){m->wpe, "wpe", 0, 2, {m->T, m->D}};
+    out[k++] = (lm_array_t){m->lnf_weight, "lnf_weight", 0, 1, {m->D}};
+    if (m->lnf_bias)
+        out[k++] = (lm_array_t){m->lnf_bias, "lnf_bias", 0, 1, {m->D}};
+    for (int64_t l = 0; l < m->L; l++) {
+        float **p[AG_I_WEIGHT_ARRAYS];
+        int64_t sizes[AG_I_WEIGHT_ARRAYS];
+        ag_i_weights_arrays(&m->layers[l], p, sizes);
+        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++)
+            if (*p[a]) {
+                out[k] = (lm_array_t){*p[a], ag_i_weight_name(a), l + 1, 0, {0}};
+                out[k].ndim = ag_i_weights_shape(&m->layers[l], a, out[k].shape);
+                k++;
+            }
+    }
+    return k;
+}
+
+static int max_arrays(const ag_lm_t *m)
+{
+    return 4 + (int)m->L * AG_I_WEIGHT_ARRAYS;
+}
+
+int lm_model_save(const lm_model_t *lm, const char *dir, ag_error_t *err)
+{
+    const ag_lm_t *m = &lm->m;
+    const int cap = 2 + max_arrays(m);
+    folder_item_t *items = ag_i_calloc(cap, sizeof *items, err, "--save");
+    lm_array_t *arrays = ag_i_calloc(cap, sizeof *arrays, err, "--save");
+    char (*names)[96] = ag_i_calloc(cap, sizeof *names, err, "--save");
+    int64_t *vocab = ag_i_alloc(m->V, sizeof *vocab, err, "--save");
+    char text[1024];
+    int rc = items && arrays && names && vocab ? AG_OK : ag_i_alloc_status();
+    for (int64_t v = 0; !rc && v < m->V; v++)
+        vocab[v] = lm->chars[v];
+    if (!rc) {
+        snprintf(text, sizeof text, "# attngraph lm model\nvocab %lld %s\nblock %lld\n"
+                 "layers %lld\nheads %lld\ndim %lld\nbias %s\npattern %s\n", (long long)m->V,
+                 lm->bytes ? "bytes" : "utf-8", (long long)m->T, (long long)m->L,
+                 (long long)m->H, (long long)m->D, m->bias ? "yes" : "no", lm->pattern);
+        int k = 0;
+        items[k++] = (folder_item_t){.name = "lm.txt", .text = text};
+        items[k++] = (folder_item_t){.name = "vocab.npy", .i64 = vocab, .ndim = 1,
+                                     .shape = {m->V}};
+        const int n = model_arrays(m, arrays);
+        for (int a = 0; a < n; a++, k++) {
+            const lm_array_t *x = &arrays[a];
+            if (x->round)
+                snprintf(names[a], sizeof names[a], "round-%lld/%s.npy", (long long)x->round,
+                         x->name);
+            else
+                snprintf(names[a], sizeof names[a], "%s.npy", x->name);
+            items[k] = (folder_item_t){.name = names[a], .f32 = x->data, .ndim = x->ndim};
+            memcpy(items[k].shape, x->shape, sizeof x->shape);
+        }
+        rc = folder_write(dir, "--save", items, k, err);
+    }
+    free(items), free(arrays), free(names), free(vocab);
+    return rc;
+}
+
+void lm_model_free(lm_model_t *lm)
+{
+    ag_lm_destroy(&lm->m);
+    free(lm->chars);
+    memset(lm, 0, sizeof *lm);
+}
+
+/* lm.txt's keys into the sizes and lm's kind and pattern. */
+static int read_header(lm_model_t *lm, int64_t size[6], int *bias, const char *dir,
+                       ag_error_t *err)
+{
+    static const char *keys[] = {"vocab", "block", "layers", "heads", "dim", "bias",
+                                 "pattern"};
+    char path[4096], *text = NULL;
+    size_t len;
+    snprintf(path, sizeof path, "%s/lm.txt", dir);
+    int rc = read_all(path, &text, &len, 1 << 20, err);
+    if (rc)
+        return rc;
+    int seen[7] = {0}, line = 0;
+    snprintf(lm->pattern, sizeof lm->pattern, "causal");   /* saves before the key */
+    seen[6] = 1;
+    for (char *s = text, *end; !rc && s && *s; s = end) {
+        end = strchr(s, '\n');
+        if (end)
+            *end++ = '\0';
+        line++;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '#' || *s == '\0')
+            continue;
+        char key[32], value[256], kind[32] = "";
+        long long x = 0;
+        int k = -1;
+        if (sscanf(s, "%31s %255[^\n]", key, value) == 2)
+            for (k = 6; k >= 0 && strcmp(key, keys[k]); k--)
+                ;
+        int ok = k >= 0;
+        if (ok && k == 6)
+            ok = snprintf(lm->pattern, sizeof lm->pattern, "%s", value) < (int)sizeof lm->pattern;
+        else if (ok && k == 5)
+            ok = (*bias = !strcmp(value, "yes")) || !strcmp(value, "no");
+        else if (ok && k == 0)
+            ok = sscanf(value, "%lld %31s", &x, kind) == 2 &&
+                 ((lm->bytes = !strcmp(kind, "bytes")) || !strcmp(kind, "utf-8"));
+        else if (ok)
+            ok = sscanf(value, "%lld", &x) == 1;
+        if (ok && k < 5 && x < 1)
+            ok = 0;
+        if (!ok)
+            rc = ag_i_fail(err, AG_EINVAL, "%s:%d: '%s'; expected one of vocab N utf-8|bytes, "
+                           "block T, layers L, heads H, dim D (each >= 1), bias yes|no, "
+                           "pattern SPEC", path, line, s);
+        else if (k < 5)
+            size[k] = x;
+        if (ok)
+            seen[k] = 1;
+    }
+    for (int k = 0; !rc && k < 6; k++)
+        if (!seen[k])
+            rc = ag_i_fail(err, AG_EINVAL, "%s has no '%s' line; expected the file `lm train "
+                           "--save` writes", path, keys[k]);
+    free(text);
+    return rc;
+}
+
+/* vocab.npy: V code points, ascending, each a character of the kind. */
+static int read_vocab(lm_model_t *lm, int64_t V, const char *dir, ag_error_t *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/vocab.npy", dir);
+    int64_t *v = NULL, n = 0;
+    int rc = ag_index_read_npy(&v, &n, path, err);
+    if (rc)
+        return rc;
+    if (n != V)
+        rc = ag_i_fail(err, AG_EINVAL, "%s holds %lld characters; lm.txt says vocab %lld",
+                       path, (long long)n, (long long)V);
+    const int64_t top = lm->bytes ? 256 : 0x110000;
+    for (int64_t k = 0; !rc && k < n; k++)
+        if (v[k] < 0 || v[k] >= top || (k && v[k] <= v[k - 1]))
+            rc = ag_i_fail(err, AG_EINVAL, "%s: entry %lld is %lld; expected ascending %s",
+                           path, (long long)k, (long long)v[k],
+                           lm->bytes ? "bytes (0..255)" : "code points");
+    lm->chars = rc ? NULL : ag_i_alloc(n, sizeof *lm->chars, err, "vocabulary");
+    if (!rc && !lm->chars)
+        rc = ag_i_alloc_status();
+    for (int64_t k = 0; !rc && k < n; k++)
+        lm->chars[k] = (int32_t)v[k];
+    free(v);
+    return rc;
+}
+
+int lm_model_load(lm_model_t *lm, const char *dir, ag_error_t *err)
+{
+    memset(lm, 0, sizeof *lm);
+    int64_t size[6] = {0};
+    int bias = 0;
+    int rc = read_header(lm, size, &bias, dir, err);
+    if (!rc)
+        rc = read_vocab(lm, size[0], dir, err);
+    if (!rc)   /* the shapes, then each array read into its place */
+        rc = ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3], bias, 1, err);
+    lm_array_t *arrays = rc ? NULL : ag_i_calloc(max_arrays(&lm->m), sizeof *arrays, err,
+                                                 "model");
+    if (!rc && !arrays)
+        rc = ag_i_alloc_status();
+    const int n = rc ? 0 : model_arrays(&lm->m, arrays);
+    for (int a = 0; !rc && a < n; a++) {
+        const lm_array_t *x = &arrays[a];
+        char sub[4096];
+        snprintf(sub, sizeof sub, x->round ? "%s/round-%lld" : "%s", dir, (long long)x->round);
+        float *read = NULL;
+        if (!(rc = ag_i_weights_load_array(&read, sub, x->name, x->ndim, x->shape, 0, err))) {
+            int64_t count = 1;
+            for (int d = 0; d < x->ndim; d++)
+                count *= x->shape[d];
+            memcpy(x->data, read, (size_t)count * sizeof *read);
+        }
+        free(read);
+    }
+    free(arrays);
+    if (rc)
+        lm_model_free(lm);
+    return rc;
+}

@@ -1,0 +1,177 @@
+/*
+ * attngraph lm sample: text from a model `lm train --save` wrote, one token at
+ * a time by the library's ag_lm_generate (a cache of keys and values: each new
+ * token is one more node of the pattern's graph, the tokens before it are not
+ * computed again; a full context starts over from its last half).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "cli/cli.h"
+#include "cli/lm.h"
+
+static const char sample_usage[] =
+    "usage: attngraph lm sample --model DIR [options]\n"
+    "\n"
+    "Generates text from a model `attngraph lm train --save DIR` wrote: --start, then\n"
+    "--tokens more characters, each drawn from the model's next-token distribution.\n"
+    "The keys and values of the tokens read are cached: a new token attends to its\n"
+    "sources in the pattern without computing the others again.\n"
+    "\n"
+    "  --model DIR         the model folder\n"
+    "  --tokens N          characters to generate (default 500)\n"
+    "  --start TEXT        the text to continue (default a newline)\n"
+    "  --temperature X     divides the logits (default 1; 0: always the likeliest)\n"
+    "  --top-k K           draw among the K likeliest only (default 0: all)\n"
+    "  --seed S            the draws (default 1337)\n"
+    "  --pattern SPEC      the graph within the context (default the one it trained\n"
+    "                      under, from lm.txt); it must be causal\n"
+    "  --threads T         (default: the cores)\n";
+
+typedef struct {
+    const char *model, *start, *pattern;
+    int64_t tokens, top_k, seed, threads;
+    double temperature;
+} sample_opts_t;
+
+static int sample_parse(sample_opts_t *o, int argc, char **argv)
+{
+    *o = (sample_opts_t){.start = "\n", .tokens = 500, .seed = 1337, .temperature = 1.0};
+    static const struct option longopts[] = {
+        {"model", required_argument, 0, OPT_MODEL}, {"tokens", required_argument, 0, OPT_TOKENS},
+        {"start", required_argument, 0, OPT_START},
+        {"temperature", required_argument, 0, OPT_TEMPERATURE},
+        {"top-k", required_argument, 0, OPT_TOP_K}, {"seed", required_argument, 0, OPT_SEED},
+        {"pattern", required_argument, 0, OPT_PATTERN},
+        {"threads", required_argument, 0, OPT_THREADS}, {"help", no_argument, 0, OPT_HELP},
+        {0, 0, 0, 0}};
+    static const int repeatable[] = {0};
+    const char *cmd = "lm sample";
+    opt_parser_t p;
+    opt_begin(&p, cmd, sample_usage, longopts, repeatable, argc, argv);
+    int c, bad = 0;
+    while (!bad && (c = opt_next(&p)) > 0) {
+        const char *a = p.arg;
+        switch (c) {
+        case OPT_MODEL: o->model = a; break;
+        case OPT_TOKENS: bad = opt_int(&o->tokens, cmd, "tokens", a, 0, INT64_MAX / 64); break;
+        case OPT_START: o->start = a; break;
+        case OPT_TEMPERATURE: bad = opt_real(&o->temperature, cmd, "temperature", a, 0, 0); break;
+        case OPT_TOP_K: bad = opt_int(&o->top_k, cmd, "top-k", a, 0, INT64_MAX / 64); break;
+        case OPT_SEED: bad = opt_int(&o->seed, cmd, "seed", a, 0, INT64_MAX); break;
+        case OPT_PATTERN: o->pattern = a; break;
+        case OPT_THREADS: bad = opt_int(&o->threads, cmd, "threads", a, 1, 4096); break;
+        default: break;
+        }
+    }
+    if (bad)
+        return bad;
+    if (c < 0)
+        return p.status ? p.status : 0;
+    if (opt_positional(&p, 0))
+        return EXIT_USAGE;
+    if (!o->model)
+        return usage_error(cmd, "--model DIR is needed: a folder `lm train --save` wrote");
+    return -1;
+}
+
+/* start's characters as token ids ([n] malloc'ed); a character the
+   vocabulary lacks is named (usage: 1). */
+static int start_ids(const lm_model_t *lm, const char *start, int64_t **ids, int64_t *n,
+                     int *usage, ag_error_t *err)
+{
+    const int64_t len = (int64_t)strlen(start);
+    int32_t *cps = ag_i_alloc(len + 1, sizeof *cps, err, "--start");
+    int64_t count = 0;
+    int rc = cps ? lm_decode_text("--start", start, len, lm->bytes, cps, &count, err) : ag_i_alloc_status();
+    *ids = rc ? NULL : ag_i_alloc(count + 1, sizeof **ids, err, "--start");
+    if (!rc && !*ids)
+        rc = ag_i_alloc_status();
+    for (int64_t k = 0; !rc && k < count; k++) {
+        int64_t lo = 0, hi = lm->m.V;   /* chars ascend */
+        while (lo < hi) {
+            const int64_t mid = (lo + hi) / 2;
+            if (lm->chars[mid] < cps[k])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == lm->m.V || lm->chars[lo] != cps[k]) {
+            *usage = 1;
+            rc = ag_i_fail(err, AG_EINVAL, "--start: character %lld (U+%04X) is not in the "
+                           "model's vocabulary of %lld", (long long)k + 1, (unsigned)cps[k],
+                           (long long)lm->m.V);
+        }
+        (*ids)[k] = lo;
+    }
+    if (!rc && count == 0) {
+        *usage = 1;
+        rc = ag_i_fail(err, AG_EINVAL, "--start is empty; expected at least one character "
+                       "(the default is a newline)");
+    }
+    free(cps);
+    if (rc) {
+        free(*ids);
+        *ids = NULL;
+    }
+    *n = count;
+    return rc;
+}
+
+/* Writes code point cp (bytes: the byte) to stdout. */
+static void put_char(int32_t cp, int bytes)
+{
+    char out[4];
+    int n = 0;
+    if (bytes || cp < 0x80)
+        out[n++] = (char)cp;
+    else if (cp < 0x800)
+        out[n++] = (char)(0xC0 | cp >> 6), out[n++] = (char)(0x80 | (cp & 0x3F));
+    else if (cp < 0x10000)
+        out[n++] = (char)(0xE0 | cp >> 12), out[n++] = (char)(0x80 | (cp >> 6 & 0x3F)),
+        out[n++] = (char)(0x80 | (cp & 0x3F));
+    else
+        out[n++] = (char)(0xF0 | cp >> 18), out[n++] = (char)(0x80 | (cp >> 12 & 0x3F)),
+        out[n++] = (char)(0x80 | (cp >> 6 & 0x3F)), out[n++] = (char)(0x80 | (cp & 0x3F));
+    fwrite(out, 1, (size_t)n, stdout);
+}
+
+int lm_sample(int argc, char **argv)
+{
+    sample_opts_t o;
+    int status = sample_parse(&o, argc, argv);
+    if (status >= 0)
+        return status;
+    ag_set_threads((int)o.threads);
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0;
+    lm_model_t lm;
+    ag_nbhd_t nb;
+    memset(&nb, 0, sizeof nb);
+    int64_t *ids = NULL, n = 0;
+    int rc = lm_model_load(&lm, o.model, &err);
+    const char *spec = o.pattern ? o.pattern : lm.pattern;
+    if (!rc && (rc = lm_batch_graph(&nb, lm.m.T, 1, spec, &err)))
+        usage = o.pattern != NULL;
+    if (!rc)
+        rc = start_ids(&lm, o.start, &ids, &n, &usage, &err);
+    int64_t *all = rc ? NULL : realloc(ids, (size_t)(n + o.tokens) * sizeof *ids);
+    if (!rc && !all)
+        rc = ag_i_fail(&err, AG_ENOMEM, "out of memory for %lld tokens",
+                       (long long)(n + o.tokens));
+    if (all)
+        ids = all;
+    if (!rc)
+        rc = ag_lm_generate(&lm.m, &nb, ids, n, o.tokens, o.temperature, o.top_k,
+                            (uint64_t)o.seed, &err);
+    for (int64_t k = 0; !rc && k < n + o.tokens; k++)
+        put_char(lm.chars[ids[k]], lm.bytes);
+    if (!rc)
+        putchar('\n');
+    free(ids);
+    ag_nbhd_destroy(&nb);
+    lm_model_free(&lm);
+    return finish("lm sample", rc, usage, &err);
+}
