@@ -10,6 +10,8 @@
 #   make bench   time the kernels (1 and 2 threads), every variant the CPU runs
 #                (AVX-512, AVX2, baseline) against its own FMA peak; `bench_kernel
 #                smoke` (part of check) runs each variant once against the reference
+#   make bench-lm   the GPT's steps a second on nanoGPT's shakespeare_char recipe
+#                (LM_TEXT=input.txt; NANOGPT=DIR times nanoGPT's train.py beside it)
 #   make check-sanitize   every test under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-noomp      every test built without OpenMP
 #   make check-clang      every test built with clang (without OpenMP: clang's runtime is
@@ -99,7 +101,7 @@ ifndef NO_OMP
 SMOKE  := $(BENCH)
 endif
 
-.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes bench scale clean \
+.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes bench bench-lm scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps valgrind-deps install uninstall check-install check-man \
         pictures check-pictures mpi check-mpi scale-mpi
 all: $(LIB_A) $(LIB_SO) $(CLI)
@@ -194,6 +196,13 @@ check-clang: deps
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCH)
 	$(BENCH)
+
+# The GPT's steps a second on nanoGPT's recipe, and nanoGPT's beside it when
+# NANOGPT names a checkout of it (docs/lm.md says how to get both).
+LM_TEXT ?= ../shared/data/tinyshakespeare/input.txt
+bench-lm: deps
+	@$(MAKE) --no-print-directory $(CLI)
+	$(PYTHON) tools/bench_lm.py --cli $(CLI) --text $(LM_TEXT) $(if $(NANOGPT),--nanogpt $(NANOGPT))
 
 # A build folder remembers its compiler and flags (and libraries): objects are
 # rebuilt when they change (a CFLAGS or NO_OMP change used to leave stale

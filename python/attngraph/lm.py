@@ -30,11 +30,20 @@ _BLOCK = ("wq", "wk", "wv", "wo", "ln_weight", "w1", "w2", "ln2_weight")
 _BLOCK_BIAS = ("ln_bias", "bias", "b1", "b2", "ln2_bias", "bq", "bk", "bv")
 
 
-def batch_pattern(spec, block, batch):
-    """The pattern of `batch` sequences of `block` tokens, spec within each (what
-    `lm train --pattern` builds): docs:T,...,T&(spec)."""
-    docs = "docs:" + ",".join([str(int(block))] * int(batch))
-    return docs if spec == "causal" else "%s&(%s)" % (docs, spec)
+def batch_graph(spec, block, batch):
+    """The graph of `batch` sequences of `block` tokens that `lm train --pattern
+    spec` builds: copies side by side of spec's graph over one sequence
+    (docs:T&(spec), causal within it), so a random pattern draws its sources
+    within the sequence, the same for every sequence and for sampling."""
+    one = Graph.pattern("docs:%d" % block if spec == "causal"
+                        else "docs:%d&(%s)" % (block, spec), block)
+    if batch == 1:
+        return one
+    indptr, indices = one.csr()
+    E = len(indices)
+    ptr = np.concatenate([indptr[:-1] + b * E for b in range(batch)] + [[batch * E]])
+    src = np.concatenate([indices + b * block for b in range(batch)])
+    return Graph.from_csr(ptr, src)
 
 
 class Text:
@@ -209,8 +218,7 @@ class LM:
     # ---- compute
 
     def _graph(self, batch, pattern):
-        return Graph.pattern(batch_pattern(pattern or self.pattern, self.block, batch),
-                             batch * self.block)
+        return batch_graph(pattern or self.pattern, self.block, batch)
 
     def _tokens(self, ids):
         ids = np.ascontiguousarray(np.atleast_2d(ids), np.int64)

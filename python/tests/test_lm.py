@@ -260,3 +260,19 @@ def test_text_refusals(tmp_path):
     with pytest.raises(attngraph.Error, match=r"byte 3 \(0xe9\)"):
         agl.Text.read(bad)
     assert agl.Text.read(bad, bytes=True).vocab == sorted(set(b"caf\xe9"))
+
+
+def test_the_batch_graph_is_copies_of_one_sequence(text):
+    """A random pattern draws its sources within a sequence, the same for every
+    sequence: Python's batch_graph and the CLI's table agree on the edges."""
+    for spec in ("causal&random:5", "window:4", "causal"):
+        one, g = agl.batch_graph(spec, 16, 1), agl.batch_graph(spec, 16, 4)
+        assert g.N == 64 and g.E == 4 * one.E
+        assert np.all(g.src // 16 == g.dst // 16) and np.all(g.src <= g.dst)
+        for b in range(4):
+            mine = (g.dst // 16) == b
+            assert sorted(zip(g.dst[mine] - 16 * b, g.src[mine] - 16 * b)) == \
+                sorted(zip(one.dst, one.src))
+        r = run_lm("--text", text, *SMALL, "--iters", 0, "--pattern", spec)
+        row = [l for l in r.stdout.splitlines() if l.startswith(spec + " ")][-1]   # the table
+        assert float(row.split()[1]) == pytest.approx(g.E / g.N, abs=0.005)

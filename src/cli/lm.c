@@ -175,15 +175,15 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
 
 int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_t *err)
 {
-    const size_t cap = (size_t)B * 24 + strlen(spec) + 32;
+    memset(nb, 0, sizeof *nb);
+    const size_t cap = strlen(spec) + 64;
     char *text = malloc(cap);
     if (!text)
         return ag_i_fail(err, AG_ENOMEM, "out of memory for the batch's pattern");
-    size_t used = (size_t)snprintf(text, cap, "docs:");
-    for (int64_t b = 0; b < B; b++)
-        used += (size_t)snprintf(text + used, cap - used, "%s%lld", b ? "," : "", (long long)T);
     if (strcmp(spec, "causal") != 0)
-        snprintf(text + used, cap - used, "&(%s)", spec);
+        snprintf(text, cap, "docs:%lld&(%s)", (long long)T, spec);
+    else
+        snprintf(text, cap, "docs:%lld", (long long)T);
     ag_pattern_t *p;
     int rc = ag_pattern_parse(&p, text, err);
     if (rc && err) {
@@ -194,8 +194,32 @@ int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_err
     free(text);
     if (rc)
         return rc;
-    rc = ag_nbhd_from_pattern(nb, p, B * T, AG_SELF_KEEP, err);
+    ag_nbhd_t one;   /* one sequence's graph, then B copies side by side */
+    rc = ag_nbhd_from_pattern(&one, p, T, AG_SELF_KEEP, err);
     ag_pattern_free(p);
+    if (rc || B == 1) {
+        if (!rc)
+            *nb = one;
+        return rc;
+    }
+    const int64_t E = one.n_edges;
+    int64_t *ptr = ag_i_alloc(B * T + 1, sizeof *ptr, err, "batch graph");
+    int64_t *src = ag_i_alloc(B * E > 0 ? B * E : 1, sizeof *src, err, "batch graph");
+    if (!ptr || !src)
+        rc = ag_i_alloc_status();
+    for (int64_t b = 0, e = 0; !rc && b < B; b++)
+        for (int64_t t = 0; t < T; t++) {
+            ptr[b * T + t] = e;
+            for (int64_t r = one.run_ptr[t]; r < one.run_ptr[t + 1]; r++)
+                for (int64_t j = 0; j < one.run_len[r]; j++)
+                    src[e++] = b * T + one.run_src[r] + j;
+        }
+    if (!rc) {
+        ptr[B * T] = B * E;
+        rc = ag_nbhd_from_csr(nb, B * T, ptr, src, err);
+    }
+    free(ptr), free(src);
+    ag_nbhd_destroy(&one);
     return rc;
 }
 
@@ -263,7 +287,14 @@ static double now_seconds(void)
 /* What a pattern's training ended with. */
 typedef struct {
     double edges_per_token, train_loss, val_loss, seconds;
+    double step_ms;       /* the median step (batch, loss, gradients, update) */
 } lm_result_t;
+
+static int compare_doubles(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 /* Trains the model from the options' seed under pattern `spec`; rows of the
    log appended to *log (text). The model is left in m (for --save). */
@@ -297,6 +328,9 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     if (!rc)
         rc = ag_lm_optimizer_add(opt, m, &g, err);
     res->edges_per_token = (double)nb.n_edges / (double)n;
+    double *step_s = rc ? NULL : ag_i_alloc(o->iters + 1, sizeof *step_s, err, "step times");
+    if (!rc && !step_s)
+        rc = ag_i_alloc_status();
     const double t0 = now_seconds();
     uint64_t evals = 0;   /* each evaluation reads batches of its own */
     for (int64_t it = 0; !rc && it <= o->iters; it++) {
@@ -326,14 +360,21 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
         }
         if (it == o->iters)
             break;
+        const double step_t0 = now_seconds();
         draw_batch(o, c, 0, bt.split, STREAM_TRAIN, (uint64_t)it, bt.ids, bt.pos, bt.next);
         const ag_lm_opts_t lo = {(float)o->dropout, rng_seed((uint64_t)o->seed, 1000 + it)};
         double loss;
         if (!(rc = ag_lm_loss(m, &nb, bt.ids, bt.pos, bt.next, &lo, &loss, &g, err)) &&
             !(rc = ag_optimizer_set_lr(opt, (float)lr, err)))
             rc = ag_optimizer_step(opt, NULL, err);
+        step_s[it] = now_seconds() - step_t0;
     }
     res->seconds = now_seconds() - t0;
+    if (!rc && o->iters > 0) {
+        qsort(step_s, (size_t)o->iters, sizeof *step_s, compare_doubles);
+        res->step_ms = 1e3 * step_s[o->iters / 2];
+    }
+    free(step_s);
     ag_optimizer_free(opt);
     ag_lm_destroy(&g);
     free(bt.ids);
@@ -395,11 +436,13 @@ static int lm_train(int argc, char **argv)
     if (!rc && o.log)
         rc = out_commit(&log_out, &err);
     if (!rc && !o.quiet) {
-        printf("\n%-24s %15s %11s %9s %9s\n", "pattern", "edges per token", "train loss",
-               "val loss", "seconds");
+        printf("\n%-24s %15s %11s %9s %9s %12s\n", "pattern", "edges per token", "train loss",
+               "val loss", "seconds", "ms a step");
         for (int k = 0; k < o.n_patterns; k++)
-            printf("%-24s %15.2f %11.4f %9.4f %9.1f\n", o.patterns[k], res[k].edges_per_token,
-                   res[k].train_loss, res[k].val_loss, res[k].seconds);
+            printf("%-24s %15.2f %11.4f %9.4f %9.1f %12.1f\n", o.patterns[k],
+                   res[k].edges_per_token, res[k].train_loss, res[k].val_loss, res[k].seconds,
+                   res[k].step_ms);
+        printf("(ms a step: the median step, batch to update, evaluations left out)\n");
         if (o.save)
             printf("wrote %s\n", o.save);
         if (o.log)
@@ -427,7 +470,8 @@ int cmd_lm(int argc, char **argv)
     const char *what = argv[1];
     if (!strcmp(what, "--help") || !strcmp(what, "-h") || !strcmp(what, "help")) {
         fputs(lm_usage, stdout);
-        return 0;
+        putchar('\n');
+        return lm_sample(2, (char *[]){"sample", "--help", NULL});
     }
     if (!strcmp(what, "train"))
         return lm_train(argc - 1, argv + 1);

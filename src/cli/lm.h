@@ -36,8 +36,10 @@ int lm_model_save(const lm_model_t *lm, const char *dir, ag_error_t *err);
 int lm_model_load(lm_model_t *lm, const char *dir, ag_error_t *err);
 void lm_model_free(lm_model_t *lm);
 
-/* The graph of B sequences of T tokens, pattern `spec` within each
-   (docs:T,...,T&(spec)); its message names spec. */
+/* The graph of B sequences of T tokens: B copies side by side of spec's
+   graph over one sequence (docs:T&(spec), causal within it), so a random
+   pattern draws its sources within the sequence, and the same for every
+   sequence and for the decoder (B = 1); an error names spec. */
 int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_t *err);
 
 /* attngraph lm train (lm.c) and lm sample (lm_sample.c). */

@@ -37,6 +37,8 @@ static const char usage[] =
     "                        plan a run over P processes: parts, halos, bytes, time\n"
     "  lm train --text FILE [--pattern SPEC ...]\n"
     "                        train a character-level GPT (nanoGPT's) under a mask\n"
+    "  lm sample --model DIR\n"
+    "                        text from a saved GPT, a token at a time (a cache of keys and values)\n"
     "\n"
     "  attngraph COMMAND --help   options of a command (also -h, or attngraph help COMMAND)\n"
     "  attngraph --version        versions of attngraph, igraph and OpenBLAS (and its kernels)\n";
