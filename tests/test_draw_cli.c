@@ -265,7 +265,7 @@ START_TEST(test_errors)
         {"draw rounds %s/bad.csv --out %s", 1, "row 2: 'abc' in column change is not a number"},
         {"draw rounds %s/wrong.csv --out %s", 1, "no column 'round'"},
         {"draw rounds %s/ragged.csv --out %s", 1, "line 2 has 2 fields; the header has 3"},
-        {"draw train %s/wrong.csv --out %s", 1, "no column 'epoch'"},
+        {"draw train %s/wrong.csv --out %s", 1, "no column epoch (or step)"},
         {"draw heatmap graphs/karate.gml --heads 2 --head 2 --out %s%s", 1,
          "--head 2: the run has 2 heads (0..1)"},
         {"draw graph --pattern causal --nodes 3000 --out %s%s", 1, "draw a heatmap instead"},

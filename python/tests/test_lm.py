@@ -67,6 +67,15 @@ def test_patterns_train_the_same_model_on_the_same_batches(tmp_path, text):
     # the same initial model: at step 0 the masks differ, the first rows' tokens do not;
     # the learning rate follows the same schedule under both
     assert rows[0][4] == rows[2][4] and rows[1][4] == rows[3][4]
+    # the log's picture: both patterns' training and validation curves, or one of them
+    cli("draw", "train", tmp_path / "log.csv", "--out", tmp_path / "log.svg")
+    svg = (tmp_path / "log.svg").read_text()
+    assert svg.count('class="series"') == 4 and ">step<" in svg and "window:4 evaluation" in svg
+    val = tmp_path / "val.csv"
+    val.write_text("".join(",".join(r.split(",")[i] for i in (0, 1, 3)) + "\n"
+                           for r in (tmp_path / "log.csv").read_text().splitlines()))
+    cli("draw", "train", val, "--out", tmp_path / "val.svg")
+    assert (tmp_path / "val.svg").read_text().count('class="series"') == 2
 
 
 def test_refusals(tmp_path, text):

@@ -23,10 +23,11 @@ static const char train_usage[] =
     "usage: attngraph draw train LOG.csv --out FILE.svg      (LOG.csv may be -: stdin)\n"
     "\n"
     "Draws the training curve from the CSV that 'attngraph train --log' writes\n"
-    "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,...):\n"
-    "the loss per epoch (training solid, evaluation dashed; a log scale when it spans\n"
-    "more than a decade), and beside it the accuracy when the log has any; one\n"
-    "colour per connectivity.\n"
+    "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,...) or 'attngraph\n"
+    "lm train --log' (pattern,step,train_loss,val_loss,...): the loss per epoch or step\n"
+    "(training solid, evaluation dashed; a log scale when it spans more than a decade;\n"
+    "either alone when the other column is left out), and beside it the accuracy when\n"
+    "the log has any; one colour per connectivity or pattern.\n"
     "  --out FILE.svg      the picture (- : standard output)\n"
     "  --title TEXT        the line above the picture (default: names the file)\n"
     "  -h, --help          this text\n";
@@ -133,15 +134,26 @@ typedef struct {
 
 static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t *err)
 {
-    static const char *const cols[5] = {"epoch", "loss", "eval_loss", "train_accuracy",
-                                        "eval_accuracy"};
+    /* train --log's names, then lm train --log's */
+    static const char *const cols[5][2] = {{"epoch", "step"}, {"loss", "train_loss"},
+                                           {"eval_loss", "val_loss"}, {"train_accuracy", NULL},
+                                           {"eval_accuracy", NULL}};
     int c[5];
-    for (int k = 0; k < 5; k++)
-        if ((c[k] = csv_column(t, cols[k], k < 2, err)) < 0 && k < 2)
-            return AG_EFORMAT;
-    const int cconn = csv_column(t, "connectivity", 0, err);
+    for (int k = 0; k < 5; k++) {
+        c[k] = csv_column(t, cols[k][0], 0, err);
+        if (c[k] < 0 && cols[k][1])
+            c[k] = csv_column(t, cols[k][1], 0, err);
+    }
+    if (c[0] < 0 || (c[1] < 0 && c[2] < 0))
+        return ag_i_fail(err, AG_EFORMAT, "%s: no column %s; expected epoch or step, and loss, "
+                         "eval_loss, train_loss or val_loss", t->path,
+                         c[0] < 0 ? "epoch (or step)" : "of losses");
+    const char *x_name = csv_column(t, "epoch", 0, err) >= 0 ? "epoch" : "step";
+    int cconn = csv_column(t, "connectivity", 0, err);
+    if (cconn < 0)
+        cconn = csv_column(t, "pattern", 0, err);
     if (!t->n_rows)
-        return ag_i_fail(err, AG_EFORMAT, "%s: no epochs in it (a header only)", t->path);
+        return ag_i_fail(err, AG_EFORMAT, "%s: no %ss in it (a header only)", t->path, x_name);
     conn_curve_t *cv = ag_i_calloc(MAX_CONNS, sizeof *cv, err, "train curve");
     double *v = ag_i_alloc(5 * t->n_rows, sizeof *v, err, "train curve");
     int rc = cv && v ? AG_OK : ag_i_alloc_status();
@@ -171,7 +183,7 @@ static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t 
             if (cconn >= 0 && strcmp(t->cells[r * t->n_cols + cconn], q->name))
                 continue;
             rc = csv_number(t, r, c[0], &q->epoch[q->n], err);
-            for (int j = 0; j < 4 && !rc; j++) {
+            for (int j = 0; j < 4 && !rc; j++) {   /* loss, eval_loss, accuracies */
                 q->y[j][q->n] = NAN;
                 if (c[j + 1] >= 0)
                     rc = csv_number(t, r, c[j + 1], &q->y[j][q->n], err);
@@ -202,8 +214,8 @@ static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t 
         }
     /* a connectivity's training and evaluation curves share its colour */
     const ag_panel_t panels[2] = {
-        {"loss", "epoch", "loss", hi > 10 * lo, series[0], n_series[0]},
-        {"accuracy", "epoch", "accuracy", 0, series[1], n_series[1]},
+        {"loss", x_name, "loss", hi > 10 * lo, series[0], n_series[0]},
+        {"accuracy", x_name, "accuracy", 0, series[1], n_series[1]},
     };
     char title[1024];
     snprintf(title, sizeof title, given ? "%s" : "training: %s", given ? given : t->path);
