@@ -232,6 +232,9 @@ KERNEL_OBJS := $(addprefix $(BUILD)/src/kernels/,tiled.o tiled_stream.o gather.o
 # (clang has no GCSE flag and refuses it under -Werror: GCC's only)
 NO_GCSE := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null | head -n 1)),,-fno-gcse)
 $(KERNEL_OBJS): OBJ_FLAGS := -fno-var-tracking $(NO_GCSE)
+# GELU's loops vectorize only where comparisons may be if-converted: without
+# -fno-trapping-math GCC keeps a branch per clamp (no result changes).
+$(BUILD)/src/model/activation.o: OBJ_FLAGS := -fno-trapping-math
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/bench_kernel.d
 

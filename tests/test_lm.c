@@ -392,6 +392,35 @@ START_TEST(lm_pick_follows_the_softmax)
 }
 END_TEST
 
+/* GELU (activation.c: erf by a rational function, exp by exponent bits, so
+   its loops vectorize) against erf and exp in double: values and slopes over
+   [-10, 10], through the arrays' path and the one value's. z (1 + erf) is off
+   by a few units of erf's last place times |z| (1.1e-6 near z = -5.5, where
+   GELU is -8e-8 and 1 + erf has lost its digits in float; erff does the same
+   within 2e-7): the bar is 2.5e-7 (1 + |z|). */
+START_TEST(lm_gelu_matches_the_double_formula)
+{
+    enum { M = 40001 };
+    float *z = malloc(M * sizeof *z), *y = malloc(M * sizeof *y), *dy = malloc(M * sizeof *dy);
+    for (int k = 0; k < M; k++)
+        z[k] = -10.0f + 20.0f * (float)k / (M - 1), dy[k] = 1.0f;
+    ag_i_act_rows(AG_ACT_GELU, y, z, M);
+    ag_i_act_backward_rows(AG_ACT_GELU, dy, z, M);
+    double worst = 0, worst_slope = 0;
+    for (int k = 0; k < M; k++) {
+        const double x = z[k], phi = exp(-0.5 * x * x) * 0.3989422804014327;   /* 1 / sqrt(2 pi) */
+        const double want = 0.5 * x * (1 + erf(x / sqrt(2.0)));
+        const double slope = 0.5 * (1 + erf(x / sqrt(2.0))) + x * phi;
+        worst = fmax(worst, fabs(y[k] - want) / (1 + fabs(x)));
+        worst_slope = fmax(worst_slope, fabs(dy[k] - slope));
+        ck_assert_float_eq(ag_i_act_value(AG_ACT_GELU, z[k]), y[k]);
+    }
+    ck_assert_msg(worst <= 2.5e-7, "GELU off by %g (1 + |z|)", worst);
+    ck_assert_msg(worst_slope <= 3e-7, "GELU's slope off by %g", worst_slope);
+    free(z), free(y), free(dy);
+}
+END_TEST
+
 Suite *lm_suite(void)
 {
     Suite *s = suite_create("lm");
@@ -407,6 +436,7 @@ Suite *lm_suite(void)
     tcase_add_loop_test(tc, lm_decoder_equals_the_whole_prefix, 0, 4);
     tcase_add_test(tc, lm_decoder_refuses_a_graph_that_reads_ahead);
     tcase_add_test(tc, lm_pick_follows_the_softmax);
+    tcase_add_test(tc, lm_gelu_matches_the_double_formula);
     suite_add_tcase(s, tc);
     return s;
 }

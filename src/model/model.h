@@ -9,8 +9,12 @@
 
 #include "base/base.h"
 
-/* An activation's value at z (round.c's: GELU is the exact erf form). */
+/* The activations (activation.c; GELU the erf form, in arithmetic that
+   vectorizes): one value; Y = act(X) over m values (Y may be X); and
+   dY *= act'(X). */
 float ag_i_act_value(ag_activation_t act, float z);
+void ag_i_act_rows(ag_activation_t act, float *Y, const float *X, int64_t m);
+void ag_i_act_backward_rows(ag_activation_t act, float *dY, const float *X, int64_t m);
 
 /* Checks the round count against the layers, every layer's shape (and nb),
    and that each round reads the width the one before writes. */

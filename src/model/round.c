@@ -727,35 +727,6 @@ static int postnorm_backward(step_t *s, ag_error_t *err)
 
 /* ---- activation ---- */
 
-float ag_i_act_value(ag_activation_t act, float z)
-{
-    switch (act) {
-    case AG_ACT_RELU:
-        return z > 0 ? z : 0.0f;
-    case AG_ACT_ELU:
-        return z > 0 ? z : expm1f(z);
-    case AG_ACT_GELU:
-        return 0.5f * z * (1.0f + erff(z * 0.70710678f));
-    default:
-        return z;
-    }
-}
-
-static float act_slope(ag_activation_t act, float z)
-{
-    switch (act) {
-    case AG_ACT_RELU:
-        return z > 0 ? 1.0f : 0.0f;
-    case AG_ACT_ELU:
-        return z > 0 ? 1.0f : expf(z);
-    case AG_ACT_GELU:   /* Phi(z) + z phi(z) */
-        return 0.5f * (1.0f + erff(z * 0.70710678f)) +
-               z * expf(-0.5f * z * z) * 0.3989422804014327f;
-    default:
-        return 1.0f;
-    }
-}
-
 /* X = act(X); the input kept in f->Z when the caller keeps one (the tape) */
 static int act_forward(step_t *s, ag_error_t *err)
 {
@@ -766,9 +737,7 @@ static int act_forward(step_t *s, ag_error_t *err)
         return AG_OK;
     if (s->f->Z)
         memcpy(s->f->Z, s->X, (size_t)m * sizeof *s->X);
-#pragma omp parallel for if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t x = 0; x < m; x++)
-        s->X[x] = ag_i_act_value(act, s->X[x]);
+    ag_i_act_rows(act, s->X, s->X, m);
     return AG_OK;
 }
 
@@ -781,9 +750,7 @@ static int act_backward(step_t *s, ag_error_t *err)
     if (!s->b->Z)
         return ag_i_fail(err, AG_EINVAL, "rounds backward: layer %d's activation has no kept "
                          "input", s->at.k + 1);
-#pragma omp parallel for if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t x = 0; x < m; x++)
-        s->b->dX[x] *= act_slope(act, s->b->Z[x]);
+    ag_i_act_backward_rows(act, s->b->dX, s->b->Z, m);
     return AG_OK;
 }
 
@@ -807,11 +774,7 @@ static const float *ffn_input(const step_t *s, const float *Y, float *Hn)
 /* A = ff_act(U) [n, F] (A may be U) */
 static void ffn_hidden(const step_t *s, const float *U, float *A)
 {
-    const ag_activation_t act = s->w->ff_act;
-    const int64_t m = s->n * s->w->F;
-#pragma omp parallel for if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t x = 0; x < m; x++)
-        A[x] = ag_i_act_value(act, U[x]);
+    ag_i_act_rows(s->w->ff_act, A, U, s->n * s->w->F);
 }
 
 /* Y = Y + W2 ff_act(W1 Yn + b1) + b2 */
@@ -881,10 +844,7 @@ static int ffn_backward(step_t *s, ag_error_t *err)
         rc = ag_i_gemm_atb_r(s->red, g->w2, dB, b->A, n, out, F, err);
     if (!rc && g && g->b2)
         rc = add_column_sums(s, g->b2, dB, out, err);
-    const ag_activation_t act = w->ff_act;   /* dU = dA ff_act'(U), in dA */
-#pragma omp parallel for if (n * F * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
-    for (int64_t x = 0; x < n * F; x++)
-        b->dA[x] *= act_slope(act, b->U[x]);
+    ag_i_act_backward_rows(w->ff_act, b->dA, b->U, n * F);   /* dU = dA ff_act'(U) */
     if (!rc && g && g->w1)
         rc = ag_i_gemm_atb_r(s->red, g->w1, b->dA, s->ffn_Yn, n, F, out, err);
     if (!rc && g && g->b1)
