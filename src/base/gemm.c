@@ -88,6 +88,25 @@ static int64_t chunks_in_flight(int64_t chunks, int threads)
     return chunks < threads ? chunks : threads;
 }
 
+/* Rows of G a task of a chunk's partial computes: a chunk of a few rows
+   would be one product on one thread; blocks of G's rows (fixed, so the bits
+   do not depend on the thread count) spread it. */
+#define ATB_ROWS ((int64_t)64)
+
+/* Part `task` of the chunk partials part [n, a, b]: chunk task / blocks (of
+   rows first..), G's rows block task % blocks: part_c = A_c^T B_c there. */
+static void atb_task(float *part, const float *A, const float *B, int64_t N, int64_t a,
+                     int64_t b, int64_t first, int64_t task, int64_t blocks)
+{
+    const int64_t c = task / blocks, r0 = (task % blocks) * ATB_ROWS;
+    const int64_t lo = (first + c) * AG_GEMM_CHUNK;
+    const int64_t rows = N - lo < AG_GEMM_CHUNK ? N - lo : AG_GEMM_CHUNK;
+    const int64_t m = a - r0 < ATB_ROWS ? a - r0 : ATB_ROWS;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)b, (int)rows, 1.0f,
+                A + lo * a + r0, (int)a, B + lo * b, (int)b, 0.0f, part + c * a * b + r0 * b,
+                (int)b);
+}
+
 int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a, int64_t b,
                   ag_error_t *err)
 {
@@ -95,22 +114,18 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
         return AG_OK;
     const int64_t chunks = (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK, ab = a * b;
     const int64_t group = chunks_in_flight(chunks, ag_i_max_threads());
+    const int64_t blocks = (a + ATB_ROWS - 1) / ATB_ROWS;
     float *part = ag_i_alloc(group * ab, sizeof *part, err, "weight gradient partials");
     if (!part)
         return ag_i_alloc_status();
     int threads;
     blas_single(&threads);
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
-        const int64_t n = chunks - c0 < group ? chunks - c0 : group;
-#pragma omp parallel for if (n > 1 && n * AG_GEMM_CHUNK * ab >= AG_PARALLEL_MIN_WORK) \
+        const int64_t n = chunks - c0 < group ? chunks - c0 : group, tasks = n * blocks;
+#pragma omp parallel for if (tasks > 1 && n * AG_GEMM_CHUNK * ab >= AG_PARALLEL_MIN_WORK) \
     num_threads(threads) schedule(static)
-        for (int64_t c = 0; c < n; c++) {
-            const int64_t lo = (c0 + c) * AG_GEMM_CHUNK;
-            const int64_t rows = N - lo < AG_GEMM_CHUNK ? N - lo : AG_GEMM_CHUNK;
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a, (int)b, (int)rows,
-                        1.0f, A + lo * a, (int)a, B + lo * b, (int)b, 0.0f, part + c * ab,
-                        (int)b);
-        }
+        for (int64_t t = 0; t < tasks; t++)
+            atb_task(part, A, B, N, a, b, c0, t, blocks);
         /* each entry of G adds its partials in chunk order */
 #pragma omp parallel for if (n * ab >= AG_PARALLEL_MIN_WORK) num_threads(threads) \
     schedule(static)
@@ -202,14 +217,11 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
     int threads;
     blas_single(&threads);
     /* each chunk's partial as ag_i_gemm_atb computes it */
-#pragma omp parallel for if (chunks > 1 && N * ab >= AG_PARALLEL_MIN_WORK) \
+    const int64_t blocks = (a + ATB_ROWS - 1) / ATB_ROWS, tasks = chunks * blocks;
+#pragma omp parallel for if (tasks > 1 && N * ab >= AG_PARALLEL_MIN_WORK) \
     num_threads(threads) schedule(static)
-    for (int64_t c = 0; c < chunks; c++) {
-        const int64_t lo = c * AG_GEMM_CHUNK;
-        const int64_t rows = N - lo < AG_GEMM_CHUNK ? N - lo : AG_GEMM_CHUNK;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a, (int)b, (int)rows, 1.0f,
-                    A + lo * a, (int)a, B + lo * b, (int)b, 0.0f, part + c * ab, (int)b);
-    }
+    for (int64_t t = 0; t < tasks; t++)
+        atb_task(part, A, B, N, a, b, 0, t, blocks);
     blas_restore();
     const int rc = r->add_f(r, G, part, chunks, ab, err);
     free(part);
