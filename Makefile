@@ -235,6 +235,8 @@ $(KERNEL_OBJS): OBJ_FLAGS := -fno-var-tracking $(NO_GCSE)
 # GELU's loops vectorize only where comparisons may be if-converted: without
 # -fno-trapping-math GCC keeps a branch per clamp (no result changes).
 $(BUILD)/src/model/activation.o: OBJ_FLAGS := -fno-trapping-math
+# Adam's sqrt vectorizes only where it need not set errno (v >= 0 there).
+$(BUILD)/src/train/optimizers.o: OBJ_FLAGS := -fno-math-errno
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/bench_kernel.d
 
