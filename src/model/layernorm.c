@@ -5,13 +5,17 @@
 #include "base/base.h"
 #include "model/model.h"
 
-/* Mean and 1/sqrt(var + eps) of a row, in double (the forward's and the backward's). */
+/* Mean and 1/sqrt(var + eps) of a row, in double (the forward's and the
+   backward's). The sums run in vector lanes (an order of their own, the same
+   on every call): one chain of dependent double adds was 7% of a GPT step. */
 static void row_stats(const float *x, int64_t D, float eps, double *mean, double *inv)
 {
     double m = 0, var = 0;
+#pragma omp simd reduction(+ : m)
     for (int64_t c = 0; c < D; c++)
         m += x[c];
     m /= (double)D;
+#pragma omp simd reduction(+ : var)
     for (int64_t c = 0; c < D; c++)
         var += (x[c] - m) * (x[c] - m);
     *mean = m;
@@ -71,6 +75,7 @@ int ag_i_layer_norm_backward_r(const ag_i_reducer_t *r, float *dX, float *dW, fl
         const float *x = X + i * D, *dy = dY + i * D;
         double mean, inv, g_mean = 0, gx_mean = 0;
         row_stats(x, D, eps, &mean, &inv);
+#pragma omp simd reduction(+ : g_mean, gx_mean)
         for (int64_t c = 0; c < D; c++) {
             const double g = (double)dy[c] * (weight ? weight[c] : 1.0f);
             g_mean += g;
