@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/rng.h"
 #include "model/model.h"
 
 struct ag_lm_decoder {

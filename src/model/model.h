@@ -1,7 +1,8 @@
 /*
  * model/: the model's weights (weights.c), positions (positions.c), LayerNorm
- * (layernorm.c), a round as a list of operations with their forward and
- * backward (round.c) and the rounds (rounds.c). The one header of model/ that
+ * (layernorm.c), activations (activation.c), a round as a list of operations
+ * with their forward and backward (round.c), the rounds (rounds.c) and a GPT's
+ * decoder (lm_decode.c). The one header of model/ that
  * other folders include.
  */
 #ifndef AG_MODEL_H
