@@ -20,14 +20,17 @@ RECIPE = dict(block=64, batch=12, layers=4, heads=4, dim=128, lr="1e-3", min_lr=
 
 
 def cpu_model():
+    """The CPU's name, family and model (a VM may name it "AMD EPYC" only)."""
+    info = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                info.setdefault(key.strip(), value.strip())
     except OSError:
-        pass
-    return "unknown CPU"
+        return "unknown CPU"
+    return "%s (family %s, model %s)" % (info.get("model name", "?"), info.get("cpu family", "?"),
+                                         info.get("model", "?"))
 
 
 def peak_rss_mb():
@@ -82,8 +85,8 @@ def main():
           % (ms, 1e3 / ms, peak_rss_mb()))
     if a.nanogpt:
         ng = nanogpt(a.nanogpt, a.iters, a.threads)
-        print("nanoGPT train.py (PyTorch): median %.1f ms a step, %.2f steps a second"
-              % (ng, 1e3 / ng))
+        print("nanoGPT train.py (PyTorch): median %.1f ms a step, %.2f steps a second; peak "
+              "memory %.0f MB" % (ng, 1e3 / ng, peak_rss_mb()))
         print("attngraph is %.2fx nanoGPT's speed in this run" % (ng / ms))
 
 
