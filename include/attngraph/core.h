@@ -756,8 +756,9 @@ void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float
 int ag_embed(float *X, const int64_t *ids, const int64_t *pos, int64_t n, const float *wte,
              int64_t V, const float *wpe, int64_t T, int64_t D, ag_error_t *err);
 /* Its backward: dwte[v] += the rows of dX whose token is v, dwpe[t] += those
-   at position t (each may be NULL), summed in row order: bitwise the same for
-   any thread count. */
+   at position t (each may be NULL), summed in row order within fixed chunks of
+   rows and the chunks added in order: bitwise the same for any thread count
+   (and on several processes, attngraph/mpi.h's language model). */
 int ag_embed_backward(float *dwte, float *dwpe, const float *dX, const int64_t *ids,
                       const int64_t *pos, int64_t n, int64_t V, int64_t T, int64_t D,
                       ag_error_t *err);

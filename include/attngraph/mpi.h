@@ -206,6 +206,22 @@ int ag_mpi_rounds_backward(ag_mpi_tape_t *tape, const float *dY, float *dX0,
                            ag_weights_t *grads, ag_error_t *err);
 void ag_mpi_tape_free(ag_mpi_tape_t *tape);
 
+/*
+ * ag_lm_loss on P processes: part is the batch graph's (ag_mpi_part_local of
+ * the graph every process builds: B sequences side by side), ids, pos and
+ * targets hold this process's rows (part->lo .. part->hi-1 of the batch; any
+ * pointers where it has none). *loss gets the whole batch's mean and, with
+ * grads, every process the whole model's gradients: bitwise ag_lm_loss's on
+ * one process, with dropout too (its masks go by the batch's rows). Training
+ * keeps the rounds' tape in *tape (NULL at first; the next step reuses it; free
+ * with ag_mpi_tape_free). Every process then takes the same optimizer step.
+ * Collective.
+ */
+int ag_mpi_lm_loss(MPI_Comm comm, const ag_mpi_part_t *part, const ag_lm_t *m,
+                   const int64_t *ids, const int64_t *pos, const int64_t *targets,
+                   const ag_lm_opts_t *opts, double *loss, ag_lm_t *grads,
+                   ag_mpi_tape_t **tape, ag_error_t *err);
+
 /* Rows [hi-lo, cols] of every process into all [N, cols] on root (NULL elsewhere),
    in the graph's original node order (part->node_of, when renumbered). */
 int ag_mpi_gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,

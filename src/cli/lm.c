@@ -254,6 +254,7 @@ typedef struct {
     const corpus_t *c;
     int64_t split;        /* the first validation token */
     int64_t *ids, *pos, *next;
+    lm_backend_t *b;      /* where the losses run */
 } batches_t;
 
 /* The mean loss of eval_iters batches of a split (0: train, 1: validation) at
@@ -268,7 +269,7 @@ static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const batches_t *bt, int 
         draw_batch(o, bt->c, lo, hi, STREAM_EVAL + 2 * (uint64_t)split + 4 * round, (uint64_t)k,
                    bt->ids, bt->pos, bt->next);
         double loss;
-        int rc = ag_lm_loss(m, nb, bt->ids, bt->pos, bt->next, NULL, &loss, NULL, err);
+        int rc = bt->b->loss(bt->b, m, nb, bt->ids, bt->pos, bt->next, NULL, &loss, NULL, err);
         if (rc)
             return rc;
         sum += loss;
@@ -299,14 +300,19 @@ static int compare_doubles(const void *a, const void *b)
 /* Trains the model from the options' seed under pattern `spec`; rows of the
    log appended to *log (text). The model is left in m (for --save). */
 static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, const char *spec,
-                         char **log, size_t *log_len, lm_result_t *res, ag_error_t *err)
+                         lm_backend_t *b, char **log, size_t *log_len, lm_result_t *res,
+                         ag_error_t *err)
 {
     ag_nbhd_t nb;
     int rc = lm_batch_graph(&nb, o->block, o->batch, spec, err);
-    if (rc)
+    if (!rc && b->begin)
+        rc = b->begin(b, &nb, err);
+    if (rc) {
+        ag_nbhd_destroy(&nb);
         return rc;
+    }
     const int64_t n = o->batch * o->block;
-    batches_t bt = {o, c, val_start(c->n), NULL, NULL, NULL};
+    batches_t bt = {o, c, val_start(c->n), NULL, NULL, NULL, b};
     bt.ids = ag_i_alloc(3 * n, sizeof(int64_t), err, "batch");
     ag_lm_t g;
     memset(&g, 0, sizeof g);
@@ -364,7 +370,7 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
         draw_batch(o, c, 0, bt.split, STREAM_TRAIN, (uint64_t)it, bt.ids, bt.pos, bt.next);
         const ag_lm_opts_t lo = {(float)o->dropout, rng_seed((uint64_t)o->seed, 1000 + it)};
         double loss;
-        if (!(rc = ag_lm_loss(m, &nb, bt.ids, bt.pos, bt.next, &lo, &loss, &g, err)) &&
+        if (!(rc = b->loss(b, m, &nb, bt.ids, bt.pos, bt.next, &lo, &loss, &g, err)) &&
             !(rc = ag_optimizer_set_lr(opt, (float)lr, err)))
             rc = ag_optimizer_step(opt, NULL, err);
         step_s[it] = now_seconds() - step_t0;
@@ -375,6 +381,8 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
         res->step_ms = 1e3 * step_s[o->iters / 2];
     }
     free(step_s);
+    if (b->end)
+        b->end(b);
     ag_optimizer_free(opt);
     ag_lm_destroy(&g);
     free(bt.ids);
@@ -382,13 +390,15 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     return rc;
 }
 
-static int lm_train(int argc, char **argv)
+int lm_train_with(int argc, char **argv, lm_backend_t *b)
 {
     lm_opts_t o;
     int status = lm_parse(&o, argc, argv);
     if (status >= 0)
         return status;
-    const int threads = ag_set_threads((int)o.threads);
+    if (b->rank != 0)   /* the first process writes the files */
+        o.log = o.save = NULL;
+    const int threads = b->threads ? b->threads(b, (int)o.threads) : ag_set_threads((int)o.threads);
     ag_error_t err = {AG_OK, ""};
     out_file_t log_out;
     out_init(&log_out, o.log, "--log", "csv");
@@ -406,6 +416,8 @@ static int lm_train(int argc, char **argv)
                        "hold more than a block of %lld (and one more for the next token); "
                        "give a longer text or a smaller --block", o.text, (long long)c.n,
                        (long long)o.block);
+    if (b->agree)   /* every process goes on, or none */
+        rc = b->agree(b, rc, &err);
     if (!rc && !o.quiet)
         printf("text: %s: %lld characters, %lld distinct (train %lld, val %lld)\n"
                "model: %lld layers, %lld heads, width %lld, block %lld%s; batch %lld; "
@@ -420,7 +432,7 @@ static int lm_train(int argc, char **argv)
     memset(&m, 0, sizeof m);
     for (int k = 0; !rc && k < o.n_patterns; k++) {
         ag_lm_destroy(&m);
-        rc = train_pattern(&m, &o, &c, o.patterns[k], &log, &log_len, &res[k], &err);
+        rc = train_pattern(&m, &o, &c, o.patterns[k], b, &log, &log_len, &res[k], &err);
     }
     if (!rc && o.log) {
         FILE *f = fopen(log_out.file.path, "w");
@@ -458,6 +470,15 @@ static int lm_train(int argc, char **argv)
     return finish("lm train", rc, usage, &err);
 }
 
+static int one_process_loss(lm_backend_t *b, const ag_lm_t *m, ag_nbhd_t *nb,
+                            const int64_t *ids, const int64_t *pos, const int64_t *next,
+                            const ag_lm_opts_t *o, double *loss, ag_lm_t *grads,
+                            ag_error_t *err)
+{
+    (void)b;
+    return ag_lm_loss(m, nb, ids, pos, next, o, loss, grads, err);
+}
+
 int cmd_lm(int argc, char **argv)
 {
     static const char usage[] = "usage: attngraph lm train --text FILE [options]\n"
@@ -473,8 +494,10 @@ int cmd_lm(int argc, char **argv)
         putchar('\n');
         return lm_sample(2, (char *[]){"sample", "--help", NULL});
     }
-    if (!strcmp(what, "train"))
-        return lm_train(argc - 1, argv + 1);
+    if (!strcmp(what, "train")) {
+        lm_backend_t one = {.loss = one_process_loss};
+        return lm_train_with(argc - 1, argv + 1, &one);
+    }
     if (!strcmp(what, "sample"))
         return lm_sample(argc - 1, argv + 1);
     return usage_error("lm", "unknown subcommand '%s'; expected train or sample", what);

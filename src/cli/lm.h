@@ -42,6 +42,27 @@ void lm_model_free(lm_model_t *lm);
    sequence and for the decoder (B = 1); an error names spec. */
 int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_t *err);
 
+/* Where lm train's losses run: one process (ag_lm_loss), or several
+   (attngraph-mpi lm train: each process its rows of every batch). */
+typedef struct lm_backend lm_backend_t;
+struct lm_backend {
+    int rank;   /* 0 prints and writes the files; the others only compute */
+    /* the pattern's batch graph nb is made (NULL: nothing to do); then the
+       losses of its batches (ids, pos, next: the whole batch's), then end */
+    int (*begin)(lm_backend_t *b, ag_nbhd_t *nb, ag_error_t *err);
+    int (*loss)(lm_backend_t *b, const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids,
+                const int64_t *pos, const int64_t *next, const ag_lm_opts_t *o, double *loss,
+                ag_lm_t *grads, ag_error_t *err);
+    void (*end)(lm_backend_t *b);
+    /* rc agreed by every process (NULL: one process) */
+    int (*agree)(lm_backend_t *b, int rc, ag_error_t *err);
+    /* sets --threads (0: the default) and returns the count (NULL: ag_set_threads) */
+    int (*threads)(lm_backend_t *b, int threads);
+    void *ctx;
+};
+/* attngraph lm train's work (lm.c) on backend b. */
+int lm_train_with(int argc, char **argv, lm_backend_t *b);
+
 /* attngraph lm train (lm.c) and lm sample (lm_sample.c). */
 int cmd_lm(int argc, char **argv);
 int lm_sample(int argc, char **argv);

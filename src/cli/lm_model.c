@@ -190,8 +190,12 @@ int lm_model_load(lm_model_t *lm, const char *dir, ag_error_t *err)
     int rc = read_header(lm, size, &bias, dir, err);
     if (!rc)
         rc = read_vocab(lm, size[0], dir, err);
-    if (!rc)   /* the shapes, then each array read into its place */
-        rc = ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3], bias, 1, err);
+    if (!rc && (rc = ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3], bias, 1,
+                                err)) && err) {   /* the shapes, then each array into place */
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        ag_i_fail(err, (ag_status_t)rc, "%s/lm.txt: %s", dir, why);
+    }
     lm_array_t *arrays = rc ? NULL : ag_i_calloc(max_arrays(&lm->m), sizeof *arrays, err,
                                                  "model");
     if (!rc && !arrays)

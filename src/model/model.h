@@ -190,6 +190,11 @@ int64_t ag_i_layers_largest_hd(const ag_weights_t *layers, int n_layers);
 int ag_i_weights_load_array(float **out, const char *dir, const char *name, int ndim,
                             const int64_t *want, int optional, ag_error_t *err);
 
+/* ag_embed_backward over this process's rows with r (NULL: one process). */
+int ag_i_embed_backward_r(const ag_i_reducer_t *r, float *dwte, float *dwpe, const float *dX,
+                          const int64_t *ids, const int64_t *pos, int64_t n, int64_t V,
+                          int64_t T, int64_t D, ag_error_t *err);
+
 /* The same with r (NULL: the plain call); see base/gemm.h. */
 int ag_i_layer_norm_backward_r(const ag_i_reducer_t *r, float *dX, float *dW, float *dB,
                                const float *dY, const float *X, int64_t N, int64_t D,

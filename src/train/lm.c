@@ -124,9 +124,7 @@ int ag_lm_grads_init(ag_lm_t *g, const ag_lm_t *m, ag_error_t *err)
     return rc;
 }
 
-/* The rounds' options of a GPT's blocks: pre-LayerNorm, scaled-dot, residuals;
-   with training dropout, nanoGPT's on attention weights and residual branches. */
-static ag_round_opts_t block_opts(const ag_lm_opts_t *o)
+ag_round_opts_t ag_i_lm_round_opts(const ag_lm_opts_t *o)
 {
     ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
     ro.norm = AG_NORM_LAYER;
@@ -156,7 +154,7 @@ int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, cons
     memset(&ws, 0, sizeof ws);
     if (!X)
         return ag_i_alloc_status();
-    const ag_round_opts_t ro = block_opts(NULL);
+    const ag_round_opts_t ro = ag_i_lm_round_opts(NULL);
     if (!(rc = ag_embed(X, ids, pos, n, m->wte, V, m->wpe, m->T, D, err)) &&
         !(rc = ag_workspace_init(&ws, n, D, D, err)) &&
         !(rc = ag_rounds_run(nb, m->layers, (int)m->L, X, (int)m->L, &ro, &ws, NULL, err))) {
@@ -168,12 +166,12 @@ int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, cons
     return rc;
 }
 
-int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
-               const int64_t *targets, const ag_lm_opts_t *opts, double *loss, ag_lm_t *grads,
-               ag_error_t *err)
+int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int64_t *pos,
+                      const int64_t *targets, const ag_lm_opts_t *opts, double *loss,
+                      ag_lm_t *grads, const ag_i_lm_rows_t *rows, ag_error_t *err)
 {
-    int rc = check_call(m, nb, ids, pos, err);
-    if (!rc && !targets)
+    int rc = AG_OK;
+    if (!targets)
         rc = ag_i_fail(err, AG_EINVAL, "language model: no targets");
     if (!rc && opts && !(opts->dropout >= 0 && opts->dropout < 1))
         rc = ag_i_fail(err, AG_EINVAL, "language model: dropout %g; expected a probability in "
@@ -181,51 +179,88 @@ int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_
     if (!rc && grads && (grads->V != m->V || grads->T != m->T || grads->D != m->D ||
                          grads->L != m->L || grads->bias != m->bias))
         rc = ag_i_fail(err, AG_EINVAL, "language model: gradients of another shape");
-    if (rc)
-        return rc;
-    const int64_t n = nb->n_nodes, D = m->D, V = m->V;
+    const int64_t D = m->D, V = m->V, row0 = rows->first_row;
+    const ag_i_reducer_t *r = rows->r;
     const int train = grads != NULL;
-    const ag_round_opts_t ro = block_opts(train ? opts : NULL);
-    float *X = ag_i_alloc(3 * n * D, sizeof *X, err, "language model");
-    if (!X)
-        return ag_i_alloc_status();
-    float *Y = X + n * D, *dY = Y + n * D;   /* the final LayerNorm's input's copy, dY */
-    ag_tape_t *tape = NULL;
-    ag_workspace_t ws;
-    memset(&ws, 0, sizeof ws);
-    rc = ag_embed(X, ids, pos, n, m->wte, V, m->wpe, m->T, D, err);
+    const ag_round_opts_t ro = ag_i_lm_round_opts(train ? opts : NULL);
     const float p = train && opts ? opts->dropout : 0.0f;
+    float *X = rc ? NULL : ag_i_alloc(3 * n > 0 ? 3 * n * D : 1, sizeof *X, err,
+                                      "language model");
+    if (!rc && !X)
+        rc = ag_i_alloc_status();
+    float *Y = X ? X + n * D : NULL, *dY = Y ? Y + n * D : NULL;   /* LN's output, dY */
+    if (!rc)
+        rc = ag_embed(X, ids, pos, n, m->wte, V, m->wpe, m->T, D, err);
     if (!rc && p > 0)   /* nanoGPT's dropout on the embeddings' sum */
-        rc = ag_dropout(X, X, 0, n, D, p, rng_seed(opts->seed, 1), err);
-    if (!rc && train)
-        rc = ag_rounds_forward(nb, m->layers, (int)m->L, X, (int)m->L, &ro, &tape, err);
-    else if (!rc && !(rc = ag_workspace_init(&ws, n, D, D, err)))
-        rc = ag_rounds_run(nb, m->layers, (int)m->L, X, (int)m->L, &ro, &ws, NULL, err);
+        rc = ag_dropout(X, X, row0, n, D, p, rng_seed(opts->seed, 1), err);
+    if (rows->agree)   /* every process goes on, or none */
+        rc = rows->agree(rows->ctx, rc, err);
+    if (!rc)
+        rc = rows->forward(rows->ctx, m, X, &ro, train, err);
     if (!rc) {   /* the final LayerNorm (its input kept in X), the tied head and the loss */
         ag_layer_norm(Y, X, n, D, m->lnf_weight, m->lnf_bias, ro.ln_eps);
-        rc = ag_loss_cross_entropy(Y, n, D, m->wte, NULL, V, targets, NULL, loss,
-                                   train ? dY : NULL, train ? grads->wte : NULL, NULL, NULL,
-                                   NULL, NULL, err);
+        rc = ag_i_loss_cross_entropy_r(r, Y, n, D, m->wte, NULL, V, targets, NULL, loss,
+                                       train ? dY : NULL, train ? grads->wte : NULL, NULL, NULL,
+                                       NULL, NULL, err);
     }
     if (!rc && train) {
         memset(grads->lnf_weight, 0, (size_t)D * sizeof(float));
         if (grads->lnf_bias)
             memset(grads->lnf_bias, 0, (size_t)D * sizeof(float));
         memset(Y, 0, (size_t)(n * D) * sizeof *Y);   /* dX of the blocks' output */
-        rc = ag_i_layer_norm_backward(Y, grads->lnf_weight, grads->lnf_bias, dY, X, n, D,
-                                      m->lnf_weight, ro.ln_eps, err);
+        rc = ag_i_layer_norm_backward_r(r, Y, grads->lnf_weight, grads->lnf_bias, dY, X, n, D,
+                                        m->lnf_weight, ro.ln_eps, err);
     }
     if (!rc && train)   /* the blocks' backward: dX0 (the embeddings' gradient) into dY */
-        rc = ag_rounds_backward(tape, Y, dY, grads->layers, err);
+        rc = rows->backward(rows->ctx, Y, dY, grads->layers, err);
     if (!rc && train && p > 0)
-        rc = ag_dropout(dY, dY, 0, n, D, p, rng_seed(opts->seed, 1), err);
+        rc = ag_dropout(dY, dY, row0, n, D, p, rng_seed(opts->seed, 1), err);
     if (!rc && train) {   /* wte's gradient holds the head's; the inputs' add to it */
         memset(grads->wpe, 0, (size_t)(m->T * D) * sizeof(float));
-        rc = ag_embed_backward(grads->wte, grads->wpe, dY, ids, pos, n, V, m->T, D, err);
+        rc = ag_i_embed_backward_r(r, grads->wte, grads->wpe, dY, ids, pos, n, V, m->T, D,
+                                   err);
     }
-    ag_tape_free(tape);
-    ag_workspace_destroy(&ws);
     free(X);
+    return rc;
+}
+
+/* One process's blocks: the rounds with a tape (training) or a workspace. */
+typedef struct {
+    ag_nbhd_t *nb;
+    ag_tape_t *tape;
+    ag_workspace_t ws;
+} one_process_t;
+
+static int one_forward(void *ctx, const ag_lm_t *m, float *X, const ag_round_opts_t *ro,
+                       int train, ag_error_t *err)
+{
+    one_process_t *c = ctx;
+    if (train)
+        return ag_rounds_forward(c->nb, m->layers, (int)m->L, X, (int)m->L, ro, &c->tape, err);
+    int rc = ag_workspace_init(&c->ws, c->nb->n_nodes, m->D, m->D, err);
+    return rc ? rc : ag_rounds_run(c->nb, m->layers, (int)m->L, X, (int)m->L, ro, &c->ws, NULL,
+                                   err);
+}
+
+static int one_backward(void *ctx, const float *dY, float *dX0, ag_weights_t *grads,
+                        ag_error_t *err)
+{
+    one_process_t *c = ctx;
+    return ag_rounds_backward(c->tape, dY, dX0, grads, err);
+}
+
+int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
+               const int64_t *targets, const ag_lm_opts_t *opts, double *loss, ag_lm_t *grads,
+               ag_error_t *err)
+{
+    int rc = check_call(m, nb, ids, pos, err);
+    if (rc)
+        return rc;
+    one_process_t c = {nb, NULL, {0}};
+    const ag_i_lm_rows_t rows = {NULL, 0, one_forward, one_backward, NULL, &c};
+    rc = ag_i_lm_loss_rows(m, nb->n_nodes, ids, pos, targets, opts, loss, grads, &rows, err);
+    ag_tape_free(c.tape);
+    ag_workspace_destroy(&c.ws);
     return rc;
 }
 

@@ -30,6 +30,34 @@ int ag_i_optimizer_split_last(ag_optimizer_t *opt, int64_t per_row, ag_error_t *
 int ag_i_optimizer_step_r(ag_optimizer_t *opt, const ag_i_reducer_t *r, double *grad_norm,
                           ag_error_t *err);
 
+/* A GPT's blocks' round options (pre-LayerNorm, scaled-dot, residuals; with
+   o's dropout, nanoGPT's on the embeddings, attention weights and residual
+   branches; o NULL: none). */
+ag_round_opts_t ag_i_lm_round_opts(const ag_lm_opts_t *o);
+
+/* Where a language model's rows run: one process (ag_lm_loss), or a part of
+   the batch on each of several (the MPI layer). */
+typedef struct {
+    const ag_i_reducer_t *r;   /* sums over rows (NULL: one process) */
+    int64_t first_row;         /* the rows' first in the whole batch (dropout's masks) */
+    /* the blocks on X [n, D] in place (train: keeping what the backward reads)
+       and their backward (dY of the blocks' output, dX0 of their input) */
+    int (*forward)(void *ctx, const ag_lm_t *m, float *X, const ag_round_opts_t *ro,
+                   int train, ag_error_t *err);
+    int (*backward)(void *ctx, const float *dY, float *dX0, ag_weights_t *grads,
+                    ag_error_t *err);
+    /* rc, agreed by every process (NULL: one process) */
+    int (*agree)(void *ctx, int rc, ag_error_t *err);
+    void *ctx;
+} ag_i_lm_rows_t;
+
+/* ag_lm_loss on n rows (ids, pos, targets: these rows'), written once for
+   one process and for several. */
+AG_INTERNAL
+int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int64_t *pos,
+                      const int64_t *targets, const ag_lm_opts_t *opts, double *loss,
+                      ag_lm_t *grads, const ag_i_lm_rows_t *rows, ag_error_t *err);
+
 /* Adds a round's attention-vector gradients (da_src: additive's a_src and
    gatv2's a; da_dst: additive's a_dst) into the layer's g, when they are the
    layer's vectors and not the options' constants (opt_score->a_src). */

@@ -699,12 +699,63 @@ else
     ok
 fi
 
-# training, under AddressSanitizer too: no leak of ours, on the tiled and the gather kernel
-for args in "--pattern causal --norm layer" "--pattern random:8,5+window:2"; do
-    [ -n "$asan" ] || break
+# lm_same NAME "ARGS" P...: attngraph lm train and attngraph-mpi lm train on each P:
+# the --save folders byte for byte, and the logs but for their seconds
+lm_same() {
+    name=$1 args=$2
+    shift 2
     # shellcheck disable=SC2086
-    ASAN_OPTIONS="${ASAN_OPTIONS}:detect_leaks=1" mpi 3 train $args --features "$T/tx.npy" \
-        --labels "$T/labels.npy" --epochs 2 --save "$T/leak.s" --quiet >"$T/log" 2>&1
+    if ! $CLI lm train $args --save "$T/$name.s1" --log "$T/$name.1.csv" --quiet --threads 1 \
+         >"$T/log" 2>&1; then
+        bad "lm train $name: attngraph lm train failed: $(cat "$T/log")"
+        return
+    fi
+    cut -d, -f1-5 "$T/$name.1.csv" >"$T/$name.1.cut"
+    for p in "$@"; do
+        # shellcheck disable=SC2086
+        if ! mpi "$p" lm train $args --save "$T/$name.s$p" --log "$T/$name.$p.csv" --quiet \
+             >"$T/log" 2>&1; then
+            bad "lm train $name on $p processes: exit $?: $(head -n 3 "$T/log")"
+        elif ! diff -r "$T/$name.s1" "$T/$name.s$p" >/dev/null ||
+             ! cut -d, -f1-5 "$T/$name.$p.csv" | cmp -s - "$T/$name.1.cut"; then
+            bad "lm train $name on $p processes: the model or the log differs from one process's"
+        else
+            ok
+        fi
+    done
+}
+
+# a GPT on batches of 40 x 64 = 2560 rows: parts of 1024 rows, the last shorter
+i=0
+while [ $i -lt 800 ]; do
+    printf 'the cat sat on the mat. a dog ran! %d\n' $((i % 7))
+    i=$((i + 1))
+done >"$T/text.txt"
+lm_args="--text $T/text.txt --block 64 --batch 40 --layers 2 --heads 2 --dim 16 --iters 4 \
+ --eval-every 2 --eval-iters 2 --lr 3e-3 --warmup 2 --seed 5"
+lm_same lm "$lm_args --dropout 0.1" 2 3 4
+lm_same lm-window-bias "$lm_args --bias --pattern window:8" 3
+mpi 2 lm sample --model "$T/lm.s1" >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 2 ] || ! grep -q "attngraph lm sample" "$T/err"; then
+    bad "lm sample on MPI: exit $status, expected 2 and a pointer to lm sample: $(cat "$T/err")"
+else
+    ok
+fi
+
+# training, under AddressSanitizer too: no leak of ours, on the tiled and the gather
+# kernel, and the GPT's
+for args in "--pattern causal --norm layer" "--pattern random:8,5+window:2" "lm"; do
+    [ -n "$asan" ] || break
+    if [ "$args" = lm ]; then
+        # shellcheck disable=SC2086
+        ASAN_OPTIONS="${ASAN_OPTIONS}:detect_leaks=1" mpi 3 lm train $lm_args --dropout 0.1 \
+            --save "$T/leak.s" --quiet >"$T/log" 2>&1
+    else
+        # shellcheck disable=SC2086
+        ASAN_OPTIONS="${ASAN_OPTIONS}:detect_leaks=1" mpi 3 train $args --features "$T/tx.npy" \
+            --labels "$T/labels.npy" --epochs 2 --save "$T/leak.s" --quiet >"$T/log" 2>&1
+    fi
     rm -rf "$T/leak.s"
     ours=$(grep -E '#[0-9]+ .* (src|tools)/|runtime error' "$T/log" | head -n 3)
     if [ -n "$ours" ]; then

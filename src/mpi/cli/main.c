@@ -15,6 +15,7 @@ static const char usage[] =
     "usage: mpirun -np P attngraph-mpi run [attngraph run's options] [--path auto|halo|ring]\n"
     "                                      [--partition contiguous|metis]\n"
     "       mpirun -np P attngraph-mpi train [attngraph train's options]\n"
+    "       mpirun -np P attngraph-mpi lm train [attngraph lm train's options]\n"
     "\n"
     "Runs attngraph's message rounds on P MPI processes; the outputs are bitwise those\n"
     "of `attngraph run` on one process (METIS parts: to float32 rounding). See\n"
@@ -64,8 +65,10 @@ int main(int argc, char **argv)
         status = mpi_run(MPI_COMM_WORLD, argc - 1, argv + 1);
     } else if (!strcmp(argv[1], "train")) {
         status = mpi_train(MPI_COMM_WORLD, argc - 1, argv + 1);
+    } else if (!strcmp(argv[1], "lm")) {
+        status = mpi_lm(MPI_COMM_WORLD, argc - 1, argv + 1);
     } else {
-        fprintf(stderr, "attngraph-mpi: unknown command '%s' (run, train)\n", argv[1]);
+        fprintf(stderr, "attngraph-mpi: unknown command '%s' (run, train, lm)\n", argv[1]);
     }
     fflush(stdout);
     MPI_Finalize();

@@ -55,5 +55,7 @@ int refuse_csr_stdin(const char *cmd, const char *csr);
 int mpi_run(MPI_Comm comm, int argc, char **argv);
 /* attngraph train on the processes of comm (train.c). */
 int mpi_train(MPI_Comm comm, int argc, char **argv);
+/* attngraph lm train on the processes of comm (lm.c). */
+int mpi_lm(MPI_Comm comm, int argc, char **argv);
 
 #endif
