@@ -421,6 +421,36 @@ START_TEST(lm_gelu_matches_the_double_formula)
 }
 END_TEST
 
+/* The embeddings' backward over several chunks of rows (AG_GEMM_CHUNK each,
+   added in order) against sums in double, onto gradients already there. */
+START_TEST(lm_embed_backward_over_chunks)
+{
+    enum { ROWS = 2600, W = 3, VOC = 5, POS = 4 };
+    float *dX = malloc(ROWS * W * sizeof *dX), dwte[VOC * W], dwpe[POS * W];
+    int64_t *ids = malloc(ROWS * sizeof *ids), *pos = malloc(ROWS * sizeof *pos);
+    double want_te[VOC * W], want_pe[POS * W];
+    fill_uniform(dX, ROWS * W, 71, 1.0f);
+    for (int k = 0; k < VOC * W; k++)
+        dwte[k] = 0.5f, want_te[k] = 0.5;
+    for (int k = 0; k < POS * W; k++)
+        dwpe[k] = 0, want_pe[k] = 0;
+    for (int64_t i = 0; i < ROWS; i++) {
+        ids[i] = (i * 7 + i / 3) % VOC, pos[i] = i % POS;
+        for (int c = 0; c < W; c++)
+            want_te[ids[i] * W + c] += dX[i * W + c], want_pe[pos[i] * W + c] += dX[i * W + c];
+    }
+    ag_error_t err;
+    ck_assert_int_eq(ag_embed_backward(dwte, dwpe, dX, ids, pos, ROWS, VOC, POS, W, &err), AG_OK);
+    for (int k = 0; k < VOC * W; k++)
+        ck_assert_msg(fabs(dwte[k] - want_te[k]) <= 1e-4 * (1 + fabs(want_te[k])),
+                      "dwte[%d] %.7g, in double %.7g", k, dwte[k], want_te[k]);
+    for (int k = 0; k < POS * W; k++)
+        ck_assert_msg(fabs(dwpe[k] - want_pe[k]) <= 1e-4 * (1 + fabs(want_pe[k])),
+                      "dwpe[%d] %.7g, in double %.7g", k, dwpe[k], want_pe[k]);
+    free(dX), free(ids), free(pos);
+}
+END_TEST
+
 Suite *lm_suite(void)
 {
     Suite *s = suite_create("lm");
@@ -437,6 +467,7 @@ Suite *lm_suite(void)
     tcase_add_test(tc, lm_decoder_refuses_a_graph_that_reads_ahead);
     tcase_add_test(tc, lm_pick_follows_the_softmax);
     tcase_add_test(tc, lm_gelu_matches_the_double_formula);
+    tcase_add_test(tc, lm_embed_backward_over_chunks);
     suite_add_tcase(s, tc);
     return s;
 }
