@@ -365,6 +365,8 @@ pictures: all
 	$(CLI) compare --pattern causal --pattern window:3 --pattern 'causal&strided:3' \
 	  --pattern 'window:3+global:1' --pattern 'docs:6,6' --pattern 'causal&!strided:4+global:1' \
 	  --tokens $(TOKENS) --heads 2 --rounds 2 --quiet --svg $(PICTURES)/compare.svg
+	$(CLI) draw train graphs/lm-study.csv --held-out --out $(PICTURES)/lm-study.svg \
+	  --title "validation loss of a GPT under nine masks"
 	@ls -l $(PICTURES)
 
 # The pictures drawn twice give the same bytes (part of check).

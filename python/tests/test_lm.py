@@ -7,7 +7,10 @@ import os
 import numpy as np
 import pytest
 
-from conftest import cli
+from conftest import ROOT, cli
+
+# graphs/pictures/lm-study.svg's title (make pictures draws it)
+STUDY_TITLE = "validation loss of a GPT under nine masks"
 
 SMALL = ("--block", 16, "--batch", 4, "--layers", 2, "--heads", 2, "--dim", 16,
          "--lr", "3e-3", "--min-lr", "3e-4", "--warmup", 5, "--eval-iters", 4, "--seed", 7)
@@ -70,7 +73,7 @@ def test_patterns_train_the_same_model_on_the_same_batches(tmp_path, text):
     # the log's picture: both patterns' training and validation curves, or one of them
     cli("draw", "train", tmp_path / "log.csv", "--out", tmp_path / "log.svg")
     svg = (tmp_path / "log.svg").read_text()
-    assert svg.count('class="series"') == 4 and ">step<" in svg and "window:4 evaluation" in svg
+    assert svg.count('class="series"') == 4 and ">step<" in svg and "window:4 validation" in svg
     val = tmp_path / "val.csv"
     val.write_text("".join(",".join(r.split(",")[i] for i in (0, 1, 3)) + "\n"
                            for r in (tmp_path / "log.csv").read_text().splitlines()))
@@ -285,3 +288,29 @@ def test_the_batch_graph_is_copies_of_one_sequence(text):
         r = run_lm("--text", text, *SMALL, "--iters", 0, "--pattern", spec)
         row = [l for l in r.stdout.splitlines() if l.startswith(spec + " ")][-1]   # the table
         assert float(row.split()[1]) == pytest.approx(g.E / g.N, abs=0.005)
+
+
+def test_a_pattern_with_commas_is_one_field_of_the_log(tmp_path, text):
+    """fixed:8,2 is quoted in the CSV (RFC 4180): csv reads it back whole, and
+    draw train names its curves by it."""
+    import csv
+    run_lm("--text", text, *SMALL, "--iters", 4, "--eval-every", 2, "--pattern", "fixed:8,2",
+           "--pattern", "causal", "--log", tmp_path / "log.csv", "--quiet")
+    rows = list(csv.reader(open(tmp_path / "log.csv")))
+    assert [r[0] for r in rows[1:]] == ["fixed:8,2"] * 3 + ["causal"] * 3
+    assert all(len(r) == 6 for r in rows)
+    cli("draw", "train", tmp_path / "log.csv", "--out", tmp_path / "log.svg")
+    assert "fixed:8,2 validation" in (tmp_path / "log.svg").read_text()
+
+
+def test_the_study_picture_is_the_study_log_drawn(tmp_path):
+    """graphs/pictures/lm-study.svg (the README's) is `draw train --held-out` of the
+    study's log, graphs/lm-study.csv, as `make pictures` draws it."""
+    cli("draw", "train", os.path.join(ROOT, "graphs", "lm-study.csv"), "--held-out",
+        "--title", STUDY_TITLE, "--out", tmp_path / "study.svg")
+    drawn = (tmp_path / "study.svg").read_text()
+    assert drawn == open(os.path.join(ROOT, "graphs", "pictures", "lm-study.svg")).read()
+    assert drawn.count('class="series"') == 9 and "fixed:16,4 validation" in drawn
+    r = cli("draw", "rounds", os.path.join(ROOT, "graphs", "lm-study.csv"), "--held-out",
+            "--out", tmp_path / "no.svg", check=False)
+    assert r.returncode == 2 and "draw train" in r.stderr

@@ -29,15 +29,19 @@ static const char train_usage[] =
     "either alone when the other column is left out), and beside it the accuracy when\n"
     "the log has any; one colour per connectivity or pattern.\n"
     "  --out FILE.svg      the picture (- : standard output)\n"
+    "  --held-out          the evaluation (validation) curves only\n"
     "  --title TEXT        the line above the picture (default: names the file)\n"
     "  -h, --help          this text\n";
 
-/* Parses `draw KIND FILE.csv --out F.svg`; -1 to go on, else an exit status. */
+/* Parses `draw KIND FILE.csv --out F.svg` (held_out not NULL: --held-out
+   too); -1 to go on, else an exit status. */
 static int parse_csv_command(const char *cmd, const char *usage, int argc, char **argv,
-                             const char **in, const char **out, const char **title)
+                             const char **in, const char **out, const char **title,
+                             int *held_out)
 {
     static const struct option longopts[] = {{"out", required_argument, 0, OPT_OUT},
                                              {"title", required_argument, 0, OPT_TITLE},
+                                             {"held-out", no_argument, 0, OPT_HELD_OUT},
                                              {0, 0, 0, 0}};
     opt_parser_t p;
     opt_begin(&p, cmd, usage, longopts, NULL, argc, argv);
@@ -47,6 +51,10 @@ static int parse_csv_command(const char *cmd, const char *usage, int argc, char 
             *out = p.arg;
         else if (c == OPT_TITLE)
             *title = p.arg;
+        else if (c == OPT_HELD_OUT && held_out)
+            *held_out = 1;
+        else if (c == OPT_HELD_OUT)
+            return usage_error(cmd, "--held-out draws a training log's curves (draw train)");
     if (c < 0)
         return p.status;
     if (opt_positional(&p, 1))
@@ -61,7 +69,8 @@ static int parse_csv_command(const char *cmd, const char *usage, int argc, char 
 
 /* Opens --out, makes the picture with make(), writes and commits it. */
 static int draw_csv_file(const char *cmd, const char *in, const char *target, const char *title,
-                         int (*make)(const csv_t *, const char *, char **, ag_error_t *))
+                         int held_out,
+                         int (*make)(const csv_t *, const char *, int, char **, ag_error_t *))
 {
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
@@ -74,7 +83,7 @@ static int draw_csv_file(const char *cmd, const char *in, const char *target, co
     if (!rc)
         rc = csv_read(&t, in, &err);
     if (!rc)
-        rc = make(&t, title, &svg, &err);
+        rc = make(&t, title, held_out, &svg, &err);
     if (!rc)
         rc = write_svg(&out, svg, &err);
     if (!rc)
@@ -90,8 +99,10 @@ static int draw_csv_file(const char *cmd, const char *in, const char *target, co
     return finish(cmd, rc, usage, &err);
 }
 
-static int make_rounds(const csv_t *t, const char *given, char **svg, ag_error_t *err)
+static int make_rounds(const csv_t *t, const char *given, int held_out, char **svg,
+                       ag_error_t *err)
 {
+    (void)held_out;
     const int cr = csv_column(t, "round", 1, err);
     const int cc = cr < 0 ? -1 : csv_column(t, "change", 1, err);
     const int ce = cc < 0 ? -1 : csv_column(t, "entropy", 1, err);
@@ -120,8 +131,9 @@ static int make_rounds(const csv_t *t, const char *given, char **svg, ag_error_t
 int cmd_draw_rounds(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *title = NULL;
-    int status = parse_csv_command("draw rounds", rounds_usage, argc, argv, &in, &out, &title);
-    return status >= 0 ? status : draw_csv_file("draw rounds", in, out, title, make_rounds);
+    int status = parse_csv_command("draw rounds", rounds_usage, argc, argv, &in, &out, &title,
+                                   NULL);
+    return status >= 0 ? status : draw_csv_file("draw rounds", in, out, title, 0, make_rounds);
 }
 
 /* The series of one connectivity: rows in file order. */
@@ -132,7 +144,9 @@ typedef struct {
     int64_t n;
 } conn_curve_t;
 
-static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t *err)
+/* held_out: the evaluation curves only. */
+static int make_train(const csv_t *t, const char *given, int held_out, char **svg,
+                      ag_error_t *err)
 {
     /* train --log's names, then lm train --log's */
     static const char *const cols[5][2] = {{"epoch", "step"}, {"loss", "train_loss"},
@@ -149,6 +163,12 @@ static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t 
                          "eval_loss, train_loss or val_loss", t->path,
                          c[0] < 0 ? "epoch (or step)" : "of losses");
     const char *x_name = csv_column(t, "epoch", 0, err) >= 0 ? "epoch" : "step";
+    const char *held_name = csv_column(t, "val_loss", 0, err) >= 0 ? "validation" : "evaluation";
+    if (held_out && c[2] < 0)
+        return ag_i_fail(err, AG_EFORMAT, "%s: --held-out: no column eval_loss or val_loss",
+                         t->path);
+    if (held_out)   /* the training columns left out */
+        c[1] = c[3] = -1;
     int cconn = csv_column(t, "connectivity", 0, err);
     if (cconn < 0)
         cconn = csv_column(t, "pattern", 0, err);
@@ -192,7 +212,7 @@ static int make_train(const csv_t *t, const char *given, char **svg, ag_error_t 
             q->n++;
         }
         at += q->n;
-        static const char *const what[4] = {"training", "evaluation", "training", "evaluation"};
+        const char *const what[4] = {"training", held_name, "training", "evaluation"};
         for (int j = 0; j < 4; j++)
             snprintf(q->label[j], sizeof q->label[j], "%s%s%s", q->name, *q->name ? " " : "",
                      what[j]);
@@ -236,7 +256,7 @@ int draw_train_csv(const char *text, size_t len, const char *name, const char *t
     csv_t t;
     int rc = csv_parse(&t, buf, len, name, err);
     if (!rc)
-        rc = make_train(&t, title, svg, err);
+        rc = make_train(&t, title, 0, svg, err);
     csv_free(&t);
     return rc;
 }
@@ -244,6 +264,9 @@ int draw_train_csv(const char *text, size_t len, const char *name, const char *t
 int cmd_draw_train(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *title = NULL;
-    int status = parse_csv_command("draw train", train_usage, argc, argv, &in, &out, &title);
-    return status >= 0 ? status : draw_csv_file("draw train", in, out, title, make_train);
+    int held_out = 0;
+    int status = parse_csv_command("draw train", train_usage, argc, argv, &in, &out, &title,
+                                   &held_out);
+    return status >= 0 ? status
+                       : draw_csv_file("draw train", in, out, title, held_out, make_train);
 }

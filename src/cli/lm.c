@@ -298,9 +298,9 @@ static int compare_doubles(const void *a, const void *b)
 }
 
 /* Trains the model from the options' seed under pattern `spec`; rows of the
-   log appended to *log (text). The model is left in m (for --save). */
+   log written to log (a memory stream). The model is left in m (for --save). */
 static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, const char *spec,
-                         lm_backend_t *b, char **log, size_t *log_len, lm_result_t *res,
+                         lm_backend_t *b, FILE *log, lm_result_t *res,
                          ag_error_t *err)
 {
     ag_nbhd_t nb;
@@ -351,17 +351,9 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
             if (!o->quiet)
                 printf("%-24s step %6lld: train loss %.4f, val loss %.4f, lr %.3g (%.1f s)\n",
                        spec, (long long)it, res->train_loss, res->val_loss, lr, res->seconds);
-            char row[512];
-            const int len = snprintf(row, sizeof row, "%s,%lld,%.6f,%.6f,%.6g,%.3f\n", spec,
-                                     (long long)it, res->train_loss, res->val_loss, lr,
-                                     res->seconds);
-            char *grown = realloc(*log, *log_len + (size_t)len + 1);
-            if (!grown) {
-                rc = ag_i_fail(err, AG_ENOMEM, "out of memory for the log");
-                break;
-            }
-            memcpy(grown + *log_len, row, (size_t)len + 1);
-            *log = grown, *log_len += (size_t)len;
+            csv_field(log, spec);   /* quoted where it holds a comma: fixed:16,4 */
+            fprintf(log, ",%lld,%.6f,%.6f,%.6g,%.3f\n", (long long)it, res->train_loss,
+                    res->val_loss, lr, res->seconds);
             fflush(stdout);
         }
         if (it == o->iters)
@@ -425,15 +417,20 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
                (long long)(c.n - split), (long long)o.layers, (long long)o.heads,
                (long long)o.dim, (long long)o.block, o.bias ? ", biases" : "",
                (long long)o.batch, threads, AG_PLURAL(threads));
-    char *log = NULL;
+    char *log = NULL;   /* the log's rows, written once all ran */
     size_t log_len = 0;
+    FILE *logf = rc ? NULL : open_memstream(&log, &log_len);
+    if (!rc && !logf)
+        rc = ag_i_fail(&err, AG_ENOMEM, "out of memory for the log");
     lm_result_t res[LM_MAX_PATTERNS];
     ag_lm_t m;
     memset(&m, 0, sizeof m);
     for (int k = 0; !rc && k < o.n_patterns; k++) {
         ag_lm_destroy(&m);
-        rc = train_pattern(&m, &o, &c, o.patterns[k], b, &log, &log_len, &res[k], &err);
+        rc = train_pattern(&m, &o, &c, o.patterns[k], b, logf, &res[k], &err);
     }
+    if (logf && fclose(logf) != 0 && !rc)
+        rc = ag_i_fail(&err, AG_ENOMEM, "out of memory for the log");
     if (!rc && o.log) {
         FILE *f = fopen(log_out.file.path, "w");
         if (!f || fputs("pattern,step,train_loss,val_loss,lr,seconds\n", f) < 0 ||
