@@ -923,10 +923,11 @@ int64_t ag_lm_pick(const float *logits, int64_t V, double temperature, int64_t t
    draws n tokens into ids[n_prompt..n_prompt+n) with ag_lm_pick, draw k from
    (seed, k): the same tokens for a seed everywhere (CLI, Python). The
    decoder's context holds up to T tokens; when full it starts over from the
-   last T/2 (positions restart at 0, as in training). nb as the decoder's. */
+   last T/2 (positions restart at 0, as in training). nb as the decoder's.
+   emit (NULL: none) gets each token as it is drawn, with ctx. */
 int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t n_prompt,
                    int64_t n, double temperature, int64_t top_k, uint64_t seed,
-                   ag_error_t *err);
+                   void (*emit)(int64_t token, void *ctx), void *ctx, ag_error_t *err);
 
 typedef enum { AG_OPT_ADAM = 0, AG_OPT_ADAMW, AG_OPT_SGD } ag_optimizer_kind_t;
 

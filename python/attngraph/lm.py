@@ -17,6 +17,8 @@ draws the tokens `lm sample` draws for the same seed (both ag_lm_generate).
 """
 import ctypes as C
 import os
+import shutil
+import tempfile
 
 import numpy as np
 
@@ -185,7 +187,29 @@ class LM:
                    pattern=keys.get("pattern", "causal"))
 
     def save(self, folder):
-        """The folder `lm sample --model` reads; each file whole or not at all."""
+        """The folder `lm sample --model` reads: every file written into a new folder
+        beside it first, then moved into place, so that a failure leaves the old
+        folder as it was."""
+        folder = os.path.abspath(folder)
+        parent = os.path.dirname(folder)
+        tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-lm-")
+        try:
+            self._write(tmp)
+            moves = [(os.path.join(root, name),
+                      os.path.join(folder, os.path.relpath(root, tmp), name))
+                     for root, _, files in os.walk(tmp) for name in files]
+            for _, dest in moves:   # what would stop a move, before any is made
+                if os.path.isdir(dest) or (os.path.exists(os.path.dirname(dest)) and
+                                           not os.path.isdir(os.path.dirname(dest))):
+                    raise Error("%s: a folder or file is in the way; nothing was replaced"
+                                % dest, "i/o error")
+            for src, dest in moves:
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                os.replace(src, dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _write(self, folder):
         for l in range(len(self.layers)):
             os.makedirs(os.path.join(folder, "round-%d" % (l + 1)), exist_ok=True)
         text = ("# attngraph lm model\nvocab %d %s\nblock %d\nlayers %d\nheads %d\ndim %d\n"
@@ -203,12 +227,17 @@ class LM:
     # ---- text
 
     def encode(self, text):
+        """Token ids of text: a str (a bytes model reads it as latin-1) or bytes."""
         index = {c: k for k, c in enumerate(self.vocab)}
-        cps = list(text) if self.bytes else [ord(c) for c in text]
+        if self.bytes:
+            cps = list(text.encode("latin-1") if isinstance(text, str) else bytes(text))
+        else:
+            cps = [ord(c) for c in (text.decode("utf-8") if isinstance(text, bytes) else text)]
         missing = [c for c in cps if c not in index]
         if missing:
-            raise Error("character U+%04X is not in the model's vocabulary of %d"
-                        % (missing[0], self.V), "invalid value")
+            what = ("byte 0x%02X" if self.bytes else "character U+%04X") % missing[0]
+            raise Error("%s is not in the model's vocabulary of %d" % (what, self.V),
+                        "invalid value")
         return np.array([index[c] for c in cps], np.int64)
 
     def decode(self, ids):
@@ -246,6 +275,9 @@ class LM:
     def sample(self, tokens=500, start="\n", temperature=1.0, top_k=0, seed=1337, pattern=None):
         """start and `tokens` more characters (a str; bytes models: latin-1), drawn
         one at a time with the cache of keys and values (ag_lm_generate)."""
+        for name, v in (("tokens", tokens), ("top_k", top_k), ("seed", seed)):
+            if not isinstance(v, (int, np.integer)) or v < 0:
+                raise Error("%s is %r; expected an integer >= 0" % (name, v), "invalid value")
         prompt = self.encode(start)
         if len(prompt) == 0:
             raise Error("start is empty; expected at least one character", "invalid value")
@@ -254,8 +286,8 @@ class LM:
         g = self._graph(1, pattern)
         e = err()
         check(lib.ag_lm_generate(C.byref(self._struct()), C.byref(g._nb), ids.ctypes.data, len(prompt),
-                                 int(tokens), float(temperature), int(top_k), int(seed),
-                                 C.byref(e)), e)
+                                 int(tokens), float(temperature), int(top_k), int(seed), None,
+                                 None, C.byref(e)), e)
         return self.decode(ids)
 
 

@@ -314,3 +314,70 @@ def test_the_study_picture_is_the_study_log_drawn(tmp_path):
     r = cli("draw", "rounds", os.path.join(ROOT, "graphs", "lm-study.csv"), "--held-out",
             "--out", tmp_path / "no.svg", check=False)
     assert r.returncode == 2 and "draw train" in r.stderr
+
+
+def test_mistakes_found_before_training(tmp_path, text):
+    """A bad or repeated --pattern is a usage error before any pattern trains."""
+    for patterns, message in [(("causal", "window:"), "--pattern 'window:'"),
+                              (("causal", "causal"), "--pattern causal given twice")]:
+        args = [a for p in patterns for a in ("--pattern", p)]
+        r = run_lm("--text", text, *SMALL, "--iters", 5000, *args, "--log",
+                   tmp_path / "log.csv", check=False)
+        assert r.returncode == 2 and message in r.stderr, r.stderr
+        assert "step" not in r.stdout and not (tmp_path / "log.csv").exists()
+
+
+def test_sample_streams_and_reads_starts_of_any_kind(saved, tmp_path, text):
+    import subprocess
+    import time
+    from conftest import CLI
+    p = subprocess.Popen([CLI, "lm", "sample", "--model", str(saved), "--tokens", "100000000",
+                          "--threads", "1"], stdout=subprocess.PIPE)
+    t0 = time.time()
+    first = p.stdout.read(40)   # long before the 1e8 tokens: each comes out as drawn
+    p.kill()
+    p.wait()
+    assert len(first) == 40 and time.time() - t0 < 30
+    r = subprocess.run([CLI, "lm", "sample", "--model", str(saved), "--start", b"\xff\xfe"],
+                       capture_output=True)
+    assert r.returncode == 2 and b"byte 0 (0xff) does not start a UTF-8 character" in r.stderr
+    assert b"--bytes" not in r.stderr
+    # a bytes model from Python: a str start is read as latin-1
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes(("caf\xe9 au lait " * 300).encode("latin-1"))
+    run_lm("--text", bad, *SMALL, "--iters", 5, "--bytes", "--save", tmp_path / "b", "--quiet")
+    m = agl.LM.load(tmp_path / "b")
+    assert m.sample(5, start="caf\xe9", seed=3) == m.sample(5, start=b"caf\xe9", seed=3)
+    r = subprocess.run([CLI, "lm", "sample", "--model", str(tmp_path / "b"), "--tokens", "30",
+                        "--seed", "3", "--start", b"caf\xe9"], capture_output=True)
+    assert r.stdout == m.sample(30, start="caf\xe9", seed=3).encode("latin-1") + b"\n"
+    with pytest.raises(attngraph.Error, match=r"byte 0x7A is not in the model's vocabulary"):
+        m.sample(5, start="z")
+    for kw in (dict(tokens=-1), dict(tokens=2.5), dict(seed=-3)):
+        with pytest.raises(attngraph.Error, match="expected an integer >= 0"):
+            m.sample(**kw)
+
+
+def test_model_folder_refusals_and_an_atomic_save(saved, tmp_path):
+    lm_txt = (saved / "lm.txt").read_text()
+    (saved / "lm.txt").write_text(lm_txt.replace("block 16", "block 16 16"))
+    r = sample("--model", saved, check=False)
+    assert r.returncode == 1 and "lm.txt:3: 'block 16 16'" in r.stderr
+    (saved / "lm.txt").write_text(lm_txt.replace("pattern window:6", "pattern bogus:1"))
+    r = sample("--model", saved, check=False)
+    assert r.returncode == 1 and "lm.txt: --pattern 'bogus:1'" in r.stderr
+    (saved / "lm.txt").write_text(lm_txt)
+    vocab = np.load(saved / "vocab.npy")
+    np.save(saved / "vocab.npy", np.append(vocab[:-1], 0xDFFF))
+    r = sample("--model", saved, check=False)
+    assert r.returncode == 1 and "no surrogates" in r.stderr
+    np.save(saved / "vocab.npy", vocab)
+    # another model's save that cannot finish leaves the folder as it was
+    other = agl.LM.init(agl.LM.load(saved).vocab, block=8, dim=8, layers=2, heads=2, seed=9)
+    (saved / "round-2" / "wq.npy").unlink()
+    (saved / "round-2" / "wq.npy").mkdir()
+    before = {p: p.read_bytes() for p in saved.rglob("*") if p.is_file()}
+    with pytest.raises(attngraph.Error, match="wq.npy: a folder or file is in the way"):
+        other.save(saved)
+    assert {p: p.read_bytes() for p in saved.rglob("*") if p.is_file()} == before
+    assert not [p for p in saved.parent.iterdir() if p.name.startswith(".tmp-lm-")]

@@ -32,7 +32,8 @@ static const char lm_usage[] =
     "(docs:T,...&(SPEC)): several train the same initial model on the same batches\n"
     "under each, and a table compares them.\n"
     "\n"
-    "  --text FILE         the corpus, read as UTF-8 characters (--bytes: as bytes)\n"
+    "  --text FILE         the corpus, read as UTF-8 characters\n"
+    "  --bytes             read it as bytes (a vocabulary of the bytes it holds)\n"
     "  --block T           sequence length (default 64)\n"
     "  --batch B           sequences a step (default 12)\n"
     "  --layers L --heads H --dim D   the model (default 4, 4, 128)\n"
@@ -163,6 +164,16 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
         return usage_error(cmd, "--min-lr %g is above --lr %g", o->min_lr, o->lr);
     if (o->save && o->n_patterns > 1)
         return usage_error(cmd, "--save keeps one model: give one --pattern");
+    for (int k = 0; k < o->n_patterns; k++) {   /* every pattern before any trains */
+        for (int j = 0; j < k; j++)
+            if (!strcmp(o->patterns[j], o->patterns[k]))
+                return usage_error(cmd, "--pattern %s given twice", o->patterns[k]);
+        ag_nbhd_t nb;
+        ag_error_t err;
+        if (lm_batch_graph(&nb, o->block, 1, o->patterns[k], &err))
+            return usage_error(cmd, "%s", err.msg);
+        ag_nbhd_destroy(&nb);
+    }
     if (o->save && o->n_patterns == 1 && strlen(o->patterns[0]) >= 256)
         return usage_error(cmd, "--save: a pattern of %zu characters; lm.txt keeps up to 255",
                            strlen(o->patterns[0]));
@@ -413,10 +424,12 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
     if (!rc && !o.quiet)
         printf("text: %s: %lld characters, %lld distinct (train %lld, val %lld)\n"
                "model: %lld layers, %lld heads, width %lld, block %lld%s; batch %lld; "
-               "%d thread%s\n", o.text, (long long)c.n, (long long)c.V, (long long)split,
+               "%d thread%s%s%.0d%s\n", o.text, (long long)c.n, (long long)c.V, (long long)split,
                (long long)(c.n - split), (long long)o.layers, (long long)o.heads,
                (long long)o.dim, (long long)o.block, o.bias ? ", biases" : "",
-               (long long)o.batch, threads, AG_PLURAL(threads));
+               (long long)o.batch, threads, AG_PLURAL(threads),
+               b->ranks > 1 ? " on each of " : "", b->ranks > 1 ? b->ranks : 0,
+               b->ranks > 1 ? " processes" : "");
     char *log = NULL;   /* the log's rows, written once all ran */
     size_t log_len = 0;
     FILE *logf = rc ? NULL : open_memstream(&log, &log_len);

@@ -18,9 +18,9 @@ typedef struct {
 int corpus_read(corpus_t *c, const char *path, int bytes, ag_error_t *err);
 void corpus_free(corpus_t *c);
 /* text [n] as code points (bytes: each byte) into cps [n], *count of them;
-   an error names `what` and the byte where the text is not UTF-8. */
-int lm_decode_text(const char *what, const char *text, int64_t n, int bytes, int32_t *cps,
-                   int64_t *count, ag_error_t *err);
+   an error names `what` and the byte where the text is not UTF-8, then hint. */
+int lm_decode_text(const char *what, const char *hint, const char *text, int64_t n, int bytes,
+                   int32_t *cps, int64_t *count, ag_error_t *err);
 
 /* A language model with its vocabulary and the pattern it trained under. */
 typedef struct {
@@ -47,6 +47,7 @@ int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_err
 typedef struct lm_backend lm_backend_t;
 struct lm_backend {
     int rank;   /* 0 prints and writes the files; the others only compute */
+    int ranks;  /* the processes (0 or 1: one) */
     /* the pattern's batch graph nb is made (NULL: nothing to do); then the
        losses of its batches (ids, pos, next: the whole batch's), then end */
     int (*begin)(lm_backend_t *b, ag_nbhd_t *nb, ag_error_t *err);

@@ -120,7 +120,7 @@ static int read_header(lm_model_t *lm, int64_t size[6], int *bias, const char *d
             s++;
         if (*s == '#' || *s == '\0')
             continue;
-        char key[32], value[256], kind[32] = "";
+        char key[32], value[256], kind[32] = "", rest[2];
         long long x = 0;
         int k = -1;
         if (sscanf(s, "%31s %255[^\n]", key, value) == 2)
@@ -131,11 +131,11 @@ static int read_header(lm_model_t *lm, int64_t size[6], int *bias, const char *d
             ok = snprintf(lm->pattern, sizeof lm->pattern, "%s", value) < (int)sizeof lm->pattern;
         else if (ok && k == 5)
             ok = (*bias = !strcmp(value, "yes")) || !strcmp(value, "no");
-        else if (ok && k == 0)
-            ok = sscanf(value, "%lld %31s", &x, kind) == 2 &&
+        else if (ok && k == 0)   /* nothing after what is read: %1s finds it */
+            ok = sscanf(value, "%lld %31s %1s", &x, kind, rest) == 2 &&
                  ((lm->bytes = !strcmp(kind, "bytes")) || !strcmp(kind, "utf-8"));
         else if (ok)
-            ok = sscanf(value, "%lld", &x) == 1;
+            ok = sscanf(value, "%lld %1s", &x, rest) == 1;
         if (ok && k < 5 && x < 1)
             ok = 0;
         if (!ok)
@@ -169,10 +169,12 @@ static int read_vocab(lm_model_t *lm, int64_t V, const char *dir, ag_error_t *er
                        path, (long long)n, (long long)V);
     const int64_t top = lm->bytes ? 256 : 0x110000;
     for (int64_t k = 0; !rc && k < n; k++)
-        if (v[k] < 0 || v[k] >= top || (k && v[k] <= v[k - 1]))
+        if (v[k] < 0 || v[k] >= top || (v[k] >= 0xD800 && v[k] < 0xE000 && !lm->bytes) ||
+            (k && v[k] <= v[k - 1]))
             rc = ag_i_fail(err, AG_EINVAL, "%s: entry %lld is %lld; expected ascending %s",
                            path, (long long)k, (long long)v[k],
-                           lm->bytes ? "bytes (0..255)" : "code points");
+                           lm->bytes ? "bytes (0..255)" : "Unicode code points (below "
+                           "0x110000, no surrogates 0xD800..0xDFFF)");
     lm->chars = rc ? NULL : ag_i_alloc(n, sizeof *lm->chars, err, "vocabulary");
     if (!rc && !lm->chars)
         rc = ag_i_alloc_status();

@@ -16,7 +16,8 @@ static const char sample_usage[] =
     "usage: attngraph lm sample --model DIR [options]\n"
     "\n"
     "Generates text from a model `attngraph lm train --save DIR` wrote: --start, then\n"
-    "--tokens more characters, each drawn from the model's next-token distribution.\n"
+    "--tokens more characters, each drawn from the model's next-token distribution,\n"
+    "each written as it is drawn, then a newline.\n"
     "The keys and values of the tokens read are cached: a new token attends to its\n"
     "sources in the pattern without computing the others again.\n"
     "\n"
@@ -26,8 +27,8 @@ static const char sample_usage[] =
     "  --temperature X     divides the logits (default 1; 0: always the likeliest)\n"
     "  --top-k K           draw among the K likeliest only (default 0: all)\n"
     "  --seed S            the draws (default 1337)\n"
-    "  --pattern SPEC      the graph within the context (default the one it trained\n"
-    "                      under, from lm.txt); it must be causal\n"
+    "  --pattern SPEC      the graph within the context, made causal as in training\n"
+    "                      (docs:T&(SPEC); default the one it trained under, lm.txt's)\n"
     "  --threads T         (default: the cores)\n";
 
 typedef struct {
@@ -85,7 +86,10 @@ static int start_ids(const lm_model_t *lm, const char *start, int64_t **ids, int
     const int64_t len = (int64_t)strlen(start);
     int32_t *cps = ag_i_alloc(len + 1, sizeof *cps, err, "--start");
     int64_t count = 0;
-    int rc = cps ? lm_decode_text("--start", start, len, lm->bytes, cps, &count, err) : ag_i_alloc_status();
+    int rc = cps ? lm_decode_text("--start", "", start, len, lm->bytes, cps, &count, err)
+                 : ag_i_alloc_status();
+    if (cps && rc)
+        *usage = 1;
     *ids = rc ? NULL : ag_i_alloc(count + 1, sizeof **ids, err, "--start");
     if (!rc && !*ids)
         rc = ag_i_alloc_status();
@@ -100,9 +104,10 @@ static int start_ids(const lm_model_t *lm, const char *start, int64_t **ids, int
         }
         if (lo == lm->m.V || lm->chars[lo] != cps[k]) {
             *usage = 1;
-            rc = ag_i_fail(err, AG_EINVAL, "--start: character %lld (U+%04X) is not in the "
-                           "model's vocabulary of %lld", (long long)k + 1, (unsigned)cps[k],
-                           (long long)lm->m.V);
+            rc = ag_i_fail(err, AG_EINVAL, lm->bytes ? "--start: byte %lld (0x%02X) is not in "
+                           "the model's vocabulary of %lld" : "--start: character %lld (U+%04X) "
+                           "is not in the model's vocabulary of %lld", (long long)k + 1,
+                           (unsigned)cps[k], (long long)lm->m.V);
         }
         (*ids)[k] = lo;
     }
@@ -138,6 +143,18 @@ static void put_char(int32_t cp, int bytes)
     fwrite(out, 1, (size_t)n, stdout);
 }
 
+typedef struct {
+    const lm_model_t *lm;
+} emit_t;
+
+/* ag_lm_generate's emit: the token's character, out at once. */
+static void emit_token(int64_t token, void *ctx)
+{
+    const emit_t *e = ctx;
+    put_char(e->lm->chars[token], e->lm->bytes);
+    fflush(stdout);
+}
+
 int lm_sample(int argc, char **argv)
 {
     sample_opts_t o;
@@ -153,21 +170,28 @@ int lm_sample(int argc, char **argv)
     int64_t *ids = NULL, n = 0;
     int rc = lm_model_load(&lm, o.model, &err);
     const char *spec = o.pattern ? o.pattern : lm.pattern;
-    if (!rc && (rc = lm_batch_graph(&nb, lm.m.T, 1, spec, &err)))
+    if (!rc && (rc = lm_batch_graph(&nb, lm.m.T, 1, spec, &err))) {
         usage = o.pattern != NULL;
+        if (!usage) {   /* lm.txt's pattern: name the file */
+            char why[sizeof err.msg];
+            snprintf(why, sizeof why, "%s", err.msg);
+            ag_i_fail(&err, (ag_status_t)rc, "%s/lm.txt: %s", o.model, why);
+        }
+    }
     if (!rc)
         rc = start_ids(&lm, o.start, &ids, &n, &usage, &err);
     int64_t *all = rc ? NULL : realloc(ids, (size_t)(n + o.tokens) * sizeof *ids);
     if (!rc && !all)
-        rc = ag_i_fail(&err, AG_ENOMEM, "out of memory for %lld tokens",
-                       (long long)(n + o.tokens));
+        rc = ag_i_fail(&err, AG_ENOMEM, "--tokens %lld: out of memory for the text's %lld "
+                       "tokens", (long long)o.tokens, (long long)(n + o.tokens));
     if (all)
         ids = all;
+    for (int64_t k = 0; !rc && k < n; k++)   /* the start, then each token as it comes */
+        put_char(lm.chars[ids[k]], lm.bytes);
+    emit_t out = {&lm};
     if (!rc)
         rc = ag_lm_generate(&lm.m, &nb, ids, n, o.tokens, o.temperature, o.top_k,
-                            (uint64_t)o.seed, &err);
-    for (int64_t k = 0; !rc && k < n + o.tokens; k++)
-        put_char(lm.chars[ids[k]], lm.bytes);
+                            (uint64_t)o.seed, emit_token, &out, &err);
     if (!rc)
         putchar('\n');
     free(ids);

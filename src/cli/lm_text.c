@@ -34,8 +34,8 @@ static int32_t next_char(const unsigned char *s, int64_t n, int64_t *at)
     return cp;
 }
 
-int lm_decode_text(const char *what, const char *text, int64_t n, int bytes, int32_t *cps,
-                   int64_t *count, ag_error_t *err)
+int lm_decode_text(const char *what, const char *hint, const char *text, int64_t n, int bytes,
+                   int32_t *cps, int64_t *count, ag_error_t *err)
 {
     *count = 0;
     for (int64_t at = 0; at < n;) {
@@ -44,8 +44,8 @@ int lm_decode_text(const char *what, const char *text, int64_t n, int bytes, int
                                  : next_char((const unsigned char *)text, n, &at);
         if (cp < 0)
             return ag_i_fail(err, AG_EINVAL, "%s: byte %lld (0x%02x) does not start a UTF-8 "
-                             "character; give --bytes to read the file as bytes", what,
-                             (long long)here, (unsigned char)text[here]);
+                             "character%s", what, (long long)here, (unsigned char)text[here],
+                             hint);
         cps[(*count)++] = cp;
     }
     return AG_OK;
@@ -76,7 +76,8 @@ int corpus_read(corpus_t *c, const char *path, int bytes, ag_error_t *err)
         return ag_i_alloc_status();
     }
     int64_t count = 0;
-    rc = lm_decode_text(path, text, (int64_t)n, bytes, cps, &count, err);
+    rc = lm_decode_text(path, "; give --bytes to read the file as bytes", text, (int64_t)n,
+                        bytes, cps, &count, err);
     free(text);
     for (int32_t k = 0; !rc && k < CODE_POINTS; k++)
         index[k] = -1;

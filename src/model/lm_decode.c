@@ -241,7 +241,7 @@ static int feed(ag_lm_decoder_t *dec, const int64_t *ids, int64_t at, float *log
 
 int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t n_prompt,
                    int64_t n, double temperature, int64_t top_k, uint64_t seed,
-                   ag_error_t *err)
+                   void (*emit)(int64_t token, void *ctx), void *ctx, ag_error_t *err)
 {
     if (n_prompt < 1 || n < 0 || !ids)
         return ag_i_fail(err, AG_EINVAL, "language model: a prompt of %lld tokens and %lld "
@@ -264,6 +264,8 @@ int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t 
     for (int64_t k = 0; !rc && k < n; k++) {
         const double u = (double)(rng_at(draws, (uint64_t)k) >> 11) * 0x1p-53;
         ids[n_prompt + k] = ag_lm_pick(logits, m->V, temperature, top_k, u);
+        if (emit)
+            emit(ids[n_prompt + k], ctx);
         if (k + 1 < n)
             rc = feed(dec, ids, n_prompt + k, logits, err);
     }

@@ -75,6 +75,7 @@ int mpi_lm(MPI_Comm comm, int argc, char **argv)
     lm_backend_t b = {.begin = part_begin, .loss = part_loss, .end = part_end,
                       .agree = agree, .threads = threads, .ctx = &c};
     MPI_Comm_rank(comm, &b.rank);
+    MPI_Comm_size(comm, &b.ranks);
     const int status = lm_train_with(argc - 1, argv + 1, &b);
     part_end(&b);
     return status;
