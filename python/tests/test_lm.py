@@ -248,12 +248,14 @@ def test_sample_refusals(saved, tmp_path):
     r = sample("--model", saved, "--start", "", check=False)
     assert r.returncode == 2 and "--start is empty" in r.stderr
     lm_txt = (saved / "lm.txt").read_text()
-    (saved / "lm.txt").write_text(lm_txt.replace("heads 2", "heads two"))
-    r = sample("--model", saved, check=False)
-    assert r.returncode == 1 and "lm.txt:5: 'heads two'" in r.stderr
-    (saved / "lm.txt").write_text(lm_txt.replace("heads 2\n", ""))
-    r = sample("--model", saved, check=False)
-    assert r.returncode == 1 and "has no 'heads' line" in r.stderr
+    for was, now, message in [("heads 2", "heads two", "lm.txt:5: 'heads two'"),
+                              ("heads 2\n", "", "has no 'heads' line"),
+                              ("block 16", "block 16 16", "lm.txt:3: 'block 16 16'"),
+                              ("pattern window:6", "pattern bogus:1",
+                               "lm.txt: --pattern 'bogus:1'")]:
+        (saved / "lm.txt").write_text(lm_txt.replace(was, now))
+        r = sample("--model", saved, check=False)
+        assert r.returncode == 1 and message in r.stderr, r.stderr
     (saved / "lm.txt").write_text(lm_txt)
     np.save(saved / "round-2" / "w1.npy", np.zeros((3, 16), np.float32))
     r = sample("--model", saved, check=False)
@@ -358,15 +360,7 @@ def test_sample_streams_and_reads_starts_of_any_kind(saved, tmp_path, text):
             m.sample(**kw)
 
 
-def test_model_folder_refusals_and_an_atomic_save(saved, tmp_path):
-    lm_txt = (saved / "lm.txt").read_text()
-    (saved / "lm.txt").write_text(lm_txt.replace("block 16", "block 16 16"))
-    r = sample("--model", saved, check=False)
-    assert r.returncode == 1 and "lm.txt:3: 'block 16 16'" in r.stderr
-    (saved / "lm.txt").write_text(lm_txt.replace("pattern window:6", "pattern bogus:1"))
-    r = sample("--model", saved, check=False)
-    assert r.returncode == 1 and "lm.txt: --pattern 'bogus:1'" in r.stderr
-    (saved / "lm.txt").write_text(lm_txt)
+def test_vocab_refusals_and_an_atomic_save(saved, tmp_path):
     vocab = np.load(saved / "vocab.npy")
     np.save(saved / "vocab.npy", np.append(vocab[:-1], 0xDFFF))
     r = sample("--model", saved, check=False)

@@ -149,7 +149,7 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
     if (bad)
         return bad;
     if (c < 0)
-        return p.status ? p.status : 0;
+        return p.status;
     if (opt_positional(&p, 0))
         return EXIT_USAGE;
     if (!o->text)

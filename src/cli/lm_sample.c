@@ -70,7 +70,7 @@ static int sample_parse(sample_opts_t *o, int argc, char **argv)
     if (bad)
         return bad;
     if (c < 0)
-        return p.status ? p.status : 0;
+        return p.status;
     if (opt_positional(&p, 0))
         return EXIT_USAGE;
     if (!o->model)
