@@ -319,7 +319,8 @@ def test_the_study_picture_is_the_study_log_drawn(tmp_path):
 
 
 def test_mistakes_found_before_training(tmp_path, text):
-    """A bad or repeated --pattern is a usage error before any pattern trains."""
+    """A bad or repeated --pattern is a usage error before any pattern trains, and a
+    folder where --save would write a file is refused before training too."""
     for patterns, message in [(("causal", "window:"), "--pattern 'window:'"),
                               (("causal", "causal"), "--pattern causal given twice")]:
         args = [a for p in patterns for a in ("--pattern", p)]
@@ -327,6 +328,10 @@ def test_mistakes_found_before_training(tmp_path, text):
                    tmp_path / "log.csv", check=False)
         assert r.returncode == 2 and message in r.stderr, r.stderr
         assert "step" not in r.stdout and not (tmp_path / "log.csv").exists()
+    (tmp_path / "m" / "round-2" / "wq.npy").mkdir(parents=True)   # in the model's way
+    r = run_lm("--text", text, *SMALL, "--iters", 5000, "--save", tmp_path / "m", check=False)
+    assert r.returncode == 1 and "round-2/wq.npy is a folder" in r.stderr, r.stderr
+    assert "step" not in r.stdout
 
 
 def test_sample_streams_and_reads_starts_of_any_kind(saved, tmp_path, text):

@@ -409,6 +409,8 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
     int rc = out_open_all(&log_out, 1, &usage, &err);
     if (!rc && o.save)
         rc = folder_check(o.save, "--save", &err);
+    if (!rc && o.save)
+        rc = lm_model_save_check(o.save, o.layers, o.heads, o.bias, &err);
     corpus_t c;
     memset(&c, 0, sizeof c);
     if (!rc)

@@ -33,6 +33,9 @@ typedef struct {
 /* The model's folder (lm_model.c): lm.txt, vocab.npy and the arrays; written
    whole or not at all (folder_write), read with every shape checked. */
 int lm_model_save(const lm_model_t *lm, const char *dir, ag_error_t *err);
+/* Before training: refuses a folder in the place of a file the model of L
+   blocks of H heads (bias: with biases) would write into dir. */
+int lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_error_t *err);
 int lm_model_load(lm_model_t *lm, const char *dir, ag_error_t *err);
 void lm_model_free(lm_model_t *lm);
 

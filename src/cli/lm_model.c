@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/base.h"
 #include "cli/cli.h"
@@ -86,6 +87,34 @@ int lm_model_save(const lm_model_t *lm, const char *dir, ag_error_t *err)
         rc = folder_write(dir, "--save", items, k, err);
     }
     free(items), free(arrays), free(names), free(vocab);
+    return rc;
+}
+
+int lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_error_t *err)
+{
+    ag_lm_t m;   /* the shapes do not matter here, only which files there will be */
+    int rc = ag_lm_init(&m, 1, 1, H, L, H, bias, 1, err);
+    lm_array_t *arrays = rc ? NULL : ag_i_calloc(max_arrays(&m), sizeof *arrays, err, "--save");
+    if (!rc && !arrays)
+        rc = ag_i_alloc_status();
+    const int n = rc ? 0 : model_arrays(&m, arrays);
+    static const char *const top[] = {"lm.txt", "vocab.npy"};
+    for (int a = -2; !rc && a < n; a++) {
+        char path[4096];
+        struct stat st;
+        if (a < 0)
+            snprintf(path, sizeof path, "%s/%s", dir, top[a + 2]);
+        else if (arrays[a].round)
+            snprintf(path, sizeof path, "%s/round-%lld/%s.npy", dir, (long long)arrays[a].round,
+                     arrays[a].name);
+        else
+            snprintf(path, sizeof path, "%s/%s.npy", dir, arrays[a].name);
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            rc = ag_i_fail(err, AG_EIO, "--save %s: %s is a folder, where the model's file "
+                           "goes; expected a file or nothing there", dir, path);
+    }
+    free(arrays);
+    ag_lm_destroy(&m);
     return rc;
 }
 
