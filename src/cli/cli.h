@@ -238,6 +238,9 @@ void merge_options(struct option *longopts, size_t cap, const struct option *own
 extern const char *cli_program;
 /* Prints "PROGRAM CMD: MESSAGE" and the help hint; returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...);
+/* err's message after a prefix (printf's format), "PREFIX: MESSAGE", when rc
+   is a failure; returns rc. */
+int error_after(int rc, ag_error_t *err, const char *fmt, ...) AG_PRINTF(3, 4);
 /* A command's exit status for rc: 0 on success; else the error on stderr, as a
    usage error (exit 2) when `usage`, or as bad input (exit 1). */
 int finish(const char *cmd, int rc, int usage, const ag_error_t *err);

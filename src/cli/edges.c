@@ -15,12 +15,7 @@
 /* err's message after "DESC: OPTION: " */
 static int named(int rc, const source_t *s, const char *option, ag_error_t *err)
 {
-    if (rc && err) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        ag_i_fail(err, (ag_status_t)rc, "%s: %s: %s", s->desc, option, why);
-    }
-    return rc;
+    return error_after(rc, err, "%s: %s", s->desc, option);
 }
 
 int edge_bias_load(float **bias, const source_t *s, const char *attr, ag_error_t *err)

@@ -74,6 +74,19 @@ int usage_error(const char *cmd, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
+int error_after(int rc, ag_error_t *err, const char *fmt, ...)
+{
+    if (!rc || !err)
+        return rc;
+    char prefix[sizeof err->msg], why[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    snprintf(why, sizeof why, "%s", err->msg);
+    return ag_i_fail(err, (ag_status_t)rc, "%s: %s", prefix, why);
+}
+
 int finish(const char *cmd, int rc, int usage, const ag_error_t *err)
 {
     if (!rc)

@@ -196,12 +196,7 @@ int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_err
     else
         snprintf(text, cap, "docs:%lld", (long long)T);
     ag_pattern_t *p;
-    int rc = ag_pattern_parse(&p, text, err);
-    if (rc && err) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        ag_i_fail(err, (ag_status_t)rc, "--pattern '%s': %s", spec, why);
-    }
+    int rc = error_after(ag_pattern_parse(&p, text, err), err, "--pattern '%s'", spec);
     free(text);
     if (rc)
         return rc;
@@ -218,13 +213,14 @@ int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_err
     int64_t *src = ag_i_alloc(B * E > 0 ? B * E : 1, sizeof *src, err, "batch graph");
     if (!ptr || !src)
         rc = ag_i_alloc_status();
-    for (int64_t b = 0, e = 0; !rc && b < B; b++)
-        for (int64_t t = 0; t < T; t++) {
-            ptr[b * T + t] = e;
-            for (int64_t r = one.run_ptr[t]; r < one.run_ptr[t + 1]; r++)
-                for (int64_t j = 0; j < one.run_len[r]; j++)
-                    src[e++] = b * T + one.run_src[r] + j;
-        }
+    if (!rc)
+        ag_nbhd_sources(&one, 0, T, src);   /* sequence 0's; the others' shifted by b T */
+    for (int64_t b = 0; !rc && b < B; b++) {
+        for (int64_t t = 0; t < T; t++)
+            ptr[b * T + t] = b * E + one.edge_ptr[t];
+        for (int64_t e = 0; b > 0 && e < E; e++)
+            src[b * E + e] = b * T + src[e];
+    }
     if (!rc) {
         ptr[B * T] = B * E;
         rc = ag_nbhd_from_csr(nb, B * T, ptr, src, err);

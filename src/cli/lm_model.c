@@ -47,6 +47,15 @@ static int model_arrays(const ag_lm_t *m, lm_array_t *out)
     return k;
 }
 
+/* x's file in the folder: "wte.npy" or "round-2/wq.npy". */
+static void array_file(char *buf, size_t cap, const lm_array_t *x)
+{
+    if (x->round)
+        snprintf(buf, cap, "round-%lld/%s.npy", (long long)x->round, x->name);
+    else
+        snprintf(buf, cap, "%s.npy", x->name);
+}
+
 static int max_arrays(const ag_lm_t *m)
 {
     return 4 + (int)m->L * AG_I_WEIGHT_ARRAYS;
@@ -76,11 +85,7 @@ int lm_model_save(const lm_model_t *lm, const char *dir, ag_error_t *err)
         const int n = model_arrays(m, arrays);
         for (int a = 0; a < n; a++, k++) {
             const lm_array_t *x = &arrays[a];
-            if (x->round)
-                snprintf(names[a], sizeof names[a], "round-%lld/%s.npy", (long long)x->round,
-                         x->name);
-            else
-                snprintf(names[a], sizeof names[a], "%s.npy", x->name);
+            array_file(names[a], sizeof names[a], x);
             items[k] = (folder_item_t){.name = names[a], .f32 = x->data, .ndim = x->ndim};
             memcpy(items[k].shape, x->shape, sizeof x->shape);
         }
@@ -100,15 +105,13 @@ int lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_erro
     const int n = rc ? 0 : model_arrays(&m, arrays);
     static const char *const top[] = {"lm.txt", "vocab.npy"};
     for (int a = -2; !rc && a < n; a++) {
-        char path[4096];
+        char file[96], path[4096];
         struct stat st;
         if (a < 0)
-            snprintf(path, sizeof path, "%s/%s", dir, top[a + 2]);
-        else if (arrays[a].round)
-            snprintf(path, sizeof path, "%s/round-%lld/%s.npy", dir, (long long)arrays[a].round,
-                     arrays[a].name);
+            snprintf(file, sizeof file, "%s", top[a + 2]);
         else
-            snprintf(path, sizeof path, "%s/%s.npy", dir, arrays[a].name);
+            array_file(file, sizeof file, &arrays[a]);
+        snprintf(path, sizeof path, "%s/%s", dir, file);
         if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
             rc = ag_i_fail(err, AG_EIO, "--save %s: %s is a folder, where the model's file "
                            "goes; expected a file or nothing there", dir, path);
@@ -221,12 +224,9 @@ int lm_model_load(lm_model_t *lm, const char *dir, ag_error_t *err)
     int rc = read_header(lm, size, &bias, dir, err);
     if (!rc)
         rc = read_vocab(lm, size[0], dir, err);
-    if (!rc && (rc = ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3], bias, 1,
-                                err)) && err) {   /* the shapes, then each array into place */
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        ag_i_fail(err, (ag_status_t)rc, "%s/lm.txt: %s", dir, why);
-    }
+    if (!rc)   /* the shapes, then each array into place */
+        rc = error_after(ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3], bias,
+                                    1, err), err, "%s/lm.txt", dir);
     lm_array_t *arrays = rc ? NULL : ag_i_calloc(max_arrays(&lm->m), sizeof *arrays, err,
                                                  "model");
     if (!rc && !arrays)

@@ -172,11 +172,8 @@ int lm_sample(int argc, char **argv)
     const char *spec = o.pattern ? o.pattern : lm.pattern;
     if (!rc && (rc = lm_batch_graph(&nb, lm.m.T, 1, spec, &err))) {
         usage = o.pattern != NULL;
-        if (!usage) {   /* lm.txt's pattern: name the file */
-            char why[sizeof err.msg];
-            snprintf(why, sizeof why, "%s", err.msg);
-            ag_i_fail(&err, (ag_status_t)rc, "%s/lm.txt: %s", o.model, why);
-        }
+        if (!usage)   /* lm.txt's pattern: name the file */
+            error_after(rc, &err, "%s/lm.txt", o.model);
     }
     if (!rc)
         rc = start_ids(&lm, o.start, &ids, &n, &usage, &err);

@@ -45,20 +45,15 @@ static int read_sources(ag_lm_decoder_t *dec, const ag_nbhd_t *nb, ag_error_t *e
     dec->src = ag_i_alloc(nb->n_edges > 0 ? nb->n_edges : 1, sizeof *dec->src, err, "decoder");
     if (!dec->src_ptr || !dec->src)
         return ag_i_alloc_status();
-    int64_t e = 0;
-    for (int64_t t = 0; t < T; t++) {
-        dec->src_ptr[t] = e;
-        for (int64_t r = nb->run_ptr[t]; r < nb->run_ptr[t + 1]; r++)
-            for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++) {
-                if (j > t)
-                    return ag_i_fail(err, AG_EINVAL, "language model decoder: the pattern "
-                                     "lets token %lld read token %lld, which comes after it; "
-                                     "a decoder needs a causal pattern", (long long)t,
-                                     (long long)j);
-                dec->src[e++] = j;
-            }
-    }
-    dec->src_ptr[T] = e;
+    memcpy(dec->src_ptr, nb->edge_ptr, (size_t)(T + 1) * sizeof *dec->src_ptr);
+    ag_nbhd_sources(nb, 0, T, dec->src);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t e = dec->src_ptr[t]; e < dec->src_ptr[t + 1]; e++)
+            if (dec->src[e] > t)
+                return ag_i_fail(err, AG_EINVAL, "language model decoder: the pattern lets "
+                                 "token %lld read token %lld, which comes after it; a "
+                                 "decoder needs a causal pattern", (long long)t,
+                                 (long long)dec->src[e]);
     return AG_OK;
 }
 
