@@ -342,6 +342,70 @@ static inline float gatv2_edge(const sctx_t *c, const float *q, const float *k, 
     return x;
 }
 
+/*
+ * The sums over channels of the scores that have one (every kind but
+ * additive: q.k, or gatv2's a''.|q + k|), for n = 1 or 4 sources whose rows
+ * lie HD apart from k, when d is a multiple of 8: each source's sum in 8
+ * lanes, then its lanes in order, so one source alone and four together give
+ * the same bits (raw_score, which the backward runs, takes them one at a
+ * time). Four at once are four independent chains: one source's chain waited
+ * on its own adds at every step (gatv2 ran at the one-pass kernel's speed).
+ * 8 lanes: four sums and the query fit the baseline's 16 registers.
+ */
+AG_INLINE float lanes_sum8(v8f x)
+{
+    float s = 0;
+    for (int t = 0; t < 8; t++)
+        s += x[t];
+    return s;
+}
+
+AG_INLINE void channel_sums(const float *q, const float *a, const float *k, int64_t HD,
+                            int64_t d, float *out, const int n, const int gatv2)
+{
+    v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    const v8i no_sign = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff,
+                         0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
+    for (int64_t t = 0; t < d; t += 8) {
+        const v8f x = v8_load(q + t), w = gatv2 ? v8_load(a + t) : x;
+#define TERM(r)                                                                             \
+    (gatv2 ? w * (v8f)((v8i)(x + v8_load(k + (r) * HD + t)) & no_sign)                      \
+           : x * v8_load(k + (r) * HD + t))
+        s0 += TERM(0);
+        if (n == 4)
+            s1 += TERM(1), s2 += TERM(2), s3 += TERM(3);
+#undef TERM
+    }
+    out[0] = lanes_sum8(s0);
+    if (n == 4)
+        out[1] = lanes_sum8(s1), out[2] = lanes_sum8(s2), out[3] = lanes_sum8(s3);
+}
+
+/* Does kind's raw score of destination i take channel_sums (no key terms of
+   its own, d a multiple of 8)? */
+AG_INLINE int by_channel_sums(const sctx_t *c, ag_score_kind_t kind)
+{
+    return kind != AG_SCORE_ADDITIVE && !c->sc.edge_key && c->d % 8 == 0;
+}
+
+/* The raw scores of the n (1 or 4) sources j.. of destination i, head h,
+   from channel_sums (by_channel_sums holds). */
+AG_INLINE void raw_scores_by_sums(const sctx_t *c, ag_score_kind_t kind, int64_t i, int64_t j,
+                                  int64_t h, float *out, const int n)
+{
+    const int64_t H = c->H, d = c->d, HD = H * d;
+    const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
+    if (kind == AG_SCORE_GATV2) {
+        channel_sums(q, c->a_abs + h * d, k, HD, d, out, n, 1);
+        for (int e = 0; e < n; e++)
+            out[e] = c->g_dst[i * H + h] + c->g_src[(j + e) * H + h] + out[e];
+    } else {
+        channel_sums(q, NULL, k, HD, d, out, n, 0);
+        for (int e = 0; e < n; e++)
+            out[e] = raw_of_dot(c, i, j + e, h, out[e]);
+    }
+}
+
 /* The raw score r of edge j -> i (slot s), head h: the kind's formula alone
    (before beta, softcap, edge bias and ALiBi). kind is c->sc.kind, passed apart so
    that a caller's loop over edges is compiled once per kind (score_row).
@@ -354,6 +418,11 @@ AG_INLINE float raw_score_of(const sctx_t *c, ag_score_kind_t kind, int64_t i, i
 {
     const int64_t H = c->H, d = c->d, HD = H * d;
     const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
+    if (by_channel_sums(c, kind)) {
+        float r;
+        raw_scores_by_sums(c, kind, i, j, h, &r, 1);
+        return r;
+    }
     switch (kind) {
     case AG_SCORE_ADDITIVE:
         return leaky(gat_sum(c, i, j, s, h), c->sc.slope);
@@ -404,13 +473,27 @@ static inline float finish_score(const sctx_t *c, float r, int64_t i, int64_t j,
 AG_INLINE void score_row_of(const sctx_t *c, ag_score_kind_t kind, const ag_nbhd_t *nb,
                             int64_t i, float *W)
 {
+    const int64_t H = c->H;
+    const int quad = by_channel_sums(c, kind);
     int64_t slot = 0, s0 = nb->edge_ptr[i];
-    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
-        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, slot++)
-            for (int64_t h = 0; h < c->H; h++) {
-                const int64_t s = s0 + slot;
-                W[slot * c->H + h] = finish_score(c, raw_score_of(c, kind, i, j, s, h), i, j, s, h);
+    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++) {
+        const int64_t end = nb->run_src[r] + nb->run_len[r];
+        int64_t j = nb->run_src[r];
+        for (; quad && j + 4 <= end; j += 4, slot += 4)   /* four sources at once */
+            for (int64_t h = 0; h < H; h++) {
+                float x[4];
+                raw_scores_by_sums(c, kind, i, j, h, x, 4);
+                for (int e = 0; e < 4; e++) {
+                    const int64_t s = s0 + slot + e;
+                    W[(slot + e) * H + h] = finish_score(c, x[e], i, j + e, s, h);
+                }
             }
+        for (; j < end; j++, slot++)
+            for (int64_t h = 0; h < H; h++) {
+                const int64_t s = s0 + slot;
+                W[slot * H + h] = finish_score(c, raw_score_of(c, kind, i, j, s, h), i, j, s, h);
+            }
+    }
 }
 
 /* score_row_of, its loop compiled once per kind (the kind's formula inlined). */
@@ -560,7 +643,7 @@ static int stats_begin(sctx_t *c, ag_i_scratch_t *buf, const ag_score_t *score,
    of that many channels stays in registers over all the edges, instead of a
    load and a store of M's row at every edge; each channel still adds the
    edges in their order, so the bits are the same either way. */
-#define SUM_BLOCK 16
+#define SUM_BLOCK 32
 static void weighted_sum_row(const ag_nbhd_t *nb, int64_t i, const float *W, const float *V,
                              int64_t H, int64_t d, float *m_i)
 {
