@@ -11,8 +11,9 @@
 #include "reference.h"
 #include "testutil.h"
 
-/* widths: D, and D_WIDE, a multiple of 16 (generic.c's blocked sum) */
-enum { N = 13, H = 2, D = 5, D_WIDE = 32, HD_MAX = H * D_WIDE, MAX_E = 128 };
+/* widths: D, and D_WIDE, a multiple of 16 but not of 32 (generic.c's blocked sums: a
+   block of 32 channels, then one of 16; channel_sums' 8 lanes) */
+enum { N = 13, H = 2, D = 5, D_WIDE = 48, HD_MAX = H * D_WIDE, MAX_E = 128 };
 
 typedef struct {
     int64_t src[MAX_E], dst[MAX_E], E;
