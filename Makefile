@@ -7,6 +7,9 @@
 #                        through pkg-config, uninstall (part of check)
 #   make check-man   the man page renders cleanly and matches --help (part of check)
 #   make check-includes   every #include in src/ keeps to src/README.md's walls (part of check)
+#   make check-registers  the AVX2 and AVX-512 micro-kernels' loops keep their vectors
+#                         in registers: no spill, no operand from the stack (objdump;
+#                         part of check on x86-64)
 #   make bench   time the kernels (1 and 2 threads), every variant the CPU runs
 #                (AVX-512, AVX2, baseline) against its own FMA peak; `bench_kernel
 #                smoke` (part of check) runs each variant once against the reference
@@ -47,6 +50,9 @@ CHECK_PYTHON ?= 1
 # check-clang sets CHECK_MPI to 0: the MPI programs are built, their cases not run
 # (make check, check-sanitize and the fresh machine run them)
 CHECK_MPI ?= 1
+# check-sanitize and check-clang set it to 0: the micro-kernels' registers are
+# those of the build the README's commands make (gcc -O2, x86-64)
+CHECK_REGISTERS ?= $(if $(filter x86_64,$(shell uname -m)),1,0)
 
 CC      ?= cc
 BUILD   ?= build
@@ -101,7 +107,7 @@ ifndef NO_OMP
 SMOKE  := $(BENCH)
 endif
 
-.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes bench bench-lm scale clean \
+.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes check-registers bench bench-lm scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps valgrind-deps install uninstall check-install check-man \
         pictures check-pictures mpi check-mpi scale-mpi
 all: $(LIB_A) $(LIB_SO) $(CLI)
@@ -136,6 +142,9 @@ ifndef NO_OMP
 endif
 	@$(MAKE) --no-print-directory check-exports
 	@$(MAKE) --no-print-directory check-includes
+ifeq ($(CHECK_REGISTERS),1)
+	@$(MAKE) --no-print-directory check-registers
+endif
 	@$(MAKE) --no-print-directory check-man
 	@$(MAKE) --no-print-directory check-install
 	@$(MAKE) --no-print-directory check-pictures
@@ -164,6 +173,10 @@ check-pip: $(LIB_SO)
 check-includes:
 	@sh tests/check_includes.sh src
 
+# No stack traffic in the AVX2 and AVX-512 micro-kernels' loops (objdump).
+check-registers: $(KERNEL_OBJS)
+	@$(PYTHON) tests/check_registers.py $(filter %tiled.o %tiled_stream.o %gather.o,$(KERNEL_OBJS))
+
 # The shared library has its SONAME and exports only ag_ symbols.
 check-exports: $(LIB_SO)
 	@readelf -d $(LIB_SO) | grep -q 'SONAME.*\[$(SONAME)\]' || \
@@ -177,7 +190,7 @@ check-exports: $(LIB_SO)
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
              -fno-omit-frame-pointer
 check-sanitize: deps
-	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan CHECK_PYTHON=0 CFLAGS="$(SAN_FLAGS) $(CFLAGS)" \
+	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan CHECK_PYTHON=0 CHECK_REGISTERS=0 CFLAGS="$(SAN_FLAGS) $(CFLAGS)" \
 	  LDFLAGS="-fsanitize=address,undefined $(LDFLAGS)"
 check-noomp: deps
 	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/noomp NO_OMP=1
@@ -191,7 +204,8 @@ check-valgrind: deps valgrind-deps
 
 check-clang: deps
 	$(call install_missing,clang)
-	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/clang CC=clang NO_OMP=1 CHECK_MPI=0
+	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/clang CC=clang NO_OMP=1 CHECK_MPI=0 \
+	  CHECK_REGISTERS=0
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCH)
