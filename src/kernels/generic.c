@@ -342,6 +342,15 @@ static inline float gatv2_edge(const sctx_t *c, const float *q, const float *k, 
     return x;
 }
 
+/* x's 8 lanes added in order. */
+AG_INLINE float lanes_sum8(v8f x)
+{
+    float s = 0;
+    for (int t = 0; t < 8; t++)
+        s += x[t];
+    return s;
+}
+
 /*
  * The sums over channels of the scores that have one (every kind but
  * additive: q.k, or gatv2's a''.|q + k|), for n = 1 or 4 sources whose rows
@@ -352,14 +361,6 @@ static inline float gatv2_edge(const sctx_t *c, const float *q, const float *k, 
  * on its own adds at every step (gatv2 ran at the one-pass kernel's speed).
  * 8 lanes: four sums and the query fit the baseline's 16 registers.
  */
-AG_INLINE float lanes_sum8(v8f x)
-{
-    float s = 0;
-    for (int t = 0; t < 8; t++)
-        s += x[t];
-    return s;
-}
-
 AG_INLINE void channel_sums(const float *q, const float *a, const float *k, int64_t HD,
                             int64_t d, float *out, const int n, const int gatv2)
 {
