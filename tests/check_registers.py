@@ -63,11 +63,11 @@ def innermost_loops(body):
 def stack_use(op, args):
     """'vector' or 'store' for refused stack traffic, 'read' for a general
     register's read, None without any."""
-    if "(%rsp)" not in args:   # (%rbp) is a general register at -O2
+    if "(%rsp" not in args:   # (%rbp) is a general register at -O2
         return None
     if re.search(r"%[xyz]mm", args):
         return "vector"
-    if re.search(r",\s*(0x[0-9a-f]+)?\(%rsp\)$", args) and not op.startswith(("cmp", "test")):
+    if re.search(r",\s*-?(0x[0-9a-f]+)?\(%rsp[^)]*\)$", args) and not op.startswith(("cmp", "test")):
         return "store"
     return "read"
 
