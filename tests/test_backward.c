@@ -165,12 +165,14 @@ static void undirected_graph(bw_graph_t *g)
     graph_from_edges(g, 11, src, dst, (int64_t)(sizeof src / sizeof *src), 0);
 }
 
-enum { G_PATTERN, G_MULTI, G_UNDIRECTED, G_COUNT };
+enum { G_PATTERN, G_MULTI, G_UNDIRECTED, G_CAUSAL, G_COUNT };
 
 static void awkward_graph(bw_graph_t *g, int which)
 {
     if (which == G_PATTERN)
         graph_from_pattern(g, "random:4,3", 13);
+    else if (which == G_CAUSAL)   /* runs of 1-13 sources: groups of four and leftovers */
+        graph_from_pattern(g, "causal", 13);
     else if (which == G_MULTI)
         multigraph(g);
     else
@@ -361,15 +363,17 @@ static void check_problem(problem_t *p, const char *what, float h, double tol)
     check_grad(p, what, "d_a_dst", p->a_dst, p->d_a_dst, HD, h, tol);
 }
 
-/* Every score variant on one awkward graph, H = 3, d = 5. */
+/* Every score variant on one awkward graph, H = 3, d = 5; on the causal
+   graph d = 16, where generic.c sums each score's channels in lanes of 8,
+   four sources of a run at a time. */
 static void every_kind_on(int which)
 {
-    const char *graphs[] = {"pattern random:4,3", "multigraph", "undirected"};
+    const char *graphs[] = {"pattern random:4,3", "multigraph", "undirected", "causal, d = 16"};
     for (int v = 0; v < N_VARIANTS; v++) {
         bw_graph_t g;
         awkward_graph(&g, which);
         problem_t p;
-        problem_init(&p, &g, 3, 5, v, 10 + 7 * (uint64_t)v, 1.5f);
+        problem_init(&p, &g, 3, which == G_CAUSAL ? 16 : 5, v, 10 + 7 * (uint64_t)v, 1.5f);
         char what[160];
         snprintf(what, sizeof what, "%s on %s", variants[v].name, graphs[which]);
         worst_seen = 0, kinks_seen = 0;
@@ -397,6 +401,12 @@ END_TEST
 START_TEST(every_kind_on_an_undirected_graph)
 {
     every_kind_on(G_UNDIRECTED);
+}
+END_TEST
+
+START_TEST(every_kind_on_a_causal_graph_of_wider_heads)
+{
+    every_kind_on(G_CAUSAL);
 }
 END_TEST
 
@@ -668,7 +678,7 @@ END_TEST
  */
 START_TEST(plain_dot_on_awkward_graphs)
 {
-    const char *graphs[] = {"pattern", "multigraph", "undirected"};
+    const char *graphs[] = {"pattern", "multigraph", "undirected", "causal"};
     for (int which = 0; which < G_COUNT; which++)
         for (int k = 0; k < 3; k++) {
             bw_graph_t g;
@@ -912,6 +922,7 @@ Suite *backward_suite(void)
     tcase_add_test(tc, every_kind_on_a_pattern);
     tcase_add_test(tc, every_kind_on_a_multigraph);
     tcase_add_test(tc, every_kind_on_an_undirected_graph);
+    tcase_add_test(tc, every_kind_on_a_causal_graph_of_wider_heads);
     tcase_add_test(tc, edge_bias_gradient_in_graph_edge_order);
     tcase_add_test(tc, large_logits_that_cancel);
     tcase_add_test(tc, large_saturated_logits);

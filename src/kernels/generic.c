@@ -382,6 +382,27 @@ AG_INLINE void channel_sums(const float *q, const float *a, const float *k, int6
         out[1] = lanes_sum8(s1), out[2] = lanes_sum8(s2), out[3] = lanes_sum8(s3);
 }
 
+/* a.b over d channels (a multiple of 8) in channel_sums' lanes and order. */
+AG_INLINE float dot8(const float *a, const float *b, int64_t d)
+{
+    v8f x = {0};
+    for (int64_t t = 0; t < d; t += 8)
+        x += v8_load(a + t) * v8_load(b + t);
+    return lanes_sum8(x);
+}
+
+/* q.k and g.v in one loop (two chains, not one), each as dot8 takes it. */
+AG_INLINE void dot8_pair(const float *q, const float *k, const float *g, const float *v,
+                         int64_t d, float *qk, float *gv)
+{
+    v8f x = {0}, y = {0};
+    for (int64_t t = 0; t < d; t += 8) {
+        x += v8_load(q + t) * v8_load(k + t);
+        y += v8_load(g + t) * v8_load(v + t);
+    }
+    *qk = lanes_sum8(x), *gv = lanes_sum8(y);
+}
+
 /* Does kind's raw score of destination i take channel_sums (no key terms of
    its own, d a multiple of 8)? */
 AG_INLINE int by_channel_sums(const sctx_t *c, ag_score_kind_t kind)
@@ -1085,7 +1106,8 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i,
                 G[e * H + h] = x;
                 A[e * H + h] = finish_score(c, x, i, j, s0 + e, h);
                 const float *ev = edge_value(c, s0 + e, h);
-                const float gv = ag_i_dot(dm + h * d, b->V + j * HD + h * d, d);
+                const float *vj = b->V + j * HD + h * d;   /* source_message's order */
+                const float gv = d % 8 ? ag_i_dot(dm + h * d, vj, d) : dot8(dm + h * d, vj, d);
                 dA[e * H + h] = (ev ? gv + ag_i_dot(dm + h * d, ev, d) : gv) *
                                 drop_factor(c, key, h);
             }
@@ -1154,9 +1176,12 @@ static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t
                                                             two chains, not one */
             const float *q = c->Q + i * HD + h * d, *k = c->K + j * HD + h * d;
             float qk = 0, gv = 0;
+            if (d % 8 == 0)   /* the sums of the forward's channel_sums and of pass 1 */
+                dot8_pair(q, k, g, v, d, &qk, &gv);
+            else
 #pragma omp simd reduction(+ : qk, gv)
-            for (int64_t t = 0; t < d; t++)
-                qk += q[t] * k[t], gv += g[t] * v[t];
+                for (int64_t t = 0; t < d; t++)
+                    qk += q[t] * k[t], gv += g[t] * v[t];
             r = raw_of_dot(c, i, j, h, qk), dA = gv;
         } else {
             r = raw_score(c, i, j, s, h), dA = ag_i_dot(g, v, d);
