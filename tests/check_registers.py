@@ -60,14 +60,26 @@ def innermost_loops(body):
             if not any(a <= c and d < b or a < c and d <= b for c, d in loops)]
 
 
-def stack_use(op, args):
+def frame_registers(body):
+    """The registers that address the stack: %rsp, and %rbp where the
+    prologue makes it the frame pointer (a function that realigns its stack
+    for 32- or 64-byte vectors does; elsewhere at -O2 %rbp is a general
+    register)."""
+    prologue = body[:24]
+    if any(op == "mov" and args.replace(" ", "") == "%rsp,%rbp" for _, op, args in prologue):
+        return ("%rsp", "%rbp")
+    return ("%rsp",)
+
+
+def stack_use(op, args, frame):
     """'vector' or 'store' for refused stack traffic, 'read' for a general
     register's read, None without any."""
-    if "(%rsp" not in args:   # (%rbp) is a general register at -O2
+    if not any("(" + r in args for r in frame):
         return None
     if re.search(r"%[xyz]mm", args):
         return "vector"
-    if re.search(r",\s*-?(0x[0-9a-f]+)?\(%rsp[^)]*\)$", args) and not op.startswith(("cmp", "test")):
+    if (re.search(r",\s*-?(0x[0-9a-f]+)?\((%rsp|%rbp)[^)]*\)$", args)
+            and not op.startswith(("cmp", "test"))):
         return "store"
     return "read"
 
@@ -78,6 +90,7 @@ def main(objs):
         for name, body in functions(obj):
             if not re.search(r"_avx(2|512)$", name):
                 continue
+            frame = frame_registers(body)
             for a, b in innermost_loops(body):
                 insns = body[a:b + 1]
                 if sum(op.startswith(FMA) for _, op, _ in insns) < MIN_FMAS:
@@ -85,11 +98,12 @@ def main(objs):
                 loops += 1
                 seen.add(name)
                 for addr, op, args in insns:
-                    use = stack_use(op, args)
+                    use = stack_use(op, args, frame)
                     reads += use == "read"
                     if use in ("vector", "store"):
-                        print(f"{obj}: {name}: the loop at {insns[0][0]:#x} keeps a vector "
-                              f"on the stack: {addr:#x} {op} {args}")
+                        what = "a vector on the stack" if use == "vector" else "a spill"
+                        print(f"{obj}: {name}: the loop at {insns[0][0]:#x} keeps {what}: "
+                              f"{addr:#x} {op} {args}")
                         failures += 1
                         break
     print(f"check-registers: {loops} micro-kernel loops in {len(seen)} functions, "

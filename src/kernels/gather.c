@@ -150,15 +150,24 @@ AG_INLINE void gather_row(const ag_nbhd_t *nb, int64_t i, const float *Q, const 
         for (e = 1; e < deg; e++)
             mx = s[e] > mx ? s[e] : mx;
         v16f sum = {0}, u = {0};
-        if (ymm && !stats) {   /* in halves: see simd.h */
-            v8f lo = {0}, hi = {0};
-            for (e = 0; e + AG_LANES <= deg; e += AG_LANES) {
-                const v8f p = v8_exp2(v8_load(s + e) - v8_set1(mx));
-                const v8f p2 = v8_exp2(v8_load(s + e + 8) - v8_set1(mx));
-                v8_store(s + e, p), v8_store(s + e + 8, p2);
-                lo += p, hi += p2;
+        if (ymm) {   /* in halves (see simd.h), one after the other: two exp2 at once
+                        and their sums took more than the 16 ymm registers, and the
+                        sums lived on the stack */
+            const int64_t whole = deg / AG_LANES * AG_LANES;
+            v8f half_sum[2], half_u[2];
+            for (int k = 0; k < 2; k++) {
+                v8f sm = {0}, uu = {0};
+                for (e = 8 * k; e < whole; e += AG_LANES) {
+                    const v8f y = v8_load(s + e) - v8_set1(mx), p = v8_exp2(y);
+                    v8_store(s + e, p);
+                    sm += p;
+                    if (stats)
+                        uu += p * y;
+                }
+                half_sum[k] = sm, half_u[k] = uu;
             }
-            sum = v_join(lo, hi);
+            sum = v_join(half_sum[0], half_sum[1]), u = v_join(half_u[0], half_u[1]);
+            e = whole;
         } else {
             for (e = 0; e + AG_LANES <= deg; e += AG_LANES) {
                 const v16f y = v_load(s + e) - v_set1(mx), p = v_exp2(y);
