@@ -46,8 +46,9 @@ PACKAGES := libigraph-dev libxml2-dev check libopenblas-dev pkg-config libmetis-
 # first on PATH (a virtualenv, conda, pyenv) may lack them.
 # Every core builds, unless the command line says otherwise (make -j1): a fresh
 # clone's plain `make` took 67 s on one core of a 2-core AMD EPYC Milan. Set at
-# the top only: the recipes' sub-makes share its jobs.
-ifeq ($(MAKELEVEL),0)
+# the top only: the recipes' sub-makes share its jobs. Not with `clean` among the
+# goals (`make clean all` would clean while it builds).
+ifeq ($(MAKELEVEL)$(filter clean,$(MAKECMDGOALS)),0)
 MAKEFLAGS += -j$(shell nproc)
 endif
 PYTHON  ?= /usr/bin/python3
@@ -56,9 +57,10 @@ CHECK_PYTHON ?= 1
 # check-clang sets CHECK_MPI to 0: the MPI programs are built, their cases not run
 # (make check, check-sanitize and the fresh machine run them)
 CHECK_MPI ?= 1
-# check-sanitize and check-clang set it to 0: the micro-kernels' registers are
-# those of the build the README's commands make (gcc -O2, x86-64)
-CHECK_REGISTERS ?= $(if $(filter x86_64,$(shell uname -m)),1,0)
+# The micro-kernels' registers are checked in the build the README's commands
+# make (gcc, -O2 or -O3, x86-64); check-sanitize and check-clang set it to 0
+CHECK_REGISTERS ?= $(if $(and $(filter x86_64,$(shell uname -m)),$(filter -O2 -O3,$(CFLAGS)),\
+                      $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null | head -n 1)),,gcc)),1,0)
 
 CC      ?= cc
 BUILD   ?= build
@@ -121,6 +123,7 @@ all: $(LIB_A) $(LIB_SO) $(CLI)
 # Installs only what is missing; does nothing when every package is present.
 # Installs the Debian packages of the list $(1) that are missing (apt-get update
 # first: a fresh machine's package lists are empty); nothing when all are there.
+# One apt at a time: make's parallel jobs (make deps fuzz-deps) wait for the lock.
 define install_missing
 	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -128,7 +131,8 @@ define install_missing
 	if [ -n "$$missing" ]; then \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	  echo "installing:$$missing"; \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
+	  flock "$${TMPDIR:-/tmp}/attngraph-apt.lock" sh -c "$$sudo apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing"; \
 	fi
 endef
 
