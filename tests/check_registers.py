@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 MIN_FMAS = 8
-FUNC = re.compile(r"^[0-9a-f]+ <(\w+)>:$")
+FUNC = re.compile(r"^[0-9a-f]+ <([\w.]+)>:$")   # f.cold, f.constprop.0: their own
 INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
 FMA = ("vfmadd", "vfnmadd", "vfmsub", "vfnmsub")
 MUST_HAVE = "ag_i_tile_q4_avx2"
@@ -45,7 +45,11 @@ def functions(obj):
 
 
 def innermost_loops(body):
-    """[first, last] index pairs of the loops that hold no other loop."""
+    """[first, last] index pairs of the loops that hold no other loop: each
+    backward branch and its target. Of two branches back to one target the
+    nearer is taken: GCC enters an inner loop's body again from the end of the
+    outer one, whose epilogue (the block's stores, spilled once a call) is not
+    part of the inner loop."""
     at = {addr: k for k, (addr, _, _) in enumerate(body)}
     loops = []
     for k, (addr, op, args) in enumerate(body):
