@@ -183,10 +183,6 @@ check-pip: $(LIB_SO)
 check-includes:
 	@sh tests/check_includes.sh src
 
-# No stack traffic in the AVX2 and AVX-512 micro-kernels' loops (objdump).
-check-registers: $(KERNEL_OBJS)
-	@$(PYTHON) tests/check_registers.py $(filter %tiled.o %tiled_stream.o %gather.o,$(KERNEL_OBJS))
-
 # The shared library has its SONAME and exports only ag_ symbols.
 check-exports: $(LIB_SO)
 	@readelf -d $(LIB_SO) | grep -q 'SONAME.*\[$(SONAME)\]' || \
@@ -236,6 +232,9 @@ ifneq ($(file <$(BUILD)/.flags),$(COMPILE) $(LDLIBS))
 $(shell mkdir -p $(BUILD))
 $(file >$(BUILD)/.flags,$(COMPILE) $(LDLIBS))
 endif
+# and again after `make clean` among the same goals (`make clean all`)
+$(BUILD)/.flags:
+	$(shell mkdir -p $(BUILD))$(file >$@,$(COMPILE) $(LDLIBS))
 
 $(BUILD)/%.o: %.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
@@ -245,14 +244,19 @@ $(BUILD)/%.o: %.c $(BUILD)/.flags
 # GCC took 54 s for tiled.c alone on an AMD EPYC Milan, 24 s of them tracking
 # variables' locations for -g, and a fresh clone's serial `make` 76 s. Without
 # that tracking (line tables and backtraces stay; a debugger shows fewer local
-# variables there) tiled.c takes 30 s. Clang ignores the flag. The gather and
-# generic kernels and the streamed forward, compiled per instruction set too,
-# take 2-8 s each with it and half that without. RTL's global common
+# variables there) tiled.c takes 30 s. Clang ignores the flag. The gather
+# kernels and the streamed forward, compiled per instruction set too, and the
+# generic path take 2-8 s each with it and half that without. RTL's global common
 # subexpression pass took a third of the rest (35-40 s -> 23 s for tiled.c on a
 # Milan, a fresh serial `make` 78 -> 65 s), for code of intrinsics it has nothing to
 # add to: the AVX2 forward ran as fast without it, the backward (causal N=2048
 # H=8, 2 threads, 3 alternating runs) 0.125 s against 0.133 s with it.
 KERNEL_OBJS := $(addprefix $(BUILD)/src/kernels/,tiled.o tiled_stream.o gather.o generic.o)
+# No stack traffic in the AVX2 and AVX-512 micro-kernels' loops (objdump of the
+# kernels compiled per instruction set; gcc's build: clang spills in some).
+ISA_OBJS := $(addprefix $(BUILD)/src/kernels/,tiled.o tiled_stream.o gather.o)
+check-registers: $(ISA_OBJS)
+	@$(PYTHON) tests/check_registers.py $(ISA_OBJS)
 # (clang has no GCSE flag and refuses it under -Werror: GCC's only)
 NO_GCSE := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null | head -n 1)),,-fno-gcse)
 $(KERNEL_OBJS): OBJ_FLAGS := -fno-var-tracking $(NO_GCSE)
