@@ -60,9 +60,10 @@ CHECK_MPI ?= 1
 # The micro-kernels' registers are checked in the build the README's commands
 # make (gcc, -O2 or -O3, x86-64); check-sanitize and check-clang set it to 0
 CHECK_REGISTERS ?= $(if $(and $(filter x86_64,$(shell uname -m)),$(filter -O2 -O3,$(CFLAGS)),\
-                      $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null | head -n 1)),,gcc)),1,0)
+                      $(if $(CC_IS_CLANG),,gcc)),1,0)
 
 CC      ?= cc
+CC_IS_CLANG := $(findstring clang,$(shell $(CC) --version 2>/dev/null | head -n 1))
 BUILD   ?= build
 # How the tests start the tool (check-valgrind puts valgrind in front).
 AG_CLI  ?= $(BUILD)/attngraph
@@ -258,7 +259,7 @@ ISA_OBJS := $(addprefix $(BUILD)/src/kernels/,tiled.o tiled_stream.o gather.o)
 check-registers: $(ISA_OBJS)
 	@$(PYTHON) tests/check_registers.py $(ISA_OBJS)
 # (clang has no GCSE flag and refuses it under -Werror: GCC's only)
-NO_GCSE := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null | head -n 1)),,-fno-gcse)
+NO_GCSE := $(if $(CC_IS_CLANG),,-fno-gcse)
 $(KERNEL_OBJS): OBJ_FLAGS := -fno-var-tracking $(NO_GCSE)
 # GELU's loops vectorize only where comparisons may be if-converted: without
 # -fno-trapping-math GCC keeps a branch per clamp (no result changes).

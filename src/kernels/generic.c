@@ -382,16 +382,16 @@ AG_INLINE void channel_sums(const float *q, const float *a, const float *k, int6
         out[1] = lanes_sum8(s1), out[2] = lanes_sum8(s2), out[3] = lanes_sum8(s3);
 }
 
-/* a.b over d channels (a multiple of 8) in channel_sums' lanes and order. */
+/* a.b over d channels (a multiple of 8): channel_sums' dot product of one row. */
 AG_INLINE float dot8(const float *a, const float *b, int64_t d)
 {
-    v8f x = {0};
-    for (int64_t t = 0; t < d; t += 8)
-        x += v8_load(a + t) * v8_load(b + t);
-    return lanes_sum8(x);
+    float s;
+    channel_sums(a, NULL, b, 0, d, &s, 1, 0);
+    return s;
 }
 
-/* q.k and g.v in one loop (two chains, not one), each as dot8 takes it. */
+/* q.k and g.v in one loop (two chains, not one), each as dot8 takes it: the
+   same lanes, the same order. */
 AG_INLINE void dot8_pair(const float *q, const float *k, const float *g, const float *v,
                          int64_t d, float *qk, float *gv)
 {
