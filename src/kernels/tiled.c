@@ -278,6 +278,20 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t
 /* The largest copy of one head's K and V (see forward_plan). */
 #define HEAD_COPY_MAX ((int64_t)64 << 20)
 
+/* Where each thread copies its own heads, a counter per head of the blocks
+   claimed, each on a cache line of its own (in floats of the plan's shared
+   scratch, before the copies): see ag_i_tiled_forward. */
+#define CLAIM_STRIDE 16
+
+/* The next unclaimed block of one head (n_blocks or more: none left). */
+static int64_t claim_block(int64_t *claimed)
+{
+    int64_t t;
+#pragma omp atomic capture
+    t = (*claimed)++;
+    return t;
+}
+
 /* The sources the blocks of destinations lo .. hi-1 read: their runs' span,
    widened as cut_tiles widens each block's (to whole blocks of 8 rows). */
 typedef struct {
@@ -395,8 +409,8 @@ static int forward_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t 
     if (ns > 0 && copies * 2 * ns * d * (int64_t)sizeof(float) <= HEAD_COPY_MAX) {
         /* the copy is for speed only: without memory for it, none */
         ag_error_t ignored;
-        if (!ag_i_plan_scratch(p, per_thread, copies * 2 * ns * d, "tiled kernel buffers",
-                               &ignored)) {
+        if (!ag_i_plan_scratch(p, per_thread, H * CLAIM_STRIDE + copies * 2 * ns * d,
+                               "tiled kernel buffers", &ignored)) {
             p->head_copies = (int)copies, p->wlo = src.lo, p->whi = src.hi;
             return AG_OK;
         }
@@ -419,7 +433,8 @@ void ag_i_tiled_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
     const int64_t per_thread = p->per_thread, HD = H * d;
     const source_span_t src = {p->wlo, p->whi};
     const int64_t ns = src.hi - src.lo;
-    float *kvh = p->head_copies ? p->shared : NULL;
+    float *kvh = p->head_copies ? p->shared + H * CLAIM_STRIDE : NULL;
+    int64_t *claims = (int64_t *)p->shared;
     const int by_head = p->head_copies > 1;
     const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0;
     const float scale2 = p->scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
@@ -428,6 +443,8 @@ void ag_i_tiled_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
     const int64_t runs = n_blocks / (8 * p->threads);
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > INT_MAX ? INT_MAX : (int)runs;
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
+    for (int64_t h = 0; by_head && h < H; h++)
+        claims[h * CLAIM_STRIDE / 2] = 0;
 #pragma omp parallel num_threads(p->threads) if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
         float *mine = p->scratch + (int64_t)ag_i_thread_id() * per_thread;
@@ -439,10 +456,27 @@ void ag_i_tiled_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
         if (by_head) {
             /* row j of the copy at (j - src.lo) * d; K and V are indexed by source */
             float *kv_mine = kvh + (int64_t)ag_i_thread_id() * 2 * ns * d;
-            for (int64_t h = ag_i_thread_id(); h < H; h += ag_i_team_size()) {
+            for (int64_t h = ag_i_thread_id(); h < H; h += p->head_copies) {
+                int64_t *claimed = claims + h * CLAIM_STRIDE / 2, t, left;
+#pragma omp atomic read
+                left = *claimed;
+                if (left >= n_blocks)   /* all taken by the others (below) */
+                    continue;
                 copy_head(kv_mine, K, V, src, HD, h * d, d, src.lo, src.hi);
                 const kv_head_t kv = {kv_mine - src.lo * d, kv_mine + (ns - src.lo) * d, d, 0};
-                for (int64_t t = 0; t < n_blocks; t++)
+                while ((t = claim_block(claimed)) < n_blocks)
+                    run_block(&job, t, h, &kv, &b);
+            }
+            /* Threads that share cores with other work finish at different
+               times (2 threads, causal N=2048 H=8, Zen 3: one waited for the
+               other 7% of the time). One done with its heads takes the blocks
+               not yet claimed of the others', read in place (the owner may
+               copy its next head over its copy): the same bits (the streamed
+               kernel reads them so too). So are the heads of threads a small
+               call's team lacks (the `if` above: one thread). */
+            for (int64_t h = 0; h < H; h++) {
+                const kv_head_t kv = {K, V, HD, h * d};
+                for (int64_t t; (t = claim_block(claims + h * CLAIM_STRIDE / 2)) < n_blocks;)
                     run_block(&job, t, h, &kv, &b);
             }
         } else {
