@@ -39,7 +39,11 @@ START_TEST(summary_of_the_shipped_example)
     ck_assert_ptr_nonnull(strstr(out, "4 nodes, 10 edges"));
     ck_assert_ptr_nonnull(strstr(out, "'nah' attends 'nah': 100.0%"));   /* causal: only itself */
     ck_assert_ptr_nonnull(strstr(out, "'win' attends "));
+    ck_assert_ptr_null(strstr(out, "need not sum"));
     free(out);
+    /* sigmoid's weights are not normalised: the header says that they need not sum to 1 */
+    expect_cli("run graphs/sentence.gml --score sigmoid", 0, 1,
+               "top 3 sources; sigmoid weights need not sum to 100%):");
     ck_assert_int_eq(run_cli("run graphs/sentence.gml --quiet", &out, NULL), 0);
     ck_assert_str_eq(out, "");
     free(out);
@@ -510,6 +514,9 @@ START_TEST(inspect_answers_from_the_same_weights)
                              NULL), 0);   /* node id 3 is 'win' */
     ck_assert_ptr_nonnull(strstr(out, "'win' attends (mean over heads, strongest first):"));
     free(out);
+    expect_cli("inspect graphs/sentence.gml --score sigmoid --who win", 0, 1,
+               "'win' attends (mean over heads, strongest first; sigmoid weights need not sum "
+               "to 100%):");
     /* --top 1: the largest mean weight of all; node 0 attends only itself: 100% */
     expect_cli("inspect graphs/sentence.gml --top 1", 0, 1, "'nah' attends 'nah': 100.0%");
     expect_cli("inspect graphs/sentence.gml --who nah --to win", 0, 1,

@@ -474,6 +474,10 @@ int write_predictions(const char *path, const char *weights, int readout, const 
 int result_weights(const result_t *r, const inputs_t *in, const source_t *s, int64_t lo,
                    int64_t hi, float *W, ag_error_t *err);
 
+/* What a header of weights in percent adds for r's score: sigmoid's are not
+   normalised over a node's sources ("" for the others). */
+const char *weights_note(const result_t *r);
+
 /* The readable summary: for the first `show` nodes, the top sources they
    attend to (mean over heads). */
 int report_summary(FILE *f, const result_t *r, const inputs_t *in, const source_t *s,

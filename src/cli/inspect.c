@@ -114,8 +114,10 @@ static int answer_who(const result_t *r, const inputs_t *in, const source_t *s, 
             printf("\n");
         }
     } else if (!rc) {
-        printf("'%s' attends %s\n", la, n ? "(mean over heads, strongest first):"
-                                          : "nothing (no in-edges)");
+        if (n)
+            printf("'%s' attends (mean over heads, strongest first%s):\n", la, weights_note(r));
+        else
+            printf("'%s' attends nothing (no in-edges)\n", la);
         for (int64_t k = 0; k < n; k++) {
             printf("  '%s': %.1f%%", ag_label(&s->labels, picks[k].src, buf_b, sizeof buf_b),
                    100.0 * picks[k].mean);

@@ -52,6 +52,11 @@ static int mean_weights(const result_t *r, const inputs_t *in, const source_t *s
     return rc;
 }
 
+const char *weights_note(const result_t *r)
+{
+    return r->score.kind == AG_SCORE_SIGMOID ? "; sigmoid weights need not sum to 100%" : "";
+}
+
 int report_summary(FILE *f, const result_t *r, const inputs_t *in, const source_t *s,
                    int64_t show, ag_error_t *err)
 {

@@ -254,8 +254,9 @@ int cmd_run(int argc, char **argv)
         if (r.trace && (figures || o.trace || o.until > 0) && !in.raw)
             print_trace(r.trace, r.rounds_done, &o, in.rounds);
         if (r.Q) {
-            printf("attention in %s (mean over heads, top 3 sources):\n",
-                   o.attn_round ? "the --attn-round" : "the last round");
+            printf("attention in %s (mean over heads, top 3 sources%s):\n",
+                   o.attn_round ? "the --attn-round" : "the last round",
+                   weights_note(&r));
             rc = report_summary(stdout, &r, &in, &s, SUMMARY_NODES, &err);
         }
     }
