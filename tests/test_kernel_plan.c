@@ -14,6 +14,7 @@
 #endif
 
 #include "kernels/kernels.h"
+#include "kernels/simd.h"
 #include "testutil.h"
 
 static ag_nbhd_t nbhd_of(const char *spec, int64_t N)
@@ -190,39 +191,50 @@ END_TEST
 /* The tiled forward among several heads: each thread copies its heads' K and
    V rows, and takes blocks of the others' heads, read in place, when done
    with its own (and a small call's team of one takes the heads of the thread
-   it lacks so). Copied or in place, the same bits: two threads, and a call
-   small enough for one (its second head read in place). */
+   it lacks so). Copied or in place, the same bits, on every variant: narrow
+   blocks on two threads and on a call small enough for one (its second head
+   always read in place), and wide ones (AVX2 scores 6 rows at a time in a
+   copy, 4 in place: the same sums). */
 START_TEST(head_copies_match_rows_read_in_place)
 {
     const struct {
         int64_t N, H, d;
         int team;   /* the threads the call runs on */
-    } calls[] = {{48, 2, 16, 1}, {256, 4, 32, 2}};
+    } calls[] = {{48, 2, 16, 1}, {256, 4, 32, 2}, {1024, 2, 64, 2}};
     const int old = omp_get_max_threads();
+    const ag_simd_level_t best = ag_i_simd_level();
     omp_set_num_threads(2);
-    for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
-        const int64_t N = calls[c].N, H = calls[c].H, d = calls[c].d, HD = H * d;
-        ag_nbhd_t nb = nbhd_of("causal", N);
-        ck_assert_int_eq(nb.n_edges * H * d >= AG_PARALLEL_MIN_WORK, calls[c].team == 2);
-        float *x = inputs(N, H, d, 5);
-        float *M[2] = {malloc((size_t)(N * HD) * sizeof(float)),
-                       malloc((size_t)(N * HD) * sizeof(float))};
-        ag_error_t err;
-        for (int k = 0; k < 2; k++) {
-            const ag_i_fwd_t a = {&nb, x, x + N * HD, x + 2 * N * HD, H, d, NULL, M[k], NULL};
-            ag_i_plan_t p;
-            ck_assert_int_eq(ag_i_plan(&p, 0, AG_I_KERNEL_TILED, &nb, H, d, NULL, &err), AG_OK);
-            ck_assert_int_eq(p.head_copies, 2);   /* a copy for each thread */
-            if (k)
-                p.head_copies = 0;                /* rows read in place */
-            ck_assert_int_eq(ag_i_forward(&p, &a, &err), AG_OK);
-            ag_i_plan_free(&p);
+    for (int level = AG_SIMD_BASE; level <= (int)best; level++) {
+        ag_i_simd_force(level);
+        for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
+            const int64_t N = calls[c].N, H = calls[c].H, d = calls[c].d, HD = H * d;
+            ag_nbhd_t nb = nbhd_of("causal", N);
+            ck_assert_int_eq(nb.n_edges * H * d >= AG_PARALLEL_MIN_WORK, calls[c].team == 2);
+            float *x = inputs(N, H, d, 5);
+            float *M[2] = {malloc((size_t)(N * HD) * sizeof(float)),
+                           malloc((size_t)(N * HD) * sizeof(float))};
+            ag_error_t err;
+            for (int k = 0; k < 2; k++) {
+                /* different bytes in each: a block left out shows */
+                memset(M[k], k ? 0xcd : 0xab, (size_t)(N * HD) * sizeof(float));
+                const ag_i_fwd_t a = {&nb, x, x + N * HD, x + 2 * N * HD, H, d, NULL, M[k], NULL};
+                ag_i_plan_t p;
+                ck_assert_int_eq(ag_i_plan(&p, 0, AG_I_KERNEL_TILED, &nb, H, d, NULL, &err),
+                                 AG_OK);
+                ck_assert_int_eq(p.head_copies, 2);   /* a copy for each thread */
+                if (k)
+                    p.head_copies = 0;                /* rows read in place */
+                ck_assert_int_eq(ag_i_forward(&p, &a, &err), AG_OK);
+                ag_i_plan_free(&p);
+            }
+            ck_assert_msg(!memcmp(M[0], M[1], (size_t)(N * HD) * sizeof(float)),
+                          "%s, N=%lld H=%lld: copied and in place differ",
+                          ag_simd_isa(), (long long)N, (long long)H);
+            free(x), free(M[0]), free(M[1]);
+            ag_nbhd_destroy(&nb);
         }
-        ck_assert_msg(!memcmp(M[0], M[1], (size_t)(N * HD) * sizeof(float)),
-                      "N=%lld H=%lld: copied and in place differ", (long long)N, (long long)H);
-        free(x), free(M[0]), free(M[1]);
-        ag_nbhd_destroy(&nb);
     }
+    ag_i_simd_force(-1);
     omp_set_num_threads(old);
 }
 END_TEST

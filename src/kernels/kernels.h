@@ -192,7 +192,9 @@ typedef struct {
     int64_t *order;            /* tiled backward: each pass's blocks, heaviest first */
     int64_t per_thread;        /* floats of each thread's scratch */
     float *scratch;            /* threads x per_thread floats, then `shared` */
-    float *shared;             /* the kernel's arrays that the team shares */
+    float *shared;             /* the kernel's arrays that the team shares (tiled
+                                  forward with head copies: H lines of block
+                                  counters, then the copies) */
 } ag_i_plan_t;
 
 /* Plans attention on the whole graph (backward: nb transposed), with the

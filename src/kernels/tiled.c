@@ -16,12 +16,13 @@
  *   5. P.V    acc [d][BQ] += V_tile^T P, register-blocked 4 channels x QV vectors;
  *   6. store  M rows = acc^T / l (and, when asked, each lane's figures from its
  *             l and u = sum p (s - m), kept in step 4; see kernels.h).
- * Each (block, head) is one task: no atomics, and the bits do not depend on
- * the thread count. Wide blocks are handed out heaviest first (causal: the
- * last); narrow ones in order, in long runs of consecutive blocks (a band's
- * next block reuses most of its K and V rows), with the next block's rows
- * prefetched. Among several heads, each head's K and V are copied together
- * first (see forward_plan).
+ * Each (block, head) is one task, which writes rows no other task writes: no
+ * atomic sums, and the bits do not depend on the thread count. Wide blocks are
+ * handed out heaviest first (causal: the last); narrow ones in order, in long
+ * runs of consecutive blocks (a band's next block reuses most of its K and V
+ * rows), with the next block's rows prefetched. Among several heads, each
+ * head's K and V are copied together first (see forward_plan; the blocks a
+ * thread takes from another's head read them in place).
  * The backward (the second half of the file) runs on the same tiles and
  * micro-kernels.
  */
@@ -279,9 +280,11 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t
 #define HEAD_COPY_MAX ((int64_t)64 << 20)
 
 /* Where each thread copies its own heads, a counter per head of the blocks
-   claimed, each on a cache line of its own (in floats of the plan's shared
-   scratch, before the copies): see ag_i_tiled_forward. */
-#define CLAIM_STRIDE 16
+   claimed, each on a cache line of its own: the plan's shared scratch starts
+   with H lines of them, then the copies (see ag_i_tiled_forward). */
+#define CLAIM_FLOATS 16   /* a cache line, in floats */
+#define CLAIM_SLOTS 8     /* the same line, in int64s */
+_Static_assert(CLAIM_SLOTS * sizeof(int64_t) == CLAIM_FLOATS * sizeof(float), "one line");
 
 /* The next unclaimed block of one head (n_blocks or more: none left). */
 static int64_t claim_block(int64_t *claimed)
@@ -399,17 +402,19 @@ static int forward_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t 
        64): the hardware prefetchers, which follow a stream within a 4 KB page,
        lose it, and the rows fall in 1/H of L2's sets. Each head's K and V are
        copied together first, when that takes at most HEAD_COPY_MAX bytes.
-       When the heads divide among the threads, each thread takes whole heads
-       and copies them into a buffer of its own: no barrier between heads, and
-       no thread reads rows another core copied (its cache holds them dirty).
-       Otherwise the threads copy each head together, then share its blocks. */
+       When the heads divide among the threads, each thread takes its share of
+       the heads and copies them into a buffer of its own: no barrier between
+       heads, and no thread reads rows another core copied (its cache holds
+       them dirty); blocks it takes from the others' heads at the end read
+       their rows in place (see ag_i_tiled_forward). Otherwise the threads copy
+       each head together, then share its blocks. */
     const source_span_t src = H > 1 && p->lo < p->hi ? sources_read(nb, p->lo, p->hi)
                                                      : (source_span_t){0, 0};
     const int64_t ns = src.hi - src.lo, copies = H % p->threads ? 1 : p->threads;
     if (ns > 0 && copies * 2 * ns * d * (int64_t)sizeof(float) <= HEAD_COPY_MAX) {
         /* the copy is for speed only: without memory for it, none */
         ag_error_t ignored;
-        if (!ag_i_plan_scratch(p, per_thread, H * CLAIM_STRIDE + copies * 2 * ns * d,
+        if (!ag_i_plan_scratch(p, per_thread, H * CLAIM_FLOATS + copies * 2 * ns * d,
                                "tiled kernel buffers", &ignored)) {
             p->head_copies = (int)copies, p->wlo = src.lo, p->whi = src.hi;
             return AG_OK;
@@ -433,7 +438,7 @@ void ag_i_tiled_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
     const int64_t per_thread = p->per_thread, HD = H * d;
     const source_span_t src = {p->wlo, p->whi};
     const int64_t ns = src.hi - src.lo;
-    float *kvh = p->head_copies ? p->shared + H * CLAIM_STRIDE : NULL;
+    float *kvh = p->head_copies ? p->shared + H * CLAIM_FLOATS : NULL;
     int64_t *claims = (int64_t *)p->shared;
     const int by_head = p->head_copies > 1;
     const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0;
@@ -444,7 +449,7 @@ void ag_i_tiled_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > INT_MAX ? INT_MAX : (int)runs;
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
     for (int64_t h = 0; by_head && h < H; h++)
-        claims[h * CLAIM_STRIDE / 2] = 0;
+        claims[h * CLAIM_SLOTS] = 0;
 #pragma omp parallel num_threads(p->threads) if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK)
     {
         float *mine = p->scratch + (int64_t)ag_i_thread_id() * per_thread;
@@ -457,7 +462,8 @@ void ag_i_tiled_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
             /* row j of the copy at (j - src.lo) * d; K and V are indexed by source */
             float *kv_mine = kvh + (int64_t)ag_i_thread_id() * 2 * ns * d;
             for (int64_t h = ag_i_thread_id(); h < H; h += p->head_copies) {
-                int64_t *claimed = claims + h * CLAIM_STRIDE / 2, t, left;
+                int64_t *claimed = claims + h * CLAIM_SLOTS;
+                int64_t t, left;
 #pragma omp atomic read
                 left = *claimed;
                 if (left >= n_blocks)   /* all taken by the others (below) */
@@ -472,11 +478,12 @@ void ag_i_tiled_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
                other 7% of the time). One done with its heads takes the blocks
                not yet claimed of the others', read in place (the owner may
                copy its next head over its copy): the same bits (the streamed
-               kernel reads them so too). So are the heads of threads a small
-               call's team lacks (the `if` above: one thread). */
+               kernel reads them so too; test_kernel_plan compares). So are the
+               heads of threads a small call's team lacks (the `if` above: one
+               thread). */
             for (int64_t h = 0; h < H; h++) {
                 const kv_head_t kv = {K, V, HD, h * d};
-                for (int64_t t; (t = claim_block(claims + h * CLAIM_STRIDE / 2)) < n_blocks;)
+                for (int64_t t; (t = claim_block(claims + h * CLAIM_SLOTS)) < n_blocks;)
                     run_block(&job, t, h, &kv, &b);
             }
         } else {
