@@ -8,6 +8,7 @@
 #include <cblas.h>
 
 #include "testutil.h"
+#include "base/share.h"
 
 static int all_zero(const void *p, size_t n)
 {
@@ -163,6 +164,98 @@ START_TEST(set_threads_sets_both)
 }
 END_TEST
 
+/* ag_set_threads(0) is the default: OMP_NUM_THREADS's count, or the cores
+   (it was every core, over OMP_NUM_THREADS); the tools start with libgomp's
+   threads spinning briefly before they sleep, unless the environment says how
+   they wait. */
+START_TEST(cli_threads_keep_what_the_environment_says)
+{
+    char *out;
+    setenv("OMP_NUM_THREADS", "5", 1);
+    ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
+    ck_assert_msg(strstr(out, "\nthreads: 5, as OMP_NUM_THREADS says;"), "%s", out);
+    free(out);
+    unsetenv("OMP_NUM_THREADS");
+    ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
+    ck_assert_msg(strstr(out, "fewer while other programs keep the cores busy; waits: spin "
+                              "10000 pauses, then sleep\n"), "%s", out);
+    free(out);
+    setenv("OMP_WAIT_POLICY", "active", 1);
+    ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
+    ck_assert_msg(strstr(out, "waits: as the environment says (OMP_WAIT_POLICY=active, "
+                              "GOMP_SPINCOUNT=unset)\n"), "%s", out);
+    free(out);
+    unsetenv("OMP_WAIT_POLICY");
+    setenv("GOMP_SPINCOUNT", "300000", 1);
+    ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
+    ck_assert_msg(strstr(out, "(OMP_WAIT_POLICY=unset, GOMP_SPINCOUNT=300000)\n"), "%s", out);
+    free(out);
+    unsetenv("GOMP_SPINCOUNT");
+}
+END_TEST
+
+/* The team under contention (base/share.c), window by window: 20 ms windows
+   with the share f of the time the calling thread waited for a core. */
+static int window(ag_i_share_t *s, double f, int64_t regions, int max, double at_s)
+{
+    const int64_t span = AG_I_SHARE_WINDOW_NS;
+    const ag_i_share_window_t w = {span, (int64_t)(f * (double)span), regions, max,
+                                   (int64_t)(at_s * 1e9)};
+    return ag_i_share_step(s, &w);
+}
+
+START_TEST(team_shrinks_while_the_cores_are_busy)
+{
+    ag_i_share_t s = {0};
+    /* quiet: the full team */
+    ck_assert_int_eq(window(&s, 0.01, 100, 2, 1.0), 2);
+    ck_assert_int_eq(window(&s, 0.10, 100, 2, 1.02), 2);
+    /* short regions (100 in 20 ms) beside a busy loop (f = 1 - 2/3): one thread */
+    ck_assert_int_eq(window(&s, 0.33, 100, 2, 1.04), 1);
+    ck_assert_int_eq(s.pause, AG_I_SHARE_PROBE_FIRST_NS);
+    /* one thread cannot see whether the loop has gone: it waits for the trial */
+    ck_assert_int_eq(window(&s, 0.0, 50, 2, 1.1), 1);
+    ck_assert_int_eq(window(&s, 0.0, 50, 2, 1.239), 1);
+    ck_assert_int_eq(window(&s, 0.0, 50, 2, 1.24), 2);   /* the trial */
+    /* the loop is still there: one thread again, and twice as long a pause */
+    ck_assert_int_eq(window(&s, 0.33, 100, 2, 1.26), 1);
+    ck_assert_int_eq(s.pause, 2 * AG_I_SHARE_PROBE_FIRST_NS);
+    ck_assert_int_eq(window(&s, 0.0, 50, 2, 1.65), 1);
+    ck_assert_int_eq(window(&s, 0.0, 50, 2, 1.66), 2);
+    /* failed trials double the pause up to its most */
+    double t = 1.68;
+    for (int k = 0; k < 8; k++) {
+        ck_assert_int_eq(window(&s, 0.5, 100, 2, t), 1);
+        t += (double)s.pause / 1e9 + 0.001;
+        ck_assert_int_eq(window(&s, 0.0, 50, 2, t), 2);
+        t += 0.02;
+    }
+    ck_assert_int_eq(s.pause, AG_I_SHARE_PROBE_MAX_NS);
+    /* a trial that finds the cores free keeps the full team, and starts afresh */
+    ck_assert_int_eq(window(&s, 0.02, 100, 2, t), 2);
+    ck_assert_int_eq(s.pause, 0);
+    ck_assert_int_eq(window(&s, 0.02, 100, 2, t + 5), 2);
+    ck_assert_int_eq(window(&s, 0.5, 100, 2, t + 6), 1);
+    ck_assert_int_eq(s.pause, AG_I_SHARE_PROBE_FIRST_NS);
+    /* long regions (4 in 20 ms: 5 ms each) keep the full team, and restore it */
+    ck_assert_int_eq(window(&s, 0.5, 4, 2, t + 6.02), 2);
+    ck_assert_int_eq(window(&s, 0.5, 4, 2, t + 6.04), 2);
+    /* ... judged as on the full team: 4 regions in 20 ms on 1 of 2 threads
+       would be 2.5 ms apart on 2, 6 would be 1.7 ms apart */
+    ck_assert_int_eq(window(&s, 0.5, 100, 2, t + 6.06), 1);
+    ck_assert_int_eq(window(&s, 0.5, 4, 2, t + 6.08), 2);
+    ck_assert_int_eq(window(&s, 0.5, 100, 2, t + 6.10), 1);
+    ck_assert_int_eq(window(&s, 0.5, 6, 2, t + 6.12), 1);
+    /* 16 cores beside 8 busy threads (f = 1 - 16/24): the 8 cores they leave */
+    ag_i_share_t big = {0};
+    ck_assert_int_eq(window(&big, 1.0 / 3, 1000, 16, 1.0), 8);
+    /* 16 busy threads beside 8 of ours (f = 1 - 16/24 again): one */
+    ck_assert_int_eq(window(&big, 1.0 / 3, 1000, 16, 1.02), 1);
+    /* a window when the others are gone keeps what it has until the trial */
+    ck_assert_int_eq(window(&big, 0.0, 1000, 16, 1.04), 1);
+}
+END_TEST
+
 /* The CLI (like every program the project ships) runs OpenBLAS's best kernels
    for this CPU, whatever OPENBLAS_CORETYPE the environment gave it, unless
    AG_BLAS_KEEP asks to keep it. */
@@ -205,6 +298,8 @@ Suite *runtime_suite(void)
     tcase_add_test(tc, destroy_twice_is_safe);
     tcase_add_test(tc, set_threads_sets_both);
     tcase_add_test(tc, cli_runs_the_best_blas_kernels);
+    tcase_add_test(tc, cli_threads_keep_what_the_environment_says);
+    tcase_add_test(tc, team_shrinks_while_the_cores_are_busy);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -41,6 +41,29 @@
  */
 #define AG_PARALLEL_MIN_WORK ((int64_t)1 << 16)
 
+/*
+ * The threads a parallel region of the library runs on now (share.c): the
+ * calling thread's OpenMP count, or fewer while other programs keep the cores
+ * busy (unless the user chose the count). It changes between calls: a
+ * region's per-thread scratch is sized with the count the region runs on
+ * (num_threads), read once.
+ */
+AG_INTERNAL
+int ag_i_max_threads(void);
+
+/* Who chose the OpenMP count (ag_set_threads): the default (the cores, or
+   OMP_NUM_THREADS), the user (kept as it is), or a tool's default (the most
+   the team takes). */
+enum { AG_I_THREADS_DEFAULT = 0, AG_I_THREADS_USER, AG_I_THREADS_TOOL };
+AG_INTERNAL
+void ag_i_threads_choice(int choice);
+/* The OpenMP count when the library loaded: the cores, or OMP_NUM_THREADS's. */
+int ag_i_default_threads(void);
+/* ag_set_threads for a tool's default count (threads > 0): the most the team
+   takes, adapting below it. */
+AG_INTERNAL
+int ag_i_set_tool_threads(int threads);
+
 /* Records a failure in err (if not NULL) and returns status. */
 AG_INTERNAL
 int ag_i_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...) AG_PRINTF(3, 4);

@@ -144,7 +144,8 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
 void ag_i_project_per_node(float *Y, const float *X, const float *W, int64_t N, int64_t in,
                            int64_t out)
 {
-#pragma omp parallel for if (N * in * out >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (N * in * out >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < N; i++)
         for (int64_t o = 0; o < out; o++)
             Y[i * out + o] = ag_i_dot(W + (i * out + o) * in, X + i * in, in);
@@ -154,7 +155,8 @@ void ag_i_project_per_node_backward(float *dX, float *dW, const float *dY, const
                                     const float *W, int64_t N, int64_t in, int64_t out)
 {
     /* node i owns dX_i and dW_i */
-#pragma omp parallel for if (N * in * out >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (N * in * out >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < N; i++) {
         const float *Wi = W + i * out * in, *dy = dY + i * out, *x = X + i * in;
         float *dx = dX + i * in;
@@ -187,7 +189,8 @@ int ag_i_sum_rows(int64_t N, int64_t width, int64_t work, ag_i_rows_fn fn, void 
         return ag_i_alloc_status();
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
         const int64_t n = chunks - c0 < group ? chunks - c0 : group;
-#pragma omp parallel for if (n > 1 && work >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n > 1 && work >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t c = 0; c < n; c++) {
             const int64_t lo = (c0 + c) * AG_GEMM_CHUNK;
             const int64_t hi = N - lo < AG_GEMM_CHUNK ? N : lo + AG_GEMM_CHUNK;
@@ -243,7 +246,8 @@ int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t w
     double *part = ag_i_calloc(chunks ? chunks * width : 1, sizeof *part, err, "row sums");
     if (!part)
         return ag_i_reducer_failed(r, width, err);
-#pragma omp parallel for if (chunks > 1 && work >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (chunks > 1 && work >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t lo = c * AG_GEMM_CHUNK;
         fn(lo, N - lo < AG_GEMM_CHUNK ? N : lo + AG_GEMM_CHUNK, part + c * width, ctx);

@@ -123,13 +123,20 @@ const char *ag_version(void)
 int ag_set_threads(int threads)
 {
 #ifdef _OPENMP
-    if (threads > 0)
-        omp_set_num_threads(threads);
+    omp_set_num_threads(threads > 0 ? threads : ag_i_default_threads());
     const int n = omp_get_max_threads();
 #else
     const int n = 1;
-    (void)threads;
 #endif
+    ag_i_threads_choice(threads > 0 ? AG_I_THREADS_USER : AG_I_THREADS_DEFAULT);
     ag_i_blas_set_threads(n);
+    return n;
+}
+
+int ag_i_set_tool_threads(int threads)
+{
+    const int n = ag_set_threads(threads);
+    if (threads > 0)
+        ag_i_threads_choice(AG_I_THREADS_TOOL);
     return n;
 }

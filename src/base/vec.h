@@ -30,15 +30,6 @@ static inline float ag_i_dot(const float *a, const float *b, int64_t n)
     return s;
 }
 
-static inline int ag_i_max_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 static inline int ag_i_thread_id(void)
 {
 #ifdef _OPENMP

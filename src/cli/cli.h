@@ -531,4 +531,14 @@ int write_svg(out_file_t *o, const char *svg, ag_error_t *err);
 int draw_train_csv(const char *text, size_t len, const char *name, const char *title,
                    char **svg, ag_error_t *err);
 
+/* libgomp's spin at a barrier in the tools, in pauses (cli/waits.c). */
+#define CLI_SPINCOUNT "10000"
+/* First thing in main: unless the environment sets OMP_WAIT_POLICY or
+   GOMP_SPINCOUNT, restarts the tool with GOMP_SPINCOUNT=CLI_SPINCOUNT (and
+   OpenBLAS's kernels fixed, as ag_blas_fix does); returns only when no
+   restart was needed, or it failed (err says why: a warning). */
+int cli_short_waits(char **argv, ag_error_t *err);
+/* How the threads of this run wait, in words (--version). */
+const char *cli_waits(void);
+
 #endif

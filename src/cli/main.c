@@ -66,7 +66,8 @@ static int reported(int status)
 int main(int argc, char **argv)
 {
     ag_error_t err;
-    if (ag_blas_fix(argv, &err))   /* returns only if no restart was needed, or it failed */
+    /* each returns only if no restart was needed, or it failed */
+    if (cli_short_waits(argv, &err) || ag_blas_fix(argv, &err))
         fprintf(stderr, "attngraph: warning: %s\n", err.msg);
     if (ag_simd_env_check(&err)) {
         fprintf(stderr, "attngraph: %s\n", err.msg);
@@ -104,6 +105,10 @@ int main(int argc, char **argv)
         if (blas.slow)
             printf(" (slower than this CPU's %s)", blas.best);
         printf("\nattngraph kernels: %s\n", ag_simd_isa());
+        printf("threads: %d, %s; waits: %s\n", ag_set_threads(0),
+               getenv("OMP_NUM_THREADS") ? "as OMP_NUM_THREADS says"
+                                         : "fewer while other programs keep the cores busy",
+               cli_waits());
         return 0;
     }
     static const struct {

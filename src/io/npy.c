@@ -401,7 +401,8 @@ static int any_nonfinite(const float *data, int64_t n)
 {
     const uint32_t exponent = 0x7f800000u;
     int bad = 0;
-#pragma omp parallel for simd if (n >= AG_PARALLEL_MIN_WORK * 16) schedule(static) reduction(| : bad)
+#pragma omp parallel for simd num_threads(ag_i_max_threads()) \
+    if (n >= AG_PARALLEL_MIN_WORK * 16) schedule(static) reduction(| : bad)
     for (int64_t i = 0; i < n; i++) {
         uint32_t bits;
         memcpy(&bits, &data[i], sizeof bits);

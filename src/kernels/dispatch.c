@@ -193,7 +193,8 @@ void ag_i_backward_rowdots(float *Dd, const float *dM, const float *M, int64_t N
                            int64_t d)
 {
     const int64_t HD = H * d;
-#pragma omp parallel for if (N * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (N * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < N; i++)
         for (int64_t h = 0; h < H; h++)
             Dd[i * H + h] = ag_i_dot(dM + i * HD + h * d, M + i * HD + h * d, d);

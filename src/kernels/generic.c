@@ -140,7 +140,8 @@ static void head_terms(float *out, const float *X, const float *vec, int64_t lo,
                        int64_t H, int64_t d)
 {
     const int64_t HD = H * d;
-#pragma omp parallel for if ((hi - lo) * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if ((hi - lo) * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = lo; i < hi; i++)
         for (int64_t h = 0; h < H; h++) {
             const float *x = X + i * HD + h * d;
@@ -219,10 +220,12 @@ static void sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const flo
     }
     if (kind == AG_SCORE_LINEAR) {
         float *pq = more - qlo * HD, *pk = more + nq * HD - klo * HD;
-#pragma omp parallel for if (nq * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (nq * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t i = qlo; i < rows.qhi; i++)
             phi_floats(pq + i * HD, Q + i * HD, HD, 0);
-#pragma omp parallel for if (nk * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (nk * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t j = klo; j < rows.khi; j++)
             phi_floats(pk + j * HD, K + j * HD, HD, 0);
         c->Q = pq, c->K = pk;
@@ -636,9 +639,10 @@ static int64_t max_in_degree(const ag_nbhd_t *nb, int64_t lo, int64_t hi)
     return m;
 }
 
-/* A context for all rows and per-thread buffers of the largest in-degree x H
-   floats, allocated (ag_attention_stats, which runs without a plan). */
-static int stats_begin(sctx_t *c, ag_i_scratch_t *buf, const ag_score_t *score,
+/* A context for all rows and a buffer of the largest in-degree x H floats
+   for each of `threads`, allocated (ag_attention_stats, which runs without a
+   plan). */
+static int stats_begin(sctx_t *c, ag_i_scratch_t *buf, int threads, const ag_score_t *score,
                        const ag_nbhd_t *nb, const float *Q, const float *K, int64_t H,
                        int64_t d, ag_error_t *err)
 {
@@ -646,7 +650,7 @@ static int stats_begin(sctx_t *c, ag_i_scratch_t *buf, const ag_score_t *score,
     if (rc)
         return rc;
     buf->stride = ag_i_scratch_stride(max_in_degree(nb, 0, nb->n_nodes) * H);
-    buf->buf = ag_i_alloc((int64_t)ag_i_max_threads() * buf->stride, sizeof(float), err,
+    buf->buf = ag_i_alloc((int64_t)threads * buf->stride, sizeof(float), err,
                           "attention buffer");
     if (!buf->buf) {
         free(c->owned);
@@ -775,7 +779,8 @@ int ag_i_generic_weights(const ag_nbhd_t *nb, const float *Q, const float *K, in
     if (rc)
         return rc;
     const int64_t base = nb->edge_ptr[lo];
-#pragma omp parallel for if ((nb->edge_ptr[hi] - base) * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if ((nb->edge_ptr[hi] - base) * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = lo; i < hi; i++) {
         float *W_i = W + (nb->edge_ptr[i] - base) * H;
         score_row(&c, nb, i, W_i);
@@ -792,10 +797,12 @@ int ag_i_generic_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
 {
     sctx_t c;
     ag_i_scratch_t buf;
-    int rc = stats_begin(&c, &buf, score, nb, Q, K, H, d, err);
+    const int threads = ag_i_max_threads();   /* read once: the buffers are per thread */
+    int rc = stats_begin(&c, &buf, threads, score, nb, Q, K, H, d, err);
     if (rc)
         return rc;
-#pragma omp parallel for if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
+#pragma omp parallel for num_threads(threads) if (nb->n_edges * H * d >= AG_PARALLEL_MIN_WORK) \
+    schedule(dynamic, 16)
     for (int64_t i = 0; i < nb->n_nodes; i++) {
         const int64_t deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
         double ent = NAN, dist = NAN, top = NAN;

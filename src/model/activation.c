@@ -99,12 +99,14 @@ static float act_slope(ag_activation_t act, float z)
 void ag_i_act_rows(ag_activation_t act, float *Y, const float *X, int64_t m)
 {
     if (act == AG_ACT_GELU) {
-#pragma omp parallel for simd if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for simd num_threads(ag_i_max_threads()) \
+    if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t x = 0; x < m; x++)
             Y[x] = gelu(X[x]);
         return;
     }
-#pragma omp parallel for if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < m; x++)
         Y[x] = ag_i_act_value(act, X[x]);
 }
@@ -112,12 +114,14 @@ void ag_i_act_rows(ag_activation_t act, float *Y, const float *X, int64_t m)
 void ag_i_act_backward_rows(ag_activation_t act, float *dY, const float *X, int64_t m)
 {
     if (act == AG_ACT_GELU) {
-#pragma omp parallel for simd if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for simd num_threads(ag_i_max_threads()) \
+    if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t x = 0; x < m; x++)
             dY[x] *= gelu_slope(X[x]);
         return;
     }
-#pragma omp parallel for if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (m * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < m; x++)
         dY[x] *= act_slope(act, X[x]);
 }

@@ -32,7 +32,8 @@ int ag_dropout(float *Y, const float *X, int64_t first_row, int64_t rows, int64_
     const uint64_t state = rng_seed(seed, FEATURE_DROPOUT_STREAM);
     const uint32_t below = (uint32_t)fmin((double)p * 4294967296.0, 4294967295.0);
     const float scale = 1.0f / (1.0f - p);
-#pragma omp parallel for if (rows * cols >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (rows * cols >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         const uint64_t key = rng_at(state, (uint64_t)(first_row + r));
         const uint32_t lo = (uint32_t)key, hi = (uint32_t)(key >> 32);

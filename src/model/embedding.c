@@ -40,7 +40,8 @@ int ag_embed(float *X, const int64_t *ids, const int64_t *pos, int64_t n, const 
     int rc = ids_check(ids, wpe ? pos : NULL, n, V, T, err);
     if (rc)
         return rc;
-#pragma omp parallel for if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < n; i++) {
         const float *t = wte + ids[i] * D, *p = wpe ? wpe + pos[i] * D : NULL;
         for (int64_t c = 0; c < D; c++)
@@ -54,7 +55,8 @@ int ag_embed(float *X, const int64_t *ids, const int64_t *pos, int64_t n, const 
 static void chunk_partial(float *part, const float *dX, const int64_t *ids, const int64_t *pos,
                           int64_t lo, int64_t hi, int64_t V, int64_t D, int positions)
 {
-#pragma omp parallel for if ((hi - lo) * D >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if ((hi - lo) * D >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t c = 0; c < D; c++)
         for (int64_t i = lo; i < hi; i++) {
             const float g = dX[i * D + c];
@@ -107,7 +109,8 @@ int ag_i_embed_backward_r(const ag_i_reducer_t *r, float *dwte, float *dwpe, con
         memset(p, 0, (size_t)width * sizeof *p);
         chunk_partial(p, dX, ids, pos, lo, hi, V, D, dwpe != NULL);
         if (!r) {
-#pragma omp parallel for if (width >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (width >= AG_PARALLEL_MIN_WORK) schedule(static)
             for (int64_t x = 0; x < width; x++)
                 G[x] += p[x];
         }

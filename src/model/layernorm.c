@@ -25,7 +25,8 @@ static void row_stats(const float *x, int64_t D, float eps, double *mean, double
 void ag_layer_norm(float *Y, const float *X, int64_t N, int64_t D, const float *weight,
                    const float *bias, float eps)
 {
-#pragma omp parallel for if (N * D * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (N * D * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < N; i++) {
         const float *x = X + i * D;
         double mean, inv;
@@ -70,7 +71,8 @@ int ag_i_layer_norm_backward_r(const ag_i_reducer_t *r, float *dX, float *dW, fl
                                const float *weight, float eps, ag_error_t *err)
 {
     /* dx = inv (g - mean(g) - xhat mean(g xhat)) with g = dy * weight; row i owns dx_i */
-#pragma omp parallel for if (N * D * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (N * D * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < N; i++) {
         const float *x = X + i * D, *dy = dY + i * D;
         double mean, inv, g_mean = 0, gx_mean = 0;

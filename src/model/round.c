@@ -195,7 +195,8 @@ static int norm_backward(step_t *s, ag_error_t *err)
                                           s->w->ln_weight, ln_eps(s->o), err);
     if (s->at.no_input_grad)
         return AG_OK;
-#pragma omp parallel for if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n * D >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < n * D; x++)
         b->dX[x] += b->dXn[x];
     return AG_OK;
@@ -324,7 +325,8 @@ static int project_backward(step_t *s, ag_error_t *err)
     if (w->per_node && want_dXn)
         memset(b->dXn, 0, (size_t)(n * D) * sizeof *b->dXn);
     if (one_projection(w)) {   /* Q, K and V are one product: dP = dQ + dK + dV */
-#pragma omp parallel for if (n * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t x = 0; x < n * HD; x++)
             b->dQ[x] += b->dK[x] + b->dV[x];
     }
@@ -361,7 +363,8 @@ static void edge_terms(const step_t *s, float *Pe, float *Epre, int64_t E)
     const int64_t H = w->H, d = w->d, HD = H * d;
     ag_i_gemm_xwt(Pe, s->o->edge_features, w->wedge, E, w->edge_dim, HD, 0.0f);
     if (s->sc->kind == AG_SCORE_ADDITIVE) {
-#pragma omp parallel for if (E * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (E * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t e = 0; e < E; e++)
             for (int64_t h = 0; h < H; h++) {
                 float t = 0;
@@ -429,7 +432,8 @@ static int edges_backward(step_t *s, ag_error_t *err)
                 s->g->attn_edge[x] += (float)sums[x];
             free(sums);
         }
-#pragma omp parallel for if (E * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (E * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t e = 0; e < E; e++)
             for (int64_t x = 0; x < HD; x++)
                 dPe[e * HD + x] = b->dEpre[e * H + x / d] * w->attn_edge[x];
@@ -471,7 +475,8 @@ static void drop_branch(const step_t *s, float *Y, int64_t width, int branch)
 
 static void add_into(float *X, const float *Y, int64_t m)
 {
-#pragma omp parallel for if (m >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (m >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < m; x++)
         X[x] += Y[x];
 }
@@ -491,7 +496,8 @@ static int output_forward(step_t *s, ag_error_t *err)
     if (w->wo)
         ag_i_gemm_xwt(Y, M, w->wo, n, H * d, out, beta);
     else
-#pragma omp parallel for if (n * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t i = 0; i < n; i++)
             for (int64_t c = 0; c < out; c++) {
                 float v = 0;
@@ -533,7 +539,8 @@ static int output_backward(step_t *s, ag_error_t *err)
             rc = ag_i_gemm_atb_r(s->red, s->g->wo, dY, b->M, n, out, HD, err);
     } else {
         const float share = w->mean_heads ? 1.0f / (float)H : 1.0f;
-#pragma omp parallel for if (n * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n * HD >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t i = 0; i < n; i++)
             for (int64_t x = 0; x < HD; x++)
                 b->dM[i * HD + x] = w->mean_heads ? dY[i * out + x % d] * share
@@ -569,7 +576,8 @@ static int gate_forward(step_t *s, ag_error_t *err)
     }
     if (s->f->O)
         memcpy(s->f->O, s->X, (size_t)(n * out) * sizeof *s->X);
-#pragma omp parallel for if (n * out * 4 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n * out * 4 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < n; i++) {
         float *x = s->X + i * out;
         const float *r = R + i * out;
@@ -613,7 +621,8 @@ static int gate_backward(step_t *s, ag_error_t *err)
     if (!dz)
         return ag_i_reducer_failed(s->red, 3 * out, err);
     const float *wb = w->wbeta;
-#pragma omp parallel for if (n * out * 4 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n * out * 4 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < n; i++) {
         const float *O = b->O + i * out, *R = b->R + i * out;
         float *dX = b->dX + i * out, *dR = b->dR + i * out;
@@ -662,7 +671,8 @@ static int add_column_sums(const step_t *s, float *g, const float *dY, int64_t w
 static void add_rows(float *Y, const float *bias, int64_t n, int64_t width)
 {
     if (bias)
-#pragma omp parallel for if (n * width >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n * width >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t i = 0; i < n; i++)
             for (int64_t c = 0; c < width; c++)
                 Y[i * width + c] += bias[c];
@@ -856,7 +866,8 @@ static int ffn_backward(step_t *s, ag_error_t *err)
         return ag_i_layer_norm_backward_r(s->red, b->dX, g ? g->ln2_weight : NULL,
                                           g ? g->ln2_bias : NULL, b->dHn, b->ffn_in, n, out,
                                           w->ln2_weight, ln_eps(s->o), err);
-#pragma omp parallel for if (n * out >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n * out >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < n * out; x++)
         b->dX[x] += b->dHn[x];
     return AG_OK;

@@ -330,7 +330,8 @@ static void change_sums(const float *a, const float *b, int64_t n, double *diff,
 {
     double part[2 * FIG_CHUNKS];
     const int64_t per = (n + FIG_CHUNKS - 1) / FIG_CHUNKS;
-#pragma omp parallel for if (n >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int c = 0; c < FIG_CHUNKS; c++) {
         double dd = 0, bb = 0;
         const int64_t lo = c * per, hi = lo + per < n ? lo + per : n;

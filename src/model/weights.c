@@ -27,7 +27,8 @@ static void normal_pair(uint64_t state, int64_t p, double *r, double *t)
 void ag_random_normal(float *x, int64_t n, uint64_t seed, uint64_t stream, float scale)
 {
     const uint64_t state = rng_seed(seed, stream);
-#pragma omp parallel for if (n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t p = 0; p < (n + 1) / 2; p++) {
         double r, t;
         normal_pair(state, p, &r, &t);
@@ -41,7 +42,8 @@ void ag_i_random_normal_range(float *x, int64_t first, int64_t n, uint64_t seed,
                               uint64_t stream, float scale)
 {
     const uint64_t state = rng_seed(seed, stream);
-#pragma omp parallel for if (n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < n; i++) {
         const int64_t k = first + i;
         double r, t;

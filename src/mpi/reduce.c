@@ -70,7 +70,8 @@ static int add_f(const ag_i_reducer_t *r, float *G, const float *part, int64_t c
     if (rc)
         return rc;
     const float *p = all;
-#pragma omp parallel for if (total * width >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (total * width >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < width; x++) {
         float g = G[x];
         for (int64_t c = 0; c < total; c++)

@@ -67,7 +67,8 @@ int ag_i_loss_mse_r(const ag_i_reducer_t *r, const float *X, const float *Y, int
         *loss = sum * scale;
     }
     if (dX) {
-#pragma omp parallel for if (N * D >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (N * D >= AG_PARALLEL_MIN_WORK) schedule(static)
         for (int64_t i = 0; i < N; i++)
             for (int64_t c = 0; c < D; c++)
                 dX[i * D + c] = !mask || mask[i]

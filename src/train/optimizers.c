@@ -180,7 +180,8 @@ static int grad_norm(const ag_optimizer_t *opt, const ag_i_reducer_t *r, double 
 static void step_sgd(const ag_optimizer_opts_t *o, const param_t *p, double scale)
 {
     const double lr = o->lr, wd = p->no_decay ? 0.0 : o->weight_decay, mu = o->momentum;
-#pragma omp parallel for if (p->n * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (p->n * 8 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < p->n; x++) {
         double g = scale * p->g[x] + wd * p->p[x];
         if (p->m) {
@@ -202,7 +203,8 @@ static void step_adam(const ag_optimizer_opts_t *o, const param_t *p, double sca
     const double g_wd = o->kind == AG_OPT_ADAMW ? 0 : wd;
     float *restrict P = p->p, *restrict M = p->m, *restrict V = p->v;
     const float *restrict G = p->g;
-#pragma omp parallel for simd if (p->n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for simd num_threads(ag_i_max_threads()) \
+    if (p->n * 16 >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t x = 0; x < p->n; x++) {
         const double w0 = P[x], w = w_keep * w0, g = scale * G[x] + g_wd * w0;
         const double m = b1 * M[x] + (1 - b1) * g, v = b2 * V[x] + (1 - b2) * g * g;

@@ -58,7 +58,7 @@ static int agree(lm_backend_t *b, int rc, ag_error_t *err)
 static int threads(lm_backend_t *b, int given)
 {
     const mpi_lm_t *c = b->ctx;
-    return ag_set_threads(given ? given : threads_per_process(c->comm));
+    return given ? ag_set_threads(given) : ag_i_set_tool_threads(threads_per_process(c->comm));
 }
 
 int mpi_lm(MPI_Comm comm, int argc, char **argv)

@@ -430,7 +430,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     metis.seed = o.seed;
     if (metis.metis)
         path = AG_MPI_HALO;
-    const int threads = ag_set_threads(o.threads ? (int)o.threads : threads_per_process(comm));
+    const int threads = o.threads ? ag_set_threads((int)o.threads)
+                                  : ag_i_set_tool_threads(threads_per_process(comm));
     int rank;
     MPI_Comm_rank(comm, &rank);
     enum { OUT, MESSAGES, HEAD_MESSAGES, PREDICT, TRACE, ATTN, N_OUTS = ATTN + MAX_ATTN };

@@ -346,7 +346,8 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
                            "are for attngraph-mpi run");
     if (refuse_train(&to, path))
         return EXIT_USAGE;
-    const int threads = ag_set_threads(to.o.threads ? (int)to.o.threads : threads_per_process(comm));
+    const int threads = to.o.threads ? ag_set_threads((int)to.o.threads)
+                                     : ag_i_set_tool_threads(threads_per_process(comm));
     mtrain_t *s = calloc(1, sizeof *s);
     if (!s) {
         fprintf(stderr, "attngraph-mpi: out of memory\n");
