@@ -157,7 +157,8 @@ START_TEST(simple_kernel_refusal_is_a_limit)
 END_TEST
 
 /* ag_attention_backward without the forward's M and lse keeps its own
-   [N, H*d] messages: 1024 nodes of width 2^14. */
+   [N, H*d] messages: 1024 nodes of width 2^14 (its kernel's buffers, 34 MB,
+   are refused first now that a set budget holds for every array). */
 START_TEST(attention_backward_refusal_is_a_limit)
 {
     ag_nbhd_t nb = pattern_nbhd("causal", 1024);
@@ -167,7 +168,7 @@ START_TEST(attention_backward_refusal_is_a_limit)
     ag_error_t err;
     const int64_t old = ag_set_memory_budget(BUDGET);
     ck_refused(ag_attention_backward(&nb, x, x, x, H, d, NULL, NULL, NULL, x, &g, &err), err);
-    ck_assert_msg(strstr(err.msg, "attention backward"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "backward"), "%s", err.msg);
     ck_assert_int_eq(ag_attention_backward(&nb, x, x, x, H, d, NULL, NULL, NULL, x, &g, NULL),
                      AG_ELIMIT);
     ag_set_memory_budget(old);
@@ -256,6 +257,58 @@ START_TEST(training_refusal_is_a_limit)
 }
 END_TEST
 
+/* A budget that was set holds for arrays of any size (small ones were let
+   through unchecked: only those of 64 MiB and more were). */
+START_TEST(a_set_budget_holds_for_small_arrays)
+{
+    ag_error_t err;
+    const int64_t old = ag_set_memory_budget(BUDGET);
+    void *p = ag_i_alloc(BUDGET / 4 + 1, sizeof(float), &err, "a small array");
+    ck_assert_ptr_null(p);
+    ck_refused(AG_ELIMIT, err);
+    ck_assert_msg(strstr(err.msg, "a small array needs") != NULL, "%s", err.msg);
+    ck_assert_int_eq(ag_i_alloc_status(), AG_ELIMIT);
+    ck_assert_ptr_null(ag_i_calloc(BUDGET, 2, NULL, "a small array"));
+    ck_assert_ptr_null(ag_i_alloc_lines(BUDGET, 2, NULL, "a small array"));
+    /* within the budget, and without one set, it is allocated */
+    p = ag_i_alloc(BUDGET / 4, sizeof(float), &err, "a small array");
+    ck_assert_ptr_nonnull(p);
+    free(p);
+    ag_set_memory_budget(0);
+    p = ag_i_alloc(BUDGET, 2, &err, "a small array");
+    ck_assert_ptr_nonnull(p);
+    free(p);
+    ag_set_memory_budget(old);
+}
+END_TEST
+
+/* Arrays that grow hold to the budget too: the pattern compiler's runs
+   (random:4 on 2,000 nodes: 8,000 runs, 64 KB a list, grown by doubling
+   from 1,024) and the partition planner's lists, under a budget of 20 KB
+   (each node's 16 KB of offsets fit). */
+START_TEST(growing_arrays_hold_to_the_budget)
+{
+    ag_error_t err;
+    ag_pattern_t *pat;
+    ag_nbhd_t nb;
+    ck_assert_int_eq(ag_pattern_parse(&pat, "random:4", &err), AG_OK);
+    const int64_t old = ag_set_memory_budget(20 << 10);
+    const int rc = ag_nbhd_from_pattern(&nb, pat, 2000, AG_SELF_KEEP, &err);
+    ck_assert_int_eq(rc, AG_ELIMIT);
+    ck_assert_msg(strstr(err.msg, "pattern 'random:4': over the memory budget for 2048 runs"),
+                  "%s", err.msg);
+    int64_t first[3];
+    ag_part_stats_t st[2];
+    ck_assert_int_eq(ag_partition_pattern(first, st, pat, 20000, AG_SELF_KEEP, 2,
+                                          AG_SAMPLE_EXACT, NULL, &err), AG_ELIMIT);
+    ck_assert_msg(strstr(err.msg, "memory budget"), "%s", err.msg);
+    ag_set_memory_budget(old);
+    ck_assert_int_eq(ag_nbhd_from_pattern(&nb, pat, 2000, AG_SELF_KEEP, &err), AG_OK);
+    ag_nbhd_destroy(&nb);
+    ag_pattern_free(pat);
+}
+END_TEST
+
 Suite *budget_suite(void)
 {
     Suite *s = suite_create("budget");
@@ -267,6 +320,8 @@ Suite *budget_suite(void)
     tcase_add_test(tc, attention_backward_refusal_is_a_limit);
     tcase_add_test(tc, rounds_refusal_is_a_limit);
     tcase_add_test(tc, training_refusal_is_a_limit);
+    tcase_add_test(tc, a_set_budget_holds_for_small_arrays);
+    tcase_add_test(tc, growing_arrays_hold_to_the_budget);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -181,6 +181,14 @@ START_TEST(partition_errors)
     ck_assert_fails_with(ag_partition_from_owner(&pt, 3, owner, 2, &err), err, AG_EINVAL,
                          "node 1 has part 2");
     ag_partition_destroy(&pt);
+    /* an unknown self-loops mode is refused (it was taken as AG_SELF_OFF) */
+    ag_pattern_t *pat;
+    ck_assert_int_eq(ag_pattern_parse(&pat, "causal", &err), AG_OK);
+    int64_t first[3];
+    ck_assert_fails_with(ag_partition_pattern(first, NULL, pat, 8, (ag_self_loops_t)7, 2,
+                                              AG_SAMPLE_EXACT, NULL, &err),
+                         err, AG_EINVAL, "self-loops mode 7; expected AG_SELF_KEEP");
+    ag_pattern_free(pat);
 }
 END_TEST
 

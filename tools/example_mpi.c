@@ -8,7 +8,8 @@
  * dX; then one attention with a GATv2 score, an edge bias and ALiBi
  * (ag_mpi_attention: each process passes its slots' bias) against
  * ag_attention. The same bits, or exit 1. Last, a refusal by the memory
- * budget is AG_ELIMIT on every process. Usage (make check-mpi runs it):
+ * budget is AG_ELIMIT on every process, also where the root's parts find no
+ * room on the others. Usage (make check-mpi runs it):
  *   mpirun -np P build/example_mpi [PATTERN [N]]
  */
 #include <stdio.h>
@@ -146,6 +147,30 @@ static int budget(const ag_mpi_part_t *part, ag_error_t *err)
     return any;
 }
 
+/* The root scatters the parts, and the other processes' budget (256 bytes)
+   has no room for theirs: every process returns AG_ELIMIT (the job was
+   aborted). 0 when so. */
+static int scatter_refused(const ag_nbhd_t *nb, int rank, int ranks)
+{
+    if (ranks < 2)
+        return 0;
+    ag_error_t err;
+    ag_mpi_part_t part;
+    const int64_t old = ag_set_memory_budget(rank ? 256 : 0);
+    const int rc = ag_mpi_part_scatter(&part, MPI_COMM_WORLD, nb, 0, &err);
+    ag_set_memory_budget(old);
+    int bad = rc != AG_ELIMIT || !strstr(err.msg, "memory budget"), any;
+    if (bad)
+        fprintf(stderr, "example_mpi: process %d: scatter: status %d (%s), expected %d\n", rank,
+                rc, rc ? err.msg : "no failure", AG_ELIMIT);
+    ag_mpi_part_destroy(&part);
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("parts without room on %d processes: %s\n", ranks,
+               any ? "NOT refused as a limit everywhere" : "refused as a limit everywhere");
+    return any;
+}
+
 /* One attention with any score on P processes against ag_attention on one:
    GATv2, an edge bias in slot order (each process its own slots') and ALiBi. */
 static int any_score(const ag_mpi_part_t *part, const ag_nbhd_t *nb, ag_error_t *err)
@@ -235,6 +260,8 @@ int main(int argc, char **argv)
         status = any_score(&part, &nb, &err);
     if (!status)
         status = budget(&part, &err);
+    if (!status)
+        status = scatter_refused(&nb, rank, part.ranks);
     ag_mpi_part_destroy(&part);
     ag_nbhd_destroy(&nb);
     ag_weights_destroy(&w);

@@ -73,6 +73,13 @@ AG_INTERNAL
 void *ag_i_alloc(int64_t n, size_t size, ag_error_t *err, const char *what);
 AG_INTERNAL
 void *ag_i_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
+/* realloc of p to n elements under the budget, as ag_i_alloc: on failure p is
+   left as it was (and NULL returned). */
+void *ag_i_realloc(void *p, int64_t n, size_t size, ag_error_t *err, const char *what);
+/* Why the last allocation of this thread failed, in words ("out of memory",
+   "over the memory budget"), for messages beside ag_i_alloc_status. */
+const char *ag_i_alloc_reason(void);
+
 /* ag_i_alloc aligned to a 64-byte cache line (free with free()): vectors then
    never straddle two lines. */
 void *ag_i_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);

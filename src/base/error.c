@@ -104,7 +104,9 @@ int ag_i_alloc_status(void)
 /* Refuses (AG_ELIMIT) bytes over the budget, before anything is tried. */
 static int within_budget(double bytes, ag_error_t *err, const char *what)
 {
-    if (bytes < (double)((int64_t)64 << 20))   /* small: not worth reading /proc */
+    /* small and no budget set: not worth reading /proc; a budget that was set
+       is a number in memory, and holds for every array */
+    if (bytes < (double)((int64_t)64 << 20) && !__atomic_load_n(&budget_set, __ATOMIC_RELAXED))
         return 1;
     const int64_t budget = ag_memory_budget();
     if (bytes <= (double)budget)
@@ -153,6 +155,30 @@ void *ag_i_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what
                   (double)bytes / 1e6);
     }
     return p;
+}
+
+void *ag_i_realloc(void *p, int64_t n, size_t size, ag_error_t *err, const char *what)
+{
+    if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / size)) {
+        alloc_failure = AG_ENOMEM;
+        ag_i_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
+                  what, (long long)n, size);
+        return NULL;
+    }
+    if (!within_budget((double)n * (double)size, err, what))
+        return NULL;
+    void *q = realloc(p, n ? (size_t)n * size : 1);
+    if (!q) {
+        alloc_failure = AG_ENOMEM;
+        ag_i_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what,
+                  (double)n * (double)size / 1e6);
+    }
+    return q;
+}
+
+const char *ag_i_alloc_reason(void)
+{
+    return alloc_failure == AG_ELIMIT ? "over the memory budget" : "out of memory";
 }
 
 void *ag_i_calloc(int64_t n, size_t size, ag_error_t *err, const char *what)

@@ -1,6 +1,7 @@
 /* Interval lists: the set algebra behind pattern composition. */
 #include <stdlib.h>
 
+#include "base/base.h"
 #include "graph/intervals.h"
 
 void ivl_clear(ivl_list_t *l)
@@ -22,7 +23,7 @@ static int reserve(ivl_list_t *l, int64_t n)
     int64_t cap = l->cap ? l->cap : 8;
     while (cap < n)
         cap *= 2;
-    ivl_t *v = realloc(l->v, (size_t)cap * sizeof *v);
+    ivl_t *v = ag_i_realloc(l->v, cap, sizeof *v, NULL, "intervals");
     if (!v)
         return -1;
     l->v = v;

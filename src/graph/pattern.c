@@ -87,7 +87,7 @@ static int check_size(const ag_pattern_t *pat, const pnode_t *n, int64_t N, ag_e
 static int64_t *node_scratch(pnode_t *n, int64_t count)
 {
     if (count > n->scratch_cap) {
-        int64_t *p = realloc(n->scratch, (size_t)count * sizeof *p);
+        int64_t *p = ag_i_realloc(n->scratch, count, sizeof *p, NULL, "pattern scratch");
         if (!p)
             return NULL;
         n->scratch = p;
@@ -275,11 +275,11 @@ static int runs_push(runs_t *r, int64_t src, int64_t len)
 {
     if (r->n == r->cap) {
         int64_t cap = r->cap ? 2 * r->cap : 1024;
-        int64_t *s = realloc(r->src, (size_t)cap * sizeof *s);
+        int64_t *s = ag_i_realloc(r->src, cap, sizeof *s, NULL, "runs");
         if (!s)
             return -1;
         r->src = s;
-        int64_t *l = realloc(r->len, (size_t)cap * sizeof *l);
+        int64_t *l = ag_i_realloc(r->len, cap, sizeof *l, NULL, "runs");
         if (!l)
             return -1;
         r->len = l;
@@ -356,13 +356,14 @@ static int compile_range(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, 
             nb->run_ptr[i - lo] = runs.n;
         const ivl_list_t *res = pattern_sources(pattern, N, self, i, &ev);
         if (!res) {
-            rc = ag_i_fail(err, AG_ENOMEM, "pattern '%s': out of memory", pattern->spec);
+            rc = ag_i_fail(err, ag_i_alloc_status(), "pattern '%s': %s", pattern->spec,
+                           ag_i_alloc_reason());
             break;
         }
         for (int64_t k = 0; k < res->n; k++) {
             if (!degrees_only && runs_push(&runs, res->v[k].lo, res->v[k].hi - res->v[k].lo)) {
-                rc = ag_i_fail(err, AG_ENOMEM, "pattern '%s': out of memory for %lld runs",
-                               pattern->spec, (long long)runs.n);
+                rc = ag_i_fail(err, ag_i_alloc_status(), "pattern '%s': %s for %lld runs",
+                               pattern->spec, ag_i_alloc_reason(), (long long)runs.n);
                 break;
             }
             E += res->v[k].hi - res->v[k].lo;

@@ -33,10 +33,10 @@ static int iv_reserve(ivlist_t *l, int64_t n)
     if (n <= l->cap)
         return 0;
     const int64_t cap = l->cap ? 2 * l->cap : 16;
-    int64_t *lo = realloc(l->lo, (size_t)cap * sizeof *lo);
+    int64_t *lo = ag_i_realloc(l->lo, cap, sizeof *lo, NULL, "transpose");
     if (lo)
         l->lo = lo;
-    int64_t *hi = lo ? realloc(l->hi, (size_t)cap * sizeof *hi) : NULL;
+    int64_t *hi = lo ? ag_i_realloc(l->hi, cap, sizeof *hi, NULL, "transpose") : NULL;
     if (!hi)
         return -1;
     l->hi = hi, l->cap = cap;
@@ -120,7 +120,7 @@ static int sweep_change(sweep_t *s, int64_t i, int delta)
         if (k == s->n_layers) {
             if (s->n_layers == s->cap) {
                 const int64_t cap = s->cap ? 2 * s->cap : 4;
-                ivlist_t *layer = realloc(s->layer, (size_t)cap * sizeof *layer);
+                ivlist_t *layer = ag_i_realloc(s->layer, cap, sizeof *layer, NULL, "transpose");
                 if (!layer)
                     return -1;
                 memset(layer + s->cap, 0, (size_t)(cap - s->cap) * sizeof *layer);
@@ -213,7 +213,7 @@ int ag_nbhd_transpose(ag_nbhd_t *nb, ag_error_t *err)
     int64_t n_out = 0;
     ag_nbhd_t t = {0};
     if (!rc && sweep(nb, dst_of, start_ptr, start, end_ptr, end, open, &n_out, NULL))
-        rc = ag_i_fail(err, AG_ENOMEM, "transpose: out of memory");
+        rc = ag_i_fail(err, ag_i_alloc_status(), "transpose: %s", ag_i_alloc_reason());
     if (!rc) {
         t.out_ptr = ag_i_alloc(N + 1, sizeof(int64_t), err, "transpose");
         t.out_dst = ag_i_alloc(n_out, sizeof(int64_t), err, "transpose");
@@ -223,7 +223,7 @@ int ag_nbhd_transpose(ag_nbhd_t *nb, ag_error_t *err)
             rc = ag_i_alloc_status();
     }
     if (!rc && sweep(nb, dst_of, start_ptr, start, end_ptr, end, open, &n_out, &t))
-        rc = ag_i_fail(err, AG_ENOMEM, "transpose: out of memory");
+        rc = ag_i_fail(err, ag_i_alloc_status(), "transpose: %s", ag_i_alloc_reason());
     free(ints);
     if (rc) {
         free(t.out_ptr), free(t.out_dst), free(t.out_len), free(t.out_nth), free(run_slot);

@@ -110,7 +110,7 @@ int ag_mpi_part_local(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
 
 /* ---- root sends the parts ---- */
 
-enum { TAG_SIZES = 71, TAG_ARRAYS };
+enum { TAG_SIZES = 71, TAG_ARRAYS, TAG_READY };
 
 static int too_large(int64_t n, ag_error_t *err)
 {
@@ -118,7 +118,8 @@ static int too_large(int64_t n, ag_error_t *err)
                                      "MPI message carries (2^31)", (long long)n) : AG_OK;
 }
 
-/* Sends part p's arrays (sizes first: n, E, R; n = -1 when root failed to cut it). */
+/* Sends part p's arrays (sizes first: n, E, R; n = -1 when root failed to cut
+   it), once p says it has room for them. */
 static int send_part(const ag_nbhd_t *nb, const int64_t *bounds, int p, MPI_Comm comm,
                      ag_error_t *err)
 {
@@ -128,7 +129,10 @@ static int send_part(const ag_nbhd_t *nb, const int64_t *bounds, int p, MPI_Comm
         rc = too_large(s.n_runs > s.n_nodes ? s.n_runs : s.n_nodes + 1, err);
     int64_t sizes[3] = {rc ? -1 : s.n_nodes, s.n_edges, s.n_runs};
     MPI_Send(sizes, 3, MPI_INT64_T, p, TAG_SIZES, comm);
-    if (!rc) {
+    int ready = 0;   /* p could allocate the arrays (else it reports the failure) */
+    if (!rc)
+        MPI_Recv(&ready, 1, MPI_INT, p, TAG_READY, comm, MPI_STATUS_IGNORE);
+    if (!rc && ready) {
         MPI_Send(s.edge_ptr, (int)(s.n_nodes + 1), MPI_INT64_T, p, TAG_ARRAYS, comm);
         MPI_Send(s.run_ptr, (int)(s.n_nodes + 1), MPI_INT64_T, p, TAG_ARRAYS, comm);
         MPI_Send(s.run_src, (int)s.n_runs, MPI_INT64_T, p, TAG_ARRAYS, comm);
@@ -150,10 +154,11 @@ static int receive_part(ag_nbhd_t *out, int root, MPI_Comm comm, ag_error_t *err
     out->run_ptr = ag_i_alloc(out->n_nodes + 1, sizeof(int64_t), err, "part");
     out->run_src = ag_i_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
     out->run_len = ag_i_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
-    if (!out->edge_ptr || !out->run_ptr || !out->run_src || !out->run_len) {
-        /* the root sends anyway: there is no way to take the messages back */
-        MPI_Abort(comm, 1);
-    }
+    int ready = out->edge_ptr && out->run_ptr && out->run_src && out->run_len;
+    const int rc = ready ? AG_OK : ag_i_alloc_status();
+    MPI_Send(&ready, 1, MPI_INT, root, TAG_READY, comm);
+    if (!ready)   /* nothing comes: every process learns the failure from agree */
+        return rc;
     MPI_Recv(out->edge_ptr, (int)(out->n_nodes + 1), MPI_INT64_T, root, TAG_ARRAYS, comm,
              MPI_STATUS_IGNORE);
     MPI_Recv(out->run_ptr, (int)(out->n_nodes + 1), MPI_INT64_T, root, TAG_ARRAYS, comm,

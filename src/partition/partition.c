@@ -212,9 +212,9 @@ static int mark(marks_t *m, int64_t j, int p)
     m->stamp[j] = p;
     if (m->n == m->cap) {
         const int64_t cap = m->cap ? 2 * m->cap : 4096;
-        int64_t *v = realloc(m->points, (size_t)cap * sizeof *v);
+        int64_t *v = ag_i_realloc(m->points, cap, sizeof *v, NULL, "partition marks");
         if (!v)
-            return AG_ENOMEM;
+            return ag_i_alloc_status();
         m->points = v;
         m->cap = cap;
     }
@@ -260,7 +260,8 @@ static int part_union(const ag_partition_t *pt, const ag_nbhd_t *nb, int p, ivl_
                     if (is_remote(pt, p, j)) {
                         c++;
                         if (mark(marks, j, p))
-                            return ag_i_fail(err, AG_ENOMEM, "halo counts: out of memory");
+                            return ag_i_fail(err, ag_i_alloc_status(), "halo counts: %s",
+                                             ag_i_alloc_reason());
                     }
                 continue;
             }

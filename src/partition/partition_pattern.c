@@ -34,7 +34,8 @@ typedef struct {
 
 static int oom(const counter_t *c, ag_error_t *err)
 {
-    return ag_i_fail(err, AG_ENOMEM, "pattern '%s': out of memory while planning", ag_pattern_spec(c->pat));
+    return ag_i_fail(err, ag_i_alloc_status(), "pattern '%s': %s while planning",
+                     ag_pattern_spec(c->pat), ag_i_alloc_reason());
 }
 
 static const ivl_list_t *sources(counter_t *c, int64_t i, ag_error_t *err)
@@ -50,7 +51,7 @@ static int degree(counter_t *c, int64_t i, int64_t *deg, ag_error_t *err)
     const ivl_list_t *res = sources(c, i, err);
     *deg = res ? ivl_count(res) : 0;
     if (!res)
-        return AG_ENOMEM;
+        return ag_i_alloc_status();
     return AG_OK;
 }
 
@@ -132,9 +133,9 @@ static int add_point(counter_t *c, int64_t j, int64_t *fresh)
     *word |= bit;
     if (c->n_points == c->cap_points) {
         const int64_t cap = c->cap_points ? 2 * c->cap_points : 4096;
-        int64_t *p = realloc(c->points, (size_t)cap * sizeof *p);
+        int64_t *p = ag_i_realloc(c->points, cap, sizeof *p, NULL, "planner points");
         if (!p)
-            return AG_ENOMEM;
+            return ag_i_alloc_status();
         c->points = p;
         c->cap_points = cap;
     }
@@ -156,9 +157,9 @@ static int add_run(counter_t *c, int64_t a, int64_t b)
         }
         if (r->n == r->cap) {
             const int64_t cap = r->cap ? 2 * r->cap : 1024;
-            ivl_t *v = realloc(r->v, (size_t)cap * sizeof *v);
+            ivl_t *v = ag_i_realloc(r->v, cap, sizeof *v, NULL, "planner runs");
             if (!v)
-                return AG_ENOMEM;
+                return ag_i_alloc_status();
             r->v = v;
             r->cap = cap;
         }
@@ -179,7 +180,7 @@ static int count_dst(counter_t *c, int64_t i, double weight, int inside, tally_t
 {
     const ivl_list_t *res = sources(c, i, err);
     if (!res)
-        return AG_ENOMEM;
+        return ag_i_alloc_status();
     int64_t deg = 0, cut = 0, points = 0, fresh = 0;
     for (int64_t k = 0; k < res->n; k++) {
         const int64_t a = res->v[k].lo, b = res->v[k].hi;
@@ -255,7 +256,7 @@ static int count_part(counter_t *c, int64_t lo, int64_t hi, int64_t sample,
                            &t, err);
     }
     if (rc)
-        return err ? err->status : AG_ENOMEM;
+        return err ? (int)err->status : ag_i_alloc_status();
     double rows = (double)counted_rows(c);
     /* single sources not evaluated, at the rate the sample met new rows, spread
        uniformly over the rows outside the part not counted yet */
@@ -280,7 +281,7 @@ static int choose_sample(counter_t *c, int n_parts, int64_t *sample, ag_error_t 
     for (int64_t s = 0; s < S; s++) {
         const ivl_list_t *res = sources(c, s * c->N / S + c->N / S / 2, err);
         if (!res)
-            return AG_ENOMEM;
+            return ag_i_alloc_status();
         runs += (double)res->n;
     }
     if (c->N <= AUTO_EXACT_NODES && (double)c->N * (runs / (double)S + 1) <= AUTO_EXACT_STEPS) {
@@ -305,6 +306,10 @@ int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_patter
     if (sample < AG_SAMPLE_EXACT)
         return ag_i_fail(err, AG_EINVAL, "partition: sample %lld; expected -1 (exact), 0 (auto) "
                          "or a count", (long long)sample);
+    if (self != AG_SELF_KEEP && self != AG_SELF_ON && self != AG_SELF_OFF &&
+        self != AG_SELF_REPLACE)
+        return ag_i_fail(err, AG_EINVAL, "partition: self-loops mode %d; expected AG_SELF_KEEP, "
+                         "AG_SELF_ON, AG_SELF_OFF or AG_SELF_REPLACE", (int)self);
     int rc = pattern_check(pattern, n_nodes, err);
     if (rc)
         return rc;
