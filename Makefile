@@ -13,6 +13,8 @@
 #   make bench   time the kernels (1 and 2 threads), every variant the CPU runs
 #                (AVX-512, AVX2, baseline) against its own FMA peak; `bench_kernel
 #                smoke` (part of check) runs each variant once against the reference
+#   make bench-share  runs that share the cores: 2 and 3 copies at once, beside a busy
+#                loop and beside PyTorch, each against the quiet run
 #   make bench-lm   the GPT's steps a second on nanoGPT's shakespeare_char recipe
 #                (LM_TEXT=input.txt; NANOGPT=DIR times nanoGPT's train.py beside it)
 #   make check-sanitize   every test under AddressSanitizer + UndefinedBehaviorSanitizer
@@ -116,7 +118,7 @@ ifndef NO_OMP
 SMOKE  := $(BENCH)
 endif
 
-.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes check-registers bench bench-lm scale clean \
+.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes check-registers bench bench-lm bench-share scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps valgrind-deps install uninstall check-install check-man \
         pictures check-pictures mpi check-mpi scale-mpi
 all: $(LIB_A) $(LIB_SO) $(CLI)
@@ -224,6 +226,13 @@ LM_TEXT ?= ../shared/data/tinyshakespeare/input.txt
 bench-lm: deps
 	@$(MAKE) --no-print-directory $(CLI)
 	$(PYTHON) tools/bench_lm.py --cli $(CLI) --text $(LM_TEXT) $(if $(NANOGPT),--nanogpt $(NANOGPT))
+
+# The lm train step and a GAT epoch on 200,000 nodes alone, as 2 and 3 copies at
+# once, beside a busy loop and beside PyTorch: ratios to the quiet figures
+# (tools/bench_share.py; about 2 minutes on 2 cores; docs/performance.md).
+bench-share: deps
+	@$(MAKE) --no-print-directory $(CLI)
+	$(PYTHON) tools/bench_share.py --cli $(CLI) --text $(LM_TEXT)
 
 # A build folder remembers its compiler and flags (and libraries): objects are
 # rebuilt when they change (a CFLAGS or NO_OMP change used to leave stale

@@ -246,6 +246,9 @@ START_TEST(team_shrinks_while_the_cores_are_busy)
     ck_assert_int_eq(window(&s, 0.5, 4, 2, t + 6.08), 2);
     ck_assert_int_eq(window(&s, 0.5, 100, 2, t + 6.10), 1);
     ck_assert_int_eq(window(&s, 0.5, 6, 2, t + 6.12), 1);
+    /* long regions on one thread beside a loop that takes the other core
+       (f = 0): the full team at once, not at the next trial */
+    ck_assert_int_eq(window(&s, 0.0, 4, 2, t + 6.14), 2);
     /* 16 cores beside 8 busy threads (f = 1 - 16/24): the 8 cores they leave */
     ag_i_share_t big = {0};
     ck_assert_int_eq(window(&big, 1.0 / 3, 1000, 16, 1.0), 8);

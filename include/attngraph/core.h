@@ -40,6 +40,23 @@
  *     (and each run of rounds, and each training step) plans its kernel
  *     first: the plan fixes the instruction set, the calling thread's OpenMP
  *     count and the kernel's scratch, and the computation keeps to them;
+ *   - who chose the thread count, and the team the library's parallel
+ *     regions run on now. One pool of threads does the work: the library's
+ *     OpenMP team, the dense products included (each block a one-thread
+ *     OpenBLAS call). By default (no OMP_NUM_THREADS, no ag_set_threads
+ *     count, the calling thread's OpenMP count as it started) the library
+ *     shares the machine: while its calling thread waits for a core (the
+ *     kernel's run delay, read every 20 ms) and its regions are short, the
+ *     team shrinks to the cores other programs leave, and the full team is
+ *     tried again after 0.2-2 s. The results are the same bits for any team.
+ *     A count the user chose (OMP_NUM_THREADS, ag_set_threads(n > 0), or
+ *     AG_THREADS_FIXED=1 in the environment) is kept as it is;
+ *   - how idle threads wait is libgomp's, read once when it loads: its
+ *     default spins 300,000 pauses (5-15 ms) after each region, then sleeps.
+ *     The library does not change it (it cannot, once libgomp has loaded);
+ *     the attngraph tools start with GOMP_SPINCOUNT=10000 unless
+ *     OMP_WAIT_POLICY or GOMP_SPINCOUNT is set. A program that runs beside
+ *     others can start with GOMP_SPINCOUNT=10000 too (docs/performance.md);
  *   - OpenBLAS's thread count, one for the process: ag_set_threads sets it
  *     (and the calling thread's OpenMP count, which is per thread). While any
  *     call runs dense products the library holds it at 1 and then puts it
@@ -150,8 +167,10 @@ int64_t ag_memory_budget(void);
 const char *ag_simd_isa(void);
 int ag_simd_env_check(ag_error_t *err);
 
-/* Sets the threads of the kernels (OpenMP) and of OpenBLAS together; 0 or
-   less: all cores. Returns the count in use (1 without OpenMP). */
+/* Sets the threads of the kernels (OpenMP) and of OpenBLAS together: a count
+   (kept as it is), or 0 or less: the default (OMP_NUM_THREADS's count, else
+   every core, fewer while other programs keep the cores busy). Returns the
+   most threads a call uses (1 without OpenMP). */
 int ag_set_threads(int threads);
 
 /* ---------------------------------------------------------------- .npy */

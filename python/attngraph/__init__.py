@@ -24,7 +24,9 @@ from .train import (rounds_forward, Tape, grads_like, add_layer_norm, mse_loss, 
 
 
 def set_threads(n=0):
-    """Threads of the kernels (OpenMP) and of OpenBLAS; 0: all cores. Returns the count."""
+    """Threads of the kernels (OpenMP) and of OpenBLAS: a count, kept as it is; 0: the
+    default (OMP_NUM_THREADS's count, else all cores, fewer while other programs keep
+    the cores busy). Returns the most threads a call uses."""
     return _clib.ag_set_threads(int(n))
 
 

@@ -96,7 +96,9 @@ int ag_blas_fix(char **argv, ag_error_t *err)
 {
     ag_blas_info_t info;
     ag_blas_check(&info);
-    if (!info.slow || getenv("AG_BLAS_KEEP") || getenv(RESTARTED))
+    const int restarted = getenv(RESTARTED) != NULL;
+    unsetenv(RESTARTED);   /* the programs this one starts check for themselves */
+    if (!info.slow || getenv("AG_BLAS_KEEP") || restarted)
         return AG_OK;
     /* the environment as it was, should the restart fail */
     const char *old = getenv("OPENBLAS_CORETYPE");

@@ -121,7 +121,10 @@ int ag_i_share_step(ag_i_share_t *s, const ag_i_share_window_t *w)
     const double f = w->span > 0 ? (double)w->delay / (double)w->span : 0;
     /* short regions: each starts within FINE_NS of the last (on the full team) */
     const int fine = (double)w->span * team / w->max < (double)AG_I_SHARE_FINE_NS * w->regions;
-    if (f >= AG_I_SHARE_BUSY && fine) {
+    if (!fine) {
+        s->cap = 0;   /* long regions: the full team gets more done, busy cores or not */
+        s->probing = 0;
+    } else if (f >= AG_I_SHARE_BUSY) {
         /* the others' runnable threads, from f = 1 - max / (team + others) */
         const double others = w->max / (1.0 - (f < 0.95 ? f : 0.95)) - team;
         const int fit = (int)(w->max - others + 0.5);
@@ -133,9 +136,6 @@ int ag_i_share_step(ag_i_share_t *s, const ag_i_share_window_t *w)
                                                                   : AG_I_SHARE_PROBE_MAX_NS;
             s->next_probe = w->end + s->pause;
         }
-        s->probing = 0;
-    } else if (f >= AG_I_SHARE_BUSY) {
-        s->cap = 0;   /* long regions: the full team still gets more done */
         s->probing = 0;
     } else if (s->probing) {
         s->probing = 0;   /* the full team had its cores: start afresh next time */
@@ -182,6 +182,16 @@ int ag_i_max_threads(void)
 #else
     return 1;
 #endif
+}
+
+int ag_i_team(double ns)
+{
+    const int team = ag_i_max_threads();
+#ifdef _OPENMP
+    if (ns >= (double)AG_I_SHARE_LONG_NS)
+        return omp_get_max_threads();
+#endif
+    return team;
 }
 
 void ag_i_threads_choice(int choice)

@@ -19,6 +19,12 @@
    regions lose about the waiting thread's share, and keep the full team */
 #define AG_I_SHARE_FINE_NS ((int64_t)2000000)              /* 2 ms */
 
+/* a region that takes this long on one thread runs on the full team always:
+   a thread that waits for its core delays it by about its share, and the
+   team still gets more done (a GAT epoch beside a busy loop: 1.44x its quiet
+   time on 2 threads, 1.76x on one) */
+#define AG_I_SHARE_LONG_NS ((int64_t)2000000)              /* 2 ms */
+
 typedef struct {
     int cap;              /* the team (0: the full team) */
     int probing;          /* the full team is on trial */

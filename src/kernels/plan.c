@@ -58,7 +58,10 @@ static void plan_init(ag_i_plan_t *p, int backward, ag_i_kernel_t asked, ag_i_ke
     p->edge_ptr = nb->edge_ptr, p->run_ptr = nb->run_ptr;
     p->kind = score ? score->kind : AG_SCORE_SCALED_DOT;
     p->isa = ag_i_isa();
-    p->threads = ag_i_max_threads();
+    const double per = kernel == AG_I_KERNEL_GATHER || kernel == AG_I_KERNEL_GENERIC
+                           ? AG_I_NS_SCATTERED : AG_I_NS_DENSE;
+    p->threads = ag_i_team(per * (double)(nb->edge_ptr[hi] - nb->edge_ptr[lo]) * (double)H *
+                           (double)d);
     p->lo = lo, p->hi = hi, p->klo = klo, p->khi = khi;
 }
 

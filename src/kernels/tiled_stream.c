@@ -120,7 +120,7 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
     st->nb = nb, st->Q = Q, st->H = H, st->d = d;
     st->QV = ag_i_tiled_width(nb);
     const ag_i_isa_t *isa = ag_i_isa();
-    st->threads = ag_i_max_threads();
+    st->threads = ag_i_team(AG_I_NS_DENSE * (double)nb->n_edges * (double)H * (double)d);
     st->step = isa->tile[st->QV == 4], st->task = isa->task[st->QV == 4];
     st->scale2 = scale * LOG2E;
     const int64_t BQ = st->QV * AG_LANES;
