@@ -6,8 +6,9 @@ shakespeare_char recipe, the median step) and the quiet epoch of a GAT
 200,000 nodes drawn with igraph (about 2.2M messages). Each runs alone, then as
 2 and 3 copies started at once, then beside a one-thread busy loop and beside a
 PyTorch process doing matrix products on 2 threads. Every figure is a ratio to
-the quiet one of the same run, with the CPU model: times from another run, or
-another machine, are not comparable.
+the quiet one measured just before it (the median of --repeat runs alone: a
+shared machine drifts by 10-20% within minutes), with the CPU model: times
+from another run, or another machine, are not comparable.
 
     bench_share.py --cli build/attngraph --text input.txt [--iters 40] [--epochs 3]
 """
@@ -123,7 +124,8 @@ def main():
     ap.add_argument("--text", required=True)
     ap.add_argument("--iters", type=int, default=40)
     ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--repeat", type=int, default=3, help="quiet runs (their median)")
+    ap.add_argument("--repeat", type=int, default=2,
+                    help="quiet runs before each case (their median)")
     a = ap.parse_args()
     load = os.getloadavg()[0]
     version = subprocess.run([a.cli, "--version"], capture_output=True, text=True).stdout
@@ -142,15 +144,16 @@ def main():
                  ("beside PyTorch products on 2 threads", 1,
                   [sys.executable, "-c", TORCH_PRODUCTS])]
         for name, command, figure in work:
-            quiet = statistics.median(copies(command, figure, 1)[0] for _ in range(a.repeat))
-            print("\n%-40s %10s %8s" % (name, "figure", "ratio"))
-            print("%-40s %10.3g %8s" % ("quiet (median of %d)" % a.repeat, quiet, "1"))
+            print("\n%s\n%-38s %8s %-20s %s" % (name, "case", "quiet", "figures", "ratios"))
             for case, n, beside in cases:
+                quiet = statistics.median(copies(command, figure, 1)[0]
+                                          for _ in range(a.repeat))
                 figures = copies(command, figure, n, beside)
-                print("%-40s %10s %8s" % (case, " ".join("%.3g" % f for f in figures),
-                                          " ".join("%.2fx" % (f / quiet) for f in figures)))
-    print("\n(ratio: each copy's figure over the quiet one; 2 threads a process unless "
-          "the library chose fewer)")
+                print("%-38s %8.3g %-20s %s" % (case, quiet, " ".join("%.3g" % f for f in figures),
+                                                " ".join("%.2fx" % (f / quiet) for f in figures)),
+                      flush=True)
+    print("\n(ratios: each copy's figure over the median of %d quiet runs just before; "
+          "2 threads a process unless the library chose fewer)" % a.repeat)
 
 
 if __name__ == "__main__":
