@@ -54,6 +54,8 @@
 static atomic_int threads_choice;
 /* the OpenMP count when the library loaded: the cores, or OMP_NUM_THREADS */
 static int threads_default;
+
+#ifdef _OPENMP
 /* the team now (0: the full team); -1: no run delay to read, no adapting */
 static atomic_int team_cap;
 static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -62,7 +64,6 @@ static ag_i_share_t share;   /* under share_lock */
 /* the calling thread's window */
 static _Thread_local int64_t window_start, window_delay, window_regions;
 
-#ifdef _OPENMP
 __attribute__((constructor)) static void read_default(void)
 {
     threads_default = omp_get_max_threads();
@@ -74,6 +75,42 @@ int ag_i_default_threads(void)
     return threads_default > 0 ? threads_default : 1;
 }
 
+int ag_i_share_step(ag_i_share_t *s, const ag_i_share_window_t *w)
+{
+    const int team = s->cap > 0 && s->cap < w->max ? s->cap : w->max;
+    const double f = w->span > 0 ? (double)w->delay / (double)w->span : 0;
+    /* short regions: each begins within AG_I_SHARE_FINE_NS of the last (as on the
+       full team) */
+    const int fine = (double)w->span * team / w->max < (double)AG_I_SHARE_FINE_NS * w->regions;
+    if (!fine) {
+        s->cap = 0;   /* long regions: the full team gets more done, busy cores or not */
+        s->probing = 0;
+    } else if (f >= AG_I_SHARE_BUSY) {
+        /* the others' runnable threads, from f = 1 - max / (team + others) */
+        const double others = w->max / (1.0 - (f < 0.95 ? f : 0.95)) - team;
+        const int fit = (int)(w->max - others + 0.5);
+        if ((fit < 1 ? 1 : fit) < team) {
+            s->cap = fit < 1 ? 1 : fit;
+            if (s->probing || !s->pause)   /* a try that failed waits longer next time */
+                s->pause = !s->pause ? AG_I_SHARE_PROBE_FIRST_NS
+                         : s->pause * 2 < AG_I_SHARE_PROBE_MAX_NS ? s->pause * 2
+                                                                  : AG_I_SHARE_PROBE_MAX_NS;
+            s->next_probe = w->end + s->pause;
+        }
+        s->probing = 0;
+    } else if (s->probing) {
+        s->probing = 0;   /* the full team had its cores: start afresh next time */
+        s->pause = 0;
+    } else if (s->cap > 0 && w->end >= s->next_probe) {
+        s->cap = 0;   /* try the full team */
+        s->probing = 1;
+    }
+    if (s->cap >= w->max)
+        s->cap = 0;
+    return s->cap > 0 ? s->cap : w->max;
+}
+
+#ifdef _OPENMP
 static int64_t now_ns(void)
 {
     struct timespec t;
@@ -115,43 +152,8 @@ static int user_chose(int max)
     return e || max != ag_i_default_threads();   /* the host set its own count */
 }
 
-int ag_i_share_step(ag_i_share_t *s, const ag_i_share_window_t *w)
-{
-    const int team = s->cap > 0 && s->cap < w->max ? s->cap : w->max;
-    const double f = w->span > 0 ? (double)w->delay / (double)w->span : 0;
-    /* short regions: each starts within FINE_NS of the last (on the full team) */
-    const int fine = (double)w->span * team / w->max < (double)AG_I_SHARE_FINE_NS * w->regions;
-    if (!fine) {
-        s->cap = 0;   /* long regions: the full team gets more done, busy cores or not */
-        s->probing = 0;
-    } else if (f >= AG_I_SHARE_BUSY) {
-        /* the others' runnable threads, from f = 1 - max / (team + others) */
-        const double others = w->max / (1.0 - (f < 0.95 ? f : 0.95)) - team;
-        const int fit = (int)(w->max - others + 0.5);
-        if ((fit < 1 ? 1 : fit) < team) {
-            s->cap = fit < 1 ? 1 : fit;
-            if (s->probing || !s->pause)   /* a try that failed waits longer next time */
-                s->pause = !s->pause ? AG_I_SHARE_PROBE_FIRST_NS
-                         : s->pause * 2 < AG_I_SHARE_PROBE_MAX_NS ? s->pause * 2
-                                                                  : AG_I_SHARE_PROBE_MAX_NS;
-            s->next_probe = w->end + s->pause;
-        }
-        s->probing = 0;
-    } else if (s->probing) {
-        s->probing = 0;   /* the full team had its cores: start afresh next time */
-        s->pause = 0;
-    } else if (s->cap > 0 && w->end >= s->next_probe) {
-        s->cap = 0;   /* try the full team */
-        s->probing = 1;
-    }
-    if (s->cap >= w->max)
-        s->cap = 0;
-    return s->cap > 0 ? s->cap : w->max;
-}
-
 int ag_i_max_threads(void)
 {
-#ifdef _OPENMP
     const int max = omp_get_max_threads();
     if (max <= 1 || omp_in_parallel() || user_chose(max))
         return max;
@@ -179,20 +181,25 @@ int ag_i_max_threads(void)
     }
     window_start = now, window_delay = delay, window_regions = 0;
     return now_team;
-#else
-    return 1;
-#endif
 }
 
 int ag_i_team(double ns)
 {
-    const int team = ag_i_max_threads();
-#ifdef _OPENMP
-    if (ns >= (double)AG_I_SHARE_LONG_NS)
-        return omp_get_max_threads();
-#endif
-    return team;
+    const int team = ag_i_max_threads();   /* counts the region in the window */
+    return ns >= (double)AG_I_SHARE_LONG_NS ? omp_get_max_threads() : team;
 }
+#else
+int ag_i_max_threads(void)
+{
+    return 1;
+}
+
+int ag_i_team(double ns)
+{
+    (void)ns;
+    return 1;
+}
+#endif
 
 void ag_i_threads_choice(int choice)
 {
