@@ -118,37 +118,25 @@ static int within_budget(double bytes, ag_error_t *err, const char *what)
     return 0;
 }
 
-void *ag_i_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
+/* The bytes of n elements of size bytes each, rounded up to a multiple of
+   unit, in *bytes when they fit in memory and in the budget; else 0, the
+   failure recorded. */
+static int sized(int64_t n, size_t size, size_t unit, size_t *bytes, ag_error_t *err,
+                 const char *what)
 {
-    if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / size)) {
+    if (n < 0 || (n > 0 && (uint64_t)n > (SIZE_MAX - unit) / size)) {
         alloc_failure = AG_ENOMEM;
         ag_i_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
                   what, (long long)n, size);
-        return NULL;
+        return 0;
     }
-    if (!within_budget((double)n * (double)size, err, what))
-        return NULL;
-    void *p = alloc_bytes((size_t)n * size, 16);
-    if (!p) {
-        alloc_failure = AG_ENOMEM;
-        ag_i_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what,
-                  (double)n * (double)size / 1e6);
-    }
-    return p;
+    *bytes = ((size_t)n * size + unit - 1) / unit * unit;
+    return within_budget((double)*bytes, err, what);
 }
 
-void *ag_i_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what)
+/* p, or NULL with the failure recorded when the allocation of bytes failed. */
+static void *allocated(void *p, size_t bytes, ag_error_t *err, const char *what)
 {
-    if (n < 0 || (n > 0 && (uint64_t)n > (SIZE_MAX - 64) / size)) {
-        alloc_failure = AG_ENOMEM;
-        ag_i_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
-                  what, (long long)n, size);
-        return NULL;
-    }
-    const size_t bytes = ((size_t)n * size + 63) / 64 * 64;
-    if (!within_budget((double)bytes, err, what))
-        return NULL;
-    void *p = alloc_bytes(bytes ? bytes : 64, 64);
     if (!p) {
         alloc_failure = AG_ENOMEM;
         ag_i_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what,
@@ -157,23 +145,28 @@ void *ag_i_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what
     return p;
 }
 
+void *ag_i_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
+{
+    size_t bytes;
+    if (!sized(n, size, 1, &bytes, err, what))
+        return NULL;
+    return allocated(alloc_bytes(bytes, 16), bytes, err, what);
+}
+
+void *ag_i_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what)
+{
+    size_t bytes;
+    if (!sized(n, size, 64, &bytes, err, what))
+        return NULL;
+    return allocated(alloc_bytes(bytes ? bytes : 64, 64), bytes, err, what);
+}
+
 void *ag_i_realloc(void *p, int64_t n, size_t size, ag_error_t *err, const char *what)
 {
-    if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / size)) {
-        alloc_failure = AG_ENOMEM;
-        ag_i_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
-                  what, (long long)n, size);
+    size_t bytes;
+    if (!sized(n, size, 1, &bytes, err, what))
         return NULL;
-    }
-    if (!within_budget((double)n * (double)size, err, what))
-        return NULL;
-    void *q = realloc(p, n ? (size_t)n * size : 1);
-    if (!q) {
-        alloc_failure = AG_ENOMEM;
-        ag_i_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what,
-                  (double)n * (double)size / 1e6);
-    }
-    return q;
+    return allocated(realloc(p, bytes ? bytes : 1), bytes, err, what);
 }
 
 const char *ag_i_alloc_reason(void)
