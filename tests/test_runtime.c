@@ -168,9 +168,28 @@ END_TEST
    (it was every core, over OMP_NUM_THREADS); the tools start with libgomp's
    threads spinning briefly before they sleep, unless the environment says how
    they wait. */
+static char *saved_env(const char *name)
+{
+    const char *v = getenv(name);
+    char *copy = v ? strdup(v) : NULL;
+    unsetenv(name);
+    return copy;
+}
+
+static void restore_env(const char *name, char *value)
+{
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    free(value);
+}
+
 START_TEST(cli_threads_keep_what_the_environment_says)
 {
     char *out;
+    char *threads = saved_env("OMP_NUM_THREADS"), *policy = saved_env("OMP_WAIT_POLICY"),
+         *spins = saved_env("GOMP_SPINCOUNT"), *fixed = saved_env("AG_THREADS_FIXED");
     setenv("OMP_NUM_THREADS", "5", 1);
     ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
     ck_assert_msg(strstr(out, "\nthreads: 5, as OMP_NUM_THREADS says;"), "%s", out);
@@ -191,6 +210,12 @@ START_TEST(cli_threads_keep_what_the_environment_says)
     ck_assert_msg(strstr(out, "(OMP_WAIT_POLICY=unset, GOMP_SPINCOUNT=300000)\n"), "%s", out);
     free(out);
     unsetenv("GOMP_SPINCOUNT");
+    setenv("AG_THREADS_FIXED", "1", 1);
+    ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
+    ck_assert_msg(strstr(out, "all of them (AG_THREADS_FIXED)"), "%s", out);
+    free(out);
+    restore_env("OMP_NUM_THREADS", threads), restore_env("OMP_WAIT_POLICY", policy);
+    restore_env("GOMP_SPINCOUNT", spins), restore_env("AG_THREADS_FIXED", fixed);
 }
 END_TEST
 

@@ -168,9 +168,10 @@ const char *ag_simd_isa(void);
 int ag_simd_env_check(ag_error_t *err);
 
 /* Sets the threads of the kernels (OpenMP) and of OpenBLAS together: a count
-   (kept as it is), or 0 or less: the default (OMP_NUM_THREADS's count, else
-   every core, fewer while other programs keep the cores busy). Returns the
-   most threads a call uses (1 without OpenMP). */
+   (kept as it is), or 0 or less: the default, the OpenMP count when the
+   library loaded (OMP_NUM_THREADS's, else every core), fewer while other
+   programs keep the cores busy. Returns the most threads a call uses (1
+   without OpenMP). */
 int ag_set_threads(int threads);
 
 /* ---------------------------------------------------------------- .npy */

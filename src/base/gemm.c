@@ -15,15 +15,13 @@
    count is one setting for the whole process, so the callers share the switch:
    the first to start sets 1 (keeping what was there), the last to end puts it
    back. Two host threads running products at once then never see the other's
-   restore (a 2-thread sgemm changes the last bits). The OpenMP thread count is
-   read first (for about ns of one thread's work): an OpenMP build of OpenBLAS
-   would set it to 1 too. */
+   restore (a 2-thread sgemm changes the last bits). Callers read their OpenMP
+   team (ag_i_team) first: an OpenMP build of OpenBLAS would set it to 1 too. */
 static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
 static int blas_users, blas_saved;
 
-static void blas_single(int *omp_threads, double ns)
+static void blas_single(void)
 {
-    *omp_threads = ag_i_team(ns);
     pthread_mutex_lock(&blas_lock);
     if (blas_users++ == 0) {
         blas_saved = openblas_get_num_threads();
@@ -57,8 +55,8 @@ static void gemm_blocks(float *Y, const float *X, const float *W, int64_t N, int
 {
     if (N <= 0)
         return;
-    int threads;
-    blas_single(&threads, AG_I_NS_DENSE * (double)N * (double)in * (double)out);
+    const int threads = ag_i_team(AG_I_NS_DENSE * (double)N * (double)in * (double)out);
+    blas_single();
     const int64_t blocks = (N + AG_GEMM_BLOCK - 1) / AG_GEMM_BLOCK;
 #pragma omp parallel for if (blocks > 1 && N * in * out >= AG_PARALLEL_MIN_WORK) \
     num_threads(threads) schedule(static)
@@ -114,13 +112,13 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
     if (N <= 0)
         return AG_OK;
     const int64_t chunks = (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK, ab = a * b;
-    const int64_t group = chunks_in_flight(chunks, ag_i_max_threads());
+    const int threads = ag_i_team(AG_I_NS_DENSE * (double)N * (double)a * (double)b);
+    const int64_t group = chunks_in_flight(chunks, threads);
     const int64_t blocks = (a + ATB_ROWS - 1) / ATB_ROWS;
     float *part = ag_i_alloc(group * ab, sizeof *part, err, "weight gradient partials");
     if (!part)
         return ag_i_alloc_status();
-    int threads;
-    blas_single(&threads, AG_I_NS_DENSE * (double)N * (double)a * (double)b);
+    blas_single();
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
         const int64_t n = chunks - c0 < group ? chunks - c0 : group, tasks = n * blocks;
 #pragma omp parallel for if (tasks > 1 && n * AG_GEMM_CHUNK * ab >= AG_PARALLEL_MIN_WORK) \
@@ -218,8 +216,8 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
                              "weight gradient partials");
     if (!part)   /* the reducer still runs: every process must hear of the failure */
         return r->add_f(r, G, NULL, -1, ab, err);
-    int threads;
-    blas_single(&threads, AG_I_NS_DENSE * (double)N * (double)a * (double)b);
+    const int threads = ag_i_team(AG_I_NS_DENSE * (double)N * (double)a * (double)b);
+    blas_single();
     /* each chunk's partial as ag_i_gemm_atb computes it */
     const int64_t blocks = (a + ATB_ROWS - 1) / ATB_ROWS, tasks = chunks * blocks;
 #pragma omp parallel for if (tasks > 1 && N * ab >= AG_PARALLEL_MIN_WORK) \

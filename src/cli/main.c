@@ -105,9 +105,12 @@ int main(int argc, char **argv)
         if (blas.slow)
             printf(" (slower than this CPU's %s)", blas.best);
         printf("\nattngraph kernels: %s\n", ag_simd_isa());
+        const char *fixed = getenv("AG_THREADS_FIXED");
         printf("threads: %d, %s; waits: %s\n", ag_set_threads(0),
                getenv("OMP_NUM_THREADS") ? "as OMP_NUM_THREADS says"
-                                         : "fewer while other programs keep the cores busy",
+               : fixed && *fixed && strcmp(fixed, "0") ? "all of them (AG_THREADS_FIXED)"
+                                                       : "fewer while other programs keep the "
+                                                         "cores busy",
                cli_waits());
         return 0;
     }

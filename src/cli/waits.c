@@ -31,8 +31,10 @@ int cli_short_waits(char **argv, ag_error_t *err)
         return AG_OK;
     /* ag_blas_fix restarts the tool with GOMP_SPINCOUNT set when OpenBLAS
        needs it; else this does */
-    if (ag_blas_fix(argv, err) != AG_OK)
+    if (ag_blas_fix(argv, err) != AG_OK) {
+        unsetenv("GOMP_SPINCOUNT");   /* libgomp never read it */
         return AG_EIO;
+    }
     execv("/proc/self/exe", argv);   /* returns only on failure */
     const int e = errno;
     unsetenv("GOMP_SPINCOUNT");   /* --version then says what libgomp does */
