@@ -60,6 +60,10 @@ int ag_i_team(double ns);
 #define AG_I_NS_DENSE 0.02
 #define AG_I_NS_SCATTERED 0.5
 
+/* 0 where the program cannot start itself again with execv(/proc/self/exe):
+   under valgrind. */
+int ag_i_can_restart(void);
+
 /* Who chose the OpenMP count (ag_set_threads): the default (the cores, or
    OMP_NUM_THREADS), the user (kept as it is), or a tool's default (the most
    the team takes). */

@@ -88,6 +88,14 @@ void ag_blas_check(ag_blas_info_t *info)
 #endif
 }
 
+int ag_i_can_restart(void)
+{
+    /* valgrind runs the program inside its own: an execv of /proc/self/exe
+       starts valgrind's tool binary, which refuses to run alone */
+    const char *preload = getenv("LD_PRELOAD");
+    return !(preload && strstr(preload, "vgpreload"));
+}
+
 /* Set in the restarted program: one restart at most, even if OpenBLAS ignores
    the core type it was given. */
 #define RESTARTED "AG_BLAS_RESTARTED"
@@ -98,7 +106,7 @@ int ag_blas_fix(char **argv, ag_error_t *err)
     ag_blas_check(&info);
     const int restarted = getenv(RESTARTED) != NULL;
     unsetenv(RESTARTED);   /* the programs this one starts check for themselves */
-    if (!info.slow || getenv("AG_BLAS_KEEP") || restarted)
+    if (!info.slow || getenv("AG_BLAS_KEEP") || restarted || !ag_i_can_restart())
         return AG_OK;
     /* the environment as it was, should the restart fail */
     const char *old = getenv("OPENBLAS_CORETYPE");

@@ -25,7 +25,7 @@
 
 int cli_short_waits(char **argv, ag_error_t *err)
 {
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || !ag_i_can_restart())
         return AG_OK;
     if (setenv("GOMP_SPINCOUNT", CLI_SPINCOUNT, 1) != 0)
         return AG_OK;
