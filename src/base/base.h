@@ -70,6 +70,9 @@ int ag_i_can_restart(void);
 enum { AG_I_THREADS_DEFAULT = 0, AG_I_THREADS_USER, AG_I_THREADS_TOOL };
 AG_INTERNAL
 void ag_i_threads_choice(int choice);
+/* 1 when the team may shrink below the calling thread's OpenMP count (nobody
+   fixed the count), else 0. */
+int ag_i_threads_adapt(void);
 /* The OpenMP count when the library loaded: the cores, or OMP_NUM_THREADS's. */
 int ag_i_default_threads(void);
 /* ag_set_threads for a tool's default count (threads > 0): the most the team

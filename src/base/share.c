@@ -110,6 +110,21 @@ int ag_i_share_step(ag_i_share_t *s, const ag_i_share_window_t *w)
     return s->cap > 0 ? s->cap : w->max;
 }
 
+static int user_chose(int max)
+{
+    static atomic_int env = -1;   /* -1: not read yet */
+    const int choice = atomic_load_explicit(&threads_choice, memory_order_relaxed);
+    if (choice != AG_I_THREADS_DEFAULT)
+        return choice == AG_I_THREADS_USER;
+    int e = atomic_load_explicit(&env, memory_order_relaxed);
+    if (e < 0) {
+        const char *fixed = getenv("AG_THREADS_FIXED");
+        e = getenv("OMP_NUM_THREADS") || (fixed && *fixed && strcmp(fixed, "0") != 0);
+        atomic_store_explicit(&env, e, memory_order_relaxed);
+    }
+    return e || max != ag_i_default_threads();   /* the host set its own count */
+}
+
 #ifdef _OPENMP
 static int64_t now_ns(void)
 {
@@ -137,19 +152,9 @@ static int64_t run_delay(void)
     return next == end ? -1 : (int64_t)delay;
 }
 
-static int user_chose(int max)
+int ag_i_threads_adapt(void)
 {
-    static atomic_int env = -1;   /* -1: not read yet */
-    const int choice = atomic_load_explicit(&threads_choice, memory_order_relaxed);
-    if (choice != AG_I_THREADS_DEFAULT)
-        return choice == AG_I_THREADS_USER;
-    int e = atomic_load_explicit(&env, memory_order_relaxed);
-    if (e < 0) {
-        const char *fixed = getenv("AG_THREADS_FIXED");
-        e = getenv("OMP_NUM_THREADS") || (fixed && *fixed && strcmp(fixed, "0") != 0);
-        atomic_store_explicit(&env, e, memory_order_relaxed);
-    }
-    return e || max != ag_i_default_threads();   /* the host set its own count */
+    return !user_chose(omp_get_max_threads());
 }
 
 int ag_i_max_threads(void)
@@ -189,6 +194,11 @@ int ag_i_team(double ns)
     return ns >= (double)AG_I_SHARE_LONG_NS ? omp_get_max_threads() : team;
 }
 #else
+int ag_i_threads_adapt(void)
+{
+    return !user_chose(1);
+}
+
 int ag_i_max_threads(void)
 {
     return 1;

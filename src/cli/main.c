@@ -105,12 +105,11 @@ int main(int argc, char **argv)
         if (blas.slow)
             printf(" (slower than this CPU's %s)", blas.best);
         printf("\nattngraph kernels: %s\n", ag_simd_isa());
-        const char *fixed = getenv("AG_THREADS_FIXED");
-        printf("threads: %d, %s; waits: %s\n", ag_set_threads(0),
+        const int threads = ag_set_threads(0);
+        printf("threads: %d, %s; waits: %s\n", threads,
                getenv("OMP_NUM_THREADS") ? "as OMP_NUM_THREADS says"
-               : fixed && *fixed && strcmp(fixed, "0") ? "all of them (AG_THREADS_FIXED)"
-                                                       : "fewer while other programs keep the "
-                                                         "cores busy",
+               : !ag_i_threads_adapt()   ? "all of them (AG_THREADS_FIXED)"
+                                         : "fewer while other programs keep the cores busy",
                cli_waits());
         return 0;
     }
