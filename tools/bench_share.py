@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from bench_lm import cpu_model   # the CPU's name, family and model, as bench-lm prints it
+
 BUSY_LOOP = ["sh", "-c", "while :; do :; done"]
 TORCH_PRODUCTS = """
 import torch
@@ -32,17 +34,6 @@ a = torch.randn(1024, 1024)
 while True:
     a = torch.tanh(a @ a) * 0.5
 """
-
-
-def cpu_model():
-    """The CPU's name, family and model (a VM may name it "AMD EPYC" only)."""
-    info = {}
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            info.setdefault(key.strip(), value.strip())
-    return "%s (family %s, model %s)" % (info.get("model name", "?"), info.get("cpu family", "?"),
-                                         info.get("model", "?"))
 
 
 def sbm_graph(folder, nodes=200000, blocks=8, seed=1):
