@@ -206,16 +206,13 @@ check-noomp: deps
 # Every run of the tool by the cli suite under memcheck: an invalid access or a
 # definite leak makes valgrind exit 99, which fails the test that ran it. With
 # GOMP_SPINCOUNT set the tool does not start itself again (cli/waits.c): an
-# execv of /proc/self/exe would leave valgrind. AG_BLAS_KEEP: the test runner
-# keeps OpenBLAS's kernels rather than start again with OPENBLAS_CORETYPE set,
-# which its children under valgrind would inherit (valgrind runs no AVX-512:
-# SkylakeX's sgemm is an illegal instruction there).
+# execv of /proc/self/exe would leave valgrind.
 CLI_SPINCOUNT := 10000
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 check-valgrind: deps valgrind-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/valgrind/test_attngraph BUILD=$(BUILD)/valgrind \
 	  AG_CLI="$(VALGRIND) $(BUILD)/valgrind/attngraph"
-	CK_RUN_SUITE=cli CK_TIMEOUT_MULTIPLIER=40 GOMP_SPINCOUNT=$(CLI_SPINCOUNT) AG_BLAS_KEEP=1 \
+	CK_RUN_SUITE=cli CK_TIMEOUT_MULTIPLIER=40 GOMP_SPINCOUNT=$(CLI_SPINCOUNT) \
 	  $(BUILD)/valgrind/test_attngraph
 
 check-clang: deps

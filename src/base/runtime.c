@@ -97,27 +97,45 @@ int ag_i_can_restart(void)
 }
 
 /* Set in the restarted program: one restart at most, even if OpenBLAS ignores
-   the core type it was given. */
+   the core type it was given. Its value is the OPENBLAS_CORETYPE the program
+   was started with ("=" and the value, or "-" for none). */
 #define RESTARTED "AG_BLAS_RESTARTED"
+
+/* OPENBLAS_CORETYPE as marker m (RESTARTED's value) says it was. */
+static void coretype_as_it_was(const char *m)
+{
+    if (m[0] == '=')
+        setenv("OPENBLAS_CORETYPE", m + 1, 1);
+    else
+        unsetenv("OPENBLAS_CORETYPE");
+}
 
 int ag_blas_fix(char **argv, ag_error_t *err)
 {
     ag_blas_info_t info;
     ag_blas_check(&info);
-    const int restarted = getenv(RESTARTED) != NULL;
-    unsetenv(RESTARTED);   /* the programs this one starts check for themselves */
-    if (!info.slow || getenv("AG_BLAS_KEEP") || restarted || !ag_i_can_restart())
+    const char *marker = getenv(RESTARTED);
+    if (marker) {   /* OpenBLAS has read its core type: the programs this one
+                       starts get the environment it was started with, and
+                       choose for themselves (one under valgrind has no AVX-512) */
+        coretype_as_it_was(marker);
+        unsetenv(RESTARTED);
         return AG_OK;
-    /* the environment as it was, should the restart fail */
+    }
+    if (!info.slow || getenv("AG_BLAS_KEEP") || !ag_i_can_restart())
+        return AG_OK;
+    /* the environment as it was, for the restarted program and should the
+       restart fail */
     const char *old = getenv("OPENBLAS_CORETYPE");
-    char *was = old ? strdup(old) : NULL;
-    if (setenv("OPENBLAS_CORETYPE", info.best, 1) == 0 && setenv(RESTARTED, "1", 1) == 0)
+    char *was = malloc(old ? strlen(old) + 2 : 2);
+    if (was)
+        snprintf(was, old ? strlen(old) + 2 : 2, "%s%s", old ? "=" : "-", old ? old : "");
+    if (was && setenv(RESTARTED, was, 1) == 0 &&
+        setenv("OPENBLAS_CORETYPE", info.best, 1) == 0)
         execv("/proc/self/exe", argv);   /* returns only on failure */
     const int e = errno;
     if (was)
-        setenv("OPENBLAS_CORETYPE", was, 1);
-    else
-        unsetenv("OPENBLAS_CORETYPE");
+        coretype_as_it_was(was);
     unsetenv(RESTARTED);
     free(was);
     return ag_i_fail(err, AG_EIO, "OpenBLAS chose its %s kernels on a CPU that runs %s; "
