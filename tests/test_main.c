@@ -66,6 +66,8 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, plan_suite());
     srunner_add_suite(sr, self_loops_suite());
     srunner_add_suite(sr, budget_suite());
+    srunner_add_suite(sr, tape_suite());
+    srunner_add_suite(sr, sgemm_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -101,6 +101,8 @@ Suite *partition_suite(void);
 Suite *plan_suite(void);
 Suite *self_loops_suite(void);
 Suite *budget_suite(void);
+Suite *tape_suite(void);
+Suite *sgemm_suite(void);
 
 /* Reads an --attn CSV's rows as "src,dst,added" triples (added -1 without the
    column); at most cap rows. */

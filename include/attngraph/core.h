@@ -806,20 +806,35 @@ typedef struct ag_tape ag_tape_t;
  * ag_rounds_run for training: runs `rounds` rounds on X [N, D] in place (opts'
  * score, residual and norm; on_round, figures and progress are ignored) and
  * keeps, per round, the activations the backward needs in *tape (made here;
- * free with ag_tape_free): the round's input X [N, D] and Q, K, V, M [N, H*d]
+ * free with ag_tape_free; a trainer's loop calls ag_rounds_forward_reuse
+ * instead): the round's input X [N, D] and Q, K, V, M [N, H*d]
  * and the log-sum-exp [N, H] (LayerNorm's output is recomputed). That is
  * (D + 4 H d + H) x 4 bytes per node and round (ag_tape_bytes; a layer's
  * activation keeps its input too, a feed-forward sublayer its input and
  * W1's output: out, or out + F, more), plus nb's
  * transpose; the backward adds (3 D + 4 H d) x 4 bytes per node whatever the
- * rounds (causal 65,536 nodes, D = d = 64: a tape of 84 MB a round, 117 MB
- * more for the backward). Projections are blocked so that every result is
+ * rounds, kept on the tape after it (causal 65,536 nodes, D = d = 64: a tape
+ * of 84 MB a round, 117 MB more for the backward). Projections are blocked so that every result is
  * bitwise the same for any thread count (OpenBLAS's own threads are not).
  * layers, nb and opts must stay alive and unchanged until the backward.
  */
 int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
                       int rounds, const ag_round_opts_t *opts, ag_tape_t **tape,
                       ag_error_t *err);
+/*
+ * ag_rounds_forward that uses a tape again: *tape must be NULL or the tape of
+ * an earlier call. Made on the same graph (alive and unchanged since; a graph
+ * rebuilt needs a new tape) for layers of the same shapes, rounds and norm, it
+ * is used again (the layers' values, dropout and its seed may differ: a
+ * training step): its memory, its scratch, the backward's buffers and the
+ * kernels' plans are kept, so a step after the first allocates none of them
+ * and faults in no new pages. Otherwise it is freed and a new one made. On
+ * failure *tape is NULL (the tape freed). The results are ag_rounds_forward's,
+ * bit for bit.
+ */
+int ag_rounds_forward_reuse(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
+                            int rounds, const ag_round_opts_t *opts, ag_tape_t **tape,
+                            ag_error_t *err);
 
 /* Bytes a tape of `rounds` rounds on N nodes takes (ag_rounds_forward's). */
 int64_t ag_tape_bytes(int64_t N, int64_t D, int64_t H, int64_t d, int rounds);
@@ -906,11 +921,15 @@ typedef struct {
  * (-1: not counted). With grads (from ag_lm_grads_init; overwritten) its
  * gradients too, and opts' dropout (NULL: none; without grads it is not
  * applied). nb is transposed for the backward if it is not yet. Bitwise the
- * same for any thread count.
+ * same for any thread count. tape: NULL, or where a trainer keeps the rounds'
+ * tape across calls (NULL at first; free with ag_tape_free): a call on the
+ * same graph and model shape reuses its memory and plans (ag_rounds_forward_reuse),
+ * so a step allocates almost nothing and faults in no new pages; a call
+ * without grads (an evaluation) runs on it too.
  */
 int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
                const int64_t *targets, const ag_lm_opts_t *opts, double *loss, ag_lm_t *grads,
-               ag_error_t *err);
+               ag_tape_t **tape, ag_error_t *err);
 /* logits [n, V] of every node (inference). */
 int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
                  float *logits, ag_error_t *err);

@@ -291,16 +291,19 @@ class LM:
         return self.decode(ids)
 
 
-def _loss(m, ids, targets, pattern, grads, opts):
+def _loss(m, ids, targets, pattern, grads, opts, trainer=None):
     ids, pos = m._tokens(ids)
     targets = np.ascontiguousarray(targets, np.int64)
     if targets.shape != ids.shape:
         raise Error("targets has shape %s; expected %s" % (list(targets.shape),
                                                            list(ids.shape)), "invalid value")
-    g = m._graph(ids.shape[0], pattern)
+    if trainer:
+        g, tape = trainer._batch_graph(ids.shape[0]), C.byref(trainer._tape)
+    else:
+        g, tape = m._graph(ids.shape[0], pattern), None
     loss, e = C.c_double(), err()
     check(lib.ag_lm_loss(C.byref(m._struct()), C.byref(g._nb), ids.ctypes.data, pos.ctypes.data,
-                         targets.ctypes.data, opts, C.byref(loss), grads, C.byref(e)), e)
+                         targets.ctypes.data, opts, C.byref(loss), grads, tape, C.byref(e)), e)
     return loss.value
 
 
@@ -309,12 +312,15 @@ class Trainer:
     matrices and embeddings decay; biases and LayerNorm do not), clipping by
     the global norm, dropout p: step() runs one batch's loss and gradients
     (ag_lm_loss) and updates the model's arrays in place (replace none of them
-    while a Trainer holds the model)."""
+    while a Trainer holds the model). Its steps and loss() keep one batch
+    graph and the library's tape across calls: after the first, a step
+    allocates almost nothing and faults in no new pages."""
 
     def __init__(self, model, lr=1e-3, beta2=0.99, weight_decay=0.1, clip=1.0, dropout=0.0,
                  seed=1337, pattern=None):
         self.model, self.pattern, self.dropout, self.seed = model, pattern, float(dropout), seed
         self.steps = 0
+        self._tape, self._graph, self._graph_batch = C.c_void_p(), None, None
         e = err()
         self._m, self._g = model._struct(), S.ag_lm_t()   # the optimizer keeps these pointers
         check(lib.ag_lm_grads_init(C.byref(self._g), C.byref(self._m), C.byref(e)), e)
@@ -334,12 +340,33 @@ class Trainer:
             check(lib.ag_optimizer_set_lr(self._opt, float(lr), C.byref(e)), e)
         opts = S.ag_lm_opts_t(dropout=self.dropout, seed=(self.seed * 1000003 + self.steps)
                               % 2**64)
-        loss = _loss(self.model, ids, targets, self.pattern, C.byref(self._g), C.byref(opts))
+        loss = _loss(self.model, ids, targets, self.pattern, C.byref(self._g), C.byref(opts),
+                     self)
         check(lib.ag_optimizer_step(self._opt, None, C.byref(e)), e)
         self.steps += 1
         return loss
 
+    def loss(self, ids, targets):
+        """The model's loss on a batch (no step, no dropout): GPT.loss on the
+        trainer's graph and tape (an evaluation allocates nothing new)."""
+        return _loss(self.model, ids, targets, self.pattern, None, None, self)
+
+    def _batch_graph(self, batch):
+        """The batch graph of `batch` sequences, kept while the batch size and
+        the pattern stay; a new one frees the tape first (made on the old one)."""
+        key = (batch, self.pattern or self.model.pattern)
+        if self._graph_batch != key:
+            self._free_tape()
+            self._graph, self._graph_batch = self.model._graph(batch, self.pattern), key
+        return self._graph
+
+    def _free_tape(self):
+        if getattr(self, "_tape", None):
+            lib.ag_tape_free(self._tape)
+            self._tape = C.c_void_p()
+
     def __del__(self):
+        self._free_tape()
         if getattr(self, "_opt", None):
             lib.ag_optimizer_free(self._opt)
             self._opt = None

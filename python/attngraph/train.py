@@ -40,9 +40,9 @@ def add_layer_norm(w):
 class Tape:
     """What rounds_forward keeps for its backward."""
 
-    def __init__(self, graph, layers, arr, opts, keep, N, D, D_out=None):
+    def __init__(self, graph, layers, arr, opts, keep, N, D, D_out=None, p=None):
         self._graph, self._layers, self._arr, self._opts, self._keep = graph, layers, arr, opts, keep
-        self._p = C.c_void_p()
+        self._p = p if p is not None else C.c_void_p()
         self.N, self.D = N, D
         self.D_out = D if D_out is None else D_out   # the last round's width
 
@@ -78,8 +78,12 @@ class Tape:
 
 def rounds_forward(graph, x, layers, rounds=1, score="scaled-dot", residual=True, norm=None,
                    ln_eps=None, dropout=0.0, attn_dropout=0.0, dropout_seed=0,
-                   resid_dropout=0.0, edge_features=None, **score_kw):
-    """ag_rounds_forward: returns (X after the rounds, Tape). Keep layers
+                   resid_dropout=0.0, edge_features=None, tape=None, **score_kw):
+    """ag_rounds_forward: returns (X after the rounds, Tape). tape: the Tape of
+    an earlier call to use again (ag_rounds_forward_reuse: on the same graph
+    with layers of the same shapes its memory and the kernels' plans are kept,
+    so a training loop's steps after the first allocate almost nothing); it is
+    the Tape returned. Keep layers
     unchanged until tape.backward (an optimizer steps after it). dropout (on
     what each round's projections read) and attn_dropout (on the attention
     weights) apply here, in training, with masks hashed from dropout_seed
@@ -97,10 +101,16 @@ def rounds_forward(graph, x, layers, rounds=1, score="scaled-dot", residual=True
                                                                          "attn_dropout")
     opts.dropout_seed = int(dropout_seed) & (2**64 - 1)
     opts.resid_dropout = finite(resid_dropout, "resid_dropout")
-    tape = Tape(graph, layers, arr, opts, keep, graph.N, D, out)
+    if tape is None:
+        tape = Tape(graph, layers, arr, opts, keep, graph.N, D, out)
+    elif not isinstance(tape, Tape):
+        raise Error("tape is %r; expected a Tape from rounds_forward" % (tape,), "invalid value")
+    else:   # the library reuses the tape's memory, or frees it and makes a new one
+        tape.__init__(graph, layers, arr, opts, keep, graph.N, D, out, tape._p)
     e = err()
-    check(lib.ag_rounds_forward(C.byref(graph._nb), arr, len(layers), X.ctypes.data,
-                                int(rounds), C.byref(opts), C.byref(tape._p), C.byref(e)), e)
+    check(lib.ag_rounds_forward_reuse(C.byref(graph._nb), arr, len(layers), X.ctypes.data,
+                                      int(rounds), C.byref(opts), C.byref(tape._p),
+                                      C.byref(e)), e)
     return X.reshape(-1)[:graph.N * out].reshape(graph.N, out).copy(), tape
 
 

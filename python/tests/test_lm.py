@@ -230,6 +230,7 @@ def test_a_model_trained_in_python_samples_from_the_cli(tmp_path, text):
     for _ in range(60):
         tr.step(*t.batch("train", 4, 16, rng))
     assert m.loss(x, y) < before - 0.5
+    assert tr.loss(x, y) == m.loss(x, y)   # on the trainer's kept tape: the same bits
     m.save(tmp_path / "py")
     again = agl.LM.load(tmp_path / "py")
     assert np.array_equal(again.logits(x), m.logits(x))
@@ -380,3 +381,24 @@ def test_vocab_refusals_and_an_atomic_save(saved, tmp_path):
         other.save(saved)
     assert {p: p.read_bytes() for p in saved.rglob("*") if p.is_file()} == before
     assert not [p for p in saved.parent.iterdir() if p.name.startswith(".tmp-lm-")]
+
+
+def test_a_trainer_on_its_kept_tape_steps_as_on_new_ones(text):
+    """Trainer keeps one batch graph and the library's tape across steps; the
+    losses and weights are those of steps that each make a new tape."""
+    t = agl.Text.read(text)
+    runs = []
+    for keep in (True, False):
+        m = agl.LM.init(t.vocab, block=16, dim=16, layers=2, heads=2, seed=3)
+        tr = agl.Trainer(m, lr=3e-3, dropout=0.1)
+        rng = np.random.default_rng(1)
+        losses = []
+        for step in range(5):
+            if not keep:
+                tr._free_tape()
+            batch = 4 if step < 4 else 2   # another batch size: a new graph and tape
+            losses.append(tr.step(*t.batch("train", batch, 16, rng)))
+        runs.append((losses, m.wte.copy(), m.layers[1].wq.copy()))
+    assert runs[0][0] == runs[1][0]
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    np.testing.assert_array_equal(runs[0][2], runs[1][2])

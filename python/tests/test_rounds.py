@@ -229,3 +229,39 @@ def test_training_loop_learns(rng):
         opt.step()
         losses.append(ce.loss)
     assert losses[-1] < 0.8 * losses[0]
+
+
+def test_a_kept_tape_trains_the_same_bits(rng):
+    """rounds_forward(..., tape=tape) uses the tape's memory again: the same
+    losses, gradients and weights as a new tape every step, bit for bit."""
+    g = ag.Graph.load(ROOT + "/graphs/karate.gml", self_loops="on")
+    other = ag.Graph.pattern("window:3", g.N)
+    x = rng.standard_normal((g.N, 8)).astype(np.float32)
+    dy = rng.standard_normal((g.N, 8)).astype(np.float32)
+    runs = []
+    for keep in (False, True):
+        w = ag.Weights.random(8, 2, seed=4)
+        ag.add_layer_norm(w)
+        grads = ag.grads_like(w, "layer")
+        opt = ag.Optimizer("adam", lr=0.05)
+        opt.add_weights(w, grads)
+        tape, out = None, []
+        for step in range(4):
+            graph = other if step == 3 else g   # the last step on another graph
+            y, t = ag.rounds_forward(graph, x, w, rounds=2, norm="layer", dropout=0.1,
+                                     dropout_seed=step, tape=tape if keep else None)
+            if keep and tape is not None and step < 3:
+                assert t is tape
+            tape = t
+            dx, _ = tape.backward(dy, grads)
+            opt.step()
+            out.append((y, dx, grads.wq.copy()))
+        tape.free()
+        runs.append((out, w.wq.copy()))
+    for (y0, dx0, g0), (y1, dx1, g1) in zip(runs[0][0], runs[1][0]):
+        np.testing.assert_array_equal(y0, y1)
+        np.testing.assert_array_equal(dx0, dx1)
+        np.testing.assert_array_equal(g0, g1)
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    with pytest.raises(ag.Error, match="expected a Tape"):
+        ag.rounds_forward(g, x, ag.Weights.random(8, 2, seed=4), tape="tape")

@@ -176,6 +176,7 @@ void ag_i_file_abort(ag_i_file_t *f);
 void ag_i_file_cleanup_on_signals(void);
 
 #include "base/gemm.h"
+#include "base/simd_level.h"
 #include "base/rng.h"
 #include "base/vec.h"
 

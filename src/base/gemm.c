@@ -1,72 +1,29 @@
 /*
- * Deterministic dense products (see base/gemm.h): fixed row blocks, each a
- * single-threaded OpenBLAS sgemm, spread over OpenMP threads; reductions over
- * rows in fixed chunks added in chunk order.
+ * Deterministic dense products (see base/gemm.h): fixed row blocks, each one
+ * product of base/sgemm.c, spread over OpenMP threads; reductions over rows
+ * in fixed chunks added in chunk order.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
-
 #include "base/base.h"
 
-/* OpenBLAS on one thread while any caller's blocks run. OpenBLAS's thread
-   count is one setting for the whole process, so the callers share the switch:
-   the first to start sets 1 (keeping what was there), the last to end puts it
-   back. Two host threads running products at once then never see the other's
-   restore (a 2-thread sgemm changes the last bits). Callers read their OpenMP
-   team (ag_i_team) first: an OpenMP build of OpenBLAS would set it to 1 too. */
-static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
-static int blas_users, blas_saved;
-
-static void blas_single(void)
-{
-    pthread_mutex_lock(&blas_lock);
-    if (blas_users++ == 0) {
-        blas_saved = openblas_get_num_threads();
-        if (blas_saved != 1)
-            openblas_set_num_threads(1);
-    }
-    pthread_mutex_unlock(&blas_lock);
-}
-
-static void blas_restore(void)
-{
-    pthread_mutex_lock(&blas_lock);
-    if (--blas_users == 0 && blas_saved != 1)
-        openblas_set_num_threads(blas_saved);
-    pthread_mutex_unlock(&blas_lock);
-}
-
-void ag_i_blas_set_threads(int n)
-{
-    pthread_mutex_lock(&blas_lock);
-    if (blas_users > 0)
-        blas_saved = n;   /* the last product to end sets it */
-    else
-        openblas_set_num_threads(n);
-    pthread_mutex_unlock(&blas_lock);
-}
-
-/* Y = beta Y + X op(W) by blocks of rows; trans: W is [out, in] (X W^T). */
+/* Y = beta Y + X op(W) by blocks of rows (beta 0 or 1); trans: W is [out, in]
+   (X W^T), else [in, out]. */
 static void gemm_blocks(float *Y, const float *X, const float *W, int64_t N, int64_t in,
                         int64_t out, float beta, int trans)
 {
     if (N <= 0)
         return;
     const int threads = ag_i_team(AG_I_NS_DENSE * (double)N * (double)in * (double)out);
-    blas_single();
     const int64_t blocks = (N + AG_GEMM_BLOCK - 1) / AG_GEMM_BLOCK;
 #pragma omp parallel for if (blocks > 1 && N * in * out >= AG_PARALLEL_MIN_WORK) \
     num_threads(threads) schedule(static)
     for (int64_t b = 0; b < blocks; b++) {
         const int64_t lo = b * AG_GEMM_BLOCK, rows = N - lo < AG_GEMM_BLOCK ? N - lo : AG_GEMM_BLOCK;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, trans ? CblasTrans : CblasNoTrans, (int)rows,
-                    (int)out, (int)in, 1.0f, X + lo * in, (int)in, W, trans ? (int)in : (int)out,
-                    beta, Y + lo * out, (int)out);
+        ag_i_sgemm(rows, out, in, X + lo * in, in, 1, W, trans ? 1 : out, trans ? in : 1,
+                   beta != 0.0f, Y + lo * out, out);
     }
-    blas_restore();
 }
 
 void ag_i_gemm_xwt(float *Y, const float *X, const float *W, int64_t N, int64_t in,
@@ -101,9 +58,8 @@ static void atb_task(float *part, const float *A, const float *B, int64_t N, int
     const int64_t lo = (first + c) * AG_GEMM_CHUNK;
     const int64_t rows = N - lo < AG_GEMM_CHUNK ? N - lo : AG_GEMM_CHUNK;
     const int64_t m = a - r0 < ATB_ROWS ? a - r0 : ATB_ROWS;
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)b, (int)rows, 1.0f,
-                A + lo * a + r0, (int)a, B + lo * b, (int)b, 0.0f, part + c * a * b + r0 * b,
-                (int)b);
+    ag_i_sgemm(m, b, rows, A + lo * a + r0, 1, a, B + lo * b, b, 1, 0, part + c * a * b + r0 * b,
+               b);
 }
 
 int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a, int64_t b,
@@ -118,7 +74,6 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
     float *part = ag_i_alloc(group * ab, sizeof *part, err, "weight gradient partials");
     if (!part)
         return ag_i_alloc_status();
-    blas_single();
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
         const int64_t n = chunks - c0 < group ? chunks - c0 : group, tasks = n * blocks;
 #pragma omp parallel for if (tasks > 1 && n * AG_GEMM_CHUNK * ab >= AG_PARALLEL_MIN_WORK) \
@@ -135,7 +90,6 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
             G[x] = g;
         }
     }
-    blas_restore();
     free(part);
     return AG_OK;
 }
@@ -217,14 +171,12 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
     if (!part)   /* the reducer still runs: every process must hear of the failure */
         return r->add_f(r, G, NULL, -1, ab, err);
     const int threads = ag_i_team(AG_I_NS_DENSE * (double)N * (double)a * (double)b);
-    blas_single();
     /* each chunk's partial as ag_i_gemm_atb computes it */
     const int64_t blocks = (a + ATB_ROWS - 1) / ATB_ROWS, tasks = chunks * blocks;
 #pragma omp parallel for if (tasks > 1 && N * ab >= AG_PARALLEL_MIN_WORK) \
     num_threads(threads) schedule(static)
     for (int64_t t = 0; t < tasks; t++)
         atb_task(part, A, B, N, a, b, 0, t, blocks);
-    blas_restore();
     const int rc = r->add_f(r, G, part, chunks, ab, err);
     free(part);
     return rc;

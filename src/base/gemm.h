@@ -1,14 +1,16 @@
 /*
- * Dense products whose every bit is the same for any thread count.
+ * Dense products whose every bit is the same for any thread count, process
+ * count and CPU with FMA.
  *
- * OpenBLAS's own threads split a product by the thread count, and its sums
- * then round differently (seen at N=2048, D=32 on 2 threads). Here the work is
- * cut into pieces fixed by the sizes alone: rows in blocks of AG_GEMM_BLOCK,
- * each block one single-threaded sgemm, the blocks spread over OpenMP threads
- * (OpenBLAS is set to one thread for the duration and restored after).
- * Reductions over rows (weight gradients, A^T B) go in chunks of
- * AG_GEMM_CHUNK rows into per-chunk partials that are added in chunk order.
- * Matrices are row-major float; every size must be below 2^31.
+ * Each product is the library's own (ag_i_sgemm, base/sgemm.c): every entry
+ * one chain of multiply-adds in a fixed order, so its bits depend on nothing
+ * but the values (OpenBLAS's depended on its thread count and on the kernels
+ * it picked when it loaded: SSE3 ones on an Emerald Rapids). The work is cut
+ * into pieces fixed by the sizes alone: rows in blocks of AG_GEMM_BLOCK
+ * spread over the OpenMP team. Reductions over rows (weight gradients, A^T B)
+ * go in chunks of AG_GEMM_CHUNK rows into per-chunk partials that are added
+ * in chunk order (so that the MPI layer's processes, each holding chunks,
+ * add them as one process does). Matrices are row-major float.
  */
 #ifndef AG_GEMM_H
 #define AG_GEMM_H
@@ -20,9 +22,15 @@
 #define AG_GEMM_BLOCK ((int64_t)512)
 #define AG_GEMM_CHUNK ((int64_t)1024)
 
-/* OpenBLAS's thread count (ag_set_threads): set now, or when the products
-   running on one thread meanwhile have ended. */
-void ag_i_blas_set_threads(int n);
+/*
+ * C [m, n] (row stride ldc) = (beta ? C : 0) + A B on this thread, A(i, p) at
+ * A[i * a_rs + p * a_cs] and B(p, j) at B[p * b_rs + j * b_cs]: each entry one
+ * chain of multiply-adds over p in order from C or 0 (base/sgemm.c), so its
+ * bits depend on the sizes and values only; fused on the AVX2 and AVX-512
+ * variants, which then agree bit for bit on every CPU.
+ */
+void ag_i_sgemm(int64_t m, int64_t n, int64_t k, const float *A, int64_t a_rs, int64_t a_cs,
+                const float *B, int64_t b_rs, int64_t b_cs, int beta, float *C, int64_t ldc);
 
 /* Y [N, out] = beta Y + X [N, in] W^T, with W [out, in] (a projection). */
 void ag_i_gemm_xwt(float *Y, const float *X, const float *W, int64_t N, int64_t in,

@@ -157,7 +157,6 @@ int ag_set_threads(int threads)
     const int n = 1;
 #endif
     ag_i_threads_choice(threads > 0 ? AG_I_THREADS_USER : AG_I_THREADS_DEFAULT);
-    ag_i_blas_set_threads(n);
     return n;
 }
 

@@ -478,13 +478,21 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
     return finish("lm train", rc, usage, &err);
 }
 
+/* One process: the steps and evaluations of a pattern share one tape (its
+   memory sized once: a step faults in no new pages). */
 static int one_process_loss(lm_backend_t *b, const ag_lm_t *m, ag_nbhd_t *nb,
                             const int64_t *ids, const int64_t *pos, const int64_t *next,
                             const ag_lm_opts_t *o, double *loss, ag_lm_t *grads,
                             ag_error_t *err)
 {
-    (void)b;
-    return ag_lm_loss(m, nb, ids, pos, next, o, loss, grads, err);
+    return ag_lm_loss(m, nb, ids, pos, next, o, loss, grads, b->ctx, err);
+}
+
+static void one_process_end(lm_backend_t *b)
+{
+    ag_tape_t **tape = b->ctx;
+    ag_tape_free(*tape);
+    *tape = NULL;
 }
 
 int cmd_lm(int argc, char **argv)
@@ -503,7 +511,8 @@ int cmd_lm(int argc, char **argv)
         return lm_sample(2, (char *[]){"sample", "--help", NULL});
     }
     if (!strcmp(what, "train")) {
-        lm_backend_t one = {.loss = one_process_loss};
+        ag_tape_t *tape = NULL;
+        lm_backend_t one = {.loss = one_process_loss, .end = one_process_end, .ctx = &tape};
         return lm_train_with(argc - 1, argv + 1, &one);
     }
     if (!strcmp(what, "sample"))

@@ -60,6 +60,7 @@ typedef struct {
     float *wr, *br, *dwr, *dbr;     /* readout [C, D] and [C] with gradients */
     float *X, *dX;                  /* states and their gradient: [N, the widest of the rounds] */
     ag_workspace_t ws;              /* the forwards that keep no tape (the figures) */
+    ag_tape_t *tape;                /* the steps' tape, kept from epoch to epoch */
     ag_optimizer_t *opt;
     float lr;                       /* for messages */
     ag_round_opts_t ro;             /* model_round_opts gives each step its dropout seed */

@@ -191,6 +191,7 @@ void model_free(model_t *m)
     free(m->wr), free(m->br), free(m->dwr), free(m->dbr);
     free(m->X), free(m->dX);
     ag_workspace_destroy(&m->ws);
+    ag_tape_free(m->tape);
     ag_optimizer_free(m->opt);
     memset(m, 0, sizeof *m);
 }
@@ -241,8 +242,7 @@ static int forward(model_t *m, ag_nbhd_t *nb, const float *x0, int step, ag_tape
         return rc ? rc : ag_rounds_run(nb, m->layers, m->n_layers, m->X, m->rounds, &ro,
                                        &m->ws, NULL, err);
     }
-    *tape = NULL;
-    return ag_rounds_forward(nb, m->layers, m->n_layers, m->X, m->rounds, &ro, tape, err);
+    return ag_rounds_forward_reuse(nb, m->layers, m->n_layers, m->X, m->rounds, &ro, tape, err);
 }
 
 int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int step,
@@ -250,9 +250,9 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
 {
     *f = (epoch_t){NAN, NAN, NAN, NAN, 0, 0, 0, 0};
     const int drops = model_drops(m);
-    ag_tape_t *tape = NULL;
+    ag_tape_t **tape = &m->tape;   /* kept: every epoch's forward reuses its memory */
     /* the figures, without dropout: the step's forward too when there is none */
-    int rc = forward(m, nb, x0, 0, step && !drops ? &tape : NULL, err);
+    int rc = forward(m, nb, x0, 0, step && !drops ? tape : NULL, err);
     if (!rc)
         rc = loss_on(m, t, t->train, step && !drops, &f->loss, &f->train_correct, err);
     if (!rc && t->eval)
@@ -266,16 +266,15 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
     if (!rc && step && drops) {   /* the step's forward, with dropout */
         double loss;
         int64_t correct;
-        if (!(rc = forward(m, nb, x0, 1, &tape, err)))
+        if (!(rc = forward(m, nb, x0, 1, tape, err)))
             rc = loss_on(m, t, t->train, 1, &loss, &correct, err);
     }
     if (!rc && step && m->rounds > 0)
-        rc = ag_rounds_backward(tape, m->dX, NULL, m->grads, err);
+        rc = ag_rounds_backward(*tape, m->dX, NULL, m->grads, err);
     if (!rc && step)
         rc = ag_optimizer_step(m->opt, &f->grad_norm, err);
     if (!rc && step)
         m->steps++;
-    ag_tape_free(tape);
     return rc;
 }
 

@@ -2,7 +2,7 @@
  * Portable 16-lane float vectors (GCC vector extensions). A kernel is written
  * once as an always-inline body and compiled three times, for AVX-512
  * (F, CD, BW, DQ, VL: one register per vector), AVX2 + FMA (two) and the
- * x86-64 baseline (four); ag_i_simd_level() picks one at run time. Other
+ * x86-64 baseline (four); ag_i_simd_level() (base/simd_level.h) picks one at run time. Other
  * architectures build the baseline only.
  */
 #ifndef AG_SIMD_H
@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/base.h"   /* the levels: base/simd_level.h */
+
 #define AG_LANES 16
 
 typedef float v16f __attribute__((vector_size(64)));
@@ -18,23 +20,6 @@ typedef int32_t v16i __attribute__((vector_size(64)));
 typedef uint32_t v16u __attribute__((vector_size(64)));   /* for bit patterns */
 /* for loads and stores at any float alignment */
 typedef float v16f_u __attribute__((vector_size(64), aligned(4), may_alias));
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define AG_HAVE_VARIANTS 1
-#define AG_TARGET_AVX512 __attribute__((target("avx512f,avx512cd,avx512bw,avx512dq,avx512vl,fma")))
-#define AG_TARGET_AVX2 __attribute__((target("avx2,fma")))
-#else
-#define AG_HAVE_VARIANTS 0
-#define AG_TARGET_AVX512
-#define AG_TARGET_AVX2
-#endif
-
-typedef enum { AG_SIMD_BASE = 0, AG_SIMD_AVX2, AG_SIMD_AVX512 } ag_simd_level_t;
-
-/* The best level this CPU runs, or the one forced by ag_i_simd_force. */
-ag_simd_level_t ag_i_simd_level(void);
-/* Forces a level (tests compare every variant); AG_SIMD_AVX512 + 1 resets. */
-void ag_i_simd_force(int level);
 
 #define AG_INLINE static inline __attribute__((always_inline))
 

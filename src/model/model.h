@@ -144,6 +144,15 @@ ag_i_kept_t ag_i_round_kept(const ag_weights_t *w, int layer_norm);
 /* The floats per row of what kept holds, for layer w. */
 AG_INTERNAL
 int64_t ag_i_kept_width(const ag_weights_t *w, ag_i_kept_t kept);
+/* The shapes of rounds 1..rounds of layers (a single layer: every round), as
+   AG_I_ROUND_SHAPE numbers each: D, H, d, out, F, what it keeps and whether
+   it reads edge features. A tape
+   made for one array of shapes serves a call with the same array again (its
+   memory and plans); a new array (NULL: out of memory, err set). */
+#define AG_I_ROUND_SHAPE 6
+AG_INTERNAL
+int64_t *ag_i_round_shapes(const ag_weights_t *layers, int n_layers, int rounds,
+                           int layer_norm, ag_error_t *err);
 /* Points b's kept buffers of layer w (those kept says, else NULL) at n rows
    each, one after another from `at`; returns the float after them. */
 AG_INTERNAL

@@ -931,6 +931,23 @@ int64_t ag_i_kept_width(const ag_weights_t *w, ag_i_kept_t k)
     return (k.ffn ? out + w->F : 0) + out * (k.Z + k.R + k.O + k.P + k.ffn_sum);
 }
 
+int64_t *ag_i_round_shapes(const ag_weights_t *layers, int n_layers, int rounds,
+                           int layer_norm, ag_error_t *err)
+{
+    int64_t *s = ag_i_alloc(AG_I_ROUND_SHAPE * (rounds > 0 ? rounds : 1), sizeof *s, err,
+                            "tape");
+    for (int r = 0; s && r < rounds; r++) {
+        const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
+        const ag_i_kept_t k = ag_i_round_kept(w, layer_norm);
+        int64_t *x = s + AG_I_ROUND_SHAPE * r;
+        x[0] = w->D, x[1] = w->H, x[2] = w->d, x[3] = ag_layer_width_out(w);
+        x[4] = w->w1 ? w->F : 0;
+        x[5] = k.Z | k.ffn << 1 | k.R << 2 | k.O << 3 | k.P << 4 | k.ffn_sum << 5 |
+               (w->wedge != NULL) << 6;
+    }
+    return s;
+}
+
 float *ag_i_kept_carve(ag_i_round_bufs_t *b, const ag_weights_t *w, ag_i_kept_t k, int64_t n,
                        float *at)
 {

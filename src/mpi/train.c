@@ -38,7 +38,7 @@ struct ag_mpi_tape {
     int64_t n, D, H, HD, F;   /* the widest state, the largest H, H*d and sublayer width */
     int64_t wlo, whi;         /* the window of K and V rows (every halo's) */
     ag_halos_t halos;         /* the forward's K and V rows, one halo per H*d */
-    int64_t *shape;           /* per round its layer's shape (round_shape): what the
+    int64_t *shape;           /* per round its layer's shape (ag_i_round_shapes): what the
                                  tape's memory and plans were made for */
     int64_t *start;           /* [rounds + 1]: where each round's activations begin */
     float *acts;              /* per round: X [n, D], Q M [n, HD], lse [n, H], K V [w, HD],
@@ -60,15 +60,6 @@ struct ag_mpi_tape {
 static const ag_weights_t *round_layer(const ag_mpi_tape_t *t, int r)
 {
     return &t->layers[t->n_layers == 1 ? 0 : r];
-}
-
-#define SHAPE_FIELDS 6
-/* Round r's shape: D, H, d, out, F and what it keeps, as numbers. */
-static void round_shape(const ag_mpi_tape_t *t, const ag_weights_t *w, int64_t *s)
-{
-    const ag_i_kept_t k = ag_i_round_kept(w, t->layer_norm);
-    s[0] = w->D, s[1] = w->H, s[2] = w->d, s[3] = ag_layer_width_out(w), s[4] = w->w1 ? w->F : 0;
-    s[5] = k.Z | k.ffn << 1 | k.R << 2 | k.O << 3 | k.P << 4 | k.ffn_sum << 5;
 }
 
 static int64_t round_floats(const ag_mpi_tape_t *t, const ag_weights_t *w)
@@ -463,15 +454,6 @@ static int check_layers(const ag_weights_t *layers, int n_layers, int rounds,
     return rc;
 }
 
-/* The rounds' shapes (round_shape, SHAPE_FIELDS numbers each) into a new array. */
-static int64_t *shapes_of(const ag_mpi_tape_t *t, ag_error_t *err)
-{
-    int64_t *s = ag_i_alloc(SHAPE_FIELDS * (t->rounds ? t->rounds : 1), sizeof *s, err, "tape");
-    for (int r = 0; s && r < t->rounds; r++)
-        round_shape(t, round_layer(t, r), s + SHAPE_FIELDS * r);
-    return s;
-}
-
 /* A tape made on this very part (the same arrays: a part rebuilt in its place
    needs a new tape) with these shapes: its plans and memory serve again. */
 static int reusable(const ag_mpi_tape_t *t, MPI_Comm comm, const ag_mpi_part_t *part,
@@ -482,7 +464,7 @@ static int reusable(const ag_mpi_tape_t *t, MPI_Comm comm, const ag_mpi_part_t *
     return same_comm == MPI_IDENT && t->part == part && t->runs == part->nb.run_ptr &&
            t->n == part->hi - part->lo && t->view.n_nodes == part->n_nodes &&
            t->view.n_edges == part->n_edges && t->n_layers == n_layers && t->rounds == rounds &&
-           shape && memcmp(t->shape, shape, (size_t)(SHAPE_FIELDS * rounds) * sizeof *shape) == 0;
+           shape && memcmp(t->shape, shape, (size_t)(AG_I_ROUND_SHAPE * rounds) * sizeof *shape) == 0;
 }
 
 /* Sizes and start offsets of a new tape's rounds. */
@@ -532,9 +514,8 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
                        "give one (a process without messages gives an array of none)",
                        part->rank);
     /* the rounds' shapes under these options, to compare with an earlier tape's */
-    ag_mpi_tape_t probe = {.layers = layers, .n_layers = n_layers, .rounds = rounds,
-                           .layer_norm = opts && opts->norm == AG_NORM_LAYER};
-    int64_t *shape = rc ? NULL : shapes_of(&probe, err);
+    const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
+    int64_t *shape = rc ? NULL : ag_i_round_shapes(layers, n_layers, rounds, layer_norm, err);
     if (!rc && !shape)
         rc = ag_i_alloc_status();
     /* reused only where every process can reuse its tape: the plans are collective */
@@ -548,7 +529,7 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     }
     if (!rc) {   /* what may change between calls on one tape */
         t->layers = layers, t->opts = opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT;
-        t->layer_norm = probe.layer_norm;
+        t->layer_norm = layer_norm;
         t->stats = stats;
     }
     if (!rc && !again) {

@@ -20,13 +20,33 @@
 #include "kernels/kernels.h"
 #include "train/train.h"
 
+/* The forward's scratch: LayerNorm's output and dropout's, [N, widest]; the
+   feed-forward sublayer's normed input [N, widest] and activation [N, F]. */
+typedef struct {
+    float *Xn, *Hn, *A;
+    float *Pe;   /* the edge features' terms: [E, H*d], then [E, H] in as much again */
+    int64_t n_Xn, n_Hn, n_A, n_Pe;   /* the floats each holds (they grow, never shrink) */
+} fwd_scratch_t;
+
+/* The backward's buffers: dX [N, D] (the gradient flowing down), Xn and dXn
+   [N, D], dM, dQ, dK, dV [N, H*d], and two [H, d] vectors. */
+typedef struct {
+    float *dX, *Xn, *dXn, *dM, *dQ, *dK, *dV, *da_src, *da_dst;
+    float *Hn, *dHn, *A, *dA;   /* the feed-forward sublayers': [N, widest], [N, F] */
+    float *dR;                  /* the skips': [N, widest] */
+    float *Pe, *Epre, *dEk, *dEv, *dEpre;   /* the edge features': [E, H*d] (Epre, dEpre
+                                               [E, H] within as much) */
+} back_bufs_t;
+
 struct ag_tape {
     ag_nbhd_t *nb;
+    const int64_t *edge_ptr, *run_ptr;   /* nb's arrays when the tape was made */
     const ag_weights_t *layers;
     int n_layers, rounds;
     ag_round_opts_t opts;     /* the caller's, or AG_ROUND_OPTS_INIT */
     int layer_norm;
-    int64_t N;
+    int64_t N, E;
+    int64_t *shape;           /* the rounds' shapes (ag_i_round_shapes) it was made for */
     int64_t widest, HD, F;    /* the widest state, the largest H*d and F of the rounds */
     int edges;                /* a round projects edge features */
     int64_t *start;           /* [rounds + 1]: where each round's activations begin */
@@ -34,8 +54,10 @@ struct ag_tape {
                                  what round_kept says */
     unsigned char *has_lse;   /* per round: the kernel wrote lse (sigmoid and linear
                                  scores, and kernels without it, leave it NaN) */
+    fwd_scratch_t fs;         /* the forward's scratch and the backward's buffers, made */
+    back_bufs_t back;         /* when first needed and kept for the next step */
     ag_i_plan_t forward, backward;   /* the kernels' plans, made by the first round and
-                                        run by every round */
+                                        run by every round (of every step) */
 };
 
 static const ag_weights_t *round_layer(const ag_tape_t *t, int r)
@@ -77,25 +99,37 @@ int64_t ag_tape_bytes(int64_t N, int64_t D, int64_t H, int64_t d, int rounds)
     return N * (D + 4 * H * d + H) * 4 * rounds;
 }
 
+static void back_free(back_bufs_t *b)
+{
+    free(b->dX), free(b->Xn), free(b->dXn), free(b->dM);
+    free(b->Hn), free(b->dHn), free(b->A), free(b->dA), free(b->dR), free(b->Pe);
+    memset(b, 0, sizeof *b);
+}
+
 void ag_tape_free(ag_tape_t *tape)
 {
     if (!tape)
         return;
-    free(tape->acts), free(tape->has_lse), free(tape->start);
+    free(tape->acts), free(tape->has_lse), free(tape->start), free(tape->shape);
+    free(tape->fs.Xn), free(tape->fs.Hn), free(tape->fs.A), free(tape->fs.Pe);
+    back_free(&tape->back);
     ag_i_plan_free(&tape->forward), ag_i_plan_free(&tape->backward);
     free(tape);
 }
 
+/* A new tape for these rounds (it takes shape, ag_i_round_shapes's). */
 static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers,
-                     int n_layers, int rounds, const ag_round_opts_t *opts, ag_error_t *err)
+                     int n_layers, int rounds, int layer_norm, int64_t *shape, ag_error_t *err)
 {
     ag_tape_t *t = ag_i_calloc(1, sizeof *t, err, "tape");
-    if (!t)
+    if (!t) {
+        free(shape);
         return ag_i_alloc_status();
-    *t = (ag_tape_t){.nb = nb, .layers = layers, .n_layers = n_layers, .rounds = rounds,
-                     .opts = opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT,
-                     .layer_norm = opts && opts->norm == AG_NORM_LAYER, .N = nb->n_nodes,
-                     .widest = ag_rounds_widest(layers, n_layers, rounds)};
+    }
+    *t = (ag_tape_t){.nb = nb, .edge_ptr = nb->edge_ptr, .run_ptr = nb->run_ptr,
+                     .layers = layers, .n_layers = n_layers, .rounds = rounds,
+                     .layer_norm = layer_norm, .N = nb->n_nodes, .E = nb->n_edges,
+                     .shape = shape, .widest = ag_rounds_widest(layers, n_layers, rounds)};
     t->start = ag_i_alloc(rounds + 1, sizeof *t->start, err, "tape");
     double floats = 0;   /* in double first: a size that overflows fails here */
     for (int r = 0; t->start && r < rounds; r++) {
@@ -156,13 +190,6 @@ static int attend_taped(void *ctx, const ag_weights_t *w, const ag_score_t *sc, 
     return rc;
 }
 
-/* The forward's scratch: LayerNorm's output and dropout's, [N, widest]; the
-   feed-forward sublayer's normed input [N, widest] and activation [N, F]. */
-typedef struct {
-    float *Xn, *Hn, *A;
-    float *Pe;   /* the edge features' terms: [E, H*d], then [E, H] in as much again */
-} fwd_scratch_t;
-
 static int forward_round(ag_tape_t *t, int r, float *X, const fwd_scratch_t *fs,
                          ag_error_t *err)
 {
@@ -178,43 +205,98 @@ static int forward_round(ag_tape_t *t, int r, float *X, const fwd_scratch_t *fs,
                               &b, &sc, attend_taped, (void *)&tr, err);
 }
 
+/* A tape made on this very graph (the same arrays: a graph rebuilt in its
+   place needs a new tape) for these shapes: its memory and plans serve again. */
+static int tape_fits(const ag_tape_t *t, const ag_nbhd_t *nb, int n_layers, int rounds,
+                     int layer_norm, const int64_t *shape)
+{
+    return t->nb == nb && t->edge_ptr == nb->edge_ptr && t->run_ptr == nb->run_ptr &&
+           t->N == nb->n_nodes && t->E == nb->n_edges && t->n_layers == n_layers &&
+           t->rounds == rounds && t->layer_norm == layer_norm &&
+           memcmp(t->shape, shape, (size_t)(AG_I_ROUND_SHAPE * rounds) * sizeof *shape) == 0;
+}
+
+/* *p holds at least `need` floats (what it held is lost when it grows). */
+static int scratch(float **p, int64_t *have, int64_t need, ag_error_t *err)
+{
+    if (need <= *have)
+        return AG_OK;
+    free(*p);
+    *have = 0;
+    if (!(*p = ag_i_alloc(need, sizeof **p, err, "rounds forward")))
+        return ag_i_alloc_status();
+    *have = need;
+    return AG_OK;
+}
+
+/* The forward's scratch for the tape's options (a placeholder float where a
+   buffer is not read). */
+static int fwd_scratch(ag_tape_t *t, ag_error_t *err)
+{
+    fwd_scratch_t *fs = &t->fs;
+    const int resid = t->opts.resid_dropout > 0;   /* its branches go to Xn and Hn */
+    const int64_t wide = t->N * t->widest;
+    int rc = scratch(&fs->Xn, &fs->n_Xn,
+                     t->layer_norm || t->opts.dropout > 0 || resid ? wide : 1, err);
+    if (!rc && t->F)
+        rc = scratch(&fs->Hn, &fs->n_Hn, t->layer_norm || resid ? wide : 1, err);
+    if (!rc && t->F)
+        rc = scratch(&fs->A, &fs->n_A, t->N * t->F, err);
+    if (!rc && t->edges)
+        rc = scratch(&fs->Pe, &fs->n_Pe, 2 * t->E * t->HD, err);
+    return rc;
+}
+
 int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
                       int rounds, const ag_round_opts_t *opts, ag_tape_t **tape,
                       ag_error_t *err)
 {
+    if (tape)
+        *tape = NULL;   /* whatever it held: a new tape */
+    return ag_rounds_forward_reuse(nb, layers, n_layers, X, rounds, opts, tape, err);
+}
+
+int ag_rounds_forward_reuse(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,
+                            int rounds, const ag_round_opts_t *opts, ag_tape_t **tape,
+                            ag_error_t *err)
+{
     if (!tape)
         return ag_i_fail(err, AG_EINVAL, "rounds forward: no tape to fill");
+    ag_tape_t *t = *tape;
     *tape = NULL;
+    int rc = AG_OK;
     if (!nb || !layers || !X)
-        return ag_i_fail(err, AG_EINVAL, "rounds forward: graph, layers and X are required");
-    int rc = ag_i_rounds_check(nb, layers, n_layers, rounds, opts, err);
+        rc = ag_i_fail(err, AG_EINVAL, "rounds forward: graph, layers and X are required");
+    if (!rc)
+        rc = ag_i_rounds_check(nb, layers, n_layers, rounds, opts, err);
     if (!rc)
         rc = ag_check_finite("rounds forward: x", X, nb->n_nodes, layers[0].D, err);
     /* the backward's transpose now, so that a graph too large fails before any work */
     if (!rc)
         rc = ag_nbhd_transpose(nb, err);
-    ag_tape_t *t = NULL;
-    if (!rc)
-        rc = tape_init(&t, nb, layers, n_layers, rounds, opts, err);
-    if (rc)
+    const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
+    int64_t *shape = rc ? NULL : ag_i_round_shapes(layers, n_layers, rounds, layer_norm, err);
+    if (!rc && !shape)
+        rc = ag_i_alloc_status();
+    if (!rc && t && tape_fits(t, nb, n_layers, rounds, layer_norm, shape))
+        free(shape);   /* an earlier step's tape, used again */
+    else {
+        ag_tape_free(t);
+        t = NULL;
+        if (!rc)
+            rc = tape_init(&t, nb, layers, n_layers, rounds, layer_norm, shape, err);
+        else
+            free(shape);
+    }
+    if (rc) {
+        ag_tape_free(t);
         return rc;
-    fwd_scratch_t fs = {NULL, NULL, NULL, NULL};
-    const int resid = t->opts.resid_dropout > 0;   /* its branches go to Xn and Hn */
-    if ((t->layer_norm || t->opts.dropout > 0 || resid) &&
-        !(fs.Xn = ag_i_alloc(t->N * t->widest, sizeof(float), err, "rounds forward")))
-        rc = ag_i_alloc_status();
-    if (!rc && t->F &&
-        (!(fs.Hn = ag_i_alloc(t->layer_norm || resid ? t->N * t->widest : 1, sizeof(float),
-                              err, "rounds forward")) ||
-         !(fs.A = ag_i_alloc(t->N * t->F, sizeof(float), err, "rounds forward"))))
-        rc = ag_i_alloc_status();
-    const int64_t E = nb->n_edges;
-    if (!rc && t->edges &&
-        !(fs.Pe = ag_i_alloc(2 * E * t->HD, sizeof(float), err, "rounds forward")))
-        rc = ag_i_alloc_status();
+    }
+    t->layers = layers;   /* what may change between steps on one tape */
+    t->opts = opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT;
+    rc = fwd_scratch(t, err);
     for (int r = 0; !rc && r < rounds; r++)
-        rc = forward_round(t, r, X, &fs, err);
-    free(fs.Xn), free(fs.Hn), free(fs.A), free(fs.Pe);
+        rc = forward_round(t, r, X, &t->fs, err);
     if (rc) {
         ag_tape_free(t);
         return rc;
@@ -225,18 +307,7 @@ int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, f
 
 /* ---- backward ---- */
 
-/* The backward's buffers: dX [N, D] (the gradient flowing down), Xn and dXn
-   [N, D], dM, dQ, dK, dV [N, H*d], and two [H, d] vectors. */
-typedef struct {
-    float *dX, *Xn, *dXn, *dM, *dQ, *dK, *dV, *da_src, *da_dst;
-    float *Hn, *dHn, *A, *dA;   /* the feed-forward sublayers': [N, widest], [N, F] */
-    float *dR;                  /* the skips': [N, widest] */
-    float *Pe, *Epre, *dEk, *dEv, *dEpre;   /* the edge features': [E, H*d] (Epre, dEpre
-                                               [E, H] within as much) */
-} back_bufs_t;
-
-/* Three allocations of [N, D] and one of the rest (below glibc's mmap threshold
-   each, so that a trainer's epochs reuse them rather than fault in new pages). */
+/* The backward's buffers, made by a tape's first backward and kept on it. */
 static int back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
 {
     const int64_t N = t->N, D = t->widest, HD = t->HD;
@@ -266,12 +337,6 @@ static int back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
     b->dQ = b->dM + N * HD, b->dK = b->dQ + N * HD, b->dV = b->dK + N * HD;
     b->da_src = b->dV + N * HD, b->da_dst = b->da_src + HD;
     return AG_OK;
-}
-
-static void back_free(back_bufs_t *b)
-{
-    free(b->dX), free(b->Xn), free(b->dXn), free(b->dM);
-    free(b->Hn), free(b->dHn), free(b->A), free(b->dA), free(b->dR), free(b->Pe);
 }
 
 /* Checks grads against the layers and zeroes every array they have. */
@@ -367,20 +432,19 @@ int ag_rounds_backward(ag_tape_t *tape, const float *dY, float *dX0, ag_weights_
     int rc = grads_reset(tape, grads, err);
     if (rc)
         return rc;
-    back_bufs_t b = {0};
-    if ((rc = back_alloc(&b, tape, err))) {
-        back_free(&b);
+    back_bufs_t *b = &tape->back;
+    if (!b->dX && (rc = back_alloc(b, tape, err))) {
+        back_free(b);
         return rc;
     }
     const int64_t D_in = tape->layers[0].D;
     const int64_t D_out = tape->rounds ? ag_layer_width_out(round_layer(tape, tape->rounds - 1))
                                        : D_in;
-    memcpy(b.dX, dY, (size_t)(tape->N * D_out) * sizeof *dY);
+    memcpy(b->dX, dY, (size_t)(tape->N * D_out) * sizeof *dY);
     for (int r = tape->rounds - 1; !rc && r >= 0; r--)
-        rc = backward_round(tape, r, grads, &b, r > 0 || dX0, err);   /* the first round's
-                                                                        dX: for dX0 only */
+        rc = backward_round(tape, r, grads, b, r > 0 || dX0, err);   /* the first round's
+                                                                       dX: for dX0 only */
     if (!rc && dX0)
-        memcpy(dX0, b.dX, (size_t)(tape->N * D_in) * sizeof *dX0);
-    back_free(&b);
+        memcpy(dX0, b->dX, (size_t)(tape->N * D_in) * sizeof *dX0);
     return rc;
 }

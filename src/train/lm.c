@@ -224,10 +224,12 @@ int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int
     return rc;
 }
 
-/* One process's blocks: the rounds with a tape (training) or a workspace. */
+/* One process's blocks: the rounds with a tape (training, and inference
+   where the caller keeps a tape: its memory serves both), or a workspace. */
 typedef struct {
     ag_nbhd_t *nb;
-    ag_tape_t *tape;
+    ag_tape_t **tape;   /* the caller's (kept across calls) or own */
+    int kept;
     ag_workspace_t ws;
 } one_process_t;
 
@@ -235,8 +237,9 @@ static int one_forward(void *ctx, const ag_lm_t *m, float *X, const ag_round_opt
                        int train, ag_error_t *err)
 {
     one_process_t *c = ctx;
-    if (train)
-        return ag_rounds_forward(c->nb, m->layers, (int)m->L, X, (int)m->L, ro, &c->tape, err);
+    if (train || c->kept)
+        return ag_rounds_forward_reuse(c->nb, m->layers, (int)m->L, X, (int)m->L, ro, c->tape,
+                                       err);
     int rc = ag_workspace_init(&c->ws, c->nb->n_nodes, m->D, m->D, err);
     return rc ? rc : ag_rounds_run(c->nb, m->layers, (int)m->L, X, (int)m->L, ro, &c->ws, NULL,
                                    err);
@@ -246,20 +249,21 @@ static int one_backward(void *ctx, const float *dY, float *dX0, ag_weights_t *gr
                         ag_error_t *err)
 {
     one_process_t *c = ctx;
-    return ag_rounds_backward(c->tape, dY, dX0, grads, err);
+    return ag_rounds_backward(*c->tape, dY, dX0, grads, err);
 }
 
 int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
                const int64_t *targets, const ag_lm_opts_t *opts, double *loss, ag_lm_t *grads,
-               ag_error_t *err)
+               ag_tape_t **tape, ag_error_t *err)
 {
     int rc = check_call(m, nb, ids, pos, err);
     if (rc)
         return rc;
-    one_process_t c = {nb, NULL, {0}};
+    ag_tape_t *own = NULL;
+    one_process_t c = {nb, tape ? tape : &own, tape != NULL, {0}};
     const ag_i_lm_rows_t rows = {NULL, 0, one_forward, one_backward, NULL, &c};
     rc = ag_i_lm_loss_rows(m, nb->n_nodes, ids, pos, targets, opts, loss, grads, &rows, err);
-    ag_tape_free(c.tape);
+    ag_tape_free(own);
     ag_workspace_destroy(&c.ws);
     return rc;
 }

@@ -1,9 +1,8 @@
-/* Which compiled variant of the vector kernels this CPU runs. */
+/* Which compiled variant of the vector code this CPU runs (base/simd_level.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
-#include "kernels/simd.h"
 
 static int forced = -1;
 

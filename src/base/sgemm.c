@@ -1,0 +1,154 @@
+/*
+ * The dense product of one thread, C = (beta ? C : 0) + A B, with its sums in
+ * an order the library fixes: entry (i, j) is one chain of multiply-adds over
+ * p = 0, 1, .., k-1, starting from C's value (beta) or 0. The cuts below
+ * (blocks of k, panels of columns, strips of rows, tails copied through a
+ * tile) never reorder a chain: a block of k ends with the entry in C, and the
+ * next block goes on from there. So the bits depend on the sizes and the
+ * values only: not on the thread count, the block a row falls in, the CPU
+ * model or which library loaded first. The AVX2 and AVX-512 variants fuse
+ * each multiply-add (the same bits on every CPU that has FMA: one lane of
+ * either computes the same chain); the baseline variant multiplies, then adds.
+ *
+ * The micro-kernel is BLIS's (Van Zee & van de Geijn, 2015): MR rows times NR
+ * columns of C in registers, for each p one row of a packed panel of B
+ * (NR floats) and MR broadcasts of A; MR x NR = 12 x 32 on AVX-512 (24 of its
+ * 32 registers), 6 x 16 on AVX2 and 6 x 8 on the baseline (12 of 16). A is read
+ * where it lies (row-major, or transposed for A^T B); B's panels are packed
+ * on the stack unless B's rows already hold them (then the panel is read in
+ * place). Tails (fewer than MR rows, fewer than NR columns) run the same
+ * kernel on a copy of C's tile.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "base/base.h"
+
+/* k in blocks of KC: a packed panel (KC x NR floats, 16 KB on AVX-512) stays
+   in the first-level cache while the strips of A pass it. */
+#define KC 128
+#define NR_MAX 32
+#define MR_MAX 12
+
+#define ROWS_6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define ROWS_12(X) ROWS_6(X) X(6) X(7) X(8) X(9) X(10) X(11)
+
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v4 __attribute__((vector_size(16)));
+typedef float v16_u __attribute__((vector_size(64), aligned(4), may_alias));
+typedef float v8_u __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float v4_u __attribute__((vector_size(16), aligned(4), may_alias));
+
+/* Where A's entry (i, p) lies: a_rs between rows, a_cs between columns. */
+typedef struct {
+    const float *a;
+    int64_t rs, cs;
+} operand_t;
+
+/*
+ * The micro-kernel: C's tile [mr <= MR, NR] (row stride ldc) = (load ? C : 0)
+ * + sum over p < kc of A(r, p) B(p, :), B's panel rows b_step apart. Rows of A
+ * past mr read row mr-1 (their results are not stored: the caller's tile
+ * holds MR rows). The accumulators are named variables: GCC does not keep an
+ * array of vectors in registers.
+ */
+#define MICRO(name, target, VT, VT_U, LANES, ROWS)                                           \
+    target static inline __attribute__((always_inline)) void name(                          \
+        int64_t kc, operand_t A, int mr, const float *B, int64_t b_step, float *C,          \
+        int64_t ldc, int load)                                                               \
+    {                                                                                        \
+        typedef VT V;   /* the names the row macros use */                                   \
+        typedef VT_U V_U;                                                                    \
+        enum { L = LANES };                                                                  \
+        ROWS(M_DECL)                                                                         \
+        if (load) {                                                                          \
+            ROWS(M_LOAD)                                                                     \
+        }                                                                                    \
+        for (int64_t p = 0; p < kc; p++, B += b_step) {                                      \
+            const V b0 = *(const V_U *)B, b1 = *(const V_U *)(B + L);                        \
+            ROWS(M_STEP)                                                                     \
+        }                                                                                    \
+        ROWS(M_STORE)                                                                        \
+    }
+#define M_DECL(r)                                                                            \
+    const float *a##r = A.a + (r < mr ? r : mr - 1) * A.rs;                                 \
+    V c##r##0 = {0.0f}, c##r##1 = {0.0f};
+#define M_LOAD(r) c##r##0 = *(const V_U *)(C + r * ldc), c##r##1 = *(const V_U *)(C + r * ldc + L);
+#define M_STEP(r)                                                                            \
+    {                                                                                        \
+        const float x = a##r[p * A.cs];   /* a scalar times a vector: a broadcast */          \
+        c##r##0 += x * b0, c##r##1 += x * b1;                                                \
+    }
+#define M_STORE(r) *(V_U *)(C + r * ldc) = c##r##0, *(V_U *)(C + r * ldc + L) = c##r##1;
+
+/*
+ * One variant: C [m, n] (ldc) = (beta ? C : 0) + A B over k, B(p, j) at
+ * B[p * b_rs + j * b_cs]. For each block of k, for each panel of NR columns
+ * (read in place when b_cs is 1 and the panel is whole, else packed), for
+ * each strip of MR rows: the micro-kernel, on C itself or on a tile copy.
+ */
+#define SGEMM(name, micro, target, MR, NR)                                                   \
+    target static void name(int64_t m, int64_t n, int64_t k, operand_t A, const float *B,    \
+                            int64_t b_rs, int64_t b_cs, int beta, float *C, int64_t ldc)      \
+    {                                                                                        \
+        float panel[KC * NR], tile[MR * NR];                                                 \
+        for (int64_t p0 = 0; p0 < k || (p0 == 0 && !beta); p0 += KC) {                       \
+            const int64_t kc = k - p0 < KC ? k - p0 : KC;                                    \
+            const int load = beta || p0 > 0;                                                 \
+            for (int64_t j0 = 0; j0 < n; j0 += NR) {                                         \
+                const int64_t nr = n - j0 < NR ? n - j0 : NR;                                \
+                const float *bp = B + p0 * b_rs + j0 * b_cs;                                 \
+                int64_t b_step = b_rs;                                                       \
+                if (b_cs != 1 || nr < NR) {   /* pack, zeros past n */                       \
+                    for (int64_t p = 0; p < kc; p++)                                         \
+                        for (int64_t j = 0; j < NR; j++)                                     \
+                            panel[p * NR + j] = j < nr ? bp[p * b_rs + j * b_cs] : 0.0f;     \
+                    bp = panel, b_step = NR;                                                 \
+                }                                                                            \
+                for (int64_t i0 = 0; i0 < m; i0 += MR) {                                     \
+                    const int mr = m - i0 < MR ? (int)(m - i0) : MR;                         \
+                    const operand_t a = {A.a + i0 * A.rs + p0 * A.cs, A.rs, A.cs};           \
+                    float *c = C + i0 * ldc + j0;                                            \
+                    if (mr == MR && nr == NR) {                                              \
+                        micro(kc, a, mr, bp, b_step, c, ldc, load);                          \
+                        continue;                                                            \
+                    }                                                                        \
+                    memset(tile, 0, sizeof tile);                                            \
+                    for (int r = 0; r < mr && load; r++)                                     \
+                        memcpy(tile + r * NR, c + r * ldc, (size_t)nr * sizeof *c);          \
+                    micro(kc, a, mr, bp, b_step, tile, NR, load);                            \
+                    for (int r = 0; r < mr; r++)                                             \
+                        memcpy(c + r * ldc, tile + r * NR, (size_t)nr * sizeof *c);          \
+                }                                                                            \
+            }                                                                                \
+            if (k == 0)                                                                      \
+                break;                                                                       \
+        }                                                                                    \
+    }
+
+#define NO_TARGET
+MICRO(micro_base, NO_TARGET, v4, v4_u, 4, ROWS_6)
+SGEMM(sgemm_base, micro_base, NO_TARGET, 6, 8)
+#if AG_HAVE_VARIANTS
+MICRO(micro_avx2, AG_TARGET_AVX2, v8, v8_u, 8, ROWS_6)
+SGEMM(sgemm_avx2, micro_avx2, AG_TARGET_AVX2, 6, 16)
+MICRO(micro_avx512, AG_TARGET_AVX512, v16, v16_u, 16, ROWS_12)
+SGEMM(sgemm_avx512, micro_avx512, AG_TARGET_AVX512, 12, 32)
+#endif
+
+void ag_i_sgemm(int64_t m, int64_t n, int64_t k, const float *A, int64_t a_rs, int64_t a_cs,
+                const float *B, int64_t b_rs, int64_t b_cs, int beta, float *C, int64_t ldc)
+{
+    const operand_t a = {A, a_rs, a_cs};
+    if (m <= 0 || n <= 0)
+        return;
+#if AG_HAVE_VARIANTS
+    switch (ag_i_simd_level()) {
+    case AG_SIMD_AVX512: sgemm_avx512(m, n, k, a, B, b_rs, b_cs, beta, C, ldc); return;
+    case AG_SIMD_AVX2: sgemm_avx2(m, n, k, a, B, b_rs, b_cs, beta, C, ldc); return;
+    case AG_SIMD_BASE: break;
+    }
+#endif
+    sgemm_base(m, n, k, a, B, b_rs, b_cs, beta, C, ldc);
+}
