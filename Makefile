@@ -37,7 +37,8 @@
 # libglpk-dev, libarpack2-dev, libplfit-dev: igraph.pc names -lglpk -larpack
 # -lplfit for static links (pkg-config --static, make check-install), but
 # Debian's libigraph-dev depends on none of them.
-# groff-base: make check-man renders the man page.
+# groff-base: make check-man renders the man page. libopenblas-dev: make bench's
+# yardstick (the bench's smoke run is part of make check); the library does not link it.
 # python3-venv, python3-wheel: make check-pip's virtualenv and the wheel pip builds.
 # librsvg2-bin (rsvg-convert) renders the pictures in the tests; zlib1g-dev
 # decodes the PNGs there.
@@ -69,7 +70,11 @@ CC_IS_CLANG := $(findstring clang,$(shell $(CC) --version 2>/dev/null | head -n 
 BUILD   ?= build
 # How the tests start the tool (check-valgrind puts valgrind in front).
 AG_CLI  ?= $(BUILD)/attngraph
-PKGS    := igraph openblas libxml-2.0
+PKGS    := igraph libxml-2.0
+# OpenBLAS is make bench's yardstick (its sgemm beside the library's own
+# products); the library, the tools and the tests do not link it.
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS := $(shell pkg-config --libs openblas 2>/dev/null)
 # CFLAGS and LDFLAGS are yours to set (e.g. sanitizers); the rest is required.
 CFLAGS  ?= -O2 -g
 # -ffp-contract=fast: ISO C mode would otherwise forbid fusing a*b + c into one FMA,
@@ -301,7 +306,8 @@ $(TESTS): $(TEST_OBJ) $(LIB_A) | $(CLI)
 
 $(BENCH): $(BUILD)/tools/bench_kernel.o $(BUILD)/tests/reference.o \
           $(BUILD)/src/cli/timing.o $(LIB_A)
-	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(BLAS_LIBS)
+$(BUILD)/tools/bench_kernel.o: OBJ_FLAGS += $(BLAS_CFLAGS)
 
 # ---- the MPI layer (src/mpi/, include/attngraph/mpi.h) ----
 # Its own library, compiled with mpicc (told to use $(CC)); the core above has

@@ -20,7 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-import attngraph as ag           # noqa: E402 (before numpy: OpenBLAS's kernels)
+import attngraph as ag           # noqa: E402
 from attngraph import _lib       # noqa: E402
 import numpy as np               # noqa: E402
 

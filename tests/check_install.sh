@@ -59,11 +59,11 @@ readelf -d "$lib/libattngraph.so.$VERSION" | grep -q 'SONAME.*\[libattngraph\.so
     fail "the installed attngraph --version does not say $VERSION"
 
 # ---- 2. pkg-config finds the staged attngraph.pc. PKG_CONFIG_SYSROOT_DIR
-# puts the stage in front of every -I and -L, igraph's and OpenBLAS's too:
+# puts the stage in front of every -I and -L, igraph's and libxml2's too:
 # the stage gets links to those folders, as a cross-compiling sysroot has them.
 # (Only for these calls: the Makefile's own pkg-config calls must not see it.)
 pkg_config() { PKG_CONFIG_PATH="$lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage" pkg-config "$@"; }
-for dir in $(pkg-config --static --cflags --libs igraph openblas libxml-2.0 |
+for dir in $(pkg-config --static --cflags --libs igraph libxml-2.0 |
     tr ' ' '\n' | sed -n 's/^-[IL]//p' | sed 's|/$||' | LC_ALL=C sort -u); do
     [ -e "$stage$dir" ] && continue   # a parent folder is linked already
     mkdir -p "$(dirname "$stage$dir")"

@@ -560,7 +560,7 @@ START_TEST(cli_simd_variant_from_the_environment)
 {
     setenv("AG_SIMD", "base", 1);
     expect_cli("bench --pattern causal --nodes 30 --reps 1 --json", 0, 1, "\"isa\": \"base\"");
-    expect_cli("--version", 0, 1, "attngraph kernels: base");
+    expect_cli("--version", 0, 1, "kernels and products: base");
     setenv("AG_SIMD", "avx3", 1);
     expect_cli("bench --pattern causal --nodes 30 --reps 1", 2, 2,
                "AG_SIMD 'avx3': expected base, avx2 or avx512");

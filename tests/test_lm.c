@@ -155,10 +155,9 @@ START_TEST(lm_loss_and_gradients_match_the_double_reference)
 }
 END_TEST
 
-/* The batch as one docs graph gives each sequence the logits it has alone: the
-   attention bitwise (the kernels read each sequence's rows alone), the products
-   to their last bit (OpenBLAS computes a row by its place in a register tile,
-   so a row's last bit may differ between a batch and a sequence alone). */
+/* The batch as one docs graph gives each sequence the logits it has alone, bit
+   for bit: the kernels read each sequence's rows alone, and a product's row is
+   one chain per entry wherever the row lies (base/sgemm.c). */
 START_TEST(lm_batch_is_its_sequences_one_by_one)
 {
     ag_lm_t m;

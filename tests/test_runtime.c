@@ -1,4 +1,4 @@
-/* The library's contract around its calls: OpenBLAS's kernels, threads, and
+/* The library's contract around its calls: threads, the variant it runs, and
    what a failed init leaves behind. */
 #include <math.h>
 #include <stdlib.h>
@@ -8,7 +8,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include <cblas.h>
 
 #include "testutil.h"
 #include "base/share.h"
@@ -291,37 +290,21 @@ START_TEST(team_shrinks_while_the_cores_are_busy)
 }
 END_TEST
 
-/* The CLI (like every program the project ships) runs OpenBLAS's best kernels
-   for this CPU, whatever OPENBLAS_CORETYPE the environment gave it, unless
-   AG_BLAS_KEEP asks to keep it. */
-START_TEST(cli_runs_the_best_blas_kernels)
+/* --version names the variant the kernels and products run: the CPU's best,
+   or AG_SIMD's. */
+START_TEST(version_names_the_variant)
 {
-    ag_blas_info_t here;
-    ag_blas_check(&here);
-#if !defined(__x86_64__)
-    return;   /* OpenBLAS's own choice stands elsewhere */
-#endif
     char expect[64], *out;
-    snprintf(expect, sizeof expect, "OpenBLAS kernels: %s\n", here.best);
-    /* an older core type from the environment is replaced */
-    setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+    snprintf(expect, sizeof expect, "kernels and products: %s\n", ag_simd_isa());
     ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
-    ck_assert_msg(strstr(out, expect) || strstr(out, "OpenBLAS kernels: Cooperlake\n"),
-                  "expected the %s kernels:\n%s", here.best, out);
+    ck_assert_msg(strstr(out, expect), "expected '%s' in:\n%s", expect, out);
+    ck_assert_msg(!strstr(out, "OpenBLAS"), "%s", out);   /* no BLAS under the tool */
     free(out);
-    /* OpenBLAS's own choice is checked too */
-    unsetenv("OPENBLAS_CORETYPE");
+    setenv("AG_SIMD", "base", 1);
     ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
-    ck_assert_msg(!strstr(out, "slower than"), "%s", out);
+    ck_assert_msg(strstr(out, "kernels and products: base\n"), "%s", out);
     free(out);
-    /* AG_BLAS_KEEP keeps the slow choice, and --version says it is slow */
-    setenv("OPENBLAS_CORETYPE", "Prescott", 1);
-    setenv("AG_BLAS_KEEP", "1", 1);
-    ck_assert_int_eq(run_cli("--version", &out, NULL), 0);
-    ck_assert_msg(strstr(out, "OpenBLAS kernels: Prescott (slower than this CPU's"), "%s", out);
-    free(out);
-    unsetenv("AG_BLAS_KEEP");   /* later tests (CK_FORK=no) run with the usual environment */
-    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv("AG_SIMD");   /* later tests (CK_FORK=no) run with the usual environment */
 }
 END_TEST
 
@@ -332,7 +315,7 @@ Suite *runtime_suite(void)
     tcase_add_test(tc, failed_init_leaves_zeroed_out_parameters);
     tcase_add_test(tc, destroy_twice_is_safe);
     tcase_add_test(tc, set_threads_sets_both);
-    tcase_add_test(tc, cli_runs_the_best_blas_kernels);
+    tcase_add_test(tc, version_names_the_variant);
     tcase_add_test(tc, cli_threads_keep_what_the_environment_says);
     tcase_add_test(tc, team_shrinks_while_the_cores_are_busy);
     suite_add_tcase(s, tc);

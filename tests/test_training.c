@@ -766,7 +766,7 @@ START_TEST(loss_decreases_on_a_tiny_problem)
 END_TEST
 
 #ifdef _OPENMP
-/* Weights after `steps` steps on `threads` threads (OpenMP and OpenBLAS), into out. */
+/* Weights after `steps` steps on `threads` threads, into out. */
 static void train_on_threads(int threads, int steps, float **out, int64_t *n_out,
                              double *losses)
 {

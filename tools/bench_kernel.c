@@ -1,7 +1,9 @@
 /*
  * make bench: the speed table. On 1 and 2 threads:
- *   - the sgemm rate (cblas_sgemm 4096 x 4096 x 4096), the yardstick of the
- *     dense cases, and the rate of a projection-shaped GEMM (X W^T);
+ *   - the sgemm rate (OpenBLAS's cblas_sgemm 4096 x 4096 x 4096, its best
+ *     kernels for this CPU), the yardstick of the dense cases, beside the
+ *     library's own products (base/sgemm.c) of the same shape and of a
+ *     projection's (X W^T), and per variant the projection against its FMA peak;
  *   - the random-row read bandwidth (256-byte rows in random order, prefetched
  *     as the gather kernel does), the yardstick of the random graph;
  *   - each case of the table: median of its timed runs (each group of them after
@@ -39,6 +41,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include <cblas.h>
 #include <omp.h>
@@ -53,6 +57,13 @@
 #define ROUNDS 5       /* yardstick runs interleaved with each case */
 #define PER_ROUND 4    /* case runs per yardstick run */
 #define WARM_S 0.3     /* untimed runs after each yardstick run, at least (s) */
+
+/* The library's threads and the yardstick's (OpenBLAS keeps its own count). */
+static void set_threads(int t)
+{
+    ag_set_threads(t);
+    openblas_set_num_threads(t);
+}
 
 static void die(const ag_error_t *err)
 {
@@ -71,15 +82,16 @@ static float *floats(int64_t n)
     return p;
 }
 
-/* One GEMM C [m, n] = A [m, k] B (B^T when trans) with its buffers. */
+/* One GEMM C [m, n] = A [m, k] B (B^T when trans) with its buffers: OpenBLAS's,
+   or (own) the library's blocked product on its team. */
 typedef struct {
-    int m, n, k, trans;
+    int m, n, k, trans, own;
     float *a, *b, *c;
 } gemm_t;
 
-static void gemm_init(gemm_t *g, int m, int n, int k, int trans)
+static void gemm_init(gemm_t *g, int m, int n, int k, int trans, int own)
 {
-    *g = (gemm_t){m, n, k, trans, floats((int64_t)m * k), floats((int64_t)k * n),
+    *g = (gemm_t){m, n, k, trans, own, floats((int64_t)m * k), floats((int64_t)k * n),
                   floats((int64_t)m * n)};
     ag_random_normal(g->a, (int64_t)m * k, 1, 1, 1.0f);
     ag_random_normal(g->b, (int64_t)k * n, 1, 2, 1.0f);
@@ -89,8 +101,14 @@ static void gemm_init(gemm_t *g, int m, int n, int k, int trans)
 static double gemm_run(const gemm_t *g)
 {
     const double t0 = now_s();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, g->trans ? CblasTrans : CblasNoTrans, g->m, g->n,
-                g->k, 1.0f, g->a, g->k, g->b, g->trans ? g->k : g->n, 0.0f, g->c, g->n);
+    if (g->own && g->trans)
+        ag_i_gemm_xwt(g->c, g->a, g->b, g->m, g->k, g->n, 0.0f);
+    else if (g->own)
+        ag_i_gemm_xw(g->c, g->a, g->b, g->m, g->k, g->n, 0.0f);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, g->trans ? CblasTrans : CblasNoTrans, g->m,
+                    g->n, g->k, 1.0f, g->a, g->k, g->b, g->trans ? g->k : g->n, 0.0f, g->c,
+                    g->n);
     return 2.0 * g->m * g->n * (double)g->k / (now_s() - t0) / 1e9;
 }
 
@@ -100,10 +118,10 @@ static void gemm_free(gemm_t *g)
 }
 
 /* Median GFLOP/s of a few runs after a warm-up. */
-static double gemm_rate(int m, int n, int k, int trans)
+static double gemm_rate(int m, int n, int k, int trans, int own)
 {
     gemm_t g;
-    gemm_init(&g, m, n, k, trans);
+    gemm_init(&g, m, n, k, trans, own);
     double r[5];
     gemm_run(&g);
     for (int i = 0; i < 5; i++)
@@ -271,7 +289,7 @@ static void run_case(const case_t *c, const gemm_t *sgemm, const rows_t *rows)
     ag_random_normal(V, N * HD, 7, 3, 1.0f);
     const double flops = 4.0 * (double)E * (double)d * (double)H;
     for (int threads = 1; threads <= 2; threads++) {
-        ag_set_threads(threads);
+        set_threads(threads);
         double t[ROUNDS * PER_ROUND], yard[ROUNDS], peak[ROUNDS];
         if (ag_attention(&nb, Q, K, V, H, d, NULL, M, &err))   /* warm-up */
             die(&err);
@@ -347,7 +365,7 @@ static void run_backward(const case_t *c, const rows_t *rows)
     const ag_attention_grads_t gr = {.dQ = g, .dK = g + N * HD, .dV = g + 2 * N * HD};
     const double flops = 10.0 * (double)E * (double)d * (double)H;
     for (int threads = 1; threads <= 2; threads++) {
-        ag_set_threads(threads);
+        set_threads(threads);
         double tb[ROUNDS * PER_ROUND], tf[ROUNDS * PER_ROUND], yard[ROUNDS];
         if (ag_attention_ex(&nb, Q, K, V, H, d, NULL, M, &fw, &err))
             die(&err);
@@ -475,7 +493,7 @@ static void run_scores(const case_t *c, const char *only)
     ag_random_normal(V, N * HD, 7, 3, 1.0f), ag_random_normal(a, 2 * HD, 7, 4, 0.1f);
     const double flops = 4.0 * (double)nb.n_edges * (double)d * (double)H;
     const float scale = 1.0f / sqrtf((float)d);
-    ag_set_threads(2);
+    set_threads(2);
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         if (only && !strstr(kinds[k].name, only))
             continue;
@@ -516,16 +534,31 @@ static void backward_table(const char *only, const rows_t *rows)
             run_backward(&cases[k], rows);
 }
 
+/* The yardstick at its fastest: OpenBLAS 0.3.21 picks SSE3 kernels on an
+   Emerald Rapids, and these machines' environment holds it to AVX2 ones on AVX-512
+   CPUs (OPENBLAS_CORETYPE=Haswell). It reads OPENBLAS_CORETYPE once, when it
+   loads: the bench starts itself again with the best core type, once. */
+static void blas_best(char **argv)
+{
+    const int wide = ag_i_simd_level() == AG_SIMD_AVX512;
+    const char *best = wide ? "SkylakeX" : ag_i_simd_level() == AG_SIMD_AVX2 ? "Haswell" : NULL;
+    const char *chosen = openblas_get_corename();
+    if (!best || getenv("BENCH_BLAS_RESTARTED") || (chosen && strcasecmp(chosen, best) == 0) ||
+        (wide && chosen && (strcasecmp(chosen, "Cooperlake") == 0 ||
+                            strcasecmp(chosen, "SapphireRapids") == 0)))
+        return;
+    setenv("BENCH_BLAS_RESTARTED", "1", 1);
+    setenv("OPENBLAS_CORETYPE", best, 1);
+    execv("/proc/self/exe", argv);   /* returns only on failure: the bench goes on */
+}
+
 int main(int argc, char **argv)
 {
     ag_error_t err;
-    if (ag_blas_fix(argv, &err))
-        fprintf(stderr, "warning: %s\n", err.msg);
-    ag_blas_info_t blas;
-    ag_blas_check(&blas);
-    printf("attngraph benchmark (%s; %s)\n", AG_VERSION, openblas_get_config());
-    printf("  OpenBLAS kernels: %s (best for this CPU: %s%s)\n", blas.chosen, blas.best,
-           blas.slow ? "; SLOW: OPENBLAS_CORETYPE is set to an older core" : "");
+    if (!getenv("AG_SIMD") || !*getenv("AG_SIMD"))
+        blas_best(argv);
+    printf("attngraph benchmark (%s; yardstick %s, kernels %s)\n", AG_VERSION,
+           openblas_get_config(), openblas_get_corename());
     if (argc > 1 && strcmp(argv[1], "smoke") == 0)
         return smoke();
     const int backward_only = argc > 1 && strcmp(argv[1], "backward") == 0;
@@ -533,17 +566,19 @@ int main(int argc, char **argv)
     const int scores_only = argc > 1 && strcmp(argv[1], "scores") == 0;
     const char *only = (backward_only || forward_only || scores_only) && argc > 2 ? argv[2] : NULL;
     for (int t = 1; t <= 2 && !backward_only && !scores_only; t++) {
-        ag_set_threads(t);
-        const double sg = gemm_rate(4096, 4096, 4096, 0), pr = gemm_rate(16384, 1024, 1024, 1);
-        printf("  %d thread%s: sgemm 4096^3 %6.1f GFLOP/s; projection X W^T "
-               "[16384x1024]x[1024x1024]^T %6.1f GFLOP/s = %.2f of sgemm\n", t,
-               t > 1 ? "s" : " ", sg, pr, pr / sg);
+        set_threads(t);
+        const double sg = gemm_rate(4096, 4096, 4096, 0, 0), own = gemm_rate(4096, 4096, 4096, 0, 1);
+        const double pr = gemm_rate(16384, 1024, 1024, 1, 0);
+        const double own_pr = gemm_rate(16384, 1024, 1024, 1, 1);
+        printf("  %d thread%s: 4096^3 OpenBLAS sgemm %6.1f GFLOP/s, the library's %6.1f (%.2f); "
+               "X W^T [16384x1024]x[1024x1024]^T %6.1f and %6.1f (%.2f)\n", t,
+               t > 1 ? "s" : " ", sg, own, own / sg, pr, own_pr, own_pr / pr);
     }
     gemm_t sgemm;
     rows_t rows;
     const int tables = !backward_only && !scores_only;   /* the forward's, with yardsticks */
     if (tables)
-        gemm_init(&sgemm, 4096, 4096, 4096, 0);
+        gemm_init(&sgemm, 4096, 4096, 4096, 0, 0);
     if (!scores_only)
         rows_init(&rows);
     /* AG_SIMD names the one variant to time; unset, every variant the CPU runs */
@@ -555,12 +590,17 @@ int main(int argc, char **argv)
         ag_i_simd_force(level);
         double peak[2];
         for (int t = 1; t <= 2; t++) {
-            ag_set_threads(t);
+            set_threads(t);
             peak[t - 1] = fma_rate();
         }
         printf("== kernels: %s; FMA peak of %s (the yardstick) %.1f GFLOP/s on 1 thread, "
                "%.1f on 2\n", ag_simd_isa(), level == AG_SIMD_AVX512 ? "zmm" : "ymm", peak[0],
                peak[1]);
+        if (tables && !only) {   /* the library's products on this variant */
+            const double pr = gemm_rate(16384, 1024, 1024, 1, 1);
+            printf("  products X W^T [16384x1024]x[1024x1024]^T, 2 threads: %.1f GFLOP/s = "
+                   "%.2f of the FMA peak\n", pr, pr / peak[1]);
+        }
         if (tables) {
             printf("  case                         threads  median    useful rate\n");
             for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)

@@ -76,7 +76,7 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     a = p.parse_args()
     isa = subprocess.run([a.cli, "--version"], capture_output=True, text=True).stdout
-    isa = re.search(r"attngraph kernels: (\S+)", isa)
+    isa = re.search(r"kernels and products: (\S+)", isa)
     print("bench-lm: nanoGPT's shakespeare_char CPU recipe (block 64, batch 12, 4 layers of 4 "
           "heads, width 128), %d steps, %d threads" % (a.iters, a.threads))
     print("machine: %s; kernels %s" % (cpu_model(), isa.group(1) if isa else "?"))

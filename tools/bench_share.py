@@ -120,11 +120,9 @@ def main():
     a = ap.parse_args()
     load = os.getloadavg()[0]
     version = subprocess.run([a.cli, "--version"], capture_output=True, text=True).stdout
-    isa = re.search(r"attngraph kernels: (\S+)", version)
-    blas = re.search(r"OpenBLAS kernels: (.*)", version)
-    print("bench-share: %s, %d cores; attngraph kernels %s, OpenBLAS %s; load average %.2f "
-          "at the start" % (cpu_model(), os.cpu_count(), isa.group(1) if isa else "?",
-                             blas.group(1) if blas else "?", load))
+    isa = re.search(r"kernels and products: (\S+)", version)
+    print("bench-share: %s, %d cores; kernels and products %s; load average %.2f at the start"
+          % (cpu_model(), os.cpu_count(), isa.group(1) if isa else "?", load))
     with tempfile.TemporaryDirectory(prefix="bench-share-") as folder:
         messages = sbm_graph(folder)
         work = [("lm train step (ms)", lm_command(a.cli, a.text, a.iters), lm_figure),

@@ -11,8 +11,6 @@
 int main(int argc, char **argv)
 {
     ag_error_t err;
-    if (ag_blas_fix(argv, &err))      /* first thing: OpenBLAS's best kernels for this CPU */
-        fprintf(stderr, "warning: %s\n", err.msg);
     const char *path = argc > 1 ? argv[1] : "graphs/sentence.gml";
     igraph_t graph;
     ag_nbhd_t nb;

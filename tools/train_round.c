@@ -20,8 +20,6 @@ static double now(void)
 int main(int argc, char **argv)
 {
     ag_error_t err;
-    if (ag_blas_fix(argv, &err))
-        fprintf(stderr, "%s\n", err.msg);
     const int64_t N = argc > 1 ? atoll(argv[1]) : 65536, D = 64, H = 1, d = 64;
     ag_pattern_t *p = NULL;
     ag_nbhd_t nb;

@@ -26,24 +26,23 @@
  * whether the call succeeded or not. The one exception is an igraph_t, which
  * is igraph's: on failure it is left uninitialised and must not be destroyed.
  *
- * Threads: kernels run with OpenMP over destinations (ag_set_threads chooses
- * how many, for OpenBLAS too); results are bitwise identical for any thread
- * count. igraph is not thread-safe: call the functions that take an igraph_t
+ * Threads: kernels and dense products run with OpenMP (ag_set_threads
+ * chooses how many); results are bitwise identical for any thread count. igraph is not thread-safe: call the functions that take an igraph_t
  * from one thread at a time. Otherwise several host threads may call the
  * library at once on data of their own, with the same bits as one after the
  * other.
  *
  * Process-wide state, all of it (everything else travels in the arguments):
  *   - the memory budget (ag_set_memory_budget): one number, set atomically;
- *   - the kernels' instruction set: the best the CPU runs, or AG_SIMD's,
- *     read once at the first kernel call (ag_simd_isa). Each attention call
+ *   - the kernels' and products' instruction set: the best the CPU runs, or
+ *     AG_SIMD's, read once at the first kernel call (ag_simd_isa). Each attention call
  *     (and each run of rounds, and each training step) plans its kernel
  *     first: the plan fixes the instruction set, the calling thread's OpenMP
  *     count and the kernel's scratch, and the computation keeps to them;
  *   - who chose the thread count, and the team the library's parallel
  *     regions run on now. One pool of threads does the work: the library's
- *     OpenMP team, the dense products included (each block a one-thread
- *     OpenBLAS call). By default (no OMP_NUM_THREADS, no ag_set_threads
+ *     OpenMP team, the dense products included (the library's own, no BLAS
+ *     thread pool beside it). By default (no OMP_NUM_THREADS, no ag_set_threads
  *     count, the calling thread's OpenMP count as it started) the library
  *     shares the machine: while its calling thread waits for a core (the
  *     kernel's run delay, read every 20 ms) and its regions are short, the
@@ -57,17 +56,15 @@
  *     the attngraph tools start with GOMP_SPINCOUNT=10000 unless
  *     OMP_WAIT_POLICY or GOMP_SPINCOUNT is set. A program that runs beside
  *     others can start with GOMP_SPINCOUNT=10000 too (docs/performance.md);
- *   - OpenBLAS's thread count, one for the process: ag_set_threads sets it
- *     (and the calling thread's OpenMP count, which is per thread). While any
- *     call runs dense products the library holds it at 1 and then puts it
- *     back: a program's own OpenBLAS calls meanwhile run on one thread;
- *   - igraph's error handler, swapped in around each igraph call;
- *   - ag_blas_fix's OPENBLAS_CORETYPE (the environment, before main's work).
- * The library sets no umask, signal handler or locale.
+ *   - igraph's error handler, swapped in around each igraph call.
+ * The library sets no umask, signal handler, locale or environment variable.
  *
- * Speed: OpenBLAS 0.3.21 picks slow kernels on some current CPUs (see
- * ag_blas_check); a program should call ag_blas_fix(argv) first thing in
- * main, or be started with OPENBLAS_CORETYPE set.
+ * Bits: the dense products are the library's own (no BLAS): every entry one
+ * chain of multiply-adds in a fixed order, fused on the AVX2 and AVX-512
+ * variants. So every result is the same bits for any thread count, process
+ * count and program that loads the library, on one instruction-set variant
+ * (ag_simd_isa); the products are the same bits on every CPU with FMA, the
+ * attention kernels of two variants agree to rounding.
  */
 #ifndef ATTNGRAPH_CORE_H
 #define ATTNGRAPH_CORE_H
@@ -115,36 +112,6 @@ const char *ag_status_str(ag_status_t status);
 
 /* ---------------------------------------------------------------- machine */
 
-/* OpenBLAS's kernel choice against what the CPU can run. */
-typedef struct {
-    char chosen[32];      /* the core type OpenBLAS uses, e.g. "Haswell" */
-    char best[32];        /* the fastest core type this CPU runs, e.g. "SkylakeX" */
-    int slow;             /* 1: chosen uses an older instruction set than best */
-    int forced;           /* 1: OPENBLAS_CORETYPE is set in the environment */
-} ag_blas_info_t;
-
-/*
- * Fills info. OpenBLAS 0.3.21 picks its kernels from the CPU model when it
- * loads and misses some current CPUs (Intel Emerald Rapids gets "Prescott",
- * SSE3: 5x slower projections); an OPENBLAS_CORETYPE inherited from the
- * environment can also name older kernels than the CPU runs (AMD EPYC Zen 5
- * machines here start programs with "Haswell": AVX2, 2x slower). Only
- * OPENBLAS_CORETYPE, set before OpenBLAS loads, changes the choice.
- */
-void ag_blas_check(ag_blas_info_t *info);
-
-/*
- * When ag_blas_check finds OpenBLAS slow, sets OPENBLAS_CORETYPE to the best
- * core type and restarts the program once (execv of /proc/self/exe with
- * argv); otherwise returns AG_OK at once. It leaves OpenBLAS alone when the
- * environment has AG_BLAS_KEEP set. Call it first thing in main, before any
- * other work: in the slow case it does not return. Returns an error only if
- * the restart failed (the program can go on, slower). Programs that cannot
- * restart (an interpreter, say) should start with OPENBLAS_CORETYPE=SkylakeX
- * on AVX-512 CPUs (ag_blas_check's `best`).
- */
-int ag_blas_fix(char **argv, ag_error_t *err);
-
 /*
  * The memory budget: every array the library allocates is checked against it
  * before the allocation is tried, and one that would need more is refused:
@@ -167,7 +134,7 @@ int64_t ag_memory_budget(void);
 const char *ag_simd_isa(void);
 int ag_simd_env_check(ag_error_t *err);
 
-/* Sets the threads of the kernels (OpenMP) and of OpenBLAS together: a count
+/* Sets the threads of the kernels and products (OpenMP): a count
    (kept as it is), or 0 or less: the default, the OpenMP count when the
    library loaded (OMP_NUM_THREADS's, else every core), fewer while other
    programs keep the cores busy. Returns the most threads a call uses (1
@@ -815,7 +782,7 @@ typedef struct ag_tape ag_tape_t;
  * transpose; the backward adds (3 D + 4 H d) x 4 bytes per node whatever the
  * rounds, kept on the tape after it (causal 65,536 nodes, D = d = 64: a tape
  * of 84 MB a round, 117 MB more for the backward). Projections are blocked so that every result is
- * bitwise the same for any thread count (OpenBLAS's own threads are not).
+ * bitwise the same for any thread count.
  * layers, nb and opts must stay alive and unchanged until the backward.
  */
 int ag_rounds_forward(ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers, float *X,

@@ -6,13 +6,10 @@
     w = ag.attention_weights(g, q, k, heads=4)      # [E, H] in edge_index column order
 
 The library is $ATTNGRAPH_LIB, else the build tree's build/libattngraph.so,
-else the installed libattngraph.so.0. Importing attngraph before numpy lets it
-set OPENBLAS_CORETYPE (as the C tool's ag_blas_fix does) before OpenBLAS loads;
-docs/python.md says more. attngraph.torch has the PyTorch layer, attngraph.draw
-the pictures (SVG).
+else the installed libattngraph.so.0 (docs/python.md says more).
+attngraph.torch has the PyTorch layer, attngraph.draw the pictures (SVG).
 """
-# _lib first: it sets OPENBLAS_CORETYPE before numpy (and OpenBLAS) can load
-from ._lib import (Error, blas_info, simd_isa, lib as _clib, path as library_path,
+from ._lib import (Error, simd_isa, lib as _clib, path as library_path,
                    VERSION as __version__)
 from .graph import Graph
 from .ops import Score, attention, attention_weights, attention_stats, attention_backward, Grads
@@ -24,7 +21,7 @@ from .train import (rounds_forward, Tape, grads_like, add_layer_norm, mse_loss, 
 
 
 def set_threads(n=0):
-    """Threads of the kernels (OpenMP) and of OpenBLAS: a count, kept as it is; 0: the
+    """Threads of the kernels and products (OpenMP): a count, kept as it is; 0: the
     default (OMP_NUM_THREADS's count, else all cores, fewer while other programs keep
     the cores busy). Returns the most threads a call uses."""
     return _clib.ag_set_threads(int(n))
@@ -40,4 +37,4 @@ __all__ = ["Error", "Graph", "Score", "Weights", "attention", "attention_weights
            "format_compare", "rounds_forward", "Tape", "grads_like", "add_layer_norm",
            "mse_loss", "cross_entropy", "Optimizer", "dropout", "save_layers", "load_layers",
            "load_model",
-           "set_threads", "set_memory_budget", "blas_info", "simd_isa", "library_path", "draw"]
+           "set_threads", "set_memory_budget", "simd_isa", "library_path", "draw"]

@@ -1,4 +1,4 @@
-"""Finding and loading libattngraph, OpenBLAS's kernel choice, and errors.
+"""Finding and loading libattngraph, and its errors.
 
 The library is, in this order: the file $ATTNGRAPH_LIB names; the build
 tree's build/libattngraph.so (when this package is the repository's
@@ -21,59 +21,6 @@ class Error(Exception):
     def __init__(self, message, status=None):
         super().__init__(message)
         self.status = status
-
-
-# ------------------------------------------------------------------ OpenBLAS
-
-# OpenBLAS x86 core types by instruction-set tier, as src/base/runtime.c ranks them.
-_TIERS = {"skylakex": 3, "cooperlake": 3, "sapphirerapids": 3, "haswell": 2, "zen": 2,
-          "sandybridge": 1, "bulldozer": 1, "piledriver": 1, "steamroller": 1, "excavator": 1}
-
-
-def _cpu_best():
-    """The core type ag_blas_check calls best for this CPU, or None."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-            else:
-                return None
-    except OSError:
-        return None
-    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
-        return "SkylakeX"
-    if {"avx2", "fma"} <= flags:
-        return "Haswell"
-    if "avx" in flags:
-        return "Sandybridge"
-    return None
-
-
-def _openblas_loaded():
-    try:
-        with open("/proc/self/maps") as f:
-            return "openblas" in f.read()
-    except OSError:
-        return False
-
-
-def _choose_coretype():
-    """Before OpenBLAS loads, set OPENBLAS_CORETYPE as ag_blas_fix would: to the
-    best core type when it is unset or names an older tier (AG_BLAS_KEEP keeps
-    it). Once OpenBLAS is loaded (numpy imported first) this changes nothing."""
-    if os.environ.get("AG_BLAS_KEEP") or _openblas_loaded() or not sys.platform.startswith("linux"):
-        return
-    best = _cpu_best()
-    if best is None:
-        return
-    have = os.environ.get("OPENBLAS_CORETYPE")
-    if have is None or _TIERS.get(have.lower(), 0) < _TIERS[best.lower()]:
-        os.environ["OPENBLAS_CORETYPE"] = best
-
-
-_choose_coretype()
 
 
 # ------------------------------------------------------------------ loading
@@ -155,7 +102,6 @@ def check(rc, e):
         raise Error(msg, status)
 
 
-_warned = False
 
 
 def _check_simd_env():
@@ -168,25 +114,3 @@ def _check_simd_env():
 _check_simd_env()
 
 
-def blas_info():
-    """OpenBLAS's kernels: dict(chosen, best, slow, forced), as ag_blas_check says."""
-    info = S.ag_blas_info_t()
-    lib.ag_blas_check(ctypes.byref(info))
-    return dict(chosen=info.chosen.decode(), best=info.best.decode(), slow=bool(info.slow),
-                forced=bool(info.forced))
-
-
-def warn_if_slow():
-    global _warned
-    info = blas_info()
-    if info["slow"] and not _warned and not os.environ.get("AG_BLAS_KEEP"):
-        _warned = True
-        warnings.warn(
-            "attngraph: OpenBLAS uses its %s kernels on a CPU that runs %s (about 2-5x slower "
-            "projections); it was loaded before attngraph could choose (numpy imported first, "
-            "or OPENBLAS_CORETYPE set). Start Python as OPENBLAS_CORETYPE=%s /usr/bin/python3 "
-            "..., or import attngraph before numpy; AG_BLAS_KEEP=1 silences this."
-            % (info["chosen"], info["best"], info["best"]), RuntimeWarning, stacklevel=3)
-
-
-warn_if_slow()

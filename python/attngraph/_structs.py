@@ -43,11 +43,6 @@ class ag_error_t(C.Structure):
     _fields_ = [("status", C.c_int), ("msg", C.c_char * 512)]
 
 
-class ag_blas_info_t(C.Structure):
-    _fields_ = [("chosen", C.c_char * 32), ("best", C.c_char * 32), ("slow", C.c_int),
-                ("forced", C.c_int)]
-
-
 class ag_labels_t(C.Structure):
     _fields_ = [("n", i64), ("str", C.POINTER(C.c_char_p))]
 
@@ -185,7 +180,7 @@ class ag_compare_picture_t(C.Structure):
                 ("figures", ptr), ("title", C.c_char_p)]
 
 
-STRUCTS = [ag_error_t, ag_blas_info_t, ag_labels_t, ag_nbhd_t, ag_score_t,
+STRUCTS = [ag_error_t, ag_labels_t, ag_nbhd_t, ag_score_t,
            ag_attention_opts_t, ag_edge_msg_t, ag_attention_grads_t, ag_weights_t,
            ag_lm_t, ag_lm_opts_t, ag_workspace_t, ag_round_t, ag_round_opts_t,
            ag_round_figures_t, ag_optimizer_opts_t, ag_load_opts_t, ag_rgb_t, ag_edge_weights_t, ag_heatmap_opts_t,
@@ -203,7 +198,6 @@ I = C.c_int
 
 FUNCTIONS = {
     "ag_status_str": (C.c_char_p, [I]),
-    "ag_blas_check": (None, [C.POINTER(ag_blas_info_t)]),
     "ag_set_threads": (I, [I]),
     "ag_simd_isa": (C.c_char_p, []),
     "ag_version": (C.c_char_p, []),

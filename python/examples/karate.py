@@ -12,7 +12,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import attngraph as ag                       # noqa: E402 (before numpy: OpenBLAS's kernels)
+import attngraph as ag                       # noqa: E402
 from attngraph.torch import GraphAttention   # noqa: E402
 import igraph                                # noqa: E402
 import numpy as np                           # noqa: E402

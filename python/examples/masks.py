@@ -7,7 +7,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import attngraph as ag      # noqa: E402 (before numpy: OpenBLAS's kernels)
+import attngraph as ag      # noqa: E402
 import numpy as np          # noqa: E402
 
 TOKENS = "the cat sat on the mat and the dog ran after it".split()

@@ -9,7 +9,7 @@ PYDIR = os.path.dirname(HERE)
 ROOT = os.path.dirname(PYDIR)
 sys.path.insert(0, PYDIR)
 
-import attngraph  # noqa: E402  (before numpy: it may set OPENBLAS_CORETYPE)
+import attngraph  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 

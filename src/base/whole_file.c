@@ -40,7 +40,7 @@
 #define MAX_LIVE 64
 static const char *volatile live[MAX_LIVE];
 /* Set by the handler before it unlinks: the handler may run on another thread
-   (OpenBLAS's and OpenMP's take signals too) while this one is naming a
+   (OpenMP's threads take signals too) while this one is naming a
    temporary, so a name made after the unlinks must remove itself. */
 static volatile sig_atomic_t dying;
 

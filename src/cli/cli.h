@@ -154,7 +154,7 @@ extern const struct option input_options[];
     "Common:\n"                                                                             \
     "  --heads H           attention heads (default 1)\n"                                   \
     "  --seed S            seed for random features and weights (default 1)\n"              \
-    "  --threads T         OpenMP and OpenBLAS threads (default: all cores)\n"              \
+    "  --threads T         threads (default: all cores, fewer while others run)\n"       \
     "  --format F          graph file format: edgelist, ncol, lgl, graphml, gml, pajek\n"   \
     "                      (default: from the extension)\n"                                 \
     "  --undirected        edge list, NCOL, LGL: each line is a message both ways\n"        \
@@ -534,9 +534,9 @@ int draw_train_csv(const char *text, size_t len, const char *name, const char *t
 /* libgomp's spin at a barrier in the tools, in pauses (cli/waits.c). */
 #define CLI_SPINCOUNT "10000"
 /* First thing in main: unless the environment sets OMP_WAIT_POLICY or
-   GOMP_SPINCOUNT, restarts the tool with GOMP_SPINCOUNT=CLI_SPINCOUNT (and
-   OpenBLAS's kernels fixed, as ag_blas_fix does); returns only when no
-   restart was needed, or it failed (err says why: a warning). */
+   GOMP_SPINCOUNT, restarts the tool with GOMP_SPINCOUNT=CLI_SPINCOUNT;
+   returns only when no restart was needed, or it failed (err says why: a
+   warning). */
 int cli_short_waits(char **argv, ag_error_t *err);
 /* How the threads of this run wait, in words (--version). */
 const char *cli_waits(void);

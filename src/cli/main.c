@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <cblas.h>
 
 #include "cli/cli.h"
 #include "cli/lm.h"
@@ -41,7 +40,7 @@ static const char usage[] =
     "                        text from a saved GPT, a token at a time (a cache of keys and values)\n"
     "\n"
     "  attngraph COMMAND --help   options of a command (also -h, or attngraph help COMMAND)\n"
-    "  attngraph --version        versions of attngraph, igraph and OpenBLAS (and its kernels)\n";
+    "  attngraph --version        versions of attngraph and igraph, the kernels, the threads\n";
 
 /* The library guards its own igraph calls; this handler makes sure no other
    igraph call in the tool can abort the process either. */
@@ -67,7 +66,7 @@ int main(int argc, char **argv)
 {
     ag_error_t err;
     /* each returns only if no restart was needed, or it failed */
-    if (cli_short_waits(argv, &err) || ag_blas_fix(argv, &err))
+    if (cli_short_waits(argv, &err))   /* returns only if no restart was needed, or it failed */
         fprintf(stderr, "attngraph: warning: %s\n", err.msg);
     if (ag_simd_env_check(&err)) {
         fprintf(stderr, "attngraph: %s\n", err.msg);
@@ -97,14 +96,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
-        ag_blas_info_t blas;
-        ag_blas_check(&blas);
-        printf("attngraph %s (igraph %s, %s)\n", AG_VERSION, IGRAPH_VERSION,
-               openblas_get_config());
-        printf("OpenBLAS kernels: %s", blas.chosen);
-        if (blas.slow)
-            printf(" (slower than this CPU's %s)", blas.best);
-        printf("\nattngraph kernels: %s\n", ag_simd_isa());
+        printf("attngraph %s (igraph %s)\n", AG_VERSION, IGRAPH_VERSION);
+        printf("kernels and products: %s\n", ag_simd_isa());
         const int threads = ag_set_threads(0);
         printf("threads: %d, %s; waits: %s\n", threads,
                getenv("OMP_NUM_THREADS") ? "as OMP_NUM_THREADS says"

@@ -13,7 +13,7 @@
  * base/share.c), and neither can a program once it runs: libgomp has loaded
  * before main, and setenv in a .preinit_array function is undone by the C
  * library's own start. So a tool that lacks it sets it and starts itself
- * again (as ag_blas_fix does for OpenBLAS's kernels; one restart for both).
+ * again.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,12 +29,6 @@ int cli_short_waits(char **argv, ag_error_t *err)
         return AG_OK;
     if (setenv("GOMP_SPINCOUNT", CLI_SPINCOUNT, 1) != 0)
         return AG_OK;
-    /* ag_blas_fix restarts the tool with GOMP_SPINCOUNT set when OpenBLAS
-       needs it; else this does */
-    if (ag_blas_fix(argv, err) != AG_OK) {
-        unsetenv("GOMP_SPINCOUNT");   /* libgomp never read it */
-        return AG_EIO;
-    }
     execv("/proc/self/exe", argv);   /* returns only on failure */
     const int e = errno;
     unsetenv("GOMP_SPINCOUNT");   /* --version then says what libgomp does */

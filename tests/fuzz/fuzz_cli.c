@@ -14,8 +14,8 @@
  * indptr.npy + indices.npy (a CSR of 4 nodes). Outputs land there too.
  * Standard input reads /dev/null; --help and --version only print.
  * Nothing the tool runs can exit the process: commands return their status.
- * (ag_blas_fix would restart a slow OpenBLAS with execv, and cli_short_waits
- * a process without GOMP_SPINCOUNT: AG_BLAS_KEEP and GOMP_SPINCOUNT are set.)
+ * (cli_short_waits would restart a process without GOMP_SPINCOUNT with execv:
+ * GOMP_SPINCOUNT is set.)
  */
 #define _XOPEN_SOURCE 700
 #include <ctype.h>

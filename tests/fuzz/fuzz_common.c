@@ -69,9 +69,7 @@ int fuzz_write(const char *path, const uint8_t *data, size_t size)
 
 void fuzz_setup(void)
 {
-    setenv("AG_BLAS_KEEP", "1", 1);
     setenv("GOMP_SPINCOUNT", "10000", 0);   /* else the tool's main restarts itself */
-    setenv("OPENBLAS_NUM_THREADS", "1", 0);
     igraph_set_attribute_table(&igraph_cattribute_table);
     ag_set_threads(1);
     fuzz_dir();

@@ -25,7 +25,7 @@ const char *fuzz_path(const char *name);
 int fuzz_write(const char *path, const uint8_t *data, size_t size);
 /* Removes everything inside fuzz_dir() (the folder itself stays). */
 void fuzz_clear(void);
-/* Common setup: igraph's attribute table, no OpenBLAS restart (AG_BLAS_KEEP),
+/* Common setup: igraph's attribute table, no restart (GOMP_SPINCOUNT set),
    one thread. Called by each target's LLVMFuzzerInitialize. */
 void fuzz_setup(void);
 

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
     cli_program = "attngraph-mpi";   /* in the messages of attngraph's own commands */
     ag_error_t err;
     /* before MPI_Init: the restart (execv) keeps the process MPI started */
-    if (cli_short_waits(argv, &err) || ag_blas_fix(argv, &err))
+    if (cli_short_waits(argv, &err))
         fprintf(stderr, "attngraph-mpi: warning: %s\n", err.msg);
     if (ag_simd_env_check(&err)) {   /* before MPI_Init: every process says the same */
         fprintf(stderr, "attngraph-mpi: %s\n", err.msg);
