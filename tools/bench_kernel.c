@@ -596,7 +596,7 @@ int main(int argc, char **argv)
         printf("== kernels: %s; FMA peak of %s (the yardstick) %.1f GFLOP/s on 1 thread, "
                "%.1f on 2\n", ag_simd_isa(), level == AG_SIMD_AVX512 ? "zmm" : "ymm", peak[0],
                peak[1]);
-        if (tables && !only) {   /* the library's products on this variant */
+        if (tables) {   /* the library's products on this variant */
             const double pr = gemm_rate(16384, 1024, 1024, 1, 1);
             printf("  products X W^T [16384x1024]x[1024x1024]^T, 2 threads: %.1f GFLOP/s = "
                    "%.2f of the FMA peak\n", pr, pr / peak[1]);

@@ -14,21 +14,27 @@
  * columns of C in registers, for each p one row of a packed panel of B
  * (NR floats) and MR broadcasts of A; MR x NR = 12 x 32 on AVX-512 (24 of its
  * 32 registers), 6 x 16 on AVX2 and 6 x 8 on the baseline (12 of 16). A is read
- * where it lies (row-major, or transposed for A^T B); B's panels are packed
- * on the stack unless B's rows already hold them (then the panel is read in
- * place). Tails (fewer than MR rows, fewer than NR columns) run the same
- * kernel on a copy of C's tile.
+ * where it lies (row-major, or transposed for A^T B: packing its strips cost
+ * more than it saved on the models' shapes); B's panels are packed on the
+ * stack, unless B's rows already hold them and few strips read them (A^T B's
+ * blocks of 64 rows). Tails (fewer than MR rows, fewer than NR columns) run
+ * the same kernel on a copy of C's tile. Against OpenBLAS 0.3.21's best
+ * kernels on one thread of a Zen 5: 0.99-1.16x on the models' shapes (k and n
+ * 64-1433), 0.85x with 65 columns (a tail of one), 0.87-0.90x at n = k = 1024
+ * (docs/performance.md).
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "base/base.h"
 
-/* k in blocks of KC: a packed panel (KC x NR floats, 16 KB on AVX-512) stays
-   in the first-level cache while the strips of A pass it. */
-#define KC 128
-#define NR_MAX 32
-#define MR_MAX 12
+/* k in blocks of KC: a packed panel (KC x NR floats, 32 KB on AVX-512) stays
+   in the first-level cache while the strips of A pass it; n in blocks of NC
+   columns: C's block [m, NC] stays in the second-level cache while the blocks
+   of k pass over it (a C read and written from memory at every block of k
+   cost 0.8x OpenBLAS at n = k = 1024). */
+#define KC 256
+#define NC 256
 
 #define ROWS_6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define ROWS_12(X) ROWS_6(X) X(6) X(7) X(8) X(9) X(10) X(11)
@@ -93,17 +99,27 @@ typedef struct {
                             int64_t b_rs, int64_t b_cs, int beta, float *C, int64_t ldc)      \
     {                                                                                        \
         float panel[KC * NR], tile[MR * NR];                                                 \
+        for (int64_t jc = 0; jc < n; jc += NC)                                               \
         for (int64_t p0 = 0; p0 < k || (p0 == 0 && !beta); p0 += KC) {                       \
             const int64_t kc = k - p0 < KC ? k - p0 : KC;                                    \
             const int load = beta || p0 > 0;                                                 \
-            for (int64_t j0 = 0; j0 < n; j0 += NR) {                                         \
+            for (int64_t j0 = jc; j0 < n && j0 < jc + NC; j0 += NR) {                        \
                 const int64_t nr = n - j0 < NR ? n - j0 : NR;                                \
                 const float *bp = B + p0 * b_rs + j0 * b_cs;                                 \
                 int64_t b_step = b_rs;                                                       \
-                if (b_cs != 1 || nr < NR) {   /* pack, zeros past n */                       \
-                    for (int64_t p = 0; p < kc; p++)                                         \
-                        for (int64_t j = 0; j < NR; j++)                                     \
-                            panel[p * NR + j] = j < nr ? bp[p * b_rs + j * b_cs] : 0.0f;     \
+                /* packed (zeros past n, along B's rows) unless B's rows are the     \
+                   panel and few strips read it: rows far apart share cache sets     \
+                   (4 KB: 0.66x OpenBLAS on AVX2 at n = 1024) */                       \
+                if (b_cs != 1 || nr < NR || m > 96) {                                        \
+                    if (nr < NR)                                                             \
+                        memset(panel, 0, sizeof panel);                                      \
+                    if (b_cs == 1)                                                           \
+                        for (int64_t p = 0; p < kc; p++)                                     \
+                            memcpy(panel + p * NR, bp + p * b_rs, (size_t)nr * sizeof *bp);  \
+                    else   /* B^T's rows: its columns 4 KB apart would share cache sets */  \
+                        for (int64_t j = 0; j < nr; j++)                                     \
+                            for (int64_t p = 0; p < kc; p++)                                 \
+                                panel[p * NR + j] = bp[p * b_rs + j * b_cs];                 \
                     bp = panel, b_step = NR;                                                 \
                 }                                                                            \
                 for (int64_t i0 = 0; i0 < m; i0 += MR) {                                     \
