@@ -34,7 +34,7 @@
    of k pass over it (a C read and written from memory at every block of k
    cost 0.8x OpenBLAS at n = k = 1024). */
 #define KC 256
-#define NC 256
+#define NC 128
 
 #define ROWS_6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define ROWS_12(X) ROWS_6(X) X(6) X(7) X(8) X(9) X(10) X(11)
