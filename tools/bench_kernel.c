@@ -22,6 +22,9 @@
  *     GFLOP/s = 10*E*d*H / time (FlashAttention-2's accounting: the scores and
  *     dP computed again are not counted), its ratio to the FMA peak, and its
  *     time against the training forward's (ag_attention_ex with lse).
+ *   `bench_kernel products` times the library's products on the models' shapes
+ *   against OpenBLAS's sgemm, one thread, every variant (AG_SIMD=avx2
+ *   OPENBLAS_CORETYPE=Haswell compares like with like on an AVX-512 machine).
  *   `bench_kernel backward [NAME]` runs the FMA peak and the backward rows only
  *   (those whose name contains NAME); `bench_kernel forward [NAME]` the
  *   yardsticks and the forward rows only; `bench_kernel scores` the score
@@ -128,6 +131,74 @@ static double gemm_rate(int m, int n, int k, int trans, int own)
         r[i] = gemm_run(&g);
     gemm_free(&g);
     return median_s(r, 5);
+}
+
+/* The products of the models, one call on one thread: the library's
+   (ag_i_sgemm, this variant) against OpenBLAS's sgemm (the kernels it loaded). */
+typedef struct {
+    const char *name;
+    int kind;   /* 0: X W^T (W [n, k]); 1: X W (W [k, n]); 2: A^T B (A [k, m], B [k, n]) */
+    int m, n, k;
+} product_case_t;
+
+static const product_case_t product_cases[] = {
+    {"Q, K, V at width 128 (X W^T)", 0, 512, 384, 128},
+    {"Wo at width 128", 0, 512, 128, 128},
+    {"MLP up, width 128", 0, 512, 512, 128},
+    {"MLP down, width 128", 0, 512, 128, 512},
+    {"GPT head, 65 characters", 0, 512, 65, 128},
+    {"Cora features into 64", 0, 512, 64, 1433},
+    {"input gradient dX (X W)", 1, 512, 128, 384},
+    {"input gradient, MLP", 1, 512, 512, 128},
+    {"weight gradient (A^T B)", 2, 64, 128, 1024},
+    {"weight gradient, MLP", 2, 64, 512, 1024},
+    {"a wide layer", 0, 512, 1024, 1024},
+};
+
+static double product_run(const product_case_t *c, int own, const float *A, const float *B,
+                          float *C)
+{
+    const int m = c->m, n = c->n, k = c->k;
+    const int reps = (int)(5e7 / ((double)m * n * k)) + 1;
+    const double t0 = now_s();
+    for (int r = 0; r < reps; r++) {
+        if (own)
+            ag_i_sgemm(m, n, k, A, c->kind == 2 ? 1 : k, c->kind == 2 ? m : 1, B,
+                       c->kind == 0 ? 1 : n, c->kind == 0 ? k : 1, 0, C, n);
+        else if (c->kind == 2)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, A, m, B, n,
+                        0.0f, C, n);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, c->kind == 0 ? CblasTrans : CblasNoTrans,
+                        m, n, k, 1.0f, A, k, B, c->kind == 0 ? k : n, 0.0f, C, n);
+    }
+    return 2.0 * m * n * (double)k * reps / (now_s() - t0) / 1e9;
+}
+
+/* Every case: medians of 7 alternating runs of each, their ratio, and the
+   variant's FMA peak on one thread. */
+static void products_table(double peak)
+{
+    set_threads(1);
+    printf("  %-32s %-16s %8s %9s %6s %8s\n", "product", "m x n x k", "library", "OpenBLAS",
+           "ratio", "of peak");
+    for (size_t x = 0; x < sizeof product_cases / sizeof product_cases[0]; x++) {
+        const product_case_t *c = &product_cases[x];
+        float *A = floats((int64_t)c->m * c->k), *B = floats((int64_t)c->k * c->n);
+        float *C = floats((int64_t)c->m * c->n);
+        ag_random_normal(A, (int64_t)c->m * c->k, 3, 1, 1.0f);
+        ag_random_normal(B, (int64_t)c->k * c->n, 3, 2, 1.0f);
+        double own[7], blas[7];
+        product_run(c, 1, A, B, C), product_run(c, 0, A, B, C);   /* warm */
+        for (int r = 0; r < 7; r++)
+            own[r] = product_run(c, 1, A, B, C), blas[r] = product_run(c, 0, A, B, C);
+        const double o = median_s(own, 7), b = median_s(blas, 7);
+        char shape[32];
+        snprintf(shape, sizeof shape, "%d x %d x %d", c->m, c->n, c->k);
+        printf("  %-32s %-16s %8.1f %9.1f %6.2f %8.2f\n", c->name, shape, o, b, o / b,
+               o / peak);
+        free(A), free(B), free(C);
+    }
 }
 
 /* Reading 64-float rows of a 200,000-row array in random order, 16 at a time
@@ -564,6 +635,23 @@ int main(int argc, char **argv)
     const int backward_only = argc > 1 && strcmp(argv[1], "backward") == 0;
     const int forward_only = argc > 1 && strcmp(argv[1], "forward") == 0;
     const int scores_only = argc > 1 && strcmp(argv[1], "scores") == 0;
+    if (argc > 1 && strcmp(argv[1], "products") == 0) {   /* per variant, one thread */
+        if (ag_simd_env_check(&err))
+            die(&err);
+        const ag_simd_level_t top = ag_i_simd_level();
+        const int low = getenv("AG_SIMD") && *getenv("AG_SIMD") ? (int)top : AG_SIMD_BASE;
+        for (int level = (int)top; level >= low; level--) {
+            ag_i_simd_force(level);
+            set_threads(1);
+            const double peak = fma_rate();
+            printf("== products: %s, 1 thread; FMA peak of %s %.1f GFLOP/s; OpenBLAS's "
+                   "kernels %s\n", ag_simd_isa(), level == AG_SIMD_AVX512 ? "zmm" : "ymm", peak,
+                   openblas_get_corename());
+            products_table(peak);
+        }
+        ag_i_simd_force(-1);
+        return 0;
+    }
     const char *only = (backward_only || forward_only || scores_only) && argc > 2 ? argv[2] : NULL;
     for (int t = 1; t <= 2 && !backward_only && !scores_only; t++) {
         set_threads(t);
