@@ -538,6 +538,23 @@ START_TEST(every_instruction_set_variant)
 }
 END_TEST
 
+/* attngraph bench warms up by time unless told a count: 0.2 s of untimed
+   runs (a 2-thread process here runs its first milliseconds up to 3x slower),
+   at least 2 of them. */
+START_TEST(cli_bench_warms_up_by_time)
+{
+    expect_cli("bench --pattern causal --nodes 30 --reps 1 --warmup 3 --json", 0, 1,
+               "\"warmup\": 3}");
+    char *out;
+    ck_assert_int_eq(run_cli("bench --pattern causal --nodes 30 --reps 1 --json", &out, NULL), 0);
+    const char *at = strstr(out, "\"warmup\": ");
+    ck_assert_msg(at, "%s", out);
+    /* a 30-node causal round takes microseconds: 0.2 s is thousands of runs */
+    ck_assert_msg(atoll(at + strlen("\"warmup\": ")) >= 100, "%s", out);
+    free(out);
+}
+END_TEST
+
 /* attngraph bench --backward times the backward kernels and says so. */
 START_TEST(cli_bench_backward)
 {
@@ -581,6 +598,7 @@ Suite *fused_backward_suite(void)
     tcase_add_test(tc, public_backward_for_plain_scores);
     tcase_add_test(tc, fused_backward_refusals);
     tcase_add_test(tc, cli_bench_backward);
+    tcase_add_test(tc, cli_bench_warms_up_by_time);
     tcase_add_test(tc, cli_simd_variant_from_the_environment);
 #ifdef _OPENMP
     tcase_add_test(tc, identical_for_1_and_2_threads);

@@ -20,17 +20,26 @@ static const char bench_usage[] =
     "                       [--threads T] [--reps R] [--warmup W] [--kernel K]\n"
     "                       [--backward] [--out OUT.npy] [--json]\n"
     "\n"
-    "Times one round of scaled-dot attention (nothing else): W untimed warm-up runs,\n"
-    "then R timed runs (default 2 and 5), the kernel planned once before them (its\n"
-    "choice and scratch, untimed, as a run of rounds plans it). Without --q/--k/--v,\n"
+    "Times one round of scaled-dot attention (nothing else): W untimed warm-up runs\n"
+    "(default: 2 or more, until 0.2 s have passed: a 2-thread process here runs its\n"
+    "first tens of milliseconds up to 3x slower), then R timed runs (default 5), the\n"
+    "kernel planned once before them (its choice and scratch, untimed, as a run of\n"
+    "rounds plans it). Without --q/--k/--v,\n"
     "seeded random inputs of H heads of width --head-dim (default 64). --kernel: auto\n"
     "(default), simple, tiled, gather. --backward times the kernel's backward instead\n"
     "(dQ, dK, dV of a seeded random dM, given M and lse from one untimed forward;\n"
     "useful flops 10*E*d*H).\n"
     "--json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
     "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\",\n"
-    "\"pass\"} (pass: \"forward\" or \"backward\").\n"
+    "\"pass\", \"isa\", \"warmup\"} (pass: \"forward\" or \"backward\"; warmup: the\n"
+    "untimed runs).\n"
     "  -h, --help          this text\n";
+
+/* Warm-up by time: on these 2-core machines a 2-thread process runs its first
+   tens of milliseconds up to 3x slower (a plain OpenMP loop too: 8 ms, then
+   2.8 ms a pass), and two runs of a 0.5 ms kernel fell inside it (window:64
+   at 2,048 nodes looked 3-11x slower per edge than at 8,192). */
+#define WARM_S 0.2
 
 static int pick_kernel(ag_i_kernel_t *kernel, const char *name)
 {
@@ -98,7 +107,7 @@ int cmd_bench(int argc, char **argv)
     merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     run_opts_t o;
     run_opts_init(&o);
-    int64_t reps = 5, warmup = 2;
+    int64_t reps = 5, warmup = -1;   /* -1: by time (WARM_S) */
     int json = 0, backward = 0;
     ag_i_kernel_t kernel = AG_I_KERNEL_AUTO;
     opt_parser_t p;
@@ -188,11 +197,16 @@ int cmd_bench(int argc, char **argv)
     ag_i_plan_t plan = {0};
     if (!rc)
         rc = ag_i_plan(&plan, backward, kernel, &s.nb, H, d, NULL, &err);
-    for (int64_t r = 0; !rc && r < warmup + reps; r++) {
+    const double warm_from = now_s();
+    int64_t warm = 0;   /* untimed runs: as asked, or 2 or more until WARM_S */
+    while (!rc && (warmup >= 0 ? warm < warmup : warm < 2 || now_s() - warm_from < WARM_S)) {
+        rc = backward ? ag_i_backward(&plan, &bs.op, &err) : ag_i_forward(&plan, &fwd, &err);
+        warm++;
+    }
+    for (int64_t r = 0; !rc && r < reps; r++) {
         const double a = now_s();
         rc = backward ? ag_i_backward(&plan, &bs.op, &err) : ag_i_forward(&plan, &fwd, &err);
-        if (r >= warmup)
-            t[r - warmup] = now_s() - a;
+        t[r] = now_s() - a;
     }
     ag_i_plan_free(&plan);
     free(bs.all);
@@ -208,9 +222,9 @@ int cmd_bench(int argc, char **argv)
             printf("{\"peer\": \"attngraph\", \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": "
                    "%.6g, \"prep_s\": %.6g, \"gflops_useful\": %.4g, \"threads\": %d, \"N\": "
                    "%lld, \"E\": %lld, \"H\": %lld, \"d\": %lld, \"pass\": \"%s\", \"isa\": "
-                   "\"%s\"}\n", median, t[0], t[reps - 1], prep, gflops, threads, (long long)N,
-                   (long long)s.nb.n_edges, (long long)H, (long long)d,
-                   backward ? "backward" : "forward", ag_simd_isa());
+                   "\"%s\", \"warmup\": %lld}\n", median, t[0], t[reps - 1], prep, gflops,
+                   threads, (long long)N, (long long)s.nb.n_edges, (long long)H, (long long)d,
+                   backward ? "backward" : "forward", ag_simd_isa(), (long long)warm);
         else
             printf("%s: N=%lld E=%lld H=%lld d=%lld, %d thread%s, %s: %smedian %.4g s (min "
                    "%.4g, max %.4g), %.2f GFLOP/s useful; prep %.3g s\n", s.desc, (long long)N,
