@@ -18,10 +18,10 @@
  * more than it saved on the models' shapes); B's panels are packed on the
  * stack, unless B's rows already hold them and few strips read them (A^T B's
  * blocks of 64 rows). Tails (fewer than MR rows, fewer than NR columns) run
- * the same kernel on a copy of C's tile. Against OpenBLAS 0.3.21's best
- * kernels on one thread of a Zen 5: 0.99-1.16x on the models' shapes (k and n
- * 64-1433), 0.85x with 65 columns (a tail of one), 0.87-0.90x at n = k = 1024
- * (docs/performance.md).
+ * the same kernel on a copy of C's tile (a half-width one for a tail of at
+ * most NR/2 columns). Against OpenBLAS 0.3.21's best kernels on one thread of
+ * a Zen 5: 0.94-1.14x on the models' shapes (k and n 64-1433; 0.94 with 65
+ * columns, a tail of one), 0.91x at n = k = 1024 (docs/performance.md).
  */
 #include <stdint.h>
 #include <string.h>
@@ -88,13 +88,40 @@ typedef struct {
     }
 #define M_STORE(r) *(V_U *)(C + r * ldc) = c##r##0, *(V_U *)(C + r * ldc + L) = c##r##1;
 
+/* The same on half a panel (its first L columns): a tail of at most L columns
+   (the GPT's head: 65 = 2 x 32 + 1) costs half the full kernel. */
+#define MICRO_HALF(name, target, VT, VT_U, LANES, ROWS)                                      \
+    target static inline __attribute__((always_inline)) void name(                          \
+        int64_t kc, operand_t A, int mr, const float *B, int64_t b_step, float *C,          \
+        int64_t ldc, int load)                                                               \
+    {                                                                                        \
+        typedef VT V;                                                                        \
+        typedef VT_U V_U;                                                                    \
+        ROWS(H_DECL)                                                                         \
+        if (load) {                                                                          \
+            ROWS(H_LOAD)                                                                     \
+        }                                                                                    \
+        for (int64_t p = 0; p < kc; p++, B += b_step) {                                      \
+            const V b0 = *(const V_U *)B;                                                    \
+            ROWS(H_STEP)                                                                     \
+        }                                                                                    \
+        ROWS(H_STORE)                                                                        \
+        (void)(LANES);                                                                       \
+    }
+#define H_DECL(r)                                                                            \
+    const float *a##r = A.a + (r < mr ? r : mr - 1) * A.rs;                                 \
+    V c##r##0 = {0.0f};
+#define H_LOAD(r) c##r##0 = *(const V_U *)(C + r * ldc);
+#define H_STEP(r) c##r##0 += a##r[p * A.cs] * b0;
+#define H_STORE(r) *(V_U *)(C + r * ldc) = c##r##0;
+
 /*
  * One variant: C [m, n] (ldc) = (beta ? C : 0) + A B over k, B(p, j) at
  * B[p * b_rs + j * b_cs]. For each block of k, for each panel of NR columns
  * (read in place when b_cs is 1 and the panel is whole, else packed), for
  * each strip of MR rows: the micro-kernel, on C itself or on a tile copy.
  */
-#define SGEMM(name, micro, target, MR, NR)                                                   \
+#define SGEMM(name, micro, half, target, MR, NR)                                             \
     target static void name(int64_t m, int64_t n, int64_t k, operand_t A, const float *B,    \
                             int64_t b_rs, int64_t b_cs, int beta, float *C, int64_t ldc)      \
     {                                                                                        \
@@ -133,7 +160,10 @@ typedef struct {
                     memset(tile, 0, sizeof tile);                                            \
                     for (int r = 0; r < mr && load; r++)                                     \
                         memcpy(tile + r * NR, c + r * ldc, (size_t)nr * sizeof *c);          \
-                    micro(kc, a, mr, bp, b_step, tile, NR, load);                            \
+                    if (nr <= NR / 2)                                                        \
+                        half(kc, a, mr, bp, b_step, tile, NR, load);                         \
+                    else                                                                     \
+                        micro(kc, a, mr, bp, b_step, tile, NR, load);                        \
                     for (int r = 0; r < mr; r++)                                             \
                         memcpy(c + r * ldc, tile + r * NR, (size_t)nr * sizeof *c);          \
                 }                                                                            \
@@ -145,12 +175,15 @@ typedef struct {
 
 #define NO_TARGET
 MICRO(micro_base, NO_TARGET, v4, v4_u, 4, ROWS_6)
-SGEMM(sgemm_base, micro_base, NO_TARGET, 6, 8)
+MICRO_HALF(half_base, NO_TARGET, v4, v4_u, 4, ROWS_6)
+SGEMM(sgemm_base, micro_base, half_base, NO_TARGET, 6, 8)
 #if AG_HAVE_VARIANTS
 MICRO(micro_avx2, AG_TARGET_AVX2, v8, v8_u, 8, ROWS_6)
-SGEMM(sgemm_avx2, micro_avx2, AG_TARGET_AVX2, 6, 16)
+MICRO_HALF(half_avx2, AG_TARGET_AVX2, v8, v8_u, 8, ROWS_6)
+SGEMM(sgemm_avx2, micro_avx2, half_avx2, AG_TARGET_AVX2, 6, 16)
 MICRO(micro_avx512, AG_TARGET_AVX512, v16, v16_u, 16, ROWS_12)
-SGEMM(sgemm_avx512, micro_avx512, AG_TARGET_AVX512, 12, 32)
+MICRO_HALF(half_avx512, AG_TARGET_AVX512, v16, v16_u, 16, ROWS_12)
+SGEMM(sgemm_avx512, micro_avx512, half_avx512, AG_TARGET_AVX512, 12, 32)
 #endif
 
 void ag_i_sgemm(int64_t m, int64_t n, int64_t k, const float *A, int64_t a_rs, int64_t a_cs,
