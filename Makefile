@@ -15,6 +15,8 @@
 #                smoke` (part of check) runs each variant once against the reference
 #   make bench-share  runs that share the cores: 2 and 3 copies at once, beside a busy
 #                loop and beside PyTorch, each against the quiet run
+#   make bench-patterns  ns per edge and head of each mask of the study beside causal's,
+#                forward and backward, N 2,048 and 32,768, d 32 and 64, every variant
 #   make bench-lm   the GPT's steps a second on nanoGPT's shakespeare_char recipe
 #                (LM_TEXT=input.txt; NANOGPT=DIR times nanoGPT's train.py beside it)
 #   make check-sanitize   every test under AddressSanitizer + UndefinedBehaviorSanitizer
@@ -123,7 +125,7 @@ ifndef NO_OMP
 SMOKE  := $(BENCH)
 endif
 
-.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes check-registers bench bench-lm bench-share scale clean \
+.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes check-registers bench bench-lm bench-share bench-patterns scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps valgrind-deps install uninstall check-install check-man \
         pictures check-pictures mpi check-mpi scale-mpi
 all: $(LIB_A) $(LIB_SO) $(CLI)
@@ -242,6 +244,10 @@ bench-lm: deps
 bench-share: deps
 	@$(MAKE) --no-print-directory $(CLI)
 	$(PYTHON) tools/bench_share.py --cli $(CLI) --text $(LM_TEXT)
+
+bench-patterns: deps
+	@$(MAKE) --no-print-directory $(CLI)
+	$(PYTHON) tools/bench_patterns.py --cli $(CLI)
 
 # A build folder remembers its compiler and flags (and libraries): objects are
 # rebuilt when they change (a CFLAGS or NO_OMP change used to leave stale

@@ -1,0 +1,73 @@
+"""make bench-patterns: every mask of the masking study at the dense kernel's speed per edge?
+
+For each kernel variant the CPU runs (AG_SIMD), N in 2,048 and 32,768, head
+width d in 32 and 64 (H*d = 128), forward and backward: the time of one round
+of scaled-dot attention under each pattern, as ns per edge and head, beside
+causal's at the same N, d and pass (measured just before it). Each figure is `attngraph bench --json` (the kernel planned once,
+untimed; 0.2 s of warm-up; the median of 5 runs), 2 threads.
+Issue 40's target: every structured pattern within 2.0x causal's time per edge.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+from bench_lm import cpu_model
+
+PATTERNS = ["window:64", "window:128", "strided:64+window:64", "fixed:64,8",
+            "bigbird:64,1,1,1", "dilated:128,2", "window:64+global:4", "docs&window:64",
+            "random:64"]
+
+
+def spec_of(pattern, n):
+    """docs&P: four documents of N/4 tokens, each under P."""
+    if pattern.startswith("docs&"):
+        return "docs:%s&%s" % (",".join([str(n // 4)] * 4), pattern[len("docs&"):])
+    return pattern
+
+
+def bench(cli, isa, pattern, n, d, backward, threads):
+    args = [cli, "bench", "--pattern", spec_of(pattern, n), "--nodes", str(n), "--heads",
+            str(128 // d), "--head-dim", str(d), "--threads", str(threads), "--json"]
+    if backward:
+        args.append("--backward")
+    r = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, AG_SIMD=isa))
+    if r.returncode != 0:
+        sys.exit("bench-patterns: %s failed: %s" % (" ".join(args), r.stderr.strip()))
+    out = json.loads(r.stdout)
+    return out["median_s"] * 1e9 / out["E"] / out["H"], out["E"] / out["N"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cli", required=True)
+    p.add_argument("--nodes", default="2048,32768")
+    p.add_argument("--threads", type=int, default=2)
+    a = p.parse_args()
+    version = subprocess.run([a.cli, "--version"], capture_output=True, text=True).stdout
+    best = "avx512" if "products: avx512" in version else "avx2" if "products: avx2" in version \
+        else "base"
+    isas = [x for x in ("avx512", "avx2", "base")
+            if ["avx512", "avx2", "base"].index(x) >= ["avx512", "avx2", "base"].index(best)]
+    if os.environ.get("AG_SIMD"):
+        isas = [os.environ["AG_SIMD"]]
+    print("bench-patterns: %s, %d threads; ns per edge and head (ratio to causal's)"
+          % (cpu_model(), a.threads))
+    for isa in isas:
+        for n in [int(x) for x in a.nodes.split(",")]:
+            for d in (32, 64):
+                print("\n== %s, N=%d, d=%d, H=%d" % (isa, n, d, 128 // d))
+                print("%-24s %9s   %-16s %-16s" % ("pattern", "edges/tok", "forward", "backward"))
+                ref = [bench(a.cli, isa, "causal", n, d, b, a.threads)[0] for b in (0, 1)]
+                print("%-24s %9.1f   %6.2f           %6.2f" % ("causal", (n + 1) / 2, ref[0],
+                                                             ref[1]))
+                for pat in PATTERNS:
+                    f, per = bench(a.cli, isa, pat, n, d, 0, a.threads)
+                    b, _ = bench(a.cli, isa, pat, n, d, 1, a.threads)
+                    print("%-24s %9.1f   %6.2f (%5.1fx)  %6.2f (%5.1fx)"
+                          % (pat, per, f, f / ref[0], b, b / ref[1]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
