@@ -117,9 +117,10 @@ typedef struct {
 
 /*
  * One variant: C [m, n] (ldc) = (beta ? C : 0) + A B over k, B(p, j) at
- * B[p * b_rs + j * b_cs]. For each block of k, for each panel of NR columns
- * (read in place when b_cs is 1 and the panel is whole, else packed), for
- * each strip of MR rows: the micro-kernel, on C itself or on a tile copy.
+ * B[p * b_rs + j * b_cs]. For each block of NC columns, each block of k, each
+ * panel of NR columns (read in place when b_cs is 1, the panel whole and at
+ * most 96 rows read it; else packed), each strip of MR rows: the micro-kernel
+ * on C itself, or on a tile copy (the half-width one for a narrow tail).
  */
 #define SGEMM(name, micro, half, target, MR, NR)                                             \
     target static void name(int64_t m, int64_t n, int64_t k, operand_t A, const float *B,    \
