@@ -46,12 +46,10 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     a = p.parse_args()
     version = subprocess.run([a.cli, "--version"], capture_output=True, text=True).stdout
-    best = "avx512" if "products: avx512" in version else "avx2" if "products: avx2" in version \
-        else "base"
-    isas = [x for x in ("avx512", "avx2", "base")
-            if ["avx512", "avx2", "base"].index(x) >= ["avx512", "avx2", "base"].index(best)]
-    if os.environ.get("AG_SIMD"):
-        isas = [os.environ["AG_SIMD"]]
+    variants = ["avx512", "avx2", "base"]   # the CPU's best and every one below it
+    best = next(v for v in variants + ["base"] if "products: %s" % v in version or v == "base")
+    isas = ([os.environ["AG_SIMD"]] if os.environ.get("AG_SIMD")
+            else variants[variants.index(best):])
     print("bench-patterns: %s, %d threads; ns per edge and head (ratio to causal's)"
           % (cpu_model(), a.threads))
     for isa in isas:

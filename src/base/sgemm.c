@@ -59,7 +59,7 @@ typedef struct {
  * holds MR rows). The accumulators are named variables: GCC does not keep an
  * array of vectors in registers.
  */
-#define MICRO(name, target, VT, VT_U, LANES, ROWS)                                           \
+#define MICRO(name, target, VT, VT_U, LANES, ROWS, M)                                        \
     target static inline __attribute__((always_inline)) void name(                          \
         int64_t kc, operand_t A, int mr, const float *B, int64_t b_step, float *C,          \
         int64_t ldc, int load)                                                               \
@@ -67,19 +67,20 @@ typedef struct {
         typedef VT V;   /* the names the row macros use */                                   \
         typedef VT_U V_U;                                                                    \
         enum { L = LANES };                                                                  \
-        ROWS(M_DECL)                                                                         \
+        ROWS(M##_DECL)                                                                       \
         if (load) {                                                                          \
-            ROWS(M_LOAD)                                                                     \
+            ROWS(M##_LOAD)                                                                   \
         }                                                                                    \
         for (int64_t p = 0; p < kc; p++, B += b_step) {                                      \
-            const V b0 = *(const V_U *)B, b1 = *(const V_U *)(B + L);                        \
-            ROWS(M_STEP)                                                                     \
+            M##_B                                                                            \
+            ROWS(M##_STEP)                                                                   \
         }                                                                                    \
-        ROWS(M_STORE)                                                                        \
+        ROWS(M##_STORE)                                                                      \
     }
 #define M_DECL(r)                                                                            \
     const float *a##r = A.a + (r < mr ? r : mr - 1) * A.rs;                                 \
     V c##r##0 = {0.0f}, c##r##1 = {0.0f};
+#define M_B const V b0 = *(const V_U *)B, b1 = *(const V_U *)(B + L);
 #define M_LOAD(r) c##r##0 = *(const V_U *)(C + r * ldc), c##r##1 = *(const V_U *)(C + r * ldc + L);
 #define M_STEP(r)                                                                            \
     {                                                                                        \
@@ -88,26 +89,10 @@ typedef struct {
     }
 #define M_STORE(r) *(V_U *)(C + r * ldc) = c##r##0, *(V_U *)(C + r * ldc + L) = c##r##1;
 
-/* The same on half a panel (its first L columns): a tail of at most L columns
-   (the GPT's head: 65 = 2 x 32 + 1) costs half the full kernel. */
-#define MICRO_HALF(name, target, VT, VT_U, LANES, ROWS)                                      \
-    target static inline __attribute__((always_inline)) void name(                          \
-        int64_t kc, operand_t A, int mr, const float *B, int64_t b_step, float *C,          \
-        int64_t ldc, int load)                                                               \
-    {                                                                                        \
-        typedef VT V;                                                                        \
-        typedef VT_U V_U;                                                                    \
-        ROWS(H_DECL)                                                                         \
-        if (load) {                                                                          \
-            ROWS(H_LOAD)                                                                     \
-        }                                                                                    \
-        for (int64_t p = 0; p < kc; p++, B += b_step) {                                      \
-            const V b0 = *(const V_U *)B;                                                    \
-            ROWS(H_STEP)                                                                     \
-        }                                                                                    \
-        ROWS(H_STORE)                                                                        \
-        (void)(LANES);                                                                       \
-    }
+/* The same on half a panel (its first L columns: MICRO with these row macros):
+   a tail of at most L columns (the GPT's head: 65 = 2 x 32 + 1) costs half the
+   full kernel. */
+#define H_B const V b0 = *(const V_U *)B;
 #define H_DECL(r)                                                                            \
     const float *a##r = A.a + (r < mr ? r : mr - 1) * A.rs;                                 \
     V c##r##0 = {0.0f};
@@ -175,15 +160,15 @@ typedef struct {
     }
 
 #define NO_TARGET
-MICRO(micro_base, NO_TARGET, v4, v4_u, 4, ROWS_6)
-MICRO_HALF(half_base, NO_TARGET, v4, v4_u, 4, ROWS_6)
+MICRO(micro_base, NO_TARGET, v4, v4_u, 4, ROWS_6, M)
+MICRO(half_base, NO_TARGET, v4, v4_u, 4, ROWS_6, H)
 SGEMM(sgemm_base, micro_base, half_base, NO_TARGET, 6, 8)
 #if AG_HAVE_VARIANTS
-MICRO(micro_avx2, AG_TARGET_AVX2, v8, v8_u, 8, ROWS_6)
-MICRO_HALF(half_avx2, AG_TARGET_AVX2, v8, v8_u, 8, ROWS_6)
+MICRO(micro_avx2, AG_TARGET_AVX2, v8, v8_u, 8, ROWS_6, M)
+MICRO(half_avx2, AG_TARGET_AVX2, v8, v8_u, 8, ROWS_6, H)
 SGEMM(sgemm_avx2, micro_avx2, half_avx2, AG_TARGET_AVX2, 6, 16)
-MICRO(micro_avx512, AG_TARGET_AVX512, v16, v16_u, 16, ROWS_12)
-MICRO_HALF(half_avx512, AG_TARGET_AVX512, v16, v16_u, 16, ROWS_12)
+MICRO(micro_avx512, AG_TARGET_AVX512, v16, v16_u, 16, ROWS_12, M)
+MICRO(half_avx512, AG_TARGET_AVX512, v16, v16_u, 16, ROWS_12, H)
 SGEMM(sgemm_avx512, micro_avx512, half_avx512, AG_TARGET_AVX512, 12, 32)
 #endif
 
