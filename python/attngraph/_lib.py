@@ -8,8 +8,6 @@ installed libattngraph.so.0.
 import ctypes
 import ctypes.util
 import os
-import sys
-import warnings
 
 from . import _structs as S
 
@@ -102,8 +100,6 @@ def check(rc, e):
         raise Error(msg, status)
 
 
-
-
 def _check_simd_env():
     """AG_SIMD naming no variant, or one the CPU cannot run, is refused on import,
     as the CLI refuses it."""
@@ -112,5 +108,3 @@ def _check_simd_env():
 
 
 _check_simd_env()
-
-
