@@ -288,6 +288,10 @@ $(KERNEL_OBJS): OBJ_FLAGS := -fno-var-tracking $(NO_GCSE)
 # GELU's loops vectorize only where comparisons may be if-converted: without
 # -fno-trapping-math GCC keeps a branch per clamp (no result changes).
 $(BUILD)/src/model/activation.o: OBJ_FLAGS := -fno-trapping-math
+# The products' bits rest on every c + x*b of a chain being one FMA on the AVX2
+# and AVX-512 variants, which GCC forms at -O2 only (the sanitizers' -O1 build
+# gave other bits); explicit FMA intrinsics there ran wide products 25% slower.
+$(BUILD)/src/base/sgemm.o: OBJ_FLAGS := -O2
 # Adam's sqrt vectorizes only where it need not set errno (v >= 0 there).
 $(BUILD)/src/train/optimizers.o: OBJ_FLAGS := -fno-math-errno
 

@@ -8,7 +8,8 @@
  * values only: not on the thread count, the block a row falls in, the CPU
  * model or which library loaded first. The AVX2 and AVX-512 variants fuse
  * each multiply-add (the same bits on every CPU that has FMA: one lane of
- * either computes the same chain); the baseline variant multiplies, then adds.
+ * either computes the same chain; -ffp-contract=fast at -O2, which the
+ * Makefile holds this file to); the baseline variant multiplies, then adds.
  *
  * The micro-kernel is BLIS's (Van Zee & van de Geijn, 2015): MR rows times NR
  * columns of C in registers, for each p one row of a packed panel of B
