@@ -1,5 +1,6 @@
 /*
- * The fused backward kernels (tiled.c, gather.c) against the simple backward
+ * The fused backward kernels (tiled.c, gather.c, and the tiled one on the
+ * block-sparse lists of blocks.c) against the simple backward
  * (simple.c), against gradients computed in double straight from the formulas
  * over the message list (independent of the kernels and of the transpose), and
  * against central finite differences of the double reference forward: on every
@@ -143,16 +144,15 @@ static void ref_grads(const prob_t *p, double *gQ, double *gK, double *gV, doubl
     free(s), free(m);
 }
 
-/* The forward (AG_I_KERNEL_GATHER or _tiled) with lse; M is bitwise the
-   same as without it. Dd [N, H] = rowsum(dM * M). */
-static void forward(const prob_t *p, int tiled, float *M, float *lse, float *Dd)
+/* The forward of a fused kernel (fn) with lse; M is bitwise the same as
+   without it. Dd [N, H] = rowsum(dM * M). */
+static void forward(const prob_t *p, ag_i_kernel_t fn, float *M, float *lse, float *Dd)
 {
     const int64_t N = p->N, H = p->H, d = p->d, HD = H * d;
     float *M0 = malloc((size_t)(N * HD + 1) * sizeof *M0);
     kext_t x = {0};
     x.lse = lse;
     ag_error_t err;
-    const ag_i_kernel_t fn = tiled ? AG_I_KERNEL_TILED : AG_I_KERNEL_GATHER;
     const ag_i_fwd_t alone = fwd_of(p, M0, NULL), with_lse = fwd_of(p, M, &x);
     ck_assert_int_eq(ag_i_attention_with(fn, &alone, &err), AG_OK);
     ck_assert_int_eq(ag_i_attention_with(fn, &with_lse, &err), AG_OK);
@@ -219,8 +219,9 @@ static void check_finite_differences(prob_t *p, const float *g[3], const char *w
 #define TOL_LSE 2e-6
 
 /* Every backward that applies to p (simple, gather; tiled on one run per
-   destination), with lse from each forward, against the double gradients,
-   each other and (fd) finite differences. */
+   destination; blocks without multi-edges), with lse from each fused
+   forward, against the double gradients, each other and (fd) finite
+   differences. */
 static void check_problem(prob_t *p, const char *what, int fd)
 {
     const int64_t N = p->N, H = p->H, d = p->d, n = N * H * d;
@@ -230,13 +231,15 @@ static void check_problem(prob_t *p, const char *what, int fd)
     float *M = malloc((size_t)(n + 1) * sizeof *M), *lse = malloc((size_t)(N * H + 1) * 4);
     float *Dd = malloc((size_t)(N * H + 1) * 4), *g = malloc((size_t)(3 * n + 1) * 4);
     float *s = malloc((size_t)(3 * n + 1) * 4);
-    const int tiled = ag_i_tiled_applies(&p->nb);
-    const ag_i_kernel_t fns[3] = {AG_I_KERNEL_SIMPLE, AG_I_KERNEL_GATHER,
-                                     AG_I_KERNEL_TILED};
-    const char *names[3] = {"simple", "gather", "tiled"};
+    ag_i_kernel_t fns[4] = {AG_I_KERNEL_SIMPLE, AG_I_KERNEL_GATHER};
+    int n_fns = 2;
+    if (ag_i_tiled_applies(&p->nb))
+        fns[n_fns++] = AG_I_KERNEL_TILED;
+    if (ag_i_block_cells(&p->nb, 0, N) >= 0)
+        fns[n_fns++] = AG_I_KERNEL_BLOCKS;
     ag_error_t err;
-    for (int fw = 0; fw <= tiled; fw++) {
-        forward(p, fw, M, lse, Dd);
+    for (int fw = 1; fw < n_fns; fw++) {
+        forward(p, fns[fw], M, lse, Dd);
         for (int64_t x = 0; x < N * H; x++) {
             if (isinf(lse_ref[x])) {
                 ck_assert_msg(isinf(lse[x]) && lse[x] < 0, "%s: lse[%lld] = %g, want -inf",
@@ -245,27 +248,28 @@ static void check_problem(prob_t *p, const char *what, int fd)
             }
             ck_assert_msg(fabs(lse[x] - lse_ref[x]) <= TOL_LSE * fmax(1, fabs(lse_ref[x])),
                           "%s: %s forward's lse[%lld] = %.9g, reference %.9g", what,
-                          fw ? "tiled" : "gather", (long long)x, lse[x], lse_ref[x]);
+                          ag_i_kernel_name(fns[fw]), (long long)x, lse[x], lse_ref[x]);
         }
         const ag_i_bwd_t ref = bwd_of(p, lse, Dd, s), fused = bwd_of(p, lse, Dd, g);
         ck_assert_int_eq(ag_i_backward_with(AG_I_KERNEL_SIMPLE, &ref, &err), AG_OK);
-        for (int k = 0; k < 2 + tiled; k++) {
+        for (int k = 1; k < n_fns; k++) {
+            const char *name = ag_i_kernel_name(fns[k]);
             ck_assert_msg(ag_i_backward_with(fns[k], &fused, &err) == AG_OK, "%s", err.msg);
             const double *want[3] = {gQ, gK, gV};
             for (int a = 0; a < 3; a++) {
                 const double e = rel_err(g + a * n, want[a], n);
                 ck_assert_msg(e <= TOL_GRAD, "%s N=%lld H=%lld d=%lld: %s backward's d%c is "
                               "%g from the double gradient", what, (long long)N, (long long)H,
-                              (long long)d, names[k], "QKV"[a], e);
+                              (long long)d, name, "QKV"[a], e);
                 double to_simple = 0, big = 1;
                 for (int64_t x = 0; x < n; x++) {
                     to_simple = fmax(to_simple, fabs(g[a * n + x] - s[a * n + x]));
                     big = fmax(big, fabs(want[a][x]));
                 }
                 ck_assert_msg(to_simple <= 2 * TOL_GRAD * big, "%s: %s backward's d%c is %g "
-                              "from the simple one's", what, names[k], "QKV"[a], to_simple / big);
+                              "from the simple one's", what, name, "QKV"[a], to_simple / big);
             }
-            if (fd && fw == tiled && k > 0) {
+            if (fd && fw == n_fns - 1) {
                 const float *gr[3] = {g, g + n, g + 2 * n};
                 check_finite_differences(p, gr, what);
             }
@@ -300,6 +304,10 @@ static const struct {
     {"grid:7x19,2", 133, 3, 16},
     {"axial:7x19", 133, 1, 64},
     {"complete", 1, 1, 4},
+    {"bigbird:32,1,1,1", 300, 2, 16},     /* block-sparse: wide groups, full tiles */
+    {"window:30+global:3", 260, 1, 64},   /* narrow groups, partial tiles */
+    {"fixed:64,8", 400, 3, 16},
+    {"docs:150,1,249&dilated:60,2", 400, 1, 5},
 };
 #define N_ATOMS ((int)(sizeof atoms / sizeof atoms[0]))
 
@@ -487,7 +495,7 @@ static void same_on_1_and_2_threads(prob_t *p, ag_i_kernel_t fn)
     float *M = malloc((size_t)n * 4), *lse = malloc((size_t)(N * H) * 4);
     float *Dd = malloc((size_t)(N * H) * 4);
     float *g1 = malloc((size_t)(3 * n) * 4), *g2 = malloc((size_t)(3 * n) * 4);
-    forward(p, 0, M, lse, Dd);
+    forward(p, AG_I_KERNEL_GATHER, M, lse, Dd);
     ag_error_t err;
     omp_set_num_threads(1);
     const ag_i_bwd_t one = bwd_of(p, lse, Dd, g1), two = bwd_of(p, lse, Dd, g2);
@@ -510,6 +518,14 @@ START_TEST(identical_for_1_and_2_threads)
     prob_free(&p);
     prob_pattern(&p, "random:16,1+window:1", 2000, 3, 16, 1.5f);
     same_on_1_and_2_threads(&p, AG_I_KERNEL_GATHER);
+    same_on_1_and_2_threads(&p, AG_I_KERNEL_BLOCKS);
+    prob_free(&p);
+    /* both widths of the block-sparse lists, full and partial tiles */
+    prob_pattern(&p, "bigbird:32,1,1,2", 1500, 2, 24, 1.5f);
+    same_on_1_and_2_threads(&p, AG_I_KERNEL_BLOCKS);
+    prob_free(&p);
+    prob_pattern(&p, "dilated:100,3+global:2", 1300, 1, 64, 1.5f);
+    same_on_1_and_2_threads(&p, AG_I_KERNEL_BLOCKS);
     prob_free(&p);
 }
 END_TEST
@@ -525,8 +541,9 @@ START_TEST(every_instruction_set_variant)
             const char *spec;
             int64_t N, H, d;
         } cases[] = {{"causal", 150, 2, 20}, {"complete", 300, 1, 64}, {"window:40", 300, 3, 5},
-                     {"random:9,2+window:2", 200, 2, 16}};
-        for (int k = 0; k < 4; k++) {
+                     {"random:9,2+window:2", 200, 2, 16}, {"bigbird:16,1,2,1", 250, 2, 16},
+                     {"fixed:32,4", 300, 1, 64}, {"strided:7+window:20", 170, 3, 5}};
+        for (int k = 0; k < 7; k++) {
             prob_t p;
             prob_pattern(&p, cases[k].spec, cases[k].N, cases[k].H, cases[k].d, 1.5f);
             check_problem(&p, cases[k].spec, 0);
@@ -544,7 +561,7 @@ END_TEST
 START_TEST(cli_bench_warms_up_by_time)
 {
     expect_cli("bench --pattern causal --nodes 30 --reps 1 --warmup 3 --json", 0, 1,
-               "\"warmup\": 3}");
+               "\"warmup\": 3,");
     char *out;
     ck_assert_int_eq(run_cli("bench --pattern causal --nodes 30 --reps 1 --json", &out, NULL), 0);
     const char *at = strstr(out, "\"warmup\": ");
@@ -552,6 +569,22 @@ START_TEST(cli_bench_warms_up_by_time)
     /* a 30-node causal round takes microseconds: 0.2 s is thousands of runs */
     ck_assert_msg(atoll(at + strlen("\"warmup\": ")) >= 100, "%s", out);
     free(out);
+}
+END_TEST
+
+/* attngraph bench names the kernel its plan ran, and takes one by name. */
+START_TEST(cli_bench_names_the_kernel)
+{
+    expect_cli("bench --pattern causal --nodes 30 --reps 1 --json", 0, 1,
+               "\"kernel\": \"gather\"}");   /* 15 edges a node: too few for tiles */
+    expect_cli("bench --pattern causal --nodes 300 --reps 1 --json", 0, 1,
+               "\"kernel\": \"tiled\"}");
+    expect_cli("bench --pattern bigbird:32,1,1,1 --nodes 600 --reps 1 --json --backward", 0, 1,
+               "\"kernel\": \"blocks\"}");
+    expect_cli("bench --pattern causal --nodes 300 --reps 1 --kernel blocks", 0, 1,
+               "blocks kernel");
+    expect_cli("bench --pattern causal --nodes 30 --kernel tiles", 2, 2,
+               "--kernel 'tiles': expected auto, simple, tiled, blocks or gather");
 }
 END_TEST
 
@@ -599,6 +632,7 @@ Suite *fused_backward_suite(void)
     tcase_add_test(tc, fused_backward_refusals);
     tcase_add_test(tc, cli_bench_backward);
     tcase_add_test(tc, cli_bench_warms_up_by_time);
+    tcase_add_test(tc, cli_bench_names_the_kernel);
     tcase_add_test(tc, cli_simd_variant_from_the_environment);
 #ifdef _OPENMP
     tcase_add_test(tc, identical_for_1_and_2_threads);

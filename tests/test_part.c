@@ -48,12 +48,24 @@ static void whole_free(whole_t *w)
     free(w->Q), free(w->K), free(w->V), free(w->M), free(w->lse);
 }
 
-static int one_run(const ag_nbhd_t *nb)
+/* The whole graph's layout as the MPI layer agrees it: the least one_run of
+   the parts, their block-sparse cells summed (parts from multiples of 64:
+   each part costs its own groups), which must be the whole graph's. */
+static ag_i_layout_t layout(const ag_nbhd_t *nb)
 {
-    for (int64_t i = 0; i < nb->n_nodes; i++)
-        if (nb->run_ptr[i + 1] - nb->run_ptr[i] > 1)
-            return 0;
-    return 1;
+    const int64_t N = nb->n_nodes, cuts[] = {0, 192, 448, N};
+    ag_i_layout_t parts = {1, 0};
+    for (int k = 0; k < 3; k++) {
+        const int64_t lo = cuts[k] < N ? cuts[k] : N, hi = cuts[k + 1] < N ? cuts[k + 1] : N;
+        const int64_t cells = ag_i_block_cells(nb, lo, hi);
+        parts.one_run &= ag_i_one_run(nb, lo, hi);
+        parts.cells = parts.cells < 0 || cells < 0 ? -1 : parts.cells + cells;
+    }
+    const ag_i_layout_t whole = ag_i_layout(nb);
+    ck_assert_int_eq(parts.one_run, whole.one_run);
+    if (!whole.one_run)
+        ck_assert_int_eq(parts.cells, whole.cells);
+    return whole;
 }
 
 /* nb's destinations lo..hi-1 as a part holds them (edge_ptr and run_ptr from
@@ -76,19 +88,19 @@ static ag_nbhd_t part_view(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t 
 
 /* ag_i_forward_part and ag_i_backward_part with a plan of their own. */
 static int forward_part(const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
-                        int one_run, ag_error_t *err)
+                        ag_i_layout_t lay, ag_error_t *err)
 {
     ag_i_plan_t plan = {0};
-    const int rc = ag_i_forward_part(&plan, a, lo, hi, klo, khi, one_run, err);
+    const int rc = ag_i_forward_part(&plan, a, lo, hi, klo, khi, &lay, err);
     ag_i_plan_free(&plan);
     return rc;
 }
 
 static int backward_part(const ag_i_bwd_t *a, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
-                         int one_run, ag_error_t *err)
+                         ag_i_layout_t lay, ag_error_t *err)
 {
     ag_i_plan_t plan = {0};
-    const int rc = ag_i_backward_part(&plan, a, lo, hi, klo, khi, one_run, err);
+    const int rc = ag_i_backward_part(&plan, a, lo, hi, klo, khi, &lay, err);
     ag_i_plan_free(&plan);
     return rc;
 }
@@ -105,11 +117,11 @@ static void check_part(const whole_t *w, int64_t lo, int64_t hi)
     float *lse = malloc((size_t)((n ? n : 1) * w->H) * sizeof(float));
     memcpy(Q, w->Q + lo * HD, (size_t)(n * HD) * sizeof(float));
     ag_error_t err;
-    ck_assert_int_eq(
+    ck_assert_msg(
         forward_part(&(ag_i_fwd_t){&view, Q - lo * HD, w->K, w->V, w->H, w->d, NULL, M - lo * HD,
                                    &(kext_t){.lse = lse - lo * w->H}},
-                     lo, hi, 0, w->N, one_run(&w->nb), &err),
-        AG_OK);
+                     lo, hi, 0, w->N, layout(&w->nb), &err) == AG_OK,
+        "%s", err.msg);
     ck_assert_msg(!memcmp(M, w->M + lo * HD, (size_t)(n * HD) * sizeof(float)),
                   "M of destinations %lld..%lld differs from the whole run's", (long long)lo,
                   (long long)hi - 1);
@@ -126,6 +138,8 @@ START_TEST(part_matches_whole)
         {"causal", 700, 2, 24},               /* tiled, wide blocks */
         {"window:40", 650, 1, 33},            /* tiled, narrow blocks */
         {"random:9,3+window:2", 500, 2, 16},  /* gather */
+        {"bigbird:32,1,1,1", 700, 2, 16},     /* blocks, wide groups */
+        {"window:30+global:3", 650, 1, 33},   /* blocks, narrow groups */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         whole_t w;
@@ -168,7 +182,7 @@ static void check_part_score(const whole_t *w, const ag_score_t *sc, const float
     ag_error_t err;
     ck_assert_int_eq(forward_part(&(ag_i_fwd_t){&view, Q - lo * HD, K - klo * HD, V - klo * HD,
                                                 w->H, w->d, &part_sc, M - lo * HD, NULL},
-                                  lo, hi, klo, khi, one_run(&w->nb), &err),
+                                  lo, hi, klo, khi, layout(&w->nb), &err),
                      AG_OK);
     ck_assert_msg(!memcmp(M, M_whole + lo * HD, (size_t)(n * HD) * sizeof(float)),
                   "score kind %d: M of destinations %lld..%lld differs from the whole run's",
@@ -417,7 +431,7 @@ static void check_back_part(const whole_t *w, const whole_grads_t *g, int64_t lo
                            AG_I_DOT_SCORE(1.0f / sqrtf((float)w->d)), p.lse, p.Dd,
                            {.dQ = dQ - lo * HD, .dK = dK - lo * HD, .dV = dV - lo * HD}};
     ag_error_t err;
-    ck_assert_int_eq(backward_part(&op, lo, hi, lo, hi, one_run(&w->nb), &err), AG_OK);
+    ck_assert_int_eq(backward_part(&op, lo, hi, lo, hi, layout(&w->nb), &err), AG_OK);
     same_rows(g, dQ, dK, dV, lo, hi, HD, "plain");
     free(dQ), free(dK), free(dV);
     held_free(&p);
@@ -433,6 +447,8 @@ START_TEST(backward_part_matches_whole)
         {"window:40", 650, 1, 33},            /* tiled, narrow blocks */
         {"random:9,3+window:2", 500, 2, 16},  /* gather */
         {"random:20,5", 520, 1, 16},          /* gather, multi-edges */
+        {"bigbird:32,1,1,1", 700, 2, 16},     /* blocks, wide groups */
+        {"window:30+global:3", 650, 1, 33},   /* blocks, narrow groups */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         whole_t w;

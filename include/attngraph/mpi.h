@@ -66,6 +66,8 @@ typedef struct {
     int ranks, rank;            /* P and this process's rank */
     int64_t n_nodes, n_edges;   /* the whole graph's N and E (messages) */
     int one_run;                /* every destination of the whole graph has <= 1 run */
+    int64_t block_cells;        /* the block-sparse kernel's score entries on the whole
+                                   graph (-1: it does not apply, or one_run) */
     int64_t *bounds;            /* [P+1]: process p owns rows bounds[p] .. bounds[p+1]-1 */
     int64_t lo, hi;             /* this process's rows: bounds[rank], bounds[rank+1] */
     /* destinations lo..hi-1 as 0..hi-lo-1 (edge_ptr from 0); sources keep their

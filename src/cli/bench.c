@@ -26,13 +26,14 @@ static const char bench_usage[] =
     "kernel planned once before them (its choice and scratch, untimed, as a run of\n"
     "rounds plans it). Without --q/--k/--v,\n"
     "seeded random inputs of H heads of width --head-dim (default 64). --kernel: auto\n"
-    "(default), simple, tiled, gather. --backward times the kernel's backward instead\n"
+    "(default), simple, tiled, blocks, gather. --backward times the kernel's backward\n"
+    "instead\n"
     "(dQ, dK, dV of a seeded random dM, given M and lse from one untimed forward;\n"
     "useful flops 10*E*d*H).\n"
     "--json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
     "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\",\n"
-    "\"pass\", \"isa\", \"warmup\"} (pass: \"forward\" or \"backward\"; warmup: the\n"
-    "untimed runs).\n"
+    "\"pass\", \"isa\", \"warmup\", \"kernel\"} (pass: \"forward\" or \"backward\";\n"
+    "warmup: the untimed runs; kernel: the one the plan ran).\n"
     "  -h, --help          this text\n";
 
 /* Warm-up by time: on these 2-core machines a 2-thread process runs its first
@@ -43,17 +44,16 @@ static const char bench_usage[] =
 
 static int pick_kernel(ag_i_kernel_t *kernel, const char *name)
 {
-    static const struct {
-        const char *name;
-        ag_i_kernel_t kernel;
-    } kernels[] = {{"auto", AG_I_KERNEL_AUTO}, {"simple", AG_I_KERNEL_SIMPLE},
-                   {"tiled", AG_I_KERNEL_TILED}, {"gather", AG_I_KERNEL_GATHER}};
+    static const ag_i_kernel_t kernels[] = {AG_I_KERNEL_AUTO, AG_I_KERNEL_SIMPLE,
+                                            AG_I_KERNEL_TILED, AG_I_KERNEL_BLOCKS,
+                                            AG_I_KERNEL_GATHER};
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
-        if (strcmp(name, kernels[k].name) == 0) {
-            *kernel = kernels[k].kernel;
+        if (strcmp(name, ag_i_kernel_name(kernels[k])) == 0) {
+            *kernel = kernels[k];
             return 0;
         }
-    return usage_error("bench", "--kernel '%s': expected auto, simple, tiled or gather", name);
+    return usage_error("bench", "--kernel '%s': expected auto, simple, tiled, blocks or gather",
+                       name);
 }
 
 /* The backward's operands, made once before the timed runs from the
@@ -208,6 +208,7 @@ int cmd_bench(int argc, char **argv)
         rc = backward ? ag_i_backward(&plan, &bs.op, &err) : ag_i_forward(&plan, &fwd, &err);
         t[r] = now_s() - a;
     }
+    const char *ran = ag_i_kernel_name(plan.kernel);
     ag_i_plan_free(&plan);
     free(bs.all);
     if (!rc && o.out)
@@ -222,15 +223,16 @@ int cmd_bench(int argc, char **argv)
             printf("{\"peer\": \"attngraph\", \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": "
                    "%.6g, \"prep_s\": %.6g, \"gflops_useful\": %.4g, \"threads\": %d, \"N\": "
                    "%lld, \"E\": %lld, \"H\": %lld, \"d\": %lld, \"pass\": \"%s\", \"isa\": "
-                   "\"%s\", \"warmup\": %lld}\n", median, t[0], t[reps - 1], prep, gflops,
-                   threads, (long long)N, (long long)s.nb.n_edges, (long long)H, (long long)d,
-                   backward ? "backward" : "forward", ag_simd_isa(), (long long)warm);
+                   "\"%s\", \"warmup\": %lld, \"kernel\": \"%s\"}\n", median, t[0], t[reps - 1],
+                   prep, gflops, threads, (long long)N, (long long)s.nb.n_edges, (long long)H,
+                   (long long)d, backward ? "backward" : "forward", ag_simd_isa(),
+                   (long long)warm, ran);
         else
-            printf("%s: N=%lld E=%lld H=%lld d=%lld, %d thread%s, %s: %smedian %.4g s (min "
-                   "%.4g, max %.4g), %.2f GFLOP/s useful; prep %.3g s\n", s.desc, (long long)N,
-                   (long long)s.nb.n_edges, (long long)H, (long long)d, threads,
-                   threads > 1 ? "s" : "", ag_simd_isa(), backward ? "backward " : "", median,
-                   t[0], t[reps - 1], gflops, prep);
+            printf("%s: N=%lld E=%lld H=%lld d=%lld, %d thread%s, %s, %s kernel: %smedian "
+                   "%.4g s (min %.4g, max %.4g), %.2f GFLOP/s useful; prep %.3g s\n", s.desc,
+                   (long long)N, (long long)s.nb.n_edges, (long long)H, (long long)d, threads,
+                   threads > 1 ? "s" : "", ag_simd_isa(), ran, backward ? "backward " : "",
+                   median, t[0], t[reps - 1], gflops, prep);
     } else {
         out_name_errors(&out, 1, &err);
         out_abort(&out);

@@ -109,17 +109,17 @@ int ag_attention(const ag_nbhd_t *nb, const float *Q, const float *K, const floa
 /* p fits a call on part lo..hi-1 (keys klo..khi-1), or is made anew for it. */
 static int plan_part_for(ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H,
                          int64_t d, const ag_score_t *score, int64_t lo, int64_t hi,
-                         int64_t klo, int64_t khi, int one_run, ag_error_t *err)
+                         int64_t klo, int64_t khi, const ag_i_layout_t *lay, ag_error_t *err)
 {
     if (p->part && ag_i_plan_fits(p, backward, nb, H, d, score) && p->lo == lo && p->hi == hi &&
         p->klo == klo && p->khi == khi)
         return AG_OK;
     ag_i_plan_free(p);
-    return ag_i_plan_part(p, backward, nb, H, d, score, lo, hi, klo, khi, one_run, err);
+    return ag_i_plan_part(p, backward, nb, H, d, score, lo, hi, klo, khi, lay, err);
 }
 
 int ag_i_forward_part(ag_i_plan_t *p, const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo,
-                      int64_t khi, int one_run, ag_error_t *err)
+                      int64_t khi, const ag_i_layout_t *lay, ag_error_t *err)
 {
     /* the score's checks, the edge bias's on the part's slots only */
     const ag_score_t *sc = a->score;
@@ -135,14 +135,14 @@ int ag_i_forward_part(ag_i_plan_t *p, const ag_i_fwd_t *a, int64_t lo, int64_t h
         rc = ag_check_finite("score: edge_bias", sc->edge_bias + a->nb->edge_ptr[lo],
                              a->nb->edge_ptr[hi] - a->nb->edge_ptr[lo], 1, err);
     if (!rc)
-        rc = plan_part_for(p, 0, a->nb, a->H, a->d, sc, lo, hi, klo, khi, one_run, err);
+        rc = plan_part_for(p, 0, a->nb, a->H, a->d, sc, lo, hi, klo, khi, lay, err);
     return rc ? rc : ag_i_forward(p, a, err);
 }
 
 int ag_i_backward_part(ag_i_plan_t *p, const ag_i_bwd_t *a, int64_t lo, int64_t hi,
-                       int64_t klo, int64_t khi, int one_run, ag_error_t *err)
+                       int64_t klo, int64_t khi, const ag_i_layout_t *lay, ag_error_t *err)
 {
-    const int rc = plan_part_for(p, 1, a->nb, a->H, a->d, a->score, lo, hi, klo, khi, one_run,
+    const int rc = plan_part_for(p, 1, a->nb, a->H, a->d, a->score, lo, hi, klo, khi, lay,
                                  err);
     return rc ? rc : ag_i_backward(p, a, err);
 }

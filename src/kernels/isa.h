@@ -25,7 +25,8 @@ struct ag_i_gbw_buf;
 typedef void ag_i_block_f(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t next,
                           const float *Q, const struct ag_i_kv_head *kv, int64_t H, int64_t d,
                           int64_t h, float scale2, float *M, const tile_buf_t *b,
-                          const kext_t *x, ag_i_tile_fn step);
+                          const kext_t *x, ag_i_tile_fn step, const int64_t *tiles,
+                          int64_t n_tiles);
 typedef void ag_i_grad_f(const struct ag_i_bw_args *a, int pass, int64_t i0, int64_t nq,
                          int64_t h, const struct ag_i_bw_buf *b);
 /* tiled_stream.c: one block and head of the streamed forward over a window */

@@ -153,8 +153,41 @@ typedef enum {
     AG_I_KERNEL_SIMPLE,    /* one destination at a time (simple.c): the reference */
     AG_I_KERNEL_TILED,     /* fused and tiled (tiled.c): at most one run a destination */
     AG_I_KERNEL_GATHER,    /* fused, scattered rows with prefetching (gather.c) */
-    AG_I_KERNEL_GENERIC    /* any score function (generic.c) */
+    AG_I_KERNEL_GENERIC,   /* any score function (generic.c) */
+    AG_I_KERNEL_BLOCKS     /* the tiled kernel on block-sparse lists (blocks.c): any
+                              graph without multi-edges */
 } ag_i_kernel_t;
+
+/* The kernel's name ("auto", "simple", "tiled", "gather", "generic", "blocks"). */
+const char *ag_i_kernel_name(ag_i_kernel_t k);
+
+/*
+ * What the kernel choice reads of a graph's shape, agreed by every process
+ * that holds a part of it (the MPI layer sums cells and takes the least
+ * one_run and the least cells flag): does every destination have at most one
+ * run, and the block-sparse path's score entries (ag_i_block_cells; -1: it
+ * does not apply, or was not counted because one_run).
+ */
+typedef struct {
+    int one_run;
+    int64_t cells;
+} ag_i_layout_t;
+/* Does every destination lo..hi-1 have at most one run? */
+AG_INTERNAL
+int ag_i_one_run(const ag_nbhd_t *nb, int64_t lo, int64_t hi);
+/* The score entries the block-sparse path computes for destinations lo..hi-1
+   (lo a multiple of 64): the tiles of each block's list times its rows; -1
+   where it does not apply (a multi-edge, or no memory to count). */
+AG_INTERNAL
+int64_t ag_i_block_cells(const ag_nbhd_t *nb, int64_t lo, int64_t hi);
+/* The whole graph's layout (cells counted only where one_run is not). */
+AG_INTERNAL
+ag_i_layout_t ag_i_layout(const ag_nbhd_t *nb);
+/* The kernel for plain dot-product scores on a graph of N destinations, E
+   edges and that layout: tiled (one run each, long enough to fill tiles),
+   blocks (tiles dense enough), else gather. Decided here only. */
+AG_INTERNAL
+ag_i_kernel_t ag_i_layout_kernel(int64_t N, int64_t E, const ag_i_layout_t *lay);
 
 /*
  * Every decision of an attention call, made once from the graph, the score
@@ -195,6 +228,11 @@ typedef struct {
     float *shared;             /* the kernel's arrays that the team shares (tiled
                                   forward with head copies: H lines of block
                                   counters, then the copies) */
+    int64_t *lists;            /* blocks: the block-sparse lists (blocks.c), and in it */
+    const int64_t *q_ptr, *q_wide, *q_tiles;   /* per slot of 16 destinations from lo, its
+                                                  tiles; per group of 64, its width */
+    const int64_t *k_ptr, *k_wide, *k_tiles;   /* backward: the same for sources from
+                                                  klo, tiles of their destinations */
 } ag_i_plan_t;
 
 /* Plans attention on the whole graph (backward: nb transposed), with the
@@ -207,8 +245,8 @@ int ag_i_plan(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, const ag_nbhd_
  * Plans destinations lo..hi-1 of a graph, bitwise as the whole graph's plan
  * computes them, for a process that holds only a part (the MPI layer):
  * nb->n_nodes and n_edges are the whole graph's (they choose the kernel),
- * one_run says whether every destination of the whole graph has at most one
- * run, and every array is indexed by global node number.
+ * lay is the whole graph's layout (agreed by the processes), and every array
+ * is indexed by global node number.
  * Forward: any score; the keys read are klo..khi-1 (every source the part
  * reads; ag_i_forward then needs Q's rows lo..hi-1 and K's and V's klo..khi-1
  * only); x: NULL, or its figures and log-sum-exp (plain dot-product scores).
@@ -216,13 +254,13 @@ int ag_i_plan(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, const ag_nbhd_
  * and dK, dV of sources klo..khi-1 (pass B), each row bitwise as the
  * whole-graph call computes it; pass A reads the in-runs of its destinations
  * and the K and V rows they read, pass B the out-runs of its sources and Q,
- * dM, lse and Dd of the destinations those reach. Tiled: both ranges of whole
- * blocks (width x 16 rows; the last may end at N), and pass B reads the
- * in-run of every destination its tiles cross.
+ * dM, lse and Dd of the destinations those reach. Tiled and blocks: both
+ * ranges of whole blocks (width x 16 rows; the last may end at N), and pass B
+ * reads the in-runs of every destination its tiles cross.
  */
 int ag_i_plan_part(ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H, int64_t d,
                    const ag_score_t *score, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
-                   int one_run, ag_error_t *err);
+                   const ag_i_layout_t *lay, ag_error_t *err);
 /* Runs a forward (backward) plan on a's operands: their nb, H, d and score
    are the plan's. Returns AG_OK or the kernel's refusal of an operand. */
 int ag_i_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a, ag_error_t *err);
@@ -251,10 +289,10 @@ int ag_i_backward_planned(ag_i_plan_t *p, ag_nbhd_t *nb, const float *Q, const f
    the score as ag_score_check does, the edge bias on the part's slots only. */
 AG_INTERNAL
 int ag_i_forward_part(ag_i_plan_t *p, const ag_i_fwd_t *a, int64_t lo, int64_t hi, int64_t klo,
-                      int64_t khi, int one_run, ag_error_t *err);
+                      int64_t khi, const ag_i_layout_t *lay, ag_error_t *err);
 AG_INTERNAL
 int ag_i_backward_part(ag_i_plan_t *p, const ag_i_bwd_t *a, int64_t lo, int64_t hi,
-                       int64_t klo, int64_t khi, int one_run, ag_error_t *err);
+                       int64_t klo, int64_t khi, const ag_i_layout_t *lay, ag_error_t *err);
 /* Plan, compute, free: one call with the kernel asked for (tests, bench). */
 int ag_i_attention_with(ag_i_kernel_t kernel, const ag_i_fwd_t *a, ag_error_t *err);
 int ag_i_backward_with(ag_i_kernel_t kernel, const ag_i_bwd_t *a, ag_error_t *err);
@@ -270,6 +308,11 @@ int ag_i_gather_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
                      ag_error_t *err);
 int ag_i_generic_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
                       const ag_score_t *score, ag_error_t *err);
+/* The block-sparse lists of a plan whose width, rows and direction are set
+   (blocks.c): p->lists, and q_ptr, q_tiles (k_ptr, k_tiles: the backward's
+   pass B) into it. */
+AG_INTERNAL
+int ag_i_block_lists(ag_i_plan_t *p, const ag_nbhd_t *nb, ag_error_t *err);
 /* The one allocation of a plan: threads x per_thread floats (per_thread:
    ag_i_scratch_stride's), then `shared` floats, on cache lines; `what` names
    it in a failure's message. */

@@ -28,9 +28,34 @@ int ag_i_use_tiled(int64_t N, int64_t E, int one_run)
     return one_run && N > 0 && N < INT32_MAX && E / N >= 16;
 }
 
-static const char *kernel_name(ag_i_kernel_t k)
+/* The block-sparse path computes a score for each pair of its tiles, edge or
+   not; the gather kernel pays per edge, at BLOCK_CELLS_MAX times the tiled
+   kernel's cost of a score or more (issue 40's table: 8-33x on the
+   patterns that took it). */
+#define BLOCK_CELLS_MAX 8
+
+ag_i_layout_t ag_i_layout(const ag_nbhd_t *nb)
 {
-    static const char *const names[] = {"auto", "simple", "tiled", "gather", "generic"};
+    ag_i_layout_t l = {ag_i_one_run(nb, 0, nb->n_nodes), -1};
+    if (!l.one_run)
+        l.cells = ag_i_block_cells(nb, 0, nb->n_nodes);
+    return l;
+}
+
+ag_i_kernel_t ag_i_layout_kernel(int64_t N, int64_t E, const ag_i_layout_t *lay)
+{
+    if (ag_i_use_tiled(N, E, lay->one_run))
+        return AG_I_KERNEL_TILED;
+    if (!lay->one_run && lay->cells >= 0 && N > 0 && E / N >= 16 &&
+        lay->cells <= BLOCK_CELLS_MAX * E)
+        return AG_I_KERNEL_BLOCKS;
+    return AG_I_KERNEL_GATHER;
+}
+
+const char *ag_i_kernel_name(ag_i_kernel_t k)
+{
+    static const char *const names[] = {"auto", "simple", "tiled", "gather", "generic",
+                                        "blocks"};
     return names[k];
 }
 
@@ -58,7 +83,8 @@ static void plan_init(ag_i_plan_t *p, int backward, ag_i_kernel_t asked, ag_i_ke
     p->edge_ptr = nb->edge_ptr, p->run_ptr = nb->run_ptr;
     p->kind = score ? score->kind : AG_SCORE_SCALED_DOT;
     p->isa = ag_i_isa();
-    const double per = kernel == AG_I_KERNEL_GATHER || kernel == AG_I_KERNEL_GENERIC
+    /* (a kernel the rule picks is sized as a dense one) */
+    const double per = asked == AG_I_KERNEL_GATHER || asked == AG_I_KERNEL_GENERIC
                            ? AG_I_NS_SCATTERED : AG_I_NS_DENSE;
     p->threads = ag_i_team(per * (double)(nb->edge_ptr[hi] - nb->edge_ptr[lo]) * (double)H *
                            (double)d);
@@ -75,6 +101,7 @@ static int kernel_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, const ag_score_t *sc
         rc = ag_i_simple_plan(p, nb, p->H, p->d, err);
         break;
     case AG_I_KERNEL_TILED:
+    case AG_I_KERNEL_BLOCKS:
         rc = ag_i_tiled_plan(p, nb, p->H, p->d, err);
         break;
     case AG_I_KERNEL_GATHER:
@@ -89,21 +116,27 @@ static int kernel_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, const ag_score_t *sc
 }
 
 /* The plan of the kernel asked for (AUTO: the rule's) on the rows given. */
-static int plan_rows(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, int one_run,
-                     const ag_nbhd_t *nb, int64_t H, int64_t d, const ag_score_t *score,
-                     int64_t lo, int64_t hi, int64_t klo, int64_t khi, ag_error_t *err)
+static int plan_rows(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel,
+                     const ag_i_layout_t *lay, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                     const ag_score_t *score, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
+                     ag_error_t *err)
 {
-    plan_init(p, backward, kernel, kernel, nb, H, d, score, lo, hi, klo, khi);
-    if (kernel == AG_I_KERNEL_AUTO)
-        p->kernel = !p->plain ? AG_I_KERNEL_GENERIC
-                    : ag_i_use_tiled(nb->n_nodes, nb->n_edges, one_run) ? AG_I_KERNEL_TILED
-                                                                        : AG_I_KERNEL_GATHER;
+    ag_i_kernel_t k = kernel;
+    if (k == AG_I_KERNEL_AUTO)
+        k = !ag_i_plain_scale(score, d, &(float){0})
+                ? AG_I_KERNEL_GENERIC
+                : ag_i_layout_kernel(nb->n_nodes, nb->n_edges, lay);
+    plan_init(p, backward, kernel, k, nb, H, d, score, lo, hi, klo, khi);
     if (p->kernel != AG_I_KERNEL_GENERIC && !p->plain)
         return ag_i_fail(err, AG_EINVAL, "attention: the %s kernel runs plain dot-product "
-                         "softmax scores only", kernel_name(p->kernel));
-    if (p->kernel == AG_I_KERNEL_TILED && !one_run)
+                         "softmax scores only", ag_i_kernel_name(p->kernel));
+    if (p->kernel == AG_I_KERNEL_TILED && !lay->one_run)
         return ag_i_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run "
                          "of sources");
+    if (p->kernel == AG_I_KERNEL_BLOCKS && lay->cells < 0)
+        return ag_i_fail(err, AG_EINVAL, "block-sparse kernel: a destination reads a source "
+                         "twice (a multi-edge)%s", nb->n_nodes >= INT32_MAX ? ", or the graph "
+                         "has 2^31 nodes or more" : "");
     if (backward && !nb->out_ptr)
         return ag_i_fail(err, AG_EINVAL, "attention backward: the neighbourhoods are not "
                          "transposed (ag_nbhd_transpose)");
@@ -114,22 +147,27 @@ int ag_i_plan(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, const ag_nbhd_
               int64_t H, int64_t d, const ag_score_t *score, ag_error_t *err)
 {
     const int64_t N = nb->n_nodes;
-    const int one_run = kernel == AG_I_KERNEL_AUTO || kernel == AG_I_KERNEL_TILED
-                            ? ag_i_tiled_applies(nb) : 0;
-    return plan_rows(p, backward, kernel, one_run, nb, H, d, score, 0, N, 0, N, err);
+    float scale;
+    const int fused = (kernel == AG_I_KERNEL_AUTO && ag_i_plain_scale(score, d, &scale)) ||
+                      kernel == AG_I_KERNEL_TILED || kernel == AG_I_KERNEL_BLOCKS;
+    ag_i_layout_t lay = {0, -1};
+    if (fused)
+        lay = kernel == AG_I_KERNEL_BLOCKS
+                  ? (ag_i_layout_t){0, ag_i_block_cells(nb, 0, N)} : ag_i_layout(nb);
+    return plan_rows(p, backward, kernel, &lay, nb, H, d, score, 0, N, 0, N, err);
 }
 
 int ag_i_plan_part(ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H, int64_t d,
                    const ag_score_t *score, int64_t lo, int64_t hi, int64_t klo, int64_t khi,
-                   int one_run, ag_error_t *err)
+                   const ag_i_layout_t *lay, ag_error_t *err)
 {
     float scale;
     memset(p, 0, sizeof *p);   /* a refused plan holds nothing either */
     if (backward && !ag_i_plain_scale(score, d, &scale))
         return ag_i_fail(err, AG_EINVAL, "attention backward on a part of the graph: plain "
                          "dot-product scores only (ag_i_plan_generic_part runs the others)");
-    int rc = plan_rows(p, backward, AG_I_KERNEL_AUTO, one_run, nb, H, d, score, lo, hi, klo,
-                       khi, err);
+    int rc = plan_rows(p, backward, AG_I_KERNEL_AUTO, lay, nb, H, d, score, lo, hi, klo, khi,
+                       err);
     p->part = 1;
     return rc;
 }
@@ -158,6 +196,7 @@ int ag_i_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a, ag_error_t *err)
         ag_i_simple_forward(p, a);
         return AG_OK;
     case AG_I_KERNEL_TILED:
+    case AG_I_KERNEL_BLOCKS:
         ag_i_tiled_forward(p, a);
         return AG_OK;
     case AG_I_KERNEL_GATHER:
@@ -180,6 +219,7 @@ int ag_i_backward(const ag_i_plan_t *p, const ag_i_bwd_t *a, ag_error_t *err)
         ag_i_simple_backward(p, a);
         return AG_OK;
     case AG_I_KERNEL_TILED:
+    case AG_I_KERNEL_BLOCKS:
         ag_i_tiled_backward(p, a);
         return AG_OK;
     case AG_I_KERNEL_GATHER:
@@ -205,8 +245,9 @@ int ag_i_plan_fits(const ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int6
 
 void ag_i_plan_free(ag_i_plan_t *p)
 {
-    free(p->scratch);
+    free(p->scratch), free(p->lists);
     p->scratch = p->shared = NULL;
+    p->lists = NULL;
 }
 
 int ag_i_attention_with(ag_i_kernel_t kernel, const ag_i_fwd_t *a, ag_error_t *err)

@@ -115,9 +115,8 @@ AG_INLINE void softmax_half_ymm(float *restrict S, int64_t BQ, int64_t bk, int f
    the same instructions and give the same bits. */
 AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *V, int64_t HD,
                          int64_t off, int64_t d, int64_t i0, int64_t j0, int64_t bk, int full,
-                         const int32_t *lane_lo, const int32_t *lane_hi, float *restrict S,
-                         float *restrict acc, ag_i_lanes_t *ls, const kext_t *x, const int QV,
-                         const int ymm)
+                         const tile_mask_t *mk, float *restrict S, float *restrict acc,
+                         ag_i_lanes_t *ls, const kext_t *x, const int QV, const int ymm)
 {
     const int stats = kext_stats(x);
     const int BQ = QV * AG_LANES;
@@ -128,17 +127,9 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
     for (int v = 0; v < QV; v++)
         tile_max[v] = v_set1(-__builtin_inff());
     score_tile(S, qt, K, HD, off, d, j0, bk, tile_max, QV, ymm);
-    /* 3b. masks on boundary tiles: each lane's run is one interval, so
-       only the rows before its start and after its end are written */
+    /* 3b. masks on the tiles that are not full */
     if (!full)
-        for (int i = 0; i < BQ; i++) {
-            const int64_t lo = lane_lo[i] > j0 ? lane_lo[i] - j0 : 0;
-            const int64_t hi = lane_hi[i] > j0 ? lane_hi[i] - j0 : 0;
-            for (int64_t jj = 0; jj < bk && jj < lo; jj++)
-                S[jj * BQ + i] = -__builtin_inff();
-            for (int64_t jj = hi > lo ? hi : lo; jj < bk; jj++)
-                S[jj * BQ + i] = -__builtin_inff();
-        }
+        mask_tile(S, BQ, mk, j0, bk, QV);
     /* 4. online softmax per lane */
     v16f alpha[QV_MAX];
 #pragma GCC unroll 4
@@ -171,11 +162,10 @@ AG_INLINE void tile_body(const float *restrict qt, const float *K, const float *
 #define TILE_VARIANT(name, target, qv, ymm)                                                  \
     target __attribute__((noinline)) void name(                                              \
         const float *qt, const float *K, const float *V, int64_t HD, int64_t off, int64_t d, \
-        int64_t i0, int64_t j0, int64_t bk, int full, const int32_t *lane_lo,                \
-        const int32_t *lane_hi, float *S, float *acc, ag_i_lanes_t *ls, const kext_t *x)     \
+        int64_t i0, int64_t j0, int64_t bk, int full, const tile_mask_t *mk, float *S,      \
+        float *acc, ag_i_lanes_t *ls, const kext_t *x)                                       \
     {                                                                                        \
-        tile_body(qt, K, V, HD, off, d, i0, j0, bk, full, lane_lo, lane_hi, S, acc, ls, x,   \
-                  qv, ymm);                                                                  \
+        tile_body(qt, K, V, HD, off, d, i0, j0, bk, full, mk, S, acc, ls, x, qv, ymm);       \
     }
 AG_TILED_VARIANTS(TILE_VARIANT, ag_i_tile)
 
@@ -223,13 +213,18 @@ AG_INLINE void prefetch_next(const ag_nbhd_t *nb, const float *Q, const kv_head_
 AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t next,
                             const float *Q, const kv_head_t *kv, int64_t H, int64_t d, int64_t h,
                             float scale2, float *M, const tile_buf_t *b, const kext_t *x,
-                            ag_i_tile_fn step, const int QV, const int ymm)
+                            ag_i_tile_fn step, const int64_t *tiles, int64_t n_tiles,
+                            const int QV, const int ymm)
 {
     const int stats = kext_stats(x);
     const int BQ = QV * AG_LANES;
     const int64_t HD = H * d, off = h * d;
-    /* 1. lanes: runs and packed queries */
-    const block_span_t span = block_lanes(nb, i0, nq, BQ, b->lo, b->hi);
+    /* 1. lanes: runs (or the block's list of tiles) and packed queries */
+    block_span_t span = {0, 0, 0, 0};
+    if (!tiles)
+        span = block_lanes(nb, i0, nq, BQ, b->lo, b->hi);
+    for (int64_t t = 0; t < n_tiles; t += TILE_WORDS(tiles[t], QV))   /* the list's span */
+        span.jmin = t ? span.jmin : TILE_J0(tiles[t]), span.jmax = TILE_J0(tiles[t]) + TILE_BK(tiles[t]);
     int64_t jmin = span.jmin, jmax = span.jmax;
     const int64_t max_lo = span.max_lo, min_hi = span.min_hi;
     pack_queries(b->qt, Q + i0 * HD + off, HD, d, nq, scale2, QV, ymm);
@@ -245,8 +240,15 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t
         ls.m[v] = v_set1(-__builtin_inff()), ls.l[v] = ls.u[v] = ls.dist[v] = v_set1(0.0f);
     memset(b->acc, 0, (size_t)(d * BQ) * sizeof(float));
 
-    const int64_t tile = cut_tiles(&jmin, &jmax, nb->n_nodes, QV);
-    for (int64_t j0 = jmin; j0 < jmax; j0 += tile) {
+    for (int64_t t = 0; t < n_tiles; t += TILE_WORDS(tiles[t], QV)) {   /* the block-sparse list */
+        const int full = TILE_FULL(tiles[t]);
+        const tile_mask_t mk = {NULL, NULL, full ? NULL : (const uint16_t *)(tiles + t + 1)};
+        step(b->qt, kv->K, kv->V, kv->stride, kv->off, d, i0, TILE_J0(tiles[t]),
+             TILE_BK(tiles[t]), full, &mk, b->s, b->acc, &ls, x);
+    }
+    const tile_mask_t mk = {b->lo, b->hi, NULL};
+    const int64_t tile = tiles ? 1 : cut_tiles(&jmin, &jmax, nb->n_nodes, QV);
+    for (int64_t j0 = jmin; !tiles && j0 < jmax; j0 += tile) {
         const int64_t bk = jmax - j0 < tile ? jmax - j0 : tile;
         const int full = j0 >= max_lo && j0 + bk <= min_hi;   /* inside every lane's run */
         if (!full) {   /* 3a. skip tiles no lane reaches */
@@ -256,8 +258,8 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t
             if (!any)
                 continue;
         }
-        step(b->qt, kv->K, kv->V, kv->stride, kv->off, d, i0, j0, bk, full, b->lo, b->hi, b->s,
-             b->acc, &ls, x);
+        step(b->qt, kv->K, kv->V, kv->stride, kv->off, d, i0, j0, bk, full, &mk, b->s, b->acc,
+             &ls, x);
     }
     /* 6. store */
 #pragma GCC unroll 4
@@ -333,9 +335,10 @@ static void copy_head(float *kv, const float *K, const float *V, source_span_t s
     target void name(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t next,             \
                      const float *Q, const kv_head_t *kv, int64_t H, int64_t d, int64_t h,  \
                      float scale2, float *M, const tile_buf_t *b, const kext_t *x,          \
-                     ag_i_tile_fn step)                                                     \
+                     ag_i_tile_fn step, const int64_t *tiles, int64_t n_tiles)              \
     {                                                                                       \
-        attend_block(nb, i0, nq, next, Q, kv, H, d, h, scale2, M, b, x, step, qv, ymm);     \
+        attend_block(nb, i0, nq, next, Q, kv, H, d, h, scale2, M, b, x, step, tiles,        \
+                     n_tiles, qv, ymm);                                                     \
     }
 AG_TILED_VARIANTS(BLOCK_VARIANT, ag_i_block)
 
@@ -350,7 +353,19 @@ typedef struct {
     int64_t H, d, N, BQ, b0, n_blocks;
     float scale2;
     int in_order;    /* narrow blocks: in order (see block_start) */
+    /* the block-sparse lists (blocks.c), or NULL: then the blocks are slots
+       of 16 rows, each run at its group's width */
+    const int64_t *tile_ptr, *wide, *tiles;
+    ag_i_block_f *const *blocks;
+    ag_i_tile_fn const *steps;
 } forward_job_t;
+
+/* The width of slot k of the block-sparse lists, in vectors of lanes: its
+   group's, and 0 for a wide group's slots after its first (they run with it). */
+static int slot_width(const int64_t *wide, int64_t k)
+{
+    return !wide[k / 4] ? 1 : k % 4 ? 0 : 4;
+}
 
 /* The destination that the t-th block of the call starts at: narrow blocks
    in order (a band's streams then rise, as the prefetchers follow best), wide
@@ -367,9 +382,15 @@ static int64_t block_start(const forward_job_t *j, int64_t t)
 static void run_block(const forward_job_t *j, int64_t t, int64_t h, const kv_head_t *kv,
                       const tile_buf_t *b)
 {
-    const int64_t i0 = block_start(j, t), nq = j->N - i0 < j->BQ ? j->N - i0 : j->BQ;
-    j->block(j->nb, i0, nq, block_start(j, t + 1), j->Q, kv, j->H, j->d, h, j->scale2, j->M,
-             b, j->x, j->step);
+    const int64_t i0 = block_start(j, t), k = i0 / j->BQ - j->b0;
+    const int w = j->tiles ? slot_width(j->wide, k) : 0;
+    if (j->tiles && !w)
+        return;
+    const int64_t BQ = j->tiles ? w * AG_LANES : j->BQ, nq = j->N - i0 < BQ ? j->N - i0 : BQ;
+    ag_i_block_f *block = j->tiles ? j->blocks[w == 4] : j->block;
+    block(j->nb, i0, nq, block_start(j, t + 1), j->Q, kv, j->H, j->d, h, j->scale2, j->M, b,
+          j->x, j->tiles ? j->steps[w == 4] : j->step, j->tiles ? j->tiles + j->tile_ptr[k] : NULL,
+          j->tiles ? j->tile_ptr[k + 1] - j->tile_ptr[k] : 0);
     kext_done(j->x, j->nb->edge_ptr[i0 + nq] - j->nb->edge_ptr[i0]);
 }
 
@@ -380,12 +401,7 @@ int ag_i_tiled_width(const ag_nbhd_t *nb)
 
 int ag_i_tiled_applies(const ag_nbhd_t *nb)
 {
-    if (nb->n_nodes >= INT32_MAX)
-        return 0;
-    for (int64_t i = 0; i < nb->n_nodes; i++)
-        if (nb->run_ptr[i + 1] - nb->run_ptr[i] > 1)
-            return 0;
-    return 1;
+    return nb->n_nodes < INT32_MAX && ag_i_one_run(nb, 0, nb->n_nodes);
 }
 
 /* The forward's part of a plan: scratch per thread, and whether each head's
@@ -441,12 +457,15 @@ void ag_i_tiled_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
     float *kvh = p->head_copies ? p->shared + H * CLAIM_FLOATS : NULL;
     int64_t *claims = (int64_t *)p->shared;
     const int by_head = p->head_copies > 1;
-    const int64_t b0 = lo / BQ, n_blocks = (N + BQ - 1) / BQ - b0;
+    const int lists = p->q_ptr != NULL;   /* block-sparse: slots of 16 rows, in order */
+    const int64_t slot = lists ? AG_LANES : BQ;
+    const int64_t b0 = lo / slot, n_blocks = (N + slot - 1) / slot - b0;
     const float scale2 = p->scale * LOG2E;   /* scores in log2 units: the kernel uses exp2 */
     const forward_job_t job = {nb, Q, M, x, p->isa->block[QV == 4], p->isa->tile[QV == 4], H,
-                               d, N, BQ, b0, n_blocks, scale2, QV == 1};
+                               d, N, slot, b0, n_blocks, scale2, QV == 1 || lists, p->q_ptr,
+                               p->q_wide, p->q_tiles, p->isa->block, p->isa->tile};
     const int64_t runs = n_blocks / (8 * p->threads);
-    const int chunk = QV == 4 || runs < 1 ? 1 : runs > INT_MAX ? INT_MAX : (int)runs;
+    const int chunk = (QV == 4 && !lists) || runs < 1 ? 1 : runs > INT_MAX ? INT_MAX : (int)runs;
     (void)chunk;   /* read only by the schedule clause: unused without OpenMP */
     for (int64_t h = 0; by_head && h < H; h++)
         claims[h * CLAIM_SLOTS] = 0;
@@ -534,6 +553,11 @@ typedef struct ag_i_bw_args {
     float *dQ, *dK, *dV;
     int64_t H, d;
     float scale, scale2;
+    /* the block-sparse lists (blocks.c), or NULL: per block of pass A (from
+       block qb0) its tiles of sources, per block of pass B (from kb0) its
+       tiles of destinations */
+    const int64_t *q_ptr, *q_tiles, *k_ptr, *k_tiles;
+    int64_t qb0, kb0;
 } bw_args_t;
 
 typedef struct ag_i_bw_buf {
@@ -593,21 +617,16 @@ AG_INLINE void store_scaled(float *X, const float *restrict acc, float f, int64_
 }
 
 /* Pass A's dS for rows [0, bk) of the tile at source j0: dp := P (dp - D),
-   P = exp2(s - lse2) where row j0+jj lies in the lane's run, else 0: as in the
-   forward, each lane's rows before its run and after it get s = -inf (a run is
-   one interval; vector masks here made GCC write scalar code). */
-AG_INLINE void ds_lanes(float *restrict s, float *restrict dp, const bw_buf_t *b, int64_t j0,
-                        int64_t bk, int full, const int QV, const int ymm)
+   P = exp2(s - lse2) where row j0+jj is one of the lane's sources, else 0: as
+   in the forward, the other rows get s = -inf (mask_tile; vector masks here
+   made GCC write scalar code). */
+AG_INLINE void ds_lanes(float *restrict s, float *restrict dp, const bw_buf_t *b,
+                        const tile_mask_t *mk, int64_t j0, int64_t bk, int full, const int QV,
+                        const int ymm)
 {
     const int BQ = QV * AG_LANES;
-    for (int i = 0; !full && i < BQ; i++) {
-        const int64_t lo = b->lo[i] > j0 ? b->lo[i] - j0 : 0;
-        const int64_t hi = b->hi[i] > j0 ? b->hi[i] - j0 : 0;
-        for (int64_t jj = 0; jj < bk && jj < lo; jj++)
-            s[jj * BQ + i] = -__builtin_inff();
-        for (int64_t jj = hi > lo ? hi : lo; jj < bk; jj++)
-            s[jj * BQ + i] = -__builtin_inff();
-    }
+    if (!full)
+        mask_tile(s, BQ, mk, j0, bk, QV);
     if (ymm) {   /* in halves: see simd.h */
         for (int h = 0; h < BQ; h += 8) {
             const v8f lse2 = v8_load(b->lse2 + h), dd = v8_load(b->dd + h);
@@ -671,11 +690,19 @@ AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t 
 #pragma GCC unroll 4
     for (int v = 0; v < QV; v++)
         one[v] = v_set1(1.0f);
-    const int64_t tile = cut_tiles(&jmin, &jmax, N, QV);   /* as the forward's */
-    for (int64_t j0 = jmin; j0 < jmax; j0 += tile) {
-        const int64_t bk = jmax - j0 < tile ? jmax - j0 : tile;
-        const int full = j0 >= max_lo && j0 + bk <= min_hi;
-        if (!full) {
+    const int64_t k = i0 / AG_LANES - a->qb0;   /* the lists' slot */
+    const int64_t *tiles = a->q_ptr ? a->q_tiles + a->q_ptr[k] : NULL;
+    const int64_t n_tiles = a->q_ptr ? a->q_ptr[k + 1] - a->q_ptr[k] : 0;
+    tile_mask_t mk = {b->lo, b->hi, NULL};
+    const int64_t tile = tiles ? 1 : cut_tiles(&jmin, &jmax, N, QV);   /* as the forward's */
+    for (int64_t t = 0, j0 = jmin; tiles ? t < n_tiles : j0 < jmax;
+         t += tiles ? TILE_WORDS(tiles[t], QV) : 1, j0 += tile) {
+        int64_t bk = jmax - j0 < tile ? jmax - j0 : tile;
+        int full = j0 >= max_lo && j0 + bk <= min_hi;
+        if (tiles) {   /* the block-sparse list's tile, and its masks */
+            j0 = TILE_J0(tiles[t]), bk = TILE_BK(tiles[t]), full = TILE_FULL(tiles[t]);
+            mk.bits = full ? NULL : (const uint16_t *)(tiles + t + 1);
+        } else if (!full) {
             int any = 0;
             for (int i = 0; i < BQ && !any; i++)
                 any = b->lo[i] < j0 + bk && b->hi[i] > j0;
@@ -684,7 +711,7 @@ AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t 
         }
         score_tile(b->s, b->xt, a->K, HD, off, d, j0, bk, NULL, QV, ymm);
         score_tile(b->dp, b->gt, a->V, HD, off, d, j0, bk, NULL, QV, ymm);
-        ds_lanes(b->s, b->dp, b, j0, bk, full, QV, ymm);
+        ds_lanes(b->s, b->dp, b, &mk, j0, bk, full, QV, ymm);
         accumulate_tile(b->acc1, b->dp, a->K, HD, off, d, j0, bk, one, QV, ymm);
     }
     store_scaled(a->dQ + i0 * HD + off, b->acc1, a->scale, HD, d, nq, QV, ymm);
@@ -736,14 +763,20 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
     const ag_nbhd_t *nb = a->nb;
     const int BQ = QV * AG_LANES;
     const int64_t d = a->d, HD = a->H * d, off = h * d, N = nb->n_nodes;
-    /* the destinations that read the block: their out-runs' span */
+    /* the destinations that read the block: their out-runs' span (or the
+       block-sparse list's tiles of them) */
+    const int64_t k = j0 / AG_LANES - a->kb0;   /* the lists' slot */
+    const int64_t *tiles = a->k_ptr ? a->k_tiles + a->k_ptr[k] : NULL;
+    const int64_t n_tiles = a->k_ptr ? a->k_ptr[k + 1] - a->k_ptr[k] : 0;
     int64_t rmin = INT64_MAX, rmax = 0;
-    for (int64_t j = j0; j < j0 + nq; j++)
+    for (int64_t j = j0; !tiles && j < j0 + nq; j++)
         for (int64_t r = nb->out_ptr[j]; r < nb->out_ptr[j + 1]; r++) {
             const int64_t end = nb->out_dst[r] + nb->out_len[r];
             rmin = nb->out_dst[r] < rmin ? nb->out_dst[r] : rmin;
             rmax = end > rmax ? end : rmax;
         }
+    if (tiles)
+        rmin = 0, rmax = n_tiles > 0;   /* (rmax > 0: K and V are packed) */
     memset(b->acc1, 0, (size_t)(d * BQ) * sizeof(float));
     memset(b->acc2, 0, (size_t)(d * BQ) * sizeof(float));
     if (rmax > 0) {
@@ -757,11 +790,17 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
         one[v] = v_set1(1.0f);
     if (rmax == 0)
         rmin = 0;
-    const int64_t tile = cut_tiles(&rmin, &rmax, N, QV);   /* tiles of rows, as pass A's */
-    for (int64_t r0 = rmin; r0 < rmax; r0 += tile) {
-        const int64_t br = rmax - r0 < tile ? rmax - r0 : tile;
+    const int64_t tile = tiles ? 1 : cut_tiles(&rmin, &rmax, N, QV);   /* as pass A's */
+    for (int64_t t = 0, r0 = rmin; tiles ? t < n_tiles : r0 < rmax;
+         t += tiles ? TILE_WORDS(tiles[t], QV) : 1, r0 += tile) {
+        int64_t br = rmax - r0 < tile ? rmax - r0 : tile;
         int any = 0, full = 1;   /* does a row read the block; does every row read all of it */
-        for (int64_t i = r0; i < r0 + br; i++) {
+        const uint16_t *bits = NULL;   /* the list's masks: row rr's lanes at bits + rr * QV */
+        if (tiles) {   /* the block-sparse list's tile */
+            r0 = TILE_J0(tiles[t]), br = TILE_BK(tiles[t]), full = TILE_FULL(tiles[t]), any = 1;
+            bits = full ? NULL : (const uint16_t *)(tiles + t + 1);
+        }
+        for (int64_t i = r0; !tiles && i < r0 + br; i++) {
             int64_t lo, hi;
             dest_run(nb, i, &lo, &hi);
             any |= lo < j0 + nq && hi > j0;
@@ -771,7 +810,9 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
             continue;
         score_tile(b->s, b->xt, a->Q, HD, off, d, r0, br, NULL, QV, ymm);
         score_tile(b->dp, b->gt, a->dM, HD, off, d, r0, br, NULL, QV, ymm);
-        ds_rows(a, b->s, b->dp, h, r0, br, j0, full, QV, ymm);
+        if (bits)
+            mask_bits(b->s, BQ, bits, br, QV);
+        ds_rows(a, b->s, b->dp, h, r0, br, j0, full || bits, QV, ymm);
         accumulate_tile(b->acc1, b->dp, a->Q, HD, off, d, r0, br, one, QV, ymm);
         accumulate_tile(b->acc2, b->s, a->dM, HD, off, d, r0, br, one, QV, ymm);
     }
@@ -809,11 +850,14 @@ static int heavier(const void *x, const void *y)
    in-edges of the destinations; pass 1: out-edges of the sources); tmp [n]
    scratch. The order decides only which thread runs a block, never its bits. */
 static void order_blocks(const ag_nbhd_t *nb, int pass, int64_t BQ, int64_t b0, int64_t n,
-                         int64_t end, int64_t *order, block_work_t *tmp)
+                         int64_t end, const int64_t *wide, int64_t *order, block_work_t *tmp)
 {
     for (int64_t k = 0; k < n; k++) {
-        const int64_t j0 = (b0 + k) * BQ, j1 = j0 + BQ < end ? j0 + BQ : end;
-        int64_t work = 0;
+        /* the block-sparse lists (wide): slots of BQ rows, a wide group's
+           work on its first */
+        const int w = wide ? slot_width(wide, k) : 1;
+        const int64_t j0 = (b0 + k) * BQ, j1 = j0 + w * BQ < end ? j0 + w * BQ : end;
+        int64_t work = wide && !w ? -1 : 0;
         if (pass == 0)
             work = nb->edge_ptr[j1] - nb->edge_ptr[j0];
         else
@@ -837,17 +881,19 @@ static int whole_blocks(int64_t lo, int64_t hi, int64_t BQ, int64_t N)
    in order of work. */
 static int backward_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t d, ag_error_t *err)
 {
-    const int64_t N = nb->n_nodes, BQ = p->width * AG_LANES;
+    const int64_t N = nb->n_nodes, whole = p->width * AG_LANES;
+    const int64_t BQ = p->q_ptr ? AG_LANES : whole;   /* the block-sparse lists: slots */
     const int64_t qlo = p->lo, qhi = p->hi, klo = p->klo, khi = p->khi;
-    if (!whole_blocks(qlo, qhi, BQ, N) || !whole_blocks(klo, khi, BQ, N))
+    if (!whole_blocks(qlo, qhi, whole, N) || !whole_blocks(klo, khi, whole, N))
         return ag_i_fail(err, AG_EINVAL, "tiled backward: destinations %lld..%lld and sources "
                          "%lld..%lld; expected ranges of whole blocks of %lld rows within 0..%lld",
                          (long long)qlo, (long long)qhi, (long long)klo, (long long)khi,
-                         (long long)BQ, (long long)N);
+                         (long long)whole, (long long)N);
     const int64_t qb0 = qlo / BQ, n_qb = qlo < qhi ? (qhi + BQ - 1) / BQ - qb0 : 0;
     const int64_t kb0 = klo / BQ, n_kb = klo < khi ? (khi + BQ - 1) / BQ - kb0 : 0;
     const int64_t most = n_qb > n_kb ? n_qb : n_kb;
-    const int64_t per_thread = ag_i_scratch_stride(4 * d * BQ + 2 * BK * BQ + 4 * BQ);
+    const int64_t per_thread =
+        ag_i_scratch_stride(4 * d * whole + 2 * BK * whole + 4 * whole);
     /* the order: n_qb + n_kb int64, in floats */
     int rc = ag_i_plan_scratch(p, per_thread, 2 * (n_qb + n_kb + 1), "tiled backward buffers",
                                err);
@@ -857,8 +903,8 @@ static int backward_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t d, ag_erro
     if (!tmp)
         return ag_i_alloc_status();
     p->order = (int64_t *)p->shared, p->n_qb = n_qb, p->n_kb = n_kb;
-    order_blocks(nb, 0, BQ, qb0, n_qb, qhi, p->order, tmp);
-    order_blocks(nb, 1, BQ, kb0, n_kb, khi, p->order + n_qb, tmp);
+    order_blocks(nb, 0, BQ, qb0, n_qb, qhi, p->q_wide, p->order, tmp);
+    order_blocks(nb, 1, BQ, kb0, n_kb, khi, p->k_wide, p->order + n_qb, tmp);
     free(tmp);
     return AG_OK;
 }
@@ -868,8 +914,12 @@ int ag_i_tiled_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
 {
     /* Narrow blocks (16 destinations) waste less on a band such as a window;
        wide ones (64) reuse each K and V row more on long runs. The backward
-       takes the forward's. */
-    p->width = ag_i_tiled_width(nb);
+       takes the forward's. The block-sparse lists choose per group of 64
+       rows (blocks.c); the scratch is cut for the wide ones. */
+    p->width = p->kernel == AG_I_KERNEL_BLOCKS ? 4 : ag_i_tiled_width(nb);
+    const int rc = p->kernel == AG_I_KERNEL_BLOCKS ? ag_i_block_lists(p, nb, err) : AG_OK;
+    if (rc)
+        return rc;
     return p->backward ? backward_plan(p, nb, d, err) : forward_plan(p, nb, H, d, err);
 }
 
@@ -881,7 +931,9 @@ void ag_i_tiled_backward(const ag_i_plan_t *p, const ag_i_bwd_t *op)
     const int64_t BQ = QV * AG_LANES, n_qb = p->n_qb, n_kb = p->n_kb;
     const int64_t most = n_qb > n_kb ? n_qb : n_kb, per_thread = p->per_thread;
     const bw_args_t a = {nb, op->Q, op->K, op->V, op->dM, op->lse, op->Dd, op->g.dQ, op->g.dK,
-                         op->g.dV, H, d, p->scale, p->scale * LOG2E};
+                         op->g.dV, H, d, p->scale, p->scale * LOG2E, p->q_ptr, p->q_tiles,
+                         p->k_ptr, p->k_tiles, p->lo / AG_LANES, p->klo / AG_LANES};
+    const int64_t slot = p->q_ptr ? AG_LANES : BQ;   /* the block-sparse lists: slots */
     ag_i_grad_f *const grad = p->isa->grad[QV == 4];
     const int64_t runs = most / (8 * p->threads);
     const int chunk = QV == 4 || runs < 1 ? 1 : runs > INT_MAX ? INT_MAX : (int)runs;
@@ -899,11 +951,17 @@ void ag_i_tiled_backward(const ag_i_plan_t *p, const ag_i_bwd_t *op)
         for (int pass = 0; pass < 2; pass++) {
             const int64_t n_blocks = pass ? n_kb : n_qb, end = pass ? p->khi : p->hi;
             const int64_t *ord = pass ? p->order + n_qb : p->order;
+            const int64_t *wide = pass ? p->k_wide : p->q_wide;
+            const int64_t s0 = pass ? a.kb0 : a.qb0;
 #pragma omp for schedule(dynamic, chunk)
             for (int64_t t = 0; t < n_blocks * H; t++) {
                 const int64_t h = t / n_blocks, blk = ord[t % n_blocks];
-                const int64_t i0 = blk * BQ, nq = end - i0 < BQ ? end - i0 : BQ;
-                grad(&a, pass, i0, nq, h, &b);
+                const int w = wide ? slot_width(wide, blk - s0) : QV;   /* its width */
+                if (!w)
+                    continue;
+                const int64_t i0 = blk * slot, nq = end - i0 < w * AG_LANES ? end - i0
+                                                                            : w * AG_LANES;
+                (wide ? p->isa->grad[w == 4] : grad)(&a, pass, i0, nq, h, &b);
             }
         }
     }

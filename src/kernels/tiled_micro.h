@@ -522,18 +522,76 @@ AG_INLINE int64_t cut_tiles(int64_t *lo, int64_t *hi, int64_t N, const int QV)
     VARIANT(stem##_q4_base, , 4, 1)                                                       \
     VARIANT(stem##_q1_base, , 1, 1)
 
+/* How a tile's scores are masked where it is not full: each lane's one run
+   [lo[i], hi[i]) of sources (the tiled kernel's graphs), or, where bits is
+   set (a partial tile of the block-sparse lists, blocks.c), a 16-bit mask
+   per row of the tile and vector of lanes: bits[jj * QV + v], bit k set
+   where lane 16v+k reads row jj. */
+typedef struct {
+    const int32_t *lo, *hi;
+    const uint16_t *bits;
+} tile_mask_t;
+
+/* S [n][BQ]: -inf where the row's mask bit of the lane is clear (bits as
+   tile_mask_t's), in 8-lane halves: two tests and selects a vector. */
+AG_INLINE void mask_bits(float *restrict S, int BQ, const uint16_t *bits, int64_t n,
+                         const int QV)
+{
+    const v8i low = {1, 2, 4, 8, 16, 32, 64, 128}, high = low * 256, zero = {0};
+    const v8f ninf = v8_set1(-__builtin_inff());
+    for (int64_t jj = 0; jj < n; jj++)
+        for (int v = 0; v < QV; v++) {
+            const int b = bits[jj * QV + v];
+            if (b == 0xffff)
+                continue;
+            const v8i m = zero + b;
+            float *row = S + jj * BQ + v * AG_LANES;
+            v8_store(row, v8_select((m & low) != 0, v8_load(row), ninf));
+            v8_store(row + 8, v8_select((m & high) != 0, v8_load(row + 8), ninf));
+        }
+}
+
+/* Masks S [bk][BQ] of the tile at source j0: every row outside each lane's
+   sources gets -inf. With runs, only the rows before each lane's run and
+   after it are written. */
+AG_INLINE void mask_tile(float *restrict S, int BQ, const tile_mask_t *mk, int64_t j0,
+                         int64_t bk, const int QV)
+{
+    if (mk->bits) {
+        mask_bits(S, BQ, mk->bits, bk, QV);
+        return;
+    }
+    for (int i = 0; i < BQ; i++) {
+        const int64_t lo = mk->lo[i] > j0 ? mk->lo[i] - j0 : 0;
+        const int64_t hi = mk->hi[i] > j0 ? mk->hi[i] - j0 : 0;
+        for (int64_t jj = 0; jj < bk && jj < lo; jj++)
+            S[jj * BQ + i] = -__builtin_inff();
+        for (int64_t jj = hi > lo ? hi : lo; jj < bk; jj++)
+            S[jj * BQ + i] = -__builtin_inff();
+    }
+}
+
+/* A tile of the block-sparse lists (blocks.c) in one int64: its first row
+   j0, its rows bk (<= BK) and whether it is full (every lane reads every
+   row); a partial tile's masks follow it (TILE_WORDS words in all). */
+#define TILE_PACK(j0, bk, full) ((int64_t)(j0) << 8 | (int64_t)(bk) << 1 | (int64_t)(full))
+#define TILE_J0(t) ((t) >> 8)
+#define TILE_BK(t) ((t) >> 1 & 127)
+#define TILE_FULL(t) ((int)((t) & 1))
+#define TILE_WORDS(t, QV) (TILE_FULL(t) ? 1 : 1 + (TILE_BK(t) * (QV) * 2 + 7) / 8)
+
 /* The online-softmax state of a block's lanes between tiles. */
 typedef struct {
     v16f m[QV_MAX], l[QV_MAX], u[QV_MAX], dist[QV_MAX];
 } ag_i_lanes_t;
 
 /* One tile [j0, j0+bk) of the block of destinations at i0 (tiled.c): scores
-   against Qt (qt), masks unless full, online softmax into ls and the
+   against Qt (qt), masks (mk) unless full, online softmax into ls and the
    accumulator acc [d][BQ]; S [BK][BQ] scratch; x: figures (or NULL). */
 typedef void ag_i_tile_f(const float *qt, const float *K, const float *V, int64_t HD,
                          int64_t off, int64_t d, int64_t i0, int64_t j0, int64_t bk, int full,
-                         const int32_t *lane_lo, const int32_t *lane_hi, float *S, float *acc,
-                         ag_i_lanes_t *ls, const kext_t *x);
+                         const tile_mask_t *mk, float *S, float *acc, ag_i_lanes_t *ls,
+                         const kext_t *x);
 typedef ag_i_tile_f *ag_i_tile_fn;
 
 #endif

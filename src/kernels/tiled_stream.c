@@ -83,7 +83,8 @@ AG_INLINE void stream_task(const struct ag_tiled_stream *st, const stream_block_
             if (!any)
                 continue;
         }
-        st->step(qt, K, V, HD, off, d, g->i0, j0, bk, full, g->lo, g->hi, S, acc, &ls, NULL);
+        const tile_mask_t mk = {g->lo, g->hi, NULL};
+        st->step(qt, K, V, HD, off, d, g->i0, j0, bk, full, &mk, S, acc, &ls, NULL);
     }
     *next = j0;
 #pragma GCC unroll 4

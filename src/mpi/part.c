@@ -12,6 +12,7 @@
 #include "base/base.h"
 #include "graph/graph.h"
 #include "io/io.h"
+#include "kernels/kernels.h"
 
 void ag_mpi_part_destroy(ag_mpi_part_t *part)
 {
@@ -49,12 +50,24 @@ int ag_i_mpi_cut_bounds(const int64_t *edge_ptr, int64_t N, int P, int64_t *boun
     return AG_OK;
 }
 
-static int one_run(const ag_nbhd_t *nb, int64_t lo, int64_t hi)
+/* What every process agrees the whole graph's layout is (its kernel choice,
+   ag_i_layout_kernel's): every part's destinations one run each, and the
+   block-sparse path's cells summed over the parts (-1 when a part has none).
+   Collective; part->nb, n_nodes and n_edges set. */
+static void agree_layout(ag_mpi_part_t *part, MPI_Comm comm)
 {
-    for (int64_t i = lo; i < hi; i++)
-        if (nb->run_ptr[i + 1] - nb->run_ptr[i] > 1)
-            return 0;
-    return 1;
+    int64_t runs = ag_i_one_run(&part->nb, 0, part->nb.n_nodes), every;
+    MPI_Allreduce(&runs, &every, 1, MPI_INT64_T, MPI_MIN, comm);
+    part->one_run = (int)every;
+    part->block_cells = -1;
+    if (every)
+        return;
+    const ag_nbhd_t v = ag_i_part_view(part);
+    const int64_t cells = ag_i_block_cells(&v, part->lo, part->hi);
+    int64_t mine[2] = {cells < 0 ? -1 : 0, cells}, all[2];
+    MPI_Allreduce(&mine[0], &all[0], 1, MPI_INT64_T, MPI_MIN, comm);
+    MPI_Allreduce(&mine[1], &all[1], 1, MPI_INT64_T, MPI_SUM, comm);
+    part->block_cells = all[0] < 0 ? -1 : all[1];
 }
 
 /* out: destinations lo..hi-1 of nb, renumbered from 0, sources global. */
@@ -97,7 +110,6 @@ int ag_mpi_part_local(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
     int rc = part_begin(part, comm, err);
     if (!rc) {
         part->n_nodes = nb->n_nodes, part->n_edges = nb->n_edges;
-        part->one_run = one_run(nb, 0, nb->n_nodes);
         rc = ag_i_mpi_cut_bounds(nb->edge_ptr, nb->n_nodes, part->ranks, part->bounds, err);
         part->lo = part->bounds[part->rank], part->hi = part->bounds[part->rank + 1];
         if (!rc)
@@ -105,6 +117,8 @@ int ag_mpi_part_local(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
     }
     if ((rc = ag_mpi_agree(comm, rc, err)))
         ag_mpi_part_destroy(part);
+    else
+        agree_layout(part, comm);
     return rc;
 }
 
@@ -176,14 +190,14 @@ static int send_parts(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb, i
                       ag_error_t *err)
 {
     const int P = part->ranks, me = part->rank;
-    int64_t head[3] = {0, 0, 0};
+    int64_t head[2] = {0, 0};
     if (me == root && !rc)
-        head[0] = nb->n_nodes, head[1] = nb->n_edges, head[2] = one_run(nb, 0, nb->n_nodes);
+        head[0] = nb->n_nodes, head[1] = nb->n_edges;
     if ((rc = ag_mpi_agree(comm, rc, err)))
         return rc;
-    MPI_Bcast(head, 3, MPI_INT64_T, root, comm);
+    MPI_Bcast(head, 2, MPI_INT64_T, root, comm);
     MPI_Bcast(part->bounds, P + 1, MPI_INT64_T, root, comm);
-    part->n_nodes = head[0], part->n_edges = head[1], part->one_run = (int)head[2];
+    part->n_nodes = head[0], part->n_edges = head[1];
     part->lo = part->bounds[me], part->hi = part->bounds[me + 1];
     if (me == root) {
         for (int p = 0; p < P; p++)
@@ -195,7 +209,9 @@ static int send_parts(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb, i
     } else {
         rc = receive_part(&part->nb, root, comm, err);
     }
-    return ag_mpi_agree(comm, rc, err);
+    if (!(rc = ag_mpi_agree(comm, rc, err)))
+        agree_layout(part, comm);
+    return rc;
 }
 
 int ag_mpi_part_scatter(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb, int root,
@@ -330,7 +346,7 @@ int ag_mpi_part_scatter_partition(ag_mpi_part_t *part, MPI_Comm comm, const ag_n
     ag_nbhd_destroy(&re);
     /* parts start anywhere, and the tiled kernel's blocks need aligned starts: the
        gather kernel takes every renumbered part (results agree to rounding anyway) */
-    part->one_run = 0;
+    part->one_run = 0, part->block_cells = -1;
     if (!rc)
         rc = scatter_node_of(part, comm, pt, root, err);
     if (rc)
@@ -434,9 +450,7 @@ int ag_mpi_part_from_csr(ag_mpi_part_t *part, MPI_Comm comm, const char *indptr_
         return rc;
     }
     MPI_Allreduce(&part->nb.n_edges, &part->n_edges, 1, MPI_INT64_T, MPI_SUM, comm);
-    int64_t runs = one_run(&part->nb, 0, part->nb.n_nodes), every;
-    MPI_Allreduce(&runs, &every, 1, MPI_INT64_T, MPI_MIN, comm);
-    part->one_run = (int)every;
+    agree_layout(part, comm);
     return AG_OK;
 }
 
@@ -462,8 +476,6 @@ int ag_mpi_part_from_pattern(ag_mpi_part_t *part, MPI_Comm comm, const ag_patter
         ag_mpi_part_destroy(part);
         return rc;
     }
-    int64_t runs = one_run(&part->nb, 0, part->nb.n_nodes), every;
-    MPI_Allreduce(&runs, &every, 1, MPI_INT64_T, MPI_MIN, comm);
-    part->one_run = (int)every;
+    agree_layout(part, comm);
     return AG_OK;
 }

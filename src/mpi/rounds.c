@@ -136,7 +136,8 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
     x.distance = x.distance ? x.distance - shift : NULL;
     const ag_i_fwd_t f = {&r->view, Qv, h->K - h->wlo * HD, h->V - h->wlo * HD, w->H,
                           w->d, sc, Mv, kext_stats(&x) ? &x : NULL};
-    return ag_i_forward_part(&r->plan, &f, part->lo, part->hi, h->wlo, h->whi, part->one_run,
+    return ag_i_forward_part(&r->plan, &f, part->lo, part->hi, h->wlo, h->whi,
+                             &(ag_i_layout_t){part->one_run, part->block_cells},
                              err);
 }
 
@@ -288,7 +289,8 @@ int ag_mpi_attention(MPI_Comm comm, const ag_mpi_part_t *part, const float *Q, c
     const ag_i_fwd_t f = {&view, Q - part->lo * HD, h.K - h.wlo * HD, h.V - h.wlo * HD, H, d,
                           score, M - part->lo * HD, NULL};
     ag_i_plan_t plan = {0};
-    rc = ag_i_forward_part(&plan, &f, part->lo, part->hi, h.wlo, h.whi, part->one_run, err);
+    rc = ag_i_forward_part(&plan, &f, part->lo, part->hi, h.wlo, h.whi,
+                           &(ag_i_layout_t){part->one_run, part->block_cells}, err);
     ag_i_plan_free(&plan);
     stats->seconds = ag_i_mpi_now() - t0;
     ag_i_halo_destroy(&h);

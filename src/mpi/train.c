@@ -407,7 +407,7 @@ static int attend_part(void *ctx, const ag_weights_t *w, const ag_score_t *sc, a
                           h->V - h->wlo * HD, w->H, w->d, sc, a->M - part->lo * HD,
                           plain ? &x : NULL};
     int rc = ag_i_forward_part(&t->forward, &f, part->lo, part->hi, h->wlo, h->whi,
-                               part->one_run, err);
+                               &(ag_i_layout_t){part->one_run, part->block_cells}, err);
     if (rc)
         return rc;
     const int64_t w_rows = h->whi - h->wlo;
@@ -790,7 +790,8 @@ static int attend_back_part(void *ctx, const ag_weights_t *w, ag_weights_t *g,
                            b->dMw - dlo * HD, H, w->d, sc, b->lsew - dlo * H, b->Ddw - dlo * H,
                            dqkv};
     const int rc = ag_i_backward_part(&t->backward, &op, lo, t->part->hi, lo, t->part->hi,
-                                      t->part->one_run, err);
+                                      &(ag_i_layout_t){t->part->one_run, t->part->block_cells},
+                                      err);
     return ag_mpi_agree(t->comm, rc, err);
 }
 
