@@ -634,8 +634,8 @@ START_TEST(per_round_weight_folders)
     }
     char args[1024];
     snprintf(args, sizeof args, "run graphs/sentence.gml --dim 4 --weights %s", dir);
-    expect_cli(args, 0, 1, "rounds: 2 (D=4, 1 head of width 4, scaled-dot scores, a layer per "
-                           "round");
+    expect_cli(args, 0, 1, "rounds: 2 (D=4, 1 head of width 4, scaled-dot scores, gather "
+                           "kernel, a layer per round");
     snprintf(args, sizeof args, "run graphs/sentence.gml --dim 4 --weights %s --rounds 3", dir);
     expect_cli(args, 1, 2, "--rounds 3, but");
 }

@@ -56,9 +56,13 @@ START_TEST(plan_picks_by_the_rule)
         /* one run of 16 or more sources a destination on average: tiled */
         ck_assert_int_eq(picked("causal", 200, bw, NULL), AG_I_KERNEL_TILED);
         ck_assert_int_eq(picked("window:40", 300, bw, &beta), AG_I_KERNEL_TILED);
-        /* short runs, or several a destination: gather */
+        /* several runs a destination whose tiles hold edges densely: blocks */
+        ck_assert_int_eq(picked("bigbird:32,1,1,1", 600, bw, NULL), AG_I_KERNEL_BLOCKS);
+        ck_assert_int_eq(picked("window:30+global:3", 600, bw, &beta), AG_I_KERNEL_BLOCKS);
+        /* short runs, or sources scattered over the tiles: gather */
         ck_assert_int_eq(picked("window:3", 300, bw, NULL), AG_I_KERNEL_GATHER);
         ck_assert_int_eq(picked("random:20,1", 300, bw, NULL), AG_I_KERNEL_GATHER);
+        ck_assert_int_eq(picked("random:64", 4096, bw, NULL), AG_I_KERNEL_GATHER);
         /* any other score, or ALiBi on a plain one: generic */
         ck_assert_int_eq(picked("causal", 200, bw, &bias), AG_I_KERNEL_GENERIC);
         ck_assert_int_eq(picked("causal", 200, bw, &gatv2), AG_I_KERNEL_GENERIC);
@@ -83,6 +87,30 @@ START_TEST(plan_refusals_name_the_cause)
     ck_assert_ptr_null(p.scratch);
     ag_i_plan_free(&p);   /* a failed plan holds nothing: freeing it is safe */
     ag_nbhd_destroy(&nb);
+    /* a multi-edge (a source read twice) has no place in a tile: gather */
+    const int64_t indptr[4] = {0, 2, 3, 3}, indices[3] = {1, 1, 0};
+    ck_assert_int_eq(ag_nbhd_from_csr(&nb, 3, indptr, indices, &err), AG_OK);
+    ck_assert_int_eq(ag_i_block_cells(&nb, 0, 3), -1);
+    ck_assert_fails_with(ag_i_plan(&p, 0, AG_I_KERNEL_BLOCKS, &nb, 1, 4, NULL, &err), err,
+                         AG_EINVAL, "block-sparse kernel: a destination reads a source twice");
+    ck_assert_str_eq(ag_attention_kernel(&nb, 4, NULL), "gather");
+    ag_nbhd_destroy(&nb);
+}
+END_TEST
+
+/* The public ag_attention_kernel says what a plan picks. */
+START_TEST(attention_kernel_names_the_plans_choice)
+{
+    ag_score_t gat;
+    ag_score_init(&gat, AG_SCORE_ADDITIVE);
+    const char *specs[] = {"causal", "bigbird:32,1,1,1", "random:20,1", "window:3"};
+    for (int k = 0; k < 4; k++) {
+        ag_nbhd_t nb = nbhd_of(specs[k], 600);
+        ck_assert_str_eq(ag_attention_kernel(&nb, 8, NULL),
+                         ag_i_kernel_name(picked(specs[k], 600, 0, NULL)));
+        ck_assert_str_eq(ag_attention_kernel(&nb, 8, &gat), "generic");
+        ag_nbhd_destroy(&nb);
+    }
 }
 END_TEST
 
@@ -247,6 +275,7 @@ Suite *kernel_plan_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, plan_picks_by_the_rule);
     tcase_add_test(tc, plan_refusals_name_the_cause);
+    tcase_add_test(tc, attention_kernel_names_the_plans_choice);
     tcase_add_test(tc, held_plan_matches_fresh_calls);
 #ifdef _OPENMP
     tcase_add_test(tc, plan_keeps_its_team);

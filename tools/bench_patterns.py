@@ -4,7 +4,8 @@ For each kernel variant the CPU runs (AG_SIMD), N in 2,048 and 32,768, head
 width d in 32 and 64 (H*d = 128), forward and backward: the time of one round
 of scaled-dot attention under each pattern, as ns per edge and head, beside
 causal's at the same N, d and pass (measured just before it). Each figure is `attngraph bench --json` (the kernel planned once,
-untimed; 0.2 s of warm-up; the median of 5 runs), 2 threads.
+untimed; 0.2 s of warm-up; the median of 5 runs), 2 threads, and the kernel the
+plan chose.
 Issue 40's target: every structured pattern within 2.0x causal's time per edge.
 """
 import argparse
@@ -36,7 +37,7 @@ def bench(cli, isa, pattern, n, d, backward, threads):
     if r.returncode != 0:
         sys.exit("bench-patterns: %s failed: %s" % (" ".join(args), r.stderr.strip()))
     out = json.loads(r.stdout)
-    return out["median_s"] * 1e9 / out["E"] / out["H"], out["E"] / out["N"]
+    return out["median_s"] * 1e9 / out["E"] / out["H"], out["E"] / out["N"], out["kernel"]
 
 
 def main():
@@ -56,15 +57,16 @@ def main():
         for n in [int(x) for x in a.nodes.split(",")]:
             for d in (32, 64):
                 print("\n== %s, N=%d, d=%d, H=%d" % (isa, n, d, 128 // d))
-                print("%-24s %9s   %-16s %-16s" % ("pattern", "edges/tok", "forward", "backward"))
-                ref = [bench(a.cli, isa, "causal", n, d, b, a.threads)[0] for b in (0, 1)]
-                print("%-24s %9.1f   %6.2f           %6.2f" % ("causal", (n + 1) / 2, ref[0],
-                                                             ref[1]))
+                print("%-24s %9s %-7s %-16s %-16s"
+                      % ("pattern", "edges/tok", "kernel", "forward", "backward"))
+                ref = [bench(a.cli, isa, "causal", n, d, b, a.threads) for b in (0, 1)]
+                print("%-24s %9.1f %-7s %6.2f           %6.2f"
+                      % ("causal", ref[0][1], ref[0][2], ref[0][0], ref[1][0]))
                 for pat in PATTERNS:
-                    f, per = bench(a.cli, isa, pat, n, d, 0, a.threads)
-                    b, _ = bench(a.cli, isa, pat, n, d, 1, a.threads)
-                    print("%-24s %9.1f   %6.2f (%5.1fx)  %6.2f (%5.1fx)"
-                          % (pat, per, f, f / ref[0], b, b / ref[1]), flush=True)
+                    f, per, kernel = bench(a.cli, isa, pat, n, d, 0, a.threads)
+                    b = bench(a.cli, isa, pat, n, d, 1, a.threads)[0]
+                    print("%-24s %9.1f %-7s %6.2f (%5.1fx)  %6.2f (%5.1fx)"
+                          % (pat, per, kernel, f, f / ref[0][0], b, b / ref[1][0]), flush=True)
 
 
 if __name__ == "__main__":

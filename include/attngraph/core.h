@@ -439,6 +439,14 @@ typedef struct {
     float *lse;
 } ag_attention_opts_t;
 
+/* The kernel that attention on nb with this score (NULL: scaled-dot) and head
+   width runs: "tiled" (every destination one run of sources, 16 or more a
+   node on average), "blocks" (the tiled kernel on block-sparse lists of the
+   tiles that hold edges, when they are dense enough), "gather" (scattered
+   sources, or multi-edges) for plain dot-product scores; "generic" for every
+   other score. The plan's rule (docs/performance.md); nothing is computed. */
+const char *ag_attention_kernel(const ag_nbhd_t *nb, int64_t d, const ag_score_t *score);
+
 /* ag_attention with opts (NULL: exactly ag_attention). M is bitwise the same
    with and without opts. */
 int ag_attention_ex(const ag_nbhd_t *nb, const float *Q, const float *K, const float *V,

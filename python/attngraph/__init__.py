@@ -12,7 +12,7 @@ attngraph.torch has the PyTorch layer, attngraph.draw the pictures (SVG).
 from ._lib import (Error, simd_isa, lib as _clib, path as library_path,
                    VERSION as __version__)
 from .graph import Graph
-from .ops import Score, attention, attention_weights, attention_stats, attention_backward, Grads
+from .ops import Score, attention, attention_kernel, attention_weights, attention_stats, attention_backward, Grads
 from .weights import Weights, save_layers, load_layers, load_model
 from .rounds import rounds, compare, format_compare
 from . import draw
@@ -32,8 +32,8 @@ def set_memory_budget(nbytes):
     return _clib.ag_set_memory_budget(int(nbytes))
 
 
-__all__ = ["Error", "Graph", "Score", "Weights", "attention", "attention_weights",
-           "attention_stats", "attention_backward", "Grads", "rounds", "compare",
+__all__ = ["Error", "Graph", "Score", "Weights", "attention", "attention_kernel",
+           "attention_weights", "attention_stats", "attention_backward", "Grads", "rounds", "compare",
            "format_compare", "rounds_forward", "Tape", "grads_like", "add_layer_norm",
            "mse_loss", "cross_entropy", "Optimizer", "dropout", "save_layers", "load_layers",
            "load_model",

@@ -218,6 +218,7 @@ FUNCTIONS = {
     "ag_score_check": (I, [SC, NB, i64, i64, E]),
     "ag_attention": (I, [NB, P, P, P, i64, i64, SC, P, E]),
     "ag_attention_ex": (I, [NB, P, P, P, i64, i64, SC, P, C.POINTER(ag_attention_opts_t), E]),
+    "ag_attention_kernel": (C.c_char_p, [NB, i64, SC]),
     "ag_attention_weights": (I, [NB, P, P, i64, i64, SC, i64, i64, P, E]),
     "ag_attention_stats": (I, [NB, P, P, i64, i64, SC, P, P, P, E]),
     "ag_edge_order": (I, [NB, C.POINTER(C.POINTER(ag_edge_msg_t)), C.POINTER(C.POINTER(i64)),

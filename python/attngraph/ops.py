@@ -191,6 +191,14 @@ def attention(graph, q, k, v, heads=1, score="scaled-dot", out=None, lse=False, 
     return (M, L) if lse else M
 
 
+def attention_kernel(graph, head_dim=64, score="scaled-dot", **score_kw):
+    """The kernel attention on graph runs (the library's rule, ag_attention_kernel):
+    "tiled", "blocks" (block-sparse lists of tiles), "gather" for plain dot-product
+    scores, "generic" for the others."""
+    s, keep = score_of(score, score_kw).c(graph, 1, head_dim, validate=False)
+    return lib.ag_attention_kernel(C.byref(graph._nb), head_dim, C.byref(s)).decode()
+
+
 def attention_weights(graph, q, k, heads=1, score="scaled-dot", **score_kw):
     """The attention weight of every edge and head, [E, H], in the graph's edge
     order (edge_index columns, CSR entries, igraph edge ids, pattern slots)."""

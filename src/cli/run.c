@@ -150,17 +150,19 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
                AG_PLURAL(nb->n_edges), 100.0 * nb->n_edges / (N * N));
     const char *plural = AG_PLURAL(in->H), *tplural = AG_PLURAL(threads);
     if (in->raw)
-        printf("raw attention: 1 round, %lld head%s of width %lld, %s scores, %d thread%s\n",
-               (long long)in->H, plural, (long long)in->d, score_names[in->score.kind], threads,
+        printf("raw attention: 1 round, %lld head%s of width %lld, %s scores, %s kernel, %d "
+               "thread%s\n", (long long)in->H, plural, (long long)in->d,
+               score_names[in->score.kind], ag_attention_kernel(nb, in->d, &in->score), threads,
                tplural);
     else
     {
         char seed[48] = "";   /* only when something was drawn from it */
         if (!(o->features && o->weights))
             snprintf(seed, sizeof seed, ", seed %llu", (unsigned long long)o->seed);
-        printf("rounds: %lld (D=%lld, %lld head%s of width %lld, %s scores, %s%s, "
+        printf("rounds: %lld (D=%lld, %lld head%s of width %lld, %s scores, %s kernel, %s%s, "
                "%d thread%s)\n", (long long)in->rounds, (long long)in->x0.cols,
                (long long)in->H, plural, (long long)in->d, score_names[in->score.kind],
+               ag_attention_kernel(nb, in->d, &in->score),
                o->weights ? (in->n_layers > 1 ? "a layer per round" : "weights from file")
                           : (o->per_node ? "random per-node weights" : "random weights"),
                seed, threads, tplural);

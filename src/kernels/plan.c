@@ -52,6 +52,15 @@ ag_i_kernel_t ag_i_layout_kernel(int64_t N, int64_t E, const ag_i_layout_t *lay)
     return AG_I_KERNEL_GATHER;
 }
 
+const char *ag_attention_kernel(const ag_nbhd_t *nb, int64_t d, const ag_score_t *score)
+{
+    float scale;
+    if (!ag_i_plain_scale(score, d, &scale))
+        return ag_i_kernel_name(AG_I_KERNEL_GENERIC);
+    const ag_i_layout_t lay = ag_i_layout(nb);
+    return ag_i_kernel_name(ag_i_layout_kernel(nb->n_nodes, nb->n_edges, &lay));
+}
+
 const char *ag_i_kernel_name(ag_i_kernel_t k)
 {
     static const char *const names[] = {"auto", "simple", "tiled", "gather", "generic",

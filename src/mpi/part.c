@@ -9,6 +9,7 @@
 
 #include "attngraph/mpi.h"
 #include "attngraph/partition.h"
+#include "mpi/mpi.h"
 #include "base/base.h"
 #include "graph/graph.h"
 #include "io/io.h"

@@ -79,10 +79,14 @@ fails() {
 
 common="--dim 16 --heads 2 --rounds 2 --seed 3"
 
-# patterns: causal (tiled kernel, wide blocks), window (narrow blocks), random (gather)
+# patterns: causal (tiled kernel, wide blocks), window (narrow blocks), random (gather),
+# bigbird and window+global (block-sparse lists: the processes agree on the kernel from
+# their parts' cells)
 same causal "--pattern causal --nodes 3000 $common --norm layer" "" 1 2 3 4
 same window "--pattern window:40 --nodes 3000 $common" "--path halo" 2 3 4
 same random "--pattern random:8,5+window:2 --nodes 2600 $common --no-residual" "" 2 3 4
+same bigbird "--pattern bigbird:32,1,1,1 --nodes 3000 $common --norm layer" "" 2 3
+same longformer "--pattern window:40+global:3 --nodes 3000 $common" "" 2 4
 same selfoff "--pattern causal --nodes 2100 --dim 8 --self-loops off --posenc sinusoidal" "" 2 3
 
 # CSR: each process reads its slice of indices
@@ -536,6 +540,7 @@ $CLI run --pattern window:9 --nodes 4100 --dim 16 --seed 6 --out "$T/ty.npy" --q
 npy_labels "$T/labels.npy" 4100 3
 tc="--features $T/tx.npy --labels $T/labels.npy --heads 2 --rounds 2 --seed 3"
 train_same causal "--pattern causal $tc --epochs 2 --norm layer" 1 2 3
+train_same bigbird "--pattern bigbird:32,1,1,1 $tc --epochs 2" 1 2 3
 # dropout on features and attention: masks hashed from (seed, step, round, node or edge),
 # so every process count draws one process's
 train_same dropout "--pattern random:6 $tc --epochs 3 --norm layer --dropout 0.4 \
