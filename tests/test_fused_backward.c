@@ -576,11 +576,11 @@ END_TEST
 START_TEST(cli_bench_names_the_kernel)
 {
     expect_cli("bench --pattern causal --nodes 30 --reps 1 --json", 0, 1,
-               "\"kernel\": \"gather\"}");   /* 15 edges a node: too few for tiles */
+               "\"kernel\": \"gather\",");   /* 15 edges a node: too few for tiles */
     expect_cli("bench --pattern causal --nodes 300 --reps 1 --json", 0, 1,
-               "\"kernel\": \"tiled\"}");
+               "\"kernel\": \"tiled\",");
     expect_cli("bench --pattern bigbird:32,1,1,1 --nodes 600 --reps 1 --json --backward", 0, 1,
-               "\"kernel\": \"blocks\"}");
+               "\"kernel\": \"blocks\",");
     expect_cli("bench --pattern causal --nodes 300 --reps 1 --kernel blocks", 0, 1,
                "blocks kernel");
     expect_cli("bench --pattern causal --nodes 30 --kernel tiles", 2, 2,

@@ -32,8 +32,9 @@ static const char bench_usage[] =
     "useful flops 10*E*d*H).\n"
     "--json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
     "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\",\n"
-    "\"pass\", \"isa\", \"warmup\", \"kernel\"} (pass: \"forward\" or \"backward\";\n"
-    "warmup: the untimed runs; kernel: the one the plan ran).\n"
+    "\"pass\", \"isa\", \"warmup\", \"kernel\", \"plan_s\"} (pass: \"forward\" or\n"
+    "\"backward\"; warmup: the untimed runs; kernel: the one the plan ran; plan_s:\n"
+    "the plan's time).\n"
     "  -h, --help          this text\n";
 
 /* Warm-up by time: on these 2-core machines a 2-thread process runs its first
@@ -195,8 +196,10 @@ int cmd_bench(int argc, char **argv)
         rc = backward_prepare(&bs, &s.nb, &fwd, o.seed, &err);
     /* the kernel's plan is made once, untimed, as a run of rounds makes it */
     ag_i_plan_t plan = {0};
+    const double plan_from = now_s();
     if (!rc)
         rc = ag_i_plan(&plan, backward, kernel, &s.nb, H, d, NULL, &err);
+    const double plan_s = now_s() - plan_from;
     const double warm_from = now_s();
     int64_t warm = 0;   /* untimed runs: as asked, or 2 or more until WARM_S */
     while (!rc && (warmup >= 0 ? warm < warmup : warm < 2 || now_s() - warm_from < WARM_S)) {
@@ -223,10 +226,10 @@ int cmd_bench(int argc, char **argv)
             printf("{\"peer\": \"attngraph\", \"median_s\": %.6g, \"min_s\": %.6g, \"max_s\": "
                    "%.6g, \"prep_s\": %.6g, \"gflops_useful\": %.4g, \"threads\": %d, \"N\": "
                    "%lld, \"E\": %lld, \"H\": %lld, \"d\": %lld, \"pass\": \"%s\", \"isa\": "
-                   "\"%s\", \"warmup\": %lld, \"kernel\": \"%s\"}\n", median, t[0], t[reps - 1],
-                   prep, gflops, threads, (long long)N, (long long)s.nb.n_edges, (long long)H,
-                   (long long)d, backward ? "backward" : "forward", ag_simd_isa(),
-                   (long long)warm, ran);
+                   "\"%s\", \"warmup\": %lld, \"kernel\": \"%s\", \"plan_s\": %.6g}\n", median, t[0],
+                   t[reps - 1], prep, gflops, threads, (long long)N, (long long)s.nb.n_edges,
+                   (long long)H, (long long)d, backward ? "backward" : "forward", ag_simd_isa(),
+                   (long long)warm, ran, plan_s);
         else
             printf("%s: N=%lld E=%lld H=%lld d=%lld, %d thread%s, %s, %s kernel: %smedian "
                    "%.4g s (min %.4g, max %.4g), %.2f GFLOP/s useful; prep %.3g s\n", s.desc,
