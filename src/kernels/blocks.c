@@ -182,6 +182,17 @@ int64_t ag_i_block_cells(const ag_nbhd_t *nb, int64_t lo, int64_t hi)
     return cells;
 }
 
+/* The most tiles the rows i0..i0+nq-1 can touch: each run at most its
+   length over T, plus 2; never more than the tiles of N columns. */
+static int64_t tiles_bound(const int64_t *ptr, const int64_t *len, int64_t i0, int64_t nq,
+                           int64_t N, int64_t T)
+{
+    int64_t n = 0;
+    for (int64_t r = ptr[i0]; r < ptr[i0 + nq] && n <= N / T; r++)
+        n += len[r] / T + 2;
+    return n < N / T + 1 ? n : N / T + 1;
+}
+
 /* A growing array of int64. */
 typedef struct {
     int64_t *v, n, cap;
@@ -223,12 +234,13 @@ static int pass_lists(list_t *l, int64_t *at, const int64_t *ptr, const int64_t 
         for (int64_t k = 4 * g; k < 4 * g + 4 && k < n_slots; k++) {
             const int64_t i0 = lo + k * AG_LANES, QV = wide ? 4 : 1;
             const int64_t nq = wide ? n : hi - i0 < AG_LANES ? hi - i0 : AG_LANES;
-            /* at most every tile, each with its masks */
-            if ((rc = list_room(l, (N / tile_rows(1) + 1) * (1 + mask_words(BK, QV)), err)))
-                return rc;
             l->v[*at + k] = words;
             if (wide && k > 4 * g)
                 continue;
+            /* room for every tile it can touch, each with its masks */
+            const int64_t most = tiles_bound(ptr, len, i0, nq, N, tile_rows((int)QV));
+            if ((rc = list_room(l, most * (1 + mask_words(BK, (int)QV)), err)))
+                return rc;
             const int64_t m = block_tiles(ptr, first, len, i0, nq, N, tile_rows((int)QV),
                                           (int)QV, w, l->v + l->n, &cells);
             l->n += m, words += m;
