@@ -216,19 +216,18 @@ START_TEST(plan_keeps_its_team)
 }
 END_TEST
 
-/* The tiled forward among several heads: each thread copies its heads' K and
-   V rows, and takes blocks of the others' heads, read in place, when done
-   with its own (and a small call's team of one takes the heads of the thread
-   it lacks so). Copied or in place, the same bits, on every variant: narrow
-   blocks on two threads and on a call small enough for one (its second head
-   always read in place), and wide ones (AVX2 scores 6 rows at a time in a
-   copy, 4 in place: the same sums). */
+/* The tiled forward among several heads, on graphs of wide blocks (a band's
+   narrow blocks read each row about once a head: no copies): each thread
+   copies its heads' K and V rows, and takes blocks of the others' heads, read
+   in place, when done with its own. Copied or in place, the same bits, on
+   every variant (AVX2 scores 6 rows at a time in a copy, 4 in place: the same
+   sums). */
 START_TEST(head_copies_match_rows_read_in_place)
 {
     const struct {
         int64_t N, H, d;
         int team;   /* the threads the call runs on */
-    } calls[] = {{48, 2, 16, 1}, {256, 4, 32, 2}, {1024, 2, 64, 2}};
+    } calls[] = {{520, 4, 8, 2}, {1024, 2, 64, 2}};
     const int old = omp_get_max_threads();
     const ag_simd_level_t best = ag_i_simd_level();
     omp_set_num_threads(2);
@@ -259,6 +258,12 @@ START_TEST(head_copies_match_rows_read_in_place)
                           "%s, N=%lld H=%lld: copied and in place differ",
                           ag_simd_isa(), (long long)N, (long long)H);
             free(x), free(M[0]), free(M[1]);
+            ag_nbhd_destroy(&nb);
+            nb = nbhd_of("window:100", N);   /* narrow blocks: no copies */
+            ag_i_plan_t p;
+            ck_assert_int_eq(ag_i_plan(&p, 0, AG_I_KERNEL_TILED, &nb, H, d, NULL, &err), AG_OK);
+            ck_assert_int_eq(p.head_copies, 0);
+            ag_i_plan_free(&p);
             ag_nbhd_destroy(&nb);
         }
     }

@@ -423,9 +423,14 @@ static int forward_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t 
        heads, and no thread reads rows another core copied (its cache holds
        them dirty); blocks it takes from the others' heads at the end read
        their rows in place (see ag_i_tiled_forward). Otherwise the threads copy
-       each head together, then share its blocks. */
-    const source_span_t src = H > 1 && p->lo < p->hi ? sources_read(nb, p->lo, p->hi)
-                                                     : (source_span_t){0, 0};
+       each head together, then share its blocks. The copy pays where blocks
+       read each row many times (256 or more sources a node on average: the
+       wide blocks' graphs); a band's blocks read a row from memory about once
+       a head, and a copy doubles that (window:64, N=32768, H=4, d=32, Zen 5:
+       1.22 ns an edge with copies, 1.00 without). */
+    const int reread = ag_i_tiled_width(nb) == 4;
+    const source_span_t src = H > 1 && reread && p->lo < p->hi ? sources_read(nb, p->lo, p->hi)
+                                                               : (source_span_t){0, 0};
     const int64_t ns = src.hi - src.lo, copies = H % p->threads ? 1 : p->threads;
     if (ns > 0 && copies * 2 * ns * d * (int64_t)sizeof(float) <= HEAD_COPY_MAX) {
         /* the copy is for speed only: without memory for it, none */
