@@ -219,12 +219,14 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t
     const int stats = kext_stats(x);
     const int BQ = QV * AG_LANES;
     const int64_t HD = H * d, off = h * d;
-    /* 1. lanes: runs (or the block's list of tiles) and packed queries */
+    /* 1. lanes: runs (or the span of the block's list of tiles) and packed queries */
     block_span_t span = {0, 0, 0, 0};
     if (!tiles)
         span = block_lanes(nb, i0, nq, BQ, b->lo, b->hi);
-    for (int64_t t = 0; t < n_tiles; t += TILE_WORDS(tiles[t], QV))   /* the list's span */
-        span.jmin = t ? span.jmin : TILE_J0(tiles[t]), span.jmax = TILE_J0(tiles[t]) + TILE_BK(tiles[t]);
+    for (int64_t t = 0; t < n_tiles; t += TILE_WORDS(tiles[t], QV)) {
+        span.jmin = t ? span.jmin : TILE_J0(tiles[t]);
+        span.jmax = TILE_J0(tiles[t]) + TILE_BK(tiles[t]);
+    }
     int64_t jmin = span.jmin, jmax = span.jmax;
     const int64_t max_lo = span.max_lo, min_hi = span.min_hi;
     pack_queries(b->qt, Q + i0 * HD + off, HD, d, nq, scale2, QV, ymm);
@@ -240,26 +242,29 @@ AG_INLINE void attend_block(const ag_nbhd_t *nb, int64_t i0, int64_t nq, int64_t
         ls.m[v] = v_set1(-__builtin_inff()), ls.l[v] = ls.u[v] = ls.dist[v] = v_set1(0.0f);
     memset(b->acc, 0, (size_t)(d * BQ) * sizeof(float));
 
-    for (int64_t t = 0; t < n_tiles; t += TILE_WORDS(tiles[t], QV)) {   /* the block-sparse list */
-        const int full = TILE_FULL(tiles[t]);
-        const tile_mask_t mk = {NULL, NULL, full ? NULL : (const uint16_t *)(tiles + t + 1)};
-        step(b->qt, kv->K, kv->V, kv->stride, kv->off, d, i0, TILE_J0(tiles[t]),
-             TILE_BK(tiles[t]), full, &mk, b->s, b->acc, &ls, x);
-    }
-    const tile_mask_t mk = {b->lo, b->hi, NULL};
-    const int64_t tile = tiles ? 1 : cut_tiles(&jmin, &jmax, nb->n_nodes, QV);
-    for (int64_t j0 = jmin; !tiles && j0 < jmax; j0 += tile) {
-        const int64_t bk = jmax - j0 < tile ? jmax - j0 : tile;
-        const int full = j0 >= max_lo && j0 + bk <= min_hi;   /* inside every lane's run */
-        if (!full) {   /* 3a. skip tiles no lane reaches */
-            int any = 0;
-            for (int i = 0; i < BQ && !any; i++)
-                any = b->lo[i] < j0 + bk && b->hi[i] > j0;
-            if (!any)
-                continue;
+    tile_mask_t mk = {b->lo, b->hi, NULL};
+    if (tiles)   /* the block-sparse list: its tiles, each full or with its masks */
+        for (int64_t t = 0; t < n_tiles; t += TILE_WORDS(tiles[t], QV)) {
+            const int full = TILE_FULL(tiles[t]);
+            mk.bits = full ? NULL : (const uint16_t *)(tiles + t + 1);
+            step(b->qt, kv->K, kv->V, kv->stride, kv->off, d, i0, TILE_J0(tiles[t]),
+                 TILE_BK(tiles[t]), full, &mk, b->s, b->acc, &ls, x);
         }
-        step(b->qt, kv->K, kv->V, kv->stride, kv->off, d, i0, j0, bk, full, &mk, b->s, b->acc,
-             &ls, x);
+    else {   /* the lanes' span, cut into tiles */
+        const int64_t tile = cut_tiles(&jmin, &jmax, nb->n_nodes, QV);
+        for (int64_t j0 = jmin; j0 < jmax; j0 += tile) {
+            const int64_t bk = jmax - j0 < tile ? jmax - j0 : tile;
+            const int full = j0 >= max_lo && j0 + bk <= min_hi;   /* inside every lane's run */
+            if (!full) {   /* 3a. skip tiles no lane reaches */
+                int any = 0;
+                for (int i = 0; i < BQ && !any; i++)
+                    any = b->lo[i] < j0 + bk && b->hi[i] > j0;
+                if (!any)
+                    continue;
+            }
+            step(b->qt, kv->K, kv->V, kv->stride, kv->off, d, i0, j0, bk, full, &mk, b->s,
+                 b->acc, &ls, x);
+        }
     }
     /* 6. store */
 #pragma GCC unroll 4
@@ -673,6 +678,22 @@ AG_INLINE void prefetch_block(const bw_args_t *a, const float *X, const float *Y
             __builtin_prefetch(Z + i * HD + off + c, 1);
 }
 
+/* Pass A's tile [j0, j0+bk) of sources for head h (columns off..off+d-1). */
+AG_INLINE void grad_queries_tile(const bw_args_t *a, const bw_buf_t *b, const tile_mask_t *mk,
+                                 int64_t off, int64_t j0, int64_t bk, int full, const int QV,
+                                 const int ymm)
+{
+    const int64_t d = a->d, HD = a->H * d;
+    v16f one[QV_MAX];
+#pragma GCC unroll 4
+    for (int v = 0; v < QV; v++)
+        one[v] = v_set1(1.0f);
+    score_tile(b->s, b->xt, a->K, HD, off, d, j0, bk, NULL, QV, ymm);
+    score_tile(b->dp, b->gt, a->V, HD, off, d, j0, bk, NULL, QV, ymm);
+    ds_lanes(b->s, b->dp, b, mk, j0, bk, full, QV, ymm);
+    accumulate_tile(b->acc1, b->dp, a->K, HD, off, d, j0, bk, one, QV, ymm);
+}
+
 /* Pass A for destinations i0 .. i0+nq-1 and head h. */
 AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t h,
                             const bw_buf_t *b, const int QV, const int ymm)
@@ -680,9 +701,6 @@ AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t 
     const ag_nbhd_t *nb = a->nb;
     const int BQ = QV * AG_LANES;
     const int64_t d = a->d, HD = a->H * d, off = h * d, N = nb->n_nodes;
-    const block_span_t span = block_lanes(nb, i0, nq, BQ, b->lo, b->hi);   /* the forward's */
-    int64_t jmin = span.jmin, jmax = span.jmax;
-    const int64_t max_lo = span.max_lo, min_hi = span.min_hi;
     for (int i = 0; i < BQ; i++) {
         b->lse2[i] = i < nq ? lse_log2(a, i0 + i, h) : 0.0f;
         b->dd[i] = i < nq ? a->Dd[(i0 + i) * a->H + h] : 0.0f;
@@ -691,33 +709,30 @@ AG_INLINE void grad_queries(const bw_args_t *a, int64_t i0, int64_t nq, int64_t 
     pack_queries(b->gt, a->dM + i0 * HD + off, HD, d, nq, 1.0f, QV, ymm);
     prefetch_block(a, a->Q, a->dM, a->dQ, i0, nq, off);
     memset(b->acc1, 0, (size_t)(d * BQ) * sizeof(float));
-    v16f one[QV_MAX];
-#pragma GCC unroll 4
-    for (int v = 0; v < QV; v++)
-        one[v] = v_set1(1.0f);
-    const int64_t k = i0 / AG_LANES - a->qb0;   /* the lists' slot */
-    const int64_t *tiles = a->q_ptr ? a->q_tiles + a->q_ptr[k] : NULL;
-    const int64_t n_tiles = a->q_ptr ? a->q_ptr[k + 1] - a->q_ptr[k] : 0;
-    tile_mask_t mk = {b->lo, b->hi, NULL};
-    const int64_t tile = tiles ? 1 : cut_tiles(&jmin, &jmax, N, QV);   /* as the forward's */
-    for (int64_t t = 0, j0 = jmin; tiles ? t < n_tiles : j0 < jmax;
-         t += tiles ? TILE_WORDS(tiles[t], QV) : 1, j0 += tile) {
-        int64_t bk = jmax - j0 < tile ? jmax - j0 : tile;
-        int full = j0 >= max_lo && j0 + bk <= min_hi;
-        if (tiles) {   /* the block-sparse list's tile, and its masks */
-            j0 = TILE_J0(tiles[t]), bk = TILE_BK(tiles[t]), full = TILE_FULL(tiles[t]);
+    if (a->q_ptr) {   /* the block-sparse list of the block's slot: its tiles and masks */
+        const int64_t k = i0 / AG_LANES - a->qb0;
+        const int64_t *tiles = a->q_tiles + a->q_ptr[k], n_tiles = a->q_ptr[k + 1] - a->q_ptr[k];
+        tile_mask_t mk = {NULL, NULL, NULL};
+        for (int64_t t = 0; t < n_tiles; t += TILE_WORDS(tiles[t], QV)) {
+            const int full = TILE_FULL(tiles[t]);
             mk.bits = full ? NULL : (const uint16_t *)(tiles + t + 1);
-        } else if (!full) {
-            int any = 0;
+            grad_queries_tile(a, b, &mk, off, TILE_J0(tiles[t]), TILE_BK(tiles[t]), full, QV,
+                              ymm);
+        }
+    } else {   /* the forward's lanes and tiles */
+        const block_span_t span = block_lanes(nb, i0, nq, BQ, b->lo, b->hi);
+        int64_t jmin = span.jmin, jmax = span.jmax;
+        const tile_mask_t mk = {b->lo, b->hi, NULL};
+        const int64_t tile = cut_tiles(&jmin, &jmax, N, QV);
+        for (int64_t j0 = jmin; j0 < jmax; j0 += tile) {
+            const int64_t bk = jmax - j0 < tile ? jmax - j0 : tile;
+            const int full = j0 >= span.max_lo && j0 + bk <= span.min_hi;
+            int any = full;
             for (int i = 0; i < BQ && !any; i++)
                 any = b->lo[i] < j0 + bk && b->hi[i] > j0;
-            if (!any)
-                continue;
+            if (any)
+                grad_queries_tile(a, b, &mk, off, j0, bk, full, QV, ymm);
         }
-        score_tile(b->s, b->xt, a->K, HD, off, d, j0, bk, NULL, QV, ymm);
-        score_tile(b->dp, b->gt, a->V, HD, off, d, j0, bk, NULL, QV, ymm);
-        ds_lanes(b->s, b->dp, b, &mk, j0, bk, full, QV, ymm);
-        accumulate_tile(b->acc1, b->dp, a->K, HD, off, d, j0, bk, one, QV, ymm);
     }
     store_scaled(a->dQ + i0 * HD + off, b->acc1, a->scale, HD, d, nq, QV, ymm);
 }
@@ -795,6 +810,8 @@ AG_INLINE void grad_keys(const bw_args_t *a, int64_t j0, int64_t nq, int64_t h,
         one[v] = v_set1(1.0f);
     if (rmax == 0)
         rmin = 0;
+    /* one loop over either kind of tile: with the tile's work inlined at two
+       places, GCC kept ds_rows's loop counter on the stack (check-registers) */
     const int64_t tile = tiles ? 1 : cut_tiles(&rmin, &rmax, N, QV);   /* as pass A's */
     for (int64_t t = 0, r0 = rmin; tiles ? t < n_tiles : r0 < rmax;
          t += tiles ? TILE_WORDS(tiles[t], QV) : 1, r0 += tile) {
