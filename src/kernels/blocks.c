@@ -2,7 +2,7 @@
  * The block-sparse lists (after FlexAttention's BlockMask): for each block
  * of rows of a pass, the tiles of the other side that hold an edge, in
  * order, each marked full (every row of the block reads every column of the
- * tile: no mask) or partial (masked per row from its runs, mask_runs). The
+ * tile: no mask) or partial (a lane mask per column of the tile). The
  * tiled kernel runs them on its own micro-kernels (tiled.c): any graph whose
  * destinations have several runs (strides, global rows and columns,
  * BigBird's blocks, unions and intersections of them, or a loaded graph)
@@ -81,9 +81,9 @@ static int64_t block_tiles(const int64_t *ptr, const int64_t *first, const int64
         qsort(w->seen, (size_t)n, sizeof *w->seen, by_value);
     int64_t words = 0;
     for (int64_t k = 0; k < n; k++) {
+        /* within the aligned tile (T a multiple of 8), whole groups of 8 */
         const int64_t t = w->seen[k], j0 = w->lo[t] - w->lo[t] % 8;
-        const int64_t j1 = w->hi[t] + (8 - w->hi[t] % 8) % 8 < N ? w->hi[t] + (8 - w->hi[t] % 8) % 8
-                                                                 : N;
+        const int64_t up = w->hi[t] + (8 - w->hi[t] % 8) % 8, j1 = up < N ? up : N;
         /* no multi-edges: the block reads each pair at most once */
         const int full = w->cnt[t] == nq * (j1 - j0);
         *cells += nq * (j1 - j0);
