@@ -24,7 +24,10 @@
  * head's K and V are copied together first (see forward_plan; the blocks a
  * thread takes from another's head read them in place).
  * The backward (the second half of the file) runs on the same tiles and
- * micro-kernels.
+ * micro-kernels. Graphs of several runs a destination come with block-sparse
+ * lists instead (blocks.c): per slot of 16 rows, the tiles to run, each full
+ * or with a lane mask per row, and per group of 64 rows the block width; the
+ * loops then take the list's tiles where they would cut the lanes' span.
  */
 #include <limits.h>
 #include <stdlib.h>
