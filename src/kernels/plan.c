@@ -139,9 +139,10 @@ static int plan_rows(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel,
     if (p->kernel != AG_I_KERNEL_GENERIC && !p->plain)
         return ag_i_fail(err, AG_EINVAL, "attention: the %s kernel runs plain dot-product "
                          "softmax scores only", ag_i_kernel_name(p->kernel));
-    if (p->kernel == AG_I_KERNEL_TILED && !lay->one_run)
-        return ag_i_fail(err, AG_EINVAL, "tiled kernel: a destination has more than one run "
-                         "of sources");
+    if (p->kernel == AG_I_KERNEL_TILED && (!lay->one_run || nb->n_nodes >= INT32_MAX))
+        return ag_i_fail(err, AG_EINVAL, "tiled kernel: %s", lay->one_run
+                         ? "the graph has 2^31 nodes or more"
+                         : "a destination has more than one run of sources");
     if (p->kernel == AG_I_KERNEL_BLOCKS && lay->cells < 0)
         return ag_i_fail(err, AG_EINVAL, "block-sparse kernel: a destination reads a source "
                          "twice (a multi-edge)%s", nb->n_nodes >= INT32_MAX ? ", or the graph "
