@@ -93,9 +93,18 @@ START_TEST(options_that_do_not_apply_are_refused)
     expect_cli("run graphs/sentence.gml --score linear --alibi", 2, 2, "--alibi adds to scores");
     /* raw Q/K/V refuses round options (as before); bench refuses the model's options */
     expect_cli("run graphs/sentence.gml --q a --k b --v c --rounds 3", 2, 2, "round options");
-    expect_cli("bench --pattern causal --nodes 8 --score dot", 2, 2,
-               "--score does not apply: bench times one round of scaled-dot attention");
+    expect_cli("bench --pattern causal --nodes 8 --alibi", 2, 2,
+               "--alibi does not apply: bench times one round of attention");
     expect_cli("bench --pattern causal --nodes 8 --rounds 2", 2, 2, "--rounds does not apply");
+    /* bench takes the score: additive and gatv2 with seeded vectors, on the generic kernel */
+    expect_cli("bench --pattern causal --nodes 40 --score additive --reps 1 --json", 0, 1,
+               "\"kernel\": \"generic\"");
+    expect_cli("bench --pattern causal --nodes 40 --score gatv2 --backward --reps 1", 0, 1,
+               "generic kernel: backward median");
+    expect_cli("bench --pattern causal --nodes 40 --score dot --beta 0.5 --reps 1 --json", 0, 1,
+               "\"kernel\": \"tiled\"");
+    expect_cli("bench --pattern causal --nodes 40 --score sigmoid --softcap 3", 2, 2,
+               "--softcap applies to softmax scores");
     /* bench's heads are --head-dim wide (64): run's default width does not apply */
     expect_cli("bench --pattern causal --nodes 8 --heads 6 --reps 1 --json", 0, 1, "\"H\": 6");
     expect_cli("inspect graphs/sentence.gml --top 1 --quiet", 2, 2, "--quiet does not apply");

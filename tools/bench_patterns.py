@@ -6,7 +6,9 @@ of scaled-dot attention under each pattern, as ns per edge and head, beside
 causal's at the same N, d and pass (measured just before it). Each figure is `attngraph bench --json` (the kernel planned once,
 untimed; 0.2 s of warm-up; the median of 5 runs), 2 threads, and the kernel the
 plan chose.
-Issue 40's target: every structured pattern within 2.0x causal's time per edge.
+Issue 40's target: every structured pattern within 2.0x causal's time per edge. Then
+the score kinds (GAT's additive, GATv2, cosine) against scaled-dot on the same graph:
+causal N=4,096 (H=4, d=32) and random:16 on 200,000 nodes (H=1, d=64); target 1.5x.
 """
 import argparse
 import json
@@ -21,6 +23,9 @@ PATTERNS = ["window:64", "window:128", "strided:64+window:64", "fixed:64,8",
             "random:64"]
 
 
+SCORES = ["scaled-dot", "additive", "gatv2", "cosine"]
+
+
 def spec_of(pattern, n):
     """docs&P: four documents of N/4 tokens, each under P."""
     if pattern.startswith("docs&"):
@@ -28,9 +33,10 @@ def spec_of(pattern, n):
     return pattern
 
 
-def bench(cli, isa, pattern, n, d, backward, threads):
+def bench(cli, isa, pattern, n, d, backward, threads, score="scaled-dot", heads=None):
     args = [cli, "bench", "--pattern", spec_of(pattern, n), "--nodes", str(n), "--heads",
-            str(128 // d), "--head-dim", str(d), "--threads", str(threads), "--json"]
+            str(heads or 128 // d), "--head-dim", str(d), "--threads", str(threads), "--json",
+            "--score", score]
     if backward:
         args.append("--backward")
     r = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, AG_SIMD=isa))
@@ -67,6 +73,17 @@ def main():
                     b = bench(a.cli, isa, pat, n, d, 1, a.threads)[0]
                     print("%-24s %9.1f %-7s %6.2f (%5.1fx)  %6.2f (%5.1fx)"
                           % (pat, per, kernel, f, f / ref[0][0], b, b / ref[1][0]), flush=True)
+        # the score kinds against scaled-dot on the same graph (issue 40's cases)
+        for pat, n, h, d in (("causal", 4096, 4, 32), ("random:16", 200000, 1, 64)):
+            print("\n== %s, scores on %s, N=%d, H=%d, d=%d" % (isa, pat, n, h, d))
+            print("%-24s %-8s %-16s %-16s" % ("score", "kernel", "forward", "backward"))
+            ref = None
+            for score in SCORES:
+                f, _, kernel = bench(a.cli, isa, pat, n, d, 0, a.threads, score, h)
+                b = bench(a.cli, isa, pat, n, d, 1, a.threads, score, h)[0]
+                ref = ref or (f, b)
+                print("%-24s %-8s %6.2f (%5.1fx)  %6.2f (%5.1fx)"
+                      % (score, kernel, f, f / ref[0], b, b / ref[1]), flush=True)
 
 
 if __name__ == "__main__":

@@ -18,18 +18,20 @@ static const char bench_usage[] =
     "usage: attngraph bench (GRAPH | --pattern SPEC --nodes N | --csr INDPTR.npy,INDICES.npy)\n"
     "                       [--q Q.npy --k K.npy --v V.npy] [--heads H] [--head-dim d]\n"
     "                       [--threads T] [--reps R] [--warmup W] [--kernel K]\n"
+    "                       [--score KIND [--beta B] [--softcap C] [--slope S]]\n"
     "                       [--backward] [--out OUT.npy] [--json]\n"
     "\n"
-    "Times one round of scaled-dot attention (nothing else): W untimed warm-up runs\n"
+    "Times one round of attention (nothing else; scaled-dot scores, or --score's, with\n"
+    "seeded attention vectors for additive and gatv2): W untimed warm-up runs\n"
     "(default: 2 or more, until 0.2 s have passed: a 2-thread process here runs its\n"
     "first tens of milliseconds up to 3x slower), then R timed runs (default 5), the\n"
     "kernel planned once before them (its choice and scratch, untimed, as a run of\n"
     "rounds plans it). Without --q/--k/--v,\n"
     "seeded random inputs of H heads of width --head-dim (default 64). --kernel: auto\n"
-    "(default), simple, tiled, blocks, gather. --backward times the kernel's backward\n"
-    "instead\n"
-    "(dQ, dK, dV of a seeded random dM, given M and lse from one untimed forward;\n"
-    "useful flops 10*E*d*H).\n"
+    "(default), simple, tiled, blocks, gather (plain dot-product scores; the others\n"
+    "run the generic kernel). --backward times the kernel's backward instead (dQ, dK,\n"
+    "dV of a seeded random dM, given M and lse from one untimed forward; useful flops\n"
+    "10*E*d*H).\n"
     "--json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
     "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\",\n"
     "\"pass\", \"isa\", \"warmup\", \"kernel\", \"plan_s\"} (pass: \"forward\" or\n"
@@ -91,7 +93,7 @@ static int backward_prepare(bw_state_t *b, ag_nbhd_t *nb, const ag_i_fwd_t *f, u
     }
     const ag_attention_grads_t grads = {.dQ = g, .dK = g + N * HD, .dV = g + 2 * N * HD};
     b->all = all;
-    b->op = (ag_i_bwd_t){nb, f->Q, f->K, f->V, dM, H, d, NULL, lse, Dd, grads};
+    b->op = (ag_i_bwd_t){nb, f->Q, f->K, f->V, dM, H, d, f->score, lse, Dd, grads};
     return AG_OK;
 }
 
@@ -142,14 +144,14 @@ int cmd_bench(int argc, char **argv)
     }
     if (c < 0)
         return p.status;
-    /* bench times one round of scaled-dot attention: the model's options have no effect */
+    /* bench times one round of attention (its score: --score, --beta, --softcap,
+       --slope, --sigmoid-bias): the model's options have no effect */
     static const int not_bench[] = {
-        OPT_FEATURES, OPT_DIM, OPT_WEIGHTS, OPT_ROUNDS, OPT_SCORE, OPT_BETA, OPT_SOFTCAP,
-        OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_EDGE_BIAS, OPT_ALIBI, OPT_NO_RESIDUAL, OPT_NORM,
-        OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_UNTIL, OPT_QUIET, 0};
+        OPT_FEATURES, OPT_DIM, OPT_WEIGHTS, OPT_ROUNDS, OPT_EDGE_BIAS, OPT_ALIBI,
+        OPT_NO_RESIDUAL, OPT_NORM, OPT_POSENC, OPT_PER_NODE_WEIGHTS, OPT_UNTIL, OPT_QUIET, 0};
     if (source_args(&o, &p, "bench") ||
-        refuse_options(&o, not_bench, "bench", "bench times one round of scaled-dot "
-                       "attention on Q, K, V") ||
+        refuse_options(&o, not_bench, "bench", "bench times one round of attention on Q, "
+                       "K, V") ||
         input_options_check(&o, "bench"))
         return EXIT_USAGE;
     if (backward && o.out)
@@ -188,9 +190,22 @@ int cmd_bench(int argc, char **argv)
     }
     if (!rc && !(M = ag_i_alloc(N * H * d, sizeof *M, &err, "output")))
         rc = ag_i_alloc_status();
+    /* additive and gatv2 scores get seeded vectors [H, d], as raw attention's */
+    ag_score_t score = o.score;
+    float *vectors = NULL;
+    if (!rc && !(vectors = ag_i_alloc(3 * H * d, sizeof *vectors, &err, "attention vectors")))
+        rc = ag_i_alloc_status();
+    if (!rc) {
+        ag_random_normal(vectors, 3 * H * d, o.seed, 7, 1.0f / sqrtf((float)d));
+        if (score.kind == AG_SCORE_ADDITIVE)
+            score.a_src = vectors, score.a_dst = vectors + H * d;
+        if (score.kind == AG_SCORE_GATV2)
+            score.a_src = vectors + 2 * H * d;
+        rc = ag_score_check(&score, &s.nb, H, d, &err);
+    }
     if (!rc && !(t = ag_i_alloc(reps, sizeof *t, &err, "timings")))
         rc = ag_i_alloc_status();
-    const ag_i_fwd_t fwd = {&s.nb, q.data, k.data, v.data, H, d, NULL, M, NULL};
+    const ag_i_fwd_t fwd = {&s.nb, q.data, k.data, v.data, H, d, &score, M, NULL};
     bw_state_t bs = {0};
     if (!rc && backward)
         rc = backward_prepare(&bs, &s.nb, &fwd, o.seed, &err);
@@ -198,7 +213,7 @@ int cmd_bench(int argc, char **argv)
     ag_i_plan_t plan = {0};
     const double plan_from = now_s();
     if (!rc)
-        rc = ag_i_plan(&plan, backward, kernel, &s.nb, H, d, NULL, &err);
+        rc = ag_i_plan(&plan, backward, kernel, &s.nb, H, d, &score, &err);
     const double plan_s = now_s() - plan_from;
     const double warm_from = now_s();
     int64_t warm = 0;   /* untimed runs: as asked, or 2 or more until WARM_S */
@@ -240,7 +255,7 @@ int cmd_bench(int argc, char **argv)
         out_name_errors(&out, 1, &err);
         out_abort(&out);
     }
-    free(M), free(t);
+    free(M), free(t), free(vectors);
     ag_matrix_destroy(&q), ag_matrix_destroy(&k), ag_matrix_destroy(&v);
     source_close(&s);
     return finish("bench", rc, usage, &err);
