@@ -58,8 +58,8 @@ static int64_t mask_words(int64_t bk, int QV)
  * columns between its first and last edge widened to whole groups of 8
  * (within 0..N), ascending. Writes to out (NULL: only counts) each tile
  * packed, a partial one followed by its masks (bk rows of QV 16-bit lane
- * masks: bit k of mask v is lane 16v+k), and returns the words written; adds
- * nq x the tiles' columns to *cells.
+ * masks: bit k of mask v is lane 16v+k), and returns the words written (0
+ * when counting); adds nq x the tiles' columns to *cells.
  */
 static int64_t block_tiles(const int64_t *ptr, const int64_t *first, const int64_t *len,
                            int64_t i0, int64_t nq, int64_t N, int64_t T, int QV,
@@ -110,7 +110,7 @@ static int64_t block_tiles(const int64_t *ptr, const int64_t *first, const int64
                         (uint16_t)(1u << (i - i0) % AG_LANES);
             }
         }
-    return out ? words : n;
+    return words;
 }
 
 /* The scratch of block_tiles for N columns in tiles of T, in one allocation. */

@@ -158,12 +158,14 @@ int ag_i_plan(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel, const ag_nbhd_
 {
     const int64_t N = nb->n_nodes;
     float scale;
-    const int fused = (kernel == AG_I_KERNEL_AUTO && ag_i_plain_scale(score, d, &scale)) ||
-                      kernel == AG_I_KERNEL_TILED || kernel == AG_I_KERNEL_BLOCKS;
-    ag_i_layout_t lay = {0, -1};
-    if (fused)
-        lay = kernel == AG_I_KERNEL_BLOCKS
-                  ? (ag_i_layout_t){0, ag_i_block_cells(nb, 0, N)} : ag_i_layout(nb);
+    const int fused = kernel == AG_I_KERNEL_AUTO && ag_i_plain_scale(score, d, &scale);
+    ag_i_layout_t lay = {0, -1};   /* what the kernel asked for needs, and no more */
+    if (kernel == AG_I_KERNEL_TILED)
+        lay.one_run = ag_i_one_run(nb, 0, N);
+    else if (kernel == AG_I_KERNEL_BLOCKS)
+        lay.cells = ag_i_block_cells(nb, 0, N);
+    else if (fused)
+        lay = ag_i_layout(nb);
     return plan_rows(p, backward, kernel, &lay, nb, H, d, score, 0, N, 0, N, err);
 }
 
