@@ -329,6 +329,8 @@ START_TEST(each_instruction_set_registers_its_own_loops)
                 ck_assert(x->grad[w] != y->grad[w] && x->task[w] != y->task[w]);
             }
             ck_assert(x->rows != y->rows && x->grad_rows != y->grad_rows);
+            ck_assert(x->srow_fwd != y->srow_fwd && x->srow_dst != y->srow_dst &&
+                      x->srow_src != y->srow_src);
         }
     for (int level = AG_SIMD_BASE; level <= (int)best; level++)
         for (int w = 0; w < 2; w++)   /* the two block widths are two loops */

@@ -25,6 +25,7 @@
 #include "base/base.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
+#include "kernels/isa.h"
 
 int ag_i_is_softmax(ag_score_kind_t kind)
 {
@@ -47,28 +48,17 @@ typedef struct {
     uint64_t drop_state;      /* dropout: the generator's state, the threshold below which */
     uint64_t drop_below;      /* a 64-bit draw drops the message, and the kept ones' scale */
     float drop_scale;         /* (1 with no dropout: drop_below 0 drops nothing) */
+    int vec;                  /* do the rows run on vectors (score_rows.c: vector_rows)? */
+    srow_t row;               /* what they read */
 } sctx_t;
 
-/* e^x on 16 lanes for x <= 0 (0 below -87.3, where a float has no normal
-   value): x = n ln 2 + r with ln 2 in two parts (Cody and Waite), so r is
-   exact and |r| <= ln(2)/2; e^r by Cephes' expf polynomial; times 2^n made
-   from its bits. Within 1 ulp of expf on [-88, 0]; test_score.c's
-   linear_closed_form runs phi on inputs down to -80. */
-AG_INLINE v16f v_exp_nonpos(v16f x)
+/* Do the vector rows (score_rows.c) run this score: softmax, with nothing
+   of a message's own (edge bias or terms, dropout) and no softcap? */
+static int vector_rows(const ag_score_t *sc)
 {
-    const v16i tiny = x < v_set1(-87.33f);
-    const v16f magic = v_set1(12582912.0f);   /* 1.5 * 2^23: adding rounds to an integer */
-    const v16f t = x * v_set1(LOG2E) + magic, n = t - magic;
-    const v16f r = x - n * v_set1(0.693359375f) - n * v_set1(-2.12194440e-4f);
-    v16f p = v_set1(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const v16f scale = (v16f)(((v16u)t << 23) + (127u << 23));
-    return (v16f)(~tiny & (v16i)(p * scale));
+    return ag_i_is_softmax(sc->kind) &&
+           sc->softcap == 0 && sc->dropout == 0 && !sc->edge_bias && !sc->edge_pre &&
+           !sc->edge_key && !sc->edge_value;
 }
 
 /* Linear's feature map phi(x) = elu(x) + 1 (x + 1 above 0, e^x below) or,
@@ -230,6 +220,11 @@ static void sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const flo
             phi_floats(pk + j * HD, K + j * HD, HD, 0);
         c->Q = pq, c->K = pk;
     }
+    c->vec = vector_rows(&c->sc);
+    c->row = (srow_t){kind, H, d, c->sc.beta, c->scale, c->sc.slope, c->Q, c->K,
+                      c->e_dst ? c->e_dst : c->g_dst ? c->g_dst : c->norm_q,
+                      c->e_src ? c->e_src : c->g_src ? c->g_src : c->norm_k,
+                      c->sc.a_src, c->a_abs, c->sc.alibi ? c->alibi : NULL};
 }
 
 /* sctx_init with terms of its own (c->owned; ag_attention_weights and
@@ -746,8 +741,20 @@ void ag_i_generic_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
        the next destination are fetched while this one's are scored, as its V
        rows are; on a sparse graph they are random and each would stall */
     const float *K_read = c.sc.kind == AG_SCORE_ADDITIVE ? NULL : c.K;
-#pragma omp parallel for num_threads(p->threads) \
-    if ((nb->edge_ptr[hi] - nb->edge_ptr[lo]) * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
+    const int par = (nb->edge_ptr[hi] - nb->edge_ptr[lo]) * HD >= AG_PARALLEL_MIN_WORK;
+    if (c.vec) {
+#pragma omp parallel for num_threads(p->threads) if (par) schedule(dynamic, 16)
+        for (int64_t i = lo; i < hi; i++) {
+            if (K_read && i + 1 < hi)
+                prefetch_rows(nb, i + 1, K_read, HD, 0, HD, RUN_HEAD);
+            prefetch_rows(nb, i, V, HD, 0, HD, RUN_HEAD);
+            for (int64_t h = 0; h < H; h++)
+                p->isa->srow_fwd(&c.row, nb, i, h, V, M + i * HD, ag_i_scratch_mine(&buf), xp);
+            kext_done(xp, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
+        }
+        return;
+    }
+#pragma omp parallel for num_threads(p->threads) if (par) schedule(dynamic, 16)
     for (int64_t i = lo; i < hi; i++) {
         float *W = ag_i_scratch_mine(&buf), *m_i = M + i * HD;
         if (K_read && i + 1 < hi)
@@ -872,6 +879,9 @@ typedef struct {
     ag_i_scratch_t buf;       /* per thread: weights, raw scores and dA of a destination's
                                  slots ([largest in-degree, H] each), then [H] */
     int threads;              /* the plan's team */
+    int vec;                  /* the rows on vectors (sctx_t's vec, and no edge
+                                 term's gradient asked) */
+    const ag_i_isa_t *isa;
 } bctx_t;
 
 /* dL/dx (the score before the normalisation; linear: dL/dr) of a message
@@ -1104,6 +1114,13 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i,
     float *st = b->state + i * H * ST_N, *dq = g->dQ + i * HD;
     float *d_bias = g->d_edge_bias, *d_pre = g->d_edge_pre;
     const float *dm = b->dM + i * HD;
+    if (b->vec) {
+        const int gatv2 = c->sc.kind == AG_SCORE_GATV2;
+        b->isa->srow_dst(&c->row, nb, i, b->V, b->dM, st, dq, T, d_bias ? d_bias + s0 : NULL,
+                         gatv2 ? part : NULL, A);
+        raw_backward_row(c, i, b->Q, c->sc.a_dst, T, dq, gatv2 ? NULL : part);
+        return;
+    }
     int64_t e = 0;
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++) {
@@ -1216,6 +1233,11 @@ static void backward_src(const bctx_t *b, const ag_nbhd_t *nb, int64_t j, float 
     const ag_score_t *sc = &b->c.sc;
     const int biased = sc->edge_bias || sc->edge_pre || sc->edge_key || sc->edge_value;
     float *dk = dK + j * HD, *dv = dV + j * HD, *T = ag_i_scratch_mine(&b->buf);
+    if (b->vec) {
+        b->isa->srow_src(&b->c.row, nb, j, b->V, b->dM, b->state, dk, dv, T);
+        raw_backward_row(&b->c, j, b->K, b->c.sc.a_src, T, dk, part);
+        return;
+    }
     memset(dk, 0, (size_t)HD * sizeof *dk);
     memset(dv, 0, (size_t)HD * sizeof *dv);
     memset(T, 0, (size_t)H * sizeof *T);
@@ -1315,6 +1337,9 @@ static bctx_t back_context(const ag_i_plan_t *p, const ag_i_bwd_t *a, float *sta
     const rows_t rows = p->part ? (rows_t){p->wlo, p->whi, p->klo, p->khi}
                                 : (rows_t){p->lo, p->hi, p->klo, p->khi};
     sctx_init(&b.c, a->score, rows, a->Q, a->K, a->H, a->d, p->shared);
+    const ag_attention_grads_t *g = &a->g;
+    b.vec = b.c.vec && !g->d_edge_pre && !g->d_edge_key && !g->d_edge_value;
+    b.isa = p->isa;
     return b;
 }
 

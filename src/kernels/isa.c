@@ -4,7 +4,8 @@
 #define TILED(stem, isa) {stem##_q1_##isa, stem##_q4_##isa}
 #define SET(level, isa)                                                                   \
     {level, TILED(ag_i_tile, isa), TILED(ag_i_block, isa), TILED(ag_i_grad, isa),       \
-     TILED(ag_i_task, isa), ag_i_rows_##isa, ag_i_grad_rows_##isa}
+     TILED(ag_i_task, isa), ag_i_rows_##isa, ag_i_grad_rows_##isa, ag_i_srow_fwd_##isa,     \
+     ag_i_srow_dst_##isa, ag_i_srow_src_##isa}
 
 static const ag_i_isa_t sets[] = {
     [AG_SIMD_BASE] = SET(AG_SIMD_BASE, base),

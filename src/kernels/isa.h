@@ -12,6 +12,7 @@
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 #include "kernels/tiled_micro.h"
+#include "kernels/score_rows.h"
 
 struct ag_i_kv_head;       /* tiled.c */
 struct ag_i_bw_args;
@@ -50,10 +51,13 @@ struct ag_i_isa {
     ag_i_task_f *task[2];
     ag_i_rows_f *rows;
     ag_i_grad_rows_f *grad_rows;
+    ag_i_srow_fwd_f *srow_fwd;   /* score_rows.c: the generic kernel's rows */
+    ag_i_srow_dst_f *srow_dst;
+    ag_i_srow_src_f *srow_src;
 };
 
 /* The loops each kernel file compiles, named stem_qV_isa (tiled: QV 4 or 1)
-   or stem_isa (gather). */
+   or stem_isa (gather, score_rows). */
 #define AG_I_TILED_NAMES(type, stem)                                                     \
     type stem##_q4_avx512, stem##_q1_avx512, stem##_q4_avx2, stem##_q1_avx2, stem##_q4_base, \
         stem##_q1_base;
@@ -63,6 +67,9 @@ AG_I_TILED_NAMES(ag_i_grad_f, ag_i_grad)
 AG_I_TILED_NAMES(ag_i_task_f, ag_i_task)
 ag_i_rows_f ag_i_rows_avx512, ag_i_rows_avx2, ag_i_rows_base;
 ag_i_grad_rows_f ag_i_grad_rows_avx512, ag_i_grad_rows_avx2, ag_i_grad_rows_base;
+ag_i_srow_fwd_f ag_i_srow_fwd_avx512, ag_i_srow_fwd_avx2, ag_i_srow_fwd_base;
+ag_i_srow_dst_f ag_i_srow_dst_avx512, ag_i_srow_dst_avx2, ag_i_srow_dst_base;
+ag_i_srow_src_f ag_i_srow_src_avx512, ag_i_srow_src_avx2, ag_i_srow_src_base;
 
 typedef struct ag_i_isa ag_i_isa_t;
 /* The loops of the set this process runs (ag_i_simd_level: the CPU's best, or
