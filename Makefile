@@ -285,6 +285,10 @@ check-registers: $(ISA_OBJS)
 # (clang has no GCSE flag and refuses it under -Werror: GCC's only)
 NO_GCSE := $(if $(CC_IS_CLANG),,-fno-gcse)
 $(KERNEL_OBJS): OBJ_FLAGS := -fno-var-tracking $(NO_GCSE)
+# The score rows give the same bits on every instruction set: with no product
+# fused into a sum, GCC's choice of which chains to fuse (it fused three of four
+# rows' dot products on AVX-512 and all four on AVX2) cannot tell them apart.
+$(BUILD)/src/kernels/score_rows.o: OBJ_FLAGS := -ffp-contract=off
 # GELU's loops vectorize only where comparisons may be if-converted: without
 # -fno-trapping-math GCC keeps a branch per clamp (no result changes).
 $(BUILD)/src/model/activation.o: OBJ_FLAGS := -fno-trapping-math

@@ -415,10 +415,9 @@ END_TEST
  * additive, gatv2). Gradients against finite differences on causal 70 with d = 9
  * (rows of more messages than a chunk of 64, in and out; a channel past the
  * vectors); then on every compiled instruction set, with d = 41 (every width
- * of block of channels), the forward against the double reference and each
- * set's gradients against the CPU's own. AVX2 and AVX-512 sum in the same
- * order, so give the same bits; the baseline has no FMA, so some of its bits
- * differ, which shows that each set ran loops of its own.
+ * of block of channels), the forward against the double reference; every
+ * set sums in the same order and fuses no product into a sum, so all give
+ * the same bits.
  */
 static void score_rows_by_finite_differences(int variant)
 {
@@ -504,16 +503,8 @@ START_TEST(score_rows_on_every_instruction_set)
         for (int level = AG_SIMD_BASE; level <= best; level++)
             got[level] = score_rows_outputs(kinds[k], level);
         for (int level = AG_SIMD_BASE; level < best; level++)
-            for (int64_t x = n; x < 4 * n; x++)
-                ck_assert_msg(fabs(got[level][x] - got[best][x]) <= 1e-5 * (1 + fabs(got[best][x])),
-                              "%s: level %d's gradient %lld = %.7g, level %d's %.7g", name,
-                              level, (long long)x, got[level][x], best, got[best][x]);
-        if (best == AG_SIMD_AVX512)
-            ck_assert_msg(!memcmp(got[AG_SIMD_AVX2], got[AG_SIMD_AVX512], (size_t)(4 * n) * sizeof(float)),
-                          "%s: AVX2 and AVX-512 differ", name);
-        if (best >= AG_SIMD_AVX2)
-            ck_assert_msg(memcmp(got[AG_SIMD_BASE], got[AG_SIMD_AVX2], (size_t)(4 * n) * sizeof(float)),
-                          "%s: the baseline gave AVX2's bits: is its own loop running?", name);
+            ck_assert_msg(!memcmp(got[level], got[best], (size_t)(4 * n) * sizeof(float)),
+                          "%s: level %d and level %d differ", name, level, best);
         for (int level = AG_SIMD_BASE; level <= best; level++)
             free(got[level]);
     }

@@ -747,6 +747,8 @@ void ag_i_generic_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
         for (int64_t i = lo; i < hi; i++) {
             if (K_read && i + 1 < hi)
                 prefetch_rows(nb, i + 1, K_read, HD, 0, HD, RUN_HEAD);
+            if (c.row.t_src && i + 1 < hi)
+                prefetch_rows(nb, i + 1, c.row.t_src, H, 0, H, RUN_HEAD);
             prefetch_rows(nb, i, V, HD, 0, HD, RUN_HEAD);
             for (int64_t h = 0; h < H; h++)
                 p->isa->srow_fwd(&c.row, nb, i, h, V, M + i * HD, ag_i_scratch_mine(&buf), xp);
@@ -1263,17 +1265,25 @@ static void sum_chunks(const float *part, int64_t chunks, int64_t HD, float *out
 static inline __attribute__((always_inline)) void
 prefetch_next(const bctx_t *b, const ag_nbhd_t *nb, int64_t n, int to_src)
 {
-    const int64_t HD = b->c.H * b->c.d;
+    const int64_t H = b->c.H, HD = H * b->c.d;
     const int gat = b->c.sc.kind == AG_SCORE_ADDITIVE;
+    const srow_t *row = &b->c.row;
     if (to_src) {
         const int64_t *ptr = nb->out_ptr, *first = nb->out_dst, *len = nb->out_len;
         if (!gat)
             prefetch_runs(ptr, first, len, n, b->c.Q, HD, 0, HD, RUN_HEAD);
         prefetch_runs(ptr, first, len, n, b->dM, HD, 0, HD, RUN_HEAD);
+        if (b->vec) {   /* the vector rows read each destination's state and terms */
+            prefetch_runs(ptr, first, len, n, b->state, H * ST_N, 0, H * ST_N, RUN_HEAD);
+            if (row->t_dst)
+                prefetch_runs(ptr, first, len, n, row->t_dst, H, 0, H, RUN_HEAD);
+        }
     } else {
         if (!gat)
             prefetch_rows(nb, n, b->c.K, HD, 0, HD, RUN_HEAD);
         prefetch_rows(nb, n, b->V, HD, 0, HD, RUN_HEAD);
+        if (b->vec && row->t_src)
+            prefetch_rows(nb, n, row->t_src, H, 0, H, RUN_HEAD);
     }
 }
 

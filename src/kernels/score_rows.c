@@ -15,11 +15,11 @@
  * destination's state (the same operations on the same floats: the same
  * bits), then dv = sum a dM_i and dk = sum dr q_i.
  *
- * Every sum runs in one order on every instruction set: dot products in 8
- * lanes (lane l takes channels l, l+8, ...) added as hsum8 does, weighted sums
- * per channel over the messages in their order (even and odd ones apart, per
- * chunk of CHUNK), so the AVX2 and AVX-512 variants give the same bits (the
- * baseline has no FMA: its own).
+ * Every sum runs in one order on every instruction set: dot products in 16
+ * lanes (lane l takes channels l, l+16, ...; dot_end), weighted sums per
+ * channel over the messages in their order (even and odd ones apart, per
+ * chunk of CHUNK); and no product is fused into a sum (the Makefile builds
+ * this file with -ffp-contract=off), so every variant gives the same bits.
  */
 #include <string.h>
 
@@ -40,7 +40,7 @@ AG_INLINE float hsum8(v8f x)
     return (a0 + a2) + (a1 + a3);
 }
 
-/* One channel block of dots8: x . r, or with a (gatv2) a . |x + r|. */
+/* One channel block of dots: x . r, or with a (gatv2) a . |x + r|. */
 AG_INLINE v8f dot_term(const float *x, const float *a, const float *r)
 {
     if (!a)
@@ -49,42 +49,87 @@ AG_INLINE v8f dot_term(const float *x, const float *a, const float *r)
     return v8_load(a) * (v8f)((v8i)(v8_load(x) + v8_load(r)) & no_sign);
 }
 
-AG_INLINE float dot_tail(v8f acc, const float *x, const float *a, const float *r, int64_t dv,
-                         int64_t d)
+AG_INLINE v16f dot_term16(const float *x, const float *a, const float *r)
 {
-    float s = hsum8(acc);
-    for (int64_t t = dv; t < d; t++)
+    if (!a)
+        return v_load(x) * v_load(r);
+    const v16i no_sign = (v16i){0} + 0x7fffffff;
+    return v_load(a) * (v16f)((v16i)(v_load(x) + v_load(r)) & no_sign);
+}
+
+/* The two 8-lane halves of x. */
+AG_INLINE void halves(v16f x, v8f *lo, v8f *hi)
+{
+    float t[AG_LANES];
+    v_store(t, x);
+    *lo = v8_load(t), *hi = v8_load(t + 8);
+}
+
+/* A row's sum from its lanes: lo holds channels l + 16k (and the last block
+   of 8), hi l + 8 + 16k; then the leftover channels in order. */
+AG_INLINE float dot_end(v8f lo, v8f hi, const float *x, const float *a, const float *r,
+                        int64_t d)
+{
+    const int64_t d16 = d & ~(int64_t)15, d8 = d & ~(int64_t)7;
+    if (d8 > d16)
+        lo += dot_term(x + d16, a ? a + d16 : NULL, r + d16);
+    float s = hsum8(lo + hi);
+    for (int64_t t = d8; t < d; t++)
         s += a ? a[t] * fabsf(x[t] + r[t]) : x[t] * r[t];
     return s;
 }
 
 /* out[e] = x . X[idx[e]] (rows at offset off) for e < n, or with a (gatv2's
-   a'') a . |x + X[idx[e]]|: whole vectors' lanes summed by hsum8, then the
-   leftover channels in order. Four rows at once (four chains), each row's
-   bits those of one alone; x and the row may trade places (pass 2). */
+   a'') a . |x + X[idx[e]]|, in dot_end's order: blocks of 16 channels in one
+   16-lane vector (wide) or two of 8, the same sums. Four rows at once (four
+   chains), each row's bits those of one alone; x and the row may trade
+   places (pass 2). */
 AG_INLINE void dots8(float *out, const float *x, const float *a, const float *X,
-                     const int64_t *idx, int64_t n, int64_t HD, int64_t off, int64_t d)
+                     const int64_t *idx, int64_t n, int64_t HD, int64_t off, int64_t d,
+                     const int wide)
 {
-    const int64_t dv = d & ~(int64_t)7;
+    const int64_t d16 = d & ~(int64_t)15;
     int64_t e = 0;
     for (; e + 4 <= n; e += 4) {
         const float *r0 = X + idx[e] * HD + off, *r1 = X + idx[e + 1] * HD + off;
         const float *r2 = X + idx[e + 2] * HD + off, *r3 = X + idx[e + 3] * HD + off;
-        v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-        for (int64_t t = 0; t < dv; t += 8) {
-            const float *at = a ? a + t : NULL;
-            s0 += dot_term(x + t, at, r0 + t), s1 += dot_term(x + t, at, r1 + t);
-            s2 += dot_term(x + t, at, r2 + t), s3 += dot_term(x + t, at, r3 + t);
+        v8f l0 = {0}, l1 = {0}, l2 = {0}, l3 = {0}, h0 = {0}, h1 = {0}, h2 = {0}, h3 = {0};
+        if (wide) {
+            v16f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+            for (int64_t t = 0; t < d16; t += 16) {
+                const float *at = a ? a + t : NULL;
+                s0 += dot_term16(x + t, at, r0 + t), s1 += dot_term16(x + t, at, r1 + t);
+                s2 += dot_term16(x + t, at, r2 + t), s3 += dot_term16(x + t, at, r3 + t);
+            }
+            halves(s0, &l0, &h0), halves(s1, &l1, &h1);
+            halves(s2, &l2, &h2), halves(s3, &l3, &h3);
+        } else {
+            for (int64_t t = 0; t < d16; t += 16) {
+                const float *at = a ? a + t : NULL, *au = a ? a + t + 8 : NULL;
+                l0 += dot_term(x + t, at, r0 + t), h0 += dot_term(x + t + 8, au, r0 + t + 8);
+                l1 += dot_term(x + t, at, r1 + t), h1 += dot_term(x + t + 8, au, r1 + t + 8);
+                l2 += dot_term(x + t, at, r2 + t), h2 += dot_term(x + t + 8, au, r2 + t + 8);
+                l3 += dot_term(x + t, at, r3 + t), h3 += dot_term(x + t + 8, au, r3 + t + 8);
+            }
         }
-        out[e] = dot_tail(s0, x, a, r0, dv, d), out[e + 1] = dot_tail(s1, x, a, r1, dv, d);
-        out[e + 2] = dot_tail(s2, x, a, r2, dv, d), out[e + 3] = dot_tail(s3, x, a, r3, dv, d);
+        out[e] = dot_end(l0, h0, x, a, r0, d), out[e + 1] = dot_end(l1, h1, x, a, r1, d);
+        out[e + 2] = dot_end(l2, h2, x, a, r2, d), out[e + 3] = dot_end(l3, h3, x, a, r3, d);
     }
     for (; e < n; e++) {
         const float *r0 = X + idx[e] * HD + off;
-        v8f s0 = {0};
-        for (int64_t t = 0; t < dv; t += 8)
-            s0 += dot_term(x + t, a ? a + t : NULL, r0 + t);
-        out[e] = dot_tail(s0, x, a, r0, dv, d);
+        v8f l0 = {0}, h0 = {0};
+        if (wide) {
+            v16f s0 = {0};
+            for (int64_t t = 0; t < d16; t += 16)
+                s0 += dot_term16(x + t, a ? a + t : NULL, r0 + t);
+            halves(s0, &l0, &h0);
+        } else {
+            for (int64_t t = 0; t < d16; t += 16) {
+                l0 += dot_term(x + t, a ? a + t : NULL, r0 + t);
+                h0 += dot_term(x + t + 8, a ? a + t + 8 : NULL, r0 + t + 8);
+            }
+        }
+        out[e] = dot_end(l0, h0, x, a, r0, d);
     }
 }
 
@@ -262,7 +307,7 @@ AG_INLINE int reads_terms(const srow_t *c)
    the dot products (else the terms only). Returns the messages in it (0:
    none left). */
 AG_INLINE int64_t chunk_next(const srow_t *c, runs_t *it, chunk_t *k, int64_t n, int64_t h,
-                             const int to_src, const int dots)
+                             const int to_src, const int dots, const int wide)
 {
     const int64_t H = c->H, HD = H * c->d, off = h * c->d;
     const int64_t m = k->n = runs_next(it, k->idx);
@@ -271,7 +316,7 @@ AG_INLINE int64_t chunk_next(const srow_t *c, runs_t *it, chunk_t *k, int64_t n,
     const float *X = to_src ? c->Q : c->K, *x = (to_src ? c->K : c->Q) + n * HD + off;
     if (dots && reads_dots(c))
         dots8(k->qk, x, c->kind == AG_SCORE_GATV2 ? c->a_abs + off : NULL, X, k->idx, m, HD,
-              off, c->d);
+              off, c->d, wide);
     if (reads_terms(c)) {
         const float *mine = (to_src ? c->t_src : c->t_dst) + n * H + h;
         const float *theirs = (to_src ? c->t_dst : c->t_src) + h;
@@ -339,13 +384,14 @@ AG_INLINE void chunk_key_weights(const srow_t *c, const chunk_t *k, const float 
 }
 
 /* Destination i's scores of head h into s [in-degree]. */
-AG_INLINE void dst_scores(const srow_t *c, const ag_nbhd_t *nb, int64_t i, int64_t h, float *s)
+AG_INLINE void dst_scores(const srow_t *c, const ag_nbhd_t *nb, int64_t i, int64_t h, float *s,
+                           const int wide)
 {
     chunk_t k;
     float out[CHUNK];
     int64_t e = 0;
     runs_t it = runs_of(nb->run_ptr, nb->run_src, nb->run_len, i);
-    while (chunk_next(c, &it, &k, i, h, 0, 1)) {
+    while (chunk_next(c, &it, &k, i, h, 0, 1, wide)) {
         chunk_scores(c, &k, h, out);
         memcpy(s + e, out, (size_t)k.n * sizeof *s);
         e += k.n;
@@ -404,7 +450,7 @@ AG_INLINE void srow_fwd(const srow_t *c, const ag_nbhd_t *nb, int64_t i, int64_t
         kext_lse(x, i, h, H, -__builtin_inff(), 0.0f, 1.0f);
         return;
     }
-    dst_scores(c, nb, i, h, s);
+    dst_scores(c, nb, i, h, s, wide);
     float l, u = 0;
     const float m = softmax_row(s, deg, &l, stats ? &u : NULL);
     int64_t idx[CHUNK + 4], n, e = 0;
@@ -452,7 +498,7 @@ AG_INLINE void srow_dst(const srow_t *c, const ag_nbhd_t *nb, int64_t i, const f
             sh[ST_SHIFT] = -__builtin_inff(), sh[ST_SUM] = 0, sh[ST_D] = 0;
             continue;
         }
-        dst_scores(c, nb, i, h, s);
+        dst_scores(c, nb, i, h, s, wide);
         float l;
         const float m = softmax_row(s, deg, &l, NULL);
         /* dA, then D = sum a dA, the weights a = p / l as pass 2 makes them */
@@ -460,7 +506,7 @@ AG_INLINE void srow_dst(const srow_t *c, const ag_nbhd_t *nb, int64_t i, const f
         int64_t n, e = 0;
         runs_t it = runs_of(nb->run_ptr, nb->run_src, nb->run_len, i);
         while ((n = runs_next(&it, k.idx)))
-            dots8(dA + e, dM + i * HD + off, NULL, V, k.idx, n, HD, off, d), e += n;
+            dots8(dA + e, dM + i * HD + off, NULL, V, k.idx, n, HD, off, d, wide), e += n;
         const v8f lv = v8_set1(l);
         v8f dv = {0};
         for (e = 0; e + 8 <= deg; e += 8)
@@ -473,7 +519,7 @@ AG_INLINE void srow_dst(const srow_t *c, const ag_nbhd_t *nb, int64_t i, const f
         for (int t = 0; t < CHUNK; t++)
             ls[t] = l, Ds[t] = D;
         it = runs_of(nb->run_ptr, nb->run_src, nb->run_len, i), e = 0;
-        while (chunk_next(c, &it, &k, i, h, 0, 0)) {
+        while (chunk_next(c, &it, &k, i, h, 0, 0, wide)) {
             float p[CHUNK], dAc[CHUNK], a[CHUNK], dx[CHUNK], w[CHUNK];
             memcpy(p, s + e, (size_t)k.n * sizeof *p);
             memcpy(dAc, dA + e, (size_t)k.n * sizeof *dAc);
@@ -506,10 +552,10 @@ AG_INLINE void srow_src(const srow_t *c, const ag_nbhd_t *nb, int64_t j, const f
         T[h] = 0;
         chunk_t k;
         runs_t it = runs_of(nb->out_ptr, nb->out_dst, nb->out_len, j);
-        while (chunk_next(c, &it, &k, j, h, 1, 1)) {
+        while (chunk_next(c, &it, &k, j, h, 1, 1, wide)) {
             float s[CHUNK], dA[CHUNK], l[CHUNK], D[CHUNK], a[CHUNK], dx[CHUNK], w[CHUNK];
             chunk_scores(c, &k, h, s);
-            dots8(dA, V + j * HD + off, NULL, dM, k.idx, k.n, HD, off, d);
+            dots8(dA, V + j * HD + off, NULL, dM, k.idx, k.n, HD, off, d, wide);
             for (int64_t t = 0; t < k.n; t++) {
                 const float *st = state + (k.idx[t] * H + h) * S;
                 s[t] -= st[ST_SHIFT], l[t] = st[ST_SUM], D[t] = st[ST_D];
