@@ -699,10 +699,14 @@ int main(int argc, char **argv)
             backward_table(only, &rows);
     }
     ag_i_simd_force(-1);
-    /* once: the generic path and the one-pass kernel are baseline code on every variant */
+    /* once, on the CPU's best variant: the one-pass kernel and the generic path's
+       sigmoid and linear are baseline code on every variant, and its softmax
+       kinds' vector rows give the same bits on each */
     if ((tables && !only && !forward_only) || scores_only) {
-        printf("== score functions (baseline code on every variant), 2 threads\n"
-               "  case                             kind           median    useful rate\n");
+        printf("== score functions (%s; sigmoid, linear and the one-pass kernel: baseline "
+               "code), 2 threads\n"
+               "  case                             kind           median    useful rate\n",
+               ag_simd_isa());
         for (size_t k = 0; k < sizeof score_cases / sizeof score_cases[0]; k++)
             run_scores(&score_cases[k], scores_only ? only : NULL);
     }
