@@ -26,6 +26,7 @@
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 #include "kernels/isa.h"
+#include "kernels/score_rows.h"
 
 int ag_i_is_softmax(ag_score_kind_t kind)
 {
@@ -45,19 +46,16 @@ typedef struct {
     float *g_dst, *g_src;     /* gatv2: a'.q_i and a'.k_j [N, H] (see raw_score) */
     float *a_abs, *a_lin;     /* gatv2: a'' and a' [H*d] */
     float *alibi;             /* [H] */
-    uint64_t drop_state;      /* dropout: the generator's state, the threshold below which */
-    uint64_t drop_below;      /* a 64-bit draw drops the message, and the kept ones' scale */
-    float drop_scale;         /* (1 with no dropout: drop_below 0 drops nothing) */
+    ag_i_drop_t drop;         /* attention dropout's draws (score_rows.h) */
     int vec;                  /* do the rows run on vectors (score_rows.c: vector_rows)? */
     srow_t row;               /* what they read */
 } sctx_t;
 
 /* Do the vector rows (score_rows.c) run this score: softmax, with nothing
-   of a message's own (edge bias or terms, dropout) and no softcap? */
+   of a message's own (edge bias or terms) and no softcap? */
 static int vector_rows(const ag_score_t *sc)
 {
-    return ag_i_is_softmax(sc->kind) &&
-           sc->softcap == 0 && sc->dropout == 0 && !sc->edge_bias && !sc->edge_pre &&
+    return ag_i_is_softmax(sc->kind) && sc->softcap == 0 && !sc->edge_bias && !sc->edge_pre &&
            !sc->edge_key && !sc->edge_value;
 }
 
@@ -172,11 +170,11 @@ static void sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const flo
     const ag_score_kind_t kind = c->sc.kind;
     c->scale = kind == AG_SCORE_DOT || kind == AG_SCORE_LINEAR || kind == AG_SCORE_COSINE
                    ? 1.0f : 1.0f / sqrtf((float)d);
-    c->drop_scale = 1.0f;
+    c->drop.scale = 1.0f;
     if (c->sc.dropout > 0) {   /* p 2^64 < 2^64: p <= 1 - 2^-24 */
-        c->drop_state = rng_seed(c->sc.dropout_seed, DROPOUT_STREAM);
-        c->drop_below = (uint64_t)((double)c->sc.dropout * 18446744073709551616.0);
-        c->drop_scale = 1.0f / (1.0f - c->sc.dropout);
+        c->drop.state = rng_seed(c->sc.dropout_seed, DROPOUT_STREAM);
+        c->drop.below = (uint64_t)((double)c->sc.dropout * 18446744073709551616.0);
+        c->drop.scale = 1.0f / (1.0f - c->sc.dropout);
     }
     const int64_t HD = H * d, qlo = rows.qlo, klo = rows.klo;
     const int64_t nq = rows.qhi - qlo, nk = rows.khi - klo;
@@ -224,7 +222,7 @@ static void sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const flo
     c->row = (srow_t){kind, H, d, c->sc.beta, c->scale, c->sc.slope, c->Q, c->K,
                       c->e_dst ? c->e_dst : c->g_dst ? c->g_dst : c->norm_q,
                       c->e_src ? c->e_src : c->g_src ? c->g_src : c->norm_k,
-                      c->sc.a_src, c->a_abs, c->sc.alibi ? c->alibi : NULL};
+                      c->sc.a_src, c->a_abs, c->sc.alibi ? c->alibi : NULL, c->drop};
 }
 
 /* sctx_init with terms of its own (c->owned; ag_attention_weights and
@@ -246,47 +244,20 @@ static int sctx_alloc(sctx_t *c, const ag_score_t *score, rows_t rows, const flo
  * source j, its occurrence nth among the messages j -> i, head h). Slots
  * will not do: the MPI layer's backward views number them differently, and
  * hold only some of a destination's messages. So any process count, as any
- * thread count, draws the same.
+ * thread count, draws the same (score_rows.h: ag_i_drop_key).
  */
-
-/* The occurrence (0: the first) of source j of run r of destination i: a
-   repeated source starts a new run, so the runs before that end at j hold
-   its earlier occurrences. */
-static inline int64_t occurrence(const ag_nbhd_t *nb, int64_t i, int64_t r, int64_t j)
-{
-    int64_t nth = 0;
-    while (r > nb->run_ptr[i] && j == nb->run_src[r] &&
-           nb->run_src[r - 1] + nb->run_len[r - 1] - 1 == j)
-        nth++, r--;
-    return nth;
-}
-
-/* The key of message j -> i (its nth occurrence), from which each head's draw is made. */
-static inline uint64_t drop_key(const sctx_t *c, int64_t i, int64_t j, int64_t nth)
-{
-    return rng_at(rng_at(rng_at(c->drop_state, (uint64_t)i), (uint64_t)j), (uint64_t)nth);
-}
-
-/* Dropout's factor of head h of the message of key `key`: 0 (dropped) or
-   1 / (1 - p); 1 without dropout. */
-static inline float drop_factor(const sctx_t *c, uint64_t key, int64_t h)
-{
-    if (!c->drop_below)
-        return 1.0f;
-    return rng_at(key, (uint64_t)h) < c->drop_below ? 0.0f : c->drop_scale;
-}
 
 /* Destination i's weights W [its slots, H] times their dropout factors. */
 static void drop_row(const sctx_t *c, const ag_nbhd_t *nb, float *W, int64_t i)
 {
-    if (!c->drop_below)
+    if (!c->drop.below)
         return;
     int64_t e = 0;
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++) {
-            const uint64_t key = drop_key(c, i, j, occurrence(nb, i, r, j));
+            const uint64_t key = ag_i_drop_key(&c->drop, i, j, ag_i_occurrence(nb, i, r, j));
             for (int64_t h = 0; h < c->H; h++)
-                W[e * c->H + h] *= drop_factor(c, key, h);
+                W[e * c->H + h] *= ag_i_drop_factor(&c->drop, key, h);
         }
 }
 
@@ -1091,9 +1062,10 @@ static void edge_value_grads(const sctx_t *c, const ag_nbhd_t *nb, int64_t i, co
     int64_t e = 0;
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++) {
-            const uint64_t key = c->drop_below ? drop_key(c, i, j, occurrence(nb, i, r, j)) : 0;
+            const uint64_t key =
+                c->drop.below ? ag_i_drop_key(&c->drop, i, j, ag_i_occurrence(nb, i, r, j)) : 0;
             for (int64_t h = 0; h < H; h++) {
-                const float az = A[e * H + h] * drop_factor(c, key, h);
+                const float az = A[e * H + h] * ag_i_drop_factor(&c->drop, key, h);
                 float *out = dev + (e * H + h) * d;
 #pragma omp simd
                 for (int64_t t = 0; t < d; t++)
@@ -1126,7 +1098,8 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i,
     int64_t e = 0;
     for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
         for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++, e++) {
-            const uint64_t key = c->drop_below ? drop_key(c, i, j, occurrence(nb, i, r, j)) : 0;
+            const uint64_t key =
+                c->drop.below ? ag_i_drop_key(&c->drop, i, j, ag_i_occurrence(nb, i, r, j)) : 0;
             for (int64_t h = 0; h < H; h++) {
                 const float x = raw_score(c, i, j, s0 + e, h);
                 G[e * H + h] = x;
@@ -1135,7 +1108,7 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i,
                 const float *vj = b->V + j * HD + h * d;   /* source_message's order */
                 const float gv = d % 8 ? ag_i_dot(dm + h * d, vj, d) : dot8(dm + h * d, vj, d);
                 dA[e * H + h] = (ev ? gv + ag_i_dot(dm + h * d, ev, d) : gv) *
-                                drop_factor(c, key, h);
+                                ag_i_drop_factor(&c->drop, key, h);
             }
         }
     normalise_row(c, A, i, deg, NULL, st);
@@ -1191,7 +1164,7 @@ static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t
                                   int64_t nth, float *dk, float *dv, float *T)
 {
     const sctx_t *c = &b->c;
-    const uint64_t key = c->drop_below ? drop_key(c, i, j, nth) : 0;
+    const uint64_t key = c->drop.below ? ag_i_drop_key(&c->drop, i, j, nth) : 0;
     const int64_t H = c->H, d = c->d, HD = H * d;
     for (int64_t h = 0; h < H; h++) {
         const float *st = b->state + (i * H + h) * ST_N, *g = b->dM + i * HD + h * d;
@@ -1214,7 +1187,7 @@ static inline void source_message(const bctx_t *b, int64_t i, int64_t j, int64_t
             if (ev)
                 dA += ag_i_dot(g, ev, d);
         }
-        const float z = drop_factor(c, key, h);   /* the weight used was a z */
+        const float z = ag_i_drop_factor(&c->drop, key, h);   /* the weight used was a z */
         dA *= z;
         const float a = weight_of(c, finish_score(c, r, i, j, s, h), st);
         const float dr = finish_backward(c, r, score_grad(c, a, dA, st));

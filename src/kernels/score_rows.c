@@ -259,9 +259,9 @@ AG_INLINE runs_t runs_of(const int64_t *ptr, const int64_t *first, const int64_t
     return (runs_t){first, len, ptr[n], ptr[n + 1], 0};
 }
 
-/* The next nodes of the runs (at most CHUNK) into idx [CHUNK + 4]; how many
-   (0: none left). */
-AG_INLINE int64_t runs_next(runs_t *it, int64_t *idx)
+/* The next nodes of the runs (at most CHUNK) into idx [CHUNK + 4], and each
+   one's run into run (NULL: not wanted); how many (0: none left). */
+AG_INLINE int64_t runs_next(runs_t *it, int64_t *idx, int64_t *run)
 {
     int64_t n = 0;
     while (n < CHUNK && it->r < it->r_end) {
@@ -271,6 +271,8 @@ AG_INLINE int64_t runs_next(runs_t *it, int64_t *idx)
         const v4l step = {0, 1, 2, 3};
         for (int64_t t = 0; t < take; t += 4)   /* up to 3 past take: idx has room */
             *(v4l *)(idx + n + t) = step + j0 + t;
+        for (int64_t t = 0; run && t < take; t++)
+            run[n + t] = it->r;
         n += take, it->at += take;
         if (it->at == it->len[it->r])
             it->r++, it->at = 0;
@@ -287,9 +289,22 @@ AG_INLINE int64_t runs_next(runs_t *it, int64_t *idx)
  * = j - i (ALiBi). Padded to whole vectors with zeros.
  */
 typedef struct {
-    int64_t n, idx[CHUNK + 4];
+    int64_t n, idx[CHUNK + 4], run[CHUNK];
     float qk[CHUNK], td[CHUNK], ts[CHUNK], dj[CHUNK];
 } chunk_t;
+
+/* z [t] = dropout's factor of head h of m messages of node n (to_src 0: n the
+   destination, idx its sources; 1: n the source), each of run run[t]. */
+AG_INLINE void drops(const srow_t *c, const ag_nbhd_t *nb, int64_t n, int64_t h,
+                     const int64_t *idx, const int64_t *run, int64_t m, const int to_src,
+                     float *z)
+{
+    for (int64_t t = 0; t < m; t++) {
+        const int64_t i = to_src ? idx[t] : n, j = to_src ? n : idx[t];
+        const int64_t nth = to_src ? nb->out_nth[run[t]] : ag_i_occurrence(nb, i, run[t], j);
+        z[t] = ag_i_drop_factor(&c->drop, ag_i_drop_key(&c->drop, i, j, nth), h);
+    }
+}
 
 AG_INLINE int reads_dots(const srow_t *c)
 {
@@ -310,7 +325,7 @@ AG_INLINE int64_t chunk_next(const srow_t *c, runs_t *it, chunk_t *k, int64_t n,
                              const int to_src, const int dots, const int wide)
 {
     const int64_t H = c->H, HD = H * c->d, off = h * c->d;
-    const int64_t m = k->n = runs_next(it, k->idx);
+    const int64_t m = k->n = runs_next(it, k->idx, c->drop.below ? k->run : NULL);
     if (!m)
         return 0;
     const float *X = to_src ? c->Q : c->K, *x = (to_src ? c->K : c->Q) + n * HD + off;
@@ -453,10 +468,16 @@ AG_INLINE void srow_fwd(const srow_t *c, const ag_nbhd_t *nb, int64_t i, int64_t
     dst_scores(c, nb, i, h, s, wide);
     float l, u = 0;
     const float m = softmax_row(s, deg, &l, stats ? &u : NULL);
-    int64_t idx[CHUNK + 4], n, e = 0;
+    int64_t idx[CHUNK + 4], run[CHUNK], n, e = 0;
     float t = 0;
     runs_t it = runs_of(nb->run_ptr, nb->run_src, nb->run_len, i);
-    while ((n = runs_next(&it, idx))) {
+    while ((n = runs_next(&it, idx, c->drop.below ? run : NULL))) {
+        if (c->drop.below) {   /* the weights times their dropout factors (not l) */
+            float z[CHUNK];
+            drops(c, nb, i, h, idx, run, n, 0, z);
+            for (int64_t k = 0; k < n; k++)
+                s[e + k] *= z[k];
+        }
         wsum(m_i + off, s + e, V, idx, n, HD, off, d, wide);
         for (int64_t k = 0; kext_distance(x) && k < n; k++)
             t += s[e + k] * (float)(i > idx[k] ? i - idx[k] : idx[k] - i);
@@ -505,8 +526,16 @@ AG_INLINE void srow_dst(const srow_t *c, const ag_nbhd_t *nb, int64_t i, const f
         chunk_t k;
         int64_t n, e = 0;
         runs_t it = runs_of(nb->run_ptr, nb->run_src, nb->run_len, i);
-        while ((n = runs_next(&it, k.idx)))
-            dots8(dA + e, dM + i * HD + off, NULL, V, k.idx, n, HD, off, d, wide), e += n;
+        while ((n = runs_next(&it, k.idx, c->drop.below ? k.run : NULL))) {
+            dots8(dA + e, dM + i * HD + off, NULL, V, k.idx, n, HD, off, d, wide);
+            if (c->drop.below) {   /* dA = z dM_i . v_j: the weight used was a z */
+                float z[CHUNK];
+                drops(c, nb, i, h, k.idx, k.run, n, 0, z);
+                for (int64_t t = 0; t < n; t++)
+                    dA[e + t] *= z[t];
+            }
+            e += n;
+        }
         const v8f lv = v8_set1(l);
         v8f dv = {0};
         for (e = 0; e + 8 <= deg; e += 8)
@@ -564,9 +593,20 @@ AG_INLINE void srow_src(const srow_t *c, const ag_nbhd_t *nb, int64_t j, const f
                 s[t] = -1000.0f, l[t] = 1.0f, dA[t] = D[t] = 0.0f;
             for (int64_t t = 0; t < k.n; t += 8)
                 v8_store(s + t, v8_exp_nonpos(v8_load(s + t)));
+            float z[CHUNK], *az = a;   /* dA and the weights times dropout's factors */
+            if (c->drop.below) {
+                drops(c, nb, j, h, k.idx, k.run, k.n, 1, z);
+                for (int64_t t = 0; t < k.n; t++)
+                    dA[t] *= z[t];
+            }
             chunk_dx(k.n, s, l, dA, D, a, dx);
             chunk_key_weights(c, &k, dx, w, T + h);
-            wsum(dv + off, a, dM, k.idx, k.n, HD, off, d, wide);
+            if (c->drop.below) {
+                az = z;
+                for (int64_t t = 0; t < k.n; t++)
+                    az[t] = a[t] * z[t];
+            }
+            wsum(dv + off, az, dM, k.idx, k.n, HD, off, d, wide);
             if (c->kind == AG_SCORE_GATV2)
                 gsum(dk + off, NULL, w, c->slope, c->K + j * HD + off, c->a + off, c->Q, k.idx,
                      k.n, HD, off, d);

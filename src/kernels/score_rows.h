@@ -2,15 +2,54 @@
  * The score kinds on vectors (score_rows.c): one node's row of the generic
  * kernel, forward and both backward passes, compiled per instruction set and
  * registered in isa.h as the fused kernels' loops are. They run softmax scores
- * whose messages carry nothing of their own (no edge bias, edge terms,
- * softcap or dropout): scaled-dot and dot with ALiBi, additive (GAT), GATv2
+ * whose messages carry nothing of their own (no edge bias or edge terms;
+ * no softcap): scaled-dot and dot with ALiBi, additive (GAT), GATv2
  * and cosine. generic.c makes the per-node terms and the chain rule through them;
  * a row here computes every message's score, weight and gradient.
  */
 #ifndef AG_KERNELS_SCORE_ROWS_H
 #define AG_KERNELS_SCORE_ROWS_H
 
+#include "base/base.h"
 #include "kernels/kernels.h"
+
+/*
+ * Attention dropout's draws (generic.c's file comment): a message's mask is a
+ * hash of (seed, destination i, source j, its occurrence among the messages
+ * j -> i, head h), the same on every thread and process count.
+ */
+typedef struct {
+    uint64_t state;   /* the generator's state */
+    uint64_t below;   /* a 64-bit draw below this drops the message (0: no dropout) */
+    float scale;      /* the kept ones' factor, 1 / (1 - p) */
+} ag_i_drop_t;
+
+/* The occurrence (0: the first) of source j of run r of destination i: a
+   repeated source starts a new run, so the runs before that end at j hold
+   its earlier occurrences. */
+static inline int64_t ag_i_occurrence(const ag_nbhd_t *nb, int64_t i, int64_t r, int64_t j)
+{
+    int64_t nth = 0;
+    while (r > nb->run_ptr[i] && j == nb->run_src[r] &&
+           nb->run_src[r - 1] + nb->run_len[r - 1] - 1 == j)
+        nth++, r--;
+    return nth;
+}
+
+/* The key of message j -> i (its nth occurrence), from which each head's draw is made. */
+static inline uint64_t ag_i_drop_key(const ag_i_drop_t *z, int64_t i, int64_t j, int64_t nth)
+{
+    return rng_at(rng_at(rng_at(z->state, (uint64_t)i), (uint64_t)j), (uint64_t)nth);
+}
+
+/* Dropout's factor of head h of the message of key `key`: 0 (dropped) or
+   1 / (1 - p); 1 without dropout. */
+static inline float ag_i_drop_factor(const ag_i_drop_t *z, uint64_t key, int64_t h)
+{
+    if (!z->below)
+        return 1.0f;
+    return rng_at(key, (uint64_t)h) < z->below ? 0.0f : z->scale;
+}
 
 /* What a row reads of a score; the arrays are indexed by global node. */
 typedef struct ag_i_srow {
@@ -24,6 +63,7 @@ typedef struct ag_i_srow {
                                        a'.k_j, cosine's |q_i| and |k_j| */
     const float *a, *a_abs;         /* gatv2: its vector a and a'' [H*d] (generic.c) */
     const float *alibi;             /* [H] slopes, or NULL */
+    ag_i_drop_t drop;               /* attention dropout (drop.below 0: none) */
 } srow_t;
 
 /* Destination i, head h: its part of row i of M (m_i [H*d]), and x's
