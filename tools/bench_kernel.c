@@ -478,6 +478,7 @@ static const case_t cases[] = {
     {"complete N=2048 d=64 H=1", "complete", 2048, 1, 64, AG_SELF_KEEP, 0},
     {"causal N=4096 d=64 H=1", "causal", 4096, 1, 64, AG_SELF_KEEP, 0},
     {"causal N=2048 d=64 H=8", "causal", 2048, 8, 64, AG_SELF_KEEP, 0},
+    {"causal N=4096 d=32 H=4", "causal", 4096, 4, 32, AG_SELF_KEEP, 0},   /* the GPT's heads */
     {"window W=128 N=32768 d=64", "window:128", 32768, 1, 64, AG_SELF_KEEP, 0},
     {"random 16 + self N=200000 d=64", "random:16,1", 200000, 1, 64, AG_SELF_ON, 1},
 };
