@@ -721,8 +721,7 @@ void ag_i_generic_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
             if (c.row.t_src && i + 1 < hi)
                 prefetch_rows(nb, i + 1, c.row.t_src, H, 0, H, RUN_HEAD);
             prefetch_rows(nb, i, V, HD, 0, HD, RUN_HEAD);
-            for (int64_t h = 0; h < H; h++)
-                p->isa->srow_fwd(&c.row, nb, i, h, V, M + i * HD, ag_i_scratch_mine(&buf), xp);
+            p->isa->srow_fwd(&c.row, nb, i, V, M + i * HD, ag_i_scratch_mine(&buf), xp);
             kext_done(xp, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
         }
         return;
@@ -1085,6 +1084,8 @@ static void backward_dst(const bctx_t *b, const ag_nbhd_t *nb, int64_t i,
     const int64_t H = c->H, d = c->d, HD = H * d, s0 = nb->edge_ptr[i];
     const int64_t deg = nb->edge_ptr[i + 1] - s0;
     float *A = ag_i_scratch_mine(&b->buf), *G = A + deg * H, *dA = G + deg * H, *T = dA + deg * H;
+    if (b->vec && AG_I_SROW_FLOATS(deg) > 3 * deg * H)   /* past the vector rows' scratch */
+        T = A + AG_I_SROW_FLOATS(deg);
     float *st = b->state + i * H * ST_N, *dq = g->dQ + i * HD;
     float *d_bias = g->d_edge_bias, *d_pre = g->d_edge_pre;
     const float *dm = b->dM + i * HD;
@@ -1302,7 +1303,10 @@ int ag_i_generic_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t d,
     /* per thread: a destination's weights [max_deg, H] (the backward: also
        raw scores and dA, then [H]); shared: the per-node terms, then the
        backward's per-destination state and GAT vectors' partials */
-    const int64_t per_thread = p->backward ? 3 * p->max_deg * H + H : p->max_deg * H;
+    int64_t per_thread = p->backward ? 3 * p->max_deg * H : p->max_deg * H;
+    if (per_thread < AG_I_SROW_FLOATS(p->max_deg))   /* the vector rows' (score_rows.h) */
+        per_thread = AG_I_SROW_FLOATS(p->max_deg);
+    per_thread += p->backward ? H : 0;
     int64_t shared = terms_need(kind, rows, H, d);
     const int gat = kind == AG_SCORE_ADDITIVE || kind == AG_SCORE_GATV2;
     if (p->backward && !p->part)   /* a part's states and partials are the caller's */

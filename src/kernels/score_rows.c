@@ -293,17 +293,27 @@ typedef struct {
     float qk[CHUNK], td[CHUNK], ts[CHUNK], dj[CHUNK];
 } chunk_t;
 
-/* z [t] = dropout's factor of head h of m messages of node n (to_src 0: n the
-   destination, idx its sources; 1: n the source), each of run run[t]. */
-AG_INLINE void drops(const srow_t *c, const ag_nbhd_t *nb, int64_t n, int64_t h,
-                     const int64_t *idx, const int64_t *run, int64_t m, const int to_src,
-                     float *z)
+/* The dropout keys of destination i's messages, in slot order, into key. */
+AG_INLINE void dst_keys(const srow_t *c, const ag_nbhd_t *nb, int64_t i, uint64_t *key)
 {
-    for (int64_t t = 0; t < m; t++) {
-        const int64_t i = to_src ? idx[t] : n, j = to_src ? n : idx[t];
-        const int64_t nth = to_src ? nb->out_nth[run[t]] : ag_i_occurrence(nb, i, run[t], j);
-        z[t] = ag_i_drop_factor(&c->drop, ag_i_drop_key(&c->drop, i, j, nth), h);
-    }
+    int64_t e = 0;
+    for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
+        for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++)
+            key[e++] = ag_i_drop_key(&c->drop, i, j, ag_i_occurrence(nb, i, r, j));
+}
+
+/* z [t] = dropout's factor of head h of the m messages of keys key. */
+AG_INLINE void drops(const srow_t *c, const uint64_t *key, int64_t m, int64_t h, float *z)
+{
+    for (int64_t t = 0; t < m; t++)
+        z[t] = ag_i_drop_factor(&c->drop, key[t], h);
+}
+
+/* Where a destination's dropout keys lie in its scratch s (after `used`
+   floats), on 8 bytes (AG_I_SROW_FLOATS leaves room). */
+AG_INLINE uint64_t *keys_at(float *s, int64_t used)
+{
+    return (uint64_t *)(void *)(s + ((used + 1) & ~(int64_t)1));
 }
 
 AG_INLINE int reads_dots(const srow_t *c)
@@ -317,17 +327,13 @@ AG_INLINE int reads_terms(const srow_t *c)
            c->kind == AG_SCORE_COSINE;
 }
 
-/* The next chunk of node n's messages (runs it), head h: to_src 0: n is the
-   destination, the chunk's nodes its sources; 1: n the source; dots: with
-   the dot products (else the terms only). Returns the messages in it (0:
-   none left). */
-AG_INLINE int64_t chunk_next(const srow_t *c, runs_t *it, chunk_t *k, int64_t n, int64_t h,
-                             const int to_src, const int dots, const int wide)
+/* What the chunk's messages read for head h (node n: to_src 0: the
+   destination, the chunk's nodes its sources; 1: the source; dots: with the
+   dot products, else the terms only). */
+AG_INLINE void chunk_head(const srow_t *c, chunk_t *k, int64_t n, int64_t h, const int to_src,
+                          const int dots, const int wide)
 {
-    const int64_t H = c->H, HD = H * c->d, off = h * c->d;
-    const int64_t m = k->n = runs_next(it, k->idx, c->drop.below ? k->run : NULL);
-    if (!m)
-        return 0;
+    const int64_t H = c->H, HD = H * c->d, off = h * c->d, m = k->n;
     const float *X = to_src ? c->Q : c->K, *x = (to_src ? c->K : c->Q) + n * HD + off;
     if (dots && reads_dots(c))
         dots8(k->qk, x, c->kind == AG_SCORE_GATV2 ? c->a_abs + off : NULL, X, k->idx, m, HD,
@@ -344,7 +350,17 @@ AG_INLINE int64_t chunk_next(const srow_t *c, runs_t *it, chunk_t *k, int64_t n,
             k->dj[t] = to_src ? (float)(n - k->idx[t]) : (float)(k->idx[t] - n);
     for (int64_t t = m; t % 8; t++)
         k->qk[t] = k->td[t] = k->ts[t] = k->dj[t] = 0.0f;
-    return m;
+}
+
+/* The next chunk of destination i's messages (runs it) and what they read
+   for head h (chunk_head's dots); the messages in it (0: none left). */
+AG_INLINE int64_t chunk_next(const srow_t *c, runs_t *it, chunk_t *k, int64_t i, int64_t h,
+                             const int dots, const int wide)
+{
+    if (!(k->n = runs_next(it, k->idx, NULL)))
+        return 0;
+    chunk_head(c, k, i, h, 0, dots, wide);
+    return k->n;
 }
 
 /* out[t] = the chunk's scores of head h (beta raw + ALiBi), raw from the terms
@@ -406,7 +422,7 @@ AG_INLINE void dst_scores(const srow_t *c, const ag_nbhd_t *nb, int64_t i, int64
     float out[CHUNK];
     int64_t e = 0;
     runs_t it = runs_of(nb->run_ptr, nb->run_src, nb->run_len, i);
-    while (chunk_next(c, &it, &k, i, h, 0, 1, wide)) {
+    while (chunk_next(c, &it, &k, i, h, 1, wide)) {
         chunk_scores(c, &k, h, out);
         memcpy(s + e, out, (size_t)k.n * sizeof *s);
         e += k.n;
@@ -452,43 +468,49 @@ AG_INLINE float softmax_row(float *s, int64_t n, float *l, float *u)
     return m;
 }
 
-AG_INLINE void srow_fwd(const srow_t *c, const ag_nbhd_t *nb, int64_t i, int64_t h,
-                        const float *V, float *m_i, float *s, const kext_t *x, const int wide)
+AG_INLINE void srow_fwd(const srow_t *c, const ag_nbhd_t *nb, int64_t i, const float *V,
+                        float *m_i, float *s, const kext_t *x, const int wide)
 {
-    const int64_t H = c->H, d = c->d, HD = H * d, off = h * d;
+    const int64_t H = c->H, d = c->d, HD = H * d;
     const int64_t deg = nb->edge_ptr[i + 1] - nb->edge_ptr[i];
     const int stats = kext_stats(x);
-    memset(m_i + off, 0, (size_t)d * sizeof *m_i);
-    if (!deg) {
-        if (stats)
-            kext_put(x, i, h, H, 0.0f, 0.0f, 0.0f, 0.0f);
-        kext_lse(x, i, h, H, -__builtin_inff(), 0.0f, 1.0f);
-        return;
-    }
-    dst_scores(c, nb, i, h, s, wide);
-    float l, u = 0;
-    const float m = softmax_row(s, deg, &l, stats ? &u : NULL);
-    int64_t idx[CHUNK + 4], run[CHUNK], n, e = 0;
-    float t = 0;
-    runs_t it = runs_of(nb->run_ptr, nb->run_src, nb->run_len, i);
-    while ((n = runs_next(&it, idx, c->drop.below ? run : NULL))) {
-        if (c->drop.below) {   /* the weights times their dropout factors (not l) */
-            float z[CHUNK];
-            drops(c, nb, i, h, idx, run, n, 0, z);
-            for (int64_t k = 0; k < n; k++)
-                s[e + k] *= z[k];
+    memset(m_i, 0, (size_t)HD * sizeof *m_i);
+    uint64_t *key = c->drop.below && deg ? keys_at(s, deg) : NULL;
+    if (key)   /* once for every head */
+        dst_keys(c, nb, i, key);
+    for (int64_t h = 0; h < H; h++) {
+        const int64_t off = h * d;
+        if (!deg) {
+            if (stats)
+                kext_put(x, i, h, H, 0.0f, 0.0f, 0.0f, 0.0f);
+            kext_lse(x, i, h, H, -__builtin_inff(), 0.0f, 1.0f);
+            continue;
         }
-        wsum(m_i + off, s + e, V, idx, n, HD, off, d, wide);
-        for (int64_t k = 0; kext_distance(x) && k < n; k++)
-            t += s[e + k] * (float)(i > idx[k] ? i - idx[k] : idx[k] - i);
-        e += n;
+        dst_scores(c, nb, i, h, s, wide);
+        float l, u = 0;
+        const float m = softmax_row(s, deg, &l, stats ? &u : NULL);
+        int64_t idx[CHUNK + 4], n, e = 0;
+        float t = 0;
+        runs_t it = runs_of(nb->run_ptr, nb->run_src, nb->run_len, i);
+        while ((n = runs_next(&it, idx, NULL))) {
+            if (key) {   /* the weights times their dropout factors (not l) */
+                float z[CHUNK];
+                drops(c, key + e, n, h, z);
+                for (int64_t k = 0; k < n; k++)
+                    s[e + k] *= z[k];
+            }
+            wsum(m_i + off, s + e, V, idx, n, HD, off, d, wide);
+            for (int64_t k = 0; kext_distance(x) && k < n; k++)
+                t += s[e + k] * (float)(i > idx[k] ? i - idx[k] : idx[k] - i);
+            e += n;
+        }
+        const float inv = 1.0f / l;
+        for (int64_t k = 0; k < d; k++)
+            m_i[off + k] *= inv;
+        if (stats)
+            kext_put(x, i, h, H, l, u, t, 1.0f);
+        kext_lse(x, i, h, H, m, l, 1.0f);
     }
-    const float inv = 1.0f / l;
-    for (int64_t k = 0; k < d; k++)
-        m_i[off + k] *= inv;
-    if (stats)
-        kext_put(x, i, h, H, l, u, t, 1.0f);
-    kext_lse(x, i, h, H, m, l, 1.0f);
 }
 
 /* dx [t] = a (dA - D) with a = p / l: the chunk's dL/dx, as both passes make it. */
@@ -511,6 +533,9 @@ AG_INLINE void srow_dst(const srow_t *c, const ag_nbhd_t *nb, int64_t i, const f
     memset(dq, 0, (size_t)HD * sizeof *dq);
     if (db)
         memset(db, 0, (size_t)deg * sizeof *db);
+    uint64_t *key = c->drop.below && deg ? keys_at(s, 2 * deg) : NULL;
+    if (key)   /* once for every head */
+        dst_keys(c, nb, i, key);
     for (int64_t h = 0; h < H; h++) {
         const int64_t off = h * d;
         float *sh = st + h * AG_I_GENERIC_STATE;
@@ -526,11 +551,11 @@ AG_INLINE void srow_dst(const srow_t *c, const ag_nbhd_t *nb, int64_t i, const f
         chunk_t k;
         int64_t n, e = 0;
         runs_t it = runs_of(nb->run_ptr, nb->run_src, nb->run_len, i);
-        while ((n = runs_next(&it, k.idx, c->drop.below ? k.run : NULL))) {
+        while ((n = runs_next(&it, k.idx, NULL))) {
             dots8(dA + e, dM + i * HD + off, NULL, V, k.idx, n, HD, off, d, wide);
-            if (c->drop.below) {   /* dA = z dM_i . v_j: the weight used was a z */
+            if (key) {   /* dA = z dM_i . v_j: the weight used was a z */
                 float z[CHUNK];
-                drops(c, nb, i, h, k.idx, k.run, n, 0, z);
+                drops(c, key + e, n, h, z);
                 for (int64_t t = 0; t < n; t++)
                     dA[e + t] *= z[t];
             }
@@ -548,7 +573,7 @@ AG_INLINE void srow_dst(const srow_t *c, const ag_nbhd_t *nb, int64_t i, const f
         for (int t = 0; t < CHUNK; t++)
             ls[t] = l, Ds[t] = D;
         it = runs_of(nb->run_ptr, nb->run_src, nb->run_len, i), e = 0;
-        while (chunk_next(c, &it, &k, i, h, 0, 0, wide)) {
+        while (chunk_next(c, &it, &k, i, h, 0, wide)) {
             float p[CHUNK], dAc[CHUNK], a[CHUNK], dx[CHUNK], w[CHUNK];
             memcpy(p, s + e, (size_t)k.n * sizeof *p);
             memcpy(dAc, dA + e, (size_t)k.n * sizeof *dAc);
@@ -576,12 +601,17 @@ AG_INLINE void srow_src(const srow_t *c, const ag_nbhd_t *nb, int64_t j, const f
     const int64_t H = c->H, d = c->d, HD = H * d, S = AG_I_GENERIC_STATE;
     memset(dk, 0, (size_t)HD * sizeof *dk);
     memset(dv, 0, (size_t)HD * sizeof *dv);
-    for (int64_t h = 0; h < H; h++) {
-        const int64_t off = h * d;
-        T[h] = 0;
-        chunk_t k;
-        runs_t it = runs_of(nb->out_ptr, nb->out_dst, nb->out_len, j);
-        while (chunk_next(c, &it, &k, j, h, 1, 1, wide)) {
+    memset(T, 0, (size_t)H * sizeof *T);
+    chunk_t k;
+    runs_t it = runs_of(nb->out_ptr, nb->out_dst, nb->out_len, j);
+    /* chunk by chunk, each head in turn (a head's sums run in the chunks' order) */
+    while ((k.n = runs_next(&it, k.idx, c->drop.below ? k.run : NULL))) {
+        uint64_t key[CHUNK];   /* the messages' dropout keys, once for every head */
+        for (int64_t t = 0; c->drop.below && t < k.n; t++)
+            key[t] = ag_i_drop_key(&c->drop, k.idx[t], j, nb->out_nth[k.run[t]]);
+        for (int64_t h = 0; h < H; h++) {
+            const int64_t off = h * d;
+            chunk_head(c, &k, j, h, 1, 1, wide);
             float s[CHUNK], dA[CHUNK], l[CHUNK], D[CHUNK], a[CHUNK], dx[CHUNK], w[CHUNK];
             chunk_scores(c, &k, h, s);
             dots8(dA, V + j * HD + off, NULL, dM, k.idx, k.n, HD, off, d, wide);
@@ -595,7 +625,7 @@ AG_INLINE void srow_src(const srow_t *c, const ag_nbhd_t *nb, int64_t j, const f
                 v8_store(s + t, v8_exp_nonpos(v8_load(s + t)));
             float z[CHUNK], *az = a;   /* dA and the weights times dropout's factors */
             if (c->drop.below) {
-                drops(c, nb, j, h, k.idx, k.run, k.n, 1, z);
+                drops(c, key, k.n, h, z);
                 for (int64_t t = 0; t < k.n; t++)
                     dA[t] *= z[t];
             }
@@ -618,10 +648,9 @@ AG_INLINE void srow_src(const srow_t *c, const ag_nbhd_t *nb, int64_t j, const f
 
 #define SROW_VARIANTS(isa, target, wide)                                                    \
     target void ag_i_srow_fwd_##isa(const srow_t *c, const ag_nbhd_t *nb, int64_t i,         \
-                                    int64_t h, const float *V, float *m_i, float *s,        \
-                                    const kext_t *x)                                        \
+                                    const float *V, float *m_i, float *s, const kext_t *x)   \
     {                                                                                       \
-        srow_fwd(c, nb, i, h, V, m_i, s, x, wide);                                          \
+        srow_fwd(c, nb, i, V, m_i, s, x, wide);                                             \
     }                                                                                       \
     target void ag_i_srow_dst_##isa(const srow_t *c, const ag_nbhd_t *nb, int64_t i,         \
                                     const float *V, const float *dM, float *st, float *dq,  \

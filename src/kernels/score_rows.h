@@ -66,17 +66,21 @@ typedef struct ag_i_srow {
     ag_i_drop_t drop;               /* attention dropout (drop.below 0: none) */
 } srow_t;
 
-/* Destination i, head h: its part of row i of M (m_i [H*d]), and x's
-   figures and lse. s: scratch of its in-degree's floats. */
-typedef void ag_i_srow_fwd_f(const srow_t *c, const ag_nbhd_t *nb, int64_t i, int64_t h,
-                             const float *V, float *m_i, float *s, const kext_t *x);
+/* The floats of scratch a destination's row takes (in-degree deg): its scores
+   and dA, and its messages' dropout keys. */
+#define AG_I_SROW_FLOATS(deg) (4 * (deg) + 2)
+
+/* Destination i: row i of M (m_i [H*d]), and x's figures and lse. s: scratch
+   of AG_I_SROW_FLOATS(its in-degree) floats. */
+typedef void ag_i_srow_fwd_f(const srow_t *c, const ag_nbhd_t *nb, int64_t i, const float *V,
+                             float *m_i, float *s, const kext_t *x);
 /* Pass 1 of the backward at destination i: its state st [H, AG_I_GENERIC_STATE]
    (max, sum, D), dq [H*d] the sum over its messages of dr times
    the key (cosine: dr / (|q||k|); before the row's chain rule) and T [H]
    (additive: the sum of dL/dt); db (NULL: not wanted) its slots' dL/dx summed
    over the heads (the edge bias's gradient); gatv2: dq is whole, and its
    messages' share of a's gradient is added to part [H*d] (NULL: not wanted).
-   s: scratch of twice its in-degree's floats. */
+   s: scratch of AG_I_SROW_FLOATS(its in-degree) floats. */
 typedef void ag_i_srow_dst_f(const srow_t *c, const ag_nbhd_t *nb, int64_t i, const float *V,
                              const float *dM, float *st, float *dq, float *T, float *db,
                              float *part, float *s);
