@@ -13,7 +13,11 @@
  *   dropout     a <- a z, z = 0 or 1/(1-p) by a hash of (seed, i, j, occurrence, head)
  *
  * The generic path scores a destination's edges into a per-thread buffer,
- * normalises them, then accumulates V: two passes over the edges. Plain
+ * normalises them, then accumulates V: two passes over the edges. Its softmax
+ * kinds without per-message terms or softcap run those rows on vectors,
+ * per instruction set (score_rows.c); this file keeps the per-node terms, the
+ * states and the chain rule through the terms for them, and the scalar rows
+ * for the rest. Plain
  * dot-product softmax goes to the fused kernels instead (dispatch.c picks the
  * tiled or the gather kernel). Its backward (below) keeps no memory per edge
  * either: per destination, the normalisers and D (3 x N x H floats), from

@@ -8,12 +8,14 @@
  *   2. an exact softmax over them: max, exp, sum, 8 messages a vector (in
  *      natural units, as the generic kernel's: see v_exp_nonpos);
  *   3. the weighted sum of the sources' rows of V, two accumulators for
- *      alternate messages, 16 or 8 channels a vector.
+ *      alternate messages, 32 channels in registers.
  * The backward's passes are those of the generic kernel: per destination the
  * scores again, dA = dM_i . v_j, D, and dq = sum dr k_j (additive: T = sum dr
- * LeakyReLU'; gatv2: a times LeakyReLU' per channel); per source, each message's weight and dA again from its
- * destination's state (the same operations on the same floats: the same
- * bits), then dv = sum a dM_i and dk = sum dr q_i.
+ * LeakyReLU'; gatv2: a times LeakyReLU' per channel); per source, each
+ * message's weight and dA again from its destination's state (the same
+ * operations on the same floats: the same bits), then dv = sum a dM_i and
+ * dk = sum dr q_i. Attention dropout multiplies the weights (and dA) by its
+ * factors, the keys drawn once a message for every head.
  *
  * Every sum runs in one order on every instruction set: dot products in 16
  * lanes (lane l takes channels l, l+16, ...; dot_end), weighted sums per
@@ -284,9 +286,10 @@ AG_INLINE int64_t runs_next(runs_t *it, int64_t *idx, int64_t *run)
  * A chunk of a node's messages: their other ends, and what their scores read,
  * gathered per message so that both passes score a message with the same
  * vector operations on the same floats (pass 1 fixes the destination, pass 2
- * the source): td and ts the destination's and the source's terms (additive:
- * a_dst.q_i and a_src.k_j; cosine: |q_i| and |k_j|), qk the dot products, dj
- * = j - i (ALiBi). Padded to whole vectors with zeros.
+ * the source): td and ts the destination's and the source's terms (srow_t's
+ * t_dst and t_src), qk the dot products (gatv2: a''.|q + k|), dj = j - i
+ * (ALiBi), run each message's run (for dropout's keys). Padded to whole
+ * vectors with zeros.
  */
 typedef struct {
     int64_t n, idx[CHUNK + 4], run[CHUNK];

@@ -2,10 +2,11 @@
  * The score kinds on vectors (score_rows.c): one node's row of the generic
  * kernel, forward and both backward passes, compiled per instruction set and
  * registered in isa.h as the fused kernels' loops are. They run softmax scores
- * whose messages carry nothing of their own (no edge bias or edge terms;
- * no softcap): scaled-dot and dot with ALiBi, additive (GAT), GATv2
- * and cosine. generic.c makes the per-node terms and the chain rule through them;
- * a row here computes every message's score, weight and gradient.
+ * whose messages carry nothing of their own (no edge bias or edge terms; no
+ * softcap), with or without attention dropout: scaled-dot and dot with ALiBi,
+ * additive (GAT), GATv2 and cosine. generic.c makes the per-node terms and the
+ * chain rule through them; a row here computes every message's score, weight
+ * and gradient.
  */
 #ifndef AG_KERNELS_SCORE_ROWS_H
 #define AG_KERNELS_SCORE_ROWS_H
