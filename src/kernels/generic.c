@@ -717,6 +717,7 @@ void ag_i_generic_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
        rows are; on a sparse graph they are random and each would stall */
     const float *K_read = c.sc.kind == AG_SCORE_ADDITIVE ? NULL : c.K;
     const int par = (nb->edge_ptr[hi] - nb->edge_ptr[lo]) * HD >= AG_PARALLEL_MIN_WORK;
+    (void)par;   /* read by the pragmas only */
     if (c.vec) {
 #pragma omp parallel for num_threads(p->threads) if (par) schedule(dynamic, 16)
         for (int64_t i = lo; i < hi; i++) {
