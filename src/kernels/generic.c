@@ -65,26 +65,26 @@ static int vector_rows(const ag_score_t *sc)
 
 /* Linear's feature map phi(x) = elu(x) + 1 (x + 1 above 0, e^x below) or,
    with slope, its derivative (1 above 0, e^x below) times g, over n floats,
-   16 at a time (expf one float at a time made linear scores 0.89-0.93x the
+   8 at a time (expf one float at a time made linear scores 0.89-0.93x the
    one-pass kernel's speed on a random graph, AMD EPYC Milan). The last
    floats go through a padded vector: every float the same operations. */
 static void phi_floats(float *out, const float *x, int64_t n, int slope)
 {
-    for (int64_t t = 0; t < n; t += AG_LANES) {
-        const int64_t k = n - t < AG_LANES ? n - t : AG_LANES;
-        float xs[AG_LANES] = {0}, os[AG_LANES] = {0};
+    for (int64_t t = 0; t < n; t += 8) {
+        const int64_t k = n - t < 8 ? n - t : 8;
+        float xs[8] = {0}, os[8] = {0};
         const float *xp = x + t;
         float *op = out + t;
-        if (k < AG_LANES) {
+        if (k < 8) {
             memcpy(xs, xp, (size_t)k * sizeof(float));
             memcpy(os, op, (size_t)k * sizeof(float));
             xp = xs, op = os;
         }
-        const v16f v = v_load(xp), e = v_exp_nonpos(v);
-        const v16i above = v > v_set1(0.0f);
-        v_store(op, slope ? v_load(op) * v_select(above, v_set1(1.0f), e)
-                          : v_select(above, v + v_set1(1.0f), e));
-        if (k < AG_LANES)
+        const v8f v = v8_load(xp), e = v8_exp_nonpos(v);
+        const v8i above = v > v8_set1(0.0f);
+        v8_store(op, slope ? v8_load(op) * v8_select(above, v8_set1(1.0f), e)
+                           : v8_select(above, v + v8_set1(1.0f), e));
+        if (k < 8)
             memcpy(out + t, os, (size_t)k * sizeof(float));
     }
 }
@@ -716,27 +716,20 @@ void ag_i_generic_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a)
        the next destination are fetched while this one's are scored, as its V
        rows are; on a sparse graph they are random and each would stall */
     const float *K_read = c.sc.kind == AG_SCORE_ADDITIVE ? NULL : c.K;
-    const int par = (nb->edge_ptr[hi] - nb->edge_ptr[lo]) * HD >= AG_PARALLEL_MIN_WORK;
-    (void)par;   /* read by the pragmas only */
-    if (c.vec) {
-#pragma omp parallel for num_threads(p->threads) if (par) schedule(dynamic, 16)
-        for (int64_t i = lo; i < hi; i++) {
-            if (K_read && i + 1 < hi)
-                prefetch_rows(nb, i + 1, K_read, HD, 0, HD, RUN_HEAD);
-            if (c.row.t_src && i + 1 < hi)
-                prefetch_rows(nb, i + 1, c.row.t_src, H, 0, H, RUN_HEAD);
-            prefetch_rows(nb, i, V, HD, 0, HD, RUN_HEAD);
-            p->isa->srow_fwd(&c.row, nb, i, V, M + i * HD, ag_i_scratch_mine(&buf), xp);
-            kext_done(xp, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
-        }
-        return;
-    }
-#pragma omp parallel for num_threads(p->threads) if (par) schedule(dynamic, 16)
+#pragma omp parallel for num_threads(p->threads) \
+    if ((nb->edge_ptr[hi] - nb->edge_ptr[lo]) * HD >= AG_PARALLEL_MIN_WORK) schedule(dynamic, 16)
     for (int64_t i = lo; i < hi; i++) {
         float *W = ag_i_scratch_mine(&buf), *m_i = M + i * HD;
         if (K_read && i + 1 < hi)
             prefetch_rows(nb, i + 1, K_read, HD, 0, HD, RUN_HEAD);
+        if (c.row.t_src && i + 1 < hi)   /* the sources' per-node terms */
+            prefetch_rows(nb, i + 1, c.row.t_src, H, 0, H, RUN_HEAD);
         prefetch_rows(nb, i, V, HD, 0, HD, RUN_HEAD);
+        if (c.vec) {   /* the row on vectors (score_rows.c) */
+            p->isa->srow_fwd(&c.row, nb, i, V, m_i, W, xp);
+            kext_done(xp, (nb->edge_ptr[i + 1] - nb->edge_ptr[i]) * H);
+            continue;
+        }
         score_row(&c, nb, i, W);
         normalise_row(&c, W, i, nb->edge_ptr[i + 1] - nb->edge_ptr[i], xp, NULL);
         drop_row(&c, nb, W, i);

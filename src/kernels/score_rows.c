@@ -6,7 +6,7 @@
  *      terms (additive), q.k (dot kinds, cosine) or a''.|q + k| and the terms
  *      (gatv2, as generic.c splits a.LeakyReLU), four sources at once;
  *   2. an exact softmax over them: max, exp, sum, 8 messages a vector (in
- *      natural units, as the generic kernel's: see v_exp_nonpos);
+ *      natural units, as the generic kernel's: see v8_exp_nonpos);
  *   3. the weighted sum of the sources' rows of V, two accumulators for
  *      alternate messages, 32 channels in registers.
  * The backward's passes are those of the generic kernel: per destination the

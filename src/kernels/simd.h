@@ -230,37 +230,19 @@ AG_INLINE v8f v8_exp2(v8f x)
     return (v8f)(~tiny & (v8i)r);
 }
 
-/* e^x on 16 lanes for x <= 0 (0 below -87.3, where a float has no normal
+/* e^x on 8 lanes for x <= 0 (0 below -87.3, where a float has no normal
    value): x = n ln 2 + r with ln 2 in two parts (Cody and Waite), so r is
    exact and |r| <= ln(2)/2; e^r by Cephes' expf polynomial; times 2^n made
    from its bits. Within 1 ulp of expf on [-88, 0] (generic.c's linear
    feature map, score_rows.c's softmax); test_score.c's linear_closed_form
    runs phi on inputs down to -80. Unlike exp2 of scores times LOG2E, a score
    near 1e4 keeps its float's precision (in log2 units it lost 1e-3). */
-AG_INLINE v16f v_exp_nonpos(v16f x)
-{
-    const v16i tiny = x < v_set1(-87.33f);
-    const v16f magic = v_set1(12582912.0f);   /* 1.5 * 2^23: adding rounds to an integer */
-    const v16f t = x * v_set1(1.44269504f) + magic, n = t - magic;   /* 1.44...: log2 e */
-    const v16f r = x - n * v_set1(0.693359375f) - n * v_set1(-2.12194440e-4f);
-    v16f p = v_set1(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const v16f scale = (v16f)(((v16u)t << 23) + (127u << 23));
-    return (v16f)(~tiny & (v16i)(p * scale));
-}
-
-/* v_exp_nonpos on 8 lanes (the same operations) */
 AG_INLINE v8f v8_exp_nonpos(v8f x)
 {
     typedef uint32_t v8u __attribute__((vector_size(32)));
     const v8i tiny = x < v8_set1(-87.33f);
     const v8f magic = v8_set1(12582912.0f);   /* 1.5 * 2^23: adding rounds to an integer */
-    const v8f t = x * v8_set1(1.44269504f) + magic, n = t - magic;
+    const v8f t = x * v8_set1(1.44269504f) + magic, n = t - magic;   /* 1.44...: log2 e */
     const v8f r = x - n * v8_set1(0.693359375f) - n * v8_set1(-2.12194440e-4f);
     v8f p = v8_set1(1.9875691500e-4f);
     p = p * r + 1.3981999507e-3f;
