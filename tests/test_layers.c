@@ -318,43 +318,37 @@ START_TEST(shaped_layers_match_reference_and_finite_differences)
 
     /* without dX0 the first round skips its input's gradient: the same weight gradients */
     ck_assert_int_eq(ag_rounds_backward(tape, R, NULL, m.g, &err), AG_OK);
-    float *kept[3][AG_I_WEIGHT_ARRAYS];
-    for (int l = 0; l < m.n; l++) {
-        float **arrays[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS];
-        ag_i_weights_arrays(&m.g[l], arrays, sizes);
-        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++)
-            kept[l][a] = *arrays[a] ? memcpy(malloc((size_t)sizes[a] * 4), *arrays[a],
-                                             (size_t)sizes[a] * 4) : NULL;
-    }
+    float *kept[3][AG_LAYER_ARRAYS];
+    for (int l = 0; l < m.n; l++)
+        for (int a = 0; a < AG_LAYER_ARRAYS; a++) {
+            const float *g = *ag_layer_array(&m.g[l], a);
+            const size_t bytes = (size_t)ag_layer_array_size(&m.g[l], a) * 4;
+            kept[l][a] = g ? memcpy(malloc(bytes), g, bytes) : NULL;
+        }
     ck_assert_msg(ag_rounds_backward(tape, R, dX, m.g, &err) == AG_OK, "%s: %s", st->name,
                   err.msg);
     ag_tape_free(tape);
-    for (int l = 0; l < m.n; l++) {
-        float **arrays[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS];
-        ag_i_weights_arrays(&m.g[l], arrays, sizes);
-        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++)
+    for (int l = 0; l < m.n; l++)
+        for (int a = 0; a < AG_LAYER_ARRAYS; a++)
             if (kept[l][a]) {
-                ck_assert_msg(memcmp(kept[l][a], *arrays[a], (size_t)sizes[a] * 4) == 0,
+                ck_assert_msg(memcmp(kept[l][a], *ag_layer_array(&m.g[l], a),
+                                     (size_t)ag_layer_array_size(&m.g[l], a) * 4) == 0,
                               "%s: layer %d array %d differs without dX0", st->name, l + 1, a);
                 free(kept[l][a]);
             }
-    }
     check_grad("dX", st, &m, X0, R, LN * out, Xr, X0, dX, LN * D0);
     for (int l = 0; l < m.n; l++) {
-        float **arrays[AG_I_WEIGHT_ARRAYS], **grads[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS], gsizes[AG_I_WEIGHT_ARRAYS];
-        ag_i_weights_arrays(&m.w[l], arrays, sizes);
-        ag_i_weights_arrays(&m.g[l], grads, gsizes);
-        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++) {
-            if (!*arrays[a])
+        for (int a = 0; a < AG_LAYER_ARRAYS; a++) {
+            float *w = *ag_layer_array(&m.w[l], a), *g = *ag_layer_array(&m.g[l], a);
+            const char *name = ag_layer_array_info(a)->name;
+            const int64_t size = ag_layer_array_size(&m.w[l], a);
+            if (!w)
                 continue;
-            ck_assert_msg(*grads[a] != NULL && gsizes[a] == sizes[a], "%s: layer %d has %s but "
-                          "no gradient of its size", st->name, l + 1, ag_i_weight_name(a));
+            ck_assert_msg(g != NULL && ag_layer_array_size(&m.g[l], a) == size, "%s: layer %d "
+                          "has %s but no gradient of its size", st->name, l + 1, name);
             char what[64];
-            snprintf(what, sizeof what, "layer %d d%s", l + 1, ag_i_weight_name(a));
-            check_grad(what, st, &m, X0, R, LN * out, Xr, *arrays[a], *grads[a], sizes[a]);
+            snprintf(what, sizeof what, "layer %d d%s", l + 1, name);
+            check_grad(what, st, &m, X0, R, LN * out, Xr, w, g, size);
         }
     }
     stack_free(&m);
@@ -409,15 +403,15 @@ static void run_on(int threads, const stack_t *st, float **X_out, float **g_out,
     *g_out = malloc(4096 * sizeof(float));
     *n_g = 0;
     for (int l = 0; l < m.n; l++) {   /* every gradient, one after another */
-        float **gs[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS];
-        ag_i_weights_arrays(&m.g[l], gs, sizes);
-        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++)
-            if (*gs[a]) {
-                ck_assert_int_le(*n_g + sizes[a], 4096);
-                memcpy(*g_out + *n_g, *gs[a], (size_t)sizes[a] * sizeof(float));
-                *n_g += sizes[a];
+        for (int a = 0; a < AG_LAYER_ARRAYS; a++) {
+            const float *g = *ag_layer_array(&m.g[l], a);
+            const int64_t size = ag_layer_array_size(&m.g[l], a);
+            if (g) {
+                ck_assert_int_le(*n_g + size, 4096);
+                memcpy(*g_out + *n_g, g, (size_t)size * sizeof(float));
+                *n_g += size;
             }
+        }
     }
     *X_out = X;
     stack_free(&m);
@@ -557,6 +551,78 @@ START_TEST(cross_entropy_without_readout)
 }
 END_TEST
 
+/* The table of a layer's arrays against the shapes docs/model-file.md lists,
+   written out here: every field of ag_weights_t once, in its order. */
+START_TEST(layer_array_table_matches_the_documented_shapes)
+{
+    /* D 5, 2 heads of 3, wo [7, 6]: out 7; F 11; edge features 4; post-norm */
+    ag_weights_t w = {.D = 5, .H = 2, .d = 3, .D_out = 7, .F = 11, .edge_dim = 4,
+                      .post_norm = 1};
+    w.wo = (float[1]){0};
+    static const struct {
+        const char *name;
+        int ndim;
+        int64_t shape[3], fan_in;
+    } want[] = {
+        {"wq", 2, {6, 5}, 5}, {"wk", 2, {6, 5}, 5}, {"wv", 2, {6, 5}, 5},
+        {"wo", 2, {7, 6}, 6}, {"ln_weight", 1, {7}, 7}, {"ln_bias", 1, {7}, 7},
+        {"attn_src", 2, {2, 3}, 3}, {"attn_dst", 2, {2, 3}, 3}, {"attn", 2, {2, 3}, 3},
+        {"bias", 1, {7}, 7}, {"w1", 2, {11, 7}, 7}, {"b1", 1, {11}, 11},
+        {"w2", 2, {7, 11}, 11}, {"b2", 1, {7}, 7}, {"ln2_weight", 1, {7}, 7},
+        {"ln2_bias", 1, {7}, 7}, {"bq", 1, {6}, 6}, {"bk", 1, {6}, 6}, {"bv", 1, {6}, 6},
+        {"wskip", 2, {7, 5}, 5}, {"bskip", 1, {7}, 7}, {"wbeta", 1, {21}, 21},
+        {"wedge", 2, {6, 4}, 4}, {"attn_edge", 2, {2, 3}, 3},
+    };
+    ck_assert_int_eq(sizeof want / sizeof want[0], AG_LAYER_ARRAYS);
+    ck_assert_ptr_null(ag_layer_array_info(-1));
+    ck_assert_ptr_null(ag_layer_array_info(AG_LAYER_ARRAYS));
+    float **fields[] = {&w.wq, &w.wk, &w.wv, &w.wo, &w.ln_weight, &w.ln_bias, &w.attn_src,
+                        &w.attn_dst, &w.attn, &w.bias, &w.w1, &w.b1, &w.w2, &w.b2,
+                        &w.ln2_weight, &w.ln2_bias, &w.bq, &w.bk, &w.bv, &w.wskip, &w.bskip,
+                        &w.wbeta, &w.wedge, &w.attn_edge};
+    for (int k = 0; k < AG_LAYER_ARRAYS; k++) {
+        const ag_layer_array_t *a = ag_layer_array_info(k);
+        ck_assert_str_eq(a->name, want[k].name);
+        ck_assert_ptr_eq(ag_layer_array(&w, k), fields[k]);
+        int64_t shape[3];
+        const int ndim = ag_layer_array_shape(&w, k, shape);
+        ck_assert_msg(ndim == want[k].ndim, "%s: %d dimensions", a->name, ndim);
+        int64_t n = 1;
+        for (int x = 0; x < ndim; x++) {
+            ck_assert_msg(shape[x] == want[k].shape[x], "%s: dimension %d is %lld", a->name, x,
+                          (long long)shape[x]);
+            n *= shape[x];
+        }
+        ck_assert_int_eq(ag_layer_array_size(&w, k), n);
+        ck_assert_int_eq(ag_layer_array_fan_in(&w, k), want[k].fan_in);
+        ck_assert_int_eq(a->decay, ndim >= 2);   /* nanoGPT's groups */
+        /* gains start at 1, biases at 0, the rest drawn */
+        const int gain = !strcmp(a->name, "ln_weight") || !strcmp(a->name, "ln2_weight");
+        const int vector = ndim == 1 && strcmp(a->name, "wbeta");
+        ck_assert_int_eq(a->init, gain ? AG_INIT_ONES : vector ? AG_INIT_ZEROS : AG_INIT_NORMAL);
+    }
+    /* per node: the projections gain the nodes' dimension, nothing else */
+    w.per_node = 9;
+    int64_t shape[3];
+    ck_assert_int_eq(ag_layer_array_shape(&w, 1, shape), 3);
+    ck_assert_int_eq(shape[0] * shape[1] * shape[2], 9 * 6 * 5);
+    ck_assert_int_eq(ag_layer_array_fan_in(&w, 1), 5);
+    ck_assert_int_eq(ag_layer_array_shape(&w, 19, shape), 2);
+    /* what a layer has: GAT's (one projection, bias) and a GPT block without biases */
+    const unsigned gat = AG_LAYER_ADDITIVE | AG_LAYER_BIAS;
+    const unsigned gpt = AG_LAYER_QKV | AG_LAYER_WO | AG_LAYER_NORM | AG_LAYER_FFN;
+    char has_gat[256] = "", has_gpt[256] = "";
+    for (int k = 0; k < AG_LAYER_ARRAYS; k++) {
+        if (ag_layer_has(gat, k))
+            strcat(strcat(has_gat, " "), ag_layer_array_info(k)->name);
+        if (ag_layer_has(gpt, k))
+            strcat(strcat(has_gpt, " "), ag_layer_array_info(k)->name);
+    }
+    ck_assert_str_eq(has_gat, " wq attn_src attn_dst bias");
+    ck_assert_str_eq(has_gpt, " wq wk wv wo ln_weight w1 w2 ln2_weight");
+}
+END_TEST
+
 Suite *layers_suite(void)
 {
     Suite *s = suite_create("layers");
@@ -569,6 +635,7 @@ Suite *layers_suite(void)
 #endif
     tcase_add_test(tc, shaped_layers_refuse_impossible_shapes);
     tcase_add_test(tc, cross_entropy_without_readout);
+    tcase_add_test(tc, layer_array_table_matches_the_documented_shapes);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -72,12 +72,10 @@ static int arrays_of(ag_lm_t *m, float **arr, int64_t *n)
     arr[k] = m->wte, n[k++] = V * D;
     arr[k] = m->wpe, n[k++] = T * D;
     for (int l = 0; l < L; l++) {
-        float **p[AG_I_WEIGHT_ARRAYS];
-        int64_t sz[AG_I_WEIGHT_ARRAYS];
-        ag_i_weights_arrays(&m->layers[l], p, sz);
-        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++)
-            if (*p[a])
-                arr[k] = *p[a], n[k++] = sz[a];
+        for (int a = 0; a < AG_LAYER_ARRAYS; a++)
+            if (*ag_layer_array(&m->layers[l], a))
+                arr[k] = *ag_layer_array(&m->layers[l], a),
+                n[k++] = ag_layer_array_size(&m->layers[l], a);
     }
     arr[k] = m->lnf_weight, n[k++] = D;
     if (m->lnf_bias)

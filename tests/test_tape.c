@@ -83,18 +83,16 @@ static result_t step(ag_nbhd_t *nb, net_t *n, int rounds, ag_tape_t **tape, long
     if (faults)
         *faults = minor_faults() - before;
     ag_tape_free(own);
-    for (int k = 0; k < n->n_layers; k++) {
-        float **arrays[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS];
-        const int m = ag_i_weights_arrays(&n->g[k], arrays, sizes);
-        for (int a = 0; a < m; a++) {
-            if (!*arrays[a])
+    for (int k = 0; k < n->n_layers; k++)
+        for (int a = 0; a < AG_LAYER_ARRAYS; a++) {
+            const float *g = *ag_layer_array(&n->g[k], a);
+            const int64_t size = ag_layer_array_size(&n->g[k], a);
+            if (!g)
                 continue;
-            r.G = realloc(r.G, (size_t)(r.nG + sizes[a]) * sizeof *r.G);
-            memcpy(r.G + r.nG, *arrays[a], (size_t)sizes[a] * sizeof *r.G);
-            r.nG += sizes[a];
+            r.G = realloc(r.G, (size_t)(r.nG + size) * sizeof *r.G);
+            memcpy(r.G + r.nG, g, (size_t)size * sizeof *r.G);
+            r.nG += size;
         }
-    }
     free(dY);
     return r;
 }

@@ -596,6 +596,55 @@ typedef struct {
 
 /* The width of what layer w writes: D_out (or D) with wo, else H*d or d. */
 int64_t ag_layer_width_out(const ag_weights_t *w);
+
+/*
+ * The arrays of a layer, as one table: array k (0 <= k < AG_LAYER_ARRAYS, in
+ * ag_weights_t's order) is the field `name`, saved as name.npy; it is there in
+ * a layer that has every feature of `needs`; a fresh one is Gaussian of
+ * standard deviation 1/sqrt(fan-in) (ag_layer_array_fan_in), zeros or ones;
+ * `decay`: it is in the weight-decay group (two or more dimensions). Loops over
+ * a layer's arrays iterate this table, in its order: a new array is a new row.
+ */
+#define AG_LAYER_ARRAYS 24
+
+/* What a layer has, as far as its arrays go (ag_layer_array_t.needs). */
+enum {
+    AG_LAYER_QKV = 1 << 0,        /* wk, wv: three projections (else one, wq) */
+    AG_LAYER_WO = 1 << 1,         /* an output projection */
+    AG_LAYER_NORM = 1 << 2,       /* LayerNorm gains (the options' norm) */
+    AG_LAYER_NORM_BIAS = 1 << 3,  /* and its biases (a GPT without biases has none) */
+    AG_LAYER_ADDITIVE = 1 << 4,   /* GAT's attention vectors */
+    AG_LAYER_GATV2 = 1 << 5,      /* GATv2's vector */
+    AG_LAYER_BIAS = 1 << 6,       /* the output's bias (and the sublayer's, the skip's) */
+    AG_LAYER_FFN = 1 << 7,        /* a feed-forward sublayer */
+    AG_LAYER_QKV_BIAS = 1 << 8,   /* the projections' biases */
+    AG_LAYER_SKIP = 1 << 9,       /* a skip projection */
+    AG_LAYER_GATE = 1 << 10,      /* its gate */
+    AG_LAYER_EDGES = 1 << 11,     /* the edge features' projection */
+};
+
+typedef enum { AG_INIT_NORMAL = 0, AG_INIT_ZEROS, AG_INIT_ONES } ag_init_t;
+
+typedef struct {
+    const char *name;     /* the field of ag_weights_t, and its file's name */
+    size_t offset;        /* offsetof(ag_weights_t, name) */
+    unsigned needs;       /* AG_LAYER_* */
+    ag_init_t init;
+    int decay;
+} ag_layer_array_t;
+
+/* Row k of the table (NULL out of range: a loop may run until it). */
+const ag_layer_array_t *ag_layer_array_info(int k);
+/* Where array k of w lives (k in range). */
+float **ag_layer_array(ag_weights_t *w, int k);
+/* Whether a layer with these AG_LAYER_* features has array k. */
+int ag_layer_has(unsigned features, int k);
+/* Array k's shape by w's sizes (the bias's width is the output's: set D_out and
+   the rest first); returns its dimensions, 1 to 3. */
+int ag_layer_array_shape(const ag_weights_t *w, int k, int64_t shape[3]);
+/* Its floats, and the fan-in of its initialisation (its last dimension). */
+int64_t ag_layer_array_size(const ag_weights_t *w, int k);
+int64_t ag_layer_array_fan_in(const ag_weights_t *w, int k);
 /* The widest state rounds 1..rounds of these layers hold (D included): what
    X of ag_rounds_run and ag_rounds_forward must hold per row. */
 int64_t ag_rounds_widest(const ag_weights_t *layers, int n_layers, int rounds);

@@ -81,19 +81,26 @@ class ag_attention_grads_t(C.Structure):
                 ("d_edge_value", ptr)]
 
 
-# the weight arrays of ag_weights_t, in the order of the struct
-WEIGHT_ARRAYS = ("wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn")
-
-
 class ag_weights_t(C.Structure):
-    _fields_ = [("D", i64), ("H", i64), ("d", i64), ("per_node", i64)] + \
-               [(name, ptr) for name in WEIGHT_ARRAYS] + \
-               [("D_out", i64), ("mean_heads", C.c_int), ("no_residual", C.c_int),
+    _fields_ = [("D", i64), ("H", i64), ("d", i64), ("per_node", i64), ("wq", ptr), ("wk", ptr),
+                ("wv", ptr), ("wo", ptr), ("ln_weight", ptr), ("ln_bias", ptr),
+                ("attn_src", ptr), ("attn_dst", ptr), ("attn", ptr),
+                ("D_out", i64), ("mean_heads", C.c_int), ("no_residual", C.c_int),
                 ("bias", ptr), ("act", C.c_int), ("F", i64), ("w1", ptr), ("b1", ptr),
                 ("w2", ptr), ("b2", ptr), ("ln2_weight", ptr), ("ln2_bias", ptr),
                 ("ff_act", C.c_int), ("bq", ptr), ("bk", ptr), ("bv", ptr), ("wskip", ptr),
                 ("bskip", ptr), ("wbeta", ptr), ("post_norm", C.c_int), ("edge_dim", i64),
                 ("wedge", ptr), ("attn_edge", ptr)]
+
+
+# ag_layer_array_t.needs: what a layer has (AG_LAYER_* of core.h)
+(LAYER_QKV, LAYER_WO, LAYER_NORM, LAYER_NORM_BIAS, LAYER_ADDITIVE, LAYER_GATV2, LAYER_BIAS,
+ LAYER_FFN, LAYER_QKV_BIAS, LAYER_SKIP, LAYER_GATE, LAYER_EDGES) = (1 << k for k in range(12))
+
+
+class ag_layer_array_t(C.Structure):
+    _fields_ = [("name", C.c_char_p), ("offset", C.c_size_t), ("needs", C.c_uint),
+                ("init", C.c_int), ("decay", C.c_int)]
 
 
 class ag_lm_t(C.Structure):
@@ -228,6 +235,9 @@ FUNCTIONS = {
                                   C.POINTER(ag_attention_grads_t), E]),
     "ag_weights_load": (I, [W, C.c_char_p, i64, E]),
     "ag_weights_destroy": (None, [W]),
+    "ag_layer_array_info": (C.POINTER(ag_layer_array_t), [I]),
+    "ag_layer_has": (I, [C.c_uint, I]),
+    "ag_layer_array_shape": (I, [W, I, C.POINTER(i64)]),
     "ag_weights_random": (I, [W, i64, i64, i64, i64, C.c_uint64, E]),
     "ag_weights_grads_init": (I, [W, W, I, E]),
     "ag_workspace_init": (I, [C.POINTER(ag_workspace_t), i64, i64, i64, E]),

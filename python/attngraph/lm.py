@@ -25,11 +25,11 @@ import numpy as np
 from . import _structs as S
 from ._lib import lib, check, err, Error
 from .graph import Graph
-from .weights import Weights, _save_npy
+from .weights import Weights, _save_npy, array_shape, arrays_of
 
-# a GPT block's arrays, with biases and without (ag_weights_t's names)
-_BLOCK = ("wq", "wk", "wv", "wo", "ln_weight", "w1", "w2", "ln2_weight")
-_BLOCK_BIAS = ("ln_bias", "bias", "b1", "b2", "ln2_bias", "bq", "bk", "bv")
+# what a GPT block has (its arrays: the library's table), and more with biases
+_BLOCK = S.LAYER_QKV | S.LAYER_WO | S.LAYER_NORM | S.LAYER_FFN
+_BLOCK_BIAS = S.LAYER_NORM_BIAS | S.LAYER_BIAS | S.LAYER_QKV_BIAS
 
 
 def batch_graph(spec, block, batch):
@@ -174,12 +174,11 @@ class LM:
                 raise Error("%s has shape %s; expected %s" % (p, list(a.shape), list(shape)),
                             "invalid value")
             return a
-        F = 4 * D
-        shapes = dict(wq=(D, D), wk=(D, D), wv=(D, D), wo=(D, D), w1=(F, D), w2=(D, F), b1=(F,))
+        shape_of = S.ag_weights_t(D=D, H=H, d=D // H, D_out=D, F=4 * D)
         blocks = []
         for l in range(1, L + 1):
-            names = _BLOCK + (_BLOCK_BIAS if bias else ())
-            arrays = {n: read("round-%d" % l, n, shapes.get(n, (D,))) for n in names}
+            names = arrays_of(_BLOCK | (_BLOCK_BIAS if bias else 0))
+            arrays = {n: read("round-%d" % l, n, array_shape(shape_of, n)) for n in names}
             blocks.append(Weights(heads=H, ff_act="gelu", **arrays))
         return cls(read("", "wte", (int(V), D)), read("", "wpe", (T, D)), blocks,
                    read("", "lnf_weight", (D,)), H, vocab.tolist(),

@@ -9,11 +9,31 @@ from . import _structs as S
 from ._lib import lib, check, err, Error
 from .ops import f32, score_defaults
 
-OPTIONAL = ("ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias")
-FFN = ("w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias")   # a feed-forward sublayer's
-# TransformerConv's and GATConv's more (projection biases, skip, gate, edge features)
-MORE = ("bq", "bk", "bv", "wskip", "bskip", "wbeta", "wedge", "attn_edge")
 ACTIVATIONS = ("none", "relu", "elu", "gelu")   # ag_activation_t's order
+
+
+def _arrays():
+    """The names of a layer's arrays, from the library's table (ag_layer_array_info)."""
+    names, k = [], 0
+    while lib.ag_layer_array_info(k):
+        names.append(lib.ag_layer_array_info(k).contents.name.decode())
+        k += 1
+    return tuple(names)
+
+
+ARRAYS = _arrays()   # ag_weights_t's arrays, in its order: their fields' and files' names
+
+
+def arrays_of(features):
+    """The arrays a layer with these features (S.LAYER_*) has."""
+    return tuple(n for k, n in enumerate(ARRAYS) if lib.ag_layer_has(features, k))
+
+
+def array_shape(w, name):
+    """The shape of array `name` of the ag_weights_t w by its sizes (the library's rule)."""
+    shape = (S.i64 * 3)()
+    ndim = lib.ag_layer_array_shape(C.byref(w), ARRAYS.index(name), shape)
+    return tuple(shape[:ndim])
 
 
 class Weights:
@@ -45,15 +65,10 @@ class Weights:
                  residual=True, w1=None, b1=None, w2=None, b2=None, ln2_weight=None,
                  ln2_bias=None, ff_act="gelu", bq=None, bk=None, bv=None, wskip=None,
                  bskip=None, wbeta=None, wedge=None, attn_edge=None, post_norm=False):
+        given = locals()
+        for name in ARRAYS:
+            setattr(self, name, None if given[name] is None else f32(given[name], name))
         self.heads = int(heads)
-        self.wq = f32(wq, "wq")
-        self.wk, self.wv, self.wo = (None if a is None else f32(a, n)
-                                     for a, n in ((wk, "wk"), (wv, "wv"), (wo, "wo")))
-        for name, a in zip(OPTIONAL, (ln_weight, ln_bias, attn_src, attn_dst, attn, bias)):
-            setattr(self, name, None if a is None else f32(a, name))
-        for name, a in zip(FFN + MORE, (w1, b1, w2, b2, ln2_weight, ln2_bias, bq, bk, bv,
-                                        wskip, bskip, wbeta, wedge, attn_edge)):
-            setattr(self, name, None if a is None else f32(a, name))
         self.post_norm = bool(post_norm)
         for name, a in (("act", act), ("ff_act", ff_act)):
             if a not in ACTIVATIONS:
@@ -84,8 +99,7 @@ class Weights:
 
     def arrays(self):
         """name -> array, for the arrays this layer has."""
-        return {n: getattr(self, n) for n in S.WEIGHT_ARRAYS + ("bias",) + FFN + MORE
-                if getattr(self, n) is not None}
+        return {n: getattr(self, n) for n in ARRAYS if getattr(self, n) is not None}
 
     @property
     def edge_dim(self):
@@ -112,26 +126,18 @@ class Weights:
             raise Error("w1 [F, %d] and w2 [%d, F] go together" % (self.width_out,
                                                                     self.width_out),
                         "invalid value")
-        out, F = self.width_out, self.w1.shape[0] if self.w1 is not None else 0
-        ln = out if self.post_norm else D
-        want = dict(wk=self.wq.shape, wv=self.wq.shape, ln_weight=(ln,),
-                    ln_bias=(ln,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d),
-                    bias=(out,), w1=(F, out), b1=(F,), w2=(out, F), b2=(out,),
-                    ln2_weight=(out,), ln2_bias=(out,), bq=(HD,), bk=(HD,), bv=(HD,),
-                    wskip=(out, D), bskip=(out,), wbeta=(3 * out,),
-                    wedge=(HD, self.edge_dim), attn_edge=(H, d))
-        for name, shape in want.items():
-            a = getattr(self, name)
-            if a is not None and a.shape != tuple(shape):
-                raise Error("%s has shape %s; expected %s" % (name, list(a.shape), list(shape)),
-                            "invalid value")
+        F = self.w1.shape[0] if self.w1 is not None else 0
         w = S.ag_weights_t(D=D, H=H, d=d, per_node=self.per_node,
                            D_out=self.wo.shape[0] if self.wo is not None else 0,
                            mean_heads=int(self.mean_heads), no_residual=int(not self.residual),
                            act=ACTIVATIONS.index(self.act), F=F,
                            ff_act=ACTIVATIONS.index(self.ff_act),
                            post_norm=int(self.post_norm), edge_dim=self.edge_dim)
-        for name, a in self.arrays().items():
+        for name, a in self.arrays().items():   # in order: wo before the widths it decides
+            shape = array_shape(w, name)
+            if a.shape != shape:
+                raise Error("%s has shape %s; expected %s" % (name, list(a.shape), list(shape)),
+                            "invalid value")
             setattr(w, name, a.ctypes.data)
         return w
 
@@ -155,27 +161,17 @@ class Weights:
     @classmethod
     def _copy_c(cls, w):
         """A copy in numpy of the arrays of an ag_weights_t."""
-        H, d, D, n = w.H, w.d, w.D, w.per_node
-        proj = (n, H * d, D) if n else (H * d, D)
-        rows = w.D_out or D
-        out = rows if w.wo else d if w.mean_heads else H * d
-        F, ln = w.F, out if w.post_norm else D
-        shapes = dict(wq=proj, wk=proj, wv=proj, wo=(rows, H * d), ln_weight=(ln,),
-                      ln_bias=(ln,), attn_src=(H, d), attn_dst=(H, d), attn=(H, d),
-                      bias=(out,), w1=(F, out), b1=(F,), w2=(out, F), b2=(out,),
-                      ln2_weight=(out,), ln2_bias=(out,), bq=(H * d,), bk=(H * d,),
-                      bv=(H * d,), wskip=(out, D), bskip=(out,), wbeta=(3 * out,),
-                      wedge=(H * d, w.edge_dim), attn_edge=(H, d))
         arrays = {}
-        for name, shape in shapes.items():
+        for name in ARRAYS:
             p = getattr(w, name)
             if p:
+                shape = array_shape(w, name)
                 size = int(np.prod(shape))
                 arrays[name] = np.ctypeslib.as_array((C.c_float * size).from_address(p)) \
                     .reshape(shape).copy()
         arrays.setdefault("wk", None), arrays.setdefault("wv", None)
         arrays.setdefault("wo", None)
-        return cls(heads=H, act=ACTIVATIONS[w.act], mean_heads=bool(w.mean_heads),
+        return cls(heads=w.H, act=ACTIVATIONS[w.act], mean_heads=bool(w.mean_heads),
                    residual=not w.no_residual, ff_act=ACTIVATIONS[w.ff_act],
                    post_norm=bool(w.post_norm), **arrays)
 
@@ -195,10 +191,9 @@ class Weights:
             _save_npy(os.path.join(folder, name + ".npy"), a)
 
     def __repr__(self):
+        more = [n for n in self.arrays() if n not in ("wq", "wk", "wv", "wo")]
         return "<attngraph.Weights D=%d, %d heads of width %d%s>" % (
-            self.D, self.heads, self.d, ", " + ", ".join(n for n in OPTIONAL if getattr(self, n)
-                                                          is not None) if any(
-                getattr(self, n) is not None for n in OPTIONAL) else "")
+            self.D, self.heads, self.d, "".join(", " + n for n in more))
 
 
 def _save_npy(path, a):
@@ -368,7 +363,7 @@ def load_model(folder):
     for k, spec in enumerate(specs):
         d = folder if len(specs) == 1 else os.path.join(folder, "round-%d" % (k + 1))
         arrays = {}
-        for name in S.WEIGHT_ARRAYS + ("bias",) + FFN + MORE:
+        for name in ARRAYS:
             p = os.path.join(d, name + ".npy")
             if os.path.exists(p):
                 arrays[name] = np.load(p)

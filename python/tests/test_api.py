@@ -249,3 +249,19 @@ def test_csr_written_for_the_command_line(tmp_path):
         np.testing.assert_array_equal(np.load(tmp_path / "m.npy"), m)
     for g in (graphs[2], ag.Graph.from_csr(*graphs[0].csr())):
         np.testing.assert_array_equal(ag.Graph.from_csr(*g.csr()).edge_index, g.edge_index)
+
+
+def test_layer_arrays_come_from_the_library():
+    """Python's names of a layer's arrays are the library's table, and its
+    ag_weights_t has each at the table's offset (the struct mirrors core.h)."""
+    from attngraph import _structs as S, weights
+    assert weights.ARRAYS[:4] == ("wq", "wk", "wv", "wo") and len(weights.ARRAYS) == 24
+    for k, name in enumerate(weights.ARRAYS):
+        row = _lib.lib.ag_layer_array_info(k).contents
+        assert getattr(S.ag_weights_t, name).offset == row.offset, name
+    assert not _lib.lib.ag_layer_array_info(len(weights.ARRAYS))
+    gat = weights.arrays_of(S.LAYER_ADDITIVE | S.LAYER_BIAS)
+    assert gat == ("wq", "attn_src", "attn_dst", "bias")
+    w = weights.Weights.random(8, 2, seed=3)
+    with pytest.raises(ag.Error, match=r"attn has shape \[4, 2\]; expected \[2, 4\]"):
+        weights.Weights(w.wq, w.wk, w.wv, w.wo, heads=2, attn=np.zeros((4, 2), np.float32))

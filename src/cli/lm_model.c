@@ -3,7 +3,7 @@
  * (and Python's attngraph.lm) read it: lm.txt (the shape, the vocabulary's
  * kind and the pattern it trained under), vocab.npy (the characters' code
  * points, or bytes), wte.npy, wpe.npy, lnf_weight.npy (lnf_bias.npy) and one
- * folder a block, round-L/, with its arrays by ag_i_weight_name.
+ * folder a block, round-L/, with its arrays by their names (ag_layer_array_info).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,13 +34,12 @@ static int model_arrays(const ag_lm_t *m, lm_array_t *out)
     if (m->lnf_bias)
         out[k++] = (lm_array_t){m->lnf_bias, "lnf_bias", 0, 1, {m->D}};
     for (int64_t l = 0; l < m->L; l++) {
-        float **p[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS];
-        ag_i_weights_arrays(&m->layers[l], p, sizes);
-        for (int a = 0; a < AG_I_WEIGHT_ARRAYS; a++)
-            if (*p[a]) {
-                out[k] = (lm_array_t){*p[a], ag_i_weight_name(a), l + 1, 0, {0}};
-                out[k].ndim = ag_i_weights_shape(&m->layers[l], a, out[k].shape);
+        ag_weights_t *w = &m->layers[l];
+        for (int a = 0; a < AG_LAYER_ARRAYS; a++)
+            if (*ag_layer_array(w, a)) {
+                out[k] = (lm_array_t){*ag_layer_array(w, a), ag_layer_array_info(a)->name,
+                                      l + 1, 0, {0}};
+                out[k].ndim = ag_layer_array_shape(w, a, out[k].shape);
                 k++;
             }
     }
@@ -58,7 +57,7 @@ static void array_file(char *buf, size_t cap, const lm_array_t *x)
 
 static int max_arrays(const ag_lm_t *m)
 {
-    return 4 + (int)m->L * AG_I_WEIGHT_ARRAYS;
+    return 4 + (int)m->L * AG_LAYER_ARRAYS;
 }
 
 int lm_model_save(const lm_model_t *lm, const char *dir, ag_error_t *err)

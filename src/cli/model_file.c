@@ -340,36 +340,34 @@ int model_layers_check(const model_spec_t *m, int64_t D, int64_t classes, ag_err
     return AG_OK;
 }
 
-/* Array k (ag_i_weights_arrays's order) of layer w drawn from the seed:
-   Gaussian of standard deviation 1/sqrt(fan-in); biases 0, LayerNorm 1 and 0.
-   Arrays 16.. draw from streams of their own, so that a model without them
-   draws what it drew before they were. */
+/* Array k of layer w drawn from the seed as the table says (Gaussian of
+   standard deviation 1/sqrt(fan-in), zeros or ones). Arrays 16.. draw from
+   streams of their own, so that a model without them draws what it drew
+   before they were. */
 static void draw_array(float *p, int k, int64_t n, const ag_weights_t *w, uint64_t seed,
                        int layer)
 {
-    const int64_t out = ag_layer_width_out(w);
-    int64_t fan_in;
-    switch (k) {
-    case 0: case 1: case 2: case 19: fan_in = w->D; break;   /* wq wk wv wskip */
-    case 3: fan_in = w->H * w->d; break;                      /* wo */
-    case 10: fan_in = out; break;                             /* w1 */
-    case 12: fan_in = w->F; break;                            /* w2 */
-    case 21: fan_in = 3 * out; break;                         /* wbeta */
-    case 22: fan_in = w->edge_dim; break;                     /* wedge */
-    default: fan_in = w->d;                                   /* attention vectors */
-    }
-    const int layer_norm = k == 4 || k == 5 || k == 14 || k == 15;
-    const int bias = k == 9 || k == 11 || k == 13 || (k >= 16 && k <= 18) || k == 20;
-    if (layer_norm) {
+    const ag_init_t init = ag_layer_array_info(k)->init;
+    if (init != AG_INIT_NORMAL) {
         for (int64_t x = 0; x < n; x++)
-            p[x] = k == 4 || k == 14 ? 1.0f : 0.0f;
-    } else if (bias) {
-        memset(p, 0, (size_t)n * sizeof *p);
-    } else {
-        const uint64_t stream = k < 16 ? 16 * (uint64_t)layer + (uint64_t)k + 1
-                                       : (1ull << 32) + 16 * (uint64_t)layer + (uint64_t)k;
-        ag_random_normal(p, n, seed, stream, 1.0f / sqrtf((float)fan_in));
+            p[x] = init == AG_INIT_ONES ? 1.0f : 0.0f;
+        return;
     }
+    const uint64_t stream = k < 16 ? 16 * (uint64_t)layer + (uint64_t)k + 1
+                                   : (1ull << 32) + 16 * (uint64_t)layer + (uint64_t)k;
+    ag_random_normal(p, n, seed, stream, 1.0f / sqrtf((float)ag_layer_array_fan_in(w, k)));
+}
+
+/* A layer line's features (ag_layer_has) under the file's score and norm. */
+static unsigned layer_features(const layer_spec_t *L, ag_score_kind_t kind, ag_norm_t norm)
+{
+    return (L->one_projection ? 0u : AG_LAYER_QKV) | (L->out == OUT_LINEAR ? AG_LAYER_WO : 0u) |
+           (norm == AG_NORM_LAYER ? AG_LAYER_NORM | AG_LAYER_NORM_BIAS : 0u) |
+           (kind == AG_SCORE_ADDITIVE ? AG_LAYER_ADDITIVE : 0u) |
+           (kind == AG_SCORE_GATV2 ? AG_LAYER_GATV2 : 0u) | (L->bias ? AG_LAYER_BIAS : 0u) |
+           (L->ffn > 0 ? AG_LAYER_FFN : 0u) | (L->qkv_bias ? AG_LAYER_QKV_BIAS : 0u) |
+           (L->skip > 0 ? AG_LAYER_SKIP : 0u) | (L->skip == 2 ? AG_LAYER_GATE : 0u) |
+           (L->edges ? AG_LAYER_EDGES : 0u);
 }
 
 int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, int64_t edge_dim,
@@ -382,7 +380,6 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, int
     ag_weights_t *ws = ag_i_calloc(m->n_layers, sizeof *ws, err, "weights");
     if (!ws)
         return ag_i_alloc_status();
-    const ag_score_kind_t kind = o->score.kind;
     for (int l = 0; l < m->n_layers && !rc; l++) {
         const layer_spec_t *L = &m->layers[l];
         ag_weights_t *w = &ws[l];
@@ -394,32 +391,25 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, int
                                                                               out != D),
                             .act = L->act, .F = L->ffn * out, .ff_act = L->ffn_act,
                             .post_norm = L->post_norm, .edge_dim = L->edges ? edge_dim : 0};
-        const int norm = o->norm == AG_NORM_LAYER, ffn = L->ffn > 0, qkv = !L->one_projection;
-        const int additive = kind == AG_SCORE_ADDITIVE;
-        const int has[AG_I_WEIGHT_ARRAYS] = {
-            1, qkv, qkv, L->out == OUT_LINEAR, norm, norm, additive, additive,
-            kind == AG_SCORE_GATV2, L->bias, ffn, ffn && L->bias, ffn, ffn && L->bias,
-            ffn && norm, ffn && norm, L->qkv_bias, L->qkv_bias && qkv, L->qkv_bias && qkv,
-            L->skip > 0, L->skip > 0 && L->bias, L->skip == 2, L->edges, L->edges && additive};
-        float **arrays[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS];
+        const unsigned features = layer_features(L, o->score.kind, o->norm);
         char dir[4096];
         if (o->weights)
             snprintf(dir, sizeof dir, m->n_layers > 1 ? "%s/round-%d" : "%s", o->weights, l + 1);
-        for (int k = 0; k < AG_I_WEIGHT_ARRAYS && !rc; k++) {
-            if (!has[k])
+        for (int k = 0; k < AG_LAYER_ARRAYS && !rc; k++) {   /* in order: wo before widths */
+            if (!ag_layer_has(features, k))
                 continue;
-            /* in order: wo is there before the bias's width is read */
-            ag_i_weights_arrays(w, arrays, sizes);
+            float **p = ag_layer_array(w, k);
             int64_t shape[3];
-            const int ndim = ag_i_weights_shape(w, k, shape);
+            const int ndim = ag_layer_array_shape(w, k, shape);
             if (o->weights) {
-                rc = ag_i_weights_load_array(arrays[k], dir, ag_i_weight_name(k), ndim, shape, 0,
+                rc = ag_i_weights_load_array(p, dir, ag_layer_array_info(k)->name, ndim, shape, 0,
                                              err);
-            } else if (!(*arrays[k] = ag_i_alloc(sizes[k], sizeof(float), err, "weights"))) {
-                rc = ag_i_alloc_status();
             } else {
-                draw_array(*arrays[k], k, sizes[k], w, o->seed, l);
+                const int64_t n = ag_layer_array_size(w, k);
+                if (!(*p = ag_i_alloc(n, sizeof(float), err, "weights")))
+                    rc = ag_i_alloc_status();
+                else
+                    draw_array(*p, k, n, w, o->seed, l);
             }
         }
         D = out;

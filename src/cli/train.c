@@ -114,8 +114,8 @@ typedef struct {
     ag_matrix_t edges;         /* --edge-features of the connectivity trained now */
     int64_t *pred;
     outcome_t res[TRAIN_MAX_CONNS];
-    folder_item_t items[AG_I_WEIGHT_ARRAYS * MODEL_MAX_LAYERS + 3];
-    char names[AG_I_WEIGHT_ARRAYS * MODEL_MAX_LAYERS + 2][64];
+    folder_item_t items[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 3];
+    char names[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 2][64];
     char model_args[8192];     /* model.args (the options that define the model), or
                                   model.txt (a model file's model) */
     int n_items;

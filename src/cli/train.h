@@ -88,7 +88,7 @@ ag_round_opts_t model_round_opts(const model_t *m, int step);
 int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int step,
                 epoch_t *f, ag_error_t *err);
 /* The model's arrays as files of a weights folder (run --weights reads them):
-   items [n_layers x AG_I_WEIGHT_ARRAYS + 2]; returns how many. */
+   items [n_layers x AG_LAYER_ARRAYS + 2]; returns how many. */
 int model_items(const model_t *m, folder_item_t *items, char (*names)[64]);
 /* What defines the model, as --save writes it beside the arrays: a model
    file's model.txt, else the options' model.args (*name says which). Returns

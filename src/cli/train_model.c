@@ -8,56 +8,35 @@
 #include "cli/train.h"
 #include "train/train.h"
 
-#define N_ARRAYS AG_I_WEIGHT_ARRAYS
-
-/* Array k of a layer (ag_i_weights_arrays's order) and its size. */
-static float **array_of(ag_weights_t *w, int k)
-{
-    float **arrays[N_ARRAYS];
-    int64_t sizes[N_ARRAYS];
-    ag_i_weights_arrays(w, arrays, sizes);
-    return arrays[k];
-}
-
-static int64_t array_size(ag_weights_t *w, int k)
-{
-    float **arrays[N_ARRAYS];
-    int64_t sizes[N_ARRAYS];
-    ag_i_weights_arrays(w, arrays, sizes);
-    return sizes[k];
-}
-
 static int weights_copy(ag_weights_t *dst, const ag_weights_t *src, ag_error_t *err)
 {
     *dst = *src;
-    for (int k = 0; k < N_ARRAYS; k++)
-        *array_of(dst, k) = NULL;
-    for (int k = 0; k < N_ARRAYS; k++) {   /* in order: wo before the bias's width */
-        const float *from = *array_of((ag_weights_t *)src, k);
+    for (int k = 0; k < AG_LAYER_ARRAYS; k++)
+        *ag_layer_array(dst, k) = NULL;
+    for (int k = 0; k < AG_LAYER_ARRAYS; k++) {
+        const float *from = *ag_layer_array((ag_weights_t *)src, k);
         if (!from)
             continue;
-        const int64_t n = array_size((ag_weights_t *)src, k);
+        const int64_t n = ag_layer_array_size(src, k);
         float *to = ag_i_alloc(n, sizeof(float), err, "weights");
         if (!to) {
             ag_weights_destroy(dst);
             return ag_i_alloc_status();
         }
         memcpy(to, from, (size_t)n * sizeof(float));
-        *array_of(dst, k) = to;
+        *ag_layer_array(dst, k) = to;
     }
     return AG_OK;
 }
 
-/* Does the loss depend on array k of a layer under this score and norm? */
+/* Does the loss depend on array k of a layer under this score and norm? (The
+   features they decide; the rest are what the layer has.) */
 static int array_used(int k, ag_score_kind_t kind, ag_norm_t norm)
 {
-    if (k < 4)
-        return 1;
-    if (k < 6)
-        return norm == AG_NORM_LAYER;
-    if (k < 8)
-        return kind == AG_SCORE_ADDITIVE;
-    return k == 8 ? kind == AG_SCORE_GATV2 : 1;
+    const unsigned decided = AG_LAYER_NORM | AG_LAYER_ADDITIVE | AG_LAYER_GATV2;
+    return ag_layer_has(~decided | (norm == AG_NORM_LAYER ? AG_LAYER_NORM : 0u) |
+                        (kind == AG_SCORE_ADDITIVE ? AG_LAYER_ADDITIVE : 0u) |
+                        (kind == AG_SCORE_GATV2 ? AG_LAYER_GATV2 : 0u), k);
 }
 
 /* The readout: from the weights folder when it has one, else seeded. */
@@ -99,15 +78,15 @@ static int register_params(model_t *m, const train_opts_t *to, ag_error_t *err)
     const int used = m->rounds == 0 ? 0 : m->n_layers == 1 ? 1 : m->rounds;
     int n = 0, rc = AG_OK;
     for (int l = 0; l < used && !rc; l++)
-        for (int k = 0; k < N_ARRAYS && !rc; k++) {
-            float *p = *array_of(&m->layers[l], k), *g = *array_of(&m->grads[l], k);
+        for (int k = 0; k < AG_LAYER_ARRAYS && !rc; k++) {
+            float *p = *ag_layer_array(&m->layers[l], k), *g = *ag_layer_array(&m->grads[l], k);
             if (!p || !g || !array_used(k, m->score.kind, to->o.norm))
                 continue;
-            rc = ag_optimizer_add(m->opt, p, g, array_size(&m->layers[l], k), err);
-            /* a process's rows of per-node projections: their norm is the whole's */
-            const ag_weights_t *w = &m->layers[l];
-            if (!rc && k < 3 && w->per_node && m->N != m->total)
-                rc = ag_i_optimizer_split_last(m->opt, w->H * w->d * w->D, err);
+            rc = ag_optimizer_add(m->opt, p, g, ag_layer_array_size(&m->layers[l], k), err);
+            /* a process's rows of per-node arrays ([N, ...]): their norm is the whole's */
+            int64_t shape[3];
+            if (!rc && ag_layer_array_shape(&m->layers[l], k, shape) == 3 && m->N != m->total)
+                rc = ag_i_optimizer_split_last(m->opt, shape[1] * shape[2], err);
             n++;
         }
     if (!rc && m->C && m->readout) {
@@ -153,10 +132,10 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
         if ((rc = weights_copy(w, &in->layers[l], err)))
             break;
         if (!o->weights && !o->model.n_layers)   /* seeded: keep only the vectors this score has */
-            for (int k = 6; k < N_ARRAYS; k++)
+            for (int k = 6; k < AG_LAYER_ARRAYS; k++)
                 if (!array_used(k, m->score.kind, o->norm)) {
-                    free(*array_of(w, k));
-                    *array_of(w, k) = NULL;
+                    free(*ag_layer_array(w, k));
+                    *ag_layer_array(w, k) = NULL;
                 }
         if (o->norm == AG_NORM_LAYER && (rc = ag_weights_add_layer_norm(w, err)))
             break;
@@ -283,17 +262,17 @@ int model_items(const model_t *m, folder_item_t *items, char (*names)[64])
     int n = 0;
     for (int l = 0; l < m->n_layers; l++) {
         ag_weights_t *w = &m->layers[l];
-        for (int k = 0; k < N_ARRAYS; k++) {
-            const float *p = *array_of(w, k);
+        for (int k = 0; k < AG_LAYER_ARRAYS; k++) {
+            const float *p = *ag_layer_array(w, k);
             if (!p)
                 continue;
             if (m->n_layers > 1)
-                snprintf(names[n], 64, "round-%d/%s.npy", l + 1, ag_i_weight_name(k));
+                snprintf(names[n], 64, "round-%d/%s.npy", l + 1, ag_layer_array_info(k)->name);
             else
-                snprintf(names[n], 64, "%s.npy", ag_i_weight_name(k));
+                snprintf(names[n], 64, "%s.npy", ag_layer_array_info(k)->name);
             folder_item_t *it = &items[n];
             *it = (folder_item_t){names[n], p, NULL, 0, {0, 0, 0}, NULL};
-            it->ndim = ag_i_weights_shape(w, k, it->shape);
+            it->ndim = ag_layer_array_shape(w, k, it->shape);
             n++;
         }
     }

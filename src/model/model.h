@@ -169,24 +169,9 @@ int ag_i_layer_norm_backward(float *dX, float *dW, float *dB, const float *dY, c
                              int64_t N, int64_t D, const float *weight, float eps,
                              ag_error_t *err);
 
-/* The arrays of w, in the order of ag_i_weight_name's (wq wk wv wo ln_weight
-   ln_bias attn_src attn_dst attn bias w1 b1 w2 b2 ln2_weight ln2_bias bq bk bv
-   wskip bskip wbeta wedge attn_edge: their files' names), and the floats each
-   has (or would have) by w's sizes. */
-#define AG_I_WEIGHT_ARRAYS 24
-/* Array m's name (its file's, without .npy). A function, not an exported
-   array: ASan adds a non-ag_ symbol for every exported variable. */
+/* Sets every array w has to zeros (gradients before a backward). */
 AG_INTERNAL
-const char *ag_i_weight_name(int m);
-AG_INTERNAL
-int ag_i_weights_arrays(ag_weights_t *w, float **arrays[AG_I_WEIGHT_ARRAYS],
-                        int64_t sizes[AG_I_WEIGHT_ARRAYS]);
-
-/* The shape of array m of w (ag_i_weights_arrays's order) by w's sizes, into
-   shape; returns its dimensions (1 to 3). A bias's width is the layer's
-   output's (ag_layer_width_out: wo must be there when the layer has one). */
-AG_INTERNAL
-int ag_i_weights_shape(const ag_weights_t *w, int m, int64_t shape[3]);
+void ag_i_weights_zero(ag_weights_t *w);
 
 /* The largest H*d of the layers: what a workspace of their rounds holds. */
 int64_t ag_i_layers_largest_hd(const ag_weights_t *layers, int n_layers);

@@ -52,32 +52,12 @@ void ag_i_random_normal_range(float *x, int64_t first, int64_t n, uint64_t seed,
     }
 }
 
-/* The weight arrays of w, for loops that treat them alike. */
-#define N_MATS AG_I_WEIGHT_ARRAYS
-static float **mats_of(ag_weights_t *w, int m)
-{
-    float **all[N_MATS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->ln_weight, &w->ln_bias,
-                           &w->attn_src, &w->attn_dst, &w->attn, &w->bias, &w->w1, &w->b1,
-                           &w->w2, &w->b2, &w->ln2_weight, &w->ln2_bias, &w->bq, &w->bk,
-                           &w->bv, &w->wskip, &w->bskip, &w->wbeta, &w->wedge, &w->attn_edge};
-    return all[m];
-}
-
-const char *ag_i_weight_name(int m)
-{
-    static const char *const names[AG_I_WEIGHT_ARRAYS] = {
-        "wq", "wk", "wv", "wo", "ln_weight", "ln_bias", "attn_src", "attn_dst", "attn", "bias",
-        "w1", "b1", "w2", "b2", "ln2_weight", "ln2_bias", "bq", "bk", "bv", "wskip", "bskip",
-        "wbeta", "wedge", "attn_edge"};
-    return m >= 0 && m < AG_I_WEIGHT_ARRAYS ? names[m] : "?";
-}
-
 void ag_weights_destroy(ag_weights_t *w)
 {
     if (!w)
         return;
-    for (int m = 0; m < N_MATS; m++)
-        free(*mats_of(w, m));
+    for (int k = 0; k < AG_LAYER_ARRAYS; k++)
+        free(*ag_layer_array(w, k));
     memset(w, 0, sizeof *w);
 }
 
@@ -90,20 +70,20 @@ static int draw(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_no
     if (D <= 0 || H <= 0 || d <= 0 || per_node < 0 || first < 0)
         return ag_i_fail(err, AG_EINVAL, "weights: D=%lld, H=%lld, d=%lld; expected all >= 1",
                          (long long)D, (long long)H, (long long)d);
-    const int64_t HD = H * d, copies = per_node ? per_node : 1;
+    const int64_t HD = H * d;
     w->D = D, w->H = H, w->d = d, w->per_node = per_node;
-    /* wq wk wv wo, then attn_src attn_dst attn; LayerNorm stays the identity */
-    const int mats[] = {0, 1, 2, 3, 6, 7, 8};
-    for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
-        const int m = mats[k];
-        const int64_t n = m < 3 ? copies * HD * D : m == 3 ? D * HD : HD;
-        const int64_t fan_in = m < 3 ? D : m == 3 ? HD : d;
-        float **p = mats_of(w, m);
+    /* every attention vector (the score reads its own); LayerNorm stays the identity */
+    const unsigned features = AG_LAYER_QKV | AG_LAYER_WO | AG_LAYER_ADDITIVE | AG_LAYER_GATV2;
+    for (int m = 0; m < AG_LAYER_ARRAYS; m++) {
+        if (!ag_layer_has(features, m))
+            continue;
+        const int64_t n = ag_layer_array_size(w, m);
+        float **p = ag_layer_array(w, m);
         if (!(*p = ag_i_alloc(n, sizeof(float), err, "weights"))) {
             ag_weights_destroy(w);
             return ag_i_alloc_status();
         }
-        const float scale = 1.0f / sqrtf((float)fan_in);
+        const float scale = 1.0f / sqrtf((float)ag_layer_array_fan_in(w, m));
         if (m < 3 && first)   /* the same numbers; the whole draw makes two at a time */
             ag_i_random_normal_range(*p, first * HD * D, n, seed, (uint64_t)m + 1, scale);
         else
@@ -143,7 +123,7 @@ int ag_i_weights_keep_rows(ag_weights_t *w, int64_t first, int64_t rows, ag_erro
             return ag_i_alloc_status();
         }
     for (int m = 0; m < 3; m++) {
-        float **p = mats_of(w, m);
+        float **p = ag_layer_array(w, m);
         memcpy(kept[m], *p + first * per, (size_t)(keep * per) * sizeof(float));
         free(*p);
         *p = kept[m];
@@ -213,27 +193,17 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
     if (HD % H != 0)
         rc = ag_i_fail(err, AG_EINVAL, "%s has %lld row%s, not a multiple of %lld head%s",
                        path, (long long)HD, HD == 1 ? "" : "s", (long long)H, H == 1 ? "" : "s");
-    const int64_t d = HD / H;
-    const int64_t wo[2] = {D, HD}, vec[1] = {D}, hd[2] = {H, d};
-    if (!rc)
-        rc = ag_i_weights_load_array(&w->wk, dir, "wk", a.ndim, shape, 0, err);
-    if (!rc)
-        rc = ag_i_weights_load_array(&w->wv, dir, "wv", a.ndim, shape, 0, err);
-    if (!rc)
-        rc = ag_i_weights_load_array(&w->wo, dir, "wo", 2, wo, 0, err);
-    if (!rc)
-        rc = ag_i_weights_load_array(&w->ln_weight, dir, "ln_weight", 1, vec, 1, err);
-    if (!rc)
-        rc = ag_i_weights_load_array(&w->ln_bias, dir, "ln_bias", 1, vec, 1, err);
-    const char *vecs[] = {"attn_src", "attn_dst", "attn"};
-    for (int k = 0; k < 3 && !rc; k++)
-        rc = ag_i_weights_load_array(mats_of(w, 6 + k), dir, vecs[k], 2, hd, 1, err);
-    if (rc) {
-        ag_weights_destroy(w);
-        return rc;
+    w->D = D, w->H = H, w->d = HD / H;
+    /* the rest of a plain layer's arrays: wk wv wo, then the optional ones */
+    for (int k = 1; k <= 8 && !rc; k++) {
+        int64_t want[3];
+        const int ndim = ag_layer_array_shape(w, k, want);
+        rc = ag_i_weights_load_array(ag_layer_array(w, k), dir, ag_layer_array_info(k)->name,
+                                     ndim, want, k > 3, err);
     }
-    w->D = D, w->H = H, w->d = d;
-    return AG_OK;
+    if (rc)
+        ag_weights_destroy(w);
+    return rc;
 }
 
 int64_t ag_layer_width_out(const ag_weights_t *w)
@@ -253,54 +223,12 @@ int64_t ag_rounds_widest(const ag_weights_t *layers, int n_layers, int rounds)
     return widest;
 }
 
-int ag_i_weights_shape(const ag_weights_t *w, int m, int64_t shape[3])
-{
-    const int64_t HD = w->H * w->d;
-    if (m < 3 && w->per_node) {
-        shape[0] = w->per_node, shape[1] = HD, shape[2] = w->D;
-        return 3;
-    }
-    if (m < 3) {
-        shape[0] = HD, shape[1] = w->D;
-        return 2;
-    }
-    if (m == 3) {
-        shape[0] = w->D_out ? w->D_out : w->D, shape[1] = HD;
-        return 2;
-    }
-    const int64_t out = ag_layer_width_out(w);
-    switch (m) {
-    case 4: case 5:                                        /* LayerNorm, pre or post */
-        shape[0] = w->post_norm ? out : w->D; return 1;
-    case 6: case 7: case 8: case 23:                       /* attention vectors */
-        shape[0] = w->H, shape[1] = w->d; return 2;
-    case 10: shape[0] = w->F, shape[1] = out; return 2;    /* w1 */
-    case 11: shape[0] = w->F; return 1;                    /* b1 */
-    case 12: shape[0] = out, shape[1] = w->F; return 2;    /* w2 */
-    case 16: case 17: case 18: shape[0] = HD; return 1;    /* bq, bk, bv */
-    case 19: shape[0] = out, shape[1] = w->D; return 2;    /* wskip */
-    case 21: shape[0] = 3 * out; return 1;                 /* wbeta */
-    case 22: shape[0] = HD, shape[1] = w->edge_dim; return 2;   /* wedge */
-    default: shape[0] = out; return 1;   /* bias, b2, ln2_weight, ln2_bias, bskip */
-    }
-}
-
 int64_t ag_i_layers_largest_hd(const ag_weights_t *layers, int n_layers)
 {
     int64_t HD = 0;
     for (int k = 0; k < n_layers; k++)
         HD = layers[k].H * layers[k].d > HD ? layers[k].H * layers[k].d : HD;
     return HD;
-}
-
-/* Floats in array m of w (mats_of's numbering). */
-static int64_t mat_size(const ag_weights_t *w, int m)
-{
-    int64_t shape[3], n = 1;
-    const int ndim = ag_i_weights_shape(w, m, shape);
-    for (int k = 0; k < ndim; k++)
-        n *= shape[k];
-    return n;
 }
 
 int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm,
@@ -316,15 +244,12 @@ int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm
     g->act = w->act, g->ff_act = w->ff_act;   /* the layer the gradients are of */
     /* wq always, LayerNorm's when asked (the sublayer's with one), the rest where w
        has them; in order, so that wo is there before the widths that read it */
-    float **has_of[N_MATS];
-    int64_t sizes[N_MATS];
-    ag_i_weights_arrays((ag_weights_t *)w, has_of, sizes);
-    for (int m = 0; m < N_MATS; m++) {
-        const float *has = *has_of[m];
+    for (int m = 0; m < AG_LAYER_ARRAYS; m++) {
+        const float *has = *ag_layer_array((ag_weights_t *)w, m);
         const int wanted = m == 0 || has || (m >= 4 && m < 6 && layer_norm) ||
                            (m >= 14 && m < 16 && layer_norm && w->w1);
-        if (wanted && !(*mats_of(g, m) = ag_i_calloc(mat_size(w, m), sizeof(float), err,
-                                                     "gradients"))) {
+        if (wanted && !(*ag_layer_array(g, m) = ag_i_calloc(ag_layer_array_size(w, m),
+                                                            sizeof(float), err, "gradients"))) {
             ag_weights_destroy(g);
             return ag_i_alloc_status();
         }
@@ -348,10 +273,11 @@ int ag_weights_add_layer_norm(ag_weights_t *w, ag_error_t *err)
     return AG_OK;
 }
 
-int ag_i_weights_arrays(ag_weights_t *w, float **arrays[AG_I_WEIGHT_ARRAYS],
-                        int64_t sizes[AG_I_WEIGHT_ARRAYS])
+void ag_i_weights_zero(ag_weights_t *w)
 {
-    for (int m = 0; m < N_MATS; m++)
-        arrays[m] = mats_of(w, m), sizes[m] = mat_size(w, m);
-    return N_MATS;
+    for (int k = 0; k < AG_LAYER_ARRAYS; k++) {
+        float *p = *ag_layer_array(w, k);
+        if (p)
+            memset(p, 0, (size_t)ag_layer_array_size(w, k) * sizeof *p);
+    }
 }

@@ -812,19 +812,6 @@ static int backward_round(ag_mpi_tape_t *t, int r, ag_weights_t *grads, mpi_back
                                attend_back_part, (void *)&pb, err);
 }
 
-/* Zeroes every array of grads (as src/train/backprop.c's grads_reset). */
-static void grads_zero(const ag_mpi_tape_t *t, ag_weights_t *grads)
-{
-    for (int k = 0; grads && k < t->n_layers; k++) {
-        float **arrays[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS];
-        const int n = ag_i_weights_arrays(&grads[k], arrays, sizes);
-        for (int m = 0; m < n; m++)
-            if (*arrays[m])
-                memset(*arrays[m], 0, (size_t)sizes[m] * sizeof(float));
-    }
-}
-
 int ag_mpi_rounds_backward(ag_mpi_tape_t *t, const float *dY, float *dX0, ag_weights_t *grads,
                            ag_error_t *err)
 {
@@ -837,7 +824,8 @@ int ag_mpi_rounds_backward(ag_mpi_tape_t *t, const float *dY, float *dX0, ag_wei
         t->back = all;   /* freed with the tape */
     if (rc)
         return rc;
-    grads_zero(t, grads);
+    for (int k = 0; grads && k < t->n_layers; k++)
+        ag_i_weights_zero(&grads[k]);
     const int64_t D_in = t->layers[0].D;
     const int64_t D_out = t->rounds ? ag_layer_width_out(round_layer(t, t->rounds - 1)) : D_in;
     memcpy(b.dX, dY, (size_t)(t->n * D_out) * sizeof *dY);

@@ -353,12 +353,7 @@ static int grads_reset(const ag_tape_t *t, ag_weights_t *grads, ag_error_t *err)
                              "of %lld, per node %lld", k + 1, (long long)g->D, (long long)g->H,
                              (long long)g->d, (long long)g->per_node, k + 1, (long long)w->D,
                              (long long)w->H, (long long)w->d, (long long)w->per_node);
-        float **arrays[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS];
-        const int n = ag_i_weights_arrays(g, arrays, sizes);
-        for (int m = 0; m < n; m++)
-            if (*arrays[m])
-                memset(*arrays[m], 0, (size_t)sizes[m] * sizeof(float));
+        ag_i_weights_zero(g);
     }
     return AG_OK;
 }

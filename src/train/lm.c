@@ -36,20 +36,6 @@ static float *array(int64_t n, uint64_t seed, uint64_t stream, float scale, floa
     return p;
 }
 
-/* Array k of layer w (ag_i_weights_arrays's order) has a place in a GPT block
-   with or without biases. */
-static int block_has(int k, int bias)
-{
-    switch (k) {
-    case 0: case 1: case 2: case 3: case 4: case 10: case 12: case 14:   /* matrices, gains */
-        return 1;
-    case 5: case 9: case 11: case 13: case 15: case 16: case 17: case 18:   /* biases */
-        return bias;
-    default:
-        return 0;
-    }
-}
-
 /* Makes m's arrays (shapes from m's sizes): from seed, or zeroed (seed 0 and
    zero: gradients). */
 static int make(ag_lm_t *m, int zero, uint64_t seed, ag_error_t *err)
@@ -69,18 +55,20 @@ static int make(ag_lm_t *m, int zero, uint64_t seed, ag_error_t *err)
         ag_weights_t *w = &m->layers[l];
         *w = (ag_weights_t){.D = D, .H = H, .d = D / H, .D_out = D, .F = 4 * D,
                             .ff_act = AG_ACT_GELU};
-        float **arrays[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS];
-        for (int k = 0; k < AG_I_WEIGHT_ARRAYS; k++) {
-            if (!block_has(k, m->bias))
+        /* a GPT block: nanoGPT's, its biases with bias */
+        const unsigned features = AG_LAYER_QKV | AG_LAYER_WO | AG_LAYER_NORM | AG_LAYER_FFN |
+                                  (m->bias ? AG_LAYER_NORM_BIAS | AG_LAYER_BIAS |
+                                             AG_LAYER_QKV_BIAS : 0u);
+        for (int k = 0; k < AG_LAYER_ARRAYS; k++) {   /* in order: wo before the widths */
+            if (!ag_layer_has(features, k))
                 continue;
-            ag_i_weights_arrays(w, arrays, sizes);   /* wo (3) before the widths that read it */
-            const int gain = k == 4 || k == 14, residual_out = k == 3 || k == 12;
-            const int matrix = k <= 3 || k == 10 || k == 12;
+            const ag_init_t init = ag_layer_array_info(k)->init;
+            const int residual_out = k == 3 || k == 12;   /* wo, w2: GPT-2's scaled draws */
             const uint64_t stream = 16 + 32 * (uint64_t)l + (uint64_t)k;
-            if (!(*arrays[k] = array(sizes[k], seed, stream,
-                                     matrix ? (residual_out ? proj : std) : 0.0f,
-                                     gain ? one : 0.0f, err)))
+            if (!(*ag_layer_array(w, k) = array(ag_layer_array_size(w, k), seed, stream,
+                                                init == AG_INIT_NORMAL
+                                                    ? (residual_out ? proj : std) : 0.0f,
+                                                init == AG_INIT_ONES ? one : 0.0f, err)))
                 return ag_i_alloc_status();
         }
     }
@@ -270,21 +258,19 @@ int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_
 
 int ag_lm_optimizer_add(ag_optimizer_t *opt, ag_lm_t *m, const ag_lm_t *g, ag_error_t *err)
 {
-    /* nanoGPT's groups: arrays of two or more dimensions decay, the rest not */
+    /* nanoGPT's groups: arrays of two or more dimensions decay (the table's), the rest not */
     int rc = ag_optimizer_add_ex(opt, m->wte, g->wte, m->V * m->D, 0, err);
     if (!rc)
         rc = ag_optimizer_add_ex(opt, m->wpe, g->wpe, m->T * m->D, 0, err);
-    for (int64_t l = 0; !rc && l < m->L; l++) {
-        float **p[AG_I_WEIGHT_ARRAYS], **q[AG_I_WEIGHT_ARRAYS];
-        int64_t sizes[AG_I_WEIGHT_ARRAYS], gs[AG_I_WEIGHT_ARRAYS], shape[3];
-        ag_i_weights_arrays(&m->layers[l], p, sizes);
-        ag_i_weights_arrays(&g->layers[l], q, gs);
-        for (int k = 0; !rc && k < AG_I_WEIGHT_ARRAYS; k++)
-            if (*p[k])
-                rc = ag_optimizer_add_ex(opt, *p[k], *q[k], sizes[k],
-                                         ag_i_weights_shape(&m->layers[l], k, shape) >= 2
-                                             ? 0 : AG_OPT_NO_DECAY, err);
-    }
+    for (int64_t l = 0; !rc && l < m->L; l++)
+        for (int k = 0; !rc && k < AG_LAYER_ARRAYS; k++) {
+            float *p = *ag_layer_array(&m->layers[l], k);
+            if (p)
+                rc = ag_optimizer_add_ex(opt, p, *ag_layer_array(&g->layers[l], k),
+                                         ag_layer_array_size(&m->layers[l], k),
+                                         ag_layer_array_info(k)->decay ? 0 : AG_OPT_NO_DECAY,
+                                         err);
+        }
     if (!rc)
         rc = ag_optimizer_add_ex(opt, m->lnf_weight, g->lnf_weight, m->D, AG_OPT_NO_DECAY, err);
     if (!rc && m->lnf_bias)

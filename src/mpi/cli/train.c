@@ -46,8 +46,8 @@ typedef struct {
     ag_mpi_reduce_t red_ctx;
     ag_mpi_stats_t stats;
     ag_mpi_tape_t *tape;       /* the rounds' tape, made by the first epoch */
-    folder_item_t items[AG_I_WEIGHT_ARRAYS * MODEL_MAX_LAYERS + 3];
-    char names[AG_I_WEIGHT_ARRAYS * MODEL_MAX_LAYERS + 2][64];
+    folder_item_t items[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 3];
+    char names[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 2][64];
     char model_args[8192];     /* model.args, or a model file's model.txt */
     int n_items;
     int64_t N;                 /* nodes (rows of --features) */
