@@ -157,6 +157,10 @@ check: deps
 	@$(MAKE) --no-print-directory all $(TESTS) $(EXAMPLE) $(SMOKE)
 	$(TESTS)
 	$(EXAMPLE) >/dev/null
+	$(CLI) train graphs/planted.gml --features graphs/planted/x.npy --labels graphs/planted/labels.npy \
+	  --train-mask graphs/planted/train.npy --model models/gat-planted.txt --epochs 30 \
+	  --save $(BUILD)/example-model --quiet
+	$(EXAMPLE) graphs/planted.gml $(BUILD)/example-model graphs/planted/x.npy
 ifndef NO_OMP
 	$(BENCH) smoke
 endif

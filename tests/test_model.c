@@ -645,6 +645,102 @@ START_TEST(feature_dropout_mask_and_rate)
 }
 END_TEST
 
+/* The model text's one reader and writer: every key read into the spec (the
+   values checked here by hand), written back in one form (the text below,
+   written out by hand), read again to the same spec; refusals name the line. */
+START_TEST(model_spec_reads_and_writes_every_key)
+{
+    static const char text[] =
+        "# every key\r\n"
+        "layer heads=4 dim=8 out=concat projection=one bias=yes act=elu\n"
+        "posenc sinusoidal\n"
+        "score additive   # GAT's\n"
+        "slope 0.1\nbeta 2\nsoftcap 30\nalibi\nedge-bias w\nnorm layer\n"
+        "self-loops replace\nundirected\ndropout 0.6\nattn-dropout 0.5\nresid-dropout 0.25\n"
+        "readout none\n"
+        "layer heads=1 dim=3 out=12 residual=no ffn=2 ffn_act=relu qkv_bias=yes skip=gate "
+        "norm=post edges=yes\n";
+    static const char written[] =
+        "# attngraph model (docs/model-file.md)\n"
+        "score additive\nbeta 2\nsoftcap 30\nslope 0.100000001\nalibi\nedge-bias w\n"
+        "norm layer\nposenc sinusoidal\nself-loops replace\nundirected\n"
+        "dropout 0.6\nattn-dropout 0.5\nresid-dropout 0.25\nreadout none\n"
+        "layer heads=4 dim=8 out=concat projection=one bias=yes act=elu\n"
+        "layer heads=1 dim=3 out=12 projection=qkv bias=no act=none residual=no ffn=2 "
+        "ffn_act=relu qkv_bias=yes skip=gate norm=post edges=yes\n";
+    ag_model_spec_t spec, again;
+    ag_error_t err;
+    ck_assert_msg(ag_model_spec_parse(&spec, text, "m.txt", &err) == AG_OK, "%s", err.msg);
+    ck_assert_int_eq(spec.score.kind, AG_SCORE_ADDITIVE);
+    ck_assert(spec.score.slope == 0.1f && spec.score.beta == 2 && spec.score.softcap == 30);
+    ck_assert(spec.score.alibi && !spec.score.has_sigmoid_bias);
+    ck_assert_str_eq(spec.edge_bias, "w");
+    ck_assert(spec.norm == AG_NORM_LAYER && spec.posenc && spec.self_loops == AG_SELF_REPLACE);
+    ck_assert(spec.directed == 0 && spec.readout == 0);
+    ck_assert(spec.dropout[0] == 0.6f && spec.dropout[1] == 0.5f && spec.dropout[2] == 0.25f);
+    ck_assert_int_eq(spec.line[AG_KEY_SCORE], 4);
+    ck_assert_int_eq(spec.line[AG_KEY_SIGMOID_BIAS], 0);
+    ck_assert_int_eq(spec.n_layers, 2);
+    const ag_layer_spec_t *a = &spec.layers[0], *b = &spec.layers[1];
+    ck_assert(a->heads == 4 && a->dim == 8 && a->out == AG_OUT_CONCAT && a->one_projection &&
+              a->bias && a->act == AG_ACT_ELU && a->residual == -1 && a->line == 2);
+    ck_assert(b->out == AG_OUT_LINEAR && b->out_width == 12 && b->residual == 0 && b->ffn == 2 &&
+              b->ffn_act == AG_ACT_RELU && b->qkv_bias && b->skip == 2 && b->post_norm &&
+              b->edges && b->line == 17);
+    ck_assert_int_eq(ag_layer_spec_width_out(a, 5), 32);
+    ck_assert_int_eq(ag_layer_spec_width_out(b, 32), 12);
+    char out[2048];
+    ck_assert_int_eq(ag_model_spec_text(out, sizeof out, &spec), strlen(written));
+    ck_assert_str_eq(out, written);
+    ck_assert_int_eq(ag_model_spec_parse(&again, out, "again", &err), AG_OK);
+    char out2[2048];
+    ag_model_spec_text(out2, sizeof out2, &again);
+    ck_assert_str_eq(out2, written);
+    /* a short buffer: cut, terminated, the whole length returned */
+    ck_assert_int_eq(ag_model_spec_text(out2, 10, &spec), strlen(written));
+    ck_assert_int_eq(strlen(out2), 9);
+    /* the defaults write nothing but the readout and the layers */
+    ag_model_spec_init(&spec);
+    spec.n_layers = 1;
+    ag_layer_spec_init(&spec.layers[0]);
+    spec.layers[0].heads = 2, spec.layers[0].dim = 4;
+    ag_model_spec_text(out, sizeof out, &spec);
+    ck_assert_str_eq(out, "# attngraph model (docs/model-file.md)\nreadout linear\n"
+                          "layer heads=2 dim=4 projection=qkv bias=no act=none\n");
+    /* refusals name the line */
+    static const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"score foo\nlayer heads=1 dim=1\n", "m.txt line 1: score 'foo': expected scaled-dot"},
+        {"beta -1\nlayer heads=1 dim=1\n", "line 1: beta '-1' is not a number >= 0"},
+        {"softcap 0\nlayer heads=1 dim=1\n", "line 1: softcap '0' is not a number > 0"},
+        {"slope 1e39\nlayer heads=1 dim=1\n", "beyond float32's range"},
+        {"norm pre\nlayer heads=1 dim=1\n", "line 1: norm 'pre': expected layer or none"},
+        {"self-loops yes\nlayer heads=1 dim=1\n", "self-loops 'yes': expected on, off"},
+        {"directed\nundirected\nlayer heads=1 dim=1\n", "line 2: directed and undirected"},
+        {"layer heads=1 dim=1\nlayer heads=2\n", "line 2: a layer needs heads=H and dim=d"},
+        {"layer heads=1 dim=1 skip=sum residual=yes\n", "skip=sum and residual=yes"},
+        {"alibi\nalibi\nlayer heads=1 dim=1\n", "line 2: alibi given twice"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        ck_assert_fails_with(ag_model_spec_parse(&spec, bad[k].text, "m.txt", &err), err,
+                             err.status, bad[k].needle);
+    /* what the spec and the data decide together */
+    ck_assert_int_eq(ag_model_spec_parse(&spec, "layer heads=2 dim=2 out=concat norm=post\n",
+                                         "m.txt", &err), AG_OK);
+    ck_assert_fails_with(ag_model_spec_check(&spec, "m.txt", 0, 0, &err), err, AG_EINVAL,
+                         "m.txt line 1: norm=post, and the model has no norm");
+    spec.norm = AG_NORM_LAYER;
+    ck_assert_int_eq(ag_model_spec_check(&spec, "m.txt", 4, 0, &err), AG_OK);
+    spec.readout = 0;
+    ck_assert_fails_with(ag_model_spec_check(&spec, "m.txt", 4, 3, &err), err, AG_EINVAL,
+                         "readout none, so the last layer writes the logits: width 4");
+    spec.layers[0].residual = 1;
+    ck_assert_fails_with(ag_model_spec_check(&spec, "m.txt", 5, 0, &err), err, AG_EINVAL,
+                         "layer 1 reads width 5 and writes 4, so it cannot add a residual");
+}
+END_TEST
+
 Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -667,6 +763,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, rounds_identical_for_1_and_2_threads);
     tcase_add_test(tc, rounds_on_two_host_threads_at_once);
 #endif
+    tcase_add_test(tc, model_spec_reads_and_writes_every_key);
     suite_add_tcase(s, tc);
     return s;
 }

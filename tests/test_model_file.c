@@ -180,7 +180,8 @@ START_TEST(model_file_refusals)
     refused("dropout 1\nlayer heads=1 dim=8\n", "line 1: dropout 1; expected a probability");
     refused("readout softmax\nlayer heads=1 dim=8\n", "line 1: readout softmax; expected linear");
     refused("score additive extra\nlayer heads=1 dim=8\n", "'extra' after score additive");
-    refused("score nonsense\nlayer heads=1 dim=8\n", "(that is ");
+    refused("score nonsense\nlayer heads=1 dim=8\n", "line 1: score 'nonsense': expected "
+            "scaled-dot, dot, cosine");
     refused("rounds 2\nlayer heads=1 dim=8\n", "line 1: unknown key 'rounds'");
     refused("score dot\nscore additive\nlayer heads=1 dim=8\n", "line 2: score given twice");
     refused("readout none\nreadout none\nlayer heads=1 dim=8\n", "line 2: readout given twice");
@@ -224,6 +225,110 @@ START_TEST(model_file_refusals)
 }
 END_TEST
 
+/* The planted graph and its features, as a C program reads them. */
+static void planted(ag_nbhd_t *nb, ag_array_t *x)
+{
+    igraph_t g;
+    ag_error_t err;
+    ck_assert_msg(ag_graph_load(&g, "graphs/planted.gml", NULL, &err) == AG_OK, "%s", err.msg);
+    ck_assert_int_eq(ag_nbhd_from_graph(nb, &g, &err), AG_OK);
+    igraph_destroy(&g);
+    ck_assert_int_eq(ag_array_read_npy(x, "graphs/planted/x.npy", &err), AG_OK);
+}
+
+/* The library's model object (ag_model_load, ag_model_predict, ag_model_run,
+   ag_model_init) against the tool: what `train --save` wrote predicts in C
+   what train predicted, the last states are run's bit for bit, and a model
+   drawn from a seed is the one `run --model FILE --seed` draws. */
+START_TEST(model_object_runs_what_the_tool_saved)
+{
+    static const char *const models[] = {
+        gat,   /* readout none, self-loops, one projection */
+        "norm layer\nposenc sinusoidal\nscore gatv2\n"   /* readout linear, FFN, LayerNorm */
+        "layer heads=2 dim=4 out=12 bias=yes act=gelu ffn=2 qkv_bias=yes\n"
+        "layer heads=1 dim=6 out=concat skip=gate bias=yes\n",
+    };
+    ag_nbhd_t nb;
+    ag_array_t x;
+    planted(&nb, &x);
+    const int64_t N = nb.n_nodes, E = nb.n_edges;
+    for (int k = 0; k < 2; k++) {
+        char model[512], dir[512], pred[512], states[512], args[2048];
+        snprintf(model, sizeof model, "%s", tmp_path("object.txt"));
+        snprintf(dir, sizeof dir, "%s/object-%d", tmp_path(""), k);
+        snprintf(pred, sizeof pred, "%s", tmp_path("object-pred.npy"));
+        snprintf(states, sizeof states, "%s", tmp_path("object-states.npy"));
+        write_text(model, models[k]);
+        snprintf(args, sizeof args, "train " PLANTED " --model %s --epochs 15 --save %s "
+                 "--predict %s --quiet", model, dir, pred);
+        expect_cli(args, 0, 1, "");
+        ag_model_t m;
+        ag_error_t err;
+        ck_assert_msg(ag_model_load(&m, dir, &err) == AG_OK, "%s", err.msg);
+        ck_assert_int_eq(m.D, 8);
+        ck_assert_int_eq(m.C, k ? 3 : 0);
+        ck_assert_int_eq(ag_model_width_out(&m), k ? 6 : 3);
+        int64_t *ours = malloc((size_t)N * sizeof *ours), *theirs, n;
+        ck_assert_msg(ag_model_predict(&m, &nb, x.data, NULL, ours, &err) == AG_OK, "%s",
+                      err.msg);
+        ck_assert_int_eq(ag_index_read_npy(&theirs, &n, pred, &err), AG_OK);
+        ck_assert_int_eq(n, N);
+        for (int64_t i = 0; i < N; i++)
+            ck_assert_msg(ours[i] == theirs[i], "model %d node %lld: %lld, train %lld", k,
+                          (long long)i, (long long)ours[i], (long long)theirs[i]);
+        /* the logits' argmax is the prediction */
+        const int64_t C = m.C ? m.C : ag_model_width_out(&m);
+        float *out = malloc((size_t)(N * C) * sizeof *out);
+        ck_assert_int_eq(ag_model_run(&m, &nb, x.data, NULL, out, &err), AG_OK);
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t c = 0; c < C; c++)
+                ck_assert(out[i * C + c] <= out[i * C + ours[i]]);
+        if (k == 0) {   /* no readout: the states are run's */
+            snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
+                     "--weights %s --out %s --quiet", dir, states);
+            expect_cli(args, 0, 1, "");
+            ag_array_t y;
+            ck_assert_int_eq(ag_array_read_npy(&y, states, &err), AG_OK);
+            ck_assert_int_eq(memcmp(y.data, out, (size_t)(N * C) * sizeof *out), 0);
+            ag_array_destroy(&y);
+            /* drawn from a seed: run --model's states */
+            ag_model_spec_t spec;
+            ag_model_t fresh;
+            ck_assert_int_eq(ag_model_spec_parse(&spec, models[k], "gat", &err), AG_OK);
+            ck_assert_int_eq(ag_model_init(&fresh, &spec, 8, 3, 0, 11, &err), AG_OK);
+            ck_assert_int_eq(ag_model_run(&fresh, &nb, x.data, NULL, out, &err), AG_OK);
+            snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
+                     "--model %s --seed 11 --out %s --quiet", model, states);
+            expect_cli(args, 0, 1, "");
+            ck_assert_int_eq(ag_array_read_npy(&y, states, &err), AG_OK);
+            ck_assert_int_eq(memcmp(y.data, out, (size_t)(N * C) * sizeof *out), 0);
+            ag_array_destroy(&y);
+            ag_model_destroy(&fresh);
+        }
+        free(out), free(ours), free(theirs);
+        ag_model_destroy(&m);
+        ck_assert_int_eq(nb.n_edges, E);   /* the model's self-loops were made on a copy */
+    }
+    /* what cannot load says which file and why */
+    ag_model_t m;
+    ag_error_t err;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/object-1/round-2/wbeta.npy", tmp_path(""));
+    ck_assert_int_eq(remove(path), 0);
+    snprintf(path, sizeof path, "%s/object-1", tmp_path(""));
+    ck_assert_fails_with(ag_model_load(&m, path, &err), err, AG_EIO, "round-2/wbeta.npy");
+    snprintf(path, sizeof path, "%s/object-0/round-2/bias.npy", tmp_path(""));
+    const float wrong[4] = {0};
+    ck_assert_int_eq(ag_npy_write_f32(path, wrong, 4, 1, &err), AG_OK);
+    snprintf(path, sizeof path, "%s/object-0", tmp_path(""));
+    ck_assert_fails_with(ag_model_load(&m, path, &err), err, AG_EINVAL,
+                         "round-2/bias.npy is [4, 1]; expected [3]");
+    ck_assert_fails_with(ag_model_load(&m, tmp_path(""), &err), err, AG_EIO, "model.txt");
+    ag_array_destroy(&x);
+    ag_nbhd_destroy(&nb);
+}
+END_TEST
+
 Suite *model_file_suite(void)
 {
     Suite *s = suite_create("model_file");
@@ -232,6 +337,7 @@ Suite *model_file_suite(void)
     tcase_add_test(tc, model_file_trains_saves_and_runs);
     tcase_add_test(tc, model_file_same_bits_on_1_and_2_threads);
     tcase_add_test(tc, model_file_refusals);
+    tcase_add_test(tc, model_object_runs_what_the_tool_saved);
     suite_add_tcase(s, tc);
     return s;
 }

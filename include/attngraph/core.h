@@ -339,6 +339,7 @@ typedef enum {
     AG_SCORE_SIGMOID,         /* a_ij = sigmoid(s_ij + b_i), s = q.k / sqrt(d); no normalisation */
     AG_SCORE_LINEAR           /* a_ij = phi(q_i).phi(k_j) / sum_j' phi(q_i).phi(k_j'), phi = elu + 1 */
 } ag_score_kind_t;
+#define AG_SCORE_KINDS 7
 
 /*
  * Every field is taken as given: 0 means 0 (beta 0 weighs all in-edges alike,
@@ -806,6 +807,152 @@ int ag_embed(float *X, const int64_t *ids, const int64_t *pos, int64_t n, const 
 int ag_embed_backward(float *dwte, float *dwpe, const float *dX, const int64_t *ids,
                       const int64_t *pos, int64_t n, int64_t V, int64_t T, int64_t D,
                       ag_error_t *err);
+
+/* ---------------------------------------------------------------- models */
+
+/*
+ * A model as text (docs/model-file.md): the model-wide settings, one a line
+ * (`score additive`, `norm layer`, `dropout 0.6`, ...), and one `layer
+ * key=value ...` line per layer. ag_model_spec_parse and ag_model_spec_text
+ * are the format's one reader and one writer.
+ */
+#define AG_MODEL_MAX_LAYERS 64
+
+typedef enum { AG_OUT_LINEAR = 0, AG_OUT_CONCAT, AG_OUT_MEAN } ag_layer_out_t;
+
+/* One `layer` line. */
+typedef struct {
+    int64_t heads, dim;           /* H, d */
+    ag_layer_out_t out;           /* wo (LINEAR), or the heads concatenated or averaged */
+    int64_t out_width;            /* LINEAR: wo's rows (0: the layer's input width) */
+    int one_projection;           /* keys and values are the queries' projection (GAT) */
+    int bias;                     /* a bias on the output (and the sublayer's, the skip's) */
+    int residual;                 /* 1, 0, or -1: when the layer keeps the width */
+    ag_activation_t act;
+    int64_t ffn;                  /* a feed-forward sublayer of width ffn x out (0: none) */
+    ag_activation_t ffn_act;      /* its activation (default GELU) */
+    int qkv_bias;                 /* biases on the projections */
+    int skip;                     /* a skip projection: 0 none, 1 summed, 2 gated (beta) */
+    int post_norm;                /* LayerNorms after the sums (with the model's norm) */
+    int edges;                    /* reads edge features */
+    int line;                     /* in the text, for messages (0: not from one) */
+} ag_layer_spec_t;
+
+/* The model-wide keys, in the order ag_model_spec_text writes them. */
+typedef enum {
+    AG_KEY_SCORE = 0, AG_KEY_BETA, AG_KEY_SOFTCAP, AG_KEY_SLOPE, AG_KEY_SIGMOID_BIAS,
+    AG_KEY_ALIBI, AG_KEY_EDGE_BIAS, AG_KEY_NORM, AG_KEY_POSENC, AG_KEY_SELF_LOOPS,
+    AG_KEY_DIRECTED, AG_KEY_UNDIRECTED, AG_KEY_DROPOUT, AG_KEY_ATTN_DROPOUT,
+    AG_KEY_RESID_DROPOUT, AG_KEY_READOUT, AG_MODEL_KEYS
+} ag_model_key_t;
+
+typedef struct {
+    ag_score_t score;             /* kind and parameters (no attention vectors) */
+    char edge_bias[512];          /* a graph file's edge attribute added to scores, or "" */
+    ag_norm_t norm;               /* pre-norm LayerNorm before each layer's projections */
+    int posenc;                   /* sinusoidal positions added to the features */
+    ag_self_loops_t self_loops;   /* how the graph is shaped before the rounds */
+    int directed;                 /* a graph file's edges: 1 directed, 0 undirected, -1 its own */
+    int readout;                  /* 1: logits = X Wr^T + br; 0: the last layer writes them */
+    float dropout[3];             /* training's: on layer inputs, attention weights, residual
+                                     branches (AG_KEY_DROPOUT's order) */
+    int line[AG_MODEL_KEYS];      /* the line that gave each key (0: not given; the default) */
+    int n_layers;
+    ag_layer_spec_t layers[AG_MODEL_MAX_LAYERS];
+} ag_model_spec_t;
+
+/* The defaults: scaled-dot, no norm, no positions, self-loops kept, a linear
+   readout, no dropout, no layer. */
+void ag_model_spec_init(ag_model_spec_t *spec);
+/* A layer line's defaults (no heads or width yet). */
+void ag_layer_spec_init(ag_layer_spec_t *L);
+/* Parses a model's text (path names it in messages: "FILE line N: ..."); a
+   key given twice, an unknown key or value and a text without a layer are
+   refused. */
+int ag_model_spec_parse(ag_model_spec_t *spec, const char *text, const char *path,
+                        ag_error_t *err);
+int ag_model_spec_read(ag_model_spec_t *spec, const char *path, ag_error_t *err);
+/* What the spec and the data decide together, from input width D and the
+   labels' classes (each <= 0: not known yet; then only the spec's own):
+   norm=post needs the model's norm; a residual needs the width kept; readout
+   none needs the last layer to write the classes. */
+int ag_model_spec_check(const ag_model_spec_t *spec, const char *path, int64_t D,
+                        int64_t classes, ag_error_t *err);
+/* The text of spec into buf [cap] (truncated, NUL-terminated); returns its
+   length as snprintf does. A value is the float32 the model uses (%.9g, or
+   the fewest digits for a dropout); defaults are left out. */
+size_t ag_model_spec_text(char *buf, size_t cap, const ag_model_spec_t *spec);
+const char *ag_model_key_name(ag_model_key_t key);
+
+/* A layer line's output width from input width D; its AG_LAYER_* features
+   under the model's score and norm; and w's sizes and flags (no arrays) from
+   it, the input width D and the edge features' width. */
+int64_t ag_layer_spec_width_out(const ag_layer_spec_t *L, int64_t D);
+unsigned ag_layer_spec_features(const ag_layer_spec_t *L, ag_score_kind_t kind, ag_norm_t norm);
+void ag_layer_spec_shape(ag_weights_t *w, const ag_layer_spec_t *L, int64_t D, int64_t edge_dim);
+
+/* Names of score kinds ("scaled-dot", "additive", ...) and self-loop modes
+   ("keep", "on", "off", "replace"), and back (0, or -1 for another name). */
+const char *ag_score_kind_name(ag_score_kind_t kind);
+int ag_score_kind_parse(const char *name, ag_score_kind_t *kind);
+const char *ag_self_loops_name(ag_self_loops_t self);
+int ag_self_loops_parse(const char *name, ag_self_loops_t *self);
+
+/*
+ * A model as one object: its spec, its layers' weights and a linear readout.
+ * Three calls run a model `attngraph train --model FILE --save DIR` wrote:
+ *
+ *     ag_model_t m;
+ *     ag_model_load(&m, "DIR", &err);                  // DIR/model.txt and its arrays
+ *     ag_model_predict(&m, &nb, X, NULL, classes, &err);   // X [N, m.D] -> [N]
+ *     ag_model_destroy(&m);
+ */
+typedef struct {
+    ag_model_spec_t spec;
+    int64_t D;                    /* the features' width */
+    int64_t edge_dim;             /* the edge features' width (layers with edges=yes), or 0 */
+    ag_weights_t *layers;         /* [spec.n_layers], one a round */
+    int64_t C;                    /* the readout's classes (0: none; the states are the output) */
+    float *wr, *br;               /* [C, ag_model_width_out], [C] */
+} ag_model_t;
+
+/* A fresh model of spec for features of width D (and edge features of width
+   edge_dim): each layer's arrays drawn from seed as `train --model` draws them
+   (ag_layer_array_t's initialisers), and with classes > 0 and a linear readout
+   its Wr (Gaussian, sd 1/sqrt(width)) and br (zeros). */
+int ag_model_init(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int64_t classes,
+                  int64_t edge_dim, uint64_t seed, ag_error_t *err);
+/* The model of folder dir: dir/model.txt, its layers' arrays (dir/round-k/, or
+   dir itself for one layer; every shape checked against the spec) and
+   readout.npy, readout_bias.npy with a linear readout. */
+int ag_model_load(ag_model_t *m, const char *dir, ag_error_t *err);
+/* The arrays of dir for a spec given here (the tool's: its options may add to
+   the file's), features of width D. */
+int ag_model_load_arrays(ag_model_t *m, const ag_model_spec_t *spec, const char *dir, int64_t D,
+                         int64_t edge_dim, ag_error_t *err);
+void ag_model_destroy(ag_model_t *m);
+/* The width the last layer writes. */
+int64_t ag_model_width_out(const ag_model_t *m);
+/*
+ * Runs the model on nb from features X [N, D]: the graph with the spec's
+ * self-loops (made on a copy: nb stays as it is), sinusoidal positions when
+ * the spec adds them, one round a layer, then the readout. out: [N, C]
+ * logits, or without a readout the last states [N, ag_model_width_out].
+ * edge_features: for layers with edges=yes, [E, edge_dim] in the slot order
+ * of the graph with the model's self-loops (ag_nbhd_self_loops(nb,
+ * m->spec.self_loops) makes it), else NULL. A score with an edge-bias
+ * attribute is refused (nb carries no attributes).
+ */
+int ag_model_run(const ag_model_t *m, ag_nbhd_t *nb, const float *X, const float *edge_features,
+                 float *out, ag_error_t *err);
+/* The class of each node [N]: the argmax of ag_model_run's logits (summed in
+   double, as ag_readout_predict). */
+int ag_model_predict(const ag_model_t *m, ag_nbhd_t *nb, const float *X,
+                     const float *edge_features, int64_t *pred, ag_error_t *err);
+/* The argmax over C classes of each row of X [N, D]: logits br + X Wr^T in
+   double (Wr NULL: the first C columns of X are the logits; br NULL: 0). */
+void ag_readout_predict(const float *X, int64_t N, int64_t D, const float *Wr, const float *br,
+                        int64_t C, int64_t *pred);
 
 /* ---------------------------------------------------------------- training */
 

@@ -30,7 +30,19 @@ FORMATS = dict(AG_FORMAT_AUTO=0, AG_FORMAT_EDGELIST=1, AG_FORMAT_NCOL=2, AG_FORM
 DIRECTIONS = dict(AG_EDGES_AUTO=0, AG_EDGES_DIRECTED=1, AG_EDGES_UNDIRECTED=2)
 DRAW_LIMITS = dict(AG_HEATMAP_MAX_NODES=1000, AG_HEATMAP_MAX_CELLS=20000, AG_HEATMAP_BINS=128,
                    AG_GRAPH_MAX_NODES=2000, AG_GRAPH_MAX_EDGES=20000)
-ENUMS = [STATUS, SELF_LOOPS, SCORE_KINDS, NORMS, ACTIVATIONS, OPTIMIZERS, FORMATS, DIRECTIONS, DRAW_LIMITS]
+LAYER_FEATURES = dict(AG_LAYER_QKV=1, AG_LAYER_WO=2, AG_LAYER_NORM=4, AG_LAYER_NORM_BIAS=8,
+                      AG_LAYER_ADDITIVE=16, AG_LAYER_GATV2=32, AG_LAYER_BIAS=64, AG_LAYER_FFN=128,
+                      AG_LAYER_QKV_BIAS=256, AG_LAYER_SKIP=512, AG_LAYER_GATE=1024,
+                      AG_LAYER_EDGES=2048, AG_LAYER_ARRAYS=24)
+INITS = dict(AG_INIT_NORMAL=0, AG_INIT_ZEROS=1, AG_INIT_ONES=2)
+LAYER_OUTS = dict(AG_OUT_LINEAR=0, AG_OUT_CONCAT=1, AG_OUT_MEAN=2)
+MODEL_KEYS = dict(AG_KEY_SCORE=0, AG_KEY_BETA=1, AG_KEY_SOFTCAP=2, AG_KEY_SLOPE=3,
+                  AG_KEY_SIGMOID_BIAS=4, AG_KEY_ALIBI=5, AG_KEY_EDGE_BIAS=6, AG_KEY_NORM=7,
+                  AG_KEY_POSENC=8, AG_KEY_SELF_LOOPS=9, AG_KEY_DIRECTED=10, AG_KEY_UNDIRECTED=11,
+                  AG_KEY_DROPOUT=12, AG_KEY_ATTN_DROPOUT=13, AG_KEY_RESID_DROPOUT=14,
+                  AG_KEY_READOUT=15, AG_MODEL_KEYS=16, AG_MODEL_MAX_LAYERS=64)
+ENUMS = [STATUS, SELF_LOOPS, SCORE_KINDS, NORMS, ACTIVATIONS, OPTIMIZERS, FORMATS, DIRECTIONS,
+         DRAW_LIMITS, LAYER_FEATURES, INITS, LAYER_OUTS, MODEL_KEYS]
 
 # The library's igraph_t lives in a buffer of this many bytes (the test checks
 # sizeof(igraph_t) fits): the package never looks inside it.
@@ -93,14 +105,29 @@ class ag_weights_t(C.Structure):
                 ("wedge", ptr), ("attn_edge", ptr)]
 
 
-# ag_layer_array_t.needs: what a layer has (AG_LAYER_* of core.h)
-(LAYER_QKV, LAYER_WO, LAYER_NORM, LAYER_NORM_BIAS, LAYER_ADDITIVE, LAYER_GATV2, LAYER_BIAS,
- LAYER_FFN, LAYER_QKV_BIAS, LAYER_SKIP, LAYER_GATE, LAYER_EDGES) = (1 << k for k in range(12))
-
-
 class ag_layer_array_t(C.Structure):
     _fields_ = [("name", C.c_char_p), ("offset", C.c_size_t), ("needs", C.c_uint),
                 ("init", C.c_int), ("decay", C.c_int)]
+
+
+class ag_layer_spec_t(C.Structure):
+    _fields_ = [("heads", i64), ("dim", i64), ("out", C.c_int), ("out_width", i64),
+                ("one_projection", C.c_int), ("bias", C.c_int), ("residual", C.c_int),
+                ("act", C.c_int), ("ffn", i64), ("ffn_act", C.c_int), ("qkv_bias", C.c_int),
+                ("skip", C.c_int), ("post_norm", C.c_int), ("edges", C.c_int), ("line", C.c_int)]
+
+
+class ag_model_spec_t(C.Structure):
+    _fields_ = [("score", ag_score_t), ("edge_bias", C.c_char * 512), ("norm", C.c_int),
+                ("posenc", C.c_int), ("self_loops", C.c_int), ("directed", C.c_int),
+                ("readout", C.c_int), ("dropout", f32 * 3),
+                ("line", C.c_int * MODEL_KEYS["AG_MODEL_KEYS"]), ("n_layers", C.c_int),
+                ("layers", ag_layer_spec_t * MODEL_KEYS["AG_MODEL_MAX_LAYERS"])]
+
+
+class ag_model_t(C.Structure):
+    _fields_ = [("spec", ag_model_spec_t), ("D", i64), ("edge_dim", i64),
+                ("layers", C.POINTER(ag_weights_t)), ("C", i64), ("wr", ptr), ("br", ptr)]
 
 
 class ag_lm_t(C.Structure):
@@ -191,7 +218,8 @@ STRUCTS = [ag_error_t, ag_labels_t, ag_nbhd_t, ag_score_t,
            ag_attention_opts_t, ag_edge_msg_t, ag_attention_grads_t, ag_weights_t,
            ag_lm_t, ag_lm_opts_t, ag_workspace_t, ag_round_t, ag_round_opts_t,
            ag_round_figures_t, ag_optimizer_opts_t, ag_load_opts_t, ag_rgb_t, ag_edge_weights_t, ag_heatmap_opts_t,
-           ag_graph_opts_t, ag_series_t, ag_panel_t, ag_compare_picture_t]
+           ag_graph_opts_t, ag_series_t, ag_panel_t, ag_compare_picture_t, ag_layer_array_t,
+           ag_layer_spec_t, ag_model_spec_t, ag_model_t]
 
 # ---------------------------------------------------------------- functions
 # name: (restype, argtypes). Every fallible function ends with ag_error_t *.
@@ -238,6 +266,10 @@ FUNCTIONS = {
     "ag_layer_array_info": (C.POINTER(ag_layer_array_t), [I]),
     "ag_layer_has": (I, [C.c_uint, I]),
     "ag_layer_array_shape": (I, [W, I, C.POINTER(i64)]),
+    "ag_model_load": (I, [C.POINTER(ag_model_t), C.c_char_p, E]),
+    "ag_model_destroy": (None, [C.POINTER(ag_model_t)]),
+    "ag_score_kind_name": (C.c_char_p, [I]),
+    "ag_self_loops_name": (C.c_char_p, [I]),
     "ag_weights_random": (I, [W, i64, i64, i64, i64, C.c_uint64, E]),
     "ag_weights_grads_init": (I, [W, W, I, E]),
     "ag_workspace_init": (I, [C.POINTER(ag_workspace_t), i64, i64, i64, E]),

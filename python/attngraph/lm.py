@@ -28,8 +28,9 @@ from .graph import Graph
 from .weights import Weights, _save_npy, array_shape, arrays_of
 
 # what a GPT block has (its arrays: the library's table), and more with biases
-_BLOCK = S.LAYER_QKV | S.LAYER_WO | S.LAYER_NORM | S.LAYER_FFN
-_BLOCK_BIAS = S.LAYER_NORM_BIAS | S.LAYER_BIAS | S.LAYER_QKV_BIAS
+_F = S.LAYER_FEATURES
+_BLOCK = _F["AG_LAYER_QKV"] | _F["AG_LAYER_WO"] | _F["AG_LAYER_NORM"] | _F["AG_LAYER_FFN"]
+_BLOCK_BIAS = _F["AG_LAYER_NORM_BIAS"] | _F["AG_LAYER_BIAS"] | _F["AG_LAYER_QKV_BIAS"]
 
 
 def batch_graph(spec, block, batch):

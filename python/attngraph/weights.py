@@ -25,7 +25,7 @@ ARRAYS = _arrays()   # ag_weights_t's arrays, in its order: their fields' and fi
 
 
 def arrays_of(features):
-    """The arrays a layer with these features (S.LAYER_*) has."""
+    """The arrays a layer with these features (S.LAYER_FEATURES' AG_LAYER_*) has."""
     return tuple(n for k, n in enumerate(ARRAYS) if lib.ag_layer_has(features, k))
 
 
@@ -317,84 +317,56 @@ def read_model_args(folder):
     return out
 
 
-# a model file's layer keys (docs/model-file.md) and the activations' names
-_LAYER_KEYS = ("heads", "dim", "out", "projection", "bias", "act", "residual", "ffn",
-               "ffn_act", "qkv_bias", "skip", "norm", "edges")
-
-
 def load_model(folder):
     """A model `attngraph train --save folder` wrote from a model file
-    (folder/model.txt, docs/model-file.md): (layers, options). layers: one
-    Weights a layer, from folder/round-k/ (folder itself for one layer);
-    options: the model file's options as rounds() keywords (score, norm,
-    slope, beta, ...), and "self_loops", "readout" ((Wr, br) or None:
-    the last layer writes the classes) and the dropouts it trains with.
-    ag.rounds(graph, x, layers, rounds=len(layers), **kw) with kw the
-    options rounds() takes runs what `attngraph run --weights folder` runs."""
+    (folder/model.txt, docs/model-file.md), read by the library
+    (ag_model_load: every array's shape checked against the file): (layers,
+    options). layers: one Weights a layer; options: the model file's options
+    as rounds() keywords (score, norm, slope, beta, ...), and "self_loops",
+    "readout" ((Wr, br) or None: the last layer writes the classes) and the
+    dropouts it trains with. ag.rounds(graph, x, layers, rounds=len(layers),
+    **kw) with kw the options rounds() takes runs what `attngraph run
+    --weights folder` runs."""
     path = os.path.join(folder, "model.txt")
-    opts, specs = {"readout": None}, []
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            words = line.split("#", 1)[0].split()
-            if not words:
-                continue
-            key, rest = words[0], words[1:]
-            where = "%s line %d" % (path, number)
-            if key == "layer":
-                spec = dict(w.split("=", 1) for w in rest if "=" in w)
-                if len(spec) != len(rest) or set(spec) - set(_LAYER_KEYS):
-                    raise Error("%s: expected key=value of %s" % (where, ", ".join(_LAYER_KEYS)),
-                                "bad format")
-                specs.append(spec)
-            elif key in ("score", "norm", "posenc", "self-loops", "edge-bias", "readout"):
-                opts[key.replace("-", "_")] = rest[0] if rest else None
-            elif key in ("beta", "softcap", "slope", "sigmoid-bias", "dropout", "attn-dropout",
-                         "resid-dropout"):
-                opts[key.replace("-", "_")] = float(rest[0])
-            elif key == "alibi":
-                opts["alibi"] = True
-            elif key in ("directed", "undirected"):
-                opts["directed"] = key == "directed"
-            else:
-                raise Error("%s: unknown key '%s'" % (where, key), "bad format")
-    if not specs:
-        raise Error("%s: no layer line" % path, "bad format")
-    layers = []
-    for k, spec in enumerate(specs):
-        d = folder if len(specs) == 1 else os.path.join(folder, "round-%d" % (k + 1))
-        arrays = {}
-        for name in ARRAYS:
-            p = os.path.join(d, name + ".npy")
-            if os.path.exists(p):
-                arrays[name] = np.load(p)
-        for name in ("wk", "wv", "wo"):
-            arrays.setdefault(name, None)
-        ffn = "w1" in arrays
-        layers.append(Weights(heads=int(spec["heads"]), act=spec.get("act", "none"),
-                              mean_heads=spec.get("out") == "mean",
-                              residual=spec.get("residual", "no") == "yes" or (
-                                  "residual" not in spec and spec.get("skip", "no") == "no" and
-                                  _keeps_width(spec, arrays)),
-                              post_norm=spec.get("norm") == "post",
-                              ff_act=spec.get("ffn_act", "gelu") if ffn else "gelu", **arrays))
-    opts.setdefault("self_loops", "keep")   # the graph's loops as they are
-    readout = opts.pop("readout")
-    opts["readout"] = None
-    if readout != "none":   # linear, the default
-        opts["readout"] = (np.load(os.path.join(folder, "readout.npy")),
-                           np.load(os.path.join(folder, "readout_bias.npy")))
-    if opts.get("norm") == "none":
-        opts["norm"] = None
+    if not os.path.exists(path):
+        raise FileNotFoundError(path)
+    m = S.ag_model_t()
+    e = err()
+    check(lib.ag_model_load(C.byref(m), os.fsencode(folder), C.byref(e)), e)
+    try:
+        spec, K = m.spec, S.MODEL_KEYS
+        layers = [Weights._copy_c(m.layers[k]) for k in range(spec.n_layers)]
+        given = {name[7:].lower(): spec.line[k] > 0 for name, k in K.items()
+                 if name.startswith("AG_KEY_")}
+        s = spec.score
+        opts = {"self_loops": lib.ag_self_loops_name(spec.self_loops).decode(), "readout": None}
+        if given["score"]:
+            opts["score"] = lib.ag_score_kind_name(s.kind).decode()
+        for key in ("beta", "softcap", "slope", "sigmoid_bias"):
+            if given[key]:
+                opts[key] = float(getattr(s, key))
+        for k, key in enumerate(("dropout", "attn_dropout", "resid_dropout")):
+            if given[key]:
+                opts[key] = float(spec.dropout[k])
+        if given["alibi"]:
+            opts["alibi"] = True
+        if given["edge_bias"]:
+            opts["edge_bias"] = spec.edge_bias.decode()
+        if given["norm"]:
+            opts["norm"] = "layer" if spec.norm else None
+        if given["posenc"]:
+            opts["posenc"] = "sinusoidal" if spec.posenc else "none"
+        if spec.directed >= 0:
+            opts["directed"] = bool(spec.directed)
+        if m.C:
+            W = layers[-1].width_out
+            as_array = np.ctypeslib.as_array
+            opts["readout"] = (as_array((C.c_float * (m.C * W)).from_address(m.wr))
+                               .reshape(m.C, W).copy(),
+                               as_array((C.c_float * m.C).from_address(m.br)).copy())
+    finally:
+        lib.ag_model_destroy(C.byref(m))
     return layers, opts
-
-
-def _keeps_width(spec, arrays):
-    """Does a layer line without residual= write the width it reads (so it adds one)?"""
-    D, H, d = arrays["wq"].shape[-1], int(spec["heads"]), int(spec["dim"])
-    out = spec.get("out")
-    width = H * d if out == "concat" else d if out == "mean" else \
-        arrays["wo"].shape[0] if arrays["wo"] is not None else D
-    return width == D
 
 
 def write_model_args(folder, text):

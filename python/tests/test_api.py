@@ -260,7 +260,8 @@ def test_layer_arrays_come_from_the_library():
         row = _lib.lib.ag_layer_array_info(k).contents
         assert getattr(S.ag_weights_t, name).offset == row.offset, name
     assert not _lib.lib.ag_layer_array_info(len(weights.ARRAYS))
-    gat = weights.arrays_of(S.LAYER_ADDITIVE | S.LAYER_BIAS)
+    F = S.LAYER_FEATURES
+    gat = weights.arrays_of(F["AG_LAYER_ADDITIVE"] | F["AG_LAYER_BIAS"])
     assert gat == ("wq", "attn_src", "attn_dst", "bias")
     w = weights.Weights.random(8, 2, seed=3)
     with pytest.raises(ag.Error, match=r"attn has shape \[4, 2\]; expected \[2, 4\]"):

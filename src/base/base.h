@@ -135,6 +135,15 @@ void ag_i_igraph_use_attributes(void);
 /* The reason of the last igraph error inside the guard ("" if none). */
 const char *ag_i_igraph_reason(void);
 
+/* ---- files read whole (read_file.c) ---- */
+
+/* All of f into a malloc'ed buffer with a NUL after its *len bytes; path and
+   what (e.g. "standard input") name it in messages. */
+int ag_i_read_stream(FILE *f, const char *path, const char *what, char **data, size_t *len,
+                     ag_error_t *err);
+/* The file at path, the same way. */
+int ag_i_read_text(const char *path, char **data, size_t *len, ag_error_t *err);
+
 /* ---- files written whole or not at all (whole_file.c says how) ---- */
 
 typedef struct {

@@ -40,35 +40,12 @@ enum {
 
 /* ---- a model described in a text file (model_file.c) ---- */
 
-#define MODEL_MAX_LAYERS 64
-typedef enum { OUT_LINEAR = 0, OUT_CONCAT, OUT_MEAN } layer_out_t;
-
-/* One `layer` line. */
-typedef struct {
-    int line;                     /* in the file, for messages */
-    int64_t heads, dim;           /* H, d */
-    layer_out_t out;              /* wo (OUT_LINEAR), or the heads concatenated or averaged */
-    int64_t out_width;            /* OUT_LINEAR: wo's rows (0: the layer's input width) */
-    int one_projection, bias;
-    int residual;                 /* -1: when the layer keeps the width */
-    ag_activation_t act;
-    int64_t ffn;                  /* a feed-forward sublayer of width ffn x out (0: none) */
-    ag_activation_t ffn_act;      /* its activation (default GELU) */
-    int qkv_bias;                 /* biases on the projections */
-    int skip;                     /* a skip projection: 0 none, 1 summed, 2 gated (beta) */
-    int post_norm;                /* norm=post: the file's LayerNorms after the sums */
-    int edges;                    /* reads --edge-features */
-} layer_spec_t;
+#define MODEL_MAX_LAYERS AG_MODEL_MAX_LAYERS
 
 typedef struct {
     const char *path;             /* --model FILE, or --weights DIR/model.txt; NULL: none */
-    layer_spec_t layers[MODEL_MAX_LAYERS];
-    int n_layers;                 /* 0 until the file is read */
-    int readout;                  /* 1: a linear readout; 0: the last layer writes the classes */
-    /* train's dropout, attn-dropout and resid-dropout, when the file gives them */
-    float dropout[3];
-    int has_dropout[3];
-} model_spec_t;
+    ag_model_spec_t spec;         /* what it says; spec.n_layers 0 until it is read */
+} model_file_t;
 
 /* ---- options shared by run, compare and inspect ---- */
 
@@ -98,7 +75,7 @@ typedef struct {
     const char *nodes_text;            /* --nodes as given: checked against --max-nodes */
     int progress;                      /* -1: on a terminal; 0: --no-progress; 1: --progress */
     unsigned char given[OPT_COUNT];    /* which input options were given (by code - OPT_Q) */
-    model_spec_t model;                /* --model FILE (run, train) */
+    model_file_t model;                /* --model FILE (run, train) */
 } run_opts_t;
 
 /* getopt_long entries of the input options (run, compare, inspect), ending {0}. */
@@ -184,8 +161,6 @@ int opt_int(int64_t *out, const char *cmd, const char *name, const char *text, i
    number); 0, or EXIT_USAGE with the message printed. */
 int opt_real(double *out, const char *cmd, const char *name, const char *text, double min,
              int above);
-/* The --self-loops value that gives self: "keep", "on", "off" or "replace". */
-const char *self_loops_name(ag_self_loops_t self);
 /* Handles an input option: 0 done, 1 not an input option, EXIT_USAGE bad value
    (message printed). */
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd);
@@ -383,9 +358,6 @@ int write_trace_svg(out_file_t *out, const trace_row_t *trace, int done, const c
 
 /* ---- what defines a trained model beyond its arrays (model_args.c) ---- */
 
-#define AG_SCORE_KINDS 7
-/* "scaled-dot", "dot", ... by ag_score_kind_t. */
-extern const char *const score_names[AG_SCORE_KINDS];
 /* The model's options as command-line text, "--heads 2 --rounds 3 --norm layer":
    what train --save writes to DIR/model.args. Returns the length the whole
    text needs (cap or more: it was cut). */
@@ -407,7 +379,7 @@ int model_file_read(run_opts_t *o, const char *path, const char *cmd);
 /* Refuses (naming the line) a layer that cannot be from input width D: a
    residual where the width changes; and, for `classes` > 0 with readout none, a
    last layer that does not write that many. */
-int model_layers_check(const model_spec_t *m, int64_t D, int64_t classes, ag_error_t *err);
+int model_layers_check(const run_opts_t *o, int64_t D, int64_t classes, ag_error_t *err);
 /* The layers o->model describes, from input width D: read from o->weights
    (DIR, or DIR/round-k/ for several layers; every shape checked) or drawn
    from o->seed. */

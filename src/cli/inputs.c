@@ -140,11 +140,8 @@ static int model_option(run_opts_t *o, int code, const char *arg, const char *cm
     double x;
     switch (code) {
     case OPT_SCORE:
-        for (size_t k = 0; k < AG_SCORE_KINDS; k++)
-            if (strcmp(arg, score_names[k]) == 0) {
-                o->score.kind = (ag_score_kind_t)k;
-                return 0;
-            }
+        if (ag_score_kind_parse(arg, &o->score.kind) == 0)
+            return 0;
         return usage_error(cmd, "--score '%s': expected scaled-dot, dot, cosine, additive, "
                            "gatv2, sigmoid or linear", arg);
     case OPT_BETA:
@@ -187,21 +184,6 @@ static int model_option(run_opts_t *o, int code, const char *arg, const char *cm
     default:
         return 1;
     }
-}
-
-const char *self_loops_name(ag_self_loops_t self)
-{
-    switch (self) {
-    case AG_SELF_KEEP:
-        return "keep";
-    case AG_SELF_ON:
-        return "on";
-    case AG_SELF_OFF:
-        return "off";
-    case AG_SELF_REPLACE:
-        return "replace";
-    }
-    return "?";
 }
 
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
@@ -250,11 +232,8 @@ int input_option(run_opts_t *o, int code, const char *arg, const char *cmd)
         o->seed = (uint64_t)v;
         return 0;
     case OPT_SELF_LOOPS:
-        for (int m = AG_SELF_KEEP; m <= AG_SELF_REPLACE; m++)
-            if (strcmp(arg, self_loops_name((ag_self_loops_t)m)) == 0) {
-                o->src.self = (ag_self_loops_t)m;
-                return 0;
-            }
+        if (ag_self_loops_parse(arg, &o->src.self) == 0)
+            return 0;
         return usage_error(cmd, "--self-loops '%s': expected on, off, keep or replace", arg);
     default:
         return model_option(o, code, arg, cmd);
@@ -334,7 +313,7 @@ int input_options_check(run_opts_t *o, const char *cmd)
         o->src.nodes = v;
     }
     const ag_score_kind_t kind = o->score.kind;
-    const char *kind_name = score_names[kind];
+    const char *kind_name = ag_score_kind_name(kind);
     if (o->given[OPT_SLOPE - OPT_Q] && kind != AG_SCORE_ADDITIVE && kind != AG_SCORE_GATV2)
         return usage_error(cmd, "--slope is the LeakyReLU slope of --score additive and "
                            "gatv2; it does not apply to %s", kind_name);
@@ -592,10 +571,10 @@ static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         ag_posenc_sinusoidal(in->x0.data, in->N, in->x0.cols);
     const int64_t D = in->x0.cols;
     in->rounds = o->rounds;
-    if (o->model.n_layers) {   /* layers of their own shapes */
+    if (o->model.spec.n_layers) {   /* layers of their own shapes */
         if ((rc = model_file_layers(&in->layers, o, D, in->edges ? in->edges->cols : 0, err)))
             return rc;
-        in->n_layers = o->model.n_layers, in->rounds = in->n_layers;
+        in->n_layers = o->model.spec.n_layers, in->rounds = in->n_layers;
         /* the last round's heads: what run's exports of the final attention read */
         const ag_weights_t *last = &in->layers[in->n_layers - 1];
         in->H = last->H, in->d = last->d;

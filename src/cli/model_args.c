@@ -19,9 +19,6 @@
 #include "cli/cli.h"
 #include "base/base.h"
 
-const char *const score_names[AG_SCORE_KINDS] = {"scaled-dot", "dot", "cosine", "additive",
-                                                  "gatv2", "sigmoid", "linear"};
-
 /* Appends to buf [cap] what printf would write. */
 #define APPEND(...) (used += (size_t)snprintf(buf + used, used < cap ? cap - used : 0, __VA_ARGS__))
 
@@ -33,7 +30,7 @@ size_t model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int
     buf[0] = '\0';
     APPEND("--heads %lld --rounds %lld", (long long)heads, (long long)rounds);
     if (s->kind)
-        APPEND(" --score %s", score_names[s->kind]);
+        APPEND(" --score %s", ag_score_kind_name(s->kind));
     if (s->beta != def.beta)
         APPEND(" --beta %.9g", (double)s->beta);
     if (s->softcap != def.softcap)
@@ -53,7 +50,7 @@ size_t model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int
     if (o->posenc)
         APPEND(" --posenc sinusoidal");
     if (o->src.self != AG_SELF_KEEP)
-        APPEND(" --self-loops %s", self_loops_name(o->src.self));
+        APPEND(" --self-loops %s", ag_self_loops_name(o->src.self));
     if (o->src.direction != AG_EDGES_AUTO && o->src.graph)   /* graph files have one */
         APPEND(" --%s", o->src.direction == AG_EDGES_DIRECTED ? "directed" : "undirected");
     return used;

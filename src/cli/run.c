@@ -152,7 +152,7 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
     if (in->raw)
         printf("raw attention: 1 round, %lld head%s of width %lld, %s scores, %s kernel, %d "
                "thread%s\n", (long long)in->H, plural, (long long)in->d,
-               score_names[in->score.kind], ag_attention_kernel(nb, in->d, &in->score), threads,
+               ag_score_kind_name(in->score.kind), ag_attention_kernel(nb, in->d, &in->score), threads,
                tplural);
     else
     {
@@ -161,7 +161,7 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
             snprintf(seed, sizeof seed, ", seed %llu", (unsigned long long)o->seed);
         printf("rounds: %lld (D=%lld, %lld head%s of width %lld, %s scores, %s kernel, %s%s, "
                "%d thread%s)\n", (long long)in->rounds, (long long)in->x0.cols,
-               (long long)in->H, plural, (long long)in->d, score_names[in->score.kind],
+               (long long)in->H, plural, (long long)in->d, ag_score_kind_name(in->score.kind),
                ag_attention_kernel(nb, in->d, &in->score),
                o->weights ? (in->n_layers > 1 ? "a layer per round" : "weights from file")
                           : (o->per_node ? "random per-node weights" : "random weights"),
@@ -245,7 +245,7 @@ int cmd_run(int argc, char **argv)
         rc = report_attention(&outs[ATTN + k], &r, &in, &s, o.max_export, &err);
     if (!rc && o.predict)
         rc = write_predictions(outs[PREDICT].file.path, o.weights,
-                               !o.model.n_layers || o.model.readout, r.y, s.nb.n_nodes, r.cols,
+                               !o.model.spec.n_layers || o.model.spec.readout, r.y, s.nb.n_nodes, r.cols,
                                &err);
     /* Commit before the report: a reader that closes the pipe early (| head)
        ends us with SIGPIPE while printing, and the files must be there by then. */

@@ -104,7 +104,7 @@ static int open_graph(source_t *s, const source_opts_t *o, int *usage, ag_error_
     snprintf(s->desc, sizeof s->desc, "%s (%s, %s%s%s)", o->graph, ag_format_name(load.format),
              igraph_is_directed(&s->graph) ? "directed" : "undirected",
              o->self == AG_SELF_KEEP ? "" : ", self-loops ",
-             o->self == AG_SELF_KEEP ? "" : self_loops_name(o->self));
+             o->self == AG_SELF_KEEP ? "" : ag_self_loops_name(o->self));
     if ((rc = ag_labels_from_graph(&s->labels, &s->graph, err)))
         return rc;
     if ((rc = ag_nbhd_from_graph(&s->nb, &s->graph, err)))

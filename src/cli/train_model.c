@@ -108,7 +108,7 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
     memset(m, 0, sizeof *m);
     const run_opts_t *o = &to->o;
     m->N = in->N, m->D_in = m->D = in->x0.cols, m->C = t->C;
-    m->readout = !o->model.n_layers || o->model.readout;
+    m->readout = !o->model.spec.n_layers || o->model.spec.readout;
     m->total = in->total;
     m->rounds = (int)in->rounds;
     m->lr = to->opt.lr;
@@ -131,7 +131,7 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
         ag_weights_t *w = &m->layers[l];
         if ((rc = weights_copy(w, &in->layers[l], err)))
             break;
-        if (!o->weights && !o->model.n_layers)   /* seeded: keep only the vectors this score has */
+        if (!o->weights && !o->model.spec.n_layers)   /* seeded: keep only the vectors this score has */
             for (int k = 6; k < AG_LAYER_ARRAYS; k++)
                 if (!array_used(k, m->score.kind, o->norm)) {
                     free(*ag_layer_array(w, k));
@@ -147,7 +147,7 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
                                      : m->D_in;
     if (m->rounds)
         m->D = ag_layer_width_out(&m->layers[m->n_layers == 1 ? 0 : m->rounds - 1]);
-    if (o->model.n_layers && (rc = model_layers_check(&o->model, m->D_in, m->C, err)))
+    if (o->model.spec.n_layers && (rc = model_layers_check(o, m->D_in, m->C, err)))
         return rc;
     if (m->C && m->readout && (rc = readout_init(m, to, err)))
         return rc;
@@ -286,7 +286,7 @@ int model_items(const model_t *m, folder_item_t *items, char (*names)[64])
 size_t model_text(char *buf, size_t cap, const train_opts_t *to, const inputs_t *in,
                   const char **name)
 {
-    const int file = to->o.model.n_layers > 0;
+    const int file = to->o.model.spec.n_layers > 0;
     *name = file ? "model.txt" : "model.args";
     return file ? model_file_text(buf, cap, &to->o, to->dropout)
                 : model_args(buf, cap, &to->o, in->H, in->rounds);

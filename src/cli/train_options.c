@@ -204,8 +204,8 @@ static int train_checks(train_opts_t *t, const opt_parser_t *p)
     /* a model file's dropouts, unless the command gives its own */
     static const int codes[3] = {OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_RESID_DROPOUT};
     for (int k = 0; k < 3; k++)
-        if (o->model.has_dropout[k] && !p->seen[codes[k] - OPT_Q])
-            t->dropout[k] = o->model.dropout[k];
+        if (o->model.spec.line[AG_KEY_DROPOUT + k] && !p->seen[codes[k] - OPT_Q])
+            t->dropout[k] = o->model.spec.dropout[k];
     if (!rounds)   /* else keep what the check set: --weights DIR/model.args's rounds */
         o->rounds = 0;
     return rc ? EXIT_USAGE : 0;

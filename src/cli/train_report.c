@@ -142,18 +142,18 @@ void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
 {
     static const char *const opt_names[] = {"adam", "adamw", "sgd"};
     const run_opts_t *o = &to->o;
-    if (o->model.n_layers) {   /* the widths layer by layer: 1433 -> 64 -> 7 */
-        printf("train: %d layer%s of %s (widths %lld", o->model.n_layers,
-               AG_PLURAL(o->model.n_layers), o->model.path, (long long)in->x0.cols);
+    if (o->model.spec.n_layers) {   /* the widths layer by layer: 1433 -> 64 -> 7 */
+        printf("train: %d layer%s of %s (widths %lld", o->model.spec.n_layers,
+               AG_PLURAL(o->model.spec.n_layers), o->model.path, (long long)in->x0.cols);
         for (int k = 0; k < in->n_layers; k++)
             printf(" -> %lld", (long long)ag_layer_width_out(&in->layers[k]));
-        printf("%s, %s scores, %s, seed %llu); ", o->model.readout ? ", linear readout" : "",
-               score_names[in->score.kind], o->weights ? "weights from file" : "random weights",
+        printf("%s, %s scores, %s, seed %llu); ", o->model.spec.readout ? ", linear readout" : "",
+               ag_score_kind_name(in->score.kind), o->weights ? "weights from file" : "random weights",
                (unsigned long long)o->seed);
     } else {
         printf("train: %lld round%s (D=%lld, %lld head%s of width %lld, %s scores, %s, seed "
                "%llu); ", (long long)in->rounds, AG_PLURAL(in->rounds), (long long)in->x0.cols,
-               (long long)in->H, AG_PLURAL(in->H), (long long)in->d, score_names[in->score.kind],
+               (long long)in->H, AG_PLURAL(in->H), (long long)in->d, ag_score_kind_name(in->score.kind),
                o->weights ? "weights from file" : "random weights", (unsigned long long)o->seed);
     }
     if (t->C)
@@ -186,12 +186,12 @@ void print_run_hint(const train_opts_t *to, const inputs_t *in)
     if (c->kind == 1)
         printf(" --nodes %lld", (long long)in->N);
     char args[1024] = "";   /* a model file's options are in DIR/model.txt */
-    if (!o->model.n_layers)
+    if (!o->model.spec.n_layers)
         model_args(args, sizeof args, o, in->H, in->rounds);
     printf(" --features %s --weights %s%s%s", o->features, to->save, *args ? " " : "", args);
-    if (o->src.self != AG_SELF_KEEP && !o->model.n_layers)
-        printf(" --self-loops %s", self_loops_name(o->src.self));
-    if (o->src.direction != AG_EDGES_AUTO && !o->model.n_layers)
+    if (o->src.self != AG_SELF_KEEP && !o->model.spec.n_layers)
+        printf(" --self-loops %s", ag_self_loops_name(o->src.self));
+    if (o->src.direction != AG_EDGES_AUTO && !o->model.spec.n_layers)
         printf(" --%s", o->src.direction == AG_EDGES_UNDIRECTED ? "undirected" : "directed");
     if (o->src.format)
         printf(" --format %s", o->src.format);

@@ -179,34 +179,6 @@ static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_err
 
 /* ---- loading ---- */
 
-/* All of f into a malloc'ed buffer (one spare byte, zeroed); path and what
-   (e.g. "standard input") name it in messages. */
-static int read_all(FILE *f, const char *path, const char *what, char **data, size_t *len,
-                    ag_error_t *err)
-{
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap + 1);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *bigger = realloc(buf, (cap *= 2) + 1);
-            if (!bigger)
-                free(buf);
-            buf = bigger;
-        }
-    }
-    if (!buf)
-        return ag_i_fail(err, AG_ENOMEM, "%s: out of memory reading %s", path, what);
-    if (ferror(f)) {
-        free(buf);
-        return ag_i_fail(err, AG_EIO, "%s: cannot read %s: %s", path, what, strerror(errno));
-    }
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    return AG_OK;
-}
-
 static int attr_type(const igraph_t *graph, igraph_attribute_elemtype_t elem, const char *name);
 
 /*
@@ -270,7 +242,8 @@ static int open_input(FILE **f, char **mem, size_t *mem_len, const char *path,
     }
     char *buf = NULL;
     size_t len = 0;
-    int rc = read_all(in, path, is_stdin ? "standard input" : "the input", &buf, &len, err);
+    int rc = ag_i_read_stream(in, path, is_stdin ? "standard input" : "the input", &buf, &len,
+                              err);
     if (!is_stdin)
         fclose(in);
     if (rc)

@@ -486,7 +486,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         else
             memcpy(Y, in.x0.data, (size_t)(n * in.x0.cols) * sizeof *Y);
     }
-    if (!rc && o.model.n_layers && (o.trace || o.until > 0 || o.save_rounds || o.n_attn))
+    if (!rc && o.model.spec.n_layers && (o.trace || o.until > 0 || o.save_rounds || o.n_attn))
         rc = ag_i_fail(&err, AG_EINVAL, "%s: a model file's layers run here for --out, "
                        "--messages and --predict; --trace, --until, --save-rounds and --attn "
                        "are for one process (attngraph run)", o.model.path);
@@ -544,7 +544,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
         rc = write_gathered(comm, &part, M, HD, outs[HEAD_MESSAGES].file.path, 1, in.H, &err);
     if (!rc && o.predict)
         rc = predict_gathered(comm, &part, Y, cols, o.weights,
-                              !o.model.n_layers || o.model.readout, outs[PREDICT].file.path,
+                              !o.model.spec.n_layers || o.model.spec.readout, outs[PREDICT].file.path,
                               &err);
     if (!rc)
         rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(outs, N_OUTS, &err) : AG_OK, &err);

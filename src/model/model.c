@@ -1,0 +1,341 @@
+/*
+ * A model as one object (ag_model_t): its description (spec.c), its layers'
+ * weights and its readout. ag_model_init draws one as `attngraph train
+ * --model FILE` does, ag_model_load reads the folder `train --save` writes,
+ * and ag_model_run and ag_model_predict run it on a graph: what a C program
+ * needs to use a trained model in three calls.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "model/model.h"
+
+/* Array k of layer w drawn from the seed as the table says (Gaussian of
+   standard deviation 1/sqrt(fan-in), zeros or ones). Layer l's array k draws
+   from stream 16 l + k + 1; arrays 16.. from streams of their own, so that a
+   model without them draws what it drew before they were. */
+static void draw_array(float *p, int k, int64_t n, const ag_weights_t *w, uint64_t seed,
+                       int layer)
+{
+    const ag_init_t init = ag_layer_array_info(k)->init;
+    if (init != AG_INIT_NORMAL) {
+        for (int64_t x = 0; x < n; x++)
+            p[x] = init == AG_INIT_ONES ? 1.0f : 0.0f;
+        return;
+    }
+    const uint64_t stream = k < 16 ? 16 * (uint64_t)layer + (uint64_t)k + 1
+                                   : (1ull << 32) + 16 * (uint64_t)layer + (uint64_t)k;
+    ag_random_normal(p, n, seed, stream, 1.0f / sqrtf((float)ag_layer_array_fan_in(w, k)));
+}
+
+void ag_model_layers_free(ag_weights_t *layers, int n)
+{
+    for (int l = 0; layers && l < n; l++)
+        ag_weights_destroy(&layers[l]);
+    free(layers);
+}
+
+int ag_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_t D,
+                    int64_t edge_dim, const char *dir, uint64_t seed, ag_error_t *err)
+{
+    *layers = NULL;
+    ag_weights_t *ws = ag_i_calloc(spec->n_layers, sizeof *ws, err, "weights");
+    if (!ws)
+        return ag_i_alloc_status();
+    int rc = AG_OK;
+    for (int l = 0; l < spec->n_layers && !rc; l++) {
+        const ag_layer_spec_t *L = &spec->layers[l];
+        ag_weights_t *w = &ws[l];
+        ag_layer_spec_shape(w, L, D, edge_dim);
+        const unsigned features = ag_layer_spec_features(L, spec->score.kind, spec->norm);
+        char sub[4096];
+        if (dir)
+            snprintf(sub, sizeof sub, spec->n_layers > 1 ? "%s/round-%d" : "%s", dir, l + 1);
+        for (int k = 0; k < AG_LAYER_ARRAYS && !rc; k++) {   /* in order: wo before widths */
+            if (!ag_layer_has(features, k))
+                continue;
+            float **p = ag_layer_array(w, k);
+            int64_t shape[3];
+            const int ndim = ag_layer_array_shape(w, k, shape);
+            if (dir) {
+                rc = ag_i_weights_load_array(p, sub, ag_layer_array_info(k)->name, ndim, shape,
+                                             0, err);
+            } else {
+                const int64_t n = ag_layer_array_size(w, k);
+                if (!(*p = ag_i_alloc(n, sizeof(float), err, "weights")))
+                    rc = ag_i_alloc_status();
+                else
+                    draw_array(*p, k, n, w, seed, l);
+            }
+        }
+        D = ag_layer_width_out(w);
+    }
+    if (rc) {
+        ag_model_layers_free(ws, spec->n_layers);
+        return rc;
+    }
+    *layers = ws;
+    return AG_OK;
+}
+
+/* The input width of a saved model: wq's columns (its first layer's folder). */
+static int saved_width(const char *dir, int n_layers, int64_t *D, ag_error_t *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, n_layers > 1 ? "%s/round-1/wq.npy" : "%s/wq.npy", dir);
+    ag_array_t a;
+    int rc = ag_array_read_npy(&a, path, err);
+    if (rc)
+        return rc;
+    *D = a.shape[a.ndim - 1];
+    ag_array_destroy(&a);
+    return AG_OK;
+}
+
+/* The edge features' width of a saved model: the first edges=yes layer's wedge columns. */
+static int saved_edge_width(const char *dir, const ag_model_spec_t *spec, int64_t *edge_dim,
+                            ag_error_t *err)
+{
+    *edge_dim = 0;
+    for (int l = 0; l < spec->n_layers; l++)
+        if (spec->layers[l].edges) {
+            char path[4096];
+            snprintf(path, sizeof path, spec->n_layers > 1 ? "%s/round-%d/wedge.npy"
+                                                           : "%s/wedge.npy", dir, l + 1);
+            ag_array_t a;
+            int rc = ag_array_read_npy(&a, path, err);
+            if (rc)
+                return rc;
+            *edge_dim = a.shape[a.ndim - 1];
+            ag_array_destroy(&a);
+            break;
+        }
+    return AG_OK;
+}
+
+void ag_model_destroy(ag_model_t *m)
+{
+    if (!m)
+        return;
+    ag_model_layers_free(m->layers, m->spec.n_layers);
+    free(m->wr);
+    free(m->br);
+    memset(m, 0, sizeof *m);
+}
+
+int64_t ag_model_width_out(const ag_model_t *m)
+{
+    return m->spec.n_layers ? ag_layer_width_out(&m->layers[m->spec.n_layers - 1]) : m->D;
+}
+
+/* Fills m from spec and its layers; the readout from dir or drawn (classes > 0). */
+static int model_make(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int64_t classes,
+                      int64_t edge_dim, const char *dir, uint64_t seed, ag_error_t *err)
+{
+    memset(m, 0, sizeof *m);
+    if (D < 1 || classes < 0 || edge_dim < 0)
+        return ag_i_fail(err, AG_EINVAL, "model: input width %lld, %lld classes, edge features "
+                         "%lld; expected D >= 1 and the others >= 0", (long long)D,
+                         (long long)classes, (long long)edge_dim);
+    if (spec->n_layers < 1 || spec->n_layers > AG_MODEL_MAX_LAYERS)
+        return ag_i_fail(err, AG_EINVAL, "model: %d layers; expected 1..%d", spec->n_layers,
+                         AG_MODEL_MAX_LAYERS);
+    int rc = ag_model_spec_check(spec, "model", D, classes, err);
+    if (rc)
+        return rc;
+    m->spec = *spec, m->D = D, m->edge_dim = edge_dim;
+    if ((rc = ag_model_layers(&m->layers, spec, D, edge_dim, dir, seed, err))) {
+        memset(m, 0, sizeof *m);
+        return rc;
+    }
+    const int64_t W = ag_model_width_out(m);
+    if (spec->readout && dir) {
+        char path[4096];
+        ag_array_t w = {0}, b = {0};
+        snprintf(path, sizeof path, "%s/readout.npy", dir);
+        rc = ag_array_read_npy(&w, path, err);
+        if (!rc && (w.ndim != 2 || w.shape[1] != W))
+            rc = ag_i_fail(err, AG_EINVAL, "%s has shape [%lld%s]; expected [C, %lld]: a row of "
+                           "the last layer's width a class", path, (long long)w.shape[0],
+                           w.ndim == 2 ? ", ..." : "", (long long)W);
+        snprintf(path, sizeof path, "%s/readout_bias.npy", dir);
+        if (!rc && !(rc = ag_array_read_npy(&b, path, err)) &&
+            (b.ndim != 1 || b.shape[0] != w.shape[0]))
+            rc = ag_i_fail(err, AG_EINVAL, "%s has %lld entries; expected %lld, one a class",
+                           path, (long long)b.shape[0], (long long)w.shape[0]);
+        if (!rc)
+            m->C = w.shape[0], m->wr = w.data, m->br = b.data;
+        else
+            ag_array_destroy(&w), ag_array_destroy(&b);
+    } else if (spec->readout && classes) {
+        m->C = classes;
+        m->wr = ag_i_alloc(classes * W, sizeof(float), err, "readout");
+        m->br = ag_i_calloc(classes, sizeof(float), err, "readout");
+        if (!m->wr || !m->br)
+            rc = ag_i_alloc_status();
+        else   /* stream 101: what `train --model` draws */
+            ag_random_normal(m->wr, classes * W, seed, 101, 1.0f / sqrtf((float)W));
+    }
+    if (rc)
+        ag_model_destroy(m);
+    return rc;
+}
+
+int ag_model_init(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int64_t classes,
+                  int64_t edge_dim, uint64_t seed, ag_error_t *err)
+{
+    return model_make(m, spec, D, classes, edge_dim, NULL, seed, err);
+}
+
+int ag_model_load_arrays(ag_model_t *m, const ag_model_spec_t *spec, const char *dir, int64_t D,
+                         int64_t edge_dim, ag_error_t *err)
+{
+    return model_make(m, spec, D, 0, edge_dim, dir, 0, err);
+}
+
+int ag_model_load(ag_model_t *m, const char *dir, ag_error_t *err)
+{
+    memset(m, 0, sizeof *m);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.txt", dir);
+    ag_model_spec_t spec;
+    int64_t D, edge_dim;
+    int rc = ag_model_spec_read(&spec, path, err);
+    if (!rc)
+        rc = saved_width(dir, spec.n_layers, &D, err);
+    if (!rc)
+        rc = saved_edge_width(dir, &spec, &edge_dim, err);
+    return rc ? rc : ag_model_load_arrays(m, &spec, dir, D, edge_dim, err);
+}
+
+/* ------------------------------------------------------------- running */
+
+void ag_readout_predict(const float *X, int64_t N, int64_t D, const float *Wr, const float *br,
+                        int64_t C, int64_t *pred)
+{
+    for (int64_t i = 0; i < N; i++) {
+        const float *x = X + i * D;
+        int64_t best = 0;
+        double best_logit = 0;
+        for (int64_t c = 0; c < C; c++) {
+            double logit = br ? br[c] : 0;
+            if (!Wr)   /* no readout: the states are the logits */
+                logit += x[c];
+            for (int64_t k = 0; Wr && k < D; k++)
+                logit += (double)x[k] * Wr[c * D + k];
+            if (c == 0 || logit > best_logit)
+                best = c, best_logit = logit;
+        }
+        pred[i] = best;
+    }
+}
+
+/* nb as the model shapes it (its self-loops) in *copy, made from nb's CSR and
+   edge ids: the caller's graph stays as it was. */
+static int shaped_graph(ag_nbhd_t *copy, const ag_nbhd_t *nb, ag_self_loops_t self,
+                        ag_error_t *err)
+{
+    int64_t *src = ag_i_alloc(nb->n_edges ? nb->n_edges : 1, sizeof *src, err, "graph copy");
+    if (!src)
+        return ag_i_alloc_status();
+    ag_nbhd_sources(nb, 0, nb->n_nodes, src);
+    int rc = ag_nbhd_from_csr(copy, nb->n_nodes, nb->edge_ptr, src, err);
+    free(src);
+    if (!rc && nb->edge_id) {
+        if (!(copy->edge_id = ag_i_alloc(nb->n_edges ? nb->n_edges : 1, sizeof *copy->edge_id,
+                                         err, "graph copy")))
+            rc = ag_i_alloc_status();
+        else
+            memcpy(copy->edge_id, nb->edge_id, (size_t)nb->n_edges * sizeof *copy->edge_id);
+    }
+    if (!rc)
+        rc = ag_nbhd_self_loops(copy, self, err);
+    if (rc)
+        ag_nbhd_destroy(copy);
+    return rc;
+}
+
+/* The last layer's states [N, ag_model_width_out] of m on nb (shaped) from X,
+   allocated. */
+static int model_states(const ag_model_t *m, ag_nbhd_t *nb, const float *X,
+                        const float *edge_features, float **states, ag_error_t *err)
+{
+    const ag_model_spec_t *spec = &m->spec;
+    *states = NULL;
+    if (spec->edge_bias[0])
+        return ag_i_fail(err, AG_EINVAL, "model: its score adds the graph's edge attribute "
+                         "'%s' (edge-bias), which a graph of the library does not carry; run "
+                         "its layers with ag_rounds_run and the score's edge_bias",
+                         spec->edge_bias);
+    if (m->edge_dim && !edge_features)
+        return ag_i_fail(err, AG_EINVAL, "model: its layers read edge features; expected "
+                         "edge_features [E, %lld]", (long long)m->edge_dim);
+    const int64_t N = nb->n_nodes, D = m->D;
+    const int R = spec->n_layers;
+    const int64_t widest = ag_rounds_widest(m->layers, R, R);
+    float *S = ag_i_alloc(N * widest, sizeof *S, err, "model states");
+    if (!S)
+        return ag_i_alloc_status();
+    memcpy(S, X, (size_t)(N * D) * sizeof *S);
+    if (spec->posenc)
+        ag_posenc_sinusoidal(S, N, D);
+    ag_nbhd_t shaped;
+    const int shape = spec->self_loops != AG_SELF_KEEP;
+    int rc = shape ? shaped_graph(&shaped, nb, spec->self_loops, err) : AG_OK;
+    ag_workspace_t ws;
+    ag_score_t score = spec->score;
+    ag_round_opts_t opts = AG_ROUND_OPTS_INIT;
+    opts.score = &score, opts.norm = spec->norm;
+    opts.edge_features = edge_features, opts.edge_dim = m->edge_dim;
+    if (!rc && !(rc = ag_workspace_init(&ws, N, ag_i_layers_largest_hd(m->layers, R), widest,
+                                        err))) {
+        rc = ag_rounds_run(shape ? &shaped : nb, m->layers, R, S, R, &opts, &ws, NULL, err);
+        ag_workspace_destroy(&ws);
+    }
+    if (shape && !rc)
+        ag_nbhd_destroy(&shaped);
+    if (rc)
+        free(S);
+    else
+        *states = S;
+    return rc;
+}
+
+int ag_model_run(const ag_model_t *m, ag_nbhd_t *nb, const float *X, const float *edge_features,
+                 float *out, ag_error_t *err)
+{
+    float *S;
+    int rc = model_states(m, nb, X, edge_features, &S, err);
+    if (rc)
+        return rc;
+    const int64_t N = nb->n_nodes, W = ag_model_width_out(m);
+    if (m->C) {   /* logits = S Wr^T + br, summed as ag_readout_predict sums them */
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t c = 0; c < m->C; c++) {
+                double z = m->br[c];
+                for (int64_t k = 0; k < W; k++)
+                    z += (double)S[i * W + k] * m->wr[c * W + k];
+                out[i * m->C + c] = (float)z;
+            }
+    } else {
+        memcpy(out, S, (size_t)(N * W) * sizeof *out);
+    }
+    free(S);
+    return AG_OK;
+}
+
+int ag_model_predict(const ag_model_t *m, ag_nbhd_t *nb, const float *X,
+                     const float *edge_features, int64_t *pred, ag_error_t *err)
+{
+    float *S;
+    int rc = model_states(m, nb, X, edge_features, &S, err);
+    if (rc)
+        return rc;
+    const int64_t W = ag_model_width_out(m);
+    ag_readout_predict(S, nb->n_nodes, W, m->wr, m->br, m->C ? m->C : W, pred);
+    free(S);
+    return AG_OK;
+}
