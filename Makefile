@@ -2,7 +2,8 @@
 #   make run     install missing packages, build, run the shipped example
 #   make check   install missing packages, build, run every test
 #   make install     the tool, headers, libraries, attngraph.pc and man page under
-#                    PREFIX (/usr/local; LIBDIR, DESTDIR honoured); make uninstall
+#                    PREFIX (/usr/local; LIBDIR, DESTDIR honoured), and the MPI layer
+#                    where mpicc is (NO_MPI=1: not); make uninstall
 #   make check-install   install into a stage under build/, build and run the examples
 #                        through pkg-config, uninstall (part of check)
 #   make check-man   the man page renders cleanly and matches --help (part of check)
@@ -459,8 +460,12 @@ LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 PCDIR      ?= $(LIBDIR)/pkgconfig
-# attngraph/mpi.h goes with the MPI layer (make mpi), which install leaves out
+# attngraph/mpi.h goes with the MPI layer, installed (with libattngraph_mpi,
+# attngraph-mpi and attngraph-mpi.pc) where the MPI compiler is there; NO_MPI=1
+# leaves it out
 HEADERS    := $(filter-out include/attngraph/mpi.h,$(wildcard include/attngraph/*.h))
+HAVE_MPI   := $(if $(NO_MPI),,$(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1))
+MPI_SO_FILES := libattngraph_mpi.so.$(VERSION) $(MPI_SONAME) libattngraph_mpi.so
 # What a static link of libattngraph.a needs beyond the packages of
 # attngraph.pc's Requires (the shared library records these itself): METIS
 # (no .pc file), and gcc's OpenMP runtime by name, as -fopenmp would make clang
@@ -472,10 +477,12 @@ pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 # libattngraph.so.0 with no rpath. Not for a staged tree.
 LDCONFIG = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
-install: all
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_path,$(LIBDIR))|' \
+PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_path,$(LIBDIR))|' \
 	    -e 's|@INCLUDEDIR@|$(call pc_path,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
-	    -e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|' src/attngraph.pc.in > $(BUILD)/attngraph.pc
+	    -e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|'
+
+install: all $(if $(HAVE_MPI),mpi)
+	$(PC_SED) src/attngraph.pc.in > $(BUILD)/attngraph.pc
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) \
 	  $(DESTDIR)$(INCLUDEDIR)/attngraph $(DESTDIR)$(MANDIR)/man1
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/attngraph
@@ -487,6 +494,16 @@ install: all
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libattngraph.a
 	install -m 644 $(BUILD)/attngraph.pc $(DESTDIR)$(PCDIR)/attngraph.pc
 	install -m 644 src/cli/attngraph.1 $(DESTDIR)$(MANDIR)/man1/attngraph.1
+ifdef HAVE_MPI
+	$(PC_SED) src/attngraph-mpi.pc.in > $(BUILD)/attngraph-mpi.pc
+	install -m 755 $(MPI_CLI) $(DESTDIR)$(BINDIR)/attngraph-mpi
+	install -m 644 include/attngraph/mpi.h $(DESTDIR)$(INCLUDEDIR)/attngraph/mpi.h
+	install -m 755 $(MPI_LIB_SO).0 $(DESTDIR)$(LIBDIR)/libattngraph_mpi.so.$(VERSION)
+	ln -sf libattngraph_mpi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(MPI_SONAME)
+	ln -sf $(MPI_SONAME) $(DESTDIR)$(LIBDIR)/libattngraph_mpi.so
+	install -m 644 $(MPI_LIB_A) $(DESTDIR)$(LIBDIR)/libattngraph_mpi.a
+	install -m 644 $(BUILD)/attngraph-mpi.pc $(DESTDIR)$(PCDIR)/attngraph-mpi.pc
+endif
 	@$(LDCONFIG)
 
 uninstall:
@@ -494,7 +511,10 @@ uninstall:
 	  $(HEADERS:include/%=$(DESTDIR)$(INCLUDEDIR)/%) \
 	  $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO_REAL)) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	  $(DESTDIR)$(LIBDIR)/libattngraph.so $(DESTDIR)$(LIBDIR)/libattngraph.a \
-	  $(DESTDIR)$(PCDIR)/attngraph.pc $(DESTDIR)$(MANDIR)/man1/attngraph.1
+	  $(DESTDIR)$(PCDIR)/attngraph.pc $(DESTDIR)$(MANDIR)/man1/attngraph.1 \
+	  $(DESTDIR)$(BINDIR)/attngraph-mpi $(DESTDIR)$(INCLUDEDIR)/attngraph/mpi.h \
+	  $(MPI_SO_FILES:%=$(DESTDIR)$(LIBDIR)/%) $(DESTDIR)$(LIBDIR)/libattngraph_mpi.a \
+	  $(DESTDIR)$(PCDIR)/attngraph-mpi.pc
 	if [ -d $(DESTDIR)$(INCLUDEDIR)/attngraph ]; then \
 	  rmdir --ignore-fail-on-non-empty $(DESTDIR)$(INCLUDEDIR)/attngraph; fi
 	@$(LDCONFIG)
@@ -504,7 +524,7 @@ uninstall:
 # needed, nothing outside $(BUILD) touched.
 check-install: all $(EXAMPLE)
 	@MAKE="$(MAKE)" CC="$(CC)" LDFLAGS="$(LDFLAGS)" BUILD="$(BUILD)" VERSION="$(VERSION)" \
-	  sh tests/check_install.sh
+	  HAVE_MPI="$(HAVE_MPI)" MPICC="$(MPICC)" sh tests/check_install.sh
 # The man page renders without a warning and describes every command and option
 # that the --help texts list (tests/check_man.sh).
 check-man: $(CLI)

@@ -5,9 +5,11 @@
 # uninstall` and check that nothing of ours is left. Needs no root and touches
 # nothing outside the build folder.
 # Environment (from the Makefile): MAKE, CC, LDFLAGS (a sanitizer build's link
-# flags; empty in a plain build), BUILD, VERSION.
+# flags; empty in a plain build), BUILD, VERSION; HAVE_MPI (1: the MPI layer
+# installs too) and MPICC.
 set -eu
-: "${MAKE:=make}" "${CC:=cc}" "${LDFLAGS:=}" "${BUILD:=build}" "${VERSION:?}"
+: "${MAKE:=make}" "${CC:=cc}" "${LDFLAGS:=}" "${BUILD:=build}" "${VERSION:?}" "${HAVE_MPI:=}"
+: "${MPICC:=mpicc}"
 
 root=$(pwd)
 stage=$root/$BUILD/stage
@@ -36,17 +38,24 @@ stage_make install "$stage" $prefix $prefix/lib
 {
     echo usr/local/bin/attngraph
     echo usr/local/include/attngraph.h
-    for h in include/attngraph/*.h; do   # but the MPI layer's, not installed
-        [ "$h" = include/attngraph/mpi.h ] || echo "usr/local/$h"
+    for h in include/attngraph/*.h; do   # the MPI layer's with the MPI layer
+        [ "$h" = include/attngraph/mpi.h ] && [ -z "$HAVE_MPI" ] || echo "usr/local/$h"
     done
     for f in libattngraph.a libattngraph.so libattngraph.so.0 "libattngraph.so.$VERSION" \
         pkgconfig/attngraph.pc; do echo "usr/local/lib/$f"; done
     echo usr/local/share/man/man1/attngraph.1
+    if [ -n "$HAVE_MPI" ]; then
+        echo usr/local/bin/attngraph-mpi
+        for f in libattngraph_mpi.a libattngraph_mpi.so libattngraph_mpi.so.0 \
+            "libattngraph_mpi.so.$VERSION" pkgconfig/attngraph-mpi.pc; do
+            echo "usr/local/lib/$f"
+        done
+    fi
 } | LC_ALL=C sort >"$out/expected.txt"
 files_in "$stage" >"$out/installed.txt"
 diff -u "$out/expected.txt" "$out/installed.txt" >&2 || fail "installed files differ from the list above"
 for h in include/attngraph.h include/attngraph/*.h; do
-    [ "$h" = include/attngraph/mpi.h ] && continue
+    [ "$h" = include/attngraph/mpi.h ] && [ -z "$HAVE_MPI" ] && continue
     cmp -s "$h" "$stage$prefix/$h" || fail "$stage$prefix/$h differs from $h"
 done
 [ "$(readlink "$lib/libattngraph.so")" = libattngraph.so.0 ] &&
@@ -87,6 +96,24 @@ LD_LIBRARY_PATH="$lib" "$out/example_embed" graphs/sentence.gml >"$out/embed.txt
 grep -q '^edge 0: ' "$out/embed.txt" && cmp -s "$out/embed.txt" "$out/embed-build-tree.txt" ||
     fail "example_embed prints other weights installed than in the build tree ($out/embed.txt)"
 
+# ---- 3b. the MPI layer: mpicc prog.c $(pkg-config --cflags --libs attngraph-mpi),
+# run on 2 processes with the staged libraries; it checks its own results
+# against the one-process library and exits 1 on any difference.
+if [ -n "$HAVE_MPI" ]; then
+    pkg_config --validate attngraph-mpi || fail "pkg-config --validate attngraph-mpi failed"
+    # shellcheck disable=SC2046
+    OMPI_CC=$CC $MPICC tools/example_mpi.c $(pkg_config --cflags --libs attngraph-mpi) $LDFLAGS \
+        -o "$out/example_mpi" ||
+        fail "mpicc tools/example_mpi.c \$(pkg-config --cflags --libs attngraph-mpi) failed"
+    LD_LIBRARY_PATH="$lib" ldd "$out/example_mpi" | grep -q "libattngraph_mpi.so.0 => $lib/" ||
+        fail "example_mpi does not load the staged libattngraph_mpi.so.0"
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LD_LIBRARY_PATH="$lib" \
+        timeout 120 mpirun --oversubscribe -x LD_LIBRARY_PATH -np 2 "$out/example_mpi" causal 3000 \
+        >"$out/mpi.txt" 2>&1 || fail "the installed example_mpi failed on 2 processes: $(head -n 3 "$out/mpi.txt")"
+    "$stage$prefix/bin/attngraph-mpi" --version | grep -q "^attngraph-mpi $VERSION " ||
+        fail "the installed attngraph-mpi --version does not say $VERSION"
+fi
+
 # ---- 4. CSR arrays alone: <attngraph/core.h> with the stage's include folder
 # and nothing else, so no igraph header can be reached; the program checks its
 # weights against its own hand-worked values.
@@ -101,14 +128,16 @@ LD_LIBRARY_PATH="$lib" "$out/example_csr" >"$out/csr.txt" || {
 # the umbrella) with the stage's include folder alone.
 for h in "$stage$prefix"/include/attngraph/*.h; do
     name=attngraph/$(basename "$h")
+    cc=$CC
     if [ "$name" = attngraph/igraph.h ]; then
         flags=$(pkg_config --cflags attngraph)
     else
         flags=-I$stage$prefix/include
     fi
+    [ "$name" = attngraph/mpi.h ] && cc="env OMPI_CC=$CC $MPICC"   # MPI's <mpi.h>
     # shellcheck disable=SC2086
     printf '#include <%s>\nint main(void) { return 0; }\n' "$name" |
-        $CC -std=c11 -Wall -Wextra -Werror $flags -x c -c - -o "$out/header.o" ||
+        $cc -std=c11 -Wall -Wextra -Werror $flags -x c -c - -o "$out/header.o" ||
         fail "<$name> does not compile on its own (with $flags)"
 done
 # ... while the umbrella header does need them (else the above proves nothing).
@@ -156,4 +185,5 @@ stage_make uninstall "$stage-libdir" /opt/attngraph /opt/attngraph/lib64
 
 rm -rf "$stage" "$stage-libdir"
 echo "check-install: make install/uninstall into a stage; example_embed built with pkg-config" \
-    "(shared and static) and example_csr with <attngraph/core.h> alone: ok"
+    "(shared and static)$([ -n "$HAVE_MPI" ] && echo ", example_mpi with attngraph-mpi.pc")" \
+    "and example_csr with <attngraph/core.h> alone: ok"

@@ -16,6 +16,7 @@ static const char usage[] =
     "                                      [--partition contiguous|metis]\n"
     "       mpirun -np P attngraph-mpi train [attngraph train's options]\n"
     "       mpirun -np P attngraph-mpi lm train [attngraph lm train's options]\n"
+    "       attngraph-mpi --version\n"
     "\n"
     "Runs attngraph's message rounds on P MPI processes; the outputs are bitwise those\n"
     "of `attngraph run` on one process (METIS parts: to float32 rounding). See\n"
@@ -61,6 +62,12 @@ int main(int argc, char **argv)
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fputs(usage, argc < 2 ? stderr : stdout);
         status = argc < 2 ? EXIT_USAGE : 0;
+    } else if (!strcmp(argv[1], "--version")) {
+        int version, subversion;
+        MPI_Get_version(&version, &subversion);
+        printf("attngraph-mpi %s (igraph %s, MPI %d.%d)\n", AG_VERSION, IGRAPH_VERSION, version,
+               subversion);
+        status = 0;
     } else if (!strcmp(argv[1], "run")) {
         status = mpi_run(MPI_COMM_WORLD, argc - 1, argv + 1);
     } else if (!strcmp(argv[1], "train")) {
