@@ -115,7 +115,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 SONAME := libattngraph.so.0
 LIB_A  := $(BUILD)/libattngraph.a
 LIB_SO := $(BUILD)/libattngraph.so
-VERSION := $(patsubst "%",%,$(shell sed -n 's/^\#define AG_VERSION //p' include/attngraph/core.h))
+VERSION := $(patsubst "%",%,$(shell sed -n 's/^\#define AG_VERSION //p' include/attngraph/base.h))
 LIB_SO_REAL := $(BUILD)/libattngraph.so.$(VERSION)
 CLI    := $(BUILD)/attngraph
 TESTS  := $(BUILD)/test_attngraph

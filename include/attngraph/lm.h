@@ -1,0 +1,125 @@
+/*
+ * attngraph: language models: a GPT of the rounds' layers, its loss,
+ * decoder and sampling.
+ * A part of <attngraph/core.h>, which includes them all and states the
+ * conventions.
+ */
+#ifndef ATTNGRAPH_LM_H
+#define ATTNGRAPH_LM_H
+
+#include "attngraph/train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* ---------------------------------------------------------------- language models */
+
+/*
+ * A GPT (nanoGPT's): token embeddings wte [V, D] and learned positions wpe
+ * [T, D]; L blocks, each a pre-LayerNorm causal self-attention layer (H heads
+ * of D/H, wq wk wv [D, D], output wo [D, D], a residual) and a pre-LayerNorm
+ * feed-forward sublayer (w1 [4D, D], GELU, w2 [D, 4D], a residual): layers of
+ * ag_weights_t run by the rounds under the options' LayerNorm; a final
+ * LayerNorm lnf; the head tied to wte (logits = LN(X) wte^T). With bias, every
+ * linear map and LayerNorm has its bias (nanoGPT's bias=True); without, none.
+ * The sequences' graph is the caller's: B sequences of T tokens as one graph
+ * (the pattern docs:T,T,... or any pattern within each, such as
+ * docs:T,T&window:8), so a batch is one call of the kernels.
+ */
+typedef struct {
+    int64_t V, T, D, L, H;       /* vocabulary, block size, width, layers, heads */
+    int bias;
+    float *wte, *wpe;            /* [V, D], [T, D] */
+    ag_weights_t *layers;        /* [L] */
+    float *lnf_weight, *lnf_bias;   /* [D], [D] (bias: NULL without) */
+} ag_lm_t;
+
+/* GPT-2's initialisation from seed: every matrix and embedding normal(0, 0.02),
+   the residual branches' output projections (wo, w2) 0.02/sqrt(2L); biases 0,
+   LayerNorm 1. D must be a multiple of H. */
+int ag_lm_init(ag_lm_t *m, int64_t V, int64_t T, int64_t D, int64_t L, int64_t H, int bias,
+               uint64_t seed, ag_error_t *err);
+/* Zeroed arrays shaped like m's (a model's gradients). */
+int ag_lm_grads_init(ag_lm_t *g, const ag_lm_t *m, ag_error_t *err);
+void ag_lm_destroy(ag_lm_t *m);
+
+/* Training-time options of ag_lm_loss: dropout p (nanoGPT's: on the embeddings'
+   sum, the attention weights and both residual branches; 0: none), its masks
+   hashed from seed (give each step its own). */
+typedef struct {
+    float dropout;
+    uint64_t seed;
+} ag_lm_opts_t;
+
+/*
+ * The mean next-token cross-entropy of B*N tokens: ids [n] (n = nb's nodes)
+ * the inputs, node i at position pos[i] (< T), targets [n] the next tokens
+ * (-1: not counted). With grads (from ag_lm_grads_init; overwritten) its
+ * gradients too, and opts' dropout (NULL: none; without grads it is not
+ * applied). nb is transposed for the backward if it is not yet. Bitwise the
+ * same for any thread count. tape: NULL, or where a trainer keeps the rounds'
+ * tape across calls (NULL at first; free with ag_tape_free): a call on the
+ * same graph and model shape reuses its memory and plans (ag_rounds_forward_reuse),
+ * so a step allocates almost nothing and faults in no new pages; a call
+ * without grads (an evaluation) runs on it too.
+ */
+int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
+               const int64_t *targets, const ag_lm_opts_t *opts, double *loss, ag_lm_t *grads,
+               ag_tape_t **tape, ag_error_t *err);
+/* logits [n, V] of every node (inference). */
+int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
+                 float *logits, ag_error_t *err);
+
+/*
+ * A decoder: generation one token at a time with a cache of keys and values.
+ * nb is the pattern over one sequence of the block's T nodes (the graph a
+ * model trained on, for one sequence: causal, window:8, ...); it must be
+ * causal (no source after its destination). Token t is node t: its query
+ * reads its sources' cached keys and values, so the tokens before it are not
+ * computed again. The logits agree with ag_lm_logits on the whole prefix to
+ * rounding. m and nb's sources are read at init; m must stay alive.
+ */
+typedef struct ag_lm_decoder ag_lm_decoder_t;
+int ag_lm_decoder_init(ag_lm_decoder_t **dec, const ag_lm_t *m, const ag_nbhd_t *nb,
+                       ag_error_t *err);
+/* Reads token id at the next position; logits [V] (NULL: not wanted) get the
+   scores of the token after it. Refuses a full context (T tokens read):
+   ag_lm_decoder_reset, then push the tokens to keep again (positions restart
+   at 0, as the model was trained). */
+int ag_lm_decoder_push(ag_lm_decoder_t *dec, int64_t id, float *logits, ag_error_t *err);
+int64_t ag_lm_decoder_length(const ag_lm_decoder_t *dec);
+void ag_lm_decoder_reset(ag_lm_decoder_t *dec);
+void ag_lm_decoder_free(ag_lm_decoder_t *dec);
+/* A token drawn from logits [V]: softmax(logits / temperature) over the top_k
+   largest (0: all; ties with the k-th kept), u uniform in [0, 1) the draw;
+   temperature 0: the largest (the first of equals). */
+int64_t ag_lm_pick(const float *logits, int64_t V, double temperature, int64_t top_k, double u);
+/* Text from a model: reads the prompt ids[0..n_prompt) (n_prompt >= 1), then
+   draws n tokens into ids[n_prompt..n_prompt+n) with ag_lm_pick, draw k from
+   (seed, k): the same tokens for a seed everywhere (CLI, Python). The
+   decoder's context holds up to T tokens; when full it starts over from the
+   last T/2 (positions restart at 0, as in training). nb as the decoder's.
+   emit (NULL: none) gets each token as it is drawn, with ctx. */
+int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t n_prompt,
+                   int64_t n, double temperature, int64_t top_k, uint64_t seed,
+                   void (*emit)(int64_t token, void *ctx), void *ctx, ag_error_t *err);
+
+/* Adds every array of a language model m with its gradient in g, in nanoGPT's
+   groups: arrays of two or more dimensions (matrices, embeddings) decay,
+   biases and LayerNorm gains do not. */
+int ag_lm_optimizer_add(ag_optimizer_t *opt, ag_lm_t *m, const ag_lm_t *g, ag_error_t *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNGRAPH_LM_H */

@@ -1,0 +1,58 @@
+/*
+ * attngraph: the pattern language: masks such as causal, window:64 or
+ * bigbird:64,1,1,1, compiled straight into neighbourhoods.
+ * A part of <attngraph/core.h>, which includes them all and states the
+ * conventions.
+ */
+#ifndef ATTNGRAPH_PATTERN_H
+#define ATTNGRAPH_PATTERN_H
+
+#include "attngraph/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* ---------------------------------------------------------------- patterns */
+
+/*
+ * A parsed connectivity pattern, e.g. "causal", "window:3", "docs:5,3&window:2",
+ * "causal&!strided:4+global:1" (docs/patterns.md defines every atom).
+ * i is the destination (query), j the source (key).
+ */
+typedef struct ag_pattern ag_pattern_t;
+
+/* Parses spec into *pattern (free with ag_pattern_free). Errors name the
+   offending part of the spec. */
+int ag_pattern_parse(ag_pattern_t **pattern, const char *spec, ag_error_t *err);
+void ag_pattern_free(ag_pattern_t *pattern);
+const char *ag_pattern_spec(const ag_pattern_t *pattern);
+/* The node count the pattern implies (blocks, docs, cross, grid, axial), or 0. */
+int64_t ag_pattern_size(const ag_pattern_t *pattern);
+
+/*
+ * Compiles the pattern on N nodes straight into runs (nb uninitialised; its
+ * edge_id is NULL: edge k is slot k). No igraph edge is made: memory is
+ * O(N + runs), so causal on 65,536 nodes (2.1e9 edges) takes 65,536 runs.
+ * Time O(N + runs) for interval atoms; random and bigbird sample per node.
+ * self as in ag_nbhd_self_loops; a pattern gives each destination a set of
+ * sources (never a source twice), so AG_SELF_ON and AG_SELF_REPLACE both
+ * give every node exactly one self edge, in its slot like the pattern's own
+ * (edge_id stays NULL: no slot is marked added).
+ */
+int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
+                         ag_self_loops_t self, ag_error_t *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNGRAPH_PATTERN_H */
