@@ -500,6 +500,17 @@ START_TEST(cli_self_loops_on_csr_keep_the_edge_order)
     ck_assert_int_eq(attn_csv_rows(csv, rows, 16), 3);
     for (int k = 0; k < 3; k++)
         ck_assert(rows[k][0] == on[k][0] && rows[k][1] == on[k][1] && rows[k][2] == -1);
+    /* a bad entry is named by its file and its place in it (as attngraph-mpi names it) */
+    const int64_t bad[] = {1, 2, 7}, unsorted[] = {2, 0, 1, 0, 2};
+    write_index_npy(tmp_path("bad_idx.npy"), bad, 3);
+    snprintf(args, sizeof args, "run --csr %s,%s --dim 4 --quiet", tmp_path("loops_ptr.npy"),
+             tmp_path("bad_idx.npy"));
+    expect_cli(args, 1, 2, "bad_idx.npy: indices[2] is 7; expected a node in 0..2");
+    write_index_npy(tmp_path("bad_idx.npy"), unsorted, 5);
+    snprintf(args, sizeof args, "run --csr %s,%s --dim 4 --quiet", tmp_path("loops_ptr2.npy"),
+             tmp_path("bad_idx.npy"));
+    expect_cli(args, 1, 2, "bad_idx.npy: sources of node 0 are not ascending (indices[1] = 0 "
+               "after 2)");
 }
 END_TEST
 

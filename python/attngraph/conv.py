@@ -3,7 +3,7 @@ PyG 2.4's constructor arguments, parameter names (a PyG layer's state_dict()
 loads unchanged) and forward(x, edge_index, edge_attr=None,
 return_attention_weights=None), computed by the library's fused attention
 (graph_attention) instead of PyG's scatter over an [E, H, C] message tensor.
-Imported as attngraph.torch.GATConv and so on.
+Imported as attngraph.nn.GATConv (or attngraph.torch.GATConv) and so on.
 
 Edge features (edge_dim) go to the kernel as the score's per-message terms:
 GATConv's a term per edge and head inside the LeakyReLU (ops.Score's
@@ -14,10 +14,9 @@ adjacency, `size`) is refused with an Error naming it, never approximated."""
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from . import ops, torch as _agt
+from . import functional, ops
 from ._lib import Error
 from .graph import Graph
 
@@ -170,7 +169,7 @@ class _Conv(nn.Module):
         if self.training and self.dropout > 0:
             score.update(dropout=self.dropout,
                          dropout_seed=int(torch.randint(0, 2**62, (1,)).item()))
-        return _agt.graph_attention(q, k, v, graph, heads=self.heads, **score), score
+        return functional.graph_attention(q, k, v, graph, heads=self.heads, **score), score
 
     def _heads_out(self, m, bias=None):
         """The heads concatenated or averaged, plus bias (None: none)."""
@@ -191,9 +190,9 @@ class _Conv(nn.Module):
         if not drop:
             score = {n: s for n, s in score.items() if n not in ("dropout", "dropout_seed")}
         with torch.no_grad():
-            a = {n: _agt._np(t, n) for n, t in score.items() if isinstance(t, torch.Tensor)}
+            a = {n: functional._np(t, n) for n, t in score.items() if isinstance(t, torch.Tensor)}
             rest = {n: v for n, v in score.items() if not isinstance(v, torch.Tensor)}
-            w = ops.attention_weights(graph, _agt._np(q, "q"), _agt._np(k, "k"),
+            w = ops.attention_weights(graph, functional._np(q, "q"), functional._np(k, "k"),
                                       heads=self.heads, **rest, **a)
         return torch.from_numpy(graph.edge_index.astype("int64")), torch.from_numpy(w)
 

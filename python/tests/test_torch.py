@@ -1,7 +1,10 @@
 """attngraph.torch: graph_attention's gradients against torch.autograd on the
 dense float64 reference, and GraphAttention's weights folder round trip through
 `attngraph run --weights` and `attngraph train --save`."""
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,7 +13,7 @@ import torch.nn.functional as F
 
 import attngraph as ag
 from attngraph.torch import graph_attention, GraphAttention, save_rounds, load_rounds
-from conftest import cli, random_edge_index, ROOT
+from conftest import cli, random_edge_index, ROOT, PYDIR
 import reference
 
 
@@ -209,3 +212,18 @@ def test_module_names_x_and_its_expected_shape():
                            r"layer width 2: expected \[4, 2\]" % re.escape(str(list(x.shape)))):
             layer(x, g)
     assert layer(torch.randn(4, 2), g).shape == (4, 2)
+
+
+def test_nn_is_the_layers_namespace_and_torch_its_alias():
+    """attngraph.nn holds the layers as PyG users expect them; attngraph.torch is the
+    same objects under the name before 0.2; each module imports alone (no circle)."""
+    import attngraph.nn as agnn
+    import attngraph.torch as agt
+    for name in agnn.__all__:
+        assert getattr(agt, name) is getattr(agnn, name), name
+    assert agnn.GATConv.__module__ == "attngraph.conv"
+    assert agnn.graph_attention.__module__ == "attngraph.functional"
+    for module in ("attngraph.conv", "attngraph.functional", "attngraph.nn", "attngraph.torch"):
+        r = subprocess.run([sys.executable, "-c", "import %s" % module], capture_output=True,
+                           text=True, env=dict(os.environ, PYTHONPATH=PYDIR))
+        assert r.returncode == 0, (module, r.stderr)

@@ -200,8 +200,13 @@ static int open_csr(source_t *s, const source_opts_t *o, int *usage, ag_error_t 
         rc = ag_i_fail(err, AG_EINVAL, "%s ends at %lld, but %s has %lld entr%s", indptr_path,
                        (long long)indptr[n_ptr - 1], indices_path, (long long)n_idx,
                        n_idx == 1 ? "y" : "ies");
-    if (!rc)
-        rc = ag_nbhd_from_csr(&s->nb, n_ptr - 1, indptr, indices, err);
+    if (!rc && (rc = ag_nbhd_from_csr(&s->nb, n_ptr - 1, indptr, indices, err)) &&
+        strncmp(err->msg, "CSR: ", 5) == 0) {   /* name the file: the MPI tool's words */
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg + 5);
+        ag_i_fail(err, (ag_status_t)rc, "%s: %s",
+                  strncmp(why, "indptr", 6) == 0 ? indptr_path : indices_path, why);
+    }
     if (!rc)
         rc = ag_nbhd_self_loops(&s->nb, o->self, err);
     if (!rc)

@@ -399,14 +399,23 @@ static int read_own(ag_nbhd_t *whole, const int64_t *indptr, int64_t N, int64_t 
         rc = ag_i_fail(err, AG_EINVAL, "the indptr file ends at %lld, but %s has %lld entr%s",
                        (long long)indptr[N], indices_path, (long long)total,
                        total == 1 ? "y" : "ies");
+    /* the part's entries, named by their places in the file (as one process names them) */
+    for (int64_t i = lo; !rc && i < hi; i++)
+        for (int64_t s = indptr[i]; !rc && s < indptr[i + 1]; s++) {
+            const int64_t j = idx[s - indptr[lo]];
+            if (j < 0 || j >= N)
+                rc = ag_i_fail(err, AG_EINVAL, "%s: indices[%lld] is %lld; expected a node in "
+                               "0..%lld", indices_path, (long long)s, (long long)j,
+                               (long long)N - 1);
+            else if (s > indptr[i] && j < idx[s - 1 - indptr[lo]])
+                rc = ag_i_fail(err, AG_EINVAL, "%s: sources of node %lld are not ascending "
+                               "(indices[%lld] = %lld after %lld)", indices_path, (long long)i,
+                               (long long)s, (long long)j, (long long)idx[s - 1 - indptr[lo]]);
+        }
     if (!rc && !(ptr = own_indptr(indptr, N, lo, hi, err)))
         rc = ag_i_alloc_status();
-    if (!rc && (rc = ag_nbhd_from_csr(whole, N, ptr, idx, err)) && err) {
-        char why[sizeof err->msg];   /* its indices count from this part's first entry */
-        snprintf(why, sizeof why, "%s", err->msg);
-        ag_i_fail(err, (ag_status_t)rc, "%s, entries from %lld on (destinations %lld..%lld): %s",
-                  indices_path, (long long)indptr[lo], (long long)lo, (long long)hi - 1, why);
-    }
+    if (!rc)
+        rc = ag_nbhd_from_csr(whole, N, ptr, idx, err);
     if (!rc && self != AG_SELF_KEEP)
         rc = ag_nbhd_self_loops(whole, self, err);
     free(idx);

@@ -166,10 +166,12 @@ printf '\377\377\377\377\377\377\377\177' |
 mpi 4 run --csr "$T/ip.npy,$T/bad.npy" --dim 8 --out "$T/bad.out.npy" --quiet \
     >"$T/out" 2>"$T/err"
 status=$?
+last=$("$PYTHON" -c "import numpy, sys; print(len(numpy.load(sys.argv[1])) - 1)" "$T/ix.npy")
 if [ $status -ne 1 ]; then
     bad "bad input: exit $status, expected 1: $(head -n 3 "$T/err")"
-elif [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] || ! grep -q 'ix.npy\|bad.npy\|source\|4100' "$T/err"; then
-    bad "bad input: expected one message naming the problem, got: $(cat "$T/err")"
+elif [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
+     ! grep -q "process 3 of 4 (.*): .*bad.npy: indices\[$last\] is" "$T/err"; then
+    bad "bad input: expected one message naming the process, the file and the entry, got: $(cat "$T/err")"
 elif [ -e "$T/bad.out.npy" ]; then
     bad "bad input: an output was written"
 else
