@@ -534,10 +534,13 @@ START_TEST(cross_entropy_without_readout)
         I[c * C + c] = 1.0f;
     double loss, loss_id;
     ag_error_t err;
-    ck_assert_int_eq(ag_loss_cross_entropy(X, N, C, NULL, b, C, labels, NULL, &loss, dX, NULL,
-                                           NULL, NULL, NULL, NULL, &err), AG_OK);
-    ck_assert_int_eq(ag_loss_cross_entropy(X, N, C, I, b, C, labels, NULL, &loss_id, dX_id,
-                                           NULL, NULL, NULL, NULL, NULL, &err), AG_OK);
+    ag_cross_entropy_t ce = {.br = b, .C = C, .labels = labels};
+    ag_cross_entropy_out_t out = {.dX = dX};
+    ck_assert_int_eq(ag_loss_cross_entropy(X, N, C, &ce, &out, &err), AG_OK);
+    loss = out.loss;
+    ce.Wr = I, out.dX = dX_id;
+    ck_assert_int_eq(ag_loss_cross_entropy(X, N, C, &ce, &out, &err), AG_OK);
+    loss_id = out.loss;
     double Xd[N * C];
     for (int x = 0; x < N * C; x++)
         Xd[x] = X[x];
@@ -545,8 +548,8 @@ START_TEST(cross_entropy_without_readout)
     ck_assert_double_eq_tol(loss, loss_id, 1e-12);
     for (int x = 0; x < N * C; x++)
         ck_assert_float_eq_tol(dX[x], dX_id[x], 1e-7f);
-    ck_assert_fails_with(ag_loss_cross_entropy(X, N, C, NULL, b, C - 1, labels, NULL, &loss, dX,
-                                               NULL, NULL, NULL, NULL, NULL, &err), err,
+    ce.Wr = NULL, ce.C = C - 1, out.dX = dX;
+    ck_assert_fails_with(ag_loss_cross_entropy(X, N, C, &ce, &out, &err), err,
                          AG_EINVAL, "width 4; expected the 3 classes");
 }
 END_TEST

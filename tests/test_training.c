@@ -414,8 +414,10 @@ START_TEST(cross_entropy_matches_reference_and_finite_differences)
         Xd[x] = X[x];
     ag_error_t err;
     double loss;
-    ck_assert_int_eq(ag_loss_cross_entropy(X, N, D, Wr, br, C, labels, mask, &loss, dX, dWr, dbr,
-                                           &correct, &counted, pred, &err), AG_OK);
+    const ag_cross_entropy_t ce = {Wr, br, C, labels, mask};
+    ag_cross_entropy_out_t out = {.dX = dX, .dWr = dWr, .dbr = dbr, .pred = pred};
+    ck_assert_int_eq(ag_loss_cross_entropy(X, N, D, &ce, &out, &err), AG_OK);
+    loss = out.loss, correct = out.correct, counted = out.counted;
     const double want = ref_loss_cross_entropy(Xd, N, D, Wr, br, C, labels, mask);
     ck_assert_msg(fabs(loss - want) <= 1e-6 * (1 + fabs(want)), "loss %.12g, reference %.12g",
                   loss, want);
@@ -532,8 +534,10 @@ START_TEST(chain_gradients_match_finite_differences)
     ag_tape_t *tape;
     double loss;
     ck_assert_int_eq(ag_rounds_forward(&g.nb, m.w, 2, X, 2, &m.opts, &tape, &err), AG_OK);
-    ck_assert_int_eq(ag_loss_cross_entropy(X, N, D, Wr, br, C, labels, mask, &loss, dXR, NULL,
-                                           NULL, NULL, NULL, NULL, &err), AG_OK);
+    const ag_cross_entropy_t ce = {Wr, br, C, labels, mask};
+    ag_cross_entropy_out_t out = {.dX = dXR};
+    ck_assert_int_eq(ag_loss_cross_entropy(X, N, D, &ce, &out, &err), AG_OK);
+    loss = out.loss;
     ck_assert_int_eq(ag_rounds_backward(tape, dXR, dF, m.g, &err), AG_OK);
     ag_tape_free(tape);
     const chain_t c = {&g, &m, &v, Wr, br, labels, mask, C};
@@ -722,9 +726,12 @@ static double trainer_step(trainer_t *t, int64_t *correct)
     memcpy(t->X, t->F, (size_t)(N * D) * sizeof *t->X);
     ck_assert_msg(ag_rounds_forward(t->nb, t->m.w, t->m.n_layers, t->X, t->rounds, &t->m.opts,
                                     &tape, &err) == AG_OK, "%s", err.msg);
-    ck_assert_msg(ag_loss_cross_entropy(t->X, N, D, t->Wr, t->br, t->C, t->labels, t->mask,
-                                        &loss, t->dX, t->dWr, t->dbr, correct, NULL, NULL,
-                                        &err) == AG_OK, "%s", err.msg);
+    const ag_cross_entropy_t ce = {t->Wr, t->br, t->C, t->labels, t->mask};
+    ag_cross_entropy_out_t out = {.dX = t->dX, .dWr = t->dWr, .dbr = t->dbr};
+    ck_assert_msg(ag_loss_cross_entropy(t->X, N, D, &ce, &out, &err) == AG_OK, "%s", err.msg);
+    loss = out.loss;
+    if (correct)
+        *correct = out.correct;
     ck_assert_msg(ag_rounds_backward(tape, t->dX, NULL, t->m.g, &err) == AG_OK, "%s", err.msg);
     ag_tape_free(tape);
     ck_assert_msg(ag_optimizer_step(t->opt, NULL, &err) == AG_OK, "%s", err.msg);
@@ -853,29 +860,29 @@ START_TEST(losses_refuse_bad_input)
     ck_assert_fails_with(ag_loss_mse(X, NULL, N, D, NULL, &loss, dX, &err), err, AG_EINVAL,
                          "no states or targets");
     /* node 2 is in the mask but unlabelled: nothing to count */
-    ck_assert_fails_with(ag_loss_cross_entropy(X, N, D, Wr, NULL, C, labels, some, &loss, dX,
-                                               NULL, NULL, NULL, NULL, NULL, &err),
-                         err, AG_EINVAL, "no node is both in the mask and labelled");
+    ag_cross_entropy_t ce = {.Wr = Wr, .C = C, .labels = labels, .mask = some};
+    ag_cross_entropy_out_t out = {.dX = dX};
+    ck_assert_fails_with(ag_loss_cross_entropy(X, N, D, &ce, &out, &err), err, AG_EINVAL,
+                         "no node is both in the mask and labelled");
+    ce.mask = NULL;
     labels[3] = C;
-    ck_assert_fails_with(ag_loss_cross_entropy(X, N, D, Wr, NULL, C, labels, NULL, &loss, dX,
-                                               NULL, NULL, NULL, NULL, NULL, &err),
-                         err, AG_EINVAL, "node 3 has label 2; expected 0..1");
+    ck_assert_fails_with(ag_loss_cross_entropy(X, N, D, &ce, &out, &err), err, AG_EINVAL,
+                         "node 3 has label 2; expected 0..1");
     labels[3] = -2;
-    ck_assert_fails_with(ag_loss_cross_entropy(X, N, D, Wr, NULL, C, labels, NULL, &loss, dX,
-                                               NULL, NULL, NULL, NULL, NULL, &err),
-                         err, AG_EINVAL, "label -2");
+    ck_assert_fails_with(ag_loss_cross_entropy(X, N, D, &ce, &out, &err), err, AG_EINVAL,
+                         "label -2");
     labels[3] = 1;
-    ck_assert_fails_with(ag_loss_cross_entropy(X, N, D, Wr, NULL, 0, labels, NULL, &loss, dX,
-                                               NULL, NULL, NULL, NULL, NULL, &err),
-                         err, AG_EINVAL, "0 classes");
-    ck_assert_fails_with(ag_loss_cross_entropy(X, N, D, NULL, NULL, C, labels, NULL, &loss, dX,
-                                               NULL, NULL, NULL, NULL, NULL, &err),
-                         err, AG_EINVAL, "no readout, so the states are the logits: width 3; "
-                         "expected the 2 classes");
+    ce.C = 0;
+    ck_assert_fails_with(ag_loss_cross_entropy(X, N, D, &ce, &out, &err), err, AG_EINVAL,
+                         "0 classes");
+    ce.C = C, ce.Wr = NULL;
+    ck_assert_fails_with(ag_loss_cross_entropy(X, N, D, &ce, &out, &err), err, AG_EINVAL,
+                         "no readout, so the states are the logits: width 3; expected the 2 "
+                         "classes");
     /* all well: no bias is a zero bias */
-    ck_assert_int_eq(ag_loss_cross_entropy(X, N, D, Wr, NULL, C, labels, NULL, &loss, dX, NULL,
-                                           NULL, NULL, NULL, NULL, &err), AG_OK);
-    ck_assert_double_eq_tol(loss, log(2.0), 1e-12);
+    ce.Wr = Wr;
+    ck_assert_int_eq(ag_loss_cross_entropy(X, N, D, &ce, &out, &err), AG_OK);
+    ck_assert_double_eq_tol(out.loss, log(2.0), 1e-12);
 }
 END_TEST
 

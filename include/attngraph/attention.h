@@ -130,6 +130,9 @@ typedef struct {
     float *lse;
 } ag_attention_opts_t;
 
+/* Nothing asked for: the defaults are zeros. */
+#define AG_ATTENTION_OPTS_INIT {0}
+
 /* The kernel that attention on nb with this score (NULL: scaled-dot) and head
    width runs: "tiled" (every destination one run of sources, 16 or more a
    node on average), "blocks" (the tiled kernel on block-sparse lists of the

@@ -81,6 +81,9 @@ typedef struct {
                             lowest colour, which is still no "no edge" grey */
 } ag_heatmap_opts_t;
 
+/* The defaults (each 0 or NULL: see the fields). */
+#define AG_HEATMAP_OPTS_INIT {0}
+
 /*
  * Destinations (rows) x sources (columns): one cell per distinct (dst, src)
  * pair, <rect class="edge" data-dst data-src data-weight>, coloured by weight
@@ -134,6 +137,9 @@ typedef struct {
                                  colour (Tableau's ten, in turn); -1: none (grey);
                                  NULL: every node grey */
 } ag_graph_opts_t;
+
+/* The defaults (each 0 or NULL: see the fields). */
+#define AG_GRAPH_OPTS_INIT {0}
 
 /*
  * The graph: nodes as labelled circles, one <path class="edge" data-src

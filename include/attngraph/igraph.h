@@ -51,6 +51,9 @@ typedef struct {
     ag_direction_t direction;
 } ag_load_opts_t;
 
+/* The format from the extension, the default node limit, each format's direction. */
+#define AG_LOAD_OPTS_INIT {0}
+
 /*
  * Loads a graph file into graph, a pointer to an *uninitialised* igraph_t
  * (initialised on success, left uninitialised on failure). Attributes are

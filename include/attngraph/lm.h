@@ -56,6 +56,9 @@ typedef struct {
     uint64_t seed;
 } ag_lm_opts_t;
 
+/* No dropout. */
+#define AG_LM_OPTS_INIT {0}
+
 /*
  * The mean next-token cross-entropy of B*N tokens: ids [n] (n = nb's nodes)
  * the inputs, node i at position pos[i] (< T), targets [n] the next tokens

@@ -72,6 +72,10 @@ typedef struct {
     float *attn_edge;     /* [H, d] additive's edge vector, with wedge */
 } ag_weights_t;
 
+/* A layer with no array and no size yet (ag_weights_random, ag_weights_load,
+   ag_layer_spec_shape fill one). */
+#define AG_WEIGHTS_INIT {0}
+
 /* The width of what layer w writes: D_out (or D) with wo, else H*d or d. */
 int64_t ag_layer_width_out(const ag_weights_t *w);
 

@@ -94,21 +94,36 @@ void ag_tape_free(ag_tape_t *tape);
 int ag_loss_mse(const float *X, const float *Y, int64_t N, int64_t D, const uint8_t *mask,
                 double *loss, float *dX, ag_error_t *err);
 
+/* Cross-entropy's readout and labels (ag_loss_cross_entropy). */
+typedef struct {
+    const float *Wr;              /* [C, D]: logits = X Wr^T + br; NULL: the logits are X + br
+                                     (D == C: a model whose last layer writes the classes) */
+    const float *br;              /* [C], or NULL: zeros */
+    int64_t C;                    /* classes */
+    const int64_t *labels;        /* [N] in 0..C-1, or -1: unlabelled (skipped) */
+    const uint8_t *mask;          /* [N] nonzero where counted; NULL: every node */
+} ag_cross_entropy_t;
+
+/* What ag_loss_cross_entropy gives: the numbers always, each array only when
+   its pointer is not NULL. */
+typedef struct {
+    double loss;                  /* the mean over the masked labelled nodes */
+    int64_t correct;              /* of them, those whose largest logit is their label */
+    int64_t counted;              /* how many they are */
+    float *dX, *dWr, *dbr;        /* [N, D], [C, D], [C]: dL/dX, dL/dWr, dL/dbr */
+    int64_t *pred;                /* [N] every node's argmax class */
+} ag_cross_entropy_out_t;
+
+#define AG_CROSS_ENTROPY_OUT_INIT {0}
+
 /*
- * Cross-entropy over C classes through a linear readout: logits = X Wr^T + br
- * (Wr [C, D], br [C]; Wr NULL: the logits are X + br, D == C, a model whose
- * last layer writes the classes); L = mean over masked nodes with a label (labels[i] in
- * 0..C-1; -1: unlabelled, skipped) of -ln softmax(logits_i)[labels[i]].
- * dX [N, D], dWr [C, D], dbr [C] (each may be NULL) get the gradients;
- * *correct (may be NULL) the masked labelled nodes whose largest logit is their
- * label; *counted how many there were. pred (may be NULL) [N] gets every
- * node's argmax class. Refuses a label >= C or < -1.
+ * Cross-entropy over ce->C classes of states X [N, D] through a linear
+ * readout: L = mean over masked nodes with a label of -ln
+ * softmax(logits_i)[labels[i]], into *out. Refuses a label >= C or < -1, a
+ * mask that selects no labelled node, and a width other than C without Wr.
  */
-int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const float *Wr,
-                          const float *br, int64_t C, const int64_t *labels,
-                          const uint8_t *mask, double *loss, float *dX, float *dWr,
-                          float *dbr, int64_t *correct, int64_t *counted, int64_t *pred,
-                          ag_error_t *err);
+int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const ag_cross_entropy_t *ce,
+                          ag_cross_entropy_out_t *out, ag_error_t *err);
 
 typedef enum { AG_OPT_ADAM = 0, AG_OPT_ADAMW, AG_OPT_SGD } ag_optimizer_kind_t;
 

@@ -130,6 +130,15 @@ class ag_model_t(C.Structure):
                 ("layers", C.POINTER(ag_weights_t)), ("C", i64), ("wr", ptr), ("br", ptr)]
 
 
+class ag_cross_entropy_t(C.Structure):
+    _fields_ = [("Wr", ptr), ("br", ptr), ("C", i64), ("labels", ptr), ("mask", ptr)]
+
+
+class ag_cross_entropy_out_t(C.Structure):
+    _fields_ = [("loss", f64), ("correct", i64), ("counted", i64), ("dX", ptr), ("dWr", ptr),
+                ("dbr", ptr), ("pred", ptr)]
+
+
 class ag_lm_t(C.Structure):
     _fields_ = [("V", i64), ("T", i64), ("D", i64), ("L", i64), ("H", i64), ("bias", C.c_int),
                 ("wte", ptr), ("wpe", ptr), ("layers", C.POINTER(ag_weights_t)),
@@ -219,7 +228,8 @@ STRUCTS = [ag_error_t, ag_labels_t, ag_nbhd_t, ag_score_t,
            ag_lm_t, ag_lm_opts_t, ag_workspace_t, ag_round_t, ag_round_opts_t,
            ag_round_figures_t, ag_optimizer_opts_t, ag_load_opts_t, ag_rgb_t, ag_edge_weights_t, ag_heatmap_opts_t,
            ag_graph_opts_t, ag_series_t, ag_panel_t, ag_compare_picture_t, ag_layer_array_t,
-           ag_layer_spec_t, ag_model_spec_t, ag_model_t]
+           ag_layer_spec_t, ag_model_spec_t, ag_model_t, ag_cross_entropy_t,
+           ag_cross_entropy_out_t]
 
 # ---------------------------------------------------------------- functions
 # name: (restype, argtypes). Every fallible function ends with ag_error_t *.
@@ -284,8 +294,8 @@ FUNCTIONS = {
     "ag_tape_free": (None, [P]),
     "ag_tape_bytes": (i64, [i64, i64, i64, i64, I]),
     "ag_loss_mse": (I, [P, P, i64, i64, P, C.POINTER(f64), P, E]),
-    "ag_loss_cross_entropy": (I, [P, i64, i64, P, P, i64, P, P, C.POINTER(f64), P, P, P,
-                                  C.POINTER(i64), C.POINTER(i64), P, E]),
+    "ag_loss_cross_entropy": (I, [P, i64, i64, C.POINTER(ag_cross_entropy_t),
+                                  C.POINTER(ag_cross_entropy_out_t), E]),
     "ag_optimizer_opts_init": (None, [C.POINTER(ag_optimizer_opts_t), I]),
     "ag_optimizer_init": (I, [C.POINTER(P), C.POINTER(ag_optimizer_opts_t), E]),
     "ag_optimizer_add": (I, [P, P, P, i64, E]),

@@ -178,17 +178,16 @@ def cross_entropy(x, wr, br, labels, mask=None):
     if lab.shape != (N,):
         raise Error("labels has shape %s; expected [%d]" % (list(lab.shape), N), "invalid value")
     m = _mask(mask, N)
-    loss = C.c_double()
-    correct, counted = C.c_int64(), C.c_int64()
     dx, dwr, dbr = np.empty_like(x), np.empty_like(wr), np.empty_like(br)
     pred = np.empty(N, np.int64)
+    ce = S.ag_cross_entropy_t(wr.ctypes.data, br.ctypes.data, Cn, lab.ctypes.data,
+                              m.ctypes.data if m is not None else None)
+    out = S.ag_cross_entropy_out_t(dX=dx.ctypes.data, dWr=dwr.ctypes.data,
+                                   dbr=dbr.ctypes.data, pred=pred.ctypes.data)
     e = err()
-    check(lib.ag_loss_cross_entropy(x.ctypes.data, N, D, wr.ctypes.data, br.ctypes.data, Cn,
-                                    lab.ctypes.data, m.ctypes.data if m is not None else None,
-                                    C.byref(loss), dx.ctypes.data, dwr.ctypes.data,
-                                    dbr.ctypes.data, C.byref(correct), C.byref(counted),
-                                    pred.ctypes.data, C.byref(e)), e)
-    return CrossEntropy(loss.value, dx, dwr, dbr, correct.value, counted.value, pred)
+    check(lib.ag_loss_cross_entropy(x.ctypes.data, N, D, C.byref(ce), C.byref(out), C.byref(e)),
+          e)
+    return CrossEntropy(out.loss, dx, dwr, dbr, out.correct, out.counted, pred)
 
 
 _KINDS = {"adam": 0, "adamw": 1, "sgd": 2}

@@ -182,9 +182,15 @@ static int loss_on(model_t *m, const task_t *t, const uint8_t *mask, int grads, 
     if (!m->C)
         return ag_loss_mse(m->X, t->targets.data, m->N, m->D, mask, loss,
                            grads ? m->dX : NULL, err);
-    return ag_loss_cross_entropy(m->X, m->N, m->D, m->wr, m->br, m->C, t->labels, mask, loss,
-                                 grads ? m->dX : NULL, grads ? m->dwr : NULL,
-                                 grads ? m->dbr : NULL, correct, NULL, NULL, err);
+    const ag_cross_entropy_t ce = {m->wr, m->br, m->C, t->labels, mask};
+    ag_cross_entropy_out_t out = {.dX = grads ? m->dX : NULL, .dWr = grads ? m->dwr : NULL,
+                                  .dbr = grads ? m->dbr : NULL};
+    const int rc = ag_loss_cross_entropy(m->X, m->N, m->D, &ce, &out, err);
+    if (loss)
+        *loss = out.loss;
+    if (correct)
+        *correct = out.correct;
+    return rc;
 }
 
 int model_drops(const model_t *m)

@@ -187,9 +187,12 @@ int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int
         rc = rows->forward(rows->ctx, m, X, &ro, train, err);
     if (!rc) {   /* the final LayerNorm (its input kept in X), the tied head and the loss */
         ag_layer_norm(Y, X, n, D, m->lnf_weight, m->lnf_bias, ro.ln_eps);
-        rc = ag_i_loss_cross_entropy_r(r, Y, n, D, m->wte, NULL, V, targets, NULL, loss,
-                                       train ? dY : NULL, train ? grads->wte : NULL, NULL, NULL,
-                                       NULL, NULL, err);
+        const ag_cross_entropy_t ce = {.Wr = m->wte, .C = V, .labels = targets};
+        ag_cross_entropy_out_t got = {.dX = train ? dY : NULL,
+                                      .dWr = train ? grads->wte : NULL};
+        rc = ag_i_loss_cross_entropy_r(r, Y, n, D, &ce, &got, err);
+        if (!rc && loss)
+            *loss = got.loss;
     }
     if (!rc && train) {
         memset(grads->lnf_weight, 0, (size_t)D * sizeof(float));

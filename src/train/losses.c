@@ -151,22 +151,20 @@ static int ce_check(const ag_i_reducer_t *red, const float *X, int64_t N, int64_
     return AG_OK;
 }
 
-int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const float *Wr,
-                          const float *br, int64_t C, const int64_t *labels,
-                          const uint8_t *mask, double *loss, float *dX, float *dWr,
-                          float *dbr, int64_t *correct, int64_t *counted, int64_t *pred,
-                          ag_error_t *err)
+int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const ag_cross_entropy_t *ce,
+                          ag_cross_entropy_out_t *out, ag_error_t *err)
 {
-    return ag_i_loss_cross_entropy_r(NULL, X, N, D, Wr, br, C, labels, mask, loss, dX, dWr,
-                                     dbr, correct, counted, pred, err);
+    return ag_i_loss_cross_entropy_r(NULL, X, N, D, ce, out, err);
 }
 
 int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N, int64_t D,
-                              const float *Wr, const float *br, int64_t C,
-                              const int64_t *labels, const uint8_t *mask, double *loss,
-                              float *dX, float *dWr, float *dbr, int64_t *correct,
-                              int64_t *counted, int64_t *pred, ag_error_t *err)
+                              const ag_cross_entropy_t *ce, ag_cross_entropy_out_t *out,
+                              ag_error_t *err)
 {
+    const float *Wr = ce->Wr, *br = ce->br;
+    const int64_t C = ce->C, *labels = ce->labels;
+    const uint8_t *mask = ce->mask;
+    float *dX = out->dX, *dWr = out->dWr, *dbr = out->dbr;
     int64_t n = 0;
     int rc = ce_check(r, X, N, D, Wr, C, labels, mask, &n, err);
     if (rc)
@@ -185,16 +183,10 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
         for (int64_t i = 0; i < N; i++)
             for (int64_t c = 0; c < C; c++)
                 logits[i * C + c] += br[c];
-    ce_t ctx = {logits, labels, mask, C, n, pred};
+    ce_t ctx = {logits, labels, mask, C, n, out->pred};
     rc = ag_i_sum_rows_r(r, N, 2, N * C * 8, ce_rows, &ctx, sums, err);
-    if (!rc) {
-        if (loss)
-            *loss = sums[0] / (double)n;
-        if (correct)
-            *correct = (int64_t)sums[1];
-        if (counted)
-            *counted = n;
-    }
+    if (!rc)
+        out->loss = sums[0] / (double)n, out->correct = (int64_t)sums[1], out->counted = n;
     /* the logits now hold dL/dlogits */
     if (!rc && dX && Wr)
         ag_i_gemm_xw(dX, logits, Wr, N, C, D, 0.0f);

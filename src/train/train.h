@@ -14,10 +14,8 @@
 int ag_i_loss_mse_r(const ag_i_reducer_t *r, const float *X, const float *Y, int64_t N,
                     int64_t D, const uint8_t *mask, double *loss, float *dX, ag_error_t *err);
 int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N, int64_t D,
-                              const float *Wr, const float *br, int64_t C,
-                              const int64_t *labels, const uint8_t *mask, double *loss,
-                              float *dX, float *dWr, float *dbr, int64_t *correct,
-                              int64_t *counted, int64_t *pred, ag_error_t *err);
+                              const ag_cross_entropy_t *ce, ag_cross_entropy_out_t *out,
+                              ag_error_t *err);
 
 /* Marks the last parameter added to opt as this process's rows of an array
    whose other rows are on other processes (per-node weights: rows of per_row

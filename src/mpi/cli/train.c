@@ -67,10 +67,15 @@ static int loss_on(mtrain_t *s, const uint8_t *mask, int grads, double *loss, in
     if (!m->C)
         return ag_i_loss_mse_r(&s->red, m->X, t->targets.data + lo * m->D, m->N, m->D,
                                mask + lo, loss, grads ? m->dX : NULL, err);
-    return ag_i_loss_cross_entropy_r(&s->red, m->X, m->N, m->D, m->wr, m->br, m->C,
-                                     t->labels + lo, mask + lo, loss, grads ? m->dX : NULL,
-                                     grads ? m->dwr : NULL, grads ? m->dbr : NULL, correct,
-                                     NULL, NULL, err);
+    const ag_cross_entropy_t ce = {m->wr, m->br, m->C, t->labels + lo, mask + lo};
+    ag_cross_entropy_out_t out = {.dX = grads ? m->dX : NULL, .dWr = grads ? m->dwr : NULL,
+                                  .dbr = grads ? m->dbr : NULL};
+    const int rc = ag_i_loss_cross_entropy_r(&s->red, m->X, m->N, m->D, &ce, &out, err);
+    if (loss)
+        *loss = out.loss;
+    if (correct)
+        *correct = out.correct;
+    return rc;
 }
 
 /* The rounds' forward into m->X on this process's rows, with the options of a
