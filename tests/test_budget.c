@@ -262,19 +262,19 @@ START_TEST(a_set_budget_holds_for_small_arrays)
 {
     ag_error_t err;
     const int64_t old = ag_set_memory_budget(BUDGET);
-    void *p = ag_i_alloc(BUDGET / 4 + 1, sizeof(float), &err, "a small array");
+    void *p = ag_alloc(BUDGET / 4 + 1, sizeof(float), &err, "a small array");
     ck_assert_ptr_null(p);
     ck_refused(AG_ELIMIT, err);
     ck_assert_msg(strstr(err.msg, "a small array needs") != NULL, "%s", err.msg);
-    ck_assert_int_eq(ag_i_alloc_status(), AG_ELIMIT);
-    ck_assert_ptr_null(ag_i_calloc(BUDGET, 2, NULL, "a small array"));
+    ck_assert_int_eq(ag_alloc_status(), AG_ELIMIT);
+    ck_assert_ptr_null(ag_calloc(BUDGET, 2, NULL, "a small array"));
     ck_assert_ptr_null(ag_i_alloc_lines(BUDGET, 2, NULL, "a small array"));
     /* within the budget, and without one set, it is allocated */
-    p = ag_i_alloc(BUDGET / 4, sizeof(float), &err, "a small array");
+    p = ag_alloc(BUDGET / 4, sizeof(float), &err, "a small array");
     ck_assert_ptr_nonnull(p);
     free(p);
     ag_set_memory_budget(0);
-    p = ag_i_alloc(BUDGET, 2, &err, "a small array");
+    p = ag_alloc(BUDGET, 2, &err, "a small array");
     ck_assert_ptr_nonnull(p);
     free(p);
     ag_set_memory_budget(old);

@@ -79,7 +79,7 @@ static void die(const ag_error_t *err)
 static float *floats(int64_t n)
 {
     ag_error_t err;
-    float *p = ag_i_alloc(n, sizeof(float), &err, "bench buffer");
+    float *p = ag_alloc(n, sizeof(float), &err, "bench buffer");
     if (!p)
         die(&err);
     return p;

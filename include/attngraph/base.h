@@ -47,6 +47,26 @@ typedef struct {
 /* Name of a status, e.g. "bad format". */
 const char *ag_status_str(ag_status_t status);
 
+/*
+ * For code that reports failures as the library does (the tools, an
+ * extension): fills err (when not NULL) with status and the one line fmt
+ * formats (cut to err->msg's size), and returns status.
+ */
+int ag_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/*
+ * n elements of size bytes under the memory budget (ag_set_memory_budget), or
+ * NULL with err naming `what`: refused over the budget (AG_ELIMIT) or failed
+ * (AG_ENOMEM); ag_alloc_status() then says which, for the caller's return.
+ * ag_calloc zeroes them. Free with free().
+ */
+void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what);
+void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
+int ag_alloc_status(void);
+
 /* ---------------------------------------------------------------- machine */
 
 /*

@@ -80,33 +80,19 @@ int ag_i_default_threads(void);
 AG_INTERNAL
 int ag_i_set_tool_threads(int threads);
 
-/* Records a failure in err (if not NULL) and returns status. */
-AG_INTERNAL
-int ag_i_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...) AG_PRINTF(3, 4);
-
-/* malloc of n elements of size bytes each, failing cleanly on overflow. */
-AG_INTERNAL
-void *ag_i_alloc(int64_t n, size_t size, ag_error_t *err, const char *what);
-AG_INTERNAL
-void *ag_i_calloc(int64_t n, size_t size, ag_error_t *err, const char *what);
-/* realloc of p to n elements under the budget, as ag_i_alloc: on failure p is
+/* ag_fail, ag_alloc, ag_calloc and ag_alloc_status, the failures and the
+   budget-checked allocations, are public (attngraph/base.h): the tools use
+   them as the library does. */
+/* realloc of p to n elements under the budget, as ag_alloc: on failure p is
    left as it was (and NULL returned). */
 void *ag_i_realloc(void *p, int64_t n, size_t size, ag_error_t *err, const char *what);
 /* Why the last allocation of this thread failed, in words ("out of memory",
-   "over the memory budget"), for messages beside ag_i_alloc_status. */
+   "over the memory budget"), for messages beside ag_alloc_status. */
 const char *ag_i_alloc_reason(void);
 
-/* ag_i_alloc aligned to a 64-byte cache line (free with free()): vectors then
+/* ag_alloc aligned to a 64-byte cache line (free with free()): vectors then
    never straddle two lines. */
 void *ag_i_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
-/*
- * The status of the last ag_i_alloc, ag_i_calloc or ag_i_alloc_lines that failed on
- * this thread: AG_ELIMIT when the memory budget refused it, else AG_ENOMEM.
- * What a caller returns when one of them gave NULL (never a literal AG_ENOMEM):
- * the status then is the one recorded in err, also when err is NULL.
- */
-AG_INTERNAL
-int ag_i_alloc_status(void);
 
 /* In a sorted a[0..n), the index of the last element <= x (0 if there is none). */
 static inline int64_t ag_i_last_at_most(const int64_t *a, int64_t n, int64_t x)

@@ -51,7 +51,7 @@ const char *ag_status_str(ag_status_t status)
     return "unknown status";
 }
 
-int ag_i_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...)
+int ag_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
@@ -96,7 +96,7 @@ int64_t ag_memory_budget(void)
 /* The status of this thread's last failed allocation (AG_ENOMEM until one fails). */
 static _Thread_local ag_status_t alloc_failure = AG_ENOMEM;
 
-int ag_i_alloc_status(void)
+int ag_alloc_status(void)
 {
     return alloc_failure;
 }
@@ -112,9 +112,9 @@ static int within_budget(double bytes, ag_error_t *err, const char *what)
     if (bytes <= (double)budget)
         return 1;
     alloc_failure = AG_ELIMIT;
-    ag_i_fail(err, AG_ELIMIT, "%s needs %.3g GB; the memory budget is %.3g GB (%s)", what,
-              bytes / 1e9, (double)budget / 1e9,
-              budget_set ? "as set" : "the memory available now; raise --max-memory to try");
+    ag_fail(err, AG_ELIMIT, "%s needs %.3g GB; the memory budget is %.3g GB (%s)", what,
+            bytes / 1e9, (double)budget / 1e9,
+            budget_set ? "as set" : "the memory available now; raise --max-memory to try");
     return 0;
 }
 
@@ -126,8 +126,8 @@ static int sized(int64_t n, size_t size, size_t unit, size_t *bytes, ag_error_t 
 {
     if (n < 0 || (n > 0 && (uint64_t)n > (SIZE_MAX - unit) / size)) {
         alloc_failure = AG_ENOMEM;
-        ag_i_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
-                  what, (long long)n, size);
+        ag_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",
+                what, (long long)n, size);
         return 0;
     }
     *bytes = ((size_t)n * size + unit - 1) / unit * unit;
@@ -139,13 +139,13 @@ static void *allocated(void *p, size_t bytes, ag_error_t *err, const char *what)
 {
     if (!p) {
         alloc_failure = AG_ENOMEM;
-        ag_i_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what,
-                  (double)bytes / 1e6);
+        ag_fail(err, AG_ENOMEM, "%s: out of memory allocating %.3g MB", what,
+                (double)bytes / 1e6);
     }
     return p;
 }
 
-void *ag_i_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
+void *ag_alloc(int64_t n, size_t size, ag_error_t *err, const char *what)
 {
     size_t bytes;
     if (!sized(n, size, 1, &bytes, err, what))
@@ -174,9 +174,9 @@ const char *ag_i_alloc_reason(void)
     return alloc_failure == AG_ELIMIT ? "over the memory budget" : "out of memory";
 }
 
-void *ag_i_calloc(int64_t n, size_t size, ag_error_t *err, const char *what)
+void *ag_calloc(int64_t n, size_t size, ag_error_t *err, const char *what)
 {
-    void *p = ag_i_alloc(n, size, err, what);
+    void *p = ag_alloc(n, size, err, what);
     if (p)
         memset(p, 0, n ? (size_t)n * size : 1);
     return p;

@@ -71,9 +71,9 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
     const int threads = ag_i_team(AG_I_NS_DENSE * (double)N * (double)a * (double)b);
     const int64_t group = chunks_in_flight(chunks, threads);
     const int64_t blocks = (a + ATB_ROWS - 1) / ATB_ROWS;
-    float *part = ag_i_alloc(group * ab, sizeof *part, err, "weight gradient partials");
+    float *part = ag_alloc(group * ab, sizeof *part, err, "weight gradient partials");
     if (!part)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
         const int64_t n = chunks - c0 < group ? chunks - c0 : group, tasks = n * blocks;
 #pragma omp parallel for if (tasks > 1 && n * AG_GEMM_CHUNK * ab >= AG_PARALLEL_MIN_WORK) \
@@ -137,9 +137,9 @@ int ag_i_sum_rows(int64_t N, int64_t width, int64_t work, ag_i_rows_fn fn, void 
         return AG_OK;
     const int64_t chunks = (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK;
     const int64_t group = chunks_in_flight(chunks, ag_i_max_threads());
-    double *part = ag_i_alloc(group * width, sizeof *part, err, "row sums");
+    double *part = ag_alloc(group * width, sizeof *part, err, "row sums");
     if (!part)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     for (int64_t c0 = 0; c0 < chunks; c0 += group) {
         const int64_t n = chunks - c0 < group ? chunks - c0 : group;
 #pragma omp parallel for num_threads(ag_i_max_threads()) \
@@ -166,8 +166,8 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
     if (!r)
         return ag_i_gemm_atb(G, A, B, N, a, b, err);
     const int64_t chunks = N > 0 ? (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK : 0, ab = a * b;
-    float *part = ag_i_alloc(chunks ? chunks * ab : 1, sizeof *part, err,
-                             "weight gradient partials");
+    float *part = ag_alloc(chunks ? chunks * ab : 1, sizeof *part, err,
+                           "weight gradient partials");
     if (!part)   /* the reducer still runs: every process must hear of the failure */
         return r->add_f(r, G, NULL, -1, ab, err);
     const int threads = ag_i_team(AG_I_NS_DENSE * (double)N * (double)a * (double)b);
@@ -184,7 +184,7 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
 
 int ag_i_reducer_failed(const ag_i_reducer_t *r, int64_t width, ag_error_t *err)
 {
-    return r ? r->add_d(r, NULL, NULL, -1, width, err) : ag_i_alloc_status();
+    return r ? r->add_d(r, NULL, NULL, -1, width, err) : ag_alloc_status();
 }
 
 int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t work,
@@ -194,7 +194,7 @@ int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t w
     if (!r)
         return ag_i_sum_rows(N, width, work, fn, ctx, out, err);
     const int64_t chunks = N > 0 ? (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK : 0;
-    double *part = ag_i_calloc(chunks ? chunks * width : 1, sizeof *part, err, "row sums");
+    double *part = ag_calloc(chunks ? chunks * width : 1, sizeof *part, err, "row sums");
     if (!part)
         return ag_i_reducer_failed(r, width, err);
 #pragma omp parallel for num_threads(ag_i_max_threads()) \

@@ -71,7 +71,7 @@ int ag_i_sum_rows(int64_t N, int64_t width, int64_t work, ag_i_rows_fn fn, void 
 typedef struct ag_i_reducer ag_i_reducer_t;
 struct ag_i_reducer {
     /* chunks -1 (part NULL): an allocation on this process failed (err and
-       ag_i_alloc_status say how); the reducer must still take part, and return
+       ag_alloc_status say how); the reducer must still take part, and return
        the failure on every process */
     /* G[0..width) += the partials [chunks, width] of every process, chunk by chunk */
     int (*add_f)(const ag_i_reducer_t *r, float *G, const float *part, int64_t chunks,
@@ -89,7 +89,7 @@ struct ag_i_reducer {
 
 /* An allocation failed before a sum over rows with r (NULL: none): the
    reducer still runs, so that every process hears of the failure; returns its
-   status (ag_i_alloc_status's, on every process). */
+   status (ag_alloc_status's, on every process). */
 int ag_i_reducer_failed(const ag_i_reducer_t *r, int64_t width, ag_error_t *err);
 
 /* ag_i_gemm_atb and ag_i_sum_rows over this process's rows with r (NULL: the

@@ -24,10 +24,10 @@ int ag_i_read_stream(FILE *f, const char *path, const char *what, char **data, s
         }
     }
     if (!buf)
-        return ag_i_fail(err, AG_ENOMEM, "%s: out of memory reading %s", path, what);
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory reading %s", path, what);
     if (ferror(f)) {
         free(buf);
-        return ag_i_fail(err, AG_EIO, "%s: cannot read %s: %s", path, what, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot read %s: %s", path, what, strerror(errno));
     }
     buf[n] = '\0';
     *data = buf;
@@ -39,7 +39,7 @@ int ag_i_read_text(const char *path, char **data, size_t *len, ag_error_t *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return ag_i_fail(err, AG_EIO, "%s: cannot read: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot read: %s", path, strerror(errno));
     const int rc = ag_i_read_stream(f, path, "it", data, len, err);
     fclose(f);
     return rc;

@@ -65,10 +65,10 @@ int ag_simd_env_check(ag_error_t *err)
 {
     const int want = env_level(), best = cpu_level();
     if (want == -2)
-        return ag_i_fail(err, AG_EINVAL, "AG_SIMD '%s': expected base, avx2 or avx512",
-                         getenv("AG_SIMD"));
+        return ag_fail(err, AG_EINVAL, "AG_SIMD '%s': expected base, avx2 or avx512",
+                       getenv("AG_SIMD"));
     if (want > best)
-        return ag_i_fail(err, AG_EINVAL, "AG_SIMD '%s': this CPU runs at most %s", names[want],
-                         names[best]);
+        return ag_fail(err, AG_EINVAL, "AG_SIMD '%s': this CPU runs at most %s", names[want],
+                       names[best]);
     return AG_OK;
 }

@@ -123,7 +123,7 @@ int ag_i_file_resolve(ag_i_file_t *f, const char *target, const char *option,
     if (stat(target, &st) == 0) {
         f->have_id = 1, f->dev = st.st_dev, f->ino = st.st_ino;
         if (S_ISDIR(st.st_mode))
-            return ag_i_fail(err, AG_EIO, "%s: is a directory; give a file name", target);
+            return ag_fail(err, AG_EIO, "%s: is a directory; give a file name", target);
         if (!S_ISREG(st.st_mode)) {
             f->direct = 1;
             snprintf(f->final, sizeof f->final, "%s", target);
@@ -132,16 +132,16 @@ int ag_i_file_resolve(ag_i_file_t *f, const char *target, const char *option,
         }
         /* rename ignores the file's mode: refuse what a plain write would */
         if (access(target, W_OK) != 0)
-            return ag_i_fail(err, AG_EIO, "%s: cannot write: %s", target, strerror(errno));
+            return ag_fail(err, AG_EIO, "%s: cannot write: %s", target, strerror(errno));
         char real[PATH_MAX];
         if (!realpath(target, real))
-            return ag_i_fail(err, AG_EIO, "%s: %s", target, strerror(errno));
+            return ag_fail(err, AG_EIO, "%s: %s", target, strerror(errno));
         snprintf(f->final, sizeof f->final, "%s", real);
         f->mode = st.st_mode & 07777;
         return AG_OK;
     }
     if (errno != ENOENT)
-        return ag_i_fail(err, AG_EIO, "%s: %s", target, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: %s", target, strerror(errno));
     /* Not there: a new name, or a symlink to a file not yet there. */
     char cur[4096], link[4096], next[4096];
     snprintf(cur, sizeof cur, "%s", target);
@@ -151,7 +151,7 @@ int ag_i_file_resolve(ag_i_file_t *f, const char *target, const char *option,
             break;
         ssize_t n = readlink(cur, link, sizeof link - 1);
         if (hops == 40 || n < 0)
-            return ag_i_fail(err, AG_EIO, "%s: %s", target, strerror(hops == 40 ? ELOOP : errno));
+            return ag_fail(err, AG_EIO, "%s: %s", target, strerror(hops == 40 ? ELOOP : errno));
         link[n] = '\0';
         char *slash = strrchr(cur, '/');
         if (link[0] == '/' || !slash) {
@@ -159,20 +159,20 @@ int ag_i_file_resolve(ag_i_file_t *f, const char *target, const char *option,
         } else {
             slash[1] = '\0';
             if (join(next, cur, link))
-                return ag_i_fail(err, AG_EIO, "%s: path is too long", target);
+                return ag_fail(err, AG_EIO, "%s: path is too long", target);
         }
         memcpy(cur, next, sizeof cur);
     }
     char dir[4096], real[PATH_MAX];
     const char *slash = strrchr(cur, '/'), *base = slash ? slash + 1 : cur;
     if (!*base)
-        return ag_i_fail(err, AG_EIO, "%s: is a directory; give a file name", target);
+        return ag_fail(err, AG_EIO, "%s: is a directory; give a file name", target);
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - cur) + 1 : 1, slash ? cur : ".");
     if (!realpath(dir, real))
-        return ag_i_fail(err, AG_EIO, "%s: cannot create: %s",
-                         named(who, sizeof who, option, target), strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s",
+                       named(who, sizeof who, option, target), strerror(errno));
     if (join(f->final, real, base))
-        return ag_i_fail(err, AG_EIO, "%s: path is too long", target);
+        return ag_fail(err, AG_EIO, "%s: path is too long", target);
     f->mode = (mode_t)-1;   /* a new file: what creating the temporary gives */
     return AG_OK;
 }
@@ -234,7 +234,7 @@ int ag_i_file_create(ag_i_file_t *f, const char *option, const char *target, ag_
         if (snprintf(f->tmp, sizeof f->tmp, "%.*s.%s.XXXXXX", (int)(slash - f->final + 1),
                      f->final, slash + 1) >= (int)sizeof f->tmp) {
             f->tmp[0] = '\0';
-            return ag_i_fail(err, AG_EIO, "%s: path is too long", target);
+            return ag_fail(err, AG_EIO, "%s: path is too long", target);
         }
     }
     int fd = -1;
@@ -250,8 +250,8 @@ int ag_i_file_create(ag_i_file_t *f, const char *option, const char *target, ag_
     if (fd < 0 && (fd = make_name(f, -1)) < 0) {
         const int e = errno;
         f->tmp[0] = '\0';
-        return ag_i_fail(err, AG_EIO, "%s: cannot create: %s", named(who, sizeof who, option, target),
-                         e == EMFILE && !f->slot ? "too many files being written at once"
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s", named(who, sizeof who, option, target),
+                       e == EMFILE && !f->slot ? "too many files being written at once"
                                                  : strerror(e));
     }
     f->fd = fd;
@@ -266,8 +266,8 @@ int ag_i_file_create(ag_i_file_t *f, const char *option, const char *target, ag_
     if (fchmod(fd, 0600) != 0) {
         const int e = errno;
         ag_i_file_abort(f);
-        return ag_i_fail(err, AG_EIO, "%s: cannot create: %s",
-                         named(who, sizeof who, option, target), strerror(e));
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s",
+                       named(who, sizeof who, option, target), strerror(e));
     }
     return AG_OK;
 }
@@ -294,8 +294,8 @@ static void release(ag_i_file_t *f, int remove)
 int ag_i_file_set_mode(ag_i_file_t *f, const char *target, ag_error_t *err)
 {
     if (f->fd >= 0 && fchmod(f->fd, f->mode) != 0)
-        return ag_i_fail(err, AG_EIO, "%s: cannot set its permissions: %s", target,
-                         strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot set its permissions: %s", target,
+                       strerror(errno));
     return AG_OK;
 }
 
@@ -305,14 +305,14 @@ int ag_i_file_place(ag_i_file_t *f, const char *target, ag_error_t *err)
         return AG_OK;
     if (f->anon) {   /* a name for the unnamed file, only to rename it into place */
         if (make_name(f, f->fd) < 0)
-            return ag_i_fail(err, AG_EIO, "%s: cannot link the finished file: %s", target,
-                             errno == EMFILE && !f->slot ? "too many files being written at once"
+            return ag_fail(err, AG_EIO, "%s: cannot link the finished file: %s", target,
+                           errno == EMFILE && !f->slot ? "too many files being written at once"
                                                          : strerror(errno));
         f->anon = 0;     /* from here on it has a name that release() must remove */
     }
     if (rename(f->tmp, f->final) != 0)
-        return ag_i_fail(err, AG_EIO, "%s: cannot rename into place: %s", target,
-                         strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot rename into place: %s", target,
+                       strerror(errno));
     release(f, 0);
     return AG_OK;
 }

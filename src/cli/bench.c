@@ -72,9 +72,9 @@ static int backward_prepare(bw_state_t *b, ag_nbhd_t *nb, const ag_i_fwd_t *f, u
 {
     const int64_t N = nb->n_nodes, H = f->H, d = f->d, HD = H * d;
     memset(b, 0, sizeof *b);
-    float *all = ag_i_alloc(5 * N * HD + 2 * N * H, sizeof(float), err, "backward buffers");
+    float *all = ag_alloc(5 * N * HD + 2 * N * H, sizeof(float), err, "backward buffers");
     if (!all)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     float *dM = all, *M = all + N * HD, *g = M + N * HD, *lse = g + 3 * N * HD;
     float *Dd = lse + N * H;
     ag_random_normal(dM, N * HD, seed, 13, 1.0f);
@@ -188,13 +188,13 @@ int cmd_bench(int argc, char **argv)
             if (!(rc = ag_matrix_init(m[x], N, H * d, &err)))
                 ag_random_normal(m[x]->data, N * H * d, o.seed, 10 + (uint64_t)x, 1.0f);
     }
-    if (!rc && !(M = ag_i_alloc(N * H * d, sizeof *M, &err, "output")))
-        rc = ag_i_alloc_status();
+    if (!rc && !(M = ag_alloc(N * H * d, sizeof *M, &err, "output")))
+        rc = ag_alloc_status();
     /* additive and gatv2 scores get seeded vectors [H, d], as raw attention's */
     ag_score_t score = o.score;
     float *vectors = NULL;
-    if (!rc && !(vectors = ag_i_alloc(3 * H * d, sizeof *vectors, &err, "attention vectors")))
-        rc = ag_i_alloc_status();
+    if (!rc && !(vectors = ag_alloc(3 * H * d, sizeof *vectors, &err, "attention vectors")))
+        rc = ag_alloc_status();
     if (!rc) {
         ag_random_normal(vectors, 3 * H * d, o.seed, 7, 1.0f / sqrtf((float)d));
         if (score.kind == AG_SCORE_ADDITIVE)
@@ -203,8 +203,8 @@ int cmd_bench(int argc, char **argv)
             score.a_src = vectors + 2 * H * d;
         rc = ag_score_check(&score, &s.nb, H, d, &err);
     }
-    if (!rc && !(t = ag_i_alloc(reps, sizeof *t, &err, "timings")))
-        rc = ag_i_alloc_status();
+    if (!rc && !(t = ag_alloc(reps, sizeof *t, &err, "timings")))
+        rc = ag_alloc_status();
     const ag_i_fwd_t fwd = {&s.nb, q.data, k.data, v.data, H, d, &score, M, NULL};
     bw_state_t bs = {0};
     if (!rc && backward)

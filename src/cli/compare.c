@@ -308,10 +308,10 @@ static int check_labels(compare_state_t *st, const compare_opts_t *co, int k, ag
         return AG_OK;   /* sizes are checked by the caller */
     for (int64_t i = 0; i < l->n; i++)
         if (strcmp(l->str[i], st->labels.str[i]) != 0)
-            return ag_i_fail(err, AG_EINVAL, "'%s' calls node %lld '%s', but '%s' calls it '%s'; "
-                             "compare matches nodes by id, so every connectivity must list the "
-                             "same nodes in the same order", co->conns[k].name, (long long)i,
-                             l->str[i], st->labels_from, st->labels.str[i]);
+            return ag_fail(err, AG_EINVAL, "'%s' calls node %lld '%s', but '%s' calls it '%s'; "
+                           "compare matches nodes by id, so every connectivity must list the "
+                           "same nodes in the same order", co->conns[k].name, (long long)i,
+                           l->str[i], st->labels_from, st->labels.str[i]);
     return AG_OK;
 }
 
@@ -336,21 +336,21 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
     }
     const int64_t N = st->src.nb.n_nodes;
     if (k > 0 && N != st->in.N)
-        return ag_i_fail(err, AG_EINVAL, "'%s' has %lld node%s; the first connectivity ('%s') has "
-                         "%lld", co->conns[k].name, (long long)N, AG_PLURAL(N), co->conns[0].name,
-                         (long long)st->in.N);
+        return ag_fail(err, AG_EINVAL, "'%s' has %lld node%s; the first connectivity ('%s') has "
+                       "%lld", co->conns[k].name, (long long)N, AG_PLURAL(N), co->conns[0].name,
+                       (long long)st->in.N);
     if ((rc = check_labels(st, co, k, err)))
         return rc;
     if (k == 0) {
-        st->entropy = ag_i_alloc(4 * N, sizeof(double), err, "compare");
+        st->entropy = ag_alloc(4 * N, sizeof(double), err, "compare");
         if (!st->entropy || (rc = inputs_load(&st->in, &co->o, N, NULL, err)))
-            return st->entropy ? rc : ag_i_alloc_status();
+            return st->entropy ? rc : ag_alloc_status();
         st->distance = st->entropy + N, st->change = st->entropy + 2 * N;
         st->cosine = st->entropy + 3 * N;
         st->grid = N < MASK_GRID ? N : MASK_GRID;
-        if (co->svg && !(st->masks = ag_i_alloc(co->n_conns * st->grid * st->grid,
-                                                sizeof *st->masks, err, "compare --svg")))
-            return ag_i_alloc_status();
+        if (co->svg && !(st->masks = ag_alloc(co->n_conns * st->grid * st->grid,
+                                              sizeof *st->masks, err, "compare --svg")))
+            return ag_alloc_status();
     }
     if (st->masks &&
         (rc = ag_mask_grid(st->masks + k * st->grid * st->grid, st->grid, &st->src.nb, err)))
@@ -448,7 +448,7 @@ int cmd_compare(int argc, char **argv)
     out_init(&outs[2], co.svg, "--svg", "svg");
     int rc = out_open_all(outs, 3, &usage, &err);
     if (!rc && co.per_node && !(st.per_node_f = fopen(st.outs[1].file.path, "w")))
-        rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", co.per_node);
+        rc = ag_fail(&err, AG_EIO, "%s: cannot write", co.per_node);
     if (st.per_node_f)
         fputs("connectivity,node,label,in_degree,entropy,distance,change,cosine\n",
               st.per_node_f);
@@ -457,18 +457,18 @@ int cmd_compare(int argc, char **argv)
     for (int k = 0; k < co.n_conns && !rc; k++)
         rc = run_one(&st, &co, k, &usage, &err);
     if (st.per_node_f && fclose(st.per_node_f) != 0 && !rc)
-        rc = ag_i_fail(&err, AG_EIO, "%s: write failed", co.per_node);
+        rc = ag_fail(&err, AG_EIO, "%s: write failed", co.per_node);
     if (!rc && co.csv) {
         FILE *f = fopen(st.outs[0].file.path, "w");
         if (!f) {
-            rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", co.csv);
+            rc = ag_fail(&err, AG_EIO, "%s: cannot write", co.csv);
         } else {
             fputs("connectivity,nodes,edges,density,entropy_mean,entropy_min,distance_mean,"
                   "rel_l2,cosine_mean,most_changed\n", f);
             for (int k = 0; k < co.n_conns; k++)
                 csv_row(f, &co.conns[k], &st.fig[k], &st.labels, st.in.N, k == 0);
             if (fclose(f) != 0)
-                rc = ag_i_fail(&err, AG_EIO, "%s: write failed", co.csv);
+                rc = ag_fail(&err, AG_EIO, "%s: write failed", co.csv);
         }
     }
     if (!rc && co.svg) {

@@ -59,7 +59,7 @@ int read_all(const char *path, char **buf, size_t *len, long max, ag_error_t *er
     const int from_stdin = strcmp(path, "-") == 0;
     FILE *f = from_stdin ? stdin : fopen(path, "rb");
     if (!f)
-        return ag_i_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 1;
     char *b = malloc(cap);
     *len = 0;
@@ -70,7 +70,7 @@ int read_all(const char *path, char **buf, size_t *len, long max, ag_error_t *er
                 if (!from_stdin)
                     fclose(f);
                 free(b);
-                return ag_i_fail(err, AG_ELIMIT, "%s: larger than %ld bytes", path, max);
+                return ag_fail(err, AG_ELIMIT, "%s: larger than %ld bytes", path, max);
             }
             b = more, cap *= 2;
         }
@@ -82,7 +82,7 @@ int read_all(const char *path, char **buf, size_t *len, long max, ag_error_t *er
         fclose(f);
     if (bad) {
         free(b);
-        return ag_i_fail(err, AG_EIO, "%s: cannot read", path);
+        return ag_fail(err, AG_EIO, "%s: cannot read", path);
     }
     b[*len] = '\0';
     *buf = b;
@@ -97,15 +97,15 @@ int csv_parse(csv_t *t, char *buf, size_t len, const char *path, ag_error_t *err
     t->buf = buf;
     if (memchr(t->buf, '\0', len)) {
         csv_free(t);
-        return ag_i_fail(err, AG_EFORMAT, "%s: not a CSV file (it holds a NUL byte)", path);
+        return ag_fail(err, AG_EFORMAT, "%s: not a CSV file (it holds a NUL byte)", path);
     }
     int64_t lines = 1;
     for (size_t k = 0; k < len; k++)
         lines += t->buf[k] == '\n';
-    t->cells = ag_i_alloc(lines * CSV_MAX_COLS + 1, sizeof *t->cells, err, "csv");
+    t->cells = ag_alloc(lines * CSV_MAX_COLS + 1, sizeof *t->cells, err, "csv");
     if (!t->cells) {
         csv_free(t);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     int64_t line_no = 0;
     for (char *p = t->buf, *next; p && *p; p = next) {
@@ -123,22 +123,22 @@ int csv_parse(csv_t *t, char *buf, size_t len, const char *path, ag_error_t *err
         if (!t->n_cols) {
             if (n > CSV_MAX_COLS) {
                 csv_free(t);
-                return ag_i_fail(err, AG_EFORMAT, "%s: line 1 has %d columns; expected at most %d",
-                                 path, n, CSV_MAX_COLS);
+                return ag_fail(err, AG_EFORMAT, "%s: line 1 has %d columns; expected at most %d",
+                               path, n, CSV_MAX_COLS);
             }
             t->n_cols = n;
         } else if (n != t->n_cols) {
             const int cols = t->n_cols;
             csv_free(t);
-            return ag_i_fail(err, AG_EFORMAT, "%s: line %lld has %d field%s; the header has %d",
-                             path, (long long)line_no, n, AG_PLURAL(n), cols);
+            return ag_fail(err, AG_EFORMAT, "%s: line %lld has %d field%s; the header has %d",
+                           path, (long long)line_no, n, AG_PLURAL(n), cols);
         } else {
             t->n_rows++;
         }
     }
     if (!t->n_cols) {
         csv_free(t);
-        return ag_i_fail(err, AG_EFORMAT, "%s: empty; expected a header line and rows", path);
+        return ag_fail(err, AG_EFORMAT, "%s: empty; expected a header line and rows", path);
     }
     return AG_OK;
 }
@@ -150,8 +150,8 @@ int csv_column(const csv_t *t, const char *name, int required, ag_error_t *err)
         if (strcmp(t->head[c], name) == 0)
             return c;
     if (required)
-        ag_i_fail(err, AG_EFORMAT, "%s: no column '%s' in its header (is it the right file?)",
-                  t->path, name);
+        ag_fail(err, AG_EFORMAT, "%s: no column '%s' in its header (is it the right file?)",
+                t->path, name);
     return -1;
 }
 
@@ -167,8 +167,8 @@ int csv_number(const csv_t *t, int64_t r, int c, double *x, ag_error_t *err)
     errno = 0;
     *x = strtod(s, &end);
     if (*end || errno == ERANGE || isnan(*x))
-        return ag_i_fail(err, AG_EFORMAT, "%s: row %lld: '%s' in column %s is not a number",
-                         t->path, (long long)r + 1, s, t->head[c]);
+        return ag_fail(err, AG_EFORMAT, "%s: row %lld: '%s' in column %s is not a number",
+                       t->path, (long long)r + 1, s, t->head[c]);
     return AG_OK;
 }
 

@@ -61,11 +61,11 @@ int write_svg(out_file_t *o, const char *svg, ag_error_t *err)
 {
     FILE *f = fopen(o->file.path, "w");
     if (!f)
-        return ag_i_fail(err, AG_EIO, "%s: cannot write", o->target);
+        return ag_fail(err, AG_EIO, "%s: cannot write", o->target);
     const size_t n = strlen(svg);
     const int bad = fwrite(svg, 1, n, f) != n;
     if (fclose(f) != 0 || bad)
-        return ag_i_fail(err, AG_EIO, "%s: write failed", o->target);
+        return ag_fail(err, AG_EIO, "%s: write failed", o->target);
     return AG_OK;
 }
 
@@ -205,9 +205,9 @@ static int draw_binned(const attn_opts_t *a, const source_t *s, const inputs_t *
     const int64_t bins = a->bins ? (a->bins < N ? a->bins : N) : 0;
     const ag_heatmap_opts_t scale = {.vmax = a->vmax, .log_scale = a->log_scale};
     ag_heatmap_bins_t *b = NULL;
-    float *W = ag_i_alloc(most * H, sizeof *W, err, "draw");
-    int64_t *src = ag_i_alloc(2 * most, sizeof *src, err, "draw");
-    int rc = W && src ? ag_heatmap_bins_new(&b, N, bins, err) : ag_i_alloc_status();
+    float *W = ag_alloc(most * H, sizeof *W, err, "draw");
+    int64_t *src = ag_alloc(2 * most, sizeof *src, err, "draw");
+    int rc = W && src ? ag_heatmap_bins_new(&b, N, bins, err) : ag_alloc_status();
     for (int64_t lo = 0, hi; lo < N && !rc; lo = hi) {
         for (hi = lo + 1; hi < N && nb->edge_ptr[hi + 1] - nb->edge_ptr[lo] <= most; hi++)
             ;
@@ -230,12 +230,12 @@ static int read_classes(int64_t **classes, const char *path, int64_t N, ag_error
     int64_t n;
     int rc = ag_index_read_npy(classes, &n, path, err);
     if (!rc && n != N)
-        rc = ag_i_fail(err, AG_EINVAL, "--classes %s holds %lld values; the graph has %lld "
-                       "nodes", path, (long long)n, (long long)N);
+        rc = ag_fail(err, AG_EINVAL, "--classes %s holds %lld values; the graph has %lld "
+                     "nodes", path, (long long)n, (long long)N);
     for (int64_t i = 0; !rc && i < N; i++)
         if ((*classes)[i] < -1)
-            rc = ag_i_fail(err, AG_EINVAL, "--classes %s: node %lld's class is %lld; expected "
-                           "0, 1, ... or -1 (none)", path, (long long)i, (long long)(*classes)[i]);
+            rc = ag_fail(err, AG_EINVAL, "--classes %s: node %lld's class is %lld; expected "
+                         "0, 1, ... or -1 (none)", path, (long long)i, (long long)(*classes)[i]);
     if (rc)
         free(*classes), *classes = NULL;
     return rc;
@@ -247,8 +247,8 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
     const ag_nbhd_t *nb = &s->nb;
     const int64_t E = nb->n_edges, N = nb->n_nodes, H = in->H;
     if (a->head >= H)
-        return ag_i_fail(err, AG_EINVAL, "--head %lld: the run has %lld head%s (0..%lld)",
-                         (long long)a->head, (long long)H, AG_PLURAL(H), (long long)H - 1);
+        return ag_fail(err, AG_EINVAL, "--head %lld: the run has %lld head%s (0..%lld)",
+                       (long long)a->head, (long long)H, AG_PLURAL(H), (long long)H - 1);
     char head[1024];
     if (a->title)
         snprintf(head, sizeof head, "%s", a->title);
@@ -258,24 +258,24 @@ static int draw_attention(const attn_opts_t *a, const run_opts_t *o, const sourc
     if (!a->graph && binned && (!a->bins || a->bins < N))
         return draw_binned(a, s, in, r, head, svg, err);
     if (E * H > o->max_export)
-        return ag_i_fail(err, AG_ELIMIT, "the picture needs all %lld weights, more than "
-                         "--max-edges %lld", (long long)(E * H), (long long)o->max_export);
+        return ag_fail(err, AG_ELIMIT, "the picture needs all %lld weights, more than "
+                       "--max-edges %lld", (long long)(E * H), (long long)o->max_export);
     if (a->graph && (N > AG_GRAPH_MAX_NODES || E > AG_GRAPH_MAX_EDGES))
-        return ag_i_fail(err, AG_ELIMIT, "%s has %lld nodes and %lld edges; a graph picture "
-                         "is readable up to %d nodes and %d edges: draw a heatmap instead",
-                         s->desc, (long long)N, (long long)E, AG_GRAPH_MAX_NODES,
-                         AG_GRAPH_MAX_EDGES);
-    float *W = ag_i_alloc(E * H + 1, sizeof *W, err, "draw");
-    int64_t *src = ag_i_alloc(2 * E + 1, sizeof *src, err, "draw");
+        return ag_fail(err, AG_ELIMIT, "%s has %lld nodes and %lld edges; a graph picture "
+                       "is readable up to %d nodes and %d edges: draw a heatmap instead",
+                       s->desc, (long long)N, (long long)E, AG_GRAPH_MAX_NODES,
+                       AG_GRAPH_MAX_EDGES);
+    float *W = ag_alloc(E * H + 1, sizeof *W, err, "draw");
+    int64_t *src = ag_alloc(2 * E + 1, sizeof *src, err, "draw");
     double *xy = NULL;
-    int rc = W && src ? slot_edges(r, in, s, 0, N, src, src + E, W, err) : ag_i_alloc_status();
+    int rc = W && src ? slot_edges(r, in, s, 0, N, src, src + E, W, err) : ag_alloc_status();
     const ag_edge_weights_t ew = {N, E, src, src + E, W, H, a->head,
                                   (const char *const *)s->labels.str, head};
     /* a pattern is a sequence: its nodes in order; other graphs spread out */
     const int fr = a->layout < 0 ? !o->src.pattern : a->layout;
     if (!rc && a->graph && fr) {
-        xy = ag_i_alloc(2 * N, sizeof *xy, err, "layout");
-        rc = xy ? ag_layout_fr(xy, N, E, src, src + E, o->seed, err) : ag_i_alloc_status();
+        xy = ag_alloc(2 * N, sizeof *xy, err, "layout");
+        rc = xy ? ag_layout_fr(xy, N, E, src, src + E, o->seed, err) : ag_alloc_status();
     }
     int64_t *classes = NULL;
     if (!rc && a->classes)
@@ -318,7 +318,7 @@ static int cmd_draw_attention(int graph, int argc, char **argv)
     if (!rc)
         rc = compute(&r, &in, &s, &o, 0, NULL, &err);
     if (!rc && !r.Q)
-        rc = ag_i_fail(&err, AG_EINVAL, "no attention to draw: --rounds 0");
+        rc = ag_fail(&err, AG_EINVAL, "no attention to draw: --rounds 0");
     if (!rc)
         rc = draw_attention(&a, &o, &s, &in, &r, &svg, &err);
     if (!rc)

@@ -109,10 +109,10 @@ static int make_rounds(const csv_t *t, const char *given, int held_out, char **s
     if (ce < 0)
         return AG_EFORMAT;
     if (!t->n_rows)
-        return ag_i_fail(err, AG_EFORMAT, "%s: no rounds in it (a header only)", t->path);
-    double *v = ag_i_alloc(3 * t->n_rows, sizeof *v, err, "rounds");
+        return ag_fail(err, AG_EFORMAT, "%s: no rounds in it (a header only)", t->path);
+    double *v = ag_alloc(3 * t->n_rows, sizeof *v, err, "rounds");
     if (!v)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     double *round = v, *change = v + t->n_rows, *entropy = v + 2 * t->n_rows;
     int rc = AG_OK;
     for (int64_t r = 0; r < t->n_rows && !rc; r++)
@@ -159,24 +159,24 @@ static int make_train(const csv_t *t, const char *given, int held_out, char **sv
             c[k] = csv_column(t, cols[k][1], 0, err);
     }
     if (c[0] < 0 || (c[1] < 0 && c[2] < 0))
-        return ag_i_fail(err, AG_EFORMAT, "%s: no column %s; expected epoch or step, and loss, "
-                         "eval_loss, train_loss or val_loss", t->path,
-                         c[0] < 0 ? "epoch (or step)" : "of losses");
+        return ag_fail(err, AG_EFORMAT, "%s: no column %s; expected epoch or step, and loss, "
+                       "eval_loss, train_loss or val_loss", t->path,
+                       c[0] < 0 ? "epoch (or step)" : "of losses");
     const char *x_name = csv_column(t, "epoch", 0, err) >= 0 ? "epoch" : "step";
     const char *held_name = csv_column(t, "val_loss", 0, err) >= 0 ? "validation" : "evaluation";
     if (held_out && c[2] < 0)
-        return ag_i_fail(err, AG_EFORMAT, "%s: --held-out: no column eval_loss or val_loss",
-                         t->path);
+        return ag_fail(err, AG_EFORMAT, "%s: --held-out: no column eval_loss or val_loss",
+                       t->path);
     if (held_out)   /* the training columns left out */
         c[1] = c[3] = -1;
     int cconn = csv_column(t, "connectivity", 0, err);
     if (cconn < 0)
         cconn = csv_column(t, "pattern", 0, err);
     if (!t->n_rows)
-        return ag_i_fail(err, AG_EFORMAT, "%s: no %ss in it (a header only)", t->path, x_name);
-    conn_curve_t *cv = ag_i_calloc(MAX_CONNS, sizeof *cv, err, "train curve");
-    double *v = ag_i_alloc(5 * t->n_rows, sizeof *v, err, "train curve");
-    int rc = cv && v ? AG_OK : ag_i_alloc_status();
+        return ag_fail(err, AG_EFORMAT, "%s: no %ss in it (a header only)", t->path, x_name);
+    conn_curve_t *cv = ag_calloc(MAX_CONNS, sizeof *cv, err, "train curve");
+    double *v = ag_alloc(5 * t->n_rows, sizeof *v, err, "train curve");
+    int rc = cv && v ? AG_OK : ag_alloc_status();
     int n_conns = 0, any[4] = {0, 0, 0, 0};
     for (int64_t r = 0; r < t->n_rows && !rc; r++) {
         const char *name = cconn >= 0 ? t->cells[r * t->n_cols + cconn] : "";
@@ -185,8 +185,8 @@ static int make_train(const csv_t *t, const char *given, int held_out, char **sv
             k++;
         if (k == n_conns) {   /* a connectivity not seen yet */
             if (n_conns == MAX_CONNS) {
-                rc = ag_i_fail(err, AG_ELIMIT, "%s: more than %d connectivities", t->path,
-                               MAX_CONNS);
+                rc = ag_fail(err, AG_ELIMIT, "%s: more than %d connectivities", t->path,
+                             MAX_CONNS);
                 break;
             }
             cv[n_conns++].name = name;
@@ -248,9 +248,9 @@ static int make_train(const csv_t *t, const char *given, int held_out, char **sv
 int draw_train_csv(const char *text, size_t len, const char *name, const char *title,
                    char **svg, ag_error_t *err)
 {
-    char *buf = ag_i_alloc((int64_t)len + 1, 1, err, "training curve");
+    char *buf = ag_alloc((int64_t)len + 1, 1, err, "training curve");
     if (!buf)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     memcpy(buf, text, len);
     buf[len] = '\0';
     csv_t t;

@@ -24,8 +24,8 @@ int edge_bias_load(float **bias, const source_t *s, const char *attr, ag_error_t
     if (!attr)
         return AG_OK;
     if (!s->have_graph)
-        return ag_i_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "
-                         "attribute; %s has none", attr, s->desc);
+        return ag_fail(err, AG_EINVAL, "--edge-bias '%s' needs a graph file with that edge "
+                       "attribute; %s has none", attr, s->desc);
     return named(ag_edge_attribute(bias, &s->graph, &s->nb, attr, err), s, "--edge-bias", err);
 }
 
@@ -40,8 +40,8 @@ static int is_npy(const char *spec)
 static int from_attributes(ag_matrix_t *F, const source_t *s, const char *spec, ag_error_t *err)
 {
     if (!s->have_graph)
-        return ag_i_fail(err, AG_EINVAL, "--edge-features %s: edge attributes need a graph "
-                         "file; %s has none (or give an [E, F] .npy file)", spec, s->desc);
+        return ag_fail(err, AG_EINVAL, "--edge-features %s: edge attributes need a graph "
+                       "file; %s has none (or give an [E, F] .npy file)", spec, s->desc);
     int64_t cols = 1;
     for (const char *c = spec; *c; c++)
         cols += *c == ',';
@@ -51,9 +51,9 @@ static int from_attributes(ag_matrix_t *F, const source_t *s, const char *spec, 
     for (int64_t c = 0; !rc && c < cols; c++) {
         const size_t len = strcspn(at, ",");
         if (len == 0 || len >= sizeof name) {
-            rc = ag_i_fail(err, AG_EINVAL, "--edge-features %s: attribute %lld is %s; expected "
-                           "names separated by commas (or an [E, F] .npy file)", spec,
-                           (long long)c + 1, len ? "too long" : "empty");
+            rc = ag_fail(err, AG_EINVAL, "--edge-features %s: attribute %lld is %s; expected "
+                         "names separated by commas (or an [E, F] .npy file)", spec,
+                         (long long)c + 1, len ? "too long" : "empty");
             break;
         }
         memcpy(name, at, len), name[len] = '\0';
@@ -92,13 +92,13 @@ static int from_npy(ag_matrix_t *F, const order_t *o, const source_t *s, const c
     if (s->have_graph)
         edges = (int64_t)igraph_ecount(&s->graph);
     if (rows.cols < 1)
-        rc = ag_i_fail(err, AG_EINVAL, "--edge-features %s is [%lld, 0]; expected [edges, F] "
-                       "with F >= 1", path, (long long)rows.rows);
+        rc = ag_fail(err, AG_EINVAL, "--edge-features %s is [%lld, 0]; expected [edges, F] "
+                     "with F >= 1", path, (long long)rows.rows);
     else if (rows.rows != edges)
-        rc = ag_i_fail(err, AG_EINVAL, "--edge-features %s has %lld row%s; %s has %lld edge%s "
-                       "(one row an edge, in the graph's edge order)", path,
-                       (long long)rows.rows, AG_PLURAL(rows.rows), s->desc, (long long)edges,
-                       AG_PLURAL(edges));
+        rc = ag_fail(err, AG_EINVAL, "--edge-features %s has %lld row%s; %s has %lld edge%s "
+                     "(one row an edge, in the graph's edge order)", path,
+                     (long long)rows.rows, AG_PLURAL(rows.rows), s->desc, (long long)edges,
+                     AG_PLURAL(edges));
     if (!rc)
         rc = ag_check_finite(path, rows.data, rows.rows, rows.cols, err);
     if (!rc)
@@ -117,9 +117,9 @@ static int fill_added_loops(ag_matrix_t *F, const order_t *o, const source_t *s,
                             ag_error_t *err)
 {
     const int64_t N = s->nb.n_nodes, C = F->cols;
-    double *sum = ag_i_calloc(N * C + N, sizeof *sum, err, "--edge-features");
+    double *sum = ag_calloc(N * C + N, sizeof *sum, err, "--edge-features");
     if (!sum)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     for (int pass = 0; pass < 2; pass++)   /* the sums of real edges, then the loops' means */
         for (int64_t k = 0; k < s->nb.n_edges; k++) {
             const int64_t i = o->msgs[k].dst;

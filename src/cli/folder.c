@@ -17,20 +17,20 @@
 int folder_check(const char *dir, const char *option, ag_error_t *err)
 {
     if (!*dir)
-        return ag_i_fail(err, AG_EINVAL, "%s: the folder name is empty", option);
+        return ag_fail(err, AG_EINVAL, "%s: the folder name is empty", option);
     if (strcmp(dir, "-") == 0)
-        return ag_i_fail(err, AG_EINVAL, "%s names a folder; standard output (-) cannot hold "
-                         "several files", option);
+        return ag_fail(err, AG_EINVAL, "%s names a folder; standard output (-) cannot hold "
+                       "several files", option);
     struct stat st;
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode))
-            return ag_i_fail(err, AG_EIO, "%s %s: exists and is not a folder", option, dir);
+            return ag_fail(err, AG_EIO, "%s %s: exists and is not a folder", option, dir);
         if (access(dir, W_OK) != 0)
-            return ag_i_fail(err, AG_EIO, "%s %s: cannot write: %s", option, dir, strerror(errno));
+            return ag_fail(err, AG_EIO, "%s %s: cannot write: %s", option, dir, strerror(errno));
         return AG_OK;
     }
     if (errno != ENOENT)
-        return ag_i_fail(err, AG_EIO, "%s %s: %s", option, dir, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s %s: %s", option, dir, strerror(errno));
     /* not there yet: its parent must be a folder we can write */
     char parent[4096];
     snprintf(parent, sizeof parent, "%s", dir);
@@ -43,14 +43,14 @@ int folder_check(const char *dir, const char *option, ag_error_t *err)
     else
         slash[slash == parent] = '\0';
     if (stat(parent, &st) != 0)
-        return ag_i_fail(err, AG_EIO, "%s %s: cannot create it: %s does not exist", option, dir,
-                         parent);
+        return ag_fail(err, AG_EIO, "%s %s: cannot create it: %s does not exist", option, dir,
+                       parent);
     if (!S_ISDIR(st.st_mode))
-        return ag_i_fail(err, AG_EIO, "%s %s: cannot create it: %s is not a folder", option, dir,
-                         parent);
+        return ag_fail(err, AG_EIO, "%s %s: cannot create it: %s is not a folder", option, dir,
+                       parent);
     if (access(parent, W_OK) != 0)
-        return ag_i_fail(err, AG_EIO, "%s %s: cannot create it in %s: %s", option, dir, parent,
-                         strerror(errno));
+        return ag_fail(err, AG_EIO, "%s %s: cannot create it in %s: %s", option, dir, parent,
+                       strerror(errno));
     return AG_OK;
 }
 
@@ -73,8 +73,8 @@ static int make_dir(made_t *made, const char *path, const char *option, ag_error
     struct stat st;
     if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return AG_OK;
-    return ag_i_fail(err, AG_EIO, "%s: cannot create the folder %s: %s", option, path,
-                     errno == EEXIST ? "a file has that name" : strerror(errno));
+    return ag_fail(err, AG_EIO, "%s: cannot create the folder %s: %s", option, path,
+                   errno == EEXIST ? "a file has that name" : strerror(errno));
 }
 
 /* Makes dir and every subfolder an item's name has ("round-2/dwq.npy"). */
@@ -97,11 +97,11 @@ static int write_text(const char *path, const char *text, ag_error_t *err)
 {
     FILE *f = fopen(path, "w");
     if (!f)
-        return ag_i_fail(err, AG_EIO, "%s: cannot write", path);
+        return ag_fail(err, AG_EIO, "%s: cannot write", path);
     const size_t n = strlen(text);   /* ending in a newline, whether text has one or not */
     const int bad = fprintf(f, "%s%s", text, n && text[n - 1] == '\n' ? "" : "\n") < 0;
     if (fclose(f) != 0 || bad)
-        return ag_i_fail(err, AG_EIO, "%s: write failed", path);
+        return ag_fail(err, AG_EIO, "%s: write failed", path);
     return AG_OK;
 }
 
@@ -122,7 +122,7 @@ int folder_write(const char *dir, const char *option, const folder_item_t *items
     made_t made = {NULL, 0};
     if (!outs || !paths) {
         free(outs), free(paths);
-        return ag_i_fail(err, AG_ENOMEM, "%s: out of memory", option);
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory", option);
     }
     int rc = make_dirs(&made, dir, option, items, n, err), usage = 0;
     for (int k = 0; k < n; k++) {

@@ -103,9 +103,9 @@ static int read_dout(ag_matrix_t *m, const char *path, int64_t N, int64_t cols,
 {
     int rc = ag_matrix_read_npy(m, path, err);
     if (!rc && (m->rows != N || m->cols != cols)) {
-        rc = ag_i_fail(err, AG_EINVAL, "--dout %s is [%lld, %lld]; the output is %s [%lld, %lld]",
-                       path, (long long)m->rows, (long long)m->cols, what, (long long)N,
-                       (long long)cols);
+        rc = ag_fail(err, AG_EINVAL, "--dout %s is [%lld, %lld]; the output is %s [%lld, %lld]",
+                     path, (long long)m->rows, (long long)m->cols, what, (long long)N,
+                     (long long)cols);
         ag_matrix_destroy(m);
     }
     return rc;
@@ -155,13 +155,13 @@ static int attention_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *er
     const int additive = score.kind == AG_SCORE_ADDITIVE, gatv2 = score.kind == AG_SCORE_GATV2;
     const int softmax = score.kind != AG_SCORE_SIGMOID && score.kind != AG_SCORE_LINEAR;
     for (int k = 0; k < 3 + additive + additive + gatv2; k++)
-        if (!(st->grad[k] = ag_i_alloc(k < 3 ? N * HD : HD, sizeof(float), err, "gradients")))
-            return ag_i_alloc_status();
-    if (!(st->M = ag_i_alloc(N * HD, sizeof(float), err, "messages")) ||
-        (softmax && !(st->lse = ag_i_alloc(N * H, sizeof(float), err, "log-sum-exp"))))
-        return ag_i_alloc_status();
-    if (o->edge_bias && !(st->d_bias = ag_i_alloc(nb->n_edges, sizeof(float), err, "gradients")))
-        return ag_i_alloc_status();
+        if (!(st->grad[k] = ag_alloc(k < 3 ? N * HD : HD, sizeof(float), err, "gradients")))
+            return ag_alloc_status();
+    if (!(st->M = ag_alloc(N * HD, sizeof(float), err, "messages")) ||
+        (softmax && !(st->lse = ag_alloc(N * H, sizeof(float), err, "log-sum-exp"))))
+        return ag_alloc_status();
+    if (o->edge_bias && !(st->d_bias = ag_alloc(nb->n_edges, sizeof(float), err, "gradients")))
+        return ag_alloc_status();
     const ag_attention_opts_t ao = {.lse = st->lse};
     if ((rc = ag_attention_ex(nb, in->q.data, in->k.data, in->v.data, H, d, &score, st->M, &ao,
                               err)))
@@ -188,12 +188,12 @@ static int attention_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *er
         int64_t *slot;
         if ((rc = ag_edge_order(nb, &msgs, &slot, err)))
             return rc;
-        st->d_bias_edges = ag_i_alloc(nb->n_edges, sizeof(float), err, "gradients");
+        st->d_bias_edges = ag_alloc(nb->n_edges, sizeof(float), err, "gradients");
         for (int64_t e = 0; st->d_bias_edges && e < nb->n_edges; e++)
             st->d_bias_edges[e] = st->d_bias[slot[e]];
         free(msgs), free(slot);
         if (!st->d_bias_edges)
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         add_item(st, "d_edge_bias.npy", st->d_bias_edges, 2, nb->n_edges, 1, 0);
     }
     return AG_OK;
@@ -233,8 +233,8 @@ static int rounds_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *err)
     inputs_t *in = &st->in;
     const int64_t N = in->N, D = in->x0.cols;
     if (in->n_layers > 64)
-        return ag_i_fail(err, AG_ELIMIT, "%s has %d round folders; grad writes at most 64",
-                         o->weights, in->n_layers);
+        return ag_fail(err, AG_ELIMIT, "%s has %d round folders; grad writes at most 64",
+                       o->weights, in->n_layers);
     int rc = AG_OK;
     if (o->edge_bias && (rc = edge_bias_load(&st->edge_bias, &st->src, o->edge_bias, err)))
         return rc;
@@ -242,10 +242,10 @@ static int rounds_grads(grad_state_t *st, const run_opts_t *o, ag_error_t *err)
     score.edge_bias = st->edge_bias;
     ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
     ro.score = &score, ro.no_residual = o->no_residual, ro.norm = o->norm;
-    if (!(st->M = ag_i_alloc(N * D, sizeof(float), err, "states")) ||
-        !(st->grad[0] = ag_i_alloc(N * D, sizeof(float), err, "gradients")) ||
-        !(st->wgrads = ag_i_calloc(in->n_layers, sizeof *st->wgrads, err, "gradients")))
-        return ag_i_alloc_status();
+    if (!(st->M = ag_alloc(N * D, sizeof(float), err, "states")) ||
+        !(st->grad[0] = ag_alloc(N * D, sizeof(float), err, "gradients")) ||
+        !(st->wgrads = ag_calloc(in->n_layers, sizeof *st->wgrads, err, "gradients")))
+        return ag_alloc_status();
     st->n_wgrads = in->n_layers;
     for (int k = 0; k < in->n_layers && !rc; k++)
         rc = ag_weights_grads_init(&st->wgrads[k], &in->layers[k], o->norm == AG_NORM_LAYER,

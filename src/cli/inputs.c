@@ -84,7 +84,7 @@ int error_after(int rc, ag_error_t *err, const char *fmt, ...)
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     snprintf(why, sizeof why, "%s", err->msg);
-    return ag_i_fail(err, (ag_status_t)rc, "%s: %s", prefix, why);
+    return ag_fail(err, (ag_status_t)rc, "%s: %s", prefix, why);
 }
 
 int finish(const char *cmd, int rc, int usage, const ag_error_t *err)
@@ -411,8 +411,8 @@ static int read_rows(ag_matrix_t *m, const char *option, const char *path, int64
 {
     int rc = ag_matrix_read_npy(m, path, err);
     if (!rc && m->rows != N) {
-        rc = ag_i_fail(err, AG_EINVAL, "%s %s has %lld row%s, the graph has %lld node%s", option,
-                       path, (long long)m->rows, AG_PLURAL(m->rows), (long long)N, AG_PLURAL(N));
+        rc = ag_fail(err, AG_EINVAL, "%s %s has %lld row%s, the graph has %lld node%s", option,
+                     path, (long long)m->rows, AG_PLURAL(m->rows), (long long)N, AG_PLURAL(N));
         ag_matrix_destroy(m);
     }
     return rc;
@@ -424,18 +424,18 @@ static int raw_finish(inputs_t *in, const run_opts_t *o, ag_error_t *err)
 {
     const int64_t HD = in->q.cols;
     if (in->k.cols != HD)
-        return ag_i_fail(err, AG_EINVAL, "%s has %lld column%s; %s has %lld", o->k,
-                         (long long)in->k.cols, AG_PLURAL(in->k.cols), o->q, (long long)HD);
+        return ag_fail(err, AG_EINVAL, "%s has %lld column%s; %s has %lld", o->k,
+                       (long long)in->k.cols, AG_PLURAL(in->k.cols), o->q, (long long)HD);
     if (in->v.cols != HD)
-        return ag_i_fail(err, AG_EINVAL, "%s has %lld column%s; %s has %lld", o->v,
-                         (long long)in->v.cols, AG_PLURAL(in->v.cols), o->q, (long long)HD);
+        return ag_fail(err, AG_EINVAL, "%s has %lld column%s; %s has %lld", o->v,
+                       (long long)in->v.cols, AG_PLURAL(in->v.cols), o->q, (long long)HD);
     if (HD == 0 || HD % o->heads)
-        return ag_i_fail(err, AG_EINVAL, "%s has %lld column%s, not a positive multiple of %lld "
-                         "head%s", o->q, (long long)HD, AG_PLURAL(HD), (long long)o->heads,
-                         AG_PLURAL(o->heads));
+        return ag_fail(err, AG_EINVAL, "%s has %lld column%s, not a positive multiple of %lld "
+                       "head%s", o->q, (long long)HD, AG_PLURAL(HD), (long long)o->heads,
+                       AG_PLURAL(o->heads));
     in->d = HD / o->heads;
-    if (!(in->vectors = ag_i_alloc(3 * HD, sizeof(float), err, "attention vectors")))
-        return ag_i_alloc_status();
+    if (!(in->vectors = ag_alloc(3 * HD, sizeof(float), err, "attention vectors")))
+        return ag_alloc_status();
     ag_random_normal(in->vectors, 3 * HD, o->seed, 7, 1.0f / sqrtf((float)in->d));
     if (in->score.kind == AG_SCORE_ADDITIVE)
         in->score.a_src = in->vectors, in->score.a_dst = in->vectors + HD;
@@ -493,30 +493,30 @@ static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     if (rc)
         return rc;
     in->n_layers = n ? n : 1;
-    in->layers = ag_i_calloc(in->n_layers, sizeof *in->layers, err, "weights");
+    in->layers = ag_calloc(in->n_layers, sizeof *in->layers, err, "weights");
     if (!in->layers)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     for (int k = 0; k < in->n_layers; k++) {
         char dir[4096];
         snprintf(dir, sizeof dir, n ? "%s/round-%d" : "%s", o->weights, k + 1);
         if ((rc = ag_weights_load(&in->layers[k], dir, o->heads, err)))
             return rc;
         if (in->layers[k].D != in->x0.cols)
-            return ag_i_fail(err, AG_EINVAL, "%s/wq.npy has %lld column%s (D); the features "
-                             "have %lld", dir, (long long)in->layers[k].D,
-                             AG_PLURAL(in->layers[k].D), (long long)in->x0.cols);
+            return ag_fail(err, AG_EINVAL, "%s/wq.npy has %lld column%s (D); the features "
+                           "have %lld", dir, (long long)in->layers[k].D,
+                           AG_PLURAL(in->layers[k].D), (long long)in->x0.cols);
         if (in->layers[k].per_node && in->layers[k].per_node != in->total)
-            return ag_i_fail(err, AG_EINVAL, "%s/wq.npy holds weights for %lld node%s; the "
-                             "graph has %lld", dir, (long long)in->layers[k].per_node,
-                             AG_PLURAL(in->layers[k].per_node), (long long)in->total);
+            return ag_fail(err, AG_EINVAL, "%s/wq.npy holds weights for %lld node%s; the "
+                           "graph has %lld", dir, (long long)in->layers[k].per_node,
+                           AG_PLURAL(in->layers[k].per_node), (long long)in->total);
         if (in->layers[k].per_node && in->N != in->total &&
             (rc = ag_i_weights_keep_rows(&in->layers[k], in->first, in->N, err)))
             return rc;
     }
     if (n && o->given[OPT_ROUNDS - OPT_Q] && o->rounds > n)
-        return ag_i_fail(err, AG_EINVAL, "--rounds %lld, but %s has layers for %d round%s "
-                         "(round-1/ .. round-%d/)", (long long)o->rounds, o->weights, n,
-                         AG_PLURAL(n), n);
+        return ag_fail(err, AG_EINVAL, "--rounds %lld, but %s has layers for %d round%s "
+                       "(round-1/ .. round-%d/)", (long long)o->rounds, o->weights, n,
+                       AG_PLURAL(n), n);
     in->rounds = rounds;
     return AG_OK;
 }
@@ -530,10 +530,10 @@ static int check_state_memory(int64_t N, int64_t D, int64_t H, int64_t d, ag_err
     const int64_t budget = ag_memory_budget();
     if (bytes <= (double)budget)
         return AG_OK;
-    return ag_i_fail(err, AG_ELIMIT, "%lld node%s with D=%lld and %lld head%s of width %lld need "
-                     "%.3g GB of states; the memory budget is %.3g GB (the memory available now, "
-                     "or --max-memory)", (long long)N, AG_PLURAL(N), (long long)D, (long long)H,
-                     AG_PLURAL(H), (long long)d, bytes / 1e9, (double)budget / 1e9);
+    return ag_fail(err, AG_ELIMIT, "%lld node%s with D=%lld and %lld head%s of width %lld need "
+                   "%.3g GB of states; the memory budget is %.3g GB (the memory available now, "
+                   "or --max-memory)", (long long)N, AG_PLURAL(N), (long long)D, (long long)H,
+                   AG_PLURAL(H), (long long)d, bytes / 1e9, (double)budget / 1e9);
 }
 
 int inputs_check_memory(const run_opts_t *o, int64_t N, ag_error_t *err)
@@ -587,13 +587,13 @@ static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
             return rc;
     } else {
         if (!o->head_dim && D % o->heads)
-            return ag_i_fail(err, AG_EINVAL, "width D=%lld is not a multiple of %lld head%s; set "
-                             "--head-dim", (long long)D, (long long)o->heads, AG_PLURAL(o->heads));
+            return ag_fail(err, AG_EINVAL, "width D=%lld is not a multiple of %lld head%s; set "
+                           "--head-dim", (long long)D, (long long)o->heads, AG_PLURAL(o->heads));
         const int64_t d = o->head_dim ? o->head_dim : D / o->heads;
         in->n_layers = 1;
-        in->layers = ag_i_calloc(1, sizeof *in->layers, err, "weights");
+        in->layers = ag_calloc(1, sizeof *in->layers, err, "weights");
         if (!in->layers)
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         if ((rc = o->per_node && in->N != in->total
                       ? ag_i_weights_random_rows(in->layers, D, o->heads, d, in->first, in->N,
                                                  o->seed, err)

@@ -34,8 +34,8 @@ static int resolve(int64_t *node, const char *name, const ag_labels_t *labels, a
                 second = i;
         }
     if (second >= 0)
-        return ag_i_fail(err, AG_EINVAL, "label '%s' names nodes %lld and %lld (at least); give "
-                         "a node id", name, (long long)found, (long long)second);
+        return ag_fail(err, AG_EINVAL, "label '%s' names nodes %lld and %lld (at least); give "
+                       "a node id", name, (long long)found, (long long)second);
     if (found >= 0) {
         *node = found;
         return AG_OK;
@@ -47,8 +47,8 @@ static int resolve(int64_t *node, const char *name, const ag_labels_t *labels, a
         *node = id;
         return AG_OK;
     }
-    return ag_i_fail(err, AG_EINVAL, "no node is labelled '%s', and it is not a node id in "
-                     "0..%lld", name, (long long)labels->n - 1);
+    return ag_fail(err, AG_EINVAL, "no node is labelled '%s', and it is not a node id in "
+                   "0..%lld", name, (long long)labels->n - 1);
 }
 
 /* Prints "(head 0: 15.0%, head 1: 25.0%)" for per-head weights w[0..H). */
@@ -80,12 +80,12 @@ static int answer_who(const result_t *r, const inputs_t *in, const source_t *s, 
 {
     const ag_nbhd_t *nb = &s->nb;
     const int64_t lo = nb->edge_ptr[a], deg = nb->edge_ptr[a + 1] - lo, H = in->H;
-    float *W = ag_i_alloc(deg * H + 1, sizeof *W, err, "inspect");
-    int64_t *src = ag_i_alloc(deg + 1, sizeof *src, err, "inspect");
-    pick_t *picks = ag_i_calloc(deg + 1, sizeof *picks, err, "inspect");
-    double *heads = ag_i_calloc(deg * H + 1, sizeof *heads, err, "inspect");
+    float *W = ag_alloc(deg * H + 1, sizeof *W, err, "inspect");
+    int64_t *src = ag_alloc(deg + 1, sizeof *src, err, "inspect");
+    pick_t *picks = ag_calloc(deg + 1, sizeof *picks, err, "inspect");
+    double *heads = ag_calloc(deg * H + 1, sizeof *heads, err, "inspect");
     int rc = W && src && picks && heads ? result_weights(r, in, s, a, a + 1, W, err)
-                                        : ag_i_alloc_status();
+                                        : ag_alloc_status();
     int64_t n = 0;
     if (!rc) {
         ag_nbhd_sources(nb, a, a + 1, src);
@@ -136,16 +136,16 @@ static int answer_top(const result_t *r, const inputs_t *in, const source_t *s, 
     const ag_nbhd_t *nb = &s->nb;
     const int64_t E = nb->n_edges, H = in->H, N = nb->n_nodes;
     if (E * H > max_export)
-        return ag_i_fail(err, AG_ELIMIT, "--top needs all %lld weights, more than --max-edges %lld",
-                         (long long)(E * H), (long long)max_export);
+        return ag_fail(err, AG_ELIMIT, "--top needs all %lld weights, more than --max-edges %lld",
+                       (long long)(E * H), (long long)max_export);
     if (K > E)
         K = E;
-    float *W = ag_i_alloc(E * H + 1, sizeof *W, err, "inspect");
-    int64_t *src = ag_i_alloc(E + 1, sizeof *src, err, "inspect");
-    pick_t *best = ag_i_calloc(K + 1, sizeof *best, err, "inspect");
-    int64_t *best_dst = ag_i_calloc(K + 1, sizeof *best_dst, err, "inspect");
+    float *W = ag_alloc(E * H + 1, sizeof *W, err, "inspect");
+    int64_t *src = ag_alloc(E + 1, sizeof *src, err, "inspect");
+    pick_t *best = ag_calloc(K + 1, sizeof *best, err, "inspect");
+    int64_t *best_dst = ag_calloc(K + 1, sizeof *best_dst, err, "inspect");
     int rc = W && src && best && best_dst ? result_weights(r, in, s, 0, N, W, err)
-                                          : ag_i_alloc_status();
+                                          : ag_alloc_status();
     int64_t n = 0;
     if (!rc) {
         ag_nbhd_sources(nb, 0, N, src);
@@ -249,7 +249,7 @@ int cmd_inspect(int argc, char **argv)
     if (!rc)
         rc = compute(&r, &in, &s, &o, 0, NULL, &err);
     if (!rc && !r.Q)
-        rc = ag_i_fail(&err, AG_EINVAL, "no attention to inspect: --rounds 0");
+        rc = ag_fail(&err, AG_EINVAL, "no attention to inspect: --rounds 0");
     if (!rc)
         rc = who ? answer_who(&r, &in, &s, a, b, to != NULL, &err)
                  : answer_top(&r, &in, &s, top, o.max_export, &err);

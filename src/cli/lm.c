@@ -190,7 +190,7 @@ int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_err
     const size_t cap = strlen(spec) + 64;
     char *text = malloc(cap);
     if (!text)
-        return ag_i_fail(err, AG_ENOMEM, "out of memory for the batch's pattern");
+        return ag_fail(err, AG_ENOMEM, "out of memory for the batch's pattern");
     if (strcmp(spec, "causal") != 0)
         snprintf(text, cap, "docs:%lld&(%s)", (long long)T, spec);
     else
@@ -209,10 +209,10 @@ int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_err
         return rc;
     }
     const int64_t E = one.n_edges;
-    int64_t *ptr = ag_i_alloc(B * T + 1, sizeof *ptr, err, "batch graph");
-    int64_t *src = ag_i_alloc(B * E > 0 ? B * E : 1, sizeof *src, err, "batch graph");
+    int64_t *ptr = ag_alloc(B * T + 1, sizeof *ptr, err, "batch graph");
+    int64_t *src = ag_alloc(B * E > 0 ? B * E : 1, sizeof *src, err, "batch graph");
     if (!ptr || !src)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     if (!rc)
         ag_nbhd_sources(&one, 0, T, src);   /* sequence 0's; the others' shifted by b T */
     for (int64_t b = 0; !rc && b < B; b++) {
@@ -320,7 +320,7 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     }
     const int64_t n = o->batch * o->block;
     batches_t bt = {o, c, val_start(c->n), NULL, NULL, NULL, b};
-    bt.ids = ag_i_alloc(3 * n, sizeof(int64_t), err, "batch");
+    bt.ids = ag_alloc(3 * n, sizeof(int64_t), err, "batch");
     ag_lm_t g;
     memset(&g, 0, sizeof g);
     ag_optimizer_t *opt = NULL;
@@ -328,7 +328,7 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     oo.kind = AG_OPT_ADAMW, oo.lr = (float)o->lr, oo.beta2 = (float)o->beta2;
     oo.weight_decay = (float)o->weight_decay, oo.clip = (float)o->clip;
     if (!bt.ids)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     if (!rc)
         bt.pos = bt.ids + n, bt.next = bt.pos + n;
     if (!rc)
@@ -341,9 +341,9 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     if (!rc)
         rc = ag_lm_optimizer_add(opt, m, &g, err);
     res->edges_per_token = (double)nb.n_edges / (double)n;
-    double *step_s = rc ? NULL : ag_i_alloc(o->iters + 1, sizeof *step_s, err, "step times");
+    double *step_s = rc ? NULL : ag_alloc(o->iters + 1, sizeof *step_s, err, "step times");
     if (!rc && !step_s)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     const double t0 = now_seconds();
     uint64_t evals = 0;   /* each evaluation reads batches of its own */
     for (int64_t it = 0; !rc && it <= o->iters; it++) {
@@ -413,10 +413,10 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
         rc = corpus_read(&c, o.text, o.bytes, &err);
     const int64_t split = val_start(c.n);
     if (!rc && (split <= o.block || c.n - split <= o.block))
-        rc = ag_i_fail(&err, AG_EINVAL, "%s has %lld characters: its 90%% and 10%% must each "
-                       "hold more than a block of %lld (and one more for the next token); "
-                       "give a longer text or a smaller --block", o.text, (long long)c.n,
-                       (long long)o.block);
+        rc = ag_fail(&err, AG_EINVAL, "%s has %lld characters: its 90%% and 10%% must each "
+                     "hold more than a block of %lld (and one more for the next token); "
+                     "give a longer text or a smaller --block", o.text, (long long)c.n,
+                     (long long)o.block);
     if (b->agree)   /* every process goes on, or none */
         rc = b->agree(b, rc, &err);
     if (!rc && !o.quiet)
@@ -432,7 +432,7 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
     size_t log_len = 0;
     FILE *logf = rc ? NULL : open_memstream(&log, &log_len);
     if (!rc && !logf)
-        rc = ag_i_fail(&err, AG_ENOMEM, "out of memory for the log");
+        rc = ag_fail(&err, AG_ENOMEM, "out of memory for the log");
     lm_result_t res[LM_MAX_PATTERNS];
     ag_lm_t m;
     memset(&m, 0, sizeof m);
@@ -441,12 +441,12 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
         rc = train_pattern(&m, &o, &c, o.patterns[k], b, logf, &res[k], &err);
     }
     if (logf && fclose(logf) != 0 && !rc)
-        rc = ag_i_fail(&err, AG_ENOMEM, "out of memory for the log");
+        rc = ag_fail(&err, AG_ENOMEM, "out of memory for the log");
     if (!rc && o.log) {
         FILE *f = fopen(log_out.file.path, "w");
         if (!f || fputs("pattern,step,train_loss,val_loss,lr,seconds\n", f) < 0 ||
             (log && fputs(log, f) < 0) || fclose(f) != 0)
-            rc = ag_i_fail(&err, AG_EIO, "--log %s: write failed", o.log);
+            rc = ag_fail(&err, AG_EIO, "--log %s: write failed", o.log);
     }
     if (!rc && o.save) {
         lm_model_t saved = {.m = m, .chars = c.chars, .bytes = o.bytes};

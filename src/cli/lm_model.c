@@ -64,12 +64,12 @@ int lm_model_save(const lm_model_t *lm, const char *dir, ag_error_t *err)
 {
     const ag_lm_t *m = &lm->m;
     const int cap = 2 + max_arrays(m);
-    folder_item_t *items = ag_i_calloc(cap, sizeof *items, err, "--save");
-    lm_array_t *arrays = ag_i_calloc(cap, sizeof *arrays, err, "--save");
-    char (*names)[96] = ag_i_calloc(cap, sizeof *names, err, "--save");
-    int64_t *vocab = ag_i_alloc(m->V, sizeof *vocab, err, "--save");
+    folder_item_t *items = ag_calloc(cap, sizeof *items, err, "--save");
+    lm_array_t *arrays = ag_calloc(cap, sizeof *arrays, err, "--save");
+    char (*names)[96] = ag_calloc(cap, sizeof *names, err, "--save");
+    int64_t *vocab = ag_alloc(m->V, sizeof *vocab, err, "--save");
     char text[1024];
-    int rc = items && arrays && names && vocab ? AG_OK : ag_i_alloc_status();
+    int rc = items && arrays && names && vocab ? AG_OK : ag_alloc_status();
     for (int64_t v = 0; !rc && v < m->V; v++)
         vocab[v] = lm->chars[v];
     if (!rc) {
@@ -98,9 +98,9 @@ int lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_erro
 {
     ag_lm_t m;   /* the shapes do not matter here, only which files there will be */
     int rc = ag_lm_init(&m, 1, 1, H, L, H, bias, 1, err);
-    lm_array_t *arrays = rc ? NULL : ag_i_calloc(max_arrays(&m), sizeof *arrays, err, "--save");
+    lm_array_t *arrays = rc ? NULL : ag_calloc(max_arrays(&m), sizeof *arrays, err, "--save");
     if (!rc && !arrays)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     const int n = rc ? 0 : model_arrays(&m, arrays);
     static const char *const top[] = {"lm.txt", "vocab.npy"};
     for (int a = -2; !rc && a < n; a++) {
@@ -112,8 +112,8 @@ int lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_erro
             array_file(file, sizeof file, &arrays[a]);
         snprintf(path, sizeof path, "%s/%s", dir, file);
         if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-            rc = ag_i_fail(err, AG_EIO, "--save %s: %s is a folder, where the model's file "
-                           "goes; expected a file or nothing there", dir, path);
+            rc = ag_fail(err, AG_EIO, "--save %s: %s is a folder, where the model's file "
+                         "goes; expected a file or nothing there", dir, path);
     }
     free(arrays);
     ag_lm_destroy(&m);
@@ -170,9 +170,9 @@ static int read_header(lm_model_t *lm, int64_t size[6], int *bias, const char *d
         if (ok && k < 5 && x < 1)
             ok = 0;
         if (!ok)
-            rc = ag_i_fail(err, AG_EINVAL, "%s:%d: '%s'; expected one of vocab N utf-8|bytes, "
-                           "block T, layers L, heads H, dim D (each >= 1), bias yes|no, "
-                           "pattern SPEC", path, line, s);
+            rc = ag_fail(err, AG_EINVAL, "%s:%d: '%s'; expected one of vocab N utf-8|bytes, "
+                         "block T, layers L, heads H, dim D (each >= 1), bias yes|no, "
+                         "pattern SPEC", path, line, s);
         else if (k < 5)
             size[k] = x;
         if (ok)
@@ -180,8 +180,8 @@ static int read_header(lm_model_t *lm, int64_t size[6], int *bias, const char *d
     }
     for (int k = 0; !rc && k < 6; k++)
         if (!seen[k])
-            rc = ag_i_fail(err, AG_EINVAL, "%s has no '%s' line; expected the file `lm train "
-                           "--save` writes", path, keys[k]);
+            rc = ag_fail(err, AG_EINVAL, "%s has no '%s' line; expected the file `lm train "
+                         "--save` writes", path, keys[k]);
     free(text);
     return rc;
 }
@@ -196,19 +196,19 @@ static int read_vocab(lm_model_t *lm, int64_t V, const char *dir, ag_error_t *er
     if (rc)
         return rc;
     if (n != V)
-        rc = ag_i_fail(err, AG_EINVAL, "%s holds %lld characters; lm.txt says vocab %lld",
-                       path, (long long)n, (long long)V);
+        rc = ag_fail(err, AG_EINVAL, "%s holds %lld characters; lm.txt says vocab %lld",
+                     path, (long long)n, (long long)V);
     const int64_t top = lm->bytes ? 256 : 0x110000;
     for (int64_t k = 0; !rc && k < n; k++)
         if (v[k] < 0 || v[k] >= top || (v[k] >= 0xD800 && v[k] < 0xE000 && !lm->bytes) ||
             (k && v[k] <= v[k - 1]))
-            rc = ag_i_fail(err, AG_EINVAL, "%s: entry %lld is %lld; expected ascending %s",
-                           path, (long long)k, (long long)v[k],
-                           lm->bytes ? "bytes (0..255)" : "Unicode code points (below "
-                           "0x110000, no surrogates 0xD800..0xDFFF)");
-    lm->chars = rc ? NULL : ag_i_alloc(n, sizeof *lm->chars, err, "vocabulary");
+            rc = ag_fail(err, AG_EINVAL, "%s: entry %lld is %lld; expected ascending %s",
+                         path, (long long)k, (long long)v[k],
+                         lm->bytes ? "bytes (0..255)" : "Unicode code points (below "
+                         "0x110000, no surrogates 0xD800..0xDFFF)");
+    lm->chars = rc ? NULL : ag_alloc(n, sizeof *lm->chars, err, "vocabulary");
     if (!rc && !lm->chars)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     for (int64_t k = 0; !rc && k < n; k++)
         lm->chars[k] = (int32_t)v[k];
     free(v);
@@ -226,10 +226,10 @@ int lm_model_load(lm_model_t *lm, const char *dir, ag_error_t *err)
     if (!rc)   /* the shapes, then each array into place */
         rc = error_after(ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3], bias,
                                     1, err), err, "%s/lm.txt", dir);
-    lm_array_t *arrays = rc ? NULL : ag_i_calloc(max_arrays(&lm->m), sizeof *arrays, err,
-                                                 "model");
+    lm_array_t *arrays = rc ? NULL : ag_calloc(max_arrays(&lm->m), sizeof *arrays, err,
+                                               "model");
     if (!rc && !arrays)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     const int n = rc ? 0 : model_arrays(&lm->m, arrays);
     for (int a = 0; !rc && a < n; a++) {
         const lm_array_t *x = &arrays[a];

@@ -84,15 +84,15 @@ static int start_ids(const lm_model_t *lm, const char *start, int64_t **ids, int
                      int *usage, ag_error_t *err)
 {
     const int64_t len = (int64_t)strlen(start);
-    int32_t *cps = ag_i_alloc(len + 1, sizeof *cps, err, "--start");
+    int32_t *cps = ag_alloc(len + 1, sizeof *cps, err, "--start");
     int64_t count = 0;
     int rc = cps ? lm_decode_text("--start", "", start, len, lm->bytes, cps, &count, err)
-                 : ag_i_alloc_status();
+                 : ag_alloc_status();
     if (cps && rc)
         *usage = 1;
-    *ids = rc ? NULL : ag_i_alloc(count + 1, sizeof **ids, err, "--start");
+    *ids = rc ? NULL : ag_alloc(count + 1, sizeof **ids, err, "--start");
     if (!rc && !*ids)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     for (int64_t k = 0; !rc && k < count; k++) {
         int64_t lo = 0, hi = lm->m.V;   /* chars ascend */
         while (lo < hi) {
@@ -104,17 +104,17 @@ static int start_ids(const lm_model_t *lm, const char *start, int64_t **ids, int
         }
         if (lo == lm->m.V || lm->chars[lo] != cps[k]) {
             *usage = 1;
-            rc = ag_i_fail(err, AG_EINVAL, lm->bytes ? "--start: byte %lld (0x%02X) is not in "
-                           "the model's vocabulary of %lld" : "--start: character %lld (U+%04X) "
-                           "is not in the model's vocabulary of %lld", (long long)k + 1,
-                           (unsigned)cps[k], (long long)lm->m.V);
+            rc = ag_fail(err, AG_EINVAL, lm->bytes ? "--start: byte %lld (0x%02X) is not in "
+                         "the model's vocabulary of %lld" : "--start: character %lld (U+%04X) "
+                         "is not in the model's vocabulary of %lld", (long long)k + 1,
+                         (unsigned)cps[k], (long long)lm->m.V);
         }
         (*ids)[k] = lo;
     }
     if (!rc && count == 0) {
         *usage = 1;
-        rc = ag_i_fail(err, AG_EINVAL, "--start is empty; expected at least one character "
-                       "(the default is a newline)");
+        rc = ag_fail(err, AG_EINVAL, "--start is empty; expected at least one character "
+                     "(the default is a newline)");
     }
     free(cps);
     if (rc) {
@@ -179,8 +179,8 @@ int lm_sample(int argc, char **argv)
         rc = start_ids(&lm, o.start, &ids, &n, &usage, &err);
     int64_t *all = rc ? NULL : realloc(ids, (size_t)(n + o.tokens) * sizeof *ids);
     if (!rc && !all)
-        rc = ag_i_fail(&err, AG_ENOMEM, "--tokens %lld: out of memory for the text's %lld "
-                       "tokens", (long long)o.tokens, (long long)(n + o.tokens));
+        rc = ag_fail(&err, AG_ENOMEM, "--tokens %lld: out of memory for the text's %lld "
+                     "tokens", (long long)o.tokens, (long long)(n + o.tokens));
     if (all)
         ids = all;
     for (int64_t k = 0; !rc && k < n; k++)   /* the start, then each token as it comes */

@@ -43,9 +43,9 @@ int lm_decode_text(const char *what, const char *hint, const char *text, int64_t
         const int32_t cp = bytes ? (unsigned char)text[at++]
                                  : next_char((const unsigned char *)text, n, &at);
         if (cp < 0)
-            return ag_i_fail(err, AG_EINVAL, "%s: byte %lld (0x%02x) does not start a UTF-8 "
-                             "character%s", what, (long long)here, (unsigned char)text[here],
-                             hint);
+            return ag_fail(err, AG_EINVAL, "%s: byte %lld (0x%02x) does not start a UTF-8 "
+                           "character%s", what, (long long)here, (unsigned char)text[here],
+                           hint);
         cps[(*count)++] = cp;
     }
     return AG_OK;
@@ -67,13 +67,13 @@ int corpus_read(corpus_t *c, const char *path, int bytes, ag_error_t *err)
         return rc;
     if (n == 0) {
         free(text);
-        return ag_i_fail(err, AG_EINVAL, "%s is empty; expected a text to learn from", path);
+        return ag_fail(err, AG_EINVAL, "%s is empty; expected a text to learn from", path);
     }
-    int32_t *cps = ag_i_alloc((int64_t)n, sizeof *cps, err, "text");
-    int32_t *index = ag_i_alloc(CODE_POINTS, sizeof *index, err, "vocabulary");
+    int32_t *cps = ag_alloc((int64_t)n, sizeof *cps, err, "text");
+    int32_t *index = ag_alloc(CODE_POINTS, sizeof *index, err, "vocabulary");
     if (!cps || !index) {
         free(text), free(cps), free(index);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     int64_t count = 0;
     rc = lm_decode_text(path, "; give --bytes to read the file as bytes", text, (int64_t)n,
@@ -87,10 +87,10 @@ int corpus_read(corpus_t *c, const char *path, int bytes, ag_error_t *err)
     for (int32_t k = 0; !rc && k < CODE_POINTS; k++)   /* code point order */
         if (index[k] == 0)
             index[k] = (int32_t)V++;
-    c->ids = rc ? NULL : ag_i_alloc(count, sizeof *c->ids, err, "text");
-    c->chars = rc ? NULL : ag_i_alloc(V, sizeof *c->chars, err, "vocabulary");
+    c->ids = rc ? NULL : ag_alloc(count, sizeof *c->ids, err, "text");
+    c->chars = rc ? NULL : ag_alloc(V, sizeof *c->chars, err, "vocabulary");
     if (!rc && (!c->ids || !c->chars))
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     for (int32_t k = 0; !rc && k < CODE_POINTS; k++)
         if (index[k] >= 0)
             c->chars[index[k]] = k;

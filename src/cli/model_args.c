@@ -67,8 +67,8 @@ int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_erro
     fclose(f);
     saved[strcspn(saved, "\r\n")] = '\0';
     if (!read || strncmp(saved, "--heads ", 8) != 0)
-        return ag_i_fail(err, AG_EFORMAT, "%s: expected one line of options starting with "
-                         "--heads (as train --save writes it)", path);
+        return ag_fail(err, AG_EFORMAT, "%s: expected one line of options starting with "
+                       "--heads (as train --save writes it)", path);
     model_args(ours, sizeof ours, o, heads, rounds);
     if (!o->src.graph)   /* a pattern or CSR has no direction to agree on */
         for (const char *const *w = (const char *const[]){" --directed", " --undirected", NULL};
@@ -79,8 +79,8 @@ int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_erro
         }
     if (strcmp(saved, ours) == 0)
         return AG_OK;
-    return ag_i_fail(err, AG_EINVAL, "%s was trained with `%s` (%s); this command has `%s`: "
-                     "give all of the model's options, or none to take them from it", o->weights, saved, path, ours);
+    return ag_fail(err, AG_EINVAL, "%s was trained with `%s` (%s); this command has `%s`: "
+                   "give all of the model's options, or none to take them from it", o->weights, saved, path, ours);
 }
 
 /* The options model.args holds: the model's, and how the graph was shaped. Each

@@ -37,8 +37,8 @@ static int take_stdout(ag_error_t *err)
     if (fd < 0 || dup2(2, 1) < 0) {
         if (fd >= 0)
             close(fd);
-        return ag_i_fail(err, AG_EIO, "standard output: cannot redirect the report: %s",
-                         strerror(errno));
+        return ag_fail(err, AG_EIO, "standard output: cannot redirect the report: %s",
+                       strerror(errno));
     }
     stdout_fd = fd;
     return AG_OK;
@@ -85,7 +85,7 @@ static int resolve(out_file_t *o, ag_error_t *err)
     o->direct = o->is_stdout = 0;
     if (strcmp(o->target, "-") == 0) {
         if (!have1)
-            return ag_i_fail(err, AG_EIO, "%s -: standard output is closed", o->option);
+            return ag_fail(err, AG_EIO, "%s -: standard output is closed", o->option);
         o->is_stdout = o->direct = 1;
         o->file.have_id = 1, o->file.dev = st1.st_dev, o->file.ino = st1.st_ino;
         snprintf(o->file.final, sizeof o->file.final, "-");
@@ -121,7 +121,7 @@ static int create(out_file_t *o, ag_error_t *err)
         if (snprintf(o->file.tmp, sizeof o->file.tmp, "%s%sattngraph-stdout.XXXXXX", dir,
                      dir[strlen(dir) - 1] == '/' ? "" : "/") >= (int)sizeof o->file.tmp) {
             o->file.tmp[0] = '\0';
-            return ag_i_fail(err, AG_EIO, "%s: path is too long", o->target);
+            return ag_fail(err, AG_EIO, "%s: path is too long", o->target);
         }
     }
     ag_i_file_cleanup_on_signals();
@@ -156,7 +156,7 @@ int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err)
             continue;
         if (!*o->target) {
             *usage = 1;
-            return ag_i_fail(err, AG_EINVAL, "%s: the file name is empty", o->option);
+            return ag_fail(err, AG_EINVAL, "%s: the file name is empty", o->option);
         }
         if ((rc = resolve(o, err)))
             return rc;
@@ -176,16 +176,16 @@ int out_open_all(out_file_t *outs, int n, int *usage, ag_error_t *err)
                 snprintf(why, sizeof why, ".%.60s is none of them", ext);
             else if (*ext)
                 snprintf(why, sizeof why, ".%.60s is not %s", ext, list);
-            return ag_i_fail(err, AG_EINVAL, "%s %s: this output is %s%s; %s", o->option,
-                             o->target, list, ext_listed("", o->exts) ? " (or no extension)" : "",
-                             why);
+            return ag_fail(err, AG_EINVAL, "%s %s: this output is %s%s; %s", o->option,
+                           o->target, list, ext_listed("", o->exts) ? " (or no extension)" : "",
+                           why);
         }
         for (int j = 0; j < k; j++)
             if (outs[j].target && same_file(&outs[j], o)) {
                 *usage = 1;
-                return ag_i_fail(err, AG_EINVAL, "%s %s and %s %s name the same file; give each "
-                                 "output its own", outs[j].option, outs[j].target, o->option,
-                                 o->target);
+                return ag_fail(err, AG_EINVAL, "%s %s and %s %s name the same file; give each "
+                               "output its own", outs[j].option, outs[j].target, o->option,
+                               o->target);
             }
     }
     for (int k = 0; k < n && !rc; k++)
@@ -234,8 +234,8 @@ static int place_stdout(out_file_t *o, ag_error_t *err)
     const int rc = copy_fd(o->file.fd, stdout_fd), saved = errno;
     ag_i_file_abort(&o->file);
     if (rc != 0)
-        return ag_i_fail(err, AG_EIO, "%s: cannot write to standard output: %s", o->option,
-                         strerror(saved));
+        return ag_fail(err, AG_EIO, "%s: cannot write to standard output: %s", o->option,
+                       strerror(saved));
     return AG_OK;
 }
 

@@ -119,9 +119,9 @@ int cmd_pattern(int argc, char **argv)
     /* out_open_all refused an extension that is not a graph format */
     if (!rc && !out.direct && *ext && !ag_format_from_path(&by_ext, o.out, NULL)) {
         if (o.src.format && by_ext != format && strcasecmp(ext, "txt") != 0)
-            usage = 1, rc = ag_i_fail(&err, AG_EINVAL, "--out %s is %s by its extension, but "
-                                      "--format says %s", o.out, ag_format_name(by_ext),
-                                      ag_format_name(format));
+            usage = 1, rc = ag_fail(&err, AG_EINVAL, "--out %s is %s by its extension, but "
+                                    "--format says %s", o.out, ag_format_name(by_ext),
+                                    ag_format_name(format));
         else if (!o.src.format)
             format = by_ext;
     }

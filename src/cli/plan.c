@@ -250,16 +250,16 @@ static int count_graph(plan_parts_t *pp, const plan_opts_t *po, const ag_nbhd_t 
     if (!rc)
         rc = ag_partition_stats(&pt, nb, pp->st, err);
     if (!rc && pt.contiguous) {
-        if (!(pp->first = ag_i_alloc(pp->P + 1, sizeof *pp->first, err, "plan")))
-            rc = ag_i_alloc_status();
+        if (!(pp->first = ag_alloc(pp->P + 1, sizeof *pp->first, err, "plan")))
+            rc = ag_alloc_status();
         else
             memcpy(pp->first, pt.first, (size_t)(pp->P + 1) * sizeof *pp->first);
     }
     ag_partition_destroy(&pt);
     pp->exact = 1;
     if (!rc && po->metis) {
-        ag_part_stats_t *cs = ag_i_alloc(pp->P, sizeof *cs, err, "plan");
-        rc = cs ? ag_partition_contiguous(&pt, nb, pp->P, err) : ag_i_alloc_status();
+        ag_part_stats_t *cs = ag_alloc(pp->P, sizeof *cs, err, "plan");
+        rc = cs ? ag_partition_contiguous(&pt, nb, pp->P, err) : ag_alloc_status();
         if (!rc)
             rc = ag_partition_stats(&pt, nb, cs, err);
         if (!rc)
@@ -276,12 +276,12 @@ static int count_parts(plan_parts_t *pp, int P, const plan_opts_t *po, const pla
     memset(pp, 0, sizeof *pp);
     pp->P = P;
     pp->cut_contiguous = -1;
-    if (!(pp->st = ag_i_calloc(P, sizeof *pp->st, err, "plan")))
-        return ag_i_alloc_status();
+    if (!(pp->st = ag_calloc(P, sizeof *pp->st, err, "plan")))
+        return ag_alloc_status();
     if (in->nb)
         return count_graph(pp, po, in->nb, err);
-    if (!(pp->first = ag_i_alloc(P + 1, sizeof *pp->first, err, "plan")))
-        return ag_i_alloc_status();
+    if (!(pp->first = ag_alloc(P + 1, sizeof *pp->first, err, "plan")))
+        return ag_alloc_status();
     const int64_t sample = po->exact ? AG_SAMPLE_EXACT : po->sample;
     return ag_partition_pattern(pp->first, pp->st, in->pattern, in->N, in->self, P, sample,
                                 &pp->exact, err);
@@ -557,8 +557,8 @@ static int open_input(plan_input_t *in, ag_pattern_t **pat, source_t *s, const p
     in->N = po->o.src.nodes ? po->o.src.nodes : ag_pattern_size(*pat);
     if (!in->N) {
         *usage = 1;
-        return ag_i_fail(err, AG_EINVAL, "pattern '%s' has no size of its own: give --nodes N",
-                         po->o.src.pattern);
+        return ag_fail(err, AG_EINVAL, "pattern '%s' has no size of its own: give --nodes N",
+                       po->o.src.pattern);
     }
     snprintf(s->desc, sizeof s->desc, "pattern '%s'", po->o.src.pattern);
     return AG_OK;
@@ -607,7 +607,7 @@ int cmd_plan(int argc, char **argv)
     plan_parts_t *pp = calloc((size_t)po.n_ranks, sizeof *pp);
     out_file_t out;
     out_init(&out, po.csv, "--csv", "csv");
-    int rc = pp ? out_open_all(&out, 1, &usage, &err) : ag_i_fail(&err, AG_ENOMEM, "plan");
+    int rc = pp ? out_open_all(&out, 1, &usage, &err) : ag_fail(&err, AG_ENOMEM, "plan");
     if (!rc)
         rc = open_input(&in, &pat, &s, &po, &usage, &err);
     for (int k = 0; k < po.n_ranks && !rc; k++)
@@ -631,7 +631,7 @@ int cmd_plan(int argc, char **argv)
         for (int k = 0; f && k < po.n_ranks; k++)
             write_csv(f, &m, &pp[k], k == 0);
         if (!f || ferror(f) | (fclose(f) != 0))
-            rc = ag_i_fail(&err, AG_EIO, "--csv %s: cannot write", po.csv);
+            rc = ag_fail(&err, AG_EIO, "--csv %s: cannot write", po.csv);
         if (!rc)
             rc = out_commit(&out, &err);
     }

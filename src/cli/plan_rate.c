@@ -44,9 +44,9 @@ static int kernel_call(void *ctx, ag_error_t *err)
 int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t H, int64_t d, ag_error_t *err)
 {
     const int64_t N = nb->n_nodes, HD = H * d;
-    float *all = ag_i_alloc(4 * N * HD, sizeof *all, err, "plan's kernel run");
+    float *all = ag_alloc(4 * N * HD, sizeof *all, err, "plan's kernel run");
     if (!all)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     kernel_run_t k = {nb, all, all + N * HD, all + 2 * N * HD, all + 3 * N * HD, H, d};
     ag_random_normal(all, 3 * N * HD, 1, 10, 1.0f);
     const double t = best_of(kernel_call, &k, err);
@@ -74,9 +74,9 @@ static int gemm_call(void *ctx, ag_error_t *err)
 int plan_gemm_rate(double *gflops, int64_t D, int64_t HD, ag_error_t *err)
 {
     const int64_t n = MEASURE_NODES;
-    float *all = ag_i_alloc(n * D + HD * D + n * HD, sizeof *all, err, "plan's projection run");
+    float *all = ag_alloc(n * D + HD * D + n * HD, sizeof *all, err, "plan's projection run");
     if (!all)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     gemm_run_t g = {all, all + n * D, all + n * D + HD * D, n, D, HD};
     ag_random_normal(all, n * D + HD * D, 1, 11, 1.0f);
     const double t = best_of(gemm_call, &g, err);
@@ -102,7 +102,7 @@ static int small_pattern(ag_nbhd_t *nb, const char *spec, int64_t N, ag_self_loo
             break;
         ag_nbhd_destroy(nb);
         if (n == 1) {
-            rc = ag_i_fail(err, AG_ELIMIT, "pattern '%s' has too many messages to time", spec);
+            rc = ag_fail(err, AG_ELIMIT, "pattern '%s' has too many messages to time", spec);
             break;
         }
     }

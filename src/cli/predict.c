@@ -20,8 +20,8 @@ static int read_array(ag_array_t *a, const char *dir, const char *name, int ndim
         fclose(probe);
     int rc = ag_array_read_npy(a, path, err);
     if (!rc && a->ndim != ndim) {
-        rc = ag_i_fail(err, AG_EINVAL, "%s has %d dimension%s; expected %s", path, a->ndim,
-                       AG_PLURAL(a->ndim), ndim == 2 ? "[C, D]: a row of weights per class"
+        rc = ag_fail(err, AG_EINVAL, "%s has %d dimension%s; expected %s", path, a->ndim,
+                     AG_PLURAL(a->ndim), ndim == 2 ? "[C, D]: a row of weights per class"
                                                 : "[C]: a bias per class");
         ag_array_destroy(a);
     }
@@ -38,9 +38,9 @@ int readout_load(readout_t *r, const char *dir, int64_t D, ag_error_t *err)
         return rc;
     if (w.shape[1] != D) {
         ag_array_destroy(&w);
-        return ag_i_fail(err, AG_EINVAL, "%s is [%lld, %lld]; the states have width D=%lld, so "
-                         "expected [C, %lld]", path, (long long)w.shape[0], (long long)w.shape[1],
-                         (long long)D, (long long)D);
+        return ag_fail(err, AG_EINVAL, "%s is [%lld, %lld]; the states have width D=%lld, so "
+                       "expected [C, %lld]", path, (long long)w.shape[0], (long long)w.shape[1],
+                       (long long)D, (long long)D);
     }
     if ((rc = read_array(&b, dir, "readout_bias", 1, 1, bias_path, sizeof bias_path, err))) {
         ag_array_destroy(&w);
@@ -48,17 +48,17 @@ int readout_load(readout_t *r, const char *dir, int64_t D, ag_error_t *err)
     }
     const int64_t C = w.shape[0];
     if (C < 1)
-        rc = ag_i_fail(err, AG_EINVAL, "%s has no rows; expected one per class", path);
+        rc = ag_fail(err, AG_EINVAL, "%s has no rows; expected one per class", path);
     else if (b.data && b.shape[0] != C)
-        rc = ag_i_fail(err, AG_EINVAL, "%s has %lld entr%s; %s has %lld classes", bias_path,
-                       (long long)b.shape[0], b.shape[0] == 1 ? "y" : "ies", path, (long long)C);
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld entr%s; %s has %lld classes", bias_path,
+                     (long long)b.shape[0], b.shape[0] == 1 ? "y" : "ies", path, (long long)C);
     if (rc) {
         ag_array_destroy(&w), ag_array_destroy(&b);
         return rc;
     }
-    if (!b.data && !(b.data = ag_i_calloc(C, sizeof(float), err, "readout bias"))) {
+    if (!b.data && !(b.data = ag_calloc(C, sizeof(float), err, "readout bias"))) {
         ag_array_destroy(&w);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     r->C = C, r->D = D, r->w = w.data, r->b = b.data;
     return AG_OK;
@@ -99,15 +99,15 @@ int write_predictions(const char *path, const char *weights, int readout, const 
     if (rc == AG_EIO) {   /* most likely a folder of weights without a trained readout */
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
-        return ag_i_fail(err, AG_EIO, "--predict: %s (the readout of a model that train --save "
-                         "wrote)", why);
+        return ag_fail(err, AG_EIO, "--predict: %s (the readout of a model that train --save "
+                       "wrote)", why);
     }
     if (rc)
         return rc;
-    int64_t *pred = ag_i_alloc(N, sizeof *pred, err, "predictions");
+    int64_t *pred = ag_alloc(N, sizeof *pred, err, "predictions");
     if (!pred) {
         readout_free(&ro);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     readout_predict(&ro, X, N, pred);
     rc = ag_npy_write_i64(path, pred, N, err);

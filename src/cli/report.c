@@ -26,7 +26,7 @@ int result_weights(const result_t *r, const inputs_t *in, const source_t *s, int
                    int64_t hi, float *W, ag_error_t *err)
 {
     if (!r->Q)
-        return ag_i_fail(err, AG_EINVAL, "no attention to report: no round ran");
+        return ag_fail(err, AG_EINVAL, "no attention to report: no round ran");
     return ag_attention_weights(&s->nb, r->Q, r->K, in->H, in->d, &r->score, lo, hi, W, err);
 }
 
@@ -35,10 +35,10 @@ static int mean_weights(const result_t *r, const inputs_t *in, const source_t *s
                         float **w_out, int64_t **src_out, ag_error_t *err)
 {
     const int64_t E = s->nb.edge_ptr[show], H = in->H;
-    float *W = *w_out = ag_i_alloc(E * H + 1, sizeof *W, err, "summary");
-    int64_t *src = *src_out = ag_i_alloc(E + 1, sizeof *src, err, "summary");
+    float *W = *w_out = ag_alloc(E * H + 1, sizeof *W, err, "summary");
+    int64_t *src = *src_out = ag_alloc(E + 1, sizeof *src, err, "summary");
     if (!W || !src)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     int rc = result_weights(r, in, s, 0, show, W, err);
     if (!rc) {
         ag_nbhd_sources(&s->nb, 0, show, src);
@@ -110,7 +110,7 @@ static int write_csv(const char *path, const ag_edge_msg_t *msgs, const int64_t 
 {
     FILE *f = fopen(path, "w");
     if (!f)
-        return ag_i_fail(err, AG_EIO, "%s: cannot write: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot write: %s", path, strerror(errno));
     /* self-loops added by --self-loops on or replace (edge id -1) come last, added=1 */
     const int added = E > 0 && msgs[E - 1].edge_id < 0;
     fputs(added ? "src,dst,src_label,dst_label,head,weight,added\n"
@@ -127,7 +127,7 @@ static int write_csv(const char *path, const ag_edge_msg_t *msgs, const int64_t 
         }
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
-        return ag_i_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
     return AG_OK;
 }
 
@@ -153,7 +153,7 @@ static int add_loops(igraph_t *g, const ag_edge_msg_t *msgs, int64_t E, int64_t 
     igraph_vector_int_t pairs;
     igraph_vector_t flag;
     if (igraph_vector_int_init(&pairs, 2 * n_added))
-        return ag_i_fail(err, AG_ENOMEM, "%s: out of memory", path);
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
     for (int64_t k = E - n_added, t = 0; k < E; k++, t += 2)
         VECTOR(pairs)[t] = VECTOR(pairs)[t + 1] = msgs[k].src;
     int rc = (!materialised && igraph_add_edges(g, &pairs, NULL)) ||
@@ -165,7 +165,7 @@ static int add_loops(igraph_t *g, const ag_edge_msg_t *msgs, int64_t E, int64_t 
         rc = igraph_cattribute_EAN_setv(g, "added", &flag);
         igraph_vector_destroy(&flag);
     }
-    return rc ? ag_i_fail(err, AG_ENOMEM, "%s: out of memory", path) : AG_OK;
+    return rc ? ag_fail(err, AG_ENOMEM, "%s: out of memory", path) : AG_OK;
 }
 
 static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int64_t *slot,
@@ -173,23 +173,23 @@ static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int6
                          int64_t max_export, ag_error_t *err)
 {
     igraph_t g;
-    int rc = s->have_graph ? (igraph_copy(&g, &s->graph) ? ag_i_fail(err, AG_ENOMEM, "%s: out of "
+    int rc = s->have_graph ? (igraph_copy(&g, &s->graph) ? ag_fail(err, AG_ENOMEM, "%s: out of "
                                                                   "memory", path) : AG_OK)
                            : ag_graph_from_nbhd(&g, &s->nb, max_export, err);
     if (rc)
         return rc;
-    int64_t *eid = ag_i_alloc(E + 1, sizeof *eid, err, path);
+    int64_t *eid = ag_alloc(E + 1, sizeof *eid, err, path);
     if (!eid || (rc = add_loops(&g, msgs, E, eid, !s->have_graph, path, err))) {
         free(eid);
         igraph_destroy(&g);
-        return eid ? rc : ag_i_alloc_status();
+        return eid ? rc : ag_alloc_status();
     }
     const int64_t n_edges = igraph_ecount(&g);
     igraph_vector_t col;
     if (igraph_vector_init(&col, n_edges)) {
         free(eid);
         igraph_destroy(&g);
-        return ag_i_fail(err, AG_ENOMEM, "%s: out of memory", path);
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
     }
     char name[64];
     for (int64_t h = 0; h <= H && !rc; h++) {
@@ -214,7 +214,7 @@ static int write_graphml(const char *path, const ag_edge_msg_t *msgs, const int6
             else
                 snprintf(name, sizeof name, back ? "attn_back_h%lld" : "attn_h%lld", (long long)h);
             if (igraph_cattribute_EAN_setv(&g, name, &col))
-                rc = ag_i_fail(err, AG_ENOMEM, "%s: out of memory", path);
+                rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
         }
     }
     igraph_vector_destroy(&col);
@@ -230,10 +230,10 @@ int attn_size_check(const run_opts_t *o, int64_t E, ag_error_t *err)
     const int64_t weights = E * o->heads;
     if (!o->n_attn || weights <= o->max_export)
         return AG_OK;
-    return ag_i_fail(err, AG_ELIMIT, "--attn would hold %lld weights (%lld message%s x %lld "
-                     "head%s), more than --max-edges %lld", (long long)weights, (long long)E,
-                     AG_PLURAL(E), (long long)o->heads, AG_PLURAL(o->heads),
-                     (long long)o->max_export);
+    return ag_fail(err, AG_ELIMIT, "--attn would hold %lld weights (%lld message%s x %lld "
+                   "head%s), more than --max-edges %lld", (long long)weights, (long long)E,
+                   AG_PLURAL(E), (long long)o->heads, AG_PLURAL(o->heads),
+                   (long long)o->max_export);
 }
 
 int report_attention(const out_file_t *out, const result_t *r,
@@ -248,21 +248,21 @@ int report_attention(const out_file_t *out, const result_t *r,
         ext = "csv";
     const int64_t E = s->nb.n_edges, H = in->H;
     if (E * H > max_export)
-        return ag_i_fail(err, AG_ELIMIT, "%s would hold %lld weights (%lld message%s x %lld "
-                         "head%s), more than --max-edges %lld", name, (long long)(E * H), (long long)E,
-                         AG_PLURAL(E), (long long)H, AG_PLURAL(H), (long long)max_export);
+        return ag_fail(err, AG_ELIMIT, "%s would hold %lld weights (%lld message%s x %lld "
+                       "head%s), more than --max-edges %lld", name, (long long)(E * H), (long long)E,
+                       AG_PLURAL(E), (long long)H, AG_PLURAL(H), (long long)max_export);
     ag_edge_msg_t *msgs = NULL;
     int64_t *slot = NULL;
-    float *W = ag_i_alloc(E * H + 1, sizeof *W, err, name), *ordered = NULL;
-    int rc = W ? result_weights(r, in, s, 0, s->nb.n_nodes, W, err) : ag_i_alloc_status();
+    float *W = ag_alloc(E * H + 1, sizeof *W, err, name), *ordered = NULL;
+    int rc = W ? result_weights(r, in, s, 0, s->nb.n_nodes, W, err) : ag_alloc_status();
     if (!rc)
         rc = ag_edge_order(&s->nb, &msgs, &slot, err);
     if (!rc && strcasecmp(ext, "csv") == 0) {
         rc = write_csv(path, msgs, slot, W, E, H, &s->labels, err);
     } else if (!rc && strcasecmp(ext, "npy") == 0) {
         /* [E, H] in the graph's edge order */
-        if (!(ordered = ag_i_alloc(E * H + 1, sizeof *ordered, err, name)))
-            rc = ag_i_alloc_status();
+        if (!(ordered = ag_alloc(E * H + 1, sizeof *ordered, err, name)))
+            rc = ag_alloc_status();
         for (int64_t k = 0; !rc && k < E; k++)
             memcpy(ordered + k * H, W + slot[k] * H, (size_t)H * sizeof *W);
         if (!rc)

@@ -95,37 +95,37 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     const int64_t HD = ag_i_layers_largest_hd(in->layers, in->n_layers);   /* a model
                                                                    file's layers differ */
     if (o->attn_round > in->rounds)
-        return ag_i_fail(err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
-                         (long long)o->attn_round, (long long)in->rounds, AG_PLURAL(in->rounds));
+        return ag_fail(err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
+                       (long long)o->attn_round, (long long)in->rounds, AG_PLURAL(in->rounds));
     if (o->attn_round && o->attn_round < in->rounds && o->model.spec.n_layers)
-        return ag_i_fail(err, AG_EINVAL, "--attn-round %lld: the layers of %s have heads of "
-                         "their own; the reports read the last round's", (long long)o->attn_round,
-                         o->model.path);
+        return ag_fail(err, AG_EINVAL, "--attn-round %lld: the layers of %s have heads of "
+                       "their own; the reports read the last round's", (long long)o->attn_round,
+                       o->model.path);
     memcpy(r->y, in->x0.data, (size_t)(N * in->x0.cols) * sizeof(float));
     int rc = ag_workspace_init(&r->ws, N, HD,
                                ag_rounds_widest(in->layers, in->n_layers, (int)in->rounds), err);
-    r->trace = ag_i_calloc(in->rounds + 1, sizeof *r->trace, err, "trace");
+    r->trace = ag_calloc(in->rounds + 1, sizeof *r->trace, err, "trace");
     if (!rc && !r->trace)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     const int per_node = (figures & FIGURES_PER_NODE) != 0;
     if (!rc && o->attn_round) {
-        r->Q_kept = ag_i_alloc(N * HD, sizeof(float), err, "--attn-round");
-        r->K_kept = ag_i_alloc(N * HD, sizeof(float), err, "--attn-round");
+        r->Q_kept = ag_alloc(N * HD, sizeof(float), err, "--attn-round");
+        r->K_kept = ag_alloc(N * HD, sizeof(float), err, "--attn-round");
         if (!r->Q_kept || !r->K_kept)
-            rc = ag_i_alloc_status();
-        if (!rc && per_node && (!(r->entropy_kept = ag_i_alloc(N * in->H, sizeof(float), err,
+            rc = ag_alloc_status();
+        if (!rc && per_node && (!(r->entropy_kept = ag_alloc(N * in->H, sizeof(float), err,
                                                               "--attn-round")) ||
-                                !(r->distance_kept = ag_i_alloc(N * in->H, sizeof(float), err,
+                                !(r->distance_kept = ag_alloc(N * in->H, sizeof(float), err,
                                                                "--attn-round"))))
-            rc = ag_i_alloc_status();
+            rc = ag_alloc_status();
     }
     if (!rc && o->save_rounds && mkdir(o->save_rounds, 0777) != 0 && errno != EEXIST)
-        rc = ag_i_fail(err, AG_EIO, "%s: cannot create the directory: %s", o->save_rounds,
-                       strerror(errno));
+        rc = ag_fail(err, AG_EIO, "%s: cannot create the directory: %s", o->save_rounds,
+                     strerror(errno));
     tracer_t t = {r, o, (figures & FIGURES_TRACE) || o->trace || o->until > 0, per_node, NULL,
                   err, progress};
     if (!rc && trace_tmp && !(t.trace = fopen(trace_tmp, "w")))
-        rc = ag_i_fail(err, AG_EIO, "%s: cannot write: %s", o->trace, strerror(errno));
+        rc = ag_fail(err, AG_EIO, "%s: cannot write: %s", o->trace, strerror(errno));
     if (t.trace)
         fputs("round,change,entropy,max_weight\n", t.trace);
     if (rc) {
@@ -145,10 +145,10 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     rc = ag_rounds_run(nb, in->layers, in->n_layers, r->y, (int)in->rounds, &ro, &r->ws,
                        &r->rounds_done, err);
     if (t.trace && fclose(t.trace) != 0 && !rc)
-        rc = ag_i_fail(err, AG_EIO, "%s: write failed", o->trace);
+        rc = ag_fail(err, AG_EIO, "%s: write failed", o->trace);
     if (!rc && o->attn_round && o->attn_round > r->rounds_done)
-        rc = ag_i_fail(err, AG_EINVAL, "--attn-round %lld, but --until stopped after round %d",
-                       (long long)o->attn_round, r->rounds_done);
+        rc = ag_fail(err, AG_EINVAL, "--attn-round %lld, but --until stopped after round %d",
+                     (long long)o->attn_round, r->rounds_done);
     if (!rc && r->rounds_done > 0 && !o->attn_round) {
         r->Q = r->ws.Q;
         r->K = r->ws.K;
@@ -173,9 +173,9 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
         r->cols = ag_layer_width_out(&in->layers[in->n_layers == 1 ? 0 : in->rounds - 1]);
         room = ag_rounds_widest(in->layers, in->n_layers, (int)in->rounds);
     }
-    r->y = ag_i_alloc(N * room, sizeof(float), err, "output");
+    r->y = ag_alloc(N * room, sizeof(float), err, "output");
     if (!r->y)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     int rc = AG_OK;
     progress_t progress;
     progress_begin(&progress, o->progress, o->quiet, in->raw ? 1 : (int)in->rounds);
@@ -188,9 +188,9 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
         r->K = in->k.data;
         r->rounds_done = 1;
         if ((figures & FIGURES_PER_NODE) &&
-            (!(r->entropy_kept = ag_i_alloc(N * in->H, sizeof(float), err, "figures")) ||
-             !(r->distance_kept = ag_i_alloc(N * in->H, sizeof(float), err, "figures"))))
-            rc = ag_i_alloc_status();
+            (!(r->entropy_kept = ag_alloc(N * in->H, sizeof(float), err, "figures")) ||
+             !(r->distance_kept = ag_alloc(N * in->H, sizeof(float), err, "figures"))))
+            rc = ag_alloc_status();
         r->entropy = r->entropy_kept, r->distance = r->distance_kept;
         const ag_attention_opts_t ao = {.entropy = r->entropy_kept,
                                         .distance = r->distance_kept,
@@ -209,8 +209,8 @@ int compute(result_t *r, const inputs_t *in, const source_t *src, const run_opts
     ag_error_t where;
     if (!rc && ag_check_finite(in->raw ? "the messages" : "the output states", r->y, N,
                                r->cols, &where))
-        rc = ag_i_fail(err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
-                       "inputs down (the largest |value| should be far below 1e18)", where.msg);
+        rc = ag_fail(err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
+                     "inputs down (the largest |value| should be far below 1e18)", where.msg);
     if (rc)
         result_free(r);
     return rc;
@@ -249,9 +249,9 @@ int write_trace_svg(out_file_t *out, const trace_row_t *trace, int done, const c
                     ag_error_t *err)
 {
     const int64_t n = done;
-    double *v = ag_i_alloc(3 * n + 1, sizeof *v, err, "--trace");
+    double *v = ag_alloc(3 * n + 1, sizeof *v, err, "--trace");
     if (!v)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     for (int64_t k = 0; k < n; k++) {
         v[k] = trace[k].round;
         v[n + k] = trace[k].f.change;

@@ -173,9 +173,9 @@ static void print_header(const run_opts_t *o, const source_t *s, const inputs_t 
 static int write_head_messages(const char *path, const float *M, int64_t N, int64_t H,
                                int64_t d, ag_error_t *err)
 {
-    float *per_head = ag_i_alloc(N * H * d, sizeof *per_head, err, "head messages");
+    float *per_head = ag_alloc(N * H * d, sizeof *per_head, err, "head messages");
     if (!per_head)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     for (int64_t h = 0; h < H; h++)
         for (int64_t i = 0; i < N; i++)
             memcpy(per_head + (h * N + i) * d, M + i * H * d + h * d, (size_t)d * sizeof *M);
@@ -235,7 +235,7 @@ int cmd_run(int argc, char **argv)
         rc = ag_npy_write_f32(outs[OUT].file.path, r.y, s.nb.n_nodes, r.cols, &err);
     const float *messages = in.raw ? r.y : r.ws.M;
     if (!rc && (o.messages || o.head_messages) && !r.rounds_done)
-        rc = ag_i_fail(&err, AG_EINVAL, "--messages needs at least one round");
+        rc = ag_fail(&err, AG_EINVAL, "--messages needs at least one round");
     if (!rc && o.messages)
         rc = ag_npy_write_f32(outs[MESSAGES].file.path, messages, s.nb.n_nodes, in.H * in.d, &err);
     if (!rc && o.head_messages)

@@ -37,12 +37,12 @@ int labels_from_tokens(ag_labels_t *labels, const char *tokens, ag_error_t *err)
         size_t len = strcspn(p, " \t\n");
         if (labels_push(labels, &cap, p, len)) {
             ag_labels_destroy(labels);
-            return ag_i_fail(err, AG_ENOMEM, "--tokens: out of memory");
+            return ag_fail(err, AG_ENOMEM, "--tokens: out of memory");
         }
         p += len;
     }
     if (labels->n == 0)
-        return ag_i_fail(err, AG_EINVAL, "--tokens '%s' has no tokens", tokens);
+        return ag_fail(err, AG_EINVAL, "--tokens '%s' has no tokens", tokens);
     return AG_OK;
 }
 
@@ -51,7 +51,7 @@ int labels_from_file(ag_labels_t *labels, const char *path, ag_error_t *err)
     *labels = (ag_labels_t){0, NULL};
     FILE *f = fopen(path, "r");
     if (!f)
-        return ag_i_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
     char *line = NULL;
     size_t n = 0;
     ssize_t len;
@@ -65,16 +65,16 @@ int labels_from_file(ag_labels_t *labels, const char *path, ag_error_t *err)
         const size_t bom =
             labels->n == 0 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
         if (labels_push(labels, &cap, line + bom, (size_t)len - bom)) {
-            rc = ag_i_fail(err, AG_ENOMEM, "%s: out of memory", path);
+            rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
             break;
         }
     }
     free(line);
     if (!rc && ferror(f))
-        rc = ag_i_fail(err, AG_EIO, "%s: read error", path);
+        rc = ag_fail(err, AG_EIO, "%s: read error", path);
     fclose(f);
     if (!rc && labels->n == 0)
-        rc = ag_i_fail(err, AG_EINVAL, "%s: no labels (expected one a line)", path);
+        rc = ag_fail(err, AG_EINVAL, "%s: no labels (expected one a line)", path);
     if (rc)
         ag_labels_destroy(labels);
     return rc;
@@ -84,11 +84,11 @@ static int open_graph(source_t *s, const source_opts_t *o, int *usage, ag_error_
 {
     struct stat st;
     if (stat(o->graph, &st) == 0 && S_ISDIR(st.st_mode))
-        return ag_i_fail(err, AG_EIO, "%s is a directory, not a graph file", o->graph);
+        return ag_fail(err, AG_EIO, "%s is a directory, not a graph file", o->graph);
     ag_load_opts_t load = {AG_FORMAT_AUTO, o->max_nodes, o->direction};
     if (strcmp(o->graph, "-") == 0 && !o->format) {
         *usage = 1;
-        return ag_i_fail(err, AG_EINVAL, "a graph on standard input (-) needs --format");
+        return ag_fail(err, AG_EINVAL, "a graph on standard input (-) needs --format");
     }
     int rc = o->format ? ag_format_parse(&load.format, o->format, err)
                        : ag_format_from_path(&load.format, o->graph, err);
@@ -131,21 +131,21 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
     if (!rc && s->labels.str) {
         if (N && N != s->labels.n) {
             *usage = o->tokens != NULL;
-            rc = ag_i_fail(err, AG_EINVAL, "%s has %lld label%s, but --nodes is %lld",
-                           o->tokens ? "--tokens" : o->labels_file, (long long)s->labels.n,
-                           AG_PLURAL(s->labels.n), (long long)N);
+            rc = ag_fail(err, AG_EINVAL, "%s has %lld label%s, but --nodes is %lld",
+                         o->tokens ? "--tokens" : o->labels_file, (long long)s->labels.n,
+                         AG_PLURAL(s->labels.n), (long long)N);
         }
         N = s->labels.n;
     }
     if (!rc && N == 0 && !(N = ag_pattern_size(pat)) && !(N = o->size_hint)) {
         *usage = 1;
-        rc = ag_i_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
-                       o->pattern);
+        rc = ag_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
+                     o->pattern);
     }
     if (!rc && N > o->max_nodes) {
         *usage = !o->labels_file;
-        rc = ag_i_fail(err, AG_ELIMIT, "%lld nodes is more than the limit of %lld (--max-nodes)",
-                       (long long)N, (long long)o->max_nodes);
+        rc = ag_fail(err, AG_ELIMIT, "%lld nodes is more than the limit of %lld (--max-nodes)",
+                     (long long)N, (long long)o->max_nodes);
     }
     if (!rc && (rc = ag_nbhd_from_pattern(&s->nb, pat, N, o->self, err)) == AG_EINVAL)
         *usage = !o->labels_file;   /* the spec does not fit --nodes or --tokens */
@@ -163,10 +163,10 @@ int csr_paths(const char *csr, char **indptr, const char **indices, int *usage,
     const char *comma = strchr(csr, ',');
     if (!comma || comma == csr || !comma[1]) {
         *usage = 1;
-        return ag_i_fail(err, AG_EINVAL, "--csr '%s': expected INDPTR.npy,INDICES.npy", csr);
+        return ag_fail(err, AG_EINVAL, "--csr '%s': expected INDPTR.npy,INDICES.npy", csr);
     }
     if (!(*indptr = strndup(csr, (size_t)(comma - csr))))
-        return ag_i_fail(err, AG_ENOMEM, "out of memory");
+        return ag_fail(err, AG_ENOMEM, "out of memory");
     *indices = comma + 1;
     return AG_OK;
 }
@@ -188,24 +188,24 @@ static int open_csr(source_t *s, const source_opts_t *o, int *usage, ag_error_t 
     int64_t *indptr = NULL, *indices = NULL, n_ptr = 0, n_idx = 0;
     rc = ag_index_read_npy(&indptr, &n_ptr, indptr_path, err);
     if (!rc && n_ptr < 2)
-        rc = ag_i_fail(err, AG_EINVAL, "%s has %lld entr%s; expected N+1 >= 2", indptr_path,
-                       (long long)n_ptr, n_ptr == 1 ? "y" : "ies");
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld entr%s; expected N+1 >= 2", indptr_path,
+                     (long long)n_ptr, n_ptr == 1 ? "y" : "ies");
     if (!rc && n_ptr - 1 > o->max_nodes)
-        rc = ag_i_fail(err, AG_ELIMIT, "%s describes %lld nodes, more than the limit of %lld "
-                       "(--max-nodes)", indptr_path, (long long)(n_ptr - 1),
-                       (long long)o->max_nodes);
+        rc = ag_fail(err, AG_ELIMIT, "%s describes %lld nodes, more than the limit of %lld "
+                     "(--max-nodes)", indptr_path, (long long)(n_ptr - 1),
+                     (long long)o->max_nodes);
     if (!rc)
         rc = ag_index_read_npy(&indices, &n_idx, indices_path, err);
     if (!rc && indptr[n_ptr - 1] != n_idx)
-        rc = ag_i_fail(err, AG_EINVAL, "%s ends at %lld, but %s has %lld entr%s", indptr_path,
-                       (long long)indptr[n_ptr - 1], indices_path, (long long)n_idx,
-                       n_idx == 1 ? "y" : "ies");
+        rc = ag_fail(err, AG_EINVAL, "%s ends at %lld, but %s has %lld entr%s", indptr_path,
+                     (long long)indptr[n_ptr - 1], indices_path, (long long)n_idx,
+                     n_idx == 1 ? "y" : "ies");
     if (!rc && (rc = ag_nbhd_from_csr(&s->nb, n_ptr - 1, indptr, indices, err)) &&
         strncmp(err->msg, "CSR: ", 5) == 0) {   /* name the file: the MPI tool's words */
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg + 5);
-        ag_i_fail(err, (ag_status_t)rc, "%s: %s",
-                  strncmp(why, "indptr", 6) == 0 ? indptr_path : indices_path, why);
+        ag_fail(err, (ag_status_t)rc, "%s: %s",
+                strncmp(why, "indptr", 6) == 0 ? indptr_path : indices_path, why);
     }
     if (!rc)
         rc = ag_nbhd_self_loops(&s->nb, o->self, err);
@@ -225,15 +225,15 @@ int source_open(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err
     *usage = 0;
     if ((o->graph || o->csr) && (o->tokens || o->labels_file || o->nodes)) {
         *usage = 1;
-        return ag_i_fail(err, AG_EINVAL, "--tokens, --labels-file and --nodes are for patterns; "
-                         "'%s' is a %s", o->graph ? o->graph : o->csr,
-                         o->graph ? "graph file" : "CSR");
+        return ag_fail(err, AG_EINVAL, "--tokens, --labels-file and --nodes are for patterns; "
+                       "'%s' is a %s", o->graph ? o->graph : o->csr,
+                       o->graph ? "graph file" : "CSR");
     }
     if (!o->graph && o->direction != AG_EDGES_AUTO) {
         *usage = 1;
-        return ag_i_fail(err, AG_EINVAL, "--directed and --undirected are for graph files (edge "
-                         "lists, NCOL, LGL); '%s' is a %s", o->csr ? o->csr : o->pattern,
-                         o->csr ? "CSR" : "pattern");
+        return ag_fail(err, AG_EINVAL, "--directed and --undirected are for graph files (edge "
+                       "lists, NCOL, LGL); '%s' is a %s", o->csr ? o->csr : o->pattern,
+                       o->csr ? "CSR" : "pattern");
     }
     if (o->csr)
         return open_csr(s, o, usage, err);

@@ -42,9 +42,9 @@ int train_epochs(run_ctx_t *cx, epoch_fn epoch, void *ctx, int64_t edges, float 
         /* epoch e: the figures of the model after e steps; then step e+1 */
         if ((rc = epoch(ctx, e < E, &f, err))) {
             if (f.diverged)   /* say when: after how many steps it diverged */
-                rc = ag_i_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
-                               "lower --lr (%g) or set --clip", (long long)e,
-                               isnan(f.loss) ? "NaN" : "infinite", (double)lr);
+                rc = ag_fail(err, AG_EINVAL, "epoch %lld: the loss is %s: training diverged; "
+                             "lower --lr (%g) or set --clip", (long long)e,
+                             isnan(f.loss) ? "NaN" : "infinite", (double)lr);
             break;
         }
         if (t->eval && better(t, &f, out->best))
@@ -136,9 +136,9 @@ static int save_fits(const char *dir, int n_layers, ag_error_t *err)
     if (!f)
         return AG_OK;
     fclose(f);
-    return ag_i_fail(err, AG_EINVAL, "--save %s holds round-%d/, a layer of an earlier model: "
-                     "run --weights would read it as part of this one; save to a new folder", dir,
-                     first);
+    return ag_fail(err, AG_EINVAL, "--save %s holds round-%d/, a layer of an earlier model: "
+                   "run --weights would read it as part of this one; save to a new folder", dir,
+                   first);
 }
 
 /* Trains on connectivity k; keeps the model of a single connectivity. */
@@ -151,17 +151,17 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
     if (rc)
         return rc;
     if (st->src.nb.n_nodes != N)
-        return ag_i_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s has %lld row%s",
-                         st->src.desc, (long long)st->src.nb.n_nodes,
-                         AG_PLURAL(st->src.nb.n_nodes), to->o.features, (long long)N, AG_PLURAL(N));
+        return ag_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s has %lld row%s",
+                       st->src.desc, (long long)st->src.nb.n_nodes,
+                       AG_PLURAL(st->src.nb.n_nodes), to->o.features, (long long)N, AG_PLURAL(N));
     const int64_t width = st->edges.cols;   /* the first connectivity's, the layers' */
     ag_matrix_destroy(&st->edges);
     if ((rc = edge_features_load(&st->edges, &st->src, to->o.edge_features, err)))
         return rc;
     if (k > 0 && st->edges.cols != width)
-        return ag_i_fail(err, AG_EINVAL, "--edge-features of %s are %lld wide; the first "
-                         "connectivity's are %lld (the layers' edge_dim)", st->src.desc,
-                         (long long)st->edges.cols, (long long)width);
+        return ag_fail(err, AG_EINVAL, "--edge-features of %s are %lld wide; the first "
+                       "connectivity's are %lld (the layers' edge_dim)", st->src.desc,
+                       (long long)st->edges.cols, (long long)width);
     if (k == 0) {
         if ((rc = inputs_load_features(&st->in, &to->o, &st->x0,
                                        to->o.edge_features ? &st->edges : NULL, err)) ||
@@ -189,8 +189,8 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
         if (to->predict) {
             readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};   /* wr NULL:
                                                                    no readout, the logits */
-            if (!(st->pred = ag_i_alloc(N, sizeof *st->pred, err, "predictions")))
-                return ag_i_alloc_status();
+            if (!(st->pred = ag_alloc(N, sizeof *st->pred, err, "predictions")))
+                return ag_alloc_status();
             readout_predict(&r, st->model.X, N, st->pred);
             rc = ag_npy_write_i64(st->outs[1].file.path, st->pred, N, err);
         }
@@ -199,8 +199,8 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
             const char *name;
             if (model_text(st->model_args, sizeof st->model_args, to, &st->in, &name) >=
                 sizeof st->model_args)
-                return ag_i_fail(err, AG_EINVAL, "--save: the model's options are longer than "
-                                 "%zu bytes (a long --edge-bias name?)", sizeof st->model_args - 1);
+                return ag_fail(err, AG_EINVAL, "--save: the model's options are longer than "
+                               "%zu bytes (a long --edge-bias name?)", sizeof st->model_args - 1);
             st->items[st->n_items++] = (folder_item_t){.name = name, .text = st->model_args};
         }
         return rc;
@@ -256,9 +256,9 @@ int cmd_train(int argc, char **argv)
         rc = out_open_all(st->outs, 3, &usage, &err);
     run_ctx_t cx = {&to, NULL, to.n_conns == 1, threads, 1, NULL, NULL, {0}};
     if (!rc && to.log && !(cx.log = fopen(st->outs[0].file.path, "w")))
-        rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", to.log);
+        rc = ag_fail(&err, AG_EIO, "%s: cannot write", to.log);
     if (!rc && to.svg && !(cx.curve = open_memstream(&st->curve, &st->curve_len)))
-        rc = ag_i_fail(&err, AG_ENOMEM, "--svg: out of memory");
+        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
     if (cx.log)
         fputs(TRAIN_LOG_HEADER, cx.log);
     if (cx.curve)
@@ -271,9 +271,9 @@ int cmd_train(int argc, char **argv)
     for (int k = 0; k < to.n_conns && !rc; k++)
         rc = run_conn(st, &cx, k, &usage, &err);
     if (cx.log && fclose(cx.log) != 0 && !rc)
-        rc = ag_i_fail(&err, AG_EIO, "%s: write failed", to.log);
+        rc = ag_fail(&err, AG_EIO, "%s: write failed", to.log);
     if (cx.curve && fclose(cx.curve) != 0 && !rc)
-        rc = ag_i_fail(&err, AG_ENOMEM, "--svg: out of memory");
+        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
     if (!rc && to.svg)
         rc = write_train_curve(&to, st->curve, st->curve_len, &st->outs[2], &err);
     if (!rc && to.save)

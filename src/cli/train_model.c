@@ -18,10 +18,10 @@ static int weights_copy(ag_weights_t *dst, const ag_weights_t *src, ag_error_t *
         if (!from)
             continue;
         const int64_t n = ag_layer_array_size(src, k);
-        float *to = ag_i_alloc(n, sizeof(float), err, "weights");
+        float *to = ag_alloc(n, sizeof(float), err, "weights");
         if (!to) {
             ag_weights_destroy(dst);
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         }
         memcpy(to, from, (size_t)n * sizeof(float));
         *ag_layer_array(dst, k) = to;
@@ -55,20 +55,20 @@ static int readout_init(model_t *m, const train_opts_t *to, ag_error_t *err)
         if (r.C != C) {
             const int64_t has = r.C;
             readout_free(&r);
-            return ag_i_fail(err, AG_EINVAL, "%s has %lld classes; --labels %s has %lld", path,
-                             (long long)has, to->labels, (long long)C);
+            return ag_fail(err, AG_EINVAL, "%s has %lld classes; --labels %s has %lld", path,
+                           (long long)has, to->labels, (long long)C);
         }
         m->wr = r.w, m->br = r.b;
     } else {
-        m->wr = ag_i_alloc(C * D, sizeof(float), err, "readout");
-        m->br = ag_i_calloc(C, sizeof(float), err, "readout");
+        m->wr = ag_alloc(C * D, sizeof(float), err, "readout");
+        m->br = ag_calloc(C, sizeof(float), err, "readout");
         if (!m->wr || !m->br)
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         ag_random_normal(m->wr, C * D, to->o.seed, 101, 1.0f / sqrtf((float)D));
     }
-    m->dwr = ag_i_alloc(C * D, sizeof(float), err, "readout gradient");
-    m->dbr = ag_i_alloc(C, sizeof(float), err, "readout gradient");
-    return m->dwr && m->dbr ? AG_OK : ag_i_alloc_status();
+    m->dwr = ag_alloc(C * D, sizeof(float), err, "readout gradient");
+    m->dbr = ag_alloc(C, sizeof(float), err, "readout gradient");
+    return m->dwr && m->dbr ? AG_OK : ag_alloc_status();
 }
 
 /* Registers the arrays the loss depends on; 0 of them is nothing to learn. */
@@ -96,9 +96,9 @@ static int register_params(model_t *m, const train_opts_t *to, ag_error_t *err)
         n += 2;
     }
     if (!rc && n == 0)
-        return ag_i_fail(err, AG_EINVAL, "nothing to learn: with --rounds 0 and --targets no "
-                         "weight touches the loss (the targets are compared with the features "
-                         "themselves); give --rounds 1 or more");
+        return ag_fail(err, AG_EINVAL, "nothing to learn: with --rounds 0 and --targets no "
+                       "weight touches the loss (the targets are compared with the features "
+                       "themselves); give --rounds 1 or more");
     return rc;
 }
 
@@ -121,10 +121,10 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
     if (in->edges)
         m->ro.edge_features = in->edges->data, m->ro.edge_dim = in->edges->cols;
     m->seed = o->seed;
-    m->layers = ag_i_calloc(in->n_layers, sizeof *m->layers, err, "weights");
-    m->grads = ag_i_calloc(in->n_layers, sizeof *m->grads, err, "gradients");
+    m->layers = ag_calloc(in->n_layers, sizeof *m->layers, err, "weights");
+    m->grads = ag_calloc(in->n_layers, sizeof *m->grads, err, "gradients");
     if (!m->layers || !m->grads)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     m->n_layers = in->n_layers;
     int rc = AG_OK;
     for (int l = 0; l < m->n_layers && !rc; l++) {
@@ -151,10 +151,10 @@ int model_init(model_t *m, const inputs_t *in, const train_opts_t *to, const tas
         return rc;
     if (m->C && m->readout && (rc = readout_init(m, to, err)))
         return rc;
-    m->X = ag_i_alloc(m->N * widest, sizeof(float), err, "states");
-    m->dX = ag_i_alloc(m->N * widest, sizeof(float), err, "state gradients");
+    m->X = ag_alloc(m->N * widest, sizeof(float), err, "states");
+    m->dX = ag_alloc(m->N * widest, sizeof(float), err, "state gradients");
     if (!m->X || !m->dX)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     if ((rc = ag_optimizer_init(&m->opt, &to->opt, err)))
         return rc;
     return register_params(m, to, err);
@@ -246,7 +246,7 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
         rc = loss_on(m, t, t->test, 0, &f->test_loss, &f->test_correct, err);
     if (!rc && !isfinite(f->loss)) {
         f->diverged = 1;
-        rc = ag_i_fail(err, AG_EINVAL, "the loss is not finite");   /* train.c says more */
+        rc = ag_fail(err, AG_EINVAL, "the loss is not finite");   /* train.c says more */
     }
     if (!rc && step && drops) {   /* the step's forward, with dropout */
         double loss;

@@ -16,26 +16,26 @@ static int read_mask(uint8_t **mask, const char *path, const char *option, int64
     if (rc)
         return rc;
     if (a.ndim != 1 || a.shape[0] != N) {
-        rc = a.ndim != 1 ? ag_i_fail(err, AG_EINVAL, "%s %s has %d dimensions; expected one "
-                                     "value per node [%lld]", option, path, a.ndim, (long long)N)
-                         : ag_i_fail(err, AG_EINVAL, "%s %s has %lld entr%s; the graph has %lld "
-                                     "node%s", option, path, (long long)a.shape[0],
-                                     a.shape[0] == 1 ? "y" : "ies", (long long)N, AG_PLURAL(N));
+        rc = a.ndim != 1 ? ag_fail(err, AG_EINVAL, "%s %s has %d dimensions; expected one "
+                                   "value per node [%lld]", option, path, a.ndim, (long long)N)
+                         : ag_fail(err, AG_EINVAL, "%s %s has %lld entr%s; the graph has %lld "
+                                   "node%s", option, path, (long long)a.shape[0],
+                                   a.shape[0] == 1 ? "y" : "ies", (long long)N, AG_PLURAL(N));
         ag_array_destroy(&a);
         return rc;
     }
-    uint8_t *m = ag_i_alloc(N, 1, err, option);
+    uint8_t *m = ag_alloc(N, 1, err, option);
     for (int64_t i = 0; m && i < N; i++) {
         if (a.data[i] != 0 && a.data[i] != 1) {
-            rc = ag_i_fail(err, AG_EINVAL, "%s %s: entry %lld is %g; a mask holds 0 (out) and 1 "
-                           "(in), or booleans", option, path, (long long)i, a.data[i]);
+            rc = ag_fail(err, AG_EINVAL, "%s %s: entry %lld is %g; a mask holds 0 (out) and 1 "
+                         "(in), or booleans", option, path, (long long)i, a.data[i]);
             break;
         }
         m[i] = a.data[i] != 0;
     }
     ag_array_destroy(&a);
     if (!m)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     if (rc) {
         free(m);
         return rc;
@@ -76,29 +76,29 @@ static int read_labels(task_t *t, const char *path, int64_t N, ag_error_t *err)
     if (rc) {   /* say which option it was: a float array is the usual mistake */
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
-        return ag_i_fail(err, (ag_status_t)rc, "--labels %s (integer classes 0..C-1, -1 for an "
-                         "unlabelled node)", why);
+        return ag_fail(err, (ag_status_t)rc, "--labels %s (integer classes 0..C-1, -1 for an "
+                       "unlabelled node)", why);
     }
     if (n != N)
-        return ag_i_fail(err, AG_EINVAL, "--labels %s has %lld entr%s; the graph has %lld node%s",
-                         path, (long long)n, n == 1 ? "y" : "ies", (long long)N, AG_PLURAL(N));
+        return ag_fail(err, AG_EINVAL, "--labels %s has %lld entr%s; the graph has %lld node%s",
+                       path, (long long)n, n == 1 ? "y" : "ies", (long long)N, AG_PLURAL(N));
     int64_t max = -1;
     for (int64_t i = 0; i < N; i++) {
         if (t->labels[i] < -1)
-            return ag_i_fail(err, AG_EINVAL, "--labels %s: node %lld has label %lld; labels are "
-                             "classes 0..C-1, or -1 for an unlabelled node", path, (long long)i,
-                             (long long)t->labels[i]);
+            return ag_fail(err, AG_EINVAL, "--labels %s: node %lld has label %lld; labels are "
+                           "classes 0..C-1, or -1 for an unlabelled node", path, (long long)i,
+                           (long long)t->labels[i]);
         if (t->labels[i] > max)
             max = t->labels[i];
     }
     if (max < 0)
-        return ag_i_fail(err, AG_EINVAL, "--labels %s: every label is -1; nothing to learn", path);
+        return ag_fail(err, AG_EINVAL, "--labels %s: every label is -1; nothing to learn", path);
     if (max == 0)
-        return ag_i_fail(err, AG_EINVAL, "--labels %s has one class (0); nothing to learn: "
-                         "expected two classes or more", path);
+        return ag_fail(err, AG_EINVAL, "--labels %s has one class (0); nothing to learn: "
+                       "expected two classes or more", path);
     if (max >= 1 << 20)
-        return ag_i_fail(err, AG_EINVAL, "--labels %s: label %lld; classes are numbered "
-                         "0..C-1, C at most %d", path, (long long)max, 1 << 20);
+        return ag_fail(err, AG_EINVAL, "--labels %s: label %lld; classes are numbered "
+                       "0..C-1, C at most %d", path, (long long)max, 1 << 20);
     t->C = max + 1;
     warn_empty_classes(path, t->labels, N, t->C);
     return AG_OK;
@@ -123,9 +123,9 @@ int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t
     } else {
         rc = ag_matrix_read_npy(&t->targets, o->targets, err);
         if (!rc && (t->targets.rows != N || t->targets.cols != D))
-            rc = ag_i_fail(err, AG_EINVAL, "--targets %s is [%lld, %lld]; the states are [%lld, "
-                           "%lld] (nodes, feature width)", o->targets, (long long)t->targets.rows,
-                           (long long)t->targets.cols, (long long)N, (long long)D);
+            rc = ag_fail(err, AG_EINVAL, "--targets %s is [%lld, %lld]; the states are [%lld, "
+                         "%lld] (nodes, feature width)", o->targets, (long long)t->targets.rows,
+                         (long long)t->targets.cols, (long long)N, (long long)D);
     }
     if (!rc && o->train_mask)
         rc = read_mask(&t->train, o->train_mask, "--train-mask", N, err);
@@ -133,13 +133,13 @@ int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t
         rc = read_mask(&t->eval, o->eval_mask, "--eval-mask", N, err);
     if (!rc && o->test_mask)
         rc = read_mask(&t->test, o->test_mask, "--test-mask", N, err);
-    if (!rc && !t->train && !(t->train = ag_i_alloc(N, 1, err, "train mask")))
-        rc = ag_i_alloc_status();
+    if (!rc && !t->train && !(t->train = ag_alloc(N, 1, err, "train mask")))
+        rc = ag_alloc_status();
     if (!rc && !o->train_mask)
         memset(t->train, 1, (size_t)N);
     if (!rc && !o->eval_mask && o->train_mask) {   /* held out: the rest */
-        if (!(t->eval = ag_i_alloc(N, 1, err, "eval mask")))
-            return ag_i_alloc_status();
+        if (!(t->eval = ag_alloc(N, 1, err, "eval mask")))
+            return ag_alloc_status();
         for (int64_t i = 0; i < N; i++)   /* and outside --test-mask: it is not for choosing */
             t->eval[i] = !t->train[i] && !(t->test && t->test[i]);
         if (!counted(t, t->eval))
@@ -150,15 +150,15 @@ int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t
     const char *what = t->labels ? "labelled node" : "node";
     if (!(t->n_train = counted(t, t->train)))
         return o->train_mask
-                   ? ag_i_fail(err, AG_EINVAL, "--train-mask %s selects no %s; nothing to learn",
-                               o->train_mask, what)
-                   : ag_i_fail(err, AG_EINVAL, "no %s; nothing to learn", what);
+                   ? ag_fail(err, AG_EINVAL, "--train-mask %s selects no %s; nothing to learn",
+                             o->train_mask, what)
+                   : ag_fail(err, AG_EINVAL, "no %s; nothing to learn", what);
     if (t->eval && !(t->n_eval = counted(t, t->eval)))
-        return ag_i_fail(err, AG_EINVAL, "--eval-mask %s selects no %s; nothing to evaluate",
-                         o->eval_mask, what);
+        return ag_fail(err, AG_EINVAL, "--eval-mask %s selects no %s; nothing to evaluate",
+                       o->eval_mask, what);
     if (t->test && !(t->n_test = counted(t, t->test)))
-        return ag_i_fail(err, AG_EINVAL, "--test-mask %s selects no %s; nothing to test",
-                         o->test_mask, what);
+        return ag_fail(err, AG_EINVAL, "--test-mask %s selects no %s; nothing to test",
+                       o->test_mask, what);
     return AG_OK;
 }
 

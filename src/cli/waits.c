@@ -32,8 +32,8 @@ int cli_short_waits(char **argv, ag_error_t *err)
     execv("/proc/self/exe", argv);   /* returns only on failure */
     const int e = errno;
     unsetenv("GOMP_SPINCOUNT");   /* --version then says what libgomp does */
-    return ag_i_fail(err, AG_EIO, "restarting with GOMP_SPINCOUNT=%s (threads that wait "
-                     "briefly, then sleep) failed: %s", CLI_SPINCOUNT, strerror(e));
+    return ag_fail(err, AG_EIO, "restarting with GOMP_SPINCOUNT=%s (threads that wait "
+                   "briefly, then sleep) failed: %s", CLI_SPINCOUNT, strerror(e));
 }
 
 const char *cli_waits(void)

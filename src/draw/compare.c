@@ -23,8 +23,8 @@ static int64_t first(int64_t b, int64_t g, int64_t N)
 int ag_mask_grid(double *fill, int64_t grid, const ag_nbhd_t *nb, ag_error_t *err)
 {
     if (!fill || !nb || nb->n_nodes < 1 || grid < 1 || grid > nb->n_nodes)
-        return ag_i_fail(err, AG_EINVAL, "mask grid: %lld blocks for %lld nodes; expected 1..N",
-                         (long long)grid, nb ? (long long)nb->n_nodes : 0LL);
+        return ag_fail(err, AG_EINVAL, "mask grid: %lld blocks for %lld nodes; expected 1..N",
+                       (long long)grid, nb ? (long long)nb->n_nodes : 0LL);
     const int64_t N = nb->n_nodes, g = grid;
     memset(fill, 0, (size_t)(g * g) * sizeof *fill);
     for (int64_t i = 0; i < N; i++) {
@@ -132,14 +132,14 @@ int ag_draw_compare(char **svg, const ag_compare_picture_t *c, ag_error_t *err)
     *svg = NULL;
     if (!c || c->n_conns < 1 || !c->names || c->n_figures < 0 ||
         (c->n_figures && (!c->figures || !c->figure_names)))
-        return ag_i_fail(err, AG_EINVAL, "compare picture: expected at least one connectivity "
-                         "with its name, and figure names and values");
+        return ag_fail(err, AG_EINVAL, "compare picture: expected at least one connectivity "
+                       "with its name, and figure names and values");
     if (c->grid < 1 || c->grid > 1024 || !c->masks)
-        return ag_i_fail(err, AG_EINVAL, "compare picture: mask grid %lld; expected 1..1024 with "
-                         "the masks", (long long)c->grid);
+        return ag_fail(err, AG_EINVAL, "compare picture: mask grid %lld; expected 1..1024 with "
+                       "the masks", (long long)c->grid);
     for (int k = 0; k < c->n_conns; k++)
         if (!c->names[k])
-            return ag_i_fail(err, AG_EINVAL, "compare picture: connectivity %d has no name", k);
+            return ag_fail(err, AG_EINVAL, "compare picture: connectivity %d has no name", k);
     const int per_row = c->n_conns < THUMBS_PER_ROW ? c->n_conns : THUMBS_PER_ROW;
     const int thumb_rows = (c->n_conns + THUMBS_PER_ROW - 1) / THUMBS_PER_ROW;
     const int charts = c->n_figures, chart_cols = charts < CHARTS_PER_ROW ? charts : CHARTS_PER_ROW;

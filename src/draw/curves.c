@@ -162,19 +162,19 @@ int ag_draw_panels(char **svg, const ag_panel_t *panels, int n_panels, const cha
 {
     *svg = NULL;
     if (!panels || n_panels < 1 || n_panels > 16)
-        return ag_i_fail(err, AG_EINVAL, "curves: %d panels; expected 1 to 16", n_panels);
+        return ag_fail(err, AG_EINVAL, "curves: %d panels; expected 1 to 16", n_panels);
     int legend = 0;
     for (int k = 0; k < n_panels; k++) {
         const ag_panel_t *p = &panels[k];
         if (p->n_series < 0 || (p->n_series && !p->series))
-            return ag_i_fail(err, AG_EINVAL, "curves: panel %d has %d series and no array", k,
-                             p->n_series);
+            return ag_fail(err, AG_EINVAL, "curves: panel %d has %d series and no array", k,
+                           p->n_series);
         int named = 0;
         for (int j = 0; j < p->n_series; j++) {
             const ag_series_t *se = &p->series[j];
             if (se->n < 0 || (se->n && (!se->x || !se->y)))
-                return ag_i_fail(err, AG_EINVAL, "curves: series %d of panel %d has %lld points "
-                                 "and no x or y", j, k, (long long)se->n);
+                return ag_fail(err, AG_EINVAL, "curves: series %d of panel %d has %lld points "
+                               "and no x or y", j, k, (long long)se->n);
             named += se->name != NULL;
         }
         legend = named > legend ? named : legend;
@@ -213,8 +213,8 @@ int ag_draw_rounds(char **svg, const double *round, const double *change,
 {
     *svg = NULL;
     if (n < 1 || !round || !change)
-        return ag_i_fail(err, AG_EINVAL, "rounds picture: %lld rounds; expected at least one, "
-                         "with their numbers and changes", (long long)n);
+        return ag_fail(err, AG_EINVAL, "rounds picture: %lld rounds; expected at least one, "
+                       "with their numbers and changes", (long long)n);
     const ag_series_t c = {"relative change |X_r - X_r-1| / |X_r-1|", round, change, n, 0, 1};
     const ag_series_t e = {"mean attention entropy (nats)", round, entropy, n, 0, 3};
     const ag_panel_t panels[2] = {

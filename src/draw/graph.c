@@ -210,31 +210,31 @@ int ag_draw_graph(char **svg, const ag_edge_weights_t *a, const ag_graph_opts_t 
     if (rc)
         return rc;
     if (a->n_nodes > AG_GRAPH_MAX_NODES || a->n_edges > AG_GRAPH_MAX_EDGES)
-        return ag_i_fail(err, AG_ELIMIT, "graph picture: %lld nodes and %lld edges; at most %d "
-                         "nodes and %d edges make a readable picture (draw a heatmap instead)",
-                         (long long)a->n_nodes, (long long)a->n_edges, AG_GRAPH_MAX_NODES,
-                         AG_GRAPH_MAX_EDGES);
+        return ag_fail(err, AG_ELIMIT, "graph picture: %lld nodes and %lld edges; at most %d "
+                       "nodes and %d edges make a readable picture (draw a heatmap instead)",
+                       (long long)a->n_nodes, (long long)a->n_edges, AG_GRAPH_MAX_NODES,
+                       AG_GRAPH_MAX_EDGES);
     const double vmax_opt = opts ? opts->vmax : 0;
     if (!(vmax_opt >= 0))
-        return ag_i_fail(err, AG_EINVAL, "graph picture: vmax %g; expected a number >= 0",
-                         vmax_opt);
+        return ag_fail(err, AG_EINVAL, "graph picture: vmax %g; expected a number >= 0",
+                       vmax_opt);
     const double *xy = opts ? opts->xy : NULL;
     for (int64_t i = 0; xy && i < 2 * a->n_nodes; i++)
         if (!isfinite(xy[i]))
-            return ag_i_fail(err, AG_EINVAL, "graph picture: node %lld's position is not finite",
-                             (long long)i / 2);
+            return ag_fail(err, AG_EINVAL, "graph picture: node %lld's position is not finite",
+                           (long long)i / 2);
     const int64_t *classes = opts ? opts->classes : NULL;
     for (int64_t i = 0; classes && i < a->n_nodes; i++)
         if (classes[i] < -1)
-            return ag_i_fail(err, AG_EINVAL, "graph picture: node %lld's class is %lld; "
-                             "expected 0, 1, ... or -1 (none)", (long long)i,
-                             (long long)classes[i]);
+            return ag_fail(err, AG_EINVAL, "graph picture: node %lld's class is %lld; "
+                           "expected 0, 1, ... or -1 (none)", (long long)i,
+                           (long long)classes[i]);
     canvas_t c = {0};
-    c.x = ag_i_alloc(2 * a->n_nodes, sizeof *c.x, err, "graph picture");
-    order_t *order = ag_i_alloc(a->n_edges + 1, sizeof *order, err, "graph picture");
+    c.x = ag_alloc(2 * a->n_nodes, sizeof *c.x, err, "graph picture");
+    order_t *order = ag_alloc(a->n_edges + 1, sizeof *order, err, "graph picture");
     if (!c.x || !order) {
         free(c.x), free(order);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     c.y = c.x + a->n_nodes;
     double top = 0;

@@ -24,7 +24,7 @@ static int by_dst_src(const void *a, const void *b)
 /* The edges as cells sorted by (dst, src), multi-edges added up: *n cells. */
 static cell_t *merge_cells(const ag_edge_weights_t *a, int64_t *n, ag_error_t *err)
 {
-    cell_t *c = ag_i_alloc(a->n_edges + 1, sizeof *c, err, "heatmap");
+    cell_t *c = ag_alloc(a->n_edges + 1, sizeof *c, err, "heatmap");
     if (!c)
         return NULL;
     for (int64_t k = 0; k < a->n_edges; k++)
@@ -238,10 +238,10 @@ int heatmap_opts_check(const ag_heatmap_opts_t *o, ag_error_t *err)
 {
     if (o && (o->max_nodes < 0 || o->max_cells < 0 || o->bins < 0 || !(o->vmax >= 0) ||
               !(o->vmin >= 0) || (o->vmin > 0 && o->vmax > 0 && o->vmin >= o->vmax)))
-        return ag_i_fail(err, AG_EINVAL, "heatmap: max_nodes %lld, max_cells %lld, bins %lld, "
-                         "vmin %g, vmax %g; expected numbers >= 0, vmin below vmax",
-                         (long long)o->max_nodes, (long long)o->max_cells, (long long)o->bins,
-                         o->vmin, o->vmax);
+        return ag_fail(err, AG_EINVAL, "heatmap: max_nodes %lld, max_cells %lld, bins %lld, "
+                       "vmin %g, vmax %g; expected numbers >= 0, vmin below vmax",
+                       (long long)o->max_nodes, (long long)o->max_cells, (long long)o->bins,
+                       o->vmin, o->vmax);
     return AG_OK;
 }
 
@@ -302,7 +302,7 @@ int ag_draw_heatmap(char **svg, const ag_edge_weights_t *a, const ag_heatmap_opt
     int64_t n = 0;
     cell_t *c = merge_cells(a, &n, err);
     if (!c)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     const int64_t bins = o->bins ? o->bins : AG_HEATMAP_BINS;
     const int binned = (a->n_nodes > (o->max_nodes ? o->max_nodes : AG_HEATMAP_MAX_NODES) ||
                         n > (o->max_cells ? o->max_cells : AG_HEATMAP_MAX_CELLS)) &&

@@ -10,18 +10,18 @@ int ag_heatmap_bins_new(ag_heatmap_bins_t **bins, int64_t n_nodes, int64_t n_bin
     *bins = NULL;
     const int64_t g = n_bins ? n_bins : AG_HEATMAP_BINS < n_nodes ? AG_HEATMAP_BINS : n_nodes;
     if (n_nodes < 1 || g < 1 || g > n_nodes || g > 4096)
-        return ag_i_fail(err, AG_EINVAL, "heatmap: %lld bins for %lld nodes; expected 1 to the "
-                         "number of nodes (at most 4096)", (long long)n_bins, (long long)n_nodes);
-    ag_heatmap_bins_t *b = ag_i_calloc(1, sizeof *b, err, "heatmap");
+        return ag_fail(err, AG_EINVAL, "heatmap: %lld bins for %lld nodes; expected 1 to the "
+                       "number of nodes (at most 4096)", (long long)n_bins, (long long)n_nodes);
+    ag_heatmap_bins_t *b = ag_calloc(1, sizeof *b, err, "heatmap");
     if (!b)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     b->n_nodes = n_nodes, b->g = g;
     b->last_dst = b->last_src = -1;
-    b->sum = ag_i_calloc(g * g, sizeof *b->sum, err, "heatmap");
-    b->count = ag_i_calloc(g * g, sizeof *b->count, err, "heatmap");
+    b->sum = ag_calloc(g * g, sizeof *b->sum, err, "heatmap");
+    b->count = ag_calloc(g * g, sizeof *b->count, err, "heatmap");
     if (!b->sum || !b->count) {
         ag_heatmap_bins_free(b);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     *bins = b;
     return AG_OK;
@@ -38,17 +38,17 @@ void bins_add_cell(ag_heatmap_bins_t *b, int64_t dst, int64_t src, double w)
 int ag_heatmap_bins_add(ag_heatmap_bins_t *b, const ag_edge_weights_t *a, ag_error_t *err)
 {
     if (!b)
-        return ag_i_fail(err, AG_EINVAL, "heatmap: no bins given");
+        return ag_fail(err, AG_EINVAL, "heatmap: no bins given");
     int rc = edges_check(a, "heatmap", err);
     if (rc)
         return rc;
     if (a->n_nodes != b->n_nodes)
-        return ag_i_fail(err, AG_EINVAL, "heatmap: edges over %lld nodes added to bins over %lld",
-                         (long long)a->n_nodes, (long long)b->n_nodes);
+        return ag_fail(err, AG_EINVAL, "heatmap: edges over %lld nodes added to bins over %lld",
+                       (long long)a->n_nodes, (long long)b->n_nodes);
     if (b->heads && (a->heads != b->heads || a->head != b->head))
-        return ag_i_fail(err, AG_EINVAL, "heatmap: edges of head %lld of %lld added to bins of "
-                         "head %lld of %lld", (long long)a->head, (long long)a->heads,
-                         (long long)b->head, (long long)b->heads);
+        return ag_fail(err, AG_EINVAL, "heatmap: edges of head %lld of %lld added to bins of "
+                       "head %lld of %lld", (long long)a->head, (long long)a->heads,
+                       (long long)b->head, (long long)b->heads);
     b->heads = a->heads, b->head = a->head;
     for (int64_t k = 0; k < a->n_edges; k++)
         bins_add_cell(b, a->dst[k], a->src[k], edges_weight(a, k));
@@ -60,7 +60,7 @@ int ag_draw_heatmap_bins(char **svg, const ag_heatmap_bins_t *b, const char *con
 {
     *svg = NULL;
     if (!b)
-        return ag_i_fail(err, AG_EINVAL, "heatmap: no bins given");
+        return ag_fail(err, AG_EINVAL, "heatmap: no bins given");
     int rc = heatmap_opts_check(opts, err);
     if (rc)
         return rc;

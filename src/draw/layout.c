@@ -24,20 +24,20 @@ int ag_layout_fr(double *xy, int64_t n_nodes, int64_t n_edges, const int64_t *sr
                  const int64_t *dst, uint64_t seed, ag_error_t *err)
 {
     if (!xy || n_nodes < 1 || n_edges < 0 || (n_edges && (!src || !dst)))
-        return ag_i_fail(err, AG_EINVAL, "layout: %lld nodes and %lld edges; expected at least "
-                         "one node, positions [N, 2] and the src, dst arrays",
-                         (long long)n_nodes, (long long)n_edges);
+        return ag_fail(err, AG_EINVAL, "layout: %lld nodes and %lld edges; expected at least "
+                       "one node, positions [N, 2] and the src, dst arrays",
+                       (long long)n_nodes, (long long)n_edges);
     for (int64_t k = 0; k < n_edges; k++)
         if (src[k] < 0 || src[k] >= n_nodes || dst[k] < 0 || dst[k] >= n_nodes)
-            return ag_i_fail(err, AG_EINVAL, "layout: edge %lld is %lld -> %lld; nodes are "
-                             "0..%lld", (long long)k, (long long)src[k], (long long)dst[k],
-                             (long long)n_nodes - 1);
+            return ag_fail(err, AG_EINVAL, "layout: edge %lld is %lld -> %lld; nodes are "
+                           "0..%lld", (long long)k, (long long)src[k], (long long)dst[k],
+                           (long long)n_nodes - 1);
     /* start from our own seeded positions; igraph's random numbers (used only
        to separate coincident nodes) come from a private generator, seeded too,
        so the host's default generator is left alone */
-    float *start = ag_i_alloc(2 * n_nodes, sizeof *start, err, "layout");
+    float *start = ag_alloc(2 * n_nodes, sizeof *start, err, "layout");
     if (!start)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     ag_random_normal(start, 2 * n_nodes, seed, 0x1a70u, (float)sqrt((double)n_nodes));
     int rc = AG_OK;
     igraph_vector_int_t edges;
@@ -49,7 +49,7 @@ int ag_layout_fr(double *xy, int64_t n_nodes, int64_t n_edges, const int64_t *sr
     if (igraph_vector_int_init(&edges, 2 * n_edges) || !(have_edges = 1) ||
         igraph_matrix_init(&res, n_nodes, 2) || !(have_res = 1) ||
         igraph_rng_init(&rng, &igraph_rngtype_pcg32) || !(have_rng = 1)) {
-        rc = ag_i_fail(err, AG_ENOMEM, "layout: out of memory");
+        rc = ag_fail(err, AG_ENOMEM, "layout: out of memory");
     } else {
         for (int64_t k = 0; k < n_edges; k++) {
             VECTOR(edges)[2 * k] = src[k];
@@ -66,7 +66,7 @@ int ag_layout_fr(double *xy, int64_t n_nodes, int64_t n_edges, const int64_t *sr
                                                sqrt((double)n_nodes) / 10,
                                                IGRAPH_LAYOUT_AUTOGRID, NULL, NULL, NULL,
                                                NULL, NULL))
-            rc = ag_i_fail(err, AG_EIGRAPH, "layout: igraph failed: %s", ag_i_igraph_reason());
+            rc = ag_fail(err, AG_EIGRAPH, "layout: igraph failed: %s", ag_i_igraph_reason());
         igraph_rng_set_default(host_rng);
     }
     if (!rc)

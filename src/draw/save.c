@@ -22,9 +22,9 @@ static int write_all(int fd, const char *p, size_t n)
 int ag_svg_save(const char *path, const char *svg, ag_error_t *err)
 {
     if (!path || !*path)
-        return ag_i_fail(err, AG_EINVAL, "picture: no file name given");
+        return ag_fail(err, AG_EINVAL, "picture: no file name given");
     if (!svg)
-        return ag_i_fail(err, AG_EINVAL, "%s: no picture to write", path);
+        return ag_fail(err, AG_EINVAL, "%s: no picture to write", path);
     ag_i_file_t f;
     int rc = ag_i_file_open(&f, path, NULL, err);
     if (rc)
@@ -32,12 +32,12 @@ int ag_svg_save(const char *path, const char *svg, ag_error_t *err)
     /* a device or FIFO is written in place */
     const int fd = f.direct ? open(f.final, O_WRONLY | O_TRUNC | O_CLOEXEC) : f.fd;
     if (fd < 0)
-        return ag_i_fail(err, AG_EIO, "%s: cannot write: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot write: %s", path, strerror(errno));
     if (write_all(fd, svg, strlen(svg)) != 0)
-        rc = ag_i_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+        rc = ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
     if (f.direct) {
         if (close(fd) != 0 && !rc)
-            rc = ag_i_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+            rc = ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
         return rc;
     }
     if (rc) {

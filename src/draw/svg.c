@@ -154,7 +154,7 @@ int svg_finish(svg_t *s, char **out, ag_error_t *err)
     *out = NULL;
     if (s->failed) {
         svg_discard(s);
-        return ag_i_fail(err, AG_ENOMEM, "picture: out of memory");
+        return ag_fail(err, AG_ENOMEM, "picture: out of memory");
     }
     *out = s->text;
     memset(s, 0, sizeof *s);

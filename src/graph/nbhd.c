@@ -32,11 +32,11 @@ static int build_runs(ag_nbhd_t *nb, const int64_t *slot_src, ag_error_t *err)
         for (int64_t s = nb->edge_ptr[i]; s < nb->edge_ptr[i + 1]; s++)
             R += s == nb->edge_ptr[i] || slot_src[s] != slot_src[s - 1] + 1;
     nb->n_runs = R;
-    nb->run_ptr = ag_i_alloc(N + 1, sizeof(int64_t), err, "neighbourhood runs");
-    nb->run_src = ag_i_alloc(R, sizeof(int64_t), err, "neighbourhood runs");
-    nb->run_len = ag_i_alloc(R, sizeof(int64_t), err, "neighbourhood runs");
+    nb->run_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "neighbourhood runs");
+    nb->run_src = ag_alloc(R, sizeof(int64_t), err, "neighbourhood runs");
+    nb->run_len = ag_alloc(R, sizeof(int64_t), err, "neighbourhood runs");
     if (!nb->run_ptr || !nb->run_src || !nb->run_len)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     int64_t r = 0;
     for (int64_t i = 0; i < N; i++) {
         nb->run_ptr[i] = r;
@@ -81,18 +81,18 @@ int ag_nbhd_from_graph(ag_nbhd_t *nb, const igraph_t *graph, ag_error_t *err)
     if (!directed)
         for (int64_t e = 0; e < E_graph; e++)
             M += IGRAPH_FROM(graph, e) != IGRAPH_TO(graph, e);
-    int64_t *src = ag_i_alloc(M, sizeof *src, err, "messages");
-    int64_t *dst = ag_i_alloc(M, sizeof *dst, err, "messages");
-    int64_t *eid = ag_i_alloc(M, sizeof *eid, err, "messages");
-    int64_t *by_src = ag_i_alloc(M, sizeof *by_src, err, "messages");
-    int64_t *order = ag_i_alloc(M, sizeof *order, err, "messages");
-    int64_t *slot_src = ag_i_alloc(M, sizeof *slot_src, err, "messages");
-    nb->edge_ptr = ag_i_alloc(N + 1, sizeof(int64_t), err, "neighbourhoods");
-    nb->edge_id = ag_i_alloc(M, sizeof(int64_t), err, "neighbourhoods");
+    int64_t *src = ag_alloc(M, sizeof *src, err, "messages");
+    int64_t *dst = ag_alloc(M, sizeof *dst, err, "messages");
+    int64_t *eid = ag_alloc(M, sizeof *eid, err, "messages");
+    int64_t *by_src = ag_alloc(M, sizeof *by_src, err, "messages");
+    int64_t *order = ag_alloc(M, sizeof *order, err, "messages");
+    int64_t *slot_src = ag_alloc(M, sizeof *slot_src, err, "messages");
+    nb->edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "neighbourhoods");
+    nb->edge_id = ag_alloc(M, sizeof(int64_t), err, "neighbourhoods");
     int rc = AG_OK;
     if (!src || !dst || !eid || !by_src || !order || !slot_src || !nb->edge_ptr ||
         !nb->edge_id) {
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
         goto done;
     }
 
@@ -132,14 +132,14 @@ int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
     if (self == AG_SELF_KEEP)
         return AG_OK;
     if (self != AG_SELF_ON && self != AG_SELF_OFF && self != AG_SELF_REPLACE)
-        return ag_i_fail(err, AG_EINVAL, "self-loops mode %d; expected AG_SELF_KEEP, AG_SELF_ON, "
-                         "AG_SELF_OFF or AG_SELF_REPLACE", (int)self);
+        return ag_fail(err, AG_EINVAL, "self-loops mode %d; expected AG_SELF_KEEP, AG_SELF_ON, "
+                       "AG_SELF_OFF or AG_SELF_REPLACE", (int)self);
     /* add: one loop per node (on: where there is none); drop: the node's own */
     const int add = self != AG_SELF_OFF, drop = self != AG_SELF_ON;
     const int64_t N = nb->n_nodes, E = nb->n_edges;
-    int64_t *src = ag_i_alloc(E + 1, sizeof *src, err, "self-loops");
+    int64_t *src = ag_alloc(E + 1, sizeof *src, err, "self-loops");
     if (!src)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     ag_nbhd_sources(nb, 0, N, src);
     /* the new size: one slot more for each node without a self edge (on), one
        less for each self edge (off), one loop a node instead of its self edges
@@ -155,12 +155,12 @@ int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
        added loops last: a graph's edge ids, or without them (CSR) the input's
        slot indices, which are the user's edge numbers. */
     ag_nbhd_t out = {.n_nodes = N, .n_edges = E_new};
-    int64_t *out_src = ag_i_alloc(E_new + 1, sizeof *out_src, err, "self-loops");
-    out.edge_ptr = ag_i_alloc(N + 1, sizeof(int64_t), err, "self-loops");
-    out.edge_id = ag_i_alloc(E_new + 1, sizeof(int64_t), err, "self-loops");
+    int64_t *out_src = ag_alloc(E_new + 1, sizeof *out_src, err, "self-loops");
+    out.edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "self-loops");
+    out.edge_id = ag_alloc(E_new + 1, sizeof(int64_t), err, "self-loops");
     int rc = AG_OK;
     if (!out_src || !out.edge_ptr || !out.edge_id) {
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
         goto done;
     }
     int64_t t = 0;
@@ -204,34 +204,34 @@ int ag_nbhd_from_csr(ag_nbhd_t *nb, int64_t n_nodes, const int64_t *indptr,
 {
     memset(nb, 0, sizeof *nb);
     if (n_nodes <= 0)
-        return ag_i_fail(err, AG_EINVAL, "CSR: %lld nodes; expected at least 1",
-                         (long long)n_nodes);
+        return ag_fail(err, AG_EINVAL, "CSR: %lld nodes; expected at least 1",
+                       (long long)n_nodes);
     if (indptr[0] != 0)
-        return ag_i_fail(err, AG_EINVAL, "CSR: indptr[0] is %lld; expected 0",
-                         (long long)indptr[0]);
+        return ag_fail(err, AG_EINVAL, "CSR: indptr[0] is %lld; expected 0",
+                       (long long)indptr[0]);
     /* indptr whole first: only a non-decreasing indptr bounds the reads of indices
        (indices has indptr[N] entries) */
     for (int64_t i = 0; i < n_nodes; i++)
         if (indptr[i + 1] < indptr[i])
-            return ag_i_fail(err, AG_EINVAL, "CSR: indptr decreases at %lld (%lld then %lld)",
-                             (long long)i, (long long)indptr[i], (long long)indptr[i + 1]);
+            return ag_fail(err, AG_EINVAL, "CSR: indptr decreases at %lld (%lld then %lld)",
+                           (long long)i, (long long)indptr[i], (long long)indptr[i + 1]);
     for (int64_t i = 0; i < n_nodes; i++) {
         for (int64_t s = indptr[i]; s < indptr[i + 1]; s++) {
             if (indices[s] < 0 || indices[s] >= n_nodes)
-                return ag_i_fail(err, AG_EINVAL, "CSR: indices[%lld] is %lld; expected a node "
-                                 "in 0..%lld", (long long)s, (long long)indices[s],
-                                 (long long)n_nodes - 1);
+                return ag_fail(err, AG_EINVAL, "CSR: indices[%lld] is %lld; expected a node "
+                               "in 0..%lld", (long long)s, (long long)indices[s],
+                               (long long)n_nodes - 1);
             if (s > indptr[i] && indices[s] < indices[s - 1])
-                return ag_i_fail(err, AG_EINVAL, "CSR: sources of node %lld are not ascending "
-                                 "(indices[%lld] = %lld after %lld)", (long long)i, (long long)s,
-                                 (long long)indices[s], (long long)indices[s - 1]);
+                return ag_fail(err, AG_EINVAL, "CSR: sources of node %lld are not ascending "
+                               "(indices[%lld] = %lld after %lld)", (long long)i, (long long)s,
+                               (long long)indices[s], (long long)indices[s - 1]);
         }
     }
     nb->n_nodes = n_nodes;
     nb->n_edges = indptr[n_nodes];
-    nb->edge_ptr = ag_i_alloc(n_nodes + 1, sizeof(int64_t), err, "neighbourhoods");
+    nb->edge_ptr = ag_alloc(n_nodes + 1, sizeof(int64_t), err, "neighbourhoods");
     if (!nb->edge_ptr)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     memcpy(nb->edge_ptr, indptr, (size_t)(n_nodes + 1) * sizeof(int64_t));
     int rc = build_runs(nb, indices, err);
     if (rc)
@@ -252,12 +252,12 @@ static int slot_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **s
                       ag_error_t *err)
 {
     const int64_t E = nb->n_edges;
-    int64_t *src = ag_i_alloc(E, sizeof *src, err, "edge order");
-    int64_t *slot = ag_i_alloc(E, sizeof *slot, err, "edge order");
-    ag_edge_msg_t *msgs = ag_i_alloc(E, sizeof *msgs, err, "edge order");
+    int64_t *src = ag_alloc(E, sizeof *src, err, "edge order");
+    int64_t *slot = ag_alloc(E, sizeof *slot, err, "edge order");
+    ag_edge_msg_t *msgs = ag_alloc(E, sizeof *msgs, err, "edge order");
     if (!src || !slot || !msgs) {
         free(src), free(slot), free(msgs);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     ag_nbhd_sources(nb, 0, nb->n_nodes, src);
     for (int64_t i = 0; i < nb->n_nodes; i++)
@@ -283,18 +283,18 @@ int ag_edge_order(const ag_nbhd_t *nb, ag_edge_msg_t **msgs_out, int64_t **slot_
     for (int64_t s = 0; s < E; s++)
         if (nb->edge_id[s] > max_eid)
             max_eid = nb->edge_id[s];
-    int64_t *slot_src = ag_i_alloc(E, sizeof *slot_src, err, "edge order");
-    int64_t *offsets = ag_i_alloc(max_eid + 3, sizeof *offsets, err, "edge order");
-    int64_t *slot = ag_i_alloc(E, sizeof *slot, err, "edge order");
-    int64_t *key = ag_i_alloc(E, sizeof *key, err, "edge order");
-    ag_edge_msg_t *msgs = ag_i_alloc(E, sizeof *msgs, err, "edge order");
+    int64_t *slot_src = ag_alloc(E, sizeof *slot_src, err, "edge order");
+    int64_t *offsets = ag_alloc(max_eid + 3, sizeof *offsets, err, "edge order");
+    int64_t *slot = ag_alloc(E, sizeof *slot, err, "edge order");
+    int64_t *key = ag_alloc(E, sizeof *key, err, "edge order");
+    ag_edge_msg_t *msgs = ag_alloc(E, sizeof *msgs, err, "edge order");
     if (!slot_src || !offsets || !slot || !key || !msgs) {
         free(slot_src);
         free(offsets);
         free(slot);
         free(key);
         free(msgs);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     ag_nbhd_sources(nb, 0, N, slot_src);
     /* added self-loops (edge id -1) come after the graph's edges, by node */
@@ -331,10 +331,10 @@ int ag_graph_from_nbhd(igraph_t *graph, const ag_nbhd_t *nb, int64_t max_edges,
 {
     const int64_t E = nb->n_edges;
     if (max_edges > 0 && E > max_edges)
-        return ag_i_fail(err, AG_ELIMIT, "%lld edges are too many to materialise as a graph "
-                         "(igraph needs ~32 bytes an edge: %.3g GB); the limit is %lld edge%s",
-                         (long long)E, 32e-9 * (double)E, (long long)max_edges,
-                         AG_PLURAL(max_edges));
+        return ag_fail(err, AG_ELIMIT, "%lld edges are too many to materialise as a graph "
+                       "(igraph needs ~32 bytes an edge: %.3g GB); the limit is %lld edge%s",
+                       (long long)E, 32e-9 * (double)E, (long long)max_edges,
+                       AG_PLURAL(max_edges));
     ag_edge_msg_t *msgs;
     int64_t *slot;
     int rc = ag_edge_order(nb, &msgs, &slot, err);
@@ -344,16 +344,16 @@ int ag_graph_from_nbhd(igraph_t *graph, const ag_nbhd_t *nb, int64_t max_edges,
     ag_i_igraph_use_attributes();
     ag_i_igraph_enter();
     if (igraph_vector_int_init(&edges, 2 * E)) {
-        rc = ag_i_fail(err, AG_ENOMEM, "graph of %lld edge%s: out of memory", (long long)E,
-                       AG_PLURAL(E));
+        rc = ag_fail(err, AG_ENOMEM, "graph of %lld edge%s: out of memory", (long long)E,
+                     AG_PLURAL(E));
     } else {
         for (int64_t k = 0; k < E; k++) {
             VECTOR(edges)[2 * k] = msgs[k].src;
             VECTOR(edges)[2 * k + 1] = msgs[k].dst;
         }
         if (igraph_create(graph, &edges, nb->n_nodes, IGRAPH_DIRECTED))
-            rc = ag_i_fail(err, AG_EIGRAPH, "graph of %lld edge%s: %s", (long long)E,
-                           AG_PLURAL(E), ag_i_igraph_reason());
+            rc = ag_fail(err, AG_EIGRAPH, "graph of %lld edge%s: %s", (long long)E,
+                         AG_PLURAL(E), ag_i_igraph_reason());
         igraph_vector_int_destroy(&edges);
     }
     ag_i_igraph_leave();

@@ -43,11 +43,11 @@ static int check_runs(int64_t N, int64_t lo, int64_t hi, int64_t n, const int64_
         if (dst[r] < 0 || dst[r] >= N || (dst[r] >= lo && dst[r] < hi) ||
             (r > 0 && dst[r] < dst[r - 1]) || len[r] < 1 || src[r] < lo ||
             src[r] + len[r] > hi)
-            return ag_i_fail(err, AG_EINVAL, "backward part: run %lld (destination %lld, "
-                             "sources %lld..%lld) is not a clipped run of another part's "
-                             "destination, in order, for sources %lld..%lld", (long long)r,
-                             (long long)dst[r], (long long)src[r],
-                             (long long)(src[r] + len[r] - 1), (long long)lo, (long long)hi - 1);
+            return ag_fail(err, AG_EINVAL, "backward part: run %lld (destination %lld, "
+                           "sources %lld..%lld) is not a clipped run of another part's "
+                           "destination, in order, for sources %lld..%lld", (long long)r,
+                           (long long)dst[r], (long long)src[r],
+                           (long long)(src[r] + len[r] - 1), (long long)lo, (long long)hi - 1);
     return AG_OK;
 }
 
@@ -62,13 +62,13 @@ static int fill_runs(ag_nbhd_t *out, const ag_nbhd_t *own, int64_t lo, int64_t h
     memset(out, 0, sizeof *out);
     const int64_t R = own->n_runs + n;
     out->n_nodes = n_dst;
-    out->edge_ptr = ag_i_alloc(n_dst + 1, sizeof(int64_t), err, "backward part");
-    out->run_ptr = ag_i_alloc(n_dst + 1, sizeof(int64_t), err, "backward part");
-    out->run_src = ag_i_alloc(R + 1, sizeof(int64_t), err, "backward part");
-    out->run_len = ag_i_alloc(R + 1, sizeof(int64_t), err, "backward part");
+    out->edge_ptr = ag_alloc(n_dst + 1, sizeof(int64_t), err, "backward part");
+    out->run_ptr = ag_alloc(n_dst + 1, sizeof(int64_t), err, "backward part");
+    out->run_src = ag_alloc(R + 1, sizeof(int64_t), err, "backward part");
+    out->run_len = ag_alloc(R + 1, sizeof(int64_t), err, "backward part");
     if (!out->edge_ptr || !out->run_ptr || !out->run_src || !out->run_len) {
         ag_nbhd_destroy(out);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     int64_t runs = 0, slots = 0, k = 0;
     for (int64_t x = 0; x < n_dst; x++) {
@@ -138,9 +138,9 @@ int ag_i_back_part_init(ag_i_back_part_t *bp, int64_t N, int64_t E, int64_t lo, 
     ag_nbhd_t *v = &bp->view, *b = &bp->base;
     /* each run's first slot (runs lie in slot order): a score with an edge bias
        finds a message's slot by it (generic.c's slot_of) */
-    if (!(b->run_slot = ag_i_alloc(b->n_runs + 1, sizeof *b->run_slot, err, "backward part"))) {
+    if (!(b->run_slot = ag_alloc(b->n_runs + 1, sizeof *b->run_slot, err, "backward part"))) {
         ag_i_back_part_destroy(bp);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     for (int64_t x = 0; x < w; x++)
         for (int64_t r = b->run_ptr[x], s = b->edge_ptr[x]; r < b->run_ptr[x + 1]; r++)

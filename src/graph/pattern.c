@@ -66,16 +66,16 @@ static int check_size(const ag_pattern_t *pat, const pnode_t *n, int64_t N, ag_e
         return check_size(pat, n->l, N, err);
     case P_GLOBAL_IDS:
         if (n->list[n->n_list - 1] >= N)
-            return ag_i_fail(err, AG_EINVAL, "pattern '%s': '%s' names node %lld, but the nodes "
-                             "are 0..%lld", pat->spec, n->text, (long long)n->list[n->n_list - 1],
-                             (long long)N - 1);
+            return ag_fail(err, AG_EINVAL, "pattern '%s': '%s' names node %lld, but the nodes "
+                           "are 0..%lld", pat->spec, n->text, (long long)n->list[n->n_list - 1],
+                           (long long)N - 1);
         return AG_OK;
     default: {
         int64_t s = natural_size(n, &who);
         if (s && s != N)
-            return ag_i_fail(err, AG_EINVAL, "pattern '%s': '%s' covers %lld node%s, but there "
-                             "%s %lld", pat->spec, who->text, (long long)s, s == 1 ? "" : "s",
-                             N == 1 ? "is" : "are", (long long)N);
+            return ag_fail(err, AG_EINVAL, "pattern '%s': '%s' covers %lld node%s, but there "
+                           "%s %lld", pat->spec, who->text, (long long)s, s == 1 ? "" : "s",
+                           N == 1 ? "is" : "are", (long long)N);
         return AG_OK;
     }
     }
@@ -293,11 +293,11 @@ static int runs_push(runs_t *r, int64_t src, int64_t len)
 int pattern_check(const ag_pattern_t *pattern, int64_t N, ag_error_t *err)
 {
     if (N < 1)
-        return ag_i_fail(err, AG_EINVAL, "pattern '%s': %lld nodes; expected at least 1",
-                         pattern->spec, (long long)N);
+        return ag_fail(err, AG_EINVAL, "pattern '%s': %lld nodes; expected at least 1",
+                       pattern->spec, (long long)N);
     if (N > MAX_PARAM)
-        return ag_i_fail(err, AG_ELIMIT, "pattern '%s': %lld nodes is too many", pattern->spec,
-                         (long long)N);
+        return ag_fail(err, AG_ELIMIT, "pattern '%s': %lld nodes is too many", pattern->spec,
+                       (long long)N);
     return check_size(pattern, pattern->root, N, err);
 }
 
@@ -336,19 +336,19 @@ static int compile_range(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, 
     memset(nb, 0, sizeof *nb);
     if (self != AG_SELF_KEEP && self != AG_SELF_ON && self != AG_SELF_OFF &&
         self != AG_SELF_REPLACE)
-        return ag_i_fail(err, AG_EINVAL, "pattern '%s': self-loops mode %d; expected "
-                         "AG_SELF_KEEP, AG_SELF_ON, AG_SELF_OFF or AG_SELF_REPLACE",
-                         pattern->spec, (int)self);
+        return ag_fail(err, AG_EINVAL, "pattern '%s': self-loops mode %d; expected "
+                       "AG_SELF_KEEP, AG_SELF_ON, AG_SELF_OFF or AG_SELF_REPLACE",
+                       pattern->spec, (int)self);
     int rc = pattern_check(pattern, N, err);
     if (rc)
         return rc;
     const int64_t n = hi - lo;
     nb->n_nodes = n;
-    nb->edge_ptr = ag_i_alloc(n + 1, sizeof(int64_t), err, "pattern");
-    nb->run_ptr = degrees_only ? NULL : ag_i_alloc(n + 1, sizeof(int64_t), err, "pattern");
+    nb->edge_ptr = ag_alloc(n + 1, sizeof(int64_t), err, "pattern");
+    nb->run_ptr = degrees_only ? NULL : ag_alloc(n + 1, sizeof(int64_t), err, "pattern");
     runs_t runs = {0};
     pattern_eval_t ev = {0};
-    rc = nb->edge_ptr && (degrees_only || nb->run_ptr) ? AG_OK : ag_i_alloc_status();
+    rc = nb->edge_ptr && (degrees_only || nb->run_ptr) ? AG_OK : ag_alloc_status();
     int64_t E = 0;
     for (int64_t i = lo; i < hi && !rc; i++) {
         nb->edge_ptr[i - lo] = E;
@@ -356,14 +356,14 @@ static int compile_range(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, 
             nb->run_ptr[i - lo] = runs.n;
         const ivl_list_t *res = pattern_sources(pattern, N, self, i, &ev);
         if (!res) {
-            rc = ag_i_fail(err, ag_i_alloc_status(), "pattern '%s': %s", pattern->spec,
-                           ag_i_alloc_reason());
+            rc = ag_fail(err, ag_alloc_status(), "pattern '%s': %s", pattern->spec,
+                         ag_i_alloc_reason());
             break;
         }
         for (int64_t k = 0; k < res->n; k++) {
             if (!degrees_only && runs_push(&runs, res->v[k].lo, res->v[k].hi - res->v[k].lo)) {
-                rc = ag_i_fail(err, ag_i_alloc_status(), "pattern '%s': %s for %lld runs",
-                               pattern->spec, ag_i_alloc_reason(), (long long)runs.n);
+                rc = ag_fail(err, ag_alloc_status(), "pattern '%s': %s for %lld runs",
+                             pattern->spec, ag_i_alloc_reason(), (long long)runs.n);
                 break;
             }
             E += res->v[k].hi - res->v[k].lo;

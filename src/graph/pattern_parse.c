@@ -36,8 +36,8 @@ static int parse_fail(parser_t *ps, ag_status_t status, const char *fmt, ...)
     va_end(ap);
     /* a long spec is shortened, so the reason always fits the message */
     const int long_spec = strlen(ps->spec) > 60;
-    return ps->rc = ag_i_fail(ps->err, status, "pattern '%.*s%s': %s", long_spec ? 48 : 60,
-                              ps->spec, long_spec ? "..." : "", why);
+    return ps->rc = ag_fail(ps->err, status, "pattern '%.*s%s': %s", long_spec ? 48 : 60,
+                            ps->spec, long_spec ? "..." : "", why);
 }
 
 void pattern_node_free(pnode_t *n)
@@ -404,7 +404,7 @@ int ag_pattern_parse(ag_pattern_t **out, const char *spec, ag_error_t *err)
     if (!pat || !(pat->spec = strdup(spec))) {
         free(pat);
         pattern_node_free(root);
-        return ag_i_fail(err, AG_ENOMEM, "pattern: out of memory");
+        return ag_fail(err, AG_ENOMEM, "pattern: out of memory");
     }
     pat->root = root;
     *out = pat;

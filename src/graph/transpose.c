@@ -188,15 +188,15 @@ static int sweep(const ag_nbhd_t *nb, const int64_t *dst_of, const int64_t *star
 int ag_nbhd_transpose(ag_nbhd_t *nb, ag_error_t *err)
 {
     if (!nb || !nb->edge_ptr || !nb->run_ptr)
-        return ag_i_fail(err, AG_EINVAL, "transpose: neighbourhoods are not compiled");
+        return ag_fail(err, AG_EINVAL, "transpose: neighbourhoods are not compiled");
     if (nb->out_ptr)
         return AG_OK;
     const int64_t N = nb->n_nodes, R = nb->n_runs;
-    int64_t *ints = ag_i_alloc(3 * (N + 2) + 3 * R + N, sizeof(int64_t), err, "transpose");
-    int64_t *run_slot = ag_i_alloc(R, sizeof(int64_t), err, "transpose");
+    int64_t *ints = ag_alloc(3 * (N + 2) + 3 * R + N, sizeof(int64_t), err, "transpose");
+    int64_t *run_slot = ag_alloc(R, sizeof(int64_t), err, "transpose");
     if (!ints || !run_slot) {
         free(ints), free(run_slot);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     int64_t *start_ptr = ints, *end_ptr = start_ptr + N + 2, *cursor = end_ptr + N + 2;
     int64_t *start = cursor + N + 2, *end = start + R, *dst_of = end + R, *open = dst_of + R;
@@ -213,17 +213,17 @@ int ag_nbhd_transpose(ag_nbhd_t *nb, ag_error_t *err)
     int64_t n_out = 0;
     ag_nbhd_t t = {0};
     if (!rc && sweep(nb, dst_of, start_ptr, start, end_ptr, end, open, &n_out, NULL))
-        rc = ag_i_fail(err, ag_i_alloc_status(), "transpose: %s", ag_i_alloc_reason());
+        rc = ag_fail(err, ag_alloc_status(), "transpose: %s", ag_i_alloc_reason());
     if (!rc) {
-        t.out_ptr = ag_i_alloc(N + 1, sizeof(int64_t), err, "transpose");
-        t.out_dst = ag_i_alloc(n_out, sizeof(int64_t), err, "transpose");
-        t.out_len = ag_i_alloc(n_out, sizeof(int64_t), err, "transpose");
-        t.out_nth = ag_i_alloc(n_out, sizeof(int64_t), err, "transpose");
+        t.out_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "transpose");
+        t.out_dst = ag_alloc(n_out, sizeof(int64_t), err, "transpose");
+        t.out_len = ag_alloc(n_out, sizeof(int64_t), err, "transpose");
+        t.out_nth = ag_alloc(n_out, sizeof(int64_t), err, "transpose");
         if (!t.out_ptr || !t.out_dst || !t.out_len || !t.out_nth)
-            rc = ag_i_alloc_status();
+            rc = ag_alloc_status();
     }
     if (!rc && sweep(nb, dst_of, start_ptr, start, end_ptr, end, open, &n_out, &t))
-        rc = ag_i_fail(err, ag_i_alloc_status(), "transpose: %s", ag_i_alloc_reason());
+        rc = ag_fail(err, ag_alloc_status(), "transpose: %s", ag_i_alloc_reason());
     free(ints);
     if (rc) {
         free(t.out_ptr), free(t.out_dst), free(t.out_len), free(t.out_nth), free(run_slot);

@@ -43,8 +43,8 @@ int ag_format_parse(ag_format_t *format, const char *name, ag_error_t *err)
             *format = format_names[i].format;
             return AG_OK;
         }
-    return ag_i_fail(err, AG_EINVAL, "unknown graph format '%s'; expected edgelist, ncol, lgl, "
-                     "graphml, gml or pajek (dot: written, not read)", name);
+    return ag_fail(err, AG_EINVAL, "unknown graph format '%s'; expected edgelist, ncol, lgl, "
+                   "graphml, gml or pajek (dot: written, not read)", name);
 }
 
 int ag_format_from_path(ag_format_t *format, const char *path, ag_error_t *err)
@@ -57,9 +57,9 @@ int ag_format_from_path(ag_format_t *format, const char *path, ag_error_t *err)
                 *format = format_exts[i].format;
                 return AG_OK;
             }
-    return ag_i_fail(err, AG_EINVAL, "%s: cannot tell the graph format from the extension; "
-                     "expected .edges/.el/.txt, .ncol, .lgl, .graphml, .gml or .net "
-                     "(or name the format with --format)", path);
+    return ag_fail(err, AG_EINVAL, "%s: cannot tell the graph format from the extension; "
+                   "expected .edges/.el/.txt, .ncol, .lgl, .graphml, .gml or .net "
+                   "(or name the format with --format)", path);
 }
 
 const char *ag_format_name(ag_format_t format)
@@ -78,7 +78,7 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
 {
     igraph_vector_int_t edges;
     if (igraph_vector_int_init(&edges, 0))
-        return ag_i_fail(err, AG_ENOMEM, "%s: out of memory", path);
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
     int rc = AG_OK;
     int64_t max_id = -1, lineno = 0;
     char *line = NULL;
@@ -102,19 +102,19 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
                 int n = 0;
                 while (p[n] && !isspace((unsigned char)p[n]) && n < 40)
                     n++;
-                rc = ag_i_fail(err, AG_EFORMAT, "%s:%lld: '%.*s' is not a node id; expected a "
-                               "non-negative integer", path, (long long)lineno, n, p);
+                rc = ag_fail(err, AG_EFORMAT, "%s:%lld: '%.*s' is not a node id; expected a "
+                             "non-negative integer", path, (long long)lineno, n, p);
                 break;
             }
             if (v >= max_nodes) {
-                rc = ag_i_fail(err, AG_ELIMIT, "%s:%lld: node id %lld implies more than %lld "
-                               "node%s; raise max_nodes (the tool's --max-nodes) if this is intended", path,
-                               (long long)lineno, v, (long long)max_nodes, AG_PLURAL(max_nodes));
+                rc = ag_fail(err, AG_ELIMIT, "%s:%lld: node id %lld implies more than %lld "
+                             "node%s; raise max_nodes (the tool's --max-nodes) if this is intended", path,
+                             (long long)lineno, v, (long long)max_nodes, AG_PLURAL(max_nodes));
                 break;
             }
             if (k == 2) {
-                rc = ag_i_fail(err, AG_EFORMAT, "%s:%lld: more than two ids on a line; expected "
-                               "'src dst'", path, (long long)lineno);
+                rc = ag_fail(err, AG_EFORMAT, "%s:%lld: more than two ids on a line; expected "
+                             "'src dst'", path, (long long)lineno);
                 break;
             }
             ids[k++] = v;
@@ -123,13 +123,13 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
         if (rc || k == 0)
             continue;
         if (k == 1) {
-            rc = ag_i_fail(err, AG_EFORMAT, "%s:%lld: one id on a line; expected 'src dst'", path,
-                           (long long)lineno);
+            rc = ag_fail(err, AG_EFORMAT, "%s:%lld: one id on a line; expected 'src dst'", path,
+                         (long long)lineno);
             break;
         }
         if (igraph_vector_int_push_back(&edges, ids[0]) ||
             igraph_vector_int_push_back(&edges, ids[1])) {
-            rc = ag_i_fail(err, AG_ENOMEM, "%s: out of memory", path);
+            rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
             break;
         }
         for (int i = 0; i < 2; i++)
@@ -138,11 +138,11 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
     }
     free(line);
     if (!rc && ferror(f))
-        rc = ag_i_fail(err, AG_EIO, "%s: read error", path);
+        rc = ag_fail(err, AG_EIO, "%s: read error", path);
     if (!rc && max_id < 0)
-        rc = ag_i_fail(err, AG_EFORMAT, "%s: no edges; expected 'src dst' lines", path);
+        rc = ag_fail(err, AG_EFORMAT, "%s: no edges; expected 'src dst' lines", path);
     if (!rc && igraph_create(graph, &edges, max_id + 1, directed))
-        rc = ag_i_fail(err, AG_EIGRAPH, "%s: %s", path, ag_i_igraph_reason());
+        rc = ag_fail(err, AG_EIGRAPH, "%s: %s", path, ag_i_igraph_reason());
     igraph_vector_int_destroy(&edges);
     return rc;
 }
@@ -155,8 +155,8 @@ static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_err
 {
     const long start = ftell(f);
     if (start < 0)
-        return ag_i_fail(err, AG_EIO, "%s: cannot tell the read position: %s", path,
-                         strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot tell the read position: %s", path,
+                       strerror(errno));
     char buf[256];
     int rc = AG_OK;
     while (fgets(buf, sizeof buf, f)) {
@@ -166,14 +166,14 @@ static int check_pajek_size(FILE *f, const char *path, int64_t max_nodes, ag_err
         if (strncasecmp(p, "*vertices", 9) == 0) {
             long long n = strtoll(p + 9, NULL, 10);
             if (n > max_nodes)
-                rc = ag_i_fail(err, AG_ELIMIT, "%s: *Vertices %lld is more than %lld node%s; "
-                               "raise max_nodes (the tool's --max-nodes) if this is intended", path, n,
-                               (long long)max_nodes, AG_PLURAL(max_nodes));
+                rc = ag_fail(err, AG_ELIMIT, "%s: *Vertices %lld is more than %lld node%s; "
+                             "raise max_nodes (the tool's --max-nodes) if this is intended", path, n,
+                             (long long)max_nodes, AG_PLURAL(max_nodes));
             break;
         }
     }
     if (fseek(f, start, SEEK_SET) != 0 && !rc)
-        rc = ag_i_fail(err, AG_EIO, "%s: cannot seek: %s", path, strerror(errno));
+        rc = ag_fail(err, AG_EIO, "%s: cannot seek: %s", path, strerror(errno));
     return rc;
 }
 
@@ -229,13 +229,13 @@ static int open_input(FILE **f, char **mem, size_t *mem_len, const char *path,
     const int is_stdin = strcmp(path, "-") == 0;
     FILE *in = is_stdin ? stdin : fopen(path, "rb");
     if (!in)
-        return ag_i_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (!is_stdin && fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode)) {
         if (skip_bom(in) < 0) {   /* igraph's text readers would take it for a name */
             const int e = errno;
             fclose(in);
-            return ag_i_fail(err, AG_EIO, "%s: cannot seek: %s", path, strerror(e));
+            return ag_fail(err, AG_EIO, "%s: cannot seek: %s", path, strerror(e));
         }
         *f = in;
         return AG_OK;
@@ -255,13 +255,13 @@ static int open_input(FILE **f, char **mem, size_t *mem_len, const char *path,
     }
     if (len == 0) {
         free(buf);
-        return ag_i_fail(err, AG_EFORMAT, "%s: %s is empty", path,
-                         is_stdin ? "standard input" : "the input");
+        return ag_fail(err, AG_EFORMAT, "%s: %s is empty", path,
+                       is_stdin ? "standard input" : "the input");
     }
     if (!(*f = fmemopen(buf, len, "rb"))) {
         const int e = errno;
         free(buf);
-        return ag_i_fail(err, AG_EIO, "%s: cannot read from memory: %s", path, strerror(e));
+        return ag_fail(err, AG_EIO, "%s: cannot read from memory: %s", path, strerror(e));
     }
     *mem = buf;
     *mem_len = len;
@@ -295,12 +295,12 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
     int64_t max_nodes = opts && opts->max_nodes > 0 ? opts->max_nodes : AG_DEFAULT_MAX_NODES;
     int rc = AG_OK;
     if (format == AG_FORMAT_AUTO && strcmp(path, "-") == 0)
-        return ag_i_fail(err, AG_EINVAL, "-: a graph on standard input needs its format named");
+        return ag_fail(err, AG_EINVAL, "-: a graph on standard input needs its format named");
     if (format == AG_FORMAT_AUTO && (rc = ag_format_from_path(&format, path, err)))
         return rc;
     if (format == AG_FORMAT_DOT)
-        return ag_i_fail(err, AG_EINVAL, "%s: DOT files can be written, not read; use GraphML, "
-                         "GML, Pajek, NCOL, LGL or an edge list", path);
+        return ag_fail(err, AG_EINVAL, "%s: DOT files can be written, not read; use GraphML, "
+                       "GML, Pajek, NCOL, LGL or an edge list", path);
     ag_i_igraph_use_attributes();
 
     char *mem;
@@ -324,8 +324,8 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
     if (format == AG_FORMAT_EDGELIST) {
         rc = read_edgelist(graph, f, path, max_nodes, directed, err);
     } else if (read_with_igraph(graph, f, format, directed)) {
-        rc = ag_i_fail(err, AG_EFORMAT, "%s: not a valid %s file: %s", path,
-                       ag_format_name(format), ag_i_igraph_reason());
+        rc = ag_fail(err, AG_EFORMAT, "%s: not a valid %s file: %s", path,
+                     ag_format_name(format), ag_i_igraph_reason());
     }
     if (!rc && format == AG_FORMAT_GRAPHML)
         drop_default_graphml_ids(graph);
@@ -341,18 +341,18 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
         (direction == AG_EDGES_DIRECTED) != igraph_is_directed(graph)) {
         const int is_directed = igraph_is_directed(graph);
         igraph_destroy(graph);
-        return ag_i_fail(err, AG_EINVAL, "%s: the %s file says its edges are %s; --%s applies "
-                         "to edge lists, NCOL and LGL (a %s file states its own direction)",
-                         path, ag_format_name(format), is_directed ? "directed" : "undirected",
-                         is_directed ? "undirected" : "directed", ag_format_name(format));
+        return ag_fail(err, AG_EINVAL, "%s: the %s file says its edges are %s; --%s applies "
+                       "to edge lists, NCOL and LGL (a %s file states its own direction)",
+                       path, ag_format_name(format), is_directed ? "directed" : "undirected",
+                       is_directed ? "undirected" : "directed", ag_format_name(format));
     }
     igraph_integer_t n = igraph_vcount(graph);
     if (n == 0 || n > max_nodes) {
         igraph_destroy(graph);
         if (n == 0)
-            return ag_i_fail(err, AG_EFORMAT, "%s: the graph has no nodes", path);
-        return ag_i_fail(err, AG_ELIMIT, "%s: %" IGRAPH_PRId " nodes is more than the limit of "
-                         "%lld (max_nodes, the tool's --max-nodes)", path, n, (long long)max_nodes);
+            return ag_fail(err, AG_EFORMAT, "%s: the graph has no nodes", path);
+        return ag_fail(err, AG_ELIMIT, "%s: %" IGRAPH_PRId " nodes is more than the limit of "
+                       "%lld (max_nodes, the tool's --max-nodes)", path, n, (long long)max_nodes);
     }
     return AG_OK;
 }
@@ -411,17 +411,17 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
 {
     int rc = AG_OK;
     if (format == AG_FORMAT_AUTO && strcmp(path, "-") == 0)
-        return ag_i_fail(err, AG_EINVAL, "-: a graph on standard input needs its format named");
+        return ag_fail(err, AG_EINVAL, "-: a graph on standard input needs its format named");
     if (format == AG_FORMAT_AUTO && (rc = ag_format_from_path(&format, path, err)))
         return rc;
     if (labels && labels->n != igraph_vcount(graph))
-        return ag_i_fail(err, AG_EINVAL, "%s: %lld label%s for %" IGRAPH_PRId " node%s", path,
-                         (long long)labels->n, AG_PLURAL(labels->n), igraph_vcount(graph),
-                         AG_PLURAL(igraph_vcount(graph)));
+        return ag_fail(err, AG_EINVAL, "%s: %lld label%s for %" IGRAPH_PRId " node%s", path,
+                       (long long)labels->n, AG_PLURAL(labels->n), igraph_vcount(graph),
+                       AG_PLURAL(igraph_vcount(graph)));
     ag_i_igraph_use_attributes();
     FILE *f = fopen(path, "wb");
     if (!f)
-        return ag_i_fail(err, AG_EIO, "%s: cannot create: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s", path, strerror(errno));
     ag_i_igraph_enter();
     igraph_t copy;
     const igraph_t *g = graph;
@@ -432,7 +432,7 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
     if (labels || id_type >= 0) {
         /* changes go on a copy: the caller's graph stays as it was */
         if (igraph_copy(&copy, graph)) {
-            rc = ag_i_fail(err, AG_ENOMEM, "%s: out of memory", path);
+            rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
         } else {
             g = &copy;
             for (int64_t i = 0; labels && i < labels->n && !rc; i++) {
@@ -440,7 +440,7 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
                 const char *l = ag_label(labels, i, buf, sizeof buf);
                 if (SETVAS(&copy, "label", i, l) || SETVAS(&copy, "name", i, l) ||
                     (format == AG_FORMAT_PAJEK && SETVAS(&copy, "id", i, l)))
-                    rc = ag_i_fail(err, AG_ENOMEM, "%s: out of memory", path);
+                    rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
             }
             /* without labels, string ids that name the nodes move to `name` */
             if (!labels && id_type == IGRAPH_ATTRIBUTE_STRING &&
@@ -448,19 +448,19 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
                 attr_type(graph, IGRAPH_ATTRIBUTE_VERTEX, "name") < 0)
                 for (int64_t i = 0; i < igraph_vcount(graph) && !rc; i++)
                     if (SETVAS(&copy, "name", i, VAS(graph, "id", i)))
-                        rc = ag_i_fail(err, AG_ENOMEM, "%s: out of memory", path);
+                        rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
             if (id_type >= 0)
                 igraph_cattribute_remove_v(&copy, "id");
         }
     }
     if (!rc && write_with_igraph(g, f, format, labels != NULL))
-        rc = ag_i_fail(err, AG_EIGRAPH, "%s: cannot write as %s: %s", path, ag_format_name(format),
-                       ag_i_igraph_reason());
+        rc = ag_fail(err, AG_EIGRAPH, "%s: cannot write as %s: %s", path, ag_format_name(format),
+                     ag_i_igraph_reason());
     if (g == &copy)
         igraph_destroy(&copy);
     ag_i_igraph_leave();
     if (fclose(f) != 0 && !rc)
-        rc = ag_i_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+        rc = ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
     return rc;
 }
 
@@ -487,8 +487,8 @@ void ag_labels_destroy(ag_labels_t *labels)
 static int labels_alloc(ag_labels_t *labels, int64_t n, ag_error_t *err)
 {
     memset(labels, 0, sizeof *labels);
-    if (!(labels->str = ag_i_calloc(n, sizeof(char *), err, "labels")))
-        return ag_i_alloc_status();
+    if (!(labels->str = ag_calloc(n, sizeof(char *), err, "labels")))
+        return ag_alloc_status();
     labels->n = n;
     return AG_OK;
 }
@@ -500,7 +500,7 @@ int ag_labels_numbered(ag_labels_t *labels, int64_t n, ag_error_t *err)
         char buf[24];
         snprintf(buf, sizeof buf, "%lld", (long long)i);
         if (!(labels->str[i] = strdup(buf)))
-            rc = ag_i_fail(err, AG_ENOMEM, "labels: out of memory");
+            rc = ag_fail(err, AG_ENOMEM, "labels: out of memory");
     }
     if (rc)
         ag_labels_destroy(labels);
@@ -585,7 +585,7 @@ int ag_labels_from_graph(ag_labels_t *labels, const igraph_t *graph, ag_error_t 
         else
             snprintf(buf, sizeof buf, "%g", (double)VAN(graph, attr, i));
         if (!(labels->str[i] = strdup(s)))
-            rc = ag_i_fail(err, AG_ENOMEM, "labels: out of memory");
+            rc = ag_fail(err, AG_ENOMEM, "labels: out of memory");
     }
     ag_i_igraph_leave();
     if (!attr)
@@ -620,34 +620,34 @@ int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb
 {
     *values = NULL;
     if (!nb->edge_id)
-        return ag_i_fail(err, AG_EINVAL, "edge attribute '%s': the connectivity is not a graph "
-                         "file, so its edges have no attributes", attr);
+        return ag_fail(err, AG_EINVAL, "edge attribute '%s': the connectivity is not a graph "
+                       "file, so its edges have no attributes", attr);
     ag_i_igraph_enter();
     const int type = attr_type(graph, IGRAPH_ATTRIBUTE_EDGE, attr);
     int rc = AG_OK;
     if (type != IGRAPH_ATTRIBUTE_NUMERIC) {
         char have[256];
         numeric_edge_attrs(graph, have, sizeof have);
-        rc = ag_i_fail(err, AG_EINVAL, "edge attribute '%s' %s%s", attr,
-                       type < 0 ? "is not in the graph" : "is not numeric", have);
+        rc = ag_fail(err, AG_EINVAL, "edge attribute '%s' %s%s", attr,
+                     type < 0 ? "is not in the graph" : "is not numeric", have);
     }
     /* ids from another graph, or a CSR's slot indices, would read past the edges */
     const int64_t E_graph = igraph_ecount(graph);
     for (int64_t s = 0; !rc && s < nb->n_edges; s++)
         if (nb->edge_id[s] >= E_graph)
-            rc = ag_i_fail(err, AG_EINVAL, "edge attribute '%s': slot %lld names edge %lld, but "
-                           "the graph has %lld edge%s; compile the neighbourhoods from this graph",
-                           attr, (long long)s, (long long)nb->edge_id[s], (long long)E_graph,
-                           AG_PLURAL(E_graph));
-    float *v = rc ? NULL : ag_i_alloc(nb->n_edges, sizeof *v, err, "edge attribute");
+            rc = ag_fail(err, AG_EINVAL, "edge attribute '%s': slot %lld names edge %lld, but "
+                         "the graph has %lld edge%s; compile the neighbourhoods from this graph",
+                         attr, (long long)s, (long long)nb->edge_id[s], (long long)E_graph,
+                         AG_PLURAL(E_graph));
+    float *v = rc ? NULL : ag_alloc(nb->n_edges, sizeof *v, err, "edge attribute");
     if (!rc && !v)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     for (int64_t s = 0; !rc && s < nb->n_edges; s++) {
         /* a self-loop added by ag_nbhd_self_loops has no edge: no bias */
         const double x = nb->edge_id[s] < 0 ? 0.0 : EAN(graph, attr, nb->edge_id[s]);
         if (!isfinite(x) || fabs(x) > 1e30)
-            rc = ag_i_fail(err, AG_EINVAL, "edge attribute '%s' of edge %lld is %g; expected a "
-                           "finite number", attr, (long long)nb->edge_id[s], x);
+            rc = ag_fail(err, AG_EINVAL, "edge attribute '%s' of edge %lld is %g; expected a "
+                         "finite number", attr, (long long)nb->edge_id[s], x);
         else
             v[s] = (float)x;
     }

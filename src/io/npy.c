@@ -44,13 +44,13 @@ static int parse_descr(npy_header_t *h, const char *descr, const char *path, ag_
     char order = descr[0];
     char kind = order ? descr[1] : 0;
     if (!strchr("<>|=", order) || !kind)
-        return ag_i_fail(err, AG_EFORMAT, "%s: dtype '%s' is not understood; expected e.g. '<f4'",
-                         path, descr);
+        return ag_fail(err, AG_EFORMAT, "%s: dtype '%s' is not understood; expected e.g. '<f4'",
+                       path, descr);
     char *end;
     long size = strtol(descr + 2, &end, 10);
     if (*end != '\0')
-        return ag_i_fail(err, AG_EFORMAT, "%s: dtype '%s' is not supported; expected a float, "
-                         "integer or bool dtype", path, descr);
+        return ag_fail(err, AG_EFORMAT, "%s: dtype '%s' is not supported; expected a float, "
+                       "integer or bool dtype", path, descr);
     static const struct { char kind; long size; ag_dtype_t t; } table[] = {
         {'f', 4, AG_DTYPE_F32}, {'f', 8, AG_DTYPE_F64},
         {'i', 1, AG_DTYPE_I8}, {'i', 2, AG_DTYPE_I16}, {'i', 4, AG_DTYPE_I32}, {'i', 8, AG_DTYPE_I64},
@@ -66,8 +66,8 @@ static int parse_descr(npy_header_t *h, const char *descr, const char *path, ag_
             return AG_OK;
         }
     }
-    return ag_i_fail(err, AG_EFORMAT, "%s: dtype '%s' is not supported; expected float32, "
-                     "float64, an integer or bool dtype", path, descr);
+    return ag_fail(err, AG_EFORMAT, "%s: dtype '%s' is not supported; expected float32, "
+                   "float64, an integer or bool dtype", path, descr);
 }
 
 /* Finds 'key': in a header dict and returns the text after the colon. */
@@ -95,10 +95,10 @@ static int parse_dict(npy_header_t *h, const char *dict, const char *path, ag_er
 {
     const char *v = dict_value(dict, "descr");
     if (!v || (*v != '\'' && *v != '"'))
-        return ag_i_fail(err, AG_EFORMAT, "%s: .npy header has no 'descr' string", path);
+        return ag_fail(err, AG_EFORMAT, "%s: .npy header has no 'descr' string", path);
     const char *close = strchr(v + 1, *v);
     if (!close || close - v > 16)
-        return ag_i_fail(err, AG_EFORMAT, "%s: .npy header's 'descr' is malformed", path);
+        return ag_fail(err, AG_EFORMAT, "%s: .npy header's 'descr' is malformed", path);
     char descr[20];
     memcpy(descr, v + 1, (size_t)(close - v - 1));
     descr[close - v - 1] = '\0';
@@ -112,12 +112,12 @@ static int parse_dict(npy_header_t *h, const char *dict, const char *path, ag_er
     else if (v && strncmp(v, "False", 5) == 0)
         h->fortran = 0;
     else
-        return ag_i_fail(err, AG_EFORMAT, "%s: .npy header has no 'fortran_order' True/False",
-                         path);
+        return ag_fail(err, AG_EFORMAT, "%s: .npy header has no 'fortran_order' True/False",
+                       path);
 
     v = dict_value(dict, "shape");
     if (!v || *v != '(')
-        return ag_i_fail(err, AG_EFORMAT, "%s: .npy header has no 'shape' tuple", path);
+        return ag_fail(err, AG_EFORMAT, "%s: .npy header has no 'shape' tuple", path);
     v++;
     h->ndim = 0;
     h->count = 1;
@@ -127,15 +127,15 @@ static int parse_dict(npy_header_t *h, const char *dict, const char *path, ag_er
         if (*v == ')')
             break;
         if (!isdigit((unsigned char)*v))
-            return ag_i_fail(err, AG_EFORMAT, "%s: .npy header's shape is malformed", path);
+            return ag_fail(err, AG_EFORMAT, "%s: .npy header's shape is malformed", path);
         if (h->ndim == AG_NPY_MAX_DIMS)
-            return ag_i_fail(err, AG_EFORMAT, "%s: array has more than %d dimensions", path,
-                             AG_NPY_MAX_DIMS);
+            return ag_fail(err, AG_EFORMAT, "%s: array has more than %d dimensions", path,
+                           AG_NPY_MAX_DIMS);
         errno = 0;
         char *end;
         long long dim = strtoll(v, &end, 10);
         if (errno || dim < 0 || (dim > 0 && h->count > INT64_MAX / 16 / dim))
-            return ag_i_fail(err, AG_EFORMAT, "%s: shape dimension %.20s is too large", path, v);
+            return ag_fail(err, AG_EFORMAT, "%s: shape dimension %.20s is too large", path, v);
         h->shape[h->ndim++] = dim;
         h->count *= dim;
         v = end;
@@ -148,29 +148,29 @@ static int read_header(npy_header_t *h, FILE *f, const char *path, ag_error_t *e
 {
     unsigned char pre[10];
     if (fread(pre, 1, 8, f) != 8 || memcmp(pre, "\x93NUMPY", 6) != 0)
-        return ag_i_fail(err, AG_EFORMAT, "%s: not a .npy file (no \\x93NUMPY magic)", path);
+        return ag_fail(err, AG_EFORMAT, "%s: not a .npy file (no \\x93NUMPY magic)", path);
     size_t len;
     if (pre[6] == 1) {
         if (fread(pre + 8, 1, 2, f) != 2)
-            return ag_i_fail(err, AG_EFORMAT, "%s: truncated .npy header", path);
+            return ag_fail(err, AG_EFORMAT, "%s: truncated .npy header", path);
         len = (size_t)pre[8] | (size_t)pre[9] << 8;
     } else if (pre[6] == 2 || pre[6] == 3) {
         unsigned char b[4];
         if (fread(b, 1, 4, f) != 4)
-            return ag_i_fail(err, AG_EFORMAT, "%s: truncated .npy header", path);
+            return ag_fail(err, AG_EFORMAT, "%s: truncated .npy header", path);
         len = (size_t)b[0] | (size_t)b[1] << 8 | (size_t)b[2] << 16 | (size_t)b[3] << 24;
     } else {
-        return ag_i_fail(err, AG_EFORMAT, "%s: .npy format version %d.%d is not supported", path,
-                         pre[6], pre[7]);
+        return ag_fail(err, AG_EFORMAT, "%s: .npy format version %d.%d is not supported", path,
+                       pre[6], pre[7]);
     }
     if (len > (1u << 20))
-        return ag_i_fail(err, AG_EFORMAT, "%s: .npy header of %zu bytes is implausible", path, len);
+        return ag_fail(err, AG_EFORMAT, "%s: .npy header of %zu bytes is implausible", path, len);
     char *dict = malloc(len + 1);
     if (!dict)
-        return ag_i_fail(err, AG_ENOMEM, "%s: out of memory", path);
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
     int rc = AG_OK;
     if (fread(dict, 1, len, f) != len)
-        rc = ag_i_fail(err, AG_EFORMAT, "%s: truncated .npy header", path);
+        rc = ag_fail(err, AG_EFORMAT, "%s: truncated .npy header", path);
     else {
         dict[len] = '\0';
         memset(h, 0, sizeof *h);
@@ -192,20 +192,20 @@ static int read_data(unsigned char **out, const npy_header_t *h, FILE *f, const 
         const double need = (double)h->count * (double)h->itemsize;
         const int64_t have = (int64_t)st.st_size - at;
         if (need > (double)have)
-            return ag_i_fail(err, AG_EFORMAT, "%s: truncated: the header declares %lld values "
-                             "(%.4g bytes); the file holds %lld bytes of data (%lld values)", path,
-                             (long long)h->count, need, (long long)have,
-                             (long long)(have / (int64_t)h->itemsize));
+            return ag_fail(err, AG_EFORMAT, "%s: truncated: the header declares %lld values "
+                           "(%.4g bytes); the file holds %lld bytes of data (%lld values)", path,
+                           (long long)h->count, need, (long long)have,
+                           (long long)(have / (int64_t)h->itemsize));
     }
-    unsigned char *buf = ag_i_alloc(h->count, h->itemsize, err, path);
+    unsigned char *buf = ag_alloc(h->count, h->itemsize, err, path);
     if (!buf)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     size_t want = (size_t)h->count * h->itemsize;
     size_t got = fread(buf, 1, want, f);
     if (got != want) {
         free(buf);
-        return ag_i_fail(err, AG_EFORMAT, "%s: truncated: the shape needs %zu bytes of data, "
-                         "the file has %zu", path, want, got);
+        return ag_fail(err, AG_EFORMAT, "%s: truncated: the shape needs %zu bytes of data, "
+                       "the file has %zu", path, want, got);
     }
     if (h->swap) {
         for (size_t i = 0; i < want; i += h->itemsize)
@@ -225,7 +225,7 @@ static int open_and_read(npy_header_t *h, unsigned char **data, const char *path
     const int is_stdin = strcmp(path, "-") == 0;
     FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f)
-        return ag_i_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
     int rc = read_header(h, f, path, err);
     if (!rc)
         rc = read_data(data, h, f, path, err);
@@ -256,10 +256,10 @@ int ag_matrix_init(ag_matrix_t *m, int64_t rows, int64_t cols, ag_error_t *err)
 {
     memset(m, 0, sizeof *m);
     if (rows < 0 || cols < 0 || (cols > 0 && rows > INT64_MAX / cols))
-        return ag_i_fail(err, AG_EINVAL, "matrix of %lld x %lld is too large", (long long)rows,
-                         (long long)cols);
-    if (!(m->data = ag_i_calloc(rows * cols, sizeof(float), err, "matrix")))
-        return ag_i_alloc_status();
+        return ag_fail(err, AG_EINVAL, "matrix of %lld x %lld is too large", (long long)rows,
+                       (long long)cols);
+    if (!(m->data = ag_calloc(rows * cols, sizeof(float), err, "matrix")))
+        return ag_alloc_status();
     m->rows = rows;
     m->cols = cols;
     return AG_OK;
@@ -327,17 +327,17 @@ int ag_array_read_npy(ag_array_t *a, const char *path, ag_error_t *err)
         return rc;
     if (h.ndim < 1) {
         free(raw);
-        return ag_i_fail(err, AG_EFORMAT, "%s: array is a scalar; expected an array", path);
+        return ag_fail(err, AG_EFORMAT, "%s: array is a scalar; expected an array", path);
     }
     a->ndim = h.ndim;
     memcpy(a->shape, h.shape, sizeof a->shape);
     if (!h.fortran && h.dtype == AG_DTYPE_F32) {
         a->data = (float *)raw;    /* already float32, row-major, host order */
     } else {
-        a->data = ag_i_alloc(h.count, sizeof(float), err, path);
+        a->data = ag_alloc(h.count, sizeof(float), err, path);
         if (!a->data) {
             free(raw);
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         }
         for (int64_t at = 0; at < h.count; at++) {
             const int64_t src = h.fortran ? fortran_offset(&h, at) : at;
@@ -347,8 +347,8 @@ int ag_array_read_npy(ag_array_t *a, const char *path, ag_error_t *err)
                 describe_index(where, sizeof where, a, at);
                 free(raw);
                 ag_array_destroy(a);
-                return ag_i_fail(err, AG_EINVAL, "%s: %s is %s; expected finite values", path,
-                                 where, describe_value(what, sizeof what, x));
+                return ag_fail(err, AG_EINVAL, "%s: %s is %s; expected finite values", path,
+                               where, describe_value(what, sizeof what, x));
             }
             a->data[at] = (float)x;
         }
@@ -359,8 +359,8 @@ int ag_array_read_npy(ag_array_t *a, const char *path, ag_error_t *err)
         if (!isfinite(a->data[at])) {
             char where[96], what[64];
             describe_index(where, sizeof where, a, at);
-            rc = ag_i_fail(err, AG_EINVAL, "%s: %s is %s; expected finite values", path, where,
-                           describe_value(what, sizeof what, a->data[at]));
+            rc = ag_fail(err, AG_EINVAL, "%s: %s is %s; expected finite values", path, where,
+                         describe_value(what, sizeof what, a->data[at]));
             ag_array_destroy(a);
             return rc;
         }
@@ -383,8 +383,8 @@ int ag_matrix_read_npy(ag_matrix_t *m, const char *path, ag_error_t *err)
     if (rc)
         return rc;
     if (a.ndim != 2) {
-        rc = ag_i_fail(err, AG_EFORMAT, "%s: array has %d dimension%s; expected 2 (rows, columns)",
-                       path, a.ndim, a.ndim == 1 ? "" : "s");
+        rc = ag_fail(err, AG_EFORMAT, "%s: array has %d dimension%s; expected 2 (rows, columns)",
+                     path, a.ndim, a.ndim == 1 ? "" : "s");
         ag_array_destroy(&a);
         return rc;
     }
@@ -419,9 +419,9 @@ int ag_check_finite(const char *what, const float *data, int64_t rows, int64_t c
     for (int64_t i = 0; i < rows * cols; i++)
         if (!isfinite(data[i])) {
             char buf[64];
-            return ag_i_fail(err, AG_EINVAL, "%s: row %lld, column %lld is %s; expected finite "
-                             "values", what, (long long)(i / cols), (long long)(i % cols),
-                             describe_value(buf, sizeof buf, data[i]));
+            return ag_fail(err, AG_EINVAL, "%s: row %lld, column %lld is %s; expected finite "
+                           "values", what, (long long)(i / cols), (long long)(i % cols),
+                           describe_value(buf, sizeof buf, data[i]));
         }
     return AG_OK;
 }
@@ -439,8 +439,8 @@ static int to_int64(int64_t *v, const unsigned char *raw, const npy_header_t *h,
             uint64_t u;
             memcpy(&u, p, 8);
             if (u > INT64_MAX)
-                return ag_i_fail(err, AG_EINVAL, "%s: element %lld is %llu, too large", path,
-                                 (long long)(first + i), (unsigned long long)u);
+                return ag_fail(err, AG_EINVAL, "%s: element %lld is %llu, too large", path,
+                               (long long)(first + i), (unsigned long long)u);
             v[i] = (int64_t)u;
         } else {
             v[i] = (int64_t)element(p, h->dtype);   /* exact below 2^53 */
@@ -452,10 +452,10 @@ static int to_int64(int64_t *v, const unsigned char *raw, const npy_header_t *h,
 static int check_index_header(const npy_header_t *h, const char *path, ag_error_t *err)
 {
     if (h->ndim != 1)
-        return ag_i_fail(err, AG_EFORMAT, "%s: array has %d dimensions; expected 1", path, h->ndim);
+        return ag_fail(err, AG_EFORMAT, "%s: array has %d dimensions; expected 1", path, h->ndim);
     if (h->dtype == AG_DTYPE_F32 || h->dtype == AG_DTYPE_F64 || h->dtype == AG_DTYPE_BOOL)
-        return ag_i_fail(err, AG_EFORMAT, "%s: dtype is %s; expected an integer dtype (int64)",
-                         path, dtype_name(h->dtype));
+        return ag_fail(err, AG_EFORMAT, "%s: dtype is %s; expected an integer dtype (int64)",
+                       path, dtype_name(h->dtype));
     return AG_OK;
 }
 
@@ -475,10 +475,10 @@ int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t
     if (h.dtype == AG_DTYPE_I64) {
         *values = (int64_t *)raw;
     } else {
-        int64_t *v = ag_i_alloc(h.count, sizeof *v, err, path);
+        int64_t *v = ag_alloc(h.count, sizeof *v, err, path);
         if (!v) {
             free(raw);
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         }
         rc = to_int64(v, raw, &h, h.count, 0, path, err);
         free(raw);
@@ -500,22 +500,22 @@ int ag_i_index_read_npy_part(int64_t **values, int64_t *total, const char *path,
     npy_header_t h;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return ag_i_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
     int rc = read_header(&h, f, path, err);
     if (!rc)
         rc = check_index_header(&h, path, err);
     if (!rc && (first < 0 || count < 0 || first > h.count - count))
-        rc = ag_i_fail(err, AG_EINVAL, "%s has %lld entries; expected at least %lld", path,
-                       (long long)h.count, (long long)(first + count));
-    unsigned char *raw = rc ? NULL : ag_i_alloc(count ? count : 1, h.itemsize, err, path);
-    int64_t *v = rc || !raw ? NULL : ag_i_alloc(count ? count : 1, sizeof *v, err, path);
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld entries; expected at least %lld", path,
+                     (long long)h.count, (long long)(first + count));
+    unsigned char *raw = rc ? NULL : ag_alloc(count ? count : 1, h.itemsize, err, path);
+    int64_t *v = rc || !raw ? NULL : ag_alloc(count ? count : 1, sizeof *v, err, path);
     if (!rc && !v)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     if (!rc && fseek(f, (long)((size_t)first * h.itemsize), SEEK_CUR) != 0)
-        rc = ag_i_fail(err, AG_EIO, "%s: cannot seek to entry %lld", path, (long long)first);
+        rc = ag_fail(err, AG_EIO, "%s: cannot seek to entry %lld", path, (long long)first);
     if (!rc && fread(raw, h.itemsize, (size_t)count, f) != (size_t)count)
-        rc = ag_i_fail(err, AG_EFORMAT, "%s: truncated: entries %lld..%lld are missing", path,
-                       (long long)first, (long long)(first + count - 1));
+        rc = ag_fail(err, AG_EFORMAT, "%s: truncated: entries %lld..%lld are missing", path,
+                     (long long)first, (long long)(first + count - 1));
     for (size_t i = 0; !rc && h.swap && i < (size_t)count * h.itemsize; i += h.itemsize)
         for (size_t a = i, b = i + h.itemsize - 1; a < b; a++, b--) {
             unsigned char t = raw[a];
@@ -541,8 +541,8 @@ static int write_npy(const char *path, const char *descr, size_t size, const voi
                      int ndim, const int64_t *shape, ag_error_t *err)
 {
     if (ndim < 1 || ndim > AG_NPY_MAX_DIMS)
-        return ag_i_fail(err, AG_EINVAL, "%s: %d dimensions; expected 1 to %d", path, ndim,
-                         AG_NPY_MAX_DIMS);
+        return ag_fail(err, AG_EINVAL, "%s: %d dimensions; expected 1 to %d", path, ndim,
+                       AG_NPY_MAX_DIMS);
     char dims[128] = "";
     int64_t count = 1;
     for (int k = 0; k < ndim; k++) {
@@ -562,7 +562,7 @@ static int write_npy(const char *path, const char *descr, size_t size, const voi
 
     FILE *f = fopen(path, "wb");
     if (!f)
-        return ag_i_fail(err, AG_EIO, "%s: cannot create: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s", path, strerror(errno));
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                              (unsigned char)(header_len & 0xff), (unsigned char)(header_len >> 8)};
     fwrite(pre, 1, 10, f);
@@ -580,7 +580,7 @@ static int write_npy(const char *path, const char *descr, size_t size, const voi
     }
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
-        return ag_i_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: write failed: %s", path, strerror(errno));
     return AG_OK;
 }
 

@@ -117,7 +117,7 @@ static int64_t block_tiles(const int64_t *ptr, const int64_t *first, const int64
 static int64_t *scratch_of(tile_scratch_t *w, int64_t N, int64_t T, ag_error_t *err)
 {
     const int64_t n = N / T + 1;
-    int64_t *all = ag_i_calloc(5 * n, sizeof *all, err, "block lists");
+    int64_t *all = ag_calloc(5 * n, sizeof *all, err, "block lists");
     if (all)
         *w = (tile_scratch_t){all, all + n, all + 2 * n, all + 3 * n, all + 4 * n};
     return all;
@@ -205,7 +205,7 @@ static int list_room(list_t *l, int64_t more, ag_error_t *err)
     const int64_t cap = 2 * (l->n + more);
     int64_t *v = ag_i_realloc(l->v, cap, sizeof *v, err, "block lists");
     if (!v)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     l->v = v, l->cap = cap;
     return AG_OK;
 }
@@ -254,12 +254,12 @@ int ag_i_block_lists(ag_i_plan_t *p, const ag_nbhd_t *nb, ag_error_t *err)
 {
     const int64_t N = nb->n_nodes;
     if ((p->lo % GROUP && p->lo < p->hi) || (p->backward && p->klo % GROUP && p->klo < p->khi))
-        return ag_i_fail(err, AG_EINVAL, "block-sparse kernel: rows from %lld and %lld, not "
-                         "multiples of %d", (long long)p->lo, (long long)p->klo, GROUP);
+        return ag_fail(err, AG_EINVAL, "block-sparse kernel: rows from %lld and %lld, not "
+                       "multiples of %d", (long long)p->lo, (long long)p->klo, GROUP);
     tile_scratch_t w;
     int64_t *all = scratch_of(&w, N, tile_rows(1), err);
     if (!all)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     list_t l = {0};
     int64_t q = 0, k = 0;
     int rc = pass_lists(&l, &q, nb->run_ptr, nb->run_src, nb->run_len, p->lo, p->hi, N, &w,

@@ -27,42 +27,42 @@ int ag_score_check(const ag_score_t *sc, const ag_nbhd_t *nb, int64_t H, int64_t
                    ag_error_t *err)
 {
     if (H <= 0 || d <= 0)
-        return ag_i_fail(err, AG_EINVAL, "attention: %lld heads of width %lld; expected both >= 1",
-                         (long long)H, (long long)d);
+        return ag_fail(err, AG_EINVAL, "attention: %lld heads of width %lld; expected both >= 1",
+                       (long long)H, (long long)d);
     if (!nb || !nb->edge_ptr || !nb->run_ptr)
-        return ag_i_fail(err, AG_EINVAL, "attention: neighbourhoods are not compiled");
+        return ag_fail(err, AG_EINVAL, "attention: neighbourhoods are not compiled");
     if (!sc)
         return AG_OK;
     if (sc->kind < AG_SCORE_SCALED_DOT || sc->kind > AG_SCORE_LINEAR)
-        return ag_i_fail(err, AG_EINVAL, "score: unknown kind %d", (int)sc->kind);
+        return ag_fail(err, AG_EINVAL, "score: unknown kind %d", (int)sc->kind);
     if (!(sc->beta >= 0) || !isfinite(sc->beta))
-        return ag_i_fail(err, AG_EINVAL, "score: beta %g; expected a finite value >= 0", sc->beta);
+        return ag_fail(err, AG_EINVAL, "score: beta %g; expected a finite value >= 0", sc->beta);
     if (!(sc->softcap >= 0) || !isfinite(sc->softcap))
-        return ag_i_fail(err, AG_EINVAL, "score: softcap %g; expected a finite value >= 0",
-                         sc->softcap);
+        return ag_fail(err, AG_EINVAL, "score: softcap %g; expected a finite value >= 0",
+                       sc->softcap);
     if (!(sc->dropout >= 0 && sc->dropout < 1))
-        return ag_i_fail(err, AG_EINVAL, "score: dropout %g; expected a probability in [0, 1)",
-                         sc->dropout);
+        return ag_fail(err, AG_EINVAL, "score: dropout %g; expected a probability in [0, 1)",
+                       sc->dropout);
     if (!isfinite(sc->slope))
-        return ag_i_fail(err, AG_EINVAL, "score: slope %g; expected a finite value", sc->slope);
+        return ag_fail(err, AG_EINVAL, "score: slope %g; expected a finite value", sc->slope);
     if (!ag_i_is_softmax(sc->kind) && (sc->beta != 1 || sc->softcap > 0))
-        return ag_i_fail(err, AG_EINVAL, "score: beta %g, softcap %g; beta and softcap apply to "
-                         "softmax scores, not to %s: expected beta 1 and softcap 0 (as "
-                         "AG_SCORE_INIT has them)", sc->beta, sc->softcap,
-                         sc->kind == AG_SCORE_LINEAR ? "linear" : "sigmoid");
+        return ag_fail(err, AG_EINVAL, "score: beta %g, softcap %g; beta and softcap apply to "
+                       "softmax scores, not to %s: expected beta 1 and softcap 0 (as "
+                       "AG_SCORE_INIT has them)", sc->beta, sc->softcap,
+                       sc->kind == AG_SCORE_LINEAR ? "linear" : "sigmoid");
     if (sc->kind == AG_SCORE_LINEAR && (sc->edge_bias || sc->alibi))
-        return ag_i_fail(err, AG_EINVAL, "score: linear attention takes no edge bias or ALiBi");
+        return ag_fail(err, AG_EINVAL, "score: linear attention takes no edge bias or ALiBi");
     if (sc->edge_pre && sc->kind != AG_SCORE_ADDITIVE)
-        return ag_i_fail(err, AG_EINVAL, "score: edge_pre (a term inside the LeakyReLU) is "
-                         "additive's; this score is another kind");
+        return ag_fail(err, AG_EINVAL, "score: edge_pre (a term inside the LeakyReLU) is "
+                       "additive's; this score is another kind");
     if ((sc->edge_key || sc->edge_value) && !edge_terms_apply(sc->kind))
-        return ag_i_fail(err, AG_EINVAL, "score: edge_key and edge_value (the messages' own key "
-                         "and value terms) apply to scaled-dot, dot, sigmoid and gatv2 scores");
+        return ag_fail(err, AG_EINVAL, "score: edge_key and edge_value (the messages' own key "
+                       "and value terms) apply to scaled-dot, dot, sigmoid and gatv2 scores");
     if (sc->kind == AG_SCORE_ADDITIVE && (!sc->a_src || !sc->a_dst))
-        return ag_i_fail(err, AG_EINVAL, "score: additive needs the vectors a_src and a_dst "
-                         "[H, d]");
+        return ag_fail(err, AG_EINVAL, "score: additive needs the vectors a_src and a_dst "
+                       "[H, d]");
     if (sc->kind == AG_SCORE_GATV2 && !sc->a_src)
-        return ag_i_fail(err, AG_EINVAL, "score: gatv2 needs the vector a [H, d] (a_src)");
+        return ag_fail(err, AG_EINVAL, "score: gatv2 needs the vector a [H, d] (a_src)");
     int rc = ag_check_finite(sc->kind == AG_SCORE_GATV2 ? "score: a" : "score: a_src",
                              sc->a_src, H, d, err);
     if (!rc)
@@ -86,8 +86,8 @@ int ag_attention_weights(const ag_nbhd_t *nb, const float *Q, const float *K,
     if (rc)
         return rc;
     if (lo < 0 || hi > nb->n_nodes || lo > hi)
-        return ag_i_fail(err, AG_EINVAL, "attention weights: destinations %lld..%lld are outside "
-                         "0..%lld", (long long)lo, (long long)hi, (long long)nb->n_nodes);
+        return ag_fail(err, AG_EINVAL, "attention weights: destinations %lld..%lld are outside "
+                       "0..%lld", (long long)lo, (long long)hi, (long long)nb->n_nodes);
     return ag_i_generic_weights(nb, Q, K, H, d, score, lo, hi, W, err);
 }
 
@@ -128,8 +128,8 @@ int ag_i_forward_part(ag_i_plan_t *p, const ag_i_fwd_t *a, int64_t lo, int64_t h
     if (sc && (sc->edge_pre || sc->edge_key || sc->edge_value))   /* the parts' backward
                                                                      views number slots
                                                                      otherwise */
-        return ag_i_fail(err, AG_EINVAL, "score: edge_pre, edge_key and edge_value are not "
-                         "supported on several processes");
+        return ag_fail(err, AG_EINVAL, "score: edge_pre, edge_key and edge_value are not "
+                       "supported on several processes");
     int rc = ag_score_check(&no_bias, a->nb, a->H, a->d, err);
     if (!rc && sc && sc->edge_bias)
         rc = ag_check_finite("score: edge_bias", sc->edge_bias + a->nb->edge_ptr[lo],
@@ -209,16 +209,16 @@ int ag_i_backward_planned(ag_i_plan_t *p, ag_nbhd_t *nb, const float *Q, const f
     if (rc)
         return rc;
     if (!g || !g->dQ || !g->dK || !g->dV)
-        return ag_i_fail(err, AG_EINVAL, "attention backward: dQ, dK and dV are required");
+        return ag_fail(err, AG_EINVAL, "attention backward: dQ, dK and dV are required");
     if ((rc = ag_nbhd_transpose(nb, err)))
         return rc;
     if (g->d_edge_pre && (!score || score->kind != AG_SCORE_ADDITIVE))
-        return ag_i_fail(err, AG_EINVAL, "attention backward: d_edge_pre is additive's edge "
-                         "terms' gradient; this score is another kind");
+        return ag_fail(err, AG_EINVAL, "attention backward: d_edge_pre is additive's edge "
+                       "terms' gradient; this score is another kind");
     const ag_score_kind_t kind = score ? score->kind : AG_SCORE_SCALED_DOT;
     if ((g->d_edge_key || g->d_edge_value) && !edge_terms_apply(kind))
-        return ag_i_fail(err, AG_EINVAL, "attention backward: d_edge_key and d_edge_value "
-                         "apply to scaled-dot, dot, sigmoid and gatv2 scores");
+        return ag_fail(err, AG_EINVAL, "attention backward: d_edge_key and d_edge_value "
+                       "apply to scaled-dot, dot, sigmoid and gatv2 scores");
     /* the slots' gradients (the edge bias's: the sum over heads of dL/ds) are
        not 0 even where the score has no such terms: the generic kernel keeps
        them per slot */
@@ -235,10 +235,10 @@ int ag_i_backward_planned(ag_i_plan_t *p, ag_nbhd_t *nb, const float *Q, const f
         memset(g->d_a_dst, 0, (size_t)(H * d) * sizeof *g->d_a_dst);
     const int64_t N = nb->n_nodes, HD = H * d;
     /* M and lse when not given: one forward; then D_i = rowsum(dM_i * M_i) per head */
-    float *own = ag_i_alloc(N * H + (M && lse ? 0 : N * HD + N * H), sizeof(float), err,
-                            "attention backward");
+    float *own = ag_alloc(N * H + (M && lse ? 0 : N * HD + N * H), sizeof(float), err,
+                          "attention backward");
     if (!own)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     if (!M || !lse) {
         float *M2 = own + N * H, *lse2 = M2 + N * HD;
         kext_t x = {0};

@@ -234,10 +234,10 @@ static void sctx_init(sctx_t *c, const ag_score_t *score, rows_t rows, const flo
 static int sctx_alloc(sctx_t *c, const ag_score_t *score, rows_t rows, const float *Q,
                       const float *K, int64_t H, int64_t d, ag_error_t *err)
 {
-    float *terms = ag_i_alloc(terms_need(kind_of(score), rows, H, d), sizeof(float), err,
-                              "score");
+    float *terms = ag_alloc(terms_need(kind_of(score), rows, H, d), sizeof(float), err,
+                            "score");
     if (!terms)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     sctx_init(c, score, rows, Q, K, H, d, terms);
     c->owned = terms;
     return AG_OK;
@@ -620,11 +620,11 @@ static int stats_begin(sctx_t *c, ag_i_scratch_t *buf, int threads, const ag_sco
     if (rc)
         return rc;
     buf->stride = ag_i_scratch_stride(max_in_degree(nb, 0, nb->n_nodes) * H);
-    buf->buf = ag_i_alloc((int64_t)threads * buf->stride, sizeof(float), err,
-                          "attention buffer");
+    buf->buf = ag_alloc((int64_t)threads * buf->stride, sizeof(float), err,
+                        "attention buffer");
     if (!buf->buf) {
         free(c->owned);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     return AG_OK;
 }

@@ -74,7 +74,7 @@ int ag_i_plan_scratch(ag_i_plan_t *p, int64_t per_thread, int64_t shared, const 
     p->per_thread = per_thread;
     p->scratch = ag_i_alloc_lines(p->threads * per_thread + shared, sizeof(float), err, what);
     if (!p->scratch)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     p->shared = p->scratch + p->threads * per_thread;
     return AG_OK;
 }
@@ -137,19 +137,19 @@ static int plan_rows(ag_i_plan_t *p, int backward, ag_i_kernel_t kernel,
                 : ag_i_layout_kernel(nb->n_nodes, nb->n_edges, lay);
     plan_init(p, backward, kernel, k, nb, H, d, score, lo, hi, klo, khi);
     if (p->kernel != AG_I_KERNEL_GENERIC && !p->plain)
-        return ag_i_fail(err, AG_EINVAL, "attention: the %s kernel runs plain dot-product "
-                         "softmax scores only", ag_i_kernel_name(p->kernel));
+        return ag_fail(err, AG_EINVAL, "attention: the %s kernel runs plain dot-product "
+                       "softmax scores only", ag_i_kernel_name(p->kernel));
     if (p->kernel == AG_I_KERNEL_TILED && (!lay->one_run || nb->n_nodes >= INT32_MAX))
-        return ag_i_fail(err, AG_EINVAL, "tiled kernel: %s", lay->one_run
-                         ? "the graph has 2^31 nodes or more"
-                         : "a destination has more than one run of sources");
+        return ag_fail(err, AG_EINVAL, "tiled kernel: %s", lay->one_run
+                       ? "the graph has 2^31 nodes or more"
+                       : "a destination has more than one run of sources");
     if (p->kernel == AG_I_KERNEL_BLOCKS && lay->cells < 0)
-        return ag_i_fail(err, AG_EINVAL, "block-sparse kernel: a destination reads a source "
-                         "twice (a multi-edge)%s", nb->n_nodes >= INT32_MAX ? ", or the graph "
-                         "has 2^31 nodes or more" : "");
+        return ag_fail(err, AG_EINVAL, "block-sparse kernel: a destination reads a source "
+                       "twice (a multi-edge)%s", nb->n_nodes >= INT32_MAX ? ", or the graph "
+                       "has 2^31 nodes or more" : "");
     if (backward && !nb->out_ptr)
-        return ag_i_fail(err, AG_EINVAL, "attention backward: the neighbourhoods are not "
-                         "transposed (ag_nbhd_transpose)");
+        return ag_fail(err, AG_EINVAL, "attention backward: the neighbourhoods are not "
+                       "transposed (ag_nbhd_transpose)");
     return kernel_plan(p, nb, score, err);
 }
 
@@ -176,8 +176,8 @@ int ag_i_plan_part(ag_i_plan_t *p, int backward, const ag_nbhd_t *nb, int64_t H,
     float scale;
     memset(p, 0, sizeof *p);   /* a refused plan holds nothing either */
     if (backward && !ag_i_plain_scale(score, d, &scale))
-        return ag_i_fail(err, AG_EINVAL, "attention backward on a part of the graph: plain "
-                         "dot-product scores only (ag_i_plan_generic_part runs the others)");
+        return ag_fail(err, AG_EINVAL, "attention backward on a part of the graph: plain "
+                       "dot-product scores only (ag_i_plan_generic_part runs the others)");
     int rc = plan_rows(p, backward, AG_I_KERNEL_AUTO, lay, nb, H, d, score, lo, hi, klo, khi,
                        err);
     p->part = 1;
@@ -190,11 +190,11 @@ int ag_i_plan_generic_part(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64
 {
     memset(p, 0, sizeof *p);
     if (!nb->out_ptr)
-        return ag_i_fail(err, AG_EINVAL, "attention backward: the neighbourhoods are not "
-                         "transposed (ag_nbhd_transpose)");
+        return ag_fail(err, AG_EINVAL, "attention backward: the neighbourhoods are not "
+                       "transposed (ag_nbhd_transpose)");
     if (lo % AG_I_GENERIC_CHUNK != 0 && lo < hi)
-        return ag_i_fail(err, AG_EINVAL, "attention backward on a part: destinations from "
-                         "%lld, not a multiple of %d", (long long)lo, AG_I_GENERIC_CHUNK);
+        return ag_fail(err, AG_EINVAL, "attention backward on a part: destinations from "
+                       "%lld, not a multiple of %d", (long long)lo, AG_I_GENERIC_CHUNK);
     plan_init(p, 1, AG_I_KERNEL_GENERIC, AG_I_KERNEL_GENERIC, nb, H, d, score, lo, hi, klo,
               khi);
     p->part = 1, p->wlo = qlo, p->whi = qhi;
@@ -216,8 +216,8 @@ int ag_i_forward(const ag_i_plan_t *p, const ag_i_fwd_t *a, ag_error_t *err)
         return AG_OK;
     default:
         if (p->part && a->x && a->x->lse)
-            return ag_i_fail(err, AG_EINVAL, "attention on a part of the graph: the "
-                             "log-sum-exp of plain dot-product scores only");
+            return ag_fail(err, AG_EINVAL, "attention on a part of the graph: the "
+                           "log-sum-exp of plain dot-product scores only");
         ag_i_generic_forward(p, a);
         return AG_OK;
     }

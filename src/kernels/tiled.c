@@ -419,8 +419,8 @@ static int forward_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t H, int64_t 
 {
     const int64_t BQ = p->width * AG_LANES;
     if (p->lo < p->hi && p->lo % BQ)
-        return ag_i_fail(err, AG_EINVAL, "tiled kernel: destinations from %lld, not a multiple "
-                         "of %lld", (long long)p->lo, (long long)BQ);
+        return ag_fail(err, AG_EINVAL, "tiled kernel: destinations from %lld, not a multiple "
+                       "of %lld", (long long)p->lo, (long long)BQ);
     const int64_t per_thread = ag_i_scratch_stride(2 * d * BQ + BK * BQ + 4 * BQ);
     /* Among several heads, one head's rows lie H*d floats apart (2 KB for 8 of
        64): the hardware prefetchers, which follow a stream within a 4 KB page,
@@ -910,10 +910,10 @@ static int backward_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t d, ag_erro
     const int64_t BQ = p->q_ptr ? AG_LANES : whole;   /* the block-sparse lists: slots */
     const int64_t qlo = p->lo, qhi = p->hi, klo = p->klo, khi = p->khi;
     if (!whole_blocks(qlo, qhi, whole, N) || !whole_blocks(klo, khi, whole, N))
-        return ag_i_fail(err, AG_EINVAL, "tiled backward: destinations %lld..%lld and sources "
-                         "%lld..%lld; expected ranges of whole blocks of %lld rows within 0..%lld",
-                         (long long)qlo, (long long)qhi, (long long)klo, (long long)khi,
-                         (long long)whole, (long long)N);
+        return ag_fail(err, AG_EINVAL, "tiled backward: destinations %lld..%lld and sources "
+                       "%lld..%lld; expected ranges of whole blocks of %lld rows within 0..%lld",
+                       (long long)qlo, (long long)qhi, (long long)klo, (long long)khi,
+                       (long long)whole, (long long)N);
     const int64_t qb0 = qlo / BQ, n_qb = qlo < qhi ? (qhi + BQ - 1) / BQ - qb0 : 0;
     const int64_t kb0 = klo / BQ, n_kb = klo < khi ? (khi + BQ - 1) / BQ - kb0 : 0;
     const int64_t most = n_qb > n_kb ? n_qb : n_kb;
@@ -924,9 +924,9 @@ static int backward_plan(ag_i_plan_t *p, const ag_nbhd_t *nb, int64_t d, ag_erro
                                err);
     if (rc)
         return rc;
-    block_work_t *tmp = ag_i_alloc(most + 1, sizeof *tmp, err, "tiled backward order");
+    block_work_t *tmp = ag_alloc(most + 1, sizeof *tmp, err, "tiled backward order");
     if (!tmp)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     p->order = (int64_t *)p->shared, p->n_qb = n_qb, p->n_kb = n_kb;
     order_blocks(nb, 0, BQ, qb0, n_qb, qhi, p->q_wide, p->order, tmp);
     order_blocks(nb, 1, BQ, kb0, n_kb, khi, p->k_wide, p->order + n_qb, tmp);

@@ -115,9 +115,9 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
                             ag_error_t *err)
 {
     *out = NULL;
-    ag_tiled_stream_t *st = ag_i_calloc(1, sizeof *st, err, "streamed attention");
+    ag_tiled_stream_t *st = ag_calloc(1, sizeof *st, err, "streamed attention");
     if (!st)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     st->nb = nb, st->Q = Q, st->H = H, st->d = d;
     st->QV = ag_i_tiled_width(nb);
     const ag_i_isa_t *isa = ag_i_isa();
@@ -127,14 +127,14 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
     const int64_t BQ = st->QV * AG_LANES;
     if (lo < hi && lo % BQ) {
         ag_i_tiled_stream_free(st);
-        return ag_i_fail(err, AG_EINVAL, "streamed attention: destinations from %lld, not a "
-                         "multiple of %lld", (long long)lo, (long long)BQ);
+        return ag_fail(err, AG_EINVAL, "streamed attention: destinations from %lld, not a "
+                       "multiple of %lld", (long long)lo, (long long)BQ);
     }
     st->n_blocks = hi > lo ? (hi - lo + BQ - 1) / BQ : 0;
     const int64_t tasks = st->n_blocks * H;
     st->per_thread = ag_i_scratch_stride(d * BQ + BK * BQ);
-    st->blocks = ag_i_alloc(st->n_blocks + 1, sizeof *st->blocks, err, "streamed attention");
-    st->next = ag_i_alloc(tasks + 1, sizeof *st->next, err, "streamed attention");
+    st->blocks = ag_alloc(st->n_blocks + 1, sizeof *st->blocks, err, "streamed attention");
+    st->next = ag_alloc(tasks + 1, sizeof *st->next, err, "streamed attention");
     st->acc = ag_i_alloc_lines((tasks + 1) * d * BQ, sizeof(float), err, "streamed attention");
     st->m = ag_i_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
     st->l = ag_i_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
@@ -142,7 +142,7 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
                                    "streamed attention");
     if (!st->blocks || !st->next || !st->acc || !st->m || !st->l || !st->scratch) {
         ag_i_tiled_stream_free(st);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     for (int64_t k = 0; k < st->n_blocks; k++) {
         const int64_t i0 = lo + k * BQ;

@@ -19,11 +19,11 @@ int ag_dropout(float *Y, const float *X, int64_t first_row, int64_t rows, int64_
                float p, uint64_t seed, ag_error_t *err)
 {
     if (!(p >= 0 && p < 1))
-        return ag_i_fail(err, AG_EINVAL, "dropout: p %g; expected a probability in [0, 1)", p);
+        return ag_fail(err, AG_EINVAL, "dropout: p %g; expected a probability in [0, 1)", p);
     if (rows < 0 || cols < 0 || first_row < 0)
-        return ag_i_fail(err, AG_EINVAL, "dropout: first row %lld, %lld rows of %lld columns; "
-                         "expected each >= 0", (long long)first_row, (long long)rows,
-                         (long long)cols);
+        return ag_fail(err, AG_EINVAL, "dropout: first row %lld, %lld rows of %lld columns; "
+                       "expected each >= 0", (long long)first_row, (long long)rows,
+                       (long long)cols);
     if (p == 0) {
         if (Y != X)
             memmove(Y, X, (size_t)(rows * cols) * sizeof *Y);

@@ -18,13 +18,13 @@ static int ids_check(const int64_t *ids, const int64_t *pos, int64_t n, int64_t 
 {
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= V)
-            return ag_i_fail(err, AG_EINVAL, "embedding: token %lld at row %lld; expected 0..%lld "
-                             "(the vocabulary's size is %lld)", (long long)ids[i], (long long)i,
-                             (long long)V - 1, (long long)V);
+            return ag_fail(err, AG_EINVAL, "embedding: token %lld at row %lld; expected 0..%lld "
+                           "(the vocabulary's size is %lld)", (long long)ids[i], (long long)i,
+                           (long long)V - 1, (long long)V);
         if (pos && (pos[i] < 0 || pos[i] >= T))
-            return ag_i_fail(err, AG_EINVAL, "embedding: position %lld at row %lld; expected "
-                             "0..%lld (the block's size is %lld)", (long long)pos[i],
-                             (long long)i, (long long)T - 1, (long long)T);
+            return ag_fail(err, AG_EINVAL, "embedding: position %lld at row %lld; expected "
+                           "0..%lld (the block's size is %lld)", (long long)pos[i],
+                           (long long)i, (long long)T - 1, (long long)T);
     }
     return AG_OK;
 }
@@ -33,10 +33,10 @@ int ag_embed(float *X, const int64_t *ids, const int64_t *pos, int64_t n, const 
              int64_t V, const float *wpe, int64_t T, int64_t D, ag_error_t *err)
 {
     if (n < 0 || V < 1 || D < 1 || (wpe && (!pos || T < 1)))
-        return ag_i_fail(err, AG_EINVAL, "embedding: %lld rows, vocabulary %lld, width %lld%s; "
-                         "expected sizes >= 1%s", (long long)n, (long long)V, (long long)D,
-                         wpe && !pos ? ", position embeddings without positions" : "",
-                         wpe ? " and positions for wpe" : "");
+        return ag_fail(err, AG_EINVAL, "embedding: %lld rows, vocabulary %lld, width %lld%s; "
+                       "expected sizes >= 1%s", (long long)n, (long long)V, (long long)D,
+                       wpe && !pos ? ", position embeddings without positions" : "",
+                       wpe ? " and positions for wpe" : "");
     int rc = ids_check(ids, wpe ? pos : NULL, n, V, T, err);
     if (rc)
         return rc;
@@ -79,20 +79,20 @@ int ag_i_embed_backward_r(const ag_i_reducer_t *r, float *dwte, float *dwpe, con
 {
     int rc = AG_OK;
     if (n < 0 || V < 1 || D < 1 || (dwpe && (!pos || T < 1)))
-        rc = ag_i_fail(err, AG_EINVAL, "embedding backward: %lld rows, vocabulary %lld, "
-                       "width %lld; expected sizes >= 1 (and positions for dwpe)",
-                       (long long)n, (long long)V, (long long)D);
+        rc = ag_fail(err, AG_EINVAL, "embedding backward: %lld rows, vocabulary %lld, "
+                     "width %lld; expected sizes >= 1 (and positions for dwpe)",
+                     (long long)n, (long long)V, (long long)D);
     if (!rc)
         rc = ids_check(ids, dwpe ? pos : NULL, n, V, T, err);
     /* G [V + T, D]: dwte then dwpe, which the chunks' partials add to */
     const int64_t rows = V + (dwpe ? T : 0), width = rows * D;
     const int64_t chunks = n > 0 ? (n + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK : 0;
     const int64_t held = r ? chunks : 1;   /* one process adds each chunk as it goes */
-    float *G = rc ? NULL : ag_i_alloc(width, sizeof *G, err, "embedding gradients");
-    float *part = rc || !G ? NULL : ag_i_alloc(held > 0 ? held * width : 1, sizeof *part, err,
+    float *G = rc ? NULL : ag_alloc(width, sizeof *G, err, "embedding gradients");
+    float *part = rc || !G ? NULL : ag_alloc(held > 0 ? held * width : 1, sizeof *part, err,
                                                 "embedding gradients");
     if (!rc && !part)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     if (rc) {
         free(G);
         return r ? r->add_f(r, NULL, NULL, -1, width, err) : rc;

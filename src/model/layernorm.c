@@ -91,7 +91,7 @@ int ag_i_layer_norm_backward_r(const ag_i_reducer_t *r, float *dX, float *dW, fl
     }
     if (!dW && !dB)
         return AG_OK;
-    double *sums = ag_i_alloc(2 * D, sizeof *sums, err, "LayerNorm gradients");
+    double *sums = ag_alloc(2 * D, sizeof *sums, err, "LayerNorm gradients");
     if (!sums)
         return ag_i_reducer_failed(r, 2 * D, err);
     ln_sums_t ctx = {dY, X, D, eps};

@@ -38,22 +38,22 @@ static int read_sources(ag_lm_decoder_t *dec, const ag_nbhd_t *nb, ag_error_t *e
 {
     const int64_t T = dec->T;
     if (nb->n_nodes != T)
-        return ag_i_fail(err, AG_EINVAL, "language model decoder: a graph of %lld nodes; "
-                         "expected the block's %lld (the pattern over one sequence)",
-                         (long long)nb->n_nodes, (long long)T);
-    dec->src_ptr = ag_i_alloc(T + 1, sizeof *dec->src_ptr, err, "decoder");
-    dec->src = ag_i_alloc(nb->n_edges > 0 ? nb->n_edges : 1, sizeof *dec->src, err, "decoder");
+        return ag_fail(err, AG_EINVAL, "language model decoder: a graph of %lld nodes; "
+                       "expected the block's %lld (the pattern over one sequence)",
+                       (long long)nb->n_nodes, (long long)T);
+    dec->src_ptr = ag_alloc(T + 1, sizeof *dec->src_ptr, err, "decoder");
+    dec->src = ag_alloc(nb->n_edges > 0 ? nb->n_edges : 1, sizeof *dec->src, err, "decoder");
     if (!dec->src_ptr || !dec->src)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     memcpy(dec->src_ptr, nb->edge_ptr, (size_t)(T + 1) * sizeof *dec->src_ptr);
     ag_nbhd_sources(nb, 0, T, dec->src);
     for (int64_t t = 0; t < T; t++)
         for (int64_t e = dec->src_ptr[t]; e < dec->src_ptr[t + 1]; e++)
             if (dec->src[e] > t)
-                return ag_i_fail(err, AG_EINVAL, "language model decoder: the pattern lets "
-                                 "token %lld read token %lld, which comes after it; a "
-                                 "decoder needs a causal pattern", (long long)t,
-                                 (long long)dec->src[e]);
+                return ag_fail(err, AG_EINVAL, "language model decoder: the pattern lets "
+                               "token %lld read token %lld, which comes after it; a "
+                               "decoder needs a causal pattern", (long long)t,
+                               (long long)dec->src[e]);
     return AG_OK;
 }
 
@@ -62,20 +62,20 @@ int ag_lm_decoder_init(ag_lm_decoder_t **out, const ag_lm_t *m, const ag_nbhd_t 
 {
     *out = NULL;
     if (!m || !m->wte || !nb)
-        return ag_i_fail(err, AG_EINVAL, "language model decoder: a model and a graph are "
-                         "required");
-    ag_lm_decoder_t *dec = ag_i_calloc(1, sizeof *dec, err, "decoder");
+        return ag_fail(err, AG_EINVAL, "language model decoder: a model and a graph are "
+                       "required");
+    ag_lm_decoder_t *dec = ag_calloc(1, sizeof *dec, err, "decoder");
     if (!dec)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     const int64_t T = m->T, D = m->D, cache = m->L * T * D;
     *dec = (ag_lm_decoder_t){.m = m, .T = T};
     int rc = read_sources(dec, nb, err);
     if (!rc) {
-        dec->K = ag_i_alloc(cache, sizeof *dec->K, err, "decoder's cache");
-        dec->V = ag_i_alloc(cache, sizeof *dec->V, err, "decoder's cache");
-        dec->x = ag_i_alloc(8 * D + T, sizeof *dec->x, err, "decoder");
+        dec->K = ag_alloc(cache, sizeof *dec->K, err, "decoder's cache");
+        dec->V = ag_alloc(cache, sizeof *dec->V, err, "decoder's cache");
+        dec->x = ag_alloc(8 * D + T, sizeof *dec->x, err, "decoder");
         if (!dec->K || !dec->V || !dec->x)
-            rc = ag_i_alloc_status();
+            rc = ag_alloc_status();
     }
     if (rc) {
         ag_lm_decoder_free(dec);
@@ -139,16 +139,16 @@ static void attend(ag_lm_decoder_t *dec, int64_t l, int64_t t)
 int ag_lm_decoder_push(ag_lm_decoder_t *dec, int64_t id, float *logits, ag_error_t *err)
 {
     if (!dec)
-        return ag_i_fail(err, AG_EINVAL, "language model decoder: none");
+        return ag_fail(err, AG_EINVAL, "language model decoder: none");
     const ag_lm_t *m = dec->m;
     const int64_t t = dec->len, D = m->D, F = 4 * D;
     if (t == dec->T)
-        return ag_i_fail(err, AG_ELIMIT, "language model decoder: the context holds the "
-                         "block's %lld tokens; reset it (and read the last ones again) to go "
-                         "on", (long long)dec->T);
+        return ag_fail(err, AG_ELIMIT, "language model decoder: the context holds the "
+                       "block's %lld tokens; reset it (and read the last ones again) to go "
+                       "on", (long long)dec->T);
     if (id < 0 || id >= m->V)
-        return ag_i_fail(err, AG_EINVAL, "language model decoder: token %lld; expected an id "
-                         "in [0, %lld)", (long long)id, (long long)m->V);
+        return ag_fail(err, AG_EINVAL, "language model decoder: token %lld; expected an id "
+                       "in [0, %lld)", (long long)id, (long long)m->V);
     const float eps = 1e-5f;   /* AG_ROUND_OPTS_INIT's, as ag_lm_loss runs the blocks */
     for (int64_t c = 0; c < D; c++)
         dec->x[c] = m->wte[id * D + c] + m->wpe[t * D + c];
@@ -239,20 +239,20 @@ int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t 
                    void (*emit)(int64_t token, void *ctx), void *ctx, ag_error_t *err)
 {
     if (n_prompt < 1 || n < 0 || !ids)
-        return ag_i_fail(err, AG_EINVAL, "language model: a prompt of %lld tokens and %lld "
-                         "to generate; expected a prompt of one or more", (long long)n_prompt,
-                         (long long)n);
+        return ag_fail(err, AG_EINVAL, "language model: a prompt of %lld tokens and %lld "
+                       "to generate; expected a prompt of one or more", (long long)n_prompt,
+                       (long long)n);
     if (!(temperature >= 0) || !isfinite(temperature) || top_k < 0)
-        return ag_i_fail(err, AG_EINVAL, "language model: temperature %g, top-k %lld; "
-                         "expected a finite temperature >= 0 and top-k >= 0", temperature,
-                         (long long)top_k);
+        return ag_fail(err, AG_EINVAL, "language model: temperature %g, top-k %lld; "
+                       "expected a finite temperature >= 0 and top-k >= 0", temperature,
+                       (long long)top_k);
     ag_lm_decoder_t *dec;
     int rc = ag_lm_decoder_init(&dec, m, nb, err);
     if (rc)
         return rc;
-    float *logits = ag_i_alloc(m->V, sizeof *logits, err, "logits");
+    float *logits = ag_alloc(m->V, sizeof *logits, err, "logits");
     if (!logits)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     const uint64_t draws = rng_seed(seed, 1);
     for (int64_t k = 0; !rc && k < n_prompt; k++)
         rc = feed(dec, ids, k, logits, err);

@@ -42,9 +42,9 @@ int ag_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_t 
                     int64_t edge_dim, const char *dir, uint64_t seed, ag_error_t *err)
 {
     *layers = NULL;
-    ag_weights_t *ws = ag_i_calloc(spec->n_layers, sizeof *ws, err, "weights");
+    ag_weights_t *ws = ag_calloc(spec->n_layers, sizeof *ws, err, "weights");
     if (!ws)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     int rc = AG_OK;
     for (int l = 0; l < spec->n_layers && !rc; l++) {
         const ag_layer_spec_t *L = &spec->layers[l];
@@ -65,8 +65,8 @@ int ag_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_t 
                                              0, err);
             } else {
                 const int64_t n = ag_layer_array_size(w, k);
-                if (!(*p = ag_i_alloc(n, sizeof(float), err, "weights")))
-                    rc = ag_i_alloc_status();
+                if (!(*p = ag_alloc(n, sizeof(float), err, "weights")))
+                    rc = ag_alloc_status();
                 else
                     draw_array(*p, k, n, w, seed, l);
             }
@@ -137,12 +137,12 @@ static int model_make(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int
 {
     memset(m, 0, sizeof *m);
     if (D < 1 || classes < 0 || edge_dim < 0)
-        return ag_i_fail(err, AG_EINVAL, "model: input width %lld, %lld classes, edge features "
-                         "%lld; expected D >= 1 and the others >= 0", (long long)D,
-                         (long long)classes, (long long)edge_dim);
+        return ag_fail(err, AG_EINVAL, "model: input width %lld, %lld classes, edge features "
+                       "%lld; expected D >= 1 and the others >= 0", (long long)D,
+                       (long long)classes, (long long)edge_dim);
     if (spec->n_layers < 1 || spec->n_layers > AG_MODEL_MAX_LAYERS)
-        return ag_i_fail(err, AG_EINVAL, "model: %d layers; expected 1..%d", spec->n_layers,
-                         AG_MODEL_MAX_LAYERS);
+        return ag_fail(err, AG_EINVAL, "model: %d layers; expected 1..%d", spec->n_layers,
+                       AG_MODEL_MAX_LAYERS);
     int rc = ag_model_spec_check(spec, "model", D, classes, err);
     if (rc)
         return rc;
@@ -158,24 +158,24 @@ static int model_make(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int
         snprintf(path, sizeof path, "%s/readout.npy", dir);
         rc = ag_array_read_npy(&w, path, err);
         if (!rc && (w.ndim != 2 || w.shape[1] != W))
-            rc = ag_i_fail(err, AG_EINVAL, "%s has shape [%lld%s]; expected [C, %lld]: a row of "
-                           "the last layer's width a class", path, (long long)w.shape[0],
-                           w.ndim == 2 ? ", ..." : "", (long long)W);
+            rc = ag_fail(err, AG_EINVAL, "%s has shape [%lld%s]; expected [C, %lld]: a row of "
+                         "the last layer's width a class", path, (long long)w.shape[0],
+                         w.ndim == 2 ? ", ..." : "", (long long)W);
         snprintf(path, sizeof path, "%s/readout_bias.npy", dir);
         if (!rc && !(rc = ag_array_read_npy(&b, path, err)) &&
             (b.ndim != 1 || b.shape[0] != w.shape[0]))
-            rc = ag_i_fail(err, AG_EINVAL, "%s has %lld entries; expected %lld, one a class",
-                           path, (long long)b.shape[0], (long long)w.shape[0]);
+            rc = ag_fail(err, AG_EINVAL, "%s has %lld entries; expected %lld, one a class",
+                         path, (long long)b.shape[0], (long long)w.shape[0]);
         if (!rc)
             m->C = w.shape[0], m->wr = w.data, m->br = b.data;
         else
             ag_array_destroy(&w), ag_array_destroy(&b);
     } else if (spec->readout && classes) {
         m->C = classes;
-        m->wr = ag_i_alloc(classes * W, sizeof(float), err, "readout");
-        m->br = ag_i_calloc(classes, sizeof(float), err, "readout");
+        m->wr = ag_alloc(classes * W, sizeof(float), err, "readout");
+        m->br = ag_calloc(classes, sizeof(float), err, "readout");
         if (!m->wr || !m->br)
-            rc = ag_i_alloc_status();
+            rc = ag_alloc_status();
         else   /* stream 101: what `train --model` draws */
             ag_random_normal(m->wr, classes * W, seed, 101, 1.0f / sqrtf((float)W));
     }
@@ -238,16 +238,16 @@ void ag_readout_predict(const float *X, int64_t N, int64_t D, const float *Wr, c
 static int shaped_graph(ag_nbhd_t *copy, const ag_nbhd_t *nb, ag_self_loops_t self,
                         ag_error_t *err)
 {
-    int64_t *src = ag_i_alloc(nb->n_edges ? nb->n_edges : 1, sizeof *src, err, "graph copy");
+    int64_t *src = ag_alloc(nb->n_edges ? nb->n_edges : 1, sizeof *src, err, "graph copy");
     if (!src)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     ag_nbhd_sources(nb, 0, nb->n_nodes, src);
     int rc = ag_nbhd_from_csr(copy, nb->n_nodes, nb->edge_ptr, src, err);
     free(src);
     if (!rc && nb->edge_id) {
-        if (!(copy->edge_id = ag_i_alloc(nb->n_edges ? nb->n_edges : 1, sizeof *copy->edge_id,
-                                         err, "graph copy")))
-            rc = ag_i_alloc_status();
+        if (!(copy->edge_id = ag_alloc(nb->n_edges ? nb->n_edges : 1, sizeof *copy->edge_id,
+                                       err, "graph copy")))
+            rc = ag_alloc_status();
         else
             memcpy(copy->edge_id, nb->edge_id, (size_t)nb->n_edges * sizeof *copy->edge_id);
     }
@@ -266,19 +266,19 @@ static int model_states(const ag_model_t *m, ag_nbhd_t *nb, const float *X,
     const ag_model_spec_t *spec = &m->spec;
     *states = NULL;
     if (spec->edge_bias[0])
-        return ag_i_fail(err, AG_EINVAL, "model: its score adds the graph's edge attribute "
-                         "'%s' (edge-bias), which a graph of the library does not carry; run "
-                         "its layers with ag_rounds_run and the score's edge_bias",
-                         spec->edge_bias);
+        return ag_fail(err, AG_EINVAL, "model: its score adds the graph's edge attribute "
+                       "'%s' (edge-bias), which a graph of the library does not carry; run "
+                       "its layers with ag_rounds_run and the score's edge_bias",
+                       spec->edge_bias);
     if (m->edge_dim && !edge_features)
-        return ag_i_fail(err, AG_EINVAL, "model: its layers read edge features; expected "
-                         "edge_features [E, %lld]", (long long)m->edge_dim);
+        return ag_fail(err, AG_EINVAL, "model: its layers read edge features; expected "
+                       "edge_features [E, %lld]", (long long)m->edge_dim);
     const int64_t N = nb->n_nodes, D = m->D;
     const int R = spec->n_layers;
     const int64_t widest = ag_rounds_widest(m->layers, R, R);
-    float *S = ag_i_alloc(N * widest, sizeof *S, err, "model states");
+    float *S = ag_alloc(N * widest, sizeof *S, err, "model states");
     if (!S)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     memcpy(S, X, (size_t)(N * D) * sizeof *S);
     if (spec->posenc)
         ag_posenc_sinusoidal(S, N, D);

@@ -75,28 +75,28 @@ static int round_score(ag_score_t *sc, const ag_round_opts_t *o, const ag_weight
 {
     const int k = at.k;
     if (o && (!(o->ln_eps >= 0) || !isfinite(o->ln_eps)))
-        return ag_i_fail(err, AG_EINVAL, "rounds: ln_eps %g; expected a finite value >= 0 (1e-5 "
-                         "in AG_ROUND_OPTS_INIT)", o->ln_eps);
+        return ag_fail(err, AG_EINVAL, "rounds: ln_eps %g; expected a finite value >= 0 (1e-5 "
+                       "in AG_ROUND_OPTS_INIT)", o->ln_eps);
     if (o && (!(o->dropout >= 0 && o->dropout < 1) ||
               !(o->attn_dropout >= 0 && o->attn_dropout < 1) ||
               !(o->resid_dropout >= 0 && o->resid_dropout < 1)))
-        return ag_i_fail(err, AG_EINVAL, "rounds: dropout %g, attention dropout %g, residual "
-                         "dropout %g; expected probabilities in [0, 1)", o->dropout,
-                         o->attn_dropout, o->resid_dropout);
+        return ag_fail(err, AG_EINVAL, "rounds: dropout %g, attention dropout %g, residual "
+                       "dropout %g; expected probabilities in [0, 1)", o->dropout,
+                       o->attn_dropout, o->resid_dropout);
     *sc = o && o->score ? *o->score : (ag_score_t)AG_SCORE_INIT;
     if (at.training && o && o->attn_dropout > 0)
         sc->dropout = o->attn_dropout, sc->dropout_seed = attention_seed(o, at.r);
     if (sc->kind == AG_SCORE_ADDITIVE && !sc->a_src) {
         sc->a_src = w->attn_src, sc->a_dst = w->attn_dst;
         if (!sc->a_src || !sc->a_dst)
-            return ag_i_fail(err, AG_EINVAL, "rounds: additive scores need attn_src and attn_dst "
-                             "[H, d] in layer %d's weights", k + 1);
+            return ag_fail(err, AG_EINVAL, "rounds: additive scores need attn_src and attn_dst "
+                           "[H, d] in layer %d's weights", k + 1);
     }
     if (sc->kind == AG_SCORE_GATV2 && !sc->a_src) {
         sc->a_src = w->attn;
         if (!sc->a_src)
-            return ag_i_fail(err, AG_EINVAL, "rounds: gatv2 scores need attn [H, d] in layer %d's "
-                             "weights", k + 1);
+            return ag_fail(err, AG_EINVAL, "rounds: gatv2 scores need attn [H, d] in layer %d's "
+                           "weights", k + 1);
     }
     return AG_OK;
 }
@@ -423,9 +423,9 @@ static int edges_backward(step_t *s, ag_error_t *err)
     int rc = AG_OK;
     if (s->sc->kind == AG_SCORE_ADDITIVE) {
         if (s->g->attn_edge) {
-            double *sums = ag_i_alloc(HD, sizeof *sums, err, "edge gradients");
+            double *sums = ag_alloc(HD, sizeof *sums, err, "edge gradients");
             if (!sums)
-                return ag_i_alloc_status();
+                return ag_alloc_status();
             const edge_vec_rows_t rows = {b->dEpre, b->Pe, H, d};
             rc = ag_i_sum_rows(E, HD, E * HD, edge_vec_rows, (void *)&rows, sums, err);
             for (int64_t x = 0; !rc && x < HD; x++)
@@ -617,7 +617,7 @@ static int gate_backward(step_t *s, ag_error_t *err)
         memcpy(b->dR, b->dX, (size_t)(n * out) * sizeof *b->dX);
         return AG_OK;
     }
-    float *dz = ag_i_alloc(n ? n : 1, sizeof *dz, err, "gate gradient");
+    float *dz = ag_alloc(n ? n : 1, sizeof *dz, err, "gate gradient");
     if (!dz)
         return ag_i_reducer_failed(s->red, 3 * out, err);
     const float *wb = w->wbeta;
@@ -638,7 +638,7 @@ static int gate_backward(step_t *s, ag_error_t *err)
     }
     int rc = AG_OK;
     if (s->g && s->g->wbeta) {
-        double *sums = ag_i_alloc(3 * out, sizeof *sums, err, "gate gradient");
+        double *sums = ag_alloc(3 * out, sizeof *sums, err, "gate gradient");
         const gate_rows_t rows = {dz, b->O, b->R, out};
         rc = sums ? ag_i_sum_rows_r(s->red, n, 3 * out, n * out * 3, gate_rows, (void *)&rows,
                                     sums, err)
@@ -657,7 +657,7 @@ static int gate_backward(step_t *s, ag_error_t *err)
 static int add_column_sums(const step_t *s, float *g, const float *dY, int64_t width,
                            ag_error_t *err)
 {
-    double *sums = ag_i_alloc(width, sizeof *sums, err, "bias gradient");
+    double *sums = ag_alloc(width, sizeof *sums, err, "bias gradient");
     if (!sums)
         return ag_i_reducer_failed(s->red, width, err);
     int rc = ag_i_sum_columns_r(s->red, dY, s->n, width, sums, err);
@@ -711,8 +711,8 @@ static int norm_in_place_backward(const step_t *s, const float *P, const float *
     const ag_i_round_back_t *b = s->b;
     const int64_t n = s->n, width = ag_layer_width_out(s->w);
     if (!P)
-        return ag_i_fail(err, AG_EINVAL, "rounds backward: layer %d's post-norm has no kept "
-                         "input", s->at.k + 1);
+        return ag_fail(err, AG_EINVAL, "rounds backward: layer %d's post-norm has no kept "
+                       "input", s->at.k + 1);
     memcpy(b->dXn, b->dX, (size_t)(n * width) * sizeof *b->dX);
     memset(b->dX, 0, (size_t)(n * width) * sizeof *b->dX);
     return ag_i_layer_norm_backward_r(s->red, b->dX, dW, dB, b->dXn, P, n, width, weight,
@@ -758,8 +758,8 @@ static int act_backward(step_t *s, ag_error_t *err)
     if (act == AG_ACT_NONE)
         return AG_OK;
     if (!s->b->Z)
-        return ag_i_fail(err, AG_EINVAL, "rounds backward: layer %d's activation has no kept "
-                         "input", s->at.k + 1);
+        return ag_fail(err, AG_EINVAL, "rounds backward: layer %d's activation has no kept "
+                       "input", s->at.k + 1);
     ag_i_act_backward_rows(act, s->b->dX, s->b->Z, m);
     return AG_OK;
 }
@@ -934,8 +934,8 @@ int64_t ag_i_kept_width(const ag_weights_t *w, ag_i_kept_t k)
 int64_t *ag_i_round_shapes(const ag_weights_t *layers, int n_layers, int rounds,
                            int layer_norm, ag_error_t *err)
 {
-    int64_t *s = ag_i_alloc(AG_I_ROUND_SHAPE * (rounds > 0 ? rounds : 1), sizeof *s, err,
-                            "tape");
+    int64_t *s = ag_alloc(AG_I_ROUND_SHAPE * (rounds > 0 ? rounds : 1), sizeof *s, err,
+                          "tape");
     for (int r = 0; s && r < rounds; r++) {
         const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
         const ag_i_kept_t k = ag_i_round_kept(w, layer_norm);

@@ -25,14 +25,14 @@ int ag_workspace_init(ag_workspace_t *ws, int64_t N, int64_t HD, int64_t D, ag_e
 {
     memset(ws, 0, sizeof *ws);
     if (N <= 0 || HD <= 0 || D <= 0 || N > INT64_MAX / (HD > D ? HD : D))
-        return ag_i_fail(err, AG_EINVAL, "workspace: [%lld, %lld, %lld] is not a valid size",
-                         (long long)N, (long long)HD, (long long)D);
+        return ag_fail(err, AG_EINVAL, "workspace: [%lld, %lld, %lld] is not a valid size",
+                       (long long)N, (long long)HD, (long long)D);
     ws->N = N, ws->HD = HD, ws->D = D;
     float **bufs[4] = {&ws->Q, &ws->K, &ws->V, &ws->M};
     for (int b = 0; b < 4; b++)
-        if (!(*bufs[b] = ag_i_alloc(N * HD, sizeof(float), err, "workspace"))) {
+        if (!(*bufs[b] = ag_alloc(N * HD, sizeof(float), err, "workspace"))) {
             ag_workspace_destroy(ws);
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         }
     return AG_OK;   /* Xn and X_prev: by ag_rounds_run, when a run needs them */
 }
@@ -46,76 +46,76 @@ static int one_projection(const ag_weights_t *w)
 static int layer_check(const ag_weights_t *w, int k, const ag_round_opts_t *o, ag_error_t *err)
 {
     if (w->D <= 0 || w->H <= 0 || w->d <= 0 || !w->wq)
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has D=%lld, %lld heads of %lld%s; "
-                         "expected sizes >= 1 and wq", k + 1, (long long)w->D, (long long)w->H,
-                         (long long)w->d, w->wq ? "" : " and no wq");
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has D=%lld, %lld heads of %lld%s; "
+                       "expected sizes >= 1 and wq", k + 1, (long long)w->D, (long long)w->H,
+                       (long long)w->d, w->wq ? "" : " and no wq");
     if (!w->wk != !w->wv)
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has %s but not %s; expected both, or "
-                         "neither (one projection for queries, keys and values)", k + 1,
-                         w->wk ? "wk" : "wv", w->wk ? "wv" : "wk");
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has %s but not %s; expected both, or "
+                       "neither (one projection for queries, keys and values)", k + 1,
+                       w->wk ? "wk" : "wv", w->wk ? "wv" : "wk");
     if (w->wo && w->mean_heads)
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has wo and mean_heads; mean_heads "
-                         "averages the heads of a layer without wo", k + 1);
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has wo and mean_heads; mean_heads "
+                       "averages the heads of a layer without wo", k + 1);
     if (w->wo ? w->D_out < 0 : w->D_out != 0)
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has D_out %lld%s; D_out is wo's rows "
-                         "(0: D)", k + 1, (long long)w->D_out, w->wo ? "" : " and no wo");
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has D_out %lld%s; D_out is wo's rows "
+                       "(0: D)", k + 1, (long long)w->D_out, w->wo ? "" : " and no wo");
     if ((unsigned)w->act > AG_ACT_GELU)
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has activation %d; expected none, "
-                         "relu, elu or gelu", k + 1, (int)w->act);
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has activation %d; expected none, "
+                       "relu, elu or gelu", k + 1, (int)w->act);
     if (w->w1 ? w->F <= 0 || !w->w2 || (unsigned)w->ff_act > AG_ACT_GELU
               : w->w2 || w->b1 || w->b2)
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d's feed-forward sublayer has F=%lld, "
-                         "%s, %s, activation %d; expected F >= 1, w1 and w2 (or neither, and no "
-                         "b1 or b2)", k + 1, (long long)w->F, w->w1 ? "w1" : "no w1",
-                         w->w2 ? "w2" : "no w2", (int)w->ff_act);
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d's feed-forward sublayer has F=%lld, "
+                       "%s, %s, activation %d; expected F >= 1, w1 and w2 (or neither, and no "
+                       "b1 or b2)", k + 1, (long long)w->F, w->w1 ? "w1" : "no w1",
+                       w->w2 ? "w2" : "no w2", (int)w->ff_act);
     const int64_t out = ag_layer_width_out(w);
     const int residual = !w->no_residual && !(o && o->no_residual);
     if ((w->wbeta || w->bskip) && !w->wskip)
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has %s but no wskip; the gate and "
-                         "the skip's bias need the skip projection", k + 1,
-                         w->wbeta ? "wbeta" : "bskip");
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has %s but no wskip; the gate and "
+                       "the skip's bias need the skip projection", k + 1,
+                       w->wbeta ? "wbeta" : "bskip");
     if (w->wskip && residual)
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has a skip projection and a "
-                         "residual; the skip is the layer's residual (give it no_residual)",
-                         k + 1);
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has a skip projection and a "
+                       "residual; the skip is the layer's residual (give it no_residual)",
+                       k + 1);
     if (one_projection(w) && (w->bk || w->bv))
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has one projection and %s; its one "
-                         "bias is bq", k + 1, w->bk ? "bk" : "bv");
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has one projection and %s; its one "
+                       "bias is bq", k + 1, w->bk ? "bk" : "bv");
     if (w->post_norm && !(o && o->norm == AG_NORM_LAYER))
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d is post-norm, and the options have "
-                         "no norm; post_norm moves the options' LayerNorm after the sums", k + 1);
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d is post-norm, and the options have "
+                       "no norm; post_norm moves the options' LayerNorm after the sums", k + 1);
     if (w->wedge ? w->edge_dim <= 0 : w->edge_dim != 0 || w->attn_edge)
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has edge_dim %lld%s%s; expected "
-                         "edge_dim >= 1 with wedge, or neither (and no attn_edge)", k + 1,
-                         (long long)w->edge_dim, w->wedge ? " and wedge" : ", no wedge",
-                         w->attn_edge ? " and attn_edge" : "");
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d has edge_dim %lld%s%s; expected "
+                       "edge_dim >= 1 with wedge, or neither (and no attn_edge)", k + 1,
+                       (long long)w->edge_dim, w->wedge ? " and wedge" : ", no wedge",
+                       w->attn_edge ? " and attn_edge" : "");
     if (w->wedge) {
         const ag_score_kind_t kind = o && o->score ? o->score->kind : AG_SCORE_SCALED_DOT;
         const ag_score_t *sc = o ? o->score : NULL;
         if (!o || !o->edge_features)
-            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d projects edge features "
-                             "(wedge), and the options give none", k + 1);
+            return ag_fail(err, AG_EINVAL, "rounds: layer %d projects edge features "
+                           "(wedge), and the options give none", k + 1);
         if (o->edge_dim != w->edge_dim)
-            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d reads edge features of width "
-                             "%lld; the options' are %lld wide", k + 1, (long long)w->edge_dim,
-                             (long long)o->edge_dim);
+            return ag_fail(err, AG_EINVAL, "rounds: layer %d reads edge features of width "
+                           "%lld; the options' are %lld wide", k + 1, (long long)w->edge_dim,
+                           (long long)o->edge_dim);
         if ((kind == AG_SCORE_ADDITIVE) != (w->attn_edge != NULL))
-            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d %s; attn_edge [H, d] is the "
-                             "additive score's term of the edge features, and only its", k + 1,
-                             w->attn_edge ? "has attn_edge under another score"
+            return ag_fail(err, AG_EINVAL, "rounds: layer %d %s; attn_edge [H, d] is the "
+                           "additive score's term of the edge features, and only its", k + 1,
+                           w->attn_edge ? "has attn_edge under another score"
                                           : "has an additive score without attn_edge");
         if (sc && (sc->edge_pre || sc->edge_key || sc->edge_value))
-            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d projects edge features, and the "
-                             "options' score has edge terms of its own; expected one or the "
-                             "other", k + 1);
+            return ag_fail(err, AG_EINVAL, "rounds: layer %d projects edge features, and the "
+                           "options' score has edge terms of its own; expected one or the "
+                           "other", k + 1);
     }
     if (residual && out != w->D)
-        return ag_i_fail(err, AG_EINVAL, "rounds: layer %d writes width %lld from width %lld, "
-                         "so it cannot add a residual; give it no_residual", k + 1,
-                         (long long)out, (long long)w->D);
+        return ag_fail(err, AG_EINVAL, "rounds: layer %d writes width %lld from width %lld, "
+                       "so it cannot add a residual; give it no_residual", k + 1,
+                       (long long)out, (long long)w->D);
     if (w->D > INT32_MAX || w->H * w->d > INT32_MAX || out > INT32_MAX)
-        return ag_i_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
-                         "supported by BLAS");
+        return ag_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
+                       "supported by BLAS");
     return AG_OK;
 }
 
@@ -123,8 +123,8 @@ int ag_i_layers_check(const ag_weights_t *layers, int n_layers, int rounds,
                       const ag_round_opts_t *opts, ag_error_t *err)
 {
     if (!layers || rounds < 0 || n_layers < 1 || (n_layers > 1 && n_layers < rounds))
-        return ag_i_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
-                         "for all rounds or one per round", rounds, n_layers);
+        return ag_fail(err, AG_EINVAL, "rounds: %d rounds with %d layers; expected one layer "
+                       "for all rounds or one per round", rounds, n_layers);
     for (int k = 0; k < n_layers; k++) {
         int rc = layer_check(&layers[k], k, opts, err);
         if (rc)
@@ -135,9 +135,9 @@ int ag_i_layers_check(const ag_weights_t *layers, int n_layers, int rounds,
         const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
         const ag_weights_t *before = &layers[n_layers == 1 ? 0 : r - 1];
         if (w->D != ag_layer_width_out(before))
-            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d reads width %lld; the layer "
-                             "before it writes %lld", n_layers == 1 ? 1 : r + 1,
-                             (long long)w->D, (long long)ag_layer_width_out(before));
+            return ag_fail(err, AG_EINVAL, "rounds: layer %d reads width %lld; the layer "
+                           "before it writes %lld", n_layers == 1 ? 1 : r + 1,
+                           (long long)w->D, (long long)ag_layer_width_out(before));
     }
     return AG_OK;
 }
@@ -147,15 +147,15 @@ int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
 {
     const int64_t N = nb->n_nodes;
     if (N > INT32_MAX)
-        return ag_i_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
-                         "supported by BLAS");
+        return ag_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
+                       "supported by BLAS");
     int rc = ag_i_layers_check(layers, n_layers, rounds, opts, err);
     for (int k = 0; !rc && k < n_layers; k++) {
         const ag_weights_t *w = &layers[k];
         if (w->per_node && w->per_node != N)
-            return ag_i_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
-                             "node%s; the graph has %lld", k + 1, (long long)w->per_node,
-                             AG_PLURAL(w->per_node), (long long)N);
+            return ag_fail(err, AG_EINVAL, "rounds: layer %d has per-node weights for %lld "
+                           "node%s; the graph has %lld", k + 1, (long long)w->per_node,
+                           AG_PLURAL(w->per_node), (long long)N);
     }
     return rc;
 }
@@ -177,8 +177,8 @@ int ag_i_layers_mpi_check(const ag_weights_t *layers, int n_layers, int rounds,
 {
     for (int k = 0; layers && k < n_layers; k++)
         if (layers[k].wedge)
-            return ag_i_fail(err, AG_EINVAL, "layer %d: the MPI layer runs no edge features "
-                             "(wedge): a part holds no per-message terms", k + 1);
+            return ag_fail(err, AG_EINVAL, "layer %d: the MPI layer runs no edge features "
+                           "(wedge): a part holds no per-message terms", k + 1);
     return ag_i_layers_check(layers, n_layers, rounds, opts, err);
 }
 
@@ -190,10 +190,10 @@ static int check_workspace(const ag_workspace_t *ws, const ag_nbhd_t *nb,
     largest_heads(layers, n_layers, rounds, &HD, &H);
     const int64_t D = ag_rounds_widest(layers, n_layers, rounds);
     if (ws->N != nb->n_nodes || ws->HD < HD || ws->D < D)
-        return ag_i_fail(err, AG_EINVAL, "rounds: workspace is [%lld, %lld, %lld]; expected "
-                         "[%lld, %lld, %lld] (the largest H*d and state width)",
-                         (long long)ws->N, (long long)ws->HD, (long long)ws->D,
-                         (long long)nb->n_nodes, (long long)HD, (long long)D);
+        return ag_fail(err, AG_EINVAL, "rounds: workspace is [%lld, %lld, %lld]; expected "
+                       "[%lld, %lld, %lld] (the largest H*d and state width)",
+                       (long long)ws->N, (long long)ws->HD, (long long)ws->D,
+                       (long long)nb->n_nodes, (long long)HD, (long long)D);
     return AG_OK;
 }
 
@@ -248,18 +248,18 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
     const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
     const int callback = opts && opts->on_round;
     /* the buffers only some runs need, made once and kept in ws */
-    if (layer_norm && !ws->Xn && !(ws->Xn = ag_i_alloc(N * D, sizeof(float), err, "workspace")))
-        return ag_i_alloc_status();
+    if (layer_norm && !ws->Xn && !(ws->Xn = ag_alloc(N * D, sizeof(float), err, "workspace")))
+        return ag_alloc_status();
     if (callback && !ws->X_prev &&
-        !(ws->X_prev = ag_i_alloc(N * D, sizeof(float), err, "workspace")))
-        return ag_i_alloc_status();
+        !(ws->X_prev = ag_alloc(N * D, sizeof(float), err, "workspace")))
+        return ag_alloc_status();
     const int figures = callback && opts->figures, distance = figures && opts->figures == 2;
     int64_t HD, H;
     largest_heads(layers, n_layers, rounds, &HD, &H);
     float **bufs[3] = {&ws->entropy, &ws->max_weight, &ws->distance};
     for (int b = 0; b < (distance ? 3 : figures ? 2 : 0); b++)
-        if (!*bufs[b] && !(*bufs[b] = ag_i_alloc(N * H, sizeof(float), err, "workspace")))
-            return ag_i_alloc_status();
+        if (!*bufs[b] && !(*bufs[b] = ag_alloc(N * H, sizeof(float), err, "workspace")))
+            return ag_alloc_status();
     round_progress_t progress = {opts, 0};
     const ag_attention_opts_t attn = {
         .entropy = figures ? ws->entropy : NULL, .max_weight = figures ? ws->max_weight : NULL,
@@ -278,16 +278,16 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         skip |= w->wskip != NULL, edges |= w->wedge != NULL;
     }
     const int64_t E = nb->n_edges;
-    float *Hn = F && layer_norm ? ag_i_alloc(N * D, sizeof(float), err, "rounds") : NULL;
-    float *U = F ? ag_i_alloc(N * F, sizeof(float), err, "rounds") : NULL;
-    float *R = skip ? ag_i_alloc(N * D, sizeof(float), err, "rounds") : NULL;
+    float *Hn = F && layer_norm ? ag_alloc(N * D, sizeof(float), err, "rounds") : NULL;
+    float *U = F ? ag_alloc(N * F, sizeof(float), err, "rounds") : NULL;
+    float *R = skip ? ag_alloc(N * D, sizeof(float), err, "rounds") : NULL;
     /* kept in ws: the last round's score (the callbacks', the caller's reports) reads them */
     free(ws->edge_terms);
-    float *Pe = ws->edge_terms = edges ? ag_i_alloc(E * HD + E * H, sizeof(float), err,
-                                                    "workspace") : NULL;
+    float *Pe = ws->edge_terms = edges ? ag_alloc(E * HD + E * H, sizeof(float), err,
+                                                  "workspace") : NULL;
     if ((F && (!U || (layer_norm && !Hn))) || (skip && !R) || (edges && !Pe)) {
         free(Hn), free(U), free(R);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     const ag_i_round_bufs_t rb = {.Xn = ws->Xn, .Q = ws->Q, .K = ws->K, .V = ws->V, .M = ws->M,
                                   .Hn = Hn, .U = U, .A = U, .R = R, .Pe = Pe,
@@ -374,9 +374,9 @@ int ag_round_figures(const ag_round_t *round, ag_round_figures_t *f, ag_error_t 
         f->entropy = n ? sum / (double)n : NAN;
         return AG_OK;
     }
-    double *stats = ag_i_alloc(2 * N, sizeof *stats, err, "round figures");
+    double *stats = ag_alloc(2 * N, sizeof *stats, err, "round figures");
     if (!stats)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     int rc = ag_attention_stats(round->nb, ws->Q, ws->K, H, round->w->d, round->score,
                                 stats, NULL, stats + N, err);
     for (int64_t i = 0; !rc && i < N; i++)

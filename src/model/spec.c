@@ -167,30 +167,30 @@ static int layer_line(ag_layer_spec_t *L, char *words, const char *path, int lin
     for (char *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
         char *v = strchr(w, '=');
         if (!v || !v[1])
-            return ag_i_fail(err, AG_EFORMAT, "%s line %d: '%s' is not key=value (heads=8, "
-                             "dim=8, out=concat, ...)", path, line, w);
+            return ag_fail(err, AG_EFORMAT, "%s line %d: '%s' is not key=value (heads=8, "
+                           "dim=8, out=concat, ...)", path, line, w);
         *v++ = '\0';
         size_t k = 0;
         while (k < COUNT(layer_keys) && strcmp(w, layer_keys[k].key) != 0)
             k++;
         if (k == COUNT(layer_keys))
-            return ag_i_fail(err, AG_EFORMAT, "%s line %d: unknown layer key '%s'; expected "
-                             "heads, dim, out, projection, bias, act, residual, ffn, ffn_act, "
-                             "qkv_bias, skip, norm or edges", path, line, w);
+            return ag_fail(err, AG_EFORMAT, "%s line %d: unknown layer key '%s'; expected "
+                           "heads, dim, out, projection, bias, act, residual, ffn, ffn_act, "
+                           "qkv_bias, skip, norm or edges", path, line, w);
         if (seen & 1u << k)
-            return ag_i_fail(err, AG_EFORMAT, "%s line %d: %s given twice", path, line, w);
+            return ag_fail(err, AG_EFORMAT, "%s line %d: %s given twice", path, line, w);
         seen |= 1u << k;
         if (layer_keys[k].parse(L, v) != 0)
-            return ag_i_fail(err, AG_EINVAL, "%s line %d: %s=%s; expected %s", path, line, w, v,
-                             layer_keys[k].expected);
+            return ag_fail(err, AG_EINVAL, "%s line %d: %s=%s; expected %s", path, line, w, v,
+                           layer_keys[k].expected);
     }
     if (!L->heads || !L->dim)
-        return ag_i_fail(err, AG_EFORMAT, "%s line %d: a layer needs heads=H and dim=d (the "
-                         "head width)", path, line);
+        return ag_fail(err, AG_EFORMAT, "%s line %d: a layer needs heads=H and dim=d (the "
+                       "head width)", path, line);
     if (L->skip && L->residual == 1)
-        return ag_i_fail(err, AG_EINVAL, "%s line %d: skip=%s and residual=yes; the skip is "
-                         "the layer's residual (TransformerConv's root_weight)", path, line,
-                         L->skip == 1 ? "sum" : "gate");
+        return ag_fail(err, AG_EINVAL, "%s line %d: skip=%s and residual=yes; the skip is "
+                       "the layer's residual (TransformerConv's root_weight)", path, line,
+                       L->skip == 1 ? "sum" : "gate");
     return AG_OK;
 }
 
@@ -223,14 +223,14 @@ static int real_value(double *out, const char *v, const char *path, int line, co
     errno = 0;
     const double x = strtod(v, &end);
     if (!errno && end != v && !*end && isfinite(x) && fabs(x) > FLT_MAX)   /* held as float */
-        return ag_i_fail(err, AG_EINVAL, "%s line %d: %s '%s' is beyond float32's range "
-                         "(%.3g)", path, line, key, v, (double)FLT_MAX);
+        return ag_fail(err, AG_EINVAL, "%s line %d: %s '%s' is beyond float32's range "
+                       "(%.3g)", path, line, key, v, (double)FLT_MAX);
     if (errno || end == v || *end || !isfinite(x) || x < min || (above && x == min)) {
         if (min <= -1e30)
-            return ag_i_fail(err, AG_EINVAL, "%s line %d: %s '%s' is not a number", path, line,
-                             key, v);
-        return ag_i_fail(err, AG_EINVAL, "%s line %d: %s '%s' is not a number %s %g", path,
-                         line, key, v, above ? ">" : ">=", min);
+            return ag_fail(err, AG_EINVAL, "%s line %d: %s '%s' is not a number", path, line,
+                           key, v);
+        return ag_fail(err, AG_EINVAL, "%s line %d: %s '%s' is not a number %s %g", path,
+                       line, key, v, above ? ">" : ">=", min);
     }
     *out = x;
     return AG_OK;
@@ -246,8 +246,8 @@ static int model_value(ag_model_spec_t *spec, ag_model_key_t k, const char *v, c
     switch (k) {
     case AG_KEY_SCORE:
         if (ag_score_kind_parse(v, &spec->score.kind))
-            rc = ag_i_fail(err, AG_EINVAL, "%s line %d: score '%s': expected scaled-dot, dot, "
-                           "cosine, additive, gatv2, sigmoid or linear", path, line, v);
+            rc = ag_fail(err, AG_EINVAL, "%s line %d: score '%s': expected scaled-dot, dot, "
+                         "cosine, additive, gatv2, sigmoid or linear", path, line, v);
         break;
     case AG_KEY_BETA:
         if (!(rc = real_value(&x, v, path, line, key, 0, 0, err)))
@@ -268,27 +268,27 @@ static int model_value(ag_model_spec_t *spec, ag_model_key_t k, const char *v, c
     case AG_KEY_ALIBI: spec->score.alibi = 1; break;
     case AG_KEY_EDGE_BIAS:
         if (strlen(v) >= sizeof spec->edge_bias)
-            rc = ag_i_fail(err, AG_ELIMIT, "%s line %d: a value longer than %zu bytes", path,
-                           line, sizeof spec->edge_bias - 1);
+            rc = ag_fail(err, AG_ELIMIT, "%s line %d: a value longer than %zu bytes", path,
+                         line, sizeof spec->edge_bias - 1);
         else
             strcpy(spec->edge_bias, v);
         break;
     case AG_KEY_NORM:
         if (strcmp(v, "layer") != 0 && strcmp(v, "none") != 0)
-            rc = ag_i_fail(err, AG_EINVAL, "%s line %d: norm '%s': expected layer or none", path,
-                           line, v);
+            rc = ag_fail(err, AG_EINVAL, "%s line %d: norm '%s': expected layer or none", path,
+                         line, v);
         spec->norm = v[0] == 'l' ? AG_NORM_LAYER : AG_NORM_NONE;
         break;
     case AG_KEY_POSENC:
         if (strcmp(v, "sinusoidal") != 0 && strcmp(v, "none") != 0)
-            rc = ag_i_fail(err, AG_EINVAL, "%s line %d: posenc '%s': expected sinusoidal or "
-                           "none", path, line, v);
+            rc = ag_fail(err, AG_EINVAL, "%s line %d: posenc '%s': expected sinusoidal or "
+                         "none", path, line, v);
         spec->posenc = v[0] == 's';
         break;
     case AG_KEY_SELF_LOOPS:
         if (ag_self_loops_parse(v, &spec->self_loops))
-            rc = ag_i_fail(err, AG_EINVAL, "%s line %d: self-loops '%s': expected on, off, keep "
-                           "or replace", path, line, v);
+            rc = ag_fail(err, AG_EINVAL, "%s line %d: self-loops '%s': expected on, off, keep "
+                         "or replace", path, line, v);
         break;
     case AG_KEY_DIRECTED: spec->directed = 1; break;
     case AG_KEY_UNDIRECTED: spec->directed = 0; break;
@@ -296,17 +296,17 @@ static int model_value(ag_model_spec_t *spec, ag_model_key_t k, const char *v, c
         char *end = NULL;
         const double p = strtod(v, &end);
         if (*end || !(p >= 0 && p < 1))
-            rc = ag_i_fail(err, AG_EINVAL, "%s line %d: %s %s; expected a probability in 0..1 "
-                           "(1 excluded)", path, line, key, v);
+            rc = ag_fail(err, AG_EINVAL, "%s line %d: %s %s; expected a probability in 0..1 "
+                         "(1 excluded)", path, line, key, v);
         spec->dropout[k - AG_KEY_DROPOUT] = (float)p;
         break;
     }
     case AG_KEY_READOUT:
         spec->readout = strcmp(v, "linear") == 0;
         if (!spec->readout && strcmp(v, "none") != 0)
-            rc = ag_i_fail(err, AG_EINVAL, "%s line %d: readout %s; expected linear (logits = X "
-                           "Wr^T + br) or none (the last layer writes the classes)", path, line,
-                           v);
+            rc = ag_fail(err, AG_EINVAL, "%s line %d: readout %s; expected linear (logits = X "
+                         "Wr^T + br) or none (the last layer writes the classes)", path, line,
+                         v);
         break;
     case AG_MODEL_KEYS:
         break;
@@ -337,8 +337,8 @@ static int spec_line(ag_model_spec_t *spec, char *buf, const char *path, int lin
         rest[strcspn(rest, "\r\n")] = '\0';
     if (strcmp(key, "layer") == 0) {
         if (spec->n_layers == AG_MODEL_MAX_LAYERS)
-            return ag_i_fail(err, AG_ELIMIT, "%s line %d: more than %d layers", path, line,
-                             AG_MODEL_MAX_LAYERS);
+            return ag_fail(err, AG_ELIMIT, "%s line %d: more than %d layers", path, line,
+                           AG_MODEL_MAX_LAYERS);
         return layer_line(&spec->layers[spec->n_layers++], rest ? rest : (char[]){""}, path,
                           line, err);
     }
@@ -348,18 +348,18 @@ static int spec_line(ag_model_spec_t *spec, char *buf, const char *path, int lin
     while (k < AG_MODEL_KEYS && strcmp(key, model_keys[k].name) != 0)
         k++;
     if (k == AG_MODEL_KEYS)
-        return ag_i_fail(err, AG_EFORMAT, "%s line %d: unknown key '%s'; expected layer, "
-                         "readout, dropout, attn-dropout, resid-dropout or one of the model's "
-                         "options (score, beta, softcap, slope, sigmoid-bias, alibi, edge-bias, "
-                         "norm, posenc, self-loops, directed, undirected)", path, line, key);
+        return ag_fail(err, AG_EFORMAT, "%s line %d: unknown key '%s'; expected layer, "
+                       "readout, dropout, attn-dropout, resid-dropout or one of the model's "
+                       "options (score, beta, softcap, slope, sigmoid-bias, alibi, edge-bias, "
+                       "norm, posenc, self-loops, directed, undirected)", path, line, key);
     if (extra)
-        return ag_i_fail(err, AG_EFORMAT, "%s line %d: '%s' after %s %s; one value per line",
-                         path, line, extra, key, value);
+        return ag_fail(err, AG_EFORMAT, "%s line %d: '%s' after %s %s; one value per line",
+                       path, line, extra, key, value);
     if (spec->line[k])
-        return ag_i_fail(err, AG_EFORMAT, "%s line %d: %s given twice", path, line, key);
+        return ag_fail(err, AG_EFORMAT, "%s line %d: %s given twice", path, line, key);
     if (model_keys[k].takes_value != (value != NULL))
-        return ag_i_fail(err, AG_EFORMAT, "%s line %d: %s %s", path, line, key,
-                         value ? "takes no value" : "needs a value");
+        return ag_fail(err, AG_EFORMAT, "%s line %d: %s %s", path, line, key,
+                       value ? "takes no value" : "needs a value");
     spec->line[k] = line;
     return model_value(spec, (ag_model_key_t)k, value, path, line, err);
 }
@@ -374,18 +374,18 @@ int ag_model_spec_parse(ag_model_spec_t *spec, const char *text, const char *pat
         const size_t len = strcspn(at, "\n");
         line++;
         if (len > sizeof buf - 2)
-            return ag_i_fail(err, AG_ELIMIT, "%s line %d: longer than %zu bytes", path, line,
-                             sizeof buf - 2);
+            return ag_fail(err, AG_ELIMIT, "%s line %d: longer than %zu bytes", path, line,
+                           sizeof buf - 2);
         memcpy(buf, at, len);
         buf[len] = '\0';
         at += len + (at[len] == '\n');
         rc = spec_line(spec, buf, path, line, err);
     }
     if (!rc && spec->n_layers == 0)
-        rc = ag_i_fail(err, AG_EFORMAT, "%s: no layer line (layer heads=H dim=d ...)", path);
+        rc = ag_fail(err, AG_EFORMAT, "%s: no layer line (layer heads=H dim=d ...)", path);
     if (!rc && spec->line[AG_KEY_DIRECTED] && spec->line[AG_KEY_UNDIRECTED])
-        rc = ag_i_fail(err, AG_EINVAL, "%s line %d: directed and undirected; give one", path,
-                       spec->line[AG_KEY_UNDIRECTED] > spec->line[AG_KEY_DIRECTED]
+        rc = ag_fail(err, AG_EINVAL, "%s line %d: directed and undirected; give one", path,
+                     spec->line[AG_KEY_UNDIRECTED] > spec->line[AG_KEY_DIRECTED]
                            ? spec->line[AG_KEY_UNDIRECTED] : spec->line[AG_KEY_DIRECTED]);
     return rc;
 }
@@ -398,8 +398,8 @@ int ag_model_spec_read(ag_model_spec_t *spec, const char *path, ag_error_t *err)
     if (rc)
         return rc;
     if (strlen(text) != n)
-        rc = ag_i_fail(err, AG_EFORMAT, "%s: a NUL byte at offset %zu; expected a text",
-                       path, strlen(text));
+        rc = ag_fail(err, AG_EFORMAT, "%s: a NUL byte at offset %zu; expected a text",
+                     path, strlen(text));
     else
         rc = ag_model_spec_parse(spec, text, path, err);
     free(text);
@@ -521,22 +521,22 @@ int ag_model_spec_check(const ag_model_spec_t *spec, const char *path, int64_t D
     for (int k = 0; k < spec->n_layers; k++) {
         const ag_layer_spec_t *L = &spec->layers[k];
         if (L->post_norm && spec->norm != AG_NORM_LAYER)
-            return ag_i_fail(err, AG_EINVAL, "%s line %d: norm=post, and the model has no norm; "
-                             "give the file `norm layer`", path, L->line);
+            return ag_fail(err, AG_EINVAL, "%s line %d: norm=post, and the model has no norm; "
+                           "give the file `norm layer`", path, L->line);
         if (D <= 0)
             continue;
         const int64_t out = ag_layer_spec_width_out(L, D);
         if (L->residual == 1 && out != D)
-            return ag_i_fail(err, AG_EINVAL, "%s line %d: layer %d reads width %lld and writes "
-                             "%lld, so it cannot add a residual; residual=no, or an output of "
-                             "width %lld", path, L->line, k + 1, (long long)D, (long long)out,
-                             (long long)D);
+            return ag_fail(err, AG_EINVAL, "%s line %d: layer %d reads width %lld and writes "
+                           "%lld, so it cannot add a residual; residual=no, or an output of "
+                           "width %lld", path, L->line, k + 1, (long long)D, (long long)out,
+                           (long long)D);
         D = out;
     }
     if (D > 0 && !spec->readout && classes && D != classes)
-        return ag_i_fail(err, AG_EINVAL, "%s: readout none, so the last layer writes the "
-                         "logits: width %lld; the labels have %lld classes (out=%lld, or "
-                         "readout linear)", path, (long long)D, (long long)classes,
-                         (long long)classes);
+        return ag_fail(err, AG_EINVAL, "%s: readout none, so the last layer writes the "
+                       "logits: width %lld; the labels have %lld classes (out=%lld, or "
+                       "readout linear)", path, (long long)D, (long long)classes,
+                       (long long)classes);
     return AG_OK;
 }

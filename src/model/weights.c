@@ -68,8 +68,8 @@ static int draw(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_no
 {
     memset(w, 0, sizeof *w);
     if (D <= 0 || H <= 0 || d <= 0 || per_node < 0 || first < 0)
-        return ag_i_fail(err, AG_EINVAL, "weights: D=%lld, H=%lld, d=%lld; expected all >= 1",
-                         (long long)D, (long long)H, (long long)d);
+        return ag_fail(err, AG_EINVAL, "weights: D=%lld, H=%lld, d=%lld; expected all >= 1",
+                       (long long)D, (long long)H, (long long)d);
     const int64_t HD = H * d;
     w->D = D, w->H = H, w->d = d, w->per_node = per_node;
     /* every attention vector (the score reads its own); LayerNorm stays the identity */
@@ -79,9 +79,9 @@ static int draw(ag_weights_t *w, int64_t D, int64_t H, int64_t d, int64_t per_no
             continue;
         const int64_t n = ag_layer_array_size(w, m);
         float **p = ag_layer_array(w, m);
-        if (!(*p = ag_i_alloc(n, sizeof(float), err, "weights"))) {
+        if (!(*p = ag_alloc(n, sizeof(float), err, "weights"))) {
             ag_weights_destroy(w);
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         }
         const float scale = 1.0f / sqrtf((float)ag_layer_array_fan_in(w, m));
         if (m < 3 && first)   /* the same numbers; the whole draw makes two at a time */
@@ -102,8 +102,8 @@ int ag_i_weights_random_rows(ag_weights_t *w, int64_t D, int64_t H, int64_t d, i
                              int64_t rows, uint64_t seed, ag_error_t *err)
 {
     if (rows < 0)
-        return ag_i_fail(err, AG_EINVAL, "weights: %lld rows of per-node weights; expected >= 0",
-                         (long long)rows);
+        return ag_fail(err, AG_EINVAL, "weights: %lld rows of per-node weights; expected >= 0",
+                       (long long)rows);
     return draw(w, D, H, d, rows, first, seed, err);
 }
 
@@ -111,16 +111,16 @@ int ag_i_weights_keep_rows(ag_weights_t *w, int64_t first, int64_t rows, ag_erro
 {
     const int64_t per = w->H * w->d * w->D;
     if (!w->per_node || first < 0 || rows < 0 || first + rows > w->per_node)
-        return ag_i_fail(err, AG_EINVAL, "weights: rows %lld..%lld of %lld per-node weights",
-                         (long long)first, (long long)(first + rows), (long long)w->per_node);
+        return ag_fail(err, AG_EINVAL, "weights: rows %lld..%lld of %lld per-node weights",
+                       (long long)first, (long long)(first + rows), (long long)w->per_node);
     if (rows == 0)   /* no rows: the shapes of shared weights, which nothing reads */
         first = 0;
     const int64_t keep = rows ? rows : 1;
     float *kept[3] = {NULL, NULL, NULL};
     for (int m = 0; m < 3; m++)
-        if (!(kept[m] = ag_i_alloc(keep * per, sizeof(float), err, "weights"))) {
+        if (!(kept[m] = ag_alloc(keep * per, sizeof(float), err, "weights"))) {
             free(kept[0]), free(kept[1]);
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         }
     for (int m = 0; m < 3; m++) {
         float **p = ag_layer_array(w, m);
@@ -159,9 +159,9 @@ int ag_i_weights_load_array(float **out, const char *dir, const char *name, int 
             snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%lld", k ? ", " : "",
                      (long long)want[k]);
         ag_array_destroy(&a);
-        return ag_i_fail(err, AG_EINVAL, "%s is [%s]; expected [%s]%s", path, got, exp,
-                         ndim == 2 && strncmp(name, "attn", 4) ? " ([out, in] like "
-                         "torch.nn.Linear.weight)" : "");
+        return ag_fail(err, AG_EINVAL, "%s is [%s]; expected [%s]%s", path, got, exp,
+                       ndim == 2 && strncmp(name, "attn", 4) ? " ([out, in] like "
+                       "torch.nn.Linear.weight)" : "");
     }
     *out = a.data;
     return AG_OK;
@@ -171,7 +171,7 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
 {
     memset(w, 0, sizeof *w);
     if (H <= 0)
-        return ag_i_fail(err, AG_EINVAL, "weights: %lld heads; expected >= 1", (long long)H);
+        return ag_fail(err, AG_EINVAL, "weights: %lld heads; expected >= 1", (long long)H);
     /* wq decides: [H*d, D] shared, or [N, H*d, D] per node */
     char path[4096];
     snprintf(path, sizeof path, "%s/wq.npy", dir);
@@ -181,8 +181,8 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
         return rc;
     if (a.ndim != 2 && a.ndim != 3) {
         ag_array_destroy(&a);
-        return ag_i_fail(err, AG_EINVAL, "%s has %d dimensions; expected [H*d, D] or per node "
-                         "[N, H*d, D]", path, a.ndim);
+        return ag_fail(err, AG_EINVAL, "%s has %d dimensions; expected [H*d, D] or per node "
+                       "[N, H*d, D]", path, a.ndim);
     }
     const int per_node = a.ndim == 3;
     int64_t shape[3];
@@ -191,8 +191,8 @@ int ag_weights_load(ag_weights_t *w, const char *dir, int64_t H, ag_error_t *err
     w->per_node = per_node ? shape[0] : 0;
     const int64_t HD = shape[per_node], D = shape[per_node + 1];
     if (HD % H != 0)
-        rc = ag_i_fail(err, AG_EINVAL, "%s has %lld row%s, not a multiple of %lld head%s",
-                       path, (long long)HD, HD == 1 ? "" : "s", (long long)H, H == 1 ? "" : "s");
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld row%s, not a multiple of %lld head%s",
+                     path, (long long)HD, HD == 1 ? "" : "s", (long long)H, H == 1 ? "" : "s");
     w->D = D, w->H = H, w->d = HD / H;
     /* the rest of a plain layer's arrays: wk wv wo, then the optional ones */
     for (int k = 1; k <= 8 && !rc; k++) {
@@ -236,8 +236,8 @@ int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm
 {
     memset(g, 0, sizeof *g);
     if (w->D <= 0 || w->H <= 0 || w->d <= 0 || w->per_node < 0)
-        return ag_i_fail(err, AG_EINVAL, "gradients: weights of D=%lld, H=%lld, d=%lld; expected "
-                         "all >= 1", (long long)w->D, (long long)w->H, (long long)w->d);
+        return ag_fail(err, AG_EINVAL, "gradients: weights of D=%lld, H=%lld, d=%lld; expected "
+                       "all >= 1", (long long)w->D, (long long)w->H, (long long)w->d);
     g->D = w->D, g->H = w->H, g->d = w->d, g->per_node = w->per_node;
     g->D_out = w->D_out, g->mean_heads = w->mean_heads, g->F = w->F;
     g->post_norm = w->post_norm, g->edge_dim = w->edge_dim, g->no_residual = w->no_residual;
@@ -248,10 +248,10 @@ int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm
         const float *has = *ag_layer_array((ag_weights_t *)w, m);
         const int wanted = m == 0 || has || (m >= 4 && m < 6 && layer_norm) ||
                            (m >= 14 && m < 16 && layer_norm && w->w1);
-        if (wanted && !(*ag_layer_array(g, m) = ag_i_calloc(ag_layer_array_size(w, m),
-                                                            sizeof(float), err, "gradients"))) {
+        if (wanted && !(*ag_layer_array(g, m) = ag_calloc(ag_layer_array_size(w, m),
+                                                          sizeof(float), err, "gradients"))) {
             ag_weights_destroy(g);
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         }
     }
     return AG_OK;
@@ -260,16 +260,16 @@ int ag_weights_grads_init(ag_weights_t *g, const ag_weights_t *w, int layer_norm
 int ag_weights_add_layer_norm(ag_weights_t *w, ag_error_t *err)
 {
     if (w->D <= 0)
-        return ag_i_fail(err, AG_EINVAL, "weights: D=%lld; expected >= 1", (long long)w->D);
+        return ag_fail(err, AG_EINVAL, "weights: D=%lld; expected >= 1", (long long)w->D);
     const int64_t width = w->post_norm ? ag_layer_width_out(w) : w->D;
     if (!w->ln_weight) {
-        if (!(w->ln_weight = ag_i_alloc(width, sizeof(float), err, "LayerNorm weight")))
-            return ag_i_alloc_status();
+        if (!(w->ln_weight = ag_alloc(width, sizeof(float), err, "LayerNorm weight")))
+            return ag_alloc_status();
         for (int64_t c = 0; c < width; c++)
             w->ln_weight[c] = 1.0f;
     }
-    if (!w->ln_bias && !(w->ln_bias = ag_i_calloc(width, sizeof(float), err, "LayerNorm bias")))
-        return ag_i_alloc_status();
+    if (!w->ln_bias && !(w->ln_bias = ag_calloc(width, sizeof(float), err, "LayerNorm bias")))
+        return ag_alloc_status();
     return AG_OK;
 }
 

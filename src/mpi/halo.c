@@ -50,11 +50,11 @@ static int rows_type(MPI_Datatype *t, const ag_halo_t *h, const int64_t *rows, i
     if (n == 0)
         return AG_OK;
     if (n > INT32_MAX / 2)   /* K and V rows: 2n blocks, an int count */
-        return ag_i_fail(err, AG_ELIMIT, "a halo of %d rows is beyond what one MPI datatype "
-                         "describes (2^30)", n);
-    MPI_Aint *at = ag_i_alloc(2 * (int64_t)n, sizeof *at, err, "halo");
+        return ag_fail(err, AG_ELIMIT, "a halo of %d rows is beyond what one MPI datatype "
+                       "describes (2^30)", n);
+    MPI_Aint *at = ag_alloc(2 * (int64_t)n, sizeof *at, err, "halo");
     if (!at)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     for (int k = 0; k < n; k++) {
         const int64_t r = (rows[k] - h->wlo) * h->HD;
         MPI_Get_address(h->K + r, &at[k]);
@@ -69,13 +69,13 @@ static int rows_type(MPI_Datatype *t, const ag_halo_t *h, const int64_t *rows, i
 static int make_types(ag_halo_t *h, ag_error_t *err)
 {
     const int P = h->ranks;
-    h->send_type = ag_i_alloc(P, sizeof *h->send_type, err, "halo");
-    h->recv_type = ag_i_alloc(P, sizeof *h->recv_type, err, "halo");
-    h->send_n = ag_i_alloc(P, sizeof *h->send_n, err, "halo");
-    h->recv_n = ag_i_alloc(P, sizeof *h->recv_n, err, "halo");
-    h->zeros = ag_i_calloc(P, sizeof *h->zeros, err, "halo");
+    h->send_type = ag_alloc(P, sizeof *h->send_type, err, "halo");
+    h->recv_type = ag_alloc(P, sizeof *h->recv_type, err, "halo");
+    h->send_n = ag_alloc(P, sizeof *h->send_n, err, "halo");
+    h->recv_n = ag_alloc(P, sizeof *h->recv_n, err, "halo");
+    h->zeros = ag_calloc(P, sizeof *h->zeros, err, "halo");
     if (!h->send_type || !h->recv_type || !h->send_n || !h->recv_n || !h->zeros)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     for (int p = 0; p < P; p++)
         h->send_type[p] = h->recv_type[p] = MPI_DATATYPE_NULL;
     MPI_Datatype row;
@@ -118,9 +118,9 @@ void ag_i_halo_window(const ag_mpi_part_t *part, int64_t *wlo, int64_t *whi)
 static int list_reads(ag_halo_t *h, const ag_mpi_part_t *part, ag_error_t *err)
 {
     const int64_t w = h->whi - h->wlo;
-    int32_t *cover = ag_i_calloc(w + 1, sizeof *cover, err, "halo");
+    int32_t *cover = ag_calloc(w + 1, sizeof *cover, err, "halo");
     if (!cover)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     const ag_nbhd_t *nb = &part->nb;
     for (int64_t r = 0; r < nb->n_runs; r++) {   /* +1 where a run starts, -1 past its end */
         cover[nb->run_src[r] - h->wlo]++;
@@ -133,15 +133,15 @@ static int list_reads(ag_halo_t *h, const ag_mpi_part_t *part, ag_error_t *err)
         cover[j] = depth > 0 && (g < part->lo || g >= part->hi);
         n += cover[j];
     }
-    h->recv_rows = ag_i_alloc(n + 1, sizeof *h->recv_rows, err, "halo");
+    h->recv_rows = ag_alloc(n + 1, sizeof *h->recv_rows, err, "halo");
     if (!h->recv_rows) {
         free(cover);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     if (n > INT32_MAX / 2) {   /* before the int counts below could overflow */
         free(cover);
-        return ag_i_fail(err, AG_ELIMIT, "a halo of %lld rows is beyond what one MPI datatype "
-                         "describes (2^30)", (long long)n);
+        return ag_fail(err, AG_ELIMIT, "a halo of %lld rows is beyond what one MPI datatype "
+                       "describes (2^30)", (long long)n);
     }
     int p = 0;
     for (int64_t j = 0, k = 0; j < w; j++)
@@ -173,14 +173,14 @@ int ag_i_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64
     ag_i_halo_window(part, &h->wlo, &h->whi);
     const int64_t w = h->whi - h->wlo;
     int rc = AG_OK;
-    h->K = ag_i_calloc((w ? w : 1) * HD, sizeof(float), err, "K rows");
-    h->V = ag_i_calloc((w ? w : 1) * HD, sizeof(float), err, "V rows");
-    h->recv_count = ag_i_calloc(P, sizeof(int), err, "halo");
-    h->recv_displ = ag_i_calloc(P, sizeof(int), err, "halo");
-    h->send_count = ag_i_calloc(P, sizeof(int), err, "halo");
-    h->send_displ = ag_i_calloc(P, sizeof(int), err, "halo");
+    h->K = ag_calloc((w ? w : 1) * HD, sizeof(float), err, "K rows");
+    h->V = ag_calloc((w ? w : 1) * HD, sizeof(float), err, "V rows");
+    h->recv_count = ag_calloc(P, sizeof(int), err, "halo");
+    h->recv_displ = ag_calloc(P, sizeof(int), err, "halo");
+    h->send_count = ag_calloc(P, sizeof(int), err, "halo");
+    h->send_displ = ag_calloc(P, sizeof(int), err, "halo");
     if (!h->K || !h->V || !h->recv_count || !h->recv_displ || !h->send_count || !h->send_displ)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     if (!rc)
         rc = list_reads(h, part, err);
     if ((rc = ag_mpi_agree(comm, rc, err))) {
@@ -191,8 +191,8 @@ int ag_i_halo_plan(ag_halo_t *h, MPI_Comm comm, const ag_mpi_part_t *part, int64
     ag_i_mpi_displs(h->recv_count, h->recv_displ, P);
     ag_i_mpi_displs(h->send_count, h->send_displ, P);
     h->n_send = h->send_displ[P - 1] + (int64_t)h->send_count[P - 1];
-    h->send_rows = ag_i_alloc(h->n_send + 1, sizeof *h->send_rows, err, "halo");
-    rc = h->send_rows ? AG_OK : ag_i_alloc_status();
+    h->send_rows = ag_alloc(h->n_send + 1, sizeof *h->send_rows, err, "halo");
+    rc = h->send_rows ? AG_OK : ag_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         ag_i_halo_destroy(h);
         return rc;
@@ -231,9 +231,9 @@ int ag_i_halos_plan(ag_halos_t *hs, MPI_Comm comm, const ag_mpi_part_t *part,
 {
     memset(hs, 0, sizeof *hs);
     const int used = n_layers == 1 || rounds < 1 ? 1 : rounds;
-    hs->HD = ag_i_alloc(used, sizeof *hs->HD, err, "halo");
-    hs->h = ag_i_calloc(used, sizeof *hs->h, err, "halo");
-    int rc = ag_mpi_agree(comm, hs->HD && hs->h ? AG_OK : ag_i_alloc_status(), err);
+    hs->HD = ag_alloc(used, sizeof *hs->HD, err, "halo");
+    hs->h = ag_calloc(used, sizeof *hs->h, err, "halo");
+    int rc = ag_mpi_agree(comm, hs->HD && hs->h ? AG_OK : ag_alloc_status(), err);
     for (int r = 0; !rc && r < used; r++) {   /* every process sees the same layers */
         const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
         const int64_t HD = w->H * w->d;

@@ -47,13 +47,13 @@ int ag_mpi_lm_loss(MPI_Comm comm, const ag_mpi_part_t *part, const ag_lm_t *m,
 {
     int rc = AG_OK;
     if (!m || !m->wte || !part || (part->hi > part->lo && (!ids || !pos || !targets)))
-        rc = ag_i_fail(err, AG_EINVAL, "language model: a model, a part, and ids, positions "
-                       "and targets of its rows are required");
+        rc = ag_fail(err, AG_EINVAL, "language model: a model, a part, and ids, positions "
+                     "and targets of its rows are required");
     else if (part->node_of)
-        rc = ag_i_fail(err, AG_EINVAL, "language model: renumbered parts (METIS's) are not "
-                       "supported; the sequences' rows must stay in order");
+        rc = ag_fail(err, AG_EINVAL, "language model: renumbered parts (METIS's) are not "
+                     "supported; the sequences' rows must stay in order");
     else if (grads && !tape)
-        rc = ag_i_fail(err, AG_EINVAL, "language model: training needs a tape (NULL at first)");
+        rc = ag_fail(err, AG_EINVAL, "language model: training needs a tape (NULL at first)");
     if ((rc = ag_mpi_agree(comm, rc, err)))
         return rc;
     ag_i_reducer_t red;

@@ -79,13 +79,13 @@ static int slice(ag_nbhd_t *out, const ag_nbhd_t *nb, int64_t lo, int64_t hi, ag
     out->n_nodes = n;
     out->n_edges = nb->edge_ptr[hi] - e0;
     out->n_runs = nb->run_ptr[hi] - r0;
-    out->edge_ptr = ag_i_alloc(n + 1, sizeof(int64_t), err, "part");
-    out->run_ptr = ag_i_alloc(n + 1, sizeof(int64_t), err, "part");
-    out->run_src = ag_i_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
-    out->run_len = ag_i_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
+    out->edge_ptr = ag_alloc(n + 1, sizeof(int64_t), err, "part");
+    out->run_ptr = ag_alloc(n + 1, sizeof(int64_t), err, "part");
+    out->run_src = ag_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
+    out->run_len = ag_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
     if (!out->edge_ptr || !out->run_ptr || !out->run_src || !out->run_len) {
         ag_nbhd_destroy(out);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     for (int64_t i = 0; i <= n; i++) {
         out->edge_ptr[i] = nb->edge_ptr[lo + i] - e0;
@@ -101,8 +101,8 @@ static int part_begin(ag_mpi_part_t *part, MPI_Comm comm, ag_error_t *err)
     memset(part, 0, sizeof *part);
     MPI_Comm_size(comm, &part->ranks);
     MPI_Comm_rank(comm, &part->rank);
-    part->bounds = ag_i_alloc(part->ranks + 1, sizeof(int64_t), err, "part bounds");
-    return part->bounds ? AG_OK : ag_i_alloc_status();
+    part->bounds = ag_alloc(part->ranks + 1, sizeof(int64_t), err, "part bounds");
+    return part->bounds ? AG_OK : ag_alloc_status();
 }
 
 int ag_mpi_part_local(ag_mpi_part_t *part, MPI_Comm comm, const ag_nbhd_t *nb,
@@ -129,8 +129,8 @@ enum { TAG_SIZES = 71, TAG_ARRAYS, TAG_READY };
 
 static int too_large(int64_t n, ag_error_t *err)
 {
-    return n > INT32_MAX ? ag_i_fail(err, AG_ELIMIT, "a part of %lld entries is beyond what one "
-                                     "MPI message carries (2^31)", (long long)n) : AG_OK;
+    return n > INT32_MAX ? ag_fail(err, AG_ELIMIT, "a part of %lld entries is beyond what one "
+                                   "MPI message carries (2^31)", (long long)n) : AG_OK;
 }
 
 /* Sends part p's arrays (sizes first: n, E, R; n = -1 when root failed to cut
@@ -163,14 +163,14 @@ static int receive_part(ag_nbhd_t *out, int root, MPI_Comm comm, ag_error_t *err
     int64_t sizes[3];
     MPI_Recv(sizes, 3, MPI_INT64_T, root, TAG_SIZES, comm, MPI_STATUS_IGNORE);
     if (sizes[0] < 0)
-        return ag_i_fail(err, AG_EINVAL, "the root process could not cut this part");
+        return ag_fail(err, AG_EINVAL, "the root process could not cut this part");
     out->n_nodes = sizes[0], out->n_edges = sizes[1], out->n_runs = sizes[2];
-    out->edge_ptr = ag_i_alloc(out->n_nodes + 1, sizeof(int64_t), err, "part");
-    out->run_ptr = ag_i_alloc(out->n_nodes + 1, sizeof(int64_t), err, "part");
-    out->run_src = ag_i_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
-    out->run_len = ag_i_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
+    out->edge_ptr = ag_alloc(out->n_nodes + 1, sizeof(int64_t), err, "part");
+    out->run_ptr = ag_alloc(out->n_nodes + 1, sizeof(int64_t), err, "part");
+    out->run_src = ag_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
+    out->run_len = ag_alloc(out->n_runs + 1, sizeof(int64_t), err, "part");
     int ready = out->edge_ptr && out->run_ptr && out->run_src && out->run_len;
-    const int rc = ready ? AG_OK : ag_i_alloc_status();
+    const int rc = ready ? AG_OK : ag_alloc_status();
     MPI_Send(&ready, 1, MPI_INT, root, TAG_READY, comm);
     if (!ready)   /* nothing comes: every process learns the failure from agree */
         return rc;
@@ -244,10 +244,10 @@ static int renumber(ag_nbhd_t *out, const ag_nbhd_t *nb, const ag_partition_t *p
                     ag_error_t *err)
 {
     const int64_t N = nb->n_nodes, E = nb->n_edges;
-    int64_t *new_of = ag_i_alloc(N, sizeof *new_of, err, "renumbering");
-    int64_t *indptr = ag_i_alloc(N + 1, sizeof *indptr, err, "renumbering");
-    int64_t *indices = ag_i_alloc(E ? E : 1, sizeof *indices, err, "renumbering");
-    int rc = new_of && indptr && indices ? AG_OK : ag_i_alloc_status();
+    int64_t *new_of = ag_alloc(N, sizeof *new_of, err, "renumbering");
+    int64_t *indptr = ag_alloc(N + 1, sizeof *indptr, err, "renumbering");
+    int64_t *indices = ag_alloc(E ? E : 1, sizeof *indices, err, "renumbering");
+    int rc = new_of && indptr && indices ? AG_OK : ag_alloc_status();
     if (!rc) {
         for (int64_t k = 0; k < N; k++)
             new_of[pt->part_nodes[k]] = k;
@@ -271,33 +271,33 @@ static int check_partition(const ag_partition_t *pt, const ag_nbhd_t *nb, int P,
                            ag_error_t *err)
 {
     if (!pt || !nb || pt->n_nodes != nb->n_nodes || pt->n_parts != P)
-        return ag_i_fail(err, AG_EINVAL, "partition: %d parts of %lld nodes for a graph of %lld "
-                         "nodes on %d processes; expected one part a process, every node once",
-                         pt ? pt->n_parts : 0, pt ? (long long)pt->n_nodes : 0LL,
-                         nb ? (long long)nb->n_nodes : 0LL, P);
+        return ag_fail(err, AG_EINVAL, "partition: %d parts of %lld nodes for a graph of %lld "
+                       "nodes on %d processes; expected one part a process, every node once",
+                       pt ? pt->n_parts : 0, pt ? (long long)pt->n_nodes : 0LL,
+                       nb ? (long long)nb->n_nodes : 0LL, P);
     if (nb->n_nodes > INT32_MAX)
-        return ag_i_fail(err, AG_ELIMIT, "partition: %lld nodes are beyond what MPI_Scatterv "
-                         "counts (2^31)", (long long)nb->n_nodes);
+        return ag_fail(err, AG_ELIMIT, "partition: %lld nodes are beyond what MPI_Scatterv "
+                       "counts (2^31)", (long long)nb->n_nodes);
     const int64_t N = nb->n_nodes;
     if (!pt->part_ptr || !pt->part_nodes || pt->part_ptr[0] != 0 || pt->part_ptr[P] != N)
-        return ag_i_fail(err, AG_EINVAL, "partition: part_ptr runs from %lld to %lld; expected "
-                         "0 to the %lld nodes", pt->part_ptr ? (long long)pt->part_ptr[0] : -1LL,
-                         pt->part_ptr ? (long long)pt->part_ptr[P] : -1LL, (long long)N);
+        return ag_fail(err, AG_EINVAL, "partition: part_ptr runs from %lld to %lld; expected "
+                       "0 to the %lld nodes", pt->part_ptr ? (long long)pt->part_ptr[0] : -1LL,
+                       pt->part_ptr ? (long long)pt->part_ptr[P] : -1LL, (long long)N);
     for (int p = 0; p < P; p++)
         if (pt->part_ptr[p + 1] < pt->part_ptr[p])
-            return ag_i_fail(err, AG_EINVAL, "partition: part_ptr[%d] = %lld is below part_ptr[%d] "
-                             "= %lld; expected them ascending", p + 1,
-                             (long long)pt->part_ptr[p + 1], p, (long long)pt->part_ptr[p]);
-    uint8_t *seen = ag_i_calloc(N ? N : 1, 1, err, "partition check");
+            return ag_fail(err, AG_EINVAL, "partition: part_ptr[%d] = %lld is below part_ptr[%d] "
+                           "= %lld; expected them ascending", p + 1,
+                           (long long)pt->part_ptr[p + 1], p, (long long)pt->part_ptr[p]);
+    uint8_t *seen = ag_calloc(N ? N : 1, 1, err, "partition check");
     if (!seen)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     int rc = AG_OK;
     for (int64_t k = 0; !rc && k < N; k++) {   /* every node once: a permutation */
         const int64_t i = pt->part_nodes[k];
         if (i < 0 || i >= N || seen[i])
-            rc = ag_i_fail(err, AG_EINVAL, "partition: part_nodes[%lld] = %lld; expected each "
-                           "node 0..%lld exactly once", (long long)k, (long long)i,
-                           (long long)N - 1);
+            rc = ag_fail(err, AG_EINVAL, "partition: part_nodes[%lld] = %lld; expected each "
+                         "node 0..%lld exactly once", (long long)k, (long long)i,
+                         (long long)N - 1);
         else
             seen[i] = 1;
     }
@@ -311,10 +311,10 @@ static int scatter_node_of(ag_mpi_part_t *part, MPI_Comm comm, const ag_partitio
 {
     const int P = part->ranks, me = part->rank;
     const int64_t n = part->hi - part->lo;
-    int *count = ag_i_alloc(P, sizeof(int), err, "part"), *displ = ag_i_alloc(P, sizeof(int), err,
+    int *count = ag_alloc(P, sizeof(int), err, "part"), *displ = ag_alloc(P, sizeof(int), err,
                                                                          "part");
-    part->node_of = ag_i_alloc(n ? n : 1, sizeof *part->node_of, err, "part");
-    int rc = count && displ && part->node_of ? AG_OK : ag_i_alloc_status();
+    part->node_of = ag_alloc(n ? n : 1, sizeof *part->node_of, err, "part");
+    int rc = count && displ && part->node_of ? AG_OK : ag_alloc_status();
     if (!(rc = ag_mpi_agree(comm, rc, err))) {
         for (int p = 0; p < P; p++)
             count[p] = (int)(part->bounds[p + 1] - part->bounds[p]),
@@ -362,7 +362,7 @@ int ag_mpi_part_scatter_partition(ag_mpi_part_t *part, MPI_Comm comm, const ag_n
 static int64_t *own_indptr(const int64_t *indptr, int64_t N, int64_t lo, int64_t hi,
                            ag_error_t *err)
 {
-    int64_t *p = ag_i_alloc(N + 1, sizeof *p, err, "CSR part");
+    int64_t *p = ag_alloc(N + 1, sizeof *p, err, "CSR part");
     if (!p)
         return NULL;
     for (int64_t i = 0; i <= N; i++) {
@@ -375,16 +375,16 @@ static int64_t *own_indptr(const int64_t *indptr, int64_t N, int64_t lo, int64_t
 static int check_indptr(const int64_t *indptr, int64_t n_ptr, const char *path, ag_error_t *err)
 {
     if (n_ptr < 2)
-        return ag_i_fail(err, AG_EINVAL, "%s has %lld entr%s; expected N+1 >= 2", path,
-                         (long long)n_ptr, n_ptr == 1 ? "y" : "ies");
+        return ag_fail(err, AG_EINVAL, "%s has %lld entr%s; expected N+1 >= 2", path,
+                       (long long)n_ptr, n_ptr == 1 ? "y" : "ies");
     if (indptr[0] != 0)
-        return ag_i_fail(err, AG_EINVAL, "%s starts at %lld; expected 0", path,
-                         (long long)indptr[0]);
+        return ag_fail(err, AG_EINVAL, "%s starts at %lld; expected 0", path,
+                       (long long)indptr[0]);
     for (int64_t i = 0; i + 1 < n_ptr; i++)
         if (indptr[i + 1] < indptr[i])
-            return ag_i_fail(err, AG_EINVAL, "%s decreases at entry %lld (%lld after %lld); "
-                             "expected non-decreasing", path, (long long)(i + 1),
-                             (long long)indptr[i + 1], (long long)indptr[i]);
+            return ag_fail(err, AG_EINVAL, "%s decreases at entry %lld (%lld after %lld); "
+                           "expected non-decreasing", path, (long long)(i + 1),
+                           (long long)indptr[i + 1], (long long)indptr[i]);
     return AG_OK;
 }
 
@@ -396,24 +396,24 @@ static int read_own(ag_nbhd_t *whole, const int64_t *indptr, int64_t N, int64_t 
     int rc = ag_i_index_read_npy_part(&idx, &total, indices_path, indptr[lo],
                                       indptr[hi] - indptr[lo], err);
     if (!rc && total != indptr[N])
-        rc = ag_i_fail(err, AG_EINVAL, "the indptr file ends at %lld, but %s has %lld entr%s",
-                       (long long)indptr[N], indices_path, (long long)total,
-                       total == 1 ? "y" : "ies");
+        rc = ag_fail(err, AG_EINVAL, "the indptr file ends at %lld, but %s has %lld entr%s",
+                     (long long)indptr[N], indices_path, (long long)total,
+                     total == 1 ? "y" : "ies");
     /* the part's entries, named by their places in the file (as one process names them) */
     for (int64_t i = lo; !rc && i < hi; i++)
         for (int64_t s = indptr[i]; !rc && s < indptr[i + 1]; s++) {
             const int64_t j = idx[s - indptr[lo]];
             if (j < 0 || j >= N)
-                rc = ag_i_fail(err, AG_EINVAL, "%s: indices[%lld] is %lld; expected a node in "
-                               "0..%lld", indices_path, (long long)s, (long long)j,
-                               (long long)N - 1);
+                rc = ag_fail(err, AG_EINVAL, "%s: indices[%lld] is %lld; expected a node in "
+                             "0..%lld", indices_path, (long long)s, (long long)j,
+                             (long long)N - 1);
             else if (s > indptr[i] && j < idx[s - 1 - indptr[lo]])
-                rc = ag_i_fail(err, AG_EINVAL, "%s: sources of node %lld are not ascending "
-                               "(indices[%lld] = %lld after %lld)", indices_path, (long long)i,
-                               (long long)s, (long long)j, (long long)idx[s - 1 - indptr[lo]]);
+                rc = ag_fail(err, AG_EINVAL, "%s: sources of node %lld are not ascending "
+                             "(indices[%lld] = %lld after %lld)", indices_path, (long long)i,
+                             (long long)s, (long long)j, (long long)idx[s - 1 - indptr[lo]]);
         }
     if (!rc && !(ptr = own_indptr(indptr, N, lo, hi, err)))
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     if (!rc)
         rc = ag_nbhd_from_csr(whole, N, ptr, idx, err);
     if (!rc && self != AG_SELF_KEEP)

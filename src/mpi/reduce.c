@@ -27,23 +27,23 @@ static int gather(const ag_i_reducer_t *r, const void *part_mine, int64_t chunks
     const ag_mpi_reduce_t *x = r->ctx;
     const ag_mpi_part_t *part = x->part;
     const int P = part->ranks;
-    int *count = ag_i_alloc(P, sizeof *count, err, "gradient sums");
-    int *displ = ag_i_alloc(P, sizeof *displ, err, "gradient sums");
-    int rc = chunks < 0 || !count || !displ ? ag_i_alloc_status() : AG_OK;
+    int *count = ag_alloc(P, sizeof *count, err, "gradient sums");
+    int *displ = ag_alloc(P, sizeof *displ, err, "gradient sums");
+    int rc = chunks < 0 || !count || !displ ? ag_alloc_status() : AG_OK;
     *total = 0;
     for (int p = 0; !rc && p < P; p++)
         *total += chunks_of(part, p, r->per_row);
     /* the rows given are not the part */
     if (!rc && chunks != chunks_of(part, part->rank, r->per_row))
-        rc = ag_i_fail(err, AG_EINVAL, "gradient sums: %lld chunks of rows on process %d; its "
-                       "part has %lld", (long long)chunks, part->rank,
-                       (long long)chunks_of(part, part->rank, r->per_row));
+        rc = ag_fail(err, AG_EINVAL, "gradient sums: %lld chunks of rows on process %d; its "
+                     "part has %lld", (long long)chunks, part->rank,
+                     (long long)chunks_of(part, part->rank, r->per_row));
     if (!rc && (double)*total * (double)width > INT32_MAX)
-        rc = ag_i_fail(err, AG_ELIMIT, "gradient sums: %lld chunks of %lld values are beyond "
-                       "what one MPI call counts (2^31)", (long long)*total, (long long)width);
+        rc = ag_fail(err, AG_ELIMIT, "gradient sums: %lld chunks of %lld values are beyond "
+                     "what one MPI call counts (2^31)", (long long)*total, (long long)width);
     *all = NULL;
-    if (!rc && !(*all = ag_i_alloc(*total ? *total * width : 1, elem, err, "gradient sums")))
-        rc = ag_i_alloc_status();
+    if (!rc && !(*all = ag_alloc(*total ? *total * width : 1, elem, err, "gradient sums")))
+        rc = ag_alloc_status();
     if ((rc = ag_mpi_agree(x->comm, rc, err))) {
         free(count), free(displ), free(*all);
         *all = NULL;

@@ -99,27 +99,27 @@ int ag_i_ring_init(ag_ring_t *g, MPI_Comm comm, const ag_mpi_part_t *part, int64
     g->HD = HD;
     const int P = part->ranks;
     const int64_t n = part->hi - part->lo;
-    ring_state_t *s = ag_i_calloc(1, sizeof *s, err, "ring");
+    ring_state_t *s = ag_calloc(1, sizeof *s, err, "ring");
     if (!s)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     g->state = s;
     int64_t count = 0;
     for (int p = 0; p < P; p++)
         count += (part->bounds[p + 1] - part->bounds[p] + RING_BLOCK - 1) / RING_BLOCK;
-    s->blocks = ag_i_alloc(count + 1, sizeof *s->blocks, err, "ring");
-    s->span = ag_i_alloc(2 * P, sizeof *s->span, err, "ring");
-    s->sends = ag_i_alloc(4 * count + 1, sizeof *s->sends, err, "ring");
-    s->carry = ag_i_alloc(2 * CARRY * HD, sizeof(float), err, "ring");
-    g->K_own = ag_i_alloc((n ? n : 1) * HD, sizeof(float), err, "ring");
-    g->V_own = ag_i_alloc((n ? n : 1) * HD, sizeof(float), err, "ring");
+    s->blocks = ag_alloc(count + 1, sizeof *s->blocks, err, "ring");
+    s->span = ag_alloc(2 * P, sizeof *s->span, err, "ring");
+    s->sends = ag_alloc(4 * count + 1, sizeof *s->sends, err, "ring");
+    s->carry = ag_alloc(2 * CARRY * HD, sizeof(float), err, "ring");
+    g->K_own = ag_alloc((n ? n : 1) * HD, sizeof(float), err, "ring");
+    g->V_own = ag_alloc((n ? n : 1) * HD, sizeof(float), err, "ring");
     int ok = s->blocks && s->span && s->sends && s->carry && g->K_own && g->V_own;
     for (int k = 0; k < 4; k++)
-        ok = ok && (s->buf[k].data = ag_i_alloc(2 * (CARRY + RING_BLOCK) * HD, sizeof(float),
-                                                err, "ring"));
-    int rc = ok ? AG_OK : ag_i_alloc_status();
+        ok = ok && (s->buf[k].data = ag_alloc(2 * (CARRY + RING_BLOCK) * HD, sizeof(float),
+                                              err, "ring"));
+    int rc = ok ? AG_OK : ag_alloc_status();
     if (!rc && count > 16000)   /* two tags a block below MPI's guaranteed 32767 */
-        rc = ag_i_fail(err, AG_ELIMIT, "ring path: %lld blocks of %lld rows are more than "
-                       "16000", (long long)count, (long long)RING_BLOCK);
+        rc = ag_fail(err, AG_ELIMIT, "ring path: %lld blocks of %lld rows are more than "
+                     "16000", (long long)count, (long long)RING_BLOCK);
     /* every process learns of a failure before the collective below: one that
        returned alone would leave the others waiting in MPI_Allgather */
     if ((rc = ag_mpi_agree(comm, rc, err)))
@@ -306,8 +306,8 @@ int ag_i_ring_attention(ag_ring_t *g, MPI_Comm comm, const ag_nbhd_t *nb,
     ring_state_t *s = g->state;
     float scale;
     int rc = ag_i_plain_scale(score, d, &scale)
-                 ? AG_OK : ag_i_fail(err, AG_EINVAL, "the ring path runs plain dot-product "
-                                     "scores only");
+                 ? AG_OK : ag_fail(err, AG_EINVAL, "the ring path runs plain dot-product "
+                                   "scores only");
     round_t r = {g, s, comm, part, NULL, stats, 0};
     if (!rc)
         rc = ag_i_tiled_stream_begin(&r.st, nb, part->lo, part->hi, Q, H, d, scale, err);
@@ -323,8 +323,8 @@ int ag_i_ring_attention(ag_ring_t *g, MPI_Comm comm, const ag_nbhd_t *nb,
         wait_all(&r, 2, s->buf[k].pass);
     wait_all(&r, (int)s->n_sends, s->sends);
     if (!rc && ag_i_tiled_stream_first(r.st) != INT64_MAX)
-        rc = ag_i_fail(err, AG_EINVAL, "ring path: the tile at source %lld never arrived",
-                       (long long)ag_i_tiled_stream_first(r.st));
+        rc = ag_fail(err, AG_EINVAL, "ring path: the tile at source %lld never arrived",
+                     (long long)ag_i_tiled_stream_first(r.st));
     if (!rc)
         ag_i_tiled_stream_end(r.st, M, NULL);
     ag_i_tiled_stream_free(r.st);

@@ -24,12 +24,12 @@ static int check_layers(const ag_mpi_part_t *part, const ag_weights_t *layers, i
     const int64_t n = part->hi - part->lo;
     for (int k = 0; k < n_layers; k++) {
         if (layers[k].per_node && part->node_of)
-            return ag_i_fail(err, AG_EINVAL, "per-node weights on renumbered parts (METIS's) "
-                             "are not supported (layer %d)", k + 1);
+            return ag_fail(err, AG_EINVAL, "per-node weights on renumbered parts (METIS's) "
+                           "are not supported (layer %d)", k + 1);
         if (layers[k].per_node && layers[k].per_node != n)
-            return ag_i_fail(err, AG_EINVAL, "layer %d has per-node weights for %lld nodes; this "
-                             "process has %lld rows", k + 1, (long long)layers[k].per_node,
-                             (long long)n);
+            return ag_fail(err, AG_EINVAL, "layer %d has per-node weights for %lld nodes; this "
+                           "process has %lld rows", k + 1, (long long)layers[k].per_node,
+                           (long long)n);
     }
     return AG_OK;
 }
@@ -177,7 +177,7 @@ static int one_round(run_t *r, int k, const ag_weights_t *w, const ag_round_opts
     if (stop)
         rc = AG_OK;
     else if (rc && err && !err->status)   /* a callback that failed without a message */
-        ag_i_fail(err, (ag_status_t)rc, "rounds: the round callback failed (status %d)", rc);
+        ag_fail(err, (ag_status_t)rc, "rounds: the round callback failed (status %d)", rc);
     int any_stop;
     MPI_Allreduce(&stop, &any_stop, 1, MPI_INT, MPI_MAX, r->comm);
     rc = ag_mpi_agree(r->comm, rc, err);
@@ -206,35 +206,35 @@ int ag_mpi_rounds_run(MPI_Comm comm, const ag_mpi_part_t *part, const ag_weights
         largest(layers, n_layers, rounds, &r.HD, &r.H, &F, &widths);
     }
     if (!rc && path == AG_MPI_RING && widths > 1)
-        rc = ag_i_fail(err, AG_EINVAL, "the ring path streams rows of one width; these layers "
-                       "have heads of several widths (H*d): use the halo path");
+        rc = ag_fail(err, AG_EINVAL, "the ring path streams rows of one width; these layers "
+                     "have heads of several widths (H*d): use the halo path");
     if (!rc && path == AG_MPI_RING && opts && opts->figures)
-        rc = ag_i_fail(err, AG_EINVAL, "the ring path keeps no figures of the attention "
-                       "(opts->figures): use the halo path");
+        rc = ag_fail(err, AG_EINVAL, "the ring path keeps no figures of the attention "
+                     "(opts->figures): use the halo path");
     if (!rc && path == AG_MPI_RING && !ring_applies(part, opts))
-        rc = ag_i_fail(err, AG_EINVAL, "the ring path needs plain dot-product scores "
-                       "(scaled-dot, dot, beta), one run of consecutive sources per destination "
-                       "and 16 or more in-edges on average (causal, window, ... patterns: the "
-                       "tiled kernel); this run has not");
+        rc = ag_fail(err, AG_EINVAL, "the ring path needs plain dot-product scores "
+                     "(scaled-dot, dot, beta), one run of consecutive sources per destination "
+                     "and 16 or more in-edges on average (causal, window, ... patterns: the "
+                     "tiled kernel); this run has not");
     const int64_t rows = r.n ? r.n : 1;
     const int figures = opts ? opts->figures : 0;
-    if (!rc && (!(r.Q = ag_i_alloc(rows * r.HD, sizeof(float), err, "queries")) ||
-                !(r.M = ag_i_alloc(rows * r.HD, sizeof(float), err, "messages")) ||
+    if (!rc && (!(r.Q = ag_alloc(rows * r.HD, sizeof(float), err, "queries")) ||
+                !(r.M = ag_alloc(rows * r.HD, sizeof(float), err, "messages")) ||
                 (opts && opts->norm == AG_NORM_LAYER &&
-                 !(r.Xn = ag_i_alloc(rows * r.D, sizeof(float), err, "normalised states"))) ||
+                 !(r.Xn = ag_alloc(rows * r.D, sizeof(float), err, "normalised states"))) ||
                 (opts && opts->on_round &&
-                 !(r.X_prev = ag_i_alloc(rows * r.D, sizeof(float), err, "states"))) ||
-                (figures && (!(r.figures.entropy = ag_i_alloc(rows * r.H, sizeof(float), err,
-                                                              "figures")) ||
-                             !(r.figures.max_weight = ag_i_alloc(rows * r.H, sizeof(float),
-                                                                 err, "figures")))) ||
-                (figures == 2 && !(r.figures.distance = ag_i_alloc(rows * r.H, sizeof(float),
-                                                                   err, "figures"))) ||
-                (F && !(r.U = ag_i_alloc(rows * F, sizeof(float), err, "sublayer"))) ||
-                (F && !(r.Hn = ag_i_alloc(rows * r.D, sizeof(float), err, "sublayer"))) ||
+                 !(r.X_prev = ag_alloc(rows * r.D, sizeof(float), err, "states"))) ||
+                (figures && (!(r.figures.entropy = ag_alloc(rows * r.H, sizeof(float), err,
+                                                            "figures")) ||
+                             !(r.figures.max_weight = ag_alloc(rows * r.H, sizeof(float),
+                                                               err, "figures")))) ||
+                (figures == 2 && !(r.figures.distance = ag_alloc(rows * r.H, sizeof(float),
+                                                                 err, "figures"))) ||
+                (F && !(r.U = ag_alloc(rows * F, sizeof(float), err, "sublayer"))) ||
+                (F && !(r.Hn = ag_alloc(rows * r.D, sizeof(float), err, "sublayer"))) ||
                 (has_skip(layers, n_layers, rounds) &&
-                 !(r.R = ag_i_alloc(rows * r.D, sizeof(float), err, "skip")))))
-        rc = ag_i_alloc_status();
+                 !(r.R = ag_alloc(rows * r.D, sizeof(float), err, "skip")))))
+        rc = ag_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         run_free(&r);
         return rc;
@@ -270,8 +270,8 @@ int ag_mpi_attention(MPI_Comm comm, const ag_mpi_part_t *part, const float *Q, c
         stats = &own_stats;
     memset(stats, 0, sizeof *stats);
     stats->path = AG_MPI_HALO;
-    int rc = H < 1 || d < 1 ? ag_i_fail(err, AG_EINVAL, "attention: %lld heads of width %lld; "
-                                        "expected both >= 1", (long long)H, (long long)d)
+    int rc = H < 1 || d < 1 ? ag_fail(err, AG_EINVAL, "attention: %lld heads of width %lld; "
+                                      "expected both >= 1", (long long)H, (long long)d)
                             : AG_OK;
     if ((rc = ag_mpi_agree(comm, rc, err)))
         return rc;
@@ -302,12 +302,12 @@ int ag_i_mpi_node_order(MPI_Comm comm, const ag_mpi_part_t *part, int root, int6
 {
     const int P = part->ranks, me = part->rank;
     *order = NULL;
-    int *count = ag_i_alloc(P, sizeof(int), err, "node order");
-    int *displ = ag_i_alloc(P, sizeof(int), err, "node order");
-    int rc = count && displ ? AG_OK : ag_i_alloc_status();
-    if (!rc && me == root && !(*order = ag_i_alloc(part->n_nodes ? part->n_nodes : 1,
+    int *count = ag_alloc(P, sizeof(int), err, "node order");
+    int *displ = ag_alloc(P, sizeof(int), err, "node order");
+    int rc = count && displ ? AG_OK : ag_alloc_status();
+    if (!rc && me == root && !(*order = ag_alloc(part->n_nodes ? part->n_nodes : 1,
                                                   sizeof **order, err, "node order")))
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     if (!(rc = ag_mpi_agree(comm, rc, err))) {
         for (int p = 0; p < P; p++)
             count[p] = (int)(part->bounds[p + 1] - part->bounds[p]),
@@ -326,12 +326,12 @@ static int gather_in_part_order(MPI_Comm comm, const ag_mpi_part_t *part, const 
                                 int64_t cols, float *all, int root, ag_error_t *err)
 {
     const int P = part->ranks;
-    int *count = ag_i_alloc(P, sizeof(int), err, "gather"), *displ = ag_i_alloc(P, sizeof(int), err,
+    int *count = ag_alloc(P, sizeof(int), err, "gather"), *displ = ag_alloc(P, sizeof(int), err,
                                                                           "gather");
-    int rc = count && displ ? AG_OK : ag_i_alloc_status();
+    int rc = count && displ ? AG_OK : ag_alloc_status();
     if (!rc && part->n_nodes > INT32_MAX)
-        rc = ag_i_fail(err, AG_ELIMIT, "%lld rows are beyond what MPI_Gatherv counts (2^31)",
-                       (long long)part->n_nodes);
+        rc = ag_fail(err, AG_ELIMIT, "%lld rows are beyond what MPI_Gatherv counts (2^31)",
+                     (long long)part->n_nodes);
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         free(count), free(displ);
         return rc;
@@ -357,8 +357,8 @@ int ag_mpi_gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mi
     const int64_t N = part->n_nodes;
     float *rows = NULL;
     int64_t *order = NULL;
-    int rc = here && !(rows = ag_i_alloc(N && cols ? N * cols : 1, sizeof *rows, err, "gather"))
-                 ? ag_i_alloc_status() : AG_OK;
+    int rc = here && !(rows = ag_alloc(N && cols ? N * cols : 1, sizeof *rows, err, "gather"))
+                 ? ag_alloc_status() : AG_OK;
     if (!(rc = ag_mpi_agree(comm, rc, err)))
         rc = ag_i_mpi_node_order(comm, part, root, &order, err);
     if (!rc)

@@ -176,8 +176,8 @@ static int walk_runs(const ag_mpi_part_t *part, int64_t *trips_per, int64_t *row
                      int64_t *trip, int64_t *cur, int64_t *rows, int64_t *rcur, ag_error_t *err)
 {
     runs_walk_t w = {trips_per, rows_per, trip, cur, rows, rcur, NULL};
-    if (!(w.last = ag_i_calloc(part->ranks, sizeof *w.last, err, "backward plan")))
-        return ag_i_alloc_status();
+    if (!(w.last = ag_calloc(part->ranks, sizeof *w.last, err, "backward plan")))
+        return ag_alloc_status();
     walk_pieces(part, run_piece, &w);
     free(w.last);
     return AG_OK;
@@ -190,11 +190,11 @@ static int take_runs(ag_mpi_tape_t *t, const int64_t *trip, int64_t m, const int
 {
     const ag_mpi_part_t *part = t->part;
     const int P = part->ranks;
-    int64_t *dst = ag_i_alloc(m + 1, sizeof *dst, err, "backward plan");
-    int64_t *src = ag_i_alloc(m + 1, sizeof *src, err, "backward plan");
-    int64_t *len = ag_i_alloc(m + 1, sizeof *len, err, "backward plan");
-    t->recv_rows = ag_i_alloc(m + 1, sizeof *t->recv_rows, err, "backward plan");
-    int rc = dst && src && len && t->recv_rows ? AG_OK : ag_i_alloc_status();
+    int64_t *dst = ag_alloc(m + 1, sizeof *dst, err, "backward plan");
+    int64_t *src = ag_alloc(m + 1, sizeof *src, err, "backward plan");
+    int64_t *len = ag_alloc(m + 1, sizeof *len, err, "backward plan");
+    t->recv_rows = ag_alloc(m + 1, sizeof *t->recv_rows, err, "backward plan");
+    int rc = dst && src && len && t->recv_rows ? AG_OK : ag_alloc_status();
     int64_t k = 0, n = 0;
     for (int p = 0; !rc && p < P; p++) {
         t->recv_count[p] = 0;
@@ -216,31 +216,31 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
 {
     const ag_mpi_part_t *part = t->part;
     const int P = part->ranks;
-    int64_t *tp = ag_i_calloc(P, sizeof *tp, err, "backward plan");
-    int64_t *rp = ag_i_calloc(P, sizeof *rp, err, "backward plan");
-    int *sc = ag_i_alloc(P, sizeof *sc, err, "backward plan");   /* send counts, displs */
-    int *sd = ag_i_alloc(P, sizeof *sd, err, "backward plan");
-    int *rc3 = ag_i_alloc(P, sizeof *rc3, err, "backward plan");   /* receive counts, displs */
-    int *rd = ag_i_alloc(P, sizeof *rd, err, "backward plan");
-    t->send_count = ag_i_calloc(P, sizeof(int), err, "backward plan");
-    t->send_displ = ag_i_calloc(P, sizeof(int), err, "backward plan");
-    t->recv_count = ag_i_calloc(P, sizeof(int), err, "backward plan");
-    t->recv_displ = ag_i_calloc(P, sizeof(int), err, "backward plan");
+    int64_t *tp = ag_calloc(P, sizeof *tp, err, "backward plan");
+    int64_t *rp = ag_calloc(P, sizeof *rp, err, "backward plan");
+    int *sc = ag_alloc(P, sizeof *sc, err, "backward plan");   /* send counts, displs */
+    int *sd = ag_alloc(P, sizeof *sd, err, "backward plan");
+    int *rc3 = ag_alloc(P, sizeof *rc3, err, "backward plan");   /* receive counts, displs */
+    int *rd = ag_alloc(P, sizeof *rd, err, "backward plan");
+    t->send_count = ag_calloc(P, sizeof(int), err, "backward plan");
+    t->send_displ = ag_calloc(P, sizeof(int), err, "backward plan");
+    t->recv_count = ag_calloc(P, sizeof(int), err, "backward plan");
+    t->recv_displ = ag_calloc(P, sizeof(int), err, "backward plan");
     int rc = tp && rp && sc && sd && rc3 && rd && t->send_count && t->send_displ &&
-             t->recv_count && t->recv_displ ? AG_OK : ag_i_alloc_status();
+             t->recv_count && t->recv_displ ? AG_OK : ag_alloc_status();
     int64_t *trip = NULL, *rtrip = NULL, *cur = NULL, *rcur = NULL, total = 0, rows = 0;
     if (!rc && !(rc = walk_runs(part, tp, rp, NULL, NULL, NULL, NULL, err))) {
         for (int p = 0; p < P; p++)
             total += tp[p], rows += rp[p];
         if (3 * total > INT32_MAX)
-            rc = ag_i_fail(err, AG_ELIMIT, "backward plan: %lld runs to send are beyond what "
-                           "one MPI call counts", (long long)total);
+            rc = ag_fail(err, AG_ELIMIT, "backward plan: %lld runs to send are beyond what "
+                         "one MPI call counts", (long long)total);
     }
-    if (!rc && (!(trip = ag_i_alloc(3 * total + 3, sizeof *trip, err, "backward plan")) ||
-                !(t->send_rows = ag_i_alloc(rows + 1, sizeof *t->send_rows, err, "backward plan")) ||
-                !(cur = ag_i_calloc(P, sizeof *cur, err, "backward plan")) ||
-                !(rcur = ag_i_calloc(P, sizeof *rcur, err, "backward plan"))))
-        rc = ag_i_alloc_status();
+    if (!rc && (!(trip = ag_alloc(3 * total + 3, sizeof *trip, err, "backward plan")) ||
+                !(t->send_rows = ag_alloc(rows + 1, sizeof *t->send_rows, err, "backward plan")) ||
+                !(cur = ag_calloc(P, sizeof *cur, err, "backward plan")) ||
+                !(rcur = ag_calloc(P, sizeof *rcur, err, "backward plan"))))
+        rc = ag_alloc_status();
     if (!rc) {
         for (int p = 0; p < P; p++) {
             sc[p] = (int)(3 * tp[p]), t->send_count[p] = (int)rp[p];
@@ -257,12 +257,12 @@ static int back_plan(ag_mpi_tape_t *t, ag_error_t *err)
         for (int p = 0; p < P; p++)
             got += rc3[p];
         if (got > INT32_MAX)
-            rc = ag_i_fail(err, AG_ELIMIT, "backward plan: process %d receives %lld run values, "
-                           "beyond what one MPI call counts (2^31)", part->rank, (long long)got);
-        else if ((rtrip = ag_i_alloc(got + 3, sizeof *rtrip, err, "backward plan")))
+            rc = ag_fail(err, AG_ELIMIT, "backward plan: process %d receives %lld run values, "
+                         "beyond what one MPI call counts (2^31)", part->rank, (long long)got);
+        else if ((rtrip = ag_alloc(got + 3, sizeof *rtrip, err, "backward plan")))
             ag_i_mpi_displs(rc3, rd, P);
         else
-            rc = ag_i_alloc_status();
+            rc = ag_alloc_status();
         if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
             MPI_Alltoallv(trip, sc, sd, MPI_INT64_T, rtrip, rc3, rd, MPI_INT64_T, t->comm);
             rc = take_runs(t, rtrip, got / 3, rc3, err);
@@ -310,10 +310,10 @@ static int values_buffer(float **buf, int64_t n, const char *dir, int rank, ag_e
 {
     *buf = NULL;
     if (n > INT32_MAX)
-        return ag_i_fail(err, AG_ELIMIT, "edge bias: process %d %s %lld values, beyond what one "
-                         "MPI call counts (2^31)", rank, dir, (long long)n);
-    return (*buf = ag_i_alloc(n + 1, sizeof **buf, err, "edge bias")) ? AG_OK
-                                                                       : ag_i_alloc_status();
+        return ag_fail(err, AG_ELIMIT, "edge bias: process %d %s %lld values, beyond what one "
+                       "MPI call counts (2^31)", rank, dir, (long long)n);
+    return (*buf = ag_alloc(n + 1, sizeof **buf, err, "edge bias")) ? AG_OK
+                                                                       : ag_alloc_status();
 }
 
 /* t->bias: the edge bias in the backward view's slots. Own destinations'
@@ -327,16 +327,16 @@ static int bias_exchange(ag_mpi_tape_t *t, const float *bias, ag_error_t *err)
     const ag_nbhd_t *view = &t->bp.view;
     const int P = part->ranks;
     const int64_t dlo = t->bp.dlo, dhi = t->bp.dhi;
-    int64_t *per = ag_i_calloc(P, sizeof *per, err, "edge bias");
-    int64_t *cur = ag_i_calloc(P, sizeof *cur, err, "edge bias");
-    int *sc = ag_i_alloc(P, sizeof *sc, err, "edge bias"), *sd = ag_i_alloc(P, sizeof *sd, err,
+    int64_t *per = ag_calloc(P, sizeof *per, err, "edge bias");
+    int64_t *cur = ag_calloc(P, sizeof *cur, err, "edge bias");
+    int *sc = ag_alloc(P, sizeof *sc, err, "edge bias"), *sd = ag_alloc(P, sizeof *sd, err,
                                                                              "edge bias");
-    int *rcn = ag_i_alloc(P, sizeof *rcn, err, "edge bias"), *rd = ag_i_alloc(P, sizeof *rd, err,
+    int *rcn = ag_alloc(P, sizeof *rcn, err, "edge bias"), *rd = ag_alloc(P, sizeof *rd, err,
                                                                                "edge bias");
     float *out = NULL, *in = NULL;
     free(t->bias);
-    t->bias = ag_i_alloc(view->edge_ptr[dhi] + 1, sizeof *t->bias, err, "edge bias");
-    int rc = per && cur && sc && sd && rcn && rd && t->bias ? AG_OK : ag_i_alloc_status();
+    t->bias = ag_alloc(view->edge_ptr[dhi] + 1, sizeof *t->bias, err, "edge bias");
+    int rc = per && cur && sc && sd && rcn && rd && t->bias ? AG_OK : ag_alloc_status();
     int64_t total = 0, got = 0;
     if (!rc) {
         walk_bias(part, bias, per, NULL, NULL);
@@ -369,8 +369,8 @@ static int bias_exchange(ag_mpi_tape_t *t, const float *bias, ag_error_t *err)
                 k += mine ? 0 : n;
             }
             if (k != got)   /* the runs received before were another bias's */
-                rc = ag_i_fail(err, AG_EINVAL, "edge bias: process %d received %lld values for "
-                               "runs of %lld messages", part->rank, (long long)got, (long long)k);
+                rc = ag_fail(err, AG_EINVAL, "edge bias: process %d received %lld values for "
+                             "runs of %lld messages", part->rank, (long long)got, (long long)k);
         }
     }
     free(per), free(cur), free(sc), free(sd), free(rcn), free(rd), free(out), free(in);
@@ -448,9 +448,9 @@ static int check_layers(const ag_weights_t *layers, int n_layers, int rounds,
     int rc = ag_i_layers_mpi_check(layers, n_layers, rounds, opts, err);
     for (int k = 0; !rc && k < n_layers; k++)
         if (layers[k].per_node && layers[k].per_node != n)   /* a process's nodes' matrices */
-            return ag_i_fail(err, AG_EINVAL, "layer %d has per-node weights for %lld nodes; this "
-                             "process has %lld rows", k + 1, (long long)layers[k].per_node,
-                             (long long)n);
+            return ag_fail(err, AG_EINVAL, "layer %d has per-node weights for %lld nodes; this "
+                           "process has %lld rows", k + 1, (long long)layers[k].per_node,
+                           (long long)n);
     return rc;
 }
 
@@ -471,9 +471,9 @@ static int reusable(const ag_mpi_tape_t *t, MPI_Comm comm, const ag_mpi_part_t *
 static int tape_layout(ag_mpi_tape_t *t, ag_error_t *err)
 {
     t->D = ag_rounds_widest(t->layers, t->n_layers, t->rounds);
-    t->start = ag_i_alloc(t->rounds + 1, sizeof *t->start, err, "tape");
+    t->start = ag_alloc(t->rounds + 1, sizeof *t->start, err, "tape");
     if (!t->start)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     ag_i_halo_window(t->part, &t->wlo, &t->whi);
     double floats = 0;   /* in double first: a size that overflows fails here */
     for (int r = 0; r < (t->rounds ? t->rounds : 1); r++) {
@@ -487,8 +487,8 @@ static int tape_layout(ag_mpi_tape_t *t, ag_error_t *err)
         }
     }
     if (floats * 4.0 > 9e18)
-        return ag_i_fail(err, AG_ELIMIT, "rounds forward: a tape of %d rounds overflows",
-                         t->rounds);
+        return ag_fail(err, AG_ELIMIT, "rounds forward: a tape of %d rounds overflows",
+                       t->rounds);
     t->start[t->rounds] = (int64_t)floats;
     return AG_OK;
 }
@@ -501,31 +501,31 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
     *tape = NULL;
     int rc = check_layers(layers, n_layers, rounds, opts, part->hi - part->lo, err);
     if (!rc && part->node_of)   /* the sums over rows assume the contiguous, aligned cuts */
-        rc = ag_i_fail(err, AG_EINVAL, "training on renumbered parts "
-                       "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "
-                       "parts, whose gradients are bitwise one process's");
+        rc = ag_fail(err, AG_EINVAL, "training on renumbered parts "
+                     "(ag_mpi_part_scatter_partition) is not supported: use the contiguous "
+                     "parts, whose gradients are bitwise one process's");
     /* an edge bias is given by every process or by none: each decides the kernel
        (generic or fused) by it, and the two backwards exchange different rows */
     const float *bias = opts && opts->score ? opts->score->edge_bias : NULL;
     int biased = bias != NULL, any_bias;
     MPI_Allreduce(&biased, &any_bias, 1, MPI_INT, MPI_MAX, comm);
     if (!rc && any_bias && !bias)
-        rc = ag_i_fail(err, AG_EINVAL, "edge bias: process %d gives none, where other processes "
-                       "give one (a process without messages gives an array of none)",
-                       part->rank);
+        rc = ag_fail(err, AG_EINVAL, "edge bias: process %d gives none, where other processes "
+                     "give one (a process without messages gives an array of none)",
+                     part->rank);
     /* the rounds' shapes under these options, to compare with an earlier tape's */
     const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
     int64_t *shape = rc ? NULL : ag_i_round_shapes(layers, n_layers, rounds, layer_norm, err);
     if (!rc && !shape)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     /* reused only where every process can reuse its tape: the plans are collective */
     int mine = !rc && t && reusable(t, comm, part, shape, n_layers, rounds), again;
     MPI_Allreduce(&mine, &again, 1, MPI_INT, MPI_MIN, comm);
     if (!again) {
         ag_mpi_tape_free(t);
         t = NULL;
-        if (!rc && !(t = ag_i_calloc(1, sizeof *t, err, "tape")))
-            rc = ag_i_alloc_status();
+        if (!rc && !(t = ag_calloc(1, sizeof *t, err, "tape")))
+            rc = ag_alloc_status();
     }
     if (!rc) {   /* what may change between calls on one tape */
         t->layers = layers, t->opts = opts ? *opts : (ag_round_opts_t)AG_ROUND_OPTS_INIT;
@@ -554,19 +554,19 @@ int ag_mpi_rounds_forward(MPI_Comm comm, const ag_mpi_part_t *part, const ag_wei
         t->bias = NULL;
     }
     ag_i_mpi_reducer(&t->red, &t->red_ctx, comm, part, stats);
-    if (!t->acts && !(t->acts = ag_i_alloc(t->start[rounds] ? t->start[rounds] : 1,
-                                           sizeof(float), err,
-                                           "tape of the rounds' activations")))
-        rc = ag_i_alloc_status();
+    if (!t->acts && !(t->acts = ag_alloc(t->start[rounds] ? t->start[rounds] : 1,
+                                         sizeof(float), err,
+                                         "tape of the rounds' activations")))
+        rc = ag_alloc_status();
     const int64_t rows = t->n ? t->n : 1;
     const int resid = t->opts.resid_dropout > 0;   /* its branches go to Xn and Hn */
     fwd_scratch_t fs = {NULL, NULL, NULL};
     if (!rc && (t->layer_norm || t->opts.dropout > 0 || resid) &&
-        !(fs.Xn = ag_i_alloc(rows * t->D, sizeof(float), err, "rounds forward")))
-        rc = ag_i_alloc_status();
-    if (!rc && t->F && (!(fs.Hn = ag_i_alloc(rows * t->D, sizeof(float), err, "rounds forward")) ||
-                        !(fs.A = ag_i_alloc(rows * t->F, sizeof(float), err, "rounds forward"))))
-        rc = ag_i_alloc_status();
+        !(fs.Xn = ag_alloc(rows * t->D, sizeof(float), err, "rounds forward")))
+        rc = ag_alloc_status();
+    if (!rc && t->F && (!(fs.Hn = ag_alloc(rows * t->D, sizeof(float), err, "rounds forward")) ||
+                        !(fs.A = ag_alloc(rows * t->F, sizeof(float), err, "rounds forward"))))
+        rc = ag_alloc_status();
     rc = ag_mpi_agree(comm, rc, err);
     for (int r = 0; !rc && r < rounds; r++)
         rc = ag_mpi_agree(comm, forward_round(t, r, X, &fs, err), err);
@@ -601,9 +601,9 @@ static float *back_alloc(mpi_back_t *b, const ag_mpi_tape_t *t, float *all, ag_e
     const int64_t row = 2 * HD + 2 * H, S = H * AG_I_GENERIC_STATE;
     const int64_t chunks = ag_i_generic_chunks(t->part->lo, t->part->hi);
     if (!all)
-        all = ag_i_calloc(6 * n * D + 2 * n * F + 4 * n * HD + n * H + w * row + w * S +
-                          chunks * HD + 2 * HD + (t->n_send + t->n_recv) * row + 1,
-                          sizeof(float), err, "rounds backward");
+        all = ag_calloc(6 * n * D + 2 * n * F + 4 * n * HD + n * H + w * row + w * S +
+                        chunks * HD + 2 * HD + (t->n_send + t->n_recv) * row + 1,
+                        sizeof(float), err, "rounds backward");
     if (!all)
         return NULL;
     b->dX = all, b->Xn = b->dX + n * D, b->dXn = b->Xn + n * D, b->dM = b->dXn + n * D;
@@ -693,13 +693,13 @@ static int sum_chunks_all(const ag_mpi_tape_t *t, const float *part, int64_t HD,
     int64_t total = 0;
     for (int p = 0; p < P; p++)
         total += ag_i_generic_chunks(pt->bounds[p], pt->bounds[p + 1]);
-    int *count = ag_i_alloc(P, sizeof *count, err, "attention vectors");
-    int *displ = ag_i_alloc(P, sizeof *displ, err, "attention vectors");
-    float *all = ag_i_alloc(total * HD + 1, sizeof *all, err, "attention vectors");
-    int rc = count && displ && all ? AG_OK : ag_i_alloc_status();
+    int *count = ag_alloc(P, sizeof *count, err, "attention vectors");
+    int *displ = ag_alloc(P, sizeof *displ, err, "attention vectors");
+    float *all = ag_alloc(total * HD + 1, sizeof *all, err, "attention vectors");
+    int rc = count && displ && all ? AG_OK : ag_alloc_status();
     if (!rc && (double)total * (double)HD > INT32_MAX)
-        rc = ag_i_fail(err, AG_ELIMIT, "attention vectors: %lld chunks of %lld values are beyond "
-                       "what one MPI call counts (2^31)", (long long)total, (long long)HD);
+        rc = ag_fail(err, AG_ELIMIT, "attention vectors: %lld chunks of %lld values are beyond "
+                     "what one MPI call counts (2^31)", (long long)total, (long long)HD);
     if (!(rc = ag_mpi_agree(t->comm, rc, err))) {
         for (int p = 0; p < P; p++)
             count[p] = (int)(ag_i_generic_chunks(pt->bounds[p], pt->bounds[p + 1]) * HD);
@@ -819,7 +819,7 @@ int ag_mpi_rounds_backward(ag_mpi_tape_t *t, const float *dY, float *dX0, ag_wei
        peer sends stay zero, the others are overwritten */
     mpi_back_t b = {0};
     float *all = back_alloc(&b, t, t->back, err);
-    int rc = ag_mpi_agree(t->comm, all ? AG_OK : ag_i_alloc_status(), err);
+    int rc = ag_mpi_agree(t->comm, all ? AG_OK : ag_alloc_status(), err);
     if (all)
         t->back = all;   /* freed with the tape */
     if (rc)

@@ -32,11 +32,11 @@ void ag_partition_destroy(ag_partition_t *pt)
 static int check_parts(int n_parts, int64_t n_nodes, ag_error_t *err)
 {
     if (n_parts < 1 || n_parts > AG_PARTITION_MAX_PARTS)
-        return ag_i_fail(err, AG_EINVAL, "partition: %d parts; expected 1 to %d", n_parts,
-                         AG_PARTITION_MAX_PARTS);
+        return ag_fail(err, AG_EINVAL, "partition: %d parts; expected 1 to %d", n_parts,
+                       AG_PARTITION_MAX_PARTS);
     if (n_nodes < 1)
-        return ag_i_fail(err, AG_EINVAL, "partition: %lld nodes; expected at least 1",
-                         (long long)n_nodes);
+        return ag_fail(err, AG_EINVAL, "partition: %lld nodes; expected at least 1",
+                       (long long)n_nodes);
     return AG_OK;
 }
 
@@ -53,18 +53,18 @@ int ag_partition_bounds(int64_t *first, int n_parts, int64_t n_nodes, const int6
     if (rc)
         return rc;
     if (node_work < 1 || node_work > MAX_NODE_WORK)
-        return ag_i_fail(err, AG_EINVAL, "partition: node work %lld; expected 1 to %lld",
-                         (long long)node_work, (long long)MAX_NODE_WORK);
+        return ag_fail(err, AG_EINVAL, "partition: node work %lld; expected 1 to %lld",
+                       (long long)node_work, (long long)MAX_NODE_WORK);
     for (int64_t i = 0; i < n_nodes; i++)
         if (indptr[i + 1] < indptr[i])
-            return ag_i_fail(err, AG_EINVAL,
-                             "partition: indptr[%lld] = %lld is below indptr[%lld] = %lld; "
-                             "expected non-decreasing", (long long)(i + 1),
-                             (long long)indptr[i + 1], (long long)i, (long long)indptr[i]);
+            return ag_fail(err, AG_EINVAL,
+                           "partition: indptr[%lld] = %lld is below indptr[%lld] = %lld; "
+                           "expected non-decreasing", (long long)(i + 1),
+                           (long long)indptr[i + 1], (long long)i, (long long)indptr[i]);
     if (n_nodes > INT64_MAX / 4 / node_work ||   /* n_nodes * node_work must not overflow */
         indptr[n_nodes] - indptr[0] > INT64_MAX / 2 - n_nodes * node_work)
-        return ag_i_fail(err, AG_ELIMIT, "partition: %lld edges is too many",
-                         (long long)(indptr[n_nodes] - indptr[0]));
+        return ag_fail(err, AG_ELIMIT, "partition: %lld edges is too many",
+                       (long long)(indptr[n_nodes] - indptr[0]));
     const int64_t W = prefix(indptr, node_work, n_nodes);
     first[0] = 0;
     first[n_parts] = n_nodes;
@@ -93,11 +93,11 @@ int ag_partition_bounds(int64_t *first, int n_parts, int64_t n_nodes, const int6
 static int fill_contiguous(ag_partition_t *pt, ag_error_t *err)
 {
     const int64_t N = pt->n_nodes;
-    pt->owner = ag_i_alloc(N, sizeof *pt->owner, err, "partition owners");
-    pt->part_ptr = ag_i_alloc(pt->n_parts + 1, sizeof *pt->part_ptr, err, "partition");
-    pt->part_nodes = ag_i_alloc(N, sizeof *pt->part_nodes, err, "partition nodes");
+    pt->owner = ag_alloc(N, sizeof *pt->owner, err, "partition owners");
+    pt->part_ptr = ag_alloc(pt->n_parts + 1, sizeof *pt->part_ptr, err, "partition");
+    pt->part_nodes = ag_alloc(N, sizeof *pt->part_nodes, err, "partition nodes");
     if (!pt->owner || !pt->part_ptr || !pt->part_nodes)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     memcpy(pt->part_ptr, pt->first, (size_t)(pt->n_parts + 1) * sizeof *pt->first);
     for (int p = 0; p < pt->n_parts; p++)
         for (int64_t i = pt->first[p]; i < pt->first[p + 1]; i++)
@@ -117,9 +117,9 @@ int ag_partition_from_indptr(ag_partition_t *pt, int64_t n_nodes, const int64_t 
     pt->n_parts = n_parts;
     pt->n_nodes = n_nodes;
     pt->contiguous = 1;
-    pt->first = ag_i_alloc(n_parts + 1, sizeof *pt->first, err, "partition bounds");
+    pt->first = ag_alloc(n_parts + 1, sizeof *pt->first, err, "partition bounds");
     rc = pt->first ? ag_partition_bounds(pt->first, n_parts, n_nodes, indptr, node_work, err)
-                   : ag_i_alloc_status();
+                   : ag_alloc_status();
     if (!rc)
         rc = fill_contiguous(pt, err);
     if (rc)
@@ -143,16 +143,16 @@ int ag_partition_from_owner(ag_partition_t *pt, int64_t n_nodes, const int32_t *
         return rc;
     for (int64_t i = 0; i < n_nodes; i++)
         if (owner[i] < 0 || owner[i] >= n_parts)
-            return ag_i_fail(err, AG_EINVAL, "partition: node %lld has part %d; expected 0 to %d",
-                             (long long)i, (int)owner[i], n_parts - 1);
+            return ag_fail(err, AG_EINVAL, "partition: node %lld has part %d; expected 0 to %d",
+                           (long long)i, (int)owner[i], n_parts - 1);
     pt->n_parts = n_parts;
     pt->n_nodes = n_nodes;
-    pt->owner = ag_i_alloc(n_nodes, sizeof *pt->owner, err, "partition owners");
-    pt->part_ptr = ag_i_calloc(n_parts + 1, sizeof *pt->part_ptr, err, "partition");
-    pt->part_nodes = ag_i_alloc(n_nodes, sizeof *pt->part_nodes, err, "partition nodes");
+    pt->owner = ag_alloc(n_nodes, sizeof *pt->owner, err, "partition owners");
+    pt->part_ptr = ag_calloc(n_parts + 1, sizeof *pt->part_ptr, err, "partition");
+    pt->part_nodes = ag_alloc(n_nodes, sizeof *pt->part_nodes, err, "partition nodes");
     if (!pt->owner || !pt->part_ptr || !pt->part_nodes) {
         ag_partition_destroy(pt);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     memcpy(pt->owner, owner, (size_t)n_nodes * sizeof *owner);
     /* a counting sort by part keeps each part's nodes ascending */
@@ -169,10 +169,10 @@ int ag_partition_from_owner(ag_partition_t *pt, int64_t n_nodes, const int32_t *
         pt->part_ptr[p] = pt->part_ptr[p - 1];
     pt->part_ptr[0] = 0;
     if (sorted) {
-        pt->first = ag_i_alloc(n_parts + 1, sizeof *pt->first, err, "partition bounds");
+        pt->first = ag_alloc(n_parts + 1, sizeof *pt->first, err, "partition bounds");
         if (!pt->first) {
             ag_partition_destroy(pt);
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         }
         memcpy(pt->first, pt->part_ptr, (size_t)(n_parts + 1) * sizeof *pt->first);
         pt->contiguous = 1;
@@ -185,10 +185,10 @@ int ag_partition_from_owner(ag_partition_t *pt, int64_t n_nodes, const int32_t *
 static int check_fit(const ag_partition_t *pt, const ag_nbhd_t *nb, int part, ag_error_t *err)
 {
     if (pt->n_nodes != nb->n_nodes)
-        return ag_i_fail(err, AG_EINVAL, "partition of %lld nodes given a graph of %lld nodes",
-                         (long long)pt->n_nodes, (long long)nb->n_nodes);
+        return ag_fail(err, AG_EINVAL, "partition of %lld nodes given a graph of %lld nodes",
+                       (long long)pt->n_nodes, (long long)nb->n_nodes);
     if (part < 0 || part >= pt->n_parts)
-        return ag_i_fail(err, AG_EINVAL, "part %d; expected 0 to %d", part, pt->n_parts - 1);
+        return ag_fail(err, AG_EINVAL, "part %d; expected 0 to %d", part, pt->n_parts - 1);
     return AG_OK;
 }
 
@@ -214,7 +214,7 @@ static int mark(marks_t *m, int64_t j, int p)
         const int64_t cap = m->cap ? 2 * m->cap : 4096;
         int64_t *v = ag_i_realloc(m->points, cap, sizeof *v, NULL, "partition marks");
         if (!v)
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         m->points = v;
         m->cap = cap;
     }
@@ -240,9 +240,9 @@ static int part_union(const ag_partition_t *pt, const ag_nbhd_t *nb, int p, ivl_
             n_runs += !marks || nb->run_len[r] > SHORT_RUN;
     }
     if (n_runs > u->cap) {
-        ivl_t *v = ag_i_alloc(n_runs, sizeof *v, err, "halo intervals");
+        ivl_t *v = ag_alloc(n_runs, sizeof *v, err, "halo intervals");
         if (!v)
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         free(u->v);
         u->v = v;
         u->cap = n_runs;
@@ -260,8 +260,8 @@ static int part_union(const ag_partition_t *pt, const ag_nbhd_t *nb, int p, ivl_
                     if (is_remote(pt, p, j)) {
                         c++;
                         if (mark(marks, j, p))
-                            return ag_i_fail(err, ag_i_alloc_status(), "halo counts: %s",
-                                             ag_i_alloc_reason());
+                            return ag_fail(err, ag_alloc_status(), "halo counts: %s",
+                                           ag_i_alloc_reason());
                     }
                 continue;
             }
@@ -345,9 +345,9 @@ int ag_partition_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int part, i
     rc = part_union(pt, nb, part, &u, NULL, &cut, err);
     if (!rc) {
         const int64_t n = list_remote(pt, &u, part, NULL);
-        int64_t *r = n ? ag_i_alloc(n, sizeof *r, err, "halo rows") : NULL;
+        int64_t *r = n ? ag_alloc(n, sizeof *r, err, "halo rows") : NULL;
         if (n && !r)
-            rc = ag_i_alloc_status();
+            rc = ag_alloc_status();
         else {
             list_remote(pt, &u, part, r);
             *rows = r;
@@ -364,8 +364,8 @@ int ag_partition_stats(const ag_partition_t *pt, const ag_nbhd_t *nb, ag_part_st
     int rc = check_fit(pt, nb, 0, err);
     ivl_list_t u = {0};
     marks_t marks = {0};
-    if (!rc && !(marks.stamp = ag_i_alloc(pt->n_nodes, sizeof *marks.stamp, err, "halo marks")))
-        rc = ag_i_alloc_status();
+    if (!rc && !(marks.stamp = ag_alloc(pt->n_nodes, sizeof *marks.stamp, err, "halo marks")))
+        rc = ag_alloc_status();
     for (int64_t j = 0; !rc && j < pt->n_nodes; j++)
         marks.stamp[j] = -1;
     for (int p = 0; p < pt->n_parts && !rc; p++) {

@@ -16,9 +16,9 @@
 static int trivial_parts(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts, ag_error_t *err)
 {
     const int64_t N = nb->n_nodes;
-    int32_t *owner = ag_i_alloc(N, sizeof *owner, err, "partition owners");
+    int32_t *owner = ag_alloc(N, sizeof *owner, err, "partition owners");
     if (!owner)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     for (int64_t i = 0; i < N; i++)
         owner[i] = n_parts == 1 ? 0 : (int32_t)i;
     int rc = ag_partition_from_owner(pt, N, owner, n_parts, err);
@@ -54,9 +54,9 @@ static int metis_graph(metis_graph_t *g, const ag_nbhd_t *nb, ag_error_t *err)
 {
     const int64_t N = nb->n_nodes;
     memset(g, 0, sizeof *g);
-    int64_t *deg = ag_i_calloc(N + 1, sizeof *deg, err, "METIS graph");
+    int64_t *deg = ag_calloc(N + 1, sizeof *deg, err, "METIS graph");
     if (!deg)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     for (int64_t i = 0; i < N; i++)
         for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
             for (int64_t j = nb->run_src[r]; j < nb->run_src[r] + nb->run_len[r]; j++)
@@ -65,14 +65,14 @@ static int metis_graph(metis_graph_t *g, const ag_nbhd_t *nb, ag_error_t *err)
     for (int64_t i = 0; i < N; i++)
         deg[i + 1] += deg[i];
     const int64_t A = deg[N];
-    g->xadj = ag_i_alloc(N + 1, sizeof *g->xadj, err, "METIS graph");
-    g->adjncy = ag_i_alloc(A, sizeof *g->adjncy, err, "METIS graph");
-    g->adjwgt = ag_i_alloc(A, sizeof *g->adjwgt, err, "METIS graph");
-    g->vwgt = ag_i_alloc(N, sizeof *g->vwgt, err, "METIS graph");
+    g->xadj = ag_alloc(N + 1, sizeof *g->xadj, err, "METIS graph");
+    g->adjncy = ag_alloc(A, sizeof *g->adjncy, err, "METIS graph");
+    g->adjwgt = ag_alloc(A, sizeof *g->adjwgt, err, "METIS graph");
+    g->vwgt = ag_alloc(N, sizeof *g->vwgt, err, "METIS graph");
     if (!g->xadj || !g->adjncy || !g->adjwgt || !g->vwgt) {
         free(deg);
         metis_graph_free(g);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     for (int64_t i = 0; i < N; i++) {
         for (int64_t r = nb->run_ptr[i]; r < nb->run_ptr[i + 1]; r++)
@@ -110,21 +110,21 @@ int ag_partition_metis(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts, int
     memset(pt, 0, sizeof *pt);
     const int64_t N = nb->n_nodes;
     if (n_parts < 1 || n_parts > AG_PARTITION_MAX_PARTS)
-        return ag_i_fail(err, AG_EINVAL, "partition: %d parts; expected 1 to %d", n_parts,
-                         AG_PARTITION_MAX_PARTS);
+        return ag_fail(err, AG_EINVAL, "partition: %d parts; expected 1 to %d", n_parts,
+                       AG_PARTITION_MAX_PARTS);
     if (N < 1)
-        return ag_i_fail(err, AG_EINVAL, "partition: %lld nodes; expected at least 1",
-                         (long long)N);
+        return ag_fail(err, AG_EINVAL, "partition: %lld nodes; expected at least 1",
+                       (long long)N);
     if (n_parts == 1 || n_parts >= N)
         return trivial_parts(pt, nb, n_parts, err);
     /* METIS counts in 32 bits: adjacency entries (2 per message) and total vertex weight */
     if (nb->n_edges + N > INT32_MAX / 2)
-        return ag_i_fail(err, AG_ELIMIT,
-                         "METIS: %lld nodes and %lld messages; its 32-bit indices take at most "
-                         "%d in all", (long long)N, (long long)nb->n_edges, INT32_MAX / 2);
+        return ag_fail(err, AG_ELIMIT,
+                       "METIS: %lld nodes and %lld messages; its 32-bit indices take at most "
+                       "%d in all", (long long)N, (long long)nb->n_edges, INT32_MAX / 2);
     if (seed < 0 || seed > INT32_MAX)
-        return ag_i_fail(err, AG_EINVAL, "METIS: seed %lld; expected 0 to %d", (long long)seed,
-                         INT32_MAX);
+        return ag_fail(err, AG_EINVAL, "METIS: seed %lld; expected 0 to %d", (long long)seed,
+                       INT32_MAX);
     metis_graph_t g;
     int rc = metis_graph(&g, nb, err);
     if (rc)
@@ -134,10 +134,10 @@ int ag_partition_metis(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts, int
     METIS_SetDefaultOptions(options);
     options[METIS_OPTION_SEED] = (idx_t)seed;
     options[METIS_OPTION_NUMBERING] = 0;
-    idx_t *part = ag_i_alloc(N, sizeof *part, err, "METIS parts");
-    int32_t *owner = ag_i_alloc(N, sizeof *owner, err, "partition owners");
+    idx_t *part = ag_alloc(N, sizeof *part, err, "METIS parts");
+    int32_t *owner = ag_alloc(N, sizeof *owner, err, "partition owners");
     if (!part || !owner)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     else {
         int m = METIS_PartGraphKway(&n, &ncon, g.xadj, g.adjncy, g.vwgt, NULL, g.adjwgt,
                                     &nparts, NULL, NULL, options, &objval, part);
@@ -147,9 +147,9 @@ int ag_partition_metis(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts, int
             m = METIS_PartGraphRecursive(&n, &ncon, g.xadj, g.adjncy, g.vwgt, NULL, g.adjwgt,
                                          &nparts, NULL, NULL, options, &objval, part);
         if (m != METIS_OK)
-            rc = ag_i_fail(err, m == METIS_ERROR_MEMORY ? AG_ENOMEM : AG_EINVAL,
-                           "METIS failed (code %d) on %lld nodes, %d parts", m,
-                           (long long)N, n_parts);
+            rc = ag_fail(err, m == METIS_ERROR_MEMORY ? AG_ENOMEM : AG_EINVAL,
+                         "METIS failed (code %d) on %lld nodes, %d parts", m,
+                         (long long)N, n_parts);
     }
     metis_graph_free(&g);
     if (!rc) {
@@ -176,7 +176,7 @@ int ag_partition_metis(ag_partition_t *pt, const ag_nbhd_t *nb, int n_parts, int
     memset(pt, 0, sizeof *pt);
     if (n_parts == 1)
         return trivial_parts(pt, nb, n_parts, err);
-    return ag_i_fail(err, AG_EINVAL, "--partition metis: this build has no METIS "
+    return ag_fail(err, AG_EINVAL, "--partition metis: this build has no METIS "
                                    "(built with NO_METIS=1; install libmetis-dev and rebuild)");
 }
 

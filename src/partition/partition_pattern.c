@@ -34,8 +34,8 @@ typedef struct {
 
 static int oom(const counter_t *c, ag_error_t *err)
 {
-    return ag_i_fail(err, ag_i_alloc_status(), "pattern '%s': %s while planning",
-                     ag_pattern_spec(c->pat), ag_i_alloc_reason());
+    return ag_fail(err, ag_alloc_status(), "pattern '%s': %s while planning",
+                   ag_pattern_spec(c->pat), ag_i_alloc_reason());
 }
 
 static const ivl_list_t *sources(counter_t *c, int64_t i, ag_error_t *err)
@@ -51,7 +51,7 @@ static int degree(counter_t *c, int64_t i, int64_t *deg, ag_error_t *err)
     const ivl_list_t *res = sources(c, i, err);
     *deg = res ? ivl_count(res) : 0;
     if (!res)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     return AG_OK;
 }
 
@@ -63,16 +63,16 @@ static int degree(counter_t *c, int64_t i, int64_t *deg, ag_error_t *err)
 /* messages: the estimate, or 0 when counting stopped at the limit */
 static int too_many(const counter_t *c, double messages, ag_error_t *err)
 {
-    return ag_i_fail(err, AG_ELIMIT, "pattern '%s' on %lld nodes has %s %.3g messages: more than "
-                     "a plan counts", ag_pattern_spec(c->pat), (long long)c->N, messages ? "about" : "over",
-                     messages ? messages : (double)MAX_MESSAGES);
+    return ag_fail(err, AG_ELIMIT, "pattern '%s' on %lld nodes has %s %.3g messages: more than "
+                   "a plan counts", ag_pattern_spec(c->pat), (long long)c->N, messages ? "about" : "over",
+                   messages ? messages : (double)MAX_MESSAGES);
 }
 
 static int exact_bounds(counter_t *c, int n_parts, int64_t *first, ag_error_t *err)
 {
-    int64_t *indptr = ag_i_alloc(c->N + 1, sizeof *indptr, err, "pattern in-degrees");
+    int64_t *indptr = ag_alloc(c->N + 1, sizeof *indptr, err, "pattern in-degrees");
     if (!indptr)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     int rc = AG_OK;
     indptr[0] = 0;
     for (int64_t i = 0; i < c->N && !rc; i++) {
@@ -93,9 +93,9 @@ static int exact_bounds(counter_t *c, int n_parts, int64_t *first, ag_error_t *e
 static int sampled_bounds(counter_t *c, int n_parts, int64_t *first, ag_error_t *err)
 {
     const int64_t S = c->N < STRATA ? c->N : STRATA;
-    double *pre = ag_i_alloc(S + 1, sizeof *pre, err, "pattern strata");
-    double *w = ag_i_alloc(S, sizeof *w, err, "pattern strata");
-    int rc = pre && w ? AG_OK : ag_i_alloc_status();
+    double *pre = ag_alloc(S + 1, sizeof *pre, err, "pattern strata");
+    double *w = ag_alloc(S, sizeof *w, err, "pattern strata");
+    int rc = pre && w ? AG_OK : ag_alloc_status();
     if (pre)
         pre[0] = 0;
     for (int64_t s = 0; s < S && !rc; s++) {
@@ -135,7 +135,7 @@ static int add_point(counter_t *c, int64_t j, int64_t *fresh)
         const int64_t cap = c->cap_points ? 2 * c->cap_points : 4096;
         int64_t *p = ag_i_realloc(c->points, cap, sizeof *p, NULL, "planner points");
         if (!p)
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         c->points = p;
         c->cap_points = cap;
     }
@@ -159,7 +159,7 @@ static int add_run(counter_t *c, int64_t a, int64_t b)
             const int64_t cap = r->cap ? 2 * r->cap : 1024;
             ivl_t *v = ag_i_realloc(r->v, cap, sizeof *v, NULL, "planner runs");
             if (!v)
-                return ag_i_alloc_status();
+                return ag_alloc_status();
             r->v = v;
             r->cap = cap;
         }
@@ -180,7 +180,7 @@ static int count_dst(counter_t *c, int64_t i, double weight, int inside, tally_t
 {
     const ivl_list_t *res = sources(c, i, err);
     if (!res)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     int64_t deg = 0, cut = 0, points = 0, fresh = 0;
     for (int64_t k = 0; k < res->n; k++) {
         const int64_t a = res->v[k].lo, b = res->v[k].hi;
@@ -256,7 +256,7 @@ static int count_part(counter_t *c, int64_t lo, int64_t hi, int64_t sample,
                            &t, err);
     }
     if (rc)
-        return err ? (int)err->status : ag_i_alloc_status();
+        return err ? (int)err->status : ag_alloc_status();
     double rows = (double)counted_rows(c);
     /* single sources not evaluated, at the rate the sample met new rows, spread
        uniformly over the rows outside the part not counted yet */
@@ -281,7 +281,7 @@ static int choose_sample(counter_t *c, int n_parts, int64_t *sample, ag_error_t 
     for (int64_t s = 0; s < S; s++) {
         const ivl_list_t *res = sources(c, s * c->N / S + c->N / S / 2, err);
         if (!res)
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         runs += (double)res->n;
     }
     if (c->N <= AUTO_EXACT_NODES && (double)c->N * (runs / (double)S + 1) <= AUTO_EXACT_STEPS) {
@@ -301,15 +301,15 @@ int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_patter
                          int *exact, ag_error_t *err)
 {
     if (n_parts < 1 || n_parts > AG_PARTITION_MAX_PARTS)
-        return ag_i_fail(err, AG_EINVAL, "partition: %d parts; expected 1 to %d", n_parts,
-                         AG_PARTITION_MAX_PARTS);
+        return ag_fail(err, AG_EINVAL, "partition: %d parts; expected 1 to %d", n_parts,
+                       AG_PARTITION_MAX_PARTS);
     if (sample < AG_SAMPLE_EXACT)
-        return ag_i_fail(err, AG_EINVAL, "partition: sample %lld; expected -1 (exact), 0 (auto) "
-                         "or a count", (long long)sample);
+        return ag_fail(err, AG_EINVAL, "partition: sample %lld; expected -1 (exact), 0 (auto) "
+                       "or a count", (long long)sample);
     if (self != AG_SELF_KEEP && self != AG_SELF_ON && self != AG_SELF_OFF &&
         self != AG_SELF_REPLACE)
-        return ag_i_fail(err, AG_EINVAL, "partition: self-loops mode %d; expected AG_SELF_KEEP, "
-                         "AG_SELF_ON, AG_SELF_OFF or AG_SELF_REPLACE", (int)self);
+        return ag_fail(err, AG_EINVAL, "partition: self-loops mode %d; expected AG_SELF_KEEP, "
+                       "AG_SELF_ON, AG_SELF_OFF or AG_SELF_REPLACE", (int)self);
     int rc = pattern_check(pattern, n_nodes, err);
     if (rc)
         return rc;
@@ -321,8 +321,8 @@ int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_patter
                         : sampled_bounds(&c, n_parts, first, err);
     is_exact = sample < 0;
     if (!rc && stats &&
-        !(c.seen = ag_i_calloc(n_nodes / 64 + 1, sizeof *c.seen, err, "planner marks")))
-        rc = ag_i_alloc_status();
+        !(c.seen = ag_calloc(n_nodes / 64 + 1, sizeof *c.seen, err, "planner marks")))
+        rc = ag_alloc_status();
     for (int p = 0; stats && p < n_parts && !rc; p++)
         rc = count_part(&c, first[p], first[p + 1], sample, &stats[p], &is_exact, err);
     free(c.seen), free(c.points);

@@ -121,16 +121,16 @@ void ag_tape_free(ag_tape_t *tape)
 static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers,
                      int n_layers, int rounds, int layer_norm, int64_t *shape, ag_error_t *err)
 {
-    ag_tape_t *t = ag_i_calloc(1, sizeof *t, err, "tape");
+    ag_tape_t *t = ag_calloc(1, sizeof *t, err, "tape");
     if (!t) {
         free(shape);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     *t = (ag_tape_t){.nb = nb, .edge_ptr = nb->edge_ptr, .run_ptr = nb->run_ptr,
                      .layers = layers, .n_layers = n_layers, .rounds = rounds,
                      .layer_norm = layer_norm, .N = nb->n_nodes, .E = nb->n_edges,
                      .shape = shape, .widest = ag_rounds_widest(layers, n_layers, rounds)};
-    t->start = ag_i_alloc(rounds + 1, sizeof *t->start, err, "tape");
+    t->start = ag_alloc(rounds + 1, sizeof *t->start, err, "tape");
     double floats = 0;   /* in double first: a size that overflows fails here */
     for (int r = 0; t->start && r < rounds; r++) {
         const ag_weights_t *w = round_layer(t, r);
@@ -142,17 +142,17 @@ static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers
     }
     if (t->start && floats * 4.0 > 9e18) {
         ag_tape_free(t);
-        return ag_i_fail(err, AG_ELIMIT, "rounds forward: a tape of %d rounds on %lld nodes "
-                         "overflows", rounds, (long long)nb->n_nodes);
+        return ag_fail(err, AG_ELIMIT, "rounds forward: a tape of %d rounds on %lld nodes "
+                       "overflows", rounds, (long long)nb->n_nodes);
     }
     if (t->start)
         t->start[rounds] = (int64_t)floats;
-    t->acts = t->start ? ag_i_alloc(t->start[rounds], sizeof(float), err,
-                                    "tape of the rounds' activations") : NULL;
-    t->has_lse = ag_i_calloc(rounds + 1, 1, err, "tape");
+    t->acts = t->start ? ag_alloc(t->start[rounds], sizeof(float), err,
+                                  "tape of the rounds' activations") : NULL;
+    t->has_lse = ag_calloc(rounds + 1, 1, err, "tape");
     if (!t->start || !t->acts || !t->has_lse) {
         ag_tape_free(t);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     *tape = t;
     return AG_OK;
@@ -223,8 +223,8 @@ static int scratch(float **p, int64_t *have, int64_t need, ag_error_t *err)
         return AG_OK;
     free(*p);
     *have = 0;
-    if (!(*p = ag_i_alloc(need, sizeof **p, err, "rounds forward")))
-        return ag_i_alloc_status();
+    if (!(*p = ag_alloc(need, sizeof **p, err, "rounds forward")))
+        return ag_alloc_status();
     *have = need;
     return AG_OK;
 }
@@ -261,12 +261,12 @@ int ag_rounds_forward_reuse(ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
                             ag_error_t *err)
 {
     if (!tape)
-        return ag_i_fail(err, AG_EINVAL, "rounds forward: no tape to fill");
+        return ag_fail(err, AG_EINVAL, "rounds forward: no tape to fill");
     ag_tape_t *t = *tape;
     *tape = NULL;
     int rc = AG_OK;
     if (!nb || !layers || !X)
-        rc = ag_i_fail(err, AG_EINVAL, "rounds forward: graph, layers and X are required");
+        rc = ag_fail(err, AG_EINVAL, "rounds forward: graph, layers and X are required");
     if (!rc)
         rc = ag_i_rounds_check(nb, layers, n_layers, rounds, opts, err);
     if (!rc)
@@ -277,7 +277,7 @@ int ag_rounds_forward_reuse(ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
     const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
     int64_t *shape = rc ? NULL : ag_i_round_shapes(layers, n_layers, rounds, layer_norm, err);
     if (!rc && !shape)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     if (!rc && t && tape_fits(t, nb, n_layers, rounds, layer_norm, shape))
         free(shape);   /* an earlier step's tape, used again */
     else {
@@ -311,25 +311,25 @@ int ag_rounds_forward_reuse(ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
 static int back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
 {
     const int64_t N = t->N, D = t->widest, HD = t->HD;
-    b->dX = ag_i_alloc(N * D, sizeof(float), err, "rounds backward");
-    b->Xn = ag_i_alloc(N * D, sizeof(float), err, "rounds backward");
-    b->dXn = ag_i_alloc(N * D, sizeof(float), err, "rounds backward");
-    b->dM = ag_i_alloc(4 * N * HD + 2 * HD, sizeof(float), err, "rounds backward");
+    b->dX = ag_alloc(N * D, sizeof(float), err, "rounds backward");
+    b->Xn = ag_alloc(N * D, sizeof(float), err, "rounds backward");
+    b->dXn = ag_alloc(N * D, sizeof(float), err, "rounds backward");
+    b->dM = ag_alloc(4 * N * HD + 2 * HD, sizeof(float), err, "rounds backward");
     if (!b->dX || !b->Xn || !b->dXn || !b->dM)
-        return ag_i_alloc_status();
-    if (t->F && (!(b->Hn = ag_i_alloc(N * D, sizeof(float), err, "rounds backward")) ||
-                 !(b->dHn = ag_i_alloc(N * D, sizeof(float), err, "rounds backward")) ||
-                 !(b->A = ag_i_alloc(N * t->F, sizeof(float), err, "rounds backward")) ||
-                 !(b->dA = ag_i_alloc(N * t->F, sizeof(float), err, "rounds backward"))))
-        return ag_i_alloc_status();
+        return ag_alloc_status();
+    if (t->F && (!(b->Hn = ag_alloc(N * D, sizeof(float), err, "rounds backward")) ||
+                 !(b->dHn = ag_alloc(N * D, sizeof(float), err, "rounds backward")) ||
+                 !(b->A = ag_alloc(N * t->F, sizeof(float), err, "rounds backward")) ||
+                 !(b->dA = ag_alloc(N * t->F, sizeof(float), err, "rounds backward"))))
+        return ag_alloc_status();
     int skip = 0;
     for (int r = 0; r < t->rounds; r++)
         skip |= round_layer(t, r)->wskip != NULL;
-    if (skip && !(b->dR = ag_i_alloc(N * D, sizeof(float), err, "rounds backward")))
-        return ag_i_alloc_status();
+    if (skip && !(b->dR = ag_alloc(N * D, sizeof(float), err, "rounds backward")))
+        return ag_alloc_status();
     const int64_t E = t->nb->n_edges;
-    if (t->edges && !(b->Pe = ag_i_alloc(5 * E * HD, sizeof(float), err, "rounds backward")))
-        return ag_i_alloc_status();
+    if (t->edges && !(b->Pe = ag_alloc(5 * E * HD, sizeof(float), err, "rounds backward")))
+        return ag_alloc_status();
     if (t->edges) {
         b->Epre = b->Pe + E * HD, b->dEk = b->Epre + E * HD, b->dEv = b->dEk + E * HD;
         b->dEpre = b->dEv + E * HD;
@@ -348,11 +348,11 @@ static int grads_reset(const ag_tape_t *t, ag_weights_t *grads, ag_error_t *err)
         if (g->D != w->D || g->H != w->H || g->d != w->d || g->per_node != w->per_node ||
             ag_layer_width_out(g) != ag_layer_width_out(w) ||
             (!g->wq || !g->wk != !w->wk || !g->wo != !w->wo || !g->bias != !w->bias))
-            return ag_i_fail(err, AG_EINVAL, "rounds backward: gradients %d are for D=%lld, "
-                             "%lld heads of %lld, per node %lld; layer %d has D=%lld, %lld heads "
-                             "of %lld, per node %lld", k + 1, (long long)g->D, (long long)g->H,
-                             (long long)g->d, (long long)g->per_node, k + 1, (long long)w->D,
-                             (long long)w->H, (long long)w->d, (long long)w->per_node);
+            return ag_fail(err, AG_EINVAL, "rounds backward: gradients %d are for D=%lld, "
+                           "%lld heads of %lld, per node %lld; layer %d has D=%lld, %lld heads "
+                           "of %lld, per node %lld", k + 1, (long long)g->D, (long long)g->H,
+                           (long long)g->d, (long long)g->per_node, k + 1, (long long)w->D,
+                           (long long)w->H, (long long)w->d, (long long)w->per_node);
         ag_i_weights_zero(g);
     }
     return AG_OK;
@@ -423,7 +423,7 @@ int ag_rounds_backward(ag_tape_t *tape, const float *dY, float *dX0, ag_weights_
                        ag_error_t *err)
 {
     if (!tape || !dY)
-        return ag_i_fail(err, AG_EINVAL, "rounds backward: a tape and dY are required");
+        return ag_fail(err, AG_EINVAL, "rounds backward: a tape and dY are required");
     int rc = grads_reset(tape, grads, err);
     if (rc)
         return rc;

@@ -28,7 +28,7 @@ void ag_lm_destroy(ag_lm_t *m)
 static float *array(int64_t n, uint64_t seed, uint64_t stream, float scale, float fill,
                     ag_error_t *err)
 {
-    float *p = ag_i_alloc(n, sizeof *p, err, "language model");
+    float *p = ag_alloc(n, sizeof *p, err, "language model");
     if (p && scale > 0)
         ag_random_normal(p, n, seed, stream, scale);
     for (int64_t x = 0; p && scale == 0 && x < n; x++)
@@ -48,9 +48,9 @@ static int make(ag_lm_t *m, int zero, uint64_t seed, ag_error_t *err)
     m->wpe = array(T * D, seed, 2, std, 0, err);
     m->lnf_weight = array(D, seed, 0, 0, one, err);
     m->lnf_bias = m->bias ? array(D, seed, 0, 0, 0, err) : NULL;
-    m->layers = ag_i_calloc(L, sizeof *m->layers, err, "language model");
+    m->layers = ag_calloc(L, sizeof *m->layers, err, "language model");
     if (!m->wte || !m->wpe || !m->lnf_weight || (m->bias && !m->lnf_bias) || !m->layers)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     for (int64_t l = 0; l < L; l++) {
         ag_weights_t *w = &m->layers[l];
         *w = (ag_weights_t){.D = D, .H = H, .d = D / H, .D_out = D, .F = 4 * D,
@@ -69,7 +69,7 @@ static int make(ag_lm_t *m, int zero, uint64_t seed, ag_error_t *err)
                                                 init == AG_INIT_NORMAL
                                                     ? (residual_out ? proj : std) : 0.0f,
                                                 init == AG_INIT_ONES ? one : 0.0f, err)))
-                return ag_i_alloc_status();
+                return ag_alloc_status();
         }
     }
     return AG_OK;
@@ -78,12 +78,12 @@ static int make(ag_lm_t *m, int zero, uint64_t seed, ag_error_t *err)
 static int shape_check(int64_t V, int64_t T, int64_t D, int64_t L, int64_t H, ag_error_t *err)
 {
     if (V < 1 || T < 1 || D < 1 || L < 1 || H < 1 || D % H)
-        return ag_i_fail(err, AG_EINVAL, "language model: vocabulary %lld, block %lld, width "
-                         "%lld, %lld layers of %lld heads; expected sizes >= 1 and the width a "
-                         "multiple of the heads", (long long)V, (long long)T, (long long)D,
-                         (long long)L, (long long)H);
+        return ag_fail(err, AG_EINVAL, "language model: vocabulary %lld, block %lld, width "
+                       "%lld, %lld layers of %lld heads; expected sizes >= 1 and the width a "
+                       "multiple of the heads", (long long)V, (long long)T, (long long)D,
+                       (long long)L, (long long)H);
     if (V > INT32_MAX || T > INT32_MAX || 4 * D > INT32_MAX || L > 1 << 16)
-        return ag_i_fail(err, AG_ELIMIT, "language model: sizes beyond 2^31 are not supported");
+        return ag_fail(err, AG_ELIMIT, "language model: sizes beyond 2^31 are not supported");
     return AG_OK;
 }
 
@@ -125,8 +125,8 @@ static int check_call(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids,
                       const int64_t *pos, ag_error_t *err)
 {
     if (!m || !m->wte || !nb || !ids || !pos)
-        return ag_i_fail(err, AG_EINVAL, "language model: a model, a graph, ids and positions "
-                         "are required");
+        return ag_fail(err, AG_EINVAL, "language model: a model, a graph, ids and positions "
+                       "are required");
     return AG_OK;
 }
 
@@ -137,11 +137,11 @@ int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, cons
     if (rc)
         return rc;
     const int64_t n = nb->n_nodes, D = m->D, V = m->V;
-    float *X = ag_i_alloc(n * D, sizeof *X, err, "language model");
+    float *X = ag_alloc(n * D, sizeof *X, err, "language model");
     ag_workspace_t ws;
     memset(&ws, 0, sizeof ws);
     if (!X)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     const ag_round_opts_t ro = ag_i_lm_round_opts(NULL);
     if (!(rc = ag_embed(X, ids, pos, n, m->wte, V, m->wpe, m->T, D, err)) &&
         !(rc = ag_workspace_init(&ws, n, D, D, err)) &&
@@ -160,22 +160,22 @@ int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int
 {
     int rc = AG_OK;
     if (!targets)
-        rc = ag_i_fail(err, AG_EINVAL, "language model: no targets");
+        rc = ag_fail(err, AG_EINVAL, "language model: no targets");
     if (!rc && opts && !(opts->dropout >= 0 && opts->dropout < 1))
-        rc = ag_i_fail(err, AG_EINVAL, "language model: dropout %g; expected a probability in "
-                       "[0, 1)", opts->dropout);
+        rc = ag_fail(err, AG_EINVAL, "language model: dropout %g; expected a probability in "
+                     "[0, 1)", opts->dropout);
     if (!rc && grads && (grads->V != m->V || grads->T != m->T || grads->D != m->D ||
                          grads->L != m->L || grads->bias != m->bias))
-        rc = ag_i_fail(err, AG_EINVAL, "language model: gradients of another shape");
+        rc = ag_fail(err, AG_EINVAL, "language model: gradients of another shape");
     const int64_t D = m->D, V = m->V, row0 = rows->first_row;
     const ag_i_reducer_t *r = rows->r;
     const int train = grads != NULL;
     const ag_round_opts_t ro = ag_i_lm_round_opts(train ? opts : NULL);
     const float p = train && opts ? opts->dropout : 0.0f;
-    float *X = rc ? NULL : ag_i_alloc(3 * n > 0 ? 3 * n * D : 1, sizeof *X, err,
-                                      "language model");
+    float *X = rc ? NULL : ag_alloc(3 * n > 0 ? 3 * n * D : 1, sizeof *X, err,
+                                    "language model");
     if (!rc && !X)
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     float *Y = X ? X + n * D : NULL, *dY = Y ? Y + n * D : NULL;   /* LN's output, dY */
     if (!rc)
         rc = ag_embed(X, ids, pos, n, m->wte, V, m->wpe, m->T, D, err);

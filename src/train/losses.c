@@ -47,16 +47,16 @@ int ag_i_loss_mse_r(const ag_i_reducer_t *r, const float *X, const float *Y, int
 {
     /* a process's part may have no rows; the whole may not */
     if ((!r && (!X || !Y || N <= 0)) || N < 0 || D <= 0)
-        return ag_i_fail(err, AG_EINVAL, "mse: %s [%lld, %lld]; expected X and targets of at "
-                         "least one row and column", X && Y ? "states" : "no states or targets",
-                         (long long)N, (long long)D);
+        return ag_fail(err, AG_EINVAL, "mse: %s [%lld, %lld]; expected X and targets of at "
+                       "least one row and column", X && Y ? "states" : "no states or targets",
+                       (long long)N, (long long)D);
     int64_t rows = mask_count(mask, N);
     int rc = r ? r->count(r, &rows, err) : AG_OK;
     if (rc)
         return rc;
     if (rows == 0)
-        return ag_i_fail(err, AG_EINVAL, "mse: the mask selects none of the %lld nodes",
-                         (long long)N);
+        return ag_fail(err, AG_EINVAL, "mse: the mask selects none of the %lld nodes",
+                       (long long)N);
     const double scale = 1.0 / ((double)rows * (double)D);
     if (loss) {
         mse_t ctx = {X, Y, mask, D};
@@ -123,31 +123,31 @@ static int ce_check(const ag_i_reducer_t *red, const float *X, int64_t N, int64_
                     int64_t *counted, ag_error_t *err)
 {
     if (!red && (!X || !labels))
-        return ag_i_fail(err, AG_EINVAL, "cross-entropy: states and labels are required");
+        return ag_fail(err, AG_EINVAL, "cross-entropy: states and labels are required");
     if (!Wr && D != C)
-        return ag_i_fail(err, AG_EINVAL, "cross-entropy: no readout, so the states are the "
-                         "logits: width %lld; expected the %lld classes", (long long)D,
-                         (long long)C);
+        return ag_fail(err, AG_EINVAL, "cross-entropy: no readout, so the states are the "
+                       "logits: width %lld; expected the %lld classes", (long long)D,
+                       (long long)C);
     if ((!red && N <= 0) || N < 0 || D <= 0 || C <= 0)
-        return ag_i_fail(err, AG_EINVAL, "cross-entropy: %lld nodes of width %lld, %lld "
-                         "classes; expected each >= 1", (long long)N, (long long)D, (long long)C);
+        return ag_fail(err, AG_EINVAL, "cross-entropy: %lld nodes of width %lld, %lld "
+                       "classes; expected each >= 1", (long long)N, (long long)D, (long long)C);
     if (D > INT32_MAX || C > INT32_MAX)
-        return ag_i_fail(err, AG_ELIMIT, "cross-entropy: widths beyond 2^31 are not supported "
-                         "by BLAS");
+        return ag_fail(err, AG_ELIMIT, "cross-entropy: widths beyond 2^31 are not supported "
+                       "by BLAS");
     *counted = 0;
     for (int64_t i = 0; i < N; i++) {
         if (labels[i] < -1 || labels[i] >= C)
-            return ag_i_fail(err, AG_EINVAL, "cross-entropy: node %lld has label %lld; expected "
-                             "0..%lld, or -1 for none", (long long)i, (long long)labels[i],
-                             (long long)(C - 1));
+            return ag_fail(err, AG_EINVAL, "cross-entropy: node %lld has label %lld; expected "
+                           "0..%lld, or -1 for none", (long long)i, (long long)labels[i],
+                           (long long)(C - 1));
         *counted += labels[i] >= 0 && (!mask || mask[i]);
     }
     int rc = red ? red->count(red, counted, err) : AG_OK;
     if (rc)
         return rc;
     if (*counted == 0)
-        return ag_i_fail(err, AG_EINVAL, "cross-entropy: no node is both in the mask and "
-                         "labelled");
+        return ag_fail(err, AG_EINVAL, "cross-entropy: no node is both in the mask and "
+                       "labelled");
     return AG_OK;
 }
 
@@ -169,8 +169,8 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
     int rc = ce_check(r, X, N, D, Wr, C, labels, mask, &n, err);
     if (rc)
         return rc;
-    float *logits = ag_i_alloc(N ? N * C : 1, sizeof *logits, err, "cross-entropy logits");
-    double *sums = ag_i_alloc(C > 2 ? C : 2, sizeof *sums, err, "cross-entropy");
+    float *logits = ag_alloc(N ? N * C : 1, sizeof *logits, err, "cross-entropy logits");
+    double *sums = ag_alloc(C > 2 ? C : 2, sizeof *sums, err, "cross-entropy");
     if (!logits || !sums) {
         free(logits), free(sums);
         return ag_i_reducer_failed(r, 2, err);

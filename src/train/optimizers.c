@@ -36,24 +36,24 @@ struct ag_optimizer {
 static int opts_check(const ag_optimizer_opts_t *o, ag_error_t *err)
 {
     if (o->kind < AG_OPT_ADAM || o->kind > AG_OPT_SGD)
-        return ag_i_fail(err, AG_EINVAL, "optimizer: unknown kind %d", (int)o->kind);
+        return ag_fail(err, AG_EINVAL, "optimizer: unknown kind %d", (int)o->kind);
     if (!(o->lr > 0) || !isfinite(o->lr))
-        return ag_i_fail(err, AG_EINVAL, "optimizer: learning rate %g; expected a finite value > 0",
-                         o->lr);
+        return ag_fail(err, AG_EINVAL, "optimizer: learning rate %g; expected a finite value > 0",
+                       o->lr);
     if (!(o->momentum >= 0 && o->momentum < 1))
-        return ag_i_fail(err, AG_EINVAL, "optimizer: momentum %g; expected 0 <= momentum < 1",
-                         o->momentum);
+        return ag_fail(err, AG_EINVAL, "optimizer: momentum %g; expected 0 <= momentum < 1",
+                       o->momentum);
     if (!(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1))
-        return ag_i_fail(err, AG_EINVAL, "optimizer: betas %g, %g; expected each in [0, 1)",
-                         o->beta1, o->beta2);
+        return ag_fail(err, AG_EINVAL, "optimizer: betas %g, %g; expected each in [0, 1)",
+                       o->beta1, o->beta2);
     if (!(o->eps >= 0) || !isfinite(o->eps))
-        return ag_i_fail(err, AG_EINVAL, "optimizer: eps %g; expected a finite value >= 0", o->eps);
+        return ag_fail(err, AG_EINVAL, "optimizer: eps %g; expected a finite value >= 0", o->eps);
     if (!(o->weight_decay >= 0) || !isfinite(o->weight_decay))
-        return ag_i_fail(err, AG_EINVAL, "optimizer: weight decay %g; expected a finite value >= 0",
-                         o->weight_decay);
+        return ag_fail(err, AG_EINVAL, "optimizer: weight decay %g; expected a finite value >= 0",
+                       o->weight_decay);
     if (!(o->clip >= 0) || !isfinite(o->clip))
-        return ag_i_fail(err, AG_EINVAL, "optimizer: clip %g; expected a finite value >= 0 (0: "
-                         "none)", o->clip);
+        return ag_fail(err, AG_EINVAL, "optimizer: clip %g; expected a finite value >= 0 (0: "
+                       "none)", o->clip);
     return AG_OK;
 }
 
@@ -67,13 +67,13 @@ int ag_optimizer_init(ag_optimizer_t **opt, const ag_optimizer_opts_t *o, ag_err
 {
     *opt = NULL;
     if (!o)
-        return ag_i_fail(err, AG_EINVAL, "optimizer: no options");
+        return ag_fail(err, AG_EINVAL, "optimizer: no options");
     int rc = opts_check(o, err);
     if (rc)
         return rc;
-    ag_optimizer_t *p = ag_i_calloc(1, sizeof *p, err, "optimizer");
+    ag_optimizer_t *p = ag_calloc(1, sizeof *p, err, "optimizer");
     if (!p)
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     p->o = *o;
     *opt = p;
     return AG_OK;
@@ -98,8 +98,8 @@ int ag_optimizer_add(ag_optimizer_t *opt, float *param, const float *grad, int64
 int ag_optimizer_set_lr(ag_optimizer_t *opt, float lr, ag_error_t *err)
 {
     if (!opt || !(lr > 0) || !isfinite(lr))
-        return ag_i_fail(err, AG_EINVAL, "optimizer: learning rate %g; expected a finite value > 0",
-                         lr);
+        return ag_fail(err, AG_EINVAL, "optimizer: learning rate %g; expected a finite value > 0",
+                       lr);
     opt->o.lr = lr;
     return AG_OK;
 }
@@ -108,17 +108,17 @@ int ag_optimizer_add_ex(ag_optimizer_t *opt, float *param, const float *grad, in
                         unsigned flags, ag_error_t *err)
 {
     if (flags & ~AG_OPT_NO_DECAY)
-        return ag_i_fail(err, AG_EINVAL, "optimizer: flags %#x; expected AG_OPT_NO_DECAY or 0",
-                         flags);
+        return ag_fail(err, AG_EINVAL, "optimizer: flags %#x; expected AG_OPT_NO_DECAY or 0",
+                       flags);
     if (!opt || !param || !grad || n <= 0)
-        return ag_i_fail(err, AG_EINVAL, "optimizer: parameter %d: %s of %lld floats; expected an "
-                         "array, its gradient and n >= 1", opt ? opt->n_params + 1 : 0,
-                         param && grad ? "arrays" : "no array", (long long)n);
+        return ag_fail(err, AG_EINVAL, "optimizer: parameter %d: %s of %lld floats; expected an "
+                       "array, its gradient and n >= 1", opt ? opt->n_params + 1 : 0,
+                       param && grad ? "arrays" : "no array", (long long)n);
     if (opt->n_params == opt->cap) {
         const int cap = opt->cap ? 2 * opt->cap : 16;
-        param_t *grown = ag_i_alloc(cap, sizeof *grown, err, "optimizer");
+        param_t *grown = ag_alloc(cap, sizeof *grown, err, "optimizer");
         if (!grown)
-            return ag_i_alloc_status();
+            return ag_alloc_status();
         if (opt->n_params)
             memcpy(grown, opt->params, (size_t)opt->n_params * sizeof *grown);
         free(opt->params);
@@ -127,11 +127,11 @@ int ag_optimizer_add_ex(ag_optimizer_t *opt, float *param, const float *grad, in
     param_t p = {param, grad, n, NULL, NULL, 0, (flags & AG_OPT_NO_DECAY) != 0};
     const int adam = opt->o.kind != AG_OPT_SGD;
     if ((adam || opt->o.momentum > 0) &&
-        !(p.m = ag_i_calloc(n, sizeof(float), err, "optimizer state")))
-        return ag_i_alloc_status();
-    if (adam && !(p.v = ag_i_calloc(n, sizeof(float), err, "optimizer state"))) {
+        !(p.m = ag_calloc(n, sizeof(float), err, "optimizer state")))
+        return ag_alloc_status();
+    if (adam && !(p.v = ag_calloc(n, sizeof(float), err, "optimizer state"))) {
         free(p.m);
-        return ag_i_alloc_status();
+        return ag_alloc_status();
     }
     opt->params[opt->n_params++] = p;
     return AG_OK;
@@ -149,8 +149,8 @@ static void squares(int64_t lo, int64_t hi, double *partial, void *ctx)
 int ag_i_optimizer_split_last(ag_optimizer_t *opt, int64_t per_row, ag_error_t *err)
 {
     if (!opt || !opt->n_params || per_row < 1 || opt->params[opt->n_params - 1].n % per_row)
-        return ag_i_fail(err, AG_EINVAL, "optimizer: no parameter of rows of %lld elements to "
-                         "split", (long long)per_row);
+        return ag_fail(err, AG_EINVAL, "optimizer: no parameter of rows of %lld elements to "
+                       "split", (long long)per_row);
     opt->params[opt->n_params - 1].per_row = per_row;
     return AG_OK;
 }
@@ -222,7 +222,7 @@ int ag_i_optimizer_step_r(ag_optimizer_t *opt, const ag_i_reducer_t *r, double *
                           ag_error_t *err)
 {
     if (!opt)
-        return ag_i_fail(err, AG_EINVAL, "optimizer: none");
+        return ag_fail(err, AG_EINVAL, "optimizer: none");
     double norm;
     int rc = grad_norm(opt, r, &norm, err);
     if (rc)
@@ -230,8 +230,8 @@ int ag_i_optimizer_step_r(ag_optimizer_t *opt, const ag_i_reducer_t *r, double *
     if (grad_norm_out)
         *grad_norm_out = norm;
     if (!isfinite(norm))
-        return ag_i_fail(err, AG_EINVAL, "optimizer: the gradients are not finite (norm %g); no "
-                         "parameter was changed", norm);
+        return ag_fail(err, AG_EINVAL, "optimizer: the gradients are not finite (norm %g); no "
+                       "parameter was changed", norm);
     const double scale = opt->o.clip > 0 && norm > opt->o.clip ? opt->o.clip / norm : 1.0;
     opt->t++;
     for (int k = 0; k < opt->n_params; k++) {

@@ -212,22 +212,22 @@ static int tracer_open(tracer_t *t, const ag_mpi_part_t *part, const run_opts_t 
     t->rounds = in->rounds;
     if (part->rank != 0)
         return AG_OK;
-    if (t->attn && (!(t->Q = ag_i_alloc(N * HD + 1, sizeof(float), err, "--attn")) ||
-                    !(t->K = ag_i_alloc(N * HD + 1, sizeof(float), err, "--attn"))))
-        return ag_i_alloc_status();
+    if (t->attn && (!(t->Q = ag_alloc(N * HD + 1, sizeof(float), err, "--attn")) ||
+                    !(t->K = ag_alloc(N * HD + 1, sizeof(float), err, "--attn"))))
+        return ag_alloc_status();
     if (!t->trace)
         return AG_OK;
-    if (!(t->rows = ag_i_calloc(in->rounds + 1, sizeof *t->rows, err, "--trace")) ||
-        !(t->X = ag_i_alloc(N * D + 1, sizeof(float), err, "--trace")) ||
-        !(t->X_prev = ag_i_alloc(N * D + 1, sizeof(float), err, "--trace")) ||
-        !(t->entropy = ag_i_alloc(N * H + 1, sizeof(float), err, "--trace")) ||
-        !(t->max_weight = ag_i_alloc(N * H + 1, sizeof(float), err, "--trace")))
-        return ag_i_alloc_status();
+    if (!(t->rows = ag_calloc(in->rounds + 1, sizeof *t->rows, err, "--trace")) ||
+        !(t->X = ag_alloc(N * D + 1, sizeof(float), err, "--trace")) ||
+        !(t->X_prev = ag_alloc(N * D + 1, sizeof(float), err, "--trace")) ||
+        !(t->entropy = ag_alloc(N * H + 1, sizeof(float), err, "--trace")) ||
+        !(t->max_weight = ag_alloc(N * H + 1, sizeof(float), err, "--trace")))
+        return ag_alloc_status();
     if (o->save_rounds && mkdir(o->save_rounds, 0777) != 0 && errno != EEXIST)
-        return ag_i_fail(err, AG_EIO, "%s: cannot create the directory: %s", o->save_rounds,
-                         strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot create the directory: %s", o->save_rounds,
+                       strerror(errno));
     if (csv_path && !(t->csv = fopen(csv_path, "w")))
-        return ag_i_fail(err, AG_EIO, "%s: cannot write: %s", o->trace, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: cannot write: %s", o->trace, strerror(errno));
     if (t->csv)
         fputs("round,change,entropy,max_weight\n", t->csv);
     return AG_OK;
@@ -237,7 +237,7 @@ static int tracer_open(tracer_t *t, const ag_mpi_part_t *part, const run_opts_t 
 static int tracer_close(tracer_t *t, int rc)
 {
     if (t->csv && fclose(t->csv) != 0 && !rc)
-        rc = ag_i_fail(t->err, AG_EIO, "%s: write failed", t->o->trace);
+        rc = ag_fail(t->err, AG_EIO, "%s: write failed", t->o->trace);
     t->csv = NULL;
     return rc;
 }
@@ -257,10 +257,10 @@ static int export_attention(const tracer_t *t, const inputs_t *in, out_file_t *o
 {
     const run_opts_t *o = t->o;
     if (o->attn_round && t->kept != o->attn_round)
-        return ag_i_fail(err, AG_EINVAL, "--attn-round %lld, but --until stopped after round %d",
-                         (long long)o->attn_round, t->done);
+        return ag_fail(err, AG_EINVAL, "--attn-round %lld, but --until stopped after round %d",
+                       (long long)o->attn_round, t->done);
     if (!t->kept)
-        return ag_i_fail(err, AG_EINVAL, "no attention to report: no round ran");
+        return ag_fail(err, AG_EINVAL, "no attention to report: no round ran");
     source_t s;
     int usage;
     int rc = source_open(&s, &o->src, &usage, err);
@@ -306,9 +306,9 @@ static int write_gathered(MPI_Comm comm, const ag_mpi_part_t *part, const float 
             rc = ag_npy_write_f32(path, all, part->n_nodes, cols, err);
         } else {   /* [N, H*d] as [H, N, d] */
             const int64_t N = part->n_nodes, d = cols / H;
-            float *t = ag_i_alloc(N * cols, sizeof *t, err, "head messages");
+            float *t = ag_alloc(N * cols, sizeof *t, err, "head messages");
             if (!t)
-                rc = ag_i_alloc_status();
+                rc = ag_alloc_status();
             for (int64_t h = 0; !rc && h < H; h++)
                 for (int64_t i = 0; i < N; i++)
                     memcpy(t + (h * N + i) * d, all + i * cols + h * d, (size_t)d * sizeof *t);
@@ -473,23 +473,23 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     float *M = NULL, *Y = NULL;
     const int64_t n = part.hi - part.lo, HD = in.H * in.d;
     if (!rc && (o.messages || o.head_messages || in.raw) &&
-        !(M = ag_i_alloc(n ? n * HD : 1, sizeof *M, &err, "messages")))
-        rc = ag_i_alloc_status();
+        !(M = ag_alloc(n ? n * HD : 1, sizeof *M, &err, "messages")))
+        rc = ag_alloc_status();
     /* the states, in a buffer as wide as the widest round's (model files' layers) */
     int64_t cols = in.raw ? HD : in.x0.cols;
     if (!rc && !in.raw) {
         const int64_t widest = ag_rounds_widest(in.layers, in.n_layers, (int)in.rounds);
         if (in.rounds > 0)
             cols = ag_layer_width_out(&in.layers[in.n_layers == 1 ? 0 : in.rounds - 1]);
-        if (!(Y = ag_i_alloc(n ? n * widest : 1, sizeof *Y, &err, "states")))
-            rc = ag_i_alloc_status();
+        if (!(Y = ag_alloc(n ? n * widest : 1, sizeof *Y, &err, "states")))
+            rc = ag_alloc_status();
         else
             memcpy(Y, in.x0.data, (size_t)(n * in.x0.cols) * sizeof *Y);
     }
     if (!rc && o.model.spec.n_layers && (o.trace || o.until > 0 || o.save_rounds || o.n_attn))
-        rc = ag_i_fail(&err, AG_EINVAL, "%s: a model file's layers run here for --out, "
-                       "--messages and --predict; --trace, --until, --save-rounds and --attn "
-                       "are for one process (attngraph run)", o.model.path);
+        rc = ag_fail(&err, AG_EINVAL, "%s: a model file's layers run here for --out, "
+                     "--messages and --predict; --trace, --until, --save-rounds and --attn "
+                     "are for one process (attngraph run)", o.model.path);
     rc = ag_mpi_agree(comm, rc, &err);
     ag_score_t score = in.score;
     score.edge_bias = bias;
@@ -505,8 +505,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     if (!rc && o.n_attn)   /* refused before the work, as attngraph run does */
         rc = attn_size_check(&o, part.n_edges, &err);
     if (!rc && o.attn_round > in.rounds)
-        rc = ag_i_fail(&err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
-                       (long long)o.attn_round, (long long)in.rounds, AG_PLURAL(in.rounds));
+        rc = ag_fail(&err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
+                     (long long)o.attn_round, (long long)in.rounds, AG_PLURAL(in.rounds));
     if (!rc && tracing) {
         rc = ag_mpi_agree(comm, tracer_open(&tr, &part, &o, &in, o.trace && !trace_svg ?
                                             outs[TRACE].file.path : NULL, &err), &err);
@@ -533,8 +533,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     const float *y = in.raw ? M : Y;
     ag_error_t where;
     if (!rc && ag_check_finite(in.raw ? "the messages" : "the output states", y, n, cols, &where))
-        rc = ag_i_fail(&err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
-                       "inputs down (the largest |value| should be far below 1e18)", where.msg);
+        rc = ag_fail(&err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
+                     "inputs down (the largest |value| should be far below 1e18)", where.msg);
     rc = ag_mpi_agree(comm, rc, &err);
     if (!rc && o.out)
         rc = write_gathered(comm, &part, y, cols, outs[OUT].file.path, 0, 0, &err);

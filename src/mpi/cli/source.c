@@ -22,8 +22,8 @@ static int open_csr_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t
         return rc;
     rc = ag_mpi_part_from_csr(part, comm, indptr, indices, o->self, err);
     if (!rc && part->n_nodes > o->max_nodes)
-        rc = ag_i_fail(err, AG_ELIMIT, "%s describes %lld nodes, more than the limit of %lld "
-                       "(--max-nodes)", indptr, (long long)part->n_nodes, (long long)o->max_nodes);
+        rc = ag_fail(err, AG_ELIMIT, "%s describes %lld nodes, more than the limit of %lld "
+                     "(--max-nodes)", indptr, (long long)part->n_nodes, (long long)o->max_nodes);
     free(indptr);
     return rc;
 }
@@ -45,22 +45,22 @@ static int pattern_nodes(int64_t *N, const ag_pattern_t *pat, const source_opts_
     if (!rc && labels.str) {
         if (*N && *N != labels.n) {
             *usage = o->tokens != NULL;
-            rc = ag_i_fail(err, AG_EINVAL, "%s has %lld label%s, but --nodes is %lld",
-                           o->tokens ? "--tokens" : o->labels_file, (long long)labels.n,
-                           AG_PLURAL(labels.n), (long long)*N);
+            rc = ag_fail(err, AG_EINVAL, "%s has %lld label%s, but --nodes is %lld",
+                         o->tokens ? "--tokens" : o->labels_file, (long long)labels.n,
+                         AG_PLURAL(labels.n), (long long)*N);
         }
         *N = labels.n;
     }
     ag_labels_destroy(&labels);
     if (!rc && *N == 0 && !(*N = ag_pattern_size(pat))) {
         *usage = 1;
-        rc = ag_i_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
-                       o->pattern);
+        rc = ag_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
+                     o->pattern);
     }
     if (!rc && *N > o->max_nodes) {
         *usage = !o->labels_file;
-        rc = ag_i_fail(err, AG_ELIMIT, "%lld nodes is more than the limit of %lld (--max-nodes)",
-                       (long long)*N, (long long)o->max_nodes);
+        rc = ag_fail(err, AG_ELIMIT, "%lld nodes is more than the limit of %lld (--max-nodes)",
+                     (long long)*N, (long long)o->max_nodes);
     }
     return rc;
 }
@@ -90,8 +90,8 @@ static int open_pattern_part(ag_mpi_part_t *part, MPI_Comm comm, const source_op
 static int cut_and_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int64_t *cut,
                         int64_t *halo, ag_error_t *err)
 {
-    ag_part_stats_t *st = ag_i_alloc(pt->n_parts, sizeof *st, err, "partition");
-    int rc = st ? ag_partition_stats(pt, nb, st, err) : ag_i_alloc_status();
+    ag_part_stats_t *st = ag_alloc(pt->n_parts, sizeof *st, err, "partition");
+    int rc = st ? ag_partition_stats(pt, nb, st, err) : ag_alloc_status();
     *cut = *halo = 0;
     for (int p = 0; !rc && p < pt->n_parts; p++)
         *cut += st[p].n_cut, *halo += st[p].n_halo;
@@ -103,9 +103,9 @@ static int cut_and_halo(const ag_partition_t *pt, const ag_nbhd_t *nb, int64_t *
 static int contiguous_counts(const ag_nbhd_t *nb, int P, metis_info_t *m, ag_error_t *err)
 {
     const int64_t N = nb->n_nodes;
-    int64_t *first = ag_i_alloc(P + 1, sizeof *first, err, "partition");
-    int32_t *owner = ag_i_alloc(N ? N : 1, sizeof *owner, err, "partition");
-    int rc = first && owner ? AG_OK : ag_i_alloc_status();
+    int64_t *first = ag_alloc(P + 1, sizeof *first, err, "partition");
+    int32_t *owner = ag_alloc(N ? N : 1, sizeof *owner, err, "partition");
+    int rc = first && owner ? AG_OK : ag_alloc_status();
     if (!rc)
         rc = ag_i_mpi_cut_bounds(nb->edge_ptr, N, P, first, err);
     for (int p = 0; !rc && p < P; p++)
@@ -148,21 +148,21 @@ static int scatter_edge_bias(float **bias, MPI_Comm comm, const ag_mpi_part_t *p
         if (rc) {   /* name the file, as attngraph run does */
             char why[sizeof err->msg];
             snprintf(why, sizeof why, "%s", err->msg);
-            ag_i_fail(err, (ag_status_t)rc, "%s: --edge-bias: %s", s->desc, why);
+            ag_fail(err, (ag_status_t)rc, "%s: --edge-bias: %s", s->desc, why);
         } else if (s->nb.n_edges > INT32_MAX) {
-            rc = ag_i_fail(err, AG_ELIMIT, "--edge-bias: %lld messages are beyond what "
-                           "MPI_Scatterv counts (2^31)", (long long)s->nb.n_edges);
-        } else if (!(count = ag_i_alloc(P, sizeof *count, err, "edge bias")) ||
-                   !(displ = ag_i_alloc(P, sizeof *displ, err, "edge bias"))) {
-            rc = ag_i_alloc_status();
+            rc = ag_fail(err, AG_ELIMIT, "--edge-bias: %lld messages are beyond what "
+                         "MPI_Scatterv counts (2^31)", (long long)s->nb.n_edges);
+        } else if (!(count = ag_alloc(P, sizeof *count, err, "edge bias")) ||
+                   !(displ = ag_alloc(P, sizeof *displ, err, "edge bias"))) {
+            rc = ag_alloc_status();
         } else {
             for (int p = 0; p < P; p++)
                 displ[p] = (int)s->nb.edge_ptr[part->bounds[p]],
                 count[p] = (int)(s->nb.edge_ptr[part->bounds[p + 1]] - displ[p]);
         }
     }
-    if (!rc && !(*bias = ag_i_alloc(mine ? mine : 1, sizeof **bias, err, "edge bias")))
-        rc = ag_i_alloc_status();
+    if (!rc && !(*bias = ag_alloc(mine ? mine : 1, sizeof **bias, err, "edge bias")))
+        rc = ag_alloc_status();
     if (!(rc = ag_mpi_agree(comm, rc, err)))
         MPI_Scatterv(all, count, displ, MPI_FLOAT, *bias, (int)mine, MPI_FLOAT, 0, comm);
     free(all), free(count), free(displ);
@@ -264,10 +264,10 @@ static int scatter_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t 
     if (!rc && part->rank == 0)
         rc = ag_matrix_read_npy(&all, path, err);
     if (!rc && part->rank == 0 && all.rows != part->n_nodes)
-        rc = ag_i_fail(err, AG_EINVAL, "%s has %lld rows; the graph has %lld nodes", path,
-                       (long long)all.rows, (long long)part->n_nodes);
+        rc = ag_fail(err, AG_EINVAL, "%s has %lld rows; the graph has %lld nodes", path,
+                     (long long)all.rows, (long long)part->n_nodes);
     if (!rc && part->rank == 0 && all.cols > INT32_MAX / 2)
-        rc = ag_i_fail(err, AG_ELIMIT, "%s: %lld columns are too many", path, (long long)all.cols);
+        rc = ag_fail(err, AG_ELIMIT, "%s: %lld columns are too many", path, (long long)all.cols);
     if (!rc && order)
         rc = permute_rows(&all, order, err);
     free(order);
@@ -278,10 +278,10 @@ static int scatter_features(ag_matrix_t *x0, MPI_Comm comm, const ag_mpi_part_t 
     int64_t D = all.cols;
     MPI_Bcast(&D, 1, MPI_INT64_T, 0, comm);
     rc = ag_matrix_init(x0, part->hi - part->lo, D, err);
-    int *count = ag_i_alloc(part->ranks, sizeof(int), err, "features");
-    int *displ = ag_i_alloc(part->ranks, sizeof(int), err, "features");
+    int *count = ag_alloc(part->ranks, sizeof(int), err, "features");
+    int *displ = ag_alloc(part->ranks, sizeof(int), err, "features");
     if (!rc && (!count || !displ))
-        rc = ag_i_alloc_status();
+        rc = ag_alloc_status();
     if ((rc = ag_mpi_agree(comm, rc, err))) {
         free(count), free(displ), ag_matrix_destroy(&all), ag_matrix_destroy(x0);
         return rc;
@@ -345,8 +345,8 @@ int gather_all_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mine,
 {
     int rc = AG_OK;
     *all = NULL;
-    if (part->rank == 0 && !(*all = ag_i_alloc(part->n_nodes * cols, sizeof **all, err, "output")))
-        rc = ag_i_alloc_status();
+    if (part->rank == 0 && !(*all = ag_alloc(part->n_nodes * cols, sizeof **all, err, "output")))
+        rc = ag_alloc_status();
     if (!(rc = ag_mpi_agree(comm, rc, err)))
         rc = ag_mpi_gather_rows(comm, part, mine, cols, *all, 0, err);
     if (rc) {

@@ -107,7 +107,7 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
         rc = loss_on(s, t->test, 0, &f->test_loss, &f->test_correct, err);
     if (!rc && !isfinite(f->loss)) {   /* the same loss on every process */
         f->diverged = 1;
-        rc = ag_i_fail(err, AG_EINVAL, "the loss is not finite");
+        rc = ag_fail(err, AG_EINVAL, "the loss is not finite");
     }
     if (!rc && step && drops) {   /* the step's forward, with dropout */
         double loss;
@@ -192,18 +192,18 @@ static int setup(mtrain_t *s, train_opts_t *to, int k, int threads, int *usage, 
         rc = open_part(&s->part, s->comm, &so, NULL, to->o.edge_bias, &s->bias, desc, sizeof desc,
                        usage, err);
     if (!rc && s->part.n_nodes != N)
-        rc = ag_mpi_agree(s->comm, ag_i_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s "
-                                             "has %lld row%s", desc, (long long)s->part.n_nodes,
-                                             AG_PLURAL(s->part.n_nodes), to->o.features,
-                                             (long long)N, AG_PLURAL(N)), err);
+        rc = ag_mpi_agree(s->comm, ag_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s "
+                                           "has %lld row%s", desc, (long long)s->part.n_nodes,
+                                           AG_PLURAL(s->part.n_nodes), to->o.features,
+                                           (long long)N, AG_PLURAL(N)), err);
     if (!rc)
         rc = own_features(&s->x0, s->comm, &s->part, &to->o, err);
     if (!rc && to->o.per_node && s->part.hi == s->part.lo)
-        rc = ag_i_fail(err, AG_EINVAL, "--per-node-weights needs rows on every process: process "
-                       "%d has none (parts start at multiples of 1024 rows, so %lld nodes fill at "
-                       "most %lld of the %d processes); run on fewer processes", s->part.rank,
-                       (long long)N, (long long)((N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK),
-                       s->part.ranks);
+        rc = ag_fail(err, AG_EINVAL, "--per-node-weights needs rows on every process: process "
+                     "%d has none (parts start at multiples of 1024 rows, so %lld nodes fill at "
+                     "most %lld of the %d processes); run on fewer processes", s->part.rank,
+                     (long long)N, (long long)((N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK),
+                     s->part.ranks);
     rc = ag_mpi_agree(s->comm, rc, err);
     if (!rc) {   /* this process's rows (and of per-node weights, its nodes' matrices) */
         run_opts_t lo = to->o;
@@ -244,15 +244,15 @@ static int gather_rows(mtrain_t *s, const float *mine, int64_t per_row, float **
     const ag_mpi_part_t *part = &s->part;
     const int P = part->ranks, root = part->rank == 0;
     *whole = NULL;
-    int *count = ag_i_alloc(P, sizeof *count, err, "--save"), *displ = ag_i_alloc(P, sizeof *displ,
+    int *count = ag_alloc(P, sizeof *count, err, "--save"), *displ = ag_alloc(P, sizeof *displ,
                                                                                  err, "--save");
-    int rc = count && displ ? AG_OK : ag_i_alloc_status();
-    if (!rc && root && !(*whole = ag_i_alloc(part->n_nodes * per_row, sizeof(float), err, "--save")))
-        rc = ag_i_alloc_status();
+    int rc = count && displ ? AG_OK : ag_alloc_status();
+    if (!rc && root && !(*whole = ag_alloc(part->n_nodes * per_row, sizeof(float), err, "--save")))
+        rc = ag_alloc_status();
     if (!rc && (part->n_nodes > INT_MAX || per_row > INT_MAX))
-        rc = ag_i_fail(err, AG_ELIMIT, "--save: per-node weights of %lld nodes of %lld values "
-                       "are beyond what one MPI call moves", (long long)part->n_nodes,
-                       (long long)per_row);
+        rc = ag_fail(err, AG_ELIMIT, "--save: per-node weights of %lld nodes of %lld values "
+                     "are beyond what one MPI call moves", (long long)part->n_nodes,
+                     (long long)per_row);
     if (!(rc = ag_mpi_agree(s->comm, rc, err))) {
         for (int p = 0; p < P; p++)   /* in rows: counts stay within an int */
             count[p] = (int)(part->bounds[p + 1] - part->bounds[p]), displ[p] = (int)part->bounds[p];
@@ -296,8 +296,8 @@ static int save(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
         const char *name;
         if (model_text(s->model_args, sizeof s->model_args, to, &s->in, &name) >=
             sizeof s->model_args)
-            rc = ag_i_fail(err, AG_EINVAL, "--save: the model's options are longer than %zu "
-                           "bytes", sizeof s->model_args - 1);
+            rc = ag_fail(err, AG_EINVAL, "--save: the model's options are longer than %zu "
+                         "bytes", sizeof s->model_args - 1);
         s->items[s->n_items++] = (folder_item_t){.name = name, .text = s->model_args};
         if (!rc)
             rc = folder_write(to->save, "--save", s->items, s->n_items, err);
@@ -318,8 +318,8 @@ static int predict(mtrain_t *s, ag_error_t *err)
     if (!rc && s->part.rank == 0) {
         const int64_t N = s->part.n_nodes;
         const readout_t r = {m->C, m->D, m->wr, m->br};
-        if (!(pred = ag_i_alloc(N, sizeof *pred, err, "predictions")))
-            rc = ag_i_alloc_status();
+        if (!(pred = ag_alloc(N, sizeof *pred, err, "predictions")))
+            rc = ag_alloc_status();
         else
             readout_predict(&r, X, N, pred);
         if (!rc)
@@ -373,9 +373,9 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
     MPI_Bcast(&usage, 1, MPI_INT, 0, comm);
     FILE *log = NULL, *curve = NULL;
     if (!rc && rank == 0 && to.log && !(log = fopen(s->outs[0].file.path, "w")))
-        rc = ag_i_fail(&err, AG_EIO, "%s: cannot write", to.log);
+        rc = ag_fail(&err, AG_EIO, "%s: cannot write", to.log);
     if (!rc && rank == 0 && to.svg && !(curve = open_memstream(&s->curve, &s->curve_len)))
-        rc = ag_i_fail(&err, AG_ENOMEM, "--svg: out of memory");
+        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
     if (log)
         fputs(TRAIN_LOG_HEADER, log);
     if (curve)
@@ -400,9 +400,9 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
             conn_free(s);
     }
     if (log && fclose(log) != 0 && !rc)
-        rc = ag_i_fail(&err, AG_EIO, "%s: write failed", to.log);
+        rc = ag_fail(&err, AG_EIO, "%s: write failed", to.log);
     if (curve && fclose(curve) != 0 && !rc)
-        rc = ag_i_fail(&err, AG_ENOMEM, "--svg: out of memory");
+        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
     rc = ag_mpi_agree(comm, rc, &err);
     if (!rc && to.predict)
         rc = predict(s, &err);
