@@ -31,6 +31,8 @@ transformer|AG train $P --model tf.txt --epochs 10 --save tf
 transformer-run|AG run graphs/planted.gml --features graphs/planted/x.npy --weights tf --out states.npy
 keys|AG train $P --model keys.txt --epochs 5 --undirected --save keys
 refused|AG train $P --model bad.txt
+plan|AG plan --ranks 4,64 --pattern window:8 --nodes 5000 --rate 10,20 --csv plan.csv
+plan-json|AG plan --ranks 3 --partition metis graphs/karate.gml --rate 10,20 --json
 heatmap|AG draw heatmap graphs/karate.gml --heads 2 --out karate.svg
 lm|AG lm train --text $TEXT --iters 6 --block 16 --batch 2 --dim 32 --layers 2 --heads 2 --pattern window:4 --save lm --eval-iters 2 --eval-every 3
 lm-sample|AG lm sample --model lm --start ROMEO: --tokens 40 --seed 5

@@ -153,14 +153,6 @@ extern const struct option input_options[];
 
 /* Defaults for run_opts_t. */
 void run_opts_init(run_opts_t *o);
-/* An integer option value in min..max (max >= INT64_MAX / 64: no upper limit
-   named); 0, or EXIT_USAGE with the message printed. */
-int opt_int(int64_t *out, const char *cmd, const char *name, const char *text, int64_t min,
-            int64_t max);
-/* A finite number option value >= min (> min when `above`; min <= -1e30: any
-   number); 0, or EXIT_USAGE with the message printed. */
-int opt_real(double *out, const char *cmd, const char *name, const char *text, double min,
-             int above);
 /* Handles an input option: 0 done, 1 not an input option, EXIT_USAGE bad value
    (message printed). */
 int input_option(run_opts_t *o, int code, const char *arg, const char *cmd);
@@ -172,6 +164,19 @@ int input_options_check(run_opts_t *o, const char *cmd);
    caller reads (compare's --graph files); 0 when at most one. Called by
    input_options_check with more = 0. */
 int one_stdin_input(const run_opts_t *o, int more, const char *cmd);
+/* ---- the words to the user (messages.c) ---- */
+
+/* The program messages name: "attngraph", or "attngraph-mpi" (set by its main). */
+extern const char *cli_program;
+/* Prints "PROGRAM CMD: MESSAGE" and the help hint; returns EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...);
+/* err's message after a prefix (printf's format), "PREFIX: MESSAGE", when rc
+   is a failure; returns rc. */
+int error_after(int rc, ag_error_t *err, const char *fmt, ...) AG_PRINTF(3, 4);
+/* A command's exit status for rc: 0 on success; else the error on stderr, as a
+   usage error (exit 2) when `usage`, or as bad input (exit 1). */
+int finish(const char *cmd, int rc, int usage, const ag_error_t *err);
+
 /* ---- parsing argv: one parser for every command (options.c) ---- */
 
 #define OPT_MAX_POSITIONAL 4
@@ -200,6 +205,14 @@ void opt_begin(opt_parser_t *p, const char *cmd, const char *help,
 int opt_next(opt_parser_t *p);
 /* 0, or EXIT_USAGE (message printed) when more than max positional arguments came. */
 int opt_positional(const opt_parser_t *p, int max);
+/* An integer option value in min..max (max >= INT64_MAX / 64: no upper limit
+   named); 0, or EXIT_USAGE with the message printed. */
+int opt_int(int64_t *out, const char *cmd, const char *name, const char *text, int64_t min,
+            int64_t max);
+/* A finite number option value >= min (> min when `above`; min <= -1e30: any
+   number); 0, or EXIT_USAGE with the message printed. */
+int opt_real(double *out, const char *cmd, const char *name, const char *text, double min,
+             int above);
 
 /* Takes GRAPH from the first positional argument if present, then checks that
    exactly one of GRAPH, --pattern and --csr was given; 0 or EXIT_USAGE. */
@@ -209,16 +222,6 @@ int source_args(run_opts_t *o, const opt_parser_t *p, const char *cmd);
 int refuse_options(const run_opts_t *o, const int *codes, const char *cmd, const char *why);
 /* Fills longopts with input_options followed by own (both ending {0}). */
 void merge_options(struct option *longopts, size_t cap, const struct option *own);
-/* The program messages name: "attngraph", or "attngraph-mpi" (set by its main). */
-extern const char *cli_program;
-/* Prints "PROGRAM CMD: MESSAGE" and the help hint; returns EXIT_USAGE. */
-int usage_error(const char *cmd, const char *fmt, ...);
-/* err's message after a prefix (printf's format), "PREFIX: MESSAGE", when rc
-   is a failure; returns rc. */
-int error_after(int rc, ag_error_t *err, const char *fmt, ...) AG_PRINTF(3, 4);
-/* A command's exit status for rc: 0 on success; else the error on stderr, as a
-   usage error (exit 2) when `usage`, or as bad input (exit 1). */
-int finish(const char *cmd, int rc, int usage, const ag_error_t *err);
 
 /* ---- inputs and compute ---- */
 

@@ -1,10 +1,8 @@
 /* Options shared by run, compare and inspect, and loading the inputs they name. */
 #include <ctype.h>
 #include <errno.h>
-#include <float.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,79 +57,6 @@ void run_opts_init(run_opts_t *o)
     o->max_export = 50000000;
     o->progress = -1;
     ag_score_init(&o->score, AG_SCORE_SCALED_DOT);
-}
-
-const char *cli_program = "attngraph";
-
-int usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s %s: ", cli_program, cmd);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nsee '%s %s --help'\n", cli_program, cmd);
-    va_end(ap);
-    return EXIT_USAGE;
-}
-
-int error_after(int rc, ag_error_t *err, const char *fmt, ...)
-{
-    if (!rc || !err)
-        return rc;
-    char prefix[sizeof err->msg], why[sizeof err->msg];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
-    va_end(ap);
-    snprintf(why, sizeof why, "%s", err->msg);
-    return ag_fail(err, (ag_status_t)rc, "%s: %s", prefix, why);
-}
-
-int finish(const char *cmd, int rc, int usage, const ag_error_t *err)
-{
-    if (!rc)
-        return 0;
-    if (usage)
-        return usage_error(cmd, "%s", err->msg);
-    fprintf(stderr, "%s: %s\n", cli_program, err->msg);
-    return EXIT_BAD_INPUT;
-}
-
-/* An integer option value in [min, max]; 0 on success. */
-int opt_int(int64_t *out, const char *cmd, const char *name, const char *text, int64_t min,
-            int64_t max)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > max) {
-        if (max >= INT64_MAX / 64)   /* no real upper limit: do not print a huge number */
-            return usage_error(cmd, "--%s '%s' is not an integer >= %lld", name, text,
-                               (long long)min);
-        return usage_error(cmd, "--%s '%s' is not an integer in %lld..%lld", name, text,
-                           (long long)min, (long long)max);
-    }
-    *out = v;
-    return 0;
-}
-
-int opt_real(double *out, const char *cmd, const char *name, const char *text, double min,
-             int above)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (!errno && end != text && !*end && isfinite(v) && fabs(v) > FLT_MAX)   /* held as float */
-        return usage_error(cmd, "--%s '%s' is beyond float32's range (%.3g)", name, text,
-                           (double)FLT_MAX);
-    if (errno || end == text || *end || !isfinite(v) || v < min || (above && v == min)) {
-        if (min <= -1e30)
-            return usage_error(cmd, "--%s '%s' is not a number", name, text);
-        return usage_error(cmd, "--%s '%s' is not a number %s %g", name, text,
-                           above ? ">" : ">=", min);
-    }
-    *out = v;
-    return 0;
 }
 
 /* Handles the score and round options; 1 when the code is not one of them. */

@@ -13,7 +13,11 @@
  * - An option's value never is another option of the command ("--out --quiet"
  *   forgot the file); "--out=--quiet" says it is meant.
  */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -225,5 +229,44 @@ int opt_positional(const opt_parser_t *p, int max)
 {
     if (p->n_pos > max)
         return usage_error(p->cmd, "unexpected argument '%s'", p->pos[max]);
+    return 0;
+}
+
+/* ---- option values as numbers, refused with a message naming the option ---- */
+
+/* An integer option value in [min, max]; 0 on success. */
+int opt_int(int64_t *out, const char *cmd, const char *name, const char *text, int64_t min,
+            int64_t max)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < min || v > max) {
+        if (max >= INT64_MAX / 64)   /* no real upper limit: do not print a huge number */
+            return usage_error(cmd, "--%s '%s' is not an integer >= %lld", name, text,
+                               (long long)min);
+        return usage_error(cmd, "--%s '%s' is not an integer in %lld..%lld", name, text,
+                           (long long)min, (long long)max);
+    }
+    *out = v;
+    return 0;
+}
+
+int opt_real(double *out, const char *cmd, const char *name, const char *text, double min,
+             int above)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (!errno && end != text && !*end && isfinite(v) && fabs(v) > FLT_MAX)   /* held as float */
+        return usage_error(cmd, "--%s '%s' is beyond float32's range (%.3g)", name, text,
+                           (double)FLT_MAX);
+    if (errno || end == text || *end || !isfinite(v) || v < min || (above && v == min)) {
+        if (min <= -1e30)
+            return usage_error(cmd, "--%s '%s' is not a number", name, text);
+        return usage_error(cmd, "--%s '%s' is not a number %s %g", name, text,
+                           above ? ">" : ">=", min);
+    }
+    *out = v;
     return 0;
 }

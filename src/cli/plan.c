@@ -50,45 +50,7 @@ static const char plan_usage[] =
     "                      as for 'attngraph run'\n"
     "  -h, --help          this text\n";
 
-#define MAX_RANK_LISTS 16
 #define MAX_RANKS (1 << 20)
-#define SHOW_ALL 16
-
-typedef struct {
-    run_opts_t o;
-    int ranks[MAX_RANK_LISTS], n_ranks;
-    int metis, exact, per_rank, json;
-    int64_t sample;
-    double bandwidth;
-    plan_rates_t rates;
-    const char *csv;
-} plan_opts_t;
-
-/* What one P gives. */
-typedef struct {
-    int P;
-    int64_t *first;            /* [P+1] when contiguous, else NULL */
-    ag_part_stats_t *st;       /* [P] */
-    int exact;
-    int64_t cut_contiguous;    /* METIS: the contiguous parts' edge cut; else -1 */
-} plan_parts_t;
-
-/* The per-process model of a round. */
-typedef struct {
-    int64_t D, H, d, row_bytes;   /* row_bytes: a K and a V row, float32 */
-    double kernel, gemm, bandwidth;   /* GFLOP/s, GFLOP/s, GB/s */
-} model_t;
-
-static double compute_s(const model_t *m, const ag_part_stats_t *s)
-{
-    return 4.0 * (double)s->n_edges * (double)(m->H * m->d) / (m->kernel * 1e9) +
-           8.0 * (double)s->n_dst * (double)m->D * (double)(m->H * m->d) / (m->gemm * 1e9);
-}
-
-static double comm_s(const model_t *m, double bytes)
-{
-    return bytes / (m->bandwidth * 1e9);
-}
 
 /* ---- options ---- */
 
@@ -99,9 +61,9 @@ static int parse_ranks(plan_opts_t *po, const char *text)
         char *end;
         long long v = strtoll(p, &end, 10);
         if (end == p || (*end && *end != ',') || v < 1 || v > MAX_RANKS ||
-            po->n_ranks == MAX_RANK_LISTS)
+            po->n_ranks == PLAN_MAX_RANK_LISTS)
             return usage_error("plan", "--ranks '%s': expected up to %d process counts in "
-                               "1..%d, separated by commas", text, MAX_RANK_LISTS, MAX_RANKS);
+                               "1..%d, separated by commas", text, PLAN_MAX_RANK_LISTS, MAX_RANKS);
         po->ranks[po->n_ranks++] = (int)v;
         p = *end ? end + 1 : end;
     }
@@ -287,250 +249,6 @@ static int count_parts(plan_parts_t *pp, int P, const plan_opts_t *po, const pla
                                 &pp->exact, err);
 }
 
-/* ---- printing ---- */
-
-/* n with thousands separators into buf. */
-static const char *grouped(double x, char *buf, size_t cap)
-{
-    char digits[32];
-    snprintf(digits, sizeof digits, "%.0f", x);
-    const size_t len = strlen(digits), neg = digits[0] == '-';
-    size_t o = 0;
-    for (size_t k = 0; k < len && o + 2 < cap; k++) {
-        if (k > neg && (len - k) % 3 == 0)
-            buf[o++] = ',';
-        buf[o++] = digits[k];
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
-static const char *bytes_text(double b, char *buf, size_t cap)
-{
-    static const char *units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-    int u = 0;
-    while (b >= 999.5 && u < 5)
-        b /= 1000, u++;
-    snprintf(buf, cap, u ? "%.3g %s" : "%.0f %s", b, units[u]);
-    return buf;
-}
-
-static const char *time_text(double s, char *buf, size_t cap)
-{
-    if (s == 0)
-        snprintf(buf, cap, "0");
-    else if (s < 1e-3)
-        snprintf(buf, cap, "%.3g us", s * 1e6);
-    else if (s < 1)
-        snprintf(buf, cap, "%.3g ms", s * 1e3);
-    else if (s < 1000)
-        snprintf(buf, cap, "%.3g s", s);
-    else
-        snprintf(buf, cap, "%.0f s", s);
-    return buf;
-}
-
-typedef struct {
-    double dst, edges, halo, bytes, share, compute, comm;
-} row_t;
-
-static row_t row_of(const model_t *m, const ag_part_stats_t *s, double mean_work)
-{
-    row_t r = {(double)s->n_dst, (double)s->n_edges, (double)s->n_halo,
-               (double)s->n_halo * (double)m->row_bytes,
-               mean_work > 0 ? (double)s->work / mean_work : 1, compute_s(m, s), 0};
-    r.comm = comm_s(m, r.bytes);
-    return r;
-}
-
-static void print_row(const char *name, const row_t *r)
-{
-    char a[32], b[32], c[32], d[32], e[32], f[32];
-    printf("%8s %15s %16s %15s %11s %9.3f %10s %10s\n", name, grouped(r->dst, a, sizeof a),
-           grouped(r->edges, b, sizeof b), grouped(r->halo, c, sizeof c),
-           bytes_text(r->bytes, d, sizeof d), r->share, time_text(r->compute, e, sizeof e),
-           time_text(r->comm, f, sizeof f));
-}
-
-/* min, mean and max of each column over the parts. */
-static void print_summary(const model_t *m, const plan_parts_t *pp, double mean_work)
-{
-    row_t lo, hi, sum = {0};
-    for (int p = 0; p < pp->P; p++) {
-        const row_t r = row_of(m, &pp->st[p], mean_work);
-        const double *x = &r.dst;
-        double *l = &lo.dst, *h = &hi.dst, *s = &sum.dst;
-        for (int k = 0; k < 7; k++) {
-            l[k] = p == 0 || x[k] < l[k] ? x[k] : l[k];
-            h[k] = p == 0 || x[k] > h[k] ? x[k] : h[k];
-            s[k] += x[k];
-        }
-    }
-    double *s = &sum.dst;
-    for (int k = 0; k < 7; k++)
-        s[k] /= pp->P;
-    print_row("min", &lo);
-    print_row("mean", &sum);
-    print_row("max", &hi);
-}
-
-typedef struct {
-    double round, overlap;        /* slowest process: compute + comm, max(compute, comm) */
-    double max_bytes, max_rows;   /* halo path: bytes in, K/V rows held (own + halo) */
-    int64_t edges, cut, max_work;
-    double imbalance;
-} totals_t;
-
-static totals_t totals_of(const model_t *m, const plan_parts_t *pp)
-{
-    totals_t t = {0};
-    for (int p = 0; p < pp->P; p++) {
-        const ag_part_stats_t *s = &pp->st[p];
-        const double c = compute_s(m, s), bytes = (double)s->n_halo * (double)m->row_bytes;
-        const double w = comm_s(m, bytes);
-        t.round = fmax(t.round, c + w);
-        t.overlap = fmax(t.overlap, fmax(c, w));
-        t.max_bytes = fmax(t.max_bytes, bytes);
-        t.max_rows = fmax(t.max_rows, (double)(s->n_dst + s->n_halo));
-        t.edges += s->n_edges;
-        t.cut += s->n_cut;
-    }
-    t.imbalance = ag_partition_imbalance(pp->st, pp->P);
-    return t;
-}
-
-/* The ring path: blocks of N/P consecutive rows, each passed once around
-   the ring a round, so every process receives every other block; it holds
-   its own block and two in flight (one computed on, one arriving). Causal
-   work is balanced by striping the blocks (as Striped / zigzag Ring Attention
-   do): each process computes a P-th of the total. */
-typedef struct {
-    double max_bytes, max_rows, overlap;
-} ring_t;
-
-static ring_t ring_of(const model_t *m, const plan_parts_t *pp, int64_t N)
-{
-    ring_t r = {0};
-    const int64_t block = (N + pp->P - 1) / pp->P;
-    double compute = 0;
-    for (int p = 0; p < pp->P; p++)
-        compute += compute_s(m, &pp->st[p]);
-    r.max_bytes = (double)(N - N / pp->P) * (double)m->row_bytes;
-    r.max_rows = 3.0 * (double)block;
-    r.overlap = fmax(compute / pp->P, comm_s(m, r.max_bytes));
-    return r;
-}
-
-static void print_ring(const model_t *m, const plan_parts_t *pp, const totals_t *t, int64_t N)
-{
-    const ring_t r = ring_of(m, pp, N);
-    char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32];
-    const double rb = (double)m->row_bytes;
-    printf("ring path (blocks of N/P K/V rows passed around the %d processes, work striped, "
-           "transfers overlapped):\n"
-           "  bytes in a round, largest process: ring %s, halo path %s\n"
-           "  K/V rows held, largest process: ring %s = %s (own block + 2 in flight), halo "
-           "path %s = %s (own + halo)\n"
-           "  round, transfers overlapped: ring %s, halo path %s -> %s\n",
-           pp->P, bytes_text(r.max_bytes, a, sizeof a), bytes_text(t->max_bytes, b, sizeof b),
-           grouped(r.max_rows, c, sizeof c), bytes_text(r.max_rows * rb, g, sizeof g),
-           grouped(t->max_rows, d, sizeof d), bytes_text(t->max_rows * rb, h, sizeof h),
-           time_text(r.overlap, e, sizeof e), time_text(t->overlap, f, sizeof f),
-           r.max_rows < t->max_rows
-               ? (r.max_bytes <= t->max_bytes ? "the ring holds and moves less"
-                                              : "the ring holds less, the halo path moves less")
-               : "the halo path holds less (its halo is small)");
-}
-
-static void print_table(const plan_opts_t *po, const model_t *m, const plan_parts_t *pp,
-                        const plan_input_t *in)
-{
-    const totals_t t = totals_of(m, pp);
-    const double mean_work = (double)(t.edges + in->N * AG_PARTITION_NODE_WORK) / pp->P;
-    char a[32], b[32], c[32], d[32], e[32];
-    printf("\n%d process%s, %s parts; counts %s\n", pp->P, pp->P == 1 ? "" : "es",
-           po->metis ? "METIS" : "contiguous",
-           pp->exact ? "exact" : "a sampled estimate (see 'attngraph plan --help')");
-    printf("%8s %15s %16s %15s %11s %9s %10s %10s\n", "process", "destinations", "in-edges",
-           "halo rows", "in/round", "work/mean", "compute", "comm");
-    const int all = po->per_rank || pp->P <= SHOW_ALL;
-    for (int p = 0; p < pp->P; p++) {
-        if (!all && p == 4) {
-            printf("%8s\n", "...");
-            p = pp->P - 4;
-        }
-        char name[16];
-        snprintf(name, sizeof name, "%d", p);
-        const row_t r = row_of(m, &pp->st[p], mean_work);
-        print_row(name, &r);
-    }
-    if (!all)
-        print_summary(m, pp, mean_work);
-    printf("edge cut: %s messages (%.1f%% of %s)", grouped((double)t.cut, a, sizeof a),
-           t.edges ? 100.0 * (double)t.cut / (double)t.edges : 0.0,
-           grouped((double)t.edges, b, sizeof b));
-    if (pp->cut_contiguous >= 0)
-        printf("; contiguous parts cut %s", grouped((double)pp->cut_contiguous, c, sizeof c));
-    printf("; imbalance (max/mean work) %.3f\n", t.imbalance);
-    char f[32];
-    printf("round at %d: %s (slowest process, compute then communication); %s if the "
-           "transfers overlap the kernel\nlargest process: %s K/V rows held (own + halo, %s), "
-           "%s received a round\n", pp->P, time_text(t.round, a, sizeof a),
-           time_text(t.overlap, b, sizeof b), grouped(t.max_rows, d, sizeof d),
-           bytes_text(t.max_rows * (double)m->row_bytes, f, sizeof f),
-           bytes_text(t.max_bytes, e, sizeof e));
-    if (in->pattern && pp->first && pp->P > 1)
-        print_ring(m, pp, &t, in->N);
-}
-
-static void print_json(const plan_opts_t *po, const model_t *m, const plan_parts_t *pp,
-                       const plan_input_t *in, const char *desc)
-{
-    const totals_t t = totals_of(m, pp);
-    printf("{\"input\": \"");
-    for (const char *s = desc; *s; s++)
-        printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-    printf("\", \"ranks\": %d, \"nodes\": %lld, \"messages\": %lld, \"partition\": \"%s\", "
-           "\"exact\": %s, \"edge_cut\": %lld, \"edge_cut_contiguous\": %lld, \"imbalance\": "
-           "%.6g, \"dim\": %lld, \"heads\": %lld, \"head_dim\": %lld, \"kernel_gflops\": %.6g, "
-           "\"gemm_gflops\": %.6g, \"bandwidth_gbs\": %.6g, \"round_s\": %.6g, "
-           "\"round_overlap_s\": %.6g, \"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g",
-           pp->P, (long long)in->N, (long long)t.edges, po->metis ? "metis" : "contiguous",
-           pp->exact ? "true" : "false", (long long)t.cut, (long long)pp->cut_contiguous,
-           t.imbalance, (long long)m->D, (long long)m->H, (long long)m->d, m->kernel, m->gemm,
-           m->bandwidth, t.round, t.overlap, t.max_bytes, t.max_rows);
-    if (in->pattern && pp->first && pp->P > 1) {
-        const ring_t r = ring_of(m, pp, in->N);
-        printf(", \"ring\": {\"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g, "
-               "\"round_overlap_s\": %.6g}", r.max_bytes, r.max_rows, r.overlap);
-    }
-    printf(", \"parts\": [");
-    for (int p = 0; p < pp->P; p++) {
-        const ag_part_stats_t *s = &pp->st[p];
-        printf("%s{\"dst\": %lld, \"edges\": %lld, \"halo\": %lld, \"cut\": %lld}", p ? ", " : "",
-               (long long)s->n_dst, (long long)s->n_edges, (long long)s->n_halo,
-               (long long)s->n_cut);
-    }
-    printf("]}\n");
-}
-
-static void write_csv(FILE *f, const model_t *m, const plan_parts_t *pp, int header)
-{
-    if (header)
-        fprintf(f, "ranks,rank,first,destinations,in_edges,work,halo_rows,cut,recv_bytes,"
-                   "compute_s,comm_s,exact\n");
-    for (int p = 0; p < pp->P; p++) {
-        const ag_part_stats_t *s = &pp->st[p];
-        const double bytes = (double)s->n_halo * (double)m->row_bytes;
-        fprintf(f, "%d,%d,", pp->P, p);
-        if (pp->first)
-            fprintf(f, "%lld", (long long)pp->first[p]);
-        fprintf(f, ",%lld,%lld,%lld,%lld,%lld,%.0f,%.6g,%.6g,%d\n", (long long)s->n_dst,
-                (long long)s->n_edges, (long long)s->work, (long long)s->n_halo,
-                (long long)s->n_cut, bytes, compute_s(m, s), comm_s(m, bytes), pp->exact);
-    }
-}
-
 /* ---- the command ---- */
 
 /* The input: a pattern parsed (never compiled), or a graph file or CSR compiled. */
@@ -564,33 +282,6 @@ static int open_input(plan_input_t *in, ag_pattern_t **pat, source_t *s, const p
     return AG_OK;
 }
 
-static void print_header(const plan_opts_t *po, const model_t *m, const plan_input_t *in,
-                         const char *desc, const plan_parts_t *first_plan, int threads)
-{
-    char a[32], b[32];
-    int64_t E = 0;
-    for (int p = 0; p < first_plan->P; p++)
-        E += first_plan->st[p].n_edges;
-    printf("plan: %s: %s nodes, %s%s messages\n", desc, grouped((double)in->N, a, sizeof a),
-           first_plan->exact ? "" : "about ", grouped((double)E, b, sizeof b));
-    printf("model: D %lld, %lld head%s of %lld; a K+V row is %lld bytes (float32)\n",
-           (long long)m->D, (long long)m->H, m->H == 1 ? "" : "s", (long long)m->d,
-           (long long)m->row_bytes);
-    printf("rates per process: kernel %.3g GFLOP/s (%s), projections %.3g GFLOP/s (%s); "
-           "network %.3g GB/s\n", m->kernel,
-           po->rates.kernel_measured ? po->rates.where : "--rate", m->gemm,
-           po->rates.gemm_measured ? "measured" : "--rate", m->bandwidth);
-    if (po->rates.kernel_measured)
-        printf("(measured now with %d thread%s: a busy machine gives low rates)\n", threads,
-               threads == 1 ? "" : "s");
-    if (!first_plan->exact)
-        printf("sampled: per part its first and last 64 destinations (fewer beyond 2,000 "
-               "processes) and %s others evenly "
-               "spread; boundaries from 65,536 in-degrees; single-source reads not sampled "
-               "are extrapolated as if uniform (exact in expectation for random:k)\n",
-               po->sample ? "--sample" : "up to 1,024");
-}
-
 int cmd_plan(int argc, char **argv)
 {
     plan_opts_t po;
@@ -612,7 +303,7 @@ int cmd_plan(int argc, char **argv)
         rc = open_input(&in, &pat, &s, &po, &usage, &err);
     for (int k = 0; k < po.n_ranks && !rc; k++)
         rc = count_parts(&pp[k], po.ranks[k], &po, &in, &err);
-    model_t m = {0};
+    plan_model_t m = {0};
     if (!rc) {
         int64_t E = 0;
         for (int p = 0; p < pp[0].P; p++)
@@ -629,19 +320,19 @@ int cmd_plan(int argc, char **argv)
     if (!rc && po.csv) {
         FILE *f = fopen(out.file.path, "w");
         for (int k = 0; f && k < po.n_ranks; k++)
-            write_csv(f, &m, &pp[k], k == 0);
+            plan_write_csv(f, &m, &pp[k], k == 0);
         if (!f || ferror(f) | (fclose(f) != 0))
             rc = ag_fail(&err, AG_EIO, "--csv %s: cannot write", po.csv);
         if (!rc)
             rc = out_commit(&out, &err);
     }
     if (!rc && !po.json)
-        print_header(&po, &m, &in, s.desc, &pp[0], threads);
+        plan_print_header(&po, &m, &in, s.desc, &pp[0], threads);
     for (int k = 0; k < po.n_ranks && !rc; k++) {
         if (po.json)
-            print_json(&po, &m, &pp[k], &in, s.desc);
+            plan_print_json(&po, &m, &pp[k], &in, s.desc);
         else
-            print_table(&po, &m, &pp[k], &in);
+            plan_print_table(&po, &m, &pp[k], &in);
     }
     if (rc) {
         out_name_errors(&out, 1, &err);
