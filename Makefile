@@ -524,7 +524,7 @@ uninstall:
 # needed, nothing outside $(BUILD) touched.
 check-install: all $(EXAMPLE)
 	@MAKE="$(MAKE)" CC="$(CC)" LDFLAGS="$(LDFLAGS)" BUILD="$(BUILD)" VERSION="$(VERSION)" \
-	  HAVE_MPI="$(HAVE_MPI)" MPICC="$(MPICC)" sh tests/check_install.sh
+	  HAVE_MPI="$(HAVE_MPI)" MPICC="$(MPICC)" CHECK_MPI="$(CHECK_MPI)" sh tests/check_install.sh
 # The man page renders without a warning and describes every command and option
 # that the --help texts list (tests/check_man.sh).
 check-man: $(CLI)

@@ -709,22 +709,29 @@ START_TEST(model_spec_reads_and_writes_every_key)
                           "layer heads=2 dim=4 projection=qkv bias=no act=none\n");
     /* refusals name the line */
     static const struct {
-        const char *text, *needle;
+        const char *text;
+        ag_status_t status;
+        const char *needle;
     } bad[] = {
-        {"score foo\nlayer heads=1 dim=1\n", "m.txt line 1: score 'foo': expected scaled-dot"},
-        {"beta -1\nlayer heads=1 dim=1\n", "line 1: beta '-1' is not a number >= 0"},
-        {"softcap 0\nlayer heads=1 dim=1\n", "line 1: softcap '0' is not a number > 0"},
-        {"slope 1e39\nlayer heads=1 dim=1\n", "beyond float32's range"},
-        {"norm pre\nlayer heads=1 dim=1\n", "line 1: norm 'pre': expected layer or none"},
-        {"self-loops yes\nlayer heads=1 dim=1\n", "self-loops 'yes': expected on, off"},
-        {"directed\nundirected\nlayer heads=1 dim=1\n", "line 2: directed and undirected"},
-        {"layer heads=1 dim=1\nlayer heads=2\n", "line 2: a layer needs heads=H and dim=d"},
-        {"layer heads=1 dim=1 skip=sum residual=yes\n", "skip=sum and residual=yes"},
-        {"alibi\nalibi\nlayer heads=1 dim=1\n", "line 2: alibi given twice"},
+        {"score foo\nlayer heads=1 dim=1\n", AG_EINVAL,
+         "m.txt line 1: score 'foo': expected scaled-dot"},
+        {"beta -1\nlayer heads=1 dim=1\n", AG_EINVAL, "line 1: beta '-1' is not a number >= 0"},
+        {"softcap 0\nlayer heads=1 dim=1\n", AG_EINVAL, "line 1: softcap '0' is not a number > 0"},
+        {"slope 1e39\nlayer heads=1 dim=1\n", AG_EINVAL, "beyond float32's range"},
+        {"norm pre\nlayer heads=1 dim=1\n", AG_EINVAL, "line 1: norm 'pre': expected layer or none"},
+        {"self-loops yes\nlayer heads=1 dim=1\n", AG_EINVAL, "self-loops 'yes': expected on, off"},
+        {"directed\nundirected\nlayer heads=1 dim=1\n", AG_EINVAL,
+         "line 2: directed and undirected"},
+        {"layer heads=1 dim=1\nlayer heads=2\n", AG_EFORMAT,
+         "line 2: a layer needs heads=H and dim=d"},
+        {"layer heads=1 dim=1 skip=sum residual=yes\n", AG_EINVAL, "skip=sum and residual=yes"},
+        {"alibi\nalibi\nlayer heads=1 dim=1\n", AG_EFORMAT, "line 2: alibi given twice"},
     };
-    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         ck_assert_fails_with(ag_model_spec_parse(&spec, bad[k].text, "m.txt", &err), err,
-                             err.status, bad[k].needle);
+                             bad[k].status, bad[k].needle);
+        ck_assert_int_eq(spec.n_layers, 0);   /* zeroed on failure */
+    }
     /* what the spec and the data decide together */
     ck_assert_int_eq(ag_model_spec_parse(&spec, "layer heads=2 dim=2 out=concat norm=post\n",
                                          "m.txt", &err), AG_OK);

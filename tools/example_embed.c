@@ -26,8 +26,16 @@ static int predict(const char *path, const char *dir, const char *features)
     const int64_t N = nb.n_nodes;
     int64_t *classes = malloc(N * sizeof *classes);
     ag_model_t model;                                /* the three calls */
-    if (ag_model_load(&model, dir, &err) ||
-        ag_model_predict(&model, &nb, X.data, NULL, classes, &err)) {
+    if (ag_model_load(&model, dir, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    if (X.ndim != 2 || X.shape[0] != N || X.shape[1] != model.D) {   /* the model's width */
+        fprintf(stderr, "%s: expected [%lld, %lld] features: a row of width %lld a node\n",
+                features, (long long)N, (long long)model.D, (long long)model.D);
+        return 1;
+    }
+    if (ag_model_predict(&model, &nb, X.data, NULL, classes, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }

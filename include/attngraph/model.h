@@ -117,12 +117,12 @@ typedef struct {
 
 /* Row k of the table (NULL out of range: a loop may run until it). */
 const ag_layer_array_t *ag_layer_array_info(int k);
-/* Where array k of w lives (k in range). */
+/* Where array k of w lives (NULL for a k out of range). */
 float **ag_layer_array(ag_weights_t *w, int k);
-/* Whether a layer with these AG_LAYER_* features has array k. */
+/* Whether a layer with these AG_LAYER_* features has array k (0 out of range). */
 int ag_layer_has(unsigned features, int k);
 /* Array k's shape by w's sizes (the bias's width is the output's: set D_out and
-   the rest first); returns its dimensions, 1 to 3. */
+   the rest first); returns its dimensions, 1 to 3 ([0] for a k out of range). */
 int ag_layer_array_shape(const ag_weights_t *w, int k, int64_t shape[3]);
 /* Its floats, and the fan-in of its initialisation (its last dimension). */
 int64_t ag_layer_array_size(const ag_weights_t *w, int k);
@@ -424,11 +424,11 @@ int64_t ag_model_width_out(const ag_model_t *m);
  * m->spec.self_loops) makes it), else NULL. A score with an edge-bias
  * attribute is refused (nb carries no attributes).
  */
-int ag_model_run(const ag_model_t *m, ag_nbhd_t *nb, const float *X, const float *edge_features,
-                 float *out, ag_error_t *err);
+int ag_model_run(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
+                 const float *edge_features, float *out, ag_error_t *err);
 /* The class of each node [N]: the argmax of ag_model_run's logits (summed in
    double, as ag_readout_predict). */
-int ag_model_predict(const ag_model_t *m, ag_nbhd_t *nb, const float *X,
+int ag_model_predict(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
                      const float *edge_features, int64_t *pred, ag_error_t *err);
 /* The argmax over C classes of each row of X [N, D]: logits br + X Wr^T in
    double (Wr NULL: the first C columns of X are the logits; br NULL: 0). */

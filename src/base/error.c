@@ -124,6 +124,8 @@ static int within_budget(double bytes, ag_error_t *err, const char *what)
 static int sized(int64_t n, size_t size, size_t unit, size_t *bytes, ag_error_t *err,
                  const char *what)
 {
+    if (size == 0)
+        size = 1;   /* an element of no bytes takes a byte: no division by zero */
     if (n < 0 || (n > 0 && (uint64_t)n > (SIZE_MAX - unit) / size)) {
         alloc_failure = AG_ENOMEM;
         ag_fail(err, AG_ENOMEM, "%s: %lld elements of %zu bytes do not fit in memory",

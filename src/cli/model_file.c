@@ -129,7 +129,7 @@ int model_file_layers(ag_weights_t **layers, const run_opts_t *o, int64_t D, int
     ag_model_spec_t spec;
     merged_spec(&spec, o);
     int rc = ag_model_spec_check(&spec, o->model.path, D, 0, err);
-    return rc ? rc : ag_model_layers(layers, &spec, D, edge_dim, o->weights, o->seed, err);
+    return rc ? rc : ag_i_model_layers(layers, &spec, D, edge_dim, o->weights, o->seed, err);
 }
 
 size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, const float dropout[3])

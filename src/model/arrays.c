@@ -81,17 +81,20 @@ const ag_layer_array_t *ag_layer_array_info(int k)
 
 float **ag_layer_array(ag_weights_t *w, int k)
 {
-    return (float **)((char *)w + rows[k].info.offset);
+    return k >= 0 && k < AG_LAYER_ARRAYS ? (float **)((char *)w + rows[k].info.offset) : NULL;
 }
 
 int ag_layer_has(unsigned features, int k)
 {
-    return (rows[k].info.needs & ~features) == 0;
+    return k >= 0 && k < AG_LAYER_ARRAYS && (rows[k].info.needs & ~features) == 0;
 }
 
 int ag_layer_array_shape(const ag_weights_t *w, int k, int64_t shape[3])
 {
     const int64_t HD = w->H * w->d, out = ag_layer_width_out(w);
+    shape[0] = 0;
+    if (k < 0 || k >= AG_LAYER_ARRAYS)
+        return 1;   /* no such array: [0] */
     switch (rows[k].shape) {
     case SHAPE_PROJ:
         if (w->per_node) {

@@ -31,15 +31,15 @@ static void draw_array(float *p, int k, int64_t n, const ag_weights_t *w, uint64
     ag_random_normal(p, n, seed, stream, 1.0f / sqrtf((float)ag_layer_array_fan_in(w, k)));
 }
 
-void ag_model_layers_free(ag_weights_t *layers, int n)
+void ag_i_model_layers_free(ag_weights_t *layers, int n)
 {
     for (int l = 0; layers && l < n; l++)
         ag_weights_destroy(&layers[l]);
     free(layers);
 }
 
-int ag_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_t D,
-                    int64_t edge_dim, const char *dir, uint64_t seed, ag_error_t *err)
+int ag_i_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_t D,
+                      int64_t edge_dim, const char *dir, uint64_t seed, ag_error_t *err)
 {
     *layers = NULL;
     ag_weights_t *ws = ag_calloc(spec->n_layers, sizeof *ws, err, "weights");
@@ -74,7 +74,7 @@ int ag_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_t 
         D = ag_layer_width_out(w);
     }
     if (rc) {
-        ag_model_layers_free(ws, spec->n_layers);
+        ag_i_model_layers_free(ws, spec->n_layers);
         return rc;
     }
     *layers = ws;
@@ -120,7 +120,7 @@ void ag_model_destroy(ag_model_t *m)
 {
     if (!m)
         return;
-    ag_model_layers_free(m->layers, m->spec.n_layers);
+    ag_i_model_layers_free(m->layers, m->spec.n_layers);
     free(m->wr);
     free(m->br);
     memset(m, 0, sizeof *m);
@@ -131,23 +131,41 @@ int64_t ag_model_width_out(const ag_model_t *m)
     return m->spec.n_layers ? ag_layer_width_out(&m->layers[m->spec.n_layers - 1]) : m->D;
 }
 
-/* Fills m from spec and its layers; the readout from dir or drawn (classes > 0). */
-static int model_make(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int64_t classes,
-                      int64_t edge_dim, const char *dir, uint64_t seed, ag_error_t *err)
+/* An array's shape as "[3, 8]". */
+static const char *shape_text(char *buf, size_t cap, const ag_array_t *a)
+{
+    size_t used = (size_t)snprintf(buf, cap, "[");
+    for (int k = 0; k < a->ndim && used < cap; k++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%lld", k ? ", " : "",
+                                 (long long)a->shape[k]);
+    if (used < cap)
+        snprintf(buf + used, cap - used, "]");
+    return buf;
+}
+
+/* Fills m from spec and its layers; the readout from dir or drawn (classes >
+   0). name: where spec came from, in messages. */
+static int model_make(ag_model_t *m, const ag_model_spec_t *spec, const char *name, int64_t D,
+                      int64_t classes, int64_t edge_dim, const char *dir, uint64_t seed,
+                      ag_error_t *err)
 {
     memset(m, 0, sizeof *m);
     if (D < 1 || classes < 0 || edge_dim < 0)
-        return ag_fail(err, AG_EINVAL, "model: input width %lld, %lld classes, edge features "
-                       "%lld; expected D >= 1 and the others >= 0", (long long)D,
+        return ag_fail(err, AG_EINVAL, "%s: input width %lld, %lld classes, edge features "
+                       "%lld; expected D >= 1 and the others >= 0", name, (long long)D,
                        (long long)classes, (long long)edge_dim);
     if (spec->n_layers < 1 || spec->n_layers > AG_MODEL_MAX_LAYERS)
-        return ag_fail(err, AG_EINVAL, "model: %d layers; expected 1..%d", spec->n_layers,
+        return ag_fail(err, AG_EINVAL, "%s: %d layers; expected 1..%d", name, spec->n_layers,
                        AG_MODEL_MAX_LAYERS);
-    int rc = ag_model_spec_check(spec, "model", D, classes, err);
+    for (int l = 0; l < spec->n_layers; l++)
+        if (spec->layers[l].edges && edge_dim < 1)
+            return ag_fail(err, AG_EINVAL, "%s: layer %d reads edge features (edges=yes); "
+                           "expected their width >= 1", name, l + 1);
+    int rc = ag_model_spec_check(spec, name, D, classes, err);
     if (rc)
         return rc;
     m->spec = *spec, m->D = D, m->edge_dim = edge_dim;
-    if ((rc = ag_model_layers(&m->layers, spec, D, edge_dim, dir, seed, err))) {
+    if ((rc = ag_i_model_layers(&m->layers, spec, D, edge_dim, dir, seed, err))) {
         memset(m, 0, sizeof *m);
         return rc;
     }
@@ -157,15 +175,16 @@ static int model_make(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int
         ag_array_t w = {0}, b = {0};
         snprintf(path, sizeof path, "%s/readout.npy", dir);
         rc = ag_array_read_npy(&w, path, err);
+        char got[96];
         if (!rc && (w.ndim != 2 || w.shape[1] != W))
-            rc = ag_fail(err, AG_EINVAL, "%s has shape [%lld%s]; expected [C, %lld]: a row of "
-                         "the last layer's width a class", path, (long long)w.shape[0],
-                         w.ndim == 2 ? ", ..." : "", (long long)W);
+            rc = ag_fail(err, AG_EINVAL, "%s is %s; expected [C, %lld]: a row of the last "
+                         "layer's width a class", path, shape_text(got, sizeof got, &w),
+                         (long long)W);
         snprintf(path, sizeof path, "%s/readout_bias.npy", dir);
         if (!rc && !(rc = ag_array_read_npy(&b, path, err)) &&
             (b.ndim != 1 || b.shape[0] != w.shape[0]))
-            rc = ag_fail(err, AG_EINVAL, "%s has %lld entries; expected %lld, one a class",
-                         path, (long long)b.shape[0], (long long)w.shape[0]);
+            rc = ag_fail(err, AG_EINVAL, "%s is %s; expected [%lld], one a class", path,
+                         shape_text(got, sizeof got, &b), (long long)w.shape[0]);
         if (!rc)
             m->C = w.shape[0], m->wr = w.data, m->br = b.data;
         else
@@ -187,13 +206,15 @@ static int model_make(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int
 int ag_model_init(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int64_t classes,
                   int64_t edge_dim, uint64_t seed, ag_error_t *err)
 {
-    return model_make(m, spec, D, classes, edge_dim, NULL, seed, err);
+    return model_make(m, spec, "model", D, classes, edge_dim, NULL, seed, err);
 }
 
 int ag_model_load_arrays(ag_model_t *m, const ag_model_spec_t *spec, const char *dir, int64_t D,
                          int64_t edge_dim, ag_error_t *err)
 {
-    return model_make(m, spec, D, 0, edge_dim, dir, 0, err);
+    char name[4096];
+    snprintf(name, sizeof name, "%s/model.txt", dir);
+    return model_make(m, spec, name, D, 0, edge_dim, dir, 0, err);
 }
 
 int ag_model_load(ag_model_t *m, const char *dir, ag_error_t *err)
@@ -260,7 +281,7 @@ static int shaped_graph(ag_nbhd_t *copy, const ag_nbhd_t *nb, ag_self_loops_t se
 
 /* The last layer's states [N, ag_model_width_out] of m on nb (shaped) from X,
    allocated. */
-static int model_states(const ag_model_t *m, ag_nbhd_t *nb, const float *X,
+static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
                         const float *edge_features, float **states, ag_error_t *err)
 {
     const ag_model_spec_t *spec = &m->spec;
@@ -283,8 +304,9 @@ static int model_states(const ag_model_t *m, ag_nbhd_t *nb, const float *X,
     if (spec->posenc)
         ag_posenc_sinusoidal(S, N, D);
     ag_nbhd_t shaped;
-    const int shape = spec->self_loops != AG_SELF_KEEP;
-    int rc = shape ? shaped_graph(&shaped, nb, spec->self_loops, err) : AG_OK;
+    int rc = spec->self_loops != AG_SELF_KEEP ? shaped_graph(&shaped, nb, spec->self_loops, err)
+                                              : AG_OK;
+    const int shape = spec->self_loops != AG_SELF_KEEP && !rc;   /* a copy to destroy */
     ag_workspace_t ws;
     ag_score_t score = spec->score;
     ag_round_opts_t opts = AG_ROUND_OPTS_INIT;
@@ -295,7 +317,7 @@ static int model_states(const ag_model_t *m, ag_nbhd_t *nb, const float *X,
         rc = ag_rounds_run(shape ? &shaped : nb, m->layers, R, S, R, &opts, &ws, NULL, err);
         ag_workspace_destroy(&ws);
     }
-    if (shape && !rc)
+    if (shape)
         ag_nbhd_destroy(&shaped);
     if (rc)
         free(S);
@@ -304,8 +326,8 @@ static int model_states(const ag_model_t *m, ag_nbhd_t *nb, const float *X,
     return rc;
 }
 
-int ag_model_run(const ag_model_t *m, ag_nbhd_t *nb, const float *X, const float *edge_features,
-                 float *out, ag_error_t *err)
+int ag_model_run(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
+                 const float *edge_features, float *out, ag_error_t *err)
 {
     float *S;
     int rc = model_states(m, nb, X, edge_features, &S, err);
@@ -327,7 +349,7 @@ int ag_model_run(const ag_model_t *m, ag_nbhd_t *nb, const float *X, const float
     return AG_OK;
 }
 
-int ag_model_predict(const ag_model_t *m, ag_nbhd_t *nb, const float *X,
+int ag_model_predict(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
                      const float *edge_features, int64_t *pred, ag_error_t *err)
 {
     float *S;

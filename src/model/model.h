@@ -171,12 +171,10 @@ int ag_i_layer_norm_backward(float *dX, float *dW, float *dB, const float *dY, c
 
 /* The layers of spec from input width D: their arrays read from dir (the
    folder of a saved model: dir/round-k/, or dir for one layer) or, dir NULL,
-   drawn from seed. */
-AG_INTERNAL
-int ag_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_t D,
-                    int64_t edge_dim, const char *dir, uint64_t seed, ag_error_t *err);
-AG_INTERNAL
-void ag_model_layers_free(ag_weights_t *layers, int n);
+   drawn from seed. (The tool's, which keeps its readout apart.) */
+int ag_i_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_t D,
+                      int64_t edge_dim, const char *dir, uint64_t seed, ag_error_t *err);
+void ag_i_model_layers_free(ag_weights_t *layers, int n);
 
 /* Sets every array w has to zeros (gradients before a backward). */
 AG_INTERNAL

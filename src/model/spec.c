@@ -3,8 +3,8 @@
  * line (score, norm, self-loops, dropout, readout, ...) and a `layer
  * key=value ...` line per layer. The one parser and the one writer of the
  * format: `train --model FILE` and `run --weights DIR` read it through them,
- * `train --save` writes DIR/model.txt with them, and so do ag_model_load and
- * ag_model_save.
+ * `train --save` writes DIR/model.txt with them, and ag_model_load and
+ * Python's load_model read it.
  */
 #include <errno.h>
 #include <float.h>
@@ -68,6 +68,11 @@ static int64_t count_of(const char *s, int64_t max)
     errno = 0;
     const long long v = strtoll(s, &end, 10);
     return errno || end == s || *end || v < 1 || v > max ? -1 : v;
+}
+
+static const char *act_name(ag_activation_t act)
+{
+    return (unsigned)act < COUNT(act_names) ? act_names[act] : "?";
 }
 
 /* An activation's name into *act; 0, or -1 for another word. */
@@ -387,6 +392,8 @@ int ag_model_spec_parse(ag_model_spec_t *spec, const char *text, const char *pat
         rc = ag_fail(err, AG_EINVAL, "%s line %d: directed and undirected; give one", path,
                      spec->line[AG_KEY_UNDIRECTED] > spec->line[AG_KEY_DIRECTED]
                            ? spec->line[AG_KEY_UNDIRECTED] : spec->line[AG_KEY_DIRECTED]);
+    if (rc)   /* zeroed on failure, as every out-parameter */
+        memset(spec, 0, sizeof *spec);
     return rc;
 }
 
@@ -431,7 +438,7 @@ size_t ag_model_spec_text(char *buf, size_t cap, const ag_model_spec_t *spec)
     /* the model's options: what differs from the defaults, each as its float32 %.9g */
     APPEND("# attngraph model (docs/model-file.md)\n");
     if (s->kind)
-        APPEND("score %s\n", score_names[s->kind]);
+        APPEND("score %s\n", ag_score_kind_name(s->kind));
     if (s->beta != def.beta)
         APPEND("beta %.9g\n", (double)s->beta);
     if (s->softcap != def.softcap)
@@ -449,7 +456,7 @@ size_t ag_model_spec_text(char *buf, size_t cap, const ag_model_spec_t *spec)
     if (spec->posenc)
         APPEND("posenc sinusoidal\n");
     if (spec->self_loops != AG_SELF_KEEP)
-        APPEND("self-loops %s\n", self_names[spec->self_loops]);
+        APPEND("self-loops %s\n", ag_self_loops_name(spec->self_loops));
     if (spec->directed >= 0)
         APPEND("%s\n", spec->directed ? "directed" : "undirected");
     char num[32];
@@ -466,11 +473,11 @@ size_t ag_model_spec_text(char *buf, size_t cap, const ag_model_spec_t *spec)
         else if (L->out != AG_OUT_LINEAR)
             APPEND(" out=%s", L->out == AG_OUT_CONCAT ? "concat" : "mean");
         APPEND(" projection=%s bias=%s act=%s", L->one_projection ? "one" : "qkv",
-               L->bias ? "yes" : "no", act_names[L->act]);
+               L->bias ? "yes" : "no", act_name(L->act));
         if (L->residual >= 0)
             APPEND(" residual=%s", L->residual ? "yes" : "no");
         if (L->ffn)
-            APPEND(" ffn=%lld ffn_act=%s", (long long)L->ffn, act_names[L->ffn_act]);
+            APPEND(" ffn=%lld ffn_act=%s", (long long)L->ffn, act_name(L->ffn_act));
         if (L->qkv_bias)
             APPEND(" qkv_bias=yes");
         if (L->skip)
@@ -533,7 +540,7 @@ int ag_model_spec_check(const ag_model_spec_t *spec, const char *path, int64_t D
                            (long long)D);
         D = out;
     }
-    if (D > 0 && !spec->readout && classes && D != classes)
+    if (D > 0 && !spec->readout && classes > 0 && D != classes)
         return ag_fail(err, AG_EINVAL, "%s: readout none, so the last layer writes the "
                        "logits: width %lld; the labels have %lld classes (out=%lld, or "
                        "readout linear)", path, (long long)D, (long long)classes,

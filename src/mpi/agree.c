@@ -28,7 +28,7 @@ int ag_mpi_agree(MPI_Comm comm, int rc, ag_error_t *err)
         char host[MPI_MAX_PROCESSOR_NAME] = "?", msg[sizeof said.msg];
         int len;
         MPI_Get_processor_name(host, &len);
-        if (snprintf(msg, sizeof msg, "process %d of %d (%s): %s", rank, size, host, said.msg) >=
+        if (snprintf(msg, sizeof msg, "rank %d of %d (%s): %s", rank, size, host, said.msg) >=
             (int)sizeof msg)
             memcpy(msg + sizeof msg - 4, "...", 4);   /* cut: say so */
         memcpy(said.msg, msg, sizeof msg);

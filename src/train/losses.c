@@ -154,6 +154,10 @@ static int ce_check(const ag_i_reducer_t *red, const float *X, int64_t N, int64_
 int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const ag_cross_entropy_t *ce,
                           ag_cross_entropy_out_t *out, ag_error_t *err)
 {
+    if (!ce || !out)
+        return ag_fail(err, AG_EINVAL, "cross-entropy: no %s; expected the readout and labels "
+                       "(ag_cross_entropy_t) and where the results go (ag_cross_entropy_out_t)",
+                       !ce ? "readout and labels" : "results");
     return ag_i_loss_cross_entropy_r(NULL, X, N, D, ce, out, err);
 }
 

@@ -170,7 +170,7 @@ last=$("$PYTHON" -c "import numpy, sys; print(len(numpy.load(sys.argv[1])) - 1)"
 if [ $status -ne 1 ]; then
     bad "bad input: exit $status, expected 1: $(head -n 3 "$T/err")"
 elif [ "$(grep -c '^attngraph' "$T/err")" -ne 1 ] ||
-     ! grep -q "process 3 of 4 (.*): .*bad.npy: indices\[$last\] is" "$T/err"; then
+     ! grep -q "rank 3 of 4 (.*): .*bad.npy: indices\[$last\] is" "$T/err"; then
     bad "bad input: expected one message naming the process, the file and the entry, got: $(cat "$T/err")"
 elif [ -e "$T/bad.out.npy" ]; then
     bad "bad input: an output was written"

@@ -51,6 +51,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "attngraph-mpi: %s\n", err.msg);
         return 2;
     }
+    if (argc == 2 && !strcmp(argv[1], "--version")) {   /* no MPI start-up for it */
+        int version, subversion;
+        MPI_Get_version(&version, &subversion);   /* may be called before MPI_Init */
+        printf("attngraph-mpi %s (igraph %s, MPI %d.%d)\n", AG_VERSION, IGRAPH_VERSION, version,
+               subversion);
+        return 0;
+    }
     MPI_Init(&argc, &argv);
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -62,12 +69,6 @@ int main(int argc, char **argv)
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fputs(usage, argc < 2 ? stderr : stdout);
         status = argc < 2 ? EXIT_USAGE : 0;
-    } else if (!strcmp(argv[1], "--version")) {
-        int version, subversion;
-        MPI_Get_version(&version, &subversion);
-        printf("attngraph-mpi %s (igraph %s, MPI %d.%d)\n", AG_VERSION, IGRAPH_VERSION, version,
-               subversion);
-        status = 0;
     } else if (!strcmp(argv[1], "run")) {
         status = mpi_run(MPI_COMM_WORLD, argc - 1, argv + 1);
     } else if (!strcmp(argv[1], "train")) {
