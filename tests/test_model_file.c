@@ -309,6 +309,34 @@ START_TEST(model_object_runs_what_the_tool_saved)
         ag_model_destroy(&m);
         ck_assert_int_eq(nb.n_edges, E);   /* the model's self-loops were made on a copy */
     }
+    /* the folders of `train` without a model file (model.args): one layer every round
+       runs, or one a round; what train predicted */
+    static const char *const plain[] = {"--rounds 2 --heads 2",
+                                        "--rounds 3 --heads 2 --score additive --norm layer "
+                                        "--no-residual --self-loops on"};
+    for (int k = 0; k < 2; k++) {
+        char dir[512], pred[512], args[2048];
+        snprintf(dir, sizeof dir, "%s/plain-%d", tmp_path(""), k);
+        snprintf(pred, sizeof pred, "%s", tmp_path("plain-pred.npy"));
+        snprintf(args, sizeof args, "train " PLANTED " %s --epochs 10 --save %s --predict %s "
+                 "--quiet", plain[k], dir, pred);
+        expect_cli(args, 0, 1, "");
+        ag_model_t m;
+        ag_error_t err;
+        ck_assert_msg(ag_model_load(&m, dir, &err) == AG_OK, "%s", err.msg);
+        ck_assert_int_eq(m.spec.n_layers, 1);
+        ck_assert_int_eq(m.spec.rounds, k ? 3 : 2);
+        ck_assert_int_eq(m.C, 3);
+        int64_t *ours = malloc((size_t)N * sizeof *ours), *theirs, n;
+        ck_assert_msg(ag_model_predict(&m, &nb, x.data, NULL, ours, &err) == AG_OK, "%s",
+                      err.msg);
+        ck_assert_int_eq(ag_index_read_npy(&theirs, &n, pred, &err), AG_OK);
+        for (int64_t i = 0; i < N; i++)
+            ck_assert_msg(ours[i] == theirs[i], "plain %d node %lld: %lld, train %lld", k,
+                          (long long)i, (long long)ours[i], (long long)theirs[i]);
+        free(ours), free(theirs);
+        ag_model_destroy(&m);
+    }
     /* what cannot load says which file and why */
     ag_model_t m;
     ag_error_t err;

@@ -340,6 +340,9 @@ typedef struct {
     int line[AG_MODEL_KEYS];      /* the line that gave each key (0: not given; the default) */
     int n_layers;
     ag_layer_spec_t layers[AG_MODEL_MAX_LAYERS];
+    int rounds;                   /* 0: one round a layer (model files); R > 0 with one layer:
+                                     R rounds of it (a folder `train` wrote without a model
+                                     file; the model text has no line for it) */
 } ag_model_spec_t;
 
 /* The defaults: scaled-dot, no norm, no positions, self-loops kept, a linear
@@ -405,7 +408,10 @@ int ag_model_init(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int64_t
                   int64_t edge_dim, uint64_t seed, ag_error_t *err);
 /* The model of folder dir: dir/model.txt, its layers' arrays (dir/round-k/, or
    dir itself for one layer; every shape checked against the spec) and
-   readout.npy, readout_bias.npy with a linear readout. */
+   readout.npy, readout_bias.npy with a linear readout. A folder `train` wrote
+   without a model file (dir/model.args) loads as one layer of its heads run
+   spec.rounds times (or a layer a round from dir/round-k/), with a readout
+   when it has readout.npy. */
 int ag_model_load(ag_model_t *m, const char *dir, ag_error_t *err);
 /* The arrays of dir for a spec given here (the tool's: its options may add to
    the file's), features of width D. */

@@ -122,7 +122,8 @@ class ag_model_spec_t(C.Structure):
                 ("posenc", C.c_int), ("self_loops", C.c_int), ("directed", C.c_int),
                 ("readout", C.c_int), ("dropout", f32 * 3),
                 ("line", C.c_int * MODEL_KEYS["AG_MODEL_KEYS"]), ("n_layers", C.c_int),
-                ("layers", ag_layer_spec_t * MODEL_KEYS["AG_MODEL_MAX_LAYERS"])]
+                ("layers", ag_layer_spec_t * MODEL_KEYS["AG_MODEL_MAX_LAYERS"]),
+                ("rounds", C.c_int)]
 
 
 class ag_model_t(C.Structure):

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "model/model.h"
@@ -217,14 +218,94 @@ int ag_model_load_arrays(ag_model_t *m, const ag_model_spec_t *spec, const char 
     return model_make(m, spec, name, D, 0, edge_dim, dir, 0, err);
 }
 
+/* The model of a folder `train --save` wrote without a model file: dir/model.args
+   (its options, "--heads 2 --rounds 3 --score additive ...") and one layer
+   (dir/wq.npy, ...: every round's) or one a round (dir/round-k/), as a spec:
+   a layer line a round, qkv projections, wo of the input's width. */
+static int args_spec(ag_model_spec_t *spec, const char *dir, ag_error_t *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.args", dir);
+    char *text;
+    size_t n;
+    int rc = ag_i_read_text(path, &text, &n, err);
+    if (rc)
+        return rc;
+    ag_model_spec_init(spec);
+    int64_t heads = 1, rounds = 1, residual = 1;
+    char *save = NULL;
+    for (char *w = strtok_r(text, " \t\r\n", &save); w && !rc;
+         w = strtok_r(NULL, " \t\r\n", &save)) {
+        if (strncmp(w, "--", 2) != 0) {
+            rc = ag_fail(err, AG_EFORMAT, "%s: unexpected '%s'; expected options (--heads H "
+                         "--rounds R ...) as train --save writes them", path, w);
+        } else if (!strcmp(w, "--heads") || !strcmp(w, "--rounds")) {
+            const char *v = strtok_r(NULL, " \t\r\n", &save);
+            char *end = NULL;
+            const long long x = v ? strtoll(v, &end, 10) : 0;
+            if (!v || *end || x < 1 || x > (w[2] == 'h' ? 4096 : AG_MODEL_MAX_LAYERS))
+                rc = ag_fail(err, AG_EINVAL, "%s: %s %s; expected a count in 1..%d", path, w,
+                             v ? v : "without a value", w[2] == 'h' ? 4096 : AG_MODEL_MAX_LAYERS);
+            else
+                *(w[2] == 'h' ? &heads : &rounds) = x;
+        } else if (!strcmp(w, "--no-residual")) {
+            residual = 0;
+        } else {   /* a model-wide key: a switch, or its value next */
+            const int is_switch = !strcmp(w, "--alibi") || !strcmp(w, "--directed") ||
+                                  !strcmp(w, "--undirected");
+            rc = ag_i_model_key_set(spec, w + 2, is_switch ? NULL : strtok_r(NULL, " \t\r\n",
+                                                                             &save),
+                                    path, 1, err);
+        }
+    }
+    free(text);
+    if (rc)
+        return rc;
+    /* the layer's width from wq (the first round's, or the shared one) */
+    ag_array_t wq;
+    snprintf(path, sizeof path, "%s/round-1/wq.npy", dir);
+    FILE *probe = fopen(path, "rb");
+    const int per_round = probe != NULL;
+    if (probe)
+        fclose(probe);
+    else
+        snprintf(path, sizeof path, "%s/wq.npy", dir);
+    if ((rc = ag_array_read_npy(&wq, path, err)))
+        return rc;
+    const int64_t HD = wq.ndim == 2 ? wq.shape[0] : 0;
+    ag_array_destroy(&wq);
+    if (HD == 0 || HD % heads)
+        return ag_fail(err, AG_EINVAL, "%s: %s; expected [H*d, D] with H = %lld (per-node "
+                       "weights load with ag_weights_load)", path, HD ? "not a multiple of the "
+                       "heads" : "not 2-D", (long long)heads);
+    snprintf(path, sizeof path, "%s/readout.npy", dir);
+    probe = fopen(path, "rb");
+    spec->readout = probe != NULL;   /* labels: a readout; targets: the states */
+    if (probe)
+        fclose(probe);
+    /* a layer a round, or one layer every round runs */
+    spec->n_layers = per_round ? (int)rounds : 1;
+    spec->rounds = per_round ? 0 : (int)rounds;
+    for (int l = 0; l < spec->n_layers; l++) {
+        ag_layer_spec_t *L = &spec->layers[l];
+        ag_layer_spec_init(L);
+        L->heads = heads, L->dim = HD / heads, L->residual = (int)residual;
+    }
+    return AG_OK;
+}
+
 int ag_model_load(ag_model_t *m, const char *dir, ag_error_t *err)
 {
     memset(m, 0, sizeof *m);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.txt", dir);
+    char text[4096], args[4096];
+    snprintf(text, sizeof text, "%s/model.txt", dir);
+    snprintf(args, sizeof args, "%s/model.args", dir);
     ag_model_spec_t spec;
     int64_t D, edge_dim;
-    int rc = ag_model_spec_read(&spec, path, err);
+    /* a model file's folder, or one of the rounds' options alone */
+    int rc = access(text, F_OK) != 0 && access(args, F_OK) == 0 ? args_spec(&spec, dir, err)
+                                                                : ag_model_spec_read(&spec, text,
+                                                                                     err);
     if (!rc)
         rc = saved_width(dir, spec.n_layers, &D, err);
     if (!rc)
@@ -295,8 +376,8 @@ static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X
         return ag_fail(err, AG_EINVAL, "model: its layers read edge features; expected "
                        "edge_features [E, %lld]", (long long)m->edge_dim);
     const int64_t N = nb->n_nodes, D = m->D;
-    const int R = spec->n_layers;
-    const int64_t widest = ag_rounds_widest(m->layers, R, R);
+    const int L = spec->n_layers, R = spec->rounds ? spec->rounds : L;
+    const int64_t widest = ag_rounds_widest(m->layers, L, R);
     float *S = ag_alloc(N * widest, sizeof *S, err, "model states");
     if (!S)
         return ag_alloc_status();
@@ -312,9 +393,9 @@ static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X
     ag_round_opts_t opts = AG_ROUND_OPTS_INIT;
     opts.score = &score, opts.norm = spec->norm;
     opts.edge_features = edge_features, opts.edge_dim = m->edge_dim;
-    if (!rc && !(rc = ag_workspace_init(&ws, N, ag_i_layers_largest_hd(m->layers, R), widest,
+    if (!rc && !(rc = ag_workspace_init(&ws, N, ag_i_layers_largest_hd(m->layers, L), widest,
                                         err))) {
-        rc = ag_rounds_run(shape ? &shaped : nb, m->layers, R, S, R, &opts, &ws, NULL, err);
+        rc = ag_rounds_run(shape ? &shaped : nb, m->layers, L, S, R, &opts, &ws, NULL, err);
         ag_workspace_destroy(&ws);
     }
     if (shape)

@@ -176,6 +176,11 @@ int ag_i_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_
                       int64_t edge_dim, const char *dir, uint64_t seed, ag_error_t *err);
 void ag_i_model_layers_free(ag_weights_t *layers, int n);
 
+/* Sets the model-wide key named key ("beta", "alibi", ...; value NULL for a
+   switch) as a model text's line does (messages: path, line). */
+int ag_i_model_key_set(ag_model_spec_t *spec, const char *key, const char *value,
+                       const char *path, int line, ag_error_t *err);
+
 /* Sets every array w has to zeros (gradients before a backward). */
 AG_INTERNAL
 void ag_i_weights_zero(ag_weights_t *w);

@@ -319,6 +319,19 @@ static int model_value(ag_model_spec_t *spec, ag_model_key_t k, const char *v, c
     return rc;
 }
 
+int ag_i_model_key_set(ag_model_spec_t *spec, const char *key, const char *value,
+                       const char *path, int line, ag_error_t *err)
+{
+    int k = 0;
+    while (k < AG_MODEL_KEYS && strcmp(key, model_keys[k].name) != 0)
+        k++;
+    if (k == AG_MODEL_KEYS || model_keys[k].takes_value != (value != NULL))
+        return ag_fail(err, AG_EFORMAT, "%s: unexpected '%s%s%s'", path, key, value ? " " : "",
+                       value ? value : "");
+    spec->line[k] = line;
+    return model_value(spec, (ag_model_key_t)k, value, path, line, err);
+}
+
 void ag_model_spec_init(ag_model_spec_t *spec)
 {
     memset(spec, 0, sizeof *spec);
