@@ -9,13 +9,7 @@
 
 #include "attngraph/graph.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
+AG_BEGIN_DECLS
 
 /* ---------------------------------------------------------------- kernel */
 
@@ -233,12 +227,6 @@ int ag_attention_backward(ag_nbhd_t *nb, const float *Q, const float *K, const f
                           const float *lse, const float *dM, const ag_attention_grads_t *g,
                           ag_error_t *err);
 
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-}
-#endif
+AG_END_DECLS
 
 #endif /* ATTNGRAPH_ATTENTION_H */

@@ -10,13 +10,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Every header's declarations sit between these: C linkage for C++, and the
+   symbols the shared library exports (it is built with -fvisibility=hidden:
+   what the headers declare and nothing else). */
+#if defined(__GNUC__)
+#define AG_VISIBLE_PUSH_ _Pragma("GCC visibility push(default)")
+#define AG_VISIBLE_POP_ _Pragma("GCC visibility pop")
+#else
+#define AG_VISIBLE_PUSH_
+#define AG_VISIBLE_POP_
+#endif
 #ifdef __cplusplus
-extern "C" {
+#define AG_BEGIN_DECLS extern "C" { AG_VISIBLE_PUSH_
+#define AG_END_DECLS AG_VISIBLE_POP_ }
+#else
+#define AG_BEGIN_DECLS AG_VISIBLE_PUSH_
+#define AG_END_DECLS AG_VISIBLE_POP_
 #endif
 
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
+AG_BEGIN_DECLS
 
 #define AG_VERSION "0.1.0"
 /* The version of the library loaded: its build's AG_VERSION (a program or a
@@ -98,12 +110,6 @@ int ag_simd_env_check(ag_error_t *err);
    without OpenMP). */
 int ag_set_threads(int threads);
 
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-}
-#endif
+AG_END_DECLS
 
 #endif /* ATTNGRAPH_BASE_H */

@@ -15,13 +15,7 @@
 #include <stdint.h>
 #include "attngraph/core.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
+AG_BEGIN_DECLS
 
 /* Frees a picture made by an ag_draw_* function (NULL is fine). */
 void ag_svg_free(char *svg);
@@ -211,12 +205,6 @@ typedef struct {
 
 int ag_draw_compare(char **svg, const ag_compare_picture_t *c, ag_error_t *err);
 
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-}
-#endif
+AG_END_DECLS
 
 #endif /* ATTNGRAPH_DRAW_H */

@@ -9,13 +9,7 @@
 
 #include "attngraph/base.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
+AG_BEGIN_DECLS
 
 /* ---------------------------------------------------------------- .npy */
 
@@ -173,12 +167,6 @@ int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err);
    [edge_ptr[hi] - edge_ptr[lo]]. */
 void ag_nbhd_sources(const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t *src);
 
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-}
-#endif
+AG_END_DECLS
 
 #endif /* ATTNGRAPH_GRAPH_H */

@@ -9,13 +9,7 @@
 #include <igraph.h>
 #include "attngraph/core.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
+AG_BEGIN_DECLS
 
 /* ---------------------------------------------------------------- graphs */
 
@@ -120,12 +114,6 @@ int ag_graph_from_nbhd(igraph_t *graph, const ag_nbhd_t *nb, int64_t max_edges,
 int ag_edge_attribute(float **values, const igraph_t *graph, const ag_nbhd_t *nb,
                       const char *attr, ag_error_t *err);
 
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-}
-#endif
+AG_END_DECLS
 
 #endif /* ATTNGRAPH_IGRAPH_H */

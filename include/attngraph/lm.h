@@ -9,13 +9,7 @@
 
 #include "attngraph/train.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
+AG_BEGIN_DECLS
 
 /* ---------------------------------------------------------------- language models */
 
@@ -117,12 +111,6 @@ int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t 
    biases and LayerNorm gains do not. */
 int ag_lm_optimizer_add(ag_optimizer_t *opt, ag_lm_t *m, const ag_lm_t *g, ag_error_t *err);
 
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-}
-#endif
+AG_END_DECLS
 
 #endif /* ATTNGRAPH_LM_H */

@@ -9,13 +9,7 @@
 
 #include "attngraph/attention.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
+AG_BEGIN_DECLS
 
 /* ---------------------------------------------------------------- rounds */
 
@@ -441,12 +435,6 @@ int ag_model_predict(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
 void ag_readout_predict(const float *X, int64_t N, int64_t D, const float *Wr, const float *br,
                         int64_t C, int64_t *pred);
 
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-}
-#endif
+AG_END_DECLS
 
 #endif /* ATTNGRAPH_MODEL_H */

@@ -49,13 +49,7 @@
 #include "attngraph/core.h"
 #include "attngraph/partition.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
+AG_BEGIN_DECLS
 
 /* Parts start at multiples of this many rows (the projections' blocks of 512
    and the weight gradients' chunks of 1024). */
@@ -236,12 +230,6 @@ int ag_mpi_gather_rows(MPI_Comm comm, const ag_mpi_part_t *part, const float *mi
  */
 int ag_mpi_agree(MPI_Comm comm, int rc, ag_error_t *err);
 
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-}
-#endif
+AG_END_DECLS
 
 #endif /* ATTNGRAPH_MPI_H */

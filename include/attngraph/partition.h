@@ -17,13 +17,7 @@
 
 #include "attngraph/core.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
+AG_BEGIN_DECLS
 
 /* The node_work of ag_partition_contiguous and of METIS's vertex weights. */
 #define AG_PARTITION_NODE_WORK 1
@@ -151,12 +145,6 @@ int ag_partition_pattern(int64_t *first, ag_part_stats_t *stats, const ag_patter
 /* Largest part work over the mean (1 = perfect balance), from stats [P]. */
 double ag_partition_imbalance(const ag_part_stats_t *stats, int n_parts);
 
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-}
-#endif
+AG_END_DECLS
 
 #endif /* ATTNGRAPH_PARTITION_H */

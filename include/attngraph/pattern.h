@@ -9,13 +9,7 @@
 
 #include "attngraph/graph.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
+AG_BEGIN_DECLS
 
 /* ---------------------------------------------------------------- patterns */
 
@@ -47,12 +41,6 @@ int64_t ag_pattern_size(const ag_pattern_t *pattern);
 int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
                          ag_self_loops_t self, ag_error_t *err);
 
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-}
-#endif
+AG_END_DECLS
 
 #endif /* ATTNGRAPH_PATTERN_H */

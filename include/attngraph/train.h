@@ -9,13 +9,7 @@
 
 #include "attngraph/model.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
+AG_BEGIN_DECLS
 
 /* ---------------------------------------------------------------- training */
 
@@ -168,12 +162,6 @@ int ag_optimizer_set_lr(ag_optimizer_t *opt, float lr, ag_error_t *err);
 int ag_optimizer_step(ag_optimizer_t *opt, double *grad_norm, ag_error_t *err);
 void ag_optimizer_free(ag_optimizer_t *opt);
 
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
-#ifdef __cplusplus
-}
-#endif
+AG_END_DECLS
 
 #endif /* ATTNGRAPH_TRAIN_H */

@@ -82,15 +82,18 @@ int ag_i_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_
     return AG_OK;
 }
 
-/* The input width of a saved model: wq's columns (its first layer's folder). */
-static int saved_width(const char *dir, int n_layers, int64_t *D, ag_error_t *err)
+/* The first layer's wq of a saved model (dir/round-1/ with round_dirs, else
+   dir): its rows H*d, and its columns, the input's width D. */
+static int saved_width(const char *dir, int round_dirs, int64_t *HD, int64_t *D,
+                       ag_error_t *err)
 {
     char path[4096];
-    snprintf(path, sizeof path, n_layers > 1 ? "%s/round-1/wq.npy" : "%s/wq.npy", dir);
+    snprintf(path, sizeof path, round_dirs ? "%s/round-1/wq.npy" : "%s/wq.npy", dir);
     ag_array_t a;
     int rc = ag_array_read_npy(&a, path, err);
     if (rc)
         return rc;
+    *HD = a.ndim == 2 ? a.shape[0] : 0;   /* per node ([N, H*d, D]): none */
     *D = a.shape[a.ndim - 1];
     ag_array_destroy(&a);
     return AG_OK;
@@ -220,9 +223,11 @@ int ag_model_load_arrays(ag_model_t *m, const ag_model_spec_t *spec, const char 
 
 /* The model of a folder `train --save` wrote without a model file: dir/model.args
    (its options, "--heads 2 --rounds 3 --score additive ...") and one layer
-   (dir/wq.npy, ...: every round's) or one a round (dir/round-k/), as a spec:
-   a layer line a round, qkv projections, wo of the input's width. */
-static int args_spec(ag_model_spec_t *spec, const char *dir, ag_error_t *err)
+   (dir/wq.npy, ...: every round's) or one a round (dir/round-k/: round_dirs),
+   as a spec: its layers' qkv projections of HD rows (saved_width's), wo of the
+   input's width. */
+static int args_spec(ag_model_spec_t *spec, const char *dir, int round_dirs, int64_t HD,
+                     ag_error_t *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/model.args", dir);
@@ -261,31 +266,16 @@ static int args_spec(ag_model_spec_t *spec, const char *dir, ag_error_t *err)
     free(text);
     if (rc)
         return rc;
-    /* the layer's width from wq (the first round's, or the shared one) */
-    ag_array_t wq;
-    snprintf(path, sizeof path, "%s/round-1/wq.npy", dir);
-    FILE *probe = fopen(path, "rb");
-    const int per_round = probe != NULL;
-    if (probe)
-        fclose(probe);
-    else
-        snprintf(path, sizeof path, "%s/wq.npy", dir);
-    if ((rc = ag_array_read_npy(&wq, path, err)))
-        return rc;
-    const int64_t HD = wq.ndim == 2 ? wq.shape[0] : 0;
-    ag_array_destroy(&wq);
     if (HD == 0 || HD % heads)
-        return ag_fail(err, AG_EINVAL, "%s: %s; expected [H*d, D] with H = %lld (per-node "
-                       "weights load with ag_weights_load)", path, HD ? "not a multiple of the "
-                       "heads" : "not 2-D", (long long)heads);
+        return ag_fail(err, AG_EINVAL, "%s%s/wq.npy: %s; expected [H*d, D] with H = %lld "
+                       "(per-node weights load with ag_weights_load)", dir,
+                       round_dirs ? "/round-1" : "", HD ? "not a multiple of the heads"
+                       : "not 2-D", (long long)heads);
     snprintf(path, sizeof path, "%s/readout.npy", dir);
-    probe = fopen(path, "rb");
-    spec->readout = probe != NULL;   /* labels: a readout; targets: the states */
-    if (probe)
-        fclose(probe);
+    spec->readout = access(path, F_OK) == 0;   /* labels: a readout; targets: the states */
     /* a layer a round, or one layer every round runs */
-    spec->n_layers = per_round ? (int)rounds : 1;
-    spec->rounds = per_round ? 0 : (int)rounds;
+    spec->n_layers = round_dirs ? (int)rounds : 1;
+    spec->rounds = round_dirs ? 0 : (int)rounds;
     for (int l = 0; l < spec->n_layers; l++) {
         ag_layer_spec_t *L = &spec->layers[l];
         ag_layer_spec_init(L);
@@ -301,13 +291,18 @@ int ag_model_load(ag_model_t *m, const char *dir, ag_error_t *err)
     snprintf(text, sizeof text, "%s/model.txt", dir);
     snprintf(args, sizeof args, "%s/model.args", dir);
     ag_model_spec_t spec;
-    int64_t D, edge_dim;
-    /* a model file's folder, or one of the rounds' options alone */
-    int rc = access(text, F_OK) != 0 && access(args, F_OK) == 0 ? args_spec(&spec, dir, err)
-                                                                : ag_model_spec_read(&spec, text,
-                                                                                     err);
+    int64_t HD, D, edge_dim;
+    /* a model file's folder, or one of the rounds' options alone (its layers' width
+       from the arrays) */
+    const int args_only = access(text, F_OK) != 0 && access(args, F_OK) == 0;
+    char round1[4096];
+    snprintf(round1, sizeof round1, "%s/round-1/wq.npy", dir);
+    int rc = args_only ? AG_OK : ag_model_spec_read(&spec, text, err);
+    const int round_dirs = !rc && (args_only ? access(round1, F_OK) == 0 : spec.n_layers > 1);
     if (!rc)
-        rc = saved_width(dir, spec.n_layers, &D, err);
+        rc = saved_width(dir, round_dirs, &HD, &D, err);
+    if (!rc && args_only)
+        rc = args_spec(&spec, dir, round_dirs, HD, err);
     if (!rc)
         rc = saved_edge_width(dir, &spec, &edge_dim, err);
     return rc ? rc : ag_model_load_arrays(m, &spec, dir, D, edge_dim, err);
