@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "testutil.h"
 
@@ -182,7 +183,10 @@ START_TEST(model_file_refusals)
     refused("score additive extra\nlayer heads=1 dim=8\n", "'extra' after score additive");
     refused("score nonsense\nlayer heads=1 dim=8\n", "line 1: score 'nonsense': expected "
             "scaled-dot, dot, cosine");
-    refused("rounds 2\nlayer heads=1 dim=8\n", "line 1: unknown key 'rounds'");
+    refused("rounds 2\nlayer heads=1 dim=8\nlayer heads=1 dim=8\n",
+            "line 1: rounds 2 runs one layer 2 times, its weights shared; the file has 2 "
+            "layer lines");
+    refused("rounds 0\nlayer heads=1 dim=8\n", "line 1: rounds 0; expected a count of rounds");
     refused("score dot\nscore additive\nlayer heads=1 dim=8\n", "line 2: score given twice");
     refused("readout none\nreadout none\nlayer heads=1 dim=8\n", "line 2: readout given twice");
     refused("dropout 0.1\ndropout 0.2\nlayer heads=1 dim=8\n", "line 2: dropout given twice");
@@ -357,6 +361,141 @@ START_TEST(model_object_runs_what_the_tool_saved)
 }
 END_TEST
 
+/* Every file of folder a is in b with the same bytes, and b has no other. */
+static void expect_same_folder(const char *a, const char *b)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        const char *from = pass ? b : a, *to = pass ? a : b;
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "cd '%s' && find . -type f | sort", from);
+        FILE *p = popen(cmd, "r");
+        ck_assert(p != NULL);
+        char name[512];
+        int files = 0;
+        while (fgets(name, sizeof name, p)) {
+            name[strcspn(name, "\n")] = '\0';
+            char x[1024], y[1024];
+            snprintf(x, sizeof x, "%s/%s", from, name + 2);
+            snprintf(y, sizeof y, "%s/%s", to, name + 2);
+            ck_assert_msg(file_exists(y), "%s is in %s and not in %s", name + 2, from, to);
+            if (!pass)
+                expect_same_bytes(x, y);
+            files++;
+        }
+        pclose(p);
+        ck_assert_msg(files > 2, "%s has %d files", from, files);
+    }
+}
+
+/* ag_model_save writes what train --save writes: a model loaded and saved
+   again is the same folder, byte for byte, for a model file's layers, one
+   layer run for rounds (`rounds R`) and a folder of model.args (saved as a
+   model text); the tool runs what it saved; a failed save changes nothing. */
+START_TEST(model_save_writes_what_train_saves)
+{
+    static const char *const models[] = {
+        "norm layer\nscore gatv2\n"
+        "layer heads=2 dim=4 out=12 bias=yes act=gelu ffn=2 qkv_bias=yes\n"
+        "layer heads=1 dim=6 out=concat skip=gate bias=yes\n",
+        "score additive\nrounds 3\nlayer heads=2 dim=4 bias=yes act=relu\n",
+    };
+    ag_nbhd_t nb;
+    ag_array_t x;
+    planted(&nb, &x);
+    const int64_t N = nb.n_nodes;
+    ag_error_t err;
+    char model[512], dir[512], again[512], pred[512], args[2048];
+    snprintf(model, sizeof model, "%s", tmp_path("save.txt"));
+    snprintf(pred, sizeof pred, "%s", tmp_path("save-pred.npy"));
+    for (int k = 0; k < 3; k++) {
+        snprintf(dir, sizeof dir, "%s/save-%d", tmp_path(""), k);
+        snprintf(again, sizeof again, "%s/save-%d-again", tmp_path(""), k);
+        if (k < 2) {
+            write_text(model, models[k]);
+            snprintf(args, sizeof args, "train " PLANTED " --model %s --epochs 8 --save %s "
+                     "--predict %s --quiet", model, dir, pred);
+        } else {
+            snprintf(args, sizeof args, "train " PLANTED " --rounds 2 --heads 2 --score "
+                     "additive --epochs 8 --save %s --predict %s --quiet", dir, pred);
+        }
+        expect_cli(args, 0, 1, "");
+        ag_model_t m;
+        ck_assert_msg(ag_model_load(&m, dir, &err) == AG_OK, "%s", err.msg);
+        ck_assert_int_eq(m.spec.rounds, k == 0 ? 0 : k == 1 ? 3 : 2);
+        ck_assert_msg(ag_model_save(&m, again, &err) == AG_OK, "%s", err.msg);
+        ag_model_destroy(&m);
+        if (k < 2) {
+            expect_same_folder(dir, again);
+        } else {   /* model.args is read, and written as a model text */
+            char path[1024];
+            snprintf(path, sizeof path, "%s/model.txt", again);
+            char *text = read_text(path);
+            ck_assert_str_eq(text, "# attngraph model (docs/model-file.md)\nscore additive\n"
+                                   "readout linear\nrounds 2\nlayer heads=2 dim=4 projection=qkv "
+                                   "bias=no act=none residual=yes\n");
+            free(text);
+            snprintf(path, sizeof path, "%s/model.args", again);
+            ck_assert(!file_exists(path));
+        }
+        /* what was saved predicts what train predicted: from C and from the tool */
+        ck_assert_msg(ag_model_load(&m, again, &err) == AG_OK, "%s", err.msg);
+        int64_t *ours = malloc((size_t)N * sizeof *ours), *theirs, *tool, n;
+        ck_assert_int_eq(ag_model_predict(&m, &nb, x.data, NULL, ours, &err), AG_OK);
+        ck_assert_int_eq(ag_index_read_npy(&theirs, &n, pred, &err), AG_OK);
+        snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
+                 "--weights %s --predict %s --quiet", again, pred);
+        expect_cli(args, 0, 1, "");
+        ck_assert_int_eq(ag_index_read_npy(&tool, &n, pred, &err), AG_OK);
+        for (int64_t i = 0; i < N; i++)
+            ck_assert_msg(ours[i] == theirs[i] && tool[i] == theirs[i],
+                          "model %d node %lld: C %lld, run %lld, train %lld", k, (long long)i,
+                          (long long)ours[i], (long long)tool[i], (long long)theirs[i]);
+        free(ours), free(theirs), free(tool);
+        ag_model_destroy(&m);
+    }
+    /* a model drawn from a seed, saved and loaded: the same states bit for bit */
+    ag_model_spec_t spec;
+    ag_model_t fresh, loaded;
+    ck_assert_int_eq(ag_model_spec_parse(&spec, models[1], "m", &err), AG_OK);
+    ck_assert_int_eq(ag_model_init(&fresh, &spec, 8, 3, 0, 5, &err), AG_OK);
+    snprintf(dir, sizeof dir, "%s/save-fresh", tmp_path(""));
+    ck_assert_msg(ag_model_save(&fresh, dir, &err) == AG_OK, "%s", err.msg);
+    ck_assert_msg(ag_model_load(&loaded, dir, &err) == AG_OK, "%s", err.msg);
+    float *a = malloc((size_t)(N * 3) * sizeof *a), *b = malloc((size_t)(N * 3) * sizeof *b);
+    ck_assert_int_eq(ag_model_run(&fresh, &nb, x.data, NULL, a, &err), AG_OK);
+    ck_assert_int_eq(ag_model_run(&loaded, &nb, x.data, NULL, b, &err), AG_OK);
+    ck_assert_int_eq(memcmp(a, b, (size_t)(N * 3) * sizeof *a), 0);
+    free(a), free(b);
+    ag_model_destroy(&loaded);
+    /* refusals, and a failed save leaves the folder as it was */
+    snprintf(dir, sizeof dir, "%s/no-such-folder/model", tmp_path(""));
+    ck_assert_fails_with(ag_model_save(&fresh, dir, &err), err, AG_EIO,
+                         "no-such-folder/model: cannot create it: ");
+    ck_assert_fails_with(ag_model_save(&fresh, model, &err), err, AG_EIO,
+                         "save.txt: exists and is not a folder");
+    snprintf(dir, sizeof dir, "%s/save-blocked", tmp_path(""));
+    char path[1024];
+    snprintf(path, sizeof path, "%s/wq.npy", dir);   /* a folder where a file goes */
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    ck_assert_fails_with(ag_model_save(&fresh, dir, &err), err, AG_EIO,
+                         "wq.npy: is a directory");
+    snprintf(path, sizeof path, "%s/model.txt", dir);
+    ck_assert(!file_exists(path));
+    snprintf(path, sizeof path, "%s/wk.npy", dir);
+    ck_assert(!file_exists(path));
+    fresh.C = 0;   /* a linear readout without its classes cannot load again */
+    snprintf(dir, sizeof dir, "%s/save-no-classes", tmp_path(""));
+    ck_assert_fails_with(ag_model_save(&fresh, dir, &err), err, AG_EINVAL,
+                         "a linear readout and no classes");
+    ck_assert(!file_exists(dir));
+    fresh.C = 3;
+    ag_model_destroy(&fresh);
+    ag_array_destroy(&x);
+    ag_nbhd_destroy(&nb);
+}
+END_TEST
+
 Suite *model_file_suite(void)
 {
     Suite *s = suite_create("model_file");
@@ -366,6 +505,7 @@ Suite *model_file_suite(void)
     tcase_add_test(tc, model_file_same_bits_on_1_and_2_threads);
     tcase_add_test(tc, model_file_refusals);
     tcase_add_test(tc, model_object_runs_what_the_tool_saved);
+    tcase_add_test(tc, model_save_writes_what_train_saves);
     suite_add_tcase(s, tc);
     return s;
 }

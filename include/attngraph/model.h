@@ -318,7 +318,7 @@ typedef enum {
     AG_KEY_SCORE = 0, AG_KEY_BETA, AG_KEY_SOFTCAP, AG_KEY_SLOPE, AG_KEY_SIGMOID_BIAS,
     AG_KEY_ALIBI, AG_KEY_EDGE_BIAS, AG_KEY_NORM, AG_KEY_POSENC, AG_KEY_SELF_LOOPS,
     AG_KEY_DIRECTED, AG_KEY_UNDIRECTED, AG_KEY_DROPOUT, AG_KEY_ATTN_DROPOUT,
-    AG_KEY_RESID_DROPOUT, AG_KEY_READOUT, AG_MODEL_KEYS
+    AG_KEY_RESID_DROPOUT, AG_KEY_READOUT, AG_KEY_ROUNDS, AG_MODEL_KEYS
 } ag_model_key_t;
 
 typedef struct {
@@ -334,9 +334,8 @@ typedef struct {
     int line[AG_MODEL_KEYS];      /* the line that gave each key (0: not given; the default) */
     int n_layers;
     ag_layer_spec_t layers[AG_MODEL_MAX_LAYERS];
-    int rounds;                   /* 0: one round a layer (model files); R > 0 with one layer:
-                                     R rounds of it (a folder `train` wrote without a model
-                                     file; the model text has no line for it) */
+    int rounds;                   /* 0: one round a layer; R > 0 with one layer: R rounds
+                                     of it, its weights shared (`rounds R`) */
 } ag_model_spec_t;
 
 /* The defaults: scaled-dot, no norm, no positions, self-loops kept, a linear
@@ -411,6 +410,14 @@ int ag_model_load(ag_model_t *m, const char *dir, ag_error_t *err);
    the file's), features of width D. */
 int ag_model_load_arrays(ag_model_t *m, const ag_model_spec_t *spec, const char *dir, int64_t D,
                          int64_t edge_dim, ag_error_t *err);
+/* Writes m into folder dir (made if missing, its parent must exist):
+   dir/model.txt (ag_model_spec_text), each layer's arrays (in dir/round-k/
+   for more than one layer, else in dir) and readout.npy, readout_bias.npy
+   with a linear readout: what ag_model_load reads, and `attngraph run
+   --weights dir` runs. Whole or not at all: every file goes to a temporary
+   first and all are renamed into place once all are written; a failure
+   leaves dir as it was. */
+int ag_model_save(const ag_model_t *m, const char *dir, ag_error_t *err);
 void ag_model_destroy(ag_model_t *m);
 /* The width the last layer writes. */
 int64_t ag_model_width_out(const ag_model_t *m);

@@ -6,7 +6,7 @@
     w = ag.attention_weights(g, q, k, heads=4)      # [E, H] in edge_index column order
 
 The library is $ATTNGRAPH_LIB, else the build tree's build/libattngraph.so,
-else the installed libattngraph.so.0 (docs/python.md says more).
+else the installed libattngraph.so.0.2 (docs/python.md says more).
 attngraph.torch has the PyTorch layer, attngraph.draw the pictures (SVG).
 """
 from ._lib import (Error, simd_isa, lib as _clib, path as library_path,
@@ -14,6 +14,7 @@ from ._lib import (Error, simd_isa, lib as _clib, path as library_path,
 from .graph import Graph
 from .ops import Score, attention, attention_kernel, attention_weights, attention_stats, attention_backward, Grads
 from .weights import Weights, save_layers, load_layers, load_model
+from .model import Model
 from .rounds import rounds, compare, format_compare
 from . import draw
 from .train import (rounds_forward, Tape, grads_like, add_layer_norm, mse_loss, cross_entropy,
@@ -36,5 +37,5 @@ __all__ = ["Error", "Graph", "Score", "Weights", "attention", "attention_kernel"
            "attention_weights", "attention_stats", "attention_backward", "Grads", "rounds", "compare",
            "format_compare", "rounds_forward", "Tape", "grads_like", "add_layer_norm",
            "mse_loss", "cross_entropy", "Optimizer", "dropout", "save_layers", "load_layers",
-           "load_model",
+           "load_model", "Model",
            "set_threads", "set_memory_budget", "simd_isa", "library_path", "draw"]

@@ -40,7 +40,8 @@ MODEL_KEYS = dict(AG_KEY_SCORE=0, AG_KEY_BETA=1, AG_KEY_SOFTCAP=2, AG_KEY_SLOPE=
                   AG_KEY_SIGMOID_BIAS=4, AG_KEY_ALIBI=5, AG_KEY_EDGE_BIAS=6, AG_KEY_NORM=7,
                   AG_KEY_POSENC=8, AG_KEY_SELF_LOOPS=9, AG_KEY_DIRECTED=10, AG_KEY_UNDIRECTED=11,
                   AG_KEY_DROPOUT=12, AG_KEY_ATTN_DROPOUT=13, AG_KEY_RESID_DROPOUT=14,
-                  AG_KEY_READOUT=15, AG_MODEL_KEYS=16, AG_MODEL_MAX_LAYERS=64)
+                  AG_KEY_READOUT=15, AG_KEY_ROUNDS=16, AG_MODEL_KEYS=17,
+                   AG_MODEL_MAX_LAYERS=64)
 ENUMS = [STATUS, SELF_LOOPS, SCORE_KINDS, NORMS, ACTIVATIONS, OPTIMIZERS, FORMATS, DIRECTIONS,
          DRAW_LIMITS, LAYER_FEATURES, INITS, LAYER_OUTS, MODEL_KEYS]
 
@@ -279,6 +280,14 @@ FUNCTIONS = {
     "ag_layer_array_shape": (I, [W, I, C.POINTER(i64)]),
     "ag_model_load": (I, [C.POINTER(ag_model_t), C.c_char_p, E]),
     "ag_model_destroy": (None, [C.POINTER(ag_model_t)]),
+    "ag_model_save": (I, [C.POINTER(ag_model_t), C.c_char_p, E]),
+    "ag_model_init": (I, [C.POINTER(ag_model_t), C.POINTER(ag_model_spec_t), i64, i64, i64,
+                          C.c_uint64, E]),
+    "ag_model_run": (I, [C.POINTER(ag_model_t), NB, P, P, P, E]),
+    "ag_model_predict": (I, [C.POINTER(ag_model_t), NB, P, P, P, E]),
+    "ag_model_width_out": (i64, [C.POINTER(ag_model_t)]),
+    "ag_model_spec_parse": (I, [C.POINTER(ag_model_spec_t), C.c_char_p, C.c_char_p, E]),
+    "ag_model_spec_text": (C.c_size_t, [C.c_char_p, C.c_size_t, C.POINTER(ag_model_spec_t)]),
     "ag_score_kind_name": (C.c_char_p, [I]),
     "ag_self_loops_name": (C.c_char_p, [I]),
     "ag_weights_random": (I, [W, i64, i64, i64, i64, C.c_uint64, E]),

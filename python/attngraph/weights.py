@@ -323,10 +323,11 @@ def load_model(folder):
     (ag_model_load: every array's shape checked against the file): (layers,
     options). layers: one Weights a layer; options: the model file's options
     as rounds() keywords (score, norm, slope, beta, ...), and "self_loops",
-    "readout" ((Wr, br) or None: the last layer writes the classes) and the
-    dropouts it trains with. ag.rounds(graph, x, layers, rounds=len(layers),
-    **kw) with kw the options rounds() takes runs what `attngraph run
-    --weights folder` runs."""
+    "readout" ((Wr, br) or None: the last layer writes the classes), the
+    dropouts it trains with, and "rounds" when one layer runs several rounds
+    (`rounds R`). ag.rounds(graph, x, layers, rounds=opts.get("rounds",
+    len(layers)), **kw) with kw the options rounds() takes runs what
+    `attngraph run --weights folder` runs (attngraph.Model runs it whole)."""
     path = os.path.join(folder, "model.txt")
     if not os.path.exists(path):
         raise FileNotFoundError(path)
@@ -358,6 +359,8 @@ def load_model(folder):
             opts["posenc"] = "sinusoidal" if spec.posenc else "none"
         if spec.directed >= 0:
             opts["directed"] = bool(spec.directed)
+        if spec.rounds:
+            opts["rounds"] = int(spec.rounds)
         if m.C:
             W = layers[-1].width_out
             as_array = np.ctypeslib.as_array

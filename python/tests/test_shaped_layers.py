@@ -4,6 +4,7 @@ and rounds_forward()/Tape.backward() against a float64 torch reference written
 from the formulas here, and their refusals."""
 import os
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -379,3 +380,59 @@ def test_layers_are_pyg_transformer_conv_and_gat_conv(rng, beta):
                    attn_edge=sd["att_edge"][0], bias=sd["bias"], residual=False)
     np.testing.assert_allclose(ag.rounds(g, x, w, score="additive", edge_features=e),
                                gat(xt, eit, et).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_model_object_loads_saves_and_runs_what_the_tool_wrote(tmp_path):
+    """ag.Model (ag_model_t) on folders `attngraph train --save` wrote: predict
+    is train's predictions, save writes the same files byte for byte, init +
+    run is `run --model FILE --seed`'s states; a `rounds R` model and a folder
+    of model.args load; failures name the file."""
+    from conftest import ROOT, cli
+    planted = os.path.join(ROOT, "graphs", "planted")
+    gml, x = os.path.join(ROOT, "graphs", "planted.gml"), np.load(os.path.join(planted, "x.npy"))
+    g = ag.Graph.load(gml)
+    texts = ["score additive\nself-loops replace\nreadout none\n"
+             "layer heads=2 dim=4 out=concat projection=one bias=yes act=elu\n"
+             "layer heads=1 dim=3 out=mean projection=one bias=yes\n",
+             "score gatv2\nrounds 2\nlayer heads=2 dim=4 bias=yes act=relu\n",
+             None]
+    for k, text in enumerate(texts):
+        saved = tmp_path / ("saved-%d" % k)
+        if text is None:
+            model_opts = ["--rounds", 2, "--heads", 2]
+        else:
+            (tmp_path / "m.txt").write_text(text)
+            model_opts = ["--model", tmp_path / "m.txt"]
+        cli("train", gml, "--features", os.path.join(planted, "x.npy"), "--labels",
+            os.path.join(planted, "labels.npy"), *model_opts, "--epochs", 10, "--save", saved,
+            "--predict", tmp_path / "pred.npy", "--quiet")
+        m = ag.Model.load(str(saved))
+        assert m.D == 8 and m.classes == (0 if k == 0 else 3)
+        np.testing.assert_array_equal(m.predict(g, x), np.load(tmp_path / "pred.npy"))
+        m.save(str(tmp_path / "again"))
+        if text is not None:
+            for name in sorted(os.listdir(saved)):
+                if name.endswith(".npy") or name == "model.txt":
+                    assert (saved / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
+            assert "rounds 2\n" in m.text if k == 1 else "rounds" not in m.text
+        else:
+            assert "rounds 2\n" in m.text and not (tmp_path / "again" / "model.args").exists()
+        np.testing.assert_array_equal(ag.Model.load(str(tmp_path / "again")).run(g, x), m.run(g, x))
+        shutil.rmtree(tmp_path / "again")
+    # drawn from a seed: the tool's --model FILE --seed 7 states
+    fresh = ag.Model.init(texts[0], 8, seed=7)
+    (tmp_path / "m0.txt").write_text(texts[0])
+    cli("run", gml, "--features", os.path.join(planted, "x.npy"), "--model", tmp_path / "m0.txt",
+        "--seed", 7, "--out", tmp_path / "y.npy", "--quiet")
+    np.testing.assert_array_equal(fresh.run(g, x), np.load(tmp_path / "y.npy"))
+    assert "2 layers" in repr(fresh) and fresh.width_out == 3
+    with pytest.raises(ag.Error, match="model text line 1: rounds 0; expected a count"):
+        ag.Model.init("rounds 0\nlayer heads=1 dim=2\n", 8)
+    with pytest.raises(ag.Error, match="x has shape \\[4, 8\\]; expected \\[%d, 8\\]" % g.N):
+        fresh.run(g, x[:4])
+    with pytest.raises(ag.Error, match="model.txt"):
+        ag.Model.load(str(tmp_path))
+    with pytest.raises(ag.Error, match="cannot create it: .* does not exist"):
+        fresh.save(str(tmp_path / "no" / "such"))
+    with pytest.raises(TypeError):
+        ag.Model()

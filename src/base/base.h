@@ -169,6 +169,33 @@ void ag_i_file_abort(ag_i_file_t *f);
    process ignores stays ignored. A process-wide choice: the command-line
    tool's, never the library's. */
 void ag_i_file_cleanup_on_signals(void);
+/* Names target where err's message names path (a temporary's /dev/fd/N). */
+void ag_i_file_name_in_message(ag_error_t *err, const char *path, const char *target);
+
+/* ---- folders written whole (folder.c) ---- */
+
+/* One file of a folder: float32 of ndim dimensions, int64 [shape[0]] (i64
+   set), or a line of text (text set). */
+typedef struct {
+    const char *name;          /* "dwq.npy", or in a subfolder "round-2/dwq.npy" */
+    const float *f32;
+    const int64_t *i64;
+    int ndim;
+    int64_t shape[3];
+    const char *text;
+} ag_i_folder_item_t;
+
+/* Refuses, before any work, a folder that cannot be written or created (its
+   parent missing), a file in its place, and "-". option ("--save", or NULL)
+   names the folder in messages beside its name. */
+int ag_i_folder_check(const char *dir, const char *option, ag_error_t *err);
+/*
+ * Writes items into dir (created if missing, with the subfolders the names
+ * have): each file through a temporary, all renamed into place once all are
+ * written. On failure nothing is replaced and the folders it made are removed.
+ */
+int ag_i_folder_write(const char *dir, const char *option, const ag_i_folder_item_t *items,
+                      int n, ag_error_t *err);
 
 #include "base/gemm.h"
 #include "base/simd_level.h"

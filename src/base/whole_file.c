@@ -334,3 +334,19 @@ void ag_i_file_abort(ag_i_file_t *f)
     if (f->fd >= 0 || f->slot)
         release(f, 1);
 }
+
+void ag_i_file_name_in_message(ag_error_t *err, const char *path, const char *target)
+{
+    if (!path[0] || strcmp(path, target) == 0)
+        return;
+    /* /dev/fd/3 is not the start of /dev/fd/31 */
+    const size_t len = strlen(path);
+    char *at = strstr(err->msg, path);
+    while (at && at[len] >= '0' && at[len] <= '9')
+        at = strstr(at + 1, path);
+    if (!at)
+        return;
+    char tail[sizeof err->msg];
+    snprintf(tail, sizeof tail, "%s", at + len);
+    snprintf(at, sizeof err->msg - (size_t)(at - err->msg), "%s%s", target, tail);
+}

@@ -398,29 +398,23 @@ size_t model_file_text(char *buf, size_t cap, const run_opts_t *o, const float d
    (csv_table.c). */
 int read_all(const char *path, char **buf, size_t *len, long max, ag_error_t *err);
 
-/* ---- folders of outputs (folder.c) ---- */
+/* ---- folders of outputs: the library's (base/folder.c) ---- */
 
-/* One file of a folder: float32 of ndim dimensions, int64 [shape[0]] (i64
-   set), or a line of text (text set). */
-typedef struct {
-    const char *name;          /* "dwq.npy", or in a subfolder "round-2/dwq.npy" */
-    const float *f32;
-    const int64_t *i64;
-    int ndim;
-    int64_t shape[3];
-    const char *text;
-} folder_item_t;
+typedef ag_i_folder_item_t folder_item_t;
 
-/* Refuses, before any work, a folder that cannot be written or created (its
-   parent missing), a file in its place, and "-". */
-int folder_check(const char *dir, const char *option, ag_error_t *err);
-/*
- * Writes items into dir (created if missing, with the subfolders the names
- * have): each file through a temporary, all renamed into place once all are
- * written. On failure nothing is replaced and the folders it made are removed.
- */
-int folder_write(const char *dir, const char *option, const folder_item_t *items, int n,
-                 ag_error_t *err);
+/* Refuses, before any work, a folder that cannot be written or created. */
+static inline int folder_check(const char *dir, const char *option, ag_error_t *err)
+{
+    return ag_i_folder_check(dir, option, err);
+}
+/* Writes items into dir whole or not at all, its temporaries removed when a
+   signal ends the tool (the tool's choice, as for its single files). */
+static inline int folder_write(const char *dir, const char *option, const folder_item_t *items,
+                               int n, ag_error_t *err)
+{
+    ag_i_file_cleanup_on_signals();
+    return ag_i_folder_write(dir, option, items, n, err);
+}
 
 /* ---- class predictions from a linear readout (predict.c) ---- */
 

@@ -499,12 +499,13 @@ static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     if (o->model.spec.n_layers) {   /* layers of their own shapes */
         if ((rc = model_file_layers(&in->layers, o, D, in->edges ? in->edges->cols : 0, err)))
             return rc;
-        in->n_layers = o->model.spec.n_layers, in->rounds = in->n_layers;
+        in->n_layers = o->model.spec.n_layers;
+        in->rounds = o->model.spec.rounds ? o->model.spec.rounds : in->n_layers;
         /* the last round's heads: what run's exports of the final attention read */
         const ag_weights_t *last = &in->layers[in->n_layers - 1];
         in->H = last->H, in->d = last->d;
         return check_state_memory(in->N, ag_rounds_widest(in->layers, in->n_layers,
-                                                          in->n_layers),
+                                                          in->rounds),
                                   1, ag_i_layers_largest_hd(in->layers, in->n_layers), err);
     }
     if (o->weights) {

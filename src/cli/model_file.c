@@ -112,7 +112,7 @@ int model_file_read(run_opts_t *o, const char *path, const char *cmd)
     if (o->edge_features && !reads_edges)
         return FILE_ERROR("--edge-features %s given, and no layer of %s reads them; give a layer "
                           "edges=yes", o->edge_features, path);
-    o->heads = spec->layers[0].heads, o->rounds = spec->n_layers;
+    o->heads = spec->layers[0].heads, o->rounds = spec->rounds ? spec->rounds : spec->n_layers;
     return 0;
 }
 

@@ -274,20 +274,7 @@ void out_abort(out_file_t *o)
 
 void out_name_errors(const out_file_t *outs, int n, ag_error_t *err)
 {
-    for (int k = 0; k < n; k++) {
-        const out_file_t *o = &outs[k];
-        const char *path = o->file.path;
-        if (!o->target || !path[0] || strcmp(path, o->target) == 0)
-            continue;
-        /* /dev/fd/3 is not the start of /dev/fd/31 */
-        const size_t len = strlen(path);
-        char *at = strstr(err->msg, path);
-        while (at && at[len] >= '0' && at[len] <= '9')
-            at = strstr(at + 1, path);
-        if (!at)
-            continue;
-        char tail[sizeof err->msg];
-        snprintf(tail, sizeof tail, "%s", at + len);
-        snprintf(at, sizeof err->msg - (size_t)(at - err->msg), "%s%s", o->target, tail);
-    }
+    for (int k = 0; k < n; k++)
+        if (outs[k].target)
+            ag_i_file_name_in_message(err, outs[k].file.path, outs[k].target);
 }

@@ -265,28 +265,8 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
 
 int model_items(const model_t *m, folder_item_t *items, char (*names)[64])
 {
-    int n = 0;
-    for (int l = 0; l < m->n_layers; l++) {
-        ag_weights_t *w = &m->layers[l];
-        for (int k = 0; k < AG_LAYER_ARRAYS; k++) {
-            const float *p = *ag_layer_array(w, k);
-            if (!p)
-                continue;
-            if (m->n_layers > 1)
-                snprintf(names[n], 64, "round-%d/%s.npy", l + 1, ag_layer_array_info(k)->name);
-            else
-                snprintf(names[n], 64, "%s.npy", ag_layer_array_info(k)->name);
-            folder_item_t *it = &items[n];
-            *it = (folder_item_t){names[n], p, NULL, 0, {0, 0, 0}, NULL};
-            it->ndim = ag_layer_array_shape(w, k, it->shape);
-            n++;
-        }
-    }
-    if (m->C && m->readout) {
-        items[n++] = (folder_item_t){"readout.npy", m->wr, NULL, 2, {m->C, m->D, 0}, NULL};
-        items[n++] = (folder_item_t){"readout_bias.npy", m->br, NULL, 1, {m->C, 0, 0}, NULL};
-    }
-    return n;
+    return ag_i_model_items(m->layers, m->n_layers, m->readout ? m->C : 0, m->D, m->wr, m->br,
+                            items, names);
 }
 
 size_t model_text(char *buf, size_t cap, const train_opts_t *to, const inputs_t *in,

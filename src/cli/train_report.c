@@ -143,8 +143,12 @@ void print_setup(const train_opts_t *to, const inputs_t *in, const task_t *t,
     static const char *const opt_names[] = {"adam", "adamw", "sgd"};
     const run_opts_t *o = &to->o;
     if (o->model.spec.n_layers) {   /* the widths layer by layer: 1433 -> 64 -> 7 */
-        printf("train: %d layer%s of %s (widths %lld", o->model.spec.n_layers,
-               AG_PLURAL(o->model.spec.n_layers), o->model.path, (long long)in->x0.cols);
+        if (o->model.spec.rounds)
+            printf("train: %lld round%s of one layer of %s (widths %lld", (long long)in->rounds,
+                   AG_PLURAL(in->rounds), o->model.path, (long long)in->x0.cols);
+        else
+            printf("train: %d layer%s of %s (widths %lld", o->model.spec.n_layers,
+                   AG_PLURAL(o->model.spec.n_layers), o->model.path, (long long)in->x0.cols);
         for (int k = 0; k < in->n_layers; k++)
             printf(" -> %lld", (long long)ag_layer_width_out(&in->layers[k]));
         printf("%s, %s scores, %s, seed %llu); ", o->model.spec.readout ? ", linear readout" : "",

@@ -308,6 +308,65 @@ int ag_model_load(ag_model_t *m, const char *dir, ag_error_t *err)
     return rc ? rc : ag_model_load_arrays(m, &spec, dir, D, edge_dim, err);
 }
 
+/* ------------------------------------------------------------- saving */
+
+int ag_i_model_items(const ag_weights_t *layers, int n_layers, int64_t C, int64_t width,
+                     const float *wr, const float *br, ag_i_folder_item_t *items,
+                     char (*names)[64])
+{
+    int n = 0;
+    for (int l = 0; l < n_layers; l++) {
+        const ag_weights_t *w = &layers[l];
+        for (int k = 0; k < AG_LAYER_ARRAYS; k++) {
+            const float *p = *ag_layer_array((ag_weights_t *)w, k);
+            if (!p)
+                continue;
+            if (n_layers > 1)
+                snprintf(names[n], 64, "round-%d/%s.npy", l + 1, ag_layer_array_info(k)->name);
+            else
+                snprintf(names[n], 64, "%s.npy", ag_layer_array_info(k)->name);
+            ag_i_folder_item_t *it = &items[n];
+            *it = (ag_i_folder_item_t){names[n], p, NULL, 0, {0, 0, 0}, NULL};
+            it->ndim = ag_layer_array_shape(w, k, it->shape);
+            n++;
+        }
+    }
+    if (C > 0) {
+        items[n++] = (ag_i_folder_item_t){"readout.npy", wr, NULL, 2, {C, width, 0}, NULL};
+        items[n++] = (ag_i_folder_item_t){"readout_bias.npy", br, NULL, 1, {C, 0, 0}, NULL};
+    }
+    return n;
+}
+
+int ag_model_save(const ag_model_t *m, const char *dir, ag_error_t *err)
+{
+    if (!m || !m->layers || !dir)
+        return ag_fail(err, AG_EINVAL, "ag_model_save: %s is NULL",
+                       !dir ? "the folder" : "the model");
+    if (m->spec.readout && (m->C < 1 || !m->wr || !m->br))
+        return ag_fail(err, AG_EINVAL, "%s: the model has a linear readout and no classes "
+                       "(ag_model_init with classes >= 1 draws its Wr)", dir);
+    int rc = ag_i_folder_check(dir, NULL, err);
+    if (rc)
+        return rc;
+    const int cap = m->spec.n_layers * AG_LAYER_ARRAYS + 3;
+    ag_i_folder_item_t *items = ag_calloc(cap, sizeof *items, err, "the model's files");
+    char (*names)[64] = ag_calloc(cap, sizeof *names, err, "the model's files");
+    const size_t len = ag_model_spec_text(NULL, 0, &m->spec);
+    char *text = ag_alloc((int64_t)len + 1, 1, err, "the model's text");
+    if (items && names && text) {
+        ag_model_spec_text(text, len + 1, &m->spec);
+        int n = ag_i_model_items(m->layers, m->spec.n_layers, m->spec.readout ? m->C : 0,
+                                 ag_model_width_out(m), m->wr, m->br, items, names);
+        items[n++] = (ag_i_folder_item_t){.name = "model.txt", .text = text};
+        rc = ag_i_folder_write(dir, NULL, items, n, err);
+    } else {
+        rc = ag_alloc_status();
+    }
+    free(items), free(names), free(text);
+    return rc;
+}
+
 /* ------------------------------------------------------------- running */
 
 void ag_readout_predict(const float *X, int64_t N, int64_t D, const float *Wr, const float *br,

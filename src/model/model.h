@@ -175,6 +175,13 @@ int ag_i_layer_norm_backward(float *dX, float *dW, float *dB, const float *dY, c
 int ag_i_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_t D,
                       int64_t edge_dim, const char *dir, uint64_t seed, ag_error_t *err);
 void ag_i_model_layers_free(ag_weights_t *layers, int n);
+/* The files of a saved model's folder into items (n_layers x AG_LAYER_ARRAYS
+   + 2 of them, names as long): each layer's arrays (in round-k/ for more than
+   one layer) and, C > 0, the readout Wr [C, width] and br [C]. Returns how
+   many. (ag_model_save's, and the tool's train --save.) */
+int ag_i_model_items(const ag_weights_t *layers, int n_layers, int64_t C, int64_t width,
+                     const float *wr, const float *br, ag_i_folder_item_t *items,
+                     char (*names)[64]);
 
 /* Sets the model-wide key named key ("beta", "alibi", ...; value NULL for a
    switch) as a model text's line does (messages: path, line). */

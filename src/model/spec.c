@@ -213,6 +213,7 @@ static const struct {
     [AG_KEY_DIRECTED] = {"directed", 0}, [AG_KEY_UNDIRECTED] = {"undirected", 0},
     [AG_KEY_DROPOUT] = {"dropout", 1}, [AG_KEY_ATTN_DROPOUT] = {"attn-dropout", 1},
     [AG_KEY_RESID_DROPOUT] = {"resid-dropout", 1}, [AG_KEY_READOUT] = {"readout", 1},
+    [AG_KEY_ROUNDS] = {"rounds", 1},
 };
 
 const char *ag_model_key_name(ag_model_key_t key)
@@ -313,6 +314,16 @@ static int model_value(ag_model_spec_t *spec, ag_model_key_t k, const char *v, c
                          "Wr^T + br) or none (the last layer writes the classes)", path, line,
                          v);
         break;
+    case AG_KEY_ROUNDS: {
+        char *end = NULL;
+        errno = 0;
+        const long r = strtol(v, &end, 10);
+        if (errno || end == v || *end || r < 1 || r > 1000000)
+            rc = ag_fail(err, AG_EINVAL, "%s line %d: rounds %s; expected a count of rounds in "
+                         "1..1000000 (the one layer run that many times)", path, line, v);
+        spec->rounds = (int)r;
+        break;
+    }
     case AG_MODEL_KEYS:
         break;
     }
@@ -401,6 +412,11 @@ int ag_model_spec_parse(ag_model_spec_t *spec, const char *text, const char *pat
     }
     if (!rc && spec->n_layers == 0)
         rc = ag_fail(err, AG_EFORMAT, "%s: no layer line (layer heads=H dim=d ...)", path);
+    if (!rc && spec->rounds && spec->n_layers != 1)
+        rc = ag_fail(err, AG_EINVAL, "%s line %d: rounds %d runs one layer %d times, its "
+                     "weights shared; the file has %d layer lines (give one, or no rounds line "
+                     "for a layer a round)", path, spec->line[AG_KEY_ROUNDS], spec->rounds,
+                     spec->rounds, spec->n_layers);
     if (!rc && spec->line[AG_KEY_DIRECTED] && spec->line[AG_KEY_UNDIRECTED])
         rc = ag_fail(err, AG_EINVAL, "%s line %d: directed and undirected; give one", path,
                      spec->line[AG_KEY_UNDIRECTED] > spec->line[AG_KEY_DIRECTED]
@@ -478,6 +494,8 @@ size_t ag_model_spec_text(char *buf, size_t cap, const ag_model_spec_t *spec)
             APPEND("%s %s\n", model_keys[AG_KEY_DROPOUT + k].name,
                    float_text(num, sizeof num, spec->dropout[k]));
     APPEND("readout %s\n", spec->readout ? "linear" : "none");
+    if (spec->rounds)
+        APPEND("rounds %d\n", spec->rounds);
     for (int l = 0; l < spec->n_layers; l++) {
         const ag_layer_spec_t *L = &spec->layers[l];
         APPEND("layer heads=%lld dim=%lld", (long long)L->heads, (long long)L->dim);
@@ -538,6 +556,12 @@ void ag_layer_spec_shape(ag_weights_t *w, const ag_layer_spec_t *L, int64_t D, i
 int ag_model_spec_check(const ag_model_spec_t *spec, const char *path, int64_t D,
                         int64_t classes, ag_error_t *err)
 {
+    if (spec->n_layers < 1 || spec->n_layers > AG_MODEL_MAX_LAYERS)
+        return ag_fail(err, AG_EINVAL, "%s: %d layers; expected 1..%d", path, spec->n_layers,
+                       AG_MODEL_MAX_LAYERS);
+    if (spec->rounds < 0 || (spec->rounds > 0 && spec->n_layers != 1))
+        return ag_fail(err, AG_EINVAL, "%s: rounds %d with %d layers; a count of rounds runs "
+                       "one layer, its weights shared", path, spec->rounds, spec->n_layers);
     for (int k = 0; k < spec->n_layers; k++) {
         const ag_layer_spec_t *L = &spec->layers[k];
         if (L->post_norm && spec->norm != AG_NORM_LAYER)

@@ -1,9 +1,9 @@
 /*
- * A folder of outputs (grad --out DIR, train --save DIR): every file is
- * written to a temporary beside it and all are renamed into place only when
- * every one of them was written, as the single-file outputs are (outputs.c).
- * Folders the run had to create are removed again when it fails, so a failed
- * run leaves the disk as it found it.
+ * A folder of files written whole or not at all (a saved model, grad --out
+ * DIR, train --save DIR): every file is written to a temporary beside it
+ * (base/whole_file.c) and all are renamed into place only when every one of
+ * them was written. Folders the write had to create are removed again when it
+ * fails, so a failed write leaves the disk as it found it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,26 +11,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
 #include "base/base.h"
 
-int folder_check(const char *dir, const char *option, ag_error_t *err)
+/* "OPTION DIR" for messages, or DIR alone (option NULL: the library's). */
+static const char *named(char *buf, size_t cap, const char *option, const char *dir)
 {
-    if (!*dir)
-        return ag_fail(err, AG_EINVAL, "%s: the folder name is empty", option);
+    snprintf(buf, cap, "%s%s%s", option ? option : "", option ? " " : "", dir);
+    return buf;
+}
+
+int ag_i_folder_check(const char *dir, const char *option, ag_error_t *err)
+{
+    char who[4200];
+    if (!dir || !*dir)
+        return ag_fail(err, AG_EINVAL, "%s%sthe folder name is empty", option ? option : "",
+                       option ? ": " : "");
     if (strcmp(dir, "-") == 0)
         return ag_fail(err, AG_EINVAL, "%s names a folder; standard output (-) cannot hold "
-                       "several files", option);
+                       "several files", option ? option : "-");
+    named(who, sizeof who, option, dir);
     struct stat st;
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode))
-            return ag_fail(err, AG_EIO, "%s %s: exists and is not a folder", option, dir);
+            return ag_fail(err, AG_EIO, "%s: exists and is not a folder", who);
         if (access(dir, W_OK) != 0)
-            return ag_fail(err, AG_EIO, "%s %s: cannot write: %s", option, dir, strerror(errno));
+            return ag_fail(err, AG_EIO, "%s: cannot write: %s", who, strerror(errno));
         return AG_OK;
     }
     if (errno != ENOENT)
-        return ag_fail(err, AG_EIO, "%s %s: %s", option, dir, strerror(errno));
+        return ag_fail(err, AG_EIO, "%s: %s", who, strerror(errno));
     /* not there yet: its parent must be a folder we can write */
     char parent[4096];
     snprintf(parent, sizeof parent, "%s", dir);
@@ -43,13 +52,11 @@ int folder_check(const char *dir, const char *option, ag_error_t *err)
     else
         slash[slash == parent] = '\0';
     if (stat(parent, &st) != 0)
-        return ag_fail(err, AG_EIO, "%s %s: cannot create it: %s does not exist", option, dir,
-                       parent);
+        return ag_fail(err, AG_EIO, "%s: cannot create it: %s does not exist", who, parent);
     if (!S_ISDIR(st.st_mode))
-        return ag_fail(err, AG_EIO, "%s %s: cannot create it: %s is not a folder", option, dir,
-                       parent);
+        return ag_fail(err, AG_EIO, "%s: cannot create it: %s is not a folder", who, parent);
     if (access(parent, W_OK) != 0)
-        return ag_fail(err, AG_EIO, "%s %s: cannot create it in %s: %s", option, dir, parent,
+        return ag_fail(err, AG_EIO, "%s: cannot create it in %s: %s", who, parent,
                        strerror(errno));
     return AG_OK;
 }
@@ -73,13 +80,14 @@ static int make_dir(made_t *made, const char *path, const char *option, ag_error
     struct stat st;
     if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return AG_OK;
-    return ag_fail(err, AG_EIO, "%s: cannot create the folder %s: %s", option, path,
+    return ag_fail(err, AG_EIO, "%s%scannot create the folder %s: %s", option ? option : "",
+                   option ? ": " : "", path,
                    errno == EEXIST ? "a file has that name" : strerror(errno));
 }
 
 /* Makes dir and every subfolder an item's name has ("round-2/dwq.npy"). */
 static int make_dirs(made_t *made, const char *dir, const char *option,
-                     const folder_item_t *items, int n, ag_error_t *err)
+                     const ag_i_folder_item_t *items, int n, ag_error_t *err)
 {
     int rc = make_dir(made, dir, option, err);
     for (int k = 0; k < n && !rc; k++) {
@@ -105,7 +113,7 @@ static int write_text(const char *path, const char *text, ag_error_t *err)
     return AG_OK;
 }
 
-static int write_item(const char *path, const folder_item_t *it, ag_error_t *err)
+static int write_item(const char *path, const ag_i_folder_item_t *it, ag_error_t *err)
 {
     if (it->text)
         return write_text(path, it->text, err);
@@ -114,39 +122,49 @@ static int write_item(const char *path, const folder_item_t *it, ag_error_t *err
     return ag_npy_write_f32_nd(path, it->f32, it->ndim, it->shape, err);
 }
 
-int folder_write(const char *dir, const char *option, const folder_item_t *items, int n,
-                 ag_error_t *err)
+int ag_i_folder_write(const char *dir, const char *option, const ag_i_folder_item_t *items,
+                      int n, ag_error_t *err)
 {
-    out_file_t *outs = calloc((size_t)(n > 0 ? n : 1), sizeof *outs);
+    ag_i_file_t *files = calloc((size_t)(n > 0 ? n : 1), sizeof *files);
     char (*paths)[4096] = calloc((size_t)(n > 0 ? n : 1), sizeof *paths);
     made_t made = {NULL, 0};
-    if (!outs || !paths) {
-        free(outs), free(paths);
-        return ag_fail(err, AG_ENOMEM, "%s: out of memory", option);
+    if (!files || !paths) {
+        free(files), free(paths);
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory", option ? option : dir);
     }
-    int rc = make_dirs(&made, dir, option, items, n, err), usage = 0;
     for (int k = 0; k < n; k++) {
+        files[k].fd = -1;
         snprintf(paths[k], sizeof paths[k], "%s%s%s", dir,
                  dir[strlen(dir) - 1] == '/' ? "" : "/", items[k].name);
-        const char *ext = strrchr(items[k].name, '.');   /* the item's own: .npy, .txt */
-        out_init(&outs[k], paths[k], option, ext ? ext + 1 : "npy");
     }
-    if (!rc)
-        rc = out_open_all(outs, n, &usage, err);
+    int rc = make_dirs(&made, dir, option, items, n, err);
+    for (int k = 0; k < n && !rc; k++) {
+        if ((rc = ag_i_file_resolve(&files[k], paths[k], option, err)))
+            break;
+        for (int j = 0; j < k && !rc; j++)   /* links in the folder to one file */
+            if (strcmp(files[j].final, files[k].final) == 0)
+                rc = ag_fail(err, AG_EIO, "%s and %s are the same file (%s); each file of a "
+                             "folder must be its own", paths[j], paths[k], files[k].final);
+    }
     for (int k = 0; k < n && !rc; k++)
-        rc = write_item(outs[k].file.path, &items[k], err);
-    if (!rc)
-        rc = out_commit_all(outs, n, err);
+        rc = ag_i_file_create(&files[k], option, paths[k], err);
+    for (int k = 0; k < n && !rc; k++)
+        rc = write_item(files[k].path, &items[k], err);
+    for (int k = 0; k < n && !rc; k++)   /* what can fail while nothing is replaced yet */
+        rc = ag_i_file_set_mode(&files[k], paths[k], err);
+    for (int k = 0; k < n && !rc; k++)
+        rc = ag_i_file_place(&files[k], paths[k], err);
     if (rc) {
-        out_name_errors(outs, n, err);
-        for (int k = 0; k < n; k++)
-            out_abort(&outs[k]);
+        for (int k = 0; k < n; k++) {
+            ag_i_file_name_in_message(err, files[k].path, paths[k]);
+            ag_i_file_abort(&files[k]);
+        }
         for (int k = made.n - 1; k >= 0; k--)   /* only folders this write made, if empty */
             rmdir(made.path[k]);
     }
     for (int k = 0; k < made.n; k++)
         free(made.path[k]);
     free(made.path);
-    free(outs), free(paths);
+    free(files), free(paths);
     return rc;
 }
