@@ -112,10 +112,13 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-SONAME := libattngraph.so.0
+VERSION := $(patsubst "%",%,$(shell sed -n 's/^\#define AG_VERSION //p' include/attngraph/base.h))
+# While the major version is 0 every minor release may change the ABI, so the
+# SONAME carries the minor version: libattngraph.so.0.2 for 0.2.x.
+ABI := $(shell echo $(VERSION) | cut -d. -f1-2)
+SONAME := libattngraph.so.$(ABI)
 LIB_A  := $(BUILD)/libattngraph.a
 LIB_SO := $(BUILD)/libattngraph.so
-VERSION := $(patsubst "%",%,$(shell sed -n 's/^\#define AG_VERSION //p' include/attngraph/base.h))
 LIB_SO_REAL := $(BUILD)/libattngraph.so.$(VERSION)
 CLI    := $(BUILD)/attngraph
 TESTS  := $(BUILD)/test_attngraph
@@ -309,7 +312,7 @@ $(BUILD)/src/train/optimizers.o: OBJ_FLAGS := -fno-math-errno
 $(LIB_A): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-# libattngraph.so -> libattngraph.so.0 -> libattngraph.so.X.Y.Z (the file).
+# libattngraph.so -> libattngraph.so.0.Y (the SONAME) -> libattngraph.so.0.Y.Z (the file).
 $(LIB_SO): $(LIB_SO_REAL)
 	ln -sf $(notdir $<) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $@
@@ -337,7 +340,7 @@ MPI_CLI_SRC := $(wildcard src/mpi/cli/*.c)
 MPI_LIB_OBJ := $(MPI_LIB_SRC:%.c=$(BUILD)/%.o)
 MPI_CLI_OBJ := $(MPI_CLI_SRC:%.c=$(BUILD)/%.o)
 MPI_LIB_A  := $(BUILD)/libattngraph_mpi.a
-MPI_SONAME := libattngraph_mpi.so.0
+MPI_SONAME := libattngraph_mpi.so.$(ABI)
 MPI_LIB_SO := $(BUILD)/libattngraph_mpi.so
 MPI_CLI    := $(BUILD)/attngraph-mpi
 MPI_COMPILE := OMPI_CC=$(CC) $(MPICC) $(AG_CFLAGS) $(CFLAGS)
@@ -354,11 +357,13 @@ $(MPI_LIB_A): $(MPI_LIB_OBJ)
 
 # It links libattngraph.so: what it calls beyond the public API is what the
 # core marks AG_INTERNAL (src/README.md); --no-undefined fails the link on
-# anything else. $ORIGIN: it finds libattngraph.so.0 beside itself.
+# anything else. $ORIGIN: it finds libattngraph.so.0.Y beside itself. The
+# links as the core's: .so -> SONAME -> .so.X.Y.Z.
 $(MPI_LIB_SO): $(MPI_LIB_OBJ) $(LIB_SO)
 	OMPI_CC=$(CC) $(MPICC) -shared -Wl,-soname,$(MPI_SONAME) -Wl,--no-undefined \
-	  -Wl,-rpath,'$$ORIGIN' $(AG_LDFLAGS) $(LDFLAGS) -o $@.0 $(MPI_LIB_OBJ) -L$(BUILD) -lattngraph $(LDLIBS)
-	ln -sf $(notdir $@).0 $@
+	  -Wl,-rpath,'$$ORIGIN' $(AG_LDFLAGS) $(LDFLAGS) -o $@.$(VERSION) $(MPI_LIB_OBJ) -L$(BUILD) -lattngraph $(LDLIBS)
+	ln -sf $(notdir $@).$(VERSION) $(BUILD)/$(MPI_SONAME)
+	ln -sf $(MPI_SONAME) $@
 
 # the command-line tool's objects but its main
 $(MPI_CLI): $(MPI_CLI_OBJ) $(filter-out %/src/cli/main.o,$(CLI_OBJ)) $(MPI_LIB_A) $(LIB_A)
@@ -474,7 +479,7 @@ PC_LIBS_PRIVATE := $(strip $(if $(NO_METIS),,-lmetis) $(if $(NO_OMP),,-lgomp) -l
 # Paths in attngraph.pc relative to ${prefix} where they lie under it.
 pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 # ldconfig after a real install (or uninstall) as root: programs then find
-# libattngraph.so.0 with no rpath. Not for a staged tree.
+# libattngraph.so.0.Y with no rpath. Not for a staged tree.
 LDCONFIG = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_path,$(LIBDIR))|' \
@@ -498,7 +503,7 @@ ifdef HAVE_MPI
 	$(PC_SED) src/attngraph-mpi.pc.in > $(BUILD)/attngraph-mpi.pc
 	install -m 755 $(MPI_CLI) $(DESTDIR)$(BINDIR)/attngraph-mpi
 	install -m 644 include/attngraph/mpi.h $(DESTDIR)$(INCLUDEDIR)/attngraph/mpi.h
-	install -m 755 $(MPI_LIB_SO).0 $(DESTDIR)$(LIBDIR)/libattngraph_mpi.so.$(VERSION)
+	install -m 755 $(MPI_LIB_SO).$(VERSION) $(DESTDIR)$(LIBDIR)/libattngraph_mpi.so.$(VERSION)
 	ln -sf libattngraph_mpi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(MPI_SONAME)
 	ln -sf $(MPI_SONAME) $(DESTDIR)$(LIBDIR)/libattngraph_mpi.so
 	install -m 644 $(MPI_LIB_A) $(DESTDIR)$(LIBDIR)/libattngraph_mpi.a
@@ -524,7 +529,7 @@ uninstall:
 # needed, nothing outside $(BUILD) touched.
 check-install: all $(EXAMPLE)
 	@MAKE="$(MAKE)" CC="$(CC)" LDFLAGS="$(LDFLAGS)" BUILD="$(BUILD)" VERSION="$(VERSION)" \
-	  HAVE_MPI="$(HAVE_MPI)" MPICC="$(MPICC)" CHECK_MPI="$(CHECK_MPI)" sh tests/check_install.sh
+	  ABI="$(ABI)" HAVE_MPI="$(HAVE_MPI)" MPICC="$(MPICC)" CHECK_MPI="$(CHECK_MPI)" sh tests/check_install.sh
 # The man page renders without a warning and describes every command and option
 # that the --help texts list (tests/check_man.sh).
 check-man: $(CLI)

@@ -3,7 +3,7 @@ it runs on. That is the file $ATTNGRAPH_LIB names, else this checkout's
 build/libattngraph.so, made with `make` first when the checkout has none; it is
 copied into the package, which loads it before an installed one. Built
 outside a checkout, the package has no library of its own and loads the
-installed libattngraph.so.0 (make install)."""
+installed libattngraph.so.0.2 (make install)."""
 import os
 import shutil
 import subprocess

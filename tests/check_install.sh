@@ -5,10 +5,10 @@
 # uninstall` and check that nothing of ours is left. Needs no root and touches
 # nothing outside the build folder.
 # Environment (from the Makefile): MAKE, CC, LDFLAGS (a sanitizer build's link
-# flags; empty in a plain build), BUILD, VERSION; HAVE_MPI (1: the MPI layer
+# flags; empty in a plain build), BUILD, VERSION, ABI (the SONAME's: 0.2); HAVE_MPI (1: the MPI layer
 # installs too), MPICC, and CHECK_MPI (0: the MPI example is built, not run).
 set -eu
-: "${MAKE:=make}" "${CC:=cc}" "${LDFLAGS:=}" "${BUILD:=build}" "${VERSION:?}" "${HAVE_MPI:=}"
+: "${MAKE:=make}" "${CC:=cc}" "${LDFLAGS:=}" "${BUILD:=build}" "${VERSION:?}" "${ABI:?}" "${HAVE_MPI:=}"
 : "${MPICC:=mpicc}" "${CHECK_MPI:=1}"
 
 root=$(pwd)
@@ -41,12 +41,12 @@ stage_make install "$stage" $prefix $prefix/lib
     for h in include/attngraph/*.h; do   # the MPI layer's with the MPI layer
         [ "$h" = include/attngraph/mpi.h ] && [ -z "$HAVE_MPI" ] || echo "usr/local/$h"
     done
-    for f in libattngraph.a libattngraph.so libattngraph.so.0 "libattngraph.so.$VERSION" \
+    for f in libattngraph.a libattngraph.so "libattngraph.so.$ABI" "libattngraph.so.$VERSION" \
         pkgconfig/attngraph.pc; do echo "usr/local/lib/$f"; done
     echo usr/local/share/man/man1/attngraph.1
     if [ -n "$HAVE_MPI" ]; then
         echo usr/local/bin/attngraph-mpi
-        for f in libattngraph_mpi.a libattngraph_mpi.so libattngraph_mpi.so.0 \
+        for f in libattngraph_mpi.a libattngraph_mpi.so "libattngraph_mpi.so.$ABI" \
             "libattngraph_mpi.so.$VERSION" pkgconfig/attngraph-mpi.pc; do
             echo "usr/local/lib/$f"
         done
@@ -58,11 +58,11 @@ for h in include/attngraph.h include/attngraph/*.h; do
     [ "$h" = include/attngraph/mpi.h ] && [ -z "$HAVE_MPI" ] && continue
     cmp -s "$h" "$stage$prefix/$h" || fail "$stage$prefix/$h differs from $h"
 done
-[ "$(readlink "$lib/libattngraph.so")" = libattngraph.so.0 ] &&
-    [ "$(readlink "$lib/libattngraph.so.0")" = "libattngraph.so.$VERSION" ] ||
-    fail "the links libattngraph.so -> .so.0 -> .so.$VERSION are wrong"
-readelf -d "$lib/libattngraph.so.$VERSION" | grep -q 'SONAME.*\[libattngraph\.so\.0\]' ||
-    fail "the installed library's SONAME is not libattngraph.so.0"
+[ "$(readlink "$lib/libattngraph.so")" = "libattngraph.so.$ABI" ] &&
+    [ "$(readlink "$lib/libattngraph.so.$ABI")" = "libattngraph.so.$VERSION" ] ||
+    fail "the links libattngraph.so -> .so.$ABI -> .so.$VERSION are wrong"
+readelf -d "$lib/libattngraph.so.$VERSION" | grep -qF "Library soname: [libattngraph.so.$ABI]" ||
+    fail "the installed library's SONAME is not libattngraph.so.$ABI"
 [ -x "$stage$prefix/bin/attngraph" ] || fail "bin/attngraph is not executable"
 "$stage$prefix/bin/attngraph" --version | grep -q "^attngraph $VERSION " ||
     fail "the installed attngraph --version does not say $VERSION"
@@ -88,8 +88,8 @@ pkg_config --validate attngraph || fail "pkg-config --validate attngraph failed"
 # shellcheck disable=SC2046  # pkg-config's flags are meant to split
 $CC tools/example_embed.c $(pkg_config --cflags --libs attngraph) $LDFLAGS -o "$out/example_embed" ||
     fail "cc tools/example_embed.c \$(pkg-config --cflags --libs attngraph) failed"
-LD_LIBRARY_PATH="$lib" ldd "$out/example_embed" | grep -q "libattngraph.so.0 => $lib/" ||
-    fail "example_embed does not load the staged libattngraph.so.0"
+LD_LIBRARY_PATH="$lib" ldd "$out/example_embed" | grep -qF "libattngraph.so.$ABI => $lib/" ||
+    fail "example_embed does not load the staged libattngraph.so.$ABI"
 LD_LIBRARY_PATH="$lib" "$out/example_embed" graphs/sentence.gml >"$out/embed.txt" ||
     fail "the installed example_embed failed"
 "$BUILD/example_embed" graphs/sentence.gml >"$out/embed-build-tree.txt"
@@ -105,8 +105,8 @@ if [ -n "$HAVE_MPI" ]; then
     OMPI_CC=$CC $MPICC tools/example_mpi.c $(pkg_config --cflags --libs attngraph-mpi) $LDFLAGS \
         -o "$out/example_mpi" ||
         fail "mpicc tools/example_mpi.c \$(pkg-config --cflags --libs attngraph-mpi) failed"
-    LD_LIBRARY_PATH="$lib" ldd "$out/example_mpi" | grep -q "libattngraph_mpi.so.0 => $lib/" ||
-        fail "example_mpi does not load the staged libattngraph_mpi.so.0"
+    LD_LIBRARY_PATH="$lib" ldd "$out/example_mpi" | grep -qF "libattngraph_mpi.so.$ABI => $lib/" ||
+        fail "example_mpi does not load the staged libattngraph_mpi.so.$ABI"
     # Open MPI's own leaks lie in plugins no suppression can name (tests/mpi/check.sh)
     [ "$CHECK_MPI" = 0 ] || OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         LD_LIBRARY_PATH="$lib" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \

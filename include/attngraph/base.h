@@ -30,7 +30,7 @@
 
 AG_BEGIN_DECLS
 
-#define AG_VERSION "0.1.0"
+#define AG_VERSION "0.2.0"
 /* The version of the library loaded: its build's AG_VERSION (a program or a
    binding built against other headers can tell; Python refuses to load one
    other than its own). */

@@ -3,7 +3,7 @@
 The library is, in this order: the file $ATTNGRAPH_LIB names; the build
 tree's build/libattngraph.so (when this package is the repository's
 python/attngraph); the copy `pip install ./python` put in the package; the
-installed libattngraph.so.0.
+installed libattngraph.so.0.2 (the SONAME: 0.x releases carry the minor version).
 """
 import ctypes
 import ctypes.util
@@ -32,7 +32,7 @@ def _candidates():
     shipped = os.path.join(here, "libattngraph.so")   # pip install ./python put it there
     out = [p for p in (build, shipped) if os.path.exists(p)]
     found = ctypes.util.find_library("attngraph")
-    return out + ([found] if found else []) + ["libattngraph.so.0"]
+    return out + ([found] if found else []) + [SONAME]
 
 
 def _load():
@@ -48,7 +48,9 @@ def _load():
 
 
 # the package's version, which must be the library's: the structs here mirror its headers
-VERSION = "0.1.0"
+VERSION = "0.2.0"
+# the installed library's name while the major version is 0: each minor release may change its ABI
+SONAME = "libattngraph.so." + ".".join(VERSION.split(".")[:2])
 
 lib, path = _load()
 if not hasattr(lib, "ag_version"):

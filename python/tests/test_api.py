@@ -158,7 +158,7 @@ def run_python(code, env_extra):
 
 def test_library_from_environment_variable():
     lib = os.path.realpath(os.environ.get("ATTNGRAPH_LIB") or
-                           os.path.join(ROOT, "build", "libattngraph.so.0"))
+                           os.path.join(ROOT, "build", "libattngraph.so.0.2"))
     r = run_python("import attngraph; print(attngraph.library_path)", {"ATTNGRAPH_LIB": lib})
     assert r.returncode == 0 and r.stdout.strip() == lib
     r = run_python("import attngraph", {"ATTNGRAPH_LIB": "/nonexistent/libattngraph.so"})
