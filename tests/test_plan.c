@@ -216,7 +216,10 @@ START_TEST(plan_measures_rates)
                                "'window:4' on 65536 nodes"},
                               {"plan --ranks 2 graphs/karate.gml --threads 1", "the input itself"},
                               {"plan --ranks 2 --pattern blocks:3,5 --heads 2", "'blocks:3,5' on 8 nodes"},
-                              {"plan --ranks 2 --pattern grid:300x300,1", "'random:9' on 65536"}};
+                              {"plan --ranks 2 --pattern grid:300x300,1",
+                               "65536 nodes of 9 random sources among 65536 rows"},
+                              {"plan --ranks 2 --pattern random:10 --nodes 1000000 --heads 4 "
+                               "--dim 64", "'random:10' on 996662 nodes"}};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char *out, *err;
         ck_assert_msg(run_cli(cases[k][0], &out, &err) == 0, "%s", err);

@@ -309,11 +309,18 @@ int cmd_plan(int argc, char **argv)
         for (int p = 0; p < pp[0].P; p++)
             E += pp[0].st[p].n_edges;
         in.mean_degree = (double)E / (double)in.N;
+        in.rows_read = 0;
+        for (int p = 0; p < pp[0].P; p++)
+            if (pp[0].st[p].n_dst + pp[0].st[p].n_halo > in.rows_read)
+                in.rows_read = pp[0].st[p].n_dst + pp[0].st[p].n_halo;
         m.D = po.o.dim ? po.o.dim : DEFAULT_DIM;
         m.H = po.o.heads;
         m.d = po.o.head_dim ? po.o.head_dim : m.D / m.H;
         m.row_bytes = 2 * m.H * m.d * (int64_t)sizeof(float);
-        rc = plan_measure(&po.rates, &in, m.D, m.H, m.d, &err);
+        m.N = in.N, m.csr = po.o.src.csr != NULL;
+        rc = plan_runs_per_node(&m.runs_per_node, &in, &err);
+        if (!rc)
+            rc = plan_measure(&po.rates, &in, m.D, m.H, m.d, &err);
         m.kernel = po.rates.kernel_gflops, m.gemm = po.rates.gemm_gflops;
         m.bandwidth = po.bandwidth;
     }

@@ -13,6 +13,7 @@ typedef struct {
     int64_t N;
     ag_self_loops_t self;
     double mean_degree;       /* messages per node (patterns: from a first plan) */
+    int64_t rows_read;        /* the K/V rows the largest process reads (own + halo) */
 } plan_input_t;
 
 /* Rates per process; <= 0: measured by plan_measure. */
@@ -30,6 +31,21 @@ int plan_gemm_rate(double *gflops, int64_t D, int64_t HD, ag_error_t *err);
 /* Measures the rates r does not give, on a small input of in's kind. */
 int plan_measure(plan_rates_t *r, const plan_input_t *in, int64_t D, int64_t H, int64_t d,
                  ag_error_t *err);
+
+/* ---- a process's peak memory (plan_memory.c) ---- */
+
+/* What a process holds: N nodes in all, n its destinations with e in-edges in
+   `runs` runs of consecutive sources, `halo` rows it reads from others; D the
+   features' width, HD the heads' (H*d); gather: rank 0 collects --out's rows
+   of out_cols columns; csr: the edges are read from a CSR (else a pattern
+   compiled by each process); ring: the ring path (else the halo path). */
+typedef struct {
+    int64_t N, n, e, runs, halo, D, HD, out_cols;
+    int gather, csr, ring;
+} plan_memory_t;
+
+/* Its peak resident bytes (the runtime's included). */
+double plan_peak_bytes(const plan_memory_t *m);
 
 /* ---- the command's options and counts (plan.c), its figures (plan_print.c) ---- */
 
@@ -58,7 +74,17 @@ typedef struct {
 typedef struct {
     int64_t D, H, d, row_bytes;   /* row_bytes: a K and a V row, float32 */
     double kernel, gemm, bandwidth;   /* GFLOP/s, GFLOP/s, GB/s */
+    int64_t N;                    /* the nodes */
+    double runs_per_node;         /* runs of consecutive sources a destination has */
+    int csr;                      /* the edges come from a CSR's files (else a pattern) */
 } plan_model_t;
+
+/* Runs of consecutive sources per destination: the input's, or a pattern's on
+   the nodes plan_measure times it on. */
+int plan_runs_per_node(double *runs, const plan_input_t *in, ag_error_t *err);
+/* The peak bytes of process p of pp (rank 0 with out: gathering --out's rows)
+   on the halo path, or the ring's. */
+double plan_part_peak(const plan_model_t *m, const plan_parts_t *pp, int p, int out, int ring);
 
 /* What the command prints: its header (once), a table or a JSON line per P, and
    every process of every P as CSV (header: the column names first). */

@@ -110,9 +110,20 @@ static void print_summary(const plan_model_t *m, const plan_parts_t *pp, double 
     print_row("max", &hi);
 }
 
+double plan_part_peak(const plan_model_t *m, const plan_parts_t *pp, int p, int out, int ring)
+{
+    const ag_part_stats_t *s = &pp->st[p];
+    const double runs = (double)s->n_dst * m->runs_per_node;
+    const plan_memory_t mem = {m->N, s->n_dst, s->n_edges,
+                               runs < (double)s->n_edges ? (int64_t)runs : s->n_edges,
+                               s->n_halo, m->D, m->H * m->d, m->D, out, m->csr, ring};
+    return plan_peak_bytes(&mem);
+}
+
 typedef struct {
     double round, overlap;        /* slowest process: compute + comm, max(compute, comm) */
     double max_bytes, max_rows;   /* halo path: bytes in, K/V rows held (own + halo) */
+    double peak, peak_out;        /* bytes at the peak: the largest process; rank 0 with --out */
     int64_t edges, cut, max_work;
     double imbalance;
 } totals_t;
@@ -128,10 +139,12 @@ static totals_t totals_of(const plan_model_t *m, const plan_parts_t *pp)
         t.overlap = fmax(t.overlap, fmax(c, w));
         t.max_bytes = fmax(t.max_bytes, bytes);
         t.max_rows = fmax(t.max_rows, (double)(s->n_dst + s->n_halo));
+        t.peak = fmax(t.peak, plan_part_peak(m, pp, p, 0, 0));
         t.edges += s->n_edges;
         t.cut += s->n_cut;
     }
     t.imbalance = ag_partition_imbalance(pp->st, pp->P);
+    t.peak_out = plan_part_peak(m, pp, 0, 1, 0);
     return t;
 }
 
@@ -141,7 +154,7 @@ static totals_t totals_of(const plan_model_t *m, const plan_parts_t *pp)
    work is balanced by striping the blocks (as Striped / zigzag Ring Attention
    do): each process computes a P-th of the total. */
 typedef struct {
-    double max_bytes, max_rows, overlap;
+    double max_bytes, max_rows, overlap, peak;
 } ring_t;
 
 static ring_t ring_of(const plan_model_t *m, const plan_parts_t *pp, int64_t N)
@@ -154,20 +167,23 @@ static ring_t ring_of(const plan_model_t *m, const plan_parts_t *pp, int64_t N)
     r.max_bytes = (double)(N - N / pp->P) * (double)m->row_bytes;
     r.max_rows = 3.0 * (double)block;
     r.overlap = fmax(compute / pp->P, comm_s(m, r.max_bytes));
+    for (int p = 0; p < pp->P; p++)
+        r.peak = fmax(r.peak, plan_part_peak(m, pp, p, 0, 1));
     return r;
 }
 
 static void print_ring(const plan_model_t *m, const plan_parts_t *pp, const totals_t *t, int64_t N)
 {
     const ring_t r = ring_of(m, pp, N);
-    char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32];
+    char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], i[32], j[32];
     const double rb = (double)m->row_bytes;
     printf("ring path (blocks of N/P K/V rows passed around the %d processes, work striped, "
            "transfers overlapped):\n"
            "  bytes in a round, largest process: ring %s, halo path %s\n"
            "  K/V rows held, largest process: ring %s = %s (own block + 2 in flight), halo "
            "path %s = %s (own + halo)\n"
-           "  round, transfers overlapped: ring %s, halo path %s -> %s\n",
+           "  round, transfers overlapped: ring %s, halo path %s -> %s\n"
+           "  peak memory a process: ring %s, halo path %s\n",
            pp->P, bytes_text(r.max_bytes, a, sizeof a), bytes_text(t->max_bytes, b, sizeof b),
            grouped(r.max_rows, c, sizeof c), bytes_text(r.max_rows * rb, g, sizeof g),
            grouped(t->max_rows, d, sizeof d), bytes_text(t->max_rows * rb, h, sizeof h),
@@ -175,7 +191,8 @@ static void print_ring(const plan_model_t *m, const plan_parts_t *pp, const tota
            r.max_rows < t->max_rows
                ? (r.max_bytes <= t->max_bytes ? "the ring holds and moves less"
                                               : "the ring holds less, the halo path moves less")
-               : "the halo path holds less (its halo is small)");
+               : "the halo path holds less (its halo is small)",
+           bytes_text(r.peak, i, sizeof i), bytes_text(t->peak, j, sizeof j));
 }
 
 void plan_print_table(const plan_opts_t *po, const plan_model_t *m, const plan_parts_t *pp,
@@ -215,6 +232,8 @@ void plan_print_table(const plan_opts_t *po, const plan_model_t *m, const plan_p
            time_text(t.overlap, b, sizeof b), grouped(t.max_rows, d, sizeof d),
            bytes_text(t.max_rows * (double)m->row_bytes, f, sizeof f),
            bytes_text(t.max_bytes, e, sizeof e));
+    printf("peak memory a process: %s (the largest; rank 0 with --out: %s)\n",
+           bytes_text(t.peak, a, sizeof a), bytes_text(fmax(t.peak, t.peak_out), b, sizeof b));
     if (in->pattern && pp->first && pp->P > 1)
         print_ring(m, pp, &t, in->N);
 }
@@ -230,11 +249,13 @@ void plan_print_json(const plan_opts_t *po, const plan_model_t *m, const plan_pa
            "\"exact\": %s, \"edge_cut\": %lld, \"edge_cut_contiguous\": %lld, \"imbalance\": "
            "%.6g, \"dim\": %lld, \"heads\": %lld, \"head_dim\": %lld, \"kernel_gflops\": %.6g, "
            "\"gemm_gflops\": %.6g, \"bandwidth_gbs\": %.6g, \"round_s\": %.6g, "
-           "\"round_overlap_s\": %.6g, \"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g",
+           "\"round_overlap_s\": %.6g, \"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g, "
+           "\"peak_bytes\": %.6g, \"peak_bytes_rank0_out\": %.6g",
            pp->P, (long long)in->N, (long long)t.edges, po->metis ? "metis" : "contiguous",
            pp->exact ? "true" : "false", (long long)t.cut, (long long)pp->cut_contiguous,
            t.imbalance, (long long)m->D, (long long)m->H, (long long)m->d, m->kernel, m->gemm,
-           m->bandwidth, t.round, t.overlap, t.max_bytes, t.max_rows);
+           m->bandwidth, t.round, t.overlap, t.max_bytes, t.max_rows, t.peak,
+           fmax(t.peak, t.peak_out));
     if (in->pattern && pp->first && pp->P > 1) {
         const ring_t r = ring_of(m, pp, in->N);
         printf(", \"ring\": {\"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g, "
@@ -254,16 +275,17 @@ void plan_write_csv(FILE *f, const plan_model_t *m, const plan_parts_t *pp, int 
 {
     if (header)
         fprintf(f, "ranks,rank,first,destinations,in_edges,work,halo_rows,cut,recv_bytes,"
-                   "compute_s,comm_s,exact\n");
+                   "compute_s,comm_s,exact,peak_bytes\n");
     for (int p = 0; p < pp->P; p++) {
         const ag_part_stats_t *s = &pp->st[p];
         const double bytes = (double)s->n_halo * (double)m->row_bytes;
         fprintf(f, "%d,%d,", pp->P, p);
         if (pp->first)
             fprintf(f, "%lld", (long long)pp->first[p]);
-        fprintf(f, ",%lld,%lld,%lld,%lld,%lld,%.0f,%.6g,%.6g,%d\n", (long long)s->n_dst,
+        fprintf(f, ",%lld,%lld,%lld,%lld,%lld,%.0f,%.6g,%.6g,%d,%.0f\n", (long long)s->n_dst,
                 (long long)s->n_edges, (long long)s->work, (long long)s->n_halo,
-                (long long)s->n_cut, bytes, compute_s(m, s), comm_s(m, bytes), pp->exact);
+                (long long)s->n_cut, bytes, compute_s(m, s), comm_s(m, bytes), pp->exact,
+                plan_part_peak(m, pp, p, 0, 0));
     }
 }
 

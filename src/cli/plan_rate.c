@@ -13,6 +13,8 @@
 
 #define MEASURE_EDGES ((int64_t)16000000)   /* at most this many messages are timed */
 #define MEASURE_NODES ((int64_t)65536)
+/* The most memory the timed rows take (Q, K, V, M): 2 GB, beyond any cache */
+#define MEASURE_BYTES ((int64_t)1 << 31)
 
 /* The least of 3 timed calls after one untimed. */
 static double best_of(int (*call)(void *ctx, ag_error_t *err), void *ctx, ag_error_t *err)
@@ -87,16 +89,16 @@ int plan_gemm_rate(double *gflops, int64_t D, int64_t HD, ag_error_t *err)
     return AG_OK;
 }
 
-/* Compiles spec on the largest n <= min(N, MEASURE_NODES), halving, whose
-   messages stay under MEASURE_EDGES. */
-static int small_pattern(ag_nbhd_t *nb, const char *spec, int64_t N, ag_self_loops_t self,
-                         ag_error_t *err)
+/* Compiles spec on the largest n <= min(N, most), halving, whose messages stay
+   under MEASURE_EDGES. */
+static int small_pattern(ag_nbhd_t *nb, const char *spec, int64_t N, int64_t most,
+                         ag_self_loops_t self, ag_error_t *err)
 {
     ag_pattern_t *pat;
     int rc = ag_pattern_parse(&pat, spec, err);
     if (rc)
         return rc;
-    for (int64_t n = N < MEASURE_NODES ? N : MEASURE_NODES;; n /= 2) {
+    for (int64_t n = N < most ? N : most;; n /= 2) {
         rc = ag_nbhd_from_pattern(nb, pat, n, self, err);
         if (rc || nb->n_edges <= MEASURE_EDGES)
             break;
@@ -110,8 +112,42 @@ static int small_pattern(ag_nbhd_t *nb, const char *spec, int64_t N, ag_self_loo
     return rc;
 }
 
-/* The neighbourhoods to time: the input if small, the pattern on fewer nodes,
-   or random sources of the input's mean in-degree. */
+/* MEASURE_NODES destinations of k sources each, drawn uniformly from `rows`
+   rows (seeded): the reads of a process whose K and V rows are as many as the
+   planned process's, so as far out of the caches. */
+static int random_reads(ag_nbhd_t *nb, int64_t rows, int64_t k, ag_error_t *err)
+{
+    const int64_t S = rows < MEASURE_NODES ? rows : MEASURE_NODES;
+    int64_t *ptr = ag_calloc(rows + 1, sizeof *ptr, err, "plan's timed graph");
+    int64_t *idx = ag_alloc(S * k, sizeof *idx, err, "plan's timed graph");
+    int rc = ptr && idx ? AG_OK : ag_alloc_status();
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (int64_t i = 0; !rc && i < S; i++) {
+        for (int64_t j = 0; j < k; j++) {   /* xorshift64*; sorted below, repeats kept */
+            x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+            idx[i * k + j] = (int64_t)((x * 0x2545f4914f6cdd1du >> 11) % (uint64_t)rows);
+        }
+        for (int64_t a = 1; a < k; a++)   /* k is small: insertion sort */
+            for (int64_t b = i * k + a; b > i * k && idx[b - 1] > idx[b]; b--) {
+                const int64_t t = idx[b];
+                idx[b] = idx[b - 1], idx[b - 1] = t;
+            }
+        ptr[i + 1] = (i + 1) * k;
+    }
+    for (int64_t i = S; !rc && i < rows; i++)
+        ptr[i + 1] = S * k;
+    if (!rc)
+        rc = ag_nbhd_from_csr(nb, rows, ptr, idx, err);
+    free(ptr);
+    free(idx);
+    return rc;
+}
+
+/* The neighbourhoods to time: the input if small, else as many rows as the
+   planned process reads (its own and its halo: in->rows_read; up to
+   MEASURE_BYTES of them): the pattern on that many nodes (fewer where its
+   messages would pass MEASURE_EDGES), or random sources of the input's mean
+   in-degree among them. */
 static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, const plan_input_t *in,
                          int64_t HD, char *where, size_t cap, ag_error_t *err)
 {
@@ -121,20 +157,42 @@ static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, const plan_inpu
         return AG_OK;
     }
     *nb = small;
+    /* as many rows as the largest process reads, so as far out of the caches */
+    const int64_t most = MEASURE_BYTES / (4 * HD * (int64_t)sizeof(float));
+    int64_t rows = in->rows_read > MEASURE_NODES ? in->rows_read : MEASURE_NODES;
+    rows = rows < most ? rows : most > MEASURE_NODES ? most : MEASURE_NODES;
     /* a pattern with a size of its own can only be compiled at that size */
-    if (in->pattern && (!ag_pattern_size(in->pattern) || in->N <= MEASURE_NODES) &&
-        !small_pattern(small, ag_pattern_spec(in->pattern), in->N, in->self, err)) {
+    if (in->pattern && (!ag_pattern_size(in->pattern) || in->N <= rows) &&
+        !small_pattern(small, ag_pattern_spec(in->pattern), in->N, rows, in->self, err)) {
         snprintf(where, cap, "'%s' on %lld nodes", ag_pattern_spec(in->pattern),
                  (long long)small->n_nodes);
         return AG_OK;
     }
     const double mean = in->mean_degree;
     const int64_t k = mean < 1 ? 1 : mean > 1024 ? 1024 : llround(mean);
-    char spec[64];
-    snprintf(spec, sizeof spec, "random:%lld", (long long)k);
-    snprintf(where, cap, "'%s' on %lld nodes, the input's mean in-degree", spec,
-             (long long)MEASURE_NODES);
-    return small_pattern(small, spec, MEASURE_NODES, AG_SELF_KEEP, err);
+    snprintf(where, cap, "%lld nodes of %lld random sources among %lld rows: the input's "
+             "mean in-degree, the largest process's rows", (long long)MEASURE_NODES,
+             (long long)k, (long long)rows);
+    return random_reads(small, rows, k, err);
+}
+
+int plan_runs_per_node(double *runs, const plan_input_t *in, ag_error_t *err)
+{
+    const ag_nbhd_t *nb = in->nb;
+    ag_nbhd_t small = {0};
+    int rc = AG_OK;
+    if (!nb && ag_pattern_size(in->pattern) > MEASURE_NODES) {
+        *runs = in->mean_degree;   /* its size only: at most a run a message */
+        return AG_OK;
+    }
+    if (!nb) {   /* a pattern is never compiled whole: its runs on fewer nodes */
+        rc = small_pattern(&small, ag_pattern_spec(in->pattern), in->N, MEASURE_NODES, in->self,
+                           err);
+        nb = &small;
+    }
+    *runs = rc || !nb->n_nodes ? 0 : (double)nb->n_runs / (double)nb->n_nodes;
+    ag_nbhd_destroy(&small);
+    return rc;
 }
 
 int plan_measure(plan_rates_t *r, const plan_input_t *in, int64_t D, int64_t H, int64_t d,

@@ -750,6 +750,40 @@ else
     ok
 fi
 
+# attngraph plan's peak memory a process against a real run's largest process
+# (the children's maximum resident size: mpirun waits for its processes), within
+# 25%; AddressSanitizer's shadow memory is not the run's
+"$RANDOM_CSR" 300000 10 5 "$T/mip.npy" "$T/mix.npy" >/dev/null
+for a in "--csr $T/mip.npy,$T/mix.npy" "--pattern window:64 --nodes 300000" \
+    "--pattern bigbird:64,1,1,1 --nodes 300000"; do
+    [ -z "$asan" ] || break
+    # shellcheck disable=SC2086
+    planned=$($CLI plan $a --ranks 2 --dim 64 --heads 4 --rate 1,1 --json |
+        sed -n 's/.*"peak_bytes": \([0-9.e+]*\),.*/\1/p')
+    # shellcheck disable=SC2086
+    measured=$("$PYTHON" -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)' \
+        timeout 60 mpirun --oversubscribe -np 2 "$MPI" run $a --dim 64 --heads 4 --rounds 1 \
+        --threads 1 --path halo 2>"$T/log")
+    if ! "$PYTHON" -c 'import sys; p, m = map(float, sys.argv[1:]); sys.exit(not 0.75 <= p / m <= 1.25)' \
+         "${planned:-0}" "${measured:-1}"; then
+        bad "plan's peak memory ($a): planned '$planned' bytes, measured '$measured': $(head -n 3 "$T/log")"
+    else
+        ok
+    fi
+done
+# a CSR that cannot fit is refused from its offsets, before its edges are read
+# (an indices file that is not there is never opened)
+mpi 2 run --csr "$T/mip.npy,$T/no-such-indices.npy" --dim 64 --max-memory 200M >"$T/log" 2>&1
+status=$?
+if [ $status -ne 1 ] || ! grep -q "300000 nodes and 3000000 edges need at least .* GB a process on 2 (D=64" "$T/log" ||
+   ! grep -q "the memory budget is 0.2 GB a process (--max-memory)" "$T/log"; then
+    bad "a CSR over the memory budget: exit $status: $(head -n 2 "$T/log")"
+else
+    ok
+fi
+
 # training, under AddressSanitizer too: no leak of ours, on the tiled and the gather
 # kernel, and the GPT's
 for args in "--pattern causal --norm layer" "--pattern random:8,5+window:2" "lm"; do

@@ -21,6 +21,13 @@ typedef struct {
     int64_t cut_contiguous, halo_contiguous;   /* the contiguous parts' (the default) */
 } metis_info_t;
 
+/* Refuses, before the edges are read, a run of o on a CSR whose smallest
+   possible footprint (its part's offsets and states, its own K and V rows:
+   cli/plan.h's estimate with no halo) is over this process's share of the
+   memory budget: --max-memory, or the available memory over the processes on
+   this host. Reads the CSR's offsets only. */
+int csr_fits(MPI_Comm comm, const run_opts_t *o, ag_error_t *err);
+
 /* The connectivity of o as this process's part (pattern and CSR: each process
    its own; graph file: read by rank 0 and sent out; with metis->metis, a graph
    file or CSR read by rank 0, cut by METIS and renumbered part by part, rank 0

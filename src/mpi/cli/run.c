@@ -452,6 +452,8 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     memset(&part, 0, sizeof part);
     float *bias = NULL;   /* --edge-bias: this process's slots */
     char desc[512] = "";
+    if (!rc && o.src.csr)   /* before the edges are read */
+        rc = ag_mpi_agree(comm, csr_fits(comm, &o, &err), &err);
     if (!rc) {
         rc = open_part(&part, comm, &o.src, &metis, o.edge_bias, &bias, desc, sizeof desc, &u,
                        &err);
