@@ -745,6 +745,22 @@ START_TEST(model_spec_reads_and_writes_every_key)
     spec.layers[0].residual = 1;
     ck_assert_fails_with(ag_model_spec_check(&spec, "m.txt", 5, 0, &err), err, AG_EINVAL,
                          "layer 1 reads width 5 and writes 4, so it cannot add a residual");
+    /* rounds of one layer: the layer keeps the width, and there is one */
+    ck_assert_int_eq(ag_model_spec_parse(&spec, "rounds 3\nlayer heads=2 dim=2 out=concat "
+                                         "residual=no\n", "m.txt", &err), AG_OK);
+    ck_assert_int_eq(spec.rounds, 3);
+    ck_assert_int_eq(ag_model_spec_check(&spec, "m.txt", 4, 0, &err), AG_OK);
+    ck_assert_fails_with(ag_model_spec_check(&spec, "m.txt", 6, 0, &err), err, AG_EINVAL,
+                         "m.txt line 1: rounds 3 runs one layer again on what it writes, so it "
+                         "must keep the width: it reads 6 and writes 4");
+    char again_text[512];
+    ag_model_spec_text(again_text, sizeof again_text, &spec);
+    ck_assert_str_eq(again_text, "# attngraph model (docs/model-file.md)\nreadout linear\n"
+                                 "rounds 3\nlayer heads=2 dim=2 out=concat projection=qkv "
+                                 "bias=no act=none residual=no\n");
+    spec.n_layers = 2;
+    ck_assert_fails_with(ag_model_spec_check(&spec, "m.txt", 4, 0, &err), err, AG_EINVAL,
+                         "m.txt: rounds 3 with 2 layers");
 }
 END_TEST
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -484,6 +485,19 @@ START_TEST(model_save_writes_what_train_saves)
     ck_assert(!file_exists(path));
     snprintf(path, sizeof path, "%s/wk.npy", dir);
     ck_assert(!file_exists(path));
+    /* two names of one file in the folder (a hard link): refused, nothing written */
+    snprintf(dir, sizeof dir, "%s/save-linked", tmp_path(""));
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    char other[1024];
+    snprintf(path, sizeof path, "%s/wq.npy", dir);
+    snprintf(other, sizeof other, "%s/wk.npy", dir);
+    write_text(path, "old");
+    ck_assert_int_eq(link(path, other), 0);
+    ck_assert_fails_with(ag_model_save(&fresh, dir, &err), err, AG_EIO,
+                         "wk.npy are the same file");
+    char *old_text = read_text(path);
+    ck_assert_str_eq(old_text, "old");
+    free(old_text);
     fresh.C = 0;   /* a linear readout without its classes cannot load again */
     snprintf(dir, sizeof dir, "%s/save-no-classes", tmp_path(""));
     ck_assert_fails_with(ag_model_save(&fresh, dir, &err), err, AG_EINVAL,

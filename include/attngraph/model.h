@@ -424,7 +424,8 @@ int64_t ag_model_width_out(const ag_model_t *m);
 /*
  * Runs the model on nb from features X [N, D]: the graph with the spec's
  * self-loops (made on a copy: nb stays as it is), sinusoidal positions when
- * the spec adds them, one round a layer, then the readout. out: [N, C]
+ * the spec adds them, one round a layer (or `rounds R` of its one layer), then
+ * the readout. out: [N, C]
  * logits, or without a readout the last states [N, ag_model_width_out].
  * edge_features: for layers with edges=yes, [E, edge_dim] in the slot order
  * of the graph with the model's self-loops (ag_nbhd_self_loops(nb,

@@ -142,7 +142,9 @@ int ag_i_folder_write(const char *dir, const char *option, const ag_i_folder_ite
         if ((rc = ag_i_file_resolve(&files[k], paths[k], option, err)))
             break;
         for (int j = 0; j < k && !rc; j++)   /* links in the folder to one file */
-            if (strcmp(files[j].final, files[k].final) == 0)
+            if (files[j].have_id && files[k].have_id
+                    ? files[j].dev == files[k].dev && files[j].ino == files[k].ino
+                    : strcmp(files[j].final, files[k].final) == 0)
                 rc = ag_fail(err, AG_EIO, "%s and %s are the same file (%s); each file of a "
                              "folder must be its own", paths[j], paths[k], files[k].final);
     }

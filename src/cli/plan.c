@@ -191,7 +191,7 @@ static int parse(plan_opts_t *po, int argc, char **argv, int *status)
 
 static void parts_free(plan_parts_t *pp)
 {
-    free(pp->first), free(pp->st);
+    free(pp->first), free(pp->st), free(pp->window);
     memset(pp, 0, sizeof *pp);
 }
 
@@ -219,6 +219,18 @@ static int count_graph(plan_parts_t *pp, const plan_opts_t *po, const ag_nbhd_t 
     }
     ag_partition_destroy(&pt);
     pp->exact = 1;
+    if (!rc && pp->first && !(pp->window = ag_alloc(pp->P, sizeof *pp->window, err, "plan")))
+        rc = ag_alloc_status();
+    for (int p = 0; !rc && pp->window && p < pp->P; p++) {
+        /* the K/V rows a process holds: from its lowest row or source read to its highest */
+        const int64_t lo = pp->first[p], hi = pp->first[p + 1];
+        int64_t a = lo, b = hi - 1;
+        for (int64_t r = nb->run_ptr[lo]; r < nb->run_ptr[hi]; r++) {
+            a = nb->run_src[r] < a ? nb->run_src[r] : a;
+            b = nb->run_src[r] + nb->run_len[r] - 1 > b ? nb->run_src[r] + nb->run_len[r] - 1 : b;
+        }
+        pp->window[p] = hi > lo ? b - a + 1 : 0;
+    }
     if (!rc && po->metis) {
         ag_part_stats_t *cs = ag_alloc(pp->P, sizeof *cs, err, "plan");
         rc = cs ? ag_partition_contiguous(&pt, nb, pp->P, err) : ag_alloc_status();
@@ -318,9 +330,8 @@ int cmd_plan(int argc, char **argv)
         m.d = po.o.head_dim ? po.o.head_dim : m.D / m.H;
         m.row_bytes = 2 * m.H * m.d * (int64_t)sizeof(float);
         m.N = in.N, m.csr = po.o.src.csr != NULL;
-        rc = plan_runs_per_node(&m.runs_per_node, &in, &err);
-        if (!rc)
-            rc = plan_measure(&po.rates, &in, m.D, m.H, m.d, &err);
+        plan_runs_per_node(&m.runs_per_node, &in);
+        rc = plan_measure(&po.rates, &in, m.D, m.H, m.d, &err);
         m.kernel = po.rates.kernel_gflops, m.gemm = po.rates.gemm_gflops;
         m.bandwidth = po.bandwidth;
     }

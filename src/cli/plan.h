@@ -24,8 +24,11 @@ typedef struct {
     char where[256];          /* what the kernel was timed on */
 } plan_rates_t;
 
-/* The kernel's rate on nb (seeded random Q, K, V): the least of 3 timed runs. */
-int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t H, int64_t d, ag_error_t *err);
+/* The kernel's rate on nb (seeded random Q, K, V): the least of 3 timed runs,
+   less the time of writing the output of nb's last empty_rows rows, which have
+   no messages (0: none to leave out). */
+int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                     int64_t empty_rows, ag_error_t *err);
 /* The projections' rate: X [65536, D] times W^T [D, H*d], four times. */
 int plan_gemm_rate(double *gflops, int64_t D, int64_t HD, ag_error_t *err);
 /* Measures the rates r does not give, on a small input of in's kind. */
@@ -35,12 +38,14 @@ int plan_measure(plan_rates_t *r, const plan_input_t *in, int64_t D, int64_t H, 
 /* ---- a process's peak memory (plan_memory.c) ---- */
 
 /* What a process holds: N nodes in all, n its destinations with e in-edges in
-   `runs` runs of consecutive sources, `halo` rows it reads from others; D the
-   features' width, HD the heads' (H*d); gather: rank 0 collects --out's rows
-   of out_cols columns; csr: the edges are read from a CSR (else a pattern
-   compiled by each process); ring: the ring path (else the halo path). */
+   `runs` runs of consecutive sources, `halo` rows it reads from others, within
+   a window of rows from the lowest it reads (its own included) to the highest
+   (>= n + halo); D the features' width, HD the heads' (H*d); gather: rank 0
+   collects --out's rows of out_cols columns; csr: the edges are read from a
+   CSR (else a pattern compiled by each process); ring: the ring path (else
+   the halo path). */
 typedef struct {
-    int64_t N, n, e, runs, halo, D, HD, out_cols;
+    int64_t N, n, e, runs, halo, window, D, HD, out_cols;
     int gather, csr, ring;
 } plan_memory_t;
 
@@ -68,6 +73,8 @@ typedef struct {
     ag_part_stats_t *st;       /* [P] */
     int exact;
     int64_t cut_contiguous;    /* METIS: the contiguous parts' edge cut; else -1 */
+    int64_t *window;           /* [P] contiguous parts of a graph or CSR: the rows from the
+                                  lowest row or source each reads to the highest; else NULL */
 } plan_parts_t;
 
 /* The per-process model of a round. */
@@ -80,8 +87,9 @@ typedef struct {
 } plan_model_t;
 
 /* Runs of consecutive sources per destination: the input's, or a pattern's on
-   the nodes plan_measure times it on. */
-int plan_runs_per_node(double *runs, const plan_input_t *in, ag_error_t *err);
+   the nodes plan_measure times it on (where it cannot be compiled on so few:
+   at most a run a message, the mean in-degree). */
+void plan_runs_per_node(double *runs, const plan_input_t *in);
 /* The peak bytes of process p of pp (rank 0 with out: gathering --out's rows)
    on the halo path, or the ring's. */
 double plan_part_peak(const plan_model_t *m, const plan_parts_t *pp, int p, int out, int ring);

@@ -114,9 +114,11 @@ double plan_part_peak(const plan_model_t *m, const plan_parts_t *pp, int p, int 
 {
     const ag_part_stats_t *s = &pp->st[p];
     const double runs = (double)s->n_dst * m->runs_per_node;
+    const int64_t rows = s->n_dst + s->n_halo;
     const plan_memory_t mem = {m->N, s->n_dst, s->n_edges,
                                runs < (double)s->n_edges ? (int64_t)runs : s->n_edges,
-                               s->n_halo, m->D, m->H * m->d, m->D, out, m->csr, ring};
+                               s->n_halo, pp->window && pp->window[p] > rows ? pp->window[p] : rows,
+                               m->D, m->H * m->d, m->D, out, m->csr, ring};
     return plan_peak_bytes(&mem);
 }
 
@@ -144,7 +146,7 @@ static totals_t totals_of(const plan_model_t *m, const plan_parts_t *pp)
         t.cut += s->n_cut;
     }
     t.imbalance = ag_partition_imbalance(pp->st, pp->P);
-    t.peak_out = plan_part_peak(m, pp, 0, 1, 0);
+    t.peak_out = fmax(plan_part_peak(m, pp, 0, 0, 0), plan_part_peak(m, pp, 0, 1, 0));
     return t;
 }
 
@@ -232,8 +234,11 @@ void plan_print_table(const plan_opts_t *po, const plan_model_t *m, const plan_p
            time_text(t.overlap, b, sizeof b), grouped(t.max_rows, d, sizeof d),
            bytes_text(t.max_rows * (double)m->row_bytes, f, sizeof f),
            bytes_text(t.max_bytes, e, sizeof e));
-    printf("peak memory a process: %s (the largest; rank 0 with --out: %s)\n",
-           bytes_text(t.peak, a, sizeof a), bytes_text(fmax(t.peak, t.peak_out), b, sizeof b));
+    printf("peak memory a process: %s (the largest; rank 0 with --out: %s)%s\n",
+           bytes_text(t.peak, a, sizeof a), bytes_text(t.peak_out, b, sizeof b),
+           !m->csr && !in->pattern ? "; not counted: the whole graph rank 0 holds while it "
+           "cuts the parts" : po->metis ? "; not counted: the whole CSR rank 0 holds while "
+           "METIS cuts it" : "");
     if (in->pattern && pp->first && pp->P > 1)
         print_ring(m, pp, &t, in->N);
 }
@@ -254,12 +259,12 @@ void plan_print_json(const plan_opts_t *po, const plan_model_t *m, const plan_pa
            pp->P, (long long)in->N, (long long)t.edges, po->metis ? "metis" : "contiguous",
            pp->exact ? "true" : "false", (long long)t.cut, (long long)pp->cut_contiguous,
            t.imbalance, (long long)m->D, (long long)m->H, (long long)m->d, m->kernel, m->gemm,
-           m->bandwidth, t.round, t.overlap, t.max_bytes, t.max_rows, t.peak,
-           fmax(t.peak, t.peak_out));
+           m->bandwidth, t.round, t.overlap, t.max_bytes, t.max_rows, t.peak, t.peak_out);
     if (in->pattern && pp->first && pp->P > 1) {
         const ring_t r = ring_of(m, pp, in->N);
         printf(", \"ring\": {\"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g, "
-               "\"round_overlap_s\": %.6g}", r.max_bytes, r.max_rows, r.overlap);
+               "\"round_overlap_s\": %.6g, \"peak_bytes\": %.6g}", r.max_bytes, r.max_rows,
+               r.overlap, r.peak);
     }
     printf(", \"parts\": [");
     for (int p = 0; p < pp->P; p++) {

@@ -43,19 +43,37 @@ static int kernel_call(void *ctx, ag_error_t *err)
     return ag_attention(k->nb, k->Q, k->K, k->V, k->H, k->d, NULL, k->M, err);
 }
 
-int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t H, int64_t d, ag_error_t *err)
+/* The best time of the kernel on nb, on seeded random Q, K, V. */
+static double kernel_time(const ag_nbhd_t *nb, int64_t H, int64_t d, ag_error_t *err)
 {
     const int64_t N = nb->n_nodes, HD = H * d;
     float *all = ag_alloc(4 * N * HD, sizeof *all, err, "plan's kernel run");
     if (!all)
-        return ag_alloc_status();
+        return -1;
     kernel_run_t k = {nb, all, all + N * HD, all + 2 * N * HD, all + 3 * N * HD, H, d};
     ag_random_normal(all, 3 * N * HD, 1, 10, 1.0f);
     const double t = best_of(kernel_call, &k, err);
     free(all);
+    return t;
+}
+
+int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t H, int64_t d,
+                     int64_t empty_rows, ag_error_t *err)
+{
+    double t = kernel_time(nb, H, d, err);
+    if (t >= 0 && empty_rows > 0) {   /* less the rows without messages: writing their M */
+        int64_t *ptr = ag_calloc(empty_rows + 1, sizeof *ptr, err, "plan's kernel run");
+        ag_nbhd_t none = {0};
+        double t0 = -1;
+        if (ptr && !ag_nbhd_from_csr(&none, empty_rows, ptr, ptr, err))
+            t0 = kernel_time(&none, H, d, err);
+        ag_nbhd_destroy(&none);
+        free(ptr);
+        t = t0 < 0 ? -1 : t - t0 > t / 4 ? t - t0 : t / 4;   /* noise never makes it free */
+    }
     if (t < 0)
-        return err->status;
-    *gflops = 4.0 * (double)nb->n_edges * (double)HD / (t > 1e-9 ? t : 1e-9) / 1e9;
+        return err->status ? err->status : AG_EINVAL;
+    *gflops = 4.0 * (double)nb->n_edges * (double)(H * d) / (t > 1e-9 ? t : 1e-9) / 1e9;
     return AG_OK;
 }
 
@@ -112,12 +130,16 @@ static int small_pattern(ag_nbhd_t *nb, const char *spec, int64_t N, int64_t mos
     return rc;
 }
 
-/* MEASURE_NODES destinations of k sources each, drawn uniformly from `rows`
-   rows (seeded): the reads of a process whose K and V rows are as many as the
-   planned process's, so as far out of the caches. */
+/* Destinations of random reads in random_reads: enough that the kernel's reads
+   outweigh writing the output of the rows without messages. */
+#define MEASURE_DESTINATIONS (4 * MEASURE_NODES)
+
+/* MEASURE_DESTINATIONS destinations of k sources each, drawn uniformly from
+   `rows` rows (seeded): the reads of a process whose K and V rows are as many
+   as the planned process's, so as far out of the caches. */
 static int random_reads(ag_nbhd_t *nb, int64_t rows, int64_t k, ag_error_t *err)
 {
-    const int64_t S = rows < MEASURE_NODES ? rows : MEASURE_NODES;
+    const int64_t S = rows < MEASURE_DESTINATIONS ? rows : MEASURE_DESTINATIONS;
     int64_t *ptr = ag_calloc(rows + 1, sizeof *ptr, err, "plan's timed graph");
     int64_t *idx = ag_alloc(S * k, sizeof *idx, err, "plan's timed graph");
     int rc = ptr && idx ? AG_OK : ag_alloc_status();
@@ -148,9 +170,11 @@ static int random_reads(ag_nbhd_t *nb, int64_t rows, int64_t k, ag_error_t *err)
    MEASURE_BYTES of them): the pattern on that many nodes (fewer where its
    messages would pass MEASURE_EDGES), or random sources of the input's mean
    in-degree among them. */
-static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, const plan_input_t *in,
-                         int64_t HD, char *where, size_t cap, ag_error_t *err)
+static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, int64_t *empty,
+                         const plan_input_t *in, int64_t HD, char *where, size_t cap,
+                         ag_error_t *err)
 {
+    *empty = 0;
     if (in->nb && in->nb->n_edges <= MEASURE_EDGES && in->nb->n_nodes * HD <= (1 << 26)) {
         *nb = in->nb;
         snprintf(where, cap, "the input itself");
@@ -158,7 +182,9 @@ static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, const plan_inpu
     }
     *nb = small;
     /* as many rows as the largest process reads, so as far out of the caches */
-    const int64_t most = MEASURE_BYTES / (4 * HD * (int64_t)sizeof(float));
+    const int64_t budget = ag_memory_budget() / 4;   /* Q, K, V, M */
+    const int64_t most = (budget < MEASURE_BYTES ? budget : MEASURE_BYTES) /
+                         (4 * HD * (int64_t)sizeof(float));
     int64_t rows = in->rows_read > MEASURE_NODES ? in->rows_read : MEASURE_NODES;
     rows = rows < most ? rows : most > MEASURE_NODES ? most : MEASURE_NODES;
     /* a pattern with a size of its own can only be compiled at that size */
@@ -171,28 +197,28 @@ static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, const plan_inpu
     const double mean = in->mean_degree;
     const int64_t k = mean < 1 ? 1 : mean > 1024 ? 1024 : llround(mean);
     snprintf(where, cap, "%lld nodes of %lld random sources among %lld rows: the input's "
-             "mean in-degree, the largest process's rows", (long long)MEASURE_NODES,
-             (long long)k, (long long)rows);
+             "mean in-degree, the largest process's rows",
+             (long long)(rows < MEASURE_DESTINATIONS ? rows : MEASURE_DESTINATIONS), (long long)k,
+             (long long)rows);
+    *empty = rows > MEASURE_DESTINATIONS ? rows - MEASURE_DESTINATIONS : 0;   /* random_reads' */
     return random_reads(small, rows, k, err);
 }
 
-int plan_runs_per_node(double *runs, const plan_input_t *in, ag_error_t *err)
+void plan_runs_per_node(double *runs, const plan_input_t *in)
 {
     const ag_nbhd_t *nb = in->nb;
     ag_nbhd_t small = {0};
-    int rc = AG_OK;
-    if (!nb && ag_pattern_size(in->pattern) > MEASURE_NODES) {
-        *runs = in->mean_degree;   /* its size only: at most a run a message */
-        return AG_OK;
+    ag_error_t ignored;   /* a pattern not compiled on so few nodes: at most a run a message */
+    if (!nb && (ag_pattern_size(in->pattern) > MEASURE_NODES ||
+                small_pattern(&small, ag_pattern_spec(in->pattern), in->N, MEASURE_NODES,
+                              in->self, &ignored))) {
+        *runs = in->mean_degree;
+        return;
     }
-    if (!nb) {   /* a pattern is never compiled whole: its runs on fewer nodes */
-        rc = small_pattern(&small, ag_pattern_spec(in->pattern), in->N, MEASURE_NODES, in->self,
-                           err);
+    if (!nb)   /* a pattern is never compiled whole: its runs on fewer nodes */
         nb = &small;
-    }
-    *runs = rc || !nb->n_nodes ? 0 : (double)nb->n_runs / (double)nb->n_nodes;
+    *runs = !nb->n_nodes ? 0 : (double)nb->n_runs / (double)nb->n_nodes;
     ag_nbhd_destroy(&small);
-    return rc;
 }
 
 int plan_measure(plan_rates_t *r, const plan_input_t *in, int64_t D, int64_t H, int64_t d,
@@ -202,9 +228,10 @@ int plan_measure(plan_rates_t *r, const plan_input_t *in, int64_t D, int64_t H, 
     const ag_nbhd_t *nb = NULL;
     int rc = AG_OK;
     if (r->kernel_gflops <= 0) {
-        rc = pick_measured(&small, &nb, in, H * d, r->where, sizeof r->where, err);
+        int64_t empty;
+        rc = pick_measured(&small, &nb, &empty, in, H * d, r->where, sizeof r->where, err);
         if (!rc)
-            rc = plan_kernel_rate(&r->kernel_gflops, nb, H, d, err);
+            rc = plan_kernel_rate(&r->kernel_gflops, nb, H, d, empty, err);
         r->kernel_measured = 1;
     }
     if (!rc && r->gemm_gflops <= 0) {

@@ -248,9 +248,13 @@ static int args_spec(ag_model_spec_t *spec, const char *dir, int round_dirs, int
             const char *v = strtok_r(NULL, " \t\r\n", &save);
             char *end = NULL;
             const long long x = v ? strtoll(v, &end, 10) : 0;
-            if (!v || *end || x < 1 || x > (w[2] == 'h' ? 4096 : AG_MODEL_MAX_LAYERS))
-                rc = ag_fail(err, AG_EINVAL, "%s: %s %s; expected a count in 1..%d", path, w,
-                             v ? v : "without a value", w[2] == 'h' ? 4096 : AG_MODEL_MAX_LAYERS);
+            /* rounds of one shared layer as many as train takes; a layer a round (round-k/)
+               as many as a model holds */
+            const long long most = w[2] == 'h' ? 4096 : round_dirs ? AG_MODEL_MAX_LAYERS
+                                                                   : 1000000;
+            if (!v || *end || x < 1 || x > most)
+                rc = ag_fail(err, AG_EINVAL, "%s: %s %s; expected a count in 1..%lld", path, w,
+                             v ? v : "without a value", most);
             else
                 *(w[2] == 'h' ? &heads : &rounds) = x;
         } else if (!strcmp(w, "--no-residual")) {

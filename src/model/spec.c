@@ -562,6 +562,7 @@ int ag_model_spec_check(const ag_model_spec_t *spec, const char *path, int64_t D
     if (spec->rounds < 0 || (spec->rounds > 0 && spec->n_layers != 1))
         return ag_fail(err, AG_EINVAL, "%s: rounds %d with %d layers; a count of rounds runs "
                        "one layer, its weights shared", path, spec->rounds, spec->n_layers);
+    const int64_t D_in = D;
     for (int k = 0; k < spec->n_layers; k++) {
         const ag_layer_spec_t *L = &spec->layers[k];
         if (L->post_norm && spec->norm != AG_NORM_LAYER)
@@ -577,6 +578,11 @@ int ag_model_spec_check(const ag_model_spec_t *spec, const char *path, int64_t D
                            (long long)D);
         D = out;
     }
+    if (spec->rounds > 1 && D > 0 && D != D_in)
+        return ag_fail(err, AG_EINVAL, "%s line %d: rounds %d runs one layer again on what it "
+                       "writes, so it must keep the width: it reads %lld and writes %lld",
+                       path, spec->line[AG_KEY_ROUNDS], spec->rounds, (long long)D_in,
+                       (long long)D);
     if (D > 0 && !spec->readout && classes > 0 && D != classes)
         return ag_fail(err, AG_EINVAL, "%s: readout none, so the last layer writes the "
                        "logits: width %lld; the labels have %lld classes (out=%lld, or "

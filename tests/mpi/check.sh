@@ -759,7 +759,7 @@ for a in "--csr $T/mip.npy,$T/mix.npy" "--pattern window:64 --nodes 300000" \
     [ -z "$asan" ] || break
     # shellcheck disable=SC2086
     planned=$($CLI plan $a --ranks 2 --dim 64 --heads 4 --rate 1,1 --json |
-        sed -n 's/.*"peak_bytes": \([0-9.e+]*\),.*/\1/p')
+        sed -n 's/.*"max_rows_held": [^,]*, "peak_bytes": \([0-9.e+]*\),.*/\1/p')
     # shellcheck disable=SC2086
     measured=$("$PYTHON" -c 'import resource, subprocess, sys
 subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)

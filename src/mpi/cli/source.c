@@ -47,43 +47,42 @@ int csr_fits(MPI_Comm comm, const run_opts_t *o, ag_error_t *err)
     int P, rank, usage = 0;
     MPI_Comm_size(comm, &P);
     MPI_Comm_rank(comm, &rank);
-    char *path;
+    const int here = processes_here(comm);   /* collective: before anything can fail */
+    if (o->q || o->features || o->weights)
+        return AG_OK;   /* the files decide the widths: checked as they are read */
+    /* what cannot be read or is no CSR is named by the part's reading (open_part) */
+    ag_error_t ignored;
+    char *path = NULL;
     const char *indices;
-    int rc = csr_paths(o->src.csr, &path, &indices, &usage, err);
     int64_t *ptr = NULL, n_ptr = 0, *bounds = NULL;
-    if (!rc)
-        rc = ag_index_read_npy(&ptr, &n_ptr, path, err);
-    const int64_t N = n_ptr - 1;
-    /* a file that is not a CSR is named when the part is read */
-    const int csr = !rc && N >= 1 && ptr[0] == 0 && ptr[N] >= 0;
-    if (csr && !(bounds = ag_alloc(P + 1, sizeof *bounds, err, "the parts")))
-        rc = ag_alloc_status();
-    if (csr && !rc)
-        rc = ag_i_mpi_cut_bounds(ptr, N, P, bounds, err);
-    if (csr && !rc && !o->q && !o->features && !o->weights) {
-        const int64_t lo = bounds[rank], hi = bounds[rank + 1];
-        int64_t rows = 0;   /* a run at least for each row with sources */
-        for (int64_t i = lo; i < hi; i++)
-            rows += ptr[i + 1] > ptr[i];
-        const int64_t D = o->dim ? o->dim : DEFAULT_DIM;
-        const int64_t HD = o->heads * (o->head_dim ? o->head_dim : D / o->heads);
-        const plan_memory_t least = {N, hi - lo, ptr[hi] - ptr[lo], rows, 0, D, HD, D, 0, 1, 0};
-        const double need = plan_peak_bytes(&least);
-        const int chosen = o->given[OPT_MAX_MEMORY - OPT_Q], here = processes_here(comm);
-        const double share = (double)ag_memory_budget() / (chosen ? 1 : here);
-        if (need > share)
-            rc = ag_fail(err, AG_ELIMIT, "--csr %s: %lld nodes and %lld edges need at least "
-                         "%.3g GB a process on %d (D=%lld, H*d=%lld: the part, the states and "
-                         "its own K and V rows; 'attngraph plan' gives the whole estimate); "
-                         "the memory budget is %.3g GB a process (%s)", o->src.csr,
-                         (long long)N, (long long)ptr[N], need / 1e9, P, (long long)D,
-                         (long long)HD, share / 1e9,
-                         chosen ? "--max-memory" : "the memory available now over the "
-                                                   "processes on this host");
+    if (csr_paths(o->src.csr, &path, &indices, &usage, &ignored) ||
+        ag_index_read_npy(&ptr, &n_ptr, path, &ignored) || n_ptr < 2 || ptr[0] != 0 ||
+        !(bounds = ag_alloc(P + 1, sizeof *bounds, &ignored, "the parts")) ||
+        ag_i_mpi_cut_bounds(ptr, n_ptr - 1, P, bounds, &ignored)) {
+        free(bounds), free(ptr), free(path);
+        return AG_OK;
     }
-    free(bounds);
-    free(ptr);
-    free(path);
+    const int64_t N = n_ptr - 1, lo = bounds[rank], hi = bounds[rank + 1];
+    int64_t rows = 0;   /* a run at least for each row with sources */
+    for (int64_t i = lo; i < hi; i++)
+        rows += ptr[i + 1] > ptr[i];
+    const int64_t D = o->dim ? o->dim : DEFAULT_DIM;
+    const int64_t HD = o->heads * (o->head_dim ? o->head_dim : D / o->heads);
+    const plan_memory_t least = {N, hi - lo, ptr[hi] - ptr[lo], rows, 0, hi - lo, D, HD, D,
+                                 0, 1, 0};
+    const double need = plan_peak_bytes(&least);
+    const int chosen = o->given[OPT_MAX_MEMORY - OPT_Q];
+    const double share = (double)ag_memory_budget() / (chosen ? 1 : here);
+    int rc = AG_OK;
+    if (need > share)
+        rc = ag_fail(err, AG_ELIMIT, "--csr %s: %lld nodes and %lld edges need at least %.3g GB "
+                     "a process on %d (D=%lld, H*d=%lld: the part, the states and its own K "
+                     "and V rows; 'attngraph plan' gives the whole estimate); the memory budget "
+                     "is %.3g GB a process (%s)", o->src.csr, (long long)N, (long long)ptr[N],
+                     need / 1e9, P, (long long)D, (long long)HD, share / 1e9,
+                     chosen ? "--max-memory" : "the memory available now over the processes "
+                                               "on this host");
+    free(bounds), free(ptr), free(path);
     return rc;
 }
 
