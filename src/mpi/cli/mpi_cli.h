@@ -56,6 +56,8 @@ int own_raw(inputs_t *in, MPI_Comm comm, const ag_mpi_part_t *part, const run_op
 
 /* Without --threads: the machine's cores shared among the processes on it. */
 int threads_per_process(MPI_Comm comm);
+/* The processes of comm on this host, which share its memory (collective). */
+int processes_here(MPI_Comm comm);
 /* A usage error (printed; non-zero) for a --csr read from standard input. */
 int refuse_csr_stdin(const char *cmd, const char *csr);
 

@@ -99,7 +99,7 @@ static int refuse_metis(const run_opts_t *o, ag_mpi_path_t path)
 /* Without --threads: the machine's cores shared among the processes on it (all
    cores each would oversubscribe them: 3 processes of 2 threads on 2 cores ran
    2.5x slower than of 1 thread). */
-int threads_per_process(MPI_Comm comm)
+int processes_here(MPI_Comm comm)
 {
     MPI_Comm local;
     int here = 1;
@@ -108,6 +108,12 @@ int threads_per_process(MPI_Comm comm)
         MPI_Comm_size(local, &here);
         MPI_Comm_free(&local);
     }
+    return here;
+}
+
+int threads_per_process(MPI_Comm comm)
+{
+    const int here = processes_here(comm);
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     return cores > here ? (int)(cores / here) : 1;
 }

@@ -29,19 +29,6 @@ static int open_csr_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t
     return rc;
 }
 
-/* The processes of comm on this host (they share its memory). */
-static int processes_here(MPI_Comm comm)
-{
-    MPI_Comm local;
-    int here = 1;
-    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
-        MPI_SUCCESS) {
-        MPI_Comm_size(local, &here);
-        MPI_Comm_free(&local);
-    }
-    return here;
-}
-
 int csr_fits(MPI_Comm comm, const run_opts_t *o, ag_error_t *err)
 {
     int P, rank, usage = 0;
