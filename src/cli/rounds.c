@@ -97,7 +97,7 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     if (o->attn_round > in->rounds)
         return ag_fail(err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
                        (long long)o->attn_round, (long long)in->rounds, AG_PLURAL(in->rounds));
-    if (o->attn_round && o->attn_round < in->rounds && o->model.spec.n_layers)
+    if (o->attn_round && o->attn_round < in->rounds && o->model.spec.n_layers > 1)
         return ag_fail(err, AG_EINVAL, "--attn-round %lld: the layers of %s have heads of "
                        "their own; the reports read the last round's", (long long)o->attn_round,
                        o->model.path);
