@@ -485,31 +485,6 @@ START_TEST(model_save_writes_what_train_saves)
     ck_assert(!file_exists(path));
     snprintf(path, sizeof path, "%s/wk.npy", dir);
     ck_assert(!file_exists(path));
-    /* --attn-round of a model of one layer run for rounds: round 2 of 3 is the last
-       round of 2 (the same layer, drawn from the same seed); a model of layers of their
-       own keeps the refusal */
-    char a3[1024], a2[1024], m2[1024], cmd[4096];
-    snprintf(a3, sizeof a3, "%s", tmp_path("attn-r3.csv"));
-    snprintf(a2, sizeof a2, "%s", tmp_path("attn-r2.csv"));
-    snprintf(m2, sizeof m2, "%s", tmp_path("save-r2.txt"));
-    write_text(model, "rounds 3\nlayer heads=2 dim=4 bias=yes act=relu\n");
-    write_text(m2, "rounds 2\nlayer heads=2 dim=4 bias=yes act=relu\n");
-    snprintf(cmd, sizeof cmd, "run graphs/karate.gml --dim 8 --model %s --seed 4 "
-             "--attn-round 2 --attn %s --quiet", model, a3);
-    expect_cli(cmd, 0, 1, "");
-    snprintf(cmd, sizeof cmd, "run graphs/karate.gml --dim 8 --model %s --seed 4 --attn %s "
-             "--quiet", m2, a2);
-    expect_cli(cmd, 0, 1, "");
-    expect_same_bytes(a3, a2);
-    snprintf(cmd, sizeof cmd, "run graphs/karate.gml --dim 8 --model %s --seed 4 --attn %s "
-             "--quiet", model, a2);
-    expect_cli(cmd, 0, 1, "");
-    char *last = read_text(a2), *second = read_text(a3);
-    ck_assert_str_ne(last, second);   /* round 3's attention is another */
-    free(last), free(second);
-    expect_cli("run graphs/karate.gml --dim 8 --model models/gat-planted.txt --attn-round 1 "
-               "--attn x.csv", 1, 2, "--attn-round 1: the layers of models/gat-planted.txt "
-               "have heads of their own");
     /* two names of one file in the folder (a hard link): refused, nothing written */
     snprintf(dir, sizeof dir, "%s/save-linked", tmp_path(""));
     ck_assert_int_eq(mkdir(dir, 0755), 0);
@@ -535,6 +510,37 @@ START_TEST(model_save_writes_what_train_saves)
 }
 END_TEST
 
+/* --attn-round of a model of one layer run for rounds: round 2 of 3 is the last
+   round of 2 (the same layer, drawn from the same seed); a model of layers of their
+   own keeps the refusal. */
+START_TEST(attn_round_of_a_rounds_model)
+{
+    char model[1024], a3[1024], a2[1024], m2[1024], cmd[4096];
+    snprintf(model, sizeof model, "%s", tmp_path("attn-r3.txt"));
+    snprintf(a3, sizeof a3, "%s", tmp_path("attn-r3.csv"));
+    snprintf(a2, sizeof a2, "%s", tmp_path("attn-r2.csv"));
+    snprintf(m2, sizeof m2, "%s", tmp_path("save-r2.txt"));
+    write_text(model, "rounds 3\nlayer heads=2 dim=4 bias=yes act=relu\n");
+    write_text(m2, "rounds 2\nlayer heads=2 dim=4 bias=yes act=relu\n");
+    snprintf(cmd, sizeof cmd, "run graphs/karate.gml --dim 8 --model %s --seed 4 "
+             "--attn-round 2 --attn %s --quiet", model, a3);
+    expect_cli(cmd, 0, 1, "");
+    snprintf(cmd, sizeof cmd, "run graphs/karate.gml --dim 8 --model %s --seed 4 --attn %s "
+             "--quiet", m2, a2);
+    expect_cli(cmd, 0, 1, "");
+    expect_same_bytes(a3, a2);
+    snprintf(cmd, sizeof cmd, "run graphs/karate.gml --dim 8 --model %s --seed 4 --attn %s "
+             "--quiet", model, a2);
+    expect_cli(cmd, 0, 1, "");
+    char *last = read_text(a2), *second = read_text(a3);
+    ck_assert_str_ne(last, second);   /* round 3's attention is another */
+    free(last), free(second);
+    expect_cli("run graphs/karate.gml --dim 8 --model models/gat-planted.txt --attn-round 1 "
+               "--attn x.csv", 1, 2, "--attn-round 1: the layers of models/gat-planted.txt "
+               "have heads of their own");
+}
+END_TEST
+
 Suite *model_file_suite(void)
 {
     Suite *s = suite_create("model_file");
@@ -545,6 +551,7 @@ Suite *model_file_suite(void)
     tcase_add_test(tc, model_file_refusals);
     tcase_add_test(tc, model_object_runs_what_the_tool_saved);
     tcase_add_test(tc, model_save_writes_what_train_saves);
+    tcase_add_test(tc, attn_round_of_a_rounds_model);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -169,6 +169,8 @@ void ag_i_file_abort(ag_i_file_t *f);
    process ignores stays ignored. A process-wide choice: the command-line
    tool's, never the library's. */
 void ag_i_file_cleanup_on_signals(void);
+/* "OPTION TARGET" into buf [cap] for messages, or TARGET alone (option NULL). */
+const char *ag_i_file_named(char *buf, size_t cap, const char *option, const char *target);
 /* Names target where err's message names path (a temporary's /dev/fd/N). */
 void ag_i_file_name_in_message(ag_error_t *err, const char *path, const char *target);
 

@@ -13,13 +13,6 @@
 
 #include "base/base.h"
 
-/* "OPTION DIR" for messages, or DIR alone (option NULL: the library's). */
-static const char *named(char *buf, size_t cap, const char *option, const char *dir)
-{
-    snprintf(buf, cap, "%s%s%s", option ? option : "", option ? " " : "", dir);
-    return buf;
-}
-
 int ag_i_folder_check(const char *dir, const char *option, ag_error_t *err)
 {
     char who[4200];
@@ -29,7 +22,7 @@ int ag_i_folder_check(const char *dir, const char *option, ag_error_t *err)
     if (strcmp(dir, "-") == 0)
         return ag_fail(err, AG_EINVAL, "%s names a folder; standard output (-) cannot hold "
                        "several files", option ? option : "-");
-    named(who, sizeof who, option, dir);
+    ag_i_file_named(who, sizeof who, option, dir);
     struct stat st;
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode))

@@ -107,7 +107,7 @@ static int join(char *out, const char *dir, const char *base)
 }
 
 /* "OPTION TARGET" or "TARGET": how messages name the file. */
-static const char *named(char *buf, size_t cap, const char *option, const char *target)
+const char *ag_i_file_named(char *buf, size_t cap, const char *option, const char *target)
 {
     snprintf(buf, cap, "%s%s%s", option ? option : "", option ? " " : "", target);
     return buf;
@@ -170,7 +170,7 @@ int ag_i_file_resolve(ag_i_file_t *f, const char *target, const char *option,
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - cur) + 1 : 1, slash ? cur : ".");
     if (!realpath(dir, real))
         return ag_fail(err, AG_EIO, "%s: cannot create: %s",
-                       named(who, sizeof who, option, target), strerror(errno));
+                       ag_i_file_named(who, sizeof who, option, target), strerror(errno));
     if (join(f->final, real, base))
         return ag_fail(err, AG_EIO, "%s: path is too long", target);
     f->mode = (mode_t)-1;   /* a new file: what creating the temporary gives */
@@ -250,7 +250,8 @@ int ag_i_file_create(ag_i_file_t *f, const char *option, const char *target, ag_
     if (fd < 0 && (fd = make_name(f, -1)) < 0) {
         const int e = errno;
         f->tmp[0] = '\0';
-        return ag_fail(err, AG_EIO, "%s: cannot create: %s", named(who, sizeof who, option, target),
+        return ag_fail(err, AG_EIO, "%s: cannot create: %s",
+                       ag_i_file_named(who, sizeof who, option, target),
                        e == EMFILE && !f->slot ? "too many files being written at once"
                                                  : strerror(e));
     }
@@ -267,7 +268,7 @@ int ag_i_file_create(ag_i_file_t *f, const char *option, const char *target, ag_
         const int e = errno;
         ag_i_file_abort(f);
         return ag_fail(err, AG_EIO, "%s: cannot create: %s",
-                       named(who, sizeof who, option, target), strerror(e));
+                       ag_i_file_named(who, sizeof who, option, target), strerror(e));
     }
     return AG_OK;
 }
