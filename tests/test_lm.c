@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "model/model.h"
 #include "reference.h"
@@ -500,6 +501,93 @@ START_TEST(lm_embed_backward_over_chunks)
 }
 END_TEST
 
+/* ag_lm_graph's B copies against the docs pattern of B sequences written out
+   (docs:T,T,T&(spec)), edge for edge, for patterns whose positions are the
+   same in each sequence (not global:1: in the batch only node 0 is global). */
+START_TEST(lm_graph_is_the_sequences_side_by_side)
+{
+    static const char *const specs[] = {"causal", "window:2", "strided:2"};
+    for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+        ag_nbhd_t got, want;
+        ag_error_t err;
+        ck_assert_msg(ag_lm_graph(&got, T, B, specs[k], &err) == AG_OK, "%s", err.msg);
+        char text[256];
+        snprintf(text, sizeof text, "docs:%d,%d,%d&(%s)", T, T, T, specs[k]);
+        ag_pattern_t *p;
+        ck_assert_int_eq(ag_pattern_parse(&p, text, &err), AG_OK);
+        ck_assert_int_eq(ag_nbhd_from_pattern(&want, p, N, AG_SELF_KEEP, &err), AG_OK);
+        ag_pattern_free(p);
+        ck_assert_int_eq(got.n_nodes, N);
+        ck_assert_msg(got.n_edges == want.n_edges, "%s: %lld edges, want %lld", specs[k],
+                      (long long)got.n_edges, (long long)want.n_edges);
+        int64_t a[N * T], b[N * T];
+        ag_nbhd_sources(&got, 0, N, a), ag_nbhd_sources(&want, 0, N, b);
+        for (int64_t i = 0; i <= N; i++)
+            ck_assert_int_eq(got.edge_ptr[i], want.edge_ptr[i]);
+        ck_assert_msg(!memcmp(a, b, (size_t)got.n_edges * sizeof *a), "%s: sources differ",
+                      specs[k]);
+        ag_nbhd_destroy(&got), ag_nbhd_destroy(&want);
+    }
+    ag_nbhd_t nb;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_graph(&nb, T, B, "wndow:2", &err), AG_EINVAL);
+    ck_assert_msg(strstr(err.msg, "wndow"), "%s", err.msg);
+    ck_assert_int_eq(ag_lm_graph(&nb, T, 0, "causal", &err), AG_EINVAL);
+    ck_assert_int_eq(ag_lm_graph(&nb, INT64_MAX / 2, 3, "causal", &err), AG_ELIMIT);
+}
+END_TEST
+
+/* A model's folder: saved and loaded, the same bits, vocabulary and pattern;
+   a save that cannot finish changes nothing; a broken text is named. */
+START_TEST(lm_model_folder_saves_and_loads)
+{
+    ag_lm_model_t lm = {.bytes = 0}, back;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_init(&lm.m, V, T, D, L, H, 1, 5, &err), AG_OK);
+    int32_t chars[V] = {'\n', ' ', 'a', 'b', 'z', 0xE9, 0x4E2D};
+    lm.chars = chars;
+    snprintf(lm.pattern, sizeof lm.pattern, "window:3");
+    const char *dir = tmp_path("lm-folder");
+    ck_assert_msg(ag_lm_model_save(&lm, dir, &err) == AG_OK, "%s", err.msg);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.txt", dir);
+    char *text = read_text(path);
+    ck_assert_str_eq(text, "# attngraph language model\nvocab 7 utf-8\nblock 5\nlayers 2\n"
+                           "heads 2\ndim 8\nbias yes\npattern window:3\n");
+    ck_assert_msg(ag_lm_model_load(&back, dir, &err) == AG_OK, "%s", err.msg);
+    ck_assert(back.m.V == V && back.m.L == L && back.m.bias == 1 && back.bytes == 0);
+    ck_assert_str_eq(back.pattern, "window:3");
+    ck_assert(!memcmp(back.chars, chars, sizeof chars));
+    float *a[64], *b[64];
+    int64_t na[64], nb[64];
+    const int k = arrays_of(&lm.m, a, na);
+    ck_assert_int_eq(arrays_of(&back.m, b, nb), k);
+    for (int x = 0; x < k; x++)
+        ck_assert_msg(na[x] == nb[x] && !memcmp(a[x], b[x], (size_t)na[x] * sizeof(float)),
+                      "array %d differs after the round trip", x);
+    ag_lm_model_destroy(&back);
+    /* a folder in the place of round-2/wq.npy: refused, the text left as it was */
+    snprintf(lm.pattern, sizeof lm.pattern, "causal");
+    snprintf(path, sizeof path, "%s/round-2/wq.npy", dir);
+    ck_assert_int_eq(remove(path), 0);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    ck_assert_int_ne(ag_lm_model_save(&lm, dir, &err), AG_OK);
+    ck_assert_msg(strstr(err.msg, "wq.npy"), "%s", err.msg);
+    snprintf(path, sizeof path, "%s/model.txt", dir);
+    char *after = read_text(path);
+    ck_assert_str_eq(after, text);
+    free(after);
+    /* a text that does not say what the model is, named with its line */
+    write_text(path, "# attngraph language model\nvocab 7 utf-8\nblock 5\nlayers two\n");
+    ck_assert_int_eq(ag_lm_model_load(&back, dir, &err), AG_EINVAL);
+    ck_assert_msg(strstr(err.msg, "model.txt:4: 'layers two'"), "%s", err.msg);
+    ck_assert_int_eq(ag_lm_model_load(&back, tmp_path("no-such-model"), &err), AG_EIO);
+    ck_assert_msg(strstr(err.msg, "no-such-model/model.txt"), "%s", err.msg);
+    free(text);
+    ag_lm_destroy(&lm.m);
+}
+END_TEST
+
 Suite *lm_suite(void)
 {
     Suite *s = suite_create("lm");
@@ -507,6 +595,8 @@ Suite *lm_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, lm_loss_and_gradients_match_the_double_reference, 0, 2);
     tcase_add_test(tc, lm_batch_is_its_sequences_one_by_one);
+    tcase_add_test(tc, lm_graph_is_the_sequences_side_by_side);
+    tcase_add_test(tc, lm_model_folder_saves_and_loads);
 #ifdef _OPENMP
     tcase_add_test(tc, lm_identical_for_1_and_2_threads);
 #endif

@@ -42,6 +42,38 @@ int ag_lm_init(ag_lm_t *m, int64_t V, int64_t T, int64_t D, int64_t L, int64_t H
 int ag_lm_grads_init(ag_lm_t *g, const ag_lm_t *m, ag_error_t *err);
 void ag_lm_destroy(ag_lm_t *m);
 
+/* The graph of B sequences of T tokens side by side, spec within each
+   (docs:T&(spec): causal added, so window:8 is the last 8 tokens; "causal"
+   is docs:T), no message between sequences; spec's graph is made for one
+   sequence and copied, so a random pattern's sources are the same in each.
+   The graph ag_lm_loss trains on and the decoder (B = 1) reads. */
+int ag_lm_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_t *err);
+
+/*
+ * A language model as `attngraph lm train --save` writes it: the GPT, its
+ * vocabulary and the pattern it trained under. Its folder (docs/lm.md) holds
+ * model.txt (the GPT's keys, one a line: vocab V utf-8|bytes, block T,
+ * layers L, heads H, dim D, bias yes|no, pattern SPEC), vocab.npy (int64
+ * [V]), wte.npy, wpe.npy, lnf_weight.npy (lnf_bias.npy) and round-1/ ..
+ * round-L/ with each block's arrays by their names (ag_layer_array_info).
+ * Folders of 0.2, with lm.txt in the place of model.txt, load too.
+ */
+#define AG_LM_PATTERN_MAX 1024
+typedef struct {
+    ag_lm_t m;
+    int32_t *chars;      /* [m.V] code points (bytes: 0..255), ascending */
+    int bytes;           /* the vocabulary is bytes, not UTF-8 characters */
+    char pattern[AG_LM_PATTERN_MAX];   /* within each sequence: causal, window:64, ... */
+} ag_lm_model_t;
+
+/* Reads dir, every shape checked against model.txt, each error naming the file. */
+int ag_lm_model_load(ag_lm_model_t *lm, const char *dir, ag_error_t *err);
+/* Writes dir (created if missing) whole or not at all: a failure leaves what
+   was there as it was. lm->chars must be ascending (as load checks). */
+int ag_lm_model_save(const ag_lm_model_t *lm, const char *dir, ag_error_t *err);
+/* Frees the arrays and the vocabulary; lm is zeroed. */
+void ag_lm_model_destroy(ag_lm_model_t *lm);
+
 /* Training-time options of ag_lm_loss: dropout p (nanoGPT's: on the embeddings'
    sum, the attention weights and both residual branches; 0: none), its masks
    hashed from seed (give each step its own). */

@@ -147,6 +147,11 @@ class ag_lm_t(C.Structure):
                 ("lnf_weight", ptr), ("lnf_bias", ptr)]
 
 
+class ag_lm_model_t(C.Structure):
+    _fields_ = [("m", ag_lm_t), ("chars", C.POINTER(C.c_int32)), ("bytes", C.c_int),
+                ("pattern", C.c_char * 1024)]
+
+
 class ag_lm_opts_t(C.Structure):
     _fields_ = [("dropout", f32), ("seed", C.c_uint64)]
 
@@ -227,7 +232,7 @@ class ag_compare_picture_t(C.Structure):
 
 STRUCTS = [ag_error_t, ag_labels_t, ag_nbhd_t, ag_score_t,
            ag_attention_opts_t, ag_edge_msg_t, ag_attention_grads_t, ag_weights_t,
-           ag_lm_t, ag_lm_opts_t, ag_workspace_t, ag_round_t, ag_round_opts_t,
+           ag_lm_t, ag_lm_model_t, ag_lm_opts_t, ag_workspace_t, ag_round_t, ag_round_opts_t,
            ag_round_figures_t, ag_optimizer_opts_t, ag_load_opts_t, ag_rgb_t, ag_edge_weights_t, ag_heatmap_opts_t,
            ag_graph_opts_t, ag_series_t, ag_panel_t, ag_compare_picture_t, ag_layer_array_t,
            ag_layer_spec_t, ag_model_spec_t, ag_model_t, ag_cross_entropy_t,
@@ -315,6 +320,10 @@ FUNCTIONS = {
     "ag_lm_init": (I, [C.POINTER(ag_lm_t), i64, i64, i64, i64, i64, I, C.c_uint64, E]),
     "ag_lm_grads_init": (I, [C.POINTER(ag_lm_t), C.POINTER(ag_lm_t), E]),
     "ag_lm_destroy": (None, [C.POINTER(ag_lm_t)]),
+    "ag_lm_graph": (I, [NB, i64, i64, C.c_char_p, E]),
+    "ag_lm_model_load": (I, [C.POINTER(ag_lm_model_t), C.c_char_p, E]),
+    "ag_lm_model_save": (I, [C.POINTER(ag_lm_model_t), C.c_char_p, E]),
+    "ag_lm_model_destroy": (None, [C.POINTER(ag_lm_model_t)]),
     "ag_lm_loss": (I, [C.POINTER(ag_lm_t), NB, P, P, P, C.POINTER(ag_lm_opts_t),
                        C.POINTER(f64), C.POINTER(ag_lm_t), C.POINTER(P), E]),
     "ag_lm_logits": (I, [C.POINTER(ag_lm_t), NB, P, P, P, E]),

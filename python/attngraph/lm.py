@@ -17,36 +17,25 @@ draws the tokens `lm sample` draws for the same seed (both ag_lm_generate).
 """
 import ctypes as C
 import os
-import shutil
-import tempfile
 
 import numpy as np
 
 from . import _structs as S
 from ._lib import lib, check, err, Error
 from .graph import Graph
-from .weights import Weights, _save_npy, array_shape, arrays_of
-
-# what a GPT block has (its arrays: the library's table), and more with biases
-_F = S.LAYER_FEATURES
-_BLOCK = _F["AG_LAYER_QKV"] | _F["AG_LAYER_WO"] | _F["AG_LAYER_NORM"] | _F["AG_LAYER_FFN"]
-_BLOCK_BIAS = _F["AG_LAYER_NORM_BIAS"] | _F["AG_LAYER_BIAS"] | _F["AG_LAYER_QKV_BIAS"]
-
+from .weights import Weights
 
 def batch_graph(spec, block, batch):
     """The graph of `batch` sequences of `block` tokens that `lm train --pattern
-    spec` builds: copies side by side of spec's graph over one sequence
-    (docs:T&(spec), causal within it), so a random pattern draws its sources
-    within the sequence, the same for every sequence and for sampling."""
-    one = Graph.pattern("docs:%d" % block if spec == "causal"
-                        else "docs:%d&(%s)" % (block, spec), block)
-    if batch == 1:
-        return one
-    indptr, indices = one.csr()
-    E = len(indices)
-    ptr = np.concatenate([indptr[:-1] + b * E for b in range(batch)] + [[batch * E]])
-    src = np.concatenate([indices + b * block for b in range(batch)])
-    return Graph.from_csr(ptr, src)
+    spec` builds (ag_lm_graph): copies side by side of spec's graph over one
+    sequence (docs:T&(spec), causal within it), so a random pattern draws its
+    sources within the sequence, the same for every sequence and for sampling."""
+    g, e = Graph._new("pattern"), err()
+    check(lib.ag_lm_graph(C.byref(g._nb), int(block), int(batch), str(spec).encode(),
+                          C.byref(e)), e)
+    g._finish("keep", None)
+    g.name = str(spec)
+    return g
 
 
 class Text:
@@ -147,82 +136,36 @@ class LM:
 
     @classmethod
     def load(cls, folder):
-        """A model folder (`lm train --save`'s, or save()'s), every shape checked."""
-        path = os.path.join(folder, "lm.txt")
-        with open(path) as f:
-            keys = {}
-            for n, line in enumerate(f, 1):
-                words = line.split(None, 1)
-                if not words or words[0].startswith("#"):
-                    continue
-                if len(words) < 2:
-                    raise Error("%s:%d: '%s' has no value" % (path, n, line.strip()),
-                                "invalid value")
-                keys[words[0]] = words[1].strip()
+        """A model folder (`lm train --save`'s, or save()'s; 0.2's with lm.txt too),
+        every shape checked (ag_lm_model_load)."""
+        lm, e = S.ag_lm_model_t(), err()
+        check(lib.ag_lm_model_load(C.byref(lm), os.fsencode(folder), C.byref(e)), e)
         try:
-            V, kind = keys["vocab"].split()
-            T, L, H, D = (int(keys[k]) for k in ("block", "layers", "heads", "dim"))
-            bias = {"yes": True, "no": False}[keys["bias"]]
-        except (KeyError, ValueError) as e:
-            raise Error("%s: %s; expected the lm.txt `lm train --save` writes" % (path, e),
-                        "invalid value") from None
-        vocab = np.load(os.path.join(folder, "vocab.npy"))
+            m = lm.m
 
-        def read(sub, name, shape):
-            p = os.path.join(folder, sub, name + ".npy")
-            a = np.load(p)
-            if a.shape != tuple(shape):
-                raise Error("%s has shape %s; expected %s" % (p, list(a.shape), list(shape)),
-                            "invalid value")
-            return a
-        shape_of = S.ag_weights_t(D=D, H=H, d=D // H, D_out=D, F=4 * D)
-        blocks = []
-        for l in range(1, L + 1):
-            names = arrays_of(_BLOCK | (_BLOCK_BIAS if bias else 0))
-            arrays = {n: read("round-%d" % l, n, array_shape(shape_of, n)) for n in names}
-            blocks.append(Weights(heads=H, ff_act="gelu", **arrays))
-        return cls(read("", "wte", (int(V), D)), read("", "wpe", (T, D)), blocks,
-                   read("", "lnf_weight", (D,)), H, vocab.tolist(),
-                   read("", "lnf_bias", (D,)) if bias else None, bytes=kind == "bytes",
-                   pattern=keys.get("pattern", "causal"))
+            def arr(p, *shape):
+                return None if not p else np.ctypeslib.as_array(
+                    (C.c_float * int(np.prod(shape))).from_address(p)).reshape(shape).copy()
+            blocks = [Weights._copy_c(m.layers[l]) for l in range(m.L)]
+            vocab = [lm.chars[k] for k in range(m.V)]
+            return cls(arr(m.wte, m.V, m.D), arr(m.wpe, m.T, m.D), blocks,
+                       arr(m.lnf_weight, m.D), m.H, vocab, arr(m.lnf_bias, m.D),
+                       bytes=bool(lm.bytes), pattern=lm.pattern.decode())
+        finally:
+            lib.ag_lm_model_destroy(C.byref(lm))
 
     def save(self, folder):
-        """The folder `lm sample --model` reads: every file written into a new folder
-        beside it first, then moved into place, so that a failure leaves the old
-        folder as it was."""
-        folder = os.path.abspath(folder)
-        parent = os.path.dirname(folder)
-        tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-lm-")
-        try:
-            self._write(tmp)
-            moves = [(os.path.join(root, name),
-                      os.path.join(folder, os.path.relpath(root, tmp), name))
-                     for root, _, files in os.walk(tmp) for name in files]
-            for _, dest in moves:   # what would stop a move, before any is made
-                if os.path.isdir(dest) or (os.path.exists(os.path.dirname(dest)) and
-                                           not os.path.isdir(os.path.dirname(dest))):
-                    raise Error("%s: a folder or file is in the way; nothing was replaced"
-                                % dest, "i/o error")
-            for src, dest in moves:
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-                os.replace(src, dest)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-    def _write(self, folder):
-        for l in range(len(self.layers)):
-            os.makedirs(os.path.join(folder, "round-%d" % (l + 1)), exist_ok=True)
-        text = ("# attngraph lm model\nvocab %d %s\nblock %d\nlayers %d\nheads %d\ndim %d\n"
-                "bias %s\npattern %s\n" % (self.V, "bytes" if self.bytes else "utf-8",
-                                           self.block, len(self.layers), self.heads, self.D,
-                                           "yes" if self.bias else "no", self.pattern))
-        np.save(os.path.join(folder, "vocab.npy"), np.array(self.vocab, np.int64))
-        for name in ("wte", "wpe", "lnf_weight") + (("lnf_bias",) if self.bias else ()):
-            _save_npy(os.path.join(folder, name + ".npy"), getattr(self, name))
-        for l, w in enumerate(self.layers):
-            w.save(os.path.join(folder, "round-%d" % (l + 1)))
-        with open(os.path.join(folder, "lm.txt"), "w") as f:
-            f.write(text)
+        """The folder `lm sample --model` reads (ag_lm_model_save): written whole
+        or not at all, so that a failure leaves the old folder as it was."""
+        chars = np.ascontiguousarray(self.vocab, np.int32)
+        pattern = self.pattern.encode()
+        if len(pattern) >= 1024:
+            raise Error("a pattern of %d bytes; model.txt keeps up to 1023" % len(pattern),
+                        "invalid value")
+        lm = S.ag_lm_model_t(m=self._struct(), bytes=int(self.bytes), pattern=pattern)
+        lm.chars = chars.ctypes.data_as(C.POINTER(C.c_int32))
+        e = err()
+        check(lib.ag_lm_model_save(C.byref(lm), os.fsencode(folder), C.byref(e)), e)
 
     # ---- text
 

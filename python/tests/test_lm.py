@@ -50,7 +50,7 @@ def test_a_short_run_learns_and_reproduces(tmp_path, text):
         if name.endswith(".npy"):
             assert (tmp_path / "m1" / name).read_bytes() == (tmp_path / "m2" / name).read_bytes()
     saved = tmp_path / "m1"
-    assert "layers 2" in (saved / "lm.txt").read_text()
+    assert "layers 2" in (saved / "model.txt").read_text()
     vocab = np.load(saved / "vocab.npy")
     assert "".join(map(chr, vocab)) == "".join(sorted(set(text.read_text())))
     assert np.load(saved / "wte.npy").shape == (len(vocab), 16)
@@ -238,9 +238,28 @@ def test_a_model_trained_in_python_samples_from_the_cli(tmp_path, text):
     assert r.stdout == m.sample(50, seed=9) + "\n"
 
 
+def test_a_folder_of_0_2_loads(saved, tmp_path):
+    """0.2 wrote lm.txt where model.txt is now: the tool and Python still read it,
+    and the same model comes out (lm.txt's first line was "# attngraph lm model")."""
+    text = (saved / "model.txt").read_text()
+    assert text.startswith("# attngraph language model\n")
+    before = sample("--model", saved, "--tokens", 30, "--seed", 4).stdout
+    (saved / "lm.txt").write_text(text.replace("language model", "lm model"))
+    (saved / "model.txt").unlink()
+    assert sample("--model", saved, "--tokens", 30, "--seed", 4).stdout == before
+    m = agl.LM.load(saved)
+    assert m.pattern == "window:6" and m.bias and m.heads == 2
+    m.save(tmp_path / "again")   # written as today's folder
+    assert (tmp_path / "again" / "model.txt").read_text() == text
+    assert not (tmp_path / "again" / "lm.txt").exists()
+    for name in os.listdir(saved):
+        if name.endswith(".npy"):
+            assert (saved / name).read_bytes() == (tmp_path / "again" / name).read_bytes()
+
+
 def test_sample_refusals(saved, tmp_path):
     r = sample("--model", tmp_path / "none", check=False)
-    assert r.returncode == 1 and "none/lm.txt" in r.stderr
+    assert r.returncode == 1 and "none/model.txt" in r.stderr
     r = sample("--model", saved, "--start", "cat \u00e9", check=False)
     assert r.returncode == 2 and "character 5 (U+00E9) is not in the model's vocabulary" \
         in r.stderr
@@ -248,16 +267,22 @@ def test_sample_refusals(saved, tmp_path):
     assert r.returncode == 2 and "temperature" in r.stderr
     r = sample("--model", saved, "--start", "", check=False)
     assert r.returncode == 2 and "--start is empty" in r.stderr
-    lm_txt = (saved / "lm.txt").read_text()
-    for was, now, message in [("heads 2", "heads two", "lm.txt:5: 'heads two'"),
+    model_txt = (saved / "model.txt").read_text()
+    for was, now, message in [("heads 2", "heads two", "model.txt:5: 'heads two'"),
                               ("heads 2\n", "", "has no 'heads' line"),
-                              ("block 16", "block 16 16", "lm.txt:3: 'block 16 16'"),
+                              ("block 16", "block 16 16", "model.txt:3: 'block 16 16'"),
                               ("pattern window:6", "pattern bogus:1",
-                               "lm.txt: --pattern 'bogus:1'")]:
-        (saved / "lm.txt").write_text(lm_txt.replace(was, now))
+                               "model.txt:8: pattern 'bogus:1': unknown pattern 'bogus'")]:
+        (saved / "model.txt").write_text(model_txt.replace(was, now))
         r = sample("--model", saved, check=False)
         assert r.returncode == 1 and message in r.stderr, r.stderr
-    (saved / "lm.txt").write_text(lm_txt)
+        with pytest.raises(attngraph.Error, match=message.split(":")[0]):
+            agl.LM.load(saved)
+    (saved / "model.txt").write_text(model_txt)
+    # a graph model's reader names what the folder is
+    r = cli("run", "--weights", saved, "--pattern", "causal", "--nodes", 4, "--dim", 16,
+            check=False)
+    assert r.returncode == 2 and "'vocab' is a language model's key" in r.stderr, r.stderr
     np.save(saved / "round-2" / "w1.npy", np.zeros((3, 16), np.float32))
     r = sample("--model", saved, check=False)
     assert r.returncode == 1 and "w1.npy" in r.stderr and "[64, 16]" in r.stderr
@@ -377,7 +402,7 @@ def test_vocab_refusals_and_an_atomic_save(saved, tmp_path):
     (saved / "round-2" / "wq.npy").unlink()
     (saved / "round-2" / "wq.npy").mkdir()
     before = {p: p.read_bytes() for p in saved.rglob("*") if p.is_file()}
-    with pytest.raises(attngraph.Error, match="wq.npy: a folder or file is in the way"):
+    with pytest.raises(attngraph.Error, match="wq.npy: is a directory"):
         other.save(saved)
     assert {p: p.read_bytes() for p in saved.rglob("*") if p.is_file()} == before
     assert not [p for p in saved.parent.iterdir() if p.name.startswith(".tmp-lm-")]

@@ -51,7 +51,7 @@ static const char lm_usage[] =
     "  --eval-iters N      (default 20)\n"
     "  --seed S            initial model and batches (default 1337)\n"
     "  --pattern SPEC      repeatable: train under each (default causal)\n"
-    "  --save DIR          the model (one --pattern): lm.txt, vocab.npy and the arrays\n"
+    "  --save DIR          the model (one --pattern): model.txt, vocab.npy and the arrays\n"
     "  --log FILE.csv      pattern,step,train_loss,val_loss,lr,seconds per evaluation\n"
     "  --threads T         (default: the cores)\n"
     "  --quiet             no report\n";
@@ -170,64 +170,18 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
                 return usage_error(cmd, "--pattern %s given twice", o->patterns[k]);
         ag_nbhd_t nb;
         ag_error_t err;
-        if (lm_batch_graph(&nb, o->block, 1, o->patterns[k], &err))
-            return usage_error(cmd, "%s", err.msg);
+        if (ag_lm_graph(&nb, o->block, 1, o->patterns[k], &err))
+            return usage_error(cmd, "--pattern '%s': %s", o->patterns[k], err.msg);
         ag_nbhd_destroy(&nb);
     }
-    if (o->save && o->n_patterns == 1 && strlen(o->patterns[0]) >= 256)
-        return usage_error(cmd, "--save: a pattern of %zu characters; lm.txt keeps up to 255",
-                           strlen(o->patterns[0]));
+    if (o->save && o->n_patterns == 1 && strlen(o->patterns[0]) >= AG_LM_PATTERN_MAX)
+        return usage_error(cmd, "--save: a pattern of %zu characters; model.txt keeps up to %d",
+                           strlen(o->patterns[0]), AG_LM_PATTERN_MAX - 1);
     if (o->decay_iters < 0)
         o->decay_iters = o->iters;
     if (!o->n_patterns)
         o->patterns[o->n_patterns++] = "causal";
     return -1;
-}
-
-int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_t *err)
-{
-    memset(nb, 0, sizeof *nb);
-    const size_t cap = strlen(spec) + 64;
-    char *text = malloc(cap);
-    if (!text)
-        return ag_fail(err, AG_ENOMEM, "out of memory for the batch's pattern");
-    if (strcmp(spec, "causal") != 0)
-        snprintf(text, cap, "docs:%lld&(%s)", (long long)T, spec);
-    else
-        snprintf(text, cap, "docs:%lld", (long long)T);
-    ag_pattern_t *p;
-    int rc = error_after(ag_pattern_parse(&p, text, err), err, "--pattern '%s'", spec);
-    free(text);
-    if (rc)
-        return rc;
-    ag_nbhd_t one;   /* one sequence's graph, then B copies side by side */
-    rc = ag_nbhd_from_pattern(&one, p, T, AG_SELF_KEEP, err);
-    ag_pattern_free(p);
-    if (rc || B == 1) {
-        if (!rc)
-            *nb = one;
-        return rc;
-    }
-    const int64_t E = one.n_edges;
-    int64_t *ptr = ag_alloc(B * T + 1, sizeof *ptr, err, "batch graph");
-    int64_t *src = ag_alloc(B * E > 0 ? B * E : 1, sizeof *src, err, "batch graph");
-    if (!ptr || !src)
-        rc = ag_alloc_status();
-    if (!rc)
-        ag_nbhd_sources(&one, 0, T, src);   /* sequence 0's; the others' shifted by b T */
-    for (int64_t b = 0; !rc && b < B; b++) {
-        for (int64_t t = 0; t < T; t++)
-            ptr[b * T + t] = b * E + one.edge_ptr[t];
-        for (int64_t e = 0; b > 0 && e < E; e++)
-            src[b * E + e] = b * T + src[e];
-    }
-    if (!rc) {
-        ptr[B * T] = B * E;
-        rc = ag_nbhd_from_csr(nb, B * T, ptr, src, err);
-    }
-    free(ptr), free(src);
-    ag_nbhd_destroy(&one);
-    return rc;
 }
 
 /* Batch k of a stream: B windows from tokens [lo, hi) of the corpus, drawn by
@@ -311,7 +265,8 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
                          ag_error_t *err)
 {
     ag_nbhd_t nb;
-    int rc = lm_batch_graph(&nb, o->block, o->batch, spec, err);
+    int rc = error_after(ag_lm_graph(&nb, o->block, o->batch, spec, err), err, "--pattern '%s'",
+                         spec);
     if (!rc && b->begin)
         rc = b->begin(b, &nb, err);
     if (rc) {
@@ -406,7 +361,7 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
     if (!rc && o.save)
         rc = folder_check(o.save, "--save", &err);
     if (!rc && o.save)
-        rc = lm_model_save_check(o.save, o.layers, o.heads, o.bias, &err);
+        rc = ag_i_lm_model_save_check(o.save, o.layers, o.heads, o.bias, &err);
     corpus_t c;
     memset(&c, 0, sizeof c);
     if (!rc)
@@ -449,9 +404,9 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
             rc = ag_fail(&err, AG_EIO, "--log %s: write failed", o.log);
     }
     if (!rc && o.save) {
-        lm_model_t saved = {.m = m, .chars = c.chars, .bytes = o.bytes};
+        ag_lm_model_t saved = {.m = m, .chars = c.chars, .bytes = o.bytes};
         snprintf(saved.pattern, sizeof saved.pattern, "%s", o.patterns[0]);
-        rc = lm_model_save(&saved, o.save, &err);
+        rc = ag_i_lm_model_save(&saved, o.save, "--save", &err);
     }
     if (!rc && o.log)
         rc = out_commit(&log_out, &err);

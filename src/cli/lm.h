@@ -1,5 +1,6 @@
 /* attngraph lm: language models on the command line (lm.c, lm_sample.c),
-   their corpus (lm_text.c) and folders (lm_model.c). */
+   their corpus (lm_text.c); the folders and graphs are the library's
+   (ag_lm_model_load, ag_lm_model_save, ag_lm_graph). */
 #ifndef AG_CLI_LM_H
 #define AG_CLI_LM_H
 
@@ -21,29 +22,6 @@ void corpus_free(corpus_t *c);
    an error names `what` and the byte where the text is not UTF-8, then hint. */
 int lm_decode_text(const char *what, const char *hint, const char *text, int64_t n, int bytes,
                    int32_t *cps, int64_t *count, ag_error_t *err);
-
-/* A language model with its vocabulary and the pattern it trained under. */
-typedef struct {
-    ag_lm_t m;
-    int32_t *chars;       /* [V] code points (bytes: 0..255), ascending */
-    int bytes;            /* the vocabulary is bytes, not UTF-8 characters */
-    char pattern[256];    /* within each sequence: causal, window:8, ... */
-} lm_model_t;
-
-/* The model's folder (lm_model.c): lm.txt, vocab.npy and the arrays; written
-   whole or not at all (folder_write), read with every shape checked. */
-int lm_model_save(const lm_model_t *lm, const char *dir, ag_error_t *err);
-/* Before training: refuses a folder in the place of a file the model of L
-   blocks of H heads (bias: with biases) would write into dir. */
-int lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_error_t *err);
-int lm_model_load(lm_model_t *lm, const char *dir, ag_error_t *err);
-void lm_model_free(lm_model_t *lm);
-
-/* The graph of B sequences of T tokens: B copies side by side of spec's
-   graph over one sequence (docs:T&(spec), causal within it), so a random
-   pattern draws its sources within the sequence, and the same for every
-   sequence and for the decoder (B = 1); an error names spec. */
-int lm_batch_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_t *err);
 
 /* Where lm train's losses run: one process (ag_lm_loss), or several
    (attngraph-mpi lm train: each process its rows of every batch). */

@@ -28,7 +28,7 @@ static const char sample_usage[] =
     "  --top-k K           draw among the K likeliest only (default 0: all)\n"
     "  --seed S            the draws (default 1337)\n"
     "  --pattern SPEC      the graph within the context, made causal as in training\n"
-    "                      (docs:T&(SPEC); default the one it trained under, lm.txt's)\n"
+    "                      (docs:T&(SPEC); default the one it trained under, model.txt's)\n"
     "  --threads T         (default: the cores)\n";
 
 typedef struct {
@@ -80,7 +80,7 @@ static int sample_parse(sample_opts_t *o, int argc, char **argv)
 
 /* start's characters as token ids ([n] malloc'ed); a character the
    vocabulary lacks is named (usage: 1). */
-static int start_ids(const lm_model_t *lm, const char *start, int64_t **ids, int64_t *n,
+static int start_ids(const ag_lm_model_t *lm, const char *start, int64_t **ids, int64_t *n,
                      int *usage, ag_error_t *err)
 {
     const int64_t len = (int64_t)strlen(start);
@@ -144,7 +144,7 @@ static void put_char(int32_t cp, int bytes)
 }
 
 typedef struct {
-    const lm_model_t *lm;
+    const ag_lm_model_t *lm;
 } emit_t;
 
 /* ag_lm_generate's emit: the token's character, out at once. */
@@ -164,16 +164,18 @@ int lm_sample(int argc, char **argv)
     ag_set_threads((int)o.threads);
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
-    lm_model_t lm;
+    ag_lm_model_t lm;
     ag_nbhd_t nb;
     memset(&nb, 0, sizeof nb);
     int64_t *ids = NULL, n = 0;
-    int rc = lm_model_load(&lm, o.model, &err);
+    int rc = ag_lm_model_load(&lm, o.model, &err);
     const char *spec = o.pattern ? o.pattern : lm.pattern;
-    if (!rc && (rc = lm_batch_graph(&nb, lm.m.T, 1, spec, &err))) {
+    if (!rc && (rc = ag_lm_graph(&nb, lm.m.T, 1, spec, &err))) {
         usage = o.pattern != NULL;
-        if (!usage)   /* lm.txt's pattern: name the file */
-            error_after(rc, &err, "%s/lm.txt", o.model);
+        if (usage)
+            error_after(rc, &err, "--pattern '%s'", spec);
+        else   /* the pattern it trained under: name the folder */
+            error_after(rc, &err, "--model %s: its pattern '%s'", o.model, spec);
     }
     if (!rc)
         rc = start_ids(&lm, o.start, &ids, &n, &usage, &err);
@@ -193,6 +195,6 @@ int lm_sample(int argc, char **argv)
         putchar('\n');
     free(ids);
     ag_nbhd_destroy(&nb);
-    lm_model_free(&lm);
+    ag_lm_model_destroy(&lm);
     return finish("lm sample", rc, usage, &err);
 }

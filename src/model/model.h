@@ -203,6 +203,14 @@ int64_t ag_i_layers_largest_hd(const ag_weights_t *layers, int n_layers);
 int ag_i_weights_load_array(float **out, const char *dir, const char *name, int ndim,
                             const int64_t *want, int optional, ag_error_t *err);
 
+/* ag_lm_model_save with option ("--save") naming the folder in messages;
+   the folder's check (ag_i_folder_check) is the caller's. */
+int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *option,
+                       ag_error_t *err);
+/* Before training: refuses a folder in the place of a file that the model of
+   L blocks of H heads (bias: with biases) would write into dir. */
+int ag_i_lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_error_t *err);
+
 /* ag_embed_backward over this process's rows with r (NULL: one process). */
 int ag_i_embed_backward_r(const ag_i_reducer_t *r, float *dwte, float *dwpe, const float *dX,
                           const int64_t *ids, const int64_t *pos, int64_t n, int64_t V,

@@ -376,6 +376,10 @@ static int spec_line(ag_model_spec_t *spec, char *buf, const char *path, int lin
     int k = 0;
     while (k < AG_MODEL_KEYS && strcmp(key, model_keys[k].name) != 0)
         k++;
+    if (k == AG_MODEL_KEYS && (!strcmp(key, "vocab") || !strcmp(key, "block")))
+        return ag_fail(err, AG_EFORMAT, "%s line %d: '%s' is a language model's key: the "
+                       "folder is one `lm train --save` wrote (ag_lm_model_load, `attngraph "
+                       "lm sample --model`, attngraph.lm.LM.load read it)", path, line, key);
     if (k == AG_MODEL_KEYS)
         return ag_fail(err, AG_EFORMAT, "%s line %d: unknown key '%s'; expected layer, "
                        "readout, dropout, attn-dropout, resid-dropout or one of the model's "

@@ -1,9 +1,11 @@
 /*
- * A language model's folder, as `lm train --save` writes it and `lm sample`
- * (and Python's attngraph.lm) read it: lm.txt (the shape, the vocabulary's
- * kind and the pattern it trained under), vocab.npy (the characters' code
- * points, or bytes), wte.npy, wpe.npy, lnf_weight.npy (lnf_bias.npy) and one
- * folder a block, round-L/, with its arrays by their names (ag_layer_array_info).
+ * A language model's folder, as `lm train --save` and ag_lm_model_save write
+ * it and `lm sample`, ag_lm_model_load and Python's attngraph.lm read it:
+ * model.txt (the GPT's keys: the shape, the vocabulary's kind and the pattern
+ * it trained under), vocab.npy (the characters' code points, or bytes),
+ * wte.npy, wpe.npy, lnf_weight.npy (lnf_bias.npy) and one folder a block,
+ * round-L/, with its arrays by their names (ag_layer_array_info). Folders of
+ * 0.2, with lm.txt in the place of model.txt, load too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +13,6 @@
 #include <sys/stat.h>
 
 #include "base/base.h"
-#include "cli/cli.h"
-#include "cli/lm.h"
 #include "model/model.h"
 
 /* One array of a model's folder: where (round 0: the top) and its shape. */
@@ -60,41 +60,61 @@ static int max_arrays(const ag_lm_t *m)
     return 4 + (int)m->L * AG_LAYER_ARRAYS;
 }
 
-int lm_model_save(const lm_model_t *lm, const char *dir, ag_error_t *err)
+/* The folder's text: the GPT's keys, one a line. */
+static void model_text(char *buf, size_t cap, const ag_lm_model_t *lm)
 {
     const ag_lm_t *m = &lm->m;
+    snprintf(buf, cap, "# attngraph language model\nvocab %lld %s\nblock %lld\nlayers %lld\n"
+             "heads %lld\ndim %lld\nbias %s\npattern %s\n", (long long)m->V,
+             lm->bytes ? "bytes" : "utf-8", (long long)m->T, (long long)m->L, (long long)m->H,
+             (long long)m->D, m->bias ? "yes" : "no", lm->pattern);
+}
+
+int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *option,
+                       ag_error_t *err)
+{
+    if (!lm || !lm->m.wte || !lm->chars || !dir)
+        return ag_fail(err, AG_EINVAL, "ag_lm_model_save: %s is NULL",
+                       !dir ? "the folder" : !lm || !lm->m.wte ? "the model" : "the vocabulary");
+    if (strlen(lm->pattern) == 0 || strchr(lm->pattern, '\n'))
+        return ag_fail(err, AG_EINVAL, "ag_lm_model_save: the pattern '%s'; expected one "
+                       "line, such as causal or window:64", lm->pattern);
+    const ag_lm_t *m = &lm->m;
     const int cap = 2 + max_arrays(m);
-    folder_item_t *items = ag_calloc(cap, sizeof *items, err, "--save");
-    lm_array_t *arrays = ag_calloc(cap, sizeof *arrays, err, "--save");
-    char (*names)[96] = ag_calloc(cap, sizeof *names, err, "--save");
-    int64_t *vocab = ag_alloc(m->V, sizeof *vocab, err, "--save");
-    char text[1024];
+    ag_i_folder_item_t *items = ag_calloc(cap, sizeof *items, err, "the model's files");
+    lm_array_t *arrays = ag_calloc(cap, sizeof *arrays, err, "the model's files");
+    char (*names)[96] = ag_calloc(cap, sizeof *names, err, "the model's files");
+    int64_t *vocab = ag_alloc(m->V, sizeof *vocab, err, "the vocabulary");
+    char text[AG_LM_PATTERN_MAX + 256];
     int rc = items && arrays && names && vocab ? AG_OK : ag_alloc_status();
     for (int64_t v = 0; !rc && v < m->V; v++)
         vocab[v] = lm->chars[v];
     if (!rc) {
-        snprintf(text, sizeof text, "# attngraph lm model\nvocab %lld %s\nblock %lld\n"
-                 "layers %lld\nheads %lld\ndim %lld\nbias %s\npattern %s\n", (long long)m->V,
-                 lm->bytes ? "bytes" : "utf-8", (long long)m->T, (long long)m->L,
-                 (long long)m->H, (long long)m->D, m->bias ? "yes" : "no", lm->pattern);
+        model_text(text, sizeof text, lm);
         int k = 0;
-        items[k++] = (folder_item_t){.name = "lm.txt", .text = text};
-        items[k++] = (folder_item_t){.name = "vocab.npy", .i64 = vocab, .ndim = 1,
-                                     .shape = {m->V}};
+        items[k++] = (ag_i_folder_item_t){.name = "model.txt", .text = text};
+        items[k++] = (ag_i_folder_item_t){.name = "vocab.npy", .i64 = vocab, .ndim = 1,
+                                          .shape = {m->V}};
         const int n = model_arrays(m, arrays);
         for (int a = 0; a < n; a++, k++) {
             const lm_array_t *x = &arrays[a];
             array_file(names[a], sizeof names[a], x);
-            items[k] = (folder_item_t){.name = names[a], .f32 = x->data, .ndim = x->ndim};
+            items[k] = (ag_i_folder_item_t){.name = names[a], .f32 = x->data, .ndim = x->ndim};
             memcpy(items[k].shape, x->shape, sizeof x->shape);
         }
-        rc = folder_write(dir, "--save", items, k, err);
+        rc = ag_i_folder_write(dir, option, items, k, err);
     }
     free(items), free(arrays), free(names), free(vocab);
     return rc;
 }
 
-int lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_error_t *err)
+int ag_lm_model_save(const ag_lm_model_t *lm, const char *dir, ag_error_t *err)
+{
+    int rc = dir ? ag_i_folder_check(dir, NULL, err) : AG_OK;
+    return rc ? rc : ag_i_lm_model_save(lm, dir, NULL, err);
+}
+
+int ag_i_lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_error_t *err)
 {
     ag_lm_t m;   /* the shapes do not matter here, only which files there will be */
     int rc = ag_lm_init(&m, 1, 1, H, L, H, bias, 1, err);
@@ -102,7 +122,7 @@ int lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_erro
     if (!rc && !arrays)
         rc = ag_alloc_status();
     const int n = rc ? 0 : model_arrays(&m, arrays);
-    static const char *const top[] = {"lm.txt", "vocab.npy"};
+    static const char *const top[] = {"model.txt", "vocab.npy"};
     for (int a = -2; !rc && a < n; a++) {
         char file[96], path[4096];
         struct stat st;
@@ -120,25 +140,29 @@ int lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_erro
     return rc;
 }
 
-void lm_model_free(lm_model_t *lm)
+void ag_lm_model_destroy(ag_lm_model_t *lm)
 {
+    if (!lm)
+        return;
     ag_lm_destroy(&lm->m);
     free(lm->chars);
     memset(lm, 0, sizeof *lm);
 }
 
-/* lm.txt's keys into the sizes and lm's kind and pattern. */
-static int read_header(lm_model_t *lm, int64_t size[6], int *bias, const char *dir,
+/* The text's keys into the sizes and lm's kind and pattern; path names the file. */
+static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias, const char *path,
                        ag_error_t *err)
 {
     static const char *keys[] = {"vocab", "block", "layers", "heads", "dim", "bias",
                                  "pattern"};
-    char path[4096], *text = NULL;
+    char *text = NULL;
     size_t len;
-    snprintf(path, sizeof path, "%s/lm.txt", dir);
-    int rc = read_all(path, &text, &len, 1 << 20, err);
+    int rc = ag_i_read_text(path, &text, &len, err);
     if (rc)
         return rc;
+    if (strlen(text) != len)
+        rc = ag_fail(err, AG_EFORMAT, "%s: a NUL byte at offset %zu; expected a text", path,
+                     strlen(text));
     int seen[7] = {0}, line = 0;
     snprintf(lm->pattern, sizeof lm->pattern, "causal");   /* saves before the key */
     seen[6] = 1;
@@ -147,19 +171,29 @@ static int read_header(lm_model_t *lm, int64_t size[6], int *bias, const char *d
         if (end)
             *end++ = '\0';
         line++;
+        s[strcspn(s, "\r")] = '\0';
         while (*s == ' ' || *s == '\t')
             s++;
         if (*s == '#' || *s == '\0')
             continue;
-        char key[32], value[256], kind[32] = "", rest[2];
+        char key[32], value[AG_LM_PATTERN_MAX], kind[32] = "", rest[2];
         long long x = 0;
         int k = -1;
-        if (sscanf(s, "%31s %255[^\n]", key, value) == 2)
+        if (sscanf(s, "%31s %1023[^\n]", key, value) == 2)
             for (k = 6; k >= 0 && strcmp(key, keys[k]); k--)
                 ;
         int ok = k >= 0;
-        if (ok && k == 6)
+        if (ok && k == 6) {   /* a pattern that does not parse is named at its line */
             ok = snprintf(lm->pattern, sizeof lm->pattern, "%s", value) < (int)sizeof lm->pattern;
+            ag_pattern_t *p = NULL;
+            if (ok && (rc = ag_pattern_parse(&p, lm->pattern, err))) {
+                char why[sizeof err->msg];
+                snprintf(why, sizeof why, "%s", err->msg);
+                ag_fail(err, (ag_status_t)rc, "%s:%d: %s", path, line, why);
+                break;
+            }
+            ag_pattern_free(p);
+        }
         else if (ok && k == 5)
             ok = (*bias = !strcmp(value, "yes")) || !strcmp(value, "no");
         else if (ok && k == 0)   /* nothing after what is read: %1s finds it */
@@ -187,7 +221,8 @@ static int read_header(lm_model_t *lm, int64_t size[6], int *bias, const char *d
 }
 
 /* vocab.npy: V code points, ascending, each a character of the kind. */
-static int read_vocab(lm_model_t *lm, int64_t V, const char *dir, ag_error_t *err)
+static int read_vocab(ag_lm_model_t *lm, int64_t V, const char *dir, const char *header,
+                      ag_error_t *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/vocab.npy", dir);
@@ -196,8 +231,8 @@ static int read_vocab(lm_model_t *lm, int64_t V, const char *dir, ag_error_t *er
     if (rc)
         return rc;
     if (n != V)
-        rc = ag_fail(err, AG_EINVAL, "%s holds %lld characters; lm.txt says vocab %lld",
-                     path, (long long)n, (long long)V);
+        rc = ag_fail(err, AG_EINVAL, "%s holds %lld characters; %s says vocab %lld",
+                     path, (long long)n, header, (long long)V);
     const int64_t top = lm->bytes ? 256 : 0x110000;
     for (int64_t k = 0; !rc && k < n; k++)
         if (v[k] < 0 || v[k] >= top || (v[k] >= 0xD800 && v[k] < 0xE000 && !lm->bytes) ||
@@ -215,17 +250,37 @@ static int read_vocab(lm_model_t *lm, int64_t V, const char *dir, ag_error_t *er
     return rc;
 }
 
-int lm_model_load(lm_model_t *lm, const char *dir, ag_error_t *err)
+/* The folder's text: model.txt, or 0.2's lm.txt where there is no model.txt. */
+static void header_path(char *buf, size_t cap, const char *dir)
 {
+    struct stat st;
+    snprintf(buf, cap, "%s/model.txt", dir);
+    if (stat(buf, &st) != 0) {
+        snprintf(buf, cap, "%s/lm.txt", dir);
+        if (stat(buf, &st) != 0)   /* neither: the message names today's */
+            snprintf(buf, cap, "%s/model.txt", dir);
+    }
+}
+
+int ag_lm_model_load(ag_lm_model_t *lm, const char *dir, ag_error_t *err)
+{
+    if (!lm || !dir)
+        return ag_fail(err, AG_EINVAL, "ag_lm_model_load: %s is NULL",
+                       !dir ? "the folder" : "the model");
     memset(lm, 0, sizeof *lm);
     int64_t size[6] = {0};
     int bias = 0;
-    int rc = read_header(lm, size, &bias, dir, err);
+    char header[4096];
+    header_path(header, sizeof header, dir);
+    int rc = read_header(lm, size, &bias, header, err);
     if (!rc)
-        rc = read_vocab(lm, size[0], dir, err);
-    if (!rc)   /* the shapes, then each array into place */
-        rc = error_after(ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3], bias,
-                                    1, err), err, "%s/lm.txt", dir);
+        rc = read_vocab(lm, size[0], dir, header, err);
+    if (!rc && (rc = ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3], bias, 1,
+                                err))) {   /* the shapes, then each array into place */
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        ag_fail(err, (ag_status_t)rc, "%s: %s", header, why);
+    }
     lm_array_t *arrays = rc ? NULL : ag_calloc(max_arrays(&lm->m), sizeof *arrays, err,
                                                "model");
     if (!rc && !arrays)
@@ -246,6 +301,6 @@ int lm_model_load(lm_model_t *lm, const char *dir, ag_error_t *err)
     }
     free(arrays);
     if (rc)
-        lm_model_free(lm);
+        ag_lm_model_destroy(lm);
     return rc;
 }

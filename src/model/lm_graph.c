@@ -1,0 +1,71 @@
+/*
+ * A language model's graph: B sequences of T tokens side by side, each
+ * under one pattern within it (docs:T&(SPEC): causal added, no message
+ * between sequences). The sequence's graph is made once and copied, so a
+ * random pattern draws the same sources in every sequence, and the decoder
+ * (B = 1) reads the graph the model trained on.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "model/model.h"
+
+int ag_lm_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_t *err)
+{
+    if (!nb || !spec || T < 1 || B < 1)
+        return ag_fail(err, AG_EINVAL, "ag_lm_graph: %s", !nb || !spec ? "a NULL argument" :
+                       "T and B must be >= 1");
+    if (B > (INT64_MAX - 1) / T)
+        return ag_fail(err, AG_ELIMIT, "ag_lm_graph: %lld sequences of %lld tokens overflow "
+                       "the graph's counts", (long long)B, (long long)T);
+    memset(nb, 0, sizeof *nb);
+    const size_t cap = strlen(spec) + 64;
+    char *text = malloc(cap);
+    if (!text)
+        return ag_fail(err, AG_ENOMEM, "out of memory for the batch's pattern");
+    if (strcmp(spec, "causal") != 0)
+        snprintf(text, cap, "docs:%lld&(%s)", (long long)T, spec);
+    else
+        snprintf(text, cap, "docs:%lld", (long long)T);
+    ag_pattern_t *p;
+    int rc = ag_pattern_parse(&p, text, err);
+    free(text);
+    if (rc)
+        return rc;
+    ag_nbhd_t one;   /* one sequence's graph, then B copies side by side */
+    rc = ag_nbhd_from_pattern(&one, p, T, AG_SELF_KEEP, err);
+    ag_pattern_free(p);
+    if (rc || B == 1) {
+        if (!rc)
+            *nb = one;
+        return rc;
+    }
+    const int64_t E = one.n_edges;
+    if (E > 0 && B > INT64_MAX / E) {
+        ag_nbhd_destroy(&one);
+        return ag_fail(err, AG_ELIMIT, "ag_lm_graph: %lld sequences of %lld tokens overflow "
+                       "the graph's counts", (long long)B, (long long)T);
+    }
+    int64_t *ptr = ag_alloc(B * T + 1, sizeof *ptr, err, "batch graph");
+    int64_t *src = ag_alloc(B * E > 0 ? B * E : 1, sizeof *src, err, "batch graph");
+    if (!ptr || !src)
+        rc = ag_alloc_status();
+    if (!rc)
+        ag_nbhd_sources(&one, 0, T, src);   /* sequence 0's; the others' shifted by b T */
+    for (int64_t b = 0; !rc && b < B; b++) {
+        for (int64_t t = 0; t < T; t++)
+            ptr[b * T + t] = b * E + one.edge_ptr[t];
+        for (int64_t e = 0; b > 0 && e < E; e++)
+            src[b * E + e] = b * T + src[e];
+    }
+    if (!rc) {
+        ptr[B * T] = B * E;
+        rc = ag_nbhd_from_csr(nb, B * T, ptr, src, err);
+    }
+    free(ptr), free(src);
+    ag_nbhd_destroy(&one);
+    return rc;
+}
+
