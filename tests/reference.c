@@ -481,19 +481,22 @@ double ref_loss_cross_entropy(const double *X, int64_t N, int64_t D, const float
 
 double ref_lm_loss(const ref_lm_t *m, int64_t B, const int64_t *ids, const int64_t *targets)
 {
-    const int64_t T = m->T, D = m->D, N = B * T, E = B * T * (T + 1) / 2;
-    int64_t *src = malloc((size_t)E * sizeof *src), *dst = malloc((size_t)E * sizeof *dst);
-    int64_t e = 0;
-    for (int64_t b = 0; b < B; b++)   /* each sequence causal: i reads 0..i of its own */
-        for (int64_t i = 0; i < T; i++)
-            for (int64_t j = 0; j <= i; j++)
-                src[e] = b * T + j, dst[e] = b * T + i, e++;
-    double *X = malloc((size_t)(N * D) * sizeof *X);
+    const int64_t T = m->T, D = m->D, N = B * T, most = B * T * (T + 1) / 2;
+    int64_t *src = malloc((size_t)most * sizeof *src), *dst = malloc((size_t)most * sizeof *dst);
+    double *X = calloc((size_t)(N * D), sizeof *X);
     for (int64_t i = 0; i < N; i++)
         for (int64_t c = 0; c < D; c++)
             X[i * D + c] = (double)m->wte[ids[i] * D + c] + m->wpe[(i % T) * D + c];
     const ref_score_t sc = {.kind = 0, .beta = 1.0};
-    ref_layers_shaped(N, src, dst, E, m->layers, (int)m->L, &sc, X);
+    for (int64_t l = 0; l < m->L; l++) {   /* each block on its own messages */
+        const int64_t W = m->window ? m->window[l] : 0;
+        int64_t E = 0;
+        for (int64_t b = 0; b < B; b++)   /* i reads j <= i of its own sequence, the last W */
+            for (int64_t i = 0; i < T; i++)
+                for (int64_t j = W > 0 && i - W + 1 > 0 ? i - W + 1 : 0; j <= i; j++)
+                    src[E] = b * T + j, dst[E] = b * T + i, E++;
+        ref_layers_shaped(N, src, dst, E, &m->layers[l], 1, &sc, X);
+    }
     ref_layer_norm(X, X, N, D, 1, m->lnf_w, m->lnf_b);
     double loss = 0;
     int64_t counted = 0;

@@ -127,10 +127,12 @@ typedef struct {
     int64_t V, T, D, L;
     const float *wte, *wpe, *lnf_w, *lnf_b;
     const ref_shaped_t *layers;
+    const int64_t *window;   /* [L] block l's: token i reads i-W+1..i (0: 0..i); NULL: causal */
 } ref_lm_t;
 
 /* The mean next-token cross-entropy of B causal sequences of T tokens (ids,
-   targets [B*T]; -1 targets not counted), from the formulas. */
+   targets [B*T]; -1 targets not counted), from the formulas; each block under
+   its window. */
 double ref_lm_loss(const ref_lm_t *m, int64_t B, const int64_t *ids, const int64_t *targets);
 
 /* The losses of the library (ag_loss_mse, ag_loss_cross_entropy) in double,

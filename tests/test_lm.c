@@ -49,9 +49,10 @@ static void batch(int64_t *ids, int64_t *pos, int64_t *targets, uint64_t seed)
     targets[N - 1] = -1;
 }
 
-/* The reference's view of the library's model (sharing its float arrays). */
-static double ref_of(const ag_lm_t *m, ref_shaped_t *layers, const int64_t *ids,
-                     const int64_t *targets)
+/* The reference's view of the library's model (sharing its float arrays),
+   each block under window[l] (NULL: causal). */
+static double ref_windows(const ag_lm_t *m, ref_shaped_t *layers, const int64_t *window,
+                          const int64_t *ids, const int64_t *targets)
 {
     for (int l = 0; l < m->L; l++) {
         const ag_weights_t *w = &m->layers[l];
@@ -62,9 +63,10 @@ static double ref_of(const ag_lm_t *m, ref_shaped_t *layers, const int64_t *ids,
                                    .ln2_w = w->ln2_weight, .ln2_b = w->ln2_bias, .ff_act = 3,
                                    .bq = w->bq, .bk = w->bk, .bv = w->bv};
     }
-    const ref_lm_t r = {V, T, D, L, m->wte, m->wpe, m->lnf_weight, m->lnf_bias, layers};
+    const ref_lm_t r = {V, T, D, L, m->wte, m->wpe, m->lnf_weight, m->lnf_bias, layers, window};
     return ref_lm_loss(&r, B, ids, targets);
 }
+
 
 /* Every array of m (and of g) in one order: wte, wpe, the layers', lnf. */
 static int arrays_of(ag_lm_t *m, float **arr, int64_t *n)
@@ -99,27 +101,37 @@ static void widen(ag_lm_t *m, uint64_t seed)
     }
 }
 
-START_TEST(lm_loss_and_gradients_match_the_double_reference)
+/* The loss and every gradient of m on B sequences under spec (a pattern a
+   block: ag_lm_graphs; NULL: docs_graph's causal for all) against the double
+   reference with each block under window[l] (NULL: causal), and central
+   differences of that reference. */
+static void check_against_reference(int bias, const char *spec, const int64_t *window)
 {
-    const int bias = _i;
     ag_lm_t m, g;
     ag_error_t err;
     ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, bias, 5, &err), AG_OK);
     ck_assert_int_eq(ag_lm_grads_init(&g, &m, &err), AG_OK);
     widen(&m, 40);
-    ag_nbhd_t nb;
-    docs_graph(&nb, B);
+    ag_nbhd_t nb, *graphs[L];
+    ag_lm_opts_t opts = AG_LM_OPTS_INIT;
+    if (spec) {
+        ck_assert_msg(ag_lm_graphs(graphs, L, T, B, spec, &err) == AG_OK, "%s", err.msg);
+        opts.graphs = graphs;
+    } else {
+        docs_graph(&nb, B);
+    }
+    ag_nbhd_t *one = spec ? graphs[0] : &nb;
     int64_t ids[N], pos[N], targets[N];
     batch(ids, pos, targets, 9);
     double loss;
-    ck_assert_msg(ag_lm_loss(&m, &nb, ids, pos, targets, NULL, &loss, &g, NULL, &err) == AG_OK,
+    ck_assert_msg(ag_lm_loss(&m, one, ids, pos, targets, &opts, &loss, &g, NULL, &err) == AG_OK,
                   "%s", err.msg);
     ref_shaped_t layers[L];
-    const double want = ref_of(&m, layers, ids, targets);
-    ck_assert_msg(fabs(loss - want) <= 1e-5 * (1 + fabs(want)), "bias %d: loss %.9g, reference "
-                  "%.9g", bias, loss, want);
+    const double want = ref_windows(&m, layers, window, ids, targets);
+    ck_assert_msg(fabs(loss - want) <= 1e-5 * (1 + fabs(want)), "bias %d, %s: loss %.9g, "
+                  "reference %.9g", bias, spec ? spec : "causal", loss, want);
     double no_grad;   /* inference's loss is the same */
-    ck_assert_int_eq(ag_lm_loss(&m, &nb, ids, pos, targets, NULL, &no_grad, NULL, NULL, &err),
+    ck_assert_int_eq(ag_lm_loss(&m, one, ids, pos, targets, &opts, &no_grad, NULL, NULL, &err),
                      AG_OK);
     ck_assert_double_eq(no_grad, loss);
     float *arr[64], *grad[64];
@@ -133,9 +145,9 @@ START_TEST(lm_loss_and_gradients_match_the_double_reference)
         for (int64_t x = 0; x < n[a]; x++) {
             const float keep = arr[a][x], h = 1e-3f;
             arr[a][x] = keep + h;
-            const double up = ref_of(&m, layers, ids, targets);
+            const double up = ref_windows(&m, layers, window, ids, targets);
             arr[a][x] = keep - h;
-            const double down = ref_of(&m, layers, ids, targets);
+            const double down = ref_windows(&m, layers, window, ids, targets);
             arr[a][x] = keep;
             fd[x] = (up - down) / (2.0 * h);
             big = fmax(big, fabs(fd[x]));
@@ -145,12 +157,63 @@ START_TEST(lm_loss_and_gradients_match_the_double_reference)
             if (e > worst)
                 worst = e, at = x;
         }
-        ck_assert_msg(worst <= 2e-3, "bias %d: array %d [%lld]: gradient %.8g, finite "
-                      "differences %.8g", bias, a, (long long)at, grad[a][at], fd[at]);
+        ck_assert_msg(worst <= 2e-3, "bias %d, %s: array %d [%lld]: gradient %.8g, finite "
+                      "differences %.8g", bias, spec ? spec : "causal", a, (long long)at,
+                      grad[a][at], fd[at]);
         free(fd);
     }
     ag_lm_destroy(&m), ag_lm_destroy(&g);
-    ag_nbhd_destroy(&nb);
+    if (spec)
+        ag_lm_graphs_free(graphs, L);
+    else
+        ag_nbhd_destroy(&nb);
+}
+
+START_TEST(lm_loss_and_gradients_match_the_double_reference)
+{
+    check_against_reference(_i, NULL, NULL);
+}
+END_TEST
+
+/* A mask per block: block 1 reads the last 2 tokens, block 2 all before it
+   (the reference builds each block's messages from the window's formula). */
+START_TEST(lm_a_mask_per_block_matches_the_reference)
+{
+    check_against_reference(_i, "window:2|causal", (const int64_t[L]){2, 0});
+    check_against_reference(_i, "causal|window:3", (const int64_t[L]){0, 3});
+    /* one pattern given per block is the pattern for all, bit for bit */
+    ag_lm_t m;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, _i, 8, &err), AG_OK);
+    ag_nbhd_t *each[L], *all[L];
+    ck_assert_int_eq(ag_lm_graphs(each, L, T, B, "window:2|window:2", &err), AG_OK);
+    ck_assert_int_eq(ag_lm_graphs(all, L, T, B, "window:2", &err), AG_OK);
+    ck_assert_ptr_eq(each[0], each[1]);   /* one pattern: one graph */
+    int64_t ids[N], pos[N], targets[N];
+    batch(ids, pos, targets, 4);
+    double a, b;
+    const ag_lm_opts_t per_block = {.graphs = each};
+    ck_assert_int_eq(ag_lm_loss(&m, each[0], ids, pos, targets, &per_block, &a, NULL, NULL,
+                                &err), AG_OK);
+    ck_assert_int_eq(ag_lm_loss(&m, all[0], ids, pos, targets, NULL, &b, NULL, NULL, &err),
+                     AG_OK);
+    ck_assert(!memcmp(&a, &b, sizeof a));
+    ag_nbhd_t *one_sequence[L];   /* graphs of another size than the batch's: refused */
+    ck_assert_int_eq(ag_lm_graphs(one_sequence, L, T, 1, "causal", &err), AG_OK);
+    const ag_lm_opts_t wrong = {.graphs = one_sequence};
+    ck_assert_int_eq(ag_lm_loss(&m, all[0], ids, pos, targets, &wrong, &a, NULL, NULL, &err),
+                     AG_EINVAL);
+    ck_assert_msg(strstr(err.msg, "round 1's graph has another size"), "%s", err.msg);
+    ag_lm_graphs_free(one_sequence, L);
+    ag_lm_graphs_free(each, L), ag_lm_graphs_free(all, L);
+    /* a count of patterns that is neither one nor L, and a bad part, named */
+    ck_assert_int_eq(ag_lm_graphs(each, L, T, B, "causal|causal|causal", &err), AG_EINVAL);
+    ck_assert_msg(strstr(err.msg, "3 patterns for 2 blocks"), "%s", err.msg);
+    ck_assert_int_eq(ag_lm_graphs(each, L, T, B, "causal|wndow:2", &err), AG_EINVAL);
+    ck_assert_msg(strstr(err.msg, "block 2's pattern 'wndow:2'"), "%s", err.msg);
+    ck_assert_int_eq(ag_lm_graphs(each, L, T, B, "causal|", &err), AG_EINVAL);
+    ck_assert_msg(strstr(err.msg, "block 2's pattern is empty"), "%s", err.msg);
+    ag_lm_destroy(&m);
 }
 END_TEST
 
@@ -389,6 +452,38 @@ START_TEST(lm_decoder_equals_the_whole_prefix)
 }
 END_TEST
 
+/* A mask per block: the decoder reads each block's sources, its logits those
+   of the whole prefix under the same graphs; they differ from either mask
+   alone (so the blocks did read their own). */
+START_TEST(lm_decoder_reads_a_mask_per_block)
+{
+    ag_lm_t m;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, 1, 19, &err), AG_OK);
+    widen(&m, 61);
+    ag_nbhd_t *graphs[L], *causal[L];
+    ck_assert_int_eq(ag_lm_graphs(graphs, L, T, 1, "window:2|causal", &err), AG_OK);
+    ck_assert_int_eq(ag_lm_graphs(causal, L, T, 1, "causal", &err), AG_OK);
+    const int64_t ids[T] = {3, 0, 6, 6, 2}, pos[T] = {0, 1, 2, 3, 4};
+    float all[T * V], plain[T * V], got[V];
+    ck_assert_int_eq(ag_lm_logits_layers(&m, graphs, ids, pos, all, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_logits_layers(&m, causal, ids, pos, plain, &err), AG_OK);
+    ag_lm_decoder_t *dec;
+    ck_assert_msg(ag_lm_decoder_init_layers(&dec, &m, graphs, &err) == AG_OK, "%s", err.msg);
+    for (int64_t t = 0; t < T; t++) {
+        ck_assert_int_eq(ag_lm_decoder_push(dec, ids[t], got, &err), AG_OK);
+        assert_logits_near(got, all + t * V, "window:2|causal", t);
+    }
+    double apart = 0;   /* position 3 reads 1..3 in block 1, 0..3 in block 2 */
+    for (int v = 0; v < V; v++)
+        apart = fmax(apart, fabs(all[3 * V + v] - plain[3 * V + v]));
+    ck_assert_msg(apart > 1e-3, "the window changed nothing (%g)", apart);
+    ag_lm_decoder_free(dec);
+    ag_lm_graphs_free(graphs, L), ag_lm_graphs_free(causal, L);
+    ag_lm_destroy(&m);
+}
+END_TEST
+
 START_TEST(lm_decoder_refuses_a_graph_that_reads_ahead)
 {
     ag_lm_t m;
@@ -596,6 +691,7 @@ Suite *lm_suite(void)
     tcase_add_loop_test(tc, lm_loss_and_gradients_match_the_double_reference, 0, 2);
     tcase_add_test(tc, lm_batch_is_its_sequences_one_by_one);
     tcase_add_test(tc, lm_graph_is_the_sequences_side_by_side);
+    tcase_add_loop_test(tc, lm_a_mask_per_block_matches_the_reference, 0, 2);
     tcase_add_test(tc, lm_model_folder_saves_and_loads);
 #ifdef _OPENMP
     tcase_add_test(tc, lm_identical_for_1_and_2_threads);
@@ -605,6 +701,7 @@ Suite *lm_suite(void)
     tcase_add_test(tc, lm_refuses_bad_inputs);
     tcase_add_loop_test(tc, lm_decoder_equals_the_whole_prefix, 0, 4);
     tcase_add_test(tc, lm_decoder_refuses_a_graph_that_reads_ahead);
+    tcase_add_test(tc, lm_decoder_reads_a_mask_per_block);
     tcase_add_test(tc, lm_pick_follows_the_softmax);
     tcase_add_test(tc, lm_gelu_matches_the_double_formula);
     tcase_add_test(tc, lm_embed_backward_over_chunks);

@@ -48,6 +48,14 @@ void ag_lm_destroy(ag_lm_t *m);
    sequence and copied, so a random pattern's sources are the same in each.
    The graph ag_lm_loss trains on and the decoder (B = 1) reads. */
 int ag_lm_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_t *err);
+/* A graph a block (a mask per layer): spec is one pattern for all L blocks,
+   or L patterns separated by '|' ("window:32|window:64|window:128|causal":
+   block 1 reads the first); graphs[l] is block l's ag_lm_graph, blocks of
+   one pattern sharing one graph. An error names the part of spec.
+   ag_lm_graphs_free frees them (each once). */
+int ag_lm_graphs(ag_nbhd_t **graphs, int64_t L, int64_t T, int64_t B, const char *spec,
+                 ag_error_t *err);
+void ag_lm_graphs_free(ag_nbhd_t **graphs, int64_t L);
 
 /*
  * A language model as `attngraph lm train --save` writes it: the GPT, its
@@ -80,6 +88,12 @@ void ag_lm_model_destroy(ag_lm_model_t *lm);
 typedef struct {
     float dropout;
     uint64_t seed;
+    /* A graph a block: block l reads graphs[l] (each on nb's nodes; from
+       ag_lm_graphs), with or without grads; NULL: nb for every block. They
+       must stay as they are until the call returns (and, with a kept tape,
+       for the next call on it: a tape is remade for other graphs). One
+       process only (ag_mpi_lm_loss refuses them). */
+    ag_nbhd_t *const *graphs;
 } ag_lm_opts_t;
 
 /* No dropout. */
@@ -103,6 +117,9 @@ int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_
 /* logits [n, V] of every node (inference). */
 int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
                  float *logits, ag_error_t *err);
+/* The same with a graph a block (ag_lm_graphs'). */
+int ag_lm_logits_layers(const ag_lm_t *m, ag_nbhd_t *const *graphs, const int64_t *ids,
+                        const int64_t *pos, float *logits, ag_error_t *err);
 
 /*
  * A decoder: generation one token at a time with a cache of keys and values.
@@ -116,6 +133,10 @@ int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, cons
 typedef struct ag_lm_decoder ag_lm_decoder_t;
 int ag_lm_decoder_init(ag_lm_decoder_t **dec, const ag_lm_t *m, const ag_nbhd_t *nb,
                        ag_error_t *err);
+/* The same with a graph a block: graphs[l] block l's over one sequence
+   (ag_lm_graphs with B = 1), each causal. */
+int ag_lm_decoder_init_layers(ag_lm_decoder_t **dec, const ag_lm_t *m,
+                              ag_nbhd_t *const *graphs, ag_error_t *err);
 /* Reads token id at the next position; logits [V] (NULL: not wanted) get the
    scores of the token after it. Refuses a full context (T tokens read):
    ag_lm_decoder_reset, then push the tokens to keep again (positions restart
@@ -137,6 +158,11 @@ int64_t ag_lm_pick(const float *logits, int64_t V, double temperature, int64_t t
 int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t n_prompt,
                    int64_t n, double temperature, int64_t top_k, uint64_t seed,
                    void (*emit)(int64_t token, void *ctx), void *ctx, ag_error_t *err);
+/* The same with a graph a block (ag_lm_decoder_init_layers'). */
+int ag_lm_generate_layers(const ag_lm_t *m, ag_nbhd_t *const *graphs, int64_t *ids,
+                          int64_t n_prompt, int64_t n, double temperature, int64_t top_k,
+                          uint64_t seed, void (*emit)(int64_t token, void *ctx), void *ctx,
+                          ag_error_t *err);
 
 /* Adds every array of a language model m with its gradient in g, in nanoGPT's
    groups: arrays of two or more dimensions (matrices, embeddings) decay,

@@ -208,6 +208,13 @@ typedef struct {
        (and ignored by the others). NULL: none. */
     const float *edge_features;
     int64_t edge_dim;
+    /* A graph per round: round r (1-based) reads graphs[r-1], each on the
+       graph argument's nodes (a mask per layer: a window in the low layers,
+       causal in the top one); NULL: the graph argument for every round.
+       Rounds given one pointer share its kernel plan; ag_rounds_forward
+       transposes each for the backward. Not with edge features (their rows
+       are one graph's messages), nor on several processes. */
+    ag_nbhd_t *const *graphs;
 } ag_round_opts_t;
 
 /* The defaults (every field taken as given, 0 means 0): no score (scaled-dot),

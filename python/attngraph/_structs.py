@@ -153,7 +153,7 @@ class ag_lm_model_t(C.Structure):
 
 
 class ag_lm_opts_t(C.Structure):
-    _fields_ = [("dropout", f32), ("seed", C.c_uint64)]
+    _fields_ = [("dropout", f32), ("seed", C.c_uint64), ("graphs", ptr)]
 
 
 class ag_workspace_t(C.Structure):
@@ -177,7 +177,7 @@ class ag_round_opts_t(C.Structure):
                 ("ln_eps", f32), ("on_round", ON_ROUND_FN), ("ctx", ptr), ("figures", C.c_int),
                 ("on_progress", ON_ROUND_PROGRESS_FN), ("dropout", f32), ("attn_dropout", f32),
                 ("dropout_seed", C.c_uint64), ("resid_dropout", C.c_float),
-                ("edge_features", ptr), ("edge_dim", i64)]
+                ("edge_features", ptr), ("edge_dim", i64), ("graphs", ptr)]
 
 
 class ag_round_figures_t(C.Structure):
@@ -321,6 +321,11 @@ FUNCTIONS = {
     "ag_lm_grads_init": (I, [C.POINTER(ag_lm_t), C.POINTER(ag_lm_t), E]),
     "ag_lm_destroy": (None, [C.POINTER(ag_lm_t)]),
     "ag_lm_graph": (I, [NB, i64, i64, C.c_char_p, E]),
+    "ag_lm_graphs": (I, [P, i64, i64, i64, C.c_char_p, E]),
+    "ag_lm_graphs_free": (None, [P, i64]),
+    "ag_lm_logits_layers": (I, [C.POINTER(ag_lm_t), P, P, P, P, E]),
+    "ag_lm_generate_layers": (I, [C.POINTER(ag_lm_t), P, P, i64, i64, f64, i64, C.c_uint64, P,
+                                  P, E]),
     "ag_lm_model_load": (I, [C.POINTER(ag_lm_model_t), C.c_char_p, E]),
     "ag_lm_model_save": (I, [C.POINTER(ag_lm_model_t), C.c_char_p, E]),
     "ag_lm_model_destroy": (None, [C.POINTER(ag_lm_model_t)]),

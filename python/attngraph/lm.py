@@ -38,6 +38,25 @@ def batch_graph(spec, block, batch):
     return g
 
 
+class _Graphs:
+    """A graph a block of B sequences (ag_lm_graphs): spec one pattern for every
+    block or 'A|B|...' one a block; `array` is the ag_nbhd_t *[L] the library
+    reads, `first` block 1's graph."""
+
+    def __init__(self, spec, layers, block, batch):
+        self.L = int(layers)
+        self.array = (C.c_void_p * self.L)()
+        e = err()
+        check(lib.ag_lm_graphs(self.array, self.L, int(block), int(batch), str(spec).encode(),
+                               C.byref(e)), e)
+        self.first = C.cast(C.c_void_p(self.array[0]), C.POINTER(S.ag_nbhd_t))
+
+    def __del__(self):
+        if getattr(self, "array", None) is not None:
+            lib.ag_lm_graphs_free(self.array, self.L)
+            self.array = None
+
+
 class Text:
     """A text as token ids over the vocabulary of its characters in code point
     order (bytes=True: its bytes), as `lm train --text` reads it; the first 90%
@@ -190,7 +209,7 @@ class LM:
     # ---- compute
 
     def _graph(self, batch, pattern):
-        return batch_graph(pattern or self.pattern, self.block, batch)
+        return _Graphs(pattern or self.pattern, len(self.layers), self.block, batch)
 
     def _tokens(self, ids):
         ids = np.ascontiguousarray(np.atleast_2d(ids), np.int64)
@@ -201,13 +220,14 @@ class LM:
         return ids, pos
 
     def logits(self, ids, pattern=None):
-        """[B, T, V] for sequences ids [B, T] (T the block), pattern within each."""
+        """[B, T, V] for sequences ids [B, T] (T the block), pattern within each
+        (or 'A|B|...': one a block)."""
         ids, pos = self._tokens(ids)
         g = self._graph(ids.shape[0], pattern)
         out = np.empty(ids.shape + (self.V,), np.float32)
         e = err()
-        check(lib.ag_lm_logits(C.byref(self._struct()), C.byref(g._nb), ids.ctypes.data,
-                               pos.ctypes.data, out.ctypes.data, C.byref(e)), e)
+        check(lib.ag_lm_logits_layers(C.byref(self._struct()), g.array, ids.ctypes.data,
+                                      pos.ctypes.data, out.ctypes.data, C.byref(e)), e)
         return out
 
     def loss(self, ids, targets, pattern=None):
@@ -228,9 +248,9 @@ class LM:
         ids[:len(prompt)] = prompt
         g = self._graph(1, pattern)
         e = err()
-        check(lib.ag_lm_generate(C.byref(self._struct()), C.byref(g._nb), ids.ctypes.data, len(prompt),
-                                 int(tokens), float(temperature), int(top_k), int(seed), None,
-                                 None, C.byref(e)), e)
+        check(lib.ag_lm_generate_layers(C.byref(self._struct()), g.array, ids.ctypes.data,
+                                        len(prompt), int(tokens), float(temperature),
+                                        int(top_k), int(seed), None, None, C.byref(e)), e)
         return self.decode(ids)
 
 
@@ -244,9 +264,13 @@ def _loss(m, ids, targets, pattern, grads, opts, trainer=None):
         g, tape = trainer._batch_graph(ids.shape[0]), C.byref(trainer._tape)
     else:
         g, tape = m._graph(ids.shape[0], pattern), None
+    if opts is None:
+        opts = S.ag_lm_opts_t()
+    opts.graphs = C.cast(g.array, C.c_void_p)   # a graph a block (one pointer for all: one)
     loss, e = C.c_double(), err()
-    check(lib.ag_lm_loss(C.byref(m._struct()), C.byref(g._nb), ids.ctypes.data, pos.ctypes.data,
-                         targets.ctypes.data, opts, C.byref(loss), grads, tape, C.byref(e)), e)
+    check(lib.ag_lm_loss(C.byref(m._struct()), g.first, ids.ctypes.data, pos.ctypes.data,
+                         targets.ctypes.data, C.byref(opts), C.byref(loss), grads, tape,
+                         C.byref(e)), e)
     return loss.value
 
 
@@ -283,8 +307,7 @@ class Trainer:
             check(lib.ag_optimizer_set_lr(self._opt, float(lr), C.byref(e)), e)
         opts = S.ag_lm_opts_t(dropout=self.dropout, seed=(self.seed * 1000003 + self.steps)
                               % 2**64)
-        loss = _loss(self.model, ids, targets, self.pattern, C.byref(self._g), C.byref(opts),
-                     self)
+        loss = _loss(self.model, ids, targets, self.pattern, C.byref(self._g), opts, self)
         check(lib.ag_optimizer_step(self._opt, None, C.byref(e)), e)
         self.steps += 1
         return loss

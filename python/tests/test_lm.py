@@ -128,19 +128,24 @@ def saved(tmp_path, text):
 
 def torch_logits(m, ids):
     """A GPT in float64 from the formulas (torch, not the library): the logits
-    of one sequence ids [T] under m's pattern (its mask from the graph)."""
+    of one sequence ids [T] under m's pattern, or each block under its own
+    ('A|B|...'): each mask from the pattern's graph, and causal."""
     import torch
     import torch.nn.functional as F
     T, D, H = len(ids), m.D, m.heads
     d = D // H
-    g = attngraph.Graph.pattern(m.pattern, T)
-    mask = torch.zeros(T, T, dtype=torch.bool)
-    mask[torch.tensor(g.dst), torch.tensor(g.src)] = True
+    parts = m.pattern.split("|")
+    masks = []
+    for part in parts if len(parts) > 1 else parts * len(m.layers):
+        g = attngraph.Graph.pattern(part, T)
+        mask = torch.zeros(T, T, dtype=torch.bool)
+        mask[torch.tensor(g.dst), torch.tensor(g.src)] = True
+        masks.append(mask & torch.ones(T, T, dtype=torch.bool).tril())
 
     def t(a):
         return None if a is None else torch.tensor(np.asarray(a, np.float64))
     x = t(m.wte)[torch.tensor(ids)] + t(m.wpe)[:T]
-    for w in m.layers:
+    for w, mask in zip(m.layers, masks):
         h = F.layer_norm(x, (D,), t(w.ln_weight), t(w.ln_bias), 1e-5)
         q, k, v = (h @ t(W).T + (0 if b is None else t(b))
                    for W, b in ((w.wq, w.bq), (w.wk, w.bk), (w.wv, w.bv)))
@@ -170,6 +175,35 @@ def test_python_reads_the_cli_model_and_matches_a_float64_gpt(saved, text):
     want = np.mean([np.log(np.exp(r - r.max()).sum()) + r.max() - r[c]
                     for b in range(3) for r, c in zip(torch_logits(m, x[b]), y[b])])
     assert m.loss(x, y) == pytest.approx(want, rel=1e-5)
+
+
+def test_a_mask_per_block_from_the_cli_to_python(tmp_path, text):
+    """`lm train --pattern 'A|B'` trains block 1 under A and block 2 under B:
+    model.txt records it, Python reads it and computes what a float64 GPT
+    with those masks computes, and samples what `lm sample` samples."""
+    pytest.importorskip("torch")
+    run_lm("--text", text, *SMALL, "--iters", 20, "--eval-every", 20, "--pattern",
+           "window:3|causal", "--save", tmp_path / "m", "--quiet")
+    assert "pattern window:3|causal\n" in (tmp_path / "m" / "model.txt").read_text()
+    m = agl.LM.load(tmp_path / "m")
+    assert m.pattern == "window:3|causal"
+    x, y = agl.Text.read(text).batch("val", 2, 16, np.random.default_rng(2))
+    got = m.logits(x)
+    for b in range(2):
+        want = torch_logits(m, x[b])
+        assert np.abs(got[b] - want).max() <= 2e-5 * (1 + np.abs(want).max())
+    # the first block's window matters: under causal everywhere the logits differ
+    assert np.abs(m.logits(x, pattern="causal") - got).max() > 1e-4
+    r = sample("--model", tmp_path / "m", "--tokens", 40, "--seed", 5)
+    assert r.stdout == m.sample(40, seed=5) + "\n"
+    # a trainer under the pattern a block: its loss is the model's
+    tr = agl.Trainer(m, lr=1e-3)
+    assert tr.loss(x, y) == m.loss(x, y)
+    with pytest.raises(attngraph.Error, match="3 patterns for 2 blocks"):
+        m.loss(x, y, pattern="causal|causal|causal")
+    r = run_lm("--text", text, *SMALL, "--iters", 1, "--pattern", "causal|wndow:2",
+               check=False)
+    assert r.returncode == 2 and "block 2's pattern 'wndow:2'" in r.stderr, r.stderr
 
 
 _M, _GAMMA = 2**64 - 1, 0x9E3779B97F4A7C15

@@ -37,6 +37,10 @@ static const char bench_usage[] =
     "\"pass\", \"isa\", \"warmup\", \"kernel\", \"plan_s\"} (pass: \"forward\" or\n"
     "\"backward\"; warmup: the untimed runs; kernel: the one the plan ran; plan_s:\n"
     "the plan's time).\n"
+    "\n"
+    "The graph as run reads it (see 'attngraph run --help'): --format F, --directed,\n"
+    "--undirected, --self-loops MODE, --tokens \"a b c\", --labels-file F, --max-nodes N,\n"
+    "--max-memory SIZE; --seed S seeds the random inputs (default 1).\n"
     "  -h, --help          this text\n";
 
 /* Warm-up by time: on these 2-core machines a 2-thread process runs its first

@@ -21,6 +21,7 @@
 #include "model/model.h"
 
 #define LM_MAX_PATTERNS 16
+#define LM_MAX_LAYERS 1024
 
 static const char lm_usage[] =
     "usage: attngraph lm train --text FILE [options]\n"
@@ -50,7 +51,8 @@ static const char lm_usage[] =
     "                      steps and at the end (default 250)\n"
     "  --eval-iters N      (default 20)\n"
     "  --seed S            initial model and batches (default 1337)\n"
-    "  --pattern SPEC      repeatable: train under each (default causal)\n"
+    "  --pattern SPEC      repeatable: train under each (default causal); 'A|B|C|D' gives\n"
+    "                      block 1 A, block 2 B, ... (as many as --layers: a mask a block)\n"
     "  --save DIR          the model (one --pattern): model.txt, vocab.npy and the arrays\n"
     "  --log FILE.csv      pattern,step,train_loss,val_loss,lr,seconds per evaluation\n"
     "  --threads T         (default: the cores)\n"
@@ -114,7 +116,7 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
         case OPT_TEXT: o->text = a; break;
         case OPT_BLOCK: bad = opt_int(&o->block, cmd, "block", a, 1, 1 << 20); break;
         case OPT_BATCH: bad = opt_int(&o->batch, cmd, "batch", a, 1, 1 << 20); break;
-        case OPT_LAYERS: bad = opt_int(&o->layers, cmd, "layers", a, 1, 1024); break;
+        case OPT_LAYERS: bad = opt_int(&o->layers, cmd, "layers", a, 1, LM_MAX_LAYERS); break;
         case OPT_HEADS: bad = opt_int(&o->heads, cmd, "heads", a, 1, 4096); break;
         case OPT_DIM: bad = opt_int(&o->dim, cmd, "dim", a, 1, 1 << 16); break;
         case OPT_BIAS: o->bias = 1; break;
@@ -168,11 +170,11 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
         for (int j = 0; j < k; j++)
             if (!strcmp(o->patterns[j], o->patterns[k]))
                 return usage_error(cmd, "--pattern %s given twice", o->patterns[k]);
-        ag_nbhd_t nb;
+        ag_nbhd_t *graphs[LM_MAX_LAYERS];
         ag_error_t err;
-        if (ag_lm_graph(&nb, o->block, 1, o->patterns[k], &err))
+        if (ag_lm_graphs(graphs, o->layers, o->block, 1, o->patterns[k], &err))
             return usage_error(cmd, "--pattern '%s': %s", o->patterns[k], err.msg);
-        ag_nbhd_destroy(&nb);
+        ag_lm_graphs_free(graphs, o->layers);
     }
     if (o->save && o->n_patterns == 1 && strlen(o->patterns[0]) >= AG_LM_PATTERN_MAX)
         return usage_error(cmd, "--save: a pattern of %zu characters; model.txt keeps up to %d",
@@ -220,8 +222,9 @@ typedef struct {
 
 /* The mean loss of eval_iters batches of a split (0: train, 1: validation) at
    evaluation `round`: the same batches under every pattern. */
-static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const batches_t *bt, int split,
-                      uint64_t round, double *mean, ag_error_t *err)
+static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
+                      const batches_t *bt, int split, uint64_t round, double *mean,
+                      ag_error_t *err)
 {
     const lm_opts_t *o = bt->o;
     double sum = 0;
@@ -230,7 +233,7 @@ static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const batches_t *bt, int 
         draw_batch(o, bt->c, lo, hi, STREAM_EVAL + 2 * (uint64_t)split + 4 * round, (uint64_t)k,
                    bt->ids, bt->pos, bt->next);
         double loss;
-        int rc = bt->b->loss(bt->b, m, nb, bt->ids, bt->pos, bt->next, NULL, &loss, NULL, err);
+        int rc = bt->b->loss(bt->b, m, nb, bt->ids, bt->pos, bt->next, eo, &loss, NULL, err);
         if (rc)
             return rc;
         sum += loss;
@@ -264,13 +267,17 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
                          lm_backend_t *b, FILE *log, lm_result_t *res,
                          ag_error_t *err)
 {
-    ag_nbhd_t nb;
-    int rc = error_after(ag_lm_graph(&nb, o->block, o->batch, spec, err), err, "--pattern '%s'",
-                         spec);
-    if (!rc && b->begin)
-        rc = b->begin(b, &nb, err);
+    ag_nbhd_t *graphs[LM_MAX_LAYERS];   /* a graph a block; one for all: graphs[0] */
+    int rc = error_after(ag_lm_graphs(graphs, o->layers, o->block, o->batch, spec, err), err,
+                         "--pattern '%s'", spec);
+    if (rc)
+        return rc;
+    ag_nbhd_t *nb = graphs[0];
+    const ag_lm_opts_t eval_opts = {.graphs = strchr(spec, '|') ? graphs : NULL};
+    if (b->begin)
+        rc = b->begin(b, nb, err);
     if (rc) {
-        ag_nbhd_destroy(&nb);
+        ag_lm_graphs_free(graphs, o->layers);
         return rc;
     }
     const int64_t n = o->batch * o->block;
@@ -295,7 +302,9 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
         rc = ag_optimizer_init(&opt, &oo, err);
     if (!rc)
         rc = ag_lm_optimizer_add(opt, m, &g, err);
-    res->edges_per_token = (double)nb.n_edges / (double)n;
+    res->edges_per_token = 0;   /* the blocks' mean */
+    for (int64_t l = 0; l < o->layers; l++)
+        res->edges_per_token += (double)graphs[l]->n_edges / (double)(n * o->layers);
     double *step_s = rc ? NULL : ag_alloc(o->iters + 1, sizeof *step_s, err, "step times");
     if (!rc && !step_s)
         rc = ag_alloc_status();
@@ -304,9 +313,9 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     for (int64_t it = 0; !rc && it <= o->iters; it++) {
         const double lr = lr_at(o, it);
         if (it % o->eval_every == 0 || it == o->iters) {
-            rc = eval_split(m, &nb, &bt, 0, evals, &res->train_loss, err);
+            rc = eval_split(m, nb, &eval_opts, &bt, 0, evals, &res->train_loss, err);
             if (!rc)
-                rc = eval_split(m, &nb, &bt, 1, evals++, &res->val_loss, err);
+                rc = eval_split(m, nb, &eval_opts, &bt, 1, evals++, &res->val_loss, err);
             if (rc)
                 break;
             res->seconds = now_seconds() - t0;
@@ -322,9 +331,10 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
             break;
         const double step_t0 = now_seconds();
         draw_batch(o, c, 0, bt.split, STREAM_TRAIN, (uint64_t)it, bt.ids, bt.pos, bt.next);
-        const ag_lm_opts_t lo = {(float)o->dropout, rng_seed((uint64_t)o->seed, 1000 + it)};
+        const ag_lm_opts_t lo = {(float)o->dropout, rng_seed((uint64_t)o->seed, 1000 + it),
+                                 eval_opts.graphs};
         double loss;
-        if (!(rc = b->loss(b, m, &nb, bt.ids, bt.pos, bt.next, &lo, &loss, &g, err)) &&
+        if (!(rc = b->loss(b, m, nb, bt.ids, bt.pos, bt.next, &lo, &loss, &g, err)) &&
             !(rc = ag_optimizer_set_lr(opt, (float)lr, err)))
             rc = ag_optimizer_step(opt, NULL, err);
         step_s[it] = now_seconds() - step_t0;
@@ -340,7 +350,7 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     ag_optimizer_free(opt);
     ag_lm_destroy(&g);
     free(bt.ids);
-    ag_nbhd_destroy(&nb);
+    ag_lm_graphs_free(graphs, o->layers);
     return rc;
 }
 
@@ -350,6 +360,11 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
     int status = lm_parse(&o, argc, argv);
     if (status >= 0)
         return status;
+    for (int k = 0; b->one_graph && k < o.n_patterns; k++)
+        if (strchr(o.patterns[k], '|'))
+            return usage_error("lm train", "--pattern '%s': a pattern a block runs on one "
+                               "process (attngraph lm train); the MPI layer's parts are one "
+                               "graph's", o.patterns[k]);
     if (b->rank != 0)   /* the first process writes the files */
         o.log = o.save = NULL;
     const int threads = b->threads ? b->threads(b, (int)o.threads) : ag_set_threads((int)o.threads);
@@ -411,13 +426,17 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
     if (!rc && o.log)
         rc = out_commit(&log_out, &err);
     if (!rc && !o.quiet) {
-        printf("\n%-24s %15s %11s %9s %9s %12s\n", "pattern", "edges per token", "train loss",
-               "val loss", "seconds", "ms a step");
+        int width = 24;   /* the longest pattern's, a mask a block's too */
         for (int k = 0; k < o.n_patterns; k++)
-            printf("%-24s %15.2f %11.4f %9.4f %9.1f %12.1f\n", o.patterns[k],
+            width = strlen(o.patterns[k]) > (size_t)width ? (int)strlen(o.patterns[k]) : width;
+        printf("\n%-*s %15s %11s %9s %9s %12s\n", width, "pattern", "edges per token",
+               "train loss", "val loss", "seconds", "ms a step");
+        for (int k = 0; k < o.n_patterns; k++)
+            printf("%-*s %15.2f %11.4f %9.4f %9.1f %12.1f\n", width, o.patterns[k],
                    res[k].edges_per_token, res[k].train_loss, res[k].val_loss, res[k].seconds,
                    res[k].step_ms);
-        printf("(ms a step: the median step, batch to update, evaluations left out)\n");
+        printf("(edges per token: the blocks' mean; ms a step: the median step, batch to "
+               "update, evaluations left out)\n");
         if (o.save)
             printf("wrote %s\n", o.save);
         if (o.log)

@@ -29,6 +29,7 @@ typedef struct lm_backend lm_backend_t;
 struct lm_backend {
     int rank;   /* 0 prints and writes the files; the others only compute */
     int ranks;  /* the processes (0 or 1: one) */
+    int one_graph;   /* runs one graph for every block (refuses a pattern a block) */
     /* the pattern's batch graph nb is made (NULL: nothing to do); then the
        losses of its batches (ids, pos, next: the whole batch's), then end */
     int (*begin)(lm_backend_t *b, ag_nbhd_t *nb, ag_error_t *err);

@@ -28,7 +28,8 @@ static const char sample_usage[] =
     "  --top-k K           draw among the K likeliest only (default 0: all)\n"
     "  --seed S            the draws (default 1337)\n"
     "  --pattern SPEC      the graph within the context, made causal as in training\n"
-    "                      (docs:T&(SPEC); default the one it trained under, model.txt's)\n"
+    "                      (docs:T&(SPEC); default the one it trained under, model.txt's;\n"
+    "                      'A|B|...': one a block)\n"
     "  --threads T         (default: the cores)\n";
 
 typedef struct {
@@ -165,12 +166,13 @@ int lm_sample(int argc, char **argv)
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
     ag_lm_model_t lm;
-    ag_nbhd_t nb;
-    memset(&nb, 0, sizeof nb);
+    ag_nbhd_t **graphs = NULL;   /* a graph a block (blocks of one pattern share one) */
     int64_t *ids = NULL, n = 0;
     int rc = ag_lm_model_load(&lm, o.model, &err);
     const char *spec = o.pattern ? o.pattern : lm.pattern;
-    if (!rc && (rc = ag_lm_graph(&nb, lm.m.T, 1, spec, &err))) {
+    if (!rc && !(graphs = ag_calloc(lm.m.L, sizeof *graphs, &err, "the blocks' graphs")))
+        rc = ag_alloc_status();
+    if (!rc && (rc = ag_lm_graphs(graphs, lm.m.L, lm.m.T, 1, spec, &err))) {
         usage = o.pattern != NULL;
         if (usage)
             error_after(rc, &err, "--pattern '%s'", spec);
@@ -189,12 +191,14 @@ int lm_sample(int argc, char **argv)
         put_char(lm.chars[ids[k]], lm.bytes);
     emit_t out = {&lm};
     if (!rc)
-        rc = ag_lm_generate(&lm.m, &nb, ids, n, o.tokens, o.temperature, o.top_k,
-                            (uint64_t)o.seed, emit_token, &out, &err);
+        rc = ag_lm_generate_layers(&lm.m, graphs, ids, n, o.tokens, o.temperature, o.top_k,
+                                   (uint64_t)o.seed, emit_token, &out, &err);
     if (!rc)
         putchar('\n');
     free(ids);
-    ag_nbhd_destroy(&nb);
+    if (graphs)
+        ag_lm_graphs_free(graphs, lm.m.L);
+    free(graphs);
     ag_lm_model_destroy(&lm);
     return finish("lm sample", rc, usage, &err);
 }

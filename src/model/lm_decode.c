@@ -18,7 +18,7 @@
 struct ag_lm_decoder {
     const ag_lm_t *m;
     int64_t T, len;             /* the block (the cache's rows) and tokens read */
-    int64_t *src_ptr, *src;     /* each position's sources in the pattern (CSR) */
+    int64_t **src_ptr, **src;   /* [L] each block's sources of each position (CSR) */
     float *K, *V;               /* [L, T, D] cached keys and values (heads side by side) */
     float *x, *h, *q, *a, *f, *p;   /* one row: state, LayerNorm, query, attention
                                        output, sublayer [4D], weights [T] */
@@ -28,40 +28,47 @@ void ag_lm_decoder_free(ag_lm_decoder_t *dec)
 {
     if (!dec)
         return;
+    for (int64_t l = 0; dec->src_ptr && l < dec->m->L; l++)
+        free(dec->src_ptr[l]), free(dec->src[l]);
     free(dec->src_ptr), free(dec->src), free(dec->K), free(dec->V), free(dec->x);
     free(dec);
 }
 
-/* dec's sources from nb's runs, refusing a source after its destination (a
-   decoder has not read it yet). */
-static int read_sources(ag_lm_decoder_t *dec, const ag_nbhd_t *nb, ag_error_t *err)
+/* Block l's sources from nb's runs, refusing a source after its destination
+   (a decoder has not read it yet). */
+static int read_sources(ag_lm_decoder_t *dec, int64_t l, const ag_nbhd_t *nb, ag_error_t *err)
 {
     const int64_t T = dec->T;
+    if (!nb)
+        return ag_fail(err, AG_EINVAL, "language model decoder: block %lld has no graph",
+                       (long long)l + 1);
     if (nb->n_nodes != T)
         return ag_fail(err, AG_EINVAL, "language model decoder: a graph of %lld nodes; "
                        "expected the block's %lld (the pattern over one sequence)",
                        (long long)nb->n_nodes, (long long)T);
-    dec->src_ptr = ag_alloc(T + 1, sizeof *dec->src_ptr, err, "decoder");
-    dec->src = ag_alloc(nb->n_edges > 0 ? nb->n_edges : 1, sizeof *dec->src, err, "decoder");
-    if (!dec->src_ptr || !dec->src)
+    int64_t *ptr = dec->src_ptr[l] = ag_alloc(T + 1, sizeof *ptr, err, "decoder");
+    int64_t *src = dec->src[l] = ag_alloc(nb->n_edges > 0 ? nb->n_edges : 1, sizeof *src, err,
+                                          "decoder");
+    if (!ptr || !src)
         return ag_alloc_status();
-    memcpy(dec->src_ptr, nb->edge_ptr, (size_t)(T + 1) * sizeof *dec->src_ptr);
-    ag_nbhd_sources(nb, 0, T, dec->src);
+    memcpy(ptr, nb->edge_ptr, (size_t)(T + 1) * sizeof *ptr);
+    ag_nbhd_sources(nb, 0, T, src);
     for (int64_t t = 0; t < T; t++)
-        for (int64_t e = dec->src_ptr[t]; e < dec->src_ptr[t + 1]; e++)
-            if (dec->src[e] > t)
-                return ag_fail(err, AG_EINVAL, "language model decoder: the pattern lets "
-                               "token %lld read token %lld, which comes after it; a "
-                               "decoder needs a causal pattern", (long long)t,
-                               (long long)dec->src[e]);
+        for (int64_t e = ptr[t]; e < ptr[t + 1]; e++)
+            if (src[e] > t)
+                return ag_fail(err, AG_EINVAL, "language model decoder: the pattern%s lets "
+                               "token %lld read token %lld, which comes after it; a decoder "
+                               "needs a causal pattern", l ? " of a block" : "", (long long)t,
+                               (long long)src[e]);
     return AG_OK;
 }
 
-int ag_lm_decoder_init(ag_lm_decoder_t **out, const ag_lm_t *m, const ag_nbhd_t *nb,
-                       ag_error_t *err)
+/* The decoder of m with block l reading graphs[l] (graphs NULL: nb for every block). */
+static int decoder_init(ag_lm_decoder_t **out, const ag_lm_t *m, const ag_nbhd_t *nb,
+                        ag_nbhd_t *const *graphs, ag_error_t *err)
 {
     *out = NULL;
-    if (!m || !m->wte || !nb)
+    if (!m || !m->wte || (!nb && !graphs))
         return ag_fail(err, AG_EINVAL, "language model decoder: a model and a graph are "
                        "required");
     ag_lm_decoder_t *dec = ag_calloc(1, sizeof *dec, err, "decoder");
@@ -69,7 +76,11 @@ int ag_lm_decoder_init(ag_lm_decoder_t **out, const ag_lm_t *m, const ag_nbhd_t 
         return ag_alloc_status();
     const int64_t T = m->T, D = m->D, cache = m->L * T * D;
     *dec = (ag_lm_decoder_t){.m = m, .T = T};
-    int rc = read_sources(dec, nb, err);
+    dec->src_ptr = ag_calloc(m->L, sizeof *dec->src_ptr, err, "decoder");
+    dec->src = ag_calloc(m->L, sizeof *dec->src, err, "decoder");
+    int rc = dec->src_ptr && dec->src ? AG_OK : ag_alloc_status();
+    for (int64_t l = 0; !rc && l < m->L; l++)
+        rc = read_sources(dec, l, graphs ? graphs[l] : nb, err);
     if (!rc) {
         dec->K = ag_alloc(cache, sizeof *dec->K, err, "decoder's cache");
         dec->V = ag_alloc(cache, sizeof *dec->V, err, "decoder's cache");
@@ -85,6 +96,18 @@ int ag_lm_decoder_init(ag_lm_decoder_t **out, const ag_lm_t *m, const ag_nbhd_t 
     dec->p = dec->f + 4 * D;
     *out = dec;
     return AG_OK;
+}
+
+int ag_lm_decoder_init(ag_lm_decoder_t **out, const ag_lm_t *m, const ag_nbhd_t *nb,
+                       ag_error_t *err)
+{
+    return decoder_init(out, m, nb, NULL, err);
+}
+
+int ag_lm_decoder_init_layers(ag_lm_decoder_t **out, const ag_lm_t *m,
+                              ag_nbhd_t *const *graphs, ag_error_t *err)
+{
+    return decoder_init(out, m, NULL, graphs, err);
 }
 
 int64_t ag_lm_decoder_length(const ag_lm_decoder_t *dec)
@@ -113,7 +136,8 @@ static void attend(ag_lm_decoder_t *dec, int64_t l, int64_t t)
 {
     const ag_lm_t *m = dec->m;
     const int64_t D = m->D, H = m->H, d = D / H;
-    const int64_t *src = dec->src + dec->src_ptr[t], n = dec->src_ptr[t + 1] - dec->src_ptr[t];
+    const int64_t *ptr = dec->src_ptr[l];
+    const int64_t *src = dec->src[l] + ptr[t], n = ptr[t + 1] - ptr[t];
     const float *K = dec->K + l * dec->T * D, *V = dec->V + l * dec->T * D;
     const float scale = 1.0f / sqrtf((float)d);
     for (int64_t hh = 0; hh < H; hh++) {
@@ -234,9 +258,10 @@ static int feed(ag_lm_decoder_t *dec, const int64_t *ids, int64_t at, float *log
     return rc ? rc : ag_lm_decoder_push(dec, ids[at], logits, err);
 }
 
-int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t n_prompt,
-                   int64_t n, double temperature, int64_t top_k, uint64_t seed,
-                   void (*emit)(int64_t token, void *ctx), void *ctx, ag_error_t *err)
+static int generate(const ag_lm_t *m, const ag_nbhd_t *nb, ag_nbhd_t *const *graphs,
+                    int64_t *ids, int64_t n_prompt, int64_t n, double temperature,
+                    int64_t top_k, uint64_t seed, void (*emit)(int64_t token, void *ctx),
+                    void *ctx, ag_error_t *err)
 {
     if (n_prompt < 1 || n < 0 || !ids)
         return ag_fail(err, AG_EINVAL, "language model: a prompt of %lld tokens and %lld "
@@ -247,7 +272,7 @@ int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t 
                        "expected a finite temperature >= 0 and top-k >= 0", temperature,
                        (long long)top_k);
     ag_lm_decoder_t *dec;
-    int rc = ag_lm_decoder_init(&dec, m, nb, err);
+    int rc = decoder_init(&dec, m, nb, graphs, err);
     if (rc)
         return rc;
     float *logits = ag_alloc(m->V, sizeof *logits, err, "logits");
@@ -267,4 +292,20 @@ int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t 
     free(logits);
     ag_lm_decoder_free(dec);
     return rc;
+}
+
+int ag_lm_generate(const ag_lm_t *m, const ag_nbhd_t *nb, int64_t *ids, int64_t n_prompt,
+                   int64_t n, double temperature, int64_t top_k, uint64_t seed,
+                   void (*emit)(int64_t token, void *ctx), void *ctx, ag_error_t *err)
+{
+    return generate(m, nb, NULL, ids, n_prompt, n, temperature, top_k, seed, emit, ctx, err);
+}
+
+int ag_lm_generate_layers(const ag_lm_t *m, ag_nbhd_t *const *graphs, int64_t *ids,
+                          int64_t n_prompt, int64_t n, double temperature, int64_t top_k,
+                          uint64_t seed, void (*emit)(int64_t token, void *ctx), void *ctx,
+                          ag_error_t *err)
+{
+    return generate(m, NULL, graphs, ids, n_prompt, n, temperature, top_k, seed, emit, ctx,
+                    err);
 }

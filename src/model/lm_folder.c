@@ -185,14 +185,24 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias, const char
         int ok = k >= 0;
         if (ok && k == 6) {   /* a pattern that does not parse is named at its line */
             ok = snprintf(lm->pattern, sizeof lm->pattern, "%s", value) < (int)sizeof lm->pattern;
-            ag_pattern_t *p = NULL;
-            if (ok && (rc = ag_pattern_parse(&p, lm->pattern, err))) {
-                char why[sizeof err->msg];
-                snprintf(why, sizeof why, "%s", err->msg);
-                ag_fail(err, (ag_status_t)rc, "%s:%d: %s", path, line, why);
-                break;
+            for (char *part = value; ok && part; part = strchr(part, '|')) {
+                part += *part == '|';   /* each block's, as ag_lm_graphs splits them */
+                const size_t plen = strcspn(part, "|");
+                const char keep = part[plen];
+                part[plen] = '\0';
+                ag_pattern_t *p = NULL;
+                rc = ag_pattern_parse(&p, part, err);
+                ag_pattern_free(p);
+                part[plen] = keep;
+                if (rc) {
+                    char why[sizeof err->msg];
+                    snprintf(why, sizeof why, "%s", err->msg);
+                    ag_fail(err, (ag_status_t)rc, "%s:%d: %s", path, line, why);
+                    break;
+                }
             }
-            ag_pattern_free(p);
+            if (rc)
+                break;
         }
         else if (ok && k == 5)
             ok = (*bias = !strcmp(value, "yes")) || !strcmp(value, "no");

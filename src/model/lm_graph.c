@@ -6,6 +6,7 @@
  * (B = 1) reads the graph the model trained on.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,3 +70,75 @@ int ag_lm_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_
     return rc;
 }
 
+
+void ag_lm_graphs_free(ag_nbhd_t **graphs, int64_t L)
+{
+    for (int64_t l = 0; graphs && l < L; l++) {
+        int64_t first = 0;   /* a graph shared by blocks is freed at its first */
+        while (graphs[first] != graphs[l])
+            first++;
+        if (first == l && graphs[l]) {
+            ag_nbhd_destroy(graphs[l]);
+            free(graphs[l]);
+        }
+    }
+    for (int64_t l = 0; graphs && l < L; l++)
+        graphs[l] = NULL;
+}
+
+int ag_lm_graphs(ag_nbhd_t **graphs, int64_t L, int64_t T, int64_t B, const char *spec,
+                 ag_error_t *err)
+{
+    if (!graphs || !spec || L < 1)
+        return ag_fail(err, AG_EINVAL, "ag_lm_graphs: %s", L < 1 ? "L must be >= 1"
+                                                                 : "a NULL argument");
+    for (int64_t l = 0; l < L; l++)
+        graphs[l] = NULL;
+    int64_t parts = 1;
+    for (const char *s = spec; *s; s++)
+        parts += *s == '|';
+    if (parts != 1 && parts != L)
+        return ag_fail(err, AG_EINVAL, "pattern '%s': %lld patterns for %lld blocks; expected "
+                       "one for every block or one a block, separated by '|'", spec,
+                       (long long)parts, (long long)L);
+    int rc = AG_OK;
+    const char *part = spec;
+    for (int64_t l = 0; !rc && l < L; l++) {
+        const size_t len = parts == 1 ? strlen(spec) : strcspn(part, "|");
+        for (int64_t j = 0; j < l && !graphs[l]; j++) {   /* the pattern of a block before */
+            const char *other = spec;
+            for (int64_t k = 0; parts > 1 && k < j; k++)
+                other += strcspn(other, "|") + 1;
+            const size_t olen = parts == 1 ? strlen(spec) : strcspn(other, "|");
+            if (olen == len && strncmp(other, part, len) == 0)
+                graphs[l] = graphs[j];
+        }
+        if (!graphs[l]) {
+            char *one = ag_alloc((int64_t)len + 1, 1, err, "a block's pattern");
+            graphs[l] = ag_calloc(1, sizeof *graphs[l], err, "a block's graph");
+            if (!one || !graphs[l])
+                rc = ag_alloc_status();
+            if (!rc) {
+                memcpy(one, part, len);
+                one[len] = '\0';
+                if (len == 0)
+                    rc = ag_fail(err, AG_EINVAL, "pattern '%s': block %lld's pattern is empty",
+                                 spec, (long long)l + 1);
+                else if ((rc = ag_lm_graph(graphs[l], T, B, one, err)) && parts > 1) {
+                    char why[sizeof err->msg];
+                    snprintf(why, sizeof why, "%s", err->msg);
+                    ag_fail(err, (ag_status_t)rc, "block %lld's pattern '%s': %s",
+                            (long long)l + 1, one, why);
+                }
+            }
+            if (rc && graphs[l])   /* not made: freed here, not by ag_lm_graphs_free */
+                free(graphs[l]), graphs[l] = NULL;
+            free(one);
+        }
+        if (parts > 1)
+            part += len + 1;
+    }
+    if (rc)
+        ag_lm_graphs_free(graphs, L);
+    return rc;
+}

@@ -19,6 +19,10 @@ void ag_i_act_backward_rows(ag_activation_t act, float *dY, const float *X, int6
 
 /* Checks the round count against the layers, every layer's shape (and nb),
    and that each round reads the width the one before writes. */
+/* Round r's (0-based) graph: opts->graphs[r], or nb. */
+const ag_nbhd_t *ag_i_round_graph(const ag_nbhd_t *nb, const ag_round_opts_t *opts, int r);
+/* The first round on round r's graph: whose kernel plan round r runs. */
+int ag_i_round_plan(const ag_round_opts_t *opts, int r);
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
                       int rounds, const ag_round_opts_t *opts, ag_error_t *err);
 

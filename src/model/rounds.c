@@ -150,6 +150,16 @@ int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
         return ag_fail(err, AG_ELIMIT, "rounds: dimensions beyond 2^31 are not "
                        "supported by BLAS");
     int rc = ag_i_layers_check(layers, n_layers, rounds, opts, err);
+    for (int r = 0; !rc && opts && opts->graphs && r < rounds; r++) {
+        const ag_nbhd_t *g = opts->graphs[r];
+        if (!g || g->n_nodes != N)
+            return ag_fail(err, AG_EINVAL, "rounds: round %d's graph %s; expected one of the "
+                           "graph's %lld nodes", r + 1, !g ? "is NULL" : "has another size",
+                           (long long)N);
+        if (opts->edge_features)
+            return ag_fail(err, AG_EINVAL, "rounds: edge features with a graph per round; "
+                           "their rows are one graph's messages");
+    }
     for (int k = 0; !rc && k < n_layers; k++) {
         const ag_weights_t *w = &layers[k];
         if (w->per_node && w->per_node != N)
@@ -175,6 +185,9 @@ static void largest_heads(const ag_weights_t *layers, int n_layers, int rounds, 
 int ag_i_layers_mpi_check(const ag_weights_t *layers, int n_layers, int rounds,
                           const ag_round_opts_t *opts, ag_error_t *err)
 {
+    if (opts && opts->graphs)
+        return ag_fail(err, AG_EINVAL, "rounds: a graph per round runs on one process (the "
+                       "MPI layer's parts are one graph's)");
     for (int k = 0; layers && k < n_layers; k++)
         if (layers[k].wedge)
             return ag_fail(err, AG_EINVAL, "layer %d: the MPI layer runs no edge features "
@@ -195,6 +208,19 @@ static int check_workspace(const ag_workspace_t *ws, const ag_nbhd_t *nb,
                        (long long)ws->N, (long long)ws->HD, (long long)ws->D,
                        (long long)nb->n_nodes, (long long)HD, (long long)D);
     return AG_OK;
+}
+
+const ag_nbhd_t *ag_i_round_graph(const ag_nbhd_t *nb, const ag_round_opts_t *opts, int r)
+{
+    return opts && opts->graphs ? opts->graphs[r] : nb;
+}
+
+int ag_i_round_plan(const ag_round_opts_t *opts, int r)
+{
+    int first = 0;
+    while (opts && opts->graphs && opts->graphs[first] != opts->graphs[r])
+        first++;
+    return first;
 }
 
 void ag_round_opts_init(ag_round_opts_t *opts)
@@ -277,7 +303,7 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
         skip |= w->wskip != NULL, edges |= w->wedge != NULL;
     }
-    const int64_t E = nb->n_edges;
+    const int64_t E = nb->n_edges;   /* edge features: one graph for every round */
     float *Hn = F && layer_norm ? ag_alloc(N * D, sizeof(float), err, "rounds") : NULL;
     float *U = F ? ag_alloc(N * F, sizeof(float), err, "rounds") : NULL;
     float *R = skip ? ag_alloc(N * D, sizeof(float), err, "rounds") : NULL;
@@ -292,11 +318,17 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
     const ag_i_round_bufs_t rb = {.Xn = ws->Xn, .Q = ws->Q, .K = ws->K, .V = ws->V, .M = ws->M,
                                   .Hn = Hn, .U = U, .A = U, .R = R, .Pe = Pe,
                                   .Epre = Pe ? Pe + E * HD : NULL, .E = E};
-    ag_i_plan_t plan = {0};
-    const whole_graph_t whole = {nb, ws, &attn, &plan};
+    /* a plan a graph: made by the first round on it, run by every round on it */
+    ag_i_plan_t *plans = ag_calloc(rounds > 0 ? rounds : 1, sizeof *plans, err, "rounds");
+    if (!plans) {
+        free(Hn), free(U), free(R);
+        return ag_alloc_status();
+    }
     for (int r = 0; !rc && r < rounds; r++) {
         const int k = n_layers == 1 ? 0 : r;
         const ag_weights_t *w = &layers[k];
+        const ag_nbhd_t *g = ag_i_round_graph(nb, opts, r);
+        const whole_graph_t whole = {g, ws, &attn, &plans[ag_i_round_plan(opts, r)]};
         if (callback)
             memcpy(ws->X_prev, X, (size_t)(N * w->D) * sizeof *X);
         progress.round = r + 1;
@@ -308,7 +340,7 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         if (done)
             *done = r + 1;
         if (callback) {
-            ag_round_t info = {r + 1, nb, w, &sc, X, ws->X_prev, ws,
+            ag_round_t info = {r + 1, g, w, &sc, X, ws->X_prev, ws,
                                figures ? ws->entropy : NULL, figures ? ws->max_weight : NULL,
                                distance ? ws->distance : NULL};
             rc = opts->on_round(&info, opts->ctx);
@@ -318,8 +350,9 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
             }
         }
     }
-    ag_i_plan_free(&plan);
-    free(Hn), free(U), free(R);
+    for (int r = 0; r < rounds; r++)
+        ag_i_plan_free(&plans[r]);
+    free(plans), free(Hn), free(U), free(R);
     return rc;
 }
 

@@ -52,6 +52,9 @@ int ag_mpi_lm_loss(MPI_Comm comm, const ag_mpi_part_t *part, const ag_lm_t *m,
     else if (part->node_of)
         rc = ag_fail(err, AG_EINVAL, "language model: renumbered parts (METIS's) are not "
                      "supported; the sequences' rows must stay in order");
+    else if (opts && opts->graphs)
+        rc = ag_fail(err, AG_EINVAL, "language model: a graph a block runs on one process "
+                     "(ag_lm_loss); the MPI layer's parts are one graph's");
     else if (grads && !tape)
         rc = ag_fail(err, AG_EINVAL, "language model: training needs a tape (NULL at first)");
     if ((rc = ag_mpi_agree(comm, rc, err)))

@@ -39,8 +39,9 @@ typedef struct {
 } back_bufs_t;
 
 struct ag_tape {
-    ag_nbhd_t *nb;
-    const int64_t *edge_ptr, *run_ptr;   /* nb's arrays when the tape was made */
+    ag_nbhd_t **graph;        /* [rounds] each round's graph (the argument, or the
+                                 options' graphs) */
+    const int64_t **made;     /* [2 rounds] their edge_ptr and run_ptr when the tape was made */
     const ag_weights_t *layers;
     int n_layers, rounds;
     ag_round_opts_t opts;     /* the caller's, or AG_ROUND_OPTS_INIT */
@@ -56,9 +57,19 @@ struct ag_tape {
                                  scores, and kernels without it, leave it NaN) */
     fwd_scratch_t fs;         /* the forward's scratch and the backward's buffers, made */
     back_bufs_t back;         /* when first needed and kept for the next step */
-    ag_i_plan_t forward, backward;   /* the kernels' plans, made by the first round and
-                                        run by every round (of every step) */
+    ag_i_plan_t *forward, *backward;   /* [rounds] the kernels' plans, made by the first
+                                          round on a graph (plan_of) and run by every round
+                                          on it (of every step) */
 };
+
+/* The first round on round r's graph: whose plans round r runs. */
+static int plan_of(const ag_tape_t *t, int r)
+{
+    int first = 0;
+    while (t->graph[first] != t->graph[r])
+        first++;
+    return first;
+}
 
 static const ag_weights_t *round_layer(const ag_tape_t *t, int r)
 {
@@ -113,23 +124,43 @@ void ag_tape_free(ag_tape_t *tape)
     free(tape->acts), free(tape->has_lse), free(tape->start), free(tape->shape);
     free(tape->fs.Xn), free(tape->fs.Hn), free(tape->fs.A), free(tape->fs.Pe);
     back_free(&tape->back);
-    ag_i_plan_free(&tape->forward), ag_i_plan_free(&tape->backward);
+    for (int r = 0; r < tape->rounds; r++) {
+        if (tape->forward)
+            ag_i_plan_free(&tape->forward[r]);
+        if (tape->backward)
+            ag_i_plan_free(&tape->backward[r]);
+    }
+    free(tape->forward), free(tape->backward), free(tape->graph), free(tape->made);
     free(tape);
 }
 
-/* A new tape for these rounds (it takes shape, ag_i_round_shapes's). */
-static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_weights_t *layers,
-                     int n_layers, int rounds, int layer_norm, int64_t *shape, ag_error_t *err)
+/* A new tape for these rounds on nb, or each round on opts' graph (it takes
+   shape, ag_i_round_shapes's). */
+static int tape_init(ag_tape_t **tape, ag_nbhd_t *nb, const ag_round_opts_t *opts,
+                     const ag_weights_t *layers, int n_layers, int rounds, int layer_norm,
+                     int64_t *shape, ag_error_t *err)
 {
     ag_tape_t *t = ag_calloc(1, sizeof *t, err, "tape");
     if (!t) {
         free(shape);
         return ag_alloc_status();
     }
-    *t = (ag_tape_t){.nb = nb, .edge_ptr = nb->edge_ptr, .run_ptr = nb->run_ptr,
-                     .layers = layers, .n_layers = n_layers, .rounds = rounds,
+    *t = (ag_tape_t){.layers = layers, .n_layers = n_layers, .rounds = rounds,
                      .layer_norm = layer_norm, .N = nb->n_nodes, .E = nb->n_edges,
                      .shape = shape, .widest = ag_rounds_widest(layers, n_layers, rounds)};
+    const int slots = rounds > 0 ? rounds : 1;
+    t->graph = ag_calloc(slots, sizeof *t->graph, err, "tape");
+    t->made = ag_calloc(2 * slots, sizeof *t->made, err, "tape");
+    t->forward = ag_calloc(slots, sizeof *t->forward, err, "tape");
+    t->backward = ag_calloc(slots, sizeof *t->backward, err, "tape");
+    if (!t->graph || !t->made || !t->forward || !t->backward) {
+        ag_tape_free(t);
+        return ag_alloc_status();
+    }
+    for (int r = 0; r < rounds; r++) {
+        t->graph[r] = opts && opts->graphs ? opts->graphs[r] : nb;
+        t->made[2 * r] = t->graph[r]->edge_ptr, t->made[2 * r + 1] = t->graph[r]->run_ptr;
+    }
     t->start = ag_alloc(rounds + 1, sizeof *t->start, err, "tape");
     double floats = 0;   /* in double first: a size that overflows fails here */
     for (int r = 0; t->start && r < rounds; r++) {
@@ -183,8 +214,9 @@ static int attend_taped(void *ctx, const ag_weights_t *w, const ag_score_t *sc, 
     for (int64_t x = 0; x < NH; x++)
         a->lse[x] = NAN;
     const ag_attention_opts_t ao = {.lse = a->lse};
-    int rc = ag_i_attention_planned(&tr->t->forward, tr->t->nb, a->Q, a->K, a->V, w->H, w->d,
-                                    sc, a->M, &ao, err);
+    const ag_tape_t *t = tr->t;
+    int rc = ag_i_attention_planned(&t->forward[plan_of(t, tr->r)], t->graph[tr->r], a->Q, a->K,
+                                    a->V, w->H, w->d, sc, a->M, &ao, err);
     if (!rc)
         tr->t->has_lse[tr->r] = (unsigned char)lse_written(a->lse, NH);
     return rc;
@@ -198,22 +230,28 @@ static int forward_round(ag_tape_t *t, int r, float *X, const fwd_scratch_t *fs,
     memcpy(tr.a.X, X, (size_t)(t->N * round_layer(t, r)->D) * sizeof *X);
     ag_i_round_bufs_t b = tr.a.kept;
     b.Xn = fs->Xn, b.Q = tr.a.Q, b.K = tr.a.K, b.V = tr.a.V, b.M = tr.a.M, b.Hn = fs->Hn;
-    b.A = fs->A, b.Pe = fs->Pe, b.E = t->nb->n_edges;
-    b.Epre = fs->Pe ? fs->Pe + t->nb->n_edges * t->HD : NULL;
+    b.A = fs->A, b.Pe = fs->Pe, b.E = t->E;   /* edge features: one graph for every round */
+    b.Epre = fs->Pe ? fs->Pe + t->E * t->HD : NULL;
     ag_score_t sc;
     return ag_i_round_forward(X, t->N, &t->layers[k], (ag_i_round_at_t){k, r, 0, 1, 0}, &t->opts,
                               &b, &sc, attend_taped, (void *)&tr, err);
 }
 
-/* A tape made on this very graph (the same arrays: a graph rebuilt in its
+/* A tape made on these very graphs (the same arrays: a graph rebuilt in its
    place needs a new tape) for these shapes: its memory and plans serve again. */
-static int tape_fits(const ag_tape_t *t, const ag_nbhd_t *nb, int n_layers, int rounds,
-                     int layer_norm, const int64_t *shape)
+static int tape_fits(const ag_tape_t *t, const ag_nbhd_t *nb, const ag_round_opts_t *opts,
+                     int n_layers, int rounds, int layer_norm, const int64_t *shape)
 {
-    return t->nb == nb && t->edge_ptr == nb->edge_ptr && t->run_ptr == nb->run_ptr &&
-           t->N == nb->n_nodes && t->E == nb->n_edges && t->n_layers == n_layers &&
-           t->rounds == rounds && t->layer_norm == layer_norm &&
-           memcmp(t->shape, shape, (size_t)(AG_I_ROUND_SHAPE * rounds) * sizeof *shape) == 0;
+    if (!(t->N == nb->n_nodes && t->E == nb->n_edges && t->n_layers == n_layers &&
+          t->rounds == rounds && t->layer_norm == layer_norm &&
+          memcmp(t->shape, shape, (size_t)(AG_I_ROUND_SHAPE * rounds) * sizeof *shape) == 0))
+        return 0;
+    for (int r = 0; r < rounds; r++) {
+        const ag_nbhd_t *g = ag_i_round_graph(nb, opts, r);
+        if (t->graph[r] != g || t->made[2 * r] != g->edge_ptr || t->made[2 * r + 1] != g->run_ptr)
+            return 0;
+    }
+    return 1;
 }
 
 /* *p holds at least `need` floats (what it held is lost when it grows). */
@@ -271,20 +309,22 @@ int ag_rounds_forward_reuse(ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
         rc = ag_i_rounds_check(nb, layers, n_layers, rounds, opts, err);
     if (!rc)
         rc = ag_check_finite("rounds forward: x", X, nb->n_nodes, layers[0].D, err);
-    /* the backward's transpose now, so that a graph too large fails before any work */
+    /* the backward's transposes now, so that a graph too large fails before any work */
     if (!rc)
         rc = ag_nbhd_transpose(nb, err);
+    for (int r = 0; !rc && opts && opts->graphs && r < rounds; r++)
+        rc = ag_nbhd_transpose(opts->graphs[r], err);
     const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
     int64_t *shape = rc ? NULL : ag_i_round_shapes(layers, n_layers, rounds, layer_norm, err);
     if (!rc && !shape)
         rc = ag_alloc_status();
-    if (!rc && t && tape_fits(t, nb, n_layers, rounds, layer_norm, shape))
+    if (!rc && t && tape_fits(t, nb, opts, n_layers, rounds, layer_norm, shape))
         free(shape);   /* an earlier step's tape, used again */
     else {
         ag_tape_free(t);
         t = NULL;
         if (!rc)
-            rc = tape_init(&t, nb, layers, n_layers, rounds, layer_norm, shape, err);
+            rc = tape_init(&t, nb, opts, layers, n_layers, rounds, layer_norm, shape, err);
         else
             free(shape);
     }
@@ -327,7 +367,7 @@ static int back_alloc(back_bufs_t *b, const ag_tape_t *t, ag_error_t *err)
         skip |= round_layer(t, r)->wskip != NULL;
     if (skip && !(b->dR = ag_alloc(N * D, sizeof(float), err, "rounds backward")))
         return ag_alloc_status();
-    const int64_t E = t->nb->n_edges;
+    const int64_t E = t->E;
     if (t->edges && !(b->Pe = ag_alloc(5 * E * HD, sizeof(float), err, "rounds backward")))
         return ag_alloc_status();
     if (t->edges) {
@@ -394,7 +434,8 @@ static int attend_back_taped(void *ctx, const ag_weights_t *w, ag_weights_t *g,
                                      .d_edge_pre = sc->edge_pre ? b->dEpre : NULL,
                                      .d_edge_key = sc->edge_key ? b->dEk : NULL,
                                      .d_edge_value = sc->edge_value ? b->dEv : NULL};
-    int rc = ag_i_backward_planned(&t->backward, t->nb, a.Q, a.K, a.V, w->H, w->d, sc, a.M,
+    int rc = ag_i_backward_planned(&t->backward[plan_of(t, tb->r)], t->graph[tb->r], a.Q, a.K,
+                                   a.V, w->H, w->d, sc, a.M,
                                    t->has_lse[tb->r] ? a.lse : NULL, b->dM, &ag, err);
     if (!rc && vectors)
         ag_i_add_vector_grads(t->opts.score, sc, g, b->da_src, b->da_dst, w->H * w->d);
@@ -411,7 +452,7 @@ static int backward_round(ag_tape_t *t, int r, ag_weights_t *grads, back_bufs_t 
         .Xn = b->Xn, .dXn = b->dXn, .Z = a.kept.Z, .ffn_in = a.kept.ffn_in, .U = a.kept.U,
         .Hn = b->Hn, .dHn = b->dHn, .A = b->A, .dA = b->dA, .R = a.kept.R, .O = a.kept.O,
         .P = a.kept.P, .ffn_sum = a.kept.ffn_sum, .dR = b->dR, .Pe = b->Pe, .Epre = b->Epre,
-        .E = t->nb->n_edges,
+        .E = t->E,
         .dEk = b->dEk, .dEv = b->dEv, .dEpre = b->dEpre};
     const tape_back_t tb = {t, r, b};
     return ag_i_round_backward(t->N, &t->layers[k], grads ? &grads[k] : NULL,

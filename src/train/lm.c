@@ -112,11 +112,12 @@ int ag_lm_grads_init(ag_lm_t *g, const ag_lm_t *m, ag_error_t *err)
     return rc;
 }
 
-ag_round_opts_t ag_i_lm_round_opts(const ag_lm_opts_t *o)
+ag_round_opts_t ag_i_lm_round_opts(const ag_lm_opts_t *o, int train)
 {
     ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
     ro.norm = AG_NORM_LAYER;
-    if (o && o->dropout > 0)
+    ro.graphs = o ? o->graphs : NULL;
+    if (train && o && o->dropout > 0)
         ro.attn_dropout = ro.resid_dropout = o->dropout, ro.dropout_seed = rng_seed(o->seed, 2);
     return ro;
 }
@@ -130,8 +131,8 @@ static int check_call(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids,
     return AG_OK;
 }
 
-int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
-                 float *logits, ag_error_t *err)
+static int logits_on(const ag_lm_t *m, const ag_nbhd_t *nb, ag_nbhd_t *const *graphs,
+                     const int64_t *ids, const int64_t *pos, float *logits, ag_error_t *err)
 {
     int rc = check_call(m, nb, ids, pos, err);
     if (rc)
@@ -142,7 +143,8 @@ int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, cons
     memset(&ws, 0, sizeof ws);
     if (!X)
         return ag_alloc_status();
-    const ag_round_opts_t ro = ag_i_lm_round_opts(NULL);
+    const ag_lm_opts_t o = {.graphs = graphs};
+    const ag_round_opts_t ro = ag_i_lm_round_opts(&o, 0);
     if (!(rc = ag_embed(X, ids, pos, n, m->wte, V, m->wpe, m->T, D, err)) &&
         !(rc = ag_workspace_init(&ws, n, D, D, err)) &&
         !(rc = ag_rounds_run(nb, m->layers, (int)m->L, X, (int)m->L, &ro, &ws, NULL, err))) {
@@ -152,6 +154,18 @@ int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, cons
     ag_workspace_destroy(&ws);
     free(X);
     return rc;
+}
+
+int ag_lm_logits(const ag_lm_t *m, const ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
+                 float *logits, ag_error_t *err)
+{
+    return logits_on(m, nb, NULL, ids, pos, logits, err);
+}
+
+int ag_lm_logits_layers(const ag_lm_t *m, ag_nbhd_t *const *graphs, const int64_t *ids,
+                        const int64_t *pos, float *logits, ag_error_t *err)
+{
+    return logits_on(m, graphs ? graphs[0] : NULL, graphs, ids, pos, logits, err);
 }
 
 int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int64_t *pos,
@@ -170,7 +184,7 @@ int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int
     const int64_t D = m->D, V = m->V, row0 = rows->first_row;
     const ag_i_reducer_t *r = rows->r;
     const int train = grads != NULL;
-    const ag_round_opts_t ro = ag_i_lm_round_opts(train ? opts : NULL);
+    const ag_round_opts_t ro = ag_i_lm_round_opts(opts, train);
     const float p = train && opts ? opts->dropout : 0.0f;
     float *X = rc ? NULL : ag_alloc(3 * n > 0 ? 3 * n * D : 1, sizeof *X, err,
                                     "language model");

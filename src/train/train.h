@@ -28,10 +28,10 @@ int ag_i_optimizer_split_last(ag_optimizer_t *opt, int64_t per_row, ag_error_t *
 int ag_i_optimizer_step_r(ag_optimizer_t *opt, const ag_i_reducer_t *r, double *grad_norm,
                           ag_error_t *err);
 
-/* A GPT's blocks' round options (pre-LayerNorm, scaled-dot, residuals; with
-   o's dropout, nanoGPT's on the embeddings, attention weights and residual
-   branches; o NULL: none). */
-ag_round_opts_t ag_i_lm_round_opts(const ag_lm_opts_t *o);
+/* A GPT's blocks' round options (pre-LayerNorm, scaled-dot, residuals; o's
+   graphs; while training, o's dropout, nanoGPT's on the embeddings,
+   attention weights and residual branches; o NULL: none). */
+ag_round_opts_t ag_i_lm_round_opts(const ag_lm_opts_t *o, int train);
 
 /* Where a language model's rows run: one process (ag_lm_loss), or a part of
    the batch on each of several (the MPI layer). */

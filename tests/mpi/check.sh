@@ -742,6 +742,14 @@ lm_args="--text $T/text.txt --block 64 --batch 40 --layers 2 --heads 2 --dim 16 
  --eval-every 2 --eval-iters 2 --lr 3e-3 --warmup 2 --seed 5"
 lm_same lm "$lm_args --dropout 0.1" 2 3 4
 lm_same lm-window-bias "$lm_args --bias --pattern window:8" 3
+# a mask a block runs on one process: refused, naming the pattern, before any work
+mpi 2 lm train $lm_args --pattern 'window:8|causal' >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 2 ] || ! grep -q "pattern 'window:8|causal': a pattern a block runs on one process" "$T/err"; then
+    bad "lm train with a mask a block on MPI: exit $status, expected 2: $(cat "$T/err")"
+else
+    ok
+fi
 mpi 2 lm sample --model "$T/lm.s1" >/dev/null 2>"$T/err"
 status=$?
 if [ $status -ne 2 ] || ! grep -q "attngraph lm sample" "$T/err"; then

@@ -72,7 +72,7 @@ int mpi_lm(MPI_Comm comm, int argc, char **argv)
         return usage_error("lm", "expected 'lm train' (sampling runs on one process: "
                            "attngraph lm sample)");
     mpi_lm_t c = {comm, {0}, NULL, 0};
-    lm_backend_t b = {.begin = part_begin, .loss = part_loss, .end = part_end,
+    lm_backend_t b = {.one_graph = 1, .begin = part_begin, .loss = part_loss, .end = part_end,
                       .agree = agree, .threads = threads, .ctx = &c};
     MPI_Comm_rank(comm, &b.rank);
     MPI_Comm_size(comm, &b.ranks);
