@@ -19,7 +19,10 @@
 #   make bench-patterns  ns per edge and head of each mask of the study beside causal's,
 #                forward and backward, N 2,048 and 32,768, d 32 and 64, every variant
 #   make bench-lm   the GPT's steps a second on nanoGPT's shakespeare_char recipe
-#                (LM_TEXT=input.txt; NANOGPT=DIR times nanoGPT's train.py beside it)
+#                (LM_TEXT=input.txt; NANOGPT=DIR times nanoGPT's train.py beside it),
+#                then a step at 1,024 and 4,096 tokens under causal, window:128 and
+#                bigbird beside the same GPT in PyTorch with dense masked attention
+#                (tools/gpt_torch.py), with both peak memories (a few minutes)
 #   make check-sanitize   every test under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-noomp      every test built without OpenMP
 #   make check-clang      every test built with clang (without OpenMP: clang's runtime is

@@ -5,8 +5,18 @@ train.py beside it in the same run when --nanogpt names a checkout of it
 prepare.py; run with the python that has torch). Times are medians of the
 steps, evaluations left out; the ratio holds only within one run.
 
+Then the GPT at long context (issue 42): a step of 4 layers of 4 heads, width
+128, batch 2, at each --long block (1,024 and 4,096 tokens) under causal,
+window:128 and bigbird:64,1,1,1, against the same model in plain PyTorch with
+dense masked attention (tools/gpt_torch.py, its causal step; its cost is the
+same under any mask), each with its peak memory. window:1 (each token itself)
+is the step's products alone: a mask of E edges is expected to take at most
+products + (E / causal's E) x (causal - products).
+
     bench_lm.py --cli build/attngraph --text input.txt [--nanogpt DIR] [--iters 200]
+                [--long 1024,4096] [--long-steps 4]
 """
+import json
 import argparse
 import os
 import re
@@ -35,6 +45,66 @@ def cpu_model():
 
 def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def measured(args, env=None):
+    """args's stdout, and its peak resident memory in MB: run under a python
+    of its own, whose children are args alone."""
+    wrap = ("import resource, subprocess, sys\n"
+            "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+            "sys.stdout.write(r.stdout)\nsys.stderr.write(r.stderr)\n"
+            "print('peak-kb', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "sys.exit(r.returncode)")
+    r = subprocess.run([sys.executable, "-c", wrap] + [str(a) for a in args],
+                       capture_output=True, text=True, env=env)
+    if r.returncode:
+        sys.exit("bench-lm: %s failed: %s" % (" ".join(map(str, args)), r.stderr[-2000:]))
+    out, _, peak = r.stdout.rpartition("peak-kb ")
+    return out, float(peak) / 1024
+
+
+LONG = dict(batch=2, layers=4, heads=4, dim=128)
+
+
+def long_ours(cli, text, block, pattern, steps, threads):
+    """attngraph lm train's median step (ms), edges per token and peak MB."""
+    args = [cli, "lm", "train", "--text", text, "--block", block, "--iters", steps,
+            "--eval-every", steps, "--eval-iters", 1, "--threads", threads, "--pattern",
+            pattern] + [x for k, v in LONG.items() for x in ("--" + k, v)]
+    out, peak = measured(args)
+    row = [l for l in out.splitlines() if l.startswith(pattern + " ")][-1].split()
+    return float(row[-1]), float(row[1]), peak
+
+
+def long_torch(text, block, steps, threads):
+    here = os.path.dirname(os.path.abspath(__file__))
+    args = [sys.executable, os.path.join(here, "gpt_torch.py"), "--text", text, "--block",
+            block, "--steps", steps, "--threads", threads] + \
+        [x for k, v in LONG.items() for x in ("--" + k, v)]
+    out, peak = measured(args, env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+    return json.loads(out.strip().splitlines()[-1])["median_ms"], peak
+
+
+def long_context(cli, text, blocks, steps, threads):
+    print("\nthe GPT at long context: 4 layers of 4 heads, width 128, batch 2, %d threads; "
+          "median of %d steps" % (threads, steps))
+    print("%6s %-18s %10s %9s %8s %9s %10s %8s" % ("block", "mask", "edges/tok", "ms a step",
+                                                  "peak MB", "expected", "vs PyTorch",
+                                                  "PyT MB"))
+    for T in blocks:
+        torch_ms, torch_mb = long_torch(text, T, steps, threads)
+        rows = {p: long_ours(cli, text, T, p, steps, threads)
+                for p in ("window:1", "causal", "window:128", "bigbird:64,1,1,1")}
+        prod, causal = rows["window:1"][0], rows["causal"]
+        for p, (ms, edges, mb) in rows.items():
+            expected = prod + edges / causal[1] * (causal[0] - prod)
+            print("%6d %-18s %10.1f %9.1f %8.0f %9s %9.1fx %8.0f"
+                  % (T, p, edges, ms, mb, "%.2fx" % (ms / expected) if p != "window:1" else "-",
+                     torch_ms / ms, torch_mb))
+        print("%6d %-18s %10.1f %9.1f %8.0f %9s %10s %8s" % (T, "PyTorch causal", T / 2 + 0.5,
+                                                             torch_ms, torch_mb, "", "1.0x", ""))
+    print("(expected: the step over products + edges / causal's x (causal - products), "
+          "window:1's step the products; vs PyTorch: its dense masked causal step over ours)")
 
 
 def ours(cli, text, iters, threads):
@@ -74,6 +144,9 @@ def main():
     p.add_argument("--nanogpt")
     p.add_argument("--iters", type=int, default=200)
     p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--long", default="1024,4096", help="blocks of the long-context table "
+                   "('' for none)")
+    p.add_argument("--long-steps", type=int, default=4)
     a = p.parse_args()
     isa = subprocess.run([a.cli, "--version"], capture_output=True, text=True).stdout
     isa = re.search(r"kernels and products: (\S+)", isa)
@@ -88,6 +161,9 @@ def main():
         print("nanoGPT train.py (PyTorch): median %.1f ms a step, %.2f steps a second; peak "
               "memory %.0f MB" % (ng, 1e3 / ng, peak_rss_mb()))
         print("attngraph is %.2fx nanoGPT's speed in this run" % (ng / ms))
+    if a.long:
+        long_context(a.cli, a.text, [int(b) for b in a.long.split(",")], a.long_steps,
+                     a.threads)
 
 
 if __name__ == "__main__":
