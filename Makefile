@@ -442,6 +442,8 @@ pictures: all
 	  --tokens $(TOKENS) --heads 2 --rounds 2 --quiet --svg $(PICTURES)/compare.svg
 	$(CLI) draw train graphs/lm-study.csv --held-out --out $(PICTURES)/lm-study.svg \
 	  --title "validation loss of a GPT under nine masks"
+	$(CLI) draw train graphs/lm-study-1024.csv --held-out --out $(PICTURES)/lm-study-1024.svg \
+	  --title "validation loss at 1,024 tokens under ten masks"
 	@ls -l $(PICTURES)
 
 # The pictures drawn twice give the same bytes (part of check).

@@ -213,6 +213,8 @@ START_TEST(lm_a_mask_per_block_matches_the_reference)
     ck_assert_msg(strstr(err.msg, "block 2's pattern 'wndow:2'"), "%s", err.msg);
     ck_assert_int_eq(ag_lm_graphs(each, L, T, B, "causal|", &err), AG_EINVAL);
     ck_assert_msg(strstr(err.msg, "block 2's pattern is empty"), "%s", err.msg);
+    ck_assert_int_eq(ag_lm_graphs(each, L, T, B, "causal|wndow:2", NULL), AG_EINVAL);   /* no
+                                                                                  err: no crash */
     ag_lm_destroy(&m);
 }
 END_TEST
@@ -676,6 +678,29 @@ START_TEST(lm_model_folder_saves_and_loads)
     write_text(path, "# attngraph language model\nvocab 7 utf-8\nblock 5\nlayers two\n");
     ck_assert_int_eq(ag_lm_model_load(&back, dir, &err), AG_EINVAL);
     ck_assert_msg(strstr(err.msg, "model.txt:4: 'layers two'"), "%s", err.msg);
+    /* a pattern a block for another count of blocks, or one that does not parse: refused
+       on save (nothing written) and on load, with the line */
+    const char *const bad[] = {"causal|causal|causal", "causal|wndow:2", "causal|"};
+    for (int x = 0; x < 3; x++) {
+        snprintf(lm.pattern, sizeof lm.pattern, "%s", bad[x]);
+        ck_assert_int_eq(ag_lm_model_save(&lm, tmp_path("lm-bad"), &err), AG_EINVAL);
+        ck_assert_msg(strstr(err.msg, "ag_lm_model_save: pattern"), "%s", err.msg);
+        ck_assert(!file_exists(tmp_path("lm-bad")));
+        char line[256];
+        snprintf(line, sizeof line, "vocab 7 utf-8\nblock 5\nlayers 2\nheads 2\ndim 8\n"
+                 "bias yes\npattern %s\n", bad[x]);
+        write_text(path, line);
+        ck_assert_int_eq(ag_lm_model_load(&back, dir, &err), AG_EINVAL);
+        ck_assert_msg(strstr(err.msg, "model.txt:7: pattern"), "%s", err.msg);
+    }
+    char *longer = malloc(AG_LM_PATTERN_MAX + 64);   /* a line longer than a pattern may be */
+    snprintf(longer, AG_LM_PATTERN_MAX + 64, "vocab 7 utf-8\npattern causal");
+    for (size_t n = strlen(longer); n < AG_LM_PATTERN_MAX + 30; n++)
+        longer[n] = n % 2 ? '|' : ' ', longer[n + 1] = '\0';
+    write_text(path, longer);
+    ck_assert_int_eq(ag_lm_model_load(&back, dir, &err), AG_ELIMIT);
+    ck_assert_msg(strstr(err.msg, "model.txt:2: a pattern of"), "%s", err.msg);
+    free(longer);
     ck_assert_int_eq(ag_lm_model_load(&back, tmp_path("no-such-model"), &err), AG_EIO);
     ck_assert_msg(strstr(err.msg, "no-such-model/model.txt"), "%s", err.msg);
     free(text);

@@ -1,7 +1,7 @@
 """The yardstick of `make bench-lm` at long context: the GPT of `attngraph lm
 train` (pre-LayerNorm blocks of H heads and an output projection, a 4D GELU
-sublayer, learned positions, the head tied to the token embeddings; no biases,
-no dropout; AdamW) written in plain PyTorch with dense masked attention, as a
+sublayer, learned positions, the head tied to the token embeddings; no biases
+but the LayerNorms' (torch 1.13's LayerNorm has no bias=False), no dropout; AdamW) written in plain PyTorch with dense masked attention, as a
 researcher would write it to try a mask: the scores of every pair of tokens,
 the mask applied with masked_fill, softmax, then the values. Its cost does not
 depend on the mask. Torch 1.13 (Debian's) has no scaled_dot_product_attention.

@@ -9,8 +9,9 @@ import pytest
 
 from conftest import ROOT, cli
 
-# graphs/pictures/lm-study.svg's title (make pictures draws it)
-STUDY_TITLE = "validation loss of a GPT under nine masks"
+# graphs/pictures/lm-study*.svg's titles (make pictures draws them)
+STUDY_TITLES = {"lm-study": "validation loss of a GPT under nine masks",
+                "lm-study-1024": "validation loss at 1,024 tokens under ten masks"}
 
 SMALL = ("--block", 16, "--batch", 4, "--layers", 2, "--heads", 2, "--dim", 16,
          "--lr", "3e-3", "--min-lr", "3e-4", "--warmup", 5, "--eval-iters", 4, "--seed", 7)
@@ -365,14 +366,16 @@ def test_a_pattern_with_commas_is_one_field_of_the_log(tmp_path, text):
     assert "fixed:8,2 validation" in (tmp_path / "log.svg").read_text()
 
 
-def test_the_study_picture_is_the_study_log_drawn(tmp_path):
-    """graphs/pictures/lm-study.svg (the README's) is `draw train --held-out` of the
-    study's log, graphs/lm-study.csv, as `make pictures` draws it."""
-    cli("draw", "train", os.path.join(ROOT, "graphs", "lm-study.csv"), "--held-out",
-        "--title", STUDY_TITLE, "--out", tmp_path / "study.svg")
+@pytest.mark.parametrize("name,series,one", [("lm-study", 9, "fixed:16,4 validation"),
+                                              ("lm-study-1024", 10, "fixed:64,8 validation")])
+def test_the_study_picture_is_the_study_log_drawn(tmp_path, name, series, one):
+    """graphs/pictures/lm-study*.svg (the README's) are `draw train --held-out` of the
+    studies' logs, graphs/lm-study*.csv, as `make pictures` draws them."""
+    cli("draw", "train", os.path.join(ROOT, "graphs", name + ".csv"), "--held-out",
+        "--title", STUDY_TITLES[name], "--out", tmp_path / "study.svg")
     drawn = (tmp_path / "study.svg").read_text()
-    assert drawn == open(os.path.join(ROOT, "graphs", "pictures", "lm-study.svg")).read()
-    assert drawn.count('class="series"') == 9 and "fixed:16,4 validation" in drawn
+    assert drawn == open(os.path.join(ROOT, "graphs", "pictures", name + ".svg")).read()
+    assert drawn.count('class="series"') == series and one in drawn
     r = cli("draw", "rounds", os.path.join(ROOT, "graphs", "lm-study.csv"), "--held-out",
             "--out", tmp_path / "no.svg", check=False)
     assert r.returncode == 2 and "draw train" in r.stderr

@@ -7,6 +7,7 @@
 #ifndef AG_BASE_H
 #define AG_BASE_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -89,6 +90,11 @@ void *ag_i_realloc(void *p, int64_t n, size_t size, ag_error_t *err, const char 
 /* Why the last allocation of this thread failed, in words ("out of memory",
    "over the memory budget"), for messages beside ag_alloc_status. */
 const char *ag_i_alloc_reason(void);
+
+/* Puts "PREFIX: " (printf's fmt) before err's message when rc is a failure
+   and err is not NULL; returns rc. */
+int ag_i_fail_prefix(int rc, ag_error_t *err, const char *fmt, ...) AG_PRINTF(3, 4);
+int ag_i_fail_prefix_v(int rc, ag_error_t *err, const char *fmt, va_list ap);
 
 /* ag_alloc aligned to a 64-byte cache line (free with free()): vectors then
    never straddle two lines. */

@@ -63,6 +63,25 @@ int ag_fail(ag_error_t *err, ag_status_t status, const char *fmt, ...)
     return status;
 }
 
+int ag_i_fail_prefix_v(int rc, ag_error_t *err, const char *fmt, va_list ap)
+{
+    if (!rc || !err)
+        return rc;
+    char prefix[sizeof err->msg], why[sizeof err->msg];
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    snprintf(why, sizeof why, "%s", err->msg);
+    return ag_fail(err, (ag_status_t)rc, "%s: %s", prefix, why);
+}
+
+int ag_i_fail_prefix(int rc, ag_error_t *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    rc = ag_i_fail_prefix_v(rc, err, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
 /* ---- the memory budget ---- */
 
 static int64_t budget_set;   /* 0: the machine's available memory */

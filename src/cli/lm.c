@@ -302,9 +302,10 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
         rc = ag_optimizer_init(&opt, &oo, err);
     if (!rc)
         rc = ag_lm_optimizer_add(opt, m, &g, err);
-    res->edges_per_token = 0;   /* the blocks' mean */
+    int64_t edges = 0;   /* the blocks' mean: E / n when they share one graph */
     for (int64_t l = 0; l < o->layers; l++)
-        res->edges_per_token += (double)graphs[l]->n_edges / (double)(n * o->layers);
+        edges += graphs[l]->n_edges;
+    res->edges_per_token = (double)edges / (double)(n * o->layers);
     double *step_s = rc ? NULL : ag_alloc(o->iters + 1, sizeof *step_s, err, "step times");
     if (!rc && !step_s)
         rc = ag_alloc_status();

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "base/base.h"
 #include "cli/cli.h"
 
 const char *cli_program = "attngraph";
@@ -24,15 +25,11 @@ int usage_error(const char *cmd, const char *fmt, ...)
 
 int error_after(int rc, ag_error_t *err, const char *fmt, ...)
 {
-    if (!rc || !err)
-        return rc;
-    char prefix[sizeof err->msg], why[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    rc = ag_i_fail_prefix_v(rc, err, fmt, ap);
     va_end(ap);
-    snprintf(why, sizeof why, "%s", err->msg);
-    return ag_fail(err, (ag_status_t)rc, "%s: %s", prefix, why);
+    return rc;
 }
 
 int finish(const char *cmd, int rc, int usage, const ag_error_t *err)

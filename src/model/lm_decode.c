@@ -18,19 +18,32 @@
 struct ag_lm_decoder {
     const ag_lm_t *m;
     int64_t T, len;             /* the block (the cache's rows) and tokens read */
-    int64_t **src_ptr, **src;   /* [L] each block's sources of each position (CSR) */
+    int64_t **src_ptr, **src;   /* [L] each block's sources of each position (CSR);
+                                   blocks of one graph share them (first_of) */
+    const ag_nbhd_t **graph;    /* [L] the graph each block's were read from */
     float *K, *V;               /* [L, T, D] cached keys and values (heads side by side) */
     float *x, *h, *q, *a, *f, *p;   /* one row: state, LayerNorm, query, attention
                                        output, sublayer [4D], weights [T] */
 };
 
+/* The first block that reads block l's graph (whose sources block l shares). */
+static int64_t first_of(const ag_lm_decoder_t *dec, int64_t l)
+{
+    int64_t first = 0;
+    while (dec->graph[first] != dec->graph[l])
+        first++;
+    return first;
+}
+
 void ag_lm_decoder_free(ag_lm_decoder_t *dec)
 {
     if (!dec)
         return;
-    for (int64_t l = 0; dec->src_ptr && l < dec->m->L; l++)
-        free(dec->src_ptr[l]), free(dec->src[l]);
-    free(dec->src_ptr), free(dec->src), free(dec->K), free(dec->V), free(dec->x);
+    for (int64_t l = 0; dec->src_ptr && dec->src && dec->graph && l < dec->m->L; l++)
+        if (first_of(dec, l) == l)
+            free(dec->src_ptr[l]), free(dec->src[l]);
+    free(dec->src_ptr), free(dec->src), free(dec->graph);
+    free(dec->K), free(dec->V), free(dec->x);
     free(dec);
 }
 
@@ -56,10 +69,10 @@ static int read_sources(ag_lm_decoder_t *dec, int64_t l, const ag_nbhd_t *nb, ag
     for (int64_t t = 0; t < T; t++)
         for (int64_t e = ptr[t]; e < ptr[t + 1]; e++)
             if (src[e] > t)
-                return ag_fail(err, AG_EINVAL, "language model decoder: the pattern%s lets "
-                               "token %lld read token %lld, which comes after it; a decoder "
-                               "needs a causal pattern", l ? " of a block" : "", (long long)t,
-                               (long long)src[e]);
+                return ag_fail(err, AG_EINVAL, "language model decoder: block %lld's pattern "
+                               "lets token %lld read token %lld, which comes after it; a "
+                               "decoder needs a causal pattern", (long long)l + 1,
+                               (long long)t, (long long)src[e]);
     return AG_OK;
 }
 
@@ -78,9 +91,17 @@ static int decoder_init(ag_lm_decoder_t **out, const ag_lm_t *m, const ag_nbhd_t
     *dec = (ag_lm_decoder_t){.m = m, .T = T};
     dec->src_ptr = ag_calloc(m->L, sizeof *dec->src_ptr, err, "decoder");
     dec->src = ag_calloc(m->L, sizeof *dec->src, err, "decoder");
-    int rc = dec->src_ptr && dec->src ? AG_OK : ag_alloc_status();
+    dec->graph = ag_calloc(m->L, sizeof *dec->graph, err, "decoder");
+    int rc = dec->src_ptr && dec->src && dec->graph ? AG_OK : ag_alloc_status();
     for (int64_t l = 0; !rc && l < m->L; l++)
-        rc = read_sources(dec, l, graphs ? graphs[l] : nb, err);
+        dec->graph[l] = graphs ? graphs[l] : nb;
+    for (int64_t l = 0; !rc && l < m->L; l++) {
+        const int64_t first = first_of(dec, l);
+        if (first < l)   /* one graph, one copy of its sources */
+            dec->src_ptr[l] = dec->src_ptr[first], dec->src[l] = dec->src[first];
+        else
+            rc = read_sources(dec, l, dec->graph[l], err);
+    }
     if (!rc) {
         dec->K = ag_alloc(cache, sizeof *dec->K, err, "decoder's cache");
         dec->V = ag_alloc(cache, sizeof *dec->V, err, "decoder's cache");

@@ -76,9 +76,10 @@ int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *opt
     if (!lm || !lm->m.wte || !lm->chars || !dir)
         return ag_fail(err, AG_EINVAL, "ag_lm_model_save: %s is NULL",
                        !dir ? "the folder" : !lm || !lm->m.wte ? "the model" : "the vocabulary");
-    if (strlen(lm->pattern) == 0 || strchr(lm->pattern, '\n'))
-        return ag_fail(err, AG_EINVAL, "ag_lm_model_save: the pattern '%s'; expected one "
-                       "line, such as causal or window:64", lm->pattern);
+    int rc = ag_i_fail_prefix(ag_i_lm_pattern_check(lm->pattern, lm->m.L, err), err,
+                              "ag_lm_model_save");
+    if (rc)
+        return rc;
     const ag_lm_t *m = &lm->m;
     const int cap = 2 + max_arrays(m);
     ag_i_folder_item_t *items = ag_calloc(cap, sizeof *items, err, "the model's files");
@@ -86,7 +87,7 @@ int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *opt
     char (*names)[96] = ag_calloc(cap, sizeof *names, err, "the model's files");
     int64_t *vocab = ag_alloc(m->V, sizeof *vocab, err, "the vocabulary");
     char text[AG_LM_PATTERN_MAX + 256];
-    int rc = items && arrays && names && vocab ? AG_OK : ag_alloc_status();
+    rc = items && arrays && names && vocab ? AG_OK : ag_alloc_status();
     for (int64_t v = 0; !rc && v < m->V; v++)
         vocab[v] = lm->chars[v];
     if (!rc) {
@@ -163,7 +164,7 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias, const char
     if (strlen(text) != len)
         rc = ag_fail(err, AG_EFORMAT, "%s: a NUL byte at offset %zu; expected a text", path,
                      strlen(text));
-    int seen[7] = {0}, line = 0;
+    int seen[7] = {0}, line = 0, pattern_line = 0;
     snprintf(lm->pattern, sizeof lm->pattern, "causal");   /* saves before the key */
     seen[6] = 1;
     for (char *s = text, *end; !rc && s && *s; s = end) {
@@ -183,26 +184,16 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias, const char
             for (k = 6; k >= 0 && strcmp(key, keys[k]); k--)
                 ;
         int ok = k >= 0;
-        if (ok && k == 6) {   /* a pattern that does not parse is named at its line */
-            ok = snprintf(lm->pattern, sizeof lm->pattern, "%s", value) < (int)sizeof lm->pattern;
-            for (char *part = value; ok && part; part = strchr(part, '|')) {
-                part += *part == '|';   /* each block's, as ag_lm_graphs splits them */
-                const size_t plen = strcspn(part, "|");
-                const char keep = part[plen];
-                part[plen] = '\0';
-                ag_pattern_t *p = NULL;
-                rc = ag_pattern_parse(&p, part, err);
-                ag_pattern_free(p);
-                part[plen] = keep;
-                if (rc) {
-                    char why[sizeof err->msg];
-                    snprintf(why, sizeof why, "%s", err->msg);
-                    ag_fail(err, (ag_status_t)rc, "%s:%d: %s", path, line, why);
-                    break;
-                }
-            }
-            if (rc)
+        if (ok && k == 6) {   /* checked once the layers are known, named at its line */
+            const char *rest_of_line = s + strcspn(s, " \t");
+            rest_of_line += strspn(rest_of_line, " \t");
+            if (strlen(rest_of_line) >= sizeof lm->pattern) {
+                rc = ag_fail(err, AG_ELIMIT, "%s:%d: a pattern of %zu characters; expected up "
+                             "to %d", path, line, strlen(rest_of_line), AG_LM_PATTERN_MAX - 1);
                 break;
+            }
+            snprintf(lm->pattern, sizeof lm->pattern, "%s", value);
+            pattern_line = line;
         }
         else if (ok && k == 5)
             ok = (*bias = !strcmp(value, "yes")) || !strcmp(value, "no");
@@ -226,6 +217,9 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias, const char
         if (!seen[k])
             rc = ag_fail(err, AG_EINVAL, "%s has no '%s' line; expected the file `lm train "
                          "--save` writes", path, keys[k]);
+    if (!rc && pattern_line)
+        rc = ag_i_fail_prefix(ag_i_lm_pattern_check(lm->pattern, size[2], err), err, "%s:%d",
+                              path, pattern_line);
     free(text);
     return rc;
 }
@@ -285,12 +279,9 @@ int ag_lm_model_load(ag_lm_model_t *lm, const char *dir, ag_error_t *err)
     int rc = read_header(lm, size, &bias, header, err);
     if (!rc)
         rc = read_vocab(lm, size[0], dir, header, err);
-    if (!rc && (rc = ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3], bias, 1,
-                                err))) {   /* the shapes, then each array into place */
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        ag_fail(err, (ag_status_t)rc, "%s: %s", header, why);
-    }
+    if (!rc)   /* the shapes, then each array into place */
+        rc = ag_i_fail_prefix(ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3],
+                                         bias, 1, err), err, "%s", header);
     lm_array_t *arrays = rc ? NULL : ag_calloc(max_arrays(&lm->m), sizeof *arrays, err,
                                                "model");
     if (!rc && !arrays)

@@ -98,9 +98,8 @@ int ag_lm_graphs(ag_nbhd_t **graphs, int64_t L, int64_t T, int64_t B, const char
     for (const char *s = spec; *s; s++)
         parts += *s == '|';
     if (parts != 1 && parts != L)
-        return ag_fail(err, AG_EINVAL, "pattern '%s': %lld patterns for %lld blocks; expected "
-                       "one for every block or one a block, separated by '|'", spec,
-                       (long long)parts, (long long)L);
+        return ag_fail(err, AG_EINVAL, "%lld patterns for %lld blocks; expected one for every "
+                       "block or one a block, separated by '|'", (long long)parts, (long long)L);
     int rc = AG_OK;
     const char *part = spec;
     for (int64_t l = 0; !rc && l < L; l++) {
@@ -124,12 +123,8 @@ int ag_lm_graphs(ag_nbhd_t **graphs, int64_t L, int64_t T, int64_t B, const char
                 if (len == 0)
                     rc = ag_fail(err, AG_EINVAL, "pattern '%s': block %lld's pattern is empty",
                                  spec, (long long)l + 1);
-                else if ((rc = ag_lm_graph(graphs[l], T, B, one, err)) && parts > 1) {
-                    char why[sizeof err->msg];
-                    snprintf(why, sizeof why, "%s", err->msg);
-                    ag_fail(err, (ag_status_t)rc, "block %lld's pattern '%s': %s",
-                            (long long)l + 1, one, why);
-                }
+                else if ((rc = ag_lm_graph(graphs[l], T, B, one, err)) && parts > 1)
+                    ag_i_fail_prefix(rc, err, "block %lld's pattern '%s'", (long long)l + 1, one);
             }
             if (rc && graphs[l])   /* not made: freed here, not by ag_lm_graphs_free */
                 free(graphs[l]), graphs[l] = NULL;
@@ -140,5 +135,36 @@ int ag_lm_graphs(ag_nbhd_t **graphs, int64_t L, int64_t T, int64_t B, const char
     }
     if (rc)
         ag_lm_graphs_free(graphs, L);
+    return rc;
+}
+
+int ag_i_lm_pattern_check(const char *spec, int64_t L, ag_error_t *err)
+{
+    if (!spec[0] || strpbrk(spec, "\r\n"))
+        return ag_fail(err, AG_EINVAL, "pattern '%s': expected one line, such as causal or "
+                       "window:64", spec);
+    int64_t parts = 0;
+    int rc = AG_OK;
+    for (const char *part = spec; !rc; part += strcspn(part, "|") + 1) {
+        const size_t len = strcspn(part, "|");
+        parts++;
+        char *one = ag_alloc((int64_t)len + 1, 1, err, "a block's pattern");
+        if (!one)
+            return ag_alloc_status();
+        memcpy(one, part, len);
+        one[len] = '\0';
+        ag_pattern_t *p = NULL;
+        rc = len ? ag_pattern_parse(&p, one, err)
+                 : ag_fail(err, AG_EINVAL, "pattern '%s': block %lld's pattern is empty", spec,
+                           (long long)parts);
+        ag_pattern_free(p);
+        free(one);
+        if (!part[len])
+            break;
+    }
+    if (!rc && L > 0 && parts != 1 && parts != L)
+        rc = ag_fail(err, AG_EINVAL, "pattern '%s': %lld patterns for %lld blocks; expected "
+                     "one for every block or one a block, separated by '|'", spec,
+                     (long long)parts, (long long)L);
     return rc;
 }

@@ -211,6 +211,9 @@ int ag_i_weights_load_array(float **out, const char *dir, const char *name, int 
    the folder's check (ag_i_folder_check) is the caller's. */
 int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *option,
                        ag_error_t *err);
+/* A language model's pattern text: one line, each '|'-separated part a
+   pattern, and one part or L (L <= 0: any count). */
+int ag_i_lm_pattern_check(const char *spec, int64_t L, ag_error_t *err);
 /* Before training: refuses a folder in the place of a file that the model of
    L blocks of H heads (bias: with biases) would write into dir. */
 int ag_i_lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_error_t *err);

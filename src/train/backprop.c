@@ -310,7 +310,7 @@ int ag_rounds_forward_reuse(ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
     if (!rc)
         rc = ag_check_finite("rounds forward: x", X, nb->n_nodes, layers[0].D, err);
     /* the backward's transposes now, so that a graph too large fails before any work */
-    if (!rc)
+    if (!rc && !(opts && opts->graphs))
         rc = ag_nbhd_transpose(nb, err);
     for (int r = 0; !rc && opts && opts->graphs && r < rounds; r++)
         rc = ag_nbhd_transpose(opts->graphs[r], err);
