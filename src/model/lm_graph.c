@@ -1,9 +1,10 @@
 /*
- * A language model's graph: B sequences of T tokens side by side, each
+ * A language model's graphs: B sequences of T tokens side by side, each
  * under one pattern within it (docs:T&(SPEC): causal added, no message
  * between sequences). The sequence's graph is made once and copied, so a
  * random pattern draws the same sources in every sequence, and the decoder
- * (B = 1) reads the graph the model trained on.
+ * (B = 1) reads the graph the model trained on. A mask per layer is a graph
+ * a block ('A|B|...'), blocks of one pattern sharing one.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -69,7 +70,6 @@ int ag_lm_graph(ag_nbhd_t *nb, int64_t T, int64_t B, const char *spec, ag_error_
     ag_nbhd_destroy(&one);
     return rc;
 }
-
 
 void ag_lm_graphs_free(ag_nbhd_t **graphs, int64_t L)
 {
