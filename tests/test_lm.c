@@ -472,6 +472,7 @@ START_TEST(lm_decoder_reads_a_mask_per_block)
     ck_assert_int_eq(ag_lm_logits_layers(&m, causal, ids, pos, plain, &err), AG_OK);
     ag_lm_decoder_t *dec;
     ck_assert_msg(ag_lm_decoder_init_layers(&dec, &m, graphs, &err) == AG_OK, "%s", err.msg);
+    ck_assert_int_eq(ag_lm_decoder_cache_rows(dec), 2 + T);   /* the window's 2, causal's T */
     for (int64_t t = 0; t < T; t++) {
         ck_assert_int_eq(ag_lm_decoder_push(dec, ids[t], got, &err), AG_OK);
         assert_logits_near(got, all + t * V, "window:2|causal", t);

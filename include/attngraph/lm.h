@@ -143,6 +143,10 @@ int ag_lm_decoder_init_layers(ag_lm_decoder_t **dec, const ag_lm_t *m,
    at 0, as the model was trained). */
 int ag_lm_decoder_push(ag_lm_decoder_t *dec, int64_t id, float *logits, ag_error_t *err);
 int64_t ag_lm_decoder_length(const ag_lm_decoder_t *dec);
+/* The rows of keys and values its cache holds, all blocks: a block keeps as
+   many positions as its pattern reaches back (T under causal, W under
+   window:W), each 2 D floats. */
+int64_t ag_lm_decoder_cache_rows(const ag_lm_decoder_t *dec);
 void ag_lm_decoder_reset(ag_lm_decoder_t *dec);
 void ag_lm_decoder_free(ag_lm_decoder_t *dec);
 /* A token drawn from logits [V]: softmax(logits / temperature) over the top_k

@@ -21,7 +21,10 @@ struct ag_lm_decoder {
     int64_t **src_ptr, **src;   /* [L] each block's sources of each position (CSR);
                                    blocks of one graph share them (first_of) */
     const ag_nbhd_t **graph;    /* [L] the graph each block's were read from */
-    float *K, *V;               /* [L, T, D] cached keys and values (heads side by side) */
+    float *K, *V;               /* cached keys and values (heads side by side): block l's
+                                   rows[l] rows from row at[l] */
+    int64_t *rows, *at;         /* [L] a block's cache is a ring of the positions its
+                                   pattern reaches back: T under causal, W under window:W */
     float *x, *h, *q, *a, *f, *p;   /* one row: state, LayerNorm, query, attention
                                        output, sublayer [4D], weights [T] */
 };
@@ -42,7 +45,7 @@ void ag_lm_decoder_free(ag_lm_decoder_t *dec)
     for (int64_t l = 0; dec->src_ptr && dec->src && dec->graph && l < dec->m->L; l++)
         if (first_of(dec, l) == l)
             free(dec->src_ptr[l]), free(dec->src[l]);
-    free(dec->src_ptr), free(dec->src), free(dec->graph);
+    free(dec->src_ptr), free(dec->src), free(dec->graph), free(dec->rows), free(dec->at);
     free(dec->K), free(dec->V), free(dec->x);
     free(dec);
 }
@@ -87,7 +90,7 @@ static int decoder_init(ag_lm_decoder_t **out, const ag_lm_t *m, const ag_nbhd_t
     ag_lm_decoder_t *dec = ag_calloc(1, sizeof *dec, err, "decoder");
     if (!dec)
         return ag_alloc_status();
-    const int64_t T = m->T, D = m->D, cache = m->L * T * D;
+    const int64_t T = m->T, D = m->D;
     *dec = (ag_lm_decoder_t){.m = m, .T = T};
     dec->src_ptr = ag_calloc(m->L, sizeof *dec->src_ptr, err, "decoder");
     dec->src = ag_calloc(m->L, sizeof *dec->src, err, "decoder");
@@ -102,9 +105,22 @@ static int decoder_init(ag_lm_decoder_t **out, const ag_lm_t *m, const ag_nbhd_t
         else
             rc = read_sources(dec, l, dec->graph[l], err);
     }
+    dec->rows = rc ? NULL : ag_alloc(m->L, sizeof *dec->rows, err, "decoder");
+    dec->at = rc ? NULL : ag_alloc(m->L, sizeof *dec->at, err, "decoder");
+    if (!rc && (!dec->rows || !dec->at))
+        rc = ag_alloc_status();
+    int64_t cache = 0;   /* rows of all blocks: the furthest each block's pattern reads back */
+    for (int64_t l = 0; !rc && l < m->L; l++) {
+        const int64_t *ptr = dec->src_ptr[l], *src = dec->src[l];
+        int64_t back = 1;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t e = ptr[t]; e < ptr[t + 1]; e++)
+                back = t - src[e] + 1 > back ? t - src[e] + 1 : back;
+        dec->rows[l] = back, dec->at[l] = cache, cache += back;
+    }
     if (!rc) {
-        dec->K = ag_alloc(cache, sizeof *dec->K, err, "decoder's cache");
-        dec->V = ag_alloc(cache, sizeof *dec->V, err, "decoder's cache");
+        dec->K = ag_alloc(cache * D, sizeof *dec->K, err, "decoder's cache");
+        dec->V = ag_alloc(cache * D, sizeof *dec->V, err, "decoder's cache");
         dec->x = ag_alloc(8 * D + T, sizeof *dec->x, err, "decoder");
         if (!dec->K || !dec->V || !dec->x)
             rc = ag_alloc_status();
@@ -136,6 +152,11 @@ int64_t ag_lm_decoder_length(const ag_lm_decoder_t *dec)
     return dec ? dec->len : 0;
 }
 
+int64_t ag_lm_decoder_cache_rows(const ag_lm_decoder_t *dec)
+{
+    return dec ? dec->at[dec->m->L - 1] + dec->rows[dec->m->L - 1] : 0;
+}
+
 void ag_lm_decoder_reset(ag_lm_decoder_t *dec)
 {
     if (dec)
@@ -159,7 +180,8 @@ static void attend(ag_lm_decoder_t *dec, int64_t l, int64_t t)
     const int64_t D = m->D, H = m->H, d = D / H;
     const int64_t *ptr = dec->src_ptr[l];
     const int64_t *src = dec->src[l] + ptr[t], n = ptr[t + 1] - ptr[t];
-    const float *K = dec->K + l * dec->T * D, *V = dec->V + l * dec->T * D;
+    const float *K = dec->K + dec->at[l] * D, *V = dec->V + dec->at[l] * D;
+    const int64_t rows = dec->rows[l];   /* position j is row j % rows of the ring */
     const float scale = 1.0f / sqrtf((float)d);
     for (int64_t hh = 0; hh < H; hh++) {
         const float *q = dec->q + hh * d;
@@ -167,7 +189,7 @@ static void attend(ag_lm_decoder_t *dec, int64_t l, int64_t t)
         for (int64_t e = 0; e < n; e++) {
             float s = 0;
             for (int64_t c = 0; c < d; c++)
-                s += q[c] * K[src[e] * D + hh * d + c];
+                s += q[c] * K[src[e] % rows * D + hh * d + c];
             dec->p[e] = s * scale;
             top = fmaxf(top, dec->p[e]);
         }
@@ -177,7 +199,7 @@ static void attend(ag_lm_decoder_t *dec, int64_t l, int64_t t)
         memset(a, 0, (size_t)d * sizeof *a);
         for (int64_t e = 0; e < n; e++)
             for (int64_t c = 0; c < d; c++)
-                a[c] += dec->p[e] / sum * V[src[e] * D + hh * d + c];
+                a[c] += dec->p[e] / sum * V[src[e] % rows * D + hh * d + c];
     }
 }
 
@@ -199,7 +221,8 @@ int ag_lm_decoder_push(ag_lm_decoder_t *dec, int64_t id, float *logits, ag_error
         dec->x[c] = m->wte[id * D + c] + m->wpe[t * D + c];
     for (int64_t l = 0; l < m->L; l++) {
         const ag_weights_t *w = &m->layers[l];
-        float *k = dec->K + (l * dec->T + t) * D, *v = dec->V + (l * dec->T + t) * D;
+        const int64_t row = dec->at[l] + t % dec->rows[l];   /* over the oldest row */
+        float *k = dec->K + row * D, *v = dec->V + row * D;
         ag_layer_norm(dec->h, dec->x, 1, D, w->ln_weight, w->ln_bias, eps);
         project(dec->q, w->wq, w->bq, dec->h, D, D);
         project(k, w->wk, w->bk, dec->h, D, D);
