@@ -86,6 +86,30 @@ void ag_lm_graphs_free(ag_nbhd_t **graphs, int64_t L)
         graphs[l] = NULL;
 }
 
+/* How many blocks' patterns 'A|B|...' holds (one: every block's). */
+static int64_t pattern_parts(const char *spec)
+{
+    int64_t parts = 1;
+    for (const char *s = spec; *s; s++)
+        parts += *s == '|';
+    return parts;
+}
+
+/* Part k of a pattern, as a string of its own (NULL: out of memory). */
+static char *pattern_part(const char *spec, int64_t k, ag_error_t *err)
+{
+    const char *part = spec;
+    for (int64_t j = 0; j < k; j++)
+        part += strcspn(part, "|") + 1;
+    const size_t len = strcspn(part, "|");
+    char *one = ag_alloc((int64_t)len + 1, 1, err, "a block's pattern");
+    if (one) {
+        memcpy(one, part, len);
+        one[len] = '\0';
+    }
+    return one;
+}
+
 int ag_lm_graphs(ag_nbhd_t **graphs, int64_t L, int64_t T, int64_t B, const char *spec,
                  ag_error_t *err)
 {
@@ -94,45 +118,38 @@ int ag_lm_graphs(ag_nbhd_t **graphs, int64_t L, int64_t T, int64_t B, const char
                                                                  : "a NULL argument");
     for (int64_t l = 0; l < L; l++)
         graphs[l] = NULL;
-    int64_t parts = 1;
-    for (const char *s = spec; *s; s++)
-        parts += *s == '|';
+    const int64_t parts = pattern_parts(spec);
     if (parts != 1 && parts != L)
         return ag_fail(err, AG_EINVAL, "%lld patterns for %lld blocks; expected one for every "
                        "block or one a block, separated by '|'", (long long)parts, (long long)L);
-    int rc = AG_OK;
-    const char *part = spec;
+    char **text = ag_calloc(parts, sizeof *text, err, "a block's pattern");
+    int rc = text ? AG_OK : ag_alloc_status();
+    for (int64_t k = 0; !rc && k < parts; k++)
+        if (!(text[k] = pattern_part(spec, k, err)))
+            rc = ag_alloc_status();
     for (int64_t l = 0; !rc && l < L; l++) {
-        const size_t len = parts == 1 ? strlen(spec) : strcspn(part, "|");
-        for (int64_t j = 0; j < l && !graphs[l]; j++) {   /* the pattern of a block before */
-            const char *other = spec;
-            for (int64_t k = 0; parts > 1 && k < j; k++)
-                other += strcspn(other, "|") + 1;
-            const size_t olen = parts == 1 ? strlen(spec) : strcspn(other, "|");
-            if (olen == len && strncmp(other, part, len) == 0)
+        const char *one = text[parts == 1 ? 0 : l];
+        for (int64_t j = 0; j < l && !graphs[l]; j++)   /* the pattern of a block before */
+            if (strcmp(text[parts == 1 ? 0 : j], one) == 0)
                 graphs[l] = graphs[j];
+        if (graphs[l])
+            continue;
+        if (!one[0]) {
+            rc = ag_fail(err, AG_EINVAL, "pattern '%s': block %lld's pattern is empty", spec,
+                         (long long)l + 1);
+            break;
         }
-        if (!graphs[l]) {
-            char *one = ag_alloc((int64_t)len + 1, 1, err, "a block's pattern");
-            graphs[l] = ag_calloc(1, sizeof *graphs[l], err, "a block's graph");
-            if (!one || !graphs[l])
-                rc = ag_alloc_status();
-            if (!rc) {
-                memcpy(one, part, len);
-                one[len] = '\0';
-                if (len == 0)
-                    rc = ag_fail(err, AG_EINVAL, "pattern '%s': block %lld's pattern is empty",
-                                 spec, (long long)l + 1);
-                else if ((rc = ag_lm_graph(graphs[l], T, B, one, err)) && parts > 1)
-                    ag_i_fail_prefix(rc, err, "block %lld's pattern '%s'", (long long)l + 1, one);
-            }
-            if (rc && graphs[l])   /* not made: freed here, not by ag_lm_graphs_free */
-                free(graphs[l]), graphs[l] = NULL;
-            free(one);
+        if (!(graphs[l] = ag_calloc(1, sizeof *graphs[l], err, "a block's graph")))
+            rc = ag_alloc_status();
+        else if ((rc = ag_lm_graph(graphs[l], T, B, one, err))) {
+            if (parts > 1)
+                ag_i_fail_prefix(rc, err, "block %lld's pattern '%s'", (long long)l + 1, one);
+            free(graphs[l]), graphs[l] = NULL;   /* not made: not ag_lm_graphs_free's */
         }
-        if (parts > 1)
-            part += len + 1;
     }
+    for (int64_t k = 0; text && k < parts; k++)
+        free(text[k]);
+    free(text);
     if (rc)
         ag_lm_graphs_free(graphs, L);
     return rc;
@@ -143,24 +160,18 @@ int ag_i_lm_pattern_check(const char *spec, int64_t L, ag_error_t *err)
     if (!spec[0] || strpbrk(spec, "\r\n"))
         return ag_fail(err, AG_EINVAL, "pattern '%s': expected one line, such as causal or "
                        "window:64", spec);
-    int64_t parts = 0;
+    const int64_t parts = pattern_parts(spec);
     int rc = AG_OK;
-    for (const char *part = spec; !rc; part += strcspn(part, "|") + 1) {
-        const size_t len = strcspn(part, "|");
-        parts++;
-        char *one = ag_alloc((int64_t)len + 1, 1, err, "a block's pattern");
+    for (int64_t k = 0; !rc && k < parts; k++) {
+        char *one = pattern_part(spec, k, err);
         if (!one)
             return ag_alloc_status();
-        memcpy(one, part, len);
-        one[len] = '\0';
         ag_pattern_t *p = NULL;
-        rc = len ? ag_pattern_parse(&p, one, err)
-                 : ag_fail(err, AG_EINVAL, "pattern '%s': block %lld's pattern is empty", spec,
-                           (long long)parts);
+        rc = one[0] ? ag_pattern_parse(&p, one, err)
+                    : ag_fail(err, AG_EINVAL, "pattern '%s': block %lld's pattern is empty",
+                              spec, (long long)k + 1);
         ag_pattern_free(p);
         free(one);
-        if (!part[len])
-            break;
     }
     if (!rc && L > 0 && parts != 1 && parts != L)
         rc = ag_fail(err, AG_EINVAL, "pattern '%s': %lld patterns for %lld blocks; expected "
