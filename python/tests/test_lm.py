@@ -82,6 +82,27 @@ def test_patterns_train_the_same_model_on_the_same_batches(tmp_path, text):
     assert (tmp_path / "val.svg").read_text().count('class="series"') == 2
 
 
+def test_the_reported_deviation_is_the_batches_deviation(tmp_path, text):
+    """The report's +-: the val mean's standard deviation from the batches drawn.
+    An evaluation draws the same k-th batch for any --eval-iters, so the logs of
+    --eval-iters 1..5 give each batch's loss: k m_k - (k - 1) m_(k-1)."""
+    small = (*SMALL[:-4], "--seed", 7)   # SMALL without its --eval-iters
+    assert "--eval-iters" not in small
+    means, reported = [], []
+    for n in range(1, 6):
+        r = run_lm("--text", text, *small, "--iters", 10, "--eval-every", 10, "--eval-iters", n,
+                   "--log", tmp_path / "log.csv")
+        means.append(float((tmp_path / "log.csv").read_text().splitlines()[-1].split(",")[3]))
+        row = next(l for l in r.stdout.split("\npattern ")[-1].splitlines()
+                   if l.startswith("causal"))
+        reported.append(float(row.split()[4]))
+    losses = [k * m - (k - 1) * p for k, m, p in zip(range(1, 6), means, [0] + means)]
+    sem = np.std(losses, ddof=1) / np.sqrt(5)
+    assert sem > 0.005   # batches that differ: the check below can fail
+    assert reported[-1] == pytest.approx(sem, abs=2e-4), (reported, losses)
+    assert reported[0] == 0   # one batch: no spread to measure
+
+
 def test_refusals(tmp_path, text):
     empty = tmp_path / "empty.txt"
     empty.write_text("")

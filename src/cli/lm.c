@@ -49,7 +49,7 @@ static const char lm_usage[] =
     "  --dropout P         dropout on embeddings, attention and residuals (default 0)\n"
     "  --eval-every K      the mean loss of --eval-iters batches of each split every K\n"
     "                      steps and at the end (default 250)\n"
-    "  --eval-iters N      (default 20)\n"
+    "  --eval-iters N      (default 20); the report's +-: the val mean's deviation\n"
     "  --seed S            initial model and batches (default 1337)\n"
     "  --pattern SPEC      repeatable: train under each (default causal); 'A|B|C|D' gives\n"
     "                      block 1 A, block 2 B, ... (as many as --layers: a mask a block)\n"
@@ -221,13 +221,15 @@ typedef struct {
 } batches_t;
 
 /* The mean loss of eval_iters batches of a split (0: train, 1: validation) at
-   evaluation `round`: the same batches under every pattern. */
+   evaluation `round`: the same batches under every pattern. sem (may be NULL):
+   the mean's standard deviation from the batches drawn, s / sqrt(n), which
+   says which differences between patterns are differences. */
 static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
                       const batches_t *bt, int split, uint64_t round, double *mean,
-                      ag_error_t *err)
+                      double *sem, ag_error_t *err)
 {
     const lm_opts_t *o = bt->o;
-    double sum = 0;
+    double sum = 0, sum2 = 0;
     for (int64_t k = 0; k < o->eval_iters; k++) {
         const int64_t lo = split ? bt->split : 0, hi = split ? bt->c->n : bt->split;
         draw_batch(o, bt->c, lo, hi, STREAM_EVAL + 2 * (uint64_t)split + 4 * round, (uint64_t)k,
@@ -236,9 +238,12 @@ static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
         int rc = bt->b->loss(bt->b, m, nb, bt->ids, bt->pos, bt->next, eo, &loss, NULL, err);
         if (rc)
             return rc;
-        sum += loss;
+        sum += loss, sum2 += loss * loss;
     }
-    *mean = sum / (double)o->eval_iters;
+    const double n = (double)o->eval_iters;
+    *mean = sum / n;
+    if (sem)   /* 0 from one batch: no spread to measure */
+        *sem = n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1)) / n) : 0;
     return AG_OK;
 }
 
@@ -252,6 +257,7 @@ static double now_seconds(void)
 /* What a pattern's training ended with. */
 typedef struct {
     double edges_per_token, train_loss, val_loss, seconds;
+    double val_sem;       /* val_loss's standard deviation from the batches drawn */
     double step_ms;       /* the median step (batch, loss, gradients, update) */
 } lm_result_t;
 
@@ -314,9 +320,10 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     for (int64_t it = 0; !rc && it <= o->iters; it++) {
         const double lr = lr_at(o, it);
         if (it % o->eval_every == 0 || it == o->iters) {
-            rc = eval_split(m, nb, &eval_opts, &bt, 0, evals, &res->train_loss, err);
+            rc = eval_split(m, nb, &eval_opts, &bt, 0, evals, &res->train_loss, NULL, err);
             if (!rc)
-                rc = eval_split(m, nb, &eval_opts, &bt, 1, evals++, &res->val_loss, err);
+                rc = eval_split(m, nb, &eval_opts, &bt, 1, evals++, &res->val_loss,
+                                &res->val_sem, err);
             if (rc)
                 break;
             res->seconds = now_seconds() - t0;
@@ -430,14 +437,15 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
         int width = 24;   /* the longest pattern's, a mask a block's too */
         for (int k = 0; k < o.n_patterns; k++)
             width = strlen(o.patterns[k]) > (size_t)width ? (int)strlen(o.patterns[k]) : width;
-        printf("\n%-*s %15s %11s %9s %9s %12s\n", width, "pattern", "edges per token",
-               "train loss", "val loss", "seconds", "ms a step");
+        printf("\n%-*s %15s %11s %9s %8s %9s %12s\n", width, "pattern", "edges per token",
+               "train loss", "val loss", "+-", "seconds", "ms a step");
         for (int k = 0; k < o.n_patterns; k++)
-            printf("%-*s %15.2f %11.4f %9.4f %9.1f %12.1f\n", width, o.patterns[k],
-                   res[k].edges_per_token, res[k].train_loss, res[k].val_loss, res[k].seconds,
-                   res[k].step_ms);
-        printf("(edges per token: the blocks' mean; ms a step: the median step, batch to "
-               "update, evaluations left out)\n");
+            printf("%-*s %15.2f %11.4f %9.4f %8.4f %9.1f %12.1f\n", width, o.patterns[k],
+                   res[k].edges_per_token, res[k].train_loss, res[k].val_loss, res[k].val_sem,
+                   res[k].seconds, res[k].step_ms);
+        printf("(edges per token: the blocks' mean; +-: the val loss's standard deviation "
+               "from the %lld batch%s drawn; ms a step: the median step, batch to update, "
+               "evaluations left out)\n", (long long)o.eval_iters, o.eval_iters == 1 ? "" : "es");
         if (o.save)
             printf("wrote %s\n", o.save);
         if (o.log)
