@@ -150,39 +150,48 @@ static totals_t totals_of(const plan_model_t *m, const plan_parts_t *pp)
     return t;
 }
 
-/* The ring path: blocks of N/P consecutive rows, each passed once around
-   the ring a round, so every process receives every other block; it holds
-   its own block and two in flight (one computed on, one arriving). Causal
-   work is balanced by striping the blocks (as Striped / zigzag Ring Attention
-   do): each process computes a P-th of the total. */
+/* The ring path as mpi/ring.c runs it: the same parts as the halo path, each
+   process keeping its own K/V rows and receiving its halo's rows in blocks of
+   at most 1,024 (whole blocks: up to one more at each end), through four
+   buffers of 1,024 + 64 rows (64: a tile's rows copied from the block
+   before); its halo is streamed past, never held. */
+#define RING_BLOCK 1024.0
+#define RING_BUFFERS (4 * (RING_BLOCK + 64))
 typedef struct {
     double max_bytes, max_rows, overlap, peak;
 } ring_t;
 
-static ring_t ring_of(const plan_model_t *m, const plan_parts_t *pp, int64_t N)
+/* One run of consecutive sources a destination (causal, window, prefix). */
+static int ring_applies(const plan_model_t *m)
+{
+    return m->runs_per_node <= 1.0;
+}
+
+static ring_t ring_of(const plan_model_t *m, const plan_parts_t *pp)
 {
     ring_t r = {0};
-    const int64_t block = (N + pp->P - 1) / pp->P;
-    double compute = 0;
-    for (int p = 0; p < pp->P; p++)
-        compute += compute_s(m, &pp->st[p]);
-    r.max_bytes = (double)(N - N / pp->P) * (double)m->row_bytes;
-    r.max_rows = 3.0 * (double)block;
-    r.overlap = fmax(compute / pp->P, comm_s(m, r.max_bytes));
-    for (int p = 0; p < pp->P; p++)
+    for (int p = 0; p < pp->P; p++) {
+        const ag_part_stats_t *s = &pp->st[p];
+        const double halo = s->n_halo ? (double)s->n_halo + 2 * RING_BLOCK : 0;
+        const double bytes = fmin(halo, (double)(m->N - s->n_dst)) * (double)m->row_bytes;
+        r.max_bytes = fmax(r.max_bytes, bytes);
+        r.max_rows = fmax(r.max_rows, (double)s->n_dst + RING_BUFFERS);
+        r.overlap = fmax(r.overlap, fmax(compute_s(m, s), comm_s(m, bytes)));
         r.peak = fmax(r.peak, plan_part_peak(m, pp, p, 0, 1));
+    }
     return r;
 }
 
-static void print_ring(const plan_model_t *m, const plan_parts_t *pp, const totals_t *t, int64_t N)
+static void print_ring(const plan_model_t *m, const plan_parts_t *pp, const totals_t *t)
 {
-    const ring_t r = ring_of(m, pp, N);
+    const ring_t r = ring_of(m, pp);
     char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], i[32], j[32];
     const double rb = (double)m->row_bytes;
-    printf("ring path (blocks of N/P K/V rows passed around the %d processes, work striped, "
+    printf("ring path (the halo's K/V rows passed along the %d processes in blocks of 1,024, "
            "transfers overlapped):\n"
-           "  bytes in a round, largest process: ring %s, halo path %s\n"
-           "  K/V rows held, largest process: ring %s = %s (own block + 2 in flight), halo "
+           "  bytes in a round, largest process: ring %s (the halo in whole blocks), halo "
+           "path %s\n"
+           "  K/V rows held, largest process: ring %s = %s (own + 4 blocks in flight), halo "
            "path %s = %s (own + halo)\n"
            "  round, transfers overlapped: ring %s, halo path %s -> %s\n"
            "  peak memory a process: ring %s, halo path %s\n",
@@ -190,10 +199,10 @@ static void print_ring(const plan_model_t *m, const plan_parts_t *pp, const tota
            grouped(r.max_rows, c, sizeof c), bytes_text(r.max_rows * rb, g, sizeof g),
            grouped(t->max_rows, d, sizeof d), bytes_text(t->max_rows * rb, h, sizeof h),
            time_text(r.overlap, e, sizeof e), time_text(t->overlap, f, sizeof f),
-           r.max_rows < t->max_rows
-               ? (r.max_bytes <= t->max_bytes ? "the ring holds and moves less"
-                                              : "the ring holds less, the halo path moves less")
-               : "the halo path holds less (its halo is small)",
+           r.max_rows >= t->max_rows ? "the halo path holds less (its halo is small)"
+           : r.max_bytes < 0.999 * t->max_bytes ? "the ring holds and moves less"
+           : r.max_bytes <= 1.001 * t->max_bytes ? "the ring holds less and moves as much"
+                                                 : "the ring holds less, the halo path moves less",
            bytes_text(r.peak, i, sizeof i), bytes_text(t->peak, j, sizeof j));
 }
 
@@ -239,8 +248,11 @@ void plan_print_table(const plan_opts_t *po, const plan_model_t *m, const plan_p
            !m->csr && !in->pattern ? "; not counted: the whole graph rank 0 holds while it "
            "cuts the parts" : po->metis ? "; not counted: the whole CSR rank 0 holds while "
            "METIS cuts it" : "");
-    if (in->pattern && pp->first && pp->P > 1)
-        print_ring(m, pp, &t, in->N);
+    if (in->pattern && pp->first && pp->P > 1 && !ring_applies(m))
+        printf("ring path: not for this pattern (its destinations read %.2f runs of sources "
+               "each; the ring streams one run a destination)\n", m->runs_per_node);
+    else if (in->pattern && pp->first && pp->P > 1)
+        print_ring(m, pp, &t);
 }
 
 void plan_print_json(const plan_opts_t *po, const plan_model_t *m, const plan_parts_t *pp,
@@ -260,8 +272,8 @@ void plan_print_json(const plan_opts_t *po, const plan_model_t *m, const plan_pa
            pp->exact ? "true" : "false", (long long)t.cut, (long long)pp->cut_contiguous,
            t.imbalance, (long long)m->D, (long long)m->H, (long long)m->d, m->kernel, m->gemm,
            m->bandwidth, t.round, t.overlap, t.max_bytes, t.max_rows, t.peak, t.peak_out);
-    if (in->pattern && pp->first && pp->P > 1) {
-        const ring_t r = ring_of(m, pp, in->N);
+    if (in->pattern && pp->first && pp->P > 1 && ring_applies(m)) {
+        const ring_t r = ring_of(m, pp);
         printf(", \"ring\": {\"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g, "
                "\"round_overlap_s\": %.6g, \"peak_bytes\": %.6g}", r.max_bytes, r.max_rows,
                r.overlap, r.peak);
