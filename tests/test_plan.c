@@ -211,23 +211,23 @@ START_TEST(plan_sampled_large)
 END_TEST
 
 /* The ring path as attngraph-mpi runs it (mpi/ring.c): the halo path's parts, each
-   process holding its own K/V rows and four buffers of 1,024 + 64 rows, and
-   receiving its halo in whole blocks of 1,024; only for one run of sources a
-   destination. */
+   process holding its own K/V rows, four buffers of 1,024 + 64 rows and the 64
+   rows last taken, and receiving its halo in whole blocks of 1,024; only for one
+   run of sources a destination and 16 or more in-edges a node. */
 START_TEST(plan_ring_is_the_ring_mpi_runs)
 {
     char args[512], *out, *err;
     snprintf(args, sizeof args, "plan --ranks 3 --pattern causal --nodes 20000 " MODEL
              " --csv %s", tmp_path("ring.csv"));
     ck_assert_msg(run_cli(args, &out, &err) == 0, "%s", err);
-    ck_assert_ptr_nonnull(strstr(out, "(own + 4 blocks in flight)"));
+    ck_assert_ptr_nonnull(strstr(out, "(own + 4 blocks in flight + 64)"));
     free(out), free(err);
     plan_row_t *rows;
     ck_assert_int_eq(read_plan_csv(tmp_path("ring.csv"), &rows), 3);
     double held = 0, bytes = 0;
     for (int p = 0; p < 3; p++) {
         const double halo = rows[p].halo ? fmin(rows[p].halo + 2048.0, 20000.0 - rows[p].dst) : 0;
-        held = fmax(held, (double)rows[p].dst + 4 * 1088);
+        held = fmax(held, (double)rows[p].dst + 4 * 1088 + 64);
         bytes = fmax(bytes, halo * 2 * 2 * 8 * 4);   /* a row: K and V, H d float32 */
     }
     free(rows);
@@ -236,7 +236,7 @@ START_TEST(plan_ring_is_the_ring_mpi_runs)
     const char *ring = strstr(out, "\"ring\": {");
     ck_assert_ptr_nonnull(ring);
     ck_assert_double_eq(json_number(ring, "max_rows_held"), held);
-    ck_assert_double_eq_tol(json_number(ring, "max_recv_bytes"), bytes, 1e-6 * bytes);
+    ck_assert_double_eq_tol(json_number(ring, "max_recv_bytes"), bytes, 1e-5 * bytes);
     free(out), free(err);
     /* several runs a destination: no ring */
     ck_assert_int_eq(run_cli("plan --ranks 3 --pattern window:8+global:1 --nodes 20000 " MODEL
@@ -244,7 +244,10 @@ START_TEST(plan_ring_is_the_ring_mpi_runs)
     ck_assert_ptr_null(strstr(out, "\"ring\""));
     free(out), free(err);
     expect_cli("plan --ranks 3 --pattern random:4 --nodes 20000 " MODEL, 0, 1,
-               "ring path: not for this pattern (its destinations read ");
+               "ring path: not for this pattern (destinations read several runs");
+    /* one run, but too few in-edges for the tiled kernel the ring streams */
+    expect_cli("plan --ranks 3 --pattern window:8 --nodes 20000 " MODEL, 0, 1,
+               "ring path: not for this pattern (fewer than 16 in-edges a node");
 }
 END_TEST
 

@@ -330,7 +330,8 @@ int cmd_plan(int argc, char **argv)
         m.d = po.o.head_dim ? po.o.head_dim : m.D / m.H;
         m.row_bytes = 2 * m.H * m.d * (int64_t)sizeof(float);
         m.N = in.N, m.csr = po.o.src.csr != NULL;
-        plan_runs_per_node(&m.runs_per_node, &in);
+        plan_runs_per_node(&m.runs_per_node, &m.one_run, &in);
+        m.E = E;
         rc = plan_measure(&po.rates, &in, m.D, m.H, m.d, &err);
         m.kernel = po.rates.kernel_gflops, m.gemm = po.rates.gemm_gflops;
         m.bandwidth = po.bandwidth;

@@ -83,13 +83,19 @@ typedef struct {
     double kernel, gemm, bandwidth;   /* GFLOP/s, GFLOP/s, GB/s */
     int64_t N;                    /* the nodes */
     double runs_per_node;         /* runs of consecutive sources a destination has */
+    int one_run;                  /* every destination counted one run or none (-1: not
+                                     counted) */
+    int64_t E;                    /* the messages */
     int csr;                      /* the edges come from a CSR's files (else a pattern) */
 } plan_model_t;
 
-/* Runs of consecutive sources per destination: the input's, or a pattern's on
-   the nodes plan_measure times it on (where it cannot be compiled on so few:
-   at most a run a message, the mean in-degree). */
-void plan_runs_per_node(double *runs, const plan_input_t *in);
+/* Runs of consecutive sources per destination, and whether each destination
+   reads one run at most: the input's, or a pattern's on the nodes plan_measure
+   times it on (a pattern whose runs change beyond them, a window wider than
+   they are with a global token, is counted as it is on them). Where it cannot
+   be compiled on so few: the mean in-degree, at most a run a message, and
+   *one_run -1. */
+void plan_runs_per_node(double *runs, int *one_run, const plan_input_t *in);
 /* The peak bytes of process p of pp (rank 0 with out: gathering --out's rows)
    on the halo path, or the ring's. */
 double plan_part_peak(const plan_model_t *m, const plan_parts_t *pp, int p, int out, int ring);

@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "cli/plan.h"
+#include "kernels/kernels.h"
 
 #define SHOW_ALL 16
 
@@ -154,17 +155,18 @@ static totals_t totals_of(const plan_model_t *m, const plan_parts_t *pp)
    process keeping its own K/V rows and receiving its halo's rows in blocks of
    at most 1,024 (whole blocks: up to one more at each end), through four
    buffers of 1,024 + 64 rows (64: a tile's rows copied from the block
-   before); its halo is streamed past, never held. */
+   before) and the 64 rows last taken; its halo is streamed past, never held. */
 #define RING_BLOCK 1024.0
-#define RING_BUFFERS (4 * (RING_BLOCK + 64))
+#define RING_BUFFERS (4 * (RING_BLOCK + 64) + 64)   /* and the 64 rows last taken */
 typedef struct {
     double max_bytes, max_rows, overlap, peak;
 } ring_t;
 
-/* One run of consecutive sources a destination (causal, window, prefix). */
+/* mpi/rounds.c's condition: one run of consecutive sources a destination
+   (causal, window, prefix) and the tiled kernel (16 or more in-edges a node). */
 static int ring_applies(const plan_model_t *m)
 {
-    return m->runs_per_node <= 1.0;
+    return m->one_run == 1 && ag_i_use_tiled(m->N, m->E, 1);
 }
 
 static ring_t ring_of(const plan_model_t *m, const plan_parts_t *pp)
@@ -191,7 +193,8 @@ static void print_ring(const plan_model_t *m, const plan_parts_t *pp, const tota
            "transfers overlapped):\n"
            "  bytes in a round, largest process: ring %s (the halo in whole blocks), halo "
            "path %s\n"
-           "  K/V rows held, largest process: ring %s = %s (own + 4 blocks in flight), halo "
+           "  K/V rows held, largest process: ring %s = %s (own + 4 blocks in flight + 64), "
+           "halo "
            "path %s = %s (own + halo)\n"
            "  round, transfers overlapped: ring %s, halo path %s -> %s\n"
            "  peak memory a process: ring %s, halo path %s\n",
@@ -248,9 +251,14 @@ void plan_print_table(const plan_opts_t *po, const plan_model_t *m, const plan_p
            !m->csr && !in->pattern ? "; not counted: the whole graph rank 0 holds while it "
            "cuts the parts" : po->metis ? "; not counted: the whole CSR rank 0 holds while "
            "METIS cuts it" : "");
-    if (in->pattern && pp->first && pp->P > 1 && !ring_applies(m))
-        printf("ring path: not for this pattern (its destinations read %.2f runs of sources "
-               "each; the ring streams one run a destination)\n", m->runs_per_node);
+    if (in->pattern && pp->first && pp->P > 1 && m->one_run < 0)
+        printf("ring path: not assessed (the pattern's runs of sources are not counted at "
+               "this size)\n");
+    else if (in->pattern && pp->first && pp->P > 1 && !ring_applies(m))
+        printf("ring path: not for this pattern (%s; the ring streams one run a destination "
+               "on the tiled kernel, 16 or more in-edges a node)\n",
+               m->one_run ? "fewer than 16 in-edges a node" : "destinations read several runs "
+               "of sources");
     else if (in->pattern && pp->first && pp->P > 1)
         print_ring(m, pp, &t);
 }

@@ -10,6 +10,7 @@
 #include "base/base.h"
 #include "cli/plan.h"
 #include "cli/timing.h"
+#include "kernels/kernels.h"
 
 #define MEASURE_EDGES ((int64_t)16000000)   /* at most this many messages are timed */
 #define MEASURE_NODES ((int64_t)65536)
@@ -204,7 +205,7 @@ static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, int64_t *empty,
     return random_reads(small, rows, k, err);
 }
 
-void plan_runs_per_node(double *runs, const plan_input_t *in)
+void plan_runs_per_node(double *runs, int *one_run, const plan_input_t *in)
 {
     const ag_nbhd_t *nb = in->nb;
     ag_nbhd_t small = {0};
@@ -213,11 +214,13 @@ void plan_runs_per_node(double *runs, const plan_input_t *in)
                 small_pattern(&small, ag_pattern_spec(in->pattern), in->N, MEASURE_NODES,
                               in->self, &ignored))) {
         *runs = in->mean_degree;
+        *one_run = -1;
         return;
     }
     if (!nb)   /* a pattern is never compiled whole: its runs on fewer nodes */
         nb = &small;
     *runs = !nb->n_nodes ? 0 : (double)nb->n_runs / (double)nb->n_nodes;
+    *one_run = ag_i_one_run(nb, 0, nb->n_nodes);
     ag_nbhd_destroy(&small);
 }
 
