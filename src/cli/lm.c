@@ -242,7 +242,7 @@ static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
     }
     const double n = (double)o->eval_iters;
     *mean = sum / n;
-    if (sem)   /* 0 from one batch: no spread to measure */
+    if (sem)
         *sem = n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1)) / n) : 0;
     return AG_OK;
 }
@@ -439,10 +439,14 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
             width = strlen(o.patterns[k]) > (size_t)width ? (int)strlen(o.patterns[k]) : width;
         printf("\n%-*s %15s %11s %9s %8s %9s %12s\n", width, "pattern", "edges per token",
                "train loss", "val loss", "+-", "seconds", "ms a step");
-        for (int k = 0; k < o.n_patterns; k++)
-            printf("%-*s %15.2f %11.4f %9.4f %8.4f %9.1f %12.1f\n", width, o.patterns[k],
-                   res[k].edges_per_token, res[k].train_loss, res[k].val_loss, res[k].val_sem,
+        for (int k = 0; k < o.n_patterns; k++) {
+            char sem[32] = "-";   /* one batch: no spread to measure */
+            if (o.eval_iters > 1)
+                snprintf(sem, sizeof sem, "%.4f", res[k].val_sem);
+            printf("%-*s %15.2f %11.4f %9.4f %8s %9.1f %12.1f\n", width, o.patterns[k],
+                   res[k].edges_per_token, res[k].train_loss, res[k].val_loss, sem,
                    res[k].seconds, res[k].step_ms);
+        }
         printf("(edges per token: the blocks' mean; +-: the val loss's standard deviation "
                "from the %lld batch%s drawn; ms a step: the median step, batch to update, "
                "evaluations left out)\n", (long long)o.eval_iters, o.eval_iters == 1 ? "" : "es");
