@@ -257,8 +257,9 @@ void plan_print_table(const plan_opts_t *po, const plan_model_t *m, const plan_p
     else if (in->pattern && pp->first && pp->P > 1 && !ring_applies(m))
         printf("ring path: not for this pattern (%s; the ring streams one run a destination "
                "on the tiled kernel, 16 or more in-edges a node)\n",
-               m->one_run ? "fewer than 16 in-edges a node" : "destinations read several runs "
-               "of sources");
+               !m->one_run ? "destinations read several runs of sources"
+               : m->E < 16 * m->N ? "fewer than 16 in-edges a node"
+                                  : "2^31 nodes or more, beyond the tiled kernel's");
     else if (in->pattern && pp->first && pp->P > 1)
         print_ring(m, pp, &t);
 }
