@@ -156,8 +156,8 @@ static totals_t totals_of(const plan_model_t *m, const plan_parts_t *pp)
    at most 1,024 (whole blocks: up to one more at each end), through four
    buffers of 1,024 + 64 rows (64: a tile's rows copied from the block
    before) and the 64 rows last taken; its halo is streamed past, never held. */
-#define RING_BLOCK 1024.0
-#define RING_BUFFERS (4 * (RING_BLOCK + 64) + 64)   /* and the 64 rows last taken */
+#define RING_BLOCK ((double)AG_I_RING_BLOCK)
+#define RING_BUFFERS (4 * (RING_BLOCK + AG_I_RING_CARRY) + AG_I_RING_CARRY)
 typedef struct {
     double max_bytes, max_rows, overlap, peak;
 } ring_t;

@@ -378,6 +378,12 @@ int ag_i_tiled_width(const ag_nbhd_t *nb);
  * the team and the scratch; feed neither decides nor allocates.
  */
 typedef struct ag_tiled_stream ag_tiled_stream_t;
+/* The ring path's transfers of K and V (mpi/ring.c), which attngraph plan
+   counts too: blocks of at most AG_I_RING_BLOCK rows, each kept with the
+   AG_I_RING_CARRY rows before it (a tile's rows, at most) for the tiles that
+   straddle two blocks. */
+#define AG_I_RING_BLOCK ((int64_t)1024)
+#define AG_I_RING_CARRY ((int64_t)64)
 AG_INTERNAL
 int ag_i_tiled_stream_begin(ag_tiled_stream_t **st, const ag_nbhd_t *nb, int64_t lo,
                             int64_t hi, const float *Q, int64_t H, int64_t d, float scale,

@@ -111,9 +111,9 @@ static int decoder_init(ag_lm_decoder_t **out, const ag_lm_t *m, const ag_nbhd_t
         rc = ag_alloc_status();
     int64_t cache = 0;   /* rows of all blocks: the furthest each block's pattern reads back */
     for (int64_t l = 0; !rc && l < m->L; l++) {
-        const int64_t *ptr = dec->src_ptr[l], *src = dec->src[l];
-        int64_t back = 1;
-        for (int64_t t = 0; t < T; t++)
+        const int64_t *ptr = dec->src_ptr[l], *src = dec->src[l], first = first_of(dec, l);
+        int64_t back = first < l ? dec->rows[first] : 1;   /* one graph's, counted once */
+        for (int64_t t = 0; first == l && t < T; t++)
             for (int64_t e = ptr[t]; e < ptr[t + 1]; e++)
                 back = t - src[e] + 1 > back ? t - src[e] + 1 : back;
         dec->rows[l] = back, dec->at[l] = cache, cache += back;

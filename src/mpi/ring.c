@@ -28,8 +28,8 @@
 #include "kernels/kernels.h"
 #include "mpi/ring.h"
 
-#define RING_BLOCK ((int64_t)1024)   /* rows a block, at most */
-#define CARRY ((int64_t)64)          /* a tile's rows, at most */
+#define RING_BLOCK AG_I_RING_BLOCK   /* rows a block, at most */
+#define CARRY AG_I_RING_CARRY         /* a tile's rows, at most */
 
 typedef struct {
     int64_t lo, hi;             /* global rows */
