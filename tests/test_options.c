@@ -161,6 +161,31 @@ START_TEST(help_for_every_command)
 }
 END_TEST
 
+/* Every command's options come from one table that also writes its help; the
+   parser checks at each start that the help names every option it takes (a
+   fault exits 70, "internal error"). So every command and kind here prints
+   its help, lists -h, and takes --help whole. */
+START_TEST(every_command_lists_its_options_and_help)
+{
+    static const char *const all[] = {"run", "pattern", "inspect", "bench", "compare", "grad",
+                                      "train", "plan", "draw heatmap", "draw graph",
+                                      "draw rounds", "draw train", "lm train", "lm sample"};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+        char args[128], usage[128];
+        snprintf(usage, sizeof usage, "attngraph %s ", all[k]);   /* on a usage line */
+        snprintf(args, sizeof args, "%s --help", all[k]);
+        char *out = NULL;
+        ck_assert_int_eq(run_cli(args, &out, NULL), 0);
+        ck_assert_msg(strncmp(out, "usage: ", 7) == 0 && strstr(out, usage), "%s: %.60s", args,
+                      out);
+        ck_assert_msg(strstr(out, "  -h, --help          this text\n"), "%s: no -h line", args);
+        free(out);
+        snprintf(args, sizeof args, "%s --nosuch", all[k]);
+        expect_cli(args, 2, 2, "unknown option '--nosuch'");
+    }
+}
+END_TEST
+
 START_TEST(messages_name_the_real_limits)
 {
     expect_cli("run --pattern causal --nodes 0", 2, 2,
@@ -281,6 +306,7 @@ Suite *options_suite(void)
     tcase_add_test(tc, abbreviations_name_the_options_they_could_mean);
     tcase_add_test(tc, options_that_do_not_apply_are_refused);
     tcase_add_test(tc, help_for_every_command);
+    tcase_add_test(tc, every_command_lists_its_options_and_help);
     tcase_add_test(tc, messages_name_the_real_limits);
     tcase_add_test(tc, input_mistakes_say_what_is_wrong);
     tcase_add_test(tc, same_mistake_same_exit_code);

@@ -14,34 +14,46 @@
 #include "kernels/kernels.h"
 #include "cli/timing.h"
 
-static const char bench_usage[] =
-    "usage: attngraph bench (GRAPH | --pattern SPEC --nodes N | --csr INDPTR.npy,INDICES.npy)\n"
-    "                       [--q Q.npy --k K.npy --v V.npy] [--heads H] [--head-dim d]\n"
-    "                       [--threads T] [--reps R] [--warmup W] [--kernel K]\n"
-    "                       [--score KIND [--beta B] [--softcap C] [--slope S]]\n"
-    "                       [--backward] [--out OUT.npy] [--json]\n"
-    "\n"
-    "Times one round of attention (nothing else; scaled-dot scores, or --score's, with\n"
-    "seeded attention vectors for additive and gatv2): W untimed warm-up runs\n"
-    "(default: 2 or more, until 0.2 s have passed: a 2-thread process here runs its\n"
-    "first tens of milliseconds up to 3x slower), then R timed runs (default 5), the\n"
-    "kernel planned once before them (its choice and scratch, untimed, as a run of\n"
-    "rounds plans it). Without --q/--k/--v,\n"
-    "seeded random inputs of H heads of width --head-dim (default 64). --kernel: auto\n"
-    "(default), simple, tiled, blocks, gather (plain dot-product scores; the others\n"
-    "run the generic kernel). --backward times the kernel's backward instead (dQ, dK,\n"
-    "dV of a seeded random dM, given M and lse from one untimed forward; useful flops\n"
-    "10*E*d*H).\n"
-    "--json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
-    "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\",\n"
-    "\"pass\", \"isa\", \"warmup\", \"kernel\", \"plan_s\"} (pass: \"forward\" or\n"
-    "\"backward\"; warmup: the untimed runs; kernel: the one the plan ran; plan_s:\n"
-    "the plan's time).\n"
-    "\n"
-    "The graph as run reads it (see 'attngraph run --help'): --format F, --directed,\n"
-    "--undirected, --self-loops MODE, --tokens \"a b c\", --labels-file F, --max-nodes N,\n"
-    "--max-memory SIZE; --seed S seeds the random inputs (default 1).\n"
-    "  -h, --help          this text\n";
+static const opt_def_t bench_options[] = {
+    OPT_TEXT("usage: attngraph bench (GRAPH | --pattern SPEC --nodes N | --csr INDPTR.npy,INDICES.npy)\n"
+             "                       [--q Q.npy --k K.npy --v V.npy] [--heads H] [--head-dim d]\n"
+             "                       [--threads T] [--reps R] [--warmup W] [--kernel K]\n"
+             "                       [--score KIND [--beta B] [--softcap C] [--slope S]]\n"
+             "                       [--backward] [--out OUT.npy] [--json]\n"
+             "\n"
+             "Times one round of attention (nothing else; scaled-dot scores, or --score's, with\n"
+             "seeded attention vectors for additive and gatv2): W untimed warm-up runs\n"
+             "(default: 2 or more, until 0.2 s have passed: a 2-thread process here runs its\n"
+             "first tens of milliseconds up to 3x slower), then R timed runs (default 5), the\n"
+             "kernel planned once before them (its choice and scratch, untimed, as a run of\n"
+             "rounds plans it). Without --q/--k/--v,\n"
+             "seeded random inputs of H heads of width --head-dim (default 64). --kernel: auto\n"
+             "(default), simple, tiled, blocks, gather (plain dot-product scores; the others\n"
+             "run the generic kernel). --backward times the kernel's backward instead (dQ, dK,\n"
+             "dV of a seeded random dM, given M and lse from one untimed forward; useful flops\n"
+             "10*E*d*H).\n"
+             "--json prints one line: {\"peer\": \"attngraph\", \"median_s\", \"min_s\",\n"
+             "\"max_s\", \"prep_s\", \"gflops_useful\", \"threads\", \"N\", \"E\", \"H\", \"d\",\n"
+             "\"pass\", \"isa\", \"warmup\", \"kernel\", \"plan_s\"} (pass: \"forward\" or\n"
+             "\"backward\"; warmup: the untimed runs; kernel: the one the plan ran; plan_s:\n"
+             "the plan's time).\n"
+             "\n"
+             "The graph as run reads it (see 'attngraph run --help'): --format F, --directed,\n"
+             "--undirected, --self-loops MODE, --tokens \"a b c\", --labels-file F, --max-nodes N,\n"
+             "--max-memory SIZE; --seed S seeds the random inputs (default 1).\n"),
+    OPT_VALUE("pattern", OPT_PATTERN, NULL),
+    OPT_VALUE("csr", OPT_CSR, NULL),
+    OPT_VALUE("reps", OPT_REPS, NULL),
+    OPT_VALUE("warmup", OPT_WARMUP, NULL),
+    OPT_FLAG("json", OPT_JSON, NULL),
+    OPT_VALUE("kernel", OPT_KERNEL, NULL),
+    OPT_VALUE("out", OPT_OUT, NULL),
+    OPT_FLAG("backward", OPT_BACKWARD, NULL),
+    OPT_HELP_LINE,
+    OPT_TABLE_UNLISTED(input_options),   /* the text names those bench reads; it refuses the rest */
+    OPT_TABLE_UNLISTED(quiet_refused),
+    OPT_DEF_END,
+};
 
 /* Warm-up by time: on these 2-core machines a 2-thread process runs its first
    tens of milliseconds up to 3x slower (a plain OpenMP loop too: 8 ms, then
@@ -103,22 +115,13 @@ static int backward_prepare(bw_state_t *b, ag_nbhd_t *nb, const ag_i_fwd_t *f, u
 
 int cmd_bench(int argc, char **argv)
 {
-    static struct option longopts[96];
-    static const struct option own[] = {
-        {"pattern", required_argument, 0, OPT_PATTERN}, {"csr", required_argument, 0, OPT_CSR},
-        {"reps", required_argument, 0, OPT_REPS}, {"warmup", required_argument, 0, OPT_WARMUP},
-        {"json", no_argument, 0, OPT_JSON}, {"kernel", required_argument, 0, OPT_KERNEL},
-        {"out", required_argument, 0, OPT_OUT}, {"backward", no_argument, 0, OPT_BACKWARD},
-        {0, 0, 0, 0},
-    };
-    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     run_opts_t o;
     run_opts_init(&o);
     int64_t reps = 5, warmup = -1;   /* -1: by time (WARM_S) */
     int json = 0, backward = 0;
     ag_i_kernel_t kernel = AG_I_KERNEL_AUTO;
     opt_parser_t p;
-    opt_begin(&p, "bench", bench_usage, longopts, NULL, argc, argv);
+    opt_begin(&p, "bench", bench_options, argc, argv);
     int c;
     while ((c = opt_next(&p)) > 0) {
         int rc = input_option(&o, c, p.arg, "bench");

@@ -13,6 +13,7 @@
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
+#define EXIT_SOFTWARE 70   /* sysexits.h: a fault of the program itself */
 #define SUMMARY_NODES 20
 #define DEFAULT_DIM 16
 
@@ -37,6 +38,33 @@ enum {
 };
 #define OPT_COUNT (OPT_END - OPT_Q)
 #define MAX_ATTN 8              /* run --attn: files written at once */
+
+/* A command's options, declared once (options.c parses argv with them): each
+   entry is an option (its name, whether it takes a value, the code opt_next
+   returns) with the lines --help prints for it, a text between options, or
+   another table whose entries come here. --help prints the texts in order. An
+   option without help of its own is described by the text before it; either
+   way opt_begin checks that the text names it, so no option goes unlisted. */
+typedef struct opt_def {
+    const char *name;              /* "heads" for --heads; NULL: a text or a table */
+    int has_arg;                   /* no_argument or required_argument */
+    int code;                      /* OPT_HEADS */
+    int repeat;                    /* 1: may be given more than once */
+    const char *help;              /* the lines --help prints here; NULL: none */
+    const struct opt_def *table;   /* (name NULL) its entries here, ending {0} */
+    int unlisted;                  /* with table: its options taken, their help not printed
+                                      (the command says them in its own words, or refuses
+                                      them with a reason) */
+} opt_def_t;
+
+#define OPT_VALUE(name, code, help) {name, required_argument, code, 0, help, NULL, 0}
+#define OPT_VALUES(name, code, help) {name, required_argument, code, 1, help, NULL, 0}
+#define OPT_FLAG(name, code, help) {name, no_argument, code, 0, help, NULL, 0}
+#define OPT_TEXT(text) {NULL, 0, 0, 0, text, NULL, 0}
+#define OPT_TABLE(t) {NULL, 0, 0, 0, NULL, t, 0}
+#define OPT_TABLE_UNLISTED(t) {NULL, 0, 0, 0, NULL, t, 1}
+#define OPT_HELP_LINE OPT_FLAG("help", OPT_HELP, "  -h, --help          this text\n")
+#define OPT_DEF_END {0, 0, 0, 0, NULL, NULL, 0}
 
 /* ---- a model described in a text file (model_file.c) ---- */
 
@@ -78,78 +106,21 @@ typedef struct {
     model_file_t model;                /* --model FILE (run, train) */
 } run_opts_t;
 
-/* getopt_long entries of the input options (run, compare, inspect), ending {0}. */
-extern const struct option input_options[];
-#define INPUT_RAW_HELP                                                                      \
-    "Raw attention (one round on given messages; the output is M [N, H*d]):\n"                  \
-    "  --q Q.npy --k K.npy --v V.npy   queries, keys, values [N, H*d]\n"                    \
-    "\n"
-
-#define INPUT_FEATURES_HELP                                                                 \
-    "Rounds with projections (the output is the final X [N, D]):\n"                         \
-    "  --features X.npy    node states [N, D]\n"                                            \
-    "  --dim D             seeded random features of width D instead (default 16)\n"
-
-/* The options that define a model (train lists them as its own). */
-#define INPUT_MODEL_HELP                                                                    \
-    "  --weights DIR       DIR/wq.npy wk.npy wv.npy [H*d, D] (or [N, H*d, D]: per node),\n" \
-    "                      wo.npy [D, H*d]; optional ln_weight.npy ln_bias.npy [D],\n"      \
-    "                      attn_src.npy attn_dst.npy attn.npy [H, d]; or DIR/round-1/,\n"   \
-    "                      round-2/, ...: one layer per round\n"                            \
-    "                      (default: seeded random, std 1/sqrt(fan_in)); a model\n"         \
-    "                      file DIR/model.txt (train --save writes it) says its layers\n"   \
-    "  --model FILE        run, train: layers of their own widths, heads, outputs,\n"      \
-    "                      biases, activations and feed-forward sublayers, described\n"   \
-    "                      in FILE (and the score, norm, dropout, ...:\n"                  \
-    "                      docs/model-file.md)\n"                                          \
-    "  --edge-features E.npy|ATTR,ATTR   run, train: edge features [edges, F] in the\n"   \
-    "                      graph's edge order, or a graph file's numeric edge\n"          \
-    "                      attributes; read by a model file's edges=yes layers\n"         \
-    "                      (one process: attngraph-mpi refuses them)\n"                    \
-    "  --head-dim d        head width for random weights (default D/H)\n"                   \
-    "  --per-node-weights  random weights: each node its own Wq, Wk, Wv\n"                  \
-    "  --rounds R          message rounds (default 1, or one per round-N/ folder)\n"        \
-    "  --no-residual       X <- M Wo^T instead of X + M Wo^T\n"                             \
-    "  --norm layer|none   pre-norm LayerNorm before the projections (default none)\n"      \
-    "  --posenc sinusoidal|none   add sinusoidal positions to the features\n"
-
-#define INPUT_UNTIL_HELP                                                                    \
-    "  --until TOL         stop once the relative change falls below TOL\n"
-
-#define INPUT_COMMON_HELP                                                                   \
-    "\n"                                                                                    \
-    "Scores:\n"                                                                             \
-    "  --score KIND        scaled-dot (default), dot, cosine, additive, gatv2, sigmoid,\n"  \
-    "                      linear\n"                                                        \
-    "  --beta B            inverse temperature of softmax scores (default 1)\n"             \
-    "  --softcap C         s <- C tanh(s / C)\n"                                            \
-    "  --slope S           LeakyReLU slope of additive and gatv2 (default 0.2)\n"           \
-    "  --sigmoid-bias B    sigmoid: a = sigmoid(s + B) (default -ln(in-degree))\n"          \
-    "  --edge-bias ATTR    add a numeric edge attribute of the graph file to the scores\n"  \
-    "  --alibi             add ALiBi's per-head slope times (j - i)\n"                      \
-    "\n"                                                                                    \
-    "Common:\n"                                                                             \
-    "  --heads H           attention heads (default 1)\n"                                   \
-    "  --seed S            seed for random features and weights (default 1)\n"              \
-    "  --threads T         threads (default: all cores, fewer while others run)\n"       \
-    "  --format F          graph file format: edgelist, ncol, lgl, graphml, gml, pajek\n"   \
-    "                      (default: from the extension)\n"                                 \
-    "  --undirected        edge list, NCOL, LGL: each line is a message both ways\n"        \
-    "  --directed          ... one way, from the first node to the second (default)\n"      \
-    "  --max-nodes N       refuse graphs with more nodes (default 20000000)\n"              \
-    "  --max-memory SIZE   refuse a run that needs more memory, e.g. 8G or 500M (default:\n" \
-    "                      the memory available when it starts)\n"                          \
-    "  --nodes N           pattern size (default: from --tokens or the pattern)\n"          \
-    "  --tokens \"a b c\"    pattern nodes and their labels at once\n"                      \
-    "  --labels-file F     pattern labels, one a line\n"                                    \
-    "  --self-loops MODE   keep (default): as the graph, pattern or CSR says; off: no\n"  \
-    "                      node attends to itself; on: a loop for each node without\n"   \
-    "                      one (existing loops kept); replace: every loop removed, then\n" \
-    "                      one per node (PyG's GATConv); added loops come last in\n"     \
-    "                      per-edge exports, marked added\n"
-
-#define INPUT_OPTIONS_HELP \
-    INPUT_RAW_HELP INPUT_FEATURES_HELP INPUT_MODEL_HELP INPUT_UNTIL_HELP INPUT_COMMON_HELP
+/* The input options (run, compare, inspect, draw heatmap and graph, grad, bench,
+   train, plan) in their help's sections; a command's table includes the ones
+   it lists (options.c: opt_def_t). */
+extern const opt_def_t input_raw_options[], input_features_options[], input_model_options[],
+    input_until_options[], input_common_options[];
+/* All five, for the commands that list them in this order. */
+extern const opt_def_t input_options[];
+/* --pattern and --csr as inspect and draw list them (run says more). */
+extern const opt_def_t input_source_options[];
+/* --quiet, for the commands that take it only to refuse it (bench, draw,
+   inspect print what they print); the others say it in their own words. */
+extern const opt_def_t quiet_refused[];
+/* The input option, or --quiet, of that name (without "--") or code; NULL if none. */
+const opt_def_t *input_option_named(const char *name);
+const opt_def_t *input_option_coded(int code);
 
 /* Defaults for run_opts_t. */
 void run_opts_init(run_opts_t *o);
@@ -180,11 +151,14 @@ int finish(const char *cmd, int rc, int usage, const ag_error_t *err);
 /* ---- parsing argv: one parser for every command (options.c) ---- */
 
 #define OPT_MAX_POSITIONAL 4
+#define OPT_MAX_OPTIONS 160
 typedef struct {
     const char *cmd;                    /* "run": messages say "attngraph run: ..." */
-    const char *help;                   /* printed by -h and --help */
-    const struct option *longopts;      /* ending {0} */
-    const int *repeatable;              /* codes that may be given twice, ending 0; or NULL */
+    const opt_def_t *table;             /* the command's options and help */
+    const opt_def_t *opts[OPT_MAX_OPTIONS];   /* its options, tables flattened */
+    int n_opts;
+    char fault[96];                     /* the table's first fault (opt_begin), or "": the
+                                           command stops on it, so every test of it fails */
     int argc;
     char **argv;
     int next, after_dashes;
@@ -197,8 +171,10 @@ typedef struct {
     int status;                         /* after opt_next returned -1: the exit status */
 } opt_parser_t;
 
-void opt_begin(opt_parser_t *p, const char *cmd, const char *help,
-               const struct option *longopts, const int *repeatable, int argc, char **argv);
+void opt_begin(opt_parser_t *p, const char *cmd, const opt_def_t *table, int argc,
+               char **argv);
+/* Prints the table's help to stdout: its texts in order, unlisted tables left out. */
+void opt_print_help(const opt_def_t *table);
 /* The next option's code (its value in p->arg); 0 when argv is done; -1 when the
    command should stop with p->status: 0 after printing help, EXIT_USAGE after a
    message (unknown or abbreviated name, missing value, option given twice). */
@@ -220,8 +196,6 @@ int source_args(run_opts_t *o, const opt_parser_t *p, const char *cmd);
 /* EXIT_USAGE (message printed) when one of the input options codes[] (ending 0)
    was given: they do not apply to cmd, for the reason `why`; else 0. */
 int refuse_options(const run_opts_t *o, const int *codes, const char *cmd, const char *why);
-/* Fills longopts with input_options followed by own (both ending {0}). */
-void merge_options(struct option *longopts, size_t cap, const struct option *own);
 
 /* ---- inputs and compute ---- */
 
@@ -365,8 +339,6 @@ int write_trace_svg(out_file_t *out, const trace_row_t *trace, int done, const c
    what train --save writes to DIR/model.args. Returns the length the whole
    text needs (cap or more: it was cut). */
 size_t model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int64_t rounds);
-/* The input option of that long name (without "--"), or NULL. */
-const struct option *input_option_named(const char *name);
 /* When the command gives none of the model's options, takes them from its
    --weights DIR/model.args (if any); 0, or EXIT_USAGE with the message printed. */
 int model_args_defaults(run_opts_t *o, const char *cmd);

@@ -14,31 +14,38 @@
 #define TOP_CHANGED 3
 #define MASK_GRID 96            /* --svg: a mask's picture has at most this many blocks a side */
 
-static const char compare_usage[] =
-    "usage: attngraph compare (--pattern SPEC | --graph FILE)... [options]\n"
-    "\n"
-    "Runs identical inputs under each connectivity (the first is the baseline) and\n"
-    "prints, for each: edges, density, mean and min attention entropy (nats), mean\n"
-    "attention distance |i-j| (patterns only: a graph file's node ids are not\n"
-    "positions), and against the baseline: relative L2 difference of the outputs,\n"
-    "mean cosine similarity per node, and the nodes that changed most.\n"
-    "Every connectivity must have the same number of nodes, matched by node id; a\n"
-    "pattern without --nodes, --tokens or a size of its own takes the first graph\n"
-    "file's. Connectivities that label a node id differently are refused.\n"
-    "--self-loops applies to every connectivity, graph files included (as in run).\n"
-    "\n"
-    "  --pattern SPEC      a pattern (see 'attngraph pattern --help'); repeatable\n"
-    "  --graph FILE        a graph file; repeatable, mixable with --pattern\n"
-    "\n" INPUT_OPTIONS_HELP
-    "\n"
-    "Outputs:\n"
-    "  --csv FILE          the table as CSV\n"
-    "  --per-node FILE     per-node figures as CSV: connectivity,node,label,in_degree,\n"
-    "                      entropy,distance,change,cosine\n"
-    "  --svg FILE.svg      a picture: the masks side by side, the table's figures as bars\n"
-    "  --quiet             print nothing on success\n"
-    "  -h, --help          this text\n"
-    "A FILE of - is standard output (the table then goes to stderr).\n";
+static const opt_def_t compare_options[] = {
+    OPT_TEXT("usage: attngraph compare (--pattern SPEC | --graph FILE)... [options]\n"
+             "\n"
+             "Runs identical inputs under each connectivity (the first is the baseline) and\n"
+             "prints, for each: edges, density, mean and min attention entropy (nats), mean\n"
+             "attention distance |i-j| (patterns only: a graph file's node ids are not\n"
+             "positions), and against the baseline: relative L2 difference of the outputs,\n"
+             "mean cosine similarity per node, and the nodes that changed most.\n"
+             "Every connectivity must have the same number of nodes, matched by node id; a\n"
+             "pattern without --nodes, --tokens or a size of its own takes the first graph\n"
+             "file's. Connectivities that label a node id differently are refused.\n"
+             "--self-loops applies to every connectivity, graph files included (as in run).\n"
+             "\n"),
+    OPT_VALUES("pattern", OPT_PATTERN,
+               "  --pattern SPEC      a pattern (see 'attngraph pattern --help'); repeatable\n"),
+    OPT_VALUES("graph", OPT_GRAPH,
+               "  --graph FILE        a graph file; repeatable, mixable with --pattern\n"),
+    OPT_TEXT("\n"),
+    OPT_TABLE(input_options),
+    OPT_TEXT("\n"
+             "Outputs:\n"),
+    OPT_VALUE("csv", OPT_CSV, "  --csv FILE          the table as CSV\n"),
+    OPT_VALUE("per-node", OPT_PER_NODE,
+              "  --per-node FILE     per-node figures as CSV: connectivity,node,label,in_degree,\n"
+              "                      entropy,distance,change,cosine\n"),
+    OPT_VALUE("svg", OPT_SVG,
+              "  --svg FILE.svg      a picture: the masks side by side, the table's figures as bars\n"),
+    OPT_FLAG("quiet", OPT_QUIET, "  --quiet             print nothing on success\n"),
+    OPT_HELP_LINE,
+    OPT_TEXT("A FILE of - is standard output (the table then goes to stderr).\n"),
+    OPT_DEF_END,
+};
 
 typedef struct {
     const char *name;         /* the spec or file, as given */
@@ -163,19 +170,10 @@ typedef struct {
 
 static int parse_compare(compare_opts_t *co, int argc, char **argv)
 {
-    static struct option longopts[96];
-    static const struct option own[] = {
-        {"pattern", required_argument, 0, OPT_PATTERN}, {"graph", required_argument, 0, OPT_GRAPH},
-        {"csv", required_argument, 0, OPT_CSV}, {"per-node", required_argument, 0, OPT_PER_NODE},
-        {"svg", required_argument, 0, OPT_SVG}, {0, 0, 0, 0},
-    };
-    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
-
-    static const int repeatable[] = {OPT_PATTERN, OPT_GRAPH, 0};
     memset(co, 0, sizeof *co);
     run_opts_init(&co->o);
     opt_parser_t p;
-    opt_begin(&p, "compare", compare_usage, longopts, repeatable, argc, argv);
+    opt_begin(&p, "compare", compare_options, argc, argv);
     int c;
     while ((c = opt_next(&p)) > 0) {
         int rc = input_option(&co->o, c, p.arg, "compare");

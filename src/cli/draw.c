@@ -28,34 +28,46 @@ static const char draw_usage[] =
     "\n"
     "  attngraph draw KIND --help   the options of each kind\n";
 
-static const char attention_usage[] =
-    "usage: attngraph draw heatmap (GRAPH | --pattern SPEC | --csr ...) [options] --out F.svg\n"
-    "       attngraph draw graph (GRAPH | --pattern SPEC | --csr ...) [options] --out F.svg\n"
-    "\n"
-    "Runs like 'attngraph run' (every input option below), then draws the attention of\n"
-    "the last round (or --attn-round R's).\n"
-    "  --out FILE.svg      the picture (- : standard output)\n"
-    "  --head H            draw head H (0-based) instead of the mean over heads\n"
-    "  --vmax W            the weight drawn strongest (default: the largest drawn)\n"
-    "  --attn-round R      draw round R's attention instead of the last\n"
-    "  --max-edges N       refuse more than N weights (default 50000000; a binned\n"
-    "                      heatmap has no limit: it sums blocks a piece at a time)\n"
-    "  --title TEXT        the line above the picture (default: the graph or pattern)\n"
-    "heatmap only:\n"
-    "  --scale linear|log  the colour scale (default linear; log shows the small weights\n"
-    "                      of nodes that attend to many sources)\n"
-    "  --bins B            blocks per axis once binned (default 128; binned above 1000\n"
-    "                      nodes or 20000 cells)\n"
-    "graph only:\n"
-    "  --layout fr|arc     Fruchterman-Reingold (seeded by --seed; the default for graph\n"
-    "                      files and CSR) or an arc diagram, nodes in id order (the\n"
-    "                      default for patterns)\n"
-    "  --classes L.npy     colour each node by its class or prediction (integers [N],\n"
-    "                      -1: none), as train --labels and --predict write them\n"
-    "\n" INPUT_OPTIONS_HELP
-    "  --pattern SPEC      run on a pattern instead of a graph file\n"
-    "  --csr IP.npy,IX.npy run on an in-neighbour CSR (see 'attngraph run --help')\n"
-    "  -h, --help          this text\n";
+static const opt_def_t attention_options[] = {
+    OPT_TEXT("usage: attngraph draw heatmap (GRAPH | --pattern SPEC | --csr ...) [options] --out F.svg\n"
+             "       attngraph draw graph (GRAPH | --pattern SPEC | --csr ...) [options] --out F.svg\n"
+             "\n"
+             "Runs like 'attngraph run' (every input option below), then draws the attention of\n"
+             "the last round (or --attn-round R's).\n"),
+    OPT_VALUE("out", OPT_OUT, "  --out FILE.svg      the picture (- : standard output)\n"),
+    OPT_VALUE("head", OPT_HEAD,
+              "  --head H            draw head H (0-based) instead of the mean over heads\n"),
+    OPT_VALUE("vmax", OPT_VMAX,
+              "  --vmax W            the weight drawn strongest (default: the largest drawn)\n"),
+    OPT_VALUE("attn-round", OPT_ATTN_ROUND,
+              "  --attn-round R      draw round R's attention instead of the last\n"),
+    OPT_VALUE("max-edges", OPT_MAX_EDGES,
+              "  --max-edges N       refuse more than N weights (default 50000000; a binned\n"
+              "                      heatmap has no limit: it sums blocks a piece at a time)\n"),
+    OPT_VALUE("title", OPT_TITLE,
+              "  --title TEXT        the line above the picture (default: the graph or pattern)\n"),
+    OPT_TEXT("heatmap only:\n"),
+    OPT_VALUE("scale", OPT_SCALE,
+              "  --scale linear|log  the colour scale (default linear; log shows the small weights\n"
+              "                      of nodes that attend to many sources)\n"),
+    OPT_VALUE("bins", OPT_BINS,
+              "  --bins B            blocks per axis once binned (default 128; binned above 1000\n"
+              "                      nodes or 20000 cells)\n"),
+    OPT_TEXT("graph only:\n"),
+    OPT_VALUE("layout", OPT_LAYOUT,
+              "  --layout fr|arc     Fruchterman-Reingold (seeded by --seed; the default for graph\n"
+              "                      files and CSR) or an arc diagram, nodes in id order (the\n"
+              "                      default for patterns)\n"),
+    OPT_VALUE("classes", OPT_CLASSES,
+              "  --classes L.npy     colour each node by its class or prediction (integers [N],\n"
+              "                      -1: none), as train --labels and --predict write them\n"),
+    OPT_TEXT("\n"),
+    OPT_TABLE(input_options),
+    OPT_TABLE(input_source_options),
+    OPT_HELP_LINE,
+    OPT_TABLE_UNLISTED(quiet_refused),
+    OPT_DEF_END,
+};
 
 int write_svg(out_file_t *o, const char *svg, ag_error_t *err)
 {
@@ -82,22 +94,10 @@ typedef struct {
 
 static int parse_attention(attn_opts_t *a, run_opts_t *o, int argc, char **argv)
 {
-    static struct option longopts[96];
-    static const struct option own[] = {
-        {"pattern", required_argument, 0, OPT_PATTERN}, {"csr", required_argument, 0, OPT_CSR},
-        {"out", required_argument, 0, OPT_OUT}, {"head", required_argument, 0, OPT_HEAD},
-        {"vmax", required_argument, 0, OPT_VMAX}, {"bins", required_argument, 0, OPT_BINS},
-        {"layout", required_argument, 0, OPT_LAYOUT}, {"title", required_argument, 0, OPT_TITLE},
-        {"classes", required_argument, 0, OPT_CLASSES},
-        {"scale", required_argument, 0, OPT_SCALE},
-        {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
-        {"max-edges", required_argument, 0, OPT_MAX_EDGES}, {0, 0, 0, 0},
-    };
-    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     run_opts_init(o);
     const char *cmd = a->graph ? "draw graph" : "draw heatmap";
     opt_parser_t p;
-    opt_begin(&p, cmd, attention_usage, longopts, NULL, argc, argv);
+    opt_begin(&p, cmd, attention_options, argc, argv);
     int c;
     while ((c = opt_next(&p)) > 0) {
         int rc = input_option(o, c, p.arg, cmd);

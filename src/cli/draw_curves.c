@@ -9,42 +9,50 @@
 
 #define MAX_CONNS 16
 
-static const char rounds_usage[] =
-    "usage: attngraph draw rounds TRACE.csv --out FILE.svg   (TRACE.csv may be -: stdin)\n"
-    "\n"
-    "Draws the convergence of rounds from the CSV that 'attngraph run --trace' writes\n"
-    "(round,change,entropy,max_weight): the change per round on a log scale, and the\n"
-    "mean attention entropy.\n"
-    "  --out FILE.svg      the picture (- : standard output)\n"
-    "  --title TEXT        the line above the picture (default: names the file)\n"
-    "  -h, --help          this text\n";
+/* draw train's --held-out, which draw rounds refuses naming it. */
+static const opt_def_t held_out_refused[] = {OPT_FLAG("held-out", OPT_HELD_OUT, NULL),
+                                             OPT_DEF_END};
 
-static const char train_usage[] =
-    "usage: attngraph draw train LOG.csv --out FILE.svg      (LOG.csv may be -: stdin)\n"
-    "\n"
-    "Draws the training curve from the CSV that 'attngraph train --log' writes\n"
-    "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,...) or 'attngraph\n"
-    "lm train --log' (pattern,step,train_loss,val_loss,...): the loss per epoch or step\n"
-    "(training solid, evaluation dashed; a log scale when it spans more than a decade;\n"
-    "either alone when the other column is left out), and beside it the accuracy when\n"
-    "the log has any; one colour per connectivity or pattern.\n"
-    "  --out FILE.svg      the picture (- : standard output)\n"
-    "  --held-out          the evaluation (validation) curves only\n"
-    "  --title TEXT        the line above the picture (default: names the file)\n"
-    "  -h, --help          this text\n";
+static const opt_def_t rounds_options[] = {
+    OPT_TEXT("usage: attngraph draw rounds TRACE.csv --out FILE.svg   (TRACE.csv may be -: stdin)\n"
+             "\n"
+             "Draws the convergence of rounds from the CSV that 'attngraph run --trace' writes\n"
+             "(round,change,entropy,max_weight): the change per round on a log scale, and the\n"
+             "mean attention entropy.\n"),
+    OPT_VALUE("out", OPT_OUT, "  --out FILE.svg      the picture (- : standard output)\n"),
+    OPT_VALUE("title", OPT_TITLE,
+              "  --title TEXT        the line above the picture (default: names the file)\n"),
+    OPT_TEXT("  -h, --help          this text\n"),
+    OPT_TABLE_UNLISTED(held_out_refused),
+    OPT_DEF_END,
+};
+
+static const opt_def_t train_options[] = {
+    OPT_TEXT("usage: attngraph draw train LOG.csv --out FILE.svg      (LOG.csv may be -: stdin)\n"
+             "\n"
+             "Draws the training curve from the CSV that 'attngraph train --log' writes\n"
+             "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,...) or 'attngraph\n"
+             "lm train --log' (pattern,step,train_loss,val_loss,...): the loss per epoch or step\n"
+             "(training solid, evaluation dashed; a log scale when it spans more than a decade;\n"
+             "either alone when the other column is left out), and beside it the accuracy when\n"
+             "the log has any; one colour per connectivity or pattern.\n"),
+    OPT_VALUE("out", OPT_OUT, "  --out FILE.svg      the picture (- : standard output)\n"),
+    OPT_FLAG("held-out", OPT_HELD_OUT,
+             "  --held-out          the evaluation (validation) curves only\n"),
+    OPT_VALUE("title", OPT_TITLE,
+              "  --title TEXT        the line above the picture (default: names the file)\n"),
+    OPT_TEXT("  -h, --help          this text\n"),
+    OPT_DEF_END,
+};
 
 /* Parses `draw KIND FILE.csv --out F.svg` (held_out not NULL: --held-out
    too); -1 to go on, else an exit status. */
-static int parse_csv_command(const char *cmd, const char *usage, int argc, char **argv,
+static int parse_csv_command(const char *cmd, const opt_def_t *options, int argc, char **argv,
                              const char **in, const char **out, const char **title,
                              int *held_out)
 {
-    static const struct option longopts[] = {{"out", required_argument, 0, OPT_OUT},
-                                             {"title", required_argument, 0, OPT_TITLE},
-                                             {"held-out", no_argument, 0, OPT_HELD_OUT},
-                                             {0, 0, 0, 0}};
     opt_parser_t p;
-    opt_begin(&p, cmd, usage, longopts, NULL, argc, argv);
+    opt_begin(&p, cmd, options, argc, argv);
     int c;
     while ((c = opt_next(&p)) > 0)
         if (c == OPT_OUT)
@@ -131,7 +139,7 @@ static int make_rounds(const csv_t *t, const char *given, int held_out, char **s
 int cmd_draw_rounds(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *title = NULL;
-    int status = parse_csv_command("draw rounds", rounds_usage, argc, argv, &in, &out, &title,
+    int status = parse_csv_command("draw rounds", rounds_options, argc, argv, &in, &out, &title,
                                    NULL);
     return status >= 0 ? status : draw_csv_file("draw rounds", in, out, title, 0, make_rounds);
 }
@@ -265,7 +273,7 @@ int cmd_draw_train(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *title = NULL;
     int held_out = 0;
-    int status = parse_csv_command("draw train", train_usage, argc, argv, &in, &out, &title,
+    int status = parse_csv_command("draw train", train_options, argc, argv, &in, &out, &title,
                                    &held_out);
     return status >= 0 ? status
                        : draw_csv_file("draw train", in, out, title, held_out, make_train);

@@ -10,35 +10,41 @@
 #include "cli/cli.h"
 #include "base/base.h"
 
-static const char grad_usage[] =
-    "usage: attngraph grad (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --q Q.npy --k K.npy\n"
-    "                      --v V.npy [--heads H] [score options] --dout DM.npy --out DIR\n"
-    "       attngraph grad (GRAPH | --pattern SPEC | --csr ...) --features X.npy --weights WDIR\n"
-    "                      [--rounds R] [round and score options] --dout DX.npy --out DIR\n"
-    "\n"
-    "Gradients of the scalar L = sum(dout * output), with the output as 'attngraph run'\n"
-    "computes it from the same inputs (dout is the gradient a loss sends back; a\n"
-    "dout of ones gives the gradient of the sum of the outputs).\n"
-    "\n"
-    "Attention (--q --k --v, output M [N, H*d]) writes DIR/dq.npy, dk.npy, dv.npy\n"
-    "[N, H*d]; with --edge-bias ATTR also d_edge_bias.npy [E, 1] in the graph's edge\n"
-    "order (as run --attn); --score additive: da_src.npy and da_dst.npy [H, d], gatv2:\n"
-    "da.npy [H, d] (the seeded vectors of run --q/--k/--v with the same --seed).\n"
-    "Rounds (--features --weights, output the final X [N, D]) write DIR/dx.npy [N, D]\n"
-    "and, for every weight file the folder has or the options add (--norm layer:\n"
-    "ln_weight, ln_bias), its gradient dNAME.npy: dwq.npy dwk.npy dwv.npy dwo.npy ...;\n"
-    "layers of their own per round (WDIR/round-k/) get DIR/round-k/dNAME.npy. Shared\n"
-    "weights get the sum over rounds.\n"
-    "\n"
-    "  --dout FILE.npy     the gradient of L with respect to the output: [N, H*d] for\n"
-    "                      attention, [N, D] for rounds\n"
-    "  --out DIR           the folder of gradients (created if missing); its files\n"
-    "                      appear together when the run succeeds, or not at all\n"
-    "  --pattern SPEC      a pattern instead of a graph file\n"
-    "  --csr IP.npy,IX.npy an in-neighbour CSR instead of a graph file\n"
-    "\n" INPUT_OPTIONS_HELP
-    "  --quiet             print nothing on success\n"
-    "  -h, --help          this text\n";
+static const opt_def_t grad_options[] = {
+    OPT_TEXT("usage: attngraph grad (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --q Q.npy --k K.npy\n"
+             "                      --v V.npy [--heads H] [score options] --dout DM.npy --out DIR\n"
+             "       attngraph grad (GRAPH | --pattern SPEC | --csr ...) --features X.npy --weights WDIR\n"
+             "                      [--rounds R] [round and score options] --dout DX.npy --out DIR\n"
+             "\n"
+             "Gradients of the scalar L = sum(dout * output), with the output as 'attngraph run'\n"
+             "computes it from the same inputs (dout is the gradient a loss sends back; a\n"
+             "dout of ones gives the gradient of the sum of the outputs).\n"
+             "\n"
+             "Attention (--q --k --v, output M [N, H*d]) writes DIR/dq.npy, dk.npy, dv.npy\n"
+             "[N, H*d]; with --edge-bias ATTR also d_edge_bias.npy [E, 1] in the graph's edge\n"
+             "order (as run --attn); --score additive: da_src.npy and da_dst.npy [H, d], gatv2:\n"
+             "da.npy [H, d] (the seeded vectors of run --q/--k/--v with the same --seed).\n"
+             "Rounds (--features --weights, output the final X [N, D]) write DIR/dx.npy [N, D]\n"
+             "and, for every weight file the folder has or the options add (--norm layer:\n"
+             "ln_weight, ln_bias), its gradient dNAME.npy: dwq.npy dwk.npy dwv.npy dwo.npy ...;\n"
+             "layers of their own per round (WDIR/round-k/) get DIR/round-k/dNAME.npy. Shared\n"
+             "weights get the sum over rounds.\n"
+             "\n"),
+    OPT_VALUE("dout", OPT_DOUT,
+              "  --dout FILE.npy     the gradient of L with respect to the output: [N, H*d] for\n"
+              "                      attention, [N, D] for rounds\n"),
+    OPT_VALUE("out", OPT_OUT,
+              "  --out DIR           the folder of gradients (created if missing); its files\n"
+              "                      appear together when the run succeeds, or not at all\n"),
+    OPT_VALUE("pattern", OPT_PATTERN, "  --pattern SPEC      a pattern instead of a graph file\n"),
+    OPT_VALUE("csr", OPT_CSR,
+              "  --csr IP.npy,IX.npy an in-neighbour CSR instead of a graph file\n"),
+    OPT_TEXT("\n"),
+    OPT_TABLE(input_options),
+    OPT_FLAG("quiet", OPT_QUIET, "  --quiet             print nothing on success\n"),
+    OPT_HELP_LINE,
+    OPT_DEF_END,
+};
 
 typedef struct {
     run_opts_t o;
@@ -47,18 +53,11 @@ typedef struct {
 
 static int parse_grad(grad_opts_t *g, int argc, char **argv)
 {
-    static struct option longopts[96];
-    static const struct option own[] = {
-        {"pattern", required_argument, 0, OPT_PATTERN}, {"csr", required_argument, 0, OPT_CSR},
-        {"dout", required_argument, 0, OPT_DOUT}, {"out", required_argument, 0, OPT_OUT},
-        {0, 0, 0, 0},
-    };
-    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     memset(g, 0, sizeof *g);
     run_opts_t *o = &g->o;
     run_opts_init(o);
     opt_parser_t p;
-    opt_begin(&p, "grad", grad_usage, longopts, NULL, argc, argv);
+    opt_begin(&p, "grad", grad_options, argc, argv);
     int c;
     while ((c = opt_next(&p)) > 0) {
         int rc = input_option(o, c, p.arg, "grad");

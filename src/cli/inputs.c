@@ -11,40 +11,154 @@
 #include "base/base.h"
 #include "model/model.h"
 
-const struct option input_options[] = {
-    {"q", required_argument, 0, OPT_Q}, {"k", required_argument, 0, OPT_K},
-    {"v", required_argument, 0, OPT_V}, {"features", required_argument, 0, OPT_FEATURES},
-    {"dim", required_argument, 0, OPT_DIM}, {"head-dim", required_argument, 0, OPT_HEAD_DIM},
-    {"weights", required_argument, 0, OPT_WEIGHTS}, {"rounds", required_argument, 0, OPT_ROUNDS},
-    {"heads", required_argument, 0, OPT_HEADS}, {"seed", required_argument, 0, OPT_SEED},
-    {"threads", required_argument, 0, OPT_THREADS}, {"format", required_argument, 0, OPT_FORMAT},
-    {"max-nodes", required_argument, 0, OPT_MAX_NODES},
-    {"max-memory", required_argument, 0, OPT_MAX_MEMORY}, {"nodes", required_argument, 0, OPT_NODES},
-    {"tokens", required_argument, 0, OPT_TOKENS},
-    {"labels-file", required_argument, 0, OPT_LABELS_FILE},
-    {"self-loops", required_argument, 0, OPT_SELF_LOOPS},
-    {"directed", no_argument, 0, OPT_DIRECTED}, {"undirected", no_argument, 0, OPT_UNDIRECTED},
-    {"score", required_argument, 0, OPT_SCORE}, {"beta", required_argument, 0, OPT_BETA},
-    {"softcap", required_argument, 0, OPT_SOFTCAP}, {"slope", required_argument, 0, OPT_SLOPE},
-    {"sigmoid-bias", required_argument, 0, OPT_SIGMOID_BIAS},
-    {"edge-bias", required_argument, 0, OPT_EDGE_BIAS}, {"alibi", no_argument, 0, OPT_ALIBI},
-    {"no-residual", no_argument, 0, OPT_NO_RESIDUAL}, {"norm", required_argument, 0, OPT_NORM},
-    {"posenc", required_argument, 0, OPT_POSENC},
-    {"per-node-weights", no_argument, 0, OPT_PER_NODE_WEIGHTS},
-    {"until", required_argument, 0, OPT_UNTIL}, {"model", required_argument, 0, OPT_MODEL},
-    {"edge-features", required_argument, 0, OPT_EDGE_FEATURES},
-    {"quiet", no_argument, 0, OPT_QUIET}, {"help", no_argument, 0, OPT_HELP},
-    {0, 0, 0, 0},
+const opt_def_t input_raw_options[] = {
+    OPT_TEXT("Raw attention (one round on given messages; the output is M [N, H*d]):\n"),
+    OPT_VALUE("q", OPT_Q, "  --q Q.npy --k K.npy --v V.npy   queries, keys, values [N, H*d]\n"),
+    OPT_VALUE("k", OPT_K, NULL),
+    OPT_VALUE("v", OPT_V, NULL),
+    OPT_TEXT("\n"),
+    OPT_DEF_END,
 };
 
-void merge_options(struct option *longopts, size_t cap, const struct option *own)
+const opt_def_t input_features_options[] = {
+    OPT_TEXT("Rounds with projections (the output is the final X [N, D]):\n"),
+    OPT_VALUE("features", OPT_FEATURES, "  --features X.npy    node states [N, D]\n"),
+    OPT_VALUE("dim", OPT_DIM,
+              "  --dim D             seeded random features of width D instead (default 16)\n"),
+    OPT_DEF_END,
+};
+
+/* The options that define a model (train lists them as its own). */
+const opt_def_t input_model_options[] = {
+    OPT_VALUE("weights", OPT_WEIGHTS,
+              "  --weights DIR       DIR/wq.npy wk.npy wv.npy [H*d, D] (or [N, H*d, D]: per node),\n"
+              "                      wo.npy [D, H*d]; optional ln_weight.npy ln_bias.npy [D],\n"
+              "                      attn_src.npy attn_dst.npy attn.npy [H, d]; or DIR/round-1/,\n"
+              "                      round-2/, ...: one layer per round\n"
+              "                      (default: seeded random, std 1/sqrt(fan_in)); a model\n"
+              "                      file DIR/model.txt (train --save writes it) says its layers\n"),
+    OPT_VALUE("model", OPT_MODEL,
+              "  --model FILE        run, train: layers of their own widths, heads, outputs,\n"
+              "                      biases, activations and feed-forward sublayers, described\n"
+              "                      in FILE (and the score, norm, dropout, ...:\n"
+              "                      docs/model-file.md)\n"),
+    OPT_VALUE("edge-features", OPT_EDGE_FEATURES,
+              "  --edge-features E.npy|ATTR,ATTR   run, train: edge features [edges, F] in the\n"
+              "                      graph's edge order, or a graph file's numeric edge\n"
+              "                      attributes; read by a model file's edges=yes layers\n"
+              "                      (one process: attngraph-mpi refuses them)\n"),
+    OPT_VALUE("head-dim", OPT_HEAD_DIM,
+              "  --head-dim d        head width for random weights (default D/H)\n"),
+    OPT_FLAG("per-node-weights", OPT_PER_NODE_WEIGHTS,
+             "  --per-node-weights  random weights: each node its own Wq, Wk, Wv\n"),
+    OPT_VALUE("rounds", OPT_ROUNDS,
+              "  --rounds R          message rounds (default 1, or one per round-N/ folder)\n"),
+    OPT_FLAG("no-residual", OPT_NO_RESIDUAL,
+             "  --no-residual       X <- M Wo^T instead of X + M Wo^T\n"),
+    OPT_VALUE("norm", OPT_NORM,
+              "  --norm layer|none   pre-norm LayerNorm before the projections (default none)\n"),
+    OPT_VALUE("posenc", OPT_POSENC,
+              "  --posenc sinusoidal|none   add sinusoidal positions to the features\n"),
+    OPT_DEF_END,
+};
+
+const opt_def_t input_until_options[] = {
+    OPT_VALUE("until", OPT_UNTIL,
+              "  --until TOL         stop once the relative change falls below TOL\n"),
+    OPT_DEF_END,
+};
+
+const opt_def_t input_common_options[] = {
+    OPT_TEXT("\n"
+             "Scores:\n"),
+    OPT_VALUE("score", OPT_SCORE,
+              "  --score KIND        scaled-dot (default), dot, cosine, additive, gatv2, sigmoid,\n"
+              "                      linear\n"),
+    OPT_VALUE("beta", OPT_BETA,
+              "  --beta B            inverse temperature of softmax scores (default 1)\n"),
+    OPT_VALUE("softcap", OPT_SOFTCAP, "  --softcap C         s <- C tanh(s / C)\n"),
+    OPT_VALUE("slope", OPT_SLOPE,
+              "  --slope S           LeakyReLU slope of additive and gatv2 (default 0.2)\n"),
+    OPT_VALUE("sigmoid-bias", OPT_SIGMOID_BIAS,
+              "  --sigmoid-bias B    sigmoid: a = sigmoid(s + B) (default -ln(in-degree))\n"),
+    OPT_VALUE("edge-bias", OPT_EDGE_BIAS,
+              "  --edge-bias ATTR    add a numeric edge attribute of the graph file to the scores\n"),
+    OPT_FLAG("alibi", OPT_ALIBI,
+             "  --alibi             add ALiBi's per-head slope times (j - i)\n"),
+    OPT_TEXT("\n"
+             "Common:\n"),
+    OPT_VALUE("heads", OPT_HEADS, "  --heads H           attention heads (default 1)\n"),
+    OPT_VALUE("seed", OPT_SEED,
+              "  --seed S            seed for random features and weights (default 1)\n"),
+    OPT_VALUE("threads", OPT_THREADS,
+              "  --threads T         threads (default: all cores, fewer while others run)\n"),
+    OPT_VALUE("format", OPT_FORMAT,
+              "  --format F          graph file format: edgelist, ncol, lgl, graphml, gml, pajek\n"
+              "                      (default: from the extension)\n"),
+    OPT_FLAG("undirected", OPT_UNDIRECTED,
+             "  --undirected        edge list, NCOL, LGL: each line is a message both ways\n"),
+    OPT_FLAG("directed", OPT_DIRECTED,
+             "  --directed          ... one way, from the first node to the second (default)\n"),
+    OPT_VALUE("max-nodes", OPT_MAX_NODES,
+              "  --max-nodes N       refuse graphs with more nodes (default 20000000)\n"),
+    OPT_VALUE("max-memory", OPT_MAX_MEMORY,
+              "  --max-memory SIZE   refuse a run that needs more memory, e.g. 8G or 500M (default:\n"
+              "                      the memory available when it starts)\n"),
+    OPT_VALUE("nodes", OPT_NODES,
+              "  --nodes N           pattern size (default: from --tokens or the pattern)\n"),
+    OPT_VALUE("tokens", OPT_TOKENS, "  --tokens \"a b c\"    pattern nodes and their labels at once\n"),
+    OPT_VALUE("labels-file", OPT_LABELS_FILE,
+              "  --labels-file F     pattern labels, one a line\n"),
+    OPT_VALUE("self-loops", OPT_SELF_LOOPS,
+              "  --self-loops MODE   keep (default): as the graph, pattern or CSR says; off: no\n"
+              "                      node attends to itself; on: a loop for each node without\n"
+              "                      one (existing loops kept); replace: every loop removed, then\n"
+              "                      one per node (PyG's GATConv); added loops come last in\n"
+              "                      per-edge exports, marked added\n"),
+    OPT_DEF_END,
+};
+
+const opt_def_t input_source_options[] = {
+    OPT_VALUE("pattern", OPT_PATTERN,
+              "  --pattern SPEC      run on a pattern instead of a graph file\n"),
+    OPT_VALUE("csr", OPT_CSR,
+              "  --csr IP.npy,IX.npy run on an in-neighbour CSR (see 'attngraph run --help')\n"),
+    OPT_DEF_END,
+};
+
+const opt_def_t input_options[] = {
+    OPT_TABLE(input_raw_options),   OPT_TABLE(input_features_options),
+    OPT_TABLE(input_model_options), OPT_TABLE(input_until_options),
+    OPT_TABLE(input_common_options), OPT_DEF_END,
+};
+
+const opt_def_t quiet_refused[] = {OPT_FLAG("quiet", OPT_QUIET, NULL), OPT_DEF_END};
+
+/* The entry of table (tables within it searched too) named name, or of code
+   when name is NULL; NULL when none is. */
+static const opt_def_t *find(const opt_def_t *table, const char *name, int code)
 {
-    size_t n = 0;
-    for (int k = 0; input_options[k].name && n + 1 < cap; k++)
-        longopts[n++] = input_options[k];
-    for (int k = 0; own[k].name && n + 1 < cap; k++)
-        longopts[n++] = own[k];
-    longopts[n] = (struct option){0, 0, 0, 0};
+    for (const opt_def_t *e = table; e->name || e->help || e->table; e++) {
+        const opt_def_t *hit = e->table ? find(e->table, name, code)
+                               : !e->name ? NULL
+                               : name     ? (strcmp(e->name, name) == 0 ? e : NULL)
+                                          : (e->code == code ? e : NULL);
+        if (hit)
+            return hit;
+    }
+    return NULL;
+}
+
+const opt_def_t *input_option_named(const char *name)
+{
+    const opt_def_t *e = find(input_options, name, 0);
+    return e ? e : find(quiet_refused, name, 0);
+}
+
+const opt_def_t *input_option_coded(int code)
+{
+    const opt_def_t *e = find(input_options, NULL, code);
+    return e ? e : find(quiet_refused, NULL, code);
 }
 
 void run_opts_init(run_opts_t *o)
@@ -306,10 +420,8 @@ int refuse_options(const run_opts_t *o, const int *codes, const char *cmd, const
 {
     for (int k = 0; codes[k]; k++)
         if (o->given[codes[k] - OPT_Q])
-            for (int x = 0; input_options[x].name; x++)
-                if (input_options[x].val == codes[k])
-                    return usage_error(cmd, "--%s does not apply: %s", input_options[x].name,
-                                       why);
+            return usage_error(cmd, "--%s does not apply: %s",
+                               input_option_coded(codes[k])->name, why);
     return 0;
 }
 

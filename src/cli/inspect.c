@@ -6,21 +6,28 @@
 #include "cli/cli.h"
 #include "base/base.h"
 
-static const char inspect_usage[] =
-    "usage: attngraph inspect (GRAPH | --pattern SPEC ...) [run options]\n"
-    "                         (--who NODE [--to NODE] | --top K)\n"
-    "\n"
-    "Runs like 'attngraph run', then answers about the last round's attention (or\n"
-    "--attn-round R's). NODE is a label or a node id.\n"
-    "  --who A --to B      how much A attends B, per head and mean\n"
-    "  --who A             everything A attends, strongest first\n"
-    "  --top K             the K strongest edges of the graph (mean over heads)\n"
-    "  --attn-round R      ask about round R instead of the last\n"
-    "\n" INPUT_OPTIONS_HELP
-    "  --pattern SPEC      run on a pattern instead of a graph file\n"
-    "  --csr IP.npy,IX.npy run on an in-neighbour CSR (see 'attngraph run --help')\n"
-    "  --max-edges N       refuse --top over more than N weights (default 50000000)\n"
-    "  -h, --help          this text\n";
+static const opt_def_t inspect_options[] = {
+    OPT_TEXT("usage: attngraph inspect (GRAPH | --pattern SPEC ...) [run options]\n"
+             "                         (--who NODE [--to NODE] | --top K)\n"
+             "\n"
+             "Runs like 'attngraph run', then answers about the last round's attention (or\n"
+             "--attn-round R's). NODE is a label or a node id.\n"),
+    OPT_VALUE("who", OPT_WHO, "  --who A --to B      how much A attends B, per head and mean\n"),
+    OPT_VALUE("to", OPT_TO, NULL),
+    OPT_TEXT("  --who A             everything A attends, strongest first\n"),
+    OPT_VALUE("top", OPT_TOP,
+              "  --top K             the K strongest edges of the graph (mean over heads)\n"),
+    OPT_VALUE("attn-round", OPT_ATTN_ROUND,
+              "  --attn-round R      ask about round R instead of the last\n"),
+    OPT_TEXT("\n"),
+    OPT_TABLE(input_options),
+    OPT_TABLE(input_source_options),
+    OPT_VALUE("max-edges", OPT_MAX_EDGES,
+              "  --max-edges N       refuse --top over more than N weights (default 50000000)\n"),
+    OPT_HELP_LINE,
+    OPT_TABLE_UNLISTED(quiet_refused),
+    OPT_DEF_END,
+};
 
 /* A node named by its label (which must be unique) or its id. */
 static int resolve(int64_t *node, const char *name, const ag_labels_t *labels, ag_error_t *err)
@@ -181,21 +188,12 @@ static int answer_top(const result_t *r, const inputs_t *in, const source_t *s, 
 
 int cmd_inspect(int argc, char **argv)
 {
-    static struct option longopts[96];
-    static const struct option own[] = {
-        {"pattern", required_argument, 0, OPT_PATTERN}, {"who", required_argument, 0, OPT_WHO},
-        {"csr", required_argument, 0, OPT_CSR},
-        {"to", required_argument, 0, OPT_TO}, {"top", required_argument, 0, OPT_TOP},
-        {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
-        {"max-edges", required_argument, 0, OPT_MAX_EDGES}, {0, 0, 0, 0},
-    };
-    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     run_opts_t o;
     run_opts_init(&o);
     const char *who = NULL, *to = NULL;
     int64_t top = 0;
     opt_parser_t p;
-    opt_begin(&p, "inspect", inspect_usage, longopts, NULL, argc, argv);
+    opt_begin(&p, "inspect", inspect_options, argc, argv);
     int c;
     while ((c = opt_next(&p)) > 0) {
         int rc = input_option(&o, c, p.arg, "inspect");

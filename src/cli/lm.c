@@ -23,40 +23,60 @@
 #define LM_MAX_PATTERNS 16
 #define LM_MAX_LAYERS 1024
 
-static const char lm_usage[] =
-    "usage: attngraph lm train --text FILE [options]\n"
-    "\n"
-    "Trains a character-level GPT on FILE (the first 90% trains, the last 10%\n"
-    "validates, as nanoGPT splits shakespeare_char). A step reads B random windows of\n"
-    "T+1 characters; the B sequences are one graph of B*T nodes (docs:T,...,T, causal\n"
-    "within each), and --pattern SPEC applies SPEC within each sequence\n"
-    "(docs:T,...&(SPEC)): several train the same initial model on the same batches\n"
-    "under each, and a table compares them.\n"
-    "\n"
-    "  --text FILE         the corpus, read as UTF-8 characters\n"
-    "  --bytes             read it as bytes (a vocabulary of the bytes it holds)\n"
-    "  --block T           sequence length (default 64)\n"
-    "  --batch B           sequences a step (default 12)\n"
-    "  --layers L --heads H --dim D   the model (default 4, 4, 128)\n"
-    "  --bias              biases on every linear map and LayerNorm (nanoGPT's bias=True)\n"
-    "  --iters N           optimizer steps (default 2000)\n"
-    "  --lr LR --min-lr LR learning rate and its floor (default 1e-3, 1e-4)\n"
-    "  --warmup N          steps of linear warmup (default 100)\n"
-    "  --lr-decay-iters N  the step where the cosine decay reaches --min-lr (default --iters)\n"
-    "  --beta2 B2          AdamW's beta2 (default 0.99; beta1 0.9)\n"
-    "  --weight-decay W    AdamW's decay on matrices and embeddings (default 0.1)\n"
-    "  --clip C            clip the gradients' global norm (default 1; 0: none)\n"
-    "  --dropout P         dropout on embeddings, attention and residuals (default 0)\n"
-    "  --eval-every K      the mean loss of --eval-iters batches of each split every K\n"
-    "                      steps and at the end (default 250)\n"
-    "  --eval-iters N      (default 20); the report's +-: the val mean's deviation\n"
-    "  --seed S            initial model and batches (default 1337)\n"
-    "  --pattern SPEC      repeatable: train under each (default causal); 'A|B|C|D' gives\n"
-    "                      block 1 A, block 2 B, ... (as many as --layers: a mask a block)\n"
-    "  --save DIR          the model (one --pattern): model.txt, vocab.npy and the arrays\n"
-    "  --log FILE.csv      pattern,step,train_loss,val_loss,lr,seconds per evaluation\n"
-    "  --threads T         (default: the cores)\n"
-    "  --quiet             no report\n";
+static const opt_def_t lm_train_options[] = {
+    OPT_TEXT("usage: attngraph lm train --text FILE [options]\n"
+             "\n"
+             "Trains a character-level GPT on FILE (the first 90% trains, the last 10%\n"
+             "validates, as nanoGPT splits shakespeare_char). A step reads B random windows of\n"
+             "T+1 characters; the B sequences are one graph of B*T nodes (docs:T,...,T, causal\n"
+             "within each), and --pattern SPEC applies SPEC within each sequence\n"
+             "(docs:T,...&(SPEC)): several train the same initial model on the same batches\n"
+             "under each, and a table compares them.\n"
+             "\n"),
+    OPT_VALUE("text", OPT_TEXT, "  --text FILE         the corpus, read as UTF-8 characters\n"),
+    OPT_FLAG("bytes", OPT_BYTES,
+             "  --bytes             read it as bytes (a vocabulary of the bytes it holds)\n"),
+    OPT_VALUE("block", OPT_BLOCK, "  --block T           sequence length (default 64)\n"),
+    OPT_VALUE("batch", OPT_BATCH, "  --batch B           sequences a step (default 12)\n"),
+    OPT_VALUE("layers", OPT_LAYERS,
+              "  --layers L --heads H --dim D   the model (default 4, 4, 128)\n"),
+    OPT_VALUE("heads", OPT_HEADS, NULL),
+    OPT_VALUE("dim", OPT_DIM, NULL),
+    OPT_FLAG("bias", OPT_BIAS,
+             "  --bias              biases on every linear map and LayerNorm (nanoGPT's bias=True)\n"),
+    OPT_VALUE("iters", OPT_ITERS, "  --iters N           optimizer steps (default 2000)\n"),
+    OPT_VALUE("lr", OPT_LR,
+              "  --lr LR --min-lr LR learning rate and its floor (default 1e-3, 1e-4)\n"),
+    OPT_VALUE("min-lr", OPT_MIN_LR, NULL),
+    OPT_VALUE("warmup", OPT_WARMUP, "  --warmup N          steps of linear warmup (default 100)\n"),
+    OPT_VALUE("lr-decay-iters", OPT_LR_DECAY_ITERS,
+              "  --lr-decay-iters N  the step where the cosine decay reaches --min-lr (default --iters)\n"),
+    OPT_VALUE("beta2", OPT_BETA2,
+              "  --beta2 B2          AdamW's beta2 (default 0.99; beta1 0.9)\n"),
+    OPT_VALUE("weight-decay", OPT_WEIGHT_DECAY,
+              "  --weight-decay W    AdamW's decay on matrices and embeddings (default 0.1)\n"),
+    OPT_VALUE("clip", OPT_CLIP,
+              "  --clip C            clip the gradients' global norm (default 1; 0: none)\n"),
+    OPT_VALUE("dropout", OPT_DROPOUT,
+              "  --dropout P         dropout on embeddings, attention and residuals (default 0)\n"),
+    OPT_VALUE("eval-every", OPT_EVAL_EVERY,
+              "  --eval-every K      the mean loss of --eval-iters batches of each split every K\n"
+              "                      steps and at the end (default 250)\n"),
+    OPT_VALUE("eval-iters", OPT_EVAL_ITERS,
+              "  --eval-iters N      (default 20); the report's +-: the val mean's deviation\n"),
+    OPT_VALUE("seed", OPT_SEED, "  --seed S            initial model and batches (default 1337)\n"),
+    OPT_VALUES("pattern", OPT_PATTERN,
+               "  --pattern SPEC      repeatable: train under each (default causal); 'A|B|C|D' gives\n"
+               "                      block 1 A, block 2 B, ... (as many as --layers: a mask a block)\n"),
+    OPT_VALUE("save", OPT_SAVE,
+              "  --save DIR          the model (one --pattern): model.txt, vocab.npy and the arrays\n"),
+    OPT_VALUE("log", OPT_LOG,
+              "  --log FILE.csv      pattern,step,train_loss,val_loss,lr,seconds per evaluation\n"),
+    OPT_VALUE("threads", OPT_THREADS, "  --threads T         (default: the cores)\n"),
+    OPT_FLAG("quiet", OPT_QUIET, "  --quiet             no report\n"),
+    OPT_HELP_LINE,
+    OPT_DEF_END,
+};
 
 typedef struct {
     const char *text, *save, *log;
@@ -87,26 +107,8 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
                      .iters = 2000, .warmup = 100, .decay_iters = -1, .eval_every = 250,
                      .eval_iters = 20, .lr = 1e-3, .min_lr = 1e-4, .beta2 = 0.99,
                      .weight_decay = 0.1, .clip = 1.0, .seed = 1337};
-    static const struct option longopts[] = {
-        {"text", required_argument, 0, OPT_TEXT}, {"block", required_argument, 0, OPT_BLOCK},
-        {"batch", required_argument, 0, OPT_BATCH}, {"layers", required_argument, 0, OPT_LAYERS},
-        {"heads", required_argument, 0, OPT_HEADS}, {"dim", required_argument, 0, OPT_DIM},
-        {"bias", no_argument, 0, OPT_BIAS}, {"iters", required_argument, 0, OPT_ITERS},
-        {"lr", required_argument, 0, OPT_LR}, {"min-lr", required_argument, 0, OPT_MIN_LR},
-        {"warmup", required_argument, 0, OPT_WARMUP},
-        {"lr-decay-iters", required_argument, 0, OPT_LR_DECAY_ITERS},
-        {"beta2", required_argument, 0, OPT_BETA2},
-        {"weight-decay", required_argument, 0, OPT_WEIGHT_DECAY},
-        {"clip", required_argument, 0, OPT_CLIP}, {"dropout", required_argument, 0, OPT_DROPOUT},
-        {"eval-every", required_argument, 0, OPT_EVAL_EVERY},
-        {"eval-iters", required_argument, 0, OPT_EVAL_ITERS},
-        {"seed", required_argument, 0, OPT_SEED}, {"pattern", required_argument, 0, OPT_PATTERN},
-        {"save", required_argument, 0, OPT_SAVE}, {"log", required_argument, 0, OPT_LOG},
-        {"threads", required_argument, 0, OPT_THREADS}, {"bytes", no_argument, 0, OPT_BYTES},
-        {"quiet", no_argument, 0, OPT_QUIET}, {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
-    static const int repeatable[] = {OPT_PATTERN, 0};
     opt_parser_t p;
-    opt_begin(&p, "lm train", lm_usage, longopts, repeatable, argc, argv);
+    opt_begin(&p, "lm train", lm_train_options, argc, argv);
     const char *cmd = "lm train";
     int c, bad = 0;
     const int64_t big = INT64_MAX / 64;
@@ -493,7 +495,7 @@ int cmd_lm(int argc, char **argv)
     }
     const char *what = argv[1];
     if (!strcmp(what, "--help") || !strcmp(what, "-h") || !strcmp(what, "help")) {
-        fputs(lm_usage, stdout);
+        opt_print_help(lm_train_options);
         putchar('\n');
         return lm_sample(2, (char *[]){"sample", "--help", NULL});
     }

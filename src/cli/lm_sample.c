@@ -12,25 +12,32 @@
 #include "cli/cli.h"
 #include "cli/lm.h"
 
-static const char sample_usage[] =
-    "usage: attngraph lm sample --model DIR [options]\n"
-    "\n"
-    "Generates text from a model `attngraph lm train --save DIR` wrote: --start, then\n"
-    "--tokens more characters, each drawn from the model's next-token distribution,\n"
-    "each written as it is drawn, then a newline.\n"
-    "The keys and values of the tokens read are cached: a new token attends to its\n"
-    "sources in the pattern without computing the others again.\n"
-    "\n"
-    "  --model DIR         the model folder\n"
-    "  --tokens N          characters to generate (default 500)\n"
-    "  --start TEXT        the text to continue (default a newline)\n"
-    "  --temperature X     divides the logits (default 1; 0: always the likeliest)\n"
-    "  --top-k K           draw among the K likeliest only (default 0: all)\n"
-    "  --seed S            the draws (default 1337)\n"
-    "  --pattern SPEC      the graph within the context, made causal as in training\n"
-    "                      (docs:T&(SPEC); default the one it trained under, model.txt's;\n"
-    "                      'A|B|...': one a block)\n"
-    "  --threads T         (default: the cores)\n";
+static const opt_def_t sample_options[] = {
+    OPT_TEXT("usage: attngraph lm sample --model DIR [options]\n"
+             "\n"
+             "Generates text from a model `attngraph lm train --save DIR` wrote: --start, then\n"
+             "--tokens more characters, each drawn from the model's next-token distribution,\n"
+             "each written as it is drawn, then a newline.\n"
+             "The keys and values of the tokens read are cached: a new token attends to its\n"
+             "sources in the pattern without computing the others again.\n"
+             "\n"),
+    OPT_VALUE("model", OPT_MODEL, "  --model DIR         the model folder\n"),
+    OPT_VALUE("tokens", OPT_TOKENS, "  --tokens N          characters to generate (default 500)\n"),
+    OPT_VALUE("start", OPT_START,
+              "  --start TEXT        the text to continue (default a newline)\n"),
+    OPT_VALUE("temperature", OPT_TEMPERATURE,
+              "  --temperature X     divides the logits (default 1; 0: always the likeliest)\n"),
+    OPT_VALUE("top-k", OPT_TOP_K,
+              "  --top-k K           draw among the K likeliest only (default 0: all)\n"),
+    OPT_VALUE("seed", OPT_SEED, "  --seed S            the draws (default 1337)\n"),
+    OPT_VALUE("pattern", OPT_PATTERN,
+              "  --pattern SPEC      the graph within the context, made causal as in training\n"
+              "                      (docs:T&(SPEC); default the one it trained under, model.txt's;\n"
+              "                      'A|B|...': one a block)\n"),
+    OPT_VALUE("threads", OPT_THREADS, "  --threads T         (default: the cores)\n"),
+    OPT_HELP_LINE,
+    OPT_DEF_END,
+};
 
 typedef struct {
     const char *model, *start, *pattern;
@@ -41,18 +48,9 @@ typedef struct {
 static int sample_parse(sample_opts_t *o, int argc, char **argv)
 {
     *o = (sample_opts_t){.start = "\n", .tokens = 500, .seed = 1337, .temperature = 1.0};
-    static const struct option longopts[] = {
-        {"model", required_argument, 0, OPT_MODEL}, {"tokens", required_argument, 0, OPT_TOKENS},
-        {"start", required_argument, 0, OPT_START},
-        {"temperature", required_argument, 0, OPT_TEMPERATURE},
-        {"top-k", required_argument, 0, OPT_TOP_K}, {"seed", required_argument, 0, OPT_SEED},
-        {"pattern", required_argument, 0, OPT_PATTERN},
-        {"threads", required_argument, 0, OPT_THREADS}, {"help", no_argument, 0, OPT_HELP},
-        {0, 0, 0, 0}};
-    static const int repeatable[] = {0};
     const char *cmd = "lm sample";
     opt_parser_t p;
-    opt_begin(&p, cmd, sample_usage, longopts, repeatable, argc, argv);
+    opt_begin(&p, cmd, sample_options, argc, argv);
     int c, bad = 0;
     while (!bad && (c = opt_next(&p)) > 0) {
         const char *a = p.arg;

@@ -109,14 +109,6 @@ static int any_given(const run_opts_t *o, const int *codes, size_t n)
 
 #define COUNT(a) (sizeof a / sizeof a[0])
 
-const struct option *input_option_named(const char *name)
-{
-    for (int k = 0; input_options[k].name; k++)
-        if (strcmp(input_options[k].name, name) == 0)
-            return &input_options[k];
-    return NULL;
-}
-
 int model_args_defaults(run_opts_t *o, const char *cmd)
 {
     const int model_given = any_given(o, model_codes, COUNT(model_codes));
@@ -135,19 +127,19 @@ int model_args_defaults(run_opts_t *o, const char *cmd)
         return 0;   /* model_args_check names the file */
     char *save = NULL;
     for (char *w = strtok_r(line, " \r\n", &save); w; w = strtok_r(NULL, " \r\n", &save)) {
-        const struct option *opt = strncmp(w, "--", 2) == 0 ? input_option_named(w + 2) : NULL;
+        const opt_def_t *opt = strncmp(w, "--", 2) == 0 ? input_option_named(w + 2) : NULL;
         char *arg = opt && opt->has_arg == required_argument ? strtok_r(NULL, " \r\n", &save)
                                                              : NULL;
-        const int model = opt && in_codes(model_codes, COUNT(model_codes), opt->val);
-        const int graph = opt && in_codes(graph_codes, COUNT(graph_codes), opt->val);
+        const int model = opt && in_codes(model_codes, COUNT(model_codes), opt->code);
+        const int graph = opt && in_codes(graph_codes, COUNT(graph_codes), opt->code);
         const int bad = !(model || graph) || (opt->has_arg == required_argument && !arg);
         if (bad)
             return usage_error(cmd, "%s: '%s' is not one of the model's options (--heads, "
                                "--rounds, --score, ...)", path, w);
         if ((model && model_given) || (graph && graph_given) ||
-            (opt->val != OPT_SELF_LOOPS && graph && !o->src.graph))
+            (opt->code != OPT_SELF_LOOPS && graph && !o->src.graph))
             continue;   /* given by the command, or a direction without a graph file */
-        if (input_option(o, opt->val, arg, cmd))
+        if (input_option(o, opt->code, arg, cmd))
             return EXIT_USAGE;
     }
     return 0;

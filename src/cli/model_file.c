@@ -30,10 +30,8 @@ static const int layer_codes[] = {OPT_HEADS, OPT_ROUNDS, OPT_NO_RESIDUAL, OPT_HE
 
 static const char *option_name(int code)
 {
-    for (int k = 0; input_options[k].name; k++)
-        if (input_options[k].val == code)
-            return input_options[k].name;
-    return "?";
+    const opt_def_t *e = input_option_coded(code);
+    return e ? e->name : "?";
 }
 
 #define FILE_ERROR(...) (usage_error(cmd, __VA_ARGS__), EXIT_USAGE)

@@ -22,17 +22,74 @@
 
 #include "cli/cli.h"
 
-void opt_begin(opt_parser_t *p, const char *cmd, const char *help,
-               const struct option *longopts, const int *repeatable, int argc, char **argv)
+/* Does text name --name as a whole word ("--attn" is not in "--attn-round")? */
+static int names_option(const char *text, const char *name)
+{
+    const size_t len = strlen(name);
+    for (const char *at = text; (at = strstr(at, "--")) != NULL; at += 2)
+        if (strncmp(at + 2, name, len) == 0) {
+            const char c = at[2 + len];
+            if (!(c >= 'a' && c <= 'z') && !(c >= '0' && c <= '9') && c != '-')
+                return 1;
+        }
+    return 0;
+}
+
+/* Puts table's options into p->opts, checking that each is named by its help
+   or, without one, by the text before it (*text, NULL in an unlisted table). */
+static void flatten(opt_parser_t *p, const opt_def_t *table, const char **text, int unlisted)
+{
+    for (const opt_def_t *e = table; e->name || e->help || e->table; e++) {
+        if (e->table) {
+            flatten(p, e->table, text, unlisted || e->unlisted);
+            continue;
+        }
+        if (e->help && !unlisted)
+            *text = e->help;
+        if (!e->name)
+            continue;
+        const char *fault = NULL;
+        for (int k = 0; k < p->n_opts; k++)
+            if (strcmp(p->opts[k]->name, e->name) == 0)
+                fault = "is declared twice";
+        if (!unlisted && (!*text || !names_option(*text, e->name)))
+            fault = "is not named by its help";
+        if (e->code < OPT_Q || e->code >= OPT_END)
+            fault = "has no code";
+        if (p->n_opts == OPT_MAX_OPTIONS)
+            fault = "is one more than OPT_MAX_OPTIONS";
+        if (fault && !p->fault[0])
+            snprintf(p->fault, sizeof p->fault, "--%s %s", e->name, fault);
+        if (!fault)
+            p->opts[p->n_opts++] = e;
+    }
+}
+
+void opt_begin(opt_parser_t *p, const char *cmd, const opt_def_t *table, int argc,
+               char **argv)
 {
     memset(p, 0, sizeof *p);
     p->cmd = cmd;
-    p->help = help;
-    p->longopts = longopts;
-    p->repeatable = repeatable;
+    p->table = table;
     p->argc = argc;
     p->argv = argv;
     p->next = 1;
+    const char *text = NULL;
+    flatten(p, table, &text, 0);
+}
+
+static void print_help(const opt_def_t *table, int unlisted)
+{
+    for (const opt_def_t *e = table; e->name || e->help || e->table; e++)
+        if (e->table)
+            print_help(e->table, unlisted || e->unlisted);
+        else if (e->help && !unlisted)
+            fputs(e->help, stdout);
+}
+
+void opt_print_help(const opt_def_t *table)
+{
+    print_help(table, 0);
 }
 
 static int stop(opt_parser_t *p, int status)
@@ -77,9 +134,9 @@ static int candidates(const opt_parser_t *p, const char *name, size_t len, char 
                       size_t cap)
 {
     names_t l = {.n = 0};
-    for (int k = 0; p->longopts[k].name; k++)
-        if (strncmp(p->longopts[k].name, name, len) == 0)
-            names_add(&l, p->longopts[k].name);
+    for (int k = 0; k < p->n_opts; k++)
+        if (strncmp(p->opts[k]->name, name, len) == 0)
+            names_add(&l, p->opts[k]->name);
     return names_write(&l, buf, cap);
 }
 
@@ -115,14 +172,14 @@ static int nearest(const opt_parser_t *p, const char *name, size_t len, char *bu
 {
     const int most = len <= 4 ? 1 : 2;
     int best = most + 1;
-    for (int k = 0; p->longopts[k].name; k++) {
-        const int dist = distance(name, len, p->longopts[k].name);
+    for (int k = 0; k < p->n_opts; k++) {
+        const int dist = distance(name, len, p->opts[k]->name);
         best = dist < best ? dist : best;
     }
     names_t l = {.n = 0};
-    for (int k = 0; p->longopts[k].name && best <= most; k++)
-        if (distance(name, len, p->longopts[k].name) == best)
-            names_add(&l, p->longopts[k].name);
+    for (int k = 0; k < p->n_opts && best <= most; k++)
+        if (distance(name, len, p->opts[k]->name) == best)
+            names_add(&l, p->opts[k]->name);
     return names_write(&l, buf, cap);
 }
 
@@ -135,22 +192,19 @@ static int is_option(const opt_parser_t *p, const char *a)
     if (strncmp(a, "--", 2) != 0)
         return 0;
     const size_t len = strcspn(a + 2, "=");
-    for (int k = 0; p->longopts[k].name; k++)
-        if (strlen(p->longopts[k].name) == len && strncmp(p->longopts[k].name, a + 2, len) == 0)
+    for (int k = 0; k < p->n_opts; k++)
+        if (strlen(p->opts[k]->name) == len && strncmp(p->opts[k]->name, a + 2, len) == 0)
             return 1;
     return strcmp(a, "--help") == 0;
 }
 
-static int repeatable(const opt_parser_t *p, int code)
-{
-    for (int k = 0; p->repeatable && p->repeatable[k]; k++)
-        if (p->repeatable[k] == code)
-            return 1;
-    return 0;
-}
-
 int opt_next(opt_parser_t *p)
 {
+    if (p->fault[0]) {   /* a fault of the program, not of the command line */
+        fprintf(stderr, "%s %s: internal error: in the option table, %s\n", cli_program,
+                p->cmd, p->fault);
+        return stop(p, EXIT_SOFTWARE);
+    }
     while (p->next < p->argc) {
         char *a = p->argv[p->next++];
         if (p->after_dashes || a[0] != '-' || a[1] == '\0') {
@@ -164,17 +218,17 @@ int opt_next(opt_parser_t *p)
             continue;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(p->help, stdout);
+            opt_print_help(p->table);
             return stop(p, 0);
         }
         if (a[1] != '-')
             return stop(p, usage_error(p->cmd, "unknown option '%s'", a));
         const char *name = a + 2, *eq = strchr(name, '=');
         const size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        const struct option *opt = NULL;
-        for (int k = 0; p->longopts[k].name && !opt; k++)
-            if (strlen(p->longopts[k].name) == len && strncmp(p->longopts[k].name, name, len) == 0)
-                opt = &p->longopts[k];
+        const opt_def_t *opt = NULL;
+        for (int k = 0; k < p->n_opts && !opt; k++)
+            if (strlen(p->opts[k]->name) == len && strncmp(p->opts[k]->name, name, len) == 0)
+                opt = p->opts[k];
         if (!opt) {
             char list[1024];
             int n = len ? candidates(p, name, len, list, sizeof list) : 0;
@@ -207,20 +261,18 @@ int opt_next(opt_parser_t *p)
             else
                 return stop(p, usage_error(p->cmd, "option '--%s' needs a value", opt->name));
         }
-        const int slot = opt->val - OPT_Q;
-        if (slot >= 0 && slot < OPT_COUNT && p->seen[slot] && !repeatable(p, opt->val)) {
+        const int slot = opt->code - OPT_Q;
+        if (p->seen[slot] && !opt->repeat) {
             if (arg)
                 return stop(p, usage_error(p->cmd, "--%s given twice ('%s', then '%s'); give "
                                            "it once", opt->name, p->seen_arg[slot], arg));
             return stop(p, usage_error(p->cmd, "--%s given twice; give it once", opt->name));
         }
-        if (slot >= 0 && slot < OPT_COUNT) {
-            p->seen[slot] = 1;
-            p->seen_arg[slot] = arg;
-        }
+        p->seen[slot] = 1;
+        p->seen_arg[slot] = arg;
         p->arg = arg;
         p->name = opt->name;
-        return opt->val;
+        return opt->code;
     }
     return 0;
 }

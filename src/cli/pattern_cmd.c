@@ -8,65 +8,64 @@
 
 #define DEFAULT_MAX_EXPORT ((int64_t)50000000)
 
-static const char pattern_usage[] =
-    "usage: attngraph pattern SPEC (--nodes N | --tokens \"a b c\" | --labels-file F)\n"
-    "                         --out FILE [--format F] [--self-loops MODE]\n"
-    "\n"
-    "Writes a connectivity pattern as a graph file in the format of its extension\n"
-    "(or --format: graphml, gml, pajek, ncol, lgl, edgelist, dot; GraphML for a name\n"
-    "without one), with labels. A name whose extension is not a graph format is refused.\n"
-    "Edge j -> i means destination i attends to source j.\n"
-    "\n"
-    "Patterns (i = destination/query, j = source/key):\n"
-    "  complete             all j (self included)\n"
-    "  causal               j <= i\n"
-    "  window:W             causal local: i-W < j <= i\n"
-    "  window:L,R           two-sided: i-L <= j <= i+R\n"
-    "  dilated:W,D          |i-j| <= W and (i-j) mod D == 0\n"
-    "  strided:L            j <= i and (i-j) mod L == 0 (Sparse Transformer, strided)\n"
-    "  fixed:L,C            causal; same block of L, or j among the last C of its block\n"
-    "  prefix:P             prefix LM: j < P or j <= i\n"
-    "  global:G             the first G tokens attend to all and are attended by all\n"
-    "  global:i1,i2,...     the same for the listed tokens (two or more ids)\n"
-    "  random:K[,SEED]      K distinct random sources per destination (BigBird random)\n"
-    "  bigbird:B,W,G,R[,SEED]  blocks of B tokens: W sliding, G global, R random blocks\n"
-    "  blocks:n1,n2,...     block diagonal: independent documents of these lengths\n"
-    "  docs:n1,n2,...       the same, causal inside each document\n"
-    "  padding:LEN          keys at positions >= LEN are never attended\n"
-    "  cross:S,T            the first S nodes are sources, the next T targets\n"
-    "  grid:HxW,R           2-D neighbourhood on an H x W grid: |dx| <= R and |dy| <= R\n"
-    "  axial:HxW            same row or same column of the grid\n"
-    "Composition: A+B union, A&B intersection ('&' binds tighter), !A complement,\n"
-    "parentheses. E.g. 'docs:5,3&window:2', 'causal&!strided:4+global:1'.\n"
-    "\n"
-    "Options:\n"
-    "  --nodes N           number of nodes (default: from --tokens or the pattern)\n"
-    "  --tokens \"a b c\"    nodes and their labels at once\n"
-    "  --labels-file F     labels, one a line\n"
-    "  --out FILE          the graph file to write (-: standard output)\n"
-    "  --format F          its format (default: from the extension, else graphml);\n"
-    "                      it must agree with the extension (.txt fits any)\n"
-    "  --self-loops MODE   on or replace: every node attends to itself once; off: none\n"
-    "                      does; keep (default)\n"
-    "  --max-edges N       refuse to write more edges (default 50000000)\n"
-    "  --quiet             print nothing on success\n"
-    "  -h, --help          this text\n";
+static const opt_def_t pattern_options[] = {
+    OPT_TEXT("usage: attngraph pattern SPEC (--nodes N | --tokens \"a b c\" | --labels-file F)\n"
+             "                         --out FILE [--format F] [--self-loops MODE]\n"
+             "\n"
+             "Writes a connectivity pattern as a graph file in the format of its extension\n"
+             "(or --format: graphml, gml, pajek, ncol, lgl, edgelist, dot; GraphML for a name\n"
+             "without one), with labels. A name whose extension is not a graph format is refused.\n"
+             "Edge j -> i means destination i attends to source j.\n"
+             "\n"
+             "Patterns (i = destination/query, j = source/key):\n"
+             "  complete             all j (self included)\n"
+             "  causal               j <= i\n"
+             "  window:W             causal local: i-W < j <= i\n"
+             "  window:L,R           two-sided: i-L <= j <= i+R\n"
+             "  dilated:W,D          |i-j| <= W and (i-j) mod D == 0\n"
+             "  strided:L            j <= i and (i-j) mod L == 0 (Sparse Transformer, strided)\n"
+             "  fixed:L,C            causal; same block of L, or j among the last C of its block\n"
+             "  prefix:P             prefix LM: j < P or j <= i\n"
+             "  global:G             the first G tokens attend to all and are attended by all\n"
+             "  global:i1,i2,...     the same for the listed tokens (two or more ids)\n"
+             "  random:K[,SEED]      K distinct random sources per destination (BigBird random)\n"
+             "  bigbird:B,W,G,R[,SEED]  blocks of B tokens: W sliding, G global, R random blocks\n"
+             "  blocks:n1,n2,...     block diagonal: independent documents of these lengths\n"
+             "  docs:n1,n2,...       the same, causal inside each document\n"
+             "  padding:LEN          keys at positions >= LEN are never attended\n"
+             "  cross:S,T            the first S nodes are sources, the next T targets\n"
+             "  grid:HxW,R           2-D neighbourhood on an H x W grid: |dx| <= R and |dy| <= R\n"
+             "  axial:HxW            same row or same column of the grid\n"
+             "Composition: A+B union, A&B intersection ('&' binds tighter), !A complement,\n"
+             "parentheses. E.g. 'docs:5,3&window:2', 'causal&!strided:4+global:1'.\n"
+             "\n"
+             "Options:\n"),
+    OPT_VALUE("nodes", OPT_NODES,
+              "  --nodes N           number of nodes (default: from --tokens or the pattern)\n"),
+    OPT_VALUE("tokens", OPT_TOKENS, "  --tokens \"a b c\"    nodes and their labels at once\n"),
+    OPT_VALUE("labels-file", OPT_LABELS_FILE, "  --labels-file F     labels, one a line\n"),
+    OPT_VALUE("out", OPT_OUT,
+              "  --out FILE          the graph file to write (-: standard output)\n"),
+    OPT_VALUE("format", OPT_FORMAT,
+              "  --format F          its format (default: from the extension, else graphml);\n"
+              "                      it must agree with the extension (.txt fits any)\n"),
+    OPT_VALUE("self-loops", OPT_SELF_LOOPS,
+              "  --self-loops MODE   on or replace: every node attends to itself once; off: none\n"
+              "                      does; keep (default)\n"),
+    OPT_VALUE("max-edges", OPT_MAX_EDGES,
+              "  --max-edges N       refuse to write more edges (default 50000000)\n"),
+    OPT_FLAG("quiet", OPT_QUIET, "  --quiet             print nothing on success\n"),
+    OPT_HELP_LINE,
+    OPT_DEF_END,
+};
 
 int cmd_pattern(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"nodes", required_argument, 0, OPT_NODES}, {"tokens", required_argument, 0, OPT_TOKENS},
-        {"labels-file", required_argument, 0, OPT_LABELS_FILE},
-        {"out", required_argument, 0, OPT_OUT}, {"format", required_argument, 0, OPT_FORMAT},
-        {"self-loops", required_argument, 0, OPT_SELF_LOOPS},
-        {"max-edges", required_argument, 0, OPT_MAX_EDGES}, {"quiet", no_argument, 0, OPT_QUIET},
-        {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0},
-    };
     run_opts_t o;
     run_opts_init(&o);
     int64_t max_edges = DEFAULT_MAX_EXPORT;
     opt_parser_t p;
-    opt_begin(&p, "pattern", pattern_usage, longopts, NULL, argc, argv);
+    opt_begin(&p, "pattern", pattern_options, argc, argv);
     int c;
     while ((c = opt_next(&p)) > 0) {
         if (c == OPT_OUT) {

@@ -13,42 +13,62 @@
 #include "base/base.h"
 #include "cli/plan.h"
 
-static const char plan_usage[] =
-    "usage: attngraph plan --ranks P[,P...] (GRAPH | --csr INDPTR.npy,INDICES.npy |\n"
-    "                      --pattern SPEC --nodes N) [options]\n"
-    "\n"
-    "Plans a run over P processes without running it: per process, the destinations\n"
-    "it owns, their in-edges, its halo (the sources they read that other processes\n"
-    "own), the K and V rows of the halo received each round, the imbalance of the\n"
-    "work (in-edges + 1 per node: max over mean), and a round's estimated time.\n"
-    "Patterns are counted one destination at a time, never compiled whole: exactly\n"
-    "when that is quick, else from a sample (the output says which).\n"
-    "  --ranks P[,P...]    process counts, e.g. 64,256,1024 (1 to 1048576)\n"
-    "  --partition KIND    contiguous (default: ranges balanced by work) or metis\n"
-    "                      (graph files and CSR: METIS k-way; the contiguous cut is\n"
-    "                      printed beside it)\n"
-    "  --seed S            METIS's seed (default 1)\n"
-    "  --dim D             model width (default 16)\n"
-    "  --heads H           attention heads (default 1)\n"
-    "  --head-dim d        head width (default D/H); a K+V row is 2*H*d float32\n"
-    "  --bandwidth GB/s    network bandwidth per process (default 10; latency is not\n"
-    "                      counted)\n"
-    "  --rate K[,G]        GFLOP/s per process of the kernel (K) and the projections\n"
-    "                      (G) (default: measured now, with --threads threads: the\n"
-    "                      kernel on a small input of the same kind, the projections\n"
-    "                      on 65,536 rows)\n"
-    "  --threads T         threads of the measured runs (default: all cores)\n"
-    "  --sample M          patterns: count M destinations inside each part (and 64 at\n"
-    "                      each end) instead of choosing\n"
-    "  --exact             patterns: count every destination (slower on huge ones)\n"
-    "  --per-rank          print every process (default: up to 16, else the first\n"
-    "                      and last 4 and min / mean / max)\n"
-    "  --json              print one JSON line per P instead of the tables\n"
-    "  --csv FILE          every process of every P as CSV\n"
-    "  --nodes N           pattern size (default: the pattern's own)\n"
-    "  --self-loops MODE, --format F, --directed, --undirected, --max-nodes N\n"
-    "                      as for 'attngraph run'\n"
-    "  -h, --help          this text\n";
+static const opt_def_t plan_options[] = {
+    OPT_TEXT("usage: attngraph plan --ranks P[,P...] (GRAPH | --csr INDPTR.npy,INDICES.npy |\n"
+             "                      --pattern SPEC --nodes N) [options]\n"
+             "\n"
+             "Plans a run over P processes without running it: per process, the destinations\n"
+             "it owns, their in-edges, its halo (the sources they read that other processes\n"
+             "own), the K and V rows of the halo received each round, the imbalance of the\n"
+             "work (in-edges + 1 per node: max over mean), and a round's estimated time.\n"
+             "Patterns are counted one destination at a time, never compiled whole: exactly\n"
+             "when that is quick, else from a sample (the output says which).\n"),
+    OPT_VALUE("pattern", OPT_PATTERN, NULL),
+    OPT_VALUE("csr", OPT_CSR, NULL),
+    OPT_VALUE("ranks", OPT_RANKS,
+              "  --ranks P[,P...]    process counts, e.g. 64,256,1024 (1 to 1048576)\n"),
+    OPT_VALUE("partition", OPT_PARTITION,
+              "  --partition KIND    contiguous (default: ranges balanced by work) or metis\n"
+              "                      (graph files and CSR: METIS k-way; the contiguous cut is\n"
+              "                      printed beside it)\n"),
+    OPT_VALUE("seed", OPT_SEED, "  --seed S            METIS's seed (default 1)\n"),
+    OPT_VALUE("dim", OPT_DIM, "  --dim D             model width (default 16)\n"),
+    OPT_VALUE("heads", OPT_HEADS, "  --heads H           attention heads (default 1)\n"),
+    OPT_VALUE("head-dim", OPT_HEAD_DIM,
+              "  --head-dim d        head width (default D/H); a K+V row is 2*H*d float32\n"),
+    OPT_VALUE("bandwidth", OPT_BANDWIDTH,
+              "  --bandwidth GB/s    network bandwidth per process (default 10; latency is not\n"
+              "                      counted)\n"),
+    OPT_VALUE("rate", OPT_RATE,
+              "  --rate K[,G]        GFLOP/s per process of the kernel (K) and the projections\n"
+              "                      (G) (default: measured now, with --threads threads: the\n"
+              "                      kernel on a small input of the same kind, the projections\n"
+              "                      on 65,536 rows)\n"),
+    OPT_VALUE("threads", OPT_THREADS,
+              "  --threads T         threads of the measured runs (default: all cores)\n"),
+    OPT_VALUE("sample", OPT_SAMPLE,
+              "  --sample M          patterns: count M destinations inside each part (and 64 at\n"
+              "                      each end) instead of choosing\n"),
+    OPT_FLAG("exact", OPT_EXACT,
+             "  --exact             patterns: count every destination (slower on huge ones)\n"),
+    OPT_FLAG("per-rank", OPT_PER_RANK,
+             "  --per-rank          print every process (default: up to 16, else the first\n"
+             "                      and last 4 and min / mean / max)\n"),
+    OPT_FLAG("json", OPT_JSON,
+             "  --json              print one JSON line per P instead of the tables\n"),
+    OPT_VALUE("csv", OPT_CSV, "  --csv FILE          every process of every P as CSV\n"),
+    OPT_VALUE("nodes", OPT_NODES,
+              "  --nodes N           pattern size (default: the pattern's own)\n"),
+    OPT_VALUE("self-loops", OPT_SELF_LOOPS,
+              "  --self-loops MODE, --format F, --directed, --undirected, --max-nodes N\n"
+              "                      as for 'attngraph run'\n"),
+    OPT_VALUE("format", OPT_FORMAT, NULL),
+    OPT_FLAG("directed", OPT_DIRECTED, NULL),
+    OPT_FLAG("undirected", OPT_UNDIRECTED, NULL),
+    OPT_VALUE("max-nodes", OPT_MAX_NODES, NULL),
+    OPT_HELP_LINE,
+    OPT_DEF_END,
+};
 
 #define MAX_RANKS (1 << 20)
 
@@ -121,28 +141,11 @@ static int plan_option(plan_opts_t *po, int c, const opt_parser_t *p)
 
 static int parse(plan_opts_t *po, int argc, char **argv, int *status)
 {
-    static const struct option longopts[] = {
-        {"pattern", required_argument, 0, OPT_PATTERN}, {"csr", required_argument, 0, OPT_CSR},
-        {"nodes", required_argument, 0, OPT_NODES}, {"ranks", required_argument, 0, OPT_RANKS},
-        {"partition", required_argument, 0, OPT_PARTITION},
-        {"bandwidth", required_argument, 0, OPT_BANDWIDTH},
-        {"rate", required_argument, 0, OPT_RATE}, {"sample", required_argument, 0, OPT_SAMPLE},
-        {"exact", no_argument, 0, OPT_EXACT}, {"per-rank", no_argument, 0, OPT_PER_RANK},
-        {"json", no_argument, 0, OPT_JSON}, {"csv", required_argument, 0, OPT_CSV},
-        {"dim", required_argument, 0, OPT_DIM}, {"heads", required_argument, 0, OPT_HEADS},
-        {"head-dim", required_argument, 0, OPT_HEAD_DIM},
-        {"threads", required_argument, 0, OPT_THREADS}, {"seed", required_argument, 0, OPT_SEED},
-        {"self-loops", required_argument, 0, OPT_SELF_LOOPS},
-        {"format", required_argument, 0, OPT_FORMAT},
-        {"directed", no_argument, 0, OPT_DIRECTED}, {"undirected", no_argument, 0, OPT_UNDIRECTED},
-        {"max-nodes", required_argument, 0, OPT_MAX_NODES}, {"help", no_argument, 0, OPT_HELP},
-        {0, 0, 0, 0},
-    };
     memset(po, 0, sizeof *po);
     run_opts_init(&po->o);
     po->bandwidth = 10;
     opt_parser_t p;
-    opt_begin(&p, "plan", plan_usage, longopts, NULL, argc, argv);
+    opt_begin(&p, "plan", plan_options, argc, argv);
     int c;
     while ((c = opt_next(&p)) > 0)
         if ((*status = plan_option(po, c, &p)))

@@ -7,75 +7,74 @@
 #include "base/base.h"
 #include "cli/progress.h"
 
-static const char run_usage[] =
-    "usage: attngraph run GRAPH [options]\n"
-    "       attngraph run --csr INDPTR.npy,INDICES.npy [options]\n"
-    "       attngraph run --pattern SPEC (--nodes N | --tokens \"a b c\") [options]\n"
-    "\n"
-    "Runs attention message rounds on GRAPH (edge u -> v: v attends to u), or on a\n"
-    "connectivity pattern compiled without building the graph (see 'attngraph pattern\n"
-    "--help' for patterns).\n"
-    "\n" INPUT_OPTIONS_HELP
-    "  --pattern SPEC      run on a pattern instead of a graph file\n"
-    "  --csr IP.npy,IX.npy run on an in-neighbour CSR (int64 indptr [N+1], indices [E],\n"
-    "                      sources ascending): the fast path for huge graphs\n"
-    "\n"
-    "Outputs:\n"
-    "  --out FILE.npy      write the output (float32)\n"
-    "  --messages FILE.npy write the last round's messages M [N, H*d] (head h: columns\n"
-    "                      h*d .. h*d+d-1)\n"
-    "  --head-messages FILE.npy  the same per head, [H, N, d]\n"
-    "  --attn FILE         per-edge attention of the last round: .csv (src,dst,src_label,\n"
-    "                      dst_label,head,weight), .npy [E, H] in the graph's edge order,\n"
-    "                      or .graphml (the graph with edge attributes attn_h0.., attn_mean);\n"
-    "                      repeat it to write several formats: --attn a.csv --attn a.npy\n"
-    "  --attn-round R      report the attention of round R instead of the last\n"
-    "  --predict FILE.npy  the class of every node (int64 [N]): the argmax of a linear\n"
-    "                      readout of the final states, --weights DIR/readout.npy [C, D]\n"
-    "                      and readout_bias.npy [C] (as train --save writes them);\n"
-    "                      --rounds 0 then means the readout alone\n"
-    "  --trace FILE.csv    per-round figures: round,change,entropy,max_weight\n"
-    "  --trace FILE.svg    ... or their picture: the change per round (log scale) and\n"
-    "                      the mean attention entropy (see 'attngraph draw rounds')\n"
-    "  --save-rounds DIR   keep every round's states as DIR/round-R.npy, each file\n"
-    "                      written whole as its round ends (kept if the run fails later)\n"
-    "  --max-edges N       refuse an --attn export of more than N weights (default 50000000)\n"
-    "  --quiet             print nothing on success\n"
-    "  --progress, --no-progress  show progress on standard error, or not (default: when\n"
-    "                      it is a terminal); runs of over a minute say so before starting\n"
-    "  -h, --help          this text\n"
-    "\n"
-    "An output FILE of - is standard output (the report then goes to stderr);\n"
-    "a device or FIFO is written in place, a symlink through to its file. Files\n"
-    "appear whole when the run succeeds; a failed run leaves old files as they were\n"
-    "(--save-rounds files aside). They are renamed into place one after another at\n"
-    "the end: a run interrupted during those renames may have replaced some only.\n"
-    "An existing file that is not writable is refused.\n"
-    "GRAPH, --features, --q, --k, --v or a part of --csr may be - (standard input; a graph\n"
-    "needs --format); a graph or labels file may be a FIFO or a pipe.\n";
+static const opt_def_t run_options[] = {
+    OPT_TEXT("usage: attngraph run GRAPH [options]\n"
+             "       attngraph run --csr INDPTR.npy,INDICES.npy [options]\n"
+             "       attngraph run --pattern SPEC (--nodes N | --tokens \"a b c\") [options]\n"
+             "\n"
+             "Runs attention message rounds on GRAPH (edge u -> v: v attends to u), or on a\n"
+             "connectivity pattern compiled without building the graph (see 'attngraph pattern\n"
+             "--help' for patterns).\n"
+             "\n"),
+    OPT_TABLE(input_options),
+    OPT_VALUE("pattern", OPT_PATTERN,
+              "  --pattern SPEC      run on a pattern instead of a graph file\n"),
+    OPT_VALUE("csr", OPT_CSR,
+              "  --csr IP.npy,IX.npy run on an in-neighbour CSR (int64 indptr [N+1], indices [E],\n"
+              "                      sources ascending): the fast path for huge graphs\n"),
+    OPT_TEXT("\n"
+             "Outputs:\n"),
+    OPT_VALUE("out", OPT_OUT, "  --out FILE.npy      write the output (float32)\n"),
+    OPT_VALUE("messages", OPT_MESSAGES,
+              "  --messages FILE.npy write the last round's messages M [N, H*d] (head h: columns\n"
+              "                      h*d .. h*d+d-1)\n"),
+    OPT_VALUE("head-messages", OPT_HEAD_MESSAGES,
+              "  --head-messages FILE.npy  the same per head, [H, N, d]\n"),
+    OPT_VALUES("attn", OPT_ATTN,
+               "  --attn FILE         per-edge attention of the last round: .csv (src,dst,src_label,\n"
+               "                      dst_label,head,weight), .npy [E, H] in the graph's edge order,\n"
+               "                      or .graphml (the graph with edge attributes attn_h0.., attn_mean);\n"
+               "                      repeat it to write several formats: --attn a.csv --attn a.npy\n"),
+    OPT_VALUE("attn-round", OPT_ATTN_ROUND,
+              "  --attn-round R      report the attention of round R instead of the last\n"),
+    OPT_VALUE("predict", OPT_PREDICT,
+              "  --predict FILE.npy  the class of every node (int64 [N]): the argmax of a linear\n"
+              "                      readout of the final states, --weights DIR/readout.npy [C, D]\n"
+              "                      and readout_bias.npy [C] (as train --save writes them);\n"
+              "                      --rounds 0 then means the readout alone\n"),
+    OPT_VALUE("trace", OPT_TRACE,
+              "  --trace FILE.csv    per-round figures: round,change,entropy,max_weight\n"
+              "  --trace FILE.svg    ... or their picture: the change per round (log scale) and\n"
+              "                      the mean attention entropy (see 'attngraph draw rounds')\n"),
+    OPT_VALUE("save-rounds", OPT_SAVE_ROUNDS,
+              "  --save-rounds DIR   keep every round's states as DIR/round-R.npy, each file\n"
+              "                      written whole as its round ends (kept if the run fails later)\n"),
+    OPT_VALUE("max-edges", OPT_MAX_EDGES,
+              "  --max-edges N       refuse an --attn export of more than N weights (default 50000000)\n"),
+    OPT_FLAG("quiet", OPT_QUIET, "  --quiet             print nothing on success\n"),
+    OPT_FLAG("progress", OPT_PROGRESS,
+             "  --progress, --no-progress  show progress on standard error, or not (default: when\n"
+             "                      it is a terminal); runs of over a minute say so before starting\n"),
+    OPT_FLAG("no-progress", OPT_NO_PROGRESS, NULL),
+    OPT_HELP_LINE,
+    OPT_TEXT("\n"
+             "An output FILE of - is standard output (the report then goes to stderr);\n"
+             "a device or FIFO is written in place, a symlink through to its file. Files\n"
+             "appear whole when the run succeeds; a failed run leaves old files as they were\n"
+             "(--save-rounds files aside). They are renamed into place one after another at\n"
+             "the end: a run interrupted during those renames may have replaced some only.\n"
+             "An existing file that is not writable is refused.\n"
+             "GRAPH, --features, --q, --k, --v or a part of --csr may be - (standard input; a graph\n"
+             "needs --format); a graph or labels file may be a FIFO or a pipe.\n"),
+    OPT_DEF_END,
+};
 
 /* Returns -1 to go on, else an exit status. */
 int run_parse(run_opts_t *o, int argc, char **argv)
 {
-    static struct option longopts[96];
-    static const struct option own[] = {
-        {"pattern", required_argument, 0, OPT_PATTERN}, {"out", required_argument, 0, OPT_OUT},
-        {"csr", required_argument, 0, OPT_CSR},
-        {"attn", required_argument, 0, OPT_ATTN}, {"max-edges", required_argument, 0, OPT_MAX_EDGES},
-        {"messages", required_argument, 0, OPT_MESSAGES},
-        {"head-messages", required_argument, 0, OPT_HEAD_MESSAGES},
-        {"attn-round", required_argument, 0, OPT_ATTN_ROUND},
-        {"trace", required_argument, 0, OPT_TRACE},
-        {"save-rounds", required_argument, 0, OPT_SAVE_ROUNDS},
-        {"progress", no_argument, 0, OPT_PROGRESS}, {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
-        {"predict", required_argument, 0, OPT_PREDICT},
-        {0, 0, 0, 0},
-    };
-    static const int repeatable[] = {OPT_ATTN, 0};
-    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     run_opts_init(o);
     opt_parser_t p;
-    opt_begin(&p, "run", run_usage, longopts, repeatable, argc, argv);
+    opt_begin(&p, "run", run_options, argc, argv);
     int c;
     const char *rounds_text = NULL;
     while ((c = opt_next(&p)) > 0) {

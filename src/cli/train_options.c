@@ -4,71 +4,102 @@
 
 #include "cli/train.h"
 
-static const char train_usage[] =
-    "usage: attngraph train (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --features X.npy\n"
-    "                       (--labels L.npy | --targets Y.npy) [options]\n"
-    "       attngraph train --pattern A --pattern B [--graph FILE] ... [options]\n"
-    "\n"
-    "Trains R rounds of attention with projections (as 'attngraph run' computes them) from\n"
-    "the features: with --labels, the classes of the nodes through a linear readout of\n"
-    "the final states (logits = X Wr^T + br, cross-entropy); with --targets, the final\n"
-    "states themselves (mean squared error). Prints the loss and accuracies every few\n"
-    "epochs. Under several connectivities (--pattern and --graph, repeated) the same\n"
-    "initial model is trained under each, and one table compares them.\n"
-    "\n"
-    "Task:\n"
-    "  --features X.npy    node states [N, D]: the model width D is theirs\n"
-    "  --labels L.npy      integer class per node [N], 0..C-1 (-1: unlabelled)\n"
-    "  --targets Y.npy     target states [N, D] instead\n"
-    "  --train-mask M.npy  the nodes the loss is taken on (bool, 0/1 integers) [N]\n"
-    "                      (default: every labelled node)\n"
-    "  --eval-mask M.npy   held-out nodes for the eval figures (default: the labelled\n"
-    "                      nodes outside --train-mask and --test-mask, when\n"
-    "                      --train-mask is given)\n"
-    "  --test-mask M.npy   nodes reported once: their accuracy (or loss) at the epoch\n"
-    "                      of the best eval figure (the last epoch without eval nodes)\n"
-    "\n"
-    "Model (--rounds 0: the readout alone; --norm layer: LayerNorm weights are learnt;\n"
-    "--weights DIR starts from a weights folder, with its readout.npy and\n"
-    "readout_bias.npy if there; else the weights are drawn from --seed, default 1):\n"
-    INPUT_MODEL_HELP
-    "\n"
-    "Training:\n"
-    "  --epochs E          optimizer steps on the whole graph (default 100)\n"
-    "  --lr LR             learning rate (default 0.01)\n"
-    "  --optimizer NAME    adam (default), adamw or sgd\n"
-    "  --momentum M        sgd's momentum (default 0)\n"
-    "  --weight-decay W    L2 penalty (adam, sgd) or decoupled decay (adamw) (default 0)\n"
-    "  --clip C            scale the gradients to a global L2 norm of at most C\n"
-    "  --dropout P         while training, drop what each round's projections read\n"
-    "                      (after LayerNorm), each node's channel with probability P\n"
-    "  --attn-dropout P    while training, drop each message's attention weight in\n"
-    "                      each head with probability P (after the softmax); the\n"
-    "                      figures come from the model without dropout\n"
-    "  --resid-dropout P   while training, drop what a layer with a residual adds to\n"
-    "                      the states, and what a feed-forward sublayer adds\n"
-    "  --every K           a line every K epochs (default: about ten lines)\n"
-    "  --progress, --no-progress  the current epoch on standard error (default: when\n"
-    "                      it is a terminal)\n"
-    "\n"
-    "Outputs (one connectivity; --log and --svg also with several):\n"
-    "  --save DIR          the trained weights, in the layout run --weights reads, plus\n"
-    "                      readout.npy [C, D] and readout_bias.npy [C]\n"
-    "  --predict FILE.npy  the class of every node (int64 [N]) from the trained model\n"
-    "  --log FILE.csv      per epoch: connectivity,epoch,loss,train_accuracy,eval_loss,\n"
-    "                      eval_accuracy,grad_norm,test_loss,test_accuracy (epoch e:\n"
-    "                      the model after e steps; test: with --test-mask)\n"
-    "  --svg FILE.svg      the training curve: loss and accuracy per epoch (the picture\n"
-    "                      'attngraph draw train' makes of the --log file)\n"
-    "  --quiet             print nothing on success\n"
-    "\n"
-    "Connectivity:\n"
-    "  GRAPH, --graph FILE a graph file (--graph: repeatable)\n"
-    "  --pattern SPEC      a pattern, sized by --nodes or the features (repeatable)\n"
-    "  --csr IP.npy,IX.npy an in-neighbour CSR\n"
-    INPUT_COMMON_HELP
-    "  -h, --help          this text\n"
-    "Same seed, same result: training is bitwise reproducible for any --threads.\n";
+/* Input options train takes only to refuse them (refuse_for_train says why). */
+static const opt_def_t refused_by_train[] = {
+    OPT_VALUE("dim", OPT_DIM, NULL),
+    OPT_VALUE("until", OPT_UNTIL, NULL),
+    OPT_DEF_END,
+};
+
+static const opt_def_t train_options[] = {
+    OPT_TEXT("usage: attngraph train (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --features X.npy\n"
+             "                       (--labels L.npy | --targets Y.npy) [options]\n"
+             "       attngraph train --pattern A --pattern B [--graph FILE] ... [options]\n"
+             "\n"
+             "Trains R rounds of attention with projections (as 'attngraph run' computes them) from\n"
+             "the features: with --labels, the classes of the nodes through a linear readout of\n"
+             "the final states (logits = X Wr^T + br, cross-entropy); with --targets, the final\n"
+             "states themselves (mean squared error). Prints the loss and accuracies every few\n"
+             "epochs. Under several connectivities (--pattern and --graph, repeated) the same\n"
+             "initial model is trained under each, and one table compares them.\n"
+             "\n"
+             "Task:\n"),
+    OPT_VALUE("features", OPT_FEATURES,
+              "  --features X.npy    node states [N, D]: the model width D is theirs\n"),
+    OPT_VALUE("labels", OPT_LABELS,
+              "  --labels L.npy      integer class per node [N], 0..C-1 (-1: unlabelled)\n"),
+    OPT_VALUE("targets", OPT_TARGETS, "  --targets Y.npy     target states [N, D] instead\n"),
+    OPT_VALUE("train-mask", OPT_TRAIN_MASK,
+              "  --train-mask M.npy  the nodes the loss is taken on (bool, 0/1 integers) [N]\n"
+              "                      (default: every labelled node)\n"),
+    OPT_VALUE("eval-mask", OPT_EVAL_MASK,
+              "  --eval-mask M.npy   held-out nodes for the eval figures (default: the labelled\n"
+              "                      nodes outside --train-mask and --test-mask, when\n"
+              "                      --train-mask is given)\n"),
+    OPT_VALUE("test-mask", OPT_TEST_MASK,
+              "  --test-mask M.npy   nodes reported once: their accuracy (or loss) at the epoch\n"
+              "                      of the best eval figure (the last epoch without eval nodes)\n"),
+    OPT_TEXT("\n"
+             "Model (--rounds 0: the readout alone; --norm layer: LayerNorm weights are learnt;\n"
+             "--weights DIR starts from a weights folder, with its readout.npy and\n"
+             "readout_bias.npy if there; else the weights are drawn from --seed, default 1):\n"),
+    OPT_TABLE(input_model_options),
+    OPT_TEXT("\n"
+             "Training:\n"),
+    OPT_VALUE("epochs", OPT_EPOCHS,
+              "  --epochs E          optimizer steps on the whole graph (default 100)\n"),
+    OPT_VALUE("lr", OPT_LR, "  --lr LR             learning rate (default 0.01)\n"),
+    OPT_VALUE("optimizer", OPT_OPTIMIZER, "  --optimizer NAME    adam (default), adamw or sgd\n"),
+    OPT_VALUE("momentum", OPT_MOMENTUM, "  --momentum M        sgd's momentum (default 0)\n"),
+    OPT_VALUE("weight-decay", OPT_WEIGHT_DECAY,
+              "  --weight-decay W    L2 penalty (adam, sgd) or decoupled decay (adamw) (default 0)\n"),
+    OPT_VALUE("clip", OPT_CLIP,
+              "  --clip C            scale the gradients to a global L2 norm of at most C\n"),
+    OPT_VALUE("dropout", OPT_DROPOUT,
+              "  --dropout P         while training, drop what each round's projections read\n"
+              "                      (after LayerNorm), each node's channel with probability P\n"),
+    OPT_VALUE("attn-dropout", OPT_ATTN_DROPOUT,
+              "  --attn-dropout P    while training, drop each message's attention weight in\n"
+              "                      each head with probability P (after the softmax); the\n"
+              "                      figures come from the model without dropout\n"),
+    OPT_VALUE("resid-dropout", OPT_RESID_DROPOUT,
+              "  --resid-dropout P   while training, drop what a layer with a residual adds to\n"
+              "                      the states, and what a feed-forward sublayer adds\n"),
+    OPT_VALUE("every", OPT_EVERY,
+              "  --every K           a line every K epochs (default: about ten lines)\n"),
+    OPT_FLAG("progress", OPT_PROGRESS,
+             "  --progress, --no-progress  the current epoch on standard error (default: when\n"
+             "                      it is a terminal)\n"),
+    OPT_FLAG("no-progress", OPT_NO_PROGRESS, NULL),
+    OPT_TEXT("\n"
+             "Outputs (one connectivity; --log and --svg also with several):\n"),
+    OPT_VALUE("save", OPT_SAVE,
+              "  --save DIR          the trained weights, in the layout run --weights reads, plus\n"
+              "                      readout.npy [C, D] and readout_bias.npy [C]\n"),
+    OPT_VALUE("predict", OPT_PREDICT,
+              "  --predict FILE.npy  the class of every node (int64 [N]) from the trained model\n"),
+    OPT_VALUE("log", OPT_LOG,
+              "  --log FILE.csv      per epoch: connectivity,epoch,loss,train_accuracy,eval_loss,\n"
+              "                      eval_accuracy,grad_norm,test_loss,test_accuracy (epoch e:\n"
+              "                      the model after e steps; test: with --test-mask)\n"),
+    OPT_VALUE("svg", OPT_SVG,
+              "  --svg FILE.svg      the training curve: loss and accuracy per epoch (the picture\n"
+              "                      'attngraph draw train' makes of the --log file)\n"),
+    OPT_FLAG("quiet", OPT_QUIET, "  --quiet             print nothing on success\n"),
+    OPT_TEXT("\n"
+             "Connectivity:\n"
+             "  GRAPH, --graph FILE a graph file (--graph: repeatable)\n"),
+    OPT_VALUES("graph", OPT_GRAPH, NULL),
+    OPT_VALUES("pattern", OPT_PATTERN,
+               "  --pattern SPEC      a pattern, sized by --nodes or the features (repeatable)\n"),
+    OPT_VALUE("csr", OPT_CSR, "  --csr IP.npy,IX.npy an in-neighbour CSR\n"),
+    OPT_TABLE(input_common_options),
+    OPT_TABLE_UNLISTED(input_raw_options),
+    OPT_TABLE_UNLISTED(refused_by_train),
+    OPT_HELP_LINE,
+    OPT_TEXT("Same seed, same result: training is bitwise reproducible for any --threads.\n"),
+    OPT_DEF_END,
+};
 
 /* Options of run that train refuses, and why. */
 static int refuse_for_train(const run_opts_t *o)
@@ -213,35 +244,12 @@ static int train_checks(train_opts_t *t, const opt_parser_t *p)
 
 int parse_train(train_opts_t *t, int argc, char **argv)
 {
-    static struct option longopts[112];
-    static const struct option own[] = {
-        {"pattern", required_argument, 0, OPT_PATTERN}, {"graph", required_argument, 0, OPT_GRAPH},
-        {"csr", required_argument, 0, OPT_CSR}, {"labels", required_argument, 0, OPT_LABELS},
-        {"targets", required_argument, 0, OPT_TARGETS},
-        {"train-mask", required_argument, 0, OPT_TRAIN_MASK},
-        {"eval-mask", required_argument, 0, OPT_EVAL_MASK},
-        {"test-mask", required_argument, 0, OPT_TEST_MASK},
-        {"epochs", required_argument, 0, OPT_EPOCHS}, {"lr", required_argument, 0, OPT_LR},
-        {"optimizer", required_argument, 0, OPT_OPTIMIZER},
-        {"momentum", required_argument, 0, OPT_MOMENTUM},
-        {"weight-decay", required_argument, 0, OPT_WEIGHT_DECAY},
-        {"clip", required_argument, 0, OPT_CLIP}, {"every", required_argument, 0, OPT_EVERY},
-        {"dropout", required_argument, 0, OPT_DROPOUT},
-        {"attn-dropout", required_argument, 0, OPT_ATTN_DROPOUT},
-        {"resid-dropout", required_argument, 0, OPT_RESID_DROPOUT},
-        {"save", required_argument, 0, OPT_SAVE}, {"log", required_argument, 0, OPT_LOG},
-        {"predict", required_argument, 0, OPT_PREDICT}, {"svg", required_argument, 0, OPT_SVG},
-        {"progress", no_argument, 0, OPT_PROGRESS}, {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
-        {0, 0, 0, 0},
-    };
-    static const int repeatable[] = {OPT_PATTERN, OPT_GRAPH, 0};
-    merge_options(longopts, sizeof longopts / sizeof longopts[0], own);
     memset(t, 0, sizeof *t);
     run_opts_init(&t->o);
     t->epochs = 100;
     ag_optimizer_opts_init(&t->opt, AG_OPT_ADAM);
     opt_parser_t p;
-    opt_begin(&p, "train", train_usage, longopts, repeatable, argc, argv);
+    opt_begin(&p, "train", train_options, argc, argv);
     int c;
     while ((c = opt_next(&p)) > 0) {
         int rc = train_option(t, c, p.arg, p.name);
