@@ -8,6 +8,7 @@
 #                        through pkg-config, uninstall (part of check)
 #   make check-man   the man page renders cleanly and matches --help (part of check)
 #   make check-includes   every #include in src/ keeps to src/README.md's walls (part of check)
+#   make check-layers     the tool's files call one way, in no circle (part of check)
 #   make check-registers  the AVX2 and AVX-512 micro-kernels' loops keep their vectors
 #                         in registers: no spill, no operand from the stack (objdump;
 #                         part of check on x86-64)
@@ -132,7 +133,7 @@ ifndef NO_OMP
 SMOKE  := $(BENCH)
 endif
 
-.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes check-registers bench bench-lm bench-share bench-patterns scale clean \
+.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes check-layers check-registers bench bench-lm bench-share bench-patterns scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps valgrind-deps install uninstall check-install check-man \
         pictures check-pictures mpi check-mpi scale-mpi
 all: $(LIB_A) $(LIB_SO) $(CLI)
@@ -173,6 +174,7 @@ ifndef NO_OMP
 endif
 	@$(MAKE) --no-print-directory check-exports
 	@$(MAKE) --no-print-directory check-includes
+	@$(MAKE) --no-print-directory check-layers
 ifeq ($(CHECK_REGISTERS),1)
 	@$(MAKE) --no-print-directory check-registers
 endif
@@ -203,6 +205,10 @@ check-pip: $(LIB_SO)
 # Every #include in src/ keeps to the walls of src/README.md's table.
 check-includes:
 	@sh tests/check_includes.sh src
+
+# The files of the tool (and of the MPI tool, when built) call one way: no circles.
+check-layers: $(CLI) $(if $(HAVE_MPI),$(MPI_CLI))
+	@$(PYTHON) tests/check_layers.py $(BUILD)/src/cli $(if $(HAVE_MPI),$(BUILD)/src/mpi/cli)
 
 # The shared library has its SONAME and exports only ag_ symbols.
 check-exports: $(LIB_SO)

@@ -328,6 +328,9 @@ void out_abort(out_file_t *o);
 void out_name_errors(const out_file_t *outs, int n, ag_error_t *err);
 /* The extension of the target's name ("" when none). */
 const char *out_extension(const out_file_t *o);
+/* Writes text (a picture, a table) to an opened output's path; the caller
+   commits it. */
+int out_write_text(out_file_t *o, const char *text, ag_error_t *err);
 
 /* --trace FILE.svg: the picture of the per-round figures (desc: the graph's). */
 int write_trace_svg(out_file_t *out, const trace_row_t *trace, int done, const char *desc,
@@ -465,8 +468,6 @@ int cmd_draw_train(int argc, char **argv);
 
 /* ---- pictures (draw.c) ---- */
 
-/* Writes a picture to an opened output's path (the caller commits it). */
-int write_svg(out_file_t *o, const char *svg, ag_error_t *err);
 /* The training curve of a `train --log` CSV held in memory (text [len]); name
    stands for the file in messages. */
 int draw_train_csv(const char *text, size_t len, const char *name, const char *title,

@@ -473,7 +473,7 @@ int cmd_compare(int argc, char **argv)
         char *svg = NULL;
         rc = draw_compare(&st, &co, &svg, &err);
         if (!rc)
-            rc = write_svg(&st.outs[2], svg, &err);
+            rc = out_write_text(&st.outs[2], svg, &err);
         ag_svg_free(svg);
     }
     if (!rc)

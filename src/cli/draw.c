@@ -69,18 +69,6 @@ static const opt_def_t attention_options[] = {
     OPT_DEF_END,
 };
 
-int write_svg(out_file_t *o, const char *svg, ag_error_t *err)
-{
-    FILE *f = fopen(o->file.path, "w");
-    if (!f)
-        return ag_fail(err, AG_EIO, "%s: cannot write", o->target);
-    const size_t n = strlen(svg);
-    const int bad = fwrite(svg, 1, n, f) != n;
-    if (fclose(f) != 0 || bad)
-        return ag_fail(err, AG_EIO, "%s: write failed", o->target);
-    return AG_OK;
-}
-
 typedef struct {
     int graph;                 /* 1: the graph picture; 0: the heatmap */
     const char *out, *title;
@@ -322,7 +310,7 @@ static int cmd_draw_attention(int graph, int argc, char **argv)
     if (!rc)
         rc = draw_attention(&a, &o, &s, &in, &r, &svg, &err);
     if (!rc)
-        rc = write_svg(&out, svg, &err);
+        rc = out_write_text(&out, svg, &err);
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc && !out.is_stdout)

@@ -93,7 +93,7 @@ static int draw_csv_file(const char *cmd, const char *in, const char *target, co
     if (!rc)
         rc = make(&t, title, held_out, &svg, &err);
     if (!rc)
-        rc = write_svg(&out, svg, &err);
+        rc = out_write_text(&out, svg, &err);
     if (!rc)
         rc = out_commit(&out, &err);
     if (!rc && !out.is_stdout)

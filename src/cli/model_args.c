@@ -13,7 +13,6 @@
  * default of AG_SCORE_INIT.
  */
 #include <stdio.h>
-#include <getopt.h>
 #include <string.h>
 
 #include "cli/cli.h"

@@ -278,3 +278,15 @@ void out_name_errors(const out_file_t *outs, int n, ag_error_t *err)
         if (outs[k].target)
             ag_i_file_name_in_message(err, outs[k].file.path, outs[k].target);
 }
+
+int out_write_text(out_file_t *o, const char *text, ag_error_t *err)
+{
+    FILE *f = fopen(o->file.path, "w");
+    if (!f)
+        return ag_fail(err, AG_EIO, "%s: cannot write", o->target);
+    const size_t n = strlen(text);
+    const int bad = fwrite(text, 1, n, f) != n;
+    if (fclose(f) != 0 || bad)
+        return ag_fail(err, AG_EIO, "%s: write failed", o->target);
+    return AG_OK;
+}

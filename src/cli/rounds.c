@@ -261,7 +261,7 @@ int write_trace_svg(out_file_t *out, const trace_row_t *trace, int done, const c
     snprintf(title, sizeof title, "convergence of rounds: %s", desc);
     int rc = ag_draw_rounds(&svg, v, v + n, v + 2 * n, n, title, err);
     if (!rc)
-        rc = write_svg(out, svg, err);
+        rc = out_write_text(out, svg, err);
     ag_svg_free(svg);
     free(v);
     return rc;

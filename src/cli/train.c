@@ -222,7 +222,7 @@ int write_train_curve(const train_opts_t *to, const char *csv, size_t len, out_f
     char *svg = NULL;
     int rc = draw_train_csv(csv, len, "--svg", title, &svg, err);
     if (!rc)
-        rc = write_svg(out, svg, err);
+        rc = out_write_text(out, svg, err);
     ag_svg_free(svg);
     return rc;
 }

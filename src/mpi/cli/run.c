@@ -99,25 +99,6 @@ static int refuse_metis(const run_opts_t *o, ag_mpi_path_t path)
 /* Without --threads: the machine's cores shared among the processes on it (all
    cores each would oversubscribe them: 3 processes of 2 threads on 2 cores ran
    2.5x slower than of 1 thread). */
-int processes_here(MPI_Comm comm)
-{
-    MPI_Comm local;
-    int here = 1;
-    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
-        MPI_SUCCESS) {
-        MPI_Comm_size(local, &here);
-        MPI_Comm_free(&local);
-    }
-    return here;
-}
-
-int threads_per_process(MPI_Comm comm)
-{
-    const int here = processes_here(comm);
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return cores > here ? (int)(cores / here) : 1;
-}
-
 int refuse_csr_stdin(const char *cmd, const char *csr)
 {
     if (csr_stdin_count(csr))

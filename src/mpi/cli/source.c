@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "model/model.h"
@@ -12,6 +13,25 @@
 #include "mpi/mpi.h"
 #include "mpi/cli/mpi_cli.h"
 #include "cli/plan.h"
+
+int processes_here(MPI_Comm comm)
+{
+    MPI_Comm local;
+    int here = 1;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(local, &here);
+        MPI_Comm_free(&local);
+    }
+    return here;
+}
+
+int threads_per_process(MPI_Comm comm)
+{
+    const int here = processes_here(comm);
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > here ? (int)(cores / here) : 1;
+}
 
 static int open_csr_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o,
                          int *usage, ag_error_t *err)
