@@ -207,8 +207,11 @@ check-includes:
 	@sh tests/check_includes.sh src
 
 # The files of the tool (and of the MPI tool, when built) call one way: no circles.
-check-layers: $(CLI) $(if $(HAVE_MPI),$(MPI_CLI))
-	@$(PYTHON) tests/check_layers.py $(BUILD)/src/cli $(if $(HAVE_MPI),$(BUILD)/src/mpi/cli)
+# (HAVE_MPI is set further down: read in the recipe, not in the prerequisites.)
+check-layers: $(CLI)
+	@$(if $(HAVE_MPI),$(MAKE) --no-print-directory $(MPI_CLI))
+	@$(PYTHON) tests/check_layers.py src/cli $(BUILD)/src/cli \
+	  $(if $(HAVE_MPI),src/mpi/cli $(BUILD)/src/mpi/cli)
 
 # The shared library has its SONAME and exports only ag_ symbols.
 check-exports: $(LIB_SO)

@@ -6,7 +6,9 @@ which. The objects can: a file that uses a function another defines depends on
 it (nm). This fails when the files of a folder call each other in a circle
 (a.c uses b.c, which uses a.c, perhaps through others), naming the circle.
 
-Usage: check_layers.py OBJDIR...   (e.g. build/src/cli build/src/mpi/cli)
+Usage: check_layers.py SRCDIR OBJDIR [SRCDIR OBJDIR]...
+       (e.g. src/cli build/src/cli): the objects of SRCDIR's .c files only, so
+       that a stale object of a file since removed is not counted.
 """
 import glob
 import os
@@ -14,11 +16,14 @@ import subprocess
 import sys
 
 
-def depends(objdir):
-    """file -> the files of objdir whose functions or data it uses."""
+def depends(srcdir, objdir):
+    """file -> the files of srcdir whose functions or data it uses."""
     defined, used = {}, {}
-    for obj in sorted(glob.glob(os.path.join(objdir, "*.o"))):
-        name = os.path.basename(obj)[:-2] + ".c"
+    for src in sorted(glob.glob(os.path.join(srcdir, "*.c"))):
+        name = os.path.basename(src)
+        obj = os.path.join(objdir, name[:-2] + ".o")
+        if not os.path.exists(obj):
+            sys.exit(f"check-layers: {obj}: missing (build first)")
         used[name] = set()
         out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
         for line in out.splitlines():
@@ -55,16 +60,18 @@ def circle(graph):
     return None
 
 
-def main(dirs):
-    for objdir in dirs:
-        graph = depends(objdir)
+def main(args):
+    if not args or len(args) % 2:
+        sys.exit("usage: check_layers.py SRCDIR OBJDIR [SRCDIR OBJDIR]...")
+    for srcdir, objdir in zip(args[::2], args[1::2]):
+        graph = depends(srcdir, objdir)
         if not graph:
-            sys.exit(f"check-layers: {objdir}: no objects (build first)")
+            sys.exit(f"check-layers: {srcdir}: no .c files")
         found = circle(graph)
         if found:
-            sys.exit(f"check-layers: {objdir}: files call each other in a circle: "
+            sys.exit(f"check-layers: {srcdir}: files call each other in a circle: "
                      + " -> ".join(found))
-        print(f"check-layers: the {len(graph)} files of {objdir} call one way")
+        print(f"check-layers: the {len(graph)} files of {srcdir} call one way")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@
 #include "cli/timing.h"
 
 static const opt_def_t bench_options[] = {
-    OPT_TEXT("usage: attngraph bench (GRAPH | --pattern SPEC --nodes N | --csr INDPTR.npy,INDICES.npy)\n"
+    OPT_PROSE("usage: attngraph bench (GRAPH | --pattern SPEC --nodes N | --csr INDPTR.npy,INDICES.npy)\n"
              "                       [--q Q.npy --k K.npy --v V.npy] [--heads H] [--head-dim d]\n"
              "                       [--threads T] [--reps R] [--warmup W] [--kernel K]\n"
              "                       [--score KIND [--beta B] [--softcap C] [--slope S]]\n"

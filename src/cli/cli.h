@@ -17,7 +17,7 @@
 #define SUMMARY_NODES 20
 #define DEFAULT_DIM 16
 
-/* Option codes (struct option .val) shared by the commands; see options.c. */
+/* Option codes (opt_def_t.code) shared by the commands; see options.c. */
 enum {
     OPT_Q = 256, OPT_K, OPT_V, OPT_FEATURES, OPT_DIM, OPT_HEAD_DIM, OPT_WEIGHTS, OPT_ROUNDS,
     OPT_HEADS, OPT_SEED, OPT_THREADS, OPT_FORMAT, OPT_MAX_NODES, OPT_OUT, OPT_ATTN, OPT_QUIET,
@@ -60,10 +60,12 @@ typedef struct opt_def {
 #define OPT_VALUE(name, code, help) {name, required_argument, code, 0, help, NULL, 0}
 #define OPT_VALUES(name, code, help) {name, required_argument, code, 1, help, NULL, 0}
 #define OPT_FLAG(name, code, help) {name, no_argument, code, 0, help, NULL, 0}
-#define OPT_TEXT(text) {NULL, 0, 0, 0, text, NULL, 0}
+#define OPT_PROSE(text) {NULL, 0, 0, 0, text, NULL, 0}
 #define OPT_TABLE(t) {NULL, 0, 0, 0, NULL, t, 0}
 #define OPT_TABLE_UNLISTED(t) {NULL, 0, 0, 0, NULL, t, 1}
 #define OPT_HELP_LINE OPT_FLAG("help", OPT_HELP, "  -h, --help          this text\n")
+/* Ends a table: the one entry with no name, help or table (so OPT_PROSE and
+   OPT_TABLE never take NULL). */
 #define OPT_DEF_END {0, 0, 0, 0, NULL, NULL, 0}
 
 /* ---- a model described in a text file (model_file.c) ---- */
@@ -107,7 +109,7 @@ typedef struct {
 } run_opts_t;
 
 /* The input options (run, compare, inspect, draw heatmap and graph, grad, bench,
-   train, plan) in their help's sections; a command's table includes the ones
+   train) in their help's sections; a command's table includes the ones
    it lists (options.c: opt_def_t). */
 extern const opt_def_t input_raw_options[], input_features_options[], input_model_options[],
     input_until_options[], input_common_options[];

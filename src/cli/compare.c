@@ -15,7 +15,7 @@
 #define MASK_GRID 96            /* --svg: a mask's picture has at most this many blocks a side */
 
 static const opt_def_t compare_options[] = {
-    OPT_TEXT("usage: attngraph compare (--pattern SPEC | --graph FILE)... [options]\n"
+    OPT_PROSE("usage: attngraph compare (--pattern SPEC | --graph FILE)... [options]\n"
              "\n"
              "Runs identical inputs under each connectivity (the first is the baseline) and\n"
              "prints, for each: edges, density, mean and min attention entropy (nats), mean\n"
@@ -31,9 +31,9 @@ static const opt_def_t compare_options[] = {
                "  --pattern SPEC      a pattern (see 'attngraph pattern --help'); repeatable\n"),
     OPT_VALUES("graph", OPT_GRAPH,
                "  --graph FILE        a graph file; repeatable, mixable with --pattern\n"),
-    OPT_TEXT("\n"),
+    OPT_PROSE("\n"),
     OPT_TABLE(input_options),
-    OPT_TEXT("\n"
+    OPT_PROSE("\n"
              "Outputs:\n"),
     OPT_VALUE("csv", OPT_CSV, "  --csv FILE          the table as CSV\n"),
     OPT_VALUE("per-node", OPT_PER_NODE,
@@ -43,7 +43,7 @@ static const opt_def_t compare_options[] = {
               "  --svg FILE.svg      a picture: the masks side by side, the table's figures as bars\n"),
     OPT_FLAG("quiet", OPT_QUIET, "  --quiet             print nothing on success\n"),
     OPT_HELP_LINE,
-    OPT_TEXT("A FILE of - is standard output (the table then goes to stderr).\n"),
+    OPT_PROSE("A FILE of - is standard output (the table then goes to stderr).\n"),
     OPT_DEF_END,
 };
 

@@ -29,7 +29,7 @@ static const char draw_usage[] =
     "  attngraph draw KIND --help   the options of each kind\n";
 
 static const opt_def_t attention_options[] = {
-    OPT_TEXT("usage: attngraph draw heatmap (GRAPH | --pattern SPEC | --csr ...) [options] --out F.svg\n"
+    OPT_PROSE("usage: attngraph draw heatmap (GRAPH | --pattern SPEC | --csr ...) [options] --out F.svg\n"
              "       attngraph draw graph (GRAPH | --pattern SPEC | --csr ...) [options] --out F.svg\n"
              "\n"
              "Runs like 'attngraph run' (every input option below), then draws the attention of\n"
@@ -46,14 +46,14 @@ static const opt_def_t attention_options[] = {
               "                      heatmap has no limit: it sums blocks a piece at a time)\n"),
     OPT_VALUE("title", OPT_TITLE,
               "  --title TEXT        the line above the picture (default: the graph or pattern)\n"),
-    OPT_TEXT("heatmap only:\n"),
+    OPT_PROSE("heatmap only:\n"),
     OPT_VALUE("scale", OPT_SCALE,
               "  --scale linear|log  the colour scale (default linear; log shows the small weights\n"
               "                      of nodes that attend to many sources)\n"),
     OPT_VALUE("bins", OPT_BINS,
               "  --bins B            blocks per axis once binned (default 128; binned above 1000\n"
               "                      nodes or 20000 cells)\n"),
-    OPT_TEXT("graph only:\n"),
+    OPT_PROSE("graph only:\n"),
     OPT_VALUE("layout", OPT_LAYOUT,
               "  --layout fr|arc     Fruchterman-Reingold (seeded by --seed; the default for graph\n"
               "                      files and CSR) or an arc diagram, nodes in id order (the\n"
@@ -61,7 +61,7 @@ static const opt_def_t attention_options[] = {
     OPT_VALUE("classes", OPT_CLASSES,
               "  --classes L.npy     colour each node by its class or prediction (integers [N],\n"
               "                      -1: none), as train --labels and --predict write them\n"),
-    OPT_TEXT("\n"),
+    OPT_PROSE("\n"),
     OPT_TABLE(input_options),
     OPT_TABLE(input_source_options),
     OPT_HELP_LINE,

@@ -14,7 +14,7 @@ static const opt_def_t held_out_refused[] = {OPT_FLAG("held-out", OPT_HELD_OUT, 
                                              OPT_DEF_END};
 
 static const opt_def_t rounds_options[] = {
-    OPT_TEXT("usage: attngraph draw rounds TRACE.csv --out FILE.svg   (TRACE.csv may be -: stdin)\n"
+    OPT_PROSE("usage: attngraph draw rounds TRACE.csv --out FILE.svg   (TRACE.csv may be -: stdin)\n"
              "\n"
              "Draws the convergence of rounds from the CSV that 'attngraph run --trace' writes\n"
              "(round,change,entropy,max_weight): the change per round on a log scale, and the\n"
@@ -22,13 +22,13 @@ static const opt_def_t rounds_options[] = {
     OPT_VALUE("out", OPT_OUT, "  --out FILE.svg      the picture (- : standard output)\n"),
     OPT_VALUE("title", OPT_TITLE,
               "  --title TEXT        the line above the picture (default: names the file)\n"),
-    OPT_TEXT("  -h, --help          this text\n"),
+    OPT_PROSE("  -h, --help          this text\n"),
     OPT_TABLE_UNLISTED(held_out_refused),
     OPT_DEF_END,
 };
 
 static const opt_def_t train_options[] = {
-    OPT_TEXT("usage: attngraph draw train LOG.csv --out FILE.svg      (LOG.csv may be -: stdin)\n"
+    OPT_PROSE("usage: attngraph draw train LOG.csv --out FILE.svg      (LOG.csv may be -: stdin)\n"
              "\n"
              "Draws the training curve from the CSV that 'attngraph train --log' writes\n"
              "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,...) or 'attngraph\n"
@@ -41,7 +41,7 @@ static const opt_def_t train_options[] = {
              "  --held-out          the evaluation (validation) curves only\n"),
     OPT_VALUE("title", OPT_TITLE,
               "  --title TEXT        the line above the picture (default: names the file)\n"),
-    OPT_TEXT("  -h, --help          this text\n"),
+    OPT_PROSE("  -h, --help          this text\n"),
     OPT_DEF_END,
 };
 

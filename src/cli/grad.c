@@ -11,7 +11,7 @@
 #include "base/base.h"
 
 static const opt_def_t grad_options[] = {
-    OPT_TEXT("usage: attngraph grad (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --q Q.npy --k K.npy\n"
+    OPT_PROSE("usage: attngraph grad (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --q Q.npy --k K.npy\n"
              "                      --v V.npy [--heads H] [score options] --dout DM.npy --out DIR\n"
              "       attngraph grad (GRAPH | --pattern SPEC | --csr ...) --features X.npy --weights WDIR\n"
              "                      [--rounds R] [round and score options] --dout DX.npy --out DIR\n"
@@ -39,7 +39,7 @@ static const opt_def_t grad_options[] = {
     OPT_VALUE("pattern", OPT_PATTERN, "  --pattern SPEC      a pattern instead of a graph file\n"),
     OPT_VALUE("csr", OPT_CSR,
               "  --csr IP.npy,IX.npy an in-neighbour CSR instead of a graph file\n"),
-    OPT_TEXT("\n"),
+    OPT_PROSE("\n"),
     OPT_TABLE(input_options),
     OPT_FLAG("quiet", OPT_QUIET, "  --quiet             print nothing on success\n"),
     OPT_HELP_LINE,

@@ -1,5 +1,6 @@
-/* The input options (run, compare, inspect, draw, grad, bench, train, plan):
-   their table, which also writes their help, and what each sets in run_opts_t. */
+/* The input options of run, compare, inspect, draw, grad, bench and train: their
+   table, which also writes their help, and what each sets in run_opts_t
+   (input_option, which plan calls for the few it takes). */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -10,16 +11,16 @@
 #include "base/base.h"
 
 const opt_def_t input_raw_options[] = {
-    OPT_TEXT("Raw attention (one round on given messages; the output is M [N, H*d]):\n"),
+    OPT_PROSE("Raw attention (one round on given messages; the output is M [N, H*d]):\n"),
     OPT_VALUE("q", OPT_Q, "  --q Q.npy --k K.npy --v V.npy   queries, keys, values [N, H*d]\n"),
     OPT_VALUE("k", OPT_K, NULL),
     OPT_VALUE("v", OPT_V, NULL),
-    OPT_TEXT("\n"),
+    OPT_PROSE("\n"),
     OPT_DEF_END,
 };
 
 const opt_def_t input_features_options[] = {
-    OPT_TEXT("Rounds with projections (the output is the final X [N, D]):\n"),
+    OPT_PROSE("Rounds with projections (the output is the final X [N, D]):\n"),
     OPT_VALUE("features", OPT_FEATURES, "  --features X.npy    node states [N, D]\n"),
     OPT_VALUE("dim", OPT_DIM,
               "  --dim D             seeded random features of width D instead (default 16)\n"),
@@ -67,7 +68,7 @@ const opt_def_t input_until_options[] = {
 };
 
 const opt_def_t input_common_options[] = {
-    OPT_TEXT("\n"
+    OPT_PROSE("\n"
              "Scores:\n"),
     OPT_VALUE("score", OPT_SCORE,
               "  --score KIND        scaled-dot (default), dot, cosine, additive, gatv2, sigmoid,\n"
@@ -83,7 +84,7 @@ const opt_def_t input_common_options[] = {
               "  --edge-bias ATTR    add a numeric edge attribute of the graph file to the scores\n"),
     OPT_FLAG("alibi", OPT_ALIBI,
              "  --alibi             add ALiBi's per-head slope times (j - i)\n"),
-    OPT_TEXT("\n"
+    OPT_PROSE("\n"
              "Common:\n"),
     OPT_VALUE("heads", OPT_HEADS, "  --heads H           attention heads (default 1)\n"),
     OPT_VALUE("seed", OPT_SEED,

@@ -151,7 +151,9 @@ int refuse_options(const run_opts_t *o, const int *codes, const char *cmd, const
     for (int k = 0; codes[k]; k++)
         if (o->given[codes[k] - OPT_Q])
             return usage_error(cmd, "--%s does not apply: %s",
-                               input_option_coded(codes[k])->name, why);
+                               input_option_coded(codes[k]) ? input_option_coded(codes[k])->name
+                                                            : "(an option)",
+                               why);
     return 0;
 }
 

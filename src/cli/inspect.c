@@ -7,19 +7,19 @@
 #include "base/base.h"
 
 static const opt_def_t inspect_options[] = {
-    OPT_TEXT("usage: attngraph inspect (GRAPH | --pattern SPEC ...) [run options]\n"
+    OPT_PROSE("usage: attngraph inspect (GRAPH | --pattern SPEC ...) [run options]\n"
              "                         (--who NODE [--to NODE] | --top K)\n"
              "\n"
              "Runs like 'attngraph run', then answers about the last round's attention (or\n"
              "--attn-round R's). NODE is a label or a node id.\n"),
     OPT_VALUE("who", OPT_WHO, "  --who A --to B      how much A attends B, per head and mean\n"),
     OPT_VALUE("to", OPT_TO, NULL),
-    OPT_TEXT("  --who A             everything A attends, strongest first\n"),
+    OPT_PROSE("  --who A             everything A attends, strongest first\n"),
     OPT_VALUE("top", OPT_TOP,
               "  --top K             the K strongest edges of the graph (mean over heads)\n"),
     OPT_VALUE("attn-round", OPT_ATTN_ROUND,
               "  --attn-round R      ask about round R instead of the last\n"),
-    OPT_TEXT("\n"),
+    OPT_PROSE("\n"),
     OPT_TABLE(input_options),
     OPT_TABLE(input_source_options),
     OPT_VALUE("max-edges", OPT_MAX_EDGES,

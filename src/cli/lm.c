@@ -24,7 +24,7 @@
 #define LM_MAX_LAYERS 1024
 
 static const opt_def_t lm_train_options[] = {
-    OPT_TEXT("usage: attngraph lm train --text FILE [options]\n"
+    OPT_PROSE("usage: attngraph lm train --text FILE [options]\n"
              "\n"
              "Trains a character-level GPT on FILE (the first 90% trains, the last 10%\n"
              "validates, as nanoGPT splits shakespeare_char). A step reads B random windows of\n"

@@ -13,7 +13,7 @@
 #include "cli/lm.h"
 
 static const opt_def_t sample_options[] = {
-    OPT_TEXT("usage: attngraph lm sample --model DIR [options]\n"
+    OPT_PROSE("usage: attngraph lm sample --model DIR [options]\n"
              "\n"
              "Generates text from a model `attngraph lm train --save DIR` wrote: --start, then\n"
              "--tokens more characters, each drawn from the model's next-token distribution,\n"

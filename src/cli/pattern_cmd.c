@@ -9,7 +9,7 @@
 #define DEFAULT_MAX_EXPORT ((int64_t)50000000)
 
 static const opt_def_t pattern_options[] = {
-    OPT_TEXT("usage: attngraph pattern SPEC (--nodes N | --tokens \"a b c\" | --labels-file F)\n"
+    OPT_PROSE("usage: attngraph pattern SPEC (--nodes N | --tokens \"a b c\" | --labels-file F)\n"
              "                         --out FILE [--format F] [--self-loops MODE]\n"
              "\n"
              "Writes a connectivity pattern as a graph file in the format of its extension\n"

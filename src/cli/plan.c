@@ -14,7 +14,7 @@
 #include "cli/plan.h"
 
 static const opt_def_t plan_options[] = {
-    OPT_TEXT("usage: attngraph plan --ranks P[,P...] (GRAPH | --csr INDPTR.npy,INDICES.npy |\n"
+    OPT_PROSE("usage: attngraph plan --ranks P[,P...] (GRAPH | --csr INDPTR.npy,INDICES.npy |\n"
              "                      --pattern SPEC --nodes N) [options]\n"
              "\n"
              "Plans a run over P processes without running it: per process, the destinations\n"

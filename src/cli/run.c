@@ -8,7 +8,7 @@
 #include "cli/progress.h"
 
 static const opt_def_t run_options[] = {
-    OPT_TEXT("usage: attngraph run GRAPH [options]\n"
+    OPT_PROSE("usage: attngraph run GRAPH [options]\n"
              "       attngraph run --csr INDPTR.npy,INDICES.npy [options]\n"
              "       attngraph run --pattern SPEC (--nodes N | --tokens \"a b c\") [options]\n"
              "\n"
@@ -22,7 +22,7 @@ static const opt_def_t run_options[] = {
     OPT_VALUE("csr", OPT_CSR,
               "  --csr IP.npy,IX.npy run on an in-neighbour CSR (int64 indptr [N+1], indices [E],\n"
               "                      sources ascending): the fast path for huge graphs\n"),
-    OPT_TEXT("\n"
+    OPT_PROSE("\n"
              "Outputs:\n"),
     OPT_VALUE("out", OPT_OUT, "  --out FILE.npy      write the output (float32)\n"),
     OPT_VALUE("messages", OPT_MESSAGES,
@@ -57,7 +57,7 @@ static const opt_def_t run_options[] = {
              "                      it is a terminal); runs of over a minute say so before starting\n"),
     OPT_FLAG("no-progress", OPT_NO_PROGRESS, NULL),
     OPT_HELP_LINE,
-    OPT_TEXT("\n"
+    OPT_PROSE("\n"
              "An output FILE of - is standard output (the report then goes to stderr);\n"
              "a device or FIFO is written in place, a symlink through to its file. Files\n"
              "appear whole when the run succeeds; a failed run leaves old files as they were\n"

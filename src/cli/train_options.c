@@ -12,7 +12,7 @@ static const opt_def_t refused_by_train[] = {
 };
 
 static const opt_def_t train_options[] = {
-    OPT_TEXT("usage: attngraph train (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --features X.npy\n"
+    OPT_PROSE("usage: attngraph train (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --features X.npy\n"
              "                       (--labels L.npy | --targets Y.npy) [options]\n"
              "       attngraph train --pattern A --pattern B [--graph FILE] ... [options]\n"
              "\n"
@@ -39,12 +39,12 @@ static const opt_def_t train_options[] = {
     OPT_VALUE("test-mask", OPT_TEST_MASK,
               "  --test-mask M.npy   nodes reported once: their accuracy (or loss) at the epoch\n"
               "                      of the best eval figure (the last epoch without eval nodes)\n"),
-    OPT_TEXT("\n"
+    OPT_PROSE("\n"
              "Model (--rounds 0: the readout alone; --norm layer: LayerNorm weights are learnt;\n"
              "--weights DIR starts from a weights folder, with its readout.npy and\n"
              "readout_bias.npy if there; else the weights are drawn from --seed, default 1):\n"),
     OPT_TABLE(input_model_options),
-    OPT_TEXT("\n"
+    OPT_PROSE("\n"
              "Training:\n"),
     OPT_VALUE("epochs", OPT_EPOCHS,
               "  --epochs E          optimizer steps on the whole graph (default 100)\n"),
@@ -71,7 +71,7 @@ static const opt_def_t train_options[] = {
              "  --progress, --no-progress  the current epoch on standard error (default: when\n"
              "                      it is a terminal)\n"),
     OPT_FLAG("no-progress", OPT_NO_PROGRESS, NULL),
-    OPT_TEXT("\n"
+    OPT_PROSE("\n"
              "Outputs (one connectivity; --log and --svg also with several):\n"),
     OPT_VALUE("save", OPT_SAVE,
               "  --save DIR          the trained weights, in the layout run --weights reads, plus\n"
@@ -86,7 +86,7 @@ static const opt_def_t train_options[] = {
               "  --svg FILE.svg      the training curve: loss and accuracy per epoch (the picture\n"
               "                      'attngraph draw train' makes of the --log file)\n"),
     OPT_FLAG("quiet", OPT_QUIET, "  --quiet             print nothing on success\n"),
-    OPT_TEXT("\n"
+    OPT_PROSE("\n"
              "Connectivity:\n"
              "  GRAPH, --graph FILE a graph file (--graph: repeatable)\n"),
     OPT_VALUES("graph", OPT_GRAPH, NULL),
@@ -97,7 +97,7 @@ static const opt_def_t train_options[] = {
     OPT_TABLE_UNLISTED(input_raw_options),
     OPT_TABLE_UNLISTED(refused_by_train),
     OPT_HELP_LINE,
-    OPT_TEXT("Same seed, same result: training is bitwise reproducible for any --threads.\n"),
+    OPT_PROSE("Same seed, same result: training is bitwise reproducible for any --threads.\n"),
     OPT_DEF_END,
 };
 
