@@ -113,15 +113,12 @@ typedef struct {
     float *edge_bias;
     ag_matrix_t edges;         /* --edge-features of the connectivity trained now */
     int64_t *pred;
-    outcome_t res[TRAIN_MAX_CONNS];
     folder_item_t items[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 3];
     char names[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 2][64];
     char model_args[8192];     /* model.args (the options that define the model), or
                                   model.txt (a model file's model) */
     int n_items;
-    out_file_t outs[3];        /* --log, --predict, --svg */
-    char *curve;               /* --svg: the log as CSV text */
-    size_t curve_len;
+    const train_opts_t *to;
 } train_state_t;
 
 /* Refuses a --save folder holding round-k/ layers of an earlier model that run
@@ -141,9 +138,17 @@ static int save_fits(const char *dir, int n_layers, ag_error_t *err)
                    first);
 }
 
-/* Trains on connectivity k; keeps the model of a single connectivity. */
-static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_error_t *err)
+/* Trains on connectivity k; keeps the model of a single connectivity
+   (train_backend_t's connectivity on one process). */
+static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t *res,
+                            int *usage, ag_error_t *err)
 {
+    train_state_t *st = b->ctx;
+    if (k == 0) {
+        const int rc = ag_matrix_read_npy(&st->x0, cx->to->o.features, err);
+        if (rc)
+            return rc;
+    }
     const train_opts_t *to = cx->to;
     const int64_t N = k == 0 ? st->x0.rows : st->in.N;
     source_opts_t so = conn_source(to, k, N);
@@ -182,29 +187,11 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
     }
     whole_epoch_t w = {&st->model, &st->src.nb, st->in.x0.data, &st->task};
     rc = train_epochs(cx, whole_epoch, &w, st->src.nb.n_edges, st->model.lr, to->conns[k].name,
-                      &st->res[k], err);
+                      res, err);
     if (!rc && cx->single && !to->o.quiet)
-        print_final(&st->task, &st->res[k], to->epochs);
-    if (!rc && cx->single) {   /* the outputs of the one model */
-        if (to->predict) {
-            readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};   /* wr NULL:
-                                                                   no readout, the logits */
-            if (!(st->pred = ag_alloc(N, sizeof *st->pred, err, "predictions")))
-                return ag_alloc_status();
-            readout_predict(&r, st->model.X, N, st->pred);
-            rc = ag_npy_write_i64(st->outs[1].file.path, st->pred, N, err);
-        }
-        if (!rc && to->save) {
-            st->n_items = model_items(&st->model, st->items, st->names);
-            const char *name;
-            if (model_text(st->model_args, sizeof st->model_args, to, &st->in, &name) >=
-                sizeof st->model_args)
-                return ag_fail(err, AG_EINVAL, "--save: the model's options are longer than "
-                               "%zu bytes (a long --edge-bias name?)", sizeof st->model_args - 1);
-            st->items[st->n_items++] = (folder_item_t){.name = name, .text = st->model_args};
-        }
-        return rc;
-    }
+        print_final(&st->task, res, to->epochs);
+    if (!rc && cx->single)
+        return rc;   /* the one model: its outputs are one_outputs' */
     model_free(&st->model);
     free(st->edge_bias);
     st->edge_bias = NULL;
@@ -212,8 +199,53 @@ static int run_conn(train_state_t *st, run_ctx_t *cx, int k, int *usage, ag_erro
     return rc;
 }
 
-int write_train_curve(const train_opts_t *to, const char *csv, size_t len, out_file_t *out,
-                      ag_error_t *err)
+/* The single model's --predict (the readout's classes) and --save folder. */
+static int one_outputs(train_backend_t *b, out_file_t *predict, ag_error_t *err)
+{
+    train_state_t *st = b->ctx;
+    const train_opts_t *to = st->to;
+    const int64_t N = st->model.N;
+    int rc = AG_OK;
+    if (to->predict) {
+        readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};   /* wr NULL:
+                                                               no readout, the logits */
+        if (!(st->pred = ag_alloc(N, sizeof *st->pred, err, "predictions")))
+            return ag_alloc_status();
+        readout_predict(&r, st->model.X, N, st->pred);
+        rc = ag_npy_write_i64(predict->file.path, st->pred, N, err);
+    }
+    if (!rc && to->save) {
+        st->n_items = model_items(&st->model, st->items, st->names);
+        const char *name;
+        if (model_text(st->model_args, sizeof st->model_args, to, &st->in, &name) >=
+            sizeof st->model_args)
+            return ag_fail(err, AG_EINVAL, "--save: the model's options are longer than "
+                           "%zu bytes (a long --edge-bias name?)", sizeof st->model_args - 1);
+        st->items[st->n_items++] = (folder_item_t){.name = name, .text = st->model_args};
+        rc = folder_write(to->save, "--save", st->items, st->n_items, err);
+    }
+    return rc;
+}
+
+static void one_said_saved(train_backend_t *b)
+{
+    const train_state_t *st = b->ctx;
+    printf("wrote %s:", st->to->save);
+    for (int k = 0; k < st->n_items; k++)
+        printf(" %s", st->items[k].name);
+    putchar('\n');
+}
+
+static void one_report_end(train_backend_t *b)
+{
+    const train_state_t *st = b->ctx;
+    if (st->to->save && st->task.C)
+        print_run_hint(st->to, &st->in);
+}
+
+/* --svg: the training curve of the log kept in memory (csv, len) into out. */
+static int write_train_curve(const train_opts_t *to, const char *csv, size_t len,
+                             out_file_t *out, ag_error_t *err)
 {
     char title[1024];
     const int n = to->n_conns;
@@ -225,6 +257,82 @@ int write_train_curve(const train_opts_t *to, const char *csv, size_t len, out_f
         rc = out_write_text(out, svg, err);
     ag_svg_free(svg);
     return rc;
+}
+
+/* rc, as b agrees it (one process: as it is). */
+static int agreed(train_backend_t *b, int rc, int *usage, ag_error_t *err)
+{
+    return b->agree ? b->agree(b, rc, usage, err) : rc;
+}
+
+int train_with(const train_opts_t *to, int threads, train_backend_t *b)
+{
+    const int root = b->rank == 0;
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0;
+    enum { LOG, PREDICT, SVG, N_OUTS };
+    out_file_t outs[N_OUTS];
+    out_init(&outs[LOG], to->log, "--log", "csv");
+    out_init(&outs[PREDICT], to->predict, "--predict", "npy");
+    out_init(&outs[SVG], to->svg, "--svg", "svg");
+    /* outputs first (rank 0's): a bad path fails before any work */
+    int rc = root && to->save ? folder_check(to->save, "--save", &err) : AG_OK;
+    if (!rc && root)
+        rc = out_open_all(outs, N_OUTS, &usage, &err);
+    run_ctx_t cx = {to, NULL, to->n_conns == 1, threads, root, NULL, NULL, {0}};
+    char *curve = NULL;   /* --svg: the log as CSV text */
+    size_t curve_len = 0;
+    if (!rc && root && to->log && !(cx.log = fopen(outs[LOG].file.path, "w")))
+        rc = ag_fail(&err, AG_EIO, "%s: cannot write", to->log);
+    if (!rc && root && to->svg && !(cx.curve = open_memstream(&curve, &curve_len)))
+        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
+    if (cx.log)
+        fputs(TRAIN_LOG_HEADER, cx.log);
+    if (cx.curve)
+        fputs(TRAIN_LOG_HEADER, cx.curve);
+    rc = agreed(b, rc, &usage, &err);
+    cx.progress.tty = isatty(STDERR_FILENO);
+    cx.progress.show = b->progress && (to->o.progress == 1 ||
+                                       (to->o.progress < 0 && !to->o.quiet && cx.progress.tty));
+    outcome_t res[TRAIN_MAX_CONNS];
+    for (int k = 0; k < to->n_conns && !rc; k++) {
+        int u = 0;
+        rc = b->connectivity(b, &cx, k, &res[k], &u, &err);
+        usage = usage || u;
+    }
+    if (cx.log && fclose(cx.log) != 0 && !rc)
+        rc = ag_fail(&err, AG_EIO, "%s: write failed", to->log);
+    if (cx.curve && fclose(cx.curve) != 0 && !rc)
+        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
+    rc = agreed(b, rc, NULL, &err);
+    if (!rc && to->svg)
+        rc = agreed(b, root ? write_train_curve(to, curve, curve_len, &outs[SVG], &err) : AG_OK,
+                    NULL, &err);
+    if (!rc && to->n_conns == 1 && (to->predict || to->save))
+        rc = b->outputs(b, &outs[PREDICT], &err);
+    if (!rc)
+        rc = agreed(b, root ? out_commit_all(outs, N_OUTS, &err) : AG_OK, NULL, &err);
+    if (!rc && root && !to->o.quiet && !cx.single) {
+        printf("trained on %d connectivities of %lld nodes\n", to->n_conns,
+               (long long)cx.task->N);
+        print_table(to, cx.task, res);
+    }
+    if (!rc && root && !to->o.quiet) {
+        if (to->save)
+            b->said_saved(b);
+        for (int k = 0; k < N_OUTS; k++)
+            if (outs[k].target)
+                printf("wrote %s\n", outs[k].target);
+        if (b->report_end)
+            b->report_end(b);
+    }
+    if (rc && root) {
+        out_name_errors(outs, N_OUTS, &err);
+        for (int k = 0; k < N_OUTS; k++)
+            out_abort(&outs[k]);
+    }
+    free(curve);
+    return finish("train", rc, usage, &err);
 }
 
 int cmd_train(int argc, char **argv)
@@ -245,72 +353,18 @@ int cmd_train(int argc, char **argv)
         fprintf(stderr, "attngraph: out of memory\n");
         return EXIT_BAD_INPUT;
     }
-    ag_error_t err = {AG_OK, ""};
-    int usage = 0;
-    out_init(&st->outs[0], to.log, "--log", "csv");
-    out_init(&st->outs[1], to.predict, "--predict", "npy");
-    out_init(&st->outs[2], to.svg, "--svg", "svg");
-    /* outputs first: a bad path fails before any work */
-    int rc = to.save ? folder_check(to.save, "--save", &err) : AG_OK;
-    if (!rc)
-        rc = out_open_all(st->outs, 3, &usage, &err);
-    run_ctx_t cx = {&to, NULL, to.n_conns == 1, threads, 1, NULL, NULL, {0}};
-    if (!rc && to.log && !(cx.log = fopen(st->outs[0].file.path, "w")))
-        rc = ag_fail(&err, AG_EIO, "%s: cannot write", to.log);
-    if (!rc && to.svg && !(cx.curve = open_memstream(&st->curve, &st->curve_len)))
-        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
-    if (cx.log)
-        fputs(TRAIN_LOG_HEADER, cx.log);
-    if (cx.curve)
-        fputs(TRAIN_LOG_HEADER, cx.curve);
-    cx.progress.tty = isatty(STDERR_FILENO);
-    cx.progress.show = to.o.progress == 1 || (to.o.progress < 0 && !to.o.quiet &&
-                                               cx.progress.tty);
-    if (!rc)
-        rc = ag_matrix_read_npy(&st->x0, to.o.features, &err);
-    for (int k = 0; k < to.n_conns && !rc; k++)
-        rc = run_conn(st, &cx, k, &usage, &err);
-    if (cx.log && fclose(cx.log) != 0 && !rc)
-        rc = ag_fail(&err, AG_EIO, "%s: write failed", to.log);
-    if (cx.curve && fclose(cx.curve) != 0 && !rc)
-        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
-    if (!rc && to.svg)
-        rc = write_train_curve(&to, st->curve, st->curve_len, &st->outs[2], &err);
-    if (!rc && to.save)
-        rc = folder_write(to.save, "--save", st->items, st->n_items, &err);
-    if (!rc)
-        rc = out_commit_all(st->outs, 3, &err);
-    if (!rc && !to.o.quiet && !cx.single) {
-        printf("trained on %d connectivities of %lld nodes\n", to.n_conns, (long long)st->in.N);
-        print_table(&to, &st->task, st->res);
-    }
-    if (!rc && !to.o.quiet) {
-        if (to.save) {
-            printf("wrote %s:", to.save);
-            for (int k = 0; k < st->n_items; k++)
-                printf(" %s", st->items[k].name);
-            putchar('\n');
-        }
-        for (int k = 0; k < 3; k++)
-            if (st->outs[k].target)
-                printf("wrote %s\n", st->outs[k].target);
-        if (to.save && st->task.C)
-            print_run_hint(&to, &st->in);
-    }
-    if (rc) {
-        out_name_errors(st->outs, 3, &err);
-        for (int k = 0; k < 3; k++)
-            out_abort(&st->outs[k]);
-    }
+    st->to = &to;
+    train_backend_t one = {.rank = 0, .progress = 1, .connectivity = one_connectivity, .outputs = one_outputs,
+                           .said_saved = one_said_saved, .report_end = one_report_end, .ctx = st};
+    status = train_with(&to, threads, &one);
     model_free(&st->model);
     free(st->edge_bias);
     ag_matrix_destroy(&st->edges);
     free(st->pred);
-    free(st->curve);
     source_close(&st->src);
     task_free(&st->task);
     inputs_free(&st->in);
     ag_matrix_destroy(&st->x0);
     free(st);
-    return finish("train", rc, usage, &err);
+    return status;
 }

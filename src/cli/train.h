@@ -151,8 +151,31 @@ typedef struct {
    lr names the learning rate when the loss diverges. */
 int train_epochs(run_ctx_t *cx, epoch_fn epoch, void *ctx, int64_t edges, float lr,
                  const char *conn, outcome_t *out, ag_error_t *err);
-/* --svg: the training curve of the log kept in memory (csv, len) into out. */
-int write_train_curve(const train_opts_t *to, const char *csv, size_t len, out_file_t *out,
-                      ag_error_t *err);
+
+/* What differs between training on one process (attngraph train) and on
+   several (attngraph-mpi train); the rest, its outputs, log and report, is
+   train_with's, written once. */
+typedef struct train_backend train_backend_t;
+struct train_backend {
+    int rank;       /* 0 writes the files and prints; the others only compute */
+    int progress;   /* shows the epoch on standard error (--progress; one process) */
+    /* rc agreed by every process, and *usage rank 0's (NULL: one process) */
+    int (*agree)(train_backend_t *b, int rc, int *usage, ag_error_t *err);
+    /* connectivity k: its graph (or part), rows and model (the same initial
+       one for every k; k = 0 sets cx->task), its epochs through train_epochs
+       into *res, and a single connectivity's last lines */
+    int (*connectivity)(train_backend_t *b, run_ctx_t *cx, int k, outcome_t *res, int *usage,
+                        ag_error_t *err);
+    /* a single connectivity's model, after its epochs: --predict into the
+       opened predict, and --save's folder */
+    int (*outputs)(train_backend_t *b, out_file_t *predict, ag_error_t *err);
+    /* the report's line for --save's folder; then its last line (NULL: none) */
+    void (*said_saved)(train_backend_t *b);
+    void (*report_end)(train_backend_t *b);
+    void *ctx;
+};
+/* attngraph train's work, the options parsed and threads set, on backend b;
+   returns the exit status. */
+int train_with(const train_opts_t *to, int threads, train_backend_t *b);
 
 #endif

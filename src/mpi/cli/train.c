@@ -51,10 +51,8 @@ typedef struct {
     char model_args[8192];     /* model.args, or a model file's model.txt */
     int n_items;
     int64_t N;                 /* nodes (rows of --features) */
-    outcome_t res[TRAIN_MAX_CONNS];
-    out_file_t outs[3];        /* rank 0's --log, --predict, --svg */
-    char *curve;               /* --svg: the log's text, kept in memory on rank 0 */
-    size_t curve_len;
+    const train_opts_t *to;
+    int threads;
 } mtrain_t;
 
 /* The loss on mask's own rows (grads: and their gradients), as train_model.c's. */
@@ -176,7 +174,8 @@ static int features_rows(MPI_Comm comm, const char *path, int64_t *N, ag_error_t
 
 /* Connectivity k's part, own rows, model (the same initial one for every k)
    and, for k = 0, the task. */
-static int setup(mtrain_t *s, train_opts_t *to, int k, int threads, int *usage, ag_error_t *err)
+static int setup(mtrain_t *s, const train_opts_t *to, int k, int threads, int *usage,
+                 ag_error_t *err)
 {
     source_opts_t so = to->o.src;
     const train_conn_t *c = &to->conns[k];
@@ -309,7 +308,7 @@ static int save(mtrain_t *s, const train_opts_t *to, ag_error_t *err)
 }
 
 /* --predict: the final states gathered, the readout's classes written by rank 0. */
-static int predict(mtrain_t *s, ag_error_t *err)
+static int predict(mtrain_t *s, out_file_t *out, ag_error_t *err)
 {
     const model_t *m = &s->model;
     float *X;
@@ -323,10 +322,58 @@ static int predict(mtrain_t *s, ag_error_t *err)
         else
             readout_predict(&r, X, N, pred);
         if (!rc)
-            rc = ag_npy_write_i64(s->outs[1].file.path, pred, N, err);
+            rc = ag_npy_write_i64(out->file.path, pred, N, err);
     }
     free(X), free(pred);
     return ag_mpi_agree(s->comm, rc, err);
+}
+
+/* ---- train_backend_t on P processes ---- */
+
+static int m_agree(train_backend_t *b, int rc, int *usage, ag_error_t *err)
+{
+    mtrain_t *s = b->ctx;
+    if (usage)
+        MPI_Bcast(usage, 1, MPI_INT, 0, s->comm);
+    return ag_mpi_agree(s->comm, rc, err);
+}
+
+/* Connectivity k on its parts; a single one's model is kept for m_outputs. */
+static int m_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t *res, int *usage,
+                          ag_error_t *err)
+{
+    mtrain_t *s = b->ctx;
+    const train_opts_t *to = s->to;
+    const int single = to->n_conns == 1;
+    cx->task = &s->task;
+    int rc = setup(s, to, k, s->threads, usage, err);
+    const double t0 = ag_i_mpi_now();
+    if (!rc)
+        rc = train_epochs(cx, part_epoch, s, s->part.n_edges, s->model.lr, to->conns[k].name,
+                          res, err);
+    if (!rc && single && !to->o.quiet) {
+        if (s->part.rank == 0)
+            print_final(&s->task, res, to->epochs);
+        report(s, to->epochs, ag_i_mpi_now() - t0);
+    }
+    if (!single)   /* --predict and --save are of a single connectivity's model */
+        conn_free(s);
+    return rc;
+}
+
+static int m_outputs(train_backend_t *b, out_file_t *out, ag_error_t *err)
+{
+    mtrain_t *s = b->ctx;
+    int rc = s->to->predict ? predict(s, out, err) : AG_OK;
+    if (!rc && s->to->save)
+        rc = save(s, s->to, err);
+    return rc;
+}
+
+static void m_said_saved(train_backend_t *b)
+{
+    const mtrain_t *s = b->ctx;
+    printf("wrote %s (%d files)\n", s->to->save, s->n_items);
 }
 
 int mpi_train(MPI_Comm comm, int argc, char **argv)
@@ -358,81 +405,14 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
         fprintf(stderr, "attngraph-mpi: out of memory\n");
         return EXIT_BAD_INPUT;
     }
-    s->comm = comm;
+    s->comm = comm, s->to = &to, s->threads = threads;
     int rank;
     MPI_Comm_rank(comm, &rank);
-    ag_error_t err = {AG_OK, ""};
-    int usage = 0;
-    out_init(&s->outs[0], to.log, "--log", "csv");
-    out_init(&s->outs[1], to.predict, "--predict", "npy");
-    out_init(&s->outs[2], to.svg, "--svg", "svg");
-    /* outputs first (rank 0's): a bad path fails before any work */
-    int rc = rank == 0 && to.save ? folder_check(to.save, "--save", &err) : AG_OK;
-    if (!rc && rank == 0)
-        rc = out_open_all(s->outs, 3, &usage, &err);
-    MPI_Bcast(&usage, 1, MPI_INT, 0, comm);
-    FILE *log = NULL, *curve = NULL;
-    if (!rc && rank == 0 && to.log && !(log = fopen(s->outs[0].file.path, "w")))
-        rc = ag_fail(&err, AG_EIO, "%s: cannot write", to.log);
-    if (!rc && rank == 0 && to.svg && !(curve = open_memstream(&s->curve, &s->curve_len)))
-        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
-    if (log)
-        fputs(TRAIN_LOG_HEADER, log);
-    if (curve)
-        fputs(TRAIN_LOG_HEADER, curve);
-    rc = ag_mpi_agree(comm, rc, &err);
-    const int single = to.n_conns == 1;
-    run_ctx_t cx = {&to, &s->task, single, threads, rank == 0, log, curve, {0}};
-    for (int k = 0; k < to.n_conns && !rc; k++) {
-        int u = 0;
-        rc = setup(s, &to, k, threads, &u, &err);
-        usage = usage || u;
-        const double t0 = ag_i_mpi_now();
-        if (!rc)
-            rc = train_epochs(&cx, part_epoch, s, s->part.n_edges, s->model.lr, to.conns[k].name,
-                              &s->res[k], &err);
-        if (!rc && single && !to.o.quiet) {
-            if (rank == 0)
-                print_final(&s->task, &s->res[k], to.epochs);
-            report(s, to.epochs, ag_i_mpi_now() - t0);
-        }
-        if (!single)   /* the outputs below are of a single connectivity's model */
-            conn_free(s);
-    }
-    if (log && fclose(log) != 0 && !rc)
-        rc = ag_fail(&err, AG_EIO, "%s: write failed", to.log);
-    if (curve && fclose(curve) != 0 && !rc)
-        rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
-    rc = ag_mpi_agree(comm, rc, &err);
-    if (!rc && to.predict)
-        rc = predict(s, &err);
-    if (!rc && to.svg)
-        rc = ag_mpi_agree(comm, rank == 0 ? write_train_curve(&to, s->curve, s->curve_len,
-                                                              &s->outs[2], &err)
-                                          : AG_OK, &err);
-    if (!rc && to.save)
-        rc = save(s, &to, &err);
-    if (!rc)
-        rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(s->outs, 3, &err) : AG_OK, &err);
-    if (!rc && rank == 0 && !to.o.quiet && !single) {
-        printf("trained on %d connectivities of %lld nodes\n", to.n_conns, (long long)s->N);
-        print_table(&to, &s->task, s->res);
-    }
-    if (!rc && rank == 0 && !to.o.quiet) {
-        if (to.save)
-            printf("wrote %s (%d files)\n", to.save, s->n_items);
-        for (int k = 0; k < 3; k++)
-            if (s->outs[k].target)
-                printf("wrote %s\n", s->outs[k].target);
-    }
-    if (rc && rank == 0) {
-        out_name_errors(s->outs, 3, &err);
-        for (int k = 0; k < 3; k++)
-            out_abort(&s->outs[k]);
-    }
-    free(s->curve);
+    train_backend_t many = {.rank = rank, .agree = m_agree, .connectivity = m_connectivity,
+                            .outputs = m_outputs, .said_saved = m_said_saved, .ctx = s};
+    status = train_with(&to, threads, &many);
     conn_free(s);
     task_free(&s->task);
     free(s);
-    return finish("train", rc, usage, &err);
+    return status;
 }
