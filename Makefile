@@ -125,6 +125,7 @@ LIB_A  := $(BUILD)/libattngraph.a
 LIB_SO := $(BUILD)/libattngraph.so
 LIB_SO_REAL := $(BUILD)/libattngraph.so.$(VERSION)
 CLI    := $(BUILD)/attngraph
+MAN    := $(BUILD)/attngraph.1
 TESTS  := $(BUILD)/test_attngraph
 BENCH  := $(BUILD)/bench_kernel
 EXAMPLE := $(BUILD)/example_embed
@@ -136,7 +137,7 @@ endif
 .PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes check-layers check-registers bench bench-lm bench-share bench-patterns scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps valgrind-deps install uninstall check-install check-man \
         pictures check-pictures mpi check-mpi scale-mpi
-all: $(LIB_A) $(LIB_SO) $(CLI)
+all: $(LIB_A) $(LIB_SO) $(CLI) $(MAN)
 
 # Installs only what is missing; does nothing when every package is present.
 # Installs the Debian packages of the list $(1) that are missing (apt-get update
@@ -332,6 +333,11 @@ $(LIB_SO): $(LIB_SO_REAL)
 $(LIB_SO_REAL): $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,$(SONAME) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The man page: src/cli/attngraph.1 with every command's --help, as the tool
+# prints it from its option tables, in place of its @HELP@ line.
+$(MAN): src/cli/attngraph.1 tools/man_help.sh $(CLI)
+	sh tools/man_help.sh $(CLI) src/cli/attngraph.1 > $@.tmp && mv $@.tmp $@
+
 $(CLI): $(CLI_OBJ) $(LIB_A)
 	$(CC) $(AG_LDFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -512,7 +518,7 @@ install: all $(if $(HAVE_MPI),mpi)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libattngraph.so
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libattngraph.a
 	install -m 644 $(BUILD)/attngraph.pc $(DESTDIR)$(PCDIR)/attngraph.pc
-	install -m 644 src/cli/attngraph.1 $(DESTDIR)$(MANDIR)/man1/attngraph.1
+	install -m 644 $(MAN) $(DESTDIR)$(MANDIR)/man1/attngraph.1
 ifdef HAVE_MPI
 	$(PC_SED) src/attngraph-mpi.pc.in > $(BUILD)/attngraph-mpi.pc
 	install -m 755 $(MPI_CLI) $(DESTDIR)$(BINDIR)/attngraph-mpi
@@ -544,10 +550,11 @@ uninstall:
 check-install: all $(EXAMPLE)
 	@MAKE="$(MAKE)" CC="$(CC)" LDFLAGS="$(LDFLAGS)" BUILD="$(BUILD)" VERSION="$(VERSION)" \
 	  ABI="$(ABI)" HAVE_MPI="$(HAVE_MPI)" MPICC="$(MPICC)" CHECK_MPI="$(CHECK_MPI)" sh tests/check_install.sh
-# The man page renders without a warning and describes every command and option
-# that the --help texts list (tests/check_man.sh).
-check-man: $(CLI)
-	@sh tests/check_man.sh $(CLI) src/cli/attngraph.1 $(VERSION)
+# The man page renders without a warning, holds every command's help, and its own
+# words describe every command and option that the --help texts list
+# (tests/check_man.sh).
+check-man: $(CLI) $(MAN)
+	@sh tests/check_man.sh $(CLI) $(MAN) src/cli/attngraph.1 $(VERSION)
 
 # ---- fuzzing (tests/fuzz/) ----
 # One libFuzzer target per input kind. `make fuzz` builds them with clang under

@@ -1,12 +1,14 @@
 #!/bin/sh
-# The man page against the tool (make check-man, part of make check): it
-# renders without a single groff warning, carries the library's version, has a
-# section "attngraph CMD" for exactly the commands `attngraph --help` lists,
-# and names every option that some `attngraph CMD --help` lists. So a command
-# or an option added to the tool fails here until the man page describes it.
-# Usage: check_man.sh CLI MANPAGE VERSION
+# The man page against the tool (make check-man, part of make check): the page
+# make builds (TEMPLATE with every command's --help, tools/man_help.sh)
+# renders without a single groff warning, carries the library's version and
+# holds each help; and TEMPLATE, the words written by hand, has a section
+# "attngraph CMD" for exactly the commands `attngraph --help` lists and names
+# every option that some `attngraph CMD --help` lists. So a command or an
+# option added to the tool fails here until the man page describes it.
+# Usage: check_man.sh CLI MANPAGE TEMPLATE VERSION
 set -eu
-cli=$1 page=$2 version=$3
+cli=$1 page=$2 template=$3 version=$4
 fail() {
     echo "check-man: $page: $*" >&2
     exit 1
@@ -22,18 +24,22 @@ done
 
 grep -q "^\.TH ATTNGRAPH 1 [0-9-]* \"attngraph $version\"" "$page" ||
     fail ".TH does not say attngraph $version (AG_VERSION)"
+for cmd in run pattern inspect bench compare grad train plan "draw heatmap" "draw rounds" \
+    "draw train" "lm train" "lm sample"; do
+    grep -q "^\.SS \"attngraph $cmd \\\\-\\\\-help\"\$" "$page" || fail "no 'attngraph $cmd --help' in it"
+done
 
 # The commands of `attngraph --help`: the first word of each line indented by
 # two spaces, from "commands:" to the first blank line.
 commands=$("$cli" --help | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z]*\)\( .*\)*$/\1/p' | sort -u)
 [ -n "$commands" ] || fail "no commands found in '$cli --help'"
-sections=$(sed -n 's/^\.SS "attngraph \([a-z]*\)"$/\1/p' "$page" | grep -vx help | sort -u)
+sections=$(sed -n 's/^\.SS "attngraph \([a-z]*\)"$/\1/p' "$template" | grep -vx help | sort -u)
 [ "$commands" = "$sections" ] ||
     fail "sections \"attngraph CMD\" ($(echo $sections)) differ from the commands of --help ($(echo $commands))"
 
 # Every long option of every command's help, in the rendered text (no
 # hyphenation, one paragraph a line, no bold or underline).
-text=$(groff -man -Tascii -P-cbou -rLL=1000n -rHY=0 "$page")
+text=$(groff -man -Tascii -P-cbou -rLL=1000n -rHY=0 "$template")
 missing=""
 for cmd in $commands; do
     for opt in $("$cli" "$cmd" --help | grep -o -- '--[a-z][a-z0-9-]*' | sort -u); do
