@@ -333,6 +333,11 @@ const char *out_extension(const out_file_t *o);
 /* Writes text (a picture, a table) to an opened output's path; the caller
    commits it. */
 int out_write_text(out_file_t *o, const char *text, ag_error_t *err);
+/* "wrote TARGET" on stdout for each output given, in order. */
+void out_say_written(const out_file_t *outs, int n);
+/* After a failure: err names the user's files (out_name_errors), and every
+   output is removed (out_abort). */
+void out_abort_all(out_file_t *outs, int n, ag_error_t *err);
 
 /* --trace FILE.svg: the picture of the per-round figures (desc: the graph's). */
 int write_trace_svg(out_file_t *out, const trace_row_t *trace, int done, const char *desc,
@@ -455,6 +460,12 @@ void csv_field(FILE *f, const char *s);
 /* Parses `attngraph run`'s options into o: -1 to go on, else the exit status
    (help printed, or a usage message). attngraph-mpi run reads the same. */
 int run_parse(run_opts_t *o, int argc, char **argv);
+/* run's output files, in one order for attngraph run and attngraph-mpi run
+   (the order of their "wrote" lines): */
+enum { RUN_OUT, RUN_MESSAGES, RUN_HEAD_MESSAGES, RUN_ATTN, RUN_TRACE = RUN_ATTN + MAX_ATTN,
+       RUN_PREDICT, RUN_N_OUTS };
+/* Names them from o (out_init; those not given stay unused). */
+void run_outputs_init(out_file_t outs[RUN_N_OUTS], const run_opts_t *o);
 
 int cmd_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);

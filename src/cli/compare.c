@@ -496,18 +496,10 @@ int cmd_compare(int argc, char **argv)
                "H_mean", "H_min", "dist_mean", "rel_L2", "cos", "most changed (L2)");
         for (int k = 0; k < co.n_conns; k++)
             print_row(&co.conns[k], &st.fig[k], &st.labels, k == 0);
-        if (co.csv)
-            printf("wrote %s\n", co.csv);
-        if (co.per_node)
-            printf("wrote %s\n", co.per_node);
-        if (co.svg)
-            printf("wrote %s\n", co.svg);
+        out_say_written(st.outs, 3);
     }
-    if (rc) {
-        out_name_errors(st.outs, 3, &err);
-        for (int k = 0; k < 3; k++)
-            out_abort(&st.outs[k]);
-    }
+    if (rc)
+        out_abort_all(st.outs, 3, &err);
     source_close(&st.src);
     source_close(&st.sizer);
     result_free(&st.base);

@@ -290,3 +290,17 @@ int out_write_text(out_file_t *o, const char *text, ag_error_t *err)
         return ag_fail(err, AG_EIO, "%s: write failed", o->target);
     return AG_OK;
 }
+
+void out_say_written(const out_file_t *outs, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (outs[k].target)
+            printf("wrote %s\n", outs[k].target);
+}
+
+void out_abort_all(out_file_t *outs, int n, ag_error_t *err)
+{
+    out_name_errors(outs, n, err);
+    for (int k = 0; k < n; k++)
+        out_abort(&outs[k]);
+}

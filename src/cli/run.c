@@ -69,6 +69,18 @@ static const opt_def_t run_options[] = {
     OPT_DEF_END,
 };
 
+void run_outputs_init(out_file_t outs[RUN_N_OUTS], const run_opts_t *o)
+{
+    out_init(&outs[RUN_OUT], o->out, "--out", "npy");
+    out_init(&outs[RUN_MESSAGES], o->messages, "--messages", "npy");
+    out_init(&outs[RUN_HEAD_MESSAGES], o->head_messages, "--head-messages", "npy");
+    for (int k = 0; k < MAX_ATTN; k++)
+        out_init(&outs[RUN_ATTN + k], k < o->n_attn ? o->attn[k] : NULL, "--attn",
+                 "csv,npy,graphml");
+    out_init(&outs[RUN_TRACE], o->trace, "--trace", "csv,svg");
+    out_init(&outs[RUN_PREDICT], o->predict, "--predict", "npy");
+}
+
 /* Returns -1 to go on, else an exit status. */
 int run_parse(run_opts_t *o, int argc, char **argv)
 {
@@ -196,21 +208,14 @@ int cmd_run(int argc, char **argv)
     inputs_t in;
     result_t r;
     ag_matrix_t edges = {0};
-    enum { OUT, MESSAGES, HEAD_MESSAGES, ATTN, TRACE = ATTN + MAX_ATTN, PREDICT, N_OUTS };
-    out_file_t outs[N_OUTS];
-    out_init(&outs[OUT], o.out, "--out", "npy");
-    out_init(&outs[MESSAGES], o.messages, "--messages", "npy");
-    out_init(&outs[HEAD_MESSAGES], o.head_messages, "--head-messages", "npy");
-    for (int k = 0; k < MAX_ATTN; k++)
-        out_init(&outs[ATTN + k], k < o.n_attn ? o.attn[k] : NULL, "--attn", "csv,npy,graphml");
-    out_init(&outs[TRACE], o.trace, "--trace", "csv,svg");
-    out_init(&outs[PREDICT], o.predict, "--predict", "npy");
+    out_file_t outs[RUN_N_OUTS];
+    run_outputs_init(outs, &o);
     memset(&s, 0, sizeof s), memset(&in, 0, sizeof in), memset(&r, 0, sizeof r);
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
     /* Check and create the outputs first: a bad path fails before any work.
        When one is standard output, the report goes to stderr from here on. */
-    int rc = out_open_all(outs, N_OUTS, &usage, &err);
+    int rc = out_open_all(outs, RUN_N_OUTS, &usage, &err);
     if (!rc)
         rc = source_open(&s, &o.src, &usage, &err);
     if (!rc)
@@ -224,32 +229,32 @@ int cmd_run(int argc, char **argv)
     if (!rc)
         rc = inputs_load(&in, &o, s.nb.n_nodes, o.edge_features ? &edges : NULL, &err);
     const int figures = !o.quiet && in.rounds > 1;
-    const int trace_svg = o.trace && strcasecmp(out_extension(&outs[TRACE]), "svg") == 0;
+    const int trace_svg = o.trace && strcasecmp(out_extension(&outs[RUN_TRACE]), "svg") == 0;
     if (!rc)
-        rc = compute(&r, &in, &s, &o, figures, o.trace && !trace_svg ? outs[TRACE].file.path : NULL,
+        rc = compute(&r, &in, &s, &o, figures, o.trace && !trace_svg ? outs[RUN_TRACE].file.path : NULL,
                      &err);
     if (!rc && trace_svg)
-        rc = write_trace_svg(&outs[TRACE], r.trace, r.rounds_done, s.desc, &err);
+        rc = write_trace_svg(&outs[RUN_TRACE], r.trace, r.rounds_done, s.desc, &err);
     if (!rc && o.out)
-        rc = ag_npy_write_f32(outs[OUT].file.path, r.y, s.nb.n_nodes, r.cols, &err);
+        rc = ag_npy_write_f32(outs[RUN_OUT].file.path, r.y, s.nb.n_nodes, r.cols, &err);
     const float *messages = in.raw ? r.y : r.ws.M;
     if (!rc && (o.messages || o.head_messages) && !r.rounds_done)
         rc = ag_fail(&err, AG_EINVAL, "--messages needs at least one round");
     if (!rc && o.messages)
-        rc = ag_npy_write_f32(outs[MESSAGES].file.path, messages, s.nb.n_nodes, in.H * in.d, &err);
+        rc = ag_npy_write_f32(outs[RUN_MESSAGES].file.path, messages, s.nb.n_nodes, in.H * in.d, &err);
     if (!rc && o.head_messages)
-        rc = write_head_messages(outs[HEAD_MESSAGES].file.path, messages, s.nb.n_nodes, in.H, in.d,
+        rc = write_head_messages(outs[RUN_HEAD_MESSAGES].file.path, messages, s.nb.n_nodes, in.H, in.d,
                                  &err);
     for (int k = 0; k < o.n_attn && !rc; k++)
-        rc = report_attention(&outs[ATTN + k], &r, &in, &s, o.max_export, &err);
+        rc = report_attention(&outs[RUN_ATTN + k], &r, &in, &s, o.max_export, &err);
     if (!rc && o.predict)
-        rc = write_predictions(outs[PREDICT].file.path, o.weights,
+        rc = write_predictions(outs[RUN_PREDICT].file.path, o.weights,
                                !o.model.spec.n_layers || o.model.spec.readout, r.y, s.nb.n_nodes, r.cols,
                                &err);
     /* Commit before the report: a reader that closes the pipe early (| head)
        ends us with SIGPIPE while printing, and the files must be there by then. */
     if (!rc)
-        rc = out_commit_all(outs, N_OUTS, &err);
+        rc = out_commit_all(outs, RUN_N_OUTS, &err);
     if (!rc && !o.quiet) {
         print_header(&o, &s, &in, threads);
         if (r.trace && (figures || o.trace || o.until > 0) && !in.raw)
@@ -262,13 +267,9 @@ int cmd_run(int argc, char **argv)
         }
     }
     if (!rc && !o.quiet)
-        for (int k = 0; k < N_OUTS; k++)
-            if (outs[k].target)
-                printf("wrote %s\n", outs[k].target);
+        out_say_written(outs, RUN_N_OUTS);
     if (rc)
-        out_name_errors(outs, N_OUTS, &err);
-    for (int k = 0; rc && k < N_OUTS; k++)
-        out_abort(&outs[k]);
+        out_abort_all(outs, RUN_N_OUTS, &err);
     result_free(&r);
     inputs_free(&in);
     ag_matrix_destroy(&edges);

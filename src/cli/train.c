@@ -320,17 +320,12 @@ int train_with(const train_opts_t *to, int threads, train_backend_t *b)
     if (!rc && root && !to->o.quiet) {
         if (to->save)
             b->said_saved(b);
-        for (int k = 0; k < N_OUTS; k++)
-            if (outs[k].target)
-                printf("wrote %s\n", outs[k].target);
+        out_say_written(outs, N_OUTS);
         if (b->report_end)
             b->report_end(b);
     }
-    if (rc && root) {
-        out_name_errors(outs, N_OUTS, &err);
-        for (int k = 0; k < N_OUTS; k++)
-            out_abort(&outs[k]);
-    }
+    if (rc && root)
+        out_abort_all(outs, N_OUTS, &err);
     free(curve);
     return finish("train", rc, usage, &err);
 }

@@ -421,18 +421,11 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                                   : ag_i_set_tool_threads(threads_per_process(comm));
     int rank;
     MPI_Comm_rank(comm, &rank);
-    enum { OUT, MESSAGES, HEAD_MESSAGES, PREDICT, TRACE, ATTN, N_OUTS = ATTN + MAX_ATTN };
-    out_file_t outs[N_OUTS];
-    out_init(&outs[OUT], o.out, "--out", "npy");
-    for (int k = 0; k < MAX_ATTN; k++)
-        out_init(&outs[ATTN + k], k < o.n_attn ? o.attn[k] : NULL, "--attn", "csv,npy,graphml");
-    out_init(&outs[PREDICT], o.predict, "--predict", "npy");
-    out_init(&outs[TRACE], o.trace, "--trace", "csv,svg");
-    out_init(&outs[MESSAGES], o.messages, "--messages", "npy");
-    out_init(&outs[HEAD_MESSAGES], o.head_messages, "--head-messages", "npy");
+    out_file_t outs[RUN_N_OUTS];
+    run_outputs_init(outs, &o);
     ag_error_t err = {AG_OK, ""};
     int usage = 0, u;
-    int rc = rank == 0 ? out_open_all(outs, N_OUTS, &usage, &err) : AG_OK;
+    int rc = rank == 0 ? out_open_all(outs, RUN_N_OUTS, &usage, &err) : AG_OK;
     MPI_Bcast(&usage, 1, MPI_INT, 0, comm);
     rc = ag_mpi_agree(comm, rc, &err);
     ag_mpi_part_t part;
@@ -490,7 +483,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     tr.trace = !in.raw && (o.trace || o.until > 0 || o.save_rounds);
     tr.attn = o.n_attn > 0;
     const int tracing = tr.trace || tr.attn;
-    const int trace_svg = o.trace && strcasecmp(out_extension(&outs[TRACE]), "svg") == 0;
+    const int trace_svg = o.trace && strcasecmp(out_extension(&outs[RUN_TRACE]), "svg") == 0;
     if (!rc && o.n_attn)   /* refused before the work, as attngraph run does */
         rc = attn_size_check(&o, part.n_edges, &err);
     if (!rc && o.attn_round > in.rounds)
@@ -498,7 +491,7 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                      (long long)o.attn_round, (long long)in.rounds, AG_PLURAL(in.rounds));
     if (!rc && tracing) {
         rc = ag_mpi_agree(comm, tracer_open(&tr, &part, &o, &in, o.trace && !trace_svg ?
-                                            outs[TRACE].file.path : NULL, &err), &err);
+                                            outs[RUN_TRACE].file.path : NULL, &err), &err);
         ro.on_round = trace_round, ro.ctx = &tr, ro.figures = tr.trace;
     }
     if (!rc && in.raw) {   /* one round of attention on the given Q, K, V: M is the output */
@@ -515,9 +508,9 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
     if (tracing)
         rc = ag_mpi_agree(comm, rank == 0 ? tracer_close(&tr, rc) : rc, &err);
     if (!rc && trace_svg && rank == 0)
-        rc = write_trace_svg(&outs[TRACE], tr.rows, tr.done, desc, &err);
+        rc = write_trace_svg(&outs[RUN_TRACE], tr.rows, tr.done, desc, &err);
     if (!rc && tr.attn && rank == 0)
-        rc = export_attention(&tr, &in, &outs[ATTN], o.n_attn, &err);
+        rc = export_attention(&tr, &in, &outs[RUN_ATTN], o.n_attn, &err);
     rc = ag_mpi_agree(comm, rc, &err);
     const float *y = in.raw ? M : Y;
     ag_error_t where;
@@ -526,30 +519,25 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                      "inputs down (the largest |value| should be far below 1e18)", where.msg);
     rc = ag_mpi_agree(comm, rc, &err);
     if (!rc && o.out)
-        rc = write_gathered(comm, &part, y, cols, outs[OUT].file.path, 0, 0, &err);
+        rc = write_gathered(comm, &part, y, cols, outs[RUN_OUT].file.path, 0, 0, &err);
     if (!rc && o.messages)
-        rc = write_gathered(comm, &part, M, HD, outs[MESSAGES].file.path, 0, 0, &err);
+        rc = write_gathered(comm, &part, M, HD, outs[RUN_MESSAGES].file.path, 0, 0, &err);
     if (!rc && o.head_messages)
-        rc = write_gathered(comm, &part, M, HD, outs[HEAD_MESSAGES].file.path, 1, in.H, &err);
+        rc = write_gathered(comm, &part, M, HD, outs[RUN_HEAD_MESSAGES].file.path, 1, in.H, &err);
     if (!rc && o.predict)
         rc = predict_gathered(comm, &part, Y, cols, o.weights,
-                              !o.model.spec.n_layers || o.model.spec.readout, outs[PREDICT].file.path,
+                              !o.model.spec.n_layers || o.model.spec.readout, outs[RUN_PREDICT].file.path,
                               &err);
     if (!rc)
-        rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(outs, N_OUTS, &err) : AG_OK, &err);
+        rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(outs, RUN_N_OUTS, &err) : AG_OK, &err);
     if (!rc && !o.quiet)
         report(comm, &part, desc, &in, &st, threads, &metis);
     if (!rc && !o.quiet && rank == 0 && tracing && (o.trace || o.until > 0))
         print_trace(tr.rows, tr.done, &o, in.rounds);
     if (!rc && !o.quiet && rank == 0)
-        for (int k = 0; k < N_OUTS; k++)
-            if (outs[k].target)
-                printf("wrote %s\n", outs[k].target);
-    if (rc && rank == 0) {
-        out_name_errors(outs, N_OUTS, &err);
-        for (int k = 0; k < N_OUTS; k++)
-            out_abort(&outs[k]);
-    }
+        out_say_written(outs, RUN_N_OUTS);
+    if (rc && rank == 0)
+        out_abort_all(outs, RUN_N_OUTS, &err);
     tracer_free(&tr);
     free(M), free(Y), free(bias);
     ag_matrix_destroy(&x0);
