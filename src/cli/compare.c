@@ -16,17 +16,17 @@
 
 static const opt_def_t compare_options[] = {
     OPT_PROSE("usage: attngraph compare (--pattern SPEC | --graph FILE)... [options]\n"
-             "\n"
-             "Runs identical inputs under each connectivity (the first is the baseline) and\n"
-             "prints, for each: edges, density, mean and min attention entropy (nats), mean\n"
-             "attention distance |i-j| (patterns only: a graph file's node ids are not\n"
-             "positions), and against the baseline: relative L2 difference of the outputs,\n"
-             "mean cosine similarity per node, and the nodes that changed most.\n"
-             "Every connectivity must have the same number of nodes, matched by node id; a\n"
-             "pattern without --nodes, --tokens or a size of its own takes the first graph\n"
-             "file's. Connectivities that label a node id differently are refused.\n"
-             "--self-loops applies to every connectivity, graph files included (as in run).\n"
-             "\n"),
+              "\n"
+              "Runs identical inputs under each connectivity (the first is the baseline) and\n"
+              "prints, for each: edges, density, mean and min attention entropy (nats), mean\n"
+              "attention distance |i-j| (patterns only: a graph file's node ids are not\n"
+              "positions), and against the baseline: relative L2 difference of the outputs,\n"
+              "mean cosine similarity per node, and the nodes that changed most.\n"
+              "Every connectivity must have the same number of nodes, matched by node id; a\n"
+              "pattern without --nodes, --tokens or a size of its own takes the first graph\n"
+              "file's. Connectivities that label a node id differently are refused.\n"
+              "--self-loops applies to every connectivity, graph files included (as in run).\n"
+              "\n"),
     OPT_VALUES("pattern", OPT_PATTERN,
                "  --pattern SPEC      a pattern (see 'attngraph pattern --help'); repeatable\n"),
     OPT_VALUES("graph", OPT_GRAPH,
@@ -34,7 +34,7 @@ static const opt_def_t compare_options[] = {
     OPT_PROSE("\n"),
     OPT_TABLE(input_options),
     OPT_PROSE("\n"
-             "Outputs:\n"),
+              "Outputs:\n"),
     OPT_VALUE("csv", OPT_CSV, "  --csv FILE          the table as CSV\n"),
     OPT_VALUE("per-node", OPT_PER_NODE,
               "  --per-node FILE     per-node figures as CSV: connectivity,node,label,in_degree,\n"

@@ -30,10 +30,10 @@ static const char draw_usage[] =
 
 static const opt_def_t attention_options[] = {
     OPT_PROSE("usage: attngraph draw heatmap (GRAPH | --pattern SPEC | --csr ...) [options] --out F.svg\n"
-             "       attngraph draw graph (GRAPH | --pattern SPEC | --csr ...) [options] --out F.svg\n"
-             "\n"
-             "Runs like 'attngraph run' (every input option below), then draws the attention of\n"
-             "the last round (or --attn-round R's).\n"),
+              "       attngraph draw graph (GRAPH | --pattern SPEC | --csr ...) [options] --out F.svg\n"
+              "\n"
+              "Runs like 'attngraph run' (every input option below), then draws the attention of\n"
+              "the last round (or --attn-round R's).\n"),
     OPT_VALUE("out", OPT_OUT, "  --out FILE.svg      the picture (- : standard output)\n"),
     OPT_VALUE("head", OPT_HEAD,
               "  --head H            draw head H (0-based) instead of the mean over heads\n"),

@@ -15,10 +15,10 @@ static const opt_def_t held_out_refused[] = {OPT_FLAG("held-out", OPT_HELD_OUT, 
 
 static const opt_def_t rounds_options[] = {
     OPT_PROSE("usage: attngraph draw rounds TRACE.csv --out FILE.svg   (TRACE.csv may be -: stdin)\n"
-             "\n"
-             "Draws the convergence of rounds from the CSV that 'attngraph run --trace' writes\n"
-             "(round,change,entropy,max_weight): the change per round on a log scale, and the\n"
-             "mean attention entropy.\n"),
+              "\n"
+              "Draws the convergence of rounds from the CSV that 'attngraph run --trace' writes\n"
+              "(round,change,entropy,max_weight): the change per round on a log scale, and the\n"
+              "mean attention entropy.\n"),
     OPT_VALUE("out", OPT_OUT, "  --out FILE.svg      the picture (- : standard output)\n"),
     OPT_VALUE("title", OPT_TITLE,
               "  --title TEXT        the line above the picture (default: names the file)\n"),
@@ -29,13 +29,13 @@ static const opt_def_t rounds_options[] = {
 
 static const opt_def_t train_options[] = {
     OPT_PROSE("usage: attngraph draw train LOG.csv --out FILE.svg      (LOG.csv may be -: stdin)\n"
-             "\n"
-             "Draws the training curve from the CSV that 'attngraph train --log' writes\n"
-             "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,...) or 'attngraph\n"
-             "lm train --log' (pattern,step,train_loss,val_loss,...): the loss per epoch or step\n"
-             "(training solid, evaluation dashed; a log scale when it spans more than a decade;\n"
-             "either alone when the other column is left out), and beside it the accuracy when\n"
-             "the log has any; one colour per connectivity or pattern.\n"),
+              "\n"
+              "Draws the training curve from the CSV that 'attngraph train --log' writes\n"
+              "(connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,...) or 'attngraph\n"
+              "lm train --log' (pattern,step,train_loss,val_loss,...): the loss per epoch or step\n"
+              "(training solid, evaluation dashed; a log scale when it spans more than a decade;\n"
+              "either alone when the other column is left out), and beside it the accuracy when\n"
+              "the log has any; one colour per connectivity or pattern.\n"),
     OPT_VALUE("out", OPT_OUT, "  --out FILE.svg      the picture (- : standard output)\n"),
     OPT_FLAG("held-out", OPT_HELD_OUT,
              "  --held-out          the evaluation (validation) curves only\n"),

@@ -69,7 +69,7 @@ const opt_def_t input_until_options[] = {
 
 const opt_def_t input_common_options[] = {
     OPT_PROSE("\n"
-             "Scores:\n"),
+              "Scores:\n"),
     OPT_VALUE("score", OPT_SCORE,
               "  --score KIND        scaled-dot (default), dot, cosine, additive, gatv2, sigmoid,\n"
               "                      linear\n"),
@@ -85,7 +85,7 @@ const opt_def_t input_common_options[] = {
     OPT_FLAG("alibi", OPT_ALIBI,
              "  --alibi             add ALiBi's per-head slope times (j - i)\n"),
     OPT_PROSE("\n"
-             "Common:\n"),
+              "Common:\n"),
     OPT_VALUE("heads", OPT_HEADS, "  --heads H           attention heads (default 1)\n"),
     OPT_VALUE("seed", OPT_SEED,
               "  --seed S            seed for random features and weights (default 1)\n"),

@@ -8,10 +8,10 @@
 
 static const opt_def_t inspect_options[] = {
     OPT_PROSE("usage: attngraph inspect (GRAPH | --pattern SPEC ...) [run options]\n"
-             "                         (--who NODE [--to NODE] | --top K)\n"
-             "\n"
-             "Runs like 'attngraph run', then answers about the last round's attention (or\n"
-             "--attn-round R's). NODE is a label or a node id.\n"),
+              "                         (--who NODE [--to NODE] | --top K)\n"
+              "\n"
+              "Runs like 'attngraph run', then answers about the last round's attention (or\n"
+              "--attn-round R's). NODE is a label or a node id.\n"),
     OPT_VALUE("who", OPT_WHO, "  --who A --to B      how much A attends B, per head and mean\n"),
     OPT_VALUE("to", OPT_TO, NULL),
     OPT_PROSE("  --who A             everything A attends, strongest first\n"),

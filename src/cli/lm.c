@@ -25,14 +25,14 @@
 
 static const opt_def_t lm_train_options[] = {
     OPT_PROSE("usage: attngraph lm train --text FILE [options]\n"
-             "\n"
-             "Trains a character-level GPT on FILE (the first 90% trains, the last 10%\n"
-             "validates, as nanoGPT splits shakespeare_char). A step reads B random windows of\n"
-             "T+1 characters; the B sequences are one graph of B*T nodes (docs:T,...,T, causal\n"
-             "within each), and --pattern SPEC applies SPEC within each sequence\n"
-             "(docs:T,...&(SPEC)): several train the same initial model on the same batches\n"
-             "under each, and a table compares them.\n"
-             "\n"),
+              "\n"
+              "Trains a character-level GPT on FILE (the first 90% trains, the last 10%\n"
+              "validates, as nanoGPT splits shakespeare_char). A step reads B random windows of\n"
+              "T+1 characters; the B sequences are one graph of B*T nodes (docs:T,...,T, causal\n"
+              "within each), and --pattern SPEC applies SPEC within each sequence\n"
+              "(docs:T,...&(SPEC)): several train the same initial model on the same batches\n"
+              "under each, and a table compares them.\n"
+              "\n"),
     OPT_VALUE("text", OPT_TEXT, "  --text FILE         the corpus, read as UTF-8 characters\n"),
     OPT_FLAG("bytes", OPT_BYTES,
              "  --bytes             read it as bytes (a vocabulary of the bytes it holds)\n"),

@@ -14,13 +14,13 @@
 
 static const opt_def_t sample_options[] = {
     OPT_PROSE("usage: attngraph lm sample --model DIR [options]\n"
-             "\n"
-             "Generates text from a model `attngraph lm train --save DIR` wrote: --start, then\n"
-             "--tokens more characters, each drawn from the model's next-token distribution,\n"
-             "each written as it is drawn, then a newline.\n"
-             "The keys and values of the tokens read are cached: a new token attends to its\n"
-             "sources in the pattern without computing the others again.\n"
-             "\n"),
+              "\n"
+              "Generates text from a model `attngraph lm train --save DIR` wrote: --start, then\n"
+              "--tokens more characters, each drawn from the model's next-token distribution,\n"
+              "each written as it is drawn, then a newline.\n"
+              "The keys and values of the tokens read are cached: a new token attends to its\n"
+              "sources in the pattern without computing the others again.\n"
+              "\n"),
     OPT_VALUE("model", OPT_MODEL, "  --model DIR         the model folder\n"),
     OPT_VALUE("tokens", OPT_TOKENS, "  --tokens N          characters to generate (default 500)\n"),
     OPT_VALUE("start", OPT_START,

@@ -15,14 +15,14 @@
 
 static const opt_def_t plan_options[] = {
     OPT_PROSE("usage: attngraph plan --ranks P[,P...] (GRAPH | --csr INDPTR.npy,INDICES.npy |\n"
-             "                      --pattern SPEC --nodes N) [options]\n"
-             "\n"
-             "Plans a run over P processes without running it: per process, the destinations\n"
-             "it owns, their in-edges, its halo (the sources they read that other processes\n"
-             "own), the K and V rows of the halo received each round, the imbalance of the\n"
-             "work (in-edges + 1 per node: max over mean), and a round's estimated time.\n"
-             "Patterns are counted one destination at a time, never compiled whole: exactly\n"
-             "when that is quick, else from a sample (the output says which).\n"),
+              "                      --pattern SPEC --nodes N) [options]\n"
+              "\n"
+              "Plans a run over P processes without running it: per process, the destinations\n"
+              "it owns, their in-edges, its halo (the sources they read that other processes\n"
+              "own), the K and V rows of the halo received each round, the imbalance of the\n"
+              "work (in-edges + 1 per node: max over mean), and a round's estimated time.\n"
+              "Patterns are counted one destination at a time, never compiled whole: exactly\n"
+              "when that is quick, else from a sample (the output says which).\n"),
     OPT_VALUE("pattern", OPT_PATTERN, NULL),
     OPT_VALUE("csr", OPT_CSR, NULL),
     OPT_VALUE("ranks", OPT_RANKS,

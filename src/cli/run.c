@@ -9,13 +9,13 @@
 
 static const opt_def_t run_options[] = {
     OPT_PROSE("usage: attngraph run GRAPH [options]\n"
-             "       attngraph run --csr INDPTR.npy,INDICES.npy [options]\n"
-             "       attngraph run --pattern SPEC (--nodes N | --tokens \"a b c\") [options]\n"
-             "\n"
-             "Runs attention message rounds on GRAPH (edge u -> v: v attends to u), or on a\n"
-             "connectivity pattern compiled without building the graph (see 'attngraph pattern\n"
-             "--help' for patterns).\n"
-             "\n"),
+              "       attngraph run --csr INDPTR.npy,INDICES.npy [options]\n"
+              "       attngraph run --pattern SPEC (--nodes N | --tokens \"a b c\") [options]\n"
+              "\n"
+              "Runs attention message rounds on GRAPH (edge u -> v: v attends to u), or on a\n"
+              "connectivity pattern compiled without building the graph (see 'attngraph pattern\n"
+              "--help' for patterns).\n"
+              "\n"),
     OPT_TABLE(input_options),
     OPT_VALUE("pattern", OPT_PATTERN,
               "  --pattern SPEC      run on a pattern instead of a graph file\n"),
@@ -23,7 +23,7 @@ static const opt_def_t run_options[] = {
               "  --csr IP.npy,IX.npy run on an in-neighbour CSR (int64 indptr [N+1], indices [E],\n"
               "                      sources ascending): the fast path for huge graphs\n"),
     OPT_PROSE("\n"
-             "Outputs:\n"),
+              "Outputs:\n"),
     OPT_VALUE("out", OPT_OUT, "  --out FILE.npy      write the output (float32)\n"),
     OPT_VALUE("messages", OPT_MESSAGES,
               "  --messages FILE.npy write the last round's messages M [N, H*d] (head h: columns\n"
@@ -58,14 +58,14 @@ static const opt_def_t run_options[] = {
     OPT_FLAG("no-progress", OPT_NO_PROGRESS, NULL),
     OPT_HELP_LINE,
     OPT_PROSE("\n"
-             "An output FILE of - is standard output (the report then goes to stderr);\n"
-             "a device or FIFO is written in place, a symlink through to its file. Files\n"
-             "appear whole when the run succeeds; a failed run leaves old files as they were\n"
-             "(--save-rounds files aside). They are renamed into place one after another at\n"
-             "the end: a run interrupted during those renames may have replaced some only.\n"
-             "An existing file that is not writable is refused.\n"
-             "GRAPH, --features, --q, --k, --v or a part of --csr may be - (standard input; a graph\n"
-             "needs --format); a graph or labels file may be a FIFO or a pipe.\n"),
+              "An output FILE of - is standard output (the report then goes to stderr);\n"
+              "a device or FIFO is written in place, a symlink through to its file. Files\n"
+              "appear whole when the run succeeds; a failed run leaves old files as they were\n"
+              "(--save-rounds files aside). They are renamed into place one after another at\n"
+              "the end: a run interrupted during those renames may have replaced some only.\n"
+              "An existing file that is not writable is refused.\n"
+              "GRAPH, --features, --q, --k, --v or a part of --csr may be - (standard input; a graph\n"
+              "needs --format); a graph or labels file may be a FIFO or a pipe.\n"),
     OPT_DEF_END,
 };
 

@@ -13,17 +13,17 @@ static const opt_def_t refused_by_train[] = {
 
 static const opt_def_t train_options[] = {
     OPT_PROSE("usage: attngraph train (GRAPH | --pattern SPEC | --csr IP.npy,IX.npy) --features X.npy\n"
-             "                       (--labels L.npy | --targets Y.npy) [options]\n"
-             "       attngraph train --pattern A --pattern B [--graph FILE] ... [options]\n"
-             "\n"
-             "Trains R rounds of attention with projections (as 'attngraph run' computes them) from\n"
-             "the features: with --labels, the classes of the nodes through a linear readout of\n"
-             "the final states (logits = X Wr^T + br, cross-entropy); with --targets, the final\n"
-             "states themselves (mean squared error). Prints the loss and accuracies every few\n"
-             "epochs. Under several connectivities (--pattern and --graph, repeated) the same\n"
-             "initial model is trained under each, and one table compares them.\n"
-             "\n"
-             "Task:\n"),
+              "                       (--labels L.npy | --targets Y.npy) [options]\n"
+              "       attngraph train --pattern A --pattern B [--graph FILE] ... [options]\n"
+              "\n"
+              "Trains R rounds of attention with projections (as 'attngraph run' computes them) from\n"
+              "the features: with --labels, the classes of the nodes through a linear readout of\n"
+              "the final states (logits = X Wr^T + br, cross-entropy); with --targets, the final\n"
+              "states themselves (mean squared error). Prints the loss and accuracies every few\n"
+              "epochs. Under several connectivities (--pattern and --graph, repeated) the same\n"
+              "initial model is trained under each, and one table compares them.\n"
+              "\n"
+              "Task:\n"),
     OPT_VALUE("features", OPT_FEATURES,
               "  --features X.npy    node states [N, D]: the model width D is theirs\n"),
     OPT_VALUE("labels", OPT_LABELS,
@@ -40,12 +40,12 @@ static const opt_def_t train_options[] = {
               "  --test-mask M.npy   nodes reported once: their accuracy (or loss) at the epoch\n"
               "                      of the best eval figure (the last epoch without eval nodes)\n"),
     OPT_PROSE("\n"
-             "Model (--rounds 0: the readout alone; --norm layer: LayerNorm weights are learnt;\n"
-             "--weights DIR starts from a weights folder, with its readout.npy and\n"
-             "readout_bias.npy if there; else the weights are drawn from --seed, default 1):\n"),
+              "Model (--rounds 0: the readout alone; --norm layer: LayerNorm weights are learnt;\n"
+              "--weights DIR starts from a weights folder, with its readout.npy and\n"
+              "readout_bias.npy if there; else the weights are drawn from --seed, default 1):\n"),
     OPT_TABLE(input_model_options),
     OPT_PROSE("\n"
-             "Training:\n"),
+              "Training:\n"),
     OPT_VALUE("epochs", OPT_EPOCHS,
               "  --epochs E          optimizer steps on the whole graph (default 100)\n"),
     OPT_VALUE("lr", OPT_LR, "  --lr LR             learning rate (default 0.01)\n"),
@@ -72,7 +72,7 @@ static const opt_def_t train_options[] = {
              "                      it is a terminal)\n"),
     OPT_FLAG("no-progress", OPT_NO_PROGRESS, NULL),
     OPT_PROSE("\n"
-             "Outputs (one connectivity; --log and --svg also with several):\n"),
+              "Outputs (one connectivity; --log and --svg also with several):\n"),
     OPT_VALUE("save", OPT_SAVE,
               "  --save DIR          the trained weights, in the layout run --weights reads, plus\n"
               "                      readout.npy [C, D] and readout_bias.npy [C]\n"),
@@ -87,8 +87,8 @@ static const opt_def_t train_options[] = {
               "                      'attngraph draw train' makes of the --log file)\n"),
     OPT_FLAG("quiet", OPT_QUIET, "  --quiet             print nothing on success\n"),
     OPT_PROSE("\n"
-             "Connectivity:\n"
-             "  GRAPH, --graph FILE a graph file (--graph: repeatable)\n"),
+              "Connectivity:\n"
+              "  GRAPH, --graph FILE a graph file (--graph: repeatable)\n"),
     OPT_VALUES("graph", OPT_GRAPH, NULL),
     OPT_VALUES("pattern", OPT_PATTERN,
                "  --pattern SPEC      a pattern, sized by --nodes or the features (repeatable)\n"),
