@@ -467,6 +467,29 @@ enum { RUN_OUT, RUN_MESSAGES, RUN_HEAD_MESSAGES, RUN_ATTN, RUN_TRACE = RUN_ATTN 
 /* Names them from o (out_init; those not given stay unused). */
 void run_outputs_init(out_file_t outs[RUN_N_OUTS], const run_opts_t *o);
 
+/* What differs between a run on one process (attngraph run) and on several
+   (attngraph-mpi run); the rest, the outputs opened first, committed, said or
+   removed, is run_with's, written once. Each step returns its rc agreed by
+   every process, so that all of them go on or stop together. */
+typedef struct run_backend run_backend_t;
+struct run_backend {
+    int rank;   /* 0 writes the files and prints; the others only compute */
+    /* rc agreed by every process, and *usage rank 0's (NULL: one process) */
+    int (*agree)(run_backend_t *b, int rc, int *usage, ag_error_t *err);
+    /* the graph (or this process's part) and the inputs */
+    int (*load)(run_backend_t *b, int *usage, ag_error_t *err);
+    /* the rounds, or one round of raw attention, and their figures (a --trace
+       CSV into outs[RUN_TRACE] as they run) */
+    int (*compute)(run_backend_t *b, out_file_t *outs, ag_error_t *err);
+    /* the other outputs into their opened files */
+    int (*write)(run_backend_t *b, out_file_t *outs, ag_error_t *err);
+    /* the report, once the files are committed (not with --quiet) */
+    int (*report)(run_backend_t *b, ag_error_t *err);
+    void *ctx;
+};
+/* attngraph run's work on backend b, the options parsed; the exit status. */
+int run_with(const run_opts_t *o, run_backend_t *b);
+
 int cmd_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_pattern(int argc, char **argv);

@@ -196,83 +196,145 @@ static int write_head_messages(const char *path, const float *M, int64_t N, int6
     return rc;
 }
 
+int run_with(const run_opts_t *o, run_backend_t *b)
+{
+    const int root = b->rank == 0;
+    out_file_t outs[RUN_N_OUTS];
+    run_outputs_init(outs, o);
+    ag_error_t err = {AG_OK, ""};
+    int usage = 0, u = 0;
+    /* Check and create the outputs first: a bad path fails before any work.
+       When one is standard output, the report goes to stderr from here on. */
+    int rc = root ? out_open_all(outs, RUN_N_OUTS, &usage, &err) : AG_OK;
+    if (b->agree)
+        rc = b->agree(b, rc, &usage, &err);
+    if (!rc) {
+        rc = b->load(b, &u, &err);
+        usage = usage || u;
+    }
+    if (!rc)
+        rc = b->compute(b, outs, &err);
+    if (!rc)
+        rc = b->write(b, outs, &err);
+    /* Commit before the report: a reader that closes the pipe early (| head)
+       ends us with SIGPIPE while printing, and the files must be there by then. */
+    if (!rc)
+        rc = root ? out_commit_all(outs, RUN_N_OUTS, &err) : AG_OK;
+    if (b->agree)
+        rc = b->agree(b, rc, NULL, &err);
+    if (!rc && !o->quiet)
+        rc = b->report(b, &err);
+    if (!rc && !o->quiet && root)
+        out_say_written(outs, RUN_N_OUTS);
+    if (rc && root)
+        out_abort_all(outs, RUN_N_OUTS, &err);
+    return finish("run", rc, usage, &err);
+}
+
+/* ---- run_backend_t on one process ---- */
+
+typedef struct {
+    const run_opts_t *o;
+    int threads;
+    source_t s;
+    inputs_t in;
+    result_t r;
+    ag_matrix_t edges;
+    int figures;   /* the per-round figures in the report */
+} one_run_t;
+
+static int one_load(run_backend_t *b, int *usage, ag_error_t *err)
+{
+    one_run_t *x = b->ctx;
+    const run_opts_t *o = x->o;
+    int rc = source_open(&x->s, &o->src, usage, err);
+    if (!rc)
+        rc = inputs_check_memory(o, x->s.nb.n_nodes, err);   /* before saying how long */
+    if (!rc)
+        estimate_early(o, &x->s.nb);   /* a run of hours says so before its setup */
+    if (!rc)   /* refused before the work, not after */
+        rc = attn_size_check(o, x->s.nb.n_edges, err);
+    if (!rc)
+        rc = edge_features_load(&x->edges, &x->s, o->edge_features, err);
+    if (!rc)
+        rc = inputs_load(&x->in, o, x->s.nb.n_nodes, o->edge_features ? &x->edges : NULL, err);
+    x->figures = !o->quiet && x->in.rounds > 1;
+    return rc;
+}
+
+static int trace_is_svg(const run_opts_t *o, const out_file_t *outs)
+{
+    return o->trace && strcasecmp(out_extension(&outs[RUN_TRACE]), "svg") == 0;
+}
+
+static int one_compute(run_backend_t *b, out_file_t *outs, ag_error_t *err)
+{
+    one_run_t *x = b->ctx;
+    const run_opts_t *o = x->o;
+    return compute(&x->r, &x->in, &x->s, o, x->figures,
+                   o->trace && !trace_is_svg(o, outs) ? outs[RUN_TRACE].file.path : NULL, err);
+}
+
+static int one_write(run_backend_t *b, out_file_t *outs, ag_error_t *err)
+{
+    one_run_t *x = b->ctx;
+    const run_opts_t *o = x->o;
+    const result_t *r = &x->r;
+    const inputs_t *in = &x->in;
+    const int64_t N = x->s.nb.n_nodes;
+    int rc = AG_OK;
+    if (trace_is_svg(o, outs))
+        rc = write_trace_svg(&outs[RUN_TRACE], r->trace, r->rounds_done, x->s.desc, err);
+    if (!rc && o->out)
+        rc = ag_npy_write_f32(outs[RUN_OUT].file.path, r->y, N, r->cols, err);
+    const float *messages = in->raw ? r->y : r->ws.M;
+    if (!rc && (o->messages || o->head_messages) && !r->rounds_done)
+        rc = ag_fail(err, AG_EINVAL, "--messages needs at least one round");
+    if (!rc && o->messages)
+        rc = ag_npy_write_f32(outs[RUN_MESSAGES].file.path, messages, N, in->H * in->d, err);
+    if (!rc && o->head_messages)
+        rc = write_head_messages(outs[RUN_HEAD_MESSAGES].file.path, messages, N, in->H, in->d,
+                                 err);
+    for (int k = 0; k < o->n_attn && !rc; k++)
+        rc = report_attention(&outs[RUN_ATTN + k], r, in, &x->s, o->max_export, err);
+    if (!rc && o->predict)
+        rc = write_predictions(outs[RUN_PREDICT].file.path, o->weights,
+                               !o->model.spec.n_layers || o->model.spec.readout, r->y, N, r->cols,
+                               err);
+    return rc;
+}
+
+static int one_report(run_backend_t *b, ag_error_t *err)
+{
+    one_run_t *x = b->ctx;
+    const run_opts_t *o = x->o;
+    const result_t *r = &x->r;
+    print_header(o, &x->s, &x->in, x->threads);
+    if (r->trace && (x->figures || o->trace || o->until > 0) && !x->in.raw)
+        print_trace(r->trace, r->rounds_done, o, x->in.rounds);
+    if (!r->Q)
+        return AG_OK;
+    printf("attention in %s (mean over heads, top 3 sources%s):\n",
+           o->attn_round ? "the --attn-round" : "the last round", weights_note(r));
+    return report_summary(stdout, r, &x->in, &x->s, SUMMARY_NODES, err);
+}
+
 int cmd_run(int argc, char **argv)
 {
     run_opts_t o;
     int status = run_parse(&o, argc, argv);
     if (status >= 0)
         return status;
-    const int threads = ag_set_threads((int)o.threads);
-
-    source_t s;
-    inputs_t in;
-    result_t r;
-    ag_matrix_t edges = {0};
-    out_file_t outs[RUN_N_OUTS];
-    run_outputs_init(outs, &o);
-    memset(&s, 0, sizeof s), memset(&in, 0, sizeof in), memset(&r, 0, sizeof r);
-    ag_error_t err = {AG_OK, ""};
-    int usage = 0;
-    /* Check and create the outputs first: a bad path fails before any work.
-       When one is standard output, the report goes to stderr from here on. */
-    int rc = out_open_all(outs, RUN_N_OUTS, &usage, &err);
-    if (!rc)
-        rc = source_open(&s, &o.src, &usage, &err);
-    if (!rc)
-        rc = inputs_check_memory(&o, s.nb.n_nodes, &err);   /* before saying how long */
-    if (!rc)
-        estimate_early(&o, &s.nb);   /* a run of hours says so before its setup */
-    if (!rc)   /* refused before the work, not after */
-        rc = attn_size_check(&o, s.nb.n_edges, &err);
-    if (!rc)
-        rc = edge_features_load(&edges, &s, o.edge_features, &err);
-    if (!rc)
-        rc = inputs_load(&in, &o, s.nb.n_nodes, o.edge_features ? &edges : NULL, &err);
-    const int figures = !o.quiet && in.rounds > 1;
-    const int trace_svg = o.trace && strcasecmp(out_extension(&outs[RUN_TRACE]), "svg") == 0;
-    if (!rc)
-        rc = compute(&r, &in, &s, &o, figures, o.trace && !trace_svg ? outs[RUN_TRACE].file.path : NULL,
-                     &err);
-    if (!rc && trace_svg)
-        rc = write_trace_svg(&outs[RUN_TRACE], r.trace, r.rounds_done, s.desc, &err);
-    if (!rc && o.out)
-        rc = ag_npy_write_f32(outs[RUN_OUT].file.path, r.y, s.nb.n_nodes, r.cols, &err);
-    const float *messages = in.raw ? r.y : r.ws.M;
-    if (!rc && (o.messages || o.head_messages) && !r.rounds_done)
-        rc = ag_fail(&err, AG_EINVAL, "--messages needs at least one round");
-    if (!rc && o.messages)
-        rc = ag_npy_write_f32(outs[RUN_MESSAGES].file.path, messages, s.nb.n_nodes, in.H * in.d, &err);
-    if (!rc && o.head_messages)
-        rc = write_head_messages(outs[RUN_HEAD_MESSAGES].file.path, messages, s.nb.n_nodes, in.H, in.d,
-                                 &err);
-    for (int k = 0; k < o.n_attn && !rc; k++)
-        rc = report_attention(&outs[RUN_ATTN + k], &r, &in, &s, o.max_export, &err);
-    if (!rc && o.predict)
-        rc = write_predictions(outs[RUN_PREDICT].file.path, o.weights,
-                               !o.model.spec.n_layers || o.model.spec.readout, r.y, s.nb.n_nodes, r.cols,
-                               &err);
-    /* Commit before the report: a reader that closes the pipe early (| head)
-       ends us with SIGPIPE while printing, and the files must be there by then. */
-    if (!rc)
-        rc = out_commit_all(outs, RUN_N_OUTS, &err);
-    if (!rc && !o.quiet) {
-        print_header(&o, &s, &in, threads);
-        if (r.trace && (figures || o.trace || o.until > 0) && !in.raw)
-            print_trace(r.trace, r.rounds_done, &o, in.rounds);
-        if (r.Q) {
-            printf("attention in %s (mean over heads, top 3 sources%s):\n",
-                   o.attn_round ? "the --attn-round" : "the last round",
-                   weights_note(&r));
-            rc = report_summary(stdout, &r, &in, &s, SUMMARY_NODES, &err);
-        }
-    }
-    if (!rc && !o.quiet)
-        out_say_written(outs, RUN_N_OUTS);
-    if (rc)
-        out_abort_all(outs, RUN_N_OUTS, &err);
-    result_free(&r);
-    inputs_free(&in);
-    ag_matrix_destroy(&edges);
-    source_close(&s);
-    return finish("run", rc, usage, &err);
+    one_run_t x;
+    memset(&x, 0, sizeof x);
+    x.o = &o;
+    x.threads = ag_set_threads((int)o.threads);
+    run_backend_t one = {.rank = 0, .load = one_load, .compute = one_compute,
+                         .write = one_write, .report = one_report, .ctx = &x};
+    status = run_with(&o, &one);
+    result_free(&x.r);
+    inputs_free(&x.in);
+    ag_matrix_destroy(&x.edges);
+    source_close(&x.s);
+    return status;
 }

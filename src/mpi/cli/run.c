@@ -380,6 +380,169 @@ static void report(MPI_Comm comm, const ag_mpi_part_t *part, const char *desc,
            ran ? all[0] / 1e6 / (double)ran : 0.0);
 }
 
+/* ---- run_backend_t on P processes ---- */
+
+typedef struct {
+    MPI_Comm comm;
+    const run_opts_t *o;
+    ag_mpi_path_t path;
+    metis_info_t *metis;
+    int threads;
+    ag_mpi_part_t part;
+    float *bias;               /* --edge-bias: this process's slots */
+    char desc[512];
+    inputs_t in;
+    ag_matrix_t x0;
+    float *M, *Y;              /* the messages, the states (as wide as the widest round) */
+    int64_t cols;              /* the output's columns */
+    ag_mpi_stats_t st;
+    tracer_t tr;
+    int tracing;
+} mrun_t;
+
+static int m_agree(run_backend_t *b, int rc, int *usage, ag_error_t *err)
+{
+    mrun_t *x = b->ctx;
+    if (usage)
+        MPI_Bcast(usage, 1, MPI_INT, 0, x->comm);
+    return ag_mpi_agree(x->comm, rc, err);
+}
+
+/* This process's part, its rows of the inputs, and room for the messages and states. */
+static int m_load(run_backend_t *b, int *usage, ag_error_t *err)
+{
+    mrun_t *x = b->ctx;
+    const run_opts_t *o = x->o;
+    MPI_Comm comm = x->comm;
+    int rc = AG_OK;
+    if (o->src.csr)   /* before the edges are read */
+        rc = ag_mpi_agree(comm, csr_fits(comm, o, err), err);
+    if (!rc)
+        rc = open_part(&x->part, comm, &o->src, x->metis, o->edge_bias, &x->bias, x->desc,
+                       sizeof x->desc, usage, err);
+    if (!rc && o->q)
+        rc = own_raw(&x->in, comm, &x->part, o, err);
+    else if (!rc)
+        rc = own_features(&x->x0, comm, &x->part, o, err);
+    if (!rc && !o->q) {
+        run_opts_t lo = *o;
+        lo.posenc = 0;   /* own_features placed the rows at their positions */
+        rc = ag_mpi_agree(comm, inputs_load_part(&x->in, &lo, &x->x0, x->part.lo,
+                                                 x->part.n_nodes, NULL, err), err);
+    }
+    const inputs_t *in = &x->in;
+    const int64_t n = x->part.hi - x->part.lo, HD = in->H * in->d;
+    if (!rc && (o->messages || o->head_messages || in->raw) &&
+        !(x->M = ag_alloc(n ? n * HD : 1, sizeof *x->M, err, "messages")))
+        rc = ag_alloc_status();
+    x->cols = in->raw ? HD : in->x0.cols;
+    if (!rc && !in->raw) {
+        const int64_t widest = ag_rounds_widest(in->layers, in->n_layers, (int)in->rounds);
+        if (in->rounds > 0)
+            x->cols = ag_layer_width_out(&in->layers[in->n_layers == 1 ? 0 : in->rounds - 1]);
+        if (!(x->Y = ag_alloc(n ? n * widest : 1, sizeof *x->Y, err, "states")))
+            rc = ag_alloc_status();
+        else
+            memcpy(x->Y, in->x0.data, (size_t)(n * in->x0.cols) * sizeof *x->Y);
+    }
+    if (!rc && o->model.spec.n_layers && (o->trace || o->until > 0 || o->save_rounds || o->n_attn))
+        rc = ag_fail(err, AG_EINVAL, "%s: a model file's layers run here for --out, "
+                     "--messages and --predict; --trace, --until, --save-rounds and --attn "
+                     "are for one process (attngraph run)", o->model.path);
+    return ag_mpi_agree(comm, rc, err);
+}
+
+static int m_compute(run_backend_t *b, out_file_t *outs, ag_error_t *err)
+{
+    mrun_t *x = b->ctx;
+    const run_opts_t *o = x->o;
+    MPI_Comm comm = x->comm;
+    inputs_t *in = &x->in;
+    const int64_t HD = in->H * in->d;
+    ag_score_t score = in->score;
+    score.edge_bias = x->bias;
+    ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
+    ro.score = &score, ro.no_residual = o->no_residual, ro.norm = o->norm;
+    tracer_t *tr = &x->tr;
+    *tr = (tracer_t){.comm = comm, .part = &x->part, .o = o, .err = err};
+    tr->trace = !in->raw && (o->trace || o->until > 0 || o->save_rounds);
+    tr->attn = o->n_attn > 0;
+    x->tracing = tr->trace || tr->attn;
+    const int trace_svg = o->trace && strcasecmp(out_extension(&outs[RUN_TRACE]), "svg") == 0;
+    int rc = AG_OK;
+    if (o->n_attn)   /* refused before the work, as attngraph run does */
+        rc = attn_size_check(o, x->part.n_edges, err);
+    if (!rc && o->attn_round > in->rounds)
+        rc = ag_fail(err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
+                     (long long)o->attn_round, (long long)in->rounds, AG_PLURAL(in->rounds));
+    if (!rc && x->tracing) {
+        rc = ag_mpi_agree(comm, tracer_open(tr, &x->part, o, in, o->trace && !trace_svg ?
+                                            outs[RUN_TRACE].file.path : NULL, err), err);
+        ro.on_round = trace_round, ro.ctx = tr, ro.figures = tr->trace;
+    }
+    if (!rc && in->raw) {   /* one round of attention on the given Q, K, V: M is the output */
+        rc = ag_mpi_attention(comm, &x->part, in->q.data, in->k.data, in->v.data, in->H, in->d,
+                              &score, x->M, &x->st, err);
+        if (!rc && tr->attn)   /* --attn: its queries and keys are the given ones */
+            rc = ag_mpi_gather_rows(comm, &x->part, in->q.data, HD, tr->Q, 0, err);
+        if (!rc && tr->attn)
+            rc = ag_mpi_gather_rows(comm, &x->part, in->k.data, HD, tr->K, 0, err);
+        tr->score = score, tr->kept = 1;
+    } else if (!rc)
+        rc = ag_mpi_rounds_run(comm, &x->part, in->layers, in->n_layers, x->Y, (int)in->rounds,
+                               &ro, x->path, x->M, &x->st, err);
+    if (x->tracing)
+        rc = ag_mpi_agree(comm, b->rank == 0 ? tracer_close(tr, rc) : rc, err);
+    return ag_mpi_agree(comm, rc, err);
+}
+
+static int m_write(run_backend_t *b, out_file_t *outs, ag_error_t *err)
+{
+    mrun_t *x = b->ctx;
+    const run_opts_t *o = x->o;
+    MPI_Comm comm = x->comm;
+    const inputs_t *in = &x->in;
+    const int64_t n = x->part.hi - x->part.lo, HD = in->H * in->d;
+    const int root = b->rank == 0;
+    const int trace_svg = o->trace && strcasecmp(out_extension(&outs[RUN_TRACE]), "svg") == 0;
+    int rc = AG_OK;
+    if (trace_svg && root)
+        rc = write_trace_svg(&outs[RUN_TRACE], x->tr.rows, x->tr.done, x->desc, err);
+    if (!rc && x->tr.attn && root)
+        rc = export_attention(&x->tr, in, &outs[RUN_ATTN], o->n_attn, err);
+    rc = ag_mpi_agree(comm, rc, err);
+    const float *y = in->raw ? x->M : x->Y;
+    ag_error_t where;
+    if (!rc && ag_check_finite(in->raw ? "the messages" : "the output states", y, n, x->cols,
+                               &where))
+        rc = ag_fail(err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
+                     "inputs down (the largest |value| should be far below 1e18)", where.msg);
+    rc = ag_mpi_agree(comm, rc, err);
+    if (!rc && o->out)
+        rc = write_gathered(comm, &x->part, y, x->cols, outs[RUN_OUT].file.path, 0, 0, err);
+    if (!rc && o->messages)
+        rc = write_gathered(comm, &x->part, x->M, HD, outs[RUN_MESSAGES].file.path, 0, 0, err);
+    if (!rc && o->head_messages)
+        rc = write_gathered(comm, &x->part, x->M, HD, outs[RUN_HEAD_MESSAGES].file.path, 1,
+                            in->H, err);
+    if (!rc && o->predict)
+        rc = predict_gathered(comm, &x->part, x->Y, x->cols, o->weights,
+                              !o->model.spec.n_layers || o->model.spec.readout,
+                              outs[RUN_PREDICT].file.path, err);
+    return rc;
+}
+
+static int m_report(run_backend_t *b, ag_error_t *err)
+{
+    mrun_t *x = b->ctx;
+    const run_opts_t *o = x->o;
+    (void)err;
+    report(x->comm, &x->part, x->desc, &x->in, &x->st, x->threads, x->metis);
+    if (b->rank == 0 && x->tracing && (o->trace || o->until > 0))
+        print_trace(x->tr.rows, x->tr.done, o, x->in.rounds);
+    return AG_OK;
+}
+
 int mpi_run(MPI_Comm comm, int argc, char **argv)
 {
     ag_mpi_path_t path;
@@ -421,127 +584,16 @@ int mpi_run(MPI_Comm comm, int argc, char **argv)
                                   : ag_i_set_tool_threads(threads_per_process(comm));
     int rank;
     MPI_Comm_rank(comm, &rank);
-    out_file_t outs[RUN_N_OUTS];
-    run_outputs_init(outs, &o);
-    ag_error_t err = {AG_OK, ""};
-    int usage = 0, u;
-    int rc = rank == 0 ? out_open_all(outs, RUN_N_OUTS, &usage, &err) : AG_OK;
-    MPI_Bcast(&usage, 1, MPI_INT, 0, comm);
-    rc = ag_mpi_agree(comm, rc, &err);
-    ag_mpi_part_t part;
-    memset(&part, 0, sizeof part);
-    float *bias = NULL;   /* --edge-bias: this process's slots */
-    char desc[512] = "";
-    if (!rc && o.src.csr)   /* before the edges are read */
-        rc = ag_mpi_agree(comm, csr_fits(comm, &o, &err), &err);
-    if (!rc) {
-        rc = open_part(&part, comm, &o.src, &metis, o.edge_bias, &bias, desc, sizeof desc, &u,
-                       &err);
-        usage = usage || u;
-    }
-    inputs_t in;
-    memset(&in, 0, sizeof in);
-    ag_matrix_t x0;
-    memset(&x0, 0, sizeof x0);
-    if (!rc && o.q)
-        rc = own_raw(&in, comm, &part, &o, &err);
-    else if (!rc)
-        rc = own_features(&x0, comm, &part, &o, &err);
-    if (!rc && !o.q) {
-        run_opts_t lo = o;
-        lo.posenc = 0;   /* own_features placed the rows at their positions */
-        rc = ag_mpi_agree(comm, inputs_load_part(&in, &lo, &x0, part.lo, part.n_nodes, NULL, &err), &err);
-    }
-    float *M = NULL, *Y = NULL;
-    const int64_t n = part.hi - part.lo, HD = in.H * in.d;
-    if (!rc && (o.messages || o.head_messages || in.raw) &&
-        !(M = ag_alloc(n ? n * HD : 1, sizeof *M, &err, "messages")))
-        rc = ag_alloc_status();
-    /* the states, in a buffer as wide as the widest round's (model files' layers) */
-    int64_t cols = in.raw ? HD : in.x0.cols;
-    if (!rc && !in.raw) {
-        const int64_t widest = ag_rounds_widest(in.layers, in.n_layers, (int)in.rounds);
-        if (in.rounds > 0)
-            cols = ag_layer_width_out(&in.layers[in.n_layers == 1 ? 0 : in.rounds - 1]);
-        if (!(Y = ag_alloc(n ? n * widest : 1, sizeof *Y, &err, "states")))
-            rc = ag_alloc_status();
-        else
-            memcpy(Y, in.x0.data, (size_t)(n * in.x0.cols) * sizeof *Y);
-    }
-    if (!rc && o.model.spec.n_layers && (o.trace || o.until > 0 || o.save_rounds || o.n_attn))
-        rc = ag_fail(&err, AG_EINVAL, "%s: a model file's layers run here for --out, "
-                     "--messages and --predict; --trace, --until, --save-rounds and --attn "
-                     "are for one process (attngraph run)", o.model.path);
-    rc = ag_mpi_agree(comm, rc, &err);
-    ag_score_t score = in.score;
-    score.edge_bias = bias;
-    ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
-    ro.score = &score, ro.no_residual = o.no_residual, ro.norm = o.norm;
-    ag_mpi_stats_t st;
-    memset(&st, 0, sizeof st);
-    tracer_t tr = {.comm = comm, .part = &part, .o = &o, .err = &err};
-    tr.trace = !in.raw && (o.trace || o.until > 0 || o.save_rounds);
-    tr.attn = o.n_attn > 0;
-    const int tracing = tr.trace || tr.attn;
-    const int trace_svg = o.trace && strcasecmp(out_extension(&outs[RUN_TRACE]), "svg") == 0;
-    if (!rc && o.n_attn)   /* refused before the work, as attngraph run does */
-        rc = attn_size_check(&o, part.n_edges, &err);
-    if (!rc && o.attn_round > in.rounds)
-        rc = ag_fail(&err, AG_EINVAL, "--attn-round %lld, but the run has %lld round%s",
-                     (long long)o.attn_round, (long long)in.rounds, AG_PLURAL(in.rounds));
-    if (!rc && tracing) {
-        rc = ag_mpi_agree(comm, tracer_open(&tr, &part, &o, &in, o.trace && !trace_svg ?
-                                            outs[RUN_TRACE].file.path : NULL, &err), &err);
-        ro.on_round = trace_round, ro.ctx = &tr, ro.figures = tr.trace;
-    }
-    if (!rc && in.raw) {   /* one round of attention on the given Q, K, V: M is the output */
-        rc = ag_mpi_attention(comm, &part, in.q.data, in.k.data, in.v.data, in.H, in.d, &score,
-                              M, &st, &err);
-        if (!rc && tr.attn)   /* --attn: its queries and keys are the given ones */
-            rc = ag_mpi_gather_rows(comm, &part, in.q.data, HD, tr.Q, 0, &err);
-        if (!rc && tr.attn)
-            rc = ag_mpi_gather_rows(comm, &part, in.k.data, HD, tr.K, 0, &err);
-        tr.score = score, tr.kept = 1;
-    } else if (!rc)
-        rc = ag_mpi_rounds_run(comm, &part, in.layers, in.n_layers, Y, (int)in.rounds, &ro,
-                               path, M, &st, &err);
-    if (tracing)
-        rc = ag_mpi_agree(comm, rank == 0 ? tracer_close(&tr, rc) : rc, &err);
-    if (!rc && trace_svg && rank == 0)
-        rc = write_trace_svg(&outs[RUN_TRACE], tr.rows, tr.done, desc, &err);
-    if (!rc && tr.attn && rank == 0)
-        rc = export_attention(&tr, &in, &outs[RUN_ATTN], o.n_attn, &err);
-    rc = ag_mpi_agree(comm, rc, &err);
-    const float *y = in.raw ? M : Y;
-    ag_error_t where;
-    if (!rc && ag_check_finite(in.raw ? "the messages" : "the output states", y, n, cols, &where))
-        rc = ag_fail(&err, AG_EINVAL, "%s; the computation overflowed float32: scale the "
-                     "inputs down (the largest |value| should be far below 1e18)", where.msg);
-    rc = ag_mpi_agree(comm, rc, &err);
-    if (!rc && o.out)
-        rc = write_gathered(comm, &part, y, cols, outs[RUN_OUT].file.path, 0, 0, &err);
-    if (!rc && o.messages)
-        rc = write_gathered(comm, &part, M, HD, outs[RUN_MESSAGES].file.path, 0, 0, &err);
-    if (!rc && o.head_messages)
-        rc = write_gathered(comm, &part, M, HD, outs[RUN_HEAD_MESSAGES].file.path, 1, in.H, &err);
-    if (!rc && o.predict)
-        rc = predict_gathered(comm, &part, Y, cols, o.weights,
-                              !o.model.spec.n_layers || o.model.spec.readout, outs[RUN_PREDICT].file.path,
-                              &err);
-    if (!rc)
-        rc = ag_mpi_agree(comm, rank == 0 ? out_commit_all(outs, RUN_N_OUTS, &err) : AG_OK, &err);
-    if (!rc && !o.quiet)
-        report(comm, &part, desc, &in, &st, threads, &metis);
-    if (!rc && !o.quiet && rank == 0 && tracing && (o.trace || o.until > 0))
-        print_trace(tr.rows, tr.done, &o, in.rounds);
-    if (!rc && !o.quiet && rank == 0)
-        out_say_written(outs, RUN_N_OUTS);
-    if (rc && rank == 0)
-        out_abort_all(outs, RUN_N_OUTS, &err);
-    tracer_free(&tr);
-    free(M), free(Y), free(bias);
-    ag_matrix_destroy(&x0);
-    inputs_free(&in);
-    ag_mpi_part_destroy(&part);
-    return finish("run", rc, usage, &err);
+    mrun_t x;
+    memset(&x, 0, sizeof x);
+    x.comm = comm, x.o = &o, x.path = path, x.metis = &metis, x.threads = threads;
+    run_backend_t many = {.rank = rank, .agree = m_agree, .load = m_load, .compute = m_compute,
+                          .write = m_write, .report = m_report, .ctx = &x};
+    status = run_with(&o, &many);
+    tracer_free(&x.tr);
+    free(x.M), free(x.Y), free(x.bias);
+    ag_matrix_destroy(&x.x0);
+    inputs_free(&x.in);
+    ag_mpi_part_destroy(&x.part);
+    return status;
 }
