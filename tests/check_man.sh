@@ -24,10 +24,26 @@ done
 
 grep -q "^\.TH ATTNGRAPH 1 [0-9-]* \"attngraph $version\"" "$page" ||
     fail ".TH does not say attngraph $version (AG_VERSION)"
-for cmd in run pattern inspect bench compare grad train plan "draw heatmap" "draw rounds" \
-    "draw train" "lm train" "lm sample"; do
-    grep -q "^\.SS \"attngraph $cmd \\\\-\\\\-help\"\$" "$page" || fail "no 'attngraph $cmd --help' in it"
+# Each help, as the page holds it (its example block, unescaped), against the
+# tool's own; the list is man_help.sh's, checked against --help's commands below.
+helps=$(sh "$(dirname "$0")/../tools/man_help.sh" --commands)
+newline='
+'
+ifs=$IFS
+IFS=$newline
+for cmd in $helps; do
+    IFS=$ifs
+    # shellcheck disable=SC2086
+    want=$("$cli" $cmd --help </dev/null)
+    got=$(HEAD=".SS \"attngraph $cmd \\-\\-help\"" awk '
+        $0 == ENVIRON["HEAD"] { found = 1; next }
+        found && $0 == ".EX" { inside = 1; next }
+        inside && $0 == ".EE" { exit }
+        inside { print }' "$page" | sed -e 's/^\\&//' -e 's/\\-/-/g' -e 's/\\e/\\/g')
+    [ -n "$got" ] || fail "no 'attngraph $cmd --help' in it"
+    [ "$got" = "$want" ] || fail "its 'attngraph $cmd --help' is not the tool's"
 done
+IFS=$ifs
 
 # The commands of `attngraph --help`: the first word of each line indented by
 # two spaces, from "commands:" to the first blank line.
@@ -36,6 +52,8 @@ commands=$("$cli" --help | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z]*\)\( .*\)*
 sections=$(sed -n 's/^\.SS "attngraph \([a-z]*\)"$/\1/p' "$template" | grep -vx help | sort -u)
 [ "$commands" = "$sections" ] ||
     fail "sections \"attngraph CMD\" ($(echo $sections)) differ from the commands of --help ($(echo $commands))"
+[ "$commands" = "$(echo "$helps" | cut -d' ' -f1 | sort -u)" ] ||
+    fail "tools/man_help.sh --commands ($(echo $helps)) does not cover the commands of --help"
 
 # Every long option of every command's help, in the rendered text (no
 # hyphenation, one paragraph a line, no bold or underline).

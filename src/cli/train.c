@@ -199,32 +199,32 @@ static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t 
     return rc;
 }
 
-/* The single model's --predict (the readout's classes) and --save folder. */
-static int one_outputs(train_backend_t *b, out_file_t *predict, ag_error_t *err)
+/* The single model's --predict: the readout's classes. */
+static int one_predict(train_backend_t *b, out_file_t *out, ag_error_t *err)
+{
+    train_state_t *st = b->ctx;
+    const int64_t N = st->model.N;
+    readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};   /* wr NULL: no
+                                                                       readout, the logits */
+    if (!(st->pred = ag_alloc(N, sizeof *st->pred, err, "predictions")))
+        return ag_alloc_status();
+    readout_predict(&r, st->model.X, N, st->pred);
+    return ag_npy_write_i64(out->file.path, st->pred, N, err);
+}
+
+/* The single model's --save folder: its arrays and what defines it. */
+static int one_save(train_backend_t *b, ag_error_t *err)
 {
     train_state_t *st = b->ctx;
     const train_opts_t *to = st->to;
-    const int64_t N = st->model.N;
-    int rc = AG_OK;
-    if (to->predict) {
-        readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};   /* wr NULL:
-                                                               no readout, the logits */
-        if (!(st->pred = ag_alloc(N, sizeof *st->pred, err, "predictions")))
-            return ag_alloc_status();
-        readout_predict(&r, st->model.X, N, st->pred);
-        rc = ag_npy_write_i64(predict->file.path, st->pred, N, err);
-    }
-    if (!rc && to->save) {
-        st->n_items = model_items(&st->model, st->items, st->names);
-        const char *name;
-        if (model_text(st->model_args, sizeof st->model_args, to, &st->in, &name) >=
-            sizeof st->model_args)
-            return ag_fail(err, AG_EINVAL, "--save: the model's options are longer than "
-                           "%zu bytes (a long --edge-bias name?)", sizeof st->model_args - 1);
-        st->items[st->n_items++] = (folder_item_t){.name = name, .text = st->model_args};
-        rc = folder_write(to->save, "--save", st->items, st->n_items, err);
-    }
-    return rc;
+    st->n_items = model_items(&st->model, st->items, st->names);
+    const char *name;
+    if (model_text(st->model_args, sizeof st->model_args, to, &st->in, &name) >=
+        sizeof st->model_args)
+        return ag_fail(err, AG_EINVAL, "--save: the model's options are longer than "
+                       "%zu bytes (a long --edge-bias name?)", sizeof st->model_args - 1);
+    st->items[st->n_items++] = (folder_item_t){.name = name, .text = st->model_args};
+    return folder_write(to->save, "--save", st->items, st->n_items, err);
 }
 
 static void one_said_saved(train_backend_t *b)
@@ -305,11 +305,14 @@ int train_with(const train_opts_t *to, int threads, train_backend_t *b)
     if (cx.curve && fclose(cx.curve) != 0 && !rc)
         rc = ag_fail(&err, AG_ENOMEM, "--svg: out of memory");
     rc = agreed(b, rc, NULL, &err);
+    /* --predict and --save go with one connectivity (parse_train says so) */
+    if (!rc && to->predict)
+        rc = b->predict(b, &outs[PREDICT], &err);
     if (!rc && to->svg)
         rc = agreed(b, root ? write_train_curve(to, curve, curve_len, &outs[SVG], &err) : AG_OK,
                     NULL, &err);
-    if (!rc && to->n_conns == 1 && (to->predict || to->save))
-        rc = b->outputs(b, &outs[PREDICT], &err);
+    if (!rc && to->save)
+        rc = b->save(b, &err);
     if (!rc)
         rc = agreed(b, root ? out_commit_all(outs, N_OUTS, &err) : AG_OK, NULL, &err);
     if (!rc && root && !to->o.quiet && !cx.single) {
@@ -349,7 +352,8 @@ int cmd_train(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     st->to = &to;
-    train_backend_t one = {.rank = 0, .progress = 1, .connectivity = one_connectivity, .outputs = one_outputs,
+    train_backend_t one = {.rank = 0, .progress = 1, .connectivity = one_connectivity,
+                           .predict = one_predict, .save = one_save,
                            .said_saved = one_said_saved, .report_end = one_report_end, .ctx = st};
     status = train_with(&to, threads, &one);
     model_free(&st->model);

@@ -166,9 +166,10 @@ struct train_backend {
        into *res, and a single connectivity's last lines */
     int (*connectivity)(train_backend_t *b, run_ctx_t *cx, int k, outcome_t *res, int *usage,
                         ag_error_t *err);
-    /* a single connectivity's model, after its epochs: --predict into the
-       opened predict, and --save's folder */
-    int (*outputs)(train_backend_t *b, out_file_t *predict, ag_error_t *err);
+    /* a single connectivity's model, after its epochs: its classes into the
+       opened --predict file; its --save folder */
+    int (*predict)(train_backend_t *b, out_file_t *out, ag_error_t *err);
+    int (*save)(train_backend_t *b, ag_error_t *err);
     /* the report's line for --save's folder; then its last line (NULL: none) */
     void (*said_saved)(train_backend_t *b);
     void (*report_end)(train_backend_t *b);

@@ -361,13 +361,15 @@ static int m_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t *r
     return rc;
 }
 
-static int m_outputs(train_backend_t *b, out_file_t *out, ag_error_t *err)
+static int m_predict(train_backend_t *b, out_file_t *out, ag_error_t *err)
+{
+    return predict(b->ctx, out, err);
+}
+
+static int m_save(train_backend_t *b, ag_error_t *err)
 {
     mtrain_t *s = b->ctx;
-    int rc = s->to->predict ? predict(s, out, err) : AG_OK;
-    if (!rc && s->to->save)
-        rc = save(s, s->to, err);
-    return rc;
+    return save(s, s->to, err);
 }
 
 static void m_said_saved(train_backend_t *b)
@@ -409,7 +411,8 @@ int mpi_train(MPI_Comm comm, int argc, char **argv)
     int rank;
     MPI_Comm_rank(comm, &rank);
     train_backend_t many = {.rank = rank, .agree = m_agree, .connectivity = m_connectivity,
-                            .outputs = m_outputs, .said_saved = m_said_saved, .ctx = s};
+                            .predict = m_predict, .save = m_save, .said_saved = m_said_saved,
+                            .ctx = s};
     status = train_with(&to, threads, &many);
     conn_free(s);
     task_free(&s->task);
