@@ -51,7 +51,7 @@ typedef struct opt_def {
     int code;                      /* OPT_HEADS */
     int repeat;                    /* 1: may be given more than once */
     const char *help;              /* the lines --help prints here; NULL: none */
-    const struct opt_def *table;   /* (name NULL) its entries here, ending {0} */
+    const struct opt_def *table;   /* (name NULL) its entries here, ending OPT_DEF_END */
     int unlisted;                  /* with table: its options taken, their help not printed
                                       (the command says them in its own words, or refuses
                                       them with a reason) */
