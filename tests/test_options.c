@@ -285,6 +285,9 @@ START_TEST(newcomer_mistakes_are_named)
     expect_cli("run graphs/sentence.gml --q a.npy --k a.npy --v a.npy --seed 3", 2, 2,
                "--seed does not apply");
     expect_cli("help run extra", 2, 2, "unexpected argument 'extra' after 'help'");
+    expect_cli("help draw heatmap", 0, 1, "attngraph draw heatmap");
+    expect_cli("help lm sample", 0, 1, "usage: attngraph lm sample");
+    expect_cli("help lm sample extra", 2, 2, "unexpected argument 'extra' after 'help'");
     expect_cli("--version x", 2, 2, "unexpected argument 'x'");
     expect_cli("--help run", 0, 1, "usage: attngraph run");
     expect_cli("run graphs/sentence.gml --save-rounds -", 2, 2, "--save-rounds names a directory");

@@ -80,15 +80,21 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     const int asks_help = !strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h");
-    if ((asks_help && argc > 3) || (!strcmp(cmd, "--version") && argc > 2)) {
+    /* the commands with kinds of their own: attngraph help draw heatmap */
+    const int with_kind = asks_help && argc >= 4 && (!strcmp(argv[2], "draw") ||
+                                                     !strcmp(argv[2], "lm"));
+    if ((asks_help && argc > 3 + with_kind) || (!strcmp(cmd, "--version") && argc > 2)) {
         fprintf(stderr, "attngraph: unexpected argument '%s' after '%s'\nsee 'attngraph "
-                "--help'\n", argv[asks_help ? 3 : 2], cmd);
+                "--help'\n", argv[asks_help ? 3 + with_kind : 2], cmd);
         return EXIT_USAGE;
     }
-    if (asks_help && argc == 3) {   /* attngraph help run = attngraph run -h */
+    if (asks_help && argc >= 3) {   /* attngraph help run = attngraph run -h */
         static char help_opt[] = "--help";
-        static char *help_argv[4];
-        help_argv[0] = argv[0], help_argv[1] = argv[2], help_argv[2] = help_opt;
+        static char *help_argv[5];
+        help_argv[0] = argv[0], help_argv[1] = argv[2];
+        help_argv[2] = with_kind ? argv[3] : help_opt;
+        help_argv[3] = with_kind ? help_opt : NULL;
+        argc = 3 + with_kind;
         argv = help_argv;
         cmd = argv[1];
     } else if (asks_help) {
