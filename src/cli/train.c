@@ -191,7 +191,7 @@ static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t 
     if (!rc && cx->single && !to->o.quiet)
         print_final(&st->task, res, to->epochs);
     if (!rc && cx->single)
-        return rc;   /* the one model: its outputs are one_outputs' */
+        return rc;   /* the one model: one_predict and one_save read it */
     model_free(&st->model);
     free(st->edge_bias);
     st->edge_bias = NULL;

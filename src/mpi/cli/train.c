@@ -7,9 +7,10 @@
  * takes the same optimizer step on its copy of the weights (per-node
  * weights: on its own nodes' matrices, after a norm summed by the reducer).
  * Rank 0 writes --save (gathering the per-node matrices), --log, --svg and
- * --predict (the final states gathered). The epochs run through the one-process
- * tool's loop (train_epochs), each connectivity of several on its own parts
- * from the same initial model. The halo path.
+ * --predict (the final states gathered). The command is the one-process
+ * tool's (train_with, its outputs and report, over this file's backend) and
+ * so are its epochs (train_epochs), each connectivity of several on its own
+ * parts from the same initial model. The halo path.
  */
 #include <limits.h>
 #include <math.h>
@@ -338,7 +339,7 @@ static int m_agree(train_backend_t *b, int rc, int *usage, ag_error_t *err)
     return ag_mpi_agree(s->comm, rc, err);
 }
 
-/* Connectivity k on its parts; a single one's model is kept for m_outputs. */
+/* Connectivity k on its parts; a single one's model is kept for m_predict and m_save. */
 static int m_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t *res, int *usage,
                           ag_error_t *err)
 {
