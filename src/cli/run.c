@@ -1,4 +1,5 @@
-/* `attngraph run`: message rounds on a graph file or a pattern; report and write outputs. */
+/* `attngraph run`: message rounds on a graph file or a pattern; report and write outputs.
+   run_with is the command for one process and for attngraph-mpi, over a run_backend_t. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

@@ -3,7 +3,9 @@
  * attngraph run's (the same parser), all of them: every score function,
  * per-node weights, --predict, raw --q/--k/--v, --edge-bias, --trace, --until,
  * --save-rounds and --attn. The outputs are the one-process files, gathered
- * and written by rank 0 through the same temporaries and renames.
+ * and written by rank 0 through the same temporaries and renames: the command
+ * is attngraph run's (run_with) over this file's backend (m_load, m_compute,
+ * m_write, m_report).
  */
 #include <errno.h>
 #include <stdlib.h>
