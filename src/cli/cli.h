@@ -466,6 +466,9 @@ enum { RUN_OUT, RUN_MESSAGES, RUN_HEAD_MESSAGES, RUN_ATTN, RUN_TRACE = RUN_ATTN 
        RUN_PREDICT, RUN_N_OUTS };
 /* Names them from o (out_init; those not given stay unused). */
 void run_outputs_init(out_file_t outs[RUN_N_OUTS], const run_opts_t *o);
+/* Is --trace a picture (FILE.svg, drawn at the end) rather than a CSV written as
+   the rounds run? */
+int run_trace_is_svg(const run_opts_t *o, const out_file_t *outs);
 
 /* What differs between a run on one process (attngraph run) and on several
    (attngraph-mpi run); the rest, the outputs opened first, committed, said or

@@ -263,7 +263,7 @@ static int one_load(run_backend_t *b, int *usage, ag_error_t *err)
     return rc;
 }
 
-static int trace_is_svg(const run_opts_t *o, const out_file_t *outs)
+int run_trace_is_svg(const run_opts_t *o, const out_file_t *outs)
 {
     return o->trace && strcasecmp(out_extension(&outs[RUN_TRACE]), "svg") == 0;
 }
@@ -273,7 +273,7 @@ static int one_compute(run_backend_t *b, out_file_t *outs, ag_error_t *err)
     one_run_t *x = b->ctx;
     const run_opts_t *o = x->o;
     return compute(&x->r, &x->in, &x->s, o, x->figures,
-                   o->trace && !trace_is_svg(o, outs) ? outs[RUN_TRACE].file.path : NULL, err);
+                   o->trace && !run_trace_is_svg(o, outs) ? outs[RUN_TRACE].file.path : NULL, err);
 }
 
 static int one_write(run_backend_t *b, out_file_t *outs, ag_error_t *err)
@@ -284,7 +284,7 @@ static int one_write(run_backend_t *b, out_file_t *outs, ag_error_t *err)
     const inputs_t *in = &x->in;
     const int64_t N = x->s.nb.n_nodes;
     int rc = AG_OK;
-    if (trace_is_svg(o, outs))
+    if (run_trace_is_svg(o, outs))
         rc = write_trace_svg(&outs[RUN_TRACE], r->trace, r->rounds_done, x->s.desc, err);
     if (!rc && o->out)
         rc = ag_npy_write_f32(outs[RUN_OUT].file.path, r->y, N, r->cols, err);

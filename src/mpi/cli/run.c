@@ -470,7 +470,7 @@ static int m_compute(run_backend_t *b, out_file_t *outs, ag_error_t *err)
     tr->trace = !in->raw && (o->trace || o->until > 0 || o->save_rounds);
     tr->attn = o->n_attn > 0;
     x->tracing = tr->trace || tr->attn;
-    const int trace_svg = o->trace && strcasecmp(out_extension(&outs[RUN_TRACE]), "svg") == 0;
+    const int trace_svg = run_trace_is_svg(o, outs);
     int rc = AG_OK;
     if (o->n_attn)   /* refused before the work, as attngraph run does */
         rc = attn_size_check(o, x->part.n_edges, err);
@@ -506,7 +506,7 @@ static int m_write(run_backend_t *b, out_file_t *outs, ag_error_t *err)
     const inputs_t *in = &x->in;
     const int64_t n = x->part.hi - x->part.lo, HD = in->H * in->d;
     const int root = b->rank == 0;
-    const int trace_svg = o->trace && strcasecmp(out_extension(&outs[RUN_TRACE]), "svg") == 0;
+    const int trace_svg = run_trace_is_svg(o, outs);
     int rc = AG_OK;
     if (trace_svg && root)
         rc = write_trace_svg(&outs[RUN_TRACE], x->tr.rows, x->tr.done, x->desc, err);
