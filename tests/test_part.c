@@ -21,13 +21,11 @@ typedef struct {
     float *Q, *K, *V, *M, *lse;
 } whole_t;
 
-static void whole_init(whole_t *w, const char *spec, int64_t N, int64_t H, int64_t d)
+/* w's inputs and whole-graph outputs on its neighbourhoods w->nb. */
+static void whole_fill(whole_t *w, int64_t H, int64_t d)
 {
     ag_error_t err;
-    ag_pattern_t *pat;
-    ck_assert_int_eq(ag_pattern_parse(&pat, spec, &err), AG_OK);
-    ck_assert_int_eq(ag_nbhd_from_pattern(&w->nb, pat, N, AG_SELF_KEEP, &err), AG_OK);
-    ag_pattern_free(pat);
+    const int64_t N = w->nb.n_nodes;
     w->N = N, w->H = H, w->d = d, w->HD = H * d;
     w->Q = malloc((size_t)(N * w->HD) * sizeof(float));
     w->K = malloc((size_t)(N * w->HD) * sizeof(float));
@@ -40,6 +38,35 @@ static void whole_init(whole_t *w, const char *spec, int64_t N, int64_t H, int64
     const ag_attention_opts_t o = {.lse = w->lse};
     ck_assert_int_eq(ag_attention_ex(&w->nb, w->Q, w->K, w->V, H, d, NULL, w->M, &o, &err),
                      AG_OK);
+}
+
+static void whole_init(whole_t *w, const char *spec, int64_t N, int64_t H, int64_t d)
+{
+    ag_error_t err;
+    ag_pattern_t *pat;
+    ck_assert_int_eq(ag_pattern_parse(&pat, spec, &err), AG_OK);
+    ck_assert_int_eq(ag_nbhd_from_pattern(&w->nb, pat, N, AG_SELF_KEEP, &err), AG_OK);
+    ag_pattern_free(pat);
+    whole_fill(w, H, d);
+}
+
+/* One run of `len` sources a destination, its start scattered over the rows
+   (not ascending with the destination, as on causal and window patterns). */
+static void scattered_runs_init(whole_t *w, int64_t N, int64_t len, int64_t H, int64_t d)
+{
+    int64_t *ptr = malloc((size_t)(N + 1) * sizeof *ptr);
+    int64_t *idx = malloc((size_t)(N * len) * sizeof *idx);
+    for (int64_t i = 0; i < N; i++) {
+        const int64_t start = i * 389 % (N - len);
+        ptr[i] = i * len;
+        for (int64_t j = 0; j < len; j++)
+            idx[i * len + j] = start + j;
+    }
+    ptr[N] = N * len;
+    ag_error_t err;
+    ck_assert_int_eq(ag_nbhd_from_csr(&w->nb, N, ptr, idx, &err), AG_OK);
+    free(ptr), free(idx);
+    whole_fill(w, H, d);
 }
 
 static void whole_free(whole_t *w)
@@ -286,6 +313,17 @@ START_TEST(stream_matches_whole)
         }
         whole_free(&w);
     }
+    /* blocks whose first sources are out of order: each starts when a window
+       reaches it and none is left unfinished */
+    whole_t w;
+    scattered_runs_init(&w, 800, 40, 2, 16);
+    ck_assert(w.nb.n_edges / w.N >= 16 && ag_i_one_run(&w.nb, 0, w.N));
+    const int64_t steps[] = {100, 129, 10000};
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        check_stream(&w, 0, w.N, steps[k]);
+        check_stream(&w, 320, 640, steps[k]);
+    }
+    whole_free(&w);
 }
 END_TEST
 

@@ -11,6 +11,11 @@
  * The tiles, masks and micro-kernels are attend_block's (tiled.c), in the same
  * order, so M and the log-sum-exp are bitwise what ag_i_attention_tiled gives
  * on the whole graph.
+ *
+ * A window visits only the live tasks: those whose first sources an earlier
+ * window or this one reached and whose last it has not. On a window pattern
+ * that is the blocks beside the window, not every block of the part once per
+ * window (which cost 3-4x the kernel's own time at 500,000 destinations).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +38,9 @@ struct ag_tiled_stream {
     ag_i_tile_fn step;          /* the whole-graph kernel's tile step */
     ag_i_task_f *task;          /* and this file's loop, of the same instruction set */
     stream_block_t *blocks;     /* [n_blocks] */
+    int64_t *by_start;          /* [n_blocks] the blocks by their first source (jmin) */
+    int64_t started;            /* blocks of by_start a window has reached */
+    int64_t *live, n_live;      /* [n_blocks * H] the tasks started and not done */
     int64_t *next;              /* [n_blocks * H] next tile of each task (jmax: done) */
     float *acc;                 /* [n_blocks * H][d][BQ] */
     float *m, *l;               /* [n_blocks * H][BQ] */
@@ -101,11 +109,24 @@ AG_INLINE void stream_task(const struct ag_tiled_stream *st, const stream_block_
     }
 AG_TILED_VARIANTS(TASK_VARIANT, ag_i_task)
 
+/* A block and its first source, to order the blocks by it (ties: by block). */
+typedef struct {
+    int64_t jmin, k;
+} block_start_t;
+
+static int by_start(const void *pa, const void *pb)
+{
+    const block_start_t *a = pa, *b = pb;
+    return a->jmin != b->jmin ? (a->jmin > b->jmin) - (a->jmin < b->jmin)
+                              : (a->k > b->k) - (a->k < b->k);
+}
+
 void ag_i_tiled_stream_free(ag_tiled_stream_t *st)
 {
     if (!st)
         return;
-    free(st->blocks), free(st->next), free(st->acc), free(st->m), free(st->l);
+    free(st->blocks), free(st->by_start), free(st->live), free(st->next);
+    free(st->acc), free(st->m), free(st->l);
     free(st->scratch);
     free(st);
 }
@@ -134,20 +155,36 @@ int ag_i_tiled_stream_begin(ag_tiled_stream_t **out, const ag_nbhd_t *nb, int64_
     const int64_t tasks = st->n_blocks * H;
     st->per_thread = ag_i_scratch_stride(d * BQ + BK * BQ);
     st->blocks = ag_alloc(st->n_blocks + 1, sizeof *st->blocks, err, "streamed attention");
+    st->by_start = ag_alloc(st->n_blocks + 1, sizeof *st->by_start, err, "streamed attention");
+    st->live = ag_alloc(tasks + 1, sizeof *st->live, err, "streamed attention");
     st->next = ag_alloc(tasks + 1, sizeof *st->next, err, "streamed attention");
     st->acc = ag_i_alloc_lines((tasks + 1) * d * BQ, sizeof(float), err, "streamed attention");
     st->m = ag_i_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
     st->l = ag_i_alloc_lines((tasks + 1) * BQ, sizeof(float), err, "streamed attention");
     st->scratch = ag_i_alloc_lines((int64_t)st->threads * st->per_thread, sizeof(float), err,
                                    "streamed attention");
-    if (!st->blocks || !st->next || !st->acc || !st->m || !st->l || !st->scratch) {
+    if (!st->blocks || !st->by_start || !st->live || !st->next || !st->acc || !st->m ||
+        !st->l || !st->scratch) {
+        ag_i_tiled_stream_free(st);
+        return ag_alloc_status();
+    }
+    block_start_t *starts = ag_alloc(st->n_blocks + 1, sizeof *starts, err,
+                                     "streamed attention");
+    if (!starts) {
         ag_i_tiled_stream_free(st);
         return ag_alloc_status();
     }
     for (int64_t k = 0; k < st->n_blocks; k++) {
         const int64_t i0 = lo + k * BQ;
         block_geometry(&st->blocks[k], nb, i0, hi - i0 < BQ ? hi - i0 : BQ, st->QV);
+        starts[k] = (block_start_t){st->blocks[k].jmin, k};
     }
+    /* ascending already on causal and window patterns; any graph of one run a
+       destination may reorder it */
+    qsort(starts, (size_t)st->n_blocks, sizeof *starts, by_start);
+    for (int64_t k = 0; k < st->n_blocks; k++)
+        st->by_start[k] = starts[k].k;
+    free(starts);
     memset(st->acc, 0, (size_t)(tasks * d * BQ) * sizeof(float));
     for (int64_t t = 0; t < tasks; t++) {
         st->next[t] = st->blocks[t / H].jmin;
@@ -170,15 +207,28 @@ int64_t ag_i_tiled_stream_first(const ag_tiled_stream_t *st)
 void ag_i_tiled_stream_feed(ag_tiled_stream_t *st, const float *K, const float *V, int64_t b)
 {
     ag_i_task_f *const task = st->task;
-    const int64_t BQ = st->QV * AG_LANES, d = st->d, H = st->H, tasks = st->n_blocks * H;
-#pragma omp parallel num_threads(st->threads) if (tasks > 1)
+    const int64_t BQ = st->QV * AG_LANES, d = st->d, H = st->H;
+    /* the blocks whose first sources this window reaches start */
+    for (; st->started < st->n_blocks && st->blocks[st->by_start[st->started]].jmin < b;
+         st->started++)
+        for (int64_t h = 0; h < H; h++)
+            st->live[st->n_live++] = st->by_start[st->started] * H + h;
+    const int64_t *live = st->live, n = st->n_live;
+#pragma omp parallel num_threads(st->threads) if (n > 1)
     {
         float *qt = st->scratch + (int64_t)ag_i_thread_id() * st->per_thread, *S = qt + d * BQ;
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t t = 0; t < tasks; t++)
+        for (int64_t k = 0; k < n; k++) {
+            const int64_t t = live[k];
             task(st, &st->blocks[t / H], t % H, &st->next[t], st->acc + t * d * BQ,
                  st->m + t * BQ, st->l + t * BQ, K, V, b, qt, S);
+        }
     }
+    int64_t kept = 0;   /* the tasks done leave */
+    for (int64_t k = 0; k < n; k++)
+        if (st->next[live[k]] < st->blocks[live[k] / H].jmax)
+            st->live[kept++] = live[k];
+    st->n_live = kept;
 }
 
 void ag_i_tiled_stream_end(ag_tiled_stream_t *st, float *M, float *lse)
