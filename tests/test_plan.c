@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -256,25 +257,72 @@ START_TEST(plan_measures_rates)
 {
     const char *cases[][2] = {{"plan --ranks 2 --pattern window:4 --nodes 100000 --json",
                                "'window:4' on 65536 nodes"},
-                              {"plan --ranks 2 graphs/karate.gml --threads 1", "the input itself"},
+                              {"plan --ranks 2 graphs/karate.gml", "the input itself"},
                               {"plan --ranks 2 --pattern blocks:3,5 --heads 2", "'blocks:3,5' on 8 nodes"},
                               {"plan --ranks 2 --pattern grid:300x300,1",
                                "65536 nodes of 9 random sources among 65536 rows"},
                               {"plan --ranks 2 --pattern random:10 --nodes 200000 --heads 2 "
                                "--dim 16", "'random:10' on 199335 nodes"}};
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        char *out, *err;
-        ck_assert_msg(run_cli(cases[k][0], &out, &err) == 0, "%s", err);
+        char *out, *err, args[512];   /* every core to one process: measured alone */
+        snprintf(args, sizeof args, "%s --threads %ld", cases[k][0], cores);
+        ck_assert_msg(run_cli(args, &out, &err) == 0, "%s", err);
         if (strstr(cases[k][0], "--json")) {
             ck_assert(json_number(out, "kernel_gflops") > 0.01);
             ck_assert(json_number(out, "gemm_gflops") > 0.01);
         } else {
-            ck_assert_msg(strstr(out, cases[k][1]) != NULL, "%s: no '%s' in\n%s", cases[k][0],
+            ck_assert_msg(strstr(out, cases[k][1]) != NULL, "%s: no '%s' in\n%s", args,
                           cases[k][1], out);
             ck_assert_ptr_nonnull(strstr(out, "(measured now with"));
         }
         free(out), free(err);
     }
+}
+END_TEST
+
+/* The first round also writes each process's queries and messages (8 n H d
+   bytes) for the first time, at --rate's third figure (GB/s): the slowest
+   process's first round against its later ones. */
+START_TEST(plan_first_round)
+{
+    char *out, *err;
+    ck_assert_int_eq(run_cli("plan --ranks 1 --pattern causal --nodes 100000 --dim 32 --heads 2 "
+                             "--rate 10,50,2 --json", &out, &err), 0);
+    const double round = json_number(out, "round_s"), first = json_number(out, "first_round_s");
+    const double touch = 8.0 * 100000 * 32 / 2e9;
+    ck_assert_msg(fabs(first - round - touch) < 1e-5 * first, "first %g, round %g, touch %g",
+                  first, round, touch);
+    ck_assert(json_number(out, "touch_gbs") == 2);
+    free(out), free(err);
+    /* 3 processes: the slowest one's, never less than a later round */
+    ck_assert_int_eq(run_cli("plan --ranks 3 --pattern causal --nodes 100000 --dim 32 --heads 2 "
+                             "--rate 10,50,2 --json", &out, &err), 0);
+    const double r3 = json_number(out, "round_s"), f3 = json_number(out, "first_round_s");
+    ck_assert(f3 > r3 && f3 - r3 >= touch / 3 * 0.99 && f3 - r3 <= touch);
+    free(out), free(err);
+    expect_cli("plan --ranks 1 --pattern causal --nodes 1000 --rate 10,50,4", 0, 1,
+               "memory written the first time 4 GB/s (--rate)");
+    expect_cli("plan --ranks 1 --pattern causal --nodes 1000 --rate 10,50", 0, 1, "first round at 1");
+}
+END_TEST
+
+/* Processes that would share this machine are timed at once: their threads
+   together on their rows together, the rate divided among them. */
+START_TEST(plan_times_the_sharing_processes)
+{
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    char *out, *err;
+    ck_assert_int_eq(run_cli("plan --ranks 4,1 --pattern random:4 --nodes 50000 --threads 1",
+                             &out, &err), 0);
+    ck_assert_msg(strstr(out, cores >= 2 ? "processes at once, as many as share this machine"
+                                         : "(measured now with 1 thread:"), "%s", out);
+    free(out), free(err);
+    /* one process first: alone, whatever the cores */
+    ck_assert_int_eq(run_cli("plan --ranks 1,4 --pattern random:4 --nodes 50000 --threads 1", &out,
+                             &err), 0);
+    ck_assert_ptr_nonnull(strstr(out, "(measured now with 1 thread: a busy"));
+    free(out), free(err);
 }
 END_TEST
 
@@ -292,6 +340,12 @@ START_TEST(plan_errors)
     expect_cli("plan --ranks 2 graphs/karate.gml --exact", 2, 2, "for patterns");
     expect_cli("plan --ranks 2 --pattern causal --nodes 10 --sample 0", 2, 2, "--sample");
     expect_cli("plan --ranks 2 --pattern causal --nodes 10 --rate 0", 2, 2, "--rate '0'");
+    expect_cli("plan --ranks 2 --pattern causal --nodes 10 --rate 10,50,2,3", 2, 2,
+               "--rate '10,50,2,3'");
+    expect_cli("plan --ranks 2 --pattern causal --nodes 10 --rate 10,,2", 2, 2, "--rate '10,,2'");
+    expect_cli("plan --ranks 2 --pattern causal --nodes 10 --rate 10,50,0", 2, 2,
+               "--rate '10,50,0'");
+    expect_cli("plan --ranks 2 --pattern causal --nodes 10 --rate 10,", 2, 2, "--rate '10,'");
     expect_cli("plan --ranks 2 --pattern causal --nodes 10 --partition best", 2, 2,
                "contiguous or metis");
     expect_cli("plan --ranks 2 graphs/missing.gml", 1, 2, "missing.gml");
@@ -314,6 +368,8 @@ Suite *plan_suite(void)
     tcase_add_test(tc, plan_sampled_large);
     tcase_add_test(tc, plan_ring_is_the_ring_mpi_runs);
     tcase_add_test(tc, plan_measures_rates);
+    tcase_add_test(tc, plan_first_round);
+    tcase_add_test(tc, plan_times_the_sharing_processes);
     tcase_add_test(tc, plan_errors);
     suite_add_tcase(s, tc);
     return s;

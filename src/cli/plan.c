@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "base/base.h"
@@ -40,10 +41,13 @@ static const opt_def_t plan_options[] = {
               "  --bandwidth GB/s    network bandwidth per process (default 10; latency is not\n"
               "                      counted)\n"),
     OPT_VALUE("rate", OPT_RATE,
-              "  --rate K[,G]        GFLOP/s per process of the kernel (K) and the projections\n"
-              "                      (G) (default: measured now, with --threads threads: the\n"
-              "                      kernel on a small input of the same kind, the projections\n"
-              "                      on 65,536 rows)\n"),
+              "  --rate K[,G[,T]]    GFLOP/s per process of the kernel (K) and the projections\n"
+              "                      (G), and GB/s of writing memory just allocated (T: the\n"
+              "                      first round's buffers); those not given are measured now,\n"
+              "                      with --threads threads: the kernel on a small input of the\n"
+              "                      same kind, the projections on 65,536 rows, 64 MB to 1 GB\n"
+              "                      written, the kernel and the writes with as many processes\n"
+              "                      at once as share this machine (of the first P)\n"),
     OPT_VALUE("threads", OPT_THREADS,
               "  --threads T         threads of the measured runs (default: all cores)\n"),
     OPT_VALUE("sample", OPT_SAMPLE,
@@ -92,21 +96,28 @@ static int parse_ranks(plan_opts_t *po, const char *text)
     return 0;
 }
 
-/* --rate KERNEL[,PROJECTIONS] in GFLOP/s, or "measured". */
+/* --rate KERNEL[,PROJECTIONS[,TOUCH]] in GFLOP/s (TOUCH GB/s), or "measured". */
 static int parse_rate(plan_opts_t *po, const char *text)
 {
     if (strcmp(text, "measured") == 0)
         return 0;
-    char *end;
-    po->rates.kernel_gflops = strtod(text, &end);
-    if (*end == ',')
-        po->rates.gemm_gflops = strtod(end + 1, &end);
-    if (*end || !(po->rates.kernel_gflops > 0 && po->rates.kernel_gflops < 1e9) ||
-        !(po->rates.gemm_gflops >= 0 && po->rates.gemm_gflops < 1e9) ||
-        (strchr(text, ',') && po->rates.gemm_gflops == 0))
+    double r[3] = {0, 0, 0};
+    const char *p = text;
+    int ok = 1;
+    for (int n = 0; ok && n < 3; n++) {
+        char *end;
+        r[n] = strtod(p, &end);
+        ok = end != p && r[n] > 0 && r[n] < 1e9 && (!*end || (*end == ',' && n < 2));
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    if (!ok)
         return usage_error("plan", "--rate '%s': expected the kernel's GFLOP/s (> 0), optionally "
-                           "followed by ',' and the projections' (e.g. 40 or 40,200), or "
+                           "followed by ',' and the projections' and ',' and the GB/s of "
+                           "memory written the first time (e.g. 40, 40,200 or 40,200,2), or "
                            "'measured'", text);
+    po->rates.kernel_gflops = r[0], po->rates.gemm_gflops = r[1], po->rates.touch_gbs = r[2];
     return 0;
 }
 
@@ -297,6 +308,16 @@ static int open_input(plan_input_t *in, ag_pattern_t **pat, source_t *s, const p
     return AG_OK;
 }
 
+/* The processes of the first P that would share this machine: as many as
+   its cores hold with T threads each (the rates are measured for the first
+   P's largest process, as mpi/cli/source.c counts a host's processes). */
+static int sharing_here(const plan_opts_t *po, int threads)
+{
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const long fit = cores > threads ? cores / threads : 1;
+    return fit < po->ranks[0] ? (int)fit : po->ranks[0];
+}
+
 int cmd_plan(int argc, char **argv)
 {
     plan_opts_t po;
@@ -304,6 +325,8 @@ int cmd_plan(int argc, char **argv)
     if (parse(&po, argc, argv, &status))
         return status;
     const int threads = ag_set_threads((int)po.o.threads);
+    po.rates.threads = threads;
+    po.rates.sharing = sharing_here(&po, threads);
     ag_error_t err = {AG_OK, ""};
     int usage = 0;
     source_t s;
@@ -324,10 +347,13 @@ int cmd_plan(int argc, char **argv)
         for (int p = 0; p < pp[0].P; p++)
             E += pp[0].st[p].n_edges;
         in.mean_degree = (double)E / (double)in.N;
-        in.rows_read = 0;
-        for (int p = 0; p < pp[0].P; p++)
-            if (pp[0].st[p].n_dst + pp[0].st[p].n_halo > in.rows_read)
-                in.rows_read = pp[0].st[p].n_dst + pp[0].st[p].n_halo;
+        in.rows_read = in.most_dst = 0;
+        for (int p = 0; p < pp[0].P; p++) {
+            const ag_part_stats_t *st = &pp[0].st[p];
+            in.rows_read = st->n_dst + st->n_halo > in.rows_read ? st->n_dst + st->n_halo
+                                                                  : in.rows_read;
+            in.most_dst = st->n_dst > in.most_dst ? st->n_dst : in.most_dst;
+        }
         m.D = po.o.dim ? po.o.dim : DEFAULT_DIM;
         m.H = po.o.heads;
         m.d = po.o.head_dim ? po.o.head_dim : m.D / m.H;
@@ -337,6 +363,7 @@ int cmd_plan(int argc, char **argv)
         m.E = E;
         rc = plan_measure(&po.rates, &in, m.D, m.H, m.d, &err);
         m.kernel = po.rates.kernel_gflops, m.gemm = po.rates.gemm_gflops;
+        m.touch = po.rates.touch_gbs;
         m.bandwidth = po.bandwidth;
     }
     if (!rc && po.csv) {

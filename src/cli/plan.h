@@ -14,24 +14,36 @@ typedef struct {
     ag_self_loops_t self;
     double mean_degree;       /* messages per node (patterns: from a first plan) */
     int64_t rows_read;        /* the K/V rows the largest process reads (own + halo) */
+    int64_t most_dst;         /* the destinations of the process that owns the most */
 } plan_input_t;
 
 /* Rates per process; <= 0: measured by plan_measure. */
 typedef struct {
     double kernel_gflops;     /* attention: 4*E*H*d flops a round */
     double gemm_gflops;       /* projections: 8*N*D*H*d flops a round */
-    int kernel_measured, gemm_measured;
+    double touch_gbs;         /* memory written for the first time (the first round's buffers) */
+    int kernel_measured, gemm_measured, touch_measured;
+    int threads;              /* a process's */
+    int sharing;              /* processes measured at once: those sharing this machine */
     char where[256];          /* what the kernel was timed on */
 } plan_rates_t;
 
-/* The kernel's rate on nb (seeded random Q, K, V): the least of 3 timed runs,
-   less the time of writing the output of nb's last empty_rows rows, which have
-   no messages (0: none to leave out). */
-int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t H, int64_t d,
-                     int64_t empty_rows, ag_error_t *err);
+/* The kernel's rate on destinations 0..dst-1 of nb, reading any of its rows
+   (seeded random Q, K, V), as a process of attngraph-mpi runs its part: the
+   median of 3 timed runs after the one that makes its plan. A caller that
+   measures K processes at once gives nb their rows and destinations and
+   divides the rate by K. */
+int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t dst, int64_t H, int64_t d,
+                     ag_error_t *err);
 /* The projections' rate: X [65536, D] times W^T [D, H*d], four times. */
 int plan_gemm_rate(double *gflops, int64_t D, int64_t HD, ag_error_t *err);
-/* Measures the rates r does not give, on a small input of in's kind. */
+/* A process's rate of writing memory just allocated (the page faults
+   included): `bytes` a process, written once by `processes` processes of
+   `threads` threads at once (64 MB to 1 GB in all). */
+int plan_touch_rate(double *gbs, int64_t bytes, int processes, int threads, ag_error_t *err);
+/* Measures the rates r does not give, on a small input of in's kind: the
+   kernel and the first writes with r->sharing processes' work at once (their
+   threads together), the projections with one's. */
 int plan_measure(plan_rates_t *r, const plan_input_t *in, int64_t D, int64_t H, int64_t d,
                  ag_error_t *err);
 
@@ -81,6 +93,7 @@ typedef struct {
 typedef struct {
     int64_t D, H, d, row_bytes;   /* row_bytes: a K and a V row, float32 */
     double kernel, gemm, bandwidth;   /* GFLOP/s, GFLOP/s, GB/s */
+    double touch;                 /* GB/s: memory written for the first time */
     int64_t N;                    /* the nodes */
     double runs_per_node;         /* runs of consecutive sources a destination has */
     int one_run;                  /* every destination counted one run or none (-1: not

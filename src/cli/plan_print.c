@@ -123,8 +123,17 @@ double plan_part_peak(const plan_model_t *m, const plan_parts_t *pp, int p, int 
     return plan_peak_bytes(&mem);
 }
 
+/* The first round's time beyond a later one's: writing the queries and
+   messages (Q and M, 8 n H d bytes), which the rounds allocate, for the
+   first time. */
+static double first_touch_s(const plan_model_t *m, const ag_part_stats_t *s)
+{
+    return 8.0 * (double)s->n_dst * (double)(m->H * m->d) / (m->touch * 1e9);
+}
+
 typedef struct {
     double round, overlap;        /* slowest process: compute + comm, max(compute, comm) */
+    double first;                 /* slowest process's first round (Q and M written anew) */
     double max_bytes, max_rows;   /* halo path: bytes in, K/V rows held (own + halo) */
     double peak, peak_out;        /* bytes at the peak: the largest process; rank 0 with --out */
     int64_t edges, cut, max_work;
@@ -139,6 +148,7 @@ static totals_t totals_of(const plan_model_t *m, const plan_parts_t *pp)
         const double c = compute_s(m, s), bytes = (double)s->n_halo * (double)m->row_bytes;
         const double w = comm_s(m, bytes);
         t.round = fmax(t.round, c + w);
+        t.first = fmax(t.first, c + w + first_touch_s(m, s));
         t.overlap = fmax(t.overlap, fmax(c, w));
         t.max_bytes = fmax(t.max_bytes, bytes);
         t.max_rows = fmax(t.max_rows, (double)(s->n_dst + s->n_halo));
@@ -246,6 +256,8 @@ void plan_print_table(const plan_opts_t *po, const plan_model_t *m, const plan_p
            time_text(t.overlap, b, sizeof b), grouped(t.max_rows, d, sizeof d),
            bytes_text(t.max_rows * (double)m->row_bytes, f, sizeof f),
            bytes_text(t.max_bytes, e, sizeof e));
+    printf("first round at %d: %s (the slowest process: it also writes its queries and "
+           "messages for the first time)\n", pp->P, time_text(t.first, a, sizeof a));
     printf("peak memory a process: %s (the largest; rank 0 with --out: %s)%s\n",
            bytes_text(t.peak, a, sizeof a), bytes_text(t.peak_out, b, sizeof b),
            !m->csr && !in->pattern ? "; not counted: the whole graph rank 0 holds while it "
@@ -274,13 +286,15 @@ void plan_print_json(const plan_opts_t *po, const plan_model_t *m, const plan_pa
     printf("\", \"ranks\": %d, \"nodes\": %lld, \"messages\": %lld, \"partition\": \"%s\", "
            "\"exact\": %s, \"edge_cut\": %lld, \"edge_cut_contiguous\": %lld, \"imbalance\": "
            "%.6g, \"dim\": %lld, \"heads\": %lld, \"head_dim\": %lld, \"kernel_gflops\": %.6g, "
-           "\"gemm_gflops\": %.6g, \"bandwidth_gbs\": %.6g, \"round_s\": %.6g, "
-           "\"round_overlap_s\": %.6g, \"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g, "
-           "\"peak_bytes\": %.6g, \"peak_bytes_rank0_out\": %.6g",
+           "\"gemm_gflops\": %.6g, \"bandwidth_gbs\": %.6g, \"touch_gbs\": %.6g, "
+           "\"round_s\": %.6g, \"first_round_s\": %.6g, \"round_overlap_s\": %.6g, "
+           "\"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g, \"peak_bytes\": %.6g, "
+           "\"peak_bytes_rank0_out\": %.6g",
            pp->P, (long long)in->N, (long long)t.edges, po->metis ? "metis" : "contiguous",
            pp->exact ? "true" : "false", (long long)t.cut, (long long)pp->cut_contiguous,
            t.imbalance, (long long)m->D, (long long)m->H, (long long)m->d, m->kernel, m->gemm,
-           m->bandwidth, t.round, t.overlap, t.max_bytes, t.max_rows, t.peak, t.peak_out);
+           m->bandwidth, m->touch, t.round, t.first, t.overlap, t.max_bytes, t.max_rows, t.peak,
+           t.peak_out);
     if (in->pattern && pp->first && pp->P > 1 && ring_applies(m)) {
         const ring_t r = ring_of(m, pp);
         printf(", \"ring\": {\"max_recv_bytes\": %.6g, \"max_rows_held\": %.6g, "
@@ -328,10 +342,15 @@ void plan_print_header(const plan_opts_t *po, const plan_model_t *m, const plan_
            (long long)m->D, (long long)m->H, m->H == 1 ? "" : "s", (long long)m->d,
            (long long)m->row_bytes);
     printf("rates per process: kernel %.3g GFLOP/s (%s), projections %.3g GFLOP/s (%s); "
-           "network %.3g GB/s\n", m->kernel,
+           "network %.3g GB/s; memory written the first time %.3g GB/s (%s)\n", m->kernel,
            po->rates.kernel_measured ? po->rates.where : "--rate", m->gemm,
-           po->rates.gemm_measured ? "measured" : "--rate", m->bandwidth);
-    if (po->rates.kernel_measured)
+           po->rates.gemm_measured ? "measured" : "--rate", m->bandwidth, m->touch,
+           po->rates.touch_measured ? "measured" : "--rate");
+    if ((po->rates.kernel_measured || po->rates.touch_measured) && po->rates.sharing > 1)
+        printf("(measured now with %d thread%s a process and %d processes at once, as many as "
+               "share this machine: a busy machine gives low rates)\n", threads,
+               threads == 1 ? "" : "s", po->rates.sharing);
+    else if (po->rates.kernel_measured || po->rates.touch_measured)
         printf("(measured now with %d thread%s: a busy machine gives low rates)\n", threads,
                threads == 1 ? "" : "s");
     if (!first_plan->exact)

@@ -1,7 +1,10 @@
 /*
  * `attngraph plan`'s yardsticks: the attention kernel's and the projections'
- * rates on this machine, from short in-process runs, so a round's time at P
- * processes can be estimated without running it.
+ * rates on this machine, and the rate of writing new memory, from short
+ * in-process runs, so a round's time at P processes can be estimated without
+ * running it. The kernel is timed through the MPI layer's own entry
+ * (ag_i_forward_part: a part's destinations reading rows beyond them), which
+ * the public API does not offer, so that it runs as a process's part runs.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -14,67 +17,62 @@
 
 #define MEASURE_EDGES ((int64_t)16000000)   /* at most this many messages are timed */
 #define MEASURE_NODES ((int64_t)65536)
-/* The most memory the timed rows take (Q, K, V, M): 2 GB, beyond any cache */
-#define MEASURE_BYTES ((int64_t)1 << 31)
+/* The most memory the timed K and V rows take: 4 GB, beyond any cache and as
+   far beyond the TLB's reach as 2 processes of a 10,000,000-node CSR at
+   H*d = 16 (0.42 of their rows timed 1.5-1.8x the rate of all of them) */
+#define MEASURE_BYTES ((int64_t)1 << 32)
 
-/* The least of 3 timed calls after one untimed. */
-static double best_of(int (*call)(void *ctx, ag_error_t *err), void *ctx, ag_error_t *err)
+/* The median of 3 timed calls after one untimed: a sustained rate (the least
+   of them was 1.2-1.5x the rounds' on random reads, whose speed varies
+   from call to call). */
+static double median_of(int (*call)(void *ctx, ag_error_t *err), void *ctx, ag_error_t *err)
 {
-    double best = INFINITY;
+    double t[4];
     for (int r = 0; r < 4; r++) {
         const double t0 = now_s();
         if (call(ctx, err))
             return -1;
-        const double t = now_s() - t0;
-        if (r && t < best)
-            best = t;
+        t[r] = now_s() - t0;
     }
-    return best;
+    const double a = t[1], b = t[2], c = t[3];
+    return a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
 }
 
 typedef struct {
     const ag_nbhd_t *nb;
-    float *Q, *K, *V, *M;
+    int64_t dst;                /* the destinations timed: 0..dst-1 */
+    ag_i_layout_t layout;
+    ag_i_plan_t plan;
+    float *Q, *K, *V, *M;       /* [dst, HD], [n_nodes, HD] x 2, [dst, HD] */
     int64_t H, d;
 } kernel_run_t;
 
+/* The kernel on a process's part, as attngraph-mpi runs it: its plan made by
+   the first call, every later call only the kernel. */
 static int kernel_call(void *ctx, ag_error_t *err)
 {
     kernel_run_t *k = ctx;
-    return ag_attention(k->nb, k->Q, k->K, k->V, k->H, k->d, NULL, k->M, err);
+    const ag_i_fwd_t f = {k->nb, k->Q, k->K, k->V, k->H, k->d, NULL, k->M, NULL};
+    return ag_i_forward_part(&k->plan, &f, 0, k->dst, 0, k->nb->n_nodes, &k->layout, err);
 }
 
-/* The best time of the kernel on nb, on seeded random Q, K, V. */
-static double kernel_time(const ag_nbhd_t *nb, int64_t H, int64_t d, ag_error_t *err)
+int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t dst, int64_t H, int64_t d,
+                     ag_error_t *err)
 {
     const int64_t N = nb->n_nodes, HD = H * d;
-    float *all = ag_alloc(4 * N * HD, sizeof *all, err, "plan's kernel run");
+    float *all = ag_alloc(2 * (N + dst) * HD, sizeof *all, err, "plan's kernel run");
     if (!all)
-        return -1;
-    kernel_run_t k = {nb, all, all + N * HD, all + 2 * N * HD, all + 3 * N * HD, H, d};
-    ag_random_normal(all, 3 * N * HD, 1, 10, 1.0f);
-    const double t = best_of(kernel_call, &k, err);
+        return ag_alloc_status();
+    kernel_run_t k = {nb, dst, {ag_i_one_run(nb, 0, dst), ag_i_block_cells(nb, 0, dst)}, {0},
+                      all, all + dst * HD, all + (dst + N) * HD, all + (dst + 2 * N) * HD, H, d};
+    ag_random_normal(all, (dst + 2 * N) * HD, 1, 10, 1.0f);
+    const double t = median_of(kernel_call, &k, err);
+    ag_i_plan_free(&k.plan);
     free(all);
-    return t;
-}
-
-int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t H, int64_t d,
-                     int64_t empty_rows, ag_error_t *err)
-{
-    double t = kernel_time(nb, H, d, err);
-    if (t >= 0 && empty_rows > 0) {   /* less the rows without messages: writing their M */
-        int64_t *ptr = ag_calloc(empty_rows + 1, sizeof *ptr, err, "plan's kernel run");
-        ag_nbhd_t none = {0};
-        double t0 = -1;
-        if (ptr && !ag_nbhd_from_csr(&none, empty_rows, ptr, ptr, err))
-            t0 = kernel_time(&none, H, d, err);
-        ag_nbhd_destroy(&none);
-        free(ptr);
-        t = t0 < 0 ? -1 : t - t0 > t / 4 ? t - t0 : t / 4;   /* noise never makes it free */
-    }
     if (t < 0)
         return err->status ? err->status : AG_EINVAL;
-    *gflops = 4.0 * (double)nb->n_edges * (double)(H * d) / (t > 1e-9 ? t : 1e-9) / 1e9;
+    const int64_t E = nb->edge_ptr[dst] - nb->edge_ptr[0];
+    *gflops = 4.0 * (double)E * (double)HD / (t > 1e-9 ? t : 1e-9) / 1e9;
     return AG_OK;
 }
 
@@ -100,11 +98,42 @@ int plan_gemm_rate(double *gflops, int64_t D, int64_t HD, ag_error_t *err)
         return ag_alloc_status();
     gemm_run_t g = {all, all + n * D, all + n * D + HD * D, n, D, HD};
     ag_random_normal(all, n * D + HD * D, 1, 11, 1.0f);
-    const double t = best_of(gemm_call, &g, err);
+    const double t = median_of(gemm_call, &g, err);
     free(all);
     if (t < 0)
         return err->status;
     *gflops = 8.0 * (double)n * (double)D * (double)HD / (t > 1e-9 ? t : 1e-9) / 1e9;
+    return AG_OK;
+}
+
+/* Memory written for the first time costs its page faults, which some
+   machines (virtual ones, whose host backs a page when it is first used) make
+   slower than the round's work: the first round writes its queries and
+   messages so. Timed once, on as much as the processes sharing this machine
+   write (64 MB to 1 GB in all), before anything else plan measures takes
+   memory. */
+#define TOUCH_LEAST ((int64_t)64 << 20)
+#define TOUCH_MOST ((int64_t)1 << 30)
+
+int plan_touch_rate(double *gbs, int64_t bytes, int processes, int threads, ag_error_t *err)
+{
+    processes = processes > 1 ? processes : 1, threads = threads > 1 ? threads : 1;
+    bytes *= processes;
+    bytes = bytes < TOUCH_LEAST ? TOUCH_LEAST : bytes > TOUCH_MOST ? TOUCH_MOST : bytes;
+    const int writers = processes * threads;
+    const int64_t each = bytes / writers;
+    char *fresh = ag_alloc(each * writers, 1, err, "plan's memory run");   /* as rounds do */
+    if (!fresh)
+        return ag_alloc_status();
+    const double t0 = now_s();
+#pragma omp parallel for num_threads(writers) schedule(static, 1)
+    for (int k = 0; k < writers; k++)
+        memset(fresh + k * each, 1, (size_t)each);
+    const double t = now_s() - t0;
+    volatile char last = fresh[each * writers - 1];   /* the writes are used */
+    (void)last;
+    free(fresh);
+    *gbs = (double)(each * threads) / (t > 1e-9 ? t : 1e-9) / 1e9;   /* a process's share */
     return AG_OK;
 }
 
@@ -131,16 +160,16 @@ static int small_pattern(ag_nbhd_t *nb, const char *spec, int64_t N, int64_t mos
     return rc;
 }
 
-/* Destinations of random reads in random_reads: enough that the kernel's reads
-   outweigh writing the output of the rows without messages. */
+/* Destinations of random reads in random_reads, a process: enough to time. */
 #define MEASURE_DESTINATIONS (4 * MEASURE_NODES)
 
-/* MEASURE_DESTINATIONS destinations of k sources each, drawn uniformly from
-   `rows` rows (seeded): the reads of a process whose K and V rows are as many
-   as the planned process's, so as far out of the caches. */
-static int random_reads(ag_nbhd_t *nb, int64_t rows, int64_t k, ag_error_t *err)
+/* `dst` destinations of k sources each, drawn uniformly from `rows` rows
+   (seeded), and rows - dst more without messages: the reads of processes
+   whose K and V rows are as many as the planned ones', so as far out of the
+   caches and the TLB's reach. */
+static int random_reads(ag_nbhd_t *nb, int64_t rows, int64_t dst, int64_t k, ag_error_t *err)
 {
-    const int64_t S = rows < MEASURE_DESTINATIONS ? rows : MEASURE_DESTINATIONS;
+    const int64_t S = rows < dst ? rows : dst;
     int64_t *ptr = ag_calloc(rows + 1, sizeof *ptr, err, "plan's timed graph");
     int64_t *idx = ag_alloc(S * k, sizeof *idx, err, "plan's timed graph");
     int rc = ptr && idx ? AG_OK : ag_alloc_status();
@@ -166,43 +195,46 @@ static int random_reads(ag_nbhd_t *nb, int64_t rows, int64_t k, ag_error_t *err)
     return rc;
 }
 
-/* The neighbourhoods to time: the input if small, else as many rows as the
-   planned process reads (its own and its halo: in->rows_read; up to
-   MEASURE_BYTES of them): the pattern on that many nodes (fewer where its
-   messages would pass MEASURE_EDGES), or random sources of the input's mean
-   in-degree among them. */
-static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, int64_t *empty,
-                         const plan_input_t *in, int64_t HD, char *where, size_t cap,
-                         ag_error_t *err)
+/* The neighbourhoods to time and their first *dst destinations: the input if
+   small (all of it), else as many rows as the planned processes sharing this
+   machine read (their own and their halo: in->rows_read each; their K and V
+   up to MEASURE_BYTES): the pattern on that many nodes (fewer where its
+   messages would pass MEASURE_EDGES; all of it), or MEASURE_DESTINATIONS a
+   process of random sources of the input's mean in-degree among them. */
+static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, int64_t *dst,
+                         const plan_input_t *in, int64_t HD, int sharing, char *where,
+                         size_t cap, ag_error_t *err)
 {
-    *empty = 0;
     if (in->nb && in->nb->n_edges <= MEASURE_EDGES && in->nb->n_nodes * HD <= (1 << 26)) {
-        *nb = in->nb;
+        *nb = in->nb, *dst = in->nb->n_nodes;
         snprintf(where, cap, "the input itself");
         return AG_OK;
     }
     *nb = small;
-    /* as many rows as the largest process reads, so as far out of the caches */
-    const int64_t budget = ag_memory_budget() / 4;   /* Q, K, V, M */
+    const int64_t budget = ag_memory_budget() / 2;
     const int64_t most = (budget < MEASURE_BYTES ? budget : MEASURE_BYTES) /
-                         (4 * HD * (int64_t)sizeof(float));
-    int64_t rows = in->rows_read > MEASURE_NODES ? in->rows_read : MEASURE_NODES;
+                         (2 * HD * (int64_t)sizeof(float));   /* K and V */
+    int64_t rows = (in->rows_read > MEASURE_NODES ? in->rows_read : MEASURE_NODES) * sharing;
     rows = rows < most ? rows : most > MEASURE_NODES ? most : MEASURE_NODES;
-    /* a pattern with a size of its own can only be compiled at that size */
-    if (in->pattern && (!ag_pattern_size(in->pattern) || in->N <= rows) &&
-        !small_pattern(small, ag_pattern_spec(in->pattern), in->N, rows, in->self, err)) {
+    /* a pattern with a size of its own can only be compiled at that size; its Q
+       and M are as many rows as its K and V */
+    const int64_t nodes = rows < most / 2 ? rows : most / 2;
+    if (in->pattern && (!ag_pattern_size(in->pattern) || in->N <= nodes) &&
+        !small_pattern(small, ag_pattern_spec(in->pattern), in->N, nodes, in->self, err)) {
+        *dst = small->n_nodes;
         snprintf(where, cap, "'%s' on %lld nodes", ag_pattern_spec(in->pattern),
                  (long long)small->n_nodes);
         return AG_OK;
     }
     const double mean = in->mean_degree;
     const int64_t k = mean < 1 ? 1 : mean > 1024 ? 1024 : llround(mean);
+    const int64_t most_dst = MEASURE_EDGES * sharing / k;   /* their messages */
+    *dst = MEASURE_DESTINATIONS * sharing < most_dst ? MEASURE_DESTINATIONS * sharing : most_dst;
+    *dst = *dst < rows ? *dst : rows;
     snprintf(where, cap, "%lld nodes of %lld random sources among %lld rows: the input's "
-             "mean in-degree, the largest process's rows",
-             (long long)(rows < MEASURE_DESTINATIONS ? rows : MEASURE_DESTINATIONS), (long long)k,
-             (long long)rows);
-    *empty = rows > MEASURE_DESTINATIONS ? rows - MEASURE_DESTINATIONS : 0;   /* random_reads' */
-    return random_reads(small, rows, k, err);
+             "mean in-degree, the largest process's rows%s", (long long)*dst, (long long)k,
+             (long long)rows, sharing > 1 ? " times the processes" : "");
+    return random_reads(small, rows, *dst, k, err);
 }
 
 void plan_runs_per_node(double *runs, int *one_run, const plan_input_t *in)
@@ -230,11 +262,21 @@ int plan_measure(plan_rates_t *r, const plan_input_t *in, int64_t D, int64_t H, 
     ag_nbhd_t small = {0};
     const ag_nbhd_t *nb = NULL;
     int rc = AG_OK;
-    if (r->kernel_gflops <= 0) {
-        int64_t empty;
-        rc = pick_measured(&small, &nb, &empty, in, H * d, r->where, sizeof r->where, err);
+    const int k = r->sharing > 1 ? r->sharing : 1;
+    if (r->touch_gbs <= 0) {   /* first: the others' memory, freed, is no longer new */
+        rc = plan_touch_rate(&r->touch_gbs, 8 * in->most_dst * H * d, k, r->threads, err);
+        r->touch_measured = 1;
+    }
+    if (!rc && r->kernel_gflops <= 0) {
+        int64_t dst;
+        rc = pick_measured(&small, &nb, &dst, in, H * d, k, r->where, sizeof r->where, err);
+        if (k > 1)
+            ag_set_threads(r->threads * k);   /* the processes' threads together */
         if (!rc)
-            rc = plan_kernel_rate(&r->kernel_gflops, nb, H, d, empty, err);
+            rc = plan_kernel_rate(&r->kernel_gflops, nb, dst, H, d, err);
+        if (k > 1)
+            ag_set_threads(r->threads);
+        r->kernel_gflops /= k;
         r->kernel_measured = 1;
     }
     if (!rc && r->gemm_gflops <= 0) {
