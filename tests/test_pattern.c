@@ -453,6 +453,58 @@ START_TEST(specs_that_fail_on_their_size)
 }
 END_TEST
 
+/* Destinations lo..hi-1 of a pattern on N nodes: the whole pattern's runs for
+   them, run by run, and no message for any other destination. */
+START_TEST(rows_are_the_whole_patterns_rows)
+{
+    const char *specs[] = {"causal", "window:5", "random:4", "bigbird:8,1,1,1",
+                           "causal&!strided:3"};
+    const int64_t N = 500, ranges[][2] = {{0, 0}, {0, 500}, {100, 300}, {499, 500}, {250, 250}};
+    ag_error_t err;
+    for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+        ag_pattern_t *pat;
+        ck_assert_int_eq(ag_pattern_parse(&pat, specs[k], &err), AG_OK);
+        ag_nbhd_t whole;
+        ck_assert_int_eq(ag_nbhd_from_pattern(&whole, pat, N, AG_SELF_ON, &err), AG_OK);
+        for (size_t r = 0; r < sizeof ranges / sizeof *ranges; r++) {
+            const int64_t lo = ranges[r][0], hi = ranges[r][1];
+            ag_nbhd_t part;
+            ck_assert_int_eq(ag_nbhd_from_pattern_rows(&part, pat, N, lo, hi, AG_SELF_ON, &err),
+                             AG_OK);
+            ck_assert_int_eq(part.n_nodes, N);
+            ck_assert_int_eq(part.n_edges, whole.edge_ptr[hi] - whole.edge_ptr[lo]);
+            ck_assert_int_eq(part.edge_ptr[N], part.n_edges);
+            for (int64_t i = 0; i < N; i++) {
+                const int in = i >= lo && i < hi;
+                const int64_t deg = part.edge_ptr[i + 1] - part.edge_ptr[i];
+                ck_assert_int_eq(deg, in ? whole.edge_ptr[i + 1] - whole.edge_ptr[i] : 0);
+                const int64_t runs = part.run_ptr[i + 1] - part.run_ptr[i];
+                ck_assert_int_eq(runs, in ? whole.run_ptr[i + 1] - whole.run_ptr[i] : 0);
+                for (int64_t q = 0; q < runs; q++) {
+                    const int64_t a = part.run_ptr[i] + q, b = whole.run_ptr[i] + q;
+                    ck_assert_int_eq(part.run_src[a], whole.run_src[b]);
+                    ck_assert_int_eq(part.run_len[a], whole.run_len[b]);
+                }
+            }
+            ag_nbhd_destroy(&part);
+        }
+        ag_nbhd_destroy(&whole);
+        ag_pattern_free(pat);
+    }
+    ag_pattern_t *pat;
+    ck_assert_int_eq(ag_pattern_parse(&pat, "causal", &err), AG_OK);
+    ag_nbhd_t nb;
+    const int64_t bad[][2] = {{-1, 5}, {6, 5}, {0, 11}};
+    for (size_t r = 0; r < sizeof bad / sizeof *bad; r++) {
+        ck_assert_int_eq(ag_nbhd_from_pattern_rows(&nb, pat, 10, bad[r][0], bad[r][1], AG_SELF_ON,
+                                                   &err), AG_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "expected 0 <= lo <= hi <= N"));
+        ck_assert_ptr_null(nb.edge_ptr);
+    }
+    ag_pattern_free(pat);
+}
+END_TEST
+
 Suite *pattern_suite(void)
 {
     Suite *s = suite_create("pattern");
@@ -471,6 +523,7 @@ Suite *pattern_suite(void)
     tcase_add_loop_test(tc, bad_specs_name_the_offending_part, 0,
                         (int)(sizeof bad_specs / sizeof bad_specs[0]));
     tcase_add_test(tc, specs_that_fail_on_their_size);
+    tcase_add_test(tc, rows_are_the_whole_patterns_rows);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -41,6 +41,13 @@ int64_t ag_pattern_size(const ag_pattern_t *pattern);
 int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
                          ag_self_loops_t self, ag_error_t *err);
 
+/* The same graph of N nodes with only destinations lo..hi-1's messages (the
+   others have none), compiled in time O(N + their runs): a part of a pattern
+   too large to compile whole, or a sample of it in its real surroundings
+   (attngraph plan times the kernel on one). Needs 0 <= lo <= hi <= N. */
+int ag_nbhd_from_pattern_rows(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, int64_t lo,
+                              int64_t hi, ag_self_loops_t self, ag_error_t *err);
+
 AG_END_DECLS
 
 #endif /* ATTNGRAPH_PATTERN_H */

@@ -265,6 +265,7 @@ FUNCTIONS = {
     "ag_pattern_free": (None, [P]),
     "ag_pattern_size": (i64, [P]),
     "ag_nbhd_from_pattern": (I, [NB, P, i64, I, E]),
+    "ag_nbhd_from_pattern_rows": (I, [NB, P, i64, i64, i64, I, E]),
     "ag_score_init": (None, [SC, I]),
     "ag_check_finite": (I, [C.c_char_p, P, i64, i64, E]),
     "ag_score_check": (I, [SC, NB, i64, i64, E]),

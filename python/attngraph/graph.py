@@ -238,10 +238,11 @@ class Graph:
                 c_free(values)
 
     @classmethod
-    def pattern(cls, spec, n=None, self_loops="keep", labels=None):
+    def pattern(cls, spec, n=None, self_loops="keep", labels=None, rows=None):
         """A connectivity pattern ("causal", "window:3", "docs:5,3&window:2", ...;
         docs/patterns.md) on n nodes (None: the size the spec implies, or
-        len(labels))."""
+        len(labels)); rows=(lo, hi): only destinations lo..hi-1 get their messages
+        (ag_nbhd_from_pattern_rows: a part of a pattern too large to compile whole)."""
         e = err()
         pat = C.c_void_p()
         check(lib.ag_pattern_parse(C.byref(pat), str(spec).encode(), C.byref(e)), e)
@@ -252,8 +253,13 @@ class Graph:
                     raise Error("pattern '%s' does not imply a size; give n" % spec,
                                 "invalid value")
             g = cls._new("pattern")
-            check(lib.ag_nbhd_from_pattern(C.byref(g._nb), pat, int(n), _self_loops(self_loops),
-                                           C.byref(e)), e)
+            if rows is None:
+                check(lib.ag_nbhd_from_pattern(C.byref(g._nb), pat, int(n),
+                                               _self_loops(self_loops), C.byref(e)), e)
+            else:
+                lo, hi = rows
+                check(lib.ag_nbhd_from_pattern_rows(C.byref(g._nb), pat, int(n), int(lo), int(hi),
+                                                    _self_loops(self_loops), C.byref(e)), e)
         finally:
             lib.ag_pattern_free(pat)
         g.name = str(spec)

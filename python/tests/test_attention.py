@@ -282,6 +282,18 @@ def test_edge_attribute_as_bias_matches_the_cli(tmp_path, rng):
         ag.Graph.load(str(tmp_path / "g.gml"), edge_attrs=["nope"])
 
 
+def test_pattern_rows_are_the_whole_patterns():
+    """rows=(lo, hi): the whole pattern's messages into destinations lo..hi-1 and
+    none into the others; a range outside the nodes is refused."""
+    whole = ag.Graph.pattern("random:4", 300, self_loops="on")
+    part = ag.Graph.pattern("random:4", 300, self_loops="on", rows=(100, 200))
+    keep = (whole.dst >= 100) & (whole.dst < 200)
+    assert part.N == 300 and part.E == keep.sum()
+    np.testing.assert_array_equal(part.edge_index, whole.edge_index[:, keep])
+    with pytest.raises(ag.Error, match="expected 0 <= lo <= hi <= N"):
+        ag.Graph.pattern("causal", 10, rows=(5, 11))
+
+
 def test_huge_pattern_stays_compact():
     """causal on 65,536 nodes: 2.1e9 edges as 65,536 runs; nothing per edge is made
     until asked for."""

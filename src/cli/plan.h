@@ -28,13 +28,13 @@ typedef struct {
     char where[256];          /* what the kernel was timed on */
 } plan_rates_t;
 
-/* The kernel's rate on destinations 0..dst-1 of nb, reading any of its rows
+/* The kernel's rate on destinations lo..hi-1 of nb, reading any of its rows
    (seeded random Q, K, V), as a process of attngraph-mpi runs its part: the
    median of 3 timed runs after the one that makes its plan. A caller that
    measures K processes at once gives nb their rows and destinations and
    divides the rate by K. */
-int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t dst, int64_t H, int64_t d,
-                     ag_error_t *err);
+int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t H,
+                     int64_t d, ag_error_t *err);
 /* The projections' rate: X [65536, D] times W^T [D, H*d], four times. */
 int plan_gemm_rate(double *gflops, int64_t D, int64_t HD, ag_error_t *err);
 /* A process's rate of writing memory just allocated (the page faults

@@ -40,10 +40,11 @@ static double median_of(int (*call)(void *ctx, ag_error_t *err), void *ctx, ag_e
 
 typedef struct {
     const ag_nbhd_t *nb;
-    int64_t dst;                /* the destinations timed: 0..dst-1 */
+    int64_t lo, hi;             /* the destinations timed */
     ag_i_layout_t layout;
     ag_i_plan_t plan;
-    float *Q, *K, *V, *M;       /* [dst, HD], [n_nodes, HD] x 2, [dst, HD] */
+    const float *Q, *K, *V;     /* Q and M hold rows lo..hi-1, K and V every row */
+    float *M;
     int64_t H, d;
 } kernel_run_t;
 
@@ -53,25 +54,27 @@ static int kernel_call(void *ctx, ag_error_t *err)
 {
     kernel_run_t *k = ctx;
     const ag_i_fwd_t f = {k->nb, k->Q, k->K, k->V, k->H, k->d, NULL, k->M, NULL};
-    return ag_i_forward_part(&k->plan, &f, 0, k->dst, 0, k->nb->n_nodes, &k->layout, err);
+    return ag_i_forward_part(&k->plan, &f, k->lo, k->hi, 0, k->nb->n_nodes, &k->layout, err);
 }
 
-int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t dst, int64_t H, int64_t d,
-                     ag_error_t *err)
+int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t lo, int64_t hi, int64_t H,
+                     int64_t d, ag_error_t *err)
 {
-    const int64_t N = nb->n_nodes, HD = H * d;
-    float *all = ag_alloc(2 * (N + dst) * HD, sizeof *all, err, "plan's kernel run");
+    const int64_t N = nb->n_nodes, HD = H * d, n = hi - lo;
+    float *all = ag_alloc(2 * (N + n) * HD, sizeof *all, err, "plan's kernel run");
     if (!all)
         return ag_alloc_status();
-    kernel_run_t k = {nb, dst, {ag_i_one_run(nb, 0, dst), ag_i_block_cells(nb, 0, dst)}, {0},
-                      all, all + dst * HD, all + (dst + N) * HD, all + (dst + 2 * N) * HD, H, d};
-    ag_random_normal(all, (dst + 2 * N) * HD, 1, 10, 1.0f);
+    ag_random_normal(all, (n + 2 * N) * HD, 1, 10, 1.0f);
+    /* Q and M indexed by destination, as the MPI layer's part views are */
+    kernel_run_t k = {nb, lo, hi, {ag_i_one_run(nb, lo, hi), ag_i_block_cells(nb, lo, hi)}, {0},
+                      all - lo * HD, all + n * HD, all + (n + N) * HD, all + (n + 2 * N) * HD - lo * HD,
+                      H, d};
     const double t = median_of(kernel_call, &k, err);
     ag_i_plan_free(&k.plan);
     free(all);
     if (t < 0)
         return err->status ? err->status : AG_EINVAL;
-    const int64_t E = nb->edge_ptr[dst] - nb->edge_ptr[0];
+    const int64_t E = nb->edge_ptr[hi] - nb->edge_ptr[lo];
     *gflops = 4.0 * (double)E * (double)HD / (t > 1e-9 ? t : 1e-9) / 1e9;
     return AG_OK;
 }
@@ -195,18 +198,37 @@ static int random_reads(ag_nbhd_t *nb, int64_t rows, int64_t dst, int64_t k, ag_
     return rc;
 }
 
-/* The neighbourhoods to time and their first *dst destinations: the input if
-   small (all of it), else as many rows as the planned processes sharing this
-   machine read (their own and their halo: in->rows_read each; their K and V
-   up to MEASURE_BYTES): the pattern on that many nodes (fewer where its
-   messages would pass MEASURE_EDGES; all of it), or MEASURE_DESTINATIONS a
-   process of random sources of the input's mean in-degree among them. */
-static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, int64_t *dst,
+/* Fewer destinations than this in the messages timed, and a pattern is timed
+   whole on fewer nodes (its destinations read many sources: near ones). */
+#define MEASURE_PART_LEAST ((int64_t)16384)
+
+/* Destinations lo..hi-1, mid-way through the pattern spec on n nodes. */
+static int pattern_rows(ag_nbhd_t *nb, const char *spec, int64_t n, int64_t lo, int64_t hi,
+                        ag_self_loops_t self, ag_error_t *err)
+{
+    ag_pattern_t *pat;
+    int rc = ag_pattern_parse(&pat, spec, err);
+    if (!rc)
+        rc = ag_nbhd_from_pattern_rows(nb, pat, n, lo, hi, self, err);
+    ag_pattern_free(pat);
+    return rc;
+}
+
+/* The neighbourhoods to time and the destinations lo..hi-1 timed: the input
+   if small (all of it), else as many rows as the planned processes sharing
+   this machine read (their own and their halo: in->rows_read each; their K
+   and V up to MEASURE_BYTES), and as many destinations as have
+   MEASURE_DESTINATIONS a process or MEASURE_EDGES messages: a pattern's
+   destinations mid-way through it on that many nodes (or, with fewer than
+   MEASURE_PART_LEAST of them, the pattern whole on fewer nodes), or random
+   sources of the input's mean in-degree among the rows. */
+static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, int64_t *lo, int64_t *hi,
                          const plan_input_t *in, int64_t HD, int sharing, char *where,
                          size_t cap, ag_error_t *err)
 {
+    *lo = 0;
     if (in->nb && in->nb->n_edges <= MEASURE_EDGES && in->nb->n_nodes * HD <= (1 << 26)) {
-        *nb = in->nb, *dst = in->nb->n_nodes;
+        *nb = in->nb, *hi = in->nb->n_nodes;
         snprintf(where, cap, "the input itself");
         return AG_OK;
     }
@@ -216,25 +238,37 @@ static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, int64_t *dst,
                          (2 * HD * (int64_t)sizeof(float));   /* K and V */
     int64_t rows = (in->rows_read > MEASURE_NODES ? in->rows_read : MEASURE_NODES) * sharing;
     rows = rows < most ? rows : most > MEASURE_NODES ? most : MEASURE_NODES;
-    /* a pattern with a size of its own can only be compiled at that size; its Q
-       and M are as many rows as its K and V */
-    const int64_t nodes = rows < most / 2 ? rows : most / 2;
-    if (in->pattern && (!ag_pattern_size(in->pattern) || in->N <= nodes) &&
-        !small_pattern(small, ag_pattern_spec(in->pattern), in->N, nodes, in->self, err)) {
-        *dst = small->n_nodes;
-        snprintf(where, cap, "'%s' on %lld nodes", ag_pattern_spec(in->pattern),
-                 (long long)small->n_nodes);
-        return AG_OK;
-    }
     const double mean = in->mean_degree;
     const int64_t k = mean < 1 ? 1 : mean > 1024 ? 1024 : llround(mean);
-    const int64_t most_dst = MEASURE_EDGES * sharing / k;   /* their messages */
-    *dst = MEASURE_DESTINATIONS * sharing < most_dst ? MEASURE_DESTINATIONS * sharing : most_dst;
-    *dst = *dst < rows ? *dst : rows;
+    const int64_t by_edges = (int64_t)((double)(MEASURE_EDGES * sharing) / (mean > 1 ? mean : 1));
+    int64_t dst = MEASURE_DESTINATIONS * sharing < by_edges ? MEASURE_DESTINATIONS * sharing
+                                                            : by_edges;
+    /* a pattern with a size of its own can only be compiled at that size */
+    const char *spec = in->pattern ? ag_pattern_spec(in->pattern) : NULL;
+    const int64_t n = in->N < rows ? in->N : rows;
+    if (spec && (!ag_pattern_size(in->pattern) || in->N <= rows) && dst >= MEASURE_PART_LEAST &&
+        dst < n) {
+        *lo = (n - dst) / 2 / 1024 * 1024, *hi = *lo + dst;
+        if (!pattern_rows(small, spec, n, *lo, *hi, in->self, err)) {
+            snprintf(where, cap, "'%s' on %lld nodes, destinations %lld..%lld", spec,
+                     (long long)n, (long long)*lo, (long long)*hi - 1);
+            return AG_OK;
+        }
+    }
+    /* its Q and M are as many rows as its K and V */
+    const int64_t nodes = rows < most / 2 ? rows : most / 2;
+    if (spec && (!ag_pattern_size(in->pattern) || in->N <= nodes) &&
+        !small_pattern(small, spec, in->N, nodes, in->self, err)) {
+        *lo = 0, *hi = small->n_nodes;
+        snprintf(where, cap, "'%s' on %lld nodes", spec, (long long)small->n_nodes);
+        return AG_OK;
+    }
+    dst = dst < rows ? dst : rows;
+    *lo = 0, *hi = dst;
     snprintf(where, cap, "%lld nodes of %lld random sources among %lld rows: the input's "
-             "mean in-degree, the largest process's rows%s", (long long)*dst, (long long)k,
+             "mean in-degree, the largest process's rows%s", (long long)dst, (long long)k,
              (long long)rows, sharing > 1 ? " times the processes" : "");
-    return random_reads(small, rows, *dst, k, err);
+    return random_reads(small, rows, dst, k, err);
 }
 
 void plan_runs_per_node(double *runs, int *one_run, const plan_input_t *in)
@@ -268,12 +302,12 @@ int plan_measure(plan_rates_t *r, const plan_input_t *in, int64_t D, int64_t H, 
         r->touch_measured = 1;
     }
     if (!rc && r->kernel_gflops <= 0) {
-        int64_t dst;
-        rc = pick_measured(&small, &nb, &dst, in, H * d, k, r->where, sizeof r->where, err);
+        int64_t lo, hi;
+        rc = pick_measured(&small, &nb, &lo, &hi, in, H * d, k, r->where, sizeof r->where, err);
         if (k > 1)
             ag_set_threads(r->threads * k);   /* the processes' threads together */
         if (!rc)
-            rc = plan_kernel_rate(&r->kernel_gflops, nb, dst, H, d, err);
+            rc = plan_kernel_rate(&r->kernel_gflops, nb, lo, hi, H, d, err);
         if (k > 1)
             ag_set_threads(r->threads);
         r->kernel_gflops /= k;

@@ -392,6 +392,34 @@ int ag_nbhd_from_pattern(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
     return compile_range(nb, pattern, N, 0, N, self, 0, err);
 }
 
+int ag_nbhd_from_pattern_rows(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N, int64_t lo,
+                              int64_t hi, ag_self_loops_t self, ag_error_t *err)
+{
+    memset(nb, 0, sizeof *nb);
+    if (!(lo >= 0 && lo <= hi && hi <= N))
+        return ag_fail(err, AG_EINVAL, "pattern '%s': destinations %lld..%lld of %lld nodes; "
+                       "expected 0 <= lo <= hi <= N", pattern->spec, (long long)lo,
+                       (long long)hi - 1, (long long)N);
+    int rc = compile_range(nb, pattern, N, lo, hi, self, 0, err);
+    if (rc)
+        return rc;
+    /* the part's offsets, widened to all N destinations (none before lo or from hi) */
+    int64_t *edge_ptr = ag_alloc(N + 1, sizeof *edge_ptr, err, "pattern");
+    int64_t *run_ptr = ag_alloc(N + 1, sizeof *run_ptr, err, "pattern");
+    if (!edge_ptr || !run_ptr) {
+        free(edge_ptr), free(run_ptr);
+        ag_nbhd_destroy(nb);
+        return ag_alloc_status();
+    }
+    for (int64_t i = 0; i <= N; i++) {
+        const int64_t k = i < lo ? 0 : i > hi ? hi - lo : i - lo;
+        edge_ptr[i] = nb->edge_ptr[k], run_ptr[i] = nb->run_ptr[k];
+    }
+    free(nb->edge_ptr), free(nb->run_ptr);
+    nb->edge_ptr = edge_ptr, nb->run_ptr = run_ptr, nb->n_nodes = N;
+    return AG_OK;
+}
+
 int ag_i_nbhd_from_pattern_part(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_t N,
                                 int64_t lo, int64_t hi, ag_self_loops_t self, ag_error_t *err)
 {
