@@ -257,7 +257,11 @@ class Graph:
                 check(lib.ag_nbhd_from_pattern(C.byref(g._nb), pat, int(n),
                                                _self_loops(self_loops), C.byref(e)), e)
             else:
-                lo, hi = rows
+                try:
+                    lo, hi = (int(x) for x in rows)
+                except (TypeError, ValueError):
+                    raise Error("rows=%r: expected (lo, hi), two node numbers" % (rows,),
+                                "invalid value") from None
                 check(lib.ag_nbhd_from_pattern_rows(C.byref(g._nb), pat, int(n), int(lo), int(hi),
                                                     _self_loops(self_loops), C.byref(e)), e)
         finally:

@@ -292,6 +292,8 @@ def test_pattern_rows_are_the_whole_patterns():
     np.testing.assert_array_equal(part.edge_index, whole.edge_index[:, keep])
     with pytest.raises(ag.Error, match="expected 0 <= lo <= hi <= N"):
         ag.Graph.pattern("causal", 10, rows=(5, 11))
+    with pytest.raises(ag.Error, match="expected \\(lo, hi\\)"):
+        ag.Graph.pattern("causal", 10, rows=5)
 
 
 def test_huge_pattern_stays_compact():

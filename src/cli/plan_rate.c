@@ -238,14 +238,12 @@ static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, int64_t *lo, in
                          (2 * HD * (int64_t)sizeof(float));   /* K and V */
     int64_t rows = (in->rows_read > MEASURE_NODES ? in->rows_read : MEASURE_NODES) * sharing;
     rows = rows < most ? rows : most > MEASURE_NODES ? most : MEASURE_NODES;
-    const double mean = in->mean_degree;
-    const int64_t k = mean < 1 ? 1 : mean > 1024 ? 1024 : llround(mean);
-    const int64_t by_edges = (int64_t)((double)(MEASURE_EDGES * sharing) / (mean > 1 ? mean : 1));
-    int64_t dst = MEASURE_DESTINATIONS * sharing < by_edges ? MEASURE_DESTINATIONS * sharing
-                                                            : by_edges;
     /* a pattern with a size of its own can only be compiled at that size */
     const char *spec = in->pattern ? ag_pattern_spec(in->pattern) : NULL;
-    const int64_t n = in->N < rows ? in->N : rows;
+    const int64_t n = in->N < rows ? in->N : rows, most_dst = MEASURE_DESTINATIONS * sharing;
+    const double mean = in->mean_degree > 1 ? in->mean_degree : 1;
+    int64_t dst = (double)most_dst * mean < (double)(MEASURE_EDGES * sharing)
+                      ? most_dst : (int64_t)((double)(MEASURE_EDGES * sharing) / mean);
     if (spec && (!ag_pattern_size(in->pattern) || in->N <= rows) && dst >= MEASURE_PART_LEAST &&
         dst < n) {
         *lo = (n - dst) / 2 / 1024 * 1024, *hi = *lo + dst;
@@ -263,6 +261,9 @@ static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, int64_t *lo, in
         snprintf(where, cap, "'%s' on %lld nodes", spec, (long long)small->n_nodes);
         return AG_OK;
     }
+    /* random sources: k a destination, at most 1024 */
+    const int64_t k = llround(mean < 1024 ? mean : 1024);
+    dst = most_dst < MEASURE_EDGES * sharing / k ? most_dst : MEASURE_EDGES * sharing / k;
     dst = dst < rows ? dst : rows;
     *lo = 0, *hi = dst;
     snprintf(where, cap, "%lld nodes of %lld random sources among %lld rows: the input's "

@@ -397,9 +397,9 @@ int ag_nbhd_from_pattern_rows(ag_nbhd_t *nb, const ag_pattern_t *pattern, int64_
 {
     memset(nb, 0, sizeof *nb);
     if (!(lo >= 0 && lo <= hi && hi <= N))
-        return ag_fail(err, AG_EINVAL, "pattern '%s': destinations %lld..%lld of %lld nodes; "
-                       "expected 0 <= lo <= hi <= N", pattern->spec, (long long)lo,
-                       (long long)hi - 1, (long long)N);
+        return ag_fail(err, AG_EINVAL, "pattern '%s': destinations lo %lld to hi %lld (not "
+                       "included) of %lld nodes; expected 0 <= lo <= hi <= N", pattern->spec,
+                       (long long)lo, (long long)hi, (long long)N);
     int rc = compile_range(nb, pattern, N, lo, hi, self, 0, err);
     if (rc)
         return rc;
