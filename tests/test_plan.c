@@ -309,7 +309,8 @@ START_TEST(plan_first_round)
     free(out), free(err);
     expect_cli("plan --ranks 1 --pattern causal --nodes 1000 --rate 10,50,4", 0, 1,
                "memory written the first time 4 GB/s (--rate)");
-    expect_cli("plan --ranks 1 --pattern causal --nodes 1000 --rate 10,50", 0, 1, "first round at 1");
+    expect_cli("plan --ranks 1 --pattern causal --nodes 1000 --rate 10,50", 0, 1,
+               "first round at 1");
 }
 END_TEST
 

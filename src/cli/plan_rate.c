@@ -66,9 +66,9 @@ int plan_kernel_rate(double *gflops, const ag_nbhd_t *nb, int64_t lo, int64_t hi
         return ag_alloc_status();
     ag_random_normal(all, (n + 2 * N) * HD, 1, 10, 1.0f);
     /* Q and M indexed by destination, as the MPI layer's part views are */
+    float *Q = all, *K = Q + n * HD, *V = K + N * HD, *M = V + N * HD;
     kernel_run_t k = {nb, lo, hi, {ag_i_one_run(nb, lo, hi), ag_i_block_cells(nb, lo, hi)}, {0},
-                      all - lo * HD, all + n * HD, all + (n + N) * HD, all + (n + 2 * N) * HD - lo * HD,
-                      H, d};
+                      Q - lo * HD, K, V, M - lo * HD, H, d};
     const double t = median_of(kernel_call, &k, err);
     ag_i_plan_free(&k.plan);
     free(all);
