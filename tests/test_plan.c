@@ -263,11 +263,11 @@ START_TEST(plan_measures_rates)
                                "65536 nodes of 9 random sources among 65536 rows"},
                               {"plan --ranks 2 --pattern random:10 --nodes 200000 --heads 2 "
                                "--dim 16", "'random:10' on 199335 nodes"},
-                              /* 262,144 destinations mid-way through 600,000 nodes */
-                              {"plan --ranks 1 --pattern random:4 --nodes 600000",
-                               "'random:4' on 600000 nodes, destinations 167936..430079"},
+                              /* 262,144 destinations mid-way through 300,000 nodes */
+                              {"plan --ranks 1 --pattern random:4 --nodes 300000",
+                               "'random:4' on 300000 nodes, destinations 18432..280575"},
                               /* dense: whole on fewer nodes */
-                              {"plan --ranks 1 --pattern causal --nodes 600000",
+                              {"plan --ranks 1 --pattern causal --nodes 300000",
                                "'causal' on 4687 nodes"}};
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
