@@ -8,7 +8,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "cli/cli.h"
 #include "base/base.h"
@@ -309,13 +311,18 @@ static int open_input(plan_input_t *in, ag_pattern_t **pat, source_t *s, const p
 }
 
 /* The processes of the first P that would share this machine: as many as
-   its cores hold with T threads each (the rates are measured for the first
-   P's largest process, as mpi/cli/source.c counts a host's processes). */
+   the cores this process may run on hold with T threads each (the rates are
+   measured for the first P's largest process). Without OpenMP the measured
+   runs have one thread: one process at a time. */
 static int sharing_here(const plan_opts_t *po, int threads)
 {
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    const long fit = cores > threads ? cores / threads : 1;
-    return fit < po->ranks[0] ? (int)fit : po->ranks[0];
+#ifdef _OPENMP
+    const int cores = omp_get_num_procs();
+#else
+    const int cores = 1;
+#endif
+    const int fit = cores > threads ? cores / threads : 1;
+    return fit < po->ranks[0] ? fit : po->ranks[0];
 }
 
 int cmd_plan(int argc, char **argv)
