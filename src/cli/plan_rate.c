@@ -202,18 +202,6 @@ static int random_reads(ag_nbhd_t *nb, int64_t rows, int64_t dst, int64_t k, ag_
    whole on fewer nodes (its destinations read many sources: near ones). */
 #define MEASURE_PART_LEAST ((int64_t)16384)
 
-/* Destinations lo..hi-1, mid-way through the pattern spec on n nodes. */
-static int pattern_rows(ag_nbhd_t *nb, const char *spec, int64_t n, int64_t lo, int64_t hi,
-                        ag_self_loops_t self, ag_error_t *err)
-{
-    ag_pattern_t *pat;
-    int rc = ag_pattern_parse(&pat, spec, err);
-    if (!rc)
-        rc = ag_nbhd_from_pattern_rows(nb, pat, n, lo, hi, self, err);
-    ag_pattern_free(pat);
-    return rc;
-}
-
 /* The neighbourhoods to time and the destinations lo..hi-1 timed: the input
    if small (all of it), else as many rows as the planned processes sharing
    this machine read (their own and their halo: in->rows_read each; their K
@@ -247,7 +235,7 @@ static int pick_measured(ag_nbhd_t *small, const ag_nbhd_t **nb, int64_t *lo, in
     if (spec && (!ag_pattern_size(in->pattern) || in->N <= rows) && dst >= MEASURE_PART_LEAST &&
         dst < n) {
         *lo = (n - dst) / 2 / 1024 * 1024, *hi = *lo + dst;
-        if (!pattern_rows(small, spec, n, *lo, *hi, in->self, err)) {
+        if (!ag_nbhd_from_pattern_rows(small, in->pattern, n, *lo, *hi, in->self, err)) {
             snprintf(where, cap, "'%s' on %lld nodes, destinations %lld..%lld", spec,
                      (long long)n, (long long)*lo, (long long)*hi - 1);
             return AG_OK;
