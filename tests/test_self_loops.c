@@ -4,6 +4,9 @@
  * every node attends to itself exactly once, and the loops come after the
  * other edges, in node order. The reference here is that edge list written
  * out by hand, attended to by the dense double-precision reference.
+ * ag_nbhd_from_edges (PyG's edge_index, bipartite too, every self-loop mode)
+ * against a brute-force reference: each destination's messages collected and
+ * sorted with qsort, the mode applied by hand.
  */
 #include <math.h>
 #include <stdio.h>
@@ -272,6 +275,368 @@ START_TEST(unknown_modes_are_refused)
 }
 END_TEST
 
+/* ---- edge lists (ag_nbhd_from_edges) ---- */
+
+/* The reference for ag_nbhd_from_edges, by brute force: the messages kept in
+   edge order (item m: src -> dst, column col, -1 an added loop), then for each
+   destination its items sorted by (source, m) with qsort. */
+typedef struct {
+    int64_t N, M;            /* nodes, messages */
+    int64_t *src, *dst, *col;   /* [M] in edge order */
+    int64_t *ptr;            /* [N+1] first slot of each destination */
+    int64_t *slot_item;      /* [M] the item in each slot */
+    int64_t *item_slot;      /* [M] the slot of each item: order */
+} ref_edges_t;
+
+static const int64_t *cmp_src;   /* qsort's key: the items' sources */
+
+static int by_src_then_item(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    if (cmp_src[x] != cmp_src[y])
+        return cmp_src[x] < cmp_src[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+static void ref_edges(ref_edges_t *r, int64_t n_src, int64_t n_dst, const int64_t *src,
+                      const int64_t *dst, int64_t E, ag_self_loops_t self)
+{
+    const int64_t n_nodes = n_src > n_dst ? n_src : n_dst, L = n_src < n_dst ? n_src : n_dst;
+    const size_t room = (size_t)(E + L + 1);
+    r->N = n_nodes;
+    r->src = malloc(room * sizeof(int64_t)), r->dst = malloc(room * sizeof(int64_t));
+    r->col = malloc(room * sizeof(int64_t)), r->slot_item = malloc(room * sizeof(int64_t));
+    r->item_slot = malloc(room * sizeof(int64_t));
+    r->ptr = malloc((size_t)(n_nodes + 1) * sizeof(int64_t));
+    int *has_loop = calloc((size_t)L + 1, sizeof *has_loop);
+    int64_t M = 0;
+    for (int64_t k = 0; k < E; k++) {
+        if (src[k] == dst[k]) {
+            has_loop[src[k]] = 1;
+            if (self == AG_SELF_OFF || self == AG_SELF_REPLACE)
+                continue;
+        }
+        r->src[M] = src[k], r->dst[M] = dst[k], r->col[M++] = k;
+    }
+    if (self == AG_SELF_ON || self == AG_SELF_REPLACE)
+        for (int64_t i = 0; i < L; i++)
+            if (self == AG_SELF_REPLACE || !has_loop[i])
+                r->src[M] = i, r->dst[M] = i, r->col[M++] = -1;
+    r->M = M;
+    int64_t t = 0;
+    cmp_src = r->src;
+    for (int64_t i = 0; i < n_nodes; i++) {
+        r->ptr[i] = t;
+        for (int64_t m = 0; m < M; m++)
+            if (r->dst[m] == i)
+                r->slot_item[t++] = m;
+        qsort(r->slot_item + r->ptr[i], (size_t)(t - r->ptr[i]), sizeof(int64_t),
+              by_src_then_item);
+    }
+    r->ptr[n_nodes] = t;
+    for (int64_t s = 0; s < M; s++)
+        r->item_slot[r->slot_item[s]] = s;
+    free(has_loop);
+}
+
+static void ref_edges_free(ref_edges_t *r)
+{
+    free(r->src), free(r->dst), free(r->col), free(r->ptr), free(r->slot_item);
+    free(r->item_slot);
+}
+
+/* nb and order against the reference, field by field (what names the case). */
+static void check_from_edges(const ag_nbhd_t *nb, const int64_t *order, int64_t room,
+                             const ref_edges_t *r, const char *what)
+{
+    ck_assert_msg(nb->n_nodes == r->N && nb->n_edges == r->M,
+                  "%s: %lld nodes, %lld messages; expected %lld, %lld", what,
+                  (long long)nb->n_nodes, (long long)nb->n_edges, (long long)r->N,
+                  (long long)r->M);
+    const int64_t n_nodes = r->N, M = r->M;
+    for (int64_t i = 0; i <= n_nodes; i++)
+        ck_assert_msg(nb->edge_ptr[i] == r->ptr[i], "%s: edge_ptr[%lld] %lld; expected %lld",
+                      what, (long long)i, (long long)nb->edge_ptr[i], (long long)r->ptr[i]);
+    ck_assert_ptr_nonnull(nb->edge_id);
+    int64_t *src = malloc((size_t)(M + 1) * sizeof *src);
+    ag_nbhd_sources(nb, 0, n_nodes, src);
+    for (int64_t s = 0; s < M; s++) {
+        const int64_t m = r->slot_item[s];
+        ck_assert_msg(src[s] == r->src[m] && nb->edge_id[s] == r->col[m],
+                      "%s: slot %lld is from %lld (edge %lld); expected from %lld (edge %lld)",
+                      what, (long long)s, (long long)src[s], (long long)nb->edge_id[s],
+                      (long long)r->src[m], (long long)r->col[m]);
+    }
+    /* the runs: each destination's, at least one source each, maximal (a run
+       that continues the one before would have been merged; a repeated source
+       starts a new one) */
+    ck_assert_int_eq(nb->run_ptr[0], 0);
+    ck_assert_int_eq(nb->run_ptr[n_nodes], nb->n_runs);
+    int64_t runs = 0;
+    for (int64_t i = 0; i < n_nodes; i++) {
+        ck_assert_int_eq(nb->run_ptr[i], runs);
+        int64_t slots = 0;
+        for (int64_t rr = nb->run_ptr[i]; rr < nb->run_ptr[i + 1]; rr++) {
+            ck_assert_int_ge(nb->run_len[rr], 1);
+            if (rr > nb->run_ptr[i])
+                ck_assert_msg(nb->run_src[rr] != nb->run_src[rr - 1] + nb->run_len[rr - 1],
+                              "%s: node %lld: run %lld continues the one before", what,
+                              (long long)i, (long long)rr);
+            slots += nb->run_len[rr];
+        }
+        ck_assert_int_eq(slots, r->ptr[i + 1] - r->ptr[i]);
+        for (int64_t s = r->ptr[i]; s < r->ptr[i + 1]; s++)
+            runs += s == r->ptr[i] || r->src[r->slot_item[s]] != r->src[r->slot_item[s - 1]] + 1;
+    }
+    ck_assert_int_eq(nb->n_runs, runs);
+    if (order) {
+        for (int64_t m = 0; m < M; m++)
+            ck_assert_msg(order[m] == r->item_slot[m], "%s: order[%lld] %lld; expected %lld",
+                          what, (long long)m, (long long)order[m], (long long)r->item_slot[m]);
+        for (int64_t m = M; m < room; m++)
+            ck_assert_int_eq(order[m], -7);   /* untouched past the messages */
+    }
+    /* ag_edge_order walks the same messages in the same order */
+    ag_edge_msg_t *msgs;
+    int64_t *slot;
+    ag_error_t err;
+    ck_assert_int_eq(ag_edge_order(nb, &msgs, &slot, &err), AG_OK);
+    for (int64_t m = 0; m < M; m++)
+        ck_assert_msg(slot[m] == r->item_slot[m] && msgs[m].edge_id == r->col[m] &&
+                      msgs[m].src == r->src[m] && msgs[m].dst == r->dst[m],
+                      "%s: edge order %lld: slot %lld, %lld -> %lld (id %lld); expected slot "
+                      "%lld, %lld -> %lld (id %lld)", what, (long long)m, (long long)slot[m],
+                      (long long)msgs[m].src, (long long)msgs[m].dst, (long long)msgs[m].edge_id,
+                      (long long)r->item_slot[m], (long long)r->src[m], (long long)r->dst[m],
+                      (long long)r->col[m]);
+    free(msgs), free(slot), free(src);
+}
+
+static uint64_t lcg(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *x >> 33;
+}
+
+/* E random messages on n_src x n_dst: multi-edges (a quarter repeat an earlier
+   message), self-loops (a fifth, some of them repeated too), and when
+   n_dst >= 3 a last destination that hears nothing. */
+static void random_edges(int64_t *src, int64_t *dst, int64_t E, int64_t n_src, int64_t n_dst,
+                         uint64_t seed)
+{
+    uint64_t x = seed;
+    const int64_t L = n_src < n_dst ? n_src : n_dst, heard = n_dst >= 3 ? n_dst - 1 : n_dst;
+    for (int64_t k = 0; k < E; k++) {
+        const uint64_t u = lcg(&x) % 20;
+        if (k > 0 && u < 5) {
+            const int64_t j = (int64_t)(lcg(&x) % (uint64_t)k);
+            src[k] = src[j], dst[k] = dst[j];
+        } else if (u < 9 && L > 0 && (int64_t)(lcg(&x) % (uint64_t)n_dst) < heard) {
+            src[k] = dst[k] = (int64_t)(lcg(&x) % (uint64_t)(L < heard ? L : heard));
+        } else {
+            src[k] = (int64_t)(lcg(&x) % (uint64_t)n_src);
+            dst[k] = (int64_t)(lcg(&x) % (uint64_t)heard);
+        }
+    }
+}
+
+static const char *const mode_names[] = {"keep", "on", "off", "replace"};
+
+START_TEST(edges_against_a_brute_force_reference)
+{
+    /* square, bipartite both ways, one node, one source or one destination,
+       nodes without edges (sources 0: no message at all) */
+    static const int64_t shapes[][3] = {{1, 1, 3},  {2, 2, 6},   {6, 6, 20}, {17, 17, 60},
+                                        {5, 11, 30}, {11, 5, 30}, {1, 7, 9},  {7, 1, 9},
+                                        {3, 20, 25}, {20, 3, 25}, {9, 9, 2},  {0, 4, 0},
+                                        {4, 0, 0}};
+    int tried = 0;
+    for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++)
+        for (uint64_t seed = 1; seed <= 6; seed++)
+            for (int64_t E_try = 0; E_try <= 1; E_try++) {
+                const int64_t n_src = shapes[c][0], n_dst = shapes[c][1];
+                const int64_t E = E_try ? shapes[c][2] * (int64_t)seed / 3 : 0;
+                if (E_try && E == 0)
+                    continue;
+                const int64_t L = n_src < n_dst ? n_src : n_dst, room = E + L;
+                int64_t *src = malloc((size_t)(E + 1) * sizeof *src);
+                int64_t *dst = malloc((size_t)(E + 1) * sizeof *dst);
+                int64_t *order = malloc((size_t)(room + 1) * sizeof *order);
+                random_edges(src, dst, E, n_src, n_dst, seed * 7919 + c);
+                for (int self = AG_SELF_KEEP; self <= AG_SELF_REPLACE; self++) {
+                    char what[128];
+                    snprintf(what, sizeof what, "%lld x %lld, %lld edges, seed %llu, %s",
+                             (long long)n_src, (long long)n_dst, (long long)E,
+                             (unsigned long long)seed, mode_names[self]);
+                    ref_edges_t r;
+                    ref_edges(&r, n_src, n_dst, src, dst, E, (ag_self_loops_t)self);
+                    for (int64_t m = 0; m < room + 1; m++)
+                        order[m] = -7;
+                    ag_nbhd_t nb, plain;
+                    ag_error_t err;
+                    int rc = ag_nbhd_from_edges(&nb, n_src, n_dst, src, dst, E,
+                                                (ag_self_loops_t)self, order, &err);
+                    ck_assert_msg(rc == AG_OK, "%s: %s", what, err.msg);
+                    check_from_edges(&nb, order, room, &r, what);
+                    /* no order wanted: the same neighbourhoods */
+                    rc = ag_nbhd_from_edges(&plain, n_src, n_dst, src, dst, E,
+                                            (ag_self_loops_t)self, NULL, &err);
+                    ck_assert_msg(rc == AG_OK, "%s: %s", what, err.msg);
+                    check_from_edges(&plain, NULL, 0, &r, what);
+                    /* the backward's transpose takes it */
+                    ck_assert_int_eq(ag_nbhd_transpose(&nb, &err), AG_OK);
+                    ag_nbhd_destroy(&nb), ag_nbhd_destroy(&plain);
+                    ref_edges_free(&r);
+                    tried++;
+                }
+                free(src), free(dst), free(order);
+            }
+    ck_assert_int_ge(tried, 13 * 6 * 4);
+}
+END_TEST
+
+START_TEST(edges_equal_csr_then_self_loops)
+{
+    /* a square graph: the CSR of the same messages (sources ascending, ties in
+       edge order) gives the same slots; the CSR's edge ids are its entries, so
+       entry t is column perm[t] of the edge list */
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        const int64_t n_nodes = 3 + (int64_t)(seed * 5 % 23), E = (int64_t)(seed * 11 % 70);
+        int64_t *src = malloc((size_t)(E + 1) * sizeof *src);
+        int64_t *dst = malloc((size_t)(E + 1) * sizeof *dst);
+        int64_t *perm = malloc((size_t)(E + 1) * sizeof *perm);
+        int64_t *indices = malloc((size_t)(E + 1) * sizeof *indices);
+        int64_t *indptr = malloc((size_t)(n_nodes + 1) * sizeof *indptr);
+        random_edges(src, dst, E, n_nodes, n_nodes, seed * 104729);
+        /* the CSR by brute force: each destination's columns, by (source, column) */
+        int64_t t = 0;
+        cmp_src = src;
+        for (int64_t i = 0; i < n_nodes; i++) {
+            indptr[i] = t;
+            for (int64_t k = 0; k < E; k++)
+                if (dst[k] == i)
+                    perm[t++] = k;
+            qsort(perm + indptr[i], (size_t)(t - indptr[i]), sizeof *perm, by_src_then_item);
+        }
+        indptr[n_nodes] = t;
+        for (int64_t s = 0; s < E; s++)
+            indices[s] = src[perm[s]];
+        for (int self = AG_SELF_KEEP; self <= AG_SELF_REPLACE; self++) {
+            ag_nbhd_t csr, edges;
+            ag_error_t err;
+            ck_assert_int_eq(ag_nbhd_from_csr(&csr, n_nodes, indptr, indices, &err), AG_OK);
+            ck_assert_int_eq(ag_nbhd_self_loops(&csr, (ag_self_loops_t)self, &err), AG_OK);
+            ck_assert_int_eq(ag_nbhd_from_edges(&edges, n_nodes, n_nodes, src, dst, E,
+                                                (ag_self_loops_t)self, NULL, &err), AG_OK);
+            ck_assert_int_eq(edges.n_nodes, csr.n_nodes);
+            ck_assert_int_eq(edges.n_edges, csr.n_edges);
+            ck_assert_int_eq(edges.n_runs, csr.n_runs);
+            ck_assert_mem_eq(edges.edge_ptr, csr.edge_ptr,
+                             (size_t)(n_nodes + 1) * sizeof(int64_t));
+            const int64_t M = csr.n_edges;
+            int64_t *a = malloc((size_t)(M + 1) * sizeof *a);
+            int64_t *b = malloc((size_t)(M + 1) * sizeof *b);
+            ag_nbhd_sources(&edges, 0, n_nodes, a);
+            ag_nbhd_sources(&csr, 0, n_nodes, b);
+            ck_assert_mem_eq(a, b, (size_t)M * sizeof *a);
+            for (int64_t s = 0; s < M; s++) {
+                /* keep leaves the CSR without ids: entry s */
+                const int64_t entry = csr.edge_id ? csr.edge_id[s] : s;
+                ck_assert_msg(edges.edge_id[s] == (entry < 0 ? -1 : perm[entry]),
+                              "seed %llu, %s: slot %lld has edge %lld; the CSR's entry %lld "
+                              "is column %lld", (unsigned long long)seed, mode_names[self],
+                              (long long)s, (long long)edges.edge_id[s], (long long)entry,
+                              (long long)(entry < 0 ? -1 : perm[entry]));
+            }
+            free(a), free(b);
+            ag_nbhd_destroy(&csr), ag_nbhd_destroy(&edges);
+        }
+        free(src), free(dst), free(perm), free(indices), free(indptr);
+    }
+}
+END_TEST
+
+START_TEST(edges_replace_is_pyg)
+{
+    /* the file's edges as an edge_index: PyG's list again, the columns as ids */
+    ag_nbhd_t nb;
+    ag_error_t err;
+    int64_t order[E_FILE + N];
+    ck_assert_int_eq(ag_nbhd_from_edges(&nb, N, N, file_src, file_dst, E_FILE,
+                                        AG_SELF_REPLACE, order, &err), AG_OK);
+    check_replaced(&nb, &file_pyg);
+    const double diff = diff_from_pyg(&nb, &file_pyg);
+    ck_assert_msg(diff <= TOL_M, "replace: messages differ from PyG's by %g", diff);
+    int64_t src[E_PYG];
+    ag_nbhd_sources(&nb, 0, N, src);
+    for (int k = 0; k < E_PYG; k++) {   /* order: PyG's edge k travels in slot order[k] */
+        ck_assert_int_eq(src[order[k]], pyg_src[k]);
+        ck_assert_int_ge(order[k], nb.edge_ptr[pyg_dst[k]]);
+        ck_assert_int_lt(order[k], nb.edge_ptr[pyg_dst[k] + 1]);
+    }
+    ag_nbhd_destroy(&nb);
+}
+END_TEST
+
+/* nb after a refusal: all zero, and destroy is safe */
+static void expect_zeroed(ag_nbhd_t *nb)
+{
+    const ag_nbhd_t zero = {0};
+    ck_assert_mem_eq(nb, &zero, sizeof zero);
+    ag_nbhd_destroy(nb);
+}
+
+START_TEST(edges_out_of_range_are_refused)
+{
+    static const int64_t src[] = {0, 1, 2, 1}, dst[] = {1, 0, 1, 2};
+    static const int64_t big_src[] = {0, 1, 5}, big_dst[] = {1, 4, 0};
+    static const int64_t neg_src[] = {0, -1}, neg_dst[] = {0, -3};
+    static const struct {
+        int64_t n_src, n_dst;
+        const int64_t *src, *dst;
+        int64_t E;
+        int self;
+        const char *needle;
+    } bad[] = {
+        {3, 3, big_src, dst, 3, AG_SELF_KEEP, "edge 2 has source 5; expected a node id 0..2"},
+        {2, 5, src, dst, 4, AG_SELF_ON, "edge 2 has source 2; expected a node id 0..1"},
+        {3, 4, src, big_dst, 3, AG_SELF_OFF, "edge 1 has target 4; expected a node id 0..3"},
+        {3, 2, src, dst, 4, AG_SELF_REPLACE, "edge 3 has target 2; expected a node id 0..1"},
+        {3, 3, neg_src, dst, 2, AG_SELF_KEEP, "edge 1 has source -1"},
+        {3, 3, src, neg_dst, 2, AG_SELF_KEEP, "edge 1 has target -3"},
+        {0, 0, src, dst, 0, AG_SELF_KEEP, "0 sources, 0 destinations, 0 messages"},
+        {0, 0, src, dst, 4, AG_SELF_ON, "0 sources, 0 destinations, 4 messages"},
+        {-2, 3, src, dst, 4, AG_SELF_KEEP, "-2 sources"},
+        {3, -1, src, dst, 4, AG_SELF_KEEP, "-1 destinations"},
+        {3, 3, src, dst, -4, AG_SELF_KEEP, "-4 messages"},
+        {0, 3, src, dst, 1, AG_SELF_KEEP, "edge 0 has source 0"},
+        {3, 3, src, dst, 4, 7, "self-loops mode 7; expected AG_SELF_KEEP"},
+        {3, 3, src, dst, 4, -1, "self-loops mode -1"},
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof *bad; c++) {
+        ag_nbhd_t nb;
+        memset(&nb, 0xab, sizeof nb);   /* whatever the caller's memory held */
+        int64_t order[16];
+        ag_error_t err = {AG_OK, ""};
+        const int rc = ag_nbhd_from_edges(&nb, bad[c].n_src, bad[c].n_dst, bad[c].src,
+                                          bad[c].dst, bad[c].E, (ag_self_loops_t)bad[c].self,
+                                          order, &err);
+        ck_assert_msg(rc == AG_EINVAL, "case %zu: status %d (%s)", c, rc, err.msg);
+        ck_assert_msg(strstr(err.msg, bad[c].needle), "case %zu: message '%s' lacks '%s'", c,
+                      err.msg, bad[c].needle);
+        expect_zeroed(&nb);
+    }
+    /* over the memory budget: refused the same way, nothing left behind */
+    ag_nbhd_t nb;
+    ag_error_t err;
+    const int64_t before = ag_set_memory_budget(16);
+    const int rc = ag_nbhd_from_edges(&nb, 3, 3, src, dst, 4, AG_SELF_ON, NULL, &err);
+    ag_set_memory_budget(before);
+    ck_assert_fails_with(rc, err, AG_ELIMIT, "memory budget");
+    expect_zeroed(&nb);
+}
+END_TEST
+
 /* ---- the command line ---- */
 
 static void expect_pyg_rows(const char *csv)
@@ -381,6 +746,10 @@ Suite *self_loops_suite(void)
     tcase_add_test(tc, replace_on_a_csr_is_pyg);
     tcase_add_test(tc, replace_on_a_pattern_is_one_loop_a_node);
     tcase_add_test(tc, unknown_modes_are_refused);
+    tcase_add_test(tc, edges_against_a_brute_force_reference);
+    tcase_add_test(tc, edges_equal_csr_then_self_loops);
+    tcase_add_test(tc, edges_replace_is_pyg);
+    tcase_add_test(tc, edges_out_of_range_are_refused);
     tcase_add_test(tc, cli_self_loops_replace);
     suite_add_tcase(s, tc);
     return s;

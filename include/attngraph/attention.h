@@ -161,7 +161,8 @@ int ag_attention_stats(const ag_nbhd_t *nb, const float *Q, const float *K, int6
 
 /* One message in the graph's edge order (see ag_edge_order). */
 typedef struct {
-    int64_t edge_id;      /* igraph edge id (-1: a self-loop added by ag_nbhd_self_loops) */
+    int64_t edge_id;      /* igraph edge id, or the column of ag_nbhd_from_edges (-1: a
+                             self-loop added by ag_nbhd_self_loops or ag_nbhd_from_edges) */
     int64_t src, dst;
 } ag_edge_msg_t;
 

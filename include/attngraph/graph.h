@@ -111,8 +111,10 @@ typedef struct {
     int64_t *run_src;     /* [R]   first source of each run */
     int64_t *run_len;     /* [R]   sources in each run (>= 1) */
     int64_t *edge_id;     /* [E]   igraph edge id of each slot (-1: a self-loop added by
-                                   ag_nbhd_self_loops; for a CSR that ag_nbhd_self_loops
-                                   changed, the slot's index in the CSR given), or NULL */
+                                   ag_nbhd_self_loops or ag_nbhd_from_edges; for a CSR
+                                   that ag_nbhd_self_loops changed, the slot's index in the
+                                   CSR given; for ag_nbhd_from_edges, the edge's column),
+                                   or NULL */
     /* The transpose, for the backward (ag_nbhd_transpose; NULL until then): the
        out-edges of each source j as runs of consecutive destinations, in
        out_ptr[j] .. out_ptr[j+1]-1. A source's runs come in layers: layer 0
@@ -162,6 +164,26 @@ typedef enum {
  * with the added loops last. Time and memory O(N + E).
  */
 int ag_nbhd_self_loops(ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err);
+
+/*
+ * Builds nb (uninitialised) from E messages src[k] -> dst[k] in any order: PyG's
+ * edge_index, row 0 the sources, row 1 the destinations. Bipartite graphs too:
+ * sources in 0..n_src-1, destinations in 0..n_dst-1, nb has max(n_src, n_dst)
+ * nodes (destinations from n_dst on receive nothing); a message outside them
+ * is refused naming its column and node. Multi-edges and self-loops are kept,
+ * then self is applied as ag_nbhd_self_loops applies it, to nodes
+ * 0..min(n_src, n_dst)-1 only (PyG adds loops to the nodes that are both
+ * sources and destinations). Each slot's edge id is its column k (-1: an added
+ * loop). order (NULL: not wanted), of room for E + min(n_src, n_dst), receives
+ * the slot of every message in the graph's edge order: the columns kept,
+ * ascending (AG_SELF_OFF and AG_SELF_REPLACE drop the loops given), then the
+ * added loops by node: what ag_edge_order gives, and what PyG's
+ * remove_self_loops and add_self_loops leave. Time and memory O(N + E): two
+ * stable counting sorts, no comparison sort.
+ */
+int ag_nbhd_from_edges(ag_nbhd_t *nb, int64_t n_src, int64_t n_dst, const int64_t *src,
+                       const int64_t *dst, int64_t E, ag_self_loops_t self, int64_t *order,
+                       ag_error_t *err);
 
 /* Writes the source of every slot of destinations lo..hi-1 into src
    [edge_ptr[hi] - edge_ptr[lo]]. */

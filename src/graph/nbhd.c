@@ -4,6 +4,7 @@
  * only module that walks igraph adjacency; it reads the edge arrays directly
  * (IGRAPH_FROM/IGRAPH_TO), so no igraph function runs here.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,6 +235,86 @@ int ag_nbhd_from_csr(ag_nbhd_t *nb, int64_t n_nodes, const int64_t *indptr,
         return ag_alloc_status();
     memcpy(nb->edge_ptr, indptr, (size_t)(n_nodes + 1) * sizeof(int64_t));
     int rc = build_runs(nb, indices, err);
+    if (rc)
+        ag_nbhd_destroy(nb);
+    return rc;
+}
+
+int ag_nbhd_from_edges(ag_nbhd_t *nb, int64_t n_src, int64_t n_dst, const int64_t *src,
+                       const int64_t *dst, int64_t E, ag_self_loops_t self, int64_t *order,
+                       ag_error_t *err)
+{
+    memset(nb, 0, sizeof *nb);
+    const int64_t N = n_src > n_dst ? n_src : n_dst, L = n_src < n_dst ? n_src : n_dst;
+    if (n_src < 0 || n_dst < 0 || N < 1 || E < 0 || N > INT64_MAX / 16 || E > INT64_MAX / 16)
+        return ag_fail(err, AG_EINVAL, "edges: %lld sources, %lld destinations, %lld messages; "
+                       "expected at least 1 node, no negative count and no count "
+                       "near 2^63", (long long)n_src,
+                       (long long)n_dst, (long long)E);
+    if (self != AG_SELF_KEEP && self != AG_SELF_ON && self != AG_SELF_OFF &&
+        self != AG_SELF_REPLACE)
+        return ag_fail(err, AG_EINVAL, "self-loops mode %d; expected AG_SELF_KEEP, AG_SELF_ON, "
+                       "AG_SELF_OFF or AG_SELF_REPLACE", (int)self);
+    for (int64_t k = 0; k < E; k++) {
+        if (src[k] < 0 || src[k] >= n_src)
+            return ag_fail(err, AG_EINVAL, "edge %lld has source %lld; expected a node id "
+                           "0..%lld", (long long)k, (long long)src[k], (long long)n_src - 1);
+        if (dst[k] < 0 || dst[k] >= n_dst)
+            return ag_fail(err, AG_EINVAL, "edge %lld has target %lld; expected a node id "
+                           "0..%lld", (long long)k, (long long)dst[k], (long long)n_dst - 1);
+    }
+    const int add = self == AG_SELF_ON || self == AG_SELF_REPLACE;
+    const int drop = self == AG_SELF_OFF || self == AG_SELF_REPLACE;
+    /* The messages kept, in edge order: the columns, then the added loops by
+       node (item m: source s[m], destination d[m], edge id id[m]). */
+    const int64_t room = E + (add ? L : 0);
+    int64_t *s = ag_alloc(room + 1, sizeof *s, err, "edges");
+    int64_t *d = ag_alloc(room + 1, sizeof *d, err, "edges");
+    int64_t *id = ag_alloc(room + 1, sizeof *id, err, "edges");
+    int64_t *by_src = ag_alloc(room + 1, sizeof *by_src, err, "edges");
+    int64_t *sorted = ag_alloc(room + 1, sizeof *sorted, err, "edges");
+    unsigned char *looped = ag_calloc(L + 1, 1, err, "edges");
+    nb->edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "neighbourhoods");
+    int rc = AG_OK;
+    if (!s || !d || !id || !by_src || !sorted || !looped || !nb->edge_ptr) {
+        rc = ag_alloc_status();
+        goto done;
+    }
+    int64_t M = 0;
+    for (int64_t k = 0; k < E; k++) {
+        if (src[k] == dst[k]) {
+            if (src[k] < L)
+                looped[src[k]] = 1;
+            if (drop)
+                continue;
+        }
+        s[M] = src[k], d[M] = dst[k], id[M++] = k;
+    }
+    for (int64_t i = 0; add && i < L; i++)
+        if (self == AG_SELF_REPLACE || !looped[i])
+            s[M] = d[M] = i, id[M++] = -1;
+    /* by source, then stably by destination: sources ascend in each
+       destination, ties (multi-edges) in edge order */
+    counting_sort(by_src, NULL, s, M, N, nb->edge_ptr);
+    counting_sort(sorted, by_src, d, M, N, nb->edge_ptr);
+    nb->edge_ptr[N] = M;
+    nb->n_nodes = N;
+    nb->n_edges = M;
+    nb->edge_id = ag_alloc(M + 1, sizeof(int64_t), err, "neighbourhoods");
+    if (!nb->edge_id) {
+        rc = ag_alloc_status();
+        goto done;
+    }
+    for (int64_t t = 0; t < M; t++) {
+        const int64_t m = sorted[t];
+        by_src[t] = s[m];            /* now each slot's source */
+        nb->edge_id[t] = id[m];
+        if (order)
+            order[m] = t;
+    }
+    rc = build_runs(nb, by_src, err);
+done:
+    free(s), free(d), free(id), free(by_src), free(sorted), free(looped);
     if (rc)
         ag_nbhd_destroy(nb);
     return rc;
