@@ -258,6 +258,7 @@ FUNCTIONS = {
     "ag_memory_budget": (i64, []),
     "ag_labels_destroy": (None, [C.POINTER(ag_labels_t)]),
     "ag_nbhd_from_csr": (I, [NB, i64, P, P, E]),
+    "ag_nbhd_from_edges": (I, [NB, i64, i64, P, P, i64, I, P, E]),
     "ag_nbhd_destroy": (None, [NB]),
     "ag_nbhd_self_loops": (I, [NB, I, E]),
     "ag_nbhd_sources": (None, [NB, i64, i64, P]),

@@ -2,6 +2,7 @@
 the edges the graph was made from, so that per-edge results come back in it."""
 import ctypes as C
 import os
+import re
 import threading
 
 import numpy as np
@@ -115,6 +116,7 @@ class Graph:
         g.edge_attrs = {}
         g.self_loops = "keep"  # how it was made, as model.args records it
         g.directed = None      # Graph.load's directed (None: as the file says)
+        g._shape = None        # (n_src, n_dst) of a bipartite edge_index; None: (N, N)
         return g
 
     def __del__(self):
@@ -142,7 +144,8 @@ class Graph:
                 "run_len": _i64_view(nb.run_len, R).copy(),
                 "edge_id": _i64_view(nb.edge_id, E).copy() if nb.edge_id else None,
                 "perm": None if self._perm is None else np.array(self._perm, np.int64),
-                "mode": self._mode, "self_loops": self.self_loops, "directed": self.directed}
+                "mode": self._mode, "self_loops": self.self_loops, "directed": self.directed,
+                "shape": self._shape}
 
     def __setstate__(self, state):
         """Rebuilds the graph from __getstate__'s arrays (checked: the kernels
@@ -176,6 +179,11 @@ class Graph:
         self._perm, self._mode = perm, int(state["mode"])
         self.self_loops, self.directed = state["self_loops"], state["directed"]
         self._slot = self._ends = None
+        shape = state.get("shape")
+        self._shape = None if shape is None else tuple(int(v) for v in shape)
+        if self._shape is not None and (max(self._shape) != n or min(self._shape) < 0):
+            raise Error("pickled Graph: shape %s for %d nodes" % (self._shape, n),
+                        "invalid value")
         if self._nb.edge_id or perm is not None:
             self._order()
 
@@ -296,51 +304,63 @@ class Graph:
         if indices.ndim != 1 or indices.size != indptr[-1]:
             raise Error("indices has shape %s; indptr ends at %d: expected [%d]"
                         % (list(indices.shape), indptr[-1], indptr[-1]), "invalid value")
+        if indices.size and not np.issubdtype(indices.dtype, np.integer):
+            raise Error("indices has dtype %s; expected integers" % indices.dtype,
+                        "invalid value")
         dst = np.repeat(np.arange(n, dtype=np.int64), steps)
-        return cls._from_pairs(indices, dst, n, self_loops, "csr")
+        return cls._from_pairs(indices, dst, n, n, self_loops, "csr")
 
     @classmethod
-    def from_edge_index(cls, edge_index, num_nodes=None, self_loops="keep"):
+    def from_edge_index(cls, edge_index, num_nodes=None, self_loops="keep", size=None):
         """PyG's edge_index [2, E]: row 0 sources, row 1 targets (the message
         j -> i of column (j, i)), in any order; multi-edges and self-loops kept.
-        num_nodes None: 1 + the largest id. Accepts numpy arrays and torch tensors."""
+        num_nodes None: 1 + the largest id. size=(n_src, n_dst): a bipartite
+        graph, sources 0..n_src-1 and targets 0..n_dst-1 (PyG's size); the
+        Graph then has max(n_src, n_dst) nodes, and self-loops "on" and
+        "replace" go to the first min(n_src, n_dst) (as PyG's layers add
+        them). Accepts numpy arrays and torch tensors of any integer type.
+        O(N + E): two counting sorts in C (ag_nbhd_from_edges)."""
         if hasattr(edge_index, "detach"):
             edge_index = edge_index.detach().cpu().numpy()
         ei = np.asarray(edge_index)
         if ei.ndim != 2 or ei.shape[0] != 2:
             raise Error("edge_index has shape %s; expected [2, E]" % (ei.shape,), "invalid value")
-        if num_nodes is None:
-            if not ei.size:
-                raise Error("edge_index has no edges; give num_nodes", "invalid value")
-            num_nodes = int(ei.max()) + 1
-        return cls._from_pairs(ei[0], ei[1], int(num_nodes), self_loops, "edge_index")
+        if ei.size and not np.issubdtype(ei.dtype, np.integer):
+            raise Error("edge_index has dtype %s; expected integers" % ei.dtype, "invalid value")
+        if size is not None:
+            n_src, n_dst = (int(n) for n in size)
+        else:
+            if num_nodes is None:
+                if not ei.size:
+                    raise Error("edge_index has no edges; give num_nodes", "invalid value")
+                num_nodes = int(ei.max()) + 1
+            n_src = n_dst = int(num_nodes)
+            if n_src < 1:
+                raise Error("num_nodes is %d; expected >= 1" % n_src, "invalid value")
+        return cls._from_pairs(ei[0], ei[1], n_src, n_dst, self_loops, "edge_index")
 
     @classmethod
-    def _from_pairs(cls, src, dst, n, self_loops, kind):
-        if src.size and not np.issubdtype(src.dtype, np.integer):
-            raise Error("node ids have dtype %s; expected integers" % src.dtype, "invalid value")
-        src = src.astype(np.int64, copy=False)
-        dst = dst.astype(np.int64, copy=False)
-        if n < 1:
-            raise Error("num_nodes is %d; expected >= 1" % n, "invalid value")
-        for what, ids in (("source", src), ("target", dst)):
-            bad = np.flatnonzero((ids < 0) | (ids >= n))
-            if bad.size:
-                b = bad[0]
-                where = "indices[%d] is %d" % (b, ids[b]) if kind == "csr" else \
-                    "edge %d has %s %d" % (b, what, ids[b])
-                raise Error("%s; expected a node id 0..%d" % (where, n - 1), "invalid value")
-        # the library wants sources ascending within each destination: sort,
-        # stably, and remember where each given edge went
-        perm = np.lexsort((src, dst))
-        indptr = np.zeros(n + 1, np.int64)
-        np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
-        indices = np.ascontiguousarray(src[perm])
+    def _from_pairs(cls, src, dst, n_src, n_dst, self_loops, kind):
+        src = np.ascontiguousarray(src, dtype=np.int64)
+        dst = np.ascontiguousarray(dst, dtype=np.int64)
+        mode = _self_loops(self_loops)
+        order = np.empty(src.size + min(n_src, n_dst) + 1, np.int64)
         g = cls._new(kind)
         e = err()
-        check(lib.ag_nbhd_from_csr(C.byref(g._nb), n, indptr.ctypes.data, indices.ctypes.data,
-                                   C.byref(e)), e)
-        g._finish(self_loops, perm)
+        try:
+            check(lib.ag_nbhd_from_edges(C.byref(g._nb), n_src, n_dst, src.ctypes.data,
+                                         dst.ctypes.data, src.size, mode, order.ctypes.data,
+                                         C.byref(e)), e)
+        except Error as x:
+            if kind == "csr":   # the library numbers the entries as edges
+                raise Error(re.sub(r"edge (\d+) has source", r"indices[\1] is", str(x)),
+                            x.status) from None
+            raise
+        g._perm, g._mode = None, mode
+        g.self_loops = _SELF_NAMES[mode]
+        g._shape = (n_src, n_dst) if n_src != n_dst else None
+        g._slot = order[:g.E]
+        g._ends = None       # ag_edge_order's, when src, dst or edge_ids are asked for
         return g
 
     def _finish(self, self_loops, perm):
@@ -424,6 +444,12 @@ class Graph:
     @property
     def N(self):
         return int(self._nb.n_nodes)
+
+    @property
+    def shape(self):
+        """(n_src, n_dst): the sources' and the destinations' counts; (N, N)
+        but for a bipartite from_edge_index(..., size=)."""
+        return self._shape or (self.N, self.N)
 
     @property
     def E(self):
