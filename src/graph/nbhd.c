@@ -240,6 +240,12 @@ int ag_nbhd_from_csr(ag_nbhd_t *nb, int64_t n_nodes, const int64_t *indptr,
     return rc;
 }
 
+/* A message on its way through ag_nbhd_from_edges' sorts: its destination and
+   its rank in edge order (the kept columns, then the added loops). */
+typedef struct {
+    int64_t dst, rank;
+} edge_item_t;
+
 int ag_nbhd_from_edges(ag_nbhd_t *nb, int64_t n_src, int64_t n_dst, const int64_t *src,
                        const int64_t *dst, int64_t E, ag_self_loops_t self, int64_t *order,
                        ag_error_t *err)
@@ -249,8 +255,7 @@ int ag_nbhd_from_edges(ag_nbhd_t *nb, int64_t n_src, int64_t n_dst, const int64_
     if (n_src < 0 || n_dst < 0 || N < 1 || E < 0 || N > INT64_MAX / 16 || E > INT64_MAX / 16)
         return ag_fail(err, AG_EINVAL, "edges: %lld sources, %lld destinations, %lld messages; "
                        "expected at least 1 node, no negative count and no count "
-                       "near 2^63", (long long)n_src,
-                       (long long)n_dst, (long long)E);
+                       "near 2^63", (long long)n_src, (long long)n_dst, (long long)E);
     if (self != AG_SELF_KEEP && self != AG_SELF_ON && self != AG_SELF_OFF &&
         self != AG_SELF_REPLACE)
         return ag_fail(err, AG_EINVAL, "self-loops mode %d; expected AG_SELF_KEEP, AG_SELF_ON, "
@@ -265,56 +270,78 @@ int ag_nbhd_from_edges(ag_nbhd_t *nb, int64_t n_src, int64_t n_dst, const int64_
     }
     const int add = self == AG_SELF_ON || self == AG_SELF_REPLACE;
     const int drop = self == AG_SELF_OFF || self == AG_SELF_REPLACE;
-    /* The messages kept, in edge order: the columns, then the added loops by
-       node (item m: source s[m], destination d[m], edge id id[m]). */
     const int64_t room = E + (add ? L : 0);
-    int64_t *s = ag_alloc(room + 1, sizeof *s, err, "edges");
-    int64_t *d = ag_alloc(room + 1, sizeof *d, err, "edges");
-    int64_t *id = ag_alloc(room + 1, sizeof *id, err, "edges");
-    int64_t *by_src = ag_alloc(room + 1, sizeof *by_src, err, "edges");
-    int64_t *sorted = ag_alloc(room + 1, sizeof *sorted, err, "edges");
+    /* Both sorts read their input in order and only write at random: a random
+       read waits for memory, a write does not. */
+    edge_item_t *by_src = ag_alloc(room + 1, sizeof *by_src, err, "edges");
+    int64_t *count = ag_calloc(N + 1, sizeof *count, err, "edges");
+    int64_t *next = ag_alloc(N + 1, sizeof *next, err, "edges");
     unsigned char *looped = ag_calloc(L + 1, 1, err, "edges");
-    nb->edge_ptr = ag_alloc(N + 1, sizeof(int64_t), err, "neighbourhoods");
+    nb->edge_ptr = ag_calloc(N + 1, sizeof(int64_t), err, "neighbourhoods");
+    int64_t *slot_src = ag_alloc(room + 1, sizeof *slot_src, err, "neighbourhoods");
+    nb->edge_id = ag_alloc(room + 1, sizeof(int64_t), err, "neighbourhoods");
     int rc = AG_OK;
-    if (!s || !d || !id || !by_src || !sorted || !looped || !nb->edge_ptr) {
+    if (!by_src || !count || !next || !looped || !nb->edge_ptr || !slot_src || !nb->edge_id) {
         rc = ag_alloc_status();
         goto done;
     }
-    int64_t M = 0;
+    int64_t *ptr = nb->edge_ptr;
+    int64_t M = 0, kept = 0;
     for (int64_t k = 0; k < E; k++) {
-        if (src[k] == dst[k]) {
-            if (src[k] < L)
-                looped[src[k]] = 1;
-            if (drop)
-                continue;
-        }
-        s[M] = src[k], d[M] = dst[k], id[M++] = k;
+        const int is_loop = src[k] == dst[k];
+        if (is_loop)
+            looped[src[k]] = 1;
+        if (!(is_loop && drop))
+            count[src[k] + 1]++, ptr[dst[k] + 1]++, kept++;
     }
+    M = kept;
     for (int64_t i = 0; add && i < L; i++)
         if (self == AG_SELF_REPLACE || !looped[i])
-            s[M] = d[M] = i, id[M++] = -1;
-    /* by source, then stably by destination: sources ascend in each
-       destination, ties (multi-edges) in edge order */
-    counting_sort(by_src, NULL, s, M, N, nb->edge_ptr);
-    counting_sort(sorted, by_src, d, M, N, nb->edge_ptr);
-    nb->edge_ptr[N] = M;
+            count[i + 1]++, ptr[i + 1]++, M++;
+    for (int64_t v = 0; v < N; v++)
+        count[v + 1] += count[v], ptr[v + 1] += ptr[v];
+    /* 1: by source, stably (edge order) */
+    int64_t r = 0;
+    for (int64_t k = 0; k < E; k++)
+        if (!(drop && src[k] == dst[k]))
+            by_src[count[src[k]]++] = (edge_item_t){dst[k], r++};
+    for (int64_t i = 0; add && i < L; i++)
+        if (self == AG_SELF_REPLACE || !looped[i])
+            by_src[count[i]++] = (edge_item_t){i, r++};
+    /* 2: by destination, stably: sources ascend in each destination, ties
+       (multi-edges) in edge order. The source of by_src[p] is the bucket p is
+       in (count[v] now ends bucket v). */
+    memcpy(next, ptr, (size_t)N * sizeof *next);   /* next[v]: where v's next slot goes */
+    const int64_t *col = NULL;
+    int64_t *cols = NULL;
+    if (drop && kept < E) {   /* the column of each kept rank: loops were dropped */
+        cols = ag_alloc(kept + 1, sizeof *cols, err, "edges");
+        if (!cols) {
+            rc = ag_alloc_status();
+            goto done;
+        }
+        for (int64_t k = 0, j = 0; k < E; k++)
+            if (src[k] != dst[k])
+                cols[j++] = k;
+        col = cols;
+    }
+    for (int64_t v = 0, p = 0; v < N; v++) {
+        const int64_t end = count[v];
+        for (; p < end; p++) {
+            const edge_item_t it = by_src[p];
+            const int64_t t = next[it.dst]++;
+            slot_src[t] = v;
+            nb->edge_id[t] = it.rank >= kept ? -1 : col ? col[it.rank] : it.rank;
+            if (order)
+                order[it.rank] = t;
+        }
+    }
+    free(cols);
     nb->n_nodes = N;
     nb->n_edges = M;
-    nb->edge_id = ag_alloc(M + 1, sizeof(int64_t), err, "neighbourhoods");
-    if (!nb->edge_id) {
-        rc = ag_alloc_status();
-        goto done;
-    }
-    for (int64_t t = 0; t < M; t++) {
-        const int64_t m = sorted[t];
-        by_src[t] = s[m];            /* now each slot's source */
-        nb->edge_id[t] = id[m];
-        if (order)
-            order[m] = t;
-    }
-    rc = build_runs(nb, by_src, err);
+    rc = build_runs(nb, slot_src, err);
 done:
-    free(s), free(d), free(id), free(by_src), free(sorted), free(looped);
+    free(by_src), free(count), free(next), free(looped), free(slot_src);
     if (rc)
         ag_nbhd_destroy(nb);
     return rc;
