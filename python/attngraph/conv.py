@@ -18,7 +18,8 @@ from torch import nn
 
 from . import functional, ops
 from ._lib import Error
-from .graph import Graph
+from .adjacency import adjacency
+from .edge_attention import edge_attention
 
 
 def _glorot(t):
@@ -61,15 +62,23 @@ def _fill_value(layer, fill):
     return fill
 
 
-def _int_channels(layer, in_channels):
-    if not isinstance(in_channels, int):
-        raise Error("%s: in_channels %r; attngraph's drop-ins take one int (a pair of source "
-                    "and target sizes, for bipartite graphs, is not supported)"
-                    % (layer, in_channels), "invalid value")
-    if in_channels < 1:
-        raise Error("%s: in_channels is %d; expected >= 1 (PyG's lazy -1 is not supported)"
-                    % (layer, in_channels), "invalid value")
-    return in_channels
+def _channels(layer, in_channels):
+    """in_channels as PyG takes it: an int, or a pair (source, target) for
+    bipartite graphs; -1 is PyG's lazy size, set by the first forward."""
+    pair = in_channels if isinstance(in_channels, (tuple, list)) else None
+    for n in (pair if pair is not None else (in_channels,)):
+        if isinstance(n, bool) or not isinstance(n, int) or (n < 1 and n != -1):
+            raise Error("%s: in_channels %r; expected an int >= 1, -1 (lazy: set by the first "
+                        "forward) or a pair of them (source, target)" % (layer, in_channels),
+                        "invalid value")
+    if pair is not None and len(pair) != 2:
+        raise Error("%s: in_channels %r; expected a pair (source, target)" % (layer, in_channels),
+                    "invalid value")
+    return tuple(pair) if pair is not None else in_channels
+
+
+def _pair(in_channels):
+    return in_channels if isinstance(in_channels, tuple) else (in_channels, in_channels)
 
 
 def _refuse(layer, what):
@@ -77,40 +86,64 @@ def _refuse(layer, what):
                 "invalid value")
 
 
-class _GraphCache:
-    """The attngraph.Graph of the last edge_index seen: built again only when
-    another tensor comes, or the same one changed in place (its _version),
-    or the node count differs. The tensor is kept, so its memory cannot be
-    reused by another edge_index of the same address."""
-
-    def __init__(self):
-        self.key = self.graph = None
-
-    def get(self, layer, edge_index, n, self_loops):
-        if isinstance(edge_index, Graph):
-            if edge_index.N != n:
-                raise Error("%s: the graph has %d nodes, x has %d rows"
-                            % (layer, edge_index.N, n), "invalid value")
-            return edge_index
-        if not isinstance(edge_index, torch.Tensor):
-            _refuse(layer, "an edge_index of type %s (a SparseTensor or an adjacency matrix)"
-                    % type(edge_index).__name__)
-        key = (edge_index, edge_index._version, n, self_loops)
-        if self.key is None or self.key[0] is not edge_index or self.key[1:] != key[1:]:
-            ei = edge_index.detach().cpu().numpy()
-            self.graph = Graph.from_edge_index(ei, num_nodes=n, self_loops=self_loops)
-            self.key = key
-        return self.graph
+def _init_linear(lin, glorot):
+    """PyG's Linear initialisers: weight_initializer='glorot' (its bias uniform
+    in +-1/sqrt(in)), or its default, which is torch's. A lazy layer waits."""
+    if isinstance(lin.weight, nn.parameter.UninitializedParameter):
+        return
+    if glorot:
+        _glorot(lin.weight)
+        _uniform_bias(lin)
+    else:
+        nn.Linear.reset_parameters(lin)
 
 
-class _Conv(nn.Module):
-    """What the three drop-ins share: the graph cache, the checks of forward's
-    arguments, dropout's seed, heads concatenated or averaged, the weights."""
+class _LazyLinear(nn.LazyLinear):
+    """PyG's Linear(-1, out): its input width set by the first forward, then
+    initialised as PyG's (glorot or torch's)."""
+
+    def __init__(self, out_features, bias, glorot):
+        self.glorot = glorot
+        super().__init__(out_features, bias=bias)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            _init_linear(self, self.glorot)
+
+
+def _linear(n_in, n_out, bias, glorot=False):
+    if n_in == -1:
+        return _LazyLinear(n_out, bias, glorot)
+    lin = nn.Linear(n_in, n_out, bias=bias)
+    _init_linear(lin, glorot)
+    return lin
+
+
+# With PyG importable, the layers are its MessagePassing modules, so that its
+# tooling finds them: to_hetero calls them once per edge type, the explainers
+# set their edge masks (explain_message) and hook their messages.
+try:
+    from torch_geometric.nn.conv import MessagePassing as _Base
+    from torch_geometric import __version__ as _pyg_version
+    _BASE_KW = dict(aggr="add", node_dim=0)
+    # PyG 2.4-2.7 return the attention weights for any bool, 2.8 for True only
+    _WEIGHTS_FOR_FALSE = tuple(int(v) for v in _pyg_version.split(".")[:2]) < (2, 8)
+except ImportError:
+    _Base, _BASE_KW, _WEIGHTS_FOR_FALSE = nn.Module, {}, True
+
+_FLOATS = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+
+
+class _Conv(_Base):
+    """What the three drop-ins share: the checks of forward's inputs, the
+    graph (adjacency.adjacency: one build per edge_index), the choice between
+    the fused kernel (float32) and the message-by-message path (float64, an
+    explainer's masks, 0 nodes), dropout's seed, the heads, the return."""
 
     def __init__(self, in_channels, out_channels, heads, concat, dropout, edge_dim):
-        super().__init__()
+        super().__init__(**_BASE_KW)
         name = type(self).__name__
-        self.in_channels = _int_channels(name, in_channels)
+        self.in_channels = _channels(name, in_channels)
         self.out_channels, self.heads, self.concat = int(out_channels), int(heads), bool(concat)
         if self.out_channels < 1 or self.heads < 1:
             raise Error("%s: out_channels %d, heads %d; expected both >= 1"
@@ -123,9 +156,59 @@ class _Conv(nn.Module):
         if self.edge_dim is not None and self.edge_dim < 1:
             raise Error("%s: edge_dim %d; expected >= 1" % (name, self.edge_dim),
                         "invalid value")
-        self._graphs = _GraphCache()
 
-    def _edge_features(self, edge_attr, edge_index, n, loops, fill=None):
+    # ------------------------------------------------------------ inputs
+
+    def _check_x(self, name, t, width):
+        layer = type(self).__name__
+        if not isinstance(t, torch.Tensor):
+            raise Error("%s: %s is a %s; expected a torch.Tensor [N, %s]" % (
+                layer, name, type(t).__name__, width if width != -1 else "F"), "invalid value")
+        if t.dtype not in _FLOATS:
+            raise Error("%s: %s is %s; expected float32 (the fast path), float64, bfloat16 "
+                        "or float16" % (layer, name, t.dtype), "invalid value")
+        if t.device.type != "cpu":
+            raise Error("%s: %s is on %s; attngraph runs on the CPU" % (layer, name, t.device),
+                        "invalid value")
+        if t.dim() != 2 or (width != -1 and t.size(1) != width):
+            raise Error("%s: %s has shape %s; expected [N, %s]" % (
+                layer, name, list(t.shape), width if width != -1 else "F"), "invalid value")
+
+    def _inputs(self, x, edge_index, size=None, need_dst=False):
+        """(x_src, x_dst, adjacency): x_dst None for GAT's (x, None); x itself
+        for a single tensor (the same object, as PyG's homogeneous layers)."""
+        layer = type(self).__name__
+        w_src, w_dst = _pair(self.in_channels)
+        if isinstance(x, torch.Tensor):
+            self._check_x("x", x, w_src)
+            x_src = x_dst = x
+        elif isinstance(x, (tuple, list)) and len(x) == 2:
+            x_src, x_dst = x
+            self._check_x("x[0]", x_src, w_src)
+            if x_dst is not None:
+                self._check_x("x[1]", x_dst, w_dst)
+            elif need_dst:
+                raise Error("%s: x[1] is None; expected the target nodes' features (PyG's %s "
+                            "needs both)" % (layer, layer), "invalid value")
+        else:
+            raise Error("%s: x is a %s; expected a tensor [N, F] or a pair (x_src, x_dst)"
+                        % (layer, type(x).__name__), "invalid value")
+        n_src = x_src.size(0)
+        n_dst = x_dst.size(0) if x_dst is not None else None
+        if size is not None:
+            try:
+                s_src, s_dst = (None if n is None else int(n) for n in size)
+            except (TypeError, ValueError):
+                raise Error("%s: size %r; expected (n_src, n_dst)" % (layer, size),
+                            "invalid value") from None
+            for name, n, m in (("sources", n_src, s_src), ("targets", n_dst, s_dst)):
+                if n is not None and m is not None and n != m:
+                    raise Error("%s: size %r says %d %s, x has %d" % (layer, tuple(size), m,
+                                                                     name, n), "invalid value")
+            n_dst = n_dst if n_dst is not None else s_dst
+        return x_src, x_dst, adjacency(layer, edge_index, n_src, n_dst)
+
+    def _edge_features(self, edge_attr, adj, loops, fill=None):
         """edge_attr [E, edge_dim] in the graph's edge order: with loops, the
         edges less their self-loops, then one loop per node with fill's
         features ('mean' of the node's incoming edges', 'add', 'max', 'min',
@@ -134,70 +217,123 @@ class _Conv(nn.Module):
         if edge_attr is None:
             raise Error("%s: made with edge_dim %d; forward needs edge_attr"
                         % (name, self.edge_dim), "invalid value")
-        if not isinstance(edge_index, torch.Tensor):
-            _refuse(name, "edge_attr with an attngraph.Graph (give edge_index)")
+        if not isinstance(edge_attr, torch.Tensor) or edge_attr.dtype not in _FLOATS:
+            raise Error("%s: edge_attr is %s; expected a floating-point tensor [E, %d]"
+                        % (name, getattr(edge_attr, "dtype", type(edge_attr).__name__),
+                           self.edge_dim), "invalid value")
         ea = edge_attr.view(-1, 1) if edge_attr.dim() == 1 else edge_attr
-        if ea.dim() != 2 or ea.size(0) != edge_index.size(1) or ea.size(1) != self.edge_dim:
-            raise Error("%s: edge_attr is %s; expected [%d, %d] (an edge_index column each)"
-                        % (name, tuple(edge_attr.shape), edge_index.size(1), self.edge_dim),
+        if ea.dim() != 2 or ea.size(0) != adj.E or ea.size(1) != self.edge_dim:
+            raise Error("%s: edge_attr is %s; expected [%d, %d] (a row for each of the %d "
+                        "edges)" % (name, list(edge_attr.shape), adj.E, self.edge_dim, adj.E),
                         "invalid value")
         if not loops:
             return ea
-        keep = edge_index[0] != edge_index[1]
-        ea, dst = ea[keep], edge_index[1][keep]
+        if adj.kind in ("csr", "csc", "coo", "sparse_tensor"):
+            raise Error("%s: edge_attr with add_self_loops=True on a sparse adjacency (as "
+                        "PyG, which refuses it too); give an edge_index, or add_self_loops="
+                        "False" % name, "invalid value")
+        keep = torch.from_numpy(adj.keep(True))
+        ea, dst = ea[keep], torch.from_numpy(adj.dst)[keep]
+        n = adj.n_loops
         if isinstance(fill, str):
-            added = _reduce_by(ea, dst, n, fill)
+            mine = dst < n          # bipartite: loops on the first n nodes only
+            added = _reduce_by(ea[mine], dst[mine], n, fill)
         else:
             added = torch.as_tensor(fill, dtype=ea.dtype).expand(n, ea.size(1))
         return torch.cat([ea, added], dim=0)
 
-    def _graph(self, x, edge_index, edge_attr, self_loops):
-        name = type(self).__name__
-        if not isinstance(x, torch.Tensor):
-            _refuse(name, "a pair of source and target features")
-        if x.dim() != 2 or x.size(1) != self.in_channels:
-            raise Error("%s: x is %s; expected [N, %d]" % (name, tuple(x.shape),
-                                                         self.in_channels), "invalid value")
+    def _check_edge_attr(self, edge_attr):
         if edge_attr is not None and self.edge_dim is None:
-            raise Error("%s: edge_attr given to a layer made without edge_dim" % name,
-                        "invalid value")
-        return self._graphs.get(name, edge_index, x.size(0), self_loops)
+            raise Error("%s: edge_attr given to a layer made without edge_dim"
+                        % type(self).__name__, "invalid value")
 
-    def _attention(self, q, k, v, graph, **score):
-        """M [N, H*C], and the score's options with dropout while training
-        (a seed from torch's generator: torch.manual_seed reproduces it)."""
+    # ------------------------------------------------------------ attention
+
+    def _explaining(self):
+        return bool(getattr(self, "_explain", False)) or \
+            (_Base is not nn.Module and bool(getattr(self, "explain", False)))
+
+    def _attend(self, kind, q, k, v, adj, loops, drop, **score):
+        """m [n_dst, H*C] of the messages of adj (with PyG's self-loops when
+        loops), and a function giving the attention weights [E', H] in edge
+        order (after dropout when drop, GATConv's; before it otherwise). The
+        fused kernel in float32 (bfloat16 and float16 computed in it), or
+        message by message in torch (edge_attention) for float64, for PyG's
+        explainers and message hooks, and for a graph without nodes."""
+        H, dtype = self.heads, k.dtype
+        hooks = getattr(self, "_message_forward_hooks", None)
+        graph = adj.graph(loops)
+        if dtype == torch.float64 or graph is None or self._explaining() or hooks:
+            src, dst = adj.edges(loops)
+            explain = None
+            if self._explaining() or hooks:
+                explain = lambda msg, alpha: self._explain_messages(msg, alpha, adj.n_dst)
+            m, alpha = edge_attention(kind, q, k, v, src, dst, adj.n_dst, H, **score,
+                                      dropout=self.dropout, training=self.training,
+                                      explain=explain)
+            return m, lambda: alpha
+        tensors = {n: t for n, t in score.items() if isinstance(t, torch.Tensor)}
+        f32 = lambda t: t if t.dtype == torch.float32 else t.float()
+        rows = lambda t: t if t.size(0) == graph.N else torch.cat(     # bipartite: N rows
+            [t, t.new_zeros(graph.N - t.size(0), t.size(1))])
+        k, v = rows(f32(k)), rows(f32(v))
+        q = rows(f32(q)) if q is not None else torch.zeros_like(k)    # GAT's (x, None)
+        score.update({n: f32(t) for n, t in tensors.items()})
         if self.training and self.dropout > 0:
             score.update(dropout=self.dropout,
                          dropout_seed=int(torch.randint(0, 2**62, (1,)).item()))
-        return functional.graph_attention(q, k, v, graph, heads=self.heads, **score), score
+        m = functional.graph_attention(q, k, v, graph, heads=H, score=kind, **score)
+        return m[:adj.n_dst].to(dtype), lambda: self._weights(graph, q, k, kind, score,
+                                                              drop).to(dtype)
+
+    def _explain_messages(self, msg, alpha, n_dst):
+        """PyG's propagate between message and aggregate: its message hooks
+        (AttentionExplainer reads alpha there), then explain_message (the edge
+        mask of GNNExplainer and its kin)."""
+        for hook in getattr(self, "_message_forward_hooks", {}).values():
+            res = hook(self, ({"alpha": alpha},), msg)
+            if res is not None:
+                msg = res
+        if self._explaining():
+            msg = self.explain_message(msg, n_dst)
+        return msg
 
     def _heads_out(self, m, bias=None):
         """The heads concatenated or averaged, plus bias (None: none)."""
         out = m if self.concat else m.view(-1, self.heads, self.out_channels).mean(dim=1)
         return out if bias is None else out + bias
 
-    def _result(self, out, want, graph, q, k, score, drop):
-        """forward's return: out, or (out, (edge_index, alpha)) when
-        return_attention_weights is True (drop: alpha after dropout)."""
-        if isinstance(want, bool) and want:
-            return out, self._weights(graph, q, k, score, drop)
+    def _result(self, out, want, adj, loops, weights):
+        """forward's return: out, or with return_attention_weights PyG's pair
+        for the input's kind (adjacency.Adjacency.weights_return)."""
+        if isinstance(want, bool) and (want or _WEIGHTS_FOR_FALSE):
+            return out, adj.weights_return(loops, weights())
         return out
 
-    def _weights(self, graph, q, k, score, drop):
-        """PyG's (edge_index, alpha [E, H]) in the graph's edge order (edge_index
-        after the self-loops' change), without gradients; alpha after dropout
-        when drop (GATConv), before it otherwise (GATv2Conv, TransformerConv)."""
+    def _weights(self, graph, q, k, kind, score, drop):
+        """PyG's alpha [E, H] in the graph's edge order, without gradients;
+        after attention dropout when drop (GATConv), before it otherwise."""
         if not drop:
             score = {n: s for n, s in score.items() if n not in ("dropout", "dropout_seed")}
         with torch.no_grad():
             a = {n: functional._np(t, n) for n, t in score.items() if isinstance(t, torch.Tensor)}
             rest = {n: v for n, v in score.items() if not isinstance(v, torch.Tensor)}
             w = ops.attention_weights(graph, functional._np(q, "q"), functional._np(k, "k"),
-                                      heads=self.heads, **rest, **a)
-        return torch.from_numpy(graph.edge_index.astype("int64")), torch.from_numpy(w)
+                                      heads=self.heads, score=kind, **rest, **a)
+        return torch.from_numpy(w)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # PyG 2.5 on names a homogeneous GATConv's projection `lin`, 2.4 `lin_src`
+        # and `lin_dst` (one module): either loads
+        lin = prefix + "lin.weight"
+        if lin in state_dict and hasattr(self, "lin_dst") and self.lin_dst is self.lin_src:
+            w = state_dict.pop(lin)
+            state_dict[prefix + "lin_src.weight"] = w
+            state_dict[prefix + "lin_dst.weight"] = w
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def __repr__(self):
-        return "%s(%d, %d, heads=%d)" % (type(self).__name__, self.in_channels,
+        return "%s(%s, %d, heads=%d)" % (type(self).__name__, self.in_channels,
                                          self.out_channels, self.heads)
 
 
@@ -205,115 +341,136 @@ class GATConv(_Conv):
     """PyG's GATConv (Velickovic et al. 2018): x' = lin_src(x) [N, H, C];
     alpha_ij = softmax_j LeakyReLU(att_src . x'_j + att_dst . x'_i), dropout
     on alpha while training; out_i = sum_j alpha_ij x'_j, heads concatenated
-    (or averaged), plus bias. add_self_loops: every self-loop removed, one
-    added per node, as PyG does. With edge_dim, edge_attr [E, edge_dim] adds
-    att_edge . lin_edge(e_ij) inside the LeakyReLU, the added self-loops'
-    features being fill_value ('mean' of the node's incoming edges', or a
-    number, or a tensor). state_dict: lin_src.weight, lin_dst.weight (the same
-    module), att_src, att_dst, bias (and lin_edge.weight, att_edge)."""
+    (or averaged), plus residual (res(x_i), PyG 2.6) and bias. Bipartite:
+    x = (x_src, x_dst) with lin_dst on the targets (x_dst None: no target
+    term), in_channels a pair for two projections. add_self_loops: every
+    self-loop removed, one added per node that is both a source and a target,
+    as PyG does. With edge_dim, edge_attr [E, edge_dim] adds att_edge .
+    lin_edge(e_ij) inside the LeakyReLU, the added self-loops' features being
+    fill_value ('mean' of the node's incoming edges', or a number, or a
+    tensor). state_dict: lin_src.weight, lin_dst.weight (one module but for a
+    pair of in_channels; PyG 2.5's lin.weight loads too), att_src, att_dst,
+    bias (and lin_edge.weight, att_edge, res.weight)."""
 
     def __init__(self, in_channels, out_channels, heads=1, concat=True, negative_slope=0.2,
                  dropout=0.0, add_self_loops=True, edge_dim=None, fill_value="mean",
-                 bias=True, **kwargs):
+                 bias=True, residual=False, **kwargs):
         if kwargs:
             _refuse("GATConv", "the argument(s) %s" % ", ".join(sorted(kwargs)))
         super().__init__(in_channels, out_channels, heads, concat, dropout, edge_dim)
         H, C = self.heads, self.out_channels
         self.negative_slope, self.add_self_loops = float(negative_slope), bool(add_self_loops)
         self.fill_value = _fill_value("GATConv", fill_value)
-        self.lin_src = nn.Linear(self.in_channels, H * C, bias=False)
-        self.lin_dst = self.lin_src
+        self.residual = bool(residual)
+        n_src, n_dst = _pair(self.in_channels)
+        self.lin_src = _linear(n_src, H * C, False, glorot=True)
+        self.lin_dst = (_linear(n_dst, H * C, False, glorot=True)
+                        if isinstance(self.in_channels, tuple) else self.lin_src)
         self.att_src = nn.Parameter(torch.empty(1, H, C))
         self.att_dst = nn.Parameter(torch.empty(1, H, C))
         if self.edge_dim is not None:
-            self.lin_edge = nn.Linear(self.edge_dim, H * C, bias=False)
+            self.lin_edge = _linear(self.edge_dim, H * C, False, glorot=True)
             self.att_edge = nn.Parameter(torch.empty(1, H, C))
         else:
             self.lin_edge = None
             self.register_parameter("att_edge", None)
-        self.bias = nn.Parameter(torch.empty(H * C if concat else C)) if bias else None
+        width = H * C if concat else C
+        self.res = _linear(n_dst, width, False, glorot=True) if self.residual else None
+        self.bias = nn.Parameter(torch.empty(width)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self):
-        _glorot(self.lin_src.weight)
+        for lin in (self.lin_src, self.lin_dst, self.lin_edge, self.res):
+            if lin is not None:
+                _init_linear(lin, glorot=True)
         _glorot(self.att_src)
         _glorot(self.att_dst)
-        if self.lin_edge is not None:
-            _glorot(self.lin_edge.weight)
-            _glorot(self.att_edge)
+        _glorot(self.att_edge)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
     def forward(self, x, edge_index, edge_attr=None, size=None, return_attention_weights=None):
-        if size is not None:
-            _refuse("GATConv", "size")
-        g = self._graph(x, edge_index, edge_attr, "replace" if self.add_self_loops else "keep")
+        self._check_edge_attr(edge_attr)
+        x_src, x_dst, adj = self._inputs(x, edge_index, size)
         H, C = self.heads, self.out_channels
-        xs = self.lin_src(x)
+        xs = self.lin_src(x_src)
+        xd = xs if x_dst is x_src else (self.lin_dst(x_dst) if x_dst is not None else None)
+        loops = self.add_self_loops
         extra = {}
         if self.edge_dim is not None:   # att_edge . lin_edge(e), inside the LeakyReLU
-            ea = self._edge_features(edge_attr, edge_index, x.size(0), self.add_self_loops,
-                                     self.fill_value)
+            ea = self._edge_features(edge_attr, adj, loops, self.fill_value)
             e = self.lin_edge(ea).view(-1, H, C)
             extra["edge_pre"] = (e * self.att_edge).sum(dim=-1)
-        m, score = self._attention(xs, xs, xs, g, score="additive",
-                                   a_src=self.att_src.view(H, C), a_dst=self.att_dst.view(H, C),
-                                   slope=self.negative_slope, **extra)
-        return self._result(self._heads_out(m, self.bias), return_attention_weights, g, xs, xs,
-                            score, drop=True)
+        m, weights = self._attend("additive", xd, xs, xs, adj, loops, drop=True,
+                                  a_src=self.att_src.view(H, C), a_dst=self.att_dst.view(H, C),
+                                  slope=self.negative_slope, **extra)
+        out = self._heads_out(m)
+        if self.res is not None and x_dst is not None:
+            out = out + self.res(x_dst)
+        if self.bias is not None:
+            out = out + self.bias
+        return self._result(out, return_attention_weights, adj, loops, weights)
 
 
 class GATv2Conv(_Conv):
-    """PyG's GATv2Conv (Brody et al. 2022): x_l = lin_l(x), x_r = lin_r(x)
-    (the same with share_weights); alpha_ij = softmax_j att . LeakyReLU(x_r,i +
-    x_l,j), dropout while training; out_i = sum_j alpha_ij x_l,j, heads
-    concatenated or averaged, plus bias. With edge_dim, lin_edge(e_ij) is added
-    inside the LeakyReLU (the message's key term), self-loops' features by
-    fill_value as GATConv's. state_dict: lin_l.weight, lin_l.bias,
-    lin_r.weight, lin_r.bias, att, bias (and lin_edge.weight)."""
+    """PyG's GATv2Conv (Brody et al. 2022): x_l = lin_l(x_src), x_r =
+    lin_r(x_dst) (the same module with share_weights); alpha_ij = softmax_j
+    att . LeakyReLU(x_r,i + x_l,j), dropout while training; out_i = sum_j
+    alpha_ij x_l,j, heads concatenated or averaged, plus residual (PyG 2.6)
+    and bias. Bipartite: x = (x_src, x_dst), in_channels a pair. With
+    edge_dim, lin_edge(e_ij) is added inside the LeakyReLU (the message's key
+    term), self-loops' features by fill_value as GATConv's. state_dict:
+    lin_l.weight, lin_l.bias, lin_r.weight, lin_r.bias, att, bias (and
+    lin_edge.weight, res.weight)."""
 
     def __init__(self, in_channels, out_channels, heads=1, concat=True, negative_slope=0.2,
                  dropout=0.0, add_self_loops=True, edge_dim=None, fill_value="mean",
-                 bias=True, share_weights=False, **kwargs):
+                 bias=True, share_weights=False, residual=False, **kwargs):
         if kwargs:
             _refuse("GATv2Conv", "the argument(s) %s" % ", ".join(sorted(kwargs)))
         super().__init__(in_channels, out_channels, heads, concat, dropout, edge_dim)
         H, C = self.heads, self.out_channels
         self.negative_slope, self.add_self_loops = float(negative_slope), bool(add_self_loops)
         self.fill_value = _fill_value("GATv2Conv", fill_value)
-        self.share_weights = bool(share_weights)
-        self.lin_l = nn.Linear(self.in_channels, H * C, bias=bias)
-        self.lin_r = self.lin_l if share_weights else nn.Linear(self.in_channels, H * C,
-                                                                 bias=bias)
+        self.share_weights, self.residual = bool(share_weights), bool(residual)
+        n_src, n_dst = _pair(self.in_channels)
+        self.lin_l = _linear(n_src, H * C, bias, glorot=True)
+        self.lin_r = self.lin_l if share_weights else _linear(n_dst, H * C, bias, glorot=True)
         self.att = nn.Parameter(torch.empty(1, H, C))
-        self.lin_edge = (nn.Linear(self.edge_dim, H * C, bias=False)
+        self.lin_edge = (_linear(self.edge_dim, H * C, False, glorot=True)
                          if self.edge_dim is not None else None)
-        self.bias = nn.Parameter(torch.empty(H * C if concat else C)) if bias else None
+        width = H * C if concat else C
+        self.res = _linear(n_dst, width, False, glorot=True) if self.residual else None
+        self.bias = nn.Parameter(torch.empty(width)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self):
-        for lin in (self.lin_l, self.lin_r):
-            _glorot(lin.weight)
-            _uniform_bias(lin)
-        if self.lin_edge is not None:
-            _glorot(self.lin_edge.weight)
+        for lin in (self.lin_l, self.lin_r, self.lin_edge, self.res):
+            if lin is not None:
+                _init_linear(lin, glorot=True)
         _glorot(self.att)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
-        g = self._graph(x, edge_index, edge_attr, "replace" if self.add_self_loops else "keep")
+        self._check_edge_attr(edge_attr)
+        x_src, x_dst, adj = self._inputs(x, edge_index, need_dst=True)
         H, C = self.heads, self.out_channels
-        xl = self.lin_l(x)
-        xr = xl if self.share_weights else self.lin_r(x)
+        xl = self.lin_l(x_src)
+        xr = xl if self.share_weights and x_dst is x_src else self.lin_r(x_dst)
+        loops = self.add_self_loops
         extra = {}
         if self.edge_dim is not None:   # x_r,i + x_l,j + lin_edge(e_ij) in the LeakyReLU
-            extra["edge_key"] = self.lin_edge(self._edge_features(
-                edge_attr, edge_index, x.size(0), self.add_self_loops, self.fill_value))
-        m, score = self._attention(xr, xl, xl, g, score="gatv2", a=self.att.view(H, C),
-                                   slope=self.negative_slope, **extra)
-        return self._result(self._heads_out(m, self.bias), return_attention_weights, g, xr, xl,
-                            score, drop=False)
+            extra["edge_key"] = self.lin_edge(self._edge_features(edge_attr, adj, loops,
+                                                                  self.fill_value))
+        m, weights = self._attend("gatv2", xr, xl, xl, adj, loops, drop=False,
+                                  a=self.att.view(H, C), slope=self.negative_slope, **extra)
+        out = self._heads_out(m)
+        if self.res is not None:
+            out = out + self.res(x_dst)
+        if self.bias is not None:
+            out = out + self.bias
+        return self._result(out, return_attention_weights, adj, loops, weights)
 
 
 class TransformerConv(_Conv):
@@ -321,46 +478,49 @@ class TransformerConv(_Conv):
     (W_q x_i) . (W_k x_j) / sqrt(C), dropout while training; out_i = sum_j
     alpha_ij W_v x_j, heads concatenated or averaged; with root_weight, plus
     lin_skip(x_i), gated by beta = sigmoid(lin_beta([out, skip, out - skip]))
-    when beta=True. With edge_dim, e = lin_edge(e_ij) is added to the key and
-    to the value of each message. No self-loops are added (as PyG).
-    state_dict: lin_key, lin_query, lin_value, lin_skip (weight, bias),
-    lin_beta.weight, lin_edge.weight."""
+    when beta=True. Bipartite: x = (x_src, x_dst): keys and values of the
+    sources, queries and skip of the targets. With edge_dim, e = lin_edge(e_ij)
+    is added to the key and to the value of each message. No self-loops are
+    added (as PyG). state_dict: lin_key, lin_query, lin_value, lin_skip
+    (weight, bias), lin_beta.weight, lin_edge.weight."""
 
     def __init__(self, in_channels, out_channels, heads=1, concat=True, beta=False,
                  dropout=0.0, edge_dim=None, bias=True, root_weight=True, **kwargs):
         if kwargs:
             _refuse("TransformerConv", "the argument(s) %s" % ", ".join(sorted(kwargs)))
         super().__init__(in_channels, out_channels, heads, concat, dropout, edge_dim)
-        H, C, D = self.heads, self.out_channels, self.in_channels
+        H, C = self.heads, self.out_channels
+        n_src, n_dst = _pair(self.in_channels)
         self.beta, self.root_weight = bool(beta) and bool(root_weight), bool(root_weight)
-        self.lin_key = nn.Linear(D, H * C)
-        self.lin_query = nn.Linear(D, H * C)
-        self.lin_value = nn.Linear(D, H * C)
-        self.lin_edge = nn.Linear(self.edge_dim, H * C, bias=False) if edge_dim else None
+        self.lin_key = _linear(n_src, H * C, True)
+        self.lin_query = _linear(n_dst, H * C, True)
+        self.lin_value = _linear(n_src, H * C, True)
+        self.lin_edge = _linear(self.edge_dim, H * C, False) if edge_dim else None
         width = H * C if concat else C
-        self.lin_skip = nn.Linear(D, width, bias=bias)   # PyG makes it even unused
-        self.lin_beta = nn.Linear(3 * width, 1, bias=False) if self.beta else None
+        self.lin_skip = _linear(n_dst, width, bias)   # PyG makes it even unused
+        self.lin_beta = _linear(3 * width, 1, False) if self.beta else None
 
     def reset_parameters(self):
         for lin in (self.lin_key, self.lin_query, self.lin_value, self.lin_edge, self.lin_skip,
                     self.lin_beta):
             if lin is not None:
-                lin.reset_parameters()
+                _init_linear(lin, glorot=False)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
-        g = self._graph(x, edge_index, edge_attr, "keep")
-        q, k, v = self.lin_query(x), self.lin_key(x), self.lin_value(x)
+        self._check_edge_attr(edge_attr)
+        x_src, x_dst, adj = self._inputs(x, edge_index, need_dst=True)
+        q, k, v = self.lin_query(x_dst), self.lin_key(x_src), self.lin_value(x_src)
         extra = {}
         if self.edge_dim is not None:   # the same e added to the message's key and value
-            e = self.lin_edge(self._edge_features(edge_attr, edge_index, x.size(0), False))
+            e = self.lin_edge(self._edge_features(edge_attr, adj, False))
             extra = dict(edge_key=e, edge_value=e)
-        m, score = self._attention(q, k, v, g, score="scaled-dot", **extra)
+        m, weights = self._attend("scaled-dot", q, k, v, adj, False, drop=False, **extra)
         out = self._heads_out(m)
         if self.root_weight:
-            skip = self.lin_skip(x)
+            skip = self.lin_skip(x_dst)
             if self.lin_beta is not None:
                 b = torch.sigmoid(self.lin_beta(torch.cat([out, skip, out - skip], dim=-1)))
                 out = b * skip + (1 - b) * out
             else:
                 out = out + skip
-        return self._result(out, return_attention_weights, g, q, k, score, drop=False)
+        return self._result(out, return_attention_weights, adj, False, weights)

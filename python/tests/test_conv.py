@@ -164,22 +164,26 @@ def test_dropout_only_while_training_and_reproducible(rng):
 
 
 def test_the_graph_is_built_once_per_edge_index(rng):
-    layer = agt.GATConv(3, 2)
+    """Every layer of a forward, and its backward, share one build of an
+    edge_index: the same tensor unchanged gives the same Graph objects."""
+    from attngraph.adjacency import adjacency
     ei = torch.tensor(random_edge_index(rng, 10, 30))
-    x = torch.ones(10, 3)
-    layer(x, ei)
-    g = layer._graphs.graph
-    layer(x, ei)
-    assert layer._graphs.graph is g
+    x = torch.ones(10, 3, requires_grad=True)
+    a, b = agt.GATConv(3, 2), agt.GATConv(4, 2)
+    a2 = adjacency("GATConv", ei, 10, 10)
+    g = a2.graph(True)
+    b(torch.cat([a(x, ei), a(x, ei)], 1), ei).sum().backward()
+    assert adjacency("GATConv", ei, 10, 10) is a2 and a2.graph(True) is g
     ei[0, 0] = 9 if ei[0, 0] != 9 else 8   # changed in place: built again
-    layer(x, ei)
-    assert layer._graphs.graph is not g
+    assert adjacency("GATConv", ei, 10, 10) is not a2
+    assert adjacency("GATConv", ei.clone(), 10, 10) is not a2   # another tensor
 
 
 @pytest.mark.parametrize("make,match", [
     (lambda: agt.TransformerConv(4, 2, edge_dim=0), "edge_dim"),
     (lambda: agt.GATConv(4, 2, edge_dim=3, fill_value="median"), "fill_value"),
-    (lambda: agt.GATConv((4, 5), 2), "pair"),
+    (lambda: agt.GATConv((4, 5, 6), 2), "pair"),
+    (lambda: agt.GATConv(0, 2), "in_channels"),
     (lambda: agt.TransformerConv(4, 2, dropout=1.0), "dropout"),
     (lambda: agt.GATv2Conv(4, 2, flow="target_to_source"), "flow"),
 ])
@@ -200,8 +204,8 @@ def test_refuses_forward_arguments_it_cannot_take():
         agt.GATConv(4, 2, edge_dim=3)(x, ei, torch.ones(5, 3))
     with pytest.raises(ag.Error, match=r"expected \[N, 4\]"):
         layer(torch.ones(5, 3), ei)
-    with pytest.raises(ag.Error, match="pair"):
-        layer((x, x), ei)
+    with pytest.raises(ag.Error, match=r"x is a str; expected a tensor \[N, F\] or a pair"):
+        layer("x", ei)
 
 
 # ---- PyG itself, when it is importable
