@@ -1,11 +1,15 @@
 """What PyG's layers take as a graph, made one form: an edge_index [2, E]
 (int64 or int32, PyG's EdgeIndex too), a torch sparse adjacency adj_t (CSR,
-CSC or COO: rows are the destinations), a torch_sparse.SparseTensor, or an
-attngraph.Graph, each with PyG's (n_src, n_dst). An Adjacency holds its
-messages in the input's edge order (a sparse adjacency's storage order) and
-compiles a Graph for the kernels once per self-loops mode; adjacency() keeps
-the last few, so every layer of a forward, and its backward, share one build
-of each edge_index (a new one every mini-batch step costs O(E) in C)."""
+CSC or coalesced COO: rows are the destinations), a torch_sparse.SparseTensor,
+or an attngraph.Graph, each with PyG's (n_src, n_dst). An Adjacency holds a
+copy of its messages in the input's edge order (a sparse adjacency's storage
+order) and compiles a Graph for the kernels once per self-loops mode;
+adjacency() keeps those of the inputs still alive, so every layer of a
+forward, and its backward, share one build of each edge_index (a new one
+every mini-batch step costs O(E) in C). A kept input is taken again only if
+its ids are still the same (an O(E) comparison, a tenth of a build): one
+changed in place, even behind torch's back through a numpy array that shares
+its memory, is built again."""
 import weakref
 
 import numpy as np
@@ -37,13 +41,13 @@ def _is_sparse_tensor(obj):
 
 class Adjacency:
     """One graph as a layer was given it: src, dst [E] int64 numpy arrays in
-    the input's edge order, n_src and n_dst, and the input's kind ("edge_index",
-    "csr", "csc", "coo", "sparse_tensor", "graph") for the weights' return."""
+    the input's edge order (copies), n_src and n_dst, and the input's kind
+    ("edge_index", "csr", "csc", "coo", "sparse_tensor", "graph") for the
+    weights' return."""
 
-    def __init__(self, kind, src, dst, n_src, n_dst, given):
+    def __init__(self, kind, src, dst, n_src, n_dst):
         self.kind, self.src, self.dst = kind, src, dst
         self.n_src, self.n_dst = n_src, n_dst
-        self.given = given
         self._graphs, self._edges = {}, {}
 
     @property
@@ -82,19 +86,22 @@ class Adjacency:
             self._edges[loops] = (torch.from_numpy(src), torch.from_numpy(dst))
         return self._edges[loops]
 
-    def weights_return(self, loops, alpha):
-        """What PyG's forward returns beside out for return_attention_weights:
-        (edge_index, alpha) for an edge_index or a Graph, (adj, alpha) for a
-        torch sparse adjacency (adj of the input's layout with alpha as its
-        values), adj for a SparseTensor (alpha as its values, PyG's
-        set_value(alpha, layout='coo'))."""
+    def weights_return(self, given, loops, alpha, sparse_values=True):
+        """What PyG's forward returns beside out for return_attention_weights,
+        given the input itself: (edge_index, alpha) for an edge_index or a
+        Graph, (adj, alpha) for a torch sparse adjacency (adj of the input's
+        layout with alpha as its values; the input itself when not
+        sparse_values, TransformerConv's), adj for a SparseTensor (alpha as
+        its values, PyG's set_value(alpha, layout='coo'))."""
         if self.kind in ("edge_index", "graph"):
             if not loops and self.kind == "edge_index":
-                return self.given, alpha
+                return given, alpha
             src, dst = self.edges(loops)
             return torch.stack([src, dst]), alpha
+        if self.kind != "sparse_tensor" and not sparse_values:
+            return given, alpha
         if self.kind == "sparse_tensor" and not loops:
-            return self.given.set_value(alpha, layout="coo")
+            return given.set_value(alpha, layout="coo")
         src, dst = self.edges(loops)
         rows, cols, a = dst, src, alpha             # the given storage order
         if loops:   # PyG's add_self_loops makes a new adjacency, sorted as its layout
@@ -104,7 +111,7 @@ class Adjacency:
             rows, cols, a = dst[o], src[o], alpha[o]
         size = (self.n_dst, self.n_src) + tuple(alpha.shape[1:])
         if self.kind == "sparse_tensor":            # torch_sparse.set_diag's, sorted by row
-            return type(self.given)(row=rows, col=cols, value=a, sparse_sizes=size[:2])
+            return type(given)(row=rows, col=cols, value=a, sparse_sizes=size[:2])
         if self.kind == "coo":
             adj = torch.sparse_coo_tensor(torch.stack([rows, cols]), a, size).coalesce()
             return adj, adj.values()
@@ -127,8 +134,7 @@ def _from_input(layer, edge_index, n_src, n_dst):
             if n is not None and n != m:
                 _refuse(layer, "the Graph has %d %s, x has %d rows" % (m, name, n),
                         "x to have a row for each")
-        a = Adjacency("graph", np.ascontiguousarray(g.src), np.ascontiguousarray(g.dst),
-                      gs, gd, g)
+        a = Adjacency("graph", np.array(g.src), np.array(g.dst), gs, gd)
         a._graphs[False] = g                # as given: the Graph itself
         if g.self_loops == "replace":       # PyG's loops there already
             a._graphs[True] = g
@@ -137,7 +143,7 @@ def _from_input(layer, edge_index, n_src, n_dst):
         rows, cols = edge_index.sparse_sizes()
         row, col, _ = edge_index.coo()
         src, dst = _ids(layer, "edge_index's columns", col), _ids(layer, "edge_index's rows", row)
-        return _sized(layer, "sparse_tensor", src, dst, n_src, n_dst, cols, rows, edge_index)
+        return _sized(layer, "sparse_tensor", src, dst, n_src, n_dst, cols, rows)
     if not isinstance(edge_index, torch.Tensor):
         _refuse(layer, "edge_index is a %s.%s" % (type(edge_index).__module__,
                                                  type(edge_index).__name__),
@@ -162,9 +168,12 @@ def _from_input(layer, edge_index, n_src, n_dst):
             dst = _ids(layer, "edge_index's row_indices", edge_index.row_indices())
             src = np.repeat(np.arange(cols, dtype=np.int64), np.diff(ccol))
         else:
+            if not edge_index.is_coalesced():   # as PyG, which reads its indices()
+                _refuse(layer, "edge_index is an uncoalesced sparse COO tensor",
+                        "a coalesced one (edge_index.coalesce())")
             idx = _ids(layer, "edge_index's indices", edge_index._indices())
-            dst, src = np.ascontiguousarray(idx[0]), np.ascontiguousarray(idx[1])
-        return _sized(layer, kind, src, dst, n_src, n_dst, cols, rows, edge_index)
+            dst, src = idx[0], idx[1]
+        return _sized(layer, kind, src, dst, n_src, n_dst, cols, rows)
     if layout != torch.strided:
         _refuse(layer, "edge_index has layout %s" % layout, "a dense [2, E] tensor or a "
                 "sparse CSR, CSC or COO adjacency")
@@ -176,11 +185,10 @@ def _from_input(layer, edge_index, n_src, n_dst):
     rows = cols = None
     if callable(sizes):
         cols, rows = sizes()
-    return _sized(layer, "edge_index", np.ascontiguousarray(ei[0]), np.ascontiguousarray(ei[1]),
-                  n_src, n_dst, cols, rows, edge_index)
+    return _sized(layer, "edge_index", ei[0], ei[1], n_src, n_dst, cols, rows)
 
 
-def _sized(layer, kind, src, dst, n_src, n_dst, adj_src, adj_dst, given):
+def _sized(layer, kind, src, dst, n_src, n_dst, adj_src, adj_dst):
     """The Adjacency with its sizes: the features' where known, else the
     adjacency's (a sparse one's shape), else 1 + the largest id."""
     for name, n, m in (("sources", n_src, adj_src), ("targets", n_dst, adj_dst)):
@@ -199,27 +207,39 @@ def _sized(layer, kind, src, dst, n_src, n_dst, adj_src, adj_dst, given):
             k = int(bad[0])
             _refuse(layer, "edge %d has %s %d" % (k, name, ids[k]),
                     "a node id 0..%d (%d %ss)" % (n - 1, n, name))
-    return Adjacency(kind, src, dst, n_src, n_dst, given)
+    # copies: the input's memory may change behind torch's back (a numpy view)
+    return Adjacency(kind, np.array(src, np.int64), np.array(dst, np.int64), n_src, n_dst)
 
 
-# The Adjacency of the last inputs: (id, _version, n_src, n_dst) -> (weakref, Adjacency).
-# A handful, so that a model's layers and the steps of a mini-batch loop hit it.
+# The Adjacency of each input still alive, most recently used last:
+# (id, n_src, n_dst) -> (weak reference, Adjacency). An entry goes with its
+# input; past _CACHE_SIZE the least recently used goes too.
 _CACHE = {}
-_CACHE_SIZE = 8
+_CACHE_SIZE = 64
+
+
+def _same_ids(adj, fresh):
+    return np.array_equal(adj.src, fresh.src) and np.array_equal(adj.dst, fresh.dst)
 
 
 def adjacency(layer, edge_index, n_src=None, n_dst=None):
     """The Adjacency of edge_index (see _from_input), built once per input: the
-    same tensor, unchanged in place (its _version), with the same sizes, gives
-    the same Adjacency and so the same compiled Graphs."""
-    version = getattr(edge_index, "_version", None)
-    key = (id(edge_index), version, n_src, n_dst)
-    hit = _CACHE.get(key)
+    same object with the same ids and sizes gives the same Adjacency, and so
+    the same compiled Graphs."""
+    if isinstance(edge_index, torch.Tensor) and edge_index.is_inference():
+        return _from_input(layer, edge_index, n_src, n_dst)   # cannot be referred to weakly
+    key = (id(edge_index), n_src, n_dst)
+    hit = _CACHE.pop(key, None)
     if hit is not None and hit[0]() is edge_index:
-        return hit[1]
+        adj = hit[1]
+        if not isinstance(edge_index, Graph):    # a Graph never changes
+            fresh = _from_input(layer, edge_index, n_src, n_dst)
+            adj = adj if _same_ids(adj, fresh) else fresh
+        _CACHE[key] = (hit[0], adj)
+        return adj
     adj = _from_input(layer, edge_index, n_src, n_dst)
     try:
-        ref = weakref.ref(edge_index)
+        ref = weakref.ref(edge_index, lambda _, key=key: _CACHE.pop(key, None))
     except TypeError:           # an input that cannot be referred to weakly: not kept
         return adj
     if len(_CACHE) >= _CACHE_SIZE:

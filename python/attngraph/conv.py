@@ -1,16 +1,25 @@
 """PyTorch Geometric drop-ins: GATConv, GATv2Conv and TransformerConv with
-PyG 2.4's constructor arguments, parameter names (a PyG layer's state_dict()
-loads unchanged) and forward(x, edge_index, edge_attr=None,
-return_attention_weights=None), computed by the library's fused attention
-(graph_attention) instead of PyG's scatter over an [E, H, C] message tensor.
-Imported as attngraph.nn.GATConv (or attngraph.torch.GATConv) and so on.
+PyG's constructor arguments (2.4, and 2.6's residual), parameter names (a PyG
+layer's state_dict() loads unchanged) and forward signatures, computed by the
+library's fused attention (graph_attention) instead of PyG's scatter over an
+[E, H, C] message tensor. Imported as attngraph.nn.GATConv (or
+attngraph.torch.GATConv) and so on.
+
+Every graph PyG's layers take (adjacency.py): an edge_index [2, E], a torch
+sparse adjacency, a torch_sparse.SparseTensor, an attngraph.Graph; x a
+tensor or a bipartite pair (x_src, x_dst), with size. float32 runs the fused
+kernel; bfloat16 and float16 run it in float32; float64, an explainer's edge
+masks and graphs of 0 nodes run message by message in torch
+(edge_attention.py). Where torch_geometric is importable the layers are its
+MessagePassing modules, so its tooling (to_hetero, the explainers, its fx
+tracer) takes them.
 
 Edge features (edge_dim) go to the kernel as the score's per-message terms:
 GATConv's a term per edge and head inside the LeakyReLU (ops.Score's
 edge_pre), GATv2Conv's a vector inside it (edge_key), TransformerConv's a
-vector added to each message's key and value (edge_key, edge_value). What PyG
-can do and these cannot (a pair of source and target features, SparseTensor
-adjacency, `size`) is refused with an Error naming it, never approximated."""
+vector added to each message's key and value (edge_key, edge_value). What
+PyG can do and these cannot is refused with an Error naming it, never
+approximated."""
 import math
 
 import torch
@@ -81,7 +90,7 @@ def _pair(in_channels):
     return in_channels if isinstance(in_channels, tuple) else (in_channels, in_channels)
 
 
-def _refuse(layer, what):
+def _unsupported(layer, what):
     raise Error("%s: %s is not supported by attngraph's drop-in" % (layer, what),
                 "invalid value")
 
@@ -126,10 +135,11 @@ try:
     from torch_geometric.nn.conv import MessagePassing as _Base
     from torch_geometric import __version__ as _pyg_version
     _BASE_KW = dict(aggr="add", node_dim=0)
-    # PyG 2.4-2.7 return the attention weights for any bool, 2.8 for True only
-    _WEIGHTS_FOR_FALSE = tuple(int(v) for v in _pyg_version.split(".")[:2]) < (2, 8)
+    # PyG 2.4-2.7 return the attention weights for any bool; 2.8's GATConv and
+    # GATv2Conv for a true value only
+    _PYG_28 = tuple(int(v) for v in _pyg_version.split(".")[:2]) >= (2, 8)
 except ImportError:
-    _Base, _BASE_KW, _WEIGHTS_FOR_FALSE = nn.Module, {}, True
+    _Base, _BASE_KW, _PYG_28 = nn.Module, {}, False
 
 _FLOATS = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 
@@ -140,14 +150,18 @@ class _Conv(_Base):
     the fused kernel (float32) and the message-by-message path (float64, an
     explainer's masks, 0 nodes), dropout's seed, the heads, the return."""
 
+    # return_attention_weights: any bool (PyG 2.4-2.7), or a true value (2.8's GATs)
+    _weights_if_true = False
+
     def __init__(self, in_channels, out_channels, heads, concat, dropout, edge_dim):
         super().__init__(**_BASE_KW)
         name = type(self).__name__
         self.in_channels = _channels(name, in_channels)
-        self.out_channels, self.heads, self.concat = int(out_channels), int(heads), bool(concat)
-        if self.out_channels < 1 or self.heads < 1:
-            raise Error("%s: out_channels %d, heads %d; expected both >= 1"
-                        % (name, self.out_channels, self.heads), "invalid value")
+        for what, n in (("out_channels", out_channels), ("heads", heads)):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise Error("%s: %s is %r; expected an int >= 1" % (name, what, n),
+                            "invalid value")
+        self.out_channels, self.heads, self.concat = out_channels, heads, bool(concat)
         self.dropout = float(dropout)
         if not 0 <= self.dropout < 1:
             raise Error("%s: dropout %g; expected a probability in [0, 1)"
@@ -174,12 +188,15 @@ class _Conv(_Base):
             raise Error("%s: %s has shape %s; expected [N, %s]" % (
                 layer, name, list(t.shape), width if width != -1 else "F"), "invalid value")
 
-    def _inputs(self, x, edge_index, size=None, need_dst=False):
-        """(x_src, x_dst, adjacency): x_dst None for GAT's (x, None); x itself
-        for a single tensor (the same object, as PyG's homogeneous layers)."""
+    def _inputs(self, x, edge_index, lin_src, lin_dst, size=None, need_dst=False):
+        """(x_src, x_dst, single, adjacency): x_dst None for GAT's (x, None);
+        single when x is one tensor (x_src is x_dst). lin_src and lin_dst say
+        the widths taken (a lazy one's once its first forward set it)."""
         layer = type(self).__name__
-        w_src, w_dst = _pair(self.in_channels)
-        if isinstance(x, torch.Tensor):
+        w_src, w_dst = (-1 if isinstance(lin.weight, nn.parameter.UninitializedParameter)
+                        else lin.in_features for lin in (lin_src, lin_dst))
+        single = isinstance(x, torch.Tensor)
+        if single:
             self._check_x("x", x, w_src)
             x_src = x_dst = x
         elif isinstance(x, (tuple, list)) and len(x) == 2:
@@ -196,17 +213,18 @@ class _Conv(_Base):
         n_src = x_src.size(0)
         n_dst = x_dst.size(0) if x_dst is not None else None
         if size is not None:
-            try:
-                s_src, s_dst = (None if n is None else int(n) for n in size)
-            except (TypeError, ValueError):
-                raise Error("%s: size %r; expected (n_src, n_dst)" % (layer, size),
-                            "invalid value") from None
-            for name, n, m in (("sources", n_src, s_src), ("targets", n_dst, s_dst)):
+            ok = isinstance(size, (tuple, list)) and len(size) == 2 and all(
+                n is None or (isinstance(n, int) and not isinstance(n, bool) and n >= 0)
+                for n in size)
+            if not ok:
+                raise Error("%s: size %r; expected (n_src, n_dst), two counts >= 0 or None"
+                            % (layer, size), "invalid value")
+            for name, n, m in (("sources", n_src, size[0]), ("targets", n_dst, size[1])):
                 if n is not None and m is not None and n != m:
                     raise Error("%s: size %r says %d %s, x has %d" % (layer, tuple(size), m,
                                                                      name, n), "invalid value")
-            n_dst = n_dst if n_dst is not None else s_dst
-        return x_src, x_dst, adjacency(layer, edge_index, n_src, n_dst)
+            n_dst = n_dst if n_dst is not None else size[1]
+        return x_src, x_dst, single, adjacency(layer, edge_index, n_src, n_dst)
 
     def _edge_features(self, edge_attr, adj, loops, fill=None):
         """edge_attr [E, edge_dim] in the graph's edge order: with loops, the
@@ -218,9 +236,10 @@ class _Conv(_Base):
             raise Error("%s: made with edge_dim %d; forward needs edge_attr"
                         % (name, self.edge_dim), "invalid value")
         if not isinstance(edge_attr, torch.Tensor) or edge_attr.dtype not in _FLOATS:
+            what = edge_attr.dtype if isinstance(edge_attr, torch.Tensor) else "a %s.%s" % (
+                type(edge_attr).__module__, type(edge_attr).__name__)
             raise Error("%s: edge_attr is %s; expected a floating-point tensor [E, %d]"
-                        % (name, getattr(edge_attr, "dtype", type(edge_attr).__name__),
-                           self.edge_dim), "invalid value")
+                        % (name, what, self.edge_dim), "invalid value")
         ea = edge_attr.view(-1, 1) if edge_attr.dim() == 1 else edge_attr
         if ea.dim() != 2 or ea.size(0) != adj.E or ea.size(1) != self.edge_dim:
             raise Error("%s: edge_attr is %s; expected [%d, %d] (a row for each of the %d "
@@ -239,7 +258,11 @@ class _Conv(_Base):
             mine = dst < n          # bipartite: loops on the first n nodes only
             added = _reduce_by(ea[mine], dst[mine], n, fill)
         else:
-            added = torch.as_tensor(fill, dtype=ea.dtype).expand(n, ea.size(1))
+            added = torch.as_tensor(fill, dtype=ea.dtype)
+            if added.numel() not in (1, ea.size(1)):
+                raise Error("%s: fill_value has %d values; expected 1 or edge_dim = %d"
+                            % (name, added.numel(), ea.size(1)), "invalid value")
+            added = added.reshape(-1).expand(n, ea.size(1))
         return torch.cat([ea, added], dim=0)
 
     def _check_edge_attr(self, edge_attr):
@@ -250,15 +273,15 @@ class _Conv(_Base):
     # ------------------------------------------------------------ attention
 
     def _explaining(self):
-        return bool(getattr(self, "_explain", False)) or \
-            (_Base is not nn.Module and bool(getattr(self, "explain", False)))
+        return bool(getattr(self, "explain", False))   # PyG's MessagePassing flag
 
     def _attend(self, kind, q, k, v, adj, loops, drop, **score):
         """m [n_dst, H*C] of the messages of adj (with PyG's self-loops when
         loops), and a function giving the attention weights [E', H] in edge
-        order (after dropout when drop, GATConv's; before it otherwise). The
-        fused kernel in float32 (bfloat16 and float16 computed in it), or
-        message by message in torch (edge_attention) for float64, for PyG's
+        order: after dropout when drop (GATConv's), before it otherwise. The
+        fused kernel in float32 (bfloat16 and float16 computed in it; its
+        weights come without gradients), or message by message in torch
+        (edge_attention: weights with gradients) for float64, for PyG's
         explainers and message hooks, and for a graph without nodes."""
         H, dtype = self.heads, k.dtype
         hooks = getattr(self, "_message_forward_hooks", None)
@@ -267,11 +290,12 @@ class _Conv(_Base):
             src, dst = adj.edges(loops)
             explain = None
             if self._explaining() or hooks:
-                explain = lambda msg, alpha: self._explain_messages(msg, alpha, adj.n_dst)
-            m, alpha = edge_attention(kind, q, k, v, src, dst, adj.n_dst, H, **score,
-                                      dropout=self.dropout, training=self.training,
-                                      explain=explain)
-            return m, lambda: alpha
+                explain = lambda msg, alpha, dropped: self._explain_messages(
+                    msg, dropped if drop else alpha, adj.n_dst)
+            m, alpha, dropped = edge_attention(kind, q, k, v, src, dst, adj.n_dst, H, **score,
+                                               dropout=self.dropout, training=self.training,
+                                               explain=explain)
+            return m, lambda: dropped if drop else alpha
         tensors = {n: t for n, t in score.items() if isinstance(t, torch.Tensor)}
         f32 = lambda t: t if t.dtype == torch.float32 else t.float()
         rows = lambda t: t if t.size(0) == graph.N else torch.cat(     # bipartite: N rows
@@ -303,11 +327,11 @@ class _Conv(_Base):
         out = m if self.concat else m.view(-1, self.heads, self.out_channels).mean(dim=1)
         return out if bias is None else out + bias
 
-    def _result(self, out, want, adj, loops, weights):
+    def _result(self, out, want, edge_index, adj, loops, weights, sparse_values=True):
         """forward's return: out, or with return_attention_weights PyG's pair
         for the input's kind (adjacency.Adjacency.weights_return)."""
-        if isinstance(want, bool) and (want or _WEIGHTS_FOR_FALSE):
-            return out, adj.weights_return(loops, weights())
+        if (bool(want) if self._weights_if_true else isinstance(want, bool)):
+            return out, adj.weights_return(edge_index, loops, weights(), sparse_values)
         return out
 
     def _weights(self, graph, q, k, kind, score, drop):
@@ -356,7 +380,7 @@ class GATConv(_Conv):
                  dropout=0.0, add_self_loops=True, edge_dim=None, fill_value="mean",
                  bias=True, residual=False, **kwargs):
         if kwargs:
-            _refuse("GATConv", "the argument(s) %s" % ", ".join(sorted(kwargs)))
+            _unsupported("GATConv", "the argument(s) %s" % ", ".join(sorted(kwargs)))
         super().__init__(in_channels, out_channels, heads, concat, dropout, edge_dim)
         H, C = self.heads, self.out_channels
         self.negative_slope, self.add_self_loops = float(negative_slope), bool(add_self_loops)
@@ -389,12 +413,14 @@ class GATConv(_Conv):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
+    _weights_if_true = _PYG_28
+
     def forward(self, x, edge_index, edge_attr=None, size=None, return_attention_weights=None):
-        self._check_edge_attr(edge_attr)
-        x_src, x_dst, adj = self._inputs(x, edge_index, size)
+        # PyG's GATConv ignores edge_attr without edge_dim
+        x_src, x_dst, single, adj = self._inputs(x, edge_index, self.lin_src, self.lin_dst, size)
         H, C = self.heads, self.out_channels
         xs = self.lin_src(x_src)
-        xd = xs if x_dst is x_src else (self.lin_dst(x_dst) if x_dst is not None else None)
+        xd = xs if single else (self.lin_dst(x_dst) if x_dst is not None else None)
         loops = self.add_self_loops
         extra = {}
         if self.edge_dim is not None:   # att_edge . lin_edge(e), inside the LeakyReLU
@@ -409,7 +435,7 @@ class GATConv(_Conv):
             out = out + self.res(x_dst)
         if self.bias is not None:
             out = out + self.bias
-        return self._result(out, return_attention_weights, adj, loops, weights)
+        return self._result(out, return_attention_weights, edge_index, adj, loops, weights)
 
 
 class GATv2Conv(_Conv):
@@ -427,7 +453,7 @@ class GATv2Conv(_Conv):
                  dropout=0.0, add_self_loops=True, edge_dim=None, fill_value="mean",
                  bias=True, share_weights=False, residual=False, **kwargs):
         if kwargs:
-            _refuse("GATv2Conv", "the argument(s) %s" % ", ".join(sorted(kwargs)))
+            _unsupported("GATv2Conv", "the argument(s) %s" % ", ".join(sorted(kwargs)))
         super().__init__(in_channels, out_channels, heads, concat, dropout, edge_dim)
         H, C = self.heads, self.out_channels
         self.negative_slope, self.add_self_loops = float(negative_slope), bool(add_self_loops)
@@ -452,12 +478,15 @@ class GATv2Conv(_Conv):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
+    _weights_if_true = _PYG_28
+
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         self._check_edge_attr(edge_attr)
-        x_src, x_dst, adj = self._inputs(x, edge_index, need_dst=True)
+        x_src, x_dst, single, adj = self._inputs(x, edge_index, self.lin_l, self.lin_r,
+                                                 need_dst=True)
         H, C = self.heads, self.out_channels
         xl = self.lin_l(x_src)
-        xr = xl if self.share_weights and x_dst is x_src else self.lin_r(x_dst)
+        xr = xl if self.share_weights and single else self.lin_r(x_dst)
         loops = self.add_self_loops
         extra = {}
         if self.edge_dim is not None:   # x_r,i + x_l,j + lin_edge(e_ij) in the LeakyReLU
@@ -470,7 +499,7 @@ class GATv2Conv(_Conv):
             out = out + self.res(x_dst)
         if self.bias is not None:
             out = out + self.bias
-        return self._result(out, return_attention_weights, adj, loops, weights)
+        return self._result(out, return_attention_weights, edge_index, adj, loops, weights)
 
 
 class TransformerConv(_Conv):
@@ -487,7 +516,7 @@ class TransformerConv(_Conv):
     def __init__(self, in_channels, out_channels, heads=1, concat=True, beta=False,
                  dropout=0.0, edge_dim=None, bias=True, root_weight=True, **kwargs):
         if kwargs:
-            _refuse("TransformerConv", "the argument(s) %s" % ", ".join(sorted(kwargs)))
+            _unsupported("TransformerConv", "the argument(s) %s" % ", ".join(sorted(kwargs)))
         super().__init__(in_channels, out_channels, heads, concat, dropout, edge_dim)
         H, C = self.heads, self.out_channels
         n_src, n_dst = _pair(self.in_channels)
@@ -508,7 +537,8 @@ class TransformerConv(_Conv):
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         self._check_edge_attr(edge_attr)
-        x_src, x_dst, adj = self._inputs(x, edge_index, need_dst=True)
+        x_src, x_dst, _, adj = self._inputs(x, edge_index, self.lin_key, self.lin_query,
+                                            need_dst=True)
         q, k, v = self.lin_query(x_dst), self.lin_key(x_src), self.lin_value(x_src)
         extra = {}
         if self.edge_dim is not None:   # the same e added to the message's key and value
@@ -523,4 +553,5 @@ class TransformerConv(_Conv):
                 out = b * skip + (1 - b) * out
             else:
                 out = out + skip
-        return self._result(out, return_attention_weights, adj, False, weights)
+        return self._result(out, return_attention_weights, edge_index, adj, False, weights,
+                            sparse_values=False)

@@ -33,10 +33,11 @@ def softmax(scores, dst, n_dst):
 def edge_attention(kind, q, k, v, src, dst, n_dst, heads, a_src=None, a_dst=None, a=None,
                    slope=0.2, edge_pre=None, edge_key=None, edge_value=None, dropout=0.0,
                    training=False, explain=None):
-    """(M [n_dst, H*C], alpha [E, H]) of messages src[e] -> dst[e] (int64 [E]),
-    from q [>= n_dst rows, H*C] (None: no destination term, GAT's (x, None)),
-    k and v [>= sources, H*C]. explain (None or a function of the messages
-    [E, H, C] and of alpha) changes the messages before they are added up."""
+    """(M [n_dst, H*C], alpha [E, H], alpha after dropout) of messages
+    src[e] -> dst[e] (int64 [E]), from q [>= n_dst rows, H*C] (None: no
+    destination term, GAT's (x, None)), k and v [>= sources, H*C]. explain
+    (None, or a function of the messages [E, H, C], alpha and alpha after
+    dropout) changes the messages before they are added up."""
     E, H = src.numel(), heads
     C = k.size(1) // H
     kj = k.index_select(0, src).view(E, H, C)
@@ -57,12 +58,12 @@ def edge_attention(kind, q, k, v, src, dst, n_dst, heads, a_src=None, a_dst=None
     else:
         raise ValueError("edge_attention: score %r" % kind)
     alpha = softmax(s, dst, n_dst)
-    alpha = F.dropout(alpha, p=dropout, training=training)
+    dropped = F.dropout(alpha, p=dropout, training=training)
     vj = v.index_select(0, src).view(E, H, C)
     if edge_value is not None:
         vj = vj + edge_value.view(E, H, C)
-    msg = alpha.unsqueeze(-1) * vj
+    msg = dropped.unsqueeze(-1) * vj
     if explain is not None:
-        msg = explain(msg, alpha)
+        msg = explain(msg, alpha, dropped)
     out = msg.new_zeros(n_dst, H, C).index_add(0, dst, msg)
-    return out.view(n_dst, H * C), alpha
+    return out.view(n_dst, H * C), alpha, dropped

@@ -163,20 +163,32 @@ def test_dropout_only_while_training_and_reproducible(rng):
     assert not torch.equal(b, c)
 
 
-def test_the_graph_is_built_once_per_edge_index(rng):
+def test_the_graph_is_built_once_per_edge_index(rng, monkeypatch):
     """Every layer of a forward, and its backward, share one build of an
-    edge_index: the same tensor unchanged gives the same Graph objects."""
-    from attngraph.adjacency import adjacency
-    ei = torch.tensor(random_edge_index(rng, 10, 30))
+    edge_index; a changed one (in place, or behind torch's back through numpy)
+    is built again; an entry goes with its tensor."""
+    from attngraph import adjacency as A
+    builds = []
+    make = ag.Graph._from_pairs
+    monkeypatch.setattr(ag.Graph, "_from_pairs", classmethod(
+        lambda cls, *a: builds.append(a[-2]) or make(*a)))
+    arr = random_edge_index(rng, 10, 30)
+    ei = torch.from_numpy(arr)
     x = torch.ones(10, 3, requires_grad=True)
-    a, b = agt.GATConv(3, 2), agt.GATConv(4, 2)
-    a2 = adjacency("GATConv", ei, 10, 10)
-    g = a2.graph(True)
-    b(torch.cat([a(x, ei), a(x, ei)], 1), ei).sum().backward()
-    assert adjacency("GATConv", ei, 10, 10) is a2 and a2.graph(True) is g
-    ei[0, 0] = 9 if ei[0, 0] != 9 else 8   # changed in place: built again
-    assert adjacency("GATConv", ei, 10, 10) is not a2
-    assert adjacency("GATConv", ei.clone(), 10, 10) is not a2   # another tensor
+    a, b, c = agt.GATConv(3, 2), agt.GATConv(4, 2), agt.GATConv(2, 2, add_self_loops=False)
+    c(b(torch.cat([a(x, ei), a(x, ei)], 1), ei), ei).sum().backward()
+    assert builds == ["replace", "keep"]               # one for each self-loops mode
+    a(x, ei)
+    assert len(builds) == 2
+    ei[0, 0] = 9 if ei[0, 0] != 9 else 8               # in place: built again
+    a(x, ei)
+    arr[1, 0] = 9 if arr[1, 0] != 9 else 8             # through numpy: built again
+    want = a(x, torch.tensor(arr))                     # (a new tensor: built)
+    np.testing.assert_array_equal(a(x, ei).detach().numpy(), want.detach().numpy())
+    assert len(builds) == 5
+    held = len(A._CACHE)
+    del ei
+    assert len(A._CACHE) == held - 1                   # gone with its tensor
 
 
 @pytest.mark.parametrize("make,match", [
@@ -197,7 +209,10 @@ def test_refuses_forward_arguments_it_cannot_take():
     x = torch.ones(5, 4)
     ei = torch.tensor([[0, 1], [1, 2]])
     with pytest.raises(ag.Error, match="edge_attr given to a layer made without edge_dim"):
-        layer(x, ei, edge_attr=torch.ones(2, 3))
+        agt.GATv2Conv(4, 2)(x, ei, edge_attr=torch.ones(2, 3))
+    # PyG's GATConv ignores edge_attr without edge_dim
+    np.testing.assert_array_equal(layer(x, ei, edge_attr=torch.ones(2, 3)).detach().numpy(),
+                                  layer(x, ei).detach().numpy())
     with pytest.raises(ag.Error, match="forward needs edge_attr"):
         agt.GATConv(4, 2, edge_dim=3)(x, ei)
     with pytest.raises(ag.Error, match=r"expected \[2, 3\]"):

@@ -148,9 +148,14 @@ def test_sparse_adjacency_is_its_edge_index(rng, name, kw, layout):
     out, (a_adj, alpha) = conv(x, adj, return_attention_weights=True)
     want, (wei, walpha) = conv(x, ei, return_attention_weights=True)
     np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), atol=1e-6)
-    assert a_adj.layout == adj.layout and a_adj.shape[:2] == (N, N)
     dense = torch.zeros(N, N, conv.heads)
     dense[wei[1], wei[0]] = walpha                  # rows the targets, as adj_t
+    if name == "TransformerConv":   # PyG's returns the adjacency given, alpha in its order
+        assert a_adj is adj
+        rows, cols, _ = entries(adj)
+        np.testing.assert_allclose(alpha.numpy(), dense[rows, cols].numpy(), atol=1e-7)
+        return
+    assert a_adj.layout == adj.layout and a_adj.shape == (N, N, conv.heads)
     rows, cols, values = entries(a_adj)
     assert rows.numel() == wei.size(1)
     np.testing.assert_allclose(values.numpy(), dense[rows, cols].numpy(), atol=1e-7)
@@ -341,6 +346,9 @@ def test_bfloat16_computes_in_float32_and_returns_bfloat16(rng):
     (lambda c, x, ei: c((x, x[:3]), ei), r"edge \d+ has target [3-7]; expected a node id 0..2"),
     (lambda c, x, ei: c([x], ei), r"x is a list; expected a tensor \[N, F\] or a pair"),
     (lambda c, x, ei: c(x, ei, size=(8,)), r"size \(8,\); expected \(n_src, n_dst\)"),
+    (lambda c, x, ei: c(x, ei, size=(8, -1)), r"size \(8, -1\); expected \(n_src, n_dst\), two"),
+    (lambda c, x, ei: c(x, torch.sparse_coo_tensor(ei.flip(0), torch.ones(20), (8, 8))),
+     r"edge_index is an uncoalesced sparse COO tensor; expected a coalesced one"),
 ])
 def test_refusals_name_the_argument(rng, call, match):
     conv = agn.GATConv(3, 2)
@@ -348,6 +356,16 @@ def test_refusals_name_the_argument(rng, call, match):
     ei = torch.tensor(random_edge_index(rng, 8, 20, isolated=0))
     with pytest.raises(ag.Error, match=match):
         call(conv, x, ei)
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: agn.GATConv(3, 2, heads=2.5), r"GATConv: heads is 2.5; expected an int >= 1"),
+    (lambda: agn.TransformerConv(3, "a"), r"out_channels is 'a'; expected an int >= 1"),
+    (lambda: agn.GATv2Conv((3, 0), 2), r"in_channels \(3, 0\); expected an int >= 1, -1"),
+])
+def test_constructor_refusals(make, match):
+    with pytest.raises(ag.Error, match=match):
+        make()
 
 
 def test_refusals_of_edge_attr_and_sparse_self_loops(rng):
@@ -361,6 +379,61 @@ def test_refusals_of_edge_attr_and_sparse_self_loops(rng):
         conv(x, adj_t(ei, N, N, "csr"), torch.ones(ei.size(1), 2))
     with pytest.raises(ag.Error, match=r"x\[1\] is None; expected the target nodes' features"):
         agn.TransformerConv(3, 2)((x, None), ei)
+    with pytest.raises(ag.Error, match=r"edge_attr is a numpy.ndarray; expected a floating"):
+        conv(x, ei, np.ones((ei.size(1), 2), np.float32))
+    with pytest.raises(ag.Error, match=r"fill_value has 3 values; expected 1 or edge_dim = 2"):
+        agn.GATConv(3, 2, edge_dim=2, fill_value=torch.ones(3))(x, ei, torch.ones(ei.size(1), 2))
+    lazy = agn.GATConv(-1, 2)
+    lazy(x, ei)
+    with pytest.raises(ag.Error, match=r"x has shape \[6, 4\]; expected \[N, 3\]"):
+        lazy(torch.randn(N, 4), ei)
+
+
+def test_pair_of_one_tensor_takes_both_projections(rng):
+    """GATConv((F, F), C) given (x, x) projects the targets with lin_dst, as
+    given (x, x.clone()); a single x takes lin_src alone (PyG 2.4)."""
+    ei = torch.tensor(random_edge_index(rng, 9, 20))
+    conv = agn.GATConv((4, 4), 3, heads=2)
+    x = torch.randn(9, 4)
+    np.testing.assert_array_equal(conv((x, x), ei).detach().numpy(),
+                                  conv((x, x.clone()), ei).detach().numpy())
+    conv.lin_dst.load_state_dict(conv.lin_src.state_dict())
+    np.testing.assert_allclose(conv((x, x), ei).detach().numpy(), conv(x, ei).detach().numpy(),
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["GATConv", "GATv2Conv", "TransformerConv"])
+def test_weights_before_dropout_but_gats_after_on_both_paths(rng, name):
+    """GATConv returns its weights after attention dropout, the others before
+    it (PyG's): per destination they sum to 1, or do not, on the float32
+    kernel and on the float64 path alike."""
+    ei = torch.tensor(random_edge_index(rng, 12, 60))
+    torch.manual_seed(0)
+    conv = getattr(agn, name)(4, 2, heads=2, dropout=0.5).train()
+    for dtype in (torch.float32, torch.float64):
+        conv = conv.to(dtype)
+        _, (eo, alpha) = conv(torch.randn(12, 4, dtype=dtype), ei, return_attention_weights=True)
+        sums = torch.zeros(12, 2, dtype=dtype).index_add(0, eo[1], alpha.detach())
+        has = torch.bincount(eo[1], minlength=12) > 0
+        ones = torch.allclose(sums[has], torch.ones_like(sums[has]))
+        assert ones == (name != "GATConv"), (dtype, sums)
+
+
+def test_no_grad_inference_mode_and_pyg_25_names(rng):
+    ei = torch.tensor(random_edge_index(rng, 8, 20))
+    conv = agn.GATConv(3, 2, heads=2)
+    x = torch.randn(8, 3)
+    want = conv(x, ei).detach()
+    with torch.no_grad():
+        np.testing.assert_array_equal(conv(x, ei).numpy(), want.numpy())
+    with torch.inference_mode():
+        ei2 = ei.clone()                 # an inference tensor: no version counter
+        np.testing.assert_array_equal(conv(x, ei2).numpy(), want.numpy())
+    sd = {("lin.weight" if k == "lin_src.weight" else k): v for k, v in conv.state_dict().items()
+          if k != "lin_dst.weight"}      # PyG 2.5 on: one `lin` for an int in_channels
+    other = agn.GATConv(3, 2, heads=2)
+    other.load_state_dict(sd)
+    np.testing.assert_array_equal(other(x, ei).detach().numpy(), want.numpy())
 
 
 # ---- without PyG the layers still import and run

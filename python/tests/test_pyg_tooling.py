@@ -68,7 +68,7 @@ def test_sparse_adjacency_against_pyg(rng, name, kw, layout):
     ob, (adj_b, ab) = theirs(x, adj, return_attention_weights=True)
     close(oa, ob)
     close(aa, ab, 1e-6)
-    assert adj_a.layout == adj_b.layout
+    assert adj_a.layout == adj_b.layout and adj_a.shape == adj_b.shape
     if layout == "csr":
         np.testing.assert_array_equal(adj_a.crow_indices().numpy(), adj_b.crow_indices().numpy())
         np.testing.assert_array_equal(adj_a.col_indices().numpy(), adj_b.col_indices().numpy())
