@@ -134,7 +134,7 @@ ifndef NO_OMP
 SMOKE  := $(BENCH)
 endif
 
-.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes check-layers check-registers bench bench-lm bench-share bench-patterns scale clean \
+.PHONY: all deps run check check-python check-pip check-sanitize check-noomp check-clang check-valgrind check-exports check-includes check-layers check-registers bench bench-lm bench-share bench-patterns bench-pyg scale clean \
         fuzz fuzz-smoke fuzz-replay fuzz-deps valgrind-deps install uninstall check-install check-man \
         pictures check-pictures mpi check-mpi scale-mpi
 all: $(LIB_A) $(LIB_SO) $(CLI) $(MAN)
@@ -265,6 +265,15 @@ bench-lm: deps
 bench-share: deps
 	@$(MAKE) --no-print-directory $(CLI)
 	$(PYTHON) tools/bench_share.py --cli $(CLI) --text $(LM_TEXT)
+
+# PyG's own examples on PyG's layers and on attngraph's, unchanged but for the
+# import (tools/bench_pyg.py; PYG names a checkout of PyG 2.4.0, PYG_BIPARTITE
+# PyG 2.0's ogbn_products_gat.py; docs/python.md says how to get both).
+bench-pyg: deps
+	@$(MAKE) --no-print-directory $(LIB_SO)
+	$(call install_missing,python3-scipy python3-tqdm python3-jinja2 python3-sklearn python3-networkx python3-psutil python3-requests python3-pyparsing)
+	ATTNGRAPH_LIB=$(abspath $(LIB_SO)) $(PYTHON) tools/bench_pyg.py --pyg $(PYG) \
+	  $(if $(PYG_BIPARTITE),--products-bipartite $(PYG_BIPARTITE))
 
 bench-patterns: deps
 	@$(MAKE) --no-print-directory $(CLI)

@@ -111,7 +111,7 @@ def cpu_model():
     return "%s (family %s model %s), attngraph %s kernels, %d threads" % (
         info.get("model name", "?"), info.get("cpu family", "?"), info.get("model", "?"),
         attngraph.simd_isa() if hasattr(attngraph, "simd_isa") else "?",
-        int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))
+        int(os.environ["OMP_NUM_THREADS"]))
 
 
 def epochs_of(cmd, env, epochs, pattern="Epoch"):
@@ -292,9 +292,16 @@ def main():
     ap.add_argument("--cora", default=os.path.join(ROOT, "..", "shared", "data", "planetoid"))
     ap.add_argument("--products-bipartite", help="PyG 2.0's examples/ogbn_products_gat.py")
     ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2,
+                    help="torch's threads and the library's (OMP_NUM_THREADS), for both")
     ap.add_argument("--only", default="gat,ppi,unimp,products,products-bip")
     a = ap.parse_args()
+    # torch takes the physical cores by default (1 of this VM's 2): both sides get
+    # the same threads, the scripts through the environment
+    os.environ["OMP_NUM_THREADS"] = str(a.threads)
     sys.path[:0] = [os.path.join(ROOT, "python"), a.pyg]
+    import torch
+    torch.set_num_threads(a.threads)
     print("bench_pyg on %s" % cpu_model(), flush=True)
     only = a.only.split(",")
     rows = []

@@ -307,8 +307,9 @@ class _Conv(_Base):
             score.update(dropout=self.dropout,
                          dropout_seed=int(torch.randint(0, 2**62, (1,)).item()))
         m = functional.graph_attention(q, k, v, graph, heads=H, score=kind, **score)
-        return m[:adj.n_dst].to(dtype), lambda: self._weights(graph, q, k, kind, score,
-                                                              drop).to(dtype)
+        if m.size(0) != adj.n_dst:      # (a slice of all rows would copy in the backward)
+            m = m[:adj.n_dst]
+        return m.to(dtype), lambda: self._weights(graph, q, k, kind, score, drop).to(dtype)
 
     def _explain_messages(self, msg, alpha, n_dst):
         """PyG's propagate between message and aggregate: its message hooks

@@ -2,6 +2,9 @@
 torch.nn.functional is to torch.nn: graph_attention (the library's forward
 and backward under autograd) and dropout (its counter-based mask). The layers
 are attngraph.nn's."""
+import threading
+
+import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -24,10 +27,32 @@ def _np(t, name):
     return t.detach().contiguous().numpy()
 
 
+_SCRATCH = threading.local()
+
+
+def _scratch(slot, like):
+    """A float32 array of like's shape kept for this thread's next call (slot
+    0 or 1): its content is garbage, and gone at the next call."""
+    kept = getattr(_SCRATCH, "arrays", None)
+    if kept is None:
+        kept = _SCRATCH.arrays = [None, None]
+    if kept[slot] is None or kept[slot].shape != tuple(like.shape):
+        kept[slot] = np.empty(tuple(like.shape), np.float32)
+    return kept[slot]
+
+
 class _GraphAttention(torch.autograd.Function):
+    """same: "qkv" when q, k and v are one tensor (GAT's), "kv" when k and v
+    are (GATv2's), else None; the duplicates come as None and their gradients
+    are added into the one given, in place (not as autograd's new tensors)."""
+
     @staticmethod
-    def forward(ctx, graph, heads, kind, kw, q, k, v, a_src, a_dst, edge_bias, edge_pre,
+    def forward(ctx, graph, heads, kind, kw, same, q, k, v, a_src, a_dst, edge_bias, edge_pre,
                 edge_key, edge_value):
+        if same == "qkv":
+            k = v = q
+        elif same == "kv":
+            v = k
         qn, kn, vn, asn, adn, ebn, epn, ekn, evn = (_np(t, n) for t, n in (
             (q, "q"), (k, "k"), (v, "v"), (a_src, "a_src"), (a_dst, "a_dst"),
             (edge_bias, "edge_bias"), (edge_pre, "edge_pre"), (edge_key, "edge_key"),
@@ -40,7 +65,7 @@ class _GraphAttention(torch.autograd.Function):
         # saved as tensors, so autograd refuses a backward after they were changed in place
         ctx.save_for_backward(q, k, v, a_src, a_dst, edge_bias, edge_pre, edge_key, edge_value,
                               mt, torch.from_numpy(lse) if kind in _SOFTMAX else None)
-        ctx.graph, ctx.heads, ctx.kind, ctx.kw = graph, heads, kind, kw
+        ctx.graph, ctx.heads, ctx.kind, ctx.kw, ctx.same = graph, heads, kind, kw, same
         return mt
 
     @staticmethod
@@ -53,15 +78,26 @@ class _GraphAttention(torch.autograd.Function):
         score = ops.Score(ctx.kind, edge_bias=ebn, edge_pre=_np(edge_pre, "edge_pre"),
                           edge_key=_np(edge_key, "edge_key"),
                           edge_value=_np(edge_value, "edge_value"), **vec, **ctx.kw)
+        # the gradients only added into another's (dk, dv of GAT's one tensor) are
+        # written into memory kept from the last call: fresh memory of that size
+        # costs its page faults every step
+        out = (None, _scratch(0, q) if ctx.same == "qkv" else None,
+               _scratch(1, q) if ctx.same else None)
         g = ops.attention_backward(ctx.graph, _np(q, "q"), _np(k, "k"), _np(v, "v"),
                                    _np(dm, "grad"), ctx.heads, score, m=m.numpy(),
                                    lse=lse.numpy() if lse is not None else None,
-                                   edge_bias_grad=edge_bias is not None)
+                                   edge_bias_grad=edge_bias is not None, out=out)
+        dq, dk, dv = g.dq, g.dk, g.dv
+        if ctx.same == "qkv":
+            dq = np.add(np.add(dq, dk, out=dq), dv, out=dq)
+            dk = dv = None
+        elif ctx.same == "kv":
+            dk, dv = np.add(dk, dv, out=dk), None
         need = ctx.needs_input_grad
         t = lambda a, i: torch.from_numpy(a) if need[i] and a is not None else None
-        return (None, None, None, None, t(g.dq, 4), t(g.dk, 5), t(g.dv, 6), t(g.d_a_src, 7),
-                t(g.d_a_dst, 8), t(g.d_edge_bias, 9), t(g.d_edge_pre, 10), t(g.d_edge_key, 11),
-                t(g.d_edge_value, 12))
+        return (None, None, None, None, None, t(dq, 5), t(dk, 6), t(dv, 7), t(g.d_a_src, 8),
+                t(g.d_a_dst, 9), t(g.d_edge_bias, 10), t(g.d_edge_pre, 11), t(g.d_edge_key, 12),
+                t(g.d_edge_value, 13))
 
 
 def graph_attention(q, k, v, graph, heads=1, score="scaled-dot", a_src=None, a_dst=None,
@@ -94,7 +130,10 @@ def graph_attention(q, k, v, graph, heads=1, score="scaled-dot", a_src=None, a_d
         return torch.from_numpy(ops.attention(graph, *arrays[:3], int(heads), ops.Score(
             kind, edge_bias=arrays[5], edge_pre=arrays[6], edge_key=arrays[7],
             edge_value=arrays[8], **vec, **score_kw)))
-    return _GraphAttention.apply(graph, int(heads), kind, score_kw, *tensors)
+    same = "qkv" if q is k and k is v else "kv" if k is v else None
+    if same:     # one tensor's gradient added up in place, not by autograd
+        tensors = (q, None if same == "qkv" else k, None) + tensors[3:]
+    return _GraphAttention.apply(graph, int(heads), kind, score_kw, same, *tensors)
 
 
 class _Dropout(torch.autograd.Function):

@@ -230,19 +230,21 @@ Grads = namedtuple("Grads", "dq dk dv d_a_src d_a_dst d_edge_bias d_edge_pre d_e
 
 def attention_backward(graph, q, k, v, dm, heads=1, score="scaled-dot", m=None, lse=None,
                        edge_bias_grad=False, edge_pre_grad=False, edge_kv_grad=False,
-                       **score_kw):
+                       out=(None, None, None), **score_kw):
     """Gradients of L = sum(dm * M) for M = attention(graph, q, k, v): a Grads of
     dq, dk, dv [N, H*d], d_a_src, d_a_dst [H, d] (additive; gatv2's a in
     d_a_src; else None), d_edge_bias [E] in edge order (when asked for, or
     when the score has an edge bias), d_edge_pre [E, H] (additive: when
     asked for, or when the score has edge terms), d_edge_key and d_edge_value
     [E, H*d] (when asked for, or when the score has them). m and lse, the
-    forward's, save a forward."""
+    forward's, save a forward. out: arrays for dq, dk, dv (None: new ones),
+    writeable C-contiguous float32 [N, H*d], overwritten."""
     (q, k, v, dm), H, d = _qkv(graph, heads, [("q", q), ("k", k), ("v", v), ("dm", dm)])
     sc = score_of(score, score_kw)
     s, keep = sc.c(graph, H, d)
     g = S.ag_attention_grads_t()
-    dq, dk, dv = (np.empty_like(q) for _ in range(3))
+    dq, dk, dv = (np.empty_like(q) if o is None else out_array(o, name, q.shape)
+                  for o, name in zip(out, ("dq", "dk", "dv")))
     g.dQ, g.dK, g.dV = dq.ctypes.data, dk.ctypes.data, dv.ctypes.data
     da_src = da_dst = deb = None
     if sc.kind in ("additive", "gat", "gatv2"):

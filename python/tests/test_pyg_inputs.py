@@ -449,3 +449,26 @@ def test_the_layers_run_without_torch_geometric():
                        env=dict(__import__("os").environ, PYTHONPATH=PYDIR))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "(2, 2)"
+
+
+@pytest.mark.parametrize("name", ["GATConv", "GATv2Conv"])
+def test_shared_tensor_gradients_through_two_layers(rng, name):
+    """GAT's q = k = v (and GATv2's k = v) get one gradient, added up in
+    place from memory kept between calls: two layers of one shape in one
+    backward, twice, against the float64 path's gradients."""
+    ei = torch.tensor(random_edge_index(rng, 14, 50))
+    torch.manual_seed(3)
+    a, b = getattr(agn, name)(6, 3, heads=2), getattr(agn, name)(6, 3, heads=2)
+    x = torch.randn(14, 6)
+    for step in range(2):
+        grads = []
+        for dtype in (torch.float32, torch.float64):
+            for layer in (a, b):
+                layer.to(dtype).zero_grad()
+            xd = x.detach().to(dtype).clone().requires_grad_()
+            (b(a(xd, ei), ei) * torch.arange(6, dtype=dtype)).sum().backward()
+            grads.append([xd.grad] + [p.grad for p in (*a.parameters(), *b.parameters())])
+        for g32, g64 in zip(*grads):
+            np.testing.assert_allclose(g32.numpy(), g64.numpy(), atol=2e-5 * max(
+                1, g64.abs().max().item()))
+        x = x + 1
