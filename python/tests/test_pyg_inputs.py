@@ -228,6 +228,27 @@ def test_sparse_tensor_is_its_edge_index(rng, loops):
         np.testing.assert_allclose(got[(d, s)], a, atol=1e-7)
 
 
+class FakeEdgeIndex(torch.Tensor):
+    """PyG 2.5's EdgeIndex as the layers read it: a [2, E] tensor that knows
+    its sizes (sparse_size)."""
+
+    def sparse_size(self):
+        return self.sizes
+
+
+def test_edge_index_with_sizes_gives_them(rng):
+    n_src, n_dst = 7, 9
+    ei = bipartite_edges(rng, n_src, n_dst, 20)
+    fake = ei.as_subclass(FakeEdgeIndex)
+    fake.sizes = (n_src, n_dst)
+    conv = agn.GATConv(4, 2, heads=2, add_self_loops=False)
+    xs = torch.randn(n_src, 4)
+    out = conv((xs, None), fake)
+    assert out.shape == (n_dst, 4)             # the last target has no edge, but is counted
+    np.testing.assert_array_equal(out.detach().numpy(),
+                                  conv((xs, None), ei, size=(n_src, n_dst)).detach().numpy())
+
+
 # ---- size, empty graphs, 0 nodes, int32, return types
 
 def test_size_and_int32_and_return_types(rng):

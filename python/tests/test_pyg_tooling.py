@@ -48,11 +48,37 @@ def test_bipartite_against_pyg(rng, name, kw):
     ei = torch.tensor(np.stack([rng.integers(0, n_src, 40), rng.integers(0, n_dst, 40)]))
     ours, theirs = twins(name, kw, (5, 4), 3)
     xs, xd = torch.randn(n_src, 5), torch.randn(n_dst, 4)
-    oa, (ea, aa) = ours((xs, xd), ei, return_attention_weights=True)
-    ob, (eb, ab) = theirs((xs, xd), ei, return_attention_weights=True)
+    (xs_a, xd_a), (xs_b, xd_b) = ((xs.clone().requires_grad_(), xd.clone().requires_grad_())
+                                  for _ in range(2))
+    oa, (ea, aa) = ours((xs_a, xd_a), ei, return_attention_weights=True)
+    ob, (eb, ab) = theirs((xs_b, xd_b), ei, return_attention_weights=True)
     close(oa, ob)
     np.testing.assert_array_equal(ea.numpy(), eb.numpy())
     close(aa, ab, 1e-6)
+    g = torch.randn(oa.shape)
+    (oa * g).sum().backward()
+    (ob * g).sum().backward()
+    close(xs_a.grad, xs_b.grad, 1e-5)
+    close(xd_a.grad, xd_b.grad, 1e-5)
+    for (n, pa), pb in zip(ours.named_parameters(), theirs.parameters()):
+        if pb.grad is None:
+            assert pa.grad is None, n
+        else:
+            close(pa.grad, pb.grad, 1e-5)
+
+
+@pytest.mark.parametrize("name,kw", LAYERS, ids=IDS)
+def test_float64_against_pygs_float64(rng, name, kw):
+    """attngraph's float64 path against PyG's layers in float64, to 1e-12."""
+    N = 14
+    ei = torch.tensor(random_edge_index(rng, N, 40))
+    ours, theirs = twins(name, kw, 4, 3)
+    ours, theirs = ours.double(), theirs.double()
+    x = torch.randn(N, 4, dtype=torch.float64)
+    oa, (_, aa) = ours(x, ei, return_attention_weights=True)
+    ob, (_, ab) = theirs(x, ei, return_attention_weights=True)
+    close(oa, ob, 1e-12)
+    close(aa, ab, 1e-12)
 
 
 @pytest.mark.parametrize("name,kw", LAYERS, ids=IDS)
