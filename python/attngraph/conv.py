@@ -298,10 +298,16 @@ class _Conv(_Base):
             return m, lambda: dropped if drop else alpha
         tensors = {n: t for n, t in score.items() if isinstance(t, torch.Tensor)}
         f32 = lambda t: t if t.dtype == torch.float32 else t.float()
-        rows = lambda t: t if t.size(0) == graph.N else torch.cat(     # bipartite: N rows
-            [t, t.new_zeros(graph.N - t.size(0), t.size(1))])
-        k, v = rows(f32(k)), rows(f32(v))
-        q = rows(f32(q)) if q is not None else torch.zeros_like(k)    # GAT's (x, None)
+        made = {}
+
+        def rows(t):   # float32, N rows (bipartite), once for a tensor given twice
+            if id(t) not in made:
+                t32 = f32(t)
+                made[id(t)] = t32 if t32.size(0) == graph.N else torch.cat(
+                    [t32, t32.new_zeros(graph.N - t32.size(0), t32.size(1))])
+            return made[id(t)]
+        k, v = rows(k), rows(v)
+        q = rows(q) if q is not None else torch.zeros_like(k)    # GAT's (x, None)
         score.update({n: f32(t) for n, t in tensors.items()})
         if self.training and self.dropout > 0:
             score.update(dropout=self.dropout,
