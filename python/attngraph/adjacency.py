@@ -146,7 +146,7 @@ def _from_input(layer, edge_index, n_src, n_dst):
         return _sized(layer, "sparse_tensor", src, dst, n_src, n_dst, cols, rows)
     if not isinstance(edge_index, torch.Tensor):
         _refuse(layer, "edge_index is a %s.%s" % (type(edge_index).__module__,
-                                                 type(edge_index).__name__),
+                                                 type(edge_index).__qualname__),
                 "a [2, E] integer tensor, a torch sparse adjacency (CSR, CSC or COO), a "
                 "torch_sparse.SparseTensor or an attngraph.Graph")
     if edge_index.device.type != "cpu":

@@ -90,6 +90,13 @@ def _pair(in_channels):
     return in_channels if isinstance(in_channels, tuple) else (in_channels, in_channels)
 
 
+def _a(obj):
+    """What obj is, for a message: "a numpy.ndarray", "a list"."""
+    t = type(obj)
+    name = t.__name__ if t.__module__ == "builtins" else "%s.%s" % (t.__module__, t.__name__)
+    return ("an " if name[0] in "aeiou" else "a ") + name
+
+
 def _unsupported(layer, what):
     raise Error("%s: %s is not supported by attngraph's drop-in" % (layer, what),
                 "invalid value")
@@ -176,8 +183,8 @@ class _Conv(_Base):
     def _check_x(self, name, t, width):
         layer = type(self).__name__
         if not isinstance(t, torch.Tensor):
-            raise Error("%s: %s is a %s; expected a torch.Tensor [N, %s]" % (
-                layer, name, type(t).__name__, width if width != -1 else "F"), "invalid value")
+            raise Error("%s: %s is %s; expected a torch.Tensor [N, %s]" % (
+                layer, name, _a(t), width if width != -1 else "F"), "invalid value")
         if t.dtype not in _FLOATS:
             raise Error("%s: %s is %s; expected float32 (the fast path), float64, bfloat16 "
                         "or float16" % (layer, name, t.dtype), "invalid value")
@@ -208,8 +215,8 @@ class _Conv(_Base):
                 raise Error("%s: x[1] is None; expected the target nodes' features (PyG's %s "
                             "needs both)" % (layer, layer), "invalid value")
         else:
-            raise Error("%s: x is a %s; expected a tensor [N, F] or a pair (x_src, x_dst)"
-                        % (layer, type(x).__name__), "invalid value")
+            raise Error("%s: x is %s; expected a tensor [N, F] or a pair (x_src, x_dst)"
+                        % (layer, _a(x)), "invalid value")
         n_src = x_src.size(0)
         n_dst = x_dst.size(0) if x_dst is not None else None
         if size is not None:
@@ -236,8 +243,7 @@ class _Conv(_Base):
             raise Error("%s: made with edge_dim %d; forward needs edge_attr"
                         % (name, self.edge_dim), "invalid value")
         if not isinstance(edge_attr, torch.Tensor) or edge_attr.dtype not in _FLOATS:
-            what = edge_attr.dtype if isinstance(edge_attr, torch.Tensor) else "a %s.%s" % (
-                type(edge_attr).__module__, type(edge_attr).__name__)
+            what = edge_attr.dtype if isinstance(edge_attr, torch.Tensor) else _a(edge_attr)
             raise Error("%s: edge_attr is %s; expected a floating-point tensor [E, %d]"
                         % (name, what, self.edge_dim), "invalid value")
         ea = edge_attr.view(-1, 1) if edge_attr.dim() == 1 else edge_attr

@@ -366,6 +366,8 @@ def test_bfloat16_computes_in_float32_and_returns_bfloat16(rng):
     (lambda c, x, ei: c(x[:, :2], ei), r"x has shape \[8, 2\]; expected \[N, 3\]"),
     (lambda c, x, ei: c((x, x[:3]), ei), r"edge \d+ has target [3-7]; expected a node id 0..2"),
     (lambda c, x, ei: c([x], ei), r"x is a list; expected a tensor \[N, F\] or a pair"),
+    (lambda c, x, ei: c(x.numpy(), ei), r"x is a numpy.ndarray; expected a tensor \[N, F\]"),
+    (lambda c, x, ei: c((x.numpy(), x), ei), r"x\[0\] is a numpy.ndarray; expected a torch"),
     (lambda c, x, ei: c(x, ei, size=(8,)), r"size \(8,\); expected \(n_src, n_dst\)"),
     (lambda c, x, ei: c(x, ei, size=(8, -1)), r"size \(8, -1\); expected \(n_src, n_dst\), two"),
     (lambda c, x, ei: c(x, torch.sparse_coo_tensor(ei.flip(0), torch.ones(20), (8, 8))),
