@@ -45,14 +45,33 @@ class Adjacency:
     ("edge_index", "csr", "csc", "coo", "sparse_tensor", "graph") for the
     weights' return."""
 
-    def __init__(self, kind, src, dst, n_src, n_dst):
-        self.kind, self.src, self.dst = kind, src, dst
+    def __init__(self, kind, src, dst, n_src, n_dst, graph=None):
+        self.kind, self._src, self._dst = kind, src, dst
         self.n_src, self.n_dst = n_src, n_dst
         self._graphs, self._edges = {}, {}
+        if graph is not None:   # its edges listed only when asked for (a pattern's are many)
+            self._graphs[False] = graph
+            if graph.self_loops == "replace":       # PyG's loops there already
+                self._graphs[True] = graph
+
+    def _listed(self):
+        if self._src is None:
+            g = self._graphs[False]
+            self._src, self._dst = np.array(g.src), np.array(g.dst)
+
+    @property
+    def src(self):
+        self._listed()
+        return self._src
+
+    @property
+    def dst(self):
+        self._listed()
+        return self._dst
 
     @property
     def E(self):
-        return self.src.size
+        return self._graphs[False].E if self._src is None else self._src.size
 
     @property
     def n_loops(self):
@@ -134,11 +153,7 @@ def _from_input(layer, edge_index, n_src, n_dst):
             if n is not None and n != m:
                 _refuse(layer, "the Graph has %d %s, x has %d rows" % (m, name, n),
                         "x to have a row for each")
-        a = Adjacency("graph", np.array(g.src), np.array(g.dst), gs, gd)
-        a._graphs[False] = g                # as given: the Graph itself
-        if g.self_loops == "replace":       # PyG's loops there already
-            a._graphs[True] = g
-        return a
+        return Adjacency("graph", None, None, gs, gd, graph=g)
     if _is_sparse_tensor(edge_index):
         rows, cols = edge_index.sparse_sizes()
         row, col, _ = edge_index.coo()
