@@ -23,6 +23,7 @@ approximated."""
 import math
 
 import torch
+import torch.fx
 from torch import nn
 
 from . import functional, ops
@@ -200,6 +201,11 @@ class _Conv(_Base):
         single when x is one tensor (x_src is x_dst). lin_src and lin_dst say
         the widths taken (a lazy one's once its first forward set it)."""
         layer = type(self).__name__
+        if any(isinstance(t, torch.fx.Proxy) for t in (x, edge_index)):
+            raise Error("%s: traced by torch.fx.symbolic_trace, which enters the layer; trace "
+                        "with a tracer that keeps it whole: torch_geometric.nn.fx."
+                        "symbolic_trace, or a torch.fx.Tracer whose is_leaf_module says so "
+                        "(PyG's layers need the same)" % layer, "invalid value")
         w_src, w_dst = (-1 if isinstance(lin.weight, nn.parameter.UninitializedParameter)
                         else lin.in_features for lin in (lin_src, lin_dst))
         single = isinstance(x, torch.Tensor)

@@ -507,3 +507,26 @@ def test_a_pattern_graph_runs_without_listing_its_edges():
     assert g._ends is None                      # src, dst never asked for
     want = conv(x[:50], ag.Graph.pattern("causal", 50))
     np.testing.assert_allclose(out[:50].detach().numpy(), want.detach().numpy(), atol=1e-5)
+
+
+def test_plain_torch_fx_says_which_tracer_keeps_the_layer_whole():
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = agn.GATConv(4, 2)
+
+        def forward(self, x, edge_index):
+            return self.conv(x, edge_index).relu()
+
+    with pytest.raises(ag.Error, match=r"GATConv: traced by torch.fx.symbolic_trace, which "
+                                       r"enters the layer; trace with a tracer that keeps it"):
+        torch.fx.symbolic_trace(Model())
+
+    class Leaves(torch.fx.Tracer):
+        def is_leaf_module(self, m, name):
+            return isinstance(m, agn.GATConv) or super().is_leaf_module(m, name)
+
+    model = Model()
+    traced = torch.fx.GraphModule(model, Leaves().trace(model))
+    x, ei = torch.randn(5, 4), torch.tensor([[0, 1, 2], [1, 2, 3]])
+    np.testing.assert_array_equal(traced(x, ei).detach().numpy(), model(x, ei).detach().numpy())
