@@ -16,7 +16,6 @@ then a softmax over each destination's messages, dropout, and
 m_i = sum_j alpha_ij (v_j + edge_value_ij)."""
 import math
 
-import torch
 import torch.nn.functional as F
 
 

@@ -530,3 +530,12 @@ def test_plain_torch_fx_says_which_tracer_keeps_the_layer_whole():
     traced = torch.fx.GraphModule(model, Leaves().trace(model))
     x, ei = torch.randn(5, 4), torch.tensor([[0, 1, 2], [1, 2, 3]])
     np.testing.assert_array_equal(traced(x, ei).detach().numpy(), model(x, ei).detach().numpy())
+
+
+def test_a_nan_is_named_by_what_the_user_gave(rng):
+    x = torch.randn(5, 3)
+    x[2, 1] = float("nan")
+    with pytest.raises(ag.Error, match=r"TransformerConv: the targets' queries are not finite "
+                                       r"\(q: row 2, column 0 is NaN.*\): x, edge_attr or the "
+                                       r"layer's weights hold a NaN"):
+        agn.TransformerConv(3, 2)(x, torch.tensor([[0, 1], [1, 2]]))
