@@ -51,7 +51,9 @@ class Adjacency:
         self._graphs, self._edges = {}, {}
         if graph is not None:   # its edges listed only when asked for (a pattern's are many)
             self._graphs[False] = graph
-            if graph.self_loops == "replace":       # PyG's loops there already
+            # PyG's loops there already ("on" is "replace" on a pattern: no source twice)
+            if graph.self_loops == "replace" or (graph.kind == "pattern" and
+                                                 graph.self_loops == "on"):
                 self._graphs[True] = graph
 
     def _listed(self):

@@ -507,6 +507,15 @@ def test_a_pattern_graph_runs_without_listing_its_edges():
     assert g._ends is None                      # src, dst never asked for
     want = conv(x[:50], ag.Graph.pattern("causal", 50))
     np.testing.assert_allclose(out[:50].detach().numpy(), want.detach().numpy(), atol=1e-5)
+    # GATConv's self-loops: a pattern made with them ("on") is taken as it is
+    looped = ag.Graph.pattern("window:3", 20000, self_loops="on")
+    gat = agn.GATConv(8, 2, heads=2)
+    out = gat(x, looped)
+    assert looped._ends is None
+    small = ag.Graph.pattern("window:3", 40)
+    np.testing.assert_allclose(out[:40].detach().numpy(),
+                               gat(x[:40], torch.from_numpy(small.edge_index)).detach().numpy(),
+                               atol=1e-5)
 
 
 def test_plain_torch_fx_says_which_tracer_keeps_the_layer_whole():
