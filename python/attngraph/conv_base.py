@@ -7,6 +7,7 @@ nodes), dropout's seed, the heads and the return. With PyG importable the base
 class is its MessagePassing, so its tooling (to_hetero, the explainers, its fx
 tracer) takes the layers."""
 import math
+import numbers
 
 import torch
 import torch.fx
@@ -63,14 +64,14 @@ def _channels(layer, in_channels):
     bipartite graphs; -1 is PyG's lazy size, set by the first forward."""
     pair = in_channels if isinstance(in_channels, (tuple, list)) else None
     for n in (pair if pair is not None else (in_channels,)):
-        if isinstance(n, bool) or not isinstance(n, int) or (n < 1 and n != -1):
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or (n < 1 and n != -1):
             raise Error("%s: in_channels %r; expected an int >= 1, -1 (lazy: set by the first "
                         "forward) or a pair of them (source, target)" % (layer, in_channels),
                         "invalid value")
     if pair is not None and len(pair) != 2:
         raise Error("%s: in_channels %r; expected a pair (source, target)" % (layer, in_channels),
                     "invalid value")
-    return tuple(pair) if pair is not None else in_channels
+    return tuple(int(n) for n in pair) if pair is not None else int(in_channels)
 
 
 def _pair(in_channels):
@@ -152,10 +153,10 @@ class _Conv(_Base):
         name = type(self).__name__
         self.in_channels = _channels(name, in_channels)
         for what, n in (("out_channels", out_channels), ("heads", heads)):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
                 raise Error("%s: %s is %r; expected an int >= 1" % (name, what, n),
                             "invalid value")
-        self.out_channels, self.heads, self.concat = out_channels, heads, bool(concat)
+        self.out_channels, self.heads, self.concat = int(out_channels), int(heads), bool(concat)
         self.dropout = float(dropout)
         if not 0 <= self.dropout < 1:
             raise Error("%s: dropout %g; expected a probability in [0, 1)"
