@@ -99,19 +99,13 @@ class Evaluator:
 '''
 
 
-def cpu_model():
-    """The CPU's name, family and model (a VM may call it "AMD EPYC" only), and
-    the SIMD variant attngraph's kernels run."""
-    info = {}
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            info.setdefault(key.strip(), value.strip())
+def machine():
+    """The CPU (bench_lm's cpu_model), the SIMD variant attngraph's kernels run,
+    and the threads both sides get."""
     import attngraph
-    return "%s (family %s model %s), attngraph %s kernels, %d threads" % (
-        info.get("model name", "?"), info.get("cpu family", "?"), info.get("model", "?"),
-        attngraph.simd_isa() if hasattr(attngraph, "simd_isa") else "?",
-        int(os.environ["OMP_NUM_THREADS"]))
+    from bench_lm import cpu_model
+    return "%s, attngraph %s kernels, %s threads" % (cpu_model(), attngraph.simd_isa(),
+                                                     os.environ["OMP_NUM_THREADS"])
 
 
 def epochs_of(cmd, env, epochs, pattern="Epoch"):
@@ -302,7 +296,7 @@ def main():
     sys.path[:0] = [os.path.join(ROOT, "python"), a.pyg]
     import torch
     torch.set_num_threads(a.threads)
-    print("bench_pyg on %s" % cpu_model(), flush=True)
+    print("bench_pyg on %s" % machine(), flush=True)
     only = a.only.split(",")
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_pyg.") as scratch:

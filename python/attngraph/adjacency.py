@@ -27,6 +27,13 @@ def _refuse(layer, what, expected):
     raise Error("%s: %s; expected %s" % (layer, what, expected), "invalid value")
 
 
+def _a(obj):
+    """What obj is, for a message: "a numpy.ndarray", "a list"."""
+    t = type(obj)
+    name = t.__name__ if t.__module__ == "builtins" else "%s.%s" % (t.__module__, t.__name__)
+    return ("an " if name[0] in "aeiou" else "a ") + name
+
+
 def _ids(layer, name, t):
     """An integer tensor as a C-contiguous int64 numpy array."""
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
@@ -48,6 +55,7 @@ class Adjacency:
     def __init__(self, kind, src, dst, n_src, n_dst, graph=None):
         self.kind, self._src, self._dst = kind, src, dst
         self.n_src, self.n_dst = n_src, n_dst
+        self.stated = (None, None)     # the sizes the input stated (a sparse one's shape)
         self._graphs, self._edges = {}, {}
         if graph is not None:   # its edges listed only when asked for (a pattern's are many)
             self._graphs[False] = graph
@@ -156,14 +164,20 @@ def _from_input(layer, edge_index, n_src, n_dst):
                 _refuse(layer, "the Graph has %d %s, x has %d rows" % (m, name, n),
                         "x to have a row for each")
         return Adjacency("graph", None, None, gs, gd, graph=g)
+    return _sized(layer, _read(layer, edge_index), n_src, n_dst)
+
+
+def _read(layer, edge_index):
+    """(kind, src, dst, adj_src, adj_dst) of an input that is not a Graph: its
+    messages in its edge order (int64 numpy arrays, perhaps views of its
+    memory) and the sizes it states (None: none)."""
     if _is_sparse_tensor(edge_index):
         rows, cols = edge_index.sparse_sizes()
         row, col, _ = edge_index.coo()
         src, dst = _ids(layer, "edge_index's columns", col), _ids(layer, "edge_index's rows", row)
-        return _sized(layer, "sparse_tensor", src, dst, n_src, n_dst, cols, rows)
+        return "sparse_tensor", src, dst, cols, rows
     if not isinstance(edge_index, torch.Tensor):
-        _refuse(layer, "edge_index is a %s.%s" % (type(edge_index).__module__,
-                                                 type(edge_index).__qualname__),
+        _refuse(layer, "edge_index is %s" % _a(edge_index),
                 "a [2, E] integer tensor, a torch sparse adjacency (CSR, CSC or COO), a "
                 "torch_sparse.SparseTensor or an attngraph.Graph")
     if edge_index.device.type != "cpu":
@@ -190,7 +204,7 @@ def _from_input(layer, edge_index, n_src, n_dst):
                         "a coalesced one (edge_index.coalesce())")
             idx = _ids(layer, "edge_index's indices", edge_index._indices())
             dst, src = idx[0], idx[1]
-        return _sized(layer, kind, src, dst, n_src, n_dst, cols, rows)
+        return kind, src, dst, cols, rows
     if layout != torch.strided:
         _refuse(layer, "edge_index has layout %s" % layout, "a dense [2, E] tensor or a "
                 "sparse CSR, CSC or COO adjacency")
@@ -202,12 +216,14 @@ def _from_input(layer, edge_index, n_src, n_dst):
     rows = cols = None
     if callable(sizes):
         cols, rows = sizes()
-    return _sized(layer, "edge_index", ei[0], ei[1], n_src, n_dst, cols, rows)
+    return "edge_index", ei[0], ei[1], cols, rows
 
 
-def _sized(layer, kind, src, dst, n_src, n_dst, adj_src, adj_dst):
-    """The Adjacency with its sizes: the features' where known, else the
-    adjacency's (a sparse one's shape), else 1 + the largest id."""
+def _sized(layer, read, n_src, n_dst):
+    """The Adjacency of _read's input with its sizes: the features' where
+    known, else the adjacency's (a sparse one's shape), else 1 + the largest
+    id; its ids checked against them."""
+    kind, src, dst, adj_src, adj_dst = read
     for name, n, m in (("sources", n_src, adj_src), ("targets", n_dst, adj_dst)):
         if n is not None and m is not None and n != m:
             _refuse(layer, "edge_index has %d %s (its size), x has %d rows" % (m, name, n),
@@ -225,7 +241,9 @@ def _sized(layer, kind, src, dst, n_src, n_dst, adj_src, adj_dst):
             _refuse(layer, "edge %d has %s %d" % (k, name, ids[k]),
                     "a node id 0..%d (%d %ss)" % (n - 1, n, name))
     # copies: the input's memory may change behind torch's back (a numpy view)
-    return Adjacency(kind, np.array(src, np.int64), np.array(dst, np.int64), n_src, n_dst)
+    adj = Adjacency(kind, np.array(src, np.int64), np.array(dst, np.int64), n_src, n_dst)
+    adj.stated = (adj_src, adj_dst)
+    return adj
 
 
 # The Adjacency of each input still alive, most recently used last:
@@ -233,10 +251,6 @@ def _sized(layer, kind, src, dst, n_src, n_dst, adj_src, adj_dst):
 # input; past _CACHE_SIZE the least recently used goes too.
 _CACHE = {}
 _CACHE_SIZE = 64
-
-
-def _same_ids(adj, fresh):
-    return np.array_equal(adj.src, fresh.src) and np.array_equal(adj.dst, fresh.dst)
 
 
 def adjacency(layer, edge_index, n_src=None, n_dst=None):
@@ -250,8 +264,10 @@ def adjacency(layer, edge_index, n_src=None, n_dst=None):
     if hit is not None and hit[0]() is edge_index:
         adj = hit[1]
         if not isinstance(edge_index, Graph):    # a Graph never changes
-            fresh = _from_input(layer, edge_index, n_src, n_dst)
-            adj = adj if _same_ids(adj, fresh) else fresh
+            read = _read(layer, edge_index)      # the same ids and sizes: checked already
+            if not (np.array_equal(adj.src, read[1]) and np.array_equal(adj.dst, read[2])
+                    and adj.stated == read[3:]):
+                adj = _sized(layer, read, n_src, n_dst)
         _CACHE[key] = (hit[0], adj)
         return adj
     adj = _from_input(layer, edge_index, n_src, n_dst)

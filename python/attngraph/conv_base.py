@@ -15,7 +15,7 @@ from torch import nn
 
 from . import functional, ops
 from ._lib import Error
-from .adjacency import adjacency
+from .adjacency import _a, adjacency
 from .edge_attention import edge_attention
 
 
@@ -76,13 +76,6 @@ def _channels(layer, in_channels):
 
 def _pair(in_channels):
     return in_channels if isinstance(in_channels, tuple) else (in_channels, in_channels)
-
-
-def _a(obj):
-    """What obj is, for a message: "a numpy.ndarray", "a list"."""
-    t = type(obj)
-    name = t.__name__ if t.__module__ == "builtins" else "%s.%s" % (t.__module__, t.__name__)
-    return ("an " if name[0] in "aeiou" else "a ") + name
 
 
 def _unsupported(layer, what):
@@ -339,10 +332,9 @@ class _Conv(_Base):
             msg = self.explain_message(msg, n_dst)
         return msg
 
-    def _heads_out(self, m, bias=None):
-        """The heads concatenated or averaged, plus bias (None: none)."""
-        out = m if self.concat else m.view(-1, self.heads, self.out_channels).mean(dim=1)
-        return out if bias is None else out + bias
+    def _heads_out(self, m):
+        """The heads concatenated or averaged."""
+        return m if self.concat else m.view(-1, self.heads, self.out_channels).mean(dim=1)
 
     def _result(self, out, want, edge_index, adj, loops, weights, sparse_values=True):
         """forward's return: out, or with return_attention_weights PyG's pair
