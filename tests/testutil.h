@@ -73,6 +73,7 @@ Suite *npy_suite(void);
 Suite *graph_suite(void);
 Suite *kernel_suite(void);
 Suite *pattern_suite(void);
+Suite *pattern_graph_suite(void);
 Suite *score_suite(void);
 Suite *kernel_plan_suite(void);
 Suite *fast_suite(void);

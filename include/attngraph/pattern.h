@@ -25,8 +25,25 @@ typedef struct ag_pattern ag_pattern_t;
 int ag_pattern_parse(ag_pattern_t **pattern, const char *spec, ag_error_t *err);
 void ag_pattern_free(ag_pattern_t *pattern);
 const char *ag_pattern_spec(const ag_pattern_t *pattern);
-/* The node count the pattern implies (blocks, docs, cross, grid, axial), or 0. */
+/* The node count the pattern implies (blocks, docs, cross, grid, axial, a
+   bound graph), virtual nodes included, or 0. */
 int64_t ag_pattern_size(const ag_pattern_t *pattern);
+/* V of the pattern's virtual:V: the last V of its N nodes are appended ones,
+   each sending to and receiving from every node; every other word lives on
+   the first N - V (0: no virtual node). */
+int64_t ag_pattern_virtual(const ag_pattern_t *pattern);
+
+/*
+ * A loaded graph as an operand: the words graph (its edges) and hops:K (its
+ * K-hop neighbourhood) read the graph bound here, e.g. "graph+virtual:1",
+ * "graph+expander:3", "hops:2&!self". The pattern keeps the pointer (graph
+ * must outlive every compile; NULL unbinds); the graph's node count sizes the
+ * pattern (before its virtual nodes). Only its runs are read: its self-loops
+ * and multi-edges are what it has (a pattern merges repeats).
+ */
+int ag_pattern_bind_graph(ag_pattern_t *pattern, const ag_nbhd_t *graph, ag_error_t *err);
+/* 1 if the pattern has graph or hops:K (compiling it needs a bound graph). */
+int ag_pattern_needs_graph(const ag_pattern_t *pattern);
 
 /*
  * Compiles the pattern on N nodes straight into runs (nb uninitialised; its

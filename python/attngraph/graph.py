@@ -117,6 +117,7 @@ class Graph:
         g.self_loops = "keep"  # how it was made, as model.args records it
         g.directed = None      # Graph.load's directed (None: as the file says)
         g._shape = None        # (n_src, n_dst) of a bipartite edge_index; None: (N, N)
+        g.n_virtual = 0        # a pattern's virtual:V: its last V nodes are appended ones
         return g
 
     def __del__(self):
@@ -145,7 +146,7 @@ class Graph:
                 "edge_id": _i64_view(nb.edge_id, E).copy() if nb.edge_id else None,
                 "perm": None if self._perm is None else np.array(self._perm, np.int64),
                 "mode": self._mode, "self_loops": self.self_loops, "directed": self.directed,
-                "shape": self._shape}
+                "shape": self._shape, "n_virtual": self.n_virtual}
 
     def __setstate__(self, state):
         """Rebuilds the graph from __getstate__'s arrays (checked: the kernels
@@ -179,6 +180,10 @@ class Graph:
         self._perm, self._mode = perm, int(state["mode"])
         self.self_loops, self.directed = state["self_loops"], state["directed"]
         self._slot = self._ends = None
+        self.n_virtual = int(state.get("n_virtual", 0))
+        if not 0 <= self.n_virtual < max(n, 1):
+            raise Error("pickled Graph: %d virtual nodes of %d" % (self.n_virtual, n),
+                        "invalid value")
         shape = state.get("shape")
         self._shape = None if shape is None else tuple(int(v) for v in shape)
         if self._shape is not None and (max(self._shape) != n or min(self._shape) < 0):
@@ -246,23 +251,42 @@ class Graph:
                 c_free(values)
 
     @classmethod
-    def pattern(cls, spec, n=None, self_loops="keep", labels=None, rows=None):
+    def pattern(cls, spec, n=None, self_loops="keep", labels=None, rows=None, graph=None):
         """A connectivity pattern ("causal", "window:3", "docs:5,3&window:2", ...;
         docs/patterns.md) on n nodes (None: the size the spec implies, or
         len(labels)); rows=(lo, hi): only destinations lo..hi-1 get their messages
-        (ag_nbhd_from_pattern_rows: a part of a pattern too large to compile whole)."""
+        (ag_nbhd_from_pattern_rows: a part of a pattern too large to compile whole).
+
+        graph: a Graph the words graph and hops:K read ("graph+virtual:1",
+        "graph+expander:3", "hops:2&!self"); it sizes the pattern and lends it
+        its labels. A spec's virtual:V appends V nodes after the n given (the
+        result has n + V, its n_virtual V; labels name the first n, the
+        appended ones are "virtual0", ...)."""
         e = err()
         pat = C.c_void_p()
         check(lib.ag_pattern_parse(C.byref(pat), str(spec).encode(), C.byref(e)), e)
         try:
+            V = int(lib.ag_pattern_virtual(pat))
+            if graph is not None:
+                if not isinstance(graph, Graph):
+                    raise Error("graph=%s: expected an attngraph.Graph" % type(graph).__name__,
+                                "invalid value")
+                if graph._shape is not None and graph._shape[0] != graph._shape[1]:
+                    raise Error("graph= is bipartite %s; a pattern reads a graph of one node "
+                                "set" % (graph._shape,), "invalid value")
+                check(lib.ag_pattern_bind_graph(pat, C.byref(graph._nb), C.byref(e)), e)
+                if n is None and labels is None:
+                    n = graph.N
+                    labels = graph.labels
             if n is None:
-                n = len(labels) if labels is not None else lib.ag_pattern_size(pat)
-                if n == 0:
+                n = len(labels) if labels is not None else lib.ag_pattern_size(pat) - V
+                if n <= 0:
                     raise Error("pattern '%s' does not imply a size; give n" % spec,
                                 "invalid value")
+            n = int(n)
             g = cls._new("pattern")
             if rows is None:
-                check(lib.ag_nbhd_from_pattern(C.byref(g._nb), pat, int(n),
+                check(lib.ag_nbhd_from_pattern(C.byref(g._nb), pat, n + V,
                                                _self_loops(self_loops), C.byref(e)), e)
             else:
                 try:
@@ -270,18 +294,46 @@ class Graph:
                 except (TypeError, ValueError):
                     raise Error("rows=%r: expected (lo, hi), two node numbers" % (rows,),
                                 "invalid value") from None
-                check(lib.ag_nbhd_from_pattern_rows(C.byref(g._nb), pat, int(n), int(lo), int(hi),
-                                                    _self_loops(self_loops), C.byref(e)), e)
+                check(lib.ag_nbhd_from_pattern_rows(C.byref(g._nb), pat, n + V, int(lo),
+                                                    int(hi), _self_loops(self_loops),
+                                                    C.byref(e)), e)
         finally:
             lib.ag_pattern_free(pat)
         g.name = str(spec)
+        g.n_virtual = V
         if labels is not None:
             if len(labels) != n:
                 raise Error("%d labels for %d nodes" % (len(labels), n), "invalid value")
-            g.labels = [str(s) for s in labels]
+            g.labels = [str(s) for s in labels] + ["virtual%d" % v for v in range(V)]
         g._finish("keep", None)
         g.self_loops = _SELF_NAMES[_self_loops(self_loops)]   # applied by the pattern itself
         return g
+
+    def union(self, *others):
+        """The graph whose messages are every message of this graph and of the
+        others (all of N nodes), each pair j -> i once: a set union, as a
+        pattern's '+' (multi-edges merge). Destinations in order, sources
+        ascending; labels from the first graph that has them. For unions with
+        patterns, Graph.pattern("graph+...", graph=g) does it in C."""
+        graphs = (self,) + others
+        for g in graphs:
+            if not isinstance(g, Graph):
+                raise Error("union of a %s: expected attngraph.Graph" % type(g).__name__,
+                            "invalid value")
+            if g.N != self.N or g.shape != (self.N, self.N):
+                raise Error("union of a graph of %s nodes with one of %s; expected the same "
+                            "node set" % (g.shape if g._shape else g.N, self.N),
+                            "invalid value")
+        N = self.N
+        keys = np.unique(np.concatenate(   # destination * N + source, sorted and once
+            [np.repeat(np.arange(N, dtype=np.int64), g.in_degree()) * N + g.csr()[1]
+             for g in graphs]))
+        indptr = np.zeros(N + 1, np.int64)
+        np.cumsum(np.bincount(keys // N, minlength=N), out=indptr[1:])
+        u = Graph.from_csr(indptr, keys % N)
+        u.name = " + ".join(str(g.name or g.kind) for g in graphs)
+        u.labels = next((list(g.labels) for g in graphs if g.labels is not None), None)
+        return u
 
     @classmethod
     def from_csr(cls, indptr, indices, self_loops="keep"):

@@ -313,13 +313,25 @@ static int check_labels(compare_state_t *st, const compare_opts_t *co, int k, ag
     return AG_OK;
 }
 
+/* The graph file a pattern's words graph and hops:K read: the first --graph. */
+static const char *first_graph(const compare_opts_t *co)
+{
+    for (int k = 0; k < co->n_conns; k++)
+        if (co->conns[k].is_graph)
+            return co->conns[k].name;
+    return NULL;
+}
+
 /* Runs connectivity k: figures into st->fig[k], per-node rows if asked. */
 static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *usage,
                    ag_error_t *err)
 {
     source_opts_t so = co->o.src;
-    if (co->conns[k].is_graph) {
-        so = graph_opts(co, co->conns[k].name);
+    const int over_graph = !co->conns[k].is_graph && pattern_reads_graph(co->conns[k].name) &&
+                           first_graph(co);
+    if (co->conns[k].is_graph || over_graph) {
+        so = graph_opts(co, over_graph ? first_graph(co) : co->conns[k].name);
+        so.pattern = over_graph ? co->conns[k].name : NULL;
     } else {
         so.pattern = co->conns[k].name;
         so.direction = AG_EDGES_AUTO;   /* edge directions mean nothing to a pattern */
@@ -378,7 +390,8 @@ static int run_one(compare_state_t *st, const compare_opts_t *co, int k, int *us
         for (int64_t i = 0; i < N; i++)
             st->entropy[i] = st->distance[i] = NAN;
     }
-    if (co->conns[k].is_graph)    /* |i - j| means something only where ids are positions */
+    if (co->conns[k].is_graph || over_graph)   /* |i - j| means something only where ids
+                                                  are positions */
         for (int64_t i = 0; i < N; i++)
             st->distance[i] = NAN;
     double ignored;

@@ -119,7 +119,8 @@ const opt_def_t input_common_options[] = {
 
 const opt_def_t input_source_options[] = {
     OPT_VALUE("pattern", OPT_PATTERN,
-              "  --pattern SPEC      run on a pattern instead of a graph file\n"),
+              "  --pattern SPEC      run on a pattern instead of a graph file; beside a GRAPH\n"
+              "                      or --csr, over its nodes ('graph+virtual:1', 'hops:2')\n"),
     OPT_VALUE("csr", OPT_CSR,
               "  --csr IP.npy,IX.npy run on an in-neighbour CSR (see 'attngraph run --help')\n"),
     OPT_DEF_END,

@@ -165,23 +165,36 @@ int source_args(run_opts_t *o, const opt_parser_t *p, const char *cmd)
         o->src.graph = p->pos[0];
     if (o->src.format && !o->src.graph)
         return usage_error(cmd, "--format names the format of a GRAPH file; none was given");
-    const int given = !!o->src.graph + !!o->src.pattern + !!o->src.csr;
-    if (given == 0)
+    if (!o->src.graph && !o->src.pattern && !o->src.csr)
         return usage_error(cmd, "no GRAPH file, --pattern or --csr given");
-    if (given > 1)
-        return usage_error(cmd, "give one of a GRAPH file, --pattern and --csr");
+    if (o->src.graph && o->src.csr)   /* a pattern may run over either: its word graph */
+        return usage_error(cmd, "give a GRAPH file or --csr, not both");
     return 0;
 }
 
 /* ---- inputs ---- */
 
+/* A row a node, for N nodes of which the last V are a pattern's virtual ones:
+   N rows give theirs, N - V rows leave them zero. */
 static int read_rows(ag_matrix_t *m, const char *option, const char *path, int64_t N,
-                     ag_error_t *err)
+                     int64_t V, ag_error_t *err)
 {
     int rc = ag_matrix_read_npy(m, path, err);
-    if (!rc && m->rows != N) {
-        rc = ag_fail(err, AG_EINVAL, "%s %s has %lld row%s, the graph has %lld node%s", option,
-                     path, (long long)m->rows, AG_PLURAL(m->rows), (long long)N, AG_PLURAL(N));
+    if (!rc && V && m->rows == N - V) {
+        ag_matrix_t all;
+        if (!(rc = ag_matrix_init(&all, N, m->cols, err)))
+            memcpy(all.data, m->data, (size_t)(m->rows * m->cols) * sizeof *m->data);
+        ag_matrix_destroy(m);
+        if (!rc)
+            *m = all;
+    } else if (!rc && m->rows != N) {
+        char virt[96] = "";
+        if (V)
+            snprintf(virt, sizeof virt, " (%lld of them virtual: %lld rows leave those zero)",
+                     (long long)V, (long long)(N - V));
+        rc = ag_fail(err, AG_EINVAL, "%s %s has %lld row%s, the graph has %lld node%s%s", option,
+                     path, (long long)m->rows, AG_PLURAL(m->rows), (long long)N, AG_PLURAL(N),
+                     virt);
         ag_matrix_destroy(m);
     }
     return rc;
@@ -216,11 +229,12 @@ static int raw_finish(inputs_t *in, const run_opts_t *o, ag_error_t *err)
 
 static int load_raw(inputs_t *in, const run_opts_t *o, ag_error_t *err)
 {
-    int rc = read_rows(&in->q, "--q", o->q, in->N, err);
+    const int64_t V = pattern_virtual_nodes(o->src.pattern);
+    int rc = read_rows(&in->q, "--q", o->q, in->N, V, err);
     if (!rc)
-        rc = read_rows(&in->k, "--k", o->k, in->N, err);
+        rc = read_rows(&in->k, "--k", o->k, in->N, V, err);
     if (!rc)
-        rc = read_rows(&in->v, "--v", o->v, in->N, err);
+        rc = read_rows(&in->v, "--v", o->v, in->N, V, err);
     return rc ? rc : raw_finish(in, o, err);
 }
 
@@ -322,7 +336,8 @@ static int load_rounds(inputs_t *in, const run_opts_t *o, ag_error_t *err)
         return rc0;
     int rc;
     if (o->features) {
-        if ((rc = read_rows(&in->x0, "--features", o->features, in->N, err)))
+        if ((rc = read_rows(&in->x0, "--features", o->features, in->N,
+                            pattern_virtual_nodes(o->src.pattern), err)))
             return rc;
     } else {
         if ((rc = ag_matrix_init(&in->x0, in->N, o->dim ? o->dim : DEFAULT_DIM, err)))

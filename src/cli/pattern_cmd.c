@@ -9,7 +9,8 @@
 #define DEFAULT_MAX_EXPORT ((int64_t)50000000)
 
 static const opt_def_t pattern_options[] = {
-    OPT_PROSE("usage: attngraph pattern SPEC (--nodes N | --tokens \"a b c\" | --labels-file F)\n"
+    OPT_PROSE("usage: attngraph pattern SPEC (--nodes N | --tokens \"a b c\" | --labels-file F |\n"
+              "                               --graph FILE)\n"
               "                         --out FILE [--format F] [--self-loops MODE]\n"
               "\n"
               "Writes a connectivity pattern as a graph file in the format of its extension\n"
@@ -36,6 +37,11 @@ static const opt_def_t pattern_options[] = {
               "  cross:S,T            the first S nodes are sources, the next T targets\n"
               "  grid:HxW,R           2-D neighbourhood on an H x W grid: |dx| <= R and |dy| <= R\n"
               "  axial:HxW            same row or same column of the grid\n"
+              "  self                 j == i\n"
+              "  graph                the edges of the graph file (--graph, or run's GRAPH)\n"
+              "  hops:K               the graph's K-hop neighbourhood: a path of 1..K edges j -> i\n"
+              "  expander:D[,SEED]    D random permutations and their inverses (Exphormer)\n"
+              "  virtual:V            V nodes appended after the others, linked both ways to all\n"
               "Composition: A+B union, A&B intersection ('&' binds tighter), !A complement,\n"
               "parentheses. E.g. 'docs:5,3&window:2', 'causal&!strided:4+global:1'.\n"
               "\n"
@@ -44,6 +50,8 @@ static const opt_def_t pattern_options[] = {
               "  --nodes N           number of nodes (default: from --tokens or the pattern)\n"),
     OPT_VALUE("tokens", OPT_TOKENS, "  --tokens \"a b c\"    nodes and their labels at once\n"),
     OPT_VALUE("labels-file", OPT_LABELS_FILE, "  --labels-file F     labels, one a line\n"),
+    OPT_VALUE("graph", OPT_GRAPH,
+              "  --graph FILE        the graph that graph and hops:K read (its nodes and labels)\n"),
     OPT_VALUE("out", OPT_OUT,
               "  --out FILE          the graph file to write (-: standard output)\n"),
     OPT_VALUE("format", OPT_FORMAT,
@@ -70,6 +78,8 @@ int cmd_pattern(int argc, char **argv)
     while ((c = opt_next(&p)) > 0) {
         if (c == OPT_OUT) {
             o.out = p.arg;
+        } else if (c == OPT_GRAPH) {
+            o.src.graph = p.arg;
         } else if (c == OPT_FORMAT) {
             o.src.format = p.arg;
         } else if (c == OPT_MAX_EDGES) {

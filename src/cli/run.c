@@ -282,7 +282,7 @@ static int one_write(run_backend_t *b, out_file_t *outs, ag_error_t *err)
     const run_opts_t *o = x->o;
     const result_t *r = &x->r;
     const inputs_t *in = &x->in;
-    const int64_t N = x->s.nb.n_nodes;
+    const int64_t N = x->s.nb.n_nodes - x->s.n_virtual;   /* outputs: the input nodes */
     int rc = AG_OK;
     if (run_trace_is_svg(o, outs))
         rc = write_trace_svg(&outs[RUN_TRACE], r->trace, r->rounds_done, x->s.desc, err);

@@ -112,6 +112,80 @@ static int open_graph(source_t *s, const source_opts_t *o, int *usage, ag_error_
     return ag_nbhd_self_loops(&s->nb, o->self, err);
 }
 
+/* Labels for the virtual nodes after n named ones: "virtual0", "virtual1", ...
+   (numbered labels stay numbers). */
+static int labels_add_virtual(ag_labels_t *l, int64_t V, ag_error_t *err)
+{
+    if (!l->str) {
+        l->n += V;
+        return AG_OK;
+    }
+    char **p = realloc(l->str, (size_t)(l->n + V) * sizeof *p);
+    if (!p)
+        return ag_fail(err, AG_ENOMEM, "labels: out of memory");
+    l->str = p;
+    for (int64_t v = 0; v < V; v++) {
+        char buf[40];
+        snprintf(buf, sizeof buf, "virtual%lld", (long long)v);
+        if (!(l->str[l->n] = strdup(buf)))
+            return ag_fail(err, AG_ENOMEM, "labels: out of memory");
+        l->n++;
+    }
+    return AG_OK;
+}
+
+int64_t pattern_virtual_nodes(const char *spec)
+{
+    ag_pattern_t *pat;
+    if (!spec || ag_pattern_parse(&pat, spec, NULL))
+        return 0;
+    const int64_t V = ag_pattern_virtual(pat);
+    ag_pattern_free(pat);
+    return V;
+}
+
+int pattern_reads_graph(const char *spec)
+{
+    ag_pattern_t *pat;
+    if (!spec || ag_pattern_parse(&pat, spec, NULL))
+        return 0;
+    const int reads = ag_pattern_needs_graph(pat);
+    ag_pattern_free(pat);
+    return reads;
+}
+
+/* The pattern over the graph s holds (its nodes and labels; graph and hops:K
+   read its edges): s's neighbourhoods become the pattern's, plus its virtual
+   nodes. The graph's self-loops option applies to the pattern, not to the
+   edges it reads. */
+static int pattern_over_graph(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err)
+{
+    ag_pattern_t *pat;
+    int rc = ag_pattern_parse(&pat, o->pattern, err);
+    if (rc) {
+        *usage = 1;
+        return rc;
+    }
+    ag_nbhd_t graph = s->nb, nb;
+    const int64_t V = ag_pattern_virtual(pat);
+    rc = ag_pattern_bind_graph(pat, &graph, err);
+    if (!rc && (rc = ag_nbhd_from_pattern(&nb, pat, graph.n_nodes + V, o->self, err)) == AG_EINVAL)
+        *usage = 1;
+    ag_pattern_free(pat);
+    if (rc)
+        return rc;
+    ag_nbhd_destroy(&graph);
+    s->nb = nb;
+    s->n_virtual = V;
+    if (s->have_graph)   /* its edges are no longer the messages: nothing may read them */
+        igraph_destroy(&s->graph);
+    s->have_graph = 0;
+    char was[200];
+    snprintf(was, sizeof was, "%.190s", s->desc);
+    snprintf(s->desc, sizeof s->desc, "pattern '%.200s' over %s", o->pattern, was);
+    return labels_add_virtual(&s->labels, V, err);
+}
+
 static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err)
 {
     ag_pattern_t *pat;
@@ -120,6 +194,7 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
         *usage = 1;
         return rc;
     }
+    const int64_t V = ag_pattern_virtual(pat);
     int64_t N = o->nodes;
     /* mistakes in --tokens, --nodes or the spec are usage (exit 2); a labels file is input */
     if (o->tokens) {
@@ -137,7 +212,12 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
         }
         N = s->labels.n;
     }
-    if (!rc && N == 0 && !(N = ag_pattern_size(pat)) && !(N = o->size_hint)) {
+    /* --nodes, --tokens and a graph's size count the nodes before the virtual ones */
+    if (N)
+        N += V;
+    else if (o->size_hint)
+        N = o->size_hint + V;
+    if (!rc && N == 0 && !(N = ag_pattern_size(pat))) {
         *usage = 1;
         rc = ag_fail(err, AG_EINVAL, "pattern '%s' needs a size: give --nodes N or --tokens",
                      o->pattern);
@@ -151,8 +231,11 @@ static int open_pattern(source_t *s, const source_opts_t *o, int *usage, ag_erro
         *usage = !o->labels_file;   /* the spec does not fit --nodes or --tokens */
     if (!rc && !s->labels.str)
         s->labels = (ag_labels_t){N, NULL};   /* node numbers, made when printed */
+    else if (!rc)
+        rc = labels_add_virtual(&s->labels, V, err);
     if (!rc)
         snprintf(s->desc, sizeof s->desc, "pattern '%s'", o->pattern);
+    s->n_virtual = rc ? 0 : V;
     ag_pattern_free(pat);
     return rc;
 }
@@ -235,9 +318,15 @@ int source_open(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err
                        "lists, NCOL, LGL); '%s' is a %s", o->csr ? o->csr : o->pattern,
                        o->csr ? "CSR" : "pattern");
     }
-    if (o->csr)
-        return open_csr(s, o, usage, err);
-    return o->graph ? open_graph(s, o, usage, err) : open_pattern(s, o, usage, err);
+    if (!o->graph && !o->csr)
+        return open_pattern(s, o, usage, err);
+    if (!o->pattern)
+        return o->csr ? open_csr(s, o, usage, err) : open_graph(s, o, usage, err);
+    /* a pattern over the graph: the graph's own edges as they are, self-loops for the pattern */
+    source_opts_t g = *o;
+    g.self = AG_SELF_KEEP;
+    int rc = o->csr ? open_csr(s, &g, usage, err) : open_graph(s, &g, usage, err);
+    return rc ? rc : pattern_over_graph(s, o, usage, err);
 }
 
 void source_close(source_t *s)

@@ -6,7 +6,8 @@
 
 typedef struct {
     const char *graph;          /* a graph file, or */
-    const char *pattern;        /* a pattern spec, or */
+    const char *pattern;        /* a pattern spec (over the graph file or CSR, if one is
+                                   given: its words graph and hops:K read it), or */
     const char *csr;            /* "INDPTR.npy,INDICES.npy": in-neighbour CSR, int64 */
     const char *format;         /* graph file format name, or NULL */
     int64_t nodes;              /* pattern size (0: from --tokens or the pattern) */
@@ -24,6 +25,7 @@ typedef struct {
     int have_graph;
     ag_nbhd_t nb;
     ag_labels_t labels;
+    int64_t n_virtual;          /* the pattern's appended nodes: the last of nb's */
 } source_t;
 
 /* Opens the source: loads or compiles it, with labels. Returns AG_OK or a
@@ -49,6 +51,11 @@ int csr_paths(const char *csr, char **indptr, const char **indices, int *usage,
               ag_error_t *err);
 /* How many of --csr's two names are "-" (standard input); 0 for NULL. */
 int csr_stdin_count(const char *csr);
+
+/* The V of the spec's virtual:V (0: none, or a spec that does not parse). */
+int64_t pattern_virtual_nodes(const char *spec);
+/* 1 if the spec reads a graph (graph, hops:K). */
+int pattern_reads_graph(const char *spec);
 
 /* Labels from "a b c" (whitespace-separated) or a file (one a line). */
 int labels_from_tokens(ag_labels_t *labels, const char *tokens, ag_error_t *err);

@@ -16,11 +16,13 @@
 
 #include "graph/pattern_ast.h"
 #include "graph/graph.h"
+#include "base/rng.h"
 
 /* ---- sizes ---- */
 
-/* The node count an atom implies (0: none), and the atom that implies it. */
-static int64_t natural_size(const pnode_t *n, const pnode_t **who)
+/* The node count an atom implies before the virtual nodes (0: none), and the
+   atom that implies it. */
+static int64_t natural_size(const ag_pattern_t *pat, const pnode_t *n, const pnode_t **who)
 {
     switch (n->kind) {
     case P_BLOCKS:
@@ -34,13 +36,17 @@ static int64_t natural_size(const pnode_t *n, const pnode_t **who)
     case P_AXIAL:
         *who = n;
         return n->a[0] * n->a[1];
+    case P_GRAPH:
+    case P_HOPS:
+        *who = n;
+        return pat->graph ? pat->graph->n_nodes : 0;
     case P_UNION:
     case P_INTERSECT: {
-        int64_t s = natural_size(n->l, who);
-        return s ? s : natural_size(n->r, who);
+        int64_t s = natural_size(pat, n->l, who);
+        return s ? s : natural_size(pat, n->r, who);
     }
     case P_NOT:
-        return natural_size(n->l, who);
+        return natural_size(pat, n->l, who);
     default:
         return 0;
     }
@@ -49,33 +55,76 @@ static int64_t natural_size(const pnode_t *n, const pnode_t **who)
 int64_t ag_pattern_size(const ag_pattern_t *pattern)
 {
     const pnode_t *who;
-    return natural_size(pattern->root, &who);
+    const int64_t base = natural_size(pattern, pattern->root, &who);
+    return base ? base + pattern->n_virtual : 0;
 }
 
-/* Every atom that implies a size must agree with N; global ids must exist. */
-static int check_size(const ag_pattern_t *pat, const pnode_t *n, int64_t N, ag_error_t *err)
+int64_t ag_pattern_virtual(const ag_pattern_t *pattern)
+{
+    return pattern->n_virtual;
+}
+
+static int reads_graph(const pnode_t *n)
+{
+    return n && (n->kind == P_GRAPH || n->kind == P_HOPS || reads_graph(n->l) ||
+                 reads_graph(n->r));
+}
+
+int ag_pattern_needs_graph(const ag_pattern_t *pattern)
+{
+    return reads_graph(pattern->root);
+}
+
+int ag_pattern_bind_graph(ag_pattern_t *pattern, const ag_nbhd_t *graph, ag_error_t *err)
+{
+    if (graph && (graph->n_nodes < 0 || !graph->run_ptr || (graph->n_runs && !graph->run_src)))
+        return ag_fail(err, AG_EINVAL, "pattern '%s': the graph to bind is not a compiled "
+                       "neighbourhood (no runs)", pattern->spec);
+    pattern->graph = graph;
+    return AG_OK;
+}
+
+/* Every atom that implies a size must agree with Nb, the nodes before the
+   virtual ones; global ids must exist; the graph must be there. */
+static int check_size(const ag_pattern_t *pat, const pnode_t *n, int64_t Nb, ag_error_t *err)
 {
     const pnode_t *who = NULL;
     switch (n->kind) {
     case P_UNION:
     case P_INTERSECT:
-        if (check_size(pat, n->r, N, err))
+        if (check_size(pat, n->r, Nb, err))
             return err ? err->status : AG_EINVAL;
         /* fall through */
     case P_NOT:
-        return check_size(pat, n->l, N, err);
+        return check_size(pat, n->l, Nb, err);
     case P_GLOBAL_IDS:
-        if (n->list[n->n_list - 1] >= N)
+        if (n->list[n->n_list - 1] >= Nb)
             return ag_fail(err, AG_EINVAL, "pattern '%s': '%s' names node %lld, but the nodes "
                            "are 0..%lld", pat->spec, n->text, (long long)n->list[n->n_list - 1],
-                           (long long)N - 1);
+                           (long long)Nb - 1);
         return AG_OK;
+    case P_EXPANDER:
+        if (2 * n->a[0] > Nb)
+            return ag_fail(err, AG_EINVAL, "pattern '%s': '%s' draws %lld sources a node (%lld "
+                           "permutations and their inverses), more than the %lld node%s; "
+                           "expected D <= %lld", pat->spec, n->text, (long long)(2 * n->a[0]),
+                           (long long)n->a[0], (long long)Nb, AG_PLURAL(Nb),
+                           (long long)(Nb / 2));
+        return AG_OK;
+    case P_GRAPH:
+    case P_HOPS:
+        if (!pat->graph)
+            return ag_fail(err, AG_EINVAL, "pattern '%s': '%s' reads a graph, and none was "
+                           "given (a graph file beside --pattern; ag_pattern_bind_graph in C; "
+                           "graph= in Python)", pat->spec, n->text);
+        /* fall through */
     default: {
-        int64_t s = natural_size(n, &who);
-        if (s && s != N)
+        int64_t s = natural_size(pat, n, &who);
+        if (s && s != Nb)
             return ag_fail(err, AG_EINVAL, "pattern '%s': '%s' covers %lld node%s, but there "
-                           "%s %lld", pat->spec, who->text, (long long)s, s == 1 ? "" : "s",
-                           N == 1 ? "is" : "are", (long long)N);
+                           "%s %lld%s", pat->spec, who->text, (long long)s, s == 1 ? "" : "s",
+                           Nb == 1 ? "is" : "are", (long long)Nb,
+                           pat->n_virtual ? " before the virtual ones" : "");
         return AG_OK;
     }
     }
@@ -179,19 +228,135 @@ static int bigbird_sources(pnode_t *n, int64_t N, int64_t qb)
     return bad ? -1 : 0;
 }
 
+/* Appends [j, j+1) for each of the r sorted ids (repeats merge). */
+static int push_ids(ivl_list_t *o, const int64_t *ids, int64_t r, int64_t N)
+{
+    for (int64_t m = 0; m < r; m++)
+        if (ivl_push(o, ids[m], ids[m] + 1, N))
+            return -1;
+    return 0;
+}
+
+/* The graph's in-neighbours of i: its runs, ascending (a multi-edge's repeat
+   overlaps the run before it and merges). */
+static int graph_sources(const ag_nbhd_t *g, int64_t i, ivl_list_t *o)
+{
+    for (int64_t r = g->run_ptr[i]; r < g->run_ptr[i + 1]; r++)
+        if (ivl_push(o, g->run_src[r], g->run_src[r] + g->run_len[r], g->n_nodes))
+            return -1;
+    return 0;
+}
+
+/*
+ * hops:K, the sources j with a path j -> ... -> i of 1 to K of the graph's
+ * edges: a breadth-first search backwards from i, level by level. The
+ * scratch holds a mark per node (the search that last reached it: a[4]
+ * counts them) and the found nodes in order of their level, so a search
+ * costs the in-edges of what it finds, not N.
+ */
+static int hops_sources(pnode_t *n, const ag_nbhd_t *g, int64_t i)
+{
+    const int64_t N = g->n_nodes;
+    if (n->scratch_n != N) {
+        int64_t *s = node_scratch(n, 2 * N);
+        if (!s)
+            return -1;
+        for (int64_t k = 0; k < N; k++)
+            s[k] = 0;
+        n->scratch_n = N;
+        n->a[4] = 0;
+    }
+    int64_t *mark = n->scratch, *found = n->scratch + N, n_found = 0, lo = 0;
+    const int64_t search = ++n->a[4];
+    for (int64_t level = 0; level < n->a[0]; level++) {
+        const int64_t hi = n_found;
+        /* the frontier: i itself first, then the nodes found at the last level */
+        for (int64_t f = level ? lo : -1; f < (level ? hi : 0); f++) {
+            const int64_t u = f < 0 ? i : found[f];
+            for (int64_t r = g->run_ptr[u]; r < g->run_ptr[u + 1]; r++)
+                for (int64_t j = g->run_src[r]; j < g->run_src[r] + g->run_len[r]; j++)
+                    if (mark[j] != search)
+                        mark[j] = search, found[n_found++] = j;
+        }
+        if (n_found == hi)
+            break;                           /* nothing new: no further level adds any */
+        lo = hi;
+    }
+    qsort(found, (size_t)n_found, sizeof *found, cmp_i64);
+    return push_ids(&n->buf, found, n_found, N);
+}
+
+/*
+ * expander:D[,SEED], Exphormer's (Shirzad et al. 2023): D random permutations
+ * p of the N nodes, each sending i -> p(i) and p(i) -> i; node i's sources are
+ * p(i) and p^-1(i) for each. The union of D random permutations and their
+ * inverses is a 2D-regular graph (a multigraph before merging repeats) that is
+ * an expander with high probability (Friedman 2008: its second adjacency
+ * eigenvalue is near 2 sqrt(2D - 1)), so every node reaches every other in
+ * O(log N) steps. The permutations, 2DN ids, are drawn once per N.
+ */
+static int expander_sources(pnode_t *n, int64_t N, int64_t i)
+{
+    const int64_t D = n->a[0];
+    if (n->scratch_n != N) {
+        int64_t *s = node_scratch(n, 2 * D * N + 2 * D);
+        if (!s)
+            return -1;
+        for (int64_t d = 0; d < D; d++) {
+            int64_t *p = s + 2 * d * N, *inv = p + N;
+            uint64_t state = rng_seed((uint64_t)n->a[1], (uint64_t)d);
+            for (int64_t k = 0; k < N; k++)
+                p[k] = k;
+            for (int64_t k = N - 1; k > 0; k--) {   /* Fisher-Yates */
+                const int64_t t = rng_below(&state, k + 1), x = p[k];
+                p[k] = p[t], p[t] = x;
+            }
+            for (int64_t k = 0; k < N; k++)
+                inv[p[k]] = k;
+        }
+        n->scratch_n = N;
+    }
+    int64_t *ids = n->scratch + 2 * D * N;
+    for (int64_t d = 0; d < D; d++)
+        ids[2 * d] = n->scratch[2 * d * N + i], ids[2 * d + 1] = n->scratch[(2 * d + 1) * N + i];
+    qsort(ids, (size_t)(2 * D), sizeof *ids, cmp_i64);
+    return push_ids(&n->buf, ids, 2 * D, N);
+}
+
 static int in_list(const pnode_t *n, int64_t i)
 {
     return bsearch(&i, n->list, (size_t)n->n_list, sizeof i, cmp_i64) != NULL;
 }
 
-/* Computes n's sources of destination i into n->buf; -1 when out of memory. */
-static int eval(pnode_t *n, int64_t i, int64_t N)
+/* Computes n's sources of destination i into n->buf; -1 when out of memory.
+   N counts every node, Nb those before the virtual ones: the atoms other than
+   virtual:V and self live on 0..Nb-1 and give the virtual nodes nothing. */
+static int eval(const ag_pattern_t *pat, pnode_t *n, int64_t i, int64_t N, int64_t Nb)
 {
     ivl_list_t *o = &n->buf;
     const int64_t *a = n->a;
     ivl_clear(o);
     int bad = 0;
     switch (n->kind) {
+    case P_VIRTUAL: return ivl_push(o, i < Nb ? Nb : 0, N, N);
+    case P_SELF: return ivl_push(o, i, i + 1, N);
+    case P_UNION:
+    case P_INTERSECT:
+        bad = eval(pat, n->l, i, N, Nb) || eval(pat, n->r, i, N, Nb) ||
+              (n->kind == P_UNION ? ivl_union(o, &n->l->buf, &n->r->buf)
+                                  : ivl_intersect(o, &n->l->buf, &n->r->buf));
+        return bad ? -1 : 0;
+    case P_NOT:
+        return eval(pat, n->l, i, N, Nb) || ivl_complement(o, &n->l->buf, N) ? -1 : 0;
+    default:
+        if (i >= Nb)
+            return 0;
+        N = Nb;
+    }
+    switch (n->kind) {
+    case P_GRAPH: bad = graph_sources(pat->graph, i, o); break;
+    case P_HOPS: bad = hops_sources(n, pat->graph, i); break;
+    case P_EXPANDER: bad = expander_sources(n, N, i); break;
     case P_COMPLETE: bad = ivl_push(o, 0, N, N); break;
     case P_CAUSAL: bad = ivl_push(o, 0, i + 1, N); break;
     case P_WINDOW: bad = ivl_push(o, i - a[0] + 1, i + 1, N); break;
@@ -253,13 +418,7 @@ static int eval(pnode_t *n, int64_t i, int64_t N)
             bad = yy == y ? ivl_push(o, y * W, y * W + W, N) : ivl_push(o, yy * W + x, yy * W + x + 1, N);
         break;
     }
-    case P_UNION:
-    case P_INTERSECT:
-        bad = eval(n->l, i, N) || eval(n->r, i, N) ||
-              (n->kind == P_UNION ? ivl_union(o, &n->l->buf, &n->r->buf)
-                                  : ivl_intersect(o, &n->l->buf, &n->r->buf));
-        break;
-    case P_NOT: bad = eval(n->l, i, N) || ivl_complement(o, &n->l->buf, N); break;
+    default: break;   /* the operators, virtual and self: above */
     }
     return bad ? -1 : 0;
 }
@@ -292,13 +451,15 @@ static int runs_push(runs_t *r, int64_t src, int64_t len)
 
 int pattern_check(const ag_pattern_t *pattern, int64_t N, ag_error_t *err)
 {
-    if (N < 1)
-        return ag_fail(err, AG_EINVAL, "pattern '%s': %lld nodes; expected at least 1",
-                       pattern->spec, (long long)N);
+    const int64_t V = pattern->n_virtual;
+    if (N - V < 1)
+        return ag_fail(err, AG_EINVAL, "pattern '%s': %lld nodes%s; expected at least %lld",
+                       pattern->spec, (long long)N, V ? ", virtual ones included" : "",
+                       (long long)V + 1);
     if (N > MAX_PARAM)
         return ag_fail(err, AG_ELIMIT, "pattern '%s': %lld nodes is too many", pattern->spec,
                        (long long)N);
-    return check_size(pattern, pattern->root, N, err);
+    return check_size(pattern, pattern->root, N - V, err);
 }
 
 void pattern_eval_free(pattern_eval_t *ev)
@@ -311,7 +472,7 @@ void pattern_eval_free(pattern_eval_t *ev)
 const ivl_list_t *pattern_sources(const ag_pattern_t *pattern, int64_t N, ag_self_loops_t self,
                                   int64_t i, pattern_eval_t *ev)
 {
-    if (eval(pattern->root, i, N))
+    if (eval(pattern, pattern->root, i, N, N - pattern->n_virtual))
         return NULL;
     const ivl_list_t *res = &pattern->root->buf;
     if (self == AG_SELF_KEEP)

@@ -14,7 +14,8 @@
 typedef enum {
     P_COMPLETE, P_CAUSAL, P_WINDOW, P_WINDOW2, P_DILATED, P_STRIDED, P_FIXED, P_PREFIX,
     P_GLOBAL, P_GLOBAL_IDS, P_RANDOM, P_BIGBIRD, P_BLOCKS, P_DOCS, P_PADDING, P_CROSS,
-    P_GRID, P_AXIAL, P_UNION, P_INTERSECT, P_NOT
+    P_GRID, P_AXIAL, P_SELF, P_GRAPH, P_HOPS, P_EXPANDER, P_VIRTUAL,
+    P_UNION, P_INTERSECT, P_NOT
 } kind_t;
 
 typedef struct pnode {
@@ -24,14 +25,18 @@ typedef struct pnode {
     int64_t n_list;
     struct pnode *l, *r;      /* operands */
     ivl_list_t buf;           /* this node's result for the current destination */
-    int64_t *scratch;         /* random and bigbird sampling space */
+    int64_t *scratch;         /* random and bigbird sampling space; hops: its marks and
+                                 queues; expander: its permutations */
     int64_t scratch_cap;
+    int64_t scratch_n;        /* expander: the node count its permutations are for (0: none) */
     char *text;               /* the atom as written, for messages */
 } pnode_t;
 
 struct ag_pattern {
     char *spec;
     pnode_t *root;
+    const ag_nbhd_t *graph;   /* what graph and hops:k read (ag_pattern_bind_graph), or NULL */
+    int64_t n_virtual;        /* V of virtual:V (0: none): nodes appended after the others */
 };
 
 /* Frees a node and its operands (pattern_parse.c). */

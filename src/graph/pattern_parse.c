@@ -95,6 +95,11 @@ static const struct {
     {"cross", P_CROSS, "cross:S,T"},
     {"grid", P_GRID, "grid:HxW,R"},
     {"axial", P_AXIAL, "axial:HxW"},
+    {"self", P_SELF, "self"},
+    {"graph", P_GRAPH, "graph"},
+    {"hops", P_HOPS, "hops:K"},
+    {"expander", P_EXPANDER, "expander:D[,SEED]"},
+    {"virtual", P_VIRTUAL, "virtual:V"},
 };
 
 #define N_ATOMS (sizeof atoms / sizeof atoms[0])
@@ -161,7 +166,21 @@ static int setup_atom(parser_t *ps, pnode_t *n, const int64_t *p, int64_t np, in
     switch (n->kind) {
     case P_COMPLETE:
     case P_CAUSAL:
+    case P_SELF:
+    case P_GRAPH:
         return need(ps, n, np == 0, "no parameters");
+    case P_HOPS:
+        if (need(ps, n, np == 1, "one parameter"))
+            return ps->rc;
+        return need(ps, n, a[0] >= 1, "K >= 1");
+    case P_EXPANDER:
+        if (need(ps, n, np == 1 || np == 2, "one or two parameters"))
+            return ps->rc;
+        return need(ps, n, a[0] >= 1, "D >= 1");
+    case P_VIRTUAL:
+        if (need(ps, n, np == 1, "one parameter"))
+            return ps->rc;
+        return need(ps, n, a[0] >= 1, "V >= 1 (virtual:0 appends no node)");
     case P_WINDOW:
         if (np == 2)
             n->kind = P_WINDOW2;
@@ -261,7 +280,7 @@ static pnode_t *parse_atom(parser_t *ps)
     if (k == N_ATOMS) {
         parse_fail(ps, AG_EINVAL, "unknown pattern '%.*s'; expected complete, causal, window, "
                    "dilated, strided, fixed, prefix, global, random, bigbird, blocks, docs, "
-                   "padding, cross, grid or axial", (int)name_len, start);
+                   "padding, cross, grid, axial, self, graph, hops, expander or virtual", (int)name_len, start);
         return NULL;
     }
     const char *params = NULL;
@@ -384,6 +403,24 @@ static pnode_t *parse_union(parser_t *ps)
     return parse_binary(ps, '+', P_UNION, parse_term);
 }
 
+/* The V of every virtual:V under n into *V: they must agree (one set of
+   appended nodes). */
+static int virtual_count(parser_t *ps, const pnode_t *n, const pnode_t **first)
+{
+    if (!n)
+        return AG_OK;
+    if (n->kind == P_VIRTUAL) {
+        if (*first && (*first)->a[0] != n->a[0])
+            return parse_fail(ps, AG_EINVAL, "'%s' and '%s' disagree: a pattern appends one "
+                              "set of virtual nodes", (*first)->text, n->text);
+        if (!*first)
+            *first = n;
+    }
+    if (virtual_count(ps, n->l, first))
+        return ps->rc;
+    return virtual_count(ps, n->r, first);
+}
+
 int ag_pattern_parse(ag_pattern_t **out, const char *spec, ag_error_t *err)
 {
     *out = NULL;
@@ -400,13 +437,19 @@ int ag_pattern_parse(ag_pattern_t **out, const char *spec, ag_error_t *err)
     }
     if (!root)
         return ps.rc;
-    ag_pattern_t *pat = malloc(sizeof *pat);
+    const pnode_t *virt = NULL;
+    if (virtual_count(&ps, root, &virt)) {
+        pattern_node_free(root);
+        return ps.rc;
+    }
+    ag_pattern_t *pat = calloc(1, sizeof *pat);
     if (!pat || !(pat->spec = strdup(spec))) {
         free(pat);
         pattern_node_free(root);
         return ag_fail(err, AG_ENOMEM, "pattern: out of memory");
     }
     pat->root = root;
+    pat->n_virtual = virt ? virt->a[0] : 0;
     *out = pat;
     return AG_OK;
 }
