@@ -327,7 +327,11 @@ START_TEST(run_on_a_pattern_equals_the_same_graph)
     ag_matrix_destroy(&a), ag_matrix_destroy(&b);
     expect_cli("run --pattern causal --tokens 'nah I d win'", 0, 1, "'win' attends");
     expect_cli("run --pattern causal", 2, 2, "needs a size");
-    expect_cli("run graphs/sentence.gml --pattern causal", 2, 2, "give one of a GRAPH file, --pattern and --csr");
+    /* a pattern beside a graph file runs over its nodes and labels (its edges unread) */
+    expect_cli("run graphs/sentence.gml --pattern causal", 0, 1,
+               "pattern 'causal' over graphs/sentence.gml");
+    expect_cli("run graphs/sentence.gml --csr a.npy,b.npy", 2, 2,
+               "give a GRAPH file or --csr, not both");
     expect_cli("run graphs/sentence.gml --nodes 4", 2, 2, "are for patterns");
     expect_cli("run --pattern causal --nodes 3 --tokens 'a b'", 2, 2,
                "--tokens has 2 labels, but --nodes is 3");

@@ -326,6 +326,40 @@ START_TEST(cli_runs_a_pattern_over_a_graph_file)
 }
 END_TEST
 
+/* train: patterns reading the graph run over it (no connectivity of its
+   own); virtual nodes are outside the task; --pattern graph is the file. */
+START_TEST(train_runs_patterns_over_the_graph_file)
+{
+    char args[2048], *out, *err, *out2, *err2;
+    const char *task = "--features graphs/planted/x.npy --labels graphs/planted/labels.npy "
+                       "--train-mask graphs/planted/train.npy --epochs 5 --seed 3";
+    snprintf(args, sizeof args, "train graphs/planted.gml --pattern graph %s", task);
+    ck_assert_int_eq(run_cli(args, &out, &err), 0);
+    snprintf(args, sizeof args, "train graphs/planted.gml %s", task);
+    ck_assert_int_eq(run_cli(args, &out2, &err2), 0);
+    /* the same training, line for line, but the graph's description */
+    const char *a = strstr(out, "final"), *b = strstr(out2, "final");
+    ck_assert_msg(a && b && strcspn(a, "\n") == strcspn(b, "\n") &&
+                  strncmp(a, b, strcspn(a, "\n")) == 0, "%s\n---\n%s", out, out2);
+    free(out), free(err), free(out2), free(err2);
+    snprintf(args, sizeof args, "train graphs/planted.gml --pattern 'graph+virtual:1' %s "
+             "--predict %s", task, tmp_path("vp.npy"));
+    ck_assert_int_eq(run_cli(args, &out, &err), 0);
+    free(out), free(err);
+    int64_t *pred, n;
+    ag_error_t e;
+    ag_matrix_t x;
+    ck_assert_int_eq(ag_matrix_read_npy(&x, "graphs/planted/x.npy", &e), AG_OK);
+    ck_assert_int_eq(ag_index_read_npy(&pred, &n, tmp_path("vp.npy"), &e), AG_OK);
+    ck_assert_int_eq(n, x.rows);   /* the input nodes' classes, not the virtual node's */
+    free(pred);
+    ag_matrix_destroy(&x);
+    snprintf(args, sizeof args, "train graphs/planted.gml --pattern 'graph+virtual:1' "
+             "--pattern 'graph+expander:2' %s", task);
+    expect_cli(args, 1, 2, "appends 0 virtual nodes, the first connectivity 1");
+}
+END_TEST
+
 Suite *pattern_graph_suite(void)
 {
     Suite *s = suite_create("pattern_graph");
@@ -336,6 +370,7 @@ Suite *pattern_graph_suite(void)
     tcase_add_test(tc, virtual_nodes_link_both_ways_to_all);
     tcase_add_test(tc, graph_words_refuse_what_they_cannot_do);
     tcase_add_test(tc, cli_runs_a_pattern_over_a_graph_file);
+    tcase_add_test(tc, train_runs_patterns_over_the_graph_file);
     suite_add_tcase(s, tc);
     return s;
 }

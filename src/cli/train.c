@@ -86,13 +86,19 @@ static int whole_epoch(void *ctx, int step, epoch_t *f, ag_error_t *err)
 
 /* ---- the command ---- */
 
-/* A connectivity's source options (as compare makes them). */
+/* A connectivity's source options (as compare makes them). A pattern that
+   reads a graph (graph, hops:K) runs over the operand. */
 static source_opts_t conn_source(const train_opts_t *to, int k, int64_t N)
 {
     source_opts_t so = to->o.src;
     so.graph = so.pattern = so.csr = NULL;
-    const train_conn_t *c = &to->conns[k];
-    if (c->kind == 1) {
+    const train_conn_t *c = &to->conns[k], *g = to->operand.name ? &to->operand : NULL;
+    if (c->kind == 1 && g && pattern_reads_graph(c->name)) {
+        *(g->kind == 0 ? &so.graph : &so.csr) = g->name;
+        so.pattern = c->name;
+        so.tokens = so.labels_file = NULL;
+        so.nodes = 0;
+    } else if (c->kind == 1) {
         so.pattern = c->name;
         so.direction = AG_EDGES_AUTO;   /* edge directions mean nothing to a pattern */
         so.size_hint = N;
@@ -112,6 +118,7 @@ typedef struct {
     ag_matrix_t x0;
     float *edge_bias;
     ag_matrix_t edges;         /* --edge-features of the connectivity trained now */
+    int64_t task_virtual;      /* the first connectivity's virtual nodes: the task's last */
     int64_t *pred;
     folder_item_t items[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 3];
     char names[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 2][64];
@@ -138,6 +145,19 @@ static int save_fits(const char *dir, int n_layers, ag_error_t *err)
                    first);
 }
 
+/* m with rows appended, zero, up to `rows`. */
+static int pad_rows(ag_matrix_t *m, int64_t rows, ag_error_t *err)
+{
+    ag_matrix_t all;
+    int rc = ag_matrix_init(&all, rows, m->cols, err);
+    if (rc)
+        return rc;
+    memcpy(all.data, m->data, (size_t)(m->rows * m->cols) * sizeof *m->data);
+    ag_matrix_destroy(m);
+    *m = all;
+    return AG_OK;
+}
+
 /* Trains on connectivity k; keeps the model of a single connectivity
    (train_backend_t's connectivity on one process). */
 static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t *res,
@@ -151,14 +171,26 @@ static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t 
     }
     const train_opts_t *to = cx->to;
     const int64_t N = k == 0 ? st->x0.rows : st->in.N;
-    source_opts_t so = conn_source(to, k, N);
+    source_opts_t so = conn_source(to, k, N - (k ? st->task_virtual : 0));
     int rc = source_open(&st->src, &so, usage, err);
     if (rc)
         return rc;
-    if (st->src.nb.n_nodes != N)
-        return ag_fail(err, AG_EINVAL, "%s has %lld node%s; --features %s has %lld row%s",
-                       st->src.desc, (long long)st->src.nb.n_nodes,
-                       AG_PLURAL(st->src.nb.n_nodes), to->o.features, (long long)N, AG_PLURAL(N));
+    /* a pattern's virtual nodes come after the features' rows: theirs are zero
+       (the first layer's biases make their keys and values, and are learnt)
+       unless --features gives them */
+    const int64_t V = st->src.n_virtual, all = st->src.nb.n_nodes;
+    if (k == 0 && V && N == all - V && (rc = pad_rows(&st->x0, all, err)))
+        return rc;
+    if (k > 0 && V != st->task_virtual)
+        return ag_fail(err, AG_EINVAL, "%s appends %lld virtual node%s, the first connectivity "
+                       "%lld: connectivities trained together share their nodes (train them "
+                       "in runs of their own)", st->src.desc, (long long)V, AG_PLURAL(V),
+                       (long long)st->task_virtual);
+    if (all != (k == 0 ? st->x0.rows : N))
+        return ag_fail(err, AG_EINVAL, "%s has %lld node%s%s; --features %s has %lld row%s",
+                       st->src.desc, (long long)all, AG_PLURAL(all),
+                       V ? ", virtual ones included" : "", to->o.features,
+                       (long long)(k == 0 ? N : N - V), AG_PLURAL(N));
     const int64_t width = st->edges.cols;   /* the first connectivity's, the layers' */
     ag_matrix_destroy(&st->edges);
     if ((rc = edge_features_load(&st->edges, &st->src, to->o.edge_features, err)))
@@ -170,10 +202,12 @@ static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t 
     if (k == 0) {
         if ((rc = inputs_load_features(&st->in, &to->o, &st->x0,
                                        to->o.edge_features ? &st->edges : NULL, err)) ||
-            (rc = task_load(&st->task, to, N, st->in.x0.cols, err)) ||
+            (rc = task_load(&st->task, to, all - V, st->in.x0.cols, err)) ||
+            (V && (rc = task_add_virtual(&st->task, V, err))) ||
             (to->save && (rc = save_fits(to->save, st->in.n_layers, err))))
             return rc;
         cx->task = &st->task;
+        st->task_virtual = V;
     }
     if ((rc = edge_bias_load(&st->edge_bias, &st->src, to->o.edge_bias, err)))
         return rc;
@@ -203,7 +237,7 @@ static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t 
 static int one_predict(train_backend_t *b, out_file_t *out, ag_error_t *err)
 {
     train_state_t *st = b->ctx;
-    const int64_t N = st->model.N;
+    const int64_t N = st->model.N - st->task_virtual;   /* the input nodes */
     readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};   /* wr NULL: no
                                                                        readout, the logits */
     if (!(st->pred = ag_alloc(N, sizeof *st->pred, err, "predictions")))

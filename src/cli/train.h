@@ -19,6 +19,8 @@ typedef struct {
     run_opts_t o;                   /* inputs, scores, rounds (o.rounds may be 0), seed */
     train_conn_t conns[TRAIN_MAX_CONNS];
     int n_conns;
+    train_conn_t operand;           /* the graph file or CSR that the patterns reading a
+                                       graph (graph, hops:K) run over; name NULL: none */
     const char *targets, *labels, *train_mask, *eval_mask, *test_mask;
     int64_t epochs, every;          /* every 0: about ten lines */
     ag_optimizer_opts_t opt;
@@ -40,6 +42,9 @@ typedef struct {
    every value; the default train mask is every (labelled) node, the default
    eval mask the labelled nodes outside --train-mask when one is given. */
 int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t *err);
+/* Appends V nodes that nothing counts (unlabelled, outside every mask, zero
+   targets): a pattern's virtual nodes. */
+int task_add_virtual(task_t *t, int64_t V, ag_error_t *err);
 void task_free(task_t *t);
 
 /* Figures of the model after a number of steps. */

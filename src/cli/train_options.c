@@ -21,7 +21,9 @@ static const opt_def_t train_options[] = {
               "the final states (logits = X Wr^T + br, cross-entropy); with --targets, the final\n"
               "states themselves (mean squared error). Prints the loss and accuracies every few\n"
               "epochs. Under several connectivities (--pattern and --graph, repeated) the same\n"
-              "initial model is trained under each, and one table compares them.\n"
+              "initial model is trained under each, and one table compares them. Patterns that\n"
+              "read a graph ('graph+virtual:1', 'hops:2') run over the GRAPH (or the first\n"
+              "--graph or --csr), which is then no connectivity of its own ('--pattern graph' is).\n"
               "\n"
               "Task:\n"),
     OPT_VALUE("features", OPT_FEATURES,
@@ -190,7 +192,7 @@ static int train_checks(train_opts_t *t, const opt_parser_t *p)
     run_opts_t *o = &t->o;
     if (!t->n_conns)
         return usage_error("train", "no GRAPH file, --pattern or --csr given");
-    int graphs = 0, csrs = 0, stdin_files = 0;
+    int graphs = t->operand.name && t->operand.kind == 0, csrs = 0, stdin_files = 0;
     for (int k = 0; k < t->n_conns; k++) {
         graphs += t->conns[k].kind == 0, csrs += t->conns[k].kind == 2;
         stdin_files += t->conns[k].kind == 0 && strcmp(t->conns[k].name, "-") == 0;
@@ -268,6 +270,19 @@ int parse_train(train_opts_t *t, int argc, char **argv)
         if (t->n_conns++ == TRAIN_MAX_CONNS)
             return usage_error("train", "more than %d connectivities", TRAIN_MAX_CONNS);
     }
+    /* the first graph file or CSR is the operand of patterns that read a graph,
+       as run's GRAPH is, and no connectivity of its own ('--pattern graph' is it) */
+    int reads = 0;
+    for (int k = 0; k < t->n_conns; k++)
+        reads |= t->conns[k].kind == 1 && pattern_reads_graph(t->conns[k].name);
+    for (int k = 0; reads && k < t->n_conns; k++)
+        if (t->conns[k].kind != 1) {
+            t->operand = t->conns[k];
+            memmove(t->conns + k, t->conns + k + 1, (size_t)(t->n_conns - k - 1) *
+                    sizeof t->conns[0]);
+            t->n_conns--;
+            break;
+        }
     if (t->n_conns == 1) {   /* run's checks see the one source */
         const train_conn_t *c0 = &t->conns[0];
         *(c0->kind == 0 ? &t->o.src.graph : c0->kind == 1 ? &t->o.src.pattern : &t->o.src.csr) =

@@ -162,6 +162,39 @@ int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t
     return AG_OK;
 }
 
+int task_add_virtual(task_t *t, int64_t V, ag_error_t *err)
+{
+    const int64_t N = t->N, all = N + V;
+    if (t->labels) {
+        int64_t *l = ag_i_realloc(t->labels, all, sizeof *l, err, "labels");
+        if (!l)
+            return ag_alloc_status();
+        t->labels = l;
+        for (int64_t i = N; i < all; i++)
+            l[i] = -1;
+    }
+    if (t->targets.data) {
+        ag_matrix_t m;
+        if (ag_matrix_init(&m, all, t->targets.cols, err))
+            return ag_alloc_status();
+        memcpy(m.data, t->targets.data, (size_t)(N * t->targets.cols) * sizeof *m.data);
+        ag_matrix_destroy(&t->targets);
+        t->targets = m;
+    }
+    uint8_t **masks[] = {&t->train, &t->eval, &t->test};
+    for (int k = 0; k < 3; k++) {
+        if (!*masks[k])
+            continue;
+        uint8_t *m = ag_i_realloc(*masks[k], all, 1, err, "mask");
+        if (!m)
+            return ag_alloc_status();
+        memset(m + N, 0, (size_t)V);
+        *masks[k] = m;
+    }
+    t->N = all;
+    return AG_OK;
+}
+
 void task_free(task_t *t)
 {
     free(t->labels);
