@@ -77,7 +77,7 @@ CC_IS_CLANG := $(findstring clang,$(shell $(CC) --version 2>/dev/null | head -n 
 BUILD   ?= build
 # How the tests start the tool (check-valgrind puts valgrind in front).
 AG_CLI  ?= $(BUILD)/attngraph
-PKGS    := igraph libxml-2.0
+PKGS    := igraph libxml-2.0 zlib
 # OpenBLAS is make bench's yardstick (its sgemm beside the library's own
 # products); the library, the tools and the tests do not link it.
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)

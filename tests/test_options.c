@@ -210,7 +210,8 @@ START_TEST(input_mistakes_say_what_is_wrong)
     /* DOT is written (pattern), never read: it is not offered for reading */
     char *out, *err;
     ck_assert_int_eq(run_cli("run graphs/sentence.gml --format xyz", &out, &err), 2);
-    ck_assert_msg(strstr(err, "expected edgelist, ncol, lgl, graphml, gml or pajek"), "%s", err);
+    ck_assert_msg(strstr(err, "expected edgelist, ncol, lgl, graphml, gml, pajek or npz"), "%s",
+                  err);
     free(out), free(err);
     ck_assert_int_eq(run_cli("run graphs/sentence.unknown", &out, &err), 2);
     ck_assert_msg(strstr(err, ".gml or .net (or name the format") && !strstr(err, ".dot"), "%s",

@@ -21,7 +21,10 @@ typedef enum {
     AG_FORMAT_GRAPHML,    /* .graphml .xml */
     AG_FORMAT_GML,        /* .gml */
     AG_FORMAT_PAJEK,      /* .net .pajek */
-    AG_FORMAT_DOT         /* .dot .gv (writing only) */
+    AG_FORMAT_DOT,        /* .dot .gv (writing only) */
+    AG_FORMAT_NPZ         /* .npz (reading only): `edges` [E, 2] (undirected unless told)
+                             or `edge_index` [2, E] (directed unless told); the nodes are
+                             node_features' or node_labels' rows */
 } ag_format_t;
 
 /* "edgelist", "ncol", "lgl", "graphml", "gml", "pajek" -> format. */

@@ -178,17 +178,18 @@ static int parse(plan_opts_t *po, int argc, char **argv, int *status)
         usage_error("plan", "give --exact or --sample, not both");
         return -1;
     }
-    if ((po->exact || po->sample) && !po->o.src.pattern) {
+    const int pattern_only = po->o.src.pattern && !po->o.src.graph && !po->o.src.csr;
+    if ((po->exact || po->sample) && !pattern_only) {
         usage_error("plan", "--%s is for patterns; graph files and CSR are counted exactly",
                     po->exact ? "exact" : "sample");
         return -1;
     }
-    if (po->metis && po->o.src.pattern) {
+    if (po->metis && pattern_only) {
         usage_error("plan", "--partition metis is for graph files and CSR; a pattern's parts "
                     "are contiguous ranges");
         return -1;
     }
-    if (!po->o.src.pattern && po->o.src.nodes) {
+    if (!pattern_only && po->o.src.nodes) {
         usage_error("plan", "--nodes sizes a pattern; a graph file or CSR has its own");
         return -1;
     }
@@ -285,7 +286,8 @@ static int open_input(plan_input_t *in, ag_pattern_t **pat, source_t *s, const p
 {
     memset(in, 0, sizeof *in);
     in->self = po->o.src.self;
-    if (!po->o.src.pattern) {
+    if (!po->o.src.pattern || po->o.src.graph || po->o.src.csr) {   /* a pattern over a
+                                                                       graph: compiled */
         int rc = source_open(s, &po->o.src, usage, err);
         if (rc)
             return rc;

@@ -13,10 +13,16 @@
 #include "cli/timing.h"
 #include "cli/train.h"
 
-/* Better eval figure: more correct, or a lower loss. */
+/* The eval figure the best epoch is chosen by: correct nodes, the ROC AUC, or
+   the loss (lower is better). */
+static double eval_figure(const task_t *t, const epoch_t *f)
+{
+    return t->auc ? f->auc[1] : t->C ? (double)f->eval_correct : f->eval_loss;
+}
+
 static int better(const task_t *t, const epoch_t *f, double best)
 {
-    return t->C ? (double)f->eval_correct > best : f->eval_loss < best;
+    return t->C ? eval_figure(t, f) > best : f->eval_loss < best;
 }
 
 /* ---- one training run ---- */
@@ -48,7 +54,7 @@ int train_epochs(run_ctx_t *cx, epoch_fn epoch, void *ctx, int64_t edges, float 
             break;
         }
         if (t->eval && better(t, &f, out->best))
-            out->best = t->C ? (double)f.eval_correct : f.eval_loss, out->best_epoch = e,
+            out->best = eval_figure(t, &f), out->best_epoch = e,
             out->at_best = f;
         if (!t->eval)
             out->at_best = f, out->best_epoch = e;

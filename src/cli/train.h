@@ -8,7 +8,7 @@
 /* The first line of --log (and of what --svg draws). */
 #define TRAIN_LOG_HEADER \
     "connectivity,epoch,loss,train_accuracy,eval_loss,eval_accuracy,grad_norm,test_loss," \
-    "test_accuracy\n"
+    "test_accuracy,train_auc,eval_auc,test_auc\n"
 
 typedef struct {
     const char *name;               /* the spec or file, as given */
@@ -22,12 +22,18 @@ typedef struct {
     train_conn_t operand;           /* the graph file or CSR that the patterns reading a
                                        graph (graph, hops:K) run over; name NULL: none */
     const char *targets, *labels, *train_mask, *eval_mask, *test_mask;
+    const char *data;               /* --data ARCHIVE.npz: the graph, features, labels, masks */
+    int64_t split;                  /* --split K: row K of 2-D masks [splits, N]; -1: none */
+    int metric;                     /* --metric: METRIC_AUTO, METRIC_ACCURACY, METRIC_AUC */
+    char data_paths[5][1024];       /* --data's members, where no option names another */
     int64_t epochs, every;          /* every 0: about ten lines */
     ag_optimizer_opts_t opt;
     float dropout[3];               /* while training, ag_round_opts_t's dropout,
                                        attn_dropout and resid_dropout */
     const char *save, *log, *predict, *svg;
 } train_opts_t;
+
+enum { METRIC_AUTO = 0, METRIC_ACCURACY, METRIC_AUC };
 
 /* What is learnt: classes (labels) or states (targets), on which nodes. */
 typedef struct {
@@ -36,6 +42,7 @@ typedef struct {
     ag_matrix_t targets;            /* [N, D] */
     uint8_t *train, *eval, *test;   /* [N] masks; eval, test NULL: none */
     int64_t n_train, n_eval, n_test;   /* nodes that count: in the mask (and labelled) */
+    int auc;                        /* two classes judged by ROC AUC, not accuracy */
 } task_t;
 
 /* Reads --labels or --targets and the masks for N nodes of width D, checking
@@ -51,6 +58,8 @@ void task_free(task_t *t);
 typedef struct {
     double loss, eval_loss, test_loss, grad_norm;   /* NAN when there is none */
     int64_t train_correct, eval_correct, test_correct;
+    double auc[3];                       /* ROC AUC on train, eval, test (task_t.auc; NAN
+                                            without) */
     int diverged;                        /* the loss was computed and is not finite */
 } epoch_t;
 
@@ -125,6 +134,9 @@ typedef struct {
 
 /* 100 n / of, NAN when of is 0. */
 double pct(int64_t n, int64_t of);
+/* The figure a mask is judged by, in percent: its accuracy, or 100 x ROC AUC
+   (which: 0 train, 1 eval, 2 test). */
+double figure(const task_t *t, const epoch_t *f, int which);
 void progress_line(epoch_progress_t *p, const char *conn, int64_t e, int64_t epochs,
                    const epoch_t *f, const task_t *t);
 void progress_clear(epoch_progress_t *p);

@@ -193,6 +193,63 @@ static int loss_on(model_t *m, const task_t *t, const uint8_t *mask, int grads, 
     return rc;
 }
 
+/* A node's score for class 1 against class 0: the difference of its two
+   logits (the readout's, or the states' with no readout), which orders the
+   nodes as the softmax's probability of class 1 does. */
+static double class1_score(const model_t *m, int64_t i)
+{
+    const float *x = m->X + i * m->D;
+    if (!m->readout)
+        return (double)x[1] - (double)x[0];
+    double s = (double)m->br[1] - (double)m->br[0];
+    for (int64_t c = 0; c < m->D; c++)
+        s += ((double)m->wr[m->D + c] - (double)m->wr[c]) * (double)x[c];
+    return s;
+}
+
+typedef struct {
+    double score;
+    int positive;
+} scored_t;
+
+static int by_score(const void *a, const void *b)
+{
+    const double x = ((const scored_t *)a)->score, y = ((const scored_t *)b)->score;
+    return (x > y) - (x < y);
+}
+
+/* ROC AUC of the labelled nodes of mask: the chance that a positive (class 1)
+   scores above a negative, ties counted half: the Mann-Whitney U over the
+   ranks, tied scores sharing their mean rank. NAN without both classes. */
+static int auc_on(const model_t *m, const task_t *t, const uint8_t *mask, double *auc,
+                  ag_error_t *err)
+{
+    *auc = NAN;
+    scored_t *s = ag_alloc(m->N ? m->N : 1, sizeof *s, err, "ROC AUC");
+    if (!s)
+        return ag_alloc_status();
+    int64_t n = 0, pos = 0;
+    for (int64_t i = 0; i < t->N; i++)
+        if ((!mask || mask[i]) && t->labels[i] >= 0) {
+            s[n] = (scored_t){class1_score(m, i), t->labels[i] == 1};
+            pos += s[n++].positive;
+        }
+    qsort(s, (size_t)n, sizeof *s, by_score);
+    double rank_sum = 0;
+    for (int64_t a = 0, b; a < n; a = b) {
+        for (b = a; b < n && s[b].score == s[a].score; b++)
+            ;
+        int64_t p = 0;
+        for (int64_t k = a; k < b; k++)
+            p += s[k].positive;
+        rank_sum += (double)p * (double)(a + 1 + b) / 2;   /* ranks a+1..b, averaged */
+    }
+    free(s);
+    if (pos && n - pos)
+        *auc = (rank_sum - (double)pos * (double)(pos + 1) / 2) / ((double)pos * (double)(n - pos));
+    return AG_OK;
+}
+
 int model_drops(const model_t *m)
 {
     return m->rounds > 0 && (m->ro.dropout > 0 || m->ro.attn_dropout > 0 ||
@@ -233,7 +290,7 @@ static int forward(model_t *m, ag_nbhd_t *nb, const float *x0, int step, ag_tape
 int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int step,
                 epoch_t *f, ag_error_t *err)
 {
-    *f = (epoch_t){NAN, NAN, NAN, NAN, 0, 0, 0, 0};
+    *f = (epoch_t){NAN, NAN, NAN, NAN, 0, 0, 0, {NAN, NAN, NAN}, 0};
     const int drops = model_drops(m);
     ag_tape_t **tape = &m->tape;   /* kept: every epoch's forward reuses its memory */
     /* the figures, without dropout: the step's forward too when there is none */
@@ -244,6 +301,10 @@ int model_epoch(model_t *m, ag_nbhd_t *nb, const float *x0, const task_t *t, int
         rc = loss_on(m, t, t->eval, 0, &f->eval_loss, &f->eval_correct, err);
     if (!rc && t->test)
         rc = loss_on(m, t, t->test, 0, &f->test_loss, &f->test_correct, err);
+    const uint8_t *masks[3] = {t->train, t->eval, t->test};
+    for (int k = 0; k < 3 && !rc && t->auc; k++)
+        if (masks[k])
+            rc = auc_on(m, t, masks[k], &f->auc[k], err);
     if (!rc && !isfinite(f->loss)) {
         f->diverged = 1;
         rc = ag_fail(err, AG_EINVAL, "the loss is not finite");   /* train.c says more */

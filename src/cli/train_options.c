@@ -41,6 +41,18 @@ static const opt_def_t train_options[] = {
     OPT_VALUE("test-mask", OPT_TEST_MASK,
               "  --test-mask M.npy   nodes reported once: their accuracy (or loss) at the epoch\n"
               "                      of the best eval figure (the last epoch without eval nodes)\n"),
+    OPT_VALUE("data", OPT_DATA,
+              "  --data ARCHIVE.npz  a benchmark archive (Platonov et al.'s heterophilous graphs):\n"
+              "                      the GRAPH (its edges, both ways), --features\n"
+              "                      ARCHIVE.npz:node_features, --labels ...:node_labels and the\n"
+              "                      masks ...:train_masks, val_masks, test_masks, where no\n"
+              "                      option names others\n"),
+    OPT_VALUE("split", OPT_SPLIT,
+              "  --split K           row K of masks of several splits [S, N] (default 0)\n"),
+    OPT_VALUE("metric", OPT_METRIC,
+              "  --metric M          accuracy, or auc (ROC AUC of class 1; two classes): what the\n"
+              "                      lines report and the best eval epoch is chosen by (default:\n"
+              "                      auc for --data with two classes, else accuracy)\n"),
     OPT_PROSE("\n"
               "Model (--rounds 0: the readout alone; --norm layer: LayerNorm weights are learnt;\n"
               "--weights DIR starts from a weights folder, with its readout.npy and\n"
@@ -134,6 +146,14 @@ static int train_option(train_opts_t *t, int c, const char *arg, const char *nam
     case OPT_CSR: return add_conn(t, arg, 2);
     case OPT_LABELS: t->labels = arg; return 0;
     case OPT_TARGETS: t->targets = arg; return 0;
+    case OPT_DATA: t->data = arg; return 0;
+    case OPT_SPLIT: return opt_int(&t->split, "train", name, arg, 0, 1000000);
+    case OPT_METRIC:
+        if (strcmp(arg, "accuracy") == 0 || strcmp(arg, "auc") == 0) {
+            t->metric = arg[0] == 'a' && arg[1] == 'u' ? METRIC_AUC : METRIC_ACCURACY;
+            return 0;
+        }
+        return usage_error("train", "--metric '%s': expected accuracy or auc", arg);
     case OPT_TRAIN_MASK: t->train_mask = arg; return 0;
     case OPT_EVAL_MASK: t->eval_mask = arg; return 0;
     case OPT_TEST_MASK: t->test_mask = arg; return 0;
@@ -249,6 +269,7 @@ int parse_train(train_opts_t *t, int argc, char **argv)
     memset(t, 0, sizeof *t);
     run_opts_init(&t->o);
     t->epochs = 100;
+    t->split = -1;
     ag_optimizer_opts_init(&t->opt, AG_OPT_ADAM);
     opt_parser_t p;
     opt_begin(&p, "train", train_options, argc, argv);
@@ -264,6 +285,23 @@ int parse_train(train_opts_t *t, int argc, char **argv)
         return p.status;
     if (opt_positional(&p, 1))
         return EXIT_USAGE;
+    if (t->data && p.n_pos)
+        return usage_error("train", "--data %s is the graph; give it or GRAPH %s, not both",
+                           t->data, p.pos[0]);
+    if (t->data) {   /* the archive's members, where no option names others */
+        const char *member[5] = {"node_features", "node_labels", "train_masks", "val_masks",
+                                 "test_masks"};
+        const char **into[5] = {&t->o.features, &t->labels, &t->train_mask, &t->eval_mask,
+                                &t->test_mask};
+        for (int k = 0; k < 5; k++)
+            if (!*into[k] && !(k == 1 && t->targets)) {
+                if ((size_t)snprintf(t->data_paths[k], sizeof t->data_paths[k], "%s:%s",
+                                     t->data, member[k]) >= sizeof t->data_paths[k])
+                    return usage_error("train", "--data %s: the name is too long", t->data);
+                *into[k] = t->data_paths[k];
+            }
+        p.pos[p.n_pos++] = t->data;
+    }
     if (p.n_pos) {   /* GRAPH comes first, whatever the order on the line */
         memmove(t->conns + 1, t->conns, (size_t)t->n_conns * sizeof t->conns[0]);
         t->conns[0] = (train_conn_t){p.pos[0], 0};

@@ -11,6 +11,21 @@ double pct(int64_t n, int64_t of)
     return of ? 100.0 * (double)n / (double)of : NAN;
 }
 
+double figure(const task_t *t, const epoch_t *f, int which)
+{
+    if (t->auc)
+        return 100 * f->auc[which];
+    const int64_t correct[3] = {f->train_correct, f->eval_correct, f->test_correct};
+    const int64_t of[3] = {t->n_train, t->n_eval, t->n_test};
+    return pct(correct[which], of[which]);
+}
+
+/* The best eval figure in percent (outcome_t.best: correct nodes or the AUC). */
+static double best_pct(const task_t *t, const outcome_t *r)
+{
+    return t->auc ? 100 * r->best : pct((int64_t)r->best, t->n_eval);
+}
+
 /* "epoch 37/200: loss 0.51, train 85.0%, eval 80.2%, 1.2 s", at most every 0.1 s
    (rewritten on a terminal; a line a second with --progress elsewhere). */
 void progress_line(epoch_progress_t *p, const char *conn, int64_t e, int64_t epochs,
@@ -22,10 +37,11 @@ void progress_line(epoch_progress_t *p, const char *conn, int64_t e, int64_t epo
     p->last = now;
     fprintf(stderr, "%s%s%sepoch %lld/%lld: loss %.4g", p->tty ? "\r\033[K" : "progress: ",
             conn ? conn : "", conn ? ": " : "", (long long)e, (long long)epochs, f->loss);
+    const char *unit = t->auc ? " AUC" : "%";
     if (t->C)
-        fprintf(stderr, ", train %.1f%%", pct(f->train_correct, t->n_train));
+        fprintf(stderr, ", train %.1f%s", figure(t, f, 0), unit);
     if (t->C && t->eval)
-        fprintf(stderr, ", eval %.1f%%", pct(f->eval_correct, t->n_eval));
+        fprintf(stderr, ", eval %.1f%s", figure(t, f, 1), unit);
     fprintf(stderr, ", %.1f s%s", now - p->t0, p->tty ? "" : "\n");
     p->open_line = p->tty;
     fflush(stderr);
@@ -42,9 +58,9 @@ void print_row(const task_t *t, int64_t e, const epoch_t *f)
 {
     printf("%5lld  %10.4g", (long long)e, f->loss);
     if (t->C) {
-        printf("  %8.1f%%", pct(f->train_correct, t->n_train));
+        printf(t->auc ? "  %9.2f" : "  %8.1f%%", figure(t, f, 0));
         if (t->eval)
-            printf("  %8.1f%%", pct(f->eval_correct, t->n_eval));
+            printf(t->auc ? "  %9.2f" : "  %8.1f%%", figure(t, f, 1));
     } else if (t->eval) {
         printf("  %10.4g", f->eval_loss);
     }
@@ -54,7 +70,9 @@ void print_row(const task_t *t, int64_t e, const epoch_t *f)
 void print_row_header(const task_t *t)
 {
     printf("epoch        loss");
-    if (t->C)
+    if (t->C && t->auc)
+        printf("  train_auc%s", t->eval ? "   eval_auc" : "");
+    else if (t->C)
         printf("  train_acc%s", t->eval ? "   eval_acc" : "");
     else if (t->eval)
         printf("   eval_loss");
@@ -80,13 +98,20 @@ void log_row(FILE *f, const char *conn, const task_t *t, int64_t e, const epoch_
     csv_value(f, ep->grad_norm);
     csv_value(f, ep->test_loss);
     csv_value(f, t->C && t->test ? pct(ep->test_correct, t->n_test) / 100 : NAN);
+    for (int k = 0; k < 3; k++)
+        csv_value(f, t->auc ? ep->auc[k] : NAN);
     fputc('\n', f);
 }
 
 void print_final(const task_t *t, const outcome_t *r, int64_t epochs)
 {
     printf("final (epoch %lld): loss %.4g", (long long)epochs, r->final.loss);
-    if (t->C) {
+    if (t->C && t->auc) {
+        printf(", train ROC AUC %.2f", figure(t, &r->final, 0));
+        if (t->eval)
+            printf(", eval ROC AUC %.2f; best eval ROC AUC %.2f at epoch %lld",
+                   figure(t, &r->final, 1), best_pct(t, r), (long long)r->best_epoch);
+    } else if (t->C) {
         printf(", train accuracy %.1f%% (%lld/%lld)", pct(r->final.train_correct, t->n_train),
                (long long)r->final.train_correct, (long long)t->n_train);
         if (t->eval)
@@ -98,7 +123,10 @@ void print_final(const task_t *t, const outcome_t *r, int64_t epochs)
         printf(", eval loss %.4g; best eval loss %.4g at epoch %lld", r->final.eval_loss,
                r->best, (long long)r->best_epoch);
     }
-    if (t->test && t->C)
+    if (t->test && t->auc)
+        printf("; test ROC AUC %.2f at epoch %lld", figure(t, &r->at_best, 2),
+               (long long)r->best_epoch);
+    else if (t->test && t->C)
         printf("; test accuracy %.1f%% (%lld/%lld) at epoch %lld",
                pct(r->at_best.test_correct, t->n_test), (long long)r->at_best.test_correct,
                (long long)t->n_test, (long long)r->best_epoch);
@@ -112,16 +140,23 @@ void print_table(const train_opts_t *to, const task_t *t, const outcome_t *res)
 {
     printf("%-24s %10s %10s", "connectivity", "edges", "loss");
     if (t->C)
-        printf(" %9s%s", "train_acc", t->eval ? "  eval_acc  best_eval  at_epoch" : "");
+        printf(" %9s%s", t->auc ? "train_auc" : "train_acc",
+               !t->eval ? "" : t->auc ? "  eval_auc  best_eval  at_epoch"
+                                     : "  eval_acc  best_eval  at_epoch");
     else if (t->eval)
         printf(" %10s %10s  at_epoch", "eval_loss", "best_eval");
     if (t->test)
-        printf(" %9s", t->C ? "test_acc" : "test_loss");
+        printf(" %9s", t->auc ? "test_auc" : t->C ? "test_acc" : "test_loss");
     printf(" %8s\n", "time_s");
     for (int k = 0; k < to->n_conns; k++) {
         const outcome_t *r = &res[k];
         printf("%-24.24s %10lld %10.4g", to->conns[k].name, (long long)r->edges, r->final.loss);
-        if (t->C) {
+        if (t->C && t->auc) {
+            printf(" %9.2f", figure(t, &r->final, 0));
+            if (t->eval)
+                printf(" %9.2f %10.2f %9lld", figure(t, &r->final, 1), best_pct(t, r),
+                       (long long)r->best_epoch);
+        } else if (t->C) {
             printf(" %8.1f%%", pct(r->final.train_correct, t->n_train));
             if (t->eval)
                 printf(" %8.1f%% %9.1f%% %9lld", pct(r->final.eval_correct, t->n_eval),
@@ -129,7 +164,9 @@ void print_table(const train_opts_t *to, const task_t *t, const outcome_t *res)
         } else if (t->eval) {
             printf(" %10.4g %10.4g %9lld", r->final.eval_loss, r->best, (long long)r->best_epoch);
         }
-        if (t->test && t->C)
+        if (t->test && t->auc)
+            printf(" %9.2f", figure(t, &r->at_best, 2));
+        else if (t->test && t->C)
             printf(" %8.1f%%", pct(r->at_best.test_correct, t->n_test));
         else if (t->test)
             printf(" %9.4g", r->at_best.test_loss);

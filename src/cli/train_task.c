@@ -6,15 +6,32 @@
 #include "base/base.h"
 #include "cli/train.h"
 
-/* A mask [N] of 0 and 1 (bool, any integer dtype, or 0.0/1.0). */
+/* A mask [N] of 0 and 1 (bool, any integer dtype, or 0.0/1.0); of masks of
+   several splits [S, N], row `split`. */
 static int read_mask(uint8_t **mask, const char *path, const char *option, int64_t N,
-                     ag_error_t *err)
+                     int64_t split, ag_error_t *err)
 {
     *mask = NULL;
     ag_array_t a;
     int rc = ag_array_read_npy(&a, path, err);
     if (rc)
         return rc;
+    if (a.ndim == 2 && a.shape[1] == N) {   /* several splits: one row */
+        const int64_t S = a.shape[0], k = split < 0 ? 0 : split;
+        if (k >= S) {
+            ag_array_destroy(&a);
+            return ag_fail(err, AG_EINVAL, "%s %s holds %lld split%s [%lld, %lld]; --split %lld "
+                           "is not one of 0..%lld", option, path, (long long)S, AG_PLURAL(S),
+                           (long long)S, (long long)N, (long long)split, (long long)S - 1);
+        }
+        memmove(a.data, a.data + k * N, (size_t)N * sizeof *a.data);
+        a.ndim = 1, a.shape[0] = N;
+    } else if (split >= 0 && a.ndim == 1) {
+        ag_array_destroy(&a);
+        return ag_fail(err, AG_EINVAL, "%s %s is one mask [%lld]; --split %lld chooses a row of "
+                       "masks of several splits [S, N]", option, path, (long long)a.shape[0],
+                       (long long)split);
+    }
     if (a.ndim != 1 || a.shape[0] != N) {
         rc = a.ndim != 1 ? ag_fail(err, AG_EINVAL, "%s %s has %d dimensions; expected one "
                                    "value per node [%lld]", option, path, a.ndim, (long long)N)
@@ -128,11 +145,11 @@ int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t
                          (long long)t->targets.cols, (long long)N, (long long)D);
     }
     if (!rc && o->train_mask)
-        rc = read_mask(&t->train, o->train_mask, "--train-mask", N, err);
+        rc = read_mask(&t->train, o->train_mask, "--train-mask", N, o->split, err);
     if (!rc && o->eval_mask)
-        rc = read_mask(&t->eval, o->eval_mask, "--eval-mask", N, err);
+        rc = read_mask(&t->eval, o->eval_mask, "--eval-mask", N, o->split, err);
     if (!rc && o->test_mask)
-        rc = read_mask(&t->test, o->test_mask, "--test-mask", N, err);
+        rc = read_mask(&t->test, o->test_mask, "--test-mask", N, o->split, err);
     if (!rc && !t->train && !(t->train = ag_alloc(N, 1, err, "train mask")))
         rc = ag_alloc_status();
     if (!rc && !o->train_mask)
@@ -145,6 +162,11 @@ int task_load(task_t *t, const train_opts_t *o, int64_t N, int64_t D, ag_error_t
         if (!counted(t, t->eval))
             free(t->eval), t->eval = NULL;   /* nothing held out: no eval figures */
     }
+    if (!rc && o->metric == METRIC_AUC && t->C != 2)
+        rc = ag_fail(err, AG_EINVAL, "--metric auc is for two classes (ROC AUC of class 1); "
+                     "%s has %s", o->labels ? o->labels : o->targets,
+                     t->C ? "more classes" : "targets, no classes");
+    t->auc = o->metric == METRIC_AUC || (o->metric == METRIC_AUTO && o->data && t->C == 2);
     if (rc)
         return rc;
     const char *what = t->labels ? "labelled node" : "node";

@@ -23,7 +23,7 @@
 static const struct { const char *name; ag_format_t format; } format_names[] = {
     {"edgelist", AG_FORMAT_EDGELIST}, {"ncol", AG_FORMAT_NCOL}, {"lgl", AG_FORMAT_LGL},
     {"graphml", AG_FORMAT_GRAPHML}, {"gml", AG_FORMAT_GML}, {"pajek", AG_FORMAT_PAJEK},
-    {"dot", AG_FORMAT_DOT},
+    {"dot", AG_FORMAT_DOT}, {"npz", AG_FORMAT_NPZ},
 };
 
 static const struct { const char *ext; ag_format_t format; } format_exts[] = {
@@ -31,7 +31,7 @@ static const struct { const char *ext; ag_format_t format; } format_exts[] = {
     {"edgelist", AG_FORMAT_EDGELIST}, {"ncol", AG_FORMAT_NCOL}, {"lgl", AG_FORMAT_LGL},
     {"graphml", AG_FORMAT_GRAPHML}, {"xml", AG_FORMAT_GRAPHML}, {"gml", AG_FORMAT_GML},
     {"net", AG_FORMAT_PAJEK}, {"pajek", AG_FORMAT_PAJEK}, {"dot", AG_FORMAT_DOT},
-    {"gv", AG_FORMAT_DOT},
+    {"gv", AG_FORMAT_DOT}, {"npz", AG_FORMAT_NPZ},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -44,7 +44,8 @@ int ag_format_parse(ag_format_t *format, const char *name, ag_error_t *err)
             return AG_OK;
         }
     return ag_fail(err, AG_EINVAL, "unknown graph format '%s'; expected edgelist, ncol, lgl, "
-                   "graphml, gml or pajek (dot: written, not read)", name);
+                   "graphml, gml, pajek or npz (dot: written, not read; npz: read, not "
+                   "written)", name);
 }
 
 int ag_format_from_path(ag_format_t *format, const char *path, ag_error_t *err)
@@ -58,7 +59,7 @@ int ag_format_from_path(ag_format_t *format, const char *path, ag_error_t *err)
                 return AG_OK;
             }
     return ag_fail(err, AG_EINVAL, "%s: cannot tell the graph format from the extension; "
-                   "expected .edges/.el/.txt, .ncol, .lgl, .graphml, .gml or .net "
+                   "expected .edges/.el/.txt, .ncol, .lgl, .graphml, .gml, .net or .npz "
                    "(or name the format with --format)", path);
 }
 
@@ -144,6 +145,118 @@ static int read_edgelist(igraph_t *graph, FILE *f, const char *path, int64_t max
     if (!rc && igraph_create(graph, &edges, max_id + 1, directed))
         rc = ag_fail(err, AG_EIGRAPH, "%s: %s", path, ag_i_igraph_reason());
     igraph_vector_int_destroy(&edges);
+    return rc;
+}
+
+/* ---- .npz archives ---- */
+
+/* "path:member", malloc'ed (NULL out of memory). */
+static char *member_path(const char *path, const char *member)
+{
+    const size_t n = strlen(path) + strlen(member) + 2;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s:%s", path, member);
+    return s;
+}
+
+/* The node count an archive's per-node arrays state (rows of node_features or
+   node_labels, the first found), or 0. */
+static int64_t npz_nodes(const char *path)
+{
+    static const char *const members[] = {"node_labels", "node_features", "x", "y"};
+    for (size_t k = 0; k < COUNT(members); k++) {
+        char *name = NULL;
+        int64_t *v = NULL, shape[AG_NPY_MAX_DIMS];
+        int ndim = 0;
+        ag_error_t ignored;
+        const int n = (name = member_path(path, members[k])) != NULL;
+        int64_t rows = 0;
+        if (n > 0 && strcmp(members[k], "node_features") == 0) {
+            ag_array_t a;   /* floats: read as such */
+            if (!ag_array_read_npy(&a, name, &ignored))
+                rows = a.shape[0], ag_array_destroy(&a);
+        } else if (n > 0 && !ag_i_ints_read_npy(&v, &ndim, shape, name, &ignored)) {
+            rows = shape[0];
+        }
+        free(v);
+        free(name);
+        if (rows)
+            return rows;
+    }
+    return 0;
+}
+
+/*
+ * An .npz archive's edges: `edges` [E, 2] (Platonov et al.'s heterophilous
+ * graphs: undirected unless told, each edge once) or PyG's `edge_index` [2, E]
+ * (directed unless told). The nodes are those of its per-node arrays, else
+ * the largest id + 1 (an isolated last node needs them).
+ */
+static int read_npz(igraph_t *graph, const char *path, int64_t max_nodes,
+                    ag_direction_t direction, ag_error_t *err)
+{
+    char *name = NULL;
+    int64_t *v = NULL, shape[AG_NPY_MAX_DIMS];
+    int ndim = 0, rc = AG_OK, pairs_in_rows = 1;
+    if (!(name = member_path(path, "edges")))
+        return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+    ag_error_t first;
+    if ((rc = ag_i_ints_read_npy(&v, &ndim, shape, name, &first)) == AG_EINVAL &&
+        strstr(first.msg, "has no member")) {
+        free(name);
+        if (!(name = member_path(path, "edge_index")))
+            return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+        pairs_in_rows = 0;
+        if ((rc = ag_i_ints_read_npy(&v, &ndim, shape, name, err)) == AG_EINVAL &&
+            strstr(err->msg, "has no member")) {
+            char has[400];
+            snprintf(has, sizeof has, "%s", strstr(first.msg, "; it has") ?
+                     strstr(first.msg, "; it has") + 2 : "");
+            rc = ag_fail(err, AG_EFORMAT, "%s: no edges; expected a member 'edges' [E, 2] or "
+                         "'edge_index' [2, E] (%s)", path, has);
+        }
+    } else if (rc && err) {
+        *err = first;
+    }
+    const int64_t E = rc ? 0 : pairs_in_rows ? shape[0] : ndim == 2 ? shape[1] : 0;
+    if (!rc && (ndim != 2 || shape[pairs_in_rows ? 1 : 0] != 2))
+        rc = ag_fail(err, AG_EFORMAT, "%s has %d dimension%s%s; expected [%s]", name, ndim,
+                     AG_PLURAL(ndim), ndim == 2 ? " that are not pairs" : "",
+                     pairs_in_rows ? "E, 2" : "2, E");
+    int64_t N = rc ? 0 : npz_nodes(path), top = -1;
+    for (int64_t k = 0; !rc && k < 2 * E; k++) {
+        const int64_t id = v[k];
+        if (id < 0 || id >= max_nodes)
+            rc = ag_fail(err, id < 0 ? AG_EFORMAT : AG_ELIMIT, "%s: edge %lld names node %lld; "
+                         "expected 0..%lld", name, (long long)(pairs_in_rows ? k / 2 : k % E),
+                         (long long)id, (long long)(N ? N : max_nodes) - 1);
+        else if (N && id >= N)
+            rc = ag_fail(err, AG_EFORMAT, "%s: edge %lld names node %lld, but the archive's "
+                         "per-node arrays have %lld rows", name,
+                         (long long)(pairs_in_rows ? k / 2 : k % E), (long long)id, (long long)N);
+        top = id > top ? id : top;
+    }
+    if (!rc && !N && (N = top + 1) == 0)
+        rc = ag_fail(err, AG_EFORMAT, "%s: no edges and no per-node arrays: no nodes", path);
+    igraph_vector_int_t edges;
+    if (!rc && igraph_vector_int_init(&edges, 2 * E))
+        rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+    if (!rc) {
+        for (int64_t k = 0; k < E; k++) {   /* igraph's layout: pairs one after another */
+            VECTOR(edges)[2 * k] = pairs_in_rows ? v[2 * k] : v[k];
+            VECTOR(edges)[2 * k + 1] = pairs_in_rows ? v[2 * k + 1] : v[E + k];
+        }
+        const igraph_bool_t directed = direction == AG_EDGES_AUTO ? !pairs_in_rows
+                                                                  : direction == AG_EDGES_DIRECTED;
+        ag_i_igraph_enter();
+        if (igraph_create(graph, &edges, N, directed))
+            rc = ag_fail(err, AG_EIGRAPH, "%s: %s", path, ag_i_igraph_reason());
+        ag_i_igraph_leave();
+        igraph_vector_int_destroy(&edges);
+    }
+    free(v);
+    free(name);
     return rc;
 }
 
@@ -302,6 +415,8 @@ int ag_graph_load(igraph_t *graph, const char *path, const ag_load_opts_t *opts,
         return ag_fail(err, AG_EINVAL, "%s: DOT files can be written, not read; use GraphML, "
                        "GML, Pajek, NCOL, LGL or an edge list", path);
     ag_i_igraph_use_attributes();
+    if (format == AG_FORMAT_NPZ)
+        return read_npz(graph, path, max_nodes, opts ? opts->direction : AG_EDGES_AUTO, err);
 
     char *mem;
     size_t mem_len;
@@ -414,6 +529,9 @@ int ag_graph_write(const igraph_t *graph, const char *path, ag_format_t format,
         return ag_fail(err, AG_EINVAL, "-: a graph on standard input needs its format named");
     if (format == AG_FORMAT_AUTO && (rc = ag_format_from_path(&format, path, err)))
         return rc;
+    if (format == AG_FORMAT_NPZ)
+        return ag_fail(err, AG_EINVAL, "%s: .npz archives are read, not written; write "
+                       "GraphML, GML, Pajek, NCOL, LGL, an edge list or DOT", path);
     if (labels && labels->n != igraph_vcount(graph))
         return ag_fail(err, AG_EINVAL, "%s: %lld label%s for %" IGRAPH_PRId " node%s", path,
                        (long long)labels->n, AG_PLURAL(labels->n), igraph_vcount(graph),

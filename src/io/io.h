@@ -14,4 +14,19 @@ AG_INTERNAL
 int ag_i_index_read_npy_part(int64_t **values, int64_t *total, const char *path, int64_t first,
                              int64_t count, ag_error_t *err);
 
+/* "ARCHIVE.npz:NAME": 1 with *archive a malloc'ed copy of ARCHIVE.npz (free
+   it) and *member NAME (inside path); 0 for any other path; -1 out of memory. */
+AG_INTERNAL
+int ag_i_npz_split(const char *path, char **archive, const char **member);
+/* Member NAME (or NAME.npy) of an .npz archive, inflated and CRC-checked, into
+   *data (malloc'ed, *len bytes; free it) (npz.c). */
+AG_INTERNAL
+int ag_i_npz_member(unsigned char **data, size_t *len, const char *archive, const char *member,
+                    ag_error_t *err);
+/* An integer .npy array of any rank (an .npz member too) as int64 *values
+   (malloc'ed) of shape[0..*ndim). */
+AG_INTERNAL
+int ag_i_ints_read_npy(int64_t **values, int *ndim, int64_t shape[AG_NPY_MAX_DIMS],
+                       const char *path, ag_error_t *err);
+
 #endif

@@ -219,10 +219,40 @@ static int read_data(unsigned char **out, const npy_header_t *h, FILE *f, const 
     return AG_OK;
 }
 
-/* Path "-" is standard input (read in one pass: the reader never seeks). */
+/* An .npz member (ARCHIVE.npz:NAME) as a stream of its own bytes. */
+static FILE *open_member(unsigned char **bytes, const char *path, ag_error_t *err, int *rc)
+{
+    char *archive;
+    const char *member;
+    size_t len;
+    *rc = ag_i_npz_split(path, &archive, &member) < 0
+              ? ag_fail(err, AG_ENOMEM, "%s: out of memory", path)
+              : ag_i_npz_member(bytes, &len, archive, member, err);
+    free(archive);
+    FILE *f = *rc ? NULL : fmemopen(*bytes, len ? len : 1, "rb");
+    if (!*rc && !f)
+        *rc = ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    return f;
+}
+
+/* Path "-" is standard input (read in one pass: the reader never seeks);
+   "ARCHIVE.npz:NAME" a member of an .npz archive. */
 static int open_and_read(npy_header_t *h, unsigned char **data, const char *path, ag_error_t *err)
 {
     const int is_stdin = strcmp(path, "-") == 0;
+    if (strstr(path, ".npz:")) {
+        unsigned char *bytes = NULL;
+        int rc;
+        FILE *f = open_member(&bytes, path, err, &rc);
+        if (!rc)
+            rc = read_header(h, f, path, err);
+        if (!rc)
+            rc = read_data(data, h, f, path, err);
+        if (f)
+            fclose(f);
+        free(bytes);
+        return rc;
+    }
     FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f)
         return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
@@ -456,6 +486,41 @@ static int check_index_header(const npy_header_t *h, const char *path, ag_error_
     if (h->dtype == AG_DTYPE_F32 || h->dtype == AG_DTYPE_F64 || h->dtype == AG_DTYPE_BOOL)
         return ag_fail(err, AG_EFORMAT, "%s: dtype is %s; expected an integer dtype (int64)",
                        path, dtype_name(h->dtype));
+    return AG_OK;
+}
+
+int ag_i_ints_read_npy(int64_t **values, int *ndim, int64_t shape[AG_NPY_MAX_DIMS],
+                       const char *path, ag_error_t *err)
+{
+    *values = NULL;
+    npy_header_t h;
+    unsigned char *raw = NULL;
+    int rc = open_and_read(&h, &raw, path, err);
+    if (rc)
+        return rc;
+    if (h.dtype == AG_DTYPE_F32 || h.dtype == AG_DTYPE_F64 || h.dtype == AG_DTYPE_BOOL) {
+        free(raw);
+        return ag_fail(err, AG_EFORMAT, "%s: dtype is %s; expected an integer dtype (int64)",
+                       path, dtype_name(h.dtype));
+    }
+    int64_t *v = ag_alloc(h.count ? h.count : 1, sizeof *v, err, path);
+    rc = v ? to_int64(v, raw, &h, h.count, 0, path, err) : ag_alloc_status();
+    /* row-major whatever the storage: a Fortran array read back in C order */
+    int64_t *c = !rc && h.fortran ? ag_alloc(h.count ? h.count : 1, sizeof *c, err, path) : NULL;
+    if (!rc && h.fortran && !c)
+        rc = ag_alloc_status();
+    for (int64_t at = 0; !rc && c && at < h.count; at++)
+        c[at] = v[fortran_offset(&h, at)];
+    free(raw);
+    if (c)
+        free(v), v = c;
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *values = v;
+    *ndim = h.ndim;
+    memcpy(shape, h.shape, sizeof h.shape);
     return AG_OK;
 }
 

@@ -204,7 +204,18 @@ else
     ok
 fi
 
+# a pattern over a graph file: rank 0 compiles it over the graph, as run does
+same over-graph "graphs/planted.gml --pattern graph+expander:3 $common" "" 2 3
+same over-graph-hops "graphs/karate.gml --pattern hops:2&!self $common" "" 2
+
 # usage errors: exit 2 with one message
+mpi 2 run graphs/karate.gml --pattern graph+virtual:1 >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 2 ] || [ "$(grep -c 'virtual nodes run on one process' "$T/err")" -ne 1 ]; then
+    bad "virtual nodes under MPI: exit $status, expected 2 and one message: $(cat "$T/err")"
+else
+    ok
+fi
 mpi 2 run --csr "-,$T/ix.npy" </dev/null >/dev/null 2>"$T/err"
 status=$?
 if [ $status -ne 2 ] || [ "$(grep -c 'standard input cannot give' "$T/err")" -ne 1 ]; then

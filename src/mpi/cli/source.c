@@ -288,10 +288,18 @@ int open_part(ag_mpi_part_t *part, MPI_Comm comm, const source_opts_t *o, metis_
     if (bias)
         *bias = NULL;
     int rc;
-    if (o->csr && !(metis && metis->metis)) {
+    if (pattern_virtual_nodes(o->pattern)) {   /* the same on every process: no agreeing */
+        *usage = 1;
+        return ag_fail(err, AG_EINVAL, "pattern '%s': virtual nodes run on one process "
+                       "(attngraph run, train): their rows read every node", o->pattern);
+    }
+    /* a pattern over a graph file or CSR: rank 0 compiles it over the graph and
+       sends the parts, as for a graph file */
+    const int over_graph = o->pattern && (o->graph || o->csr);
+    if (o->csr && !over_graph && !(metis && metis->metis)) {
         rc = open_csr_part(part, comm, o, usage, err);
         snprintf(desc, desc_size, "CSR %s", o->csr);
-    } else if (o->pattern) {
+    } else if (o->pattern && !over_graph) {
         rc = open_pattern_part(part, comm, o, usage, err);
         snprintf(desc, desc_size, "pattern '%s'", o->pattern);
     } else {

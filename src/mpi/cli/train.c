@@ -29,6 +29,10 @@ static int refuse_train(const train_opts_t *to, ag_mpi_path_t path)
     for (int k = 0; k < to->n_conns; k++)
         if (to->conns[k].kind == 2 && refuse_csr_stdin("train", to->conns[k].name))
             return 1;
+    if (to->metric == METRIC_AUC || to->data)
+        return usage_error("train", "--%s: ROC AUC ranks every node of a mask, which no "
+                           "process holds; attngraph train computes it on one process",
+                           to->data ? "data" : "metric auc");
     if (path == AG_MPI_RING)
         return usage_error("train", "--path ring: training runs on the halo path only so "
                            "far (the ring's backward is not written); use --path halo");
@@ -95,7 +99,7 @@ static int epoch(mtrain_t *s, int step, epoch_t *f, ag_error_t *err)
 {
     model_t *m = &s->model;
     const task_t *t = &s->task;
-    *f = (epoch_t){NAN, NAN, NAN, NAN, 0, 0, 0, 0};
+    *f = (epoch_t){NAN, NAN, NAN, NAN, 0, 0, 0, {NAN, NAN, NAN}, 0};
     const int drops = model_drops(m);
     int rc = forward(s, 0, err);   /* the figures: no dropout */
     if (!rc)
