@@ -27,6 +27,7 @@ int main(int argc, char **argv)
     }
     igraph_set_attribute_table(&igraph_cattribute_table);
     SRunner *sr = srunner_create(npy_suite());
+    srunner_add_suite(sr, npz_suite());
     srunner_add_suite(sr, graph_suite());
     srunner_add_suite(sr, kernel_suite());
     srunner_add_suite(sr, pattern_suite());

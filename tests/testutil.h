@@ -70,6 +70,7 @@ void expect_cli(const char *args, int code, int stream, const char *needle);
     } while (0)
 
 Suite *npy_suite(void);
+Suite *npz_suite(void);
 Suite *graph_suite(void);
 Suite *kernel_suite(void);
 Suite *pattern_suite(void);
