@@ -360,6 +360,124 @@ START_TEST(train_runs_patterns_over_the_graph_file)
 }
 END_TEST
 
+/* ag_layer_graphs: each layer's pattern over the graph, every graph widened to
+   the most virtual nodes a layer appends, equal specs sharing one graph. */
+START_TEST(layer_graphs_share_one_node_set)
+{
+    const int64_t n = 15;
+    char *adj = calloc(n * n, 1);
+    ag_nbhd_t g, *graphs[4];
+    ag_error_t err;
+    random_graph(&g, adj, n, 40, 9);
+    const char *specs[4] = {"", "graph+virtual:2", "hops:2", "graph+virtual:2"};
+    int64_t V = -1;
+    ck_assert_msg(ag_layer_graphs(graphs, 4, &g, specs, AG_SELF_OFF, &V, &err) == AG_OK, "%s",
+                  err.msg);
+    ck_assert_int_eq(V, 2);
+    ck_assert_ptr_eq(graphs[1], graphs[3]);
+    for (int l = 0; l < 4; l++)
+        ck_assert_int_eq(graphs[l]->n_nodes, n + 2);
+    /* layer 1: the graph as it is (multi-edges kept), self-loops off, the virtual
+       nodes isolated */
+    ag_nbhd_t off;
+    int64_t *ptr = malloc((size_t)(n + 1) * sizeof *ptr), *src = malloc((size_t)g.n_edges * 8);
+    memcpy(ptr, g.edge_ptr, (size_t)(n + 1) * sizeof *ptr);
+    ag_nbhd_sources(&g, 0, n, src);
+    ck_assert_int_eq(ag_nbhd_from_csr(&off, n, ptr, src, &err), AG_OK);
+    ck_assert_int_eq(ag_nbhd_self_loops(&off, AG_SELF_OFF, &err), AG_OK);
+    for (int64_t i = 0; i < n + 2; i++)
+        ck_assert_int_eq(graphs[0]->edge_ptr[i + 1] - graphs[0]->edge_ptr[i],
+                         i < n ? off.edge_ptr[i + 1] - off.edge_ptr[i] : 0);
+    ag_nbhd_destroy(&off);
+    free(ptr), free(src);
+    /* layer 2 as the pattern compiled alone */
+    char *want = compiled("graph+virtual:2", &g, n + 2, AG_SELF_OFF);
+    const int64_t N = n + 2;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t r = graphs[1]->run_ptr[i]; r < graphs[1]->run_ptr[i + 1]; r++)
+            for (int64_t j = graphs[1]->run_src[r]; j < graphs[1]->run_src[r] + graphs[1]->run_len[r];
+                 j++)
+                want[i * N + j]--;
+    for (int64_t k = 0; k < N * N; k++)
+        ck_assert_int_eq(want[k], 0);
+    free(want);
+    ag_layer_graphs_free(graphs, 4);
+    for (int l = 0; l < 4; l++)
+        ck_assert_ptr_null(graphs[l]);
+    const char *bad[2] = {"graph", "hops:0"};
+    ck_assert_fails_with(ag_layer_graphs(graphs, 2, &g, bad, AG_SELF_KEEP, &V, &err), err,
+                         AG_EINVAL, "layer 2: pattern 'hops:0'");
+    ag_nbhd_destroy(&g);
+    free(adj);
+}
+END_TEST
+
+/* A model file's graph= keys: train --predict and the library's model
+   (ag_model_load, ag_model_predict: the one reader) agree on every node; a
+   list 'A|B' of the wrong length, and graph= where it does not run yet, are
+   refused. */
+START_TEST(a_graph_a_layer_trains_and_predicts)
+{
+    char model[1024];   /* tmp_path's buffer is its next call's */
+    snprintf(model, sizeof model, "%s", tmp_path("layers.txt"));
+    write_text(model, "norm layer\n"
+                      "layer heads=2 dim=4 out=8 bias=yes\n"
+                      "layer heads=2 dim=4 out=8 bias=yes graph=graph+virtual:1\n"
+                      "layer heads=1 dim=8 bias=yes graph=hops:2&!self\n");
+    char args[2048], *out, *err;
+    const char *task = "--features graphs/planted/x.npy --labels graphs/planted/labels.npy "
+                       "--train-mask graphs/planted/train.npy --epochs 4";
+    snprintf(args, sizeof args, "train graphs/planted.gml --model %s %s --predict %s --save %s",
+             model, task, tmp_path("lp.npy"), tmp_path("lsave"));
+    ck_assert_int_eq(run_cli(args, &out, &err), 0);
+    ck_assert_msg(strstr(out, "Model.load"), "%s", out);   /* the hint names what runs it */
+    free(out), free(err);
+    ag_model_t m;
+    ag_error_t e;
+    ck_assert_msg(ag_model_load(&m, tmp_path("lsave"), &e) == AG_OK, "%s", e.msg);
+    ck_assert_str_eq(m.spec.layers[1].graph, "graph+virtual:1");
+    igraph_t g;
+    ag_nbhd_t nb;
+    ag_matrix_t x;
+    int64_t *want, n;
+    ck_assert_int_eq(ag_graph_load(&g, "graphs/planted.gml", NULL, &e), AG_OK);
+    ck_assert_int_eq(ag_nbhd_from_graph(&nb, &g, &e), AG_OK);
+    ck_assert_int_eq(ag_matrix_read_npy(&x, "graphs/planted/x.npy", &e), AG_OK);
+    ck_assert_int_eq(ag_index_read_npy(&want, &n, tmp_path("lp.npy"), &e), AG_OK);
+    ck_assert_int_eq(n, x.rows);
+    int64_t *pred = malloc((size_t)n * sizeof *pred);
+    ck_assert_msg(ag_model_predict(&m, &nb, x.data, NULL, pred, &e) == AG_OK, "%s", e.msg);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_int_eq(pred[i], want[i]);
+    free(pred), free(want);
+    ag_matrix_destroy(&x);
+    ag_nbhd_destroy(&nb);
+    igraph_destroy(&g);
+    ag_model_destroy(&m);
+    /* 'graph|graph' is the graph itself; a list of the wrong length is refused */
+    snprintf(args, sizeof args, "train graphs/planted.gml --pattern 'graph|graph' --rounds 2 %s",
+             task);
+    char *a, *b;
+    ck_assert_int_eq(run_cli(args, &a, &err), 0);
+    free(err);
+    snprintf(args, sizeof args, "train graphs/planted.gml --rounds 2 %s", task);
+    ck_assert_int_eq(run_cli(args, &b, &err), 0);
+    free(err);
+    const char *fa = strstr(a, "final"), *fb = strstr(b, "final");
+    ck_assert(fa && fb && strcspn(fa, "\n") == strcspn(fb, "\n") &&
+              strncmp(fa, fb, strcspn(fa, "\n")) == 0);
+    free(a), free(b);
+    snprintf(args, sizeof args, "train graphs/planted.gml --pattern 'graph|complete|graph' "
+             "--rounds 2 %s", task);
+    expect_cli(args, 1, 2, "gives 3 layers' graphs; the model has 2 rounds");
+    snprintf(args, sizeof args, "run graphs/planted.gml --model %s", model);
+    expect_cli(args, 2, 2, "graph=graph+virtual:1: a graph a layer runs in attngraph train");
+    write_text(model, "layer heads=1 dim=8 graph=graph+\n");
+    snprintf(args, sizeof args, "train graphs/planted.gml --model %s %s", model, task);
+    expect_cli(args, 2, 2, "line 1: graph=graph+; expected a pattern over the model's graph");
+}
+END_TEST
+
 Suite *pattern_graph_suite(void)
 {
     Suite *s = suite_create("pattern_graph");
@@ -371,6 +489,8 @@ Suite *pattern_graph_suite(void)
     tcase_add_test(tc, graph_words_refuse_what_they_cannot_do);
     tcase_add_test(tc, cli_runs_a_pattern_over_a_graph_file);
     tcase_add_test(tc, train_runs_patterns_over_the_graph_file);
+    tcase_add_test(tc, layer_graphs_share_one_node_set);
+    tcase_add_test(tc, a_graph_a_layer_trains_and_predicts);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -317,6 +317,9 @@ typedef struct {
     int skip;                     /* a skip projection: 0 none, 1 summed, 2 gated (beta) */
     int post_norm;                /* LayerNorms after the sums (with the model's norm) */
     int edges;                    /* reads edge features */
+    char graph[256];              /* graph=SPEC: the layer's connectivity, a pattern over the
+                                     model's graph ("graph+expander:3"; ag_layer_graphs);
+                                     "": the model's graph */
     int line;                     /* in the text, for messages (0: not from one) */
 } ag_layer_spec_t;
 
@@ -374,6 +377,21 @@ const char *ag_model_key_name(ag_model_key_t key);
 int64_t ag_layer_spec_width_out(const ag_layer_spec_t *L, int64_t D);
 unsigned ag_layer_spec_features(const ag_layer_spec_t *L, ag_score_kind_t kind, ag_norm_t norm);
 void ag_layer_spec_shape(ag_weights_t *w, const ag_layer_spec_t *L, int64_t D, int64_t edge_dim);
+
+/*
+ * A connectivity per layer over the graph nb a model runs on: graphs[l] (of L)
+ * is specs[l] compiled over nb (its words graph and hops:K read nb's edges;
+ * NULL or "": nb itself), with self applied. Layers that append virtual nodes
+ * (virtual:V) set *n_virtual to the largest V: every graph has nb's nodes plus
+ * them, a layer appending fewer leaving the rest isolated. Layers of one spec
+ * share a graph; ag_layer_graphs_free frees them (each once). The graphs are
+ * what ag_round_opts_t.graphs takes (round r reads graphs[r-1]).
+ */
+int ag_layer_graphs(ag_nbhd_t **graphs, int L, const ag_nbhd_t *nb, const char *const *specs,
+                    ag_self_loops_t self, int64_t *n_virtual, ag_error_t *err);
+void ag_layer_graphs_free(ag_nbhd_t **graphs, int L);
+/* 1 if any layer of spec has a connectivity of its own (graph=). */
+int ag_model_spec_layer_graphs(const ag_model_spec_t *spec);
 
 /* Names of score kinds ("scaled-dot", "additive", ...) and self-loop modes
    ("keep", "on", "off", "replace"), and back (0, or -1 for another name). */

@@ -115,7 +115,8 @@ class ag_layer_spec_t(C.Structure):
     _fields_ = [("heads", i64), ("dim", i64), ("out", C.c_int), ("out_width", i64),
                 ("one_projection", C.c_int), ("bias", C.c_int), ("residual", C.c_int),
                 ("act", C.c_int), ("ffn", i64), ("ffn_act", C.c_int), ("qkv_bias", C.c_int),
-                ("skip", C.c_int), ("post_norm", C.c_int), ("edges", C.c_int), ("line", C.c_int)]
+                ("skip", C.c_int), ("post_norm", C.c_int), ("edges", C.c_int),
+                ("graph", C.c_char * 256), ("line", C.c_int)]
 
 
 class ag_model_spec_t(C.Structure):

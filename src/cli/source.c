@@ -147,6 +147,8 @@ int64_t pattern_virtual_nodes(const char *spec)
 int pattern_reads_graph(const char *spec)
 {
     ag_pattern_t *pat;
+    if (spec && strchr(spec, '|'))   /* a connectivity a layer: over the graph */
+        return 1;
     if (!spec || ag_pattern_parse(&pat, spec, NULL))
         return 0;
     const int reads = ag_pattern_needs_graph(pat);

@@ -54,7 +54,8 @@ int csr_stdin_count(const char *csr);
 
 /* The V of the spec's virtual:V (0: none, or a spec that does not parse). */
 int64_t pattern_virtual_nodes(const char *spec);
-/* 1 if the spec reads a graph (graph, hops:K). */
+/* 1 if the spec reads a graph (graph, hops:K), or is a connectivity a layer
+   ('A|B|...', which runs over a graph). */
 int pattern_reads_graph(const char *spec);
 
 /* Labels from "a b c" (whitespace-separated) or a file (one a line). */

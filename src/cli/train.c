@@ -101,7 +101,7 @@ static source_opts_t conn_source(const train_opts_t *to, int k, int64_t N)
     const train_conn_t *c = &to->conns[k], *g = to->operand.name ? &to->operand : NULL;
     if (c->kind == 1 && g && pattern_reads_graph(c->name)) {
         *(g->kind == 0 ? &so.graph : &so.csr) = g->name;
-        so.pattern = c->name;
+        so.pattern = strchr(c->name, '|') ? NULL : c->name;   /* 'A|B': the layers' own */
         so.tokens = so.labels_file = NULL;
         so.nodes = 0;
     } else if (c->kind == 1) {
@@ -125,6 +125,10 @@ typedef struct {
     float *edge_bias;
     ag_matrix_t edges;         /* --edge-features of the connectivity trained now */
     int64_t task_virtual;      /* the first connectivity's virtual nodes: the task's last */
+    const char *layer_spec[MODEL_MAX_LAYERS];   /* layer_specs': a graph a round */
+    int n_layer_specs;
+    char layer_text[4096];
+    ag_nbhd_t *layer_graphs[MODEL_MAX_LAYERS];  /* compiled over src.nb */
     int64_t *pred;
     folder_item_t items[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 3];
     char names[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 2][64];
@@ -149,6 +153,58 @@ static int save_fits(const char *dir, int n_layers, ag_error_t *err)
     return ag_fail(err, AG_EINVAL, "--save %s holds round-%d/, a layer of an earlier model: "
                    "run --weights would read it as part of this one; save to a new folder", dir,
                    first);
+}
+
+/* The layers' connectivities of connectivity k (train_state_t.layer_spec):
+   the parts of its 'A|B|...', one a round, or a model file's graph= keys;
+   none (n_layer_specs 0) without either. *V: the most virtual nodes they
+   append. */
+static int layer_specs(train_state_t *st, const train_opts_t *to, int k, int64_t *V,
+                       ag_error_t *err)
+{
+    const ag_model_spec_t *spec = &to->o.model.spec;
+    const char *list = to->conns[k].kind == 1 && strchr(to->conns[k].name, '|')
+                           ? to->conns[k].name : NULL;
+    const int R = spec->n_layers ? (spec->rounds ? spec->rounds : spec->n_layers)
+                                 : (int)to->o.rounds;
+    st->n_layer_specs = 0;
+    *V = 0;
+    if (list && ag_model_spec_layer_graphs(spec))
+        return ag_fail(err, AG_EINVAL, "'%s' gives the layers' graphs, and so does the model "
+                       "file's graph= (line %d): give one", list,
+                       spec->layers[0].line);
+    if (!list && !ag_model_spec_layer_graphs(spec))
+        return AG_OK;
+    if (list && to->save)
+        return ag_fail(err, AG_EINVAL, "--save: a model's graph a layer is kept in its model "
+                       "file's graph= keys; give '%s' there (train --model FILE)", list);
+    if (list && !to->operand.name)
+        return ag_fail(err, AG_EINVAL, "a graph a layer ('%s') runs over a GRAPH file or "
+                       "--csr; none was given", list);
+    int parts = 1;
+    for (const char *c = list; c && *c; c++)
+        parts += *c == '|';
+    if (list && parts != R)
+        return ag_fail(err, AG_EINVAL, "'%s' gives %d layers' graphs; the model has %d "
+                       "round%s: expected one a round, separated by '|'", list, parts, R,
+                       AG_PLURAL(R));
+    if (R > MODEL_MAX_LAYERS)
+        return ag_fail(err, AG_ELIMIT, "a graph a layer for %d rounds; at most %d", R,
+                       MODEL_MAX_LAYERS);
+    snprintf(st->layer_text, sizeof st->layer_text, "%s", list ? list : "");
+    for (int r = 0, at = 0; r < R; r++) {
+        if (list) {   /* the parts, cut in place */
+            st->layer_spec[r] = st->layer_text + at;
+            at += (int)strcspn(st->layer_text + at, "|");
+            st->layer_text[at++] = '\0';
+        } else {
+            st->layer_spec[r] = spec->layers[spec->n_layers == 1 ? 0 : r].graph;
+        }
+        const int64_t v = pattern_virtual_nodes(st->layer_spec[r]);
+        *V = v > *V ? v : *V;
+    }
+    st->n_layer_specs = R;
+    return AG_OK;
 }
 
 /* m with rows appended, zero, up to `rows`. */
@@ -177,14 +233,18 @@ static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t 
     }
     const train_opts_t *to = cx->to;
     const int64_t N = k == 0 ? st->x0.rows : st->in.N;
+    int64_t V_layers;
+    int rc = layer_specs(st, to, k, &V_layers, err);
+    if (rc)
+        return rc;
     source_opts_t so = conn_source(to, k, N - (k ? st->task_virtual : 0));
-    int rc = source_open(&st->src, &so, usage, err);
+    rc = source_open(&st->src, &so, usage, err);
     if (rc)
         return rc;
     /* a pattern's virtual nodes come after the features' rows: theirs are zero
        (the first layer's biases make their keys and values, and are learnt)
-       unless --features gives them */
-    const int64_t V = st->src.n_virtual, all = st->src.nb.n_nodes;
+       unless --features gives them; the layers' graphs may append more */
+    const int64_t V = st->src.n_virtual + V_layers, all = st->src.nb.n_nodes + V_layers;
     if (k == 0 && V && N == all - V && (rc = pad_rows(&st->x0, all, err)))
         return rc;
     if (k > 0 && V != st->task_virtual)
@@ -225,7 +285,16 @@ static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t 
         print_setup(to, &st->in, &st->task, cx->threads);
         fflush(stdout);
     }
-    whole_epoch_t w = {&st->model, &st->src.nb, st->in.x0.data, &st->task};
+    ag_nbhd_t *nb = &st->src.nb;
+    if (st->n_layer_specs) {   /* a graph a round, over the connectivity */
+        int64_t v;
+        if ((rc = ag_layer_graphs(st->layer_graphs, st->n_layer_specs, &st->src.nb,
+                                  st->layer_spec, to->o.src.self, &v, err)))
+            return rc;
+        st->model.ro.graphs = st->layer_graphs;
+        nb = st->layer_graphs[0];
+    }
+    whole_epoch_t w = {&st->model, nb, st->in.x0.data, &st->task};
     rc = train_epochs(cx, whole_epoch, &w, st->src.nb.n_edges, st->model.lr, to->conns[k].name,
                       res, err);
     if (!rc && cx->single && !to->o.quiet)
@@ -233,6 +302,7 @@ static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t 
     if (!rc && cx->single)
         return rc;   /* the one model: one_predict and one_save read it */
     model_free(&st->model);
+    ag_layer_graphs_free(st->layer_graphs, st->n_layer_specs);
     free(st->edge_bias);
     st->edge_bias = NULL;
     source_close(&st->src);
@@ -397,6 +467,7 @@ int cmd_train(int argc, char **argv)
                            .said_saved = one_said_saved, .report_end = one_report_end, .ctx = st};
     status = train_with(&to, threads, &one);
     model_free(&st->model);
+    ag_layer_graphs_free(st->layer_graphs, st->n_layer_specs);
     free(st->edge_bias);
     ag_matrix_destroy(&st->edges);
     free(st->pred);

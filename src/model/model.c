@@ -436,28 +436,55 @@ static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X
     const int64_t N = nb->n_nodes, D = m->D;
     const int L = spec->n_layers, R = spec->rounds ? spec->rounds : L;
     const int64_t widest = ag_rounds_widest(m->layers, L, R);
-    float *S = ag_alloc(N * widest, sizeof *S, err, "model states");
-    if (!S)
+    /* a connectivity per layer: the graphs first, for their virtual nodes' rows */
+    ag_nbhd_t **graphs = NULL;
+    int64_t V = 0;
+    int rc = AG_OK;
+    if (ag_model_spec_layer_graphs(spec)) {
+        const char **specs = ag_calloc(R, sizeof *specs, err, "the layers' graphs");
+        if (!specs || !(graphs = ag_calloc(R, sizeof *graphs, err, "the layers' graphs"))) {
+            free(specs);
+            return ag_alloc_status();
+        }
+        for (int r = 0; r < R; r++)
+            specs[r] = spec->layers[L == 1 ? 0 : r].graph;
+        rc = ag_layer_graphs(graphs, R, nb, specs, spec->self_loops, &V, err);
+        free(specs);
+        if (rc) {
+            free(graphs);
+            return rc;
+        }
+    }
+    /* virtual nodes' rows start at zero; their states are the model's, not the output */
+    float *S = ag_calloc((N + V) * widest, sizeof *S, err, "model states");
+    if (!S) {
+        ag_layer_graphs_free(graphs, R);
+        free(graphs);
         return ag_alloc_status();
+    }
     memcpy(S, X, (size_t)(N * D) * sizeof *S);
     if (spec->posenc)
         ag_posenc_sinusoidal(S, N, D);
     ag_nbhd_t shaped;
-    int rc = spec->self_loops != AG_SELF_KEEP ? shaped_graph(&shaped, nb, spec->self_loops, err)
-                                              : AG_OK;
-    const int shape = spec->self_loops != AG_SELF_KEEP && !rc;   /* a copy to destroy */
+    rc = !graphs && spec->self_loops != AG_SELF_KEEP
+             ? shaped_graph(&shaped, nb, spec->self_loops, err) : AG_OK;
+    const int shape = !graphs && spec->self_loops != AG_SELF_KEEP && !rc;   /* a copy to destroy */
     ag_workspace_t ws;
     ag_score_t score = spec->score;
     ag_round_opts_t opts = AG_ROUND_OPTS_INIT;
     opts.score = &score, opts.norm = spec->norm;
     opts.edge_features = edge_features, opts.edge_dim = m->edge_dim;
-    if (!rc && !(rc = ag_workspace_init(&ws, N, ag_i_layers_largest_hd(m->layers, L), widest,
+    opts.graphs = graphs;
+    if (!rc && !(rc = ag_workspace_init(&ws, N + V, ag_i_layers_largest_hd(m->layers, L), widest,
                                         err))) {
-        rc = ag_rounds_run(shape ? &shaped : nb, m->layers, L, S, R, &opts, &ws, NULL, err);
+        rc = ag_rounds_run(graphs ? graphs[0] : shape ? &shaped : nb, m->layers, L, S, R, &opts,
+                           &ws, NULL, err);
         ag_workspace_destroy(&ws);
     }
     if (shape)
         ag_nbhd_destroy(&shaped);
+    ag_layer_graphs_free(graphs, R);
+    free(graphs);
     if (rc)
         free(S);
     else

@@ -107,6 +107,18 @@ static int key_ffn_act(ag_layer_spec_t *L, const char *v) { return act_of(v, &L-
 static int key_qkv_bias(ag_layer_spec_t *L, const char *v) { return yes_no(v, &L->qkv_bias); }
 static int key_edges(ag_layer_spec_t *L, const char *v) { return yes_no(v, &L->edges); }
 
+/* A pattern (parsed here, so a mistake names the line), compiled when the
+   model meets its graph. */
+static int key_graph(ag_layer_spec_t *L, const char *v)
+{
+    ag_pattern_t *p;
+    if (strlen(v) >= sizeof L->graph || strchr(v, '|') || ag_pattern_parse(&p, v, NULL))
+        return -1;
+    ag_pattern_free(p);
+    snprintf(L->graph, sizeof L->graph, "%s", v);
+    return 0;
+}
+
 static int key_out(ag_layer_spec_t *L, const char *v)
 {
     L->out = strcmp(v, "concat") == 0 ? AG_OUT_CONCAT
@@ -154,6 +166,8 @@ static const struct {
      "(1 - g) O)"},
     {"norm", key_norm, "pre or post (with the file's norm layer)"},
     {"edges", key_edges, "yes (the layer reads --edge-features) or no"},
+    {"graph", key_graph, "a pattern over the model's graph, such as graph+expander:3 or "
+     "hops:2 (docs/patterns.md; no spaces, one layer's)"},
 };
 
 void ag_layer_spec_init(ag_layer_spec_t *L)
@@ -181,7 +195,7 @@ static int layer_line(ag_layer_spec_t *L, char *words, const char *path, int lin
         if (k == COUNT(layer_keys))
             return ag_fail(err, AG_EFORMAT, "%s line %d: unknown layer key '%s'; expected "
                            "heads, dim, out, projection, bias, act, residual, ffn, ffn_act, "
-                           "qkv_bias, skip, norm or edges", path, line, w);
+                           "qkv_bias, skip, norm, edges or graph", path, line, w);
         if (seen & 1u << k)
             return ag_fail(err, AG_EFORMAT, "%s line %d: %s given twice", path, line, w);
         seen |= 1u << k;
@@ -521,9 +535,19 @@ size_t ag_model_spec_text(char *buf, size_t cap, const ag_model_spec_t *spec)
             APPEND(" norm=post");
         if (L->edges)
             APPEND(" edges=yes");
+        if (L->graph[0])
+            APPEND(" graph=%s", L->graph);
         APPEND("\n");
     }
     return used;
+}
+
+int ag_model_spec_layer_graphs(const ag_model_spec_t *spec)
+{
+    for (int l = 0; l < spec->n_layers; l++)
+        if (spec->layers[l].graph[0])
+            return 1;
+    return 0;
 }
 
 /* ------------------------------------------------- what the spec decides */

@@ -29,6 +29,11 @@ static int refuse_train(const train_opts_t *to, ag_mpi_path_t path)
     for (int k = 0; k < to->n_conns; k++)
         if (to->conns[k].kind == 2 && refuse_csr_stdin("train", to->conns[k].name))
             return 1;
+    for (int k = 0; k < to->n_conns; k++)
+        if (to->conns[k].kind == 1 && strchr(to->conns[k].name, '|'))
+            return usage_error("train", "'%s': a graph a layer runs on one process (the MPI "
+                               "layer's parts are one graph's); use attngraph train",
+                               to->conns[k].name);
     if (to->metric == METRIC_AUC || to->data)
         return usage_error("train", "--%s: ROC AUC ranks every node of a mask, which no "
                            "process holds; attngraph train computes it on one process",
