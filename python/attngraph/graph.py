@@ -84,6 +84,18 @@ def _check_runs(n, edge_ptr, run_ptr, run_src, run_len, edge_id):
         bad("edge_id is not [E] = [%d] ids in -1..2^40" % E)
 
 
+def pattern_info(spec):
+    """(V, reads_graph) of a pattern spec: its virtual:V's V (0: none) and
+    whether it reads a graph (graph, hops:K); a bad spec raises Error."""
+    e = err()
+    pat = C.c_void_p()
+    check(lib.ag_pattern_parse(C.byref(pat), str(spec).encode(), C.byref(e)), e)
+    try:
+        return int(lib.ag_pattern_virtual(pat)), bool(lib.ag_pattern_needs_graph(pat))
+    finally:
+        lib.ag_pattern_free(pat)
+
+
 class Graph:
     """Who attends to whom: N nodes, E messages (an undirected edge is two).
 

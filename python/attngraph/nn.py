@@ -1,7 +1,8 @@
 """PyTorch layers on the library, laid out as PyTorch Geometric users expect:
 GraphAttention (one round as `attngraph run` computes it, whose weights save
 to and load from the folders the tool reads), save_rounds and load_rounds,
-and PyG's GATConv, GATv2Conv and TransformerConv (attngraph.conv); the
+PyG's GATConv, GATv2Conv and TransformerConv (attngraph.conv) and GPSConv
+(attngraph.gps: its global attention on any pattern); the
 functions are attngraph.functional's (graph_attention, dropout).
 attngraph.torch is the same module under its name before 0.2."""
 import os
@@ -13,12 +14,13 @@ from torch import nn
 from . import ops
 from ._lib import Error
 from .conv import GATConv, GATv2Conv, TransformerConv
+from .gps import GPSConv
 from .functional import graph_attention, dropout
 from .graph import Graph
 from .weights import Weights, save_layers, model_args, read_model_args, write_model_args
 
 __all__ = ["GraphAttention", "save_rounds", "load_rounds", "GATConv", "GATv2Conv",
-           "TransformerConv", "graph_attention", "dropout"]
+           "TransformerConv", "GPSConv", "graph_attention", "dropout"]
 
 
 class GraphAttention(nn.Module):
