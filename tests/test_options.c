@@ -214,7 +214,7 @@ START_TEST(input_mistakes_say_what_is_wrong)
                   err);
     free(out), free(err);
     ck_assert_int_eq(run_cli("run graphs/sentence.unknown", &out, &err), 2);
-    ck_assert_msg(strstr(err, ".gml or .net (or name the format") && !strstr(err, ".dot"), "%s",
+    ck_assert_msg(strstr(err, ".gml, .net or .npz (or name the format") && !strstr(err, ".dot"), "%s",
                   err);
     free(out), free(err);
     expect_cli("run x.dot", 2, 2, "DOT files can be written, not read");

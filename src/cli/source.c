@@ -310,6 +310,10 @@ int source_open(source_t *s, const source_opts_t *o, int *usage, ag_error_t *err
     *usage = 0;
     if ((o->graph || o->csr) && (o->tokens || o->labels_file || o->nodes)) {
         *usage = 1;
+        if (o->pattern)
+            return ag_fail(err, AG_EINVAL, "--tokens, --labels-file and --nodes size a "
+                           "pattern alone; pattern '%s' over %s takes its nodes and labels",
+                           o->pattern, o->graph ? o->graph : o->csr);
         return ag_fail(err, AG_EINVAL, "--tokens, --labels-file and --nodes are for patterns; "
                        "'%s' is a %s", o->graph ? o->graph : o->csr,
                        o->graph ? "graph file" : "CSR");
