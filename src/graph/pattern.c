@@ -16,7 +16,6 @@
 
 #include "graph/pattern_ast.h"
 #include "graph/graph.h"
-#include "base/rng.h"
 
 /* ---- sizes ---- */
 
