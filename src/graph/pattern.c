@@ -114,8 +114,8 @@ static int check_size(const ag_pattern_t *pat, const pnode_t *n, int64_t Nb, ag_
     case P_HOPS:
         if (!pat->graph)
             return ag_fail(err, AG_EINVAL, "pattern '%s': '%s' reads a graph, and none was "
-                           "given (a graph file beside --pattern; ag_pattern_bind_graph in C; "
-                           "graph= in Python)", pat->spec, n->text);
+                           "given (attngraph run FILE --pattern SPEC, attngraph pattern SPEC "
+                           "--graph FILE; ag_pattern_bind_graph in C; graph= in Python)", pat->spec, n->text);
         /* fall through */
     default: {
         int64_t s = natural_size(pat, n, &who);
