@@ -114,14 +114,10 @@ def gps_child(args):
         return model[-1](h)
 
     def auc(score, mask):
+        """The chance that a positive outscores a negative, ties counted half."""
         s, t = score[mask].numpy(), y[mask].numpy()
-        order = np.argsort(s, kind="mergesort")
-        ranks = np.empty(len(s))
-        ranks[order] = np.arange(1, len(s) + 1)
-        for v in np.unique(s[np.r_[False, np.diff(s[order]) == 0]] if len(s) else []):
-            ranks[s == v] = ranks[s == v].mean()   # ties share their mean rank
-        p = t.sum()
-        return (ranks[t == 1].sum() - p * (p + 1) / 2) / (p * (len(t) - p))
+        d = s[t == 1][:, None] - s[t == 0][None, :]
+        return ((d > 0).sum() + 0.5 * (d == 0).sum()) / d.size
 
     best, test_at_best, t0 = -1.0, 0.0, time.time()
     for epoch in range(args.epochs + 1):
@@ -164,7 +160,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=300)
     ap.add_argument("--lr", type=float, default=0.003)
     ap.add_argument("--conns", default=",".join(CLI_CONNS + GPS_CONNS),
-                    help="comma-separated, from the list above")
+                    help="comma-separated, from the list above (a comma inside a spec: "
+                         "write ';')")
     ap.add_argument("--pyg-splits", type=int, default=0,
                     help="splits of PyG's GPSConv beside (needs --pyg)")
     ap.add_argument("--pyg", help="a checkout of PyG 2.4 (its pure-Python source)")

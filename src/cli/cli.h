@@ -220,6 +220,9 @@ typedef struct {
 /* When the options alone decide a run's shape (random features and weights),
    checks its states against the memory budget; AG_OK otherwise. */
 int inputs_check_memory(const run_opts_t *o, int64_t N, ag_error_t *err);
+/* m widened to `rows` rows (>= its own), the new ones zero: a pattern's
+   virtual nodes after the input nodes' rows. */
+int matrix_pad_rows(ag_matrix_t *m, int64_t rows, ag_error_t *err);
 /* Loads or draws the inputs for N nodes; edges: the edge features the layers
    read (kept by the caller until inputs_free), or NULL. */
 int inputs_load(inputs_t *in, const run_opts_t *o, int64_t N, const ag_matrix_t *edges,

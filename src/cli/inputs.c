@@ -174,6 +174,18 @@ int source_args(run_opts_t *o, const opt_parser_t *p, const char *cmd)
 
 /* ---- inputs ---- */
 
+int matrix_pad_rows(ag_matrix_t *m, int64_t rows, ag_error_t *err)
+{
+    ag_matrix_t all;
+    int rc = ag_matrix_init(&all, rows, m->cols, err);
+    if (rc)
+        return rc;
+    memcpy(all.data, m->data, (size_t)(m->rows * m->cols) * sizeof *m->data);
+    ag_matrix_destroy(m);
+    *m = all;
+    return AG_OK;
+}
+
 /* A row a node, for N nodes of which the last V are a pattern's virtual ones:
    N rows give theirs, N - V rows leave them zero. */
 static int read_rows(ag_matrix_t *m, const char *option, const char *path, int64_t N,
@@ -181,12 +193,8 @@ static int read_rows(ag_matrix_t *m, const char *option, const char *path, int64
 {
     int rc = ag_matrix_read_npy(m, path, err);
     if (!rc && V && m->rows == N - V) {
-        ag_matrix_t all;
-        if (!(rc = ag_matrix_init(&all, N, m->cols, err)))
-            memcpy(all.data, m->data, (size_t)(m->rows * m->cols) * sizeof *m->data);
-        ag_matrix_destroy(m);
-        if (!rc)
-            *m = all;
+        if ((rc = matrix_pad_rows(m, N, err)))
+            ag_matrix_destroy(m);
     } else if (!rc && m->rows != N) {
         char virt[96] = "";
         if (V)

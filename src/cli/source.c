@@ -134,25 +134,33 @@ static int labels_add_virtual(ag_labels_t *l, int64_t V, ag_error_t *err)
     return AG_OK;
 }
 
-int64_t pattern_virtual_nodes(const char *spec)
+/* What a spec says of itself: its virtual nodes, and whether it reads a graph
+   (0 and 0 for NULL or a spec that does not parse: its reader says why). */
+static void pattern_traits(const char *spec, int64_t *V, int *reads)
 {
     ag_pattern_t *pat;
-    if (!spec || ag_pattern_parse(&pat, spec, NULL))
-        return 0;
-    const int64_t V = ag_pattern_virtual(pat);
-    ag_pattern_free(pat);
+    *V = 0, *reads = 0;
+    if (spec && !ag_pattern_parse(&pat, spec, NULL)) {
+        *V = ag_pattern_virtual(pat), *reads = ag_pattern_needs_graph(pat);
+        ag_pattern_free(pat);
+    }
+}
+
+int64_t pattern_virtual_nodes(const char *spec)
+{
+    int64_t V;
+    int reads;
+    pattern_traits(spec, &V, &reads);
     return V;
 }
 
 int pattern_reads_graph(const char *spec)
 {
-    ag_pattern_t *pat;
+    int64_t V;
+    int reads;
     if (spec && strchr(spec, '|'))   /* a connectivity a layer: over the graph */
         return 1;
-    if (!spec || ag_pattern_parse(&pat, spec, NULL))
-        return 0;
-    const int reads = ag_pattern_needs_graph(pat);
-    ag_pattern_free(pat);
+    pattern_traits(spec, &V, &reads);
     return reads;
 }
 

@@ -169,10 +169,11 @@ static int layer_specs(train_state_t *st, const train_opts_t *to, int k, int64_t
                                  : (int)to->o.rounds;
     st->n_layer_specs = 0;
     *V = 0;
-    if (list && ag_model_spec_layer_graphs(spec))
-        return ag_fail(err, AG_EINVAL, "'%s' gives the layers' graphs, and so does the model "
-                       "file's graph= (line %d): give one", list,
-                       spec->layers[0].line);
+    for (int l = 0; list && l < spec->n_layers; l++)
+        if (spec->layers[l].graph[0])
+            return ag_fail(err, AG_EINVAL, "'%s' gives the layers' graphs, and so does the "
+                           "model file's graph= (line %d): give one", list,
+                           spec->layers[l].line);
     if (!list && !ag_model_spec_layer_graphs(spec))
         return AG_OK;
     if (list && to->save)
@@ -207,19 +208,6 @@ static int layer_specs(train_state_t *st, const train_opts_t *to, int k, int64_t
     return AG_OK;
 }
 
-/* m with rows appended, zero, up to `rows`. */
-static int pad_rows(ag_matrix_t *m, int64_t rows, ag_error_t *err)
-{
-    ag_matrix_t all;
-    int rc = ag_matrix_init(&all, rows, m->cols, err);
-    if (rc)
-        return rc;
-    memcpy(all.data, m->data, (size_t)(m->rows * m->cols) * sizeof *m->data);
-    ag_matrix_destroy(m);
-    *m = all;
-    return AG_OK;
-}
-
 /* Trains on connectivity k; keeps the model of a single connectivity
    (train_backend_t's connectivity on one process). */
 static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t *res,
@@ -245,7 +233,7 @@ static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t 
        (the first layer's biases make their keys and values, and are learnt)
        unless --features gives them; the layers' graphs may append more */
     const int64_t V = st->src.n_virtual + V_layers, all = st->src.nb.n_nodes + V_layers;
-    if (k == 0 && V && N == all - V && (rc = pad_rows(&st->x0, all, err)))
+    if (k == 0 && V && N == all - V && (rc = matrix_pad_rows(&st->x0, all, err)))
         return rc;
     if (k > 0 && V != st->task_virtual)
         return ag_fail(err, AG_EINVAL, "%s appends %lld virtual node%s, the first connectivity "

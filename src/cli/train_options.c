@@ -150,7 +150,7 @@ static int train_option(train_opts_t *t, int c, const char *arg, const char *nam
     case OPT_SPLIT: return opt_int(&t->split, "train", name, arg, 0, 1000000);
     case OPT_METRIC:
         if (strcmp(arg, "accuracy") == 0 || strcmp(arg, "auc") == 0) {
-            t->metric = arg[0] == 'a' && arg[1] == 'u' ? METRIC_AUC : METRIC_ACCURACY;
+            t->metric = strcmp(arg, "auc") == 0 ? METRIC_AUC : METRIC_ACCURACY;
             return 0;
         }
         return usage_error("train", "--metric '%s': expected accuracy or auc", arg);

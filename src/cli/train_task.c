@@ -195,14 +195,8 @@ int task_add_virtual(task_t *t, int64_t V, ag_error_t *err)
         for (int64_t i = N; i < all; i++)
             l[i] = -1;
     }
-    if (t->targets.data) {
-        ag_matrix_t m;
-        if (ag_matrix_init(&m, all, t->targets.cols, err))
-            return ag_alloc_status();
-        memcpy(m.data, t->targets.data, (size_t)(N * t->targets.cols) * sizeof *m.data);
-        ag_matrix_destroy(&t->targets);
-        t->targets = m;
-    }
+    if (t->targets.data && matrix_pad_rows(&t->targets, all, err))
+        return ag_alloc_status();
     uint8_t **masks[] = {&t->train, &t->eval, &t->test};
     for (int k = 0; k < 3; k++) {
         if (!*masks[k])

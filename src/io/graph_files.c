@@ -160,29 +160,21 @@ static char *member_path(const char *path, const char *member)
     return s;
 }
 
-/* The node count an archive's per-node arrays state (rows of node_features or
-   node_labels, the first found), or 0. */
+/* The node count an archive's per-node arrays state (the rows of the first of
+   node_labels and node_features it has, as docs/formats.md says; their headers
+   alone), or 0. */
 static int64_t npz_nodes(const char *path)
 {
-    static const char *const members[] = {"node_labels", "node_features", "x", "y"};
+    static const char *const members[] = {"node_labels", "node_features"};
     for (size_t k = 0; k < COUNT(members); k++) {
-        char *name = NULL;
-        int64_t *v = NULL, shape[AG_NPY_MAX_DIMS];
+        char *name = member_path(path, members[k]);
+        int64_t shape[AG_NPY_MAX_DIMS];
         int ndim = 0;
         ag_error_t ignored;
-        const int n = (name = member_path(path, members[k])) != NULL;
-        int64_t rows = 0;
-        if (n > 0 && strcmp(members[k], "node_features") == 0) {
-            ag_array_t a;   /* floats: read as such */
-            if (!ag_array_read_npy(&a, name, &ignored))
-                rows = a.shape[0], ag_array_destroy(&a);
-        } else if (n > 0 && !ag_i_ints_read_npy(&v, &ndim, shape, name, &ignored)) {
-            rows = shape[0];
-        }
-        free(v);
+        const int found = name && !ag_i_npy_shape(&ndim, shape, name, &ignored) && ndim >= 1;
         free(name);
-        if (rows)
-            return rows;
+        if (found)
+            return shape[0];
     }
     return 0;
 }

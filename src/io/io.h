@@ -23,6 +23,9 @@ int ag_i_npz_split(const char *path, char **archive, const char **member);
 AG_INTERNAL
 int ag_i_npz_member(unsigned char **data, size_t *len, const char *archive, const char *member,
                     ag_error_t *err);
+/* The shape of a .npy array (an .npz member too) from its header alone. */
+AG_INTERNAL
+int ag_i_npy_shape(int *ndim, int64_t shape[AG_NPY_MAX_DIMS], const char *path, ag_error_t *err);
 /* An integer .npy array of any rank (an .npz member too) as int64 *values
    (malloc'ed) of shape[0..*ndim). */
 AG_INTERNAL

@@ -219,48 +219,64 @@ static int read_data(unsigned char **out, const npy_header_t *h, FILE *f, const 
     return AG_OK;
 }
 
-/* An .npz member (ARCHIVE.npz:NAME) as a stream of its own bytes. */
-static FILE *open_member(unsigned char **bytes, const char *path, ag_error_t *err, int *rc)
+/* The stream of path: standard input for "-" (read in one pass: the reader
+   never seeks), the inflated bytes of an .npz member for "ARCHIVE.npz:NAME"
+   (*bytes, freed by close_npy), else the file. NULL with *rc set on failure. */
+static FILE *open_npy(const char *path, unsigned char **bytes, int *rc, ag_error_t *err)
 {
+    *bytes = NULL;
+    *rc = AG_OK;
+    if (strcmp(path, "-") == 0)
+        return stdin;
     char *archive;
     const char *member;
-    size_t len;
-    *rc = ag_i_npz_split(path, &archive, &member) < 0
-              ? ag_fail(err, AG_ENOMEM, "%s: out of memory", path)
-              : ag_i_npz_member(bytes, &len, archive, member, err);
-    free(archive);
-    FILE *f = *rc ? NULL : fmemopen(*bytes, len ? len : 1, "rb");
-    if (!*rc && !f)
+    size_t len = 0;
+    const int split = ag_i_npz_split(path, &archive, &member);
+    if (split < 0)
+        *rc = ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
+    else if (split)
+        *rc = ag_i_npz_member(bytes, &len, archive, member, err);
+    if (split > 0)
+        free(archive);
+    if (*rc)
+        return NULL;
+    FILE *f = split ? fmemopen(*bytes, len ? len : 1, "rb") : fopen(path, "rb");
+    if (!f)
         *rc = ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
     return f;
 }
 
-/* Path "-" is standard input (read in one pass: the reader never seeks);
-   "ARCHIVE.npz:NAME" a member of an .npz archive. */
+static void close_npy(FILE *f, unsigned char *bytes)
+{
+    if (f && f != stdin)
+        fclose(f);
+    free(bytes);
+}
+
 static int open_and_read(npy_header_t *h, unsigned char **data, const char *path, ag_error_t *err)
 {
-    const int is_stdin = strcmp(path, "-") == 0;
-    if (strstr(path, ".npz:")) {
-        unsigned char *bytes = NULL;
-        int rc;
-        FILE *f = open_member(&bytes, path, err, &rc);
-        if (!rc)
-            rc = read_header(h, f, path, err);
-        if (!rc)
-            rc = read_data(data, h, f, path, err);
-        if (f)
-            fclose(f);
-        free(bytes);
-        return rc;
-    }
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f)
-        return ag_fail(err, AG_EIO, "%s: cannot open: %s", path, strerror(errno));
-    int rc = read_header(h, f, path, err);
+    unsigned char *bytes;
+    int rc;
+    FILE *f = open_npy(path, &bytes, &rc, err);
+    if (!rc)
+        rc = read_header(h, f, path, err);
     if (!rc)
         rc = read_data(data, h, f, path, err);
-    if (!is_stdin)
-        fclose(f);
+    close_npy(f, bytes);
+    return rc;
+}
+
+int ag_i_npy_shape(int *ndim, int64_t shape[AG_NPY_MAX_DIMS], const char *path, ag_error_t *err)
+{
+    unsigned char *bytes;
+    npy_header_t h;
+    int rc;
+    FILE *f = open_npy(path, &bytes, &rc, err);
+    if (!rc && !(rc = read_header(&h, f, path, err))) {
+        *ndim = h.ndim;
+        memcpy(shape, h.shape, sizeof h.shape);
+    }
+    close_npy(f, bytes);
     return rc;
 }
 
@@ -479,14 +495,19 @@ static int to_int64(int64_t *v, const unsigned char *raw, const npy_header_t *h,
     return AG_OK;
 }
 
-static int check_index_header(const npy_header_t *h, const char *path, ag_error_t *err)
+static int check_int_dtype(const npy_header_t *h, const char *path, ag_error_t *err)
 {
-    if (h->ndim != 1)
-        return ag_fail(err, AG_EFORMAT, "%s: array has %d dimensions; expected 1", path, h->ndim);
     if (h->dtype == AG_DTYPE_F32 || h->dtype == AG_DTYPE_F64 || h->dtype == AG_DTYPE_BOOL)
         return ag_fail(err, AG_EFORMAT, "%s: dtype is %s; expected an integer dtype (int64)",
                        path, dtype_name(h->dtype));
     return AG_OK;
+}
+
+static int check_index_header(const npy_header_t *h, const char *path, ag_error_t *err)
+{
+    if (h->ndim != 1)
+        return ag_fail(err, AG_EFORMAT, "%s: array has %d dimensions; expected 1", path, h->ndim);
+    return check_int_dtype(h, path, err);
 }
 
 int ag_i_ints_read_npy(int64_t **values, int *ndim, int64_t shape[AG_NPY_MAX_DIMS],
@@ -498,10 +519,9 @@ int ag_i_ints_read_npy(int64_t **values, int *ndim, int64_t shape[AG_NPY_MAX_DIM
     int rc = open_and_read(&h, &raw, path, err);
     if (rc)
         return rc;
-    if (h.dtype == AG_DTYPE_F32 || h.dtype == AG_DTYPE_F64 || h.dtype == AG_DTYPE_BOOL) {
+    if ((rc = check_int_dtype(&h, path, err))) {
         free(raw);
-        return ag_fail(err, AG_EFORMAT, "%s: dtype is %s; expected an integer dtype (int64)",
-                       path, dtype_name(h.dtype));
+        return rc;
     }
     int64_t *v = ag_alloc(h.count ? h.count : 1, sizeof *v, err, path);
     rc = v ? to_int64(v, raw, &h, h.count, 0, path, err) : ag_alloc_status();

@@ -32,26 +32,11 @@ static int pad_nodes(ag_nbhd_t *nb, int64_t N, ag_error_t *err)
     return AG_OK;
 }
 
-/* A copy of nb's messages (sources in slot order; no edge ids), self applied. */
-static int copy_graph(ag_nbhd_t *out, const ag_nbhd_t *nb, ag_self_loops_t self, ag_error_t *err)
-{
-    const int64_t N = nb->n_nodes, E = nb->n_edges;
-    int64_t *src = ag_alloc(E ? E : 1, sizeof *src, err, "a layer's graph");
-    if (!src)
-        return ag_alloc_status();
-    ag_nbhd_sources(nb, 0, N, src);
-    int rc = ag_nbhd_from_csr(out, N, nb->edge_ptr, src, err);
-    free(src);
-    if (!rc && (rc = ag_nbhd_self_loops(out, self, err)))
-        ag_nbhd_destroy(out);
-    return rc;
-}
-
 static int layer_graph(ag_nbhd_t *g, const ag_nbhd_t *nb, const char *spec, ag_self_loops_t self,
                        ag_error_t *err)
 {
     if (!spec || !spec[0])
-        return copy_graph(g, nb, self, err);
+        return ag_i_nbhd_shaped_copy(g, nb, self, err);
     ag_pattern_t *p;
     int rc = ag_pattern_parse(&p, spec, err);
     if (!rc && !(rc = ag_pattern_bind_graph(p, nb, err)))
@@ -62,17 +47,7 @@ static int layer_graph(ag_nbhd_t *g, const ag_nbhd_t *nb, const char *spec, ag_s
 
 void ag_layer_graphs_free(ag_nbhd_t **graphs, int L)
 {
-    for (int l = 0; graphs && l < L; l++) {
-        int first = 0;   /* a graph shared by layers is freed at its first */
-        while (graphs[first] != graphs[l])
-            first++;
-        if (first == l && graphs[l]) {
-            ag_nbhd_destroy(graphs[l]);
-            free(graphs[l]);
-        }
-    }
-    for (int l = 0; graphs && l < L; l++)
-        graphs[l] = NULL;
+    ag_lm_graphs_free(graphs, L);   /* the same: graphs shared by blocks, freed once */
 }
 
 int ag_layer_graphs(ag_nbhd_t **graphs, int L, const ag_nbhd_t *nb, const char *const *specs,

@@ -395,8 +395,8 @@ void ag_readout_predict(const float *X, int64_t N, int64_t D, const float *Wr, c
 
 /* nb as the model shapes it (its self-loops) in *copy, made from nb's CSR and
    edge ids: the caller's graph stays as it was. */
-static int shaped_graph(ag_nbhd_t *copy, const ag_nbhd_t *nb, ag_self_loops_t self,
-                        ag_error_t *err)
+int ag_i_nbhd_shaped_copy(ag_nbhd_t *copy, const ag_nbhd_t *nb, ag_self_loops_t self,
+                          ag_error_t *err)
 {
     int64_t *src = ag_alloc(nb->n_edges ? nb->n_edges : 1, sizeof *src, err, "graph copy");
     if (!src)
@@ -467,7 +467,7 @@ static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X
         ag_posenc_sinusoidal(S, N, D);
     ag_nbhd_t shaped;
     rc = !graphs && spec->self_loops != AG_SELF_KEEP
-             ? shaped_graph(&shaped, nb, spec->self_loops, err) : AG_OK;
+             ? ag_i_nbhd_shaped_copy(&shaped, nb, spec->self_loops, err) : AG_OK;
     const int shape = !graphs && spec->self_loops != AG_SELF_KEEP && !rc;   /* a copy to destroy */
     ag_workspace_t ws;
     ag_score_t score = spec->score;

@@ -21,6 +21,10 @@ void ag_i_act_backward_rows(ag_activation_t act, float *dY, const float *X, int6
    and that each round reads the width the one before writes. */
 /* Round r's (0-based) graph: opts->graphs[r], or nb. */
 const ag_nbhd_t *ag_i_round_graph(const ag_nbhd_t *nb, const ag_round_opts_t *opts, int r);
+/* A copy of nb (its edge ids too) with self applied: a model's graph shaped
+   as its spec says, nb left as it is (model.c). */
+int ag_i_nbhd_shaped_copy(ag_nbhd_t *copy, const ag_nbhd_t *nb, ag_self_loops_t self,
+                          ag_error_t *err);
 /* The first round on round r's graph: whose kernel plan round r runs. */
 int ag_i_round_plan(const ag_round_opts_t *opts, int r);
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
