@@ -357,6 +357,35 @@ START_TEST(model_object_runs_what_the_tool_saved)
     ck_assert_fails_with(ag_model_load(&m, path, &err), err, AG_EINVAL,
                          "round-2/bias.npy is [4, 1]; expected [3]");
     ck_assert_fails_with(ag_model_load(&m, tmp_path(""), &err), err, AG_EIO, "model.txt");
+    /* one reader of the readout (ag_i_readout_read), the library's and run's: without
+       readout_bias.npy the bias is zero, so each logit drops by the bias it had */
+    snprintf(path, sizeof path, "%s/plain-1", tmp_path(""));
+    ck_assert_msg(ag_model_load(&m, path, &err) == AG_OK, "%s", err.msg);
+    const int64_t C = m.C;
+    float *with = malloc((size_t)(N * C) * sizeof *with), *without = malloc(
+        (size_t)(N * C) * sizeof *without), bias[3];
+    memcpy(bias, m.br, sizeof bias);
+    ck_assert_int_eq(ag_model_run(&m, &nb, x.data, NULL, with, &err), AG_OK);
+    ag_model_destroy(&m);
+    char bias_path[1200];
+    snprintf(bias_path, sizeof bias_path, "%s/readout_bias.npy", path);
+    ck_assert_int_eq(remove(bias_path), 0);
+    ck_assert_msg(ag_model_load(&m, path, &err) == AG_OK, "%s", err.msg);
+    ck_assert_int_eq(ag_model_run(&m, &nb, x.data, NULL, without, &err), AG_OK);
+    for (int64_t i = 0; i < N * C; i++)
+        ck_assert_float_eq_tol(without[i], with[i] - bias[i % C], 1e-5f);
+    ag_model_destroy(&m);
+    free(with), free(without);
+    /* a readout of the wrong width: the same message from both */
+    char readout[1200], args[2048];
+    snprintf(readout, sizeof readout, "%s/readout.npy", path);
+    ck_assert_int_eq(ag_npy_write_f32(readout, (const float[10]){0}, 2, 5, &err), AG_OK);
+    ck_assert_fails_with(ag_model_load(&m, path, &err), err, AG_EINVAL,
+                         "readout.npy is [2, 5]; expected [C, 8]");
+    snprintf(args, sizeof args, "run graphs/planted.gml --features graphs/planted/x.npy "
+             "--weights %s --predict %s", path, tmp_path("never.npy"));
+    expect_cli(args, 1, 2, "readout.npy is [2, 5]; expected [C, 8]");
+    ck_assert(!file_exists(tmp_path("never.npy")));
     ag_array_destroy(&x);
     ag_nbhd_destroy(&nb);
 }

@@ -403,20 +403,7 @@ static inline int folder_write(const char *dir, const char *option, const folder
 
 /* ---- class predictions from a linear readout (predict.c) ---- */
 
-typedef struct {
-    int64_t C, D;
-    float *w;                  /* [C, D] readout.npy */
-    float *b;                  /* [C] readout_bias.npy (zeros when the folder has none) */
-} readout_t;
-
-/* Reads dir/readout.npy [C, D] and, if there, dir/readout_bias.npy [C]; D must be
-   the states' width. */
-int readout_load(readout_t *r, const char *dir, int64_t D, ag_error_t *err);
-void readout_free(readout_t *r);
-/* pred[i] = argmax_c (X_i . w_c + b_c), the first on ties (double sums); w
-   NULL (a model without readout, D == C): argmax_c X_ic (+ b_c, b may be NULL). */
-void readout_predict(const readout_t *r, const float *X, int64_t N, int64_t *pred);
-/* run --predict: the classes by the readout of the folder weights (readout_load's;
+/* run --predict: the classes by the readout of the folder weights (ag_i_readout_read's;
    readout 0: a model file's `readout none`, the argmax of X) of the final states
    X [N, D], written to path as int64 [N]. */
 int write_predictions(const char *path, const char *weights, int readout, const float *X,

@@ -302,11 +302,11 @@ static int one_predict(train_backend_t *b, out_file_t *out, ag_error_t *err)
 {
     train_state_t *st = b->ctx;
     const int64_t N = st->model.N - st->task_virtual;   /* the input nodes */
-    readout_t r = {st->model.C, st->model.D, st->model.wr, st->model.br};   /* wr NULL: no
-                                                                       readout, the logits */
     if (!(st->pred = ag_alloc(N, sizeof *st->pred, err, "predictions")))
         return ag_alloc_status();
-    readout_predict(&r, st->model.X, N, st->pred);
+    /* wr NULL: no readout, the states are the logits */
+    ag_readout_predict(st->model.X, N, st->model.D, st->model.wr, st->model.br, st->model.C,
+                       st->pred);
     return ag_npy_write_i64(out->file.path, st->pred, N, err);
 }
 

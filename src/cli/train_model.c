@@ -48,17 +48,13 @@ static int readout_init(model_t *m, const train_opts_t *to, ag_error_t *err)
     FILE *f = to->o.weights ? fopen(path, "rb") : NULL;
     if (f) {
         fclose(f);
-        readout_t r;
-        int rc = readout_load(&r, to->o.weights, D, err);
+        int64_t has;
+        int rc = ag_i_readout_read(to->o.weights, D, &has, &m->wr, &m->br, err);
         if (rc)
             return rc;
-        if (r.C != C) {
-            const int64_t has = r.C;
-            readout_free(&r);
+        if (has != C)
             return ag_fail(err, AG_EINVAL, "%s has %lld classes; --labels %s has %lld", path,
                            (long long)has, to->labels, (long long)C);
-        }
-        m->wr = r.w, m->br = r.b;
     } else {
         m->wr = ag_alloc(C * D, sizeof(float), err, "readout");
         m->br = ag_calloc(C, sizeof(float), err, "readout");

@@ -147,6 +147,36 @@ static const char *shape_text(char *buf, size_t cap, const ag_array_t *a)
     return buf;
 }
 
+/* dir/readout.npy [C, W] and dir/readout_bias.npy [C] (zeros when the folder
+   has none): the one reader of a folder's readout, the library's and the
+   command line's. */
+int ag_i_readout_read(const char *dir, int64_t W, int64_t *C, float **wr, float **br,
+                      ag_error_t *err)
+{
+    char path[4096], bias_path[4096], got[96];
+    ag_array_t w = {0}, b = {0};
+    *C = 0, *wr = *br = NULL;
+    snprintf(path, sizeof path, "%s/readout.npy", dir);
+    snprintf(bias_path, sizeof bias_path, "%s/readout_bias.npy", dir);
+    int rc = ag_array_read_npy(&w, path, err);
+    if (!rc && (w.ndim != 2 || w.shape[0] < 1 || w.shape[1] != W))
+        rc = ag_fail(err, AG_EINVAL, "%s is %s; expected [C, %lld]: a row of the states' "
+                     "width a class", path, shape_text(got, sizeof got, &w), (long long)W);
+    const int has_bias = !rc && access(bias_path, F_OK) == 0;
+    if (has_bias && !(rc = ag_array_read_npy(&b, bias_path, err)) &&
+        (b.ndim != 1 || b.shape[0] != w.shape[0]))
+        rc = ag_fail(err, AG_EINVAL, "%s is %s; expected [%lld], one a class of %s", bias_path,
+                     shape_text(got, sizeof got, &b), (long long)w.shape[0], path);
+    if (!rc && !has_bias && !(b.data = ag_calloc(w.shape[0], sizeof(float), err, "readout")))
+        rc = ag_alloc_status();
+    if (rc) {
+        ag_array_destroy(&w), ag_array_destroy(&b);
+        return rc;
+    }
+    *C = w.shape[0], *wr = w.data, *br = b.data;
+    return AG_OK;
+}
+
 /* Fills m from spec and its layers; the readout from dir or drawn (classes >
    0). name: where spec came from, in messages. */
 static int model_make(ag_model_t *m, const ag_model_spec_t *spec, const char *name, int64_t D,
@@ -175,24 +205,7 @@ static int model_make(ag_model_t *m, const ag_model_spec_t *spec, const char *na
     }
     const int64_t W = ag_model_width_out(m);
     if (spec->readout && dir) {
-        char path[4096];
-        ag_array_t w = {0}, b = {0};
-        snprintf(path, sizeof path, "%s/readout.npy", dir);
-        rc = ag_array_read_npy(&w, path, err);
-        char got[96];
-        if (!rc && (w.ndim != 2 || w.shape[1] != W))
-            rc = ag_fail(err, AG_EINVAL, "%s is %s; expected [C, %lld]: a row of the last "
-                         "layer's width a class", path, shape_text(got, sizeof got, &w),
-                         (long long)W);
-        snprintf(path, sizeof path, "%s/readout_bias.npy", dir);
-        if (!rc && !(rc = ag_array_read_npy(&b, path, err)) &&
-            (b.ndim != 1 || b.shape[0] != w.shape[0]))
-            rc = ag_fail(err, AG_EINVAL, "%s is %s; expected [%lld], one a class", path,
-                         shape_text(got, sizeof got, &b), (long long)w.shape[0]);
-        if (!rc)
-            m->C = w.shape[0], m->wr = w.data, m->br = b.data;
-        else
-            ag_array_destroy(&w), ag_array_destroy(&b);
+        rc = ag_i_readout_read(dir, W, &m->C, &m->wr, &m->br, err);
     } else if (spec->readout && classes) {
         m->C = classes;
         m->wr = ag_alloc(classes * W, sizeof(float), err, "readout");

@@ -25,6 +25,10 @@ const ag_nbhd_t *ag_i_round_graph(const ag_nbhd_t *nb, const ag_round_opts_t *op
    as its spec says, nb left as it is (model.c). */
 int ag_i_nbhd_shaped_copy(ag_nbhd_t *copy, const ag_nbhd_t *nb, ag_self_loops_t self,
                           ag_error_t *err);
+/* dir/readout.npy [C, W] and dir/readout_bias.npy [C] (zeros when absent),
+   allocated: the one reader of a folder's readout (model.c). */
+int ag_i_readout_read(const char *dir, int64_t W, int64_t *C, float **wr, float **br,
+                      ag_error_t *err);
 /* The first round on round r's graph: whose kernel plan round r runs. */
 int ag_i_round_plan(const ag_round_opts_t *opts, int r);
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,

@@ -326,11 +326,10 @@ static int predict(mtrain_t *s, out_file_t *out, ag_error_t *err)
     int rc = gather_all_rows(s->comm, &s->part, m->X, m->D, &X, err);
     if (!rc && s->part.rank == 0) {
         const int64_t N = s->part.n_nodes;
-        const readout_t r = {m->C, m->D, m->wr, m->br};
         if (!(pred = ag_alloc(N, sizeof *pred, err, "predictions")))
             rc = ag_alloc_status();
         else
-            readout_predict(&r, X, N, pred);
+            ag_readout_predict(X, N, m->D, m->wr, m->br, m->C, pred);
         if (!rc)
             rc = ag_npy_write_i64(out->file.path, pred, N, err);
     }
