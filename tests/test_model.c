@@ -764,6 +764,61 @@ START_TEST(model_spec_reads_and_writes_every_key)
 }
 END_TEST
 
+/* model.args's one reader (ag_model_args_parse): every option the CLI writes
+   into the spec (values checked by hand); what the line may not hold refused,
+   naming the file and the word. */
+START_TEST(model_args_parse_reads_every_option)
+{
+    ag_model_spec_t spec;
+    ag_error_t err;
+    ck_assert_msg(ag_model_args_parse(&spec, "--heads 2 --rounds 3 --score additive --slope "
+                                      "0.1 --beta 2 --softcap 30 --alibi --edge-bias w "
+                                      "--no-residual --norm layer --posenc sinusoidal "
+                                      "--self-loops on --directed\n", "m.args", &err) == AG_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(spec.n_layers, 1);
+    ck_assert_int_eq(spec.rounds, 3);
+    ck_assert_int_eq(spec.layers[0].heads, 2);
+    ck_assert_int_eq(spec.layers[0].dim, 0);   /* the arrays' to tell */
+    ck_assert_int_eq(spec.layers[0].residual, 0);
+    ck_assert_int_eq(spec.score.kind, AG_SCORE_ADDITIVE);
+    ck_assert_float_eq(spec.score.slope, 0.1f);
+    ck_assert_float_eq(spec.score.beta, 2.0f);
+    ck_assert_float_eq(spec.score.softcap, 30.0f);
+    ck_assert_int_eq(spec.score.alibi, 1);
+    ck_assert_str_eq(spec.edge_bias, "w");
+    ck_assert_int_eq(spec.norm, AG_NORM_LAYER);
+    ck_assert_int_eq(spec.posenc, 1);
+    ck_assert_int_eq(spec.self_loops, AG_SELF_ON);
+    ck_assert_int_eq(spec.directed, 1);
+    ck_assert_int_eq(spec.line[AG_KEY_SIGMOID_BIAS], 0);
+    ck_assert_int_eq(spec.line[AG_KEY_SLOPE], 1);
+    /* the least line: the defaults */
+    ck_assert_int_eq(ag_model_args_parse(&spec, "--heads 1 --rounds 1", "m.args", &err), AG_OK);
+    ck_assert_int_eq(spec.layers[0].residual, 1);
+    ck_assert_int_eq(spec.score.kind, AG_SCORE_SCALED_DOT);
+    ck_assert_int_eq(spec.directed, -1);
+    static const struct {
+        const char *text, *msg;
+    } refused[] = {
+        {"heads 2", "m.args: 'heads' is not one of the model's options"},
+        {"--heads 2 --dropout 0.5", "'--dropout' is not one of the model's options"},
+        {"--heads 2 --out x.npy", "'--out' is not one of the model's options"},
+        {"--heads 0", "m.args: --heads '0' is not an integer in 1..4096"},
+        {"--heads 2 --rounds 2x", "--rounds '2x' is not an integer in 1..1000000"},
+        {"--heads 2 --beta", "m.args: --beta needs a value"},
+        {"--heads 2 --score nope", "score 'nope': expected scaled-dot"},
+        {"--rounds 2 --heads 2", "expected one line of options starting with --heads"},
+        {"", "expected one line of options starting with --heads"},
+        {"--heads 2\n--rounds 2\n", "m.args: a second line"},
+    };
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++)
+        ck_assert_fails_with(ag_model_args_parse(&spec, refused[k].text, "m.args", &err), err,
+                             k == 3 || k == 4 || k == 6 ? AG_EINVAL : AG_EFORMAT,
+                             refused[k].msg);
+}
+END_TEST
+
 Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -787,6 +842,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, rounds_on_two_host_threads_at_once);
 #endif
     tcase_add_test(tc, model_spec_reads_and_writes_every_key);
+    tcase_add_test(tc, model_args_parse_reads_every_option);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -359,6 +359,16 @@ void ag_layer_spec_init(ag_layer_spec_t *L);
 int ag_model_spec_parse(ag_model_spec_t *spec, const char *text, const char *path,
                         ag_error_t *err);
 int ag_model_spec_read(ag_model_spec_t *spec, const char *path, ag_error_t *err);
+/* model.args, the line of options `train --save` writes for a model trained
+   without a model file ("--heads 2 --rounds 3 --score additive --norm layer
+   --self-loops on"): its one reader. The spec has one layer of the heads and
+   residual given (its width, dim, is the arrays' to tell: 0) run `rounds`
+   times, and the model-wide keys given (line[k] = 1). Any other word, a value
+   out of range and a second line are refused. ag_model_args_read reads
+   DIR/model.args. */
+int ag_model_args_parse(ag_model_spec_t *spec, const char *text, const char *path,
+                        ag_error_t *err);
+int ag_model_args_read(ag_model_spec_t *spec, const char *dir, ag_error_t *err);
 /* What the spec and the data decide together, from input width D and the
    labels' classes (each <= 0: not known yet; then only the spec's own):
    norm=post needs the model's norm; a residual needs the width kept; readout

@@ -298,6 +298,7 @@ FUNCTIONS = {
     "ag_model_predict": (I, [C.POINTER(ag_model_t), NB, P, P, P, E]),
     "ag_model_width_out": (i64, [C.POINTER(ag_model_t)]),
     "ag_model_spec_parse": (I, [C.POINTER(ag_model_spec_t), C.c_char_p, C.c_char_p, E]),
+    "ag_model_args_read": (I, [C.POINTER(ag_model_spec_t), C.c_char_p, E]),
     "ag_model_spec_text": (C.c_size_t, [C.c_char_p, C.c_size_t, C.POINTER(ag_model_spec_t)]),
     "ag_score_kind_name": (C.c_char_p, [I]),
     "ag_self_loops_name": (C.c_char_p, [I]),

@@ -280,40 +280,32 @@ def model_args(heads, rounds=1, score="scaled-dot", residual=True, norm=False, b
 
 def read_model_args(folder):
     """folder/model.args as a dict (heads, rounds, score, residual, norm and the
-    score's options given), or None when the folder has none."""
-    path = os.path.join(folder, "model.args")
-    try:
-        with open(path) as f:
-            words = f.readline().split()
-    except FileNotFoundError:
+    score's options given), or None when the folder has none. The library reads
+    it (ag_model_args_read: the reader of ag_model_load and of the CLI's
+    --weights), so a line one of them refuses, all refuse alike."""
+    if not os.path.exists(os.path.join(folder, "model.args")):
         return None
-    if words[:1] != ["--heads"]:
-        raise Error("%s: expected one line of options starting with --heads (as train --save "
-                    "writes it)" % path, "bad format")
-    out = dict(residual=True, norm=False)
-    value = {"--heads": ("heads", int), "--rounds": ("rounds", int), "--score": ("score", str),
-             "--beta": ("beta", float), "--softcap": ("softcap", float),
-             "--slope": ("slope", float), "--sigmoid-bias": ("sigmoid_bias", float),
-             "--edge-bias": ("edge_bias", str), "--posenc": ("posenc", str),
-             "--norm": ("norm", lambda v: v == "layer"), "--self-loops": ("self_loops", str)}
-    k = 0
-    while k < len(words):
-        w = words[k]
-        if w in value and k + 1 < len(words):
-            name, conv = value[w]
-            out[name] = conv(words[k + 1])
-            k += 2
-        elif w == "--no-residual":
-            out["residual"] = False
-            k += 1
-        elif w == "--alibi":
-            out["alibi"] = True
-            k += 1
-        elif w in ("--directed", "--undirected"):
-            out["directed"] = w == "--directed"
-            k += 1
-        else:
-            raise Error("%s: unexpected '%s'" % (path, w), "bad format")
+    spec, e = S.ag_model_spec_t(), err()
+    check(lib.ag_model_args_read(C.byref(spec), os.fsencode(folder), C.byref(e)), e)
+    K, s, L = S.MODEL_KEYS, spec.score, spec.layers[0]
+    out = dict(heads=int(L.heads), rounds=int(spec.rounds), residual=bool(L.residual),
+               norm=spec.norm != 0)
+    given = lambda key: spec.line[K["AG_KEY_" + key]] > 0
+    if given("SCORE"):
+        out["score"] = lib.ag_score_kind_name(s.kind).decode()
+    for key in ("beta", "softcap", "slope", "sigmoid_bias"):
+        if given(key.upper()):
+            out[key] = float(getattr(s, key))
+    if given("ALIBI"):
+        out["alibi"] = True
+    if given("EDGE_BIAS"):
+        out["edge_bias"] = spec.edge_bias.decode()
+    if given("POSENC"):
+        out["posenc"] = "sinusoidal" if spec.posenc else "none"
+    if given("SELF_LOOPS"):
+        out["self_loops"] = lib.ag_self_loops_name(spec.self_loops).decode()
+    if spec.directed >= 0:
+        out["directed"] = bool(spec.directed)
     return out
 
 

@@ -211,6 +211,29 @@ def test_model_args_record_how_the_graph_was_made(tmp_path):
     assert r.returncode == 1 and "--self-loops on" in r.stderr
 
 
+def test_model_args_one_reader_for_python_and_the_cli(tmp_path):
+    """read_model_args is the library's reader (ag_model_args_read): the values
+    as the model holds them (float32), and a line the CLI refuses, Python
+    refuses with the same words."""
+    folder = tmp_path / "m"
+    GraphAttention(2, heads=2).save(str(folder))
+    (folder / "model.args").write_text("--heads 2 --rounds 3 --score additive --slope 0.1 "
+                                       "--no-residual --self-loops on --undirected\n")
+    args = ag.weights.read_model_args(str(folder))
+    assert args == dict(heads=2, rounds=3, residual=False, norm=False, score="additive",
+                        slope=float(np.float32(0.1)), self_loops="on", directed=False)
+    for line, words in (("--heads 2 --out x.npy\n", "'--out' is not one of the model's options"),
+                        ("--heads 2\n--rounds 1\n", "a second line"),
+                        ("--heads 0\n", "--heads '0' is not an integer in 1..4096")):
+        (folder / "model.args").write_text(line)
+        with pytest.raises(ag.Error) as e:
+            ag.weights.read_model_args(str(folder))
+        assert words in str(e.value)
+        r = cli("run", KARATE + ".gml", "--features", KARATE + "/x.npy", "--weights", folder,
+                "--out", tmp_path / "y.npy", check=False)
+        assert r.returncode == 2 and words in r.stderr and not (tmp_path / "y.npy").exists()
+
+
 def test_rounds_folders_keep_how_the_graph_was_made(tmp_path):
     """save_rounds(graph=...) records it; load_rounds gives it to every round's
     module, so saving them again keeps it."""

@@ -14,6 +14,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "base/base.h"
@@ -83,20 +84,22 @@ int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_erro
 }
 
 /* The options model.args holds: the model's, and how the graph was shaped. Each
-   group a command gives none of is taken from model.args (direction only for a
-   graph file); a group given is compared as a whole (model_args_check). */
+   group a command gives none of is taken from model.args, as the library reads
+   it (ag_model_args_read; direction only for a graph file); a group given is
+   compared as a whole (model_args_check). */
 static const int model_codes[] = {OPT_HEADS, OPT_ROUNDS, OPT_SCORE, OPT_BETA, OPT_SOFTCAP,
                                   OPT_SLOPE, OPT_SIGMOID_BIAS, OPT_ALIBI, OPT_EDGE_BIAS,
                                   OPT_NO_RESIDUAL, OPT_NORM, OPT_POSENC};
 static const int graph_codes[] = {OPT_SELF_LOOPS, OPT_DIRECTED, OPT_UNDIRECTED};
 
-static int in_codes(const int *codes, size_t n, int code)
-{
-    for (size_t k = 0; k < n; k++)
-        if (codes[k] == code)
-            return 1;
-    return 0;
-}
+/* The option of each model key model.args may hold. */
+static const int key_codes[AG_MODEL_KEYS] = {
+    [AG_KEY_SCORE] = OPT_SCORE, [AG_KEY_BETA] = OPT_BETA, [AG_KEY_SOFTCAP] = OPT_SOFTCAP,
+    [AG_KEY_SLOPE] = OPT_SLOPE, [AG_KEY_SIGMOID_BIAS] = OPT_SIGMOID_BIAS,
+    [AG_KEY_ALIBI] = OPT_ALIBI, [AG_KEY_EDGE_BIAS] = OPT_EDGE_BIAS, [AG_KEY_NORM] = OPT_NORM,
+    [AG_KEY_POSENC] = OPT_POSENC, [AG_KEY_SELF_LOOPS] = OPT_SELF_LOOPS,
+    [AG_KEY_DIRECTED] = OPT_DIRECTED, [AG_KEY_UNDIRECTED] = OPT_UNDIRECTED,
+};
 
 static int any_given(const run_opts_t *o, const int *codes, size_t n)
 {
@@ -107,39 +110,39 @@ static int any_given(const run_opts_t *o, const int *codes, size_t n)
 }
 
 #define COUNT(a) (sizeof a / sizeof a[0])
+#define GIVEN(code) (o->given[(code) - OPT_Q] = 1)
 
 int model_args_defaults(run_opts_t *o, const char *cmd)
 {
     const int model_given = any_given(o, model_codes, COUNT(model_codes));
     const int graph_given = any_given(o, graph_codes, COUNT(graph_codes));
-    if (model_given && graph_given)
-        return 0;   /* the command names both: model_args_check compares */
-    static char line[1024];   /* the options keep pointers into it (--edge-bias ATTR) */
     char path[4096];
     snprintf(path, sizeof path, "%s/model.args", o->weights);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    const int read = fgets(line, sizeof line, f) != NULL;
-    fclose(f);
-    if (!read)
-        return 0;   /* model_args_check names the file */
-    char *save = NULL;
-    for (char *w = strtok_r(line, " \r\n", &save); w; w = strtok_r(NULL, " \r\n", &save)) {
-        const opt_def_t *opt = strncmp(w, "--", 2) == 0 ? input_option_named(w + 2) : NULL;
-        char *arg = opt && opt->has_arg == required_argument ? strtok_r(NULL, " \r\n", &save)
-                                                             : NULL;
-        const int model = opt && in_codes(model_codes, COUNT(model_codes), opt->code);
-        const int graph = opt && in_codes(graph_codes, COUNT(graph_codes), opt->code);
-        const int bad = !(model || graph) || (opt->has_arg == required_argument && !arg);
-        if (bad)
-            return usage_error(cmd, "%s: '%s' is not one of the model's options (--heads, "
-                               "--rounds, --score, ...)", path, w);
-        if ((model && model_given) || (graph && graph_given) ||
-            (opt->code != OPT_SELF_LOOPS && graph && !o->src.graph))
-            continue;   /* given by the command, or a direction without a graph file */
-        if (input_option(o, opt->code, arg, cmd))
-            return EXIT_USAGE;
+    if ((model_given && graph_given) || access(path, F_OK) != 0)
+        return 0;   /* the command names both (model_args_check compares), or no file */
+    static ag_model_spec_t spec;   /* the options keep a pointer into it (--edge-bias ATTR) */
+    ag_error_t err;
+    if (ag_model_args_read(&spec, o->weights, &err))
+        return usage_error(cmd, "%s", err.msg);
+    if (!model_given) {
+        const ag_layer_spec_t *L = &spec.layers[0];
+        o->heads = L->heads, o->rounds = spec.rounds;
+        GIVEN(OPT_HEADS), GIVEN(OPT_ROUNDS);
+        if (!L->residual)
+            o->no_residual = 1, GIVEN(OPT_NO_RESIDUAL);
+        o->score = spec.score;   /* no score option given: the defaults, or the file's */
+        o->norm = spec.norm, o->posenc = spec.posenc;
+        if (spec.line[AG_KEY_EDGE_BIAS])
+            o->edge_bias = spec.edge_bias;
+        for (int k = 0; k < AG_KEY_SELF_LOOPS; k++)
+            if (spec.line[k])
+                GIVEN(key_codes[k]);
+    }
+    if (!graph_given && spec.line[AG_KEY_SELF_LOOPS])
+        o->src.self = spec.self_loops, GIVEN(OPT_SELF_LOOPS);
+    if (!graph_given && spec.directed >= 0 && o->src.graph) {
+        o->src.direction = spec.directed ? AG_EDGES_DIRECTED : AG_EDGES_UNDIRECTED;
+        GIVEN(spec.directed ? OPT_DIRECTED : OPT_UNDIRECTED);
     }
     return 0;
 }

@@ -235,68 +235,34 @@ int ag_model_load_arrays(ag_model_t *m, const ag_model_spec_t *spec, const char 
 }
 
 /* The model of a folder `train --save` wrote without a model file: dir/model.args
-   (its options, "--heads 2 --rounds 3 --score additive ...") and one layer
-   (dir/wq.npy, ...: every round's) or one a round (dir/round-k/: round_dirs),
-   as a spec: its layers' qkv projections of HD rows (saved_width's), wo of the
-   input's width. */
+   (ag_model_args_read) and one layer (dir/wq.npy, ...: every round's) or one a
+   round (dir/round-k/: round_dirs), its qkv projections of HD rows
+   (saved_width's), wo of the input's width. */
 static int args_spec(ag_model_spec_t *spec, const char *dir, int round_dirs, int64_t HD,
                      ag_error_t *err)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.args", dir);
-    char *text;
-    size_t n;
-    int rc = ag_i_read_text(path, &text, &n, err);
+    int rc = ag_model_args_read(spec, dir, err);
     if (rc)
         return rc;
-    ag_model_spec_init(spec);
-    int64_t heads = 1, rounds = 1, residual = 1;
-    char *save = NULL;
-    for (char *w = strtok_r(text, " \t\r\n", &save); w && !rc;
-         w = strtok_r(NULL, " \t\r\n", &save)) {
-        if (strncmp(w, "--", 2) != 0) {
-            rc = ag_fail(err, AG_EFORMAT, "%s: unexpected '%s'; expected options (--heads H "
-                         "--rounds R ...) as train --save writes them", path, w);
-        } else if (!strcmp(w, "--heads") || !strcmp(w, "--rounds")) {
-            const char *v = strtok_r(NULL, " \t\r\n", &save);
-            char *end = NULL;
-            const long long x = v ? strtoll(v, &end, 10) : 0;
-            /* rounds of one shared layer as many as train takes; a layer a round (round-k/)
-               as many as a model holds */
-            const long long most = w[2] == 'h' ? 4096 : round_dirs ? AG_MODEL_MAX_LAYERS
-                                                                   : 1000000;
-            if (!v || *end || x < 1 || x > most)
-                rc = ag_fail(err, AG_EINVAL, "%s: %s %s; expected a count in 1..%lld", path, w,
-                             v ? v : "without a value", most);
-            else
-                *(w[2] == 'h' ? &heads : &rounds) = x;
-        } else if (!strcmp(w, "--no-residual")) {
-            residual = 0;
-        } else {   /* a model-wide key: a switch, or its value next */
-            const int is_switch = !strcmp(w, "--alibi") || !strcmp(w, "--directed") ||
-                                  !strcmp(w, "--undirected");
-            rc = ag_i_model_key_set(spec, w + 2, is_switch ? NULL : strtok_r(NULL, " \t\r\n",
-                                                                             &save),
-                                    path, 1, err);
-        }
-    }
-    free(text);
-    if (rc)
-        return rc;
-    if (HD == 0 || HD % heads)
+    const ag_layer_spec_t one = spec->layers[0];
+    const int rounds = spec->rounds;
+    if (round_dirs && rounds > AG_MODEL_MAX_LAYERS)
+        return ag_fail(err, AG_EINVAL, "%s/model.args: --rounds %d with a layer a round "
+                       "(round-k/); expected at most %d", dir, rounds, AG_MODEL_MAX_LAYERS);
+    if (HD == 0 || HD % one.heads)
         return ag_fail(err, AG_EINVAL, "%s%s/wq.npy: %s; expected [H*d, D] with H = %lld "
                        "(per-node weights load with ag_weights_load)", dir,
                        round_dirs ? "/round-1" : "", HD ? "not a multiple of the heads"
-                       : "not 2-D", (long long)heads);
+                       : "not 2-D", (long long)one.heads);
+    char path[4096];
     snprintf(path, sizeof path, "%s/readout.npy", dir);
     spec->readout = access(path, F_OK) == 0;   /* labels: a readout; targets: the states */
     /* a layer a round, or one layer every round runs */
-    spec->n_layers = round_dirs ? (int)rounds : 1;
-    spec->rounds = round_dirs ? 0 : (int)rounds;
+    spec->n_layers = round_dirs ? rounds : 1;
+    spec->rounds = round_dirs ? 0 : rounds;
     for (int l = 0; l < spec->n_layers; l++) {
-        ag_layer_spec_t *L = &spec->layers[l];
-        ag_layer_spec_init(L);
-        L->heads = heads, L->dim = HD / heads, L->residual = (int)residual;
+        spec->layers[l] = one;
+        spec->layers[l].dim = HD / one.heads;
     }
     return AG_OK;
 }
