@@ -32,6 +32,7 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, kernel_suite());
     srunner_add_suite(sr, pattern_suite());
     srunner_add_suite(sr, pattern_graph_suite());
+    srunner_add_suite(sr, gps_suite());
     srunner_add_suite(sr, score_suite());
     srunner_add_suite(sr, fast_suite());
     srunner_add_suite(sr, kernel_plan_suite());

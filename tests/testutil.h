@@ -75,6 +75,7 @@ Suite *graph_suite(void);
 Suite *kernel_suite(void);
 Suite *pattern_suite(void);
 Suite *pattern_graph_suite(void);
+Suite *gps_suite(void);
 Suite *score_suite(void);
 Suite *kernel_plan_suite(void);
 Suite *fast_suite(void);

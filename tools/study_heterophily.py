@@ -11,6 +11,10 @@ a feed-forward block):
     graph+expander:3            Exphormer's expander, the same
     graph+expander:3+virtual:1
     graph|graph|graph+virtual:1 a connectivity per layer: the virtual node on top
+    global:expander:3           GraphGPS's layer in the model file: each layer's
+    global:virtual:1            last 2 of its 4 heads attend over the pattern
+                                (global=SPEC global_heads=2), the others over
+                                the graph, added by wo
 and by attngraph.nn.GPSConv in PyTorch (the same widths; a TransformerConv as
 the local layer, a global attention of its own added):
     gps:complete                every pair, by the fused kernel
@@ -34,7 +38,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI_CONNS = ["graph", "graph+virtual:1", "graph+expander:3", "graph+expander:3+virtual:1",
-             "graph|graph|graph+virtual:1"]
+             "graph|graph|graph+virtual:1", "global:expander:3", "global:virtual:1"]
 GPS_CONNS = ["gps:complete", "gps:expander:3"]
 
 
@@ -68,14 +72,49 @@ def run_measured(cmd, env=None):
     return text, seconds, usage.ru_maxrss / 1024.0
 
 
+def global_model(model, spec):
+    """model's text with every layer's last 2 heads over spec (global=SPEC), in
+    a temporary file beside the study's other files: its path."""
+    import tempfile
+    with open(model) as f:
+        lines = [line.rstrip("\n") + (" global=%s global_heads=2" % spec
+                                      if line.startswith("layer ") else "")
+                 for line in f]
+    fd, path = tempfile.mkstemp(prefix="gps-", suffix=".txt")
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+MESSAGES = r"(\d+) nodes, (?:\d+ edges, )?(\d+) messages"
+
+
+def messages_a_node(archive, spec):
+    """The messages a node of pattern spec over the archive's graph
+    (attngraph.Graph.pattern)."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import attngraph as ag
+    g = ag.Graph.load(archive)
+    return ag.Graph.pattern(spec, graph=g).E / g.N
+
+
 def run_cli(cli, archive, split, conn, epochs, lr, model):
-    out, _, peak = run_measured([cli, "train", "--data", archive, "--split", str(split),
-                                 "--model", model, "--epochs", str(epochs), "--lr", str(lr),
-                                 "--pattern", conn, "--seed", str(split + 1)])
+    made, extra = None, 0.0
+    if conn.startswith("global:"):   # GraphGPS's layer: the graph, and global heads
+        extra = messages_a_node(archive, conn[len("global:"):])
+        made = model = global_model(model, conn[len("global:"):])
+        conn = "graph"
+    try:
+        out, _, peak = run_measured([cli, "train", "--data", archive, "--split", str(split),
+                                     "--model", model, "--epochs", str(epochs), "--lr", str(lr),
+                                     "--pattern", conn, "--seed", str(split + 1)])
+    finally:
+        if made:
+            os.unlink(made)
     auc = float(re.search(r"test ROC AUC ([0-9.]+)", out).group(1))
     secs = float(re.search(r"([0-9]+) epochs in ([0-9.]+) s", out).group(2))
-    m = re.search(r"(\d+) nodes, (?:\d+ edges, )?(\d+) messages", out)
-    return auc, secs / epochs, int(m.group(2)) / int(m.group(1)), peak
+    m = re.search(MESSAGES, out)
+    return auc, secs / epochs, int(m.group(2)) / int(m.group(1)) + extra, peak
 
 
 # ---- GraphGPS in PyTorch (run in a child: python3 study_heterophily.py --gps ...) ----

@@ -64,6 +64,11 @@ typedef struct {
                              (gatv2: GATv2Conv), or as sum_c P[h, c] attn_edge[h, c]
                              inside the LeakyReLU (additive: GATConv's att_edge) */
     float *attn_edge;     /* [H, d] additive's edge vector, with wedge */
+    /* GraphGPS's layer: the last global_heads of the H heads attend over the
+       round's global graph (ag_round_opts_t.global_graphs), the others over
+       its graph; wo sums the two (a local and a global attention, each with
+       its own projections, added). 0: every head reads the round's graph. */
+    int64_t global_heads;
 } ag_weights_t;
 
 /* A layer with no array and no size yet (ag_weights_random, ag_weights_load,
@@ -215,6 +220,10 @@ typedef struct {
        transposes each for the backward. Not with edge features (their rows
        are one graph's messages), nor on several processes. */
     ag_nbhd_t *const *graphs;
+    /* The global graph per round, on the same nodes as the round's graph:
+       round r's layer with global_heads reads global_graphs[r-1] in those
+       heads. NULL (or a NULL entry): no round has one. */
+    ag_nbhd_t *const *global_graphs;
 } ag_round_opts_t;
 
 /* The defaults (every field taken as given, 0 means 0): no score (scaled-dot),
@@ -320,6 +329,11 @@ typedef struct {
     char graph[256];              /* graph=SPEC: the layer's connectivity, a pattern over the
                                      model's graph ("graph+expander:3"; ag_layer_graphs);
                                      "": the model's graph */
+    char global[256];             /* global=SPEC: GraphGPS's global attention, the last
+                                     global_heads heads over this pattern over the
+                                     model's graph ("expander:3", "complete"); "": none */
+    int64_t global_heads;         /* global_heads=G, 1..heads-1 (with global; default
+                                     heads/2) */
     int line;                     /* in the text, for messages (0: not from one) */
 } ag_layer_spec_t;
 

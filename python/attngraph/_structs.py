@@ -103,7 +103,7 @@ class ag_weights_t(C.Structure):
                 ("w2", ptr), ("b2", ptr), ("ln2_weight", ptr), ("ln2_bias", ptr),
                 ("ff_act", C.c_int), ("bq", ptr), ("bk", ptr), ("bv", ptr), ("wskip", ptr),
                 ("bskip", ptr), ("wbeta", ptr), ("post_norm", C.c_int), ("edge_dim", i64),
-                ("wedge", ptr), ("attn_edge", ptr)]
+                ("wedge", ptr), ("attn_edge", ptr), ("global_heads", i64)]
 
 
 class ag_layer_array_t(C.Structure):
@@ -116,7 +116,8 @@ class ag_layer_spec_t(C.Structure):
                 ("one_projection", C.c_int), ("bias", C.c_int), ("residual", C.c_int),
                 ("act", C.c_int), ("ffn", i64), ("ffn_act", C.c_int), ("qkv_bias", C.c_int),
                 ("skip", C.c_int), ("post_norm", C.c_int), ("edges", C.c_int),
-                ("graph", C.c_char * 256), ("line", C.c_int)]
+                ("graph", C.c_char * 256), ("global", C.c_char * 256), ("global_heads", i64),
+                ("line", C.c_int)]
 
 
 class ag_model_spec_t(C.Structure):
@@ -178,7 +179,8 @@ class ag_round_opts_t(C.Structure):
                 ("ln_eps", f32), ("on_round", ON_ROUND_FN), ("ctx", ptr), ("figures", C.c_int),
                 ("on_progress", ON_ROUND_PROGRESS_FN), ("dropout", f32), ("attn_dropout", f32),
                 ("dropout_seed", C.c_uint64), ("resid_dropout", C.c_float),
-                ("edge_features", ptr), ("edge_dim", i64), ("graphs", ptr)]
+                ("edge_features", ptr), ("edge_dim", i64), ("graphs", ptr),
+                ("global_graphs", ptr)]
 
 
 class ag_round_figures_t(C.Structure):

@@ -328,6 +328,14 @@ def load_model(folder):
     check(lib.ag_model_load(C.byref(m), os.fsencode(folder), C.byref(e)), e)
     try:
         spec, K = m.spec, S.MODEL_KEYS
+        for k in range(spec.n_layers):   # what rounds() cannot take: run the model whole
+            L = spec.layers[k]
+            key = "graph" if L.graph else "global" if getattr(L, "global") else None
+            if key:
+                raise Error("%s line %d: %s=%s: a layer's own connectivity, which rounds() "
+                            "does not take; run the model whole: attngraph.Model.load(%r)"
+                            % (path, L.line, key, (L.graph or getattr(L, "global")).decode(),
+                               os.fspath(folder)), "invalid value")
         layers = [Weights._copy_c(m.layers[k]) for k in range(spec.n_layers)]
         given = {name[7:].lower(): spec.line[k] > 0 for name, k in K.items()
                  if name.startswith("AG_KEY_")}

@@ -111,3 +111,30 @@ def test_refusals_name_the_argument():
         layer(x, edge_index, batch.flip(0))
     with pytest.raises(ag.Error, match=r"x is \(30, 3\); expected a tensor \[N, 16\]"):
         layer(x[:, :3], edge_index, batch)
+
+
+def test_model_file_gps_layers_run_from_python(tmp_path):
+    """A model file's GraphGPS layers (global=SPEC global_heads=G), trained by
+    the command line: attngraph.Model predicts what train predicted on every
+    node; load_model, whose layers rounds() would run on one graph, refuses
+    them by name."""
+    import subprocess
+    from conftest import CLI, ROOT
+    model = tmp_path / "gps.txt"
+    model.write_text("norm layer\n"
+                     "layer heads=4 dim=4 out=16 bias=yes ffn=2 global=expander:2 "
+                     "global_heads=2\n"
+                     "layer heads=2 dim=8 bias=yes global=virtual:1\n")
+    planted = ROOT + "/graphs/planted"
+    r = subprocess.run([CLI, "train", planted + ".gml", "--model", str(model), "--features",
+                        planted + "/x.npy", "--labels", planted + "/labels.npy",
+                        "--train-mask", planted + "/train.npy", "--epochs", "5", "--predict",
+                        str(tmp_path / "p.npy"), "--save", str(tmp_path / "m"), "--quiet"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    m = ag.Model.load(str(tmp_path / "m"))
+    pred = m.predict(ag.Graph.load(planted + ".gml"), np.load(planted + "/x.npy"))
+    assert (pred == np.load(str(tmp_path / "p.npy"))).all()
+    with pytest.raises(ag.Error) as e:
+        ag.load_model(str(tmp_path / "m"))
+    assert "global=expander:2" in str(e.value) and "Model.load" in str(e.value)

@@ -125,10 +125,11 @@ typedef struct {
     float *edge_bias;
     ag_matrix_t edges;         /* --edge-features of the connectivity trained now */
     int64_t task_virtual;      /* the first connectivity's virtual nodes: the task's last */
-    const char *layer_spec[MODEL_MAX_LAYERS];   /* layer_specs': a graph a round */
-    int n_layer_specs;
+    /* layer_specs': a graph a round, then the global heads' graph a round */
+    const char *layer_spec[2 * MODEL_MAX_LAYERS];
+    int n_layer_specs;                          /* rounds (each has two entries) */
     char layer_text[4096];
-    ag_nbhd_t *layer_graphs[MODEL_MAX_LAYERS];  /* compiled over src.nb */
+    ag_nbhd_t *layer_graphs[2 * MODEL_MAX_LAYERS];   /* compiled over src.nb */
     int64_t *pred;
     folder_item_t items[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 3];
     char names[AG_LAYER_ARRAYS * MODEL_MAX_LAYERS + 2][64];
@@ -201,8 +202,13 @@ static int layer_specs(train_state_t *st, const train_opts_t *to, int k, int64_t
         } else {
             st->layer_spec[r] = spec->layers[spec->n_layers == 1 ? 0 : r].graph;
         }
-        const int64_t v = pattern_virtual_nodes(st->layer_spec[r]);
-        *V = v > *V ? v : *V;
+        const char *global = spec->n_layers ? spec->layers[spec->n_layers == 1 ? 0 : r].global
+                                            : "";
+        st->layer_spec[R + r] = global[0] ? global : st->layer_spec[r];
+        for (int j = 0; j < 2; j++) {
+            const int64_t v = pattern_virtual_nodes(st->layer_spec[j * R + r]);
+            *V = v > *V ? v : *V;
+        }
     }
     st->n_layer_specs = R;
     return AG_OK;
@@ -276,10 +282,12 @@ static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t 
     ag_nbhd_t *nb = &st->src.nb;
     if (st->n_layer_specs) {   /* a graph a round, over the connectivity */
         int64_t v;
-        if ((rc = ag_layer_graphs(st->layer_graphs, st->n_layer_specs, &st->src.nb,
-                                  st->layer_spec, to->o.src.self, &v, err)))
+        const int R = st->n_layer_specs;
+        if ((rc = ag_i_layer_graphs(st->layer_graphs, 2 * R, R, &st->src.nb, st->layer_spec,
+                                    to->o.src.self, &v, err)))
             return rc;
         st->model.ro.graphs = st->layer_graphs;
+        st->model.ro.global_graphs = st->layer_graphs + R;
         nb = st->layer_graphs[0];
     }
     whole_epoch_t w = {&st->model, nb, st->in.x0.data, &st->task};
@@ -290,7 +298,7 @@ static int one_connectivity(train_backend_t *b, run_ctx_t *cx, int k, outcome_t 
     if (!rc && cx->single)
         return rc;   /* the one model: one_predict and one_save read it */
     model_free(&st->model);
-    ag_layer_graphs_free(st->layer_graphs, st->n_layer_specs);
+    ag_layer_graphs_free(st->layer_graphs, 2 * st->n_layer_specs);
     free(st->edge_bias);
     st->edge_bias = NULL;
     source_close(&st->src);
@@ -455,7 +463,7 @@ int cmd_train(int argc, char **argv)
                            .said_saved = one_said_saved, .report_end = one_report_end, .ctx = st};
     status = train_with(&to, threads, &one);
     model_free(&st->model);
-    ag_layer_graphs_free(st->layer_graphs, st->n_layer_specs);
+    ag_layer_graphs_free(st->layer_graphs, 2 * st->n_layer_specs);
     free(st->edge_bias);
     ag_matrix_destroy(&st->edges);
     free(st->pred);

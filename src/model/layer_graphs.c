@@ -50,9 +50,24 @@ void ag_layer_graphs_free(ag_nbhd_t **graphs, int L)
     ag_lm_graphs_free(graphs, L);   /* the same: graphs shared by blocks, freed once */
 }
 
+/* "layer 2", or "layer 2's global heads" for entries past the first R. */
+static const char *layer_name(char *buf, size_t cap, int l, int R)
+{
+    snprintf(buf, cap, l < R ? "layer %d" : "layer %d's global heads", l % R + 1);
+    return buf;
+}
+
 int ag_layer_graphs(ag_nbhd_t **graphs, int L, const ag_nbhd_t *nb, const char *const *specs,
                     ag_self_loops_t self, int64_t *n_virtual, ag_error_t *err)
 {
+    return ag_i_layer_graphs(graphs, L, L, nb, specs, self, n_virtual, err);
+}
+
+int ag_i_layer_graphs(ag_nbhd_t **graphs, int L, int R, const ag_nbhd_t *nb,
+                      const char *const *specs, ag_self_loops_t self, int64_t *n_virtual,
+                      ag_error_t *err)
+{
+    char name[64];
     *n_virtual = 0;
     for (int l = 0; l < L; l++)
         graphs[l] = NULL;
@@ -62,7 +77,7 @@ int ag_layer_graphs(ag_nbhd_t **graphs, int L, const ag_nbhd_t *nb, const char *
         if (!specs[l] || !specs[l][0])
             continue;
         if ((rc = ag_pattern_parse(&p, specs[l], err)))
-            ag_i_fail_prefix(rc, err, "layer %d", l + 1);
+            ag_i_fail_prefix(rc, err, "%s", layer_name(name, sizeof name, l, R));
         else if (ag_pattern_virtual(p) > *n_virtual)
             *n_virtual = ag_pattern_virtual(p);
         ag_pattern_free(p);
@@ -78,8 +93,8 @@ int ag_layer_graphs(ag_nbhd_t **graphs, int L, const ag_nbhd_t *nb, const char *
             rc = ag_alloc_status();
         } else if ((rc = layer_graph(graphs[l], nb, one, self, err))) {
             free(graphs[l]), graphs[l] = NULL;   /* not made: not ag_layer_graphs_free's */
-            ag_i_fail_prefix(rc, err, "layer %d's graph '%s'", l + 1, one[0] ? one : "(the "
-                             "graph's)");
+            ag_i_fail_prefix(rc, err, "%s: graph '%s'", layer_name(name, sizeof name, l, R),
+                             one[0] ? one : "(the graph's)");
         } else {
             rc = pad_nodes(graphs[l], nb->n_nodes + *n_virtual, err);
         }

@@ -419,15 +419,17 @@ static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X
     ag_nbhd_t **graphs = NULL;
     int64_t V = 0;
     int rc = AG_OK;
-    if (ag_model_spec_layer_graphs(spec)) {
-        const char **specs = ag_calloc(R, sizeof *specs, err, "the layers' graphs");
-        if (!specs || !(graphs = ag_calloc(R, sizeof *graphs, err, "the layers' graphs"))) {
+    if (ag_model_spec_layer_graphs(spec)) {   /* and the global heads' graphs after them */
+        const char **specs = ag_calloc(2 * R, sizeof *specs, err, "the layers' graphs");
+        if (!specs || !(graphs = ag_calloc(2 * R, sizeof *graphs, err, "the layers' graphs"))) {
             free(specs);
             return ag_alloc_status();
         }
-        for (int r = 0; r < R; r++)
-            specs[r] = spec->layers[L == 1 ? 0 : r].graph;
-        rc = ag_layer_graphs(graphs, R, nb, specs, spec->self_loops, &V, err);
+        for (int r = 0; r < R; r++) {
+            const ag_layer_spec_t *Lr = &spec->layers[L == 1 ? 0 : r];
+            specs[r] = Lr->graph, specs[R + r] = Lr->global[0] ? Lr->global : Lr->graph;
+        }
+        rc = ag_i_layer_graphs(graphs, 2 * R, R, nb, specs, spec->self_loops, &V, err);
         free(specs);
         if (rc) {
             free(graphs);
@@ -437,7 +439,7 @@ static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X
     /* virtual nodes' rows start at zero; their states are the model's, not the output */
     float *S = ag_calloc((N + V) * widest, sizeof *S, err, "model states");
     if (!S) {
-        ag_layer_graphs_free(graphs, R);
+        ag_layer_graphs_free(graphs, 2 * R);
         free(graphs);
         return ag_alloc_status();
     }
@@ -454,6 +456,7 @@ static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X
     opts.score = &score, opts.norm = spec->norm;
     opts.edge_features = edge_features, opts.edge_dim = m->edge_dim;
     opts.graphs = graphs;
+    opts.global_graphs = graphs ? graphs + R : NULL;
     if (!rc && !(rc = ag_workspace_init(&ws, N + V, ag_i_layers_largest_hd(m->layers, L), widest,
                                         err))) {
         rc = ag_rounds_run(graphs ? graphs[0] : shape ? &shaped : nb, m->layers, L, S, R, &opts,
@@ -462,7 +465,7 @@ static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X
     }
     if (shape)
         ag_nbhd_destroy(&shaped);
-    ag_layer_graphs_free(graphs, R);
+    ag_layer_graphs_free(graphs, 2 * R);
     free(graphs);
     if (rc)
         free(S);

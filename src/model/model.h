@@ -29,6 +29,24 @@ int ag_i_nbhd_shaped_copy(ag_nbhd_t *copy, const ag_nbhd_t *nb, ag_self_loops_t 
    allocated: the one reader of a folder's readout (model.c). */
 int ag_i_readout_read(const char *dir, int64_t W, int64_t *C, float **wr, float **br,
                       ag_error_t *err);
+/* Attention whose first H - G heads read the round's graph and last G the
+   global graph, and its backward (split_heads.c): what a layer with
+   global_heads runs. opts' per-head outputs ([N, H]) are filled for both. */
+int ag_i_attention_split(const ag_nbhd_t *local, const ag_nbhd_t *global, const float *Q,
+                         const float *K, const float *V, int64_t H, int64_t d, int64_t G,
+                         const ag_score_t *sc, float *M, const ag_attention_opts_t *opts,
+                         ag_error_t *err);
+int ag_i_backward_split(ag_nbhd_t *local, ag_nbhd_t *global, const float *Q, const float *K,
+                        const float *V, int64_t H, int64_t d, int64_t G, const ag_score_t *sc,
+                        const float *M, const float *lse, const float *dM,
+                        const ag_attention_grads_t *g, ag_error_t *err);
+/* ag_layer_graphs of L specs whose entries from R on are the global heads'
+   graphs of layers 0.. (named so in messages): one node set for both. */
+int ag_i_layer_graphs(ag_nbhd_t **graphs, int L, int R, const ag_nbhd_t *nb,
+                      const char *const *specs, ag_self_loops_t self, int64_t *n_virtual,
+                      ag_error_t *err);
+/* Round r's global graph (opts' global_graphs), or NULL. */
+ag_nbhd_t *ag_i_round_global(const ag_round_opts_t *opts, int r);
 /* The first round on round r's graph: whose kernel plan round r runs. */
 int ag_i_round_plan(const ag_round_opts_t *opts, int r);
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,

@@ -160,6 +160,24 @@ int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
             return ag_fail(err, AG_EINVAL, "rounds: edge features with a graph per round; "
                            "their rows are one graph's messages");
     }
+    for (int r = 0; !rc && r < rounds; r++) {   /* GraphGPS's layers: their global graphs */
+        const ag_weights_t *w = &layers[n_layers == 1 ? 0 : r];
+        const ag_nbhd_t *g = ag_i_round_global(opts, r);
+        if (!w->global_heads)
+            continue;
+        if (w->global_heads < 0 || w->global_heads >= w->H)
+            return ag_fail(err, AG_EINVAL, "rounds: layer %d has %lld global heads of %lld; "
+                           "expected 1..%lld", n_layers == 1 ? 1 : r + 1,
+                           (long long)w->global_heads, (long long)w->H, (long long)w->H - 1);
+        if (!g || g->n_nodes != N)
+            return ag_fail(err, AG_EINVAL, "rounds: round %d's layer has global heads; its "
+                           "global graph %s (opts.global_graphs; expected one of %lld nodes)",
+                           r + 1, !g ? "is not given" : "has another size", (long long)N);
+        if (w->wedge || (opts->score && (opts->score->alibi || opts->score->edge_bias)))
+            return ag_fail(err, AG_EINVAL, "rounds: round %d's layer has global heads and %s; "
+                           "the global graph's edges carry none", r + 1,
+                           w->wedge ? "edge features" : "per-edge score terms");
+    }
     for (int k = 0; !rc && k < n_layers; k++) {
         const ag_weights_t *w = &layers[k];
         if (w->per_node && w->per_node != N)
@@ -189,9 +207,11 @@ int ag_i_layers_mpi_check(const ag_weights_t *layers, int n_layers, int rounds,
         return ag_fail(err, AG_EINVAL, "rounds: a graph per round runs on one process (the "
                        "MPI layer's parts are one graph's)");
     for (int k = 0; layers && k < n_layers; k++)
-        if (layers[k].wedge)
-            return ag_fail(err, AG_EINVAL, "layer %d: the MPI layer runs no edge features "
-                           "(wedge): a part holds no per-message terms", k + 1);
+        if (layers[k].wedge || layers[k].global_heads)
+            return ag_fail(err, AG_EINVAL, "layer %d: the MPI layer runs no %s", k + 1,
+                           layers[k].wedge ? "edge features (wedge): a part holds no "
+                           "per-message terms" : "global heads (a graph per round runs on "
+                           "one process)");
     return ag_i_layers_check(layers, n_layers, rounds, opts, err);
 }
 
@@ -215,6 +235,11 @@ const ag_nbhd_t *ag_i_round_graph(const ag_nbhd_t *nb, const ag_round_opts_t *op
     return opts && opts->graphs ? opts->graphs[r] : nb;
 }
 
+ag_nbhd_t *ag_i_round_global(const ag_round_opts_t *opts, int r)
+{
+    return opts && opts->global_graphs ? opts->global_graphs[r] : NULL;
+}
+
 int ag_i_round_plan(const ag_round_opts_t *opts, int r)
 {
     int first = 0;
@@ -233,6 +258,7 @@ void ag_round_opts_init(ag_round_opts_t *opts)
    every round. */
 typedef struct {
     const ag_nbhd_t *nb;
+    const ag_nbhd_t *global;   /* the global heads' graph, or NULL */
     const ag_workspace_t *ws;
     const ag_attention_opts_t *attn;
     ag_i_plan_t *plan;
@@ -241,6 +267,9 @@ typedef struct {
 static int attend_whole(void *ctx, const ag_weights_t *w, const ag_score_t *sc, ag_error_t *err)
 {
     const whole_graph_t *g = ctx;
+    if (w->global_heads)
+        return ag_i_attention_split(g->nb, g->global, g->ws->Q, g->ws->K, g->ws->V, w->H, w->d,
+                                    w->global_heads, sc, g->ws->M, g->attn, err);
     return ag_i_attention_planned(g->plan, g->nb, g->ws->Q, g->ws->K, g->ws->V, w->H, w->d, sc,
                                   g->ws->M, g->attn, err);
 }
@@ -328,7 +357,8 @@ int ag_rounds_run(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
         const int k = n_layers == 1 ? 0 : r;
         const ag_weights_t *w = &layers[k];
         const ag_nbhd_t *g = ag_i_round_graph(nb, opts, r);
-        const whole_graph_t whole = {g, ws, &attn, &plans[ag_i_round_plan(opts, r)]};
+        const whole_graph_t whole = {g, ag_i_round_global(opts, r), ws, &attn,
+                                     &plans[ag_i_round_plan(opts, r)]};
         if (callback)
             memcpy(ws->X_prev, X, (size_t)(N * w->D) * sizeof *X);
         progress.round = r + 1;

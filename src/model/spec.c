@@ -109,14 +109,29 @@ static int key_edges(ag_layer_spec_t *L, const char *v) { return yes_no(v, &L->e
 
 /* A pattern (parsed here, so a mistake names the line), compiled when the
    model meets its graph. */
-static int key_graph(ag_layer_spec_t *L, const char *v)
+static int pattern_key(char *to, size_t cap, const char *v)
 {
     ag_pattern_t *p;
-    if (strlen(v) >= sizeof L->graph || strchr(v, '|') || ag_pattern_parse(&p, v, NULL))
+    if (strlen(v) >= cap || strchr(v, '|') || ag_pattern_parse(&p, v, NULL))
         return -1;
     ag_pattern_free(p);
-    snprintf(L->graph, sizeof L->graph, "%s", v);
+    snprintf(to, cap, "%s", v);
     return 0;
+}
+
+static int key_graph(ag_layer_spec_t *L, const char *v)
+{
+    return pattern_key(L->graph, sizeof L->graph, v);
+}
+
+static int key_global(ag_layer_spec_t *L, const char *v)
+{
+    return pattern_key(L->global, sizeof L->global, v);
+}
+
+static int key_global_heads(ag_layer_spec_t *L, const char *v)
+{
+    return (L->global_heads = count_of(v, 4095)) < 0 ? -1 : 0;
 }
 
 static int key_out(ag_layer_spec_t *L, const char *v)
@@ -168,6 +183,10 @@ static const struct {
     {"edges", key_edges, "yes (the layer reads --edge-features) or no"},
     {"graph", key_graph, "a pattern over the model's graph, such as graph+expander:3 or "
      "hops:2 (docs/patterns.md; no spaces, one layer's)"},
+    {"global", key_global, "a pattern over the model's graph for the global heads, such as "
+     "expander:3 or complete (docs/patterns.md; no spaces)"},
+    {"global_heads", key_global_heads, "how many of the heads attend over global=, an "
+     "integer in 1..heads-1"},
 };
 
 void ag_layer_spec_init(ag_layer_spec_t *L)
@@ -195,7 +214,7 @@ static int layer_line(ag_layer_spec_t *L, char *words, const char *path, int lin
         if (k == COUNT(layer_keys))
             return ag_fail(err, AG_EFORMAT, "%s line %d: unknown layer key '%s'; expected "
                            "heads, dim, out, projection, bias, act, residual, ffn, ffn_act, "
-                           "qkv_bias, skip, norm, edges or graph", path, line, w);
+                           "qkv_bias, skip, norm, edges, graph, global or global_heads", path, line, w);
         if (seen & 1u << k)
             return ag_fail(err, AG_EFORMAT, "%s line %d: %s given twice", path, line, w);
         seen |= 1u << k;
@@ -210,6 +229,23 @@ static int layer_line(ag_layer_spec_t *L, char *words, const char *path, int lin
         return ag_fail(err, AG_EINVAL, "%s line %d: skip=%s and residual=yes; the skip is "
                        "the layer's residual (TransformerConv's root_weight)", path, line,
                        L->skip == 1 ? "sum" : "gate");
+    if (L->global_heads && !L->global[0])
+        return ag_fail(err, AG_EINVAL, "%s line %d: global_heads=%lld without global=SPEC "
+                       "(the connectivity those heads attend over)", path, line,
+                       (long long)L->global_heads);
+    if (L->global[0] && L->heads < 2)
+        return ag_fail(err, AG_EINVAL, "%s line %d: global=%s with heads=1; expected heads "
+                       ">= 2: the local heads and the global ones", path, line, L->global);
+    if (L->global[0] && !L->global_heads)
+        L->global_heads = L->heads / 2;
+    if (L->global[0] && L->global_heads >= L->heads)
+        return ag_fail(err, AG_EINVAL, "%s line %d: global_heads=%lld of heads=%lld; expected "
+                       "1..%lld, leaving a local head", path, line, (long long)L->global_heads,
+                       (long long)L->heads, (long long)L->heads - 1);
+    if (L->global[0] && L->edges)
+        return ag_fail(err, AG_EINVAL, "%s line %d: global=%s and edges=yes; edge features "
+                       "are the graph's messages, and the global heads read other edges", path,
+                       line, L->global);
     return AG_OK;
 }
 
@@ -537,6 +573,8 @@ size_t ag_model_spec_text(char *buf, size_t cap, const ag_model_spec_t *spec)
             APPEND(" edges=yes");
         if (L->graph[0])
             APPEND(" graph=%s", L->graph);
+        if (L->global[0])
+            APPEND(" global=%s global_heads=%lld", L->global, (long long)L->global_heads);
         APPEND("\n");
     }
     return used;
@@ -545,7 +583,7 @@ size_t ag_model_spec_text(char *buf, size_t cap, const ag_model_spec_t *spec)
 int ag_model_spec_layer_graphs(const ag_model_spec_t *spec)
 {
     for (int l = 0; l < spec->n_layers; l++)
-        if (spec->layers[l].graph[0])
+        if (spec->layers[l].graph[0] || spec->layers[l].global[0])
             return 1;
     return 0;
 }
@@ -578,7 +616,8 @@ void ag_layer_spec_shape(ag_weights_t *w, const ag_layer_spec_t *L, int64_t D, i
                         .no_residual = L->skip || (L->residual == 1 ? 0 : L->residual == 0 ||
                                                                           out != D),
                         .act = L->act, .F = L->ffn * out, .ff_act = L->ffn_act,
-                        .post_norm = L->post_norm, .edge_dim = L->edges ? edge_dim : 0};
+                        .post_norm = L->post_norm, .edge_dim = L->edges ? edge_dim : 0,
+                        .global_heads = L->global[0] ? L->global_heads : 0};
 }
 
 int ag_model_spec_check(const ag_model_spec_t *spec, const char *path, int64_t D,
@@ -596,6 +635,12 @@ int ag_model_spec_check(const ag_model_spec_t *spec, const char *path, int64_t D
         if (L->post_norm && spec->norm != AG_NORM_LAYER)
             return ag_fail(err, AG_EINVAL, "%s line %d: norm=post, and the model has no norm; "
                            "give the file `norm layer`", path, L->line);
+        if (L->global[0] && (spec->score.alibi || spec->edge_bias[0]))
+            return ag_fail(err, AG_EINVAL, "%s line %d: global=%s with %s; the global heads "
+                           "read edges of their own, which have no %s", path, L->line,
+                           L->global, spec->score.alibi ? "alibi" : "edge-bias",
+                           spec->score.alibi ? "per-head slopes of the layer's" :
+                           "edge attribute");
         if (D <= 0)
             continue;
         const int64_t out = ag_layer_spec_width_out(L, D);

@@ -215,8 +215,12 @@ static int attend_taped(void *ctx, const ag_weights_t *w, const ag_score_t *sc, 
         a->lse[x] = NAN;
     const ag_attention_opts_t ao = {.lse = a->lse};
     const ag_tape_t *t = tr->t;
-    int rc = ag_i_attention_planned(&t->forward[plan_of(t, tr->r)], t->graph[tr->r], a->Q, a->K,
-                                    a->V, w->H, w->d, sc, a->M, &ao, err);
+    int rc = w->global_heads
+                 ? ag_i_attention_split(t->graph[tr->r], ag_i_round_global(&t->opts, tr->r),
+                                        a->Q, a->K, a->V, w->H, w->d, w->global_heads, sc,
+                                        a->M, &ao, err)
+                 : ag_i_attention_planned(&t->forward[plan_of(t, tr->r)], t->graph[tr->r], a->Q,
+                                          a->K, a->V, w->H, w->d, sc, a->M, &ao, err);
     if (!rc)
         tr->t->has_lse[tr->r] = (unsigned char)lse_written(a->lse, NH);
     return rc;
@@ -434,9 +438,13 @@ static int attend_back_taped(void *ctx, const ag_weights_t *w, ag_weights_t *g,
                                      .d_edge_pre = sc->edge_pre ? b->dEpre : NULL,
                                      .d_edge_key = sc->edge_key ? b->dEk : NULL,
                                      .d_edge_value = sc->edge_value ? b->dEv : NULL};
-    int rc = ag_i_backward_planned(&t->backward[plan_of(t, tb->r)], t->graph[tb->r], a.Q, a.K,
-                                   a.V, w->H, w->d, sc, a.M,
-                                   t->has_lse[tb->r] ? a.lse : NULL, b->dM, &ag, err);
+    int rc = w->global_heads
+                 ? ag_i_backward_split(t->graph[tb->r], ag_i_round_global(&t->opts, tb->r), a.Q,
+                                       a.K, a.V, w->H, w->d, w->global_heads, sc, a.M,
+                                       t->has_lse[tb->r] ? a.lse : NULL, b->dM, &ag, err)
+                 : ag_i_backward_planned(&t->backward[plan_of(t, tb->r)], t->graph[tb->r], a.Q,
+                                         a.K, a.V, w->H, w->d, sc, a.M,
+                                         t->has_lse[tb->r] ? a.lse : NULL, b->dM, &ag, err);
     if (!rc && vectors)
         ag_i_add_vector_grads(t->opts.score, sc, g, b->da_src, b->da_dst, w->H * w->d);
     return rc;
