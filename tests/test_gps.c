@@ -128,6 +128,20 @@ static void expect_fd(const char *what, float *A, const float *grad, int64_t n, 
     free(fd);
 }
 
+/* The progress a run reports: never back, one total, ending at it. */
+typedef struct {
+    int64_t done, total;
+    int calls, back;
+} progress_seen_t;
+
+static void on_progress(int round, int64_t done, int64_t total, void *ctx)
+{
+    progress_seen_t *p = ctx;
+    (void)round;
+    p->back |= done < p->done || (p->calls && total != p->total);
+    p->done = done, p->total = total, p->calls++;
+}
+
 START_TEST(gps_layer_matches_reference_and_finite_differences)
 {
     const int additive = _i;
@@ -171,6 +185,18 @@ START_TEST(gps_layer_matches_reference_and_finite_differences)
     ck_assert_msg(ag_rounds_forward(graphs[0], w, 1, Xt, 1, &opts, &tape, &err) == AG_OK, "%s",
                   err.msg);
     ck_assert_int_eq(memcmp(Xt, Y, sizeof Y), 0);   /* the same bits as inference */
+    /* inference reports its progress over both groups of heads as one */
+    progress_seen_t seen = {0};
+    ag_round_opts_t po = opts;
+    po.on_progress = on_progress, po.ctx = &seen;
+    ag_workspace_t ws;
+    ck_assert_int_eq(ag_workspace_init(&ws, GN, w->H * w->d, GD, &err), AG_OK);
+    memcpy(Xt, X, sizeof Xt);
+    ck_assert_int_eq(ag_rounds_run(graphs[0], w, 1, Xt, 1, &po, &ws, NULL, &err), AG_OK);
+    ck_assert_int_eq(memcmp(Xt, Y, sizeof Y), 0);
+    ck_assert(seen.calls > 0 && !seen.back && seen.done == seen.total);
+    ck_assert_int_eq(seen.total, graphs[0]->n_edges * 2 + graphs[1]->n_edges * 1);
+    ag_workspace_destroy(&ws);
     ag_weights_t g;
     ck_assert_int_eq(ag_weights_grads_init(&g, w, 0, &err), AG_OK);
     ck_assert_msg(ag_rounds_backward(tape, R, dX, &g, &err) == AG_OK, "%s", err.msg);
@@ -217,6 +243,24 @@ START_TEST(gps_layer_refusals)
                                          "m.txt", &err), AG_OK);
     ck_assert_fails_with(ag_model_spec_check(&spec, "m.txt", 8, 0, &err), err, AG_EINVAL,
                          "global=complete with alibi");
+    /* a graph a layer and edge features, on two layers */
+    ck_assert_int_eq(ag_model_spec_parse(&spec, "layer heads=2 dim=4 global=complete\n"
+                                         "layer heads=2 dim=4 edges=yes\n", "m.txt", &err),
+                     AG_OK);
+    ck_assert_fails_with(ag_model_spec_check(&spec, "m.txt", 8, 0, &err), err, AG_EINVAL,
+                         "m.txt line 1: global=complete, and line 2: edges=yes");
+    /* a spec made in C: global_heads 0 is heads/2; 1 head is refused */
+    ag_model_spec_init(&spec);
+    spec.n_layers = 1;
+    ag_layer_spec_init(&spec.layers[0]);
+    spec.layers[0].heads = 4, spec.layers[0].dim = 2;
+    strcpy(spec.layers[0].global, "complete");
+    ag_weights_t shape;
+    ag_layer_spec_shape(&shape, &spec.layers[0], 8, 0);
+    ck_assert_int_eq(shape.global_heads, 2);
+    spec.layers[0].heads = 1;
+    ck_assert_fails_with(ag_model_spec_check(&spec, "c", 8, 0, &err), err, AG_EINVAL,
+                         "global=complete with heads=1 and global_heads=0");
     /* the rounds without the global graph the layer needs */
     ck_assert_int_eq(ag_model_spec_parse(&spec, "layer heads=2 dim=4 global=complete\n", "m",
                                          &err), AG_OK);

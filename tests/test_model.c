@@ -811,11 +811,16 @@ START_TEST(model_args_parse_reads_every_option)
         {"--rounds 2 --heads 2", "expected one line of options starting with --heads"},
         {"", "expected one line of options starting with --heads"},
         {"--heads 2\n--rounds 2\n", "m.args: a second line"},
+        {"--heads 2 --rounds 1 --heads 4", "--heads after --heads; expected each option once"},
+        {"--heads 2 --directed --undirected", "--undirected after --directed"},
     };
     for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++)
         ck_assert_fails_with(ag_model_args_parse(&spec, refused[k].text, "m.args", &err), err,
                              k == 3 || k == 4 || k == 6 ? AG_EINVAL : AG_EFORMAT,
                              refused[k].msg);
+    ck_assert_int_eq(spec.n_layers, 0);   /* zeroed on failure */
+    ck_assert_int_eq(ag_model_args_parse(&spec, "--heads\t3 --alibi", "m.args", &err), AG_OK);
+    ck_assert_int_eq(spec.layers[0].heads, 3);
 }
 END_TEST
 

@@ -74,12 +74,11 @@ def run_measured(cmd, env=None):
 
 def global_model(model, spec):
     """model's text with every layer's last 2 heads over spec (global=SPEC), in
-    a temporary file beside the study's other files: its path."""
+    a temporary file (mkstemp's, in $TMPDIR): its path."""
     import tempfile
-    with open(model) as f:
-        lines = [line.rstrip("\n") + (" global=%s global_heads=2" % spec
-                                      if line.startswith("layer ") else "")
-                 for line in f]
+    with open(model) as f:   # the key before a layer line's comment, if it has one
+        lines = [line.rstrip("\n").split("#")[0].rstrip() + " global=%s global_heads=2" % spec
+                 if line.startswith("layer ") else line.rstrip("\n") for line in f]
     fd, path = tempfile.mkstemp(prefix="gps-", suffix=".txt")
     with os.fdopen(fd, "w") as f:
         f.write("\n".join(lines) + "\n")

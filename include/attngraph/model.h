@@ -222,7 +222,8 @@ typedef struct {
     ag_nbhd_t *const *graphs;
     /* The global graph per round, on the same nodes as the round's graph:
        round r's layer with global_heads reads global_graphs[r-1] in those
-       heads. NULL (or a NULL entry): no round has one. */
+       heads (required there; ag_rounds_forward transposes it for the
+       backward). NULL, or a NULL entry for a round whose layer has none. */
     ag_nbhd_t *const *global_graphs;
 } ag_round_opts_t;
 
@@ -378,8 +379,8 @@ int ag_model_spec_read(ag_model_spec_t *spec, const char *path, ag_error_t *err)
    --self-loops on"): its one reader. The spec has one layer of the heads and
    residual given (its width, dim, is the arrays' to tell: 0) run `rounds`
    times, and the model-wide keys given (line[k] = 1). Any other word, a value
-   out of range and a second line are refused. ag_model_args_read reads
-   DIR/model.args. */
+   out of range, an option given twice (or both directions) and a second line
+   are refused, the spec zeroed. ag_model_args_read reads DIR/model.args. */
 int ag_model_args_parse(ag_model_spec_t *spec, const char *text, const char *path,
                         ag_error_t *err);
 int ag_model_args_read(ag_model_spec_t *spec, const char *dir, ag_error_t *err);
@@ -414,7 +415,8 @@ void ag_layer_spec_shape(ag_weights_t *w, const ag_layer_spec_t *L, int64_t D, i
 int ag_layer_graphs(ag_nbhd_t **graphs, int L, const ag_nbhd_t *nb, const char *const *specs,
                     ag_self_loops_t self, int64_t *n_virtual, ag_error_t *err);
 void ag_layer_graphs_free(ag_nbhd_t **graphs, int L);
-/* 1 if any layer of spec has a connectivity of its own (graph=). */
+/* 1 if any layer of spec has a connectivity of its own (graph=) or global
+   heads (global=): ag_model_run then compiles a graph a round. */
 int ag_model_spec_layer_graphs(const ag_model_spec_t *spec);
 
 /* Names of score kinds ("scaled-dot", "additive", ...) and self-loop modes

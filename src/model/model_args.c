@@ -51,19 +51,34 @@ int ag_model_args_parse(ag_model_spec_t *spec, const char *text, const char *pat
 {
     ag_model_spec_init(spec);
     const size_t len = strcspn(text, "\r\n");   /* one line */
-    if (text[len + strspn(text + len, "\r\n")] != '\0')
+    if (text[len + strspn(text + len, "\r\n")] != '\0') {
+        memset(spec, 0, sizeof *spec);
         return ag_fail(err, AG_EFORMAT, "%s: a second line; expected one line of options "
                        "(as train --save writes it)", path);
+    }
     char *line = ag_alloc((int64_t)len + 1, 1, err, "model.args");
-    if (!line)
+    if (!line) {
+        memset(spec, 0, sizeof *spec);
         return ag_alloc_status();
+    }
     memcpy(line, text, len);
     line[len] = '\0';
     int64_t heads = 1, rounds = 1;
-    int residual = 1, rc = AG_OK;
+    int residual = 1, rc = AG_OK, n_seen = 0;
+    const char *seen[32];   /* the options so far: each once, one direction */
     char *save = NULL;
     for (char *w = strtok_r(line, " \t", &save); w && !rc; w = strtok_r(NULL, " \t", &save)) {
         const char *name = strncmp(w, "--", 2) == 0 ? w + 2 : NULL;
+        for (int k = 0; name && k < n_seen && !rc; k++)
+            if (!strcmp(seen[k], name) ||
+                (is_switch(name) && is_switch(seen[k]) && strcmp(name, "alibi") &&
+                 strcmp(seen[k], "alibi")))
+                rc = ag_fail(err, AG_EFORMAT, "%s: --%s after --%s; expected each option once",
+                             path, name, seen[k]);
+        if (rc)
+            break;
+        if (name && n_seen < 32)
+            seen[n_seen++] = name;
         if (name && (!strcmp(name, "heads") || !strcmp(name, "rounds")))
             rc = count_value(name[0] == 'h' ? &heads : &rounds, w, strtok_r(NULL, " \t", &save),
                              name[0] == 'h' ? 4096 : 1000000, path, err);
@@ -81,11 +96,13 @@ int ag_model_args_parse(ag_model_spec_t *spec, const char *text, const char *pat
                          "--posenc, --self-loops, --directed, --undirected)", path, w);
     }
     free(line);
-    if (!rc && strncmp(text, "--heads ", 8) != 0)
+    if (!rc && (strncmp(text, "--heads", 7) != 0 || (text[7] != ' ' && text[7] != '\t')))
         rc = ag_fail(err, AG_EFORMAT, "%s: expected one line of options starting with "
                      "--heads (as train --save writes it)", path);
-    if (rc)
+    if (rc) {
+        memset(spec, 0, sizeof *spec);   /* as every out-parameter on failure */
         return rc;
+    }
     spec->n_layers = 1;
     spec->rounds = (int)rounds;
     ag_layer_spec_t *L = &spec->layers[0];

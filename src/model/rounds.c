@@ -169,14 +169,19 @@ int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
             return ag_fail(err, AG_EINVAL, "rounds: layer %d has %lld global heads of %lld; "
                            "expected 1..%lld", n_layers == 1 ? 1 : r + 1,
                            (long long)w->global_heads, (long long)w->H, (long long)w->H - 1);
-        if (!g || g->n_nodes != N)
+        if (!g)
             return ag_fail(err, AG_EINVAL, "rounds: round %d's layer has global heads; its "
-                           "global graph %s (opts.global_graphs; expected one of %lld nodes)",
-                           r + 1, !g ? "is not given" : "has another size", (long long)N);
-        if (w->wedge || (opts->score && (opts->score->alibi || opts->score->edge_bias)))
+                           "global graph is not given (opts.global_graphs)", r + 1);
+        if (g->n_nodes != N)
+            return ag_fail(err, AG_EINVAL, "rounds: round %d's global graph has %lld nodes; "
+                           "expected the graph's %lld", r + 1, (long long)g->n_nodes,
+                           (long long)N);
+        const ag_score_t *sc = opts->score;
+        if (w->wedge || (sc && (sc->alibi || sc->edge_bias)))
             return ag_fail(err, AG_EINVAL, "rounds: round %d's layer has global heads and %s; "
                            "the global graph's edges carry none", r + 1,
-                           w->wedge ? "edge features" : "per-edge score terms");
+                           w->wedge ? "edge features (wedge)" : sc->alibi ? "alibi"
+                                                               : "an edge bias");
     }
     for (int k = 0; !rc && k < n_layers; k++) {
         const ag_weights_t *w = &layers[k];

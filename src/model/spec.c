@@ -617,7 +617,8 @@ void ag_layer_spec_shape(ag_weights_t *w, const ag_layer_spec_t *L, int64_t D, i
                                                                           out != D),
                         .act = L->act, .F = L->ffn * out, .ff_act = L->ffn_act,
                         .post_norm = L->post_norm, .edge_dim = L->edges ? edge_dim : 0,
-                        .global_heads = L->global[0] ? L->global_heads : 0};
+                        .global_heads = !L->global[0] ? 0
+                                        : L->global_heads ? L->global_heads : L->heads / 2};
 }
 
 int ag_model_spec_check(const ag_model_spec_t *spec, const char *path, int64_t D,
@@ -630,8 +631,33 @@ int ag_model_spec_check(const ag_model_spec_t *spec, const char *path, int64_t D
         return ag_fail(err, AG_EINVAL, "%s: rounds %d with %d layers; a count of rounds runs "
                        "one layer, its weights shared", path, spec->rounds, spec->n_layers);
     const int64_t D_in = D;
+    int own_graph = 0, edges = 0;   /* lines of a layer with graph= or global=, edges=yes */
     for (int k = 0; k < spec->n_layers; k++) {
         const ag_layer_spec_t *L = &spec->layers[k];
+        if (!own_graph && (L->graph[0] || L->global[0]))
+            own_graph = k + 1;
+        if (!edges && L->edges)
+            edges = k + 1;
+    }
+    if (own_graph && edges)
+        return ag_fail(err, AG_EINVAL, "%s line %d: %s=%s, and line %d: edges=yes; a model "
+                       "with a graph a layer reads no edge features (their rows are one "
+                       "graph's messages)", path, spec->layers[own_graph - 1].line,
+                       spec->layers[own_graph - 1].graph[0] ? "graph" : "global",
+                       spec->layers[own_graph - 1].graph[0] ? spec->layers[own_graph - 1].graph
+                                                           : spec->layers[own_graph - 1].global,
+                       spec->layers[edges - 1].line);
+    for (int k = 0; k < spec->n_layers; k++) {
+        const ag_layer_spec_t *L = &spec->layers[k];
+        if (L->global[0] && (L->heads < 2 || L->global_heads < 0 ||
+                             L->global_heads >= L->heads))
+            return ag_fail(err, AG_EINVAL, "%s line %d: global=%s with heads=%lld and "
+                           "global_heads=%lld; expected heads >= 2 and global_heads in 1..%lld "
+                           "(0: heads/2)", path, L->line, L->global, (long long)L->heads,
+                           (long long)L->global_heads, (long long)L->heads - 1);
+        if (!L->global[0] && L->global_heads)
+            return ag_fail(err, AG_EINVAL, "%s line %d: global_heads=%lld without global=SPEC",
+                           path, L->line, (long long)L->global_heads);
         if (L->post_norm && spec->norm != AG_NORM_LAYER)
             return ag_fail(err, AG_EINVAL, "%s line %d: norm=post, and the model has no norm; "
                            "give the file `norm layer`", path, L->line);

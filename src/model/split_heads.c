@@ -53,11 +53,27 @@ static ag_score_t group_score(const ag_score_t *sc, int j, int64_t h0, int64_t d
 
 static int refuse_edge_terms(const ag_score_t *sc, ag_error_t *err)
 {
-    if (sc->edge_bias || sc->edge_pre || sc->edge_key || sc->edge_value || sc->alibi)
+    const char *term = sc->alibi ? "alibi" : sc->edge_bias ? "an edge bias"
+                       : sc->edge_pre ? "additive's edge terms" : sc->edge_key ? "edge keys"
+                       : sc->edge_value ? "edge values" : NULL;
+    if (term)
         return ag_fail(err, AG_EINVAL, "a layer with global heads: its score has %s, which "
-                       "the global graph's edges do not carry", sc->alibi ? "alibi" :
-                       "edge terms");
+                       "the global graph's edges do not carry", term);
     return AG_OK;
+}
+
+/* The caller's progress over both groups: group 2's work counted after group 1's. */
+typedef struct {
+    void (*fn)(int64_t done, int64_t total, void *ctx);
+    void *ctx;
+    int64_t before, total;
+} progress_t;
+
+static void group_progress(int64_t done, int64_t total, void *ctx)
+{
+    const progress_t *p = ctx;
+    (void)total;
+    p->fn(p->before + done, p->total, p->ctx);
 }
 
 int ag_i_attention_split(const ag_nbhd_t *local, const ag_nbhd_t *global, const float *Q,
@@ -80,6 +96,8 @@ int ag_i_attention_split(const ag_nbhd_t *local, const ag_nbhd_t *global, const 
         return ag_alloc_status();
     float *q = buf, *k = q + N * most * d, *v = k + N * most * d, *m = v + N * most * d;
     float *fig = m + N * most * d;   /* [4][N, most] */
+    progress_t progress = {o->progress, o->progress_ctx, 0,
+                           local->n_edges * (H - G) + global->n_edges * G};
     for (int j = 0; j < 2 && !rc; j++) {
         int64_t h0, Hg;
         group(j, H, G, &h0, &Hg);
@@ -88,6 +106,9 @@ int ag_i_attention_split(const ag_nbhd_t *local, const ag_nbhd_t *global, const 
         gather(v, V, N, HD, h0 * d, Hg * d);
         const ag_score_t gs = group_score(sc, j, h0, d);
         ag_attention_opts_t go = *o;
+        progress.before = j ? local->n_edges * (H - G) : 0;
+        if (o->progress)
+            go.progress = group_progress, go.progress_ctx = &progress;
         float **mine[4] = {&go.entropy, &go.max_weight, &go.distance, &go.lse};
         for (int f = 0; f < 4; f++) {   /* what the kernel leaves untouched stays as given */
             *mine[f] = per_head[f] ? fig + f * N * most : NULL;

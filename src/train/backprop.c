@@ -318,6 +318,9 @@ int ag_rounds_forward_reuse(ag_nbhd_t *nb, const ag_weights_t *layers, int n_lay
         rc = ag_nbhd_transpose(nb, err);
     for (int r = 0; !rc && opts && opts->graphs && r < rounds; r++)
         rc = ag_nbhd_transpose(opts->graphs[r], err);
+    for (int r = 0; !rc && r < rounds; r++)   /* and the global heads' graphs */
+        if (layers[n_layers == 1 ? 0 : r].global_heads)
+            rc = ag_nbhd_transpose(ag_i_round_global(opts, r), err);
     const int layer_norm = opts && opts->norm == AG_NORM_LAYER;
     int64_t *shape = rc ? NULL : ag_i_round_shapes(layers, n_layers, rounds, layer_norm, err);
     if (!rc && !shape)
