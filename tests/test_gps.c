@@ -305,22 +305,7 @@ START_TEST(gps_layers_train_save_and_predict)
     ag_error_t e;
     ck_assert_msg(ag_model_load(&m, tmp_path("gsave"), &e) == AG_OK, "%s", e.msg);
     ck_assert_int_eq(m.layers[0].global_heads, 2);
-    igraph_t g;
-    ag_nbhd_t nb;
-    ag_matrix_t x;
-    int64_t *want, n;
-    ck_assert_int_eq(ag_graph_load(&g, "graphs/planted.gml", NULL, &e), AG_OK);
-    ck_assert_int_eq(ag_nbhd_from_graph(&nb, &g, &e), AG_OK);
-    ck_assert_int_eq(ag_matrix_read_npy(&x, "graphs/planted/x.npy", &e), AG_OK);
-    ck_assert_int_eq(ag_index_read_npy(&want, &n, tmp_path("gp.npy"), &e), AG_OK);
-    int64_t *pred = malloc((size_t)n * sizeof *pred);
-    ck_assert_msg(ag_model_predict(&m, &nb, x.data, NULL, pred, &e) == AG_OK, "%s", e.msg);
-    for (int64_t i = 0; i < n; i++)
-        ck_assert_int_eq(pred[i], want[i]);
-    free(pred), free(want);
-    ag_matrix_destroy(&x);
-    ag_nbhd_destroy(&nb);
-    igraph_destroy(&g);
+    expect_planted_predictions(&m, tmp_path("gp.npy"));
     ag_model_destroy(&m);
     snprintf(args, sizeof args, "run graphs/planted.gml --model %s --features "
              "graphs/planted/x.npy", model);

@@ -439,23 +439,7 @@ START_TEST(a_graph_a_layer_trains_and_predicts)
     ag_error_t e;
     ck_assert_msg(ag_model_load(&m, tmp_path("lsave"), &e) == AG_OK, "%s", e.msg);
     ck_assert_str_eq(m.spec.layers[1].graph, "graph+virtual:1");
-    igraph_t g;
-    ag_nbhd_t nb;
-    ag_matrix_t x;
-    int64_t *want, n;
-    ck_assert_int_eq(ag_graph_load(&g, "graphs/planted.gml", NULL, &e), AG_OK);
-    ck_assert_int_eq(ag_nbhd_from_graph(&nb, &g, &e), AG_OK);
-    ck_assert_int_eq(ag_matrix_read_npy(&x, "graphs/planted/x.npy", &e), AG_OK);
-    ck_assert_int_eq(ag_index_read_npy(&want, &n, tmp_path("lp.npy"), &e), AG_OK);
-    ck_assert_int_eq(n, x.rows);
-    int64_t *pred = malloc((size_t)n * sizeof *pred);
-    ck_assert_msg(ag_model_predict(&m, &nb, x.data, NULL, pred, &e) == AG_OK, "%s", e.msg);
-    for (int64_t i = 0; i < n; i++)
-        ck_assert_int_eq(pred[i], want[i]);
-    free(pred), free(want);
-    ag_matrix_destroy(&x);
-    ag_nbhd_destroy(&nb);
-    igraph_destroy(&g);
+    expect_planted_predictions(&m, tmp_path("lp.npy"));
     ag_model_destroy(&m);
     /* 'graph|graph' is the graph itself; a list of the wrong length is refused */
     snprintf(args, sizeof args, "train graphs/planted.gml --pattern 'graph|graph' --rounds 2 %s",

@@ -196,3 +196,26 @@ void expect_same_bytes(const char *a, const char *b)
     } while (ca != EOF);
     fclose(fa), fclose(fb);
 }
+
+void expect_planted_predictions(const ag_model_t *m, const char *pred)
+{
+    igraph_t g;
+    ag_nbhd_t nb;
+    ag_matrix_t x;
+    ag_error_t e;
+    int64_t *want, n;
+    ck_assert_int_eq(ag_graph_load(&g, "graphs/planted.gml", NULL, &e), AG_OK);
+    ck_assert_int_eq(ag_nbhd_from_graph(&nb, &g, &e), AG_OK);
+    ck_assert_int_eq(ag_matrix_read_npy(&x, "graphs/planted/x.npy", &e), AG_OK);
+    ck_assert_int_eq(ag_index_read_npy(&want, &n, pred, &e), AG_OK);
+    ck_assert_int_eq(n, x.rows);
+    int64_t *got = malloc((size_t)n * sizeof *got);
+    ck_assert_msg(ag_model_predict(m, &nb, x.data, NULL, got, &e) == AG_OK, "%s", e.msg);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_msg(got[i] == want[i], "%s: node %lld: %lld, expected %lld", pred,
+                      (long long)i, (long long)got[i], (long long)want[i]);
+    free(got), free(want);
+    ag_matrix_destroy(&x);
+    ag_nbhd_destroy(&nb);
+    igraph_destroy(&g);
+}

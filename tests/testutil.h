@@ -39,6 +39,10 @@ void build_graph(igraph_t *g, int64_t N, const int64_t *src, const int64_t *dst,
 
 /* Files a and b hold the same bytes (asserted, naming the first that differs). */
 void expect_same_bytes(const char *a, const char *b);
+/* m's classes of graphs/planted.gml's nodes from graphs/planted/x.npy
+   (ag_model_predict) are, node for node, those in the int64 .npy at pred
+   (what train --predict wrote). */
+void expect_planted_predictions(const ag_model_t *m, const char *pred);
 
 /* Largest |a - b|. */
 double max_abs_diff_fd(const float *a, const double *b, int64_t n);

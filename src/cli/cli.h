@@ -364,6 +364,9 @@ int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_erro
    replace: --heads, --rounds, ...); 0, or EXIT_USAGE with the message printed,
    naming the file and line. */
 int model_file_read(run_opts_t *o, const char *path, const char *cmd);
+/* The spec's value of model-wide key k into o, as the option of the same name
+   sets it, marked given (a model file's keys, and model.args'). */
+void model_key_apply(run_opts_t *o, const ag_model_spec_t *spec, ag_model_key_t k);
 /* Refuses (naming the line) a layer that cannot be from input width D: a
    residual where the width changes; and, for `classes` > 0 with readout none, a
    last layer that does not write that many. */

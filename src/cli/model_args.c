@@ -92,15 +92,6 @@ static const int model_codes[] = {OPT_HEADS, OPT_ROUNDS, OPT_SCORE, OPT_BETA, OP
                                   OPT_NO_RESIDUAL, OPT_NORM, OPT_POSENC};
 static const int graph_codes[] = {OPT_SELF_LOOPS, OPT_DIRECTED, OPT_UNDIRECTED};
 
-/* The option of each model key model.args may hold. */
-static const int key_codes[AG_MODEL_KEYS] = {
-    [AG_KEY_SCORE] = OPT_SCORE, [AG_KEY_BETA] = OPT_BETA, [AG_KEY_SOFTCAP] = OPT_SOFTCAP,
-    [AG_KEY_SLOPE] = OPT_SLOPE, [AG_KEY_SIGMOID_BIAS] = OPT_SIGMOID_BIAS,
-    [AG_KEY_ALIBI] = OPT_ALIBI, [AG_KEY_EDGE_BIAS] = OPT_EDGE_BIAS, [AG_KEY_NORM] = OPT_NORM,
-    [AG_KEY_POSENC] = OPT_POSENC, [AG_KEY_SELF_LOOPS] = OPT_SELF_LOOPS,
-    [AG_KEY_DIRECTED] = OPT_DIRECTED, [AG_KEY_UNDIRECTED] = OPT_UNDIRECTED,
-};
-
 static int any_given(const run_opts_t *o, const int *codes, size_t n)
 {
     for (size_t k = 0; k < n; k++)
@@ -130,19 +121,13 @@ int model_args_defaults(run_opts_t *o, const char *cmd)
         GIVEN(OPT_HEADS), GIVEN(OPT_ROUNDS);
         if (!L->residual)
             o->no_residual = 1, GIVEN(OPT_NO_RESIDUAL);
-        o->score = spec.score;   /* no score option given: the defaults, or the file's */
-        o->norm = spec.norm, o->posenc = spec.posenc;
-        if (spec.line[AG_KEY_EDGE_BIAS])
-            o->edge_bias = spec.edge_bias;
-        for (int k = 0; k < AG_KEY_SELF_LOOPS; k++)
-            if (spec.line[k])
-                GIVEN(key_codes[k]);
     }
-    if (!graph_given && spec.line[AG_KEY_SELF_LOOPS])
-        o->src.self = spec.self_loops, GIVEN(OPT_SELF_LOOPS);
-    if (!graph_given && spec.directed >= 0 && o->src.graph) {
-        o->src.direction = spec.directed ? AG_EDGES_DIRECTED : AG_EDGES_UNDIRECTED;
-        GIVEN(spec.directed ? OPT_DIRECTED : OPT_UNDIRECTED);
+    for (int k = 0; k < AG_MODEL_KEYS; k++) {   /* the keys it holds, group by group */
+        const int graph = k == AG_KEY_SELF_LOOPS || k == AG_KEY_DIRECTED ||
+                          k == AG_KEY_UNDIRECTED;
+        if (spec.line[k] && !(graph ? graph_given || (k != AG_KEY_SELF_LOOPS && !o->src.graph)
+                                    : model_given))
+            model_key_apply(o, &spec, (ag_model_key_t)k);
     }
     return 0;
 }

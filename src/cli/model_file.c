@@ -36,8 +36,7 @@ static const char *option_name(int code)
 
 #define FILE_ERROR(...) (usage_error(cmd, __VA_ARGS__), EXIT_USAGE)
 
-/* The file's value of key k into o, as the option of the same name sets it. */
-static void apply_key(run_opts_t *o, const ag_model_spec_t *spec, ag_model_key_t k)
+void model_key_apply(run_opts_t *o, const ag_model_spec_t *spec, ag_model_key_t k)
 {
     const ag_score_t *s = &spec->score;
     o->given[key_codes[k] - OPT_Q] = 1;
@@ -89,7 +88,7 @@ int model_file_read(run_opts_t *o, const char *path, const char *cmd)
             return FILE_ERROR("--%s is given on the command line and in %s (line %d); give it "
                               "in one place", ag_model_key_name((ag_model_key_t)k), path,
                               spec->line[k]);
-        apply_key(o, spec, (ag_model_key_t)k);
+        model_key_apply(o, spec, (ag_model_key_t)k);
     }
     ag_model_spec_t merged;
     merged_spec(&merged, o);

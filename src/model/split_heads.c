@@ -30,6 +30,15 @@ static void scatter(float *to, const float *from, int64_t n, int64_t W, int64_t 
         memcpy(to + i * W + c0, from + i * w, (size_t)w * sizeof *to);
 }
 
+/* Q, K, V's columns of heads h0 .. h0 + Hg - 1 into q, k, v [N, Hg*d]. */
+static void gather_qkv(float *q, float *k, float *v, const float *Q, const float *K,
+                       const float *V, int64_t N, int64_t H, int64_t d, int64_t h0, int64_t Hg)
+{
+    gather(q, Q, N, H * d, h0 * d, Hg * d);
+    gather(k, K, N, H * d, h0 * d, Hg * d);
+    gather(v, V, N, H * d, h0 * d, Hg * d);
+}
+
 /* Group j's heads: the local ones (j 0) or the last G. */
 static void group(int j, int64_t H, int64_t G, int64_t *h0, int64_t *Hg)
 {
@@ -101,9 +110,7 @@ int ag_i_attention_split(const ag_nbhd_t *local, const ag_nbhd_t *global, const 
     for (int j = 0; j < 2 && !rc; j++) {
         int64_t h0, Hg;
         group(j, H, G, &h0, &Hg);
-        gather(q, Q, N, HD, h0 * d, Hg * d);
-        gather(k, K, N, HD, h0 * d, Hg * d);
-        gather(v, V, N, HD, h0 * d, Hg * d);
+        gather_qkv(q, k, v, Q, K, V, N, H, d, h0, Hg);
         const ag_score_t gs = group_score(sc, j, h0, d);
         ag_attention_opts_t go = *o;
         progress.before = j ? local->n_edges * (H - G) : 0;
@@ -148,9 +155,7 @@ int ag_i_backward_split(ag_nbhd_t *local, ag_nbhd_t *global, const float *Q, con
     for (int j = 0; j < 2 && !rc; j++) {
         int64_t h0, Hg;
         group(j, H, G, &h0, &Hg);
-        gather(q, Q, N, HD, h0 * d, Hg * d);
-        gather(k, K, N, HD, h0 * d, Hg * d);
-        gather(v, V, N, HD, h0 * d, Hg * d);
+        gather_qkv(q, k, v, Q, K, V, N, H, d, h0, Hg);
         gather(dm, dM, N, HD, h0 * d, Hg * d);
         if (M)
             gather(m, M, N, HD, h0 * d, Hg * d);
