@@ -570,6 +570,109 @@ START_TEST(attn_round_of_a_rounds_model)
 }
 END_TEST
 
+/* Writes layer w's four projections into dir (made), as a user's own code might. */
+static void write_projections(const char *dir, ag_weights_t *w)
+{
+    ag_error_t err;
+    mkdir(dir, 0777);
+    for (int k = 0; k < 4; k++) {
+        int64_t shape[3];
+        const int ndim = ag_layer_array_shape(w, k, shape);
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s.npy", dir, ag_layer_array_info(k)->name);
+        ck_assert_int_eq(ag_npy_write_f32_nd(path, *ag_layer_array(w, k), ndim, shape, &err),
+                         AG_OK);
+    }
+}
+
+static void expect_same_layer(const ag_weights_t *got, ag_weights_t *want)
+{
+    ck_assert_int_eq(got->H, want->H);
+    ck_assert_int_eq(got->d, want->d);
+    ck_assert_int_eq(got->D, want->D);
+    ck_assert_int_eq(got->per_node, want->per_node);
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(memcmp(*ag_layer_array((ag_weights_t *)got, k),
+                                *ag_layer_array(want, k),
+                                (size_t)ag_layer_array_size(want, k) * sizeof(float)), 0);
+}
+
+/* ag_model_load_ex reads the folders no spec describes whole, which run
+   --weights reads through it: arrays alone (round-k/ or one shared layer,
+   with the heads given) and per-node arrays beside model.args. The arrays are
+   the ones written, bit for bit, and the tool's run on the folder is the
+   library's. */
+START_TEST(model_load_ex_reads_arrays_alone_and_per_node)
+{
+    ag_error_t err;
+    ag_nbhd_t nb;
+    ag_array_t x;
+    planted(&nb, &x);
+    const int64_t N = nb.n_nodes, D = x.shape[1];
+    ag_weights_t w[2];
+    char bare[1024], sub[1200];
+    snprintf(bare, sizeof bare, "%s", tmp_path("bare"));
+    mkdir(bare, 0777);
+    for (int l = 0; l < 2; l++) {
+        ck_assert_int_eq(ag_weights_random(&w[l], D, 2, 4, 0, 7 + l, &err), AG_OK);
+        snprintf(sub, sizeof sub, "%s/round-%d", bare, l + 1);
+        write_projections(sub, &w[l]);
+    }
+    ag_model_t m;
+    ck_assert_fails_with(ag_model_load(&m, bare, &err), err, AG_EIO, "model.txt");
+    ag_model_load_opts_t lo = {.heads = 3};
+    ck_assert_fails_with(ag_model_load_ex(&m, bare, &lo, &err), err, AG_EINVAL,
+                         "round-1/wq.npy has 8 rows, not a multiple of 3 heads");
+    lo.heads = 2;
+    ck_assert_msg(ag_model_load_ex(&m, bare, &lo, &err) == AG_OK, "%s", err.msg);
+    ck_assert_int_eq(m.spec.n_layers, 2);
+    ck_assert_int_eq(m.spec.rounds, 0);
+    ck_assert_int_eq(m.C, 0);
+    ck_assert_int_eq(m.D, D);
+    for (int l = 0; l < 2; l++)
+        expect_same_layer(&m.layers[l], &w[l]);
+    float *out = malloc((size_t)(N * D) * sizeof *out);
+    ck_assert_int_eq(ag_model_run(&m, &nb, x.data, NULL, out, &err), AG_OK);
+    ag_model_destroy(&m);
+    char cmd[4096], saved[1200];
+    snprintf(saved, sizeof saved, "%s", tmp_path("bare-out.npy"));
+    snprintf(cmd, sizeof cmd, "run graphs/planted.gml --features graphs/planted/x.npy "
+             "--weights %s --heads 2 --out %s --quiet", bare, saved);
+    expect_cli(cmd, 0, 1, "");
+    ag_array_t tool;
+    ck_assert_msg(ag_array_read_npy(&tool, saved, &err) == AG_OK, "%s", err.msg);
+    ck_assert_int_eq(tool.shape[0], N);
+    ck_assert_int_eq(tool.shape[1], D);
+    ck_assert_int_eq(memcmp(tool.data, out, (size_t)(N * D) * sizeof *out), 0);
+    ag_array_destroy(&tool);
+    /* per-node arrays [N, H*d, D] with model.args: one layer run 3 rounds */
+    char per[1024];
+    snprintf(per, sizeof per, "%s", tmp_path("per-node"));
+    ag_weights_t p;
+    ck_assert_int_eq(ag_weights_random(&p, D, 2, 4, N, 9, &err), AG_OK);
+    write_projections(per, &p);
+    snprintf(sub, sizeof sub, "%s/model.args", per);
+    write_text(sub, "--heads 2 --rounds 3 --no-residual\n");
+    ck_assert_msg(ag_model_load(&m, per, &err) == AG_OK, "%s", err.msg);
+    ck_assert_int_eq(m.spec.n_layers, 1);
+    ck_assert_int_eq(m.spec.rounds, 3);
+    ck_assert_int_eq(m.layers[0].no_residual, 1);
+    expect_same_layer(&m.layers[0], &p);
+    ck_assert_int_eq(ag_model_run(&m, &nb, x.data, NULL, out, &err), AG_OK);
+    ag_model_destroy(&m);
+    snprintf(cmd, sizeof cmd, "run graphs/planted.gml --features graphs/planted/x.npy "
+             "--weights %s --out %s --quiet", per, saved);
+    expect_cli(cmd, 0, 1, "");
+    ck_assert_msg(ag_array_read_npy(&tool, saved, &err) == AG_OK, "%s", err.msg);
+    ck_assert_int_eq(memcmp(tool.data, out, (size_t)(N * D) * sizeof *out), 0);
+    ag_array_destroy(&tool);
+    free(out);
+    ag_weights_destroy(&w[0]), ag_weights_destroy(&w[1]), ag_weights_destroy(&p);
+    ag_array_destroy(&x);
+    ag_nbhd_destroy(&nb);
+}
+END_TEST
+
 Suite *model_file_suite(void)
 {
     Suite *s = suite_create("model_file");
@@ -581,6 +684,7 @@ Suite *model_file_suite(void)
     tcase_add_test(tc, model_object_runs_what_the_tool_saved);
     tcase_add_test(tc, model_save_writes_what_train_saves);
     tcase_add_test(tc, attn_round_of_a_rounds_model);
+    tcase_add_test(tc, model_load_ex_reads_arrays_alone_and_per_node);
     suite_add_tcase(s, tc);
     return s;
 }

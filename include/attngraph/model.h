@@ -457,6 +457,17 @@ int ag_model_init(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int64_t
    spec.rounds times (or a layer a round from dir/round-k/), with a readout
    when it has readout.npy. */
 int ag_model_load(ag_model_t *m, const char *dir, ag_error_t *err);
+/* What ag_model_load_ex reads beside ag_model_load's folders; zeroed, nothing. */
+typedef struct {
+    int64_t heads;   /* > 0: a folder of arrays alone (no model.txt, no model.args) loads
+                        as one layer of this many heads (or a layer a round from round-k/) */
+} ag_model_load_opts_t;
+/* ag_model_load, and also the folders whose arrays no spec describes whole:
+   arrays alone (with opts->heads) and per-node weights ([N, H*d, D], with
+   model.args or opts->heads), each layer read as ag_weights_load reads it
+   (its optional arrays where present). opts NULL: ag_model_load. */
+int ag_model_load_ex(ag_model_t *m, const char *dir, const ag_model_load_opts_t *opts,
+                     ag_error_t *err);
 /* The arrays of dir for a spec given here (the tool's: its options may add to
    the file's), features of width D. */
 int ag_model_load_arrays(ag_model_t *m, const ag_model_spec_t *spec, const char *dir, int64_t D,

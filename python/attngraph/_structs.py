@@ -129,6 +129,10 @@ class ag_model_spec_t(C.Structure):
                 ("rounds", C.c_int)]
 
 
+class ag_model_load_opts_t(C.Structure):
+    _fields_ = [("heads", C.c_int64)]
+
+
 class ag_model_t(C.Structure):
     _fields_ = [("spec", ag_model_spec_t), ("D", i64), ("edge_dim", i64),
                 ("layers", C.POINTER(ag_weights_t)), ("C", i64), ("wr", ptr), ("br", ptr)]
@@ -238,7 +242,7 @@ STRUCTS = [ag_error_t, ag_labels_t, ag_nbhd_t, ag_score_t,
            ag_lm_t, ag_lm_model_t, ag_lm_opts_t, ag_workspace_t, ag_round_t, ag_round_opts_t,
            ag_round_figures_t, ag_optimizer_opts_t, ag_load_opts_t, ag_rgb_t, ag_edge_weights_t, ag_heatmap_opts_t,
            ag_graph_opts_t, ag_series_t, ag_panel_t, ag_compare_picture_t, ag_layer_array_t,
-           ag_layer_spec_t, ag_model_spec_t, ag_model_t, ag_cross_entropy_t,
+           ag_layer_spec_t, ag_model_spec_t, ag_model_load_opts_t, ag_model_t, ag_cross_entropy_t,
            ag_cross_entropy_out_t]
 
 # ---------------------------------------------------------------- functions
@@ -292,6 +296,8 @@ FUNCTIONS = {
     "ag_layer_has": (I, [C.c_uint, I]),
     "ag_layer_array_shape": (I, [W, I, C.POINTER(i64)]),
     "ag_model_load": (I, [C.POINTER(ag_model_t), C.c_char_p, E]),
+    "ag_model_load_ex": (I, [C.POINTER(ag_model_t), C.c_char_p,
+                             C.POINTER(ag_model_load_opts_t), E]),
     "ag_model_destroy": (None, [C.POINTER(ag_model_t)]),
     "ag_model_save": (I, [C.POINTER(ag_model_t), C.c_char_p, E]),
     "ag_model_init": (I, [C.POINTER(ag_model_t), C.POINTER(ag_model_spec_t), i64, i64, i64,

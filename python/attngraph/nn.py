@@ -17,7 +17,8 @@ from .conv import GATConv, GATv2Conv, TransformerConv
 from .gps import GPSConv
 from .functional import graph_attention, dropout
 from .graph import Graph
-from .weights import Weights, save_layers, model_args, read_model_args, write_model_args
+from .weights import (Weights, save_layers, load_layers, model_args, read_model_args,
+                      write_model_args)
 
 __all__ = ["GraphAttention", "save_rounds", "load_rounds", "GATConv", "GATv2Conv",
            "TransformerConv", "GPSConv", "graph_attention", "dropout"]
@@ -183,7 +184,13 @@ class GraphAttention(nn.Module):
         when the folder has ln_weight.npy, a residual, scaled-dot scores."""
         args = read_model_args(folder) or {}
         heads = heads if heads is not None else args.get("heads", 1)
-        w = Weights.load(folder, heads)
+        return cls._from_weights(Weights.load(folder, heads), args, norm, residual, score, kw)
+
+    @classmethod
+    def _from_weights(cls, w, args, norm=None, residual=None, score=None, kw=None):
+        """A module holding layer w, its options as load takes them (args: a
+        folder's model.args as read_model_args gives it, or {})."""
+        kw = dict(kw or {})
         if norm is None:
             norm = args["norm"] if args else w.ln_weight is not None
         residual = residual if residual is not None else args.get("residual", True)
@@ -191,7 +198,7 @@ class GraphAttention(nn.Module):
         for name in ("beta", "softcap", "slope", "sigmoid_bias", "alibi"):
             if name in args and name not in kw:
                 kw[name] = args[name]
-        m = cls(w.D, heads, w.d, norm=norm, residual=residual, score=score, **kw)
+        m = cls(w.D, w.heads, w.d, norm=norm, residual=residual, score=score, **kw)
         m.graph_args = {k: args[k] for k in ("self_loops", "directed") if k in args}
         return m.load_weights(w)
 
@@ -218,18 +225,12 @@ def load_rounds(folder, **kw):
     training it trains every round, as `attngraph train` does). Options come
     from folder/model.args unless given."""
     args = read_model_args(folder) or {}
-    opts = {k: args[k] for k in ("heads", "norm", "residual", "score", "beta", "softcap",
-                                 "slope", "sigmoid_bias", "alibi") if k in args}
-    opts.update(kw)
-    if not os.path.exists(os.path.join(folder, "round-1", "wq.npy")):
-        # one layer that every round shares: the same module, once per round
-        # (model.args --rounds), so that a loop over the list runs what
-        # `attngraph run --weights folder` runs
-        shared = GraphAttention.load(folder, **opts)
-        return [shared] * int(args.get("rounds", 1))
-    mods, k = [], 1
-    while os.path.exists(os.path.join(folder, "round-%d" % k, "wq.npy")):
-        mods.append(GraphAttention.load(os.path.join(folder, "round-%d" % k), **opts))
-        mods[-1].graph_args = {n: args[n] for n in ("self_loops", "directed") if n in args}
-        k += 1
-    return mods
+    kw = dict(kw)
+    given = {k: kw.pop(k, None) for k in ("heads", "norm", "residual", "score")}
+    layers = load_layers(folder, given["heads"])   # the library's reader
+    mods = [GraphAttention._from_weights(w, args, given["norm"], given["residual"],
+                                         given["score"], kw) for w in layers]
+    # one layer that every round shares: the same module, once per round
+    # (model.args --rounds), so that a loop over the list runs what
+    # `attngraph run --weights folder` runs
+    return mods * int(args.get("rounds", 1)) if len(mods) == 1 else mods

@@ -222,16 +222,20 @@ def save_layers(folder, layers):
 
 def load_layers(folder, heads=None):
     """The layers of a weights folder: [Weights] for a shared layer, or one per
-    round-k/ subfolder. heads None: as folder/model.args says, else 1."""
-    if heads is None:
-        heads = (read_model_args(folder) or {}).get("heads", 1)
-    if os.path.exists(os.path.join(folder, "round-1", "wq.npy")):
-        layers, k = [], 1
-        while os.path.exists(os.path.join(folder, "round-%d" % k, "wq.npy")):
-            layers.append(Weights.load(os.path.join(folder, "round-%d" % k), heads))
-            k += 1
-        return layers
-    return [Weights.load(folder, heads)]
+    round-k/ subfolder, read by the library as run --weights reads them
+    (ag_model_load_ex). heads: those of a folder of arrays alone (default 1);
+    a folder with model.args or model.txt has its own, and another is refused."""
+    m, e = S.ag_model_t(), err()
+    opts = S.ag_model_load_opts_t(1 if heads is None else int(heads))
+    check(lib.ag_model_load_ex(C.byref(m), os.fsencode(folder), C.byref(opts), C.byref(e)), e)
+    try:
+        layers = [Weights._copy_c(m.layers[k]) for k in range(m.spec.n_layers)]
+    finally:
+        lib.ag_model_destroy(C.byref(m))
+    if heads is not None and layers[0].heads != heads:
+        raise Error("%s: its layers have %d heads (model.args or model.txt); heads=%d given"
+                    % (os.fspath(folder), layers[0].heads, heads), "invalid value")
+    return layers
 
 
 # ------------------------------------------------------------ model.args

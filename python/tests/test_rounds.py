@@ -265,3 +265,23 @@ def test_a_kept_tape_trains_the_same_bits(rng):
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
     with pytest.raises(ag.Error, match="expected a Tape"):
         ag.rounds_forward(g, x, ag.Weights.random(8, 2, seed=4), tape="tape")
+
+
+def test_load_layers_reads_as_the_library_does(tmp_path, rng):
+    """load_layers is the library's folder reader (ag_model_load_ex): the arrays
+    saved come back bit for bit; heads a folder's rows cannot split, and heads
+    other than its model.args', are refused by name."""
+    layers = [ag.Weights.random(8, 2, seed=s) for s in (1, 2)]
+    ag.save_layers(str(tmp_path / "w"), layers)
+    back = ag.load_layers(str(tmp_path / "w"), 2)
+    assert len(back) == 2 and all(b.heads == 2 for b in back)
+    for w, b in zip(layers, back):
+        for name, a in w.arrays().items():
+            np.testing.assert_array_equal(a, b.arrays()[name])
+    with pytest.raises(ag.Error, match="round-1/wq.npy has 8 rows, not a multiple of 3 heads"):
+        ag.load_layers(str(tmp_path / "w"), 3)
+    ag.save_layers(str(tmp_path / "one"), layers[0])
+    (tmp_path / "one" / "model.args").write_text("--heads 4 --rounds 2\n")
+    assert [w.heads for w in ag.load_layers(str(tmp_path / "one"))] == [4]
+    with pytest.raises(ag.Error, match="its layers have 4 heads"):
+        ag.load_layers(str(tmp_path / "one"), 2)

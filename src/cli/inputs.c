@@ -262,36 +262,28 @@ int inputs_take_raw(inputs_t *in, const run_opts_t *o, ag_matrix_t *q, ag_matrix
     return rc;
 }
 
-/* Does dir/round-k/wq.npy exist? */
-static int has_round_dir(const char *dir, int k)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/round-%d/wq.npy", dir, k);
-    FILE *f = fopen(path, "rb");
-    if (f)
-        fclose(f);
-    return f != NULL;
-}
-
-/* One shared layer from --weights DIR, or DIR/round-1/, round-2/, ... */
+/* The layers of --weights DIR, as the library reads a folder (ag_model_load_ex:
+   one shared layer, or DIR/round-1/, round-2/, ...; --heads for arrays alone). */
 static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
 {
-    int n = 0;
-    while (has_round_dir(o->weights, n + 1))
-        n++;
-    const int64_t rounds = n && !o->given[OPT_ROUNDS - OPT_Q] ? n : o->rounds;
-    int rc = model_args_check(o, o->heads, rounds, err);   /* before the arrays' shapes */
+    ag_model_t m;
+    const ag_model_load_opts_t lo = {.heads = o->heads};
+    int rc = ag_model_load_ex(&m, o->weights, &lo, err);
     if (rc)
         return rc;
-    in->n_layers = n ? n : 1;
-    in->layers = ag_calloc(in->n_layers, sizeof *in->layers, err, "weights");
-    if (!in->layers)
-        return ag_alloc_status();
+    const int n = m.spec.rounds ? 0 : m.spec.n_layers;   /* round-k/'s layers, or shared */
+    const int64_t rounds = n && !o->given[OPT_ROUNDS - OPT_Q] ? n : o->rounds;
+    if ((rc = model_args_check(o, o->heads, rounds, err))) {   /* before the arrays' shapes */
+        ag_model_destroy(&m);
+        return rc;
+    }
+    in->n_layers = m.spec.n_layers;
+    in->layers = m.layers;   /* taken: the readout is run --predict's, read apart */
+    m.layers = NULL, m.spec.n_layers = 0;
+    ag_model_destroy(&m);
     for (int k = 0; k < in->n_layers; k++) {
         char dir[4096];
         snprintf(dir, sizeof dir, n ? "%s/round-%d" : "%s", o->weights, k + 1);
-        if ((rc = ag_weights_load(&in->layers[k], dir, o->heads, err)))
-            return rc;
         if (in->layers[k].D != in->x0.cols)
             return ag_fail(err, AG_EINVAL, "%s/wq.npy has %lld column%s (D); the features "
                            "have %lld", dir, (long long)in->layers[k].D,

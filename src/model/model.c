@@ -234,29 +234,31 @@ int ag_model_load_arrays(ag_model_t *m, const ag_model_spec_t *spec, const char 
     return model_make(m, spec, name, D, 0, edge_dim, dir, 0, err);
 }
 
-/* The model of a folder `train --save` wrote without a model file: dir/model.args
-   (ag_model_args_read) and one layer (dir/wq.npy, ...: every round's) or one a
-   round (dir/round-k/: round_dirs), its qkv projections of HD rows
-   (saved_width's), wo of the input's width. */
+/* Does dir have readout.npy? (labels: a readout; targets: the states) */
+static int has_readout(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/readout.npy", dir);
+    return access(path, F_OK) == 0;
+}
+
+/* The model of a folder `train --save` wrote without a model file: spec, as
+   dir/model.args says (ag_model_args_read), made one layer (dir/wq.npy, ...:
+   every round's) or one a round (dir/round-k/: round_dirs), its qkv
+   projections of HD rows (saved_width's), wo of the input's width. */
 static int args_spec(ag_model_spec_t *spec, const char *dir, int round_dirs, int64_t HD,
                      ag_error_t *err)
 {
-    int rc = ag_model_args_read(spec, dir, err);
-    if (rc)
-        return rc;
     const ag_layer_spec_t one = spec->layers[0];
     const int rounds = spec->rounds;
     if (round_dirs && rounds > AG_MODEL_MAX_LAYERS)
         return ag_fail(err, AG_EINVAL, "%s/model.args: --rounds %d with a layer a round "
                        "(round-k/); expected at most %d", dir, rounds, AG_MODEL_MAX_LAYERS);
-    if (HD == 0 || HD % one.heads)
-        return ag_fail(err, AG_EINVAL, "%s%s/wq.npy: %s; expected [H*d, D] with H = %lld "
-                       "(per-node weights load with ag_weights_load)", dir,
-                       round_dirs ? "/round-1" : "", HD ? "not a multiple of the heads"
-                       : "not 2-D", (long long)one.heads);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/readout.npy", dir);
-    spec->readout = access(path, F_OK) == 0;   /* labels: a readout; targets: the states */
+    if (HD % one.heads)
+        return ag_fail(err, AG_EINVAL, "%s%s/wq.npy: %lld rows, not a multiple of the heads; "
+                       "expected [H*d, D] with H = %lld", dir, round_dirs ? "/round-1" : "",
+                       (long long)HD, (long long)one.heads);
+    spec->readout = has_readout(dir);
     /* a layer a round, or one layer every round runs */
     spec->n_layers = round_dirs ? rounds : 1;
     spec->rounds = round_dirs ? 0 : rounds;
@@ -267,23 +269,84 @@ static int args_spec(ag_model_spec_t *spec, const char *dir, int round_dirs, int
     return AG_OK;
 }
 
+/* A folder's layers as its files have them (ag_weights_load: shared or per-node
+   arrays, the optional ones where present), one from dir or one a round from
+   dir/round-k/, under spec's one layer of H heads: the folders of arrays alone
+   and of per-node arrays, which no spec describes whole. */
+static int load_as_found(ag_model_t *m, ag_model_spec_t *spec, const char *dir, int round_dirs,
+                         int64_t H, ag_error_t *err)
+{
+    int n = 1;
+    char sub[4096];
+    if (round_dirs)   /* round-1/, round-2/, ... while round-k/wq.npy exists */
+        for (n = 0; n < AG_MODEL_MAX_LAYERS; n++) {
+            snprintf(sub, sizeof sub, "%s/round-%d/wq.npy", dir, n + 1);
+            if (access(sub, F_OK) != 0)
+                break;
+        }
+    const ag_layer_spec_t one = spec->layers[0];
+    spec->rounds = round_dirs ? 0 : spec->rounds;
+    spec->n_layers = n;
+    m->layers = ag_calloc(n, sizeof *m->layers, err, "weights");
+    if (!m->layers)
+        return ag_alloc_status();
+    int rc = AG_OK;
+    for (int l = 0; l < n && !rc; l++) {
+        snprintf(sub, sizeof sub, round_dirs ? "%s/round-%d" : "%s", dir, l + 1);
+        rc = ag_weights_load(&m->layers[l], sub, H, err);
+        spec->layers[l] = one;
+        spec->layers[l].dim = m->layers[l].d;
+        m->layers[l].no_residual = !one.residual;
+    }
+    spec->readout = has_readout(dir);
+    if (!rc && spec->readout)
+        rc = ag_i_readout_read(dir, ag_layer_width_out(&m->layers[n - 1]), &m->C, &m->wr,
+                               &m->br, err);
+    if (rc) {
+        ag_i_model_layers_free(m->layers, n);
+        memset(m, 0, sizeof *m);
+        return rc;
+    }
+    m->spec = *spec, m->D = m->layers[0].D;
+    return AG_OK;
+}
+
 int ag_model_load(ag_model_t *m, const char *dir, ag_error_t *err)
 {
+    return ag_model_load_ex(m, dir, NULL, err);
+}
+
+int ag_model_load_ex(ag_model_t *m, const char *dir, const ag_model_load_opts_t *opts,
+                     ag_error_t *err)
+{
     memset(m, 0, sizeof *m);
+    const int64_t heads = opts ? opts->heads : 0;
     char text[4096], args[4096];
     snprintf(text, sizeof text, "%s/model.txt", dir);
     snprintf(args, sizeof args, "%s/model.args", dir);
     ag_model_spec_t spec;
     int64_t HD, D, edge_dim;
     /* a model file's folder, or one of the rounds' options alone (its layers' width
-       from the arrays) */
-    const int args_only = access(text, F_OK) != 0 && access(args, F_OK) == 0;
+       from the arrays), or, with opts->heads, of arrays alone */
+    const int has_text = access(text, F_OK) == 0, has_args = access(args, F_OK) == 0;
+    const int args_only = !has_text && has_args, bare = !has_text && !has_args && heads > 0;
     char round1[4096];
     snprintf(round1, sizeof round1, "%s/round-1/wq.npy", dir);
-    int rc = args_only ? AG_OK : ag_model_spec_read(&spec, text, err);
-    const int round_dirs = !rc && (args_only ? access(round1, F_OK) == 0 : spec.n_layers > 1);
+    int rc = args_only || bare ? AG_OK : ag_model_spec_read(&spec, text, err);
+    const int round_dirs = !rc && (args_only || bare ? access(round1, F_OK) == 0
+                                                     : spec.n_layers > 1);
     if (!rc)
         rc = saved_width(dir, round_dirs, &HD, &D, err);
+    if (!rc && bare) {   /* model.args' defaults: one residual layer of H heads, a round */
+        ag_model_spec_init(&spec);
+        spec.n_layers = 1, spec.rounds = 1;
+        ag_layer_spec_init(&spec.layers[0]);
+        spec.layers[0].heads = heads;
+    } else if (!rc && args_only) {
+        rc = ag_model_args_read(&spec, dir, err);
+    }
+    if (!rc && (bare || (args_only && HD == 0)))   /* no spec, or per-node arrays */
+        return load_as_found(m, &spec, dir, round_dirs, spec.layers[0].heads, err);
     if (!rc && args_only)
         rc = args_spec(&spec, dir, round_dirs, HD, err);
     if (!rc)
