@@ -492,10 +492,34 @@ int64_t ag_model_width_out(const ag_model_t *m);
  * edge_features: for layers with edges=yes, [E, edge_dim] in the slot order
  * of the graph with the model's self-loops (ag_nbhd_self_loops(nb,
  * m->spec.self_loops) makes it), else NULL. A score with an edge-bias
- * attribute is refused (nb carries no attributes).
+ * attribute is refused (nb carries no attributes; ag_model_run_ex takes its
+ * values).
  */
 int ag_model_run(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
                  const float *edge_features, float *out, ag_error_t *err);
+/* The caller's part of ag_model_run_ex: what it sees of each round and what it
+   keeps after. Zeroed (or NULL): ag_model_run. */
+typedef struct {
+    /* as ag_round_opts_t's: called after each round (AG_STOP ends the run
+       early, the states then the last round's), with its figures */
+    int (*on_round)(const ag_round_t *round, void *ctx);
+    void (*on_progress)(int round, int64_t done, int64_t total, void *ctx);
+    void *ctx;
+    int figures;
+    /* the score's per-edge bias [E] in nb's edge order: what a spec with an
+       edge-bias attribute reads (nb carries no attributes), else NULL */
+    float *edge_bias;
+    /* non-NULL: filled with the rounds' workspace (the last round's Q, K, V,
+       M, ...; N + the layers' virtual nodes rows), destroyed by the caller
+       with ag_workspace_destroy; NULL: freed inside */
+    ag_workspace_t *ws;
+    int *done;   /* the rounds run, or NULL */
+} ag_model_run_opts_t;
+/* ag_model_run with the caller's hooks on each round (the tool's run reports
+   and --until run through it). */
+int ag_model_run_ex(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
+                    const float *edge_features, const ag_model_run_opts_t *opts, float *out,
+                    ag_error_t *err);
 /* The class of each node [N]: the argmax of ag_model_run's logits (summed in
    double, as ag_readout_predict). */
 int ag_model_predict(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,

@@ -347,8 +347,19 @@ static int load_rounds(inputs_t *in, const run_opts_t *o, ag_error_t *err)
     return layers_for(in, o, err);
 }
 
-/* Positions added to in->x0, then the layers: from --weights, or seeded. */
+static int make_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err);
+
+/* Positions added to in->x0, then the layers: from --weights, or seeded; each
+   without its residual under --no-residual (the layer says it to the library). */
 static int layers_for(inputs_t *in, const run_opts_t *o, ag_error_t *err)
+{
+    int rc = make_layers(in, o, err);
+    for (int k = 0; !rc && k < in->n_layers; k++)
+        in->layers[k].no_residual |= o->no_residual;
+    return rc;
+}
+
+static int make_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
 {
     int rc;
     if (o->posenc)

@@ -87,6 +87,26 @@ static void raw_progress(int64_t done, int64_t total, void *ctx)
     progress_attention(1, done, total, ctx);
 }
 
+/* The run as the library's model, for ag_model_run_ex: in's layers under the
+   command's options. The graph is shaped and the positions are added already
+   (source.c, inputs.c), so the model does neither; the readout is --predict's. */
+static void run_model(ag_model_t *m, const inputs_t *in, const run_opts_t *o)
+{
+    memset(m, 0, sizeof *m);
+    if (o->model.spec.n_layers)
+        m->spec = o->model.spec;   /* its layers' own graphs (graph=, global=) */
+    else
+        ag_model_spec_init(&m->spec);
+    const int shared = in->n_layers == 1;
+    m->spec.n_layers = shared ? 1 : (int)in->rounds;   /* the first R of a layer a round */
+    m->spec.rounds = shared ? (int)in->rounds : 0;
+    m->spec.score = in->score, m->spec.norm = o->norm;
+    m->spec.self_loops = AG_SELF_KEEP, m->spec.posenc = 0, m->spec.edge_bias[0] = '\0';
+    m->D = in->x0.cols;
+    m->edge_dim = in->edges ? in->edges->cols : 0;
+    m->layers = in->layers;
+}
+
 static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, const run_opts_t *o,
                       int figures, const char *trace_tmp, progress_t *progress, ag_error_t *err)
 {
@@ -102,10 +122,9 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
                        "their own; the reports read the last round's", (long long)o->attn_round,
                        o->model.path);
     memcpy(r->y, in->x0.data, (size_t)(N * in->x0.cols) * sizeof(float));
-    int rc = ag_workspace_init(&r->ws, N, HD,
-                               ag_rounds_widest(in->layers, in->n_layers, (int)in->rounds), err);
+    int rc = AG_OK;
     r->trace = ag_calloc(in->rounds + 1, sizeof *r->trace, err, "trace");
-    if (!rc && !r->trace)
+    if (!r->trace)
         rc = ag_alloc_status();
     const int per_node = (figures & FIGURES_PER_NODE) != 0;
     if (!rc && o->attn_round) {
@@ -133,17 +152,16 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
             fclose(t.trace);
         return rc;
     }
-    ag_score_t score = in->score;
-    score.edge_bias = r->edge_bias;
     /* the figures come from the kernels' own pass (ag_round_t's entropy) */
-    ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
-    ro.score = &score, ro.no_residual = o->no_residual, ro.norm = o->norm;
-    ro.on_round = on_round, ro.ctx = &t, ro.figures = per_node ? 2 : t.figures;
-    ro.on_progress = progress->show ? rounds_progress : NULL;
-    if (in->edges)
-        ro.edge_features = in->edges->data, ro.edge_dim = in->edges->cols;
-    rc = ag_rounds_run(nb, in->layers, in->n_layers, r->y, (int)in->rounds, &ro, &r->ws,
-                       &r->rounds_done, err);
+    ag_model_t m;
+    run_model(&m, in, o);
+    const ag_model_run_opts_t mo = {.on_round = on_round, .ctx = &t,
+                                    .figures = per_node ? 2 : t.figures,
+                                    .on_progress = progress->show ? rounds_progress : NULL,
+                                    .edge_bias = r->edge_bias, .ws = &r->ws,
+                                    .done = &r->rounds_done};
+    if (in->rounds > 0)   /* --rounds 0: the readout alone, of the features */
+        rc = ag_model_run_ex(&m, nb, r->y, in->edges ? in->edges->data : NULL, &mo, r->y, err);
     if (t.trace && fclose(t.trace) != 0 && !rc)
         rc = ag_fail(err, AG_EIO, "%s: write failed", o->trace);
     if (!rc && o->attn_round && o->attn_round > r->rounds_done)

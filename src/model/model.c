@@ -461,17 +461,19 @@ int ag_i_nbhd_shaped_copy(ag_nbhd_t *copy, const ag_nbhd_t *nb, ag_self_loops_t 
 }
 
 /* The last layer's states [N, ag_model_width_out] of m on nb (shaped) from X,
-   allocated. */
+   allocated; run with the caller's hooks (o, or NULL). */
 static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
-                        const float *edge_features, float **states, ag_error_t *err)
+                        const float *edge_features, const ag_model_run_opts_t *o,
+                        float **states, ag_error_t *err)
 {
     const ag_model_spec_t *spec = &m->spec;
+    const ag_model_run_opts_t none = {0};
+    o = o ? o : &none;
     *states = NULL;
-    if (spec->edge_bias[0])
+    if (spec->edge_bias[0] && !o->edge_bias)
         return ag_fail(err, AG_EINVAL, "model: its score adds the graph's edge attribute "
-                       "'%s' (edge-bias), which a graph of the library does not carry; run "
-                       "its layers with ag_rounds_run and the score's edge_bias",
-                       spec->edge_bias);
+                       "'%s' (edge-bias), which a graph of the library does not carry; give "
+                       "its values (ag_model_run_ex's edge_bias)", spec->edge_bias);
     if (m->edge_dim && !edge_features)
         return ag_fail(err, AG_EINVAL, "model: its layers read edge features; expected "
                        "edge_features [E, %lld]", (long long)m->edge_dim);
@@ -513,18 +515,22 @@ static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X
     rc = !graphs && spec->self_loops != AG_SELF_KEEP
              ? ag_i_nbhd_shaped_copy(&shaped, nb, spec->self_loops, err) : AG_OK;
     const int shape = !graphs && spec->self_loops != AG_SELF_KEEP && !rc;   /* a copy to destroy */
-    ag_workspace_t ws;
+    ag_workspace_t own, *ws = o->ws ? o->ws : &own;
     ag_score_t score = spec->score;
+    score.edge_bias = o->edge_bias;
     ag_round_opts_t opts = AG_ROUND_OPTS_INIT;
     opts.score = &score, opts.norm = spec->norm;
     opts.edge_features = edge_features, opts.edge_dim = m->edge_dim;
     opts.graphs = graphs;
     opts.global_graphs = graphs ? graphs + R : NULL;
-    if (!rc && !(rc = ag_workspace_init(&ws, N + V, ag_i_layers_largest_hd(m->layers, L), widest,
+    opts.on_round = o->on_round, opts.on_progress = o->on_progress, opts.ctx = o->ctx;
+    opts.figures = o->figures;
+    if (!rc && !(rc = ag_workspace_init(ws, N + V, ag_i_layers_largest_hd(m->layers, L), widest,
                                         err))) {
         rc = ag_rounds_run(graphs ? graphs[0] : shape ? &shaped : nb, m->layers, L, S, R, &opts,
-                           &ws, NULL, err);
-        ag_workspace_destroy(&ws);
+                           ws, o->done, err);
+        if (ws == &own || rc)
+            ag_workspace_destroy(ws);
     }
     if (shape)
         ag_nbhd_destroy(&shaped);
@@ -537,11 +543,12 @@ static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X
     return rc;
 }
 
-int ag_model_run(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
-                 const float *edge_features, float *out, ag_error_t *err)
+int ag_model_run_ex(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
+                    const float *edge_features, const ag_model_run_opts_t *opts, float *out,
+                    ag_error_t *err)
 {
     float *S;
-    int rc = model_states(m, nb, X, edge_features, &S, err);
+    int rc = model_states(m, nb, X, edge_features, opts, &S, err);
     if (rc)
         return rc;
     const int64_t N = nb->n_nodes, W = ag_model_width_out(m);
@@ -560,11 +567,17 @@ int ag_model_run(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
     return AG_OK;
 }
 
+int ag_model_run(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
+                 const float *edge_features, float *out, ag_error_t *err)
+{
+    return ag_model_run_ex(m, nb, X, edge_features, NULL, out, err);
+}
+
 int ag_model_predict(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
                      const float *edge_features, int64_t *pred, ag_error_t *err)
 {
     float *S;
-    int rc = model_states(m, nb, X, edge_features, &S, err);
+    int rc = model_states(m, nb, X, edge_features, NULL, &S, err);
     if (rc)
         return rc;
     const int64_t W = ag_model_width_out(m);
