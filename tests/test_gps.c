@@ -282,8 +282,8 @@ START_TEST(gps_layer_refusals)
 END_TEST
 
 /* train --model with GPS layers: --predict and the library's model read back
-   from --save agree on every node; the saved text keeps the keys; run
-   refuses the layer by name. */
+   from --save agree on every node, and run's on the saved folder too; the
+   saved text keeps the keys. */
 START_TEST(gps_layers_train_save_and_predict)
 {
     char model[1024], args[2048];
@@ -307,9 +307,16 @@ START_TEST(gps_layers_train_save_and_predict)
     ck_assert_int_eq(m.layers[0].global_heads, 2);
     expect_planted_predictions(&m, tmp_path("gp.npy"));
     ag_model_destroy(&m);
-    snprintf(args, sizeof args, "run graphs/planted.gml --model %s --features "
-             "graphs/planted/x.npy", model);
-    expect_cli(args, 2, 2, "global=expander:2: a graph a layer runs in attngraph train");
+    /* run predicts from the folder what train predicted, node for node, and refuses
+       what no one graph's attention can report */
+    snprintf(args, sizeof args, "run graphs/planted.gml --weights %s --features "
+             "graphs/planted/x.npy --predict %s --quiet", tmp_path("gsave"), tmp_path("gr.npy"));
+    expect_cli(args, 0, 1, "");
+    expect_same_bytes(tmp_path("gp.npy"), tmp_path("gr.npy"));
+    snprintf(args, sizeof args, "run graphs/planted.gml --weights %s --features "
+             "graphs/planted/x.npy --trace %s", tmp_path("gsave"), tmp_path("gt.csv"));
+    expect_cli(args, 2, 2, "--trace: its layers attend over graphs of their own");
+    ck_assert(!file_exists(tmp_path("gt.csv")));
 }
 END_TEST
 

@@ -417,8 +417,8 @@ END_TEST
 
 /* A model file's graph= keys: train --predict and the library's model
    (ag_model_load, ag_model_predict: the one reader) agree on every node; a
-   list 'A|B' of the wrong length, and graph= where it does not run yet, are
-   refused. */
+   run on the saved folder predicts the same; a list 'A|B' of the wrong
+   length, and an attention export of such a model, are refused. */
 START_TEST(a_graph_a_layer_trains_and_predicts)
 {
     char model[1024];   /* tmp_path's buffer is its next call's */
@@ -433,7 +433,8 @@ START_TEST(a_graph_a_layer_trains_and_predicts)
     snprintf(args, sizeof args, "train graphs/planted.gml --model %s %s --predict %s --save %s",
              model, task, tmp_path("lp.npy"), tmp_path("lsave"));
     ck_assert_int_eq(run_cli(args, &out, &err), 0);
-    ck_assert_msg(strstr(out, "Model.load"), "%s", out);   /* the hint names what runs it */
+    ck_assert_msg(strstr(out, "predict with: attngraph run graphs/planted.gml --features "
+                              "graphs/planted/x.npy --weights "), "%s", out);   /* the hint runs */
     free(out), free(err);
     ag_model_t m;
     ag_error_t e;
@@ -457,8 +458,14 @@ START_TEST(a_graph_a_layer_trains_and_predicts)
     snprintf(args, sizeof args, "train graphs/planted.gml --pattern 'graph|complete|graph' "
              "--rounds 2 %s", task);
     expect_cli(args, 1, 2, "gives 3 layers' graphs; the model has 2 rounds");
-    snprintf(args, sizeof args, "run graphs/planted.gml --model %s", model);
-    expect_cli(args, 2, 2, "graph=graph+virtual:1: a graph a layer runs in attngraph train");
+    /* run on the saved folder: the states of the input nodes, as the library's */
+    snprintf(args, sizeof args, "run graphs/planted.gml --weights %s --features "
+             "graphs/planted/x.npy --predict %s --quiet", tmp_path("lsave"), tmp_path("lr.npy"));
+    expect_cli(args, 0, 1, "");
+    expect_same_bytes(tmp_path("lp.npy"), tmp_path("lr.npy"));
+    snprintf(args, sizeof args, "run graphs/planted.gml --model %s --attn %s", model,
+             tmp_path("la.csv"));
+    expect_cli(args, 2, 2, "--attn: its layers attend over graphs of their own");
     write_text(model, "layer heads=1 dim=8 graph=graph+\n");
     snprintf(args, sizeof args, "train graphs/planted.gml --model %s %s", model, task);
     expect_cli(args, 2, 2, "line 1: graph=graph+; expected a pattern over the model's graph");

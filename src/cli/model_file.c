@@ -102,11 +102,10 @@ int model_file_read(run_opts_t *o, const char *path, const char *cmd)
             return FILE_ERROR("%s line %d: edges=yes: the MPI layer runs no edge features (a "
                               "process's part holds no per-message terms); run it on one "
                               "process (attngraph %s)", path, L->line, cmd);
-        if ((L->graph[0] || L->global[0]) &&
-            (strcmp(cmd, "train") != 0 || strcmp(cli_program, "attngraph") != 0))
+        if ((L->graph[0] || L->global[0]) && strcmp(cli_program, "attngraph") != 0)
             return FILE_ERROR("%s line %d: %s=%s: a graph a layer runs in attngraph train "
-                              "(--predict writes the classes) and in the library "
-                              "(ag_model_run; Python's Model.run), not in %s %s yet", path,
+                              "and run and in the library (ag_model_run; Python's "
+                              "Model.run), not on several processes (%s %s) yet", path,
                               L->line, L->graph[0] ? "graph" : "global",
                               L->graph[0] ? L->graph : L->global, cli_program, cmd);
         if (L->edges && !o->edge_features)

@@ -20,6 +20,7 @@ typedef struct {
     FILE *trace;              /* CSV, or NULL */
     ag_error_t *err;
     progress_t *progress;
+    int64_t N;                /* the graph's nodes: the states saved (not a layer's virtual ones) */
 } tracer_t;
 
 /* Writes X [N, D] as DIR/round-R.npy, whole or not at all. */
@@ -69,7 +70,7 @@ static int on_round(const ag_round_t *round, void *ctx)
         fprintf(t->trace, "%d,%.9g,%.9g,%.9g\n", round->round, row->f.change, row->f.entropy,
                 row->f.max_weight);
     if (t->o->save_rounds &&
-        (rc = save_round(t->o->save_rounds, round->round, round->X, ws->N,
+        (rc = save_round(t->o->save_rounds, round->round, round->X, t->N,
                          ag_layer_width_out(round->w), t->err)))
         return rc;
     if (t->o->until > 0 && row->f.change < t->o->until)
@@ -142,7 +143,7 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
         rc = ag_fail(err, AG_EIO, "%s: cannot create the directory: %s", o->save_rounds,
                      strerror(errno));
     tracer_t t = {r, o, (figures & FIGURES_TRACE) || o->trace || o->until > 0, per_node, NULL,
-                  err, progress};
+                  err, progress, N};
     if (!rc && trace_tmp && !(t.trace = fopen(trace_tmp, "w")))
         rc = ag_fail(err, AG_EIO, "%s: cannot write: %s", o->trace, strerror(errno));
     if (t.trace)
@@ -167,7 +168,9 @@ static int run_rounds(result_t *r, const inputs_t *in, const source_t *src, cons
     if (!rc && o->attn_round && o->attn_round > r->rounds_done)
         rc = ag_fail(err, AG_EINVAL, "--attn-round %lld, but --until stopped after round %d",
                      (long long)o->attn_round, r->rounds_done);
-    if (!rc && r->rounds_done > 0 && !o->attn_round) {
+    if (!rc && ag_model_spec_layer_graphs(&m.spec)) {
+        /* each layer's own graphs: no one graph's attention to report */
+    } else if (!rc && r->rounds_done > 0 && !o->attn_round) {
         r->Q = r->ws.Q;
         r->K = r->ws.K;
         r->entropy = per_node ? r->ws.entropy : NULL;

@@ -144,7 +144,18 @@ int run_parse(run_opts_t *o, int argc, char **argv)
         return usage_error("run", "--attn-round says which round --attn reports; give --attn");
     if (p.seen[OPT_MAX_EDGES - OPT_Q] && !o->n_attn)
         return usage_error("run", "--max-edges limits the --attn export; give --attn");
-    return input_options_check(o, "run") ? EXIT_USAGE : -1;
+    if (input_options_check(o, "run"))
+        return EXIT_USAGE;
+    if (ag_model_spec_layer_graphs(&o->model.spec) &&
+        (o->n_attn || o->messages || o->head_messages || o->trace || o->until > 0))
+        return usage_error("run", "%s: %s: its layers attend over graphs of their own "
+                           "(graph=, global=), so no one graph's attention, messages or "
+                           "figures can be reported; --out, --predict and --save-rounds "
+                           "write its states", o->model.path,
+                           o->n_attn ? "--attn" : o->messages ? "--messages"
+                           : o->head_messages ? "--head-messages" : o->trace ? "--trace"
+                           : "--until");
+    return -1;
 }
 
 static void print_header(const run_opts_t *o, const source_t *s, const inputs_t *in,
@@ -259,7 +270,7 @@ static int one_load(run_backend_t *b, int *usage, ag_error_t *err)
         rc = edge_features_load(&x->edges, &x->s, o->edge_features, err);
     if (!rc)
         rc = inputs_load(&x->in, o, x->s.nb.n_nodes, o->edge_features ? &x->edges : NULL, err);
-    x->figures = !o->quiet && x->in.rounds > 1;
+    x->figures = !o->quiet && x->in.rounds > 1 && !ag_model_spec_layer_graphs(&o->model.spec);
     return rc;
 }
 

@@ -222,12 +222,6 @@ void print_run_hint(const train_opts_t *to, const inputs_t *in)
 {
     const run_opts_t *o = &to->o;
     const train_conn_t *c = &to->conns[0], *g = to->operand.name ? &to->operand : NULL;
-    if (ag_model_spec_layer_graphs(&o->model.spec)) {
-        printf("predict with: attngraph.Model.load('%s').predict(graph, x) in Python, or "
-               "ag_model_predict in C (a graph a layer: attngraph run does not run it yet)\n",
-               to->save);
-        return;
-    }
     printf("predict with: attngraph run ");
     if (g && c->kind == 1)   /* a pattern over the graph file or CSR */
         printf("%s%s ", g->kind == 2 ? "--csr " : "", g->name);
