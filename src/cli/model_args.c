@@ -56,31 +56,42 @@ size_t model_args(char *buf, size_t cap, const run_opts_t *o, int64_t heads, int
     return used;
 }
 
+/* o with the options of model.args' spec in place of its own: what the line
+   says, in model_args' form. */
+static void saved_options(run_opts_t *saved, const run_opts_t *o, const ag_model_spec_t *spec)
+{
+    *saved = *o;
+    ag_score_init(&saved->score, AG_SCORE_SCALED_DOT);
+    saved->edge_bias = NULL;
+    saved->no_residual = !spec->layers[0].residual;
+    saved->norm = AG_NORM_NONE, saved->posenc = 0;
+    saved->src.self = AG_SELF_KEEP, saved->src.direction = AG_EDGES_AUTO;
+    for (int k = 0; k < AG_MODEL_KEYS; k++)
+        if (spec->line[k])
+            model_key_apply(saved, spec, (ag_model_key_t)k);
+}
+
 int model_args_check(const run_opts_t *o, int64_t heads, int64_t rounds, ag_error_t *err)
 {
-    char path[4096], saved[1024] = "", ours[1024];
+    char path[4096], saved[1024], ours[1024];
     snprintf(path, sizeof path, "%s/model.args", o->weights);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    if (access(path, F_OK) != 0)
         return AG_OK;   /* a folder not made by train --save: its arrays say all they can */
-    const int read = fgets(saved, sizeof saved, f) != NULL;
-    fclose(f);
-    saved[strcspn(saved, "\r\n")] = '\0';
-    if (!read || strncmp(saved, "--heads ", 8) != 0)
-        return ag_fail(err, AG_EFORMAT, "%s: expected one line of options starting with "
-                       "--heads (as train --save writes it)", path);
+    ag_model_spec_t spec;
+    int rc = ag_model_args_read(&spec, o->weights, err);
+    if (rc)
+        return rc;
+    run_opts_t as_saved;   /* points into spec (--edge-bias ATTR) while both live */
+    saved_options(&as_saved, o, &spec);
+    /* both in one form; a pattern or CSR has no direction to agree on (model_args
+       leaves it out) */
+    model_args(saved, sizeof saved, &as_saved, spec.layers[0].heads, spec.rounds);
     model_args(ours, sizeof ours, o, heads, rounds);
-    if (!o->src.graph)   /* a pattern or CSR has no direction to agree on */
-        for (const char *const *w = (const char *const[]){" --directed", " --undirected", NULL};
-             *w; w++) {
-            char *at = strstr(saved, *w);
-            if (at && (at[strlen(*w)] == '\0' || at[strlen(*w)] == ' '))
-                memmove(at, at + strlen(*w), strlen(at + strlen(*w)) + 1);
-        }
     if (strcmp(saved, ours) == 0)
         return AG_OK;
     return ag_fail(err, AG_EINVAL, "%s was trained with `%s` (%s); this command has `%s`: "
-                   "give all of the model's options, or none to take them from it", o->weights, saved, path, ours);
+                   "give all of the model's options, or none to take them from it", o->weights,
+                   saved, path, ours);
 }
 
 /* The options model.args holds: the model's, and how the graph was shaped. Each
