@@ -52,6 +52,7 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, training_suite());
     srunner_add_suite(sr, layers_suite());
     srunner_add_suite(sr, lm_suite());
+    srunner_add_suite(sr, lm_data_suite());
     srunner_add_suite(sr, model_file_suite());
     srunner_add_suite(sr, fused_backward_suite());
     srunner_add_suite(sr, part_suite());

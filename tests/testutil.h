@@ -99,6 +99,7 @@ Suite *train_cli_suite(void);
 Suite *training_suite(void);
 Suite *layers_suite(void);
 Suite *lm_suite(void);
+Suite *lm_data_suite(void);
 Suite *model_file_suite(void);
 Suite *fused_backward_suite(void);
 Suite *part_suite(void);

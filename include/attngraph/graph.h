@@ -57,6 +57,12 @@ int ag_matrix_read_npy(ag_matrix_t *m, const char *path, ag_error_t *err);
  */
 int ag_index_read_npy(int64_t **values, int64_t *n, const char *path, ag_error_t *err);
 
+/* An integer .npy array of any rank (any integer dtype, either byte order, C
+   or Fortran order; an .npz member too) as int64 *values (malloc'ed; free()
+   it) of shape[0..*ndim), row-major. */
+int ag_ints_read_npy(int64_t **values, int *ndim, int64_t shape[AG_NPY_MAX_DIMS],
+                     const char *path, ag_error_t *err);
+
 /* Writes data [rows, cols] as a little-endian float32 C-order .npy file. */
 int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t cols,
                      ag_error_t *err);
@@ -65,6 +71,9 @@ int ag_npy_write_f32_nd(const char *path, const float *data, int ndim, const int
                         ag_error_t *err);
 /* Writes values [n] as a 1-D little-endian int64 .npy file (ag_index_read_npy reads it). */
 int ag_npy_write_i64(const char *path, const int64_t *values, int64_t n, ag_error_t *err);
+/* The same for an array of ndim (1..AG_NPY_MAX_DIMS) dimensions (ag_ints_read_npy reads it). */
+int ag_npy_write_i64_nd(const char *path, const int64_t *values, int ndim, const int64_t *shape,
+                        ag_error_t *err);
 
 /* Initialises m (uninitialised) as a zero-filled matrix [rows, cols]. */
 int ag_matrix_init(ag_matrix_t *m, int64_t rows, int64_t cols, ag_error_t *err);

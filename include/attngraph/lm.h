@@ -60,17 +60,18 @@ void ag_lm_graphs_free(ag_nbhd_t **graphs, int64_t L);
 /*
  * A language model as `attngraph lm train --save` writes it: the GPT, its
  * vocabulary and the pattern it trained under. Its folder (docs/lm.md) holds
- * model.txt (the GPT's keys, one a line: vocab V utf-8|bytes, block T,
+ * model.txt (the GPT's keys, one a line: vocab V utf-8|bytes|ids, block T,
  * layers L, heads H, dim D, bias yes|no, pattern SPEC), vocab.npy (int64
- * [V]), wte.npy, wpe.npy, lnf_weight.npy (lnf_bias.npy) and round-1/ ..
+ * [V]; not with ids), wte.npy, wpe.npy, lnf_weight.npy (lnf_bias.npy) and round-1/ ..
  * round-L/ with each block's arrays by their names (ag_layer_array_info).
  * Folders of 0.2, with lm.txt in the place of model.txt, load too.
  */
 #define AG_LM_PATTERN_MAX 1024
 typedef struct {
     ag_lm_t m;
-    int32_t *chars;      /* [m.V] code points (bytes: 0..255), ascending */
+    int32_t *chars;      /* [m.V] code points (bytes: 0..255), ascending; NULL with ids */
     int bytes;           /* the vocabulary is bytes, not UTF-8 characters */
+    int ids;             /* the vocabulary is token ids 0..V-1 (no characters, no vocab.npy) */
     char pattern[AG_LM_PATTERN_MAX];   /* within each sequence: causal, window:64, ... */
 } ag_lm_model_t;
 
@@ -94,6 +95,10 @@ typedef struct {
        for the next call on it: a tape is remade for other graphs). One
        process only (ag_mpi_lm_loss refuses them). */
     ag_nbhd_t *const *graphs;
+    /* Where the count of scored tokens (targets >= 0) and of those whose
+       largest logit is their target go (accuracy = correct / counted); NULL:
+       not wanted. */
+    int64_t *correct, *counted;
 } ag_lm_opts_t;
 
 /* No dropout. */
@@ -167,6 +172,51 @@ int ag_lm_generate_layers(const ag_lm_t *m, ag_nbhd_t *const *graphs, int64_t *i
                           int64_t n_prompt, int64_t n, double temperature, int64_t top_k,
                           uint64_t seed, void (*emit)(int64_t token, void *ctx), void *ctx,
                           ag_error_t *err);
+
+/* ------------------------------------------------ data beside text (lm_data.c) */
+
+/* The largest vocabulary the readers take (a uint16 .bin holds up to 65,536). */
+#define AG_LM_MAX_VOCAB (1 << 20)
+
+/* A stream of token ids (*n of them, malloc'ed into *ids): a .bin file of
+   uint16 ids, little-endian (nanoGPT's train.bin and val.bin), or a 1-D
+   integer .npy. Each id must be below vocab (0: below AG_LM_MAX_VOCAB); the
+   first that is not is named by its index. An empty stream is refused. */
+int ag_lm_tokens_read(int64_t **ids, int64_t *n, const char *path, int64_t vocab,
+                      ag_error_t *err);
+/* An example set: inputs [n, T] and targets [n, T] (integer .npy arrays of
+   one shape; malloc'ed), targets aligned with the inputs (the target at t is
+   what the model should say after reading inputs[0..t]). A target of -100
+   (PyTorch's ignore_index) is not scored and comes back as -1 (ag_lm_loss's
+   "not counted"). Ids checked as ag_lm_tokens_read checks them, each error
+   naming the file, the row and the position. */
+int ag_lm_examples_read(int64_t **inputs, int64_t **targets, int64_t *n, int64_t *T,
+                        const char *inputs_path, const char *targets_path, int64_t vocab,
+                        ag_error_t *err);
+
+/* ------------------------------------------------ recall tasks (recall_tasks.c) */
+
+typedef enum { AG_TASK_MQAR = 0, AG_TASK_COPY } ag_lm_task_kind_t;
+
+/* A recall task (docs/lm.md). MQAR (Zoology's multi-query associative
+   recall): `pairs` key-value pairs, then each key asked again after a gap
+   drawn from a power law of exponent power - 1 (Zoology's power_a: 0.01);
+   copy: length/2 tokens, the separator 0, and the same tokens again. */
+typedef struct {
+    ag_lm_task_kind_t kind;
+    int64_t vocab, length;       /* V, T (even) */
+    int64_t pairs;               /* MQAR: 1 .. T/4, at most V/2 - 1 */
+    double power;                /* MQAR: in (0, 1] */
+    uint64_t seed;
+} ag_lm_task_t;
+
+/* Examples first .. first+n-1 of task t into inputs and targets [n, T]
+   (targets -1 where not scored) and, unless NULL, distance [n, T]: for each
+   scored position how far back its evidence stands (MQAR: the key's first
+   place; copy: T/2), else 0. Example k is drawn from (seed, k) alone: any
+   slice gives the same examples on any thread count. n = 0 checks t alone. */
+int ag_lm_task_make(const ag_lm_task_t *t, int64_t first, int64_t n, int64_t *inputs,
+                    int64_t *targets, int64_t *distance, ag_error_t *err);
 
 /* Adds every array of a language model m with its gradient in g, in nanoGPT's
    groups: arrays of two or more dimensions (matrices, embeddings) decay,

@@ -155,11 +155,13 @@ class ag_lm_t(C.Structure):
 
 class ag_lm_model_t(C.Structure):
     _fields_ = [("m", ag_lm_t), ("chars", C.POINTER(C.c_int32)), ("bytes", C.c_int),
+                ("ids", C.c_int),
                 ("pattern", C.c_char * 1024)]
 
 
 class ag_lm_opts_t(C.Structure):
-    _fields_ = [("dropout", f32), ("seed", C.c_uint64), ("graphs", ptr)]
+    _fields_ = [("dropout", f32), ("seed", C.c_uint64), ("graphs", ptr), ("correct", ptr),
+                ("counted", ptr)]
 
 
 class ag_workspace_t(C.Structure):

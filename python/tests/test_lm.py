@@ -39,7 +39,9 @@ def test_a_short_run_learns_and_reproduces(tmp_path, text):
                tmp_path / ("m%d" % t), "--quiet")
     log = (tmp_path / "log1.csv").read_text()
     rows = [r.split(",") for r in log.splitlines()]
-    assert rows[0] == ["pattern", "step", "train_loss", "val_loss", "lr", "seconds"]
+    assert rows[0] == ["pattern", "step", "train_loss", "val_loss", "lr", "seconds", "train_acc",
+                       "val_acc"]
+    assert all(0 <= float(r[7]) <= 1 for r in rows[1:])
     assert [r[1] for r in rows[1:]] == ["0", "30", "60"]
     first, last = float(rows[1][3]), float(rows[-1][3])
     assert abs(first - np.log(len(set(text.read_text())))) < 0.3   # a uniform guess at first
@@ -382,7 +384,7 @@ def test_a_pattern_with_commas_is_one_field_of_the_log(tmp_path, text):
            "--pattern", "causal", "--log", tmp_path / "log.csv", "--quiet")
     rows = list(csv.reader(open(tmp_path / "log.csv")))
     assert [r[0] for r in rows[1:]] == ["fixed:8,2"] * 3 + ["causal"] * 3
-    assert all(len(r) == 6 for r in rows)
+    assert all(len(r) == 8 for r in rows)
     cli("draw", "train", tmp_path / "log.csv", "--out", tmp_path / "log.svg")
     assert "fixed:8,2 validation" in (tmp_path / "log.svg").read_text()
 

@@ -182,8 +182,8 @@ void ag_i_file_name_in_message(ag_error_t *err, const char *path, const char *ta
 
 /* ---- folders written whole (folder.c) ---- */
 
-/* One file of a folder: float32 of ndim dimensions, int64 [shape[0]] (i64
-   set), or a line of text (text set). */
+/* One file of a folder: float32 of ndim dimensions, int64 of ndim (0: [shape[0]];
+   i64 set), or a line of text (text set). */
 typedef struct {
     const char *name;          /* "dwq.npy", or in a subfolder "round-2/dwq.npy" */
     const float *f32;

@@ -110,8 +110,8 @@ static int write_item(const char *path, const ag_i_folder_item_t *it, ag_error_t
 {
     if (it->text)
         return write_text(path, it->text, err);
-    if (it->i64)
-        return ag_npy_write_i64(path, it->i64, it->shape[0], err);
+    if (it->i64)   /* [shape[0]], or of ndim dimensions where ndim is given */
+        return ag_npy_write_i64_nd(path, it->i64, it->ndim ? it->ndim : 1, it->shape, err);
     return ag_npy_write_f32_nd(path, it->f32, it->ndim, it->shape, err);
 }
 

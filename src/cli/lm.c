@@ -1,12 +1,14 @@
 /*
- * attngraph lm train: a character-level GPT (the library's ag_lm_t) trained
- * on a text the way nanoGPT trains shakespeare_char: B random windows of T+1
- * tokens from the first 90% a step, the B sequences one graph of B*T nodes
- * (docs:T,...,T, or any pattern within each sequence), AdamW with nanoGPT's
- * decay groups, linear warmup then cosine decay, clipping, and the mean loss
- * of random train and validation batches every k steps. Several --pattern
- * train the same initial model on the same batches under each and print one
- * table: what a model learns under each mask.
+ * attngraph lm train: a GPT (the library's ag_lm_t) trained the way nanoGPT
+ * trains shakespeare_char: B random windows of T+1 tokens of the training
+ * stream a step (a text's characters, or token files), or B examples of an
+ * example set (inputs and their targets, -100 not scored), the B sequences
+ * one graph of B*T nodes (docs:T,...,T, or any pattern within each sequence),
+ * AdamW with nanoGPT's decay groups, linear warmup then cosine decay,
+ * clipping, and the mean loss and accuracy of train and validation batches
+ * every k steps. Several --pattern train the same initial model on the same
+ * batches under each and print one table: what a model learns under each
+ * mask.
  */
 #include <errno.h>
 #include <math.h>
@@ -24,19 +26,31 @@
 #define LM_MAX_LAYERS 1024
 
 static const opt_def_t lm_train_options[] = {
-    OPT_PROSE("usage: attngraph lm train --text FILE [options]\n"
+    OPT_PROSE("usage: attngraph lm train (--text FILE | --tokens TRAIN[,VAL] | --examples DIR) [options]\n"
               "\n"
-              "Trains a character-level GPT on FILE (the first 90% trains, the last 10%\n"
-              "validates, as nanoGPT splits shakespeare_char). A step reads B random windows of\n"
-              "T+1 characters; the B sequences are one graph of B*T nodes (docs:T,...,T, causal\n"
-              "within each), and --pattern SPEC applies SPEC within each sequence\n"
+              "Trains a GPT on a text's characters, on token ids, or on example sets. A step\n"
+              "reads B random windows of T+1 tokens (a text or a stream: the first 90% trains,\n"
+              "the last 10% validates, as nanoGPT splits shakespeare_char; or TRAIN and VAL),\n"
+              "or B random examples; the B sequences are one graph of B*T nodes (docs:T,...,T,\n"
+              "causal within each), and --pattern SPEC applies SPEC within each sequence\n"
               "(docs:T,...&(SPEC)): several train the same initial model on the same batches\n"
               "under each, and a table compares them.\n"
               "\n"),
     OPT_VALUE("text", OPT_TEXT, "  --text FILE         the corpus, read as UTF-8 characters\n"),
     OPT_FLAG("bytes", OPT_BYTES,
              "  --bytes             read it as bytes (a vocabulary of the bytes it holds)\n"),
-    OPT_VALUE("block", OPT_BLOCK, "  --block T           sequence length (default 64)\n"),
+    OPT_VALUE("tokens", OPT_TOKENS,
+              "  --tokens TRAIN[,VAL] token ids: nanoGPT's train.bin,val.bin (uint16) or 1-D\n"
+              "                      integer .npy streams; one file is split 90/10\n"),
+    OPT_VALUE("examples", OPT_EXAMPLES,
+              "  --examples DIR      example sets: DIR/train_inputs.npy, train_targets.npy,\n"
+              "                      val_inputs.npy, val_targets.npy ([n, T] integers; a target\n"
+              "                      of -100 is not scored), as 'attngraph lm task' writes them;\n"
+              "                      the validation figures read the whole validation set\n"),
+    OPT_VALUE("vocab", OPT_VOCAB,
+              "  --vocab V           the token ids' vocabulary (default: the largest id + 1)\n"),
+    OPT_VALUE("block", OPT_BLOCK,
+              "  --block T           sequence length (default 64; examples: their length)\n"),
     OPT_VALUE("batch", OPT_BATCH, "  --batch B           sequences a step (default 12)\n"),
     OPT_VALUE("layers", OPT_LAYERS,
               "  --layers L --heads H --dim D   the model (default 4, 4, 128)\n"),
@@ -71,7 +85,9 @@ static const opt_def_t lm_train_options[] = {
     OPT_VALUE("save", OPT_SAVE,
               "  --save DIR          the model (one --pattern): model.txt, vocab.npy and the arrays\n"),
     OPT_VALUE("log", OPT_LOG,
-              "  --log FILE.csv      pattern,step,train_loss,val_loss,lr,seconds per evaluation\n"),
+              "  --log FILE.csv      pattern,step,train_loss,val_loss,lr,seconds,train_acc,val_acc\n"
+              "                      per evaluation (acc: the scored tokens whose likeliest\n"
+              "                      prediction is the target)\n"),
     OPT_VALUE("threads", OPT_THREADS, "  --threads T         (default: the cores)\n"),
     OPT_FLAG("quiet", OPT_QUIET, "  --quiet             no report\n"),
     OPT_HELP_LINE,
@@ -79,11 +95,12 @@ static const opt_def_t lm_train_options[] = {
 };
 
 typedef struct {
-    const char *text, *save, *log;
+    const char *text, *tokens, *examples, *save, *log;
     const char *patterns[LM_MAX_PATTERNS];
     int n_patterns;
     int64_t block, batch, layers, heads, dim, iters, warmup, decay_iters, eval_every;
-    int64_t eval_iters, threads;
+    int64_t eval_iters, threads, vocab;
+    int block_given;
     double lr, min_lr, beta2, weight_decay, clip, dropout;
     int64_t seed;
     int bias, bytes, quiet;
@@ -116,7 +133,13 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
         const char *a = p.arg;
         switch (c) {
         case OPT_TEXT: o->text = a; break;
-        case OPT_BLOCK: bad = opt_int(&o->block, cmd, "block", a, 1, 1 << 20); break;
+        case OPT_TOKENS: o->tokens = a; break;
+        case OPT_EXAMPLES: o->examples = a; break;
+        case OPT_VOCAB: bad = opt_int(&o->vocab, cmd, "vocab", a, 1, AG_LM_MAX_VOCAB); break;
+        case OPT_BLOCK:
+            bad = opt_int(&o->block, cmd, "block", a, 1, 1 << 20);
+            o->block_given = 1;
+            break;
         case OPT_BATCH: bad = opt_int(&o->batch, cmd, "batch", a, 1, 1 << 20); break;
         case OPT_LAYERS: bad = opt_int(&o->layers, cmd, "layers", a, 1, LM_MAX_LAYERS); break;
         case OPT_HEADS: bad = opt_int(&o->heads, cmd, "heads", a, 1, 4096); break;
@@ -156,8 +179,14 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
         return p.status;
     if (opt_positional(&p, 0))
         return EXIT_USAGE;
-    if (!o->text)
-        return usage_error(cmd, "--text FILE is needed: the corpus to learn");
+    if (!!o->text + !!o->tokens + !!o->examples != 1)
+        return usage_error(cmd, "give one of --text FILE, --tokens TRAIN[,VAL] and --examples "
+                           "DIR: what to learn");
+    if (o->bytes && !o->text)
+        return usage_error(cmd, "--bytes reads --text as bytes; token ids are ids already");
+    if (o->vocab && o->text)
+        return usage_error(cmd, "--vocab is the token ids' (--tokens, --examples); a text's "
+                           "vocabulary is its characters");
     if (o->dim % o->heads)
         return usage_error(cmd, "--dim %lld is not a multiple of --heads %lld",
                            (long long)o->dim, (long long)o->heads);
@@ -188,64 +217,88 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
     return -1;
 }
 
-/* Batch k of a stream: B windows from tokens [lo, hi) of the corpus, drawn by
-   (seed, stream, k): inputs, positions and next tokens. */
-static void draw_batch(const lm_opts_t *o, const corpus_t *c, int64_t lo, int64_t hi,
-                       uint64_t stream, uint64_t k, int64_t *ids, int64_t *pos, int64_t *next)
-{
-    const int64_t T = o->block, span = hi - lo - T;
-    const uint64_t state = rng_seed((uint64_t)o->seed, stream);
-    for (int64_t b = 0; b < o->batch; b++) {
-        const int64_t start = lo + (int64_t)(rng_at(state, k * (uint64_t)o->batch + (uint64_t)b) %
-                                             (uint64_t)span);
-        for (int64_t t = 0; t < T; t++) {
-            ids[b * T + t] = c->ids[start + t], pos[b * T + t] = t;
-            next[b * T + t] = c->ids[start + t + 1];
-        }
-    }
-}
-
-/* The first validation token of n: the first 90% trains (nanoGPT's split). */
-static int64_t val_start(int64_t n)
-{
-    return (int64_t)(0.9 * (double)n);
-}
-
 /* Streams of batches: training steps, and each evaluation's per split. */
 enum { STREAM_TRAIN = 1, STREAM_EVAL = 2 };
 
 typedef struct {
     const lm_opts_t *o;
     const corpus_t *c;
-    int64_t split;        /* the first validation token */
     int64_t *ids, *pos, *next;
     lm_backend_t *b;      /* where the losses run */
 } batches_t;
 
-/* The mean loss of eval_iters batches of a split (0: train, 1: validation) at
-   evaluation `round`: the same batches under every pattern. sem (may be NULL):
-   the mean's standard deviation from the batches drawn, s / sqrt(n), which
-   says which differences between patterns are differences. */
-static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
-                      const batches_t *bt, int split, uint64_t round, double *mean,
-                      double *sem, ag_error_t *err)
+/* Batch k of split (0: train, 1: validation), drawn by (seed, stream, k):
+   inputs, positions and targets (-1: not scored) of B sequences. A stream
+   gives B windows of its split; an example set B of its rows, or, from row
+   first >= 0 on, its rows in order (a row past the split, and the block past
+   an example, pad with targets -1). */
+static void draw_batch(const batches_t *bt, int split, uint64_t stream, uint64_t k, int64_t first)
 {
     const lm_opts_t *o = bt->o;
-    double sum = 0, sum2 = 0;
-    for (int64_t k = 0; k < o->eval_iters; k++) {
-        const int64_t lo = split ? bt->split : 0, hi = split ? bt->c->n : bt->split;
-        draw_batch(o, bt->c, lo, hi, STREAM_EVAL + 2 * (uint64_t)split + 4 * round, (uint64_t)k,
-                   bt->ids, bt->pos, bt->next);
+    const corpus_t *c = bt->c;
+    const int64_t T = o->block, B = o->batch;
+    const uint64_t state = rng_seed((uint64_t)o->seed, stream);
+    int64_t lo, hi;
+    if (c->rows)
+        lo = split ? c->train_rows : 0, hi = split ? c->rows : c->train_rows;
+    else
+        lo = split ? c->split : 0, hi = split ? c->n : c->split;
+    for (int64_t b = 0; b < B; b++) {
+        const uint64_t draw = rng_at(state, k * (uint64_t)B + (uint64_t)b);
+        int64_t *ids = bt->ids + b * T, *pos = bt->pos + b * T, *next = bt->next + b * T;
+        for (int64_t t = 0; t < T; t++)
+            ids[t] = 0, pos[t] = t, next[t] = -1;
+        if (!c->rows) {   /* a window of T + 1 tokens */
+            const int64_t start = lo + (int64_t)(draw % (uint64_t)(hi - lo - T));
+            for (int64_t t = 0; t < T; t++)
+                ids[t] = c->ids[start + t], next[t] = c->ids[start + t + 1];
+            continue;
+        }
+        const int64_t row = first >= 0 ? first + b : lo + (int64_t)(draw % (uint64_t)(hi - lo));
+        if (row >= hi)
+            continue;
+        memcpy(ids, c->inputs + row * c->width, (size_t)c->width * sizeof *ids);
+        memcpy(next, c->targets + row * c->width, (size_t)c->width * sizeof *next);
+    }
+}
+
+/* An evaluation's figures of one split. */
+typedef struct {
+    double loss, sem, acc;   /* sem: the loss mean's standard deviation from the batches */
+} split_eval_t;
+
+/* The loss and accuracy of a split (0: train, 1: validation) at evaluation
+   `round`: eval_iters batches (the same under every pattern), or an example
+   set's whole validation set in order (its loss the mean over its scored
+   tokens). The sem says which differences between patterns are differences. */
+static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
+                      const batches_t *bt, int split, uint64_t round, split_eval_t *out,
+                      ag_error_t *err)
+{
+    const lm_opts_t *o = bt->o;
+    const corpus_t *c = bt->c;
+    const int whole = c->rows && split;
+    const int64_t batches = whole ? (c->rows - c->train_rows + o->batch - 1) / o->batch
+                                  : o->eval_iters;
+    double sum = 0, sum2 = 0, weighted = 0;
+    int64_t correct = 0, counted = 0;
+    for (int64_t k = 0; k < batches; k++) {
+        draw_batch(bt, split, STREAM_EVAL + 2 * (uint64_t)split + 4 * round, (uint64_t)k,
+                   whole ? c->train_rows + k * o->batch : -1);
+        ag_lm_opts_t e = *eo;
+        int64_t right, scored;
+        e.correct = &right, e.counted = &scored;
         double loss;
-        int rc = bt->b->loss(bt->b, m, nb, bt->ids, bt->pos, bt->next, eo, &loss, NULL, err);
+        int rc = bt->b->loss(bt->b, m, nb, bt->ids, bt->pos, bt->next, &e, &loss, NULL, err);
         if (rc)
             return rc;
-        sum += loss, sum2 += loss * loss;
+        sum += loss, sum2 += loss * loss, weighted += loss * (double)scored;
+        correct += right, counted += scored;
     }
-    const double n = (double)o->eval_iters;
-    *mean = sum / n;
-    if (sem)
-        *sem = n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1)) / n) : 0;
+    const double n = (double)batches;
+    out->loss = whole ? weighted / (double)counted : sum / n;
+    out->sem = n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1)) / n) : 0;
+    out->acc = (double)correct / (double)counted;
     return AG_OK;
 }
 
@@ -258,8 +311,8 @@ static double now_seconds(void)
 
 /* What a pattern's training ended with. */
 typedef struct {
-    double edges_per_token, train_loss, val_loss, seconds;
-    double val_sem;       /* val_loss's standard deviation from the batches drawn */
+    double edges_per_token, seconds;
+    split_eval_t train, val;
     double step_ms;       /* the median step (batch, loss, gradients, update) */
 } lm_result_t;
 
@@ -289,7 +342,7 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
         return rc;
     }
     const int64_t n = o->batch * o->block;
-    batches_t bt = {o, c, val_start(c->n), NULL, NULL, NULL, b};
+    batches_t bt = {o, c, NULL, NULL, NULL, b};
     bt.ids = ag_alloc(3 * n, sizeof(int64_t), err, "batch");
     ag_lm_t g;
     memset(&g, 0, sizeof g);
@@ -322,27 +375,31 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     for (int64_t it = 0; !rc && it <= o->iters; it++) {
         const double lr = lr_at(o, it);
         if (it % o->eval_every == 0 || it == o->iters) {
-            rc = eval_split(m, nb, &eval_opts, &bt, 0, evals, &res->train_loss, NULL, err);
+            rc = eval_split(m, nb, &eval_opts, &bt, 0, evals, &res->train, err);
             if (!rc)
-                rc = eval_split(m, nb, &eval_opts, &bt, 1, evals++, &res->val_loss,
-                                &res->val_sem, err);
+                rc = eval_split(m, nb, &eval_opts, &bt, 1, evals++, &res->val, err);
             if (rc)
                 break;
             res->seconds = now_seconds() - t0;
-            if (!o->quiet)
+            if (!o->quiet && c->rows)   /* examples: accuracy is what they measure */
+                printf("%-24s step %6lld: train loss %.4f, val loss %.4f, val acc %.4f, lr %.3g "
+                       "(%.1f s)\n", spec, (long long)it, res->train.loss, res->val.loss,
+                       res->val.acc, lr, res->seconds);
+            else if (!o->quiet)
                 printf("%-24s step %6lld: train loss %.4f, val loss %.4f, lr %.3g (%.1f s)\n",
-                       spec, (long long)it, res->train_loss, res->val_loss, lr, res->seconds);
+                       spec, (long long)it, res->train.loss, res->val.loss, lr, res->seconds);
             csv_field(log, spec);   /* quoted where it holds a comma: fixed:16,4 */
-            fprintf(log, ",%lld,%.6f,%.6f,%.6g,%.3f\n", (long long)it, res->train_loss,
-                    res->val_loss, lr, res->seconds);
+            fprintf(log, ",%lld,%.6f,%.6f,%.6g,%.3f,%.6f,%.6f\n", (long long)it, res->train.loss,
+                    res->val.loss, lr, res->seconds, res->train.acc, res->val.acc);
             fflush(stdout);
         }
         if (it == o->iters)
             break;
         const double step_t0 = now_seconds();
-        draw_batch(o, c, 0, bt.split, STREAM_TRAIN, (uint64_t)it, bt.ids, bt.pos, bt.next);
-        const ag_lm_opts_t lo = {(float)o->dropout, rng_seed((uint64_t)o->seed, 1000 + it),
-                                 eval_opts.graphs};
+        draw_batch(&bt, 0, STREAM_TRAIN, (uint64_t)it, -1);
+        const ag_lm_opts_t lo = {.dropout = (float)o->dropout,
+                                 .seed = rng_seed((uint64_t)o->seed, 1000 + it),
+                                 .graphs = eval_opts.graphs};
         double loss;
         if (!(rc = b->loss(b, m, nb, bt.ids, bt.pos, bt.next, &lo, &loss, &g, err)) &&
             !(rc = ag_optimizer_set_lr(opt, (float)lr, err)))
@@ -362,6 +419,51 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     free(bt.ids);
     ag_lm_graphs_free(graphs, o->layers);
     return rc;
+}
+
+/* Does the data fit the block? A stream's splits must each hold more than a
+   block (and one more token, the last target); an example set sets the block
+   to its length unless --block is given, and an example longer is refused. */
+static int corpus_fits(const corpus_t *c, lm_opts_t *o, ag_error_t *err)
+{
+    if (c->rows) {
+        if (!o->block_given)
+            o->block = c->width;
+        if (o->block < c->width)
+            return ag_fail(err, AG_EINVAL, "%s/train_inputs.npy: examples of %lld tokens, "
+                           "longer than --block %lld; expected a block that holds an example "
+                           "(leave --block out: it is then theirs)", o->examples,
+                           (long long)c->width, (long long)o->block);
+        return AG_OK;
+    }
+    if (c->split > o->block && c->n - c->split > o->block)
+        return AG_OK;
+    if (o->text)
+        return ag_fail(err, AG_EINVAL, "%s has %lld characters: its 90%% and 10%% must each "
+                       "hold more than a block of %lld (and one more for the next token); "
+                       "give a longer text or a smaller --block", o->text, (long long)c->n,
+                       (long long)o->block);
+    return ag_fail(err, AG_EINVAL, "--tokens %s: %lld training and %lld validation tokens; "
+                   "each must be more than a block of %lld (and one more for the next "
+                   "token); give more tokens or a smaller --block", o->tokens,
+                   (long long)c->split, (long long)(c->n - c->split), (long long)o->block);
+}
+
+/* The report's first line: what the model learns from. */
+static void corpus_say(const corpus_t *c, const lm_opts_t *o)
+{
+    if (o->text)
+        printf("text: %s: %lld characters, %lld distinct (train %lld, val %lld)\n", o->text,
+               (long long)c->n, (long long)c->V, (long long)c->split,
+               (long long)(c->n - c->split));
+    else if (o->tokens)
+        printf("tokens: %s: %lld, a vocabulary of %lld (train %lld, val %lld)\n", o->tokens,
+               (long long)c->n, (long long)c->V, (long long)c->split,
+               (long long)(c->n - c->split));
+    else
+        printf("examples: %s: %lld training and %lld validation examples of %lld tokens, a "
+               "vocabulary of %lld\n", o->examples, (long long)c->train_rows,
+               (long long)(c->rows - c->train_rows), (long long)c->width, (long long)c->V);
 }
 
 int lm_train_with(int argc, char **argv, lm_backend_t *b)
@@ -390,24 +492,22 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
     corpus_t c;
     memset(&c, 0, sizeof c);
     if (!rc)
-        rc = corpus_read(&c, o.text, o.bytes, &err);
-    const int64_t split = val_start(c.n);
-    if (!rc && (split <= o.block || c.n - split <= o.block))
-        rc = ag_fail(&err, AG_EINVAL, "%s has %lld characters: its 90%% and 10%% must each "
-                     "hold more than a block of %lld (and one more for the next token); "
-                     "give a longer text or a smaller --block", o.text, (long long)c.n,
-                     (long long)o.block);
+        rc = o.text ? corpus_read(&c, o.text, o.bytes, &err)
+             : o.tokens ? corpus_tokens(&c, o.tokens, o.vocab, &err)
+                        : corpus_examples(&c, o.examples, o.vocab, &err);
+    if (!rc)
+        rc = corpus_fits(&c, &o, &err);
     if (b->agree)   /* every process goes on, or none */
         rc = b->agree(b, rc, &err);
-    if (!rc && !o.quiet)
-        printf("text: %s: %lld characters, %lld distinct (train %lld, val %lld)\n"
-               "model: %lld layers, %lld heads, width %lld, block %lld%s; batch %lld; "
-               "%d thread%s%s%.0d%s\n", o.text, (long long)c.n, (long long)c.V, (long long)split,
-               (long long)(c.n - split), (long long)o.layers, (long long)o.heads,
+    if (!rc && !o.quiet) {
+        corpus_say(&c, &o);
+        printf("model: %lld layers, %lld heads, width %lld, block %lld%s; batch %lld; "
+               "%d thread%s%s%.0d%s\n", (long long)o.layers, (long long)o.heads,
                (long long)o.dim, (long long)o.block, o.bias ? ", biases" : "",
                (long long)o.batch, threads, AG_PLURAL(threads),
                b->ranks > 1 ? " on each of " : "", b->ranks > 1 ? b->ranks : 0,
                b->ranks > 1 ? " processes" : "");
+    }
     char *log = NULL;   /* the log's rows, written once all ran */
     size_t log_len = 0;
     FILE *logf = rc ? NULL : open_memstream(&log, &log_len);
@@ -424,12 +524,12 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
         rc = ag_fail(&err, AG_ENOMEM, "out of memory for the log");
     if (!rc && o.log) {
         FILE *f = fopen(log_out.file.path, "w");
-        if (!f || fputs("pattern,step,train_loss,val_loss,lr,seconds\n", f) < 0 ||
+        if (!f || fputs("pattern,step,train_loss,val_loss,lr,seconds,train_acc,val_acc\n", f) < 0 ||
             (log && fputs(log, f) < 0) || fclose(f) != 0)
             rc = ag_fail(&err, AG_EIO, "--log %s: write failed", o.log);
     }
     if (!rc && o.save) {
-        ag_lm_model_t saved = {.m = m, .chars = c.chars, .bytes = o.bytes};
+        ag_lm_model_t saved = {.m = m, .chars = c.chars, .bytes = o.bytes, .ids = !c.chars};
         snprintf(saved.pattern, sizeof saved.pattern, "%s", o.patterns[0]);
         rc = ag_i_lm_model_save(&saved, o.save, "--save", &err);
     }
@@ -439,19 +539,31 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
         int width = 24;   /* the longest pattern's, a mask a block's too */
         for (int k = 0; k < o.n_patterns; k++)
             width = strlen(o.patterns[k]) > (size_t)width ? (int)strlen(o.patterns[k]) : width;
-        printf("\n%-*s %15s %11s %9s %8s %9s %12s\n", width, "pattern", "edges per token",
-               "train loss", "val loss", "+-", "seconds", "ms a step");
+        const int acc = c.rows > 0;   /* examples: recall is their measure */
+        const int64_t val_batches = acc ? (c.rows - c.train_rows + o.batch - 1) / o.batch
+                                        : o.eval_iters;
+        printf("\n%-*s %15s %11s %9s %8s%s %9s %12s\n", width, "pattern", "edges per token",
+               "train loss", "val loss", "+-", acc ? "   val acc" : "", "seconds", "ms a step");
         for (int k = 0; k < o.n_patterns; k++) {
-            char sem[32] = "-";   /* one batch: no spread to measure */
-            if (o.eval_iters > 1)
-                snprintf(sem, sizeof sem, "%.4f", res[k].val_sem);
-            printf("%-*s %15.2f %11.4f %9.4f %8s %9.1f %12.1f\n", width, o.patterns[k],
-                   res[k].edges_per_token, res[k].train_loss, res[k].val_loss, sem,
+            char sem[32] = "-", va[32] = "";   /* one batch: no spread to measure */
+            if (val_batches > 1)
+                snprintf(sem, sizeof sem, "%.4f", res[k].val.sem);
+            if (acc)
+                snprintf(va, sizeof va, " %9.4f", res[k].val.acc);
+            printf("%-*s %15.2f %11.4f %9.4f %8s%s %9.1f %12.1f\n", width, o.patterns[k],
+                   res[k].edges_per_token, res[k].train.loss, res[k].val.loss, sem, va,
                    res[k].seconds, res[k].step_ms);
         }
-        printf("(edges per token: the blocks' mean; +-: the val loss's standard deviation "
-               "from the %lld batch%s drawn; ms a step: the median step, batch to update, "
-               "evaluations left out)\n", (long long)o.eval_iters, o.eval_iters == 1 ? "" : "es");
+        if (acc)
+            printf("(edges per token: the blocks' mean; val: the whole validation set, %lld "
+                   "batch%s; +-: the val loss's standard deviation over them; val acc: its "
+                   "scored tokens predicted right; ms a step: the median step, batch to update, "
+                   "evaluations left out)\n", (long long)val_batches, val_batches == 1 ? "" : "es");
+        else
+            printf("(edges per token: the blocks' mean; +-: the val loss's standard deviation "
+                   "from the %lld batch%s drawn; ms a step: the median step, batch to update, "
+                   "evaluations left out)\n", (long long)o.eval_iters,
+                   o.eval_iters == 1 ? "" : "es");
         if (o.save)
             printf("wrote %s\n", o.save);
         if (o.log)
@@ -488,7 +600,9 @@ int cmd_lm(int argc, char **argv)
 {
     static const char usage[] = "usage: attngraph lm train --text FILE [options]\n"
                                 "       attngraph lm sample --model DIR [options]\n"
-                                "see 'attngraph lm train --help', 'attngraph lm sample --help'\n";
+                                "       attngraph lm task mqar|copy --out DIR [options]\n"
+                                "see 'attngraph lm train --help', 'attngraph lm sample --help', "
+                                "'attngraph lm task --help'\n";
     if (argc < 2) {
         fputs(usage, stderr);
         return EXIT_USAGE;
@@ -497,7 +611,9 @@ int cmd_lm(int argc, char **argv)
     if (!strcmp(what, "--help") || !strcmp(what, "-h") || !strcmp(what, "help")) {
         opt_print_help(lm_train_options);
         putchar('\n');
-        return lm_sample(2, (char *[]){"sample", "--help", NULL});
+        int rc = lm_sample(2, (char *[]){"sample", "--help", NULL});
+        putchar('\n');
+        return rc ? rc : lm_task(2, (char *[]){"task", "--help", NULL});
     }
     if (!strcmp(what, "train")) {
         ag_tape_t *tape = NULL;
@@ -506,5 +622,7 @@ int cmd_lm(int argc, char **argv)
     }
     if (!strcmp(what, "sample"))
         return lm_sample(argc - 1, argv + 1);
-    return usage_error("lm", "unknown subcommand '%s'; expected train or sample", what);
+    if (!strcmp(what, "task"))
+        return lm_task(argc - 1, argv + 1);
+    return usage_error("lm", "unknown subcommand '%s'; expected train, sample or task", what);
 }

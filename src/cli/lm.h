@@ -6,17 +6,31 @@
 
 #include "attngraph.h"
 
-/* A text as token ids over the vocabulary of its characters. */
+/* What lm train learns from: a stream of token ids cut into windows (a text's
+   characters, or token files), or example sets (an example a row, its
+   targets beside it). */
 typedef struct {
-    int64_t n;            /* tokens */
-    int64_t *ids;         /* [n] */
-    int64_t V;            /* vocabulary: distinct characters (or bytes) */
-    int32_t *chars;       /* [V] their code points (bytes: 0..255), ascending */
+    int64_t n;            /* a stream's tokens */
+    int64_t *ids;         /* [n]: [0, split) trains, [split, n) validates */
+    int64_t split;
+    int64_t V;            /* vocabulary: distinct characters (or bytes), or token ids */
+    int32_t *chars;       /* [V] their code points (bytes: 0..255), ascending; NULL: ids */
+    /* example sets (rows > 0): inputs and targets [rows, width], the training
+       set's train_rows first; targets -1 where not scored */
+    int64_t rows, train_rows, width;
+    int64_t *inputs, *targets;
 } corpus_t;
 
 /* Reads path whole as UTF-8 characters (bytes: as bytes), naming the file and
-   the byte where it is not UTF-8; refuses an empty file. */
+   the byte where it is not UTF-8; refuses an empty file. The first 90% trains
+   (nanoGPT's split). */
 int corpus_read(corpus_t *c, const char *path, int bytes, ag_error_t *err);
+/* Token streams (lm_data.c): "TRAIN[,VAL]", each a nanoGPT .bin or a 1-D .npy
+   (ag_lm_tokens_read); one file is split 90/10. vocab 0: the largest id + 1. */
+int corpus_tokens(corpus_t *c, const char *spec, int64_t vocab, ag_error_t *err);
+/* Example sets of DIR (lm_data.c): train_inputs.npy, train_targets.npy,
+   val_inputs.npy, val_targets.npy (ag_lm_examples_read). */
+int corpus_examples(corpus_t *c, const char *dir, int64_t vocab, ag_error_t *err);
 void corpus_free(corpus_t *c);
 /* text [n] as code points (bytes: each byte) into cps [n], *count of them;
    an error names `what` and the byte where the text is not UTF-8, then hint. */
@@ -49,5 +63,7 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b);
 /* attngraph lm train (lm.c) and lm sample (lm_sample.c). */
 int cmd_lm(int argc, char **argv);
 int lm_sample(int argc, char **argv);
+/* attngraph lm task (lm_task.c): a recall task's example sets. */
+int lm_task(int argc, char **argv);
 
 #endif

@@ -24,7 +24,9 @@ static const opt_def_t sample_options[] = {
     OPT_VALUE("model", OPT_MODEL, "  --model DIR         the model folder\n"),
     OPT_VALUE("tokens", OPT_TOKENS, "  --tokens N          characters to generate (default 500)\n"),
     OPT_VALUE("start", OPT_START,
-              "  --start TEXT        the text to continue (default a newline)\n"),
+              "  --start TEXT        the text to continue (default a newline); a model of token\n"
+              "                      ids reads ids: --start '12 7 301' (default 0) and writes\n"
+              "                      ids, a space between\n"),
     OPT_VALUE("temperature", OPT_TEMPERATURE,
               "  --temperature X     divides the logits (default 1; 0: always the likeliest)\n"),
     OPT_VALUE("top-k", OPT_TOP_K,
@@ -41,6 +43,7 @@ static const opt_def_t sample_options[] = {
 
 typedef struct {
     const char *model, *start, *pattern;
+    int start_given;
     int64_t tokens, top_k, seed, threads;
     double temperature;
 } sample_opts_t;
@@ -57,7 +60,7 @@ static int sample_parse(sample_opts_t *o, int argc, char **argv)
         switch (c) {
         case OPT_MODEL: o->model = a; break;
         case OPT_TOKENS: bad = opt_int(&o->tokens, cmd, "tokens", a, 0, INT64_MAX / 64); break;
-        case OPT_START: o->start = a; break;
+        case OPT_START: o->start = a, o->start_given = 1; break;
         case OPT_TEMPERATURE: bad = opt_real(&o->temperature, cmd, "temperature", a, 0, 0); break;
         case OPT_TOP_K: bad = opt_int(&o->top_k, cmd, "top-k", a, 0, INT64_MAX / 64); break;
         case OPT_SEED: bad = opt_int(&o->seed, cmd, "seed", a, 0, INT64_MAX); break;
@@ -77,11 +80,41 @@ static int sample_parse(sample_opts_t *o, int argc, char **argv)
     return -1;
 }
 
+/* start as ids: numbers separated by spaces, each below V. */
+static int start_numbers(const ag_lm_model_t *lm, const char *start, int64_t **ids, int64_t *n,
+                         int *usage, ag_error_t *err)
+{
+    *n = 0;
+    *ids = ag_alloc((int64_t)strlen(start) / 2 + 1, sizeof **ids, err, "--start");
+    if (!*ids)
+        return ag_alloc_status();
+    for (const char *p = start + strspn(start, " \t,"); *p; p += strspn(p, " \t,")) {
+        char *end;
+        const long long v = strtoll(p, &end, 10);
+        if (end == p || (*end && !strchr(" \t,", *end)) || v < 0 || v >= lm->m.V) {
+            *usage = 1;
+            free(*ids), *ids = NULL;
+            return ag_fail(err, AG_EINVAL, "--start '%s': token %lld is '%.*s'; expected ids in "
+                           "0..%lld (the model's vocabulary), a space between", start,
+                           (long long)*n + 1, (int)strcspn(p, " \t,"), p,
+                           (long long)lm->m.V - 1);
+        }
+        (*ids)[(*n)++] = v, p = end;
+    }
+    if (*n)
+        return AG_OK;
+    *usage = 1;
+    free(*ids), *ids = NULL;
+    return ag_fail(err, AG_EINVAL, "--start is empty; expected at least one token id");
+}
+
 /* start's characters as token ids ([n] malloc'ed); a character the
-   vocabulary lacks is named (usage: 1). */
+   vocabulary lacks is named (usage: 1). A model of ids reads numbers. */
 static int start_ids(const ag_lm_model_t *lm, const char *start, int64_t **ids, int64_t *n,
                      int *usage, ag_error_t *err)
 {
+    if (lm->ids)
+        return start_numbers(lm, start, ids, n, usage, err);
     const int64_t len = (int64_t)strlen(start);
     int32_t *cps = ag_alloc(len + 1, sizeof *cps, err, "--start");
     int64_t count = 0;
@@ -146,11 +179,21 @@ typedef struct {
     const ag_lm_model_t *lm;
 } emit_t;
 
-/* ag_lm_generate's emit: the token's character, out at once. */
+/* Token `at` of a text (its character), or of ids (its number, a space before
+   all but the first). */
+static void put_token(const ag_lm_model_t *lm, int64_t token, int first)
+{
+    if (lm->ids)
+        printf("%s%lld", first ? "" : " ", (long long)token);
+    else
+        put_char(lm->chars[token], lm->bytes);
+}
+
+/* ag_lm_generate's emit: the token, out at once. */
 static void emit_token(int64_t token, void *ctx)
 {
     const emit_t *e = ctx;
-    put_char(e->lm->chars[token], e->lm->bytes);
+    put_token(e->lm, token, 0);
     fflush(stdout);
 }
 
@@ -177,8 +220,8 @@ int lm_sample(int argc, char **argv)
         else   /* the pattern it trained under: name the folder */
             error_after(rc, &err, "--model %s: its pattern '%s'", o.model, spec);
     }
-    if (!rc)
-        rc = start_ids(&lm, o.start, &ids, &n, &usage, &err);
+    if (!rc)   /* a model of ids starts from id 0 unless told */
+        rc = start_ids(&lm, lm.ids && !o.start_given ? "0" : o.start, &ids, &n, &usage, &err);
     int64_t *all = rc ? NULL : realloc(ids, (size_t)(n + o.tokens) * sizeof *ids);
     if (!rc && !all)
         rc = ag_fail(&err, AG_ENOMEM, "--tokens %lld: out of memory for the text's %lld "
@@ -186,7 +229,7 @@ int lm_sample(int argc, char **argv)
     if (all)
         ids = all;
     for (int64_t k = 0; !rc && k < n; k++)   /* the start, then each token as it comes */
-        put_char(lm.chars[ids[k]], lm.bytes);
+        put_token(&lm, ids[k], k == 0);
     emit_t out = {&lm};
     if (!rc)
         rc = ag_lm_generate_layers(&lm.m, graphs, ids, n, o.tokens, o.temperature, o.top_k,

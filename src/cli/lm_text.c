@@ -53,7 +53,7 @@ int lm_decode_text(const char *what, const char *hint, const char *text, int64_t
 
 void corpus_free(corpus_t *c)
 {
-    free(c->ids), free(c->chars);
+    free(c->ids), free(c->chars), free(c->inputs), free(c->targets);
     memset(c, 0, sizeof *c);
 }
 
@@ -102,5 +102,6 @@ int corpus_read(corpus_t *c, const char *path, int bytes, ag_error_t *err)
         return rc;
     }
     c->n = count, c->V = V;
+    c->split = (int64_t)(0.9 * (double)count);   /* nanoGPT's split */
     return AG_OK;
 }

@@ -194,13 +194,13 @@ static int read_npz(igraph_t *graph, const char *path, int64_t max_nodes,
     if (!(name = member_path(path, "edges")))
         return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
     ag_error_t first;
-    if ((rc = ag_i_ints_read_npy(&v, &ndim, shape, name, &first)) == AG_EINVAL &&
+    if ((rc = ag_ints_read_npy(&v, &ndim, shape, name, &first)) == AG_EINVAL &&
         strstr(first.msg, "has no member")) {
         free(name);
         if (!(name = member_path(path, "edge_index")))
             return ag_fail(err, AG_ENOMEM, "%s: out of memory", path);
         pairs_in_rows = 0;
-        if ((rc = ag_i_ints_read_npy(&v, &ndim, shape, name, err)) == AG_EINVAL &&
+        if ((rc = ag_ints_read_npy(&v, &ndim, shape, name, err)) == AG_EINVAL &&
             strstr(err->msg, "has no member")) {
             char has[400];
             snprintf(has, sizeof has, "%s", strstr(first.msg, "; it has") ?

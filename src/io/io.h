@@ -26,10 +26,4 @@ int ag_i_npz_member(unsigned char **data, size_t *len, const char *archive, cons
 /* The shape of a .npy array (an .npz member too) from its header alone. */
 AG_INTERNAL
 int ag_i_npy_shape(int *ndim, int64_t shape[AG_NPY_MAX_DIMS], const char *path, ag_error_t *err);
-/* An integer .npy array of any rank (an .npz member too) as int64 *values
-   (malloc'ed) of shape[0..*ndim). */
-AG_INTERNAL
-int ag_i_ints_read_npy(int64_t **values, int *ndim, int64_t shape[AG_NPY_MAX_DIMS],
-                       const char *path, ag_error_t *err);
-
 #endif

@@ -510,7 +510,7 @@ static int check_index_header(const npy_header_t *h, const char *path, ag_error_
     return check_int_dtype(h, path, err);
 }
 
-int ag_i_ints_read_npy(int64_t **values, int *ndim, int64_t shape[AG_NPY_MAX_DIMS],
+int ag_ints_read_npy(int64_t **values, int *ndim, int64_t shape[AG_NPY_MAX_DIMS],
                        const char *path, ag_error_t *err)
 {
     *values = NULL;
@@ -678,6 +678,12 @@ int ag_npy_write_f32_nd(const char *path, const float *data, int ndim, const int
 int ag_npy_write_i64(const char *path, const int64_t *values, int64_t n, ag_error_t *err)
 {
     return write_npy(path, "<i8", sizeof *values, values, 1, &n, err);
+}
+
+int ag_npy_write_i64_nd(const char *path, const int64_t *values, int ndim, const int64_t *shape,
+                        ag_error_t *err)
+{
+    return write_npy(path, "<i8", sizeof *values, values, ndim, shape, err);
 }
 
 int ag_npy_write_f32(const char *path, const float *data, int64_t rows, int64_t cols,

@@ -66,16 +66,17 @@ static void model_text(char *buf, size_t cap, const ag_lm_model_t *lm)
     const ag_lm_t *m = &lm->m;
     snprintf(buf, cap, "# attngraph language model\nvocab %lld %s\nblock %lld\nlayers %lld\n"
              "heads %lld\ndim %lld\nbias %s\npattern %s\n", (long long)m->V,
-             lm->bytes ? "bytes" : "utf-8", (long long)m->T, (long long)m->L, (long long)m->H,
+             lm->ids ? "ids" : lm->bytes ? "bytes" : "utf-8", (long long)m->T, (long long)m->L, (long long)m->H,
              (long long)m->D, m->bias ? "yes" : "no", lm->pattern);
 }
 
 int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *option,
                        ag_error_t *err)
 {
-    if (!lm || !lm->m.wte || !lm->chars || !dir)
+    if (!lm || !lm->m.wte || (!lm->chars && !lm->ids) || !dir)
         return ag_fail(err, AG_EINVAL, "ag_lm_model_save: %s is NULL",
-                       !dir ? "the folder" : !lm || !lm->m.wte ? "the model" : "the vocabulary");
+                       !dir ? "the folder" : !lm || !lm->m.wte ? "the model"
+                       : "the vocabulary (chars; or ids set)");
     int rc = ag_i_fail_prefix(ag_i_lm_pattern_check(lm->pattern, lm->m.L, err), err,
                               "ag_lm_model_save");
     if (rc)
@@ -88,14 +89,15 @@ int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *opt
     int64_t *vocab = ag_alloc(m->V, sizeof *vocab, err, "the vocabulary");
     char text[AG_LM_PATTERN_MAX + 256];
     rc = items && arrays && names && vocab ? AG_OK : ag_alloc_status();
-    for (int64_t v = 0; !rc && v < m->V; v++)
+    for (int64_t v = 0; !rc && !lm->ids && v < m->V; v++)
         vocab[v] = lm->chars[v];
     if (!rc) {
         model_text(text, sizeof text, lm);
         int k = 0;
         items[k++] = (ag_i_folder_item_t){.name = "model.txt", .text = text};
-        items[k++] = (ag_i_folder_item_t){.name = "vocab.npy", .i64 = vocab, .ndim = 1,
-                                          .shape = {m->V}};
+        if (!lm->ids)   /* token ids are their own vocabulary */
+            items[k++] = (ag_i_folder_item_t){.name = "vocab.npy", .i64 = vocab, .ndim = 1,
+                                              .shape = {m->V}};
         const int n = model_arrays(m, arrays);
         for (int a = 0; a < n; a++, k++) {
             const lm_array_t *x = &arrays[a];
@@ -199,13 +201,14 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias, const char
             ok = (*bias = !strcmp(value, "yes")) || !strcmp(value, "no");
         else if (ok && k == 0)   /* nothing after what is read: %1s finds it */
             ok = sscanf(value, "%lld %31s %1s", &x, kind, rest) == 2 &&
-                 ((lm->bytes = !strcmp(kind, "bytes")) || !strcmp(kind, "utf-8"));
+                 ((lm->bytes = !strcmp(kind, "bytes")) || (lm->ids = !strcmp(kind, "ids")) ||
+                  !strcmp(kind, "utf-8"));
         else if (ok)
             ok = sscanf(value, "%lld %1s", &x, rest) == 1;
         if (ok && k < 5 && x < 1)
             ok = 0;
         if (!ok)
-            rc = ag_fail(err, AG_EINVAL, "%s:%d: '%s'; expected one of vocab N utf-8|bytes, "
+            rc = ag_fail(err, AG_EINVAL, "%s:%d: '%s'; expected one of vocab N utf-8|bytes|ids, "
                          "block T, layers L, heads H, dim D (each >= 1), bias yes|no, "
                          "pattern SPEC", path, line, s);
         else if (k < 5)
@@ -277,7 +280,7 @@ int ag_lm_model_load(ag_lm_model_t *lm, const char *dir, ag_error_t *err)
     char header[4096];
     header_path(header, sizeof header, dir);
     int rc = read_header(lm, size, &bias, header, err);
-    if (!rc)
+    if (!rc && !lm->ids)
         rc = read_vocab(lm, size[0], dir, header, err);
     if (!rc)   /* the shapes, then each array into place */
         rc = ag_i_fail_prefix(ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3],

@@ -207,6 +207,10 @@ int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int
         rc = ag_i_loss_cross_entropy_r(r, Y, n, D, &ce, &got, err);
         if (!rc && loss)
             *loss = got.loss;
+        if (!rc && opts && opts->correct)
+            *opts->correct = got.correct;
+        if (!rc && opts && opts->counted)
+            *opts->counted = got.counted;
     }
     if (!rc && train) {
         memset(grads->lnf_weight, 0, (size_t)D * sizeof(float));
