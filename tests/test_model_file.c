@@ -666,8 +666,94 @@ START_TEST(model_load_ex_reads_arrays_alone_and_per_node)
     ck_assert_msg(ag_array_read_npy(&tool, saved, &err) == AG_OK, "%s", err.msg);
     ck_assert_int_eq(memcmp(tool.data, out, (size_t)(N * D) * sizeof *out), 0);
     ag_array_destroy(&tool);
+    /* a model file cannot describe per-node weights: saving one is refused */
+    ck_assert_msg(ag_model_load(&m, per, &err) == AG_OK, "%s", err.msg);
+    ck_assert_fails_with(ag_model_save(&m, tmp_path("per-saved"), &err), err, AG_EINVAL,
+                         "layer 1 holds per-node weights");
+    ck_assert(!file_exists(tmp_path("per-saved")));
+    ag_model_destroy(&m);
+    /* model.args' --rounds must match the round-k/ folders */
+    snprintf(sub, sizeof sub, "%s/model.args", bare);
+    write_text(sub, "--heads 2 --rounds 3\n");
+    ck_assert_fails_with(ag_model_load(&m, bare, &err), err, AG_EINVAL,
+                         "model.args says --rounds 3; the folder holds a layer a round for 2");
+    /* a readout of the wrong width: refused by ag_model_load, not read by the tool's
+       run without --predict (the layers alone) */
+    write_text(sub, "--heads 2 --rounds 2\n");
+    snprintf(sub, sizeof sub, "%s/readout.npy", bare);
+    ck_assert_int_eq(ag_npy_write_f32(sub, (const float[6]){0}, 2, 3, &err), AG_OK);
+    ck_assert_fails_with(ag_model_load(&m, bare, &err), err, AG_EINVAL, "readout.npy is [2, 3]");
+    lo.no_readout = 1;
+    ck_assert_msg(ag_model_load_ex(&m, bare, &lo, &err) == AG_OK, "%s", err.msg);
+    ck_assert_int_eq(m.C, 0);
+    ag_model_destroy(&m);
+    snprintf(cmd, sizeof cmd, "run graphs/planted.gml --features graphs/planted/x.npy "
+             "--weights %s --out %s --quiet", bare, saved);
+    expect_cli(cmd, 0, 1, "");
+    /* more layers than a model holds: refused, not cut */
+    for (int l = 3; l <= AG_MODEL_MAX_LAYERS + 1; l++) {
+        snprintf(sub, sizeof sub, "%s/round-%d", bare, l);
+        write_projections(sub, &w[l % 2]);
+    }
+    ck_assert_fails_with(ag_model_load_ex(&m, bare, &lo, &err), err, AG_ELIMIT,
+                         "more than 64 layers");
     free(out);
     ag_weights_destroy(&w[0]), ag_weights_destroy(&w[1]), ag_weights_destroy(&p);
+    ag_array_destroy(&x);
+    ag_nbhd_destroy(&nb);
+}
+END_TEST
+
+static int stop_after_first(const ag_round_t *round, void *ctx)
+{
+    int *calls = ctx;
+    ++*calls;
+    ck_assert_ptr_nonnull(round->ws->Q);
+    return round->round == 1 ? AG_STOP : AG_OK;
+}
+
+/* ag_model_run_ex: the caller's hook sees each round and can stop the run,
+   whose states are then the first layer's alone; the workspace is kept for
+   the caller; an edge bias on a graph the model reshapes is refused. */
+START_TEST(model_run_ex_hooks_and_workspace)
+{
+    ag_error_t err;
+    ag_nbhd_t nb;
+    ag_array_t x;
+    planted(&nb, &x);
+    const int64_t N = nb.n_nodes;
+    ag_model_spec_t spec;
+    ck_assert_int_eq(ag_model_spec_parse(&spec, "readout none\nlayer heads=2 dim=4 out=8\n"
+                                                "layer heads=2 dim=4 out=8\n", "two", &err),
+                     AG_OK);
+    ag_model_t m;
+    ck_assert_msg(ag_model_init(&m, &spec, 8, 0, 0, 3, &err) == AG_OK, "%s", err.msg);
+    float *stopped = malloc((size_t)(N * 8) * sizeof *stopped);
+    float *first = malloc((size_t)(N * 8) * sizeof *first);
+    int calls = 0, done = -1;
+    ag_workspace_t ws;
+    ag_model_run_opts_t o = {.on_round = stop_after_first, .ctx = &calls, .ws = &ws,
+                             .done = &done};
+    ck_assert_msg(ag_model_run_ex(&m, &nb, x.data, NULL, &o, stopped, &err) == AG_OK, "%s",
+                  err.msg);
+    ck_assert_int_eq(calls, 1);
+    ck_assert_int_eq(done, 1);
+    ck_assert_int_eq(ws.N, N);
+    ck_assert_ptr_nonnull(ws.Q);
+    ag_workspace_destroy(&ws);
+    ag_model_t one = m;   /* the first layer alone */
+    one.spec.n_layers = 1;
+    ck_assert_int_eq(ag_model_run(&one, &nb, x.data, NULL, first, &err), AG_OK);
+    ck_assert_int_eq(memcmp(stopped, first, (size_t)(N * 8) * sizeof *first), 0);
+    /* the run's own messages differ from the slots of an edge bias on nb */
+    m.spec.self_loops = AG_SELF_ON;
+    float *bias = calloc((size_t)nb.n_edges, sizeof *bias);
+    o = (ag_model_run_opts_t){.edge_bias = bias, .ws = &ws};
+    ck_assert_fails_with(ag_model_run_ex(&m, &nb, x.data, NULL, &o, stopped, &err), err,
+                         AG_EINVAL, "edge_bias [E] is in nb's slot order");
+    ck_assert_ptr_null(ws.Q);   /* zeroed: nothing to destroy */
+    free(bias), free(stopped), free(first);
+    ag_model_destroy(&m);
     ag_array_destroy(&x);
     ag_nbhd_destroy(&nb);
 }
@@ -685,6 +771,7 @@ Suite *model_file_suite(void)
     tcase_add_test(tc, model_save_writes_what_train_saves);
     tcase_add_test(tc, attn_round_of_a_rounds_model);
     tcase_add_test(tc, model_load_ex_reads_arrays_alone_and_per_node);
+    tcase_add_test(tc, model_run_ex_hooks_and_workspace);
     suite_add_tcase(s, tc);
     return s;
 }

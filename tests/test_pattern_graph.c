@@ -424,6 +424,7 @@ START_TEST(a_graph_a_layer_trains_and_predicts)
     char model[1024];   /* tmp_path's buffer is its next call's */
     snprintf(model, sizeof model, "%s", tmp_path("layers.txt"));
     write_text(model, "norm layer\n"
+                      "self-loops on   # each layer's graph gets them, as run's must\n"
                       "layer heads=2 dim=4 out=8 bias=yes\n"
                       "layer heads=2 dim=4 out=8 bias=yes graph=graph+virtual:1\n"
                       "layer heads=1 dim=8 bias=yes graph=hops:2&!self\n");
@@ -460,9 +461,53 @@ START_TEST(a_graph_a_layer_trains_and_predicts)
     expect_cli(args, 1, 2, "gives 3 layers' graphs; the model has 2 rounds");
     /* run on the saved folder: the states of the input nodes, as the library's */
     snprintf(args, sizeof args, "run graphs/planted.gml --weights %s --features "
-             "graphs/planted/x.npy --predict %s --quiet", tmp_path("lsave"), tmp_path("lr.npy"));
+             "graphs/planted/x.npy --predict %s --save-rounds %s --out %s --quiet",
+             tmp_path("lsave"), tmp_path("lr.npy"), tmp_path("lrounds"), tmp_path("ly.npy"));
     expect_cli(args, 0, 1, "");
     expect_same_bytes(tmp_path("lp.npy"), tmp_path("lr.npy"));
+    /* the saved rounds are the graph's nodes, not the layer's virtual one: the last
+       is the output */
+    ag_array_t last, y;
+    ck_assert_int_eq(ag_array_read_npy(&last, tmp_path("lrounds/round-3.npy"), &e), AG_OK);
+    ck_assert_int_eq(ag_array_read_npy(&y, tmp_path("ly.npy"), &e), AG_OK);
+    ck_assert_int_eq(last.shape[0], 300);
+    ck_assert_int_eq(memcmp(last.data, y.data, (size_t)(300 * y.shape[1]) * sizeof *y.data), 0);
+    ag_array_destroy(&last), ag_array_destroy(&y);
+    /* run --model FILE --seed draws what ag_model_init draws, and computes what
+       ag_model_run computes, bit for bit: each layer's graph with the file's
+       self-loops (hops:2&!self gets them back) */
+    ag_model_spec_t spec;
+    ck_assert_int_eq(ag_model_spec_read(&spec, model, &e), AG_OK);
+    spec.readout = 0;
+    ag_model_t fresh;
+    ck_assert_msg(ag_model_init(&fresh, &spec, 8, 0, 0, 11, &e) == AG_OK, "%s", e.msg);
+    igraph_t g;
+    ag_nbhd_t nb;
+    ag_array_t x;
+    ck_assert_int_eq(ag_graph_load(&g, "graphs/planted.gml", NULL, &e), AG_OK);
+    ck_assert_int_eq(ag_nbhd_from_graph(&nb, &g, &e), AG_OK);
+    igraph_destroy(&g);
+    ck_assert_int_eq(ag_array_read_npy(&x, "graphs/planted/x.npy", &e), AG_OK);
+    float *want = malloc((size_t)(300 * 8) * sizeof *want);
+    ck_assert_msg(ag_model_run(&fresh, &nb, x.data, NULL, want, &e) == AG_OK, "%s", e.msg);
+    char drawn[1024];
+    snprintf(drawn, sizeof drawn, "%s", tmp_path("drawn.txt"));
+    char *text = read_text(model);
+    write_text(drawn, "readout none\n");
+    FILE *f = fopen(drawn, "a");
+    fputs(text, f), fclose(f);
+    free(text);
+    snprintf(args, sizeof args, "run graphs/planted.gml --model %s --features "
+             "graphs/planted/x.npy --seed 11 --out %s --quiet", drawn, tmp_path("ld.npy"));
+    expect_cli(args, 0, 1, "");
+    ck_assert_int_eq(ag_array_read_npy(&y, tmp_path("ld.npy"), &e), AG_OK);
+    ck_assert_int_eq(y.shape[0], 300);
+    ck_assert_int_eq(y.shape[1], 8);
+    ck_assert_int_eq(memcmp(y.data, want, (size_t)(300 * 8) * sizeof *want), 0);
+    ag_array_destroy(&y), ag_array_destroy(&x);
+    free(want);
+    ag_model_destroy(&fresh);
+    ag_nbhd_destroy(&nb);
     snprintf(args, sizeof args, "run graphs/planted.gml --model %s --attn %s", model,
              tmp_path("la.csv"));
     expect_cli(args, 2, 2, "--attn: its layers attend over graphs of their own");

@@ -454,18 +454,21 @@ int ag_model_init(ag_model_t *m, const ag_model_spec_t *spec, int64_t D, int64_t
    dir itself for one layer; every shape checked against the spec) and
    readout.npy, readout_bias.npy with a linear readout. A folder `train` wrote
    without a model file (dir/model.args) loads as one layer of its heads run
-   spec.rounds times (or a layer a round from dir/round-k/), with a readout
-   when it has readout.npy. */
+   spec.rounds times (or a layer a round from dir/round-k/), each layer as
+   ag_weights_load reads it, with a readout when it has readout.npy. */
 int ag_model_load(ag_model_t *m, const char *dir, ag_error_t *err);
 /* What ag_model_load_ex reads beside ag_model_load's folders; zeroed, nothing. */
 typedef struct {
     int64_t heads;   /* > 0: a folder of arrays alone (no model.txt, no model.args) loads
-                        as one layer of this many heads (or a layer a round from round-k/) */
+                        as one layer of this many heads (or a layer a round from round-k/);
+                        with ln_weight.npy, pre-norm */
+    int no_readout;  /* the layers alone: readout.npy is not read (m.C 0) */
 } ag_model_load_opts_t;
-/* ag_model_load, and also the folders whose arrays no spec describes whole:
-   arrays alone (with opts->heads) and per-node weights ([N, H*d, D], with
-   model.args or opts->heads), each layer read as ag_weights_load reads it
-   (its optional arrays where present). opts NULL: ag_model_load. */
+/* ag_model_load, and also the folders of arrays alone (with opts->heads).
+   A folder without model.txt (model.args, or arrays alone) reads each layer
+   as ag_weights_load reads it: shared or per-node ([N, H*d, D]) arrays, the
+   optional ones where present; model.args' --rounds must match its
+   round-k/ folders. opts NULL: ag_model_load. */
 int ag_model_load_ex(ag_model_t *m, const char *dir, const ag_model_load_opts_t *opts,
                      ag_error_t *err);
 /* The arrays of dir for a spec given here (the tool's: its options may add to
@@ -506,17 +509,19 @@ typedef struct {
     void (*on_progress)(int round, int64_t done, int64_t total, void *ctx);
     void *ctx;
     int figures;
-    /* the score's per-edge bias [E] in nb's edge order: what a spec with an
-       edge-bias attribute reads (nb carries no attributes), else NULL */
-    float *edge_bias;
+    /* the score's per-edge bias [E] in nb's slot order: what a spec with an
+       edge-bias attribute reads (nb carries no attributes), else NULL; refused
+       with the spec's self-loops or a graph a layer (other messages) */
+    const float *edge_bias;
     /* non-NULL: filled with the rounds' workspace (the last round's Q, K, V,
        M, ...; N + the layers' virtual nodes rows), destroyed by the caller
-       with ag_workspace_destroy; NULL: freed inside */
+       with ag_workspace_destroy; zeroed at the start, so a failed run leaves
+       nothing to destroy. NULL: freed inside */
     ag_workspace_t *ws;
     int *done;   /* the rounds run, or NULL */
 } ag_model_run_opts_t;
 /* ag_model_run with the caller's hooks on each round (the tool's run reports
-   and --until run through it). */
+   and --until run through it). out may be X (X is read first). */
 int ag_model_run_ex(const ag_model_t *m, const ag_nbhd_t *nb, const float *X,
                     const float *edge_features, const ag_model_run_opts_t *opts, float *out,
                     ag_error_t *err);

@@ -130,7 +130,7 @@ class ag_model_spec_t(C.Structure):
 
 
 class ag_model_load_opts_t(C.Structure):
-    _fields_ = [("heads", C.c_int64)]
+    _fields_ = [("heads", C.c_int64), ("no_readout", C.c_int)]
 
 
 class ag_model_t(C.Structure):

@@ -225,10 +225,20 @@ def load_layers(folder, heads=None):
     round-k/ subfolder, read by the library as run --weights reads them
     (ag_model_load_ex). heads: those of a folder of arrays alone (default 1);
     a folder with model.args or model.txt has its own, and another is refused."""
+    if heads is not None and int(heads) < 1:
+        raise Error("load_layers: heads=%r; expected >= 1" % (heads,), "invalid value")
     m, e = S.ag_model_t(), err()
-    opts = S.ag_model_load_opts_t(1 if heads is None else int(heads))
+    opts = S.ag_model_load_opts_t(1 if heads is None else int(heads), 1)   # no readout
     check(lib.ag_model_load_ex(C.byref(m), os.fsencode(folder), C.byref(opts), C.byref(e)), e)
     try:
+        for k in range(m.spec.n_layers):   # what a list of layers cannot carry
+            L = m.spec.layers[k]
+            if L.graph or getattr(L, "global"):
+                raise Error("%s line %d: a layer's own connectivity (graph=, global=), which "
+                            "a list of layers does not carry; run the model whole: "
+                            "attngraph.Model.load(%r)" % (os.path.join(folder, "model.txt"),
+                                                          L.line, os.fspath(folder)),
+                            "invalid value")
         layers = [Weights._copy_c(m.layers[k]) for k in range(m.spec.n_layers)]
     finally:
         lib.ag_model_destroy(C.byref(m))

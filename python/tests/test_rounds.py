@@ -281,7 +281,10 @@ def test_load_layers_reads_as_the_library_does(tmp_path, rng):
     with pytest.raises(ag.Error, match="round-1/wq.npy has 8 rows, not a multiple of 3 heads"):
         ag.load_layers(str(tmp_path / "w"), 3)
     ag.save_layers(str(tmp_path / "one"), layers[0])
-    (tmp_path / "one" / "model.args").write_text("--heads 4 --rounds 2\n")
-    assert [w.heads for w in ag.load_layers(str(tmp_path / "one"))] == [4]
-    with pytest.raises(ag.Error, match="its layers have 4 heads"):
-        ag.load_layers(str(tmp_path / "one"), 2)
+    (tmp_path / "one" / "model.args").write_text("--heads 2 --rounds 2 --no-residual\n")
+    back = ag.load_layers(str(tmp_path / "one"))
+    assert [(w.heads, w.residual) for w in back] == [(2, False)]   # the folder's
+    with pytest.raises(ag.Error, match="its layers have 2 heads"):
+        ag.load_layers(str(tmp_path / "one"), 4)
+    with pytest.raises(ag.Error, match="heads=0; expected >= 1"):
+        ag.load_layers(str(tmp_path / "one"), 0)

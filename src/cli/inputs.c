@@ -266,19 +266,19 @@ int inputs_take_raw(inputs_t *in, const run_opts_t *o, ag_matrix_t *q, ag_matrix
    one shared layer, or DIR/round-1/, round-2/, ...; --heads for arrays alone). */
 static int load_layers(inputs_t *in, const run_opts_t *o, ag_error_t *err)
 {
-    ag_model_t m;
-    const ag_model_load_opts_t lo = {.heads = o->heads};
+    ag_model_t m;   /* the layers alone: the readout is run --predict's, read apart */
+    const ag_model_load_opts_t lo = {.heads = o->heads, .no_readout = 1};
     int rc = ag_model_load_ex(&m, o->weights, &lo, err);
     if (rc)
         return rc;
     const int n = m.spec.rounds ? 0 : m.spec.n_layers;   /* round-k/'s layers, or shared */
     const int64_t rounds = n && !o->given[OPT_ROUNDS - OPT_Q] ? n : o->rounds;
-    if ((rc = model_args_check(o, o->heads, rounds, err))) {   /* before the arrays' shapes */
+    if ((rc = model_args_check(o, o->heads, rounds, err))) {   /* before the features' width */
         ag_model_destroy(&m);
         return rc;
     }
     in->n_layers = m.spec.n_layers;
-    in->layers = m.layers;   /* taken: the readout is run --predict's, read apart */
+    in->layers = m.layers;   /* taken */
     m.layers = NULL, m.spec.n_layers = 0;
     ag_model_destroy(&m);
     for (int k = 0; k < in->n_layers; k++) {

@@ -89,8 +89,9 @@ static void raw_progress(int64_t done, int64_t total, void *ctx)
 }
 
 /* The run as the library's model, for ag_model_run_ex: in's layers under the
-   command's options. The graph is shaped and the positions are added already
-   (source.c, inputs.c), so the model does neither; the readout is --predict's. */
+   command's options. The positions are added already (inputs.c) and the one
+   graph is shaped (source.c), so the model does neither; the readout is
+   --predict's. */
 static void run_model(ag_model_t *m, const inputs_t *in, const run_opts_t *o)
 {
     memset(m, 0, sizeof *m);
@@ -102,7 +103,10 @@ static void run_model(ag_model_t *m, const inputs_t *in, const run_opts_t *o)
     m->spec.n_layers = shared ? 1 : (int)in->rounds;   /* the first R of a layer a round */
     m->spec.rounds = shared ? (int)in->rounds : 0;
     m->spec.score = in->score, m->spec.norm = o->norm;
-    m->spec.self_loops = AG_SELF_KEEP, m->spec.posenc = 0, m->spec.edge_bias[0] = '\0';
+    /* a graph a layer is compiled over the graph as read, with the self-loops the
+       model's text says; one graph is shaped already */
+    m->spec.self_loops = ag_model_spec_layer_graphs(&m->spec) ? o->src.self : AG_SELF_KEEP;
+    m->spec.posenc = 0, m->spec.edge_bias[0] = '\0';
     m->D = in->x0.cols;
     m->edge_dim = in->edges ? in->edges->cols : 0;
     m->layers = in->layers;

@@ -242,68 +242,62 @@ static int has_readout(const char *dir)
     return access(path, F_OK) == 0;
 }
 
-/* The model of a folder `train --save` wrote without a model file: spec, as
-   dir/model.args says (ag_model_args_read), made one layer (dir/wq.npy, ...:
-   every round's) or one a round (dir/round-k/: round_dirs), its qkv
-   projections of HD rows (saved_width's), wo of the input's width. */
-static int args_spec(ag_model_spec_t *spec, const char *dir, int round_dirs, int64_t HD,
-                     ag_error_t *err)
+/* The layers round-1/, round-2/, ... of dir hold (while round-k/wq.npy exists),
+   or 0 for none; more than a model takes is refused. */
+static int count_round_dirs(const char *dir, int *n, ag_error_t *err)
 {
-    const ag_layer_spec_t one = spec->layers[0];
-    const int rounds = spec->rounds;
-    if (round_dirs && rounds > AG_MODEL_MAX_LAYERS)
-        return ag_fail(err, AG_EINVAL, "%s/model.args: --rounds %d with a layer a round "
-                       "(round-k/); expected at most %d", dir, rounds, AG_MODEL_MAX_LAYERS);
-    if (HD % one.heads)
-        return ag_fail(err, AG_EINVAL, "%s%s/wq.npy: %lld rows, not a multiple of the heads; "
-                       "expected [H*d, D] with H = %lld", dir, round_dirs ? "/round-1" : "",
-                       (long long)HD, (long long)one.heads);
-    spec->readout = has_readout(dir);
-    /* a layer a round, or one layer every round runs */
-    spec->n_layers = round_dirs ? rounds : 1;
-    spec->rounds = round_dirs ? 0 : rounds;
-    for (int l = 0; l < spec->n_layers; l++) {
-        spec->layers[l] = one;
-        spec->layers[l].dim = HD / one.heads;
+    char path[4096];
+    for (*n = 0; *n <= AG_MODEL_MAX_LAYERS; ++*n) {
+        snprintf(path, sizeof path, "%s/round-%d/wq.npy", dir, *n + 1);
+        if (access(path, F_OK) != 0)
+            return AG_OK;
     }
-    return AG_OK;
+    return ag_fail(err, AG_ELIMIT, "%s: more than %d layers (round-1/ .. round-%d/ and on); a "
+                   "model holds up to %d", dir, AG_MODEL_MAX_LAYERS, AG_MODEL_MAX_LAYERS + 1,
+                   AG_MODEL_MAX_LAYERS);
 }
 
-/* A folder's layers as its files have them (ag_weights_load: shared or per-node
-   arrays, the optional ones where present), one from dir or one a round from
-   dir/round-k/, under spec's one layer of H heads: the folders of arrays alone
-   and of per-node arrays, which no spec describes whole. */
-static int load_as_found(ag_model_t *m, ag_model_spec_t *spec, const char *dir, int round_dirs,
-                         int64_t H, ag_error_t *err)
+/* The model of a folder without model.txt: its layers as their files have
+   them (ag_weights_load: shared or per-node arrays, the optional ones where
+   present), one from dir that spec->rounds rounds share or one a round from
+   dir/round-k/, under spec's one layer (model.args', or the defaults with
+   the heads given); its readout where it has one and it is wanted. Arrays
+   alone with ln_weight.npy say pre-norm, as Python's GraphAttention.load
+   reads them. */
+static int load_as_found(ag_model_t *m, ag_model_spec_t *spec, const char *dir, int has_args,
+                         int readout, ag_error_t *err)
 {
-    int n = 1;
-    char sub[4096];
-    if (round_dirs)   /* round-1/, round-2/, ... while round-k/wq.npy exists */
-        for (n = 0; n < AG_MODEL_MAX_LAYERS; n++) {
-            snprintf(sub, sizeof sub, "%s/round-%d/wq.npy", dir, n + 1);
-            if (access(sub, F_OK) != 0)
-                break;
-        }
+    int n;
+    int rc = count_round_dirs(dir, &n, err);
+    if (rc)
+        return rc;
+    if (has_args && n && spec->rounds != n)
+        return ag_fail(err, AG_EINVAL, "%s/model.args says --rounds %d; the folder holds a "
+                       "layer a round for %d (round-1/ .. round-%d/)", dir, spec->rounds, n,
+                       n);
+    const int round_dirs = n > 0;
     const ag_layer_spec_t one = spec->layers[0];
     spec->rounds = round_dirs ? 0 : spec->rounds;
-    spec->n_layers = n;
-    m->layers = ag_calloc(n, sizeof *m->layers, err, "weights");
+    spec->n_layers = round_dirs ? n : 1;
+    m->layers = ag_calloc(spec->n_layers, sizeof *m->layers, err, "weights");
     if (!m->layers)
         return ag_alloc_status();
-    int rc = AG_OK;
-    for (int l = 0; l < n && !rc; l++) {
+    for (int l = 0; l < spec->n_layers && !rc; l++) {
+        char sub[4096];
         snprintf(sub, sizeof sub, round_dirs ? "%s/round-%d" : "%s", dir, l + 1);
-        rc = ag_weights_load(&m->layers[l], sub, H, err);
+        rc = ag_weights_load(&m->layers[l], sub, one.heads, err);
         spec->layers[l] = one;
         spec->layers[l].dim = m->layers[l].d;
         m->layers[l].no_residual = !one.residual;
     }
-    spec->readout = has_readout(dir);
+    if (!rc && !has_args && m->layers[0].ln_weight)
+        spec->norm = AG_NORM_LAYER;
+    spec->readout = readout && has_readout(dir);
     if (!rc && spec->readout)
-        rc = ag_i_readout_read(dir, ag_layer_width_out(&m->layers[n - 1]), &m->C, &m->wr,
-                               &m->br, err);
+        rc = ag_i_readout_read(dir, ag_layer_width_out(&m->layers[spec->n_layers - 1]), &m->C,
+                               &m->wr, &m->br, err);
     if (rc) {
-        ag_i_model_layers_free(m->layers, n);
+        ag_i_model_layers_free(m->layers, spec->n_layers);
         memset(m, 0, sizeof *m);
         return rc;
     }
@@ -321,36 +315,35 @@ int ag_model_load_ex(ag_model_t *m, const char *dir, const ag_model_load_opts_t 
 {
     memset(m, 0, sizeof *m);
     const int64_t heads = opts ? opts->heads : 0;
+    const int readout = !(opts && opts->no_readout);
     char text[4096], args[4096];
     snprintf(text, sizeof text, "%s/model.txt", dir);
     snprintf(args, sizeof args, "%s/model.args", dir);
     ag_model_spec_t spec;
-    int64_t HD, D, edge_dim;
-    /* a model file's folder, or one of the rounds' options alone (its layers' width
-       from the arrays), or, with opts->heads, of arrays alone */
-    const int has_text = access(text, F_OK) == 0, has_args = access(args, F_OK) == 0;
-    const int args_only = !has_text && has_args, bare = !has_text && !has_args && heads > 0;
-    char round1[4096];
-    snprintf(round1, sizeof round1, "%s/round-1/wq.npy", dir);
-    int rc = args_only || bare ? AG_OK : ag_model_spec_read(&spec, text, err);
-    const int round_dirs = !rc && (args_only || bare ? access(round1, F_OK) == 0
-                                                     : spec.n_layers > 1);
-    if (!rc)
-        rc = saved_width(dir, round_dirs, &HD, &D, err);
-    if (!rc && bare) {   /* model.args' defaults: one residual layer of H heads, a round */
-        ag_model_spec_init(&spec);
-        spec.n_layers = 1, spec.rounds = 1;
-        ag_layer_spec_init(&spec.layers[0]);
-        spec.layers[0].heads = heads;
-    } else if (!rc && args_only) {
-        rc = ag_model_args_read(&spec, dir, err);
+    const int has_args = access(args, F_OK) == 0;
+    if (access(text, F_OK) != 0 && (has_args || heads > 0)) {
+        /* the rounds' options alone (model.args), or arrays alone: the defaults,
+           one residual layer of the heads given, a round */
+        int rc = has_args ? ag_model_args_read(&spec, dir, err) : AG_OK;
+        if (!has_args) {
+            ag_model_spec_init(&spec);
+            spec.n_layers = 1, spec.rounds = 1;
+            ag_layer_spec_init(&spec.layers[0]);
+            spec.layers[0].heads = heads;
+        }
+        return rc ? rc : load_as_found(m, &spec, dir, has_args, readout, err);
     }
-    if (!rc && (bare || (args_only && HD == 0)))   /* no spec, or per-node arrays */
-        return load_as_found(m, &spec, dir, round_dirs, spec.layers[0].heads, err);
-    if (!rc && args_only)
-        rc = args_spec(&spec, dir, round_dirs, HD, err);
+    /* a model file's folder: every array as the spec says */
+    int64_t HD, D, edge_dim;
+    int rc = ag_model_spec_read(&spec, text, err);
+    if (!rc)
+        rc = saved_width(dir, spec.n_layers > 1, &HD, &D, err);
     if (!rc)
         rc = saved_edge_width(dir, &spec, &edge_dim, err);
+    if (!rc && !readout && spec.readout) {   /* the layers alone, as a model without one */
+        spec.readout = 0;
+        return model_make(m, &spec, text, D, 0, edge_dim, dir, 0, err);
+    }
     return rc ? rc : ag_model_load_arrays(m, &spec, dir, D, edge_dim, err);
 }
 
@@ -392,6 +385,11 @@ int ag_model_save(const ag_model_t *m, const char *dir, ag_error_t *err)
     if (m->spec.readout && (m->C < 1 || !m->wr || !m->br))
         return ag_fail(err, AG_EINVAL, "%s: the model has a linear readout and no classes "
                        "(ag_model_init with classes >= 1 draws its Wr)", dir);
+    for (int l = 0; l < m->spec.n_layers; l++)
+        if (m->layers[l].per_node)
+            return ag_fail(err, AG_EINVAL, "%s: layer %d holds per-node weights ([N, H*d, D]), "
+                           "which a model file cannot describe; save its arrays as they are "
+                           "(ag_weights_load reads them)", dir, l + 1);
     int rc = ag_i_folder_check(dir, NULL, err);
     if (rc)
         return rc;
@@ -470,6 +468,14 @@ static int model_states(const ag_model_t *m, const ag_nbhd_t *nb, const float *X
     const ag_model_run_opts_t none = {0};
     o = o ? o : &none;
     *states = NULL;
+    if (o->ws)   /* nothing to destroy if the run fails */
+        memset(o->ws, 0, sizeof *o->ws);
+    if (o->done)
+        *o->done = 0;
+    if (o->edge_bias && (spec->self_loops != AG_SELF_KEEP || ag_model_spec_layer_graphs(spec)))
+        return ag_fail(err, AG_EINVAL, "model: edge_bias [E] is in nb's slot order; with the "
+                       "model's self-loops (%s) or a graph a layer the messages are others",
+                       ag_self_loops_name(spec->self_loops));
     if (spec->edge_bias[0] && !o->edge_bias)
         return ag_fail(err, AG_EINVAL, "model: its score adds the graph's edge attribute "
                        "'%s' (edge-bias), which a graph of the library does not carry; give "
