@@ -42,8 +42,9 @@ MODEL_KEYS = dict(AG_KEY_SCORE=0, AG_KEY_BETA=1, AG_KEY_SOFTCAP=2, AG_KEY_SLOPE=
                   AG_KEY_DROPOUT=12, AG_KEY_ATTN_DROPOUT=13, AG_KEY_RESID_DROPOUT=14,
                   AG_KEY_READOUT=15, AG_KEY_ROUNDS=16, AG_MODEL_KEYS=17,
                    AG_MODEL_MAX_LAYERS=64)
+TASKS = dict(AG_TASK_MQAR=0, AG_TASK_COPY=1, AG_LM_MAX_VOCAB=1 << 20)
 ENUMS = [STATUS, SELF_LOOPS, SCORE_KINDS, NORMS, ACTIVATIONS, OPTIMIZERS, FORMATS, DIRECTIONS,
-         DRAW_LIMITS, LAYER_FEATURES, INITS, LAYER_OUTS, MODEL_KEYS]
+         DRAW_LIMITS, LAYER_FEATURES, INITS, LAYER_OUTS, MODEL_KEYS, TASKS]
 
 # The library's igraph_t lives in a buffer of this many bytes (the test checks
 # sizeof(igraph_t) fits): the package never looks inside it.
@@ -159,6 +160,11 @@ class ag_lm_model_t(C.Structure):
                 ("pattern", C.c_char * 1024)]
 
 
+class ag_lm_task_t(C.Structure):
+    _fields_ = [("kind", C.c_int), ("vocab", C.c_int64), ("length", C.c_int64),
+                ("pairs", C.c_int64), ("power", C.c_double), ("seed", C.c_uint64)]
+
+
 class ag_lm_opts_t(C.Structure):
     _fields_ = [("dropout", f32), ("seed", C.c_uint64), ("graphs", ptr), ("correct", ptr),
                 ("counted", ptr)]
@@ -241,7 +247,7 @@ class ag_compare_picture_t(C.Structure):
 
 STRUCTS = [ag_error_t, ag_labels_t, ag_nbhd_t, ag_score_t,
            ag_attention_opts_t, ag_edge_msg_t, ag_attention_grads_t, ag_weights_t,
-           ag_lm_t, ag_lm_model_t, ag_lm_opts_t, ag_workspace_t, ag_round_t, ag_round_opts_t,
+           ag_lm_t, ag_lm_model_t, ag_lm_task_t, ag_lm_opts_t, ag_workspace_t, ag_round_t, ag_round_opts_t,
            ag_round_figures_t, ag_optimizer_opts_t, ag_load_opts_t, ag_rgb_t, ag_edge_weights_t, ag_heatmap_opts_t,
            ag_graph_opts_t, ag_series_t, ag_panel_t, ag_compare_picture_t, ag_layer_array_t,
            ag_layer_spec_t, ag_model_spec_t, ag_model_load_opts_t, ag_model_t, ag_cross_entropy_t,
@@ -346,6 +352,10 @@ FUNCTIONS = {
     "ag_lm_model_load": (I, [C.POINTER(ag_lm_model_t), C.c_char_p, E]),
     "ag_lm_model_save": (I, [C.POINTER(ag_lm_model_t), C.c_char_p, E]),
     "ag_lm_model_destroy": (None, [C.POINTER(ag_lm_model_t)]),
+    "ag_lm_tokens_read": (I, [C.POINTER(P), C.POINTER(i64), C.c_char_p, i64, E]),
+    "ag_lm_examples_read": (I, [C.POINTER(P), C.POINTER(P), C.POINTER(i64), C.POINTER(i64),
+                                C.c_char_p, C.c_char_p, i64, E]),
+    "ag_lm_task_make": (I, [C.POINTER(ag_lm_task_t), i64, i64, P, P, P, E]),
     "ag_lm_loss": (I, [C.POINTER(ag_lm_t), NB, P, P, P, C.POINTER(ag_lm_opts_t),
                        C.POINTER(f64), C.POINTER(ag_lm_t), C.POINTER(P), E]),
     "ag_lm_logits": (I, [C.POINTER(ag_lm_t), NB, P, P, P, E]),

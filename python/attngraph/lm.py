@@ -1,4 +1,6 @@
-"""A character-level GPT (nanoGPT's; the library's ag_lm_t) from Python.
+"""A GPT (nanoGPT's; the library's ag_lm_t) from Python, on a text's characters,
+on token ids (Tokens: nanoGPT's train.bin) or on example sets (Examples; the
+recall tasks mqar() and copy_task() write them).
 
     import attngraph.lm as lm
     text = lm.Text.read("input.txt")                 # the vocabulary of its characters
@@ -11,6 +13,10 @@
     print(m.sample(200, start="ROMEO:", top_k=20))
     m.save("model")                                   # `attngraph lm sample --model model`
 
+Token ids: lm.LM.init(8192, ...) (a vocabulary of ids, not characters);
+Examples.read(DIR) reads what `attngraph lm task` writes, and
+m.evaluate(x, y) gives the loss and the accuracy of the scored targets.
+
 The folder is the one `attngraph lm train --save` writes and `lm sample` reads
 (docs/lm.md): a model saved by either side runs on the other, and sample()
 draws the tokens `lm sample` draws for the same seed (both ag_lm_generate).
@@ -21,7 +27,7 @@ import os
 import numpy as np
 
 from . import _structs as S
-from ._lib import lib, check, err, Error
+from ._lib import lib, check, err, c_free, Error
 from .graph import Graph
 from .weights import Weights
 
@@ -96,12 +102,104 @@ class Text:
         return x, y
 
 
+def _owned(p, n):
+    """A malloc'ed int64 [n] from the library as numpy (copied; p freed)."""
+    try:
+        return np.ctypeslib.as_array((C.c_int64 * int(n)).from_address(p.value)).copy()
+    finally:
+        c_free(p)
+
+
+class Tokens(Text):
+    """Streams of token ids, as `lm train --tokens` reads them (ag_lm_tokens_read):
+    nanoGPT's uint16 train.bin (and val.bin), or 1-D integer .npy; one file is
+    split 90/10. vocab: the ids' (0: the largest id + 1). batch() as Text's."""
+
+    def __init__(self, ids, vocab, split=None):
+        self.ids, self.vocab, self.bytes = np.asarray(ids, np.int64), int(vocab), False
+        self.split = int(0.9 * len(self.ids)) if split is None else int(split)
+
+    @classmethod
+    def read(cls, train, val=None, vocab=0):
+        parts = []
+        for path in (train, val) if val is not None else (train,):
+            p, n, e = C.c_void_p(), C.c_int64(), err()
+            check(lib.ag_lm_tokens_read(C.byref(p), C.byref(n), os.fsencode(path), int(vocab),
+                                        C.byref(e)), e)
+            parts.append(_owned(p, n.value))
+        ids = np.concatenate(parts)
+        split = len(parts[0]) if val is not None else None
+        return cls(ids, vocab or int(ids.max()) + 1, split)
+
+
+class Examples:
+    """Example sets, as `lm train --examples DIR` reads them (ag_lm_examples_read):
+    train_inputs, train_targets, val_inputs, val_targets [n, T] (a target of
+    -100 not scored: -1 here, the library's "not counted")."""
+
+    def __init__(self, train_inputs, train_targets, val_inputs, val_targets, vocab):
+        self.train = (np.asarray(train_inputs, np.int64), np.asarray(train_targets, np.int64))
+        self.val = (np.asarray(val_inputs, np.int64), np.asarray(val_targets, np.int64))
+        self.vocab = int(vocab)
+        self.length = self.train[0].shape[1]
+
+    @classmethod
+    def read(cls, folder, vocab=0):
+        sets = []
+        for split in ("train", "val"):
+            x, y, n, T, e = C.c_void_p(), C.c_void_p(), C.c_int64(), C.c_int64(), err()
+            check(lib.ag_lm_examples_read(
+                C.byref(x), C.byref(y), C.byref(n), C.byref(T),
+                os.fsencode(os.path.join(folder, split + "_inputs.npy")),
+                os.fsencode(os.path.join(folder, split + "_targets.npy")), int(vocab),
+                C.byref(e)), e)
+            shape = (n.value, T.value)
+            sets += [_owned(x, n.value * T.value).reshape(shape),
+                     _owned(y, n.value * T.value).reshape(shape)]
+        if sets[0].shape[1] != sets[2].shape[1]:
+            raise Error("%s: validation examples of %d tokens; expected %d, the training set's"
+                        % (folder, sets[2].shape[1], sets[0].shape[1]), "invalid value")
+        top = max(int(a.max()) for a in sets)
+        return cls(*sets, vocab or top + 1)
+
+    def batch(self, split, batch, rng):
+        """x, y [batch, T]: random examples of a split ("train" or "val")."""
+        x, y = self.train if split == "train" else self.val
+        rows = rng.integers(0, len(x), batch)
+        return x[rows], y[rows]
+
+
+def _task(kind, vocab, length, n, first, seed, pairs=0, power=0.01):
+    t = S.ag_lm_task_t(kind=S.TASKS[kind], vocab=int(vocab), length=int(length),
+                       pairs=int(pairs), power=float(power), seed=int(seed))
+    shape = (int(n), int(length))
+    x, y, d = (np.empty(shape, np.int64) for _ in range(3))
+    e = err()
+    check(lib.ag_lm_task_make(C.byref(t), int(first), int(n), x.ctypes.data, y.ctypes.data,
+                              d.ctypes.data, C.byref(e)), e)
+    y[y < 0] = -100   # PyTorch's ignore_index, as `lm task` writes them
+    return x, y, d
+
+
+def mqar(vocab, length, pairs, n, first=0, seed=1, power=0.01):
+    """n examples of Zoology's multi-query associative recall (ag_lm_task_make;
+    what `attngraph lm task mqar` writes): inputs, targets (-100: not scored)
+    and distance [n, length], the distance of each scored position's key."""
+    return _task("AG_TASK_MQAR", vocab, length, n, first, seed, pairs, power)
+
+
+def copy_task(vocab, length, n, first=0, seed=1):
+    """n examples of the copy task: length/2 tokens, 0, the tokens again."""
+    return _task("AG_TASK_COPY", vocab, length, n, first, seed)
+
+
 class LM:
     """A GPT: wte [V, D], wpe [T, D], layers (Weights: pre-LayerNorm attention with
     wo and a residual, a pre-LayerNorm 4D GELU sublayer), lnf_weight (lnf_bias)
     [D], the head tied to wte; float32 arrays the library reads in place.
-    vocab: the token ids' code points (or bytes); pattern: the graph within a
-    sequence it trained under (causal, window:8, ...)."""
+    vocab: the token ids' code points (or bytes), or an int V: a model of token
+    ids 0..V-1; pattern: the graph within a sequence it trained under (causal,
+    window:8, ...)."""
 
     def __init__(self, wte, wpe, layers, lnf_weight, heads, vocab, lnf_bias=None, bytes=False,
                  pattern="causal"):
@@ -110,11 +208,14 @@ class LM:
         self.lnf_weight = np.ascontiguousarray(lnf_weight, np.float32)
         self.lnf_bias = None if lnf_bias is None else np.ascontiguousarray(lnf_bias, np.float32)
         self.layers, self.heads = list(layers), int(heads)
-        self.vocab, self.bytes, self.pattern = list(vocab), bool(bytes), str(pattern)
+        self.ids = isinstance(vocab, (int, np.integer))
+        self.vocab = int(vocab) if self.ids else list(vocab)
+        self.bytes, self.pattern = bool(bytes), str(pattern)
         V, D = self.wte.shape
-        if len(self.vocab) != V or self.wpe.ndim != 2 or self.wpe.shape[1] != D:
+        n_vocab = self.vocab if self.ids else len(self.vocab)
+        if n_vocab != V or self.wpe.ndim != 2 or self.wpe.shape[1] != D:
             raise Error("wte %s, wpe %s and a vocabulary of %d; expected [V, D], [T, D] and V"
-                        % (list(self.wte.shape), list(self.wpe.shape), len(self.vocab)),
+                        % (list(self.wte.shape), list(self.wpe.shape), n_vocab),
                         "invalid value")
         self._struct()   # shapes checked now
 
@@ -138,7 +239,8 @@ class LM:
     def init(cls, vocab, block, dim, layers, heads, bias=False, seed=1337, pattern="causal"):
         """GPT-2's initialisation from seed (ag_lm_init: `lm train --seed`'s model)."""
         m, e = S.ag_lm_t(), err()
-        check(lib.ag_lm_init(C.byref(m), len(vocab), block, dim, layers, heads, int(bias), seed,
+        V = int(vocab) if isinstance(vocab, (int, np.integer)) else len(vocab)
+        check(lib.ag_lm_init(C.byref(m), V, block, dim, layers, heads, int(bias), seed,
                              C.byref(e)), e)
         try:
             def arr(p, *shape):
@@ -166,7 +268,7 @@ class LM:
                 return None if not p else np.ctypeslib.as_array(
                     (C.c_float * int(np.prod(shape))).from_address(p)).reshape(shape).copy()
             blocks = [Weights._copy_c(m.layers[l]) for l in range(m.L)]
-            vocab = [lm.chars[k] for k in range(m.V)]
+            vocab = int(m.V) if lm.ids else [lm.chars[k] for k in range(m.V)]
             return cls(arr(m.wte, m.V, m.D), arr(m.wpe, m.T, m.D), blocks,
                        arr(m.lnf_weight, m.D), m.H, vocab, arr(m.lnf_bias, m.D),
                        bytes=bool(lm.bytes), pattern=lm.pattern.decode())
@@ -176,20 +278,29 @@ class LM:
     def save(self, folder):
         """The folder `lm sample --model` reads (ag_lm_model_save): written whole
         or not at all, so that a failure leaves the old folder as it was."""
-        chars = np.ascontiguousarray(self.vocab, np.int32)
         pattern = self.pattern.encode()
         if len(pattern) >= 1024:
             raise Error("a pattern of %d bytes; model.txt keeps up to 1023" % len(pattern),
                         "invalid value")
-        lm = S.ag_lm_model_t(m=self._struct(), bytes=int(self.bytes), pattern=pattern)
-        lm.chars = chars.ctypes.data_as(C.POINTER(C.c_int32))
+        lm = S.ag_lm_model_t(m=self._struct(), bytes=int(self.bytes), ids=int(self.ids),
+                             pattern=pattern)
+        if not self.ids:
+            chars = np.ascontiguousarray(self.vocab, np.int32)
+            lm.chars = chars.ctypes.data_as(C.POINTER(C.c_int32))
         e = err()
         check(lib.ag_lm_model_save(C.byref(lm), os.fsencode(folder), C.byref(e)), e)
 
     # ---- text
 
     def encode(self, text):
-        """Token ids of text: a str (a bytes model reads it as latin-1) or bytes."""
+        """Token ids of text: a str (a bytes model reads it as latin-1) or bytes;
+        a model of ids takes ids (each below V)."""
+        if self.ids:
+            ids = np.asarray(text, np.int64).reshape(-1)
+            if ids.size and (ids.min() < 0 or ids.max() >= self.V):
+                raise Error("token ids %s; expected ids in 0..%d" % (ids.tolist()[:8], self.V - 1),
+                            "invalid value")
+            return ids
         index = {c: k for k, c in enumerate(self.vocab)}
         if self.bytes:
             cps = list(text.encode("latin-1") if isinstance(text, str) else bytes(text))
@@ -203,6 +314,8 @@ class LM:
         return np.array([index[c] for c in cps], np.int64)
 
     def decode(self, ids):
+        if self.ids:
+            return np.asarray(ids, np.int64)
         cps = [self.vocab[int(k)] for k in ids]
         return bytes(cps).decode("latin-1") if self.bytes else "".join(map(chr, cps))
 
@@ -232,8 +345,16 @@ class LM:
 
     def loss(self, ids, targets, pattern=None):
         """The mean next-token cross-entropy of sequences ids [B, T] (targets
-        [B, T]; -1: not counted)."""
+        [B, T]; -1 or -100: not counted)."""
         return _loss(self, ids, targets, pattern, None, None)
+
+    def evaluate(self, ids, targets, pattern=None):
+        """(loss, accuracy) of sequences ids [B, T]: accuracy the share of the
+        counted targets (not -1 or -100) whose likeliest token is the target."""
+        correct, counted = C.c_int64(), C.c_int64()
+        opts = S.ag_lm_opts_t(correct=C.addressof(correct), counted=C.addressof(counted))
+        loss = _loss(self, ids, targets, pattern, None, opts)
+        return loss, correct.value / counted.value
 
     def sample(self, tokens=500, start="\n", temperature=1.0, top_k=0, seed=1337, pattern=None):
         """start and `tokens` more characters (a str; bytes models: latin-1), drawn
@@ -256,7 +377,8 @@ class LM:
 
 def _loss(m, ids, targets, pattern, grads, opts, trainer=None):
     ids, pos = m._tokens(ids)
-    targets = np.ascontiguousarray(targets, np.int64)
+    targets = np.array(targets, np.int64)
+    targets[targets == -100] = -1   # PyTorch's ignore_index: the library's "not counted"
     if targets.shape != ids.shape:
         raise Error("targets has shape %s; expected %s" % (list(targets.shape),
                                                            list(ids.shape)), "invalid value")

@@ -718,7 +718,8 @@ else
 fi
 
 # lm_same NAME "ARGS" P...: attngraph lm train and attngraph-mpi lm train on each P:
-# the --save folders byte for byte, and the logs but for their seconds
+# the --save folders byte for byte, and the logs but for their seconds (losses and
+# accuracies alike)
 lm_same() {
     name=$1 args=$2
     shift 2
@@ -728,14 +729,14 @@ lm_same() {
         bad "lm train $name: attngraph lm train failed: $(cat "$T/log")"
         return
     fi
-    cut -d, -f1-5 "$T/$name.1.csv" >"$T/$name.1.cut"
+    cut -d, -f1-5,7-8 "$T/$name.1.csv" >"$T/$name.1.cut"
     for p in "$@"; do
         # shellcheck disable=SC2086
         if ! mpi "$p" lm train $args --save "$T/$name.s$p" --log "$T/$name.$p.csv" --quiet \
              >"$T/log" 2>&1; then
             bad "lm train $name on $p processes: exit $?: $(head -n 3 "$T/log")"
         elif ! diff -r "$T/$name.s1" "$T/$name.s$p" >/dev/null ||
-             ! cut -d, -f1-5 "$T/$name.$p.csv" | cmp -s - "$T/$name.1.cut"; then
+             ! cut -d, -f1-5,7-8 "$T/$name.$p.csv" | cmp -s - "$T/$name.1.cut"; then
             bad "lm train $name on $p processes: the model or the log differs from one process's"
         else
             ok
@@ -753,6 +754,11 @@ lm_args="--text $T/text.txt --block 64 --batch 40 --layers 2 --heads 2 --dim 16 
  --eval-every 2 --eval-iters 2 --lr 3e-3 --warmup 2 --seed 5"
 lm_same lm "$lm_args --dropout 0.1" 2 3 4
 lm_same lm-window-bias "$lm_args --bias --pattern window:8" 3
+# example sets (MQAR): the whole validation set in batches, the last one padded
+"$CLI" lm task mqar --vocab 32 --length 16 --pairs 2 --train 200 --val 37 --out "$T/mqar" \
+    --quiet
+lm_same lm-examples "--examples $T/mqar --batch 8 --layers 1 --heads 2 --dim 16 --iters 4 \
+ --eval-every 2 --eval-iters 2 --lr 3e-3 --warmup 2" 2 3
 # a mask a block runs on one process: refused, naming the pattern, before any work
 mpi 2 lm train $lm_args --pattern 'window:8|causal' >/dev/null 2>"$T/err"
 status=$?

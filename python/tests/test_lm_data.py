@@ -1,0 +1,94 @@
+"""Token ids and example sets from Python (attngraph.lm): the recall tasks as
+`lm task` writes them, the readers' refusals, a model of token ids saved and
+loaded, and the accuracy `lm train` reports against the saved model's logits
+scored in numpy."""
+import numpy as np
+import pytest
+
+import attngraph as ag
+import attngraph.lm as lm
+from conftest import cli
+
+
+def test_tasks_are_the_command_line_s(tmp_path):
+    cli("lm", "task", "mqar", "--vocab", 64, "--length", 32, "--pairs", 4, "--train", 50,
+        "--val", 10, "--seed", 3, "--out", tmp_path / "mq", "--quiet")
+    x, y, d = lm.mqar(64, 32, 4, 60, seed=3)
+    np.testing.assert_array_equal(np.load(tmp_path / "mq" / "train_inputs.npy"), x[:50])
+    np.testing.assert_array_equal(np.load(tmp_path / "mq" / "val_targets.npy"), y[50:])
+    np.testing.assert_array_equal(np.load(tmp_path / "mq" / "val_distance.npy"), d[50:])
+    assert ((y == -100) | ((y >= 32) & (y < 64))).all() and ((y >= 0).sum(1) == 4).all()
+    # example k from (seed, k) alone: a slice is the same examples
+    x2, _, _ = lm.mqar(64, 32, 4, 5, first=20, seed=3)
+    np.testing.assert_array_equal(x2, x[20:25])
+    cx, cy, cd = lm.copy_task(10, 12, 3, seed=2)
+    np.testing.assert_array_equal(cy[:, 6:], cx[:, :6])
+    assert (cd[:, 6:] == 6).all() and (cy[:, :6] == -100).all()
+    with pytest.raises(ag.Error, match="5 pairs in 16 tokens"):
+        lm.mqar(64, 16, 5, 1)
+    ex = lm.Examples.read(str(tmp_path / "mq"))
+    assert ex.vocab == 64 and ex.length == 32 and ex.train[0].shape == (50, 32)
+    assert (ex.val[1] == np.where(y[50:] == -100, -1, y[50:])).all()
+
+
+def test_token_streams_and_their_refusals(tmp_path):
+    ids = np.array([1, 256, 65535, 7], np.uint16)
+    ids.astype("<u2").tofile(tmp_path / "t.bin")
+    t = lm.Tokens.read(str(tmp_path / "t.bin"))
+    assert t.ids.tolist() == [1, 256, 65535, 7] and t.vocab == 65536
+    with pytest.raises(ag.Error, match="token 2 is 65535; expected an id in 0..999"):
+        lm.Tokens.read(str(tmp_path / "t.bin"), vocab=1000)
+    (tmp_path / "odd.bin").write_bytes(b"abc")
+    with pytest.raises(ag.Error, match="3 bytes, an odd count"):
+        lm.Tokens.read(str(tmp_path / "odd.bin"))
+    np.save(tmp_path / "in.npy", np.zeros((2, 3), np.int64))
+    np.save(tmp_path / "tg.npy", np.zeros((3, 2), np.int64))
+    (tmp_path / "ex").mkdir()
+    for s in ("train", "val"):
+        np.save(tmp_path / "ex" / (s + "_inputs.npy"), np.zeros((2, 3), np.int64))
+        np.save(tmp_path / "ex" / (s + "_targets.npy"), np.zeros((3, 2), np.int64))
+    with pytest.raises(ag.Error, match=r"train_targets.npy is \[3, 2\]; expected \[2, 3\]"):
+        lm.Examples.read(str(tmp_path / "ex"))
+
+
+def test_a_model_of_ids_saves_loads_and_evaluates(tmp_path):
+    m = lm.LM.init(50, block=8, dim=16, layers=1, heads=2, seed=4)
+    assert m.ids and m.V == 50
+    m.save(str(tmp_path / "m"))
+    assert "vocab 50 ids" in (tmp_path / "m" / "model.txt").read_text()
+    assert not (tmp_path / "m" / "vocab.npy").exists()
+    back = lm.LM.load(str(tmp_path / "m"))
+    assert back.ids and back.vocab == 50
+    x = np.random.default_rng(1).integers(0, 50, (3, 8))
+    y = np.where(np.arange(8) % 2 == 0, -100, (x + 1) % 50)
+    np.testing.assert_array_equal(back.logits(x), m.logits(x))
+    loss, acc = back.evaluate(x, y)
+    logits = m.logits(x).astype(np.float64)
+    scored = y >= 0
+    lse = np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1)) + logits.max(-1)
+    want = (lse - np.take_along_axis(logits, np.maximum(y, 0)[..., None], -1)[..., 0])[scored]
+    assert loss == pytest.approx(want.mean(), rel=1e-5)
+    assert acc == (logits.argmax(-1) == y)[scored].mean()
+    with pytest.raises(ag.Error, match="expected ids in 0..49"):
+        back.sample(3, start=[3, 50])
+    out = back.sample(4, start=[3, 4], temperature=0)
+    assert len(out) == 6 and out[:2].tolist() == [3, 4]
+
+
+def test_lm_train_s_accuracy_is_the_saved_model_s(tmp_path):
+    """The val_acc of `lm train --examples` is the saved model's accuracy over
+    the whole validation set, scored here from its logits."""
+    cli("lm", "task", "mqar", "--vocab", 32, "--length", 16, "--pairs", 2, "--train", 500,
+        "--val", 40, "--out", tmp_path / "mq", "--quiet")
+    cli("lm", "train", "--examples", tmp_path / "mq", "--layers", 1, "--heads", 2, "--dim", 16,
+        "--iters", 30, "--eval-every", 30, "--batch", 16, "--save", tmp_path / "m", "--log",
+        tmp_path / "log.csv", "--quiet")
+    last = (tmp_path / "log.csv").read_text().splitlines()[-1].split(",")
+    m = lm.LM.load(str(tmp_path / "m"))
+    ex = lm.Examples.read(str(tmp_path / "mq"))
+    x, y = ex.val
+    logits = m.logits(x)
+    acc = (logits.argmax(-1) == y)[y >= 0].mean()
+    assert float(last[7]) == pytest.approx(acc, abs=5e-7)
+    loss, acc2 = m.evaluate(x, y)
+    assert acc2 == acc and float(last[3]) == pytest.approx(loss, abs=2e-6)
