@@ -187,6 +187,17 @@ void ref_layers_shaped(int64_t N, const int64_t *src, const int64_t *dst, int64_
         } else {
             memcpy(k, q, (size_t)(N * HD) * sizeof *q), memcpy(v, q, (size_t)(N * HD) * sizeof *q);
         }
+        for (int64_t i = 0; sc->rope_pos && i < N; i++)   /* rotary positions */
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t j = 0; j < d / 2; j++) {
+                    const double a = (double)sc->rope_pos[i] * pow(10000.0, -2.0 * j / d);
+                    double *p[2] = {q + i * HD + h * d, k + i * HD + h * d};
+                    for (int t = 0; t < 2; t++) {
+                        const double x = p[t][j], y = p[t][j + d / 2];
+                        p[t][j] = x * cos(a) - y * sin(a);
+                        p[t][j + d / 2] = x * sin(a) + y * cos(a);
+                    }
+                }
         ref_score_t round_sc = *sc;
         round_sc.a_src = L->a_src, round_sc.a_dst = L->a_dst;
         if (L->wedge) {   /* the edge features' terms */
@@ -484,10 +495,13 @@ double ref_lm_loss(const ref_lm_t *m, int64_t B, const int64_t *ids, const int64
     const int64_t T = m->T, D = m->D, N = B * T, most = B * T * (T + 1) / 2;
     int64_t *src = malloc((size_t)most * sizeof *src), *dst = malloc((size_t)most * sizeof *dst);
     double *X = calloc((size_t)(N * D), sizeof *X);
-    for (int64_t i = 0; i < N; i++)
+    int64_t *at = malloc((size_t)N * sizeof *at);   /* each token's place */
+    for (int64_t i = 0; i < N; i++) {
+        at[i] = i % T;
         for (int64_t c = 0; c < D; c++)
-            X[i * D + c] = (double)m->wte[ids[i] * D + c] + m->wpe[(i % T) * D + c];
-    const ref_score_t sc = {.kind = 0, .beta = 1.0};
+            X[i * D + c] = (double)m->wte[ids[i] * D + c] + (m->rope ? 0.0 : m->wpe[at[i] * D + c]);
+    }
+    const ref_score_t sc = {.kind = 0, .beta = 1.0, .rope_pos = m->rope ? at : NULL};
     for (int64_t l = 0; l < m->L; l++) {   /* each block on its own messages */
         const int64_t W = m->window ? m->window[l] : 0;
         int64_t E = 0;
@@ -515,6 +529,6 @@ double ref_lm_loss(const ref_lm_t *m, int64_t B, const int64_t *ids, const int64
         loss += mx + log(z) - logit[targets[i]], counted++;
         free(logit);
     }
-    free(src), free(dst), free(X);
+    free(src), free(dst), free(X), free(at);
     return counted ? loss / (double)counted : 0;
 }

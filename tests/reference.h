@@ -55,6 +55,10 @@ typedef struct {
        additive's LeakyReLU; edge_key [E, H*d] added to the key (every kind),
        edge_value [E, H*d] to the value */
     const double *edge_pre, *edge_key, *edge_value;
+    /* rotary positions: each node's [N], or NULL; q and k of node i turned in
+       each head, pairs (j, j + d/2) by pos[i] * 10000^(-2j/d) (RoFormer's
+       formula, in double) */
+    const int64_t *rope_pos;
 } ref_score_t;
 
 /*
@@ -128,6 +132,7 @@ typedef struct {
     const float *wte, *wpe, *lnf_w, *lnf_b;
     const ref_shaped_t *layers;
     const int64_t *window;   /* [L] block l's: token i reads i-W+1..i (0: 0..i); NULL: causal */
+    int rope;                /* rotary positions (wpe unused): token i at i % T */
 } ref_lm_t;
 
 /* The mean next-token cross-entropy of B causal sequences of T tokens (ids,

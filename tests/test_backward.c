@@ -261,7 +261,7 @@ static ref_score_t ref_score_of(const problem_t *p, const double *bias)
     const ag_score_t *s = &p->sc;
     return (ref_score_t){(int)s->kind, s->beta != 0 ? s->beta : 1.0, s->softcap,
                          s->slope != 0 ? s->slope : 0.2, p->a_src, p->a_dst, bias, s->alibi,
-                         s->has_sigmoid_bias, s->sigmoid_bias, NULL, NULL, NULL};
+                         s->has_sigmoid_bias, s->sigmoid_bias, NULL, NULL, NULL, NULL};
 }
 
 /* L = sum dM * M with M from the double reference (messages in slot order,

@@ -63,7 +63,8 @@ static double ref_windows(const ag_lm_t *m, ref_shaped_t *layers, const int64_t 
                                    .ln2_w = w->ln2_weight, .ln2_b = w->ln2_bias, .ff_act = 3,
                                    .bq = w->bq, .bk = w->bk, .bv = w->bv};
     }
-    const ref_lm_t r = {V, T, D, L, m->wte, m->wpe, m->lnf_weight, m->lnf_bias, layers, window};
+    const ref_lm_t r = {V, T, D, L, m->wte, m->wpe, m->lnf_weight, m->lnf_bias, layers, window,
+                        m->positions == AG_LM_POS_ROPE};
     return ref_lm_loss(&r, B, ids, targets);
 }
 
@@ -73,7 +74,8 @@ static int arrays_of(ag_lm_t *m, float **arr, int64_t *n)
 {
     int k = 0;
     arr[k] = m->wte, n[k++] = V * D;
-    arr[k] = m->wpe, n[k++] = T * D;
+    if (m->wpe)
+        arr[k] = m->wpe, n[k++] = T * D;
     for (int l = 0; l < L; l++) {
         for (int a = 0; a < AG_LAYER_ARRAYS; a++)
             if (*ag_layer_array(&m->layers[l], a))
@@ -105,11 +107,13 @@ static void widen(ag_lm_t *m, uint64_t seed)
    block: ag_lm_graphs; NULL: docs_graph's causal for all) against the double
    reference with each block under window[l] (NULL: causal), and central
    differences of that reference. */
-static void check_against_reference(int bias, const char *spec, const int64_t *window)
+static void check_against_reference(int bias, const char *spec, const int64_t *window,
+                                    ag_lm_positions_t positions)
 {
     ag_lm_t m, g;
     ag_error_t err;
     ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, bias, 5, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_set_positions(&m, positions, &err), AG_OK);
     ck_assert_int_eq(ag_lm_grads_init(&g, &m, &err), AG_OK);
     widen(&m, 40);
     ag_nbhd_t nb, *graphs[L];
@@ -171,7 +175,30 @@ static void check_against_reference(int bias, const char *spec, const int64_t *w
 
 START_TEST(lm_loss_and_gradients_match_the_double_reference)
 {
-    check_against_reference(_i, NULL, NULL);
+    check_against_reference(_i, NULL, NULL, AG_LM_POS_LEARNT);
+}
+END_TEST
+
+/* Rotary positions: the loss and every gradient (no wpe) against the double
+   reference that turns q and k by RoFormer's formula, under causal and under
+   a window a block; no positions at all, the same with nothing turned. */
+START_TEST(lm_rotary_positions_match_the_double_reference)
+{
+    static const int64_t window[L] = {2, 0};
+    check_against_reference(_i, NULL, NULL, AG_LM_POS_ROPE);
+    check_against_reference(_i, "window:2|causal", window, AG_LM_POS_ROPE);
+    ag_lm_t m;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, _i, 5, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_set_positions(&m, AG_LM_POS_NONE, &err), AG_OK);
+    ck_assert_ptr_null(m.wpe);
+    ck_assert_fails_with(ag_lm_set_positions(&m, AG_LM_POS_LEARNT, &err), err, AG_EINVAL,
+                         "draw it with ag_lm_init");
+    ag_lm_destroy(&m);
+    ck_assert_int_eq(ag_lm_init(&m, V, T, 6, L, 2, _i, 5, &err), AG_OK);   /* heads of 3 */
+    ck_assert_fails_with(ag_lm_set_positions(&m, AG_LM_POS_ROPE, &err), err, AG_EINVAL,
+                         "heads of width 3 are odd");
+    ag_lm_destroy(&m);
 }
 END_TEST
 
@@ -179,8 +206,8 @@ END_TEST
    (the reference builds each block's messages from the window's formula). */
 START_TEST(lm_a_mask_per_block_matches_the_reference)
 {
-    check_against_reference(_i, "window:2|causal", (const int64_t[L]){2, 0});
-    check_against_reference(_i, "causal|window:3", (const int64_t[L]){0, 3});
+    check_against_reference(_i, "window:2|causal", (const int64_t[L]){2, 0}, AG_LM_POS_LEARNT);
+    check_against_reference(_i, "causal|window:3", (const int64_t[L]){0, 3}, AG_LM_POS_LEARNT);
     /* one pattern given per block is the pattern for all, bit for bit */
     ag_lm_t m;
     ag_error_t err;
@@ -419,11 +446,13 @@ static void assert_logits_near(const float *got, const float *want, const char *
    last tokens gives the logits of that shorter sequence. */
 START_TEST(lm_decoder_equals_the_whole_prefix)
 {
-    const int bias = _i % 2;
-    const char *spec = _i < 2 ? "causal" : "window:2";
+    const int bias = _i % 2, rope = _i >= 4;   /* rope: each key cached turned */
+    const char *spec = _i % 4 < 2 ? "causal" : "window:2";
     ag_lm_t m;
     ag_error_t err;
     ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, bias, 17, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_set_positions(&m, rope ? AG_LM_POS_ROPE : AG_LM_POS_LEARNT, &err),
+                     AG_OK);
     widen(&m, 60);
     ag_nbhd_t nb, tail;
     pattern_graph(&nb, spec, T);
@@ -715,6 +744,7 @@ Suite *lm_suite(void)
     TCase *tc = tcase_create("gpt");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, lm_loss_and_gradients_match_the_double_reference, 0, 2);
+    tcase_add_loop_test(tc, lm_rotary_positions_match_the_double_reference, 0, 2);
     tcase_add_test(tc, lm_batch_is_its_sequences_one_by_one);
     tcase_add_test(tc, lm_graph_is_the_sequences_side_by_side);
     tcase_add_loop_test(tc, lm_a_mask_per_block_matches_the_reference, 0, 2);
@@ -725,7 +755,7 @@ Suite *lm_suite(void)
     tcase_add_test(tc, lm_optimizer_groups);
     tcase_add_test(tc, lm_kept_tape_gives_the_same_bits);
     tcase_add_test(tc, lm_refuses_bad_inputs);
-    tcase_add_loop_test(tc, lm_decoder_equals_the_whole_prefix, 0, 4);
+    tcase_add_loop_test(tc, lm_decoder_equals_the_whole_prefix, 0, 8);
     tcase_add_test(tc, lm_decoder_refuses_a_graph_that_reads_ahead);
     tcase_add_test(tc, lm_decoder_reads_a_mask_per_block);
     tcase_add_test(tc, lm_pick_follows_the_softmax);

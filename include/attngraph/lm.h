@@ -25,12 +25,19 @@ AG_BEGIN_DECLS
  * (the pattern docs:T,T,... or any pattern within each, such as
  * docs:T,T&window:8), so a batch is one call of the kernels.
  */
+/* Where a token's position enters: learnt absolute embeddings wpe [T, D]
+   added to the token's (nanoGPT's), rotary positions on every block's queries
+   and keys (RoFormer's; ag_round_opts_t.rope_positions), or none (causal
+   attention alone tells the order, as NoPE models rely on). */
+typedef enum { AG_LM_POS_LEARNT = 0, AG_LM_POS_ROPE, AG_LM_POS_NONE } ag_lm_positions_t;
+
 typedef struct {
     int64_t V, T, D, L, H;       /* vocabulary, block size, width, layers, heads */
     int bias;
-    float *wte, *wpe;            /* [V, D], [T, D] */
+    float *wte, *wpe;            /* [V, D], [T, D] (NULL unless positions are learnt) */
     ag_weights_t *layers;        /* [L] */
     float *lnf_weight, *lnf_bias;   /* [D], [D] (bias: NULL without) */
+    ag_lm_positions_t positions;
 } ag_lm_t;
 
 /* GPT-2's initialisation from seed: every matrix and embedding normal(0, 0.02),
@@ -40,6 +47,12 @@ int ag_lm_init(ag_lm_t *m, int64_t V, int64_t T, int64_t D, int64_t L, int64_t H
                uint64_t seed, ag_error_t *err);
 /* Zeroed arrays shaped like m's (a model's gradients). */
 int ag_lm_grads_init(ag_lm_t *g, const ag_lm_t *m, ag_error_t *err);
+/* m's positions: AG_LM_POS_ROPE or AG_LM_POS_NONE free its wpe (rotary ones
+   need an even head width D/H); back to AG_LM_POS_LEARNT is refused (draw the
+   model again). Call it before ag_lm_grads_init and the optimizer. */
+int ag_lm_set_positions(ag_lm_t *m, ag_lm_positions_t positions, ag_error_t *err);
+const char *ag_lm_positions_name(ag_lm_positions_t positions);
+int ag_lm_positions_parse(const char *name, ag_lm_positions_t *positions);
 void ag_lm_destroy(ag_lm_t *m);
 
 /* The graph of B sequences of T tokens side by side, spec within each
@@ -61,7 +74,8 @@ void ag_lm_graphs_free(ag_nbhd_t **graphs, int64_t L);
  * A language model as `attngraph lm train --save` writes it: the GPT, its
  * vocabulary and the pattern it trained under. Its folder (docs/lm.md) holds
  * model.txt (the GPT's keys, one a line: vocab V utf-8|bytes|ids, block T,
- * layers L, heads H, dim D, bias yes|no, pattern SPEC), vocab.npy (int64
+ * layers L, heads H, dim D, bias yes|no, pattern SPEC, positions rope|none
+ * where they are not learnt), vocab.npy (int64
  * [V]; not with ids), wte.npy, wpe.npy, lnf_weight.npy (lnf_bias.npy) and round-1/ ..
  * round-L/ with each block's arrays by their names (ag_layer_array_info).
  * Folders of 0.2, with lm.txt in the place of model.txt, load too.

@@ -225,6 +225,13 @@ typedef struct {
        heads (required there; ag_rounds_forward transposes it for the
        backward). NULL, or a NULL entry for a round whose layer has none. */
     ag_nbhd_t *const *global_graphs;
+    /* Rotary positions (RoFormer's): each row's position [n] (the rows the call
+       holds: on several processes, this process's), NULL: none. Queries and
+       keys are turned after their projections, in each head the pairs of
+       columns (j, j + d/2) by position * rope_base^(-2j/d) (0: base 10000);
+       the heads' width must be even. */
+    const int64_t *rope_positions;
+    float rope_base;
 } ag_round_opts_t;
 
 /* The defaults (every field taken as given, 0 means 0): no score (scaled-dot),

@@ -43,8 +43,9 @@ MODEL_KEYS = dict(AG_KEY_SCORE=0, AG_KEY_BETA=1, AG_KEY_SOFTCAP=2, AG_KEY_SLOPE=
                   AG_KEY_READOUT=15, AG_KEY_ROUNDS=16, AG_MODEL_KEYS=17,
                    AG_MODEL_MAX_LAYERS=64)
 TASKS = dict(AG_TASK_MQAR=0, AG_TASK_COPY=1, AG_LM_MAX_VOCAB=1 << 20)
+LM_POSITIONS = dict(AG_LM_POS_LEARNT=0, AG_LM_POS_ROPE=1, AG_LM_POS_NONE=2)
 ENUMS = [STATUS, SELF_LOOPS, SCORE_KINDS, NORMS, ACTIVATIONS, OPTIMIZERS, FORMATS, DIRECTIONS,
-         DRAW_LIMITS, LAYER_FEATURES, INITS, LAYER_OUTS, MODEL_KEYS, TASKS]
+         DRAW_LIMITS, LAYER_FEATURES, INITS, LAYER_OUTS, MODEL_KEYS, TASKS, LM_POSITIONS]
 
 # The library's igraph_t lives in a buffer of this many bytes (the test checks
 # sizeof(igraph_t) fits): the package never looks inside it.
@@ -151,7 +152,7 @@ class ag_cross_entropy_out_t(C.Structure):
 class ag_lm_t(C.Structure):
     _fields_ = [("V", i64), ("T", i64), ("D", i64), ("L", i64), ("H", i64), ("bias", C.c_int),
                 ("wte", ptr), ("wpe", ptr), ("layers", C.POINTER(ag_weights_t)),
-                ("lnf_weight", ptr), ("lnf_bias", ptr)]
+                ("lnf_weight", ptr), ("lnf_bias", ptr), ("positions", C.c_int)]
 
 
 class ag_lm_model_t(C.Structure):
@@ -192,7 +193,7 @@ class ag_round_opts_t(C.Structure):
                 ("on_progress", ON_ROUND_PROGRESS_FN), ("dropout", f32), ("attn_dropout", f32),
                 ("dropout_seed", C.c_uint64), ("resid_dropout", C.c_float),
                 ("edge_features", ptr), ("edge_dim", i64), ("graphs", ptr),
-                ("global_graphs", ptr)]
+                ("global_graphs", ptr), ("rope_positions", ptr), ("rope_base", f32)]
 
 
 class ag_round_figures_t(C.Structure):
@@ -356,6 +357,7 @@ FUNCTIONS = {
     "ag_lm_examples_read": (I, [C.POINTER(P), C.POINTER(P), C.POINTER(i64), C.POINTER(i64),
                                 C.c_char_p, C.c_char_p, i64, E]),
     "ag_lm_task_make": (I, [C.POINTER(ag_lm_task_t), i64, i64, P, P, P, E]),
+    "ag_lm_set_positions": (I, [C.POINTER(ag_lm_t), C.c_int, E]),
     "ag_lm_loss": (I, [C.POINTER(ag_lm_t), NB, P, P, P, C.POINTER(ag_lm_opts_t),
                        C.POINTER(f64), C.POINTER(ag_lm_t), C.POINTER(P), E]),
     "ag_lm_logits": (I, [C.POINTER(ag_lm_t), NB, P, P, P, E]),

@@ -193,8 +193,12 @@ def copy_task(vocab, length, n, first=0, seed=1):
     return _task("AG_TASK_COPY", vocab, length, n, first, seed)
 
 
+POSITIONS = ("learnt", "rope", "none")
+
+
 class LM:
-    """A GPT: wte [V, D], wpe [T, D], layers (Weights: pre-LayerNorm attention with
+    """A GPT: wte [V, D], wpe [T, D] (positions "learnt"; None with "rope",
+    rotary positions on the queries and keys, or "none"), layers (Weights: pre-LayerNorm attention with
     wo and a residual, a pre-LayerNorm 4D GELU sublayer), lnf_weight (lnf_bias)
     [D], the head tied to wte; float32 arrays the library reads in place.
     vocab: the token ids' code points (or bytes), or an int V: a model of token
@@ -202,9 +206,18 @@ class LM:
     window:8, ...)."""
 
     def __init__(self, wte, wpe, layers, lnf_weight, heads, vocab, lnf_bias=None, bytes=False,
-                 pattern="causal"):
-        self.wte, self.wpe = np.ascontiguousarray(wte, np.float32), \
-            np.ascontiguousarray(wpe, np.float32)
+                 pattern="causal", positions="learnt", block=None):
+        if positions not in POSITIONS:
+            raise Error("positions=%r; expected one of %s" % (positions, ", ".join(POSITIONS)),
+                        "invalid value")
+        if (wpe is None) != (positions != "learnt") or (wpe is None and block is None):
+            raise Error("positions=%r with wpe %s; expected wpe [T, D] for learnt positions, "
+                        "else None and the block" % (positions, "given" if wpe is not None
+                                                     else "None"), "invalid value")
+        self.positions = positions
+        self.wte = np.ascontiguousarray(wte, np.float32)
+        self.wpe = None if wpe is None else np.ascontiguousarray(wpe, np.float32)
+        self._block = int(block) if wpe is None else self.wpe.shape[0]
         self.lnf_weight = np.ascontiguousarray(lnf_weight, np.float32)
         self.lnf_bias = None if lnf_bias is None else np.ascontiguousarray(lnf_bias, np.float32)
         self.layers, self.heads = list(layers), int(heads)
@@ -213,15 +226,16 @@ class LM:
         self.bytes, self.pattern = bool(bytes), str(pattern)
         V, D = self.wte.shape
         n_vocab = self.vocab if self.ids else len(self.vocab)
-        if n_vocab != V or self.wpe.ndim != 2 or self.wpe.shape[1] != D:
+        wpe_shape = None if self.wpe is None else list(self.wpe.shape)
+        if n_vocab != V or (self.wpe is not None and (self.wpe.ndim != 2 or
+                                                      self.wpe.shape[1] != D)):
             raise Error("wte %s, wpe %s and a vocabulary of %d; expected [V, D], [T, D] and V"
-                        % (list(self.wte.shape), list(self.wpe.shape), n_vocab),
-                        "invalid value")
+                        % (list(self.wte.shape), wpe_shape, n_vocab), "invalid value")
         self._struct()   # shapes checked now
 
     V = property(lambda self: self.wte.shape[0])
     D = property(lambda self: self.wte.shape[1])
-    block = property(lambda self: self.wpe.shape[0])
+    block = property(lambda self: self._block)
     bias = property(lambda self: self.lnf_bias is not None)
 
     def _struct(self):
@@ -229,27 +243,34 @@ class LM:
         layers = (S.ag_weights_t * len(self.layers))(*[w.c() for w in self.layers])
         m = S.ag_lm_t(V=self.V, T=self.block, D=self.D, L=len(self.layers), H=self.heads,
                          bias=int(self.bias), wte=self.wte.ctypes.data,
-                         wpe=self.wpe.ctypes.data, layers=layers,
+                         wpe=None if self.wpe is None else self.wpe.ctypes.data, layers=layers,
                          lnf_weight=self.lnf_weight.ctypes.data,
-                         lnf_bias=self.lnf_bias.ctypes.data if self.bias else None)
+                         lnf_bias=self.lnf_bias.ctypes.data if self.bias else None,
+                         positions=POSITIONS.index(self.positions))
         m._keep = layers
         return m
 
     @classmethod
-    def init(cls, vocab, block, dim, layers, heads, bias=False, seed=1337, pattern="causal"):
-        """GPT-2's initialisation from seed (ag_lm_init: `lm train --seed`'s model)."""
+    def init(cls, vocab, block, dim, layers, heads, bias=False, seed=1337, pattern="causal",
+             positions="learnt"):
+        """GPT-2's initialisation from seed (ag_lm_init: `lm train --seed`'s model);
+        positions "learnt", "rope" or "none" (ag_lm_set_positions)."""
+        if positions not in POSITIONS:
+            raise Error("positions=%r; expected one of %s" % (positions, ", ".join(POSITIONS)),
+                        "invalid value")
         m, e = S.ag_lm_t(), err()
         V = int(vocab) if isinstance(vocab, (int, np.integer)) else len(vocab)
         check(lib.ag_lm_init(C.byref(m), V, block, dim, layers, heads, int(bias), seed,
                              C.byref(e)), e)
         try:
+            check(lib.ag_lm_set_positions(C.byref(m), POSITIONS.index(positions), C.byref(e)), e)
             def arr(p, *shape):
                 return None if not p else np.ctypeslib.as_array(
                     (C.c_float * int(np.prod(shape))).from_address(p)).reshape(shape).copy()
             blocks = [Weights._copy_c(m.layers[l]) for l in range(layers)]
             return cls(arr(m.wte, m.V, m.D), arr(m.wpe, m.T, m.D), blocks,
                        arr(m.lnf_weight, m.D), heads, vocab, arr(m.lnf_bias, m.D),
-                       pattern=pattern)
+                       pattern=pattern, positions=positions, block=block)
         finally:
             lib.ag_lm_destroy(C.byref(m))
 
@@ -271,7 +292,8 @@ class LM:
             vocab = int(m.V) if lm.ids else [lm.chars[k] for k in range(m.V)]
             return cls(arr(m.wte, m.V, m.D), arr(m.wpe, m.T, m.D), blocks,
                        arr(m.lnf_weight, m.D), m.H, vocab, arr(m.lnf_bias, m.D),
-                       bytes=bool(lm.bytes), pattern=lm.pattern.decode())
+                       bytes=bool(lm.bytes), pattern=lm.pattern.decode(),
+                       positions=POSITIONS[m.positions], block=m.T)
         finally:
             lib.ag_lm_model_destroy(C.byref(lm))
 

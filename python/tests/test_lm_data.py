@@ -92,3 +92,56 @@ def test_lm_train_s_accuracy_is_the_saved_model_s(tmp_path):
     assert float(last[7]) == pytest.approx(acc, abs=5e-7)
     loss, acc2 = m.evaluate(x, y)
     assert acc2 == acc and float(last[3]) == pytest.approx(loss, abs=2e-6)
+
+
+def _torch_rope(x, pos, d):
+    """RoFormer's turn of x [..., T, d] (pairs j, j + d/2) at positions pos, in float64."""
+    import torch
+    j = torch.arange(d // 2, dtype=torch.float64)
+    a = pos[:, None].double() * 10000.0 ** (-2.0 * j / d)
+    c, s = torch.cos(a), torch.sin(a)
+    x1, x2 = x[..., :d // 2], x[..., d // 2:]
+    return torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], -1)
+
+
+def test_rotary_positions_are_roformer_s(tmp_path):
+    """A model with rotary positions: its logits against a float64 torch GPT
+    that turns q and k by RoFormer's formula (and has no wpe); saved with
+    `positions rope`, loaded the same; `lm train --positions rope` saves it."""
+    import torch
+    m = lm.LM.init(11, block=6, dim=8, layers=2, heads=2, seed=3, positions="rope")
+    assert m.wpe is None and m.positions == "rope"
+    x = np.random.default_rng(2).integers(0, 11, (2, 6))
+    D, H, d, T = 8, 2, 4, 6
+    f = lambda a: torch.from_numpy(np.asarray(a, np.float64))
+    h = f(m.wte)[torch.from_numpy(x)]
+    ln = lambda z, w, b=None: torch.nn.functional.layer_norm(z, (D,), f(w), None, 1e-5)
+    mask = torch.ones(T, T).tril().bool()
+    pos = torch.arange(T)
+    for w in m.layers:
+        z = ln(h, w.ln_weight)
+        q, k, v = (z @ f(a).T for a in (w.wq, w.wk, w.wv))
+        split = lambda t: t.view(2, T, H, d).transpose(1, 2)
+        q, k, v = split(q), split(k), split(v)
+        q, k = _torch_rope(q, pos, d), _torch_rope(k, pos, d)
+        s = (q @ k.transpose(-1, -2)) / d ** 0.5
+        a = torch.softmax(s.masked_fill(~mask, float("-inf")), -1) @ v
+        h = h + a.transpose(1, 2).reshape(2, T, D) @ f(w.wo).T
+        z = ln(h, w.ln2_weight)
+        h = h + torch.nn.functional.gelu(z @ f(w.w1).T) @ f(w.w2).T
+    want = ln(h, m.lnf_weight) @ f(m.wte).T
+    np.testing.assert_allclose(m.logits(x), want.numpy(), atol=2e-5)
+    m.save(str(tmp_path / "r"))
+    assert "positions rope" in (tmp_path / "r" / "model.txt").read_text()
+    assert not (tmp_path / "r" / "wpe.npy").exists()
+    np.testing.assert_array_equal(lm.LM.load(str(tmp_path / "r")).logits(x), m.logits(x))
+    cli("lm", "task", "copy", "--vocab", 12, "--length", 8, "--train", 50, "--val", 8, "--out",
+        tmp_path / "cp", "--quiet")
+    for p in ("rope", "none"):
+        cli("lm", "train", "--examples", tmp_path / "cp", "--layers", 1, "--heads", 2, "--dim",
+            8, "--iters", 2, "--positions", p, "--save", tmp_path / p, "--quiet")
+        assert ("positions %s\n" % p) in (tmp_path / p / "model.txt").read_text()
+        assert lm.LM.load(str(tmp_path / p)).positions == p
+    r = cli("lm", "train", "--examples", tmp_path / "cp", "--heads", 2, "--dim", 6,
+            "--positions", "rope", check=False)
+    assert r.returncode == 2 and "heads of odd width 3" in r.stderr

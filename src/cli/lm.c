@@ -56,6 +56,9 @@ static const opt_def_t lm_train_options[] = {
               "  --layers L --heads H --dim D   the model (default 4, 4, 128)\n"),
     OPT_VALUE("heads", OPT_HEADS, NULL),
     OPT_VALUE("dim", OPT_DIM, NULL),
+    OPT_VALUE("positions", OPT_POSITIONS,
+              "  --positions P       learnt (absolute, nanoGPT's; default), rope (rotary, on the\n"
+              "                      queries and keys) or none\n"),
     OPT_FLAG("bias", OPT_BIAS,
              "  --bias              biases on every linear map and LayerNorm (nanoGPT's bias=True)\n"),
     OPT_VALUE("iters", OPT_ITERS, "  --iters N           optimizer steps (default 2000)\n"),
@@ -101,6 +104,7 @@ typedef struct {
     int64_t block, batch, layers, heads, dim, iters, warmup, decay_iters, eval_every;
     int64_t eval_iters, threads, vocab;
     int block_given;
+    ag_lm_positions_t positions;
     double lr, min_lr, beta2, weight_decay, clip, dropout;
     int64_t seed;
     int bias, bytes, quiet;
@@ -145,6 +149,10 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
         case OPT_HEADS: bad = opt_int(&o->heads, cmd, "heads", a, 1, 4096); break;
         case OPT_DIM: bad = opt_int(&o->dim, cmd, "dim", a, 1, 1 << 16); break;
         case OPT_BIAS: o->bias = 1; break;
+        case OPT_POSITIONS:
+            if (ag_lm_positions_parse(a, &o->positions))
+                bad = usage_error(cmd, "--positions '%s'; expected learnt, rope or none", a);
+            break;
         case OPT_ITERS: bad = opt_int(&o->iters, cmd, "iters", a, 0, big); break;
         case OPT_LR: bad = opt_real(&o->lr, cmd, "lr", a, 0, 1); break;
         case OPT_MIN_LR: bad = opt_real(&o->min_lr, cmd, "min-lr", a, 0, 1); break;
@@ -190,6 +198,11 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
     if (o->dim % o->heads)
         return usage_error(cmd, "--dim %lld is not a multiple of --heads %lld",
                            (long long)o->dim, (long long)o->heads);
+    if (o->positions == AG_LM_POS_ROPE && (o->dim / o->heads) % 2)
+        return usage_error(cmd, "--positions rope turns pairs of a head's columns; --dim %lld "
+                           "over --heads %lld gives heads of odd width %lld",
+                           (long long)o->dim, (long long)o->heads,
+                           (long long)(o->dim / o->heads));
     if (o->beta2 >= 1 || o->dropout >= 1)
         return usage_error(cmd, "--%s %g; expected a value below 1", o->beta2 >= 1 ? "beta2"
                            : "dropout", o->beta2 >= 1 ? o->beta2 : o->dropout);
@@ -358,6 +371,8 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
         rc = ag_lm_init(m, c->V, o->block, o->dim, o->layers, o->heads, o->bias,
                         (uint64_t)o->seed, err);
     if (!rc)
+        rc = ag_lm_set_positions(m, o->positions, err);
+    if (!rc)
         rc = ag_lm_grads_init(&g, m, err);
     if (!rc)
         rc = ag_optimizer_init(&opt, &oo, err);
@@ -501,9 +516,11 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
         rc = b->agree(b, rc, &err);
     if (!rc && !o.quiet) {
         corpus_say(&c, &o);
-        printf("model: %lld layers, %lld heads, width %lld, block %lld%s; batch %lld; "
+        printf("model: %lld layers, %lld heads, width %lld, block %lld%s%s%s; batch %lld; "
                "%d thread%s%s%.0d%s\n", (long long)o.layers, (long long)o.heads,
                (long long)o.dim, (long long)o.block, o.bias ? ", biases" : "",
+               o.positions ? ", positions " : "",
+               o.positions ? ag_lm_positions_name(o.positions) : "",
                (long long)o.batch, threads, AG_PLURAL(threads),
                b->ranks > 1 ? " on each of " : "", b->ranks > 1 ? b->ranks : 0,
                b->ranks > 1 ? " processes" : "");

@@ -218,7 +218,7 @@ int ag_lm_decoder_push(ag_lm_decoder_t *dec, int64_t id, float *logits, ag_error
                        "in [0, %lld)", (long long)id, (long long)m->V);
     const float eps = 1e-5f;   /* AG_ROUND_OPTS_INIT's, as ag_lm_loss runs the blocks */
     for (int64_t c = 0; c < D; c++)
-        dec->x[c] = m->wte[id * D + c] + m->wpe[t * D + c];
+        dec->x[c] = m->wte[id * D + c] + (m->wpe ? m->wpe[t * D + c] : 0.0f);
     for (int64_t l = 0; l < m->L; l++) {
         const ag_weights_t *w = &m->layers[l];
         const int64_t row = dec->at[l] + t % dec->rows[l];   /* over the oldest row */
@@ -227,6 +227,12 @@ int ag_lm_decoder_push(ag_lm_decoder_t *dec, int64_t id, float *logits, ag_error
         project(dec->q, w->wq, w->bq, dec->h, D, D);
         project(k, w->wk, w->bk, dec->h, D, D);
         project(v, w->wv, w->bv, dec->h, D, D);
+        int rc = m->positions == AG_LM_POS_ROPE   /* the key is cached turned */
+                     ? ag_i_rope(dec->q, 1, m->H, D / m->H, &t, 0.0f, 0, err) : AG_OK;
+        if (!rc && m->positions == AG_LM_POS_ROPE)
+            rc = ag_i_rope(k, 1, m->H, D / m->H, &t, 0.0f, 0, err);
+        if (rc)
+            return rc;
         attend(dec, l, t);
         project(dec->h, w->wo, w->bias, dec->a, D, D);
         for (int64_t c = 0; c < D; c++)

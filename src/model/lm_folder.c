@@ -29,7 +29,8 @@ static int model_arrays(const ag_lm_t *m, lm_array_t *out)
 {
     int k = 0;
     out[k++] = (lm_array_t){m->wte, "wte", 0, 2, {m->V, m->D}};
-    out[k++] = (lm_array_t){m->wpe, "wpe", 0, 2, {m->T, m->D}};
+    if (m->wpe)   /* learnt positions */
+        out[k++] = (lm_array_t){m->wpe, "wpe", 0, 2, {m->T, m->D}};
     out[k++] = (lm_array_t){m->lnf_weight, "lnf_weight", 0, 1, {m->D}};
     if (m->lnf_bias)
         out[k++] = (lm_array_t){m->lnf_bias, "lnf_bias", 0, 1, {m->D}};
@@ -64,10 +65,13 @@ static int max_arrays(const ag_lm_t *m)
 static void model_text(char *buf, size_t cap, const ag_lm_model_t *lm)
 {
     const ag_lm_t *m = &lm->m;
-    snprintf(buf, cap, "# attngraph language model\nvocab %lld %s\nblock %lld\nlayers %lld\n"
-             "heads %lld\ndim %lld\nbias %s\npattern %s\n", (long long)m->V,
-             lm->ids ? "ids" : lm->bytes ? "bytes" : "utf-8", (long long)m->T, (long long)m->L, (long long)m->H,
-             (long long)m->D, m->bias ? "yes" : "no", lm->pattern);
+    const size_t used = (size_t)snprintf(
+        buf, cap, "# attngraph language model\nvocab %lld %s\nblock %lld\nlayers %lld\n"
+        "heads %lld\ndim %lld\nbias %s\npattern %s\n", (long long)m->V,
+        lm->ids ? "ids" : lm->bytes ? "bytes" : "utf-8", (long long)m->T, (long long)m->L,
+        (long long)m->H, (long long)m->D, m->bias ? "yes" : "no", lm->pattern);
+    if (m->positions != AG_LM_POS_LEARNT && used < cap)   /* learnt: as 0.2 wrote it */
+        snprintf(buf + used, cap - used, "positions %s\n", ag_lm_positions_name(m->positions));
 }
 
 int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *option,
@@ -153,11 +157,11 @@ void ag_lm_model_destroy(ag_lm_model_t *lm)
 }
 
 /* The text's keys into the sizes and lm's kind and pattern; path names the file. */
-static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias, const char *path,
-                       ag_error_t *err)
+static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias,
+                       ag_lm_positions_t *positions, const char *path, ag_error_t *err)
 {
     static const char *keys[] = {"vocab", "block", "layers", "heads", "dim", "bias",
-                                 "pattern"};
+                                 "pattern", "positions"};
     char *text = NULL;
     size_t len;
     int rc = ag_i_read_text(path, &text, &len, err);
@@ -166,9 +170,10 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias, const char
     if (strlen(text) != len)
         rc = ag_fail(err, AG_EFORMAT, "%s: a NUL byte at offset %zu; expected a text", path,
                      strlen(text));
-    int seen[7] = {0}, line = 0, pattern_line = 0;
+    int seen[8] = {0}, line = 0, pattern_line = 0;
     snprintf(lm->pattern, sizeof lm->pattern, "causal");   /* saves before the key */
-    seen[6] = 1;
+    seen[6] = seen[7] = 1;
+    *positions = AG_LM_POS_LEARNT;   /* saves before the key */
     for (char *s = text, *end; !rc && s && *s; s = end) {
         end = strchr(s, '\n');
         if (end)
@@ -183,7 +188,7 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias, const char
         long long x = 0;
         int k = -1;
         if (sscanf(s, "%31s %1023[^\n]", key, value) == 2)
-            for (k = 6; k >= 0 && strcmp(key, keys[k]); k--)
+            for (k = 7; k >= 0 && strcmp(key, keys[k]); k--)
                 ;
         int ok = k >= 0;
         if (ok && k == 6) {   /* checked once the layers are known, named at its line */
@@ -197,6 +202,8 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias, const char
             snprintf(lm->pattern, sizeof lm->pattern, "%s", value);
             pattern_line = line;
         }
+        else if (ok && k == 7)
+            ok = ag_lm_positions_parse(value, positions) == AG_OK;
         else if (ok && k == 5)
             ok = (*bias = !strcmp(value, "yes")) || !strcmp(value, "no");
         else if (ok && k == 0)   /* nothing after what is read: %1s finds it */
@@ -210,7 +217,7 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias, const char
         if (!ok)
             rc = ag_fail(err, AG_EINVAL, "%s:%d: '%s'; expected one of vocab N utf-8|bytes|ids, "
                          "block T, layers L, heads H, dim D (each >= 1), bias yes|no, "
-                         "pattern SPEC", path, line, s);
+                         "pattern SPEC, positions learnt|rope|none", path, line, s);
         else if (k < 5)
             size[k] = x;
         if (ok)
@@ -277,14 +284,17 @@ int ag_lm_model_load(ag_lm_model_t *lm, const char *dir, ag_error_t *err)
     memset(lm, 0, sizeof *lm);
     int64_t size[6] = {0};
     int bias = 0;
+    ag_lm_positions_t positions;
     char header[4096];
     header_path(header, sizeof header, dir);
-    int rc = read_header(lm, size, &bias, header, err);
+    int rc = read_header(lm, size, &bias, &positions, header, err);
     if (!rc && !lm->ids)
         rc = read_vocab(lm, size[0], dir, header, err);
     if (!rc)   /* the shapes, then each array into place */
         rc = ag_i_fail_prefix(ag_lm_init(&lm->m, size[0], size[1], size[4], size[2], size[3],
                                          bias, 1, err), err, "%s", header);
+    if (!rc)
+        rc = ag_i_fail_prefix(ag_lm_set_positions(&lm->m, positions, err), err, "%s", header);
     lm_array_t *arrays = rc ? NULL : ag_calloc(max_arrays(&lm->m), sizeof *arrays, err,
                                                "model");
     if (!rc && !arrays)

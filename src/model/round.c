@@ -6,6 +6,7 @@
  *   dropout  Xn = dropout(Xn) while training (the options' dropout)
  *   skip     R = Xn Wskip^T + bskip (a layer with a skip)
  *   project  Q, K, V = Xn Wq^T + bq, Xn Wk^T + bk, Xn Wv^T + bv (shared or per node)
+ *   rope     Q, K turned by the rows' positions (the options' rotary positions)
  *   edges    the edge features' terms of the score, e Wedge^T (a layer with wedge)
  *   attend   M = attention(Q, K, V): the caller's step (one process: the
  *            kernel on the whole graph; MPI: the rows exchanged first)
@@ -346,6 +347,31 @@ static int project_backward(step_t *s, ag_error_t *err)
             ag_i_gemm_xw(b->dXn, dP[m], W[m], n, HD, D, m ? 1.0f : 0.0f);
     }
     return AG_OK;
+}
+
+/* ---- rope: rotary positions on the queries and keys ---- */
+
+static int rope_forward(step_t *s, ag_error_t *err)
+{
+    const ag_round_opts_t *o = s->o;
+    if (!o || !o->rope_positions)
+        return AG_OK;
+    const ag_weights_t *w = s->w;
+    int rc = ag_i_rope(s->f->Q, s->n, w->H, w->d, o->rope_positions, o->rope_base, 0, err);
+    return rc ? rc : ag_i_rope(s->f->K, s->n, w->H, w->d, o->rope_positions, o->rope_base, 0,
+                               err);
+}
+
+/* dQ, dK of the turned rows turned back: the gradients of the projections' outputs */
+static int rope_backward(step_t *s, ag_error_t *err)
+{
+    const ag_round_opts_t *o = s->o;
+    if (!o || !o->rope_positions)
+        return AG_OK;
+    const ag_weights_t *w = s->w;
+    int rc = ag_i_rope(s->b->dQ, s->n, w->H, w->d, o->rope_positions, o->rope_base, 1, err);
+    return rc ? rc : ag_i_rope(s->b->dK, s->n, w->H, w->d, o->rope_positions, o->rope_base, 1,
+                               err);
 }
 
 /* ---- edges: the edge features' terms of the score ---- */
@@ -878,6 +904,7 @@ static const op_t round_ops[] = {
     {"dropout", dropout_forward, dropout_remake, dropout_backward},
     {"skip", skip_forward, NULL, skip_backward},
     {"project", project_forward, NULL, project_backward},
+    {"rope", rope_forward, NULL, rope_backward},
     {"edges", edges_forward, edges_remake, edges_backward},
     {"attend", attend_forward, NULL, attend_backward},
     {"output", output_forward, NULL, output_backward},

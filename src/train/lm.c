@@ -109,14 +109,55 @@ int ag_lm_grads_init(ag_lm_t *g, const ag_lm_t *m, ag_error_t *err)
     *g = (ag_lm_t){.V = m->V, .T = m->T, .D = m->D, .L = m->L, .H = m->H, .bias = m->bias};
     if ((rc = make(g, 1, 0, err)))
         ag_lm_destroy(g);
+    else if (!m->wpe)   /* m's positions: no table to learn */
+        rc = ag_lm_set_positions(g, m->positions, err);
     return rc;
 }
 
-ag_round_opts_t ag_i_lm_round_opts(const ag_lm_opts_t *o, int train)
+static const char *const position_names[] = {"learnt", "rope", "none"};
+
+const char *ag_lm_positions_name(ag_lm_positions_t positions)
+{
+    return positions >= AG_LM_POS_LEARNT && positions <= AG_LM_POS_NONE
+               ? position_names[positions] : "unknown";
+}
+
+int ag_lm_positions_parse(const char *name, ag_lm_positions_t *positions)
+{
+    for (int k = 0; k < 3; k++)
+        if (name && !strcmp(name, position_names[k])) {
+            *positions = (ag_lm_positions_t)k;
+            return AG_OK;
+        }
+    return AG_EINVAL;
+}
+
+int ag_lm_set_positions(ag_lm_t *m, ag_lm_positions_t positions, ag_error_t *err)
+{
+    if (positions < AG_LM_POS_LEARNT || positions > AG_LM_POS_NONE)
+        return ag_fail(err, AG_EINVAL, "language model: positions %d; expected "
+                       "AG_LM_POS_LEARNT, AG_LM_POS_ROPE or AG_LM_POS_NONE", (int)positions);
+    if (positions == AG_LM_POS_LEARNT && !m->wpe)
+        return ag_fail(err, AG_EINVAL, "language model: learnt positions need a table wpe that "
+                       "this model has not; draw it with ag_lm_init");
+    if (positions == AG_LM_POS_ROPE && (m->D / m->H) % 2)
+        return ag_fail(err, AG_EINVAL, "language model: rotary positions turn pairs of a "
+                       "head's columns; heads of width %lld are odd", (long long)(m->D / m->H));
+    if (positions != AG_LM_POS_LEARNT) {
+        free(m->wpe);
+        m->wpe = NULL;
+    }
+    m->positions = positions;
+    return AG_OK;
+}
+
+ag_round_opts_t ag_i_lm_round_opts(const ag_lm_t *m, const ag_lm_opts_t *o, const int64_t *pos,
+                                   int train)
 {
     ag_round_opts_t ro = AG_ROUND_OPTS_INIT;
     ro.norm = AG_NORM_LAYER;
     ro.graphs = o ? o->graphs : NULL;
+    ro.rope_positions = m->positions == AG_LM_POS_ROPE ? pos : NULL;
     if (train && o && o->dropout > 0)
         ro.attn_dropout = ro.resid_dropout = o->dropout, ro.dropout_seed = rng_seed(o->seed, 2);
     return ro;
@@ -144,7 +185,7 @@ static int logits_on(const ag_lm_t *m, const ag_nbhd_t *nb, ag_nbhd_t *const *gr
     if (!X)
         return ag_alloc_status();
     const ag_lm_opts_t o = {.graphs = graphs};
-    const ag_round_opts_t ro = ag_i_lm_round_opts(&o, 0);
+    const ag_round_opts_t ro = ag_i_lm_round_opts(m, &o, pos, 0);
     if (!(rc = ag_embed(X, ids, pos, n, m->wte, V, m->wpe, m->T, D, err)) &&
         !(rc = ag_workspace_init(&ws, n, D, D, err)) &&
         !(rc = ag_rounds_run(nb, m->layers, (int)m->L, X, (int)m->L, &ro, &ws, NULL, err))) {
@@ -179,12 +220,13 @@ int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int
         rc = ag_fail(err, AG_EINVAL, "language model: dropout %g; expected a probability in "
                      "[0, 1)", opts->dropout);
     if (!rc && grads && (grads->V != m->V || grads->T != m->T || grads->D != m->D ||
-                         grads->L != m->L || grads->bias != m->bias))
+                         grads->L != m->L || grads->bias != m->bias ||
+                         grads->positions != m->positions))
         rc = ag_fail(err, AG_EINVAL, "language model: gradients of another shape");
     const int64_t D = m->D, V = m->V, row0 = rows->first_row;
     const ag_i_reducer_t *r = rows->r;
     const int train = grads != NULL;
-    const ag_round_opts_t ro = ag_i_lm_round_opts(opts, train);
+    const ag_round_opts_t ro = ag_i_lm_round_opts(m, opts, pos, train);
     const float p = train && opts ? opts->dropout : 0.0f;
     float *X = rc ? NULL : ag_alloc(3 * n > 0 ? 3 * n * D : 1, sizeof *X, err,
                                     "language model");
@@ -225,7 +267,8 @@ int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int
     if (!rc && train && p > 0)
         rc = ag_dropout(dY, dY, row0, n, D, p, rng_seed(opts->seed, 1), err);
     if (!rc && train) {   /* wte's gradient holds the head's; the inputs' add to it */
-        memset(grads->wpe, 0, (size_t)(m->T * D) * sizeof(float));
+        if (grads->wpe)
+            memset(grads->wpe, 0, (size_t)(m->T * D) * sizeof(float));
         rc = ag_i_embed_backward_r(r, grads->wte, grads->wpe, dY, ids, pos, n, V, m->T, D,
                                    err);
     }
@@ -281,7 +324,7 @@ int ag_lm_optimizer_add(ag_optimizer_t *opt, ag_lm_t *m, const ag_lm_t *g, ag_er
 {
     /* nanoGPT's groups: arrays of two or more dimensions decay (the table's), the rest not */
     int rc = ag_optimizer_add_ex(opt, m->wte, g->wte, m->V * m->D, 0, err);
-    if (!rc)
+    if (!rc && m->wpe)
         rc = ag_optimizer_add_ex(opt, m->wpe, g->wpe, m->T * m->D, 0, err);
     for (int64_t l = 0; !rc && l < m->L; l++)
         for (int k = 0; !rc && k < AG_LAYER_ARRAYS; k++) {

@@ -29,9 +29,11 @@ int ag_i_optimizer_step_r(ag_optimizer_t *opt, const ag_i_reducer_t *r, double *
                           ag_error_t *err);
 
 /* A GPT's blocks' round options (pre-LayerNorm, scaled-dot, residuals; o's
-   graphs; while training, o's dropout, nanoGPT's on the embeddings,
-   attention weights and residual branches; o NULL: none). */
-ag_round_opts_t ag_i_lm_round_opts(const ag_lm_opts_t *o, int train);
+   graphs; rotary positions pos for m's AG_LM_POS_ROPE; while training, o's
+   dropout, nanoGPT's on the embeddings, attention weights and residual
+   branches; o NULL: none). */
+ag_round_opts_t ag_i_lm_round_opts(const ag_lm_t *m, const ag_lm_opts_t *o, const int64_t *pos,
+                                   int train);
 
 /* Where a language model's rows run: one process (ag_lm_loss), or a part of
    the batch on each of several (the MPI layer). */

@@ -754,6 +754,7 @@ lm_args="--text $T/text.txt --block 64 --batch 40 --layers 2 --heads 2 --dim 16 
  --eval-every 2 --eval-iters 2 --lr 3e-3 --warmup 2 --seed 5"
 lm_same lm "$lm_args --dropout 0.1" 2 3 4
 lm_same lm-window-bias "$lm_args --bias --pattern window:8" 3
+lm_same lm-rope "$lm_args --positions rope" 2
 # example sets (MQAR): the whole validation set in batches, the last one padded
 "$CLI" lm task mqar --vocab 32 --length 16 --pairs 2 --train 200 --val 37 --out "$T/mqar" \
     --quiet
