@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -18,6 +19,29 @@
 static inline float ag_i_exp_or_zero(float x)
 {
     return x < AG_EXP_CUTOFF ? 0.0f : expf(x);
+}
+
+/* exp(x) for x <= 0 in float: 2^(x log2 e) as the kernels' v_exp2 computes it
+   (n = round, 2^f by a degree-5 polynomial, 2^n in the exponent bits; 0 below
+   2^-126), relative error below 3e-7; plain C that vectorizes (GELU's slope,
+   the cross-entropy's softmax). */
+static inline float ag_i_exp_nonpositive(float x)
+{
+    const float y = x * 1.44269504f < -127.0f ? -127.0f : x * 1.44269504f;
+    const float t = y + 12582912.0f;   /* 1.5 * 2^23: rounds y to an integer n */
+    const float n = t - 12582912.0f, f = y - n;
+    float p = 1.32763742e-3f;
+    p = p * f + 9.67553332e-3f;
+    p = p * f + 5.55071347e-2f;
+    p = p * f + 2.40221199e-1f;
+    p = p * f + 6.93146967e-1f;
+    p = p * f + 1.00000007f;
+    uint32_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    bits = (bits << 23) + (127u << 23);
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return y > -126.0f ? p * scale : 0.0f;
 }
 
 /* gcc vectorises a float reduction only when told it may reorder it. */

@@ -34,28 +34,6 @@ static inline float erf_rational(float x)
     return x * p / q;
 }
 
-/* exp(x) for x <= 0 in float: 2^(x log2 e) as the kernels' v_exp2 computes it
-   (n = round, 2^f by a degree-5 polynomial, 2^n in the exponent bits; 0 below
-   2^-126), relative error below 3e-7. */
-static inline float exp_nonpositive(float x)
-{
-    const float y = x * 1.44269504f < -127.0f ? -127.0f : x * 1.44269504f;
-    const float t = y + 12582912.0f;   /* 1.5 * 2^23: rounds y to an integer n */
-    const float n = t - 12582912.0f, f = y - n;
-    float p = 1.32763742e-3f;
-    p = p * f + 9.67553332e-3f;
-    p = p * f + 5.55071347e-2f;
-    p = p * f + 2.40221199e-1f;
-    p = p * f + 6.93146967e-1f;
-    p = p * f + 1.00000007f;
-    uint32_t bits;
-    memcpy(&bits, &t, sizeof bits);
-    bits = (bits << 23) + (127u << 23);
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return y > -126.0f ? p * scale : 0.0f;
-}
-
 static inline float gelu(float z)
 {
     return 0.5f * z * (1.0f + erf_rational(z * 0.70710678f));
@@ -65,7 +43,7 @@ static inline float gelu(float z)
 static inline float gelu_slope(float z)
 {
     return 0.5f * (1.0f + erf_rational(z * 0.70710678f)) +
-           z * exp_nonpositive(-0.5f * z * z) * 0.3989422804014327f;
+           z * ag_i_exp_nonpositive(-0.5f * z * z) * 0.3989422804014327f;
 }
 
 float ag_i_act_value(ag_activation_t act, float z)

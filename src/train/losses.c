@@ -87,34 +87,45 @@ typedef struct {
     int64_t *pred;
 } ce_t;
 
-/* Row i's softmax in double: its loss term if counted, its argmax, and
-   dL/dlogits (softmax - one-hot) / counted written over the logits (0 if not counted). */
+/* Row i's softmax: its loss term if counted (in double: the largest logit
+   plus the log of the exponentials' sum), its argmax, and dL/dlogits
+   (softmax - one-hot) / counted written over the logits (0 if not counted).
+   The exponentials are float, once each (ag_i_exp_nonpositive, within 3e-7
+   of exp), kept in the row for the gradient: with 8,192 classes they were
+   most of a language model's step in libm's double exp. */
 static void ce_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
 {
     const ce_t *s = ctx;
     const int64_t C = s->C;
     for (int64_t i = lo; i < hi; i++) {
         float *z = s->logits + i * C;
+        const int64_t y = s->labels[i];
+        const int counted = y >= 0 && (!s->mask || s->mask[i]);
         int64_t best = 0;
-        for (int64_t c = 1; c < C; c++)
+        for (int64_t c = 1; (counted || s->pred) && c < C; c++)
             if (z[c] > z[best])
                 best = c;
         if (s->pred)
             s->pred[i] = best;
-        const int64_t y = s->labels[i];
-        if (y < 0 || (s->mask && !s->mask[i])) {
+        if (!counted) {   /* (its logits may be unmade: see few_rows) */
             memset(z, 0, (size_t)C * sizeof *z);
             continue;
         }
-        const double mx = z[best];
+        const float mx = z[best], zy = z[y];
         double sum = 0;
-        for (int64_t c = 0; c < C; c++)
-            sum += exp((double)z[c] - mx);
-        const double lse = mx + log(sum);
-        partial[0] += lse - z[y];
+#pragma omp simd reduction(+ : sum)
+        for (int64_t c = 0; c < C; c++) {   /* the largest (and its ties) exactly 1 */
+            z[c] = z[c] == mx ? 1.0f : ag_i_exp_nonpositive(z[c] - mx);
+            sum += z[c];
+        }
+        partial[0] += (double)mx + log(sum) - (double)zy;
         partial[1] += best == y;
+        const float scale = (float)(1.0 / (sum * (double)s->counted)),
+                    hit = (float)(1.0 / (double)s->counted);
+#pragma omp simd
         for (int64_t c = 0; c < C; c++)
-            z[c] = (float)((exp((double)z[c] - lse) - (c == y)) / (double)s->counted);
+            z[c] = z[c] * scale;
+        z[y] -= hit;
     }
 }
 
@@ -161,6 +172,36 @@ int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const ag_cross_e
     return ag_i_loss_cross_entropy_r(NULL, X, N, D, ce, out, err);
 }
 
+/* The rows that count, when they are few (below half) and no argmax of every
+   row is wanted: an example set scores a few tokens of each sequence. Their
+   indices into *rows (malloc'ed), or 0 rows (NULL: every row is made). */
+static int64_t few_rows(int64_t **rows, int64_t N, const int64_t *labels, const uint8_t *mask,
+                        const int64_t *pred)
+{
+    *rows = NULL;
+    int64_t m = 0;
+    for (int64_t i = 0; i < N; i++)
+        m += labels[i] >= 0 && (!mask || mask[i]);
+    if (pred || 2 * m >= N || !(*rows = malloc((size_t)(m ? m : 1) * sizeof **rows)))
+        return 0;
+    m = 0;
+    for (int64_t i = 0; i < N; i++)
+        if (labels[i] >= 0 && (!mask || mask[i]))
+            (*rows)[m++] = i;
+    return m;
+}
+
+/* dst rows idx[k] <- src row k (scatter), or src rows idx[k] -> dst row k (gather). */
+static void move_rows(float *dst, const float *src, const int64_t *idx, int64_t m, int64_t w,
+                      int scatter)
+{
+#pragma omp parallel for num_threads(ag_i_max_threads()) \
+    if (m * w >= AG_PARALLEL_MIN_WORK) schedule(static)
+    for (int64_t k = 0; k < m; k++)
+        memcpy(dst + (scatter ? idx[k] : k) * w, src + (scatter ? k : idx[k]) * w,
+               (size_t)w * sizeof *dst);
+}
+
 int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N, int64_t D,
                               const ag_cross_entropy_t *ce, ag_cross_entropy_out_t *out,
                               ag_error_t *err)
@@ -173,16 +214,31 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
     int rc = ce_check(r, X, N, D, Wr, C, labels, mask, &n, err);
     if (rc)
         return rc;
+    /* With few rows counted, the logits and dX are made for those rows alone: a
+       product's row is one chain wherever it lies (base/sgemm.c), so their bits
+       are the whole product's, and the softmax zeroes the others' dL/dlogits as
+       before. dWr and dbr still sum every row in order (their sums keep their
+       order, on one process or several). */
+    int64_t *rows = NULL;
+    const int64_t m = Wr ? few_rows(&rows, N, labels, mask, out->pred) : 0;
     float *logits = ag_alloc(N ? N * C : 1, sizeof *logits, err, "cross-entropy logits");
     double *sums = ag_alloc(C > 2 ? C : 2, sizeof *sums, err, "cross-entropy");
-    if (!logits || !sums) {
-        free(logits), free(sums);
+    float *few = m ? ag_alloc(m * (C > D ? C : D), sizeof *few, err, "cross-entropy rows") : NULL;
+    float *few_out = m ? ag_alloc(m * (C > D ? C : D), sizeof *few_out, err,
+                                  "cross-entropy rows") : NULL;
+    if (!logits || !sums || (m && (!few || !few_out))) {
+        free(logits), free(sums), free(few), free(few_out), free(rows);
         return ag_i_reducer_failed(r, 2, err);
     }
-    if (Wr)
+    if (m) {   /* the counted rows' states, their logits, into their rows */
+        move_rows(few, X, rows, m, D, 0);
+        ag_i_gemm_xwt(few_out, few, Wr, m, D, C, 0.0f);
+        move_rows(logits, few_out, rows, m, C, 1);
+    } else if (Wr) {
         ag_i_gemm_xwt(logits, X, Wr, N, D, C, 0.0f);
-    else if (N)
+    } else if (N) {
         memcpy(logits, X, (size_t)(N * C) * sizeof *logits);
+    }
     if (br)
         for (int64_t i = 0; i < N; i++)
             for (int64_t c = 0; c < C; c++)
@@ -192,8 +248,14 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
     if (!rc)
         out->loss = sums[0] / (double)n, out->correct = (int64_t)sums[1], out->counted = n;
     /* the logits now hold dL/dlogits */
-    if (!rc && dX && Wr)
+    if (!rc && dX && m) {   /* the counted rows' dX; the others' is zero */
+        memset(dX, 0, (size_t)(N * D) * sizeof *dX);
+        move_rows(few, logits, rows, m, C, 0);
+        ag_i_gemm_xw(few_out, few, Wr, m, C, D, 0.0f);
+        move_rows(dX, few_out, rows, m, D, 1);
+    } else if (!rc && dX && Wr) {
         ag_i_gemm_xw(dX, logits, Wr, N, C, D, 0.0f);
+    }
     else if (!rc && dX && N)
         memcpy(dX, logits, (size_t)(N * C) * sizeof *dX);
     if (!rc && dWr && Wr) {
@@ -203,6 +265,6 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
     if (!rc && dbr && !(rc = ag_i_sum_columns_r(r, logits, N, C, sums, err)))   /* dbr */
         for (int64_t c = 0; c < C; c++)
             dbr[c] = (float)sums[c];
-    free(logits), free(sums);
+    free(logits), free(sums), free(few), free(few_out), free(rows);
     return rc;
 }
