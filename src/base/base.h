@@ -100,6 +100,20 @@ int ag_i_fail_prefix_v(int rc, ag_error_t *err, const char *fmt, va_list ap);
    never straddle two lines. */
 void *ag_i_alloc_lines(int64_t n, size_t size, ag_error_t *err, const char *what);
 
+/* In a sorted a[0..n), how many elements are below x (the first >= x). */
+static inline int64_t ag_i_count_below(const int64_t *a, int64_t n, int64_t x)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* In a sorted a[0..n), the index of the last element <= x (0 if there is none). */
 static inline int64_t ag_i_last_at_most(const int64_t *a, int64_t n, int64_t x)
 {

@@ -182,6 +182,48 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
     return rc;
 }
 
+int ag_i_gemm_atb_rows_r(const ag_i_reducer_t *r, float *G, const float *A, const float *B,
+                         const int64_t *rows, int64_t m, int64_t N, int64_t a, int64_t b,
+                         ag_error_t *err)
+{
+    const int64_t chunks = N > 0 ? (N + AG_GEMM_CHUNK - 1) / AG_GEMM_CHUNK : 0, ab = a * b;
+    int64_t *at = ag_alloc(chunks + 1, sizeof *at, err, "weight gradient rows");
+    float *part = at ? ag_calloc(chunks ? chunks * ab : 1, sizeof *part, err,
+                                 "weight gradient partials") : NULL;
+    if (!part) {
+        free(at);
+        return r ? r->add_f(r, G, NULL, -1, ab, err) : ag_alloc_status();
+    }
+    for (int64_t c = 0; c <= chunks; c++)   /* chunk c's rows: at[c] .. at[c+1] */
+        at[c] = c < chunks ? ag_i_count_below(rows, m, c * AG_GEMM_CHUNK) : m;
+    const int threads = ag_i_team(AG_I_NS_DENSE * (double)m * (double)a * (double)b);
+    const int64_t blocks = (a + ATB_ROWS - 1) / ATB_ROWS, tasks = chunks * blocks;
+#pragma omp parallel for if (tasks > 1 && m * ab >= AG_PARALLEL_MIN_WORK) \
+    num_threads(threads) schedule(static)
+    for (int64_t t = 0; t < tasks; t++) {
+        const int64_t c = t / blocks, r0 = (t % blocks) * ATB_ROWS, k = at[c + 1] - at[c];
+        const int64_t w = a - r0 < ATB_ROWS ? a - r0 : ATB_ROWS;
+        if (k)   /* an empty chunk's partial: zeros */
+            ag_i_sgemm(w, b, k, A + at[c] * a + r0, 1, a, B + at[c] * b, b, 1, 0,
+                       part + c * ab + r0 * b, b);
+    }
+    int rc = AG_OK;
+    if (r) {
+        rc = r->add_f(r, G, part, chunks, ab, err);
+    } else {   /* each entry of G adds its partials in chunk order, as ag_i_gemm_atb */
+#pragma omp parallel for if (chunks * ab >= AG_PARALLEL_MIN_WORK) num_threads(threads) \
+    schedule(static)
+        for (int64_t x = 0; x < ab; x++) {
+            float g = G[x];
+            for (int64_t c = 0; c < chunks; c++)
+                g += part[c * ab + x];
+            G[x] = g;
+        }
+    }
+    free(part), free(at);
+    return rc;
+}
+
 int ag_i_reducer_failed(const ag_i_reducer_t *r, int64_t width, ag_error_t *err)
 {
     return r ? r->add_d(r, NULL, NULL, -1, width, err) : ag_alloc_status();

@@ -98,6 +98,14 @@ int ag_i_gemm_atb_r(const ag_i_reducer_t *r, float *G, const float *A, const flo
                     int64_t N, int64_t a, int64_t b, ag_error_t *err);
 int ag_i_sum_rows_r(const ag_i_reducer_t *r, int64_t N, int64_t width, int64_t work,
                     ag_i_rows_fn fn, void *ctx, double *out, ag_error_t *err);
+/* ag_i_gemm_atb_r where only rows rows[0..m) (ascending) of the N are not
+   zero, A [m, a] and B [m, b] holding those rows alone: each chunk's partial
+   is its own rows' chain, and a zero row adds nothing to a chain, so G gets
+   the bits of the whole product (a language model's head when an example set
+   scores a few tokens). */
+int ag_i_gemm_atb_rows_r(const ag_i_reducer_t *r, float *G, const float *A, const float *B,
+                         const int64_t *rows, int64_t m, int64_t N, int64_t a, int64_t b,
+                         ag_error_t *err);
 
 /* out[0..width) = the column sums of Y [N, width] (a bias's gradient), as
    ag_i_sum_rows_r sums them (r NULL: one process). */

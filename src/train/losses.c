@@ -85,6 +85,8 @@ typedef struct {
     const uint8_t *mask;
     int64_t C, counted;
     int64_t *pred;
+    const int64_t *rows;      /* the logits' rows are these rows [m] alone (few_rows), or NULL */
+    int64_t m;
 } ce_t;
 
 /* Row i's softmax: its loss term if counted (in double: the largest logit
@@ -97,8 +99,11 @@ static void ce_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
 {
     const ce_t *s = ctx;
     const int64_t C = s->C;
-    for (int64_t i = lo; i < hi; i++) {
-        float *z = s->logits + i * C;
+    const int64_t k0 = s->rows ? ag_i_count_below(s->rows, s->m, lo) : lo;
+    const int64_t k1 = s->rows ? ag_i_count_below(s->rows, s->m, hi) : hi;
+    for (int64_t k = k0; k < k1; k++) {
+        const int64_t i = s->rows ? s->rows[k] : k;
+        float *z = s->logits + k * C;
         const int64_t y = s->labels[i];
         const int counted = y >= 0 && (!s->mask || s->mask[i]);
         int64_t best = 0;
@@ -172,17 +177,19 @@ int ag_loss_cross_entropy(const float *X, int64_t N, int64_t D, const ag_cross_e
     return ag_i_loss_cross_entropy_r(NULL, X, N, D, ce, out, err);
 }
 
-/* The rows that count, when they are few (below half) and no argmax of every
-   row is wanted: an example set scores a few tokens of each sequence. Their
-   indices into *rows (malloc'ed), or 0 rows (NULL: every row is made). */
+/* The rows that count, when they are few (below half) and neither the
+   argmax of every row nor a bias's gradient is wanted: an example set scores
+   a few tokens of each sequence. Their indices into *rows (malloc'ed), or 0
+   rows (NULL: every row is made). */
 static int64_t few_rows(int64_t **rows, int64_t N, const int64_t *labels, const uint8_t *mask,
-                        const int64_t *pred)
+                        const ag_cross_entropy_out_t *out)
 {
     *rows = NULL;
     int64_t m = 0;
     for (int64_t i = 0; i < N; i++)
         m += labels[i] >= 0 && (!mask || mask[i]);
-    if (pred || 2 * m >= N || !(*rows = malloc((size_t)(m ? m : 1) * sizeof **rows)))
+    if (out->pred || out->dbr || 2 * m >= N ||
+        !(*rows = malloc((size_t)(m ? m : 1) * sizeof **rows)))
         return 0;
     m = 0;
     for (int64_t i = 0; i < N; i++)
@@ -214,57 +221,55 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
     int rc = ce_check(r, X, N, D, Wr, C, labels, mask, &n, err);
     if (rc)
         return rc;
-    /* With few rows counted, the logits and dX are made for those rows alone: a
-       product's row is one chain wherever it lies (base/sgemm.c), so their bits
-       are the whole product's, and the softmax zeroes the others' dL/dlogits as
-       before. dWr and dbr still sum every row in order (their sums keep their
-       order, on one process or several). */
+    /* With few rows counted, the head is made for those rows alone: their
+       logits, dX and their part of dWr. A product's row is one chain wherever
+       it lies (base/sgemm.c), and a zero row adds nothing to dWr's chains
+       (ag_i_gemm_atb_rows_r): the bits of the whole, on one process or several,
+       without its [N, C] logits. */
     int64_t *rows = NULL;
-    const int64_t m = Wr ? few_rows(&rows, N, labels, mask, out->pred) : 0;
-    float *logits = ag_alloc(N ? N * C : 1, sizeof *logits, err, "cross-entropy logits");
+    const int64_t m = Wr ? few_rows(&rows, N, labels, mask, out) : 0;
+    const int64_t R = m ? m : N;   /* the logits' rows */
+    float *logits = ag_alloc(R ? R * C : 1, sizeof *logits, err, "cross-entropy logits");
     double *sums = ag_alloc(C > 2 ? C : 2, sizeof *sums, err, "cross-entropy");
-    float *few = m ? ag_alloc(m * (C > D ? C : D), sizeof *few, err, "cross-entropy rows") : NULL;
-    float *few_out = m ? ag_alloc(m * (C > D ? C : D), sizeof *few_out, err,
-                                  "cross-entropy rows") : NULL;
-    if (!logits || !sums || (m && (!few || !few_out))) {
-        free(logits), free(sums), free(few), free(few_out), free(rows);
+    float *fewX = m ? ag_alloc(m * D, sizeof *fewX, err, "cross-entropy rows") : NULL;
+    float *fewdX = m && dX ? ag_alloc(m * D, sizeof *fewdX, err, "cross-entropy rows") : NULL;
+    if (!logits || !sums || (m && (!fewX || (dX && !fewdX)))) {
+        free(logits), free(sums), free(fewX), free(fewdX), free(rows);
         return ag_i_reducer_failed(r, 2, err);
     }
-    if (m) {   /* the counted rows' states, their logits, into their rows */
-        move_rows(few, X, rows, m, D, 0);
-        ag_i_gemm_xwt(few_out, few, Wr, m, D, C, 0.0f);
-        move_rows(logits, few_out, rows, m, C, 1);
-    } else if (Wr) {
-        ag_i_gemm_xwt(logits, X, Wr, N, D, C, 0.0f);
-    } else if (N) {
+    if (m)
+        move_rows(fewX, X, rows, m, D, 0);
+    if (Wr)
+        ag_i_gemm_xwt(logits, m ? fewX : X, Wr, R, D, C, 0.0f);
+    else if (N)
         memcpy(logits, X, (size_t)(N * C) * sizeof *logits);
-    }
     if (br)
-        for (int64_t i = 0; i < N; i++)
+        for (int64_t i = 0; i < R; i++)
             for (int64_t c = 0; c < C; c++)
                 logits[i * C + c] += br[c];
-    ce_t ctx = {logits, labels, mask, C, n, out->pred};
-    rc = ag_i_sum_rows_r(r, N, 2, N * C * 8, ce_rows, &ctx, sums, err);
+    ce_t ctx = {logits, labels, mask, C, n, out->pred, rows, m};
+    rc = ag_i_sum_rows_r(r, N, 2, R * C * 8, ce_rows, &ctx, sums, err);
     if (!rc)
         out->loss = sums[0] / (double)n, out->correct = (int64_t)sums[1], out->counted = n;
     /* the logits now hold dL/dlogits */
     if (!rc && dX && m) {   /* the counted rows' dX; the others' is zero */
         memset(dX, 0, (size_t)(N * D) * sizeof *dX);
-        move_rows(few, logits, rows, m, C, 0);
-        ag_i_gemm_xw(few_out, few, Wr, m, C, D, 0.0f);
-        move_rows(dX, few_out, rows, m, D, 1);
+        ag_i_gemm_xw(fewdX, logits, Wr, m, C, D, 0.0f);
+        move_rows(dX, fewdX, rows, m, D, 1);
     } else if (!rc && dX && Wr) {
         ag_i_gemm_xw(dX, logits, Wr, N, C, D, 0.0f);
-    }
-    else if (!rc && dX && N)
+    } else if (!rc && dX && N) {
         memcpy(dX, logits, (size_t)(N * C) * sizeof *dX);
+    }
     if (!rc && dWr && Wr) {
         memset(dWr, 0, (size_t)(C * D) * sizeof *dWr);
-        rc = ag_i_gemm_atb_r(r, dWr, logits, X, N, C, D, err);
+        rc = m ? ag_i_gemm_atb_rows_r(r, dWr, logits, fewX, rows, m, N, C, D, err)
+               : ag_i_gemm_atb_r(r, dWr, logits, X, N, C, D, err);
     }
     if (!rc && dbr && !(rc = ag_i_sum_columns_r(r, logits, N, C, sums, err)))   /* dbr */
         for (int64_t c = 0; c < C; c++)
             dbr[c] = (float)sums[c];
-    free(logits), free(sums), free(few), free(few_out), free(rows);
+    free(fewX), free(fewdX);
+    free(logits), free(sums), free(rows);
     return rc;
 }
