@@ -125,7 +125,7 @@ int ag_lm_task_make(const ag_lm_task_t *t, int64_t first, int64_t n, int64_t *in
                        (long long)(first + n), inputs ? "no targets" : "no inputs");
     const int64_t T = t->length, slots = T / 2;
     int failed = 0;
-#pragma omp parallel
+#pragma omp parallel num_threads(ag_i_max_threads()) if (n > 1)
     {
         int64_t *keys = malloc((size_t)(3 * (t->pairs > 0 ? t->pairs : 1)) * sizeof *keys);
         double *w = malloc((size_t)slots * sizeof *w);
