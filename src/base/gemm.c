@@ -62,6 +62,21 @@ static void atb_task(float *part, const float *A, const float *B, int64_t N, int
                b);
 }
 
+/* G [ab] += the n chunk partials part [n, ab], each entry adding its partials
+   in chunk order: the same bits for any thread count. */
+static void add_partials(float *G, const float *part, int64_t n, int64_t ab, int threads)
+{
+    (void)threads;   /* read by OpenMP only */
+#pragma omp parallel for if (n * ab >= AG_PARALLEL_MIN_WORK) num_threads(threads) \
+    schedule(static)
+    for (int64_t x = 0; x < ab; x++) {
+        float g = G[x];
+        for (int64_t c = 0; c < n; c++)
+            g += part[c * ab + x];
+        G[x] = g;
+    }
+}
+
 int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a, int64_t b,
                   ag_error_t *err)
 {
@@ -80,15 +95,7 @@ int ag_i_gemm_atb(float *G, const float *A, const float *B, int64_t N, int64_t a
     num_threads(threads) schedule(static)
         for (int64_t t = 0; t < tasks; t++)
             atb_task(part, A, B, N, a, b, c0, t, blocks);
-        /* each entry of G adds its partials in chunk order */
-#pragma omp parallel for if (n * ab >= AG_PARALLEL_MIN_WORK) num_threads(threads) \
-    schedule(static)
-        for (int64_t x = 0; x < ab; x++) {
-            float g = G[x];
-            for (int64_t c = 0; c < n; c++)
-                g += part[c * ab + x];
-            G[x] = g;
-        }
+        add_partials(G, part, n, ab, threads);
     }
     free(part);
     return AG_OK;
@@ -210,15 +217,8 @@ int ag_i_gemm_atb_rows_r(const ag_i_reducer_t *r, float *G, const float *A, cons
     int rc = AG_OK;
     if (r) {
         rc = r->add_f(r, G, part, chunks, ab, err);
-    } else {   /* each entry of G adds its partials in chunk order, as ag_i_gemm_atb */
-#pragma omp parallel for if (chunks * ab >= AG_PARALLEL_MIN_WORK) num_threads(threads) \
-    schedule(static)
-        for (int64_t x = 0; x < ab; x++) {
-            float g = G[x];
-            for (int64_t c = 0; c < chunks; c++)
-                g += part[c * ab + x];
-            G[x] = g;
-        }
+    } else {
+        add_partials(G, part, chunks, ab, threads);
     }
     free(part), free(at);
     return rc;

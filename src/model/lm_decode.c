@@ -228,9 +228,7 @@ int ag_lm_decoder_push(ag_lm_decoder_t *dec, int64_t id, float *logits, ag_error
         project(k, w->wk, w->bk, dec->h, D, D);
         project(v, w->wv, w->bv, dec->h, D, D);
         int rc = m->positions == AG_LM_POS_ROPE   /* the key is cached turned */
-                     ? ag_i_rope(dec->q, 1, m->H, D / m->H, &t, 0.0f, 0, err) : AG_OK;
-        if (!rc && m->positions == AG_LM_POS_ROPE)
-            rc = ag_i_rope(k, 1, m->H, D / m->H, &t, 0.0f, 0, err);
+                     ? ag_i_rope(dec->q, k, 1, m->H, D / m->H, &t, 0.0f, 0, err) : AG_OK;
         if (rc)
             return rc;
         attend(dec, l, t);

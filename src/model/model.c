@@ -84,7 +84,7 @@ int ag_i_model_layers(ag_weights_t **layers, const ag_model_spec_t *spec, int64_
 
 /* The first layer's wq of a saved model (dir/round-1/ with round_dirs, else
    dir): its rows H*d, and its columns, the input's width D. */
-static int saved_width(const char *dir, int round_dirs, int64_t *HD, int64_t *D,
+static int saved_width(const char *dir, int round_dirs, int64_t *D,
                        ag_error_t *err)
 {
     char path[4096];
@@ -93,7 +93,6 @@ static int saved_width(const char *dir, int round_dirs, int64_t *HD, int64_t *D,
     int rc = ag_array_read_npy(&a, path, err);
     if (rc)
         return rc;
-    *HD = a.ndim == 2 ? a.shape[0] : 0;   /* per node ([N, H*d, D]): none */
     *D = a.shape[a.ndim - 1];
     ag_array_destroy(&a);
     return AG_OK;
@@ -334,10 +333,10 @@ int ag_model_load_ex(ag_model_t *m, const char *dir, const ag_model_load_opts_t 
         return rc ? rc : load_as_found(m, &spec, dir, has_args, readout, err);
     }
     /* a model file's folder: every array as the spec says */
-    int64_t HD, D, edge_dim;
+    int64_t D, edge_dim;
     int rc = ag_model_spec_read(&spec, text, err);
     if (!rc)
-        rc = saved_width(dir, spec.n_layers > 1, &HD, &D, err);
+        rc = saved_width(dir, spec.n_layers > 1, &D, err);
     if (!rc)
         rc = saved_edge_width(dir, &spec, &edge_dim, err);
     if (!rc && !readout && spec.readout) {   /* the layers alone, as a model without one */

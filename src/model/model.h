@@ -52,11 +52,12 @@ int ag_i_round_plan(const ag_round_opts_t *opts, int r);
 int ag_i_rounds_check(const ag_nbhd_t *nb, const ag_weights_t *layers, int n_layers,
                       int rounds, const ag_round_opts_t *opts, ag_error_t *err);
 
-/* Rotary positions (rope.c): the rows of P [n, H*d] turned, in each head, by
-   their positions pos [n] (inverse: turned back, the backward's transpose). */
+/* Rotary positions (rope.c): the rows of Q and K [n, H*d] turned, in each
+   head, by their positions pos [n] (inverse: turned back, the backward's
+   transpose), from one table of the positions' angles. */
 AG_INTERNAL
-int ag_i_rope(float *P, int64_t n, int64_t H, int64_t d, const int64_t *pos, float base,
-              int inverse, ag_error_t *err);
+int ag_i_rope(float *Q, float *K, int64_t n, int64_t H, int64_t d, const int64_t *pos,
+              float base, int inverse, ag_error_t *err);
 
 /* ag_i_rounds_check's checks that need no graph: the round count, every
    layer's shape against the options, and each round reading the width the

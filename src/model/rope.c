@@ -12,8 +12,8 @@
 #include "base/base.h"
 #include "model/model.h"
 
-int ag_i_rope(float *P, int64_t n, int64_t H, int64_t d, const int64_t *pos, float base,
-              int inverse, ag_error_t *err)
+int ag_i_rope(float *Q, float *K, int64_t n, int64_t H, int64_t d, const int64_t *pos,
+              float base, int inverse, ag_error_t *err)
 {
     if (d % 2)
         return ag_fail(err, AG_EINVAL, "rotary positions: heads of width %lld; expected an "
@@ -41,10 +41,10 @@ int ag_i_rope(float *P, int64_t n, int64_t H, int64_t d, const int64_t *pos, flo
             cs[2 * (p * half + j) + 1] = (float)(inverse ? -sin(a) : sin(a));
         }
 #pragma omp parallel for num_threads(ag_i_max_threads()) \
-    if (n * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
+    if (2 * n * H * d >= AG_PARALLEL_MIN_WORK) schedule(static)
     for (int64_t i = 0; i < n; i++)
-        for (int64_t h = 0; h < H; h++) {
-            float *x = P + (i * H + h) * d;
+        for (int64_t h = 0; h < 2 * H; h++) {   /* Q's heads, then K's */
+            float *x = (h < H ? Q : K) + (i * H + h % H) * d;
             const float *t = cs + 2 * (pos[i] - low) * half;
             for (int64_t j = 0; j < half; j++) {
                 const float c = t[2 * j], s = t[2 * j + 1], a = x[j], b = x[j + half];

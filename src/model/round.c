@@ -351,27 +351,25 @@ static int project_backward(step_t *s, ag_error_t *err)
 
 /* ---- rope: rotary positions on the queries and keys ---- */
 
-static int rope_forward(step_t *s, ag_error_t *err)
+/* Q and K turned (forward), or dQ and dK turned back (backward: the
+   gradients of the projections' outputs) */
+static int rope_turn(const step_t *s, float *Q, float *K, int inverse, ag_error_t *err)
 {
     const ag_round_opts_t *o = s->o;
     if (!o || !o->rope_positions)
         return AG_OK;
-    const ag_weights_t *w = s->w;
-    int rc = ag_i_rope(s->f->Q, s->n, w->H, w->d, o->rope_positions, o->rope_base, 0, err);
-    return rc ? rc : ag_i_rope(s->f->K, s->n, w->H, w->d, o->rope_positions, o->rope_base, 0,
-                               err);
+    return ag_i_rope(Q, K, s->n, s->w->H, s->w->d, o->rope_positions, o->rope_base, inverse,
+                     err);
 }
 
-/* dQ, dK of the turned rows turned back: the gradients of the projections' outputs */
+static int rope_forward(step_t *s, ag_error_t *err)
+{
+    return rope_turn(s, s->f->Q, s->f->K, 0, err);
+}
+
 static int rope_backward(step_t *s, ag_error_t *err)
 {
-    const ag_round_opts_t *o = s->o;
-    if (!o || !o->rope_positions)
-        return AG_OK;
-    const ag_weights_t *w = s->w;
-    int rc = ag_i_rope(s->b->dQ, s->n, w->H, w->d, o->rope_positions, o->rope_base, 1, err);
-    return rc ? rc : ag_i_rope(s->b->dK, s->n, w->H, w->d, o->rope_positions, o->rope_base, 1,
-                               err);
+    return rope_turn(s, s->b->dQ, s->b->dK, 1, err);
 }
 
 /* ---- edges: the edge features' terms of the score ---- */
