@@ -279,7 +279,7 @@ START_TEST(lm_data_refusals_write_nothing)
     expect_cli("lm task mqar --vocab 32 --length 16 --pairs 5 --out x", 2, 2,
                "5 pairs in 16 tokens");
     expect_cli("lm task copy --vocab 32 --length 16 --pairs 2 --out x", 2, 2,
-               "--pairs and --power are MQAR's");
+               "--pairs, --power and --fill are MQAR's");
     ck_assert(!file_exists(save));
     ck_assert(!file_exists("x"));
 }

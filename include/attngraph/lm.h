@@ -113,6 +113,9 @@ typedef struct {
        largest logit is their target go (accuracy = correct / counted); NULL:
        not wanted. */
     int64_t *correct, *counted;
+    /* [n]: where the likeliest token at each scored position goes (the
+       others untouched; on MPI, a process's own rows); NULL: not wanted. */
+    int64_t *predicted;
 } ag_lm_opts_t;
 
 /* No dropout. */
@@ -214,14 +217,17 @@ typedef enum { AG_TASK_MQAR = 0, AG_TASK_COPY } ag_lm_task_kind_t;
 
 /* A recall task (docs/lm.md). MQAR (Zoology's multi-query associative
    recall): `pairs` key-value pairs, then each key asked again after a gap
-   drawn from a power law of exponent power - 1 (Zoology's power_a: 0.01);
-   copy: length/2 tokens, the separator 0, and the same tokens again. */
+   drawn from a power law of exponent power - 1 (Zoology's power_a: 0.01),
+   random tokens between the queries (0 with zero_fill); copy: length/2
+   tokens, the separator 0, and the same tokens again. */
 typedef struct {
     ag_lm_task_kind_t kind;
     int64_t vocab, length;       /* V, T (even) */
     int64_t pairs;               /* MQAR: 1 .. T/4, at most V/2 - 1 */
     double power;                /* MQAR: in (0, 1] */
     uint64_t seed;
+    int zero_fill;               /* MQAR: 0 between the queries (Zoology's
+                                    random_non_queries=False), not random tokens */
 } ag_lm_task_t;
 
 /* Examples first .. first+n-1 of task t into inputs and targets [n, T]

@@ -106,6 +106,8 @@ typedef struct {
     int64_t counted;              /* how many they are */
     float *dX, *dWr, *dbr;        /* [N, D], [C, D], [C]: dL/dX, dL/dWr, dL/dbr */
     int64_t *pred;                /* [N] every node's argmax class */
+    int64_t *pred_counted;        /* [N] the argmax of the counted nodes alone (the
+                                     others untouched): few scored rows stay cheap */
 } ag_cross_entropy_out_t;
 
 #define AG_CROSS_ENTROPY_OUT_INIT {0}

@@ -146,7 +146,7 @@ class ag_cross_entropy_t(C.Structure):
 
 class ag_cross_entropy_out_t(C.Structure):
     _fields_ = [("loss", f64), ("correct", i64), ("counted", i64), ("dX", ptr), ("dWr", ptr),
-                ("dbr", ptr), ("pred", ptr)]
+                ("dbr", ptr), ("pred", ptr), ("pred_counted", ptr)]
 
 
 class ag_lm_t(C.Structure):
@@ -163,12 +163,13 @@ class ag_lm_model_t(C.Structure):
 
 class ag_lm_task_t(C.Structure):
     _fields_ = [("kind", C.c_int), ("vocab", C.c_int64), ("length", C.c_int64),
-                ("pairs", C.c_int64), ("power", C.c_double), ("seed", C.c_uint64)]
+                ("pairs", C.c_int64), ("power", C.c_double), ("seed", C.c_uint64),
+                ("zero_fill", C.c_int)]
 
 
 class ag_lm_opts_t(C.Structure):
     _fields_ = [("dropout", f32), ("seed", C.c_uint64), ("graphs", ptr), ("correct", ptr),
-                ("counted", ptr)]
+                ("counted", ptr), ("predicted", ptr)]
 
 
 class ag_workspace_t(C.Structure):

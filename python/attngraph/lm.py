@@ -169,9 +169,10 @@ class Examples:
         return x[rows], y[rows]
 
 
-def _task(kind, vocab, length, n, first, seed, pairs=0, power=0.01):
+def _task(kind, vocab, length, n, first, seed, pairs=0, power=0.01, zero_fill=False):
     t = S.ag_lm_task_t(kind=S.TASKS[kind], vocab=int(vocab), length=int(length),
-                       pairs=int(pairs), power=float(power), seed=int(seed))
+                       pairs=int(pairs), power=float(power), seed=int(seed),
+                       zero_fill=int(bool(zero_fill)))
     shape = (int(n), int(length))
     x, y, d = (np.empty(shape, np.int64) for _ in range(3))
     e = err()
@@ -181,11 +182,12 @@ def _task(kind, vocab, length, n, first, seed, pairs=0, power=0.01):
     return x, y, d
 
 
-def mqar(vocab, length, pairs, n, first=0, seed=1, power=0.01):
+def mqar(vocab, length, pairs, n, first=0, seed=1, power=0.01, zero_fill=False):
     """n examples of Zoology's multi-query associative recall (ag_lm_task_make;
     what `attngraph lm task mqar` writes): inputs, targets (-100: not scored)
-    and distance [n, length], the distance of each scored position's key."""
-    return _task("AG_TASK_MQAR", vocab, length, n, first, seed, pairs, power)
+    and distance [n, length], the distance of each scored position's key.
+    zero_fill: 0 between the queries, not random tokens (`--fill zero`)."""
+    return _task("AG_TASK_MQAR", vocab, length, n, first, seed, pairs, power, zero_fill)
 
 
 def copy_task(vocab, length, n, first=0, seed=1):
@@ -370,13 +372,19 @@ class LM:
         [B, T]; -1 or -100: not counted)."""
         return _loss(self, ids, targets, pattern, None, None)
 
-    def evaluate(self, ids, targets, pattern=None):
+    def evaluate(self, ids, targets, pattern=None, predictions=False):
         """(loss, accuracy) of sequences ids [B, T]: accuracy the share of the
-        counted targets (not -1 or -100) whose likeliest token is the target."""
+        counted targets (not -1 or -100) whose likeliest token is the target.
+        predictions=True adds a third: the likeliest token at each counted
+        position [B, T] (-100 elsewhere), as `lm train --predictions` writes."""
         correct, counted = C.c_int64(), C.c_int64()
         opts = S.ag_lm_opts_t(correct=C.addressof(correct), counted=C.addressof(counted))
+        pred = np.full(np.shape(ids), -100, np.int64)
+        if predictions:
+            opts.predicted = pred.ctypes.data
         loss = _loss(self, ids, targets, pattern, None, opts)
-        return loss, correct.value / counted.value
+        acc = correct.value / counted.value
+        return (loss, acc, pred) if predictions else (loss, acc)
 
     def sample(self, tokens=500, start="\n", temperature=1.0, top_k=0, seed=1337, pattern=None):
         """start and `tokens` more characters (a str; bytes models: latin-1), drawn

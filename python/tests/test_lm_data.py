@@ -2,6 +2,8 @@
 `lm task` writes them, the readers' refusals, a model of token ids saved and
 loaded, and the accuracy `lm train` reports against the saved model's logits
 scored in numpy."""
+import re
+
 import numpy as np
 import pytest
 
@@ -29,6 +31,16 @@ def test_tasks_are_the_command_line_s(tmp_path):
     ex = lm.Examples.read(str(tmp_path / "mq"))
     assert ex.vocab == 64 and ex.length == 32 and ex.train[0].shape == (50, 32)
     assert (ex.val[1] == np.where(y[50:] == -100, -1, y[50:])).all()
+    # --fill zero: the same pairs and queries, 0 between the queries (Zoology's Figure 2)
+    cli("lm", "task", "mqar", "--vocab", 64, "--length", 32, "--pairs", 4, "--train", 50,
+        "--val", 10, "--seed", 3, "--fill", "zero", "--out", tmp_path / "z", "--quiet")
+    zx, zy, zd = lm.mqar(64, 32, 4, 60, seed=3, zero_fill=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "z" / "train_inputs.npy"), zx[:50])
+    kept = (np.arange(32) < 8) | (y >= 0)   # the pairs and the queries
+    np.testing.assert_array_equal(zx[kept], x[kept])
+    assert (zx[~kept] == 0).all() and (zy == y).all() and (zd == d).all()
+    with pytest.raises(ag.Error, match="zero_fill is MQAR's"):
+        lm._task("AG_TASK_COPY", 10, 12, 1, 0, 1, zero_fill=True)
 
 
 def test_token_streams_and_their_refusals(tmp_path):
@@ -82,7 +94,7 @@ def test_lm_train_s_accuracy_is_the_saved_model_s(tmp_path):
         "--val", 40, "--out", tmp_path / "mq", "--quiet")
     cli("lm", "train", "--examples", tmp_path / "mq", "--layers", 1, "--heads", 2, "--dim", 16,
         "--iters", 30, "--eval-every", 30, "--batch", 16, "--save", tmp_path / "m", "--log",
-        tmp_path / "log.csv", "--quiet")
+        tmp_path / "log.csv", "--predictions", tmp_path / "pred.npy", "--quiet")
     last = (tmp_path / "log.csv").read_text().splitlines()[-1].split(",")
     m = lm.LM.load(str(tmp_path / "m"))
     ex = lm.Examples.read(str(tmp_path / "mq"))
@@ -92,6 +104,43 @@ def test_lm_train_s_accuracy_is_the_saved_model_s(tmp_path):
     assert float(last[7]) == pytest.approx(acc, abs=5e-7)
     loss, acc2 = m.evaluate(x, y)
     assert acc2 == acc and float(last[3]) == pytest.approx(loss, abs=2e-6)
+    # --predictions: the likeliest token at each scored position, -100 elsewhere
+    want = np.where(y >= 0, logits.argmax(-1), -100)
+    pred = np.load(tmp_path / "pred.npy")
+    assert pred.shape == (1,) + x.shape and pred.dtype == np.int64
+    np.testing.assert_array_equal(pred[0], want)
+    np.testing.assert_array_equal(m.evaluate(x, y, predictions=True)[2], want)
+    # lm sample --examples: the saved model scored again, batches of another size
+    r = cli("lm", "sample", "--model", tmp_path / "m", "--examples", tmp_path / "mq", "--batch",
+            7, "--predictions", tmp_path / "again.npy")
+    said = re.search(r"40 validation examples, (\d+) scored tokens: loss ([\d.]+), accuracy "
+                     r"([\d.]+)", r.stdout)
+    assert said and int(said[1]) == (y >= 0).sum()
+    assert float(said[2]) == pytest.approx(loss, abs=1e-4) and float(said[3]) == pytest.approx(acc, abs=1e-4)
+    np.testing.assert_array_equal(np.load(tmp_path / "again.npy"), want)
+    cli("lm", "task", "mqar", "--vocab", 32, "--length", 32, "--pairs", 2, "--train", 5,
+        "--val", 5, "--out", tmp_path / "long", "--quiet")
+    r = cli("lm", "sample", "--model", tmp_path / "m", "--examples", tmp_path / "long",
+            "--predictions", tmp_path / "long.npy", check=False)
+    assert r.returncode == 1 and "examples of 32 tokens; expected at most the model's block, 16" in r.stderr
+    assert not (tmp_path / "long.npy").exists()
+
+
+def test_lm_train_predictions_a_slice_a_pattern_and_refusals(tmp_path):
+    cli("lm", "task", "copy", "--vocab", 20, "--length", 12, "--train", 100, "--val", 7,
+        "--out", tmp_path / "cp", "--quiet")
+    args = ["lm", "train", "--examples", tmp_path / "cp", "--layers", 1, "--heads", 1, "--dim",
+            8, "--iters", 3, "--batch", 4, "--quiet", "--predictions", tmp_path / "p.npy"]
+    cli(*args, "--pattern", "causal", "--pattern", "window:2")
+    pred = np.load(tmp_path / "p.npy")
+    y = np.load(tmp_path / "cp" / "val_targets.npy")
+    assert pred.shape == (2, 7, 12)
+    assert ((pred == -100) == (y < 0)).all() and ((pred[:, y >= 0] >= 0) & (pred[:, y >= 0] < 20)).all()
+    r = cli("lm", "train", "--text", tmp_path / "cp" / "val_targets.npy", "--predictions",
+            tmp_path / "q.npy", check=False)
+    assert r.returncode == 2 and "--predictions are an example set's" in r.stderr
+    r = cli(*args[:-1], tmp_path / "q.csv", check=False)
+    assert r.returncode == 2 and "q.csv" in r.stderr and not (tmp_path / "q.csv").exists()
 
 
 def _torch_rope(x, pos, d):

@@ -91,6 +91,10 @@ static const opt_def_t lm_train_options[] = {
               "  --log FILE.csv      pattern,step,train_loss,val_loss,lr,seconds,train_acc,val_acc\n"
               "                      per evaluation (acc: the scored tokens whose likeliest\n"
               "                      prediction is the target)\n"),
+    OPT_VALUE("predictions", OPT_PREDICTIONS,
+              "  --predictions FILE.npy  example sets: the trained model's likeliest token at\n"
+              "                      each scored position of the validation examples, [P, n, T]\n"
+              "                      (a slice a --pattern; -100 where not scored); one process\n"),
     OPT_VALUE("threads", OPT_THREADS, "  --threads T         (default: the cores)\n"),
     OPT_FLAG("quiet", OPT_QUIET, "  --quiet             no report\n"),
     OPT_HELP_LINE,
@@ -98,7 +102,7 @@ static const opt_def_t lm_train_options[] = {
 };
 
 typedef struct {
-    const char *text, *tokens, *examples, *save, *log;
+    const char *text, *tokens, *examples, *save, *log, *predictions;
     const char *patterns[LM_MAX_PATTERNS];
     int n_patterns;
     int64_t block, batch, layers, heads, dim, iters, warmup, decay_iters, eval_every;
@@ -175,6 +179,7 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
             break;
         case OPT_SAVE: o->save = a; break;
         case OPT_LOG: o->log = a; break;
+        case OPT_PREDICTIONS: o->predictions = a; break;
         case OPT_THREADS: bad = opt_int(&o->threads, cmd, "threads", a, 1, 4096); break;
         case OPT_BYTES: o->bytes = 1; break;
         case OPT_QUIET: o->quiet = 1; break;
@@ -210,6 +215,8 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
         return usage_error(cmd, "--min-lr %g is above --lr %g", o->min_lr, o->lr);
     if (o->save && o->n_patterns > 1)
         return usage_error(cmd, "--save keeps one model: give one --pattern");
+    if (o->predictions && !o->examples)
+        return usage_error(cmd, "--predictions are an example set's (--examples DIR)");
     for (int k = 0; k < o->n_patterns; k++) {   /* every pattern before any trains */
         for (int j = 0; j < k; j++)
             if (!strcmp(o->patterns[j], o->patterns[k]))
@@ -237,6 +244,7 @@ typedef struct {
     const lm_opts_t *o;
     const corpus_t *c;
     int64_t *ids, *pos, *next;
+    int64_t *predicted;   /* an evaluation's likeliest tokens (--predictions) */
     lm_backend_t *b;      /* where the losses run */
 } batches_t;
 
@@ -283,10 +291,12 @@ typedef struct {
 /* The loss and accuracy of a split (0: train, 1: validation) at evaluation
    `round`: eval_iters batches (the same under every pattern), or an example
    set's whole validation set in order (its loss the mean over its scored
-   tokens). The sem says which differences between patterns are differences. */
+   tokens; with pred [val rows, width], the likeliest token at each scored
+   position, -100 elsewhere). The sem says which differences between
+   patterns are differences. */
 static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
-                      const batches_t *bt, int split, uint64_t round, split_eval_t *out,
-                      ag_error_t *err)
+                      const batches_t *bt, int split, uint64_t round, int64_t *pred,
+                      split_eval_t *out, ag_error_t *err)
 {
     const lm_opts_t *o = bt->o;
     const corpus_t *c = bt->c;
@@ -301,10 +311,19 @@ static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
         ag_lm_opts_t e = *eo;
         int64_t right, scored;
         e.correct = &right, e.counted = &scored;
+        const int64_t T = o->block, B = o->batch, first = c->train_rows + k * B;
+        if (whole && pred)
+            e.predicted = bt->predicted;
         double loss;
         int rc = bt->b->loss(bt->b, m, nb, bt->ids, bt->pos, bt->next, &e, &loss, NULL, err);
         if (rc)
             return rc;
+        for (int64_t b = 0; whole && pred && b < B && first + b < c->rows; b++)
+            for (int64_t t = 0; t < c->width; t++) {
+                const int64_t i = b * T + t;
+                pred[(first + b - c->train_rows) * c->width + t] =
+                    bt->next[i] >= 0 ? bt->predicted[i] : -100;
+            }
         sum += loss, sum2 += loss * loss, weighted += loss * (double)scored;
         correct += right, counted += scored;
     }
@@ -338,7 +357,7 @@ static int compare_doubles(const void *a, const void *b)
 /* Trains the model from the options' seed under pattern `spec`; rows of the
    log written to log (a memory stream). The model is left in m (for --save). */
 static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, const char *spec,
-                         lm_backend_t *b, FILE *log, lm_result_t *res,
+                         lm_backend_t *b, FILE *log, int64_t *pred, lm_result_t *res,
                          ag_error_t *err)
 {
     ag_nbhd_t *graphs[LM_MAX_LAYERS];   /* a graph a block; one for all: graphs[0] */
@@ -355,8 +374,8 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
         return rc;
     }
     const int64_t n = o->batch * o->block;
-    batches_t bt = {o, c, NULL, NULL, NULL, b};
-    bt.ids = ag_alloc(3 * n, sizeof(int64_t), err, "batch");
+    batches_t bt = {o, c, NULL, NULL, NULL, NULL, b};
+    bt.ids = ag_alloc(4 * n, sizeof(int64_t), err, "batch");
     ag_lm_t g;
     memset(&g, 0, sizeof g);
     ag_optimizer_t *opt = NULL;
@@ -366,7 +385,7 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     if (!bt.ids)
         rc = ag_alloc_status();
     if (!rc)
-        bt.pos = bt.ids + n, bt.next = bt.pos + n;
+        bt.pos = bt.ids + n, bt.next = bt.pos + n, bt.predicted = bt.next + n;
     if (!rc)
         rc = ag_lm_init(m, c->V, o->block, o->dim, o->layers, o->heads, o->bias,
                         (uint64_t)o->seed, err);
@@ -390,9 +409,10 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     for (int64_t it = 0; !rc && it <= o->iters; it++) {
         const double lr = lr_at(o, it);
         if (it % o->eval_every == 0 || it == o->iters) {
-            rc = eval_split(m, nb, &eval_opts, &bt, 0, evals, &res->train, err);
+            rc = eval_split(m, nb, &eval_opts, &bt, 0, evals, NULL, &res->train, err);
             if (!rc)
-                rc = eval_split(m, nb, &eval_opts, &bt, 1, evals++, &res->val, err);
+                rc = eval_split(m, nb, &eval_opts, &bt, 1, evals++, it == o->iters ? pred : NULL,
+                                &res->val, err);
             if (rc)
                 break;
             res->seconds = now_seconds() - t0;
@@ -492,14 +512,18 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
             return usage_error("lm train", "--pattern '%s': a pattern a block runs on one "
                                "process (attngraph lm train); the MPI layer's parts are one "
                                "graph's", o.patterns[k]);
+    if (o.predictions && b->ranks > 1)
+        return usage_error("lm train", "--predictions: one process (attngraph lm train); "
+                           "each process here holds its own rows");
     if (b->rank != 0)   /* the first process writes the files */
         o.log = o.save = NULL;
     const int threads = b->threads ? b->threads(b, (int)o.threads) : ag_set_threads((int)o.threads);
     ag_error_t err = {AG_OK, ""};
-    out_file_t log_out;
-    out_init(&log_out, o.log, "--log", "csv");
+    out_file_t outs[2];   /* --log, --predictions */
+    out_init(&outs[0], o.log, "--log", "csv");
+    out_init(&outs[1], o.predictions, "--predictions", "npy");
     int usage = 0;
-    int rc = out_open_all(&log_out, 1, &usage, &err);
+    int rc = out_open_all(outs, 2, &usage, &err);
     if (!rc && o.save)
         rc = folder_check(o.save, "--save", &err);
     if (!rc && o.save)
@@ -530,28 +554,38 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
     FILE *logf = rc ? NULL : open_memstream(&log, &log_len);
     if (!rc && !logf)
         rc = ag_fail(&err, AG_ENOMEM, "out of memory for the log");
+    const int64_t val_rows = c.rows - c.train_rows, pred_size = val_rows * c.width;
+    int64_t *pred = NULL;   /* [patterns, val rows, width] */
+    if (!rc && o.predictions &&
+        !(pred = ag_alloc(o.n_patterns * pred_size, sizeof *pred, &err, "--predictions")))
+        rc = ag_alloc_status();
     lm_result_t res[LM_MAX_PATTERNS];
     ag_lm_t m;
     memset(&m, 0, sizeof m);
     for (int k = 0; !rc && k < o.n_patterns; k++) {
         ag_lm_destroy(&m);
-        rc = train_pattern(&m, &o, &c, o.patterns[k], b, logf, &res[k], &err);
+        rc = train_pattern(&m, &o, &c, o.patterns[k], b, logf, pred ? pred + k * pred_size : NULL,
+                           &res[k], &err);
     }
     if (logf && fclose(logf) != 0 && !rc)
         rc = ag_fail(&err, AG_ENOMEM, "out of memory for the log");
     if (!rc && o.log) {
-        FILE *f = fopen(log_out.file.path, "w");
+        FILE *f = fopen(outs[0].file.path, "w");
         if (!f || fputs("pattern,step,train_loss,val_loss,lr,seconds,train_acc,val_acc\n", f) < 0 ||
             (log && fputs(log, f) < 0) || fclose(f) != 0)
             rc = ag_fail(&err, AG_EIO, "--log %s: write failed", o.log);
+    }
+    if (!rc && pred) {
+        const int64_t shape[3] = {o.n_patterns, val_rows, c.width};
+        rc = ag_npy_write_i64_nd(outs[1].file.path, pred, 3, shape, &err);
     }
     if (!rc && o.save) {
         ag_lm_model_t saved = {.m = m, .chars = c.chars, .bytes = o.bytes, .ids = !c.chars};
         snprintf(saved.pattern, sizeof saved.pattern, "%s", o.patterns[0]);
         rc = ag_i_lm_model_save(&saved, o.save, "--save", &err);
     }
-    if (!rc && o.log)
-        rc = out_commit(&log_out, &err);
+    if (!rc)
+        rc = out_commit_all(outs, 2, &err);
     if (!rc && !o.quiet) {
         int width = 24;   /* the longest pattern's, a mask a block's too */
         for (int k = 0; k < o.n_patterns; k++)
@@ -585,11 +619,13 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
             printf("wrote %s\n", o.save);
         if (o.log)
             printf("wrote %s\n", o.log);
+        if (o.predictions)
+            printf("wrote %s\n", o.predictions);
     }
     if (rc) {
-        out_name_errors(&log_out, 1, &err);
-        out_abort(&log_out);
+        out_abort_all(outs, 2, &err);
     }
+    free(pred);
     free(log);
     ag_lm_destroy(&m);
     corpus_free(&c);

@@ -63,6 +63,11 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b);
 /* attngraph lm train (lm.c) and lm sample (lm_sample.c). */
 int cmd_lm(int argc, char **argv);
 int lm_sample(int argc, char **argv);
+/* lm sample --examples DIR (lm_score.c): the model's loss and accuracy over
+   DIR's validation examples, batch sequences at a time under spec, and with
+   predictions (a path, or NULL) its likeliest token at each scored position. */
+int lm_score(const ag_lm_model_t *lm, const char *spec, const char *dir, int64_t batch,
+             const char *predictions, int *usage, ag_error_t *err);
 /* attngraph lm task (lm_task.c): a recall task's example sets. */
 int lm_task(int argc, char **argv);
 

@@ -36,21 +36,30 @@ static const opt_def_t sample_options[] = {
               "  --pattern SPEC      the graph within the context, made causal as in training\n"
               "                      (docs:T&(SPEC); default the one it trained under, model.txt's;\n"
               "                      'A|B|...': one a block)\n"),
+    OPT_VALUE("examples", OPT_EXAMPLES,
+              "  --examples DIR      instead of sampling, the loss and the accuracy of the\n"
+              "                      scored tokens over DIR's validation examples\n"
+              "                      (val_inputs.npy, val_targets.npy, as lm task writes them)\n"),
+    OPT_VALUE("predictions", OPT_PREDICTIONS,
+              "  --predictions FILE.npy  with --examples: the likeliest token at each scored\n"
+              "                      position, [n, T] (-100 where not scored)\n"),
+    OPT_VALUE("batch", OPT_BATCH, "  --batch B           with --examples: sequences a batch (default 16)\n"),
     OPT_VALUE("threads", OPT_THREADS, "  --threads T         (default: the cores)\n"),
     OPT_HELP_LINE,
     OPT_DEF_END,
 };
 
 typedef struct {
-    const char *model, *start, *pattern;
+    const char *model, *start, *pattern, *examples, *predictions;
     int start_given;
-    int64_t tokens, top_k, seed, threads;
+    int64_t tokens, top_k, seed, threads, batch;
     double temperature;
 } sample_opts_t;
 
 static int sample_parse(sample_opts_t *o, int argc, char **argv)
 {
-    *o = (sample_opts_t){.start = "\n", .tokens = 500, .seed = 1337, .temperature = 1.0};
+    *o = (sample_opts_t){.start = "\n", .tokens = 500, .seed = 1337, .temperature = 1.0,
+                         .batch = 16};
     const char *cmd = "lm sample";
     opt_parser_t p;
     opt_begin(&p, cmd, sample_options, argc, argv);
@@ -66,6 +75,9 @@ static int sample_parse(sample_opts_t *o, int argc, char **argv)
         case OPT_SEED: bad = opt_int(&o->seed, cmd, "seed", a, 0, INT64_MAX); break;
         case OPT_PATTERN: o->pattern = a; break;
         case OPT_THREADS: bad = opt_int(&o->threads, cmd, "threads", a, 1, 4096); break;
+        case OPT_EXAMPLES: o->examples = a; break;
+        case OPT_PREDICTIONS: o->predictions = a; break;
+        case OPT_BATCH: bad = opt_int(&o->batch, cmd, "batch", a, 1, 1 << 16); break;
         default: break;
         }
     }
@@ -77,6 +89,13 @@ static int sample_parse(sample_opts_t *o, int argc, char **argv)
         return EXIT_USAGE;
     if (!o->model)
         return usage_error(cmd, "--model DIR is needed: a folder `lm train --save` wrote");
+    static const int drawing[] = {OPT_TOKENS, OPT_START, OPT_TEMPERATURE, OPT_TOP_K, OPT_SEED};
+    for (size_t k = 0; o->examples && k < sizeof drawing / sizeof *drawing; k++)
+        if (p.seen[drawing[k] - OPT_Q])
+            return usage_error(cmd, "--examples scores the model; --tokens, --start, "
+                               "--temperature, --top-k and --seed are for sampling");
+    if (!o->examples && (p.seen[OPT_PREDICTIONS - OPT_Q] || p.seen[OPT_BATCH - OPT_Q]))
+        return usage_error(cmd, "--predictions and --batch go with --examples DIR");
     return -1;
 }
 
@@ -219,6 +238,14 @@ int lm_sample(int argc, char **argv)
             error_after(rc, &err, "--pattern '%s'", spec);
         else   /* the pattern it trained under: name the folder */
             error_after(rc, &err, "--model %s: its pattern '%s'", o.model, spec);
+    }
+    if (!rc && o.examples) {   /* scores, draws nothing */
+        rc = lm_score(&lm, spec, o.examples, o.batch, o.predictions, &usage, &err);
+        if (graphs)
+            ag_lm_graphs_free(graphs, lm.m.L);
+        free(graphs);
+        ag_lm_model_destroy(&lm);
+        return finish("lm sample", rc, usage, &err);
     }
     if (!rc)   /* a model of ids starts from id 0 unless told */
         rc = start_ids(&lm, lm.ids && !o.start_given ? "0" : o.start, &ids, &n, &usage, &err);

@@ -30,6 +30,9 @@ static const opt_def_t task_options[] = {
     OPT_VALUE("pairs", OPT_PAIRS, "  --pairs P           MQAR's key-value pairs (1..T/4)\n"),
     OPT_VALUE("power", OPT_POWER,
               "  --power A           MQAR's gaps: weight (g+1)^(A-1) (default 0.01, Zoology's)\n"),
+    OPT_VALUE("fill", OPT_FILL,
+              "  --fill F            MQAR's tokens between the queries: random (default) or\n"
+              "                      zero (Zoology's random_non_queries=False, its Figure 2)\n"),
     OPT_VALUE("train", OPT_TRAIN_EXAMPLES, "  --train N           training examples (default 100000)\n"),
     OPT_VALUE("val", OPT_VAL_EXAMPLES, "  --val N             validation examples (default 3000)\n"),
     OPT_VALUE("seed", OPT_SEED, "  --seed S            (default 1)\n"),
@@ -75,6 +78,11 @@ static int task_parse(task_opts_t *o, int argc, char **argv)
         case OPT_LENGTH: bad = opt_int(&o->task.length, cmd, "length", a, 2, 1 << 20); break;
         case OPT_PAIRS: bad = opt_int(&o->task.pairs, cmd, "pairs", a, 1, 1 << 20); break;
         case OPT_POWER: bad = opt_real(&o->task.power, cmd, "power", a, 0, 1); break;
+        case OPT_FILL:
+            if (strcmp(a, "random") && strcmp(a, "zero"))
+                bad = usage_error(cmd, "--fill '%s'; expected random or zero", a);
+            o->task.zero_fill = !strcmp(a, "zero");
+            break;
         case OPT_TRAIN_EXAMPLES: bad = opt_int(&o->train, cmd, "train", a, 1, 1 << 28); break;
         case OPT_VAL_EXAMPLES: bad = opt_int(&o->val, cmd, "val", a, 1, 1 << 28); break;
         case OPT_SEED: bad = opt_int(&seed, cmd, "seed", a, 0, INT64_MAX); break;
@@ -94,8 +102,9 @@ static int task_parse(task_opts_t *o, int argc, char **argv)
     const int mqar = o->task.kind == AG_TASK_MQAR;
     if (!o->task.vocab || !o->task.length || (mqar && !o->task.pairs) || !o->out)
         return usage_error(cmd, "give --vocab, --length%s and --out", mqar ? ", --pairs" : "");
-    if (!mqar && (p.seen[OPT_PAIRS - OPT_Q] || p.seen[OPT_POWER - OPT_Q]))
-        return usage_error(cmd, "--pairs and --power are MQAR's; copy has neither");
+    if (!mqar && (p.seen[OPT_PAIRS - OPT_Q] || p.seen[OPT_POWER - OPT_Q] ||
+                  p.seen[OPT_FILL - OPT_Q]))
+        return usage_error(cmd, "--pairs, --power and --fill are MQAR's; copy has none");
     ag_error_t err;
     if (ag_lm_task_make(&o->task, 0, 0, NULL, NULL, NULL, &err))   /* before any work */
         return usage_error(cmd, "%s", err.msg);

@@ -245,7 +245,8 @@ int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int
         ag_layer_norm(Y, X, n, D, m->lnf_weight, m->lnf_bias, ro.ln_eps);
         const ag_cross_entropy_t ce = {.Wr = m->wte, .C = V, .labels = targets};
         ag_cross_entropy_out_t got = {.dX = train ? dY : NULL,
-                                      .dWr = train ? grads->wte : NULL};
+                                      .dWr = train ? grads->wte : NULL,
+                                      .pred_counted = opts ? opts->predicted : NULL};
         rc = ag_i_loss_cross_entropy_r(r, Y, n, D, &ce, &got, err);
         if (!rc && loss)
             *loss = got.loss;

@@ -84,7 +84,7 @@ typedef struct {
     const int64_t *labels;
     const uint8_t *mask;
     int64_t C, counted;
-    int64_t *pred;
+    int64_t *pred, *pred_counted;
     const int64_t *rows;      /* the logits' rows are these rows [m] alone (few_rows), or NULL */
     int64_t m;
 } ce_t;
@@ -116,6 +116,8 @@ static void ce_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
             memset(z, 0, (size_t)C * sizeof *z);
             continue;
         }
+        if (s->pred_counted)
+            s->pred_counted[i] = best;
         const float mx = z[best], zy = z[y];
         double sum = 0;
 #pragma omp simd reduction(+ : sum)
@@ -247,7 +249,7 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
         for (int64_t i = 0; i < R; i++)
             for (int64_t c = 0; c < C; c++)
                 logits[i * C + c] += br[c];
-    ce_t ctx = {logits, labels, mask, C, n, out->pred, rows, m};
+    ce_t ctx = {logits, labels, mask, C, n, out->pred, out->pred_counted, rows, m};
     rc = ag_i_sum_rows_r(r, N, 2, R * C * 8, ce_rows, &ctx, sums, err);
     if (!rc)
         out->loss = sums[0] / (double)n, out->correct = (int64_t)sums[1], out->counted = n;

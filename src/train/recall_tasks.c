@@ -7,7 +7,8 @@
  *   asked once more at position 2P + 2g, its gap g one of (T - 2P)/2 slots
  *   drawn without repeats with weight (g + 1)^(a - 1) (a power law: most
  *   queries come soon after the pairs, a few far), and the value is the
- *   target there. The other positions hold random tokens, not scored.
+ *   target there. The other positions hold random tokens (0 with
+ *   zero_fill: Zoology's random_non_queries=False, its Figure 2), not scored.
  * - Copy: T/2 random tokens, the separator 0, then the same tokens again:
  *   each of the second half is the target of the position before it, its
  *   evidence T/2 positions back (a mask that cannot reach that far cannot
@@ -49,6 +50,9 @@ static int check_task(const ag_lm_task_t *t, ag_error_t *err)
         return ag_fail(err, AG_EINVAL, "recall task: vocabulary %lld and length %lld; expected "
                        "a vocabulary in 4..%d and an even length >= 2", (long long)V,
                        (long long)T, AG_LM_MAX_VOCAB);
+    if (t->kind == AG_TASK_COPY && t->zero_fill)
+        return ag_fail(err, AG_EINVAL, "recall task: zero_fill is MQAR's; copy's first half "
+                       "is random tokens and its separator 0");
     if (t->kind == AG_TASK_COPY)
         return AG_OK;
     if (t->kind != AG_TASK_MQAR)
@@ -89,8 +93,8 @@ static void mqar(const ag_lm_task_t *t, uint64_t state, int64_t *x, int64_t *y, 
             g--;
         total -= w[g], w[g] = 0, gaps[k] = g;
     }
-    for (int64_t i = 0; i < T; i++)
-        x[i] = rng_below(&state, V), y[i] = -1, dist[i] = 0;
+    for (int64_t i = 0; i < T; i++)   /* (the random tokens drawn either way: the same examples) */
+        x[i] = rng_below(&state, V) * !t->zero_fill, y[i] = -1, dist[i] = 0;
     for (int64_t k = 0; k < P; k++) {
         const int64_t q = 2 * P + 2 * gaps[k];
         x[2 * k] = keys[k], x[2 * k + 1] = values[k];

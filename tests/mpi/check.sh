@@ -760,6 +760,15 @@ lm_same lm-rope "$lm_args --positions rope" 2
     --quiet
 lm_same lm-examples "--examples $T/mqar --batch 8 --layers 1 --heads 2 --dim 16 --iters 4 \
  --eval-every 2 --eval-iters 2 --lr 3e-3 --warmup 2" 2 3
+# --predictions: one process (each process holds its own rows), refused before any work
+mpi 2 lm train --examples "$T/mqar" --iters 1 --layers 1 --heads 1 --dim 8 \
+    --predictions "$T/pred.npy" >/dev/null 2>"$T/err"
+status=$?
+if [ $status -ne 2 ] || ! grep -q "predictions: one process" "$T/err" || [ -e "$T/pred.npy" ]; then
+    bad "lm train --predictions on MPI: exit $status, expected 2 and nothing written: $(cat "$T/err")"
+else
+    ok
+fi
 # a mask a block runs on one process: refused, naming the pattern, before any work
 mpi 2 lm train $lm_args --pattern 'window:8|causal' >/dev/null 2>"$T/err"
 status=$?
