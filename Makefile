@@ -23,7 +23,9 @@
 #                (LM_TEXT=input.txt; NANOGPT=DIR times nanoGPT's train.py beside it),
 #                then a step at 1,024 and 4,096 tokens under causal, window:128 and
 #                bigbird beside the same GPT in PyTorch with dense masked attention
-#                (tools/gpt_torch.py), with both peak memories (a few minutes)
+#                (tools/gpt_torch.py), with both peak memories; then the token-id path:
+#                MQAR at 256 tokens with a vocabulary of 8,192 against the same model
+#                in PyTorch (a few minutes)
 #   make check-sanitize   every test under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-noomp      every test built without OpenMP
 #   make check-clang      every test built with clang (without OpenMP: clang's runtime is

@@ -13,8 +13,15 @@ same under any mask), each with its peak memory. window:1 (each token itself)
 is the step's products alone: a mask of E edges is expected to take at most
 products + (E / causal's E) x (causal - products).
 
+Then the token-id path (issue 56): a step of MQAR's example set at 256 tokens
+with a vocabulary of 8,192 (64 pairs; 2 layers of 2 heads, width 128, rotary
+positions, batch 32), where the tied head's product over the vocabulary, not
+attention, is most of the work: ours under causal, and under window:1 (the
+products alone), against the same model in PyTorch (its [B*T, V] logits and
+F.cross_entropy with ignore_index, as a user writes it).
+
     bench_lm.py --cli build/attngraph --text input.txt [--nanogpt DIR] [--iters 200]
-                [--long 1024,4096] [--long-steps 4]
+                [--long 1024,4096] [--long-steps 4] [--token-steps 10]
 """
 import json
 import argparse
@@ -23,6 +30,7 @@ import re
 import resource
 import statistics
 import subprocess
+import tempfile
 import sys
 
 RECIPE = dict(block=64, batch=12, layers=4, heads=4, dim=128, lr="1e-3", min_lr="1e-4",
@@ -107,6 +115,42 @@ def long_context(cli, text, blocks, steps, threads):
           "window:1's step the products; vs PyTorch: its dense masked causal step over ours)")
 
 
+TOKENS = dict(layers=2, heads=2, dim=128, positions="rope", batch=32)
+
+
+def token_ids(cli, steps, threads):
+    """The token-id table: MQAR at 256 tokens and a vocabulary of 8,192."""
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([cli, "lm", "task", "mqar", "--vocab", "8192", "--length", "256",
+                            "--pairs", "64", "--train", "2048", "--val", "32", "--out",
+                            tmp + "/mqar", "--quiet"], capture_output=True, text=True)
+        if r.returncode:
+            sys.exit("bench-lm: lm task failed: %s" % r.stderr)
+        model = [x for k, v in TOKENS.items() for x in ("--" + k, v)]
+        rows = {}
+        for p in ("window:1", "causal"):
+            out, mb = measured([cli, "lm", "train", "--examples", tmp + "/mqar", "--iters",
+                                steps, "--eval-every", steps, "--threads", threads,
+                                "--pattern", p] + model)
+            row = [l for l in out.splitlines() if l.startswith(p + " ")][-1].split()
+            rows[p] = float(row[-1]), mb
+        here = os.path.dirname(os.path.abspath(__file__))
+        out, torch_mb = measured([sys.executable, os.path.join(here, "gpt_torch.py"),
+                                  "--examples", tmp + "/mqar", "--steps", steps, "--threads",
+                                  threads] + model,
+                                 env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+        torch_ms = json.loads(out.strip().splitlines()[-1])["median_ms"]
+    print("\ntoken ids: MQAR at 256 tokens, 64 pairs, a vocabulary of 8,192; 2 layers of 2 "
+          "heads, width 128, rotary positions, batch 32, %d thread%s; median of %d steps"
+          % (threads, "" if threads == 1 else "s", steps))
+    print("%-22s %9s %8s %10s" % ("", "ms a step", "peak MB", "vs PyTorch"))
+    for p, (ms, mb) in rows.items():
+        print("%-22s %9.1f %8.0f %9.2fx" % ("ours " + p, ms, mb, torch_ms / ms))
+    print("%-22s %9.1f %8.0f %10s" % ("PyTorch causal", torch_ms, torch_mb, "1.00x"))
+    print("(window:1: the step's products alone, each token attending to itself; vs PyTorch: "
+          "its dense masked causal step over ours)")
+
+
 def ours(cli, text, iters, threads):
     args = [cli, "lm", "train", "--text", text, "--iters", str(iters), "--eval-every",
             str(iters), "--eval-iters", "1", "--lr-decay-iters", "2000", "--threads",
@@ -147,6 +191,8 @@ def main():
     p.add_argument("--long", default="1024,4096", help="blocks of the long-context table "
                    "('' for none)")
     p.add_argument("--long-steps", type=int, default=4)
+    p.add_argument("--token-steps", type=int, default=10,
+                   help="steps of the token-id table (0: none)")
     a = p.parse_args()
     isa = subprocess.run([a.cli, "--version"], capture_output=True, text=True).stdout
     isa = re.search(r"kernels and products: (\S+)", isa)
@@ -164,6 +210,8 @@ def main():
     if a.long:
         long_context(a.cli, a.text, [int(b) for b in a.long.split(",")], a.long_steps,
                      a.threads)
+    if a.token_steps:
+        token_ids(a.cli, a.token_steps, a.threads)
 
 
 if __name__ == "__main__":
