@@ -108,12 +108,13 @@ static void widen(ag_lm_t *m, uint64_t seed)
    reference with each block under window[l] (NULL: causal), and central
    differences of that reference. */
 static void check_against_reference(int bias, const char *spec, const int64_t *window,
-                                    ag_lm_positions_t positions)
+                                    ag_lm_positions_t positions, int mlp)
 {
     ag_lm_t m, g;
     ag_error_t err;
     ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, bias, 5, &err), AG_OK);
     ck_assert_int_eq(ag_lm_set_positions(&m, positions, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_set_mlp(&m, mlp, &err), AG_OK);
     ck_assert_int_eq(ag_lm_grads_init(&g, &m, &err), AG_OK);
     widen(&m, 40);
     ag_nbhd_t nb, *graphs[L];
@@ -175,18 +176,65 @@ static void check_against_reference(int bias, const char *spec, const int64_t *w
 
 START_TEST(lm_loss_and_gradients_match_the_double_reference)
 {
-    check_against_reference(_i, NULL, NULL, AG_LM_POS_LEARNT);
+    check_against_reference(_i, NULL, NULL, AG_LM_POS_LEARNT, 1);
 }
 END_TEST
 
 /* Rotary positions: the loss and every gradient (no wpe) against the double
    reference that turns q and k by RoFormer's formula, under causal and under
    a window a block; no positions at all, the same with nothing turned. */
+static void pattern_graph(ag_nbhd_t *nb, const char *spec, int64_t n);
+static void assert_logits_near(const float *got, const float *want, const char *what, int64_t t);
+
+/* Attention-only blocks (ag_lm_set_mlp 0, Zoology's model): the loss and every
+   gradient against the double reference without the feed-forward sublayer,
+   learnt and rotary positions, a mask a block; their logits are those of the
+   full blocks with w2 and b2 zeroed, bit for bit; back to an MLP is refused. */
+START_TEST(lm_attention_only_blocks_match_the_double_reference)
+{
+    static const int64_t window[L] = {2, 0};
+    check_against_reference(_i, NULL, NULL, AG_LM_POS_LEARNT, 0);
+    check_against_reference(_i, "window:2|causal", window, AG_LM_POS_ROPE, 0);
+    ag_lm_t full, bare;
+    ag_error_t err;
+    ck_assert_int_eq(ag_lm_init(&full, V, T, D, L, H, _i, 5, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_init(&bare, V, T, D, L, H, _i, 5, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_has_mlp(&bare), 1);
+    ck_assert_int_eq(ag_lm_set_mlp(&bare, 0, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_has_mlp(&bare), 0);
+    ck_assert(!bare.layers[1].w1 && !bare.layers[1].w2 && !bare.layers[1].ln2_weight);
+    for (int l = 0; l < L; l++) {
+        memset(full.layers[l].w2, 0, (size_t)(D * full.layers[l].F) * sizeof(float));
+        if (full.layers[l].b2)
+            memset(full.layers[l].b2, 0, (size_t)D * sizeof(float));
+    }
+    ag_nbhd_t nb;
+    pattern_graph(&nb, "causal", T);
+    const int64_t ids[T] = {3, 0, 6, 6, 2}, pos[T] = {0, 1, 2, 3, 4};
+    float a[T * V], b[T * V];
+    ck_assert_int_eq(ag_lm_logits(&full, &nb, ids, pos, a, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_logits(&bare, &nb, ids, pos, b, &err), AG_OK);
+    ck_assert(!memcmp(a, b, sizeof a));
+    ag_lm_decoder_t *dec;   /* the decoder skips the sublayer too */
+    ck_assert_msg(ag_lm_decoder_init(&dec, &bare, &nb, &err) == AG_OK, "%s", err.msg);
+    float got[V];
+    for (int64_t t = 0; t < T; t++) {
+        ck_assert_int_eq(ag_lm_decoder_push(dec, ids[t], got, &err), AG_OK);
+        assert_logits_near(got, b + t * V, "attention only", t);
+    }
+    ag_lm_decoder_free(dec);
+    ck_assert_fails_with(ag_lm_set_mlp(&bare, 1, &err), err, AG_EINVAL,
+                         "no feed-forward sublayer to keep");
+    ag_nbhd_destroy(&nb);
+    ag_lm_destroy(&full), ag_lm_destroy(&bare);
+}
+END_TEST
+
 START_TEST(lm_rotary_positions_match_the_double_reference)
 {
     static const int64_t window[L] = {2, 0};
-    check_against_reference(_i, NULL, NULL, AG_LM_POS_ROPE);
-    check_against_reference(_i, "window:2|causal", window, AG_LM_POS_ROPE);
+    check_against_reference(_i, NULL, NULL, AG_LM_POS_ROPE, 1);
+    check_against_reference(_i, "window:2|causal", window, AG_LM_POS_ROPE, 1);
     ag_lm_t m;
     ag_error_t err;
     ck_assert_int_eq(ag_lm_init(&m, V, T, D, L, H, _i, 5, &err), AG_OK);
@@ -206,8 +254,8 @@ END_TEST
    (the reference builds each block's messages from the window's formula). */
 START_TEST(lm_a_mask_per_block_matches_the_reference)
 {
-    check_against_reference(_i, "window:2|causal", (const int64_t[L]){2, 0}, AG_LM_POS_LEARNT);
-    check_against_reference(_i, "causal|window:3", (const int64_t[L]){0, 3}, AG_LM_POS_LEARNT);
+    check_against_reference(_i, "window:2|causal", (const int64_t[L]){2, 0}, AG_LM_POS_LEARNT, 1);
+    check_against_reference(_i, "causal|window:3", (const int64_t[L]){0, 3}, AG_LM_POS_LEARNT, 1);
     /* one pattern given per block is the pattern for all, bit for bit */
     ag_lm_t m;
     ag_error_t err;
@@ -693,6 +741,23 @@ START_TEST(lm_model_folder_saves_and_loads)
         ck_assert_msg(na[x] == nb[x] && !memcmp(a[x], b[x], (size_t)na[x] * sizeof(float)),
                       "array %d differs after the round trip", x);
     ag_lm_model_destroy(&back);
+    /* attention-only blocks: "mlp no", no ln2/w1/w2 files, read back so */
+    ag_lm_model_t bare = {.ids = 1};
+    ck_assert_int_eq(ag_lm_init(&bare.m, V, T, D, L, H, 0, 5, &err), AG_OK);
+    ck_assert_int_eq(ag_lm_set_mlp(&bare.m, 0, &err), AG_OK);
+    snprintf(bare.pattern, sizeof bare.pattern, "causal");
+    const char *bare_dir = tmp_path("lm-bare");
+    ck_assert_msg(ag_lm_model_save(&bare, bare_dir, &err) == AG_OK, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/model.txt", bare_dir);
+    char *bare_text = read_text(path);
+    ck_assert_msg(strstr(bare_text, "\nmlp no\n"), "%s", bare_text);
+    free(bare_text);
+    snprintf(path, sizeof path, "%s/round-1/w1.npy", bare_dir);
+    ck_assert(!file_exists(path));
+    ck_assert_msg(ag_lm_model_load(&back, bare_dir, &err) == AG_OK, "%s", err.msg);
+    ck_assert(!ag_lm_has_mlp(&back.m) && back.m.layers[0].wq);
+    ag_lm_model_destroy(&back);
+    ag_lm_destroy(&bare.m);
     /* a folder in the place of round-2/wq.npy: refused, the text left as it was */
     snprintf(lm.pattern, sizeof lm.pattern, "causal");
     snprintf(path, sizeof path, "%s/round-2/wq.npy", dir);
@@ -745,6 +810,7 @@ Suite *lm_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, lm_loss_and_gradients_match_the_double_reference, 0, 2);
     tcase_add_loop_test(tc, lm_rotary_positions_match_the_double_reference, 0, 2);
+    tcase_add_loop_test(tc, lm_attention_only_blocks_match_the_double_reference, 0, 2);
     tcase_add_test(tc, lm_batch_is_its_sequences_one_by_one);
     tcase_add_test(tc, lm_graph_is_the_sequences_side_by_side);
     tcase_add_loop_test(tc, lm_a_mask_per_block_matches_the_reference, 0, 2);

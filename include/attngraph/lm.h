@@ -51,6 +51,14 @@ int ag_lm_grads_init(ag_lm_t *g, const ag_lm_t *m, ag_error_t *err);
    need an even head width D/H); back to AG_LM_POS_LEARNT is refused (draw the
    model again). Call it before ag_lm_grads_init and the optimizer. */
 int ag_lm_set_positions(ag_lm_t *m, ag_lm_positions_t positions, ag_error_t *err);
+/* m's blocks without their feed-forward sublayer (mlp 0: its LayerNorm, w1,
+   w2 and their biases freed, each block attention and its residual alone,
+   Zoology's model for recall), or with it (1: as ag_lm_init draws it; a
+   model without one is refused: draw it again). Call it before
+   ag_lm_grads_init and the optimizer; the gradients follow m's blocks. */
+int ag_lm_set_mlp(ag_lm_t *m, int mlp, ag_error_t *err);
+/* 1 if m's blocks have their feed-forward sublayer, 0 if not. */
+int ag_lm_has_mlp(const ag_lm_t *m);
 const char *ag_lm_positions_name(ag_lm_positions_t positions);
 int ag_lm_positions_parse(const char *name, ag_lm_positions_t *positions);
 void ag_lm_destroy(ag_lm_t *m);

@@ -359,6 +359,7 @@ FUNCTIONS = {
                                 C.c_char_p, C.c_char_p, i64, E]),
     "ag_lm_task_make": (I, [C.POINTER(ag_lm_task_t), i64, i64, P, P, P, E]),
     "ag_lm_set_positions": (I, [C.POINTER(ag_lm_t), C.c_int, E]),
+    "ag_lm_set_mlp": (I, [C.POINTER(ag_lm_t), C.c_int, E]),
     "ag_lm_loss": (I, [C.POINTER(ag_lm_t), NB, P, P, P, C.POINTER(ag_lm_opts_t),
                        C.POINTER(f64), C.POINTER(ag_lm_t), C.POINTER(P), E]),
     "ag_lm_logits": (I, [C.POINTER(ag_lm_t), NB, P, P, P, E]),

@@ -254,9 +254,10 @@ class LM:
 
     @classmethod
     def init(cls, vocab, block, dim, layers, heads, bias=False, seed=1337, pattern="causal",
-             positions="learnt"):
+             positions="learnt", mlp=True):
         """GPT-2's initialisation from seed (ag_lm_init: `lm train --seed`'s model);
-        positions "learnt", "rope" or "none" (ag_lm_set_positions)."""
+        positions "learnt", "rope" or "none" (ag_lm_set_positions); mlp=False:
+        attention-only blocks (ag_lm_set_mlp, `lm train --no-mlp`)."""
         if positions not in POSITIONS:
             raise Error("positions=%r; expected one of %s" % (positions, ", ".join(POSITIONS)),
                         "invalid value")
@@ -266,6 +267,8 @@ class LM:
                              C.byref(e)), e)
         try:
             check(lib.ag_lm_set_positions(C.byref(m), POSITIONS.index(positions), C.byref(e)), e)
+            check(lib.ag_lm_set_mlp(C.byref(m), int(bool(mlp)), C.byref(e)), e)
+
             def arr(p, *shape):
                 return None if not p else np.ctypeslib.as_array(
                     (C.c_float * int(np.prod(shape))).from_address(p)).reshape(shape).copy()

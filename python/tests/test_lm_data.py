@@ -194,3 +194,25 @@ def test_rotary_positions_are_roformer_s(tmp_path):
     r = cli("lm", "train", "--examples", tmp_path / "cp", "--heads", 2, "--dim", 6,
             "--positions", "rope", check=False)
     assert r.returncode == 2 and "heads of odd width 3" in r.stderr
+
+
+def test_attention_only_blocks_save_load_and_train(tmp_path):
+    """mlp=False (lm train --no-mlp): blocks without their feed-forward
+    sublayer, saved as "mlp no" and read back so; the command line's model of
+    the same seed is Python's, and its trained folder scores as it said."""
+    m = lm.LM.init(40, block=8, dim=16, layers=2, heads=2, seed=3, positions="rope", mlp=False)
+    assert all(w.w1 is None and w.w2 is None and w.ln2_weight is None for w in m.layers)
+    m.save(str(tmp_path / "m"))
+    assert "mlp no" in (tmp_path / "m" / "model.txt").read_text()
+    back = lm.LM.load(str(tmp_path / "m"))
+    x = np.random.default_rng(2).integers(0, 40, (2, 8))
+    np.testing.assert_array_equal(back.logits(x), m.logits(x))
+    full = lm.LM.init(40, block=8, dim=16, layers=2, heads=2, seed=3, positions="rope")
+    assert not np.array_equal(full.logits(x), m.logits(x))
+    cli("lm", "task", "mqar", "--vocab", 40, "--length", 8, "--pairs", 2, "--train", 64,
+        "--val", 8, "--out", tmp_path / "mq", "--quiet")
+    cli("lm", "train", "--examples", tmp_path / "mq", "--layers", 2, "--heads", 2, "--dim", 16,
+        "--positions", "rope", "--no-mlp", "--iters", 0, "--seed", 3, "--save", tmp_path / "c",
+        "--quiet")
+    c = lm.LM.load(str(tmp_path / "c"))
+    np.testing.assert_array_equal(c.logits(x), m.logits(x))

@@ -59,6 +59,9 @@ static const opt_def_t lm_train_options[] = {
     OPT_VALUE("positions", OPT_POSITIONS,
               "  --positions P       learnt (absolute, nanoGPT's; default), rope (rotary, on the\n"
               "                      queries and keys) or none\n"),
+    OPT_FLAG("no-mlp", OPT_NO_MLP,
+             "  --no-mlp            attention-only blocks: no feed-forward sublayer (Zoology's\n"
+             "                      model for recall; nanoGPT's blocks have one)\n"),
     OPT_FLAG("bias", OPT_BIAS,
              "  --bias              biases on every linear map and LayerNorm (nanoGPT's bias=True)\n"),
     OPT_VALUE("iters", OPT_ITERS, "  --iters N           optimizer steps (default 2000)\n"),
@@ -111,7 +114,7 @@ typedef struct {
     ag_lm_positions_t positions;
     double lr, min_lr, beta2, weight_decay, clip, dropout;
     int64_t seed;
-    int bias, bytes, quiet;
+    int bias, bytes, quiet, no_mlp;
 } lm_opts_t;
 
 /* nanoGPT's get_lr: linear warmup, cosine decay to min_lr, then min_lr. */
@@ -182,6 +185,7 @@ static int lm_parse(lm_opts_t *o, int argc, char **argv)
         case OPT_PREDICTIONS: o->predictions = a; break;
         case OPT_THREADS: bad = opt_int(&o->threads, cmd, "threads", a, 1, 4096); break;
         case OPT_BYTES: o->bytes = 1; break;
+        case OPT_NO_MLP: o->no_mlp = 1; break;
         case OPT_QUIET: o->quiet = 1; break;
         default: break;
         }
@@ -391,6 +395,8 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
                         (uint64_t)o->seed, err);
     if (!rc)
         rc = ag_lm_set_positions(m, o->positions, err);
+    if (!rc && o->no_mlp)
+        rc = ag_lm_set_mlp(m, 0, err);
     if (!rc)
         rc = ag_lm_grads_init(&g, m, err);
     if (!rc)
@@ -540,9 +546,10 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
         rc = b->agree(b, rc, &err);
     if (!rc && !o.quiet) {
         corpus_say(&c, &o);
-        printf("model: %lld layers, %lld heads, width %lld, block %lld%s%s%s; batch %lld; "
+        printf("model: %lld layers, %lld heads, width %lld, block %lld%s%s%s%s; batch %lld; "
                "%d thread%s%s%.0d%s\n", (long long)o.layers, (long long)o.heads,
-               (long long)o.dim, (long long)o.block, o.bias ? ", biases" : "",
+               (long long)o.dim, (long long)o.block, o.no_mlp ? ", attention only" : "",
+               o.bias ? ", biases" : "",
                o.positions ? ", positions " : "",
                o.positions ? ag_lm_positions_name(o.positions) : "",
                (long long)o.batch, threads, AG_PLURAL(threads),

@@ -235,6 +235,8 @@ int ag_lm_decoder_push(ag_lm_decoder_t *dec, int64_t id, float *logits, ag_error
         project(dec->h, w->wo, w->bias, dec->a, D, D);
         for (int64_t c = 0; c < D; c++)
             dec->x[c] += dec->h[c];
+        if (!w->w1)   /* attention-only blocks (ag_lm_set_mlp) */
+            continue;
         ag_layer_norm(dec->h, dec->x, 1, D, w->ln2_weight, w->ln2_bias, eps);
         project(dec->f, w->w1, w->b1, dec->h, D, F);
         for (int64_t c = 0; c < F; c++)

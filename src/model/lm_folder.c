@@ -70,8 +70,12 @@ static void model_text(char *buf, size_t cap, const ag_lm_model_t *lm)
         "heads %lld\ndim %lld\nbias %s\npattern %s\n", (long long)m->V,
         lm->ids ? "ids" : lm->bytes ? "bytes" : "utf-8", (long long)m->T, (long long)m->L,
         (long long)m->H, (long long)m->D, m->bias ? "yes" : "no", lm->pattern);
+    size_t more = 0;
     if (m->positions != AG_LM_POS_LEARNT && used < cap)   /* learnt: as 0.2 wrote it */
-        snprintf(buf + used, cap - used, "positions %s\n", ag_lm_positions_name(m->positions));
+        more = (size_t)snprintf(buf + used, cap - used, "positions %s\n",
+                                ag_lm_positions_name(m->positions));
+    if (!ag_lm_has_mlp(m) && used + more < cap)   /* with one: as before */
+        snprintf(buf + used + more, cap - used - more, "mlp no\n");
 }
 
 int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *option,
@@ -158,10 +162,11 @@ void ag_lm_model_destroy(ag_lm_model_t *lm)
 
 /* The text's keys into the sizes and lm's kind and pattern; path names the file. */
 static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias,
-                       ag_lm_positions_t *positions, const char *path, ag_error_t *err)
+                       ag_lm_positions_t *positions, int *mlp, const char *path,
+                       ag_error_t *err)
 {
     static const char *keys[] = {"vocab", "block", "layers", "heads", "dim", "bias",
-                                 "pattern", "positions"};
+                                 "pattern", "positions", "mlp"};
     char *text = NULL;
     size_t len;
     int rc = ag_i_read_text(path, &text, &len, err);
@@ -170,10 +175,10 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias,
     if (strlen(text) != len)
         rc = ag_fail(err, AG_EFORMAT, "%s: a NUL byte at offset %zu; expected a text", path,
                      strlen(text));
-    int seen[8] = {0}, line = 0, pattern_line = 0;
+    int seen[9] = {0}, line = 0, pattern_line = 0;
     snprintf(lm->pattern, sizeof lm->pattern, "causal");   /* saves before the key */
-    seen[6] = seen[7] = 1;
     *positions = AG_LM_POS_LEARNT;   /* saves before the key */
+    *mlp = 1;
     for (char *s = text, *end; !rc && s && *s; s = end) {
         end = strchr(s, '\n');
         if (end)
@@ -188,7 +193,7 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias,
         long long x = 0;
         int k = -1;
         if (sscanf(s, "%31s %1023[^\n]", key, value) == 2)
-            for (k = 7; k >= 0 && strcmp(key, keys[k]); k--)
+            for (k = 8; k >= 0 && strcmp(key, keys[k]); k--)
                 ;
         int ok = k >= 0;
         if (ok && k == 6) {   /* checked once the layers are known, named at its line */
@@ -204,6 +209,8 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias,
         }
         else if (ok && k == 7)
             ok = ag_lm_positions_parse(value, positions) == AG_OK;
+        else if (ok && k == 8)
+            ok = (*mlp = !strcmp(value, "yes")) || !strcmp(value, "no");
         else if (ok && k == 5)
             ok = (*bias = !strcmp(value, "yes")) || !strcmp(value, "no");
         else if (ok && k == 0)   /* nothing after what is read: %1s finds it */
@@ -217,7 +224,7 @@ static int read_header(ag_lm_model_t *lm, int64_t size[6], int *bias,
         if (!ok)
             rc = ag_fail(err, AG_EINVAL, "%s:%d: '%s'; expected one of vocab N utf-8|bytes|ids, "
                          "block T, layers L, heads H, dim D (each >= 1), bias yes|no, "
-                         "pattern SPEC, positions learnt|rope|none", path, line, s);
+                         "pattern SPEC, positions learnt|rope|none, mlp yes|no", path, line, s);
         else if (k < 5)
             size[k] = x;
         if (ok)
@@ -283,11 +290,11 @@ int ag_lm_model_load(ag_lm_model_t *lm, const char *dir, ag_error_t *err)
                        !dir ? "the folder" : "the model");
     memset(lm, 0, sizeof *lm);
     int64_t size[6] = {0};
-    int bias = 0;
+    int bias = 0, mlp = 1;
     ag_lm_positions_t positions;
     char header[4096];
     header_path(header, sizeof header, dir);
-    int rc = read_header(lm, size, &bias, &positions, header, err);
+    int rc = read_header(lm, size, &bias, &positions, &mlp, header, err);
     if (!rc && !lm->ids)
         rc = read_vocab(lm, size[0], dir, header, err);
     if (!rc)   /* the shapes, then each array into place */
@@ -295,6 +302,8 @@ int ag_lm_model_load(ag_lm_model_t *lm, const char *dir, ag_error_t *err)
                                          bias, 1, err), err, "%s", header);
     if (!rc)
         rc = ag_i_fail_prefix(ag_lm_set_positions(&lm->m, positions, err), err, "%s", header);
+    if (!rc && !mlp)
+        rc = ag_i_fail_prefix(ag_lm_set_mlp(&lm->m, 0, err), err, "%s", header);
     lm_array_t *arrays = rc ? NULL : ag_calloc(max_arrays(&lm->m), sizeof *arrays, err,
                                                "model");
     if (!rc && !arrays)

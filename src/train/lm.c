@@ -111,7 +111,34 @@ int ag_lm_grads_init(ag_lm_t *g, const ag_lm_t *m, ag_error_t *err)
         ag_lm_destroy(g);
     else if (!m->wpe)   /* m's positions: no table to learn */
         rc = ag_lm_set_positions(g, m->positions, err);
+    if (!rc && !ag_lm_has_mlp(m))   /* m's blocks */
+        rc = ag_lm_set_mlp(g, 0, err);
     return rc;
+}
+
+int ag_lm_has_mlp(const ag_lm_t *m)
+{
+    return m && m->layers && m->L > 0 && m->layers[0].w1 != NULL;
+}
+
+int ag_lm_set_mlp(ag_lm_t *m, int mlp, ag_error_t *err)
+{
+    if (!m || !m->layers)
+        return ag_fail(err, AG_EINVAL, "language model: no model (from ag_lm_init)");
+    if (mlp && !ag_lm_has_mlp(m))
+        return ag_fail(err, AG_EINVAL, "language model: its blocks have no feed-forward "
+                       "sublayer to keep; expected a model drawn with one (ag_lm_init)");
+    for (int64_t l = 0; !mlp && l < m->L; l++) {
+        ag_weights_t *w = &m->layers[l];
+        for (int k = 0; k < AG_LAYER_ARRAYS; k++)
+            if (ag_layer_array_info(k)->needs & AG_LAYER_FFN) {   /* ln2, w1, b1, w2, b2 */
+                float **a = ag_layer_array(w, k);
+                free(*a);
+                *a = NULL;
+            }
+        w->F = 0;
+    }
+    return AG_OK;
 }
 
 static const char *const position_names[] = {"learnt", "rope", "none"};

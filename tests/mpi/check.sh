@@ -760,6 +760,8 @@ lm_same lm-rope "$lm_args --positions rope" 2
     --quiet
 lm_same lm-examples "--examples $T/mqar --batch 8 --layers 1 --heads 2 --dim 16 --iters 4 \
  --eval-every 2 --eval-iters 2 --lr 3e-3 --warmup 2" 2 3
+lm_same lm-no-mlp "--examples $T/mqar --batch 8 --layers 2 --heads 2 --dim 16 --iters 3 \
+ --eval-every 3 --eval-iters 2 --lr 3e-3 --warmup 2 --no-mlp --positions rope" 2
 # --predictions: one process (each process holds its own rows), refused before any work
 mpi 2 lm train --examples "$T/mqar" --iters 1 --layers 1 --heads 1 --dim 8 \
     --predictions "$T/pred.npy" >/dev/null 2>"$T/err"
