@@ -324,6 +324,8 @@ $(BUILD)/src/kernels/score_rows.o: OBJ_FLAGS := -ffp-contract=off
 # GELU's loops vectorize only where comparisons may be if-converted: without
 # -fno-trapping-math GCC keeps a branch per clamp (no result changes).
 $(BUILD)/src/model/activation.o: OBJ_FLAGS := -fno-trapping-math
+# The cross-entropy's softmax likewise (its exponentials, the largest logit).
+$(BUILD)/src/train/losses.o: OBJ_FLAGS := -fno-trapping-math
 # The products' bits rest on every c + x*b of a chain being one FMA on the AVX2
 # and AVX-512 variants, which GCC forms at -O2 only (the sanitizers' -O1 build
 # gave other bits); explicit FMA intrinsics there ran wide products 25% slower.

@@ -107,9 +107,15 @@ static void ce_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
         const int64_t y = s->labels[i];
         const int counted = y >= 0 && (!s->mask || s->mask[i]);
         int64_t best = 0;
-        for (int64_t c = 1; (counted || s->pred) && c < C; c++)
-            if (z[c] > z[best])
-                best = c;
+        float mx = z[0];
+        if (counted || s->pred) {   /* the largest (a reduction that vectorizes), then its first place */
+#pragma omp simd reduction(max : mx)
+            for (int64_t c = 1; c < C; c++)
+                mx = z[c] > mx ? z[c] : mx;
+            while (best < C && z[best] != mx)
+                best++;
+            best = best < C ? best : 0;   /* no match (NaN logits): the first */
+        }
         if (s->pred)
             s->pred[i] = best;
         if (!counted) {   /* (its logits may be unmade: see few_rows) */
@@ -118,12 +124,14 @@ static void ce_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
         }
         if (s->pred_counted)
             s->pred_counted[i] = best;
-        const float mx = z[best], zy = z[y];
+        mx = z[best];
+        const float zy = z[y];
         double sum = 0;
 #pragma omp simd reduction(+ : sum)
         for (int64_t c = 0; c < C; c++) {   /* the largest (and its ties) exactly 1 */
-            z[c] = z[c] == mx ? 1.0f : ag_i_exp_nonpositive(z[c] - mx);
-            sum += z[c];
+            const float e = ag_i_exp_nonpositive(z[c] - mx);
+            z[c] = z[c] == mx ? 1.0f : e;
+            sum += (double)z[c];
         }
         partial[0] += (double)mx + log(sum) - (double)zy;
         partial[1] += best == y;
