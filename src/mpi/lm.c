@@ -63,7 +63,8 @@ int ag_mpi_lm_loss(MPI_Comm comm, const ag_mpi_part_t *part, const ag_lm_t *m,
     ag_mpi_reduce_t red_ctx;
     ag_i_mpi_reducer(&red, &red_ctx, comm, part, NULL);
     mpi_rows_t c = {comm, part, tape};
-    const ag_i_lm_rows_t rows = {&red, part->lo, mpi_forward, mpi_backward, mpi_agree_rows, &c};
+    const ag_i_lm_rows_t rows = {&red, part->lo, mpi_forward, mpi_backward, mpi_agree_rows, &c,
+                                 NULL};   /* (the MPI tape keeps no head) */
     return ag_i_lm_loss_rows(m, part->hi - part->lo, ids, pos, targets, opts, loss, grads,
                              &rows, err);
 }

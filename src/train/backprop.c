@@ -60,7 +60,21 @@ struct ag_tape {
     ag_i_plan_t *forward, *backward;   /* [rounds] the kernels' plans, made by the first
                                           round on a graph (plan_of) and run by every round
                                           on it (of every step) */
+    float *kept;              /* a caller's buffer across steps (ag_i_tape_keep) */
+    int64_t kept_count;
 };
+
+float *ag_i_tape_keep(ag_tape_t *t, int64_t count, ag_error_t *err)
+{
+    if (count > t->kept_count) {
+        free(t->kept);
+        t->kept_count = 0;
+        if (!(t->kept = ag_alloc(count, sizeof *t->kept, err, "the tape's kept buffer")))
+            return NULL;
+        t->kept_count = count;
+    }
+    return t->kept;
+}
 
 /* The first round on round r's graph: whose plans round r runs. */
 static int plan_of(const ag_tape_t *t, int r)
@@ -131,6 +145,7 @@ void ag_tape_free(ag_tape_t *tape)
             ag_i_plan_free(&tape->backward[r]);
     }
     free(tape->forward), free(tape->backward), free(tape->graph), free(tape->made);
+    free(tape->kept);
     free(tape);
 }
 

@@ -274,7 +274,7 @@ int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int
         ag_cross_entropy_out_t got = {.dX = train ? dY : NULL,
                                       .dWr = train ? grads->wte : NULL,
                                       .pred_counted = opts ? opts->predicted : NULL};
-        rc = ag_i_loss_cross_entropy_r(r, Y, n, D, &ce, &got, err);
+        rc = ag_i_loss_cross_entropy_kept_r(r, Y, n, D, &ce, &got, rows->keep, err);
         if (!rc && loss)
             *loss = got.loss;
         if (!rc && opts && opts->correct)
@@ -332,6 +332,13 @@ static int one_backward(void *ctx, const float *dY, float *dX0, ag_weights_t *gr
     return ag_rounds_backward(*c->tape, dY, dX0, grads, err);
 }
 
+/* The head's logits in the kept tape (made by the forward before the head). */
+static float *one_keep(void *ctx, int64_t count, ag_error_t *err)
+{
+    one_process_t *c = ctx;
+    return ag_i_tape_keep(*c->tape, count, err);
+}
+
 int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_t *pos,
                const int64_t *targets, const ag_lm_opts_t *opts, double *loss, ag_lm_t *grads,
                ag_tape_t **tape, ag_error_t *err)
@@ -341,7 +348,9 @@ int ag_lm_loss(const ag_lm_t *m, ag_nbhd_t *nb, const int64_t *ids, const int64_
         return rc;
     ag_tape_t *own = NULL;
     one_process_t c = {nb, tape ? tape : &own, tape != NULL, {0}};
-    const ag_i_lm_rows_t rows = {NULL, 0, one_forward, one_backward, NULL, &c};
+    const ag_i_keeper_t keep = {one_keep, &c};
+    const ag_i_lm_rows_t rows = {NULL, 0, one_forward, one_backward, NULL, &c,
+                                 tape ? &keep : NULL};
     rc = ag_i_lm_loss_rows(m, nb->n_nodes, ids, pos, targets, opts, loss, grads, &rows, err);
     ag_tape_free(own);
     ag_workspace_destroy(&c.ws);

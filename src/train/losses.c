@@ -223,6 +223,14 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
                               const ag_cross_entropy_t *ce, ag_cross_entropy_out_t *out,
                               ag_error_t *err)
 {
+    return ag_i_loss_cross_entropy_kept_r(r, X, N, D, ce, out, NULL, err);
+}
+
+int ag_i_loss_cross_entropy_kept_r(const ag_i_reducer_t *r, const float *X, int64_t N,
+                                   int64_t D, const ag_cross_entropy_t *ce,
+                                   ag_cross_entropy_out_t *out, const ag_i_keeper_t *keep,
+                                   ag_error_t *err)
+{
     const float *Wr = ce->Wr, *br = ce->br;
     const int64_t C = ce->C, *labels = ce->labels;
     const uint8_t *mask = ce->mask;
@@ -239,12 +247,15 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
     int64_t *rows = NULL;
     const int64_t m = Wr ? few_rows(&rows, N, labels, mask, out) : 0;
     const int64_t R = m ? m : N;   /* the logits' rows */
-    float *logits = ag_alloc(R ? R * C : 1, sizeof *logits, err, "cross-entropy logits");
+    float *logits = keep ? keep->get(keep->ctx, R ? R * C : 1, err)
+                         : ag_alloc(R ? R * C : 1, sizeof *logits, err, "cross-entropy logits");
     double *sums = ag_alloc(C > 2 ? C : 2, sizeof *sums, err, "cross-entropy");
     float *fewX = m ? ag_alloc(m * D, sizeof *fewX, err, "cross-entropy rows") : NULL;
     float *fewdX = m && dX ? ag_alloc(m * D, sizeof *fewdX, err, "cross-entropy rows") : NULL;
     if (!logits || !sums || (m && (!fewX || (dX && !fewdX)))) {
-        free(logits), free(sums), free(fewX), free(fewdX), free(rows);
+        if (!keep)
+            free(logits);
+        free(sums), free(fewX), free(fewdX), free(rows);
         return ag_i_reducer_failed(r, 2, err);
     }
     if (m)
@@ -279,7 +290,8 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
     if (!rc && dbr && !(rc = ag_i_sum_columns_r(r, logits, N, C, sums, err)))   /* dbr */
         for (int64_t c = 0; c < C; c++)
             dbr[c] = (float)sums[c];
-    free(fewX), free(fewdX);
-    free(logits), free(sums), free(rows);
+    if (!keep)
+        free(logits);
+    free(fewX), free(fewdX), free(sums), free(rows);
     return rc;
 }

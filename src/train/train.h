@@ -17,6 +17,24 @@ int ag_i_loss_cross_entropy_r(const ag_i_reducer_t *r, const float *X, int64_t N
                               const ag_cross_entropy_t *ce, ag_cross_entropy_out_t *out,
                               ag_error_t *err);
 
+/* Where a caller keeps a buffer across calls: count floats, the same memory
+   each call that fits it (NULL and err set: out of memory). */
+typedef struct {
+    float *(*get)(void *ctx, int64_t count, ag_error_t *err);
+    void *ctx;
+} ag_i_keeper_t;
+
+/* ag_i_loss_cross_entropy_r with its logits in keep's buffer (NULL: its own,
+   freed): a language model's head over a large vocabulary is tens of MB a
+   step, which the C library maps and the kernel zeroes anew every call. */
+int ag_i_loss_cross_entropy_kept_r(const ag_i_reducer_t *r, const float *X, int64_t N,
+                                   int64_t D, const ag_cross_entropy_t *ce,
+                                   ag_cross_entropy_out_t *out, const ag_i_keeper_t *keep,
+                                   ag_error_t *err);
+
+/* A buffer of count floats kept in the tape (freed with it). */
+float *ag_i_tape_keep(ag_tape_t *t, int64_t count, ag_error_t *err);
+
 /* Marks the last parameter added to opt as this process's rows of an array
    whose other rows are on other processes (per-node weights: rows of per_row
    elements, the process's first row a multiple of AG_GEMM_CHUNK):
@@ -49,6 +67,8 @@ typedef struct {
     /* rc, agreed by every process (NULL: one process) */
     int (*agree)(void *ctx, int rc, ag_error_t *err);
     void *ctx;
+    /* the head's logits kept across calls (NULL: allocated each call) */
+    const ag_i_keeper_t *keep;
 } ag_i_lm_rows_t;
 
 /* ag_lm_loss on n rows (ids, pos, targets: these rows'), written once for
