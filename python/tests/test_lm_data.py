@@ -216,3 +216,27 @@ def test_attention_only_blocks_save_load_and_train(tmp_path):
         "--quiet")
     c = lm.LM.load(str(tmp_path / "c"))
     np.testing.assert_array_equal(c.logits(x), m.logits(x))
+
+
+def test_batches_that_score_nothing_are_passed_over(tmp_path):
+    """Rows of an example set may score nothing (all -100): a batch of such rows
+    is no step and no part of an evaluation (it had failed with the loss's
+    message); the accuracy is still the saved model's over the scored rows."""
+    x, y, _ = lm.mqar(32, 16, 2, 560, seed=5)
+    y = y.copy()
+    y[:490] = -100        # all but 10 training rows: most batches score nothing
+    y[500:520] = -100     # the first validation batch of 16 and more
+    d = tmp_path / "ex"
+    d.mkdir()
+    for split, rows in (("train", slice(0, 500)), ("val", slice(500, 560))):
+        np.save(d / ("%s_inputs.npy" % split), x[rows])
+        np.save(d / ("%s_targets.npy" % split), y[rows])
+    cli("lm", "train", "--examples", d, "--layers", 1, "--heads", 2, "--dim", 16, "--iters", 20,
+        "--eval-every", 20, "--batch", 16, "--save", tmp_path / "m", "--log", tmp_path / "log.csv",
+        "--quiet")
+    last = (tmp_path / "log.csv").read_text().splitlines()[-1].split(",")
+    m = lm.LM.load(str(tmp_path / "m"))
+    vx, vy = x[500:], y[500:]
+    loss, acc = m.evaluate(vx[20:], vy[20:])
+    assert float(last[7]) == pytest.approx(acc, abs=5e-7)
+    assert float(last[3]) == pytest.approx(loss, abs=2e-6)

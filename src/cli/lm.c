@@ -287,6 +287,16 @@ static void draw_batch(const batches_t *bt, int split, uint64_t stream, uint64_t
     }
 }
 
+/* Does the batch drawn score any token? (an example set's rows may score none) */
+static int batch_scores(const batches_t *bt)
+{
+    const int64_t n = bt->o->batch * bt->o->block;
+    for (int64_t i = 0; i < n; i++)
+        if (bt->next[i] >= 0)
+            return 1;
+    return 0;
+}
+
 /* An evaluation's figures of one split. */
 typedef struct {
     double loss, sem, acc;   /* sem: the loss mean's standard deviation from the batches */
@@ -308,10 +318,12 @@ static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
     const int64_t batches = whole ? (c->rows - c->train_rows + o->batch - 1) / o->batch
                                   : o->eval_iters;
     double sum = 0, sum2 = 0, weighted = 0;
-    int64_t correct = 0, counted = 0;
+    int64_t correct = 0, counted = 0, ran = 0;
     for (int64_t k = 0; k < batches; k++) {
         draw_batch(bt, split, STREAM_EVAL + 2 * (uint64_t)split + 4 * round, (uint64_t)k,
                    whole ? c->train_rows + k * o->batch : -1);
+        if (!batch_scores(bt))   /* examples with nothing scored: no loss to take */
+            continue;
         ag_lm_opts_t e = *eo;
         int64_t right, scored;
         e.correct = &right, e.counted = &scored;
@@ -329,9 +341,9 @@ static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
                     bt->next[i] >= 0 ? bt->predicted[i] : -100;
             }
         sum += loss, sum2 += loss * loss, weighted += loss * (double)scored;
-        correct += right, counted += scored;
+        correct += right, counted += scored, ran++;
     }
-    const double n = (double)batches;
+    const double n = (double)ran;
     out->loss = whole ? weighted / (double)counted : sum / n;
     out->sem = n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1)) / n) : 0;
     out->acc = (double)correct / (double)counted;
@@ -438,6 +450,10 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
             break;
         const double step_t0 = now_seconds();
         draw_batch(&bt, 0, STREAM_TRAIN, (uint64_t)it, -1);
+        if (!batch_scores(&bt)) {   /* nothing to learn from: no step */
+            step_s[it] = 0;
+            continue;
+        }
         const ag_lm_opts_t lo = {.dropout = (float)o->dropout,
                                  .seed = rng_seed((uint64_t)o->seed, 1000 + it),
                                  .graphs = eval_opts.graphs};
