@@ -180,9 +180,6 @@ START_TEST(lm_loss_and_gradients_match_the_double_reference)
 }
 END_TEST
 
-/* Rotary positions: the loss and every gradient (no wpe) against the double
-   reference that turns q and k by RoFormer's formula, under causal and under
-   a window a block; no positions at all, the same with nothing turned. */
 static void pattern_graph(ag_nbhd_t *nb, const char *spec, int64_t n);
 static void assert_logits_near(const float *got, const float *want, const char *what, int64_t t);
 
@@ -230,6 +227,9 @@ START_TEST(lm_attention_only_blocks_match_the_double_reference)
 }
 END_TEST
 
+/* Rotary positions: the loss and every gradient (no wpe) against the double
+   reference that turns q and k by RoFormer's formula, under causal and under
+   a window a block; no positions at all, the same with nothing turned. */
 START_TEST(lm_rotary_positions_match_the_double_reference)
 {
     static const int64_t window[L] = {2, 0};

@@ -77,8 +77,9 @@ def recall_by_distance(pred, targets, dist, bins):
 
 
 def frontier(edges, acc):
-    """On the frontier: no other mask recalls as much or more with fewer edges."""
-    return [not any(e2 < e and a2 >= a for e2, a2 in zip(edges, acc))
+    """On the frontier: no other mask recalls as much with as few edges, and
+    more or with fewer."""
+    return [not any(e2 <= e and a2 >= a and (e2 < e or a2 > a) for e2, a2 in zip(edges, acc))
             for e, a in zip(edges, acc)]
 
 

@@ -200,8 +200,9 @@ POSITIONS = ("learnt", "rope", "none")
 
 class LM:
     """A GPT: wte [V, D], wpe [T, D] (positions "learnt"; None with "rope",
-    rotary positions on the queries and keys, or "none"), layers (Weights: pre-LayerNorm attention with
-    wo and a residual, a pre-LayerNorm 4D GELU sublayer), lnf_weight (lnf_bias)
+    rotary positions on the queries and keys, or "none"), layers (Weights: pre-LayerNorm
+    attention with wo and a residual, then a pre-LayerNorm 4D GELU sublayer unless the
+    blocks are attention alone, init(mlp=False)), lnf_weight (lnf_bias)
     [D], the head tied to wte; float32 arrays the library reads in place.
     vocab: the token ids' code points (or bytes), or an int V: a model of token
     ids 0..V-1; pattern: the graph within a sequence it trained under (causal,
@@ -382,7 +383,7 @@ class LM:
         position [B, T] (-100 elsewhere), as `lm train --predictions` writes."""
         correct, counted = C.c_int64(), C.c_int64()
         opts = S.ag_lm_opts_t(correct=C.addressof(correct), counted=C.addressof(counted))
-        pred = np.full(np.shape(ids), -100, np.int64)
+        pred = np.full(np.shape(ids), -100, np.int64) if predictions else None
         if predictions:
             opts.predicted = pred.ctypes.data
         loss = _loss(self, ids, targets, pattern, None, opts)

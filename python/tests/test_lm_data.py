@@ -231,12 +231,24 @@ def test_batches_that_score_nothing_are_passed_over(tmp_path):
     for split, rows in (("train", slice(0, 500)), ("val", slice(500, 560))):
         np.save(d / ("%s_inputs.npy" % split), x[rows])
         np.save(d / ("%s_targets.npy" % split), y[rows])
-    cli("lm", "train", "--examples", d, "--layers", 1, "--heads", 2, "--dim", 16, "--iters", 20,
-        "--eval-every", 20, "--batch", 16, "--save", tmp_path / "m", "--log", tmp_path / "log.csv",
-        "--quiet")
+    r = cli("lm", "train", "--examples", d, "--layers", 1, "--heads", 2, "--dim", 16, "--iters",
+            20, "--eval-every", 20, "--eval-iters", 50, "--batch", 16, "--save", tmp_path / "m",
+            "--log", tmp_path / "log.csv", "--predictions", tmp_path / "p.npy")
     last = (tmp_path / "log.csv").read_text().splitlines()[-1].split(",")
     m = lm.LM.load(str(tmp_path / "m"))
     vx, vy = x[500:], y[500:]
-    loss, acc = m.evaluate(vx[20:], vy[20:])
+    loss, acc, said = m.evaluate(vx[20:], vy[20:], predictions=True)
     assert float(last[7]) == pytest.approx(acc, abs=5e-7)
     assert float(last[3]) == pytest.approx(loss, abs=2e-6)
+    pred = np.load(tmp_path / "p.npy")[0]   # the rows passed over say -100, as they score
+    assert (pred[:20] == -100).all()
+    np.testing.assert_array_equal(pred[20:], said)
+    ms = [l for l in r.stdout.splitlines() if l.startswith("causal ")][-1].split()[-1]
+    assert float(ms) > 0   # the median of the steps taken, not of the batches passed over
+    # the training split's evaluation: draws that all score nothing are refused, not NaN
+    y[:500] = -100
+    y[3, 5] = 20   # one row of 500 scores: a draw of 2 rows almost never finds it
+    np.save(d / "train_targets.npy", y[:500])
+    r = cli("lm", "train", "--examples", d, "--layers", 1, "--heads", 2, "--dim", 16, "--iters",
+            0, "--eval-iters", 1, "--batch", 2, check=False)
+    assert r.returncode == 1 and "scored nothing" in r.stderr and "--eval-iters" in r.stderr

@@ -97,7 +97,8 @@ static const opt_def_t lm_train_options[] = {
     OPT_VALUE("predictions", OPT_PREDICTIONS,
               "  --predictions FILE.npy  example sets: the trained model's likeliest token at\n"
               "                      each scored position of the validation examples, [P, n, T]\n"
-              "                      (a slice a --pattern; -100 where not scored); one process\n"),
+              "                      (a slice a --pattern, T their length; -100 where not\n"
+              "                      scored); one process\n"),
     OPT_VALUE("threads", OPT_THREADS, "  --threads T         (default: the cores)\n"),
     OPT_FLAG("quiet", OPT_QUIET, "  --quiet             no report\n"),
     OPT_HELP_LINE,
@@ -343,6 +344,10 @@ static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
         sum += loss, sum2 += loss * loss, weighted += loss * (double)scored;
         correct += right, counted += scored, ran++;
     }
+    if (!counted)   /* only a split of random draws can come to this */
+        return ag_fail(err, AG_EINVAL, "--examples: the %lld batches drawn from the training "
+                       "examples scored nothing (their targets all -100); expected some: raise "
+                       "--eval-iters", (long long)batches);
     const double n = (double)ran;
     out->loss = whole ? weighted / (double)counted : sum / n;
     out->sem = n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1)) / n) : 0;
@@ -423,6 +428,7 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
     if (!rc && !step_s)
         rc = ag_alloc_status();
     const double t0 = now_seconds();
+    int64_t steps = 0;    /* the steps taken (a batch that scores nothing is none) */
     uint64_t evals = 0;   /* each evaluation reads batches of its own */
     for (int64_t it = 0; !rc && it <= o->iters; it++) {
         const double lr = lr_at(o, it);
@@ -450,10 +456,8 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
             break;
         const double step_t0 = now_seconds();
         draw_batch(&bt, 0, STREAM_TRAIN, (uint64_t)it, -1);
-        if (!batch_scores(&bt)) {   /* nothing to learn from: no step */
-            step_s[it] = 0;
+        if (!batch_scores(&bt))   /* nothing to learn from: no step */
             continue;
-        }
         const ag_lm_opts_t lo = {.dropout = (float)o->dropout,
                                  .seed = rng_seed((uint64_t)o->seed, 1000 + it),
                                  .graphs = eval_opts.graphs};
@@ -461,12 +465,13 @@ static int train_pattern(ag_lm_t *m, const lm_opts_t *o, const corpus_t *c, cons
         if (!(rc = b->loss(b, m, nb, bt.ids, bt.pos, bt.next, &lo, &loss, &g, err)) &&
             !(rc = ag_optimizer_set_lr(opt, (float)lr, err)))
             rc = ag_optimizer_step(opt, NULL, err);
-        step_s[it] = now_seconds() - step_t0;
+        step_s[steps++] = now_seconds() - step_t0;
     }
     res->seconds = now_seconds() - t0;
-    if (!rc && o->iters > 0) {
-        qsort(step_s, (size_t)o->iters, sizeof *step_s, compare_doubles);
-        res->step_ms = 1e3 * step_s[o->iters / 2];
+    res->step_ms = NAN;   /* no step taken: printed as - */
+    if (!rc && steps > 0) {
+        qsort(step_s, (size_t)steps, sizeof *step_s, compare_doubles);
+        res->step_ms = 1e3 * step_s[steps / 2];
     }
     free(step_s);
     if (b->end)
@@ -582,6 +587,8 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
     if (!rc && o.predictions &&
         !(pred = ag_alloc(o.n_patterns * pred_size, sizeof *pred, &err, "--predictions")))
         rc = ag_alloc_status();
+    for (int64_t i = 0; pred && i < o.n_patterns * pred_size; i++)   /* rows passed over */
+        pred[i] = -100;
     lm_result_t res[LM_MAX_PATTERNS];
     ag_lm_t m;
     memset(&m, 0, sizeof m);
@@ -624,9 +631,12 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
                 snprintf(sem, sizeof sem, "%.4f", res[k].val.sem);
             if (acc)
                 snprintf(va, sizeof va, " %9.4f", res[k].val.acc);
-            printf("%-*s %15.2f %11.4f %9.4f %8s%s %9.1f %12.1f\n", width, o.patterns[k],
+            char ms[32] = "-";   /* no step taken */
+            if (!isnan(res[k].step_ms))
+                snprintf(ms, sizeof ms, "%.1f", res[k].step_ms);
+            printf("%-*s %15.2f %11.4f %9.4f %8s%s %9.1f %12s\n", width, o.patterns[k],
                    res[k].edges_per_token, res[k].train.loss, res[k].val.loss, sem, va,
-                   res[k].seconds, res[k].step_ms);
+                   res[k].seconds, ms);
         }
         if (acc)
             printf("(edges per token: the blocks' mean; val: the whole validation set, %lld "

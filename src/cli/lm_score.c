@@ -42,6 +42,8 @@ int lm_score(const ag_lm_model_t *lm, const char *spec, const char *dir, int64_t
                                                           "--predictions");
     if (!rc && (!ids || (predictions && !pred)))
         rc = ag_alloc_status();
+    for (int64_t i = 0; pred && i < rows * W; i++)   /* rows passed over keep it */
+        pred[i] = -100;
     int64_t *pos = ids ? ids + n : NULL, *next = pos ? pos + n : NULL;
     int64_t *said = next ? next + n : NULL;
     ag_tape_t *tape = NULL;
@@ -68,9 +70,6 @@ int lm_score(const ag_lm_model_t *lm, const char *spec, const char *dir, int64_t
             for (int64_t t = 0; t < W; t++)
                 pred[(first + b) * W + t] = next[b * T + t] >= 0 ? said[b * T + t] : -100;
     }
-    if (!rc && !counted)
-        rc = ag_fail(err, AG_EINVAL, "%s: no target is scored (every one is -100); expected "
-                     "some to score", tgt);
     if (!rc && pred) {
         const int64_t shape[2] = {rows, W};
         rc = ag_npy_write_i64_nd(out.file.path, pred, 2, shape, err);

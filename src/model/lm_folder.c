@@ -90,6 +90,12 @@ int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *opt
     if (rc)
         return rc;
     const ag_lm_t *m = &lm->m;
+    for (int64_t l = 1; l < m->L; l++)   /* model.txt says mlp yes or no for all */
+        if (!m->layers[l].w1 != !m->layers[0].w1)
+            return ag_fail(err, AG_EINVAL, "ag_lm_model_save: block %lld %s a feed-forward "
+                           "sublayer and block 1 %s; expected all blocks with one or none "
+                           "(mlp yes|no)", (long long)(l + 1), m->layers[l].w1 ? "has" : "has no",
+                           m->layers[0].w1 ? "has" : "has none");
     const int cap = 2 + max_arrays(m);
     ag_i_folder_item_t *items = ag_calloc(cap, sizeof *items, err, "the model's files");
     lm_array_t *arrays = ag_calloc(cap, sizeof *arrays, err, "the model's files");

@@ -248,7 +248,8 @@ int ag_i_lm_loss_rows(const ag_lm_t *m, int64_t n, const int64_t *ids, const int
                      "[0, 1)", opts->dropout);
     if (!rc && grads && (grads->V != m->V || grads->T != m->T || grads->D != m->D ||
                          grads->L != m->L || grads->bias != m->bias ||
-                         grads->positions != m->positions))
+                         grads->positions != m->positions ||
+                         ag_lm_has_mlp(grads) != ag_lm_has_mlp(m)))
         rc = ag_fail(err, AG_EINVAL, "language model: gradients of another shape");
     const int64_t D = m->D, V = m->V, row0 = rows->first_row;
     const ag_i_reducer_t *r = rows->r;

@@ -35,8 +35,11 @@ static int part_loss(lm_backend_t *b, const ag_lm_t *m, ag_nbhd_t *nb, const int
     (void)nb;
     mpi_lm_t *c = b->ctx;
     const int64_t lo = c->part.lo;
-    return ag_mpi_lm_loss(c->comm, &c->part, m, ids + lo, pos + lo, next + lo, o, loss, grads,
-                          &c->tape, err);
+    ag_lm_opts_t mine = o ? *o : (ag_lm_opts_t)AG_LM_OPTS_INIT;
+    if (mine.predicted)   /* this process's rows of the batch's */
+        mine.predicted += lo;
+    return ag_mpi_lm_loss(c->comm, &c->part, m, ids + lo, pos + lo, next + lo, &mine, loss,
+                          grads, &c->tape, err);
 }
 
 static void part_end(lm_backend_t *b)
