@@ -13,6 +13,11 @@ standard deviation over the seeds, on the frontier or not, the text loss),
 distance.csv (recall by the distance between a key and its query, a row a mask
 and bin), study.svg (the three pictures) and study.md (the table for the
 README); and prints the table. Each `lm train` runs alone: time nothing beside it.
+
+    study_recall.py --redraw DIR --out FILE.svg [--title TEXT]
+
+draws study.svg again from DIR's summary.csv and distance.csv (what `make
+pictures` does for the README's study, graphs/recall-256/).
 """
 import argparse
 import csv
@@ -20,6 +25,7 @@ import os
 import shlex
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 
@@ -35,11 +41,20 @@ MASKS = ["causal", "window:16", "window:32", "window:64", "window:128",
          "window:16|causal", "dilated:64,2", "random:32"]
 
 
-def run(args, what):
-    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+def run(args, what, keep=None):
+    """args's standard output; with keep, also written there as it comes (to follow)."""
+    if keep is None:
+        r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+        out = r.stdout
+    else:
+        with open(keep, "w") as f:
+            r = subprocess.run([str(a) for a in args], stdout=f, stderr=subprocess.PIPE,
+                               text=True)
+        with open(keep) as f:
+            out = f.read()
     if r.returncode:
         sys.exit("study_recall: %s failed (%d): %s" % (what, r.returncode, r.stderr.strip()))
-    return r.stdout
+    return out
 
 
 def table(out, masks, columns):
@@ -88,13 +103,13 @@ def picture(path, summary, dist_rows, bins, title):
     scatter = []
     for k, s in enumerate(summary):
         scatter.append(dict(x=[s["edges"]] * 3, y=[s["acc"] - s["sd"], s["acc"], s["acc"] + s["sd"]],
-                            name=s["mask"], colour=k % 10 + 1))
+                            name=s["mask"], colour=k % 10 + 1, dashed=k >= 10))
     front = sorted((s["edges"], s["acc"]) for s in summary if s["frontier"])
     scatter.append(dict(x=[e for e, _ in front], y=[a for _, a in front], dashed=True,
                         name="frontier", colour=10))
     mids = [np.log2(lo) for lo in bins[:-1]]   # a bin [2^k, 2^(k+1)) at k
-    curves = [dict(x=mids, y=dist_rows[s["mask"]], name=s["mask"], colour=k % 10 + 1)
-              for k, s in enumerate(summary)]
+    curves = [dict(x=mids, y=dist_rows[s["mask"]], name=s["mask"], colour=k % 10 + 1,
+                   dashed=k >= 10) for k, s in enumerate(summary)]
     plots = [dict(title="recall against edges per token (mean +- sd over seeds)",
                   xlabel="edges per token", ylabel="validation accuracy", series=scatter),
              dict(title="recall against the key-query distance",
@@ -104,16 +119,39 @@ def picture(path, summary, dist_rows, bins, title):
     if text:
         plots.append(dict(title="text: validation loss", xlabel="edges per token",
                           ylabel="loss", series=[dict(x=[s["edges"]], y=[s["text"]],
-                                                      name=s["mask"], colour=k % 10 + 1)
+                                                      name=s["mask"], colour=k % 10 + 1,
+                                                      dashed=k >= 10)
                                                  for k, s in enumerate(text)]))
     with open(path, "w") as f:
         f.write(draw.panels(plots, title=title))
 
 
+def redraw(folder, out, title):
+    """study.svg again from a study's summary.csv and distance.csv."""
+    with open(os.path.join(folder, "summary.csv")) as f:
+        summary = [dict(mask=r["mask"], edges=float(r["edges_per_token"]),
+                        acc=float(r["acc_mean"]), sd=float(r["acc_sd"]),
+                        frontier=r["frontier"] == "1",
+                        text=float(r["text_val_loss"]) if r["text_val_loss"] else None)
+                   for r in csv.DictReader(f)]
+    dist_rows, bins = {}, []
+    with open(os.path.join(folder, "distance.csv")) as f:
+        for r in csv.DictReader(f):
+            dist_rows.setdefault(r["mask"], []).append(float(r["recall"]) if r["recall"]
+                                                        else np.nan)
+            lo = int(r["distance_from"])
+            if lo not in bins:
+                bins.append(lo)
+    bins.append(2 * bins[-1])
+    picture(out, summary, {m: np.array(v) for m, v in dist_rows.items()}, bins, title)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--cli", required=True)
+    p.add_argument("--cli")
     p.add_argument("--out", required=True)
+    p.add_argument("--redraw", help="a study's folder: draw its study.svg into --out again")
+    p.add_argument("--title")
     p.add_argument("--length", type=int, default=256)
     p.add_argument("--pairs", type=int, default=64)
     p.add_argument("--vocab", type=int, default=4096)
@@ -135,6 +173,11 @@ def main():
     p.add_argument("--text", help="a text for the loss beside (e.g. Tiny Shakespeare)")
     p.add_argument("--text-iters", type=int, default=500)
     a = p.parse_args()
+    if a.redraw:
+        redraw(a.redraw, a.out, a.title or "MQAR: recall under each mask")
+        return
+    if not a.cli:
+        p.error("--cli is needed to run the study")
     masks = a.mask or MASKS
     seeds = [int(s) for s in a.seeds.split(",")]
     os.makedirs(a.out, exist_ok=True)
@@ -152,7 +195,8 @@ def main():
                    a.iters, "--eval-every", max(a.iters // 4, 1), "--lr", a.lr, "--min-lr",
                    float(a.lr) / 10, "--seed", seed, "--predictions", pred_path, "--log",
                    os.path.join(a.out, "log-%d.csv" % seed)] + model + shlex.split(a.train_args) +
-                  [x for m in masks for x in ("--pattern", m)], "lm train (seed %d)" % seed)
+                  [x for m in masks for x in ("--pattern", m)], "lm train (seed %d)" % seed,
+                  keep=os.path.join(a.out, "train-%d.out" % seed))
         rows = table(out, masks, 7)
         pred = np.load(pred_path)
         targets = np.load(os.path.join(data, "val_targets.npy"))
@@ -170,7 +214,7 @@ def main():
         out = run([a.cli, "lm", "train", "--text", a.text, "--block", a.length, "--batch",
                    a.batch // 2 or 1, "--iters", a.text_iters, "--eval-every", a.text_iters,
                    "--seed", seeds[0]] + model + [x for m in masks for x in ("--pattern", m)],
-                  "lm train --text")
+                  "lm train --text", keep=os.path.join(a.out, "text.out"))
         text = {m: float(f[2]) for m, f in table(out, masks, 6).items()}
     summary = []
     for m in masks:
@@ -182,7 +226,9 @@ def main():
     for s, f in zip(summary, frontier([s["edges"] for s in summary],
                                       [s["acc"] for s in summary])):
         s["frontier"] = f
-    dist_rows = {m: np.nanmean(np.array(v), axis=0) for m, v in dist.items()}
+    with np.errstate(all="ignore"), warnings.catch_warnings():   # an empty bin is NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        dist_rows = {m: np.nanmean(np.array(v), axis=0) for m, v in dist.items()}
     with open(os.path.join(a.out, "results.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["mask", "seed", "edges_per_token", "val_acc", "ms_a_step"])
@@ -204,8 +250,9 @@ def main():
             for (lo, hi), v in zip(zip(bins[:-1], bins[1:]), dist_rows[m]):
                 w.writerow([m, lo, hi - 1, "" if np.isnan(v) else "%.4f" % v])
     causal = next((s for s in summary if s["mask"] == "causal"), None)
-    lines = ["| mask | edges per token | recall (mean +- sd, %d seeds) | frontier | text loss "
-             "| ms a step |" % len(seeds), "|---|---:|---:|:-:|---:|---:|"]
+    lines = ["| mask | edges per token | recall (mean +- sd, %d seed%s) | frontier | text loss "
+             "| ms a step |" % (len(seeds), "" if len(seeds) == 1 else "s"),
+             "|---|---:|---:|:-:|---:|---:|"]
     for s in sorted(summary, key=lambda s: s["edges"]):
         lines.append("| `%s` | %.1f | %.3f +- %.3f | %s | %s | %.0f |"
                      % (s["mask"].replace("|", "\\|"), s["edges"], s["acc"], s["sd"],
@@ -227,7 +274,7 @@ def main():
     with open(os.path.join(a.out, "study.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
-    picture(os.path.join(a.out, "study.svg"), summary, dist_rows, bins,
+    picture(os.path.join(a.out, "study.svg"), summary, dist_rows, bins, a.title or
             "MQAR at %d tokens, %d pairs, a vocabulary of %d: %d layers of width %d"
             % (a.length, a.pairs, a.vocab, a.layers, a.dim))
     print("wrote %s" % a.out)

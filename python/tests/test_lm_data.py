@@ -2,6 +2,7 @@
 `lm task` writes them, the readers' refusals, a model of token ids saved and
 loaded, and the accuracy `lm train` reports against the saved model's logits
 scored in numpy."""
+import os
 import re
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 import attngraph as ag
 import attngraph.lm as lm
-from conftest import cli
+from conftest import ROOT, cli
 
 
 def test_tasks_are_the_command_line_s(tmp_path):
@@ -252,3 +253,27 @@ def test_batches_that_score_nothing_are_passed_over(tmp_path):
     r = cli("lm", "train", "--examples", d, "--layers", 1, "--heads", 2, "--dim", 16, "--iters",
             0, "--eval-iters", 1, "--batch", 2, check=False)
     assert r.returncode == 1 and "scored nothing" in r.stderr and "--eval-iters" in r.stderr
+
+
+def test_the_recall_picture_is_the_study_drawn(tmp_path):
+    """graphs/pictures/recall-256.svg (the README's) is tools/study_recall.py
+    --redraw of the study's CSVs, graphs/recall-256/, as `make pictures` draws it;
+    its frontier is the summary's, and causal passed the 0.99 gate."""
+    import csv
+    import subprocess
+    import sys
+    title = "MQAR at 256 tokens, 64 pairs, a vocabulary of 4,096: recall under eleven masks"
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "study_recall.py"), "--redraw",
+                    os.path.join(ROOT, "graphs", "recall-256"), "--out", tmp_path / "r.svg",
+                    "--title", title], check=True)
+    drawn = (tmp_path / "r.svg").read_text()
+    assert drawn == open(os.path.join(ROOT, "graphs", "pictures", "recall-256.svg")).read()
+    with open(os.path.join(ROOT, "graphs", "recall-256", "summary.csv")) as f:
+        rows = list(csv.DictReader(f))
+    causal = next(r for r in rows if r["mask"] == "causal")
+    assert float(causal["acc_mean"]) >= 0.99
+    for r in rows:   # the frontier: nothing recalls as much with as few edges, and more or fewer
+        e, a = float(r["edges_per_token"]), float(r["acc_mean"])
+        beaten = any(float(o["edges_per_token"]) <= e and float(o["acc_mean"]) >= a and
+                     (float(o["edges_per_token"]) < e or float(o["acc_mean"]) > a) for o in rows)
+        assert (r["frontier"] == "1") == (not beaten), r
