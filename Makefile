@@ -447,6 +447,7 @@ $(BUILD)/train_round: tools/train_round.c $(LIB_A)
 # The pictures of docs/pictures.md, drawn by the tool from the shipped examples (the same
 # bytes every time: seeded inputs and layouts). PICTURES=DIR draws them elsewhere.
 PICTURES ?= graphs/pictures
+, := ,
 TOKENS := "the cat sat on the mat and the dog ran after it"
 pictures: all
 	@mkdir -p $(PICTURES)
@@ -472,9 +473,9 @@ pictures: all
 	  --title "validation loss of a GPT under nine masks"
 	$(CLI) draw train graphs/lm-study-1024.csv --held-out --out $(PICTURES)/lm-study-1024.svg \
 	  --title "validation loss at 1,024 tokens under ten masks"
-	ATTNGRAPH_LIB=$(abspath $(LIB_SO)) $(PYTHON) tools/study_recall.py --redraw graphs/recall-256 \
-	  --out $(PICTURES)/recall-256.svg \
-	  --title "MQAR at 256 tokens, 64 pairs, a vocabulary of 4,096: recall under eleven masks"
+	$(if $(filter 1,$(CHECK_PYTHON)),ATTNGRAPH_LIB=$(abspath $(LIB_SO)) $(PYTHON) \
+	  tools/study_recall.py --redraw graphs/recall-256 --out $(PICTURES)/recall-256.svg \
+	  --title "MQAR at 256 tokens$(,) 64 pairs$(,) a vocabulary of 4$(,)096: recall under eleven masks")
 	@ls -l $(PICTURES)
 
 # The pictures drawn twice give the same bytes (part of check).
