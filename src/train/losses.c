@@ -109,7 +109,9 @@ static void ce_rows(int64_t lo, int64_t hi, double *partial, void *ctx)
         int64_t best = 0;
         float mx = z[0];
         if (counted || s->pred) {   /* the largest (a reduction that vectorizes), then its first place */
+#if !defined(__clang__)   /* clang 14 cannot vectorize it and says so (an error under -Werror) */
 #pragma omp simd reduction(max : mx)
+#endif
             for (int64_t c = 1; c < C; c++)
                 mx = z[c] > mx ? z[c] : mx;
             while (best < C && z[best] != mx)
