@@ -335,12 +335,10 @@ static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
         int rc = bt->b->loss(bt->b, m, nb, bt->ids, bt->pos, bt->next, &e, &loss, NULL, err);
         if (rc)
             return rc;
-        for (int64_t b = 0; whole && pred && b < B && first + b < c->rows; b++)
-            for (int64_t t = 0; t < c->width; t++) {
-                const int64_t i = b * T + t;
-                pred[(first + b - c->train_rows) * c->width + t] =
-                    bt->next[i] >= 0 ? bt->predicted[i] : -100;
-            }
+        if (whole && pred)
+            lm_keep_predictions(pred + (first - c->train_rows) * c->width, bt->predicted,
+                                bt->next, c->rows - first < B ? c->rows - first : B, T,
+                                c->width);
         sum += loss, sum2 += loss * loss, weighted += loss * (double)scored;
         correct += right, counted += scored, ran++;
     }

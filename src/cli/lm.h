@@ -68,6 +68,10 @@ int lm_sample(int argc, char **argv);
    predictions (a path, or NULL) its likeliest token at each scored position. */
 int lm_score(const ag_lm_model_t *lm, const char *spec, const char *dir, int64_t batch,
              const char *predictions, int *usage, ag_error_t *err);
+/* A batch's first `rows` sequences (of T) into pred [rows, W]: the likeliest
+   token `said` where next scores, -100 elsewhere (lm_score.c). */
+void lm_keep_predictions(int64_t *pred, const int64_t *said, const int64_t *next, int64_t rows,
+                         int64_t T, int64_t W);
 /* attngraph lm task (lm_task.c): a recall task's example sets. */
 int lm_task(int argc, char **argv);
 

@@ -13,6 +13,14 @@
 #include "cli/cli.h"
 #include "cli/lm.h"
 
+void lm_keep_predictions(int64_t *pred, const int64_t *said, const int64_t *next, int64_t rows,
+                         int64_t T, int64_t W)
+{
+    for (int64_t b = 0; b < rows; b++)
+        for (int64_t t = 0; t < W; t++)
+            pred[b * W + t] = next[b * T + t] >= 0 ? said[b * T + t] : -100;
+}
+
 int lm_score(const ag_lm_model_t *lm, const char *spec, const char *dir, int64_t batch,
              const char *predictions, int *usage, ag_error_t *err)
 {
@@ -66,9 +74,9 @@ int lm_score(const ag_lm_model_t *lm, const char *spec, const char *dir, int64_t
         double loss;
         if (!(rc = ag_lm_loss(m, graphs[0], ids, pos, next, &o, &loss, NULL, &tape, err)))
             weighted += loss * (double)scored, correct += right, counted += scored;
-        for (int64_t b = 0; !rc && pred && b < B && first + b < rows; b++)
-            for (int64_t t = 0; t < W; t++)
-                pred[(first + b) * W + t] = next[b * T + t] >= 0 ? said[b * T + t] : -100;
+        if (!rc && pred)
+            lm_keep_predictions(pred + first * W, said, next,
+                                rows - first < B ? rows - first : B, T, W);
     }
     if (!rc && pred) {
         const int64_t shape[2] = {rows, W};
