@@ -418,6 +418,14 @@ def test_mistakes_found_before_training(tmp_path, text):
     r = run_lm("--text", text, *SMALL, "--iters", 5000, "--save", tmp_path / "m", check=False)
     assert r.returncode == 1 and "round-2/wq.npy is a folder" in r.stderr, r.stderr
     assert "step" not in r.stdout
+    # A folder where only another model's file would go is not in the way: attention-only
+    # blocks write no w1.npy, rotary positions no wpe.npy (they are not written either)
+    (tmp_path / "n" / "round-1" / "w1.npy").mkdir(parents=True)
+    (tmp_path / "n" / "wpe.npy").mkdir()
+    run_lm("--text", text, *SMALL, "--iters", 2, "--no-mlp", "--positions", "rope",
+           "--save", tmp_path / "n")
+    assert (tmp_path / "n" / "round-1" / "wq.npy").is_file()
+    assert (tmp_path / "n" / "round-1" / "w1.npy").is_dir() and (tmp_path / "n" / "wpe.npy").is_dir()
 
 
 def test_sample_streams_and_reads_starts_of_any_kind(saved, tmp_path, text):

@@ -552,7 +552,8 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
     if (!rc && o.save)
         rc = folder_check(o.save, "--save", &err);
     if (!rc && o.save)
-        rc = ag_i_lm_model_save_check(o.save, o.layers, o.heads, o.bias, &err);
+        rc = ag_i_lm_model_save_check(o.save, o.layers, o.heads, o.bias, !o.no_mlp,
+                                      o.positions, &err);
     corpus_t c;
     memset(&c, 0, sizeof c);
     if (!rc)

@@ -131,10 +131,15 @@ int ag_lm_model_save(const ag_lm_model_t *lm, const char *dir, ag_error_t *err)
     return rc ? rc : ag_i_lm_model_save(lm, dir, NULL, err);
 }
 
-int ag_i_lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_error_t *err)
+int ag_i_lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, int mlp,
+                             ag_lm_positions_t positions, ag_error_t *err)
 {
     ag_lm_t m;   /* the shapes do not matter here, only which files there will be */
-    int rc = ag_lm_init(&m, 1, 1, H, L, H, bias, 1, err);
+    int rc = ag_lm_init(&m, 1, 1, 2 * H, L, H, bias, 1, err);   /* (rotary: even heads) */
+    if (!rc && !mlp)
+        rc = ag_lm_set_mlp(&m, 0, err);
+    if (!rc && positions)
+        rc = ag_lm_set_positions(&m, positions, err);
     lm_array_t *arrays = rc ? NULL : ag_calloc(max_arrays(&m), sizeof *arrays, err, "--save");
     if (!rc && !arrays)
         rc = ag_alloc_status();

@@ -248,8 +248,10 @@ int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *opt
    pattern, and one part or L (L <= 0: any count). */
 int ag_i_lm_pattern_check(const char *spec, int64_t L, ag_error_t *err);
 /* Before training: refuses a folder in the place of a file that the model of
-   L blocks of H heads (bias: with biases) would write into dir. */
-int ag_i_lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, ag_error_t *err);
+   L blocks of H heads (bias: with biases; mlp: with feed-forward sublayers;
+   its positions) would write into dir. */
+int ag_i_lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, int mlp,
+                             ag_lm_positions_t positions, ag_error_t *err);
 
 /* ag_embed_backward over this process's rows with r (NULL: one process). */
 int ag_i_embed_backward_r(const ag_i_reducer_t *r, float *dwte, float *dwpe, const float *dX,
