@@ -7,17 +7,21 @@ predictions; then, beside it, the text loss of the same masks on a text.
     study_recall.py --cli build/attngraph --out study-256 --length 256 --pairs 64 \\
         [--vocab 4096] [--fill zero] [--seeds 1,2,3] [--mask SPEC ...] [--text input.txt]
 
-writes into --out: results.csv (a row a mask and seed: edges per token, the
-validation accuracy, ms a step), summary.csv (a row a mask: accuracy mean and
-standard deviation over the seeds, on the frontier or not, the text loss),
-distance.csv (recall by the distance between a key and its query, a row a mask
-and bin), study.svg (the three pictures) and study.md (the table for the
-README); and prints the table. Each `lm train` runs alone: time nothing beside it.
+keeps in --out, a row a mask and seed: results.csv (edges per token, the
+validation accuracy, ms a step) and distance.csv (recall by the distance between
+a key and its query, a row a bin too); text.csv (a row a mask: the text loss).
+Seeds run into a folder join those already there (a mask and seed run again
+replaces its rows), so a study can grow a seed or a mask at a time. From every
+row there it writes summary.csv (a row a mask: accuracy mean and standard
+deviation over its seeds, on the frontier or not, the text loss), study.md (the
+table for the README, printed) and study.svg (the three pictures). `--seeds ''`
+runs nothing and writes them again. Each `lm train` runs alone: time nothing
+beside it.
 
     study_recall.py --redraw DIR --out FILE.svg [--title TEXT]
 
-draws study.svg again from DIR's summary.csv and distance.csv (what `make
-pictures` does for the README's study, graphs/recall-256/).
+draws study.svg again from DIR's CSVs (what `make pictures` does for the
+README's study, graphs/recall-256/).
 """
 import argparse
 import csv
@@ -25,7 +29,6 @@ import os
 import shlex
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 
@@ -126,24 +129,103 @@ def picture(path, summary, dist_rows, bins, title):
         f.write(draw.panels(plots, title=title))
 
 
+def read_rows(path):
+    """A CSV's rows as dicts ([] where the file is not there yet)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def merge_rows(path, header, new, key):
+    """path's rows and new's, written back: a new row takes the place of the
+    row with its key (a mask and seed run again), the others come after."""
+    rows = {key(r): r for r in read_rows(path)}
+    for r in new:
+        rows[key(r)] = r
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows.values())
+
+
+def summarize(folder):
+    """A row a mask (in the order first run) from every seed in the folder's
+    results.csv and text.csv, and each mask's recall by distance (distance.csv:
+    the seeds' mean, NaN where no seed has a key at that distance)."""
+    results = read_rows(os.path.join(folder, "results.csv"))
+    if not results:
+        sys.exit("study_recall: %s has no results.csv rows; run the study into it first"
+                 % folder)
+    text = {r["mask"]: float(r["text_val_loss"])
+            for r in read_rows(os.path.join(folder, "text.csv"))}
+    summary = []
+    for m in dict.fromkeys(r["mask"] for r in results):
+        rows = [r for r in results if r["mask"] == m]
+        accs = np.array([float(r["val_acc"]) for r in rows])
+        summary.append(dict(mask=m, seeds=len(rows), acc=accs.mean(),
+                            edges=float(np.mean([float(r["edges_per_token"]) for r in rows])),
+                            sd=accs.std(ddof=1) if accs.size > 1 else 0.0,
+                            ms=float(np.median([float(r["ms_a_step"]) for r in rows])),
+                            text=text.get(m)))
+    for s, f in zip(summary, frontier([s["edges"] for s in summary],
+                                      [s["acc"] for s in summary])):
+        s["frontier"] = f
+    by_bin, ends = {}, {}
+    for r in read_rows(os.path.join(folder, "distance.csv")):
+        lo = int(r["distance_from"])
+        ends[lo] = int(r["distance_to"]) + 1
+        by_bin.setdefault(r["mask"], {}).setdefault(lo, []).append(
+            float(r["recall"]) if r["recall"] else np.nan)
+    bins = sorted(ends) + [max(ends.values())] if ends else []
+    dist_rows = {}
+    for m, v in by_bin.items():
+        seen = [np.array(v.get(lo, [np.nan])) for lo in bins[:-1]]
+        dist_rows[m] = np.array([x[~np.isnan(x)].mean() if (~np.isnan(x)).any() else np.nan
+                                 for x in seen])
+    return summary, dist_rows, bins
+
+
 def redraw(folder, out, title):
-    """study.svg again from a study's summary.csv and distance.csv."""
-    with open(os.path.join(folder, "summary.csv")) as f:
-        summary = [dict(mask=r["mask"], edges=float(r["edges_per_token"]),
-                        acc=float(r["acc_mean"]), sd=float(r["acc_sd"]),
-                        frontier=r["frontier"] == "1",
-                        text=float(r["text_val_loss"]) if r["text_val_loss"] else None)
-                   for r in csv.DictReader(f)]
-    dist_rows, bins = {}, []
-    with open(os.path.join(folder, "distance.csv")) as f:
-        for r in csv.DictReader(f):
-            dist_rows.setdefault(r["mask"], []).append(float(r["recall"]) if r["recall"]
-                                                        else np.nan)
-            lo = int(r["distance_from"])
-            if lo not in bins:
-                bins.append(lo)
-    bins.append(2 * bins[-1])
-    picture(out, summary, {m: np.array(v) for m, v in dist_rows.items()}, bins, title)
+    """study.svg again from a study's folder."""
+    summary, dist_rows, bins = summarize(folder)
+    picture(out, summary, dist_rows, bins, title)
+
+
+def report(folder, title):
+    """summary.csv, study.md (printed) and study.svg from every seed in the folder."""
+    summary, dist_rows, bins = summarize(folder)
+    with open(os.path.join(folder, "summary.csv"), "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["mask", "edges_per_token", "seeds", "acc_mean", "acc_sd", "frontier",
+                    "ms_a_step", "text_val_loss"])
+        for s in summary:
+            w.writerow([s["mask"], "%.2f" % s["edges"], s["seeds"], "%.4f" % s["acc"],
+                        "%.4f" % s["sd"], int(s["frontier"]), "%.1f" % s["ms"],
+                        "" if s["text"] is None else "%.4f" % s["text"]])
+    causal = next((s for s in summary if s["mask"] == "causal"), None)
+    lines = ["| mask | edges per token | recall (mean +- sd) | seeds | frontier | text loss "
+             "| ms a step |", "|---|---:|---:|---:|:-:|---:|---:|"]
+    for s in sorted(summary, key=lambda s: s["edges"]):
+        lines.append("| `%s` | %.1f | %.3f +- %.3f | %d | %s | %s | %.0f |"
+                     % (s["mask"].replace("|", "\\|"), s["edges"], s["acc"], s["sd"],
+                        s["seeds"], "yes" if s["frontier"] else "",
+                        "-" if s["text"] is None else "%.3f" % s["text"], s["ms"]))
+    if causal and causal["acc"] < 0.99:   # the gate: attention must recall first
+        lines += ["", "Causal recalls %.3f, below the 0.99 Zoology reports for attention: the "
+                  "masks' figures are not read until it gets there (train longer)."
+                  % causal["acc"]]
+    elif causal:
+        quarter = [s for s in summary if s["mask"] != "causal" and
+                   s["edges"] <= causal["edges"] / 4 and s["acc"] >= causal["acc"] - causal["sd"]]
+        lines += ["", "At a quarter of causal's %.1f edges a token or fewer, %s."
+                  % (causal["edges"], "these match or beat causal's recall: " +
+                     ", ".join("`%s` (%.3f)" % (s["mask"], s["acc"]) for s in quarter)
+                     if quarter else "no mask matches causal's recall (%.3f)" % causal["acc"])]
+    with open(os.path.join(folder, "study.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    picture(os.path.join(folder, "study.svg"), summary, dist_rows, bins, title)
 
 
 def main():
@@ -173,19 +255,20 @@ def main():
     p.add_argument("--text", help="a text for the loss beside (e.g. Tiny Shakespeare)")
     p.add_argument("--text-iters", type=int, default=500)
     a = p.parse_args()
+    title = a.title or ("MQAR at %d tokens, %d pairs, a vocabulary of %d: %d layers of width %d"
+                        % (a.length, a.pairs, a.vocab, a.layers, a.dim))
     if a.redraw:
         redraw(a.redraw, a.out, a.title or "MQAR: recall under each mask")
         return
-    if not a.cli:
-        p.error("--cli is needed to run the study")
     masks = a.mask or MASKS
-    seeds = [int(s) for s in a.seeds.split(",")]
+    seeds = [int(s) for s in a.seeds.split(",")] if a.seeds else []
+    if not a.cli and (seeds or a.text):
+        p.error("--cli is needed to run the study")
     os.makedirs(a.out, exist_ok=True)
     model = ["--layers", a.layers, "--heads", a.heads, "--dim", a.dim, "--positions",
              a.positions, "--threads", a.threads] + (["--no-mlp"] if a.no_mlp else [])
     bins = distance_bins(a.length)
-    results, dist = [], {m: [] for m in masks}
-    for seed in seeds:
+    for seed in seeds:   # each seed's rows join the folder's as soon as it ends
         data = os.path.join(a.out, "data-%d" % seed)
         run([a.cli, "lm", "task", "mqar", "--vocab", a.vocab, "--length", a.length, "--pairs",
              a.pairs, "--fill", a.fill, "--train", a.train, "--val", a.val, "--seed", seed,
@@ -201,82 +284,33 @@ def main():
         pred = np.load(pred_path)
         targets = np.load(os.path.join(data, "val_targets.npy"))
         d = np.load(os.path.join(data, "val_distance.npy"))
+        results, dist = [], []
         for k, m in enumerate(masks):
             edges, _, _, _, acc, _, ms = rows[m]
-            results.append(dict(mask=m, seed=seed, edges=float(edges), acc=float(acc),
-                                ms=float(ms)))
-            dist[m].append(recall_by_distance(pred[k], targets, d, bins))
-        print("seed %d: %s" % (seed, ", ".join("%s %.3f" % (r["mask"], r["acc"])
-                                                for r in results if r["seed"] == seed)),
-              flush=True)
-    text = {}
+            results.append(dict(mask=m, seed=seed, edges_per_token="%.2f" % float(edges),
+                                val_acc="%.4f" % float(acc), ms_a_step="%.1f" % float(ms)))
+            for (lo, hi), v in zip(zip(bins[:-1], bins[1:]),
+                                   recall_by_distance(pred[k], targets, d, bins)):
+                dist.append(dict(mask=m, seed=seed, distance_from=lo, distance_to=hi - 1,
+                                 recall="" if np.isnan(v) else "%.4f" % v))
+        merge_rows(os.path.join(a.out, "results.csv"),
+                   ["mask", "seed", "edges_per_token", "val_acc", "ms_a_step"], results,
+                   lambda r: (r["mask"], str(r["seed"])))
+        merge_rows(os.path.join(a.out, "distance.csv"),
+                   ["mask", "seed", "distance_from", "distance_to", "recall"], dist,
+                   lambda r: (r["mask"], str(r["seed"]), str(r["distance_from"])))
+        print("seed %d: %s" % (seed, ", ".join("%s %s" % (r["mask"], r["val_acc"])
+                                                for r in results)), flush=True)
     if a.text:
         out = run([a.cli, "lm", "train", "--text", a.text, "--block", a.length, "--batch",
                    a.batch // 2 or 1, "--iters", a.text_iters, "--eval-every", a.text_iters,
-                   "--seed", seeds[0]] + model + [x for m in masks for x in ("--pattern", m)],
+                   "--seed", seeds[0] if seeds else 1] + model +
+                  [x for m in masks for x in ("--pattern", m)],
                   "lm train --text", keep=os.path.join(a.out, "text.out"))
-        text = {m: float(f[2]) for m, f in table(out, masks, 6).items()}
-    summary = []
-    for m in masks:
-        accs = np.array([r["acc"] for r in results if r["mask"] == m])
-        summary.append(dict(mask=m, edges=next(r["edges"] for r in results if r["mask"] == m),
-                            acc=accs.mean(), sd=accs.std(ddof=1) if accs.size > 1 else 0.0,
-                            ms=np.median([r["ms"] for r in results if r["mask"] == m]),
-                            text=text.get(m)))
-    for s, f in zip(summary, frontier([s["edges"] for s in summary],
-                                      [s["acc"] for s in summary])):
-        s["frontier"] = f
-    with np.errstate(all="ignore"), warnings.catch_warnings():   # an empty bin is NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        dist_rows = {m: np.nanmean(np.array(v), axis=0) for m, v in dist.items()}
-    with open(os.path.join(a.out, "results.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["mask", "seed", "edges_per_token", "val_acc", "ms_a_step"])
-        for r in results:
-            w.writerow([r["mask"], r["seed"], "%.2f" % r["edges"], "%.4f" % r["acc"],
-                        "%.1f" % r["ms"]])
-    with open(os.path.join(a.out, "summary.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["mask", "edges_per_token", "acc_mean", "acc_sd", "frontier", "ms_a_step",
-                    "text_val_loss"])
-        for s in summary:
-            w.writerow([s["mask"], "%.2f" % s["edges"], "%.4f" % s["acc"], "%.4f" % s["sd"],
-                        int(s["frontier"]), "%.1f" % s["ms"],
-                        "" if s["text"] is None else "%.4f" % s["text"]])
-    with open(os.path.join(a.out, "distance.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["mask", "distance_from", "distance_to", "recall"])
-        for m in masks:
-            for (lo, hi), v in zip(zip(bins[:-1], bins[1:]), dist_rows[m]):
-                w.writerow([m, lo, hi - 1, "" if np.isnan(v) else "%.4f" % v])
-    causal = next((s for s in summary if s["mask"] == "causal"), None)
-    lines = ["| mask | edges per token | recall (mean +- sd, %d seed%s) | frontier | text loss "
-             "| ms a step |" % (len(seeds), "" if len(seeds) == 1 else "s"),
-             "|---|---:|---:|:-:|---:|---:|"]
-    for s in sorted(summary, key=lambda s: s["edges"]):
-        lines.append("| `%s` | %.1f | %.3f +- %.3f | %s | %s | %.0f |"
-                     % (s["mask"].replace("|", "\\|"), s["edges"], s["acc"], s["sd"],
-                        "yes" if s["frontier"] else "",
-                        "-" if s["text"] is None else "%.3f" % s["text"], s["ms"]))
-    if causal and causal["acc"] < 0.99:   # the gate: attention must recall first
-        lines.append("")
-        lines.append("Causal recalls %.3f, below the 0.99 Zoology reports for attention: the "
-                     "masks' figures are not read until it gets there (train longer)."
-                     % causal["acc"])
-    elif causal:
-        quarter = [s for s in summary if s["mask"] != "causal" and
-                   s["edges"] <= causal["edges"] / 4 and s["acc"] >= causal["acc"] - causal["sd"]]
-        lines.append("")
-        lines.append("At a quarter of causal's %.1f edges a token or fewer, %s."
-                     % (causal["edges"], "these match or beat causal's recall: " +
-                        ", ".join("`%s` (%.3f)" % (s["mask"], s["acc"]) for s in quarter)
-                        if quarter else "no mask matches causal's recall (%.3f)" % causal["acc"]))
-    with open(os.path.join(a.out, "study.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    picture(os.path.join(a.out, "study.svg"), summary, dist_rows, bins, a.title or
-            "MQAR at %d tokens, %d pairs, a vocabulary of %d: %d layers of width %d"
-            % (a.length, a.pairs, a.vocab, a.layers, a.dim))
+        merge_rows(os.path.join(a.out, "text.csv"), ["mask", "iters", "text_val_loss"],
+                   [dict(mask=m, iters=a.text_iters, text_val_loss="%.4f" % float(f[2]))
+                    for m, f in table(out, masks, 6).items()], lambda r: r["mask"])
+    report(a.out, title)
     print("wrote %s" % a.out)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import attngraph as ag
 import attngraph.lm as lm
-from conftest import ROOT, cli
+from conftest import CLI, ROOT, cli
 
 
 def test_tasks_are_the_command_line_s(tmp_path):
@@ -258,8 +258,10 @@ def test_batches_that_score_nothing_are_passed_over(tmp_path):
 def test_the_recall_picture_is_the_study_drawn(tmp_path):
     """graphs/pictures/recall-256.svg (the README's) is tools/study_recall.py
     --redraw of the study's CSVs, graphs/recall-256/, as `make pictures` draws it;
-    its frontier is the summary's, and causal passed the 0.99 gate."""
+    its frontier is the summary's, its means the seeds', and causal passed the
+    0.99 gate."""
     import csv
+    import statistics
     import subprocess
     import sys
     title = "MQAR at 256 tokens, 64 pairs, a vocabulary of 4,096: recall under eleven masks"
@@ -272,8 +274,56 @@ def test_the_recall_picture_is_the_study_drawn(tmp_path):
         rows = list(csv.DictReader(f))
     causal = next(r for r in rows if r["mask"] == "causal")
     assert float(causal["acc_mean"]) >= 0.99
+    with open(os.path.join(ROOT, "graphs", "recall-256", "results.csv")) as f:
+        runs = list(csv.DictReader(f))
+    for r in rows:   # a mask's mean and deviation are its seeds' (statistics, not numpy)
+        accs = [float(x["val_acc"]) for x in runs if x["mask"] == r["mask"]]
+        assert int(r["seeds"]) == len(accs) >= 1
+        assert float(r["acc_mean"]) == pytest.approx(statistics.mean(accs), abs=5e-5)
+        sd = statistics.stdev(accs) if len(accs) > 1 else 0.0
+        assert float(r["acc_sd"]) == pytest.approx(sd, abs=5e-5)
     for r in rows:   # the frontier: nothing recalls as much with as few edges, and more or fewer
         e, a = float(r["edges_per_token"]), float(r["acc_mean"])
         beaten = any(float(o["edges_per_token"]) <= e and float(o["acc_mean"]) >= a and
                      (float(o["edges_per_token"]) < e or float(o["acc_mean"]) > a) for o in rows)
         assert (r["frontier"] == "1") == (not beaten), r
+
+
+def test_a_study_grows_a_seed_at_a_time(tmp_path):
+    """Seeds run into a study's folder join those there; a mask and seed run
+    again replaces its rows; the summary is every seed's."""
+    import csv
+    import subprocess
+    import sys
+
+    def study(*args):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "study_recall.py"),
+                            "--cli", CLI, "--out", tmp_path, "--length", "32", "--pairs", "4",
+                            "--vocab", "64", "--train", "64", "--val", "16", "--iters", "3",
+                            "--batch", "4", "--dim", "16", "--threads", "1"] + list(args),
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+
+    def rows(name):
+        with open(tmp_path / name) as f:
+            return list(csv.DictReader(f))
+    study("--seeds", "1", "--mask", "causal", "--mask", "window:4")
+    first = rows("results.csv")
+    study("--seeds", "2", "--mask", "causal")
+    assert [(r["mask"], r["seed"]) for r in rows("results.csv")] == \
+        [("causal", "1"), ("window:4", "1"), ("causal", "2")]
+    assert rows("results.csv")[:2] == first   # seed 1's rows are kept as they were
+    summary = {r["mask"]: r for r in rows("summary.csv")}
+    assert summary["causal"]["seeds"] == "2" and summary["window:4"]["seeds"] == "1"
+    accs = [float(r["val_acc"]) for r in rows("results.csv") if r["mask"] == "causal"]
+    assert float(summary["causal"]["acc_mean"]) == pytest.approx(sum(accs) / 2, abs=5e-5)
+    bins = len([r for r in rows("distance.csv") if r["mask"] == "causal" and r["seed"] == "1"])
+    assert bins == 4   # [2, 4), [4, 8), [8, 16), [16, 32)
+    marked = (tmp_path / "results.csv").read_text().replace("causal,1,", "causal,1,-1", 1)
+    (tmp_path / "results.csv").write_text(marked)   # an edges figure no run writes
+    study("--seeds", "1", "--mask", "causal")   # again: its rows replaced, none added
+    assert len(rows("results.csv")) == 3 and len(rows("distance.csv")) == 3 * bins
+    same = ("mask", "seed", "edges_per_token", "val_acc")   # (the time a step may move)
+    assert [rows("results.csv")[0][k] for k in same] == [first[0][k] for k in same]
+    assert "| seeds |" in (tmp_path / "study.md").read_text()
+    assert (tmp_path / "study.svg").read_text().rstrip().endswith("</svg>")
