@@ -246,6 +246,7 @@ def test_batches_that_score_nothing_are_passed_over(tmp_path):
     np.testing.assert_array_equal(pred[20:], said)
     ms = [l for l in r.stdout.splitlines() if l.startswith("causal ")][-1].split()[-1]
     assert float(ms) > 0   # the median of the steps taken, not of the batches passed over
+    assert "the whole validation set, 3 batches" in r.stdout   # of 4: the first scored nothing
     # the training split's evaluation: draws that all score nothing are refused, not NaN
     y[:500] = -100
     y[3, 5] = 20   # one row of 500 scores: a draw of 2 rows almost never finds it

@@ -301,6 +301,7 @@ static int batch_scores(const batches_t *bt)
 /* An evaluation's figures of one split. */
 typedef struct {
     double loss, sem, acc;   /* sem: the loss mean's standard deviation from the batches */
+    int64_t batches;         /* those that scored something (the others passed over) */
 } split_eval_t;
 
 /* The loss and accuracy of a split (0: train, 1: validation) at evaluation
@@ -350,6 +351,7 @@ static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
     out->loss = whole ? weighted / (double)counted : sum / n;
     out->sem = n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1)) / n) : 0;
     out->acc = (double)correct / (double)counted;
+    out->batches = ran;
     return AG_OK;
 }
 
@@ -620,8 +622,7 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
         for (int k = 0; k < o.n_patterns; k++)
             width = strlen(o.patterns[k]) > (size_t)width ? (int)strlen(o.patterns[k]) : width;
         const int acc = c.rows > 0;   /* examples: recall is their measure */
-        const int64_t val_batches = acc ? (c.rows - c.train_rows + o.batch - 1) / o.batch
-                                        : o.eval_iters;
+        const int64_t val_batches = res[0].val.batches;   /* (the same data under each) */
         printf("\n%-*s %15s %11s %9s %8s%s %9s %12s\n", width, "pattern", "edges per token",
                "train loss", "val loss", "+-", acc ? "   val acc" : "", "seconds", "ms a step");
         for (int k = 0; k < o.n_patterns; k++) {
