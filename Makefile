@@ -258,8 +258,9 @@ bench: deps
 # NANOGPT names a checkout of it (docs/lm.md says how to get both).
 LM_TEXT ?= ../shared/data/tinyshakespeare/input.txt
 bench-lm: deps
-	@$(MAKE) --no-print-directory $(CLI)
-	$(PYTHON) tools/bench_lm.py --cli $(CLI) --text $(LM_TEXT) $(if $(NANOGPT),--nanogpt $(NANOGPT))
+	@$(MAKE) --no-print-directory $(CLI) $(BENCH)
+	$(PYTHON) tools/bench_lm.py --cli $(CLI) --text $(LM_TEXT) --bench-kernel $(BENCH) \
+	  $(if $(NANOGPT),--nanogpt $(NANOGPT))
 
 # The lm train step and a GAT epoch on 200,000 nodes alone, as 2 and 3 copies at
 # once, beside a busy loop and beside PyTorch: ratios to the quiet figures

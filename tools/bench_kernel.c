@@ -25,6 +25,8 @@
  *   `bench_kernel products` times the library's products on the models' shapes
  *   against OpenBLAS's sgemm, one thread, every variant (AG_SIMD=avx2
  *   OPENBLAS_CORETYPE=Haswell compares like with like on an AVX-512 machine).
+ *   `bench_kernel peak [THREADS]` prints the FMA peak of the variant AG_SIMD
+ *   names (else the best) on THREADS threads, the yardstick of `make bench-lm`.
  *   `bench_kernel backward [NAME]` runs the FMA peak and the backward rows only
  *   (those whose name contains NAME); `bench_kernel forward [NAME]` the
  *   yardsticks and the forward rows only; `bench_kernel scores` the score
@@ -633,6 +635,13 @@ int main(int argc, char **argv)
            openblas_get_config(), openblas_get_corename());
     if (argc > 1 && strcmp(argv[1], "smoke") == 0)
         return smoke();
+    if (argc > 1 && strcmp(argv[1], "peak") == 0) {   /* one figure, for tools/bench_lm.py */
+        if (ag_simd_env_check(&err))
+            die(&err);
+        set_threads(argc > 2 ? atoi(argv[2]) : 1);
+        printf("fma-peak %s %.2f\n", ag_simd_isa(), fma_rate());
+        return 0;
+    }
     const int backward_only = argc > 1 && strcmp(argv[1], "backward") == 0;
     const int forward_only = argc > 1 && strcmp(argv[1], "forward") == 0;
     const int scores_only = argc > 1 && strcmp(argv[1], "scores") == 0;

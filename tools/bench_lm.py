@@ -18,10 +18,13 @@ with a vocabulary of 8,192 (64 pairs; 2 layers of 2 heads, width 128, rotary
 positions, batch 32), where the tied head's product over the vocabulary, not
 attention, is most of the work: ours under causal, and under window:1 (the
 products alone), against the same model in PyTorch (its [B*T, V] logits and
-F.cross_entropy with ignore_index, as a user writes it).
+F.cross_entropy with ignore_index, as a user writes it), and the study's
+attention-only blocks; with --bench-kernel, each step's counted work against the
+FMA peak of the same variant and threads.
 
     bench_lm.py --cli build/attngraph --text input.txt [--nanogpt DIR] [--iters 200]
                 [--long 1024,4096] [--long-steps 4] [--token-steps 10]
+                [--bench-kernel build/bench_kernel]
 """
 import json
 import argparse
@@ -118,7 +121,30 @@ def long_context(cli, text, blocks, steps, threads):
 TOKENS = dict(layers=2, heads=2, dim=128, positions="rope", batch=32)
 
 
-def token_ids(cli, steps, threads):
+def fma_peak(bench, threads):
+    """The FMA peak in GFLOP/s of the kernels' variant on these threads
+    (`bench_kernel peak`), or None without the tool."""
+    if not bench:
+        return None
+    r = subprocess.run([bench, "peak", str(threads)], capture_output=True, text=True)
+    m = re.search(r"^fma-peak \S+ ([0-9.]+)$", r.stdout, re.M)
+    if r.returncode or not m:
+        sys.exit("bench-lm: %s peak failed: %s" % (bench, r.stderr.strip()))
+    return float(m.group(1))
+
+
+def step_gflop(model, tokens, scored, edges, vocab):
+    """A step's multiply-adds, counted as FlashAttention-2 counts them: the
+    blocks' products (4 D^2 a token, 12 D^2 more with the MLP) and the tied
+    head's over the scored rows, each forward and twice backward; attention 4 D
+    an edge forward and 10 D backward (the scores computed again not counted).
+    LayerNorm, softmax and the optimizer are left out."""
+    D, L = model["dim"], model["layers"]
+    blocks = tokens * L * 6 * (4 + (0 if model.get("no-mlp") else 8)) * D * D
+    return (blocks + tokens * L * 14 * D * edges + scored * 6 * D * vocab) / 1e9
+
+
+def token_ids(cli, steps, threads, bench=None):
     """The token-id table: MQAR at 256 tokens and a vocabulary of 8,192."""
     with tempfile.TemporaryDirectory() as tmp:
         r = subprocess.run([cli, "lm", "task", "mqar", "--vocab", "8192", "--length", "256",
@@ -126,29 +152,47 @@ def token_ids(cli, steps, threads):
                             tmp + "/mqar", "--quiet"], capture_output=True, text=True)
         if r.returncode:
             sys.exit("bench-lm: lm task failed: %s" % r.stderr)
-        model = [x for k, v in TOKENS.items() for x in ("--" + k, v)]
+        import numpy as np
+        targets = np.load(tmp + "/mqar/train_targets.npy")
+        scored = (targets >= 0).sum() / targets.shape[0] * TOKENS["batch"]   # a batch's, on average
+        tokens = TOKENS["batch"] * targets.shape[1]
+        peaks = [fma_peak(bench, threads)]
         rows = {}
-        for p in ("window:1", "causal"):
+        for name, p, extra in (("window:1", "window:1", []), ("causal", "causal", []),
+                               ("causal, attention only", "causal", ["--no-mlp"])):
+            model = [x for k, v in TOKENS.items() for x in ("--" + k, v)] + extra
             out, mb = measured([cli, "lm", "train", "--examples", tmp + "/mqar", "--iters",
                                 steps, "--eval-every", steps, "--threads", threads,
                                 "--pattern", p] + model)
             row = [l for l in out.splitlines() if l.startswith(p + " ")][-1].split()
-            rows[p] = float(row[-1]), mb
+            gflop = step_gflop(dict(TOKENS, **{"no-mlp": bool(extra)}), tokens, scored,
+                               float(row[1]), 8192)
+            rows[name] = float(row[-1]), mb, gflop
+        peaks.append(fma_peak(bench, threads))
         here = os.path.dirname(os.path.abspath(__file__))
+        model = [x for k, v in TOKENS.items() for x in ("--" + k, v)]
         out, torch_mb = measured([sys.executable, os.path.join(here, "gpt_torch.py"),
                                   "--examples", tmp + "/mqar", "--steps", steps, "--threads",
                                   threads] + model,
                                  env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
         torch_ms = json.loads(out.strip().splitlines()[-1])["median_ms"]
+    peak = statistics.mean(peaks) if bench else None
     print("\ntoken ids: MQAR at 256 tokens, 64 pairs, a vocabulary of 8,192; 2 layers of 2 "
           "heads, width 128, rotary positions, batch 32, %d thread%s; median of %d steps"
           % (threads, "" if threads == 1 else "s", steps))
-    print("%-22s %9s %8s %10s" % ("", "ms a step", "peak MB", "vs PyTorch"))
-    for p, (ms, mb) in rows.items():
-        print("%-22s %9.1f %8.0f %9.2fx" % ("ours " + p, ms, mb, torch_ms / ms))
-    print("%-22s %9.1f %8.0f %10s" % ("PyTorch causal", torch_ms, torch_mb, "1.00x"))
+    print("%-30s %9s %8s %10s %9s %8s" % ("", "ms a step", "peak MB", "vs PyTorch", "GFLOP",
+                                         "of peak" if peak else ""))
+    for name, (ms, mb, gflop) in rows.items():
+        print("%-30s %9.1f %8.0f %9.2fx %9.2f %8s" % (
+            "ours " + name, ms, mb, torch_ms / ms, gflop,
+            "%.2f" % (gflop / ms * 1e3 / peak) if peak else ""))
+    print("%-30s %9.1f %8.0f %10s" % ("PyTorch causal", torch_ms, torch_mb, "1.00x"))
     print("(window:1: the step's products alone, each token attending to itself; vs PyTorch: "
-          "its dense masked causal step over ours)")
+          "its dense masked causal step over ours, with the MLP; GFLOP: the step's counted "
+          "work (tools/bench_lm.py step_gflop)%s)"
+          % ("; of peak: its rate over the FMA peak of the kernels' variant on the same "
+             "threads, %.1f GFLOP/s (bench_kernel peak, before and after)" % peak
+             if peak else ""))
 
 
 def ours(cli, text, iters, threads):
@@ -191,6 +235,7 @@ def main():
     p.add_argument("--long", default="1024,4096", help="blocks of the long-context table "
                    "('' for none)")
     p.add_argument("--long-steps", type=int, default=4)
+    p.add_argument("--bench-kernel", help="bench_kernel, for the FMA peak of the token table")
     p.add_argument("--token-steps", type=int, default=10,
                    help="steps of the token-id table (0: none)")
     a = p.parse_args()
@@ -211,7 +256,7 @@ def main():
         long_context(a.cli, a.text, [int(b) for b in a.long.split(",")], a.long_steps,
                      a.threads)
     if a.token_steps:
-        token_ids(a.cli, a.token_steps, a.threads)
+        token_ids(a.cli, a.token_steps, a.threads, a.bench_kernel)
 
 
 if __name__ == "__main__":
