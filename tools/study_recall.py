@@ -15,7 +15,8 @@ replaces its rows), so a study can grow a seed or a mask at a time. From every
 row there it writes summary.csv (a row a mask: accuracy mean and standard
 deviation over its seeds, on the frontier or not, the text loss), study.md (the
 table for the README, printed) and study.svg (the three pictures). `--seeds ''`
-runs nothing and writes them again. Each `lm train` runs alone: time nothing
+runs nothing and writes them again; `--join DIR` adds the rows of a study run in
+another folder (another machine, another seed). Each `lm train` runs alone: time nothing
 beside it.
 
     study_recall.py --redraw DIR --out FILE.svg [--title TEXT]
@@ -127,6 +128,20 @@ def picture(path, summary, dist_rows, bins, title):
                                                  for k, s in enumerate(text)]))
     with open(path, "w") as f:
         f.write(draw.panels(plots, title=title))
+
+
+# The rows a study keeps: its files, their columns, and what a row is of.
+FILES = [("results.csv", ["mask", "seed", "edges_per_token", "val_acc", "ms_a_step"],
+          lambda r: (r["mask"], str(r["seed"]))),
+         ("distance.csv", ["mask", "seed", "distance_from", "distance_to", "recall"],
+          lambda r: (r["mask"], str(r["seed"]), str(r["distance_from"]))),
+         ("text.csv", ["mask", "iters", "text_val_loss"], lambda r: r["mask"])]
+
+
+def keep_rows(folder, name, new):
+    """new's rows into the folder's file called name (see FILES)."""
+    _, header, key = next(f for f in FILES if f[0] == name)
+    merge_rows(os.path.join(folder, name), header, new, key)
 
 
 def read_rows(path):
@@ -254,6 +269,8 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--text", help="a text for the loss beside (e.g. Tiny Shakespeare)")
     p.add_argument("--text-iters", type=int, default=500)
+    p.add_argument("--join", action="append", default=[],
+                   help="another study's folder whose rows join --out's (repeatable)")
     a = p.parse_args()
     title = a.title or ("MQAR at %d tokens, %d pairs, a vocabulary of %d: %d layers of width %d"
                         % (a.length, a.pairs, a.vocab, a.layers, a.dim))
@@ -267,6 +284,11 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     model = ["--layers", a.layers, "--heads", a.heads, "--dim", a.dim, "--positions",
              a.positions, "--threads", a.threads] + (["--no-mlp"] if a.no_mlp else [])
+    for other in a.join:   # a study run elsewhere (another machine, another seed) joins
+        if not read_rows(os.path.join(other, "results.csv")):
+            p.error("--join %s: no results.csv rows there; expected a study's folder" % other)
+        for name, _, _ in FILES:
+            keep_rows(a.out, name, read_rows(os.path.join(other, name)))
     bins = distance_bins(a.length)
     for seed in seeds:   # each seed's rows join the folder's as soon as it ends
         data = os.path.join(a.out, "data-%d" % seed)
@@ -293,12 +315,8 @@ def main():
                                    recall_by_distance(pred[k], targets, d, bins)):
                 dist.append(dict(mask=m, seed=seed, distance_from=lo, distance_to=hi - 1,
                                  recall="" if np.isnan(v) else "%.4f" % v))
-        merge_rows(os.path.join(a.out, "results.csv"),
-                   ["mask", "seed", "edges_per_token", "val_acc", "ms_a_step"], results,
-                   lambda r: (r["mask"], str(r["seed"])))
-        merge_rows(os.path.join(a.out, "distance.csv"),
-                   ["mask", "seed", "distance_from", "distance_to", "recall"], dist,
-                   lambda r: (r["mask"], str(r["seed"]), str(r["distance_from"])))
+        keep_rows(a.out, "results.csv", results)
+        keep_rows(a.out, "distance.csv", dist)
         print("seed %d: %s" % (seed, ", ".join("%s %s" % (r["mask"], r["val_acc"])
                                                 for r in results)), flush=True)
     if a.text:
@@ -307,9 +325,9 @@ def main():
                    "--seed", seeds[0] if seeds else 1] + model +
                   [x for m in masks for x in ("--pattern", m)],
                   "lm train --text", keep=os.path.join(a.out, "text.out"))
-        merge_rows(os.path.join(a.out, "text.csv"), ["mask", "iters", "text_val_loss"],
-                   [dict(mask=m, iters=a.text_iters, text_val_loss="%.4f" % float(f[2]))
-                    for m, f in table(out, masks, 6).items()], lambda r: r["mask"])
+        keep_rows(a.out, "text.csv", [dict(mask=m, iters=a.text_iters,
+                                           text_val_loss="%.4f" % float(f[2]))
+                                      for m, f in table(out, masks, 6).items()])
     report(a.out, title)
     print("wrote %s" % a.out)
 

@@ -327,4 +327,16 @@ def test_a_study_grows_a_seed_at_a_time(tmp_path):
     same = ("mask", "seed", "edges_per_token", "val_acc")   # (the time a step may move)
     assert [rows("results.csv")[0][k] for k in same] == [first[0][k] for k in same]
     assert "| seeds |" in (tmp_path / "study.md").read_text()
+    other = tmp_path / "elsewhere"   # a seed run in another folder joins by --join
+    study("--out", other, "--seeds", "3", "--mask", "window:4")
+    study("--seeds", "", "--join", other)
+    assert [(r["mask"], r["seed"]) for r in rows("results.csv")] == \
+        [("causal", "1"), ("window:4", "1"), ("causal", "2"), ("window:4", "3")]
+    assert len(rows("distance.csv")) == 4 * bins
+    assert {r["mask"]: r["seeds"] for r in rows("summary.csv")} == {"causal": "2", "window:4": "2"}
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "study_recall.py"), "--out",
+                        tmp_path, "--seeds", "", "--join", tmp_path / "none"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "none: no results.csv rows there" in r.stderr
+    assert len(rows("results.csv")) == 4   # nothing written
     assert (tmp_path / "study.svg").read_text().rstrip().endswith("</svg>")
