@@ -25,8 +25,9 @@
  *   `bench_kernel products` times the library's products on the models' shapes
  *   against OpenBLAS's sgemm, one thread, every variant (AG_SIMD=avx2
  *   OPENBLAS_CORETYPE=Haswell compares like with like on an AVX-512 machine).
- *   `bench_kernel peak [THREADS]` prints the FMA peak of the variant AG_SIMD
- *   names (else the best) on THREADS threads, the yardstick of `make bench-lm`.
+ *   `bench_kernel peak [THREADS]` prints the FMA peak on THREADS threads of the
+ *   vector width of the variant AG_SIMD names (else the best): zmm for avx512,
+ *   ymm for avx2 and base, as the tables below; `make bench-lm`'s yardstick.
  *   `bench_kernel backward [NAME]` runs the FMA peak and the backward rows only
  *   (those whose name contains NAME); `bench_kernel forward [NAME]` the
  *   yardsticks and the forward rows only; `bench_kernel scores` the score

@@ -134,11 +134,12 @@ def fma_peak(bench, threads):
 
 
 def step_gflop(model, tokens, scored, edges, vocab):
-    """A step's multiply-adds, counted as FlashAttention-2 counts them: the
-    blocks' products (4 D^2 a token, 12 D^2 more with the MLP) and the tied
-    head's over the scored rows, each forward and twice backward; attention 4 D
-    an edge forward and 10 D backward (the scores computed again not counted).
-    LayerNorm, softmax and the optimizer are left out."""
+    """A step's GFLOP (2 a multiply-add), counted as FlashAttention-2 counts
+    them: the blocks' products (4 D^2 multiply-adds a token, 8 D^2 more with
+    the MLP) and the tied head's over the scored rows, each forward and twice
+    backward; attention 4 D an edge forward and 10 D backward (its five
+    products; the kernel's sixth and seventh, S and dP made again, are not
+    counted). LayerNorm, softmax and the optimizer are left out."""
     D, L = model["dim"], model["layers"]
     blocks = tokens * L * 6 * (4 + (0 if model.get("no-mlp") else 8)) * D * D
     return (blocks + tokens * L * 14 * D * edges + scored * 6 * D * vocab) / 1e9
@@ -183,12 +184,13 @@ def token_ids(cli, steps, threads, bench=None):
     print("%-30s %9s %8s %10s %9s %8s" % ("", "ms a step", "peak MB", "vs PyTorch", "GFLOP",
                                          "of peak" if peak else ""))
     for name, (ms, mb, gflop) in rows.items():
-        print("%-30s %9.1f %8.0f %9.2fx %9.2f %8s" % (
-            "ours " + name, ms, mb, torch_ms / ms, gflop,
+        like = "attention only" not in name   # PyTorch's model has the MLP
+        print("%-30s %9.1f %8.0f %10s %9.2f %8s" % (
+            "ours " + name, ms, mb, "%.2fx" % (torch_ms / ms) if like else "-", gflop,
             "%.2f" % (gflop / ms * 1e3 / peak) if peak else ""))
     print("%-30s %9.1f %8.0f %10s" % ("PyTorch causal", torch_ms, torch_mb, "1.00x"))
     print("(window:1: the step's products alone, each token attending to itself; vs PyTorch: "
-          "its dense masked causal step over ours, with the MLP; GFLOP: the step's counted "
+          "its dense masked causal step (with the MLP) over ours; GFLOP: the step's counted "
           "work (tools/bench_lm.py step_gflop)%s)"
           % ("; of peak: its rate over the FMA peak of the kernels' variant on the same "
              "threads, %.1f GFLOP/s (bench_kernel peak, before and after)" % peak

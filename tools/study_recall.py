@@ -16,7 +16,8 @@ row there it writes summary.csv (a row a mask: accuracy mean and standard
 deviation over its seeds, on the frontier or not, the text loss), study.md (the
 table for the README, printed) and study.svg (the three pictures). `--seeds ''`
 runs nothing and writes them again; `--join DIR` adds the rows of a study run in
-another folder (another machine, another seed). Each `lm train` runs alone: time nothing
+another folder (another machine, another seed) and runs no seed unless --seeds
+names some. Each file is written whole or not at all. Each `lm train` runs alone: time nothing
 beside it.
 
     study_recall.py --redraw DIR --out FILE.svg [--title TEXT]
@@ -138,30 +139,73 @@ FILES = [("results.csv", ["mask", "seed", "edges_per_token", "val_acc", "ms_a_st
          ("text.csv", ["mask", "iters", "text_val_loss"], lambda r: r["mask"])]
 
 
-def keep_rows(folder, name, new):
-    """new's rows into the folder's file called name (see FILES)."""
-    _, header, key = next(f for f in FILES if f[0] == name)
-    merge_rows(os.path.join(folder, name), header, new, key)
-
-
 def read_rows(path):
-    """A CSV's rows as dicts ([] where the file is not there yet)."""
+    """A CSV's rows as dicts ([] where the file is not there yet); a file of
+    other columns (an older layout, another tool's) ends the run, naming it."""
     if not os.path.exists(path):
         return []
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        r = csv.DictReader(f)
+        rows = list(r)
+    header = next((h for n, h, _ in FILES if n == os.path.basename(path)), None)
+    if header and rows and r.fieldnames != header:
+        sys.exit("study_recall: %s has the columns %s; expected %s (a study of this tool's "
+                 "layout)" % (path, ",".join(r.fieldnames or []), ",".join(header)))
+    return rows
 
 
-def merge_rows(path, header, new, key):
-    """path's rows and new's, written back: a new row takes the place of the
-    row with its key (a mask and seed run again), the others come after."""
-    rows = {key(r): r for r in read_rows(path)}
+def merged(folder, name, new):
+    """The rows of the folder's file called name (see FILES) with new's: a
+    new row takes the place of the row with its key (a mask and seed run
+    again), the others come after."""
+    _, _, key = next(f for f in FILES if f[0] == name)
+    rows = {key(r): r for r in read_rows(os.path.join(folder, name))}
     for r in new:
         rows[key(r)] = r
-    with open(path, "w", newline="") as f:
+    return list(rows.values())
+
+
+def write_rows(folder, name, rows):
+    """rows into the folder's file called name whole, or not at all (written
+    beside it, then renamed over it)."""
+    path = os.path.join(folder, name)
+    header = next(h for n, h, _ in FILES if n == name)
+    with open(path + ".part", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=header, lineterminator="\n")
         w.writeheader()
-        w.writerows(rows.values())
+        w.writerows({k: r[k] for k in header} for r in rows)
+    os.replace(path + ".part", path)
+
+
+def keep_rows(folder, name, new):
+    """new's rows into the folder's file called name."""
+    write_rows(folder, name, merged(folder, name, new))
+
+
+def join(folder, others):
+    """The rows of other studies' folders into folder's, every file read and
+    checked before any is written. A joined run whose mask and seed the
+    folder has with another result (two machines' seed 1) ends the run:
+    rerun one under another seed."""
+    files = {name: [] for name, _, _ in FILES}
+    for other in others:
+        if not read_rows(os.path.join(other, "results.csv")):
+            sys.exit("study_recall: --join %s: no results.csv rows there; expected a study's "
+                     "folder" % other)
+        for name in files:
+            files[name] += read_rows(os.path.join(other, name))
+    same = ("edges_per_token", "val_acc")
+    had = {(r["mask"], r["seed"]): r for r in read_rows(os.path.join(folder, "results.csv"))}
+    for r in files["results.csv"]:
+        h = had.setdefault((r["mask"], r["seed"]), r)
+        if any(h[k] != r[k] for k in same):
+            sys.exit("study_recall: --join: %s seed %s is in two runs that disagree (accuracy "
+                     "%s and %s); expected one run of each mask and seed"
+                     % (r["mask"], r["seed"], h["val_acc"], r["val_acc"]))
+    rows = {name: merged(folder, name, new) for name, new in files.items()}
+    for name, r in rows.items():
+        if r:
+            write_rows(folder, name, r)
 
 
 def summarize(folder):
@@ -255,7 +299,8 @@ def main():
     p.add_argument("--fill", default="zero", choices=("zero", "random"))
     p.add_argument("--train", type=int, default=40000, help="training examples")
     p.add_argument("--val", type=int, default=1000, help="validation examples")
-    p.add_argument("--seeds", default="1,2,3")
+    p.add_argument("--seeds", help="seeds to run, e.g. 1,2,3 (the default without --join; "
+                   "'' for none)")
     p.add_argument("--mask", action="append", help="repeatable (default: the study's twelve)")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--heads", type=int, default=2)
@@ -278,17 +323,17 @@ def main():
         redraw(a.redraw, a.out, a.title or "MQAR: recall under each mask")
         return
     masks = a.mask or MASKS
+    if a.seeds is None:
+        a.seeds = "" if a.join else "1,2,3"
     seeds = [int(s) for s in a.seeds.split(",")] if a.seeds else []
     if not a.cli and (seeds or a.text):
         p.error("--cli is needed to run the study")
     os.makedirs(a.out, exist_ok=True)
     model = ["--layers", a.layers, "--heads", a.heads, "--dim", a.dim, "--positions",
              a.positions, "--threads", a.threads] + (["--no-mlp"] if a.no_mlp else [])
-    for other in a.join:   # a study run elsewhere (another machine, another seed) joins
-        if not read_rows(os.path.join(other, "results.csv")):
-            p.error("--join %s: no results.csv rows there; expected a study's folder" % other)
-        for name, _, _ in FILES:
-            keep_rows(a.out, name, read_rows(os.path.join(other, name)))
+    for name, _, _ in FILES:   # the folder's layout, checked before any training
+        read_rows(os.path.join(a.out, name))
+    join(a.out, a.join)   # studies run elsewhere (another machine, another seed)
     bins = distance_bins(a.length)
     for seed in seeds:   # each seed's rows join the folder's as soon as it ends
         data = os.path.join(a.out, "data-%d" % seed)
@@ -315,8 +360,10 @@ def main():
                                    recall_by_distance(pred[k], targets, d, bins)):
                 dist.append(dict(mask=m, seed=seed, distance_from=lo, distance_to=hi - 1,
                                  recall="" if np.isnan(v) else "%.4f" % v))
-        keep_rows(a.out, "results.csv", results)
-        keep_rows(a.out, "distance.csv", dist)
+        rows = [(name, merged(a.out, name, new))
+                for name, new in (("results.csv", results), ("distance.csv", dist))]
+        for name, r in rows:
+            write_rows(a.out, name, r)
         print("seed %d: %s" % (seed, ", ".join("%s %s" % (r["mask"], r["val_acc"])
                                                 for r in results)), flush=True)
     if a.text:

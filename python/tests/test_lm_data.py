@@ -232,6 +232,7 @@ def test_batches_that_score_nothing_are_passed_over(tmp_path):
     for split, rows in (("train", slice(0, 500)), ("val", slice(500, 560))):
         np.save(d / ("%s_inputs.npy" % split), x[rows])
         np.save(d / ("%s_targets.npy" % split), y[rows])
+    (tmp_path / "m" / "vocab.npy").mkdir(parents=True)   # token ids write no vocabulary
     r = cli("lm", "train", "--examples", d, "--layers", 1, "--heads", 2, "--dim", 16, "--iters",
             20, "--eval-every", 20, "--eval-iters", 50, "--batch", 16, "--save", tmp_path / "m",
             "--log", tmp_path / "log.csv", "--predictions", tmp_path / "p.npy")
@@ -246,7 +247,8 @@ def test_batches_that_score_nothing_are_passed_over(tmp_path):
     np.testing.assert_array_equal(pred[20:], said)
     ms = [l for l in r.stdout.splitlines() if l.startswith("causal ")][-1].split()[-1]
     assert float(ms) > 0   # the median of the steps taken, not of the batches passed over
-    assert "the whole validation set, 3 batches" in r.stdout   # of 4: the first scored nothing
+    assert "the whole validation set, 3 batches (1 more passed over: they score nothing)" \
+        in r.stdout   # of 4: the first scored nothing
     # the training split's evaluation: draws that all score nothing are refused, not NaN
     y[:500] = -100
     y[3, 5] = 20   # one row of 500 scores: a draw of 2 rows almost never finds it
@@ -337,6 +339,24 @@ def test_a_study_grows_a_seed_at_a_time(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "study_recall.py"), "--out",
                         tmp_path, "--seeds", "", "--join", tmp_path / "none"],
                        capture_output=True, text=True)
-    assert r.returncode == 2 and "none: no results.csv rows there" in r.stderr
+    assert r.returncode == 1 and "none: no results.csv rows there" in r.stderr
     assert len(rows("results.csv")) == 4   # nothing written
+    before = {f: (tmp_path / f).read_text() for f in ("results.csv", "distance.csv")}
+    clash = tmp_path / "clash"   # another run of window:4 under seed 3, with another result
+    clash.mkdir()
+    (clash / "results.csv").write_text((other / "results.csv").read_text()
+                                       .replace("window:4,3,", "window:4,3,-1"))
+    (clash / "distance.csv").write_text((other / "distance.csv").read_text())
+    old = tmp_path / "old"   # the first layout: distance.csv without its seed column
+    old.mkdir()
+    (old / "results.csv").write_text((other / "results.csv").read_text()
+                                     .replace("window:4,3,", "window:4,4,"))
+    (old / "distance.csv").write_text("mask,distance_from,distance_to,recall\nwindow:4,2,3,\n")
+    for folders, message in (((other, clash), "window:4 seed 3 is in two runs that disagree"),
+                             ((old,), "expected mask,seed,distance_from")):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "study_recall.py"),
+                            "--out", tmp_path] + [x for f in folders for x in ("--join", f)],
+                           capture_output=True, text=True)
+        assert r.returncode == 1 and message in r.stderr, r.stderr
+        assert {f: (tmp_path / f).read_text() for f in before} == before   # nothing written
     assert (tmp_path / "study.svg").read_text().rstrip().endswith("</svg>")

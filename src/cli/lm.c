@@ -301,7 +301,7 @@ static int batch_scores(const batches_t *bt)
 /* An evaluation's figures of one split. */
 typedef struct {
     double loss, sem, acc;   /* sem: the loss mean's standard deviation from the batches */
-    int64_t batches;         /* those that scored something (the others passed over) */
+    int64_t batches, passed; /* those that scored something, and those passed over */
 } split_eval_t;
 
 /* The loss and accuracy of a split (0: train, 1: validation) at evaluation
@@ -351,7 +351,7 @@ static int eval_split(const ag_lm_t *m, ag_nbhd_t *nb, const ag_lm_opts_t *eo,
     out->loss = whole ? weighted / (double)counted : sum / n;
     out->sem = n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1)) / n) : 0;
     out->acc = (double)correct / (double)counted;
-    out->batches = ran;
+    out->batches = ran, out->passed = batches - ran;
     return AG_OK;
 }
 
@@ -555,7 +555,7 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
         rc = folder_check(o.save, "--save", &err);
     if (!rc && o.save)
         rc = ag_i_lm_model_save_check(o.save, o.layers, o.heads, o.bias, !o.no_mlp,
-                                      o.positions, &err);
+                                      o.positions, !o.text, &err);
     corpus_t c;
     memset(&c, 0, sizeof c);
     if (!rc)
@@ -623,6 +623,10 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
             width = strlen(o.patterns[k]) > (size_t)width ? (int)strlen(o.patterns[k]) : width;
         const int acc = c.rows > 0;   /* examples: recall is their measure */
         const int64_t val_batches = res[0].val.batches;   /* (the same data under each) */
+        char passed[64] = "";
+        if (res[0].val.passed)
+            snprintf(passed, sizeof passed, " (%lld more passed over: they score nothing)",
+                     (long long)res[0].val.passed);
         printf("\n%-*s %15s %11s %9s %8s%s %9s %12s\n", width, "pattern", "edges per token",
                "train loss", "val loss", "+-", acc ? "   val acc" : "", "seconds", "ms a step");
         for (int k = 0; k < o.n_patterns; k++) {
@@ -640,9 +644,10 @@ int lm_train_with(int argc, char **argv, lm_backend_t *b)
         }
         if (acc)
             printf("(edges per token: the blocks' mean; val: the whole validation set, %lld "
-                   "batch%s; +-: the val loss's standard deviation over them; val acc: its "
+                   "batch%s%s; +-: the val loss's standard deviation over them; val acc: its "
                    "scored tokens predicted right; ms a step: the median step, batch to update, "
-                   "evaluations left out)\n", (long long)val_batches, val_batches == 1 ? "" : "es");
+                   "evaluations left out)\n", (long long)val_batches, val_batches == 1 ? "" : "es",
+                   passed);
         else
             printf("(edges per token: the blocks' mean; +-: the val loss's standard deviation "
                    "from the %lld batch%s drawn; ms a step: the median step, batch to update, "

@@ -132,7 +132,7 @@ int ag_lm_model_save(const ag_lm_model_t *lm, const char *dir, ag_error_t *err)
 }
 
 int ag_i_lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, int mlp,
-                             ag_lm_positions_t positions, ag_error_t *err)
+                             ag_lm_positions_t positions, int ids, ag_error_t *err)
 {
     ag_lm_t m;   /* the shapes do not matter here, only which files there will be */
     int rc = ag_lm_init(&m, 1, 1, 2 * H, L, H, bias, 1, err);   /* (rotary: even heads) */
@@ -144,8 +144,8 @@ int ag_i_lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, in
     if (!rc && !arrays)
         rc = ag_alloc_status();
     const int n = rc ? 0 : model_arrays(&m, arrays);
-    static const char *const top[] = {"model.txt", "vocab.npy"};
-    for (int a = -2; !rc && a < n; a++) {
+    static const char *const top[] = {"vocab.npy", "model.txt"};
+    for (int a = ids ? -1 : -2; !rc && a < n; a++) {   /* (ids: no vocab.npy) */
         char file[96], path[4096];
         struct stat st;
         if (a < 0)

@@ -249,9 +249,10 @@ int ag_i_lm_model_save(const ag_lm_model_t *lm, const char *dir, const char *opt
 int ag_i_lm_pattern_check(const char *spec, int64_t L, ag_error_t *err);
 /* Before training: refuses a folder in the place of a file that the model of
    L blocks of H heads (bias: with biases; mlp: with feed-forward sublayers;
-   its positions) would write into dir. */
+   its positions; ids: of token ids, which write no vocab.npy) would write
+   into dir. */
 int ag_i_lm_model_save_check(const char *dir, int64_t L, int64_t H, int bias, int mlp,
-                             ag_lm_positions_t positions, ag_error_t *err);
+                             ag_lm_positions_t positions, int ids, ag_error_t *err);
 
 /* ag_embed_backward over this process's rows with r (NULL: one process). */
 int ag_i_embed_backward_r(const ag_i_reducer_t *r, float *dwte, float *dwpe, const float *dX,
