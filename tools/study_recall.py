@@ -107,7 +107,7 @@ def picture(path, summary, dist_rows, bins, title):
     import attngraph.draw as draw
     scatter = []
     for k, s in enumerate(summary):
-        scatter.append(dict(x=[s["edges"]] * 3, y=[s["acc"] - s["sd"], s["acc"], s["acc"] + s["sd"]],
+        scatter.append(dict(x=[s["edges"]] * 3, y=[s["lo"], s["acc"], s["hi"]],
                             name=s["mask"], colour=k % 10 + 1, dashed=k >= 10))
     front = sorted((s["edges"], s["acc"]) for s in summary if s["frontier"])
     scatter.append(dict(x=[e for e, _ in front], y=[a for _, a in front], dashed=True,
@@ -115,7 +115,7 @@ def picture(path, summary, dist_rows, bins, title):
     mids = [np.log2(lo) for lo in bins[:-1]]   # a bin [2^k, 2^(k+1)) at k
     curves = [dict(x=mids, y=dist_rows[s["mask"]], name=s["mask"], colour=k % 10 + 1,
                    dashed=k >= 10) for k, s in enumerate(summary)]
-    plots = [dict(title="recall against edges per token (mean +- sd over seeds)",
+    plots = [dict(title="recall against edges per token (the seeds' mean and range)",
                   xlabel="edges per token", ylabel="validation accuracy", series=scatter),
              dict(title="recall against the key-query distance",
                   xlabel="log2 of the distance (bins [2^k, 2^(k+1)) tokens)",
@@ -222,7 +222,8 @@ def summarize(folder):
     for m in dict.fromkeys(r["mask"] for r in results):
         rows = [r for r in results if r["mask"] == m]
         accs = np.array([float(r["val_acc"]) for r in rows])
-        summary.append(dict(mask=m, seeds=len(rows), acc=accs.mean(),
+        summary.append(dict(mask=m, seeds=len(rows), acc=accs.mean(), lo=accs.min(),
+                            hi=accs.max(),
                             edges=float(np.mean([float(r["edges_per_token"]) for r in rows])),
                             sd=accs.std(ddof=1) if accs.size > 1 else 0.0,
                             ms=float(np.median([float(r["ms_a_step"]) for r in rows])),
