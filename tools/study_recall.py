@@ -170,11 +170,16 @@ def write_rows(folder, name, rows):
     beside it, then renamed over it)."""
     path = os.path.join(folder, name)
     header = next(h for n, h, _ in FILES if n == name)
-    with open(path + ".part", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=header, lineterminator="\n")
-        w.writeheader()
-        w.writerows({k: r[k] for k in header} for r in rows)
-    os.replace(path + ".part", path)
+    try:
+        with open(path + ".part", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=header, lineterminator="\n")
+            w.writeheader()
+            w.writerows({k: r[k] for k in header} for r in rows)
+        os.replace(path + ".part", path)
+    except BaseException:   # (a row without a column, a full disk, ^C): the old file stays
+        if os.path.exists(path + ".part"):
+            os.remove(path + ".part")
+        raise
 
 
 def keep_rows(folder, name, new):

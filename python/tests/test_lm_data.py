@@ -366,3 +366,20 @@ def test_a_study_grows_a_seed_at_a_time(tmp_path):
     said = (tmp_path / "study.md").read_text()
     assert "Causal recalled 0.99 or more on 1 seed of 2; on seed 2 it recalled" in said, said
     assert (tmp_path / "study.svg").read_text().rstrip().endswith("</svg>")
+
+
+def test_a_study_file_is_written_whole_or_not_at_all(tmp_path):
+    """A row that cannot be written (a column missing) leaves the study's file
+    as it was, and nothing beside it."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    try:
+        import study_recall
+    finally:
+        sys.path.pop(0)
+    study_recall.write_rows(tmp_path, "text.csv", [dict(mask="causal", iters=5, text_val_loss="2.0")])
+    before = (tmp_path / "text.csv").read_text()
+    with pytest.raises(KeyError):
+        study_recall.write_rows(tmp_path, "text.csv", [dict(mask="window:4", iters=5)])
+    assert (tmp_path / "text.csv").read_text() == before
+    assert sorted(os.listdir(tmp_path)) == ["text.csv"]
