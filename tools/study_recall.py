@@ -228,7 +228,7 @@ def summarize(folder):
         rows = [r for r in results if r["mask"] == m]
         accs = np.array([float(r["val_acc"]) for r in rows])
         summary.append(dict(mask=m, seeds=len(rows), acc=accs.mean(), lo=accs.min(),
-                            hi=accs.max(),
+                            hi=accs.max(), runs=rows,
                             edges=float(np.mean([float(r["edges_per_token"]) for r in rows])),
                             sd=accs.std(ddof=1) if accs.size > 1 else 0.0,
                             ms=float(np.median([float(r["ms_a_step"]) for r in rows])),
@@ -276,7 +276,7 @@ def report(folder, title):
                      % (s["mask"].replace("|", "\\|"), s["edges"], s["acc"], s["sd"],
                         s["seeds"], "yes" if s["frontier"] else "",
                         "-" if s["text"] is None else "%.3f" % s["text"], s["ms"]))
-    runs = [r for r in read_rows(os.path.join(folder, "results.csv")) if r["mask"] == "causal"]
+    runs = causal["runs"] if causal else []
     short = [r for r in runs if float(r["val_acc"]) < 0.99]
     if causal and len(short) == len(runs):   # the gate: attention must recall first
         lines += ["", "Causal recalls %.3f, below the 0.99 Zoology reports for attention: the "
